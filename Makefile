@@ -1,0 +1,135 @@
+# aisd — one Makefile for the daemon, the tools, the tests and the benchmark.
+#
+#   make                 build build/aisd, build/aisctl, build/aisloader
+#   make run             install deps, build, start a local cluster under ./run
+#   make test            install deps, build, run unit + integration tests
+#   make check-unit      unit tests only (Check)
+#   make bench           aisd vs nginx, side by side (not part of test)
+#   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
+#   make style           clang-format the tree
+#   make install         binaries, man pages, example configs under PREFIX
+#
+#   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
+#   KEEP=1 keeps integration temp dirs.
+
+PREFIX     ?= /usr/local
+BUILD      ?= build
+CC         ?= cc
+PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash
+FUZZ_SECONDS ?= 20
+
+Q := @
+ifeq ($(V),1)
+Q :=
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wvla -Wwrite-strings -Wno-unused-parameter
+ifneq ($(filter 1 true,$(DEVELOPER) $(CI)),)
+WARN += -Werror
+endif
+
+OPT      ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude -MMD -MP -pthread \
+            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lleveldb -lhttp_parser -lpthread -lm
+ifneq ($(SANITIZE),)
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=$(SANITIZE)
+BUILD    := build-san
+endif
+
+# Libraries: everything under src/ except the program entry points.
+CORE_SRC   := $(wildcard src/core/*.c)
+HTTP_SRC   := $(wildcard src/http/*.c)
+STORE_SRC  := $(wildcard src/store/*.c)
+TARGET_SRC := $(wildcard src/target/*.c)
+LIB_SRC    := $(CORE_SRC) $(HTTP_SRC) $(STORE_SRC) $(TARGET_SRC)
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB        := $(BUILD)/libaisd.a
+
+AISD_OBJ      := $(BUILD)/src/aisd.o
+AISCTL_SRC    := $(wildcard src/cli/*.c)
+AISCTL_OBJ    := $(AISCTL_SRC:%.c=$(BUILD)/%.o)
+LOADER_SRC    := $(wildcard tools/aisloader/*.c)
+LOADER_OBJ    := $(LOADER_SRC:%.c=$(BUILD)/%.o)
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_COMMON := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
+
+PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
+
+.PHONY: all deps run stop test check-unit check-integration bench fuzz style install clean
+all: $(PROGS)
+
+deps:
+	$(Q)./tools/install-deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/aisd: $(AISD_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/aisctl: $(AISCTL_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/aisloader: $(LOADER_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
+
+run: deps all
+	$(Q)./deploy/local/cluster.sh up -d ./run
+
+stop:
+	$(Q)./deploy/local/cluster.sh down -d ./run
+
+check-unit: all $(UNIT_BIN)
+	$(Q)./tests/run-unit.sh $(UNIT_BIN)
+
+check-integration: all
+	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
+	$(Q)$(MAKE) --no-print-directory check-unit
+	$(Q)$(MAKE) --no-print-directory check-integration
+
+bench: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
+
+fuzz:
+	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+style:
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h')
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
+	    $(DESTDIR)$(PREFIX)/etc/aisd
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,57 @@
+/*
+ * conf.h - the daemon's configuration: one struct, one table of keys.
+ *
+ * The file format is one "key = value" per line, '#' starts a comment, keys
+ * are dotted ("net.port"). Every key is listed in conf.c's table with its
+ * type, default and a line of documentation, and in aisd.conf(5). The same
+ * keys can be set on the command line (--set key=value).
+ */
+#ifndef AISD_CONF_H
+#define AISD_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "aisd/buf.h"
+
+#define CONF_MAX_MOUNTPATHS 64
+
+enum conf_fsync { CONF_FSYNC_ALWAYS = 0, CONF_FSYNC_NEVER };
+
+typedef struct conf {
+	char role[16];            /* "target" or "gateway" */
+	char node_id[64];         /* node identity in the cluster; default host:port */
+	char host[256];           /* listen address */
+	uint64_t port;            /* listen port */
+	uint64_t workers;         /* event-loop threads; 0 = number of cores */
+	uint64_t io_threads;      /* blocking file work threads */
+	uint64_t max_conns;       /* accepted connections at once, all workers */
+	uint64_t header_timeout_ms;
+	uint64_t idle_timeout_ms;
+	uint64_t body_timeout_ms;
+	uint64_t max_header_bytes; /* request line + headers */
+	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
+	int n_mountpaths;
+	int fsync;                /* enum conf_fsync */
+	char checksum[16];        /* default checksum type of new buckets */
+	uint64_t put_buffer;      /* bytes buffered per PUT before a disk write */
+	uint64_t min_free_bytes;  /* PUT fails with 507 below this free space */
+	char log_level[16];
+	char log_file[1024];
+} conf_t;
+
+/* Fills c with the defaults. */
+void conf_defaults(conf_t *c);
+/* Applies one "key=value" (as from --set). Returns AIS_OK, or AIS_ERR with a
+ * message in err. */
+int conf_set(conf_t *c, const char *key, const char *value, buf_t *err);
+/* Parses a whole config text (pure: no I/O). On error returns AIS_ERR with
+ * "line N: ..." in err; c may be partly updated. */
+int conf_parse(conf_t *c, const char *text, size_t len, buf_t *err);
+/* Reads and parses a file. */
+int conf_load(conf_t *c, const char *path, buf_t *err);
+/* Checks cross-key rules after everything is set. */
+int conf_validate(const conf_t *c, buf_t *err);
+/* Writes every key with its documentation (for --help-config). */
+void conf_describe(buf_t *out);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * names.h - what a bucket or object name may be.
+ *
+ * Bucket: [A-Za-z0-9._-], 1..64 bytes, not "." or "..".
+ * Object: valid UTF-8, no NUL, 1..1024 bytes. Anything else is allowed: '/',
+ * spaces, '+', '%', "../../etc/passwd" is just a name (names never become
+ * paths).
+ */
+#ifndef AISD_NAMES_H
+#define AISD_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define NAME_BUCKET_MAX 64
+#define NAME_OBJECT_MAX 1024
+
+bool name_bucket_valid(const char *s, size_t len);
+bool name_object_valid(const char *s, size_t len);
+bool utf8_valid(const char *s, size_t len);
+
+#endif

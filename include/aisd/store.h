@@ -1,0 +1,129 @@
+/*
+ * store.h - a target's object store: mountpaths, object files, LevelDB
+ * metadata, durable writes, checksums, local bucket metadata.
+ *
+ * Every function here may block on disk: the HTTP layer calls them from the
+ * I/O thread pool, never from an event loop (except store_open_obj, see
+ * below). All functions are thread-safe. On failure they return AIS_ERR with
+ * errno set to one of:
+ *   ENOENT  no such bucket or object          -> 404
+ *   EEXIST  bucket exists                      -> 409
+ *   EBADMSG checksum mismatch (nothing stored) -> 400
+ *   ENOSPC  disk full / below store.min_free   -> 507
+ *   EINVAL  bad argument (type, name)          -> 400
+ *   EIO (or any other)                         -> 500
+ * and, where given, a message in the caller's buf_t err.
+ *
+ * Names are passed as (ptr, len) and are already validated (names.h).
+ */
+#ifndef AISD_STORE_H
+#define AISD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aisd/buf.h"
+#include "aisd/conf.h"
+
+typedef struct store store_t;
+typedef struct store_writer store_writer_t;
+
+enum store_cksum { CKSUM_NONE = 0, CKSUM_XXHASH, CKSUM_MD5, CKSUM_SHA256 };
+#define STORE_CKSUM_HEX_MAX 65 /* sha256: 64 hex + NUL */
+
+/* "xxhash" (also "xxhash64"), "md5", "sha256", "none" <-> enum. */
+int store_cksum_parse(const char *s, size_t len, enum store_cksum *out);
+const char *store_cksum_name(enum store_cksum t);
+
+typedef struct store_meta {
+	uint64_t size;
+	enum store_cksum cksum_type;
+	char cksum[STORE_CKSUM_HEX_MAX]; /* lower-case hex; "" for none */
+	uint64_t version;                /* 1 on first write, +1 per overwrite */
+	int64_t mtime_ns;                /* time of the last write */
+	int64_t atime_ns;                /* last access (updated lazily) */
+	char custom[1024];               /* custom metadata, "k=v,k=v" ("" none) */
+} store_meta_t;
+
+typedef struct store_bucket {
+	char name[65];
+	enum store_cksum cksum_type;
+	int64_t created_ns;
+} store_bucket_t;
+
+/* I/O function table: tests replace entries to inject EIO, ENOSPC, short
+ * writes or fsync failures at any step (see tests/unit/test_store.c). */
+typedef struct store_io {
+	int (*open)(const char *path, int flags, mode_t mode);
+	ssize_t (*write)(int fd, const void *buf, size_t n);
+	int (*fsync)(int fd);
+	int (*rename)(const char *from, const char *to);
+	int (*unlink)(const char *path);
+	int (*close)(int fd);
+} store_io_t;
+extern store_io_t store_io; /* the real syscalls by default */
+
+/* Opens (creating as needed) every mountpath in c->mountpaths: its LevelDB,
+ * its object and temp directories; removes leftovers of interrupted writes.
+ * Returns AIS_OK with *out set, or AIS_ERR with a message in err. */
+int store_open(const conf_t *c, store_t **out, buf_t *err);
+void store_close(store_t *s);
+
+/* Buckets (persisted; survive restart). */
+int store_bucket_create(store_t *s, const char *bck, size_t len, enum store_cksum cksum);
+int store_bucket_get(store_t *s, const char *bck, size_t len, store_bucket_t *out);
+/* Removes the bucket and every object in it. */
+int store_bucket_destroy(store_t *s, const char *bck, size_t len);
+/* Fills *out (malloc'd array, caller frees) with all buckets sorted by name. */
+int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n);
+
+/* Writing an object: begin -> write* -> commit, or abort at any point.
+ * The bytes go to a temp file and are checksummed as they stream; commit
+ * verifies the client's checksum (if any), applies the fsync policy,
+ * renames into place and records the metadata in LevelDB (synchronously),
+ * in that order; only then is the new object visible. Until commit returns
+ * AIS_OK nothing of the write is visible, and a reader of the previous
+ * version keeps reading it whole. */
+int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		       store_writer_t **out);
+int store_writer_write(store_writer_t *w, const void *p, size_t n);
+/* want_type/want_hex: client-supplied checksum to verify (CKSUM_NONE: no
+ * check). custom: "k=v,..." or NULL. On success fills *out (may be NULL). */
+int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const char *want_hex,
+			const char *custom, store_meta_t *out);
+/* Frees w; removes its temp file unless committed. Always call it, after
+ * commit too. */
+void store_writer_free(store_writer_t *w);
+
+/* Looks up an object's metadata. */
+int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		 store_meta_t *out);
+/* Opens an object for reading: *fd is open on exactly the version *out
+ * describes (consistent even while a PUT replaces it). Fast: a LevelDB get
+ * and an open(); callable from an event loop. The caller closes *fd. */
+int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		   int *fd, store_meta_t *out);
+/* Records an access time (lazily: at most once per minute per object). */
+void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		 const store_meta_t *m);
+int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
+
+/* Lists up to limit objects of bck in name (byte) order, with names that
+ * start with prefix and sort after start_after (both may be empty). Calls
+ * fn for each; sets *more when objects remain after the last one given.
+ * Merges across mountpaths. */
+typedef void (*store_list_fn)(void *arg, const char *name, size_t len, const store_meta_t *m);
+int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
+	       bool *more);
+
+/* Per-mountpath capacity and counts, for stats and health. */
+typedef struct store_mp_stats {
+	char path[1024];
+	uint64_t total_bytes, free_bytes;
+} store_mp_stats_t;
+int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * util.h - allocation that never fails, numbers parsed strictly, time.
+ *
+ * Out of memory aborts with a log line: callers never check for NULL from
+ * xmalloc and friends.
+ */
+#ifndef AISD_UTIL_H
+#define AISD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/*
+ * num_parse_u64 parses exactly len bytes of decimal digits into *out and
+ * checks min <= value <= max. No sign, no spaces, no empty string.
+ * Returns AIS_OK, or AIS_ERR on anything else (*out untouched).
+ */
+int num_parse_u64(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out);
+
+/* num_parse_size accepts a number with an optional K, M, G, T suffix
+ * (powers of 1024, optional "iB"/"B"). Returns AIS_OK or AIS_ERR. */
+int num_parse_size(const char *s, uint64_t *out);
+
+/* Wall clock in nanoseconds since the epoch; monotonic clock in ns. */
+int64_t time_now_ns(void);
+int64_t time_mono_ns(void);
+
+/* Formats t (ns since epoch) as an RFC 7231 HTTP date into out (>= 30 bytes). */
+void time_http_date(int64_t t_ns, char *out, size_t outsz);
+/* Parses an HTTP date (RFC 7231 IMF-fixdate, RFC 850, asctime).
+ * Returns AIS_OK with *t_ns set, or AIS_ERR. */
+int time_parse_http_date(const char *s, size_t len, int64_t *t_ns);
+
+/* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void hex_encode(const unsigned char *in, size_t n, char *out);
+/* Decodes 2n hex chars into n bytes; AIS_OK or AIS_ERR. */
+int hex_decode(const char *in, size_t inlen, unsigned char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * conf.c - configuration keys, defaults and the config-file parser.
+ *
+ * The table below is the single list of keys: parser, --set, defaults and
+ * --help-config all read it. aisd.conf(5) documents the same keys.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/conf.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS };
+
+struct key {
+	const char *name;
+	enum ktype type;
+	size_t off;      /* offset in conf_t */
+	size_t size;     /* for K_STR: buffer size */
+	const char *def; /* default, as text */
+	const char *doc;
+};
+
+#define S(f) offsetof(conf_t, f), sizeof(((conf_t *)0)->f)
+#define N(f) offsetof(conf_t, f), 0
+
+static const struct key keys[] = {
+	{"role", K_STR, S(role), "target", "node role: target (stores objects) or gateway"},
+	{"node.id", K_STR, S(node_id), "", "node id in the cluster (default: HOST:PORT)"},
+	{"net.host", K_STR, S(host), "127.0.0.1", "address to listen on"},
+	{"net.port", K_U64, N(port), "8080", "TCP port to listen on (0 = any free port)"},
+	{"net.workers", K_U64, N(workers), "0", "event-loop threads (0 = one per core)"},
+	{"net.max_conns", K_U64, N(max_conns), "20000", "open client connections at most"},
+	{"net.max_header_bytes", K_SIZE, N(max_header_bytes), "16KiB",
+	 "request line plus headers at most (431/414 beyond)"},
+	{"net.header_timeout", K_MS, N(header_timeout_ms), "10s",
+	 "time a client has to send a complete request head"},
+	{"net.idle_timeout", K_MS, N(idle_timeout_ms), "60s", "keep-alive connection idle limit"},
+	{"net.body_timeout", K_MS, N(body_timeout_ms), "60s",
+	 "longest a request body or response may stall without progress"},
+	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
+	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
+	{"store.fsync", K_FSYNC, N(fsync), "always",
+	 "always: fsync data, directory and metadata before a PUT is acknowledged; never: leave it to the OS"},
+	{"store.checksum", K_STR, S(checksum), "xxhash",
+	 "default checksum of new buckets: xxhash, md5, sha256 or none"},
+	{"store.put_buffer", K_SIZE, N(put_buffer), "1MiB", "bytes of a PUT body buffered per disk write"},
+	{"store.min_free", K_SIZE, N(min_free_bytes), "64MiB",
+	 "PUTs are refused (507) when a mountpath has less free space than this"},
+	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
+	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
+};
+
+static const struct key *find_key(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (strlen(keys[i].name) == len && !memcmp(keys[i].name, name, len))
+			return &keys[i];
+	return NULL;
+}
+
+static int parse_ms(const char *v, uint64_t *out)
+{
+	size_t n = strlen(v), d = 0;
+	uint64_t x, mult;
+	while (d < n && v[d] >= '0' && v[d] <= '9')
+		d++;
+	if (num_parse_u64(v, d, 0, UINT64_MAX / 3600000, &x) != AIS_OK)
+		return AIS_ERR;
+	const char *u = v + d;
+	if (!strcmp(u, "ms"))
+		mult = 1;
+	else if (!strcmp(u, "s") || !*u)
+		mult = 1000;
+	else if (!strcmp(u, "m"))
+		mult = 60000;
+	else if (!strcmp(u, "h"))
+		mult = 3600000;
+	else
+		return AIS_ERR;
+	*out = x * mult;
+	return AIS_OK;
+}
+
+static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
+{
+	char *base = (char *)c;
+	uint64_t x;
+
+	switch (k->type) {
+	case K_STR:
+		if (strlen(v) >= k->size)
+			goto bad;
+		memcpy(base + k->off, v, strlen(v) + 1);
+		return AIS_OK;
+	case K_U64:
+		if (num_parse_u64(v, strlen(v), 0, UINT32_MAX, &x) != AIS_OK)
+			goto bad;
+		*(uint64_t *)(base + k->off) = x;
+		return AIS_OK;
+	case K_SIZE:
+		if (num_parse_size(v, &x) != AIS_OK)
+			goto bad;
+		*(uint64_t *)(base + k->off) = x;
+		return AIS_OK;
+	case K_MS:
+		if (parse_ms(v, &x) != AIS_OK)
+			goto bad;
+		*(uint64_t *)(base + k->off) = x;
+		return AIS_OK;
+	case K_FSYNC:
+		if (!strcmp(v, "always"))
+			c->fsync = CONF_FSYNC_ALWAYS;
+		else if (!strcmp(v, "never"))
+			c->fsync = CONF_FSYNC_NEVER;
+		else
+			goto bad;
+		return AIS_OK;
+	case K_MPATHS: {
+		c->n_mountpaths = 0;
+		const char *p = v;
+		while (*p) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			if (n) {
+				if (c->n_mountpaths >= CONF_MAX_MOUNTPATHS || n >= sizeof(c->mountpaths[0]))
+					goto bad;
+				memcpy(c->mountpaths[c->n_mountpaths], p, n);
+				c->mountpaths[c->n_mountpaths++][n] = '\0';
+			}
+			p += n + (e ? 1 : 0);
+		}
+		return AIS_OK;
+	}
+	}
+bad:
+	buf_addf(err, "invalid value for %s: '%s'", k->name, v);
+	return AIS_ERR;
+}
+
+void conf_defaults(conf_t *c)
+{
+	buf_t err = BUF_INIT;
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (set_key(c, &keys[i], keys[i].def, &err) != AIS_OK)
+			fatalx("bad default: %s", err.ptr);
+	buf_free(&err);
+}
+
+int conf_set(conf_t *c, const char *key, const char *value, buf_t *err)
+{
+	const struct key *k = find_key(key, strlen(key));
+	if (!k) {
+		buf_addf(err, "unknown config key '%s'", key);
+		return AIS_ERR;
+	}
+	return set_key(c, k, value, err);
+}
+
+int conf_parse(conf_t *c, const char *text, size_t len, buf_t *err)
+{
+	size_t pos = 0;
+	int lineno = 0;
+	char kbuf[128], vbuf[8192];
+
+	while (pos < len) {
+		const char *line = text + pos;
+		const char *nl = memchr(line, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - line) : len - pos;
+		pos += n + (nl ? 1 : 0);
+		lineno++;
+
+		sv_t l = {line, n};
+		const char *hash = memchr(l.ptr, '#', l.len);
+		if (hash)
+			l.len = (size_t)(hash - l.ptr);
+		if (l.len && l.ptr[l.len - 1] == '\r')
+			l.len--;
+		l = sv_trim(l);
+		if (!l.len)
+			continue;
+		const char *eq = memchr(l.ptr, '=', l.len);
+		if (!eq) {
+			buf_addf(err, "line %d: expected 'key = value'", lineno);
+			return AIS_ERR;
+		}
+		sv_t k = sv_trim((sv_t){l.ptr, (size_t)(eq - l.ptr)});
+		sv_t v = sv_trim((sv_t){eq + 1, l.len - (size_t)(eq - l.ptr) - 1});
+		if (k.len >= sizeof(kbuf) || v.len >= sizeof(vbuf) || memchr(v.ptr, '\0', v.len)) {
+			buf_addf(err, "line %d: key or value too long", lineno);
+			return AIS_ERR;
+		}
+		memcpy(kbuf, k.ptr, k.len);
+		kbuf[k.len] = '\0';
+		memcpy(vbuf, v.ptr, v.len);
+		vbuf[v.len] = '\0';
+		if (conf_set(c, kbuf, vbuf, err) != AIS_OK) {
+			buf_t msg = BUF_INIT;
+			buf_addf(&msg, "line %d: %s", lineno, err->ptr);
+			buf_reset(err);
+			buf_addsv(err, sv_of(&msg));
+			buf_free(&msg);
+			return AIS_ERR;
+		}
+	}
+	return AIS_OK;
+}
+
+int conf_load(conf_t *c, const char *path, buf_t *err)
+{
+	buf_t text = BUF_INIT;
+	char chunk[8192];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		buf_addf(err, "%s: %s", path, strerror(errno));
+		return AIS_ERR;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (1 << 20))
+		buf_add(&text, chunk, (size_t)n);
+	close(fd);
+	int rc = conf_parse(c, text.ptr ? text.ptr : "", text.len, err);
+	if (rc != AIS_OK) {
+		buf_t msg = BUF_INIT;
+		buf_addf(&msg, "%s: %s", path, err->ptr);
+		buf_reset(err);
+		buf_addsv(err, sv_of(&msg));
+		buf_free(&msg);
+	}
+	buf_free(&text);
+	return rc;
+}
+
+int conf_validate(const conf_t *c, buf_t *err)
+{
+	if (strcmp(c->role, "target") && strcmp(c->role, "gateway")) {
+		buf_addf(err, "role must be 'target' or 'gateway', not '%s'", c->role);
+		return AIS_ERR;
+	}
+	if (!strcmp(c->role, "target") && c->n_mountpaths == 0) {
+		buf_addstr(err, "a target needs at least one mountpath (store.mountpaths or --mountpath)");
+		return AIS_ERR;
+	}
+	if (c->port > 65535) {
+		buf_addf(err, "net.port %llu is not a port", (unsigned long long)c->port);
+		return AIS_ERR;
+	}
+	if (strcmp(c->checksum, "xxhash") && strcmp(c->checksum, "md5") &&
+	    strcmp(c->checksum, "sha256") && strcmp(c->checksum, "none")) {
+		buf_addf(err, "store.checksum must be xxhash, md5, sha256 or none, not '%s'", c->checksum);
+		return AIS_ERR;
+	}
+	enum log_level lv;
+	if (log_parse_level(c->log_level, &lv) != AIS_OK) {
+		buf_addf(err, "log.level must be debug, info, warn or error, not '%s'", c->log_level);
+		return AIS_ERR;
+	}
+	if (c->max_header_bytes < 1024 || c->max_header_bytes > (1 << 20)) {
+		buf_addstr(err, "net.max_header_bytes must be between 1KiB and 1MiB");
+		return AIS_ERR;
+	}
+	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
+		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->io_threads == 0 || c->io_threads > 256) {
+		buf_addstr(err, "io.threads must be between 1 and 256");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+void conf_describe(buf_t *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		buf_addf(out, "  %-22s %s (default: %s)\n", keys[i].name, keys[i].doc,
+			 *keys[i].def ? keys[i].def : "none");
+}

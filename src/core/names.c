@@ -1,0 +1,66 @@
+/*
+ * names.c - bucket and object name rules (see names.h).
+ */
+#include "aisd/names.h"
+#include "aisd/banned.h"
+
+bool name_bucket_valid(const char *s, size_t len)
+{
+	if (len == 0 || len > NAME_BUCKET_MAX)
+		return false;
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool utf8_valid(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n;
+		unsigned cp;
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1, cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2, cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3, cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (i + n >= len)
+			return false;
+		for (size_t j = 1; j <= n; j++) {
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + j] & 0x3f);
+		}
+		/* overlong forms, surrogates, beyond U+10FFFF */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+bool name_object_valid(const char *s, size_t len)
+{
+	if (len == 0 || len > NAME_OBJECT_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\0')
+			return false;
+	return utf8_valid(s, len);
+}

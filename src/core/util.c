@@ -1,0 +1,194 @@
+/*
+ * util.c - allocation that aborts on failure, strict number parsing, time
+ * and hex helpers. Every number read from outside goes through
+ * num_parse_u64, which accepts digits only and checks the range.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+static void oom(size_t n)
+{
+	fatalx("out of memory allocating %zu bytes", n);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		oom(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n);
+	return q;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+int num_parse_u64(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 20)
+		return AIS_ERR;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9)
+			return AIS_ERR;
+		if (v > (UINT64_MAX - d) / 10)
+			return AIS_ERR;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return AIS_ERR;
+	*out = v;
+	return AIS_OK;
+}
+
+int num_parse_size(const char *s, uint64_t *out)
+{
+	size_t n = strlen(s), digits = 0;
+	uint64_t v, mult = 1;
+
+	while (digits < n && s[digits] >= '0' && s[digits] <= '9')
+		digits++;
+	if (num_parse_u64(s, digits, 0, UINT64_MAX, &v) != AIS_OK)
+		return AIS_ERR;
+	const char *suf = s + digits;
+	if (*suf) {
+		switch (*suf | 0x20) {
+		case 'k': mult = 1ULL << 10; break;
+		case 'm': mult = 1ULL << 20; break;
+		case 'g': mult = 1ULL << 30; break;
+		case 't': mult = 1ULL << 40; break;
+		case 'b': mult = 1; suf--; break;
+		default: return AIS_ERR;
+		}
+		suf++;
+		if (strcmp(suf, "") && strcasecmp(suf, "b") && strcasecmp(suf, "ib"))
+			return AIS_ERR;
+	}
+	if (mult > 1 && v > UINT64_MAX / mult)
+		return AIS_ERR;
+	*out = v * mult;
+	return AIS_OK;
+}
+
+int64_t time_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t time_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+void time_http_date(int64_t t_ns, char *out, size_t outsz)
+{
+	time_t t = (time_t)(t_ns / 1000000000LL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(out, outsz, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
+		 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+int time_parse_http_date(const char *s, size_t len, int64_t *t_ns)
+{
+	static const char *const fmts[] = {
+		"%a, %d %b %Y %H:%M:%S GMT", /* IMF-fixdate */
+		"%A, %d-%b-%y %H:%M:%S GMT", /* RFC 850 */
+		"%a %b %e %H:%M:%S %Y",      /* asctime */
+	};
+	char tmp[64];
+
+	if (len == 0 || len >= sizeof(tmp))
+		return AIS_ERR;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+		struct tm tm;
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(tmp, fmts[i], &tm);
+		if (end && *end == '\0') {
+			time_t t = timegm(&tm);
+			if (t == (time_t)-1)
+				return AIS_ERR;
+			*t_ns = (int64_t)t * 1000000000LL;
+			return AIS_OK;
+		}
+	}
+	return AIS_ERR;
+}
+
+void hex_encode(const unsigned char *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int hex_decode(const char *in, size_t inlen, unsigned char *out, size_t outsz)
+{
+	if (inlen % 2 || inlen / 2 > outsz)
+		return AIS_ERR;
+	for (size_t i = 0; i < inlen / 2; i++) {
+		int hi = hexval(in[2 * i]), lo = hexval(in[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return AIS_ERR;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return AIS_OK;
+}

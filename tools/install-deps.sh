@@ -1,0 +1,31 @@
+#!/bin/sh
+# install-deps.sh - installs, with apt-get, every Debian package that aisd
+# needs to build, test and benchmark, and only those that are missing.
+# Runs as root (or via sudo when available). Safe to run again.
+set -e
+
+PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
+libssl-dev libxxhash-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
+curl python3 procps iproute2 nginx-light wrk"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root to install:$missing" >&2; exit 1; }
+	SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# nginx must not start as a system service just because it was installed.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+	$SUDO chmod +x /usr/sbin/policy-rc.d
+	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
