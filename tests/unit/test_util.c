@@ -1,0 +1,356 @@
+/*
+ * test_util.c - strict number parsing, sizes, HTTP dates, hex, and the
+ * allocation helpers.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define SEC 1000000000LL
+
+static int u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return num_parse_u64(s, strlen(s), min, max, out);
+}
+
+START_TEST(test_u64_ok)
+{
+	uint64_t v = 77;
+	ck_assert_int_eq(u64("0", 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(u64("1", 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(u64("007", 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(u64("1234567890", 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 1234567890);
+	ck_assert_int_eq(u64("18446744073709551615", 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	/* exactly len bytes: what follows is not looked at */
+	ck_assert_int_eq(num_parse_u64("12345", 3, 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 123);
+	ck_assert_int_eq(num_parse_u64("42x", 2, 0, UINT64_MAX, &v), AIS_OK);
+	ck_assert_uint_eq(v, 42);
+}
+END_TEST
+
+START_TEST(test_u64_bad)
+{
+	uint64_t v = 77;
+	ck_assert_int_eq(u64("", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(num_parse_u64(NULL, 0, 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("-1", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("+1", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("-0", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64(" 1", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("1 ", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("1\n", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("0x10", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("1e3", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("1.0", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("1,000", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("abc", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(num_parse_u64("1\0" "2", 3, 0, UINT64_MAX, &v), AIS_ERR);
+	/* 2^64 and beyond */
+	ck_assert_int_eq(u64("18446744073709551616", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("18446744073709551620", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("20000000000000000000", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("99999999999999999999", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("184467440737095516150", 0, UINT64_MAX, &v), AIS_ERR);
+	ck_assert_int_eq(u64("999999999999999999999999", 0, UINT64_MAX, &v), AIS_ERR);
+	/* *out untouched on error */
+	ck_assert_uint_eq(v, 77);
+}
+END_TEST
+
+START_TEST(test_u64_bounds)
+{
+	uint64_t v = 77;
+	ck_assert_int_eq(u64("10", 10, 20, &v), AIS_OK);
+	ck_assert_uint_eq(v, 10);
+	ck_assert_int_eq(u64("20", 10, 20, &v), AIS_OK);
+	ck_assert_uint_eq(v, 20);
+	v = 77;
+	ck_assert_int_eq(u64("9", 10, 20, &v), AIS_ERR);
+	ck_assert_int_eq(u64("21", 10, 20, &v), AIS_ERR);
+	ck_assert_int_eq(u64("0", 1, 65535, &v), AIS_ERR);
+	ck_assert_int_eq(u64("65536", 1, 65535, &v), AIS_ERR);
+	ck_assert_uint_eq(v, 77);
+	ck_assert_int_eq(u64("65535", 1, 65535, &v), AIS_OK);
+	ck_assert_uint_eq(v, 65535);
+	ck_assert_int_eq(u64("5", 5, 5, &v), AIS_OK);
+	ck_assert_uint_eq(v, 5);
+}
+END_TEST
+
+START_TEST(test_size_ok)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{"0", 0},
+		{"1", 1},
+		{"4096", 4096},
+		{"1B", 1},
+		{"10b", 10},
+		{"1K", 1024},
+		{"1k", 1024},
+		{"1KB", 1024},
+		{"1kb", 1024},
+		{"1KiB", 1024},
+		{"1kib", 1024},
+		{"16KiB", 16384},
+		{"2M", 2ULL << 20},
+		{"2MiB", 2ULL << 20},
+		{"64MB", 64ULL << 20},
+		{"3G", 3ULL << 30},
+		{"3GiB", 3ULL << 30},
+		{"4T", 4ULL << 40},
+		{"4TiB", 4ULL << 40},
+		{"0K", 0},
+		{"16777215T", 16777215ULL << 40},
+		{"18446744073709551615", UINT64_MAX},
+		{"18446744073709551615B", UINT64_MAX},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+		uint64_t v = 7;
+		ck_assert_msg(num_parse_size(ok[i].s, &v) == AIS_OK, "'%s' rejected", ok[i].s);
+		ck_assert_msg(v == ok[i].v, "'%s' = %llu", ok[i].s, (unsigned long long)v);
+	}
+}
+END_TEST
+
+START_TEST(test_size_bad)
+{
+	static const char *const bad[] = {
+		"", "K", "KiB", "B", "-1", "+1", " 1", "1 ", "1 K", "1.5K", "1e3", "1P", "1E",
+		"1X", "1Ki", "1iB", "1KiBx", "1KBB", "1KK", "1BB", "1bib", "1kilobyte", "1K ",
+		"0x10", "16777216T", "17179869184G", "18446744073709551616", "99999999999999999999K",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		uint64_t v = 7;
+		ck_assert_msg(num_parse_size(bad[i], &v) == AIS_ERR, "'%s' accepted", bad[i]);
+		ck_assert_uint_eq(v, 7);
+	}
+}
+END_TEST
+
+START_TEST(test_http_date_format)
+{
+	char out[64];
+	time_http_date(0, out, sizeof(out));
+	ck_assert_str_eq(out, "Thu, 01 Jan 1970 00:00:00 GMT");
+	time_http_date(784111777LL * SEC, out, sizeof(out));
+	ck_assert_str_eq(out, "Sun, 06 Nov 1994 08:49:37 GMT");
+	/* sub-second part dropped */
+	time_http_date(784111777LL * SEC + 999999999, out, sizeof(out));
+	ck_assert_str_eq(out, "Sun, 06 Nov 1994 08:49:37 GMT");
+	time_http_date(951782400LL * SEC, out, sizeof(out)); /* leap day 2000 */
+	ck_assert_str_eq(out, "Tue, 29 Feb 2000 00:00:00 GMT");
+	time_http_date(4102444799LL * SEC, out, sizeof(out)); /* past 2038 */
+	ck_assert_str_eq(out, "Thu, 31 Dec 2099 23:59:59 GMT");
+	/* the documented minimum buffer is enough */
+	char small[30];
+	time_http_date(784111777LL * SEC, small, sizeof(small));
+	ck_assert_str_eq(small, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+END_TEST
+
+static int64_t parse_date(const char *s)
+{
+	int64_t t = -42;
+	if (time_parse_http_date(s, strlen(s), &t) != AIS_OK)
+		return -1;
+	return t;
+}
+
+START_TEST(test_http_date_forms)
+{
+	const int64_t want = 784111777LL * SEC;
+	ck_assert_int_eq(parse_date("Sun, 06 Nov 1994 08:49:37 GMT"), want);  /* IMF-fixdate */
+	ck_assert_int_eq(parse_date("Sunday, 06-Nov-94 08:49:37 GMT"), want); /* RFC 850 */
+	ck_assert_int_eq(parse_date("Sun Nov  6 08:49:37 1994"), want);       /* asctime */
+	ck_assert_int_eq(parse_date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
+	ck_assert_int_eq(parse_date("Tue, 29 Feb 2000 00:00:00 GMT"), 951782400LL * SEC);
+	ck_assert_int_eq(parse_date("Wed Dec 31 23:59:59 2099"), 4102444799LL * SEC);
+	/* exactly len bytes */
+	int64_t t = 0;
+	const char *s = "Sun, 06 Nov 1994 08:49:37 GMTxyz";
+	ck_assert_int_eq(time_parse_http_date(s, strlen(s) - 3, &t), AIS_OK);
+	ck_assert_int_eq(t, want);
+}
+END_TEST
+
+START_TEST(test_http_date_bad)
+{
+	static const char *const bad[] = {
+		"",
+		"yesterday",
+		"Sun, 06 Nov 1994 08:49:37",
+		"Sun, 06 Nov 1994 08:49:37 GMT trailing",
+		"Sun, 06 Nov 1994 08:49 GMT",
+		"Sun, 32 Nov 1994 08:49:37 GMT",
+		"Sun, 06 Foo 1994 08:49:37 GMT",
+		"Sun, 06 Nov 1994 25:49:37 GMT",
+		"Sun, 06 Nov 1994 08:60:37 GMT",
+		"Sun Nov  6 08:49:37",
+		"1994-11-06T08:49:37Z",
+		"784111777",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		int64_t t = -42;
+		ck_assert_msg(time_parse_http_date(bad[i], strlen(bad[i]), &t) == AIS_ERR,
+			      "'%s' accepted", bad[i]);
+		ck_assert_int_eq(t, -42);
+	}
+	/* too long for the parser's buffer: refused, not truncated */
+	char longs[200];
+	memset(longs, ' ', sizeof(longs));
+	memcpy(longs, "Sun, 06 Nov 1994 08:49:37 GMT", 29);
+	int64_t t = -42;
+	ck_assert_int_eq(time_parse_http_date(longs, sizeof(longs), &t), AIS_ERR);
+}
+END_TEST
+
+START_TEST(test_http_date_round_trip)
+{
+	char out[64];
+	/* a second in every few weeks from 1970 to 2100, odd offsets */
+	for (int64_t s = 0; s < 4102444800LL; s += 1234567 + 89) {
+		time_http_date(s * SEC, out, sizeof(out));
+		int64_t t = -1;
+		ck_assert_msg(time_parse_http_date(out, strlen(out), &t) == AIS_OK, "'%s'", out);
+		ck_assert_msg(t == s * SEC, "'%s' -> %lld, want %lld", out, (long long)t,
+			      (long long)(s * SEC));
+	}
+	/* now */
+	int64_t now = time_now_ns();
+	time_http_date(now, out, sizeof(out));
+	int64_t t = -1;
+	ck_assert_int_eq(time_parse_http_date(out, strlen(out), &t), AIS_OK);
+	ck_assert_int_eq(t, now / SEC * SEC);
+}
+END_TEST
+
+START_TEST(test_clocks)
+{
+	int64_t a = time_mono_ns(), b = time_mono_ns();
+	ck_assert_int_ge(b, a);
+	/* after 2020-01-01 */
+	ck_assert_int_gt(time_now_ns(), 1577836800LL * SEC);
+}
+END_TEST
+
+START_TEST(test_hex)
+{
+	static const unsigned char bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xcd, 0xef, 0xff};
+	char out[2 * sizeof(bytes) + 1];
+	unsigned char back[sizeof(bytes)];
+
+	hex_encode(bytes, sizeof(bytes), out);
+	ck_assert_str_eq(out, "00017f80abcdefff");
+	ck_assert_int_eq(hex_decode(out, strlen(out), back, sizeof(back)), AIS_OK);
+	ck_assert(!memcmp(back, bytes, sizeof(bytes)));
+
+	ck_assert_int_eq(hex_decode("ABCDEF", 6, back, sizeof(back)), AIS_OK);
+	ck_assert_uint_eq(back[0], 0xab);
+	ck_assert_uint_eq(back[1], 0xcd);
+	ck_assert_uint_eq(back[2], 0xef);
+	ck_assert_int_eq(hex_decode("aBcD", 4, back, sizeof(back)), AIS_OK);
+	ck_assert_uint_eq(back[0], 0xab);
+	ck_assert_uint_eq(back[1], 0xcd);
+
+	char empty[1] = {'x'};
+	hex_encode(bytes, 0, empty);
+	ck_assert_str_eq(empty, "");
+	ck_assert_int_eq(hex_decode("", 0, back, sizeof(back)), AIS_OK);
+
+	ck_assert_int_eq(hex_decode("abc", 3, back, sizeof(back)), AIS_ERR);    /* odd */
+	ck_assert_int_eq(hex_decode("zz", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("0g", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("g0", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode(" 0", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("0x", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("-1", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("GF", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("\xc1\xc1", 2, back, sizeof(back)), AIS_ERR);
+	ck_assert_int_eq(hex_decode("\x06\x06", 2, back, sizeof(back)), AIS_ERR);
+	/* output too small */
+	ck_assert_int_eq(hex_decode("001122", 6, back, 2), AIS_ERR);
+	ck_assert_int_eq(hex_decode("0011", 4, back, 2), AIS_OK);
+
+	/* every byte value round-trips */
+	unsigned char all[256], all2[256];
+	char allhex[513];
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	hex_encode(all, 256, allhex);
+	ck_assert_uint_eq(strlen(allhex), 512);
+	ck_assert_int_eq(hex_decode(allhex, 512, all2, sizeof(all2)), AIS_OK);
+	ck_assert(!memcmp(all, all2, 256));
+}
+END_TEST
+
+START_TEST(test_alloc)
+{
+	char *s = xstrdup("hello");
+	ck_assert_str_eq(s, "hello");
+	free(s);
+	s = xstrndup("hello world", 5);
+	ck_assert_str_eq(s, "hello");
+	free(s);
+	s = xstrndup("a\0b", 3);
+	ck_assert(!memcmp(s, "a\0b\0", 4));
+	free(s);
+	/* zero sizes give a usable pointer */
+	void *p = xmalloc(0);
+	ck_assert_ptr_nonnull(p);
+	p = xrealloc(p, 100);
+	memset(p, 1, 100);
+	free(p);
+	unsigned char *z = xcalloc(10, 10);
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(z[i], 0);
+	free(z);
+	ck_assert_int_eq(MIN(3, 4), 3);
+	ck_assert_int_eq(MAX(3, 4), 4);
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *num = tcase_create("numbers");
+	tcase_add_test(num, test_u64_ok);
+	tcase_add_test(num, test_u64_bad);
+	tcase_add_test(num, test_u64_bounds);
+	tcase_add_test(num, test_size_ok);
+	tcase_add_test(num, test_size_bad);
+	suite_add_tcase(s, num);
+	TCase *tm = tcase_create("time");
+	tcase_add_test(tm, test_http_date_format);
+	tcase_add_test(tm, test_http_date_forms);
+	tcase_add_test(tm, test_http_date_bad);
+	tcase_add_test(tm, test_http_date_round_trip);
+	tcase_add_test(tm, test_clocks);
+	suite_add_tcase(s, tm);
+	TCase *misc = tcase_create("misc");
+	tcase_add_test(misc, test_hex);
+	tcase_add_test(misc, test_alloc);
+	suite_add_tcase(s, misc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(util_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
