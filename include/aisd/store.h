@@ -96,6 +96,12 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 /* Frees w; removes its temp file unless committed. Always call it, after
  * commit too. */
 void store_writer_free(store_writer_t *w);
+/* Addition: asks w to also compute a checksum of this type, so that commit
+ * can verify a client checksum of a type other than the bucket's (e.g. an
+ * S3 Content-MD5 on an xxhash bucket). Call before the first write. Without
+ * it, commit computes the bucket's type and xxhash only, and fails EINVAL
+ * for another want_type. Returns AIS_OK, or AIS_ERR (EINVAL) after a write. */
+int store_writer_also(store_writer_t *w, enum store_cksum type);
 
 /* Looks up an object's metadata. */
 int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
@@ -113,7 +119,7 @@ int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size
 /* Lists up to limit objects of bck in name (byte) order, with names that
  * start with prefix and sort after start_after (both may be empty). Calls
  * fn for each; sets *more when objects remain after the last one given.
- * Merges across mountpaths. */
+ * Merges across mountpaths. limit 0 means no limit. ENOENT: no bucket. */
 typedef void (*store_list_fn)(void *arg, const char *name, size_t len, const store_meta_t *m);
 int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
 	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
@@ -125,5 +131,10 @@ typedef struct store_mp_stats {
 	uint64_t total_bytes, free_bytes;
 } store_mp_stats_t;
 int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
+
+/* Addition: waits until the start-up reconcile (removal of object files left
+ * by a crash, started by store_open in a background thread) has finished.
+ * For tests and tools; the daemon need not wait. */
+void store_reconcile_wait(store_t *s);
 
 #endif

@@ -1,0 +1,227 @@
+/*
+ * bucket.c - the target's local bucket records: create, get, list, destroy.
+ *
+ * A bucket is the key "b" + name in the LevelDB of mountpath 0, with a small
+ * versioned record (format byte, checksum type, creation time). Create is
+ * atomic with respect to other creates (mountpath 0's commit mutex). Destroy
+ * removes the bucket key first, so that no new write can commit into it
+ * (write.c rule 7), then every record and file of the bucket on every
+ * mountpath, a chunk at a time under each mountpath's commit mutex.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+#define DESTROY_CHUNK 1024 /* records deleted per batch (and per lock hold) */
+
+static int brec_decode(const char *v, size_t n, store_bucket_t *out)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	if (n != 10 || p[0] != STORE_BREC_FORMAT || p[1] > CKSUM_SHA256) {
+		errno = EIO;
+		return AIS_ERR;
+	}
+	uint64_t t = 0;
+	for (int i = 0; i < 8; i++)
+		t = (t << 8) | p[2 + i];
+	out->cksum_type = (enum store_cksum)p[1];
+	out->created_ns = (int64_t)t;
+	return AIS_OK;
+}
+
+int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *out)
+{
+	buf_t k = BUF_INIT;
+	char *err = NULL, *v;
+	size_t vlen = 0;
+	int rc = AIS_ERR;
+
+	if (blen == 0 || blen >= sizeof(out->name)) {
+		errno = blen ? ENOENT : EINVAL;
+		return AIS_ERR;
+	}
+	store_key_bucket(&k, bck, blen);
+	v = leveldb_get(s->mp[0].db, s->ro, k.ptr, k.len, &vlen, &err);
+	buf_free(&k);
+	if (err) {
+		log_warnx("%s: leveldb get (bucket): %s", s->mp[0].path, err);
+		leveldb_free(err);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	if (!v) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (brec_decode(v, vlen, out) == AIS_OK) {
+		memcpy(out->name, bck, blen);
+		out->name[blen] = '\0';
+		rc = AIS_OK;
+	} else {
+		log_warnx("%s: corrupt record of bucket %.*s", s->mp[0].path, (int)blen, bck);
+	}
+	leveldb_free(v);
+	return rc;
+}
+
+int store_bucket_create(store_t *s, const char *bck, size_t blen, enum store_cksum cksum)
+{
+	store_bucket_t b;
+	buf_t k = BUF_INIT;
+	unsigned char v[10];
+	int rc = AIS_ERR;
+
+	if (blen == 0 || blen >= sizeof(b.name) || cksum < CKSUM_NONE || cksum > CKSUM_SHA256) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	uint64_t t = (uint64_t)time_now_ns();
+	v[0] = STORE_BREC_FORMAT;
+	v[1] = (unsigned char)cksum;
+	for (int i = 0; i < 8; i++)
+		v[2 + i] = (unsigned char)(t >> (56 - 8 * i));
+	store_key_bucket(&k, bck, blen);
+	pthread_mutex_lock(&s->mp[0].commit_mu);
+	if (store_bucket_get(s, bck, blen, &b) == AIS_OK) {
+		errno = EEXIST;
+	} else if (errno == ENOENT) {
+		leveldb_writebatch_t *wb = leveldb_writebatch_create();
+		leveldb_writebatch_put(wb, k.ptr, k.len, (const char *)v, sizeof(v));
+		rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, "create bucket");
+		leveldb_writebatch_destroy(wb);
+	}
+	pthread_mutex_unlock(&s->mp[0].commit_mu);
+	buf_free(&k);
+	return rc;
+}
+
+int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n)
+{
+	leveldb_iterator_t *it = leveldb_create_iterator(s->mp[0].db, s->ro_scan);
+	store_bucket_t *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	char *err = NULL;
+
+	for (leveldb_iter_seek(it, "b", 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = leveldb_iter_key(it, &kl);
+		if (kl < 1 || k[0] != 'b')
+			break;
+		const char *v = leveldb_iter_value(it, &vl);
+		if (kl - 1 >= sizeof(arr->name))
+			continue;
+		if (cnt == cap) {
+			cap = cap ? 2 * cap : 16;
+			arr = xrealloc(arr, cap * sizeof(*arr));
+		}
+		if (brec_decode(v, vl, &arr[cnt]) != AIS_OK) {
+			log_warnx("%s: corrupt bucket record %.*s", s->mp[0].path, (int)(kl - 1), k + 1);
+			continue;
+		}
+		memcpy(arr[cnt].name, k + 1, kl - 1);
+		arr[cnt].name[kl - 1] = '\0';
+		cnt++;
+	}
+	leveldb_iter_get_error(it, &err);
+	leveldb_iter_destroy(it);
+	if (err) {
+		log_warnx("%s: leveldb scan (buckets): %s", s->mp[0].path, err);
+		leveldb_free(err);
+		free(arr);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	*out = arr;
+	*n = cnt;
+	return AIS_OK;
+}
+
+/* Deletes up to DESTROY_CHUNK records (and their files) of the bucket whose
+ * object-key prefix is pfx on mp. Returns the number deleted, or -1. */
+static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
+{
+	buf_t hk = BUF_INIT, uname = BUF_INIT;
+	char (*h)[STORE_HASH_HEX + 1] = xmalloc(DESTROY_CHUNK * sizeof(*h));
+	uint64_t *gens = xmalloc(DESTROY_CHUNK * sizeof(*gens));
+	char path[STORE_PATH_MAX];
+	long n = 0;
+
+	pthread_mutex_lock(&mp->commit_mu);
+	leveldb_iterator_t *it = leveldb_create_iterator(mp->db, s->ro_scan);
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	for (leveldb_iter_seek(it, pfx->ptr, pfx->len); leveldb_iter_valid(it) && n < DESTROY_CHUNK;
+	     leveldb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = leveldb_iter_key(it, &kl);
+		if (kl < pfx->len || memcmp(k, pfx->ptr, pfx->len))
+			break;
+		const char *v = leveldb_iter_value(it, &vl);
+		store_rec_t r;
+		buf_reset(&uname);
+		buf_add(&uname, k + 1, kl - 1);
+		uname.ptr[pfx->len - 2] = '/'; /* "o"+bck+"\0"+obj -> bck+"/"+obj */
+		store_uname_hash(uname.ptr, uname.len, h[n]);
+		gens[n] = store_rec_decode(v, vl, &r) == AIS_OK ? r.gen : UINT64_MAX;
+		store_key_hash(&hk, h[n]);
+		leveldb_writebatch_delete(b, k, kl);
+		leveldb_writebatch_delete(b, hk.ptr, hk.len);
+		n++;
+	}
+	leveldb_iter_destroy(it);
+	if (n > 0 && store_db_write(s, mp, s->wo_commit, b, "destroy bucket") != AIS_OK)
+		n = -1;
+	leveldb_writebatch_destroy(b);
+	for (long i = 0; i < n; i++) {
+		if (gens[i] == UINT64_MAX)
+			continue; /* corrupt record: the reconcile removes its file */
+		store_path_obj(path, sizeof(path), mp, h[i], gens[i]);
+		if (store_io.unlink(path) != 0 && errno != ENOENT)
+			log_warn("unlink %s (start-up will remove it)", path);
+	}
+	pthread_mutex_unlock(&mp->commit_mu);
+	free(h);
+	free(gens);
+	buf_free(&hk);
+	buf_free(&uname);
+	return n;
+}
+
+int store_bucket_destroy(store_t *s, const char *bck, size_t blen)
+{
+	store_bucket_t b;
+	buf_t k = BUF_INIT;
+	int rc;
+
+	pthread_mutex_lock(&s->mp[0].commit_mu);
+	rc = store_bucket_get(s, bck, blen, &b);
+	if (rc == AIS_OK) {
+		store_key_bucket(&k, bck, blen);
+		leveldb_writebatch_t *wb = leveldb_writebatch_create();
+		leveldb_writebatch_delete(wb, k.ptr, k.len);
+		rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, "destroy bucket");
+		leveldb_writebatch_destroy(wb);
+	}
+	pthread_mutex_unlock(&s->mp[0].commit_mu);
+	if (rc != AIS_OK) {
+		buf_free(&k);
+		return AIS_ERR;
+	}
+	store_key_obj(&k, bck, blen, "", 0);
+	for (int i = 0; i < s->n_mp; i++) {
+		long n;
+		while ((n = destroy_chunk(s, &s->mp[i], &k)) == DESTROY_CHUNK)
+			;
+		if (n < 0)
+			rc = AIS_ERR; /* errno EIO; the bucket key is gone anyway */
+	}
+	buf_free(&k);
+	if (rc != AIS_OK)
+		errno = EIO;
+	return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * meta.c - LevelDB keys, the binary object record, names of object files.
+ *
+ * Keys are built so that LevelDB's byte order is the listing order:
+ * "o" + bucket + "\0" + object sorts every object of a bucket together, in
+ * name order, and a prefix scan over "o" + bucket + "\0" + prefix lists the
+ * names with that prefix. An object record is versioned (format byte first)
+ * and compact (LEB128 varints); decoding checks every length, so a corrupt
+ * record is an EIO error, never an overread. File names derive only from a
+ * 128-bit hash of the uname, never from the user's name.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/hrw.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+void store_key_obj(buf_t *k, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	buf_reset(k);
+	buf_addch(k, 'o');
+	buf_add(k, bck, blen);
+	buf_addch(k, '\0');
+	buf_add(k, obj, olen);
+}
+
+void store_key_hash(buf_t *k, const char *hhex)
+{
+	buf_reset(k);
+	buf_addch(k, 'h');
+	buf_add(k, hhex, STORE_HASH_HEX);
+}
+
+void store_key_bucket(buf_t *k, const char *bck, size_t blen)
+{
+	buf_reset(k);
+	buf_addch(k, 'b');
+	buf_add(k, bck, blen);
+}
+
+static void put_varint(buf_t *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		buf_addch(b, (char)(v | 0x80));
+		v >>= 7;
+	}
+	buf_addch(b, (char)v);
+}
+
+static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		unsigned char c = *(*p)++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = v;
+			return AIS_OK;
+		}
+	}
+	return AIS_ERR;
+}
+
+/* Record, format 1:
+ *   u8 format | varint size | varint gen | varint version | varint mtime_ns |
+ *   varint atime_ns | u8 cksum type | varint n, n bytes cksum hex |
+ *   varint n, n bytes custom
+ * Later formats append fields; a reader rejects formats it does not know. */
+void store_rec_encode(buf_t *out, const store_rec_t *r)
+{
+	size_t cl = strlen(r->m.cksum), ul = strlen(r->m.custom);
+	buf_reset(out);
+	buf_addch(out, STORE_REC_FORMAT);
+	put_varint(out, r->m.size);
+	put_varint(out, r->gen);
+	put_varint(out, r->m.version);
+	put_varint(out, (uint64_t)r->m.mtime_ns);
+	put_varint(out, (uint64_t)r->m.atime_ns);
+	buf_addch(out, (char)r->m.cksum_type);
+	put_varint(out, cl);
+	buf_add(out, r->m.cksum, cl);
+	put_varint(out, ul);
+	buf_add(out, r->m.custom, ul);
+}
+
+int store_rec_decode(const char *p, size_t n, store_rec_t *r)
+{
+	const unsigned char *q = (const unsigned char *)p, *end = q + n;
+	uint64_t mt, at, cl, ul;
+	memset(r, 0, sizeof(*r));
+	if (n < 1 || *q++ != STORE_REC_FORMAT)
+		goto bad;
+	if (get_varint(&q, end, &r->m.size) || get_varint(&q, end, &r->gen) ||
+	    get_varint(&q, end, &r->m.version) || get_varint(&q, end, &mt) ||
+	    get_varint(&q, end, &at) || q >= end)
+		goto bad;
+	r->m.mtime_ns = (int64_t)mt;
+	r->m.atime_ns = (int64_t)at;
+	if (*q > CKSUM_SHA256)
+		goto bad;
+	r->m.cksum_type = (enum store_cksum)*q++;
+	if (get_varint(&q, end, &cl) || cl >= sizeof(r->m.cksum) || cl > (uint64_t)(end - q))
+		goto bad;
+	memcpy(r->m.cksum, q, cl);
+	q += cl;
+	if (get_varint(&q, end, &ul) || ul >= sizeof(r->m.custom) || ul > (uint64_t)(end - q))
+		goto bad;
+	memcpy(r->m.custom, q, ul);
+	return AIS_OK;
+bad:
+	errno = EIO;
+	return AIS_ERR;
+}
+
+int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r)
+{
+	char *err = NULL;
+	size_t vlen = 0;
+	char *v = leveldb_get(mp->db, s->ro, okey->ptr, okey->len, &vlen, &err);
+	if (err) {
+		log_warnx("%s: leveldb get: %s", mp->path, err);
+		leveldb_free(err);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	if (!v) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	int rc = store_rec_decode(v, vlen, r);
+	leveldb_free(v);
+	if (rc != AIS_OK)
+		log_warnx("%s: corrupt object record (%zu bytes)", mp->path, vlen);
+	return rc;
+}
+
+int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
+		   const char *what)
+{
+	char *err = NULL;
+	(void)s;
+	leveldb_write(mp->db, wo, b, &err);
+	if (err) {
+		log_warnx("%s: leveldb write (%s): %s", mp->path, what, err);
+		leveldb_free(err);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+void store_uname_hash(const char *uname, size_t n, char hex[STORE_HASH_HEX + 1])
+{
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(uname, n));
+	hex_encode(c.digest, sizeof(c.digest), hex);
+}
+
+store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	if (s->n_mp == 1)
+		return &s->mp[0];
+	/* hash of bck + "/" + obj without building the string */
+	XXH64_state_t st;
+	XXH64_reset(&st, HRW_SEED);
+	XXH64_update(&st, bck, blen);
+	XXH64_update(&st, "/", 1);
+	XXH64_update(&st, obj, olen);
+	return &s->mp[hrw_owner(XXH64_digest(&st), s->digests, (size_t)s->n_mp)];
+}
+
+void store_path_obj(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen)
+{
+	snprintf(out, sz, "%s/obj/%.2s/%s.%016" PRIx64, mp->path, hhex, hhex, gen);
+}
+
+void store_path_tmp(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen)
+{
+	snprintf(out, sz, "%s/tmp/%s.%016" PRIx64, mp->path, hhex, gen);
+}

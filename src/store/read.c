@@ -1,0 +1,245 @@
+/*
+ * read.c - looking up, opening, touching, deleting and listing objects.
+ *
+ * store_open_obj returns a descriptor on exactly the version its meta
+ * describes: it reads the record, opens that generation's file, and if a
+ * concurrent overwrite has meanwhile unlinked it (write.c rule 6), reads the
+ * record again. store_delete removes the record first (one batch, the
+ * commit point) and the file after, under the commit mutex. store_list
+ * merges the mountpaths' LevelDB scans by key, so a listing is in byte order
+ * of names whatever the number of mountpaths, and costs one seek per
+ * mountpath plus one step per name listed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+/* Reads bck/obj's record; *mp_out its mountpath, h its file hash. */
+static int rec_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		      store_rec_t *r, store_mp_t **mp_out, char h[STORE_HASH_HEX + 1])
+{
+	buf_t k = BUF_INIT;
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	store_key_obj(&k, bck, blen, obj, olen);
+	int rc = store_rec_get(s, mp, &k, r);
+	if (h) {
+		/* uname = "o"-key minus the 'o', with the NUL made a '/' */
+		k.ptr[1 + blen] = '/';
+		store_uname_hash(k.ptr + 1, k.len - 1, h);
+	}
+	buf_free(&k);
+	if (mp_out)
+		*mp_out = mp;
+	return rc;
+}
+
+int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		 store_meta_t *out)
+{
+	store_rec_t r;
+	if (rec_lookup(s, bck, blen, obj, olen, &r, NULL, NULL) != AIS_OK)
+		return AIS_ERR;
+	*out = r.m;
+	return AIS_OK;
+}
+
+int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		   int *fd, store_meta_t *out)
+{
+	store_rec_t r;
+	store_mp_t *mp;
+	char h[STORE_HASH_HEX + 1], path[STORE_PATH_MAX];
+
+	for (int i = 0; i < STORE_OPEN_RETRIES; i++) {
+		if (rec_lookup(s, bck, blen, obj, olen, &r, &mp, h) != AIS_OK)
+			return AIS_ERR;
+		store_path_obj(path, sizeof(path), mp, h, r.gen);
+		int f = open(path, O_RDONLY | O_CLOEXEC);
+		if (f >= 0) {
+			*fd = f;
+			*out = r.m;
+			return AIS_OK;
+		}
+		if (errno != ENOENT) {
+			int e = errno;
+			log_warn("open %s", path);
+			errno = e == EMFILE || e == ENFILE ? e : EIO;
+			return AIS_ERR;
+		}
+		/* replaced and unlinked between our get and open: read again */
+	}
+	log_warnx("%s: record of %.*s/%.*s points to a missing file", path, (int)blen, bck, (int)olen,
+		  obj);
+	errno = EIO;
+	return AIS_ERR;
+}
+
+void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		 const store_meta_t *m)
+{
+	int64_t now = time_now_ns();
+	if (m && now - m->atime_ns < STORE_ATIME_LAZY_NS)
+		return;
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	buf_t k = BUF_INIT, v = BUF_INIT;
+	store_rec_t r;
+	store_key_obj(&k, bck, blen, obj, olen);
+	/* under the mutex: a commit in between must not be overwritten by a
+	 * record of the older gen */
+	pthread_mutex_lock(&mp->commit_mu);
+	if (store_rec_get(s, mp, &k, &r) == AIS_OK && now - r.m.atime_ns >= STORE_ATIME_LAZY_NS) {
+		char *err = NULL;
+		r.m.atime_ns = now;
+		store_rec_encode(&v, &r);
+		leveldb_put(mp->db, s->wo_lazy, k.ptr, k.len, v.ptr, v.len, &err);
+		if (err) {
+			log_warnx("%s: leveldb put (atime): %s", mp->path, err);
+			leveldb_free(err);
+		}
+	}
+	pthread_mutex_unlock(&mp->commit_mu);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	store_rec_t r;
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	buf_t k = BUF_INIT, hk = BUF_INIT;
+	char h[STORE_HASH_HEX + 1], path[STORE_PATH_MAX];
+	int rc;
+
+	store_key_obj(&k, bck, blen, obj, olen);
+	pthread_mutex_lock(&mp->commit_mu);
+	rc = store_rec_get(s, mp, &k, &r);
+	if (rc != AIS_OK)
+		goto out_unlock;
+	k.ptr[1 + blen] = '/';
+	store_uname_hash(k.ptr + 1, k.len - 1, h);
+	k.ptr[1 + blen] = '\0';
+	store_key_hash(&hk, h);
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	leveldb_writebatch_delete(b, k.ptr, k.len);
+	leveldb_writebatch_delete(b, hk.ptr, hk.len);
+	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
+	leveldb_writebatch_destroy(b);
+	if (rc == AIS_OK) {
+		store_path_obj(path, sizeof(path), mp, h, r.gen);
+		if (store_io.unlink(path) != 0 && errno != ENOENT)
+			log_warn("unlink %s (start-up will remove it)", path);
+	}
+out_unlock:
+	pthread_mutex_unlock(&mp->commit_mu);
+	buf_free(&k);
+	buf_free(&hk);
+	return rc == AIS_OK ? AIS_OK : AIS_ERR;
+}
+
+/* One mountpath's cursor in the k-way merge of store_list. */
+typedef struct list_cur {
+	leveldb_iterator_t *it;
+	const char *key;
+	size_t klen;
+} list_cur_t;
+
+static void cur_load(list_cur_t *c, const buf_t *pfx)
+{
+	c->key = NULL;
+	if (!leveldb_iter_valid(c->it))
+		return;
+	const char *k = leveldb_iter_key(c->it, &c->klen);
+	if (c->klen >= pfx->len && !memcmp(k, pfx->ptr, pfx->len))
+		c->key = k;
+}
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, MIN(al, bl));
+	return c ? c : (al > bl) - (al < bl);
+}
+
+int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
+	       bool *more)
+{
+	buf_t pfx = BUF_INIT, seek = BUF_INIT;
+	list_cur_t cur[CONF_MAX_MOUNTPATHS];
+	size_t name_off = 1 + blen + 1, given = 0;
+	int rc = AIS_OK;
+	store_bucket_t b;
+
+	*more = false;
+	if (store_bucket_get(s, bck, blen, &b) != AIS_OK)
+		return AIS_ERR;
+	store_key_obj(&pfx, bck, blen, prefix, plen);
+	store_key_obj(&seek, bck, blen, start_after, salen);
+	if (key_cmp(seek.ptr, seek.len, pfx.ptr, pfx.len) < 0)
+		store_key_obj(&seek, bck, blen, prefix, plen);
+	for (int i = 0; i < s->n_mp; i++) {
+		cur[i].it = leveldb_create_iterator(s->mp[i].db, s->ro_scan);
+		leveldb_iter_seek(cur[i].it, seek.ptr, seek.len);
+		cur_load(&cur[i], &pfx);
+		/* names <= start_after are skipped: only an equal one can be here */
+		if (salen && cur[i].key && cur[i].klen == name_off + salen &&
+		    !memcmp(cur[i].key + name_off, start_after, salen)) {
+			leveldb_iter_next(cur[i].it);
+			cur_load(&cur[i], &pfx);
+		}
+	}
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < s->n_mp; i++)
+			if (cur[i].key && (best < 0 || key_cmp(cur[i].key, cur[i].klen, cur[best].key,
+							       cur[best].klen) < 0))
+				best = i;
+		if (best < 0)
+			break;
+		if (limit && given == limit) {
+			*more = true;
+			break;
+		}
+		size_t vlen;
+		const char *v = leveldb_iter_value(cur[best].it, &vlen);
+		store_rec_t r;
+		if (store_rec_decode(v, vlen, &r) != AIS_OK) {
+			log_warnx("%s: corrupt record of %.*s in listing", s->mp[best].path,
+				  (int)(cur[best].klen - name_off), cur[best].key + name_off);
+		} else {
+			fn(arg, cur[best].key + name_off, cur[best].klen - name_off, &r.m);
+			given++;
+		}
+		/* the same name on two mountpaths (a stale copy): list it once */
+		for (int i = 0; i < s->n_mp; i++) {
+			if (i != best && cur[i].key &&
+			    !key_cmp(cur[i].key, cur[i].klen, cur[best].key, cur[best].klen)) {
+				leveldb_iter_next(cur[i].it);
+				cur_load(&cur[i], &pfx);
+			}
+		}
+		leveldb_iter_next(cur[best].it);
+		cur_load(&cur[best], &pfx);
+	}
+	for (int i = 0; i < s->n_mp; i++) {
+		char *err = NULL;
+		leveldb_iter_get_error(cur[i].it, &err);
+		if (err) {
+			log_warnx("%s: leveldb scan: %s", s->mp[i].path, err);
+			leveldb_free(err);
+			errno = EIO;
+			rc = AIS_ERR;
+		}
+		leveldb_iter_destroy(cur[i].it);
+	}
+	buf_free(&pfx);
+	buf_free(&seek);
+	return rc;
+}

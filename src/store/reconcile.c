@@ -1,0 +1,168 @@
+/*
+ * reconcile.c - the start-up reconcile: remove object files no record uses.
+ *
+ * A crash between rename and the LevelDB commit, or between the commit and
+ * the unlink of the old version (write.c rules 4-6), leaves a file in obj/
+ * that no record points to. After store_open a background thread walks every
+ * obj/<xx>/ and removes each file <h>.<gen> that was made before this
+ * process started (gen below the mountpath's first gen of this run, and
+ * mtime before the open) and whose record ("h"+h -> uname -> "o"-record) is
+ * missing or names another gen. Files written by this process are never
+ * touched, so the walk runs safely beside new writes; it checks and removes
+ * under the commit mutex, so it never races a commit or delete of the same
+ * object. store_close stops it early; store_reconcile_wait waits for it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+/* Parses "<32 hex>.<16 hex>". */
+static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen)
+{
+	unsigned char g[8];
+	if (strlen(name) != STORE_HASH_HEX + 1 + 16 || name[STORE_HASH_HEX] != '.')
+		return false;
+	for (int i = 0; i < STORE_HASH_HEX; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	if (hex_decode(name + STORE_HASH_HEX + 1, 16, g, sizeof(g)) != AIS_OK)
+		return false;
+	*gen = 0;
+	for (int i = 0; i < 8; i++)
+		*gen = (*gen << 8) | g[i];
+	memcpy(h, name, STORE_HASH_HEX);
+	h[STORE_HASH_HEX] = '\0';
+	return true;
+}
+
+/* Is the file h.gen the current version of its object? Caller holds the
+ * commit mutex. Returns 1 yes, 0 no, -1 cannot tell (LevelDB error). */
+static int file_is_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
+{
+	buf_t k = BUF_INIT;
+	char *err = NULL;
+	size_t ul = 0;
+	store_key_hash(&k, h);
+	char *uname = leveldb_get(mp->db, s->ro, k.ptr, k.len, &ul, &err);
+	if (err) {
+		log_warnx("%s: leveldb get: %s", mp->path, err);
+		leveldb_free(err);
+		buf_free(&k);
+		return -1;
+	}
+	if (!uname) {
+		buf_free(&k);
+		return 0;
+	}
+	char *slash = memchr(uname, '/', ul);
+	int live = 0;
+	if (slash) {
+		store_rec_t r;
+		size_t blen = (size_t)(slash - uname);
+		store_key_obj(&k, uname, blen, slash + 1, ul - blen - 1);
+		if (store_rec_get(s, mp, &k, &r) == AIS_OK)
+			live = r.gen == gen;
+		else if (errno != ENOENT)
+			live = -1;
+	}
+	leveldb_free(uname);
+	buf_free(&k);
+	return live;
+}
+
+static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
+{
+	char dir[STORE_PATH_MAX], path[STORE_PATH_MAX], h[STORE_HASH_HEX + 1];
+	unsigned long removed = 0;
+	snprintf(dir, sizeof(dir), "%s/obj/%02x", mp->path, xx);
+	DIR *d = opendir(dir);
+	if (!d) {
+		log_warn("reconcile: opendir %s", dir);
+		return 0;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) && !atomic_load(&s->rc_stop)) {
+		uint64_t gen;
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		if (!parse_name(de->d_name, h, &gen)) {
+			log_warnx("reconcile: %s/%s: not an object file, left alone", dir, de->d_name);
+			continue;
+		}
+		store_path_obj(path, sizeof(path), mp, h, gen);
+		if (gen >= mp->gen0 || stat(path, &st) != 0)
+			continue; /* written by this process, or gone already */
+		if ((int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec >= s->start_ns)
+			continue;
+		pthread_mutex_lock(&mp->commit_mu);
+		if (file_is_live(s, mp, h, gen) == 0) {
+			if (unlink(path) == 0) {
+				log_info("reconcile: removed %s (no record uses it)", path);
+				removed++;
+			} else if (errno != ENOENT) {
+				log_warn("reconcile: unlink %s", path);
+			}
+		}
+		pthread_mutex_unlock(&mp->commit_mu);
+	}
+	closedir(d);
+	return removed;
+}
+
+static void *reconcile_main(void *arg)
+{
+	store_t *s = arg;
+	log_set_action("store reconcile");
+	for (int i = 0; i < s->n_mp; i++) {
+		unsigned long n = 0;
+		for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
+			n += reconcile_dir(s, &s->mp[i], xx);
+		if (n)
+			log_info("%s: reconcile removed %lu stray object files", s->mp[i].path, n);
+	}
+	pthread_mutex_lock(&s->rc_mu);
+	s->rc_done = true;
+	pthread_cond_broadcast(&s->rc_cond);
+	pthread_mutex_unlock(&s->rc_mu);
+	return NULL;
+}
+
+int store_reconcile_start(store_t *s)
+{
+	atomic_init(&s->rc_stop, false);
+	s->rc_done = false;
+	if (pthread_create(&s->rc_thread, NULL, reconcile_main, s) != 0)
+		return AIS_ERR;
+	s->rc_started = true;
+	return AIS_OK;
+}
+
+void store_reconcile_stop(store_t *s)
+{
+	if (!s->rc_started)
+		return;
+	atomic_store(&s->rc_stop, true);
+	pthread_join(s->rc_thread, NULL);
+	s->rc_started = false;
+}
+
+void store_reconcile_wait(store_t *s)
+{
+	pthread_mutex_lock(&s->rc_mu);
+	while (s->rc_started && !s->rc_done)
+		pthread_cond_wait(&s->rc_cond, &s->rc_mu);
+	pthread_mutex_unlock(&s->rc_mu);
+}

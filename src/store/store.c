@@ -1,0 +1,226 @@
+/*
+ * store.c - opening and closing the store: mountpaths, their LevelDB
+ * databases and directories, start-up cleanup, capacity stats.
+ *
+ * store_open guarantees that when it returns AIS_OK every mountpath has its
+ * meta/ database open, its obj/00..obj/ff and tmp/ directories, an empty
+ * tmp/ (writes interrupted by a crash are gone), and that a background
+ * reconcile (reconcile.c) is removing object files that no record points to.
+ * Everything in store_t is immutable after open, except the atomics and what
+ * the per-mountpath mutexes guard.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "aisd/hrw.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+static int io_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+
+store_io_t store_io = {
+	.open = io_open,
+	.write = write,
+	.fsync = fsync,
+	.rename = rename,
+	.unlink = unlink,
+	.close = close,
+};
+
+/* mkdir -p: creates path and its missing parents. */
+static int mkdir_p(const char *path)
+{
+	char tmp[STORE_PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return AIS_ERR;
+	}
+	memcpy(tmp, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (tmp[i] != '/' && tmp[i] != '\0')
+			continue;
+		char c = tmp[i];
+		tmp[i] = '\0';
+		if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
+			return AIS_ERR;
+		tmp[i] = c;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return AIS_ERR;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+/* Removes every file in <mp>/tmp: writes that a crash interrupted. */
+static void clean_tmp(const store_mp_t *mp)
+{
+	char dir[STORE_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/tmp", mp->path);
+	DIR *d = opendir(dir);
+	if (!d) {
+		log_warn("opendir %s", dir);
+		return;
+	}
+	struct dirent *de;
+	unsigned long n = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) != 0)
+			log_warn("unlink %s/%s", dir, de->d_name);
+		else
+			n++;
+	}
+	closedir(d);
+	if (n)
+		log_info("%s: removed %lu temp files of interrupted writes", mp->path, n);
+}
+
+static int mp_open(store_mp_t *mp, const char *path, buf_t *err)
+{
+	char p[STORE_PATH_MAX];
+	char *lerr = NULL;
+
+	snprintf(mp->path, sizeof(mp->path), "%s", path);
+	if (mkdir_p(path) != AIS_OK) {
+		buf_addf(err, "mountpath %s: %s", path, strerror(errno));
+		return AIS_ERR;
+	}
+	for (int i = 0; i < 256; i++) {
+		snprintf(p, sizeof(p), "%s/obj/%02x", path, i);
+		if (mkdir_p(p) != AIS_OK) {
+			buf_addf(err, "mountpath %s: mkdir %s: %s", path, p, strerror(errno));
+			return AIS_ERR;
+		}
+	}
+	snprintf(p, sizeof(p), "%s/tmp", path);
+	if (mkdir_p(p) != AIS_OK) {
+		buf_addf(err, "mountpath %s: mkdir %s: %s", path, p, strerror(errno));
+		return AIS_ERR;
+	}
+	clean_tmp(mp);
+
+	mp->opts = leveldb_options_create();
+	mp->cache = leveldb_cache_create_lru(8u << 20);
+	mp->bloom = leveldb_filterpolicy_create_bloom(10);
+	leveldb_options_set_create_if_missing(mp->opts, 1);
+	leveldb_options_set_cache(mp->opts, mp->cache);
+	leveldb_options_set_filter_policy(mp->opts, mp->bloom);
+	snprintf(p, sizeof(p), "%s/meta", path);
+	mp->db = leveldb_open(mp->opts, p, &lerr);
+	if (lerr) {
+		buf_addf(err, "mountpath %s: leveldb open %s: %s", path, p, lerr);
+		leveldb_free(lerr);
+		mp->db = NULL;
+		return AIS_ERR;
+	}
+	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0)
+		fatalx("pthread_mutex_init");
+	mp->gen0 = (uint64_t)(time_now_ns() / 1000);
+	atomic_init(&mp->next_gen, mp->gen0);
+	return AIS_OK;
+}
+
+static void mp_close(store_mp_t *mp)
+{
+	if (mp->db) {
+		leveldb_close(mp->db);
+		pthread_mutex_destroy(&mp->commit_mu);
+	}
+	if (mp->opts)
+		leveldb_options_destroy(mp->opts);
+	if (mp->bloom)
+		leveldb_filterpolicy_destroy(mp->bloom);
+	if (mp->cache)
+		leveldb_cache_destroy(mp->cache);
+	mp->db = NULL;
+	mp->opts = NULL;
+	mp->bloom = NULL;
+	mp->cache = NULL;
+}
+
+int store_open(const conf_t *c, store_t **out, buf_t *err)
+{
+	if (c->n_mountpaths < 1 || c->n_mountpaths > CONF_MAX_MOUNTPATHS) {
+		buf_addf(err, "store: %d mountpaths (need 1..%d)", c->n_mountpaths, CONF_MAX_MOUNTPATHS);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	store_t *s = xcalloc(1, sizeof(*s) + (size_t)c->n_mountpaths * sizeof(store_mp_t));
+	s->fsync = c->fsync;
+	s->min_free_bytes = c->min_free_bytes;
+	s->start_ns = time_now_ns();
+	s->wo_commit = leveldb_writeoptions_create();
+	leveldb_writeoptions_set_sync(s->wo_commit, c->fsync == CONF_FSYNC_ALWAYS);
+	s->wo_lazy = leveldb_writeoptions_create();
+	s->ro = leveldb_readoptions_create();
+	s->ro_scan = leveldb_readoptions_create();
+	leveldb_readoptions_set_fill_cache(s->ro_scan, 0);
+	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL))
+		fatalx("pthread init");
+	for (int i = 0; i < c->n_mountpaths; i++) {
+		s->n_mp = i + 1; /* so store_close cleans what was opened */
+		if (mp_open(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
+			goto out_close;
+		s->digests[i] = hrw_digest(c->mountpaths[i], strlen(c->mountpaths[i]));
+	}
+	if (store_reconcile_start(s) != AIS_OK) {
+		buf_addf(err, "store: cannot start the reconcile thread");
+		goto out_close;
+	}
+	*out = s;
+	return AIS_OK;
+out_close:
+	store_close(s);
+	errno = EIO;
+	return AIS_ERR;
+}
+
+void store_close(store_t *s)
+{
+	if (!s)
+		return;
+	store_reconcile_stop(s);
+	for (int i = 0; i < s->n_mp; i++)
+		mp_close(&s->mp[i]);
+	leveldb_writeoptions_destroy(s->wo_commit);
+	leveldb_writeoptions_destroy(s->wo_lazy);
+	leveldb_readoptions_destroy(s->ro);
+	leveldb_readoptions_destroy(s->ro_scan);
+	pthread_mutex_destroy(&s->rc_mu);
+	pthread_cond_destroy(&s->rc_cond);
+	free(s);
+}
+
+int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
+{
+	int k = 0;
+	for (int i = 0; i < s->n_mp && k < max; i++, k++) {
+		struct statvfs sv;
+		snprintf(out[k].path, sizeof(out[k].path), "%s", s->mp[i].path);
+		if (statvfs(s->mp[i].path, &sv) != 0) {
+			log_warn("statvfs %s", s->mp[i].path);
+			*n = k;
+			return AIS_ERR;
+		}
+		out[k].total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+		out[k].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	}
+	*n = k;
+	return AIS_OK;
+}

@@ -1,0 +1,109 @@
+/*
+ * store_int.h - the store's private types and helpers, shared by the files of
+ * src/store/ only. Nothing outside src/store includes it.
+ *
+ * On-disk layout of one mountpath:
+ *   <mp>/meta/           LevelDB: "o"+bucket+"\0"+object -> object record,
+ *                        "h"+<32 hex> -> uname, "b"+bucket -> bucket record
+ *                        (bucket keys only in mountpath 0)
+ *   <mp>/obj/<xx>/<h>.<gen>  object bytes; h = hex XXH3-128 of the uname,
+ *                        xx = its first two hex digits, gen = 16 hex digits
+ *   <mp>/tmp/<h>.<gen>   writes in progress (emptied at store_open)
+ */
+#ifndef AISD_STORE_INT_H
+#define AISD_STORE_INT_H
+
+#include <leveldb/c.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH64_state_t on the stack */
+#include <xxhash.h>
+
+#include "aisd/buf.h"
+#include "aisd/store.h"
+
+#define STORE_HASH_HEX 32         /* hex digits of the XXH3-128 file name hash */
+#define STORE_REC_FORMAT 1        /* first byte of an object record */
+#define STORE_BREC_FORMAT 1       /* first byte of a bucket record */
+#define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
+#define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
+#define STORE_PATH_MAX 1200
+
+typedef struct store_mp {
+	char path[1024];
+	leveldb_t *db;
+	leveldb_options_t *opts;
+	leveldb_cache_t *cache;
+	leveldb_filterpolicy_t *bloom;
+	/* Serializes read-modify-write of this mountpath's object records:
+	 * commit, delete, touch, bucket destroy (see write.c). */
+	pthread_mutex_t commit_mu;
+	_Atomic uint64_t next_gen; /* next file generation to hand out */
+	uint64_t gen0;             /* first generation of this process */
+} store_mp_t;
+
+struct store {
+	int n_mp;
+	int fsync;               /* enum conf_fsync */
+	uint64_t min_free_bytes;
+	int64_t start_ns;        /* wall clock at store_open */
+	uint64_t digests[CONF_MAX_MOUNTPATHS];
+	leveldb_writeoptions_t *wo_commit; /* sync iff fsync == always */
+	leveldb_writeoptions_t *wo_lazy;   /* never sync (atime) */
+	leveldb_readoptions_t *ro;         /* point lookups */
+	leveldb_readoptions_t *ro_scan;    /* scans: do not fill the cache */
+	/* Start-up reconcile (reconcile.c). */
+	pthread_t rc_thread;
+	bool rc_started;
+	atomic_bool rc_stop;
+	pthread_mutex_t rc_mu;
+	pthread_cond_t rc_cond;
+	bool rc_done;
+	store_mp_t mp[];
+};
+
+/* An object record: the public meta plus the file generation. */
+typedef struct store_rec {
+	store_meta_t m;
+	uint64_t gen;
+} store_rec_t;
+
+/* meta.c: keys, records, LevelDB access. */
+void store_key_obj(buf_t *k, const char *bck, size_t blen, const char *obj, size_t olen);
+void store_key_hash(buf_t *k, const char *hhex);
+void store_key_bucket(buf_t *k, const char *bck, size_t blen);
+void store_rec_encode(buf_t *out, const store_rec_t *r);
+int store_rec_decode(const char *p, size_t n, store_rec_t *r);
+/* Reads an object record: AIS_OK, or AIS_ERR with errno ENOENT (none) or EIO. */
+int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r);
+/* Hash of a uname: 32 lower-case hex digits + NUL into hex. */
+void store_uname_hash(const char *uname, size_t n, char hex[STORE_HASH_HEX + 1]);
+/* The mountpath that owns bucket/object. */
+store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Paths of a generation: <mp>/obj/<xx>/<h>.<gen> and <mp>/tmp/<h>.<gen>. */
+void store_path_obj(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen);
+void store_path_tmp(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen);
+/* Writes a batch with the commit options; on failure logs, errno = EIO. */
+int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
+		   const char *what);
+
+/* cksum.c: streaming checksums. */
+typedef struct store_hasher {
+	enum store_cksum type;
+	XXH64_state_t *xx;
+	EVP_MD_CTX *md;
+} store_hasher_t;
+void store_hasher_init(store_hasher_t *h, enum store_cksum type);
+void store_hasher_update(store_hasher_t *h, const void *p, size_t n);
+/* Writes the lower-case hex digest ("" for none) and releases the state. */
+void store_hasher_final(store_hasher_t *h, char hex[STORE_CKSUM_HEX_MAX]);
+void store_hasher_free(store_hasher_t *h);
+
+/* reconcile.c */
+int store_reconcile_start(store_t *s);
+void store_reconcile_stop(store_t *s);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * write.c - the object writer: stream to a temp file, checksum, commit.
+ *
+ * A write is invisible until store_writer_commit returns AIS_OK, and then it
+ * is durable (under fsync policy "always") and complete. A failure at any
+ * step leaves the store as it was: the previous version, if any, intact and
+ * readable, LevelDB unchanged, no file of the failed write left behind
+ * (except where unlink itself fails; start-up removes those, see rule 6).
+ *
+ * NOTES ON THE DESIGN (durability rules, numbered so comments can cite them)
+ *
+ *  1. Bytes go only to <mp>/tmp/<h>.<gen>, created O_EXCL; gen is unique per
+ *     write (per-mountpath counter started from the wall clock in us), so
+ *     two concurrent writers of one object never share a file.
+ *  2. Every file syscall of the write and delete paths goes through store_io
+ *     so that tests inject EIO, ENOSPC, short writes and fsync failures.
+ *  3. Data is fsynced before the rename (policy "always"): a renamed file is
+ *     never a file whose bytes can vanish at a crash.
+ *  4. rename(tmp, obj/<xx>/<h>.<gen>), then fsync of obj/<xx>: the name is
+ *     durable before LevelDB points to it. A new gen never replaces an
+ *     existing file, so the rename cannot disturb the live version.
+ *  5. The record {o-key, h-key} is written in one LevelDB batch (sync under
+ *     policy "always") under the mountpath's commit mutex, which serializes
+ *     every read-modify-write of records (version = old + 1). This write is
+ *     the commit point: before it, readers see the old version; after it,
+ *     the new one.
+ *  6. Only after the record points to the new gen is the old gen unlinked.
+ *     A reader that opened the old file keeps reading it whole (POSIX keeps
+ *     an unlinked file while open). A crash between 4 and 5, or between 5
+ *     and 6, leaves a file no record points to; the start-up reconcile
+ *     removes it (reconcile.c).
+ *  7. If the bucket was destroyed while the write streamed, the commit fails
+ *     ENOENT (checked under the commit mutex, which bucket destroy takes
+ *     too), and removes its file.
+ *  8. Errors are returned, never fatal: errno is ENOSPC for a full disk
+ *     (ENOSPC/EDQUOT, or free space below store.min_free at begin),
+ *     EBADMSG for a checksum mismatch, ENOENT for a missing bucket, EINVAL
+ *     for misuse, EIO for everything else.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "store_int.h"
+#include "aisd/banned.h"
+
+#define WRITER_HASHERS 3
+
+enum writer_state { W_OPEN = 0, W_FAILED, W_COMMITTED };
+
+struct store_writer {
+	store_t *s;
+	store_mp_t *mp;
+	char *bck, *obj;
+	size_t blen, olen;
+	char h[STORE_HASH_HEX + 1];
+	uint64_t gen;
+	uint64_t size;
+	int fd;
+	bool tmp_exists;   /* tmp path exists and is ours to remove */
+	enum writer_state state;
+	int err;           /* errno of the failure, when W_FAILED */
+	char tmp[STORE_PATH_MAX];
+	enum store_cksum bck_type;
+	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2] extra */
+	int n_hs;
+};
+
+static int map_errno(int e) { return (e == ENOSPC || e == EDQUOT) ? ENOSPC : e ? e : EIO; }
+
+/* Marks w failed with errno e, returns AIS_ERR with errno set. */
+static int writer_fail(store_writer_t *w, int e)
+{
+	w->state = W_FAILED;
+	w->err = e;
+	errno = e;
+	return AIS_ERR;
+}
+
+static bool writer_has(const store_writer_t *w, enum store_cksum t)
+{
+	for (int i = 0; i < w->n_hs; i++)
+		if (w->hs[i].type == t)
+			return true;
+	return false;
+}
+
+static int check_free(store_t *s, store_mp_t *mp)
+{
+	struct statvfs sv;
+	if (s->min_free_bytes == 0)
+		return AIS_OK;
+	if (statvfs(mp->path, &sv) != 0) {
+		log_warn("statvfs %s", mp->path);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (avail < s->min_free_bytes) {
+		log_warnx("%s: %llu bytes free, below store.min_free (%llu): refusing writes", mp->path,
+			  (unsigned long long)avail, (unsigned long long)s->min_free_bytes);
+		errno = ENOSPC;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		       store_writer_t **out)
+{
+	store_bucket_t b;
+	if (store_bucket_get(s, bck, blen, &b) != AIS_OK)
+		return AIS_ERR; /* errno ENOENT or EIO */
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	if (check_free(s, mp) != AIS_OK)
+		return AIS_ERR;
+
+	store_writer_t *w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	w->mp = mp;
+	w->bck = xstrndup(bck, blen);
+	w->obj = xstrndup(obj, olen);
+	w->blen = blen;
+	w->olen = olen;
+	w->fd = -1;
+	buf_t uname = BUF_INIT;
+	buf_add(&uname, bck, blen);
+	buf_addch(&uname, '/');
+	buf_add(&uname, obj, olen);
+	store_uname_hash(uname.ptr, uname.len, w->h);
+	buf_free(&uname);
+	w->gen = atomic_fetch_add(&mp->next_gen, 1);
+	store_path_tmp(w->tmp, sizeof(w->tmp), mp, w->h, w->gen);
+	w->bck_type = b.cksum_type;
+	store_hasher_init(&w->hs[w->n_hs++], b.cksum_type);
+	if (b.cksum_type != CKSUM_XXHASH)
+		store_hasher_init(&w->hs[w->n_hs++], CKSUM_XXHASH);
+
+	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
+	if (w->fd < 0) {
+		int e = map_errno(errno);
+		log_warn("create %s", w->tmp);
+		w->fd = -1;
+		store_writer_free(w);
+		errno = e;
+		return AIS_ERR;
+	}
+	w->tmp_exists = true;
+	*out = w;
+	return AIS_OK;
+}
+
+int store_writer_also(store_writer_t *w, enum store_cksum type)
+{
+	if (w->state != W_OPEN || w->size > 0 || type < CKSUM_NONE || type > CKSUM_SHA256) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	if (type != CKSUM_NONE && !writer_has(w, type))
+		store_hasher_init(&w->hs[w->n_hs++], type);
+	return AIS_OK;
+}
+
+int store_writer_write(store_writer_t *w, const void *p, size_t n)
+{
+	const char *q = p;
+	size_t left = n;
+	if (w->state != W_OPEN) {
+		errno = w->state == W_FAILED ? w->err : EINVAL;
+		return AIS_ERR;
+	}
+	while (left > 0) {
+		ssize_t r = store_io.write(w->fd, q, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r == 0 ? EIO : map_errno(errno);
+			errno = e;
+			log_warn("write %s", w->tmp);
+			return writer_fail(w, e);
+		}
+		q += r;
+		left -= (size_t)r;
+	}
+	for (int i = 0; i < w->n_hs; i++)
+		store_hasher_update(&w->hs[i], p, n);
+	w->size += n;
+	return AIS_OK;
+}
+
+/* fsync of a directory, so that a rename or unlink in it is durable. */
+static int fsync_dir(const char *dir)
+{
+	int fd = store_io.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		int e = map_errno(errno);
+		log_warn("open directory %s", dir);
+		errno = e;
+		return AIS_ERR;
+	}
+	int rc = store_io.fsync(fd);
+	int e = map_errno(errno);
+	if (rc != 0)
+		log_warn("fsync directory %s", dir);
+	store_io.close(fd);
+	errno = e;
+	return rc == 0 ? AIS_OK : AIS_ERR;
+}
+
+/* Verifies the checksums: fills m->cksum with the bucket's type. */
+static int writer_verify(store_writer_t *w, enum store_cksum want_type, const char *want_hex,
+			 store_meta_t *m)
+{
+	char hex[WRITER_HASHERS][STORE_CKSUM_HEX_MAX];
+	int rc = AIS_OK;
+	for (int i = 0; i < w->n_hs; i++)
+		store_hasher_final(&w->hs[i], hex[i]);
+	m->cksum_type = w->bck_type;
+	snprintf(m->cksum, sizeof(m->cksum), "%s", hex[0]);
+	if (want_type == CKSUM_NONE)
+		return AIS_OK;
+	if (want_type < CKSUM_NONE || want_type > CKSUM_SHA256 || !want_hex) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	int i;
+	for (i = 0; i < w->n_hs && w->hs[i].type != want_type; i++)
+		;
+	if (i == w->n_hs) {
+		log_warnx("%s/%s: cannot verify a %s checksum: the bucket's type is %s and "
+			  "store_writer_also() was not called before writing",
+			  w->bck, w->obj, store_cksum_name(want_type), store_cksum_name(w->bck_type));
+		errno = EINVAL;
+		rc = AIS_ERR;
+	} else if (strlen(want_hex) != strlen(hex[i]) || strcasecmp(want_hex, hex[i]) != 0) {
+		log_warnx("%s/%s: %s checksum mismatch: client %s, data %s", w->bck, w->obj,
+			  store_cksum_name(want_type), want_hex, hex[i]);
+		errno = EBADMSG;
+		rc = AIS_ERR;
+	}
+	return rc;
+}
+
+/* Rules 5-7: under the commit mutex, point the record at the new gen and
+ * unlink the old one. Returns AIS_OK, or AIS_ERR with errno (nothing
+ * changed). */
+static int writer_record(store_writer_t *w, store_rec_t *nr)
+{
+	store_t *s = w->s;
+	store_mp_t *mp = w->mp;
+	store_bucket_t b;
+	store_rec_t old;
+	buf_t okey = BUF_INIT, hkey = BUF_INIT, val = BUF_INIT;
+	char oldpath[STORE_PATH_MAX];
+	int rc = AIS_ERR, have_old = 0;
+
+	store_key_obj(&okey, w->bck, w->blen, w->obj, w->olen);
+	store_key_hash(&hkey, w->h);
+	pthread_mutex_lock(&mp->commit_mu);
+	if (store_bucket_get(s, w->bck, w->blen, &b) != AIS_OK) /* rule 7 */
+		goto out_unlock;
+	if (store_rec_get(s, mp, &okey, &old) == AIS_OK)
+		have_old = 1;
+	else if (errno != ENOENT)
+		goto out_unlock;
+	nr->m.version = have_old ? old.m.version + 1 : 1;
+	store_rec_encode(&val, nr);
+	leveldb_writebatch_t *batch = leveldb_writebatch_create();
+	leveldb_writebatch_put(batch, okey.ptr, okey.len, val.ptr, val.len);
+	buf_reset(&val);
+	buf_add(&val, w->bck, w->blen);
+	buf_addch(&val, '/');
+	buf_add(&val, w->obj, w->olen);
+	leveldb_writebatch_put(batch, hkey.ptr, hkey.len, val.ptr, val.len);
+	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
+	leveldb_writebatch_destroy(batch);
+	if (rc == AIS_OK && have_old && old.gen != w->gen) { /* rule 6 */
+		store_path_obj(oldpath, sizeof(oldpath), mp, w->h, old.gen);
+		if (store_io.unlink(oldpath) != 0 && errno != ENOENT)
+			log_warn("unlink old version %s (start-up will remove it)", oldpath);
+	}
+out_unlock:
+	pthread_mutex_unlock(&mp->commit_mu);
+	buf_free(&okey);
+	buf_free(&hkey);
+	buf_free(&val);
+	return rc;
+}
+
+int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const char *want_hex,
+			const char *custom, store_meta_t *out)
+{
+	store_t *s = w->s;
+	store_rec_t nr;
+	char path[STORE_PATH_MAX], dir[STORE_PATH_MAX];
+	int e;
+
+	if (w->state != W_OPEN) {
+		errno = w->state == W_FAILED ? w->err : EINVAL;
+		return AIS_ERR;
+	}
+	memset(&nr, 0, sizeof(nr));
+	if (custom && strlen(custom) >= sizeof(nr.m.custom)) {
+		log_warnx("%s/%s: custom metadata too long (%zu bytes)", w->bck, w->obj, strlen(custom));
+		return writer_fail(w, EINVAL);
+	}
+	if (writer_verify(w, want_type, want_hex, &nr.m) != AIS_OK)
+		return writer_fail(w, errno);
+
+	if (s->fsync == CONF_FSYNC_ALWAYS && store_io.fsync(w->fd) != 0) { /* rule 3 */
+		e = map_errno(errno);
+		log_warn("fsync %s", w->tmp);
+		return writer_fail(w, e);
+	}
+	int fd = w->fd;
+	w->fd = -1; /* closed even when close fails */
+	if (store_io.close(fd) != 0) {
+		e = map_errno(errno);
+		log_warn("close %s", w->tmp);
+		return writer_fail(w, e);
+	}
+
+	store_path_obj(path, sizeof(path), w->mp, w->h, w->gen);
+	if (store_io.rename(w->tmp, path) != 0) { /* rule 4 */
+		e = map_errno(errno);
+		log_warn("rename %s -> %s", w->tmp, path);
+		return writer_fail(w, e);
+	}
+	w->tmp_exists = false;
+	snprintf(dir, sizeof(dir), "%s/obj/%.2s", w->mp->path, w->h);
+	if (s->fsync == CONF_FSYNC_ALWAYS && fsync_dir(dir) != AIS_OK) {
+		e = errno;
+		goto out_unlink;
+	}
+
+	nr.gen = w->gen;
+	nr.m.size = w->size;
+	nr.m.mtime_ns = time_now_ns();
+	nr.m.atime_ns = nr.m.mtime_ns;
+	if (custom)
+		snprintf(nr.m.custom, sizeof(nr.m.custom), "%s", custom);
+	if (writer_record(w, &nr) != AIS_OK) { /* rule 5 */
+		e = errno;
+		goto out_unlink;
+	}
+	w->state = W_COMMITTED;
+	if (out)
+		*out = nr.m;
+	return AIS_OK;
+
+out_unlink:
+	if (store_io.unlink(path) != 0 && errno != ENOENT)
+		log_warn("unlink %s (start-up will remove it)", path);
+	return writer_fail(w, e);
+}
+
+void store_writer_free(store_writer_t *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		store_io.close(w->fd);
+	if (w->tmp_exists && store_io.unlink(w->tmp) != 0 && errno != ENOENT)
+		log_warn("unlink %s (start-up will remove it)", w->tmp);
+	for (int i = 0; i < w->n_hs; i++)
+		store_hasher_free(&w->hs[i]);
+	free(w->bck);
+	free(w->obj);
+	free(w);
+}
