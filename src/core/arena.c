@@ -25,7 +25,8 @@ struct cleanup {
 };
 
 struct arena {
-	struct block *blocks; /* newest first; the last one is the first block */
+	struct block *blocks; /* newest first; big blocks go behind the head */
+	struct block *first;  /* kept by arena_reset, freed by arena_destroy */
 	struct cleanup *cleanups;
 	size_t block_size;
 };
@@ -43,7 +44,7 @@ arena_t *arena_new(size_t block_size)
 {
 	arena_t *a = xcalloc(1, sizeof(*a));
 	a->block_size = block_size ? block_size : 4096;
-	a->blocks = block_new(a->block_size);
+	a->blocks = a->first = block_new(a->block_size);
 	return a;
 }
 
@@ -60,14 +61,18 @@ static void run_cleanups(arena_t *a)
 void arena_reset(arena_t *a)
 {
 	run_cleanups(a);
+	/* Free every block but the first: a big block may sit anywhere in the
+	 * chain (even last), and must not outlive the request that made it. */
 	struct block *b = a->blocks;
-	while (b->next) {
+	while (b) {
 		struct block *next = b->next;
-		free(b);
+		if (b != a->first)
+			free(b);
 		b = next;
 	}
-	b->used = 0;
-	a->blocks = b;
+	a->first->next = NULL;
+	a->first->used = 0;
+	a->blocks = a->first;
 }
 
 void arena_destroy(arena_t *a)

@@ -122,7 +122,16 @@ char *buf_detach(buf_t *b, size_t *len)
 }
 
 bool sv_eq(sv_t a, sv_t b) { return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len)); }
-bool sv_eqcase(sv_t a, sv_t b) { return a.len == b.len && (a.len == 0 || !strncasecmp(a.ptr, b.ptr, a.len)); }
+bool sv_eqcase(sv_t a, sv_t b)
+{
+	/* byte by byte: strncasecmp would stop at a NUL inside the views */
+	if (a.len != b.len)
+		return false;
+	for (size_t i = 0; i < a.len; i++)
+		if (tolower((unsigned char)a.ptr[i]) != tolower((unsigned char)b.ptr[i]))
+			return false;
+	return true;
+}
 bool sv_eqstr(sv_t a, const char *s) { return sv_eq(a, sv_from(s)); }
 
 bool sv_startswith(sv_t a, const char *prefix)

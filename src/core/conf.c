@@ -130,11 +130,13 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 		while (*p) {
 			const char *e = strchr(p, ',');
 			size_t n = e ? (size_t)(e - p) : strlen(p);
-			if (n) {
-				if (c->n_mountpaths >= CONF_MAX_MOUNTPATHS || n >= sizeof(c->mountpaths[0]))
+			sv_t item = sv_trim((sv_t){p, n}); /* "/d1, /d2" */
+			if (item.len) {
+				if (c->n_mountpaths >= CONF_MAX_MOUNTPATHS ||
+				    item.len >= sizeof(c->mountpaths[0]))
 					goto bad;
-				memcpy(c->mountpaths[c->n_mountpaths], p, n);
-				c->mountpaths[c->n_mountpaths++][n] = '\0';
+				memcpy(c->mountpaths[c->n_mountpaths], item.ptr, item.len);
+				c->mountpaths[c->n_mountpaths++][item.len] = '\0';
 			}
 			p += n + (e ? 1 : 0);
 		}
@@ -225,8 +227,15 @@ int conf_load(conf_t *c, const char *path, buf_t *err)
 		buf_addf(err, "%s: %s", path, strerror(errno));
 		return AIS_ERR;
 	}
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (1 << 20))
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len <= (1 << 20))
 		buf_add(&text, chunk, (size_t)n);
+	if (n < 0 || text.len > (1 << 20)) {
+		/* EISDIR and friends, or not a config file: never run on defaults */
+		buf_addf(err, "%s: %s", path, n < 0 ? strerror(errno) : "larger than 1MiB");
+		close(fd);
+		buf_free(&text);
+		return AIS_ERR;
+	}
 	close(fd);
 	int rc = conf_parse(c, text.ptr ? text.ptr : "", text.len, err);
 	if (rc != AIS_OK) {
