@@ -1,0 +1,340 @@
+/*
+ * http.c - aisctl's HTTP layer on one reused libcurl easy handle: send a
+ * request (JSON body, streamed upload from an fd, or nothing), follow
+ * redirects with the method and body kept, stream a 2xx body to an fd or keep
+ * it in memory, capture the final response's headers, and turn error
+ * responses into one line "aisctl: <message> (HTTP N)". Also URL escaping of
+ * names and the BUCKET/OBJECT argument split.
+ *
+ * Guarantees: memory use does not grow with the size of an upload or a
+ * streamed download; only a 2xx body ever reaches the sink fd (redirect and
+ * error bodies never do); an error body is kept up to ERR_BODY_MAX bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "cli.h"
+#include "aisd/banned.h"
+
+#define ERR_BODY_MAX (64 * 1024)
+
+/* State shared with the curl callbacks of one request. */
+struct xfer {
+	struct cli *c;
+	const struct cli_req *rq;
+	struct cli_resp *rs;
+	int64_t upload_start; /* offset of the upload fd when the request began */
+	uint64_t uploaded;    /* bytes handed to curl since the last rewind */
+};
+
+void cli_escape(buf_t *b, const char *s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char ch = *p;
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '.' || ch == '_' || ch == '~' || (keep_slash && ch == '/')) {
+			buf_addch(b, (char)ch);
+		} else {
+			char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+			buf_add(b, enc, 3);
+		}
+	}
+}
+
+int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object)
+{
+	if (strncmp(arg, "ais://", 6) == 0)
+		arg += 6;
+	const char *slash = strchr(arg, '/');
+	size_t blen = slash ? (size_t)(slash - arg) : strlen(arg);
+	const char *obj = slash ? slash + 1 : "";
+	if (blen == 0 || (need_object && *obj == '\0'))
+		return AIS_ERR;
+	*bucket = xstrndup(arg, blen);
+	*object = xstrdup(obj);
+	return AIS_OK;
+}
+
+const char *cli_resp_header(const struct cli_resp *rs, const char *name)
+{
+	for (size_t i = 0; i < rs->nhdrs; i++)
+		if (strcasecmp(rs->hdrs[i].name, name) == 0)
+			return rs->hdrs[i].value;
+	return NULL;
+}
+
+static void hdrs_clear(struct cli_resp *rs)
+{
+	for (size_t i = 0; i < rs->nhdrs; i++) {
+		free(rs->hdrs[i].name);
+		free(rs->hdrs[i].value);
+	}
+	free(rs->hdrs);
+	rs->hdrs = NULL;
+	rs->nhdrs = 0;
+}
+
+void cli_resp_free(struct cli_resp *rs)
+{
+	hdrs_clear(rs);
+	buf_free(&rs->reason);
+	buf_free(&rs->body);
+}
+
+/*
+ * Header callback: a status line starts a new response (after a redirect or
+ * a 100 Continue), so it drops what was kept of the previous one.
+ */
+static size_t on_header(char *data, size_t size, size_t nitems, void *arg)
+{
+	struct xfer *x = arg;
+	struct cli_resp *rs = x->rs;
+	size_t n = size * nitems;
+	sv_t line = {data, n};
+	while (line.len && (line.ptr[line.len - 1] == '\n' || line.ptr[line.len - 1] == '\r'))
+		line.len--;
+	line = sv_trim(line);
+
+	if (sv_startswith(line, "HTTP/")) {
+		hdrs_clear(rs);
+		buf_reset(&rs->reason);
+		buf_reset(&rs->body);
+		/* "HTTP/1.1 404 Not Found": the reason is after the second space */
+		const char *sp = memchr(line.ptr, ' ', line.len);
+		if (sp) {
+			const char *end = line.ptr + line.len;
+			const char *sp2 = memchr(sp + 1, ' ', (size_t)(end - sp - 1));
+			if (sp2)
+				buf_add(&rs->reason, sp2 + 1, (size_t)(end - sp2 - 1));
+		}
+		return n;
+	}
+	const char *colon = memchr(line.ptr, ':', line.len);
+	if (!colon)
+		return n;
+	sv_t value = sv_trim((sv_t){colon + 1, (size_t)(line.ptr + line.len - colon - 1)});
+	rs->hdrs = xrealloc(rs->hdrs, (rs->nhdrs + 1) * sizeof(*rs->hdrs));
+	rs->hdrs[rs->nhdrs].name = xstrndup(line.ptr, (size_t)(colon - line.ptr));
+	rs->hdrs[rs->nhdrs].value = xstrndup(value.ptr, value.len);
+	rs->nhdrs++;
+	return n;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return AIS_ERR;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return AIS_OK;
+}
+
+/*
+ * Write callback: a 2xx body goes to the sink fd (when there is one), any
+ * other body into rs->body (bounded); a redirect's body is dropped.
+ */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	struct cli_resp *rs = x->rs;
+	size_t n = size * nmemb;
+	long code = 0;
+
+	curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 300 && code < 400)
+		return n;
+	if (code >= 200 && code < 300 && x->rq->sink_fd >= 0) {
+		if (write_all(x->rq->sink_fd, data, n) != AIS_OK) {
+			rs->sink_errno = errno;
+			return 0; /* makes curl fail with CURLE_WRITE_ERROR */
+		}
+		rs->sunk += n;
+		return n;
+	}
+	if (code >= 200 && code < 300)
+		buf_add(&rs->body, data, n); /* a JSON answer the caller asked for */
+	else if (rs->body.len < ERR_BODY_MAX)
+		buf_add(&rs->body, data, MIN(n, ERR_BODY_MAX - rs->body.len));
+	return n;
+}
+
+static size_t on_read(char *dst, size_t size, size_t nitems, void *arg)
+{
+	struct xfer *x = arg;
+	size_t want = size * nitems;
+	for (;;) {
+		ssize_t r = read(x->rq->upload_fd, dst, want);
+		if (r >= 0) {
+			x->uploaded += (uint64_t)r;
+			return (size_t)r;
+		}
+		if (errno != EINTR)
+			return CURL_READFUNC_ABORT;
+	}
+}
+
+/*
+ * Seek callback: curl rewinds the body to send it again after a redirect.
+ * An fd that cannot seek (a pipe) can still be "rewound" when nothing was
+ * read from it yet (the server redirected before the body was sent).
+ */
+static int on_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct xfer *x = arg;
+	if (origin != SEEK_SET)
+		return CURL_SEEKFUNC_CANTSEEK;
+	if (x->upload_start < 0)
+		return (offset == 0 && x->uploaded == 0) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK;
+	if (lseek(x->rq->upload_fd, (off_t)(x->upload_start + offset), SEEK_SET) < 0)
+		return CURL_SEEKFUNC_FAIL;
+	x->uploaded = (uint64_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
+{
+	CURL *h = c->curl;
+	struct xfer x = {.c = c, .rq = rq, .rs = rs, .upload_start = -1};
+	struct curl_slist *hdrs = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	buf_t url = BUF_INIT;
+	int rc = AIS_ERR;
+
+	buf_addstr(&url, c->endpoint);
+	buf_addstr(&url, rq->path);
+
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url.ptr);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "aisctl/" CLI_VERSION);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
+	curl_easy_setopt(h, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, c->timeout_s ? MIN(c->timeout_s, 10L) : 10L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	if (c->verbose >= 2)
+		curl_easy_setopt(h, CURLOPT_VERBOSE, 1L);
+
+	for (const struct curl_slist *s = rq->headers; s; s = s->next)
+		hdrs = curl_slist_append(hdrs, s->data);
+
+	if (strcmp(rq->method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (rq->upload_fd >= 0) {
+		/* PUT of a stream; unknown size means chunked transfer encoding. */
+		off_t pos = lseek(rq->upload_fd, 0, SEEK_CUR);
+		x.upload_start = pos < 0 ? -1 : (int64_t)pos;
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, &x);
+		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(h, CURLOPT_SEEKDATA, &x);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_size);
+		if (strcmp(rq->method, "PUT") != 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+	} else if (rq->json) {
+		/* A body on any method (GET with a list request, DELETE, POST). */
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->json);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(rq->json));
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		hdrs = curl_slist_append(hdrs, "Expect:");
+	} else if (strcmp(rq->method, "GET") != 0) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	if (rq->range)
+		curl_easy_setopt(h, CURLOPT_RANGE, rq->range);
+	if (hdrs)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+
+	if (c->verbose)
+		fprintf(stderr, "> %s %s\n", rq->method, url.ptr);
+	int64_t t0 = time_mono_ns();
+	CURLcode cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rs->status);
+	if (c->verbose) {
+		char *eff = NULL;
+		curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
+		fprintf(stderr, "< %ld %s (%.3fs%s%s)\n", rs->status, rs->reason.ptr ? rs->reason.ptr : "",
+			(double)(time_mono_ns() - t0) / 1e9, eff && strcmp(eff, url.ptr) ? ", from " : "",
+			eff && strcmp(eff, url.ptr) ? eff : "");
+	}
+
+	if (cc == CURLE_OK) {
+		rc = AIS_OK;
+	} else if (rs->sink_errno) {
+		cli_err("writing the download: %s", strerror(rs->sink_errno));
+	} else if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {
+		cli_err("cannot connect to %s: %s (is the cluster up? set --endpoint or AIS_ENDPOINT)",
+			c->endpoint, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	} else if (cc == CURLE_OPERATION_TIMEDOUT) {
+		cli_err("%s %s: timed out: %s", rq->method, url.ptr, errbuf[0] ? errbuf : "");
+	} else if (cc == CURLE_SEND_FAIL_REWIND) {
+		cli_err("%s %s: the server redirected the request after part of the body was sent, "
+			"and standard input cannot be sent again; upload from a file instead",
+			rq->method, url.ptr);
+	} else {
+		cli_err("%s %s: %s", rq->method, url.ptr, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	}
+	curl_slist_free_all(hdrs);
+	buf_free(&url);
+	return rc;
+}
+
+int cli_http_check(const struct cli_resp *rs, const char *what)
+{
+	if (rs->status >= 200 && rs->status < 300)
+		return AIS_OK;
+
+	buf_t msg = BUF_INIT;
+	if (rs->body.len) {
+		json_t *j = json_loadb(rs->body.ptr, rs->body.len, 0, NULL);
+		const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+		if (m && *m) {
+			buf_addstr(&msg, m);
+		} else if (!j) {
+			/* Not JSON: the first line of the text, if it is text. */
+			sv_t t = sv_of(&rs->body);
+			while (t.len && (t.ptr[0] == '\n' || t.ptr[0] == '\r' || t.ptr[0] == ' '))
+				t.ptr++, t.len--;
+			const char *nl = memchr(t.ptr, '\n', t.len);
+			size_t n = MIN(nl ? (size_t)(nl - t.ptr) : t.len, (size_t)300);
+			while (n && (t.ptr[n - 1] == '\r' || t.ptr[n - 1] == ' '))
+				n--;
+			bool printable = n > 0;
+			for (size_t i = 0; i < n && printable; i++)
+				printable = (unsigned char)t.ptr[i] >= 0x20 || t.ptr[i] == '\t';
+			if (printable)
+				buf_addf(&msg, "%s: %.*s", what, (int)n, t.ptr);
+		}
+		json_decref(j);
+	}
+	if (!msg.len)
+		buf_addf(&msg, "%s: %s", what,
+			 rs->reason.len ? rs->reason.ptr
+					: (rs->status == 404 ? "not found" : "request failed"));
+	cli_err("%s (HTTP %ld)", msg.ptr, rs->status);
+	buf_free(&msg);
+	return AIS_ERR;
+}
