@@ -1,0 +1,160 @@
+/*
+ * http.h - the HTTP/1.1 server: worker threads with one event loop each,
+ * a routing table, streamed request bodies, and responses from memory, from
+ * a file (sendfile) or from a producer (chunked).
+ *
+ * How a handler sees a request:
+ *  1. The dispatcher matched a route and checked method, body and size
+ *     limits; for HTTP_ROUTE_JSON routes the whole body (<= max_body) is
+ *     already in req->body.
+ *  2. The handler answers at once (http_resp_*), or sets req->on_body and
+ *     req->on_body_end to receive a streamed body, or starts blocking work
+ *     with http_offload and answers from its completion.
+ *  3. Everything the request allocates lives in req->arena and is released
+ *     when the response is done; register cleanups there.
+ * All handler callbacks run on the request's worker thread; only the work
+ * function given to http_offload runs on an I/O pool thread, and while it
+ * runs nothing else touches the request.
+ */
+#ifndef AISD_HTTP_H
+#define AISD_HTTP_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aisd/arena.h"
+#include "aisd/buf.h"
+#include "aisd/pool.h"
+
+typedef struct http_server http_server_t;
+typedef struct http_req http_req_t;
+typedef struct http_conn http_conn_t;
+
+typedef int (*http_handler_fn)(http_req_t *req);
+/* Body bytes, in order. Must consume all n bytes (copy them). Returns AIS_OK
+ * to go on, AIS_ERR after answering with an error (the rest of the body is
+ * not read and the connection closes after the response). */
+typedef int (*http_body_fn)(http_req_t *req, const char *p, size_t n);
+/* How many more body bytes the handler can take now; 0 pauses reading until
+ * http_req_resume(). Optional (NULL: unlimited). */
+typedef size_t (*http_room_fn)(http_req_t *req);
+typedef void (*http_end_fn)(http_req_t *req);
+/* Producer of a streamed response body: append to out and return AIS_OK
+ * (more to come), AIS_AGAIN (nothing now; call http_resp_stream_wake later),
+ * AIS_DONE (finished; out may hold a last piece) or AIS_ERR (abort: close). */
+typedef int (*http_fill_fn)(http_req_t *req, buf_t *out);
+typedef void (*http_work_fn)(http_req_t *req);
+
+#define HTTP_M(m) (1u << (m))
+
+enum {
+	HTTP_ROUTE_BODY = 1 << 0, /* may have a streamed request body */
+	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
+};
+
+typedef struct http_route {
+	const char *prefix; /* matches the path itself or prefix + "/..." */
+	unsigned methods;   /* HTTP_M(HTTP_GET) | ... */
+	unsigned flags;     /* HTTP_ROUTE_* */
+	uint64_t max_body;  /* HTTP_ROUTE_JSON: largest body accepted (413) */
+	http_handler_fn handler;
+	const char *doc;    /* one line, for logs and --help */
+} http_route_t;
+
+typedef struct http_hdr {
+	sv_t name, value;
+} http_hdr_t;
+
+struct http_req {
+	arena_t *arena;
+	enum http_method method;
+	sv_t target;    /* raw request-target */
+	sv_t path;      /* raw path, percent-encoded */
+	sv_t query;     /* raw query string (after '?'), may be empty */
+	sv_t subpath;   /* path after the route prefix and its '/', encoded */
+	http_hdr_t *hdrs;
+	size_t nhdrs;
+	int64_t content_length; /* -1: none given (chunked or no body) */
+	bool chunked;
+	bool has_body;
+	const http_route_t *route;
+	void *ctx;        /* the server's context (http_server_new) */
+	void *state;      /* the handler's own */
+	buf_t body;       /* HTTP_ROUTE_JSON: the whole body */
+	uint64_t body_read; /* body bytes delivered so far */
+	int64_t start_ns;
+	uint64_t id;      /* request id, unique per process */
+	char id_str[24];
+
+	http_body_fn on_body;
+	http_room_fn on_room;
+	http_end_fn on_body_end;
+
+	http_conn_t *conn;
+	pool_task_t task;
+	http_work_fn work_fn, done_fn;
+};
+
+typedef struct http_server_opts {
+	const char *host;
+	int port;               /* 0: any free port (see http_server_port) */
+	int workers;            /* event loops */
+	int io_threads;
+	uint64_t max_conns;
+	uint64_t max_header_bytes;
+	uint64_t header_timeout_ms, idle_timeout_ms, body_timeout_ms;
+	const http_route_t *routes;
+	size_t nroutes;
+	void *ctx;
+} http_server_opts_t;
+
+/* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker
+ * threads. Returns NULL with a message in err on failure. */
+http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err);
+int http_server_port(const http_server_t *s);
+/* Stops accepting, closes connections, joins workers and the I/O pool. */
+void http_server_free(http_server_t *s);
+pool_t *http_server_pool(http_server_t *s);
+
+/* Request helpers. */
+sv_t http_req_header(const http_req_t *req, const char *name);
+bool http_req_has_header(const http_req_t *req, const char *name);
+/* Query parameter by (decoded) key; *out is decoded into the arena.
+ * Returns true if present. */
+bool http_query_get(http_req_t *req, const char *key, sv_t *out);
+/* Percent-decodes in into the arena ('+' as space if plus_space).
+ * Returns AIS_OK, or AIS_ERR on a malformed escape. */
+int http_pct_decode(arena_t *a, sv_t in, bool plus_space, sv_t *out);
+const char *http_method_name(enum http_method m);
+/* Re-enables reading a paused body (after on_room returned 0). */
+void http_req_resume(http_req_t *req);
+/* Runs work(req) on an I/O pool thread, then done(req) on the request's
+ * worker. Nothing may touch req in between. */
+void http_offload(http_req_t *req, http_work_fn work, http_work_fn done);
+
+/* Response. Set status and headers, then exactly one of the send calls. */
+void http_resp_status(http_req_t *req, int status);
+void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Copies len bytes. */
+void http_resp_send(http_req_t *req, const void *body, size_t len);
+/* Takes b's memory. */
+void http_resp_send_buf(http_req_t *req, buf_t *b);
+/* Sends len bytes of fd from off with sendfile; takes fd (closes it).
+ * Disk reads never block the event loop (page-cache residency is checked
+ * and cold ranges are read ahead on the I/O pool). */
+void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len);
+/* For HEAD: headers with Content-Length: len, no body. */
+void http_resp_send_head(http_req_t *req, uint64_t len);
+/* Streamed body (chunked on HTTP/1.1). */
+void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
+void http_resp_stream_wake(http_req_t *req);
+/* JSON error body {"message": ..., "status": N}. */
+void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool http_resp_started(const http_req_t *req);
+const char *http_status_text(int status);
+
+#endif

@@ -1,0 +1,485 @@
+/*
+ * conn.c - one client connection: reading, parsing and dispatching
+ * requests one at a time (pipelined ones wait in the input buffer), feeding
+ * bodies to handlers with backpressure, and driving the response writer.
+ *
+ * Guarantees: memory per connection is bounded (a head of at most
+ * max_header_bytes, one read chunk of body, the response's own buffer);
+ * a slow client is cut off by the idle, header and body timeouts; a
+ * request's arena is released only when no I/O-pool task holds it.
+ * The states are documented in internal.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define REQS_PER_RUN 16 /* pipelined requests served before yielding */
+
+static void on_event(evutil_socket_t fd, short what, void *arg);
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+static void body_cb(void *arg, const char *p, size_t n)
+{
+	http_conn_t *c = arg;
+	http_req_t *req = &c->req;
+
+	req->body_read += n;
+	if (c->discard) {
+		c->discarded += n;
+		return;
+	}
+	if (c->json_body) {
+		if (req->body.len + n <= req->route->max_body)
+			buf_add(&req->body, p, n);
+		else
+			c->discard = true; /* over the limit: answered 413 at the end */
+		return;
+	}
+	if (c->resp_started || !req->on_body)
+		return;
+	req->on_body(req, p, n);
+}
+
+void conn_accept(struct worker *w, int fd)
+{
+	http_conn_t *c = xcalloc(1, sizeof(*c));
+	c->w = w;
+	c->fd = fd;
+	c->ffd = -1;
+	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_event, c);
+	c->wev = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_event, c);
+	c->tev = evtimer_new(w->base, on_timer, c);
+	c->arena = arena_new(16384);
+	hp_init(&c->hp, w->srv->o.max_header_bytes, body_cb, c);
+	c->req.conn = c;
+	c->req.arena = c->arena;
+	c->req.ctx = w->srv->o.ctx;
+	c->state = CS_HEAD;
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	conn_run(c);
+}
+
+void conn_close(http_conn_t *c)
+{
+	if (c->state == CS_CLOSED)
+		return;
+	event_del(c->rev);
+	event_del(c->wev);
+	event_del(c->tev);
+	close(c->fd);
+	c->fd = -1;
+	c->state = CS_CLOSED;
+	atomic_fetch_sub(&c->w->srv->nconns, 1);
+}
+
+void conn_free(http_conn_t *c)
+{
+	struct worker *w = c->w;
+	conn_close(c);
+	resp_reset(c);
+	arena_destroy(c->arena);
+	hp_free(&c->hp);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	buf_free(&c->rhdrs);
+	buf_free(&c->req.body);
+	event_free(c->rev);
+	event_free(c->wev);
+	event_free(c->tev);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+}
+
+static void wait_for(http_conn_t *c, short what, uint64_t ms)
+{
+	if (what & EV_READ)
+		event_add(c->rev, NULL);
+	else
+		event_del(c->rev);
+	if (what & EV_WRITE)
+		event_add(c->wev, NULL);
+	else
+		event_del(c->wev);
+	if (ms) {
+		struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+		event_add(c->tev, &tv);
+	} else {
+		event_del(c->tev);
+	}
+}
+
+/* Reads what the socket has into c->in. AIS_OK, AIS_AGAIN, AIS_DONE (EOF)
+ * or AIS_ERR. */
+static int read_more(http_conn_t *c)
+{
+	buf_t *in = &c->in;
+	if (c->in_off == in->len) {
+		in->len = 0;
+		c->in_off = 0;
+	} else if (c->in_off > 0 && c->in_off >= in->len / 2) {
+		buf_consume(in, c->in_off);
+		c->in_off = 0;
+	}
+	buf_grow(in, HTTP_READ_CHUNK);
+	for (;;) {
+		ssize_t n = read(c->fd, in->ptr + in->len, in->cap - in->len - 1);
+		if (n > 0) {
+			in->len += (size_t)n;
+			in->ptr[in->len] = '\0';
+			return AIS_OK;
+		}
+		if (n == 0)
+			return AIS_DONE;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return AIS_AGAIN;
+		return AIS_ERR;
+	}
+}
+
+static sv_t target_path(sv_t t, sv_t *query)
+{
+	/* absolute-form: http://host[:port]/path?query */
+	if (sv_casestartswith(t, "http://") || sv_casestartswith(t, "https://")) {
+		const char *p = (const char *)memchr(t.ptr, ':', t.len) + 3;
+		const char *end = t.ptr + t.len;
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		t = slash ? (sv_t){slash, (size_t)(end - slash)} : SV("/");
+	}
+	const char *q = memchr(t.ptr, '?', t.len);
+	if (q) {
+		*query = (sv_t){q + 1, t.len - (size_t)(q - t.ptr) - 1};
+		t.len = (size_t)(q - t.ptr);
+	} else {
+		*query = (sv_t){"", 0};
+	}
+	const char *hash = memchr(t.ptr, '#', t.len);
+	if (hash)
+		t.len = (size_t)(hash - t.ptr);
+	return t;
+}
+
+static void send_continue(http_conn_t *c)
+{
+	static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	ssize_t n = send(c->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
+	if (n != (ssize_t)sizeof(msg) - 1)
+		c->close_after = true;
+}
+
+/* The head is complete: fill in the request, route it, call the handler. */
+static void dispatch(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	http_req_t *req = &c->req;
+	hp_head_t *h = &c->hp.head;
+	unsigned allow = 0;
+
+	req->method = h->method;
+	req->target = h->target;
+	req->hdrs = h->hdrs;
+	req->nhdrs = h->nhdrs;
+	req->content_length = h->content_length;
+	req->chunked = h->chunked;
+	req->has_body = h->has_body;
+	req->start_ns = time_now_ns();
+	req->id = atomic_fetch_add(&s->next_id, 1) + 1;
+	snprintf(req->id_str, sizeof(req->id_str), "%llx", (unsigned long long)req->id);
+	c->keep_alive = h->keep_alive;
+
+	if (req->target.len == 0 || (req->target.ptr[0] != '/' && !sv_casestartswith(req->target, "http"))) {
+		http_resp_error(req, 400, "invalid request target");
+		return;
+	}
+	req->path = target_path(req->target, &req->query);
+	for (size_t i = 0; i < s->o.nroutes; i++) {
+		const http_route_t *r = &s->o.routes[i];
+		size_t pl = strlen(r->prefix);
+		if (req->path.len < pl || memcmp(req->path.ptr, r->prefix, pl) ||
+		    (req->path.len > pl && req->path.ptr[pl] != '/' && r->prefix[pl - 1] != '/'))
+			continue;
+		if (!(r->methods & HTTP_M(req->method))) {
+			allow |= r->methods;
+			continue;
+		}
+		req->route = r;
+		size_t skip = pl + (req->path.len > pl && req->path.ptr[pl] == '/' ? 1 : 0);
+		req->subpath = (sv_t){req->path.ptr + skip, req->path.len - skip};
+		break;
+	}
+	if (!req->route) {
+		if (allow) {
+			buf_t a = BUF_INIT;
+			for (int m = 0; m < 32; m++)
+				if (allow & HTTP_M(m))
+					buf_addf(&a, "%s%s", a.len ? ", " : "", http_method_name((enum http_method)m));
+			http_resp_header(req, "Allow", "%s", a.ptr);
+			buf_free(&a);
+			http_resp_error(req, 405, "method %s not allowed here", http_method_name(req->method));
+		} else {
+			http_resp_error(req, 404, "no such resource: %.*s", (int)MIN(req->path.len, 256),
+					req->path.ptr);
+		}
+		return;
+	}
+	unsigned fl = req->route->flags;
+	if (req->has_body && (fl & HTTP_ROUTE_JSON) && !(fl & HTTP_ROUTE_BODY)) {
+		if (req->content_length > (int64_t)req->route->max_body) {
+			http_resp_error(req, 413, "request body too large (at most %llu bytes)",
+					(unsigned long long)req->route->max_body);
+			return;
+		}
+		c->json_body = true;
+		c->handler_pending = true;
+		if (h->expect_continue)
+			send_continue(c);
+		return;
+	}
+	if (req->has_body && !(fl & HTTP_ROUTE_BODY))
+		c->discard = true;
+	req->route->handler(req);
+	if (!req->has_body || c->resp_started)
+		return;
+	if (!req->on_body)
+		c->discard = true;
+	if (h->expect_continue && !c->discard)
+		send_continue(c);
+}
+
+static void message_end(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	c->body_done = true;
+	if (c->handler_pending) {
+		c->handler_pending = false;
+		if (c->json_body && c->discard) {
+			http_resp_error(req, 413, "request body too large (at most %llu bytes)",
+					(unsigned long long)req->route->max_body);
+			return;
+		}
+		req->route->handler(req);
+	} else if (req->on_body_end && !c->resp_started) {
+		req->on_body_end(req);
+	}
+}
+
+static void request_done(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	if (log_get_level() <= LOG_DEBUG)
+		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method),
+			  (int)MIN(req->target.len, 512), req->target.ptr, c->status,
+			  (unsigned long long)c->bytes_out, (double)(time_now_ns() - req->start_ns) / 1e6);
+	arena_reset(c->arena);
+	resp_reset(c);
+	buf_free(&req->body);
+	hp_reset(&c->hp);
+	memset(req, 0, sizeof(*req));
+	req->conn = c;
+	req->arena = c->arena;
+	req->ctx = c->w->srv->o.ctx;
+	c->paused = c->discard = c->json_body = c->handler_pending = false;
+	c->body_done = false;
+	c->discarded = 0;
+	c->req_start_mono = 0;
+	c->state = CS_HEAD;
+}
+
+/* Advances the connection until it must wait. */
+static void conn_drive(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	int served = 0;
+	hp_event_t ev;
+	int r;
+
+	for (;;) {
+		switch (c->state) {
+		case CS_HEAD:
+			if (c->in_off == c->in.len) {
+				r = read_more(c);
+				if (r == AIS_AGAIN) {
+					bool started = c->req_start_mono != 0;
+					uint64_t ms = s->o.idle_timeout_ms;
+					if (started) {
+						int64_t left = c->req_start_mono +
+							       (int64_t)s->o.header_timeout_ms * 1000000 -
+							       time_mono_ns();
+						ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
+					}
+					wait_for(c, EV_READ, ms);
+					return;
+				}
+				if (r != AIS_OK) {
+					conn_close(c);
+					return;
+				}
+			}
+			if (!c->req_start_mono)
+				c->req_start_mono = time_mono_ns();
+			c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, c->in.len - c->in_off, &ev);
+			if (ev == HP_HEAD) {
+				c->state = CS_BODY;
+				dispatch(c);
+			} else if (ev == HP_ERROR) {
+				c->close_after = true;
+				c->state = CS_BODY;
+				http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request");
+			}
+			break;
+
+		case CS_BODY:
+			if (c->resp_started && !c->body_done) {
+				/* answered before the body was read: close afterwards */
+				c->close_after = true;
+				c->state = CS_WRITE;
+				break;
+			}
+			if (c->body_done) {
+				c->state = CS_WAIT;
+				break;
+			}
+			if (c->discard && c->discarded > HTTP_DISCARD_MAX && !c->handler_pending) {
+				c->close_after = true;
+				if (!c->resp_started)
+					http_resp_error(&c->req, 413, "request body not accepted here");
+				c->state = CS_WRITE;
+				break;
+			}
+			size_t limit = SIZE_MAX;
+			if (c->req.on_room && !c->discard && !c->json_body && !c->resp_started) {
+				limit = c->req.on_room(&c->req);
+				if (limit == 0) {
+					c->paused = true;
+					wait_for(c, 0, 0);
+					return;
+				}
+			}
+			if (c->in_off == c->in.len) {
+				r = read_more(c);
+				if (r == AIS_AGAIN) {
+					wait_for(c, EV_READ, s->o.body_timeout_ms);
+					return;
+				}
+				if (r != AIS_OK) {
+					conn_close(c); /* client went away mid-body */
+					return;
+				}
+			}
+			size_t avail = c->in.len - c->in_off;
+			c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, MIN(avail, limit), &ev);
+			if (ev == HP_END) {
+				message_end(c);
+			} else if (ev == HP_ERROR) {
+				c->close_after = true;
+				if (!c->resp_started)
+					http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request body");
+				c->body_done = true;
+				c->state = CS_WRITE;
+			}
+			break;
+
+		case CS_WAIT:
+			if (!c->resp_started || c->offloaded) {
+				wait_for(c, 0, 0);
+				return;
+			}
+			c->state = CS_WRITE;
+			break;
+
+		case CS_WRITE:
+			if (c->offloaded) {
+				wait_for(c, 0, 0);
+				return;
+			}
+			r = resp_flush(c);
+			if (r == AIS_AGAIN) {
+				if (c->offloaded || c->stream_wait)
+					wait_for(c, 0, 0);
+				else
+					wait_for(c, EV_WRITE, s->o.body_timeout_ms);
+				return;
+			}
+			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done) {
+				if (r == AIS_OK)
+					request_done(c);
+				conn_close(c);
+				return;
+			}
+			request_done(c);
+			if (++served >= REQS_PER_RUN && c->in_off < c->in.len) {
+				event_active(c->rev, EV_READ, 0);
+				return;
+			}
+			break;
+
+		case CS_CLOSED:
+			return;
+		}
+	}
+}
+
+void conn_run(http_conn_t *c)
+{
+	if (c->running) {
+		c->again = true;
+		return;
+	}
+	c->running = true;
+	do {
+		c->again = false;
+		conn_drive(c);
+	} while (c->again && c->state != CS_CLOSED);
+	c->running = false;
+	if (c->state == CS_CLOSED && !c->offloaded)
+		conn_free(c);
+}
+
+static void on_event(evutil_socket_t fd, short what, void *arg)
+{
+	conn_run(arg);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	http_conn_t *c = arg;
+	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
+		c->close_after = true;
+		c->state = CS_BODY;
+		http_resp_error(&c->req, 408, "request head not received in time");
+		conn_run(c);
+		return;
+	}
+	log_debug("closing connection: timed out in state %d", c->state);
+	conn_close(c);
+	if (!c->offloaded && !c->running)
+		conn_free(c);
+}
+
+void http_req_resume(http_req_t *req)
+{
+	http_conn_t *c = req->conn;
+	if (!c->paused)
+		return;
+	c->paused = false;
+	conn_run(c);
+}

@@ -1,0 +1,122 @@
+/*
+ * internal.h - what the files of src/http share: the worker, the
+ * connection and its state machine. Not for use outside src/http.
+ */
+#ifndef AISD_HTTP_INTERNAL_H
+#define AISD_HTTP_INTERNAL_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "aisd/http.h"
+#include "aisd/http_parse.h"
+
+#define REQ_OF_TASK(t) ((http_req_t *)((char *)(t) - offsetof(http_req_t, task)))
+#define HTTP_READ_CHUNK (256 * 1024) /* bytes read per read(2) */
+#define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
+#define HTTP_FILE_CHUNK (2 * 1024 * 1024)
+#define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
+
+struct worker {
+	http_server_t *srv;
+	int idx;
+	struct event_base *base;
+	pthread_t thread;
+	int lfd;
+	struct event *lev;
+	int efd; /* eventfd: offload completions and stop */
+	struct event *eev;
+	pthread_mutex_t mu;
+	http_req_t *done_head, *done_tail; /* completed offloads (task.next) */
+	bool stopping;
+	http_conn_t *conns; /* all connections of this worker */
+	char date[40];
+	int64_t date_sec;
+};
+
+struct http_server {
+	http_server_opts_t o;
+	int port;
+	int nworkers;
+	struct worker *workers;
+	pool_t *pool;
+	atomic_ulong nconns;
+	atomic_ulong next_id;
+};
+
+/*
+ * The connection state machine. Each state in one line:
+ *   CS_HEAD   reading a request head (idle and header timeouts apply)
+ *   CS_BODY   the handler has the head; reading the body into it until the
+ *             message ends (for a bodiless request that is at once)
+ *   CS_WAIT   message read; waiting for the handler to answer (offload)
+ *   CS_WRITE  writing the response (head, then memory, file or stream)
+ *   CS_CLOSED socket closed; freed when no offload is in flight
+ * conn_run() is the only driver: every event (readable, writable, timer,
+ * offload completion, resume, response ready) calls it, and it advances
+ * states until it must wait.
+ */
+enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_CLOSED };
+
+enum resp_kind { RB_NONE, RB_MEM, RB_FILE, RB_STREAM };
+
+struct http_conn {
+	struct worker *w;
+	http_conn_t *prev, *next;
+	int fd;
+	struct event *rev, *wev, *tev;
+	enum conn_state state;
+	bool running, again;   /* conn_run re-entry guard */
+	bool offloaded;        /* a pool task holds the request */
+	bool paused;           /* body reading paused by the handler */
+	bool keep_alive;
+	bool close_after;      /* close once the response is written */
+	bool body_done;        /* request message fully read */
+	bool discard;          /* body unwanted: drain and drop */
+	bool json_body;        /* body buffered for a JSON route */
+	bool handler_pending;  /* JSON route: handler runs at message end */
+	hp_t hp;
+	buf_t in;
+	size_t in_off;
+	int64_t req_start_mono; /* first byte of the current request */
+	uint64_t discarded;
+	arena_t *arena;
+	http_req_t req;
+
+	/* response */
+	int status;
+	buf_t rhdrs;      /* extra header lines */
+	bool resp_started;
+	bool head_only;   /* HEAD request or status without body */
+	enum resp_kind kind;
+	buf_t out;        /* bytes to write: head, memory body, chunks */
+	size_t out_off;
+	int ffd;          /* RB_FILE */
+	off_t foff;
+	uint64_t fleft;
+	void *fmap;
+	size_t fmap_len;
+	off_t checked_end; /* file bytes known resident up to here */
+	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
+	http_fill_fn fill; /* RB_STREAM */
+	bool chunked, stream_eof, stream_wait;
+	uint64_t bytes_out;
+};
+
+void conn_accept(struct worker *w, int fd);
+void conn_run(http_conn_t *c);
+void conn_free(http_conn_t *c);
+void conn_close(http_conn_t *c);
+/* Internal offload for the response path (file read-ahead). */
+void conn_offload(http_conn_t *c, http_work_fn work, http_work_fn done);
+/* Builds the response head into c->out (resp.c). */
+void resp_build_head(http_conn_t *c, uint64_t length, bool chunked);
+/* Advances the response; AIS_OK when all written, AIS_AGAIN when the
+ * socket is full (or read-ahead is in flight), AIS_ERR to close. */
+int resp_flush(http_conn_t *c);
+void resp_reset(http_conn_t *c);
+const char *worker_date(struct worker *w);
+
+#endif

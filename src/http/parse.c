@@ -1,0 +1,243 @@
+/*
+ * parse.c - the pure HTTP request reader (see http_parse.h).
+ *
+ * http-parser does the byte-level work. This file keeps a private copy of
+ * the head (at most max_head bytes) so header views stay valid however the
+ * input was split, pauses the parser at the end of the head and at the end
+ * of the message (so pipelined requests are handled one at a time), and
+ * turns parser errors into the HTTP status a client should get.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "aisd/http_parse.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+static hp_t *self(http_parser *hp) { return hp->data; }
+
+static void fail(hp_t *p, int status, const char *why)
+{
+	if (!p->status) {
+		p->status = status;
+		p->why = why;
+	}
+}
+
+static int add_raw(hp_t *p, const char *at, size_t len)
+{
+	if (p->raw.len + len > p->max_head) {
+		fail(p, p->head.nhdrs == 0 && p->last_cb == 0 ? 414 : 431,
+		     p->last_cb == 0 ? "request line too long" : "request headers too large");
+		return -1;
+	}
+	buf_add(&p->raw, at, len);
+	return 0;
+}
+
+static int on_url(http_parser *hp, const char *at, size_t len)
+{
+	hp_t *p = self(hp);
+	if (p->len_target == 0)
+		p->off_target = p->raw.len;
+	p->len_target += len;
+	return add_raw(p, at, len);
+}
+
+static int on_header_field(http_parser *hp, const char *at, size_t len)
+{
+	hp_t *p = self(hp);
+	if (p->last_cb != 1) {
+		if (p->head.nhdrs >= HP_MAX_HEADERS) {
+			fail(p, 431, "too many request headers");
+			return -1;
+		}
+		size_t i = p->head.nhdrs++;
+		p->hoff[i][0] = p->raw.len;
+		p->hoff[i][1] = 0;
+		p->hoff[i][2] = p->hoff[i][3] = 0;
+		p->last_cb = 1;
+	}
+	p->hoff[p->head.nhdrs - 1][1] += len;
+	return add_raw(p, at, len);
+}
+
+static int on_header_value(http_parser *hp, const char *at, size_t len)
+{
+	hp_t *p = self(hp);
+	size_t i = p->head.nhdrs - 1;
+	if (p->last_cb != 2) {
+		p->hoff[i][2] = p->raw.len;
+		p->last_cb = 2;
+	}
+	p->hoff[i][3] += len;
+	return add_raw(p, at, len);
+}
+
+static int on_headers_complete(http_parser *hp)
+{
+	hp_t *p = self(hp);
+	hp_head_t *h = &p->head;
+	const char *base = p->raw.ptr ? p->raw.ptr : "";
+
+	h->method = (enum http_method)hp->method;
+	h->http_major = hp->http_major;
+	h->http_minor = hp->http_minor;
+	h->target = (sv_t){base + p->off_target, p->len_target};
+	h->content_length = -1;
+	h->chunked = (hp->flags & F_CHUNKED) != 0;
+	h->keep_alive = http_should_keep_alive(hp) != 0;
+	h->expect_continue = false;
+	for (size_t i = 0; i < h->nhdrs; i++) {
+		h->hdrs[i].name = (sv_t){base + p->hoff[i][0], p->hoff[i][1]};
+		h->hdrs[i].value = sv_trim((sv_t){base + p->hoff[i][2], p->hoff[i][3]});
+		if (sv_eqcase(h->hdrs[i].name, SV("expect"))) {
+			if (!sv_eqcase(h->hdrs[i].value, SV("100-continue"))) {
+				fail(p, 417, "unsupported Expect header");
+				return -1;
+			}
+			h->expect_continue = true;
+		} else if (sv_eqcase(h->hdrs[i].name, SV("transfer-encoding")) && !h->chunked) {
+			fail(p, 501, "unsupported Transfer-Encoding");
+			return -1;
+		}
+	}
+	if (hp->flags & F_CONTENTLENGTH)
+		h->content_length = (int64_t)hp->content_length;
+	if (h->http_major != 1) {
+		fail(p, 505, "HTTP version not supported");
+		return -1;
+	}
+	if (h->content_length < 0 && !h->chunked &&
+	    (h->method == HTTP_PUT || h->method == HTTP_POST) && h->http_minor == 0) {
+		/* HTTP/1.0 body delimited by close: refuse, we need a length. */
+		fail(p, 411, "Content-Length required");
+		return -1;
+	}
+	h->has_body = h->chunked || h->content_length > 0;
+	p->got_head = true;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+static int on_body(http_parser *hp, const char *at, size_t len)
+{
+	hp_t *p = self(hp);
+	if (p->body_fn)
+		p->body_fn(p->body_arg, at, len);
+	return 0;
+}
+
+static int on_message_complete(http_parser *hp)
+{
+	hp_t *p = self(hp);
+	p->got_end = true;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+static const http_parser_settings settings = {
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+void hp_init(hp_t *p, size_t max_head, hp_body_fn fn, void *arg)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_head = max_head;
+	p->body_fn = fn;
+	p->body_arg = arg;
+	hp_reset(p);
+}
+
+void hp_reset(hp_t *p)
+{
+	http_parser_init(&p->parser, HTTP_REQUEST);
+	p->parser.data = p;
+	buf_reset(&p->raw);
+	memset(&p->head, 0, sizeof(p->head));
+	p->head.content_length = -1;
+	p->head_bytes = 0;
+	p->off_target = p->len_target = 0;
+	p->last_cb = 0;
+	p->got_head = p->got_end = false;
+	p->status = 0;
+	p->why = NULL;
+}
+
+void hp_free(hp_t *p) { buf_free(&p->raw); }
+
+static int status_of(enum http_errno e)
+{
+	switch (e) {
+	case HPE_INVALID_METHOD: return 501;
+	case HPE_INVALID_VERSION: return 505;
+	case HPE_HEADER_OVERFLOW: return 431;
+	case HPE_INVALID_CONTENT_LENGTH:
+	case HPE_UNEXPECTED_CONTENT_LENGTH: return 400;
+	default: return 400;
+	}
+}
+
+size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
+{
+	size_t n;
+
+	*ev = HP_MORE;
+	if (p->status) {
+		*ev = HP_ERROR;
+		return 0;
+	}
+	if (HTTP_PARSER_ERRNO(&p->parser) == HPE_PAUSED)
+		http_parser_pause(&p->parser, 0);
+	if (len == 0)
+		return 0;
+	bool in_head = !p->got_head;
+	n = http_parser_execute(&p->parser, &settings, data, len);
+	enum http_errno e = HTTP_PARSER_ERRNO(&p->parser);
+
+	if (in_head && !p->got_head && !p->status) {
+		p->head_bytes += n;
+		if (p->head_bytes > p->max_head)
+			fail(p, p->head.nhdrs == 0 ? 414 : 431,
+			     p->head.nhdrs == 0 ? "request line too long" : "request headers too large");
+	}
+	if (p->status) {
+		*ev = HP_ERROR;
+		return n;
+	}
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		fail(p, status_of(e), http_errno_description(e));
+		*ev = HP_ERROR;
+		return n;
+	}
+	if (e == HPE_PAUSED) {
+		if (p->got_end) {
+			*ev = HP_END;
+		} else if (in_head && p->got_head) {
+			*ev = HP_HEAD;
+		}
+	}
+	return n;
+}
+
+hp_event_t hp_eof(hp_t *p)
+{
+	if (p->status)
+		return HP_ERROR;
+	if (HTTP_PARSER_ERRNO(&p->parser) == HPE_PAUSED)
+		http_parser_pause(&p->parser, 0);
+	http_parser_execute(&p->parser, &settings, NULL, 0);
+	if (p->got_end)
+		return HP_END;
+	if (HTTP_PARSER_ERRNO(&p->parser) != HPE_OK && HTTP_PARSER_ERRNO(&p->parser) != HPE_PAUSED) {
+		fail(p, 400, "connection closed inside a request");
+		return HP_ERROR;
+	}
+	return HP_MORE;
+}

@@ -1,0 +1,386 @@
+/*
+ * resp.c - building and writing responses: the head, then a body from
+ * memory, from a file, or from a producer in chunked encoding.
+ *
+ * File bodies never block the event loop on a disk read: a small file is
+ * read with preadv2(RWF_NOWAIT) and, if that would block, on the I/O pool;
+ * a large file is sent with sendfile(2) in chunks whose page-cache residency
+ * is checked first with mincore(2) — a cold chunk is read ahead on the I/O
+ * pool, then sent from the cache. So one client's cold read never delays
+ * other clients of the same worker.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+void resp_reset(http_conn_t *c)
+{
+	if (c->ffd >= 0)
+		close(c->ffd);
+	if (c->fmap)
+		munmap(c->fmap, c->fmap_len);
+	c->ffd = -1;
+	c->fmap = NULL;
+	c->fmap_len = 0;
+	c->foff = 0;
+	c->fleft = 0;
+	c->checked_end = 0;
+	c->fsmall_read = false;
+	c->fill = NULL;
+	c->chunked = c->stream_eof = c->stream_wait = false;
+	c->status = 0;
+	c->resp_started = false;
+	c->head_only = false;
+	c->kind = RB_NONE;
+	c->out_off = 0;
+	c->bytes_out = 0;
+	buf_reset(&c->out);
+	buf_reset(&c->rhdrs);
+	if (c->out.cap > (1 << 20))
+		buf_free(&c->out);
+}
+
+void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
+bool http_resp_started(const http_req_t *req) { return req->conn->resp_started; }
+
+void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
+{
+	buf_t *h = &req->conn->rhdrs;
+	va_list ap;
+	buf_addstr(h, name);
+	buf_add(h, ": ", 2);
+	size_t start = h->len;
+	va_start(ap, fmt);
+	buf_vaddf(h, fmt, ap);
+	va_end(ap);
+	for (size_t i = start; i < h->len; i++) /* no response splitting */
+		if (h->ptr[i] == '\r' || h->ptr[i] == '\n' || h->ptr[i] == '\0')
+			h->ptr[i] = ' ';
+	buf_add(h, "\r\n", 2);
+}
+
+void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
+{
+	int st = c->status ? c->status : 200;
+	bool nobody_status = st < 200 || st == 204 || st == 304;
+
+	c->status = st;
+	c->resp_started = true;
+	if (c->req.method == HTTP_HEAD || nobody_status)
+		c->head_only = true;
+	if (c->req.has_body && !c->body_done && !c->handler_pending)
+		c->close_after = true;
+	if (c->hp.head.http_minor == 0 && chunked) {
+		chunked = false; /* HTTP/1.0: end of body = close */
+		c->close_after = true;
+	}
+	c->chunked = chunked;
+	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: aisd\r\n", st, http_status_text(st),
+		 worker_date(c->w));
+	if (!nobody_status) {
+		if (chunked)
+			buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n");
+		else if (c->kind != RB_STREAM)
+			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
+	}
+	if (c->close_after || !c->keep_alive)
+		buf_addstr(&c->out, "Connection: close\r\n");
+	else if (c->hp.head.http_minor == 0)
+		buf_addstr(&c->out, "Connection: keep-alive\r\n");
+	buf_addsv(&c->out, sv_of(&c->rhdrs));
+	buf_add(&c->out, "\r\n", 2);
+}
+
+static bool begin(http_req_t *req, enum resp_kind kind)
+{
+	http_conn_t *c = req->conn;
+	if (c->resp_started) {
+		log_errx("response sent twice for %.*s", (int)MIN(req->target.len, 256), req->target.ptr);
+		return false;
+	}
+	c->kind = kind;
+	return true;
+}
+
+void http_resp_send(http_req_t *req, const void *body, size_t len)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_MEM))
+		return;
+	resp_build_head(c, len, false);
+	if (!c->head_only)
+		buf_add(&c->out, body, len);
+	conn_run(c);
+}
+
+void http_resp_send_buf(http_req_t *req, buf_t *b)
+{
+	http_resp_send(req, b->ptr ? b->ptr : "", b->len);
+	buf_free(b);
+}
+
+void http_resp_send_head(http_req_t *req, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_NONE))
+		return;
+	resp_build_head(c, len, false);
+	c->head_only = true;
+	conn_run(c);
+}
+
+void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_FILE)) {
+		close(fd);
+		return;
+	}
+	resp_build_head(c, len, false);
+	if (c->head_only || len == 0) {
+		close(fd);
+		c->kind = RB_NONE;
+	} else {
+		c->ffd = fd;
+		c->foff = off;
+		c->fleft = len;
+	}
+	conn_run(c);
+}
+
+void http_resp_send_stream(http_req_t *req, http_fill_fn fill)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_STREAM))
+		return;
+	c->fill = fill;
+	resp_build_head(c, 0, true);
+	if (c->head_only)
+		c->kind = RB_NONE;
+	conn_run(c);
+}
+
+void http_resp_stream_wake(http_req_t *req)
+{
+	http_conn_t *c = req->conn;
+	if (!c->stream_wait)
+		return;
+	c->stream_wait = false;
+	conn_run(c);
+}
+
+void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
+{
+	buf_t msg = BUF_INIT, body = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	buf_addstr(&body, "{\"message\":");
+	buf_add_json_str(&body, msg.ptr ? msg.ptr : "", msg.len);
+	buf_addf(&body, ",\"status\":%d}", status);
+	if (status >= 500)
+		log_warnx("%s %.*s: %d %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
+			  req->target.ptr, status, msg.ptr ? msg.ptr : "");
+	http_resp_status(req, status);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &body);
+	buf_free(&msg);
+}
+
+/* --- file bodies --------------------------------------------------------- */
+
+static _Thread_local char *t_scratch;
+#define SCRATCH (256 * 1024)
+
+/* I/O pool: pull [foff, foff + chunk) into the page cache. */
+static void readahead_work(http_req_t *req)
+{
+	http_conn_t *c = req->conn;
+	uint64_t len = MIN(c->fleft, (uint64_t)HTTP_FILE_CHUNK);
+	off_t off = c->foff;
+	if (!t_scratch)
+		t_scratch = xmalloc(SCRATCH);
+	posix_fadvise(c->ffd, off, (off_t)len, POSIX_FADV_WILLNEED);
+	while (len > 0) {
+		ssize_t n = pread(c->ffd, t_scratch, MIN(len, (uint64_t)SCRATCH), off);
+		if (n <= 0)
+			break; /* sendfile will report it */
+		off += n;
+		len -= (uint64_t)n;
+	}
+	c->checked_end = off;
+}
+
+/* I/O pool: read a small file body into c->out. */
+static void small_read_work(http_req_t *req)
+{
+	http_conn_t *c = req->conn;
+	while (c->fleft > 0) {
+		ssize_t n = pread(c->ffd, c->out.ptr + c->out.len, c->fleft, c->foff);
+		if (n <= 0) {
+			/* send what we have; the short body and the close tell the client */
+			log_warn("reading object file");
+			c->kind = RB_NONE;
+			c->close_after = true;
+			return;
+		}
+		c->out.len += (size_t)n;
+		c->foff += n;
+		c->fleft -= (uint64_t)n;
+	}
+}
+
+static bool resident(http_conn_t *c, off_t off, size_t len)
+{
+	static long pg;
+	unsigned char vec[(HTTP_FILE_CHUNK >> 12) + 2];
+	if (!pg)
+		pg = sysconf(_SC_PAGESIZE);
+	if (!c->fmap) {
+		c->fmap_len = (size_t)(c->foff + (off_t)c->fleft);
+		c->fmap = mmap(NULL, c->fmap_len, PROT_READ, MAP_SHARED, c->ffd, 0);
+		if (c->fmap == MAP_FAILED) {
+			c->fmap = NULL;
+			return false;
+		}
+	}
+	off_t start = off & ~(off_t)(pg - 1);
+	size_t span = (size_t)(off - start) + len;
+	if ((size_t)((span + (size_t)pg - 1) / (size_t)pg) > sizeof(vec))
+		return false;
+	if (mincore((char *)c->fmap + start, span, vec) < 0)
+		return false;
+	for (size_t i = 0; i < (span + (size_t)pg - 1) / (size_t)pg; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+static int file_step(http_conn_t *c)
+{
+	if (c->fleft <= HTTP_SMALL_FILE && !c->fsmall_read) {
+		c->fsmall_read = true;
+		buf_grow(&c->out, c->fleft);
+		struct iovec iov = {c->out.ptr + c->out.len, c->fleft};
+		ssize_t n = preadv2(c->ffd, &iov, 1, c->foff, RWF_NOWAIT);
+		if (n > 0) {
+			c->out.len += (size_t)n;
+			c->foff += n;
+			c->fleft -= (uint64_t)n;
+		}
+		if (c->fleft == 0)
+			return AIS_OK;
+		if (n < 0 && errno != EAGAIN && errno != EOPNOTSUPP && errno != EINVAL) {
+			log_warn("reading object file");
+			return AIS_ERR;
+		}
+		conn_offload(c, small_read_work, NULL);
+		return AIS_AGAIN;
+	}
+	size_t chunk = (size_t)MIN(c->fleft, (uint64_t)HTTP_FILE_CHUNK);
+	if (c->foff + (off_t)chunk > c->checked_end) {
+		if (!resident(c, c->foff, chunk)) {
+			conn_offload(c, readahead_work, NULL);
+			return AIS_AGAIN;
+		}
+		c->checked_end = c->foff + (off_t)chunk;
+	}
+	ssize_t n = sendfile(c->fd, c->ffd, &c->foff, chunk);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return errno == EAGAIN ? AIS_AGAIN : AIS_OK;
+		if (errno != EPIPE && errno != ECONNRESET)
+			log_warn("sendfile");
+		return AIS_ERR;
+	}
+	if (n == 0) {
+		log_warnx("object file shorter than its metadata says");
+		return AIS_ERR;
+	}
+	c->fleft -= (uint64_t)n;
+	c->bytes_out += (uint64_t)n;
+	return AIS_OK;
+}
+
+static int stream_step(http_conn_t *c)
+{
+	buf_t piece = BUF_INIT;
+	int r = c->fill(&c->req, &piece);
+	if (r == AIS_ERR) {
+		buf_free(&piece);
+		return AIS_ERR;
+	}
+	if (piece.len) {
+		if (c->chunked)
+			buf_addf(&c->out, "%zx\r\n", piece.len);
+		buf_addsv(&c->out, sv_of(&piece));
+		if (c->chunked)
+			buf_add(&c->out, "\r\n", 2);
+	}
+	buf_free(&piece);
+	if (r == AIS_DONE) {
+		c->stream_eof = true;
+		if (c->chunked)
+			buf_addstr(&c->out, "0\r\n\r\n");
+	} else if (r == AIS_AGAIN && c->out.len == c->out_off) {
+		c->stream_wait = true;
+		return AIS_AGAIN;
+	}
+	return AIS_OK;
+}
+
+int resp_flush(http_conn_t *c)
+{
+	for (;;) {
+		if (c->out_off < c->out.len) {
+			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					return AIS_AGAIN;
+				return AIS_ERR;
+			}
+			c->out_off += (size_t)n;
+			c->bytes_out += (uint64_t)n;
+			continue;
+		}
+		c->out.len = 0;
+		c->out_off = 0;
+		int r;
+		switch (c->kind) {
+		case RB_FILE:
+			if (c->fleft == 0 && !c->fsmall_read)
+				return AIS_OK;
+			if (c->fleft == 0 && c->out.len == 0 && c->fsmall_read) {
+				c->fsmall_read = false;
+				return AIS_OK;
+			}
+			r = file_step(c);
+			break;
+		case RB_STREAM:
+			if (c->stream_eof)
+				return AIS_OK;
+			r = stream_step(c);
+			break;
+		default:
+			return AIS_OK;
+		}
+		if (r != AIS_OK)
+			return r;
+	}
+}

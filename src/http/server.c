@@ -1,0 +1,286 @@
+/*
+ * server.c - HTTP server threads: one event loop per worker, each with its
+ * own SO_REUSEPORT listener (the kernel spreads connections), an eventfd
+ * for completions from the I/O pool, and the shared connection limit.
+ *
+ * Guarantees: a connection lives on one worker for its whole life; a
+ * request handed to the I/O pool is completed on its own worker; nothing
+ * blocks an event loop on disk (blocking work goes through http_offload).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+const char *worker_date(struct worker *w)
+{
+	int64_t now = time_now_ns();
+	if (now / 1000000000LL != w->date_sec) {
+		w->date_sec = now / 1000000000LL;
+		time_http_date(now, w->date, sizeof(w->date));
+	}
+	return w->date;
+}
+
+static int listen_socket(const char *host, int port, buf_t *err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res;
+	char ports[16];
+	int one = 1, fd = -1;
+
+	snprintf(ports, sizeof(ports), "%d", port);
+	int rc = getaddrinfo(host && *host ? host : NULL, ports, &hints, &res);
+	if (rc) {
+		buf_addf(err, "cannot resolve %s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		buf_addf(err, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int socket_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct worker *w = arg;
+	http_server_t *s = w->srv;
+
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				log_warn("accept");
+			return;
+		}
+		if (atomic_fetch_add(&s->nconns, 1) >= s->o.max_conns) {
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+						   "Content-Type: application/json\r\nContent-Length: 57\r\n"
+						   "Connection: close\r\n\r\n"
+						   "{\"message\":\"too many connections\",\"status\":503}      ";
+			ssize_t n = write(fd, busy, sizeof(busy) - 1);
+			(void)n;
+			close(fd);
+			atomic_fetch_sub(&s->nconns, 1);
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		conn_accept(w, fd);
+	}
+}
+
+/* Completed offloads come back here, on the request's own worker. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint64_t v;
+	ssize_t n = read(fd, &v, sizeof(v));
+	(void)n;
+
+	pthread_mutex_lock(&w->mu);
+	http_req_t *list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	bool stop = w->stopping;
+	pthread_mutex_unlock(&w->mu);
+
+	while (list) {
+		http_req_t *req = list;
+		list = req->task.next ? REQ_OF_TASK(req->task.next) : NULL;
+		http_conn_t *c = req->conn;
+		http_work_fn done = req->done_fn;
+		c->offloaded = false;
+		req->work_fn = req->done_fn = NULL;
+		if (c->state == CS_CLOSED) {
+			conn_free(c);
+			continue;
+		}
+		c->running = true; /* calls made by done() only mark the conn */
+		if (done)
+			done(req);
+		c->running = false;
+		conn_run(c);
+	}
+	if (stop)
+		event_base_loopbreak(w->base);
+}
+
+static void offload_main(pool_task_t *t)
+{
+	http_req_t *req = REQ_OF_TASK(t);
+	struct worker *w = req->conn->w;
+	if (req->work_fn)
+		req->work_fn(req);
+	pthread_mutex_lock(&w->mu);
+	t->next = NULL;
+	if (w->done_tail)
+		w->done_tail->task.next = t;
+	else
+		w->done_head = req;
+	w->done_tail = req;
+	pthread_mutex_unlock(&w->mu);
+	uint64_t one = 1;
+	ssize_t n = write(w->efd, &one, sizeof(one));
+	(void)n;
+}
+
+void conn_offload(http_conn_t *c, http_work_fn work, http_work_fn done)
+{
+	if (c->offloaded)
+		fatalx("two offloads in flight on one request");
+	c->offloaded = true;
+	c->req.work_fn = work;
+	c->req.done_fn = done;
+	pool_submit(c->w->srv->pool, &c->req.task, offload_main);
+}
+
+void http_offload(http_req_t *req, http_work_fn work, http_work_fn done)
+{
+	conn_offload(req->conn, work, done);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	event_base_dispatch(w->base);
+	return NULL;
+}
+
+http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
+{
+	http_server_t *s = xcalloc(1, sizeof(*s));
+	s->o = *o;
+	s->nworkers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (s->nworkers < 1)
+		s->nworkers = 1;
+	if (!s->o.max_conns)
+		s->o.max_conns = 20000;
+	if (!s->o.max_header_bytes)
+		s->o.max_header_bytes = 16384;
+	s->workers = xcalloc((size_t)s->nworkers, sizeof(struct worker));
+	s->port = o->port;
+
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		w->srv = s;
+		w->idx = i;
+		w->lfd = listen_socket(o->host, s->port, err);
+		if (w->lfd < 0)
+			goto fail;
+		if (s->port == 0)
+			s->port = socket_port(w->lfd);
+		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		w->base = event_base_new();
+		if (w->efd < 0 || !w->base)
+			fatal("cannot create an event loop");
+		pthread_mutex_init(&w->mu, NULL);
+		w->lev = event_new(w->base, w->lfd, EV_READ | EV_PERSIST, on_accept, w);
+		w->eev = event_new(w->base, w->efd, EV_READ | EV_PERSIST, on_wake, w);
+		event_add(w->lev, NULL);
+		event_add(w->eev, NULL);
+	}
+	s->pool = pool_new(o->io_threads > 0 ? o->io_threads : 4, "io");
+	for (int i = 0; i < s->nworkers; i++) {
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]))
+			fatal("pthread_create");
+		char tn[16];
+		snprintf(tn, sizeof(tn), "http%d", i);
+		pthread_setname_np(s->workers[i].thread, tn);
+	}
+	return s;
+fail:
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		if (w->lev)
+			event_free(w->lev);
+		if (w->eev)
+			event_free(w->eev);
+		if (w->base)
+			event_base_free(w->base);
+		if (w->lfd > 0)
+			close(w->lfd);
+		if (w->efd > 0)
+			close(w->efd);
+	}
+	free(s->workers);
+	free(s);
+	return NULL;
+}
+
+int http_server_port(const http_server_t *s) { return s->port; }
+pool_t *http_server_pool(http_server_t *s) { return s->pool; }
+
+void http_server_free(http_server_t *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		pthread_mutex_lock(&w->mu);
+		w->stopping = true;
+		pthread_mutex_unlock(&w->mu);
+		uint64_t one = 1;
+		ssize_t n = write(w->efd, &one, sizeof(one));
+		(void)n;
+		pthread_join(w->thread, NULL);
+	}
+	/* Let in-flight blocking work finish; its completions are dropped below. */
+	pool_destroy(s->pool);
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		while (w->conns) {
+			http_conn_t *c = w->conns;
+			c->offloaded = false;
+			conn_close(c);
+			conn_free(c);
+		}
+		event_free(w->lev);
+		event_free(w->eev);
+		event_base_free(w->base);
+		close(w->lfd);
+		close(w->efd);
+		pthread_mutex_destroy(&w->mu);
+	}
+	free(s->workers);
+	free(s);
+}
