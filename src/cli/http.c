@@ -223,6 +223,8 @@ int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "aisctl/" CLI_VERSION);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	/* "a/../b" is an object name, not a path to squash */
+	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
 	curl_easy_setopt(h, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
