@@ -91,11 +91,15 @@ static void clean_tmp(const store_mp_t *mp)
 		log_info("%s: removed %lu temp files of interrupted writes", mp->path, n);
 }
 
+static int gen_init(store_mp_t *mp, buf_t *err);
+
 static int mp_open(store_mp_t *mp, const char *path, buf_t *err)
 {
 	char p[STORE_PATH_MAX];
 	char *lerr = NULL;
 
+	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0)
+		fatalx("pthread_mutex_init");
 	snprintf(mp->path, sizeof(mp->path), "%s", path);
 	if (mkdir_p(path) != AIS_OK) {
 		buf_addf(err, "mountpath %s: %s", path, strerror(errno));
@@ -129,19 +133,80 @@ static int mp_open(store_mp_t *mp, const char *path, buf_t *err)
 		mp->db = NULL;
 		return AIS_ERR;
 	}
-	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0)
-		fatalx("pthread_mutex_init");
-	mp->gen0 = (uint64_t)(time_now_ns() / 1000);
-	atomic_init(&mp->next_gen, mp->gen0);
+	return gen_init(mp, err);
+}
+
+/* Persists the generation limit of mp. Caller holds gen_mu (or is open). */
+static int gen_reserve(store_mp_t *mp, uint64_t limit)
+{
+	unsigned char v[8];
+	char *lerr = NULL;
+	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+	leveldb_writeoptions_set_sync(wo, 1);
+	for (int i = 0; i < 8; i++)
+		v[i] = (unsigned char)(limit >> (56 - 8 * i));
+	leveldb_put(mp->db, wo, "g", 1, (const char *)v, sizeof(v), &lerr);
+	leveldb_writeoptions_destroy(wo);
+	if (lerr) {
+		log_warnx("%s: leveldb put (generation limit): %s", mp->path, lerr);
+		leveldb_free(lerr);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	atomic_store(&mp->gen_limit, limit);
 	return AIS_OK;
+}
+
+/* gen0 = max(wall clock in us, the last run's limit): every gen of this run
+ * is above every gen of any earlier run, whatever the clock did. */
+static int gen_init(store_mp_t *mp, buf_t *err)
+{
+	char *lerr = NULL;
+	size_t vl = 0;
+	uint64_t last = 0;
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	char *v = leveldb_get(mp->db, ro, "g", 1, &vl, &lerr);
+	leveldb_readoptions_destroy(ro);
+	if (lerr) {
+		buf_addf(err, "mountpath %s: leveldb get: %s", mp->path, lerr);
+		leveldb_free(lerr);
+		return AIS_ERR;
+	}
+	if (v && vl == 8)
+		for (size_t i = 0; i < 8; i++)
+			last = (last << 8) | (unsigned char)v[i];
+	leveldb_free(v);
+	mp->gen0 = MAX((uint64_t)(time_now_ns() / 1000), last);
+	atomic_init(&mp->next_gen, mp->gen0);
+	if (gen_reserve(mp, mp->gen0 + STORE_GEN_RESERVE) != AIS_OK) {
+		buf_addf(err, "mountpath %s: cannot persist the generation limit", mp->path);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen)
+{
+	uint64_t g = atomic_fetch_add(&mp->next_gen, 1);
+	int rc = AIS_OK;
+	(void)s;
+	if (g >= atomic_load(&mp->gen_limit)) {
+		pthread_mutex_lock(&mp->gen_mu);
+		while (rc == AIS_OK && g >= atomic_load(&mp->gen_limit))
+			rc = gen_reserve(mp, atomic_load(&mp->gen_limit) + STORE_GEN_RESERVE);
+		pthread_mutex_unlock(&mp->gen_mu);
+	}
+	*gen = g;
+	return rc;
 }
 
 static void mp_close(store_mp_t *mp)
 {
 	if (mp->db) {
 		leveldb_close(mp->db);
-		pthread_mutex_destroy(&mp->commit_mu);
 	}
+	pthread_mutex_destroy(&mp->commit_mu);
+	pthread_mutex_destroy(&mp->gen_mu);
 	if (mp->opts)
 		leveldb_options_destroy(mp->opts);
 	if (mp->bloom)

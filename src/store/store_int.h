@@ -31,6 +31,7 @@
 #define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
 #define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
 #define STORE_PATH_MAX 1200
+#define STORE_GEN_RESERVE (1ULL << 24) /* gens reserved per LevelDB write */
 
 typedef struct store_mp {
 	char path[1024];
@@ -43,6 +44,11 @@ typedef struct store_mp {
 	pthread_mutex_t commit_mu;
 	_Atomic uint64_t next_gen; /* next file generation to hand out */
 	uint64_t gen0;             /* first generation of this process */
+	/* Generations below gen_limit are reserved for this process: the key
+	 * "g" holds the limit, so that a restart (even with the clock set
+	 * back) starts above every gen a previous run could have used. */
+	_Atomic uint64_t gen_limit;
+	pthread_mutex_t gen_mu;
 } store_mp_t;
 
 struct store {
@@ -101,6 +107,10 @@ void store_hasher_update(store_hasher_t *h, const void *p, size_t n);
 /* Writes the lower-case hex digest ("" for none) and releases the state. */
 void store_hasher_final(store_hasher_t *h, char hex[STORE_CKSUM_HEX_MAX]);
 void store_hasher_free(store_hasher_t *h);
+
+/* store.c: a new, never used file generation of mp. AIS_ERR (EIO) when the
+ * reservation cannot be persisted. */
+int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen);
 
 /* reconcile.c */
 int store_reconcile_start(store_t *s);

@@ -10,8 +10,10 @@
  * NOTES ON THE DESIGN (durability rules, numbered so comments can cite them)
  *
  *  1. Bytes go only to <mp>/tmp/<h>.<gen>, created O_EXCL; gen is unique per
- *     write (per-mountpath counter started from the wall clock in us), so
- *     two concurrent writers of one object never share a file.
+ *     write and never reused, also across restarts (per-mountpath counter
+ *     started from the wall clock in us, above a limit persisted in
+ *     LevelDB; store.c), so two writers of one object never share a file
+ *     and a rename never replaces a file a record may point to.
  *  2. Every file syscall of the write and delete paths goes through store_io
  *     so that tests inject EIO, ENOSPC, short writes and fsync failures.
  *  3. Data is fsynced before the rename (policy "always"): a renamed file is
@@ -137,7 +139,11 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	buf_add(&uname, obj, olen);
 	store_uname_hash(uname.ptr, uname.len, w->h);
 	buf_free(&uname);
-	w->gen = atomic_fetch_add(&mp->next_gen, 1);
+	if (store_gen_alloc(s, mp, &w->gen) != AIS_OK) {
+		store_writer_free(w);
+		errno = EIO;
+		return AIS_ERR;
+	}
 	store_path_tmp(w->tmp, sizeof(w->tmp), mp, w->h, w->gen);
 	w->bck_type = b.cksum_type;
 	store_hasher_init(&w->hs[w->n_hs++], b.cksum_type);

@@ -1,0 +1,1004 @@
+/*
+ * test_store.c - Check suite of the storage engine (src/store).
+ *
+ * Every test builds a store with two mountpaths in a fresh mkdtemp directory
+ * under /tmp and removes it at the end (KEEP=1 keeps it). Beside the round
+ * trips, listing, buckets and restart, the fault suite replaces store_io with
+ * a table that fails the k-th call of one kind (open, write with EIO, ENOSPC
+ * or a short write, fsync, rename, unlink, close), for k = 1, 2, ... until
+ * no fault triggers, and asserts after each run that the put either worked
+ * or failed cleanly, and that the store still holds either the whole old or
+ * the whole new object, with a matching checksum, and nothing else.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "aisd/hrw.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/store.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static char g_dir[256];
+static conf_t g_conf;
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+static void make_conf(void)
+{
+	conf_defaults(&g_conf);
+	g_conf.n_mountpaths = 2;
+	snprintf(g_conf.mountpaths[0], sizeof(g_conf.mountpaths[0]), "%s/mp0", g_dir);
+	snprintf(g_conf.mountpaths[1], sizeof(g_conf.mountpaths[1]), "%s/mp1", g_dir);
+	g_conf.min_free_bytes = 0;
+	g_conf.fsync = CONF_FSYNC_ALWAYS;
+}
+
+static void setup(void)
+{
+	snprintf(g_dir, sizeof(g_dir), "/tmp/aisd-test-store-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	log_set_level(LOG_ERROR);
+	make_conf();
+}
+
+static void teardown(void)
+{
+	if (!getenv("KEEP"))
+		nftw(g_dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static store_t *open_store(void)
+{
+	store_t *s = NULL;
+	buf_t err = BUF_INIT;
+	int rc = store_open(&g_conf, &s, &err);
+	ck_assert_msg(rc == AIS_OK, "store_open: %s", err.ptr ? err.ptr : "");
+	buf_free(&err);
+	return s;
+}
+
+#define BCK(s) (s), strlen(s)
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void xxh_hex(const void *p, size_t n, char out[17])
+{
+	XXH64_canonical_t c;
+	XXH64_canonicalFromHash(&c, XXH64(p, n, 0));
+	hex_encode(c.digest, 8, out);
+}
+
+static void evp_hex(const EVP_MD *md, const void *p, size_t n, char out[65])
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int dl = 0;
+	ck_assert(EVP_Digest(p, n, d, &dl, md, NULL));
+	hex_encode(d, dl, out);
+}
+
+static char *pattern(size_t n, unsigned seed)
+{
+	char *p = xmalloc(n ? n : 1);
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (char)(x >> 16);
+	}
+	return p;
+}
+
+/* Writes obj in chunks of 64 KiB; returns the commit's rc (errno kept). */
+static int put_full(store_t *s, const char *b, const char *o, const void *p, size_t n,
+		    enum store_cksum want, const char *want_hex, store_meta_t *m)
+{
+	store_writer_t *w;
+	int rc = store_writer_begin(s, BCK(b), BCK(o), &w);
+	if (rc != AIS_OK)
+		return rc;
+	const char *q = p;
+	for (size_t off = 0; off < n && rc == AIS_OK; off += 65536)
+		rc = store_writer_write(w, q + off, MIN((size_t)65536, n - off));
+	if (rc == AIS_OK)
+		rc = store_writer_commit(w, want, want_hex, NULL, m);
+	int e = errno;
+	store_writer_free(w);
+	errno = e;
+	return rc;
+}
+
+static void put_ok(store_t *s, const char *b, const char *o, const void *p, size_t n,
+		   store_meta_t *m)
+{
+	store_meta_t mm;
+	int rc = put_full(s, b, o, p, n, CKSUM_NONE, NULL, m ? m : &mm);
+	ck_assert_msg(rc == AIS_OK, "put %s/%s: %s", b, o, strerror(errno));
+}
+
+static char *read_fd(int fd, size_t *n)
+{
+	buf_t b = BUF_INIT;
+	char tmp[65536];
+	ssize_t r;
+	while ((r = read(fd, tmp, sizeof(tmp))) > 0)
+		buf_add(&b, tmp, (size_t)r);
+	ck_assert_int_ge(r, 0);
+	return buf_detach(&b, n);
+}
+
+/* Reads obj whole; returns its bytes (free) or NULL with errno. */
+static char *get(store_t *s, const char *b, const char *o, size_t *n, store_meta_t *m)
+{
+	int fd;
+	if (store_open_obj(s, BCK(b), BCK(o), &fd, m) != AIS_OK)
+		return NULL;
+	char *p = read_fd(fd, n);
+	close(fd);
+	ck_assert_uint_eq(*n, m->size);
+	return p;
+}
+
+static void check_obj(store_t *s, const char *b, const char *o, const void *p, size_t n)
+{
+	store_meta_t m;
+	size_t got;
+	char *q = get(s, b, o, &got, &m);
+	ck_assert_msg(q != NULL, "get %s/%s: %s", b, o, strerror(errno));
+	ck_assert_uint_eq(got, n);
+	ck_assert(n == 0 || memcmp(p, q, n) == 0);
+	free(q);
+}
+
+static int count_files(const char *sub)
+{
+	int n = 0;
+	for (int i = 0; i < 2; i++) {
+		char p[1400];
+		snprintf(p, sizeof(p), "%s/mp%d/%s", g_dir, i, sub);
+		DIR *d = opendir(p);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			if (de->d_type == DT_DIR) {
+				char q[1800];
+				snprintf(q, sizeof(q), "%s/%s", sub, de->d_name);
+				DIR *d2;
+				char full[2200];
+				snprintf(full, sizeof(full), "%s/mp%d/%s", g_dir, i, q);
+				if ((d2 = opendir(full))) {
+					struct dirent *e2;
+					while ((e2 = readdir(d2)))
+						if (e2->d_name[0] != '.')
+							n++;
+					closedir(d2);
+				}
+			} else {
+				n++;
+			}
+		}
+		closedir(d);
+	}
+	return n;
+}
+
+/* ---- basic round trips ------------------------------------------------- */
+
+static const char *names[] = {
+	"a", "dir/sub/file.bin", "with space", "ünïcødé/日本語", "../../etc/passwd", "a/", "+%&?#",
+};
+
+START_TEST(test_roundtrip)
+{
+	store_t *s = open_store();
+	size_t sizes[] = {0, 1, 1 << 20};
+	ck_assert_int_eq(store_bucket_create(s, BCK("bk"), CKSUM_XXHASH), AIS_OK);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		for (size_t j = 0; j < ARRAY_SIZE(sizes); j++) {
+			char *p = pattern(sizes[j], (unsigned)(i * 7 + j));
+			char hex[17];
+			store_meta_t m, l;
+			put_ok(s, "bk", names[i], p, sizes[j], &m);
+			xxh_hex(p, sizes[j], hex);
+			ck_assert_str_eq(m.cksum, hex);
+			ck_assert_int_eq(m.cksum_type, CKSUM_XXHASH);
+			ck_assert_uint_eq(m.size, sizes[j]);
+			ck_assert_uint_eq(m.version, j + 1);
+			check_obj(s, "bk", names[i], p, sizes[j]);
+			ck_assert_int_eq(store_lookup(s, BCK("bk"), BCK(names[i]), &l), AIS_OK);
+			ck_assert_str_eq(l.cksum, hex);
+			ck_assert_uint_eq(l.version, j + 1);
+			ck_assert_int_ge(l.mtime_ns, m.mtime_ns);
+			free(p);
+		}
+	}
+	/* names never become paths: nothing but mp0 and mp1 in the dir, one
+	 * file per object, no temp file */
+	ck_assert_int_eq(count_files("obj"), (int)ARRAY_SIZE(names));
+	ck_assert_int_eq(count_files("tmp"), 0);
+	struct stat st;
+	char p[400];
+	snprintf(p, sizeof(p), "%s/etc", g_dir);
+	ck_assert_int_ne(stat(p, &st), 0);
+	store_meta_t m;
+	ck_assert_int_eq(store_lookup(s, BCK("bk"), BCK("nope"), &m), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	int fd;
+	ck_assert_int_eq(store_open_obj(s, BCK("bk"), BCK("nope"), &fd, &m), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_checksums)
+{
+	store_t *s = open_store();
+	size_t n = 300000;
+	char *p = pattern(n, 42), xx[17], md5[65], sha[65];
+	store_meta_t m;
+	xxh_hex(p, n, xx);
+	evp_hex(EVP_md5(), p, n, md5);
+	evp_hex(EVP_sha256(), p, n, sha);
+	ck_assert_int_eq(store_bucket_create(s, BCK("x"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("m"), CKSUM_MD5), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("s"), CKSUM_SHA256), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("n"), CKSUM_NONE), AIS_OK);
+
+	ck_assert_int_eq(put_full(s, "x", "o", p, n, CKSUM_XXHASH, xx, &m), AIS_OK);
+	ck_assert_str_eq(m.cksum, xx);
+	ck_assert_int_eq(put_full(s, "m", "o", p, n, CKSUM_MD5, md5, &m), AIS_OK);
+	ck_assert_str_eq(m.cksum, md5);
+	ck_assert_int_eq(m.cksum_type, CKSUM_MD5);
+	ck_assert_int_eq(put_full(s, "s", "o", p, n, CKSUM_SHA256, sha, &m), AIS_OK);
+	ck_assert_str_eq(m.cksum, sha);
+	ck_assert_int_eq(put_full(s, "n", "o", p, n, CKSUM_NONE, NULL, &m), AIS_OK);
+	ck_assert_str_eq(m.cksum, "");
+	ck_assert_int_eq(m.cksum_type, CKSUM_NONE);
+	/* xxhash is always computed, so it can be verified on any bucket */
+	ck_assert_int_eq(put_full(s, "n", "o", p, n, CKSUM_XXHASH, xx, &m), AIS_OK);
+	ck_assert_int_eq(put_full(s, "s", "o", p, n, CKSUM_XXHASH, xx, &m), AIS_OK);
+	/* upper-case hex from a client is fine */
+	char up[65];
+	for (size_t i = 0; i <= strlen(md5); i++)
+		up[i] = (char)(md5[i] >= 'a' && md5[i] <= 'f' ? md5[i] - 32 : md5[i]);
+	ck_assert_int_eq(put_full(s, "m", "o", p, n, CKSUM_MD5, up, &m), AIS_OK);
+	ck_assert_uint_eq(m.version, 2);
+
+	/* md5 on an xxhash bucket: EINVAL unless asked for before writing */
+	ck_assert_int_eq(put_full(s, "x", "o2", p, n, CKSUM_MD5, md5, &m), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	store_writer_t *w;
+	ck_assert_int_eq(store_writer_begin(s, BCK("x"), BCK("o2"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_also(w, CKSUM_MD5), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, p, n), AIS_OK);
+	ck_assert_int_eq(store_writer_also(w, CKSUM_SHA256), AIS_ERR); /* too late */
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_MD5, md5, "a=1,b=2", &m), AIS_OK);
+	ck_assert_str_eq(m.cksum, xx); /* stored: the bucket's type */
+	ck_assert_str_eq(m.custom, "a=1,b=2");
+	store_writer_free(w);
+	ck_assert_int_eq(store_lookup(s, BCK("x"), BCK("o2"), &m), AIS_OK);
+	ck_assert_str_eq(m.custom, "a=1,b=2");
+
+	/* mismatch: EBADMSG, old version intact, no temp left */
+	char *q = pattern(1000, 7), bad[65];
+	evp_hex(EVP_md5(), q, 1000, bad);
+	ck_assert_int_eq(put_full(s, "m", "o", q, 1000, CKSUM_MD5, bad + 1, &m), AIS_ERR);
+	ck_assert_int_eq(errno, EBADMSG);
+	bad[0] = bad[0] == '0' ? '1' : '0';
+	ck_assert_int_eq(put_full(s, "m", "o", q, 1000, CKSUM_MD5, bad, &m), AIS_ERR);
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_int_eq(put_full(s, "x", "new", q, 1000, CKSUM_XXHASH, xx, &m), AIS_ERR);
+	ck_assert_int_eq(errno, EBADMSG);
+	check_obj(s, "m", "o", p, n);
+	ck_assert_int_eq(store_lookup(s, BCK("m"), BCK("o"), &m), AIS_OK);
+	ck_assert_uint_eq(m.version, 2);
+	ck_assert_str_eq(m.cksum, md5);
+	ck_assert_int_eq(store_lookup(s, BCK("x"), BCK("new"), &m), AIS_ERR);
+	ck_assert_int_eq(count_files("tmp"), 0);
+
+	enum store_cksum t;
+	ck_assert_int_eq(store_cksum_parse(BCK("xxhash64"), &t), AIS_OK);
+	ck_assert_int_eq(t, CKSUM_XXHASH);
+	ck_assert_int_eq(store_cksum_parse(BCK("SHA256"), &t), AIS_OK);
+	ck_assert_int_eq(t, CKSUM_SHA256);
+	ck_assert_int_eq(store_cksum_parse(BCK("crc32"), &t), AIS_ERR);
+	ck_assert_str_eq(store_cksum_name(CKSUM_MD5), "md5");
+	free(p);
+	free(q);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_overwrite_delete)
+{
+	store_t *s = open_store();
+	store_meta_t m;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	for (unsigned v = 1; v <= 5; v++) {
+		char *p = pattern(1000 * v, v);
+		put_ok(s, "b", "obj", p, 1000 * v, &m);
+		ck_assert_uint_eq(m.version, v);
+		check_obj(s, "b", "obj", p, 1000 * v);
+		free(p);
+	}
+	ck_assert_int_eq(count_files("obj"), 1); /* old versions unlinked */
+	store_touch(s, BCK("b"), BCK("obj"), &m); /* fresh: nothing to do */
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("obj")), AIS_OK);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("obj"), &m), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("obj")), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(count_files("obj"), 0);
+	/* a new write after a delete starts at version 1 again */
+	put_ok(s, "b", "obj", "x", 1, &m);
+	ck_assert_uint_eq(m.version, 1);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_old_reader_during_overwrite)
+{
+	store_t *s = open_store();
+	size_t n = 1 << 20, got;
+	char *old = pattern(n, 1), *nw = pattern(n / 2, 2);
+	store_meta_t m, m2;
+	int fd;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "o", old, n, NULL);
+	ck_assert_int_eq(store_open_obj(s, BCK("b"), BCK("o"), &fd, &m), AIS_OK);
+	ck_assert_uint_eq(m.version, 1);
+	put_ok(s, "b", "o", nw, n / 2, NULL);
+	put_ok(s, "b", "o", nw, n / 2, NULL);
+	char *q = read_fd(fd, &got); /* the old fd still reads the whole old */
+	close(fd);
+	ck_assert_uint_eq(got, n);
+	ck_assert(memcmp(q, old, n) == 0);
+	free(q);
+	char *r = get(s, "b", "o", &got, &m2);
+	ck_assert_uint_eq(m2.version, 3);
+	ck_assert_uint_eq(got, n / 2);
+	ck_assert(memcmp(r, nw, n / 2) == 0);
+	free(r);
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("o")), AIS_OK);
+	free(old);
+	free(nw);
+	store_close(s);
+}
+END_TEST
+
+/* ---- concurrency: readers always get the meta of the bytes they read ---- */
+
+typedef struct race {
+	store_t *s;
+	volatile int stop;
+	int bad, reads;
+} race_t;
+
+static void *race_reader(void *arg)
+{
+	race_t *r = arg;
+	while (!r->stop) {
+		store_meta_t m;
+		size_t n;
+		char hex[17];
+		char *p = get(r->s, "b", "hot", &n, &m);
+		if (!p) {
+			r->bad++;
+			continue;
+		}
+		xxh_hex(p, n, hex);
+		if (strcmp(hex, m.cksum) != 0)
+			r->bad++;
+		r->reads++;
+		free(p);
+	}
+	return NULL;
+}
+
+START_TEST(test_concurrent_overwrite_read)
+{
+	g_conf.fsync = CONF_FSYNC_NEVER;
+	store_t *s = open_store();
+	race_t r = {.s = s};
+	pthread_t th[2];
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	char *p = pattern(4096, 0);
+	put_ok(s, "b", "hot", p, 4096, NULL);
+	free(p);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, race_reader, &r);
+	for (unsigned v = 1; v < 300; v++) {
+		p = pattern(1000 + v * 13, v);
+		put_ok(s, "b", "hot", p, 1000 + v * 13, NULL);
+		free(p);
+	}
+	r.stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(r.bad, 0);
+	ck_assert_int_gt(r.reads, 0);
+	ck_assert_int_eq(count_files("obj"), 1);
+	store_close(s);
+}
+END_TEST
+
+/* ---- listing ------------------------------------------------------------ */
+
+typedef struct lst {
+	buf_t names; /* names joined by '\n' */
+	int n;
+	char last[256];
+} lst_t;
+
+static void lst_cb(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	lst_t *l = arg;
+	buf_add(&l->names, name, len);
+	buf_addch(&l->names, '\n');
+	snprintf(l->last, sizeof(l->last), "%.*s", (int)len, name);
+	ck_assert_uint_eq(m->size, len);
+	l->n++;
+}
+
+static int list(store_t *s, const char *b, const char *pfx, const char *sa, size_t limit,
+		lst_t *l, bool *more)
+{
+	buf_reset(&l->names);
+	l->n = 0;
+	return store_list(s, BCK(b), BCK(pfx), BCK(sa), limit, lst_cb, l, more);
+}
+
+START_TEST(test_list)
+{
+	g_conf.fsync = CONF_FSYNC_NEVER;
+	store_t *s = open_store();
+	lst_t l = {BUF_INIT, 0, ""};
+	bool more;
+	char name[64];
+	int per_mp[2] = {0, 0};
+	uint64_t dig[2] = {hrw_digest(g_conf.mountpaths[0], strlen(g_conf.mountpaths[0])),
+			   hrw_digest(g_conf.mountpaths[1], strlen(g_conf.mountpaths[1]))};
+
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b2"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("a"), CKSUM_XXHASH), AIS_OK);
+	/* inserted in reverse order; the value is the name so size = len */
+	for (int i = 99; i >= 0; i--) {
+		for (int k = 0; k < 2; k++) {
+			snprintf(name, sizeof(name), "%s/%03d", k ? "y" : "x", i);
+			put_ok(s, "b", name, name, strlen(name), NULL);
+			char un[80];
+			snprintf(un, sizeof(un), "b/%s", name);
+			per_mp[hrw_owner(hrw_name_hash(un, strlen(un)), dig, 2)]++;
+		}
+	}
+	ck_assert_int_gt(per_mp[0], 20); /* both mountpaths are used */
+	ck_assert_int_gt(per_mp[1], 20);
+	put_ok(s, "b2", "x/000", "x/000", 5, NULL);  /* other buckets are not listed */
+	put_ok(s, "a", "zzz", "zzz", 3, NULL);
+
+	ck_assert_int_eq(list(s, "b", "", "", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 200);
+	ck_assert(!more);
+	ck_assert(!strncmp(l.names.ptr, "x/000\nx/001\n", 12));
+	ck_assert_str_eq(l.last, "y/099");
+	for (size_t i = 6; i < l.names.len; i += 6) /* sorted */
+		ck_assert(memcmp(l.names.ptr + i - 6, l.names.ptr + i, 5) < 0);
+
+	ck_assert_int_eq(list(s, "b", "y/", "", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 100);
+	ck_assert(!strncmp(l.names.ptr, "y/000\n", 6));
+	ck_assert_int_eq(list(s, "b", "y/05", "", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 10);
+	ck_assert_int_eq(list(s, "b", "z", "", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 0);
+
+	/* start_after: exact name, name between, name before the prefix */
+	ck_assert_int_eq(list(s, "b", "", "x/050", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 149);
+	ck_assert(!strncmp(l.names.ptr, "x/051\n", 6));
+	ck_assert_int_eq(list(s, "b", "", "x/050a", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 149);
+	ck_assert_int_eq(list(s, "b", "y/", "a", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 100);
+	ck_assert_int_eq(list(s, "b", "y/", "y/098", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert_int_eq(list(s, "b", "x/", "y/000", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 0);
+
+	/* pagination: limit 30 pages through all 200, more set on all but last */
+	char after[256] = "";
+	int total = 0, pages = 0;
+	do {
+		ck_assert_int_eq(list(s, "b", "", after, 30, &l, &more), AIS_OK);
+		ck_assert_int_le(l.n, 30);
+		total += l.n;
+		pages++;
+		snprintf(after, sizeof(after), "%s", l.last);
+	} while (more);
+	ck_assert_int_eq(total, 200);
+	ck_assert_int_eq(pages, 7);
+	ck_assert_int_eq(list(s, "b", "", "", 200, &l, &more), AIS_OK);
+	ck_assert(!more);
+	ck_assert_int_eq(list(s, "b", "", "", 199, &l, &more), AIS_OK);
+	ck_assert(more);
+
+	ck_assert_int_eq(list(s, "b2", "", "", 0, &l, &more), AIS_OK);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert_int_eq(list(s, "nob", "", "", 0, &l, &more), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	buf_free(&l.names);
+	store_close(s);
+}
+END_TEST
+
+static void count_cb(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	(void)name, (void)len, (void)m;
+	(*(int *)arg)++;
+}
+
+START_TEST(test_list_speed)
+{
+	/* 20,000 objects, pages of 5,000: each page must be far below 1 s
+	 * (1M objects in pages of 10,000 is the target; this scales) */
+	g_conf.fsync = CONF_FSYNC_NEVER;
+	store_t *s = open_store();
+	char name[64];
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_NONE), AIS_OK);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "shard-%06d.tar", i);
+		put_ok(s, "b", name, "", 0, NULL);
+	}
+	char after[64] = "";
+	for (int page = 0; page < 4; page++) {
+		int n = 0;
+		bool more;
+		int64_t t0 = time_mono_ns();
+		ck_assert_int_eq(store_list(s, BCK("b"), "", 0, BCK(after), 5000, count_cb, &n, &more),
+				 AIS_OK);
+		int64_t dt = time_mono_ns() - t0;
+		ck_assert_int_eq(n, 5000);
+		ck_assert(more == (page < 3));
+		ck_assert_msg(dt < 200000000, "page %d took %" PRId64 " ms", page, dt / 1000000);
+		snprintf(after, sizeof(after), "shard-%06d.tar", (page + 1) * 5000 - 1);
+	}
+	store_close(s);
+}
+END_TEST
+
+/* ---- buckets and restart ----------------------------------------------- */
+
+START_TEST(test_buckets)
+{
+	store_t *s = open_store();
+	store_bucket_t b, *bl;
+	size_t n;
+	store_meta_t m;
+	store_writer_t *w;
+
+	ck_assert_int_eq(store_bucket_get(s, BCK("b1"), &b), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_writer_begin(s, BCK("b1"), BCK("o"), &w), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b1"), CKSUM_MD5), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b1"), CKSUM_MD5), AIS_ERR);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_int_eq(store_bucket_create(s, BCK("a0"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_bucket_get(s, BCK("b1"), &b), AIS_OK);
+	ck_assert_str_eq(b.name, "b1");
+	ck_assert_int_eq(b.cksum_type, CKSUM_MD5);
+	ck_assert_int_gt(b.created_ns, 0);
+	ck_assert_int_eq(store_bucket_list(s, &bl, &n), AIS_OK);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(bl[0].name, "a0");
+	ck_assert_str_eq(bl[1].name, "b1");
+	free(bl);
+
+	for (int i = 0; i < 50; i++) {
+		char o[32];
+		snprintf(o, sizeof(o), "obj%d", i);
+		put_ok(s, "b1", o, o, strlen(o), NULL);
+		put_ok(s, "a0", o, o, strlen(o), NULL);
+	}
+	ck_assert_int_eq(count_files("obj"), 100);
+	/* a write in flight when its bucket goes: commit fails ENOENT */
+	ck_assert_int_eq(store_writer_begin(s, BCK("b1"), BCK("late"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	ck_assert_int_eq(store_bucket_destroy(s, BCK("b1")), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	store_writer_free(w);
+	ck_assert_int_eq(count_files("obj"), 50);
+	ck_assert_int_eq(count_files("tmp"), 0);
+	ck_assert_int_eq(store_lookup(s, BCK("b1"), BCK("obj1"), &m), AIS_ERR);
+	ck_assert_int_eq(store_bucket_destroy(s, BCK("b1")), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_bucket_list(s, &bl, &n), AIS_OK);
+	ck_assert_uint_eq(n, 1);
+	free(bl);
+	/* recreated: empty */
+	ck_assert_int_eq(store_bucket_create(s, BCK("b1"), CKSUM_NONE), AIS_OK);
+	ck_assert_int_eq(store_lookup(s, BCK("b1"), BCK("obj1"), &m), AIS_ERR);
+	check_obj(s, "a0", "obj7", "obj7", 4);
+
+	store_mp_stats_t st[4];
+	int k;
+	ck_assert_int_eq(store_stats(s, st, 4, &k), AIS_OK);
+	ck_assert_int_eq(k, 2);
+	ck_assert_str_eq(st[1].path, g_conf.mountpaths[1]);
+	ck_assert_uint_gt(st[0].total_bytes, 0);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_reopen)
+{
+	store_t *s = open_store();
+	store_meta_t m;
+	char *p = pattern(123457, 3);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_SHA256), AIS_OK);
+	put_ok(s, "b", "one", p, 123457, NULL);
+	put_ok(s, "b", "one", p, 123457, NULL);
+	put_ok(s, "b", "two/x", "2", 1, NULL);
+	store_close(s);
+	for (int round = 0; round < 2; round++) {
+		s = open_store();
+		store_reconcile_wait(s);
+		ck_assert_int_eq(store_bucket_get(s, BCK("b"), &(store_bucket_t){0}), AIS_OK);
+		check_obj(s, "b", "one", p, 123457);
+		check_obj(s, "b", "two/x", "2", 1);
+		ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("one"), &m), AIS_OK);
+		ck_assert_uint_eq(m.version, 2 + (uint64_t)round);
+		ck_assert_int_eq(m.cksum_type, CKSUM_SHA256);
+		ck_assert_int_eq(count_files("obj"), 2);
+		put_ok(s, "b", "one", p, 123457, &m); /* new gens after restart */
+		ck_assert_uint_eq(m.version, 3 + (uint64_t)round);
+		store_close(s);
+	}
+	/* the same mountpath cannot be opened twice at once */
+	s = open_store();
+	store_t *s2 = NULL;
+	buf_t err = BUF_INIT;
+	ck_assert_int_eq(store_open(&g_conf, &s2, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(err.ptr);
+	buf_free(&err);
+	store_close(s);
+	free(p);
+}
+END_TEST
+
+START_TEST(test_min_free)
+{
+	g_conf.min_free_bytes = UINT64_MAX / 2;
+	store_t *s = open_store();
+	store_writer_t *w;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("o"), &w), AIS_ERR);
+	ck_assert_int_eq(errno, ENOSPC);
+	store_close(s);
+}
+END_TEST
+
+/* ---- crash leftovers ----------------------------------------------------- */
+
+static void make_old_file(const char *path, const char *data)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0640);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+	struct timespec ts[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+START_TEST(test_crash_leftovers)
+{
+	store_t *s = open_store();
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	for (int i = 0; i < 20; i++) {
+		char o[32];
+		snprintf(o, sizeof(o), "keep%d", i);
+		put_ok(s, "b", o, o, strlen(o), NULL);
+	}
+	store_close(s);
+	ck_assert_int_eq(count_files("obj"), 20);
+
+	/* a stray gen of a real object (crash between rename and LevelDB, or
+	 * LevelDB and unlink), a file of an unknown hash, a temp file */
+	char h[33], p[1400];
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits("b/keep3", 7));
+	hex_encode(c.digest, 16, h);
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/mp%d/obj/%.2s/%s.0000000000000001", g_dir, i, h, h);
+		make_old_file(p, "stale");
+	}
+	snprintf(p, sizeof(p), "%s/mp1/obj/ab/abababababababababababababababab.00000000000000ff",
+		 g_dir);
+	make_old_file(p, "orphan");
+	snprintf(p, sizeof(p), "%s/mp0/tmp/%s.0000000000000002", g_dir, h);
+	make_old_file(p, "partial");
+	snprintf(p, sizeof(p), "%s/mp0/obj/00/README", g_dir); /* not ours: left */
+	make_old_file(p, "x");
+	ck_assert_int_eq(count_files("obj"), 24);
+	ck_assert_int_eq(count_files("tmp"), 1);
+
+	s = open_store();
+	ck_assert_int_eq(count_files("tmp"), 0); /* emptied by store_open */
+	store_reconcile_wait(s);
+	ck_assert_int_eq(count_files("obj"), 21);
+	ck_assert_int_eq(unlink(p), 0);
+	for (int i = 0; i < 20; i++) {
+		char o[32];
+		snprintf(o, sizeof(o), "keep%d", i);
+		check_obj(s, "b", o, o, strlen(o));
+	}
+	store_close(s);
+}
+END_TEST
+
+/* ---- fault injection ----------------------------------------------------- */
+
+enum fault_kind {
+	F_OPEN, F_WRITE_EIO, F_WRITE_ENOSPC, F_WRITE_SHORT, F_FSYNC, F_RENAME, F_UNLINK, F_CLOSE,
+	F_NKINDS
+};
+static const char *fault_names[] = {"open", "write-eio", "write-enospc", "write-short",
+				    "fsync", "rename", "unlink", "close"};
+
+static struct {
+	enum fault_kind kind;
+	int k;         /* fail the k-th call of the kind */
+	int calls;
+	bool triggered;
+	bool short_pending; /* after a short write, the next write fails */
+} F;
+static store_io_t real_io;
+
+static bool fault_hit(enum fault_kind kind)
+{
+	if (F.kind != kind)
+		return false;
+	if (++F.calls != F.k)
+		return false;
+	F.triggered = true;
+	return true;
+}
+
+static int f_open(const char *path, int flags, mode_t mode)
+{
+	if (fault_hit(F_OPEN)) {
+		errno = EIO;
+		return -1;
+	}
+	return real_io.open(path, flags, mode);
+}
+
+static ssize_t f_write(int fd, const void *p, size_t n)
+{
+	if (F.short_pending) {
+		F.short_pending = false;
+		errno = ENOSPC;
+		return -1;
+	}
+	bool is_write = F.kind == F_WRITE_EIO || F.kind == F_WRITE_ENOSPC || F.kind == F_WRITE_SHORT;
+	if (is_write && ++F.calls == F.k) {
+		F.triggered = true;
+		if (F.kind == F_WRITE_SHORT && n > 1) {
+			F.short_pending = true;
+			return real_io.write(fd, p, n / 2);
+		}
+		errno = F.kind == F_WRITE_ENOSPC ? ENOSPC : EIO;
+		return -1;
+	}
+	return real_io.write(fd, p, n);
+}
+
+static int f_fsync(int fd)
+{
+	if (fault_hit(F_FSYNC)) {
+		errno = EIO;
+		return -1;
+	}
+	return real_io.fsync(fd);
+}
+
+static int f_rename(const char *a, const char *b)
+{
+	if (fault_hit(F_RENAME)) {
+		errno = EIO;
+		return -1;
+	}
+	return real_io.rename(a, b);
+}
+
+static int f_unlink(const char *p)
+{
+	if (fault_hit(F_UNLINK)) {
+		errno = EIO;
+		return -1;
+	}
+	return real_io.unlink(p);
+}
+
+static int f_close(int fd)
+{
+	if (fault_hit(F_CLOSE)) {
+		real_io.close(fd); /* Linux: the fd is gone even when close fails */
+		errno = EIO;
+		return -1;
+	}
+	return real_io.close(fd);
+}
+
+static void faults_arm(enum fault_kind kind, int k)
+{
+	memset(&F, 0, sizeof(F));
+	F.kind = kind;
+	F.k = k;
+	store_io = (store_io_t){f_open, f_write, f_fsync, f_rename, f_unlink, f_close};
+}
+
+static void faults_disarm(void) { store_io = real_io; }
+
+/* The object is whole: old (or absent when old is NULL) or new. */
+static int check_consistent(store_t *s, const char *old, size_t oldn, const char *nw, size_t nn)
+{
+	store_meta_t m;
+	size_t got;
+	char hex[17];
+	char *p = get(s, "b", "o", &got, &m);
+	if (!p) {
+		ck_assert_int_eq(errno, ENOENT);
+		ck_assert_ptr_null(old);
+		return 0;
+	}
+	xxh_hex(p, got, hex);
+	ck_assert_str_eq(hex, m.cksum);
+	int which = 0;
+	if (old && got == oldn && !memcmp(p, old, oldn)) {
+		ck_assert_uint_eq(m.version, 1);
+		which = 1;
+	} else {
+		ck_assert_msg(got == nn && !memcmp(p, nw, nn), "object is neither old nor new");
+		ck_assert_uint_eq(m.version, old ? 2 : 1);
+		which = 2;
+	}
+	free(p);
+	return which;
+}
+
+static void fault_loop(bool overwrite)
+{
+	size_t oldn = 100000, nn = 300000;
+	char *old = pattern(oldn, 1), *nw = pattern(nn, 2);
+	int runs = 0;
+	teardown(); /* each run below makes and removes its own dir */
+	real_io = store_io;
+	for (int kind = 0; kind < F_NKINDS; kind++) {
+		for (int k = 1;; k++) {
+			char sub[64];
+			snprintf(sub, sizeof(sub), "/tmp/aisd-fault-%d-%d-XXXXXX", kind, k);
+			/* a fresh store per run */
+			snprintf(g_dir, sizeof(g_dir), "%s", sub);
+			ck_assert_ptr_nonnull(mkdtemp(g_dir));
+			make_conf();
+			store_t *s = open_store();
+			ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+			if (overwrite)
+				put_ok(s, "b", "o", old, oldn, NULL);
+
+			faults_arm((enum fault_kind)kind, k);
+			store_writer_t *w = NULL;
+			store_meta_t m;
+			int rc = store_writer_begin(s, BCK("b"), BCK("o"), &w);
+			for (size_t off = 0; rc == AIS_OK && off < nn; off += 65536)
+				rc = store_writer_write(w, nw + off, MIN((size_t)65536, nn - off));
+			if (rc == AIS_OK)
+				rc = store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m);
+			int e = errno;
+			bool triggered = F.triggered;
+			faults_disarm();
+			store_writer_free(w);
+			runs++;
+
+			if (rc != AIS_OK) {
+				ck_assert_msg(triggered, "%s k=%d: failed without a fault: %s",
+					      fault_names[kind], k, strerror(e));
+				ck_assert_msg(e == EIO || e == ENOSPC, "%s k=%d: errno %s",
+					      fault_names[kind], k, strerror(e));
+				if (kind == F_WRITE_ENOSPC || kind == F_WRITE_SHORT)
+					ck_assert_int_eq(e, ENOSPC);
+			}
+			int which = check_consistent(s, overwrite ? old : NULL, oldn, nw, nn);
+			ck_assert_int_eq(which, rc == AIS_OK ? 2 : (overwrite ? 1 : 0));
+			ck_assert_int_eq(count_files("tmp"), 0);
+			/* at most one stray (an old gen whose unlink failed) */
+			ck_assert_int_le(count_files("obj"), which ? 2 : 0);
+			store_close(s);
+
+			s = open_store();
+			store_reconcile_wait(s);
+			ck_assert_int_eq(check_consistent(s, overwrite ? old : NULL, oldn, nw, nn), which);
+			ck_assert_int_eq(count_files("obj"), which ? 1 : 0);
+			/* and the store takes writes again */
+			put_ok(s, "b", "o", nw, nn, NULL);
+			check_obj(s, "b", "o", nw, nn);
+			store_close(s);
+			teardown();
+			if (!triggered)
+				break;
+		}
+	}
+	ck_assert_int_gt(runs, F_NKINDS * 2);
+	snprintf(g_dir, sizeof(g_dir), "/nonexistent"); /* teardown: nothing left */
+	free(old);
+	free(nw);
+}
+
+START_TEST(test_fault_new) { fault_loop(false); }
+END_TEST
+
+START_TEST(test_fault_overwrite) { fault_loop(true); }
+END_TEST
+
+/* ---- main ----------------------------------------------------------------- */
+
+static Suite *store_suite(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_checksums);
+	tcase_add_test(tc, test_overwrite_delete);
+	tcase_add_test(tc, test_old_reader_during_overwrite);
+	tcase_add_test(tc, test_concurrent_overwrite_read);
+	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_list_speed);
+	tcase_add_test(tc, test_buckets);
+	tcase_add_test(tc, test_reopen);
+	tcase_add_test(tc, test_min_free);
+	tcase_add_test(tc, test_crash_leftovers);
+	suite_add_tcase(s, tc);
+	TCase *tf = tcase_create("faults");
+	tcase_add_checked_fixture(tf, setup, teardown);
+	tcase_set_timeout(tf, 300);
+	tcase_add_test(tf, test_fault_new);
+	tcase_add_test(tf, test_fault_overwrite);
+	suite_add_tcase(s, tf);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(store_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
