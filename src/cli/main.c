@@ -459,8 +459,13 @@ int main(int argc, char **argv)
 	}
 	rv += used;
 	rest -= used;
-	if (!cmd->fn) /* help */
-		return g.help ? (print_help(stdout), CLI_EXIT_OK) : cmd_help(rest, rv);
+	if (!cmd->fn) { /* help */
+		if (g.help || (rest == 1 && (strcmp(rv[0], "--help") == 0 || strcmp(rv[0], "-h") == 0))) {
+			print_help(stdout);
+			return CLI_EXIT_OK;
+		}
+		return cmd_help(rest, rv);
+	}
 
 	a.cmd = cmd;
 	a.pos = xcalloc((size_t)rest + 1, sizeof(char *));
