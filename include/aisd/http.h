@@ -157,4 +157,13 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 bool http_resp_started(const http_req_t *req);
 const char *http_status_text(int status);
 
+/*
+ * http_range_parse reads a Range header value for a body of size bytes:
+ * "bytes=a-b", "bytes=a-", "bytes=-n". Returns AIS_OK with *start and
+ * *len set (a satisfiable single range), AIS_DONE when the header is to be
+ * ignored (absent, not bytes, malformed, or several ranges: serve it all),
+ * or AIS_ERR when the range cannot be satisfied (416).
+ */
+int http_range_parse(sv_t h, uint64_t size, uint64_t *start, uint64_t *len);
+
 #endif

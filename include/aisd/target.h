@@ -1,0 +1,38 @@
+/*
+ * target.h - the target role: the object and bucket API over the store.
+ *
+ * A target owns its mountpaths (the store) and answers the native v1 API:
+ * /v1/objects (data), /v1/buckets (buckets and listing), /v1/health.
+ */
+#ifndef AISD_TARGET_H
+#define AISD_TARGET_H
+
+#include "aisd/conf.h"
+#include "aisd/http.h"
+#include "aisd/store.h"
+
+typedef struct target {
+	const conf_t *conf;
+	store_t *store;
+	http_server_t *srv;
+	int64_t start_ns;
+} target_t;
+
+/* Opens the store and starts serving. Returns NULL with a message in err. */
+target_t *target_start(const conf_t *c, buf_t *err);
+void target_stop(target_t *t);
+
+/* Handlers (one file each: objects.c, buckets.c, routes.c). */
+int tgt_objects(http_req_t *req);
+int tgt_buckets(http_req_t *req);
+int tgt_health(http_req_t *req);
+
+/* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
+ * and validate both; on failure answers 400 and returns AIS_ERR. */
+int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj);
+/* Answers with the HTTP status that errno (from the store) maps to. */
+void tgt_resp_errno(http_req_t *req, int err, const char *what);
+/* RFC 3339 UTC time with nanoseconds. */
+void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
+
+#endif

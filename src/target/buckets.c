@@ -1,0 +1,367 @@
+/*
+ * buckets.c - the bucket API on a target, AIStore's v1 shapes:
+ *   GET    /v1/buckets/              list buckets
+ *   POST   /v1/buckets/B  {"action":"create-bck"[,"value":{props}]}
+ *   DELETE /v1/buckets/B  {"action":"destroy-bck"} (or no body)
+ *   GET    /v1/buckets/B  {"action":"list","value":{prefix, start_after,
+ *          continuation_token, pagesize, props}} (or the same as query
+ *          parameters) -> {"entries":[...],"continuation_token":"..."}
+ *   HEAD   /v1/buckets/B  200 with Ais-Bucket-Props, or 404
+ * Bodies are small JSON documents, buffered by the dispatcher. Store work
+ * (LevelDB writes and scans) runs on the I/O pool.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/log.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define LIST_PAGE_DEFAULT 1000
+#define LIST_PAGE_MAX 10000
+
+enum { P_NAME = 1, P_SIZE = 2, P_CKSUM = 4, P_ATIME = 8, P_VERSION = 16, P_ALL = 31 };
+
+struct bop {
+	target_t *t;
+	sv_t bck;
+	int err;
+	enum store_cksum cksum;
+	/* list */
+	sv_t prefix, start_after;
+	size_t pagesize;
+	unsigned props;
+	buf_t out;
+	size_t n;
+	bool more;
+	char *last;
+	size_t last_len;
+};
+
+static void bop_cleanup(void *arg)
+{
+	struct bop *b = arg;
+	buf_free(&b->out);
+	free(b->last);
+}
+
+static struct bop *bop_new(http_req_t *req, sv_t bck)
+{
+	struct bop *b = arena_zalloc(req->arena, sizeof(*b));
+	b->t = req->ctx;
+	b->bck = bck;
+	req->state = b;
+	arena_cleanup_add(req->arena, bop_cleanup, b);
+	return b;
+}
+
+static void answer(http_req_t *req, struct bop *b, const char *what)
+{
+	if (b->err) {
+		char w[128];
+		snprintf(w, sizeof(w), "%s \"%.*s\"", what, (int)b->bck.len, b->bck.ptr);
+		tgt_resp_errno(req, b->err, w);
+		return;
+	}
+	http_resp_send(req, "", 0);
+}
+
+/* --- create / destroy ---------------------------------------------------- */
+
+static void create_work(http_req_t *req)
+{
+	struct bop *b = req->state;
+	if (store_bucket_create(b->t->store, b->bck.ptr, b->bck.len, b->cksum) != AIS_OK)
+		b->err = errno ? errno : EIO;
+}
+
+static void create_done(http_req_t *req) { answer(req, req->state, "bucket"); }
+
+static void destroy_work(http_req_t *req)
+{
+	struct bop *b = req->state;
+	if (store_bucket_destroy(b->t->store, b->bck.ptr, b->bck.len) != AIS_OK)
+		b->err = errno ? errno : EIO;
+}
+
+static void destroy_done(http_req_t *req) { answer(req, req->state, "bucket"); }
+
+/* --- list objects -------------------------------------------------------- */
+
+static void list_entry(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	struct bop *b = arg;
+	char t[64];
+	buf_addstr(&b->out, b->n ? ",{\"name\":" : "{\"name\":");
+	buf_add_json_str(&b->out, name, len);
+	if (b->props & P_SIZE)
+		buf_addf(&b->out, ",\"size\":%llu", (unsigned long long)m->size);
+	if (b->props & P_CKSUM) {
+		buf_addstr(&b->out, ",\"checksum\":");
+		buf_add_json_str(&b->out, m->cksum, strlen(m->cksum));
+	}
+	if (b->props & P_ATIME) {
+		tgt_fmt_time(m->atime_ns ? m->atime_ns : m->mtime_ns, t, sizeof(t));
+		buf_addf(&b->out, ",\"atime\":\"%s\"", t);
+	}
+	if (b->props & P_VERSION)
+		buf_addf(&b->out, ",\"version\":\"%llu\"", (unsigned long long)m->version);
+	buf_addch(&b->out, '}');
+	b->n++;
+	free(b->last);
+	b->last = xstrndup(name, len);
+	b->last_len = len;
+}
+
+static void list_work(http_req_t *req)
+{
+	struct bop *b = req->state;
+	buf_addstr(&b->out, "{\"entries\":[");
+	if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
+		       b->start_after.len, b->pagesize, list_entry, b, &b->more) != AIS_OK) {
+		b->err = errno ? errno : EIO;
+		return;
+	}
+	buf_addstr(&b->out, "],\"continuation_token\":");
+	if (b->more && b->last)
+		buf_add_json_str(&b->out, b->last, b->last_len);
+	else
+		buf_addstr(&b->out, "\"\"");
+	buf_addch(&b->out, '}');
+}
+
+static void list_done(http_req_t *req)
+{
+	struct bop *b = req->state;
+	if (b->err) {
+		answer(req, b, "bucket");
+		return;
+	}
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &b->out);
+}
+
+static int parse_props(sv_t s, unsigned *out)
+{
+	unsigned p = P_NAME;
+	const char *q = s.ptr, *end = s.ptr + s.len;
+	while (q < end) {
+		const char *c = memchr(q, ',', (size_t)(end - q));
+		sv_t it = sv_trim((sv_t){q, (size_t)((c ? c : end) - q)});
+		if (sv_eqstr(it, "name") || it.len == 0)
+			;
+		else if (sv_eqstr(it, "size"))
+			p |= P_SIZE;
+		else if (sv_eqstr(it, "checksum"))
+			p |= P_CKSUM;
+		else if (sv_eqstr(it, "atime"))
+			p |= P_ATIME;
+		else if (sv_eqstr(it, "version"))
+			p |= P_VERSION;
+		else if (!sv_eqstr(it, "copies") && !sv_eqstr(it, "location") && !sv_eqstr(it, "status"))
+			return AIS_ERR;
+		q = (c ? c : end) + 1;
+	}
+	*out = p;
+	return AIS_OK;
+}
+
+static bool json_sv(json_t *v, arena_t *a, sv_t *out)
+{
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v))
+		return false;
+	*out = (sv_t){arena_strndup(a, json_string_value(v), json_string_length(v)), json_string_length(v)};
+	return true;
+}
+
+static int list_objects(http_req_t *req, sv_t bck, json_t *value)
+{
+	struct bop *b = bop_new(req, bck);
+	sv_t token = {"", 0}, pagesize = {NULL, 0}, props = {NULL, 0};
+	uint64_t ps = LIST_PAGE_DEFAULT;
+
+	b->prefix = b->start_after = (sv_t){"", 0};
+	if (value) {
+		json_t *jps = json_object_get(value, "pagesize");
+		if (!json_sv(json_object_get(value, "prefix"), req->arena, &b->prefix) ||
+		    !json_sv(json_object_get(value, "start_after"), req->arena, &b->start_after) ||
+		    !json_sv(json_object_get(value, "continuation_token"), req->arena, &token) ||
+		    !json_sv(json_object_get(value, "props"), req->arena, &props) ||
+		    (jps && !json_is_null(jps) && (!json_is_integer(jps) || json_integer_value(jps) < 0))) {
+			http_resp_error(req, 400, "invalid list request: prefix, start_after, continuation_token and "
+						  "props are strings, pagesize a non-negative integer");
+			return AIS_OK;
+		}
+		if (jps && json_is_integer(jps) && json_integer_value(jps) > 0)
+			ps = (uint64_t)json_integer_value(jps);
+	} else {
+		http_query_get(req, "prefix", &b->prefix);
+		http_query_get(req, "start_after", &b->start_after);
+		http_query_get(req, "continuation_token", &token);
+		http_query_get(req, "props", &props);
+		if (http_query_get(req, "pagesize", &pagesize) && pagesize.len &&
+		    num_parse_u64(pagesize.ptr, pagesize.len, 0, UINT32_MAX, &ps) != AIS_OK) {
+			http_resp_error(req, 400, "pagesize must be a non-negative integer");
+			return AIS_OK;
+		}
+		if (ps == 0)
+			ps = LIST_PAGE_DEFAULT;
+	}
+	b->pagesize = ps > LIST_PAGE_MAX ? LIST_PAGE_MAX : ps;
+	b->props = P_ALL;
+	if (props.ptr && props.len && parse_props(props, &b->props) != AIS_OK) {
+		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version");
+		return AIS_OK;
+	}
+	/* the token is the last name of the previous page: resume after it */
+	if (token.len) {
+		int c = memcmp(token.ptr, b->start_after.ptr, MIN(token.len, b->start_after.len));
+		if (c > 0 || (c == 0 && token.len > b->start_after.len))
+			b->start_after = token;
+	}
+	http_offload(req, list_work, list_done);
+	return AIS_OK;
+}
+
+/* --- list buckets, props -------------------------------------------------- */
+
+static void list_buckets(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	store_bucket_t *bs = NULL;
+	size_t n = 0;
+	buf_t out = BUF_INIT;
+
+	if (store_bucket_list(t->store, &bs, &n) != AIS_OK) {
+		tgt_resp_errno(req, errno, "bucket list");
+		return;
+	}
+	buf_addch(&out, '[');
+	for (size_t i = 0; i < n; i++) {
+		buf_addstr(&out, i ? ",{\"name\":" : "{\"name\":");
+		buf_add_json_str(&out, bs[i].name, strlen(bs[i].name));
+		buf_addstr(&out, ",\"provider\":\"ais\",\"namespace\":{\"uuid\":\"\",\"name\":\"\"}}");
+	}
+	buf_addch(&out, ']');
+	free(bs);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+}
+
+static void head_bucket(http_req_t *req, sv_t bck)
+{
+	target_t *t = req->ctx;
+	store_bucket_t b;
+	if (store_bucket_get(t->store, bck.ptr, bck.len, &b) != AIS_OK) {
+		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
+		return;
+	}
+	char created[64];
+	tgt_fmt_time(b.created_ns, created, sizeof(created));
+	http_resp_header(req, "Ais-Bucket-Props",
+			 "{\"provider\":\"ais\",\"checksum\":{\"type\":\"%s\"},\"created\":\"%s\"}",
+			 store_cksum_name(b.cksum_type), created);
+	http_resp_send_head(req, 0);
+}
+
+/* --- dispatch ------------------------------------------------------------- */
+
+int tgt_buckets(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	sv_t bck, obj;
+	json_t *doc = NULL, *value = NULL;
+	const char *action = NULL;
+	json_error_t jerr;
+
+	if (req->subpath.len == 0) {
+		if (req->method == HTTP_GET)
+			list_buckets(req);
+		else
+			http_resp_error(req, 400, "bucket name required: /v1/buckets/BUCKET");
+		return AIS_OK;
+	}
+	if (tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+		return AIS_OK;
+	if (req->body.len) {
+		doc = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+		if (!doc || !json_is_object(doc)) {
+			http_resp_error(req, 400, "invalid JSON body: %s", doc ? "not an object" : jerr.text);
+			goto out;
+		}
+		json_t *ja = json_object_get(doc, "action");
+		if (!json_is_string(ja)) {
+			http_resp_error(req, 400, "JSON body needs an \"action\" string");
+			goto out;
+		}
+		action = json_string_value(ja);
+		value = json_object_get(doc, "value");
+		if (value && json_is_null(value))
+			value = NULL;
+		if (value && !json_is_object(value)) {
+			http_resp_error(req, 400, "\"value\" must be an object");
+			goto out;
+		}
+	}
+
+	switch (req->method) {
+	case HTTP_HEAD:
+		head_bucket(req, bck);
+		break;
+	case HTTP_GET:
+		if (action && strcmp(action, "list")) {
+			http_resp_error(req, 400, "unknown action \"%s\" for GET (want \"list\")", action);
+			break;
+		}
+		{
+			store_bucket_t sb;
+			if (store_bucket_get(t->store, bck.ptr, bck.len, &sb) != AIS_OK) {
+				http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
+				break;
+			}
+		}
+		list_objects(req, bck, value);
+		break;
+	case HTTP_POST: {
+		if (!action || strcmp(action, "create-bck")) {
+			http_resp_error(req, 400, "unknown action \"%s\" for POST (want \"create-bck\")",
+					action ? action : "");
+			break;
+		}
+		struct bop *b = bop_new(req, bck);
+		if (store_cksum_parse(t->conf->checksum, strlen(t->conf->checksum), &b->cksum) != AIS_OK)
+			b->cksum = CKSUM_XXHASH;
+		json_t *ck = value ? json_object_get(json_object_get(value, "checksum"), "type") : NULL;
+		if (ck) {
+			if (!json_is_string(ck) ||
+			    store_cksum_parse(json_string_value(ck), json_string_length(ck), &b->cksum) != AIS_OK) {
+				http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
+				break;
+			}
+		}
+		http_offload(req, create_work, create_done);
+		break;
+	}
+	case HTTP_DELETE:
+		if (action && strcmp(action, "destroy-bck")) {
+			http_resp_error(req, 400, "unknown action \"%s\" for DELETE (want \"destroy-bck\")", action);
+			break;
+		}
+		bop_new(req, bck);
+		http_offload(req, destroy_work, destroy_done);
+		break;
+	default:
+		http_resp_error(req, 405, "method not allowed");
+	}
+out:
+	json_decref(doc);
+	return AIS_OK;
+}

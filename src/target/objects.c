@@ -1,0 +1,384 @@
+/*
+ * objects.c - the object API on a target: GET, HEAD, PUT and DELETE of
+ * /v1/objects/BUCKET/OBJECT.
+ *
+ * GET/HEAD open the object on the event loop (a LevelDB get and an open),
+ * check conditionals and Range, and hand the file to the HTTP layer, which
+ * sends it without blocking the loop on disk. PUT streams the body through
+ * two buffers of store.put_buffer bytes: the loop fills one while an I/O
+ * thread writes the other, so memory per PUT is bounded and the socket and
+ * the disk work in parallel; the commit (checksum check, fsync, rename,
+ * LevelDB) runs on the I/O pool and the client hears 200 only after it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+static void etag_of(const store_meta_t *m, char *out, size_t outsz)
+{
+	if (m->cksum[0])
+		snprintf(out, outsz, "\"%s\"", m->cksum);
+	else
+		snprintf(out, outsz, "\"v%llx-%llx\"", (unsigned long long)m->version,
+			 (unsigned long long)m->mtime_ns);
+}
+
+static void prop_headers(http_req_t *req, const store_meta_t *m)
+{
+	char t[64], etag[96];
+	http_resp_header(req, "Ais-Checksum-Type", "%s", store_cksum_name(m->cksum_type));
+	if (m->cksum[0])
+		http_resp_header(req, "Ais-Checksum-Value", "%s", m->cksum);
+	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)m->version);
+	tgt_fmt_time(m->atime_ns ? m->atime_ns : m->mtime_ns, t, sizeof(t));
+	http_resp_header(req, "Ais-Atime", "%s", t);
+	if (m->custom[0])
+		http_resp_header(req, "Ais-Custom-Md", "%s", m->custom);
+	time_http_date(m->mtime_ns, t, sizeof(t));
+	http_resp_header(req, "Last-Modified", "%s", t);
+	etag_of(m, etag, sizeof(etag));
+	http_resp_header(req, "ETag", "%s", etag);
+}
+
+/* Does the If-Match / If-None-Match list h contain etag (or "*")? */
+static bool etag_listed(sv_t h, const char *etag)
+{
+	sv_t e = sv_from(etag);
+	const char *p = h.ptr, *end = h.ptr + h.len;
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *stop = comma ? comma : end;
+		sv_t item = sv_trim((sv_t){p, (size_t)(stop - p)});
+		if (sv_startswith(item, "W/"))
+			item.ptr += 2, item.len -= 2;
+		if (sv_eqstr(item, "*") || sv_eq(item, e))
+			return true;
+		p = stop + 1;
+	}
+	return false;
+}
+
+/* Returns 0 to go on, or the status (304/412) the conditionals ask for. */
+static int check_conditions(http_req_t *req, const store_meta_t *m)
+{
+	char etag[96];
+	int64_t t;
+	sv_t im = http_req_header(req, "If-Match"), inm = http_req_header(req, "If-None-Match");
+	sv_t ims = http_req_header(req, "If-Modified-Since"), ius = http_req_header(req, "If-Unmodified-Since");
+	int64_t mtime_s = m->mtime_ns / 1000000000LL;
+
+	etag_of(m, etag, sizeof(etag));
+	if (im.ptr) {
+		if (!etag_listed(im, etag))
+			return 412;
+	} else if (ius.ptr && time_parse_http_date(ius.ptr, ius.len, &t) == AIS_OK) {
+		if (mtime_s > t / 1000000000LL)
+			return 412;
+	}
+	if (inm.ptr) {
+		if (etag_listed(inm, etag))
+			return req->method == HTTP_GET || req->method == HTTP_HEAD ? 304 : 412;
+	} else if (ims.ptr && (req->method == HTTP_GET || req->method == HTTP_HEAD) &&
+		   time_parse_http_date(ims.ptr, ims.len, &t) == AIS_OK) {
+		if (mtime_s <= t / 1000000000LL)
+			return 304;
+	}
+	return 0;
+}
+
+static void not_found(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	store_bucket_t b;
+	if (store_bucket_get(t->store, bck.ptr, bck.len, &b) != AIS_OK)
+		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
+	else
+		http_resp_error(req, 404, "object \"%.*s/%.*s\" does not exist", (int)bck.len, bck.ptr,
+				(int)MIN(obj.len, 512), obj.ptr);
+}
+
+static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	store_meta_t m;
+	int fd;
+	uint64_t start = 0, len;
+
+	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) != AIS_OK) {
+		if (errno == ENOENT)
+			not_found(req, t, bck, obj);
+		else
+			tgt_resp_errno(req, errno, "object");
+		return AIS_OK;
+	}
+	int cond = check_conditions(req, &m);
+	if (cond) {
+		close(fd);
+		prop_headers(req, &m);
+		http_resp_status(req, cond);
+		http_resp_send(req, "", 0);
+		return AIS_OK;
+	}
+	len = m.size;
+	prop_headers(req, &m);
+	http_resp_header(req, "Accept-Ranges", "bytes");
+	http_resp_header(req, "Content-Type", "application/octet-stream");
+	int r = http_range_parse(http_req_header(req, "Range"), m.size, &start, &len);
+	if (r == AIS_ERR) {
+		close(fd);
+		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)m.size);
+		http_resp_error(req, 416, "range not satisfiable for an object of %llu bytes",
+				(unsigned long long)m.size);
+		return AIS_OK;
+	}
+	if (r == AIS_OK) {
+		http_resp_status(req, 206);
+		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
+				 (unsigned long long)(start + len - 1), (unsigned long long)m.size);
+	} else {
+		start = 0;
+		len = m.size;
+	}
+	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
+		store_touch(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m);
+	http_resp_send_file(req, fd, (off_t)start, len);
+	return AIS_OK;
+}
+
+/* --- PUT ----------------------------------------------------------------- */
+
+struct put {
+	target_t *t;
+	sv_t bck, obj;
+	store_writer_t *w;
+	buf_t buf[2];
+	int cur;           /* buffer the loop fills */
+	int wbuf;          /* buffer the I/O thread writes */
+	size_t bufsz;
+	bool busy;         /* an I/O task is in flight */
+	bool ended;        /* whole body received */
+	bool committing;
+	bool failed;
+	int err;           /* errno of the failed step */
+	enum store_cksum want_type;
+	char want_hex[STORE_CKSUM_HEX_MAX];
+	char *custom;
+	store_meta_t meta;
+};
+
+static void put_cleanup(void *arg)
+{
+	struct put *p = arg;
+	store_writer_free(p->w);
+	buf_free(&p->buf[0]);
+	buf_free(&p->buf[1]);
+}
+
+static void put_step(http_req_t *req);
+
+static void put_fail(http_req_t *req, struct put *p)
+{
+	p->failed = true;
+	if (p->err == ENOSPC)
+		log_warnx("PUT %.*s/%.*s: insufficient storage", (int)p->bck.len, p->bck.ptr,
+			  (int)MIN(p->obj.len, 256), p->obj.ptr);
+	tgt_resp_errno(req, p->err, "object");
+}
+
+static void begin_work(http_req_t *req)
+{
+	struct put *p = req->state;
+	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->w) != AIS_OK)
+		p->err = errno ? errno : EIO;
+}
+
+static void write_work(http_req_t *req)
+{
+	struct put *p = req->state;
+	buf_t *b = &p->buf[p->wbuf];
+	if (store_writer_write(p->w, b->ptr, b->len) != AIS_OK)
+		p->err = errno ? errno : EIO;
+	b->len = 0;
+}
+
+static void commit_work(http_req_t *req)
+{
+	struct put *p = req->state;
+	if (store_writer_commit(p->w, p->want_type, p->want_hex, p->custom, &p->meta) != AIS_OK)
+		p->err = errno ? errno : EIO;
+}
+
+static void io_done(http_req_t *req)
+{
+	struct put *p = req->state;
+	p->busy = false;
+	if (p->err) {
+		put_fail(req, p);
+		return;
+	}
+	if (p->committing) {
+		prop_headers(req, &p->meta);
+		http_resp_send(req, "", 0);
+		return;
+	}
+	put_step(req);
+	http_req_resume(req);
+}
+
+/* Starts the next I/O task if one is due: a full buffer (or the last
+ * piece) to write, or the commit once everything is written. */
+static void put_step(http_req_t *req)
+{
+	struct put *p = req->state;
+	if (p->busy || p->failed || !p->w)
+		return;
+	buf_t *b = &p->buf[p->cur];
+	if (b->len == p->bufsz || (p->ended && b->len > 0)) {
+		p->wbuf = p->cur;
+		p->cur ^= 1;
+		p->busy = true;
+		http_offload(req, write_work, io_done);
+	} else if (p->ended) {
+		p->busy = true;
+		p->committing = true;
+		http_offload(req, commit_work, io_done);
+	}
+}
+
+static int put_body(http_req_t *req, const char *data, size_t n)
+{
+	struct put *p = req->state;
+	if (p->failed)
+		return AIS_ERR;
+	buf_add(&p->buf[p->cur], data, n);
+	put_step(req);
+	return AIS_OK;
+}
+
+static size_t put_room(http_req_t *req)
+{
+	struct put *p = req->state;
+	buf_t *b = &p->buf[p->cur];
+	return b->len < p->bufsz ? p->bufsz - b->len : 0;
+}
+
+static void put_end(http_req_t *req)
+{
+	struct put *p = req->state;
+	p->ended = true;
+	put_step(req);
+}
+
+static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	store_bucket_t b;
+	struct put *p;
+
+	if (store_bucket_get(t->store, bck.ptr, bck.len, &b) != AIS_OK) {
+		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
+		return AIS_OK;
+	}
+	p = arena_zalloc(req->arena, sizeof(*p));
+	p->t = t;
+	p->bck = bck;
+	p->obj = obj;
+	p->bufsz = t->conf->put_buffer;
+	if (req->content_length >= 0 && (uint64_t)req->content_length < p->bufsz)
+		p->bufsz = req->content_length > 0 ? (size_t)req->content_length : 1;
+
+	sv_t ct = http_req_header(req, "Ais-Checksum-Type"), cv = http_req_header(req, "Ais-Checksum-Value");
+	if (ct.ptr && ct.len) {
+		if (store_cksum_parse(ct.ptr, ct.len, &p->want_type) != AIS_OK) {
+			http_resp_error(req, 400, "unknown checksum type \"%.*s\": use xxhash, md5, sha256 or none",
+					(int)MIN(ct.len, 64), ct.ptr);
+			return AIS_OK;
+		}
+		if (p->want_type != CKSUM_NONE) {
+			if (!cv.ptr || cv.len == 0 || cv.len >= sizeof(p->want_hex)) {
+				http_resp_error(req, 400, "Ais-Checksum-Value missing or too long");
+				return AIS_OK;
+			}
+			for (size_t i = 0; i < cv.len; i++)
+				p->want_hex[i] = (char)(cv.ptr[i] >= 'A' && cv.ptr[i] <= 'F' ? cv.ptr[i] | 0x20 : cv.ptr[i]);
+		}
+	} else if (cv.ptr) {
+		http_resp_error(req, 400, "Ais-Checksum-Value given without Ais-Checksum-Type");
+		return AIS_OK;
+	}
+	sv_t md = http_req_header(req, "Ais-Custom-Md");
+	if (md.ptr) {
+		if (md.len >= sizeof(p->meta.custom)) {
+			http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
+			return AIS_OK;
+		}
+		p->custom = arena_svdup(req->arena, md);
+	}
+	req->state = p;
+	arena_cleanup_add(req->arena, put_cleanup, p);
+	req->on_body = put_body;
+	req->on_room = put_room;
+	req->on_body_end = put_end;
+	p->busy = true;
+	http_offload(req, begin_work, io_done);
+	return AIS_OK;
+}
+
+/* --- DELETE -------------------------------------------------------------- */
+
+struct del {
+	target_t *t;
+	sv_t bck, obj;
+	int err;
+};
+
+static void del_work(http_req_t *req)
+{
+	struct del *d = req->state;
+	if (store_delete(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len) != AIS_OK)
+		d->err = errno ? errno : EIO;
+}
+
+static void del_done(http_req_t *req)
+{
+	struct del *d = req->state;
+	if (d->err == ENOENT)
+		not_found(req, d->t, d->bck, d->obj);
+	else if (d->err)
+		tgt_resp_errno(req, d->err, "object");
+	else
+		http_resp_send(req, "", 0);
+}
+
+int tgt_objects(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	sv_t bck, obj;
+
+	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
+		return AIS_OK;
+	switch (req->method) {
+	case HTTP_GET:
+	case HTTP_HEAD:
+		return get_object(req, t, bck, obj);
+	case HTTP_PUT:
+		return put_object(req, t, bck, obj);
+	case HTTP_DELETE: {
+		struct del *d = arena_zalloc(req->arena, sizeof(*d));
+		d->t = t;
+		d->bck = bck;
+		d->obj = obj;
+		req->state = d;
+		http_offload(req, del_work, del_done);
+		return AIS_OK;
+	}
+	default:
+		http_resp_error(req, 405, "method not allowed");
+		return AIS_OK;
+	}
+}

@@ -1,0 +1,72 @@
+/*
+ * routes.c - the target's route table and its life cycle: open the store,
+ * start the HTTP server with these routes, stop both.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define M(x) HTTP_M(HTTP_##x)
+
+static const http_route_t routes[] = {
+	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_objects,
+	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
+	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
+	 "buckets: list, create-bck, destroy-bck, list objects, props"},
+	{"/v1/health", M(GET) | M(HEAD), 0, 0, tgt_health, "health: 200 when serving"},
+};
+
+int tgt_health(http_req_t *req)
+{
+	http_resp_header(req, "Content-Type", "application/json");
+	static const char ok[] = "{\"status\":\"ok\",\"role\":\"target\"}";
+	http_resp_send(req, ok, sizeof(ok) - 1);
+	return AIS_OK;
+}
+
+target_t *target_start(const conf_t *c, buf_t *err)
+{
+	target_t *t = xcalloc(1, sizeof(*t));
+	t->conf = c;
+	t->start_ns = time_now_ns();
+	if (store_open(c, &t->store, err) != AIS_OK) {
+		free(t);
+		return NULL;
+	}
+	http_server_opts_t o = {
+		.host = c->host,
+		.port = (int)c->port,
+		.workers = (int)c->workers,
+		.io_threads = (int)c->io_threads,
+		.max_conns = c->max_conns,
+		.max_header_bytes = c->max_header_bytes,
+		.header_timeout_ms = c->header_timeout_ms,
+		.idle_timeout_ms = c->idle_timeout_ms,
+		.body_timeout_ms = c->body_timeout_ms,
+		.routes = routes,
+		.nroutes = ARRAY_SIZE(routes),
+		.ctx = t,
+	};
+	t->srv = http_server_new(&o, err);
+	if (!t->srv) {
+		store_close(t->store);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void target_stop(target_t *t)
+{
+	if (!t)
+		return;
+	http_server_free(t->srv);
+	store_close(t->store);
+	free(t);
+}

@@ -1,0 +1,72 @@
+/*
+ * util.c - helpers shared by the target's handlers: names from the path,
+ * store errors to HTTP statuses, time formatting.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj)
+{
+	sv_t sp = req->subpath;
+	const char *slash = memchr(sp.ptr, '/', sp.len);
+	sv_t rb = {sp.ptr, slash ? (size_t)(slash - sp.ptr) : sp.len};
+	sv_t ro = slash ? (sv_t){slash + 1, sp.len - rb.len - 1} : (sv_t){"", 0};
+
+	if (http_pct_decode(req->arena, rb, false, bck) != AIS_OK ||
+	    http_pct_decode(req->arena, ro, false, obj) != AIS_OK) {
+		http_resp_error(req, 400, "malformed percent-encoding in the path");
+		return AIS_ERR;
+	}
+	if (!name_bucket_valid(bck->ptr, bck->len)) {
+		if (bck->len == 0)
+			http_resp_error(req, 400, "bucket name required");
+		else
+			http_resp_error(req, 400,
+					"invalid bucket name \"%.*s\": use 1 to 64 of A-Z a-z 0-9 . _ -",
+					(int)MIN(bck->len, 100), bck->ptr);
+		return AIS_ERR;
+	}
+	if (need_obj && !name_object_valid(obj->ptr, obj->len)) {
+		if (obj->len == 0)
+			http_resp_error(req, 400, "object name required: /v1/objects/BUCKET/OBJECT");
+		else if (obj->len > NAME_OBJECT_MAX)
+			http_resp_error(req, 400, "object name longer than %d bytes", NAME_OBJECT_MAX);
+		else
+			http_resp_error(req, 400, "invalid object name: must be UTF-8 without NUL bytes");
+		return AIS_ERR;
+	}
+	if (!need_obj && obj->len) {
+		http_resp_error(req, 400, "unexpected path after the bucket name");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+void tgt_resp_errno(http_req_t *req, int err, const char *what)
+{
+	switch (err) {
+	case ENOENT: http_resp_error(req, 404, "%s does not exist", what); break;
+	case EEXIST: http_resp_error(req, 409, "%s already exists", what); break;
+	case EBADMSG: http_resp_error(req, 400, "%s: checksum mismatch, nothing stored", what); break;
+	case ENOSPC: http_resp_error(req, 507, "%s: insufficient storage", what); break;
+	case EINVAL: http_resp_error(req, 400, "%s: invalid request", what); break;
+	default: http_resp_error(req, 500, "%s: %s", what, strerror(err)); break;
+	}
+}
+
+void tgt_fmt_time(int64_t ns, char *out, size_t outsz)
+{
+	time_t s = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(ns % 1000000000LL));
+}
