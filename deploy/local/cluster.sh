@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# cluster.sh - run a local aisd cluster on this machine, for development.
+#
+#   cluster.sh up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
+#   cluster.sh down   [-d DIR]
+#   cluster.sh status [-d DIR]
+#
+# Every node has a directory DIR/<node>/ holding its config (aisd.conf,
+# written on the first `up` only), its mountpath (mp1/), its log (aisd.log,
+# plus aisd.out for anything printed before the log opens), its pid
+# (aisd.pid) and its port (port). Target i is node t<i> on BASEPORT+i, or on
+# another free port if that one is busy; the port is remembered, so a
+# restart finds the node where it was.
+#
+# `up` on an existing DIR restarts the stopped nodes with their data and
+# leaves running ones alone. `down` sends SIGTERM, waits up to 10 s, then
+# SIGKILL; it only signals the pids it recorded, after checking that each is
+# still that node's aisd.
+#
+# Defaults: -g 0 -t 1 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
+# Gateways come with the cluster work; -g is accepted now, and nodes g<i>
+# will live beside t<i>.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
+
+HEALTH_TIMEOUT=20 # seconds a node has to answer /v1/health
+STOP_TIMEOUT=10   # seconds between SIGTERM and SIGKILL
+
+usage() {
+	cat <<EOF
+usage: $0 up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
+       $0 down   [-d DIR]
+       $0 status [-d DIR]
+
+  -g N   gateways (default 0; gateways are not there yet)
+  -t N   targets (default 1; on an existing DIR, at least the nodes it has)
+  -d DIR cluster directory (default: $REPO/run)
+  -p N   first port (default 8080); target i listens on N+i, or another free
+         port if that one is busy
+  -b DIR where the aisd binary is (default: \$BUILD or $REPO/build)
+EOF
+}
+
+die() {
+	echo "cluster.sh: $*" >&2
+	exit 1
+}
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# abspath PATH: PATH made absolute against the current directory.
+abspath() {
+	case $1 in
+	/*) printf '%s\n' "$1" ;;
+	*) printf '%s\n' "$PWD/$1" ;;
+	esac
+}
+
+# ---- options --------------------------------------------------------------
+
+cmd=${1:-}
+[ -n "$cmd" ] || {
+	usage >&2
+	exit 2
+}
+shift
+case $cmd in
+up | down | status) ;;
+-h | --help | help)
+	usage
+	exit 0
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
+
+gateways=0
+targets=1
+targets_set=0
+dir=$REPO/run
+baseport=8080
+baseport_set=0
+bindir=
+while getopts "g:t:d:p:b:h" opt; do
+	case $opt in
+	g) gateways=$OPTARG ;;
+	t) targets=$OPTARG targets_set=1 ;;
+	d) dir=$OPTARG ;;
+	p) baseport=$OPTARG baseport_set=1 ;;
+	b) bindir=$OPTARG ;;
+	h)
+		usage
+		exit 0
+		;;
+	*)
+		usage >&2
+		exit 2
+		;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || die "unexpected argument: $1"
+is_uint "$gateways" || die "-g wants a number, not '$gateways'"
+is_uint "$targets" || die "-t wants a number, not '$targets'"
+if ! is_uint "$baseport" || [ "$baseport" -lt 1 ] || [ "$baseport" -gt 65535 ]; then
+	die "-p wants a port number, not '$baseport'"
+fi
+[ "$cmd" = up ] || [ "$targets_set" = 0 ] || die "-t is for 'up' only"
+
+dir=$(abspath "$dir")
+# physical path: pids are matched against the config path aisd was given
+[ -d "$dir" ] && dir=$(cd "$dir" && pwd -P)
+
+if [ -z "$bindir" ]; then
+	b=${BUILD:-$REPO/build}
+	case $b in
+	/*) bindir=$b ;;
+	*) if [ -x "$PWD/$b/aisd" ]; then bindir=$PWD/$b; else bindir=$REPO/$b; fi ;;
+	esac
+fi
+bindir=$(abspath "$bindir")
+
+# ---- helpers --------------------------------------------------------------
+
+# nodes: the node names under $dir, targets first, in numeric order.
+nodes() {
+	local kind d
+	for kind in g t; do
+		for d in "$dir"/"$kind"[0-9]*; do
+			if [ -d "$d" ] && [[ $(basename "$d") =~ ^${kind}[0-9]+$ ]]; then
+				basename "$d"
+			fi
+		done | sort -k1.2n
+	done
+}
+
+node_pid() { cat "$dir/$1/aisd.pid" 2>/dev/null || true; }
+node_port() { cat "$dir/$1/port" 2>/dev/null || true; }
+
+# running NODE: true if the pid recorded for NODE is alive and is that
+# node's aisd (so a recycled pid is never signalled).
+running() {
+	local pid cmdline
+	pid=$(node_pid "$1")
+	is_uint "$pid" || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	if [ -r "/proc/$pid/cmdline" ]; then
+		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+		[[ $cmdline == *"$dir/$1/aisd.conf"* ]] || return 1
+	fi
+	return 0
+}
+
+healthy() {
+	curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/v1/health" 2>/dev/null
+}
+
+# port_busy PORT: something listens on PORT (any address).
+port_busy() {
+	if command -v ss >/dev/null 2>&1; then
+		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
+	else
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+	fi
+}
+
+# port_claimed PORT NODE: another node of this cluster owns PORT.
+port_claimed() {
+	local n
+	for n in $(nodes); do
+		[ "$n" != "$2" ] && [ "$(node_port "$n")" = "$1" ] && return 0
+	done
+	return 1
+}
+
+# free_port NODE WANT: WANT if it is free, else the next free port above the
+# cluster's range that no other node of this cluster owns.
+free_port() {
+	local node=$1 p=$2
+	if ! port_busy "$p" && ! port_claimed "$p" "$node"; then
+		echo "$p"
+		return
+	fi
+	p=$((baseport + ntargets + gateways))
+	while [ "$p" -le 65535 ]; do
+		if ! port_busy "$p" && ! port_claimed "$p" "$node"; then
+			echo "$p"
+			return
+		fi
+		p=$((p + 1))
+	done
+	die "no free port for $node"
+}
+
+show_logs() {
+	local f
+	for f in "$dir/$1/aisd.out" "$dir/$1/aisd.log"; do
+		if [ -s "$f" ]; then
+			echo "--- last lines of $f:" >&2
+			tail -n 20 "$f" >&2
+		fi
+	done
+}
+
+# stop_pids PID...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL.
+stop_pids() {
+	local pid left waited=0
+	for pid in "$@"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	while :; do
+		left=()
+		for pid in "$@"; do
+			kill -0 "$pid" 2>/dev/null && left+=("$pid")
+		done
+		[ ${#left[@]} -eq 0 ] && return 0
+		if [ "$waited" -ge $((STOP_TIMEOUT * 10)) ]; then
+			echo "cluster.sh: pid(s) ${left[*]} ignored SIGTERM for ${STOP_TIMEOUT}s: SIGKILL" >&2
+			kill -KILL "${left[@]}" 2>/dev/null || true
+			return 0
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+}
+
+# ---- up -------------------------------------------------------------------
+
+# write_conf NODE ROLE PORT: the node's config, first time only.
+write_conf() {
+	local node=$1 role=$2 port=$3 nd=$dir/$1
+	[ -f "$nd/aisd.conf" ] && return 0
+	{
+		echo "# aisd.conf for $node, written by deploy/local/cluster.sh."
+		echo "# Edit freely: later 'up' runs keep it (except net.port, see $nd/port)."
+		echo "role = $role"
+		echo "node.id = $node"
+		echo "net.host = 127.0.0.1"
+		echo "net.port = $port"
+		[ "$role" = target ] && echo "store.mountpaths = $nd/mp1"
+		echo "log.file = $nd/aisd.log"
+	} >"$nd/aisd.conf.tmp"
+	mv "$nd/aisd.conf.tmp" "$nd/aisd.conf"
+}
+
+# start_node NODE ROLE INDEX: start it unless it runs. Prints its port.
+start_node() {
+	local node=$1 role=$2 i=$3 nd=$dir/$1 port want
+	mkdir -p "$nd"
+	[ "$role" = target ] && mkdir -p "$nd/mp1"
+	if running "$node"; then
+		echo "$node: already running (pid $(node_pid "$node"))" >&2
+		return 0
+	fi
+	port=$(node_port "$node")
+	if is_uint "$port"; then
+		if port_busy "$port"; then
+			want=$port
+			port=$(free_port "$node" "$want")
+			echo "$node: port $want is taken by another process: moving to $port" >&2
+		fi
+	else
+		port=$(free_port "$node" $((baseport + i)))
+		[ "$port" = $((baseport + i)) ] ||
+			echo "$node: port $((baseport + i)) is busy: using $port" >&2
+	fi
+	echo "$port" >"$nd/port"
+	write_conf "$node" "$role" "$port"
+	sed -i "s/^[[:space:]]*net\.port[[:space:]]*=.*/net.port = $port/" "$nd/aisd.conf"
+	rm -f "$nd/aisd.pid"
+	# The child writes its own pid, then execs aisd: the pid file names
+	# aisd itself whether or not setsid had to fork.
+	# shellcheck disable=SC2016 # expanded by the child shell
+	nohup setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' cluster-node \
+		"$nd/aisd.pid" "$bindir/aisd" --config "$nd/aisd.conf" \
+		</dev/null >>"$nd/aisd.out" 2>&1 &
+}
+
+# wait_node NODE: until it answers /v1/health. On timeout or death, shows
+# its log, stops it, and fails.
+wait_node() {
+	local node=$1 port pid deadline
+	port=$(node_port "$node")
+	deadline=$((SECONDS + HEALTH_TIMEOUT))
+	while :; do
+		if healthy "$port"; then
+			echo "$node: up, pid $(node_pid "$node")"
+			return 0
+		fi
+		pid=$(node_pid "$node")
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "cluster.sh: $node exited during start-up" >&2
+			show_logs "$node"
+			return 1
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "cluster.sh: $node did not answer http://127.0.0.1:$port/v1/health within ${HEALTH_TIMEOUT}s" >&2
+			show_logs "$node"
+			if [ -n "$pid" ] && running "$node"; then
+				stop_pids "$pid"
+			fi
+			rm -f "$dir/$node/aisd.pid"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+cmd_up() {
+	if [ "$gateways" -gt 0 ]; then
+		echo "cluster.sh: -g $gateways: gateways come with the cluster work; starting targets only" >&2
+	fi
+	command -v curl >/dev/null 2>&1 || die "curl is needed (health checks)"
+	[ -x "$bindir/aisd" ] || die "no aisd binary at $bindir/aisd (run 'make' first, or pass -b)"
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd -P)
+	# New nodes of an existing cluster get ports from the same range.
+	if [ "$baseport_set" = 0 ] && is_uint "$(cat "$dir/baseport" 2>/dev/null)"; then
+		baseport=$(cat "$dir/baseport")
+	fi
+	echo "$baseport" >"$dir/baseport"
+
+	# On an existing DIR, every target it has comes back.
+	local n have=0 i node fail=0
+	for n in $(nodes); do
+		[[ $n == t* ]] && have=$((have + 1))
+	done
+	ntargets=$((targets > have ? targets : have))
+	[ "$ntargets" -gt 0 ] || die "no targets to start (-t 0)"
+
+	for ((i = 0; i < ntargets; i++)); do
+		start_node "t$i" target "$i"
+	done
+	for ((i = 0; i < ntargets; i++)); do
+		wait_node "t$i" || fail=1
+	done
+	[ "$fail" = 0 ] || die "some nodes did not start; see the logs above (and 'cluster.sh down -d $dir')"
+
+	for ((i = 0; i < ntargets; i++)); do
+		echo "endpoint: http://127.0.0.1:$(node_port "t$i")"
+	done
+	local ep stop
+	ep=http://127.0.0.1:$(node_port t0)
+	if [ "$dir" = "$(cd "$REPO" && pwd -P)/run" ]; then
+		stop="make stop   (or: deploy/local/cluster.sh down -d ./run)"
+	else
+		stop="deploy/local/cluster.sh down -d $dir"
+	fi
+	cat <<EOF
+
+Cluster is up under $dir (logs: $dir/<node>/aisd.log). Try:
+
+  EP=$ep
+  curl -X POST \$EP/v1/buckets/mybucket -d '{"action":"create-bck"}'
+  curl -T file \$EP/v1/objects/mybucket/file
+  curl -o file.copy \$EP/v1/objects/mybucket/file
+  curl -X GET \$EP/v1/buckets/mybucket -d '{"action":"list"}'
+
+Status: deploy/local/cluster.sh status -d $dir
+Stop:   $stop
+EOF
+}
+
+# ---- down -----------------------------------------------------------------
+
+cmd_down() {
+	local n pids=() names=()
+	if [ ! -d "$dir" ]; then
+		echo "no cluster under $dir"
+		return 0
+	fi
+	for n in $(nodes); do
+		if running "$n"; then
+			pids+=("$(node_pid "$n")")
+			names+=("$n")
+		fi
+	done
+	if [ ${#pids[@]} -gt 0 ]; then
+		stop_pids "${pids[@]}"
+	fi
+	for n in $(nodes); do
+		rm -f "$dir/$n/aisd.pid"
+	done
+	if [ ${#names[@]} -gt 0 ]; then
+		echo "stopped: ${names[*]}"
+	else
+		echo "nothing running under $dir"
+	fi
+}
+
+# ---- status ---------------------------------------------------------------
+
+cmd_status() {
+	local n pid port state all_up=0
+	if [ ! -d "$dir" ] || [ -z "$(nodes)" ]; then
+		echo "no cluster under $dir"
+		return 1
+	fi
+	printf '%-6s %-8s %-6s %s\n' NODE PID PORT STATE
+	for n in $(nodes); do
+		pid=- port=$(node_port "$n")
+		[ -n "$port" ] || port=-
+		if running "$n"; then
+			pid=$(node_pid "$n")
+			if [ "$port" != - ] && healthy "$port"; then
+				state=up
+			else
+				state="down (pid alive, /v1/health does not answer)"
+				all_up=1
+			fi
+		else
+			state=down
+			all_up=1
+		fi
+		printf '%-6s %-8s %-6s %s\n' "$n" "$pid" "$port" "$state"
+	done
+	return "$all_up"
+}
+
+ntargets=$targets
+case $cmd in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+esac
