@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2154  # cleanup runs from a trap; *_PORT are set by printf -v
+# bench.sh - aisd vs nginx, side by side, in one run on this machine: the
+# same client (aisloader), the same bytes, alternating servers round by
+# round, medians reported. Starts nginx (Debian's nginx-light, WebDAV PUT)
+# and one aisd target on free loopback ports under a mktemp -d dir, preloads
+# identical data into both, measures:
+#   1. GET of a 1 GiB object, 4 streams             GiB/s   goal >= 0.95
+#   2. GET of 10 KiB objects, random over 10,000, 64 connections
+#                                                   ops/s   goal >= 0.80
+#   3. PUT of 64 MiB objects, 4 workers             GiB/s   goal >= 0.80
+#      (aisd with store.fsync=never, since nginx never fsyncs; one more row
+#      with an aisd started with store.fsync=always, for information)
+# and prints a table, also written as markdown to $BUILD/bench-results.md.
+# Every process is stopped by its PID and the temp dir removed on exit
+# (KEEP=1 keeps it). Every run is bounded in time.
+#
+# Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
+# measurement, 5), THREADS (aisloader threads, 1), KEEP.
+# Exit status: 0 when every measurement ran without errors, 1 otherwise
+# (including when aisd could not be started: the nginx column still prints).
+set -u
+
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-5}
+THREADS=${THREADS:-1}
+LOADER=$BUILD/aisloader
+AISD=$BUILD/aisd
+NGINX=/usr/sbin/nginx
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
+[ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
+command -v curl >/dev/null || die "curl missing"
+command -v python3 >/dev/null || die "python3 missing (used to pick free ports)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-bench.XXXXXX") || die "mktemp failed"
+PIDS=()
+STATUS=0
+
+stop_pid() {
+	local pid=$1
+	kill "$pid" 2>/dev/null || return 0
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do stop_pid "$p"; done
+	if [ -n "${KEEP:-}" ]; then
+		echo "bench: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}
+
+# wait_http URL SECS: true once URL answers 2xx, false after SECS seconds.
+wait_http() {
+	for _ in $(seq $(($2 * 10))); do
+		curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- nginx -----------------------------------------------------------------
+start_nginx() {
+	local d=$TMP/nginx user=""
+	mkdir -p "$d/root/bench" "$d/body" "$d/proxy" "$d/fastcgi" "$d/uwsgi" "$d/scgi"
+	NGINX_PORT=$(free_port)
+	# As root, nginx's workers would run as nobody, who cannot write the
+	# 0700 temp dir: keep them as the invoking user.
+	[ "$(id -u)" = 0 ] && user="user root root;"
+	sed -e "s#@DIR@#$TMP#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@USER@#$user#" \
+		"$HERE/nginx.conf.in" >"$d/nginx.conf"
+	"$NGINX" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
+	PIDS+=($!)
+
+	# nginx answers 404 for the (empty) root: wait for it to listen at all.
+	for _ in $(seq 50); do
+		curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGINX_PORT/" && return 0
+		sleep 0.1
+	done
+	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
+	die "nginx did not start"
+}
+
+# ---- aisd ------------------------------------------------------------------
+# start_aisd NAME FSYNC: starts a target; sets ${NAME}_PORT; false on failure.
+start_aisd() {
+	local name=$1 fsync=$2 d=$TMP/$1 port pid
+	[ -x "$AISD" ] || { echo "bench: $AISD not built" >&2; return 1; }
+	mkdir -p "$d/mp"
+	port=$(free_port)
+	"$AISD" --role target --port "$port" --mountpath "$d/mp" --set "store.fsync=$fsync" \
+		>"$d/aisd.log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	if ! wait_http "http://127.0.0.1:$port/v1/health" 10; then
+		echo "bench: $name (aisd, store.fsync=$fsync) did not answer GET /v1/health in 10 s; its log:" >&2
+		tail -n 20 "$d/aisd.log" >&2
+		return 1
+	fi
+	local code
+	code=$(curl -s -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
+		"http://127.0.0.1:$port/v1/buckets/bench" -d '{"action":"create-bck"}')
+	if [ "${code:0:1}" != 2 ]; then
+		echo "bench: $name: POST /v1/buckets/bench create-bck answered $code: $(head -c 300 "$d/create.out")" >&2
+		return 1
+	fi
+	printf -v "${name}_PORT" %s "$port"
+	return 0
+}
+
+# ---- measurements ----------------------------------------------------------
+# run_loader LABEL URL ARGS...: runs aisloader --json (bounded by timeout),
+# prints its JSON line; on errors marks STATUS and shows the client's stderr.
+run_loader() {
+	local label=$1 url=$2 out err rc
+	shift 2
+	out=$TMP/loader.out
+	err=$TMP/loader.err
+	timeout 600 "$LOADER" --url "$url" --threads "$THREADS" --json "$@" >"$out" 2>"$err"
+	rc=$?
+	if [ $rc != 0 ]; then
+		STATUS=1
+		echo "bench: $label: aisloader exit $rc:" >&2
+		grep -v '^ \|^op \|^aisloader: [a-z]* http' "$err" | head -n 8 >&2
+	fi
+	cat "$out"
+}
+
+json_field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else printf "%.4f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+
+declare -A URL
+# measure TEST SERVER FIELD URL ARGS...: one measurement, value appended to a file.
+measure() {
+	local test=$1 srv=$2 field=$3 url=$4 line v
+	shift 4
+	line=$(run_loader "$test/$srv" "$url" "$@")
+	v=$(printf '%s\n' "$line" | json_field "$field")
+	printf '  %-8s %-7s %-10s %s\n' "$test" "$srv" "$field" "${v:-failed}" >&2
+	[ -n "$v" ] && echo "$v" >>"$TMP/res.$test.$srv"
+}
+
+prefill() {
+	local srv=$1 base=${URL[$1]}
+	echo "bench: preloading $srv: 1 GiB object, 10,000 x 10 KiB objects" >&2
+	run_loader "prefill-big/$srv" "$base" --op put --name big --size 1G --count 1 --workers 1 >/dev/null
+	run_loader "prefill-small/$srv" "$base" --op put --size 10K --objects 10000 --seq \
+		--count 10000 --workers 32 >/dev/null
+	# Same bytes in both: read a sample back and check it against the pattern.
+	run_loader "verify/$srv" "$base" --op get --size 10K --objects 10000 --count 2000 \
+		--workers 16 --verify >/dev/null
+}
+
+echo "bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement" >&2
+start_nginx
+URL[nginx]=http://127.0.0.1:$NGINX_PORT/bench
+SERVERS=(nginx)
+AISD_OK=0
+if start_aisd aisd never; then
+	AISD_OK=1
+	URL[aisd]=http://127.0.0.1:$aisd_PORT/v1/objects/bench
+	SERVERS=(aisd nginx)
+else
+	STATUS=1
+	echo "bench: aisd unavailable: measuring nginx alone" >&2
+fi
+AISD_SYNC_OK=0
+if [ $AISD_OK = 1 ] && start_aisd aisdsync always; then
+	AISD_SYNC_OK=1
+	URL[aisdsync]=http://127.0.0.1:$aisdsync_PORT/v1/objects/bench
+fi
+
+for s in "${SERVERS[@]}"; do prefill "$s"; done
+
+for r in $(seq "$ROUNDS"); do
+	order=("${SERVERS[@]}")
+	# Alternate who goes first, so neither always gets the warmer page cache.
+	[ $((r % 2)) = 0 ] && [ ${#order[@]} = 2 ] && order=("${order[1]}" "${order[0]}")
+	echo "bench: round $r/$ROUNDS (${order[*]})" >&2
+	for s in "${order[@]}"; do
+		measure getbig "$s" gibps "${URL[$s]}" --op get --name big --size 1G --workers 4 --duration "$DUR"
+	done
+	for s in "${order[@]}"; do
+		measure getsmall "$s" ops_per_s "${URL[$s]}" --op get --size 10K --objects 10000 --random \
+			--workers 64 --duration "$DUR"
+	done
+	for s in "${order[@]}"; do
+		# Own key space ("put/obj-..."): the 10 KiB objects stay intact.
+		measure put "$s" gibps "${URL[$s]}/put" --op put --size 64M --objects 16 --workers 4 \
+			--duration "$DUR" --count 64 --seed "$r"
+	done
+	if [ $AISD_SYNC_OK = 1 ]; then
+		measure putsync aisdsync gibps "${URL[aisdsync]}/put" --op put --size 64M --objects 16 --workers 4 \
+			--duration "$DUR" --count 64 --seed "$r"
+	fi
+done
+
+# ---- report ----------------------------------------------------------------
+med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
+
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+FS=$(df -T "$TMP" | awk 'NR == 2 { print $2 " (" $1 ")" }')
+MD=$BUILD/bench-results.md
+{
+	echo "## aisd vs nginx ($(date -u +%Y-%m-%d))"
+	echo
+	echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}, Linux $(uname -r), data dir on $FS."
+	echo "Client: aisloader ($THREADS thread), same binary and bytes for both servers;"
+	echo "$ROUNDS rounds alternating the servers, ${DUR} s per measurement, medians."
+	echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'): sendfile, tcp_nopush, 2 workers, WebDAV PUT (never fsyncs)."
+	echo "aisd: one target, one mountpath, store.fsync=never (fsync=always row for information)."
+	echo
+	echo "| test | aisd | nginx | aisd/nginx | goal | |"
+	echo "|---|---:|---:|---:|---:|---|"
+	row() {
+		local label=$1 a=$2 n=$3 goal=$4 r
+		r=$(ratio "$a" "$n")
+		echo "| $label | $a | $n | $r | >= $goal | $(verdict "$r" "$goal") |"
+	}
+	row "GET 1 GiB object, 4 streams (GiB/s)" "$(med getbig aisd)" "$(med getbig nginx)" 0.95
+	row "GET 10 KiB, random of 10,000, 64 conns (ops/s)" "$(med getsmall aisd)" "$(med getsmall nginx)" 0.80
+	row "PUT 64 MiB, 4 workers, aisd fsync=never (GiB/s)" "$(med put aisd)" "$(med put nginx)" 0.80
+	if [ $AISD_SYNC_OK = 1 ]; then
+		a=$(med putsync aisdsync)
+		echo "| PUT 64 MiB, 4 workers, aisd fsync=always (GiB/s) | $a | $(med put nginx) | $(ratio "$a" "$(med put nginx)") | (info) | |"
+	fi
+	if [ $AISD_OK != 1 ]; then
+		echo
+		echo "aisd could not be started: its column is n/a (see the bench output)."
+	elif [ $STATUS != 0 ]; then
+		echo
+		echo "Some measurements had errors (see the bench output)."
+	fi
+} >"$MD"
+
+echo
+awk -F'|' '/^\|---/ { next } /^\| / { printf "%-50s %12s %12s %11s %8s %5s\n", $2, $3, $4, $5, $6, $7; next } { print }' "$MD"
+echo
+echo "bench: markdown table written to $MD"
+exit $STATUS
