@@ -8,7 +8,8 @@
  *
  * Guarantees: memory use does not grow with the size of an upload or a
  * streamed download; only a 2xx body ever reaches the sink fd (redirect and
- * error bodies never do); an error body is kept up to ERR_BODY_MAX bytes.
+ * error bodies never do), and for a Range request only a 206 body; an error
+ * body is kept up to ERR_BODY_MAX bytes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ struct xfer {
 	struct cli_resp *rs;
 	int64_t upload_start; /* offset of the upload fd when the request began */
 	uint64_t uploaded;    /* bytes handed to curl since the last rewind */
+	bool range_ignored;   /* a Range request got a whole 2xx body: stopped */
 };
 
 void cli_escape(buf_t *b, const char *s, bool keep_slash)
@@ -158,6 +160,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code >= 300 && code < 400)
 		return n;
+	if (code >= 200 && code < 300 && x->rq->range && code != 206) {
+		/* never hand the whole object to a caller who asked for a part */
+		x->range_ignored = true;
+		return 0;
+	}
 	if (code >= 200 && code < 300 && x->rq->sink_fd >= 0) {
 		if (write_all(x->rq->sink_fd, data, n) != AIS_OK) {
 			rs->sink_errno = errno;
@@ -283,8 +290,8 @@ int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
 			eff && strcmp(eff, url.ptr) ? eff : "");
 	}
 
-	if (cc == CURLE_OK) {
-		rc = AIS_OK;
+	if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x.range_ignored)) {
+		rc = AIS_OK; /* the caller sees the status (not 206) and says why */
 	} else if (rs->sink_errno) {
 		cli_err("writing the download: %s", strerror(rs->sink_errno));
 	} else if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {

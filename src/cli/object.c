@@ -179,16 +179,20 @@ out_free_names:
 	return rc;
 }
 
-/* "START-END", "START-" or "-SUFFIX", digits only. */
+/* "START-END" (START <= END), "START-" or "-SUFFIX", digits only. */
 static bool range_valid(const char *r)
 {
 	const char *dash = strchr(r, '-');
+	uint64_t start, end;
 	if (!dash || strchr(dash + 1, '-') || (dash == r && !dash[1]))
 		return false;
 	for (const char *p = r; *p; p++)
 		if (p != dash && (*p < '0' || *p > '9'))
 			return false;
-	return true;
+	if (dash == r || !dash[1])
+		return true;
+	return num_parse_u64(r, (size_t)(dash - r), 0, UINT64_MAX, &start) == AIS_OK &&
+	       cli_parse_u64(dash + 1, 0, UINT64_MAX, &end) == AIS_OK && start <= end;
 }
 
 int cli_object_get(struct cli *c, const struct cli_args *a)

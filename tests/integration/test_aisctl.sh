@@ -197,6 +197,8 @@ check "get --range 4999000-" cmp -s "$W/out" <(tail -c +4999001 "$D/big")
 run get --range -17 "$B/big.bin" -
 check "get --range -17" cmp -s "$W/out" <(tail -c 17 "$D/big")
 run_fail "get --range garbage exits 2" 2 - get --range x-y "$B/big.bin" -
+run_fail "get --range END before START exits 2" 2 - get --range 5-1 "$B/big.bin" -
+run_fail "get --range past the end: HTTP 416" 1 416 get --range 6000000-6000001 "$B/big.bin" -
 
 # --- overwrite ------------------------------------------------------------
 run_ok "put over an existing object" put "$D/small" "$B/one"
