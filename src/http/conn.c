@@ -348,7 +348,7 @@ static void conn_drive(http_conn_t *c)
 			break;
 
 		case CS_BODY:
-			if (c->resp_started && !c->body_done) {
+			if (c->resp_started && !c->body_done && c->req.has_body) {
 				/* answered before the body was read: close afterwards */
 				c->close_after = true;
 				c->state = CS_WRITE;
