@@ -7,12 +7,13 @@
  * server rejects a corrupted upload. get writes to a temporary file next to
  * the destination and renames it into place only when the whole body
  * arrived, so a failed download leaves no file behind (or the old file
- * untouched). rm goes on after a failure and exits 1 if any object could not
+ * untouched; also when SIGINT, SIGTERM or SIGHUP ends aisctl). rm goes on after a failure and exits 1 if any object could not
  * be deleted.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,43 @@
 #include "aisd/banned.h"
 
 #define CKS_BUF_SIZE (1024 * 1024)
+
+/* The temporary file of a download in progress, removed if a signal ends us. */
+static char *volatile get_tmp_path;
+
+static void get_on_signal(int sig)
+{
+	char *p = get_tmp_path;
+	if (p)
+		unlink(p);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/*
+ * on: SIGINT, SIGTERM and SIGHUP remove get_tmp_path before they end the
+ * process (a signal that was ignored stays ignored); off: back as before.
+ */
+static void get_cleanup_signals(bool on)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	static struct sigaction saved[3];
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		if (on) {
+			struct sigaction sa = {0};
+			sigaction(sigs[i], NULL, &saved[i]);
+			if (saved[i].sa_handler == SIG_IGN)
+				continue;
+			sa.sa_handler = get_on_signal;
+			sigemptyset(&sa.sa_mask);
+			sigaction(sigs[i], &sa, NULL);
+		} else {
+			sigaction(sigs[i], &saved[i], NULL);
+		}
+	}
+	if (!on)
+		get_tmp_path = NULL;
+}
 
 /* "/v1/objects/<bucket>/<object>", both escaped ('/' kept in the object). */
 static void object_path(buf_t *path, const char *bucket, const char *object)
@@ -246,6 +284,8 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 			cli_err("%s: cannot create a temporary file: %s", dest.ptr, strerror(errno));
 			goto out_free_tmp;
 		}
+		get_tmp_path = tmp.ptr;
+		get_cleanup_signals(true);
 	}
 
 	buf_t path = BUF_INIT;
@@ -281,6 +321,7 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 		else if (c->verbose)
 			fprintf(stderr, "got %s/%s as %s (%" PRIu64 " bytes)\n", bucket, object,
 				dest.ptr, rs.sunk);
+		get_cleanup_signals(false);
 	}
 	if (ok)
 		rc = CLI_EXIT_OK;
