@@ -354,8 +354,9 @@ static void *thr_main(void *arg)
 			curl_multi_socket_action(t->m, CURL_SOCKET_TIMEOUT, 0, &running);
 		}
 		active += thr_reap(t, now);
-		/* Handles just added ask for an immediate timeout: honour it now. */
-		while (active > 0 && t->timer_ms == 0) {
+		/* Handles just added ask for an immediate timeout: honour it now (a
+		 * few rounds; after that the next epoll_wait is a 0 ms poll). */
+		for (int k = 0; k < 8 && active > 0 && t->timer_ms == 0; k++) {
 			t->timer_ms = -1;
 			curl_multi_socket_action(t->m, CURL_SOCKET_TIMEOUT, 0, &running);
 			active += thr_reap(t, time_mono_ns());

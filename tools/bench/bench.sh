@@ -15,14 +15,14 @@
 # Every process is stopped by its PID and the temp dir removed on exit
 # (KEEP=1 keeps it). Every run is bounded in time.
 #
-# Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
+# Environment: BUILD (default build), ROUNDS (5), DUR (seconds per
 # measurement, 5), THREADS (aisloader threads, 1), KEEP.
 # Exit status: 0 when every measurement ran without errors, 1 otherwise
 # (including when aisd could not be started: the nginx column still prints).
 set -u
 
 BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 DUR=${DUR:-5}
 THREADS=${THREADS:-1}
 LOADER=$BUILD/aisloader
@@ -203,11 +203,15 @@ for r in $(seq "$ROUNDS"); do
 			--workers 64 --duration "$DUR"
 	done
 	for s in "${order[@]}"; do
+		# Start each PUT run with no dirty pages left by the previous one
+		# (not timed), so neither server pays for the other's writeback.
+		timeout 120 sync
 		# Own key space ("put/obj-..."): the 10 KiB objects stay intact.
 		measure put "$s" gibps "${URL[$s]}/put" --op put --size 64M --objects 16 --workers 4 \
 			--duration "$DUR" --count 64 --seed "$r"
 	done
 	if [ $AISD_SYNC_OK = 1 ]; then
+		timeout 120 sync
 		measure putsync aisdsync gibps "${URL[aisdsync]}/put" --op put --size 64M --objects 16 --workers 4 \
 			--duration "$DUR" --count 64 --seed "$r"
 	fi
@@ -244,6 +248,13 @@ MD=$BUILD/bench-results.md
 		a=$(med putsync aisdsync)
 		echo "| PUT 64 MiB, 4 workers, aisd fsync=always (GiB/s) | $a | $(med put nginx) | $(ratio "$a" "$(med put nginx)") | (info) | |"
 	fi
+	echo
+	echo "Every run (in round order):"
+	echo
+	for f in "$TMP"/res.*; do
+		[ -e "$f" ] || continue
+		echo "- ${f##*/res.}: $(tr '\n' ' ' <"$f")"
+	done
 	if [ $AISD_OK != 1 ]; then
 		echo
 		echo "aisd could not be started: its column is n/a (see the bench output)."
