@@ -194,7 +194,8 @@ static void put_fail(http_req_t *req, struct put *p)
 static void begin_work(http_req_t *req)
 {
 	struct put *p = req->state;
-	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->w) != AIS_OK)
+	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->w) != AIS_OK ||
+	    store_writer_also(p->w, p->want_type) != AIS_OK)
 		p->err = errno ? errno : EIO;
 }
 

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# run.sh - the integration test runner (make check-integration).
+#
+# For each tests/integration/test_*.sh and test_*.py, in sorted order: a
+# fresh temp dir, a fresh target on a free loopback port with two
+# mountpaths there, the test run against it (bounded by a timeout), then
+# the target stopped. A test passes when it exits 0, prints at least one
+# "ok" line and no "not ok" line, and the target's log holds no error-level
+# line and no sanitizer report. Ends with exactly one line
+#   integration: N passed, N failed
+# and exits non-zero if any test failed.
+#
+# Environment: BUILD (default build) holds aisd and aisctl; KEEP=1 keeps
+# the temp dirs (their paths are printed); TEST_TIMEOUT seconds per test
+# (default 300); ONLY=PATTERN runs the tests whose file name matches it.
+#
+# Each test gets AISD_URL, AISD_PID, AISD_DIR, AISD_PORT, AISD_BIN, AISCTL,
+# AISD_ARGS and TMPDIR=AISD_DIR/tmp; shell tests source lib.sh, Python
+# tests import itlib.py (run with /usr/bin/python3, standard library only).
+# A test asks for extra daemon options with a line
+#   # aisd-args: --set net.header_timeout=1s
+# and for a longer bound with "# timeout: SECONDS".
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=${BUILD:-build}
+BIN=$(cd "$BUILD" 2>/dev/null && pwd)/aisd
+CTL=$(cd "$BUILD" 2>/dev/null && pwd)/aisctl
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+PY=/usr/bin/python3
+
+if [ ! -x "$BIN" ]; then
+	echo "run.sh: $BUILD/aisd not built" >&2
+	echo "integration: 0 passed, 1 failed"
+	exit 1
+fi
+
+IT_RUNNER=1 source "$HERE/lib.sh" # pid_alive, wait_gone, wait_health
+
+# Error-level log lines ("<time> E <node>[pid] ...") and sanitizer reports.
+log_problems() {
+	local d=$1
+	{
+		[ -f "$d/aisd.log" ] && grep -E '^[^ ]+ E ' "$d/aisd.log"
+		cat "$d"/aisd.log "$d"/aisd.stderr 2>/dev/null |
+			grep -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer'
+	} | head -20
+}
+
+# stop_pid PID: SIGTERM, then SIGKILL after 10 s; waits until gone.
+stop_pid() {
+	local pid=$1
+	pid_alive "$pid" || return 0
+	kill -TERM "$pid" 2>/dev/null
+	if ! wait_gone "$pid" 10; then
+		echo "#   target $pid ignored SIGTERM for 10 s: SIGKILL"
+		kill -9 "$pid" 2>/dev/null
+		wait_gone "$pid" 10
+		return 1
+	fi
+	return 0
+}
+
+passed=0
+failed=0
+shopt -s nullglob
+tests=("$HERE"/test_*.sh "$HERE"/test_*.py)
+IFS=$'\n' tests=($(printf '%s\n' "${tests[@]}" | LC_ALL=C sort))
+unset IFS
+
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	if [ -n "${ONLY:-}" ] && [[ $name != *$ONLY* ]]; then
+		continue
+	fi
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/aisd-it.${name%.*}.XXXXXX")
+	mkdir -p "$dir/tmp"
+	args=$(sed -n 's/^# aisd-args: *//p' "$t" | tr '\n' ' ')
+	tmo=$(sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -1)
+	tmo=${tmo:-$TEST_TIMEOUT}
+	echo "# --- $name${args:+ (aisd $args)}"
+	start=$(date +%s)
+	why=""
+
+	# shellcheck disable=SC2086
+	"$BIN" --port 0 --port-file "$dir/port" -m "$dir/mp1" -m "$dir/mp2" \
+		--set "log.file=$dir/aisd.log" $args </dev/null >>"$dir/aisd.stderr" 2>&1 &
+	pid=$!
+	echo "$pid" >"$dir/pid"
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$dir/port" ] && break
+		pid_alive "$pid" || break
+		sleep 0.1
+	done
+	port=$(cat "$dir/port" 2>/dev/null)
+	url="http://127.0.0.1:$port"
+	if [ -z "$port" ] || ! wait_health "$url" 10; then
+		why="target did not start"
+		sed 's/^/#   /' "$dir/aisd.stderr" "$dir/aisd.log" 2>/dev/null | tail -20
+	else
+		case $t in
+		*.py) cmd=("$PY" "$t") ;;
+		*) cmd=(bash "$t") ;;
+		esac
+		(
+			cd "$dir" &&
+				AISD_URL=$url AISD_PID=$pid AISD_DIR=$dir AISD_PORT=$port AISD_BIN=$BIN \
+					AISCTL=$CTL AISD_ARGS=$args TMPDIR=$dir/tmp IT_LIB=$HERE \
+					PYTHONPATH=$HERE PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+					timeout -k 10 "$tmo" "${cmd[@]}"
+		) 2>&1 | tee "$dir/test.out"
+		rc=${PIPESTATUS[0]}
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			why="timed out after ${tmo}s"
+		elif [ "$rc" != 0 ]; then
+			why="exit status $rc"
+		elif grep -q '^not ok' "$dir/test.out"; then
+			why="a check failed"
+		elif ! grep -q '^ok' "$dir/test.out"; then
+			why="no check ran"
+		fi
+	fi
+
+	first=$pid
+	pid=$(cat "$dir/pid" 2>/dev/null || echo "$pid")
+	if ! stop_pid "$pid"; then
+		why="${why:+$why; }target did not stop on SIGTERM"
+	fi
+	pid_alive "$first" || wait "$first" 2>/dev/null # reap it if it was ours
+	probs=$(log_problems "$dir")
+	if [ -n "$probs" ]; then
+		why="${why:+$why; }errors in the target log"
+		echo "$probs" | sed 's/^/#   log: /'
+	fi
+	secs=$(($(date +%s) - start))
+	if [ -z "$why" ]; then
+		passed=$((passed + 1))
+		echo "PASS $name (${secs}s)"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name (${secs}s): $why"
+	fi
+	if [ "${KEEP:-0}" = 1 ] || { [ -n "$why" ] && [ "${KEEP:-0}" = failed ]; }; then
+		echo "#   kept $dir"
+	else
+		# a test may leave a mount behind if it died; never delete through it
+		if grep -q " $dir/" /proc/mounts 2>/dev/null; then
+			echo "#   $dir has a mount left: not removed"
+		else
+			rm -rf "$dir"
+		fi
+	fi
+done
+
+echo "integration: $passed passed, $failed failed"
+[ "$failed" = 0 ]
