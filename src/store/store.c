@@ -46,6 +46,8 @@ static int mkdir_p(const char *path)
 		errno = ENAMETOOLONG;
 		return AIS_ERR;
 	}
+	if (mkdir(path, 0750) == 0 || errno == EEXIST)
+		goto check; /* the common case: parent exists */
 	memcpy(tmp, path, n + 1);
 	for (size_t i = 1; i <= n; i++) {
 		if (tmp[i] != '/' && tmp[i] != '\0')
@@ -56,6 +58,7 @@ static int mkdir_p(const char *path)
 			return AIS_ERR;
 		tmp[i] = c;
 	}
+check:;
 	struct stat st;
 	if (stat(path, &st) != 0)
 		return AIS_ERR;

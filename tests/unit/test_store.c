@@ -896,18 +896,17 @@ static void fault_loop(bool overwrite)
 	size_t oldn = 100000, nn = 300000;
 	char *old = pattern(oldn, 1), *nw = pattern(nn, 2);
 	int runs = 0;
-	teardown(); /* each run below makes and removes its own dir */
 	real_io = store_io;
 	for (int kind = 0; kind < F_NKINDS; kind++) {
-		for (int k = 1;; k++) {
-			char sub[64];
-			snprintf(sub, sizeof(sub), "/tmp/aisd-fault-%d-%d-XXXXXX", kind, k);
-			/* a fresh store per run */
-			snprintf(g_dir, sizeof(g_dir), "%s", sub);
-			ck_assert_ptr_nonnull(mkdtemp(g_dir));
-			make_conf();
-			store_t *s = open_store();
+		/* one store for all runs (each run starts by deleting the object),
+		 * reopened after every run */
+		store_t *s = open_store();
+		if (kind == 0)
 			ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+		for (int k = 1;; k++) {
+			if (store_delete(s, BCK("b"), BCK("o")) != AIS_OK)
+				ck_assert_int_eq(errno, ENOENT);
+			ck_assert_int_eq(count_files("obj"), 0);
 			if (overwrite)
 				put_ok(s, "b", "o", old, oldn, NULL);
 
@@ -944,17 +943,15 @@ static void fault_loop(bool overwrite)
 			store_reconcile_wait(s);
 			ck_assert_int_eq(check_consistent(s, overwrite ? old : NULL, oldn, nw, nn), which);
 			ck_assert_int_eq(count_files("obj"), which ? 1 : 0);
-			/* and the store takes writes again */
-			put_ok(s, "b", "o", nw, nn, NULL);
-			check_obj(s, "b", "o", nw, nn);
-			store_close(s);
-			teardown();
 			if (!triggered)
 				break;
 		}
+		/* and the store takes writes again */
+		put_ok(s, "b", "o", nw, nn, NULL);
+		check_obj(s, "b", "o", nw, nn);
+		store_close(s);
 	}
 	ck_assert_int_gt(runs, F_NKINDS * 2);
-	snprintf(g_dir, sizeof(g_dir), "/nonexistent"); /* teardown: nothing left */
 	free(old);
 	free(nw);
 }
