@@ -48,6 +48,8 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
+	if (p->got_head)
+		return 0; /* chunked trailers: ignored, the head must not move */
 	if (p->last_cb != 1) {
 		if (p->head.nhdrs >= HP_MAX_HEADERS) {
 			fail(p, 431, "too many request headers");
@@ -66,6 +68,8 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
+	if (p->got_head)
+		return 0;
 	size_t i = p->head.nhdrs - 1;
 	if (p->last_cb != 2) {
 		p->hoff[i][2] = p->raw.len;
@@ -73,6 +77,20 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 	}
 	p->hoff[i][3] += len;
 	return add_raw(p, at, len);
+}
+
+/* RFC 9110 5.6.2 tchar. */
+static bool is_token(sv_t s)
+{
+	if (s.len == 0)
+		return false;
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char c = (unsigned char)s.ptr[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      (c && strchr("!#$%&'*+-.^_`|~", c))))
+			return false;
+	}
+	return true;
 }
 
 static int on_headers_complete(http_parser *hp)
@@ -92,19 +110,31 @@ static int on_headers_complete(http_parser *hp)
 	for (size_t i = 0; i < h->nhdrs; i++) {
 		h->hdrs[i].name = (sv_t){base + p->hoff[i][0], p->hoff[i][1]};
 		h->hdrs[i].value = sv_trim((sv_t){base + p->hoff[i][2], p->hoff[i][3]});
+		if (!is_token(h->hdrs[i].name)) {
+			/* the lenient http-parser lets "Name : v" through (RFC 9112 5.1) */
+			fail(p, 400, "invalid header name");
+			return -1;
+		}
 		if (sv_eqcase(h->hdrs[i].name, SV("expect"))) {
 			if (!sv_eqcase(h->hdrs[i].value, SV("100-continue"))) {
 				fail(p, 417, "unsupported Expect header");
 				return -1;
 			}
 			h->expect_continue = true;
-		} else if (sv_eqcase(h->hdrs[i].name, SV("transfer-encoding")) && !h->chunked) {
+		} else if (sv_eqcase(h->hdrs[i].name, SV("transfer-encoding")) &&
+			   (!h->chunked || !sv_eqcase(h->hdrs[i].value, SV("chunked")))) {
+			/* only plain chunked: "gzip, chunked" would hand on coded bytes */
 			fail(p, 501, "unsupported Transfer-Encoding");
 			return -1;
 		}
 	}
-	if (hp->flags & F_CONTENTLENGTH)
+	if (hp->flags & F_CONTENTLENGTH) {
+		if (hp->content_length > (uint64_t)INT64_MAX) {
+			fail(p, 400, "invalid Content-Length"); /* would read as negative: no body */
+			return -1;
+		}
 		h->content_length = (int64_t)hp->content_length;
+	}
 	if (h->http_major != 1) {
 		fail(p, 505, "HTTP version not supported");
 		return -1;
@@ -198,14 +228,22 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	if (len == 0)
 		return 0;
 	bool in_head = !p->got_head;
+	if (in_head && p->head_bytes >= p->max_head) {
+		fail(p, 431, "request headers too large"); /* max_head 0 */
+		*ev = HP_ERROR;
+		return 0;
+	}
+	if (in_head && len > p->max_head - p->head_bytes)
+		len = p->max_head - p->head_bytes; /* the parser never sees past the limit */
 	n = http_parser_execute(&p->parser, &settings, data, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&p->parser);
 
 	if (in_head && !p->got_head && !p->status) {
 		p->head_bytes += n;
-		if (p->head_bytes > p->max_head)
-			fail(p, p->head.nhdrs == 0 ? 414 : 431,
-			     p->head.nhdrs == 0 ? "request line too long" : "request headers too large");
+		if (p->head_bytes >= p->max_head)
+			fail(p, p->head.nhdrs == 0 && p->last_cb == 0 ? 414 : 431,
+			     p->head.nhdrs == 0 && p->last_cb == 0 ? "request line too long"
+								     : "request headers too large");
 	}
 	if (p->status) {
 		*ev = HP_ERROR;
