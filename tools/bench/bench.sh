@@ -11,6 +11,8 @@
 #   3. PUT of 64 MiB objects, 4 workers             GiB/s   goal >= 0.80
 #      (aisd with store.fsync=never, since nginx never fsyncs; one more row
 #      with an aisd started with store.fsync=always, for information)
+#   and, for information, 10 KiB GETs of one key with wrk, a leaner client
+#   than aisloader (on a small machine the client's CPU use matters)
 # and prints a table, also written as markdown to $BUILD/bench-results.md.
 # Every process is stopped by its PID and the temp dir removed on exit
 # (KEEP=1 keeps it). Every run is bounded in time.
@@ -210,6 +212,15 @@ for r in $(seq "$ROUNDS"); do
 		measure put "$s" gibps "${URL[$s]}/put" --op put --size 64M --objects 16 --workers 4 \
 			--duration "$DUR" --count 64 --seed "$r"
 	done
+	# Cross-check with a leaner client: wrk, one 10 KiB key (wrk takes one URL).
+	if command -v wrk >/dev/null; then
+		for s in "${order[@]}"; do
+			v=$(timeout 60 wrk -t2 -c64 -d"${DUR}s" "${URL[$s]}/obj-000001" 2>&1 |
+				awk '/^Requests\/sec/ { print $2 }')
+			printf '  %-8s %-7s %-10s %s\n' wrk10k "$s" req_per_s "${v:-failed}" >&2
+			[ -n "$v" ] && echo "$v" >>"$TMP/res.wrk10k.$s"
+		done
+	fi
 	if [ $AISD_SYNC_OK = 1 ]; then
 		timeout 120 sync
 		measure putsync aisdsync gibps "${URL[aisdsync]}/put" --op put --size 64M --objects 16 --workers 4 \
@@ -244,6 +255,10 @@ MD=$BUILD/bench-results.md
 	row "GET 1 GiB object, 4 streams (GiB/s)" "$(med getbig aisd)" "$(med getbig nginx)" 0.95
 	row "GET 10 KiB, random of 10,000, 64 conns (ops/s)" "$(med getsmall aisd)" "$(med getsmall nginx)" 0.80
 	row "PUT 64 MiB, 4 workers, aisd fsync=never (GiB/s)" "$(med put aisd)" "$(med put nginx)" 0.80
+	if [ -s "$TMP/res.wrk10k.nginx" ]; then
+		a=$(med wrk10k aisd)
+		echo "| GET 10 KiB, one key, 64 conns, wrk -t2 (req/s) | $a | $(med wrk10k nginx) | $(ratio "$a" "$(med wrk10k nginx)") | (info) | |"
+	fi
 	if [ $AISD_SYNC_OK = 1 ]; then
 		a=$(med putsync aisdsync)
 		echo "| PUT 64 MiB, 4 workers, aisd fsync=always (GiB/s) | $a | $(med put nginx) | $(ratio "$a" "$(med put nginx)") | (info) | |"
