@@ -76,13 +76,34 @@ struct store_writer {
 	int n_hs;
 };
 
-static int map_errno(int e) { return (e == ENOSPC || e == EDQUOT) ? ENOSPC : e ? e : EIO; }
+/* errno of a failed file syscall, as the API reports it (rule 8): a full
+ * disk is ENOSPC; errnos that mean something else in store.h (ENOENT: no
+ * such object) become EIO. */
+static int map_errno(int e)
+{
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT: return ENOSPC;
+	case 0:
+	case ENOENT:
+	case EEXIST:
+	case EBADMSG:
+	case EINVAL: return EIO;
+	default: return e;
+	}
+}
 
-/* Marks w failed with errno e, returns AIS_ERR with errno set. */
+/* Marks w failed with errno e: closes and removes its temp file at once (a
+ * failed writer holds no disk space), returns AIS_ERR with errno = e. */
 static int writer_fail(store_writer_t *w, int e)
 {
 	w->state = W_FAILED;
 	w->err = e;
+	if (w->fd >= 0)
+		store_io.close(w->fd);
+	w->fd = -1;
+	if (w->tmp_exists && (store_io.unlink(w->tmp) == 0 || errno == ENOENT))
+		w->tmp_exists = false; /* else store_writer_free tries again */
 	errno = e;
 	return AIS_ERR;
 }

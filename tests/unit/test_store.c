@@ -921,6 +921,8 @@ static void fault_loop(bool overwrite)
 			int e = errno;
 			bool triggered = F.triggered;
 			faults_disarm();
+			if (rc != AIS_OK) /* a failed writer has removed its temp file */
+				ck_assert_int_eq(count_files("tmp"), 0);
 			store_writer_free(w);
 			runs++;
 
