@@ -341,8 +341,10 @@ static void conn_drive(http_conn_t *c)
 				c->state = CS_BODY;
 				dispatch(c);
 			} else if (ev == HP_ERROR) {
+				/* nothing more is read: write the error, then close */
 				c->close_after = true;
-				c->state = CS_BODY;
+				c->body_done = true;
+				c->state = CS_WRITE;
 				http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request");
 			}
 			break;
@@ -464,9 +466,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	http_conn_t *c = arg;
 	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
 		c->close_after = true;
-		c->state = CS_BODY;
+		c->body_done = true;
+		c->state = CS_WRITE;
+		/* written at once through conn_run; c may be freed after this */
 		http_resp_error(&c->req, 408, "request head not received in time");
-		conn_run(c);
 		return;
 	}
 	log_debug("closing connection: timed out in state %d", c->state);

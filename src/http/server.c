@@ -91,10 +91,11 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		if (atomic_fetch_add(&s->nconns, 1) >= s->o.max_conns) {
+#define BUSY_BODY "{\"message\":\"too many connections\",\"status\":503}"
+			_Static_assert(sizeof(BUSY_BODY) - 1 == 47, "busy body length");
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-						   "Content-Type: application/json\r\nContent-Length: 57\r\n"
-						   "Connection: close\r\n\r\n"
-						   "{\"message\":\"too many connections\",\"status\":503}      ";
+						   "Content-Type: application/json\r\nContent-Length: 47\r\n"
+						   "Connection: close\r\n\r\n" BUSY_BODY;
 			ssize_t n = write(fd, busy, sizeof(busy) - 1);
 			(void)n;
 			close(fd);
