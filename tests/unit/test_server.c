@@ -1,0 +1,1074 @@
+/*
+ * test_server.c - the HTTP server in-process, talked to over real loopback
+ * sockets: keep-alive, pipelining, 100-continue, streamed request bodies
+ * with backpressure, file and streamed responses, routing errors, and the
+ * connection limits and timeouts.
+ *
+ * Each test starts its own server on a free port (Check forks per test) and
+ * fails on any error-level log line. Every socket read has a timeout, so a
+ * server that stops answering fails the test instead of hanging it.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "aisd/http.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define SMALL_SIZE 5000
+#define LARGE_SIZE (8u << 20)
+#define ECHO_WINDOW (64 * 1024) /* body bytes the echo handler takes before pausing */
+#define JSON_MAX 1024
+#define STREAM_PIECES 12
+
+/* ---- the server under test ---------------------------------------------- */
+
+typedef struct tctx {
+	char dir[256];
+	atomic_int pauses;  /* echo: times on_room said 0 */
+	atomic_int resumes; /* echo: http_req_resume calls */
+	atomic_int stream_waits;
+} tctx_t;
+
+static tctx_t g_ctx;
+static http_server_t *g_srv;
+static int g_port;
+
+/* Echo: takes the body in windows of ECHO_WINDOW bytes; each full window is
+ * "written" on the I/O pool while reading pauses; answers with the body. */
+typedef struct echo {
+	buf_t got;
+	size_t pending;  /* bytes since the last drain */
+	bool draining;
+	bool end_seen;
+} echo_t;
+
+static void echo_free(void *arg)
+{
+	echo_t *e = arg;
+	buf_free(&e->got);
+}
+
+static void echo_answer(http_req_t *req)
+{
+	echo_t *e = req->state;
+	http_resp_header(req, "X-Body-Read", "%llu", (unsigned long long)req->body_read);
+	http_resp_send(req, e->got.ptr ? e->got.ptr : "", e->got.len);
+}
+
+static void echo_drain_work(http_req_t *req)
+{
+	usleep(1000); /* a disk write */
+}
+
+static void echo_drain_done(http_req_t *req)
+{
+	echo_t *e = req->state;
+	tctx_t *t = req->ctx;
+	e->draining = false;
+	e->pending = 0;
+	if (e->end_seen) {
+		echo_answer(req);
+		return;
+	}
+	atomic_fetch_add(&t->resumes, 1);
+	http_req_resume(req);
+}
+
+static int echo_body(http_req_t *req, const char *p, size_t n)
+{
+	echo_t *e = req->state;
+	ck_assert(!e->draining);
+	buf_add(&e->got, p, n);
+	e->pending += n;
+	if (e->pending > ECHO_WINDOW)
+		ck_abort_msg("on_body got %zu bytes over a window of %d", e->pending, ECHO_WINDOW);
+	if (e->pending == ECHO_WINDOW) {
+		e->draining = true;
+		http_offload(req, echo_drain_work, echo_drain_done);
+	}
+	return AIS_OK;
+}
+
+static size_t echo_room(http_req_t *req)
+{
+	echo_t *e = req->state;
+	tctx_t *t = req->ctx;
+	if (e->draining) {
+		atomic_fetch_add(&t->pauses, 1);
+		return 0;
+	}
+	return ECHO_WINDOW - e->pending;
+}
+
+static void echo_end(http_req_t *req)
+{
+	echo_t *e = req->state;
+	e->end_seen = true;
+	if (!e->draining)
+		echo_answer(req);
+}
+
+static int h_echo(http_req_t *req)
+{
+	echo_t *e = arena_zalloc(req->arena, sizeof(*e));
+	arena_cleanup_add(req->arena, echo_free, e);
+	req->state = e;
+	if (!req->has_body) {
+		http_resp_send(req, "", 0);
+		return AIS_OK;
+	}
+	req->on_body = echo_body;
+	req->on_room = echo_room;
+	req->on_body_end = echo_end;
+	return AIS_OK;
+}
+
+static int h_file(http_req_t *req)
+{
+	tctx_t *t = req->ctx;
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%.*s", t->dir, (int)req->subpath.len, req->subpath.ptr);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		http_resp_error(req, 404, "no file %.*s", (int)req->subpath.len, req->subpath.ptr);
+		return AIS_OK;
+	}
+	http_resp_send_file(req, fd, 0, (uint64_t)st.st_size);
+	return AIS_OK;
+}
+
+static void stream_wait_work(http_req_t *req)
+{
+	usleep(2000);
+}
+
+static void stream_wait_done(http_req_t *req)
+{
+	http_resp_stream_wake(req);
+}
+
+/* Pieces 0..STREAM_PIECES-1, "piece-<i>;" times i+1; after piece 5 the
+ * producer has nothing for a moment (AIS_AGAIN, woken from the pool). */
+static int stream_fill(http_req_t *req, buf_t *out)
+{
+	int *i = req->state;
+	tctx_t *t = req->ctx;
+	if (*i == 6 && !i[1]) {
+		i[1] = 1;
+		atomic_fetch_add(&t->stream_waits, 1);
+		http_offload(req, stream_wait_work, stream_wait_done);
+		return AIS_AGAIN;
+	}
+	for (int k = 0; k <= *i; k++)
+		buf_addf(out, "piece-%d;", *i);
+	return ++*i == STREAM_PIECES ? AIS_DONE : AIS_OK;
+}
+
+static int h_stream(http_req_t *req)
+{
+	req->state = arena_zalloc(req->arena, 2 * sizeof(int));
+	http_resp_header(req, "Content-Type", "text/plain");
+	http_resp_send_stream(req, stream_fill);
+	return AIS_OK;
+}
+
+static int h_json(http_req_t *req)
+{
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send(req, req->body.ptr ? req->body.ptr : "", req->body.len);
+	return AIS_OK;
+}
+
+static const http_route_t routes[] = {
+	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body"},
+	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file"},
+	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body"},
+	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
+};
+
+static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
+
+static void write_file(const char *name, size_t size)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", g_ctx.dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	unsigned char *b = xmalloc(size);
+	for (size_t i = 0; i < size; i++)
+		b[i] = file_byte(i);
+	ck_assert_int_eq(write(fd, b, size), (ssize_t)size);
+	free(b);
+	fdatasync(fd);
+	/* cold pages where the file system allows: the read-ahead path */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+}
+
+static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
+{
+	buf_t err = BUF_INIT;
+	memset(&g_ctx, 0, sizeof(g_ctx));
+	snprintf(g_ctx.dir, sizeof(g_ctx.dir), "/var/tmp/aisd-test-server-XXXXXX");
+	if (!mkdtemp(g_ctx.dir)) {
+		snprintf(g_ctx.dir, sizeof(g_ctx.dir), "/tmp/aisd-test-server-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(g_ctx.dir));
+	}
+	write_file("small", SMALL_SIZE);
+	write_file("large", LARGE_SIZE);
+	write_file("empty", 0);
+	http_server_opts_t o = {
+		.host = "127.0.0.1",
+		.port = 0,
+		.workers = 2,
+		.io_threads = 2,
+		.max_conns = max_conns,
+		.max_header_bytes = 8192,
+		.header_timeout_ms = header_ms,
+		.idle_timeout_ms = idle_ms,
+		.body_timeout_ms = 3000,
+		.routes = routes,
+		.nroutes = ARRAY_SIZE(routes),
+		.ctx = &g_ctx,
+	};
+	g_srv = http_server_new(&o, &err);
+	ck_assert_msg(g_srv != NULL, "server: %s", err.ptr ? err.ptr : "");
+	g_port = http_server_port(g_srv);
+	ck_assert_int_gt(g_port, 0);
+	buf_free(&err);
+}
+
+static void start_default(void) { start(3000, 3000, 100); }
+
+static void stop(void)
+{
+	char path[512];
+	http_server_free(g_srv);
+	g_srv = NULL;
+	const char *names[] = {"small", "large", "empty"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(path, sizeof(path), "%s/%s", g_ctx.dir, names[i]);
+		unlink(path);
+	}
+	rmdir(g_ctx.dir);
+	ck_assert_uint_eq(log_error_count(), 0);
+}
+
+/* ---- the client --------------------------------------------------------- */
+
+typedef struct cl {
+	int fd;
+	buf_t in;
+	size_t off;
+} cl_t;
+
+typedef struct resp {
+	int status;
+	buf_t head;
+	buf_t body;
+	int64_t clen;
+	bool chunked, close, eof;
+} resp_t;
+
+static int64_t now_ms(void) { return time_mono_ns() / 1000000; }
+
+static int connect_port(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct timeval tv = {4, 0};
+	int one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void cl_open(cl_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = connect_port(g_port);
+}
+
+static void cl_close(cl_t *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	buf_free(&c->in);
+}
+
+static void cl_send(cl_t *c, const void *p, size_t n)
+{
+	const char *s = p;
+	while (n > 0) {
+		ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
+		ck_assert_msg(w > 0, "send: %s", strerror(errno));
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void cl_sends(cl_t *c, const char *s) { cl_send(c, s, strlen(s)); }
+
+/* Reads more: >0 bytes, 0 at EOF, <0 on error or timeout. */
+static ssize_t cl_fill(cl_t *c)
+{
+	if (c->off == c->in.len)
+		c->in.len = c->off = 0;
+	buf_grow(&c->in, 65536);
+	ssize_t n;
+	do
+		n = recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		c->in.len += (size_t)n;
+		c->in.ptr[c->in.len] = '\0';
+	}
+	return n;
+}
+
+static size_t avail(const cl_t *c) { return c->in.len - c->off; }
+
+/* Makes n bytes available; false at EOF or on error. */
+static bool cl_need(cl_t *c, size_t n)
+{
+	while (avail(c) < n)
+		if (cl_fill(c) <= 0)
+			return false;
+	return true;
+}
+
+/* Next line without its CRLF. */
+static bool cl_line(cl_t *c, buf_t *line)
+{
+	for (;;) {
+		const char *s = c->in.ptr ? c->in.ptr + c->off : NULL;
+		const char *nl = s ? memmem(s, avail(c), "\r\n", 2) : NULL;
+		if (nl) {
+			buf_reset(line);
+			buf_add(line, s, (size_t)(nl - s));
+			c->off += (size_t)(nl - s) + 2;
+			return true;
+		}
+		if (cl_fill(c) <= 0)
+			return false;
+	}
+}
+
+static void resp_free(resp_t *r)
+{
+	buf_free(&r->head);
+	buf_free(&r->body);
+}
+
+/* Reads one response (a 1xx one too). head_req: the request was HEAD.
+ * Returns false if the connection ended before a whole response. */
+static bool cl_read(cl_t *c, resp_t *r, bool head_req)
+{
+	buf_t line = BUF_INIT;
+	bool ok = false;
+	memset(r, 0, sizeof(*r));
+	r->clen = -1;
+	if (!cl_line(c, &line) || line.len < 12 || memcmp(line.ptr, "HTTP/1.", 7))
+		goto out;
+	r->status = (int)strtol(line.ptr + 9, NULL, 10);
+	buf_addsv(&r->head, sv_of(&line));
+	buf_addstr(&r->head, "\n");
+	for (int i = 0; i < 200; i++) {
+		if (!cl_line(c, &line))
+			goto out;
+		if (line.len == 0)
+			break;
+		buf_addsv(&r->head, sv_of(&line));
+		buf_addstr(&r->head, "\n");
+		char *colon = memchr(line.ptr, ':', line.len);
+		ck_assert_ptr_nonnull(colon);
+		sv_t name = {line.ptr, (size_t)(colon - line.ptr)};
+		sv_t value = sv_trim((sv_t){colon + 1, line.len - (size_t)(colon + 1 - line.ptr)});
+		if (sv_eqcase(name, SV("content-length")))
+			r->clen = (int64_t)strtoll(value.ptr, NULL, 10);
+		else if (sv_eqcase(name, SV("transfer-encoding")))
+			r->chunked = sv_eqcase(value, SV("chunked"));
+		else if (sv_eqcase(name, SV("connection")))
+			r->close = sv_eqcase(value, SV("close"));
+	}
+	if (head_req || r->status < 200 || r->status == 204 || r->status == 304) {
+		ok = true;
+		goto out;
+	}
+	if (r->chunked) {
+		for (int i = 0; i < 100000; i++) {
+			if (!cl_line(c, &line))
+				goto out;
+			unsigned long long n = strtoull(line.ptr ? line.ptr : "", NULL, 16);
+			if (n == 0) {
+				while (cl_line(c, &line) && line.len > 0) /* trailers */
+					;
+				ok = true;
+				goto out;
+			}
+			if (!cl_need(c, (size_t)n + 2))
+				goto out;
+			buf_add(&r->body, c->in.ptr + c->off, (size_t)n);
+			ck_assert_int_eq(memcmp(c->in.ptr + c->off + n, "\r\n", 2), 0);
+			c->off += (size_t)n + 2;
+		}
+		goto out;
+	}
+	if (r->clen >= 0) {
+		while (r->body.len < (size_t)r->clen) {
+			if (avail(c) == 0 && cl_fill(c) <= 0)
+				goto out;
+			size_t take = MIN(avail(c), (size_t)r->clen - r->body.len);
+			buf_add(&r->body, c->in.ptr + c->off, take);
+			c->off += take;
+		}
+		ok = true;
+		goto out;
+	}
+	for (;;) { /* delimited by close */
+		buf_add(&r->body, c->in.ptr ? c->in.ptr + c->off : "", avail(c));
+		c->off = c->in.len;
+		ssize_t n = cl_fill(c);
+		if (n == 0) {
+			r->eof = ok = true;
+			goto out;
+		}
+		if (n < 0)
+			goto out;
+	}
+out:
+	buf_free(&line);
+	return ok;
+}
+
+/* True if the server closed the connection (EOF) within the read timeout,
+ * ignoring any bytes before it. */
+static bool cl_eof(cl_t *c)
+{
+	for (int i = 0; i < 1000; i++) {
+		ssize_t n = cl_fill(c);
+		if (n == 0)
+			return true;
+		if (n < 0)
+			return errno == ECONNRESET;
+		c->off = c->in.len;
+	}
+	return false;
+}
+
+static bool has_header(const resp_t *r, const char *line)
+{
+	return r->head.ptr && strcasestr(r->head.ptr, line) != NULL;
+}
+
+static void expect_file(const resp_t *r, size_t size)
+{
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(r->clen, (int64_t)size);
+	ck_assert_uint_eq(r->body.len, size);
+	for (size_t i = 0; i < size; i++)
+		if ((unsigned char)r->body.ptr[i] != file_byte(i))
+			ck_abort_msg("file byte %zu differs", i);
+}
+
+static void stream_expect(buf_t *want)
+{
+	for (int i = 0; i < STREAM_PIECES; i++)
+		for (int k = 0; k <= i; k++)
+			buf_addf(want, "piece-%d;", i);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+START_TEST(test_keep_alive)
+{
+	cl_t c;
+	resp_t r;
+	buf_t want = BUF_INIT;
+	start_default();
+	cl_open(&c);
+	stream_expect(&want);
+	for (int i = 0; i < 3; i++) {
+		cl_sends(&c, "GET /file/small HTTP/1.1\r\nHost: t\r\n\r\n");
+		ck_assert(cl_read(&c, &r, false));
+		expect_file(&r, SMALL_SIZE);
+		ck_assert(!r.close);
+		ck_assert(has_header(&r, "\nServer: aisd\n"));
+		ck_assert(has_header(&r, "\nDate: "));
+		resp_free(&r);
+		cl_sends(&c, "POST /json HTTP/1.1\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+		ck_assert(cl_read(&c, &r, false));
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_str_eq(r.body.ptr, "{\"a\":1}");
+		resp_free(&r);
+		cl_sends(&c, "GET /stream HTTP/1.1\r\n\r\n");
+		ck_assert(cl_read(&c, &r, false));
+		ck_assert(r.chunked);
+		ck_assert_str_eq(r.body.ptr, want.ptr);
+		resp_free(&r);
+	}
+	/* HTTP/1.0 with keep-alive asked for */
+	cl_sends(&c, "GET /file/small HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	ck_assert(has_header(&r, "\nConnection: keep-alive\n"));
+	resp_free(&r);
+	/* Connection: close is honoured */
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nConnection: close\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	ck_assert(r.close);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	buf_free(&want);
+	stop();
+}
+END_TEST
+
+START_TEST(test_http10_closes)
+{
+	cl_t c;
+	resp_t r;
+	buf_t want = BUF_INIT;
+	start_default();
+	stream_expect(&want);
+	cl_open(&c);
+	cl_sends(&c, "GET /file/small HTTP/1.0\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	ck_assert(r.close);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	/* a stream to HTTP/1.0: not chunked, ends with the connection */
+	cl_open(&c);
+	cl_sends(&c, "GET /stream HTTP/1.0\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(!r.chunked);
+	ck_assert_int_eq(r.clen, -1);
+	ck_assert(r.eof);
+	ck_assert_str_eq(r.body.ptr, want.ptr);
+	resp_free(&r);
+	cl_close(&c);
+	buf_free(&want);
+	stop();
+}
+END_TEST
+
+START_TEST(test_pipelining)
+{
+	cl_t c;
+	resp_t r;
+	buf_t want = BUF_INIT, req = BUF_INIT;
+	start_default();
+	stream_expect(&want);
+	cl_open(&c);
+	/* one write, five requests, a body request between bodiless ones */
+	buf_addstr(&req, "GET /file/small HTTP/1.1\r\n\r\n"
+			 "PUT /echo/x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+			 "HEAD /file/large HTTP/1.1\r\n\r\n"
+			 "GET /stream HTTP/1.1\r\n\r\n"
+			 "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+			 "GET /nowhere HTTP/1.1\r\n\r\n");
+	cl_send(&c, req.ptr, req.len);
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "hello");
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, true));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(r.clen, LARGE_SIZE);
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_str_eq(r.body.ptr, want.ptr);
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "abcde");
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 404);
+	ck_assert(!r.close);
+	resp_free(&r);
+	/* 40 pipelined requests (more than one run of the loop serves) */
+	buf_reset(&req);
+	for (int i = 0; i < 40; i++)
+		buf_addf(&req, "POST /json HTTP/1.1\r\nContent-Length: %d\r\n\r\n%d", i < 10 ? 1 : 2, i);
+	cl_send(&c, req.ptr, req.len);
+	for (int i = 0; i < 40; i++) {
+		char s[8];
+		snprintf(s, sizeof(s), "%d", i);
+		ck_assert(cl_read(&c, &r, false));
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_str_eq(r.body.ptr, s);
+		resp_free(&r);
+	}
+	cl_close(&c);
+	buf_free(&req);
+	buf_free(&want);
+	stop();
+}
+END_TEST
+
+START_TEST(test_continue)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	cl_sends(&c, "PUT /echo HTTP/1.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	resp_free(&r);
+	cl_sends(&c, "0123456789");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "0123456789");
+	resp_free(&r);
+	/* a JSON route too */
+	cl_sends(&c, "POST /json HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	resp_free(&r);
+	cl_sends(&c, "{}");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "{}");
+	resp_free(&r);
+	/* too large for the JSON route: 413 at once, no 100, then close */
+	cl_sends(&c, "POST /json HTTP/1.1\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 413);
+	ck_assert(r.close);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	/* Expect other than 100-continue */
+	cl_open(&c);
+	cl_sends(&c, "PUT /echo HTTP/1.1\r\nContent-Length: 1\r\nExpect: 200-ok\r\n\r\nx");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 417);
+	ck_assert(r.close);
+	resp_free(&r);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
+START_TEST(test_json_limit)
+{
+	cl_t c;
+	resp_t r;
+	buf_t req = BUF_INIT;
+	start_default();
+	/* Content-Length over max_body: 413 before the body */
+	cl_open(&c);
+	buf_addf(&req, "POST /json HTTP/1.1\r\nContent-Length: %d\r\n\r\n", JSON_MAX + 1);
+	for (int i = 0; i <= JSON_MAX; i++)
+		buf_addch(&req, 'j');
+	cl_send(&c, req.ptr, req.len);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 413);
+	ck_assert(r.close);
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "\"status\":413"));
+	resp_free(&r);
+	cl_close(&c);
+	/* chunked, over max_body: 413 once the body is read */
+	cl_open(&c);
+	buf_reset(&req);
+	buf_addstr(&req, "POST /json HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (int i = 0; i < 3; i++) {
+		buf_addf(&req, "%x\r\n", JSON_MAX / 2);
+		for (int k = 0; k < JSON_MAX / 2; k++)
+			buf_addch(&req, 'c');
+		buf_addstr(&req, "\r\n");
+	}
+	buf_addstr(&req, "0\r\n\r\n");
+	cl_send(&c, req.ptr, req.len);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 413);
+	resp_free(&r);
+	cl_close(&c);
+	/* exactly max_body: accepted */
+	cl_open(&c);
+	buf_reset(&req);
+	buf_addf(&req, "POST /json HTTP/1.1\r\nContent-Length: %d\r\n\r\n", JSON_MAX);
+	for (int i = 0; i < JSON_MAX; i++)
+		buf_addch(&req, 'k');
+	cl_send(&c, req.ptr, req.len);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body.len, JSON_MAX);
+	resp_free(&r);
+	cl_close(&c);
+	buf_free(&req);
+	stop();
+}
+END_TEST
+
+START_TEST(test_routing_errors)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	cl_sends(&c, "GET /json HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 405);
+	ck_assert(has_header(&r, "\nAllow: POST\n"));
+	ck_assert(!r.close);
+	resp_free(&r);
+	cl_sends(&c, "DELETE /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 405);
+	ck_assert(has_header(&r, "\nAllow: GET, HEAD\n"));
+	resp_free(&r);
+	cl_sends(&c, "GET /nope HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 404);
+	ck_assert(has_header(&r, "\nContent-Type: application/json\n"));
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "\"status\":404"));
+	resp_free(&r);
+	/* a prefix matches only at a path-segment boundary */
+	cl_sends(&c, "GET /filex HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 404);
+	resp_free(&r);
+	/* absolute-form target */
+	cl_sends(&c, "GET http://localhost:1/file/small?x=1 HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* a body on a route that takes none: answered, then closed (the
+	 * handler answered before the body was read) */
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	ck_assert(r.close);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	cl_open(&c);
+	/* a malformed request: 400 and close */
+	cl_sends(&c, "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 400);
+	ck_assert(r.close);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
+START_TEST(test_files)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	for (int i = 0; i < 2; i++) { /* cold, then warm */
+		cl_sends(&c, "GET /file/large HTTP/1.1\r\n\r\n");
+		ck_assert(cl_read(&c, &r, false));
+		expect_file(&r, LARGE_SIZE);
+		resp_free(&r);
+		cl_sends(&c, "GET /file/small HTTP/1.1\r\n\r\n");
+		ck_assert(cl_read(&c, &r, false));
+		expect_file(&r, SMALL_SIZE);
+		resp_free(&r);
+	}
+	cl_sends(&c, "GET /file/empty HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, 0);
+	resp_free(&r);
+	/* HEAD: the length, no body; the next response follows at once */
+	cl_sends(&c, "HEAD /file/large HTTP/1.1\r\n\r\nHEAD /file/small HTTP/1.1\r\n\r\n"
+		     "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, true));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(r.clen, LARGE_SIZE);
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, true));
+	ck_assert_int_eq(r.clen, SMALL_SIZE);
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&c);
+
+	/* several clients at once, one not reading yet (the server's writes
+	 * to it block): the others are served meanwhile */
+	cl_t slow, fast;
+	cl_open(&slow);
+	cl_open(&fast);
+	cl_sends(&slow, "GET /file/large HTTP/1.1\r\n\r\n");
+	usleep(50000);
+	for (int i = 0; i < 5; i++) {
+		cl_sends(&fast, "GET /file/small HTTP/1.1\r\n\r\n");
+		ck_assert(cl_read(&fast, &r, false));
+		expect_file(&r, SMALL_SIZE);
+		resp_free(&r);
+	}
+	ck_assert(cl_read(&slow, &r, false));
+	expect_file(&r, LARGE_SIZE);
+	resp_free(&r);
+	cl_close(&slow);
+	cl_close(&fast);
+	stop();
+}
+END_TEST
+
+START_TEST(test_echo_backpressure)
+{
+	cl_t c;
+	resp_t r;
+	buf_t body = BUF_INIT, req = BUF_INIT;
+	size_t n = (1u << 20) + 12345;
+	start_default();
+	for (size_t i = 0; i < n; i++)
+		buf_addch(&body, (char)('a' + i % 23));
+	cl_open(&c);
+	/* Content-Length body */
+	buf_addf(&req, "PUT /echo HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", n);
+	buf_addsv(&req, sv_of(&body));
+	cl_send(&c, req.ptr, req.len);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body.len, n);
+	ck_assert_int_eq(memcmp(r.body.ptr, body.ptr, n), 0);
+	ck_assert(has_header(&r, "\nX-Body-Read: 1060921\n"));
+	resp_free(&r);
+	/* chunked body in uneven chunks, written in small pieces */
+	buf_reset(&req);
+	buf_addstr(&req, "PUT /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (size_t off = 0, k = 1; off < n; k = k * 7 % 100003 + 1) {
+		size_t m = MIN(k, n - off);
+		buf_addf(&req, "%zx;k=%zu\r\n", m, k);
+		buf_add(&req, body.ptr + off, m);
+		buf_addstr(&req, "\r\n");
+		off += m;
+	}
+	buf_addstr(&req, "0\r\nX-Trailer: t\r\n\r\n");
+	for (size_t off = 0; off < req.len; off += 30000)
+		cl_send(&c, req.ptr + off, MIN(30000, req.len - off));
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body.len, n);
+	ck_assert_int_eq(memcmp(r.body.ptr, body.ptr, n), 0);
+	resp_free(&r);
+	/* the same connection still works */
+	cl_sends(&c, "PUT /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nend");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_str_eq(r.body.ptr, "end");
+	resp_free(&r);
+	cl_close(&c);
+	ck_assert_int_gt(atomic_load(&g_ctx.pauses), 0);
+	ck_assert_int_gt(atomic_load(&g_ctx.resumes), 20);
+	buf_free(&body);
+	buf_free(&req);
+	stop();
+}
+END_TEST
+
+START_TEST(test_stream)
+{
+	cl_t c;
+	resp_t r;
+	buf_t want = BUF_INIT;
+	start_default();
+	stream_expect(&want);
+	cl_open(&c);
+	cl_sends(&c, "GET /stream HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(r.chunked);
+	ck_assert_int_eq(r.clen, -1);
+	ck_assert(has_header(&r, "\nTransfer-Encoding: chunked\n"));
+	ck_assert(has_header(&r, "\nContent-Type: text/plain\n"));
+	ck_assert_str_eq(r.body.ptr, want.ptr);
+	resp_free(&r);
+	ck_assert_int_eq(atomic_load(&g_ctx.stream_waits), 1);
+	cl_close(&c);
+	buf_free(&want);
+	stop();
+}
+END_TEST
+
+START_TEST(test_header_timeout)
+{
+	cl_t c;
+	resp_t r;
+	start(300, 3000, 100);
+	cl_open(&c);
+	int64_t t0 = now_ms();
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nHo");
+	ck_assert(cl_read(&c, &r, false));
+	int64_t dt = now_ms() - t0;
+	ck_assert_int_eq(r.status, 408);
+	ck_assert(r.close);
+	ck_assert_msg(dt >= 250 && dt < 2000, "408 after %lld ms", (long long)dt);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	/* dribbling a head byte by byte does not extend it */
+	cl_open(&c);
+	t0 = now_ms();
+	static const char head[] = "GET /file/small HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	bool got = false;
+	for (size_t i = 0; i < sizeof(head) - 1 && !got; i++) {
+		if (send(c.fd, head + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		usleep(20000);
+		struct timeval tv = {0, 0};
+		fd_set rs;
+		FD_ZERO(&rs);
+		FD_SET(c.fd, &rs);
+		got = select(c.fd + 1, &rs, NULL, NULL, &tv) > 0;
+	}
+	ck_assert(got);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 408);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt < 1500, "408 after %lld ms", (long long)dt);
+	resp_free(&r);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
+START_TEST(test_idle_timeout)
+{
+	cl_t c;
+	resp_t r;
+	start(3000, 300, 100);
+	/* a connection that never sends */
+	cl_open(&c);
+	int64_t t0 = now_ms();
+	ck_assert(cl_eof(&c));
+	int64_t dt = now_ms() - t0;
+	ck_assert_msg(dt >= 250 && dt < 2000, "closed after %lld ms", (long long)dt);
+	ck_assert_uint_eq(c.in.len, 0); /* closed without a response */
+	cl_close(&c);
+	/* idle after a request */
+	cl_open(&c);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	t0 = now_ms();
+	ck_assert(cl_eof(&c));
+	dt = now_ms() - t0;
+	ck_assert_msg(dt >= 250 && dt < 2000, "closed after %lld ms", (long long)dt);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
+START_TEST(test_max_conns)
+{
+	cl_t a, b, x;
+	resp_t r;
+	start(3000, 3000, 2);
+	cl_open(&a);
+	cl_open(&b);
+	/* both accepted and served */
+	cl_sends(&a, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&a, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_sends(&b, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&b, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* the third: 503 and close */
+	cl_open(&x);
+	ck_assert(cl_read(&x, &r, false));
+	ck_assert_int_eq(r.status, 503);
+	ck_assert(r.close);
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "too many connections"));
+	ck_assert(cl_eof(&x));
+	resp_free(&r);
+	cl_close(&x);
+	/* one goes away: a new one is served (once the server saw the close) */
+	cl_close(&a);
+	bool served = false;
+	for (int i = 0; i < 50 && !served; i++) {
+		usleep(20000);
+		cl_open(&x);
+		cl_sends(&x, "GET /file/small HTTP/1.1\r\n\r\n");
+		ck_assert(cl_read(&x, &r, false));
+		served = r.status == 200;
+		resp_free(&r);
+		cl_close(&x);
+	}
+	ck_assert(served);
+	cl_close(&b);
+	stop();
+}
+END_TEST
+
+static Suite *server_suite(void)
+{
+	const struct {
+		const char *name;
+		const TTest *fn;
+	} tests[] = {
+		{"keep_alive", test_keep_alive},
+		{"http10_closes", test_http10_closes},
+		{"pipelining", test_pipelining},
+		{"continue", test_continue},
+		{"json_limit", test_json_limit},
+		{"routing_errors", test_routing_errors},
+		{"files", test_files},
+		{"echo_backpressure", test_echo_backpressure},
+		{"stream", test_stream},
+		{"header_timeout", test_header_timeout},
+		{"idle_timeout", test_idle_timeout},
+		{"max_conns", test_max_conns},
+	};
+	Suite *s = suite_create("server");
+	for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {
+		TCase *t = tcase_create(tests[i].name); /* CK_RUN_CASE=name runs one */
+		tcase_set_timeout(t, 10);
+		tcase_add_test(t, tests[i].fn);
+		suite_add_tcase(s, t);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(server_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
