@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,8 +228,23 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 
 /* --- file bodies --------------------------------------------------------- */
 
-static _Thread_local char *t_scratch;
+/* Per pool thread read-ahead buffer, freed when the thread exits. */
 #define SCRATCH (256 * 1024)
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_init(void) { pthread_key_create(&scratch_key, free); }
+
+static char *scratch(void)
+{
+	pthread_once(&scratch_once, scratch_init);
+	char *p = pthread_getspecific(scratch_key);
+	if (!p) {
+		p = xmalloc(SCRATCH);
+		pthread_setspecific(scratch_key, p);
+	}
+	return p;
+}
 
 /* I/O pool: pull [foff, foff + chunk) into the page cache. */
 static void readahead_work(http_req_t *req)
@@ -236,11 +252,10 @@ static void readahead_work(http_req_t *req)
 	http_conn_t *c = req->conn;
 	uint64_t len = MIN(c->fleft, (uint64_t)HTTP_FILE_CHUNK);
 	off_t off = c->foff;
-	if (!t_scratch)
-		t_scratch = xmalloc(SCRATCH);
+	char *buf = scratch();
 	posix_fadvise(c->ffd, off, (off_t)len, POSIX_FADV_WILLNEED);
 	while (len > 0) {
-		ssize_t n = pread(c->ffd, t_scratch, MIN(len, (uint64_t)SCRATCH), off);
+		ssize_t n = pread(c->ffd, buf, MIN(len, (uint64_t)SCRATCH), off);
 		if (n <= 0)
 			break; /* sendfile will report it */
 		off += n;
