@@ -86,6 +86,7 @@ for t in "${tests[@]}"; do
 	"$BIN" --port 0 --port-file "$dir/port" -m "$dir/mp1" -m "$dir/mp2" \
 		--set "log.file=$dir/aisd.log" $args </dev/null >>"$dir/aisd.stderr" 2>&1 &
 	pid=$!
+	disown "$pid" # no "Killed" job notices when a test kill -9s it
 	echo "$pid" >"$dir/pid"
 	for ((i = 0; i < 100; i++)); do
 		[ -s "$dir/port" ] && break
@@ -121,12 +122,10 @@ for t in "${tests[@]}"; do
 		fi
 	fi
 
-	first=$pid
 	pid=$(cat "$dir/pid" 2>/dev/null || echo "$pid")
 	if ! stop_pid "$pid"; then
 		why="${why:+$why; }target did not stop on SIGTERM"
 	fi
-	pid_alive "$first" || wait "$first" 2>/dev/null # reap it if it was ours
 	probs=$(log_problems "$dir")
 	if [ -n "$probs" ]; then
 		why="${why:+$why; }errors in the target log"
