@@ -261,8 +261,11 @@ static void dispatch(http_conn_t *c)
 		return;
 	if (!req->on_body)
 		c->discard = true;
+	/* 100 Continue only once the handler asks for the body (on_room > 0),
+	 * so that a handler refusing after blocking work (a full disk, a
+	 * missing bucket) answers before the client sends anything. */
 	if (h->expect_continue && !c->discard)
-		send_continue(c);
+		c->continue_due = true;
 }
 
 static void message_end(http_conn_t *c)
@@ -297,7 +300,7 @@ static void request_done(http_conn_t *c)
 	req->conn = c;
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
-	c->paused = c->discard = c->json_body = c->handler_pending = false;
+	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = false;
 	c->body_done = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -375,6 +378,11 @@ static void conn_drive(http_conn_t *c)
 					wait_for(c, 0, 0);
 					return;
 				}
+			}
+			if (c->continue_due) {
+				c->continue_due = false;
+				if (!c->resp_started)
+					send_continue(c);
 			}
 			if (c->in_off == c->in.len) {
 				r = read_more(c);

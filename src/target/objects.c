@@ -9,6 +9,8 @@
  * thread writes the other, so memory per PUT is bounded and the socket and
  * the disk work in parallel; the commit (checksum check, fsync, rename,
  * LevelDB) runs on the I/O pool and the client hears 200 only after it.
+ * The body is read (and an expected 100 Continue sent) only once the
+ * writer is open, so a refusal (507, 404) comes before any body is sent.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -163,6 +165,7 @@ struct put {
 	size_t bufsz;
 	bool busy;         /* an I/O task is in flight */
 	bool ended;        /* whole body received */
+	bool opened;       /* the writer exists: the body is wanted */
 	bool committing;
 	bool failed;
 	int err;           /* errno of the failed step */
@@ -223,6 +226,7 @@ static void io_done(http_req_t *req)
 		put_fail(req, p);
 		return;
 	}
+	p->opened = true;
 	if (p->committing) {
 		prop_headers(req, &p->meta);
 		http_resp_send(req, "", 0);
@@ -266,6 +270,8 @@ static size_t put_room(http_req_t *req)
 {
 	struct put *p = req->state;
 	buf_t *b = &p->buf[p->cur];
+	if (!p->opened)
+		return 0; /* not before store_writer_begin succeeded (and 100 Continue went out) */
 	return b->len < p->bufsz ? p->bufsz - b->len : 0;
 }
 
