@@ -48,12 +48,15 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
-	if (p->got_head)
+	if (p->got_head || p->too_many)
 		return 0; /* chunked trailers: ignored, the head must not move */
 	if (p->last_cb != 1) {
 		if (p->head.nhdrs >= HP_MAX_HEADERS) {
-			fail(p, 431, "too many request headers");
-			return -1;
+			/* 431 at the end of the head, not here: a partial name is
+			 * reported at the end of each read, so failing now would
+			 * let the split decide between 431 and a later 400 */
+			p->too_many = true;
+			return 0;
 		}
 		size_t i = p->head.nhdrs++;
 		p->hoff[i][0] = p->raw.len;
@@ -68,7 +71,7 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
-	if (p->got_head)
+	if (p->got_head || p->too_many)
 		return 0;
 	size_t i = p->head.nhdrs - 1;
 	if (p->last_cb != 2) {
@@ -98,6 +101,11 @@ static int on_headers_complete(http_parser *hp)
 	hp_t *p = self(hp);
 	hp_head_t *h = &p->head;
 	const char *base = p->raw.ptr ? p->raw.ptr : "";
+
+	if (p->too_many) {
+		fail(p, 431, "too many request headers");
+		return -1;
+	}
 
 	h->method = (enum http_method)hp->method;
 	h->http_major = hp->http_major;
@@ -196,6 +204,7 @@ void hp_reset(hp_t *p)
 	p->off_target = p->len_target = 0;
 	p->last_cb = 0;
 	p->got_head = p->got_end = false;
+	p->too_many = false;
 	p->status = 0;
 	p->why = NULL;
 }

@@ -510,6 +510,27 @@ START_TEST(test_every_split_limits)
 }
 END_TEST
 
+START_TEST(test_every_split_too_many_then_bad)
+{
+	/* over the header count, then a syntax error: 400 whatever the split
+	 * (found by fuzz_http_parse: a partial 129th name used to fail at
+	 * once with 431 when the read ended inside it) */
+	buf_t in = BUF_INIT;
+	buf_addstr(&in, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < HP_MAX_HEADERS; i++)
+		buf_addf(&in, "H%d: v\r\n", i);
+	buf_addstr(&in, "Bad\x01Name: v\r\n\r\n");
+	check_splits(in.ptr, in.len, MAX_HEAD, "X400;");
+	buf_reset(&in);
+	buf_addstr(&in, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i <= HP_MAX_HEADERS; i++)
+		buf_addf(&in, "H%d: v\r\n", i);
+	buf_addstr(&in, "\r\n");
+	check_splits(in.ptr, in.len, MAX_HEAD, "X431;");
+	buf_free(&in);
+}
+END_TEST
+
 /* ---- limits ------------------------------------------------------------- */
 
 static int status_buf(const buf_t *b, size_t max_head, bool bytewise)
@@ -717,6 +738,7 @@ static Suite *http_parse_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_loop_test(t, test_every_split, 0, (int)ARRAY_SIZE(split_samples));
 	tcase_add_loop_test(t, test_every_split_limits, 0, 12);
+	tcase_add_test(t, test_every_split_too_many_then_bad);
 	suite_add_tcase(s, t);
 	t = tcase_create("bad");
 	tcase_add_test(t, test_limits);
