@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# run.sh - build every libFuzzer driver in tests/fuzz/ and run each one.
+#
+#   tests/fuzz/run.sh [SECONDS]      (make fuzz FUZZ_SECONDS=N)
+#
+# Each fuzz_<name>.c is built with clang -fsanitize=fuzzer,address,undefined
+# straight from the sources it needs (no libaisd.a: the library is built
+# without the fuzzer's coverage instrumentation), then runs for SECONDS
+# (default 20) on its corpus: build/fuzz-corpus/<name>/ (grows, not
+# committed) seeded from tests/fuzz/corpus/<name>/ (committed). A crashing
+# input is saved as tests/fuzz/crashes/<name>-crash-<sha1>; rerun it with
+#   build/fuzz/<name> tests/fuzz/crashes/<name>-crash-...
+# Prints one line per driver (executions, corpus size, verdict) and exits
+# non-zero if any driver crashed or did not build.
+set -uo pipefail
+
+secs=${1:-20}
+cd "$(dirname "$0")/../.."
+out=${FUZZ_BUILD:-build}/fuzz
+corpus=${FUZZ_BUILD:-build}/fuzz-corpus
+crashes=tests/fuzz/crashes
+mkdir -p "$out" "$corpus" "$crashes"
+
+# clang and its libFuzzer runtime (Debian: clang, libclang-rt-<N>-dev)
+probe() {
+	printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\n%s\n' \
+		'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' |
+		clang -x c -fsanitize=fuzzer,address,undefined -o "$out/.probe" - >/dev/null 2>&1
+}
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v clang >/dev/null || ! probe; then
+	echo "fuzz: installing clang and the libFuzzer runtime"
+	as_root apt-get install -y clang >/dev/null || true
+	ver=$(clang --version 2>/dev/null | sed -nE 's/.*clang version ([0-9]+).*/\1/p' | head -n 1)
+	as_root apt-get install -y "libclang-rt-${ver:-14}-dev" >/dev/null 2>&1 ||
+		as_root apt-get install -y "libclang-rt-dev" >/dev/null 2>&1 || true
+	if ! probe; then
+		echo "fuzz: clang with -fsanitize=fuzzer is not available" >&2
+		exit 2
+	fi
+fi
+rm -f "$out/.probe"
+
+CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Wall -Wextra -Wno-unused-parameter
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+read -r -a PKG_CFLAGS <<<"$(pkg-config --cflags libxxhash 2>/dev/null)"
+read -r -a PKG_LIBS <<<"$(pkg-config --libs libxxhash 2>/dev/null || echo -lxxhash)"
+CORE=(src/core/*.c)
+
+# driver -> the sources and libraries it needs besides src/core
+declare -A SRCS=(
+	[fuzz_http_parse]="src/http/parse.c"
+	[fuzz_range]="src/http/range.c"
+	[fuzz_conf]=""
+	[fuzz_names]=""
+)
+declare -A LIBS=(
+	[fuzz_http_parse]="-lhttp_parser"
+)
+
+failed=()
+for src in tests/fuzz/fuzz_*.c; do
+	name=$(basename "$src" .c)
+	read -r -a extra <<<"${SRCS[$name]-}"
+	read -r -a libs <<<"${LIBS[$name]-}"
+	if ! clang "${CFLAGS[@]}" "${PKG_CFLAGS[@]}" -o "$out/$name" "$src" "${extra[@]}" "${CORE[@]}" \
+		"${libs[@]}" "${PKG_LIBS[@]}" -lpthread -lm; then
+		echo "fuzz: $name: build failed"
+		failed+=("$name")
+		continue
+	fi
+	mkdir -p "$corpus/$name"
+	seeds=()
+	[ -d "tests/fuzz/corpus/$name" ] && seeds=("tests/fuzz/corpus/$name")
+	log="$out/$name.log"
+	"$out/$name" -max_total_time="$secs" -max_len=8192 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$crashes/$name-" "$corpus/$name" "${seeds[@]}" >"$log" 2>&1
+	rc=$?
+	execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -n 1)
+	ncorp=$(find "$corpus/$name" -type f | wc -l)
+	if [ $rc -ne 0 ]; then
+		echo "fuzz: $name: CRASH (exit $rc) after ${execs:-?} execs; see $log and $crashes/"
+		grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -n 5
+		failed+=("$name")
+	else
+		echo "fuzz: $name: ok, ${execs:-?} execs in ${secs}s, corpus $ncorp"
+	fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "fuzz: failed: ${failed[*]}"
+	exit 1
+fi
+echo "fuzz: all drivers ok"
