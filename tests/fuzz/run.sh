@@ -69,7 +69,7 @@ for src in tests/fuzz/fuzz_*.c; do
 		failed+=("$name")
 		continue
 	fi
-	mkdir -p "$corpus/$name"
+	mkdir -p "$corpus/$name" "$crashes"
 	seeds=()
 	[ -d "tests/fuzz/corpus/$name" ] && seeds=("tests/fuzz/corpus/$name")
 	log="$out/$name.log"
