@@ -304,6 +304,7 @@ static void request_done(http_conn_t *c)
 	c->body_done = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
+	c->just_answered = true;
 	c->state = CS_HEAD;
 }
 
@@ -319,7 +320,10 @@ static void conn_drive(http_conn_t *c)
 		switch (c->state) {
 		case CS_HEAD:
 			if (c->in_off == c->in.len) {
-				r = read_more(c);
+				/* Right after a response the next request has rarely
+				 * arrived: wait for it instead of a read that fails. */
+				r = c->just_answered ? AIS_AGAIN : read_more(c);
+				c->just_answered = false;
 				if (r == AIS_AGAIN) {
 					bool started = c->req_start_mono != 0;
 					uint64_t ms = s->o.idle_timeout_ms;

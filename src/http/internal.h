@@ -77,6 +77,7 @@ struct http_conn {
 	bool discard;          /* body unwanted: drain and drop */
 	bool json_body;        /* body buffered for a JSON route */
 	bool handler_pending;  /* JSON route: handler runs at message end */
+	bool just_answered;    /* a response was just completed */
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
 	hp_t hp;
 	buf_t in;

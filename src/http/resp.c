@@ -384,6 +384,12 @@ static int stream_step(http_conn_t *c)
 
 int resp_flush(http_conn_t *c)
 {
+	/* A small file body joins the head in one send. */
+	if (c->kind == RB_FILE && !c->fsmall_read && c->fleft > 0 && c->fleft <= HTTP_SMALL_FILE) {
+		int r = file_step(c);
+		if (r != AIS_OK)
+			return r;
+	}
 	for (;;) {
 		if (c->out_off < c->out.len) {
 			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
