@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - helpers for the shell integration tests; source it.
 #
 # Environment (set by run.sh): AISD_URL, AISD_PID, AISD_DIR, AISD_BIN,
@@ -135,7 +136,7 @@ req() {
 }
 # hdr NAME: the value of header NAME in the last response ("" if none).
 hdr() {
-	awk -v n="$(echo "$1" | tr 'A-Z' 'a-z')" 'BEGIN{FS=": "} {sub(/\r$/, "")}
+	awk -v n="$(echo "$1" | tr '[:upper:]' '[:lower:]')" 'BEGIN{FS=": "} {sub(/\r$/, "")}
 		tolower($1) == n { sub(/^[^:]*: */, ""); print; exit }' "$R_HDRS"
 }
 # json_get FIELD < body: a top-level JSON field of stdin ("" if none).

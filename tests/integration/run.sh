@@ -11,8 +11,9 @@
 # and exits non-zero if any test failed.
 #
 # Environment: BUILD (default build) holds aisd and aisctl; KEEP=1 keeps
-# the temp dirs (their paths are printed); TEST_TIMEOUT seconds per test
-# (default 300); ONLY=PATTERN runs the tests whose file name matches it.
+# the temp dirs (their paths are printed), KEEP=failed those of failed
+# tests; TEST_TIMEOUT seconds per test (default 300); ONLY=PATTERN runs the
+# tests whose file name contains PATTERN.
 #
 # Each test gets AISD_URL, AISD_PID, AISD_DIR, AISD_PORT, AISD_BIN, AISCTL,
 # AISD_ARGS and TMPDIR=AISD_DIR/tmp; shell tests source lib.sh, Python
@@ -65,8 +66,7 @@ passed=0
 failed=0
 shopt -s nullglob
 tests=("$HERE"/test_*.sh "$HERE"/test_*.py)
-IFS=$'\n' tests=($(printf '%s\n' "${tests[@]}" | LC_ALL=C sort))
-unset IFS
+mapfile -t tests < <(printf '%s\n' "${tests[@]}" | LC_ALL=C sort)
 
 for t in "${tests[@]}"; do
 	name=$(basename "$t")
@@ -108,7 +108,7 @@ for t in "${tests[@]}"; do
 				AISD_URL=$url AISD_PID=$pid AISD_DIR=$dir AISD_PORT=$port AISD_BIN=$BIN \
 					AISCTL=$CTL AISD_ARGS=$args TMPDIR=$dir/tmp IT_LIB=$HERE \
 					PYTHONPATH=$HERE PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-					timeout -k 10 "$tmo" "${cmd[@]}"
+					timeout -k 10 "$tmo" "${cmd[@]}" </dev/null
 		) 2>&1 | tee "$dir/test.out"
 		rc=${PIPESTATUS[0]}
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
@@ -142,7 +142,10 @@ for t in "${tests[@]}"; do
 	if [ "${KEEP:-0}" = 1 ] || { [ -n "$why" ] && [ "${KEEP:-0}" = failed ]; }; then
 		echo "#   kept $dir"
 	else
-		# a test may leave a mount behind if it died; never delete through it
+		# a test that died may have left a mount behind: undo it, and never
+		# delete through one
+		awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/mounts 2>/dev/null |
+			while read -r m; do umount "$m" 2>/dev/null; done
 		if grep -q " $dir/" /proc/mounts 2>/dev/null; then
 			echo "#   $dir has a mount left: not removed"
 		else
