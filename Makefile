@@ -61,6 +61,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
+.SECONDARY:
 .PHONY: all deps run stop test check-unit check-integration bench fuzz style install clean
 all: $(PROGS)
 
