@@ -5,6 +5,7 @@
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
 #   make bench           aisd vs nginx, side by side (not part of test)
+#   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs under PREFIX
@@ -62,7 +63,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench fuzz style install clean
+.PHONY: all deps run stop test check-unit check-integration bench bench-list fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -110,6 +111,9 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
 	$(Q)$(MAKE) --no-print-directory check-unit
 	$(Q)$(MAKE) --no-print-directory check-integration
+
+bench-list: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
