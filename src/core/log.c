@@ -109,33 +109,34 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-void log_warn(const char *fmt, ...)
+/* Logs fmt with ": strerror(errno)" appended. */
+static void emit_errno(enum log_level level, const char *fmt, va_list ap)
 {
 	char eb[128];
-	const char *e = strerror_r(errno, eb, sizeof(eb));
+	emit(level, strerror_r(errno, eb, sizeof(eb)), fmt, ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	emit(LOG_WARN, e, fmt, ap);
+	emit_errno(LOG_WARN, fmt, ap);
 	va_end(ap);
 }
 
 void log_err(const char *fmt, ...)
 {
-	char eb[128];
-	const char *e = strerror_r(errno, eb, sizeof(eb));
 	va_list ap;
 	va_start(ap, fmt);
-	emit(LOG_ERROR, e, fmt, ap);
+	emit_errno(LOG_ERROR, fmt, ap);
 	va_end(ap);
 }
 
 void fatal(const char *fmt, ...)
 {
-	char eb[128];
-	const char *e = strerror_r(errno, eb, sizeof(eb));
 	va_list ap;
 	va_start(ap, fmt);
-	emit(LOG_ERROR, e, fmt, ap);
+	emit_errno(LOG_ERROR, fmt, ap);
 	va_end(ap);
 	exit(1);
 }
