@@ -38,7 +38,8 @@ void buf_addch(buf_t *b, char c);
 void buf_addsv(buf_t *b, sv_t s);
 void buf_addf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(buf_t *b, const char *fmt, va_list ap);
-/* Appends s as a JSON string literal, quotes included. */
+/* Appends s as a JSON string literal, quotes included; control bytes are
+ * escaped and bytes that are not valid UTF-8 become \ufffd. */
 void buf_add_json_str(buf_t *b, const char *s, size_t n);
 void buf_reset(buf_t *b);
 void buf_free(buf_t *b);

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "aisd/buf.h"
+#include "aisd/names.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
@@ -76,8 +77,18 @@ void buf_add_json_str(buf_t *b, const char *s, size_t n)
 			if (c < 0x20 || c == 0x7f) {
 				char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
 				buf_add(b, esc, 6);
-			} else {
+			} else if (c < 0x80) {
 				buf_addch(b, (char)c);
+			} else {
+				/* a valid UTF-8 sequence as is, anything else as U+FFFD */
+				size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+					   : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+				if (len && i + len <= n && utf8_valid(s + i, len)) {
+					buf_add(b, s + i, len);
+					i += len - 1;
+				} else {
+					buf_add(b, "\\ufffd", 6);
+				}
 			}
 		}
 	}

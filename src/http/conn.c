@@ -106,6 +106,8 @@ void conn_free(http_conn_t *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	free(c);
+	if (w->draining && !w->conns)
+		event_base_loopbreak(w->base);
 }
 
 static void wait_for(http_conn_t *c, short what, uint64_t ms)
@@ -326,6 +328,10 @@ static void conn_drive(http_conn_t *c)
 				c->just_answered = false;
 				if (r == AIS_AGAIN) {
 					bool started = c->req_start_mono != 0;
+					if (c->w->draining && !started) {
+						conn_close(c); /* stopping: no new requests */
+						return;
+					}
 					uint64_t ms = s->o.idle_timeout_ms;
 					if (started) {
 						int64_t left = c->req_start_mono +
@@ -433,7 +439,7 @@ static void conn_drive(http_conn_t *c)
 					wait_for(c, EV_WRITE, s->o.body_timeout_ms);
 				return;
 			}
-			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done) {
+			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done || c->w->draining) {
 				if (r == AIS_OK)
 					request_done(c);
 				conn_close(c);

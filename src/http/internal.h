@@ -17,6 +17,7 @@
 #define HTTP_READ_CHUNK (256 * 1024) /* bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
+#define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
 
 struct worker {
@@ -30,7 +31,8 @@ struct worker {
 	struct event *eev;
 	pthread_mutex_t mu;
 	http_req_t *done_head, *done_tail; /* completed offloads (task.next) */
-	bool stopping;
+	bool stopping;      /* set by http_server_free (under mu) */
+	bool draining;      /* worker-local: no accepts; close when idle */
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;

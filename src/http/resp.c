@@ -184,26 +184,6 @@ void http_resp_stream_wake(http_req_t *req)
 	conn_run(c);
 }
 
-/* Appends s to out with every byte that does not start a valid UTF-8
- * sequence replaced by U+FFFD, so that a message quoting a client's bytes
- * (a bad name, a name cut at 512 bytes) still makes a valid JSON string. */
-static void utf8_scrub(buf_t *out, const char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-			   : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		if (len && i + len <= n && utf8_valid(s + i, len)) {
-			buf_add(out, s + i, len);
-			i += len;
-		} else {
-			buf_add(out, "\xef\xbf\xbd", 3);
-			i++;
-		}
-	}
-}
-
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 {
 	buf_t msg = BUF_INIT, body = BUF_INIT;
@@ -211,11 +191,8 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
-	buf_t clean = BUF_INIT;
-	utf8_scrub(&clean, msg.ptr ? msg.ptr : "", msg.len);
 	buf_addstr(&body, "{\"message\":");
-	buf_add_json_str(&body, clean.ptr ? clean.ptr : "", clean.len);
-	buf_free(&clean);
+	buf_add_json_str(&body, msg.ptr ? msg.ptr : "", msg.len);
 	buf_addf(&body, ",\"status\":%d}", status);
 	if (status >= 500)
 		log_warnx("%s %.*s: %d %s", http_method_name(req->method), (int)MIN(req->target.len, 256),

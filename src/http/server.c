@@ -108,6 +108,27 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+/*
+ * Stopping: no new connections; idle ones close now, busy ones after their
+ * response; the loop ends when none is left or after HTTP_DRAIN_SECS.
+ */
+static void start_drain(struct worker *w)
+{
+	struct timeval tv = {HTTP_DRAIN_SECS, 0};
+	w->draining = true;
+	event_del(w->lev);
+	for (http_conn_t *c = w->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded &&
+		    !c->running)
+			conn_free(c);
+	}
+	if (!w->conns)
+		event_base_loopbreak(w->base);
+	else
+		event_base_loopexit(w->base, &tv);
+}
+
 /* Completed offloads come back here, on the request's own worker. */
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
@@ -139,8 +160,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 		c->running = false;
 		conn_run(c);
 	}
-	if (stop)
-		event_base_loopbreak(w->base);
+	if (stop && !w->draining)
+		start_drain(w);
 }
 
 static void offload_main(pool_task_t *t)
@@ -263,8 +284,9 @@ void http_server_free(http_server_t *s)
 		uint64_t one = 1;
 		ssize_t n = write(w->efd, &one, sizeof(one));
 		(void)n;
-		pthread_join(w->thread, NULL);
 	}
+	for (int i = 0; i < s->nworkers; i++)
+		pthread_join(s->workers[i].thread, NULL);
 	/* Let in-flight blocking work finish; its completions are dropped below. */
 	pool_destroy(s->pool);
 	for (int i = 0; i < s->nworkers; i++) {
