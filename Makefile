@@ -41,11 +41,9 @@ BUILD    := build-san
 endif
 
 # Libraries: everything under src/ except the program entry points.
-CORE_SRC   := $(wildcard src/core/*.c)
-HTTP_SRC   := $(wildcard src/http/*.c)
-STORE_SRC  := $(wildcard src/store/*.c)
-TARGET_SRC := $(wildcard src/target/*.c)
-LIB_SRC    := $(CORE_SRC) $(HTTP_SRC) $(STORE_SRC) $(TARGET_SRC)
+# Every subsystem folder (core, http, httpc, store, cluster, target, ...)
+# goes into libaisd.a; aisctl (src/cli) is a program of its own.
+LIB_SRC    := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB        := $(BUILD)/libaisd.a
 
