@@ -1,0 +1,106 @@
+/*
+ * bmd.h - bucket metadata: the cluster's buckets and their properties.
+ *
+ * A bmd_t is a versioned value like the cluster map (cmap.h): cluster uuid,
+ * version (monotonic, >= 1), and the buckets sorted by name, each with its
+ * properties. Every bmd_t in memory is valid: bucket names follow names.h
+ * and are unique, properties are in range. The mutators (bmd_add,
+ * bmd_remove, bmd_set_props) are for the primary gateway only, on its own
+ * copy (bmd_clone); each bumps the version by one when it changes anything.
+ * Other nodes decode what the primary pushes, check it with bmd_accept,
+ * persist it (bmd_save) and swap it in. A bmd_t is not locked.
+ *
+ * Errors: AIS_ERR with errno and, where a buf_t err is given, one line:
+ *   EINVAL bad argument or malformed JSON; EEXIST bucket exists / same
+ *   version with other content; ENOENT no such bucket / no such file;
+ *   ESTALE older version; EXDEV another cluster's uuid.
+ */
+#ifndef AISD_BMD_H
+#define AISD_BMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/names.h"
+#include "aisd/store.h"
+
+#define BMD_PROVIDER "ais" /* the only provider for now */
+#define BMD_COPIES_MAX 32
+#define BMD_BUCKETS_MAX 65536
+
+/* Access bits: what clients may do with a bucket. */
+enum {
+	BMD_ACCESS_GET = 1 << 0,     /* GET object */
+	BMD_ACCESS_HEAD = 1 << 1,    /* HEAD object, HEAD bucket */
+	BMD_ACCESS_PUT = 1 << 2,     /* PUT object */
+	BMD_ACCESS_DELETE = 1 << 3,  /* DELETE object */
+	BMD_ACCESS_LIST = 1 << 4,    /* list objects */
+	BMD_ACCESS_PATCH = 1 << 5,   /* set bucket properties */
+	BMD_ACCESS_DESTROY = 1 << 6, /* destroy the bucket */
+	BMD_ACCESS_ALL = (1 << 7) - 1,
+};
+
+typedef struct bmd_props {
+	enum store_cksum cksum; /* checksum of new objects */
+	bool mirror_enabled;
+	uint32_t mirror_copies; /* 1..BMD_COPIES_MAX, kept when disabled */
+	bool versioning;
+	uint32_t access;    /* BMD_ACCESS_* bits */
+	int64_t created_ns; /* set by bmd_add; never changed by set_props */
+} bmd_props_t;
+
+typedef struct bmd_bucket {
+	char name[NAME_BUCKET_MAX + 1];
+	bmd_props_t props;
+} bmd_bucket_t;
+
+typedef struct bmd bmd_t;
+
+/* Defaults: xxhash, mirror off with 2 copies, versioning on, all access. */
+void bmd_props_default(bmd_props_t *p);
+/* AIS_OK if p is in range, else AIS_ERR (EINVAL, err). */
+int bmd_props_check(const bmd_props_t *p, buf_t *err);
+
+/* A new, empty BMD at version 1; NULL (EINVAL, err) for a bad uuid
+ * (cmap_id_valid rules). */
+bmd_t *bmd_new(const char *uuid, buf_t *err);
+void bmd_free(bmd_t *b);
+bmd_t *bmd_clone(const bmd_t *b);
+bool bmd_equal(const bmd_t *a, const bmd_t *b);
+
+const char *bmd_uuid(const bmd_t *b);
+uint64_t bmd_version(const bmd_t *b);
+/* Buckets by index 0..bmd_size()-1, in name order. */
+size_t bmd_size(const bmd_t *b);
+const bmd_bucket_t *bmd_bucket(const bmd_t *b, size_t i);
+/* The bucket with this name, or NULL. */
+const bmd_bucket_t *bmd_get(const bmd_t *b, const char *name, size_t len);
+
+/*
+ * Mutators, for the primary only; AIS_OK after a change (version + 1) or
+ * when nothing had to change, else AIS_ERR with the BMD untouched.
+ *  bmd_add: props NULL means defaults; created_ns 0 means now. EEXIST.
+ *  bmd_remove: ENOENT.
+ *  bmd_set_props: ENOENT; created_ns is kept from the bucket.
+ */
+int bmd_add(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, buf_t *err);
+int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err);
+int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, buf_t *err);
+
+/* Compact JSON, buckets in name order; deterministic:
+ * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
+ *  "mirror":{"enabled","copies"},"versioning","access","created"},..]} */
+void bmd_encode(const bmd_t *b, buf_t *out);
+/* Strict, like cmap_decode: AIS_OK with *out (caller frees) or AIS_ERR
+ * (EINVAL, *out NULL, err). */
+int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err);
+/* Same rule and results as cmap_accept. */
+int bmd_accept(const bmd_t *cur, const bmd_t *incoming, buf_t *err);
+
+/* Persistence (persist.c), same contract as cmap_save / cmap_load. */
+int bmd_save(const bmd_t *b, const char *path, buf_t *err);
+int bmd_load(const char *path, bmd_t **out, buf_t *err);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * cmap.h - the cluster map: which nodes form the cluster, who is primary,
+ * and where an object lives (HRW over the active targets).
+ *
+ * A cmap_t is a versioned value: cluster uuid, version (monotonic, >= 1),
+ * the primary gateway's id, and the nodes (id, role, public URL,
+ * intra-cluster URL, state), kept sorted by id. Every cmap_t in memory is
+ * valid: it has a primary, the primary is an active gateway in the map, ids
+ * are unique, URLs are http:// or https://. The functions that change a map
+ * keep it so, and bump the version by one when they change anything.
+ *
+ * Only the primary calls the mutators (cmap_add, cmap_remove,
+ * cmap_set_state, cmap_set_primary), on its own copy (cmap_clone), then
+ * pushes the encoded result to every node; a node checks an incoming map with
+ * cmap_accept before it installs and persists it, so it never goes back to an
+ * older version. A cmap_t is not locked: share it read-only (swap pointers to
+ * publish a new one) or guard it.
+ *
+ * Placement: a node's digest is hrw_digest(id); an object's owner is the
+ * active target (not in maintenance, not decommissioning) with the highest
+ * hrw_weight(hrw_name_hash(uname), digest), the same rule as hrw.h.
+ *
+ * Errors: functions that can fail return AIS_ERR with errno set and, where a
+ * buf_t err is given, one line appended to it:
+ *   EINVAL  bad argument or malformed JSON / field
+ *   EEXIST  node id already in the map; same version with other content
+ *   ENOENT  no such node; no such file (cmap_load)
+ *   EBUSY   the change would leave the map without an active primary
+ *   ESTALE  incoming map is older than the current one
+ *   EXDEV   incoming map belongs to another cluster (uuid)
+ */
+#ifndef AISD_CMAP_H
+#define AISD_CMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+
+#define CMAP_ID_MAX 64   /* node id and cluster uuid: [A-Za-z0-9._-:], 1..64 */
+#define CMAP_URL_MAX 256 /* http(s)://host[:port][/path], printable ASCII */
+#define CMAP_NODES_MAX 4096
+
+enum cmap_role { CMAP_GATEWAY = 0, CMAP_TARGET = 1 };
+enum cmap_state { CMAP_ACTIVE = 0, CMAP_MAINTENANCE = 1, CMAP_DECOMMISSIONING = 2 };
+#define CMAP_ANY (-1) /* wildcard for cmap_count */
+
+typedef struct cmap_node {
+	char id[CMAP_ID_MAX + 1];
+	enum cmap_role role;
+	enum cmap_state state;
+	char pub_url[CMAP_URL_MAX + 1];
+	char intra_url[CMAP_URL_MAX + 1];
+	uint64_t digest; /* hrw_digest(id): filled by the map, not the caller */
+} cmap_node_t;
+
+typedef struct cmap cmap_t;
+
+/* "gateway"/"target", "active"/"maintenance"/"decommissioning" <-> enum.
+ * The parsers return AIS_OK or AIS_ERR; the names are "unknown" out of range. */
+const char *cmap_role_name(enum cmap_role r);
+const char *cmap_state_name(enum cmap_state s);
+int cmap_role_parse(const char *s, size_t len, enum cmap_role *out);
+int cmap_state_parse(const char *s, size_t len, enum cmap_state *out);
+bool cmap_id_valid(const char *s, size_t len);
+bool cmap_url_valid(const char *s, size_t len);
+
+/* A new map, version 1, holding only the primary (which must be an active
+ * gateway with a valid id and URLs). Returns NULL with errno and err set on a
+ * bad argument. */
+cmap_t *cmap_new(const char *uuid, const cmap_node_t *primary, buf_t *err);
+void cmap_free(cmap_t *m);
+cmap_t *cmap_clone(const cmap_t *m);
+/* True when a and b hold the same uuid, version, primary and nodes. */
+bool cmap_equal(const cmap_t *a, const cmap_t *b);
+
+const char *cmap_uuid(const cmap_t *m);
+uint64_t cmap_version(const cmap_t *m);
+const char *cmap_primary(const cmap_t *m);
+/* Nodes by index 0..cmap_size()-1, in id order. */
+size_t cmap_size(const cmap_t *m);
+const cmap_node_t *cmap_node(const cmap_t *m, size_t i);
+/* The node with this id, or NULL. */
+const cmap_node_t *cmap_get(const cmap_t *m, const char *id, size_t len);
+/* Number of nodes with this role and state; CMAP_ANY matches all. */
+size_t cmap_count(const cmap_t *m, int role, int state);
+
+/*
+ * Mutators, for the primary only. Each returns AIS_OK after a change (the
+ * version is then one higher) or when nothing had to change (the version
+ * stays), and AIS_ERR (errno, err) otherwise, leaving the map as it was.
+ *  cmap_add: n's id must be new (EEXIST); digest is computed here.
+ *  cmap_remove: ENOENT; EBUSY for the primary (elect another one first).
+ *  cmap_set_state: ENOENT; EBUSY to take the primary out of active.
+ *  cmap_set_primary: the node must be an active gateway (EINVAL, ENOENT).
+ */
+int cmap_add(cmap_t *m, const cmap_node_t *n, buf_t *err);
+int cmap_remove(cmap_t *m, const char *id, buf_t *err);
+int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err);
+int cmap_set_primary(cmap_t *m, const char *id, buf_t *err);
+
+/* Appends the map as compact JSON, nodes in id order:
+ * {"uuid":..,"version":N,"primary":..,"nodes":[{"id","role","state",
+ *  "public_url","intra_url"},..]}. Deterministic: equal maps, equal bytes. */
+void cmap_encode(const cmap_t *m, buf_t *out);
+/* Parses exactly len bytes (no NUL needed). Strict: every field present and
+ * of its type, no unknown or duplicate keys, known roles and states, unique
+ * valid ids, valid URLs, version >= 1, a primary that is an active gateway
+ * in the map. AIS_OK with *out set (caller frees), or AIS_ERR with errno
+ * EINVAL, *out NULL and one line in err. */
+int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err);
+
+/*
+ * cmap_accept decides whether a node holding cur installs incoming:
+ *   AIS_OK    incoming is newer (or cur is NULL): install it;
+ *   AIS_DONE  same version and same content: nothing to do;
+ *   AIS_ERR   errno EXDEV (other cluster uuid), ESTALE (older version) or
+ *             EEXIST (same version, other content: two writers).
+ */
+int cmap_accept(const cmap_t *cur, const cmap_t *incoming, buf_t *err);
+
+/* The owner of uname: the active target with the highest HRW weight, or NULL
+ * when there is no active target. */
+const cmap_node_t *cmap_owner(const cmap_t *m, const char *uname, size_t len);
+/* Fills out[0..k) with the top k active targets for uname, best first, all
+ * distinct; k is clamped to the number of active targets and HRW_TOP_MAX.
+ * Returns k. out[0] is cmap_owner(). */
+size_t cmap_top(const cmap_t *m, const char *uname, size_t len, size_t k, const cmap_node_t **out);
+
+/* The active gateways in election order, best first: by HRW weight of the
+ * cluster uuid, ties by id. Every node holding the same map computes the same
+ * order, so the successor of a failed primary is the first live gateway in it
+ * other than the primary. Fills at most cap entries; returns how many there
+ * are in all. */
+size_t cmap_election_order(const cmap_t *m, const cmap_node_t **out, size_t cap);
+
+/* Persistence (persist.c): atomic save (temp file in the same directory,
+ * fsync, rename, fsync of the directory) and load. Saves of one path must be
+ * serialized by the caller. Load: errno ENOENT for a missing file, EINVAL for
+ * a corrupt one (with err), EIO etc. for other I/O errors. */
+int cmap_save(const cmap_t *m, const char *path, buf_t *err);
+int cmap_load(const char *path, cmap_t **out, buf_t *err);
+
+#endif

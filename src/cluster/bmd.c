@@ -1,0 +1,365 @@
+/*
+ * bmd.c - bucket metadata: the buckets of the cluster and their properties,
+ * versioned, with strict JSON and the rule for accepting a new version.
+ *
+ * Like the cluster map, a BMD is a plain value: the primary builds the next
+ * version on a clone, every other node decodes it, asks bmd_accept and swaps
+ * it in. No I/O here (persist.c does it).
+ *
+ * Invariants:
+ *  1. version >= 1; a mutator that changes the BMD adds exactly 1, one that
+ *     changes nothing leaves it, one that fails leaves the BMD untouched.
+ *  2. Buckets are sorted by name (byte order), names are unique and valid
+ *     (name_bucket_valid), provider is "ais".
+ *  3. Properties are in range (bmd_props_check): a known checksum type,
+ *     1 <= mirror copies <= BMD_COPIES_MAX, access within BMD_ACCESS_ALL,
+ *     created_ns >= 0; a bucket's created_ns never changes after bmd_add.
+ *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
+ *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/bmd.h"
+#include "aisd/cmap.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "cluster_int.h"
+#include "aisd/banned.h"
+
+struct bmd {
+	char uuid[CMAP_ID_MAX + 1];
+	uint64_t version;
+	bmd_bucket_t *bck; /* sorted by name */
+	size_t n, cap;
+};
+
+static int fail(buf_t *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(buf_t *err, int e, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		buf_vaddf(err, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return AIS_ERR;
+}
+
+void bmd_props_default(bmd_props_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->cksum = CKSUM_XXHASH;
+	p->mirror_enabled = false;
+	p->mirror_copies = 2;
+	p->versioning = true;
+	p->access = BMD_ACCESS_ALL;
+}
+
+int bmd_props_check(const bmd_props_t *p, buf_t *err)
+{
+	if ((unsigned)p->cksum > CKSUM_SHA256)
+		return fail(err, EINVAL, "bmd: bad checksum type %d", (int)p->cksum);
+	if (p->mirror_copies < 1 || p->mirror_copies > BMD_COPIES_MAX)
+		return fail(err, EINVAL, "bmd: mirror copies %u out of range [1, %d]", p->mirror_copies,
+			    BMD_COPIES_MAX);
+	if (p->access & ~(uint32_t)BMD_ACCESS_ALL)
+		return fail(err, EINVAL, "bmd: unknown access bits 0x%x", p->access & ~(uint32_t)BMD_ACCESS_ALL);
+	if (p->created_ns < 0)
+		return fail(err, EINVAL, "bmd: negative created time");
+	return AIS_OK;
+}
+
+/* Index of name, or -(insertion point) - 1. */
+static ptrdiff_t find(const bmd_t *b, const char *name, size_t len)
+{
+	size_t lo = 0, hi = b->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *k = b->bck[mid].name;
+		size_t kl = strlen(k);
+		int c = memcmp(k, name, MIN(kl, len));
+		if (c == 0)
+			c = kl < len ? -1 : kl > len ? 1 : 0;
+		if (c == 0)
+			return (ptrdiff_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -(ptrdiff_t)lo - 1;
+}
+
+/* Inserts a checked bucket; EEXIST on a duplicate. */
+static int insert(bmd_t *b, const char *name, size_t len, const bmd_props_t *p, buf_t *err)
+{
+	ptrdiff_t at = find(b, name, len);
+	if (at >= 0)
+		return fail(err, EEXIST, "bmd: bucket %.*s exists", (int)len, name);
+	if (b->n >= BMD_BUCKETS_MAX)
+		return fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
+	size_t pos = (size_t)(-at - 1);
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 8;
+		b->bck = xrealloc(b->bck, b->cap * sizeof(*b->bck));
+	}
+	memmove(&b->bck[pos + 1], &b->bck[pos], (b->n - pos) * sizeof(*b->bck));
+	memset(&b->bck[pos], 0, sizeof(b->bck[pos]));
+	memcpy(b->bck[pos].name, name, len);
+	b->bck[pos].props = *p;
+	b->n++;
+	return AIS_OK;
+}
+
+static bmd_t *alloc_bmd(const char *uuid, size_t len)
+{
+	bmd_t *b = xcalloc(1, sizeof(*b));
+	memcpy(b->uuid, uuid, len);
+	return b;
+}
+
+bmd_t *bmd_new(const char *uuid, buf_t *err)
+{
+	if (!uuid || !cmap_id_valid(uuid, strlen(uuid))) {
+		fail(err, EINVAL, "bmd: bad cluster uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		return NULL;
+	}
+	bmd_t *b = alloc_bmd(uuid, strlen(uuid));
+	b->version = 1;
+	return b;
+}
+
+void bmd_free(bmd_t *b)
+{
+	if (!b)
+		return;
+	free(b->bck);
+	free(b);
+}
+
+bmd_t *bmd_clone(const bmd_t *b)
+{
+	bmd_t *c = xmalloc(sizeof(*c));
+	*c = *b;
+	c->cap = b->n ? b->n : 1;
+	c->bck = xmalloc(c->cap * sizeof(*c->bck));
+	memcpy(c->bck, b->bck, b->n * sizeof(*b->bck));
+	return c;
+}
+
+static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
+{
+	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
+	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
+	       x->created_ns == y->created_ns;
+}
+
+bool bmd_equal(const bmd_t *a, const bmd_t *b)
+{
+	if (strcmp(a->uuid, b->uuid) || a->version != b->version || a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->bck[i].name, b->bck[i].name) || !props_equal(&a->bck[i].props, &b->bck[i].props))
+			return false;
+	return true;
+}
+
+const char *bmd_uuid(const bmd_t *b) { return b->uuid; }
+uint64_t bmd_version(const bmd_t *b) { return b->version; }
+size_t bmd_size(const bmd_t *b) { return b->n; }
+const bmd_bucket_t *bmd_bucket(const bmd_t *b, size_t i) { return i < b->n ? &b->bck[i] : NULL; }
+
+const bmd_bucket_t *bmd_get(const bmd_t *b, const char *name, size_t len)
+{
+	if (!name)
+		return NULL;
+	ptrdiff_t i = find(b, name, len);
+	return i >= 0 ? &b->bck[i] : NULL;
+}
+
+int bmd_add(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, buf_t *err)
+{
+	bmd_props_t p;
+	if (!name || !name_bucket_valid(name, len))
+		return fail(err, EINVAL, "bmd: bad bucket name (1..%d of [A-Za-z0-9._-], not . or ..)",
+			    NAME_BUCKET_MAX);
+	if (props)
+		p = *props;
+	else
+		bmd_props_default(&p);
+	if (bmd_props_check(&p, err) != AIS_OK)
+		return AIS_ERR;
+	if (p.created_ns == 0)
+		p.created_ns = time_now_ns();
+	if (insert(b, name, len, &p, err) != AIS_OK)
+		return AIS_ERR;
+	b->version++;
+	return AIS_OK;
+}
+
+int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err)
+{
+	ptrdiff_t i = name ? find(b, name, len) : -1;
+	if (i < 0)
+		return fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+	memmove(&b->bck[i], &b->bck[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->bck));
+	b->n--;
+	b->version++;
+	return AIS_OK;
+}
+
+int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, buf_t *err)
+{
+	ptrdiff_t i = name ? find(b, name, len) : -1;
+	if (i < 0)
+		return fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+	bmd_props_t p = *props;
+	p.created_ns = b->bck[i].props.created_ns;
+	if (bmd_props_check(&p, err) != AIS_OK)
+		return AIS_ERR;
+	if (props_equal(&p, &b->bck[i].props))
+		return AIS_OK;
+	b->bck[i].props = p;
+	b->version++;
+	return AIS_OK;
+}
+
+void bmd_encode(const bmd_t *b, buf_t *out)
+{
+	buf_addstr(out, "{\"uuid\":");
+	buf_add_json_str(out, b->uuid, strlen(b->uuid));
+	buf_addf(out, ",\"version\":%llu,\"buckets\":[", (unsigned long long)b->version);
+	for (size_t i = 0; i < b->n; i++) {
+		const bmd_bucket_t *k = &b->bck[i];
+		buf_addstr(out, i ? ",{\"name\":" : "{\"name\":");
+		buf_add_json_str(out, k->name, strlen(k->name));
+		buf_addf(out,
+			 ",\"provider\":\"" BMD_PROVIDER "\",\"checksum\":\"%s\",\"mirror\":{\"enabled\":%s,"
+			 "\"copies\":%u},\"versioning\":%s,\"access\":%u,\"created\":%lld}",
+			 store_cksum_name(k->props.cksum), k->props.mirror_enabled ? "true" : "false",
+			 k->props.mirror_copies, k->props.versioning ? "true" : "false", k->props.access,
+			 (long long)k->props.created_ns);
+	}
+	buf_addstr(out, "]}");
+}
+
+static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
+{
+	static const char *const keys[] = {"name",       "provider", "checksum", "mirror",
+					   "versioning", "access",   "created"};
+	static const char *const mkeys[] = {"enabled", "copies"};
+	char what[64];
+	const char *s, *name;
+	size_t len, nlen;
+	uint64_t v;
+	bmd_props_t p;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
+	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys), what, err) != AIS_OK)
+		return AIS_ERR;
+	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
+		return AIS_ERR;
+	if (!name_bucket_valid(name, nlen))
+		return fail(err, EINVAL, "%s: bad bucket name", what);
+	if (cmap_json_str(o, "provider", what, &s, &len, err) != AIS_OK)
+		return AIS_ERR;
+	if (len != strlen(BMD_PROVIDER) || memcmp(s, BMD_PROVIDER, len))
+		return fail(err, EINVAL, "%s: unknown provider (want \"" BMD_PROVIDER "\")", what);
+	if (cmap_json_str(o, "checksum", what, &s, &len, err) != AIS_OK)
+		return AIS_ERR;
+	if (store_cksum_parse(s, len, &p.cksum) != AIS_OK)
+		return fail(err, EINVAL, "%s: unknown checksum (want xxhash, md5, sha256 or none)", what);
+	json_t *m = json_object_get(o, "mirror");
+	snprintf(what, sizeof(what), "bmd: buckets[%zu].mirror", idx);
+	if (cmap_json_keys(m, mkeys, ARRAY_SIZE(mkeys), what, err) != AIS_OK)
+		return AIS_ERR;
+	if (cmap_json_bool(m, "enabled", what, &p.mirror_enabled, err) != AIS_OK)
+		return AIS_ERR;
+	if (cmap_json_u64(m, "copies", what, 1, BMD_COPIES_MAX, &v, err) != AIS_OK)
+		return AIS_ERR;
+	p.mirror_copies = (uint32_t)v;
+	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
+	if (cmap_json_bool(o, "versioning", what, &p.versioning, err) != AIS_OK)
+		return AIS_ERR;
+	if (cmap_json_u64(o, "access", what, 0, BMD_ACCESS_ALL, &v, err) != AIS_OK)
+		return AIS_ERR;
+	p.access = (uint32_t)v;
+	if (cmap_json_u64(o, "created", what, 0, INT64_MAX, &v, err) != AIS_OK)
+		return AIS_ERR;
+	p.created_ns = (int64_t)v;
+	if (insert(b, name, nlen, &p, err) != AIS_OK) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err)
+{
+	static const char *const keys[] = {"uuid", "version", "buckets"};
+	const char *s;
+	size_t slen;
+	uint64_t version;
+	bmd_t *b = NULL;
+	int rc = AIS_ERR;
+
+	*out = NULL;
+	json_t *root = cmap_json_parse(json, len, "bmd", err);
+	if (!root)
+		return AIS_ERR;
+	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys), "bmd", err) != AIS_OK)
+		goto out_root;
+	if (cmap_json_str(root, "uuid", "bmd", &s, &slen, err) != AIS_OK)
+		goto out_root;
+	if (!cmap_id_valid(s, slen)) {
+		fail(err, EINVAL, "bmd: bad uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		goto out_root;
+	}
+	if (cmap_json_u64(root, "version", "bmd", 1, INT64_MAX, &version, err) != AIS_OK)
+		goto out_root;
+	json_t *bcks = json_object_get(root, "buckets");
+	if (!json_is_array(bcks)) {
+		fail(err, EINVAL, "bmd: \"buckets\" is not an array");
+		goto out_root;
+	}
+	if (json_array_size(bcks) > BMD_BUCKETS_MAX) {
+		fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
+		goto out_root;
+	}
+	b = alloc_bmd(s, slen);
+	b->version = version;
+	for (size_t i = 0; i < json_array_size(bcks); i++)
+		if (decode_bucket(json_array_get(bcks, i), i, b, err) != AIS_OK)
+			goto out_bmd;
+	*out = b;
+	b = NULL;
+	rc = AIS_OK;
+out_bmd:
+	bmd_free(b);
+out_root:
+	json_decref(root);
+	return rc;
+}
+
+int bmd_accept(const bmd_t *cur, const bmd_t *incoming, buf_t *err)
+{
+	if (!cur)
+		return AIS_OK;
+	if (strcmp(cur->uuid, incoming->uuid))
+		return fail(err, EXDEV, "bmd: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
+	if (incoming->version < cur->version)
+		return fail(err, ESTALE, "bmd: version %llu is older than ours (%llu)",
+			    (unsigned long long)incoming->version, (unsigned long long)cur->version);
+	if (incoming->version > cur->version)
+		return AIS_OK;
+	if (bmd_equal(cur, incoming))
+		return AIS_DONE;
+	return fail(err, EEXIST, "bmd: version %llu differs from ours with the same version",
+		    (unsigned long long)incoming->version);
+}

@@ -1,0 +1,39 @@
+/*
+ * cluster_int.h - helpers shared by the files of src/cluster/ only: strict
+ * JSON field readers (decode) and the atomic file write/read (persist).
+ * Nothing outside src/cluster includes it.
+ */
+#ifndef AISD_CLUSTER_INT_H
+#define AISD_CLUSTER_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+
+/* Most bytes a metadata file or message may have (load refuses more). */
+#define CMAP_JSON_MAX (64u << 20)
+
+/* Parses len bytes into a JSON object (duplicate keys rejected, no NUL in
+ * strings). NULL with a message in err (prefixed by what) otherwise. */
+json_t *cmap_json_parse(const char *json, size_t len, const char *what, buf_t *err);
+/* obj must be an object with exactly the keys named in keys[0..n). */
+int cmap_json_keys(json_t *obj, const char *const *keys, size_t n, const char *what, buf_t *err);
+/* obj[key] as a string: *s and *len borrow it. */
+int cmap_json_str(json_t *obj, const char *key, const char *what, const char **s, size_t *len, buf_t *err);
+/* obj[key] as an integer in [min, max]. */
+int cmap_json_u64(json_t *obj, const char *key, const char *what, uint64_t min, uint64_t max, uint64_t *out,
+		  buf_t *err);
+int cmap_json_bool(json_t *obj, const char *key, const char *what, bool *out, buf_t *err);
+
+/* Writes data to path atomically: <path>.tmp (truncated), fsync, rename over
+ * path, fsync of the directory. AIS_OK or AIS_ERR (errno, err). */
+int cmap_persist_write(const char *path, const char *data, size_t len, buf_t *err);
+/* Reads the whole file (at most CMAP_JSON_MAX bytes) into out. AIS_ERR with
+ * errno ENOENT when missing (no message), EFBIG when too big, else errno of
+ * the failing call. */
+int cmap_persist_read(const char *path, buf_t *out, buf_t *err);
+
+#endif

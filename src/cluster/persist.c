@@ -1,0 +1,209 @@
+/*
+ * persist.c - cluster map and bucket metadata on disk: one JSON file each,
+ * replaced atomically, read back strictly.
+ *
+ * Invariants:
+ *  1. The file at path is always either the previous complete version or
+ *     the new complete version, never a mix: the bytes go to <path>.tmp in
+ *     the same directory, are fsynced, renamed over path, and the directory
+ *     is fsynced, in that order; a failure at any step leaves path as it was
+ *     and removes the temp file.
+ *  2. Load reads only path: a leftover <path>.tmp from a crash is never
+ *     looked at (and the next save truncates it).
+ *  3. Load of a missing file is AIS_ERR with errno ENOENT and no message
+ *     (a node that never had metadata); a file that does not decode is
+ *     AIS_ERR with errno EINVAL and a message naming the file; nothing read
+ *     from disk can crash the loader (the decoders are strict and fuzzed).
+ *  4. Saves of one path are serialized by the caller (one writer: the
+ *     metadata owner of the node).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aisd/bmd.h"
+#include "aisd/cmap.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "cluster_int.h"
+#include "aisd/banned.h"
+
+static int io_fail(buf_t *err, const char *what, const char *path)
+{
+	int e = errno;
+	if (err)
+		buf_addf(err, "%s %s: %s", what, path, strerror(e));
+	errno = e;
+	return AIS_ERR;
+}
+
+static int fsync_dir(const char *path)
+{
+	char *copy = xstrdup(path);
+	const char *dir = dirname(copy);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = -1;
+	if (fd >= 0) {
+		rc = fsync(fd);
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	free(copy);
+	return rc;
+}
+
+int cmap_persist_write(const char *path, const char *data, size_t len, buf_t *err)
+{
+	buf_t tmp = BUF_INIT;
+	int rc = AIS_ERR;
+
+	buf_addf(&tmp, "%s.tmp", path);
+	int fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		io_fail(err, "create", tmp.ptr);
+		goto out_buf;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			io_fail(err, "write", tmp.ptr);
+			goto out_close;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		io_fail(err, "fsync", tmp.ptr);
+		goto out_close;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		io_fail(err, "close", tmp.ptr);
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp.ptr, path) < 0) {
+		io_fail(err, "rename to", path);
+		goto out_unlink;
+	}
+	if (fsync_dir(path) < 0) {
+		/* the new file is in place; only its durability is in doubt */
+		io_fail(err, "fsync the directory of", path);
+		goto out_buf;
+	}
+	rc = AIS_OK;
+	goto out_buf;
+out_close:
+	close(fd);
+out_unlink: {
+	int e = errno;
+	unlink(tmp.ptr);
+	errno = e;
+}
+out_buf:
+	buf_free(&tmp);
+	return rc;
+}
+
+int cmap_persist_read(const char *path, buf_t *out, buf_t *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return AIS_ERR;
+		return io_fail(err, "open", path);
+	}
+	if (fstat(fd, &st) < 0) {
+		io_fail(err, "stat", path);
+		close(fd);
+		return AIS_ERR;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return io_fail(err, "not a regular file:", path);
+	}
+	for (;;) {
+		if (out->len >= CMAP_JSON_MAX) {
+			close(fd);
+			errno = EFBIG;
+			return io_fail(err, "too big:", path);
+		}
+		buf_grow(out, 65536);
+		ssize_t r = read(fd, out->ptr + out->len, MIN(out->cap - out->len - 1, CMAP_JSON_MAX - out->len + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			io_fail(err, "read", path);
+			close(fd);
+			return AIS_ERR;
+		}
+		if (r == 0)
+			break;
+		out->len += (size_t)r;
+		out->ptr[out->len] = '\0';
+	}
+	close(fd);
+	return AIS_OK;
+}
+
+int cmap_save(const cmap_t *m, const char *path, buf_t *err)
+{
+	buf_t js = BUF_INIT;
+	cmap_encode(m, &js);
+	buf_addch(&js, '\n');
+	int rc = cmap_persist_write(path, js.ptr, js.len, err);
+	buf_free(&js);
+	return rc;
+}
+
+int cmap_load(const char *path, cmap_t **out, buf_t *err)
+{
+	buf_t js = BUF_INIT;
+	*out = NULL;
+	int rc = cmap_persist_read(path, &js, err);
+	if (rc == AIS_OK) {
+		rc = cmap_decode(js.ptr ? js.ptr : "", js.len, out, err);
+		if (rc != AIS_OK && err)
+			buf_addf(err, " (in %s)", path);
+		if (rc != AIS_OK)
+			errno = EINVAL;
+	}
+	buf_free(&js);
+	return rc;
+}
+
+int bmd_save(const bmd_t *b, const char *path, buf_t *err)
+{
+	buf_t js = BUF_INIT;
+	bmd_encode(b, &js);
+	buf_addch(&js, '\n');
+	int rc = cmap_persist_write(path, js.ptr, js.len, err);
+	buf_free(&js);
+	return rc;
+}
+
+int bmd_load(const char *path, bmd_t **out, buf_t *err)
+{
+	buf_t js = BUF_INIT;
+	*out = NULL;
+	int rc = cmap_persist_read(path, &js, err);
+	if (rc == AIS_OK) {
+		rc = bmd_decode(js.ptr ? js.ptr : "", js.len, out, err);
+		if (rc != AIS_OK && err)
+			buf_addf(err, " (in %s)", path);
+		if (rc != AIS_OK)
+			errno = EINVAL;
+	}
+	buf_free(&js);
+	return rc;
+}
