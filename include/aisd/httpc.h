@@ -1,0 +1,183 @@
+/*
+ * httpc.h - outgoing HTTP for intra-cluster calls: libcurl's multi
+ * interface driven by a libevent event_base, so an event loop never blocks
+ * on a peer; and a small blocking helper for pool threads and tools.
+ *
+ * How a caller uses it:
+ *  1. Each worker event loop owns one httpc_t (httpc_new on its base).
+ *     Connections to peers stay open in the client's cache and are reused
+ *     by later requests to the same host (at most max_host_conns at once;
+ *     requests beyond that wait in curl's queue).
+ *  2. httpc_start() sends a request described by an httpc_spec_t. The body
+ *     comes from memory or from a pull callback; the response is buffered
+ *     (up to max_resp bytes) or pushed to a write callback that can pause
+ *     (AIS_AGAIN) until httpc_resume().
+ *  3. The done callback runs exactly once per started request, unless the
+ *     request is cancelled first (httpc_cancel: done never runs). After done
+ *     returns the request is freed; take what you need inside done
+ *     (httpc_body can be emptied with buf_detach or by swapping).
+ *
+ * Threads: everything except httpc_sync runs on the thread that drives the
+ * client's event_base, and every callback (read, write, done) runs there
+ * too. httpc_sync may be called from any thread and uses no event loop.
+ *
+ * Errors: a request "succeeds" (httpc_result() == AIS_OK) when a complete
+ * response arrived, whatever its HTTP status; httpc_status() gives that
+ * status. AIS_ERR means no complete response: httpc_error() says why in one
+ * line that names the method and URL, httpc_errkind() classifies it.
+ *
+ * Retries: a request that failed to connect (or lost a reused connection
+ * before any response byte) is tried again, up to `retries` more times with
+ * exponential backoff, but only when its method is idempotent (GET, HEAD,
+ * PUT, DELETE, OPTIONS) or HTTPC_F_RETRY is set, and never when its body is
+ * streamed through a pull callback (the bytes cannot be replayed) or when
+ * response bytes were already handed to a write callback. All attempts
+ * share the request's one timeout. Redirects are never followed.
+ */
+#ifndef AISD_HTTPC_H
+#define AISD_HTTPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+
+struct event_base;
+typedef struct httpc httpc_t;
+typedef struct httpc_req httpc_req_t;
+
+#define HTTPC_MAX_RESP_DEFAULT (64u << 20) /* buffered response bound */
+
+typedef struct httpc_opts {
+	uint64_t connect_timeout_ms; /* 0: 3000 */
+	uint64_t timeout_ms;         /* whole request, retries included; 0: 30000 */
+	long max_host_conns;         /* open connections per host; 0: 16 */
+	long max_total_conns;        /* open connections in all; 0: no limit */
+	const char *user_agent;      /* NULL: "aisd" (copied) */
+	int retries;                 /* default for requests; < 0: 2 */
+	uint64_t retry_backoff_ms;   /* first backoff, doubling, at most 1 s; 0: 20 */
+} httpc_opts_t;
+
+/*
+ * Pull callback for a streamed request body: write up to cap bytes into p
+ * and set *n. Returns AIS_OK (*n bytes given; 0 counts as AIS_AGAIN),
+ * AIS_DONE (end of body; *n may hold a last piece), AIS_AGAIN (nothing now:
+ * sending pauses until httpc_resume) or AIS_ERR (abort the request).
+ */
+typedef int (*httpc_read_fn)(httpc_req_t *r, void *arg, char *p, size_t cap, size_t *n);
+/*
+ * Push callback for a streamed response body (bytes of any status; check
+ * httpc_status). Returns AIS_OK (all n bytes consumed), AIS_AGAIN (none
+ * consumed: receiving pauses; after httpc_resume the same bytes come again)
+ * or AIS_ERR (abort the request).
+ */
+typedef int (*httpc_write_fn)(httpc_req_t *r, void *arg, const char *p, size_t n);
+typedef void (*httpc_done_fn)(httpc_req_t *r, void *arg);
+
+enum {
+	HTTPC_F_RETRY = 1 << 0,    /* retry even a non-idempotent method */
+	HTTPC_F_NO_RETRY = 1 << 1, /* never retry */
+};
+
+typedef struct httpc_spec {
+	const char *method;           /* "GET", "PUT", ... (copied) */
+	const char *url;              /* http://host:port/path?query (copied) */
+	const char *const *headers;   /* "Name: value" strings, NULL-terminated
+				       * (copied); may be NULL */
+	/* Request body: from memory (borrowed: valid until done or cancel), or
+	 * streamed from read (read_len bytes, or chunked when read_len < 0).
+	 * PUT, POST and PATCH always send a body (empty when none is given). */
+	const void *body;
+	size_t body_len;
+	httpc_read_fn read;
+	int64_t read_len;
+	/* Response body: pushed to write, or buffered up to max_resp bytes
+	 * (0: HTTPC_MAX_RESP_DEFAULT; a larger body fails with HTTPC_E_TOO_BIG). */
+	httpc_write_fn write;
+	uint64_t max_resp;
+	uint64_t timeout_ms;          /* 0: the client's default */
+	int retries;                  /* < 0: the client's default */
+	unsigned flags;               /* HTTPC_F_* */
+	httpc_done_fn done;           /* required */
+	void *arg;                    /* given to every callback */
+} httpc_spec_t;
+
+enum httpc_err {
+	HTTPC_E_NONE = 0,
+	HTTPC_E_CONNECT,   /* could not connect (refused, unreachable, resolve) */
+	HTTPC_E_TIMEOUT,   /* the request's timeout passed */
+	HTTPC_E_TOO_BIG,   /* buffered response over max_resp */
+	HTTPC_E_ABORTED,   /* a read or write callback returned AIS_ERR */
+	HTTPC_E_CLOSED,    /* httpc_free ran while the request was in flight */
+	HTTPC_E_OTHER,     /* anything else (connection lost, bad URL, ...) */
+};
+
+typedef struct httpc_info {
+	int64_t total_ns;    /* from httpc_start to done, retries included */
+	int64_t connect_ns;  /* last attempt: until connected (0: reused) */
+	int64_t ttfb_ns;     /* last attempt: until the first response byte */
+	int attempts;        /* 1 + retries made */
+	long new_conns;      /* connections the last attempt opened (0: reused) */
+	int local_port;      /* of the last attempt's connection */
+	uint64_t bytes_sent; /* request body bytes */
+	uint64_t bytes_recv; /* response body bytes */
+} httpc_info_t;
+
+/* Creates a client on base (which the caller drives and outlives it).
+ * o may be NULL for defaults. Never fails (out of memory aborts). */
+httpc_t *httpc_new(struct event_base *base, const httpc_opts_t *o);
+/* Completes every request in flight with HTTPC_E_CLOSED (their done runs
+ * inside this call), closes the cached connections and frees c. Not to be
+ * called from inside one of c's callbacks. */
+void httpc_free(httpc_t *c);
+/* Requests started and not yet completed or cancelled. */
+size_t httpc_inflight(const httpc_t *c);
+
+/*
+ * httpc_start starts the request s describes and returns its handle, valid
+ * until done returns or httpc_cancel. done never runs inside httpc_start:
+ * a request that cannot even start (bad URL) completes with an error from
+ * the event loop. Returns NULL only while c is being freed.
+ */
+httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s);
+/* Lifts a pause (a read or write callback returned AIS_AGAIN). Call it from
+ * the loop thread, outside that request's own callbacks; a no-op when the
+ * request is not paused. The write callback may run inside this call. */
+void httpc_resume(httpc_req_t *r);
+/* Stops r and frees it; its done never runs. May be called from any of c's
+ * callbacks, r's own included (then r is freed after the callback returns);
+ * not from r's done. */
+void httpc_cancel(httpc_req_t *r);
+
+/* Accessors, valid in r's callbacks (status and headers once the response
+ * head has arrived; the rest in done). */
+int httpc_result(const httpc_req_t *r);        /* AIS_OK or AIS_ERR */
+int httpc_status(const httpc_req_t *r);        /* HTTP status; 0: none */
+enum httpc_err httpc_errkind(const httpc_req_t *r);
+const char *httpc_error(const httpc_req_t *r); /* "" when none */
+/* Value of the first response header called name (case-insensitive),
+ * trimmed; {NULL, 0} when absent. Borrowed from r. */
+sv_t httpc_resp_header(const httpc_req_t *r, const char *name);
+/* The buffered response body (empty when streamed); the caller may take it. */
+buf_t *httpc_body(httpc_req_t *r);
+const httpc_info_t *httpc_info(const httpc_req_t *r);
+const char *httpc_method(const httpc_req_t *r);
+const char *httpc_url(const httpc_req_t *r);
+
+/*
+ * httpc_sync sends one request and waits for the whole response, on the
+ * calling thread (a pool thread or a tool; never an event loop). It keeps a
+ * curl handle per thread, so consecutive calls to the same peer reuse the
+ * connection; httpc_sync_release() (or thread exit) frees it. headers as in
+ * httpc_spec_t; body (len bytes, borrowed) is sent for PUT/POST/PATCH or
+ * when non-NULL. The response body (at most HTTPC_MAX_RESP_DEFAULT bytes)
+ * replaces resp's content and *status is set.
+ * Returns AIS_OK when a complete response arrived (any status), or AIS_ERR
+ * with *status 0 and the error message in resp.
+ */
+int httpc_sync(const char *method, const char *url, const char *const *headers,
+	       const void *body, size_t len, uint64_t timeout_ms, buf_t *resp, int *status);
+void httpc_sync_release(void);
+
+#endif

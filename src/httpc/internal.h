@@ -1,0 +1,20 @@
+/*
+ * internal.h - what the files of src/httpc share. Not for use outside it.
+ */
+#ifndef AISD_HTTPC_INTERNAL_H
+#define AISD_HTTPC_INTERNAL_H
+
+#include <curl/curl.h>
+
+/* curl_global_init, once per process (thread-safe). */
+void httpc_global_init(void);
+/* The options every handle gets: no signals, TCP_NODELAY, keepalive,
+ * http(s) only, no redirects, the "Expect:" suppression list is the
+ * caller's. */
+void httpc_easy_common(CURL *e, const char *user_agent);
+/* True for methods that may be sent twice. */
+int httpc_idempotent(const char *method);
+/* True for methods that always carry a body. */
+int httpc_body_method(const char *method);
+
+#endif

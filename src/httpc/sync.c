@@ -1,0 +1,170 @@
+/*
+ * sync.c - the blocking client (httpc_sync) for pool threads and tools, and
+ * what both clients share: the one-time curl setup and the options every
+ * handle gets.
+ *
+ * Guarantees: each thread keeps one easy handle (created on first use, freed
+ * at thread exit or by httpc_sync_release), so consecutive calls reuse the
+ * connection; the response is bounded (HTTPC_MAX_RESP_DEFAULT); no signals
+ * are used (safe in threaded programs).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define HTTPC_IO_BUFFER (256 * 1024)
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+
+static void easy_destroy(void *e) { curl_easy_cleanup(e); }
+
+static void global_init(void)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		fatalx("httpc: curl_global_init failed");
+	if (pthread_key_create(&g_key, easy_destroy) != 0)
+		fatalx("httpc: pthread_key_create failed");
+}
+
+void httpc_global_init(void) { pthread_once(&g_once, global_init); }
+
+void httpc_easy_common(CURL *e, const char *user_agent)
+{
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)HTTPC_IO_BUFFER);
+	curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)HTTPC_IO_BUFFER);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, user_agent);
+}
+
+int httpc_idempotent(const char *m)
+{
+	return !strcmp(m, "GET") || !strcmp(m, "HEAD") || !strcmp(m, "PUT") ||
+	       !strcmp(m, "DELETE") || !strcmp(m, "OPTIONS");
+}
+
+int httpc_body_method(const char *m)
+{
+	return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "PATCH");
+}
+
+typedef struct sync_io {
+	const char *body;
+	size_t len, off;
+	buf_t *resp;
+	bool too_big;
+} sync_io_t;
+
+static size_t sync_read(char *p, size_t size, size_t n, void *arg)
+{
+	sync_io_t *io = arg;
+	size_t k = MIN(size * n, io->len - io->off);
+	if (k)
+		memcpy(p, io->body + io->off, k);
+	io->off += k;
+	return k;
+}
+
+static size_t sync_write(char *p, size_t size, size_t n, void *arg)
+{
+	sync_io_t *io = arg;
+	size_t len = size * n;
+	if (io->resp->len + len > HTTPC_MAX_RESP_DEFAULT) {
+		io->too_big = true;
+		return 0;
+	}
+	buf_add(io->resp, p, len);
+	return len;
+}
+
+int httpc_sync(const char *method, const char *url, const char *const *headers,
+	       const void *body, size_t len, uint64_t timeout_ms, buf_t *resp, int *status)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hl = NULL;
+	sync_io_t io = {.body = body, .len = body ? len : 0, .resp = resp};
+	bool has_expect = false;
+	long code = 0;
+
+	httpc_global_init();
+	CURL *e = pthread_getspecific(g_key);
+	if (!e) {
+		e = curl_easy_init();
+		if (!e)
+			fatalx("httpc: curl_easy_init failed");
+		pthread_setspecific(g_key, e);
+	} else {
+		curl_easy_reset(e);
+	}
+	*status = 0;
+	buf_reset(resp);
+	for (size_t i = 0; headers && headers[i]; i++) {
+		if (strncasecmp(headers[i], "Expect:", 7) == 0)
+			has_expect = true;
+		hl = curl_slist_append(hl, headers[i]);
+	}
+	if (!has_expect)
+		hl = curl_slist_append(hl, "Expect:");
+
+	httpc_easy_common(e, "aisd");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)MIN(timeout_ms ? timeout_ms : 3000, 3000));
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 30000));
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sync_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &io);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HTTPC_MAX_RESP_DEFAULT);
+	if (strcmp(method, "GET") == 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	else
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if (body || httpc_body_method(method)) {
+		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, sync_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, &io);
+		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io.len);
+	}
+
+	CURLcode cc = curl_easy_perform(e);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hl);
+	if (cc != CURLE_OK) {
+		buf_reset(resp);
+		if (io.too_big || cc == CURLE_FILESIZE_EXCEEDED)
+			buf_addf(resp, "%s %s: response body over %u bytes", method, url,
+				 HTTPC_MAX_RESP_DEFAULT);
+		else
+			buf_addf(resp, "%s %s: %s", method, url,
+				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		return AIS_ERR;
+	}
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	*status = (int)code;
+	return AIS_OK;
+}
+
+void httpc_sync_release(void)
+{
+	httpc_global_init();
+	CURL *e = pthread_getspecific(g_key);
+	if (e) {
+		curl_easy_cleanup(e);
+		pthread_setspecific(g_key, NULL);
+	}
+}
