@@ -53,9 +53,11 @@ declare -A SRCS=(
 	[fuzz_range]="src/http/range.c"
 	[fuzz_conf]=""
 	[fuzz_names]=""
+	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
+	[fuzz_cmap]="-ljansson -lcrypto"
 )
 
 failed=()

@@ -1,0 +1,388 @@
+/*
+ * test_bmd.c - bucket metadata: mutators and their version rule, props
+ * checks, strict decode (every error case, every truncation, byte flips),
+ * accept rule, persistence.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/bmd.h"
+#include "aisd/status.h"
+#include "aisd/banned.h"
+
+static bmd_t *mkbmd(int n)
+{
+	bmd_t *b = bmd_new("cluster-uuid-1", NULL);
+	ck_assert_ptr_nonnull(b);
+	for (int i = n - 1; i >= 0; i--) {
+		char name[16];
+		int l = snprintf(name, sizeof(name), "bck-%d", i);
+		bmd_props_t p;
+		bmd_props_default(&p);
+		p.cksum = (enum store_cksum)(i % 4);
+		p.mirror_enabled = i % 2;
+		p.mirror_copies = (uint32_t)(1 + i % 3);
+		p.versioning = i % 3 == 0;
+		p.access = (uint32_t)(BMD_ACCESS_ALL & ~(1u << (i % 7)));
+		p.created_ns = 1700000000000000000LL + i;
+		ck_assert_int_eq(bmd_add(b, name, (size_t)l, &p, NULL), AIS_OK);
+	}
+	return b;
+}
+
+static void check_valid(const bmd_t *b)
+{
+	ck_assert_uint_ge(bmd_version(b), 1);
+	for (size_t i = 0; i < bmd_size(b); i++) {
+		const bmd_bucket_t *k = bmd_bucket(b, i);
+		ck_assert(name_bucket_valid(k->name, strlen(k->name)));
+		ck_assert_int_eq(bmd_props_check(&k->props, NULL), AIS_OK);
+		if (i)
+			ck_assert_int_lt(strcmp(bmd_bucket(b, i - 1)->name, k->name), 0);
+	}
+}
+
+static bmd_t *roundtrip(const bmd_t *b)
+{
+	buf_t js = BUF_INIT, js2 = BUF_INIT, err = BUF_INIT;
+	bmd_t *d = NULL;
+	bmd_encode(b, &js);
+	ck_assert_msg(bmd_decode(js.ptr, js.len, &d, &err) == AIS_OK, "%s: %s", js.ptr, err.ptr);
+	bmd_encode(d, &js2);
+	ck_assert_str_eq(js.ptr, js2.ptr);
+	buf_free(&js);
+	buf_free(&js2);
+	buf_free(&err);
+	return d;
+}
+
+START_TEST(test_roundtrip)
+{
+	bmd_t *b = mkbmd(9);
+	check_valid(b);
+	bmd_t *d = roundtrip(b);
+	check_valid(d);
+	ck_assert(bmd_equal(b, d));
+	ck_assert_uint_eq(bmd_size(d), 9);
+	ck_assert_uint_eq(bmd_version(d), 10);
+	const bmd_bucket_t *k = bmd_get(d, "bck-5", 5);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(k->props.cksum, CKSUM_XXHASH);
+	ck_assert(k->props.mirror_enabled);
+	ck_assert_uint_eq(k->props.mirror_copies, 3);
+	ck_assert(!k->props.versioning);
+	ck_assert_int_eq(k->props.created_ns, 1700000000000000005LL);
+	bmd_t *e = bmd_new("u", NULL);
+	bmd_t *de = roundtrip(e);
+	ck_assert(bmd_equal(e, de));
+	bmd_free(e);
+	bmd_free(de);
+	bmd_free(d);
+	bmd_free(b);
+}
+END_TEST
+
+START_TEST(test_mutators)
+{
+	buf_t err = BUF_INIT;
+	bmd_t *b = bmd_new("u1", NULL);
+	ck_assert_uint_eq(bmd_version(b), 1);
+	ck_assert_ptr_null(bmd_new("bad uuid", NULL));
+	ck_assert_int_eq(bmd_add(b, "a", 1, NULL, NULL), AIS_OK);
+	ck_assert_uint_eq(bmd_version(b), 2);
+	const bmd_bucket_t *a = bmd_get(b, "a", 1);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_gt(a->props.created_ns, 0); /* set to now */
+	ck_assert_int_eq(a->props.cksum, CKSUM_XXHASH);
+	ck_assert_uint_eq(a->props.access, BMD_ACCESS_ALL);
+	int64_t created = a->props.created_ns;
+	bmd_t *before = bmd_clone(b);
+
+	ck_assert_int_eq(bmd_add(b, "a", 1, NULL, &err), AIS_ERR);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_uint_gt(err.len, 0);
+	ck_assert_int_eq(bmd_add(b, "..", 2, NULL, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(bmd_add(b, "a/b", 3, NULL, NULL), AIS_ERR);
+	bmd_props_t p;
+	bmd_props_default(&p);
+	p.mirror_copies = 0;
+	ck_assert_int_eq(bmd_add(b, "c", 1, &p, NULL), AIS_ERR);
+	p.mirror_copies = BMD_COPIES_MAX + 1;
+	ck_assert_int_eq(bmd_add(b, "c", 1, &p, NULL), AIS_ERR);
+	bmd_props_default(&p);
+	p.access = 1u << 20;
+	ck_assert_int_eq(bmd_add(b, "c", 1, &p, NULL), AIS_ERR);
+	bmd_props_default(&p);
+	p.cksum = (enum store_cksum)9;
+	ck_assert_int_eq(bmd_set_props(b, "a", 1, &p, NULL), AIS_ERR);
+	ck_assert_int_eq(bmd_remove(b, "zz", 2, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(bmd_set_props(b, "zz", 2, &p, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert(bmd_equal(b, before));
+
+	/* set_props: same props -> no bump; created is kept */
+	p = a->props;
+	p.created_ns = 5;
+	ck_assert_int_eq(bmd_set_props(b, "a", 1, &p, NULL), AIS_OK);
+	ck_assert(bmd_equal(b, before));
+	p.cksum = CKSUM_MD5;
+	p.mirror_enabled = true;
+	p.mirror_copies = 3;
+	ck_assert_int_eq(bmd_set_props(b, "a", 1, &p, NULL), AIS_OK);
+	ck_assert_uint_eq(bmd_version(b), 3);
+	a = bmd_get(b, "a", 1);
+	ck_assert_int_eq(a->props.cksum, CKSUM_MD5);
+	ck_assert_int_eq(a->props.created_ns, created);
+	ck_assert_int_eq(bmd_add(b, "b", 1, NULL, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_remove(b, "a", 1, NULL), AIS_OK);
+	ck_assert_uint_eq(bmd_version(b), 5);
+	ck_assert_ptr_null(bmd_get(b, "a", 1));
+	ck_assert_uint_eq(bmd_size(b), 1);
+	check_valid(b);
+	bmd_free(before);
+	bmd_free(b);
+	buf_free(&err);
+}
+END_TEST
+
+#define BK(fields) "{\"uuid\":\"u1\",\"version\":2,\"buckets\":[{" fields "}]}"
+#define GOODF                                                                                                  \
+	"\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2}," \
+	"\"versioning\":true,\"access\":127,\"created\":1"
+
+static const struct {
+	const char *json;
+	const char *msg;
+} bad_bmds[] = {
+	{"", "bad JSON"},
+	{"null", "bad JSON"},
+	{"[]", "not a JSON object"},
+	{"{\"uuid\":\"u1\",\"version\":2}", "missing \"buckets\""},
+	{"{\"version\":2,\"buckets\":[]}", "missing \"uuid\""},
+	{"{\"uuid\":\"u1\",\"buckets\":[]}", "missing \"version\""},
+	{"{\"uuid\":\"u1\",\"version\":0,\"buckets\":[]}", "out of range"},
+	{"{\"uuid\":\"u1\",\"version\":1e3,\"buckets\":[]}", "not an integer"},
+	{"{\"uuid\":\"u 1\",\"version\":1,\"buckets\":[]}", "bad uuid"},
+	{"{\"uuid\":\"u1\",\"version\":1,\"buckets\":[],\"x\":0}", "unknown key \"x\""},
+	{"{\"uuid\":\"u1\",\"version\":1,\"version\":2,\"buckets\":[]}", "bad JSON"},
+	{"{\"uuid\":\"u1\",\"version\":1,\"buckets\":{}}", "not an array"},
+	{"{\"uuid\":\"u1\",\"version\":1,\"buckets\":[\"b\"]}", "buckets[0]: not a JSON object"},
+	{"{\"uuid\":\"u1\",\"version\":2,\"buckets\":[{" GOODF "},{" GOODF "}]}", "bucket b exists"},
+	{BK(GOODF ",\"extra\":1"), "unknown key \"extra\""},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127"),
+	 "missing \"created\""},
+	{BK("\"name\":\"a/b\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "bad bucket name"},
+	{BK("\"name\":\"..\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "bad bucket name"},
+	{BK("\"name\":\"b\",\"provider\":\"aws\",\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "unknown provider"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"crc32\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "unknown checksum"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":true,"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "mirror: not a JSON object"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":1,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "\"enabled\" is not a boolean"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":0},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "\"copies\" out of range"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":33},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "\"copies\" out of range"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "missing \"copies\""},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":2,\"x\":1},"
+	    "\"versioning\":true,\"access\":127,\"created\":1"),
+	 "unknown key \"x\""},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":2},"
+	    "\"versioning\":\"yes\",\"access\":127,\"created\":1"),
+	 "\"versioning\" is not a boolean"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":2},"
+	    "\"versioning\":true,\"access\":128,\"created\":1"),
+	 "\"access\" out of range"},
+	{BK("\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\",\"mirror\":{\"enabled\":true,\"copies\":2},"
+	    "\"versioning\":true,\"access\":127,\"created\":-5"),
+	 "\"created\" out of range"},
+};
+
+START_TEST(test_decode_errors)
+{
+	const char *json = bad_bmds[_i].json;
+	buf_t err = BUF_INIT;
+	bmd_t *b = (bmd_t *)1;
+	errno = 0;
+	ck_assert_msg(bmd_decode(json, strlen(json), &b, &err) == AIS_ERR, "accepted: %s", json);
+	ck_assert_ptr_null(b);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_msg(err.ptr && strstr(err.ptr, bad_bmds[_i].msg), "%s: got \"%s\", want \"%s\"", json,
+		      err.ptr ? err.ptr : "", bad_bmds[_i].msg);
+	buf_free(&err);
+}
+END_TEST
+
+static void decode_any(const char *p, size_t n)
+{
+	char *copy = malloc(n ? n : 1);
+	memcpy(copy, p, n);
+	buf_t err = BUF_INIT;
+	bmd_t *b = NULL;
+	int rc = bmd_decode(copy, n, &b, &err);
+	if (rc == AIS_OK) {
+		check_valid(b);
+		bmd_t *d = roundtrip(b);
+		ck_assert(bmd_equal(b, d));
+		bmd_free(d);
+		bmd_free(b);
+	} else {
+		ck_assert_int_eq(rc, AIS_ERR);
+		ck_assert_ptr_null(b);
+		ck_assert_uint_gt(err.len, 0);
+	}
+	buf_free(&err);
+	free(copy);
+}
+
+START_TEST(test_decode_truncate_and_flip)
+{
+	bmd_t *b = mkbmd(3);
+	buf_t js = BUF_INIT;
+	bmd_encode(b, &js);
+	for (size_t n = 0; n < js.len; n++)
+		decode_any(js.ptr, n);
+	static const unsigned char xors[] = {0x01, 0x02, 0x20, 0x40, 0x80, 0xff};
+	static const char sets[] = {'"', '{', '}', '[', ']', ',', ':', '0', '9', '-', '\\', ' ', 'x', '\0'};
+	char *w = malloc(js.len);
+	for (size_t i = 0; i < js.len; i++) {
+		for (size_t j = 0; j < sizeof(xors); j++) {
+			memcpy(w, js.ptr, js.len);
+			w[i] = (char)(w[i] ^ xors[j]);
+			decode_any(w, js.len);
+		}
+		for (size_t j = 0; j < sizeof(sets); j++) {
+			memcpy(w, js.ptr, js.len);
+			w[i] = sets[j];
+			decode_any(w, js.len);
+		}
+	}
+	free(w);
+	buf_free(&js);
+	bmd_free(b);
+}
+END_TEST
+
+START_TEST(test_accept)
+{
+	bmd_t *a = mkbmd(2);
+	bmd_t *b = bmd_clone(a);
+	ck_assert_int_eq(bmd_accept(NULL, a, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_accept(a, b, NULL), AIS_DONE);
+	ck_assert_int_eq(bmd_add(b, "new", 3, NULL, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_accept(a, b, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_accept(b, a, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ESTALE);
+	bmd_t *c = bmd_clone(a);
+	ck_assert_int_eq(bmd_remove(c, "bck-0", 5, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_accept(b, c, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EEXIST);
+	bmd_t *o = bmd_new("other", NULL);
+	for (int i = 0; i < 10; i++)
+		bmd_add(o, "x", 1, NULL, NULL), bmd_remove(o, "x", 1, NULL);
+	ck_assert_int_eq(bmd_accept(a, o, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EXDEV);
+	bmd_t *d = roundtrip(b);
+	ck_assert_int_eq(bmd_accept(b, d, NULL), AIS_DONE);
+	bmd_free(a);
+	bmd_free(b);
+	bmd_free(c);
+	bmd_free(d);
+	bmd_free(o);
+}
+END_TEST
+
+START_TEST(test_persist)
+{
+	char dir[64], path[128], tmp[140];
+	buf_t err = BUF_INIT;
+	bmd_t *got;
+	snprintf(dir, sizeof(dir), "/tmp/test_bmd.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/bmd.json", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+
+	ck_assert_int_eq(bmd_load(path, &got, &err), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_uint_eq(err.len, 0);
+
+	bmd_t *b = mkbmd(4);
+	ck_assert_int_eq(bmd_save(b, path, &err), AIS_OK);
+	ck_assert_int_eq(bmd_add(b, "later", 5, NULL, NULL), AIS_OK);
+	ck_assert_int_eq(bmd_save(b, path, &err), AIS_OK);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	ck_assert_int_eq(bmd_load(path, &got, &err), AIS_OK);
+	ck_assert(bmd_equal(b, got));
+	bmd_free(got);
+
+	FILE *f = fopen(tmp, "w");
+	fputs("garbage", f);
+	fclose(f);
+	ck_assert_int_eq(bmd_load(path, &got, &err), AIS_OK);
+	ck_assert(bmd_equal(b, got));
+	bmd_free(got);
+
+	buf_t js = BUF_INIT;
+	bmd_encode(b, &js);
+	for (size_t len = 0; len < js.len; len += 5) {
+		f = fopen(path, "w");
+		fwrite(js.ptr, 1, len, f);
+		fclose(f);
+		buf_reset(&err);
+		ck_assert_int_eq(bmd_load(path, &got, &err), AIS_ERR);
+		ck_assert_int_eq(errno, EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.ptr, path));
+	}
+	buf_free(&js);
+	buf_free(&err);
+	bmd_free(b);
+	char cmd[100];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static Suite *bmd_suite(void)
+{
+	Suite *s = suite_create("bmd");
+	TCase *tc = tcase_create("bmd");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_mutators);
+	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(bad_bmds) / sizeof(bad_bmds[0])));
+	tcase_add_test(tc, test_decode_truncate_and_flip);
+	tcase_add_test(tc, test_accept);
+	tcase_add_test(tc, test_persist);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(bmd_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
