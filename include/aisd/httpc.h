@@ -55,7 +55,7 @@ typedef struct httpc_opts {
 	long max_host_conns;         /* open connections per host; 0: 16 */
 	long max_total_conns;        /* open connections in all; 0: no limit */
 	const char *user_agent;      /* NULL: "aisd" (copied) */
-	int retries;                 /* default for requests; < 0: 2 */
+	int retries;                 /* default for requests; 0: 2; < 0: none */
 	uint64_t retry_backoff_ms;   /* first backoff, doubling, at most 1 s; 0: 20 */
 } httpc_opts_t;
 
@@ -87,7 +87,8 @@ typedef struct httpc_spec {
 				       * (copied); may be NULL */
 	/* Request body: from memory (borrowed: valid until done or cancel), or
 	 * streamed from read (read_len bytes, or chunked when read_len < 0).
-	 * PUT, POST and PATCH always send a body (empty when none is given). */
+	 * PUT, POST and PATCH always send a body (empty when none is given);
+	 * any other method sends one when given one (a GET with a JSON body). */
 	const void *body;
 	size_t body_len;
 	httpc_read_fn read;
@@ -96,8 +97,10 @@ typedef struct httpc_spec {
 	 * (0: HTTPC_MAX_RESP_DEFAULT; a larger body fails with HTTPC_E_TOO_BIG). */
 	httpc_write_fn write;
 	uint64_t max_resp;
-	uint64_t timeout_ms;          /* 0: the client's default */
-	int retries;                  /* < 0: the client's default */
+	/* The whole request: connect, retries, and the time a callback keeps
+	 * it paused. 0: the client's default. */
+	uint64_t timeout_ms;
+	int retries;                  /* <= 0: the client's default */
 	unsigned flags;               /* HTTPC_F_* */
 	httpc_done_fn done;           /* required */
 	void *arg;                    /* given to every callback */
@@ -141,13 +144,15 @@ size_t httpc_inflight(const httpc_t *c);
  * the event loop. Returns NULL only while c is being freed.
  */
 httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s);
-/* Lifts a pause (a read or write callback returned AIS_AGAIN). Call it from
- * the loop thread, outside that request's own callbacks; a no-op when the
- * request is not paused. The write callback may run inside this call. */
+/* Lifts a pause (a read or write callback returned AIS_AGAIN); a no-op
+ * when the request is not paused or has ended. From the loop thread,
+ * anywhere but r's done: called inside a callback it takes effect as soon
+ * as that callback returns; otherwise r's write callback may run inside
+ * this call. */
 void httpc_resume(httpc_req_t *r);
 /* Stops r and frees it; its done never runs. May be called from any of c's
  * callbacks, r's own included (then r is freed after the callback returns);
- * not from r's done. */
+ * a no-op in r's done (r is ending anyway). */
 void httpc_cancel(httpc_req_t *r);
 
 /* Accessors, valid in r's callbacks (status and headers once the response

@@ -75,7 +75,8 @@ struct httpc_req {
 	void *arg;
 	int64_t start_ns, deadline_ns;
 	struct event *tev;
-	bool in_cb, cancelled, finished_early;
+	bool in_cb, in_done, cancelled, finished_early;
+	bool resume_due; /* httpc_resume from inside curl: done from the timer */
 	bool too_big, aborted;
 	bool delivered; /* response bytes given to a write callback */
 	int result, status;
@@ -154,6 +155,7 @@ static void req_finish(httpc_req_t *r)
 	r->info.total_ns = time_mono_ns() - r->start_ns;
 	if (r->result != AIS_OK && r->err.len == 0)
 		buf_addf(&r->err, "%s %s: failed", r->method, r->url);
+	r->in_done = true;
 	r->done(r, r->arg);
 	req_free(r);
 }
@@ -176,6 +178,11 @@ static void req_fail(httpc_req_t *r, enum httpc_err kind, const char *fmt, ...)
 static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	httpc_req_t *r = arg;
+	if (r->state == RQ_RUNNING) {
+		if (r->resume_due)
+			httpc_resume(r);
+		return;
+	}
 	if (r->finished_early) {
 		req_finish(r);
 		return;
@@ -299,19 +306,20 @@ static void req_setup(httpc_req_t *r)
 	if (!r->write)
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_resp);
 
-	if (strcmp(r->method, "GET") == 0) {
+	if (r->body || r->read || httpc_body_method(r->method)) {
+		/* any method with a body (a GET with a JSON body too) */
+		curl_off_t size = r->read ? (curl_off_t)r->read_len : (curl_off_t)r->body_len;
+		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, cb_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, r);
+		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, size < 0 ? (curl_off_t)-1 : size);
+	} else if (strcmp(r->method, "GET") == 0) {
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(r->method, "HEAD") == 0) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else {
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-	}
-	if (r->body || r->read || httpc_body_method(r->method)) {
-		curl_off_t size = r->read ? (curl_off_t)r->read_len : (curl_off_t)r->body_len;
-		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(e, CURLOPT_READFUNCTION, cb_read);
-		curl_easy_setopt(e, CURLOPT_READDATA, r);
-		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, size < 0 ? (curl_off_t)-1 : size);
 	}
 }
 
@@ -540,8 +548,10 @@ httpc_t *httpc_new(struct event_base *base, const httpc_opts_t *o)
 		c->o.timeout_ms = 30000;
 	if (!c->o.max_host_conns)
 		c->o.max_host_conns = 16;
-	if (c->o.retries < 0 || !o)
-		c->o.retries = o && o->retries >= 0 ? o->retries : 2;
+	if (c->o.retries == 0)
+		c->o.retries = 2;
+	else if (c->o.retries < 0)
+		c->o.retries = 0;
 	if (!c->o.retry_backoff_ms)
 		c->o.retry_backoff_ms = 20;
 	c->user_agent = xstrdup(c->o.user_agent ? c->o.user_agent : "aisd");
@@ -614,7 +624,7 @@ httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s)
 	r->read_len = s->read_len;
 	r->write = s->write;
 	r->max_resp = s->max_resp ? s->max_resp : HTTPC_MAX_RESP_DEFAULT;
-	r->retries = s->retries >= 0 ? s->retries : c->o.retries;
+	r->retries = s->retries > 0 ? s->retries : c->o.retries;
 	r->flags = s->flags;
 	r->done = s->done;
 	r->arg = s->arg;
@@ -645,8 +655,16 @@ httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s)
 void httpc_resume(httpc_req_t *r)
 {
 	httpc_t *c = r->c;
-	if (r->state != RQ_RUNNING || r->in_cb || r->cancelled)
+	if (r->state != RQ_RUNNING || r->cancelled)
 		return;
+	if (r->in_cb || c->in_curl) {
+		/* curl is in a callback: unpause from the loop, at once */
+		struct timeval tv = {0, 0};
+		r->resume_due = true;
+		evtimer_add(r->tev, &tv);
+		return;
+	}
+	r->resume_due = false;
 	c->in_curl = true;
 	CURLcode cc = curl_easy_pause(r->easy, CURLPAUSE_CONT);
 	c->in_curl = false;
@@ -671,7 +689,7 @@ void httpc_resume(httpc_req_t *r)
 
 void httpc_cancel(httpc_req_t *r)
 {
-	if (r->cancelled)
+	if (r->cancelled || r->in_done)
 		return;
 	if (r->in_cb || r->c->in_curl) {
 		/* curl cannot drop a handle from inside a callback: the

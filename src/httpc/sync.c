@@ -127,17 +127,18 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sync_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &io);
 	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HTTPC_MAX_RESP_DEFAULT);
-	if (strcmp(method, "GET") == 0)
-		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-	else if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-	else
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 	if (body || httpc_body_method(method)) {
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, sync_read);
 		curl_easy_setopt(e, CURLOPT_READDATA, &io);
 		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io.len);
+	} else if (strcmp(method, "GET") == 0) {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else {
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 	}
 
 	CURLcode cc = curl_easy_perform(e);

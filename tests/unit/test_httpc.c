@@ -122,7 +122,8 @@ static int h_slow(http_req_t *req)
 
 static const http_route_t routes[] = {
 	{"/data", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_data, "pattern bytes"},
-	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo"},
+	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) | HTTP_M(HTTP_GET), HTTP_ROUTE_BODY, 0,
+	 h_echo, "echo"},
 	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "a late answer"},
 };
 
@@ -246,7 +247,7 @@ static void on_done(httpc_req_t *r, void *arg)
 static httpc_req_t *go(const char *method, const char *u, const void *body, size_t len, res_t *x)
 {
 	httpc_spec_t s = {.method = method, .url = u, .body = body, .body_len = len,
-			  .retries = -1, .done = on_done, .arg = x};
+			  .done = on_done, .arg = x};
 	return httpc_start(g_c, &s);
 }
 
@@ -310,12 +311,22 @@ START_TEST(test_roundtrip)
 	const char *hdrs[] = {"X-In: hello there", NULL};
 	res_t e = {.hname = "X-Out"}, nf = {0};
 	httpc_spec_t s = {.method = "PUT", .url = url("/echo"), .headers = hdrs, .body = "ab",
-			  .body_len = 2, .retries = -1, .done = on_done, .arg = &e};
+			  .body_len = 2, .done = on_done, .arg = &e};
 	httpc_start(g_c, &s);
 	go("GET", url("/nope"), NULL, 0, &nf);
 	wait1(&e, 5000);
 	wait1(&nf, 5000);
 	ck_assert_str_eq(e.hdr, "hello there");
+
+	/* a GET with a body (list requests carry JSON) stays a GET */
+	res_t gb = {.hname = "X-Method"};
+	go("GET", url("/echo"), "{\"a\":1}", 7, &gb);
+	wait1(&gb, 5000);
+	ck_assert_int_eq(gb.status, 200);
+	ck_assert_str_eq(gb.hdr, "GET");
+	ck_assert_uint_eq(gb.body.len, 7);
+	ck_assert(memcmp(gb.body.ptr, "{\"a\":1}", 7) == 0);
+	buf_free(&gb.body);
 	ck_assert_int_eq(nf.result, AIS_OK);
 	ck_assert_int_eq(nf.status, 404);
 	buf_free(&e.body);
@@ -393,7 +404,7 @@ static void strm_go(const char *method, const char *u, strm_t *st, res_t *x, boo
 	x->st = st;
 	httpc_spec_t s = {.method = method, .url = u, .read = up ? s_read : NULL,
 			  .read_len = up ? (int64_t)st->total : 0, .write = s_write,
-			  .retries = -1, .done = on_done, .arg = x};
+			  .done = on_done, .arg = x};
 	st->req = httpc_start(g_c, &s);
 }
 
@@ -415,7 +426,7 @@ START_TEST(test_stream_big)
 	ch.resume_ev = evtimer_new(g_base, resume_cb, &ch);
 	xc.st = &ch;
 	httpc_spec_t s = {.method = "POST", .url = url("/echo"), .read = s_read, .read_len = -1,
-			  .write = s_write, .retries = -1, .done = on_done, .arg = &xc};
+			  .write = s_write, .done = on_done, .arg = &xc};
 	httpc_start(g_c, &s);
 
 	ck_assert(run_until(&xu.done, 1, 15000));
@@ -446,7 +457,7 @@ END_TEST
 START_TEST(test_many_reuse)
 {
 	enum { N = 200, M = 50 };
-	httpc_opts_t o = {.max_host_conns = 8, .retries = -1};
+	httpc_opts_t o = {.max_host_conns = 8};
 	static res_t x[N];
 	int ndone = 0;
 	start();
@@ -501,7 +512,7 @@ START_TEST(test_timeout)
 	client_new(NULL);
 	res_t slow = {0}, fast = {0};
 	httpc_spec_t s = {.method = "GET", .url = url("/slow"), .timeout_ms = 300,
-			  .retries = -1, .done = on_done, .arg = &slow};
+			  .done = on_done, .arg = &slow};
 	int64_t t0 = now_ms();
 	httpc_start(g_c, &s);
 	run_for(50);
@@ -552,9 +563,10 @@ START_TEST(test_refused)
 	go("GET", u, NULL, 0, &g);
 	go("POST", u, "x", 1, &p); /* not idempotent: once */
 	httpc_spec_t s = {.method = "PUT", .url = u, .read = r_once, .read_len = 0,
-			  .retries = -1, .done = on_done, .arg = &st}; /* streamed: once */
+			  .done = on_done, .arg = &st}; /* streamed: once */
 	httpc_start(g_c, &s);
-	httpc_spec_t s2 = {.method = "GET", .url = u, .retries = 0, .done = on_done, .arg = &nr};
+	httpc_spec_t s2 = {.method = "GET", .url = u, .flags = HTTPC_F_NO_RETRY,
+			    .done = on_done, .arg = &nr};
 	httpc_start(g_c, &s2);
 	wait1(&g, 3000);
 	wait1(&p, 1000);
@@ -590,7 +602,7 @@ START_TEST(test_cancel)
 	res_t slow = {0}, after = {0}, cb = {0};
 	go("GET", url("/slow?ms=600"), NULL, 0, &slow);
 	httpc_req_t *r = httpc_start(g_c, &(httpc_spec_t){.method = "GET", .url = url("/slow?ms=600"),
-							   .retries = -1, .done = on_done, .arg = &after});
+							   .done = on_done, .arg = &after});
 	run_for(100);
 	httpc_cancel(r);
 	ck_assert_uint_eq(httpc_inflight(g_c), 1);
@@ -630,7 +642,7 @@ START_TEST(test_limits_and_free)
 	/* a buffered response over max_resp */
 	res_t big = {0};
 	httpc_spec_t s = {.method = "GET", .url = url("/data?n=100000"), .max_resp = 1000,
-			  .retries = -1, .done = on_done, .arg = &big};
+			  .done = on_done, .arg = &big};
 	httpc_start(g_c, &s);
 	wait1(&big, 2000);
 	ck_assert_int_eq(big.result, AIS_ERR);
