@@ -137,4 +137,34 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
  * For tests and tools; the daemon need not wait. */
 void store_reconcile_wait(store_t *s);
 
+/*
+ * Addition: the tar index of a shard (a .tar object): each regular file
+ * member's name, data offset and size, so that one member is served as a
+ * byte range of the object's file. The index is kept in the object's
+ * LevelDB under a key that includes the object's file generation, so an
+ * overwrite makes the old index unreachable (commit, delete and bucket
+ * destroy remove it in the same batch as the record).
+ *
+ * store_tar_index returns the index of exactly the version m describes and
+ * fd is open on (both from store_open_obj): the saved one, or one built by
+ * reading the tar headers from fd (then saved, unless the object changed
+ * meanwhile). Blocking: call from the I/O pool. Returns AIS_OK with *out
+ * set (free it with store_tar_index_free), or AIS_ERR with errno EINVAL and
+ * a message in err when the object is not a valid tar (bad or corrupt
+ * header, truncated), or EIO. Members keep archive order; a name that
+ * appears twice resolves to its last occurrence, as tar extraction does.
+ */
+typedef struct store_tar_index store_tar_index_t;
+int store_tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		    const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err);
+/* Looks a member up by exact name (binary search). Returns AIS_OK with its
+ * data offset in the object and its size, or AIS_ERR (errno ENOENT). */
+int store_tar_index_find(const store_tar_index_t *idx, const char *name, size_t len,
+			 uint64_t *off, uint64_t *size);
+/* Number of members; the i-th in archive order (i < count). */
+size_t store_tar_index_count(const store_tar_index_t *idx);
+void store_tar_index_member(const store_tar_index_t *idx, size_t i, const char **name,
+			    size_t *len, uint64_t *off, uint64_t *size);
+void store_tar_index_free(store_tar_index_t *idx);
+
 #endif

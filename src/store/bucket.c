@@ -171,6 +171,11 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 		store_key_hash(&hk, h[n]);
 		leveldb_writebatch_delete(b, k, kl);
 		leveldb_writebatch_delete(b, hk.ptr, hk.len);
+		if (gens[n] != UINT64_MAX) { /* its tar index, if any */
+			store_key_tar(&hk, k + 1, pfx->len - 2, k + pfx->len, kl - pfx->len,
+				      gens[n]);
+			leveldb_writebatch_delete(b, hk.ptr, hk.len);
+		}
 		n++;
 	}
 	leveldb_iter_destroy(it);

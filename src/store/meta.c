@@ -45,6 +45,16 @@ void store_key_bucket(buf_t *k, const char *bck, size_t blen)
 	buf_add(k, bck, blen);
 }
 
+void store_key_tar(buf_t *k, const char *bck, size_t blen, const char *obj, size_t olen,
+		   uint64_t gen)
+{
+	store_key_obj(k, bck, blen, obj, olen);
+	k->ptr[0] = 'a';
+	buf_addch(k, '\0');
+	for (int i = 56; i >= 0; i -= 8)
+		buf_addch(k, (char)(gen >> i));
+}
+
 static void put_varint(buf_t *b, uint64_t v)
 {
 	while (v >= 0x80) {
@@ -66,6 +76,16 @@ static int get_varint(const unsigned char **p, const unsigned char *end, uint64_
 		}
 	}
 	return AIS_ERR;
+}
+
+void store_varint_put(buf_t *b, uint64_t v)
+{
+	put_varint(b, v);
+}
+
+int store_varint_get(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+	return get_varint(p, end, out);
 }
 
 /* Record, format 1:

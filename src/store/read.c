@@ -130,6 +130,8 @@ int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
 	leveldb_writebatch_delete(b, k.ptr, k.len);
 	leveldb_writebatch_delete(b, hk.ptr, hk.len);
+	store_key_tar(&hk, bck, blen, obj, olen, r.gen); /* its tar index, if any */
+	leveldb_writebatch_delete(b, hk.ptr, hk.len);
 	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
 	leveldb_writebatch_destroy(b);
 	if (rc == AIS_OK) {

@@ -4,7 +4,9 @@
  *
  * On-disk layout of one mountpath:
  *   <mp>/meta/           LevelDB: "o"+bucket+"\0"+object -> object record,
- *                        "h"+<32 hex> -> uname, "b"+bucket -> bucket record
+ *                        "h"+<32 hex> -> uname, "b"+bucket -> bucket record,
+ *                        "a"+bucket+"\0"+object+"\0"+gen (8 bytes, big
+ *                        endian) -> tar index of that generation (tarindex.c)
  *                        (bucket keys only in mountpath 0)
  *   <mp>/obj/<xx>/<h>.<gen>  object bytes; h = hex XXH3-128 of the uname,
  *                        xx = its first two hex digits, gen = 16 hex digits
@@ -28,6 +30,7 @@
 #define STORE_HASH_HEX 32         /* hex digits of the XXH3-128 file name hash */
 #define STORE_REC_FORMAT 1        /* first byte of an object record */
 #define STORE_BREC_FORMAT 1       /* first byte of a bucket record */
+#define STORE_TIDX_FORMAT 1       /* first byte of a tar index */
 #define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
 #define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
 #define STORE_PATH_MAX 1200
@@ -81,6 +84,12 @@ typedef struct store_rec {
 void store_key_obj(buf_t *k, const char *bck, size_t blen, const char *obj, size_t olen);
 void store_key_hash(buf_t *k, const char *hhex);
 void store_key_bucket(buf_t *k, const char *bck, size_t blen);
+/* The tar index key of one generation of bck/obj. */
+void store_key_tar(buf_t *k, const char *bck, size_t blen, const char *obj, size_t olen,
+		   uint64_t gen);
+/* LEB128 varints (the record encoding), for the other encoders of src/store. */
+void store_varint_put(buf_t *b, uint64_t v);
+int store_varint_get(const unsigned char **p, const unsigned char *end, uint64_t *out);
 void store_rec_encode(buf_t *out, const store_rec_t *r);
 int store_rec_decode(const char *p, size_t n, store_rec_t *r);
 /* Reads an object record: AIS_OK, or AIS_ERR with errno ENOENT (none) or EIO. */

@@ -307,6 +307,10 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	buf_addch(&val, '/');
 	buf_add(&val, w->obj, w->olen);
 	leveldb_writebatch_put(batch, hkey.ptr, hkey.len, val.ptr, val.len);
+	if (have_old) { /* the old gen's tar index (tarindex.c), if any */
+		store_key_tar(&val, w->bck, w->blen, w->obj, w->olen, old.gen);
+		leveldb_writebatch_delete(batch, val.ptr, val.len);
+	}
 	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
 	leveldb_writebatch_destroy(batch);
 	if (rc == AIS_OK && have_old && old.gen != w->gen) { /* rule 6 */

@@ -11,14 +11,24 @@
  * LevelDB) runs on the I/O pool and the client hears 200 only after it.
  * The body is read (and an expected 100 Continue sent) only once the
  * writer is open, so a refusal (507, 404) comes before any body is sent.
+ *
+ * GET/HEAD with ?archpath=MEMBER serve one file of a tar shard: the shard
+ * is opened on the loop, its tar index (store_tar_index: saved in LevelDB,
+ * or built from the headers) is read on the I/O pool, and the member goes
+ * out as a byte range of the shard's file (sendfile, Range relative to the
+ * member). A PUT of a name ending in ".tar" builds the index right after
+ * the commit, in the same pool task; a shard that is not a valid tar is
+ * still stored (only archpath reads of it fail, with 400).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -153,6 +163,126 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 	return AIS_OK;
 }
 
+/* --- GET/HEAD ?archpath= --------------------------------------------------- */
+
+struct arch {
+	target_t *t;
+	sv_t bck, obj, path; /* path: the member's name */
+	int fd;              /* the shard; -1 once handed to the response */
+	store_meta_t m;
+	uint64_t off, size;  /* the member's bytes in the shard */
+	int err;             /* 0, ENOENT (no such member), EINVAL (not a tar), other */
+	buf_t msg;
+};
+
+static void arch_cleanup(void *arg)
+{
+	struct arch *a = arg;
+	if (a->fd >= 0)
+		close(a->fd);
+	buf_free(&a->msg);
+}
+
+static void arch_work(http_req_t *req)
+{
+	struct arch *a = req->state;
+	store_tar_index_t *idx;
+	if (store_tar_index(a->t->store, a->bck.ptr, a->bck.len, a->obj.ptr, a->obj.len, &a->m, a->fd,
+			    &idx, &a->msg) != AIS_OK) {
+		a->err = errno == EINVAL ? EINVAL : (errno ? errno : EIO);
+		return;
+	}
+	if (store_tar_index_find(idx, a->path.ptr, a->path.len, &a->off, &a->size) != AIS_OK)
+		a->err = ENOENT;
+	store_tar_index_free(idx);
+}
+
+/* Content type from the member's extension (WebDataset's usual ones). */
+static const char *arch_content_type(sv_t name)
+{
+	static const struct { const char *ext, *type; } types[] = {
+		{".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"}, {".png", "image/png"},
+		{".json", "application/json"}, {".txt", "text/plain"}, {".cls", "text/plain"},
+	};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		size_t el = strlen(types[i].ext);
+		if (name.len >= el && !strncasecmp(name.ptr + name.len - el, types[i].ext, el))
+			return types[i].type;
+	}
+	return "application/octet-stream";
+}
+
+static void arch_done(http_req_t *req)
+{
+	struct arch *a = req->state;
+	uint64_t start = 0, len = a->size;
+
+	if (a->err == ENOENT) {
+		http_resp_error(req, 404, "archpath \"%.*s\" not found in %.*s/%.*s",
+				(int)MIN(a->path.len, 512), a->path.ptr, (int)a->bck.len, a->bck.ptr,
+				(int)MIN(a->obj.len, 512), a->obj.ptr);
+		return;
+	}
+	if (a->err == EINVAL) {
+		http_resp_error(req, 400, "%.*s/%.*s is not a valid tar archive: %s", (int)a->bck.len,
+				a->bck.ptr, (int)MIN(a->obj.len, 512), a->obj.ptr,
+				a->msg.ptr ? a->msg.ptr : "bad header");
+		return;
+	}
+	if (a->err) {
+		tgt_resp_errno(req, a->err, "object");
+		return;
+	}
+	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
+	http_resp_header(req, "Accept-Ranges", "bytes");
+	http_resp_header(req, "Content-Type", "%s", arch_content_type(a->path));
+	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
+	if (r == AIS_ERR) {
+		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)a->size);
+		http_resp_error(req, 416, "range not satisfiable for a member of %llu bytes",
+				(unsigned long long)a->size);
+		return;
+	}
+	if (r == AIS_OK) {
+		http_resp_status(req, 206);
+		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
+				 (unsigned long long)(start + len - 1), (unsigned long long)a->size);
+	} else {
+		start = 0;
+		len = a->size;
+	}
+	int fd = a->fd;
+	a->fd = -1;
+	http_resp_send_file(req, fd, (off_t)(a->off + start), len);
+}
+
+static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t path)
+{
+	struct arch *a;
+
+	if (!name_object_valid(path.ptr, path.len)) {
+		http_resp_error(req, 400, "invalid archpath: 1 to %d bytes of UTF-8 without NUL bytes",
+				NAME_OBJECT_MAX);
+		return AIS_OK;
+	}
+	a = arena_zalloc(req->arena, sizeof(*a));
+	a->t = t;
+	a->bck = bck;
+	a->obj = obj;
+	a->path = path;
+	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &a->fd, &a->m) != AIS_OK) {
+		if (errno == ENOENT)
+			not_found(req, t, bck, obj);
+		else
+			tgt_resp_errno(req, errno, "object");
+		return AIS_OK;
+	}
+	arena_cleanup_add(req->arena, arch_cleanup, a);
+	req->state = a;
+	http_offload(req, arch_work, arch_done);
+	return AIS_OK;
+}
+
 /* --- PUT ----------------------------------------------------------------- */
 
 struct put {
@@ -211,11 +341,36 @@ static void write_work(http_req_t *req)
 	b->len = 0;
 }
 
+/* Builds and saves the tar index of a just-written shard. Best effort: a
+ * shard that is not a valid tar is still a fine object. */
+static void put_index_tar(struct put *p)
+{
+	store_tar_index_t *idx;
+	store_meta_t m;
+	buf_t msg = BUF_INIT;
+	int fd;
+
+	if (store_open_obj(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &fd, &m) != AIS_OK)
+		return; /* deleted or replaced already */
+	if (store_tar_index(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &m, fd, &idx,
+			    &msg) == AIS_OK)
+		store_tar_index_free(idx);
+	else
+		log_info("PUT %.*s/%.*s: not indexed as a tar: %s", (int)p->bck.len, p->bck.ptr,
+			 (int)MIN(p->obj.len, 256), p->obj.ptr, msg.ptr ? msg.ptr : strerror(errno));
+	close(fd);
+	buf_free(&msg);
+}
+
 static void commit_work(http_req_t *req)
 {
 	struct put *p = req->state;
-	if (store_writer_commit(p->w, p->want_type, p->want_hex, p->custom, &p->meta) != AIS_OK)
+	if (store_writer_commit(p->w, p->want_type, p->want_hex, p->custom, &p->meta) != AIS_OK) {
 		p->err = errno ? errno : EIO;
+		return;
+	}
+	if (p->obj.len > 4 && !memcmp(p->obj.ptr + p->obj.len - 4, ".tar", 4))
+		put_index_tar(p);
 }
 
 static void io_done(http_req_t *req)
@@ -371,8 +526,12 @@ int tgt_objects(http_req_t *req)
 		return AIS_OK;
 	switch (req->method) {
 	case HTTP_GET:
-	case HTTP_HEAD:
+	case HTTP_HEAD: {
+		sv_t ap;
+		if (http_query_get(req, "archpath", &ap))
+			return get_archpath(req, t, bck, obj, ap);
 		return get_object(req, t, bck, obj);
+	}
 	case HTTP_PUT:
 		return put_object(req, t, bck, obj);
 	case HTTP_DELETE: {
