@@ -53,6 +53,7 @@ declare -A SRCS=(
 	[fuzz_range]="src/http/range.c"
 	[fuzz_conf]=""
 	[fuzz_names]=""
+	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 )
 declare -A LIBS=(
