@@ -6,6 +6,9 @@
  * (pax size=/path= overrides, GNU 'L', base-256 sizes); and on broken input
  * (every truncation, flipped bytes, absurd sizes, garbage): each must end in
  * members, the end of the archive or a clean error, never a crash or a loop.
+ * Then the store's tar index (store_tar_index): built, found, served from
+ * LevelDB without reading the file, and gone with its generation (overwrite,
+ * delete, bucket destroy) so a stale index is never used.
  */
 #include <check.h>
 #include <errno.h>
@@ -17,7 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <leveldb/c.h>
+
+#include "aisd/conf.h"
+#include "aisd/log.h"
 #include "aisd/status.h"
+#include "aisd/store.h"
 #include "aisd/tar.h"
 #include "aisd/banned.h"
 
@@ -498,6 +506,140 @@ START_TEST(test_corrupt)
 }
 END_TEST
 
+/* ---- the store's tar index --------------------------------------------- */
+
+static store_t *open_store(void)
+{
+	conf_t c;
+	store_t *s = NULL;
+	buf_t err = BUF_INIT;
+	conf_defaults(&c);
+	c.n_mountpaths = 1;
+	snprintf(c.mountpaths[0], sizeof(c.mountpaths[0]), "%s/mp0", g_dir);
+	c.min_free_bytes = 0;
+	log_set_level(LOG_ERROR);
+	ck_assert_msg(store_open(&c, &s, &err) == AIS_OK, "store_open: %s", err.ptr ? err.ptr : "");
+	buf_free(&err);
+	return s;
+}
+
+static void put_file(store_t *s, const char *obj, const char *tarname)
+{
+	char path[1024], b[8192];
+	store_writer_t *w;
+	size_t n;
+	snprintf(path, sizeof(path), "%s/%s", g_dir, tarname);
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(store_writer_begin(s, "b", 1, obj, strlen(obj), &w), AIS_OK);
+	while ((n = fread(b, 1, sizeof(b), f)) > 0)
+		ck_assert_int_eq(store_writer_write(w, b, n), AIS_OK);
+	fclose(f);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, NULL), AIS_OK);
+	store_writer_free(w);
+}
+
+/* Index of b/obj; fd_ok false passes a closed descriptor (only a saved
+ * index can answer then). Returns the member count, or -1 with errno. */
+static long index_of(store_t *s, const char *obj, bool fd_ok, store_tar_index_t **idx, buf_t *msg)
+{
+	store_meta_t m;
+	int fd;
+	ck_assert_int_eq(store_open_obj(s, "b", 1, obj, strlen(obj), &fd, &m), AIS_OK);
+	if (!fd_ok)
+		close(fd);
+	int rc = store_tar_index(s, "b", 1, obj, strlen(obj), &m, fd_ok ? fd : -1, idx, msg);
+	int e = errno;
+	if (fd_ok)
+		close(fd);
+	errno = e;
+	return rc == AIS_OK ? (long)store_tar_index_count(*idx) : -1;
+}
+
+/* Number of tar index keys ("a"...) in the closed store's LevelDB. */
+static int count_index_keys(void)
+{
+	char path[1024], *err = NULL;
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/mp0/meta", g_dir);
+	leveldb_options_t *o = leveldb_options_create();
+	leveldb_t *db = leveldb_open(o, path, &err);
+	ck_assert_msg(db && !err, "leveldb_open: %s", err ? err : "");
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	leveldb_iterator_t *it = leveldb_create_iterator(db, ro);
+	for (leveldb_iter_seek(it, "a", 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl;
+		const char *k = leveldb_iter_key(it, &kl);
+		if (kl < 1 || k[0] != 'a')
+			break;
+		n++;
+	}
+	leveldb_iter_destroy(it);
+	leveldb_readoptions_destroy(ro);
+	leveldb_close(db);
+	leveldb_options_destroy(o);
+	return n;
+}
+
+START_TEST(test_store_index)
+{
+	store_tar_index_t *idx;
+	buf_t msg = BUF_INIT;
+	uint64_t off, size;
+
+	sh(TAR_CMD, "gnu", "one.tar");
+	sh("cd %s/src && /usr/bin/tar --format=%s -cf ../%s a.txt 2>/dev/null", "posix", "two.tar");
+	store_t *s = open_store();
+	ck_assert_int_eq(store_bucket_create(s, "b", 1, CKSUM_XXHASH), AIS_OK);
+	put_file(s, "s.tar", "one.tar");
+	ck_assert_int_eq(index_of(s, "s.tar", true, &idx, &msg), N_MEMBERS);
+	ck_assert_int_eq(store_tar_index_find(idx, "dir/b.bin", 9, &off, &size), AIS_OK);
+	ck_assert_uint_eq(size, 2000);
+	ck_assert_int_eq(store_tar_index_find(idx, LONGNAME, strlen(LONGNAME), &off, &size), AIS_OK);
+	ck_assert_uint_eq(size, 700);
+	ck_assert_int_eq(store_tar_index_find(idx, "dir", 3, &off, &size), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_tar_index_find(idx, "a.txt2", 6, &off, &size), AIS_ERR);
+	store_tar_index_free(idx);
+	/* saved: answers without reading the file */
+	ck_assert_int_eq(index_of(s, "s.tar", false, &idx, &msg), N_MEMBERS);
+	store_tar_index_free(idx);
+
+	/* overwrite: the old gen's index goes with the commit */
+	put_file(s, "s.tar", "two.tar");
+	ck_assert_int_eq(index_of(s, "s.tar", true, &idx, &msg), 1);
+	ck_assert_int_eq(store_tar_index_find(idx, "a.txt", 5, &off, &size), AIS_OK);
+	ck_assert_uint_eq(size, 6);
+	ck_assert_int_eq(store_tar_index_find(idx, "dir/b.bin", 9, &off, &size), AIS_ERR);
+	store_tar_index_free(idx);
+
+	/* not a tar: EINVAL with a message, and nothing saved */
+	put_file(s, "bad.tar", "src/dir/b.bin");
+	ck_assert_int_eq(index_of(s, "bad.tar", true, &idx, &msg), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_msg(msg.len > 0, "no message");
+	buf_free(&msg);
+	store_close(s);
+	ck_assert_int_eq(count_index_keys(), 1);
+
+	/* delete takes its index along; so does bucket destroy */
+	s = open_store();
+	ck_assert_int_eq(store_delete(s, "b", 1, "s.tar", 5), AIS_OK);
+	put_file(s, "t.tar", "one.tar");
+	put_file(s, "u.tar", "two.tar");
+	ck_assert_int_eq(index_of(s, "t.tar", true, &idx, &msg), N_MEMBERS);
+	store_tar_index_free(idx);
+	ck_assert_int_eq(index_of(s, "u.tar", true, &idx, &msg), 1);
+	store_tar_index_free(idx);
+	store_close(s);
+	ck_assert_int_eq(count_index_keys(), 2);
+	s = open_store();
+	ck_assert_int_eq(store_bucket_destroy(s, "b", 1), AIS_OK);
+	store_close(s);
+	ck_assert_int_eq(count_index_keys(), 0);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
 	Suite *s = suite_create("tar");
@@ -513,6 +655,7 @@ static Suite *tar_suite(void)
 	tcase_add_test(t, test_crafted_stream);
 	tcase_add_test(t, test_truncated_everywhere);
 	tcase_add_test(t, test_corrupt);
+	tcase_add_test(t, test_store_index);
 	suite_add_tcase(s, t);
 	return s;
 }
