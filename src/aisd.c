@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "aisd/conf.h"
+#include "aisd/gateway.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -26,16 +27,19 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: aisd [options]\n"
 		"\n"
-		"aisd is an object storage node; this version runs the target role (stores\n"
-		"objects on its mountpaths and serves the native v1 HTTP API).\n"
+		"aisd is a node of an object storage cluster: a target stores objects on its\n"
+		"mountpaths and serves them; a gateway routes requests to the targets.\n"
 		"\n"
 		"options:\n"
-		"  -r, --role ROLE          target (gateway comes with clustering)\n"
+		"  -r, --role ROLE          target (default) or gateway\n"
 		"  -c, --config FILE        read configuration from FILE (see aisd.conf(5))\n"
 		"  -p, --port PORT          listen on PORT (0: any free port)\n"
 		"  -H, --host ADDR          listen on ADDR (default 127.0.0.1)\n"
 		"  -m, --mountpath DIR      store objects under DIR (repeat for more disks)\n"
 		"  -i, --id ID              node id (default HOST:PORT)\n"
+		"  -j, --join URL           join the cluster whose primary gateway is at URL\n"
+		"                           (a gateway without it starts a new cluster)\n"
+		"  -d, --dir DIR            where cluster metadata is kept (required for a gateway)\n"
 		"  -l, --log-level LEVEL    debug, info, warn or error\n"
 		"  -s, --set KEY=VALUE      set any configuration key (repeatable)\n"
 		"      --port-file FILE     write the listening port to FILE once serving\n"
@@ -71,6 +75,8 @@ int main(int argc, char **argv)
 		{"host", required_argument, NULL, 'H'},
 		{"mountpath", required_argument, NULL, 'm'},
 		{"id", required_argument, NULL, 'i'},
+		{"join", required_argument, NULL, 'j'},
+		{"dir", required_argument, NULL, 'd'},
 		{"log-level", required_argument, NULL, 'l'},
 		{"set", required_argument, NULL, 's'},
 		{"port-file", required_argument, NULL, 'P'},
@@ -96,7 +102,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "aisd: %s\n", err.ptr);
 		return 2;
 	}
-	while ((ch = getopt_long(argc, argv, "r:c:p:H:m:i:l:s:hV", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "r:c:p:H:m:i:j:d:l:s:hV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': set_or_die(&conf, "role", optarg); break;
 		case 'c': break;
@@ -107,6 +113,8 @@ int main(int argc, char **argv)
 			set_or_die(&conf, "store.mountpaths", mps.ptr);
 			break;
 		case 'i': set_or_die(&conf, "node.id", optarg); break;
+		case 'j': set_or_die(&conf, "cluster.join", optarg); break;
+		case 'd': set_or_die(&conf, "node.dir", optarg); break;
 		case 'l': set_or_die(&conf, "log.level", optarg); break;
 		case 's': {
 			char *eq = strchr(optarg, '=');
@@ -134,10 +142,6 @@ int main(int argc, char **argv)
 	buf_free(&mps);
 	if (conf_validate(&conf, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);
-	if (strcmp(conf.role, "target")) {
-		fprintf(stderr, "aisd: role '%s' is not available in this version (only target)\n", conf.role);
-		return 2;
-	}
 
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);
@@ -151,19 +155,29 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	target_t *t = target_start(&conf, &err);
-	if (!t) {
+	bool gw = !strcmp(conf.role, "gateway");
+	target_t *t = NULL;
+	gateway_t *g = NULL;
+	if (gw)
+		g = gateway_start(&conf, &err);
+	else
+		t = target_start(&conf, &err);
+	if (!t && !g) {
 		log_errx("cannot start: %s", err.ptr);
 		return 1;
 	}
-	int port = http_server_port(t->srv);
+	int port = gw ? gateway_port(g) : http_server_port(t->srv);
 	if (!conf.node_id[0]) {
 		char id[300];
 		snprintf(id, sizeof(id), "%s:%d", conf.host, port);
 		log_init(id, lv, NULL);
 	}
-	log_info("aisd %s target serving http://%s:%d (%d mountpaths, fsync %s)", AISD_VERSION, conf.host,
-		 port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never");
+	if (gw)
+		log_info("aisd %s gateway serving http://%s:%d", AISD_VERSION, conf.host, port);
+	else
+		log_info("aisd %s target serving http://%s:%d (%d mountpaths, fsync %s%s%s)", AISD_VERSION, conf.host,
+			 port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never",
+			 conf.join[0] ? ", joining " : "", conf.join);
 	if (port_file) {
 		FILE *f = fopen(port_file, "w");
 		if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0)
@@ -182,7 +196,10 @@ int main(int argc, char **argv)
 		log_info("signal %d: shutting down", sig);
 		break;
 	}
-	target_stop(t);
+	if (gw)
+		gateway_stop(g);
+	else
+		target_stop(t);
 	buf_free(&err);
 	return 0;
 }

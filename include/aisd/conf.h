@@ -35,6 +35,11 @@ typedef struct conf {
 	char checksum[16];        /* default checksum type of new buckets */
 	uint64_t put_buffer;      /* bytes buffered per PUT before a disk write */
 	uint64_t min_free_bytes;  /* PUT fails with 507 below this free space */
+	char node_dir[1024];      /* where cluster metadata is persisted */
+	char join[256];           /* URL of the primary gateway to join */
+	char public_url[256];     /* how clients reach this node */
+	uint64_t keepalive_ms;    /* primary's health-check period */
+	uint64_t grace_ms;        /* a node failing this long leaves the map */
 	char log_level[16];
 	char log_file[1024];
 } conf_t;

@@ -7,18 +7,22 @@
 #ifndef AISD_TARGET_H
 #define AISD_TARGET_H
 
+#include "aisd/cluster.h"
 #include "aisd/conf.h"
 #include "aisd/http.h"
 #include "aisd/store.h"
 
 typedef struct target {
+	node_base_t base; /* first: cluster handlers find it; cl NULL when standalone */
 	const conf_t *conf;
 	store_t *store;
 	http_server_t *srv;
 	int64_t start_ns;
 } target_t;
 
-/* Opens the store and starts serving. Returns NULL with a message in err. */
+/* Opens the store and starts serving; with cluster.join set, joins the
+ * cluster and keeps its buckets in step with the cluster's BMD. Returns
+ * NULL with a message in err. */
 target_t *target_start(const conf_t *c, buf_t *err);
 void target_stop(target_t *t);
 

@@ -55,6 +55,13 @@ static const struct key keys[] = {
 	{"store.put_buffer", K_SIZE, N(put_buffer), "1MiB", "bytes of a PUT body buffered per disk write"},
 	{"store.min_free", K_SIZE, N(min_free_bytes), "64MiB",
 	 "PUTs are refused (507) when a mountpath has less free space than this"},
+	{"node.dir", K_STR, S(node_dir), "",
+	 "directory for cluster metadata (default: a target's first mountpath; required for a gateway)"},
+	{"cluster.join", K_STR, S(join), "",
+	 "URL of the primary gateway to join (empty: a gateway becomes primary, a target runs standalone)"},
+	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
+	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
+	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 };
@@ -253,6 +260,19 @@ int conf_validate(const conf_t *c, buf_t *err)
 {
 	if (strcmp(c->role, "target") && strcmp(c->role, "gateway")) {
 		buf_addf(err, "role must be 'target' or 'gateway', not '%s'", c->role);
+		return AIS_ERR;
+	}
+	if (!strcmp(c->role, "gateway") && !c->node_dir[0]) {
+		buf_addstr(err, "a gateway needs node.dir (--dir DIR) for its cluster metadata");
+		return AIS_ERR;
+	}
+	if ((c->join[0] && strncmp(c->join, "http://", 7) && strncmp(c->join, "https://", 8)) ||
+	    (c->public_url[0] && strncmp(c->public_url, "http://", 7) && strncmp(c->public_url, "https://", 8))) {
+		buf_addstr(err, "cluster.join and cluster.public_url must be http:// or https:// URLs");
+		return AIS_ERR;
+	}
+	if (c->keepalive_ms < 100 || c->grace_ms < c->keepalive_ms) {
+		buf_addstr(err, "cluster.keepalive must be at least 100ms and cluster.grace at least cluster.keepalive");
 		return AIS_ERR;
 	}
 	if (!strcmp(c->role, "target") && c->n_mountpaths == 0) {

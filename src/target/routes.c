@@ -2,6 +2,7 @@
  * routes.c - the target's route table and its life cycle: open the store,
  * start the HTTP server with these routes, stop both.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,9 @@ static const http_route_t routes[] = {
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
 	{"/v1/health", M(GET) | M(HEAD), 0, 0, tgt_health, "health: 200 when serving"},
+	{"/v1/cluster", M(GET) | M(POST), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	 "cluster: ?what=smap|bmd (when in a cluster)"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
 };
 
 int tgt_health(http_req_t *req)
@@ -28,6 +32,27 @@ int tgt_health(http_req_t *req)
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"target\"}";
 	http_resp_send(req, ok, sizeof(ok) - 1);
 	return AIS_OK;
+}
+
+/* A new BMD was accepted: create the buckets this target lacks, destroy
+ * those the cluster removed (only those: local buckets the cluster never
+ * knew are left alone). Runs on the thread that accepted the BMD. */
+static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
+{
+	target_t *t = arg;
+	store_bucket_t sb;
+	for (size_t i = 0; i < bmd_size(cur); i++) {
+		const bmd_bucket_t *b = bmd_bucket(cur, i);
+		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK &&
+		    store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
+			log_warn("creating bucket %s from the cluster's metadata", b->name);
+	}
+	for (size_t i = 0; old && i < bmd_size(old); i++) {
+		const bmd_bucket_t *b = bmd_bucket(old, i);
+		if (!bmd_get(cur, b->name, strlen(b->name)) &&
+		    store_bucket_destroy(t->store, b->name, strlen(b->name)) != AIS_OK && errno != ENOENT)
+			log_warn("destroying bucket %s removed from the cluster's metadata", b->name);
+	}
 }
 
 target_t *target_start(const conf_t *c, buf_t *err)
@@ -59,6 +84,21 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		free(t);
 		return NULL;
 	}
+	if (c->join[0]) {
+		cluster_t *cl = cluster_new(c, CMAP_TARGET, http_server_port(t->srv), err);
+		if (cl) {
+			cluster_on_bmd(cl, on_bmd, t);
+			if (cluster_start(cl, err) == AIS_OK) {
+				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
+				return t;
+			}
+		}
+		cluster_free(cl);
+		http_server_free(t->srv);
+		store_close(t->store);
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -67,6 +107,7 @@ void target_stop(target_t *t)
 	if (!t)
 		return;
 	http_server_free(t->srv);
+	cluster_free(t->base.cl);
 	store_close(t->store);
 	free(t);
 }

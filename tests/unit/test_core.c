@@ -479,9 +479,19 @@ START_TEST(test_conf_defaults)
 	buf_reset(&err);
 	conf_with_mp(&c);
 	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
-	/* a gateway needs nothing */
+	/* a gateway needs a directory for its cluster metadata, nothing else */
 	conf_defaults(&c);
 	ck_assert_int_eq(conf_set(&c, "role", "gateway", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "node.dir"));
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "node.dir", "/var/lib/aisd", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
+	/* cluster URLs must be http(s) */
+	ck_assert_int_eq(conf_set(&c, "cluster.join", "ftp://x", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "cluster.join", "http://127.0.0.1:8080", &err), AIS_OK);
 	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
 	ck_assert_uint_eq(err.len, 0);
 	buf_free(&err);

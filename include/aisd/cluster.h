@@ -1,0 +1,68 @@
+/*
+ * cluster.h - a node's life in the cluster: its view of the cluster map
+ * and bucket metadata, joining, metadata sync, and (on the primary
+ * gateway) membership by health checks.
+ *
+ * The model (see DESIGN.md "Cluster metadata"):
+ *  1. Only the primary gateway makes new versions of the cmap and BMD
+ *     (cluster_update), persists them, and pushes them to every node
+ *     (PUT /v1/metasync). A node persists what it accepts and never accepts
+ *     an older version (cmap_accept, bmd_accept).
+ *  2. A node joins by POST /v1/cluster/join to the primary (config
+ *     cluster.join, or the primary of its persisted cmap) and retries until
+ *     it is in the map; a node that finds itself dropped joins again.
+ *  3. The primary checks every node's /v1/health each cluster.keepalive; a
+ *     node failing for longer than cluster.grace leaves the map. Nodes that
+ *     missed a push are pushed to again.
+ * Readers take a consistent snapshot with cluster_read_lock; the pointers
+ * are valid until cluster_read_unlock and must not be kept.
+ * Not yet: primary failover (election), maintenance and decommission
+ * actions; they build on this.
+ */
+#ifndef AISD_CLUSTER_H
+#define AISD_CLUSTER_H
+
+#include "aisd/bmd.h"
+#include "aisd/cmap.h"
+#include "aisd/conf.h"
+#include "aisd/http.h"
+
+typedef struct cluster cluster_t;
+
+/* The first member of a role's context (target_t, gateway_t), so that the
+ * cluster's HTTP handlers find the cluster from req->ctx. */
+typedef struct node_base {
+	cluster_t *cl; /* NULL: not in a cluster (standalone target) */
+} node_base_t;
+
+/* Called (on the thread that accepted it) after a new BMD is accepted. */
+typedef void (*cluster_bmd_fn)(void *arg, const bmd_t *old, const bmd_t *cur);
+
+/* Loads the persisted cmap/BMD from conf->node_dir. port is the actual
+ * listening port (for the default id and URL). NULL + err on failure. */
+cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err);
+void cluster_on_bmd(cluster_t *cl, cluster_bmd_fn fn, void *arg);
+/* Becomes primary (a gateway with nothing to join) or starts joining, and
+ * starts the keepalive thread. */
+int cluster_start(cluster_t *cl, buf_t *err);
+void cluster_free(cluster_t *cl);
+
+void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b);
+void cluster_read_unlock(cluster_t *cl);
+const cmap_node_t *cluster_self(const cluster_t *cl);
+bool cluster_is_primary(cluster_t *cl);
+/* Copies the primary's public URL into out; false if unknown. */
+bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
+
+/* Primary only, blocking (call from the I/O pool): applies fn to copies of
+ * the cmap and BMD; if it returns AIS_OK, persists and installs them and
+ * pushes them to every node before returning. fn reports errors with errno
+ * and err. */
+typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
+int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
+
+/* HTTP handlers, for every role's route table. */
+int cluster_h_cluster(http_req_t *req);  /* GET /v1/cluster?what=smap|bmd, POST /v1/cluster/join */
+int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
+
+#endif

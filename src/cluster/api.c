@@ -1,0 +1,310 @@
+/*
+ * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd,
+ * POST /v1/cluster/join (primary), PUT /v1/metasync (every node), and the
+ * joining client a non-primary node runs from the keepalive thread.
+ *
+ * Requests that change metadata run on the I/O pool (they persist files
+ * and may push to other nodes); the handlers only parse and answer.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "runtime_int.h"
+#include "aisd/banned.h"
+
+static cluster_t *cl_of(http_req_t *req) { return ((node_base_t *)req->ctx)->cl; }
+
+static char *dump_member(json_t *doc, const char *key)
+{
+	json_t *v = json_object_get(doc, key);
+	if (!v || json_is_null(v))
+		return NULL;
+	return json_dumps(v, JSON_COMPACT);
+}
+
+int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(json, len, 0, &jerr);
+	cmap_t *m = NULL;
+	bmd_t *b = NULL;
+	int rc = AIS_ERR;
+
+	if (!doc || !json_is_object(doc)) {
+		buf_addf(err, "invalid metadata JSON: %s", doc ? "not an object" : jerr.text);
+		errno = EINVAL;
+		goto out;
+	}
+	char *mj = dump_member(doc, "cmap"), *bj = dump_member(doc, "bmd");
+	if ((mj && cmap_decode(mj, strlen(mj), &m, err) != AIS_OK) ||
+	    (bj && bmd_decode(bj, strlen(bj), &b, err) != AIS_OK)) {
+		free(mj);
+		free(bj);
+		errno = EINVAL;
+		goto out;
+	}
+	free(mj);
+	free(bj);
+
+	pthread_mutex_lock(&cl->wmu);
+	pthread_rwlock_rdlock(&cl->rw);
+	int am = m ? cmap_accept(cl->cmap, m, err) : AIS_DONE;
+	int e = errno;
+	int ab = AIS_DONE;
+	if (am != AIS_ERR && b) {
+		ab = bmd_accept(cl->bmd, b, err);
+		e = errno;
+	}
+	pthread_rwlock_unlock(&cl->rw);
+	if (am == AIS_ERR || ab == AIS_ERR) {
+		pthread_mutex_unlock(&cl->wmu);
+		errno = e;
+		goto out;
+	}
+	if (am == AIS_DONE)
+		cmap_free(m), m = NULL;
+	if (ab == AIS_DONE)
+		bmd_free(b), b = NULL;
+	rc = (m || b) ? clu_install(cl, m, b, err) : AIS_OK;
+	m = NULL;
+	b = NULL;
+	pthread_mutex_unlock(&cl->wmu);
+out:
+	cmap_free(m);
+	bmd_free(b);
+	json_decref(doc);
+	return rc;
+}
+
+/* --- joining ---------------------------------------------------------------- */
+
+static void node_json(const cmap_node_t *n, buf_t *out)
+{
+	buf_addstr(out, "{\"id\":");
+	buf_add_json_str(out, n->id, strlen(n->id));
+	buf_addf(out, ",\"role\":\"%s\",\"pub_url\":", cmap_role_name(n->role));
+	buf_add_json_str(out, n->pub_url, strlen(n->pub_url));
+	buf_addstr(out, ",\"intra_url\":");
+	buf_add_json_str(out, n->intra_url, strlen(n->intra_url));
+	buf_addch(out, '}');
+}
+
+void clu_join_if_needed(cluster_t *cl)
+{
+	char url[512];
+	bool in_map = false;
+
+	pthread_rwlock_rdlock(&cl->rw);
+	if (cl->cmap) {
+		const cmap_node_t *me = cmap_get(cl->cmap, cl->self.id, strlen(cl->self.id));
+		in_map = me && !strcmp(me->pub_url, cl->self.pub_url);
+	}
+	pthread_rwlock_unlock(&cl->rw);
+	if (in_map && cl->joined)
+		return;
+	if (!cluster_primary_url(cl, url, sizeof(url) - 32) || cl->conf->join[0])
+		snprintf(url, sizeof(url) - 32, "%s", cl->conf->join[0] ? cl->conf->join : "");
+	if (!url[0])
+		return;
+	size_t ul = strlen(url);
+	while (ul && url[ul - 1] == '/')
+		url[--ul] = '\0';
+	snprintf(url + ul, sizeof(url) - ul, "/v1/cluster/join");
+
+	buf_t body = BUF_INIT, resp = BUF_INIT, err = BUF_INIT;
+	int status = 0;
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	node_json(&cl->self, &body);
+	if (httpc_sync("POST", url, hdrs, body.ptr, body.len, 5000, &resp, &status) != AIS_OK || status != 200) {
+		if (!cl->join_warned)
+			log_warnx("cannot join the cluster at %s: %s%s", url, status ? "" : "no answer: ",
+				  resp.ptr ? resp.ptr : "");
+		cl->join_warned = true;
+	} else if (clu_accept_meta(cl, resp.ptr, resp.len, &err) != AIS_OK) {
+		log_warnx("joining %s: the primary's metadata was refused: %s", url, err.ptr ? err.ptr : "");
+	} else {
+		cl->joined = true;
+		cl->join_warned = false;
+		log_info("joined the cluster at %s as %s", url, cl->self.id);
+	}
+	buf_free(&body);
+	buf_free(&resp);
+	buf_free(&err);
+}
+
+struct join {
+	cmap_node_t node;
+	int err;
+	buf_t msg;
+	buf_t out;
+};
+
+static int join_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct join *j = arg;
+	const cmap_node_t *cur = cmap_get(m, j->node.id, strlen(j->node.id));
+	if (cur && cur->role == j->node.role && !strcmp(cur->pub_url, j->node.pub_url) &&
+	    !strcmp(cur->intra_url, j->node.intra_url))
+		return AIS_OK; /* already a member: nothing changes */
+	if (cur && cmap_remove(m, j->node.id, err) != AIS_OK)
+		return AIS_ERR;
+	return cmap_add(m, &j->node, err);
+}
+
+static void join_work(http_req_t *req)
+{
+	struct join *j = req->state;
+	cluster_t *cl = cl_of(req);
+	if (cluster_update(cl, join_update, j, &j->msg) != AIS_OK)
+		j->err = errno ? errno : EIO;
+	else
+		clu_encode_meta(cl, &j->out);
+}
+
+static void join_cleanup(void *arg)
+{
+	struct join *j = arg;
+	buf_free(&j->msg);
+	buf_free(&j->out);
+}
+
+static void join_done(http_req_t *req)
+{
+	struct join *j = req->state;
+	if (j->err) {
+		http_resp_error(req, j->err == EPERM ? 503 : 400, "join refused: %s", j->msg.ptr ? j->msg.ptr : "");
+		return;
+	}
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &j->out);
+}
+
+static bool json_str(json_t *o, const char *k, char *out, size_t outsz)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_string(v) || json_string_length(v) >= outsz)
+		return false;
+	memcpy(out, json_string_value(v), json_string_length(v) + 1);
+	return true;
+}
+
+static void handle_join(http_req_t *req, cluster_t *cl)
+{
+	char role[16];
+	json_error_t jerr;
+	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
+	struct join *j = arena_zalloc(req->arena, sizeof(*j));
+
+	if (!cluster_is_primary(cl)) {
+		char url[CMAP_URL_MAX + 1];
+		if (cluster_primary_url(cl, url, sizeof(url)))
+			http_resp_error(req, 503, "not the primary gateway: join %s", url);
+		else
+			http_resp_error(req, 503, "not the primary gateway");
+		goto out;
+	}
+	if (!doc || !json_is_object(doc) || !json_str(doc, "id", j->node.id, sizeof(j->node.id)) ||
+	    !json_str(doc, "role", role, sizeof(role)) ||
+	    !json_str(doc, "pub_url", j->node.pub_url, sizeof(j->node.pub_url)) ||
+	    !json_str(doc, "intra_url", j->node.intra_url, sizeof(j->node.intra_url)) ||
+	    cmap_role_parse(role, strlen(role), &j->node.role) != AIS_OK) {
+		http_resp_error(req, 400, "join wants {\"id\",\"role\":\"gateway|target\",\"pub_url\",\"intra_url\"}");
+		goto out;
+	}
+	j->node.state = CMAP_ACTIVE;
+	req->state = j;
+	arena_cleanup_add(req->arena, join_cleanup, j);
+	http_offload(req, join_work, join_done);
+out:
+	json_decref(doc);
+}
+
+/* --- metasync --------------------------------------------------------------- */
+
+struct msync {
+	int err;
+	buf_t msg;
+};
+
+static void msync_cleanup(void *arg) { buf_free(&((struct msync *)arg)->msg); }
+
+static void msync_work(http_req_t *req)
+{
+	struct msync *ms = req->state;
+	if (clu_accept_meta(cl_of(req), req->body.ptr ? req->body.ptr : "", req->body.len, &ms->msg) != AIS_OK)
+		ms->err = errno ? errno : EIO;
+}
+
+static void msync_done(http_req_t *req)
+{
+	struct msync *ms = req->state;
+	const char *m = ms->msg.ptr ? ms->msg.ptr : "";
+	switch (ms->err) {
+	case 0: http_resp_send(req, "", 0); break;
+	case EINVAL: http_resp_error(req, 400, "metasync: %s", m); break;
+	case ESTALE:
+	case EEXIST:
+	case EXDEV: http_resp_error(req, 409, "metasync refused: %s", m); break;
+	default: http_resp_error(req, 500, "metasync: %s", m); break;
+	}
+}
+
+int cluster_h_metasync(http_req_t *req)
+{
+	if (!cl_of(req)) {
+		http_resp_error(req, 409, "this node is not in a cluster");
+		return AIS_OK;
+	}
+	struct msync *ms = arena_zalloc(req->arena, sizeof(*ms));
+	req->state = ms;
+	arena_cleanup_add(req->arena, msync_cleanup, ms);
+	http_offload(req, msync_work, msync_done);
+	return AIS_OK;
+}
+
+int cluster_h_cluster(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t what = {"smap", 4};
+
+	if (!cl) {
+		http_resp_error(req, 409, "this node is not in a cluster");
+		return AIS_OK;
+	}
+	if (req->method == HTTP_POST) {
+		if (sv_eqstr(req->subpath, "join"))
+			handle_join(req, cl);
+		else
+			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join only");
+		return AIS_OK;
+	}
+	if (req->subpath.len) {
+		http_resp_error(req, 404, "no such resource");
+		return AIS_OK;
+	}
+	http_query_get(req, "what", &what);
+	buf_t out = BUF_INIT;
+	const cmap_t *m;
+	const bmd_t *b;
+	cluster_read_lock(cl, &m, &b);
+	if ((sv_eqstr(what, "smap") || sv_eqstr(what, "cmap")) && m)
+		cmap_encode(m, &out);
+	else if (sv_eqstr(what, "bmd") && b)
+		bmd_encode(b, &out);
+	cluster_read_unlock(cl);
+	if (!out.len) {
+		buf_free(&out);
+		http_resp_error(req, 400, "what= must be smap or bmd (and this node must have it)");
+		return AIS_OK;
+	}
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	return AIS_OK;
+}

@@ -1,0 +1,416 @@
+/*
+ * gateway.c - the gateway's routes (see gateway.h): redirects for objects,
+ * buckets from the BMD and through the primary, list fan-out and merge.
+ *
+ * Listing: every active target is asked for one page after the same
+ * continuation token; the union's first PAGESIZE names in byte order are
+ * the cluster's page, because every name of it is among its own target's
+ * first PAGESIZE. The token is the last name returned, as on a target.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/gateway.h"
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define LIST_PAGE_DEFAULT 1000
+#define LIST_PAGE_MAX 10000
+#define M(x) HTTP_M(HTTP_##x)
+
+static void redirect(http_req_t *req, const char *base_url)
+{
+	http_resp_status(req, 307);
+	http_resp_header(req, "Location", "%s%.*s", base_url, (int)req->target.len, req->target.ptr);
+	http_resp_send(req, "", 0);
+}
+
+static cluster_t *cl_of(http_req_t *req) { return ((gateway_t *)req->ctx)->base.cl; }
+
+static int gw_objects(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t bck, obj;
+	const cmap_t *m;
+	const bmd_t *b;
+	char url[CMAP_URL_MAX + 1] = "";
+	int status = 0;
+
+	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
+		return AIS_OK;
+	if (!cl) {
+		http_resp_error(req, 503, "the gateway is starting");
+		return AIS_OK;
+	}
+	buf_t uname = BUF_INIT;
+	buf_addsv(&uname, bck);
+	buf_addch(&uname, '/');
+	buf_addsv(&uname, obj);
+	cluster_read_lock(cl, &m, &b);
+	if (!b || !bmd_get(b, bck.ptr, bck.len)) {
+		status = 404;
+	} else {
+		const cmap_node_t *owner = m ? cmap_owner(m, uname.ptr, uname.len) : NULL;
+		if (owner)
+			snprintf(url, sizeof(url), "%s", owner->pub_url);
+		else
+			status = 503;
+	}
+	cluster_read_unlock(cl);
+	buf_free(&uname);
+	if (status == 404)
+		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
+	else if (status == 503)
+		http_resp_error(req, 503, "no active target in the cluster");
+	else
+		redirect(req, url);
+	return AIS_OK;
+}
+
+/* --- buckets ---------------------------------------------------------------- */
+
+struct bop {
+	char name[NAME_BUCKET_MAX + 1];
+	bool create;
+	bmd_props_t props;
+	int err;
+	buf_t msg;
+	/* list */
+	json_t *value;     /* list request (owned) */
+	char query[2048];
+	size_t pagesize;
+	buf_t out;
+};
+
+static void bop_cleanup(void *arg)
+{
+	struct bop *o = arg;
+	buf_free(&o->msg);
+	buf_free(&o->out);
+	json_decref(o->value);
+}
+
+static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct bop *o = arg;
+	if (o->create)
+		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
+	return bmd_remove(b, o->name, strlen(o->name), err);
+}
+
+static void bucket_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
+		o->err = errno ? errno : EIO;
+}
+
+static void bucket_done(http_req_t *req)
+{
+	struct bop *o = req->state;
+	if (o->err == EEXIST)
+		http_resp_error(req, 409, "bucket \"%s\" already exists", o->name);
+	else if (o->err == ENOENT)
+		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+	else if (o->err)
+		http_resp_error(req, o->err == EINVAL ? 400 : 500, "bucket \"%s\": %s", o->name,
+				o->msg.ptr ? o->msg.ptr : strerror(o->err));
+	else
+		http_resp_send(req, "", 0);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	json_t *x = json_object_get(*(json_t *const *)a, "name"), *y = json_object_get(*(json_t *const *)b, "name");
+	size_t lx = json_string_length(x), ly = json_string_length(y);
+	int c = memcmp(json_string_value(x), json_string_value(y), MIN(lx, ly));
+	return c ? c : (lx > ly) - (lx < ly);
+}
+
+/* I/O pool: ask every active target for a page, merge. */
+static void list_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	cluster_t *cl = cl_of(req);
+	const cmap_t *m;
+	char (*urls)[CMAP_URL_MAX + 1] = NULL;
+	size_t n = 0;
+	json_t *all = json_array();
+	bool more = false;
+	char *body = json_dumps(o->value, JSON_COMPACT);
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+
+	cluster_read_lock(cl, &m, NULL);
+	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
+	for (size_t i = 0; i < cmap_size(m); i++) {
+		const cmap_node_t *nd = cmap_node(m, i);
+		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
+			snprintf(urls[n++], sizeof(urls[0]), "%s", nd->intra_url);
+	}
+	cluster_read_unlock(cl);
+
+	for (size_t i = 0; i < n && !o->err; i++) {
+		char url[CMAP_URL_MAX + 2200];
+		buf_t resp = BUF_INIT;
+		int status = 0;
+		json_error_t jerr;
+		snprintf(url, sizeof(url), "%s/v1/buckets/%s%s%s", urls[i], o->name, o->query[0] ? "?" : "", o->query);
+		if (httpc_sync("GET", url, hdrs, body, strlen(body), 30000, &resp, &status) != AIS_OK) {
+			buf_addf(&o->msg, "target %s: %s", urls[i], resp.ptr ? resp.ptr : "no answer");
+			o->err = EIO;
+		} else if (status != 200) {
+			json_t *e = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr);
+			const char *msg = json_string_value(json_object_get(e, "message"));
+			buf_addf(&o->msg, "%s", msg ? msg : "target error");
+			o->err = status == 404 ? ENOENT : status == 400 ? EINVAL : EIO;
+			json_decref(e);
+		} else {
+			json_t *doc = json_loadb(resp.ptr, resp.len, 0, &jerr);
+			json_t *ents = json_object_get(doc, "entries");
+			const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
+			if (!json_is_array(ents)) {
+				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
+				o->err = EIO;
+			} else {
+				json_array_extend(all, ents);
+				if (tok && *tok)
+					more = true;
+			}
+			json_decref(doc);
+		}
+		buf_free(&resp);
+	}
+	free(urls);
+	free(body);
+	if (!o->err) {
+		size_t total = json_array_size(all);
+		json_t **v = xcalloc(total + 1, sizeof(*v));
+		for (size_t i = 0; i < total; i++)
+			v[i] = json_array_get(all, i);
+		qsort(v, total, sizeof(*v), entry_cmp);
+		size_t k = MIN(total, o->pagesize);
+		if (total > k)
+			more = true;
+		json_t *page = json_array();
+		for (size_t i = 0; i < k; i++)
+			json_array_append(page, v[i]);
+		json_t *res = json_object();
+		json_object_set_new(res, "entries", page);
+		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
+		json_object_set_new(res, "continuation_token", json_string(last));
+		char *s = json_dumps(res, JSON_COMPACT);
+		buf_addstr(&o->out, s);
+		free(s);
+		json_decref(res);
+		free(v);
+	}
+	json_decref(all);
+}
+
+static void list_done(http_req_t *req)
+{
+	struct bop *o = req->state;
+	if (o->err == ENOENT)
+		http_resp_error(req, 404, "%s", o->msg.ptr ? o->msg.ptr : "no such bucket");
+	else if (o->err)
+		http_resp_error(req, o->err == EINVAL ? 400 : 502, "listing: %s", o->msg.ptr ? o->msg.ptr : "");
+	else {
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send_buf(req, &o->out);
+	}
+}
+
+static void list_buckets(http_req_t *req, const bmd_t *b)
+{
+	buf_t out = BUF_INIT;
+	buf_addch(&out, '[');
+	for (size_t i = 0; b && i < bmd_size(b); i++) {
+		const bmd_bucket_t *bk = bmd_bucket(b, i);
+		buf_addstr(&out, i ? ",{\"name\":" : "{\"name\":");
+		buf_add_json_str(&out, bk->name, strlen(bk->name));
+		buf_addstr(&out, ",\"provider\":\"ais\",\"namespace\":{\"uuid\":\"\",\"name\":\"\"}}");
+	}
+	buf_addch(&out, ']');
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+}
+
+static int gw_buckets(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t bck, obj;
+	json_t *doc = NULL, *value = NULL;
+	const char *action = NULL;
+	json_error_t jerr;
+	const bmd_t *b;
+
+	if (!cl) {
+		http_resp_error(req, 503, "the gateway is starting");
+		return AIS_OK;
+	}
+	if (req->subpath.len == 0) {
+		if (req->method != HTTP_GET) {
+			http_resp_error(req, 400, "bucket name required: /v1/buckets/BUCKET");
+			return AIS_OK;
+		}
+		cluster_read_lock(cl, NULL, &b);
+		list_buckets(req, b);
+		cluster_read_unlock(cl);
+		return AIS_OK;
+	}
+	if (tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+		return AIS_OK;
+	if (req->body.len) {
+		doc = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+		json_t *ja = doc ? json_object_get(doc, "action") : NULL;
+		if (!doc || !json_is_object(doc) || !json_is_string(ja)) {
+			http_resp_error(req, 400, "invalid JSON body: want {\"action\": ..., \"value\": ...}");
+			goto out;
+		}
+		action = json_string_value(ja);
+		value = json_object_get(doc, "value");
+	}
+	struct bop *o = arena_zalloc(req->arena, sizeof(*o));
+	snprintf(o->name, sizeof(o->name), "%.*s", (int)bck.len, bck.ptr);
+	req->state = o;
+	arena_cleanup_add(req->arena, bop_cleanup, o);
+
+	cluster_read_lock(cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck.ptr, bck.len) : NULL;
+	bmd_bucket_t copy;
+	if (bk)
+		copy = *bk;
+	cluster_read_unlock(cl);
+
+	switch (req->method) {
+	case HTTP_HEAD:
+		if (!bk) {
+			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			break;
+		}
+		http_resp_header(req, "Ais-Bucket-Props", "{\"provider\":\"ais\",\"checksum\":{\"type\":\"%s\"}}",
+				 store_cksum_name(copy.props.cksum));
+		http_resp_send_head(req, 0);
+		break;
+	case HTTP_GET:
+		if (action && strcmp(action, "list")) {
+			http_resp_error(req, 400, "unknown action \"%s\" for GET (want \"list\")", action);
+			break;
+		}
+		if (!bk) {
+			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			break;
+		}
+		o->value = doc ? json_incref(doc) : json_pack("{s:s}", "action", "list");
+		o->pagesize = LIST_PAGE_DEFAULT;
+		json_t *ps = value ? json_object_get(value, "pagesize") : NULL;
+		sv_t qps;
+		uint64_t v;
+		if (json_is_integer(ps) && json_integer_value(ps) > 0)
+			o->pagesize = (size_t)json_integer_value(ps);
+		else if (http_query_get(req, "pagesize", &qps) && num_parse_u64(qps.ptr, qps.len, 1, UINT32_MAX, &v) == AIS_OK)
+			o->pagesize = v;
+		if (o->pagesize > LIST_PAGE_MAX)
+			o->pagesize = LIST_PAGE_MAX;
+		snprintf(o->query, sizeof(o->query), "%.*s", (int)MIN(req->query.len, sizeof(o->query) - 1), req->query.ptr);
+		http_offload(req, list_work, list_done);
+		break;
+	case HTTP_POST:
+	case HTTP_DELETE: {
+		o->create = req->method == HTTP_POST;
+		if (o->create ? (!action || strcmp(action, "create-bck")) : (action && strcmp(action, "destroy-bck"))) {
+			http_resp_error(req, 400, "unknown action \"%s\" (want \"%s\")", action ? action : "",
+					o->create ? "create-bck" : "destroy-bck");
+			break;
+		}
+		if (!cluster_is_primary(cl)) {
+			char url[CMAP_URL_MAX + 1];
+			if (cluster_primary_url(cl, url, sizeof(url)))
+				redirect(req, url);
+			else
+				http_resp_error(req, 503, "no primary gateway known");
+			break;
+		}
+		bmd_props_default(&o->props);
+		store_cksum_parse(((gateway_t *)req->ctx)->conf->checksum,
+				  strlen(((gateway_t *)req->ctx)->conf->checksum), &o->props.cksum);
+		json_t *ck = value ? json_object_get(json_object_get(value, "checksum"), "type") : NULL;
+		if (ck && (!json_is_string(ck) ||
+			   store_cksum_parse(json_string_value(ck), json_string_length(ck), &o->props.cksum) != AIS_OK)) {
+			http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
+			break;
+		}
+		http_offload(req, bucket_work, bucket_done);
+		break;
+	}
+	default:
+		http_resp_error(req, 405, "method not allowed");
+	}
+out:
+	json_decref(doc);
+	return AIS_OK;
+}
+
+static int gw_health(http_req_t *req)
+{
+	static const char ok[] = "{\"status\":\"ok\",\"role\":\"gateway\"}";
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send(req, ok, sizeof(ok) - 1);
+	return AIS_OK;
+}
+
+static const http_route_t routes[] = {
+	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
+	 "objects: 307 to the owner target"},
+	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
+	 "buckets: list, create-bck, destroy-bck (via the primary), list objects (fan-out)"},
+	{"/v1/cluster", M(GET) | M(POST), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	 "cluster: ?what=smap|bmd, POST join"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
+	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+};
+
+gateway_t *gateway_start(const conf_t *c, buf_t *err)
+{
+	gateway_t *g = xcalloc(1, sizeof(*g));
+	g->conf = c;
+	http_server_opts_t o = {
+		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
+		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
+		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
+		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
+		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
+	};
+	g->srv = http_server_new(&o, err);
+	if (!g->srv)
+		goto fail;
+	cluster_t *cl = cluster_new(c, CMAP_GATEWAY, http_server_port(g->srv), err);
+	if (!cl || cluster_start(cl, err) != AIS_OK) {
+		http_server_free(g->srv);
+		cluster_free(cl);
+		goto fail;
+	}
+	__atomic_store_n(&g->base.cl, cl, __ATOMIC_RELEASE);
+	return g;
+fail:
+	free(g);
+	return NULL;
+}
+
+int gateway_port(const gateway_t *g) { return http_server_port(g->srv); }
+
+void gateway_stop(gateway_t *g)
+{
+	if (!g)
+		return;
+	http_server_free(g->srv);
+	cluster_free(g->base.cl);
+	free(g);
+}
