@@ -96,6 +96,29 @@ static void node_json(const cmap_node_t *n, buf_t *out)
 	buf_addch(out, '}');
 }
 
+/* Asks the primary for its map: true when this node is not in it (the
+ * primary dropped it while it was unreachable, and pushes only to members). */
+static bool dropped_by_primary(cluster_t *cl)
+{
+	char url[CMAP_URL_MAX + 32];
+	buf_t resp = BUF_INIT, err = BUF_INIT;
+	int status = 0;
+	cmap_t *m = NULL;
+	bool dropped = false;
+
+	if (!cluster_primary_url(cl, url, CMAP_URL_MAX + 1))
+		return false;
+	size_t n = strlen(url);
+	snprintf(url + n, sizeof(url) - n, "/v1/cluster?what=smap");
+	if (httpc_sync("GET", url, NULL, NULL, 0, 2000, &resp, &status) == AIS_OK && status == 200 &&
+	    cmap_decode(resp.ptr, resp.len, &m, &err) == AIS_OK)
+		dropped = !cmap_get(m, cl->self.id, strlen(cl->self.id));
+	cmap_free(m);
+	buf_free(&resp);
+	buf_free(&err);
+	return dropped;
+}
+
 void clu_join_if_needed(cluster_t *cl)
 {
 	char url[512];
@@ -107,7 +130,7 @@ void clu_join_if_needed(cluster_t *cl)
 		in_map = me && !strcmp(me->pub_url, cl->self.pub_url);
 	}
 	pthread_rwlock_unlock(&cl->rw);
-	if (in_map && cl->joined)
+	if (in_map && cl->joined && !dropped_by_primary(cl))
 		return;
 	if (!cluster_primary_url(cl, url, sizeof(url) - 32) || cl->conf->join[0])
 		snprintf(url, sizeof(url) - 32, "%s", cl->conf->join[0] ? cl->conf->join : "");
