@@ -26,6 +26,10 @@ static const struct cli_opt opts_json[] = {
 	{"json", 0, NULL, "print JSON instead of a table"},
 	{0},
 };
+static const struct cli_opt opts_cluster_show[] = {
+	{"json", 0, NULL, "print the cluster map, each node with its health, as JSON"},
+	{0},
+};
 static const struct cli_opt opts_put[] = {
 	{"checksum", 0, NULL, "send the file's xxhash64 so the server verifies it (files only)"},
 	{0},
@@ -61,6 +65,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm},
 	{"stat", "BUCKET/OBJECT", "show an object's size, checksum, version and times", opts_json,
 	 1, 1, cli_object_stat},
+	{"cluster show", "", "show the cluster map and check every node's health", opts_cluster_show,
+	 0, 0, cli_cluster_show},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 
