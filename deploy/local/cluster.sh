@@ -6,20 +6,25 @@
 #   cluster.sh status [-d DIR]
 #
 # Every node has a directory DIR/<node>/ holding its config (aisd.conf,
-# written on the first `up` only), its mountpath (mp1/), its log (aisd.log,
-# plus aisd.out for anything printed before the log opens), its pid
-# (aisd.pid) and its port (port). Target i is node t<i> on BASEPORT+i, or on
-# another free port if that one is busy; the port is remembered, so a
-# restart finds the node where it was.
+# written on the first `up` only), its log (aisd.log, plus aisd.out for
+# anything printed before the log opens), its pid (aisd.pid) and its port
+# (port); a target also its mountpath (mp1/, where it keeps its cluster
+# metadata too), a gateway its cluster metadata (node.dir = DIR/g<i>).
+# Gateway i is node g<i> on BASEPORT+i, target i is t<i> on
+# BASEPORT+GATEWAYS+i, or another free port if that one is busy; the port is
+# remembered, so a restart finds the node where it was.
 #
-# `up` on an existing DIR restarts the stopped nodes with their data and
-# leaves running ones alone. `down` sends SIGTERM, waits up to 10 s, then
-# SIGKILL; it only signals the pids it recorded, after checking that each is
-# still that node's aisd.
+# g0 is the primary gateway (it starts a new cluster, or its old one); the
+# other gateways and every target join it (cluster.join in their config,
+# set to g0's URL on every `up`). With -g 0 the targets run standalone.
+# Clients use g0's URL and follow its redirects (curl -L).
 #
-# Defaults: -g 0 -t 1 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
-# Gateways come with the cluster work; -g is accepted now, and nodes g<i>
-# will live beside t<i>.
+# `up` on an existing DIR restarts the stopped nodes with their data (they
+# rejoin) and leaves running ones alone. `down` sends SIGTERM, waits up to
+# 10 s, then SIGKILL; it only signals the pids it recorded, after checking
+# that each is still that node's aisd.
+#
+# Defaults: -g 1 -t 3 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,11 +39,12 @@ usage: $0 up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
        $0 down   [-d DIR]
        $0 status [-d DIR]
 
-  -g N   gateways (default 0; gateways are not there yet)
-  -t N   targets (default 1; on an existing DIR, at least the nodes it has)
+  -g N   gateways (default 1; 0: standalone targets; on an existing DIR, at
+         least the gateways it has); g0 is the primary, the endpoint
+  -t N   targets (default 3; on an existing DIR, at least the targets it has)
   -d DIR cluster directory (default: $REPO/run)
-  -p N   first port (default 8080); target i listens on N+i, or another free
-         port if that one is busy
+  -p N   first port (default 8080); gateway i listens on N+i, target i on
+         N+GATEWAYS+i, or another free port if that one is busy
   -b DIR where the aisd binary is (default: \$BUILD or $REPO/build)
 EOF
 }
@@ -78,8 +84,9 @@ up | down | status) ;;
 	;;
 esac
 
-gateways=0
-targets=1
+gateways=1
+gateways_set=0
+targets=3
 targets_set=0
 dir=$REPO/run
 baseport=8080
@@ -87,7 +94,7 @@ baseport_set=0
 bindir=
 while getopts "g:t:d:p:b:h" opt; do
 	case $opt in
-	g) gateways=$OPTARG ;;
+	g) gateways=$OPTARG gateways_set=1 ;;
 	t) targets=$OPTARG targets_set=1 ;;
 	d) dir=$OPTARG ;;
 	p) baseport=$OPTARG baseport_set=1 ;;
@@ -109,7 +116,7 @@ is_uint "$targets" || die "-t wants a number, not '$targets'"
 if ! is_uint "$baseport" || [ "$baseport" -lt 1 ] || [ "$baseport" -gt 65535 ]; then
 	die "-p wants a port number, not '$baseport'"
 fi
-[ "$cmd" = up ] || [ "$targets_set" = 0 ] || die "-t is for 'up' only"
+[ "$cmd" = up ] || [ "$targets_set$gateways_set" = 00 ] || die "-g and -t are for 'up' only"
 
 dir=$(abspath "$dir")
 # physical path: pids are matched against the config path aisd was given
@@ -126,7 +133,7 @@ bindir=$(abspath "$bindir")
 
 # ---- helpers --------------------------------------------------------------
 
-# nodes: the node names under $dir, targets first, in numeric order.
+# nodes: the node names under $dir, gateways first, in numeric order.
 nodes() {
 	local kind d
 	for kind in g t; do
@@ -140,6 +147,13 @@ nodes() {
 
 node_pid() { cat "$dir/$1/aisd.pid" 2>/dev/null || true; }
 node_port() { cat "$dir/$1/port" 2>/dev/null || true; }
+# node_role NODE: its role (from its config; else g<i> gateway, t<i> target).
+node_role() {
+	local r
+	r=$(sed -n 's/^[[:space:]]*role[[:space:]]*=[[:space:]]*\([a-z]*\).*/\1/p' "$dir/$1/aisd.conf" 2>/dev/null | tail -1)
+	[ -n "$r" ] || case $1 in g*) r=gateway ;; *) r=target ;; esac
+	echo "$r"
+}
 
 # running NODE: true if the pid recorded for NODE is alive and is that
 # node's aisd (so a recycled pid is never signalled).
@@ -185,7 +199,7 @@ free_port() {
 		echo "$p"
 		return
 	fi
-	p=$((baseport + ntargets + gateways))
+	p=$((baseport + ngateways + ntargets))
 	while [ "$p" -le 65535 ]; do
 		if ! port_busy "$p" && ! port_claimed "$p" "$node"; then
 			echo "$p"
@@ -236,20 +250,39 @@ write_conf() {
 	[ -f "$nd/aisd.conf" ] && return 0
 	{
 		echo "# aisd.conf for $node, written by deploy/local/cluster.sh."
-		echo "# Edit freely: later 'up' runs keep it (except net.port, see $nd/port)."
+		echo "# Edit freely: later 'up' runs keep it (except net.port, see $nd/port, and cluster.join: g0's URL)."
 		echo "role = $role"
 		echo "node.id = $node"
 		echo "net.host = 127.0.0.1"
 		echo "net.port = $port"
-		[ "$role" = target ] && echo "store.mountpaths = $nd/mp1"
+		if [ "$role" = target ]; then
+			echo "store.mountpaths = $nd/mp1"
+		else
+			echo "node.dir = $nd"
+		fi
 		echo "log.file = $nd/aisd.log"
 	} >"$nd/aisd.conf.tmp"
 	mv "$nd/aisd.conf.tmp" "$nd/aisd.conf"
 }
 
-# start_node NODE ROLE INDEX: start it unless it runs. Prints its port.
+# set_key NODE KEY VALUE: sets KEY in the node's config (replacing its
+# line, or appending one); an empty VALUE removes the line.
+set_key() {
+	local f=$dir/$1/aisd.conf k=${2//./\\.}
+	if grep -q "^[[:space:]]*${k}[[:space:]]*=" "$f"; then
+		if [ -n "$3" ]; then
+			sed -i "s|^[[:space:]]*${k}[[:space:]]*=.*|$2 = $3|" "$f"
+		else
+			sed -i "/^[[:space:]]*${k}[[:space:]]*=/d" "$f"
+		fi
+	elif [ -n "$3" ]; then
+		echo "$2 = $3" >>"$f"
+	fi
+}
+
+# start_node NODE ROLE PORTINDEX [JOIN_URL]: start it unless it runs.
 start_node() {
-	local node=$1 role=$2 i=$3 nd=$dir/$1 port want
+	local node=$1 role=$2 i=$3 join=${4:-} nd=$dir/$1 port want
 	mkdir -p "$nd"
 	[ "$role" = target ] && mkdir -p "$nd/mp1"
 	if running "$node"; then
@@ -270,7 +303,8 @@ start_node() {
 	fi
 	echo "$port" >"$nd/port"
 	write_conf "$node" "$role" "$port"
-	sed -i "s/^[[:space:]]*net\.port[[:space:]]*=.*/net.port = $port/" "$nd/aisd.conf"
+	set_key "$node" net.port "$port"
+	set_key "$node" cluster.join "$join"
 	rm -f "$nd/aisd.pid"
 	# The child writes its own pid, then execs aisd: the pid file names
 	# aisd itself whether or not setsid had to fork.
@@ -310,10 +344,17 @@ wait_node() {
 	done
 }
 
+# smap_count URL: how many nodes the cluster map at URL lists (0 if none).
+smap_count() {
+	local m
+	m=$(curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null) || {
+		echo 0
+		return 0
+	}
+	grep -o '"role":' <<<"$m" | wc -l
+}
+
 cmd_up() {
-	if [ "$gateways" -gt 0 ]; then
-		echo "cluster.sh: -g $gateways: gateways come with the cluster work; starting targets only" >&2
-	fi
 	command -v curl >/dev/null 2>&1 || die "curl is needed (health checks)"
 	[ -x "$bindir/aisd" ] || die "no aisd binary at $bindir/aisd (run 'make' first, or pass -b)"
 	mkdir -p "$dir"
@@ -324,27 +365,60 @@ cmd_up() {
 	fi
 	echo "$baseport" >"$dir/baseport"
 
-	# On an existing DIR, every target it has comes back.
-	local n have=0 i node fail=0
+	# On an existing DIR, every node it has comes back.
+	local n hg=0 ht=0 i node fail=0 join="" all=()
 	for n in $(nodes); do
-		[[ $n == t* ]] && have=$((have + 1))
+		case $n in
+		g*) hg=$((hg + 1)) ;;
+		t*) ht=$((ht + 1)) ;;
+		esac
 	done
-	ntargets=$((targets > have ? targets : have))
+	ngateways=$((gateways > hg ? gateways : hg))
+	ntargets=$((targets > ht ? targets : ht))
 	[ "$ntargets" -gt 0 ] || die "no targets to start (-t 0)"
 
-	for ((i = 0; i < ntargets; i++)); do
-		start_node "t$i" target "$i"
+	# The primary first: the others join its URL.
+	if [ "$ngateways" -gt 0 ]; then
+		start_node g0 gateway 0
+		wait_node g0 || die "the primary gateway g0 did not start; see its log above"
+		join=http://127.0.0.1:$(node_port g0)
+		all+=(g0)
+	fi
+	for ((i = 1; i < ngateways; i++)); do
+		start_node "g$i" gateway "$i" "$join"
+		all+=("g$i")
 	done
 	for ((i = 0; i < ntargets; i++)); do
-		wait_node "t$i" || fail=1
+		start_node "t$i" target $((ngateways + i)) "$join"
+		all+=("t$i")
+	done
+	for node in "${all[@]}"; do
+		[ "$node" = g0 ] || wait_node "$node" || fail=1
 	done
 	[ "$fail" = 0 ] || die "some nodes did not start; see the logs above (and 'cluster.sh down -d $dir')"
 
-	for ((i = 0; i < ntargets; i++)); do
-		echo "endpoint: http://127.0.0.1:$(node_port "t$i")"
-	done
-	local ep stop
-	ep=http://127.0.0.1:$(node_port t0)
+	local ep stop have=0 deadline
+	if [ -n "$join" ]; then
+		# bounded: a node retries its join every cluster.keepalive
+		deadline=$((SECONDS + HEALTH_TIMEOUT))
+		while :; do
+			have=$(smap_count "$join")
+			[ "$have" -ge "${#all[@]}" ] && break
+			if [ "$SECONDS" -ge "$deadline" ]; then
+				echo "cluster.sh: the cluster map lists $have of ${#all[@]} nodes after ${HEALTH_TIMEOUT}s; see the logs" >&2
+				break
+			fi
+			sleep 0.2
+		done
+		echo "cluster map: $have nodes, primary gateway g0"
+		ep=$join
+	else
+		for ((i = 0; i < ntargets; i++)); do
+			echo "standalone target t$i: http://127.0.0.1:$(node_port "t$i")"
+		done
+		ep=http://127.0.0.1:$(node_port t0)
+	fi
+	echo "endpoint: $ep"
 	if [ "$dir" = "$(cd "$REPO" && pwd -P)/run" ]; then
 		stop="make stop   (or: deploy/local/cluster.sh down -d ./run)"
 	else
@@ -352,13 +426,16 @@ cmd_up() {
 	fi
 	cat <<EOF
 
-Cluster is up under $dir (logs: $dir/<node>/aisd.log). Try:
+Cluster is up under $dir (logs: $dir/<node>/aisd.log). Try (-L follows
+the gateway's redirects: objects to their target, bucket changes to the
+primary):
 
   EP=$ep
-  curl -X POST \$EP/v1/buckets/mybucket -d '{"action":"create-bck"}'
-  curl -T file \$EP/v1/objects/mybucket/file
-  curl -o file.copy \$EP/v1/objects/mybucket/file
-  curl -X GET \$EP/v1/buckets/mybucket -d '{"action":"list"}'
+  curl -L -X POST \$EP/v1/buckets/mybucket -d '{"action":"create-bck"}'
+  curl -L -T file \$EP/v1/objects/mybucket/file
+  curl -L -o file.copy \$EP/v1/objects/mybucket/file
+  curl -L -X GET \$EP/v1/buckets/mybucket -d '{"action":"list"}'
+  curl "\$EP/v1/cluster?what=smap"
 
 Status: deploy/local/cluster.sh status -d $dir
 Stop:   $stop
@@ -400,7 +477,7 @@ cmd_status() {
 		echo "no cluster under $dir"
 		return 1
 	fi
-	printf '%-6s %-8s %-6s %s\n' NODE PID PORT STATE
+	printf '%-6s %-8s %-8s %-6s %s\n' NODE ROLE PID PORT STATE
 	for n in $(nodes); do
 		pid=- port=$(node_port "$n")
 		[ -n "$port" ] || port=-
@@ -416,11 +493,12 @@ cmd_status() {
 			state=down
 			all_up=1
 		fi
-		printf '%-6s %-8s %-6s %s\n' "$n" "$pid" "$port" "$state"
+		printf '%-6s %-8s %-8s %-6s %s\n' "$n" "$(node_role "$n")" "$pid" "$port" "$state"
 	done
 	return "$all_up"
 }
 
+ngateways=$gateways
 ntargets=$targets
 case $cmd in
 up) cmd_up ;;
