@@ -32,6 +32,10 @@
 #define LDR_STALL_SECS 30L      /* a transfer that moves no byte this long fails */
 #define LDR_MAX_PRINTED_ERRORS 5
 #define LDR_NAME_MAX 256
+/* With --follow a worker holds a connection to the gateway and one to each
+ * target it was sent to: the cache keeps that many per worker, idle ones
+ * included, so no connection is closed for lack of room (up to 16 targets). */
+#define LDR_CONNS_PER_WORKER 17
 
 struct thr;
 
@@ -160,7 +164,7 @@ static void slot_setup(struct thr *t, struct slot *s)
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 0L);
 	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, c->keepalive ? 0L : 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, c->follow && !c->redirects_only ? 1L : 0L);
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
 	curl_easy_setopt(h, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -238,6 +242,9 @@ static void slot_done(struct slot *s, CURLcode res, int64_t now)
 	st->bytes += s->off;
 	hist_add(&st->lat, (uint64_t)(now - s->t0));
 	t->last_done = now;
+	long nconn = 0;
+	curl_easy_getinfo(s->h, CURLINFO_NUM_CONNECTS, &nconn);
+	st->connects += (uint64_t)nconn;
 
 	if (res != CURLE_OK) {
 		snprintf(what, sizeof(what), "%s%s%s", curl_easy_strerror(res), s->err[0] ? ": " : "",
@@ -245,6 +252,16 @@ static void slot_done(struct slot *s, CURLcode res, int64_t now)
 		goto fail;
 	}
 	curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+	if (t->c->redirects_only && code >= 300 && code < 400) {
+		st->redirects++;
+		st->ops++;
+		return;
+	}
+	if (t->c->follow) {
+		long nredir = 0;
+		curl_easy_getinfo(s->h, CURLINFO_REDIRECT_COUNT, &nredir);
+		st->redirects += (uint64_t)nredir;
+	}
 	if (code < 200 || code >= 300) {
 		snprintf(what, sizeof(what), "HTTP status %ld", code);
 		goto fail;
@@ -411,9 +428,14 @@ int engine_run(const struct ldr_conf *c, enum ldr_op op, uint64_t count, int64_t
 		curl_multi_setopt(t->m, CURLMOPT_TIMERFUNCTION, on_timer);
 		curl_multi_setopt(t->m, CURLMOPT_TIMERDATA, t);
 		curl_multi_setopt(t->m, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+		/* One connection per worker to each host. Without redirects there is
+		 * one host; with --follow a worker also talks to the targets. */
+		bool multi_host = c->follow && !c->redirects_only;
 		curl_multi_setopt(t->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)t->nslots);
-		curl_multi_setopt(t->m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)t->nslots);
-		curl_multi_setopt(t->m, CURLMOPT_MAXCONNECTS, (long)t->nslots);
+		curl_multi_setopt(t->m, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+				  multi_host ? 0L : (long)t->nslots);
+		curl_multi_setopt(t->m, CURLMOPT_MAXCONNECTS,
+				  (long)t->nslots * (multi_host ? LDR_CONNS_PER_WORKER : 1));
 		for (unsigned j = 0; j < t->nslots; j++)
 			slot_setup(t, &t->slots[j]);
 		if (pthread_create(&t->tid, NULL, thr_main, t) != 0) {
@@ -439,6 +461,8 @@ int engine_run(const struct ldr_conf *c, enum ldr_op op, uint64_t count, int64_t
 			d->errors += s->errors;
 			d->bytes += s->bytes;
 			d->aborted += s->aborted;
+			d->redirects += s->redirects;
+			d->connects += s->connects;
 			hist_merge(&d->lat, &s->lat);
 			if (s->aborted)
 				end = MAX(end, deadline);

@@ -34,6 +34,8 @@ struct ldr_conf {
 	const char *name;     /* single object name, or NULL */
 	bool verify;
 	bool keepalive;
+	bool follow;          /* follow redirects (a gateway's 307 to the target) */
+	bool redirects_only;  /* do not follow; a 3xx counts as a success */
 	uint64_t seed;
 };
 
@@ -67,6 +69,8 @@ struct ldr_stats {
 	uint64_t errors;   /* non-2xx, transport failures, verify mismatches */
 	uint64_t bytes;    /* body bytes moved, partial transfers included */
 	uint64_t aborted;  /* in flight when the time ran out (not errors) */
+	uint64_t redirects; /* redirects followed (--follow) or answered (--redirects-only) */
+	uint64_t connects; /* new connections opened (keep-alive working: ~ workers x hosts) */
 	struct hist lat;   /* latency of completed requests (errors included) */
 };
 

@@ -45,6 +45,13 @@ static const char usage_text[] =
 	"  --verify          check every GET body against the generated data\n"
 	"  --keepalive       reuse connections (default)\n"
 	"  --no-keepalive    a new connection for every request\n"
+	"  --follow          follow redirects (default): a gateway's 307 to the owner\n"
+	"                    target is followed (PUT bodies are re-sent), and the\n"
+	"                    connections to the gateway and to every target stay open\n"
+	"                    (one per worker and host)\n"
+	"  --no-follow       do not follow redirects: a 3xx answer is an error\n"
+	"  --redirects-only  do not follow redirects and count every 3xx answer as a\n"
+	"                    success: measures a gateway's redirects per second alone\n"
 	"  --json            print one JSON line of results on stdout (table to stderr)\n"
 	"  -h, --help        this text\n"
 	"\n"
@@ -76,7 +83,8 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t
 enum {
 	OPT_URL = 256, OPT_OP, OPT_PUT_PCT, OPT_SIZE, OPT_OBJECTS, OPT_NAME, OPT_WORKERS,
 	OPT_THREADS, OPT_DURATION, OPT_COUNT, OPT_PREFILL, OPT_RANDOM, OPT_SEQ, OPT_SEED,
-	OPT_VERIFY, OPT_KEEPALIVE, OPT_NO_KEEPALIVE, OPT_JSON,
+	OPT_VERIFY, OPT_KEEPALIVE, OPT_NO_KEEPALIVE, OPT_JSON, OPT_FOLLOW, OPT_NO_FOLLOW,
+	OPT_REDIRECTS_ONLY,
 };
 
 static const struct option long_opts[] = {
@@ -99,6 +107,9 @@ static const struct option long_opts[] = {
 	{"keepalive", no_argument, NULL, OPT_KEEPALIVE},
 	{"no-keepalive", no_argument, NULL, OPT_NO_KEEPALIVE},
 	{"json", no_argument, NULL, OPT_JSON},
+	{"follow", no_argument, NULL, OPT_FOLLOW},
+	{"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
+	{"redirects-only", no_argument, NULL, OPT_REDIRECTS_ONLY},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -135,6 +146,11 @@ static void print_table(FILE *f, const struct ldr_conf *c, const struct ldr_resu
 		print_row(f, "GET", &r->st[LDR_GET], r->secs);
 	if (c->op != LDR_GET)
 		print_row(f, "PUT", &r->st[LDR_PUT], r->secs);
+	uint64_t redirects = r->st[0].redirects + r->st[1].redirects;
+	if (redirects)
+		fprintf(f, "(%llu redirect%s %s)\n", (unsigned long long)redirects,
+			redirects == 1 ? "" : "s",
+			c->redirects_only ? "answered, counted as ops" : "followed");
 	uint64_t aborted = r->st[0].aborted + r->st[1].aborted;
 	if (aborted)
 		fprintf(f, "(%llu transfer%s in flight at the deadline: abandoned, not counted as ops)\n",
@@ -151,6 +167,8 @@ static void print_json(const struct ldr_conf *c, const struct ldr_result *r)
 		all.errors += r->st[k].errors;
 		all.bytes += r->st[k].bytes;
 		all.aborted += r->st[k].aborted;
+		all.redirects += r->st[k].redirects;
+		all.connects += r->st[k].connects;
 		hist_merge(&all.lat, &r->st[k].lat);
 	}
 	double s = r->secs > 0 ? r->secs : 1e-9;
@@ -158,13 +176,14 @@ static void print_json(const struct ldr_conf *c, const struct ldr_result *r)
 		 "{\"op\":\"%s\",\"ops\":%llu,\"errors\":%llu,\"bytes\":%llu,\"secs\":%.3f,"
 		 "\"gibps\":%.4f,\"mibps\":%.2f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,"
 		 "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"aborted\":%llu,\"workers\":%u,\"threads\":%u,"
-		 "\"size\":%llu",
+		 "\"size\":%llu,\"redirects\":%llu,\"connects\":%llu",
 		 op_name(c->op), (unsigned long long)all.ops, (unsigned long long)all.errors,
 		 (unsigned long long)all.bytes, r->secs, (double)all.bytes / (1024.0 * 1024 * 1024) / s,
 		 (double)all.bytes / (1024.0 * 1024) / s, (double)all.ops / s,
 		 ms(hist_quantile(&all.lat, 0.50)), ms(hist_quantile(&all.lat, 0.90)),
 		 ms(hist_quantile(&all.lat, 0.99)), ms(all.lat.max), (unsigned long long)all.aborted,
-		 c->workers, c->threads, (unsigned long long)c->size);
+		 c->workers, c->threads, (unsigned long long)c->size,
+		 (unsigned long long)all.redirects, (unsigned long long)all.connects);
 	if (c->op == LDR_MIX)
 		buf_addf(&b, ",\"get_ops\":%llu,\"put_ops\":%llu", (unsigned long long)r->st[0].ops,
 			 (unsigned long long)r->st[1].ops);
@@ -180,7 +199,7 @@ int main(int argc, char **argv)
 {
 	static struct ldr_conf c = {
 		.op = LDR_GET, .put_pct = 50, .size = 1 << 20, .objects = 1000, .workers = 16,
-		.threads = 1, .keepalive = true, .seed = 1,
+		.threads = 1, .keepalive = true, .follow = true, .seed = 1,
 	};
 	static struct ldr_result res;
 	bool have_duration = false, prefill = false, json = false;
@@ -227,6 +246,9 @@ int main(int argc, char **argv)
 		case OPT_KEEPALIVE: c.keepalive = true; break;
 		case OPT_NO_KEEPALIVE: c.keepalive = false; break;
 		case OPT_JSON: json = true; break;
+		case OPT_FOLLOW: c.follow = true; c.redirects_only = false; break;
+		case OPT_NO_FOLLOW: c.follow = false; c.redirects_only = false; break;
+		case OPT_REDIRECTS_ONLY: c.follow = false; c.redirects_only = true; break;
 		case 'h': usage(stdout, 0); break;
 		default: usage(stderr, 2);
 		}
