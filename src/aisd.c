@@ -18,9 +18,8 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
+#include "aisd/version.h"
 #include "aisd/banned.h"
-
-#define AISD_VERSION "0.1.0"
 
 static void usage(FILE *f)
 {

@@ -33,6 +33,7 @@ typedef struct cluster cluster_t;
  * cluster's HTTP handlers find the cluster from req->ctx. */
 typedef struct node_base {
 	cluster_t *cl; /* NULL: not in a cluster (standalone target) */
+	struct store *store; /* a target's store (GET /v1/daemon stats); NULL on a gateway */
 } node_base_t;
 
 /* Called (on the thread that accepted it) after a new BMD is accepted. */
@@ -64,5 +65,9 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
 /* HTTP handlers, for every role's route table. */
 int cluster_h_cluster(http_req_t *req);  /* GET /v1/cluster?what=smap|bmd, POST /v1/cluster/join */
 int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
+/* GET /v1/daemon?what=stats|smap|bmd: this node (stats.c). */
+int cluster_h_daemon(http_req_t *req);
+/* GET /v1/cluster?what=stats (stats.c): every node's stats, fanned out. */
+int cluster_stats_cluster(http_req_t *req);
 
 #endif

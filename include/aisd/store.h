@@ -129,6 +129,13 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 typedef struct store_mp_stats {
 	char path[1024];
 	uint64_t total_bytes, free_bytes;
+	/* Addition: objects and their bytes on this mountpath. Kept as counters
+	 * (changed by commit, delete, bucket destroy); what existed at open is
+	 * counted by the background start-up thread from a LevelDB snapshot,
+	 * so open stays O(1). Until that count is done, counting is true and
+	 * objects/bytes are a lower bound in progress. */
+	uint64_t objects, bytes;
+	bool counting;
 } store_mp_stats_t;
 int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
 

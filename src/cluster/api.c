@@ -313,6 +313,8 @@ int cluster_h_cluster(http_req_t *req)
 		return AIS_OK;
 	}
 	http_query_get(req, "what", &what);
+	if (sv_eqstr(what, "stats"))
+		return cluster_stats_cluster(req); /* stats.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;

@@ -374,6 +374,7 @@ static const http_route_t routes[] = {
 	{"/v1/cluster", M(GET) | M(POST), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
 	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
 };
 

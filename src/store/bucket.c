@@ -151,6 +151,7 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 	uint64_t *gens = xmalloc(DESTROY_CHUNK * sizeof(*gens));
 	char path[STORE_PATH_MAX];
 	long n = 0;
+	int64_t bytes = 0;
 
 	pthread_mutex_lock(&mp->commit_mu);
 	leveldb_iterator_t *it = leveldb_create_iterator(mp->db, s->ro_scan);
@@ -168,6 +169,8 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 		uname.ptr[pfx->len - 2] = '/'; /* "o"+bck+"\0"+obj -> bck+"/"+obj */
 		store_uname_hash(uname.ptr, uname.len, h[n]);
 		gens[n] = store_rec_decode(v, vl, &r) == AIS_OK ? r.gen : UINT64_MAX;
+		if (gens[n] != UINT64_MAX)
+			bytes += (int64_t)r.m.size;
 		store_key_hash(&hk, h[n]);
 		leveldb_writebatch_delete(b, k, kl);
 		leveldb_writebatch_delete(b, hk.ptr, hk.len);
@@ -181,6 +184,8 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 	leveldb_iter_destroy(it);
 	if (n > 0 && store_db_write(s, mp, s->wo_commit, b, "destroy bucket") != AIS_OK)
 		n = -1;
+	else if (n > 0)
+		store_count(mp, -n, -bytes);
 	leveldb_writebatch_destroy(b);
 	for (long i = 0; i < n; i++) {
 		if (gens[i] == UINT64_MAX)

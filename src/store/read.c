@@ -135,6 +135,7 @@ int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size
 	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
 	leveldb_writebatch_destroy(b);
 	if (rc == AIS_OK) {
+		store_count(mp, -1, -(int64_t)r.m.size);
 		store_path_obj(path, sizeof(path), mp, h, r.gen);
 		if (store_io.unlink(path) != 0 && errno != ENOENT)
 			log_warn("unlink %s (start-up will remove it)", path);

@@ -5,7 +5,8 @@
  * store_open guarantees that when it returns AIS_OK every mountpath has its
  * meta/ database open, its obj/00..obj/ff and tmp/ directories, an empty
  * tmp/ (writes interrupted by a crash are gone), and that a background
- * reconcile (reconcile.c) is removing object files that no record points to.
+ * reconcile (reconcile.c) is removing object files that no record points to
+ * (after counting the objects and bytes the records held at open).
  * Everything in store_t is immutable after open, except the atomics and what
  * the per-mountpath mutexes guard.
  */
@@ -206,8 +207,11 @@ int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen)
 static void mp_close(store_mp_t *mp)
 {
 	if (mp->db) {
+		if (mp->count_snap)
+			leveldb_release_snapshot(mp->db, mp->count_snap);
 		leveldb_close(mp->db);
 	}
+	mp->count_snap = NULL;
 	pthread_mutex_destroy(&mp->commit_mu);
 	pthread_mutex_destroy(&mp->gen_mu);
 	if (mp->opts)
@@ -246,6 +250,9 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 		if (mp_open(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
 			goto out_close;
 		s->digests[i] = hrw_digest(c->mountpaths[i], strlen(c->mountpaths[i]));
+		/* The records as of now, for the reconcile thread to count:
+		 * every later change is in the delta counters. */
+		s->mp[i].count_snap = leveldb_create_snapshot(s->mp[i].db);
 	}
 	if (store_reconcile_start(s) != AIS_OK) {
 		buf_addf(err, "store: cannot start the reconcile thread");
@@ -288,6 +295,12 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 		}
 		out[k].total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		out[k].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+		const store_mp_t *mp = &s->mp[i];
+		out[k].counting = !atomic_load(&mp->count_done);
+		int64_t o = (int64_t)atomic_load(&mp->base_objects) + atomic_load(&mp->delta_objects);
+		int64_t b = (int64_t)atomic_load(&mp->base_bytes) + atomic_load(&mp->delta_bytes);
+		out[k].objects = o > 0 ? (uint64_t)o : 0; /* < 0 only while counting */
+		out[k].bytes = b > 0 ? (uint64_t)b : 0;
 	}
 	*n = k;
 	return AIS_OK;

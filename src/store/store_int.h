@@ -52,6 +52,14 @@ typedef struct store_mp {
 	 * back) starts above every gen a previous run could have used. */
 	_Atomic uint64_t gen_limit;
 	pthread_mutex_t gen_mu;
+	/* Object count and bytes (store_stats): base is what the records held
+	 * at open, counted from a LevelDB snapshot by the reconcile thread
+	 * (count_done tells when it is complete); delta is every change since
+	 * open (commit, delete, bucket destroy, updated under commit_mu). */
+	const leveldb_snapshot_t *count_snap;
+	_Atomic uint64_t base_objects, base_bytes;
+	_Atomic int64_t delta_objects, delta_bytes;
+	atomic_bool count_done;
 } store_mp_t;
 
 struct store {
@@ -122,6 +130,12 @@ void store_hasher_free(store_hasher_t *h);
 int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen);
 
 /* reconcile.c */
+/* Applies a change of (objects, bytes) to mp's counters. */
+static inline void store_count(store_mp_t *mp, int64_t objects, int64_t bytes)
+{
+	atomic_fetch_add_explicit(&mp->delta_objects, objects, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mp->delta_bytes, bytes, memory_order_relaxed);
+}
 int store_reconcile_start(store_t *s);
 void store_reconcile_stop(store_t *s);
 

@@ -313,6 +313,9 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	}
 	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
 	leveldb_writebatch_destroy(batch);
+	if (rc == AIS_OK)
+		store_count(mp, have_old ? 0 : 1,
+			    (int64_t)nr->m.size - (have_old ? (int64_t)old.m.size : 0));
 	if (rc == AIS_OK && have_old && old.gen != w->gen) { /* rule 6 */
 		store_path_obj(oldpath, sizeof(oldpath), mp, w->h, old.gen);
 		if (store_io.unlink(oldpath) != 0 && errno != ENOENT)

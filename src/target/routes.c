@@ -24,6 +24,7 @@ static const http_route_t routes[] = {
 	{"/v1/cluster", M(GET) | M(POST), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd (when in a cluster)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
 };
 
 int tgt_health(http_req_t *req)
@@ -64,6 +65,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		free(t);
 		return NULL;
 	}
+	t->base.store = t->store;
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,

@@ -1,0 +1,275 @@
+/*
+ * stats.c - what a node and the cluster report about themselves:
+ *   GET /v1/daemon?what=stats (default) | smap | bmd   on every node
+ *   GET /v1/cluster?what=stats                          on a gateway
+ *
+ * A node's stats: {"id","role","version","uptime_s","cmap_version",
+ * "bmd_version"} and, on a target, "objects","bytes" and "mountpaths":
+ * [{"path","total_bytes","free_bytes","used_bytes","objects","bytes"}]
+ * (object counts are the store's counters, store_stats; "counting": true
+ * while the start-up count of a mountpath is still running).
+ *
+ * The cluster's: every node of the cmap asked GET /v1/daemon?what=stats in
+ * parallel (one thread each, from an I/O pool thread, httpc_sync with a
+ * short timeout); a node that does not answer appears with "error". Totals
+ * sum what the targets report (capacity is summed per mountpath, so
+ * mountpaths that share a file system are counted once each).
+ * Both run on the I/O pool: statvfs and the fan-out block.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/store.h"
+#include "aisd/util.h"
+#include "aisd/version.h"
+#include "runtime_int.h"
+#include "aisd/banned.h"
+
+#define STATS_TIMEOUT_MS 2000
+#define STATS_MAX_MP 64
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t g_start_ns;
+__attribute__((constructor)) static void stats_init(void) { g_start_ns = mono_ns(); }
+
+/* This node's stats as a new JSON object. */
+static json_t *node_stats(node_base_t *nb)
+{
+	cluster_t *cl = nb->cl;
+	json_t *o = json_object();
+	uint64_t cv = 0, bv = 0;
+
+	if (cl) {
+		const cmap_t *m;
+		const bmd_t *b;
+		json_object_set_new(o, "id", json_string(cluster_self(cl)->id));
+		cluster_read_lock(cl, &m, &b);
+		cv = m ? cmap_version(m) : 0;
+		bv = b ? bmd_version(b) : 0;
+		cluster_read_unlock(cl);
+	} else {
+		json_object_set_new(o, "id", json_null());
+	}
+	json_object_set_new(o, "role", json_string(nb->store ? "target" : "gateway"));
+	json_object_set_new(o, "version", json_string(AISD_VERSION));
+	json_object_set_new(o, "uptime_s", json_integer((mono_ns() - g_start_ns) / 1000000000LL));
+	json_object_set_new(o, "cmap_version", json_integer((json_int_t)cv));
+	json_object_set_new(o, "bmd_version", json_integer((json_int_t)bv));
+	if (!nb->store)
+		return o;
+
+	store_mp_stats_t *st = xcalloc(STATS_MAX_MP, sizeof(*st));
+	int n = 0;
+	uint64_t objs = 0, bytes = 0;
+	json_t *mps = json_array();
+	if (store_stats(nb->store, st, STATS_MAX_MP, &n) != AIS_OK)
+		json_object_set_new(o, "error", json_string("statvfs failed on a mountpath (see the log)"));
+	for (int i = 0; i < n; i++) {
+		json_t *mp = json_object();
+		json_object_set_new(mp, "path", json_string(st[i].path));
+		json_object_set_new(mp, "total_bytes", json_integer((json_int_t)st[i].total_bytes));
+		json_object_set_new(mp, "free_bytes", json_integer((json_int_t)st[i].free_bytes));
+		json_object_set_new(mp, "used_bytes",
+				    json_integer((json_int_t)(st[i].total_bytes - MIN(st[i].free_bytes, st[i].total_bytes))));
+		json_object_set_new(mp, "objects", json_integer((json_int_t)st[i].objects));
+		json_object_set_new(mp, "bytes", json_integer((json_int_t)st[i].bytes));
+		if (st[i].counting)
+			json_object_set_new(mp, "counting", json_true());
+		json_array_append_new(mps, mp);
+		objs += st[i].objects;
+		bytes += st[i].bytes;
+	}
+	free(st);
+	json_object_set_new(o, "objects", json_integer((json_int_t)objs));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(o, "mountpaths", mps);
+	return o;
+}
+
+struct stats_job {
+	json_t *doc;
+};
+
+static void stats_cleanup(void *arg) { json_decref(((struct stats_job *)arg)->doc); }
+
+static void stats_done(http_req_t *req)
+{
+	struct stats_job *j = req->state;
+	char *s = json_dumps(j->doc, JSON_COMPACT);
+	buf_t out = BUF_INIT;
+	buf_addstr(&out, s);
+	free(s);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+}
+
+static void daemon_work(http_req_t *req)
+{
+	struct stats_job *j = req->state;
+	j->doc = node_stats(req->ctx);
+}
+
+int cluster_h_daemon(http_req_t *req)
+{
+	node_base_t *nb = req->ctx;
+	sv_t what = {"stats", 5};
+
+	if (req->subpath.len) {
+		http_resp_error(req, 404, "no such resource");
+		return AIS_OK;
+	}
+	http_query_get(req, "what", &what);
+	if (sv_eqstr(what, "smap") || sv_eqstr(what, "cmap") || sv_eqstr(what, "bmd")) {
+		buf_t out = BUF_INIT;
+		if (nb->cl) {
+			const cmap_t *m;
+			const bmd_t *b;
+			cluster_read_lock(nb->cl, &m, &b);
+			if (what.ptr[0] != 'b' && m)
+				cmap_encode(m, &out);
+			else if (what.ptr[0] == 'b' && b)
+				bmd_encode(b, &out);
+			cluster_read_unlock(nb->cl);
+		}
+		if (!out.len) {
+			buf_free(&out);
+			http_resp_error(req, 404, "this node has no %s (not in a cluster?)",
+					what.ptr[0] == 'b' ? "bmd" : "cluster map");
+			return AIS_OK;
+		}
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send_buf(req, &out);
+		return AIS_OK;
+	}
+	if (!sv_eqstr(what, "stats")) {
+		http_resp_error(req, 400, "what= must be stats, smap or bmd");
+		return AIS_OK;
+	}
+	struct stats_job *j = arena_zalloc(req->arena, sizeof(*j));
+	req->state = j;
+	arena_cleanup_add(req->arena, stats_cleanup, j);
+	http_offload(req, daemon_work, stats_done);
+	return AIS_OK;
+}
+
+/* --- the cluster: fan-out ---------------------------------------------------- */
+
+struct peer_ask {
+	char id[CMAP_ID_MAX + 1];
+	char url[CMAP_URL_MAX + 64];
+	enum cmap_role role;
+	bool self;
+	json_t *res; /* the node's stats, or {"error":..} */
+	pthread_t th;
+	bool started;
+};
+
+static void *ask_peer(void *arg)
+{
+	struct peer_ask *a = arg;
+	buf_t resp = BUF_INIT;
+	int status = 0;
+	json_error_t jerr;
+
+	if (httpc_sync("GET", a->url, NULL, NULL, 0, STATS_TIMEOUT_MS, &resp, &status) != AIS_OK) {
+		a->res = json_pack("{s:s}", "error", resp.ptr ? resp.ptr : "no answer");
+	} else if (status != 200) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "HTTP %d: %.100s", status, resp.ptr ? resp.ptr : "");
+		a->res = json_pack("{s:s}", "error", msg);
+	} else {
+		a->res = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr);
+		if (!json_is_object(a->res)) {
+			json_decref(a->res);
+			a->res = json_pack("{s:s}", "error", "invalid stats JSON");
+		}
+	}
+	buf_free(&resp);
+	httpc_sync_release();
+	return NULL;
+}
+
+static void cluster_work(http_req_t *req)
+{
+	struct stats_job *j = req->state;
+	node_base_t *nb = req->ctx;
+	const cmap_t *m;
+	const bmd_t *b;
+	size_t n = 0;
+	uint64_t cv = 0;
+	struct peer_ask *asks = NULL;
+
+	cluster_read_lock(nb->cl, &m, &b);
+	if (m) {
+		cv = cmap_version(m);
+		n = cmap_size(m);
+		asks = xcalloc(n ? n : 1, sizeof(*asks));
+		for (size_t i = 0; i < n; i++) {
+			const cmap_node_t *nd = cmap_node(m, i);
+			snprintf(asks[i].id, sizeof(asks[i].id), "%s", nd->id);
+			snprintf(asks[i].url, sizeof(asks[i].url), "%s/v1/daemon?what=stats",
+				 nd->intra_url[0] ? nd->intra_url : nd->pub_url);
+			asks[i].role = nd->role;
+			asks[i].self = !strcmp(nd->id, cluster_self(nb->cl)->id);
+		}
+	}
+	cluster_read_unlock(nb->cl);
+
+	for (size_t i = 0; i < n; i++)
+		if (!asks[i].self)
+			asks[i].started = pthread_create(&asks[i].th, NULL, ask_peer, &asks[i]) == 0;
+	for (size_t i = 0; i < n; i++) {
+		if (asks[i].self)
+			asks[i].res = node_stats(nb);
+		else if (asks[i].started)
+			pthread_join(asks[i].th, NULL);
+		else
+			ask_peer(&asks[i]); /* no thread: ask inline */
+	}
+
+	json_t *nodes = json_object();
+	uint64_t objs = 0, bytes = 0, cap_total = 0, cap_free = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = asks[i].res;
+		if (json_object_get(r, "error") && !json_object_get(r, "role"))
+			json_object_set_new(r, "role", json_string(cmap_role_name(asks[i].role)));
+		if (!json_object_get(r, "error")) {
+			objs += (uint64_t)json_integer_value(json_object_get(r, "objects"));
+			bytes += (uint64_t)json_integer_value(json_object_get(r, "bytes"));
+			size_t k;
+			json_t *mp;
+			json_array_foreach(json_object_get(r, "mountpaths"), k, mp) {
+				cap_total += (uint64_t)json_integer_value(json_object_get(mp, "total_bytes"));
+				cap_free += (uint64_t)json_integer_value(json_object_get(mp, "free_bytes"));
+			}
+		}
+		json_object_set_new(nodes, asks[i].id, r);
+	}
+	free(asks);
+	j->doc = json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I}}", "cmap_version", (json_int_t)cv, "nodes", nodes,
+			   "totals", "objects", (json_int_t)objs, "bytes", (json_int_t)bytes, "capacity_total",
+			   (json_int_t)cap_total, "capacity_free", (json_int_t)cap_free);
+}
+
+int cluster_stats_cluster(http_req_t *req)
+{
+	struct stats_job *j = arena_zalloc(req->arena, sizeof(*j));
+	req->state = j;
+	arena_cleanup_add(req->arena, stats_cleanup, j);
+	http_offload(req, cluster_work, stats_done);
+	return AIS_OK;
+}
