@@ -14,10 +14,15 @@
  *  3. The primary checks every node's /v1/health each cluster.keepalive; a
  *     node failing for longer than cluster.grace leaves the map. Nodes that
  *     missed a push are pushed to again.
+ *  4. Node states (PUT /v1/cluster {"action","value":{"sid"}}, primary
+ *     only): start-maintenance / stop-maintenance set maintenance / active
+ *     (a node in maintenance gets no new objects and is not dropped for
+ *     failing health checks); decommission-node pushes the node as
+ *     decommissioning (it remembers that in node.dir and never rejoins),
+ *     then removes it. Moving its data off is the rebalance issue.
  * Readers take a consistent snapshot with cluster_read_lock; the pointers
  * are valid until cluster_read_unlock and must not be kept.
- * Not yet: primary failover (election), maintenance and decommission
- * actions; they build on this.
+ * Not yet: primary failover (election); rebalance on membership changes.
  */
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H
@@ -63,7 +68,11 @@ typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
 
 /* HTTP handlers, for every role's route table. */
-int cluster_h_cluster(http_req_t *req);  /* GET /v1/cluster?what=smap|bmd, POST /v1/cluster/join */
+/* GET /v1/cluster?what=smap|bmd, POST /v1/cluster/join, PUT /v1/cluster
+ * {"action":"start-maintenance|stop-maintenance|decommission-node",
+ *  "value":{"sid":ID}}: 200 with the new map, 400, 404 (no such node), 409
+ * (the primary), 307 to the primary on other nodes. */
+int cluster_h_cluster(http_req_t *req);
 int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 /* GET /v1/daemon?what=stats|smap|bmd: this node (stats.c). */
 int cluster_h_daemon(http_req_t *req);

@@ -30,6 +30,10 @@ static const struct cli_opt opts_cluster_show[] = {
 	{"json", 0, NULL, "print the cluster map, each node with its health, as JSON"},
 	{0},
 };
+static const struct cli_opt opts_decommission[] = {
+	{"yes", 'y', NULL, "do not ask for confirmation"},
+	{0},
+};
 static const struct cli_opt opts_put[] = {
 	{"checksum", 0, NULL, "send the file's xxhash64 so the server verifies it (files only)"},
 	{0},
@@ -67,6 +71,11 @@ static const struct cli_cmd cli_cmds[] = {
 	 1, 1, cli_object_stat},
 	{"cluster show", "", "show the cluster map and check every node's health", opts_cluster_show,
 	 0, 0, cli_cluster_show},
+	{"node maintenance", "start|stop NODE",
+	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
+	 NULL, 2, 2, cli_node_maintenance},
+	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
+	 opts_decommission, 1, 1, cli_node_decommission},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 

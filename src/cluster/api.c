@@ -1,6 +1,7 @@
 /*
  * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd,
- * POST /v1/cluster/join (primary), PUT /v1/metasync (every node), and the
+ * POST /v1/cluster/join (primary), PUT /v1/cluster node state actions
+ * (primary; others answer 307 to it), PUT /v1/metasync (every node), and the
  * joining client a non-primary node runs from the keepalive thread.
  *
  * Requests that change metadata run on the I/O pool (they persist files
@@ -72,9 +73,16 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err)
 		cmap_free(m), m = NULL;
 	if (ab == AIS_DONE)
 		bmd_free(b), b = NULL;
+	bool decom = false;
+	if (m) {
+		const cmap_node_t *me = cmap_get(m, cl->self.id, strlen(cl->self.id));
+		decom = me && me->state == CMAP_DECOMMISSIONING;
+	}
 	rc = (m || b) ? clu_install(cl, m, b, err) : AIS_OK;
 	m = NULL;
 	b = NULL;
+	if (rc == AIS_OK && decom)
+		clu_mark_decommissioned(cl);
 	pthread_mutex_unlock(&cl->wmu);
 out:
 	cmap_free(m);
@@ -124,6 +132,8 @@ void clu_join_if_needed(cluster_t *cl)
 	char url[512];
 	bool in_map = false;
 
+	if (atomic_load(&cl->decommissioned))
+		return; /* the primary decommissioned this node: never rejoin */
 	pthread_rwlock_rdlock(&cl->rw);
 	if (cl->cmap) {
 		const cmap_node_t *me = cmap_get(cl->cmap, cl->self.id, strlen(cl->self.id));
@@ -292,13 +302,151 @@ int cluster_h_metasync(http_req_t *req)
 	return AIS_OK;
 }
 
+/* --- node state actions: PUT /v1/cluster {"action","value":{"sid"}} ------- */
+
+enum node_act { ACT_START_MAINT, ACT_STOP_MAINT, ACT_DECOMMISSION };
+
+static const char *const act_names[] = {"start-maintenance", "stop-maintenance", "decommission-node"};
+
+struct nact {
+	enum node_act act;
+	char sid[CMAP_ID_MAX + 1];
+	int err;
+	buf_t msg;
+	buf_t out;
+};
+
+static void nact_cleanup(void *arg)
+{
+	struct nact *a = arg;
+	buf_free(&a->msg);
+	buf_free(&a->out);
+}
+
+static int nact_state(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct nact *a = arg;
+	enum cmap_state st = a->act == ACT_START_MAINT ? CMAP_MAINTENANCE
+			     : a->act == ACT_STOP_MAINT ? CMAP_ACTIVE
+							: CMAP_DECOMMISSIONING;
+	return cmap_set_state(m, a->sid, st, err);
+}
+
+static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct nact *a = arg;
+	if (!cmap_get(m, a->sid, strlen(a->sid)))
+		return AIS_OK; /* gone already (the keepalive dropped it) */
+	return cmap_remove(m, a->sid, err);
+}
+
+/*
+ * Decommission is two versions: the node in state decommissioning (pushed to
+ * every node, the node itself included: it remembers it in node.dir and
+ * stops rejoining), then the map without it. Moving its data off is the
+ * rebalance issue.
+ */
+static void nact_work(http_req_t *req)
+{
+	struct nact *a = req->state;
+	cluster_t *cl = cl_of(req);
+	int rc = cluster_update(cl, nact_state, a, &a->msg);
+	if (rc == AIS_OK && a->act == ACT_DECOMMISSION)
+		rc = cluster_update(cl, nact_remove, a, &a->msg);
+	if (rc != AIS_OK) {
+		a->err = errno ? errno : EIO;
+		return;
+	}
+	log_info("%s %s: done", act_names[a->act], a->sid);
+	const cmap_t *m;
+	cluster_read_lock(cl, &m, NULL);
+	if (m)
+		cmap_encode(m, &a->out);
+	cluster_read_unlock(cl);
+}
+
+static void nact_done(http_req_t *req)
+{
+	struct nact *a = req->state;
+	const char *m = a->msg.ptr ? a->msg.ptr : "";
+	switch (a->err) {
+	case 0:
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send_buf(req, &a->out);
+		break;
+	case ENOENT: http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid); break;
+	case EBUSY: http_resp_error(req, 409, "%s %s refused: %s", act_names[a->act], a->sid, m); break;
+	case EINVAL: http_resp_error(req, 400, "%s %s: %s", act_names[a->act], a->sid, m); break;
+	case EPERM: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
+	default: http_resp_error(req, 500, "%s %s: %s", act_names[a->act], a->sid, m); break;
+	}
+}
+
+static void redirect_primary(http_req_t *req, cluster_t *cl)
+{
+	char url[CMAP_URL_MAX + 1];
+	if (!cluster_primary_url(cl, url, sizeof(url))) {
+		http_resp_error(req, 503, "no primary gateway known");
+		return;
+	}
+	http_resp_status(req, 307);
+	http_resp_header(req, "Location", "%s%.*s", url, (int)req->target.len, req->target.ptr);
+	http_resp_send(req, "", 0);
+}
+
+static void handle_node_action(http_req_t *req, cluster_t *cl)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
+	json_t *act = json_object_get(doc, "action");
+	json_t *sid = json_object_get(json_object_get(doc, "value"), "sid");
+	struct nact *a = arena_zalloc(req->arena, sizeof(*a));
+	size_t i;
+
+	if (!json_is_object(doc) || !json_is_string(act)) {
+		http_resp_error(req, 400, "PUT /v1/cluster wants {\"action\":\"start-maintenance|stop-maintenance|"
+				"decommission-node\",\"value\":{\"sid\":\"NODE_ID\"}}");
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(act_names); i++)
+		if (!strcmp(json_string_value(act), act_names[i]))
+			break;
+	if (i == ARRAY_SIZE(act_names)) {
+		http_resp_error(req, 400, "unknown cluster action \"%.64s\" (want start-maintenance, "
+				"stop-maintenance or decommission-node)", json_string_value(act));
+		goto out;
+	}
+	if (!json_is_string(sid) || !cmap_id_valid(json_string_value(sid), json_string_length(sid))) {
+		http_resp_error(req, 400, "%s wants a valid node id in value.sid", act_names[i]);
+		goto out;
+	}
+	if (!cluster_is_primary(cl)) {
+		redirect_primary(req, cl);
+		goto out;
+	}
+	a->act = (enum node_act)i;
+	memcpy(a->sid, json_string_value(sid), json_string_length(sid) + 1);
+	req->state = a;
+	arena_cleanup_add(req->arena, nact_cleanup, a);
+	http_offload(req, nact_work, nact_done);
+out:
+	json_decref(doc);
+}
+
 int cluster_h_cluster(http_req_t *req)
 {
 	cluster_t *cl = cl_of(req);
 	sv_t what = {"smap", 4};
 
 	if (!cl) {
-		http_resp_error(req, 409, "this node is not in a cluster");
+		http_resp_error(req, req->method == HTTP_PUT ? 400 : 409, "this node is not in a cluster");
+		return AIS_OK;
+	}
+	if (req->method == HTTP_PUT) {
+		if (req->subpath.len)
+			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body");
+		else
+			handle_node_action(req, cl);
 		return AIS_OK;
 	}
 	if (req->method == HTTP_POST) {

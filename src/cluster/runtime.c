@@ -11,6 +11,11 @@
  *  2. cl->wmu serializes every writer (metasync accept, primary update,
  *     keepalive removals): read-modify-write of the metadata never races.
  *  3. Network calls are never made under cl->rw.
+ * Node states: a node in maintenance stays in the map even when it fails its
+ * health checks (it may be down for maintenance); cmap_owner skips it. A
+ * node that accepts a map with itself decommissioning writes
+ * DIR/decommissioned and never rejoins (removing that file and restarting
+ * the node undoes it).
  * The keepalive thread uses blocking HTTP (httpc_sync) with short timeouts:
  * simple, and fine at the scale of tens of nodes.
  */
@@ -77,6 +82,11 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	path_of(cl, "bmd.json", p, sizeof(p));
 	if (bmd_load(p, &cl->bmd, err) != AIS_OK && errno != ENOENT)
 		goto fail;
+	path_of(cl, "decommissioned", p, sizeof(p));
+	if (access(p, F_OK) == 0) {
+		atomic_store(&cl->decommissioned, true);
+		log_warnx("this node was decommissioned: it will not join the cluster (remove %s to allow it)", p);
+	}
 	buf_reset(err);
 	return cl;
 fail:
@@ -165,6 +175,22 @@ fail:
 	bmd_free(b);
 	errno = EIO;
 	return AIS_ERR;
+}
+
+void clu_mark_decommissioned(cluster_t *cl)
+{
+	char p[1200];
+	if (atomic_exchange(&cl->decommissioned, true))
+		return;
+	path_of(cl, "decommissioned", p, sizeof(p));
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || fsync(fd)) {
+		log_warnx("cannot create %s: %s (the node may rejoin after a restart)", p, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	log_warnx("the primary decommissioned this node: it leaves the cluster and will not rejoin "
+		  "(remove %s and restart to allow it)", p);
 }
 
 /* The JSON of a metasync push or join answer: {"cmap":{..},"bmd":{..}}. */
@@ -314,6 +340,8 @@ static void primary_round(cluster_t *cl)
 		} else if (p && !p->fail_since) {
 			p->fail_since = now;
 			log_warnx("node %s failed its health check", nodes[i].id);
+		} else if (p && nodes[i].state == CMAP_MAINTENANCE) {
+			/* in maintenance: may be down on purpose; stays in the map */
 		} else if (p && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
 			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);

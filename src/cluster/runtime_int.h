@@ -33,6 +33,7 @@ struct cluster {
 	bool started;
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
+	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
 	pthread_mutex_t sleep_mu;
 	pthread_cond_t sleep_cv;
 };
@@ -43,6 +44,9 @@ void clu_encode_meta(cluster_t *cl, buf_t *out);
  * Returns AIS_OK, or AIS_ERR with errno (EINVAL bad JSON, ESTALE older,
  * EXDEV other cluster) and a message. */
 int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err);
+/* Called on a node that accepted a map with itself decommissioning: writes
+ * DIR/decommissioned and stops rejoining, now and after restarts. */
+void clu_mark_decommissioned(cluster_t *cl);
 /* Non-primary: joins the primary when this node is not in its map. */
 void clu_join_if_needed(cluster_t *cl);
 
