@@ -115,6 +115,7 @@ bench-list: deps all
 
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # cleanup runs from a trap
+# gateway.sh - what a gateway costs: 10 KiB GETs through a gateway (aisloader
+# follows its 307s, keeping a connection to the gateway and to every target)
+# vs straight to the target, and the gateway's redirects per second alone.
+# Starts 1 gateway + 1 target (then, with TARGETS="1 2", a fresh 1 gateway +
+# 2 targets) on free loopback ports under a mktemp -d dir, prefills 10,000 x
+# 10 KiB objects through the gateway, then ROUNDS alternating rounds of:
+#   a. GET 10 KiB, random of 10,000, 64 connections, direct to the target
+#      (1-target cluster only: with 2 targets no one target holds them all)
+#   b. the same through the gateway, following redirects
+#   c. the same through the gateway with --redirects-only (307s counted,
+#      not followed): the gateway's redirects/s; the gateway's CPU time
+#      (utime + stime of /proc/PID/stat, all its threads) over the run
+#      divided by the redirects it answered = CPU per redirect
+# and prints medians: ratio b/a (goal >= 0.6), and "one gateway core can
+# issue N = 1 s / (CPU per redirect) redirects/s; at the per-target GET rate
+# R (= a), one gateway fronts N/R targets" (goal >= 10). The table is also
+# written as markdown to $BUILD/bench-gateway.md.
+# Every process is stopped by its PID and the temp dir removed on exit
+# (KEEP=1 keeps it). Every run is bounded in time.
+#
+# Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
+# measurement, 5), THREADS (aisloader threads, 1), TARGETS ("1 2"), KEEP.
+# Exit status: 0 when every measurement ran without errors, 1 otherwise.
+set -u
+
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-5}
+THREADS=${THREADS:-1}
+TARGETS=${TARGETS:-1 2}
+LOADER=$BUILD/aisloader
+AISD=$BUILD/aisd
+NOBJ=10000
+CONNS=64
+
+die() { echo "gateway-bench: $*" >&2; exit 1; }
+[ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
+[ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
+command -v curl >/dev/null || die "curl missing"
+[ -r /proc/self/stat ] || die "/proc needed (gateway CPU time)"
+TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-gwbench.XXXXXX") || die "mktemp failed"
+PIDS=()
+STATUS=0
+
+stop_pid() {
+	local pid=$1
+	kill "$pid" 2>/dev/null || return 0
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+stop_all() {
+	local p
+	for p in "${PIDS[@]}"; do stop_pid "$p"; done
+	PIDS=()
+}
+
+cleanup() {
+	stop_all
+	if [ -n "${KEEP:-}" ]; then
+		echo "gateway-bench: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_file F SECS: true once F is non-empty.
+wait_file() {
+	for _ in $(seq $(($2 * 10))); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# smap_count URL: how many nodes the gateway's cluster map lists.
+smap_count() {
+	curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":' | wc -l
+}
+
+# cpu_ticks PID: utime + stime (fields 14, 15; the name in field 2 may hold spaces).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
+# start_cluster NT: 1 gateway + NT targets under $TMP/cNT; sets GW, GWPID, TGT (first target).
+start_cluster() {
+	local nt=$1 d=$TMP/c$1 i
+	mkdir -p "$d/gw"
+	"$AISD" --role gateway --port 0 --port-file "$d/gw/port" --dir "$d/gw" \
+		>"$d/gw/aisd.log" 2>&1 &
+	GWPID=$!
+	PIDS+=("$GWPID")
+	wait_file "$d/gw/port" 10 || { tail -n 20 "$d/gw/aisd.log" >&2; return 1; }
+	GW=http://127.0.0.1:$(cat "$d/gw/port")
+	for i in $(seq "$nt"); do
+		mkdir -p "$d/t$i/mp"
+		"$AISD" --port 0 --port-file "$d/t$i/port" -m "$d/t$i/mp" --join "$GW" \
+			--set store.fsync=never >"$d/t$i/aisd.log" 2>&1 &
+		PIDS+=($!)
+		wait_file "$d/t$i/port" 10 || { tail -n 20 "$d/t$i/aisd.log" >&2; return 1; }
+	done
+	TGT=http://127.0.0.1:$(cat "$d/t1/port")
+	for _ in $(seq 100); do
+		[ "$(smap_count "$GW")" -ge $((nt + 1)) ] && break
+		sleep 0.1
+	done
+	[ "$(smap_count "$GW")" -ge $((nt + 1)) ] || { echo "gateway-bench: cluster map lacks targets" >&2; return 1; }
+	local code
+	code=$(curl -sL -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
+		"$GW/v1/buckets/bench" -d '{"action":"create-bck"}')
+	[ "${code:0:1}" = 2 ] || { echo "gateway-bench: create-bck answered $code: $(head -c 300 "$d/create.out")" >&2; return 1; }
+	return 0
+}
+
+# run_loader LABEL ARGS...: aisloader --json (bounded), prints its JSON line.
+run_loader() {
+	local label=$1 rc
+	shift
+	timeout 300 "$LOADER" --threads "$THREADS" --json "$@" >"$TMP/loader.out" 2>"$TMP/loader.err"
+	rc=$?
+	if [ $rc != 0 ]; then
+		STATUS=1
+		echo "gateway-bench: $label: aisloader exit $rc:" >&2
+		grep -v '^ \|^op \|^(' "$TMP/loader.err" | head -n 8 >&2
+	fi
+	cat "$TMP/loader.out"
+}
+
+json_field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else printf "%.4f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+med() { if [ -s "$TMP/res.$1" ]; then median <"$TMP/res.$1"; else echo n/a; fi; }
+keep() { [ -n "$2" ] && echo "$2" >>"$TMP/res.$1"; }
+
+GETARGS=(--op get --size 10K --objects "$NOBJ" --random --workers "$CONNS" --duration "$DUR")
+
+# measure NT TAG URL ARGS...: one GET run; records ops/s (and, for gateway runs,
+# the gateway's CPU per answered request in microseconds).
+measure() {
+	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us
+	shift 3
+	t0=$(cpu_ticks "$GWPID")
+	line=$(run_loader "$tag/$nt" --url "$url" "${GETARGS[@]}" "$@")
+	t1=$(cpu_ticks "$GWPID")
+	v=$(json_field ops_per_s <<<"$line")
+	ops=$(json_field ops <<<"$line")
+	conns=$(json_field connects <<<"$line")
+	us=$(awk -v d=$((t1 - t0)) -v t="$TCK" -v n="${ops:-0}" 'BEGIN { if (n > 0) printf "%.2f", d / t / n * 1e6 }')
+	printf '  %d target(s) %-9s ops/s %-9s connects %-5s gateway CPU/op %s us\n' "$nt" "$tag" \
+		"${v:-failed}" "${conns:-?}" "${us:-?}" >&2
+	keep "$tag.$nt" "$v"
+	[ "$tag" != direct ] && keep "cpu.$tag.$nt" "$us"
+}
+
+echo "gateway-bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement, targets: $TARGETS" >&2
+for nt in $TARGETS; do
+	if ! start_cluster "$nt"; then
+		STATUS=1
+		echo "gateway-bench: could not start 1 gateway + $nt target(s)" >&2
+		stop_all
+		continue
+	fi
+	URLG=$GW/v1/objects/bench
+	echo "gateway-bench: $nt target(s): prefilling $NOBJ x 10 KiB through the gateway" >&2
+	run_loader prefill --url "$URLG" --op put --size 10K --objects $NOBJ --seq --count $NOBJ \
+		--workers 32 >/dev/null
+	run_loader verify --url "$URLG" --op get --size 10K --objects $NOBJ --count 2000 \
+		--workers 16 --verify >/dev/null
+	for r in $(seq "$ROUNDS"); do
+		echo "gateway-bench: $nt target(s), round $r/$ROUNDS" >&2
+		order=(direct follow)
+		[ $((r % 2)) = 0 ] && order=(follow direct)
+		for k in "${order[@]}" redirects; do
+			case $k in
+			direct) [ "$nt" = 1 ] && measure "$nt" direct "$TGT/v1/objects/bench" ;;
+			follow) measure "$nt" follow "$URLG" --follow ;;
+			redirects) measure "$nt" redirects "$URLG" --redirects-only ;;
+			esac
+		done
+	done
+	stop_all
+done
+
+# ---- report ----------------------------------------------------------------
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+MD=$BUILD/bench-gateway.md
+R=$(med direct.1)
+{
+	echo "## Through a gateway ($(date -u +%Y-%m-%d))"
+	echo
+	echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}, Linux $(uname -r); gateway, targets and"
+	echo "client share them. Client: aisloader ($THREADS thread), GET 10 KiB random of $NOBJ,"
+	echo "$CONNS connections, ${DUR} s per run, $ROUNDS rounds, medians. Targets: store.fsync=never."
+	echo
+	echo "| targets | direct ops/s (a) | via gateway ops/s (b) | b/a | goal | redirects/s (c) | gateway CPU per redirect | gateway CPU per GET in (b) |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for nt in $TARGETS; do
+		a=$(med "direct.$nt") b=$(med "follow.$nt")
+		ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "n/a" || b == "n/a" || a == 0) print "n/a"; else printf "%.2f", b / a }')
+		v=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print ""; else if (r >= 0.6) print " PASS"; else print " FAIL" }')
+		echo "| $nt | $a | $b | $ratio | >= 0.6$v | $(med "redirects.$nt") | $(med "cpu.redirects.$nt") us | $(med "cpu.follow.$nt") us |"
+	done
+	echo
+	US=$(med cpu.redirects.1)
+	awk -v us="$US" -v r="$R" 'BEGIN {
+		if (us == "n/a" || r == "n/a" || us == 0 || r == 0) { print "Arithmetic: n/a (a measurement is missing)."; exit }
+		n = 1e6 / us
+		printf "Arithmetic: one gateway core issues N = 1 s / %.2f us = %.0f redirects/s;\n", us, n
+		printf "at the measured per-target GET rate R = %.0f ops/s (a), one gateway core\n", r
+		printf "fronts N / R = %.1f targets (goal >= 10: %s).\n", n / r, (n / r >= 10) ? "PASS" : "FAIL"
+	}'
+	echo
+	echo "Every run (in round order):"
+	echo
+	for f in "$TMP"/res.*; do
+		[ -e "$f" ] || continue
+		echo "- ${f##*/res.}: $(tr '\n' ' ' <"$f")"
+	done
+	[ $STATUS != 0 ] && { echo; echo "Some measurements had errors (see the bench output)."; }
+} >"$MD"
+
+echo
+cat "$MD"
+echo
+echo "gateway-bench: markdown written to $MD"
+exit $STATUS
