@@ -91,7 +91,7 @@ smap_count() {
 # cpu_ticks PID: utime + stime (fields 14, 15; the name in field 2 may hold spaces).
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
-# start_cluster NT: 1 gateway + NT targets under $TMP/cNT; sets GW, GWPID, TGT (first target).
+# start_cluster NT: 1 gateway + NT targets under $TMP/cNT; sets GW, GWPID, TGT, TGTPID (first target).
 start_cluster() {
 	local nt=$1 d=$TMP/c$1 i
 	mkdir -p "$d/gw"
@@ -106,6 +106,7 @@ start_cluster() {
 		"$AISD" --port 0 --port-file "$d/t$i/port" -m "$d/t$i/mp" --join "$GW" \
 			--set store.fsync=never >"$d/t$i/aisd.log" 2>&1 &
 		PIDS+=($!)
+		[ "$i" = 1 ] && TGTPID=$!
 		wait_file "$d/t$i/port" 10 || { tail -n 20 "$d/t$i/aisd.log" >&2; return 1; }
 	done
 	TGT=http://127.0.0.1:$(cat "$d/t1/port")
@@ -145,19 +146,21 @@ GETARGS=(--op get --size 10K --objects "$NOBJ" --random --workers "$CONNS" --dur
 # measure NT TAG URL ARGS...: one GET run; records ops/s (and, for gateway runs,
 # the gateway's CPU per answered request in microseconds).
 measure() {
-	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us
+	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us pid=$GWPID
 	shift 3
-	t0=$(cpu_ticks "$GWPID")
+	[ "$tag" = direct ] && pid=$TGTPID
+	t0=$(cpu_ticks "$pid")
 	line=$(run_loader "$tag/$nt" --url "$url" "${GETARGS[@]}" "$@")
-	t1=$(cpu_ticks "$GWPID")
+	t1=$(cpu_ticks "$pid")
 	v=$(json_field ops_per_s <<<"$line")
 	ops=$(json_field ops <<<"$line")
 	conns=$(json_field connects <<<"$line")
 	us=$(awk -v d=$((t1 - t0)) -v t="$TCK" -v n="${ops:-0}" 'BEGIN { if (n > 0) printf "%.2f", d / t / n * 1e6 }')
-	printf '  %d target(s) %-9s ops/s %-9s connects %-5s gateway CPU/op %s us\n' "$nt" "$tag" \
-		"${v:-failed}" "${conns:-?}" "${us:-?}" >&2
+	printf '  %d target(s) %-9s ops/s %-9s connects %-5s %s CPU/op %s us\n' "$nt" "$tag" \
+		"${v:-failed}" "${conns:-?}" "$([ "$pid" = "$GWPID" ] && echo gateway || echo target)" \
+		"${us:-?}" >&2
 	keep "$tag.$nt" "$v"
-	[ "$tag" != direct ] && keep "cpu.$tag.$nt" "$us"
+	keep "cpu.$tag.$nt" "$us"
 }
 
 echo "gateway-bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement, targets: $TARGETS" >&2
@@ -200,13 +203,13 @@ R=$(med direct.1)
 	echo "client share them. Client: aisloader ($THREADS thread), GET 10 KiB random of $NOBJ,"
 	echo "$CONNS connections, ${DUR} s per run, $ROUNDS rounds, medians. Targets: store.fsync=never."
 	echo
-	echo "| targets | direct ops/s (a) | via gateway ops/s (b) | b/a | goal | redirects/s (c) | gateway CPU per redirect | gateway CPU per GET in (b) |"
-	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| targets | direct ops/s (a) | via gateway ops/s (b) | b/a | goal | redirects/s (c) | gateway CPU per redirect (c) | gateway CPU per GET (b) | target CPU per GET (a) |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for nt in $TARGETS; do
 		a=$(med "direct.$nt") b=$(med "follow.$nt")
 		ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "n/a" || b == "n/a" || a == 0) print "n/a"; else printf "%.2f", b / a }')
 		v=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print ""; else if (r >= 0.6) print " PASS"; else print " FAIL" }')
-		echo "| $nt | $a | $b | $ratio | >= 0.6$v | $(med "redirects.$nt") | $(med "cpu.redirects.$nt") us | $(med "cpu.follow.$nt") us |"
+		echo "| $nt | $a | $b | $ratio | >= 0.6$v | $(med "redirects.$nt") | $(med "cpu.redirects.$nt") us | $(med "cpu.follow.$nt") us | $(med "cpu.direct.$nt") us |"
 	done
 	echo
 	US=$(med cpu.redirects.1)
@@ -216,6 +219,11 @@ R=$(med direct.1)
 		printf "Arithmetic: one gateway core issues N = 1 s / %.2f us = %.0f redirects/s;\n", us, n
 		printf "at the measured per-target GET rate R = %.0f ops/s (a), one gateway core\n", r
 		printf "fronts N / R = %.1f targets (goal >= 10: %s).\n", n / r, (n / r >= 10) ? "PASS" : "FAIL"
+	}'
+	awk -v us="$US" -v tu="$(med cpu.direct.1)" 'BEGIN {
+		if (us == "n/a" || tu == "n/a" || us == 0) exit
+		printf "By CPU alone (client-independent): a target spends %.2f us of CPU per GET, the\n", tu
+		printf "gateway %.2f us per redirect: one gateway core keeps up with %.1f target cores.\n", us, tu / us
 	}'
 	echo
 	echo "Every run (in round order):"
