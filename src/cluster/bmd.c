@@ -148,7 +148,8 @@ bmd_t *bmd_clone(const bmd_t *b)
 	*c = *b;
 	c->cap = b->n ? b->n : 1;
 	c->bck = xmalloc(c->cap * sizeof(*c->bck));
-	memcpy(c->bck, b->bck, b->n * sizeof(*b->bck));
+	if (b->n) /* an empty BMD has no array: memcpy(NULL) is undefined even for 0 bytes */
+		memcpy(c->bck, b->bck, b->n * sizeof(*b->bck));
 	return c;
 }
 

@@ -254,7 +254,8 @@ cmap_t *cmap_clone(const cmap_t *m)
 	*c = *m;
 	c->cap = m->n ? m->n : 1;
 	c->nodes = xmalloc(c->cap * sizeof(*c->nodes));
-	memcpy(c->nodes, m->nodes, m->n * sizeof(*m->nodes));
+	if (m->n)
+		memcpy(c->nodes, m->nodes, m->n * sizeof(*m->nodes));
 	c->tgt = NULL;
 	c->tdig = NULL;
 	reindex(c);
