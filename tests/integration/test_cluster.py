@@ -14,198 +14,20 @@ objects; bucket destroy through g1 reaches every target; no node logs an
 error-level line. Every node is stopped by PID on the way out.
 """
 # timeout: 150
-import atexit
-import http.client
-import json
 import os
 import random
 import re
-import signal
-import subprocess
-import sys
 import time
-import urllib.parse
 
 from itlib import T, q
 
-BIN = os.environ["AISD_BIN"]
-DIR = os.path.join(os.environ["AISD_DIR"], "clu")
-FAST = ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms",
-        "--set", "store.fsync=never"]
+import clulib
+from clulib import Node, bucket_names, curl, follow, get, list_pages, node_id, poll, procs, request, smap_ids
+
 B = "clu"
 
 t = T()
-procs = {}  # name -> Popen (the nodes this test started)
-
-
-def stop_all():
-    for name, p in list(procs.items()):
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + 10
-    for name, p in list(procs.items()):
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            t.diag("%s (pid %d) ignored SIGTERM: SIGKILL" % (name, p.pid))
-            p.kill()
-            p.wait(5)
-
-
-atexit.register(stop_all)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))  # the runner's timeout: clean up
-
-
-class Node:
-    def __init__(self, name, role):
-        self.name, self.role = name, role
-        self.dir = os.path.join(DIR, name)
-        self.port = 0
-        os.makedirs(self.dir, exist_ok=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    @property
-    def log(self):
-        return os.path.join(self.dir, "aisd.log")
-
-    def start(self, join=None):
-        pf = os.path.join(self.dir, "port")
-        if os.path.exists(pf):
-            os.unlink(pf)
-        args = [BIN, "--port", str(self.port), "--port-file", pf,
-                "--set", "log.file=" + self.log] + FAST
-        if self.role == "gateway":
-            args += ["--role", "gateway", "--dir", os.path.join(self.dir, "meta")]
-        else:
-            args += ["-m", os.path.join(self.dir, "mp1")]
-        if join:
-            args += ["--join", join]
-        err = open(os.path.join(self.dir, "stderr"), "ab")
-        procs[self.name] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
-        err.close()
-        for _ in range(100):
-            if os.path.exists(pf) and open(pf).read().strip():
-                self.port = int(open(pf).read())
-                break
-            if procs[self.name].poll() is not None:
-                break
-            time.sleep(0.1)
-        if not self.port:
-            return False
-        for _ in range(100):
-            try:
-                if get(self.url, "/v1/health").status == 200:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.1)
-        return False
-
-    def kill9(self):
-        p = procs[self.name]
-        p.kill()
-        p.wait(10)
-
-
-class R:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-    def h(self, k):
-        return self.headers.get(k.lower())
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def __repr__(self):
-        return "HTTP %d %s %r" % (self.status, self.headers, self.body[:200])
-
-
-def request(method, url, path, body=None, headers=None, timeout=30):
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        data = r.read()
-        return R(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
-    finally:
-        c.close()
-
-
-def get(url, path, **kw):
-    return request("GET", url, path, **kw)
-
-
-def follow(method, url, path, body=None, headers=None):
-    """One request, then the 307 followed (once) with the same method and
-    body. Returns (first response, final response)."""
-    r1 = request(method, url, path, body, headers)
-    if r1.status != 307:
-        return r1, r1
-    loc = urllib.parse.urlsplit(r1.h("location"))
-    p = loc.path + ("?" + loc.query if loc.query else "")
-    return r1, request(method, "%s://%s" % (loc.scheme, loc.netloc), p, body, headers)
-
-
-def curl(*args):
-    """curl -s ... ; returns the HTTP code as a string."""
-    cp = subprocess.run(["curl", "-s", "-m", "30", "-o", "/dev/null", "-w", "%{http_code}"] + list(args),
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    return cp.stdout.decode().strip()
-
-
-def smap_ids(node):
-    try:
-        r = get(node.url, "/v1/cluster?what=smap", timeout=5)
-        d = r.json() if r.status == 200 else None
-        return {n["id"] for n in d["nodes"]} if d else None
-    except (OSError, KeyError, TypeError):
-        return None
-
-
-def node_id(n):
-    return "127.0.0.1:%d" % n.port
-
-
-def poll(cond, secs):
-    """Polls cond() every 0.1 s for at most secs seconds."""
-    deadline = time.monotonic() + secs
-    while True:
-        if cond():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-
-
-def bucket_names(node):
-    r = get(node.url, "/v1/buckets/")
-    d = r.json() if r.status == 200 else None
-    return {b["name"] for b in d} if isinstance(d, list) else None
-
-
-def list_pages(url, bck, pagesize):
-    """Every page of the JSON-body listing; returns a list of name lists,
-    or (None, last response) on failure."""
-    pages, token = [], ""
-    for _ in range(10000):
-        body = json.dumps({"action": "list", "value": {"pagesize": pagesize, "continuation_token": token}})
-        r = get(url, "/v1/buckets/" + bck, body=body, headers={"Content-Type": "application/json"})
-        d = r.json() if r.status == 200 else None
-        if not isinstance(d, dict) or not isinstance(d.get("entries"), list):
-            return None, r
-        pages.append([e["name"] for e in d["entries"]])
-        token = d.get("continuation_token") or ""
-        if not token:
-            return pages, r
-    return None, "listing did not end"
+clulib.init(t, 'clu', ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms", "--set", "store.fsync=never"])
 
 
 def bkey(name):
@@ -367,7 +189,7 @@ t.check(not left, "no target serves the destroyed bucket's objects", left[:3])
 
 # --- stop, then the logs -------------------------------------------------------------
 
-stop_all()
+clulib.stop_all()
 t.check(all(p.returncode == 0 for p in procs.values()), "every node exits 0 on SIGTERM",
         {k: p.returncode for k, p in procs.items()})
 errs = []

@@ -13,144 +13,27 @@ targets'; a kill -9'd target appears there with an "error"; what=smap and
 what=bmd per node. Every node is stopped by PID on the way out.
 """
 # timeout: 120
-import atexit
-import http.client
-import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-import urllib.parse
 
 from itlib import T
 
-BIN = os.environ["AISD_BIN"]
-DIR = os.path.join(os.environ["AISD_DIR"], "stats")
-ARGS = ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=60s", "--set", "store.fsync=never"]
+import clulib
+from clulib import get, poll, procs, request, smap_ids
+
 B, B2 = "st", "st2"
 JSON = {"Content-Type": "application/json"}
 
 t = T()
-procs = {}
+clulib.init(t, "stats", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=60s",
+                         "--set", "store.fsync=never"], mountpaths=2)
 
 
-def stop_all():
-    for p in procs.values():
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + 10
-    for name, p in procs.items():
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            t.diag("%s (pid %d) ignored SIGTERM: SIGKILL" % (name, p.pid))
-            p.kill()
-            p.wait(5)
-
-
-atexit.register(stop_all)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))
-
-
-class R:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def __repr__(self):
-        return "HTTP %d %r" % (self.status, self.body[:300])
-
-
-def request(method, url, path, body=None, headers=None, timeout=30):
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return R(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-    finally:
-        c.close()
-
-
-def get(url, path, **kw):
-    return request("GET", url, path, **kw)
-
-
-class Node:
-    def __init__(self, name, role):
-        self.name, self.role, self.port = name, role, 0
-        self.dir = os.path.join(DIR, name)
-        os.makedirs(self.dir, exist_ok=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    @property
-    def id(self):
-        return "127.0.0.1:%d" % self.port
-
-    def start(self, join=None):
-        pf = os.path.join(self.dir, "port")
-        if os.path.exists(pf):
-            os.unlink(pf)
-        args = [BIN, "--port", str(self.port), "--port-file", pf,
-                "--set", "log.file=" + os.path.join(self.dir, "aisd.log")] + ARGS
-        if self.role == "gateway":
-            args += ["--role", "gateway", "--dir", os.path.join(self.dir, "meta")]
-        else:
-            args += ["-m", os.path.join(self.dir, "mp1"), "-m", os.path.join(self.dir, "mp2")]
-        if join:
-            args += ["--join", join]
-        err = open(os.path.join(self.dir, "stderr"), "ab")
-        procs[self.name] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
-        err.close()
-        for _ in range(100):
-            if os.path.exists(pf) and open(pf).read().strip():
-                self.port = int(open(pf).read())
-                break
-            if procs[self.name].poll() is not None:
-                break
-            time.sleep(0.1)
-        if not self.port:
-            return False
-        return poll(lambda: health(self), 10)
-
+class Node(clulib.Node):
     def stats(self):
         r = get(self.url, "/v1/daemon?what=stats", timeout=10)
         return r.json() if r.status == 200 else r
-
-
-def health(n):
-    try:
-        return get(n.url, "/v1/health", timeout=2).status == 200
-    except OSError:
-        return False
-
-
-def poll(cond, secs):
-    deadline = time.monotonic() + secs
-    while True:
-        if cond():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-
-
-def smap_ids(n):
-    try:
-        r = get(n.url, "/v1/cluster?what=smap", timeout=5)
-        return {x["id"] for x in r.json()["nodes"]} if r.status == 200 else None
-    except (OSError, KeyError, TypeError):
-        return None
 
 
 g = Node("g1", "gateway")
