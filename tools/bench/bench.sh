@@ -33,6 +33,8 @@ NGINX=/usr/sbin/nginx
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "bench: $*" >&2; exit 1; }
+# shellcheck source=tools/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 [ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
 [ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
 command -v curl >/dev/null || die "curl missing"
@@ -41,17 +43,6 @@ command -v python3 >/dev/null || die "python3 missing (used to pick free ports)"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-bench.XXXXXX") || die "mktemp failed"
 PIDS=()
 STATUS=0
-
-stop_pid() {
-	local pid=$1
-	kill "$pid" 2>/dev/null || return 0
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
 
 cleanup() {
 	local p
@@ -145,9 +136,7 @@ run_loader() {
 	cat "$out"
 }
 
-json_field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else printf "%.4f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 
 declare -A URL
 # measure TEST SERVER FIELD URL ARGS...: one measurement, value appended to a file.

@@ -36,6 +36,8 @@ NOBJ=10000
 CONNS=64
 
 die() { echo "gateway-bench: $*" >&2; exit 1; }
+# shellcheck source=tools/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 [ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
 [ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
 command -v curl >/dev/null || die "curl missing"
@@ -45,17 +47,6 @@ TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-gwbench.XXXXXX") || die "mktemp failed"
 PIDS=()
 STATUS=0
-
-stop_pid() {
-	local pid=$1
-	kill "$pid" 2>/dev/null || return 0
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
 
 stop_all() {
 	local p
@@ -136,8 +127,6 @@ run_loader() {
 	cat "$TMP/loader.out"
 }
 
-json_field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else printf "%.4f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 med() { if [ -s "$TMP/res.$1" ]; then median <"$TMP/res.$1"; else echo n/a; fi; }
 keep() { [ -n "$2" ] && echo "$2" >>"$TMP/res.$1"; }
 
