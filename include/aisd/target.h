@@ -36,6 +36,9 @@ int tgt_health(http_req_t *req);
 int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj);
 /* Answers with the HTTP status that errno (from the store) maps to. */
 void tgt_resp_errno(http_req_t *req, int err, const char *what);
+/* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's
+ * shape, preceded by a comma unless first. Gateways answer the same. */
+void tgt_bucket_json(buf_t *out, const char *name, bool first);
 /* RFC 3339 UTC time with nanoseconds. */
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
 

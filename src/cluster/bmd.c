@@ -36,19 +36,6 @@ struct bmd {
 	size_t n, cap;
 };
 
-static int fail(buf_t *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(buf_t *err, int e, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		buf_vaddf(err, fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return AIS_ERR;
-}
 
 void bmd_props_default(bmd_props_t *p)
 {
@@ -63,14 +50,14 @@ void bmd_props_default(bmd_props_t *p)
 int bmd_props_check(const bmd_props_t *p, buf_t *err)
 {
 	if ((unsigned)p->cksum > CKSUM_SHA256)
-		return fail(err, EINVAL, "bmd: bad checksum type %d", (int)p->cksum);
+		return cmap_fail(err, EINVAL, "bmd: bad checksum type %d", (int)p->cksum);
 	if (p->mirror_copies < 1 || p->mirror_copies > BMD_COPIES_MAX)
-		return fail(err, EINVAL, "bmd: mirror copies %u out of range [1, %d]", p->mirror_copies,
+		return cmap_fail(err, EINVAL, "bmd: mirror copies %u out of range [1, %d]", p->mirror_copies,
 			    BMD_COPIES_MAX);
 	if (p->access & ~(uint32_t)BMD_ACCESS_ALL)
-		return fail(err, EINVAL, "bmd: unknown access bits 0x%x", p->access & ~(uint32_t)BMD_ACCESS_ALL);
+		return cmap_fail(err, EINVAL, "bmd: unknown access bits 0x%x", p->access & ~(uint32_t)BMD_ACCESS_ALL);
 	if (p->created_ns < 0)
-		return fail(err, EINVAL, "bmd: negative created time");
+		return cmap_fail(err, EINVAL, "bmd: negative created time");
 	return AIS_OK;
 }
 
@@ -80,11 +67,7 @@ static ptrdiff_t find(const bmd_t *b, const char *name, size_t len)
 	size_t lo = 0, hi = b->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const char *k = b->bck[mid].name;
-		size_t kl = strlen(k);
-		int c = memcmp(k, name, MIN(kl, len));
-		if (c == 0)
-			c = kl < len ? -1 : kl > len ? 1 : 0;
+		int c = cmap_keycmp(b->bck[mid].name, name, len);
 		if (c == 0)
 			return (ptrdiff_t)mid;
 		if (c < 0)
@@ -100,9 +83,9 @@ static int insert(bmd_t *b, const char *name, size_t len, const bmd_props_t *p, 
 {
 	ptrdiff_t at = find(b, name, len);
 	if (at >= 0)
-		return fail(err, EEXIST, "bmd: bucket %.*s exists", (int)len, name);
+		return cmap_fail(err, EEXIST, "bmd: bucket %.*s exists", (int)len, name);
 	if (b->n >= BMD_BUCKETS_MAX)
-		return fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
+		return cmap_fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
 	size_t pos = (size_t)(-at - 1);
 	if (b->n == b->cap) {
 		b->cap = b->cap ? b->cap * 2 : 8;
@@ -126,7 +109,7 @@ static bmd_t *alloc_bmd(const char *uuid, size_t len)
 bmd_t *bmd_new(const char *uuid, buf_t *err)
 {
 	if (!uuid || !cmap_id_valid(uuid, strlen(uuid))) {
-		fail(err, EINVAL, "bmd: bad cluster uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		cmap_fail(err, EINVAL, "bmd: bad cluster uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
 		return NULL;
 	}
 	bmd_t *b = alloc_bmd(uuid, strlen(uuid));
@@ -187,7 +170,7 @@ int bmd_add(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, bu
 {
 	bmd_props_t p;
 	if (!name || !name_bucket_valid(name, len))
-		return fail(err, EINVAL, "bmd: bad bucket name (1..%d of [A-Za-z0-9._-], not . or ..)",
+		return cmap_fail(err, EINVAL, "bmd: bad bucket name (1..%d of [A-Za-z0-9._-], not . or ..)",
 			    NAME_BUCKET_MAX);
 	if (props)
 		p = *props;
@@ -207,7 +190,7 @@ int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err)
 {
 	ptrdiff_t i = name ? find(b, name, len) : -1;
 	if (i < 0)
-		return fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
 	memmove(&b->bck[i], &b->bck[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->bck));
 	b->n--;
 	b->version++;
@@ -218,7 +201,7 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
 {
 	ptrdiff_t i = name ? find(b, name, len) : -1;
 	if (i < 0)
-		return fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
 	bmd_props_t p = *props;
 	p.created_ns = b->bck[i].props.created_ns;
 	if (bmd_props_check(&p, err) != AIS_OK)
@@ -267,15 +250,15 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
 		return AIS_ERR;
 	if (!name_bucket_valid(name, nlen))
-		return fail(err, EINVAL, "%s: bad bucket name", what);
+		return cmap_fail(err, EINVAL, "%s: bad bucket name", what);
 	if (cmap_json_str(o, "provider", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (len != strlen(BMD_PROVIDER) || memcmp(s, BMD_PROVIDER, len))
-		return fail(err, EINVAL, "%s: unknown provider (want \"" BMD_PROVIDER "\")", what);
+		return cmap_fail(err, EINVAL, "%s: unknown provider (want \"" BMD_PROVIDER "\")", what);
 	if (cmap_json_str(o, "checksum", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (store_cksum_parse(s, len, &p.cksum) != AIS_OK)
-		return fail(err, EINVAL, "%s: unknown checksum (want xxhash, md5, sha256 or none)", what);
+		return cmap_fail(err, EINVAL, "%s: unknown checksum (want xxhash, md5, sha256 or none)", what);
 	json_t *m = json_object_get(o, "mirror");
 	snprintf(what, sizeof(what), "bmd: buckets[%zu].mirror", idx);
 	if (cmap_json_keys(m, mkeys, ARRAY_SIZE(mkeys), what, err) != AIS_OK)
@@ -319,18 +302,18 @@ int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err)
 	if (cmap_json_str(root, "uuid", "bmd", &s, &slen, err) != AIS_OK)
 		goto out_root;
 	if (!cmap_id_valid(s, slen)) {
-		fail(err, EINVAL, "bmd: bad uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		cmap_fail(err, EINVAL, "bmd: bad uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
 		goto out_root;
 	}
 	if (cmap_json_u64(root, "version", "bmd", 1, INT64_MAX, &version, err) != AIS_OK)
 		goto out_root;
 	json_t *bcks = json_object_get(root, "buckets");
 	if (!json_is_array(bcks)) {
-		fail(err, EINVAL, "bmd: \"buckets\" is not an array");
+		cmap_fail(err, EINVAL, "bmd: \"buckets\" is not an array");
 		goto out_root;
 	}
 	if (json_array_size(bcks) > BMD_BUCKETS_MAX) {
-		fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
+		cmap_fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
 		goto out_root;
 	}
 	b = alloc_bmd(s, slen);
@@ -353,14 +336,14 @@ int bmd_accept(const bmd_t *cur, const bmd_t *incoming, buf_t *err)
 	if (!cur)
 		return AIS_OK;
 	if (strcmp(cur->uuid, incoming->uuid))
-		return fail(err, EXDEV, "bmd: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
+		return cmap_fail(err, EXDEV, "bmd: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
 	if (incoming->version < cur->version)
-		return fail(err, ESTALE, "bmd: version %llu is older than ours (%llu)",
+		return cmap_fail(err, ESTALE, "bmd: version %llu is older than ours (%llu)",
 			    (unsigned long long)incoming->version, (unsigned long long)cur->version);
 	if (incoming->version > cur->version)
 		return AIS_OK;
 	if (bmd_equal(cur, incoming))
 		return AIS_DONE;
-	return fail(err, EEXIST, "bmd: version %llu differs from ours with the same version",
+	return cmap_fail(err, EEXIST, "bmd: version %llu differs from ours with the same version",
 		    (unsigned long long)incoming->version);
 }

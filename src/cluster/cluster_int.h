@@ -10,8 +10,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "aisd/buf.h"
+
+/* Appends the message to err (if any), sets errno = e, returns AIS_ERR:
+ * the one error exit of the decoders and mutators. */
+int cmap_fail(buf_t *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Byte order of a NUL-terminated key k against (s, len): <0, 0, >0. The
+ * order of node ids in a cmap and of bucket names in a BMD. */
+static inline int cmap_keycmp(const char *k, const char *s, size_t len)
+{
+	size_t kl = strlen(k);
+	int c = memcmp(k, s, kl < len ? kl : len);
+	return c ? c : (kl > len) - (kl < len);
+}
 
 /* Most bytes a metadata file or message may have (load refuses more). */
 #define CMAP_JSON_MAX (64u << 20)

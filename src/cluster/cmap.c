@@ -43,19 +43,6 @@ struct cmap {
 	size_t ntgt;
 };
 
-static int fail(buf_t *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(buf_t *err, int e, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		buf_vaddf(err, fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return AIS_ERR;
-}
 
 static const char *const role_names[] = {"gateway", "target"};
 static const char *const state_names[] = {"active", "maintenance", "decommissioning"};
@@ -138,15 +125,15 @@ static int node_check(const cmap_node_t *n, buf_t *err)
 {
 	size_t idl = strnlen(n->id, sizeof(n->id));
 	if (!cmap_id_valid(n->id, idl))
-		return fail(err, EINVAL, "cmap: bad node id (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		return cmap_fail(err, EINVAL, "cmap: bad node id (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
 	if ((unsigned)n->role > CMAP_TARGET)
-		return fail(err, EINVAL, "cmap: node %s: bad role %d", n->id, (int)n->role);
+		return cmap_fail(err, EINVAL, "cmap: node %s: bad role %d", n->id, (int)n->role);
 	if ((unsigned)n->state > CMAP_DECOMMISSIONING)
-		return fail(err, EINVAL, "cmap: node %s: bad state %d", n->id, (int)n->state);
+		return cmap_fail(err, EINVAL, "cmap: node %s: bad state %d", n->id, (int)n->state);
 	if (!cmap_url_valid(n->pub_url, strnlen(n->pub_url, sizeof(n->pub_url))))
-		return fail(err, EINVAL, "cmap: node %s: bad public URL (want http:// or https://host)", n->id);
+		return cmap_fail(err, EINVAL, "cmap: node %s: bad public URL (want http:// or https://host)", n->id);
 	if (!cmap_url_valid(n->intra_url, strnlen(n->intra_url, sizeof(n->intra_url))))
-		return fail(err, EINVAL, "cmap: node %s: bad intra-cluster URL (want http:// or https://host)",
+		return cmap_fail(err, EINVAL, "cmap: node %s: bad intra-cluster URL (want http:// or https://host)",
 			    n->id);
 	return AIS_OK;
 }
@@ -157,11 +144,7 @@ static ptrdiff_t find(const cmap_t *m, const char *id, size_t len)
 	size_t lo = 0, hi = m->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const char *k = m->nodes[mid].id;
-		size_t kl = strlen(k);
-		int c = memcmp(k, id, MIN(kl, len));
-		if (c == 0)
-			c = kl < len ? -1 : kl > len ? 1 : 0;
+		int c = cmap_keycmp(m->nodes[mid].id, id, len);
 		if (c == 0)
 			return (ptrdiff_t)mid;
 		if (c < 0)
@@ -190,9 +173,9 @@ static int insert(cmap_t *m, const cmap_node_t *n, buf_t *err)
 {
 	ptrdiff_t at = find(m, n->id, strlen(n->id));
 	if (at >= 0)
-		return fail(err, EEXIST, "cmap: duplicate node id %s", n->id);
+		return cmap_fail(err, EEXIST, "cmap: duplicate node id %s", n->id);
 	if (m->n >= CMAP_NODES_MAX)
-		return fail(err, EINVAL, "cmap: more than %d nodes", CMAP_NODES_MAX);
+		return cmap_fail(err, EINVAL, "cmap: more than %d nodes", CMAP_NODES_MAX);
 	size_t pos = (size_t)(-at - 1);
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 8;
@@ -221,13 +204,13 @@ static cmap_t *alloc_map(const char *uuid, size_t len)
 cmap_t *cmap_new(const char *uuid, const cmap_node_t *primary, buf_t *err)
 {
 	if (!uuid || !cmap_id_valid(uuid, strlen(uuid))) {
-		fail(err, EINVAL, "cmap: bad cluster uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		cmap_fail(err, EINVAL, "cmap: bad cluster uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
 		return NULL;
 	}
 	if (node_check(primary, err) != AIS_OK)
 		return NULL;
 	if (primary->role != CMAP_GATEWAY || primary->state != CMAP_ACTIVE) {
-		fail(err, EINVAL, "cmap: primary %s must be an active gateway", primary->id);
+		cmap_fail(err, EINVAL, "cmap: primary %s must be an active gateway", primary->id);
 		return NULL;
 	}
 	cmap_t *m = alloc_map(uuid, strlen(uuid));
@@ -320,9 +303,9 @@ int cmap_remove(cmap_t *m, const char *id, buf_t *err)
 {
 	ptrdiff_t i = id ? find(m, id, strlen(id)) : -1;
 	if (i < 0)
-		return fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
+		return cmap_fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
 	if (!strcmp(m->primary, id))
-		return fail(err, EBUSY, "cmap: %s is the primary; elect another one first", id);
+		return cmap_fail(err, EBUSY, "cmap: %s is the primary; elect another one first", id);
 	memmove(&m->nodes[i], &m->nodes[i + 1], (m->n - (size_t)i - 1) * sizeof(*m->nodes));
 	m->n--;
 	bump(m);
@@ -333,13 +316,13 @@ int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err)
 {
 	ptrdiff_t i = id ? find(m, id, strlen(id)) : -1;
 	if (i < 0)
-		return fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
+		return cmap_fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
 	if ((unsigned)st > CMAP_DECOMMISSIONING)
-		return fail(err, EINVAL, "cmap: bad state %d", (int)st);
+		return cmap_fail(err, EINVAL, "cmap: bad state %d", (int)st);
 	if (m->nodes[i].state == st)
 		return AIS_OK;
 	if (st != CMAP_ACTIVE && !strcmp(m->primary, id))
-		return fail(err, EBUSY, "cmap: %s is the primary; elect another one first", id);
+		return cmap_fail(err, EBUSY, "cmap: %s is the primary; elect another one first", id);
 	m->nodes[i].state = st;
 	bump(m);
 	return AIS_OK;
@@ -349,9 +332,9 @@ int cmap_set_primary(cmap_t *m, const char *id, buf_t *err)
 {
 	ptrdiff_t i = id ? find(m, id, strlen(id)) : -1;
 	if (i < 0)
-		return fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
+		return cmap_fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
 	if (m->nodes[i].role != CMAP_GATEWAY || m->nodes[i].state != CMAP_ACTIVE)
-		return fail(err, EINVAL, "cmap: %s is not an active gateway", id);
+		return cmap_fail(err, EINVAL, "cmap: %s is not an active gateway", id);
 	if (!strcmp(m->primary, id))
 		return AIS_OK;
 	memset(m->primary, 0, sizeof(m->primary));
@@ -395,26 +378,26 @@ static int decode_node(json_t *o, size_t idx, cmap_node_t *n, buf_t *err)
 	if (cmap_json_str(o, "id", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (!cmap_id_valid(s, len))
-		return fail(err, EINVAL, "%s: bad id (1..%d of [A-Za-z0-9._:-])", what, CMAP_ID_MAX);
+		return cmap_fail(err, EINVAL, "%s: bad id (1..%d of [A-Za-z0-9._:-])", what, CMAP_ID_MAX);
 	memcpy(n->id, s, len);
 	if (cmap_json_str(o, "role", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_role_parse(s, len, &n->role) != AIS_OK)
-		return fail(err, EINVAL, "%s (%s): unknown role (want gateway or target)", what, n->id);
+		return cmap_fail(err, EINVAL, "%s (%s): unknown role (want gateway or target)", what, n->id);
 	if (cmap_json_str(o, "state", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_state_parse(s, len, &n->state) != AIS_OK)
-		return fail(err, EINVAL, "%s (%s): unknown state (want active, maintenance or decommissioning)",
+		return cmap_fail(err, EINVAL, "%s (%s): unknown state (want active, maintenance or decommissioning)",
 			    what, n->id);
 	if (cmap_json_str(o, "public_url", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (!cmap_url_valid(s, len))
-		return fail(err, EINVAL, "%s (%s): bad public_url (want http:// or https://host)", what, n->id);
+		return cmap_fail(err, EINVAL, "%s (%s): bad public_url (want http:// or https://host)", what, n->id);
 	memcpy(n->pub_url, s, len);
 	if (cmap_json_str(o, "intra_url", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (!cmap_url_valid(s, len))
-		return fail(err, EINVAL, "%s (%s): bad intra_url (want http:// or https://host)", what, n->id);
+		return cmap_fail(err, EINVAL, "%s (%s): bad intra_url (want http:// or https://host)", what, n->id);
 	memcpy(n->intra_url, s, len);
 	return AIS_OK;
 }
@@ -437,7 +420,7 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 	if (cmap_json_str(root, "uuid", "cmap", &s, &slen, err) != AIS_OK)
 		goto out_root;
 	if (!cmap_id_valid(s, slen)) {
-		fail(err, EINVAL, "cmap: bad uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
+		cmap_fail(err, EINVAL, "cmap: bad uuid (1..%d of [A-Za-z0-9._:-])", CMAP_ID_MAX);
 		goto out_root;
 	}
 	if (cmap_json_u64(root, "version", "cmap", 1, INT64_MAX, &version, err) != AIS_OK)
@@ -445,16 +428,16 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 	if (cmap_json_str(root, "primary", "cmap", &prim, &plen, err) != AIS_OK)
 		goto out_root;
 	if (!cmap_id_valid(prim, plen)) {
-		fail(err, EINVAL, "cmap: bad primary id");
+		cmap_fail(err, EINVAL, "cmap: bad primary id");
 		goto out_root;
 	}
 	json_t *nodes = json_object_get(root, "nodes");
 	if (!json_is_array(nodes)) {
-		fail(err, EINVAL, "cmap: \"nodes\" is not an array");
+		cmap_fail(err, EINVAL, "cmap: \"nodes\" is not an array");
 		goto out_root;
 	}
 	if (json_array_size(nodes) > CMAP_NODES_MAX) {
-		fail(err, EINVAL, "cmap: more than %d nodes", CMAP_NODES_MAX);
+		cmap_fail(err, EINVAL, "cmap: more than %d nodes", CMAP_NODES_MAX);
 		goto out_root;
 	}
 	m = alloc_map(s, slen);
@@ -471,11 +454,11 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 	}
 	ptrdiff_t p = find(m, prim, plen);
 	if (p < 0) {
-		fail(err, EINVAL, "cmap: primary %s is not among the nodes", m->primary);
+		cmap_fail(err, EINVAL, "cmap: primary %s is not among the nodes", m->primary);
 		goto out_map;
 	}
 	if (m->nodes[p].role != CMAP_GATEWAY || m->nodes[p].state != CMAP_ACTIVE) {
-		fail(err, EINVAL, "cmap: primary %s is not an active gateway", m->primary);
+		cmap_fail(err, EINVAL, "cmap: primary %s is not an active gateway", m->primary);
 		goto out_map;
 	}
 	reindex(m);
@@ -494,15 +477,15 @@ int cmap_accept(const cmap_t *cur, const cmap_t *incoming, buf_t *err)
 	if (!cur)
 		return AIS_OK;
 	if (strcmp(cur->uuid, incoming->uuid))
-		return fail(err, EXDEV, "cmap: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
+		return cmap_fail(err, EXDEV, "cmap: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
 	if (incoming->version < cur->version)
-		return fail(err, ESTALE, "cmap: version %llu is older than ours (%llu)",
+		return cmap_fail(err, ESTALE, "cmap: version %llu is older than ours (%llu)",
 			    (unsigned long long)incoming->version, (unsigned long long)cur->version);
 	if (incoming->version > cur->version)
 		return AIS_OK;
 	if (cmap_equal(cur, incoming))
 		return AIS_DONE;
-	return fail(err, EEXIST, "cmap: version %llu differs from ours with the same version",
+	return cmap_fail(err, EEXIST, "cmap: version %llu differs from ours with the same version",
 		    (unsigned long long)incoming->version);
 }
 

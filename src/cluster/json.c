@@ -17,9 +17,7 @@
 #include "cluster_int.h"
 #include "aisd/banned.h"
 
-static int fail(buf_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(buf_t *err, const char *fmt, ...)
+int cmap_fail(buf_t *err, int e, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;
@@ -27,7 +25,7 @@ static int fail(buf_t *err, const char *fmt, ...)
 		buf_vaddf(err, fmt, ap);
 		va_end(ap);
 	}
-	errno = EINVAL;
+	errno = e;
 	return AIS_ERR;
 }
 
@@ -36,12 +34,12 @@ json_t *cmap_json_parse(const char *json, size_t len, const char *what, buf_t *e
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fail(err, "%s: bad JSON at byte %d: %s", what, je.position, je.text);
+		cmap_fail(err, EINVAL, "%s: bad JSON at byte %d: %s", what, je.position, je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		fail(err, "%s: not a JSON object", what);
+		cmap_fail(err, EINVAL, "%s: not a JSON object", what);
 		return NULL;
 	}
 	return root;
@@ -50,10 +48,10 @@ json_t *cmap_json_parse(const char *json, size_t len, const char *what, buf_t *e
 int cmap_json_keys(json_t *obj, const char *const *keys, size_t n, const char *what, buf_t *err)
 {
 	if (!json_is_object(obj))
-		return fail(err, "%s: not a JSON object", what);
+		return cmap_fail(err, EINVAL, "%s: not a JSON object", what);
 	for (size_t i = 0; i < n; i++)
 		if (!json_object_get(obj, keys[i]))
-			return fail(err, "%s: missing \"%s\"", what, keys[i]);
+			return cmap_fail(err, EINVAL, "%s: missing \"%s\"", what, keys[i]);
 	const char *k;
 	json_t *v;
 	json_object_foreach(obj, k, v) {
@@ -63,7 +61,7 @@ int cmap_json_keys(json_t *obj, const char *const *keys, size_t n, const char *w
 		if (i == n) {
 			buf_t q = BUF_INIT;
 			buf_add_json_str(&q, k, strlen(k));
-			int rc = fail(err, "%s: unknown key %s", what, q.ptr);
+			int rc = cmap_fail(err, EINVAL, "%s: unknown key %s", what, q.ptr);
 			buf_free(&q);
 			return rc;
 		}
@@ -75,9 +73,9 @@ int cmap_json_str(json_t *obj, const char *key, const char *what, const char **s
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v)
-		return fail(err, "%s: missing \"%s\"", what, key);
+		return cmap_fail(err, EINVAL, "%s: missing \"%s\"", what, key);
 	if (!json_is_string(v))
-		return fail(err, "%s: \"%s\" is not a string", what, key);
+		return cmap_fail(err, EINVAL, "%s: \"%s\" is not a string", what, key);
 	*s = json_string_value(v);
 	*len = json_string_length(v);
 	return AIS_OK;
@@ -88,12 +86,12 @@ int cmap_json_u64(json_t *obj, const char *key, const char *what, uint64_t min, 
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v)
-		return fail(err, "%s: missing \"%s\"", what, key);
+		return cmap_fail(err, EINVAL, "%s: missing \"%s\"", what, key);
 	if (!json_is_integer(v))
-		return fail(err, "%s: \"%s\" is not an integer", what, key);
+		return cmap_fail(err, EINVAL, "%s: \"%s\" is not an integer", what, key);
 	json_int_t i = json_integer_value(v);
 	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-		return fail(err, "%s: \"%s\" out of range [%llu, %llu]", what, key, (unsigned long long)min,
+		return cmap_fail(err, EINVAL, "%s: \"%s\" out of range [%llu, %llu]", what, key, (unsigned long long)min,
 			    (unsigned long long)max);
 	*out = (uint64_t)i;
 	return AIS_OK;
@@ -103,9 +101,9 @@ int cmap_json_bool(json_t *obj, const char *key, const char *what, bool *out, bu
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v)
-		return fail(err, "%s: missing \"%s\"", what, key);
+		return cmap_fail(err, EINVAL, "%s: missing \"%s\"", what, key);
 	if (!json_is_boolean(v))
-		return fail(err, "%s: \"%s\" is not a boolean", what, key);
+		return cmap_fail(err, EINVAL, "%s: \"%s\" is not a boolean", what, key);
 	*out = json_is_true(v);
 	return AIS_OK;
 }

@@ -232,10 +232,7 @@ static void list_buckets(http_req_t *req, const bmd_t *b)
 	buf_t out = BUF_INIT;
 	buf_addch(&out, '[');
 	for (size_t i = 0; b && i < bmd_size(b); i++) {
-		const bmd_bucket_t *bk = bmd_bucket(b, i);
-		buf_addstr(&out, i ? ",{\"name\":" : "{\"name\":");
-		buf_add_json_str(&out, bk->name, strlen(bk->name));
-		buf_addstr(&out, ",\"provider\":\"ais\",\"namespace\":{\"uuid\":\"\",\"name\":\"\"}}");
+		tgt_bucket_json(&out, bmd_bucket(b, i)->name, i == 0);
 	}
 	buf_addch(&out, ']');
 	http_resp_header(req, "Content-Type", "application/json");

@@ -246,9 +246,7 @@ static void list_buckets(http_req_t *req)
 	}
 	buf_addch(&out, '[');
 	for (size_t i = 0; i < n; i++) {
-		buf_addstr(&out, i ? ",{\"name\":" : "{\"name\":");
-		buf_add_json_str(&out, bs[i].name, strlen(bs[i].name));
-		buf_addstr(&out, ",\"provider\":\"ais\",\"namespace\":{\"uuid\":\"\",\"name\":\"\"}}");
+		tgt_bucket_json(&out, bs[i].name, i == 0);
 	}
 	buf_addch(&out, ']');
 	free(bs);

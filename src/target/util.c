@@ -62,6 +62,13 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what)
 	}
 }
 
+void tgt_bucket_json(buf_t *out, const char *name, bool first)
+{
+	buf_addstr(out, first ? "{\"name\":" : ",{\"name\":");
+	buf_add_json_str(out, name, strlen(name));
+	buf_addstr(out, ",\"provider\":\"ais\",\"namespace\":{\"uuid\":\"\",\"name\":\"\"}}");
+}
+
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz)
 {
 	time_t s = (time_t)(ns / 1000000000LL);
