@@ -53,7 +53,7 @@ enum {
 	HTTP_ROUTE_BODY = 1 << 0, /* may have a streamed request body */
 	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
 	HTTP_ROUTE_NOLIMIT = 1 << 2, /* not subject to the per-client rate limit
-				      * (health checks, metadata pushes, scrapes) */
+				      * (health, cluster and node control, scrapes) */
 };
 
 typedef struct http_route {

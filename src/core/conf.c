@@ -49,7 +49,7 @@ static const struct key keys[] = {
 	{"net.max_body", K_SIZE, N(max_body), "5TiB",
 	 "largest object body a PUT may send (413 beyond; 0 = no limit)"},
 	{"net.rate_limit", K_U64, N(rate_limit), "0",
-	 "requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
+	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
 	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},

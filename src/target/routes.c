@@ -21,11 +21,11 @@ static const http_route_t routes[] = {
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, tgt_health, "health: 200 when serving"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON, 64 << 10, cluster_h_daemon,
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 };
