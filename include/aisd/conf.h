@@ -30,6 +30,9 @@ typedef struct conf {
 	uint64_t idle_timeout_ms;
 	uint64_t body_timeout_ms;
 	uint64_t max_header_bytes; /* request line + headers */
+	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
+	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
+	uint64_t rate_burst;
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */
@@ -48,6 +51,8 @@ typedef struct conf {
 	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
 	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */
 	int n_s3_keys;
+	char log_access[8];       /* "on" or "off" */
+	char log_access_file[1024];
 } conf_t;
 
 /* Fills c with the defaults. */

@@ -51,6 +51,11 @@ static const struct cli_opt opts_ls[] = {
 	{0},
 };
 
+static const struct cli_opt opts_config_set[] = {
+	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
+	{0},
+};
+
 /*
  * The command table. Two-word names ("bucket create") are matched before
  * one-word names, so "bucket" alone lists its subcommands.
@@ -76,6 +81,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, 2, cli_node_maintenance},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission},
+	{"config set", "KEY=VALUE...",
+	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
+	 opts_config_set, 1, -1, cli_config_set},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 

@@ -46,6 +46,11 @@ static const struct key keys[] = {
 	{"net.idle_timeout", K_MS, N(idle_timeout_ms), "60s", "keep-alive connection idle limit"},
 	{"net.body_timeout", K_MS, N(body_timeout_ms), "60s",
 	 "longest a request body or response may stall without progress"},
+	{"net.max_body", K_SIZE, N(max_body), "5TiB",
+	 "largest object body a PUT may send (413 beyond; 0 = no limit)"},
+	{"net.rate_limit", K_U64, N(rate_limit), "0",
+	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
+	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
@@ -71,6 +76,9 @@ static const struct key keys[] = {
 	 "largest difference between a signed request's time and the clock"},
 	{"s3.key", K_S3KEY, N(s3_keys), "",
 	 "an S3 key pair ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME; repeat the key for more (empty: none)"},
+	{"log.access", K_STR, S(log_access), "off", "access log, one line per request: on or off"},
+	{"log.access_file", K_STR, S(log_access_file), "",
+	 "access log file (default: the main log; - for standard error)"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -325,6 +333,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	enum log_level lv;
 	if (log_parse_level(c->log_level, &lv) != AIS_OK) {
 		buf_addf(err, "log.level must be debug, info, warn or error, not '%s'", c->log_level);
+		return AIS_ERR;
+	}
+	if (strcmp(c->log_access, "on") && strcmp(c->log_access, "off")) {
+		buf_addf(err, "log.access must be on or off, not '%s'", c->log_access);
 		return AIS_ERR;
 	}
 	if (c->max_header_bytes < 1024 || c->max_header_bytes > (1 << 20)) {
