@@ -23,6 +23,7 @@ import io
 import json
 import os
 import random
+import subprocess
 import tarfile
 import urllib.parse
 
@@ -253,6 +254,40 @@ for base in (g.url, tg[0].url):
                 "400 for %r on %s" % (b[:40], "gateway" if base == g.url else "target"), r)
 r = request("GET", g.url, "/v1/ml/moss", b'{"in":[{"objname":"a"}]}', JSON)
 t.eq(r.status, 400, "no bucket anywhere: 400")
+
+# 9. aisctl ml get-batch: --list, --file with archpaths, a failed batch leaves no file
+ctl = os.environ["AISCTL"]
+tmp = os.environ.get("TMPDIR", "/tmp")
+out = os.path.join(tmp, "gb-out.tar")
+
+
+def aisctl(*args, stdin=None):
+    return subprocess.run([ctl, "-e", g.url] + list(args), input=stdin, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+
+
+sel = names[:5]
+p = aisctl("ml", "get-batch", B, "--list", ",".join(sel), out)
+if t.eq(p.returncode, 0, "aisctl ml get-batch --list", ) and os.path.exists(out):
+    t.eq(members_of(open(out, "rb").read()), [("%s/%s" % (B, n), data[(B, n)]) for n in sel],
+         "aisctl --list: the tar")
+lst = os.path.join(tmp, "gb-list")
+with open(lst, "w") as f:
+    f.write("%s\n\nshards/s2.tar\t000001.cls\n" % names[2])
+p = aisctl("ml", "get-batch", B, "--file", lst, "--onob", "-")
+t.eq(p.returncode, 0, "aisctl ml get-batch --file --onob to stdout")
+t.eq(members_of(p.stdout) if p.returncode == 0 else None,
+     [(names[2], data[(B, names[2])]), ("shards/s2.tar/000001.cls", shards["shards/s2.tar"]["000001.cls"])],
+     "aisctl --file: the tar")
+os.unlink(out)
+p = aisctl("ml", "get-batch", B, "--list", "no/such," + names[0], out)
+t.check(p.returncode == 1 and b"no/such" in p.stderr and not os.path.exists(out),
+        "aisctl: a missing entry fails (exit 1, message) and leaves no file", p.stderr)
+p = aisctl("ml", "get-batch", B, "--coer", "--list", "no/such," + names[0], out)
+t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())] ==
+        ["__404__/%s/no/such" % B, "%s/%s" % (B, names[0])], "aisctl --coer", p.stderr)
+p = aisctl("ml", "get-batch", B, out)
+t.eq(p.returncode, 2, "aisctl: neither --list nor --file is a usage error")
 
 # no error-level line in any node's log
 for x in [g] + tg:
