@@ -48,6 +48,7 @@ static const struct cli_opt opts_ls[] = {
 	{"limit", 0, "N", "stop after N objects"},
 	{"json", 0, NULL, "print one JSON object per line"},
 	{"no-headers", 'H', NULL, "omit the table header"},
+	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
 	{0},
 };
 static const struct cli_opt opts_get_batch[] = {
@@ -71,7 +72,7 @@ static const struct cli_cmd cli_cmds[] = {
 	 2, 2, cli_object_put},
 	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
 	 opts_get, 1, 2, cli_object_get},
-	{"ls", "[BUCKET]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls, 0, 1,
+	{"ls", "[BUCKET[/SHARD]]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls, 0, 1,
 	 cli_list},
 	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm},
 	{"stat", "BUCKET/OBJECT", "show an object's size, checksum, version and times", opts_json,

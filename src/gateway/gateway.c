@@ -24,6 +24,7 @@
 
 #define LIST_PAGE_DEFAULT 1000
 #define LIST_PAGE_MAX 10000
+#define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
 static void redirect(http_req_t *req, const char *base_url)
@@ -207,7 +208,21 @@ static void list_work(http_req_t *req)
 				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
 				o->err = EIO;
 			} else {
-				json_array_extend(all, ents);
+				/* members of a shard (archive listing) stay with it */
+				size_t ei;
+				json_t *en, *owner = NULL;
+				json_array_foreach(ents, ei, en) {
+					json_t *fl = json_object_get(en, "flags");
+					if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
+						json_t *mem = json_object_get(owner, MEMBERS_KEY);
+						if (!mem)
+							json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
+						json_array_append(mem, en);
+						continue;
+					}
+					json_array_append(all, en);
+					owner = en;
+				}
 				if (tok && *tok)
 					more = true;
 			}
@@ -227,8 +242,14 @@ static void list_work(http_req_t *req)
 		if (total > k)
 			more = true;
 		json_t *page = json_array();
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			json_t *mem = json_incref(json_object_get(v[i], MEMBERS_KEY));
+			json_object_del(v[i], MEMBERS_KEY);
 			json_array_append(page, v[i]);
+			if (mem)
+				json_array_extend(page, mem);
+			json_decref(mem);
+		}
 		json_t *res = json_object();
 		json_object_set_new(res, "entries", page);
 		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
