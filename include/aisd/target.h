@@ -30,6 +30,8 @@ void target_stop(target_t *t);
 int tgt_objects(http_req_t *req);
 int tgt_buckets(http_req_t *req);
 int tgt_health(http_req_t *req);
+/* GET /v1/ml/moss[/BUCKET]: GetBatch as the designated target (getbatch.c). */
+int tgt_getbatch(http_req_t *req);
 
 /* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
  * and validate both; on failure answers 400 and returns AIS_ERR. */

@@ -50,6 +50,13 @@ static const struct cli_opt opts_ls[] = {
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{0},
 };
+static const struct cli_opt opts_get_batch[] = {
+	{"list", 0, "OBJ,OBJ,...", "the objects, in order, comma-separated"},
+	{"file", 0, "LIST", "the entries, one a line: OBJECT or OBJECT<TAB>ARCHPATH (- : stdin)"},
+	{"coer", 0, NULL, "continue on error: a missing entry becomes __404__/NAME (0 bytes)"},
+	{"onob", 0, NULL, "name entries OBJECT[/ARCHPATH] instead of BUCKET/OBJECT[/ARCHPATH]"},
+	{0},
+};
 
 /*
  * The command table. Two-word names ("bucket create") are matched before
@@ -76,6 +83,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, 2, cli_node_maintenance},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission},
+	{"ml get-batch", "BUCKET OUT.tar|-",
+	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
+	 opts_get_batch, 2, 2, cli_ml_get_batch},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 

@@ -16,6 +16,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -396,6 +397,63 @@ out:
 	return AIS_OK;
 }
 
+/* --- GetBatch ------------------------------------------------------------- */
+
+/* GET /v1/ml/moss[/BUCKET]: 307 to the designated target, the active target
+ * that owns the most entries (ties: the first in the cluster map), which
+ * then gathers the rest from their owners. A 307 keeps the method and the
+ * body, so the client resends the same request there. */
+static int gw_getbatch(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t bck = {"", 0}, obj;
+	moss_req_t mr;
+	buf_t err = BUF_INIT, uname = BUF_INIT;
+	const cmap_t *m;
+	char url[CMAP_URL_MAX + 1] = "";
+
+	if (!cl) {
+		http_resp_error(req, 503, "the gateway is starting");
+		return AIS_OK;
+	}
+	if (req->subpath.len && tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+		return AIS_OK;
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &mr, &err) != AIS_OK) {
+		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
+		buf_free(&err);
+		return AIS_OK;
+	}
+	cluster_read_lock(cl, &m, NULL);
+	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
+	size_t *count = xcalloc(nn + 1, sizeof(*count));
+	for (size_t i = 0; i < mr.n; i++) {
+		buf_reset(&uname);
+		buf_addsv(&uname, mr.in[i].bck);
+		buf_addch(&uname, '/');
+		buf_addsv(&uname, mr.in[i].obj);
+		const cmap_node_t *o = m ? cmap_owner(m, uname.ptr, uname.len) : NULL;
+		for (size_t k = 0; o && k < nn; k++)
+			if (cmap_node(m, k) == o)
+				count[k]++;
+	}
+	for (size_t k = 0; k < nn; k++) {
+		const cmap_node_t *nd = cmap_node(m, k);
+		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE &&
+		    (best == SIZE_MAX || count[k] > count[best]))
+			best = k;
+	}
+	if (best != SIZE_MAX)
+		snprintf(url, sizeof(url), "%s", cmap_node(m, best)->pub_url);
+	cluster_read_unlock(cl);
+	free(count);
+	buf_free(&uname);
+	if (!url[0])
+		http_resp_error(req, 503, "no active target in the cluster");
+	else
+		redirect(req, url);
+	return AIS_OK;
+}
+
 static int gw_health(http_req_t *req)
 {
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"gateway\"}";
@@ -414,6 +472,8 @@ static const http_route_t routes[] = {
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
 	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
 	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
+	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 };
 
 gateway_t *gateway_start(const conf_t *c, buf_t *err)

@@ -233,7 +233,10 @@ static void arch_done(http_req_t *req)
 		tgt_resp_errno(req, a->err, "object");
 		return;
 	}
+	char lm[64];
+	time_http_date(a->m.mtime_ns, lm, sizeof(lm));
 	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
+	http_resp_header(req, "Last-Modified", "%s", lm);
 	http_resp_header(req, "Accept-Ranges", "bytes");
 	http_resp_header(req, "Content-Type", "%s", arch_content_type(a->path));
 	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
