@@ -74,6 +74,9 @@ void store_close(store_t *s);
 /* Buckets (persisted; survive restart). */
 int store_bucket_create(store_t *s, const char *bck, size_t len, enum store_cksum cksum);
 int store_bucket_get(store_t *s, const char *bck, size_t len, store_bucket_t *out);
+/* The checksum type of new objects in an existing bucket (ENOENT if none);
+ * objects already stored keep theirs. */
+int store_bucket_set_cksum(store_t *s, const char *bck, size_t len, enum store_cksum cksum);
 /* Removes the bucket and every object in it. */
 int store_bucket_destroy(store_t *s, const char *bck, size_t len);
 /* Fills *out (malloc'd array, caller frees) with all buckets sorted by name. */

@@ -76,10 +76,13 @@ static int gw_objects(http_req_t *req)
 
 /* --- buckets ---------------------------------------------------------------- */
 
+enum bop_kind { BOP_CREATE, BOP_DESTROY, BOP_SET_PROPS };
+
 struct bop {
 	char name[NAME_BUCKET_MAX + 1];
-	bool create;
-	bmd_props_t props;
+	enum bop_kind kind;
+	bmd_props_t props; /* create: the new bucket's */
+	json_t *patch;     /* set-bprops: the request's value (borrowed from doc) */
 	int err;
 	buf_t msg;
 	/* list */
@@ -95,14 +98,38 @@ static void bop_cleanup(void *arg)
 	buf_free(&o->msg);
 	buf_free(&o->out);
 	json_decref(o->value);
+	json_decref(o->patch);
 }
 
 static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
 	struct bop *o = arg;
-	if (o->create)
+	switch (o->kind) {
+	case BOP_CREATE:
 		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
-	return bmd_remove(b, o->name, strlen(o->name), err);
+	case BOP_DESTROY:
+		return bmd_remove(b, o->name, strlen(o->name), err);
+	case BOP_SET_PROPS:
+		break;
+	}
+	/* set-bprops applies to the props of this BMD version, so concurrent
+	 * changes of other fields are not lost. */
+	const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
+	if (!bk) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	bmd_props_t p = bk->props;
+	if (bmd_props_patch(&p, o->patch, err) != AIS_OK)
+		return AIS_ERR;
+	size_t targets = cmap_count(m, CMAP_TARGET, CMAP_ANY);
+	if (p.mirror_enabled && p.mirror_copies > targets) {
+		buf_addf(err, "mirror.copies %u is more than the %zu targets of the cluster", p.mirror_copies,
+			 targets);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 }
 
 static void bucket_work(http_req_t *req)
@@ -292,8 +319,10 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 			break;
 		}
-		http_resp_header(req, "Ais-Bucket-Props", "{\"provider\":\"ais\",\"checksum\":{\"type\":\"%s\"}}",
-				 store_cksum_name(copy.props.cksum));
+		buf_t props = BUF_INIT;
+		bmd_props_encode(&copy.props, &props);
+		http_resp_header(req, "Ais-Bucket-Props", "%s", props.ptr);
+		buf_free(&props);
 		http_resp_send_head(req, 0);
 		break;
 	case HTTP_GET:
@@ -320,11 +349,18 @@ static int gw_buckets(http_req_t *req)
 		http_offload(req, list_work, list_done);
 		break;
 	case HTTP_POST:
-	case HTTP_DELETE: {
-		o->create = req->method == HTTP_POST;
-		if (o->create ? (!action || strcmp(action, "create-bck")) : (action && strcmp(action, "destroy-bck"))) {
+	case HTTP_DELETE:
+	case HTTP_PATCH: {
+		static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};
+		o->kind = req->method == HTTP_POST ? BOP_CREATE : req->method == HTTP_DELETE ? BOP_DESTROY : BOP_SET_PROPS;
+		/* DELETE may come without a body; the others need their action. */
+		if ((action || o->kind != BOP_DESTROY) && (!action || strcmp(action, want[o->kind]))) {
 			http_resp_error(req, 400, "unknown action \"%s\" (want \"%s\")", action ? action : "",
-					o->create ? "create-bck" : "destroy-bck");
+					want[o->kind]);
+			break;
+		}
+		if (o->kind == BOP_SET_PROPS && !json_is_object(value)) {
+			http_resp_error(req, 400, "set-bprops: value must be an object of properties");
 			break;
 		}
 		if (!cluster_is_primary(cl)) {
@@ -333,6 +369,11 @@ static int gw_buckets(http_req_t *req)
 				redirect(req, url);
 			else
 				http_resp_error(req, 503, "no primary gateway known");
+			break;
+		}
+		if (o->kind == BOP_SET_PROPS) {
+			o->patch = json_incref(value);
+			http_offload(req, bucket_work, bucket_done);
 			break;
 		}
 		bmd_props_default(&o->props);
@@ -378,8 +419,8 @@ static int gw_health(http_req_t *req)
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
 	 "objects: 307 to the owner target"},
-	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
-	 "buckets: list, create-bck, destroy-bck (via the primary), list objects (fan-out)"},
+	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
+	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},

@@ -44,9 +44,13 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 	store_bucket_t sb;
 	for (size_t i = 0; i < bmd_size(cur); i++) {
 		const bmd_bucket_t *b = bmd_bucket(cur, i);
-		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK &&
-		    store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
-			log_warn("creating bucket %s from the cluster's metadata", b->name);
+		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK) {
+			if (store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
+				log_warn("creating bucket %s from the cluster's metadata", b->name);
+		} else if (sb.cksum_type != b->props.cksum &&
+			   store_bucket_set_cksum(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK) {
+			log_warn("setting the checksum of bucket %s from the cluster's metadata", b->name);
+		}
 	}
 	for (size_t i = 0; old && i < bmd_size(old); i++) {
 		const bmd_bucket_t *b = bmd_bucket(old, i);
