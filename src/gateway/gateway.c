@@ -385,18 +385,6 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
 			break;
 		}
-		json_t *mir = value ? json_object_get(value, "mirror") : NULL;
-		json_t *men = json_object_get(mir, "enabled"), *mco = json_object_get(mir, "copies");
-		if ((mir && !json_is_object(mir)) || (men && !json_is_boolean(men)) ||
-		    (mco && (!json_is_integer(mco) || json_integer_value(mco) < 1 ||
-			     json_integer_value(mco) > BMD_COPIES_MAX))) {
-			http_resp_error(req, 400, "mirror wants {\"enabled\":bool,\"copies\":1..%d}", BMD_COPIES_MAX);
-			break;
-		}
-		if (men)
-			o->props.mirror_enabled = json_is_true(men);
-		if (mco)
-			o->props.mirror_copies = (uint32_t)json_integer_value(mco);
 		http_offload(req, bucket_work, bucket_done);
 		break;
 	}

@@ -76,9 +76,10 @@ t.eq(get(other.url, path, headers=INTRA).status, 404, "with Ais-Intra the non-ow
 t.eq(get(own.url, path).body, b"hello", "GET on the owner: the bytes")
 
 # --- copies=2 ------------------------------------------------------------------------
-body = json.dumps({"action": "create-bck", "value": {"mirror": {"enabled": True, "copies": 2}}})
-t.eq(request("POST", g.url, "/v1/buckets/m2", body, JSON).status, 200, "create m2 with mirror.copies=2")
-t.check(poll(lambda: all(get(tg.url, "/v1/daemon?what=bmd").json()["version"] >= 3 for tg in targets), 5),
+t.eq(request("POST", g.url, "/v1/buckets/m2", '{"action":"create-bck"}', JSON).status, 200, "create m2")
+body = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}})
+t.eq(request("PATCH", g.url, "/v1/buckets/m2", body, JSON).status, 200, "set-bprops mirror.copies=2")
+t.check(poll(lambda: all(get(tg.url, "/v1/daemon?what=bmd").json()["version"] >= 4 for tg in targets), 5),
         "targets have the BMD")
 N = 60
 data = {"o%03d" % i: os.urandom(100 + i * 997) for i in range(N)}
