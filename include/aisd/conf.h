@@ -44,6 +44,10 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	bool verify_on_read;      /* checksum a whole object before serving it */
+	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	uint64_t rebalance_workers; /* objects moved at once per target */
+	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */
 	char log_level[16];
 	char log_file[1024];
 	bool s3_auth;             /* S3 requests must be signed (SigV4) */

@@ -67,6 +67,14 @@ static const struct key keys[] = {
 	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
+	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
+	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
+	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
+	 "copies that must be durable before a replicated PUT is acknowledged (0 = all of them)"},
+	{"rebalance.workers", K_U64, N(rebalance_workers), "4",
+	 "objects a target moves at once during a rebalance (each streams with bounded memory)"},
+	{"rebalance.drain_timeout", K_MS, N(drain_timeout_ms), "10m",
+	 "decommission-node waits this long for the node to move its objects off"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
@@ -345,6 +353,14 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->rebalance_workers == 0 || c->rebalance_workers > 64) {
+		buf_addstr(err, "rebalance.workers must be between 1 and 64");
+		return AIS_ERR;
+	}
+	if (c->write_quorum > 32) {
+		buf_addstr(err, "mirror.write_quorum must be between 0 (all copies) and 32");
 		return AIS_ERR;
 	}
 	if (c->io_threads == 0 || c->io_threads > 256) {
