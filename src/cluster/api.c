@@ -470,7 +470,14 @@ static void handle_node_action(http_req_t *req, cluster_t *cl)
 
 	if (!json_is_object(doc) || !json_is_string(act)) {
 		http_resp_error(req, 400, "PUT /v1/cluster wants {\"action\":\"start-maintenance|stop-maintenance|"
-				"decommission-node|set-primary\",\"value\":{\"sid\":\"NODE_ID\"}}");
+				"decommission-node|set-primary\",\"value\":{\"sid\":\"NODE_ID\"}} or set-config");
+		goto out;
+	}
+	if (!strcmp(json_string_value(act), "set-config")) {
+		if (cluster_is_primary(cl))
+			cluster_config_all(req, cl); /* config.c */
+		else
+			redirect_primary(req, cl);
 		goto out;
 	}
 	for (i = 0; i < ARRAY_SIZE(act_names); i++)
@@ -478,7 +485,7 @@ static void handle_node_action(http_req_t *req, cluster_t *cl)
 			break;
 	if (i == ARRAY_SIZE(act_names)) {
 		http_resp_error(req, 400, "unknown cluster action \"%.64s\" (want start-maintenance, "
-				"stop-maintenance, decommission-node or set-primary)", json_string_value(act));
+				"stop-maintenance, decommission-node, set-primary or set-config)", json_string_value(act));
 		goto out;
 	}
 	if (!json_is_string(sid)) {
