@@ -85,7 +85,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
-is_uint "$gateways" && is_uint "$targets" || die "-g and -t want numbers"
+if ! is_uint "$gateways" || ! is_uint "$targets"; then die "-g and -t want numbers"; fi
 [ "$targets" -ge 1 ] || die "no targets to start (-t 0)"
 [[ $name =~ ^[a-z0-9]{1,6}$ ]] || die "-n wants 1-6 lowercase letters or digits"
 [[ $net =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "-a wants the first three bytes of a /24, like 10.213.0"
@@ -360,7 +360,7 @@ url)
 	;;
 exec)
 	load_env
-	[ ${#args[@]} -eq 1 ] && [ ${#cmdline[@]} -gt 0 ] || die "exec NODE -- CMD..."
+	if [ ${#args[@]} -ne 1 ] || [ ${#cmdline[@]} -eq 0 ]; then die "exec NODE -- CMD..."; fi
 	known_node "${args[0]}"
 	exec ip netns exec "$(node_ns "${args[0]}")" "${cmdline[@]}"
 	;;

@@ -55,7 +55,7 @@ declare -A SRCS=(
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_moss]="src/archive/moss.c src/archive/tarw.c src/archive/tar.c"
-	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
+	[fuzz_cmap]="src/cluster/cmap.c src/cluster/vote.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
