@@ -48,7 +48,9 @@
  *     term replaces the BMD even when it is not newer: the old term's
  *     unconfirmed bucket changes are dropped.
  * 10. A gateway whose persisted map names it primary asks the other nodes
- *     of that map at start and follows a newer map instead of resuming.
+ *     of that map at start and follows a newer map instead of resuming; a
+ *     node whose primary does not answer asks the other nodes each round
+ *     (a new primary may have been elected while it was away).
  * 11. set-primary (PUT /v1/cluster, or PUT /v1/cluster/proxy/ID): the
  *     primary pushes a map with term + 1 and the new primary (which must
  *     answer its health check); it stays a gateway.

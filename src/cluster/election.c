@@ -131,41 +131,65 @@ static cmap_t *fetch_smap(const char *base_url, uint64_t timeout_ms)
 	return m;
 }
 
-void clu_startup_sync(cluster_t *cl)
+/* Asks every other node of our map but skip (NULL: none) for its map, in
+ * parallel, and adopts the newest that is newer than ours. AIS_OK when one
+ * was adopted; *answered: how many answered of *asked. */
+static int find_newer(cluster_t *cl, const char *skip, uint64_t timeout_ms, size_t *asked, size_t *answered)
 {
-	cmap_t *best = NULL;
+	struct clu_call *calls;
+	size_t n, nc = 0;
+	cmap_t *cur, *best = NULL;
 	char best_url[CMAP_URL_MAX + 1] = "";
-	size_t n = cmap_size(cl->cmap), asked = 0, answered = 0;
+	const size_t sfx = strlen("/v1/cluster?what=smap");
 
+	pthread_rwlock_rdlock(&cl->rw);
+	cur = cmap_clone(cl->cmap);
+	pthread_rwlock_unlock(&cl->rw);
+	n = cmap_size(cur);
+	calls = xcalloc(n ? n : 1, sizeof(*calls));
 	for (size_t i = 0; i < n; i++) {
-		const cmap_node_t *nd = cmap_node(cl->cmap, i);
-		if (!strcmp(nd->id, cl->self.id))
+		const cmap_node_t *nd = cmap_node(cur, i);
+		if (!strcmp(nd->id, cl->self.id) || (skip && !strcmp(nd->id, skip)))
 			continue;
-		asked++;
-		cmap_t *m = fetch_smap(nd->intra_url, 1000);
-		if (!m)
-			continue;
-		answered++;
-		if (!strcmp(cmap_uuid(m), cmap_uuid(cl->cmap)) && cmap_cmp(m, best ? best : cl->cmap) > 0) {
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/cluster?what=smap", nd->intra_url);
+		calls[nc].method = "GET";
+		calls[nc++].timeout_ms = timeout_ms;
+	}
+	clu_call_all(calls, nc);
+	*asked = nc;
+	*answered = 0;
+	for (size_t i = 0; i < nc; i++) {
+		cmap_t *m = NULL;
+		if (calls[i].status == 200 && calls[i].resp.ptr)
+			cmap_decode(calls[i].resp.ptr, calls[i].resp.len, &m, NULL);
+		*answered += m != NULL;
+		if (m && !strcmp(cmap_uuid(m), cmap_uuid(cur)) && cmap_cmp(m, best ? best : cur) > 0) {
 			cmap_free(best);
 			best = m;
-			snprintf(best_url, sizeof(best_url), "%s", nd->intra_url);
+			snprintf(best_url, sizeof(best_url), "%.*s", (int)(strlen(calls[i].url) - sfx), calls[i].url);
 		} else {
 			cmap_free(m);
 		}
+		buf_free(&calls[i].resp);
 	}
-	uint64_t term = cmap_term(cl->cmap);
-	if (best && clu_adopt_from(cl, best_url) == AIS_OK)
-		log_warnx("this node was primary in term %llu, but %s has term %llu version %llu with "
-		          "primary %s: "
-		          "following it",
-		          (unsigned long long)term, best_url, (unsigned long long)cmap_term(best),
-		          (unsigned long long)cmap_version(best), cmap_primary(best));
-	else
-		log_info(
-		        "resuming as primary: %zu of %zu other nodes answered, none with a newer cluster map",
-		        answered, asked);
+	int rc = best ? clu_adopt_from(cl, best_url) : AIS_ERR;
+	if (rc == AIS_OK)
+		log_warnx("followed a newer cluster map from %s: term %llu version %llu, primary %s (ours: term %llu "
+			  "version %llu, primary %s)", best_url, (unsigned long long)cmap_term(best),
+			  (unsigned long long)cmap_version(best), cmap_primary(best), (unsigned long long)cmap_term(cur),
+			  (unsigned long long)cmap_version(cur), cmap_primary(cur));
 	cmap_free(best);
+	cmap_free(cur);
+	free(calls);
+	return rc;
+}
+
+void clu_startup_sync(cluster_t *cl)
+{
+	size_t asked, answered;
+	if (find_newer(cl, NULL, 1000, &asked, &answered) != AIS_OK)
+		log_info("resuming as primary: %zu of %zu other nodes answered, none with a newer cluster map",
+			 answered, asked);
 }
 
 /* --- the candidate ------------------------------------------------------------ */
@@ -362,20 +386,27 @@ out:
 
 void clu_follower_round(cluster_t *cl)
 {
-	char url[CMAP_URL_MAX + 1];
+	char url[CMAP_URL_MAX + 1], prim[CMAP_ID_MAX + 1] = "";
 	cmap_t *pm = NULL;
+	size_t asked, answered;
 
 	if (cluster_primary_url(cl, url, sizeof(url)))
 		pm = fetch_smap(url, MIN(cl->conf->keepalive_ms, 2000));
+	pthread_rwlock_rdlock(&cl->rw);
+	size_t n = cl->cmap ? cmap_size(cl->cmap) : 0;
+	bool newer = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap)) && cmap_cmp(pm, cl->cmap) > 0;
+	if (cl->cmap)
+		snprintf(prim, sizeof(prim), "%s", cmap_primary(cl->cmap));
+	pthread_rwlock_unlock(&cl->rw);
+
 	if (pm) {
 		cl->primary_fail_since = 0;
-		pthread_rwlock_rdlock(&cl->rw);
-		bool newer =
-		        cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap)) && cmap_cmp(pm, cl->cmap) > 0;
-		pthread_rwlock_unlock(&cl->rw);
 		if (newer)
 			clu_adopt_from(cl, url); /* a push we missed, or a new primary */
-	} else if (cl->cmap && cl->self.role == CMAP_GATEWAY && !atomic_load(&cl->decommissioned)) {
+	} else if (n > 1 && find_newer(cl, prim, MIN(cl->conf->keepalive_ms, 1000), &asked, &answered) == AIS_OK) {
+		/* another primary was elected while we were away (or just now) */
+		cl->primary_fail_since = 0;
+	} else if (n && cl->self.role == CMAP_GATEWAY && !atomic_load(&cl->decommissioned)) {
 		int64_t now = time_mono_ns();
 		if (!cl->primary_fail_since) {
 			cl->primary_fail_since = now;

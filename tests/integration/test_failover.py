@@ -12,7 +12,9 @@ set-primary by PUT /v1/cluster, by PUT /v1/cluster/proxy/ID and by
 `aisctl cluster primary` moves the primary (term + 1 each time) and bucket
 create then works through the new one; set-primary to a target is 400, to
 an unknown node 404; a vote request with a bad ballot is 400; a ballot
-while the primary answers is refused. No error-level log line.
+while the primary answers is refused; t3 and then g1 killed: g2 elected
+with 3 of 5 votes, and t3 restarted (its map and --join naming the dead
+g1) finds g2 through the other nodes and rejoins. No error-level log line.
 """
 # timeout: 120
 import json
@@ -205,6 +207,22 @@ r = request("POST", targets[0].url, "/v1/cluster/vote", json.dumps(ballot), JSON
 v = r.json() or {}
 t.check(r.status == 200 and v.get("vote") is False and "answers" in v.get("reason", ""),
         "a ballot while the primary answers: refused", r)
+
+# --- a target away during a failover finds the new primary -----------------------------------
+
+t3 = targets[2]
+t3.kill9()
+g1.kill9()
+t.check(poll(lambda: all(primary_of(n) == (g2.id, 6) for n in [g2, targets[0], targets[1]]), 10),
+        "t3 and then g1 (primary) killed: g2 primary in term 6 (3 of 5 votes)",
+        {n.name: primary_of(n) for n in [g2] + targets[:2]})
+if not t.check(t3.start(join=g1.url), "t3 restarts (its map and --join name the dead g1)"):
+    t.finish()
+t.check(poll(lambda: primary_of(t3) == (g2.id, 6) and t3.id in (smap_ids(g2) or set()), 10),
+        "t3 learns the new primary from the other nodes and is in g2's map", (primary_of(t3), smap_ids(g2)))
+r1, r = follow("POST", g2.url, "/v1/buckets/t3back", json.dumps({"action": "create-bck"}), JSON)
+t.eq(r.status, 200, "bucket create through g2")
+t.check(poll(lambda: "t3back" in (clulib.bucket_names(t3) or set()), 5), "t3 has it")
 
 clulib.stop_all()
 errs = []
