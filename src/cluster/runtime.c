@@ -355,34 +355,33 @@ size_t clu_push_all(cluster_t *cl, char *newer)
 }
 
 /* Step-down rule: with quorum rules, a primary changes metadata only while
- * a majority of the map's nodes answer it. Asks the nodes last seen healthy
- * first and stops at a majority. Caller holds wmu. */
+ * a majority of the map's nodes answer it (asked in parallel). Caller holds
+ * wmu. */
 static bool have_majority(cluster_t *cl)
 {
-	cmap_node_t *nodes;
-	size_t n, need, have = 1;
+	struct clu_call *calls;
+	size_t n, need, nc = 0, have = 1;
 
 	pthread_rwlock_rdlock(&cl->rw);
 	bool rules = clu_quorum_rules(cl->cmap);
 	n = cmap_size(cl->cmap);
 	need = cmap_quorum(cl->cmap);
-	nodes = xcalloc(n ? n : 1, sizeof(*nodes));
-	for (size_t i = 0; i < n; i++)
-		nodes[i] = *cmap_node(cl->cmap, i);
-	pthread_rwlock_unlock(&cl->rw);
-	for (int pass = 0; rules && pass < 2 && have < need; pass++) {
-		for (size_t i = 0; i < n && have < need; i++) {
-			if (!strcmp(nodes[i].id, cl->self.id))
-				continue;
-			struct peer *p = peer_of(cl, nodes[i].id);
-			bool failing = p && p->fail_since;
-			if ((pass == 0) == failing)
-				continue;
-			if (clu_alive(cl, nodes[i].intra_url, MIN(cl->conf->keepalive_ms, 1000)))
-				have++;
-		}
+	calls = xcalloc(n ? n : 1, sizeof(*calls));
+	for (size_t i = 0; rules && i < n; i++) {
+		const cmap_node_t *nd = cmap_node(cl->cmap, i);
+		if (!strcmp(nd->id, cl->self.id))
+			continue;
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/health", nd->intra_url);
+		calls[nc].method = "GET";
+		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
 	}
-	free(nodes);
+	pthread_rwlock_unlock(&cl->rw);
+	clu_call_all(calls, nc);
+	for (size_t i = 0; i < nc; i++) {
+		have += calls[i].status == 200;
+		buf_free(&calls[i].resp);
+	}
+	free(calls);
 	return !rules || have >= need;
 }
 
