@@ -137,8 +137,9 @@ static int header_checksum(s3_body_t *b, const s3_req_t *req, s3_autherr_t *err)
 {
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		sv_t n = req->hdrs[i].name;
-		if (!sv_casestartswith(n, "x-amz-checksum-") || sv_eqcase(n, SV("x-amz-checksum-type")) ||
-		    sv_eqcase(n, SV("x-amz-checksum-algorithm")))
+		/* x-amz-checksum-mode (GET), -type and -algorithm name no value */
+		if (!sv_casestartswith(n, "x-amz-checksum-") || sv_eqcase(n, SV("x-amz-checksum-mode")) ||
+		    sv_eqcase(n, SV("x-amz-checksum-type")) || sv_eqcase(n, SV("x-amz-checksum-algorithm")))
 			continue;
 		sv_t alg = {n.ptr + 15, n.len - 15};
 		enum s3_ck t = s3_ck_by_name(alg);
