@@ -64,7 +64,7 @@ int conf_load(conf_t *c, const char *path, buf_t *err);
 int conf_validate(const conf_t *c, buf_t *err);
 /* Splits an s3.key value "ACCESS:SECRET:USERID:DISPLAY NAME" into its four
  * fields (views into spec) and checks them: access key [A-Za-z0-9_.-],
- * 3..128; secret 8..128 printable bytes, no ':' or spaces; user id 1..128
+ * 3..128; secret 8..128 printable bytes, no ':', '#' or spaces; user id 1..128
  * printable bytes, no ':'; display name (may hold ':' and spaces) 1..128
  * printable bytes. Returns AIS_OK, or AIS_ERR with a message in err that
  * never repeats the secret. */

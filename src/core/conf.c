@@ -200,7 +200,7 @@ static bool all_bytes(sv_t s, const char *what)
 		bool ok = what[0] == 'a'
 		                  ? (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
 		                            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'
-		          : what[0] == 's' ? ch > ' ' && ch < 0x7f && ch != ':'
+		          : what[0] == 's' ? ch > ' ' && ch < 0x7f && ch != ':' && ch != '#'
 		          : what[0] == 'u' ? ch >= ' ' && ch != 0x7f && ch != ':'
 		                           : ch >= ' ' && ch != 0x7f;
 		if (!ok)
@@ -228,7 +228,7 @@ int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err)
 	}
 	if (f[1].len < 8 || f[1].len > 128 || !all_bytes(f[1], "secret")) {
 		buf_addstr(err,
-		           "s3.key: the secret key must be 8 to 128 printable characters, no ':' or spaces");
+		           "s3.key: the secret key must be 8 to 128 printable characters, no ':', '#' or spaces");
 		return AIS_ERR;
 	}
 	if (!f[2].len || f[2].len > 128 || !all_bytes(f[2], "uid")) {
