@@ -30,6 +30,9 @@ typedef struct conf {
 	uint64_t idle_timeout_ms;
 	uint64_t body_timeout_ms;
 	uint64_t max_header_bytes; /* request line + headers */
+	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
+	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
+	uint64_t rate_burst;
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */
@@ -41,6 +44,10 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	bool verify_on_read;      /* checksum a whole object before serving it */
+	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	uint64_t rebalance_workers; /* objects moved at once per target */
+	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */
 	char log_level[16];
 	char log_file[1024];
 	bool s3_auth;             /* S3 requests must be signed (SigV4) */
@@ -48,6 +55,8 @@ typedef struct conf {
 	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
 	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */
 	int n_s3_keys;
+	char log_access[8];       /* "on" or "off" */
+	char log_access_file[1024];
 } conf_t;
 
 /* Fills c with the defaults. */

@@ -20,11 +20,16 @@ static const http_route_t routes[] = {
 	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, tgt_health, "health: 200 when serving"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, tgt_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, tgt_getbatch,
+	 "GetBatch: one tar of many objects and shard members, in request order"},
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 };
 
 int tgt_health(http_req_t *req)
@@ -44,9 +49,13 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 	store_bucket_t sb;
 	for (size_t i = 0; i < bmd_size(cur); i++) {
 		const bmd_bucket_t *b = bmd_bucket(cur, i);
-		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK &&
-		    store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
-			log_warn("creating bucket %s from the cluster's metadata", b->name);
+		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK) {
+			if (store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
+				log_warn("creating bucket %s from the cluster's metadata", b->name);
+		} else if (sb.cksum_type != b->props.cksum &&
+			   store_bucket_set_cksum(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK) {
+			log_warn("setting the checksum of bucket %s from the cluster's metadata", b->name);
+		}
 	}
 	for (size_t i = 0; old && i < bmd_size(old); i++) {
 		const bmd_bucket_t *b = bmd_bucket(old, i);
@@ -76,6 +85,9 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms,
 		.body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body,
+		.rate_limit = c->rate_limit,
+		.rate_burst = c->rate_burst,
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,
