@@ -152,6 +152,10 @@ void http_resp_send_head(http_req_t *req, uint64_t len);
 /* Streamed body (chunked on HTTP/1.1). */
 void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
 void http_resp_stream_wake(http_req_t *req);
+/* Streamed body of exactly len bytes, sent with Content-Length (not
+ * chunked); a producer that fails (AIS_ERR) closes the connection, so the
+ * client sees a short body. */
+void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len);
 /* Inside a fill callback that returns AIS_OK: after what fill appended, the
  * stream carries len bytes of fd from off, sent like a file body (sendfile,
  * cold ranges read ahead on the I/O pool); fill is called again once they

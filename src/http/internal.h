@@ -107,6 +107,7 @@ struct http_conn {
 	http_fill_fn fill; /* RB_STREAM */
 	bool chunked, stream_eof, stream_wait;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
+	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
 };
 

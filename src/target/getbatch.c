@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "aisd/httpc.h"
+#include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/moss.h"
 #include "aisd/status.h"
@@ -602,10 +603,28 @@ static int peer_index(struct gb *g, const char *url, size_t cap)
 	for (size_t i = 0; i < g->npeers; i++)
 		if (!strcmp(g->peers[i], url))
 			return (int)i;
-	if (g->npeers == cap)
+	if (g->npeers == cap || strlen(url) >= sizeof(g->peers[0]))
 		return -1;
 	snprintf(g->peers[g->npeers], sizeof(g->peers[0]), "%s", url);
 	return (int)g->npeers++;
+}
+
+/* A member of a compressed shard (.tgz, .zip) held here is read through
+ * this target's own archpath GET (which decodes it on the pool), fetched
+ * like a peer's entry. */
+static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_t cap)
+{
+	char url[CMAP_URL_MAX + 300];
+	const char *host = g->t->conf->host;
+
+	if (!e->in->arch.len || larc_kind_of(e->in->obj.ptr, e->in->obj.len) == LARC_NONE)
+		return;
+	if (cl)
+		snprintf(url, sizeof(url), "%s", cluster_self(cl)->intra_url);
+	else
+		snprintf(url, sizeof(url), "http://%s:%d",
+			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
+	e->owner = peer_index(g, url, cap);
 }
 
 int tgt_getbatch(http_req_t *req)
@@ -635,20 +654,21 @@ int tgt_getbatch(http_req_t *req)
 	req->state = g;
 
 	const cmap_t *m = NULL;
-	size_t cap = 0;
+	size_t cap = 1;
 	if (cl)
 		cluster_read_lock(cl, &m, NULL);
-	if (m) {
-		cap = cmap_size(m);
-		g->peers = arena_zalloc(req->arena, (cap ? cap : 1) * sizeof(*g->peers));
-	}
+	if (m)
+		cap += cmap_size(m);
+	g->peers = arena_zalloc(req->arena, cap * sizeof(*g->peers));
 	buf_t uname = BUF_INIT;
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		e->in = &g->mr.in[i];
 		e->owner = -1;
-		if (!m)
+		if (!m) {
+			zshard_via_http(g, e, cl, cap);
 			continue;
+		}
 		buf_reset(&uname);
 		buf_addsv(&uname, e->in->bck);
 		buf_addch(&uname, '/');
@@ -658,6 +678,8 @@ int tgt_getbatch(http_req_t *req)
 			ent_fail(e, 503, "no active target in the cluster");
 		else if (strcmp(o->id, cluster_self(cl)->id))
 			e->owner = peer_index(g, o->intra_url, cap);
+		else
+			zshard_via_http(g, e, cl, cap);
 	}
 	buf_free(&uname);
 	if (cl)
