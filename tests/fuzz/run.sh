@@ -55,12 +55,14 @@ declare -A SRCS=(
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_moss]="src/archive/moss.c src/archive/tarw.c src/archive/tar.c"
+	[fuzz_larc]="src/archive/larc.c"
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
 	[fuzz_cmap]="-ljansson -lcrypto"
 	[fuzz_moss]="-ljansson"
+	[fuzz_larc]="-larchive"
 )
 
 failed=()
