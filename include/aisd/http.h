@@ -164,6 +164,10 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len);
 /* The event_base of the worker that owns req (for httpc and timers whose
  * callbacks must run on the request's thread). */
 struct event_base *http_req_base(const http_req_t *req);
+/* Runs fn(arg) when the server stops, after req's worker loop ended and its
+ * connections were freed, before its event_base is freed: for per-worker
+ * state kept across requests (an httpc client). Call on req's worker. */
+void http_worker_atexit(http_req_t *req, void (*fn)(void *), void *arg);
 /* JSON error body {"message": ..., "status": N}. */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -20,6 +20,12 @@
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
 
+struct worker_atexit {
+	void (*fn)(void *);
+	void *arg;
+	struct worker_atexit *next;
+};
+
 struct worker {
 	http_server_t *srv;
 	int idx;
@@ -36,6 +42,7 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	struct worker_atexit *atexit; /* http_worker_atexit, last first */
 };
 
 struct http_server {

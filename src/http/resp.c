@@ -420,6 +420,13 @@ int resp_flush(http_conn_t *c)
 			return r;
 	}
 	for (;;) {
+		/* A small file segment of a stream joins what precedes it in one send. */
+		if (c->kind == RB_STREAM && c->sfile && !c->fsmall_read && c->fleft > 0 &&
+		    c->fleft <= HTTP_SMALL_FILE) {
+			int r = file_step(c);
+			if (r != AIS_OK)
+				return r;
+		}
 		if (c->out_off < c->out.len) {
 			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 			if (n < 0) {

@@ -37,8 +37,9 @@
  *     terminator, so the client sees a truncated tar and an error).
  *  4. httpc callbacks never drive the connection: they only activate the
  *     request's wake event, whose callback (on a clean stack) starts or
- *     resumes the response. So the request's arena (and its httpc client)
- *     is never freed inside an httpc callback.
+ *     resumes the response. So the request's arena is never freed (and its
+ *     fetches never cancelled) inside an httpc callback. The httpc client
+ *     itself is the worker's, kept across requests (connection reuse).
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -47,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "aisd/httpc.h"
@@ -64,6 +66,7 @@
 #define GB_SLOT_MAX (1u << 20)     /* bytes buffered per fetched entry */
 #define GB_MEM_MAX (16u << 20)     /* bytes buffered per request */
 #define GB_PIECE (256u << 10)      /* bytes produced per fill call */
+#define GB_INLINE_MAX (64u << 10)  /* local entries up to this are copied from the page cache */
 #define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
 #define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
 
@@ -130,8 +133,6 @@ static void gb_cleanup(void *arg)
 		buf_free(&g->e[i].data);
 		free(g->e[i].msg);
 	}
-	if (g->hc)
-		httpc_free(g->hc);
 	if (g->wake)
 		event_free(g->wake);
 }
@@ -439,7 +440,10 @@ static int abort_stream(struct gb *g, struct gb_ent *e)
 	return AIS_ERR;
 }
 
-/* Header of a local entry, and its data as a file segment of the stream. */
+/* Header of a local entry, then its data: copied into out when it is small
+ * and in the page cache, else sent as a file segment of the stream.
+ * Returns AIS_OK (all in out), AIS_AGAIN (a file segment was queued: fill
+ * must return), or AIS_ERR (e failed). */
 static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 {
 	moss_in_t *in = e->in;
@@ -473,10 +477,23 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 	tarw_header(out, in->name.ptr, in->name.len, size, m.mtime_ns / 1000000000LL);
 	g->sent_size = size;
 	g->phase = PH_PAD;
-	if (size)
+	if (size && size <= GB_INLINE_MAX) {
+		/* from the page cache without blocking: many small entries go
+		 * out in one send; what is not cached goes as a file segment */
+		buf_grow(out, (size_t)size);
+		struct iovec iov = {out->ptr + out->len, (size_t)size};
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+		if (n > 0) {
+			out->len += (size_t)n;
+			off += (uint64_t)n;
+			size -= (uint64_t)n;
+		}
+	}
+	if (size) {
 		http_resp_stream_file(g->req, fd, (off_t)off, size);
-	else
-		close(fd);
+		return AIS_AGAIN; /* the file segment follows */
+	}
+	close(fd);
 	return AIS_OK;
 }
 
@@ -497,8 +514,11 @@ static int fill(http_req_t *req, buf_t *out)
 				return out->len ? AIS_OK : AIS_AGAIN;
 			}
 			if (!e->failed && e->owner < 0) {
-				if (send_local(g, e, out) == AIS_OK)
+				int r = send_local(g, e, out);
+				if (r == AIS_AGAIN)
 					return AIS_OK; /* the file segment follows */
+				if (r == AIS_OK)
+					break;
 			}
 			if (e->failed) {
 				if (!g->mr.coer || e->status != 404)
@@ -576,6 +596,25 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	http_resp_send_stream(req, fill);
 }
 
+/* The worker's client for peer fetches, kept across requests so that
+ * connections to the peers are reused (freed when the server stops). */
+static __thread httpc_t *tl_hc;
+
+static void free_httpc(void *arg)
+{
+	httpc_free(arg);
+}
+
+static httpc_t *worker_httpc(http_req_t *req)
+{
+	if (!tl_hc) {
+		httpc_opts_t o = {.max_host_conns = GB_INFLIGHT * 2};
+		tl_hc = httpc_new(http_req_base(req), &o);
+		http_worker_atexit(req, free_httpc, tl_hc);
+	}
+	return tl_hc;
+}
+
 static void prepare_done(http_req_t *req)
 {
 	struct gb *g = req->state;
@@ -590,7 +629,7 @@ static void prepare_done(http_req_t *req)
 			}
 		}
 	}
-	g->hc = httpc_new(http_req_base(req), NULL);
+	g->hc = worker_httpc(req);
 	g->wake = event_new(http_req_base(req), -1, 0, on_wake, g);
 	pump(g);
 	wake(g);
