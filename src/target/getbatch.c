@@ -59,58 +59,10 @@
 #include "aisd/target.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
+#include "getbatch_int.h"
 #include "aisd/banned.h"
 
-#define GB_INFLIGHT 16             /* peer fetches at once per request */
-#define GB_WINDOW 256              /* fetches start at most this far ahead */
-#define GB_SLOT_MAX (1u << 20)     /* bytes buffered per fetched entry */
-#define GB_MEM_MAX (16u << 20)     /* bytes buffered per request */
-#define GB_PIECE (256u << 10)      /* bytes produced per fill call */
-#define GB_INLINE_MAX (64u << 10)  /* local entries up to this are copied from the page cache */
-#define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
-#define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
-
-enum ph { PH_HDR, PH_DATA, PH_PAD };
-
-struct gb_ent {
-	moss_in_t *in;
-	int owner;           /* index into gb->peers; -1: this target */
-	bool failed;
-	int status;          /* failed: the HTTP status it maps to */
-	char *msg;           /* failed: why (malloc'd) */
-	uint64_t off, size;  /* local member: its bytes in the shard (before start/length) */
-	uint64_t version;    /* local member: the shard version off/size are of */
-	int64_t mtime_ns;    /* its mtime (the tar header's); local: of that version */
-	/* peer fetch */
-	httpc_req_t *r;
-	buf_t data;          /* received and not yet sent */
-	bool head, ended, paused;
-	uint64_t recvd;
-};
-
-struct gb {
-	target_t *t;
-	http_req_t *req;
-	moss_req_t mr;
-	struct gb_ent *e;
-	char (*peers)[CMAP_URL_MAX + 1];
-	size_t npeers;
-	httpc_t *hc;
-	struct event *wake;
-	size_t next_fetch, inflight;
-	uint64_t buffered;
-	size_t cur;          /* entry being sent */
-	enum ph phase;
-	uint64_t left;       /* of cur's data still to send */
-	uint64_t sent_size;  /* cur's size as written in its header */
-	bool started;
-	int64_t mtime_s;
-};
-
-static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
+void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
 {
 	buf_t b = BUF_INIT;
 	va_list ap;
@@ -127,6 +79,7 @@ static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
 static void gb_cleanup(void *arg)
 {
 	struct gb *g = arg;
+	gb_peers_cancel(g);
 	for (size_t i = 0; i < g->mr.n; i++) {
 		if (g->e[i].r)
 			httpc_cancel(g->e[i].r);
@@ -157,9 +110,9 @@ static void not_found(struct gb_ent *e, store_t *s)
 	store_bucket_t b;
 	moss_in_t *in = e->in;
 	if (store_bucket_get(s, in->bck.ptr, in->bck.len, &b) != AIS_OK)
-		ent_fail(e, 404, "bucket \"%.*s\" does not exist", (int)in->bck.len, in->bck.ptr);
+		gb_ent_fail(e, 404, "bucket \"%.*s\" does not exist", (int)in->bck.len, in->bck.ptr);
 	else
-		ent_fail(e, 404, "object \"%.*s/%.*s\" does not exist", (int)in->bck.len, in->bck.ptr,
+		gb_ent_fail(e, 404, "object \"%.*s/%.*s\" does not exist", (int)in->bck.len, in->bck.ptr,
 			 (int)MIN(in->obj.len, 512), in->obj.ptr);
 }
 
@@ -184,7 +137,7 @@ static void prepare_work(http_req_t *req)
 				if (errno == ENOENT)
 					not_found(e, s);
 				else
-					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+					gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 			}
 			continue;
 		}
@@ -197,7 +150,7 @@ static void prepare_work(http_req_t *req)
 				if (errno == ENOENT)
 					not_found(e, s);
 				else
-					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+					gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 				idx_of = NULL;
 				continue;
 			}
@@ -208,7 +161,7 @@ static void prepare_work(http_req_t *req)
 				close(fd);
 				idx = NULL;
 				idx_of = NULL;
-				ent_fail(e, err == EINVAL ? 400 : 500, "%.*s/%.*s is not a valid tar archive: %s",
+				gb_ent_fail(e, err == EINVAL ? 400 : 500, "%.*s/%.*s is not a valid tar archive: %s",
 					 (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr,
 					 msg.ptr ? msg.ptr : strerror(err));
 				continue;
@@ -216,7 +169,7 @@ static void prepare_work(http_req_t *req)
 			close(fd);
 		}
 		if (store_tar_index_find(idx, in->arch.ptr, in->arch.len, &e->off, &e->size) != AIS_OK) {
-			ent_fail(e, 404, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(in->arch.len, 512),
+			gb_ent_fail(e, 404, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(in->arch.len, 512),
 				 in->arch.ptr, (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr);
 			continue;
 		}
@@ -229,7 +182,7 @@ static void prepare_work(http_req_t *req)
 
 /* --- 3. peer fetches (on the worker's loop) ------------------------------- */
 
-static void wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
+void gb_wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
 
 static bool ok_status(int st) { return st == 200 || st == 206; }
 
@@ -265,15 +218,15 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		sv_t cl = httpc_resp_header(r, "Content-Length");
 		uint64_t v;
 		if (!cl.ptr || num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v) != AIS_OK) {
-			ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
+			gb_ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
 				 e->in->name.ptr);
-			wake(g);
+			gb_wake(g);
 			return AIS_ERR;
 		}
 		e->size = v;
 		e->head = true;
 		head_mtime(r, e);
-		wake(g);
+		gb_wake(g);
 	}
 	bool is_cur = f->i == g->cur;
 	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
@@ -281,16 +234,16 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		return AIS_AGAIN;
 	}
 	if (e->recvd + n > e->size) {
-		ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
+		gb_ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
 			 e->in->name.ptr);
-		wake(g);
+		gb_wake(g);
 		return AIS_ERR;
 	}
 	buf_add(&e->data, p, n);
 	e->recvd += n;
 	g->buffered += n;
 	if (is_cur)
-		wake(g);
+		gb_wake(g);
 	return AIS_OK;
 }
 
@@ -305,12 +258,12 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	e->ended = true;
 	g->inflight--;
 	if (httpc_result(r) != AIS_OK) {
-		ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
+		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
 	} else if (!ok_status(st)) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(e->data.ptr ? e->data.ptr : "", e->data.len, 0, &jerr);
 		const char *m = json_string_value(json_object_get(doc, "message"));
-		ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
+		gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
 			 m ? m : "the owner target answered with an error");
 		json_decref(doc);
 		buf_free(&e->data);
@@ -325,13 +278,13 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 			head_mtime(r, e);
 		}
 		if (e->recvd != e->size)
-			ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
+			gb_ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
 				 e->in->name.ptr, (unsigned long long)e->recvd, (unsigned long long)e->size);
 	}
-	wake(g);
+	gb_wake(g);
 }
 
-static void pct_encode(buf_t *b, sv_t s, bool keep_slash)
+void gb_pct_encode(buf_t *b, sv_t s, bool keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (size_t i = 0; i < s.len; i++) {
@@ -355,14 +308,14 @@ static void fetch_start(struct gb *g, size_t i)
 	char range[80];
 	const char *hdrs[2] = {NULL, NULL};
 
-	buf_addstr(&url, g->peers[e->owner]);
+	buf_addstr(&url, g->peers[e->owner].url);
 	buf_addstr(&url, "/v1/objects/");
-	pct_encode(&url, in->bck, false);
+	gb_pct_encode(&url, in->bck, false);
 	buf_addch(&url, '/');
-	pct_encode(&url, in->obj, true);
+	gb_pct_encode(&url, in->obj, true);
 	if (in->arch.len) {
 		buf_addstr(&url, "?archpath=");
-		pct_encode(&url, in->arch, false);
+		gb_pct_encode(&url, in->arch, false);
 	}
 	if (in->length) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)in->start,
@@ -384,7 +337,7 @@ static void fetch_start(struct gb *g, size_t i)
 	if (e->r)
 		g->inflight++;
 	else
-		ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
+		gb_ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
 	buf_free(&url);
 }
 
@@ -397,7 +350,7 @@ static void pump(struct gb *g)
 	       g->inflight < GB_INFLIGHT && (g->buffered < GB_MEM_MAX || g->next_fetch == g->cur)) {
 		size_t i = g->next_fetch++;
 		struct gb_ent *e = &g->e[i];
-		if (e->owner >= 0 && !e->failed && !e->r && !e->ended)
+		if (e->owner >= 0 && !g->peers[e->owner].batch && !e->failed && !e->r && !e->ended)
 			fetch_start(g, i);
 	}
 }
@@ -430,6 +383,9 @@ static void next_entry(struct gb *g)
 			httpc_resume(e->r);
 		}
 	}
+	for (size_t i = 0; i < g->npeers; i++)
+		if (g->peers[i].blocked || g->peers[i].paused)
+			gb_peer_kick(g, &g->peers[i]);
 	pump(g);
 }
 
@@ -454,14 +410,14 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 		if (errno == ENOENT)
 			not_found(e, g->t->store);
 		else
-			ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+			gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 		return AIS_ERR;
 	}
 	uint64_t off = 0, size = m.size;
 	if (in->arch.len) {
 		if (m.version != e->version || m.mtime_ns != e->mtime_ns) {
 			close(fd);
-			ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
+			gb_ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
 				 (int)MIN(in->obj.len, 512), in->obj.ptr);
 			return AIS_ERR;
 		}
@@ -470,7 +426,7 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 	}
 	if (apply_range(in, &off, &size) != AIS_OK) {
 		close(fd);
-		ent_fail(e, 416, "%.*s: range not satisfiable for %llu bytes", (int)in->name.len, in->name.ptr,
+		gb_ent_fail(e, 416, "%.*s: range not satisfiable for %llu bytes", (int)in->name.len, in->name.ptr,
 			 (unsigned long long)size);
 		return AIS_ERR;
 	}
@@ -544,10 +500,14 @@ static int fill(http_req_t *req, buf_t *out)
 			if (e->failed)
 				return abort_stream(g, e);
 			if (e->data.len == 0) {
-				if (e->paused && e->r) {
+				if (g->peers[e->owner].batch) {
+					gb_peer_kick(g, &g->peers[e->owner]);
+				} else if (e->paused && e->r) {
 					e->paused = false;
 					httpc_resume(e->r);
 				}
+				if (e->failed)
+					return abort_stream(g, e);
 				if (e->data.len == 0)
 					return out->len ? AIS_OK : AIS_AGAIN;
 			}
@@ -557,7 +517,11 @@ static int fill(http_req_t *req, buf_t *out)
 			buf_consume(&e->data, n);
 			g->buffered -= n;
 			g->left -= n;
-			if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
+			if (g->peers[e->owner].batch) {
+				struct gb_peer *pr = &g->peers[e->owner];
+				if (pr->blocked || pr->paused)
+					gb_peer_kick(g, pr);
+			} else if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
 				e->paused = false;
 				httpc_resume(e->r);
 			}
@@ -631,20 +595,24 @@ static void prepare_done(http_req_t *req)
 	}
 	g->hc = worker_httpc(req);
 	g->wake = event_new(http_req_base(req), -1, 0, on_wake, g);
+	gb_peers_start(g);
 	pump(g);
-	wake(g);
+	gb_wake(g);
 }
 
 /* --- 1. the request ---------------------------------------------------------- */
 
-static int peer_index(struct gb *g, const char *url, size_t cap)
+/* The peer for url (added when new): batch peers get one sub-request. */
+static int peer_index(struct gb *g, const char *url, size_t cap, bool batch)
 {
 	for (size_t i = 0; i < g->npeers; i++)
-		if (!strcmp(g->peers[i], url))
+		if (!strcmp(g->peers[i].url, url) && g->peers[i].batch == batch)
 			return (int)i;
-	if (g->npeers == cap || strlen(url) >= sizeof(g->peers[0]))
+	if (g->npeers == cap || strlen(url) >= sizeof(g->peers[0].url))
 		return -1;
-	snprintf(g->peers[g->npeers], sizeof(g->peers[0]), "%s", url);
+	struct gb_peer *p = &g->peers[g->npeers];
+	snprintf(p->url, sizeof(p->url), "%s", url);
+	p->batch = batch;
 	return (int)g->npeers++;
 }
 
@@ -663,7 +631,7 @@ static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_
 	else
 		snprintf(url, sizeof(url), "http://%s:%d",
 			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
-	e->owner = peer_index(g, url, cap);
+	e->owner = peer_index(g, url, cap, false);
 }
 
 int tgt_getbatch(http_req_t *req)
@@ -692,9 +660,12 @@ int tgt_getbatch(http_req_t *req)
 	arena_cleanup_add(req->arena, gb_cleanup, g);
 	req->state = g;
 
+	/* a DT's sub-request: every entry is served here, never forwarded */
+	bool sub = http_req_has_header(req, "Ais-Moss-Peer");
 	const cmap_t *m = NULL;
 	size_t cap = 1;
-	if (cl)
+	bool locked = cl && !sub;
+	if (locked)
 		cluster_read_lock(cl, &m, NULL);
 	if (m)
 		cap += cmap_size(m);
@@ -714,15 +685,18 @@ int tgt_getbatch(http_req_t *req)
 		buf_addsv(&uname, e->in->obj);
 		const cmap_node_t *o = cmap_owner(m, uname.ptr, uname.len);
 		if (!o)
-			ent_fail(e, 503, "no active target in the cluster");
+			gb_ent_fail(e, 503, "no active target in the cluster");
 		else if (strcmp(o->id, cluster_self(cl)->id))
-			e->owner = peer_index(g, o->intra_url, cap);
+			e->owner = peer_index(g, o->intra_url, cap, true);
 		else
 			zshard_via_http(g, e, cl, cap);
 	}
 	buf_free(&uname);
-	if (cl)
+	if (locked)
 		cluster_read_unlock(cl);
+	for (size_t i = 0; i < g->mr.n; i++)
+		if (g->e[i].owner >= 0)
+			gb_peer_add(&g->peers[g->e[i].owner], i);
 	http_offload(req, prepare_work, prepare_done);
 	return AIS_OK;
 }
