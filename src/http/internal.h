@@ -112,6 +112,7 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
+	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
 	bool chunked, stream_eof, stream_wait;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */

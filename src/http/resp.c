@@ -55,6 +55,8 @@ void resp_reset(http_conn_t *c)
 	buf_reset(&c->rhdrs);
 	if (c->out.cap > (1 << 20))
 		buf_free(&c->out);
+	if (c->spiece.cap > (1 << 20))
+		buf_free(&c->spiece);
 }
 
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
@@ -380,12 +382,14 @@ static void stream_file_end(http_conn_t *c)
 
 static int stream_step(http_conn_t *c)
 {
-	buf_t piece = BUF_INIT;
+	buf_t piece = c->spiece; /* kept across calls: no allocation per piece */
+	piece.len = 0;
+	c->spiece = (buf_t)BUF_INIT;
 	int r = c->fill(&c->req, &piece);
-	if (r == AIS_ERR) {
-		buf_free(&piece);
+	c->spiece = piece;
+	c->spiece.len = 0;
+	if (r == AIS_ERR)
 		return AIS_ERR;
-	}
 	if (piece.len) {
 		if (c->chunked)
 			buf_addf(&c->out, "%zx\r\n", piece.len);
@@ -393,7 +397,6 @@ static int stream_step(http_conn_t *c)
 		if (c->chunked)
 			buf_add(&c->out, "\r\n", 2);
 	}
-	buf_free(&piece);
 	if (c->sfile && c->chunked)
 		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
 	if (c->sfile && r == AIS_DONE) {

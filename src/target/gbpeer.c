@@ -142,6 +142,8 @@ static int peer_header(struct gb *g, struct gb_peer *p)
 	e->size = size;
 	e->mtime_ns = (int64_t)mt * 1000000000LL;
 	e->head = true;
+	gb_take_spare(g, &e->data);
+	buf_grow(&e->data, (size_t)MIN(size, (uint64_t)GB_SLOT_MAX)); /* one allocation */
 	p->left = size;
 	p->st = PS_DATA;
 	if (!size)
@@ -214,6 +216,7 @@ static ssize_t peer_feed(struct gb *g, struct gb_peer *p, const char *d, size_t 
 				return (ssize_t)i;
 			}
 			k = (size_t)MIN((uint64_t)(n - i), p->left);
+			gb_take_spare(g, &e->data);
 			buf_add(&e->data, d + i, k);
 			e->recvd += k;
 			g->buffered += k;

@@ -8,9 +8,11 @@
  * How a request flows:
  *  1. The body is parsed (moss_parse) and every entry gets its owner: this
  *     target, or a peer (HRW over the cluster map, as the gateway routes).
- *  2. One I/O pool task checks this target's entries: objects exist, and a
- *     member's byte range is looked up in its shard's tar index. With
- *     coer=false a missing local entry fails the request before any byte.
+ *  2. This target's entries are checked: objects exist (on the loop, a
+ *     LevelDB get each, as GET does), and a member's byte range is looked up
+ *     in its shard's tar index (then all of it runs as one I/O pool task).
+ *     With coer=false a missing local entry fails the request before any
+ *     byte.
  *  3. Entries owned by peers are fetched with streamed GETs (httpc on this
  *     worker's event loop; ?archpath= and Range pass through), at most
  *     GB_INFLIGHT at once and never more than GB_WINDOW entries ahead of the
@@ -80,6 +82,8 @@ static void gb_cleanup(void *arg)
 {
 	struct gb *g = arg;
 	gb_peers_cancel(g);
+	for (size_t i = 0; i < g->nspare; i++)
+		buf_free(&g->spare[i]);
 	for (size_t i = 0; i < g->mr.n; i++) {
 		if (g->e[i].r)
 			httpc_cancel(g->e[i].r);
@@ -116,7 +120,7 @@ static void not_found(struct gb_ent *e, store_t *s)
 			 (int)MIN(in->obj.len, 512), in->obj.ptr);
 }
 
-/* --- 2. the local entries (I/O pool) ---------------------------------------- */
+/* --- 2. the local entries (I/O pool, or the loop when no member is asked) -- */
 
 static void prepare_work(http_req_t *req)
 {
@@ -184,6 +188,12 @@ static void prepare_work(http_req_t *req)
 
 void gb_wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
 
+void gb_take_spare(struct gb *g, buf_t *b)
+{
+	if (!b->cap && g->nspare)
+		*b = g->spare[--g->nspare];
+}
+
 static bool ok_status(int st) { return st == 200 || st == 206; }
 
 /* The write and done callbacks get the entry; the request is found from it
@@ -226,6 +236,8 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		e->size = v;
 		e->head = true;
 		head_mtime(r, e);
+		gb_take_spare(g, &e->data);
+		buf_grow(&e->data, (size_t)MIN(v, (uint64_t)GB_SLOT_MAX)); /* one allocation */
 		gb_wake(g);
 	}
 	bool is_cur = f->i == g->cur;
@@ -239,6 +251,7 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		gb_wake(g);
 		return AIS_ERR;
 	}
+	gb_take_spare(g, &e->data);
 	buf_add(&e->data, p, n);
 	e->recvd += n;
 	g->buffered += n;
@@ -368,7 +381,13 @@ static bool ent_ready(const struct gb *g, size_t i)
 static void ent_release(struct gb *g, struct gb_ent *e)
 {
 	g->buffered -= e->data.len;
-	buf_free(&e->data);
+	if (e->data.cap && e->data.cap <= 2 * GB_SLOT_MAX && g->nspare < GB_SPARES) {
+		e->data.len = 0; /* kept for a later entry: no allocation churn */
+		g->spare[g->nspare++] = e->data;
+		e->data = (buf_t)BUF_INIT;
+	} else {
+		buf_free(&e->data);
+	}
 }
 
 static void next_entry(struct gb *g)
@@ -697,6 +716,16 @@ int tgt_getbatch(http_req_t *req)
 	for (size_t i = 0; i < g->mr.n; i++)
 		if (g->e[i].owner >= 0)
 			gb_peer_add(&g->peers[g->e[i].owner], i);
-	http_offload(req, prepare_work, prepare_done);
+	/* plain objects are checked on the loop (a LevelDB get each, as a GET
+	 * does); shard members need their index: on the I/O pool */
+	bool members = false;
+	for (size_t i = 0; i < g->mr.n && !members; i++)
+		members = g->e[i].owner < 0 && g->e[i].in->arch.len;
+	if (members) {
+		http_offload(req, prepare_work, prepare_done);
+	} else {
+		prepare_work(req);
+		prepare_done(req);
+	}
 	return AIS_OK;
 }

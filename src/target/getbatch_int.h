@@ -20,6 +20,7 @@
 #define GB_INLINE_MAX (64u << 10)  /* local entries up to this are copied from the page cache */
 #define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
 #define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
+#define GB_SPARES 8                /* entry buffers kept for reuse */
 
 enum ph { PH_HDR, PH_DATA, PH_PAD };
 
@@ -56,6 +57,8 @@ struct gb {
 	uint64_t sent_size;  /* cur's size as written in its header */
 	bool started;
 	int64_t mtime_s;
+	buf_t spare[GB_SPARES]; /* data buffers of sent entries, for reuse */
+	size_t nspare;
 };
 
 /*
@@ -89,6 +92,8 @@ struct gb_peer {
 
 void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void gb_wake(struct gb *g);
+/* An empty buffer for an entry's data (a spare one when there is). */
+void gb_take_spare(struct gb *g, buf_t *b);
 /* gbpeer.c */
 void gb_peer_add(struct gb_peer *p, size_t i);
 void gb_peers_start(struct gb *g);

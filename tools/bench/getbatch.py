@@ -46,13 +46,23 @@ class Conns:
             try:
                 c.request(method, path, body=body, headers=headers or {})
                 r = c.getresponse()
-                data = r.read()
+                data = read_all(r)
                 return r.status, r.getheader("Location"), data
             except (http.client.HTTPException, OSError):
                 c.close()
                 del self.c[u.netloc]
                 if attempt:
                     raise
+
+
+def read_all(r):
+    """The body, read in large pieces (r.read() of a chunked body is slow)."""
+    parts = []
+    while True:
+        b = r.read1(1 << 20)
+        if not b:
+            return b"".join(parts)
+        parts.append(b)
 
 
 def get_follow(conns, url, body=None, headers=None):
