@@ -59,6 +59,11 @@ static const struct cli_opt opts_get_batch[] = {
 	{0},
 };
 
+static const struct cli_opt opts_config_set[] = {
+	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
+	{0},
+};
+
 /*
  * The command table. Two-word names ("bucket create") are matched before
  * one-word names, so "bucket" alone lists its subcommands.
@@ -84,6 +89,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, 2, cli_node_maintenance},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission},
+	{"config set", "KEY=VALUE...",
+	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
+	 opts_config_set, 1, -1, cli_config_set},
 	{"ml get-batch", "BUCKET OUT.tar|-",
 	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
 	 opts_get_batch, 2, 2, cli_ml_get_batch},

@@ -488,11 +488,14 @@ static const http_route_t routes[] = {
 	 "objects: 307 to the owner target"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
 	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 };
@@ -506,6 +509,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
 	};
 	g->srv = http_server_new(&o, err);
