@@ -434,7 +434,11 @@ class Client:
         tar stream arrives (names as the server sends them: bucket/objname
         [/archpath], or __404__/... for a missing entry with coer=True).
         On a connection error mid-stream the entries not yet yielded are
-        asked again, so each is yielded exactly once."""
+        asked again, so each is yielded exactly once; after 6 broken streams
+        in a row without an entry, ConnectionError. HTTPError when the
+        request is refused (with coer=false: 404 for a missing first entry;
+        a later one cuts the stream, so it ends as an HTTPError on the retry
+        that starts with it, or as a ConnectionError)."""
         ents = [{"objname": e} if isinstance(e, str) else dict(e) for e in entries]
         done, fails = 0, 0
         while done < len(ents):
@@ -450,10 +454,12 @@ class Client:
                     yield name, data
                 if done < len(ents):
                     raise HTTPError(502, "GetBatch answered %d of %d entries" % (done, len(ents)), s.url)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
                 fails = 0 if progressed else fails + 1
                 if fails > 5 or self.retry_for <= 0:
-                    raise
+                    raise ConnectionError("GetBatch from %s broke after %d of %d entries, %d times in a row "
+                                          "(with coer=false a missing entry ends the stream): %r"
+                                          % (s.url, done, len(ents), fails, e)) from e
                 time.sleep(0.1 * fails)
             finally:
                 s.close()
