@@ -6,7 +6,8 @@ set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
-curl python3 procps iproute2 nginx-light wrk"
+curl python3 procps iproute2 nginx-light wrk \
+python3-torch"
 
 missing=""
 for p in $PKGS; do
