@@ -87,6 +87,14 @@ class _Base(IterableDataset):
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
 
+    def __getstate__(self):
+        # Pickled for a spawned DataLoader worker: carry the parent's rank
+        # and world size (torch.distributed is not initialized there).
+        st = dict(self.__dict__)
+        if st["rank"] is None or st["world_size"] is None:
+            st["rank"], st["world_size"] = _rank_world(self.rank, self.world_size)
+        return st
+
     def set_epoch(self, epoch):
         """Selects the epoch whose order the next iteration uses (call it on
         every rank before iterating, as with DistributedSampler)."""
