@@ -53,6 +53,8 @@ typedef void (*http_work_fn)(http_req_t *req);
 enum {
 	HTTP_ROUTE_BODY = 1 << 0, /* may have a streamed request body */
 	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
+	HTTP_ROUTE_NOLIMIT = 1 << 2, /* not subject to the per-client rate limit
+				      * (health, cluster and node control, scrapes) */
 };
 
 typedef struct http_route {
@@ -87,7 +89,7 @@ struct http_req {
 	uint64_t body_read; /* body bytes delivered so far */
 	int64_t start_ns;
 	uint64_t id;      /* request id, unique per process */
-	char id_str[24];
+	char id_str[32];  /* as sent in X-Request-Id: random per-process prefix + id, hex */
 
 	http_body_fn on_body;
 	http_room_fn on_room;
@@ -106,6 +108,9 @@ typedef struct http_server_opts {
 	uint64_t max_conns;
 	uint64_t max_header_bytes;
 	uint64_t header_timeout_ms, idle_timeout_ms, body_timeout_ms;
+	uint64_t max_body;      /* HTTP_ROUTE_BODY: largest request body (413); 0 none */
+	uint64_t rate_limit;    /* requests per second per client address and worker; 0 off */
+	uint64_t rate_burst;    /* bucket size (0: rate_limit) */
 	const http_route_t *routes;
 	size_t nroutes;
 	void *ctx;
@@ -118,6 +123,11 @@ int http_server_port(const http_server_t *s);
 /* Stops accepting, closes connections, joins workers and the I/O pool. */
 void http_server_free(http_server_t *s);
 pool_t *http_server_pool(http_server_t *s);
+/* Changes the per-client rate limit at run time (0: off). */
+void http_server_set_rate_limit(http_server_t *s, uint64_t per_sec, uint64_t burst);
+void http_server_rate_limit(http_server_t *s, uint64_t *per_sec, uint64_t *burst);
+/* The server a request arrived on. */
+http_server_t *http_req_server(const http_req_t *req);
 
 /* Request helpers. */
 sv_t http_req_header(const http_req_t *req, const char *name);

@@ -24,6 +24,7 @@
 
 #define LIST_PAGE_DEFAULT 1000
 #define LIST_PAGE_MAX 10000
+#define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
 static void redirect(http_req_t *req, const char *base_url)
@@ -207,7 +208,21 @@ static void list_work(http_req_t *req)
 				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
 				o->err = EIO;
 			} else {
-				json_array_extend(all, ents);
+				/* members of a shard (archive listing) stay with it */
+				size_t ei;
+				json_t *en, *owner = NULL;
+				json_array_foreach(ents, ei, en) {
+					json_t *fl = json_object_get(en, "flags");
+					if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
+						json_t *mem = json_object_get(owner, MEMBERS_KEY);
+						if (!mem)
+							json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
+						json_array_append(mem, en);
+						continue;
+					}
+					json_array_append(all, en);
+					owner = en;
+				}
 				if (tok && *tok)
 					more = true;
 			}
@@ -227,8 +242,14 @@ static void list_work(http_req_t *req)
 		if (total > k)
 			more = true;
 		json_t *page = json_array();
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			json_t *mem = json_incref(json_object_get(v[i], MEMBERS_KEY));
+			json_object_del(v[i], MEMBERS_KEY);
 			json_array_append(page, v[i]);
+			if (mem)
+				json_array_extend(page, mem);
+			json_decref(mem);
+		}
 		json_t *res = json_object();
 		json_object_set_new(res, "entries", page);
 		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
@@ -467,11 +488,14 @@ static const http_route_t routes[] = {
 	 "objects: 307 to the owner target"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
 	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 };
@@ -485,6 +509,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
 	};
 	g->srv = http_server_new(&o, err);

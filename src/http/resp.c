@@ -99,6 +99,8 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 		else if (c->kind != RB_STREAM)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
+	if (c->req.id)
+		buf_addf(&c->out, "X-Request-Id: %s\r\n", c->req.id_str);
 	if (c->close_after || !c->keep_alive)
 		buf_addstr(&c->out, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)
@@ -345,6 +347,7 @@ static int file_step(http_conn_t *c)
 	}
 	c->fleft -= (uint64_t)n;
 	c->bytes_out += (uint64_t)n;
+	HM_INC(c->w->st.bytes_out, (uint64_t)n);
 	return AIS_OK;
 }
 
@@ -417,6 +420,7 @@ int resp_flush(http_conn_t *c)
 			}
 			c->out_off += (size_t)n;
 			c->bytes_out += (uint64_t)n;
+			HM_INC(c->w->st.bytes_out, (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;

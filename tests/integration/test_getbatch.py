@@ -255,6 +255,26 @@ for base in (g.url, tg[0].url):
 r = request("GET", g.url, "/v1/ml/moss", b'{"in":[{"objname":"a"}]}', JSON)
 t.eq(r.status, 400, "no bucket anywhere: 400")
 
+# 8b. listing through the gateway with the archive flag: each shard followed
+# by its members, whatever the page size
+for ps in (1000, 7):
+    ents, token = [], ""
+    for _ in range(2000):
+        v = {"pagesize": ps, "flags": 8, "prefix": "s", "continuation_token": token}
+        r1, r2 = follow("GET", g.url, "/v1/buckets/" + B, json.dumps({"action": "list", "value": v}), JSON)
+        if r2.status != 200:
+            break
+        ents += r2.json()["entries"]
+        token = r2.json()["continuation_token"]
+        if not token:
+            break
+    want_names = []
+    for o in sorted(k[1] for k in data if k[0] == B and k[1].startswith("s")):
+        want_names.append(o)
+        if o in shards:
+            want_names += [o + "/" + m for m in shards[o]]
+    t.eq([e["name"] for e in ents], want_names, "gateway list flags=8 pagesize %d: shards with members" % ps)
+
 # 9. aisctl ml get-batch: --list, --file with archpaths, a failed batch leaves no file
 ctl = os.environ["AISCTL"]
 tmp = os.environ.get("TMPDIR", "/tmp")
