@@ -33,7 +33,7 @@ from clulib import poll, procs, request, smap_ids
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 PYDIR = os.path.join(ROOT, "tools", "python")
 sys.path.insert(0, PYDIR)
-from aisd import Client, HTTPError  # noqa: E402
+from aisd import Client, HTTPError, index_shards  # noqa: E402
 from aisd.client import _Pool  # noqa: E402
 
 t = T()
@@ -233,6 +233,16 @@ for args, what in ((["--size", "12X", SRC, TMP + "/o"], "bad size"),
                    ([TMP + "/nonexistent", TMP + "/o"], "missing source")):
     r = shard_tool(*args)
     t.check(r.returncode == 2 and r.stderr.startswith(b"aisd.shard: "), "%s: exit 2 with a message" % what, r.stderr)
+
+ix = index_shards(c, B, "train/")
+t.eq(sorted((sh, k, sorted(m)) for sh, k, m in ix), sorted((x["shard"], x["key"], sorted(x["members"])) for x in lines),
+     "index_shards (one archive listing) = the shard tool's --index")
+t.eq(len(index_shards(c, B, "train/", shards=names[:2])), sum(1 for x in lines if x["shard"] in names[:2]),
+     "index_shards(shards=two of them)")
+x = next(x for x in lines if len(x["members"]) == 3)
+got = dict(c.get_members(B, x["shard"], x["key"], "wdskey"))
+t.eq(got, {"%s.%s" % (x["key"], e): files["%s.%s" % (x["key"], e)] for e in x["members"]},
+     "get_members(wdskey): the 3 files of one sample from one request")
 
 # --- archpath through the client ---------------------------------------------------------
 

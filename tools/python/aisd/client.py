@@ -364,6 +364,16 @@ class Client:
             return b""
         return self._call("GET", self._opath(bucket, name), headers=_range(start, length))[2]
 
+    def get_members(self, bucket, shard, pattern, mode="regexp"):
+        """The files of a shard that match pattern (archmode regexp, prefix,
+        suffix, substr, or wdskey: every file of one sample key), as
+        (member name, bytes) in archive order, from one request."""
+        s = self._call("GET", self._opath(bucket, shard), {"archregx": pattern, "archmode": mode}, stream=True)
+        try:
+            yield from iter_tar(s)
+        finally:
+            s.close()
+
     def head(self, bucket, name):
         """Props of the object; HTTPError 404 when missing."""
         return Props(self._call("HEAD", self._opath(bucket, name))[1])
@@ -406,12 +416,16 @@ class Client:
     def buckets(self):
         return [b["name"] for b in json.loads(self._call("GET", "/v1/buckets/")[2])]
 
-    def list(self, bucket, prefix="", pagesize=1000, props=None):
+    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False):
         """Iterates every entry ({"name","size",...}) of the bucket whose name
-        starts with prefix, in name order, a page at a time."""
+        starts with prefix, in name order, a page at a time. archive=True
+        (AIStore's LsArchDir, flags=8) puts each shard's members right after
+        it, named SHARD/MEMBER, with "flags" 128 (the shard: 512)."""
         token = ""
         while True:
             q = {"prefix": prefix, "pagesize": str(pagesize)}
+            if archive:
+                q["flags"] = "8"
             if token:
                 q["continuation_token"] = token
             if props:

@@ -32,7 +32,7 @@ import time
 import urllib.parse
 
 from .client import Client
-from .wds import _BUFSIZE, iter_samples, wds_split
+from .wds import _BUFSIZE, index_shards, iter_samples, load_index, wds_split
 
 try:
     import torch.distributed as _dist
@@ -45,7 +45,7 @@ except ImportError:  # the client works without torch; the datasets need it
         return None
 
 __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_samples",
-           "load_index", "SHARD_SUFFIXES"]
+           "index_shards", "load_index", "SHARD_SUFFIXES"]
 
 SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz")
 
@@ -221,20 +221,6 @@ class ShardDataset(_Base):
                 f.close()
                 raise ConnectionError("%s: asked bytes from %d, got Content-Range %r" % (shard, start, cr))
         return f
-
-
-def load_index(path):
-    """Reads a sample index written by `aisd.shard --index`: one JSON object
-    a line, {"shard", "key", "members": [ext, ...]}; returns a list of
-    (shard, key, members) tuples for BatchDataset."""
-    import json
-    out = []
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                d = json.loads(line)
-                out.append((d["shard"], d["key"], list(d["members"])))
-    return out
 
 
 def fetch_batch(client, bucket, items, coer=False):
