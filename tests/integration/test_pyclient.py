@@ -126,6 +126,12 @@ t.eq(first, d[:1000], "open(): a stream read in part, then closed")
 t.eq(c.get(B, "small/o-01"), objs["small/o-01"], "the next request works")
 s = c.open(B, "big/two-mib", start=100)
 t.eq((s.status, s.read()), (206, d[100:]), "open(start=100): 206 and the rest, read to its end")
+etag = s.headers.get("etag")
+s = c.open(B, "big/two-mib", start=5, if_match=etag)
+t.eq((s.status, s.read(3)), (206, d[5:8]), "open(start=5, if_match=its ETag): 206")
+s.close()
+ok, e = raises(lambda: c.open(B, "big/two-mib", start=5, if_match='"other"'), 412)
+t.check(ok, "open(if_match=another ETag) -> HTTPError 412", e)
 
 # Connection reuse: after warm-up, many GETs open no new connection.
 made = []

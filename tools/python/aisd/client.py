@@ -273,7 +273,7 @@ class Client:
                     conn.close()
                     raise
                 self._finish(hp, conn, resp, sent_body, body)
-                raise HTTPError(resp.status, _message(data) if method != "HEAD" else resp.reason, url)
+                raise HTTPError(resp.status, (_message(data) if method != "HEAD" else "") or resp.reason, url)
             if stream and method != "HEAD":
                 return Stream(self._pool, hp, conn, resp, url)
             try:
@@ -343,15 +343,17 @@ class Client:
     def _opath(bucket, name):
         return "/v1/objects/%s/%s" % (bucket, quote(name))
 
-    def open(self, bucket, name, start=0, length=None, archpath=None):
-        """GET as a Stream from byte `start` (and at most `length` bytes).
-        The caller reads it and closes it."""
+    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None):
+        """GET as a Stream from byte `start` (and at most `length` bytes);
+        with if_match (an ETag), HTTPError 412 unless the object still has
+        it. The caller reads the stream and closes it."""
         q = {"archpath": archpath} if archpath else None
-        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length), stream=True)
+        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
+                          stream=True)
 
-    def open_url(self, url, start=0, length=None):
+    def open_url(self, url, start=0, length=None, if_match=None):
         """The same for any http(s) URL (a plain web server)."""
-        return self._call("GET", "", headers=_range(start, length), stream=True, start_url=url)
+        return self._call("GET", "", headers=_range(start, length, if_match), stream=True, start_url=url)
 
     def get(self, bucket, name, archpath=None):
         """The object's bytes (or, with archpath, one file of a tar shard)."""
@@ -488,12 +490,12 @@ def iter_tar(f, bufsize=64 * 1024):
                 yield m.name, tar.extractfile(m).read()
 
 
-def _range(start, length):
-    if not start and length is None:
-        return {}
-    if length is None:
-        return {"Range": "bytes=%d-" % start}
-    return {"Range": "bytes=%d-%d" % (start, start + length - 1)}
+def _range(start, length, if_match=None):
+    h = {"If-Match": if_match} if if_match else {}
+    if start or length is not None:
+        end = "" if length is None else "%d" % (start + length - 1)
+        h["Range"] = "bytes=%d-%s" % (start, end)
+    return h
 
 
 def _await_continue(sock, timeout):

@@ -19,6 +19,9 @@ What ShardDataset guarantees, per epoch:
   is yielded twice or lost. Opening a shard is retried by the Client for
   `retry_for` seconds; a stream that keeps failing without progress raises
   after `max_resumes` attempts.
+  A resumed read asks for the version it started with (If-Match with the
+  first answer's ETag): a shard overwritten meanwhile raises HTTPError 412
+  rather than mixing two versions.
 
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
@@ -170,12 +173,14 @@ class ShardDataset(_Base):
     def samples(self, shard):
         """Every sample of one shard, resuming after read errors."""
         compressed = not shard.endswith(".tar")
-        pos, done, fails = 0, 0, 0
+        pos, done, fails, etag = 0, 0, 0, None
         while True:
             start = 0 if compressed else pos
             f = None
             try:
-                f = self._open(shard, start)
+                f = self._open(shard, start, etag)
+                if etag is None:
+                    etag = getattr(f, "headers", {}).get("etag")
                 skip = done if compressed else 0
                 for sample, end in iter_samples(f, shard, start, compressed, self.bufsize):
                     if skip:
@@ -195,13 +200,15 @@ class ShardDataset(_Base):
                 if f is not None:
                     f.close()
 
-    def _open(self, shard, start):
+    def _open(self, shard, start, etag):
+        """The shard from byte start; a resumed read (etag set) must find the
+        same version (If-Match), else HTTPError 412 ends the iteration."""
         if not self.urls:
-            f = self.client.open(self.bucket, shard, start=start)
+            f = self.client.open(self.bucket, shard, start=start, if_match=etag)
         elif shard.startswith(("http://", "https://")):
             if self.client is None:
                 self.client = Client(shard, timeout=self.timeout, retry_for=self.retry_for)
-            f = self.client.open_url(shard, start=start)
+            f = self.client.open_url(shard, start=start, if_match=etag)
         else:
             path = urllib.parse.urlsplit(shard).path if shard.startswith("file://") else shard
             f = open(path, "rb", buffering=0)
