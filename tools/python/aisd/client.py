@@ -246,12 +246,13 @@ class Client:
             conn, reused = self._pool.get(hp)
             try:
                 resp, sent_body = self._send(conn, method, target, body, headers)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
                 conn.close()
-                if not reused:
+                if not reused or not isinstance(e, (ConnectionError, http.client.BadStatusLine)):
                     raise
-                # A kept-alive connection the server had closed: the request
-                # never reached it, so send it once more on a new one.
+                # A kept-alive connection the server had closed (reset, or
+                # closed before an answer): the request was not served, so
+                # send it once more on a new one.
                 conn = self._pool.new(hp)
                 try:
                     resp, sent_body = self._send(conn, method, target, body, headers)
