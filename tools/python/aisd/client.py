@@ -39,6 +39,7 @@ _RETRY_STATUS = (500, 502, 503, 504)
 _SMALL_BODY = 64 * 1024   # at most this much is sent without 100-continue
 _POOL_IDLE_MAX = 32       # idle connections kept per host
 _CHUNK = 1 << 20
+_DRAIN_MAX = 64 * 1024  # a stream closed this close to its end is read out, keeping the connection
 
 
 class HTTPError(Exception):
@@ -184,9 +185,20 @@ class Stream(io.RawIOBase):
         return b
 
     def readinto(self, buf):
-        b = self.read(len(buf))
-        buf[:len(b)] = b
-        return len(b)
+        if self._done or not len(buf):
+            return 0
+        try:
+            n = self._resp.readinto(buf)
+        except BaseException:
+            self._drop()
+            raise
+        if not n:
+            self._eof()
+            return 0
+        self.got += n
+        if self.length is not None and self.got >= self.length:
+            self._release()
+        return n
 
     def _release(self):
         if not self._done:
@@ -202,9 +214,17 @@ class Stream(io.RawIOBase):
             self._conn.close()
 
     def close(self):
+        """Releases the connection: back to the pool when the body was read
+        whole, or when at most 64 KiB of it were left (read and dropped
+        here, e.g. a tar's end blocks); else closed."""
+        if not self._done and self.length is not None and self.length - self.got <= _DRAIN_MAX:
+            try:
+                while self.read(_DRAIN_MAX):
+                    pass
+            except (OSError, http.client.HTTPException):
+                pass
         if not self._done:
-            complete = self.length is not None and self.got >= self.length
-            self._release() if complete else self._drop()
+            self._drop()
         super().close()
 
 
@@ -482,10 +502,10 @@ class Client:
                 s.close()
 
 
-def iter_tar(f, bufsize=64 * 1024):
+def iter_tar(f, bufsize=tarfile.RECORDSIZE):
     """Yields (name, bytes) for each regular file of the tar read from the
     file object f as a stream (nothing is held but the current member)."""
-    with tarfile.open(fileobj=f, mode="r|", bufsize=bufsize) as tar:
+    with tarfile.open(fileobj=io.BufferedReader(f, 256 * 1024), mode="r|", bufsize=bufsize) as tar:
         for m in tar:
             if m.isfile():
                 yield m.name, tar.extractfile(m).read()

@@ -30,6 +30,7 @@ shard, ext: bytes, ...}. Members whose base name has no dot, and
 non-regular members, are skipped.
 """
 import http.client
+import io
 import random
 import time
 import urllib.parse
@@ -51,6 +52,7 @@ __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_sam
            "index_shards", "load_index", "SHARD_SUFFIXES"]
 
 SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz")
+_READBUF = 256 * 1024
 
 
 def _rank_world(rank, world_size):
@@ -178,9 +180,8 @@ class ShardDataset(_Base):
             start = 0 if compressed else pos
             f = None
             try:
-                f = self._open(shard, start, etag)
-                if etag is None:
-                    etag = getattr(f, "headers", {}).get("etag")
+                f, tag = self._open(shard, start, etag)
+                etag = etag or tag
                 skip = done if compressed else 0
                 for sample, end in iter_samples(f, shard, start, compressed, self.bufsize):
                     if skip:
@@ -201,8 +202,10 @@ class ShardDataset(_Base):
                     f.close()
 
     def _open(self, shard, start, etag):
-        """The shard from byte start; a resumed read (etag set) must find the
-        same version (If-Match), else HTTPError 412 ends the iteration."""
+        """(file object at byte start of the shard, its ETag or None). A
+        resumed read (etag set) must find the same version (If-Match), else
+        HTTPError 412 ends the iteration. Reads go through a 256 KiB buffer:
+        tarfile asks for 10 KiB at a time."""
         if not self.urls:
             f = self.client.open(self.bucket, shard, start=start, if_match=etag)
         elif shard.startswith(("http://", "https://")):
@@ -211,23 +214,25 @@ class ShardDataset(_Base):
             f = self.client.open_url(shard, start=start, if_match=etag)
         else:
             path = urllib.parse.urlsplit(shard).path if shard.startswith("file://") else shard
-            f = open(path, "rb", buffering=0)
+            f = open(path, "rb", buffering=_READBUF)
             f.seek(start)
-            return f
-        if start and f.status != 206:  # the server sent it whole: skip ahead
-            left = start
-            while left:
-                b = f.read(min(left, 1 << 20))
-                if not b:
-                    f.close()
-                    raise ConnectionError("%s: shorter than %d bytes" % (shard, start))
-                left -= len(b)
-        elif start:
-            cr = f.headers.get("content-range", "")
-            if not cr.startswith("bytes %d-" % start):
-                f.close()
-                raise ConnectionError("%s: asked bytes from %d, got Content-Range %r" % (shard, start, cr))
-        return f
+            return f, None
+        try:
+            if start and f.status != 206:  # the server sent it whole: skip ahead
+                left = start
+                while left:
+                    b = f.read(min(left, 1 << 20))
+                    if not b:
+                        raise ConnectionError("%s: shorter than %d bytes" % (shard, start))
+                    left -= len(b)
+            elif start:
+                cr = f.headers.get("content-range", "")
+                if not cr.startswith("bytes %d-" % start):
+                    raise ConnectionError("%s: asked bytes from %d, got Content-Range %r" % (shard, start, cr))
+        except BaseException:
+            f.close()
+            raise
+        return io.BufferedReader(f, _READBUF), f.headers.get("etag")
 
 
 def fetch_batch(client, bucket, items, coer=False):

@@ -9,7 +9,7 @@ import tarfile
 
 __all__ = ["wds_split", "iter_samples", "index_shards", "load_index"]
 
-_BUFSIZE = 64 * 1024
+_BUFSIZE = tarfile.RECORDSIZE  # 10 KiB: larger makes tarfile copy its leftover buffer on every header read
 
 
 def wds_split(path):
