@@ -2,8 +2,8 @@
 # shellcheck disable=SC2317  # cleanup runs from a trap
 # ml.sh - make bench-ml: ShardDataset reading the same WebDataset shards
 # from aisd, from nginx (plain HTTP, the way WebDataset users serve shards)
-# and from local files, in one run on this machine. Then GetBatch and
-# archpath benches (tools/bench/getbatch.sh, archpath.sh) when present.
+# and from local files, in one run on this machine. (make bench-ml then runs
+# tools/bench/getbatch.sh and archpath.sh.)
 #
 # Generates TOTAL bytes of shards (default 2 GiB in 100 MB shards of
 # ~100 KB samples: KEY.jpg of 50-150 KB and KEY.cls) under a mktemp -d dir
@@ -209,11 +209,4 @@ echo
 awk -F'|' '/^\|---/ { next } /^\| / { printf "%-28s %12s %10s %8s %5s\n", $2, $3, $4, $5, $6; next } { print }' "$MD"
 echo
 echo "ml-bench: markdown written to $MD"
-
-for b in getbatch archpath; do
-	if [ -x "$HERE/$b.sh" ]; then
-		echo "ml-bench: running tools/bench/$b.sh" >&2
-		BUILD=$BUILD "$HERE/$b.sh" || STATUS=1
-	fi
-done
 exit $STATUS
