@@ -165,7 +165,8 @@ static int read_more(http_conn_t *c)
 		buf_consume(in, c->in_off);
 		c->in_off = 0;
 	}
-	buf_grow(in, HTTP_READ_CHUNK);
+	/* a head needs little room: idle connections stay small */
+	buf_grow(in, c->state == CS_BODY ? HTTP_READ_CHUNK : HTTP_HEAD_CHUNK);
 	for (;;) {
 		ssize_t n = read(c->fd, in->ptr + in->len, in->cap - in->len - 1);
 		if (n > 0) {
