@@ -55,10 +55,12 @@ declare -A SRCS=(
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
+	[fuzz_cfgset]="src/cluster/cfgparse.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
 	[fuzz_cmap]="-ljansson -lcrypto"
+	[fuzz_cfgset]="-ljansson"
 )
 
 failed=()
