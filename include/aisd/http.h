@@ -28,6 +28,7 @@
 #include "aisd/buf.h"
 #include "aisd/pool.h"
 
+struct event_base;
 typedef struct http_server http_server_t;
 typedef struct http_req http_req_t;
 typedef struct http_conn http_conn_t;
@@ -161,6 +162,14 @@ void http_resp_send_head(http_req_t *req, uint64_t len);
 /* Streamed body (chunked on HTTP/1.1). */
 void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
 void http_resp_stream_wake(http_req_t *req);
+/* Inside a fill callback that returns AIS_OK: after what fill appended, the
+ * stream carries len bytes of fd from off, sent like a file body (sendfile,
+ * cold ranges read ahead on the I/O pool); fill is called again once they
+ * are out. Takes fd (closes it). */
+void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len);
+/* The event_base of the worker that owns req (for httpc and timers whose
+ * callbacks must run on the request's thread). */
+struct event_base *http_req_base(const http_req_t *req);
 /* JSON error body {"message": ..., "status": N}. */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

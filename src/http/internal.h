@@ -135,6 +135,7 @@ struct http_conn {
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
 	bool chunked, stream_eof, stream_wait;
+	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	uint64_t bytes_out;
 };
 

@@ -42,6 +42,7 @@ void resp_reset(http_conn_t *c)
 	c->checked_end = 0;
 	c->fsmall_read = false;
 	c->fill = NULL;
+	c->sfile = false;
 	c->chunked = c->stream_eof = c->stream_wait = false;
 	c->status = 0;
 	c->resp_started = false;
@@ -175,6 +176,21 @@ void http_resp_send_stream(http_req_t *req, http_fill_fn fill)
 	if (c->head_only)
 		c->kind = RB_NONE;
 	conn_run(c);
+}
+
+void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0 || len == 0) {
+		if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0)
+			log_errx("stream file outside a stream fill");
+		close(fd);
+		return;
+	}
+	c->ffd = fd;
+	c->foff = off;
+	c->fleft = len;
+	c->sfile = true;
 }
 
 void http_resp_stream_wake(http_req_t *req)
@@ -335,6 +351,22 @@ static int file_step(http_conn_t *c)
 	return AIS_OK;
 }
 
+/* A file segment of a stream was sent: release it, close its chunk. */
+static void stream_file_end(http_conn_t *c)
+{
+	close(c->ffd);
+	if (c->fmap)
+		munmap(c->fmap, c->fmap_len);
+	c->ffd = -1;
+	c->fmap = NULL;
+	c->fmap_len = 0;
+	c->checked_end = 0;
+	c->fsmall_read = false;
+	c->sfile = false;
+	if (c->chunked)
+		buf_add(&c->out, "\r\n", 2);
+}
+
 static int stream_step(http_conn_t *c)
 {
 	buf_t piece = BUF_INIT;
@@ -351,6 +383,12 @@ static int stream_step(http_conn_t *c)
 			buf_add(&c->out, "\r\n", 2);
 	}
 	buf_free(&piece);
+	if (c->sfile && c->chunked)
+		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
+	if (c->sfile && r == AIS_DONE) {
+		log_errx("stream fill queued a file and ended in one call");
+		return AIS_ERR;
+	}
 	if (r == AIS_DONE) {
 		c->stream_eof = true;
 		if (c->chunked)
@@ -399,6 +437,14 @@ int resp_flush(http_conn_t *c)
 			r = file_step(c);
 			break;
 		case RB_STREAM:
+			if (c->sfile) { /* a file segment inside the stream */
+				if (c->fleft > 0) {
+					r = file_step(c);
+					break;
+				}
+				stream_file_end(c);
+				continue;
+			}
 			if (c->stream_eof)
 				return AIS_OK;
 			r = stream_step(c);

@@ -288,6 +288,8 @@ int http_server_port(const http_server_t *s) { return s->port; }
 http_server_t *http_req_server(const http_req_t *req) { return req->conn->w->srv; }
 pool_t *http_server_pool(http_server_t *s) { return s->pool; }
 
+struct event_base *http_req_base(const http_req_t *req) { return req->conn->w->base; }
+
 void http_server_free(http_server_t *s)
 {
 	if (!s)
