@@ -5,7 +5,7 @@
 set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
-libssl-dev libxxhash-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
+libssl-dev libxxhash-dev check libsubunit-dev libhttp-parser-dev libjansson-dev libexpat1-dev \
 curl python3 procps iproute2 nginx-light wrk"
 
 missing=""

@@ -40,6 +40,9 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
+	char s3_region[64];       /* the region S3 answers with */
+	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	char log_level[16];
 	char log_file[1024];
 } conf_t;

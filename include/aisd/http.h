@@ -55,7 +55,9 @@ enum {
 };
 
 typedef struct http_route {
-	const char *prefix; /* matches the path itself or prefix + "/..." */
+	const char *prefix; /* matches the path itself or prefix + "/..."; "/" (last):
+			     * every path, unless an earlier route matched the
+			     * path but not the method (405 then) */
 	unsigned methods;   /* HTTP_M(HTTP_GET) | ... */
 	unsigned flags;     /* HTTP_ROUTE_* */
 	uint64_t max_body;  /* HTTP_ROUTE_JSON: largest body accepted (413) */
@@ -134,6 +136,13 @@ void http_req_resume(http_req_t *req);
  * worker. Nothing may touch req in between. */
 void http_offload(http_req_t *req, http_work_fn work, http_work_fn done);
 
+/* The request's worker event loop (for clients driven by it, httpc). */
+struct event_base *http_req_base(http_req_t *req);
+/* The worker's one slot for a handler's per-worker value (an httpc_t):
+ * *slot is NULL until set; free_fn frees it when the server stops (after
+ * the loop ended, before the connections are freed). */
+void **http_worker_local(http_req_t *req, void (*free_fn)(void *));
+
 /* Response. Set status and headers, then exactly one of the send calls. */
 void http_resp_status(http_req_t *req, int status);
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
@@ -150,6 +159,9 @@ void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len);
 void http_resp_send_head(http_req_t *req, uint64_t len);
 /* Streamed body (chunked on HTTP/1.1). */
 void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
+/* Streamed body of exactly len bytes, sent with Content-Length (a proxy
+ * relaying a sized body); the producer must give len bytes, else AIS_ERR. */
+void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len);
 void http_resp_stream_wake(http_req_t *req);
 /* JSON error body {"message": ..., "status": N}. */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)

@@ -62,6 +62,12 @@ static const struct key keys[] = {
 	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
+	{"s3.domain", K_STR, S(s3_domain), "",
+	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
+	{"s3.region", K_STR, S(s3_region), "us-east-1",
+	 "the region S3 reports (GetBucketLocation) and accepts as a LocationConstraint"},
+	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "7d",
+	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 };
@@ -80,7 +86,7 @@ static int parse_ms(const char *v, uint64_t *out)
 	uint64_t x, mult;
 	while (d < n && v[d] >= '0' && v[d] <= '9')
 		d++;
-	if (num_parse_u64(v, d, 0, UINT64_MAX / 3600000, &x) != AIS_OK)
+	if (num_parse_u64(v, d, 0, UINT64_MAX / 86400000, &x) != AIS_OK)
 		return AIS_ERR;
 	const char *u = v + d;
 	if (!strcmp(u, "ms"))
@@ -91,6 +97,8 @@ static int parse_ms(const char *v, uint64_t *out)
 		mult = 60000;
 	else if (!strcmp(u, "h"))
 		mult = 3600000;
+	else if (!strcmp(u, "d"))
+		mult = 86400000;
 	else
 		return AIS_ERR;
 	*out = x * mult;

@@ -16,6 +16,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/s3.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -373,6 +374,8 @@ static const http_route_t routes[] = {
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
 	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
 	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
 };
 
 gateway_t *gateway_start(const conf_t *c, buf_t *err)

@@ -216,6 +216,8 @@ static void dispatch(http_conn_t *c)
 	for (size_t i = 0; i < s->o.nroutes; i++) {
 		const http_route_t *r = &s->o.routes[i];
 		size_t pl = strlen(r->prefix);
+		if (pl == 1 && allow)
+			break; /* the catch-all "/" never takes a known path's other methods */
 		if (req->path.len < pl || memcmp(req->path.ptr, r->prefix, pl) ||
 		    (req->path.len > pl && req->path.ptr[pl] != '/' && r->prefix[pl - 1] != '/'))
 			continue;

@@ -36,6 +36,8 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	void *local;                 /* http_worker_local: a handler's per-worker value */
+	void (*local_free)(void *);
 };
 
 struct http_server {
@@ -105,7 +107,7 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
-	bool chunked, stream_eof, stream_wait;
+	bool chunked, stream_eof, stream_wait, stream_len;
 	uint64_t bytes_out;
 };
 

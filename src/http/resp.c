@@ -42,7 +42,7 @@ void resp_reset(http_conn_t *c)
 	c->checked_end = 0;
 	c->fsmall_read = false;
 	c->fill = NULL;
-	c->chunked = c->stream_eof = c->stream_wait = false;
+	c->chunked = c->stream_eof = c->stream_wait = c->stream_len = false;
 	c->status = 0;
 	c->resp_started = false;
 	c->head_only = false;
@@ -95,7 +95,7 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 	if (!nobody_status) {
 		if (chunked)
 			buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n");
-		else if (c->kind != RB_STREAM)
+		else if (c->kind != RB_STREAM || c->stream_len)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
 	if (c->close_after || !c->keep_alive)
@@ -172,6 +172,21 @@ void http_resp_send_stream(http_req_t *req, http_fill_fn fill)
 	resp_build_head(c, 0, true);
 	if (c->head_only)
 		c->kind = RB_NONE;
+	conn_run(c);
+}
+
+void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_STREAM))
+		return;
+	c->fill = fill;
+	c->stream_len = true;
+	resp_build_head(c, len, false);
+	if (c->head_only || len == 0) {
+		c->kind = RB_NONE;
+		c->stream_eof = true;
+	}
 	conn_run(c);
 }
 

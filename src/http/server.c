@@ -198,6 +198,15 @@ void http_offload(http_req_t *req, http_work_fn work, http_work_fn done)
 	conn_offload(req->conn, work, done);
 }
 
+struct event_base *http_req_base(http_req_t *req) { return req->conn->w->base; }
+
+void **http_worker_local(http_req_t *req, void (*free_fn)(void *))
+{
+	struct worker *w = req->conn->w;
+	w->local_free = free_fn;
+	return &w->local;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -291,6 +300,8 @@ void http_server_free(http_server_t *s)
 	pool_destroy(s->pool);
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
+		if (w->local && w->local_free)
+			w->local_free(w->local); /* before the connections its requests belong to */
 		while (w->conns) {
 			http_conn_t *c = w->conns;
 			c->offloaded = false;
