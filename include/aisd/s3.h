@@ -28,6 +28,11 @@
 int s3_h_target(http_req_t *req);
 int s3_h_gateway(http_req_t *req);
 
+/* GET /v1/s3uploads/BUCKET?prefix=P on a target (intra-cluster, for a
+ * ListMultipartUploads fan-out): its multipart uploads as JSON
+ * [{"key","upload_id","initiated"}]. */
+int s3_h_uploads(http_req_t *req);
+
 /* Methods and flags of the S3 route. */
 #define S3_ROUTE_METHODS                                                                        \
 	(HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD) | HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) |          \

@@ -165,13 +165,31 @@ int s3_content_md5(s3_req_t *r, unsigned char out[16]);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_req_t *r, sv_t src);
+int s3_upload_part_copy(s3_req_t *r, sv_t id, uint32_t num, sv_t src);
 /* Parses "[/]bucket/key[?versionId=..]" (percent-encoded). */
 int s3_copy_source(s3_req_t *r, sv_t h, sv_t *bck, sv_t *key);
 
 /* --- multipart.c --- */
 int s3_multipart(s3_req_t *r, sv_t upload_id);
 int s3_mpu_create(s3_req_t *r);
+typedef struct s3_upload {
+	char *key; /* malloc'd */
+	size_t klen;
+	char id[33];
+	int64_t initiated;
+} s3_upload_t;
+/* This target's uploads in bck whose keys start with prefix (malloc'd,
+ * unordered). Blocking. */
+int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
+/* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
+ * and fills its directory; then installs a finished temp file as part
+ * num. Blocking. */
+int s3_mpu_part_open(s3_req_t *r, sv_t id, char *dir, size_t dsz, void **upload);
+int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
+
+/* --- uploads.c: ListMultipartUploads (local or fanned out) --- */
 int s3_mpu_list_uploads(s3_req_t *r);
+
 
 /* --- delete.c --- */
 int s3_delete_objects(s3_req_t *r);

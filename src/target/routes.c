@@ -26,6 +26,7 @@ static const http_route_t routes[] = {
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
 	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
+	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
 };
@@ -69,6 +70,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		return NULL;
 	}
 	t->base.store = t->store;
+	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,
