@@ -14,6 +14,7 @@
 #include "aisd/buf.h"
 
 #define CONF_MAX_MOUNTPATHS 64
+#define CONF_MAX_S3_KEYS 64
 
 enum conf_fsync { CONF_FSYNC_ALWAYS = 0, CONF_FSYNC_NEVER };
 
@@ -41,10 +42,14 @@ typedef struct conf {
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
-	char s3_region[64];       /* the region S3 answers with */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	char log_level[16];
 	char log_file[1024];
+	bool s3_auth;             /* S3 requests must be signed (SigV4) */
+	char s3_region[64];       /* the cluster's S3 region */
+	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
+	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */
+	int n_s3_keys;
 } conf_t;
 
 /* Fills c with the defaults. */

@@ -18,7 +18,7 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS };
+enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY };
 
 struct key {
 	const char *name;
@@ -64,12 +64,17 @@ static const struct key keys[] = {
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"s3.domain", K_STR, S(s3_domain), "",
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
-	{"s3.region", K_STR, S(s3_region), "us-east-1",
-	 "the region S3 reports (GetBucketLocation) and accepts as a LocationConstraint"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "7d",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
+	{"s3.auth", K_BOOL, N(s3_auth), "on",
+	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
+	{"s3.region", K_STR, S(s3_region), "us-east-1", "the cluster's S3 region: GetBucketLocation answers it, CreateBucket accepts it as LocationConstraint (clients may sign for any)"},
+	{"s3.max_skew", K_MS, N(s3_max_skew_ms), "15m",
+	 "largest difference between a signed request's time and the clock"},
+	{"s3.key", K_S3KEY, N(s3_keys), "",
+	 "an S3 key pair ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME; repeat the key for more (empty: none)"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -139,6 +144,33 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 		else
 			goto bad;
 		return AIS_OK;
+	case K_BOOL:
+		if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			*(bool *)(base + k->off) = true;
+		else if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+			*(bool *)(base + k->off) = false;
+		else
+			goto bad;
+		return AIS_OK;
+	case K_S3KEY: {
+		/* each line adds a key; an empty value clears the list. The
+		 * fields are checked by s3_keys_add when S3 starts. */
+		const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!*v) {
+			c->n_s3_keys = 0;
+			return AIS_OK;
+		}
+		if (!c2 || !strchr(c2 + 1, ':') || strlen(v) >= sizeof(c->s3_keys[0])) {
+			buf_addf(err, "invalid value for %s: want ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME", k->name);
+			return AIS_ERR;
+		}
+		if (c->n_s3_keys >= CONF_MAX_S3_KEYS) {
+			buf_addf(err, "%s: more than %d keys", k->name, CONF_MAX_S3_KEYS);
+			return AIS_ERR;
+		}
+		memcpy(c->s3_keys[c->n_s3_keys++], v, strlen(v) + 1);
+		return AIS_OK;
+	}
 	case K_MPATHS: {
 		c->n_mountpaths = 0;
 		const char *p = v;

@@ -20,7 +20,7 @@
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define OWNER_XML "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
@@ -53,7 +53,7 @@ bool s3_bucket_name_valid(sv_t n)
 	return !(digits && dots == 3) && !sv_startswith(n, "xn--");
 }
 
-bool s3_bucket_exists(s3_req_t *r)
+bool s3_bucket_exists(s3_rq_t *r)
 {
 	store_bucket_t sb;
 	if (r->node.cl) {
@@ -68,7 +68,7 @@ bool s3_bucket_exists(s3_req_t *r)
 
 /* --- ListBuckets ----------------------------------------------------------------- */
 
-int s3_service(s3_req_t *r)
+int s3_service(s3_rq_t *r)
 {
 	buf_t b = BUF_INIT;
 	char t[40];
@@ -113,7 +113,7 @@ int s3_service(s3_req_t *r)
 /* --- create / delete ------------------------------------------------------------- */
 
 struct bop {
-	s3_req_t *r;
+	s3_rq_t *r;
 	bool create;
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
@@ -162,7 +162,7 @@ static void via_primary(struct bop *o)
 
 static void bop_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
@@ -197,7 +197,7 @@ static void bop_work(http_req_t *req)
 
 static void bop_done(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct bop *o = r->op;
 	if (o->not_empty) {
 		s3_error(r, "BucketNotEmpty", NULL);
@@ -220,7 +220,7 @@ static void bop_done(http_req_t *req)
 	}
 }
 
-static struct bop *bop_new(s3_req_t *r, bool create)
+static struct bop *bop_new(s3_rq_t *r, bool create)
 {
 	struct bop *o = arena_zalloc(r->http->arena, sizeof(*o));
 	o->r = r;
@@ -231,7 +231,7 @@ static struct bop *bop_new(s3_req_t *r, bool create)
 	return o;
 }
 
-static void create_body(s3_req_t *r, buf_t *body)
+static void create_body(s3_rq_t *r, buf_t *body)
 {
 	struct bop *o = r->op;
 	const char *region = r->node.conf->s3_region;
@@ -256,7 +256,7 @@ static void create_body(s3_req_t *r, buf_t *body)
 	http_offload(r->http, bop_work, bop_done);
 }
 
-static int create_bucket(s3_req_t *r)
+static int create_bucket(s3_rq_t *r)
 {
 	if (!s3_bucket_name_valid(r->bucket) || sv_eqstr(r->bucket, "v1") || sv_eqstr(r->bucket, "s3")) {
 		s3_error(r, "InvalidBucketName", "bucket names are 3 to 63 of a-z 0-9 . - starting and "
@@ -274,7 +274,7 @@ static int create_bucket(s3_req_t *r)
 
 /* --- the rest ---------------------------------------------------------------------- */
 
-static void location(s3_req_t *r)
+static void location(s3_rq_t *r)
 {
 	buf_t b = BUF_INIT;
 	const char *region = r->node.conf->s3_region;
@@ -286,7 +286,7 @@ static void location(s3_req_t *r)
 	s3_send_xml(r, 200, &b);
 }
 
-int s3_bucket(s3_req_t *r)
+int s3_bucket(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	sv_t lt;

@@ -27,14 +27,14 @@
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define CHUNK (1u << 20)
 
 int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool get);
 
-int s3_copy_source(s3_req_t *r, sv_t h, sv_t *bck, sv_t *key)
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key)
 {
 	sv_t s = sv_trim(h);
 	const char *q = memchr(s.ptr, '?', s.len);
@@ -64,7 +64,7 @@ int s3_copy_source(s3_req_t *r, sv_t h, sv_t *bck, sv_t *key)
 }
 
 struct cp {
-	s3_req_t *r;
+	s3_rq_t *r;
 	sv_t sb, sk;          /* source */
 	bool replace;
 	bool part;            /* UploadPartCopy */
@@ -311,7 +311,7 @@ static int copy_remote(struct cp *c, const char *base)
 
 static int open_dest(struct cp *c)
 {
-	s3_req_t *r = c->r;
+	s3_rq_t *r = c->r;
 	if (!c->part)
 		return store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &c->w);
 	char dir[1100], rh[17];
@@ -331,7 +331,7 @@ static int open_dest(struct cp *c)
 
 static void cp_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	char url[CMAP_URL_MAX + 1];
 	bool self = true;
@@ -407,13 +407,13 @@ static void cp_work(http_req_t *req)
 
 static void cp_done(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	if (c->code) {
 		s3_error(r, c->code, NULL);
 	} else if (c->err == ENOENT) {
 		/* the source is missing (or its bucket) */
-		s3_req_t src = *r;
+		s3_rq_t src = *r;
 		src.bucket = c->sb;
 		src.key = c->sk;
 		s3_error(r, s3_bucket_exists(&src) ? "NoSuchKey" : "NoSuchBucket", NULL);
@@ -426,7 +426,7 @@ static void cp_done(http_req_t *req)
 	}
 }
 
-static struct cp *cp_new(s3_req_t *r, sv_t src)
+static struct cp *cp_new(s3_rq_t *r, sv_t src)
 {
 	struct cp *c = arena_zalloc(r->http->arena, sizeof(*c));
 	c->r = r;
@@ -438,7 +438,7 @@ static struct cp *cp_new(s3_req_t *r, sv_t src)
 	return c;
 }
 
-int s3_copy_object(s3_req_t *r, sv_t src)
+int s3_copy_object(s3_rq_t *r, sv_t src)
 {
 	http_req_t *req = r->http;
 	store_bucket_t b;
@@ -479,7 +479,7 @@ int s3_copy_object(s3_req_t *r, sv_t src)
 	return AIS_OK;
 }
 
-int s3_upload_part_copy(s3_req_t *r, sv_t id, uint32_t num, sv_t src)
+int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src)
 {
 	http_req_t *req = r->http;
 	struct cp *c = cp_new(r, src);

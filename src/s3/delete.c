@@ -14,7 +14,7 @@
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 struct md {
@@ -25,7 +25,7 @@ struct md {
 static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
 
 /* Deletes one key; AIS_OK when gone (or never there). */
-static int del_one(s3_req_t *r, sv_t key, buf_t *msg)
+static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
 {
 	char url[CMAP_URL_MAX + 1];
 	bool self = true;
@@ -64,7 +64,7 @@ static int del_one(s3_req_t *r, sv_t key, buf_t *msg)
 
 static void md_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct md *m = r->op;
 	buf_t *b = &m->out;
 	s3_xml_head(b, "DeleteResult");
@@ -92,9 +92,9 @@ static void md_work(http_req_t *req)
 	s3_xml_close(b, "DeleteResult");
 }
 
-static void md_done(http_req_t *req) { s3_send_xml(req->state, 200, &((struct md *)((s3_req_t *)req->state)->op)->out); }
+static void md_done(http_req_t *req) { s3_send_xml(req->state, 200, &((struct md *)((s3_rq_t *)req->state)->op)->out); }
 
-static void md_body(s3_req_t *r, buf_t *body)
+static void md_body(s3_rq_t *r, buf_t *body)
 {
 	struct md *m = r->op;
 	unsigned char want[16], got[16];
@@ -118,7 +118,7 @@ static void md_body(s3_req_t *r, buf_t *body)
 	http_offload(r->http, md_work, md_done);
 }
 
-int s3_delete_objects(s3_req_t *r)
+int s3_delete_objects(s3_rq_t *r)
 {
 	struct md *m = arena_zalloc(r->http->arena, sizeof(*m));
 	arena_cleanup_add(r->http->arena, md_cleanup, m);

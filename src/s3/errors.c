@@ -12,7 +12,7 @@
 
 #include "aisd/log.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 static const struct {
@@ -70,13 +70,13 @@ static const char *std_msg(const char *code)
 	return code;
 }
 
-void s3_common_headers(s3_req_t *r)
+void s3_common_headers(s3_rq_t *r)
 {
 	http_resp_header(r->http, "x-amz-request-id", "%s", r->http->id_str);
 	http_resp_header(r->http, "x-amz-id-2", "%s", r->http->id_str);
 }
 
-void s3_send_xml(s3_req_t *r, int status, buf_t *b)
+void s3_send_xml(s3_rq_t *r, int status, buf_t *b)
 {
 	s3_common_headers(r);
 	http_resp_status(r->http, status);
@@ -84,7 +84,7 @@ void s3_send_xml(s3_req_t *r, int status, buf_t *b)
 	http_resp_send_buf(r->http, b);
 }
 
-void s3_error_status(s3_req_t *r, int status, const char *code, const char *msg)
+void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 {
 	http_req_t *req = r->http;
 	buf_t b = BUF_INIT;
@@ -117,7 +117,7 @@ void s3_error_status(s3_req_t *r, int status, const char *code, const char *msg)
 	http_resp_send_buf(req, &b);
 }
 
-void s3_error(s3_req_t *r, const char *code, const char *fmt, ...)
+void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 {
 	buf_t msg = BUF_INIT;
 	if (fmt) {
@@ -130,7 +130,7 @@ void s3_error(s3_req_t *r, const char *code, const char *fmt, ...)
 	buf_free(&msg);
 }
 
-void s3_error_errno(s3_req_t *r, int err, bool object)
+void s3_error_errno(s3_rq_t *r, int err, bool object)
 {
 	switch (err) {
 	case ENOENT:

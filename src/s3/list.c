@@ -21,7 +21,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define FANOUT_PAGE 1000
@@ -274,7 +274,7 @@ static void add_content(struct lst *l, buf_t *contents, const s3_entry_t *e)
 
 static void lst_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct lst *l = r->op;
 	buf_t contents = BUF_INIT, prefixes = BUF_INIT, cursor = BUF_INIT, lastcp = BUF_INIT;
 
@@ -384,7 +384,7 @@ static void lst_work(http_req_t *req)
 
 static void lst_done(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct lst *l = r->op;
 	if (l->err == ENOENT)
 		s3_error(r, "NoSuchBucket", NULL);
@@ -400,7 +400,7 @@ static sv_t qv(http_req_t *req, const char *k)
 	return http_query_get(req, k, &v) ? v : (sv_t){"", 0};
 }
 
-int s3_list_objects(s3_req_t *r, int version)
+int s3_list_objects(s3_rq_t *r, int version)
 {
 	http_req_t *req = r->http;
 	struct lst *l = arena_zalloc(req->arena, sizeof(*l));

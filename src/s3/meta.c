@@ -13,7 +13,7 @@
 
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 static const struct {
@@ -50,7 +50,7 @@ static char *strip_aws_chunked(arena_t *a, sv_t v)
 	return s;
 }
 
-int s3_meta_from_req(s3_req_t *r, s3_meta_t *m)
+int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
 {
 	http_req_t *req = r->http;
 	size_t total = 0;
@@ -179,7 +179,7 @@ void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t ou
 			 (unsigned long long)sm->mtime_ns);
 }
 
-void s3_meta_headers(s3_req_t *r, const store_meta_t *sm, const s3_meta_t *m)
+void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 {
 	http_req_t *req = r->http;
 	char etag[96], t[64];

@@ -32,7 +32,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define DIR_MAX 1100  /* a mountpath (< 1024) + /s3mpu/ + an id */
@@ -247,7 +247,7 @@ static int parts_list(const char *dir, part_t **out, size_t *n)
 /* --- the operations ------------------------------------------------------------ */
 
 struct mpu {
-	s3_req_t *r;
+	s3_rq_t *r;
 	char dir[DIR_MAX];
 	sv_t id;
 	mpu_info_t in;
@@ -275,7 +275,7 @@ static void mpu_cleanup(void *arg)
 	buf_free(&u->body);
 }
 
-static struct mpu *mpu_alloc(s3_req_t *r, sv_t id)
+static struct mpu *mpu_alloc(s3_rq_t *r, sv_t id)
 {
 	struct mpu *u = arena_zalloc(r->http->arena, sizeof(*u));
 	u->r = r;
@@ -286,7 +286,7 @@ static struct mpu *mpu_alloc(s3_req_t *r, sv_t id)
 	return u;
 }
 
-static struct mpu *mpu_new(s3_req_t *r, sv_t id)
+static struct mpu *mpu_new(s3_rq_t *r, sv_t id)
 {
 	struct mpu *u = mpu_alloc(r, id);
 	r->op = u;
@@ -296,7 +296,7 @@ static struct mpu *mpu_new(s3_req_t *r, sv_t id)
 /* Loads the upload and checks it belongs to this bucket and key. */
 static int mpu_open(struct mpu *u)
 {
-	s3_req_t *r = u->r;
+	s3_rq_t *r = u->r;
 	if (info_load(u->dir, &u->in) != AIS_OK) {
 		u->err = ENOENT;
 		return AIS_ERR;
@@ -311,7 +311,7 @@ static int mpu_open(struct mpu *u)
 
 static void mpu_answer(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
 	if (u->code)
 		s3_error(r, u->code, NULL);
@@ -331,7 +331,7 @@ static void mpu_answer(http_req_t *req)
 /* Create */
 static void create_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
 	char root[DIR_MAX - 40], tmp[PATH_MAX_S3], fin[PATH_MAX_S3], idhex[33];
 	unsigned char rnd[16];
@@ -382,7 +382,7 @@ static void create_work(http_req_t *req)
 	s3_xml_close(&u->out, "InitiateMultipartUploadResult");
 }
 
-int s3_mpu_create(s3_req_t *r)
+int s3_mpu_create(s3_rq_t *r)
 {
 	store_bucket_t b;
 	struct mpu *u = mpu_new(r, (sv_t){"", 0});
@@ -408,7 +408,7 @@ int s3_mpu_create(s3_req_t *r)
 /* Abort */
 static void abort_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
 	if (mpu_open(u) == AIS_OK)
 		mpu_remove(u->dir);
@@ -417,7 +417,7 @@ static void abort_work(http_req_t *req)
 /* ListParts */
 static void parts_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
 	part_t *v = NULL;
 	size_t n = 0, shown = 0;
@@ -471,7 +471,7 @@ static void parts_work(http_req_t *req)
 /* Complete */
 static void complete_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
 	part_t *v = NULL;
 	size_t n = 0;
@@ -580,7 +580,7 @@ out:
 	free(v);
 }
 
-static void complete_body(s3_req_t *r, buf_t *body)
+static void complete_body(s3_rq_t *r, buf_t *body)
 {
 	struct mpu *u = r->op;
 	if (s3_parse_complete(r->http->arena, body->ptr ? body->ptr : "", body->len, &u->cr) != AIS_OK ||
@@ -685,7 +685,7 @@ static void part_cleanup(s3_put_t *p)
 
 static const s3_put_ops_t part_ops = {part_begin, part_write, part_commit, part_reply, part_cleanup};
 
-int s3_mpu_part_open(s3_req_t *r, sv_t id, char *dir, size_t dsz, void **upload)
+int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload)
 {
 	struct mpu *u = mpu_alloc(r, id);
 	if (mpu_open(u) != AIS_OK)
@@ -700,7 +700,7 @@ int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char 
 	return part_install(upload, num, tmp, md5hex);
 }
 
-int s3_multipart(s3_req_t *r, sv_t id)
+int s3_multipart(s3_rq_t *r, sv_t id)
 {
 	http_req_t *req = r->http;
 	uint64_t num = 0;

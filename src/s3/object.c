@@ -20,7 +20,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 /* Is etag (quoted) in the list h ("*" matches all)? */
@@ -76,7 +76,7 @@ int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const cha
 	return 0;
 }
 
-static void overrides(s3_req_t *r, s3_meta_t *m)
+static void overrides(s3_rq_t *r, s3_meta_t *m)
 {
 	static const struct {
 		const char *q;
@@ -96,7 +96,7 @@ static void overrides(s3_req_t *r, s3_meta_t *m)
 	}
 }
 
-static int get_object(s3_req_t *r)
+static int get_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	store_meta_t sm;
@@ -164,7 +164,7 @@ struct obj_sink {
 static int obj_begin(s3_put_t *p)
 {
 	struct obj_sink *s = p->sink;
-	s3_req_t *r = p->r;
+	s3_rq_t *r = p->r;
 	return store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &s->w);
 }
 
@@ -204,7 +204,7 @@ static void obj_cleanup(s3_put_t *p)
 
 static const s3_put_ops_t obj_ops = {obj_begin, obj_write, obj_commit, obj_reply, obj_cleanup};
 
-static int put_object(s3_req_t *r)
+static int put_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	store_bucket_t b;
@@ -240,7 +240,7 @@ struct del {
 
 static void del_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct del *d = r->op;
 	if (store_delete(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len) != AIS_OK)
 		d->err = errno ? errno : EIO;
@@ -248,7 +248,7 @@ static void del_work(http_req_t *req)
 
 static void del_done(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct del *d = r->op;
 	if (d->err && d->err != ENOENT) {
 		s3_error_errno(r, d->err, true);
@@ -263,7 +263,7 @@ static void del_done(http_req_t *req)
 	http_resp_send(req, "", 0);
 }
 
-int s3_object(s3_req_t *r)
+int s3_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	switch (req->method) {

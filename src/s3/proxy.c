@@ -22,7 +22,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define PX_BUF (1u << 20)
@@ -30,7 +30,7 @@
 #define PX_TIMEOUT_MS (24ull * 3600 * 1000) /* stalls are cut by the client side's timeouts */
 
 struct px {
-	s3_req_t *r;
+	s3_rq_t *r;
 	httpc_req_t *hr;
 	const char **hdrs;
 	buf_t up, down;
@@ -78,7 +78,7 @@ static httpc_t *worker_client(http_req_t *req)
 
 static int up_body(http_req_t *req, const char *p, size_t n)
 {
-	struct px *x = ((s3_req_t *)req->state)->op;
+	struct px *x = ((s3_rq_t *)req->state)->op;
 	buf_add(&x->up, p, n);
 	if (x->up_wait && x->hr) {
 		x->up_wait = false;
@@ -89,7 +89,7 @@ static int up_body(http_req_t *req, const char *p, size_t n)
 
 static size_t up_room(http_req_t *req)
 {
-	struct px *x = ((s3_req_t *)req->state)->op;
+	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->up.len - x->up_off;
 	if (have >= PX_BUF) {
 		x->client_paused = true;
@@ -100,7 +100,7 @@ static size_t up_room(http_req_t *req)
 
 static void up_end(http_req_t *req)
 {
-	struct px *x = ((s3_req_t *)req->state)->op;
+	struct px *x = ((s3_rq_t *)req->state)->op;
 	x->up_end = true;
 	if (x->up_wait && x->hr) {
 		x->up_wait = false;
@@ -139,7 +139,7 @@ static int px_read(httpc_req_t *hr, void *arg, char *p, size_t cap, size_t *n)
 
 static int px_fill(http_req_t *req, buf_t *out)
 {
-	struct px *x = ((s3_req_t *)req->state)->op;
+	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->down.len - x->down_off;
 	if (have) {
 		size_t k = MIN(have, PX_PIECE);
@@ -216,7 +216,7 @@ static int px_write(httpc_req_t *hr, void *arg, const char *p, size_t n)
 static void px_done(httpc_req_t *hr, void *arg)
 {
 	struct px *x = arg;
-	s3_req_t *r = x->r;
+	s3_rq_t *r = x->r;
 	bool ok = httpc_result(hr) == AIS_OK;
 
 	/* the answer may complete inside the calls below, and the request's
@@ -239,7 +239,7 @@ static void px_done(httpc_req_t *hr, void *arg)
 	http_resp_stream_wake(r->http);
 }
 
-int s3_proxy(s3_req_t *r, const char *url_base)
+int s3_proxy(s3_rq_t *r, const char *url_base)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));

@@ -17,7 +17,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 struct pipe {
@@ -42,7 +42,7 @@ static void pipe_cleanup(void *arg)
 	EVP_MD_CTX_free(q->md5);
 }
 
-int s3_content_md5(s3_req_t *r, unsigned char out[16])
+int s3_content_md5(s3_rq_t *r, unsigned char out[16])
 {
 	sv_t h = http_req_header(r->http, "Content-MD5");
 	unsigned char raw[32];
@@ -72,7 +72,7 @@ static void fail(s3_put_t *p, int err)
 
 static void begin_work(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	if (p->ops->begin(p) != AIS_OK)
 		q->err = errno ? errno : EIO;
@@ -82,7 +82,7 @@ static void begin_work(http_req_t *req)
 
 static void write_work(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	buf_t *b = &q->buf[q->wbuf];
 	EVP_DigestUpdate(q->md5, b->ptr, b->len);
@@ -94,7 +94,7 @@ static void write_work(http_req_t *req)
 
 static void commit_work(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	unsigned int n = 0;
 	EVP_DigestFinal_ex(q->md5, p->md5, &n);
@@ -110,7 +110,7 @@ static void commit_work(http_req_t *req)
 
 static void io_done(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	q->busy = false;
 	if (q->err) {
@@ -128,7 +128,7 @@ static void io_done(http_req_t *req)
 
 static void step(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	if (q->busy || q->failed || !q->begun)
 		return;
@@ -149,7 +149,7 @@ static void step(http_req_t *req)
  * sits in front of this). */
 static int on_body(http_req_t *req, const char *data, size_t n)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	if (q->failed)
 		return AIS_ERR;
@@ -160,7 +160,7 @@ static int on_body(http_req_t *req, const char *data, size_t n)
 
 static size_t on_room(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	buf_t *b = &q->buf[q->cur];
 	if (!q->opened)
@@ -170,7 +170,7 @@ static size_t on_room(http_req_t *req)
 
 static void on_end(http_req_t *req)
 {
-	s3_put_t *p = ((s3_req_t *)req->state)->op;
+	s3_put_t *p = ((s3_rq_t *)req->state)->op;
 	struct pipe *q = p->priv;
 	if (req->content_length >= 0 && req->body_read < (uint64_t)req->content_length) {
 		s3_error(p->r, "IncompleteBody", NULL);
@@ -180,7 +180,7 @@ static void on_end(http_req_t *req)
 	step(req);
 }
 
-void s3_put_start(s3_req_t *r, s3_put_t *p)
+void s3_put_start(s3_rq_t *r, s3_put_t *p)
 {
 	http_req_t *req = r->http;
 	struct pipe *q = arena_zalloc(req->arena, sizeof(*q));

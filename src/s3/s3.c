@@ -20,7 +20,7 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 /* Sub-resources S3 has and aisd does not: 501 NotImplemented. */
@@ -65,7 +65,7 @@ void s3_time_iso(int64_t ns, char *out, size_t outsz)
 /* --- small XML bodies --------------------------------------------------------- */
 
 struct body_st {
-	s3_req_t *r;
+	s3_rq_t *r;
 	buf_t b;
 	bool too_big;
 	s3_body_fn done;
@@ -94,7 +94,7 @@ static void body_end(http_req_t *req)
 	st->done(st->r, &st->b);
 }
 
-void s3_read_body(s3_req_t *r, s3_body_fn done)
+void s3_read_body(s3_rq_t *r, s3_body_fn done)
 {
 	http_req_t *req = r->http;
 	struct body_st *st = arena_zalloc(req->arena, sizeof(*st));
@@ -118,7 +118,7 @@ void s3_read_body(s3_req_t *r, s3_body_fn done)
 
 /* Splits the request into bucket and key. Returns AIS_OK, or AIS_ERR after
  * answering. */
-static int parse_addr(s3_req_t *r)
+static int parse_addr(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	sv_t path = req->path, host = http_req_header(req, "Host");
@@ -168,20 +168,20 @@ decode:
 	return AIS_OK;
 }
 
-static int not_implemented(s3_req_t *r, const char *what)
+static int not_implemented(s3_rq_t *r, const char *what)
 {
 	s3_error(r, "NotImplemented", "%s is not implemented", what);
 	return AIS_OK;
 }
 
-static int method_not_allowed(s3_req_t *r)
+static int method_not_allowed(s3_rq_t *r)
 {
 	s3_error(r, "MethodNotAllowed", NULL);
 	return AIS_OK;
 }
 
 /* GET ?acl: the owner has FULL_CONTROL; ?tagging: no tags. */
-static int acl_or_tagging(s3_req_t *r, bool acl)
+static int acl_or_tagging(s3_rq_t *r, bool acl)
 {
 	buf_t b = BUF_INIT;
 	if (acl) {
@@ -201,7 +201,7 @@ static int acl_or_tagging(s3_req_t *r, bool acl)
 }
 
 /* An operation on an object that runs where the object lives. */
-static int object_op(s3_req_t *r)
+static int object_op(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	sv_t v;
@@ -239,7 +239,7 @@ static int object_op(s3_req_t *r)
 	}
 }
 
-static int bucket_op(s3_req_t *r)
+static int bucket_op(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
@@ -256,7 +256,7 @@ static int bucket_op(s3_req_t *r)
 
 static int s3_handle(http_req_t *req, bool gateway)
 {
-	s3_req_t *r = arena_zalloc(req->arena, sizeof(*r));
+	s3_rq_t *r = arena_zalloc(req->arena, sizeof(*r));
 	r->http = req;
 	req->state = r;
 	s3_node_of(req, gateway, &r->node);

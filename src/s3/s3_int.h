@@ -1,5 +1,7 @@
 /*
- * s3_int.h - what the files of src/s3 share. Not for use outside it.
+ * s3_int.h - the pieces of src/s3 that unit tests and fuzz drivers reach
+ * into: the pure parsers of the Authorization header and of presigned
+ * query parameters, the canonical request, and the checksums.
  */
 #ifndef AISD_S3_INT_H
 #define AISD_S3_INT_H
@@ -7,208 +9,110 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "aisd/buf.h"
-#include "aisd/cluster.h"
-#include "aisd/conf.h"
-#include "aisd/http.h"
-#include "aisd/s3.h"
-#include "aisd/store.h"
+#include "aisd/s3auth.h"
 
-#define S3_MAX_KEYS 1000
-#define S3_XML_BODY_MAX (1u << 20) /* Delete, Complete, CreateBucket bodies */
-#define S3_MIN_PART (5ull << 20)
-#define S3_MAX_PARTS 10000
+#define S3_ALGO         "AWS4-HMAC-SHA256"
+#define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-/* The node serving the request. */
-typedef struct s3_node {
-	const conf_t *conf;
-	cluster_t *cl;  /* NULL: a standalone target */
-	store_t *store; /* NULL on a gateway */
-	bool gateway;
-} s3_node_t;
+/* Sets err to an S3 error. */
+void s3_err(s3_autherr_t *err, int status, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 
-/* One S3 request, as parsed from the HTTP request. */
-typedef struct s3_req {
-	http_req_t *http;
-	s3_node_t node;
-	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
-	sv_t key;      /* decoded; empty: a bucket request */
-	sv_t resource; /* "/bucket/key" for error documents */
-	void *op;      /* the operation's own state */
-} s3_req_t;
+/* A credential "AK/YYYYMMDD/REGION/SERVICE/aws4_request", split. Views
+ * into the parsed text. */
+typedef struct s3_cred {
+	sv_t access_key, date, region, service, terminal;
+} s3_cred_t;
 
-/* --- errors.c --- */
-/* Answers with S3's XML error document; the status comes from the code.
- * msg may be NULL (the code's standard message). */
-void s3_error(s3_req_t *r, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* The same with an explicit status (codes S3 uses with several). */
-void s3_error_status(s3_req_t *r, int status, const char *code, const char *msg);
-/* Maps a store errno to an S3 error (NoSuchKey, NoSuchBucket, ...). */
-void s3_error_errno(s3_req_t *r, int err, bool object);
-int s3_error_http_status(const char *code);
-/* Headers every S3 answer carries. */
-void s3_common_headers(s3_req_t *r);
-/* XML success body with the right content type. Takes b's memory. */
-void s3_send_xml(s3_req_t *r, int status, buf_t *b);
+/* What an Authorization: AWS4-HMAC-SHA256 header says (views into it). */
+typedef struct s3_authz {
+	s3_cred_t cred;
+	sv_t signed_headers; /* "host;x-amz-date", lower case, ';'-separated */
+	sv_t signature;      /* 64 lower-case hex digits */
+} s3_authz_t;
 
-/* --- xml.c: a writer and a pure parser --- */
-void s3_xml_head(buf_t *b, const char *root); /* <?xml ...?><root xmlns=...> */
-void s3_xml_open(buf_t *b, const char *tag);
-void s3_xml_close(buf_t *b, const char *tag);
-void s3_xml_text(buf_t *b, const char *s, size_t n); /* escaped */
-void s3_xml_elem(buf_t *b, const char *tag, const char *s, size_t n);
-void s3_xml_elemstr(buf_t *b, const char *tag, const char *s);
-void s3_xml_elemf(buf_t *b, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Pure parser: calls fn at the end of every element with its path
- * ("Delete/Object/Key", namespace prefixes dropped) and its text (the
- * element's own character data, not its children's). Returns AIS_OK, or
- * AIS_ERR for malformed XML, a DOCTYPE, or nesting deeper than 16; fn may
- * return AIS_ERR to stop. */
-typedef int (*s3_xml_fn)(void *arg, const char *path, const char *text, size_t len);
-int s3_xml_parse(const char *p, size_t n, s3_xml_fn fn, void *arg);
+/*
+ * s3_parse_cred splits a credential. Returns AIS_OK, or AIS_ERR with a
+ * reason in err->message (code AuthorizationHeaderMalformed; the caller may
+ * change it for the query form).
+ */
+int s3_parse_cred(sv_t c, s3_cred_t *out, s3_autherr_t *err);
+/*
+ * s3_parse_authz parses an Authorization header value of the form
+ * "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...".
+ * Returns AIS_OK, or AIS_ERR with err (AuthorizationHeaderMalformed, or
+ * InvalidRequest for another algorithm such as SigV2's "AWS ").
+ */
+int s3_parse_authz(sv_t h, s3_authz_t *out, s3_autherr_t *err);
 
-/* The request bodies (pure; names and keys point into arena memory). */
-typedef struct s3_delete_req {
-	bool quiet;
-	size_t n;
-	struct s3_del_obj {
-		char *key;
-		size_t len;
-	} *objs; /* at most S3_MAX_KEYS + 1 kept; n counts all */
-} s3_delete_req_t;
-int s3_parse_delete(arena_t *a, const char *p, size_t n, s3_delete_req_t *out);
-typedef struct s3_complete_req {
-	size_t n;
-	struct s3_part_ref {
-		uint64_t num;
-		char etag[33]; /* lower-case hex; "" if not 32 hex digits */
-	} *parts;
-} s3_complete_req_t;
-int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
-/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none. */
-int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc);
+/* The X-Amz-* parameters of a presigned URL, decoded into fixed buffers. */
+typedef struct s3_presign {
+	char credential[512];
+	char amz_date[32];
+	char signed_headers[1024];
+	char signature[72];
+	char content_sha256[80]; /* X-Amz-Content-Sha256, or "" */
+	int64_t expires;
+	s3_cred_t cred; /* views into credential */
+} s3_presign_t;
 
-/* --- meta.c: S3 metadata in the object's custom metadata --- */
-typedef struct s3_meta {
-	char etag[80];   /* hex, or hex-N for multipart; no quotes */
-	char *ctype, *cenc, *cdisp, *cctl, *expires, *clang;
-	size_t nuser;
-	struct {
-		char *name, *value;
-	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
-} s3_meta_t;
-/* From request headers (PUT, CreateMultipartUpload, Copy REPLACE).
- * Returns AIS_OK, or AIS_ERR after answering. */
-int s3_meta_from_req(s3_req_t *r, s3_meta_t *m);
-/* Encodes into "k=v,..." (values percent-encoded); AIS_ERR when longer
- * than the store allows. */
-int s3_meta_encode(const s3_meta_t *m, buf_t *out);
-/* Decodes custom into arena memory; unknown keys are ignored. */
-void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
-/* The ETag of an object (quoted), from its S3 metadata or its checksum. */
-void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz);
-/* Response headers: ETag, Last-Modified, Content-Type and the others. */
-void s3_meta_headers(s3_req_t *r, const store_meta_t *sm, const s3_meta_t *m);
+/*
+ * s3_parse_presign reads the presign parameters from a raw query string.
+ * Returns AIS_DONE when X-Amz-Algorithm is absent (not a presigned URL),
+ * AIS_OK with out filled, or AIS_ERR with err (AuthorizationQueryParameters
+ * Error for a missing, repeated or malformed parameter).
+ */
+int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err);
 
-/* --- bucket.c --- */
-int s3_service(s3_req_t *r);     /* GET / */
-int s3_bucket(s3_req_t *r);      /* /BUCKET */
-bool s3_bucket_exists(s3_req_t *r);
-bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
+/* ISO 8601 basic "YYYYMMDDTHHMMSSZ" <-> seconds since the epoch. */
+int s3_parse_amz_date(sv_t s, int64_t *t);
+void s3_format_amz_date(int64_t t, char out[17]);
 
-/* --- list.c --- */
-int s3_list_objects(s3_req_t *r, int version); /* 1, 2, or 0: versions */
-/* Calls fn for the bucket's objects in byte order after start_after with
- * this prefix, at most limit; *more when more remain. Local store or a
- * fan-out over the cluster's targets. Blocking (I/O pool). */
-typedef struct s3_entry {
-	char *name;
-	size_t len;
-	uint64_t size;
-	int64_t mtime_ns;
-	char etag[80]; /* quoted */
-} s3_entry_t;
-int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
-		 s3_entry_t **out, size_t *n, bool *more, buf_t *err);
-void s3_entries_free(s3_entry_t *e, size_t n);
+/*
+ * s3_canonical_request appends the SigV4 canonical request of req to out:
+ * method, canonical URI (the path decoded, then each byte but the
+ * unreserved set and '/' percent-encoded: S3 neither double-encodes nor
+ * normalizes), canonical query (pairs sorted by encoded key, then value;
+ * X-Amz-Signature left out when presigned), canonical headers (the signed
+ * ones: names lower-cased, values trimmed, inner runs of blanks collapsed,
+ * repeated headers joined with ','), the signed header list and the payload
+ * hash.
+ */
+void s3_canonical_request(buf_t *out, const s3_req_t *req, sv_t signed_headers, bool presigned,
+                          sv_t payload_hash);
+/* The string to sign for a canonical request. */
+void s3_string_to_sign(buf_t *out, const char *amz_date, sv_t scope, sv_t canonical_request);
+/* kSigning from the secret, date (YYYYMMDD) and region. */
+void s3_signing_key(const char *secret, sv_t date, sv_t region, unsigned char key[32]);
+/* The same for another service (AWS's generic SigV4 test suite). */
+void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32]);
+/* Lower-case hex HMAC-SHA256(key, msg) into out (65 bytes). */
+void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65]);
+void s3_sha256_hex(const void *p, size_t n, char out[65]);
 
-/* --- object.c --- */
-int s3_object(s3_req_t *r);
+/* ---- checksums (checksum.c) --------------------------------------------- */
 
-/* --- put.c: a request body streamed to a sink through two bounded
- * buffers written on the I/O pool, MD5 computed on the way and checked
- * against Content-MD5 before the sink commits. --- */
-typedef struct s3_put s3_put_t;
-typedef struct s3_put_ops {
-	int (*begin)(s3_put_t *p);                          /* pool; errno */
-	int (*write)(s3_put_t *p, const char *b, size_t n); /* pool; errno */
-	int (*commit)(s3_put_t *p);                         /* pool; errno */
-	void (*reply)(s3_put_t *p);                         /* loop: the 200 */
-	void (*cleanup)(s3_put_t *p);                       /* frees the sink */
-} s3_put_ops_t;
-struct s3_put {
-	s3_req_t *r;
-	const s3_put_ops_t *ops;
-	void *sink;
-	uint64_t size;       /* bytes written */
-	char md5hex[33];     /* after the body */
-	unsigned char md5[16];
-	const char *code;    /* an S3 error code the sink chose */
-	void *priv;          /* put.c's own */
+enum s3_ck {
+	S3_CK_NONE = 0,
+	S3_CK_CRC32,
+	S3_CK_CRC32C,
+	S3_CK_CRC64NVME,
+	S3_CK_SHA1,
+	S3_CK_SHA256,
 };
-/* Starts streaming the request body to p's sink; answers when done. */
-void s3_put_start(s3_req_t *r, s3_put_t *p);
-/* Content-MD5 (base64 of 16 bytes) into out; AIS_DONE when absent,
- * AIS_ERR (after answering InvalidDigest) when malformed. */
-int s3_content_md5(s3_req_t *r, unsigned char out[16]);
 
-/* --- copy.c --- */
-int s3_copy_object(s3_req_t *r, sv_t src);
-int s3_upload_part_copy(s3_req_t *r, sv_t id, uint32_t num, sv_t src);
-/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded). */
-int s3_copy_source(s3_req_t *r, sv_t h, sv_t *bck, sv_t *key);
+/* "crc32" ... as in x-amz-checksum-<name>; by name (case-insensitive). */
+const char *s3_ck_name(enum s3_ck t);
+enum s3_ck s3_ck_by_name(sv_t name);
+/* Digest length in bytes (4, 4, 8, 20, 32). */
+size_t s3_ck_len(enum s3_ck t);
 
-/* --- multipart.c --- */
-int s3_multipart(s3_req_t *r, sv_t upload_id);
-int s3_mpu_create(s3_req_t *r);
-typedef struct s3_upload {
-	char *key; /* malloc'd */
-	size_t klen;
-	char id[33];
-	int64_t initiated;
-} s3_upload_t;
-/* This target's uploads in bck whose keys start with prefix (malloc'd,
- * unordered). Blocking. */
-int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
-/* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
- * and fills its directory; then installs a finished temp file as part
- * num. Blocking. */
-int s3_mpu_part_open(s3_req_t *r, sv_t id, char *dir, size_t dsz, void **upload);
-int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
+uint32_t s3_crc32c(uint32_t crc, const void *p, size_t n);
+uint64_t s3_crc64nvme(uint64_t crc, const void *p, size_t n);
 
-/* --- uploads.c: ListMultipartUploads (local or fanned out) --- */
-int s3_mpu_list_uploads(s3_req_t *r);
-
-
-/* --- delete.c --- */
-int s3_delete_objects(s3_req_t *r);
-
-/* --- proxy.c (gateway) --- */
-/* Forwards the request unchanged to url_base (the owner target) and
- * streams the answer back. */
-int s3_proxy(s3_req_t *r, const char *url_base);
-/* The intra-cluster URL of the owner of bck/key; false if none. */
-bool s3_owner_url(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, bool *self);
-
-/* --- util --- */
-/* Fills nd from a route context. */
-void s3_node_of(http_req_t *req, bool gateway, s3_node_t *nd);
-/* Body collector for small XML bodies: calls done when the body (at most
- * S3_XML_BODY_MAX) is in *body; answers 400 itself when too large. */
-typedef void (*s3_body_fn)(s3_req_t *r, buf_t *body);
-void s3_read_body(s3_req_t *r, s3_body_fn done);
-void s3_time_iso(int64_t ns, char *out, size_t outsz); /* 2006-01-02T15:04:05.000Z */
-bool s3_query_has(http_req_t *req, const char *key);
+/* Standard base64 with padding. s3_b64_decode returns the decoded length,
+ * or -1 when in is not canonical base64 or does not fit outsz. */
+void s3_b64_encode(const unsigned char *in, size_t n, char *out);
+long s3_b64_decode(sv_t in, unsigned char *out, size_t outsz);
 
 #endif

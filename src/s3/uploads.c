@@ -18,7 +18,7 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 static void uploads_free(s3_upload_t *v, size_t n)
@@ -95,7 +95,7 @@ static void pct(buf_t *b, sv_t s)
 	}
 }
 
-static void collect(s3_req_t *r, struct lu *l)
+static void collect(s3_rq_t *r, struct lu *l)
 {
 	if (!r->node.cl) {
 		s3_mpu_local_uploads(r->node.conf, l->bck, l->prefix, &l->v, &l->n);
@@ -158,7 +158,7 @@ static void lu_elem(struct lu *l, buf_t *b, const char *tag, const char *s, size
 
 static void lu_work(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct lu *l = r->op;
 	buf_t ups = BUF_INIT, cps = BUF_INIT;
 	size_t shown = 0, i = 0;
@@ -250,7 +250,7 @@ static void lu_work(http_req_t *req)
 
 static void lu_done(http_req_t *req)
 {
-	s3_req_t *r = req->state;
+	s3_rq_t *r = req->state;
 	struct lu *l = r->op;
 	if (l->err)
 		s3_error(r, "InternalError", "a target did not list its uploads");
@@ -258,7 +258,7 @@ static void lu_done(http_req_t *req)
 		s3_send_xml(r, 200, &l->out);
 }
 
-int s3_mpu_list_uploads(s3_req_t *r)
+int s3_mpu_list_uploads(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	struct lu *l = arena_zalloc(req->arena, sizeof(*l));

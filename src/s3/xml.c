@@ -16,7 +16,7 @@
 
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "s3_int.h"
+#include "s3api.h"
 #include "aisd/banned.h"
 
 #define S3_NS "http://s3.amazonaws.com/doc/2006-03-01/"
