@@ -21,7 +21,14 @@
 #ifndef AISD_S3_H
 #define AISD_S3_H
 
+#include "aisd/buf.h"
 #include "aisd/http.h"
+
+/* Reads the s3.* keys (auth on/off, keys, region, skew) once per process,
+ * before serving. Returns AIS_OK, or AIS_ERR with a message in err (a
+ * malformed s3.key). */
+struct conf;
+int s3_init(const struct conf *c, buf_t *err);
 
 /* Catch-all routes ("/"), the last entry of each role's table; req->ctx is
  * a target_t or a gateway_t. */
@@ -41,7 +48,6 @@ int s3_h_uploads(http_req_t *req);
 /* Removes multipart uploads older than s3.mpu_max_age from a target's
  * first mountpath. Blocking; the target calls it at start and then from
  * its housekeeping. Returns how many were removed. */
-struct conf;
 int s3_mpu_gc(const struct conf *c);
 
 #endif

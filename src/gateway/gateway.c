@@ -382,6 +382,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 {
 	gateway_t *g = xcalloc(1, sizeof(*g));
 	g->conf = c;
+	if (s3_init(c, err) != AIS_OK)
+		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,

@@ -260,6 +260,12 @@ static void dispatch(http_conn_t *c)
 	}
 	if (req->has_body && !(fl & HTTP_ROUTE_BODY))
 		c->discard = true;
+	/* Expect: 100-continue with an empty body: the 100 still comes first.
+	 * RFC 7231 lets a server skip it, but botocore then reuses the final
+	 * status it read while waiting as the next request's status (a
+	 * zero-byte PutObject followed by an UploadPart on that connection). */
+	if (h->expect_continue && !req->has_body && h->http_minor >= 1)
+		send_continue(c);
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;

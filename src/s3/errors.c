@@ -130,6 +130,11 @@ void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 	buf_free(&msg);
 }
 
+void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e)
+{
+	s3_error_status(r, e->status, e->code, e->message);
+}
+
 void s3_error_errno(s3_rq_t *r, int err, bool object)
 {
 	switch (err) {

@@ -10,6 +10,7 @@
  * Paths under "/v1" that no native route took are answered with the
  * native 404, so "v1" (and "s3") are never S3 bucket names.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -30,6 +31,31 @@ static const char *const unimplemented[] = {
 	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "website",
 	"legal-hold", "retention", "restore", "select", "torrent", "attributes", "renameObject",
 };
+
+s3_authcfg_t s3_cfg;
+static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool cfg_done;
+
+int s3_init(const conf_t *c, buf_t *err)
+{
+	int rc = AIS_OK;
+	pthread_mutex_lock(&cfg_mu);
+	if (!cfg_done) {
+		rc = s3_authcfg_init(&s3_cfg, c, err);
+		cfg_done = rc == AIS_OK;
+	}
+	pthread_mutex_unlock(&cfg_mu);
+	return rc;
+}
+
+s3_body_t *s3_body_for(s3_rq_t *r)
+{
+	s3_autherr_t e;
+	s3_body_t *b = s3_body_new(r->http->arena, &r->auth, &r->areq, r->http->content_length, &e);
+	if (!b)
+		s3_error_auth(r, &e);
+	return b;
+}
 
 void s3_node_of(http_req_t *req, bool gateway, s3_node_t *nd)
 {
@@ -67,15 +93,14 @@ void s3_time_iso(int64_t ns, char *out, size_t outsz)
 struct body_st {
 	s3_rq_t *r;
 	buf_t b;
-	bool too_big;
+	bool too_big, failed;
+	s3_body_t *dec;
 	s3_body_fn done;
 };
 
-static void body_cleanup(void *arg) { buf_free(&((struct body_st *)arg)->b); }
-
-static int body_chunk(http_req_t *req, const char *p, size_t n)
+static int body_emit(void *arg, const char *p, size_t n)
 {
-	struct body_st *st = req->state;
+	struct body_st *st = arg;
 	if (st->b.len + n > S3_XML_BODY_MAX)
 		st->too_big = true;
 	else
@@ -83,10 +108,34 @@ static int body_chunk(http_req_t *req, const char *p, size_t n)
 	return AIS_OK;
 }
 
+static void body_cleanup(void *arg) { buf_free(&((struct body_st *)arg)->b); }
+
+static int body_chunk(http_req_t *req, const char *p, size_t n)
+{
+	struct body_st *st = req->state;
+	s3_autherr_t e;
+	if (st->failed)
+		return AIS_ERR;
+	if (s3_body_feed(st->dec, p, n, body_emit, st, &e) != AIS_OK) {
+		st->failed = true;
+		req->state = st->r;
+		s3_error_auth(st->r, &e);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static void body_end(http_req_t *req)
 {
 	struct body_st *st = req->state;
+	s3_autherr_t e;
 	req->state = st->r;
+	if (st->failed)
+		return;
+	if (s3_body_finish(st->dec, &e) != AIS_OK) {
+		s3_error_auth(st->r, &e);
+		return;
+	}
 	if (st->too_big) {
 		s3_error(st->r, "MalformedXML", "request body over %u bytes", S3_XML_BODY_MAX);
 		return;
@@ -101,8 +150,14 @@ void s3_read_body(s3_rq_t *r, s3_body_fn done)
 	st->r = r;
 	st->done = done;
 	arena_cleanup_add(req->arena, body_cleanup, st);
+	if (!(st->dec = s3_body_for(r)))
+		return;
 	if (!req->has_body) {
-		done(r, &st->b);
+		s3_autherr_t e;
+		if (s3_body_finish(st->dec, &e) != AIS_OK)
+			s3_error_auth(r, &e);
+		else
+			done(r, &st->b);
 		return;
 	}
 	if (req->content_length > (int64_t)S3_XML_BODY_MAX) {
@@ -254,6 +309,26 @@ static int bucket_op(s3_rq_t *r)
 	return s3_bucket(r);
 }
 
+/* SigV4 (s3auth.h). An anonymous request is AccessDenied, except that a
+ * missing bucket is NoSuchBucket, as S3 answers. */
+static int authenticate(s3_rq_t *r)
+{
+	s3_autherr_t e;
+	s3_req_from_http(r->http, &r->areq);
+	if (s3_auth_verify(&s3_cfg, &r->areq, time_now_ns() / 1000000000LL, &r->auth, &e) != AIS_OK) {
+		s3_error_auth(r, &e);
+		return AIS_ERR;
+	}
+	if (s3_auth_require(&s3_cfg, &r->auth, &e) != AIS_OK) {
+		if (r->bucket.len && !s3_bucket_exists(r))
+			s3_error(r, "NoSuchBucket", NULL);
+		else
+			s3_error_auth(r, &e);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static int s3_handle(http_req_t *req, bool gateway)
 {
 	s3_rq_t *r = arena_zalloc(req->arena, sizeof(*r));
@@ -267,15 +342,9 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
-	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
-		if (s3_query_has(req, unimplemented[i]))
-			return not_implemented(r, unimplemented[i]);
-	if (!r->bucket.len)
-		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
-	if (!r->key.len)
-		return bucket_op(r);
-	/* An object: served by its owner; others forward it unchanged. */
-	if (r->node.cl) {
+	/* An object: served by its owner; others forward it unchanged (the
+	 * owner verifies the signature: Host and path travel as they are). */
+	if (r->key.len && r->node.cl) {
 		char url[CMAP_URL_MAX + 1];
 		bool self = false;
 		if (!s3_owner_url(&r->node, r->bucket, r->key, url, sizeof(url), &self)) {
@@ -287,10 +356,19 @@ static int s3_handle(http_req_t *req, bool gateway)
 		}
 		if (!self)
 			return s3_proxy(r, url);
-	} else if (gateway) {
+	} else if (r->key.len && gateway) {
 		s3_error(r, "ServiceUnavailable", "the gateway is starting");
 		return AIS_OK;
 	}
+	if (authenticate(r) != AIS_OK)
+		return AIS_OK;
+	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
+		if (s3_query_has(req, unimplemented[i]))
+			return not_implemented(r, unimplemented[i]);
+	if (!r->bucket.len)
+		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
+	if (!r->key.len)
+		return bucket_op(r);
 	return object_op(r);
 }
 

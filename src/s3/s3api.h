@@ -12,6 +12,7 @@
 #include "aisd/conf.h"
 #include "aisd/http.h"
 #include "aisd/s3.h"
+#include "aisd/s3auth.h"
 #include "aisd/store.h"
 
 #define S3_MAX_KEYS 1000
@@ -35,7 +36,17 @@ typedef struct s3_rq {
 	sv_t key;      /* decoded; empty: a bucket request */
 	sv_t resource; /* "/bucket/key" for error documents */
 	void *op;      /* the operation's own state */
+	s3_req_t areq; /* the request as SigV4 sees it */
+	s3_auth_t auth; /* who signed it and how the body is signed */
 } s3_rq_t;
+
+/* The node's S3 authentication settings (s3_init). */
+extern s3_authcfg_t s3_cfg;
+/* A body decoder for r (aws-chunked, payload hash, Content-MD5,
+ * x-amz-checksum-*); NULL after answering the error. */
+s3_body_t *s3_body_for(s3_rq_t *r);
+/* Answers a SigV4 layer error. */
+void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e);
 
 /* --- errors.c --- */
 /* Answers with S3's XML error document; the status comes from the code.
@@ -137,8 +148,7 @@ void s3_entries_free(s3_entry_t *e, size_t n);
 int s3_object(s3_rq_t *r);
 
 /* --- put.c: a request body streamed to a sink through two bounded
- * buffers written on the I/O pool, MD5 computed on the way and checked
- * against Content-MD5 before the sink commits. --- */
+ * buffers written on the I/O pool. --- */
 typedef struct s3_put s3_put_t;
 typedef struct s3_put_ops {
 	int (*begin)(s3_put_t *p);                          /* pool; errno */
@@ -157,11 +167,10 @@ struct s3_put {
 	const char *code;    /* an S3 error code the sink chose */
 	void *priv;          /* put.c's own */
 };
-/* Starts streaming the request body to p's sink; answers when done. */
+/* Starts streaming the request body to p's sink through the SigV4 body
+ * decoder; the sink commits only after the decoder's finish succeeded
+ * (chunk signatures, payload hash, Content-MD5, x-amz-checksum-*). */
 void s3_put_start(s3_rq_t *r, s3_put_t *p);
-/* Content-MD5 (base64 of 16 bytes) into out; AIS_DONE when absent,
- * AIS_ERR (after answering InvalidDigest) when malformed. */
-int s3_content_md5(s3_rq_t *r, unsigned char out[16]);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);

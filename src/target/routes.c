@@ -65,6 +65,10 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
+	if (s3_init(c, err) != AIS_OK) {
+		free(t);
+		return NULL;
+	}
 	if (store_open(c, &t->store, err) != AIS_OK) {
 		free(t);
 		return NULL;

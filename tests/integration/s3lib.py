@@ -32,7 +32,8 @@ TREE = {
 def cluster(t, subdir, targets=3, args=()):
     """Starts a gateway and `targets` targets; returns the gateway URL (the
     S3 endpoint), or finishes the test when the cluster does not form."""
-    clulib.init(t, subdir, ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"] + list(args))
+    clulib.init(t, subdir, ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                            "--set", "s3.key=%s:%s:aisd-test:AIS Test" % (AK, SK)] + list(args))
     g = clulib.Node("g1", "gateway")
     ts = [clulib.Node("t%d" % (i + 1), "target") for i in range(targets)]
     if not t.check(g.start(), "gateway starts"):
