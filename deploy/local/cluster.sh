@@ -265,6 +265,18 @@ write_conf() {
 	mv "$nd/aisd.conf.tmp" "$nd/aisd.conf"
 }
 
+# s3_key: the local cluster's S3 key pair "ACCESS:SECRET", made once per
+# DIR (DIR/s3.key) and written into every node's config on every up.
+s3_key() {
+	local f=$dir/s3.key
+	if [ ! -s "$f" ]; then
+		printf 'aisd%s:%s\n' "$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')" \
+			"$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$f.tmp"
+		mv "$f.tmp" "$f"
+	fi
+	cat "$f"
+}
+
 # set_key NODE KEY VALUE: sets KEY in the node's config (replacing its
 # line, or appending one); an empty VALUE removes the line.
 set_key() {
@@ -305,6 +317,7 @@ start_node() {
 	write_conf "$node" "$role" "$port"
 	set_key "$node" net.port "$port"
 	set_key "$node" cluster.join "$join"
+	set_key "$node" s3.key "$(s3_key):local:local user"
 	rm -f "$nd/aisd.pid"
 	# The child writes its own pid, then execs aisd: the pid file names
 	# aisd itself whether or not setsid had to fork.
@@ -419,6 +432,10 @@ cmd_up() {
 		ep=http://127.0.0.1:$(node_port t0)
 	fi
 	echo "endpoint: $ep"
+	local key region
+	key=$(s3_key)
+	region=$(sed -n 's/^[[:space:]]*s3\.region[[:space:]]*=[[:space:]]*\([^[:space:]]*\).*/\1/p' "$dir/${all[0]}/aisd.conf" | tail -1)
+	echo "s3: endpoint=$ep access_key=${key%%:*} secret_key=${key#*:} region=${region:-us-east-1}"
 	if [ "$dir" = "$(cd "$REPO" && pwd -P)/run" ]; then
 		stop="make stop   (or: deploy/local/cluster.sh down -d ./run)"
 	else
