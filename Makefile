@@ -4,7 +4,7 @@
 #   make run             install deps, build, start a local cluster under ./run
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
-#   make bench           aisd vs nginx, side by side (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
@@ -116,6 +116,7 @@ bench-list: deps all
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)
