@@ -89,6 +89,18 @@ int bmd_add(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, bu
 int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err);
 int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *props, buf_t *err);
 
+/* One bucket's properties as AIStore-style JSON (the HEAD /v1/buckets/B
+ * Ais-Bucket-Props header and `aisctl bucket props show`):
+ * {"provider":"ais","checksum":{"type":T},"mirror":{"enabled":B,"copies":N},
+ *  "versioning":{"enabled":B},"access":N,"created":NS} */
+void bmd_props_encode(const bmd_props_t *p, buf_t *out);
+/* Applies the value of a set-bprops request (AIStore's form, any subset of
+ * the fields above but provider and created; access may also be "ro" or
+ * "rw") to *p. The result is range checked; unknown fields and wrong types
+ * are EINVAL with a message naming the field, and *p is then untouched. */
+struct json_t;
+int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
+
 /* Compact JSON, buckets in name order; deterministic:
  * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
  *  "mirror":{"enabled","copies"},"versioning","access","created"},..]} */

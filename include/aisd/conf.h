@@ -30,6 +30,9 @@ typedef struct conf {
 	uint64_t idle_timeout_ms;
 	uint64_t body_timeout_ms;
 	uint64_t max_header_bytes; /* request line + headers */
+	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
+	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
+	uint64_t rate_burst;
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */
@@ -43,6 +46,10 @@ typedef struct conf {
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
+	bool verify_on_read;      /* checksum a whole object before serving it */
+	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	uint64_t rebalance_workers; /* objects moved at once per target */
+	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */
 	char log_level[16];
 	char log_file[1024];
 	bool s3_auth;             /* S3 requests must be signed (SigV4) */
@@ -50,6 +57,8 @@ typedef struct conf {
 	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
 	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */
 	int n_s3_keys;
+	char log_access[8];       /* "on" or "off" */
+	char log_access_file[1024];
 } conf_t;
 
 /* Fills c with the defaults. */
@@ -64,6 +73,13 @@ int conf_parse(conf_t *c, const char *text, size_t len, buf_t *err);
 int conf_load(conf_t *c, const char *path, buf_t *err);
 /* Checks cross-key rules after everything is set. */
 int conf_validate(const conf_t *c, buf_t *err);
+/* Splits an s3.key value "ACCESS:SECRET:USERID:DISPLAY NAME" into its four
+ * fields (views into spec) and checks them: access key [A-Za-z0-9_.-],
+ * 3..128; secret 8..128 printable bytes, no ':', '#' or spaces; user id 1..128
+ * printable bytes, no ':'; display name (may hold ':' and spaces) 1..128
+ * printable bytes. Returns AIS_OK, or AIS_ERR with a message in err that
+ * never repeats the secret. */
+int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err);
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
 

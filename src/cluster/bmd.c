@@ -18,6 +18,7 @@
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,101 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: unknown access bits 0x%x", p->access & ~(uint32_t)BMD_ACCESS_ALL);
 	if (p->created_ns < 0)
 		return cmap_fail(err, EINVAL, "bmd: negative created time");
+	return AIS_OK;
+}
+
+void bmd_props_encode(const bmd_props_t *p, buf_t *out)
+{
+	buf_addf(out,
+		 "{\"provider\":\"" BMD_PROVIDER "\",\"checksum\":{\"type\":\"%s\"},\"mirror\":{\"enabled\":%s,"
+		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld}",
+		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
+		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
+}
+
+/* One group of set-bprops ("mirror", "checksum", "versioning"): an object
+ * whose keys are all among keys[0..n). */
+static int patch_group(json_t *g, const char *name, const char *const *keys, size_t n, buf_t *err)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(g))
+		return cmap_fail(err, EINVAL, "set-bprops: \"%s\" must be an object", name);
+	json_object_foreach(g, k, v) {
+		size_t i = 0;
+		while (i < n && strcmp(k, keys[i]))
+			i++;
+		if (i == n)
+			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s.%s\"", name, k);
+	}
+	return AIS_OK;
+}
+
+static int patch_bool(json_t *g, const char *group, const char *key, bool *out, buf_t *err)
+{
+	json_t *v = json_object_get(g, key);
+	if (!v)
+		return AIS_OK;
+	if (!json_is_boolean(v))
+		return cmap_fail(err, EINVAL, "set-bprops: \"%s.%s\" must be true or false", group, key);
+	*out = json_is_true(v);
+	return AIS_OK;
+}
+
+int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
+{
+	static const char *const mkeys[] = {"enabled", "copies"};
+	static const char *const ckeys[] = {"type"};
+	static const char *const vkeys[] = {"enabled"};
+	json_t *val = (json_t *)value, *g, *v;
+	bmd_props_t n = *p;
+	const char *k;
+
+	if (!json_is_object(val))
+		return cmap_fail(err, EINVAL, "set-bprops: value must be an object of properties");
+	json_object_foreach(val, k, g) {
+		if (!strcmp(k, "mirror")) {
+			if (patch_group(g, k, mkeys, ARRAY_SIZE(mkeys), err) != AIS_OK ||
+			    patch_bool(g, k, "enabled", &n.mirror_enabled, err) != AIS_OK)
+				return AIS_ERR;
+			if ((v = json_object_get(g, "copies"))) {
+				if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+				    json_integer_value(v) > BMD_COPIES_MAX)
+					return cmap_fail(err, EINVAL, "set-bprops: \"mirror.copies\" must be 1..%d",
+						    BMD_COPIES_MAX);
+				n.mirror_copies = (uint32_t)json_integer_value(v);
+			}
+		} else if (!strcmp(k, "checksum")) {
+			if (patch_group(g, k, ckeys, ARRAY_SIZE(ckeys), err) != AIS_OK)
+				return AIS_ERR;
+			if ((v = json_object_get(g, "type")) &&
+			    (!json_is_string(v) ||
+			     store_cksum_parse(json_string_value(v), json_string_length(v), &n.cksum) != AIS_OK))
+				return cmap_fail(err, EINVAL,
+					    "set-bprops: \"checksum.type\" must be xxhash, md5, sha256 or none");
+		} else if (!strcmp(k, "versioning")) {
+			if (patch_group(g, k, vkeys, ARRAY_SIZE(vkeys), err) != AIS_OK ||
+			    patch_bool(g, k, "enabled", &n.versioning, err) != AIS_OK)
+				return AIS_ERR;
+		} else if (!strcmp(k, "access")) {
+			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
+				n.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
+			else if (json_is_string(g) && !strcmp(json_string_value(g), "rw"))
+				n.access = BMD_ACCESS_ALL;
+			else if (json_is_integer(g) && json_integer_value(g) >= 0 &&
+				 json_integer_value(g) <= BMD_ACCESS_ALL)
+				n.access = (uint32_t)json_integer_value(g);
+			else
+				return cmap_fail(err, EINVAL,
+					    "set-bprops: \"access\" must be \"ro\", \"rw\" or a bit mask 0..%d",
+					    BMD_ACCESS_ALL);
+		} else {
+			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
+		}
+	}
+	if (bmd_props_check(&n, err) != AIS_OK)
+		return AIS_ERR;
+	*p = n;
 	return AIS_OK;
 }
 

@@ -46,6 +46,11 @@ static const struct key keys[] = {
 	{"net.idle_timeout", K_MS, N(idle_timeout_ms), "60s", "keep-alive connection idle limit"},
 	{"net.body_timeout", K_MS, N(body_timeout_ms), "60s",
 	 "longest a request body or response may stall without progress"},
+	{"net.max_body", K_SIZE, N(max_body), "5TiB",
+	 "largest object body a PUT may send (413 beyond; 0 = no limit)"},
+	{"net.rate_limit", K_U64, N(rate_limit), "0",
+	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
+	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
@@ -66,6 +71,14 @@ static const struct key keys[] = {
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "7d",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
+	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
+	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
+	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
+	 "copies that must be durable before a replicated PUT is acknowledged (0 = all of them)"},
+	{"rebalance.workers", K_U64, N(rebalance_workers), "4",
+	 "objects a target moves at once during a rebalance (each streams with bounded memory)"},
+	{"rebalance.drain_timeout", K_MS, N(drain_timeout_ms), "10m",
+	 "decommission-node waits this long for the node to move its objects off"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
@@ -75,6 +88,9 @@ static const struct key keys[] = {
 	 "largest difference between a signed request's time and the clock"},
 	{"s3.key", K_S3KEY, N(s3_keys), "",
 	 "an S3 key pair ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME; repeat the key for more (empty: none)"},
+	{"log.access", K_STR, S(log_access), "off", "access log, one line per request: on or off"},
+	{"log.access_file", K_STR, S(log_access_file), "",
+	 "access log file (default: the main log; - for standard error)"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -153,16 +169,20 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 			goto bad;
 		return AIS_OK;
 	case K_S3KEY: {
-		/* each line adds a key; an empty value clears the list. The
-		 * fields are checked by s3_keys_add when S3 starts. */
-		const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		/* each line adds a key; an empty value clears the list */
+		sv_t f[4];
 		if (!*v) {
 			c->n_s3_keys = 0;
 			return AIS_OK;
 		}
-		if (!c2 || !strchr(c2 + 1, ':') || strlen(v) >= sizeof(c->s3_keys[0])) {
-			buf_addf(err, "invalid value for %s: want ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME", k->name);
+		if (conf_s3key_split(v, f, err) != AIS_OK)
 			return AIS_ERR;
+		for (int i = 0; i < c->n_s3_keys; i++) {
+			if (!strncmp(c->s3_keys[i], v, f[0].len + 1)) {
+				buf_addf(err, "%s: access key %.*s is given twice", k->name, (int)f[0].len,
+				         f[0].ptr);
+				return AIS_ERR;
+			}
 		}
 		if (c->n_s3_keys >= CONF_MAX_S3_KEYS) {
 			buf_addf(err, "%s: more than %d keys", k->name, CONF_MAX_S3_KEYS);
@@ -193,6 +213,55 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 bad:
 	buf_addf(err, "invalid value for %s: '%s'", k->name, v);
 	return AIS_ERR;
+}
+
+static bool all_bytes(sv_t s, const char *what)
+{
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char ch = (unsigned char)s.ptr[i];
+		bool ok = what[0] == 'a'
+		                  ? (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		                            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'
+		          : what[0] == 's' ? ch > ' ' && ch < 0x7f && ch != ':' && ch != '#'
+		          : what[0] == 'u' ? ch >= ' ' && ch != 0x7f && ch != ':'
+		                           : ch >= ' ' && ch != 0x7f;
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err)
+{
+	const char *p = spec;
+	for (int i = 0; i < 3; i++) {
+		const char *c = strchr(p, ':');
+		if (!c) {
+			buf_addstr(err, "s3.key must be ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME");
+			return AIS_ERR;
+		}
+		f[i] = (sv_t){p, (size_t)(c - p)};
+		p = c + 1;
+	}
+	f[3] = sv_from(p);
+	if (f[0].len < 3 || f[0].len > 128 || !all_bytes(f[0], "access")) {
+		buf_addstr(err, "s3.key: the access key must be 3 to 128 of A-Z a-z 0-9 _ . -");
+		return AIS_ERR;
+	}
+	if (f[1].len < 8 || f[1].len > 128 || !all_bytes(f[1], "secret")) {
+		buf_addstr(err,
+		           "s3.key: the secret key must be 8 to 128 printable characters, no ':', '#' or spaces");
+		return AIS_ERR;
+	}
+	if (!f[2].len || f[2].len > 128 || !all_bytes(f[2], "uid")) {
+		buf_addstr(err, "s3.key: the user id must be 1 to 128 printable characters, no ':'");
+		return AIS_ERR;
+	}
+	if (!f[3].len || f[3].len > 128 || !all_bytes(f[3], "name")) {
+		buf_addstr(err, "s3.key: the display name must be 1 to 128 printable characters");
+		return AIS_ERR;
+	}
+	return AIS_OK;
 }
 
 void conf_defaults(conf_t *c)
@@ -333,12 +402,34 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addf(err, "log.level must be debug, info, warn or error, not '%s'", c->log_level);
 		return AIS_ERR;
 	}
+	if (strcmp(c->log_access, "on") && strcmp(c->log_access, "off")) {
+		buf_addf(err, "log.access must be on or off, not '%s'", c->log_access);
+		return AIS_ERR;
+	}
 	if (c->max_header_bytes < 1024 || c->max_header_bytes > (1 << 20)) {
 		buf_addstr(err, "net.max_header_bytes must be between 1KiB and 1MiB");
 		return AIS_ERR;
 	}
 	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->s3_max_skew_ms < 1000 || c->s3_max_skew_ms > 24 * 3600 * 1000) {
+		buf_addstr(err, "s3.max_skew must be between 1s and 24h");
+		return AIS_ERR;
+	}
+	if (!c->s3_region[0] ||
+	    strspn(c->s3_region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+	            strlen(c->s3_region)) {
+		buf_addstr(err, "s3.region must be letters, digits, '-' and '_' (e.g. us-east-1)");
+		return AIS_ERR;
+	}
+	if (c->rebalance_workers == 0 || c->rebalance_workers > 64) {
+		buf_addstr(err, "rebalance.workers must be between 1 and 64");
+		return AIS_ERR;
+	}
+	if (c->write_quorum > 32) {
+		buf_addstr(err, "mirror.write_quorum must be between 0 (all copies) and 32");
 		return AIS_ERR;
 	}
 	if (c->io_threads == 0 || c->io_threads > 256) {

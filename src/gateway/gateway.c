@@ -17,6 +17,7 @@
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/s3.h"
+#include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -24,6 +25,7 @@
 
 #define LIST_PAGE_DEFAULT 1000
 #define LIST_PAGE_MAX 10000
+#define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
 static void redirect(http_req_t *req, const char *base_url)
@@ -77,10 +79,13 @@ static int gw_objects(http_req_t *req)
 
 /* --- buckets ---------------------------------------------------------------- */
 
+enum bop_kind { BOP_CREATE, BOP_DESTROY, BOP_SET_PROPS };
+
 struct bop {
 	char name[NAME_BUCKET_MAX + 1];
-	bool create;
-	bmd_props_t props;
+	enum bop_kind kind;
+	bmd_props_t props; /* create: the new bucket's */
+	json_t *patch;     /* set-bprops: the request's value (borrowed from doc) */
 	int err;
 	buf_t msg;
 	/* list */
@@ -96,14 +101,38 @@ static void bop_cleanup(void *arg)
 	buf_free(&o->msg);
 	buf_free(&o->out);
 	json_decref(o->value);
+	json_decref(o->patch);
 }
 
 static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
 	struct bop *o = arg;
-	if (o->create)
+	switch (o->kind) {
+	case BOP_CREATE:
 		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
-	return bmd_remove(b, o->name, strlen(o->name), err);
+	case BOP_DESTROY:
+		return bmd_remove(b, o->name, strlen(o->name), err);
+	case BOP_SET_PROPS:
+		break;
+	}
+	/* set-bprops applies to the props of this BMD version, so concurrent
+	 * changes of other fields are not lost. */
+	const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
+	if (!bk) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	bmd_props_t p = bk->props;
+	if (bmd_props_patch(&p, o->patch, err) != AIS_OK)
+		return AIS_ERR;
+	size_t targets = cmap_count(m, CMAP_TARGET, CMAP_ANY);
+	if (p.mirror_enabled && p.mirror_copies > targets) {
+		buf_addf(err, "mirror.copies %u is more than the %zu targets of the cluster", p.mirror_copies,
+			 targets);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 }
 
 static void bucket_work(http_req_t *req)
@@ -121,7 +150,8 @@ static void bucket_done(http_req_t *req)
 	else if (o->err == ENOENT)
 		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 	else if (o->err)
-		http_resp_error(req, o->err == EINVAL ? 400 : 500, "bucket \"%s\": %s", o->name,
+		http_resp_error(req, o->err == EINVAL ? 400 : o->err == EAGAIN || o->err == EPERM ? 503 : 500,
+				"bucket \"%s\": %s", o->name,
 				o->msg.ptr ? o->msg.ptr : strerror(o->err));
 	else
 		http_resp_send(req, "", 0);
@@ -180,7 +210,21 @@ static void list_work(http_req_t *req)
 				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
 				o->err = EIO;
 			} else {
-				json_array_extend(all, ents);
+				/* members of a shard (archive listing) stay with it */
+				size_t ei;
+				json_t *en, *owner = NULL;
+				json_array_foreach(ents, ei, en) {
+					json_t *fl = json_object_get(en, "flags");
+					if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
+						json_t *mem = json_object_get(owner, MEMBERS_KEY);
+						if (!mem)
+							json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
+						json_array_append(mem, en);
+						continue;
+					}
+					json_array_append(all, en);
+					owner = en;
+				}
 				if (tok && *tok)
 					more = true;
 			}
@@ -200,8 +244,14 @@ static void list_work(http_req_t *req)
 		if (total > k)
 			more = true;
 		json_t *page = json_array();
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			json_t *mem = json_incref(json_object_get(v[i], MEMBERS_KEY));
+			json_object_del(v[i], MEMBERS_KEY);
 			json_array_append(page, v[i]);
+			if (mem)
+				json_array_extend(page, mem);
+			json_decref(mem);
+		}
 		json_t *res = json_object();
 		json_object_set_new(res, "entries", page);
 		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
@@ -293,8 +343,10 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 			break;
 		}
-		http_resp_header(req, "Ais-Bucket-Props", "{\"provider\":\"ais\",\"checksum\":{\"type\":\"%s\"}}",
-				 store_cksum_name(copy.props.cksum));
+		buf_t props = BUF_INIT;
+		bmd_props_encode(&copy.props, &props);
+		http_resp_header(req, "Ais-Bucket-Props", "%s", props.ptr);
+		buf_free(&props);
 		http_resp_send_head(req, 0);
 		break;
 	case HTTP_GET:
@@ -321,11 +373,18 @@ static int gw_buckets(http_req_t *req)
 		http_offload(req, list_work, list_done);
 		break;
 	case HTTP_POST:
-	case HTTP_DELETE: {
-		o->create = req->method == HTTP_POST;
-		if (o->create ? (!action || strcmp(action, "create-bck")) : (action && strcmp(action, "destroy-bck"))) {
+	case HTTP_DELETE:
+	case HTTP_PATCH: {
+		static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};
+		o->kind = req->method == HTTP_POST ? BOP_CREATE : req->method == HTTP_DELETE ? BOP_DESTROY : BOP_SET_PROPS;
+		/* DELETE may come without a body; the others need their action. */
+		if ((action || o->kind != BOP_DESTROY) && (!action || strcmp(action, want[o->kind]))) {
 			http_resp_error(req, 400, "unknown action \"%s\" (want \"%s\")", action ? action : "",
-					o->create ? "create-bck" : "destroy-bck");
+					want[o->kind]);
+			break;
+		}
+		if (o->kind == BOP_SET_PROPS && !json_is_object(value)) {
+			http_resp_error(req, 400, "set-bprops: value must be an object of properties");
 			break;
 		}
 		if (!cluster_is_primary(cl)) {
@@ -334,6 +393,11 @@ static int gw_buckets(http_req_t *req)
 				redirect(req, url);
 			else
 				http_resp_error(req, 503, "no primary gateway known");
+			break;
+		}
+		if (o->kind == BOP_SET_PROPS) {
+			o->patch = json_incref(value);
+			http_offload(req, bucket_work, bucket_done);
 			break;
 		}
 		bmd_props_default(&o->props);
@@ -356,6 +420,63 @@ out:
 	return AIS_OK;
 }
 
+/* --- GetBatch ------------------------------------------------------------- */
+
+/* GET /v1/ml/moss[/BUCKET]: 307 to the designated target, the active target
+ * that owns the most entries (ties: the first in the cluster map), which
+ * then gathers the rest from their owners. A 307 keeps the method and the
+ * body, so the client resends the same request there. */
+static int gw_getbatch(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t bck = {"", 0}, obj;
+	moss_req_t mr;
+	buf_t err = BUF_INIT, uname = BUF_INIT;
+	const cmap_t *m;
+	char url[CMAP_URL_MAX + 1] = "";
+
+	if (!cl) {
+		http_resp_error(req, 503, "the gateway is starting");
+		return AIS_OK;
+	}
+	if (req->subpath.len && tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+		return AIS_OK;
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &mr, &err) != AIS_OK) {
+		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
+		buf_free(&err);
+		return AIS_OK;
+	}
+	cluster_read_lock(cl, &m, NULL);
+	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
+	size_t *count = xcalloc(nn + 1, sizeof(*count));
+	for (size_t i = 0; i < mr.n; i++) {
+		buf_reset(&uname);
+		buf_addsv(&uname, mr.in[i].bck);
+		buf_addch(&uname, '/');
+		buf_addsv(&uname, mr.in[i].obj);
+		const cmap_node_t *o = m ? cmap_owner(m, uname.ptr, uname.len) : NULL;
+		for (size_t k = 0; o && k < nn; k++)
+			if (cmap_node(m, k) == o)
+				count[k]++;
+	}
+	for (size_t k = 0; k < nn; k++) {
+		const cmap_node_t *nd = cmap_node(m, k);
+		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE &&
+		    (best == SIZE_MAX || count[k] > count[best]))
+			best = k;
+	}
+	if (best != SIZE_MAX)
+		snprintf(url, sizeof(url), "%s", cmap_node(m, best)->pub_url);
+	cluster_read_unlock(cl);
+	free(count);
+	buf_free(&uname);
+	if (!url[0])
+		http_resp_error(req, 503, "no active target in the cluster");
+	else
+		redirect(req, url);
+	return AIS_OK;
+}
+
 static int gw_health(http_req_t *req)
 {
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"gateway\"}";
@@ -367,13 +488,18 @@ static int gw_health(http_req_t *req)
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
 	 "objects: 307 to the owner target"},
-	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
-	 "buckets: list, create-bck, destroy-bck (via the primary), list objects (fan-out)"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
+	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
+	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
 };
@@ -389,6 +515,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
 	};
 	g->srv = http_server_new(&o, err);

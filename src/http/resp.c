@@ -42,7 +42,9 @@ void resp_reset(http_conn_t *c)
 	c->checked_end = 0;
 	c->fsmall_read = false;
 	c->fill = NULL;
-	c->chunked = c->stream_eof = c->stream_wait = c->stream_len = false;
+	c->sfile = false;
+	c->stream_sized = false;
+	c->chunked = c->stream_eof = c->stream_wait = false;
 	c->status = 0;
 	c->resp_started = false;
 	c->head_only = false;
@@ -53,6 +55,8 @@ void resp_reset(http_conn_t *c)
 	buf_reset(&c->rhdrs);
 	if (c->out.cap > (1 << 20))
 		buf_free(&c->out);
+	if (c->spiece.cap > (1 << 20))
+		buf_free(&c->spiece);
 }
 
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
@@ -95,9 +99,11 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 	if (!nobody_status) {
 		if (chunked)
 			buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n");
-		else if (c->kind != RB_STREAM || c->stream_len)
+		else if (c->kind != RB_STREAM || c->stream_sized)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
+	if (c->req.id)
+		buf_addf(&c->out, "X-Request-Id: %s\r\n", c->req.id_str);
 	if (c->close_after || !c->keep_alive)
 		buf_addstr(&c->out, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)
@@ -181,13 +187,26 @@ void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len)
 	if (!begin(req, RB_STREAM))
 		return;
 	c->fill = fill;
-	c->stream_len = true;
+	c->stream_sized = true;
 	resp_build_head(c, len, false);
-	if (c->head_only || len == 0) {
+	if (c->head_only)
 		c->kind = RB_NONE;
-		c->stream_eof = true;
-	}
 	conn_run(c);
+}
+
+void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0 || len == 0) {
+		if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0)
+			log_errx("stream file outside a stream fill");
+		close(fd);
+		return;
+	}
+	c->ffd = fd;
+	c->foff = off;
+	c->fleft = len;
+	c->sfile = true;
 }
 
 void http_resp_stream_wake(http_req_t *req)
@@ -344,17 +363,36 @@ static int file_step(http_conn_t *c)
 	}
 	c->fleft -= (uint64_t)n;
 	c->bytes_out += (uint64_t)n;
+	HM_INC(c->w->st.bytes_out, (uint64_t)n);
 	return AIS_OK;
+}
+
+/* A file segment of a stream was sent: release it, close its chunk. */
+static void stream_file_end(http_conn_t *c)
+{
+	close(c->ffd);
+	if (c->fmap)
+		munmap(c->fmap, c->fmap_len);
+	c->ffd = -1;
+	c->fmap = NULL;
+	c->fmap_len = 0;
+	c->checked_end = 0;
+	c->fsmall_read = false;
+	c->sfile = false;
+	if (c->chunked)
+		buf_add(&c->out, "\r\n", 2);
 }
 
 static int stream_step(http_conn_t *c)
 {
-	buf_t piece = BUF_INIT;
+	buf_t piece = c->spiece; /* kept across calls: no allocation per piece */
+	piece.len = 0;
+	c->spiece = (buf_t)BUF_INIT;
 	int r = c->fill(&c->req, &piece);
-	if (r == AIS_ERR) {
-		buf_free(&piece);
+	c->spiece = piece;
+	c->spiece.len = 0;
+	if (r == AIS_ERR)
 		return AIS_ERR;
-	}
 	if (piece.len) {
 		if (c->chunked)
 			buf_addf(&c->out, "%zx\r\n", piece.len);
@@ -362,7 +400,12 @@ static int stream_step(http_conn_t *c)
 		if (c->chunked)
 			buf_add(&c->out, "\r\n", 2);
 	}
-	buf_free(&piece);
+	if (c->sfile && c->chunked)
+		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
+	if (c->sfile && r == AIS_DONE) {
+		log_errx("stream fill queued a file and ended in one call");
+		return AIS_ERR;
+	}
 	if (r == AIS_DONE) {
 		c->stream_eof = true;
 		if (c->chunked)
@@ -383,6 +426,13 @@ int resp_flush(http_conn_t *c)
 			return r;
 	}
 	for (;;) {
+		/* A small file segment of a stream joins what precedes it in one send. */
+		if (c->kind == RB_STREAM && c->sfile && !c->fsmall_read && c->fleft > 0 &&
+		    c->fleft <= HTTP_SMALL_FILE) {
+			int r = file_step(c);
+			if (r != AIS_OK)
+				return r;
+		}
 		if (c->out_off < c->out.len) {
 			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 			if (n < 0) {
@@ -394,6 +444,7 @@ int resp_flush(http_conn_t *c)
 			}
 			c->out_off += (size_t)n;
 			c->bytes_out += (uint64_t)n;
+			HM_INC(c->w->st.bytes_out, (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;
@@ -410,6 +461,14 @@ int resp_flush(http_conn_t *c)
 			r = file_step(c);
 			break;
 		case RB_STREAM:
+			if (c->sfile) { /* a file segment inside the stream */
+				if (c->fleft > 0) {
+					r = file_step(c);
+					break;
+				}
+				stream_file_end(c);
+				continue;
+			}
 			if (c->stream_eof)
 				return AIS_OK;
 			r = stream_step(c);

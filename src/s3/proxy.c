@@ -64,14 +64,22 @@ static void px_cleanup(void *arg)
 
 static void httpc_release(void *c) { httpc_free(c); }
 
+/* One client per worker thread (a worker's requests all run on it), freed
+ * when the server stops (after the worker's connections, whose cleanups
+ * cancel their requests). */
+static __thread httpc_t *tl_client;
+static __thread struct event_base *tl_base;
+
 static httpc_t *worker_client(http_req_t *req)
 {
-	void **slot = http_worker_local(req, httpc_release);
-	if (!*slot) {
+	struct event_base *base = http_req_base(req);
+	if (!tl_client || tl_base != base) {
 		httpc_opts_t o = {.max_host_conns = 64, .user_agent = "aisd-s3-proxy", .retries = -1};
-		*slot = httpc_new(http_req_base(req), &o);
+		tl_client = httpc_new(base, &o);
+		tl_base = base;
+		http_worker_atexit(req, httpc_release, tl_client);
 	}
-	return *slot;
+	return tl_client;
 }
 
 /* --- client -> target ---------------------------------------------------------- */

@@ -70,35 +70,57 @@ int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *o
 	return rc;
 }
 
-int store_bucket_create(store_t *s, const char *bck, size_t blen, enum store_cksum cksum)
+/* Writes the bucket record (caller holds mountpath 0's commit mutex). */
+static int brec_put(store_t *s, const char *bck, size_t blen, enum store_cksum cksum, int64_t created_ns,
+		    const char *what)
 {
-	store_bucket_t b;
 	buf_t k = BUF_INIT;
 	unsigned char v[10];
+	uint64_t t = (uint64_t)created_ns;
+	v[0] = STORE_BREC_FORMAT;
+	v[1] = (unsigned char)cksum;
+	for (int i = 0; i < 8; i++)
+		v[2 + i] = (unsigned char)(t >> (56 - 8 * i));
+	store_key_bucket(&k, bck, blen);
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+	leveldb_writebatch_put(wb, k.ptr, k.len, (const char *)v, sizeof(v));
+	int rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, what);
+	leveldb_writebatch_destroy(wb);
+	buf_free(&k);
+	return rc;
+}
+
+/* create (must not exist) or set (must exist: keeps its creation time). */
+static int bucket_write(store_t *s, const char *bck, size_t blen, enum store_cksum cksum, bool create)
+{
+	store_bucket_t b;
 	int rc = AIS_ERR;
 
 	if (blen == 0 || blen >= sizeof(b.name) || cksum < CKSUM_NONE || cksum > CKSUM_SHA256) {
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	uint64_t t = (uint64_t)time_now_ns();
-	v[0] = STORE_BREC_FORMAT;
-	v[1] = (unsigned char)cksum;
-	for (int i = 0; i < 8; i++)
-		v[2 + i] = (unsigned char)(t >> (56 - 8 * i));
-	store_key_bucket(&k, bck, blen);
 	pthread_mutex_lock(&s->mp[0].commit_mu);
 	if (store_bucket_get(s, bck, blen, &b) == AIS_OK) {
-		errno = EEXIST;
-	} else if (errno == ENOENT) {
-		leveldb_writebatch_t *wb = leveldb_writebatch_create();
-		leveldb_writebatch_put(wb, k.ptr, k.len, (const char *)v, sizeof(v));
-		rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, "create bucket");
-		leveldb_writebatch_destroy(wb);
+		if (create)
+			errno = EEXIST;
+		else
+			rc = brec_put(s, bck, blen, cksum, b.created_ns, "set bucket checksum");
+	} else if (errno == ENOENT && create) {
+		rc = brec_put(s, bck, blen, cksum, time_now_ns(), "create bucket");
 	}
 	pthread_mutex_unlock(&s->mp[0].commit_mu);
-	buf_free(&k);
 	return rc;
+}
+
+int store_bucket_create(store_t *s, const char *bck, size_t blen, enum store_cksum cksum)
+{
+	return bucket_write(s, bck, blen, cksum, true);
+}
+
+int store_bucket_set_cksum(store_t *s, const char *bck, size_t blen, enum store_cksum cksum)
+{
+	return bucket_write(s, bck, blen, cksum, false);
 }
 
 int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n)

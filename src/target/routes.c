@@ -3,6 +3,7 @@
  * start the HTTP server with these routes, stop both.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,16 @@ static const http_route_t routes[] = {
 	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, tgt_health, "health: 200 when serving"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, tgt_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, tgt_getbatch,
+	 "GetBatch: one tar of many objects and shard members, in request order"},
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
@@ -48,9 +54,13 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 	store_bucket_t sb;
 	for (size_t i = 0; i < bmd_size(cur); i++) {
 		const bmd_bucket_t *b = bmd_bucket(cur, i);
-		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK &&
-		    store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
-			log_warn("creating bucket %s from the cluster's metadata", b->name);
+		if (store_bucket_get(t->store, b->name, strlen(b->name), &sb) != AIS_OK) {
+			if (store_bucket_create(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK)
+				log_warn("creating bucket %s from the cluster's metadata", b->name);
+		} else if (sb.cksum_type != b->props.cksum &&
+			   store_bucket_set_cksum(t->store, b->name, strlen(b->name), b->props.cksum) != AIS_OK) {
+			log_warn("setting the checksum of bucket %s from the cluster's metadata", b->name);
+		}
 	}
 	for (size_t i = 0; old && i < bmd_size(old); i++) {
 		const bmd_bucket_t *b = bmd_bucket(old, i);
@@ -62,6 +72,11 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 
 target_t *target_start(const conf_t *c, buf_t *err)
 {
+	/* Streamed bodies (GetBatch entries, archive pieces) allocate and free
+	 * buffers of 100 KB - 1 MB per request: keep them in the heap for reuse
+	 * instead of a fresh mmap (and its page faults) each time. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
@@ -85,6 +100,9 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms,
 		.body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body,
+		.rate_limit = c->rate_limit,
+		.rate_burst = c->rate_burst,
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,

@@ -117,3 +117,33 @@ def run(cmd, env=None, timeout=120, cwd=None, input=None):
         return cp.returncode, cp.stdout.decode(errors="replace")
     except subprocess.TimeoutExpired as ex:
         return -1, "timed out after %d s: %s" % (timeout, (ex.stdout or b"").decode(errors="replace")[-500:])
+
+
+SIZES = {"zero": 0, "two_k": 2048, "five_m": 5 << 20, "ten_m": 10 << 20, "fifty_m": 50 << 20}
+
+
+def client_data(work):
+    """WORK/up: sizes/{zero,two_k,five_m,ten_m,fifty_m} (0 B .. 50 MiB) and
+    tree/ (the awkward names), the tree every client uploads and downloads."""
+    up = os.path.join(work, "up")
+    os.makedirs(os.path.join(up, "sizes"))
+    for i, (n, sz) in enumerate(SIZES.items()):
+        make_file(os.path.join(up, "sizes", n), sz, seed=i)
+    make_tree(os.path.join(up, "tree"))
+    return up
+
+
+def boto3_client(endpoint, **cfg):
+    import boto3
+    import botocore.config
+    c = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, **cfg)
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+                        region_name=REGION, config=c)
+
+
+def fill_many(s3, bucket, n=1100):
+    """A bucket of n one-byte keys k/00000.. (more than one listing page)."""
+    import concurrent.futures
+    s3.create_bucket(Bucket=bucket)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(lambda i: s3.put_object(Bucket=bucket, Key="k/%05d" % i, Body=b"x"), range(n)))

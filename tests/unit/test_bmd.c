@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,60 @@ static const struct {
 	 "\"created\" out of range"},
 };
 
+/* set-bprops: partial updates in AIStore's form; every bad value is EINVAL
+ * with the props untouched; encode shows what was set. */
+static int patch(bmd_props_t *p, const char *js, buf_t *err)
+{
+	json_t *v = json_loads(js, 0, NULL);
+	ck_assert_ptr_nonnull(v);
+	buf_reset(err);
+	int rc = bmd_props_patch(p, v, err);
+	json_decref(v);
+	return rc;
+}
+
+START_TEST(test_props_patch)
+{
+	bmd_props_t p, before;
+	buf_t err = BUF_INIT, out = BUF_INIT;
+	bmd_props_default(&p);
+	p.created_ns = 42;
+	ck_assert_int_eq(patch(&p, "{\"mirror\":{\"enabled\":true,\"copies\":3}}", &err), AIS_OK);
+	ck_assert(p.mirror_enabled);
+	ck_assert_uint_eq(p.mirror_copies, 3);
+	ck_assert_int_eq(patch(&p, "{\"checksum\":{\"type\":\"sha256\"},\"versioning\":{\"enabled\":false}}", &err),
+			 AIS_OK);
+	ck_assert_int_eq(p.cksum, CKSUM_SHA256);
+	ck_assert(!p.versioning);
+	ck_assert(p.mirror_enabled); /* untouched fields keep their values */
+	ck_assert_int_eq(patch(&p, "{\"access\":\"ro\"}", &err), AIS_OK);
+	ck_assert_uint_eq(p.access, BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST);
+	ck_assert_int_eq(patch(&p, "{\"access\":127}", &err), AIS_OK);
+	ck_assert_uint_eq(p.access, BMD_ACCESS_ALL);
+	ck_assert_int_eq(patch(&p, "{}", &err), AIS_OK);
+	bmd_props_encode(&p, &out);
+	ck_assert_str_eq(out.ptr, "{\"provider\":\"ais\",\"checksum\":{\"type\":\"sha256\"},\"mirror\":{\"enabled\":true,"
+				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42}");
+
+	static const char *const bad[] = {
+		"[]", "{\"mirror\":{\"copies\":0}}", "{\"mirror\":{\"copies\":33}}", "{\"mirror\":{\"copies\":\"2\"}}",
+		"{\"mirror\":{\"enabled\":1}}", "{\"mirror\":true}", "{\"mirror\":{\"x\":1}}",
+		"{\"checksum\":{\"type\":\"crc\"}}", "{\"checksum\":{\"type\":1}}", "{\"checksum\":{\"kind\":\"md5\"}}",
+		"{\"versioning\":{\"enabled\":\"no\"}}", "{\"access\":\"rx\"}", "{\"access\":128}", "{\"access\":-1}",
+		"{\"provider\":\"ais\"}", "{\"created\":1}", "{\"colour\":\"red\"}",
+		"{\"mirror\":{\"copies\":2},\"bogus\":1}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		before = p;
+		errno = 0;
+		ck_assert_msg(patch(&p, bad[i], &err) == AIS_ERR && errno == EINVAL && err.len > 0, "%s", bad[i]);
+		ck_assert_msg(memcmp(&before, &p, sizeof(p)) == 0, "%s changed the props", bad[i]);
+	}
+	buf_free(&err);
+	buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_decode_errors)
 {
 	const char *json = bad_bmds[_i].json;
@@ -377,6 +432,7 @@ static Suite *bmd_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_mutators);
+	tcase_add_test(tc, test_props_patch);
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(bad_bmds) / sizeof(bad_bmds[0])));
 	tcase_add_test(tc, test_decode_truncate_and_flip);
 	tcase_add_test(tc, test_accept);
