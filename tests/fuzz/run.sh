@@ -60,6 +60,7 @@ declare -A SRCS=(
 	[fuzz_s3chunked]="src/s3/auth.c src/s3/sigv4.c src/s3/chunked.c src/s3/checksum.c src/http/url.c"
 	[fuzz_s3xml]="src/s3/xml.c"
 	[fuzz_larc]="src/archive/larc.c"
+	[fuzz_cfgset]="src/cluster/cfgparse.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -67,6 +68,7 @@ declare -A LIBS=(
 	[fuzz_s3auth]="-lcrypto -lhttp_parser"
 	[fuzz_s3chunked]="-lcrypto -lz -lhttp_parser"
 	[fuzz_s3xml]="-lexpat"
+	[fuzz_cfgset]="-ljansson"
 	[fuzz_moss]="-ljansson"
 	[fuzz_larc]="-larchive"
 )
