@@ -161,7 +161,7 @@ else:
                            "url=%s,use_path_request_style,passwd_file=%s,dbglevel=warn,stat_cache_expire=1" % (EP, pw)],
                           stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     mounted = False
-    for _ in range(50):
+    for _ in range(150):
         if os.path.ismount(mnt) or fs.poll() is not None:
             break
         time.sleep(0.1)
