@@ -121,6 +121,11 @@ static int px_read(httpc_req_t *hr, void *arg, char *p, size_t cap, size_t *n)
 	struct px *x = arg;
 	size_t have = x->up.len - x->up_off;
 	*n = 0;
+	/* The target answered before taking the whole body (an error): the
+	 * client's connection stops reading it and closes after the answer, so
+	 * the upload ends here too (else both sides would wait for ever). */
+	if (x->head_sent && !x->up_end)
+		return AIS_ERR;
 	if (have) {
 		*n = MIN(have, cap);
 		memcpy(p, x->up.ptr + x->up_off, *n);
@@ -176,6 +181,10 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 	uint64_t v;
 
 	x->head_sent = true;
+	if (x->up_wait && !x->up_end) {
+		x->up_wait = false;
+		httpc_resume(hr); /* px_read ends the upload */
+	}
 	http_resp_status(req, httpc_status(hr));
 	while (p && p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -230,7 +239,7 @@ static void px_done(httpc_req_t *hr, void *arg)
 	/* the answer may complete inside the calls below, and the request's
 	 * arena (x with it) be reset: nothing touches x after them */
 	x->hr = NULL;
-	if (!ok)
+	if (!ok && !x->head_sent)
 		log_warnx("S3 proxy %s %s: %s", httpc_method(hr), httpc_url(hr), httpc_error(hr));
 	if (!x->head_sent) {
 		if (ok) {

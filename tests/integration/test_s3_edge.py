@@ -351,4 +351,13 @@ t.check(st == 404 and b'"status":404' in body, "/v1 stays native (404 JSON)", bo
 
 errs = error_lines()
 t.check(not errs, "no node logged an error", "\n".join(errs[:10]))
+# nothing left hanging (an upload the target refused before its body, as
+# part 10001 above, once kept the proxied request and SIGTERM waiting)
+g = clulib.procs["g1"]
+g.terminate()
+try:
+    g.wait(8)
+    t.ok("the gateway stops within 8 s of SIGTERM")
+except Exception:
+    t.fail("the gateway stops within 8 s of SIGTERM")
 t.finish()
