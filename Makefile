@@ -4,7 +4,7 @@
 #   make run             install deps, build, start a local cluster under ./run
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
-#   make bench           aisd vs nginx, side by side (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
@@ -34,7 +34,7 @@ endif
 OPT      ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude -MMD -MP -pthread \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lleveldb -lhttp_parser -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lleveldb -lhttp_parser -lexpat -lpthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SANITIZE)
@@ -123,6 +123,7 @@ bench-ml: deps all
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)

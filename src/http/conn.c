@@ -254,6 +254,8 @@ static void dispatch(http_conn_t *c)
 	for (size_t i = 0; i < s->o.nroutes; i++) {
 		const http_route_t *r = &s->o.routes[i];
 		size_t pl = strlen(r->prefix);
+		if (pl == 1 && allow)
+			break; /* the catch-all "/" never takes a known path's other methods */
 		if (req->path.len < pl || memcmp(req->path.ptr, r->prefix, pl) ||
 		    (req->path.len > pl && req->path.ptr[pl] != '/' && r->prefix[pl - 1] != '/'))
 			continue;
@@ -304,6 +306,12 @@ static void dispatch(http_conn_t *c)
 	}
 	if (req->has_body && !(fl & HTTP_ROUTE_BODY))
 		c->discard = true;
+	/* Expect: 100-continue with an empty body: the 100 still comes first.
+	 * RFC 7231 lets a server skip it, but botocore then reuses the final
+	 * status it read while waiting as the next request's status (a
+	 * zero-byte PutObject followed by an UploadPart on that connection). */
+	if (h->expect_continue && !req->has_body && h->http_minor >= 1)
+		send_continue(c);
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;

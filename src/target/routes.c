@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "aisd/log.h"
+#include "aisd/s3.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -31,6 +32,9 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
 };
 
 int tgt_health(http_req_t *req)
@@ -76,11 +80,16 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
+	if (s3_init(c, err) != AIS_OK) {
+		free(t);
+		return NULL;
+	}
 	if (store_open(c, &t->store, err) != AIS_OK) {
 		free(t);
 		return NULL;
 	}
 	t->base.store = t->store;
+	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,
