@@ -6,7 +6,7 @@
 #   make check-unit      unit tests only (Check)
 #   make bench           aisd vs nginx, side by side (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
-#   make bench-ml        the ML data path: GetBatch vs GETs, archpath vs plain GETs
+#   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs under PREFIX
@@ -115,10 +115,10 @@ bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
-BENCH_ML := tools/bench/getbatch.sh tools/bench/archpath.sh
+BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh
 
 bench-ml: deps all
-	$(Q)for s in $(BENCH_ML); do BUILD=$(BUILD) ./$$s || exit 1; done
+	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
 
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh

@@ -15,7 +15,8 @@
 #include "aisd/http_parse.h"
 
 #define REQ_OF_TASK(t) ((http_req_t *)((char *)(t) - offsetof(http_req_t, task)))
-#define HTTP_READ_CHUNK (256 * 1024) /* bytes read per read(2) */
+#define HTTP_READ_CHUNK (256 * 1024) /* body bytes read per read(2) */
+#define HTTP_HEAD_CHUNK 4096         /* head bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
