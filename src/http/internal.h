@@ -24,6 +24,12 @@
 #define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
 #define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */
 
+struct worker_atexit {
+	void (*fn)(void *);
+	void *arg;
+	struct worker_atexit *next;
+};
+
 /*
  * A worker's counters (metrics.c). Only the worker writes them (a relaxed
  * load and store, no lock, no atomic read-modify-write); a scrape reads
@@ -60,6 +66,8 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	struct worker_atexit *atexit; /* http_worker_atexit, last first */
+
 	struct http_wstats st;
 	struct rl_slot *rl; /* rate-limit buckets by client address (ratelimit.c) */
 };
@@ -143,8 +151,10 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
+	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
 	bool chunked, stream_eof, stream_wait;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
+	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
 };
 
