@@ -102,7 +102,7 @@ void conn_close(http_conn_t *c)
 	event_del(c->rev);
 	event_del(c->wev);
 	event_del(c->tev);
-	if (c->state != CS_HEAD || c->req_start_mono)
+	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
 		HM_INC(c->w->st.aborted, 1); /* closed with a request in progress */
 	close(c->fd);
 	c->fd = -1;
@@ -366,6 +366,34 @@ static void request_done(http_conn_t *c)
 	c->state = CS_HEAD;
 }
 
+/* CS_LINGER: drops what the client still sends until it closes, the
+ * deadline passes or HTTP_LINGER_MAX bytes came; then closes. */
+static void linger(http_conn_t *c)
+{
+	char scratch[16384];
+	c->in_off = c->in.len;
+	for (;;) {
+		ssize_t n = read(c->fd, scratch, sizeof(scratch));
+		if (n > 0) {
+			c->lingered += (uint64_t)n;
+			if (c->lingered > HTTP_LINGER_MAX)
+				break;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int64_t left = c->linger_until - time_mono_ns();
+			if (left <= 0)
+				break;
+			wait_for(c, EV_READ, (uint64_t)left / 1000000 + 1);
+			return;
+		}
+		break; /* EOF or error */
+	}
+	conn_close(c);
+}
+
 /* Advances the connection until it must wait. */
 static void conn_drive(http_conn_t *c)
 {
@@ -511,8 +539,15 @@ static void conn_drive(http_conn_t *c)
 				return;
 			}
 			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done || c->w->draining) {
+				bool linger = r == AIS_OK && c->close_after && !c->w->draining;
 				if (r == AIS_OK)
 					request_done(c);
+				if (linger && shutdown(c->fd, SHUT_WR) == 0) {
+					c->state = CS_LINGER;
+					c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
+					c->lingered = 0;
+					break;
+				}
 				conn_close(c);
 				return;
 			}
@@ -522,6 +557,10 @@ static void conn_drive(http_conn_t *c)
 				return;
 			}
 			break;
+
+		case CS_LINGER:
+			linger(c);
+			return;
 
 		case CS_CLOSED:
 			return;
@@ -555,8 +594,8 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	http_conn_t *c = arg;
-	if (c->state != CS_HEAD || c->req_start_mono)
-		HM_INC(c->w->st.timeouts, 1); /* not an idle keep-alive connection */
+	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
+		HM_INC(c->w->st.timeouts, 1); /* not an idle or lingering connection */
 	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
 		c->close_after = true;
 		c->body_done = true;
