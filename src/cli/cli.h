@@ -108,6 +108,12 @@ struct cli_config {
 };
 /* Reads the config file if there is one; AIS_OK, or AIS_ERR after a message. */
 int cli_config_load(struct cli_config *cfg);
+/*
+ * Parses config text (len bytes, any bytes) into cfg, later keys replacing
+ * earlier ones. Returns AIS_OK, or AIS_ERR with "LINE: why" in err; cfg
+ * then holds what the lines before it set (free it either way).
+ */
+int cli_config_parse(const char *text, size_t len, struct cli_config *cfg, buf_t *err);
 void cli_config_free(struct cli_config *cfg);
 
 /* http.c */

@@ -55,6 +55,7 @@ declare -A SRCS=(
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
+	[fuzz_aisctl_config]="src/cli/config.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"

@@ -232,8 +232,11 @@ ctl -e "$GW2" node maintenance start "$T3_ID"
 check "node maintenance start (through gw2)" bash -c '[ '"$RC"' = 0 ] && grep -q "^node $2: maintenance" "$1"' _ "$W/out" "$T3_ID"
 ctl -e "$GW" cluster show
 check_eq "cluster show: the node is in maintenance" "$(cols "$T3_ID")" "target $T3_ID $T3 maintenance ok"
-ctl -e "$GW" node maintenance stop "$T3_ID"
-check "node maintenance stop" bash -c '[ '"$RC"' = 0 ] && grep -q "^node $2: active" "$1"' _ "$W/out" "$T3_ID"
+ctl -e "$GW" node maintenance stop "$T3_ID" --json
+check "node maintenance stop --json" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d == {"node": sys.argv[2], "action": "stop-maintenance", "state": "active", "cmap_version": d["cmap_version"]}, d' "$W/out" "$T3_ID"
 ctl -e "$GW" node maintenance pause "$T3_ID"
 check "node maintenance pause: exit 2" [ "$RC" = 2 ]
 ctl -e "$GW" node maintenance start no-such-node
@@ -242,7 +245,11 @@ ctl -e "$GW" node decommission "$T3_ID" </dev/null
 check "node decommission without a terminal or --yes: exit 2, nothing done" \
 	bash -c '[ '"$RC"' = 2 ] && grep -q "add --yes" "$1"' _ "$W/err"
 ctl -e "$GW" --json node decommission --yes "$T3_ID"
-check "node decommission --yes" [ "$RC" = 0 ]
+check "node decommission --yes --json" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["node"] == sys.argv[2] and d["action"] == "decommission-node" and d["state"] == "removed", d
+assert d["cmap_version"] > 0, d' "$W/out" "$T3_ID"
 ctl -e "$GW" cluster show
 check "the decommissioned node left the map" bash -c '[ '"$RC"' = 0 ] && grep -q ", 2 gateways, 2 targets$" "$1" && ! grep -q " $2 " "$1"' _ "$W/out" "$T3_ID"
 
