@@ -474,8 +474,10 @@ static int parse_args(const struct cli_cmd *cmd, int argc, char **argv, struct c
 static int cli_setup(struct cli *c, const struct cli_globals *g, const struct cli_cmd *cmd)
 {
 	struct cli_config cfg = {0};
-	if (cli_config_load(&cfg) != AIS_OK)
+	if (cli_config_load(&cfg) != AIS_OK) {
+		cli_config_free(&cfg);
 		return AIS_ERR;
+	}
 	const char *ep = g->endpoint;
 	if (!ep || !*ep)
 		ep = getenv("AIS_ENDPOINT");

@@ -158,7 +158,7 @@ static int put_one(struct cli *c, const struct cli_args *a, const char *file, co
 		const char *src = from_stdin ? "stdin" : file;
 		if (c->json) {
 			json_t *j =
-			        json_pack("{s:s,s:s,s:s,s:O,s:f}", "bucket", bucket, "name", object, "file",
+			        json_pack("{s:s,s:s,s:s,s:o,s:f}", "bucket", bucket, "name", object, "file",
 			                  src, "size", size >= 0 ? json_integer(size) : json_null(),
 			                  "seconds", (double)(time_mono_ns() - t0) / 1e9);
 			print_json(j);
