@@ -43,11 +43,15 @@ typedef struct node_base {
 
 /* Called (on the thread that accepted it) after a new BMD is accepted. */
 typedef void (*cluster_bmd_fn)(void *arg, const bmd_t *old, const bmd_t *cur);
+/* Called (on the thread that accepted it, holding no lock) after a new
+ * cluster map is installed; old may be NULL. Both valid during the call. */
+typedef void (*cluster_cmap_fn)(void *arg, const cmap_t *old, const cmap_t *cur);
 
 /* Loads the persisted cmap/BMD from conf->node_dir. port is the actual
  * listening port (for the default id and URL). NULL + err on failure. */
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err);
 void cluster_on_bmd(cluster_t *cl, cluster_bmd_fn fn, void *arg);
+void cluster_on_cmap(cluster_t *cl, cluster_cmap_fn fn, void *arg);
 /* Becomes primary (a gateway with nothing to join) or starts joining, and
  * starts the keepalive thread. */
 int cluster_start(cluster_t *cl, buf_t *err);
@@ -55,6 +59,10 @@ void cluster_free(cluster_t *cl);
 
 void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b);
 void cluster_read_unlock(cluster_t *cl);
+/* Like cluster_read_lock, plus *prev: the map in force before the last
+ * change of placement (place_changed), or NULL. Objects not yet moved by a
+ * rebalance are found on their holders under *prev. */
+void cluster_read_lock_prev(cluster_t *cl, const cmap_t **m, const cmap_t **prev, const bmd_t **b);
 const cmap_node_t *cluster_self(const cluster_t *cl);
 bool cluster_is_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
@@ -78,5 +86,11 @@ int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 int cluster_h_daemon(http_req_t *req);
 /* GET /v1/cluster?what=stats (stats.c): every node's stats, fanned out. */
 int cluster_stats_cluster(http_req_t *req);
+/* PUT /v1/daemon {"action":"set-config",..} (config.c): this node. */
+int cluster_daemon_put(http_req_t *req);
+/* PUT /v1/cluster {"action":"set-config",..} on the primary: every node. */
+void cluster_config_all(http_req_t *req, cluster_t *cl);
+/* GET /metrics (metrics.c): Prometheus text format, on every node. */
+int cluster_h_metrics(http_req_t *req);
 
 #endif

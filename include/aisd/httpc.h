@@ -185,4 +185,24 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	       const void *body, size_t len, uint64_t timeout_ms, buf_t *resp, int *status);
 void httpc_sync_release(void);
 
+/*
+ * Streamed blocking transfers (stream.c), for pool and job threads.
+ * httpc_sync_put_fd PUTs len bytes of fd (from offset 0, read with pread)
+ * to every one of urls[0..n) in parallel, with the same headers. status[i]
+ * is the HTTP status (0: no response; msgs[i] says why, or holds the start
+ * of an error body). Returns how many answered 200.
+ * httpc_sync_get_to GETs url and hands a 200's body to sink as it arrives
+ * (sink returns AIS_OK, or AIS_ERR to abort); another status's body (at
+ * most 4 KiB) goes to msg. resp_hdrs (may be NULL) receives the raw
+ * response head, for httpc_hdr_find. Returns AIS_OK when a complete
+ * response arrived (any status), else AIS_ERR with the reason in msg.
+ */
+typedef int (*httpc_sink_fn)(void *arg, const char *p, size_t n);
+int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *headers, int fd, uint64_t len,
+		      uint64_t timeout_ms, int *status, buf_t *msgs);
+int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
+		      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg);
+/* The value of header name in a raw response head; {NULL,0} when absent. */
+sv_t httpc_hdr_find(const buf_t *hdrs, const char *name);
+
 #endif

@@ -96,6 +96,19 @@ int store_writer_write(store_writer_t *w, const void *p, size_t n);
  * check). custom: "k=v,..." or NULL. On success fills *out (may be NULL). */
 int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const char *want_hex,
 			const char *custom, store_meta_t *out);
+/* Addition, for replicated writes: seal = the first half of commit
+ * (checksum verification, fsync of the data) with nothing visible yet; *out
+ * gets the size and checksum (may be NULL). After it, store_writer_open_tmp
+ * opens the sealed bytes for reading (the caller closes the descriptor; -1
+ * with errno on failure), so they can be sent to other targets, and commit
+ * or free decide whether the write becomes visible. commit ignores its
+ * checksum arguments on a sealed writer. */
+int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char *want_hex, store_meta_t *out);
+int store_writer_open_tmp(store_writer_t *w);
+/* Addition: reads fd (open on the version m describes) whole and checks it
+ * against m's checksum: AIS_OK, or AIS_ERR with errno EBADMSG (mismatch)
+ * or EIO. An object without a checksum passes. */
+int store_verify_fd(int fd, const store_meta_t *m);
 /* Frees w; removes its temp file unless committed. Always call it, after
  * commit too. */
 void store_writer_free(store_writer_t *w);

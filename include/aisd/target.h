@@ -12,12 +12,15 @@
 #include "aisd/http.h"
 #include "aisd/store.h"
 
+struct reb;
+
 typedef struct target {
 	node_base_t base; /* first: cluster handlers find it; cl NULL when standalone */
 	const conf_t *conf;
 	store_t *store;
 	http_server_t *srv;
 	int64_t start_ns;
+	struct reb *reb; /* the rebalance job (src/jobs/rebalance.c); NULL standalone */
 } target_t;
 
 /* Opens the store and starts serving; with cluster.join set, joins the
@@ -30,6 +33,8 @@ void target_stop(target_t *t);
 int tgt_objects(http_req_t *req);
 int tgt_buckets(http_req_t *req);
 int tgt_health(http_req_t *req);
+/* GET /v1/ml/moss[/BUCKET]: GetBatch as the designated target (getbatch.c). */
+int tgt_getbatch(http_req_t *req);
 
 /* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
  * and validate both; on failure answers 400 and returns AIS_ERR. */
@@ -39,7 +44,62 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what);
 /* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's
  * shape, preceded by a comma unless first. Gateways answer the same. */
 void tgt_bucket_json(buf_t *out, const char *name, bool first);
+/* 404 for a missing object: names the bucket when that is what is missing. */
+void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj);
+/* GET ?archregx=PATTERN[&archmode=M] (archive.c): a tar of the matching
+ * members of a shard. */
+int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
+/* Listing with the archive flag (AIStore's apc.LsArchDir): each shard
+ * (.tar) is followed by its members, "SHARD/MEMBER", with their sizes and
+ * the flag TGT_ENTRY_IN_ARCH; the shard gets TGT_ENTRY_IS_ARCHIVE. */
+#define TGT_LS_ARCH_DIR 8
+#define TGT_ENTRY_IN_ARCH 128
+#define TGT_ENTRY_IS_ARCHIVE 512
+/* Appends the member entries of shard obj to out (each preceded by a comma).
+ * Returns AIS_OK, or AIS_ERR when obj is not a shard this target can read
+ * (out unchanged). Blocking: the I/O pool. */
+int tgt_list_members(store_t *s, sv_t bck, sv_t obj, buf_t *out);
+/* Is name one of the shard kinds archpath, archregx and listing read? */
+bool tgt_is_shard_name(sv_t name);
 /* RFC 3339 UTC time with nanoseconds. */
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
+
+/*
+ * Copies across targets (mirror.c). Requests between targets carry the
+ * header TGT_INTRA (value: why: replica, fetch, rebalance, delete) and are
+ * served by the target they reach, never redirected or replicated.
+ */
+#define TGT_INTRA "Ais-Intra"
+typedef struct tgt_where {
+	bool cluster;                    /* in a cluster, request from outside it */
+	size_t n;                        /* holders of the object's copies */
+	int self;                        /* this target's rank among them; -1: none */
+	char owner[CMAP_URL_MAX + 1];    /* the owner's public URL */
+	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
+} tgt_where_t;
+/* Finds the holders of bck/obj. AIS_OK: serve here (always when
+ * standalone or intra); AIS_DONE: answered (307 to the owner, 503). */
+int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w);
+/* Appends base + "/v1/objects/BCK/OBJ" with obj percent-encoded. */
+void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Pool thread: seals sw and sends it to the other holders (w->urls[1..]).
+ * AIS_OK when the write quorum is durable (the caller commits sw), else
+ * AIS_ERR with errno (EAGAIN: quorum missed, copies rolled back) and msg. */
+int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
+		  buf_t *msg);
+/* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
+void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,
+ * or AIS_ERR with errno ENOENT (no target has it) or EIO (msg says why). */
+int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
+/* Pool thread: deletes bck/obj on every other target that may hold it;
+ * returns how many had it. */
+size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Blocking: PUTs the local copy of bck/obj to base (intra, reason why).
+ * AIS_OK with *bytes sent, or AIS_ERR (errno ENOENT: no local copy; EIO
+ * with msg). */
+int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const char *why, uint64_t *bytes, buf_t *msg);
 
 #endif

@@ -100,7 +100,7 @@ int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Formats n bytes as "123B", "1.5KiB", "2.0GiB" into out. */
 void cli_human_size(uint64_t n, char *out, size_t outsz);
 
-/* config.c: the config file's values (NULL when not set). */
+/* cfgfile.c: the config file's values (NULL when not set). */
 struct cli_config {
 	char *path; /* the file that was read, or NULL */
 	char *endpoint;
@@ -238,7 +238,9 @@ struct cli_node_cells {
 };
 void cli_node_cells(json_t *st, struct cli_node_cells *out);
 
-/* Handlers (bucket.c, object.c, list.c, cluster.c, node.c). */
+/* Handlers (bucket.c, object.c, put.c, list.c, cluster.c, node.c, stats.c,
+ * config.c, ml.c, complete.c). */
+int cli_config_set(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
 int cli_bucket_ls(struct cli *c, const struct cli_args *a);
 int cli_bucket_rm(struct cli *c, const struct cli_args *a);
@@ -254,6 +256,7 @@ int cli_node_maintenance(struct cli *c, const struct cli_args *a);
 int cli_node_decommission(struct cli *c, const struct cli_args *a);
 int cli_show_stats(struct cli *c, const struct cli_args *a);
 int cli_complete(struct cli *c, const struct cli_args *a);
+int cli_ml_get_batch(struct cli *c, const struct cli_args *a);
 /* bucket.c: the bucket names (newly allocated array of strings); AIS_OK or AIS_ERR. */
 int cli_bucket_names(struct cli *c, char ***names, size_t *n);
 

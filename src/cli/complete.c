@@ -7,9 +7,10 @@
  *
  *   BUCKET          bucket names (asked from the cluster)
  *   BUCKET/OBJECT   "bucket/" while no '/' was typed, then object names
- *   FILE, DIR       the line "__files__": the shell completes file names
+ *   FILE, DIR, OUT  the line "__files__": the shell completes file names
  *   NODE            node ids from the cluster map
- *   KEY=VALUE       bucket property keys ("mirror.copies=")
+ *   KEY=VALUE       bucket property keys ("mirror.copies="), or for
+ *                   "config set" the run-time config keys ("log.level=")
  *   a|b             the words a and b
  *
  * A line "__nospace__" asks the shell not to add a space (after "bucket/"
@@ -31,6 +32,8 @@
 
 static const char *const prop_keys[] = {"mirror.enabled", "mirror.copies", "versioning.enabled",
                                         "checksum.type", "access"};
+static const char *const config_keys[] = {"log.level", "log.access", "net.rate_limit",
+                                          "net.rate_burst"};
 
 /* Prints s if it starts with cur. */
 static void offer(const char *cur, const char *s)
@@ -166,14 +169,17 @@ static void offer_positional(struct cli *c, const struct cli_cmd *cmd, int k, co
 			/* BUCKET/OBJECT needs the object: offer "bucket/" */
 			offer_buckets(c, cur, has_obj && !strstr(tok, "[/"));
 		}
-	} else if (strstr(tok, "FILE") || strstr(tok, "DIR")) {
+	} else if (strstr(tok, "FILE") || strstr(tok, "DIR") || !strncmp(tok, "OUT", 3)) {
 		puts("__files__");
 	} else if (strstr(tok, "NODE")) {
 		offer_nodes(c, cur);
 	} else if (strstr(tok, "KEY=VALUE")) {
-		for (size_t j = 0; j < ARRAY_SIZE(prop_keys); j++) {
+		bool cfg = !strcmp(cmd->name, "config set");
+		const char *const *keys = cfg ? config_keys : prop_keys;
+		size_t nkeys = cfg ? ARRAY_SIZE(config_keys) : ARRAY_SIZE(prop_keys);
+		for (size_t j = 0; j < nkeys; j++) {
 			buf_t b = BUF_INIT;
-			buf_addf(&b, "%s=", prop_keys[j]);
+			buf_addf(&b, "%s=", keys[j]);
 			offer(cur, b.ptr);
 			buf_free(&b);
 		}

@@ -45,6 +45,7 @@ struct table {
 	int w[MAX_COLS]; /* column widths, grown to fit what was seen */
 	uint64_t printed;
 	uint64_t limit; /* 0 = no limit */
+	const char *shard; /* --archive BUCKET/SHARD: print only it and its files */
 };
 
 /*
@@ -114,6 +115,14 @@ static void print_row(struct table *t, const char *const *cells)
 	}
 }
 
+/* With --archive BUCKET/SHARD: is e the shard or one of its files? */
+static bool in_shard(const struct table *t, json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	size_t l = strlen(t->shard);
+	return name && !strncmp(name, t->shard, l) && (name[l] == '\0' || name[l] == '/');
+}
+
 static void print_entry(struct table *t, json_t *e)
 {
 	if (t->json) {
@@ -163,6 +172,8 @@ static int print_page(struct table *t, json_t *entries)
 	{
 		if (t->limit && t->printed >= t->limit)
 			return AIS_DONE;
+		if (t->shard && !in_shard(t, e))
+			continue;
 		print_entry(t, e);
 		t->printed++;
 	}
@@ -188,9 +199,14 @@ int cli_list(struct cli *c, const struct cli_args *a)
 		bucket += 6;
 	const char *slash = strchr(bucket, '/');
 	size_t blen = slash ? (size_t)(slash - bucket) : strlen(bucket);
+	bool archive = cli_opt(a, "archive") != NULL;
 	if (blen == 0)
 		return cli_usage_error(a->cmd, "want BUCKET[/PREFIX], got '%s'", a->pos[0]);
-	if (slash && slash[1]) {
+	if (archive && slash && slash[1]) { /* --archive BUCKET/SHARD */
+		t.shard = slash + 1;
+		if (!prefix)
+			prefix = t.shard;
+	} else if (slash && slash[1]) {
 		if (prefix && strcmp(prefix, slash + 1))
 			return cli_usage_error(a->cmd, "two prefixes: '%s' and --prefix '%s'", slash + 1,
 					       prefix);
@@ -231,6 +247,8 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			json_object_set_new(value, "continuation_token", json_string(token));
 		if (props.len)
 			json_object_set_new(value, "props", json_string(props.ptr));
+		if (archive)
+			json_object_set_new(value, "flags", json_integer(8)); /* AIStore's LsArchDir */
 		json_t *body = json_pack("{s:s,s:o}", "action", "list", "value", value);
 		char *json = json_dumps(body, JSON_COMPACT);
 		json_decref(body);

@@ -48,6 +48,19 @@ static const struct cli_opt opts_ls[] = {
 	{"page-size", 0, "N", "ask the server for N entries per page"},
 	{"limit", 'n', "N", "stop after N objects"},
 	{"no-headers", 'H', NULL, "omit the table header"},
+	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
+	{0},
+};
+static const struct cli_opt opts_get_batch[] = {
+	{"list", 0, "OBJ,OBJ,...", "the objects, in order, comma-separated"},
+	{"file", 0, "LIST", "the entries, one a line: OBJECT or OBJECT<TAB>ARCHPATH (- : stdin)"},
+	{"coer", 0, NULL, "continue on error: a missing entry becomes __404__/NAME (0 bytes)"},
+	{"onob", 0, NULL, "name entries OBJECT[/ARCHPATH] instead of BUCKET/OBJECT[/ARCHPATH]"},
+	{0},
+};
+
+static const struct cli_opt opts_config_set[] = {
+	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
 	{0},
 };
 static const struct cli_opt opts_stats[] = {
@@ -76,8 +89,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 "upload a file, standard input, or a directory with -r", opts_put, 2, 2, cli_object_put, false},
 	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
 	 opts_get, 1, 2, cli_object_get, false},
-	{"ls", "[BUCKET[/PREFIX]]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls,
-	 0, 1, cli_list, false},
+	{"ls", "[BUCKET[/PREFIX]]",
+	 "list the objects of a bucket (no BUCKET: list buckets; --archive BUCKET/SHARD: a shard's files)",
+	 opts_ls, 0, 1, cli_list, false},
 	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm, false},
 	{"object head", "BUCKET/OBJECT",
 	 "show an object's size, checksum, version, times and custom metadata", NULL, 1, 1,
@@ -92,6 +106,12 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_decommission, 1, 1, cli_node_decommission, false},
 	{"show stats", "[NODE]", "per-node statistics: uptime, objects, bytes, capacity",
 	 opts_stats, 0, 1, cli_show_stats, false},
+	{"config set", "KEY=VALUE...",
+	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
+	 opts_config_set, 1, -1, cli_config_set, false},
+	{"ml get-batch", "BUCKET OUT.tar|-",
+	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
+	 opts_get_batch, 2, 2, cli_ml_get_batch, false},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 3, NULL, false},
 	{"__complete", "CWORD WORD...", "shell completion: candidates for word CWORD", NULL, 1, -1,
 	 cli_complete, true},

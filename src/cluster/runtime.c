@@ -32,6 +32,7 @@
 #include "aisd/cluster.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "runtime_int.h"
@@ -100,6 +101,21 @@ void cluster_on_bmd(cluster_t *cl, cluster_bmd_fn fn, void *arg)
 	cl->bmd_arg = arg;
 }
 
+void cluster_on_cmap(cluster_t *cl, cluster_cmap_fn fn, void *arg)
+{
+	cl->cmap_fn = fn;
+	cl->cmap_arg = arg;
+}
+
+void cluster_read_lock_prev(cluster_t *cl, const cmap_t **m, const cmap_t **prev, const bmd_t **b)
+{
+	pthread_rwlock_rdlock(&cl->rw);
+	*m = cl->cmap;
+	*prev = cl->prev;
+	if (b)
+		*b = cl->bmd;
+}
+
 void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b)
 {
 	pthread_rwlock_rdlock(&cl->rw);
@@ -155,19 +171,28 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 	pthread_rwlock_wrlock(&cl->rw);
 	cmap_t *oldm = NULL;
 	bmd_t *oldb = NULL;
-	if (m)
+	cmap_t *dropm = NULL;
+	if (m) {
 		oldm = cl->cmap, cl->cmap = m;
+		dropm = oldm;
+		if (oldm && place_changed(oldm, m)) { /* keep it: reads find objects not moved yet */
+			dropm = cl->prev;
+			cl->prev = oldm;
+		}
+	}
 	if (b)
 		oldb = cl->bmd, cl->bmd = b;
 	pthread_rwlock_unlock(&cl->rw);
 	if (b && cl->bmd_fn)
 		cl->bmd_fn(cl->bmd_arg, oldb, b);
+	if (m && cl->cmap_fn)
+		cl->cmap_fn(cl->cmap_arg, oldm, m);
 	if (m)
 		log_info("cluster map v%llu: %zu nodes, primary %s", (unsigned long long)cmap_version(m),
 			 cmap_size(m), cmap_primary(m));
 	if (b)
 		log_info("bucket metadata v%llu: %zu buckets", (unsigned long long)bmd_version(b), bmd_size(b));
-	cmap_free(oldm);
+	cmap_free(dropm);
 	bmd_free(oldb);
 	return AIS_OK;
 fail:
@@ -446,6 +471,7 @@ void cluster_free(cluster_t *cl)
 		pthread_join(cl->thread, NULL);
 	}
 	cmap_free(cl->cmap);
+	cmap_free(cl->prev);
 	bmd_free(cl->bmd);
 	pthread_rwlock_destroy(&cl->rw);
 	pthread_mutex_destroy(&cl->wmu);

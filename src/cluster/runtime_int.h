@@ -23,12 +23,15 @@ struct cluster {
 	char dir[1024];
 	pthread_rwlock_t rw; /* guards cmap and bmd (the pointers) */
 	cmap_t *cmap;
+	cmap_t *prev; /* the map before the last change of placement (place.h), or NULL */
 	bmd_t *bmd;
 	pthread_mutex_t wmu; /* one writer at a time; guards peers */
 	struct peer peers[256];
 	size_t npeers;
 	cluster_bmd_fn bmd_fn;
 	void *bmd_arg;
+	cluster_cmap_fn cmap_fn;
+	void *cmap_arg;
 	pthread_t thread;
 	bool started;
 	bool joined, join_warned; /* keepalive thread only */

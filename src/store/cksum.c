@@ -7,8 +7,11 @@
  * and sha256 come from OpenSSL's EVP and print as usual. "none" hashes nothing
  * and yields "". Hashers never fail (out of memory aborts).
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -103,4 +106,37 @@ void store_hasher_free(store_hasher_t *h)
 		EVP_MD_CTX_free(h->md);
 	h->xx = NULL;
 	h->md = NULL;
+}
+
+int store_verify_fd(int fd, const store_meta_t *m)
+{
+	char hex[STORE_CKSUM_HEX_MAX];
+	store_hasher_t h;
+	uint64_t off = 0;
+	char *buf;
+
+	if (m->cksum_type == CKSUM_NONE || !m->cksum[0])
+		return AIS_OK;
+	buf = xmalloc(1 << 20);
+	store_hasher_init(&h, m->cksum_type);
+	while (off < m->size) {
+		ssize_t r = pread(fd, buf, (size_t)MIN(m->size - off, (uint64_t)(1 << 20)), (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			store_hasher_free(&h);
+			free(buf);
+			errno = r == 0 ? EBADMSG : EIO; /* shorter than its record: damaged */
+			return AIS_ERR;
+		}
+		store_hasher_update(&h, buf, (size_t)r);
+		off += (uint64_t)r;
+	}
+	free(buf);
+	store_hasher_final(&h, hex);
+	if (strcmp(hex, m->cksum) != 0) {
+		errno = EBADMSG;
+		return AIS_ERR;
+	}
+	return AIS_OK;
 }

@@ -56,7 +56,7 @@
 
 #define WRITER_HASHERS 3
 
-enum writer_state { W_OPEN = 0, W_FAILED, W_COMMITTED };
+enum writer_state { W_OPEN = 0, W_SEALED, W_FAILED, W_COMMITTED };
 
 struct store_writer {
 	store_t *s;
@@ -74,6 +74,7 @@ struct store_writer {
 	enum store_cksum bck_type;
 	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2] extra */
 	int n_hs;
+	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 };
 
 /* errno of a failed file syscall, as the API reports it (rule 8): a full
@@ -337,7 +338,7 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	char path[STORE_PATH_MAX], dir[STORE_PATH_MAX];
 	int e;
 
-	if (w->state != W_OPEN) {
+	if (w->state != W_OPEN && w->state != W_SEALED) {
 		errno = w->state == W_FAILED ? w->err : EINVAL;
 		return AIS_ERR;
 	}
@@ -346,13 +347,10 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 		log_warnx("%s/%s: custom metadata too long (%zu bytes)", w->bck, w->obj, strlen(custom));
 		return writer_fail(w, EINVAL);
 	}
-	if (writer_verify(w, want_type, want_hex, &nr.m) != AIS_OK)
-		return writer_fail(w, errno);
-
-	if (s->fsync == CONF_FSYNC_ALWAYS && store_io.fsync(w->fd) != 0) { /* rule 3 */
-		e = map_errno(errno);
-		log_warn("fsync %s", w->tmp);
-		return writer_fail(w, e);
+	if (w->state == W_SEALED) {
+		nr.m = w->sealed;
+	} else if (store_writer_seal(w, want_type, want_hex, &nr.m) != AIS_OK) {
+		return AIS_ERR;
 	}
 	int fd = w->fd;
 	w->fd = -1; /* closed even when close fails */
@@ -394,6 +392,39 @@ out_unlink:
 	if (store_io.unlink(path) != 0 && errno != ENOENT)
 		log_warn("unlink %s (start-up will remove it)", path);
 	return writer_fail(w, e);
+}
+
+int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char *want_hex, store_meta_t *out)
+{
+	if (w->state != W_OPEN) {
+		errno = w->state == W_FAILED ? w->err : EINVAL;
+		return AIS_ERR;
+	}
+	memset(&w->sealed, 0, sizeof(w->sealed));
+	if (writer_verify(w, want_type, want_hex, &w->sealed) != AIS_OK)
+		return writer_fail(w, errno);
+	if (w->s->fsync == CONF_FSYNC_ALWAYS && store_io.fsync(w->fd) != 0) { /* rule 3 */
+		int e = map_errno(errno);
+		log_warn("fsync %s", w->tmp);
+		return writer_fail(w, e);
+	}
+	w->sealed.size = w->size;
+	w->state = W_SEALED;
+	if (out)
+		*out = w->sealed;
+	return AIS_OK;
+}
+
+int store_writer_open_tmp(store_writer_t *w)
+{
+	if (w->state != W_SEALED) {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open(w->tmp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		errno = EIO;
+	return fd;
 }
 
 void store_writer_free(store_writer_t *w)

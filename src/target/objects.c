@@ -56,6 +56,7 @@ static void prop_headers(http_req_t *req, const store_meta_t *m)
 		http_resp_header(req, "Ais-Custom-Md", "%s", m->custom);
 	time_http_date(m->mtime_ns, t, sizeof(t));
 	http_resp_header(req, "Last-Modified", "%s", t);
+	http_resp_header(req, "Ais-Mtime-Ns", "%lld", (long long)m->mtime_ns);
 	etag_of(m, etag, sizeof(etag));
 	http_resp_header(req, "ETag", "%s", etag);
 }
@@ -106,8 +107,9 @@ static int check_conditions(http_req_t *req, const store_meta_t *m)
 	return 0;
 }
 
-static void not_found(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 {
+	target_t *t = req->ctx;
 	store_bucket_t b;
 	if (store_bucket_get(t->store, bck.ptr, bck.len, &b) != AIS_OK)
 		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
@@ -116,26 +118,132 @@ static void not_found(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 				(int)MIN(obj.len, 512), obj.ptr);
 }
 
-static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+/*
+ * A GET or HEAD that needs the I/O pool before it can answer: the copy here
+ * is missing (a cluster fetches it from another holder), unreadable, or
+ * must be checksummed first (store.verify_on_read); a damaged copy is
+ * deleted and replaced from another holder (mirror.c). Then the request
+ * starts over, once.
+ */
+struct gfix {
+	target_t *t;
+	sv_t bck, obj;
+	tgt_where_t *w;
+	int fd;          /* verify: the open copy; -1 once closed or handed on */
+	store_meta_t m;
+	bool verify;     /* check fd first; else fetch */
+	bool refetched;  /* the copy here was bad or missing: a new one was asked for */
+	int err;
+	buf_t msg;
+};
+
+static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool again);
+static void serve_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int fd, store_meta_t *mp);
+
+static void gfix_cleanup(void *arg)
+{
+	struct gfix *g = arg;
+	if (g->fd >= 0)
+		close(g->fd);
+	buf_free(&g->msg);
+}
+
+static void gfix_work(http_req_t *req)
+{
+	struct gfix *g = req->state;
+	if (g->verify) {
+		if (store_verify_fd(g->fd, &g->m) == AIS_OK)
+			return;
+		g->err = errno;
+		close(g->fd);
+		g->fd = -1;
+		log_warnx("%.*s/%.*s: the copy here does not match its checksum (%s): %s", (int)g->bck.len,
+			  g->bck.ptr, (int)MIN(g->obj.len, 200), g->obj.ptr, g->m.cksum,
+			  g->w->cluster ? "replacing it from another copy" : "damaged");
+		if (!g->w->cluster)
+			return;
+		store_delete(g->t->store, g->bck.ptr, g->bck.len, g->obj.ptr, g->obj.len);
+	}
+	g->refetched = true;
+	g->err = tgt_fetch(g->t, g->bck.ptr, g->bck.len, g->obj.ptr, g->obj.len, &g->msg) == AIS_OK ? 0 : errno;
+}
+
+static void gfix_done(http_req_t *req)
+{
+	struct gfix *g = req->state;
+	if (g->fd >= 0 && !g->err) { /* verified */
+		int fd = g->fd;
+		g->fd = -1;
+		serve_open(req, g->t, g->bck, g->obj, fd, &g->m);
+		return;
+	}
+	if (g->err == EBADMSG && !g->w->cluster) {
+		http_resp_error(req, 500, "object %.*s/%.*s is damaged: its data does not match its %s checksum",
+				(int)g->bck.len, g->bck.ptr, (int)MIN(g->obj.len, 512), g->obj.ptr,
+				store_cksum_name(g->m.cksum_type));
+		return;
+	}
+	if (g->err && g->err != ENOENT) {
+		http_resp_error(req, 502, "object %.*s/%.*s: no good copy could be fetched: %s", (int)g->bck.len,
+				g->bck.ptr, (int)MIN(g->obj.len, 512), g->obj.ptr, g->msg.ptr ? g->msg.ptr : "");
+		return;
+	}
+	get_object(req, g->t, g->bck, g->obj, g->w, true);
+}
+
+static void gfix_start(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, int fd,
+		       const store_meta_t *m)
+{
+	struct gfix *g = arena_zalloc(req->arena, sizeof(*g));
+	g->t = t;
+	g->bck = bck;
+	g->obj = obj;
+	g->w = w;
+	g->fd = fd;
+	g->verify = fd >= 0;
+	if (m)
+		g->m = *m;
+	req->state = g;
+	arena_cleanup_add(req->arena, gfix_cleanup, g);
+	http_offload(req, gfix_work, gfix_done);
+}
+
+static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool again)
 {
 	store_meta_t m;
 	int fd;
-	uint64_t start = 0, len;
 
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) != AIS_OK) {
+		if (w->cluster && !again) {
+			gfix_start(req, t, bck, obj, w, -1, NULL); /* missing or unreadable here */
+			return AIS_OK;
+		}
 		if (errno == ENOENT)
-			not_found(req, t, bck, obj);
+			tgt_not_found(req, bck, obj);
 		else
 			tgt_resp_errno(req, errno, "object");
 		return AIS_OK;
 	}
+	if (!again && req->method == HTTP_GET && t->conf->verify_on_read && !http_req_has_header(req, "Range") &&
+	    !http_req_has_header(req, TGT_INTRA)) {
+		gfix_start(req, t, bck, obj, w, fd, &m);
+		return AIS_OK;
+	}
+	serve_open(req, t, bck, obj, fd, &m);
+	return AIS_OK;
+}
+
+static void serve_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int fd, store_meta_t *mp)
+{
+	store_meta_t m = *mp;
+	uint64_t start = 0, len;
 	int cond = check_conditions(req, &m);
 	if (cond) {
 		close(fd);
 		prop_headers(req, &m);
 		http_resp_status(req, cond);
 		http_resp_send(req, "", 0);
-		return AIS_OK;
+		return;
 	}
 	len = m.size;
 	prop_headers(req, &m);
@@ -147,7 +255,7 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)m.size);
 		http_resp_error(req, 416, "range not satisfiable for an object of %llu bytes",
 				(unsigned long long)m.size);
-		return AIS_OK;
+		return;
 	}
 	if (r == AIS_OK) {
 		http_resp_status(req, 206);
@@ -160,7 +268,6 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
 		store_touch(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m);
 	http_resp_send_file(req, fd, (off_t)start, len);
-	return AIS_OK;
 }
 
 /* --- GET/HEAD ?archpath= --------------------------------------------------- */
@@ -233,7 +340,10 @@ static void arch_done(http_req_t *req)
 		tgt_resp_errno(req, a->err, "object");
 		return;
 	}
+	char lm[64];
+	time_http_date(a->m.mtime_ns, lm, sizeof(lm));
 	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
+	http_resp_header(req, "Last-Modified", "%s", lm);
 	http_resp_header(req, "Accept-Ranges", "bytes");
 	http_resp_header(req, "Content-Type", "%s", arch_content_type(a->path));
 	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
@@ -272,7 +382,7 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 	a->path = path;
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &a->fd, &a->m) != AIS_OK) {
 		if (errno == ENOENT)
-			not_found(req, t, bck, obj);
+			tgt_not_found(req, bck, obj);
 		else
 			tgt_resp_errno(req, errno, "object");
 		return AIS_OK;
@@ -288,6 +398,8 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 struct put {
 	target_t *t;
 	sv_t bck, obj;
+	tgt_where_t *where;
+	buf_t msg;         /* why a replicated PUT failed */
 	store_writer_t *w;
 	buf_t buf[2];
 	int cur;           /* buffer the loop fills */
@@ -309,6 +421,7 @@ static void put_cleanup(void *arg)
 {
 	struct put *p = arg;
 	store_writer_free(p->w);
+	buf_free(&p->msg);
 	buf_free(&p->buf[0]);
 	buf_free(&p->buf[1]);
 }
@@ -321,6 +434,12 @@ static void put_fail(http_req_t *req, struct put *p)
 	if (p->err == ENOSPC)
 		log_warnx("PUT %.*s/%.*s: insufficient storage", (int)p->bck.len, p->bck.ptr,
 			  (int)MIN(p->obj.len, 256), p->obj.ptr);
+	if (p->err == EAGAIN) {
+		log_warnx("PUT %.*s/%.*s failed: %s", (int)p->bck.len, p->bck.ptr, (int)MIN(p->obj.len, 256),
+			  p->obj.ptr, p->msg.ptr ? p->msg.ptr : "");
+		http_resp_error(req, 503, "object not stored: %s", p->msg.ptr ? p->msg.ptr : "copies failed");
+		return;
+	}
 	tgt_resp_errno(req, p->err, "object");
 }
 
@@ -365,8 +484,16 @@ static void put_index_tar(struct put *p)
 static void commit_work(http_req_t *req)
 {
 	struct put *p = req->state;
+	bool copies = p->where->cluster && p->where->n > 1;
+	if (copies && tgt_replicate(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->where,
+				    p->want_type, p->want_hex, p->custom, &p->msg) != AIS_OK) {
+		p->err = errno ? errno : EIO;
+		return;
+	}
 	if (store_writer_commit(p->w, p->want_type, p->want_hex, p->custom, &p->meta) != AIS_OK) {
 		p->err = errno ? errno : EIO;
+		if (copies)
+			tgt_unreplicate(p->where, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 		return;
 	}
 	if (p->obj.len > 4 && !memcmp(p->obj.ptr + p->obj.len - 4, ".tar", 4))
@@ -437,7 +564,7 @@ static void put_end(http_req_t *req)
 	put_step(req);
 }
 
-static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
 {
 	store_bucket_t b;
 	struct put *p;
@@ -450,6 +577,7 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 	p->t = t;
 	p->bck = bck;
 	p->obj = obj;
+	p->where = w;
 	p->bufsz = t->conf->put_buffer;
 	if (req->content_length >= 0 && (uint64_t)req->content_length < p->bufsz)
 		p->bufsz = req->content_length > 0 ? (size_t)req->content_length : 1;
@@ -496,6 +624,7 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 struct del {
 	target_t *t;
 	sv_t bck, obj;
+	tgt_where_t *w;
 	int err;
 };
 
@@ -504,13 +633,16 @@ static void del_work(http_req_t *req)
 	struct del *d = req->state;
 	if (store_delete(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len) != AIS_OK)
 		d->err = errno ? errno : EIO;
+	if (d->w->cluster && (!d->err || d->err == ENOENT) &&
+	    tgt_delete_elsewhere(d->t, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len) > 0)
+		d->err = 0; /* deleted: other copies were there */
 }
 
 static void del_done(http_req_t *req)
 {
 	struct del *d = req->state;
 	if (d->err == ENOENT)
-		not_found(req, d->t, d->bck, d->obj);
+		tgt_not_found(req, d->bck, d->obj);
 	else if (d->err)
 		tgt_resp_errno(req, d->err, "object");
 	else
@@ -524,18 +656,24 @@ int tgt_objects(http_req_t *req)
 
 	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
 		return AIS_OK;
+	tgt_where_t *w = arena_zalloc(req->arena, sizeof(*w));
+	if (tgt_where(req, t, bck, obj, w) != AIS_OK)
+		return AIS_OK; /* redirected to the owner */
 	switch (req->method) {
 	case HTTP_GET:
 	case HTTP_HEAD: {
 		sv_t ap;
 		if (http_query_get(req, "archpath", &ap))
 			return get_archpath(req, t, bck, obj, ap);
-		return get_object(req, t, bck, obj);
+		if (http_query_get(req, "archregx", &ap))
+			return tgt_get_archregx(req, bck, obj, ap);
+		return get_object(req, t, bck, obj, w, false);
 	}
 	case HTTP_PUT:
-		return put_object(req, t, bck, obj);
+		return put_object(req, t, bck, obj, w);
 	case HTTP_DELETE: {
 		struct del *d = arena_zalloc(req->arena, sizeof(*d));
+		d->w = w;
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;

@@ -1,6 +1,6 @@
 /*
  * fuzz_aisctl_config.c - libFuzzer driver for cli_config_parse, the parser
- * of aisctl's config file (src/cli/config.c).
+ * of aisctl's config file (src/cli/cfgfile.c).
  *
  * Checks: the result is AIS_OK with no message, or AIS_ERR with a message
  * that starts with a line number; a value set is non-empty, has no blank at

@@ -105,7 +105,8 @@ check "connection refused: exit 1 and a clear message" \
 
 # every command answers --help with its usage line, and "help CMD" too
 for c in "bucket create" "bucket ls" "bucket rm" "bucket props show" "bucket props set" put get ls rm \
-	"object head" "cluster show" "node maintenance" "node decommission" "show stats"; do
+	"object head" "cluster show" "node maintenance" "node decommission" "show stats" "config set" \
+	"ml get-batch"; do
 	# shellcheck disable=SC2086
 	run $c --help
 	check "$c --help" bash -c '[ '"$RC"' = 0 ] && grep -q "^usage: aisctl $1" "$2" && grep -q "^Global options:" "$2"' _ "$c" "$W/out"

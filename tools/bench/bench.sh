@@ -56,10 +56,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
-}
-
 # wait_http URL SECS: true once URL answers 2xx, false after SECS seconds.
 wait_http() {
 	for _ in $(seq $(($2 * 10))); do

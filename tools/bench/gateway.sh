@@ -13,7 +13,12 @@
 #      not followed): the gateway's redirects/s; the gateway's CPU time
 #      (utime + stime of /proc/PID/stat, all its threads) over the run
 #      divided by the redirects it answered = CPU per redirect
-# and prints medians: ratio b/a (goal >= 0.6), and "one gateway core can
+#   d. the peer for (c): nginx (2 workers, keep-alive) answering every
+#      request with "return 307 TARGET$request_uri", the same aisloader
+#      --redirects-only run against it, and its CPU per redirect (all its
+#      processes): what the kernel and a lean HTTP server cost per 307 here
+# and prints medians: ratio b/a (goal >= 0.6), c/d (redirects/s and CPU per
+# redirect against nginx's), and "one gateway core can
 # issue N = 1 s / (CPU per redirect) redirects/s; at the per-target GET rate
 # R (= a), one gateway fronts N/R targets" (goal >= 10). The table is also
 # written as markdown to $BUILD/bench-gateway.md.
@@ -34,6 +39,7 @@ LOADER=$BUILD/aisloader
 AISD=$BUILD/aisd
 NOBJ=10000
 CONNS=64
+NGINX=/usr/sbin/nginx
 
 die() { echo "gateway-bench: $*" >&2; exit 1; }
 # shellcheck source=tools/bench/lib.sh
@@ -79,8 +85,12 @@ smap_count() {
 	curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":' | wc -l
 }
 
-# cpu_ticks PID: utime + stime (fields 14, 15; the name in field 2 may hold spaces).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+# cpu_ticks PID...: utime + stime summed over the processes (fields 14, 15;
+# the name in field 2 may hold spaces).
+cpu_ticks() {
+	local p
+	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
+}
 
 # start_cluster NT: 1 gateway + NT targets under $TMP/cNT; sets GW, GWPID, TGT, TGTPID (first target).
 start_cluster() {
@@ -113,6 +123,50 @@ start_cluster() {
 	return 0
 }
 
+# start_nginx307 TARGET_URL: nginx answering 307 to TARGET_URL$request_uri;
+# sets NGX (its URL) and NGXPIDS (master and workers).
+start_nginx307() {
+	local d=$TMP/nginx user="" port
+	mkdir -p "$d"
+	port=$(free_port)
+	[ "$(id -u)" = 0 ] && user="user root root;"
+	cat >"$d/nginx.conf" <<EOF
+$user
+worker_processes 2;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	keepalive_requests 1000000;
+	keepalive_timeout 120s;
+	client_body_temp_path $d/body;
+	proxy_temp_path $d/proxy;
+	fastcgi_temp_path $d/fastcgi;
+	uwsgi_temp_path $d/uwsgi;
+	scgi_temp_path $d/scgi;
+	server {
+		listen 127.0.0.1:$port reuseport;
+		location / { return 307 $1\$request_uri; }
+	}
+}
+EOF
+	"$NGINX" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
+	NGXPIDS=("$!")
+	PIDS+=("$!")
+	NGX=http://127.0.0.1:$port
+	for _ in $(seq 50); do
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$NGX/x")" = 307 ]; then
+			NGXPIDS+=($(pgrep -P "${NGXPIDS[0]}"))
+			return 0
+		fi
+		sleep 0.1
+	done
+	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
+	NGX=""
+	return 1
+}
+
 # run_loader LABEL ARGS...: aisloader --json (bounded), prints its JSON line.
 run_loader() {
 	local label=$1 rc
@@ -135,18 +189,20 @@ GETARGS=(--op get --size 10K --objects "$NOBJ" --random --workers "$CONNS" --dur
 # measure NT TAG URL ARGS...: one GET run; records ops/s (and, for gateway runs,
 # the gateway's CPU per answered request in microseconds).
 measure() {
-	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us pid=$GWPID
+	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us who=gateway
+	local pids=("$GWPID")
 	shift 3
-	[ "$tag" = direct ] && pid=$TGTPID
-	t0=$(cpu_ticks "$pid")
+	[ "$tag" = direct ] && pids=("$TGTPID") who=target
+	[ "$tag" = nginx307 ] && pids=("${NGXPIDS[@]}") who=nginx
+	t0=$(cpu_ticks "${pids[@]}")
 	line=$(run_loader "$tag/$nt" --url "$url" "${GETARGS[@]}" "$@")
-	t1=$(cpu_ticks "$pid")
+	t1=$(cpu_ticks "${pids[@]}")
 	v=$(json_field ops_per_s <<<"$line")
 	ops=$(json_field ops <<<"$line")
 	conns=$(json_field connects <<<"$line")
 	us=$(awk -v d=$((t1 - t0)) -v t="$TCK" -v n="${ops:-0}" 'BEGIN { if (n > 0) printf "%.2f", d / t / n * 1e6 }')
 	printf '  %d target(s) %-9s ops/s %-9s connects %-5s %s CPU/op %s us\n' "$nt" "$tag" \
-		"${v:-failed}" "${conns:-?}" "$([ "$pid" = "$GWPID" ] && echo gateway || echo target)" \
+		"${v:-failed}" "${conns:-?}" "$who" \
 		"${us:-?}" >&2
 	keep "$tag.$nt" "$v"
 	keep "cpu.$tag.$nt" "$us"
@@ -161,6 +217,15 @@ for nt in $TARGETS; do
 		continue
 	fi
 	URLG=$GW/v1/objects/bench
+	NGX=""
+	if [ "$nt" = 1 ]; then
+		if [ ! -x "$NGINX" ]; then
+			echo "gateway-bench: $NGINX missing: no nginx 307 peer (tools/install-deps.sh installs it)" >&2
+		elif ! start_nginx307 "$TGT"; then
+			STATUS=1
+			echo "gateway-bench: nginx did not start: no 307 peer" >&2
+		fi
+	fi
 	echo "gateway-bench: $nt target(s): prefilling $NOBJ x 10 KiB through the gateway" >&2
 	run_loader prefill --url "$URLG" --op put --size 10K --objects $NOBJ --seq --count $NOBJ \
 		--workers 32 >/dev/null
@@ -170,8 +235,9 @@ for nt in $TARGETS; do
 		echo "gateway-bench: $nt target(s), round $r/$ROUNDS" >&2
 		order=(direct follow)
 		[ $((r % 2)) = 0 ] && order=(follow direct)
-		for k in "${order[@]}" redirects; do
+		for k in "${order[@]}" redirects nginx307; do
 			case $k in
+			nginx307) [ -n "$NGX" ] && measure "$nt" nginx307 "$NGX/v1/objects/bench" --redirects-only ;;
 			direct) [ "$nt" = 1 ] && measure "$nt" direct "$TGT/v1/objects/bench" ;;
 			follow) measure "$nt" follow "$URLG" --follow ;;
 			redirects) measure "$nt" redirects "$URLG" --redirects-only ;;
@@ -200,6 +266,13 @@ R=$(med direct.1)
 		v=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print ""; else if (r >= 0.6) print " PASS"; else print " FAIL" }')
 		echo "| $nt | $a | $b | $ratio | >= 0.6$v | $(med "redirects.$nt") | $(med "cpu.redirects.$nt") us | $(med "cpu.follow.$nt") us | $(med "cpu.direct.$nt") us |"
 	done
+	echo
+	awk -v g="$(med redirects.1)" -v n="$(med nginx307.1)" -v gc="$(med cpu.redirects.1)" \
+		-v nc="$(med cpu.nginx307.1)" 'BEGIN {
+		if (g == "n/a" || n == "n/a" || n == 0 || nc == "n/a" || nc == 0) { print "Peer: n/a (nginx 307 not measured)."; exit }
+		printf "Peer (1 target): the gateway answered %.0f redirects/s, nginx (return 307) %.0f:\n", g, n
+		printf "ratio %.2f; CPU per redirect %.2f us vs nginx %.2f us: ratio %.2f (lower is better).\n", g / n, gc, nc, gc / nc
+	}'
 	echo
 	US=$(med cpu.redirects.1)
 	awk -v us="$US" -v r="$R" 'BEGIN {

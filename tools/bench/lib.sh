@@ -18,3 +18,8 @@ json_field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
 
 # median < numbers (one a line): the median, or n/a for none.
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else printf "%.4f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+
+# free_port: a TCP port on 127.0.0.1 that nobody listens on right now.
+free_port() {
+	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}

@@ -1,0 +1,50 @@
+/*
+ * place.c - object placement in the cluster (place.h): the holders of an
+ * object's copies, and whether a map change moves anything. Pure: no I/O,
+ * no locks; callers hold the map.
+ */
+#include <string.h>
+
+#include "aisd/place.h"
+#include "aisd/banned.h"
+
+size_t place_copies(const bmd_props_t *p)
+{
+	if (!p || !p->mirror_enabled || p->mirror_copies < 1)
+		return 1;
+	return p->mirror_copies;
+}
+
+void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,
+	      place_t *out)
+{
+	out->n = m ? cmap_top(m, uname, len, copies ? copies : 1, out->node) : 0;
+	out->self = -1;
+	for (size_t i = 0; self_id && i < out->n; i++)
+		if (!strcmp(out->node[i]->id, self_id))
+			out->self = (int)i;
+}
+
+static bool active_target(const cmap_node_t *n)
+{
+	return n->role == CMAP_TARGET && n->state == CMAP_ACTIVE;
+}
+
+/* Is every active target of a an active target of b? */
+static bool active_subset(const cmap_t *a, const cmap_t *b)
+{
+	for (size_t i = 0; a && i < cmap_size(a); i++) {
+		const cmap_node_t *n = cmap_node(a, i);
+		if (!active_target(n))
+			continue;
+		const cmap_node_t *o = b ? cmap_get(b, n->id, strlen(n->id)) : NULL;
+		if (!o || !active_target(o))
+			return false;
+	}
+	return true;
+}
+
+bool place_changed(const cmap_t *a, const cmap_t *b)
+{
+	return !active_subset(a, b) || !active_subset(b, a);
+}

@@ -1,0 +1,405 @@
+/*
+ * mirror.c - a target's part in keeping copies: where an object lives
+ * (redirects for objects this target does not hold), the extra copies of a
+ * replicated PUT, fetching a missing or damaged copy from another holder,
+ * and deleting every copy.
+ *
+ * Guarantees:
+ *  1. An object request from outside the cluster that this target should
+ *     not serve gets a 307 to the owner's public URL with the same path and
+ *     query: PUT/DELETE unless this target is the owner, GET/HEAD unless it
+ *     holds one of the copies. Requests between targets carry the
+ *     "Ais-Intra" header and are always served here, never redirected,
+ *     replicated or fetched for (so two targets never bounce a request).
+ *  2. A replicated PUT is acknowledged only when mirror.write_quorum copies
+ *     (default: all) are durable: the local write is sealed (checksummed and
+ *     fsynced, not yet visible), sent to the other holders in parallel from
+ *     its temp file with its checksum (each receiver verifies it), and
+ *     committed only when enough of them answered 200. Otherwise the copies
+ *     that did land are deleted and the local write is dropped: the client
+ *     gets a 503 and no copy of the failed write stays visible.
+ *  3. A fetch tries the other holders under the current map, then the
+ *     holders under the previous map (objects a rebalance has not moved
+ *     yet), then every other target, and keeps the first copy whose bytes
+ *     match the checksum its sender declares. A copy that does not match is
+ *     never stored.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/place.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+static bool unreserved(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '_' || c == '.' || c == '~' || c == '/';
+}
+
+void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	buf_addf(out, "%s/v1/objects/%.*s/", base, (int)blen, bck);
+	for (size_t i = 0; i < olen; i++) {
+		unsigned char c = (unsigned char)obj[i];
+		if (unreserved(c)) {
+			buf_addch(out, (char)c);
+		} else {
+			buf_addch(out, '%');
+			buf_addch(out, hex[c >> 4]);
+			buf_addch(out, hex[c & 15]);
+		}
+	}
+}
+
+static size_t bucket_copies(const bmd_t *b, const char *bck, size_t blen)
+{
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck, blen) : NULL;
+	return bk ? place_copies(&bk->props) : 1;
+}
+
+int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
+{
+	cluster_t *cl = t->base.cl;
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+	buf_t uname = BUF_INIT;
+
+	memset(w, 0, sizeof(*w));
+	w->self = 0;
+	if (!cl || http_req_has_header(req, TGT_INTRA))
+		return AIS_OK;
+	buf_addsv(&uname, bck);
+	buf_addch(&uname, '/');
+	buf_addsv(&uname, obj);
+	cluster_read_lock(cl, &m, &b);
+	place_of(m, uname.ptr, uname.len, bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
+	w->cluster = true;
+	w->n = p.n;
+	w->self = p.self;
+	if (p.n) {
+		snprintf(w->owner, sizeof(w->owner), "%s", p.node[0]->pub_url);
+		w->urls = arena_alloc(req->arena, p.n * sizeof(*w->urls));
+		for (size_t i = 0; i < p.n; i++)
+			snprintf(w->urls[i], sizeof(w->urls[i]), "%s", p.node[i]->intra_url);
+	}
+	cluster_read_unlock(cl);
+	buf_free(&uname);
+
+	bool write = req->method == HTTP_PUT || req->method == HTTP_DELETE;
+	if (!w->n) {
+		http_resp_error(req, 503, "no active target in the cluster");
+		return AIS_DONE;
+	}
+	if (write ? w->self != 0 : w->self < 0) {
+		http_resp_status(req, 307);
+		http_resp_header(req, "Location", "%s%.*s", w->owner, (int)req->target.len, req->target.ptr);
+		http_resp_send(req, "", 0);
+		return AIS_DONE;
+	}
+	return AIS_OK;
+}
+
+/* --- replicated PUT ----------------------------------------------------------- */
+
+/* The headers of an intra-cluster copy of an object described by m. */
+static void copy_headers(const char *why, const store_meta_t *m, char hv[4][1100], const char *hp[5])
+{
+	int n = 0;
+	snprintf(hv[n], sizeof(hv[n]), "%s: %s", TGT_INTRA, why);
+	hp[n] = hv[n], n++;
+	snprintf(hv[n], sizeof(hv[n]), "Ais-Checksum-Type: %s", store_cksum_name(m->cksum_type));
+	hp[n] = hv[n], n++;
+	if (m->cksum[0]) {
+		snprintf(hv[n], sizeof(hv[n]), "Ais-Checksum-Value: %s", m->cksum);
+		hp[n] = hv[n], n++;
+	}
+	if (m->custom[0]) {
+		snprintf(hv[n], sizeof(hv[n]), "Ais-Custom-Md: %s", m->custom);
+		hp[n] = hv[n], n++;
+	}
+	hp[n] = NULL;
+}
+
+/* Time a copy of size bytes may take: 60 s plus 1 s per 16 MiB. */
+static uint64_t copy_timeout_ms(uint64_t size) { return 60000 + size / (16 << 10); }
+
+/* DELETE of bck/obj on each url (intra: only that copy). Errors are logged. */
+static size_t delete_on(const char *const *bases, size_t n, const char *bck, size_t blen, const char *obj,
+			size_t olen)
+{
+	char hv[64];
+	const char *hp[] = {hv, NULL};
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	size_t gone = 0;
+	snprintf(hv, sizeof(hv), "%s: delete", TGT_INTRA);
+	for (size_t i = 0; i < n; i++) {
+		int status = 0;
+		buf_reset(&url);
+		tgt_url_obj(&url, bases[i], bck, blen, obj, olen);
+		if (httpc_sync("DELETE", url.ptr, hp, NULL, 0, 10000, &resp, &status) == AIS_OK &&
+		    (status == 200 || status == 404))
+			gone += status == 200;
+		else
+			log_warnx("deleting the copy of %.*s/%.*s on %s: %s", (int)blen, bck, (int)MIN(olen, 200), obj,
+				  bases[i], status ? "refused" : resp.ptr ? resp.ptr : "no answer");
+	}
+	buf_free(&url);
+	buf_free(&resp);
+	return gone;
+}
+
+int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
+		  buf_t *msg)
+{
+	store_meta_t m;
+	char hv[4][1100];
+	const char *hp[5];
+	size_t n = w->n - 1, quorum = t->conf->write_quorum ? MIN(t->conf->write_quorum, w->n) : w->n;
+	int fd;
+
+	if (store_writer_seal(sw, want_type, want_hex, &m) != AIS_OK)
+		return AIS_ERR;
+	if (custom)
+		snprintf(m.custom, sizeof(m.custom), "%s", custom);
+	if ((fd = store_writer_open_tmp(sw)) < 0)
+		return AIS_ERR;
+	const char **urls = xcalloc(n, sizeof(*urls));
+	buf_t *ub = xcalloc(n, sizeof(*ub)), *msgs = xcalloc(n, sizeof(*msgs));
+	int *status = xcalloc(n, sizeof(*status));
+	for (size_t i = 0; i < n; i++) {
+		tgt_url_obj(&ub[i], w->urls[i + 1], bck, blen, obj, olen);
+		urls[i] = ub[i].ptr;
+	}
+	copy_headers("replica", &m, hv, hp);
+	size_t ok = (size_t)httpc_sync_put_fd(urls, n, hp, fd, m.size, copy_timeout_ms(m.size), status, msgs);
+	close(fd);
+	int rc = AIS_OK;
+	if (1 + ok < quorum) {
+		buf_addf(msg, "%zu of %zu copies durable, write quorum %zu", 1 + ok, w->n, quorum);
+		const char **landed = xcalloc(n, sizeof(*landed));
+		size_t nl = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (status[i] == 200)
+				landed[nl++] = w->urls[i + 1];
+			else
+				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1], status[i] ? "HTTP error " : "",
+					 msgs[i].ptr ? msgs[i].ptr : "");
+		}
+		delete_on(landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		free(landed);
+		errno = EAGAIN;
+		rc = AIS_ERR;
+	} else if (ok < n) {
+		for (size_t i = 0; i < n; i++)
+			if (status[i] != 200)
+				log_warnx("PUT %.*s/%.*s: copy on %s failed (the quorum was met; a rebalance "
+					  "restores it): %.200s", (int)blen, bck, (int)MIN(olen, 200), obj,
+					  w->urls[i + 1], msgs[i].ptr ? msgs[i].ptr : "");
+	}
+	for (size_t i = 0; i < n; i++) {
+		buf_free(&ub[i]);
+		buf_free(&msgs[i]);
+	}
+	free(urls);
+	free(ub);
+	free(msgs);
+	free(status);
+	return rc;
+}
+
+void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	const char **bases = xcalloc(w->n, sizeof(*bases));
+	for (size_t i = 1; i < w->n; i++)
+		bases[i - 1] = w->urls[i];
+	delete_on(bases, w->n - 1, bck, blen, obj, olen);
+	free(bases);
+}
+
+/* --- where else copies may be ------------------------------------------------ */
+
+/* Appends the intra URLs of every target that may hold a copy, in the order
+ * of rule 3, without self and without repeats. Returns how many. */
+static size_t sources(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+		      char (**out)[CMAP_URL_MAX + 1])
+{
+	cluster_t *cl = t->base.cl;
+	const cmap_t *m, *prev;
+	const bmd_t *b;
+	place_t p;
+	buf_t uname = BUF_INIT;
+	size_t n = 0, cap;
+	const char *self = cluster_self(cl)->id;
+
+	buf_add(&uname, bck, blen);
+	buf_addch(&uname, '/');
+	buf_add(&uname, obj, olen);
+	cluster_read_lock_prev(cl, &m, &prev, &b);
+	cap = (m ? cmap_size(m) : 0) + (prev ? cmap_size(prev) : 0) + 1;
+	char(*urls)[CMAP_URL_MAX + 1] = xcalloc(cap, sizeof(*urls));
+	const cmap_t *maps[2] = {m, prev};
+	size_t k = bucket_copies(b, bck, blen);
+	for (int pass = 0; pass < 3; pass++) {
+		const cmap_t *mm = maps[pass == 1];
+		size_t cnt;
+		if (!mm)
+			continue;
+		if (pass < 2) {
+			place_of(mm, uname.ptr, uname.len, k, NULL, &p);
+			cnt = p.n;
+		} else {
+			cnt = cmap_size(mm);
+		}
+		for (size_t i = 0; i < cnt; i++) {
+			const cmap_node_t *nd = pass < 2 ? p.node[i] : cmap_node(mm, i);
+			if (nd->role != CMAP_TARGET || !strcmp(nd->id, self))
+				continue;
+			size_t j;
+			for (j = 0; j < n && strcmp(urls[j], nd->intra_url); j++)
+				;
+			if (j == n && n < cap)
+				snprintf(urls[n++], sizeof(urls[0]), "%s", nd->intra_url);
+		}
+	}
+	cluster_read_unlock(cl);
+	buf_free(&uname);
+	*out = urls;
+	return n;
+}
+
+struct sink {
+	store_writer_t *w;
+	int err;
+};
+
+static int sink_write(void *arg, const char *p, size_t n)
+{
+	struct sink *s = arg;
+	if (store_writer_write(s->w, p, n) != AIS_OK) {
+		s->err = errno ? errno : EIO;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+/* GETs one copy from base into the store. AIS_OK, or AIS_ERR with errno
+ * ENOENT (none there) or another error. */
+static int fetch_from(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
+		      buf_t *msg)
+{
+	char hv[64], want[STORE_CKSUM_HEX_MAX] = "", custom[1024] = "";
+	const char *hp[] = {hv, NULL};
+	buf_t url = BUF_INIT, hdrs = BUF_INIT, emsg = BUF_INIT;
+	struct sink s = {0};
+	enum store_cksum type = CKSUM_NONE;
+	int status = 0, rc = AIS_ERR;
+
+	snprintf(hv, sizeof(hv), "%s: fetch", TGT_INTRA);
+	tgt_url_obj(&url, base, bck, blen, obj, olen);
+	if (store_writer_begin(t->store, bck, blen, obj, olen, &s.w) != AIS_OK)
+		goto out;
+	if (httpc_sync_get_to(url.ptr, hp, 600000, sink_write, &s, &hdrs, &status, &emsg) != AIS_OK ||
+	    status != 200) {
+		errno = status == 404 ? ENOENT : EIO;
+		if (status != 404)
+			buf_addf(msg, "%s: %s; ", base, emsg.ptr ? emsg.ptr : "error");
+		goto out;
+	}
+	sv_t ct = httpc_hdr_find(&hdrs, "Ais-Checksum-Type"), cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
+	sv_t md = httpc_hdr_find(&hdrs, "Ais-Custom-Md");
+	if (ct.ptr && store_cksum_parse(ct.ptr, ct.len, &type) != AIS_OK)
+		type = CKSUM_NONE;
+	if (type != CKSUM_NONE && cv.ptr && cv.len < sizeof(want))
+		memcpy(want, cv.ptr, cv.len);
+	else
+		type = CKSUM_NONE;
+	if (md.ptr && md.len < sizeof(custom))
+		memcpy(custom, md.ptr, md.len);
+	/* the sender's type is the bucket's, which the writer computes */
+	if (store_writer_commit(s.w, type, want, custom[0] ? custom : NULL, NULL) != AIS_OK) {
+		if (errno == EBADMSG)
+			log_warnx("the copy of %.*s/%.*s on %s does not match its checksum: not stored",
+				  (int)blen, bck, (int)MIN(olen, 200), obj, base);
+		buf_addf(msg, "%s: %s; ", base, errno == EBADMSG ? "checksum mismatch" : strerror(errno));
+		goto out;
+	}
+	rc = AIS_OK;
+out:
+	store_writer_free(s.w);
+	buf_free(&url);
+	buf_free(&hdrs);
+	buf_free(&emsg);
+	return rc;
+}
+
+int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	char(*urls)[CMAP_URL_MAX + 1] = NULL;
+	size_t n = t->base.cl ? sources(t, bck, blen, obj, olen, &urls) : 0;
+	int rc = AIS_ERR, e = ENOENT;
+	for (size_t i = 0; i < n && rc != AIS_OK; i++) {
+		rc = fetch_from(t, urls[i], bck, blen, obj, olen, msg);
+		if (rc != AIS_OK && errno != ENOENT)
+			e = EIO;
+	}
+	free(urls);
+	if (rc == AIS_OK)
+		log_info("restored %.*s/%.*s from another target", (int)blen, bck, (int)MIN(olen, 200), obj);
+	else
+		errno = e;
+	return rc;
+}
+
+size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	char(*urls)[CMAP_URL_MAX + 1] = NULL;
+	size_t n = sources(t, bck, blen, obj, olen, &urls);
+	const char **bases = xcalloc(n + 1, sizeof(*bases));
+	/* every target that may hold one: stray copies go too */
+	for (size_t i = 0; i < n; i++)
+		bases[i] = urls[i];
+	size_t gone = delete_on(bases, n, bck, blen, obj, olen);
+	free(bases);
+	free(urls);
+	return gone;
+}
+
+int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const char *why, uint64_t *bytes, buf_t *msg)
+{
+	store_meta_t m;
+	char hv[4][1100];
+	const char *hp[5];
+	int fd, status = 0;
+	buf_t url = BUF_INIT, emsg = BUF_INIT;
+	const char *urls[1];
+
+	if (store_open_obj(t->store, bck, blen, obj, olen, &fd, &m) != AIS_OK)
+		return AIS_ERR;
+	copy_headers(why, &m, hv, hp);
+	tgt_url_obj(&url, base, bck, blen, obj, olen);
+	urls[0] = url.ptr;
+	httpc_sync_put_fd(urls, 1, hp, fd, m.size, copy_timeout_ms(m.size), &status, &emsg);
+	close(fd);
+	int rc = status == 200 ? AIS_OK : AIS_ERR;
+	if (rc != AIS_OK) {
+		buf_addf(msg, "%s: %s%.200s", base, status ? "HTTP error: " : "", emsg.ptr ? emsg.ptr : "");
+		errno = EIO;
+	} else if (bytes) {
+		*bytes = m.size;
+	}
+	buf_free(&url);
+	buf_free(&emsg);
+	return rc;
+}
