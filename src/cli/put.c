@@ -358,10 +358,10 @@ static void slot_done(struct batch *b, struct slot *s, CURLM *m, CURLcode cc, st
 static int batch_run(struct batch *b, size_t conc, struct cli_progress *prog)
 {
 	CURLM *m = curl_multi_init();
-	struct slot *slots = xcalloc(conc, sizeof(*slots));
-	int rc = AIS_OK;
 	if (!m)
 		return AIS_ERR;
+	struct slot *slots = xcalloc(conc, sizeof(*slots));
+	int rc = AIS_OK;
 	for (size_t k = 0; k < conc; k++) {
 		slots[k].h = curl_easy_init();
 		slots[k].fd = -1;

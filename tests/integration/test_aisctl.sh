@@ -435,6 +435,18 @@ run_fail "bucket props set bad access exits 2" 2 - bucket props set "j$B" access
 run_fail "bucket props set the same key twice exits 2" 2 - bucket props set "j$B" access=ro access=rw
 run_ok "bucket rm --json" bucket rm --json "j$B"
 jcheck "bucket rm --json" 'd == {"destroyed": ["j" + B]}'
+run_ok "config set --json (standalone target)" config set --json log.access=off
+jcheck "config set --json" 'd == {"ok": True}'
+run_ok "ml get-batch --json OUT.tar" ml get-batch --json "$B" "$G/batch.tar" --list big.bin,dir/sub/small
+jcheck "ml get-batch --json: entries and size" 'd["bucket"] == B and d["entries"] == 2 and d["size"] > 5100017'
+check "ml get-batch: the tar holds both objects, in order" /usr/bin/python3 -c '
+import sys, tarfile
+t = tarfile.open(sys.argv[1])
+m = t.getmembers()
+assert [x.name.split("/", 1)[1] for x in m] == ["big.bin", "dir/sub/small"], [x.name for x in m]
+assert t.extractfile(m[0]).read() == open(sys.argv[2], "rb").read()
+assert t.extractfile(m[1]).read() == open(sys.argv[3], "rb").read()' "$G/batch.tar" "$D/big" "$D/small"
+run_fail "ml get-batch - --json exits 2" 2 - ml get-batch --json "$B" - --list big.bin
 run_ok "show stats (standalone target)" show stats
 check "show stats: header and one target row" bash -c '
 head -1 "$1" | grep -qE "^NODE +ROLE +UPTIME +OBJECTS +SIZE +DISK +USED +CMAP +BMD +STATUS$" &&
