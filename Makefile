@@ -6,6 +6,7 @@
 #   make check-unit      unit tests only (Check)
 #   make bench           aisd vs nginx, side by side (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
+#   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs under PREFIX
@@ -16,7 +17,7 @@
 PREFIX     ?= /usr/local
 BUILD      ?= build
 CC         ?= cc
-PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash zlib
+PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash zlib libarchive
 FUZZ_SECONDS ?= 20
 
 Q := @
@@ -61,7 +62,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench bench-list fuzz style install clean
+.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -112,6 +113,12 @@ test: deps
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
+
+# The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
+BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh
+
+bench-ml: deps all
+	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
 
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh

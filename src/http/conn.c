@@ -49,7 +49,7 @@ static void body_cb(void *arg, const char *p, size_t n)
 		if (req->body.len + n <= req->route->max_body)
 			buf_add(&req->body, p, n);
 		else
-			c->discard = true; /* over the limit: answered 413 at the end */
+			c->discard = c->too_large = true; /* over the limit: 413 now */
 		return;
 	}
 	if (c->resp_started || !req->on_body)
@@ -120,6 +120,7 @@ void conn_free(http_conn_t *c)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	buf_free(&c->rhdrs);
+	buf_free(&c->spiece);
 	buf_free(&c->req.body);
 	event_free(c->rev);
 	event_free(c->wev);
@@ -165,7 +166,8 @@ static int read_more(http_conn_t *c)
 		buf_consume(in, c->in_off);
 		c->in_off = 0;
 	}
-	buf_grow(in, HTTP_READ_CHUNK);
+	/* a head needs little room: idle connections stay small */
+	buf_grow(in, c->state == CS_BODY ? HTTP_READ_CHUNK : HTTP_HEAD_CHUNK);
 	for (;;) {
 		ssize_t n = read(c->fd, in->ptr + in->len, in->cap - in->len - 1);
 		if (n > 0) {
@@ -459,8 +461,13 @@ static void conn_drive(http_conn_t *c)
 				HM_INC(c->w->st.too_large, 1);
 				c->close_after = true;
 				c->body_done = true;
-				http_resp_error(&c->req, 413, "request body too large (net.max_body is %llu bytes)",
-						(unsigned long long)s->o.max_body);
+				c->handler_pending = false;
+				if (c->json_body)
+					http_resp_error(&c->req, 413, "request body too large (at most %llu bytes)",
+							(unsigned long long)c->req.route->max_body);
+				else
+					http_resp_error(&c->req, 413, "request body too large (net.max_body is %llu bytes)",
+							(unsigned long long)s->o.max_body);
 				c->state = CS_WRITE;
 			} else if (ev == HP_END) {
 				message_end(c);

@@ -15,11 +15,18 @@
 #include "aisd/http_parse.h"
 
 #define REQ_OF_TASK(t) ((http_req_t *)((char *)(t) - offsetof(http_req_t, task)))
-#define HTTP_READ_CHUNK (256 * 1024) /* bytes read per read(2) */
+#define HTTP_READ_CHUNK (256 * 1024) /* body bytes read per read(2) */
+#define HTTP_HEAD_CHUNK 4096         /* head bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
+
+struct worker_atexit {
+	void (*fn)(void *);
+	void *arg;
+	struct worker_atexit *next;
+};
 
 /*
  * A worker's counters (metrics.c). Only the worker writes them (a relaxed
@@ -57,6 +64,8 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	struct worker_atexit *atexit; /* http_worker_atexit, last first */
+
 	struct http_wstats st;
 	struct rl_slot *rl; /* rate-limit buckets by client address (ratelimit.c) */
 };
@@ -133,8 +142,10 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
+	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
 	bool chunked, stream_eof, stream_wait;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
+	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
 };
 

@@ -3,6 +3,7 @@
  * start the HTTP server with these routes, stop both.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,11 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 
 target_t *target_start(const conf_t *c, buf_t *err)
 {
+	/* Streamed bodies (GetBatch entries, archive pieces) allocate and free
+	 * buffers of 100 KB - 1 MB per request: keep them in the heap for reuse
+	 * instead of a fresh mmap (and its page faults) each time. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
