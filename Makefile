@@ -134,12 +134,14 @@ style:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/etc/aisd
+	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+	install -m 644 tools/completion/aisctl.bash \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/aisctl
 
 clean:
 	rm -rf build build-san

@@ -61,6 +61,7 @@ declare -A SRCS=(
 	[fuzz_s3xml]="src/s3/xml.c"
 	[fuzz_larc]="src/archive/larc.c"
 	[fuzz_cfgset]="src/cluster/cfgparse.c"
+	[fuzz_aisctl_config]="src/cli/cfgfile.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"

@@ -301,8 +301,8 @@ t.eq(members_of(p.stdout) if p.returncode == 0 else None,
      "aisctl --file: the tar")
 os.unlink(out)
 p = aisctl("ml", "get-batch", B, "--list", "no/such," + names[0], out)
-t.check(p.returncode == 1 and b"no/such" in p.stderr and not os.path.exists(out),
-        "aisctl: a missing entry fails (exit 1, message) and leaves no file", p.stderr)
+t.check(p.returncode == 3 and b"no/such" in p.stderr and not os.path.exists(out),
+        "aisctl: a missing entry fails (exit 3: not found, message) and leaves no file", p.stderr)
 p = aisctl("ml", "get-batch", B, "--coer", "--list", "no/such," + names[0], out)
 t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())] ==
         ["__404__/%s/no/such" % B, "%s/%s" % (B, names[0])], "aisctl --coer", p.stderr)
