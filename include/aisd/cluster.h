@@ -68,6 +68,12 @@ bool cluster_is_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
 
+/* Blocking (pool thread): asks the primary for its cluster map and installs
+ * it if newer; at most once per min_interval_ms (concurrent callers return
+ * at once). For a node that doubts its map: a request routed to it by a
+ * node with a newer one. Returns true when the map changed. */
+bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
+
 /* Primary only, blocking (call from the I/O pool): applies fn to copies of
  * the cmap and BMD; if it returns AIS_OK, persists and installs them and
  * pushes them to every node before returning. fn reports errors with errno

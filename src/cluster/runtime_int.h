@@ -36,7 +36,9 @@ struct cluster {
 	bool started;
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
-	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
+	atomic_bool decommissioned;
+	pthread_mutex_t refresh_mu; /* one cluster_refresh at a time; guards refreshed_ns */
+	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */ /* the primary decommissioned this node (DIR/decommissioned) */
 	pthread_mutex_t sleep_mu;
 	pthread_cond_t sleep_cv;
 };

@@ -214,3 +214,16 @@ sv_t httpc_hdr_find(const buf_t *hdrs, const char *name)
 	}
 	return (sv_t){NULL, 0};
 }
+
+int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
+		    int *status, buf_t *msg)
+{
+	struct xfer x = {.hdrs = resp_hdrs, .msg = msg, .fd = -1};
+	buf_reset(msg);
+	buf_reset(resp_hdrs);
+	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000);
+	curl_easy_setopt(x.e, CURLOPT_NOBODY, 1L);
+	CURLcode cc = curl_easy_perform(x.e);
+	xfer_end(&x, cc, status);
+	return cc == CURLE_OK ? AIS_OK : AIS_ERR;
+}

@@ -66,7 +66,7 @@ static size_t bucket_copies(const bmd_t *b, const char *bck, size_t blen)
 	return bk ? place_copies(&bk->props) : 1;
 }
 
-int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
+int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt)
 {
 	cluster_t *cl = t->base.cl;
 	const cmap_t *m;
@@ -96,11 +96,14 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
 	buf_free(&uname);
 
 	bool write = req->method == HTTP_PUT || req->method == HTTP_DELETE;
+	bool here = write ? w->self == 0 : w->self >= 0;
+	if (!here && may_doubt)
+		return AIS_AGAIN; /* routed here by a node with a newer map? ask the primary first */
 	if (!w->n) {
 		http_resp_error(req, 503, "no active target in the cluster");
 		return AIS_DONE;
 	}
-	if (write ? w->self != 0 : w->self < 0) {
+	if (!here) {
 		http_resp_status(req, 307);
 		http_resp_header(req, "Location", "%s%.*s", w->owner, (int)req->target.len, req->target.ptr);
 		http_resp_send(req, "", 0);
