@@ -148,5 +148,9 @@ int cli_list(struct cli *c, const struct cli_args *a);
 int cli_cluster_show(struct cli *c, const struct cli_args *a);
 int cli_node_maintenance(struct cli *c, const struct cli_args *a);
 int cli_node_decommission(struct cli *c, const struct cli_args *a);
+int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
+int cli_job_wait(struct cli *c, const struct cli_args *a);
+int cli_job_start(struct cli *c, const struct cli_args *a);
+int cli_job_stop(struct cli *c, const struct cli_args *a);
 
 #endif

@@ -51,6 +51,11 @@ static const struct cli_opt opts_ls[] = {
 	{0},
 };
 
+static const struct cli_opt opts_job_wait[] = {
+	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
+	{0},
+};
+
 /*
  * The command table. Two-word names ("bucket create") are matched before
  * one-word names, so "bucket" alone lists its subcommands.
@@ -76,6 +81,12 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, 2, cli_node_maintenance},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission},
+	{"job show", "[rebalance]", "show the rebalance job's progress on every target", opts_json, 0, 1,
+	 cli_job_show},
+	{"job wait", "[rebalance]", "wait until the rebalance ends (progress bar on a terminal)", opts_job_wait,
+	 0, 1, cli_job_wait},
+	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start},
+	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 

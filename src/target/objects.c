@@ -664,6 +664,12 @@ static int objects(http_req_t *req, bool may_doubt)
 
 	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
 		return AIS_OK;
+	store_bucket_t sb;
+	if (may_doubt && t->base.cl && store_bucket_get(t->store, bck.ptr, bck.len, &sb) != AIS_OK) {
+		/* maybe created after this target's last BMD (it joined a moment ago) */
+		http_offload(req, refresh_work, refresh_done);
+		return AIS_OK;
+	}
 	tgt_where_t *w = arena_zalloc(req->arena, sizeof(*w));
 	int rc = tgt_where(req, t, bck, obj, w, may_doubt);
 	if (rc == AIS_AGAIN) {
