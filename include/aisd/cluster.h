@@ -19,10 +19,11 @@
  *     (a node in maintenance gets no new objects and is not dropped for
  *     failing health checks); decommission-node pushes the node as
  *     decommissioning (it remembers that in node.dir and never rejoins),
- *     then removes it. Moving its data off is the rebalance issue.
+ *     waits until the node has moved its objects off (its rebalance,
+ *     jobs.h), then removes it.
  * Readers take a consistent snapshot with cluster_read_lock; the pointers
  * are valid until cluster_read_unlock and must not be kept.
- * Not yet: primary failover (election); rebalance on membership changes.
+ * Not yet: primary failover (election).
  */
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H

@@ -394,8 +394,9 @@ static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 /*
  * Decommission is two versions: the node in state decommissioning (pushed to
  * every node, the node itself included: it remembers it in node.dir and
- * stops rejoining), then the map without it. Moving its data off is the
- * rebalance issue.
+ * stops rejoining), then the map without it. In between the node's
+ * rebalance moves its objects off (it holds nothing once decommissioning)
+ * and this waits for that drain (jobs_wait_drained).
  */
 static void nact_work(http_req_t *req)
 {
