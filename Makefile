@@ -6,6 +6,7 @@
 #   make check-unit      unit tests only (Check)
 #   make bench           aisd vs nginx, side by side (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
+#   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs under PREFIX
@@ -61,7 +62,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench bench-list fuzz style install clean
+.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -113,9 +114,13 @@ test: deps
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
+bench-rebalance: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
+
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)
