@@ -17,7 +17,7 @@
 PREFIX     ?= /usr/local
 BUILD      ?= build
 CC         ?= cc
-PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash
+PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash zlib
 FUZZ_SECONDS ?= 20
 
 Q := @

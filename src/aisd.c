@@ -47,7 +47,8 @@ static void usage(FILE *f)
 		"  -V, --version            print the version\n"
 		"\n"
 		"Command-line options override the config file. Signals: SIGTERM/SIGINT\n"
-		"stop, SIGHUP reopens the log file. See aisd(8).\n");
+		"stop, SIGHUP reopens the log files (log.file, log.access_file).\n"
+		"Every node serves GET /metrics (Prometheus). See aisd(8).\n");
 }
 
 static void die_usage(const char *msg, const char *arg)
@@ -145,6 +146,10 @@ int main(int argc, char **argv)
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);
 	log_init(conf.node_id[0] ? conf.node_id : "aisd", lv, conf.log_file);
+	if (log_access_init(!strcmp(conf.log_access, "on"), conf.log_access_file) != AIS_OK) {
+		log_err("cannot open the access log %s", conf.log_access_file);
+		return 1;
+	}
 
 	sigset_t sigs;
 	sigemptyset(&sigs);
@@ -189,7 +194,7 @@ int main(int argc, char **argv)
 			continue;
 		if (sig == SIGHUP) {
 			log_reopen();
-			log_info("reopened the log file");
+			log_info("reopened the log files");
 			continue;
 		}
 		log_info("signal %d: shutting down", sig);

@@ -5,8 +5,8 @@
 set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
-libssl-dev libxxhash-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
-curl python3 procps iproute2 nginx-light wrk"
+libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
+curl python3 procps iproute2 nginx-light wrk prometheus"
 
 missing=""
 for p in $PKGS; do
@@ -22,7 +22,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# nginx must not start as a system service just because it was installed.
+# nginx and prometheus must not start as system services just because they were
+# installed.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
 	$SUDO chmod +x /usr/sbin/policy-rc.d

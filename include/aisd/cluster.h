@@ -93,5 +93,11 @@ int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 int cluster_h_daemon(http_req_t *req);
 /* GET /v1/cluster?what=stats (stats.c): every node's stats, fanned out. */
 int cluster_stats_cluster(http_req_t *req);
+/* PUT /v1/daemon {"action":"set-config",..} (config.c): this node. */
+int cluster_daemon_put(http_req_t *req);
+/* PUT /v1/cluster {"action":"set-config",..} on the primary: every node. */
+void cluster_config_all(http_req_t *req, cluster_t *cl);
+/* GET /metrics (metrics.c): Prometheus text format, on every node. */
+int cluster_h_metrics(http_req_t *req);
 
 #endif

@@ -14,6 +14,7 @@
 #include "aisd/buf.h"
 
 #define CONF_MAX_MOUNTPATHS 64
+#define CONF_MAX_S3_KEYS 64
 
 enum conf_fsync { CONF_FSYNC_ALWAYS = 0, CONF_FSYNC_NEVER };
 
@@ -29,6 +30,9 @@ typedef struct conf {
 	uint64_t idle_timeout_ms;
 	uint64_t body_timeout_ms;
 	uint64_t max_header_bytes; /* request line + headers */
+	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
+	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
+	uint64_t rate_burst;
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */
@@ -46,6 +50,13 @@ typedef struct conf {
 	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */
 	char log_level[16];
 	char log_file[1024];
+	bool s3_auth;             /* S3 requests must be signed (SigV4) */
+	char s3_region[64];       /* the cluster's S3 region */
+	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
+	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */
+	int n_s3_keys;
+	char log_access[8];       /* "on" or "off" */
+	char log_access_file[1024];
 } conf_t;
 
 /* Fills c with the defaults. */

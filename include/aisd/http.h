@@ -28,6 +28,7 @@
 #include "aisd/buf.h"
 #include "aisd/pool.h"
 
+struct event_base;
 typedef struct http_server http_server_t;
 typedef struct http_req http_req_t;
 typedef struct http_conn http_conn_t;
@@ -52,6 +53,8 @@ typedef void (*http_work_fn)(http_req_t *req);
 enum {
 	HTTP_ROUTE_BODY = 1 << 0, /* may have a streamed request body */
 	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
+	HTTP_ROUTE_NOLIMIT = 1 << 2, /* not subject to the per-client rate limit
+				      * (health, cluster and node control, scrapes) */
 };
 
 typedef struct http_route {
@@ -86,7 +89,7 @@ struct http_req {
 	uint64_t body_read; /* body bytes delivered so far */
 	int64_t start_ns;
 	uint64_t id;      /* request id, unique per process */
-	char id_str[24];
+	char id_str[32];  /* as sent in X-Request-Id: random per-process prefix + id, hex */
 
 	http_body_fn on_body;
 	http_room_fn on_room;
@@ -105,6 +108,9 @@ typedef struct http_server_opts {
 	uint64_t max_conns;
 	uint64_t max_header_bytes;
 	uint64_t header_timeout_ms, idle_timeout_ms, body_timeout_ms;
+	uint64_t max_body;      /* HTTP_ROUTE_BODY: largest request body (413); 0 none */
+	uint64_t rate_limit;    /* requests per second per client address and worker; 0 off */
+	uint64_t rate_burst;    /* bucket size (0: rate_limit) */
 	const http_route_t *routes;
 	size_t nroutes;
 	void *ctx;
@@ -117,6 +123,11 @@ int http_server_port(const http_server_t *s);
 /* Stops accepting, closes connections, joins workers and the I/O pool. */
 void http_server_free(http_server_t *s);
 pool_t *http_server_pool(http_server_t *s);
+/* Changes the per-client rate limit at run time (0: off). */
+void http_server_set_rate_limit(http_server_t *s, uint64_t per_sec, uint64_t burst);
+void http_server_rate_limit(http_server_t *s, uint64_t *per_sec, uint64_t *burst);
+/* The server a request arrived on. */
+http_server_t *http_req_server(const http_req_t *req);
 
 /* Request helpers. */
 sv_t http_req_header(const http_req_t *req, const char *name);
@@ -151,6 +162,14 @@ void http_resp_send_head(http_req_t *req, uint64_t len);
 /* Streamed body (chunked on HTTP/1.1). */
 void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
 void http_resp_stream_wake(http_req_t *req);
+/* Inside a fill callback that returns AIS_OK: after what fill appended, the
+ * stream carries len bytes of fd from off, sent like a file body (sendfile,
+ * cold ranges read ahead on the I/O pool); fill is called again once they
+ * are out. Takes fd (closes it). */
+void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len);
+/* The event_base of the worker that owns req (for httpc and timers whose
+ * callbacks must run on the request's thread). */
+struct event_base *http_req_base(const http_req_t *req);
 /* JSON error body {"message": ..., "status": N}. */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -1,15 +1,23 @@
 /*
  * log.h - leveled logging, one line per event.
  *
- * A line reads: "2026-12-02T11:38:29.123Z W t1[42] <action>: message".
+ * A line reads: "2026-12-02T11:38:29.123Z W t1[42] req=ID <action>: message".
  * log_set_action() sets, per thread, what is being done, so every line says
- * what was going on (nginx's log->action). fatal() logs and exits(1).
+ * what was going on (nginx's log->action); log_set_request() the id of the
+ * request being served (the HTTP server sets it around every handler call
+ * and every offloaded task). fatal() logs and exits(1).
  * log_error_count() lets tests fail on any error line.
+ *
+ * The access log has lines with the letter A in place of the level:
+ *   TIME A node[tid] req=ID CLIENT "METHOD TARGET" STATUS IN OUT MICROSECONDS
+ * (IN: request body bytes, OUT: response bytes with the head), written to
+ * the main log or to a file of its own.
  */
 #ifndef AISD_LOG_H
 #define AISD_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
@@ -20,6 +28,15 @@ enum log_level log_get_level(void);
 /* Reopens the log file (after rotation, on SIGHUP). */
 void log_reopen(void);
 void log_set_action(const char *action);
+void log_set_request(const char *id);
+/* Access log: on or off, and where ("" the main log, "-" standard error,
+ * else a file, reopened by log_reopen). Returns AIS_ERR if the file cannot
+ * be opened. log_access_set switches it at run time. */
+int log_access_init(bool on, const char *path);
+void log_access_set(bool on);
+bool log_access_on(void);
+void log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+unsigned long log_warn_count(void);
 /* Number of error-level lines logged so far (tests assert it stays 0). */
 unsigned long log_error_count(void);
 

@@ -34,6 +34,8 @@ void target_stop(target_t *t);
 int tgt_objects(http_req_t *req);
 int tgt_buckets(http_req_t *req);
 int tgt_health(http_req_t *req);
+/* GET /v1/ml/moss[/BUCKET]: GetBatch as the designated target (getbatch.c). */
+int tgt_getbatch(http_req_t *req);
 
 /* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
  * and validate both; on failure answers 400 and returns AIS_ERR. */
@@ -43,6 +45,23 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what);
 /* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's
  * shape, preceded by a comma unless first. Gateways answer the same. */
 void tgt_bucket_json(buf_t *out, const char *name, bool first);
+/* 404 for a missing object: names the bucket when that is what is missing. */
+void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj);
+/* GET ?archregx=PATTERN[&archmode=M] (archive.c): a tar of the matching
+ * members of a shard. */
+int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
+/* Listing with the archive flag (AIStore's apc.LsArchDir): each shard
+ * (.tar) is followed by its members, "SHARD/MEMBER", with their sizes and
+ * the flag TGT_ENTRY_IN_ARCH; the shard gets TGT_ENTRY_IS_ARCHIVE. */
+#define TGT_LS_ARCH_DIR 8
+#define TGT_ENTRY_IN_ARCH 128
+#define TGT_ENTRY_IS_ARCHIVE 512
+/* Appends the member entries of shard obj to out (each preceded by a comma).
+ * Returns AIS_OK, or AIS_ERR when obj is not a shard this target can read
+ * (out unchanged). Blocking: the I/O pool. */
+int tgt_list_members(store_t *s, sv_t bck, sv_t obj, buf_t *out);
+/* Is name one of the shard kinds archpath, archregx and listing read? */
+bool tgt_is_shard_name(sv_t name);
 /* RFC 3339 UTC time with nanoseconds. */
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
 

@@ -136,7 +136,8 @@ void cli_escape(buf_t *b, const char *s, bool keep_slash);
  */
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object);
 
-/* Handlers (bucket.c, object.c, list.c, cluster.c, node.c). */
+/* Handlers (bucket.c, object.c, list.c, cluster.c, node.c, config.c). */
+int cli_config_set(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
 int cli_bucket_ls(struct cli *c, const struct cli_args *a);
 int cli_bucket_rm(struct cli *c, const struct cli_args *a);
@@ -152,5 +153,6 @@ int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
 int cli_job_wait(struct cli *c, const struct cli_args *a);
 int cli_job_start(struct cli *c, const struct cli_args *a);
 int cli_job_stop(struct cli *c, const struct cli_args *a);
+int cli_ml_get_batch(struct cli *c, const struct cli_args *a); /* ml.c */
 
 #endif

@@ -25,7 +25,16 @@ struct table {
 	int name_w;
 	uint64_t printed;
 	uint64_t limit; /* 0 = no limit */
+	const char *shard; /* --archive BUCKET/SHARD: print only it and its files */
 };
+
+/* With --archive BUCKET/SHARD: is e the shard or one of its files? */
+static bool in_shard(const struct table *t, json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	size_t l = strlen(t->shard);
+	return name && !strncmp(name, t->shard, l) && (name[l] == '\0' || name[l] == '/');
+}
 
 static void print_entry(struct table *t, json_t *e)
 {
@@ -74,6 +83,8 @@ static int print_page(struct table *t, json_t *entries)
 	{
 		if (t->limit && t->printed >= t->limit)
 			return AIS_DONE;
+		if (t->shard && !in_shard(t, e))
+			continue;
 		print_entry(t, e);
 		t->printed++;
 	}
@@ -99,6 +110,14 @@ int cli_list(struct cli *c, const struct cli_args *a)
 	size_t blen = strlen(bucket);
 	if (blen && bucket[blen - 1] == '/')
 		blen--; /* "ls bucket/" */
+	bool archive = cli_opt(a, "archive") != NULL;
+	const char *slash = memchr(bucket, '/', blen);
+	if (archive && slash && slash[1]) { /* BUCKET/SHARD */
+		t.shard = slash + 1;
+		blen = (size_t)(slash - bucket);
+		if (!prefix)
+			prefix = t.shard;
+	}
 	if (blen == 0 || memchr(bucket, '/', blen))
 		return cli_usage_error(a->cmd, "want a BUCKET, got '%s' (use --prefix for objects)",
 				       a->pos[0]);
@@ -127,6 +146,8 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			json_object_set_new(value, "pagesize", json_integer((json_int_t)want));
 		if (*token)
 			json_object_set_new(value, "continuation_token", json_string(token));
+		if (archive)
+			json_object_set_new(value, "flags", json_integer(8)); /* AIStore's LsArchDir */
 		json_t *body = json_pack("{s:s,s:o}", "action", "list", "value", value);
 		char *json = json_dumps(body, JSON_COMPACT);
 		json_decref(body);

@@ -48,6 +48,19 @@ static const struct cli_opt opts_ls[] = {
 	{"limit", 0, "N", "stop after N objects"},
 	{"json", 0, NULL, "print one JSON object per line"},
 	{"no-headers", 'H', NULL, "omit the table header"},
+	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
+	{0},
+};
+static const struct cli_opt opts_get_batch[] = {
+	{"list", 0, "OBJ,OBJ,...", "the objects, in order, comma-separated"},
+	{"file", 0, "LIST", "the entries, one a line: OBJECT or OBJECT<TAB>ARCHPATH (- : stdin)"},
+	{"coer", 0, NULL, "continue on error: a missing entry becomes __404__/NAME (0 bytes)"},
+	{"onob", 0, NULL, "name entries OBJECT[/ARCHPATH] instead of BUCKET/OBJECT[/ARCHPATH]"},
+	{0},
+};
+
+static const struct cli_opt opts_config_set[] = {
+	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
 	{0},
 };
 
@@ -69,7 +82,7 @@ static const struct cli_cmd cli_cmds[] = {
 	 2, 2, cli_object_put},
 	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
 	 opts_get, 1, 2, cli_object_get},
-	{"ls", "[BUCKET]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls, 0, 1,
+	{"ls", "[BUCKET[/SHARD]]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls, 0, 1,
 	 cli_list},
 	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm},
 	{"stat", "BUCKET/OBJECT", "show an object's size, checksum, version and times", opts_json,
@@ -87,6 +100,12 @@ static const struct cli_cmd cli_cmds[] = {
 	 0, 1, cli_job_wait},
 	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start},
 	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop},
+	{"config set", "KEY=VALUE...",
+	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
+	 opts_config_set, 1, -1, cli_config_set},
+	{"ml get-batch", "BUCKET OUT.tar|-",
+	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
+	 opts_get_batch, 2, 2, cli_ml_get_batch},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
 };
 

@@ -481,12 +481,19 @@ static void handle_node_action(http_req_t *req, cluster_t *cl)
 				"decommission-node\",\"value\":{\"sid\":\"NODE_ID\"}}");
 		goto out;
 	}
+	if (!strcmp(json_string_value(act), "set-config")) {
+		if (cluster_is_primary(cl))
+			cluster_config_all(req, cl); /* config.c */
+		else
+			redirect_primary(req, cl);
+		goto out;
+	}
 	for (i = 0; i < ARRAY_SIZE(act_names); i++)
 		if (!strcmp(json_string_value(act), act_names[i]))
 			break;
 	if (i == ARRAY_SIZE(act_names)) {
 		http_resp_error(req, 400, "unknown cluster action \"%.64s\" (want start-maintenance, "
-				"stop-maintenance or decommission-node)", json_string_value(act));
+				"stop-maintenance, decommission-node or set-config)", json_string_value(act));
 		goto out;
 	}
 	if (!json_is_string(sid) || !cmap_id_valid(json_string_value(sid), json_string_length(sid))) {

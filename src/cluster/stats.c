@@ -128,6 +128,8 @@ int cluster_h_daemon(http_req_t *req)
 	node_base_t *nb = req->ctx;
 	sv_t what = {"stats", 5};
 
+	if (req->method == HTTP_PUT)
+		return cluster_daemon_put(req); /* config.c */
 	if (req->subpath.len) {
 		http_resp_error(req, 404, "no such resource");
 		return AIS_OK;

@@ -18,7 +18,7 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL };
+enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY };
 
 struct key {
 	const char *name;
@@ -46,6 +46,11 @@ static const struct key keys[] = {
 	{"net.idle_timeout", K_MS, N(idle_timeout_ms), "60s", "keep-alive connection idle limit"},
 	{"net.body_timeout", K_MS, N(body_timeout_ms), "60s",
 	 "longest a request body or response may stall without progress"},
+	{"net.max_body", K_SIZE, N(max_body), "5TiB",
+	 "largest object body a PUT may send (413 beyond; 0 = no limit)"},
+	{"net.rate_limit", K_U64, N(rate_limit), "0",
+	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
+	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
@@ -72,6 +77,16 @@ static const struct key keys[] = {
 	 "decommission-node waits this long for the node to move its objects off"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
+	{"s3.auth", K_BOOL, N(s3_auth), "on",
+	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
+	{"s3.region", K_STR, S(s3_region), "us-east-1", "the cluster's S3 region (clients may sign for any)"},
+	{"s3.max_skew", K_MS, N(s3_max_skew_ms), "15m",
+	 "largest difference between a signed request's time and the clock"},
+	{"s3.key", K_S3KEY, N(s3_keys), "",
+	 "an S3 key pair ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME; repeat the key for more (empty: none)"},
+	{"log.access", K_STR, S(log_access), "off", "access log, one line per request: on or off"},
+	{"log.access_file", K_STR, S(log_access_file), "",
+	 "access log file (default: the main log; - for standard error)"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -131,14 +146,6 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 			goto bad;
 		*(uint64_t *)(base + k->off) = x;
 		return AIS_OK;
-	case K_BOOL:
-		if (!strcmp(v, "true") || !strcmp(v, "1"))
-			*(bool *)(base + k->off) = true;
-		else if (!strcmp(v, "false") || !strcmp(v, "0"))
-			*(bool *)(base + k->off) = false;
-		else
-			goto bad;
-		return AIS_OK;
 	case K_FSYNC:
 		if (!strcmp(v, "always"))
 			c->fsync = CONF_FSYNC_ALWAYS;
@@ -147,6 +154,33 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 		else
 			goto bad;
 		return AIS_OK;
+	case K_BOOL:
+		if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			*(bool *)(base + k->off) = true;
+		else if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+			*(bool *)(base + k->off) = false;
+		else
+			goto bad;
+		return AIS_OK;
+	case K_S3KEY: {
+		/* each line adds a key; an empty value clears the list. The
+		 * fields are checked by s3_keys_add when S3 starts. */
+		const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!*v) {
+			c->n_s3_keys = 0;
+			return AIS_OK;
+		}
+		if (!c2 || !strchr(c2 + 1, ':') || strlen(v) >= sizeof(c->s3_keys[0])) {
+			buf_addf(err, "invalid value for %s: want ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME", k->name);
+			return AIS_ERR;
+		}
+		if (c->n_s3_keys >= CONF_MAX_S3_KEYS) {
+			buf_addf(err, "%s: more than %d keys", k->name, CONF_MAX_S3_KEYS);
+			return AIS_ERR;
+		}
+		memcpy(c->s3_keys[c->n_s3_keys++], v, strlen(v) + 1);
+		return AIS_OK;
+	}
 	case K_MPATHS: {
 		c->n_mountpaths = 0;
 		const char *p = v;
@@ -307,6 +341,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	enum log_level lv;
 	if (log_parse_level(c->log_level, &lv) != AIS_OK) {
 		buf_addf(err, "log.level must be debug, info, warn or error, not '%s'", c->log_level);
+		return AIS_ERR;
+	}
+	if (strcmp(c->log_access, "on") && strcmp(c->log_access, "off")) {
+		buf_addf(err, "log.access must be on or off, not '%s'", c->log_access);
 		return AIS_ERR;
 	}
 	if (c->max_header_bytes < 1024 || c->max_header_bytes > (1 << 20)) {

@@ -16,6 +16,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -23,6 +24,7 @@
 
 #define LIST_PAGE_DEFAULT 1000
 #define LIST_PAGE_MAX 10000
+#define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
 static void redirect(http_req_t *req, const char *base_url)
@@ -206,7 +208,21 @@ static void list_work(http_req_t *req)
 				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
 				o->err = EIO;
 			} else {
-				json_array_extend(all, ents);
+				/* members of a shard (archive listing) stay with it */
+				size_t ei;
+				json_t *en, *owner = NULL;
+				json_array_foreach(ents, ei, en) {
+					json_t *fl = json_object_get(en, "flags");
+					if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
+						json_t *mem = json_object_get(owner, MEMBERS_KEY);
+						if (!mem)
+							json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
+						json_array_append(mem, en);
+						continue;
+					}
+					json_array_append(all, en);
+					owner = en;
+				}
 				if (tok && *tok)
 					more = true;
 			}
@@ -226,8 +242,14 @@ static void list_work(http_req_t *req)
 		if (total > k)
 			more = true;
 		json_t *page = json_array();
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			json_t *mem = json_incref(json_object_get(v[i], MEMBERS_KEY));
+			json_object_del(v[i], MEMBERS_KEY);
 			json_array_append(page, v[i]);
+			if (mem)
+				json_array_extend(page, mem);
+			json_decref(mem);
+		}
 		json_t *res = json_object();
 		json_object_set_new(res, "entries", page);
 		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
@@ -396,6 +418,63 @@ out:
 	return AIS_OK;
 }
 
+/* --- GetBatch ------------------------------------------------------------- */
+
+/* GET /v1/ml/moss[/BUCKET]: 307 to the designated target, the active target
+ * that owns the most entries (ties: the first in the cluster map), which
+ * then gathers the rest from their owners. A 307 keeps the method and the
+ * body, so the client resends the same request there. */
+static int gw_getbatch(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t bck = {"", 0}, obj;
+	moss_req_t mr;
+	buf_t err = BUF_INIT, uname = BUF_INIT;
+	const cmap_t *m;
+	char url[CMAP_URL_MAX + 1] = "";
+
+	if (!cl) {
+		http_resp_error(req, 503, "the gateway is starting");
+		return AIS_OK;
+	}
+	if (req->subpath.len && tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+		return AIS_OK;
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &mr, &err) != AIS_OK) {
+		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
+		buf_free(&err);
+		return AIS_OK;
+	}
+	cluster_read_lock(cl, &m, NULL);
+	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
+	size_t *count = xcalloc(nn + 1, sizeof(*count));
+	for (size_t i = 0; i < mr.n; i++) {
+		buf_reset(&uname);
+		buf_addsv(&uname, mr.in[i].bck);
+		buf_addch(&uname, '/');
+		buf_addsv(&uname, mr.in[i].obj);
+		const cmap_node_t *o = m ? cmap_owner(m, uname.ptr, uname.len) : NULL;
+		for (size_t k = 0; o && k < nn; k++)
+			if (cmap_node(m, k) == o)
+				count[k]++;
+	}
+	for (size_t k = 0; k < nn; k++) {
+		const cmap_node_t *nd = cmap_node(m, k);
+		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE &&
+		    (best == SIZE_MAX || count[k] > count[best]))
+			best = k;
+	}
+	if (best != SIZE_MAX)
+		snprintf(url, sizeof(url), "%s", cmap_node(m, best)->pub_url);
+	cluster_read_unlock(cl);
+	free(count);
+	buf_free(&uname);
+	if (!url[0])
+		http_resp_error(req, 503, "no active target in the cluster");
+	else
+		redirect(req, url);
+	return AIS_OK;
+}
+
 static int gw_health(http_req_t *req)
 {
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"gateway\"}";
@@ -409,11 +488,16 @@ static const http_route_t routes[] = {
 	 "objects: 307 to the owner target"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
 	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, gw_health, "health: 200 when serving"},
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
+	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 };
 
 gateway_t *gateway_start(const conf_t *c, buf_t *err)
@@ -425,6 +509,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
 	};
 	g->srv = http_server_new(&o, err);

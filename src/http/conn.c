@@ -9,7 +9,9 @@
  * request's arena is released only when no I/O-pool task holds it.
  * The states are documented in internal.h.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,11 @@ static void body_cb(void *arg, const char *p, size_t n)
 	http_req_t *req = &c->req;
 
 	req->body_read += n;
+	uint64_t max = c->w->srv->o.max_body;
+	if (max && req->body_read > max && !c->json_body && !c->too_large) {
+		c->too_large = true; /* answered 413 by conn_drive after this feed */
+		c->discard = true;
+	}
 	if (c->discard) {
 		c->discarded += n;
 		return;
@@ -50,11 +57,27 @@ static void body_cb(void *arg, const char *p, size_t n)
 	req->on_body(req, p, n);
 }
 
-void conn_accept(struct worker *w, int fd)
+static void set_peer(http_conn_t *c, const struct sockaddr_storage *ss)
+{
+	snprintf(c->peer, sizeof(c->peer), "-");
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, c->peer, sizeof(c->peer));
+		c->peer_key[10] = c->peer_key[11] = 0xff;
+		memcpy(c->peer_key + 12, &a->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, c->peer, sizeof(c->peer));
+		memcpy(c->peer_key, &a->sin6_addr, 16);
+	}
+}
+
+void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss)
 {
 	http_conn_t *c = xcalloc(1, sizeof(*c));
 	c->w = w;
 	c->fd = fd;
+	set_peer(c, ss);
 	c->ffd = -1;
 	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_event, c);
 	c->wev = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_event, c);
@@ -79,6 +102,8 @@ void conn_close(http_conn_t *c)
 	event_del(c->rev);
 	event_del(c->wev);
 	event_del(c->tev);
+	if (c->state != CS_HEAD || c->req_start_mono)
+		HM_INC(c->w->st.aborted, 1); /* closed with a request in progress */
 	close(c->fd);
 	c->fd = -1;
 	c->state = CS_CLOSED;
@@ -146,6 +171,7 @@ static int read_more(http_conn_t *c)
 		if (n > 0) {
 			in->len += (size_t)n;
 			in->ptr[in->len] = '\0';
+			HM_INC(c->w->st.bytes_in, (uint64_t)n);
 			return AIS_OK;
 		}
 		if (n == 0)
@@ -188,6 +214,18 @@ static void send_continue(http_conn_t *c)
 		c->close_after = true;
 }
 
+/* A request starts being answered: its clock and its id (returned as
+ * X-Request-Id and put on every log line about it). */
+static void req_begin(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	http_req_t *req = &c->req;
+	req->start_ns = time_now_ns();
+	req->id = atomic_fetch_add(&s->next_id, 1) + 1;
+	snprintf(req->id_str, sizeof(req->id_str), "%08x-%llx", s->id_prefix, (unsigned long long)req->id);
+	log_set_request(req->id_str);
+}
+
 /* The head is complete: fill in the request, route it, call the handler. */
 static void dispatch(http_conn_t *c)
 {
@@ -203,9 +241,7 @@ static void dispatch(http_conn_t *c)
 	req->content_length = h->content_length;
 	req->chunked = h->chunked;
 	req->has_body = h->has_body;
-	req->start_ns = time_now_ns();
-	req->id = atomic_fetch_add(&s->next_id, 1) + 1;
-	snprintf(req->id_str, sizeof(req->id_str), "%llx", (unsigned long long)req->id);
+	req_begin(c);
 	c->keep_alive = h->keep_alive;
 
 	if (req->target.len == 0 || (req->target.ptr[0] != '/' && !sv_casestartswith(req->target, "http"))) {
@@ -244,6 +280,14 @@ static void dispatch(http_conn_t *c)
 		return;
 	}
 	unsigned fl = req->route->flags;
+	if (!(fl & HTTP_ROUTE_NOLIMIT) && http_rate_check(c))
+		return; /* answered 429 */
+	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
+		HM_INC(c->w->st.too_large, 1);
+		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
+				(unsigned long long)s->o.max_body);
+		return;
+	}
 	if (req->has_body && (fl & HTTP_ROUTE_JSON) && !(fl & HTTP_ROUTE_BODY)) {
 		if (req->content_length > (int64_t)req->route->max_body) {
 			http_resp_error(req, 413, "request body too large (at most %llu bytes)",
@@ -290,10 +334,12 @@ static void message_end(http_conn_t *c)
 static void request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
+	hm_request_done(c);
 	if (log_get_level() <= LOG_DEBUG)
 		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method),
 			  (int)MIN(req->target.len, 512), req->target.ptr, c->status,
 			  (unsigned long long)c->bytes_out, (double)(time_now_ns() - req->start_ns) / 1e6);
+	log_set_request(NULL);
 	arena_reset(c->arena);
 	resp_reset(c);
 	buf_free(&req->body);
@@ -355,6 +401,8 @@ static void conn_drive(http_conn_t *c)
 				dispatch(c);
 			} else if (ev == HP_ERROR) {
 				/* nothing more is read: write the error, then close */
+				HM_INC(c->w->st.parse_errors, 1);
+				req_begin(c);
 				c->close_after = true;
 				c->body_done = true;
 				c->state = CS_WRITE;
@@ -407,9 +455,17 @@ static void conn_drive(http_conn_t *c)
 			}
 			size_t avail = c->in.len - c->in_off;
 			c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, MIN(avail, limit), &ev);
-			if (ev == HP_END) {
+			if (c->too_large && !c->resp_started) {
+				HM_INC(c->w->st.too_large, 1);
+				c->close_after = true;
+				c->body_done = true;
+				http_resp_error(&c->req, 413, "request body too large (net.max_body is %llu bytes)",
+						(unsigned long long)s->o.max_body);
+				c->state = CS_WRITE;
+			} else if (ev == HP_END) {
 				message_end(c);
 			} else if (ev == HP_ERROR) {
+				HM_INC(c->w->st.parse_errors, 1);
 				c->close_after = true;
 				if (!c->resp_started)
 					http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request body");
@@ -465,11 +521,13 @@ void conn_run(http_conn_t *c)
 		return;
 	}
 	c->running = true;
+	log_set_request(c->req.id ? c->req.id_str : NULL);
 	do {
 		c->again = false;
 		conn_drive(c);
 	} while (c->again && c->state != CS_CLOSED);
 	c->running = false;
+	log_set_request(NULL);
 	if (c->state == CS_CLOSED && !c->offloaded)
 		conn_free(c);
 }
@@ -482,6 +540,8 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	http_conn_t *c = arg;
+	if (c->state != CS_HEAD || c->req_start_mono)
+		HM_INC(c->w->st.timeouts, 1); /* not an idle keep-alive connection */
 	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
 		c->close_after = true;
 		c->body_done = true;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "aisd/http.h"
 #include "aisd/http_parse.h"
@@ -19,6 +20,26 @@
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
+
+/*
+ * A worker's counters (metrics.c). Only the worker writes them (a relaxed
+ * load and store, no lock, no atomic read-modify-write); a scrape reads
+ * every worker's and sums. Route index HM_ROUTES is "no route matched".
+ */
+#define HM_ROUTES 32
+#define HM_METHODS 6 /* GET HEAD PUT POST DELETE other */
+#define HM_BUCKETS 17 /* 16 latency bounds, then +Inf */
+typedef _Atomic uint64_t hm_ctr_t;
+struct http_wstats {
+	hm_ctr_t req[HM_ROUTES + 1][HM_METHODS][5]; /* by status class 1xx..5xx */
+	hm_ctr_t lat[HM_ROUTES + 1][HM_METHODS][HM_BUCKETS];
+	hm_ctr_t lat_us[HM_ROUTES + 1][HM_METHODS];
+	hm_ctr_t bytes_in, bytes_out;
+	hm_ctr_t accepted, rejected;
+	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
+};
+#define HM_INC(x, n) \
+	atomic_store_explicit(&(x), atomic_load_explicit(&(x), memory_order_relaxed) + (n), memory_order_relaxed)
 
 struct worker {
 	http_server_t *srv;
@@ -36,6 +57,8 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	struct http_wstats st;
+	struct rl_slot *rl; /* rate-limit buckets by client address (ratelimit.c) */
 };
 
 struct http_server {
@@ -46,6 +69,8 @@ struct http_server {
 	pool_t *pool;
 	atomic_ulong nconns;
 	atomic_ulong next_id;
+	uint32_t id_prefix; /* random: request ids differ across processes */
+	_Atomic uint64_t rate, burst; /* per-client rate limit (ratelimit.c) */
 };
 
 /*
@@ -81,6 +106,9 @@ struct http_conn {
 	bool handler_pending;  /* JSON route: handler runs at message end */
 	bool just_answered;    /* a response was just completed */
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
+	bool too_large;        /* streamed body passed net.max_body: 413 and close */
+	char peer[48];         /* client address, for logs */
+	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;
 	buf_t in;
 	size_t in_off;
@@ -106,10 +134,11 @@ struct http_conn {
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
 	bool chunked, stream_eof, stream_wait;
+	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	uint64_t bytes_out;
 };
 
-void conn_accept(struct worker *w, int fd);
+void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss);
 void conn_run(http_conn_t *c);
 void conn_free(http_conn_t *c);
 void conn_close(http_conn_t *c);
@@ -122,5 +151,12 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked);
 int resp_flush(http_conn_t *c);
 void resp_reset(http_conn_t *c);
 const char *worker_date(struct worker *w);
+/* metrics.c: a request's counters and its access-log line. */
+void hm_request_done(http_conn_t *c);
+/* ratelimit.c: true (and a 429 answered) when the client is over the
+ * limit; false to go on. */
+bool http_rate_check(http_conn_t *c);
+/* Scrape-time collector for the whole server (registered by server.c). */
+void hm_collect(void *arg, buf_t *out);
 
 #endif

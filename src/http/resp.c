@@ -42,6 +42,7 @@ void resp_reset(http_conn_t *c)
 	c->checked_end = 0;
 	c->fsmall_read = false;
 	c->fill = NULL;
+	c->sfile = false;
 	c->chunked = c->stream_eof = c->stream_wait = false;
 	c->status = 0;
 	c->resp_started = false;
@@ -98,6 +99,8 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 		else if (c->kind != RB_STREAM)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
+	if (c->req.id)
+		buf_addf(&c->out, "X-Request-Id: %s\r\n", c->req.id_str);
 	if (c->close_after || !c->keep_alive)
 		buf_addstr(&c->out, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)
@@ -173,6 +176,21 @@ void http_resp_send_stream(http_req_t *req, http_fill_fn fill)
 	if (c->head_only)
 		c->kind = RB_NONE;
 	conn_run(c);
+}
+
+void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0 || len == 0) {
+		if (c->kind != RB_STREAM || c->sfile || c->ffd >= 0)
+			log_errx("stream file outside a stream fill");
+		close(fd);
+		return;
+	}
+	c->ffd = fd;
+	c->foff = off;
+	c->fleft = len;
+	c->sfile = true;
 }
 
 void http_resp_stream_wake(http_req_t *req)
@@ -329,7 +347,24 @@ static int file_step(http_conn_t *c)
 	}
 	c->fleft -= (uint64_t)n;
 	c->bytes_out += (uint64_t)n;
+	HM_INC(c->w->st.bytes_out, (uint64_t)n);
 	return AIS_OK;
+}
+
+/* A file segment of a stream was sent: release it, close its chunk. */
+static void stream_file_end(http_conn_t *c)
+{
+	close(c->ffd);
+	if (c->fmap)
+		munmap(c->fmap, c->fmap_len);
+	c->ffd = -1;
+	c->fmap = NULL;
+	c->fmap_len = 0;
+	c->checked_end = 0;
+	c->fsmall_read = false;
+	c->sfile = false;
+	if (c->chunked)
+		buf_add(&c->out, "\r\n", 2);
 }
 
 static int stream_step(http_conn_t *c)
@@ -348,6 +383,12 @@ static int stream_step(http_conn_t *c)
 			buf_add(&c->out, "\r\n", 2);
 	}
 	buf_free(&piece);
+	if (c->sfile && c->chunked)
+		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
+	if (c->sfile && r == AIS_DONE) {
+		log_errx("stream fill queued a file and ended in one call");
+		return AIS_ERR;
+	}
 	if (r == AIS_DONE) {
 		c->stream_eof = true;
 		if (c->chunked)
@@ -379,6 +420,7 @@ int resp_flush(http_conn_t *c)
 			}
 			c->out_off += (size_t)n;
 			c->bytes_out += (uint64_t)n;
+			HM_INC(c->w->st.bytes_out, (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;
@@ -395,6 +437,14 @@ int resp_flush(http_conn_t *c)
 			r = file_step(c);
 			break;
 		case RB_STREAM:
+			if (c->sfile) { /* a file segment inside the stream */
+				if (c->fleft > 0) {
+					r = file_step(c);
+					break;
+				}
+				stream_file_end(c);
+				continue;
+			}
 			if (c->stream_eof)
 				return AIS_OK;
 			r = stream_step(c);

@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "aisd/log.h"
+#include "aisd/metrics.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -84,13 +86,17 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	http_server_t *s = w->srv;
 
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				log_warn("accept");
 			return;
 		}
+		HM_INC(w->st.accepted, 1);
 		if (atomic_fetch_add(&s->nconns, 1) >= s->o.max_conns) {
+			HM_INC(w->st.rejected, 1);
 #define BUSY_BODY "{\"message\":\"too many connections\",\"status\":503}"
 			_Static_assert(sizeof(BUSY_BODY) - 1 == 47, "busy body length");
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -104,7 +110,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		conn_accept(w, fd);
+		conn_accept(w, fd, &ss);
 	}
 }
 
@@ -155,6 +161,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		c->running = true; /* calls made by done() only mark the conn */
+		log_set_request(req->id ? req->id_str : NULL);
 		if (done)
 			done(req);
 		c->running = false;
@@ -168,8 +175,10 @@ static void offload_main(pool_task_t *t)
 {
 	http_req_t *req = REQ_OF_TASK(t);
 	struct worker *w = req->conn->w;
+	log_set_request(req->id ? req->id_str : NULL);
 	if (req->work_fn)
 		req->work_fn(req);
+	log_set_request(NULL);
 	pthread_mutex_lock(&w->mu);
 	t->next = NULL;
 	if (w->done_tail)
@@ -219,8 +228,13 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		s->o.max_conns = 20000;
 	if (!s->o.max_header_bytes)
 		s->o.max_header_bytes = 16384;
+	if (s->o.nroutes > HM_ROUTES)
+		fatalx("%zu routes: the request counters hold %d", s->o.nroutes, HM_ROUTES);
 	s->workers = xcalloc((size_t)s->nworkers, sizeof(struct worker));
 	s->port = o->port;
+	if (getrandom(&s->id_prefix, sizeof(s->id_prefix), GRND_NONBLOCK) != sizeof(s->id_prefix))
+		s->id_prefix = (uint32_t)(time_now_ns() ^ getpid());
+	http_server_set_rate_limit(s, o->rate_limit, o->rate_burst);
 
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
@@ -249,6 +263,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		snprintf(tn, sizeof(tn), "http%d", i);
 		pthread_setname_np(s->workers[i].thread, tn);
 	}
+	metrics_collector_add(hm_collect, s);
 	return s;
 fail:
 	for (int i = 0; i < s->nworkers; i++) {
@@ -270,12 +285,16 @@ fail:
 }
 
 int http_server_port(const http_server_t *s) { return s->port; }
+http_server_t *http_req_server(const http_req_t *req) { return req->conn->w->srv; }
 pool_t *http_server_pool(http_server_t *s) { return s->pool; }
+
+struct event_base *http_req_base(const http_req_t *req) { return req->conn->w->base; }
 
 void http_server_free(http_server_t *s)
 {
 	if (!s)
 		return;
+	metrics_collector_remove(hm_collect, s);
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
 		pthread_mutex_lock(&w->mu);
@@ -303,6 +322,7 @@ void http_server_free(http_server_t *s)
 		close(w->lfd);
 		close(w->efd);
 		pthread_mutex_destroy(&w->mu);
+		free(w->rl);
 	}
 	free(s->workers);
 	free(s);

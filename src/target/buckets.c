@@ -37,7 +37,8 @@ struct bop {
 	sv_t prefix, start_after;
 	size_t pagesize;
 	unsigned props;
-	buf_t out;
+	bool arch;         /* flags & LS_ARCH_DIR: shards' members too */
+	buf_t out, members;
 	size_t n;
 	bool more;
 	char *last;
@@ -48,6 +49,7 @@ static void bop_cleanup(void *arg)
 {
 	struct bop *b = arg;
 	buf_free(&b->out);
+	buf_free(&b->members);
 	free(b->last);
 }
 
@@ -112,7 +114,11 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	}
 	if (b->props & P_VERSION)
 		buf_addf(&b->out, ",\"version\":\"%llu\"", (unsigned long long)m->version);
+	buf_reset(&b->members);
+	if (b->arch && tgt_list_members(b->t->store, b->bck, (sv_t){name, len}, &b->members) == AIS_OK)
+		buf_addf(&b->out, ",\"flags\":%d", TGT_ENTRY_IS_ARCHIVE);
 	buf_addch(&b->out, '}');
+	buf_addsv(&b->out, sv_of(&b->members));
 	b->n++;
 	free(b->last);
 	b->last = xstrndup(name, len);
@@ -182,6 +188,17 @@ static bool json_sv(json_t *v, arena_t *a, sv_t *out)
 	return true;
 }
 
+/* "flags": an integer (AIStore's LsoMsg flags; LsArchDir is the one read). */
+static bool json_flags(json_t *v, bool *arch)
+{
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return false;
+	*arch = json_integer_value(v) & TGT_LS_ARCH_DIR;
+	return true;
+}
+
 static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 {
 	struct bop *b = bop_new(req, bck);
@@ -195,9 +212,10 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		    !json_sv(json_object_get(value, "start_after"), req->arena, &b->start_after) ||
 		    !json_sv(json_object_get(value, "continuation_token"), req->arena, &token) ||
 		    !json_sv(json_object_get(value, "props"), req->arena, &props) ||
+		    !json_flags(json_object_get(value, "flags"), &b->arch) ||
 		    (jps && !json_is_null(jps) && (!json_is_integer(jps) || json_integer_value(jps) < 0))) {
 			http_resp_error(req, 400, "invalid list request: prefix, start_after, continuation_token and "
-						  "props are strings, pagesize a non-negative integer");
+						  "props are strings, pagesize and flags non-negative integers");
 			return AIS_OK;
 		}
 		if (jps && json_is_integer(jps) && json_integer_value(jps) > 0)
@@ -207,6 +225,10 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		http_query_get(req, "start_after", &b->start_after);
 		http_query_get(req, "continuation_token", &token);
 		http_query_get(req, "props", &props);
+		sv_t fl;
+		uint64_t f;
+		if (http_query_get(req, "flags", &fl) && num_parse_u64(fl.ptr, fl.len, 0, UINT32_MAX, &f) == AIS_OK)
+			b->arch = f & TGT_LS_ARCH_DIR;
 		if (http_query_get(req, "pagesize", &pagesize) && pagesize.len &&
 		    num_parse_u64(pagesize.ptr, pagesize.len, 0, UINT32_MAX, &ps) != AIS_OK) {
 			http_resp_error(req, 400, "pagesize must be a non-negative integer");

@@ -107,8 +107,9 @@ static int check_conditions(http_req_t *req, const store_meta_t *m)
 	return 0;
 }
 
-static void not_found(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 {
+	target_t *t = req->ctx;
 	store_bucket_t b;
 	if (store_bucket_get(t->store, bck.ptr, bck.len, &b) != AIS_OK)
 		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
@@ -218,7 +219,7 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_wher
 			return AIS_OK;
 		}
 		if (errno == ENOENT)
-			not_found(req, t, bck, obj);
+			tgt_not_found(req, bck, obj);
 		else
 			tgt_resp_errno(req, errno, "object");
 		return AIS_OK;
@@ -339,7 +340,10 @@ static void arch_done(http_req_t *req)
 		tgt_resp_errno(req, a->err, "object");
 		return;
 	}
+	char lm[64];
+	time_http_date(a->m.mtime_ns, lm, sizeof(lm));
 	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
+	http_resp_header(req, "Last-Modified", "%s", lm);
 	http_resp_header(req, "Accept-Ranges", "bytes");
 	http_resp_header(req, "Content-Type", "%s", arch_content_type(a->path));
 	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
@@ -378,7 +382,7 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 	a->path = path;
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &a->fd, &a->m) != AIS_OK) {
 		if (errno == ENOENT)
-			not_found(req, t, bck, obj);
+			tgt_not_found(req, bck, obj);
 		else
 			tgt_resp_errno(req, errno, "object");
 		return AIS_OK;
@@ -638,7 +642,7 @@ static void del_done(http_req_t *req)
 {
 	struct del *d = req->state;
 	if (d->err == ENOENT)
-		not_found(req, d->t, d->bck, d->obj);
+		tgt_not_found(req, d->bck, d->obj);
 	else if (d->err)
 		tgt_resp_errno(req, d->err, "object");
 	else
@@ -684,6 +688,8 @@ static int objects(http_req_t *req, bool may_doubt)
 		sv_t ap;
 		if (http_query_get(req, "archpath", &ap))
 			return get_archpath(req, t, bck, obj, ap);
+		if (http_query_get(req, "archregx", &ap))
+			return tgt_get_archregx(req, bck, obj, ap);
 		return get_object(req, t, bck, obj, w, false);
 	}
 	case HTTP_PUT:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
@@ -22,12 +23,17 @@ static const http_route_t routes[] = {
 	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
-	{"/v1/health", M(GET) | M(HEAD), 0, 0, tgt_health, "health: 200 when serving"},
-	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON, 1 << 20, cluster_h_cluster,
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, tgt_health, "health: 200 when serving"},
+	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, tgt_getbatch,
+	 "GetBatch: one tar of many objects and shard members, in request order"},
+	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
-	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON, 64 << 20, cluster_h_metasync, "metadata pushed by the primary"},
-	{"/v1/daemon", M(GET), 0, 0, cluster_h_daemon, "this node: ?what=stats (default)|smap|bmd"},
-	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON, 4096, jobs_h_target,
+	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
+	 "metadata pushed by the primary"},
+	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
 	 "this target's rebalance job: GET progress, PUT {\"action\":\"start\"|\"stop\"}"},
 };
 
@@ -104,6 +110,9 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms,
 		.body_timeout_ms = c->body_timeout_ms,
+		.max_body = c->max_body,
+		.rate_limit = c->rate_limit,
+		.rate_burst = c->rate_burst,
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,
@@ -141,9 +150,13 @@ void target_stop(target_t *t)
 {
 	if (!t)
 		return;
+	httpc_stream_abort(); /* copies to and from peers that may be stopping too */
 	http_server_free(t->srv);
+	log_debug("stop: HTTP server stopped");
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
+	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
+	log_debug("stop: cluster thread stopped");
 	reb_free(t->reb); /* after it: a map change may still kick it */
 	store_close(t->store);
 	free(t);

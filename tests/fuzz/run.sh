@@ -54,11 +54,13 @@ declare -A SRCS=(
 	[fuzz_conf]=""
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
+	[fuzz_moss]="src/archive/moss.c src/archive/tarw.c src/archive/tar.c"
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
 	[fuzz_cmap]="-ljansson -lcrypto"
+	[fuzz_moss]="-ljansson"
 )
 
 failed=()

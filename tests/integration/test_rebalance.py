@@ -303,6 +303,10 @@ t.diag("GETs failed: %d, all within %.1f s of the kill; PUTs acknowledged %d, re
     len(get_fail_times), (max(get_fail_times) - t_kill) if get_fail_times else 0, len(acked), len(failed_puts)))
 t.check(not late, "GETs fail only inside the detection window (%d failed, none later than 1 s after t2 left)" % len(get_fail_times), len(late))
 t.check(acked, "PUTs were acknowledged during the load (%d)" % len(acked))
+why = {}
+for k, st in failed_puts:
+    why.setdefault(str(st)[:80], []).append(k[1])
+t.diag("refused PUTs: %s" % {w: (len(v), v[:3]) for w, v in why.items()})
 live = [t1, t3, t4]
 v2 = smap()["version"]
 t.check(poll(lambda: settled(3, v2), 60), "the rebalance after t2 left is done")

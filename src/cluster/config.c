@@ -1,0 +1,256 @@
+/*
+ * config.c - changing a node's configuration while it runs:
+ *   PUT /v1/daemon  {"action":"set-config","value":{"log.level":"debug",..}}
+ *   PUT /v1/cluster (same body) on the primary: every node of the map
+ *
+ * Only the keys of the table below change at run time; any other key,
+ * a bad value or a bad body is a 400 and nothing is changed (all values are
+ * checked before any is applied). Changes live until the node stops: they
+ * are not written back to the config file.
+ * The cluster-wide form asks every node in parallel (one thread each, from
+ * an I/O pool thread, 2 s timeout) and answers 200 with every node's
+ * status, or 502 when any node did not take the change (the body says
+ * which).
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/cluster.h"
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define CONFIG_TIMEOUT_MS 2000
+#define CONFIG_MAX_KEYS 16
+
+struct cfg_change {
+	int key; /* index in cfg_keys */
+	char value[64];
+};
+
+static const char *const cfg_keys[] = {"log.level", "log.access", "net.rate_limit", "net.rate_burst"};
+
+/* Checks one key and value; returns the key's index or -1 with a message. */
+static int cfg_check(const char *k, json_t *v, struct cfg_change *ch, buf_t *err)
+{
+	size_t i;
+	for (i = 0; i < ARRAY_SIZE(cfg_keys); i++)
+		if (!strcmp(k, cfg_keys[i]))
+			break;
+	if (i == ARRAY_SIZE(cfg_keys)) {
+		buf_addf(err, "\"%.64s\" cannot be changed at run time (log.level, log.access, net.rate_limit, "
+			 "net.rate_burst can)", k);
+		return -1;
+	}
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		snprintf(ch->value, sizeof(ch->value), "%lld", (long long)json_integer_value(v));
+	else if (json_is_string(v) && json_string_length(v) < sizeof(ch->value))
+		snprintf(ch->value, sizeof(ch->value), "%s", json_string_value(v));
+	else {
+		buf_addf(err, "%s wants a string value", k);
+		return -1;
+	}
+	enum log_level lv;
+	uint64_t x;
+	bool ok = true;
+	switch (i) {
+	case 0: ok = log_parse_level(ch->value, &lv) == AIS_OK; break;
+	case 1: ok = !strcmp(ch->value, "on") || !strcmp(ch->value, "off"); break;
+	default: ok = num_parse_u64(ch->value, strlen(ch->value), 0, UINT32_MAX, &x) == AIS_OK; break;
+	}
+	if (!ok) {
+		buf_addf(err, "invalid value for %s: '%s'", k, ch->value);
+		return -1;
+	}
+	ch->key = (int)i;
+	return (int)i;
+}
+
+/* Parses {"action":"set-config","value":{..}} into changes; AIS_ERR with a
+ * message on any fault. */
+static int cfg_parse(http_req_t *req, struct cfg_change *ch, size_t *n, buf_t *err)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
+	json_t *act = json_object_get(doc, "action"), *val = json_object_get(doc, "value");
+	const char *k;
+	json_t *v;
+	int rc = AIS_ERR;
+
+	*n = 0;
+	if (!json_is_object(doc) || !json_is_string(act) || strcmp(json_string_value(act), "set-config") ||
+	    !json_is_object(val) || json_object_size(val) == 0) {
+		buf_addstr(err, "want {\"action\":\"set-config\",\"value\":{\"KEY\":\"VALUE\",...}}");
+		goto out;
+	}
+	if (json_object_size(val) > CONFIG_MAX_KEYS) {
+		buf_addf(err, "at most %d keys at once", CONFIG_MAX_KEYS);
+		goto out;
+	}
+	json_object_foreach(val, k, v) {
+		if (cfg_check(k, v, &ch[*n], err) < 0)
+			goto out;
+		(*n)++;
+	}
+	rc = AIS_OK;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+static void cfg_apply(http_req_t *req, const struct cfg_change *ch, size_t n)
+{
+	http_server_t *s = http_req_server(req);
+	uint64_t rate, burst;
+	http_server_rate_limit(s, &rate, &burst);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = 0;
+		enum log_level lv = LOG_INFO;
+		switch (ch[i].key) {
+		case 0:
+			log_parse_level(ch[i].value, &lv);
+			log_set_level(lv);
+			break;
+		case 1: log_access_set(!strcmp(ch[i].value, "on")); break;
+		case 2: num_parse_u64(ch[i].value, strlen(ch[i].value), 0, UINT32_MAX, &rate); break;
+		case 3:
+			num_parse_u64(ch[i].value, strlen(ch[i].value), 0, UINT32_MAX, &x);
+			burst = x;
+			break;
+		}
+		log_info("set-config: %s = %s", cfg_keys[ch[i].key], ch[i].value);
+	}
+	http_server_set_rate_limit(s, rate, burst);
+}
+
+int cluster_daemon_put(http_req_t *req)
+{
+	struct cfg_change ch[CONFIG_MAX_KEYS];
+	size_t n;
+	buf_t err = BUF_INIT;
+
+	if (req->subpath.len) {
+		http_resp_error(req, 404, "no such resource: PUT /v1/daemon takes the action in the body");
+		return AIS_OK;
+	}
+	if (cfg_parse(req, ch, &n, &err) != AIS_OK) {
+		http_resp_error(req, 400, "%s", err.ptr);
+		buf_free(&err);
+		return AIS_OK;
+	}
+	cfg_apply(req, ch, n);
+	http_resp_header(req, "Content-Type", "application/json");
+	static const char ok[] = "{\"status\":\"ok\"}";
+	http_resp_send(req, ok, sizeof(ok) - 1);
+	return AIS_OK;
+}
+
+/* --- every node, from the primary ----------------------------------------- */
+
+struct cfg_ask {
+	char id[CMAP_ID_MAX + 1];
+	char url[CMAP_URL_MAX + 32];
+	const buf_t *body;
+	int status;
+	buf_t resp;
+	pthread_t th;
+	bool started;
+};
+
+struct cfg_all {
+	struct cfg_ask *asks;
+	size_t n;
+	json_t *doc;
+	bool failed;
+};
+
+static void *cfg_ask_node(void *arg)
+{
+	struct cfg_ask *a = arg;
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	if (httpc_sync("PUT", a->url, hdrs, a->body->ptr, a->body->len, CONFIG_TIMEOUT_MS, &a->resp, &a->status) !=
+	    AIS_OK)
+		a->status = 0;
+	httpc_sync_release();
+	return NULL;
+}
+
+static void cfg_all_cleanup(void *arg)
+{
+	struct cfg_all *c = arg;
+	for (size_t i = 0; i < c->n; i++)
+		buf_free(&c->asks[i].resp);
+	free(c->asks);
+	json_decref(c->doc);
+}
+
+static void cfg_all_work(http_req_t *req)
+{
+	struct cfg_all *c = req->state;
+	for (size_t i = 0; i < c->n; i++)
+		c->asks[i].started = pthread_create(&c->asks[i].th, NULL, cfg_ask_node, &c->asks[i]) == 0;
+	json_t *nodes = json_object();
+	for (size_t i = 0; i < c->n; i++) {
+		struct cfg_ask *a = &c->asks[i];
+		if (a->started)
+			pthread_join(a->th, NULL);
+		else
+			cfg_ask_node(a);
+		json_t *r = json_pack("{s:i}", "status", a->status);
+		if (a->status != 200) {
+			c->failed = true;
+			json_object_set_new(r, "error", json_stringn(a->resp.ptr ? a->resp.ptr : "no answer",
+								     a->resp.ptr ? MIN(a->resp.len, 512) : 9));
+		}
+		json_object_set_new(nodes, a->id, r);
+	}
+	c->doc = json_pack("{s:o}", "nodes", nodes);
+}
+
+static void cfg_all_done(http_req_t *req)
+{
+	struct cfg_all *c = req->state;
+	char *s = json_dumps(c->doc, JSON_COMPACT);
+	buf_t out = BUF_INIT;
+	buf_addstr(&out, s ? s : "{}");
+	free(s);
+	if (c->failed)
+		http_resp_status(req, 502);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+}
+
+void cluster_config_all(http_req_t *req, cluster_t *cl)
+{
+	struct cfg_change ch[CONFIG_MAX_KEYS];
+	size_t n;
+	buf_t err = BUF_INIT;
+	const cmap_t *m;
+	const bmd_t *b;
+
+	if (cfg_parse(req, ch, &n, &err) != AIS_OK) {
+		http_resp_error(req, 400, "%s", err.ptr);
+		buf_free(&err);
+		return;
+	}
+	struct cfg_all *c = arena_zalloc(req->arena, sizeof(*c));
+	cluster_read_lock(cl, &m, &b);
+	c->n = m ? cmap_size(m) : 0;
+	c->asks = xcalloc(c->n ? c->n : 1, sizeof(*c->asks));
+	for (size_t i = 0; i < c->n; i++) {
+		const cmap_node_t *nd = cmap_node(m, i);
+		snprintf(c->asks[i].id, sizeof(c->asks[i].id), "%s", nd->id);
+		snprintf(c->asks[i].url, sizeof(c->asks[i].url), "%s/v1/daemon",
+			 nd->intra_url[0] ? nd->intra_url : nd->pub_url);
+		c->asks[i].body = &req->body;
+	}
+	cluster_read_unlock(cl);
+	req->state = c;
+	arena_cleanup_add(req->arena, cfg_all_cleanup, c);
+	http_offload(req, cfg_all_work, cfg_all_done);
+}

@@ -1,0 +1,127 @@
+/*
+ * metrics.c - GET /metrics on every node: the Prometheus text exposition
+ * (format 0.0.4) of the process-wide registry (metrics.h: the HTTP
+ * server's counters and whatever other subsystems registered) followed by
+ * what this node is: its identity, uptime, map versions, log line counts
+ * and, on a target, objects, bytes and capacity per mountpath.
+ *
+ * The scrape runs on the I/O pool (statvfs and the registry lock may
+ * block), never on an event loop; the workers' counters are read with
+ * relaxed loads, so a scrape never slows requests down.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/cluster.h"
+#include "aisd/log.h"
+#include "aisd/metrics.h"
+#include "aisd/status.h"
+#include "aisd/store.h"
+#include "aisd/util.h"
+#include "aisd/version.h"
+#include "aisd/banned.h"
+
+#define METRICS_MAX_MP 64
+
+static int64_t g_start_ns;
+__attribute__((constructor)) static void metrics_start_init(void) { g_start_ns = time_mono_ns(); }
+
+static void gauge1(buf_t *out, const char *name, const char *help, unsigned long long v, const char *type)
+{
+	metrics_family(out, name, type, help);
+	buf_addf(out, "%s %llu\n", name, v);
+}
+
+static void node_metrics(node_base_t *nb, buf_t *out)
+{
+	const char *id = nb->cl ? cluster_self(nb->cl)->id : "";
+	uint64_t cv = 0, bv = 0;
+
+	metrics_family(out, "aisd_node_info", "gauge", "this node: id, role and version (value 1)");
+	buf_addstr(out, "aisd_node_info{");
+	metrics_label(out, "id", id, strlen(id));
+	buf_addf(out, ",role=\"%s\",version=\"%s\"} 1\n", nb->store ? "target" : "gateway", AISD_VERSION);
+	gauge1(out, "aisd_uptime_seconds", "seconds since the process started",
+	       (unsigned long long)((time_mono_ns() - g_start_ns) / 1000000000LL), "gauge");
+	if (nb->cl) {
+		const cmap_t *m;
+		const bmd_t *b;
+		cluster_read_lock(nb->cl, &m, &b);
+		cv = m ? cmap_version(m) : 0;
+		bv = b ? bmd_version(b) : 0;
+		cluster_read_unlock(nb->cl);
+	}
+	gauge1(out, "aisd_cluster_map_version", "version of the cluster map this node holds (0: none)", cv, "gauge");
+	gauge1(out, "aisd_bmd_version", "version of the bucket metadata this node holds (0: none)", bv, "gauge");
+	metrics_family(out, "aisd_log_messages_total", "counter", "log lines written at warning and error level");
+	buf_addf(out, "aisd_log_messages_total{level=\"warn\"} %lu\n", log_warn_count());
+	buf_addf(out, "aisd_log_messages_total{level=\"error\"} %lu\n", log_error_count());
+	if (!nb->store)
+		return;
+
+	store_mp_stats_t *st = xcalloc(METRICS_MAX_MP, sizeof(*st));
+	int n = 0;
+	store_stats(nb->store, st, METRICS_MAX_MP, &n); /* a failed statvfs leaves zeros */
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fams[] = {
+		{"aisd_mountpath_objects", "objects stored on the mountpath", offsetof(store_mp_stats_t, objects)},
+		{"aisd_mountpath_object_bytes", "bytes of the objects stored on the mountpath",
+		 offsetof(store_mp_stats_t, bytes)},
+		{"aisd_mountpath_capacity_bytes", "size of the mountpath's file system",
+		 offsetof(store_mp_stats_t, total_bytes)},
+		{"aisd_mountpath_free_bytes", "free bytes on the mountpath's file system",
+		 offsetof(store_mp_stats_t, free_bytes)},
+	};
+	for (size_t f = 0; f < ARRAY_SIZE(fams); f++) {
+		metrics_family(out, fams[f].name, "gauge", fams[f].help);
+		for (int i = 0; i < n; i++) {
+			buf_addf(out, "%s{", fams[f].name);
+			metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
+			buf_addf(out, "} %llu\n", (unsigned long long)*(uint64_t *)((char *)&st[i] + fams[f].off));
+		}
+	}
+	metrics_family(out, "aisd_mountpath_counting", "gauge",
+		       "1 while the start-up count of the mountpath's objects is still running");
+	for (int i = 0; i < n; i++) {
+		buf_addstr(out, "aisd_mountpath_counting{");
+		metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
+		buf_addf(out, "} %d\n", st[i].counting ? 1 : 0);
+	}
+	free(st);
+}
+
+struct scrape {
+	buf_t out;
+};
+
+static void scrape_cleanup(void *arg) { buf_free(&((struct scrape *)arg)->out); }
+
+static void scrape_work(http_req_t *req)
+{
+	struct scrape *sc = req->state;
+	metrics_write(&sc->out);
+	node_metrics(req->ctx, &sc->out);
+}
+
+static void scrape_done(http_req_t *req)
+{
+	struct scrape *sc = req->state;
+	http_resp_header(req, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	http_resp_send_buf(req, &sc->out);
+}
+
+int cluster_h_metrics(http_req_t *req)
+{
+	if (req->subpath.len) {
+		http_resp_error(req, 404, "no such resource");
+		return AIS_OK;
+	}
+	struct scrape *sc = arena_zalloc(req->arena, sizeof(*sc));
+	req->state = sc;
+	arena_cleanup_add(req->arena, scrape_cleanup, sc);
+	http_offload(req, scrape_work, scrape_done);
+	return AIS_OK;
+}

@@ -1,0 +1,118 @@
+/*
+ * s3_int.h - the pieces of src/s3 that unit tests and fuzz drivers reach
+ * into: the pure parsers of the Authorization header and of presigned
+ * query parameters, the canonical request, and the checksums.
+ */
+#ifndef AISD_S3_INT_H
+#define AISD_S3_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aisd/s3auth.h"
+
+#define S3_ALGO         "AWS4-HMAC-SHA256"
+#define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* Sets err to an S3 error. */
+void s3_err(s3_autherr_t *err, int status, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* A credential "AK/YYYYMMDD/REGION/SERVICE/aws4_request", split. Views
+ * into the parsed text. */
+typedef struct s3_cred {
+	sv_t access_key, date, region, service, terminal;
+} s3_cred_t;
+
+/* What an Authorization: AWS4-HMAC-SHA256 header says (views into it). */
+typedef struct s3_authz {
+	s3_cred_t cred;
+	sv_t signed_headers; /* "host;x-amz-date", lower case, ';'-separated */
+	sv_t signature;      /* 64 lower-case hex digits */
+} s3_authz_t;
+
+/*
+ * s3_parse_cred splits a credential. Returns AIS_OK, or AIS_ERR with a
+ * reason in err->message (code AuthorizationHeaderMalformed; the caller may
+ * change it for the query form).
+ */
+int s3_parse_cred(sv_t c, s3_cred_t *out, s3_autherr_t *err);
+/*
+ * s3_parse_authz parses an Authorization header value of the form
+ * "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...".
+ * Returns AIS_OK, or AIS_ERR with err (AuthorizationHeaderMalformed, or
+ * InvalidRequest for another algorithm such as SigV2's "AWS ").
+ */
+int s3_parse_authz(sv_t h, s3_authz_t *out, s3_autherr_t *err);
+
+/* The X-Amz-* parameters of a presigned URL, decoded into fixed buffers. */
+typedef struct s3_presign {
+	char credential[512];
+	char amz_date[32];
+	char signed_headers[1024];
+	char signature[72];
+	char content_sha256[80]; /* X-Amz-Content-Sha256, or "" */
+	int64_t expires;
+	s3_cred_t cred; /* views into credential */
+} s3_presign_t;
+
+/*
+ * s3_parse_presign reads the presign parameters from a raw query string.
+ * Returns AIS_DONE when X-Amz-Algorithm is absent (not a presigned URL),
+ * AIS_OK with out filled, or AIS_ERR with err (AuthorizationQueryParameters
+ * Error for a missing, repeated or malformed parameter).
+ */
+int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err);
+
+/* ISO 8601 basic "YYYYMMDDTHHMMSSZ" <-> seconds since the epoch. */
+int s3_parse_amz_date(sv_t s, int64_t *t);
+void s3_format_amz_date(int64_t t, char out[17]);
+
+/*
+ * s3_canonical_request appends the SigV4 canonical request of req to out:
+ * method, canonical URI (the path decoded, then each byte but the
+ * unreserved set and '/' percent-encoded: S3 neither double-encodes nor
+ * normalizes), canonical query (pairs sorted by encoded key, then value;
+ * X-Amz-Signature left out when presigned), canonical headers (the signed
+ * ones: names lower-cased, values trimmed, inner runs of blanks collapsed,
+ * repeated headers joined with ','), the signed header list and the payload
+ * hash.
+ */
+void s3_canonical_request(buf_t *out, const s3_req_t *req, sv_t signed_headers, bool presigned,
+                          sv_t payload_hash);
+/* The string to sign for a canonical request. */
+void s3_string_to_sign(buf_t *out, const char *amz_date, sv_t scope, sv_t canonical_request);
+/* kSigning from the secret, date (YYYYMMDD) and region. */
+void s3_signing_key(const char *secret, sv_t date, sv_t region, unsigned char key[32]);
+/* The same for another service (AWS's generic SigV4 test suite). */
+void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32]);
+/* Lower-case hex HMAC-SHA256(key, msg) into out (65 bytes). */
+void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65]);
+void s3_sha256_hex(const void *p, size_t n, char out[65]);
+
+/* ---- checksums (checksum.c) --------------------------------------------- */
+
+enum s3_ck {
+	S3_CK_NONE = 0,
+	S3_CK_CRC32,
+	S3_CK_CRC32C,
+	S3_CK_CRC64NVME,
+	S3_CK_SHA1,
+	S3_CK_SHA256,
+};
+
+/* "crc32" ... as in x-amz-checksum-<name>; by name (case-insensitive). */
+const char *s3_ck_name(enum s3_ck t);
+enum s3_ck s3_ck_by_name(sv_t name);
+/* Digest length in bytes (4, 4, 8, 20, 32). */
+size_t s3_ck_len(enum s3_ck t);
+
+uint32_t s3_crc32c(uint32_t crc, const void *p, size_t n);
+uint64_t s3_crc64nvme(uint64_t crc, const void *p, size_t n);
+
+/* Standard base64 with padding. s3_b64_decode returns the decoded length,
+ * or -1 when in is not canonical base64 or does not fit outsz. */
+void s3_b64_encode(const unsigned char *in, size_t n, char *out);
+long s3_b64_decode(sv_t in, unsigned char *out, size_t outsz);
+
+#endif

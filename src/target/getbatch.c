@@ -1,0 +1,667 @@
+/*
+ * getbatch.c - GetBatch on a target: GET /v1/ml/moss[/BUCKET] with a JSON
+ * list of objects (and files inside shards) answered by one tar stream with
+ * the entries in exactly the request's order. The target that gets the
+ * request is its designated target (DT): the gateway redirects the client to
+ * the target that owns the most entries.
+ *
+ * How a request flows:
+ *  1. The body is parsed (moss_parse) and every entry gets its owner: this
+ *     target, or a peer (HRW over the cluster map, as the gateway routes).
+ *  2. One I/O pool task checks this target's entries: objects exist, and a
+ *     member's byte range is looked up in its shard's tar index. With
+ *     coer=false a missing local entry fails the request before any byte.
+ *  3. Entries owned by peers are fetched with streamed GETs (httpc on this
+ *     worker's event loop; ?archpath= and Range pass through), at most
+ *     GB_INFLIGHT at once and never more than GB_WINDOW entries ahead of the
+ *     one being sent.
+ *  4. The response starts once the first entry is known (so a first entry
+ *     that fails with coer=false still gets its own status) and is produced
+ *     entry after entry: a tar header, then the data, then the padding.
+ *     Local data goes out as a file segment of the stream (sendfile, cold
+ *     pages read ahead on the pool); peer data is copied from its buffer.
+ *
+ * NOTES ON THE DESIGN (the invariants):
+ *  1. Order: entry i+1's header is written only after entry i's padding.
+ *  2. Memory: an entry being fetched buffers at most GB_SLOT_MAX bytes, then
+ *     its transfer pauses (TCP backpressure on the peer); entries other than
+ *     the one being sent also pause once the request buffers GB_MEM_MAX in
+ *     all, and no new fetch starts then: large entries go one at a time.
+ *     So a request holds O(GB_MEM_MAX + GB_SLOT_MAX) bytes whatever the
+ *     batch size; the owners hold one ordinary GET each.
+ *  3. Errors: with coer=true a missing entry (404 from its owner, or a
+ *     local object or member that does not exist) becomes a zero-size entry
+ *     named "__404__/NAME"; with coer=false, and for any other failure, the
+ *     request fails with the entry's status if no byte was sent yet, else
+ *     the stream is aborted (the connection closes without the chunked
+ *     terminator, so the client sees a truncated tar and an error).
+ *  4. httpc callbacks never drive the connection: they only activate the
+ *     request's wake event, whose callback (on a clean stack) starts or
+ *     resumes the response. So the request's arena (and its httpc client)
+ *     is never freed inside an httpc callback.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/moss.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/tarw.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define GB_INFLIGHT 16             /* peer fetches at once per request */
+#define GB_WINDOW 256              /* fetches start at most this far ahead */
+#define GB_SLOT_MAX (1u << 20)     /* bytes buffered per fetched entry */
+#define GB_MEM_MAX (16u << 20)     /* bytes buffered per request */
+#define GB_PIECE (256u << 10)      /* bytes produced per fill call */
+#define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
+#define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
+
+enum ph { PH_HDR, PH_DATA, PH_PAD };
+
+struct gb_ent {
+	moss_in_t *in;
+	int owner;           /* index into gb->peers; -1: this target */
+	bool failed;
+	int status;          /* failed: the HTTP status it maps to */
+	char *msg;           /* failed: why (malloc'd) */
+	uint64_t off, size;  /* local member: its bytes in the shard (before start/length) */
+	uint64_t version;    /* local member: the shard version off/size are of */
+	int64_t mtime_ns;    /* its mtime (the tar header's); local: of that version */
+	/* peer fetch */
+	httpc_req_t *r;
+	buf_t data;          /* received and not yet sent */
+	bool head, ended, paused;
+	uint64_t recvd;
+};
+
+struct gb {
+	target_t *t;
+	http_req_t *req;
+	moss_req_t mr;
+	struct gb_ent *e;
+	char (*peers)[CMAP_URL_MAX + 1];
+	size_t npeers;
+	httpc_t *hc;
+	struct event *wake;
+	size_t next_fetch, inflight;
+	uint64_t buffered;
+	size_t cur;          /* entry being sent */
+	enum ph phase;
+	uint64_t left;       /* of cur's data still to send */
+	uint64_t sent_size;  /* cur's size as written in its header */
+	bool started;
+	int64_t mtime_s;
+};
+
+static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
+{
+	buf_t b = BUF_INIT;
+	va_list ap;
+	if (e->failed)
+		return;
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	e->failed = true;
+	e->status = status;
+	e->msg = buf_detach(&b, NULL);
+}
+
+static void gb_cleanup(void *arg)
+{
+	struct gb *g = arg;
+	for (size_t i = 0; i < g->mr.n; i++) {
+		if (g->e[i].r)
+			httpc_cancel(g->e[i].r);
+		buf_free(&g->e[i].data);
+		free(g->e[i].msg);
+	}
+	if (g->hc)
+		httpc_free(g->hc);
+	if (g->wake)
+		event_free(g->wake);
+}
+
+/* Applies the entry's start/length to [*off, *off + *size): AIS_OK or
+ * AIS_ERR (start past the end: 416). */
+static int apply_range(const moss_in_t *in, uint64_t *off, uint64_t *size)
+{
+	if (!in->start && !in->length)
+		return AIS_OK;
+	if (in->start >= *size)
+		return AIS_ERR;
+	*off += in->start;
+	*size -= in->start;
+	if (in->length && in->length < *size)
+		*size = in->length;
+	return AIS_OK;
+}
+
+static void not_found(struct gb_ent *e, store_t *s)
+{
+	store_bucket_t b;
+	moss_in_t *in = e->in;
+	if (store_bucket_get(s, in->bck.ptr, in->bck.len, &b) != AIS_OK)
+		ent_fail(e, 404, "bucket \"%.*s\" does not exist", (int)in->bck.len, in->bck.ptr);
+	else
+		ent_fail(e, 404, "object \"%.*s/%.*s\" does not exist", (int)in->bck.len, in->bck.ptr,
+			 (int)MIN(in->obj.len, 512), in->obj.ptr);
+}
+
+/* --- 2. the local entries (I/O pool) ---------------------------------------- */
+
+static void prepare_work(http_req_t *req)
+{
+	struct gb *g = req->state;
+	store_t *s = g->t->store;
+	store_tar_index_t *idx = NULL;
+	const moss_in_t *idx_of = NULL; /* the shard idx belongs to */
+	store_meta_t m, im;
+	buf_t msg = BUF_INIT;
+
+	for (size_t i = 0; i < g->mr.n; i++) {
+		struct gb_ent *e = &g->e[i];
+		moss_in_t *in = e->in;
+		if (e->owner >= 0)
+			continue;
+		if (!in->arch.len) {
+			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) != AIS_OK) {
+				if (errno == ENOENT)
+					not_found(e, s);
+				else
+					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+			}
+			continue;
+		}
+		if (!idx_of || !sv_eq(idx_of->bck, in->bck) || !sv_eq(idx_of->obj, in->obj)) {
+			int fd;
+			store_tar_index_free(idx);
+			idx = NULL;
+			idx_of = in;
+			if (store_open_obj(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &fd, &im) != AIS_OK) {
+				if (errno == ENOENT)
+					not_found(e, s);
+				else
+					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+				idx_of = NULL;
+				continue;
+			}
+			buf_reset(&msg);
+			if (store_tar_index(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &im, fd, &idx,
+					    &msg) != AIS_OK) {
+				int err = errno;
+				close(fd);
+				idx = NULL;
+				idx_of = NULL;
+				ent_fail(e, err == EINVAL ? 400 : 500, "%.*s/%.*s is not a valid tar archive: %s",
+					 (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr,
+					 msg.ptr ? msg.ptr : strerror(err));
+				continue;
+			}
+			close(fd);
+		}
+		if (store_tar_index_find(idx, in->arch.ptr, in->arch.len, &e->off, &e->size) != AIS_OK) {
+			ent_fail(e, 404, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(in->arch.len, 512),
+				 in->arch.ptr, (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr);
+			continue;
+		}
+		e->version = im.version;
+		e->mtime_ns = im.mtime_ns;
+	}
+	store_tar_index_free(idx);
+	buf_free(&msg);
+}
+
+/* --- 3. peer fetches (on the worker's loop) ------------------------------- */
+
+static void wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
+
+static bool ok_status(int st) { return st == 200 || st == 206; }
+
+/* The write and done callbacks get the entry; the request is found from it
+ * through this small context. */
+struct fctx {
+	struct gb *g;
+	size_t i;
+};
+
+/* The entry's mtime from the owner's Last-Modified (0 when absent), so a
+ * tar is the same bytes whichever target assembles it. */
+static void head_mtime(httpc_req_t *r, struct gb_ent *e)
+{
+	sv_t lm = httpc_resp_header(r, "Last-Modified");
+	int64_t ns;
+	e->mtime_ns = lm.ptr && time_parse_http_date(lm.ptr, lm.len, &ns) == AIS_OK ? ns : 0;
+}
+
+static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
+{
+	struct fctx *f = arg;
+	struct gb *g = f->g;
+	struct gb_ent *e = &g->e[f->i];
+	int st = httpc_status(r);
+
+	if (!ok_status(st)) { /* an error body: keep its start for the message */
+		if (e->data.len < GB_ERRMSG_MAX)
+			buf_add(&e->data, p, MIN(n, GB_ERRMSG_MAX - e->data.len));
+		return AIS_OK;
+	}
+	if (!e->head) {
+		sv_t cl = httpc_resp_header(r, "Content-Length");
+		uint64_t v;
+		if (!cl.ptr || num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v) != AIS_OK) {
+			ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
+				 e->in->name.ptr);
+			wake(g);
+			return AIS_ERR;
+		}
+		e->size = v;
+		e->head = true;
+		head_mtime(r, e);
+		wake(g);
+	}
+	bool is_cur = f->i == g->cur;
+	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
+		e->paused = true;
+		return AIS_AGAIN;
+	}
+	if (e->recvd + n > e->size) {
+		ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
+			 e->in->name.ptr);
+		wake(g);
+		return AIS_ERR;
+	}
+	buf_add(&e->data, p, n);
+	e->recvd += n;
+	g->buffered += n;
+	if (is_cur)
+		wake(g);
+	return AIS_OK;
+}
+
+static void on_fetch_done(httpc_req_t *r, void *arg)
+{
+	struct fctx *f = arg;
+	struct gb *g = f->g;
+	struct gb_ent *e = &g->e[f->i];
+	int st = httpc_status(r);
+
+	e->r = NULL;
+	e->ended = true;
+	g->inflight--;
+	if (httpc_result(r) != AIS_OK) {
+		ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
+	} else if (!ok_status(st)) {
+		json_error_t jerr;
+		json_t *doc = json_loadb(e->data.ptr ? e->data.ptr : "", e->data.len, 0, &jerr);
+		const char *m = json_string_value(json_object_get(doc, "message"));
+		ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
+			 m ? m : "the owner target answered with an error");
+		json_decref(doc);
+		buf_free(&e->data);
+	} else {
+		if (!e->head) {
+			sv_t cl = httpc_resp_header(r, "Content-Length");
+			uint64_t v = 0;
+			if (cl.ptr)
+				num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v);
+			e->size = v;
+			e->head = true;
+			head_mtime(r, e);
+		}
+		if (e->recvd != e->size)
+			ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
+				 e->in->name.ptr, (unsigned long long)e->recvd, (unsigned long long)e->size);
+	}
+	wake(g);
+}
+
+static void pct_encode(buf_t *b, sv_t s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char c = (unsigned char)s.ptr[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+			buf_addch(b, (char)c);
+		} else {
+			buf_addch(b, '%');
+			buf_addch(b, hex[c >> 4]);
+			buf_addch(b, hex[c & 15]);
+		}
+	}
+}
+
+static void fetch_start(struct gb *g, size_t i)
+{
+	struct gb_ent *e = &g->e[i];
+	moss_in_t *in = e->in;
+	buf_t url = BUF_INIT;
+	char range[80];
+	const char *hdrs[2] = {NULL, NULL};
+
+	buf_addstr(&url, g->peers[e->owner]);
+	buf_addstr(&url, "/v1/objects/");
+	pct_encode(&url, in->bck, false);
+	buf_addch(&url, '/');
+	pct_encode(&url, in->obj, true);
+	if (in->arch.len) {
+		buf_addstr(&url, "?archpath=");
+		pct_encode(&url, in->arch, false);
+	}
+	if (in->length) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)in->start,
+			 (unsigned long long)(in->start + in->length - 1));
+		hdrs[0] = range;
+	} else if (in->start) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-", (unsigned long long)in->start);
+		hdrs[0] = range;
+	}
+	struct fctx *f = arena_alloc(g->req->arena, sizeof(*f));
+	f->g = g;
+	f->i = i;
+	httpc_spec_t s = {
+		.method = "GET", .url = url.ptr, .headers = hdrs[0] ? hdrs : NULL,
+		.write = on_fetch_data, .done = on_fetch_done, .arg = f,
+		.timeout_ms = GB_FETCH_TIMEOUT_MS,
+	};
+	e->r = httpc_start(g->hc, &s);
+	if (e->r)
+		g->inflight++;
+	else
+		ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
+	buf_free(&url);
+}
+
+/* Starts the fetches that are due (invariant 2 bounds them). */
+static void pump(struct gb *g)
+{
+	if (g->next_fetch < g->cur)
+		g->next_fetch = g->cur;
+	while (g->next_fetch < g->mr.n && g->next_fetch < g->cur + GB_WINDOW &&
+	       g->inflight < GB_INFLIGHT && (g->buffered < GB_MEM_MAX || g->next_fetch == g->cur)) {
+		size_t i = g->next_fetch++;
+		struct gb_ent *e = &g->e[i];
+		if (e->owner >= 0 && !e->failed && !e->r && !e->ended)
+			fetch_start(g, i);
+	}
+}
+
+/* --- 4. the response ------------------------------------------------------- */
+
+/* Is entry i ready for its header (its size or its failure known)? */
+static bool ent_ready(const struct gb *g, size_t i)
+{
+	const struct gb_ent *e = &g->e[i];
+	return e->owner < 0 || e->failed || e->head;
+}
+
+/* Frees what entry i held once it is sent. */
+static void ent_release(struct gb *g, struct gb_ent *e)
+{
+	g->buffered -= e->data.len;
+	buf_free(&e->data);
+}
+
+static void next_entry(struct gb *g)
+{
+	ent_release(g, &g->e[g->cur]);
+	g->cur++;
+	g->phase = PH_HDR;
+	if (g->cur < g->mr.n) {
+		struct gb_ent *e = &g->e[g->cur];
+		if (e->paused && e->r) {
+			e->paused = false;
+			httpc_resume(e->r);
+		}
+	}
+	pump(g);
+}
+
+static int abort_stream(struct gb *g, struct gb_ent *e)
+{
+	log_warnx("GetBatch: aborting the stream at entry %zu (%.*s): %d %s", g->cur,
+		  (int)MIN(e->in->name.len, 256), e->in->name.ptr, e->status, e->msg ? e->msg : "");
+	return AIS_ERR;
+}
+
+/* Header of a local entry, and its data as a file segment of the stream. */
+static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
+{
+	moss_in_t *in = e->in;
+	store_meta_t m;
+	int fd;
+
+	if (store_open_obj(g->t->store, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &fd, &m) != AIS_OK) {
+		if (errno == ENOENT)
+			not_found(e, g->t->store);
+		else
+			ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+		return AIS_ERR;
+	}
+	uint64_t off = 0, size = m.size;
+	if (in->arch.len) {
+		if (m.version != e->version || m.mtime_ns != e->mtime_ns) {
+			close(fd);
+			ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
+				 (int)MIN(in->obj.len, 512), in->obj.ptr);
+			return AIS_ERR;
+		}
+		off = e->off;
+		size = e->size;
+	}
+	if (apply_range(in, &off, &size) != AIS_OK) {
+		close(fd);
+		ent_fail(e, 416, "%.*s: range not satisfiable for %llu bytes", (int)in->name.len, in->name.ptr,
+			 (unsigned long long)size);
+		return AIS_ERR;
+	}
+	tarw_header(out, in->name.ptr, in->name.len, size, m.mtime_ns / 1000000000LL);
+	g->sent_size = size;
+	g->phase = PH_PAD;
+	if (size)
+		http_resp_stream_file(g->req, fd, (off_t)off, size);
+	else
+		close(fd);
+	return AIS_OK;
+}
+
+static int fill(http_req_t *req, buf_t *out)
+{
+	struct gb *g = req->state;
+
+	while (out->len < GB_PIECE) {
+		if (g->cur == g->mr.n) {
+			tarw_end(out);
+			return AIS_DONE;
+		}
+		struct gb_ent *e = &g->e[g->cur];
+		switch (g->phase) {
+		case PH_HDR:
+			if (!ent_ready(g, g->cur)) {
+				pump(g);
+				return out->len ? AIS_OK : AIS_AGAIN;
+			}
+			if (!e->failed && e->owner < 0) {
+				if (send_local(g, e, out) == AIS_OK)
+					return AIS_OK; /* the file segment follows */
+			}
+			if (e->failed) {
+				if (!g->mr.coer || e->status != 404)
+					return abort_stream(g, e);
+				buf_t nm = BUF_INIT;
+				buf_addstr(&nm, MOSS_MISSING_PREFIX);
+				buf_addsv(&nm, e->in->name);
+				tarw_header(out, nm.ptr, nm.len, 0, g->mtime_s);
+				buf_free(&nm);
+				next_entry(g);
+				break;
+			}
+			tarw_header(out, e->in->name.ptr, e->in->name.len, e->size, e->mtime_ns / 1000000000LL);
+			g->sent_size = e->size;
+			g->left = e->size;
+			g->phase = PH_DATA;
+			break;
+		case PH_DATA: {
+			if (g->left == 0) {
+				g->phase = PH_PAD;
+				break;
+			}
+			if (e->failed)
+				return abort_stream(g, e);
+			if (e->data.len == 0) {
+				if (e->paused && e->r) {
+					e->paused = false;
+					httpc_resume(e->r);
+				}
+				if (e->data.len == 0)
+					return out->len ? AIS_OK : AIS_AGAIN;
+			}
+			size_t n = (size_t)MIN((uint64_t)e->data.len, g->left);
+			n = MIN(n, (size_t)GB_PIECE);
+			buf_add(out, e->data.ptr, n);
+			buf_consume(&e->data, n);
+			g->buffered -= n;
+			g->left -= n;
+			if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
+				e->paused = false;
+				httpc_resume(e->r);
+			}
+			break;
+		}
+		case PH_PAD:
+			tarw_pad(out, g->sent_size);
+			next_entry(g);
+			break;
+		}
+	}
+	return AIS_OK;
+}
+
+/* The wake event: starts the response once the first entry is known, or
+ * resumes a waiting stream. Runs on a clean stack (invariant 5). */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct gb *g = arg;
+	http_req_t *req = g->req;
+
+	if (g->started) {
+		http_resp_stream_wake(req);
+		return;
+	}
+	if (!ent_ready(g, 0))
+		return;
+	struct gb_ent *e = &g->e[0];
+	if (e->failed && (!g->mr.coer || e->status != 404)) {
+		http_resp_error(req, e->status, "GetBatch entry 0 (%.*s): %s", (int)MIN(e->in->name.len, 512),
+				e->in->name.ptr, e->msg ? e->msg : "failed");
+		return;
+	}
+	g->started = true;
+	http_resp_header(req, "Content-Type", "application/x-tar");
+	http_resp_send_stream(req, fill);
+}
+
+static void prepare_done(http_req_t *req)
+{
+	struct gb *g = req->state;
+
+	if (!g->mr.coer) {
+		for (size_t i = 0; i < g->mr.n; i++) {
+			struct gb_ent *e = &g->e[i];
+			if (e->owner < 0 && e->failed) {
+				http_resp_error(req, e->status, "GetBatch entry %zu (%.*s): %s", i,
+						(int)MIN(e->in->name.len, 512), e->in->name.ptr, e->msg ? e->msg : "failed");
+				return;
+			}
+		}
+	}
+	g->hc = httpc_new(http_req_base(req), NULL);
+	g->wake = event_new(http_req_base(req), -1, 0, on_wake, g);
+	pump(g);
+	wake(g);
+}
+
+/* --- 1. the request ---------------------------------------------------------- */
+
+static int peer_index(struct gb *g, const char *url, size_t cap)
+{
+	for (size_t i = 0; i < g->npeers; i++)
+		if (!strcmp(g->peers[i], url))
+			return (int)i;
+	if (g->npeers == cap)
+		return -1;
+	snprintf(g->peers[g->npeers], sizeof(g->peers[0]), "%s", url);
+	return (int)g->npeers++;
+}
+
+int tgt_getbatch(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	cluster_t *cl = t->base.cl;
+	struct gb *g;
+	sv_t bck = {"", 0};
+	buf_t err = BUF_INIT;
+
+	if (req->subpath.len) {
+		sv_t obj;
+		if (tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
+			return AIS_OK;
+	}
+	g = arena_zalloc(req->arena, sizeof(*g));
+	g->t = t;
+	g->req = req;
+	g->mtime_s = time_now_ns() / 1000000000LL;
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &g->mr, &err) != AIS_OK) {
+		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
+		buf_free(&err);
+		return AIS_OK;
+	}
+	g->e = arena_zalloc(req->arena, g->mr.n * sizeof(*g->e));
+	arena_cleanup_add(req->arena, gb_cleanup, g);
+	req->state = g;
+
+	const cmap_t *m = NULL;
+	size_t cap = 0;
+	if (cl)
+		cluster_read_lock(cl, &m, NULL);
+	if (m) {
+		cap = cmap_size(m);
+		g->peers = arena_zalloc(req->arena, (cap ? cap : 1) * sizeof(*g->peers));
+	}
+	buf_t uname = BUF_INIT;
+	for (size_t i = 0; i < g->mr.n; i++) {
+		struct gb_ent *e = &g->e[i];
+		e->in = &g->mr.in[i];
+		e->owner = -1;
+		if (!m)
+			continue;
+		buf_reset(&uname);
+		buf_addsv(&uname, e->in->bck);
+		buf_addch(&uname, '/');
+		buf_addsv(&uname, e->in->obj);
+		const cmap_node_t *o = cmap_owner(m, uname.ptr, uname.len);
+		if (!o)
+			ent_fail(e, 503, "no active target in the cluster");
+		else if (strcmp(o->id, cluster_self(cl)->id))
+			e->owner = peer_index(g, o->intra_url, cap);
+	}
+	buf_free(&uname);
+	if (cl)
+		cluster_read_unlock(cl);
+	http_offload(req, prepare_work, prepare_done);
+	return AIS_OK;
+}

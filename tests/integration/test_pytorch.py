@@ -1,0 +1,216 @@
+"""test_pytorch.py - ShardDataset with torch's DataLoader against a gateway
+and 3 targets started here (cluster.grace=60s, so a killed target keeps its
+place in the map).
+
+Shards are made by the shard tool from 400 generated samples (jpg, cls,
+and a json for some). With DataLoader(num_workers=4): every sample is seen
+exactly once per epoch and its bytes are the files'; set_epoch(1) and
+another seed change the order; two ranks (world_size=2, 2 workers each)
+split the shards without overlap and together see every sample; a shuffle
+buffer keeps the set. A shard list, local files and plain-HTTP URLs give the
+same samples; a .tgz shard is read too. Restarts: a 24 MiB shard read
+sample by sample while its owner is kill -9'd and restarted resumes with a
+Range (every sample once, bytes identical); a 4-worker epoch during which a
+target is kill -9'd and restarted completes with every sample exactly once.
+Skipped (with the reason) only when torch is not installed.
+"""
+# timeout: 300
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import warnings
+
+from itlib import T
+
+import clulib
+from clulib import poll, procs, request, smap_ids
+
+ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
+PYDIR = os.path.join(ROOT, "tools", "python")
+sys.path.insert(0, PYDIR)
+t = T()
+try:
+    from torch.utils.data import DataLoader
+except ImportError as e:
+    t.ok("# SKIP torch is not installed (%s): tools/install-deps.sh installs python3-torch" % e)
+    t.finish()
+from aisd import Client, ShardDataset  # noqa: E402
+
+warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers on 2 CPUs
+
+clulib.init(t, "pytorch", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=60s",
+                           "--set", "store.fsync=never"])
+g = clulib.Node("g1", "gateway")
+tg = [clulib.Node("t%d" % i, "target") for i in (1, 2, 3)]
+if not t.check(g.start(), "gateway starts") or not t.check(all(x.start(join=g.url) for x in tg), "3 targets join"):
+    t.finish()
+want = {g.id} | {x.id for x in tg}
+if not t.check(poll(lambda: smap_ids(g) == want, 15), "the gateway's map has 4 nodes", smap_ids(g)):
+    t.finish()
+TMP = os.environ["TMPDIR"]
+rnd = random.Random(int(os.environ.get("SEED", "9")))
+c = Client(g.url, timeout=20, retry_for=60)
+B = "ml"
+c.create_bucket(B)
+
+
+def owner(name):
+    r = request("HEAD", g.url, "/v1/objects/%s/%s" % (B, name))
+    loc = r.h("location") or ""
+    return next((x for x in tg if loc.startswith(x.url + "/")), None)
+
+
+def shard_tool(*args):
+    env = dict(os.environ, PYTHONPATH=PYDIR, AIS_ENDPOINT=g.url)
+    return subprocess.run([sys.executable, "-m", "aisd.shard"] + list(args), env=env, timeout=120,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def write_samples(d, n, size, seed):
+    """n samples under d; returns {key: {ext: bytes}}."""
+    r = random.Random(seed)
+    out = {}
+    for i in range(n):
+        key = "%06d" % i
+        s = {"jpg": r.randbytes(r.randrange(size // 2, size * 3 // 2)), "cls": str(i % 10).encode()}
+        if i % 5 == 0:
+            s["json"] = json.dumps({"i": i}).encode()
+        out[key] = s
+        for ext, b in s.items():
+            with open(os.path.join(d, key + "." + ext), "wb") as f:
+                f.write(b)
+    return out
+
+
+def loader(ds, workers=4):
+    return DataLoader(ds, batch_size=None, num_workers=workers)
+
+
+def check_epoch(samples, want, what):
+    """Every sample exactly once, with the right bytes and nothing else."""
+    keys = [s["__key__"] for s in samples]
+    dup = len(keys) - len(set(keys))
+    bad = [s["__key__"] for s in samples
+           if {k: v for k, v in s.items() if not k.startswith("__")} != want.get(s["__key__"])]
+    return t.check(dup == 0 and set(keys) == set(want) and not bad,
+                   "%s: %d samples, each once, bytes identical" % (what, len(keys)),
+                   "dups %d, missing %d, wrong %s" % (dup, len(set(want) - set(keys)), bad[:3]))
+
+
+SRC = os.path.join(TMP, "src")
+os.makedirs(SRC)
+want = write_samples(SRC, 400, 8000, 1)
+r = shard_tool("--size", "200K", "--seed", "3", "--shuffle", "--jobs", "4", SRC, "ais://%s/train/" % B)
+t.check(r.returncode == 0, "shard tool: 400 samples into shards of <= 200 KiB", r.stderr)
+shards = c.list_names(B, "train/")
+t.check(len(shards) >= 16, "%d shards" % len(shards))
+
+# --- epochs ------------------------------------------------------------------------------
+
+ds = ShardDataset(g.url, bucket=B, prefix="train/", seed=42)
+e0 = list(loader(ds))
+check_epoch(e0, want, "epoch 0, 4 workers, by prefix")
+t.check(all(s["__shard__"] in shards for s in e0), "__shard__ names the shard")
+ds.set_epoch(1)
+e1 = list(loader(ds))
+check_epoch(e1, want, "epoch 1")
+k0, k1 = [s["__key__"] for s in e0], [s["__key__"] for s in e1]
+t.check(k0 != k1, "epoch 1's order differs from epoch 0's")
+ds.set_epoch(0)
+t.eq([s["__key__"] for s in loader(ds)], k0, "set_epoch(0) again: epoch 0's order")
+other = ShardDataset(g.url, bucket=B, prefix="train/", seed=43)
+ko = [s["__key__"] for s in loader(other)]
+t.check(ko != k0 and sorted(ko) == sorted(k0), "another seed: the same samples in another order")
+
+# --- distributed split ----------------------------------------------------------------------
+
+parts = []
+for rank in (0, 1):
+    dr = ShardDataset(g.url, bucket=B, shards=shards, seed=7, rank=rank, world_size=2)
+    dr.set_epoch(3)
+    parts.append(list(loader(dr, 2)))
+ka, kb = {s["__key__"] for s in parts[0]}, {s["__key__"] for s in parts[1]}
+sa, sb = {s["__shard__"] for s in parts[0]}, {s["__shard__"] for s in parts[1]}
+t.check(ka and kb and not (ka & kb) and not (sa & sb), "2 ranks x 2 workers: disjoint samples and shards",
+        (len(ka), len(kb), len(ka & kb)))
+check_epoch(parts[0] + parts[1], want, "2 ranks together")
+
+sb_ds = ShardDataset(g.url, bucket=B, prefix="train/", seed=42, shuffle_buffer=64)
+e_buf = list(loader(sb_ds))
+check_epoch(e_buf, want, "shuffle_buffer=64")
+t.check([s["__key__"] for s in e_buf] != k0, "the shuffle buffer changes the order")
+
+# --- other sources ----------------------------------------------------------------------------
+
+LOCAL = os.path.join(TMP, "local")
+r = shard_tool("--size", "200K", SRC, LOCAL)
+paths = sorted(glob.glob(os.path.join(LOCAL, "*.tar")))
+check_epoch(list(loader(ShardDataset(urls=paths))), want, "local files")
+obj_urls = ["%s/v1/objects/%s/%s" % (g.url, B, n) for n in shards]
+check_epoch(list(loader(ShardDataset(urls=obj_urls), 2)), want, "plain HTTP URLs (307 followed)")
+TGZ = os.path.join(TMP, "s.tgz")
+with tarfile.open(TGZ, "w:gz") as tf:
+    for k in sorted(want)[:30]:
+        for ext in want[k]:
+            tf.add(os.path.join(SRC, k + "." + ext), k + "." + ext)
+c.put(B, "gz/s.tgz", TGZ)
+check_epoch(list(ShardDataset(c, bucket=B, prefix="gz/")), {k: want[k] for k in sorted(want)[:30]}, "a .tgz shard")
+
+# --- a target killed and restarted in the middle of a shard -------------------------------------
+
+BIG = os.path.join(TMP, "big")
+os.makedirs(BIG)
+want_big = write_samples(BIG, 240, 100 * 1024, 2)
+r = shard_tool("--size", "64M", BIG, "ais://%s/big/" % B)
+big = c.list_names(B, "big/")
+t.check(r.returncode == 0 and len(big) == 1, "one 24 MiB shard", (r.stderr, big))
+victim = owner(big[0])
+
+
+def restart_later(node, secs):
+    def run():
+        time.sleep(secs)
+        node.start(join=g.url)
+    th = threading.Thread(target=run)
+    th.start()
+    return th
+
+
+ds_big = ShardDataset(c, bucket=B, shards=big)
+got, th = [], None
+t0 = time.monotonic()
+for s in ds_big:
+    got.append(s)
+    if len(got) == 5:
+        victim.kill9()
+        th = restart_later(victim, 1.0)
+th.join()
+check_epoch(got, want_big, "the owner kill -9'd after 5 samples, restarted 1 s later")
+t.check(ds_big.resumes >= 1, "the read resumed %d time(s) (%.1f s)" % (ds_big.resumes, time.monotonic() - t0))
+
+# --- kill -9 and restart mid-epoch with 4 workers ------------------------------------------------
+
+ds.set_epoch(2)
+order2 = [(s["__key__"], s["__shard__"]) for s in loader(ds)]
+victim = owner(order2[300][1])  # a shard no worker has opened by sample 100
+late = {sh for _, sh in order2[200:] if owner(sh) is victim}
+got, th = [], None
+for s in loader(ds):
+    got.append(s)
+    if len(got) == 100:
+        victim.kill9()
+        th = restart_later(victim, 1.5)
+    if 100 <= len(got) < 200:
+        time.sleep(0.01)
+th and th.join()
+check_epoch(got, want, "4 workers, the owner of %d shards read later kill -9'd at sample 100, restarted "
+            "1.5 s later" % len(late))
+t.eq([(s["__key__"], s["__shard__"]) for s in got], order2, "and in the same order as without the restart")
+t.check(procs[victim.name].poll() is None, "the target is back")
+t.finish()

@@ -1,0 +1,530 @@
+"""client.py - an HTTP client for aisd's native API, standard library only.
+
+What it guarantees:
+- Connections are kept alive and reused, one pool per process (a forked
+  DataLoader worker starts with an empty pool, never a parent's socket);
+  a pool hands a connection to one request at a time, so a Client may be
+  shared by threads.
+- The gateway's 307 redirects are followed here, to the target that owns
+  the object, with the same method, headers and body. A large PUT body is
+  sent once: the request carries "Expect: 100-continue" and the body goes
+  only to the node that asks for it.
+- Idempotent requests (GET, HEAD, DELETE, listing) are retried on
+  connection errors, timeouts and 5xx answers, with exponential backoff for
+  at most `retry_for` seconds, each time resolving the owner afresh through
+  the gateway. A stream (`open`) is retried until its first byte; reads
+  that fail later raise, and the caller resumes with a Range (ShardDataset
+  does).
+- A response that ends before its Content-Length raises ConnectionError,
+  never a silent short read.
+- Errors from the server raise HTTPError with the status and the message
+  of its JSON body.
+"""
+import http.client
+import io
+import json
+import os
+import random
+import select
+import socket
+import tarfile
+import threading
+import time
+import urllib.parse
+
+__all__ = ["Client", "HTTPError", "Stream", "Props"]
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+_RETRY_STATUS = (500, 502, 503, 504)
+_SMALL_BODY = 64 * 1024   # at most this much is sent without 100-continue
+_POOL_IDLE_MAX = 32       # idle connections kept per host
+_CHUNK = 1 << 20
+
+
+class HTTPError(Exception):
+    """An error answer: .status (int), .message (the server's text),
+    .url (the last URL asked)."""
+
+    def __init__(self, status, message, url=""):
+        super().__init__("HTTP %d: %s%s" % (status, message, " (%s)" % url if url else ""))
+        self.status, self.message, self.url = status, message, url
+
+
+def _message(body):
+    try:
+        d = json.loads(body)
+        if isinstance(d, dict) and "message" in d:
+            return str(d["message"])
+    except ValueError:
+        pass
+    return body[:300].decode("utf-8", "replace").strip()
+
+
+def quote(name):
+    """Percent-encodes an object name for a URL path (keeps '/')."""
+    return urllib.parse.quote(name, safe="/")
+
+
+class Props(dict):
+    """HEAD answer: a dict of the lower-cased headers, plus .size,
+    .checksum ((type, value) or None), .version."""
+
+    @property
+    def size(self):
+        return int(self.get("content-length", -1))
+
+    @property
+    def checksum(self):
+        t = self.get("ais-checksum-type")
+        return (t, self.get("ais-checksum-value")) if t else None
+
+    @property
+    def version(self):
+        return self.get("ais-version")
+
+
+class _Pool:
+    """Idle keep-alive connections per (scheme, host, port), per process."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.lock = threading.Lock()
+        self.idle = {}
+        self.pid = os.getpid()
+
+    def get(self, hp):
+        """Returns (connection, reused)."""
+        with self.lock:
+            if self.pid != os.getpid():  # forked: the parent's sockets are not ours
+                self.idle, self.pid = {}, os.getpid()
+            lst = self.idle.get(hp)
+            if lst:
+                return lst.pop(), True
+        return self.new(hp), False
+
+    def new(self, hp):
+        scheme, host, port = hp
+        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        return cls(host, port, timeout=self.timeout)
+
+    def put(self, hp, conn):
+        with self.lock:
+            if self.pid == os.getpid():
+                lst = self.idle.setdefault(hp, [])
+                if len(lst) < _POOL_IDLE_MAX:
+                    lst.append(conn)
+                    return
+        conn.close()
+
+    def close(self):
+        with self.lock:
+            if self.pid == os.getpid():
+                for lst in self.idle.values():
+                    for c in lst:
+                        c.close()
+            self.idle = {}
+
+
+def _hostport(url):
+    u = urllib.parse.urlsplit(url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError("not an http(s) URL: %r" % url)
+    return (u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80)), u
+
+
+class Stream(io.RawIOBase):
+    """A response body read incrementally. The connection goes back to the
+    pool once the body is read to its end; close() before that drops it.
+    .status, .headers (lower-cased dict), .length (Content-Length or None),
+    .url. A body cut short raises ConnectionError."""
+
+    def __init__(self, pool, hp, conn, resp, url):
+        super().__init__()
+        self._pool, self._hp, self._conn, self._resp = pool, hp, conn, resp
+        self.status = resp.status
+        self.headers = {k.lower(): v for k, v in resp.getheaders()}
+        cl = self.headers.get("content-length")
+        self.length = int(cl) if cl is not None and cl.isdigit() else None
+        self.url = url
+        self.got = 0
+        self._done = False
+
+    def readable(self):
+        return True
+
+    def _eof(self):
+        if self.length is not None and self.got < self.length:
+            self._drop()
+            raise ConnectionError("%s: connection closed after %d of %d bytes" % (self.url, self.got, self.length))
+        self._release()
+
+    def read(self, n=-1):
+        if self._done:
+            return b""
+        if n is None or n < 0:
+            parts = []
+            while True:
+                b = self.read(_CHUNK)
+                if not b:
+                    return b"".join(parts)
+                parts.append(b)
+        if n == 0:
+            return b""
+        try:
+            b = self._resp.read(n)
+        except BaseException:
+            self._drop()
+            raise
+        if not b:
+            self._eof()
+            return b""
+        self.got += len(b)
+        if self.length is not None and self.got >= self.length:
+            self._release()
+        return b
+
+    def readinto(self, buf):
+        b = self.read(len(buf))
+        buf[:len(b)] = b
+        return len(b)
+
+    def _release(self):
+        if not self._done:
+            self._done = True
+            if self._resp.will_close:
+                self._conn.close()
+            else:
+                self._pool.put(self._hp, self._conn)
+
+    def _drop(self):
+        if not self._done:
+            self._done = True
+            self._conn.close()
+
+    def close(self):
+        if not self._done:
+            complete = self.length is not None and self.got >= self.length
+            self._release() if complete else self._drop()
+        super().close()
+
+
+class Client:
+    """A client of one aisd endpoint (a gateway, or a standalone target).
+
+    timeout: seconds per socket operation; retry_for: how long idempotent
+    requests are retried (connection errors, timeouts, 5xx) before the last
+    error is raised; 0 disables retries."""
+
+    def __init__(self, endpoint, timeout=60.0, retry_for=60.0):
+        self.endpoint = endpoint.rstrip("/")
+        _hostport(self.endpoint)  # validates
+        self.timeout, self.retry_for = timeout, retry_for
+        self._pool = _Pool(timeout)
+
+    def __repr__(self):
+        return "Client(%r)" % self.endpoint
+
+    def __getstate__(self):  # picklable for DataLoader workers (spawn)
+        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for}
+
+    def __setstate__(self, st):
+        self.__init__(st["endpoint"], st["timeout"], st["retry_for"])
+
+    def close(self):
+        """Closes this process's idle connections."""
+        self._pool.close()
+
+    # --- the request engine ---------------------------------------------------
+
+    def _once(self, method, url, body, headers, stream):
+        """One request with its redirects followed. Returns a Stream (stream)
+        or (status, headers, data). Raises HTTPError for >= 400 and OSError /
+        http.client.HTTPException on transport errors."""
+        for _ in range(8):
+            hp, u = _hostport(url)
+            target = (u.path or "/") + ("?" + u.query if u.query else "")
+            conn, reused = self._pool.get(hp)
+            try:
+                resp, sent_body = self._send(conn, method, target, body, headers)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                if not reused:
+                    raise
+                # A kept-alive connection the server had closed: the request
+                # never reached it, so send it once more on a new one.
+                conn = self._pool.new(hp)
+                try:
+                    resp, sent_body = self._send(conn, method, target, body, headers)
+                except BaseException:
+                    conn.close()
+                    raise
+            if resp.status in _REDIRECTS:
+                loc = resp.getheader("Location")
+                resp.read()
+                self._finish(hp, conn, resp, sent_body, body)
+                if not loc:
+                    raise HTTPError(resp.status, "redirect without Location", url)
+                url = urllib.parse.urljoin(url, loc)
+                continue
+            if resp.status >= 400:
+                try:
+                    data = resp.read()
+                except BaseException:
+                    conn.close()
+                    raise
+                self._finish(hp, conn, resp, sent_body, body)
+                raise HTTPError(resp.status, _message(data) if method != "HEAD" else resp.reason, url)
+            if stream and method != "HEAD":
+                return Stream(self._pool, hp, conn, resp, url)
+            try:
+                data = resp.read()
+            except BaseException:
+                conn.close()
+                raise
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+            self._finish(hp, conn, resp, sent_body, body)
+            return resp.status, hdrs, data
+        raise HTTPError(310, "too many redirects", url)
+
+    def _finish(self, hp, conn, resp, sent_body, body):
+        """Back to the pool, unless the server said close or is still owed
+        a body it never got (an answer to 100-continue before the body)."""
+        if resp.will_close or (body is not None and not sent_body):
+            conn.close()
+        else:
+            self._pool.put(hp, conn)
+
+    def _send(self, conn, method, target, body, headers):
+        """Sends one request; returns (response, whether the body was sent).
+        Bodies above _SMALL_BODY wait for 100 Continue, so a redirect costs
+        no body bytes."""
+        if body is None or (isinstance(body, (bytes, bytearray, memoryview)) and len(body) <= _SMALL_BODY):
+            conn.request(method, target, body=body, headers=headers)
+            return conn.getresponse(), True
+        size = len(body) if isinstance(body, (bytes, bytearray, memoryview)) else body.size
+        conn.putrequest(method, target, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.putheader("Content-Length", str(size))
+        conn.putheader("Expect", "100-continue")
+        conn.endheaders()
+        if _await_continue(conn.sock, min(self.timeout, 5.0)):
+            if isinstance(body, (bytes, bytearray, memoryview)):
+                conn.sock.sendall(body)
+            else:
+                body.send(conn.sock)
+            return conn.getresponse(), True
+        return conn.getresponse(), False
+
+    def _call(self, method, path, query=None, body=None, headers=None, stream=False,
+              retry=True, start_url=None):
+        """A request with retries; path is the URL path on the endpoint."""
+        url = start_url or self.endpoint + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        headers = dict(headers or {})
+        deadline = time.monotonic() + self.retry_for
+        delay = 0.05
+        while True:
+            try:
+                return self._once(method, url, body, headers, stream)
+            except HTTPError as e:
+                if not retry or e.status not in _RETRY_STATUS or time.monotonic() + delay > deadline:
+                    raise
+            except (OSError, http.client.HTTPException):
+                if not retry or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+
+    # --- objects ---------------------------------------------------------------
+
+    @staticmethod
+    def _opath(bucket, name):
+        return "/v1/objects/%s/%s" % (bucket, quote(name))
+
+    def open(self, bucket, name, start=0, length=None, archpath=None):
+        """GET as a Stream from byte `start` (and at most `length` bytes).
+        The caller reads it and closes it."""
+        q = {"archpath": archpath} if archpath else None
+        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length), stream=True)
+
+    def open_url(self, url, start=0, length=None):
+        """The same for any http(s) URL (a plain web server)."""
+        return self._call("GET", "", headers=_range(start, length), stream=True, start_url=url)
+
+    def get(self, bucket, name, archpath=None):
+        """The object's bytes (or, with archpath, one file of a tar shard)."""
+        q = {"archpath": archpath} if archpath else None
+        return self._call("GET", self._opath(bucket, name), q)[2]
+
+    def get_range(self, bucket, name, start, length):
+        """length bytes from offset start (fewer at the end of the object)."""
+        if length <= 0:
+            return b""
+        return self._call("GET", self._opath(bucket, name), headers=_range(start, length))[2]
+
+    def head(self, bucket, name):
+        """Props of the object; HTTPError 404 when missing."""
+        return Props(self._call("HEAD", self._opath(bucket, name))[1])
+
+    def put(self, bucket, name, data, checksum=None, custom=None):
+        """Stores data (bytes, or a path of a local file) as bucket/name.
+        checksum=(type, value) is verified by the target; custom is a dict
+        of custom metadata. Returns the answer's headers. Retried like a GET
+        (a PUT of the same bytes is idempotent)."""
+        body = _FileBody(data) if isinstance(data, (str, os.PathLike)) else bytes(data)
+        h = {"Content-Type": "application/octet-stream"}
+        if checksum:
+            h["Ais-Checksum-Type"], h["Ais-Checksum-Value"] = checksum
+        if custom:
+            h["Ais-Custom-Md"] = ",".join("%s=%s" % kv for kv in custom.items())
+        try:
+            return self._call("PUT", self._opath(bucket, name), body=body, headers=h)[1]
+        finally:
+            if isinstance(body, _FileBody):
+                body.close()
+
+    def delete(self, bucket, name):
+        """Removes the object; HTTPError 404 when missing."""
+        self._call("DELETE", self._opath(bucket, name))
+
+    # --- buckets ----------------------------------------------------------------
+
+    def create_bucket(self, bucket, exist_ok=False):
+        try:
+            self._call("POST", "/v1/buckets/" + bucket, body=b'{"action":"create-bck"}',
+                       headers={"Content-Type": "application/json"}, retry=False)
+        except HTTPError as e:
+            if not (exist_ok and e.status == 409):
+                raise
+
+    def destroy_bucket(self, bucket):
+        self._call("DELETE", "/v1/buckets/" + bucket, body=b'{"action":"destroy-bck"}',
+                   headers={"Content-Type": "application/json"})
+
+    def buckets(self):
+        return [b["name"] for b in json.loads(self._call("GET", "/v1/buckets/")[2])]
+
+    def list(self, bucket, prefix="", pagesize=1000, props=None):
+        """Iterates every entry ({"name","size",...}) of the bucket whose name
+        starts with prefix, in name order, a page at a time."""
+        token = ""
+        while True:
+            q = {"prefix": prefix, "pagesize": str(pagesize)}
+            if token:
+                q["continuation_token"] = token
+            if props:
+                q["props"] = props
+            d = json.loads(self._call("GET", "/v1/buckets/" + bucket, q)[2])
+            yield from d.get("entries") or []
+            token = d.get("continuation_token") or ""
+            if not token:
+                return
+
+    def list_names(self, bucket, prefix=""):
+        return [e["name"] for e in self.list(bucket, prefix, pagesize=10000)]
+
+    # --- GetBatch -----------------------------------------------------------------
+
+    def get_batch(self, bucket, entries, coer=False, onob=False):
+        """One GetBatch request (GET /v1/ml/moss/BUCKET) for entries in
+        order: each a name, or a dict {"objname", "bucket"?, "archpath"?,
+        "start"?, "length"?}. Yields (name, bytes) in request order as the
+        tar stream arrives (names as the server sends them: bucket/objname
+        [/archpath], or __404__/... for a missing entry with coer=True).
+        On a connection error mid-stream the entries not yet yielded are
+        asked again, so each is yielded exactly once."""
+        ents = [{"objname": e} if isinstance(e, str) else dict(e) for e in entries]
+        done, fails = 0, 0
+        while done < len(ents):
+            body = json.dumps({"in": ents[done:], "mime": ".tar", "coer": bool(coer),
+                               "onob": bool(onob), "strm": True}).encode()
+            s = self._call("GET", "/v1/ml/moss/" + bucket, body=body,
+                           headers={"Content-Type": "application/json"}, stream=True)
+            progressed = False
+            try:
+                for name, data in iter_tar(s):
+                    done += 1
+                    progressed = True
+                    yield name, data
+                if done < len(ents):
+                    raise HTTPError(502, "GetBatch answered %d of %d entries" % (done, len(ents)), s.url)
+            except (OSError, http.client.HTTPException):
+                fails = 0 if progressed else fails + 1
+                if fails > 5 or self.retry_for <= 0:
+                    raise
+                time.sleep(0.1 * fails)
+            finally:
+                s.close()
+
+
+def iter_tar(f, bufsize=64 * 1024):
+    """Yields (name, bytes) for each regular file of the tar read from the
+    file object f as a stream (nothing is held but the current member)."""
+    with tarfile.open(fileobj=f, mode="r|", bufsize=bufsize) as tar:
+        for m in tar:
+            if m.isfile():
+                yield m.name, tar.extractfile(m).read()
+
+
+def _range(start, length):
+    if not start and length is None:
+        return {}
+    if length is None:
+        return {"Range": "bytes=%d-" % start}
+    return {"Range": "bytes=%d-%d" % (start, start + length - 1)}
+
+
+def _await_continue(sock, timeout):
+    """After a request head with Expect: 100-continue: True when the server
+    says 100 Continue (consumed here) or says nothing for `timeout` seconds
+    (then the body goes anyway, as curl does); False when a final answer came
+    first (left unread for http.client)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        r, _, _ = select.select([sock], [], [], left)
+        if not r:
+            return True
+        peek = sock.recv(1024, socket.MSG_PEEK)
+        if not peek:
+            return False  # closed: let getresponse() report it
+        if len(peek) < 12:
+            time.sleep(0.001)
+            continue
+        if peek[9:12] != b"100":
+            return False
+        end = peek.find(b"\r\n\r\n")
+        if end < 0:
+            time.sleep(0.001)
+            continue
+        n = end + 4
+        while n:
+            n -= len(sock.recv(n))
+        return True
+
+
+class _FileBody:
+    """A local file as a PUT body: its size, sent with sendfile from offset
+    0 each time (so a retry sends it whole again)."""
+
+    def __init__(self, path):
+        self.f = open(path, "rb")
+        self.size = os.fstat(self.f.fileno()).st_size
+
+    def send(self, sock):
+        off = 0
+        while off < self.size:
+            n = sock.sendfile(self.f, off, self.size - off)
+            if not n:
+                raise ConnectionError("sendfile: file shrank")
+            off += n
+
+    def close(self):
+        self.f.close()
+
+    def __len__(self):
+        return self.size
