@@ -6,7 +6,7 @@ set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev \
-curl python3 procps iproute2 nginx-light wrk prometheus"
+curl python3 python3-botocore procps iproute2 nginx-light wrk prometheus"
 
 missing=""
 for p in $PKGS; do

@@ -24,6 +24,12 @@
 # 10 s, then SIGKILL; it only signals the pids it recorded, after checking
 # that each is still that node's aisd.
 #
+# S3: the first `up` makes a key pair for the cluster (DIR/s3.key, mode
+# 600: ACCESS:SECRET:local:Local Admin) and every node gets it as an
+# s3.key line in its config; `up` prints it on one line that scripts can
+# parse:
+#   s3: endpoint=URL access_key=AK secret_key=SK region=REGION
+#
 # Defaults: -g 1 -t 3 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
 set -euo pipefail
 
@@ -280,6 +286,42 @@ set_key() {
 	fi
 }
 
+# s3_key_make: the cluster's S3 key pair (DIR/s3.key), made on first use.
+s3_key_make() {
+	local f=$dir/s3.key hex secret
+	[ -s "$f" ] && return 0
+	hex=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	secret=$(head -c 30 /dev/urandom | base64 | tr -d '\n')
+	(
+		umask 077
+		echo "AIS$(tr a-f A-F <<<"${hex:0:17}"):$secret:local:Local Admin" >"$f.tmp"
+	)
+	mv "$f.tmp" "$f"
+}
+
+# s3_key_field N: field N (1 access key, 2 secret) of the cluster's key.
+s3_key_field() { cut -d: -f"$1" <"$dir/s3.key"; }
+
+# s3_key_conf NODE: the node's config has the cluster's key (an s3.key
+# line for its access key; other s3.key lines are left alone).
+s3_key_conf() {
+	local f=$dir/$1/aisd.conf ak
+	ak=$(s3_key_field 1)
+	grep -q "^[[:space:]]*s3\.key[[:space:]]*=[[:space:]]*$ak:" "$f" ||
+		echo "s3.key = $(cat "$dir/s3.key")" >>"$f"
+}
+
+# s3_region: the region g0 (or t0) is configured with.
+s3_region() {
+	local n r
+	for n in g0 t0; do
+		[ -f "$dir/$n/aisd.conf" ] || continue
+		r=$(sed -n 's/^[[:space:]]*s3\.region[[:space:]]*=[[:space:]]*\([^[:space:]#]*\).*/\1/p' "$dir/$n/aisd.conf" | tail -1)
+		break
+	done
+	echo "${r:-us-east-1}"
+}
+
 # start_node NODE ROLE PORTINDEX [JOIN_URL]: start it unless it runs.
 start_node() {
 	local node=$1 role=$2 i=$3 join=${4:-} nd=$dir/$1 port want
@@ -305,6 +347,7 @@ start_node() {
 	write_conf "$node" "$role" "$port"
 	set_key "$node" net.port "$port"
 	set_key "$node" cluster.join "$join"
+	s3_key_conf "$node"
 	rm -f "$nd/aisd.pid"
 	# The child writes its own pid, then execs aisd: the pid file names
 	# aisd itself whether or not setsid had to fork.
@@ -364,6 +407,7 @@ cmd_up() {
 		baseport=$(cat "$dir/baseport")
 	fi
 	echo "$baseport" >"$dir/baseport"
+	s3_key_make
 
 	# On an existing DIR, every node it has comes back.
 	local n hg=0 ht=0 i node fail=0 join="" all=()
@@ -419,6 +463,7 @@ cmd_up() {
 		ep=http://127.0.0.1:$(node_port t0)
 	fi
 	echo "endpoint: $ep"
+	echo "s3: endpoint=$ep access_key=$(s3_key_field 1) secret_key=$(s3_key_field 2) region=$(s3_region)"
 	if [ "$dir" = "$(cd "$REPO" && pwd -P)/run" ]; then
 		stop="make stop   (or: deploy/local/cluster.sh down -d ./run)"
 	else

@@ -1,7 +1,7 @@
 /*
  * cluster.h - a node's life in the cluster: its view of the cluster map
- * and bucket metadata, joining, metadata sync, and (on the primary
- * gateway) membership by health checks.
+ * and bucket metadata, joining, metadata sync, (on the primary gateway)
+ * membership by health checks, and primary failover.
  *
  * The model (see DESIGN.md "Cluster metadata"):
  *  1. Only the primary gateway makes new versions of the cmap and BMD
@@ -21,9 +21,42 @@
  *     decommissioning (it remembers that in node.dir and never rejoins),
  *     waits until the node has moved its objects off (its rebalance,
  *     jobs.h), then removes it.
+ *
+ * Failover (election.c, vote.c; the majority rules apply when the map has
+ * two gateways or more: with one, no other primary can arise):
+ *  5. Every map has a term (the primary's epoch); maps compare by (term,
+ *     version), so whatever a deposed primary makes in its old term loses.
+ *  6. Non-primary nodes check the primary every cluster.keepalive. When it
+ *     fails past cluster.grace, the first gateway of the election order
+ *     (cmap_election_order, the primary skipped) that answers, and that
+ *     reaches a majority of nodes, runs for primary: POST
+ *     /v1/cluster/vote to every other node of its map. It wins
+ *     with a majority of the map's nodes (the dead primary counted), each
+ *     voter following cmap_vote (V1-V4 in cmap.h: it cannot reach the
+ *     primary either, the candidate's metadata is not older, one vote per
+ *     term, persisted in DIR/vote.json). The winner installs the map with
+ *     the new term, itself primary and the old primary removed, and pushes.
+ *  7. A primary changes metadata only while a majority of nodes answers it
+ *     (checked before each change), and a change is confirmed (200) only
+ *     when a majority took it; otherwise 503. So a partitioned primary
+ *     changes nothing, and every confirmed change is on a voter of any
+ *     winning majority.
+ *  8. A node that voted for another candidate refuses older-term pushes
+ *     for 2 x cluster.grace.
+ *  9. A primary whose push is refused as older, or that reaches only a
+ *     minority, asks the others for their map and follows a newer one (and
+ *     then joins its primary as a non-primary gateway). A push of a newer
+ *     term replaces the BMD even when it is not newer: the old term's
+ *     unconfirmed bucket changes are dropped.
+ * 10. A gateway whose persisted map names it primary asks the other nodes
+ *     of that map at start and follows a newer map instead of resuming; a
+ *     node whose primary does not answer asks the other nodes each round
+ *     (a new primary may have been elected while it was away).
+ * 11. set-primary (PUT /v1/cluster, or PUT /v1/cluster/proxy/ID): the
+ *     primary pushes a map with term + 1 and the new primary (which must
+ *     answer its health check); it stays a gateway.
  * Readers take a consistent snapshot with cluster_read_lock; the pointers
  * are valid until cluster_read_unlock and must not be kept.
- * Not yet: primary failover (election).
  */
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H
@@ -69,10 +102,11 @@ bool cluster_is_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
 
-/* Blocking (pool thread): asks the primary for its cluster map and installs
- * it if newer; at most once per min_interval_ms (concurrent callers return
- * at once). For a node that doubts its map: a request routed to it by a
- * node with a newer one. Returns true when the map changed. */
+/* Blocking (pool thread): asks the primary for its cluster map and BMD and
+ * installs them if newer; one refresh at a time, at most once per
+ * min_interval_ms (concurrent callers wait for the one in flight). For a
+ * node that doubts its map: a request routed to it by a node with a newer
+ * one. Returns true when the map changed. */
 bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
 
 /* Primary only, blocking (call from the I/O pool): applies fn to copies of
@@ -83,10 +117,13 @@ typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
 
 /* HTTP handlers, for every role's route table. */
-/* GET /v1/cluster?what=smap|bmd, POST /v1/cluster/join, PUT /v1/cluster
- * {"action":"start-maintenance|stop-maintenance|decommission-node",
- *  "value":{"sid":ID}}: 200 with the new map, 400, 404 (no such node), 409
- * (the primary), 307 to the primary on other nodes. */
+/* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST
+ * /v1/cluster/vote (a ballot: {"vote","stale","term","voted_term","reason"}),
+ * PUT /v1/cluster {"action":"start-maintenance|stop-maintenance|
+ * decommission-node|set-primary","value":{"sid":ID}} or PUT
+ * /v1/cluster/proxy/ID (set-primary): 200 with the new map, 400, 404 (no
+ * such node), 409 (the primary), 503 (no majority, node not answering), 307
+ * to the primary on other nodes. */
 int cluster_h_cluster(http_req_t *req);
 int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 /* GET /v1/daemon?what=stats|smap|bmd: this node (stats.c). */

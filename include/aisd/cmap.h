@@ -2,8 +2,9 @@
  * cmap.h - the cluster map: which nodes form the cluster, who is primary,
  * and where an object lives (HRW over the active targets).
  *
- * A cmap_t is a versioned value: cluster uuid, version (monotonic, >= 1),
- * the primary gateway's id, and the nodes (id, role, public URL,
+ * A cmap_t is a versioned value: cluster uuid, term (the primary's epoch,
+ * >= 1: a new primary elected or handed over starts a higher one), version
+ * (monotonic, >= 1), the primary gateway's id, and the nodes (id, role, public URL,
  * intra-cluster URL, state), kept sorted by id. Every cmap_t in memory is
  * valid: it has a primary, the primary is an active gateway in the map, ids
  * are unique, URLs are http:// or https://. The functions that change a map
@@ -13,7 +14,8 @@
  * cmap_set_state, cmap_set_primary), on its own copy (cmap_clone), then
  * pushes the encoded result to every node; a node checks an incoming map with
  * cmap_accept before it installs and persists it, so it never goes back to an
- * older version. A cmap_t is not locked: share it read-only (swap pointers to
+ * older (term, version): maps compare by term first, then version, so what a
+ * deposed primary makes in its old term loses to the new term's maps. A cmap_t is not locked: share it read-only (swap pointers to
  * publish a new one) or guard it.
  *
  * Placement: a node's digest is hrw_digest(id); an object's owner is the
@@ -76,6 +78,7 @@ cmap_t *cmap_clone(const cmap_t *m);
 bool cmap_equal(const cmap_t *a, const cmap_t *b);
 
 const char *cmap_uuid(const cmap_t *m);
+uint64_t cmap_term(const cmap_t *m);
 uint64_t cmap_version(const cmap_t *m);
 const char *cmap_primary(const cmap_t *m);
 /* Nodes by index 0..cmap_size()-1, in id order. */
@@ -94,29 +97,34 @@ size_t cmap_count(const cmap_t *m, int role, int state);
  *  cmap_remove: ENOENT; EBUSY for the primary (elect another one first).
  *  cmap_set_state: ENOENT; EBUSY to take the primary out of active.
  *  cmap_set_primary: the node must be an active gateway (EINVAL, ENOENT).
+ *  cmap_set_term: term must be higher than the map's (EINVAL).
  */
 int cmap_add(cmap_t *m, const cmap_node_t *n, buf_t *err);
 int cmap_remove(cmap_t *m, const char *id, buf_t *err);
 int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err);
 int cmap_set_primary(cmap_t *m, const char *id, buf_t *err);
+int cmap_set_term(cmap_t *m, uint64_t term, buf_t *err);
 
 /* Appends the map as compact JSON, nodes in id order:
- * {"uuid":..,"version":N,"primary":..,"nodes":[{"id","role","state",
+ * {"uuid":..,"term":N,"version":N,"primary":..,"nodes":[{"id","role","state",
  *  "public_url","intra_url"},..]}. Deterministic: equal maps, equal bytes. */
 void cmap_encode(const cmap_t *m, buf_t *out);
 /* Parses exactly len bytes (no NUL needed). Strict: every field present and
- * of its type, no unknown or duplicate keys, known roles and states, unique
- * valid ids, valid URLs, version >= 1, a primary that is an active gateway
+ * of its type ("term" may be absent: term 1, a map saved before terms
+ * existed), no unknown or duplicate keys, known roles and states, unique
+ * valid ids, valid URLs, term and version >= 1, a primary that is an active gateway
  * in the map. AIS_OK with *out set (caller frees), or AIS_ERR with errno
  * EINVAL, *out NULL and one line in err. */
 int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err);
 
+/* Order of (term, version): <0 when a is older than b, 0 same, >0 newer. */
+int cmap_cmp(const cmap_t *a, const cmap_t *b);
 /*
  * cmap_accept decides whether a node holding cur installs incoming:
- *   AIS_OK    incoming is newer (or cur is NULL): install it;
- *   AIS_DONE  same version and same content: nothing to do;
- *   AIS_ERR   errno EXDEV (other cluster uuid), ESTALE (older version) or
- *             EEXIST (same version, other content: two writers).
+ *   AIS_OK    incoming is newer by (term, version) (or cur is NULL);
+ *   AIS_DONE  same term, version and content: nothing to do;
+ *   AIS_ERR   errno EXDEV (other cluster uuid), ESTALE (older) or EEXIST
+ *             (same term and version, other content: two writers).
  */
 int cmap_accept(const cmap_t *cur, const cmap_t *incoming, buf_t *err);
 
@@ -134,6 +142,47 @@ size_t cmap_top(const cmap_t *m, const char *uname, size_t len, size_t k, const 
  * other than the primary. Fills at most cap entries; returns how many there
  * are in all. */
 size_t cmap_election_order(const cmap_t *m, const cmap_node_t **out, size_t cap);
+
+/*
+ * Election (vote.c, pure). A candidate gateway asks every node of its map
+ * for a vote with a ballot (POST /v1/cluster/vote); it wins with the yes
+ * votes (its own included) of a majority of the nodes of its map
+ * (cmap_quorum), the failed primary counted. cmap_vote is the voter's rule:
+ * yes only when
+ *  V1. the ballot is for this cluster (uuid) and replaces the primary of
+ *      the voter's map, and the candidate is another active gateway in it;
+ *  V2. the voter cannot reach that primary itself (primary_alive false);
+ *  V3. the candidate's metadata is not older than the voter's: (cmap_term,
+ *      cmap_version) and bmd_version (else CMAP_VOTE_STALE: the candidate
+ *      fetches the voter's metadata, catches up and tries again);
+ *  V4. the term asked for is above the voter's map term, and above the
+ *      term of the voter's last vote, or equal to it with the same
+ *      candidate (a retry): one vote per term, so one winner per term.
+ * The caller records (persists) {term, candidate} before it answers yes.
+ */
+typedef struct cmap_ballot {
+	char uuid[CMAP_ID_MAX + 1];
+	char candidate[CMAP_ID_MAX + 1];
+	char primary[CMAP_ID_MAX + 1]; /* the primary it replaces */
+	uint64_t term;                 /* the term asked for */
+	uint64_t cmap_term, cmap_version, bmd_version; /* the candidate's metadata */
+} cmap_ballot_t;
+
+typedef struct cmap_vote_rec {
+	uint64_t term; /* the highest term voted in; 0 never */
+	char candidate[CMAP_ID_MAX + 1];
+} cmap_vote_rec_t;
+
+enum cmap_vote_res { CMAP_VOTE_YES = 0, CMAP_VOTE_NO = 1, CMAP_VOTE_STALE = 2 };
+
+enum cmap_vote_res cmap_vote(const cmap_t *mine, uint64_t my_bmd_version, const cmap_vote_rec_t *voted,
+			     const cmap_ballot_t *b, bool primary_alive, buf_t *why);
+/* Yes votes a candidate needs: a majority of the map's nodes. */
+size_t cmap_quorum(const cmap_t *m);
+/* Ballot JSON: {"uuid","term","candidate","primary","cmap_term",
+ * "cmap_version","bmd_version"}. Decode is strict like cmap_decode. */
+void cmap_ballot_encode(const cmap_ballot_t *b, buf_t *out);
+int cmap_ballot_decode(const char *json, size_t len, cmap_ballot_t *out, buf_t *err);
 
 /* Persistence (persist.c): atomic save (temp file in the same directory,
  * fsync, rename, fsync of the directory) and load. Saves of one path must be

@@ -71,6 +71,13 @@ int conf_parse(conf_t *c, const char *text, size_t len, buf_t *err);
 int conf_load(conf_t *c, const char *path, buf_t *err);
 /* Checks cross-key rules after everything is set. */
 int conf_validate(const conf_t *c, buf_t *err);
+/* Splits an s3.key value "ACCESS:SECRET:USERID:DISPLAY NAME" into its four
+ * fields (views into spec) and checks them: access key [A-Za-z0-9_.-],
+ * 3..128; secret 8..128 printable bytes, no ':', '#' or spaces; user id 1..128
+ * printable bytes, no ':'; display name (may hold ':' and spaces) 1..128
+ * printable bytes. Returns AIS_OK, or AIS_ERR with a message in err that
+ * never repeats the secret. */
+int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err);
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
 

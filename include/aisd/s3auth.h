@@ -58,10 +58,8 @@ typedef struct s3_keys s3_keys_t;
 s3_keys_t *s3_keys_new(void);
 void s3_keys_free(s3_keys_t *k);
 /* Adds one key from "ACCESS:SECRET:USERID:DISPLAY NAME" (the s3.key config
- * value). Access key: [A-Za-z0-9_.-], 3..128; secret: 8..128 printable
- * bytes without ':' or spaces; user id: 1..128 bytes without ':'; display
- * name: the rest (may hold ':' and spaces), 1..128 bytes. Returns AIS_OK, or
- * AIS_ERR with a message in err (also for a duplicate access key). */
+ * value, checked by conf_s3key_split). Returns AIS_OK, or AIS_ERR with a
+ * message in err (also for a duplicate access key). */
 int s3_keys_add(s3_keys_t *k, const char *spec, buf_t *err);
 /* The key with this access key, or NULL. */
 const s3_key_t *s3_keys_find(const s3_keys_t *k, sv_t access_key);

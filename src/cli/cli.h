@@ -147,6 +147,7 @@ int cli_object_rm(struct cli *c, const struct cli_args *a);
 int cli_object_stat(struct cli *c, const struct cli_args *a);
 int cli_list(struct cli *c, const struct cli_args *a);
 int cli_cluster_show(struct cli *c, const struct cli_args *a);
+int cli_cluster_primary(struct cli *c, const struct cli_args *a);
 int cli_node_maintenance(struct cli *c, const struct cli_args *a);
 int cli_node_decommission(struct cli *c, const struct cli_args *a);
 int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */

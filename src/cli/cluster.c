@@ -276,3 +276,45 @@ out:
 	json_decref(smap);
 	return rc;
 }
+
+/*
+ * "aisctl cluster primary NODE": PUT /v1/cluster {"action":"set-primary",
+ * "value":{"sid":NODE}} (a non-primary endpoint redirects to the primary,
+ * followed with the body kept). Prints the primary and term of the map the
+ * server answers with.
+ */
+int cli_cluster_primary(struct cli *c, const struct cli_args *a)
+{
+	const char *node = a->pos[0];
+	json_t *body = json_pack("{s:s,s:{s:s}}", "action", "set-primary", "value", "sid", node);
+	char *js = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!js) {
+		cli_err("set-primary: cannot encode the request");
+		return CLI_EXIT_ERR;
+	}
+	struct cli_req rq = CLI_REQ_INIT("PUT", "/v1/cluster");
+	rq.json = js;
+	struct cli_resp rs = {0};
+	buf_t what = BUF_INIT;
+	buf_addf(&what, "set-primary %s", node);
+	int rc = CLI_EXIT_ERR;
+	if (cli_http(c, &rq, &rs) != AIS_OK || cli_http_check(&rs, what.ptr) != AIS_OK)
+		goto out;
+	json_t *smap = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+	const char *prim = json_string_value(json_object_get(smap, "primary"));
+	json_t *term = json_object_get(smap, "term"), *ver = json_object_get(smap, "version");
+	if (prim)
+		printf("primary: %s (term %" JSON_INTEGER_FORMAT ", cluster map version %" JSON_INTEGER_FORMAT ")\n",
+		       prim, json_is_integer(term) ? json_integer_value(term) : 0,
+		       json_is_integer(ver) ? json_integer_value(ver) : 0);
+	else
+		printf("set-primary %s: done\n", node);
+	json_decref(smap);
+	rc = CLI_EXIT_OK;
+out:
+	cli_resp_free(&rs);
+	buf_free(&what);
+	free(js);
+	return rc;
+}

@@ -89,6 +89,8 @@ static const struct cli_cmd cli_cmds[] = {
 	 1, 1, cli_object_stat},
 	{"cluster show", "", "show the cluster map and check every node's health", opts_cluster_show,
 	 0, 0, cli_cluster_show},
+	{"cluster primary", "NODE", "make the gateway NODE the primary (a new term; the old one stays a gateway)",
+	 NULL, 1, 1, cli_cluster_primary},
 	{"node maintenance", "start|stop NODE",
 	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
 	 NULL, 2, 2, cli_node_maintenance},

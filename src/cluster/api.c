@@ -1,8 +1,10 @@
 /*
- * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd,
- * POST /v1/cluster/join (primary), PUT /v1/cluster node state actions
- * (primary; others answer 307 to it), PUT /v1/metasync (every node), and the
- * joining client a non-primary node runs from the keepalive thread.
+ * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd|meta,
+ * POST /v1/cluster/join (primary), POST /v1/cluster/vote (election.c), PUT
+ * /v1/cluster node state actions and set-primary (primary; others answer
+ * 307 to it), PUT /v1/metasync (every node, with the accept rules of
+ * cluster.h 5, 8 and 9), and the joining client a non-primary node runs
+ * from the keepalive thread.
  *
  * Requests that change metadata run on the I/O pool (they persist files
  * and may push to other nodes); the handlers only parse and answer.
@@ -18,6 +20,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
+#include "cluster_int.h"
 #include "runtime_int.h"
 #include "aisd/banned.h"
 
@@ -60,9 +63,26 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err)
 	int am = m ? cmap_accept(cl->cmap, m, err) : AIS_DONE;
 	int e = errno;
 	int ab = AIS_DONE;
+	bool new_term = am == AIS_OK && cl->cmap && cmap_term(m) > cmap_term(cl->cmap);
+	if (am == AIS_OK && cmap_term(m) < cl->voted.term && cl->voted_at &&
+	    time_mono_ns() - cl->voted_at < (int64_t)cl->conf->grace_ms * 2000000) {
+		/* election.c rule 3: we promised a vote in a newer term */
+		am = cmap_fail(err, ESTALE, "cmap: term %llu: this node voted in term %llu",
+			       (unsigned long long)cmap_term(m), (unsigned long long)cl->voted.term);
+		e = errno;
+	}
 	if (am != AIS_ERR && b) {
 		ab = bmd_accept(cl->bmd, b, err);
 		e = errno;
+		if (ab == AIS_ERR && new_term && (e == EEXIST || e == ESTALE)) {
+			/* the new term's primary is the authority: what a deposed
+			 * primary made in its old term and never got confirmed loses */
+			log_warnx("bucket metadata v%llu of the new primary replaces ours (v%llu): %s",
+				  (unsigned long long)bmd_version(b), (unsigned long long)bmd_version(cl->bmd),
+				  err->ptr ? err->ptr : "");
+			buf_reset(err);
+			ab = AIS_OK;
+		}
 	}
 	pthread_rwlock_unlock(&cl->rw);
 	if (am == AIS_ERR || ab == AIS_ERR) {
@@ -103,29 +123,6 @@ static void node_json(const cmap_node_t *n, buf_t *out)
 	buf_addstr(out, ",\"intra_url\":");
 	buf_add_json_str(out, n->intra_url, strlen(n->intra_url));
 	buf_addch(out, '}');
-}
-
-/* Asks the primary for its map: true when this node is not in it (the
- * primary dropped it while it was unreachable, and pushes only to members). */
-static bool dropped_by_primary(cluster_t *cl)
-{
-	char url[CMAP_URL_MAX + 32];
-	buf_t resp = BUF_INIT, err = BUF_INIT;
-	int status = 0;
-	cmap_t *m = NULL;
-	bool dropped = false;
-
-	if (!cluster_primary_url(cl, url, CMAP_URL_MAX + 1))
-		return false;
-	size_t n = strlen(url);
-	snprintf(url + n, sizeof(url) - n, "/v1/cluster?what=smap");
-	if (httpc_sync("GET", url, NULL, NULL, 0, 2000, &resp, &status) == AIS_OK && status == 200 &&
-	    cmap_decode(resp.ptr, resp.len, &m, &err) == AIS_OK)
-		dropped = !cmap_get(m, cl->self.id, strlen(cl->self.id));
-	cmap_free(m);
-	buf_free(&resp);
-	buf_free(&err);
-	return dropped;
 }
 
 bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms)
@@ -178,32 +175,18 @@ bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms)
 	return changed;
 }
 
-void clu_join_if_needed(cluster_t *cl)
+/* POSTs the join to base_url; true when the answer was accepted. */
+static bool join_at(cluster_t *cl, const char *base_url)
 {
-	char url[512];
-	bool in_map = false;
-
-	if (atomic_load(&cl->decommissioned))
-		return; /* the primary decommissioned this node: never rejoin */
-	pthread_rwlock_rdlock(&cl->rw);
-	if (cl->cmap) {
-		const cmap_node_t *me = cmap_get(cl->cmap, cl->self.id, strlen(cl->self.id));
-		in_map = me && !strcmp(me->pub_url, cl->self.pub_url);
-	}
-	pthread_rwlock_unlock(&cl->rw);
-	if (in_map && cl->joined && !dropped_by_primary(cl))
-		return;
-	if (!cluster_primary_url(cl, url, sizeof(url) - 32) || cl->conf->join[0])
-		snprintf(url, sizeof(url) - 32, "%s", cl->conf->join[0] ? cl->conf->join : "");
-	if (!url[0])
-		return;
-	size_t ul = strlen(url);
-	while (ul && url[ul - 1] == '/')
-		url[--ul] = '\0';
-	snprintf(url + ul, sizeof(url) - ul, "/v1/cluster/join");
+	char url[CMAP_URL_MAX + 32];
+	size_t ul = strnlen(base_url, CMAP_URL_MAX);
+	while (ul && base_url[ul - 1] == '/')
+		ul--;
+	snprintf(url, sizeof(url), "%.*s/v1/cluster/join", (int)ul, base_url);
 
 	buf_t body = BUF_INIT, resp = BUF_INIT, err = BUF_INIT;
 	int status = 0;
+	bool ok = false;
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
 	node_json(&cl->self, &body);
 	if (httpc_sync("POST", url, hdrs, body.ptr, body.len, 5000, &resp, &status) != AIS_OK || status != 200) {
@@ -216,11 +199,38 @@ void clu_join_if_needed(cluster_t *cl)
 	} else {
 		cl->joined = true;
 		cl->join_warned = false;
+		ok = true;
 		log_info("joined the cluster at %s as %s", url, cl->self.id);
 	}
 	buf_free(&body);
 	buf_free(&resp);
 	buf_free(&err);
+	return ok;
+}
+
+void clu_join_if_needed(cluster_t *cl, const cmap_t *pm)
+{
+	char url[CMAP_URL_MAX + 1];
+	bool in_map = false;
+
+	if (atomic_load(&cl->decommissioned))
+		return; /* the primary decommissioned this node: never rejoin */
+	pthread_rwlock_rdlock(&cl->rw);
+	if (cl->cmap) {
+		const cmap_node_t *me = cmap_get(cl->cmap, cl->self.id, strlen(cl->self.id));
+		in_map = me && !strcmp(me->pub_url, cl->self.pub_url);
+	}
+	pthread_rwlock_unlock(&cl->rw);
+	/* pm: the primary answered; not in its map = it dropped us while we
+	 * were unreachable (it pushes only to members) */
+	if (in_map && cl->joined && !(pm && !cmap_get(pm, cl->self.id, strlen(cl->self.id))))
+		return;
+	/* the primary of our map first (it may have changed since cluster.join
+	 * was written), then cluster.join */
+	if (cluster_primary_url(cl, url, sizeof(url)) && join_at(cl, url))
+		return;
+	if (cl->conf->join[0] && (!cluster_primary_url(cl, url, sizeof(url)) || strcmp(url, cl->conf->join)))
+		join_at(cl, cl->conf->join);
 }
 
 struct join {
@@ -263,7 +273,8 @@ static void join_done(http_req_t *req)
 {
 	struct join *j = req->state;
 	if (j->err) {
-		http_resp_error(req, j->err == EPERM ? 503 : 400, "join refused: %s", j->msg.ptr ? j->msg.ptr : "");
+		http_resp_error(req, j->err == EPERM || j->err == EAGAIN ? 503 : 400, "join refused: %s",
+				j->msg.ptr ? j->msg.ptr : "");
 		return;
 	}
 	http_resp_header(req, "Content-Type", "application/json");
@@ -355,9 +366,9 @@ int cluster_h_metasync(http_req_t *req)
 
 /* --- node state actions: PUT /v1/cluster {"action","value":{"sid"}} ------- */
 
-enum node_act { ACT_START_MAINT, ACT_STOP_MAINT, ACT_DECOMMISSION };
+enum node_act { ACT_START_MAINT, ACT_STOP_MAINT, ACT_DECOMMISSION, ACT_SET_PRIMARY };
 
-static const char *const act_names[] = {"start-maintenance", "stop-maintenance", "decommission-node"};
+static const char *const act_names[] = {"start-maintenance", "stop-maintenance", "decommission-node", "set-primary"};
 
 struct nact {
 	enum node_act act;
@@ -398,11 +409,46 @@ static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
  * rebalance moves its objects off (it holds nothing once decommissioning)
  * and this waits for that drain (jobs_wait_drained).
  */
+/* set-primary: a new term with sid primary (the current primary stays a
+ * gateway of the map). The node must answer first: handing over to a dead
+ * gateway would only start an election. */
+static int nact_primary(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct nact *a = arg;
+	const cmap_node_t *n = cmap_get(m, a->sid, strlen(a->sid));
+	if (!n)
+		return cmap_fail(err, ENOENT, "no node %s", a->sid);
+	if (!strcmp(cmap_primary(m), a->sid))
+		return AIS_OK;
+	if (n->role != CMAP_GATEWAY || n->state != CMAP_ACTIVE)
+		return cmap_fail(err, EINVAL, "%s is not an active gateway", a->sid);
+	if (cmap_set_term(m, cmap_term(m) + 1, err) != AIS_OK)
+		return AIS_ERR;
+	return cmap_set_primary(m, a->sid, err);
+}
+
 static void nact_work(http_req_t *req)
 {
 	struct nact *a = req->state;
 	cluster_t *cl = cl_of(req);
-	int rc = cluster_update(cl, nact_state, a, &a->msg);
+	int rc;
+	if (a->act == ACT_SET_PRIMARY) {
+		char url[CMAP_URL_MAX + 1] = "";
+		const cmap_t *m;
+		cluster_read_lock(cl, &m, NULL);
+		const cmap_node_t *n = cmap_get(m, a->sid, strlen(a->sid));
+		if (n)
+			snprintf(url, sizeof(url), "%s", n->intra_url);
+		cluster_read_unlock(cl);
+		if (url[0] && strcmp(a->sid, cl->self.id) && !clu_alive(cl, url, 2000)) {
+			buf_addf(&a->msg, "%s does not answer its health check", a->sid);
+			a->err = EHOSTUNREACH;
+			return;
+		}
+		rc = cluster_update(cl, nact_primary, a, &a->msg);
+	} else {
+		rc = cluster_update(cl, nact_state, a, &a->msg);
+	}
 	if (rc == AIS_OK && a->act == ACT_DECOMMISSION) {
 		/* the node now moves its objects off (its rebalance); remove it once it is empty */
 		const cmap_t *m;
@@ -449,7 +495,9 @@ static void nact_done(http_req_t *req)
 	case ENOENT: http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid); break;
 	case EBUSY: http_resp_error(req, 409, "%s %s refused: %s", act_names[a->act], a->sid, m); break;
 	case EINVAL: http_resp_error(req, 400, "%s %s: %s", act_names[a->act], a->sid, m); break;
-	case EPERM: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
+	case EPERM:
+	case EAGAIN:
+	case EHOSTUNREACH: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
 	case ETIMEDOUT: http_resp_error(req, 504, "%s %s: %s", act_names[a->act], a->sid, m); break;
 	default: http_resp_error(req, 500, "%s %s: %s", act_names[a->act], a->sid, m); break;
 	}
@@ -467,18 +515,35 @@ static void redirect_primary(http_req_t *req, cluster_t *cl)
 	http_resp_send(req, "", 0);
 }
 
+static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const char *sid, size_t sidlen)
+{
+	struct nact *a = arena_zalloc(req->arena, sizeof(*a));
+	if (!cmap_id_valid(sid, sidlen)) {
+		http_resp_error(req, 400, "%s wants a valid node id in value.sid", act_names[act]);
+		return;
+	}
+	if (!cluster_is_primary(cl)) {
+		redirect_primary(req, cl);
+		return;
+	}
+	a->act = (enum node_act)act;
+	memcpy(a->sid, sid, sidlen);
+	req->state = a;
+	arena_cleanup_add(req->arena, nact_cleanup, a);
+	http_offload(req, nact_work, nact_done);
+}
+
 static void handle_node_action(http_req_t *req, cluster_t *cl)
 {
 	json_error_t jerr;
 	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
 	json_t *act = json_object_get(doc, "action");
 	json_t *sid = json_object_get(json_object_get(doc, "value"), "sid");
-	struct nact *a = arena_zalloc(req->arena, sizeof(*a));
 	size_t i;
 
 	if (!json_is_object(doc) || !json_is_string(act)) {
 		http_resp_error(req, 400, "PUT /v1/cluster wants {\"action\":\"start-maintenance|stop-maintenance|"
-				"decommission-node\",\"value\":{\"sid\":\"NODE_ID\"}}");
+				"decommission-node|set-primary\",\"value\":{\"sid\":\"NODE_ID\"}} or set-config");
 		goto out;
 	}
 	if (!strcmp(json_string_value(act), "set-config")) {
@@ -493,22 +558,14 @@ static void handle_node_action(http_req_t *req, cluster_t *cl)
 			break;
 	if (i == ARRAY_SIZE(act_names)) {
 		http_resp_error(req, 400, "unknown cluster action \"%.64s\" (want start-maintenance, "
-				"stop-maintenance, decommission-node or set-config)", json_string_value(act));
+				"stop-maintenance, decommission-node, set-primary or set-config)", json_string_value(act));
 		goto out;
 	}
-	if (!json_is_string(sid) || !cmap_id_valid(json_string_value(sid), json_string_length(sid))) {
+	if (!json_is_string(sid)) {
 		http_resp_error(req, 400, "%s wants a valid node id in value.sid", act_names[i]);
 		goto out;
 	}
-	if (!cluster_is_primary(cl)) {
-		redirect_primary(req, cl);
-		goto out;
-	}
-	a->act = (enum node_act)i;
-	memcpy(a->sid, json_string_value(sid), json_string_length(sid) + 1);
-	req->state = a;
-	arena_cleanup_add(req->arena, nact_cleanup, a);
-	http_offload(req, nact_work, nact_done);
+	start_node_action(req, cl, i, json_string_value(sid), json_string_length(sid));
 out:
 	json_decref(doc);
 }
@@ -536,8 +593,12 @@ int cluster_h_cluster(http_req_t *req)
 	}
 	if (req->method == HTTP_PUT) {
 		int job = job_action(req);
-		if (req->subpath.len)
-			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body");
+		/* AIStore's set-primary path: PUT /v1/cluster/proxy/NODE_ID */
+		if (req->subpath.len > 6 && !memcmp(req->subpath.ptr, "proxy/", 6))
+			start_node_action(req, cl, ACT_SET_PRIMARY, req->subpath.ptr + 6, req->subpath.len - 6);
+		else if (req->subpath.len)
+			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body "
+						  "(or PUT /v1/cluster/proxy/NODE_ID to set the primary)");
 		else if (job)
 			return jobs_h_cluster_action(req, job > 0); /* src/jobs/api.c */
 		else
@@ -547,8 +608,10 @@ int cluster_h_cluster(http_req_t *req)
 	if (req->method == HTTP_POST) {
 		if (sv_eqstr(req->subpath, "join"))
 			handle_join(req, cl);
+		else if (sv_eqstr(req->subpath, "vote"))
+			clu_handle_vote(req, cl);
 		else
-			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join only");
+			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join or /v1/cluster/vote");
 		return AIS_OK;
 	}
 	if (req->subpath.len) {
@@ -563,6 +626,8 @@ int cluster_h_cluster(http_req_t *req)
 	buf_t out = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;
+	if (sv_eqstr(what, "meta")) /* both, as a push carries them (election.c) */
+		clu_encode_meta(cl, &out);
 	cluster_read_lock(cl, &m, &b);
 	if ((sv_eqstr(what, "smap") || sv_eqstr(what, "cmap")) && m)
 		cmap_encode(m, &out);
@@ -571,7 +636,7 @@ int cluster_h_cluster(http_req_t *req)
 	cluster_read_unlock(cl);
 	if (!out.len) {
 		buf_free(&out);
-		http_resp_error(req, 400, "what= must be smap or bmd (and this node must have it)");
+		http_resp_error(req, 400, "what= must be smap, bmd, meta or stats (and this node must have it)");
 		return AIS_OK;
 	}
 	http_resp_header(req, "Content-Type", "application/json");

@@ -34,6 +34,7 @@
 
 struct cmap {
 	char uuid[CMAP_ID_MAX + 1];
+	uint64_t term; /* primary epoch, >= 1 */
 	uint64_t version;
 	char primary[CMAP_ID_MAX + 1];
 	cmap_node_t *nodes; /* sorted by id */
@@ -214,6 +215,7 @@ cmap_t *cmap_new(const char *uuid, const cmap_node_t *primary, buf_t *err)
 		return NULL;
 	}
 	cmap_t *m = alloc_map(uuid, strlen(uuid));
+	m->term = 1;
 	m->version = 1;
 	memcpy(m->primary, primary->id, strlen(primary->id));
 	insert(m, primary, NULL);
@@ -247,7 +249,8 @@ cmap_t *cmap_clone(const cmap_t *m)
 
 bool cmap_equal(const cmap_t *a, const cmap_t *b)
 {
-	if (strcmp(a->uuid, b->uuid) || a->version != b->version || strcmp(a->primary, b->primary) ||
+	if (strcmp(a->uuid, b->uuid) || a->term != b->term || a->version != b->version ||
+	    strcmp(a->primary, b->primary) ||
 	    a->n != b->n)
 		return false;
 	for (size_t i = 0; i < a->n; i++) {
@@ -260,6 +263,7 @@ bool cmap_equal(const cmap_t *a, const cmap_t *b)
 }
 
 const char *cmap_uuid(const cmap_t *m) { return m->uuid; }
+uint64_t cmap_term(const cmap_t *m) { return m->term; }
 uint64_t cmap_version(const cmap_t *m) { return m->version; }
 const char *cmap_primary(const cmap_t *m) { return m->primary; }
 size_t cmap_size(const cmap_t *m) { return m->n; }
@@ -343,11 +347,22 @@ int cmap_set_primary(cmap_t *m, const char *id, buf_t *err)
 	return AIS_OK;
 }
 
+int cmap_set_term(cmap_t *m, uint64_t term, buf_t *err)
+{
+	if (term <= m->term || term > INT64_MAX)
+		return cmap_fail(err, EINVAL, "cmap: term %llu is not newer than %llu", (unsigned long long)term,
+				 (unsigned long long)m->term);
+	m->term = term;
+	bump(m);
+	return AIS_OK;
+}
+
 void cmap_encode(const cmap_t *m, buf_t *out)
 {
 	buf_addstr(out, "{\"uuid\":");
 	buf_add_json_str(out, m->uuid, strlen(m->uuid));
-	buf_addf(out, ",\"version\":%llu,\"primary\":", (unsigned long long)m->version);
+	buf_addf(out, ",\"term\":%llu,\"version\":%llu,\"primary\":", (unsigned long long)m->term,
+		 (unsigned long long)m->version);
 	buf_add_json_str(out, m->primary, strlen(m->primary));
 	buf_addstr(out, ",\"nodes\":[");
 	for (size_t i = 0; i < m->n; i++) {
@@ -404,10 +419,10 @@ static int decode_node(json_t *o, size_t idx, cmap_node_t *n, buf_t *err)
 
 int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 {
-	static const char *const keys[] = {"uuid", "version", "primary", "nodes"};
+	static const char *const keys[] = {"uuid", "version", "primary", "nodes", "term"};
 	const char *s, *prim;
 	size_t slen, plen;
-	uint64_t version;
+	uint64_t version, term = 1;
 	cmap_t *m = NULL;
 	int rc = AIS_ERR;
 
@@ -415,7 +430,11 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 	json_t *root = cmap_json_parse(json, len, "cmap", err);
 	if (!root)
 		return AIS_ERR;
-	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys), "cmap", err) != AIS_OK)
+	/* "term" may be absent: a map saved before failover existed is term 1 */
+	bool has_term = json_object_get(root, "term") != NULL;
+	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys) - !has_term, "cmap", err) != AIS_OK)
+		goto out_root;
+	if (has_term && cmap_json_u64(root, "term", "cmap", 1, INT64_MAX, &term, err) != AIS_OK)
 		goto out_root;
 	if (cmap_json_str(root, "uuid", "cmap", &s, &slen, err) != AIS_OK)
 		goto out_root;
@@ -441,6 +460,7 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 		goto out_root;
 	}
 	m = alloc_map(s, slen);
+	m->term = term;
 	m->version = version;
 	memcpy(m->primary, prim, plen);
 	for (size_t i = 0; i < json_array_size(nodes); i++) {
@@ -472,21 +492,32 @@ out_root:
 	return rc;
 }
 
+int cmap_cmp(const cmap_t *a, const cmap_t *b)
+{
+	if (a->term != b->term)
+		return a->term < b->term ? -1 : 1;
+	if (a->version != b->version)
+		return a->version < b->version ? -1 : 1;
+	return 0;
+}
+
 int cmap_accept(const cmap_t *cur, const cmap_t *incoming, buf_t *err)
 {
 	if (!cur)
 		return AIS_OK;
 	if (strcmp(cur->uuid, incoming->uuid))
 		return cmap_fail(err, EXDEV, "cmap: from another cluster (uuid %s, ours %s)", incoming->uuid, cur->uuid);
-	if (incoming->version < cur->version)
-		return cmap_fail(err, ESTALE, "cmap: version %llu is older than ours (%llu)",
-			    (unsigned long long)incoming->version, (unsigned long long)cur->version);
-	if (incoming->version > cur->version)
+	int c = cmap_cmp(incoming, cur);
+	if (c < 0)
+		return cmap_fail(err, ESTALE, "cmap: term %llu version %llu is older than ours (term %llu version %llu)",
+				 (unsigned long long)incoming->term, (unsigned long long)incoming->version,
+				 (unsigned long long)cur->term, (unsigned long long)cur->version);
+	if (c > 0)
 		return AIS_OK;
 	if (cmap_equal(cur, incoming))
 		return AIS_DONE;
-	return cmap_fail(err, EEXIST, "cmap: version %llu differs from ours with the same version",
-		    (unsigned long long)incoming->version);
+	return cmap_fail(err, EEXIST, "cmap: term %llu version %llu differs from ours with the same version",
+			 (unsigned long long)incoming->term, (unsigned long long)incoming->version);
 }
 
 const cmap_node_t *cmap_owner(const cmap_t *m, const char *uname, size_t len)

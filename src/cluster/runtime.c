@@ -173,6 +173,8 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 	cmap_t *oldm = NULL;
 	bmd_t *oldb = NULL;
 	cmap_t *dropm = NULL;
+	if (m && (!cl->cmap || strcmp(cmap_primary(cl->cmap), cmap_primary(m))))
+		cl->npeers = 0; /* a new primary: what nodes acknowledged is unknown */
 	if (m) {
 		oldm = cl->cmap, cl->cmap = m;
 		dropm = oldm;
@@ -189,8 +191,8 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 	if (m && cl->cmap_fn)
 		cl->cmap_fn(cl->cmap_arg, oldm, m);
 	if (m)
-		log_info("cluster map v%llu: %zu nodes, primary %s", (unsigned long long)cmap_version(m),
-			 cmap_size(m), cmap_primary(m));
+		log_info("cluster map term %llu v%llu: %zu nodes, primary %s", (unsigned long long)cmap_term(m),
+			 (unsigned long long)cmap_version(m), cmap_size(m), cmap_primary(m));
 	if (b)
 		log_info("bucket metadata v%llu: %zu buckets", (unsigned long long)bmd_version(b), bmd_size(b));
 	cmap_free(dropm);
@@ -252,15 +254,58 @@ static struct peer *peer_of(cluster_t *cl, const char *id)
 	return p;
 }
 
-/* Pushes the current metadata to every node that has not acknowledged its
- * versions. Caller holds wmu. */
-static void push_all(cluster_t *cl)
+bool clu_quorum_rules(const cmap_t *m) { return cmap_count(m, CMAP_GATEWAY, CMAP_ANY) >= 2; }
+
+bool clu_alive(cluster_t *cl, const char *base_url, uint64_t timeout_ms)
 {
-	buf_t body = BUF_INIT, resp = BUF_INIT;
+	char url[CMAP_URL_MAX + 32];
+	buf_t resp = BUF_INIT;
+	int status = 0;
+	snprintf(url, sizeof(url), "%s/v1/health", base_url);
+	bool ok = httpc_sync("GET", url, NULL, NULL, 0, timeout_ms, &resp, &status) == AIS_OK && status == 200;
+	buf_free(&resp);
+	return ok;
+}
+
+static void *call_main(void *arg)
+{
+	struct clu_call *c = arg;
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	if (httpc_sync(c->method, c->url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
+		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK)
+		c->status = 0;
+	httpc_sync_release();
+	return NULL;
+}
+
+void clu_call_all(struct clu_call *calls, size_t n)
+{
+	for (size_t at = 0; at < n; at += CLU_CALL_PARALLEL) {
+		size_t end = MIN(n, at + CLU_CALL_PARALLEL);
+		bool *started = xcalloc(end - at, sizeof(*started));
+		for (size_t i = at; i < end; i++) {
+			started[i - at] = pthread_create(&calls[i].th, NULL, call_main, &calls[i]) == 0;
+			if (!started[i - at])
+				call_main(&calls[i]); /* no thread: here, in turn */
+		}
+		for (size_t i = at; i < end; i++)
+			if (started[i - at])
+				pthread_join(calls[i].th, NULL);
+		free(started);
+	}
+}
+
+size_t clu_push_all(cluster_t *cl, char *newer)
+{
+	buf_t body = BUF_INIT;
 	cmap_node_t *nodes;
-	size_t n;
+	struct clu_call *calls;
+	struct peer **who;
+	size_t n, nc = 0, have = 1;
 	uint64_t mv, bv;
 
+	if (newer)
+		newer[0] = '\0';
 	clu_encode_meta(cl, &body);
 	pthread_rwlock_rdlock(&cl->rw);
 	n = cmap_size(cl->cmap);
@@ -270,30 +315,75 @@ static void push_all(cluster_t *cl)
 	mv = cmap_version(cl->cmap);
 	bv = bmd_version(cl->bmd);
 	pthread_rwlock_unlock(&cl->rw);
+	calls = xcalloc(n ? n : 1, sizeof(*calls));
+	who = xcalloc(n ? n : 1, sizeof(*who));
 
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(nodes[i].id, cl->self.id))
 			continue;
 		struct peer *p = peer_of(cl, nodes[i].id);
+		if (p && p->cmap_ver == mv && p->bmd_ver == bv)
+			have++;
 		if (!p || (p->cmap_ver == mv && p->bmd_ver == bv))
 			continue;
-		char url[CMAP_URL_MAX + 32];
-		int status = 0;
-		static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-		snprintf(url, sizeof(url), "%s/v1/metasync", nodes[i].intra_url);
-		buf_reset(&resp);
-		if (httpc_sync("PUT", url, hdrs, body.ptr, body.len, 3000, &resp, &status) == AIS_OK &&
-		    status == 200) {
-			p->cmap_ver = mv;
-			p->bmd_ver = bv;
-		} else {
-			log_warnx("metasync to %s: %s", nodes[i].id,
-				  status ? (resp.ptr ? resp.ptr : "") : (resp.ptr ? resp.ptr : "no answer"));
-		}
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync", nodes[i].intra_url);
+		calls[nc].method = "PUT";
+		calls[nc].body = &body;
+		calls[nc].timeout_ms = 3000;
+		who[nc++] = p;
 	}
+	clu_call_all(calls, nc);
+	for (size_t i = 0; i < nc; i++) {
+		struct clu_call *c = &calls[i];
+		const char *msg = c->resp.ptr ? c->resp.ptr : "";
+		if (c->status == 200) {
+			who[i]->cmap_ver = mv;
+			who[i]->bmd_ver = bv;
+			have++;
+		} else {
+			log_warnx("metasync to %s: %s%s", who[i]->id, c->status ? "" : "no answer: ", msg);
+			if (c->status == 409 && newer && strstr(msg, "older than ours"))
+				snprintf(newer, CMAP_URL_MAX + 1, "%.*s", (int)(strlen(c->url) - strlen("/v1/metasync")),
+					 c->url);
+		}
+		buf_free(&c->resp);
+	}
+	free(calls);
+	free(who);
 	free(nodes);
 	buf_free(&body);
-	buf_free(&resp);
+	return have;
+}
+
+/* Step-down rule: with quorum rules, a primary changes metadata only while
+ * a majority of the map's nodes answer it (asked in parallel). Caller holds
+ * wmu. */
+static bool have_majority(cluster_t *cl)
+{
+	struct clu_call *calls;
+	size_t n, need, nc = 0, have = 1;
+
+	pthread_rwlock_rdlock(&cl->rw);
+	bool rules = clu_quorum_rules(cl->cmap);
+	n = cmap_size(cl->cmap);
+	need = cmap_quorum(cl->cmap);
+	calls = xcalloc(n ? n : 1, sizeof(*calls));
+	for (size_t i = 0; rules && i < n; i++) {
+		const cmap_node_t *nd = cmap_node(cl->cmap, i);
+		if (!strcmp(nd->id, cl->self.id))
+			continue;
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/health", nd->intra_url);
+		calls[nc].method = "GET";
+		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
+	}
+	pthread_rwlock_unlock(&cl->rw);
+	clu_call_all(calls, nc);
+	for (size_t i = 0; i < nc; i++) {
+		have += calls[i].status == 200;
+		buf_free(&calls[i].resp);
+	}
+	free(calls);
+	return !rules || have >= need;
 }
 
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
@@ -305,6 +395,13 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 		errno = EPERM;
 		return AIS_ERR;
 	}
+	if (!have_majority(cl)) {
+		pthread_mutex_unlock(&cl->wmu);
+		buf_addstr(err, "the primary gateway cannot reach a majority of the cluster's nodes: "
+				"no metadata changes until it does (or another primary is elected)");
+		errno = EAGAIN;
+		return AIS_ERR;
+	}
 	pthread_rwlock_rdlock(&cl->rw);
 	cmap_t *m = cmap_clone(cl->cmap);
 	bmd_t *b = bmd_clone(cl->bmd);
@@ -313,12 +410,21 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 	int rc = fn(m, b, arg, err);
 	if (rc == AIS_OK) {
 		bool mch = cmap_version(m) != mv, bch = bmd_version(b) != bv;
+		bool rules = clu_quorum_rules(m);
+		size_t need = cmap_quorum(m);
 		if (!mch)
 			cmap_free(m), m = NULL;
 		if (!bch)
 			bmd_free(b), b = NULL;
-		if ((m || b) && (rc = clu_install(cl, m, b, err)) == AIS_OK)
-			push_all(cl);
+		if ((m || b) && (rc = clu_install(cl, m, b, err)) == AIS_OK) {
+			size_t have = clu_push_all(cl, NULL);
+			if (rules && have < need) {
+				buf_addf(err, "the change reached %zu of the %zu nodes a majority needs: "
+					      "not confirmed (it may still take effect)", have, need);
+				errno = EAGAIN;
+				rc = AIS_ERR;
+			}
+		}
 	} else {
 		int e = errno;
 		cmap_free(m);
@@ -339,50 +445,90 @@ static int drop_node(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 static void primary_round(cluster_t *cl)
 {
 	cmap_node_t *nodes;
-	size_t n;
+	size_t n, healthy = 1, need;
+	bool rules;
 	int64_t now = time_mono_ns();
 	buf_t resp = BUF_INIT, err = BUF_INIT;
+	char newer[CMAP_URL_MAX + 1] = "";
+	bool *ok;
 
 	pthread_rwlock_rdlock(&cl->rw);
 	n = cmap_size(cl->cmap);
+	need = cmap_quorum(cl->cmap);
+	rules = clu_quorum_rules(cl->cmap);
 	nodes = xcalloc(n ? n : 1, sizeof(*nodes));
 	for (size_t i = 0; i < n; i++)
 		nodes[i] = *cmap_node(cl->cmap, i);
 	pthread_rwlock_unlock(&cl->rw);
+	ok = xcalloc(n ? n : 1, sizeof(*ok));
+
+	/* every node's /v1/health, in parallel */
+	struct clu_call *calls = xcalloc(n ? n : 1, sizeof(*calls));
+	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), nc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(nodes[i].id, cl->self.id))
+			continue;
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/health", nodes[i].intra_url);
+		calls[nc].method = "GET";
+		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, 2000);
+		idx[nc++] = i;
+	}
+	clu_call_all(calls, nc);
+	for (size_t c = 0; c < nc; c++) {
+		ok[idx[c]] = calls[c].status == 200;
+		healthy += ok[idx[c]];
+		buf_free(&calls[c].resp);
+	}
+	free(calls);
+	free(idx);
+	/* step-down rule: a primary that reaches only a minority changes nothing
+	 * (cluster_update refuses too) and looks for a newer primary */
+	bool majority = !rules || healthy >= need;
+	if (!majority && !cl->no_majority)
+		log_warnx("this primary reaches %zu of %zu nodes, not a majority: no cluster map changes until it does",
+			  healthy, n);
+	else if (majority && cl->no_majority)
+		log_info("this primary reaches a majority of nodes again");
+	cl->no_majority = !majority;
 
 	for (size_t i = 0; i < n && !atomic_load(&cl->stop); i++) {
 		if (!strcmp(nodes[i].id, cl->self.id))
 			continue;
-		char url[CMAP_URL_MAX + 32];
-		int status = 0;
-		snprintf(url, sizeof(url), "%s/v1/health", nodes[i].intra_url);
-		buf_reset(&resp);
-		bool ok = httpc_sync("GET", url, NULL, NULL, 0, MIN(cl->conf->keepalive_ms, 2000), &resp,
-				     &status) == AIS_OK && status == 200;
 		pthread_mutex_lock(&cl->wmu);
 		struct peer *p = peer_of(cl, nodes[i].id);
-		if (p && ok) {
+		if (p && ok[i]) {
+			if (p->fail_since)
+				p->cmap_ver = p->bmd_ver = 0; /* back: push again (it may hold a newer map) */
 			p->fail_since = 0;
 		} else if (p && !p->fail_since) {
 			p->fail_since = now;
 			log_warnx("node %s failed its health check", nodes[i].id);
 		} else if (p && nodes[i].state == CMAP_MAINTENANCE) {
 			/* in maintenance: may be down on purpose; stays in the map */
-		} else if (p && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
+		} else if (p && majority && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
 			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->fail_since = 0;
 			p->cmap_ver = p->bmd_ver = 0;
 			pthread_mutex_unlock(&cl->wmu);
 			buf_reset(&err);
-			cluster_update(cl, drop_node, nodes[i].id, &err);
+			if (cluster_update(cl, drop_node, nodes[i].id, &err) != AIS_OK)
+				log_warnx("removing %s: %s", nodes[i].id, err.ptr ? err.ptr : "");
 			continue;
 		}
 		pthread_mutex_unlock(&cl->wmu);
 	}
 	pthread_mutex_lock(&cl->wmu);
-	push_all(cl); /* nodes that missed a push, or came back */
+	if (cluster_is_primary(cl))
+		clu_push_all(cl, newer); /* nodes that missed a push, or came back */
 	pthread_mutex_unlock(&cl->wmu);
+	/* a node refused our map as older: another primary was elected */
+	if (newer[0] && clu_adopt_from(cl, newer) == AIS_OK)
+		log_warnx("a newer cluster map (from %s) names another primary: this gateway follows it", newer);
+	for (size_t i = 0; !majority && !newer[0] && i < n && cluster_is_primary(cl); i++)
+		if (ok[i] && strcmp(nodes[i].id, cl->self.id))
+			clu_adopt_from(cl, nodes[i].intra_url);
+	free(ok);
 	free(nodes);
 	buf_free(&resp);
 	buf_free(&err);
@@ -396,7 +542,7 @@ static void *keepalive_main(void *arg)
 		if (cluster_is_primary(cl))
 			primary_round(cl);
 		else
-			clu_join_if_needed(cl);
+			clu_follower_round(cl);
 		pthread_mutex_lock(&cl->sleep_mu);
 		if (!atomic_load(&cl->stop)) {
 			struct timespec ts;
@@ -420,6 +566,13 @@ int cluster_start(cluster_t *cl, buf_t *err)
 {
 	bool has_join = cl->conf->join[0] != '\0';
 	bool was_primary = cl->cmap && !strcmp(cmap_primary(cl->cmap), cl->self.id);
+
+	clu_vote_load(cl);
+	if (was_primary && cmap_size(cl->cmap) > 1) {
+		/* never resume as primary blindly: another may have been elected */
+		clu_startup_sync(cl);
+		was_primary = !strcmp(cmap_primary(cl->cmap), cl->self.id);
+	}
 
 	if (cl->self.role == CMAP_GATEWAY && !has_join && (!cl->cmap || was_primary)) {
 		/* the first gateway: primary of a new cluster, or of its old one */

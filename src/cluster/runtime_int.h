@@ -36,9 +36,15 @@ struct cluster {
 	bool started;
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
-	atomic_bool decommissioned;
+	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
 	pthread_mutex_t refresh_mu; /* one cluster_refresh at a time; guards refreshed_ns */
-	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */ /* the primary decommissioned this node (DIR/decommissioned) */
+	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */
+	/* election (election.c) */
+	int64_t primary_fail_since; /* keepalive thread: first failed check of the primary; 0 healthy */
+	bool no_majority;           /* keepalive thread (primary): the last round reached a minority */
+	bool minority_warned;       /* keepalive thread: said it cannot run for primary */
+	cmap_vote_rec_t voted;      /* guarded by wmu; persisted in DIR/vote.json */
+	int64_t voted_at;           /* wmu: monotonic ns of the last yes to another candidate */
 	pthread_mutex_t sleep_mu;
 	pthread_cond_t sleep_cv;
 };
@@ -52,7 +58,50 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err);
 /* Called on a node that accepted a map with itself decommissioning: writes
  * DIR/decommissioned and stops rejoining, now and after restarts. */
 void clu_mark_decommissioned(cluster_t *cl);
-/* Non-primary: joins the primary when this node is not in its map. */
-void clu_join_if_needed(cluster_t *cl);
+/* Non-primary: joins the primary when this node is not in its map. pm is
+ * the primary's map as it answered this round (NULL: no answer). */
+void clu_join_if_needed(cluster_t *cl, const cmap_t *pm);
+
+/* runtime.c */
+/* One blocking intra-cluster request, for clu_call_all. */
+struct clu_call {
+	char url[CMAP_URL_MAX + 48];
+	const char *method;
+	const buf_t *body;   /* borrowed; NULL: none */
+	uint64_t timeout_ms;
+	buf_t resp;          /* the answer's body (or the error); caller frees */
+	int status;          /* HTTP status; 0: no answer */
+	pthread_t th;
+};
+/* Makes every call in parallel (a thread each, CLU_CALL_PARALLEL at a
+ * time) and returns when all are done. */
+#define CLU_CALL_PARALLEL 64
+void clu_call_all(struct clu_call *calls, size_t n);
+/* Health check of one node, blocking. */
+bool clu_alive(cluster_t *cl, const char *base_url, uint64_t timeout_ms);
+/* Pushes the current metadata to every node that has not acknowledged it.
+ * Caller holds wmu. Returns how many nodes of the map hold it (this one
+ * included); newer (if not NULL, CMAP_URL_MAX + 1 bytes) gets the URL of a
+ * node that refused it as older than its own, or "". */
+size_t clu_push_all(cluster_t *cl, char *newer);
+/* Majority rules apply: the map has two gateways or more (with one, no
+ * other primary can arise). */
+bool clu_quorum_rules(const cmap_t *m);
+
+/* election.c */
+/* Gets {"cmap","bmd"} from the node at base_url and accepts them if newer.
+ * Caller must not hold wmu. AIS_OK when something newer was installed. */
+int clu_adopt_from(cluster_t *cl, const char *base_url);
+/* Keepalive round of a non-primary node: checks the primary, follows a
+ * newer map, joins when needed, and on a gateway runs for primary when the
+ * primary failed its checks past cluster.grace. */
+void clu_follower_round(cluster_t *cl);
+/* Start-up of a node whose persisted map names it primary: follows a newer
+ * map from any other node of that map. */
+void clu_startup_sync(cluster_t *cl);
+/* Loads DIR/vote.json into cl->voted (missing: never voted). */
+void clu_vote_load(cluster_t *cl);
+/* POST /v1/cluster/vote (api.c routes it here). */
+void clu_handle_vote(http_req_t *req, cluster_t *cl);
 
 #endif

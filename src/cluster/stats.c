@@ -3,7 +3,7 @@
  *   GET /v1/daemon?what=stats (default) | smap | bmd   on every node
  *   GET /v1/cluster?what=stats                          on a gateway
  *
- * A node's stats: {"id","role","version","uptime_s","cmap_version",
+ * A node's stats: {"id","role","version","uptime_s","cmap_term","cmap_version",
  * "bmd_version"} and, on a target, "objects","bytes" and "mountpaths":
  * [{"path","total_bytes","free_bytes","used_bytes","objects","bytes"}]
  * (object counts are the store's counters, store_stats; "counting": true
@@ -51,7 +51,8 @@ static json_t *node_stats(node_base_t *nb)
 {
 	cluster_t *cl = nb->cl;
 	json_t *o = json_object();
-	uint64_t cv = 0, bv = 0;
+	uint64_t cv = 0, bv = 0, ct = 0;
+	bool prim = false;
 
 	if (cl) {
 		const cmap_t *m;
@@ -59,6 +60,8 @@ static json_t *node_stats(node_base_t *nb)
 		json_object_set_new(o, "id", json_string(cluster_self(cl)->id));
 		cluster_read_lock(cl, &m, &b);
 		cv = m ? cmap_version(m) : 0;
+		ct = m ? cmap_term(m) : 0;
+		prim = m && !strcmp(cmap_primary(m), cluster_self(cl)->id);
 		bv = b ? bmd_version(b) : 0;
 		cluster_read_unlock(cl);
 	} else {
@@ -67,8 +70,11 @@ static json_t *node_stats(node_base_t *nb)
 	json_object_set_new(o, "role", json_string(nb->store ? "target" : "gateway"));
 	json_object_set_new(o, "version", json_string(AISD_VERSION));
 	json_object_set_new(o, "uptime_s", json_integer((mono_ns() - g_start_ns) / 1000000000LL));
+	json_object_set_new(o, "cmap_term", json_integer((json_int_t)ct));
 	json_object_set_new(o, "cmap_version", json_integer((json_int_t)cv));
 	json_object_set_new(o, "bmd_version", json_integer((json_int_t)bv));
+	if (cl && !nb->store)
+		json_object_set_new(o, "primary", json_boolean(prim));
 	if (!nb->store)
 		return o;
 

@@ -163,16 +163,20 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 			goto bad;
 		return AIS_OK;
 	case K_S3KEY: {
-		/* each line adds a key; an empty value clears the list. The
-		 * fields are checked by s3_keys_add when S3 starts. */
-		const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		/* each line adds a key; an empty value clears the list */
+		sv_t f[4];
 		if (!*v) {
 			c->n_s3_keys = 0;
 			return AIS_OK;
 		}
-		if (!c2 || !strchr(c2 + 1, ':') || strlen(v) >= sizeof(c->s3_keys[0])) {
-			buf_addf(err, "invalid value for %s: want ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME", k->name);
+		if (conf_s3key_split(v, f, err) != AIS_OK)
 			return AIS_ERR;
+		for (int i = 0; i < c->n_s3_keys; i++) {
+			if (!strncmp(c->s3_keys[i], v, f[0].len + 1)) {
+				buf_addf(err, "%s: access key %.*s is given twice", k->name, (int)f[0].len,
+				         f[0].ptr);
+				return AIS_ERR;
+			}
 		}
 		if (c->n_s3_keys >= CONF_MAX_S3_KEYS) {
 			buf_addf(err, "%s: more than %d keys", k->name, CONF_MAX_S3_KEYS);
@@ -203,6 +207,55 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 bad:
 	buf_addf(err, "invalid value for %s: '%s'", k->name, v);
 	return AIS_ERR;
+}
+
+static bool all_bytes(sv_t s, const char *what)
+{
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char ch = (unsigned char)s.ptr[i];
+		bool ok = what[0] == 'a'
+		                  ? (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		                            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'
+		          : what[0] == 's' ? ch > ' ' && ch < 0x7f && ch != ':' && ch != '#'
+		          : what[0] == 'u' ? ch >= ' ' && ch != 0x7f && ch != ':'
+		                           : ch >= ' ' && ch != 0x7f;
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err)
+{
+	const char *p = spec;
+	for (int i = 0; i < 3; i++) {
+		const char *c = strchr(p, ':');
+		if (!c) {
+			buf_addstr(err, "s3.key must be ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY NAME");
+			return AIS_ERR;
+		}
+		f[i] = (sv_t){p, (size_t)(c - p)};
+		p = c + 1;
+	}
+	f[3] = sv_from(p);
+	if (f[0].len < 3 || f[0].len > 128 || !all_bytes(f[0], "access")) {
+		buf_addstr(err, "s3.key: the access key must be 3 to 128 of A-Z a-z 0-9 _ . -");
+		return AIS_ERR;
+	}
+	if (f[1].len < 8 || f[1].len > 128 || !all_bytes(f[1], "secret")) {
+		buf_addstr(err,
+		           "s3.key: the secret key must be 8 to 128 printable characters, no ':', '#' or spaces");
+		return AIS_ERR;
+	}
+	if (!f[2].len || f[2].len > 128 || !all_bytes(f[2], "uid")) {
+		buf_addstr(err, "s3.key: the user id must be 1 to 128 printable characters, no ':'");
+		return AIS_ERR;
+	}
+	if (!f[3].len || f[3].len > 128 || !all_bytes(f[3], "name")) {
+		buf_addstr(err, "s3.key: the display name must be 1 to 128 printable characters");
+		return AIS_ERR;
+	}
+	return AIS_OK;
 }
 
 void conf_defaults(conf_t *c)
@@ -353,6 +406,16 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->s3_max_skew_ms < 1000 || c->s3_max_skew_ms > 24 * 3600 * 1000) {
+		buf_addstr(err, "s3.max_skew must be between 1s and 24h");
+		return AIS_ERR;
+	}
+	if (!c->s3_region[0] ||
+	    strspn(c->s3_region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+	            strlen(c->s3_region)) {
+		buf_addstr(err, "s3.region must be letters, digits, '-' and '_' (e.g. us-east-1)");
 		return AIS_ERR;
 	}
 	if (c->rebalance_workers == 0 || c->rebalance_workers > 64) {

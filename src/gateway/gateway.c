@@ -149,7 +149,8 @@ static void bucket_done(http_req_t *req)
 	else if (o->err == ENOENT)
 		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 	else if (o->err)
-		http_resp_error(req, o->err == EINVAL ? 400 : 500, "bucket \"%s\": %s", o->name,
+		http_resp_error(req, o->err == EINVAL ? 400 : o->err == EAGAIN || o->err == EPERM ? 503 : 500,
+				"bucket \"%s\": %s", o->name,
 				o->msg.ptr ? o->msg.ptr : strerror(o->err));
 	else
 		http_resp_send(req, "", 0);

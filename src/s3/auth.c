@@ -49,66 +49,11 @@ void s3_keys_free(s3_keys_t *k)
 	free(k);
 }
 
-static bool all_bytes(sv_t s, bool (*ok)(unsigned char))
-{
-	for (size_t i = 0; i < s.len; i++)
-		if (!ok((unsigned char)s.ptr[i]))
-			return false;
-	return true;
-}
-
-static bool ak_byte(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-	       c == '.' || c == '-';
-}
-
-static bool secret_byte(unsigned char c)
-{
-	return c > ' ' && c < 0x7f && c != ':';
-}
-
-static bool uid_byte(unsigned char c)
-{
-	return c >= ' ' && c != 0x7f && c != ':';
-}
-
-static bool name_byte(unsigned char c)
-{
-	return c >= ' ' && c != 0x7f;
-}
-
 int s3_keys_add(s3_keys_t *k, const char *spec, buf_t *err)
 {
 	sv_t f[4];
-	const char *p = spec;
-	for (int i = 0; i < 3; i++) {
-		const char *c = strchr(p, ':');
-		if (!c) {
-			buf_addstr(err, "s3.key must be ACCESS_KEY:SECRET_KEY:USER_ID:DISPLAY_NAME");
-			return AIS_ERR;
-		}
-		f[i] = (sv_t){p, (size_t)(c - p)};
-		p = c + 1;
-	}
-	f[3] = sv_from(p);
-	if (f[0].len < 3 || f[0].len > 128 || !all_bytes(f[0], ak_byte)) {
-		buf_addstr(err, "s3.key: the access key must be 3 to 128 of A-Z a-z 0-9 _ . -");
+	if (conf_s3key_split(spec, f, err) != AIS_OK)
 		return AIS_ERR;
-	}
-	if (f[1].len < 8 || f[1].len > 128 || !all_bytes(f[1], secret_byte)) {
-		buf_addstr(err,
-		           "s3.key: the secret key must be 8 to 128 printable characters, no ':' or spaces");
-		return AIS_ERR;
-	}
-	if (!f[2].len || f[2].len > 128 || !all_bytes(f[2], uid_byte)) {
-		buf_addstr(err, "s3.key: the user id must be 1 to 128 printable characters, no ':'");
-		return AIS_ERR;
-	}
-	if (!f[3].len || f[3].len > 128 || !all_bytes(f[3], name_byte)) {
-		buf_addstr(err, "s3.key: the display name must be 1 to 128 printable characters");
-		return AIS_ERR;
-	}
 	if (s3_keys_find(k, f[0])) {
 		buf_addf(err, "s3.key: access key %.*s is given twice", (int)f[0].len, f[0].ptr);
 		return AIS_ERR;

@@ -137,8 +137,9 @@ static int header_checksum(s3_body_t *b, const s3_req_t *req, s3_autherr_t *err)
 {
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		sv_t n = req->hdrs[i].name;
-		if (!sv_casestartswith(n, "x-amz-checksum-") || sv_eqcase(n, SV("x-amz-checksum-type")) ||
-		    sv_eqcase(n, SV("x-amz-checksum-algorithm")))
+		/* x-amz-checksum-mode (GET), -type and -algorithm name no value */
+		if (!sv_casestartswith(n, "x-amz-checksum-") || sv_eqcase(n, SV("x-amz-checksum-mode")) ||
+		    sv_eqcase(n, SV("x-amz-checksum-type")) || sv_eqcase(n, SV("x-amz-checksum-algorithm")))
 			continue;
 		sv_t alg = {n.ptr + 15, n.len - 15};
 		enum s3_ck t = s3_ck_by_name(alg);
@@ -172,7 +173,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 	b->mode = auth->payload;
 	b->content_length = content_length;
 	b->decoded_len = -1;
-	b->md5 = md_new(EVP_md5());
+	b->md5 = md_new(s3_md(S3_MD_MD5));
 	arena_cleanup_add(a, body_cleanup, b);
 	memset(err, 0, sizeof(*err));
 
@@ -180,7 +181,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 	case S3_PAYLOAD_UNSIGNED: b->st = ST_PLAIN; break;
 	case S3_PAYLOAD_SHA256:
 		b->st = ST_PLAIN;
-		b->payload_sha = md_new(EVP_sha256());
+		b->payload_sha = md_new(s3_md(S3_MD_SHA256));
 		memcpy(b->payload_sha256, auth->payload_sha256, 32);
 		break;
 	case S3_PAYLOAD_STREAM_SIGNED_TRAILER:
@@ -206,7 +207,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 		b->decoded_len = (int64_t)x;
 		b->verify = auth->verify_chunks && b->mode != S3_PAYLOAD_STREAM_UNSIGNED_TRAILER;
 		if (b->verify) {
-			b->chunk_sha = md_new(EVP_sha256());
+			b->chunk_sha = md_new(s3_md(S3_MD_SHA256));
 			memcpy(b->signing_key, auth->signing_key, 32);
 			memcpy(b->amz_date, auth->amz_date, sizeof(b->amz_date));
 			memcpy(b->scope, auth->scope, sizeof(b->scope));
@@ -266,7 +267,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 		}
 	}
 	if (b->ck == S3_CK_SHA1 || b->ck == S3_CK_SHA256)
-		b->ck_md = md_new(b->ck == S3_CK_SHA1 ? EVP_sha1() : EVP_sha256());
+		b->ck_md = md_new(s3_md(b->ck == S3_CK_SHA1 ? S3_MD_SHA1 : S3_MD_SHA256));
 	return b;
 }
 
@@ -317,7 +318,7 @@ static int chunk_verify(s3_body_t *b, s3_autherr_t *err)
 	if (!b->verify)
 		return AIS_OK;
 	md_final(b->chunk_sha, d);
-	if (!EVP_DigestInit_ex(b->chunk_sha, EVP_sha256(), NULL))
+	if (!EVP_DigestInit_ex(b->chunk_sha, s3_md(S3_MD_SHA256), NULL))
 		fatalx("EVP_DigestInit_ex failed");
 	hex_encode(d, sizeof(d), h);
 	buf_addf(&sts, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n" S3_EMPTY_SHA256 "\n%s", b->amz_date, b->scope,
@@ -568,8 +569,8 @@ static int finish(s3_body_t *b, s3_autherr_t *err)
 		buf_t sts = BUF_INIT;
 		if (!b->trailer_sig_seen)
 			return sig_mismatch(err, "trailer (missing x-amz-trailer-signature)");
-		EVP_Digest(b->trailers.ptr ? b->trailers.ptr : "", b->trailers.len, d, NULL, EVP_sha256(),
-		           NULL);
+		EVP_Digest(b->trailers.ptr ? b->trailers.ptr : "", b->trailers.len, d, NULL,
+		           s3_md(S3_MD_SHA256), NULL);
 		hex_encode(d, sizeof(d), h);
 		buf_addf(&sts, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", b->amz_date, b->scope, b->prev_sig,
 		         h);

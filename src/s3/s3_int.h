@@ -86,6 +86,9 @@ void s3_string_to_sign(buf_t *out, const char *amz_date, sv_t scope, sv_t canoni
 void s3_signing_key(const char *secret, sv_t date, sv_t region, unsigned char key[32]);
 /* The same for another service (AWS's generic SigV4 test suite). */
 void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32]);
+/* The digests, fetched from OpenSSL once per process. */
+enum s3_md { S3_MD_SHA256, S3_MD_MD5, S3_MD_SHA1 };
+const struct evp_md_st *s3_md(enum s3_md which);
 /* Lower-case hex HMAC-SHA256(key, msg) into out (65 bytes). */
 void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65]);
 void s3_sha256_hex(const void *p, size_t n, char out[65]);

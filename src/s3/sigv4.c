@@ -12,13 +12,14 @@
  * collapsed. A malformed escape is kept as literal bytes (%25...), so it
  * never matches a correct signature by accident.
  */
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3_int.h"
@@ -209,10 +210,36 @@ void s3_canonical_request(buf_t *out, const s3_req_t *req, sv_t signed_headers, 
 	buf_addsv(out, payload_hash);
 }
 
+/* Digests fetched once: OpenSSL 3's one-shot SHA256() and HMAC() look the
+ * algorithm up on every call, which cost more than the hashing itself. */
+static EVP_MD *md_sha256, *md_md5, *md_sha1;
+static pthread_once_t md_once = PTHREAD_ONCE_INIT;
+
+static void md_fetch(void)
+{
+	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	md_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
+	md_sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
+	if (!md_sha256 || !md_md5 || !md_sha1)
+		fatalx("OpenSSL has no SHA256, MD5 or SHA1");
+}
+
+const EVP_MD *s3_md(enum s3_md which)
+{
+	pthread_once(&md_once, md_fetch);
+	return which == S3_MD_MD5 ? md_md5 : which == S3_MD_SHA1 ? md_sha1 : md_sha256;
+}
+
+static void sha256(const void *p, size_t n, unsigned char out[32])
+{
+	if (!EVP_Digest(p, n, out, NULL, s3_md(S3_MD_SHA256), NULL))
+		fatalx("EVP_Digest failed");
+}
+
 void s3_sha256_hex(const void *p, size_t n, char out[65])
 {
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256(p, n, d);
+	unsigned char d[32];
+	sha256(p, n, d);
 	hex_encode(d, sizeof(d), out);
 }
 
@@ -223,11 +250,29 @@ void s3_string_to_sign(buf_t *out, const char *amz_date, sv_t scope, sv_t canoni
 	buf_addf(out, S3_ALGO "\n%s\n%.*s\n%s", amz_date, (int)scope.len, scope.ptr, h);
 }
 
+/* HMAC-SHA256 (RFC 2104) over the prefetched digest. */
 static void hmac(const void *key, size_t klen, const void *msg, size_t n, unsigned char out[32])
 {
-	unsigned int len = 32;
-	if (!HMAC(EVP_sha256(), key, (int)klen, msg, n, out, &len))
-		abort();
+	unsigned char k[64], pad[64], inner[32];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	memset(k, 0, sizeof(k));
+	if (klen > 64)
+		sha256(key, klen, k);
+	else
+		memcpy(k, key, klen);
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x36;
+	if (!c || !EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, pad, 64) ||
+	    !EVP_DigestUpdate(c, msg, n) || !EVP_DigestFinal_ex(c, inner, NULL))
+		fatalx("HMAC-SHA256 failed");
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x5c;
+	if (!EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, pad, 64) ||
+	    !EVP_DigestUpdate(c, inner, 32) || !EVP_DigestFinal_ex(c, out, NULL))
+		fatalx("HMAC-SHA256 failed");
+	EVP_MD_CTX_free(c);
+	OPENSSL_cleanse(k, sizeof(k));
+	OPENSSL_cleanse(pad, sizeof(pad));
 }
 
 void s3_signing_key(const char *secret, sv_t date, sv_t region, unsigned char key[32])

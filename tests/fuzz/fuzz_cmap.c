@@ -1,8 +1,9 @@
 /*
- * fuzz_cmap.c - libFuzzer driver for cmap_decode and bmd_decode.
+ * fuzz_cmap.c - libFuzzer driver for cmap_decode, bmd_decode and
+ * cmap_ballot_decode.
  *
- * The first byte picks the decoder (even: cluster map, odd: bucket
- * metadata); the rest is the JSON, passed without a terminator so the
+ * The first byte picks the decoder (bit 1 set: election ballot; else even:
+ * cluster map, odd: bucket metadata); the rest is the JSON, passed without a terminator so the
  * decoder must stay inside len. Checks: the result is AIS_OK with a map, or
  * AIS_ERR with no map and a message; a decoded map keeps its invariants
  * (version >= 1, primary an active gateway, sorted unique ids, valid URLs;
@@ -103,6 +104,28 @@ static void fuzz_bmd(const char *text, size_t size)
 	buf_free(&err);
 }
 
+/* A ballot decodes to valid ids and terms >= 1, and re-encodes to bytes
+ * that decode to the same ballot. */
+static void fuzz_ballot(const char *text, size_t size)
+{
+	cmap_ballot_t b, b2;
+	buf_t err = BUF_INIT, js = BUF_INIT;
+	int rc = cmap_ballot_decode(text, size, &b, &err);
+	if (rc == AIS_OK) {
+		if (err.len || b.term < 1 || b.cmap_term < 1 || b.cmap_version < 1 ||
+		    !cmap_id_valid(b.uuid, strlen(b.uuid)) || !cmap_id_valid(b.candidate, strlen(b.candidate)) ||
+		    !cmap_id_valid(b.primary, strlen(b.primary)))
+			abort();
+		cmap_ballot_encode(&b, &js);
+		if (cmap_ballot_decode(js.ptr, js.len, &b2, NULL) != AIS_OK || memcmp(&b, &b2, sizeof(b)))
+			abort();
+	} else if (rc != AIS_ERR || !err.len) {
+		abort();
+	}
+	buf_free(&err);
+	buf_free(&js);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -111,7 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	char *text = malloc(size);
 	memcpy(text, data + 1, size - 1);
-	if (data[0] & 1)
+	if (data[0] & 2)
+		fuzz_ballot(text, size - 1);
+	else if (data[0] & 1)
 		fuzz_bmd(text, size - 1);
 	else
 		fuzz_cmap(text, size - 1);

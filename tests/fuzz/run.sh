@@ -55,11 +55,15 @@ declare -A SRCS=(
 	[fuzz_names]=""
 	[fuzz_tar]="src/archive/tar.c"
 	[fuzz_moss]="src/archive/moss.c src/archive/tarw.c src/archive/tar.c"
-	[fuzz_cmap]="src/cluster/cmap.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
+	[fuzz_cmap]="src/cluster/cmap.c src/cluster/vote.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
+	[fuzz_s3auth]="src/s3/auth.c src/s3/sigv4.c src/http/url.c"
+	[fuzz_s3chunked]="src/s3/auth.c src/s3/sigv4.c src/s3/chunked.c src/s3/checksum.c src/http/url.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
 	[fuzz_cmap]="-ljansson -lcrypto"
+	[fuzz_s3auth]="-lcrypto -lhttp_parser"
+	[fuzz_s3chunked]="-lcrypto -lz -lhttp_parser"
 	[fuzz_moss]="-ljansson"
 )
 

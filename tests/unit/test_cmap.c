@@ -2,7 +2,8 @@
  * test_cmap.c - the cluster map: mutators and their version rule, strict
  * decode (every error case, every truncation, byte flips), accept rule,
  * HRW owner/top-k over active targets (same answers as hrw.h, spread,
- * minimal movement, maintenance never owns), election order, persistence.
+ * minimal movement, maintenance never owns), election order, terms, the
+ * voting rules and ballots, persistence.
  */
 #include <check.h>
 #include <errno.h>
@@ -544,6 +545,212 @@ START_TEST(test_election_order)
 }
 END_TEST
 
+/* terms: (term, version) order, term first */
+START_TEST(test_term_accept)
+{
+	buf_t err = BUF_INIT;
+	cmap_t *a = mkmap(3, 2);
+	ck_assert_uint_eq(cmap_term(a), 1);
+	/* an old primary's map with many more versions ... */
+	cmap_t *old = cmap_clone(a);
+	cmap_node_t n = mknode("t9", CMAP_TARGET, CMAP_ACTIVE);
+	for (int i = 0; i < 5; i++)
+		cmap_add(old, &n, NULL), cmap_remove(old, "t9", NULL);
+	/* ... loses to the new term's map, whatever its version */
+	cmap_t *nt = cmap_clone(a);
+	uint64_t v = cmap_version(nt);
+	ck_assert_int_eq(cmap_set_term(nt, 2, NULL), AIS_OK);
+	ck_assert_uint_eq(cmap_version(nt), v + 1);
+	ck_assert_int_eq(cmap_set_primary(nt, "g1", NULL), AIS_OK);
+	ck_assert_int_eq(cmap_remove(nt, "g0", NULL), AIS_OK);
+	ck_assert_uint_lt(cmap_version(nt), cmap_version(old));
+	ck_assert_int_lt(cmap_cmp(old, nt), 0);
+	ck_assert_int_gt(cmap_cmp(nt, old), 0);
+	ck_assert_int_eq(cmap_accept(old, nt, NULL), AIS_OK);
+	ck_assert_int_eq(cmap_accept(nt, old, &err), AIS_ERR);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "term 1"));
+	/* same version, other term: not equal, the higher term wins */
+	cmap_t *x = cmap_clone(a), *y = cmap_clone(a);
+	cmap_set_term(y, 7, NULL);
+	cmap_add(x, &n, NULL);
+	ck_assert_uint_eq(cmap_version(x), cmap_version(y));
+	ck_assert(!cmap_equal(x, y));
+	ck_assert_int_eq(cmap_accept(x, y, NULL), AIS_OK);
+	ck_assert_int_eq(cmap_accept(y, x, NULL), AIS_ERR);
+	/* terms only grow */
+	ck_assert_int_eq(cmap_set_term(y, 7, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(cmap_set_term(y, 3, NULL), AIS_ERR);
+	/* the term survives encode/decode; a map without one is term 1 */
+	cmap_t *d = roundtrip(y);
+	ck_assert_uint_eq(cmap_term(d), 7);
+	ck_assert(cmap_equal(d, y));
+	const char *noterm = "{\"uuid\":\"u\",\"version\":2,\"primary\":\"g0\",\"nodes\":[{\"id\":\"g0\",\"role\":"
+			     "\"gateway\",\"state\":\"active\",\"public_url\":\"http://a\",\"intra_url\":\"http://a\"}]}";
+	cmap_t *o;
+	ck_assert_int_eq(cmap_decode(noterm, strlen(noterm), &o, NULL), AIS_OK);
+	ck_assert_uint_eq(cmap_term(o), 1);
+	cmap_free(o);
+	const char *zero = "{\"uuid\":\"u\",\"term\":0,\"version\":2,\"primary\":\"g0\",\"nodes\":[{\"id\":\"g0\","
+			   "\"role\":\"gateway\",\"state\":\"active\",\"public_url\":\"http://a\",\"intra_url\":\"http://a\"}]}";
+	ck_assert_int_eq(cmap_decode(zero, strlen(zero), &o, NULL), AIS_ERR);
+	cmap_free(a);
+	cmap_free(old);
+	cmap_free(nt);
+	cmap_free(x);
+	cmap_free(y);
+	cmap_free(d);
+	buf_free(&err);
+}
+END_TEST
+
+static cmap_ballot_t ballot(const cmap_t *m, const char *cand, uint64_t term, uint64_t bmdv)
+{
+	cmap_ballot_t b;
+	memset(&b, 0, sizeof(b));
+	snprintf(b.uuid, sizeof(b.uuid), "%s", cmap_uuid(m));
+	snprintf(b.candidate, sizeof(b.candidate), "%s", cand);
+	snprintf(b.primary, sizeof(b.primary), "%s", cmap_primary(m));
+	b.term = term;
+	b.cmap_term = cmap_term(m);
+	b.cmap_version = cmap_version(m);
+	b.bmd_version = bmdv;
+	return b;
+}
+
+/* the voter's rules V1-V4 (cmap.h) */
+START_TEST(test_vote_rules)
+{
+	cmap_t *m = mkmap(3, 3); /* primary g0, term 1 */
+	cmap_vote_rec_t none = {0, ""};
+	buf_t why = BUF_INIT;
+	cmap_ballot_t b = ballot(m, "g1", 2, 5);
+#define VOTE(rec, bal, alive) cmap_vote(m, 5, rec, bal, alive, NULL)
+	ck_assert_int_eq(VOTE(&none, &b, false), CMAP_VOTE_YES);
+	/* V2: the primary still answers this voter */
+	ck_assert_int_eq(cmap_vote(m, 5, &none, &b, true, &why), CMAP_VOTE_NO);
+	ck_assert_ptr_nonnull(strstr(why.ptr, "answers"));
+	/* V4: one vote per term; a retry of the same candidate is yes again */
+	cmap_vote_rec_t rec = {2, "g1"};
+	ck_assert_int_eq(VOTE(&rec, &b, false), CMAP_VOTE_YES);
+	cmap_ballot_t b2 = ballot(m, "g2", 2, 5);
+	ck_assert_int_eq(VOTE(&rec, &b2, false), CMAP_VOTE_NO);
+	b2.term = 3; /* a later term is a new vote */
+	ck_assert_int_eq(VOTE(&rec, &b2, false), CMAP_VOTE_YES);
+	cmap_vote_rec_t rec5 = {5, "g2"};
+	ck_assert_int_eq(VOTE(&rec5, &b2, false), CMAP_VOTE_NO);
+	/* V4: the term must be above the map's */
+	cmap_ballot_t b1 = ballot(m, "g1", 1, 5);
+	ck_assert_int_eq(VOTE(&none, &b1, false), CMAP_VOTE_NO);
+	/* V3: a candidate with older metadata is told so (stale) */
+	cmap_ballot_t bs = ballot(m, "g1", 2, 4);
+	ck_assert_int_eq(VOTE(&none, &bs, false), CMAP_VOTE_STALE);
+	bs = ballot(m, "g1", 2, 5);
+	bs.cmap_version--;
+	ck_assert_int_eq(VOTE(&none, &bs, false), CMAP_VOTE_STALE);
+	bs.cmap_version += 10; /* newer than ours: fine */
+	ck_assert_int_eq(VOTE(&none, &bs, false), CMAP_VOTE_YES);
+	/* V1: other cluster, other primary, a candidate that is no active gateway */
+	cmap_ballot_t bo = b;
+	snprintf(bo.uuid, sizeof(bo.uuid), "other");
+	ck_assert_int_eq(VOTE(&none, &bo, false), CMAP_VOTE_NO);
+	bo = b;
+	snprintf(bo.primary, sizeof(bo.primary), "g2");
+	ck_assert_int_eq(VOTE(&none, &bo, false), CMAP_VOTE_NO);
+	cmap_ballot_t bt = ballot(m, "t0", 2, 5);
+	ck_assert_int_eq(VOTE(&none, &bt, false), CMAP_VOTE_NO);
+	cmap_ballot_t bp = ballot(m, "g0", 2, 5);
+	ck_assert_int_eq(VOTE(&none, &bp, false), CMAP_VOTE_NO);
+	cmap_ballot_t bx = ballot(m, "g7", 2, 5);
+	ck_assert_int_eq(VOTE(&none, &bx, false), CMAP_VOTE_NO);
+	ck_assert_int_eq(cmap_set_state(m, "g2", CMAP_MAINTENANCE, NULL), AIS_OK);
+	cmap_ballot_t bm = ballot(m, "g2", 2, 5);
+	ck_assert_int_eq(VOTE(&none, &bm, false), CMAP_VOTE_NO);
+#undef VOTE
+	/* quorum: a majority of all nodes, the dead primary counted */
+	ck_assert_uint_eq(cmap_quorum(m), 4); /* 6 nodes */
+	cmap_node_t t = mknode("t9", CMAP_TARGET, CMAP_ACTIVE);
+	cmap_add(m, &t, NULL);
+	ck_assert_uint_eq(cmap_quorum(m), 4); /* 7 nodes */
+	cmap_free(m);
+	buf_free(&why);
+}
+END_TEST
+
+/* one winner per term: voters that vote by the rules never give two
+ * candidates a majority in the same term */
+START_TEST(test_vote_one_winner)
+{
+	cmap_t *m = mkmap(3, 4); /* 7 nodes, quorum 4 */
+	cmap_vote_rec_t rec[7];
+	memset(rec, 0, sizeof(rec));
+	for (unsigned seed = 1; seed < 200; seed++) {
+		memset(rec, 0, sizeof(rec));
+		size_t yes1 = 1, yes2 = 1; /* each candidate votes for itself */
+		rec[1] = (cmap_vote_rec_t){2, "g1"};
+		rec[2] = (cmap_vote_rec_t){2, "g2"};
+		cmap_ballot_t b1 = ballot(m, "g1", 2, 1), b2 = ballot(m, "g2", 2, 1);
+		unsigned r = seed;
+		for (int v = 0; v < 7; v++) {
+			if (v == 1 || v == 2)
+				continue;
+			r = r * 1103515245u + 12345u;
+			bool first = (r >> 16) & 1; /* which ballot reaches this voter first */
+			cmap_ballot_t *x = first ? &b1 : &b2, *y = first ? &b2 : &b1;
+			if (cmap_vote(m, 1, &rec[v], x, false, NULL) == CMAP_VOTE_YES) {
+				rec[v] = (cmap_vote_rec_t){x->term, ""};
+				snprintf(rec[v].candidate, sizeof(rec[v].candidate), "%s", x->candidate);
+				*(x == &b1 ? &yes1 : &yes2) += 1;
+			}
+			if (cmap_vote(m, 1, &rec[v], y, false, NULL) == CMAP_VOTE_YES)
+				*(y == &b1 ? &yes1 : &yes2) += 1;
+		}
+		ck_assert(!(yes1 >= cmap_quorum(m) && yes2 >= cmap_quorum(m)));
+		ck_assert_uint_eq(yes1 + yes2, 7);
+	}
+	cmap_free(m);
+}
+END_TEST
+
+START_TEST(test_ballot_json)
+{
+	cmap_t *m = mkmap(2, 1);
+	cmap_ballot_t b = ballot(m, "g1", 9, 3), d;
+	buf_t js = BUF_INIT, err = BUF_INIT;
+	cmap_ballot_encode(&b, &js);
+	ck_assert_int_eq(cmap_ballot_decode(js.ptr, js.len, &d, NULL), AIS_OK);
+	ck_assert_int_eq(memcmp(&b, &d, sizeof(b)), 0);
+	/* every truncation fails cleanly */
+	for (size_t n = 0; n < js.len; n++) {
+		buf_reset(&err);
+		ck_assert_int_eq(cmap_ballot_decode(js.ptr, n, &d, &err), AIS_ERR);
+		ck_assert_uint_gt(err.len, 0);
+	}
+	static const char *const bad[] = {
+		"{\"uuid\":\"u\",\"term\":2,\"candidate\":\"g1\",\"primary\":\"g0\",\"cmap_term\":1,\"cmap_version\":1}",
+		"{\"uuid\":\"u\",\"term\":0,\"candidate\":\"g1\",\"primary\":\"g0\",\"cmap_term\":1,\"cmap_version\":1,"
+		"\"bmd_version\":1}",
+		"{\"uuid\":\"u\",\"term\":2,\"candidate\":\"g 1\",\"primary\":\"g0\",\"cmap_term\":1,\"cmap_version\":1,"
+		"\"bmd_version\":1}",
+		"{\"uuid\":\"u\",\"term\":2,\"candidate\":\"g1\",\"primary\":\"g0\",\"cmap_term\":1,\"cmap_version\":1,"
+		"\"bmd_version\":1,\"x\":1}",
+		"{\"uuid\":\"u\",\"term\":\"2\",\"candidate\":\"g1\",\"primary\":\"g0\",\"cmap_term\":1,\"cmap_version\":1,"
+		"\"bmd_version\":1}",
+		"[]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&err);
+		errno = 0;
+		ck_assert_msg(cmap_ballot_decode(bad[i], strlen(bad[i]), &d, &err) == AIS_ERR, "accepted %s", bad[i]);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	buf_free(&js);
+	buf_free(&err);
+	cmap_free(m);
+}
+END_TEST
+
 /* persistence */
 
 static char tmpdir[256];
@@ -655,6 +862,10 @@ static Suite *cmap_suite(void)
 	tcase_add_test(tc, test_maintenance_never_owner);
 	tcase_add_test(tc, test_top_k);
 	tcase_add_test(tc, test_election_order);
+	tcase_add_test(tc, test_term_accept);
+	tcase_add_test(tc, test_vote_rules);
+	tcase_add_test(tc, test_vote_one_winner);
+	tcase_add_test(tc, test_ballot_json);
 	tcase_add_test(tc, test_persist);
 	suite_add_tcase(s, tc);
 	return s;

@@ -992,7 +992,19 @@ START_TEST(test_keys)
 	s3_authcfg_free(&ac);
 	ck_assert_int_eq(conf_set(&c, "s3.key", "", &err), AIS_OK);
 	ck_assert_int_eq(c.n_s3_keys, 0);
-	ck_assert_int_eq(conf_set(&c, "s3.key", "AK1:bad secret:u:n", &err), AIS_OK); /* checked at start */
+	/* checked when the config is read, with the same rules */
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "s3.key", "AK1:bad secret:u:n", &err), AIS_ERR);
+	ck_assert_ptr_null(strstr(err.ptr, "bad secret"));
+	ck_assert_int_eq(conf_set(&c, "s3.key", "AK1:secret12:u:n", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "s3.key", "AK1:secret34:u2:n2", &err), AIS_ERR); /* twice */
+	ck_assert_int_eq(conf_set(&c, "s3.key", "AK10:secret34:u2:n2", &err), AIS_OK);
+	const char *text = "s3.key = AK5:secret55:u5:Five # comment\ns3.key = AK6:x:u:n\n";
+	buf_reset(&err);
+	ck_assert_int_eq(conf_parse(&c, text, strlen(text), &err), AIS_ERR);
+	ck_assert_msg(strstr(err.ptr, "line 2") != NULL, "%s", err.ptr);
+	/* a conf_t filled by hand is checked again */
+	memcpy(c.s3_keys[0], "AK1:bad secret:u:n", 19);
 	buf_reset(&err);
 	ck_assert_int_eq(s3_authcfg_init(&ac, &c, &err), AIS_ERR);
 	ck_assert(err.len > 0);
