@@ -11,7 +11,9 @@
  *     receiver verifies);
  *  2. when this target is not a holder and every holder is known to have
  *     the object durably, the local copy is deleted: never before;
- *  3. a target in maintenance keeps its data and walks nothing.
+ *  3. a target in maintenance, or not in the map at all (not joined yet, or
+ *     dropped after failing health checks: it comes back), keeps its data
+ *     and walks nothing; only a decommissioned one moves everything off.
  * A run starts on every change of placement (place_changed), of a
  * bucket's copies, on request, and at start-up when the marker file
  * DIR/rebalance.marker says a run was interrupted; a newer change restarts
@@ -32,15 +34,15 @@ enum job_state { JOB_IDLE = 0, JOB_RUNNING, JOB_DONE, JOB_ABORTED, JOB_FAILED };
 
 typedef struct job_stats {
 	enum job_state state;
-	uint64_t cmap_version;   /* the map the last run walked under */
-	int64_t start_ns, end_ns; /* wall clock of the last run; end 0 while running */
-	uint64_t runs;           /* runs started since this process started */
-	uint64_t total;          /* objects here when the run started */
-	uint64_t walked;         /* objects looked at */
+	uint64_t cmap_version;       /* the map the last run walked under */
+	int64_t start_ns, end_ns;    /* wall clock of the last run; end 0 while running */
+	uint64_t runs;               /* runs started since this process started */
+	uint64_t total;              /* objects here when the run started */
+	uint64_t walked;             /* objects looked at */
 	uint64_t moved, moved_bytes; /* copies sent to other targets */
-	uint64_t deleted;        /* local copies removed once their holders had them */
+	uint64_t deleted;            /* local copies removed once their holders had them */
 	uint64_t errors;
-	uint64_t objects;        /* objects here now */
+	uint64_t objects; /* objects here now */
 	char last_error[256];
 } job_stats_t;
 

@@ -47,16 +47,20 @@ static json_t *fetch_status(struct cli *c)
 	return doc;
 }
 
-static uint64_t num(json_t *o, const char *k) { return (uint64_t)json_integer_value(json_object_get(o, k)); }
+static uint64_t num(json_t *o, const char *k)
+{
+	return (uint64_t)json_integer_value(json_object_get(o, k));
+}
 
 static void print_table(json_t *doc)
 {
 	const char *id;
 	json_t *v;
 	char moved[32];
-	printf("%-24s %-8s %5s %17s %8s %10s %8s %6s\n", "TARGET", "STATE", "MAP", "WALKED/TOTAL", "SENT", "BYTES",
-	       "MOVED", "ERRORS");
-	json_object_foreach(json_object_get(doc, "targets"), id, v) {
+	printf("%-24s %-8s %5s %17s %8s %10s %8s %6s\n", "TARGET", "STATE", "MAP", "WALKED/TOTAL", "SENT",
+	       "BYTES", "MOVED", "ERRORS");
+	json_object_foreach(json_object_get(doc, "targets"), id, v)
+	{
 		const char *err = json_string_value(json_object_get(v, "error"));
 		if (err) {
 			printf("%-24s %-8s %.60s\n", id, "-", err);
@@ -64,12 +68,12 @@ static void print_table(json_t *doc)
 		}
 		char wt[40];
 		snprintf(wt, sizeof(wt), "%llu/%llu", (unsigned long long)num(v, "walked"),
-			 (unsigned long long)num(v, "total"));
+		         (unsigned long long)num(v, "total"));
 		cli_human_size(num(v, "moved_bytes"), moved, sizeof(moved));
 		printf("%-24s %-8s %5llu %17s %8llu %10s %8llu %6llu\n", id,
-		       json_string_value(json_object_get(v, "state")), (unsigned long long)num(v, "cmap_version"),
-		       wt, (unsigned long long)num(v, "moved"), moved, (unsigned long long)num(v, "deleted"),
-		       (unsigned long long)num(v, "errors"));
+		       json_string_value(json_object_get(v, "state")),
+		       (unsigned long long)num(v, "cmap_version"), wt, (unsigned long long)num(v, "moved"),
+		       moved, (unsigned long long)num(v, "deleted"), (unsigned long long)num(v, "errors"));
 		const char *le = json_string_value(json_object_get(v, "last_error"));
 		if (le && *le && num(v, "errors"))
 			printf("  last error: %.100s\n", le);
@@ -107,7 +111,8 @@ static void progress(json_t *doc)
 	uint64_t walked = 0, total = 0;
 	const char *id;
 	json_t *v;
-	json_object_foreach(json_object_get(doc, "targets"), id, v) {
+	json_object_foreach(json_object_get(doc, "targets"), id, v)
+	{
 		walked += num(v, "walked");
 		total += num(v, "total");
 	}
@@ -118,8 +123,8 @@ static void progress(json_t *doc)
 	bar[width] = '\0';
 	json_t *tot = json_object_get(doc, "totals");
 	fprintf(stderr, "\r[%s] %llu/%llu objects walked, %llu sent, %llu errors ", bar,
-		(unsigned long long)walked, (unsigned long long)total, (unsigned long long)num(tot, "moved"),
-		(unsigned long long)num(tot, "errors"));
+	        (unsigned long long)walked, (unsigned long long)total, (unsigned long long)num(tot, "moved"),
+	        (unsigned long long)num(tot, "errors"));
 	fflush(stderr);
 }
 
@@ -174,7 +179,8 @@ static int job_action(struct cli *c, const struct cli_args *a, const char *actio
 	rc = CLI_EXIT_ERR;
 	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, action) == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
-		printf("%s: sent to %zu targets\n", action, json_object_size(json_object_get(doc, "targets")));
+		printf("%s: sent to %zu targets\n", action,
+		       json_object_size(json_object_get(doc, "targets")));
 		json_decref(doc);
 		rc = CLI_EXIT_OK;
 	}
@@ -182,5 +188,11 @@ static int job_action(struct cli *c, const struct cli_args *a, const char *actio
 	return rc;
 }
 
-int cli_job_start(struct cli *c, const struct cli_args *a) { return job_action(c, a, "rebalance"); }
-int cli_job_stop(struct cli *c, const struct cli_args *a) { return job_action(c, a, "stop-rebalance"); }
+int cli_job_start(struct cli *c, const struct cli_args *a)
+{
+	return job_action(c, a, "rebalance");
+}
+int cli_job_stop(struct cli *c, const struct cli_args *a)
+{
+	return job_action(c, a, "stop-rebalance");
+}

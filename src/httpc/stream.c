@@ -98,7 +98,10 @@ static size_t hdr_write(char *p, size_t size, size_t n, void *arg)
 
 static atomic_bool g_abort; /* httpc_stream_abort: the process is stopping */
 
-void httpc_stream_abort(void) { atomic_store(&g_abort, true); }
+void httpc_stream_abort(void)
+{
+	atomic_store(&g_abort, true);
+}
 
 static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -111,7 +114,10 @@ static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 static pthread_once_t t_once = PTHREAD_ONCE_INIT;
 static pthread_key_t t_key;
 
-static void easy_free(void *e) { curl_easy_cleanup(e); }
+static void easy_free(void *e)
+{
+	curl_easy_cleanup(e);
+}
 static void key_init(void)
 {
 	if (pthread_key_create(&t_key, easy_free))
@@ -144,7 +150,7 @@ void httpc_stream_release(void)
 }
 
 static void xfer_setup(struct xfer *x, const char *url, const char *const *headers, uint64_t timeout_ms,
-		       bool reuse)
+                       bool reuse)
 {
 	httpc_global_init();
 	x->e = reuse ? easy_take() : NULL;
@@ -184,7 +190,10 @@ static void xfer_end(struct xfer *x, CURLcode cc, int *status)
 		curl_easy_getinfo(x->e, CURLINFO_EFFECTIVE_URL, &u);
 		snprintf(url, sizeof(url), "%s", u ? u : "");
 		buf_reset(x->msg);
-		buf_addf(x->msg, "%s: %s", url, x->aborted ? "aborted by the receiver" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
+		buf_addf(x->msg, "%s: %s", url,
+		         x->aborted     ? "aborted by the receiver"
+		         : x->errbuf[0] ? x->errbuf
+		                        : curl_easy_strerror(cc));
 	}
 	curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, NULL);
@@ -196,7 +205,7 @@ static void xfer_end(struct xfer *x, CURLcode cc, int *status)
 }
 
 int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *headers, int fd, uint64_t len,
-		      uint64_t timeout_ms, int *status, buf_t *msgs)
+                      uint64_t timeout_ms, int *status, buf_t *msgs)
 {
 	struct xfer *xs = xcalloc(n ? n : 1, sizeof(*xs));
 	CURLM *mh = curl_multi_init();
@@ -266,7 +275,7 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 }
 
 int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
-		      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg)
+                      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg)
 {
 	struct xfer x = {.sink = sink, .arg = arg, .hdrs = resp_hdrs, .msg = msg, .fd = -1};
 	buf_reset(msg);
@@ -296,7 +305,7 @@ sv_t httpc_hdr_find(const buf_t *hdrs, const char *name)
 }
 
 int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
-		    int *status, buf_t *msg)
+                    int *status, buf_t *msg)
 {
 	struct xfer x = {.hdrs = resp_hdrs, .msg = msg, .fd = -1};
 	buf_reset(msg);

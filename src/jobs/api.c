@@ -77,7 +77,7 @@ static void *ask_target(void *arg)
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
 
 	if (httpc_sync(a->method, a->url, hdrs, a->body, a->body ? strlen(a->body) : 0, ASK_TIMEOUT_MS, &resp,
-		       &status) != AIS_OK) {
+	               &status) != AIS_OK) {
 		a->res = json_pack("{s:s}", "error", resp.ptr ? resp.ptr : "no answer");
 	} else {
 		a->res = status == 200 ? json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr) : NULL;
@@ -121,7 +121,8 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 	json_t *targets = json_object();
 	enum job_state *st = xcalloc(n + 1, sizeof(*st));
 	uint64_t tot[6] = {0};
-	static const char *const keys[] = {"walked", "remaining", "moved", "moved_bytes", "deleted", "errors"};
+	static const char *const keys[] = {"walked",      "remaining", "moved",
+	                                   "moved_bytes", "deleted",   "errors"};
 	bool unreachable = false;
 	for (size_t i = 0; i < n; i++) {
 		if (asks[i].started)
@@ -144,9 +145,9 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 	json_t *totals = json_object();
 	for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
 		json_object_set_new(totals, keys[k], json_integer((json_int_t)tot[k]));
-	json_t *doc = json_pack("{s:s,s:I,s:s,s:b,s:o,s:o}", "kind", "rebalance", "cmap_version", (json_int_t)cv,
-				"state", job_state_name(merged), "unreachable", unreachable, "targets", targets,
-				"totals", totals);
+	json_t *doc = json_pack("{s:s,s:I,s:s,s:b,s:o,s:o}", "kind", "rebalance", "cmap_version",
+	                        (json_int_t)cv, "state", job_state_name(merged), "unreachable", unreachable,
+	                        "targets", targets, "totals", totals);
 	free(st);
 	free(asks);
 	return doc;
@@ -158,7 +159,10 @@ struct cjob {
 	json_t *doc;
 };
 
-static void cjob_cleanup(void *arg) { json_decref(((struct cjob *)arg)->doc); }
+static void cjob_cleanup(void *arg)
+{
+	json_decref(((struct cjob *)arg)->doc);
+}
 
 static void cjob_work(http_req_t *req)
 {
@@ -188,7 +192,10 @@ static int cjob_start(http_req_t *req, const char *method, const char *body)
 	return AIS_OK;
 }
 
-int jobs_h_cluster_status(http_req_t *req) { return cjob_start(req, "GET", NULL); }
+int jobs_h_cluster_status(http_req_t *req)
+{
+	return cjob_start(req, "GET", NULL);
+}
 
 int jobs_h_cluster_action(http_req_t *req, bool start)
 {
@@ -215,7 +222,8 @@ int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uin
 		return AIS_OK; /* not a target, or gone: nothing to drain */
 	for (;;) {
 		int status = 0;
-		if (httpc_sync("GET", url, NULL, NULL, 0, ASK_TIMEOUT_MS, &resp, &status) == AIS_OK && status == 200) {
+		if (httpc_sync("GET", url, NULL, NULL, 0, ASK_TIMEOUT_MS, &resp, &status) == AIS_OK &&
+		    status == 200) {
 			misses = 0;
 			json_t *d = json_loadb(resp.ptr, resp.len, 0, &jerr);
 			const char *st = json_string_value(json_object_get(d, "state"));
@@ -223,15 +231,17 @@ int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uin
 			uint64_t objs = (uint64_t)json_integer_value(json_object_get(d, "objects"));
 			bool done = st && !strcmp(st, "done") && v >= version && objs == 0;
 			buf_reset(msg);
-			buf_addf(msg, "%s: rebalance %s under map v%llu, %llu objects left", sid, st ? st : "?",
-				 (unsigned long long)v, (unsigned long long)objs);
+			buf_addf(msg, "%s: rebalance %s under map v%llu, %llu objects left", sid,
+			         st ? st : "?", (unsigned long long)v, (unsigned long long)objs);
 			json_decref(d);
 			if (done)
 				break;
 		} else if (++misses >= 3) {
 			buf_reset(msg);
-			buf_addf(msg, "%s does not answer: its data cannot be drained (copies on other targets "
-				      "are restored by the rebalance)", sid);
+			buf_addf(msg,
+			         "%s does not answer: its data cannot be drained (copies on other targets "
+			         "are restored by the rebalance)",
+			         sid);
 			buf_free(&resp);
 			errno = EHOSTUNREACH;
 			return AIS_ERR;

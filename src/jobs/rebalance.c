@@ -31,9 +31,9 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-#define WALK_PAGE 512
+#define WALK_PAGE      512
 #define RETRY_FIRST_MS 5000
-#define RETRY_MAX_MS 60000
+#define RETRY_MAX_MS   60000
 
 struct reb {
 	target_t *t;
@@ -41,9 +41,9 @@ struct reb {
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cv;
 	bool quit, pending, abort;
-	uint64_t gen;       /* bumped by every kick */
-	uint64_t retry_ms;  /* 0: no retry scheduled */
-	int64_t retry_at;   /* monotonic ns */
+	uint64_t gen;      /* bumped by every kick */
+	uint64_t retry_ms; /* 0: no retry scheduled */
+	int64_t retry_at;  /* monotonic ns */
 	job_stats_t st;
 	char marker[1100];
 };
@@ -85,7 +85,7 @@ static void note_error(reb_t *r, const char *fmt, const char *a, size_t alen, co
 
 /* Does the holder at base have bck/obj as recent as m? 1 yes, 0 no, -1 error. */
 static int holder_has(const char *base, const char *bck, const char *obj, size_t olen, const store_meta_t *m,
-		      buf_t *msg)
+                      buf_t *msg)
 {
 	char hv[64];
 	const char *hp[] = {hv, NULL};
@@ -148,7 +148,8 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		if (has == 1)
 			continue;
 		uint64_t bytes = 0;
-		if (has == 0 && tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", &bytes, &msg) == AIS_OK) {
+		if (has == 0 && tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", &bytes,
+		                              &msg) == AIS_OK) {
 			pthread_mutex_lock(&r->mu);
 			r->st.moved++;
 			r->st.moved_bytes += bytes;
@@ -212,7 +213,7 @@ static bool walk_page(reb_t *r, uint64_t gen, const struct bucket *b, buf_t *aft
 
 	pg.items = xcalloc(WALK_PAGE, sizeof(*pg.items));
 	if (store_list(r->t->store, b->name, strlen(b->name), "", 0, after->ptr ? after->ptr : "", after->len,
-		       WALK_PAGE, collect, &pg, &more) != AIS_OK) {
+	               WALK_PAGE, collect, &pg, &more) != AIS_OK) {
 		free(pg.items);
 		return false; /* the bucket is gone */
 	}
@@ -267,8 +268,10 @@ static void walk(reb_t *r, uint64_t gen)
 	pthread_mutex_unlock(&r->mu);
 	cluster_read_unlock(cl);
 
-	if (maint || !m) {
-		log_info("rebalance: %s: nothing to walk", maint ? "in maintenance, the data stays here" : "no map");
+	if (maint || !me) { /* rule 3 of jobs.h */
+		log_info("rebalance: %s: nothing to walk",
+		         maint ? "in maintenance, the data stays here"
+		               : "this target is not in the cluster map (yet), its data stays here");
 		free(bs);
 		return;
 	}
@@ -347,16 +350,18 @@ static void *reb_main(void *arg)
 			r->retry_ms = r->retry_ms ? MIN(r->retry_ms * 2, RETRY_MAX_MS) : RETRY_FIRST_MS;
 			r->retry_at = time_mono_ns() + (int64_t)r->retry_ms * 1000000;
 			log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
-				  (unsigned long long)r->st.cmap_version, (unsigned long long)r->st.errors,
-				  r->st.last_error, (unsigned long long)r->retry_ms);
+			          (unsigned long long)r->st.cmap_version, (unsigned long long)r->st.errors,
+			          r->st.last_error, (unsigned long long)r->retry_ms);
 		} else {
 			r->st.state = JOB_DONE;
 			r->retry_ms = 0;
 			marker_set(r, false);
-			log_info("rebalance (map v%llu) done: %llu objects walked, %llu copies sent (%llu bytes), "
-				 "%llu moved off", (unsigned long long)r->st.cmap_version,
-				 (unsigned long long)r->st.walked, (unsigned long long)r->st.moved,
-				 (unsigned long long)r->st.moved_bytes, (unsigned long long)r->st.deleted);
+			log_info("rebalance (map v%llu) done: %llu objects walked, %llu copies sent (%llu "
+			         "bytes), "
+			         "%llu moved off",
+			         (unsigned long long)r->st.cmap_version, (unsigned long long)r->st.walked,
+			         (unsigned long long)r->st.moved, (unsigned long long)r->st.moved_bytes,
+			         (unsigned long long)r->st.deleted);
 		}
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -371,7 +376,8 @@ reb_t *reb_new(target_t *t)
 	r->t = t;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
-	snprintf(r->marker, sizeof(r->marker), "%s/rebalance.marker", c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
+	snprintf(r->marker, sizeof(r->marker), "%s/rebalance.marker",
+	         c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
 	if (access(r->marker, F_OK) == 0) {
 		log_info("rebalance: resuming the run interrupted before this start (%s)", r->marker);
 		r->pending = true;

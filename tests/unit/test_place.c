@@ -136,7 +136,8 @@ START_TEST(test_join_diff)
 		place_of(b, name, strlen(name), 2, NULL, &pb);
 		bool same = true;
 		for (size_t j = 0; j < 2; j++) {
-			bool in_a = !strcmp(pb.node[j]->id, pa.node[0]->id) || !strcmp(pb.node[j]->id, pa.node[1]->id);
+			bool in_a = !strcmp(pb.node[j]->id, pa.node[0]->id) ||
+			            !strcmp(pb.node[j]->id, pa.node[1]->id);
 			if (!in_a) {
 				ck_assert_str_eq(pb.node[j]->id, "t3");
 				same = false;
