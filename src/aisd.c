@@ -3,7 +3,7 @@
  *
  * One binary, two roles; this version serves the target role. Signals are
  * handled synchronously here (sigwait) while worker threads serve: SIGTERM
- * and SIGINT stop gracefully, SIGHUP reopens the log file.
+ * and SIGINT stop gracefully, SIGHUP reopens the log files.
  */
 #include <getopt.h>
 #include <signal.h>

@@ -130,6 +130,17 @@ int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 int cluster_h_daemon(http_req_t *req);
 /* GET /v1/cluster?what=stats (stats.c): every node's stats, fanned out. */
 int cluster_stats_cluster(http_req_t *req);
+/* A set-config body, parsed (cfgparse.c, pure): up to CLUSTER_CFG_MAX
+ * changes; key 0 log.level, 1 log.access, 2 net.rate_limit,
+ * 3 net.rate_burst, each value checked. Returns AIS_OK, or AIS_ERR with a
+ * message in err and nothing to apply. */
+#define CLUSTER_CFG_MAX 16
+typedef struct cluster_cfg_change {
+	int key;
+	char value[64];
+} cluster_cfg_change_t;
+int cluster_cfg_parse(const char *body, size_t len, cluster_cfg_change_t *ch, size_t *n, buf_t *err);
+const char *cluster_cfg_key(int key);
 /* PUT /v1/daemon {"action":"set-config",..} (config.c): this node. */
 int cluster_daemon_put(http_req_t *req);
 /* PUT /v1/cluster {"action":"set-config",..} on the primary: every node. */

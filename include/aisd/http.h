@@ -58,7 +58,9 @@ enum {
 };
 
 typedef struct http_route {
-	const char *prefix; /* matches the path itself or prefix + "/..." */
+	const char *prefix; /* matches the path itself or prefix + "/..."; "/" (last):
+			     * every path, unless an earlier route matched the
+			     * path but not the method (405 then) */
 	unsigned methods;   /* HTTP_M(HTTP_GET) | ... */
 	unsigned flags;     /* HTTP_ROUTE_* */
 	uint64_t max_body;  /* HTTP_ROUTE_JSON: largest body accepted (413) */
@@ -162,6 +164,10 @@ void http_resp_send_head(http_req_t *req, uint64_t len);
 /* Streamed body (chunked on HTTP/1.1). */
 void http_resp_send_stream(http_req_t *req, http_fill_fn fill);
 void http_resp_stream_wake(http_req_t *req);
+/* Streamed body of exactly len bytes, sent with Content-Length (not
+ * chunked); a producer that fails (AIS_ERR) closes the connection, so the
+ * client sees a short body. */
+void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len);
 /* Inside a fill callback that returns AIS_OK: after what fill appended, the
  * stream carries len bytes of fd from off, sent like a file body (sendfile,
  * cold ranges read ahead on the I/O pool); fill is called again once they
@@ -170,6 +176,10 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len);
 /* The event_base of the worker that owns req (for httpc and timers whose
  * callbacks must run on the request's thread). */
 struct event_base *http_req_base(const http_req_t *req);
+/* Runs fn(arg) when the server stops, after req's worker loop ended and its
+ * connections were freed, before its event_base is freed: for per-worker
+ * state kept across requests (an httpc client). Call on req's worker. */
+void http_worker_atexit(http_req_t *req, void (*fn)(void *), void *arg);
 /* JSON error body {"message": ..., "status": N}. */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

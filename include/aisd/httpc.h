@@ -164,6 +164,8 @@ const char *httpc_error(const httpc_req_t *r); /* "" when none */
 /* Value of the first response header called name (case-insensitive),
  * trimmed; {NULL, 0} when absent. Borrowed from r. */
 sv_t httpc_resp_header(const httpc_req_t *r, const char *name);
+/* Every response header as received: "Name: value\r\n" lines. */
+sv_t httpc_resp_headers(const httpc_req_t *r);
 /* The buffered response body (empty when streamed); the caller may take it. */
 buf_t *httpc_body(httpc_req_t *r);
 const httpc_info_t *httpc_info(const httpc_req_t *r);

@@ -62,6 +62,13 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
 int tgt_list_members(store_t *s, sv_t bck, sv_t obj, buf_t *out);
 /* Is name one of the shard kinds archpath, archregx and listing read? */
 bool tgt_is_shard_name(sv_t name);
+/* Compressed shards (.tgz, .tar.gz, .zip; zshard.c): GET ?archpath=
+ * (regx false) or ?archregx= (regx true); and their members for listings
+ * (as tgt_list_members). */
+int tgt_get_zshard(http_req_t *req, sv_t bck, sv_t obj, sv_t path, bool regx);
+int tgt_zshard_members(store_t *s, sv_t bck, sv_t obj, buf_t *out);
+/* Content-Type from a member's extension (WebDataset's usual ones). */
+const char *tgt_content_type(sv_t name);
 /* RFC 3339 UTC time with nanoseconds. */
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
 

@@ -26,84 +26,8 @@
 #include "aisd/banned.h"
 
 #define CONFIG_TIMEOUT_MS 2000
-#define CONFIG_MAX_KEYS 16
 
-struct cfg_change {
-	int key; /* index in cfg_keys */
-	char value[64];
-};
-
-static const char *const cfg_keys[] = {"log.level", "log.access", "net.rate_limit", "net.rate_burst"};
-
-/* Checks one key and value; returns the key's index or -1 with a message. */
-static int cfg_check(const char *k, json_t *v, struct cfg_change *ch, buf_t *err)
-{
-	size_t i;
-	for (i = 0; i < ARRAY_SIZE(cfg_keys); i++)
-		if (!strcmp(k, cfg_keys[i]))
-			break;
-	if (i == ARRAY_SIZE(cfg_keys)) {
-		buf_addf(err, "\"%.64s\" cannot be changed at run time (log.level, log.access, net.rate_limit, "
-			 "net.rate_burst can)", k);
-		return -1;
-	}
-	if (json_is_integer(v) && json_integer_value(v) >= 0)
-		snprintf(ch->value, sizeof(ch->value), "%lld", (long long)json_integer_value(v));
-	else if (json_is_string(v) && json_string_length(v) < sizeof(ch->value))
-		snprintf(ch->value, sizeof(ch->value), "%s", json_string_value(v));
-	else {
-		buf_addf(err, "%s wants a string value", k);
-		return -1;
-	}
-	enum log_level lv;
-	uint64_t x;
-	bool ok = true;
-	switch (i) {
-	case 0: ok = log_parse_level(ch->value, &lv) == AIS_OK; break;
-	case 1: ok = !strcmp(ch->value, "on") || !strcmp(ch->value, "off"); break;
-	default: ok = num_parse_u64(ch->value, strlen(ch->value), 0, UINT32_MAX, &x) == AIS_OK; break;
-	}
-	if (!ok) {
-		buf_addf(err, "invalid value for %s: '%s'", k, ch->value);
-		return -1;
-	}
-	ch->key = (int)i;
-	return (int)i;
-}
-
-/* Parses {"action":"set-config","value":{..}} into changes; AIS_ERR with a
- * message on any fault. */
-static int cfg_parse(http_req_t *req, struct cfg_change *ch, size_t *n, buf_t *err)
-{
-	json_error_t jerr;
-	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
-	json_t *act = json_object_get(doc, "action"), *val = json_object_get(doc, "value");
-	const char *k;
-	json_t *v;
-	int rc = AIS_ERR;
-
-	*n = 0;
-	if (!json_is_object(doc) || !json_is_string(act) || strcmp(json_string_value(act), "set-config") ||
-	    !json_is_object(val) || json_object_size(val) == 0) {
-		buf_addstr(err, "want {\"action\":\"set-config\",\"value\":{\"KEY\":\"VALUE\",...}}");
-		goto out;
-	}
-	if (json_object_size(val) > CONFIG_MAX_KEYS) {
-		buf_addf(err, "at most %d keys at once", CONFIG_MAX_KEYS);
-		goto out;
-	}
-	json_object_foreach(val, k, v) {
-		if (cfg_check(k, v, &ch[*n], err) < 0)
-			goto out;
-		(*n)++;
-	}
-	rc = AIS_OK;
-out:
-	json_decref(doc);
-	return rc;
-}
-
-static void cfg_apply(http_req_t *req, const struct cfg_change *ch, size_t n)
+static void cfg_apply(http_req_t *req, const cluster_cfg_change_t *ch, size_t n)
 {
 	http_server_t *s = http_req_server(req);
 	uint64_t rate, burst;
@@ -123,14 +47,14 @@ static void cfg_apply(http_req_t *req, const struct cfg_change *ch, size_t n)
 			burst = x;
 			break;
 		}
-		log_info("set-config: %s = %s", cfg_keys[ch[i].key], ch[i].value);
+		log_info("set-config: %s = %s", cluster_cfg_key(ch[i].key), ch[i].value);
 	}
 	http_server_set_rate_limit(s, rate, burst);
 }
 
 int cluster_daemon_put(http_req_t *req)
 {
-	struct cfg_change ch[CONFIG_MAX_KEYS];
+	cluster_cfg_change_t ch[CLUSTER_CFG_MAX];
 	size_t n;
 	buf_t err = BUF_INIT;
 
@@ -138,7 +62,7 @@ int cluster_daemon_put(http_req_t *req)
 		http_resp_error(req, 404, "no such resource: PUT /v1/daemon takes the action in the body");
 		return AIS_OK;
 	}
-	if (cfg_parse(req, ch, &n, &err) != AIS_OK) {
+	if (cluster_cfg_parse(req->body.ptr, req->body.len, ch, &n, &err) != AIS_OK) {
 		http_resp_error(req, 400, "%s", err.ptr);
 		buf_free(&err);
 		return AIS_OK;
@@ -227,13 +151,13 @@ static void cfg_all_done(http_req_t *req)
 
 void cluster_config_all(http_req_t *req, cluster_t *cl)
 {
-	struct cfg_change ch[CONFIG_MAX_KEYS];
+	cluster_cfg_change_t ch[CLUSTER_CFG_MAX];
 	size_t n;
 	buf_t err = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;
 
-	if (cfg_parse(req, ch, &n, &err) != AIS_OK) {
+	if (cluster_cfg_parse(req->body.ptr, req->body.len, ch, &n, &err) != AIS_OK) {
 		http_resp_error(req, 400, "%s", err.ptr);
 		buf_free(&err);
 		return;

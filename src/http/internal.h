@@ -15,11 +15,20 @@
 #include "aisd/http_parse.h"
 
 #define REQ_OF_TASK(t) ((http_req_t *)((char *)(t) - offsetof(http_req_t, task)))
-#define HTTP_READ_CHUNK (256 * 1024) /* bytes read per read(2) */
+#define HTTP_READ_CHUNK (256 * 1024) /* body bytes read per read(2) */
+#define HTTP_HEAD_CHUNK 4096         /* head bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
+#define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
+#define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */
+
+struct worker_atexit {
+	void (*fn)(void *);
+	void *arg;
+	struct worker_atexit *next;
+};
 
 /*
  * A worker's counters (metrics.c). Only the worker writes them (a relaxed
@@ -57,6 +66,8 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker */
 	char date[40];
 	int64_t date_sec;
+	struct worker_atexit *atexit; /* http_worker_atexit, last first */
+
 	struct http_wstats st;
 	struct rl_slot *rl; /* rate-limit buckets by client address (ratelimit.c) */
 };
@@ -80,12 +91,17 @@ struct http_server {
  *             message ends (for a bodiless request that is at once)
  *   CS_WAIT   message read; waiting for the handler to answer (offload)
  *   CS_WRITE  writing the response (head, then memory, file or stream)
+ *   CS_LINGER an error answered before the client finished sending: our
+ *             side is shut down, and what the client still sends is read
+ *             and dropped (for HTTP_LINGER_MS, up to HTTP_LINGER_MAX bytes)
+ *             so that the kernel does not reset the connection and destroy
+ *             the response before the client has read it
  *   CS_CLOSED socket closed; freed when no offload is in flight
  * conn_run() is the only driver: every event (readable, writable, timer,
  * offload completion, resume, response ready) calls it, and it advances
  * states until it must wait.
  */
-enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_CLOSED };
+enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
 
 enum resp_kind { RB_NONE, RB_MEM, RB_FILE, RB_STREAM };
 
@@ -113,6 +129,8 @@ struct http_conn {
 	buf_t in;
 	size_t in_off;
 	int64_t req_start_mono; /* first byte of the current request */
+	int64_t linger_until;   /* CS_LINGER: monotonic deadline */
+	uint64_t lingered;      /* CS_LINGER: bytes dropped */
 	uint64_t discarded;
 	arena_t *arena;
 	http_req_t req;
@@ -133,8 +151,10 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
+	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
 	bool chunked, stream_eof, stream_wait;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
+	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
 };
 

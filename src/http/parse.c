@@ -159,11 +159,41 @@ static int on_headers_complete(http_parser *hp)
 	return 0;
 }
 
+/* Checks the CRLF due after a chunk's data, from q up to the end of the
+ * bytes being fed; what is beyond is checked by the next hp_feed. */
+static int check_crlf(hp_t *p, const char *q)
+{
+	while (p->crlf_next >= 0 && q < p->feed_end) {
+		if (*q++ != "\r\n"[p->crlf_next]) {
+			fail(p, 400, "invalid chunk: data longer than its size");
+			return -1;
+		}
+		p->crlf_next = p->crlf_next == 1 ? -1 : 1;
+	}
+	return 0;
+}
+
+static int on_chunk_header(http_parser *hp)
+{
+	self(hp)->chunk_left = hp->content_length;
+	return 0;
+}
+
+/* Body bytes go to the handler before their chunk's CRLF is checked, so
+ * what the handler gets does not depend on how the input was split. */
 static int on_body(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
 	if (p->body_fn)
 		p->body_fn(p->body_arg, at, len);
+	if (p->head.chunked) {
+		p->chunk_left -= MIN(len, p->chunk_left);
+		if (p->chunk_left == 0) {
+			p->crlf_next = 0;
+			if (check_crlf(p, at + len) < 0)
+				return -1;
+		}
+	}
 	return 0;
 }
 
@@ -181,6 +211,7 @@ static const http_parser_settings settings = {
 	.on_header_value = on_header_value,
 	.on_headers_complete = on_headers_complete,
 	.on_body = on_body,
+	.on_chunk_header = on_chunk_header,
 	.on_message_complete = on_message_complete,
 };
 
@@ -207,6 +238,8 @@ void hp_reset(hp_t *p)
 	p->too_many = false;
 	p->status = 0;
 	p->why = NULL;
+	p->chunk_left = 0;
+	p->crlf_next = -1;
 }
 
 void hp_free(hp_t *p) { buf_free(&p->raw); }
@@ -244,6 +277,11 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	}
 	if (in_head && len > p->max_head - p->head_bytes)
 		len = p->max_head - p->head_bytes; /* the parser never sees past the limit */
+	p->feed_end = data + len;
+	if (p->crlf_next >= 0 && check_crlf(p, data) < 0) {
+		*ev = HP_ERROR;
+		return 0;
+	}
 	n = http_parser_execute(&p->parser, &settings, data, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&p->parser);
 

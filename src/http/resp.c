@@ -43,6 +43,7 @@ void resp_reset(http_conn_t *c)
 	c->fsmall_read = false;
 	c->fill = NULL;
 	c->sfile = false;
+	c->stream_sized = false;
 	c->chunked = c->stream_eof = c->stream_wait = false;
 	c->status = 0;
 	c->resp_started = false;
@@ -54,6 +55,8 @@ void resp_reset(http_conn_t *c)
 	buf_reset(&c->rhdrs);
 	if (c->out.cap > (1 << 20))
 		buf_free(&c->out);
+	if (c->spiece.cap > (1 << 20))
+		buf_free(&c->spiece);
 }
 
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
@@ -96,7 +99,7 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 	if (!nobody_status) {
 		if (chunked)
 			buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n");
-		else if (c->kind != RB_STREAM)
+		else if (c->kind != RB_STREAM || c->stream_sized)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
 	if (c->req.id)
@@ -173,6 +176,19 @@ void http_resp_send_stream(http_req_t *req, http_fill_fn fill)
 		return;
 	c->fill = fill;
 	resp_build_head(c, 0, true);
+	if (c->head_only)
+		c->kind = RB_NONE;
+	conn_run(c);
+}
+
+void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (!begin(req, RB_STREAM))
+		return;
+	c->fill = fill;
+	c->stream_sized = true;
+	resp_build_head(c, len, false);
 	if (c->head_only)
 		c->kind = RB_NONE;
 	conn_run(c);
@@ -369,12 +385,14 @@ static void stream_file_end(http_conn_t *c)
 
 static int stream_step(http_conn_t *c)
 {
-	buf_t piece = BUF_INIT;
+	buf_t piece = c->spiece; /* kept across calls: no allocation per piece */
+	piece.len = 0;
+	c->spiece = (buf_t)BUF_INIT;
 	int r = c->fill(&c->req, &piece);
-	if (r == AIS_ERR) {
-		buf_free(&piece);
+	c->spiece = piece;
+	c->spiece.len = 0;
+	if (r == AIS_ERR)
 		return AIS_ERR;
-	}
 	if (piece.len) {
 		if (c->chunked)
 			buf_addf(&c->out, "%zx\r\n", piece.len);
@@ -382,7 +400,6 @@ static int stream_step(http_conn_t *c)
 		if (c->chunked)
 			buf_add(&c->out, "\r\n", 2);
 	}
-	buf_free(&piece);
 	if (c->sfile && c->chunked)
 		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
 	if (c->sfile && r == AIS_DONE) {
@@ -409,6 +426,13 @@ int resp_flush(http_conn_t *c)
 			return r;
 	}
 	for (;;) {
+		/* A small file segment of a stream joins what precedes it in one send. */
+		if (c->kind == RB_STREAM && c->sfile && !c->fsmall_read && c->fleft > 0 &&
+		    c->fleft <= HTTP_SMALL_FILE) {
+			int r = file_step(c);
+			if (r != AIS_OK)
+				return r;
+		}
 		if (c->out_off < c->out.len) {
 			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 			if (n < 0) {

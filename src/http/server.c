@@ -125,8 +125,8 @@ static void start_drain(struct worker *w)
 	event_del(w->lev);
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded &&
-		    !c->running)
+		if (((c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono) || c->state == CS_LINGER) &&
+		    !c->offloaded && !c->running)
 			conn_free(c);
 	}
 	if (!w->conns)
@@ -290,6 +290,16 @@ pool_t *http_server_pool(http_server_t *s) { return s->pool; }
 
 struct event_base *http_req_base(const http_req_t *req) { return req->conn->w->base; }
 
+void http_worker_atexit(http_req_t *req, void (*fn)(void *), void *arg)
+{
+	struct worker *w = req->conn->w;
+	struct worker_atexit *a = xcalloc(1, sizeof(*a));
+	a->fn = fn;
+	a->arg = arg;
+	a->next = w->atexit;
+	w->atexit = a;
+}
+
 void http_server_free(http_server_t *s)
 {
 	if (!s)
@@ -315,6 +325,12 @@ void http_server_free(http_server_t *s)
 			c->offloaded = false;
 			conn_close(c);
 			conn_free(c);
+		}
+		while (w->atexit) {
+			struct worker_atexit *a = w->atexit;
+			w->atexit = a->next;
+			a->fn(a->arg);
+			free(a);
 		}
 		event_free(w->lev);
 		event_free(w->eev);

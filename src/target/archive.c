@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "aisd/archmatch.h"
+#include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -179,7 +180,8 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pat)
 
 bool tgt_is_shard_name(sv_t name)
 {
-	return name.len > 4 && !memcmp(name.ptr + name.len - 4, ".tar", 4);
+	return (name.len > 4 && !memcmp(name.ptr + name.len - 4, ".tar", 4)) ||
+	       larc_kind_of(name.ptr, name.len) != LARC_NONE;
 }
 
 int tgt_list_members(store_t *s, sv_t bck, sv_t obj, buf_t *out)
@@ -191,6 +193,8 @@ int tgt_list_members(store_t *s, sv_t bck, sv_t obj, buf_t *out)
 
 	if (!tgt_is_shard_name(obj))
 		return AIS_ERR;
+	if (larc_kind_of(obj.ptr, obj.len) != LARC_NONE)
+		return tgt_zshard_members(s, bck, obj, out);
 	if (store_open_obj(s, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) != AIS_OK)
 		return AIS_ERR;
 	if (store_tar_index(s, bck.ptr, bck.len, obj.ptr, obj.len, &m, fd, &idx, &msg) != AIS_OK) {

@@ -8,9 +8,11 @@
  * How a request flows:
  *  1. The body is parsed (moss_parse) and every entry gets its owner: this
  *     target, or a peer (HRW over the cluster map, as the gateway routes).
- *  2. One I/O pool task checks this target's entries: objects exist, and a
- *     member's byte range is looked up in its shard's tar index. With
- *     coer=false a missing local entry fails the request before any byte.
+ *  2. This target's entries are checked: objects exist (on the loop, a
+ *     LevelDB get each, as GET does), and a member's byte range is looked up
+ *     in its shard's tar index (then all of it runs as one I/O pool task).
+ *     With coer=false a missing local entry fails the request before any
+ *     byte.
  *  3. Entries owned by peers are fetched with streamed GETs (httpc on this
  *     worker's event loop; ?archpath= and Range pass through), at most
  *     GB_INFLIGHT at once and never more than GB_WINDOW entries ahead of the
@@ -37,8 +39,9 @@
  *     terminator, so the client sees a truncated tar and an error).
  *  4. httpc callbacks never drive the connection: they only activate the
  *     request's wake event, whose callback (on a clean stack) starts or
- *     resumes the response. So the request's arena (and its httpc client)
- *     is never freed inside an httpc callback.
+ *     resumes the response. So the request's arena is never freed (and its
+ *     fetches never cancelled) inside an httpc callback. The httpc client
+ *     itself is the worker's, kept across requests (connection reuse).
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -47,66 +50,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "aisd/httpc.h"
+#include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
+#include "getbatch_int.h"
 #include "aisd/banned.h"
 
-#define GB_INFLIGHT 16             /* peer fetches at once per request */
-#define GB_WINDOW 256              /* fetches start at most this far ahead */
-#define GB_SLOT_MAX (1u << 20)     /* bytes buffered per fetched entry */
-#define GB_MEM_MAX (16u << 20)     /* bytes buffered per request */
-#define GB_PIECE (256u << 10)      /* bytes produced per fill call */
-#define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
-#define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
-
-enum ph { PH_HDR, PH_DATA, PH_PAD };
-
-struct gb_ent {
-	moss_in_t *in;
-	int owner;           /* index into gb->peers; -1: this target */
-	bool failed;
-	int status;          /* failed: the HTTP status it maps to */
-	char *msg;           /* failed: why (malloc'd) */
-	uint64_t off, size;  /* local member: its bytes in the shard (before start/length) */
-	uint64_t version;    /* local member: the shard version off/size are of */
-	int64_t mtime_ns;    /* its mtime (the tar header's); local: of that version */
-	/* peer fetch */
-	httpc_req_t *r;
-	buf_t data;          /* received and not yet sent */
-	bool head, ended, paused;
-	uint64_t recvd;
-};
-
-struct gb {
-	target_t *t;
-	http_req_t *req;
-	moss_req_t mr;
-	struct gb_ent *e;
-	char (*peers)[CMAP_URL_MAX + 1];
-	size_t npeers;
-	httpc_t *hc;
-	struct event *wake;
-	size_t next_fetch, inflight;
-	uint64_t buffered;
-	size_t cur;          /* entry being sent */
-	enum ph phase;
-	uint64_t left;       /* of cur's data still to send */
-	uint64_t sent_size;  /* cur's size as written in its header */
-	bool started;
-	int64_t mtime_s;
-};
-
-static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
+void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
 {
 	buf_t b = BUF_INIT;
 	va_list ap;
@@ -123,14 +81,15 @@ static void ent_fail(struct gb_ent *e, int status, const char *fmt, ...)
 static void gb_cleanup(void *arg)
 {
 	struct gb *g = arg;
+	gb_peers_cancel(g);
+	for (size_t i = 0; i < g->nspare; i++)
+		buf_free(&g->spare[i]);
 	for (size_t i = 0; i < g->mr.n; i++) {
 		if (g->e[i].r)
 			httpc_cancel(g->e[i].r);
 		buf_free(&g->e[i].data);
 		free(g->e[i].msg);
 	}
-	if (g->hc)
-		httpc_free(g->hc);
 	if (g->wake)
 		event_free(g->wake);
 }
@@ -155,13 +114,13 @@ static void not_found(struct gb_ent *e, store_t *s)
 	store_bucket_t b;
 	moss_in_t *in = e->in;
 	if (store_bucket_get(s, in->bck.ptr, in->bck.len, &b) != AIS_OK)
-		ent_fail(e, 404, "bucket \"%.*s\" does not exist", (int)in->bck.len, in->bck.ptr);
+		gb_ent_fail(e, 404, "bucket \"%.*s\" does not exist", (int)in->bck.len, in->bck.ptr);
 	else
-		ent_fail(e, 404, "object \"%.*s/%.*s\" does not exist", (int)in->bck.len, in->bck.ptr,
+		gb_ent_fail(e, 404, "object \"%.*s/%.*s\" does not exist", (int)in->bck.len, in->bck.ptr,
 			 (int)MIN(in->obj.len, 512), in->obj.ptr);
 }
 
-/* --- 2. the local entries (I/O pool) ---------------------------------------- */
+/* --- 2. the local entries (I/O pool, or the loop when no member is asked) -- */
 
 static void prepare_work(http_req_t *req)
 {
@@ -182,7 +141,7 @@ static void prepare_work(http_req_t *req)
 				if (errno == ENOENT)
 					not_found(e, s);
 				else
-					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+					gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 			}
 			continue;
 		}
@@ -195,7 +154,7 @@ static void prepare_work(http_req_t *req)
 				if (errno == ENOENT)
 					not_found(e, s);
 				else
-					ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+					gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 				idx_of = NULL;
 				continue;
 			}
@@ -206,7 +165,7 @@ static void prepare_work(http_req_t *req)
 				close(fd);
 				idx = NULL;
 				idx_of = NULL;
-				ent_fail(e, err == EINVAL ? 400 : 500, "%.*s/%.*s is not a valid tar archive: %s",
+				gb_ent_fail(e, err == EINVAL ? 400 : 500, "%.*s/%.*s is not a valid tar archive: %s",
 					 (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr,
 					 msg.ptr ? msg.ptr : strerror(err));
 				continue;
@@ -214,7 +173,7 @@ static void prepare_work(http_req_t *req)
 			close(fd);
 		}
 		if (store_tar_index_find(idx, in->arch.ptr, in->arch.len, &e->off, &e->size) != AIS_OK) {
-			ent_fail(e, 404, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(in->arch.len, 512),
+			gb_ent_fail(e, 404, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(in->arch.len, 512),
 				 in->arch.ptr, (int)in->bck.len, in->bck.ptr, (int)MIN(in->obj.len, 512), in->obj.ptr);
 			continue;
 		}
@@ -227,7 +186,13 @@ static void prepare_work(http_req_t *req)
 
 /* --- 3. peer fetches (on the worker's loop) ------------------------------- */
 
-static void wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
+void gb_wake(struct gb *g) { event_active(g->wake, EV_TIMEOUT, 0); }
+
+void gb_take_spare(struct gb *g, buf_t *b)
+{
+	if (!b->cap && g->nspare)
+		*b = g->spare[--g->nspare];
+}
 
 static bool ok_status(int st) { return st == 200 || st == 206; }
 
@@ -263,15 +228,17 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		sv_t cl = httpc_resp_header(r, "Content-Length");
 		uint64_t v;
 		if (!cl.ptr || num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v) != AIS_OK) {
-			ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
+			gb_ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
 				 e->in->name.ptr);
-			wake(g);
+			gb_wake(g);
 			return AIS_ERR;
 		}
 		e->size = v;
 		e->head = true;
 		head_mtime(r, e);
-		wake(g);
+		gb_take_spare(g, &e->data);
+		buf_grow(&e->data, (size_t)MIN(v, (uint64_t)GB_SLOT_MAX)); /* one allocation */
+		gb_wake(g);
 	}
 	bool is_cur = f->i == g->cur;
 	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
@@ -279,16 +246,17 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 		return AIS_AGAIN;
 	}
 	if (e->recvd + n > e->size) {
-		ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
+		gb_ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
 			 e->in->name.ptr);
-		wake(g);
+		gb_wake(g);
 		return AIS_ERR;
 	}
+	gb_take_spare(g, &e->data);
 	buf_add(&e->data, p, n);
 	e->recvd += n;
 	g->buffered += n;
 	if (is_cur)
-		wake(g);
+		gb_wake(g);
 	return AIS_OK;
 }
 
@@ -303,12 +271,12 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	e->ended = true;
 	g->inflight--;
 	if (httpc_result(r) != AIS_OK) {
-		ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
+		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
 	} else if (!ok_status(st)) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(e->data.ptr ? e->data.ptr : "", e->data.len, 0, &jerr);
 		const char *m = json_string_value(json_object_get(doc, "message"));
-		ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
+		gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
 			 m ? m : "the owner target answered with an error");
 		json_decref(doc);
 		buf_free(&e->data);
@@ -323,13 +291,13 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 			head_mtime(r, e);
 		}
 		if (e->recvd != e->size)
-			ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
+			gb_ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
 				 e->in->name.ptr, (unsigned long long)e->recvd, (unsigned long long)e->size);
 	}
-	wake(g);
+	gb_wake(g);
 }
 
-static void pct_encode(buf_t *b, sv_t s, bool keep_slash)
+void gb_pct_encode(buf_t *b, sv_t s, bool keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (size_t i = 0; i < s.len; i++) {
@@ -353,14 +321,14 @@ static void fetch_start(struct gb *g, size_t i)
 	char range[80];
 	const char *hdrs[2] = {NULL, NULL};
 
-	buf_addstr(&url, g->peers[e->owner]);
+	buf_addstr(&url, g->peers[e->owner].url);
 	buf_addstr(&url, "/v1/objects/");
-	pct_encode(&url, in->bck, false);
+	gb_pct_encode(&url, in->bck, false);
 	buf_addch(&url, '/');
-	pct_encode(&url, in->obj, true);
+	gb_pct_encode(&url, in->obj, true);
 	if (in->arch.len) {
 		buf_addstr(&url, "?archpath=");
-		pct_encode(&url, in->arch, false);
+		gb_pct_encode(&url, in->arch, false);
 	}
 	if (in->length) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)in->start,
@@ -382,7 +350,7 @@ static void fetch_start(struct gb *g, size_t i)
 	if (e->r)
 		g->inflight++;
 	else
-		ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
+		gb_ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
 	buf_free(&url);
 }
 
@@ -395,7 +363,7 @@ static void pump(struct gb *g)
 	       g->inflight < GB_INFLIGHT && (g->buffered < GB_MEM_MAX || g->next_fetch == g->cur)) {
 		size_t i = g->next_fetch++;
 		struct gb_ent *e = &g->e[i];
-		if (e->owner >= 0 && !e->failed && !e->r && !e->ended)
+		if (e->owner >= 0 && !g->peers[e->owner].batch && !e->failed && !e->r && !e->ended)
 			fetch_start(g, i);
 	}
 }
@@ -413,7 +381,13 @@ static bool ent_ready(const struct gb *g, size_t i)
 static void ent_release(struct gb *g, struct gb_ent *e)
 {
 	g->buffered -= e->data.len;
-	buf_free(&e->data);
+	if (e->data.cap && e->data.cap <= 2 * GB_SLOT_MAX && g->nspare < GB_SPARES) {
+		e->data.len = 0; /* kept for a later entry: no allocation churn */
+		g->spare[g->nspare++] = e->data;
+		e->data = (buf_t)BUF_INIT;
+	} else {
+		buf_free(&e->data);
+	}
 }
 
 static void next_entry(struct gb *g)
@@ -428,6 +402,9 @@ static void next_entry(struct gb *g)
 			httpc_resume(e->r);
 		}
 	}
+	for (size_t i = 0; i < g->npeers; i++)
+		if (g->peers[i].blocked || g->peers[i].paused)
+			gb_peer_kick(g, &g->peers[i]);
 	pump(g);
 }
 
@@ -438,7 +415,10 @@ static int abort_stream(struct gb *g, struct gb_ent *e)
 	return AIS_ERR;
 }
 
-/* Header of a local entry, and its data as a file segment of the stream. */
+/* Header of a local entry, then its data: copied into out when it is small
+ * and in the page cache, else sent as a file segment of the stream.
+ * Returns AIS_OK (all in out), AIS_AGAIN (a file segment was queued: fill
+ * must return), or AIS_ERR (e failed). */
 static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 {
 	moss_in_t *in = e->in;
@@ -449,14 +429,14 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 		if (errno == ENOENT)
 			not_found(e, g->t->store);
 		else
-			ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+			gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 		return AIS_ERR;
 	}
 	uint64_t off = 0, size = m.size;
 	if (in->arch.len) {
 		if (m.version != e->version || m.mtime_ns != e->mtime_ns) {
 			close(fd);
-			ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
+			gb_ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
 				 (int)MIN(in->obj.len, 512), in->obj.ptr);
 			return AIS_ERR;
 		}
@@ -465,17 +445,30 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 	}
 	if (apply_range(in, &off, &size) != AIS_OK) {
 		close(fd);
-		ent_fail(e, 416, "%.*s: range not satisfiable for %llu bytes", (int)in->name.len, in->name.ptr,
+		gb_ent_fail(e, 416, "%.*s: range not satisfiable for %llu bytes", (int)in->name.len, in->name.ptr,
 			 (unsigned long long)size);
 		return AIS_ERR;
 	}
 	tarw_header(out, in->name.ptr, in->name.len, size, m.mtime_ns / 1000000000LL);
 	g->sent_size = size;
 	g->phase = PH_PAD;
-	if (size)
+	if (size && size <= GB_INLINE_MAX) {
+		/* from the page cache without blocking: many small entries go
+		 * out in one send; what is not cached goes as a file segment */
+		buf_grow(out, (size_t)size);
+		struct iovec iov = {out->ptr + out->len, (size_t)size};
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+		if (n > 0) {
+			out->len += (size_t)n;
+			off += (uint64_t)n;
+			size -= (uint64_t)n;
+		}
+	}
+	if (size) {
 		http_resp_stream_file(g->req, fd, (off_t)off, size);
-	else
-		close(fd);
+		return AIS_AGAIN; /* the file segment follows */
+	}
+	close(fd);
 	return AIS_OK;
 }
 
@@ -496,8 +489,11 @@ static int fill(http_req_t *req, buf_t *out)
 				return out->len ? AIS_OK : AIS_AGAIN;
 			}
 			if (!e->failed && e->owner < 0) {
-				if (send_local(g, e, out) == AIS_OK)
+				int r = send_local(g, e, out);
+				if (r == AIS_AGAIN)
 					return AIS_OK; /* the file segment follows */
+				if (r == AIS_OK)
+					break;
 			}
 			if (e->failed) {
 				if (!g->mr.coer || e->status != 404)
@@ -523,10 +519,14 @@ static int fill(http_req_t *req, buf_t *out)
 			if (e->failed)
 				return abort_stream(g, e);
 			if (e->data.len == 0) {
-				if (e->paused && e->r) {
+				if (g->peers[e->owner].batch) {
+					gb_peer_kick(g, &g->peers[e->owner]);
+				} else if (e->paused && e->r) {
 					e->paused = false;
 					httpc_resume(e->r);
 				}
+				if (e->failed)
+					return abort_stream(g, e);
 				if (e->data.len == 0)
 					return out->len ? AIS_OK : AIS_AGAIN;
 			}
@@ -536,7 +536,11 @@ static int fill(http_req_t *req, buf_t *out)
 			buf_consume(&e->data, n);
 			g->buffered -= n;
 			g->left -= n;
-			if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
+			if (g->peers[e->owner].batch) {
+				struct gb_peer *pr = &g->peers[e->owner];
+				if (pr->blocked || pr->paused)
+					gb_peer_kick(g, pr);
+			} else if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
 				e->paused = false;
 				httpc_resume(e->r);
 			}
@@ -575,6 +579,25 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	http_resp_send_stream(req, fill);
 }
 
+/* The worker's client for peer fetches, kept across requests so that
+ * connections to the peers are reused (freed when the server stops). */
+static __thread httpc_t *tl_hc;
+
+static void free_httpc(void *arg)
+{
+	httpc_free(arg);
+}
+
+static httpc_t *worker_httpc(http_req_t *req)
+{
+	if (!tl_hc) {
+		httpc_opts_t o = {.max_host_conns = GB_INFLIGHT * 2};
+		tl_hc = httpc_new(http_req_base(req), &o);
+		http_worker_atexit(req, free_httpc, tl_hc);
+	}
+	return tl_hc;
+}
+
 static void prepare_done(http_req_t *req)
 {
 	struct gb *g = req->state;
@@ -589,23 +612,45 @@ static void prepare_done(http_req_t *req)
 			}
 		}
 	}
-	g->hc = httpc_new(http_req_base(req), NULL);
+	g->hc = worker_httpc(req);
 	g->wake = event_new(http_req_base(req), -1, 0, on_wake, g);
+	gb_peers_start(g);
 	pump(g);
-	wake(g);
+	gb_wake(g);
 }
 
 /* --- 1. the request ---------------------------------------------------------- */
 
-static int peer_index(struct gb *g, const char *url, size_t cap)
+/* The peer for url (added when new): batch peers get one sub-request. */
+static int peer_index(struct gb *g, const char *url, size_t cap, bool batch)
 {
 	for (size_t i = 0; i < g->npeers; i++)
-		if (!strcmp(g->peers[i], url))
+		if (!strcmp(g->peers[i].url, url) && g->peers[i].batch == batch)
 			return (int)i;
-	if (g->npeers == cap)
+	if (g->npeers == cap || strlen(url) >= sizeof(g->peers[0].url))
 		return -1;
-	snprintf(g->peers[g->npeers], sizeof(g->peers[0]), "%s", url);
+	struct gb_peer *p = &g->peers[g->npeers];
+	snprintf(p->url, sizeof(p->url), "%s", url);
+	p->batch = batch;
 	return (int)g->npeers++;
+}
+
+/* A member of a compressed shard (.tgz, .zip) held here is read through
+ * this target's own archpath GET (which decodes it on the pool), fetched
+ * like a peer's entry. */
+static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_t cap)
+{
+	char url[CMAP_URL_MAX + 300];
+	const char *host = g->t->conf->host;
+
+	if (!e->in->arch.len || larc_kind_of(e->in->obj.ptr, e->in->obj.len) == LARC_NONE)
+		return;
+	if (cl)
+		snprintf(url, sizeof(url), "%s", cluster_self(cl)->intra_url);
+	else
+		snprintf(url, sizeof(url), "http://%s:%d",
+			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
+	e->owner = peer_index(g, url, cap, false);
 }
 
 int tgt_getbatch(http_req_t *req)
@@ -634,34 +679,53 @@ int tgt_getbatch(http_req_t *req)
 	arena_cleanup_add(req->arena, gb_cleanup, g);
 	req->state = g;
 
+	/* a DT's sub-request: every entry is served here, never forwarded */
+	bool sub = http_req_has_header(req, "Ais-Moss-Peer");
 	const cmap_t *m = NULL;
-	size_t cap = 0;
-	if (cl)
+	size_t cap = 1;
+	bool locked = cl && !sub;
+	if (locked)
 		cluster_read_lock(cl, &m, NULL);
-	if (m) {
-		cap = cmap_size(m);
-		g->peers = arena_zalloc(req->arena, (cap ? cap : 1) * sizeof(*g->peers));
-	}
+	if (m)
+		cap += cmap_size(m);
+	g->peers = arena_zalloc(req->arena, cap * sizeof(*g->peers));
 	buf_t uname = BUF_INIT;
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		e->in = &g->mr.in[i];
 		e->owner = -1;
-		if (!m)
+		if (!m) {
+			zshard_via_http(g, e, cl, cap);
 			continue;
+		}
 		buf_reset(&uname);
 		buf_addsv(&uname, e->in->bck);
 		buf_addch(&uname, '/');
 		buf_addsv(&uname, e->in->obj);
 		const cmap_node_t *o = cmap_owner(m, uname.ptr, uname.len);
 		if (!o)
-			ent_fail(e, 503, "no active target in the cluster");
+			gb_ent_fail(e, 503, "no active target in the cluster");
 		else if (strcmp(o->id, cluster_self(cl)->id))
-			e->owner = peer_index(g, o->intra_url, cap);
+			e->owner = peer_index(g, o->intra_url, cap, true);
+		else
+			zshard_via_http(g, e, cl, cap);
 	}
 	buf_free(&uname);
-	if (cl)
+	if (locked)
 		cluster_read_unlock(cl);
-	http_offload(req, prepare_work, prepare_done);
+	for (size_t i = 0; i < g->mr.n; i++)
+		if (g->e[i].owner >= 0)
+			gb_peer_add(&g->peers[g->e[i].owner], i);
+	/* plain objects are checked on the loop (a LevelDB get each, as a GET
+	 * does); shard members need their index: on the I/O pool */
+	bool members = false;
+	for (size_t i = 0; i < g->mr.n && !members; i++)
+		members = g->e[i].owner < 0 && g->e[i].in->arch.len;
+	if (members) {
+		http_offload(req, prepare_work, prepare_done);
+	} else {
+		prepare_work(req);
+		prepare_done(req);
+	}
 	return AIS_OK;
 }

@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -304,8 +305,7 @@ static void arch_work(http_req_t *req)
 	store_tar_index_free(idx);
 }
 
-/* Content type from the member's extension (WebDataset's usual ones). */
-static const char *arch_content_type(sv_t name)
+const char *tgt_content_type(sv_t name)
 {
 	static const struct { const char *ext, *type; } types[] = {
 		{".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"}, {".png", "image/png"},
@@ -345,7 +345,7 @@ static void arch_done(http_req_t *req)
 	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
 	http_resp_header(req, "Last-Modified", "%s", lm);
 	http_resp_header(req, "Accept-Ranges", "bytes");
-	http_resp_header(req, "Content-Type", "%s", arch_content_type(a->path));
+	http_resp_header(req, "Content-Type", "%s", tgt_content_type(a->path));
 	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
 	if (r == AIS_ERR) {
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)a->size);
@@ -686,10 +686,11 @@ static int objects(http_req_t *req, bool may_doubt)
 	case HTTP_GET:
 	case HTTP_HEAD: {
 		sv_t ap;
+		bool z = larc_kind_of(obj.ptr, obj.len) != LARC_NONE;
 		if (http_query_get(req, "archpath", &ap))
-			return get_archpath(req, t, bck, obj, ap);
+			return z ? tgt_get_zshard(req, bck, obj, ap, false) : get_archpath(req, t, bck, obj, ap);
 		if (http_query_get(req, "archregx", &ap))
-			return tgt_get_archregx(req, bck, obj, ap);
+			return z ? tgt_get_zshard(req, bck, obj, ap, true) : tgt_get_archregx(req, bck, obj, ap);
 		return get_object(req, t, bck, obj, w, false);
 	}
 	case HTTP_PUT:

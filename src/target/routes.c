@@ -3,6 +3,7 @@
  * start the HTTP server with these routes, stop both.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
+#include "aisd/s3.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -35,6 +37,9 @@ static const http_route_t routes[] = {
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
 	 "this target's rebalance job: GET progress, PUT {\"action\":\"start\"|\"stop\"}"},
+	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
 };
 
 int tgt_health(http_req_t *req)
@@ -92,14 +97,24 @@ static void on_cmap(void *arg, const cmap_t *old, const cmap_t *cur)
 
 target_t *target_start(const conf_t *c, buf_t *err)
 {
+	/* Streamed bodies (GetBatch entries, archive pieces) allocate and free
+	 * buffers of 100 KB - 1 MB per request: keep them in the heap for reuse
+	 * instead of a fresh mmap (and its page faults) each time. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
+	if (s3_init(c, err) != AIS_OK) {
+		free(t);
+		return NULL;
+	}
 	if (store_open(c, &t->store, err) != AIS_OK) {
 		free(t);
 		return NULL;
 	}
 	t->base.store = t->store;
+	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,

@@ -28,6 +28,8 @@ static void check(const conf_t *c)
 	check_str(c->checksum, sizeof(c->checksum));
 	check_str(c->log_level, sizeof(c->log_level));
 	check_str(c->log_file, sizeof(c->log_file));
+	check_str(c->log_access, sizeof(c->log_access));
+	check_str(c->log_access_file, sizeof(c->log_access_file));
 	if (c->n_mountpaths < 0 || c->n_mountpaths > CONF_MAX_MOUNTPATHS)
 		abort();
 	for (int i = 0; i < c->n_mountpaths; i++)

@@ -309,8 +309,13 @@ t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())]
 p = aisctl("ml", "get-batch", B, out)
 t.eq(p.returncode, 2, "aisctl: neither --list nor --file is a usage error")
 
-# no error-level line in any node's log
+# no error-level line in any node's log; after a clean stop, no sanitizer
+# report on any node's stderr (a sanitizer build: make SANITIZE=...)
+clulib.stop_all()
 for x in [g] + tg:
     errs = [ln for ln in open(x.log, errors="replace") if ln.split(" ")[1:2] == ["E"]]
     t.check(not errs, "no error lines in %s's log" % x.name, "".join(errs[:5]))
+    se = open(os.path.join(x.dir, "stderr"), errors="replace").read()
+    bad = [w for w in ("AddressSanitizer", "LeakSanitizer", "runtime error:") if w in se]
+    t.check(not bad, "no sanitizer report from %s" % x.name, se[-2000:])
 t.finish()

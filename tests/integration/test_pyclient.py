@@ -33,7 +33,7 @@ from clulib import poll, procs, request, smap_ids
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 PYDIR = os.path.join(ROOT, "tools", "python")
 sys.path.insert(0, PYDIR)
-from aisd import Client, HTTPError  # noqa: E402
+from aisd import Client, HTTPError, index_shards  # noqa: E402
 from aisd.client import _Pool  # noqa: E402
 
 t = T()
@@ -126,6 +126,12 @@ t.eq(first, d[:1000], "open(): a stream read in part, then closed")
 t.eq(c.get(B, "small/o-01"), objs["small/o-01"], "the next request works")
 s = c.open(B, "big/two-mib", start=100)
 t.eq((s.status, s.read()), (206, d[100:]), "open(start=100): 206 and the rest, read to its end")
+etag = s.headers.get("etag")
+s = c.open(B, "big/two-mib", start=5, if_match=etag)
+t.eq((s.status, s.read(3)), (206, d[5:8]), "open(start=5, if_match=its ETag): 206")
+s.close()
+ok, e = raises(lambda: c.open(B, "big/two-mib", start=5, if_match='"other"'), 412)
+t.check(ok, "open(if_match=another ETag) -> HTTPError 412", e)
 
 # Connection reuse: after warm-up, many GETs open no new connection.
 made = []
@@ -234,6 +240,16 @@ for args, what in ((["--size", "12X", SRC, TMP + "/o"], "bad size"),
     r = shard_tool(*args)
     t.check(r.returncode == 2 and r.stderr.startswith(b"aisd.shard: "), "%s: exit 2 with a message" % what, r.stderr)
 
+ix = index_shards(c, B, "train/")
+t.eq(sorted((sh, k, sorted(m)) for sh, k, m in ix), sorted((x["shard"], x["key"], sorted(x["members"])) for x in lines),
+     "index_shards (one archive listing) = the shard tool's --index")
+t.eq(len(index_shards(c, B, "train/", shards=names[:2])), sum(1 for x in lines if x["shard"] in names[:2]),
+     "index_shards(shards=two of them)")
+x = next(x for x in lines if len(x["members"]) == 3)
+got = dict(c.get_members(B, x["shard"], x["key"], "wdskey"))
+t.eq(got, {"%s.%s" % (x["key"], e): files["%s.%s" % (x["key"], e)] for e in x["members"]},
+     "get_members(wdskey): the 3 files of one sample from one request")
+
 # --- archpath through the client ---------------------------------------------------------
 
 sample = lines[5]
@@ -241,6 +257,37 @@ m = "%s.%s" % (sample["key"], sample["members"][0])
 t.eq(c.get(B, sample["shard"], archpath=m), files[m], "get(archpath=member) of a shard")
 ok, e = raises(lambda: c.get(B, sample["shard"], archpath="nope.jpg"), 404)
 t.check(ok, "archpath of a missing member -> 404", e)
+
+# --- GetBatch --------------------------------------------------------------------------------
+
+sel = sorted(n for n in objs if n.startswith("small/"))[:25] + ["big/two-mib", "odd/a b+c%d ü.bin"]
+got = list(c.get_batch(B, sel))
+t.eq([n for n, _ in got], ["%s/%s" % (B, n) for n in sel], "get_batch: 27 objects, names in request order")
+t.check(all(b == objs[n] for (_, b), n in zip(got, sel)), "get_batch: bytes identical")
+t.eq([n for n, _ in c.get_batch(B, sel[:3], onob=True)], sel[:3], "get_batch(onob=True): names without the bucket")
+ents = [{"objname": x["shard"], "archpath": "%s.%s" % (x["key"], x["members"][-1])} for x in lines[:40]]
+got = list(c.get_batch(B, ents))
+t.check(len(got) == 40 and all(b == files["%s" % e["archpath"]] and n == "%s/%s/%s" % (B, e["objname"], e["archpath"])
+                               for (n, b), e in zip(got, ents)),
+        "get_batch of 40 shard members (archpath) across targets: names and bytes", [n for n, _ in got[:2]])
+got = list(c.get_batch(B, [{"objname": "big/two-mib", "start": 10, "length": 100}, "small/o-01"]))
+t.eq([b for _, b in got], [d[10:110], objs["small/o-01"]], "get_batch with start/length")
+got = list(c.get_batch(B, ["small/o-01", "no/such", "small/o-02"], coer=True))
+t.eq([(n, len(b)) for n, b in got], [("%s/small/o-01" % B, len(objs["small/o-01"])), ("__404__/%s/no/such" % B, 0),
+                                     ("%s/small/o-02" % B, len(objs["small/o-02"]))],
+     "get_batch(coer=True): a missing entry is an empty __404__/ entry")
+ok, e = raises(lambda: list(c.get_batch(B, ["no/such", "small/o-01"])), 404)
+t.check(ok, "get_batch of a missing first entry -> 404", e)
+try:
+    list(c.get_batch(B, ["small/o-01", "no/such"]))
+    t.fail("get_batch with a missing later entry raises")
+except (HTTPError, OSError) as ex:
+    t.ok("get_batch with a missing later entry raises (%s)" % str(ex)[:80])
+it = c.get_batch(B, ["big/two-mib"] * 20)
+first = next(it)
+it.close()
+t.check(first[1] == d and c.get(B, "small/o-02") == objs["small/o-02"],
+        "a get_batch abandoned after its first entry: the client goes on")
 
 # --- retry across a target restart -------------------------------------------------------
 
@@ -254,6 +301,14 @@ if t.check(victim is not None, "owner of big/two-mib found"):
 
     th = threading.Thread(target=restart)
     th.start()
+
+    def restart_later(node, secs):
+        def run():
+            time.sleep(secs)
+            node.start(join=g.url)
+        x = threading.Thread(target=run)
+        x.start()
+        return x
     t0 = time.monotonic()
     try:
         got = c.get(B, "big/two-mib")
@@ -262,6 +317,22 @@ if t.check(victim is not None, "owner of big/two-mib found"):
     th.join()
     t.check(got == d, "GET while the owner is down: retried until it is back (%.1f s)" % (time.monotonic() - t0),
             repr(got)[:200])
+
+    # A GetBatch of 40 x 2 MiB from one target, cut by kill -9 after 2 entries:
+    # the rest are asked again once it is back, each entry exactly once.
+    got, th = [], None
+    try:
+        for n, b in c.get_batch(B, ["big/two-mib"] * 40):
+            got.append(b)
+            if len(got) == 2:
+                victim.kill9()
+                th = restart_later(victim, 1.0)
+    except Exception as ex:  # noqa: BLE001
+        got.append(ex)
+    th and th.join()
+    t.check(len(got) == 40 and all(b == d for b in got),
+            "get_batch across a kill -9 of its target: 40 entries, each once, bytes identical",
+            [type(b).__name__ if not isinstance(b, bytes) else len(b) for b in got[-3:]])
     quick = Client(g.url, timeout=5, retry_for=0)
     victim.kill9()
     try:

@@ -40,7 +40,7 @@ try:
 except ImportError as e:
     t.ok("# SKIP torch is not installed (%s): tools/install-deps.sh installs python3-torch" % e)
     t.finish()
-from aisd import Client, ShardDataset  # noqa: E402
+from aisd import BatchDataset, Client, ShardDataset, load_index  # noqa: E402
 
 warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers on 2 CPUs
 
@@ -106,7 +106,8 @@ def check_epoch(samples, want, what):
 SRC = os.path.join(TMP, "src")
 os.makedirs(SRC)
 want = write_samples(SRC, 400, 8000, 1)
-r = shard_tool("--size", "200K", "--seed", "3", "--shuffle", "--jobs", "4", SRC, "ais://%s/train/" % B)
+IDX = os.path.join(TMP, "index.jsonl")
+r = shard_tool("--size", "200K", "--seed", "3", "--shuffle", "--jobs", "4", "--index", IDX, SRC, "ais://%s/train/" % B)
 t.check(r.returncode == 0, "shard tool: 400 samples into shards of <= 200 KiB", r.stderr)
 shards = c.list_names(B, "train/")
 t.check(len(shards) >= 16, "%d shards" % len(shards))
@@ -161,6 +162,26 @@ with tarfile.open(TGZ, "w:gz") as tf:
             tf.add(os.path.join(SRC, k + "." + ext), k + "." + ext)
 c.put(B, "gz/s.tgz", TGZ)
 check_epoch(list(ShardDataset(c, bucket=B, prefix="gz/")), {k: want[k] for k in sorted(want)[:30]}, "a .tgz shard")
+
+# --- GetBatch: BatchDataset -------------------------------------------------------------------
+
+index = load_index(IDX)
+bd = BatchDataset(g.url, B, index, batch_size=16, seed=1)
+batches = list(loader(bd, 2))
+check_epoch([s for b in batches for s in b], want, "BatchDataset (one GetBatch per 16 samples, 2 workers)")
+t.check(len(batches) == len(bd) == 25 and all(len(b) == 16 for b in batches), "25 batches of 16", len(batches))
+bd.set_epoch(1)
+t.check([s["__key__"] for b in loader(bd, 2) for s in b] != [s["__key__"] for b in batches for s in b],
+        "BatchDataset: another epoch, another order")
+for i in range(50):
+    c.put(B, "plain/p%03d" % i, b"plain %d" % i)
+pb = [list(loader(BatchDataset(c, B, ["plain/p%03d" % i for i in range(50)], 8, drop_last=True, rank=r,
+                               world_size=2), 2)) for r in (0, 1)]
+flat = [s for part in pb for b in part for s in b]
+t.check(len(pb[0]) + len(pb[1]) == 6 and len({s["__key__"] for s in flat}) == 48
+        and all(s["data"] == b"plain %d" % int(s["__key__"][-3:]) for s in flat),
+        "BatchDataset of plain objects, 2 ranks x 2 workers, drop_last: the 6 full batches once, bytes right",
+        [len(x) for x in pb])
 
 # --- a target killed and restarted in the middle of a shard -------------------------------------
 

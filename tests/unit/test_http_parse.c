@@ -483,6 +483,7 @@ static const char *const split_samples[] = {
 	"FOO / HTTP/1.1\r\n\r\n",
 	"PUT / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
 	"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+	"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX3\r\nabc\r\n0\r\n\r\n",
 	"GET / HTTP/1.1\r\nExpect: 200-ok\r\n\r\n",
 	"PUT / HTTP/1.0\r\n\r\n",
 	"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n",
@@ -642,6 +643,12 @@ START_TEST(test_bad_chunks)
 	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
 				"fffffffffffffffffff\r\n"), 400);
 	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n"), 400);
+	/* the lenient http-parser takes any two bytes as a chunk's CRLF: the
+	 * reader checks them (a smuggling vector otherwise) */
+	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+				"5\r\nhelloXX3\r\nabc\r\n0\r\n\r\n"), 400);
+	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+				"5\r\nhello\n\r0\r\n\r\n"), 400);
 	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), 501);
 	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n"), 501);
 	ck_assert_int_eq(STATUS("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"), 501);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "aisd/arena.h"
+#include "aisd/archmatch.h"
 #include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/tar.h"
@@ -224,6 +225,66 @@ START_TEST(test_moss_parse)
 }
 END_TEST
 
+static bool am(enum archmode mode, const char *pat, const char *name)
+{
+	archmatch_t m;
+	buf_t err = BUF_INIT;
+	ck_assert_int_eq(archmatch_init(&m, mode, pat, strlen(pat), &err), AIS_OK);
+	bool r = archmatch_test(&m, name, strlen(name));
+	archmatch_free(&m);
+	buf_free(&err);
+	return r;
+}
+
+START_TEST(test_archmatch)
+{
+	enum archmode md;
+	archmatch_t m;
+	buf_t err = BUF_INIT;
+
+	ck_assert_int_eq(archmatch_mode("", 0, &md), AIS_OK);
+	ck_assert_int_eq(md, ARCH_REGEXP);
+	ck_assert_int_eq(archmatch_mode("wdskey", 6, &md), AIS_OK);
+	ck_assert_int_eq(md, ARCH_WDSKEY);
+	ck_assert_int_eq(archmatch_mode("glob", 4, &md), AIS_ERR);
+	ck_assert_int_eq(archmatch_mode("prefixx", 7, &md), AIS_ERR);
+
+	ck_assert(am(ARCH_REGEXP, "\\.(jpg|png)$", "a/000001.jpg"));
+	ck_assert(!am(ARCH_REGEXP, "\\.(jpg|png)$", "a/000001.jpg.txt"));
+	ck_assert(am(ARCH_REGEXP, "^a/0+1", "a/000001.jpg"));
+	ck_assert(am(ARCH_REGEXP, "", "anything"));
+	ck_assert(am(ARCH_PREFIX, "a/00", "a/000001.jpg"));
+	ck_assert(!am(ARCH_PREFIX, "a/000001.jpgx", "a/000001.jpg"));
+	ck_assert(am(ARCH_SUFFIX, ".cls", "x.cls"));
+	ck_assert(!am(ARCH_SUFFIX, ".cls", "x.clsx"));
+	ck_assert(am(ARCH_SUBSTR, "0001", "a/000001.jpg"));
+	ck_assert(!am(ARCH_SUBSTR, "0002", "a/000001.jpg"));
+	ck_assert(am(ARCH_WDSKEY, "a/000001", "a/000001.jpg"));
+	ck_assert(am(ARCH_WDSKEY, "a/000001", "a/000001.seg.png"));
+	ck_assert(am(ARCH_WDSKEY, "a.b/000001", "a.b/000001.cls"));
+	ck_assert(!am(ARCH_WDSKEY, "a/000001", "a/0000012.jpg"));
+	ck_assert(!am(ARCH_WDSKEY, "000001", "a/000001.jpg"));
+	ck_assert(am(ARCH_WDSKEY, "noext", "noext"));
+	ck_assert_uint_eq(archmatch_wdskey("x/y.z/k.a.b", 11), 7);
+	ck_assert_uint_eq(archmatch_wdskey(".hidden", 7), 0);
+
+	/* a long name goes through the heap copy */
+	char longname[2000];
+	memset(longname, 'q', sizeof(longname) - 5);
+	memcpy(longname + sizeof(longname) - 5, ".jpg", 5);
+	ck_assert(am(ARCH_REGEXP, "q\\.jpg$", longname));
+	/* a name holding a NUL never matches a regexp */
+	ck_assert_int_eq(archmatch_init(&m, ARCH_REGEXP, "a", 1, &err), AIS_OK);
+	ck_assert(!archmatch_test(&m, "a\0b", 3));
+	archmatch_free(&m);
+
+	ck_assert_int_eq(archmatch_init(&m, ARCH_REGEXP, "([a-", 4, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "regular expression"));
+	archmatch_free(&m);
+	buf_free(&err);
+}
+END_TEST
+
 static Suite *tarw_suite(void)
 {
 	Suite *s = suite_create("tarw");
@@ -233,6 +294,7 @@ static Suite *tarw_suite(void)
 	tcase_add_test(t, test_roundtrip_python);
 	tcase_add_test(t, test_big_size);
 	tcase_add_test(t, test_moss_parse);
+	tcase_add_test(t, test_archmatch);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -10,9 +10,9 @@ The datasets need torch (Debian: python3-torch); the client does not.
 `python3 -m aisd.shard --help` packs files into WebDataset shards.
 """
 from .client import Client, HTTPError, Props, Stream, iter_tar
-from .wds import iter_samples, wds_split
+from .wds import index_shards, iter_samples, load_index, wds_split
 
-_LAZY = ("BatchDataset", "ShardDataset", "fetch_batch", "load_index")
+_LAZY = ("BatchDataset", "ShardDataset", "fetch_batch")
 
 
 def __getattr__(name):  # the datasets import torch: only when asked for
@@ -23,5 +23,5 @@ def __getattr__(name):  # the datasets import torch: only when asked for
 
 
 __all__ = ["Client", "HTTPError", "Props", "Stream", "iter_tar", "ShardDataset", "BatchDataset",
-           "fetch_batch", "iter_samples", "load_index", "wds_split"]
+           "fetch_batch", "index_shards", "iter_samples", "load_index", "wds_split"]
 __version__ = "0.1.0"

@@ -39,6 +39,7 @@ _RETRY_STATUS = (500, 502, 503, 504)
 _SMALL_BODY = 64 * 1024   # at most this much is sent without 100-continue
 _POOL_IDLE_MAX = 32       # idle connections kept per host
 _CHUNK = 1 << 20
+_DRAIN_MAX = 64 * 1024  # a stream closed this close to its end is read out, keeping the connection
 
 
 class HTTPError(Exception):
@@ -184,9 +185,20 @@ class Stream(io.RawIOBase):
         return b
 
     def readinto(self, buf):
-        b = self.read(len(buf))
-        buf[:len(b)] = b
-        return len(b)
+        if self._done or not len(buf):
+            return 0
+        try:
+            n = self._resp.readinto(buf)
+        except BaseException:
+            self._drop()
+            raise
+        if not n:
+            self._eof()
+            return 0
+        self.got += n
+        if self.length is not None and self.got >= self.length:
+            self._release()
+        return n
 
     def _release(self):
         if not self._done:
@@ -202,9 +214,17 @@ class Stream(io.RawIOBase):
             self._conn.close()
 
     def close(self):
+        """Releases the connection: back to the pool when the body was read
+        whole, or when at most 64 KiB of it were left (read and dropped
+        here, e.g. a tar's end blocks); else closed."""
+        if not self._done and self.length is not None and self.length - self.got <= _DRAIN_MAX:
+            try:
+                while self.read(_DRAIN_MAX):
+                    pass
+            except (OSError, http.client.HTTPException):
+                pass
         if not self._done:
-            complete = self.length is not None and self.got >= self.length
-            self._release() if complete else self._drop()
+            self._drop()
         super().close()
 
 
@@ -246,12 +266,13 @@ class Client:
             conn, reused = self._pool.get(hp)
             try:
                 resp, sent_body = self._send(conn, method, target, body, headers)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
                 conn.close()
-                if not reused:
+                if not reused or not isinstance(e, (ConnectionError, http.client.BadStatusLine)):
                     raise
-                # A kept-alive connection the server had closed: the request
-                # never reached it, so send it once more on a new one.
+                # A kept-alive connection the server had closed (reset, or
+                # closed before an answer): the request was not served, so
+                # send it once more on a new one.
                 conn = self._pool.new(hp)
                 try:
                     resp, sent_body = self._send(conn, method, target, body, headers)
@@ -273,7 +294,7 @@ class Client:
                     conn.close()
                     raise
                 self._finish(hp, conn, resp, sent_body, body)
-                raise HTTPError(resp.status, _message(data) if method != "HEAD" else resp.reason, url)
+                raise HTTPError(resp.status, (_message(data) if method != "HEAD" else "") or resp.reason, url)
             if stream and method != "HEAD":
                 return Stream(self._pool, hp, conn, resp, url)
             try:
@@ -343,15 +364,17 @@ class Client:
     def _opath(bucket, name):
         return "/v1/objects/%s/%s" % (bucket, quote(name))
 
-    def open(self, bucket, name, start=0, length=None, archpath=None):
-        """GET as a Stream from byte `start` (and at most `length` bytes).
-        The caller reads it and closes it."""
+    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None):
+        """GET as a Stream from byte `start` (and at most `length` bytes);
+        with if_match (an ETag), HTTPError 412 unless the object still has
+        it. The caller reads the stream and closes it."""
         q = {"archpath": archpath} if archpath else None
-        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length), stream=True)
+        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
+                          stream=True)
 
-    def open_url(self, url, start=0, length=None):
+    def open_url(self, url, start=0, length=None, if_match=None):
         """The same for any http(s) URL (a plain web server)."""
-        return self._call("GET", "", headers=_range(start, length), stream=True, start_url=url)
+        return self._call("GET", "", headers=_range(start, length, if_match), stream=True, start_url=url)
 
     def get(self, bucket, name, archpath=None):
         """The object's bytes (or, with archpath, one file of a tar shard)."""
@@ -363,6 +386,16 @@ class Client:
         if length <= 0:
             return b""
         return self._call("GET", self._opath(bucket, name), headers=_range(start, length))[2]
+
+    def get_members(self, bucket, shard, pattern, mode="regexp"):
+        """The files of a shard that match pattern (archmode regexp, prefix,
+        suffix, substr, or wdskey: every file of one sample key), as
+        (member name, bytes) in archive order, from one request."""
+        s = self._call("GET", self._opath(bucket, shard), {"archregx": pattern, "archmode": mode}, stream=True)
+        try:
+            yield from iter_tar(s)
+        finally:
+            s.close()
 
     def head(self, bucket, name):
         """Props of the object; HTTPError 404 when missing."""
@@ -406,12 +439,16 @@ class Client:
     def buckets(self):
         return [b["name"] for b in json.loads(self._call("GET", "/v1/buckets/")[2])]
 
-    def list(self, bucket, prefix="", pagesize=1000, props=None):
+    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False):
         """Iterates every entry ({"name","size",...}) of the bucket whose name
-        starts with prefix, in name order, a page at a time."""
+        starts with prefix, in name order, a page at a time. archive=True
+        (AIStore's LsArchDir, flags=8) puts each shard's members right after
+        it, named SHARD/MEMBER, with "flags" 128 (the shard: 512)."""
         token = ""
         while True:
             q = {"prefix": prefix, "pagesize": str(pagesize)}
+            if archive:
+                q["flags"] = "8"
             if token:
                 q["continuation_token"] = token
             if props:
@@ -434,7 +471,11 @@ class Client:
         tar stream arrives (names as the server sends them: bucket/objname
         [/archpath], or __404__/... for a missing entry with coer=True).
         On a connection error mid-stream the entries not yet yielded are
-        asked again, so each is yielded exactly once."""
+        asked again, so each is yielded exactly once; after 6 broken streams
+        in a row without an entry, ConnectionError. HTTPError when the
+        request is refused (with coer=false: 404 for a missing first entry;
+        a later one cuts the stream, so it ends as an HTTPError on the retry
+        that starts with it, or as a ConnectionError)."""
         ents = [{"objname": e} if isinstance(e, str) else dict(e) for e in entries]
         done, fails = 0, 0
         while done < len(ents):
@@ -450,30 +491,32 @@ class Client:
                     yield name, data
                 if done < len(ents):
                     raise HTTPError(502, "GetBatch answered %d of %d entries" % (done, len(ents)), s.url)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
                 fails = 0 if progressed else fails + 1
                 if fails > 5 or self.retry_for <= 0:
-                    raise
+                    raise ConnectionError("GetBatch from %s broke after %d of %d entries, %d times in a row "
+                                          "(with coer=false a missing entry ends the stream): %r"
+                                          % (s.url, done, len(ents), fails, e)) from e
                 time.sleep(0.1 * fails)
             finally:
                 s.close()
 
 
-def iter_tar(f, bufsize=64 * 1024):
+def iter_tar(f, bufsize=tarfile.RECORDSIZE):
     """Yields (name, bytes) for each regular file of the tar read from the
     file object f as a stream (nothing is held but the current member)."""
-    with tarfile.open(fileobj=f, mode="r|", bufsize=bufsize) as tar:
+    with tarfile.open(fileobj=io.BufferedReader(f, 256 * 1024), mode="r|", bufsize=bufsize) as tar:
         for m in tar:
             if m.isfile():
                 yield m.name, tar.extractfile(m).read()
 
 
-def _range(start, length):
-    if not start and length is None:
-        return {}
-    if length is None:
-        return {"Range": "bytes=%d-" % start}
-    return {"Range": "bytes=%d-%d" % (start, start + length - 1)}
+def _range(start, length, if_match=None):
+    h = {"If-Match": if_match} if if_match else {}
+    if start or length is not None:
+        end = "" if length is None else "%d" % (start + length - 1)
+        h["Range"] = "bytes=%d-%s" % (start, end)
+    return h
 
 
 def _await_continue(sock, timeout):

@@ -19,6 +19,9 @@ What ShardDataset guarantees, per epoch:
   is yielded twice or lost. Opening a shard is retried by the Client for
   `retry_for` seconds; a stream that keeps failing without progress raises
   after `max_resumes` attempts.
+  A resumed read asks for the version it started with (If-Match with the
+  first answer's ETag): a shard overwritten meanwhile raises HTTPError 412
+  rather than mixing two versions.
 
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
@@ -27,12 +30,13 @@ shard, ext: bytes, ...}. Members whose base name has no dot, and
 non-regular members, are skipped.
 """
 import http.client
+import io
 import random
 import time
 import urllib.parse
 
 from .client import Client
-from .wds import _BUFSIZE, iter_samples, wds_split
+from .wds import _BUFSIZE, index_shards, iter_samples, load_index, wds_split
 
 try:
     import torch.distributed as _dist
@@ -45,9 +49,10 @@ except ImportError:  # the client works without torch; the datasets need it
         return None
 
 __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_samples",
-           "load_index", "SHARD_SUFFIXES"]
+           "index_shards", "load_index", "SHARD_SUFFIXES"]
 
 SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz")
+_READBUF = 256 * 1024
 
 
 def _rank_world(rank, world_size):
@@ -86,6 +91,14 @@ class _Base(IterableDataset):
         self.seed, self.shuffle = seed, shuffle
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
+
+    def __getstate__(self):
+        # Pickled for a spawned DataLoader worker: carry the parent's rank
+        # and world size (torch.distributed is not initialized there).
+        st = dict(self.__dict__)
+        if st["rank"] is None or st["world_size"] is None:
+            st["rank"], st["world_size"] = _rank_world(self.rank, self.world_size)
+        return st
 
     def set_epoch(self, epoch):
         """Selects the epoch whose order the next iteration uses (call it on
@@ -162,12 +175,13 @@ class ShardDataset(_Base):
     def samples(self, shard):
         """Every sample of one shard, resuming after read errors."""
         compressed = not shard.endswith(".tar")
-        pos, done, fails = 0, 0, 0
+        pos, done, fails, etag = 0, 0, 0, None
         while True:
             start = 0 if compressed else pos
             f = None
             try:
-                f = self._open(shard, start)
+                f, tag = self._open(shard, start, etag)
+                etag = etag or tag
                 skip = done if compressed else 0
                 for sample, end in iter_samples(f, shard, start, compressed, self.bufsize):
                     if skip:
@@ -187,46 +201,38 @@ class ShardDataset(_Base):
                 if f is not None:
                     f.close()
 
-    def _open(self, shard, start):
+    def _open(self, shard, start, etag):
+        """(file object at byte start of the shard, its ETag or None). A
+        resumed read (etag set) must find the same version (If-Match), else
+        HTTPError 412 ends the iteration. Reads go through a 256 KiB buffer:
+        tarfile asks for 10 KiB at a time."""
         if not self.urls:
-            f = self.client.open(self.bucket, shard, start=start)
+            f = self.client.open(self.bucket, shard, start=start, if_match=etag)
         elif shard.startswith(("http://", "https://")):
             if self.client is None:
                 self.client = Client(shard, timeout=self.timeout, retry_for=self.retry_for)
-            f = self.client.open_url(shard, start=start)
+            f = self.client.open_url(shard, start=start, if_match=etag)
         else:
             path = urllib.parse.urlsplit(shard).path if shard.startswith("file://") else shard
-            f = open(path, "rb", buffering=0)
+            f = open(path, "rb", buffering=_READBUF)
             f.seek(start)
-            return f
-        if start and f.status != 206:  # the server sent it whole: skip ahead
-            left = start
-            while left:
-                b = f.read(min(left, 1 << 20))
-                if not b:
-                    f.close()
-                    raise ConnectionError("%s: shorter than %d bytes" % (shard, start))
-                left -= len(b)
-        elif start:
-            cr = f.headers.get("content-range", "")
-            if not cr.startswith("bytes %d-" % start):
-                f.close()
-                raise ConnectionError("%s: asked bytes from %d, got Content-Range %r" % (shard, start, cr))
-        return f
-
-
-def load_index(path):
-    """Reads a sample index written by `aisd.shard --index`: one JSON object
-    a line, {"shard", "key", "members": [ext, ...]}; returns a list of
-    (shard, key, members) tuples for BatchDataset."""
-    import json
-    out = []
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                d = json.loads(line)
-                out.append((d["shard"], d["key"], list(d["members"])))
-    return out
+            return f, None
+        try:
+            if start and f.status != 206:  # the server sent it whole: skip ahead
+                left = start
+                while left:
+                    b = f.read(min(left, 1 << 20))
+                    if not b:
+                        raise ConnectionError("%s: shorter than %d bytes" % (shard, start))
+                    left -= len(b)
+            elif start:
+                cr = f.headers.get("content-range", "")
+                if not cr.startswith("bytes %d-" % start):
+                    raise ConnectionError("%s: asked bytes from %d, got Content-Range %r" % (shard, start, cr))
+        except BaseException:
+            f.close()
+            raise
+        return io.BufferedReader(f, _READBUF), f.headers.get("etag")
 
 
 def fetch_batch(client, bucket, items, coer=False):

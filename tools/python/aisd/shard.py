@@ -29,6 +29,7 @@ import random
 import re
 import sys
 import tarfile
+import tempfile
 import threading
 
 from .client import Client, HTTPError
@@ -167,18 +168,22 @@ def plan(files, size, shuffle, seed):
     return shards, skipped
 
 
-def build(src, shard, jobs_pool=None):
-    """The tar bytes of one planned shard."""
+def build(src, shard, out, jobs_pool=None, window=64):
+    """Writes the tar of one planned shard to the file object out; returns
+    its size. A bucket source is read jobs at a time, at most window files
+    ahead, so memory holds a window of files, never a whole shard."""
     rels = [m for _, mem in shard for m in mem]
-    datas = (jobs_pool.map(src.read, [r[0] for r in rels]) if jobs_pool
-             else (src.read(r[0]) for r in rels))
-    out = io.BytesIO()
+    start = out.tell()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for (rel, _, n, mt), data in zip(rels, datas):
-            if len(data) != n:
-                raise OSError("%s changed size while packing (%d, now %d bytes)" % (rel, n, len(data)))
-            tar.addfile(_member(rel, n, mt), io.BytesIO(data))
-    return out.getvalue()
+        for i in range(0, len(rels), window):
+            part = rels[i:i + window]
+            datas = (jobs_pool.map(src.read, [r[0] for r in part]) if jobs_pool
+                     else (src.read(r[0]) for r in part))
+            for (rel, _, n, mt), data in zip(part, datas):
+                if len(data) != n:
+                    raise OSError("%s changed size while packing (%d, now %d bytes)" % (rel, n, len(data)))
+                tar.addfile(_member(rel, n, mt), io.BytesIO(data))
+    return out.tell() - start
 
 
 def main(argv=None):
@@ -188,8 +193,8 @@ def main(argv=None):
                     "(all files of a sample in one shard), written to a directory or uploaded to a bucket.",
         epilog="SRC, DST: a local directory, or ais://BUCKET[/PREFIX] (with --endpoint or AIS_ENDPOINT). "
                "Example: python3 -m aisd.shard --size 100M --shuffle --seed 1 ./images ais://data/train/")
-    ap.add_argument("src", metavar="SRC")
-    ap.add_argument("dst", metavar="DST")
+    ap.add_argument("src", metavar="SRC", help="a local directory, or ais://BUCKET[/PREFIX]")
+    ap.add_argument("dst", metavar="DST", help="a local directory, or ais://BUCKET[/PREFIX] (the bucket must exist)")
     ap.add_argument("-s", "--size", default="100M",
                     help="most bytes per shard: 100M, 1GiB, 512K (powers of 1024), 100MB (of 1000); default 100M")
     ap.add_argument("-t", "--template", default="shard-{000000..}.tar",
@@ -202,6 +207,9 @@ def main(argv=None):
                     help='write the sample index: a JSON line {"shard","key","members":[ext,...]} per sample')
     ap.add_argument("-e", "--endpoint", default=os.environ.get("AIS_ENDPOINT"),
                     help="aisd endpoint for ais:// names (default $AIS_ENDPOINT)")
+    ap.add_argument("--tmpdir", default=None,
+                    help="where shards for a bucket are built before upload (default $TMPDIR or /tmp); "
+                         "--jobs + 1 shards at most")
     ap.add_argument("-n", "--dry-run", action="store_true", help="print the plan, write nothing")
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per shard")
     a = ap.parse_args(argv)
@@ -250,18 +258,31 @@ def _run(a):
                 continue
             room.acquire()
             try:
-                data = build(src, shard, reads)
+                if dst:
+                    fd, path = tempfile.mkstemp(prefix="aisd-shard.", suffix=".tar", dir=a.tmpdir)
+                else:
+                    final = os.path.join(a.dst, name)
+                    os.makedirs(os.path.dirname(final), exist_ok=True)
+                    path = final + ".tmp%d" % os.getpid()
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        n = build(src, shard, f, reads)
+                    if not dst:
+                        os.replace(path, final)
+                except BaseException:
+                    os.unlink(path)
+                    raise
             except BaseException:
                 room.release()
                 raise
-            total_bytes += len(data)
+            total_bytes += n
             if a.verbose:
-                print("%s: %d samples, %d bytes" % (name, len(shard), len(data)), file=sys.stderr)
+                print("%s: %d samples, %d bytes" % (name, len(shard), n), file=sys.stderr)
             if dst:
-                pending.append(puts.submit(_put, client, dst[0], name, data, room))
+                pending.append(puts.submit(_put, client, dst[0], name, path, room))
                 _reap(pending, False)
             else:
-                _write(os.path.join(a.dst, name), data)
                 room.release()
         _reap(pending, True)
     finally:
@@ -276,24 +297,17 @@ def _run(a):
     return 0
 
 
-def _put(client, bucket, name, data, room):
+def _put(client, bucket, name, path, room):
     try:
-        client.put(bucket, name, data)
+        client.put(bucket, name, path)
     finally:
+        os.unlink(path)
         room.release()
 
 
 def _reap(pending, wait):
     while pending and (wait or pending[0].done()):
         pending.pop(0).result()  # raises the first upload error
-
-
-def _write(path, data):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp%d" % os.getpid()
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

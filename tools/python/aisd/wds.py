@@ -7,9 +7,9 @@ are skipped.
 """
 import tarfile
 
-__all__ = ["wds_split", "iter_samples"]
+__all__ = ["wds_split", "iter_samples", "index_shards", "load_index"]
 
-_BUFSIZE = 64 * 1024
+_BUFSIZE = tarfile.RECORDSIZE  # 10 KiB: larger makes tarfile copy its leftover buffer on every header read
 
 
 def wds_split(path):
@@ -45,3 +45,40 @@ def iter_samples(f, shard, base=0, compressed=False, bufsize=_BUFSIZE):
             end = base + m.offset_data + ((m.size + 511) & ~511)
         if cur is not None:
             yield cur, end
+
+
+def index_shards(client, bucket, prefix="", shards=None):
+    """The sample index of the shards under prefix (or of the named shards),
+    from one listing with the archive flag (no shard is read): a list of
+    (shard, key, [ext, ...]) in shard and archive order, for BatchDataset."""
+    want = set(shards) if shards is not None else None
+    out, shard = [], None
+    for e in client.list(bucket, prefix, pagesize=10000, archive=True):
+        name, fl = e["name"], e.get("flags") or 0
+        if not fl & 128:  # an object (a shard when flag 512 is set)
+            shard = name if (fl & 512 and (want is None or name in want)) else None
+            continue
+        if shard is None or not name.startswith(shard + "/"):
+            continue
+        key, ext = wds_split(name[len(shard) + 1:])
+        if key is None:
+            continue
+        if out and out[-1][0] == shard and out[-1][1] == key:
+            out[-1][2].append(ext)
+        else:
+            out.append((shard, key, [ext]))
+    return out
+
+
+def load_index(path):
+    """Reads a sample index written by `aisd.shard --index`: one JSON object
+    a line, {"shard", "key", "members": [ext, ...]}; returns a list of
+    (shard, key, members) tuples for BatchDataset."""
+    import json
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                out.append((d["shard"], d["key"], list(d["members"])))
+    return out

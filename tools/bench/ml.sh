@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # cleanup runs from a trap
+# ml.sh - make bench-ml: ShardDataset reading the same WebDataset shards
+# from aisd, from nginx (plain HTTP, the way WebDataset users serve shards)
+# and from local files, in one run on this machine. (make bench-ml then runs
+# tools/bench/getbatch.sh and archpath.sh.)
+#
+# Generates TOTAL bytes of shards (default 2 GiB in 100 MB shards of
+# ~100 KB samples: KEY.jpg of 50-150 KB and KEY.cls) under a mktemp -d dir
+# that nginx serves, starts 1 gateway + TARGETS targets (store.fsync=never)
+# and uploads the same files into bucket "ml". Each measurement is one epoch
+# of tools/python's ShardDataset in a torch DataLoader with WORKERS workers
+# (tools/bench/ml_bench.py read: same tar parsing, same worker split, the
+# workers count samples and bytes): from aisd through the gateway (307 to
+# the owner, keep-alive, streamed), from nginx by URL, from the local files.
+# One untimed epoch of each first (page cache warm for all three: the data
+# is read from memory, so this measures the serving and client path). Then
+# ROUNDS rounds, the order of the three rotating each round; reports
+# medians of samples/s and GB/s and the ratios aisd/nginx (goal >= 0.95)
+# and aisd/local (goal >= 0.8); a run that reads a different number of
+# samples or bytes than the others is an error. The table is also written
+# as markdown to $BUILD/bench-ml.md. Every process is stopped by its PID
+# and the temp dir removed on exit (KEEP=1 keeps it). Every run is bounded
+# in time.
+#
+# Environment: BUILD (build), ROUNDS (5), TOTAL (2GiB), SHARD (100MB),
+# SAMPLE (100KB), WORKERS (DataLoader workers, 4), TARGETS (1), KEEP.
+# A smoke run: TOTAL=64MiB SHARD=8MB ROUNDS=1 make bench-ml.
+# Exit status: 0 when every measurement ran without errors, 1 otherwise.
+set -u
+
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-5}
+TOTAL=${TOTAL:-2GiB}
+SHARD=${SHARD:-100MB}
+SAMPLE=${SAMPLE:-100KB}
+WORKERS=${WORKERS:-4}
+TARGETS=${TARGETS:-1}
+AISD=$BUILD/aisd
+NGINX=/usr/sbin/nginx
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+MLB=$HERE/ml_bench.py
+
+die() { echo "ml-bench: $*" >&2; exit 1; }
+# shellcheck source=tools/bench/lib.sh
+. "$HERE/lib.sh"
+[ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
+[ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
+"$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch (tools/install-deps.sh installs python3-torch)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-mlbench.XXXXXX") || die "mktemp failed"
+PIDS=()
+STATUS=0
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do stop_pid "$p"; done
+	if [ -n "${KEEP:-}" ]; then
+		echo "ml-bench: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_file() {
+	for _ in $(seq $(($2 * 10))); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+start_nginx() {
+	local d=$TMP/nginx user=""
+	mkdir -p "$d/root" "$d/body" "$d/proxy" "$d/fastcgi" "$d/uwsgi" "$d/scgi"
+	NGINX_PORT=$(free_port)
+	[ "$(id -u)" = 0 ] && user="user root root;"
+	sed -e "s#@DIR@#$TMP#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@USER@#$user#" \
+		"$HERE/nginx.conf.in" >"$d/nginx.conf"
+	"$NGINX" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 50); do
+		curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGINX_PORT/" && return 0
+		sleep 0.1
+	done
+	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
+	die "nginx did not start"
+}
+
+# start_cluster: 1 gateway + TARGETS targets; sets GW.
+start_cluster() {
+	local d=$TMP/aisd i n
+	mkdir -p "$d/gw"
+	"$AISD" --role gateway --port 0 --port-file "$d/gw/port" --dir "$d/gw" >"$d/gw/aisd.log" 2>&1 &
+	PIDS+=($!)
+	wait_file "$d/gw/port" 10 || { tail -n 20 "$d/gw/aisd.log" >&2; die "gateway did not start"; }
+	GW=http://127.0.0.1:$(cat "$d/gw/port")
+	for i in $(seq "$TARGETS"); do
+		mkdir -p "$d/t$i/mp"
+		"$AISD" --port 0 --port-file "$d/t$i/port" -m "$d/t$i/mp" --join "$GW" \
+			--set store.fsync=never >"$d/t$i/aisd.log" 2>&1 &
+		PIDS+=($!)
+		wait_file "$d/t$i/port" 10 || { tail -n 20 "$d/t$i/aisd.log" >&2; die "target $i did not start"; }
+	done
+	for _ in $(seq 100); do
+		n=$(curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":' | wc -l)
+		[ "$n" -ge $((TARGETS + 1)) ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge $((TARGETS + 1)) ] || die "the cluster map lacks targets"
+	local code
+	code=$(curl -sL -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
+		"$GW/v1/buckets/ml" -d '{"action":"create-bck"}')
+	[ "${code:0:1}" = 2 ] || die "create-bck answered $code: $(head -c 300 "$d/create.out")"
+}
+
+# read_epoch SRC ARGS...: one epoch; prints the JSON line; marks STATUS on errors.
+read_epoch() {
+	local src=$1 out
+	shift
+	if ! out=$(timeout 900 "$PY" "$MLB" read --workers "$WORKERS" "$@" 2>"$TMP/read.err") || [ -z "$out" ]; then
+		STATUS=1
+		echo "ml-bench: $src: read failed:" >&2
+		tail -n 8 "$TMP/read.err" >&2
+		return 1
+	fi
+	echo "$out"
+}
+
+field() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p"; }
+
+echo "ml-bench: temp dir $TMP; $TOTAL in $SHARD shards of ~$SAMPLE samples; $ROUNDS rounds, $WORKERS workers" >&2
+start_nginx
+DATA=$TMP/nginx/root/ml
+gen=$(timeout 1800 "$PY" "$MLB" gen "$DATA" --total "$TOTAL" --shard "$SHARD" --sample "$SAMPLE") ||
+	die "generating shards failed"
+NS=$(echo "$gen" | field samples)
+echo "ml-bench: generated $gen" >&2
+start_cluster
+timeout 1800 "$PY" "$MLB" upload "$DATA" "$GW" ml train/ --jobs 4 >/dev/null || die "upload to aisd failed"
+for f in "$DATA"/*.tar; do echo "http://127.0.0.1:$NGINX_PORT/ml/${f##*/}"; done >"$TMP/nginx.list"
+ls "$DATA"/*.tar >"$TMP/local.list"
+
+declare -A ARGS=(
+	[aisd]="aisd://${GW#http://}/ml/train/"
+	[nginx]="@$TMP/nginx.list"
+	[local]="@$TMP/local.list"
+)
+SRCS=(aisd nginx local)
+declare -A BYTES
+for s in "${SRCS[@]}"; do # warm-up, and every source reads every sample
+	line=$(read_epoch "$s" "${ARGS[$s]}" --expect "$NS") || continue
+	BYTES[$s]=$(echo "$line" | field bytes)
+	echo "  warm-up  $s: $line" >&2
+done
+if [ "${BYTES[aisd]:-x}" != "${BYTES[local]:-y}" ] || [ "${BYTES[nginx]:-x}" != "${BYTES[local]:-y}" ]; then
+	STATUS=1
+	echo "ml-bench: the sources read different byte counts: aisd ${BYTES[aisd]:-?} nginx ${BYTES[nginx]:-?} local ${BYTES[local]:-?}" >&2
+fi
+
+for r in $(seq "$ROUNDS"); do
+	k=$(((r - 1) % 3))
+	order=("${SRCS[@]:$k}" "${SRCS[@]:0:$k}")
+	echo "ml-bench: round $r/$ROUNDS (${order[*]})" >&2
+	for s in "${order[@]}"; do
+		line=$(read_epoch "$s" "${ARGS[$s]}" --expect "$NS") || continue
+		printf '  %-6s %s\n' "$s" "$line" >&2
+		echo "$line" | field samples_per_s >>"$TMP/res.sps.$s"
+		echo "$line" | field gbps >>"$TMP/res.gbps.$s"
+	done
+done
+
+med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
+
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+MD=$BUILD/bench-ml.md
+A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
+{
+	echo "## ShardDataset: aisd vs nginx vs local files ($(date -u +%Y-%m-%d))"
+	echo
+	echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}, Linux $(uname -r)."
+	echo "Data: $gen (shards of at most $SHARD, samples ~$SAMPLE + a .cls), page cache warm."
+	echo "Client: tools/python ShardDataset in a torch DataLoader, $WORKERS workers, one epoch per run;"
+	echo "aisd: 1 gateway + $TARGETS target(s), read through the gateway's 307; nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'):"
+	echo "sendfile, 2 workers; local: the same files opened directly. $ROUNDS rounds, order rotating, medians."
+	echo
+	echo "| source | samples/s | GB/s |"
+	echo "|---|---:|---:|"
+	for s in "${SRCS[@]}"; do echo "| $s | $(med sps "$s") | $(med gbps "$s") |"; done
+	echo
+	echo "| ratio | value | goal | |"
+	echo "|---|---:|---:|---|"
+	r=$(ratio "$A" "$N")
+	echo "| aisd / nginx (GB/s) | $r | >= 0.95 | $(verdict "$r" 0.95) |"
+	r=$(ratio "$A" "$L")
+	echo "| aisd / local files (GB/s) | $r | >= 0.8 | $(verdict "$r" 0.8) |"
+	echo
+	echo "Every run (GB/s, in round order):"
+	echo
+	for s in "${SRCS[@]}"; do echo "- $s: $(tr '\n' ' ' <"$TMP/res.gbps.$s" 2>/dev/null)"; done
+	[ $STATUS != 0 ] && echo && echo "Some runs had errors (see the bench output)."
+} >"$MD"
+echo
+awk -F'|' '/^\|---/ { next } /^\| / { printf "%-28s %12s %10s %8s %5s\n", $2, $3, $4, $5, $6; next } { print }' "$MD"
+echo
+echo "ml-bench: markdown written to $MD"
+exit $STATUS
