@@ -6,6 +6,7 @@
 #   make check-unit      unit tests only (Check)
 #   make bench           aisd vs nginx, gateway costs, S3 vs native (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
+#   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
@@ -62,7 +63,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml fuzz style install clean
+.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -114,6 +115,9 @@ test: deps
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
+bench-rebalance: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
+
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
 BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh
 
@@ -123,6 +127,7 @@ bench-ml: deps all
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 
 fuzz:

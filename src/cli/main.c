@@ -69,6 +69,11 @@ static const struct cli_opt opts_stats[] = {
 	{0},
 };
 
+static const struct cli_opt opts_job_wait[] = {
+	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
+	{0},
+};
+
 /*
  * The command table. The longest name that matches the words of the
  * command line wins; "bucket" or "bucket props" alone list their
@@ -107,6 +112,12 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, 2, cli_node_maintenance, false},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission, false},
+	{"job show", "[rebalance]", "show the rebalance job's progress on every target", NULL, 0, 1,
+	 cli_job_show, false},
+	{"job wait", "[rebalance]", "wait until the rebalance ends (progress bar on a terminal)", opts_job_wait,
+	 0, 1, cli_job_wait, false},
+	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start, false},
+	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop, false},
 	{"show stats", "[NODE]", "per-node statistics: uptime, objects, bytes, capacity",
 	 opts_stats, 0, 1, cli_show_stats, false},
 	{"config set", "KEY=VALUE...",

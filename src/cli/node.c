@@ -93,8 +93,8 @@ int cli_node_decommission(struct cli *c, const struct cli_args *a)
 			return CLI_EXIT_USAGE;
 		}
 		fprintf(stderr,
-			"Decommission node %s? It leaves the cluster for good and will not rejoin by itself;\n"
-			"its data is not moved off (no rebalance yet). Type yes to go on: ",
+			"Decommission node %s? Its objects move to other targets, then it leaves the\n"
+			"cluster for good and will not rejoin by itself. Type yes to go on: ",
 			node);
 		fflush(stderr);
 		char line[64];
