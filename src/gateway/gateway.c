@@ -3,9 +3,10 @@
  * buckets from the BMD and through the primary, list fan-out and merge.
  *
  * Listing: every active target is asked for one page after the same
- * continuation token; the union's first PAGESIZE names in byte order are
- * the cluster's page, because every name of it is among its own target's
- * first PAGESIZE. The token is the last name returned, as on a target.
+ * continuation token; the union's first PAGESIZE distinct names in byte
+ * order are the cluster's page, because every name of it is among the
+ * first PAGESIZE of each target holding it (copies of a mirrored object
+ * are listed once). The token is the last name returned, as on a target.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -240,6 +241,13 @@ static void list_work(http_req_t *req)
 		for (size_t i = 0; i < total; i++)
 			v[i] = json_array_get(all, i);
 		qsort(v, total, sizeof(*v), entry_cmp);
+		/* a mirrored object is listed by each target holding a copy:
+		 * once is enough (the first copy's properties) */
+		size_t distinct = 0;
+		for (size_t i = 0; i < total; i++)
+			if (!distinct || entry_cmp(&v[distinct - 1], &v[i]))
+				v[distinct++] = v[i];
+		total = distinct;
 		size_t k = MIN(total, o->pagesize);
 		if (total > k)
 			more = true;

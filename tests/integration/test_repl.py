@@ -22,7 +22,7 @@ import os
 from itlib import T, q
 
 import clulib
-from clulib import Node, follow, get, node_id, poll, request, smap_ids
+from clulib import Node, follow, get, list_pages, node_id, poll, request, smap_ids
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -92,6 +92,10 @@ t.check(all(owner_of("m2", n) in holders[n] for n in data), "the owner is one of
 wrong = [n for n, d in data.items()
          if any(get(tg.url, "/v1/objects/m2/" + n, headers=INTRA).body != d for tg in holders[n])]
 t.check(not wrong, "both copies byte for byte", wrong[:3])
+for ps in (7, 1000):
+    pages, _ = list_pages(g.url, "m2", ps)
+    names = [x for p in (pages or []) for x in p]
+    t.eq(names, sorted(data), "listing through the gateway (pages of %d): each of the %d names once, in order" % (ps, N))
 n0 = "o007"
 second = [tg for tg in holders[n0] if tg is not owner_of("m2", n0)][0]
 r = get(second.url, "/v1/objects/m2/" + n0)
