@@ -4,8 +4,9 @@
 #   make run             install deps, build, start a local cluster under ./run
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
-#   make bench           aisd vs nginx, side by side (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
+#   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
@@ -34,7 +35,7 @@ endif
 OPT      ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude -MMD -MP -pthread \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lleveldb -lhttp_parser -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lleveldb -lhttp_parser -lexpat -lpthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SANITIZE)
@@ -62,7 +63,7 @@ UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml fuzz style install clean
+.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -114,6 +115,9 @@ test: deps
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
+bench-rebalance: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
+
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
 BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh
 
@@ -123,6 +127,8 @@ bench-ml: deps all
 bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)
@@ -133,12 +139,14 @@ style:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/etc/aisd
+	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+	install -m 644 tools/completion/aisctl.bash \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/aisctl
 
 clean:
 	rm -rf build build-san

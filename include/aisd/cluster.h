@@ -19,7 +19,8 @@
  *     (a node in maintenance gets no new objects and is not dropped for
  *     failing health checks); decommission-node pushes the node as
  *     decommissioning (it remembers that in node.dir and never rejoins),
- *     then removes it. Moving its data off is the rebalance issue.
+ *     waits until the node has moved its objects off (its rebalance,
+ *     jobs.h), then removes it.
  *
  * Failover (election.c, vote.c; the majority rules apply when the map has
  * two gateways or more: with one, no other primary can arise):
@@ -56,7 +57,6 @@
  *     answer its health check); it stays a gateway.
  * Readers take a consistent snapshot with cluster_read_lock; the pointers
  * are valid until cluster_read_unlock and must not be kept.
- * Not yet: rebalance on membership changes.
  */
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H
@@ -101,6 +101,13 @@ const cmap_node_t *cluster_self(const cluster_t *cl);
 bool cluster_is_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
+
+/* Blocking (pool thread): asks the primary for its cluster map and BMD and
+ * installs them if newer; one refresh at a time, at most once per
+ * min_interval_ms (concurrent callers wait for the one in flight). For a
+ * node that doubts its map: a request routed to it by a node with a newer
+ * one. Returns true when the map changed. */
+bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
 
 /* Primary only, blocking (call from the I/O pool): applies fn to copies of
  * the cmap and BMD; if it returns AIS_OK, persists and installs them and

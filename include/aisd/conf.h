@@ -44,6 +44,8 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
+	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	bool verify_on_read;      /* checksum a whole object before serving it */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
 	uint64_t rebalance_workers; /* objects moved at once per target */

@@ -58,7 +58,9 @@ enum {
 };
 
 typedef struct http_route {
-	const char *prefix; /* matches the path itself or prefix + "/..." */
+	const char *prefix; /* matches the path itself or prefix + "/..."; "/" (last):
+			     * every path, unless an earlier route matched the
+			     * path but not the method (405 then) */
 	unsigned methods;   /* HTTP_M(HTTP_GET) | ... */
 	unsigned flags;     /* HTTP_ROUTE_* */
 	uint64_t max_body;  /* HTTP_ROUTE_JSON: largest body accepted (413) */

@@ -164,6 +164,8 @@ const char *httpc_error(const httpc_req_t *r); /* "" when none */
 /* Value of the first response header called name (case-insensitive),
  * trimmed; {NULL, 0} when absent. Borrowed from r. */
 sv_t httpc_resp_header(const httpc_req_t *r, const char *name);
+/* Every response header as received: "Name: value\r\n" lines. */
+sv_t httpc_resp_headers(const httpc_req_t *r);
 /* The buffered response body (empty when streamed); the caller may take it. */
 buf_t *httpc_body(httpc_req_t *r);
 const httpc_info_t *httpc_info(const httpc_req_t *r);
@@ -202,6 +204,13 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 		      uint64_t timeout_ms, int *status, buf_t *msgs);
 int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
 		      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg);
+/* Makes every streamed transfer of this process (in flight or later) fail
+ * at once: for a node that is stopping. */
+void httpc_stream_abort(void);
+/* HEAD url; the raw response head goes to resp_hdrs. Returns as
+ * httpc_sync_get_to. */
+int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
+		    int *status, buf_t *msg);
 /* The value of header name in a raw response head; {NULL,0} when absent. */
 sv_t httpc_hdr_find(const buf_t *hdrs, const char *name);
 

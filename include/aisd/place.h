@@ -33,7 +33,7 @@ typedef struct place {
 size_t place_copies(const bmd_props_t *p);
 /* Fills out with the holders of uname under m (rule 2). self_id may be NULL. */
 void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,
-	      place_t *out);
+              place_t *out);
 /* True when a and b have different sets of active targets (rule 3). A NULL
  * map has none. */
 bool place_changed(const cmap_t *a, const cmap_t *b);

@@ -21,6 +21,7 @@ typedef struct target {
 	http_server_t *srv;
 	int64_t start_ns;
 	struct reb *reb; /* the rebalance job (src/jobs/rebalance.c); NULL standalone */
+	bool reb_kicked; /* a map was installed since start (cluster thread only) */
 } target_t;
 
 /* Opens the store and starts serving; with cluster.join set, joins the
@@ -85,8 +86,11 @@ typedef struct tgt_where {
 	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
 } tgt_where_t;
 /* Finds the holders of bck/obj. AIS_OK: serve here (always when
- * standalone or intra); AIS_DONE: answered (307 to the owner, 503). */
-int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w);
+ * standalone or intra); AIS_DONE: answered (307 to the owner, 503);
+ * AIS_AGAIN (only when may_doubt): this target would not serve it, so its
+ * map may be older than the sender's: refresh it (cluster_refresh) and ask
+ * again with may_doubt false. */
+int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt);
 /* Appends base + "/v1/objects/BCK/OBJ" with obj percent-encoded. */
 void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: seals sw and sends it to the other holders (w->urls[1..]).

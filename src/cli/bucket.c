@@ -1,17 +1,27 @@
 /*
- * bucket.c - aisctl's bucket commands: "bucket create", "bucket ls" and
- * "bucket rm". Each is one control request to /v1/buckets with an action
- * body; the server's answer is checked and its error message printed as is.
- * "bucket rm" goes on through the list after a failure and exits 1 if any
+ * bucket.c - aisctl's bucket commands: "bucket create", "bucket ls",
+ * "bucket rm", "bucket props show" and "bucket props set". Each is one
+ * control request to /v1/buckets in AIStore's form (an action body; HEAD
+ * for the properties, which come back as JSON in Ais-Bucket-Props); the
+ * server's answer is checked and its error message printed as is. "bucket
+ * rm" goes on through the list after a failure and exits non-zero if any
  * bucket could not be destroyed.
+ *
+ * props set turns KEY=VALUE words into one set-bprops document: dotted keys
+ * nest ("mirror.copies=2" -> {"mirror":{"copies":2}}); known keys get their
+ * type checked here (bool, count, checksum type, access), unknown ones go as
+ * true/false, a number or a string, and the server names what it refuses.
  */
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "aisd/status.h"
+#include "aisd/util.h"
 #include "cli.h"
 #include "aisd/banned.h"
 
@@ -66,7 +76,9 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a)
 	buf_t what = BUF_INIT;
 	buf_addf(&what, "create bucket %s", bucket);
 	int rc = bucket_action(c, "POST", bucket, json, what.ptr);
-	if (rc == AIS_OK)
+	if (rc == AIS_OK && c->json)
+		printf("{\"created\":\"%s\"}\n", bucket); /* a valid name needs no escaping */
+	else if (rc == AIS_OK)
 		printf("created bucket %s\n", bucket);
 	buf_free(&what);
 	free(json);
@@ -95,7 +107,8 @@ int cli_bucket_ls(struct cli *c, const struct cli_args *a)
 		cli_err("list buckets: unexpected answer (not an array)");
 		goto out_decref;
 	}
-	if (cli_opt(a, "json")) {
+	(void)a;
+	if (c->json) {
 		char *s = arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
 		puts(s ? s : "[]");
 		free(s);
@@ -121,6 +134,7 @@ out:
 int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
+	json_t *done = json_array();
 	for (int i = 0; i < a->npos; i++) {
 		const char *bucket = a->pos[i];
 		if (strncmp(bucket, "ais://", 6) == 0)
@@ -132,12 +146,317 @@ int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 		}
 		buf_t what = BUF_INIT;
 		buf_addf(&what, "destroy bucket %s", bucket);
-		if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) ==
+		if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) !=
 		    AIS_OK)
-			printf("destroyed bucket %s\n", bucket);
-		else
 			rc = CLI_EXIT_ERR;
+		else if (c->json)
+			json_array_append_new(done, json_string(bucket));
+		else
+			printf("destroyed bucket %s\n", bucket);
 		buf_free(&what);
 	}
+	if (c->json) {
+		json_t *j = json_pack("{s:o}", "destroyed", done);
+		char *s = json_dumps(j, JSON_COMPACT);
+		puts(s);
+		free(s);
+		json_decref(j);
+	} else {
+		json_decref(done);
+	}
+	return rc;
+}
+
+int cli_bucket_names(struct cli *c, char ***names, size_t *n)
+{
+	struct cli_req rq = CLI_REQ_INIT("GET", "/v1/buckets/");
+	struct cli_resp rs = {0};
+	int rc = AIS_ERR;
+	*names = NULL;
+	*n = 0;
+	if (cli_http(c, &rq, &rs) != AIS_OK || rs.status != 200)
+		goto out;
+	json_t *j = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+	size_t i;
+	json_t *b;
+	*names = xcalloc(json_array_size(j) + 1, sizeof(char *));
+	json_array_foreach(j, i, b)
+	{
+		const char *name = json_string_value(json_object_get(b, "name"));
+		if (name)
+			(*names)[(*n)++] = xstrdup(name);
+	}
+	json_decref(j);
+	rc = AIS_OK;
+out:
+	cli_resp_free(&rs);
+	return rc;
+}
+
+/* --- props ----------------------------------------------------------------- */
+
+/* The bucket argument without "ais://"; NULL (after a usage message) if bad. */
+static const char *bucket_arg(const struct cli_args *a, const char *arg)
+{
+	const char *b = strncmp(arg, "ais://", 6) == 0 ? arg + 6 : arg;
+	size_t n = strlen(b);
+	if (n && b[n - 1] == '/')
+		n--;
+	if (!n || memchr(b, '/', n)) {
+		cli_usage_error(a->cmd, "want a BUCKET, got '%s'", arg);
+		return NULL;
+	}
+	return b;
+}
+
+/* HEAD /v1/buckets/B: the properties as a new JSON object, or NULL after a message. */
+static json_t *props_get(struct cli *c, const char *bucket, size_t blen)
+{
+	char *name = xstrndup(bucket, blen);
+	buf_t path = BUF_INIT, what = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	cli_escape(&path, name, false);
+	buf_addf(&what, "bucket %s", name);
+	struct cli_req rq = CLI_REQ_INIT("HEAD", path.ptr);
+	struct cli_resp rs = {0};
+	json_t *j = NULL;
+	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, what.ptr) == AIS_OK) {
+		const char *h = cli_resp_header(&rs, "Ais-Bucket-Props");
+		j = h ? json_loads(h, 0, NULL) : NULL;
+		if (!json_is_object(j)) {
+			cli_err("%s: the server sent no Ais-Bucket-Props JSON object", what.ptr);
+			json_decref(j);
+			j = NULL;
+		}
+	}
+	cli_resp_free(&rs);
+	buf_free(&what);
+	buf_free(&path);
+	free(name);
+	return j;
+}
+
+/* Access bits by name, as the server keeps them (aisd/bmd.h). */
+static const struct {
+	const char *name;
+	unsigned bit;
+} access_bits[] = {
+	{"get", 1u << 0}, {"head", 1u << 1}, {"put", 1u << 2}, {"delete", 1u << 3},
+	{"list", 1u << 4}, {"patch", 1u << 5}, {"destroy", 1u << 6},
+};
+#define ACCESS_RO 0x13u  /* get, head, list */
+#define ACCESS_ALL 0x7fu
+
+/* "rw", "ro", or the names of the bits ("get,head") of an access mask. */
+static void access_text(unsigned v, buf_t *out)
+{
+	if (v == ACCESS_ALL) {
+		buf_addstr(out, "rw");
+		return;
+	}
+	if (v == ACCESS_RO) {
+		buf_addstr(out, "ro");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(access_bits); i++)
+		if (v & access_bits[i].bit)
+			buf_addf(out, "%s%s", out->len ? "," : "", access_bits[i].name);
+	if (!out->len)
+		buf_addstr(out, "none");
+}
+
+/* Prints "key  value" lines for every leaf of j, keys dotted from prefix. */
+static void props_print(json_t *j, const char *prefix)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(j, k, v)
+	{
+		buf_t key = BUF_INIT;
+		buf_addf(&key, "%s%s%s", prefix, *prefix ? "." : "", k);
+		if (json_is_object(v)) {
+			props_print(v, key.ptr);
+		} else if (!strcmp(key.ptr, "access") && json_is_integer(v)) {
+			buf_t t = BUF_INIT;
+			access_text((unsigned)json_integer_value(v), &t);
+			printf("%-20s %s (%" JSON_INTEGER_FORMAT ")\n", key.ptr, t.ptr, json_integer_value(v));
+			buf_free(&t);
+		} else if (!strcmp(key.ptr, "created") && json_is_integer(v)) {
+			char t[64];
+			time_t secs = (time_t)(json_integer_value(v) / 1000000000LL);
+			struct tm tm;
+			t[0] = '\0';
+			if (gmtime_r(&secs, &tm))
+				strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			printf("%-20s %s\n", key.ptr, t);
+		} else if (json_is_string(v)) {
+			printf("%-20s %s\n", key.ptr, json_string_value(v));
+		} else {
+			char *s = json_dumps(v, JSON_ENCODE_ANY);
+			printf("%-20s %s\n", key.ptr, s ? s : "?");
+			free(s);
+		}
+		buf_free(&key);
+	}
+}
+
+static void props_show(struct cli *c, json_t *props)
+{
+	if (c->json) {
+		char *s = json_dumps(props, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		puts(s ? s : "{}");
+		free(s);
+	} else {
+		props_print(props, "");
+	}
+}
+
+int cli_bucket_props_show(struct cli *c, const struct cli_args *a)
+{
+	const char *b = bucket_arg(a, a->pos[0]);
+	if (!b)
+		return CLI_EXIT_USAGE;
+	size_t blen = strlen(b) - (b[strlen(b) - 1] == '/');
+	json_t *props = props_get(c, b, blen);
+	if (!props)
+		return CLI_EXIT_ERR;
+	props_show(c, props);
+	json_decref(props);
+	return CLI_EXIT_OK;
+}
+
+/* The JSON value of one KEY=VALUE word, or NULL with why the value is bad. */
+static json_t *prop_value(const char *key, const char *val, buf_t *why)
+{
+	uint64_t n;
+	bool is_bool = !strcmp(val, "true") || !strcmp(val, "false");
+	if (!strcmp(key, "mirror.enabled") || !strcmp(key, "versioning.enabled")) {
+		if (!is_bool)
+			buf_addf(why, "%s takes true or false", key);
+		return is_bool ? json_boolean(!strcmp(val, "true")) : NULL;
+	}
+	if (!strcmp(key, "mirror.copies")) {
+		if (cli_parse_u64(val, 1, 32, &n) != AIS_OK) {
+			buf_addf(why, "%s takes a count 1..32", key);
+			return NULL;
+		}
+		return json_integer((json_int_t)n);
+	}
+	if (!strcmp(key, "checksum.type")) {
+		for (size_t i = 0; i < ARRAY_SIZE(checksum_types); i++)
+			if (!strcmp(val, checksum_types[i]))
+				return json_string(val);
+		buf_addf(why, "%s takes xxhash, md5, sha256 or none", key);
+		return NULL;
+	}
+	if (!strcmp(key, "access")) {
+		if (!strcmp(val, "ro") || !strcmp(val, "rw"))
+			return json_string(val);
+		if (cli_parse_u64(val, 0, ACCESS_ALL, &n) == AIS_OK)
+			return json_integer((json_int_t)n);
+		/* a list of permission names: get,head,list */
+		unsigned bits = 0;
+		const char *p = val;
+		while (*p) {
+			size_t len = strcspn(p, ",");
+			size_t i = 0;
+			while (i < ARRAY_SIZE(access_bits) &&
+			       (strlen(access_bits[i].name) != len || strncmp(p, access_bits[i].name, len)))
+				i++;
+			if (i == ARRAY_SIZE(access_bits)) {
+				buf_addf(why, "access takes ro, rw, a mask 0..%u, or a list of get, head, put, "
+					      "delete, list, patch, destroy", ACCESS_ALL);
+				return NULL;
+			}
+			bits |= access_bits[i].bit;
+			p += len + (p[len] == ',');
+		}
+		return json_integer((json_int_t)bits);
+	}
+	/* not known here: the server decides */
+	if (is_bool)
+		return json_boolean(!strcmp(val, "true"));
+	if (cli_parse_u64(val, 0, INT64_MAX, &n) == AIS_OK)
+		return json_integer((json_int_t)n);
+	return json_string(val);
+}
+
+/* Sets value at the dotted key path in obj ("mirror.copies"). AIS_ERR on a clash. */
+static int prop_put(json_t *obj, const char *key, json_t *value)
+{
+	const char *dot;
+	while ((dot = strchr(key, '.'))) {
+		char *part = xstrndup(key, (size_t)(dot - key));
+		json_t *sub = json_object_get(obj, part);
+		if (!sub) {
+			sub = json_object();
+			json_object_set_new(obj, part, sub);
+		}
+		free(part);
+		if (!json_is_object(sub) || !dot[1]) {
+			json_decref(value);
+			return AIS_ERR;
+		}
+		obj = sub;
+		key = dot + 1;
+	}
+	if (!*key || json_object_get(obj, key)) {
+		json_decref(value);
+		return AIS_ERR;
+	}
+	json_object_set_new(obj, key, value);
+	return AIS_OK;
+}
+
+int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
+{
+	const char *b = bucket_arg(a, a->pos[0]);
+	if (!b)
+		return CLI_EXIT_USAGE;
+	size_t blen = strlen(b) - (b[strlen(b) - 1] == '/');
+	json_t *value = json_object();
+	int rc = CLI_EXIT_USAGE;
+
+	for (int i = 1; i < a->npos; i++) {
+		const char *eq = strchr(a->pos[i], '=');
+		if (!eq || eq == a->pos[i]) {
+			cli_usage_error(a->cmd, "want KEY=VALUE, got '%s'", a->pos[i]);
+			goto out;
+		}
+		char *key = xstrndup(a->pos[i], (size_t)(eq - a->pos[i]));
+		buf_t why = BUF_INIT;
+		json_t *v = prop_value(key, eq + 1, &why);
+		bool ok = v != NULL;
+		if (!ok)
+			cli_usage_error(a->cmd, "bad '%s': %s", a->pos[i], why.ptr);
+		else if (!(ok = prop_put(value, key, v) == AIS_OK))
+			cli_usage_error(a->cmd, "bad key in '%s' (empty part, or set twice)", a->pos[i]);
+		buf_free(&why);
+		free(key);
+		if (!ok)
+			goto out;
+	}
+
+	char *name = xstrndup(b, blen);
+	json_t *body = json_pack("{s:s,s:O}", "action", "set-bprops", "value", value);
+	char *json = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	buf_t what = BUF_INIT;
+	buf_addf(&what, "set props of bucket %s", name);
+	rc = CLI_EXIT_ERR;
+	if (bucket_action(c, "PATCH", name, json, what.ptr) == AIS_OK) {
+		/* show what the bucket has now */
+		json_t *props = props_get(c, b, blen);
+		if (props) {
+			props_show(c, props);
+			json_decref(props);
+			rc = CLI_EXIT_OK;
+		}
+	}
+	buf_free(&what);
+	free(json);
+	free(name);
+out:
+	json_decref(value);
 	return rc;
 }

@@ -5,12 +5,15 @@
  *
  * Exit status of every handler: CLI_EXIT_OK, CLI_EXIT_ERR (the request or a
  * local file operation failed; a message is on stderr) or CLI_EXIT_USAGE
- * (the command line is wrong; the usage line is on stderr).
+ * (the command line is wrong; the usage line is on stderr). main turns
+ * CLI_EXIT_ERR into CLI_EXIT_NOTFOUND when every error printed was an HTTP
+ * 404 (cli_err_notfound), so a script can tell "absent" from "failed".
  */
 #ifndef AISD_CLI_H
 #define AISD_CLI_H
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,13 +22,15 @@
 #define CLI_VERSION "0.1.0"
 #define CLI_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
 
-enum { CLI_EXIT_OK = 0, CLI_EXIT_ERR = 1, CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERR = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_NOTFOUND = 3 };
 
 /* One aisctl run. */
 struct cli {
 	char *endpoint; /* base URL, never ends with '/' */
 	long timeout_s; /* whole-request limit; 0 = none */
 	int verbose;    /* 1: trace requests on stderr; 2: also libcurl's trace */
+	bool json;      /* --json: machine-readable output on stdout */
+	bool progress;  /* draw progress bars (stderr is a terminal, no --no-progress) */
 	CURL *curl;     /* reused across requests so connections are kept alive */
 };
 
@@ -54,6 +59,7 @@ struct cli_cmd {
 	int min_args;               /* positional arguments accepted ... */
 	int max_args;               /* ... max_args -1: no upper limit */
 	int (*fn)(struct cli *c, const struct cli_args *a); /* returns CLI_EXIT_* */
+	bool hidden;                /* an alias or internal mode: not in --help */
 };
 
 /* A command line after parsing: options by name, positionals in order. */
@@ -72,10 +78,43 @@ int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Prints "aisctl: <msg>" on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, for a thing that does not exist (HTTP 404): see CLI_EXIT_NOTFOUND. */
+void cli_err_notfound(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command table (main.c), for completion: *n entries. */
+const struct cli_cmd *cli_commands(size_t *n);
+const struct cli_opt *cli_global_options(void);
+/*
+ * How many leading words of argv spell the first words of a command name,
+ * and (*nwords) how many words the name has: "bucket props set" against
+ * {"bucket","props","x"} gives 2 of 3.
+ */
+int cli_words_matched(const char *name, int argc, char **argv, int *nwords);
+/* The command whose whole name is the longest run of leading words of argv
+ * (*used: its words), or NULL. */
+const struct cli_cmd *cli_cmd_lookup(int argc, char **argv, int *used);
+/* How many leading words of argv are the first words of a longer command
+ * name ("bucket", "bucket props"); 0 when none are. */
+int cli_cmd_group(int argc, char **argv);
 /* Parses a decimal count in [min, max]; AIS_OK or AIS_ERR. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Formats n bytes as "123B", "1.5KiB", "2.0GiB" into out. */
 void cli_human_size(uint64_t n, char *out, size_t outsz);
+
+/* cfgfile.c: the config file's values (NULL when not set). */
+struct cli_config {
+	char *path; /* the file that was read, or NULL */
+	char *endpoint;
+	char *timeout;
+};
+/* Reads the config file if there is one; AIS_OK, or AIS_ERR after a message. */
+int cli_config_load(struct cli_config *cfg);
+/*
+ * Parses config text (len bytes, any bytes) into cfg, later keys replacing
+ * earlier ones. Returns AIS_OK, or AIS_ERR with "LINE: why" in err; cfg
+ * then holds what the lines before it set (free it either way).
+ */
+int cli_config_parse(const char *text, size_t len, struct cli_config *cfg, buf_t *err);
+void cli_config_free(struct cli_config *cfg);
 
 /* http.c */
 struct cli_hdr {
@@ -92,6 +131,7 @@ struct cli_req {
 	struct curl_slist *headers; /* extra request headers, or NULL */
 	int sink_fd;                /* >= 0: a 2xx body is written here */
 	const char *range;          /* "START-END" for a Range request, or NULL */
+	struct cli_progress *progress; /* updated as the body moves, or NULL */
 };
 
 /* CLI_REQ_INIT: no body, no upload, the response body kept in memory. */
@@ -107,6 +147,31 @@ struct cli_resp {
 	uint64_t sunk;        /* bytes written to sink_fd */
 	int sink_errno;       /* a write to sink_fd failed with this errno */
 };
+
+/* One request in flight: what the curl callbacks of its easy handle share. */
+struct cli_xfer {
+	struct cli *c;
+	CURL *h;
+	const struct cli_req *rq;
+	struct cli_resp *rs;
+	struct curl_slist *hdrs;
+	buf_t url;
+	char errbuf[CURL_ERROR_SIZE];
+	int64_t upload_start; /* offset of the upload fd when the request began */
+	uint64_t uploaded;    /* bytes handed to curl since the last rewind */
+	bool range_ignored;   /* a Range request got a whole 2xx body: stopped */
+	int64_t t0;
+};
+
+/*
+ * cli_xfer_setup prepares the easy handle h to send rq (for a curl multi
+ * handle, or curl_easy_perform); cli_xfer_finish reads the outcome after
+ * the transfer ended with cc and frees what setup allocated. x, rq and rs
+ * must stay put in between; rs must be zeroed. finish returns as cli_http.
+ */
+void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,
+		    struct cli_xfer *x);
+int cli_xfer_finish(struct cli_xfer *x, CURLcode cc);
 
 /*
  * cli_http sends one request, following redirects with the method and body
@@ -136,11 +201,51 @@ void cli_escape(buf_t *b, const char *s, bool keep_slash);
  */
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object);
 
-/* Handlers (bucket.c, object.c, list.c, cluster.c, node.c, config.c). */
+/* progress.c: a one-line progress bar on stderr, drawn only when on. */
+struct cli_progress {
+	bool on;
+	const char *label;    /* what moves: a file or object name, or "" */
+	uint64_t total;       /* bytes expected; 0 = unknown */
+	uint64_t done;        /* bytes moved so far */
+	uint64_t files_total; /* > 1: also show "files done/total" */
+	uint64_t files_done;
+	int64_t t0_ns;
+	int64_t drawn_ns; /* when the bar was last drawn */
+	bool drawn;
+};
+void cli_progress_start(struct cli_progress *p, bool on, const char *label, uint64_t total,
+			uint64_t files_total);
+/* Records progress; redraws at most 10 times a second. */
+void cli_progress_set(struct cli_progress *p, uint64_t done, uint64_t files_done);
+/* Erases the bar (the summary line is the caller's). */
+void cli_progress_end(struct cli_progress *p);
+/* "12.5MiB/s" for n bytes over ns nanoseconds. */
+void cli_human_rate(uint64_t n, int64_t ns, char *out, size_t outsz);
+
+/* object.c: "/v1/objects/<bucket>/<object>", both escaped ('/' kept in the object). */
+void cli_object_path(buf_t *path, const char *bucket, const char *object);
+/* The part of s after its last '/' ("" when s ends with '/'). */
+const char *cli_base_name(const char *s);
+
+/* stats.c: one node's stats (GET /v1/daemon?what=stats; NULL or an error
+ * object gives "-") as table cells. */
+struct cli_node_cells {
+	char uptime[32];  /* "3d04h", "2h05m", "4m10s", "42s" */
+	char objects[32];
+	char bytes[32];   /* human size of the objects */
+	char disk[64];    /* "used/total" over the mountpaths, human */
+	char pct[16];     /* disk used, "37%" */
+};
+void cli_node_cells(json_t *st, struct cli_node_cells *out);
+
+/* Handlers (bucket.c, object.c, put.c, list.c, cluster.c, node.c, stats.c,
+ * config.c, ml.c, complete.c). */
 int cli_config_set(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
 int cli_bucket_ls(struct cli *c, const struct cli_args *a);
 int cli_bucket_rm(struct cli *c, const struct cli_args *a);
+int cli_bucket_props_show(struct cli *c, const struct cli_args *a);
+int cli_bucket_props_set(struct cli *c, const struct cli_args *a);
 int cli_object_put(struct cli *c, const struct cli_args *a);
 int cli_object_get(struct cli *c, const struct cli_args *a);
 int cli_object_rm(struct cli *c, const struct cli_args *a);
@@ -150,6 +255,14 @@ int cli_cluster_show(struct cli *c, const struct cli_args *a);
 int cli_cluster_primary(struct cli *c, const struct cli_args *a);
 int cli_node_maintenance(struct cli *c, const struct cli_args *a);
 int cli_node_decommission(struct cli *c, const struct cli_args *a);
-int cli_ml_get_batch(struct cli *c, const struct cli_args *a); /* ml.c */
+int cli_show_stats(struct cli *c, const struct cli_args *a);
+int cli_complete(struct cli *c, const struct cli_args *a);
+int cli_ml_get_batch(struct cli *c, const struct cli_args *a);
+/* bucket.c: the bucket names (newly allocated array of strings); AIS_OK or AIS_ERR. */
+int cli_bucket_names(struct cli *c, char ***names, size_t *n);
+int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
+int cli_job_wait(struct cli *c, const struct cli_args *a);
+int cli_job_start(struct cli *c, const struct cli_args *a);
+int cli_job_stop(struct cli *c, const struct cli_args *a);
 
 #endif

@@ -5,7 +5,9 @@
  * primary applies on every node (a standalone target, which has no
  * cluster, gets the per-node form); with --node only the node at the
  * endpoint changes (PUT /v1/daemon). Keys that change at run time:
- * log.level, log.access, net.rate_limit, net.rate_burst.
+ * log.level, log.access, net.rate_limit, net.rate_burst. Prints "ID: ok"
+ * (or the node's error) per node, or "ok"; with --json the server's answer
+ * ({"nodes":{ID:{..}}}) or {"ok":true}.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,15 +59,21 @@ int cli_config_set(struct cli *c, const struct cli_args *a)
 	if (!node && json_is_object(nodes)) {
 		const char *id;
 		json_t *r;
+		if (c->json) {
+			char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+			puts(s ? s : "{}");
+			free(s);
+		}
 		json_object_foreach(nodes, id, r) {
 			const char *e = json_string_value(json_object_get(r, "error"));
-			printf("%s: %s\n", id, e ? e : "ok");
+			if (!c->json)
+				printf("%s: %s\n", id, e ? e : "ok");
 		}
 		rc = rs.status == 200 ? CLI_EXIT_OK : CLI_EXIT_ERR;
 		if (rc != CLI_EXIT_OK)
 			cli_err("config set: not every node took the change");
 	} else if (cli_http_check(&rs, "config set") == AIS_OK) {
-		printf("ok\n");
+		puts(c->json ? "{\"ok\":true}" : "ok");
 		rc = CLI_EXIT_OK;
 	}
 	json_decref(doc);

@@ -9,7 +9,8 @@
  * Guarantees: memory use does not grow with the size of an upload or a
  * streamed download; only a 2xx body ever reaches the sink fd (redirect and
  * error bodies never do), and for a Range request only a 206 body; an error
- * body is kept up to ERR_BODY_MAX bytes.
+ * body is kept up to ERR_BODY_MAX bytes. The same setup and finish serve
+ * one blocking request (cli_http) and many on a curl multi handle (put -r).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,16 +27,6 @@
 #include "aisd/banned.h"
 
 #define ERR_BODY_MAX (64 * 1024)
-
-/* State shared with the curl callbacks of one request. */
-struct xfer {
-	struct cli *c;
-	const struct cli_req *rq;
-	struct cli_resp *rs;
-	int64_t upload_start; /* offset of the upload fd when the request began */
-	uint64_t uploaded;    /* bytes handed to curl since the last rewind */
-	bool range_ignored;   /* a Range request got a whole 2xx body: stopped */
-};
 
 void cli_escape(buf_t *b, const char *s, bool keep_slash)
 {
@@ -98,7 +89,7 @@ void cli_resp_free(struct cli_resp *rs)
  */
 static size_t on_header(char *data, size_t size, size_t nitems, void *arg)
 {
-	struct xfer *x = arg;
+	struct cli_xfer *x = arg;
 	struct cli_resp *rs = x->rs;
 	size_t n = size * nitems;
 	sv_t line = {data, n};
@@ -152,12 +143,12 @@ static int write_all(int fd, const char *p, size_t n)
  */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct xfer *x = arg;
+	struct cli_xfer *x = arg;
 	struct cli_resp *rs = x->rs;
 	size_t n = size * nmemb;
 	long code = 0;
 
-	curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
 	if (code >= 300 && code < 400)
 		return n;
 	if (code >= 200 && code < 300 && x->rq->range && code != 206) {
@@ -182,7 +173,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 
 static size_t on_read(char *dst, size_t size, size_t nitems, void *arg)
 {
-	struct xfer *x = arg;
+	struct cli_xfer *x = arg;
 	size_t want = size * nitems;
 	for (;;) {
 		ssize_t r = read(x->rq->upload_fd, dst, want);
@@ -202,7 +193,7 @@ static size_t on_read(char *dst, size_t size, size_t nitems, void *arg)
  */
 static int on_seek(void *arg, curl_off_t offset, int origin)
 {
-	struct xfer *x = arg;
+	struct cli_xfer *x = arg;
 	if (origin != SEEK_SET)
 		return CURL_SEEKFUNC_CANTSEEK;
 	if (x->upload_start < 0)
@@ -213,21 +204,37 @@ static int on_seek(void *arg, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
+/* Progress callback: feeds rq->progress with the bytes moved so far. */
+static int on_xferinfo(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
 {
-	CURL *h = c->curl;
-	struct xfer x = {.c = c, .rq = rq, .rs = rs, .upload_start = -1};
-	struct curl_slist *hdrs = NULL;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	buf_t url = BUF_INIT;
-	int rc = AIS_ERR;
+	struct cli_xfer *x = arg;
+	struct cli_progress *p = x->rq->progress;
+	(void)ultotal;
+	if (x->rq->upload_fd >= 0) {
+		cli_progress_set(p, (uint64_t)ulnow, p->files_done);
+	} else {
+		long code = 0;
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code < 200 || code >= 300)
+			return 0; /* a redirect or an error: not the object's bytes */
+		if (!p->total && dltotal > 0)
+			p->total = (uint64_t)dltotal;
+		cli_progress_set(p, (uint64_t)dlnow, p->files_done);
+	}
+	return 0;
+}
 
-	buf_addstr(&url, c->endpoint);
-	buf_addstr(&url, rq->path);
+void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,
+		    struct cli_xfer *x)
+{
+	*x = (struct cli_xfer){.c = c, .h = h, .rq = rq, .rs = rs, .upload_start = -1};
+	buf_addstr(&x->url, c->endpoint);
+	buf_addstr(&x->url, rq->path);
 
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url.ptr);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_URL, x->url.ptr);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "aisctl/" CLI_VERSION);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	/* "a/../b" is an object name, not a path to squash */
@@ -238,77 +245,101 @@ int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, c->timeout_s ? MIN(c->timeout_s, 10L) : 10L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, x);
 	if (c->verbose >= 2)
 		curl_easy_setopt(h, CURLOPT_VERBOSE, 1L);
+	if (rq->progress) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 
 	for (const struct curl_slist *s = rq->headers; s; s = s->next)
-		hdrs = curl_slist_append(hdrs, s->data);
+		x->hdrs = curl_slist_append(x->hdrs, s->data);
 
 	if (strcmp(rq->method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (rq->upload_fd >= 0) {
 		/* PUT of a stream; unknown size means chunked transfer encoding. */
 		off_t pos = lseek(rq->upload_fd, 0, SEEK_CUR);
-		x.upload_start = pos < 0 ? -1 : (int64_t)pos;
+		x->upload_start = pos < 0 ? -1 : (int64_t)pos;
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(h, CURLOPT_READDATA, &x);
+		curl_easy_setopt(h, CURLOPT_READDATA, x);
 		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-		curl_easy_setopt(h, CURLOPT_SEEKDATA, &x);
+		curl_easy_setopt(h, CURLOPT_SEEKDATA, x);
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_size);
 		if (strcmp(rq->method, "PUT") != 0)
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+		x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/octet-stream");
 	} else if (rq->json) {
-		/* A body on any method (GET with a list request, DELETE, POST). */
+		/* A body on any method (GET with a list request, DELETE, POST, PATCH). */
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->json);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(rq->json));
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		hdrs = curl_slist_append(hdrs, "Expect:");
+		x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
+		x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	} else if (strcmp(rq->method, "GET") != 0) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
 	}
 	if (rq->range)
 		curl_easy_setopt(h, CURLOPT_RANGE, rq->range);
-	if (hdrs)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	if (x->hdrs)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
 
 	if (c->verbose)
-		fprintf(stderr, "> %s %s\n", rq->method, url.ptr);
-	int64_t t0 = time_mono_ns();
-	CURLcode cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rs->status);
-	if (c->verbose) {
+		fprintf(stderr, "> %s %s\n", rq->method, x->url.ptr);
+	x->t0 = time_mono_ns();
+}
+
+int cli_xfer_finish(struct cli_xfer *x, CURLcode cc)
+{
+	const struct cli_req *rq = x->rq;
+	struct cli_resp *rs = x->rs;
+	const char *url = x->url.ptr;
+	const char *err = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+	int rc = AIS_ERR;
+
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &rs->status);
+	if (x->c->verbose) {
 		char *eff = NULL;
-		curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
+		curl_easy_getinfo(x->h, CURLINFO_EFFECTIVE_URL, &eff);
+		bool moved = eff && strcmp(eff, url) != 0;
 		fprintf(stderr, "< %ld %s (%.3fs%s%s)\n", rs->status, rs->reason.ptr ? rs->reason.ptr : "",
-			(double)(time_mono_ns() - t0) / 1e9, eff && strcmp(eff, url.ptr) ? ", from " : "",
-			eff && strcmp(eff, url.ptr) ? eff : "");
+			(double)(time_mono_ns() - x->t0) / 1e9, moved ? ", from " : "", moved ? eff : "");
 	}
 
-	if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x.range_ignored)) {
+	if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->range_ignored)) {
 		rc = AIS_OK; /* the caller sees the status (not 206) and says why */
 	} else if (rs->sink_errno) {
 		cli_err("writing the download: %s", strerror(rs->sink_errno));
 	} else if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {
 		cli_err("cannot connect to %s: %s (is the cluster up? set --endpoint or AIS_ENDPOINT)",
-			c->endpoint, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			x->c->endpoint, err);
 	} else if (cc == CURLE_OPERATION_TIMEDOUT) {
-		cli_err("%s %s: timed out: %s", rq->method, url.ptr, errbuf[0] ? errbuf : "");
+		cli_err("%s %s: timed out: %s", rq->method, url, err);
 	} else if (cc == CURLE_SEND_FAIL_REWIND) {
 		cli_err("%s %s: the server redirected the request after part of the body was sent, "
 			"and standard input cannot be sent again; upload from a file instead",
-			rq->method, url.ptr);
+			rq->method, url);
 	} else {
-		cli_err("%s %s: %s", rq->method, url.ptr, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		cli_err("%s %s: %s", rq->method, url, err);
 	}
-	curl_slist_free_all(hdrs);
-	buf_free(&url);
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	buf_free(&x->url);
 	return rc;
+}
+
+int cli_http(struct cli *c, const struct cli_req *rq, struct cli_resp *rs)
+{
+	struct cli_xfer x;
+	cli_xfer_setup(c, c->curl, rq, rs, &x);
+	CURLcode cc = curl_easy_perform(c->curl);
+	return cli_xfer_finish(&x, cc);
 }
 
 int cli_http_check(const struct cli_resp *rs, const char *what)
@@ -343,7 +374,10 @@ int cli_http_check(const struct cli_resp *rs, const char *what)
 		buf_addf(&msg, "%s: %s", what,
 			 rs->reason.len ? rs->reason.ptr
 					: (rs->status == 404 ? "not found" : "request failed"));
-	cli_err("%s (HTTP %ld)", msg.ptr, rs->status);
+	if (rs->status == 404)
+		cli_err_notfound("%s (HTTP %ld)", msg.ptr, rs->status);
+	else
+		cli_err("%s (HTTP %ld)", msg.ptr, rs->status);
 	buf_free(&msg);
 	return AIS_ERR;
 }

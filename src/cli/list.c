@@ -5,6 +5,10 @@
  * back empty or missing, or --limit objects were printed. Pages are printed
  * as they arrive, so memory use does not grow with the size of the bucket.
  * Without a bucket, "ls" lists the buckets (as "bucket ls").
+ *
+ * Output: a table whose columns are --props (name first; default name,
+ * size, version), or with --json one JSON object per line per object, as
+ * the server sent it (the properties asked for; all of them by default).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,15 +22,98 @@
 #include "cli.h"
 #include "aisd/banned.h"
 
-/* Rows of the table; the NAME column widens as longer names show up. */
+#define MAX_COLS 8
+
+/* A column of the table: a property the server lists. */
+static const struct col {
+	const char *prop;   /* as in --props and the entries' JSON */
+	const char *header;
+	bool right;         /* right-aligned (numbers) */
+	int width;          /* minimum width */
+} cols_known[] = {
+	{"name", "NAME", false, 4},         {"size", "SIZE", true, 10},
+	{"checksum", "CHECKSUM", false, 8}, {"atime", "ATIME", false, 5},
+	{"version", "VERSION", false, 7},
+};
+
+/* Rows of the table; a column widens as longer values show up. */
 struct table {
 	bool json;
 	bool headers;
-	int name_w;
+	const struct col *cols[MAX_COLS];
+	int ncols;
+	int w[MAX_COLS]; /* column widths, grown to fit what was seen */
 	uint64_t printed;
 	uint64_t limit; /* 0 = no limit */
 	const char *shard; /* --archive BUCKET/SHARD: print only it and its files */
 };
+
+/*
+ * Parses --props into t->cols ("name" always comes first) and the list the
+ * server is asked for into props. Returns AIS_OK, or AIS_ERR naming the bad
+ * property in bad.
+ */
+static int table_cols(struct table *t, const char *props, buf_t *server, const char **bad)
+{
+	t->cols[t->ncols++] = &cols_known[0];
+	if (!props) {
+		t->cols[t->ncols++] = &cols_known[1];
+		t->cols[t->ncols++] = &cols_known[4];
+		return AIS_OK;
+	}
+	buf_addstr(server, "name");
+	const char *p = props;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		size_t i = 0;
+		while (i < ARRAY_SIZE(cols_known) &&
+		       (strlen(cols_known[i].prop) != len || strncmp(p, cols_known[i].prop, len)))
+			i++;
+		if (i == ARRAY_SIZE(cols_known)) {
+			*bad = p;
+			return AIS_ERR;
+		}
+		bool dup = false;
+		for (int k = 0; k < t->ncols; k++)
+			dup = dup || t->cols[k] == &cols_known[i];
+		if (!dup && t->ncols < MAX_COLS) {
+			t->cols[t->ncols++] = &cols_known[i];
+			buf_addf(server, ",%s", cols_known[i].prop);
+		}
+		p += len + (p[len] == ',');
+	}
+	return AIS_OK;
+}
+
+/* The text of property col of entry e into out. */
+static void cell(const struct col *col, json_t *e, char *out, size_t outsz)
+{
+	json_t *v = json_object_get(e, col->prop);
+	if (!strcmp(col->prop, "size") && json_is_integer(v))
+		cli_human_size((uint64_t)json_integer_value(v), out, outsz);
+	else if (json_is_string(v))
+		snprintf(out, outsz, "%s", *json_string_value(v) ? json_string_value(v) : "-");
+	else if (json_is_integer(v))
+		snprintf(out, outsz, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else
+		snprintf(out, outsz, "-");
+}
+
+static void print_row(struct table *t, const char *const *cells)
+{
+	for (int k = 0; k < t->ncols; k++) {
+		const struct col *col = t->cols[k];
+		int w = t->w[k];
+		bool last = k == t->ncols - 1;
+		if (col->right)
+			printf("%*s", w, cells[k]);
+		else if (last)
+			fputs(cells[k], stdout);
+		else
+			printf("%-*s", w, cells[k]);
+		fputs(last ? "\n" : "  ", stdout);
+	}
+}
 
 /* With --archive BUCKET/SHARD: is e the shard or one of its files? */
 static bool in_shard(const struct table *t, json_t *e)
@@ -45,18 +132,13 @@ static void print_entry(struct table *t, json_t *e)
 		free(s);
 		return;
 	}
-	const char *name = json_string_value(json_object_get(e, "name"));
-	json_t *jsize = json_object_get(e, "size");
-	json_t *jver = json_object_get(e, "version");
-	char size[32] = "-";
-	if (json_is_integer(jsize))
-		cli_human_size((uint64_t)json_integer_value(jsize), size, sizeof(size));
-	char ver[64] = "";
-	if (json_is_string(jver))
-		snprintf(ver, sizeof(ver), "%s", json_string_value(jver));
-	else if (json_is_integer(jver))
-		snprintf(ver, sizeof(ver), "%" JSON_INTEGER_FORMAT, json_integer_value(jver));
-	printf("%-*s  %10s  %s\n", t->name_w, name ? name : "?", size, ver[0] ? ver : "-");
+	char buf[MAX_COLS][1024];
+	const char *cells[MAX_COLS];
+	for (int k = 0; k < t->ncols; k++) {
+		cell(t->cols[k], e, buf[k], sizeof(buf[k]));
+		cells[k] = buf[k];
+	}
+	print_row(t, cells);
 }
 
 /*
@@ -68,14 +150,21 @@ static int print_page(struct table *t, json_t *entries)
 	size_t i;
 	json_t *e;
 	if (!t->json) {
+		for (int k = 0; k < t->ncols; k++)
+			t->w[k] = MAX(t->w[k], t->cols[k]->width);
 		json_array_foreach(entries, i, e)
 		{
-			const char *name = json_string_value(json_object_get(e, "name"));
-			if (name && (int)strlen(name) > t->name_w)
-				t->name_w = (int)MIN(strlen(name), (size_t)80);
+			for (int k = 0; k < t->ncols; k++) {
+				char text[1024];
+				cell(t->cols[k], e, text, sizeof(text));
+				t->w[k] = MAX(t->w[k], (int)MIN(strlen(text), (size_t)80));
+			}
 		}
 		if (t->headers && t->printed == 0 && json_array_size(entries) > 0) {
-			printf("%-*s  %10s  %s\n", t->name_w, "NAME", "SIZE", "VERSION");
+			const char *hdr[MAX_COLS];
+			for (int k = 0; k < t->ncols; k++)
+				hdr[k] = t->cols[k]->header;
+			print_row(t, hdr);
 			t->headers = false;
 		}
 	}
@@ -101,30 +190,40 @@ int cli_list(struct cli *c, const struct cli_args *a)
 	const char *ps = cli_opt(a, "page-size");
 	const char *lim = cli_opt(a, "limit");
 	uint64_t page_size = 0;
-	struct table t = {.json = cli_opt(a, "json") != NULL,
-			  .headers = cli_opt(a, "no-headers") == NULL,
-			  .name_w = 4};
+	struct table t = {.json = c->json, .headers = cli_opt(a, "no-headers") == NULL};
+	buf_t props = BUF_INIT;
+	const char *bad = NULL;
 
+	/* BUCKET, BUCKET/ or BUCKET/PREFIX (then --prefix may not differ) */
 	if (strncmp(bucket, "ais://", 6) == 0)
 		bucket += 6;
-	size_t blen = strlen(bucket);
-	if (blen && bucket[blen - 1] == '/')
-		blen--; /* "ls bucket/" */
+	const char *slash = strchr(bucket, '/');
+	size_t blen = slash ? (size_t)(slash - bucket) : strlen(bucket);
 	bool archive = cli_opt(a, "archive") != NULL;
-	const char *slash = memchr(bucket, '/', blen);
-	if (archive && slash && slash[1]) { /* BUCKET/SHARD */
+	if (blen == 0)
+		return cli_usage_error(a->cmd, "want BUCKET[/PREFIX], got '%s'", a->pos[0]);
+	if (archive && slash && slash[1]) { /* --archive BUCKET/SHARD */
 		t.shard = slash + 1;
-		blen = (size_t)(slash - bucket);
 		if (!prefix)
 			prefix = t.shard;
+	} else if (slash && slash[1]) {
+		if (prefix && strcmp(prefix, slash + 1))
+			return cli_usage_error(a->cmd, "two prefixes: '%s' and --prefix '%s'", slash + 1,
+					       prefix);
+		prefix = slash + 1;
 	}
-	if (blen == 0 || memchr(bucket, '/', blen))
-		return cli_usage_error(a->cmd, "want a BUCKET, got '%s' (use --prefix for objects)",
-				       a->pos[0]);
 	if (ps && cli_parse_u64(ps, 1, 1000000, &page_size) != AIS_OK)
 		return cli_usage_error(a->cmd, "bad --page-size '%s'", ps);
 	if (lim && cli_parse_u64(lim, 1, UINT64_MAX, &t.limit) != AIS_OK)
 		return cli_usage_error(a->cmd, "bad --limit '%s'", lim);
+	if (table_cols(&t, cli_opt(a, "props"), &props, &bad) != AIS_OK) {
+		int rc = cli_usage_error(a->cmd,
+					 "bad --props at '%s': want a comma-separated list of name, "
+					 "size, checksum, atime, version",
+					 bad);
+		buf_free(&props);
+		return rc;
+	}
 
 	char *bname = xstrndup(bucket, blen);
 	buf_t path = BUF_INIT;
@@ -146,6 +245,8 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			json_object_set_new(value, "pagesize", json_integer((json_int_t)want));
 		if (*token)
 			json_object_set_new(value, "continuation_token", json_string(token));
+		if (props.len)
+			json_object_set_new(value, "props", json_string(props.ptr));
 		if (archive)
 			json_object_set_new(value, "flags", json_integer(8)); /* AIStore's LsArchDir */
 		json_t *body = json_pack("{s:s,s:o}", "action", "list", "value", value);
@@ -197,6 +298,7 @@ int cli_list(struct cli *c, const struct cli_args *a)
 	free(token);
 	buf_free(&what);
 	buf_free(&path);
+	buf_free(&props);
 	free(bname);
 	return rc;
 }

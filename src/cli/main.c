@@ -2,15 +2,21 @@
  * main.c - aisctl's entry point: the command table, the option parser, help
  * and dispatch. Every command is one entry of cli_cmds[] (name, arguments,
  * one-line help, options, argument counts, handler); usage lines, --help and
- * "aisctl help CMD" are all generated from the table. Global options may come
- * before or after the command. Exit status: 0 success, 1 a request or local
- * operation failed, 2 the command line is wrong.
+ * "aisctl help CMD" are all generated from the table, and so is shell
+ * completion (complete.c). Commands have one to three words ("put", "bucket
+ * create", "bucket props set"); the longest match wins, and a prefix of a
+ * longer name ("bucket", "bucket props") lists what follows it. Global
+ * options may come before or after the command. Exit status: 0 success,
+ * 1 a request or local operation failed, 2 the command line (or the config
+ * file) is wrong, 3 what was asked for does not exist (every error was an
+ * HTTP 404).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -22,20 +28,14 @@ static const struct cli_opt opts_bucket_create[] = {
 	{"checksum", 0, "TYPE", "checksum type of the bucket: xxhash, md5, sha256 or none"},
 	{0},
 };
-static const struct cli_opt opts_json[] = {
-	{"json", 0, NULL, "print JSON instead of a table"},
-	{0},
-};
-static const struct cli_opt opts_cluster_show[] = {
-	{"json", 0, NULL, "print the cluster map, each node with its health, as JSON"},
-	{0},
-};
 static const struct cli_opt opts_decommission[] = {
 	{"yes", 'y', NULL, "do not ask for confirmation"},
 	{0},
 };
 static const struct cli_opt opts_put[] = {
-	{"checksum", 0, NULL, "send the file's xxhash64 so the server verifies it (files only)"},
+	{"recursive", 'r', NULL, "upload a directory: every file under it, named by its relative path"},
+	{"conc", 'c', "N", "uploads in parallel with -r (default 8, at most 256)"},
+	{"checksum", 0, NULL, "send each file's xxhash64 so the server verifies it (files only)"},
 	{0},
 };
 static const struct cli_opt opts_get[] = {
@@ -44,9 +44,9 @@ static const struct cli_opt opts_get[] = {
 };
 static const struct cli_opt opts_ls[] = {
 	{"prefix", 0, "PREFIX", "list only objects whose names start with PREFIX"},
+	{"props", 'p', "LIST", "columns: comma-separated name, size, checksum, atime, version"},
 	{"page-size", 0, "N", "ask the server for N entries per page"},
-	{"limit", 0, "N", "stop after N objects"},
-	{"json", 0, NULL, "print one JSON object per line"},
+	{"limit", 'n', "N", "stop after N objects"},
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
 	{0},
@@ -63,69 +63,134 @@ static const struct cli_opt opts_config_set[] = {
 	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
 	{0},
 };
-
-/*
- * The command table. Two-word names ("bucket create") are matched before
- * one-word names, so "bucket" alone lists its subcommands.
- */
-static const struct cli_cmd cli_cmds[] = {
-	{"bucket create", "BUCKET", "create a bucket", opts_bucket_create, 1, 1, cli_bucket_create},
-	{"bucket ls", "", "list buckets", opts_json, 0, 0, cli_bucket_ls},
-	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
-	 cli_bucket_rm},
-	{"put", "FILE|- BUCKET/OBJECT", "upload a file (or standard input) as an object", opts_put,
-	 2, 2, cli_object_put},
-	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
-	 opts_get, 1, 2, cli_object_get},
-	{"ls", "[BUCKET[/SHARD]]", "list the objects of a bucket (no BUCKET: list buckets)", opts_ls, 0, 1,
-	 cli_list},
-	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm},
-	{"stat", "BUCKET/OBJECT", "show an object's size, checksum, version and times", opts_json,
-	 1, 1, cli_object_stat},
-	{"cluster show", "", "show the cluster map and check every node's health", opts_cluster_show,
-	 0, 0, cli_cluster_show},
-	{"cluster primary", "NODE", "make the gateway NODE the primary (a new term; the old one stays a gateway)",
-	 NULL, 1, 1, cli_cluster_primary},
-	{"node maintenance", "start|stop NODE",
-	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
-	 NULL, 2, 2, cli_node_maintenance},
-	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
-	 opts_decommission, 1, 1, cli_node_decommission},
-	{"config set", "KEY=VALUE...",
-	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
-	 opts_config_set, 1, -1, cli_config_set},
-	{"ml get-batch", "BUCKET OUT.tar|-",
-	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
-	 opts_get_batch, 2, 2, cli_ml_get_batch},
-	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 2, NULL},
-};
-
-static const struct cli_opt cli_global_opts[] = {
-	{"endpoint", 'e', "URL", "cluster endpoint (default: $AIS_ENDPOINT, else " CLI_DEFAULT_ENDPOINT ")"},
-	{"timeout", 't', "SECS", "give up on a request after SECS seconds (default: no limit)"},
-	{"verbose", 'v', NULL, "trace requests on stderr (twice: also libcurl's trace)"},
-	{"help", 'h', NULL, "show help"},
-	{"version", 'V', NULL, "show the version"},
+static const struct cli_opt opts_stats[] = {
+	{"refresh", 0, "SECS", "show again every SECS seconds (until --count or Ctrl-C)"},
+	{"count", 0, "K", "with --refresh: stop after K reports"},
 	{0},
 };
+
+static const struct cli_opt opts_job_wait[] = {
+	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
+	{0},
+};
+
+/*
+ * The command table. The longest name that matches the words of the
+ * command line wins; "bucket" or "bucket props" alone list their
+ * subcommands. The args strings also drive completion: BUCKET, OBJECT,
+ * FILE, DIR, NODE and KEY=VALUE are recognized there (complete.c).
+ */
+static const struct cli_cmd cli_cmds[] = {
+	{"bucket create", "BUCKET", "create a bucket", opts_bucket_create, 1, 1, cli_bucket_create, false},
+	{"bucket ls", "", "list buckets", NULL, 0, 0, cli_bucket_ls, false},
+	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
+	 cli_bucket_rm, false},
+	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
+	 cli_bucket_props_show, false},
+	{"bucket props set", "BUCKET KEY=VALUE...",
+	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, checksum.type, access)",
+	 NULL, 2, -1, cli_bucket_props_set, false},
+	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
+	 "upload a file, standard input, or a directory with -r", opts_put, 2, 2, cli_object_put, false},
+	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
+	 opts_get, 1, 2, cli_object_get, false},
+	{"ls", "[BUCKET[/PREFIX]]",
+	 "list the objects of a bucket (no BUCKET: list buckets; --archive BUCKET/SHARD: a shard's files)",
+	 opts_ls, 0, 1, cli_list, false},
+	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm, false},
+	{"object head", "BUCKET/OBJECT",
+	 "show an object's size, checksum, version, times and custom metadata", NULL, 1, 1,
+	 cli_object_stat, false},
+	{"stat", "BUCKET/OBJECT", "the same as object head", NULL, 1, 1, cli_object_stat, true},
+	{"cluster show", "", "show every node: role, state, health, uptime, objects, capacity", NULL,
+	 0, 0, cli_cluster_show, false},
+	{"cluster primary", "NODE",
+	 "make the gateway NODE the primary (a new term; the old one stays a gateway)", NULL, 1, 1,
+	 cli_cluster_primary, false},
+	{"node maintenance", "start|stop NODE",
+	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
+	 NULL, 2, 2, cli_node_maintenance, false},
+	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
+	 opts_decommission, 1, 1, cli_node_decommission, false},
+	{"job show", "[rebalance]", "show the rebalance job's progress on every target", NULL, 0, 1,
+	 cli_job_show, false},
+	{"job wait", "[rebalance]", "wait until the rebalance ends (progress bar on a terminal)", opts_job_wait,
+	 0, 1, cli_job_wait, false},
+	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start, false},
+	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop, false},
+	{"show stats", "[NODE]", "per-node statistics: uptime, objects, bytes, capacity",
+	 opts_stats, 0, 1, cli_show_stats, false},
+	{"config set", "KEY=VALUE...",
+	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
+	 opts_config_set, 1, -1, cli_config_set, false},
+	{"ml get-batch", "BUCKET OUT.tar|-",
+	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
+	 opts_get_batch, 2, 2, cli_ml_get_batch, false},
+	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 3, NULL, false},
+	{"__complete", "CWORD WORD...", "shell completion: candidates for word CWORD", NULL, 1, -1,
+	 cli_complete, true},
+};
+
+/* Indexes into cli_global_opts (global_set). */
+enum { G_ENDPOINT, G_TIMEOUT, G_JSON, G_NO_PROGRESS, G_VERBOSE, G_HELP, G_VERSION };
+
+static const struct cli_opt cli_global_opts[] = {
+	[G_ENDPOINT] = {"endpoint", 'e', "URL",
+			"cluster endpoint (default: $AIS_ENDPOINT, the config file, " CLI_DEFAULT_ENDPOINT ")"},
+	[G_TIMEOUT] = {"timeout", 't', "SECS", "give up on a request after SECS seconds (default: no limit)"},
+	[G_JSON] = {"json", 'j', NULL, "print JSON on standard output instead of text"},
+	[G_NO_PROGRESS] = {"no-progress", 0, NULL, "no progress bar, even on a terminal"},
+	[G_VERBOSE] = {"verbose", 'v', NULL, "trace requests on stderr (twice: also libcurl's trace)"},
+	[G_HELP] = {"help", 'h', NULL, "show help"},
+	[G_VERSION] = {"version", 'V', NULL, "show the version"},
+	{0},
+};
+
+const struct cli_cmd *cli_commands(size_t *n)
+{
+	*n = ARRAY_SIZE(cli_cmds);
+	return cli_cmds;
+}
+
+const struct cli_opt *cli_global_options(void) { return cli_global_opts; }
 
 /* Global option values, filled wherever they appear on the command line. */
 struct cli_globals {
 	const char *endpoint;
 	const char *timeout;
 	int verbose;
+	bool json;
+	bool no_progress;
 	bool help;
 	bool version;
 };
 
+/* Errors printed, and how many of them were "not found" (the exit status). */
+static unsigned cli_nerrors, cli_nnotfound;
+
+static void err_v(const char *fmt, va_list ap)
+{
+	fputs("aisctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	cli_nerrors++;
+}
+
 void cli_err(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("aisctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	err_v(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void cli_err_notfound(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	err_v(fmt, ap);
+	va_end(ap);
+	cli_nnotfound++;
 }
 
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -216,6 +281,8 @@ static void print_help(FILE *f)
 	      "Commands:\n",
 	      f);
 	for (size_t i = 0; i < ARRAY_SIZE(cli_cmds); i++) {
+		if (cli_cmds[i].hidden)
+			continue;
 		buf_t b = BUF_INIT;
 		buf_addf(&b, "%s %s", cli_cmds[i].name, cli_cmds[i].args);
 		fprintf(f, "  %-34s %s\n", b.ptr, cli_cmds[i].help);
@@ -223,60 +290,89 @@ static void print_help(FILE *f)
 	}
 	fputs("\nGlobal options:\n", f);
 	print_opts(f, cli_global_opts);
-	fputs("\nEnvironment:\n  AIS_ENDPOINT               default for --endpoint\n"
-	      "\nRun 'aisctl help COMMAND' or 'aisctl COMMAND --help' for a command's options.\n",
+	fputs("\nEnvironment:\n"
+	      "  AIS_ENDPOINT               default for --endpoint\n"
+	      "  AISCTL_CONFIG              the config file (default ~/.config/aisctl/config:\n"
+	      "                             lines 'endpoint = URL', 'timeout = SECS')\n"
+	      "\nExit status: 0 ok, 1 error, 2 bad usage or config, 3 not found (HTTP 404).\n"
+	      "Run 'aisctl help COMMAND' or 'aisctl COMMAND --help' for a command's options.\n",
 	      f);
 }
 
 /*
- * Finds the command named by argv[0] (and argv[1] for two-word names).
- * Returns it with *used set to the number of words consumed, or NULL.
+ * How many leading words of argv spell the first words of name, and (in
+ * *nwords) how many words name has. "bucket props set" against
+ * {"bucket","props","x"} gives 2 of 3.
  */
-static const struct cli_cmd *cmd_lookup(int argc, char **argv, int *used)
+int cli_words_matched(const char *name, int argc, char **argv, int *nwords)
 {
+	int k = 0, matched = 0;
+	bool still = true;
+	const char *p = name;
+	for (;;) {
+		const char *sp = strchr(p, ' ');
+		size_t n = sp ? (size_t)(sp - p) : strlen(p);
+		if (still && k < argc && strlen(argv[k]) == n && memcmp(argv[k], p, n) == 0)
+			matched++;
+		else
+			still = false;
+		k++;
+		if (!sp)
+			break;
+		p = sp + 1;
+	}
+	*nwords = k;
+	return matched;
+}
+
+/*
+ * Finds the command whose whole name is the longest run of leading words of
+ * argv. Returns it with *used set to its number of words, or NULL.
+ */
+const struct cli_cmd *cli_cmd_lookup(int argc, char **argv, int *used)
+{
+	const struct cli_cmd *best = NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(cli_cmds); i++) {
-		const char *name = cli_cmds[i].name;
-		const char *sp = strchr(name, ' ');
-		if (sp) {
-			size_t n = (size_t)(sp - name);
-			if (argc >= 2 && strlen(argv[0]) == n && memcmp(argv[0], name, n) == 0 &&
-			    strcmp(argv[1], sp + 1) == 0) {
-				*used = 2;
-				return &cli_cmds[i];
-			}
-		} else if (argc >= 1 && strcmp(argv[0], name) == 0) {
-			*used = 1;
-			return &cli_cmds[i];
+		int nw, m = cli_words_matched(cli_cmds[i].name, argc, argv, &nw);
+		if (m == nw && (!best || nw > *used)) {
+			best = &cli_cmds[i];
+			*used = nw;
 		}
 	}
-	return NULL;
+	return best;
 }
 
-/* True when word is the first word of some two-word command ("bucket"). */
-static bool cmd_is_group(const char *word)
+/*
+ * The number of leading words of argv that form a group: the first words of
+ * some longer command name ("bucket", "bucket props"); 0 when none do.
+ */
+int cli_cmd_group(int argc, char **argv)
 {
-	size_t n = strlen(word);
+	int best = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(cli_cmds); i++) {
-		const char *name = cli_cmds[i].name;
-		if (strncmp(name, word, n) == 0 && name[n] == ' ')
-			return true;
+		int nw, m = cli_words_matched(cli_cmds[i].name, argc, argv, &nw);
+		if (m < nw && m > best)
+			best = m;
 	}
-	return false;
+	return best;
 }
 
-static void print_group(FILE *f, const char *word)
+static void print_group(FILE *f, int nwords, char **words)
 {
-	size_t n = strlen(word);
-	fprintf(f, "usage: aisctl %s SUBCOMMAND ...\n\nSubcommands:\n", word);
+	buf_t g = BUF_INIT;
+	for (int i = 0; i < nwords; i++)
+		buf_addf(&g, "%s%s", i ? " " : "", words[i]);
+	fprintf(f, "usage: aisctl %s SUBCOMMAND ...\n\nSubcommands:\n", g.ptr);
 	for (size_t i = 0; i < ARRAY_SIZE(cli_cmds); i++) {
-		const char *name = cli_cmds[i].name;
-		if (strncmp(name, word, n) == 0 && name[n] == ' ') {
+		int nw, m = cli_words_matched(cli_cmds[i].name, nwords, words, &nw);
+		if (m == nwords && nw > nwords && !cli_cmds[i].hidden) {
 			buf_t b = BUF_INIT;
-			buf_addf(&b, "%s %s", name, cli_cmds[i].args);
+			buf_addf(&b, "%s %s", cli_cmds[i].name, cli_cmds[i].args);
 			fprintf(f, "  %-34s %s\n", b.ptr, cli_cmds[i].help);
 			buf_free(&b);
 		}
 	}
+	buf_free(&g);
 }
 
 static const struct cli_opt *opt_find(const struct cli_opt *o, const char *name, size_t n,
@@ -295,11 +391,13 @@ static const struct cli_opt *opt_find(const struct cli_opt *o, const char *name,
 static void global_set(struct cli_globals *g, size_t idx, const char *val)
 {
 	switch (idx) {
-	case 0: g->endpoint = val; break;
-	case 1: g->timeout = val; break;
-	case 2: g->verbose++; break;
-	case 3: g->help = true; break;
-	case 4: g->version = true; break;
+	case G_ENDPOINT: g->endpoint = val; break;
+	case G_TIMEOUT: g->timeout = val; break;
+	case G_JSON: g->json = true; break;
+	case G_NO_PROGRESS: g->no_progress = true; break;
+	case G_VERBOSE: g->verbose++; break;
+	case G_HELP: g->help = true; break;
+	case G_VERSION: g->version = true; break;
 	}
 }
 
@@ -403,12 +501,22 @@ static int parse_args(const struct cli_cmd *cmd, int argc, char **argv, struct c
 	return AIS_OK;
 }
 
-/* Applies global options and the environment to c. Returns AIS_OK or AIS_ERR. */
+/*
+ * Applies global options, the environment and the config file to c.
+ * Returns AIS_OK or AIS_ERR (after a message).
+ */
 static int cli_setup(struct cli *c, const struct cli_globals *g, const struct cli_cmd *cmd)
 {
+	struct cli_config cfg = {0};
+	if (cli_config_load(&cfg) != AIS_OK) {
+		cli_config_free(&cfg);
+		return AIS_ERR;
+	}
 	const char *ep = g->endpoint;
 	if (!ep || !*ep)
 		ep = getenv("AIS_ENDPOINT");
+	if (!ep || !*ep)
+		ep = cfg.endpoint;
 	if (!ep || !*ep)
 		ep = CLI_DEFAULT_ENDPOINT;
 	buf_t b = BUF_INIT;
@@ -419,16 +527,25 @@ static int cli_setup(struct cli *c, const struct cli_globals *g, const struct cl
 		b.ptr[--b.len] = '\0';
 	c->endpoint = buf_detach(&b, NULL);
 	c->verbose = g->verbose;
-	if (g->timeout) {
+	c->json = g->json;
+	c->progress = !g->no_progress && isatty(STDERR_FILENO);
+	const char *tmo = g->timeout ? g->timeout : cfg.timeout;
+	int rc = AIS_OK;
+	if (tmo) {
 		uint64_t t;
-		if (cli_parse_u64(g->timeout, 1, 86400 * 365, &t) != AIS_OK) {
-			cli_usage_error(cmd, "bad --timeout '%s': want whole seconds, at least 1",
-					g->timeout);
-			return AIS_ERR;
+		if (cli_parse_u64(tmo, 1, 86400 * 365, &t) != AIS_OK) {
+			if (g->timeout)
+				cli_usage_error(cmd, "bad --timeout '%s': want whole seconds, at least 1", tmo);
+			else
+				cli_err("%s: bad timeout '%s': want whole seconds, at least 1", cfg.path, tmo);
+			rc = AIS_ERR;
 		}
 		c->timeout_s = (long)t;
 	}
-	return AIS_OK;
+	if (c->verbose && cfg.path)
+		fprintf(stderr, "(config file %s)\n", cfg.path);
+	cli_config_free(&cfg);
+	return rc;
 }
 
 static int cmd_help(int argc, char **argv)
@@ -438,17 +555,22 @@ static int cmd_help(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	int used;
-	const struct cli_cmd *cmd = cmd_lookup(argc, argv, &used);
+	const struct cli_cmd *cmd = cli_cmd_lookup(argc, argv, &used);
 	if (cmd && used == argc) {
 		print_cmd_help(stdout, cmd);
 		return CLI_EXIT_OK;
 	}
-	if (argc == 1 && cmd_is_group(argv[0])) {
-		print_group(stdout, argv[0]);
+	int gw = cli_cmd_group(argc, argv);
+	if (gw && gw == argc) {
+		print_group(stdout, argc, argv);
 		return CLI_EXIT_OK;
 	}
-	return cli_usage_error(NULL, "no such command '%s%s%s'", argv[0], argc > 1 ? " " : "",
-			       argc > 1 ? argv[1] : "");
+	buf_t b = BUF_INIT;
+	for (int i = 0; i < argc; i++)
+		buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
+	int rc = cli_usage_error(NULL, "no such command '%s'", b.ptr);
+	buf_free(&b);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -476,19 +598,20 @@ int main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
-	int used;
-	const struct cli_cmd *cmd = cmd_lookup(rest, rv, &used);
-	if (!cmd) {
-		if (cmd_is_group(rv[0])) {
-			bool asked = g.help || (rest >= 2 && (strcmp(rv[1], "--help") == 0 ||
-							      strcmp(rv[1], "-h") == 0));
+	int used = 0;
+	const struct cli_cmd *cmd = cli_cmd_lookup(rest, rv, &used);
+	int gw = cli_cmd_group(rest, rv);
+	if (!cmd || gw > used) {
+		if (gw) {
+			bool asked = g.help || (rest > gw && (strcmp(rv[gw], "--help") == 0 ||
+							      strcmp(rv[gw], "-h") == 0));
 			if (asked) {
-				print_group(stdout, rv[0]);
+				print_group(stdout, gw, rv);
 				return CLI_EXIT_OK;
 			}
-			if (rest >= 2)
-				cli_err("unknown subcommand '%s %s'", rv[0], rv[1]);
-			print_group(stderr, rv[0]);
+			if (rest > gw)
+				cli_err("unknown subcommand '%s' after '%s'", rv[gw], rv[gw - 1]);
+			print_group(stderr, gw, rv);
 			return CLI_EXIT_USAGE;
 		}
 		return cli_usage_error(NULL, "unknown command '%s'", rv[0]);
@@ -524,7 +647,7 @@ int main(int argc, char **argv)
 
 	struct cli c = {0};
 	if (cli_setup(&c, &g, cmd) != AIS_OK)
-		goto out_free_pos;
+		goto out_free_endpoint;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		cli_err("cannot initialize libcurl");
 		rc = CLI_EXIT_ERR;
@@ -541,6 +664,8 @@ int main(int argc, char **argv)
 		cli_err("writing to standard output: %s", strerror(errno));
 		rc = CLI_EXIT_ERR;
 	}
+	if (rc == CLI_EXIT_ERR && cli_nerrors && cli_nerrors == cli_nnotfound)
+		rc = CLI_EXIT_NOTFOUND;
 	curl_easy_cleanup(c.curl);
 out_cleanup_global:
 	curl_global_cleanup();

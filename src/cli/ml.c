@@ -72,6 +72,8 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 	size_t n = 0;
 	int fd = STDOUT_FILENO, rc = CLI_EXIT_ERR;
 	bool to_stdout = !strcmp(out, "-");
+	if (to_stdout && c->json)
+		return cli_usage_error(a->cmd, "--json needs OUT.tar: the tar itself goes to stdout with -");
 
 	if (!strncmp(bucket, "ais://", 6))
 		bucket += 6;
@@ -133,6 +135,9 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 		}
 		if (!ok)
 			unlink(tmp.ptr);
+		else if (c->json)
+			printf("{\"bucket\":\"%s\",\"entries\":%zu,\"size\":%" PRIu64 "}\n", bucket, n,
+			       rs.sunk); /* a bucket name needs no escaping */
 		else if (c->verbose)
 			fprintf(stderr, "got %zu entries as %s (%" PRIu64 " bytes)\n", n, out, rs.sunk);
 	}

@@ -4,7 +4,8 @@
  * AIStore's {"action","value":{"sid":NODE}} body; a non-primary endpoint
  * answers 307 to the primary and cli_http follows it with the body kept.
  * The server answers with the new cluster map; the command prints one line
- * (the node's state in it, or that it left the map).
+ * (the node's state in it, or that it left the map), or with --json
+ * {"node","action","state" ("removed" when it left the map),"cmap_version"}.
  *
  * Decommission removes the node from the cluster for good (it will not
  * rejoin by itself), so on a terminal it asks for confirmation unless --yes
@@ -49,7 +50,16 @@ static int node_action(struct cli *c, const char *action, const char *node)
 			state = json_string_value(json_object_get(nd, "state"));
 	}
 	json_t *ver = json_object_get(smap, "version");
-	if (!json_is_array(nodes))
+	if (c->json) {
+		json_t *j = json_pack("{s:s,s:s,s:s?,s:I}", "node", node, "action", action, "state",
+				      state ? state : (json_is_array(nodes) ? "removed" : NULL),
+				      "cmap_version",
+				      (json_int_t)(json_is_integer(ver) ? json_integer_value(ver) : 0));
+		char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		puts(s ? s : "{}");
+		free(s);
+		json_decref(j);
+	} else if (!json_is_array(nodes))
 		printf("%s %s: done\n", action, node);
 	else if (state)
 		printf("node %s: %s (cluster map version %" JSON_INTEGER_FORMAT ")\n", node, state,
@@ -83,8 +93,8 @@ int cli_node_decommission(struct cli *c, const struct cli_args *a)
 			return CLI_EXIT_USAGE;
 		}
 		fprintf(stderr,
-			"Decommission node %s? It leaves the cluster for good and will not rejoin by itself;\n"
-			"its data is not moved off (no rebalance yet). Type yes to go on: ",
+			"Decommission node %s? Its objects move to other targets, then it leaves the\n"
+			"cluster for good and will not rejoin by itself. Type yes to go on: ",
 			node);
 		fflush(stderr);
 		char line[64];

@@ -1,14 +1,13 @@
 /*
- * object.c - aisctl's object commands: put, get, rm and stat on
- * /v1/objects/<bucket>/<object>.
+ * object.c - aisctl's object commands: get, rm and object head on
+ * /v1/objects/<bucket>/<object> (put is in put.c).
  *
- * Guarantees: put streams the file (or standard input, chunked) and never
- * holds it in memory; with --checksum it sends the file's xxhash64 so the
- * server rejects a corrupted upload. get writes to a temporary file next to
- * the destination and renames it into place only when the whole body
- * arrived, so a failed download leaves no file behind (or the old file
- * untouched; also when SIGINT, SIGTERM or SIGHUP ends aisctl). rm goes on after a failure and exits 1 if any object could not
- * be deleted.
+ * Guarantees: get writes to a temporary file next to the destination and
+ * renames it into place only when the whole body arrived, so a failed
+ * download leaves no file behind (or the old file untouched; also when
+ * SIGINT, SIGTERM or SIGHUP ends aisctl); its progress bar shows only on a
+ * terminal, and never when the object itself goes to a terminal. rm goes
+ * on after a failure and exits non-zero if any object could not be deleted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,8 +67,7 @@ static void get_cleanup_signals(bool on)
 		get_tmp_path = NULL;
 }
 
-/* "/v1/objects/<bucket>/<object>", both escaped ('/' kept in the object). */
-static void object_path(buf_t *path, const char *bucket, const char *object)
+void cli_object_path(buf_t *path, const char *bucket, const char *object)
 {
 	buf_addstr(path, "/v1/objects/");
 	cli_escape(path, bucket, false);
@@ -77,144 +75,10 @@ static void object_path(buf_t *path, const char *bucket, const char *object)
 	cli_escape(path, object, true);
 }
 
-/* The part of s after its last '/' ("" when s ends with '/'). */
-static const char *base_name(const char *s)
+const char *cli_base_name(const char *s)
 {
 	const char *slash = strrchr(s, '/');
 	return slash ? slash + 1 : s;
-}
-
-/*
- * xxhash64 (seed 0) of fd from its current offset to the end, as 16 hex
- * digits (canonical, big-endian) into out; the offset is restored.
- * Returns AIS_OK, or AIS_ERR with errno set.
- */
-static int file_xxhash(int fd, char out[17])
-{
-	off_t start = lseek(fd, 0, SEEK_CUR);
-	if (start < 0)
-		return AIS_ERR;
-	XXH64_state_t *st = XXH64_createState();
-	char *buf = xmalloc(CKS_BUF_SIZE);
-	int rc = AIS_ERR;
-	XXH64_reset(st, 0);
-	for (;;) {
-		ssize_t r = read(fd, buf, CKS_BUF_SIZE);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto out;
-		if (r == 0)
-			break;
-		XXH64_update(st, buf, (size_t)r);
-	}
-	XXH64_canonical_t canon;
-	XXH64_canonicalFromHash(&canon, XXH64_digest(st));
-	hex_encode(canon.digest, sizeof(canon.digest), out);
-	if (lseek(fd, start, SEEK_SET) < 0)
-		goto out;
-	rc = AIS_OK;
-out:
-	free(buf);
-	XXH64_freeState(st);
-	return rc;
-}
-
-int cli_object_put(struct cli *c, const struct cli_args *a)
-{
-	const char *file = a->pos[0];
-	bool from_stdin = strcmp(file, "-") == 0;
-	char *bucket, *object;
-	int rc = CLI_EXIT_ERR;
-
-	if (cli_split_uname(a->pos[1], false, &bucket, &object) != AIS_OK)
-		return cli_usage_error(a->cmd, "want BUCKET/OBJECT, got '%s'", a->pos[1]);
-	if (!*object) {
-		/* "put dir/file.txt bucket" stores the object "file.txt" */
-		const char *b = base_name(file);
-		if (from_stdin || !*b) {
-			rc = cli_usage_error(a->cmd, "name the object: BUCKET/OBJECT");
-			goto out_free_names;
-		}
-		free(object);
-		object = xstrdup(b);
-	}
-	if (from_stdin && cli_opt(a, "checksum")) {
-		rc = cli_usage_error(a->cmd, "--checksum needs a FILE (standard input is read once)");
-		goto out_free_names;
-	}
-
-	int fd = from_stdin ? STDIN_FILENO : open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		cli_err("%s: %s", file, strerror(errno));
-		goto out_free_names;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		cli_err("%s: %s", file, strerror(errno));
-		goto out_close;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		cli_err("%s: is a directory", file);
-		goto out_close;
-	}
-	/* A regular file (also as stdin: "< file") is sent with its length and can
-	 * be rewound for a redirect; anything else is streamed chunked. */
-	int64_t size = -1;
-	if (S_ISREG(st.st_mode)) {
-		off_t pos = lseek(fd, 0, SEEK_CUR);
-		size = pos < 0 ? st.st_size : st.st_size - pos;
-	}
-
-	struct curl_slist *hdrs = NULL;
-	if (cli_opt(a, "checksum")) {
-		char hex[17];
-		if (!S_ISREG(st.st_mode)) {
-			rc = cli_usage_error(a->cmd, "--checksum needs a regular file");
-			goto out_close;
-		}
-		if (file_xxhash(fd, hex) != AIS_OK) {
-			cli_err("%s: %s", file, strerror(errno));
-			goto out_close;
-		}
-		buf_t h = BUF_INIT;
-		buf_addf(&h, "Ais-Checksum-Value: %s", hex);
-		hdrs = curl_slist_append(hdrs, "Ais-Checksum-Type: xxhash");
-		hdrs = curl_slist_append(hdrs, h.ptr);
-		buf_free(&h);
-	}
-
-	buf_t path = BUF_INIT;
-	object_path(&path, bucket, object);
-	struct cli_req rq = CLI_REQ_INIT("PUT", path.ptr);
-	rq.upload_fd = fd;
-	rq.upload_size = size;
-	rq.headers = hdrs;
-	struct cli_resp rs = {0};
-	buf_t what = BUF_INIT;
-	buf_addf(&what, "put %s/%s", bucket, object);
-	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, what.ptr) == AIS_OK) {
-		if (size >= 0) {
-			char hs[32];
-			cli_human_size((uint64_t)size, hs, sizeof(hs));
-			printf("put %s as %s/%s (%s)\n", from_stdin ? "stdin" : file, bucket, object,
-			       hs);
-		} else {
-			printf("put %s as %s/%s\n", from_stdin ? "stdin" : file, bucket, object);
-		}
-		rc = CLI_EXIT_OK;
-	}
-	buf_free(&what);
-	cli_resp_free(&rs);
-	buf_free(&path);
-	curl_slist_free_all(hdrs);
-out_close:
-	if (!from_stdin)
-		close(fd);
-out_free_names:
-	free(bucket);
-	free(object);
-	return rc;
 }
 
 /* "START-END" (START <= END), "START-" or "-SUFFIX", digits only. */
@@ -250,10 +114,14 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 	/* Where the bytes go: stdout, a named file, or a file in a directory. */
 	const char *arg = a->npos > 1 ? a->pos[1] : NULL;
 	bool to_stdout = arg && strcmp(arg, "-") == 0;
+	if (to_stdout && c->json) {
+		rc = cli_usage_error(a->cmd, "--json needs a FILE: the object itself goes to stdout with -");
+		goto out_free_names;
+	}
 	buf_t dest = BUF_INIT;
 	if (!to_stdout) {
 		struct stat st;
-		const char *b = base_name(object);
+		const char *b = cli_base_name(object);
 		bool is_dir = arg && stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
 		if ((!arg || is_dir) && (!*b || strcmp(b, ".") == 0 || strcmp(b, "..") == 0)) {
 			rc = cli_usage_error(a->cmd, "name the destination FILE for '%s'", object);
@@ -289,14 +157,20 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 	}
 
 	buf_t path = BUF_INIT;
-	object_path(&path, bucket, object);
+	cli_object_path(&path, bucket, object);
 	struct cli_req rq = CLI_REQ_INIT("GET", path.ptr);
 	rq.sink_fd = fd;
 	rq.range = range;
+	struct cli_progress prog;
+	cli_progress_start(&prog, c->progress && !(to_stdout && isatty(STDOUT_FILENO)), object, 0, 1);
+	rq.progress = &prog;
 	struct cli_resp rs = {0};
 	buf_t what = BUF_INIT;
 	buf_addf(&what, "get %s/%s", bucket, object);
-	bool ok = cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, what.ptr) == AIS_OK;
+	int64_t t0 = time_mono_ns();
+	bool ok = cli_http(c, &rq, &rs) == AIS_OK;
+	cli_progress_end(&prog);
+	ok = ok && cli_http_check(&rs, what.ptr) == AIS_OK;
 	if (ok && range && rs.status != 206) {
 		cli_err("%s: the server ignored the range (HTTP %ld)", what.ptr, rs.status);
 		ok = false;
@@ -318,10 +192,23 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 		}
 		if (!ok)
 			unlink(tmp.ptr);
-		else if (c->verbose)
-			fprintf(stderr, "got %s/%s as %s (%" PRIu64 " bytes)\n", bucket, object,
-				dest.ptr, rs.sunk);
 		get_cleanup_signals(false);
+	}
+	if (ok && !to_stdout && c->json) {
+		json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:f}", "bucket", bucket, "name", object, "file",
+				      dest.ptr, "size", (json_int_t)rs.sunk, "seconds",
+				      (double)(time_mono_ns() - t0) / 1e9);
+		char *js = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		puts(js);
+		free(js);
+		json_decref(j);
+	} else if (ok && (c->verbose || prog.drawn_ns)) {
+		/* on a terminal (the bar was shown) or asked for: one summary line */
+		char hs[32], rate[32];
+		cli_human_size(rs.sunk, hs, sizeof(hs));
+		cli_human_rate(rs.sunk, time_mono_ns() - t0, rate, sizeof(rate));
+		fprintf(stderr, "got %s/%s as %s (%s, %s)\n", bucket, object,
+			to_stdout ? "stdout" : dest.ptr, hs, rate);
 	}
 	if (ok)
 		rc = CLI_EXIT_OK;
@@ -341,6 +228,7 @@ out_free_names:
 int cli_object_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
+	json_t *done = json_array();
 	for (int i = 0; i < a->npos; i++) {
 		char *bucket, *object;
 		if (cli_split_uname(a->pos[i], true, &bucket, &object) != AIS_OK) {
@@ -349,34 +237,32 @@ int cli_object_rm(struct cli *c, const struct cli_args *a)
 			continue;
 		}
 		buf_t path = BUF_INIT, what = BUF_INIT;
-		object_path(&path, bucket, object);
+		cli_object_path(&path, bucket, object);
 		buf_addf(&what, "rm %s/%s", bucket, object);
 		struct cli_req rq = CLI_REQ_INIT("DELETE", path.ptr);
 		struct cli_resp rs = {0};
-		if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, what.ptr) == AIS_OK)
-			printf("deleted %s/%s\n", bucket, object);
-		else
+		if (cli_http(c, &rq, &rs) != AIS_OK || cli_http_check(&rs, what.ptr) != AIS_OK)
 			rc = CLI_EXIT_ERR;
+		else if (c->json)
+			json_array_append_new(done, json_pack("{s:s,s:s}", "bucket", bucket, "name", object));
+		else
+			printf("deleted %s/%s\n", bucket, object);
 		cli_resp_free(&rs);
 		buf_free(&what);
 		buf_free(&path);
 		free(bucket);
 		free(object);
 	}
+	if (c->json) {
+		json_t *j = json_pack("{s:o}", "deleted", done);
+		char *js = json_dumps(j, JSON_COMPACT);
+		puts(js);
+		free(js);
+		json_decref(j);
+	} else {
+		json_decref(done);
+	}
 	return rc;
-}
-
-/* An atime given as nanoseconds (or seconds) since the epoch, as UTC text. */
-static void format_epoch(const char *s, char *out, size_t outsz)
-{
-	uint64_t v;
-	out[0] = '\0';
-	if (cli_parse_u64(s, 0, UINT64_MAX, &v) != AIS_OK)
-		return;
-	time_t t = (time_t)(v > 100000000000ULL ? v / 1000000000ULL : v);
-	struct tm tm;
-	if (gmtime_r(&t, &tm))
-		strftime(out, outsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 int cli_object_stat(struct cli *c, const struct cli_args *a)
@@ -387,8 +273,8 @@ int cli_object_stat(struct cli *c, const struct cli_args *a)
 	if (cli_split_uname(a->pos[0], true, &bucket, &object) != AIS_OK)
 		return cli_usage_error(a->cmd, "want BUCKET/OBJECT, got '%s'", a->pos[0]);
 	buf_t path = BUF_INIT, what = BUF_INIT;
-	object_path(&path, bucket, object);
-	buf_addf(&what, "stat %s/%s", bucket, object);
+	cli_object_path(&path, bucket, object);
+	buf_addf(&what, "head %s/%s", bucket, object);
 	struct cli_req rq = CLI_REQ_INIT("HEAD", path.ptr);
 	struct cli_resp rs = {0};
 	if (cli_http(c, &rq, &rs) != AIS_OK || cli_http_check(&rs, what.ptr) != AIS_OK)
@@ -402,24 +288,22 @@ int cli_object_stat(struct cli *c, const struct cli_args *a)
 	const char *version = cli_resp_header(&rs, "Ais-Version");
 	const char *atime = cli_resp_header(&rs, "Ais-Atime");
 	const char *mtime = cli_resp_header(&rs, "Last-Modified");
+	const char *custom = cli_resp_header(&rs, "Ais-Custom-Md");
+	uint64_t n;
+	bool size_ok = size && cli_parse_u64(size, 0, INT64_MAX, &n) == AIS_OK;
 
-	if (cli_opt(a, "json")) {
+	if (c->json) {
 		json_t *j = json_object();
-		uint64_t n;
-		json_object_set_new(j, "name", json_string(object));
 		json_object_set_new(j, "bucket", json_string(bucket));
-		if (size && cli_parse_u64(size, 0, INT64_MAX, &n) == AIS_OK)
-			json_object_set_new(j, "size", json_integer((json_int_t)n));
-		if (ctype || cval)
-			json_object_set_new(j, "checksum",
-					    json_pack("{s:s,s:s}", "type", ctype ? ctype : "",
-						      "value", cval ? cval : ""));
-		if (version)
-			json_object_set_new(j, "version", json_string(version));
-		if (atime)
-			json_object_set_new(j, "atime", json_string(atime));
-		if (mtime)
-			json_object_set_new(j, "last_modified", json_string(mtime));
+		json_object_set_new(j, "name", json_string(object));
+		json_object_set_new(j, "size", size_ok ? json_integer((json_int_t)n) : json_null());
+		json_object_set_new(j, "checksum",
+				    json_pack("{s:s,s:s}", "type", ctype ? ctype : "", "value",
+					      cval ? cval : ""));
+		json_object_set_new(j, "version", version ? json_string(version) : json_null());
+		json_object_set_new(j, "atime", atime ? json_string(atime) : json_null());
+		json_object_set_new(j, "mtime", mtime ? json_string(mtime) : json_null());
+		json_object_set_new(j, "custom", custom ? json_string(custom) : json_null());
 		char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		puts(s);
 		free(s);
@@ -428,28 +312,22 @@ int cli_object_stat(struct cli *c, const struct cli_args *a)
 		goto out;
 	}
 
-	printf("%-14s %s/%s\n", "name", bucket, object);
-	uint64_t n;
-	if (size && cli_parse_u64(size, 0, UINT64_MAX, &n) == AIS_OK) {
+	printf("%-10s %s/%s\n", "name", bucket, object);
+	if (size_ok) {
 		char hs[32];
 		cli_human_size(n, hs, sizeof(hs));
-		printf("%-14s %s (%s)\n", "size", size, hs);
+		printf("%-10s %s (%s)\n", "size", size, hs);
 	} else {
-		printf("%-14s %s\n", "size", size ? size : "-");
+		printf("%-10s %s\n", "size", size ? size : "-");
 	}
 	if (ctype || cval)
-		printf("%-14s %s %s\n", "checksum", ctype ? ctype : "-", cval ? cval : "-");
+		printf("%-10s %s %s\n", "checksum", ctype ? ctype : "-", cval ? cval : "-");
 	else
-		printf("%-14s -\n", "checksum");
-	printf("%-14s %s\n", "version", version ? version : "-");
-	if (atime) {
-		char t[64];
-		format_epoch(atime, t, sizeof(t));
-		printf("%-14s %s%s%s%s\n", "atime", atime, t[0] ? " (" : "", t, t[0] ? ")" : "");
-	} else {
-		printf("%-14s -\n", "atime");
-	}
-	printf("%-14s %s\n", "last-modified", mtime ? mtime : "-");
+		printf("%-10s -\n", "checksum");
+	printf("%-10s %s\n", "version", version ? version : "-");
+	printf("%-10s %s\n", "mtime", mtime ? mtime : "-");
+	printf("%-10s %s\n", "atime", atime ? atime : "-");
+	printf("%-10s %s\n", "custom", custom ? custom : "-");
 	rc = CLI_EXIT_OK;
 out:
 	cli_resp_free(&rs);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -122,6 +123,56 @@ static void node_json(const cmap_node_t *n, buf_t *out)
 	buf_addstr(out, ",\"intra_url\":");
 	buf_add_json_str(out, n->intra_url, strlen(n->intra_url));
 	buf_addch(out, '}');
+}
+
+bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms)
+{
+	char url[CMAP_URL_MAX + 64];
+	buf_t resp = BUF_INIT, body = BUF_INIT, err = BUF_INIT;
+	int status = 0;
+	bool changed = false;
+
+	/* one refresh at a time; who waited for it uses its result */
+	pthread_mutex_lock(&cl->refresh_mu);
+	if (cl->refreshed_ns && time_mono_ns() - cl->refreshed_ns < (int64_t)min_interval_ms * 1000000) {
+		pthread_mutex_unlock(&cl->refresh_mu);
+		return false;
+	}
+	if (!cluster_primary_url(cl, url, CMAP_URL_MAX + 1))
+		snprintf(url, CMAP_URL_MAX + 1, "%s", cl->conf->join);
+	if (!url[0] || cluster_is_primary(cl)) {
+		pthread_mutex_unlock(&cl->refresh_mu);
+		return false;
+	}
+	size_t n = strlen(url);
+	while (n && url[n - 1] == '/')
+		url[--n] = '\0';
+	/* the map and the BMD: a node that never joined has neither */
+	snprintf(url + n, sizeof(url) - n, "/v1/cluster?what=bmd");
+	if (httpc_sync("GET", url, NULL, NULL, 0, 2000, &resp, &status) == AIS_OK && status == 200) {
+		buf_addstr(&body, "{\"bmd\":");
+		buf_add(&body, resp.ptr, resp.len);
+		snprintf(url + n, sizeof(url) - n, "/v1/cluster?what=smap");
+	}
+	if (body.len && httpc_sync("GET", url, NULL, NULL, 0, 2000, &resp, &status) == AIS_OK && status == 200) {
+		pthread_rwlock_rdlock(&cl->rw);
+		uint64_t before = cl->cmap ? cmap_version(cl->cmap) : 0;
+		pthread_rwlock_unlock(&cl->rw);
+		buf_addstr(&body, ",\"cmap\":");
+		buf_add(&body, resp.ptr, resp.len);
+		buf_addch(&body, '}');
+		if (clu_accept_meta(cl, body.ptr, body.len, &err) == AIS_OK) {
+			pthread_rwlock_rdlock(&cl->rw);
+			changed = cl->cmap && cmap_version(cl->cmap) != before;
+			pthread_rwlock_unlock(&cl->rw);
+		}
+	}
+	cl->refreshed_ns = time_mono_ns();
+	pthread_mutex_unlock(&cl->refresh_mu);
+	buf_free(&resp);
+	buf_free(&body);
+	buf_free(&err);
+	return changed;
 }
 
 /* POSTs the join to base_url; true when the answer was accepted. */
@@ -354,8 +405,9 @@ static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 /*
  * Decommission is two versions: the node in state decommissioning (pushed to
  * every node, the node itself included: it remembers it in node.dir and
- * stops rejoining), then the map without it. Moving its data off is the
- * rebalance issue.
+ * stops rejoining), then the map without it. In between the node's
+ * rebalance moves its objects off (it holds nothing once decommissioning)
+ * and this waits for that drain (jobs_wait_drained).
  */
 /* set-primary: a new term with sid primary (the current primary stays a
  * gateway of the map). The node must answer first: handing over to a dead
@@ -397,8 +449,28 @@ static void nact_work(http_req_t *req)
 	} else {
 		rc = cluster_update(cl, nact_state, a, &a->msg);
 	}
-	if (rc == AIS_OK && a->act == ACT_DECOMMISSION)
+	if (rc == AIS_OK && a->act == ACT_DECOMMISSION) {
+		/* the node now moves its objects off (its rebalance); remove it once it is empty */
+		const cmap_t *m;
+		cluster_read_lock(cl, &m, NULL);
+		uint64_t v = m ? cmap_version(m) : 0;
+		cluster_read_unlock(cl);
+		buf_t dmsg = BUF_INIT;
+		if (jobs_wait_drained(cl, a->sid, v, cl->conf->drain_timeout_ms, &dmsg) != AIS_OK) {
+			if (errno == ETIMEDOUT) {
+				buf_addf(&a->msg, "not drained within rebalance.drain_timeout: %s (the node stays "
+						  "decommissioning; run decommission-node again)", dmsg.ptr ? dmsg.ptr : "");
+				buf_free(&dmsg);
+				a->err = ETIMEDOUT;
+				return;
+			}
+			log_warnx("decommission %s: %s", a->sid, dmsg.ptr ? dmsg.ptr : "");
+		} else {
+			log_info("decommission %s: drained (%s)", a->sid, dmsg.ptr ? dmsg.ptr : "");
+		}
+		buf_free(&dmsg);
 		rc = cluster_update(cl, nact_remove, a, &a->msg);
+	}
 	if (rc != AIS_OK) {
 		a->err = errno ? errno : EIO;
 		return;
@@ -426,6 +498,7 @@ static void nact_done(http_req_t *req)
 	case EPERM:
 	case EAGAIN:
 	case EHOSTUNREACH: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
+	case ETIMEDOUT: http_resp_error(req, 504, "%s %s: %s", act_names[a->act], a->sid, m); break;
 	default: http_resp_error(req, 500, "%s %s: %s", act_names[a->act], a->sid, m); break;
 	}
 }
@@ -497,6 +570,18 @@ out:
 	json_decref(doc);
 }
 
+/* PUT /v1/cluster {"action":"rebalance"|"start-rebalance"} -> 1,
+ * "stop-rebalance" -> -1, anything else 0. */
+static int job_action(http_req_t *req)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
+	const char *a = json_string_value(json_object_get(doc, "action"));
+	int r = !a ? 0 : !strcmp(a, "rebalance") || !strcmp(a, "start-rebalance") ? 1 : !strcmp(a, "stop-rebalance") ? -1 : 0;
+	json_decref(doc);
+	return r;
+}
+
 int cluster_h_cluster(http_req_t *req)
 {
 	cluster_t *cl = cl_of(req);
@@ -507,12 +592,15 @@ int cluster_h_cluster(http_req_t *req)
 		return AIS_OK;
 	}
 	if (req->method == HTTP_PUT) {
+		int job = job_action(req);
 		/* AIStore's set-primary path: PUT /v1/cluster/proxy/NODE_ID */
 		if (req->subpath.len > 6 && !memcmp(req->subpath.ptr, "proxy/", 6))
 			start_node_action(req, cl, ACT_SET_PRIMARY, req->subpath.ptr + 6, req->subpath.len - 6);
 		else if (req->subpath.len)
 			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body "
 						  "(or PUT /v1/cluster/proxy/NODE_ID to set the primary)");
+		else if (job)
+			return jobs_h_cluster_action(req, job > 0); /* src/jobs/api.c */
 		else
 			handle_node_action(req, cl);
 		return AIS_OK;
@@ -533,6 +621,8 @@ int cluster_h_cluster(http_req_t *req)
 	http_query_get(req, "what", &what);
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
+	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs"))
+		return jobs_h_cluster_status(req); /* src/jobs/api.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;

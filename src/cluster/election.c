@@ -21,7 +21,8 @@
  *     older term for 2 x cluster.grace, so the old primary cannot get a
  *     change confirmed by a majority behind the election's back.
  *  4. A node whose persisted map names it primary asks the other nodes of
- *     that map for theirs before it acts as primary, and follows a newer one.
+ *     that map for theirs before it acts as primary, and follows a newer
+ *     one; so does, each round, a node whose primary does not answer.
  * Every network call is made without cl->rw or cl->wmu held, except where
  * runtime.c says so.
  */

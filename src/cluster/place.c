@@ -16,7 +16,7 @@ size_t place_copies(const bmd_props_t *p)
 }
 
 void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,
-	      place_t *out)
+              place_t *out)
 {
 	out->n = m ? cmap_top(m, uname, len, copies ? copies : 1, out->node) : 0;
 	out->self = -1;

@@ -74,6 +74,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	}
 	pthread_rwlock_init(&cl->rw, NULL);
 	pthread_mutex_init(&cl->wmu, NULL);
+	pthread_mutex_init(&cl->refresh_mu, NULL);
 	pthread_mutex_init(&cl->sleep_mu, NULL);
 	pthread_cond_init(&cl->sleep_cv, NULL);
 
@@ -628,6 +629,7 @@ void cluster_free(cluster_t *cl)
 	bmd_free(cl->bmd);
 	pthread_rwlock_destroy(&cl->rw);
 	pthread_mutex_destroy(&cl->wmu);
+	pthread_mutex_destroy(&cl->refresh_mu);
 	pthread_mutex_destroy(&cl->sleep_mu);
 	pthread_cond_destroy(&cl->sleep_cv);
 	free(cl);

@@ -37,6 +37,8 @@ struct cluster {
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
 	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
+	pthread_mutex_t refresh_mu; /* one cluster_refresh at a time; guards refreshed_ns */
+	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */
 	/* election (election.c) */
 	int64_t primary_fail_since; /* keepalive thread: first failed check of the primary; 0 healthy */
 	bool no_majority;           /* keepalive thread (primary): the last round reached a minority */

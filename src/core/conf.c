@@ -67,6 +67,10 @@ static const struct key keys[] = {
 	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
+	{"s3.domain", K_STR, S(s3_domain), "",
+	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
+	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "7d",
+	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
 	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
@@ -79,7 +83,7 @@ static const struct key keys[] = {
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
-	{"s3.region", K_STR, S(s3_region), "us-east-1", "the cluster's S3 region (clients may sign for any)"},
+	{"s3.region", K_STR, S(s3_region), "us-east-1", "the cluster's S3 region: GetBucketLocation answers it, CreateBucket accepts it as LocationConstraint (clients may sign for any)"},
 	{"s3.max_skew", K_MS, N(s3_max_skew_ms), "15m",
 	 "largest difference between a signed request's time and the clock"},
 	{"s3.key", K_S3KEY, N(s3_keys), "",
@@ -103,7 +107,7 @@ static int parse_ms(const char *v, uint64_t *out)
 	uint64_t x, mult;
 	while (d < n && v[d] >= '0' && v[d] <= '9')
 		d++;
-	if (num_parse_u64(v, d, 0, UINT64_MAX / 3600000, &x) != AIS_OK)
+	if (num_parse_u64(v, d, 0, UINT64_MAX / 86400000, &x) != AIS_OK)
 		return AIS_ERR;
 	const char *u = v + d;
 	if (!strcmp(u, "ms"))
@@ -114,6 +118,8 @@ static int parse_ms(const char *v, uint64_t *out)
 		mult = 60000;
 	else if (!strcmp(u, "h"))
 		mult = 3600000;
+	else if (!strcmp(u, "d"))
+		mult = 86400000;
 	else
 		return AIS_ERR;
 	*out = x * mult;

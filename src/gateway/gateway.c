@@ -16,6 +16,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/s3.h"
 #include "aisd/moss.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -499,12 +500,16 @@ static const http_route_t routes[] = {
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
 };
 
 gateway_t *gateway_start(const conf_t *c, buf_t *err)
 {
 	gateway_t *g = xcalloc(1, sizeof(*g));
 	g->conf = c;
+	if (s3_init(c, err) != AIS_OK)
+		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
 		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,

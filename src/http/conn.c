@@ -102,7 +102,7 @@ void conn_close(http_conn_t *c)
 	event_del(c->rev);
 	event_del(c->wev);
 	event_del(c->tev);
-	if (c->state != CS_HEAD || c->req_start_mono)
+	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
 		HM_INC(c->w->st.aborted, 1); /* closed with a request in progress */
 	close(c->fd);
 	c->fd = -1;
@@ -254,6 +254,8 @@ static void dispatch(http_conn_t *c)
 	for (size_t i = 0; i < s->o.nroutes; i++) {
 		const http_route_t *r = &s->o.routes[i];
 		size_t pl = strlen(r->prefix);
+		if (pl == 1 && allow)
+			break; /* the catch-all "/" never takes a known path's other methods */
 		if (req->path.len < pl || memcmp(req->path.ptr, r->prefix, pl) ||
 		    (req->path.len > pl && req->path.ptr[pl] != '/' && r->prefix[pl - 1] != '/'))
 			continue;
@@ -304,6 +306,12 @@ static void dispatch(http_conn_t *c)
 	}
 	if (req->has_body && !(fl & HTTP_ROUTE_BODY))
 		c->discard = true;
+	/* Expect: 100-continue with an empty body: the 100 still comes first.
+	 * RFC 7231 lets a server skip it, but botocore then reuses the final
+	 * status it read while waiting as the next request's status (a
+	 * zero-byte PutObject followed by an UploadPart on that connection). */
+	if (h->expect_continue && !req->has_body && h->http_minor >= 1)
+		send_continue(c);
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;
@@ -356,6 +364,34 @@ static void request_done(http_conn_t *c)
 	c->req_start_mono = 0;
 	c->just_answered = true;
 	c->state = CS_HEAD;
+}
+
+/* CS_LINGER: drops what the client still sends until it closes, the
+ * deadline passes or HTTP_LINGER_MAX bytes came; then closes. */
+static void linger(http_conn_t *c)
+{
+	char scratch[16384];
+	c->in_off = c->in.len;
+	for (;;) {
+		ssize_t n = read(c->fd, scratch, sizeof(scratch));
+		if (n > 0) {
+			c->lingered += (uint64_t)n;
+			if (c->lingered > HTTP_LINGER_MAX)
+				break;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int64_t left = c->linger_until - time_mono_ns();
+			if (left <= 0)
+				break;
+			wait_for(c, EV_READ, (uint64_t)left / 1000000 + 1);
+			return;
+		}
+		break; /* EOF or error */
+	}
+	conn_close(c);
 }
 
 /* Advances the connection until it must wait. */
@@ -503,8 +539,15 @@ static void conn_drive(http_conn_t *c)
 				return;
 			}
 			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done || c->w->draining) {
+				bool linger = r == AIS_OK && c->close_after && !c->w->draining;
 				if (r == AIS_OK)
 					request_done(c);
+				if (linger && shutdown(c->fd, SHUT_WR) == 0) {
+					c->state = CS_LINGER;
+					c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
+					c->lingered = 0;
+					break;
+				}
 				conn_close(c);
 				return;
 			}
@@ -514,6 +557,10 @@ static void conn_drive(http_conn_t *c)
 				return;
 			}
 			break;
+
+		case CS_LINGER:
+			linger(c);
+			return;
 
 		case CS_CLOSED:
 			return;
@@ -547,8 +594,8 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	http_conn_t *c = arg;
-	if (c->state != CS_HEAD || c->req_start_mono)
-		HM_INC(c->w->st.timeouts, 1); /* not an idle keep-alive connection */
+	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
+		HM_INC(c->w->st.timeouts, 1); /* not an idle or lingering connection */
 	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
 		c->close_after = true;
 		c->body_done = true;

@@ -21,6 +21,8 @@
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
+#define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
+#define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */
 
 struct worker_atexit {
 	void (*fn)(void *);
@@ -89,12 +91,17 @@ struct http_server {
  *             message ends (for a bodiless request that is at once)
  *   CS_WAIT   message read; waiting for the handler to answer (offload)
  *   CS_WRITE  writing the response (head, then memory, file or stream)
+ *   CS_LINGER an error answered before the client finished sending: our
+ *             side is shut down, and what the client still sends is read
+ *             and dropped (for HTTP_LINGER_MS, up to HTTP_LINGER_MAX bytes)
+ *             so that the kernel does not reset the connection and destroy
+ *             the response before the client has read it
  *   CS_CLOSED socket closed; freed when no offload is in flight
  * conn_run() is the only driver: every event (readable, writable, timer,
  * offload completion, resume, response ready) calls it, and it advances
  * states until it must wait.
  */
-enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_CLOSED };
+enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
 
 enum resp_kind { RB_NONE, RB_MEM, RB_FILE, RB_STREAM };
 
@@ -122,6 +129,8 @@ struct http_conn {
 	buf_t in;
 	size_t in_off;
 	int64_t req_start_mono; /* first byte of the current request */
+	int64_t linger_until;   /* CS_LINGER: monotonic deadline */
+	uint64_t lingered;      /* CS_LINGER: bytes dropped */
 	uint64_t discarded;
 	arena_t *arena;
 	http_req_t req;

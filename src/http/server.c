@@ -125,8 +125,8 @@ static void start_drain(struct worker *w)
 	event_del(w->lev);
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded &&
-		    !c->running)
+		if (((c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono) || c->state == CS_LINGER) &&
+		    !c->offloaded && !c->running)
 			conn_free(c);
 	}
 	if (!w->conns)

@@ -711,6 +711,8 @@ const httpc_info_t *httpc_info(const httpc_req_t *r) { return &r->info; }
 const char *httpc_method(const httpc_req_t *r) { return r->method; }
 const char *httpc_url(const httpc_req_t *r) { return r->url; }
 
+sv_t httpc_resp_headers(const httpc_req_t *r) { return sv_of(&r->rhdrs); }
+
 sv_t httpc_resp_header(const httpc_req_t *r, const char *name)
 {
 	sv_t all = sv_of(&r->rhdrs), key = sv_from(name);

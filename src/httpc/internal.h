@@ -12,6 +12,8 @@ void httpc_global_init(void);
  * http(s) only, no redirects, the "Expect:" suppression list is the
  * caller's. */
 void httpc_easy_common(CURL *e, const char *user_agent);
+/* Frees this thread's handle of stream.c (httpc_sync_release calls it). */
+void httpc_stream_release(void);
 /* True for methods that may be sent twice. */
 int httpc_idempotent(const char *method);
 /* True for methods that always carry a body. */

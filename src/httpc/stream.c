@@ -7,9 +7,13 @@
  * Guarantees: every transfer is bounded by its timeout; a PUT of n URLs
  * reads the file with pread at its own offset per URL, so the copies go out
  * in parallel from one descriptor; error bodies are kept (at most 4 KiB) for
- * the caller's message; nothing is retried (the caller decides).
+ * the caller's message; nothing is retried (the caller decides); after
+ * httpc_stream_abort every transfer in flight or to come fails at once (a
+ * stopping node does not wait for peers that are stopping too).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,6 +40,7 @@ struct xfer {
 	void *arg;
 	buf_t *hdrs;
 	bool aborted;
+	bool reused; /* the handle goes back to t_easy */
 };
 
 static size_t fd_read(char *p, size_t size, size_t n, void *arg)
@@ -91,10 +96,69 @@ static size_t hdr_write(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static void xfer_setup(struct xfer *x, const char *url, const char *const *headers, uint64_t timeout_ms)
+static atomic_bool g_abort; /* httpc_stream_abort: the process is stopping */
+
+void httpc_stream_abort(void)
+{
+	atomic_store(&g_abort, true);
+}
+
+static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)arg, (void)dt, (void)dn, (void)ut, (void)un;
+	return atomic_load(&g_abort) ? 1 : 0;
+}
+
+/* Single transfers reuse this thread's handle (and so its connections);
+ * a thread-specific key frees it when the thread exits. */
+static pthread_once_t t_once = PTHREAD_ONCE_INIT;
+static pthread_key_t t_key;
+
+static void easy_free(void *e)
+{
+	curl_easy_cleanup(e);
+}
+static void key_init(void)
+{
+	if (pthread_key_create(&t_key, easy_free))
+		fatalx("httpc: pthread_key_create failed");
+}
+
+static CURL *easy_take(void)
+{
+	pthread_once(&t_once, key_init);
+	CURL *e = pthread_getspecific(t_key);
+	pthread_setspecific(t_key, NULL);
+	return e;
+}
+
+/* Keeps e as this thread's handle; false when it already has one. */
+static bool easy_keep(CURL *e)
+{
+	pthread_once(&t_once, key_init);
+	if (pthread_getspecific(t_key))
+		return false;
+	pthread_setspecific(t_key, e);
+	return true;
+}
+
+void httpc_stream_release(void)
+{
+	CURL *e = easy_take();
+	if (e)
+		curl_easy_cleanup(e);
+}
+
+static void xfer_setup(struct xfer *x, const char *url, const char *const *headers, uint64_t timeout_ms,
+                       bool reuse)
 {
 	httpc_global_init();
-	x->e = curl_easy_init();
+	x->e = reuse ? easy_take() : NULL;
+	if (x->e)
+		curl_easy_reset(x->e);
+	else
+		x->e = curl_easy_init();
+	x->reused = reuse;
 	if (!x->e)
 		fatalx("httpc: curl_easy_init failed");
 	for (size_t i = 0; headers && headers[i]; i++)
@@ -111,6 +175,8 @@ static void xfer_setup(struct xfer *x, const char *url, const char *const *heade
 	curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, hdr_write);
 	curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(x->e, CURLOPT_XFERINFOFUNCTION, xfer_progress);
 }
 
 static void xfer_end(struct xfer *x, CURLcode cc, int *status)
@@ -124,22 +190,45 @@ static void xfer_end(struct xfer *x, CURLcode cc, int *status)
 		curl_easy_getinfo(x->e, CURLINFO_EFFECTIVE_URL, &u);
 		snprintf(url, sizeof(url), "%s", u ? u : "");
 		buf_reset(x->msg);
-		buf_addf(x->msg, "%s: %s", url, x->aborted ? "aborted by the receiver" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
+		buf_addf(x->msg, "%s: %s", url,
+		         x->aborted     ? "aborted by the receiver"
+		         : x->errbuf[0] ? x->errbuf
+		                        : curl_easy_strerror(cc));
 	}
-	curl_easy_cleanup(x->e);
+	curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, NULL);
+	if (!x->reused || !easy_keep(x->e))
+		curl_easy_cleanup(x->e);
 	curl_slist_free_all(x->hl);
 	x->e = NULL;
 	x->hl = NULL;
 }
 
 int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *headers, int fd, uint64_t len,
-		      uint64_t timeout_ms, int *status, buf_t *msgs)
+                      uint64_t timeout_ms, int *status, buf_t *msgs)
 {
 	struct xfer *xs = xcalloc(n ? n : 1, sizeof(*xs));
 	CURLM *mh = curl_multi_init();
 	int running = 0, ok = 0;
 
 	httpc_global_init();
+	if (n == 1) { /* one copy: no multi handle, this thread's connection */
+		struct xfer *x = &xs[0];
+		x->fd = fd;
+		x->len = len;
+		x->msg = &msgs[0];
+		buf_reset(x->msg);
+		xfer_setup(x, urls[0], headers, timeout_ms ? timeout_ms : 30000, true);
+		curl_easy_setopt(x->e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(x->e, CURLOPT_CUSTOMREQUEST, "PUT");
+		curl_easy_setopt(x->e, CURLOPT_READFUNCTION, fd_read);
+		curl_easy_setopt(x->e, CURLOPT_READDATA, x);
+		curl_easy_setopt(x->e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+		xfer_end(x, curl_easy_perform(x->e), &status[0]);
+		curl_multi_cleanup(mh);
+		free(xs);
+		return status[0] == 200;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct xfer *x = &xs[i];
 		x->fd = fd;
@@ -147,7 +236,7 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 		x->msg = &msgs[i];
 		buf_reset(x->msg);
 		status[i] = 0;
-		xfer_setup(x, urls[i], headers, timeout_ms ? timeout_ms : 30000);
+		xfer_setup(x, urls[i], headers, timeout_ms ? timeout_ms : 30000, false);
 		curl_easy_setopt(x->e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(x->e, CURLOPT_CUSTOMREQUEST, "PUT");
 		curl_easy_setopt(x->e, CURLOPT_READFUNCTION, fd_read);
@@ -186,13 +275,13 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 }
 
 int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
-		      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg)
+                      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg)
 {
 	struct xfer x = {.sink = sink, .arg = arg, .hdrs = resp_hdrs, .msg = msg, .fd = -1};
 	buf_reset(msg);
 	if (resp_hdrs)
 		buf_reset(resp_hdrs);
-	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000);
+	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000, true);
 	curl_easy_setopt(x.e, CURLOPT_HTTPGET, 1L);
 	CURLcode cc = curl_easy_perform(x.e);
 	xfer_end(&x, cc, status);
@@ -213,4 +302,17 @@ sv_t httpc_hdr_find(const buf_t *hdrs, const char *name)
 		p = eol ? eol + 1 : NULL;
 	}
 	return (sv_t){NULL, 0};
+}
+
+int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
+                    int *status, buf_t *msg)
+{
+	struct xfer x = {.hdrs = resp_hdrs, .msg = msg, .fd = -1};
+	buf_reset(msg);
+	buf_reset(resp_hdrs);
+	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000, true);
+	curl_easy_setopt(x.e, CURLOPT_NOBODY, 1L);
+	CURLcode cc = curl_easy_perform(x.e);
+	xfer_end(&x, cc, status);
+	return cc == CURLE_OK ? AIS_OK : AIS_ERR;
 }

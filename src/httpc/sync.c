@@ -162,6 +162,7 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 
 void httpc_sync_release(void)
 {
+	httpc_stream_release();
 	httpc_global_init();
 	CURL *e = pthread_getspecific(g_key);
 	if (e) {

@@ -26,7 +26,9 @@
 #define LIST_PAGE_DEFAULT 1000
 #define LIST_PAGE_MAX 10000
 
-enum { P_NAME = 1, P_SIZE = 2, P_CKSUM = 4, P_ATIME = 8, P_VERSION = 16, P_ALL = 31 };
+/* P_ALL is the default; custom (the object's custom metadata) and mtime (ns
+ * since the epoch, an integer) only when asked for (S3 listings do). */
+enum { P_NAME = 1, P_SIZE = 2, P_CKSUM = 4, P_ATIME = 8, P_VERSION = 16, P_ALL = 31, P_CUSTOM = 32, P_MTIME = 64 };
 
 struct bop {
 	target_t *t;
@@ -114,6 +116,12 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	}
 	if (b->props & P_VERSION)
 		buf_addf(&b->out, ",\"version\":\"%llu\"", (unsigned long long)m->version);
+	if (b->props & P_CUSTOM) {
+		buf_addstr(&b->out, ",\"custom\":");
+		buf_add_json_str(&b->out, m->custom, strlen(m->custom));
+	}
+	if (b->props & P_MTIME)
+		buf_addf(&b->out, ",\"mtime_ns\":%lld", (long long)m->mtime_ns);
 	buf_reset(&b->members);
 	if (b->arch && tgt_list_members(b->t->store, b->bck, (sv_t){name, len}, &b->members) == AIS_OK)
 		buf_addf(&b->out, ",\"flags\":%d", TGT_ENTRY_IS_ARCHIVE);
@@ -170,6 +178,10 @@ static int parse_props(sv_t s, unsigned *out)
 			p |= P_ATIME;
 		else if (sv_eqstr(it, "version"))
 			p |= P_VERSION;
+		else if (sv_eqstr(it, "custom"))
+			p |= P_CUSTOM;
+		else if (sv_eqstr(it, "mtime"))
+			p |= P_MTIME;
 		else if (!sv_eqstr(it, "copies") && !sv_eqstr(it, "location") && !sv_eqstr(it, "status"))
 			return AIS_ERR;
 		q = (c ? c : end) + 1;
@@ -240,7 +252,7 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 	b->pagesize = ps > LIST_PAGE_MAX ? LIST_PAGE_MAX : ps;
 	b->props = P_ALL;
 	if (props.ptr && props.len && parse_props(props, &b->props) != AIS_OK) {
-		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version");
+		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version, custom, mtime");
 		return AIS_OK;
 	}
 	/* the token is the last name of the previous page: resume after it */

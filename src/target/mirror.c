@@ -66,7 +66,7 @@ static size_t bucket_copies(const bmd_t *b, const char *bck, size_t blen)
 	return bk ? place_copies(&bk->props) : 1;
 }
 
-int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
+int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt)
 {
 	cluster_t *cl = t->base.cl;
 	const cmap_t *m;
@@ -96,11 +96,14 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w)
 	buf_free(&uname);
 
 	bool write = req->method == HTTP_PUT || req->method == HTTP_DELETE;
+	bool here = write ? w->self == 0 : w->self >= 0;
+	if (!here && may_doubt)
+		return AIS_AGAIN; /* routed here by a node with a newer map? ask the primary first */
 	if (!w->n) {
 		http_resp_error(req, 503, "no active target in the cluster");
 		return AIS_DONE;
 	}
-	if (write ? w->self != 0 : w->self < 0) {
+	if (!here) {
 		http_resp_status(req, 307);
 		http_resp_header(req, "Location", "%s%.*s", w->owner, (int)req->target.len, req->target.ptr);
 		http_resp_send(req, "", 0);
@@ -131,11 +134,14 @@ static void copy_headers(const char *why, const store_meta_t *m, char hv[4][1100
 }
 
 /* Time a copy of size bytes may take: 60 s plus 1 s per 16 MiB. */
-static uint64_t copy_timeout_ms(uint64_t size) { return 60000 + size / (16 << 10); }
+static uint64_t copy_timeout_ms(uint64_t size)
+{
+	return 60000 + size / (16 << 10);
+}
 
 /* DELETE of bck/obj on each url (intra: only that copy). Errors are logged. */
 static size_t delete_on(const char *const *bases, size_t n, const char *bck, size_t blen, const char *obj,
-			size_t olen)
+                        size_t olen)
 {
 	char hv[64];
 	const char *hp[] = {hv, NULL};
@@ -150,8 +156,11 @@ static size_t delete_on(const char *const *bases, size_t n, const char *bck, siz
 		    (status == 200 || status == 404))
 			gone += status == 200;
 		else
-			log_warnx("deleting the copy of %.*s/%.*s on %s: %s", (int)blen, bck, (int)MIN(olen, 200), obj,
-				  bases[i], status ? "refused" : resp.ptr ? resp.ptr : "no answer");
+			log_warnx("deleting the copy of %.*s/%.*s on %s: %s", (int)blen, bck,
+			          (int)MIN(olen, 200), obj, bases[i],
+			          status     ? "refused"
+			          : resp.ptr ? resp.ptr
+			                     : "no answer");
 	}
 	buf_free(&url);
 	buf_free(&resp);
@@ -159,8 +168,8 @@ static size_t delete_on(const char *const *bases, size_t n, const char *bck, siz
 }
 
 int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
-		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
-		  buf_t *msg)
+                  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
+                  buf_t *msg)
 {
 	store_meta_t m;
 	char hv[4][1100];
@@ -193,8 +202,8 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 			if (status[i] == 200)
 				landed[nl++] = w->urls[i + 1];
 			else
-				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1], status[i] ? "HTTP error " : "",
-					 msgs[i].ptr ? msgs[i].ptr : "");
+				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1],
+				         status[i] ? "HTTP error " : "", msgs[i].ptr ? msgs[i].ptr : "");
 		}
 		delete_on(landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
 		free(landed);
@@ -204,8 +213,9 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 		for (size_t i = 0; i < n; i++)
 			if (status[i] != 200)
 				log_warnx("PUT %.*s/%.*s: copy on %s failed (the quorum was met; a rebalance "
-					  "restores it): %.200s", (int)blen, bck, (int)MIN(olen, 200), obj,
-					  w->urls[i + 1], msgs[i].ptr ? msgs[i].ptr : "");
+				          "restores it): %.200s",
+				          (int)blen, bck, (int)MIN(olen, 200), obj, w->urls[i + 1],
+				          msgs[i].ptr ? msgs[i].ptr : "");
 	}
 	for (size_t i = 0; i < n; i++) {
 		buf_free(&ub[i]);
@@ -232,7 +242,7 @@ void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const c
 /* Appends the intra URLs of every target that may hold a copy, in the order
  * of rule 3, without self and without repeats. Returns how many. */
 static size_t sources(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
-		      char (**out)[CMAP_URL_MAX + 1])
+                      char (**out)[CMAP_URL_MAX + 1])
 {
 	cluster_t *cl = t->base.cl;
 	const cmap_t *m, *prev;
@@ -295,8 +305,8 @@ static int sink_write(void *arg, const char *p, size_t n)
 
 /* GETs one copy from base into the store. AIS_OK, or AIS_ERR with errno
  * ENOENT (none there) or another error. */
-static int fetch_from(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-		      buf_t *msg)
+static int fetch_from(target_t *t, const char *base, const char *bck, size_t blen, const char *obj,
+                      size_t olen, buf_t *msg)
 {
 	char hv[64], want[STORE_CKSUM_HEX_MAX] = "", custom[1024] = "";
 	const char *hp[] = {hv, NULL};
@@ -316,7 +326,8 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 			buf_addf(msg, "%s: %s; ", base, emsg.ptr ? emsg.ptr : "error");
 		goto out;
 	}
-	sv_t ct = httpc_hdr_find(&hdrs, "Ais-Checksum-Type"), cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
+	sv_t ct = httpc_hdr_find(&hdrs, "Ais-Checksum-Type"),
+	     cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
 	sv_t md = httpc_hdr_find(&hdrs, "Ais-Custom-Md");
 	if (ct.ptr && store_cksum_parse(ct.ptr, ct.len, &type) != AIS_OK)
 		type = CKSUM_NONE;
@@ -330,7 +341,7 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 	if (store_writer_commit(s.w, type, want, custom[0] ? custom : NULL, NULL) != AIS_OK) {
 		if (errno == EBADMSG)
 			log_warnx("the copy of %.*s/%.*s on %s does not match its checksum: not stored",
-				  (int)blen, bck, (int)MIN(olen, 200), obj, base);
+			          (int)blen, bck, (int)MIN(olen, 200), obj, base);
 		buf_addf(msg, "%s: %s; ", base, errno == EBADMSG ? "checksum mismatch" : strerror(errno));
 		goto out;
 	}
@@ -376,7 +387,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 }
 
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-		  const char *why, uint64_t *bytes, buf_t *msg)
+                  const char *why, uint64_t *bytes, buf_t *msg)
 {
 	store_meta_t m;
 	char hv[4][1100];

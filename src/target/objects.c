@@ -649,15 +649,38 @@ static void del_done(http_req_t *req)
 		http_resp_send(req, "", 0);
 }
 
-int tgt_objects(http_req_t *req)
+static int objects(http_req_t *req, bool may_doubt);
+
+static void refresh_work(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	cluster_refresh(t->base.cl, 200);
+}
+
+static void refresh_done(http_req_t *req) { objects(req, false); }
+
+int tgt_objects(http_req_t *req) { return objects(req, true); }
+
+static int objects(http_req_t *req, bool may_doubt)
 {
 	target_t *t = req->ctx;
 	sv_t bck, obj;
 
 	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
 		return AIS_OK;
+	store_bucket_t sb;
+	if (may_doubt && t->base.cl && store_bucket_get(t->store, bck.ptr, bck.len, &sb) != AIS_OK) {
+		/* maybe created after this target's last BMD (it joined a moment ago) */
+		http_offload(req, refresh_work, refresh_done);
+		return AIS_OK;
+	}
 	tgt_where_t *w = arena_zalloc(req->arena, sizeof(*w));
-	if (tgt_where(req, t, bck, obj, w) != AIS_OK)
+	int rc = tgt_where(req, t, bck, obj, w, may_doubt);
+	if (rc == AIS_AGAIN) {
+		http_offload(req, refresh_work, refresh_done);
+		return AIS_OK;
+	}
+	if (rc != AIS_OK)
 		return AIS_OK; /* redirected to the owner */
 	switch (req->method) {
 	case HTTP_GET:

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
+#include "aisd/s3.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -31,6 +35,11 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
+	 "this target's rebalance job: GET progress, PUT {\"action\":\"start\"|\"stop\"}"},
+	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
 };
 
 int tgt_health(http_req_t *req)
@@ -60,10 +69,30 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 	}
 	for (size_t i = 0; old && i < bmd_size(old); i++) {
 		const bmd_bucket_t *b = bmd_bucket(old, i);
-		if (!bmd_get(cur, b->name, strlen(b->name)) &&
+		const bmd_bucket_t *nb = bmd_get(cur, b->name, strlen(b->name));
+		if (nb && place_copies(&nb->props) != place_copies(&b->props) && t->reb) {
+			char why[128];
+			snprintf(why, sizeof(why), "bucket %s now wants %zu copies", b->name, place_copies(&nb->props));
+			reb_kick(t->reb, why);
+		}
+		if (!nb &&
 		    store_bucket_destroy(t->store, b->name, strlen(b->name)) != AIS_OK && errno != ENOENT)
 			log_warn("destroying bucket %s removed from the cluster's metadata", b->name);
 	}
+}
+
+/* A new cluster map: when it moves objects, (re)start the rebalance. */
+static void on_cmap(void *arg, const cmap_t *old, const cmap_t *cur)
+{
+	target_t *t = arg;
+	/* the first map since start: this target may have missed changes while it was down */
+	bool first = !t->reb_kicked;
+	t->reb_kicked = true;
+	if (!t->reb || (!first && !place_changed(old, cur)))
+		return;
+	char why[96];
+	snprintf(why, sizeof(why), "cluster map v%llu moves objects", (unsigned long long)cmap_version(cur));
+	reb_kick(t->reb, why);
 }
 
 target_t *target_start(const conf_t *c, buf_t *err)
@@ -76,11 +105,16 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	target_t *t = xcalloc(1, sizeof(*t));
 	t->conf = c;
 	t->start_ns = time_now_ns();
+	if (s3_init(c, err) != AIS_OK) {
+		free(t);
+		return NULL;
+	}
 	if (store_open(c, &t->store, err) != AIS_OK) {
 		free(t);
 		return NULL;
 	}
 	t->base.store = t->store;
+	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,
@@ -108,13 +142,18 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		cluster_t *cl = cluster_new(c, CMAP_TARGET, http_server_port(t->srv), err);
 		if (cl) {
 			cluster_on_bmd(cl, on_bmd, t);
+			cluster_on_cmap(cl, on_cmap, t);
+			t->base.cl = cl; /* the job reads it; requests wait for the release below */
+			t->reb = reb_new(t);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				return t;
 			}
 		}
-		cluster_free(cl);
 		http_server_free(t->srv);
+		reb_stop(t->reb);
+		cluster_free(cl);
+		reb_free(t->reb);
 		store_close(t->store);
 		free(t);
 		return NULL;
@@ -126,8 +165,14 @@ void target_stop(target_t *t)
 {
 	if (!t)
 		return;
+	httpc_stream_abort(); /* copies to and from peers that may be stopping too */
 	http_server_free(t->srv);
+	log_debug("stop: HTTP server stopped");
+	reb_stop(t->reb); /* before the cluster: the job reads the map */
+	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
+	log_debug("stop: cluster thread stopped");
+	reb_free(t->reb); /* after it: a map change may still kick it */
 	store_close(t->store);
 	free(t);
 }

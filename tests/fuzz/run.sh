@@ -58,14 +58,17 @@ declare -A SRCS=(
 	[fuzz_cmap]="src/cluster/cmap.c src/cluster/vote.c src/cluster/bmd.c src/cluster/json.c src/store/cksum.c"
 	[fuzz_s3auth]="src/s3/auth.c src/s3/sigv4.c src/http/url.c"
 	[fuzz_s3chunked]="src/s3/auth.c src/s3/sigv4.c src/s3/chunked.c src/s3/checksum.c src/http/url.c"
+	[fuzz_s3xml]="src/s3/xml.c"
 	[fuzz_larc]="src/archive/larc.c"
 	[fuzz_cfgset]="src/cluster/cfgparse.c"
+	[fuzz_aisctl_config]="src/cli/cfgfile.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
 	[fuzz_cmap]="-ljansson -lcrypto"
 	[fuzz_s3auth]="-lcrypto -lhttp_parser"
 	[fuzz_s3chunked]="-lcrypto -lz -lhttp_parser"
+	[fuzz_s3xml]="-lexpat"
 	[fuzz_cfgset]="-ljansson"
 	[fuzz_moss]="-ljansson"
 	[fuzz_larc]="-larchive"

@@ -9,7 +9,7 @@
 # Prints one "ok - <what>" or "not ok - <what>" line per check (with the
 # failing command's stderr as "# " lines) and exits 1 if any check failed,
 # 2 if the environment is wrong. Every object is round-tripped and compared
-# byte for byte with cmp. Needs bash, cmp, head, python3 (JSON, xxhash).
+# byte for byte with cmp. Needs bash, cmp, head, /usr/bin/python3 (JSON, xxhash).
 set -u
 
 : "${AISD_URL:?AISD_URL must be the target base URL}"
@@ -64,13 +64,13 @@ run_fail() {
 	fi
 }
 # The names in an "ls --json" output, one per line, sorted.
-json_names() { python3 -c '
+json_names() { /usr/bin/python3 -c '
 import json, sys
 for line in sys.stdin:
     if line.strip():
         print(json.loads(line)["name"])' | LC_ALL=C sort; }
 # xxhash64 (seed 0) of a file as 16 hex digits, through libxxhash.
-xxh64() { python3 - "$1" <<'EOF'
+xxh64() { /usr/bin/python3 - "$1" <<'EOF'
 import ctypes, ctypes.util, sys
 lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
 lib.XXH64.restype = ctypes.c_uint64
@@ -88,7 +88,7 @@ run --version
 check "--version" grep -q '^aisctl ' "$W/out"
 run --help
 check "--help lists every command" \
-	bash -c '[ '"$RC"' = 0 ] && for c in "bucket create" "bucket ls" "bucket rm" put get ls rm stat; do grep -q "^  $c " "$1" || exit 1; done' _ "$W/out"
+	bash -c '[ '"$RC"' = 0 ] && for c in "bucket create" "bucket ls" "bucket rm" "bucket props show" "bucket props set" put get ls rm "object head" "cluster show" "node maintenance" "node decommission" "show stats"; do grep -q "^  $c " "$1" || exit 1; done' _ "$W/out"
 run help put
 check "help put" bash -c '[ '"$RC"' = 0 ] && grep -q "^usage: aisctl put " "$1"' _ "$W/out"
 run get --help
@@ -102,6 +102,60 @@ RC=$?
 check "connection refused: exit 1 and a clear message" \
 	bash -c '[ '"$RC"' = 1 ] && grep -q "^aisctl: cannot connect to http://127.0.0.1:1" "$1"' _ "$W/err"
 
+
+# every command answers --help with its usage line, and "help CMD" too
+for c in "bucket create" "bucket ls" "bucket rm" "bucket props show" "bucket props set" put get ls rm \
+	"object head" "cluster show" "node maintenance" "node decommission" "show stats" "config set" \
+	"ml get-batch"; do
+	# shellcheck disable=SC2086
+	run $c --help
+	check "$c --help" bash -c '[ '"$RC"' = 0 ] && grep -q "^usage: aisctl $1" "$2" && grep -q "^Global options:" "$2"' _ "$c" "$W/out"
+	# shellcheck disable=SC2086
+	run help $c
+	check "help $c" bash -c '[ '"$RC"' = 0 ] && grep -q "^usage: aisctl $1" "$2"' _ "$c" "$W/out"
+done
+run bucket props
+check "bucket props (a group) lists show and set, exit 2" \
+	bash -c '[ '"$RC"' = 2 ] && grep -q "^  bucket props show " "$1" && grep -q "^  bucket props set " "$1"' _ "$W/err"
+run bucket --help
+check "bucket --help lists its subcommands" \
+	bash -c '[ '"$RC"' = 0 ] && grep -q "^  bucket create " "$1" && grep -q "^  bucket props set " "$1"' _ "$W/out"
+run --help
+check "--help documents the exit codes and the config file" \
+	bash -c 'grep -q "3 not found" "$1" && grep -q AISCTL_CONFIG "$1"' _ "$W/out"
+check "--help hides the internal commands" bash -c '! grep -q __complete "$1"' _ "$W/out"
+run_fail "bucket frob: unknown subcommand exits 2" 2 - bucket frob
+
+# --- the endpoint: --endpoint, AIS_ENDPOINT, config file --------------------
+CFG="$W/aisctl.conf"
+printf '# aisctl config\n\n  endpoint = %s  \ntimeout=30\n' "$AISD_URL" >"$CFG"
+AISCTL_CONFIG="$CFG" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: endpoint from AISCTL_CONFIG" bash -c '[ '"$?"' = 0 ]'
+AISCTL_CONFIG="$CFG" AIS_ENDPOINT=http://127.0.0.1:1 "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "AIS_ENDPOINT beats the config file" bash -c '[ '"$?"' = 1 ] && grep -q "cannot connect to http://127.0.0.1:1" "$1"' _ "$W/err"
+AISCTL_CONFIG="$CFG" AIS_ENDPOINT=http://127.0.0.1:1 "$AISCTL" --endpoint "$AISD_URL" bucket ls >"$W/out" 2>"$W/err"
+check "--endpoint beats AIS_ENDPOINT" bash -c '[ '"$?"' = 0 ]'
+mkdir -p "$W/xdg/aisctl"
+printf 'endpoint=%s\n' "$AISD_URL" >"$W/xdg/aisctl/config"
+env -u AISCTL_CONFIG XDG_CONFIG_HOME="$W/xdg" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: \$XDG_CONFIG_HOME/aisctl/config" bash -c '[ '"$?"' = 0 ]'
+mkdir -p "$W/home/.config/aisctl"
+printf 'endpoint=%s\n' "$AISD_URL" >"$W/home/.config/aisctl/config"
+env -u AISCTL_CONFIG -u XDG_CONFIG_HOME HOME="$W/home" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: ~/.config/aisctl/config" bash -c '[ '"$?"' = 0 ]'
+printf 'endpoint=%s\ncolour=blue\n' "$AISD_URL" >"$W/bad.conf"
+AISCTL_CONFIG="$W/bad.conf" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: unknown key exits 2 naming file and line" \
+	bash -c '[ '"$?"' = 2 ] && grep -q "^aisctl: $1:2: unknown key .colour." "$2" && [ "$(wc -l <"$2")" = 1 ]' _ "$W/bad.conf" "$W/err"
+printf 'just words\n' >"$W/bad.conf"
+AISCTL_CONFIG="$W/bad.conf" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: a line without = exits 2" bash -c '[ '"$?"' = 2 ] && grep -q ":1: want key = value" "$1"' _ "$W/err"
+printf 'timeout=soon\n' >"$W/bad.conf"
+AISCTL_CONFIG="$W/bad.conf" "$AISCTL" --endpoint "$AISD_URL" bucket ls >"$W/out" 2>"$W/err"
+check "config file: a bad timeout exits 2" bash -c '[ '"$?"' = 2 ] && grep -q "bad timeout" "$1"' _ "$W/err"
+AISCTL_CONFIG="$W/no-such.conf" "$AISCTL" --endpoint "$AISD_URL" bucket ls >"$W/out" 2>"$W/err"
+check "AISCTL_CONFIG naming a missing file exits 2" bash -c '[ '"$?"' = 2 ] && grep -q "no-such.conf: No such file" "$1"' _ "$W/err"
+
 # --- buckets -------------------------------------------------------------
 run_ok "bucket create $B" bucket create "$B"
 run_ok "bucket create $B2 --checksum md5" bucket create "$B2" --checksum md5
@@ -110,7 +164,7 @@ check "bucket ls lists both buckets" bash -c 'grep -qx "$1" "$3" && grep -qx "$2
 run_ok "ls (no bucket) = bucket ls" ls
 check "ls (no bucket) lists $B" grep -qx "$B" "$W/out"
 run_ok "bucket ls --json" bucket ls --json
-check "bucket ls --json is an array naming $B" python3 -c '
+check "bucket ls --json is an array naming $B" /usr/bin/python3 -c '
 import json, sys
 a = json.load(open(sys.argv[1]))
 sys.exit(0 if any(b.get("name") == sys.argv[2] for b in a) else 1)' "$W/out" "$B"
@@ -212,10 +266,10 @@ run_ok "stat --checksum object" stat "$B/cks/big"
 want=$(xxh64 "$D/big")
 check "stat shows the xxhash the server stored" grep -q "^checksum  *xxhash $want\$" "$W/out"
 run_ok "stat --json" stat --json "$B/with space/and+plus"
-check "stat --json has the size" python3 -c '
+check "stat --json has the size" /usr/bin/python3 -c '
 import json, sys
 sys.exit(0 if json.load(open(sys.argv[1])).get("size") == 100000 else 1)' "$W/out"
-run_fail "stat missing object: HTTP 404" 1 404 stat "$B/no-such-object"
+run_fail "stat missing object: HTTP 404" 3 404 stat "$B/no-such-object"
 
 # --- ls -----------------------------------------------------------------
 {
@@ -234,7 +288,7 @@ check "ls --prefix lists only the prefix" bash -c '[ "$(cat "$1")" = "dir/sub/sm
 run_ok "ls --limit 3 --page-size 2" ls "$B" --limit 3 --page-size 2 --json
 check "ls --limit 3 prints 3 objects" bash -c '[ "$(grep -c . "$1")" = 3 ]' _ "$W/out"
 run_ok "ls --json sizes" ls "$B" --prefix big.bin --json
-check "ls --json size of big.bin" python3 -c '
+check "ls --json size of big.bin" /usr/bin/python3 -c '
 import json, sys
 e = json.loads(open(sys.argv[1]).readline())
 sys.exit(0 if e["name"] == "big.bin" and e["size"] == 5000017 else 1)' "$W/out"
@@ -245,33 +299,241 @@ check "ls --no-headers has no header" bash -c '[ "$(grep -c . "$1")" = 1 ] && gr
 run_ok "ls empty bucket" ls "$B2"
 check "ls empty bucket prints nothing" bash -c '[ ! -s "$1" ]' _ "$W/out"
 
+
+# --- ls BUCKET/PREFIX, --props ---------------------------------------------
+run_ok "ls BUCKET/PREFIX" ls "$B/dir/" --json
+json_names <"$W/out" >"$W/names"
+check "ls BUCKET/PREFIX lists only the prefix" bash -c '[ "$(cat "$1")" = "dir/sub/small" ]' _ "$W/names"
+run_fail "ls BUCKET/PREFIX with another --prefix exits 2" 2 - ls "$B/dir/" --prefix x
+run_ok "ls --props name,size,checksum,atime,version" ls "$B/cks/" --props name,size,checksum,atime,version
+want=$(xxh64 "$D/big")
+check "ls --props: the header names every column in order" \
+	bash -c 'head -1 "$1" | grep -qE "^NAME +SIZE +CHECKSUM +ATIME +VERSION$"' _ "$W/out"
+check "ls --props: the checksum and a time in the rows" \
+	bash -c 'grep -qE "^cks/big +4.8MiB +$2 +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z +[0-9]+$" "$1"' _ "$W/out" "$want"
+check "ls --props: columns aligned (every row as long as the header up to VERSION)" bash -c '
+h=$(head -1 "$1"); p=${h%%VERSION*}
+tail -n +2 "$1" | while IFS= read -r l; do [ "${l:${#p}-2:2}" = "  " ] || exit 1; done' _ "$W/out"
+run_ok "ls --props size --json" ls "$B/cks/" --props size --json
+check "ls --props size --json: only name and size" /usr/bin/python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [sorted(r) for r in rows] == [["name", "size"]] * 2, rows
+assert rows[0] == {"name": "cks/big", "size": 5000017}, rows' "$W/out"
+run_ok "ls -n 2 --props version" ls "$B" -n 2 --props version -H
+check "ls -n 2 prints 2 rows of name and version" bash -c '[ "$(wc -l <"$1")" = 2 ] && awk "NF != 2 {exit 1}" "$1"' _ "$W/out"
+run_fail "ls --props bogus exits 2" 2 - ls "$B" --props name,bogus
+run_fail "ls --limit 0 exits 2" 2 - ls "$B" --limit 0
+
+# --- object head ----------------------------------------------------------
+run_ok "object head big.bin" object head "$B/big.bin"
+check "object head: one line per field" bash -c '
+for f in name size checksum version mtime atime custom; do grep -q "^$f " "$1" || exit 1; done
+grep -q "^size  *5000017 (4.8MiB)$" "$1" && grep -qE "^mtime  *[A-Z][a-z]{2}, [0-9]{2} " "$1"' _ "$W/out"
+run_ok "object head --json" object head --json "$B/cks/big"
+check "object head --json: size, checksum, version, times" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bucket"] == sys.argv[2] and d["name"] == "cks/big" and d["size"] == 5000017, d
+assert d["checksum"] == {"type": "xxhash", "value": sys.argv[3]}, d
+assert d["version"] and d["mtime"] and d["atime"] and "custom" in d, d' "$W/out" "$B" "$want"
+run_fail "object head missing object: exit 3" 3 404 object head "$B/no-such"
+run_fail "object head BUCKET without object exits 2" 2 - object head "$B"
+
+# --- put -r: a tree, in parallel --------------------------------------------
+T="$W/tree"
+mkdir -p "$T/a/b/c" "$T/empty-dir" "$T/sp ace"
+head -c 3000000 /dev/urandom >"$T/a/b/c/deep.bin"
+for i in $(seq 1 40); do head -c $((i * 1000)) /dev/urandom >"$T/a/f$i"; done
+: >"$T/zero"
+printf 'x' >"$T/sp ace/one"
+ln -s "$T/zero" "$T/link-to-file"
+ln -s "$T/a" "$T/link-to-dir"
+mkfifo "$T/fifo"
+(cd "$T" && find . \( -type f -o -type l \) ! -name link-to-dir | sed 's|^\./||' | LC_ALL=C sort) >"$W/tree-names"
+n_tree=$(wc -l <"$W/tree-names")
+run_ok "put -r DIR BUCKET/PREFIX --conc 4" put -r --conc 4 "$T" "$B/tree"
+check "put -r: summary line with the count, bytes and no failure" \
+	bash -c 'grep -qE "^put $2 files \(.*\) from $3 to $4/tree/ in [0-9.]+s \(.*/s\)$" "$1"' _ "$W/out" "$n_tree" "$T" "$B"
+check "put -r: no progress bar when stderr is not a terminal" \
+	bash -c '! grep -q $'"'"'\r'"'"' "$1" && ! grep -q "%" "$1"' _ "$W/err"
+check "put -r: the skipped link to a directory and fifo are noted" \
+	bash -c 'grep -q "skipping .*link-to-dir" "$1" && grep -q "skipping .*fifo: not a regular file" "$1"' _ "$W/err"
+run_ok "ls the uploaded tree" ls "$B/tree/" --json
+json_names <"$W/out" | sed 's|^tree/||' >"$W/names"
+check "put -r: object names are the relative paths under the prefix" cmp -s "$W/names" "$W/tree-names"
+bad=0
+while IFS= read -r rel; do
+	"$AISCTL" --endpoint "$AISD_URL" get "$B/tree/$rel" - >"$W/got-one" 2>"$W/err" || bad=$((bad + 1))
+	cmp -s "$W/got-one" "$T/$rel" || bad=$((bad + 1))
+done <"$W/tree-names"
+check_n() { [ "$1" = 0 ]; }
+check "put -r: every object has its file's bytes ($n_tree compared)" check_n "$bad"
+run_ok "put -r with --checksum and --json" put -r --checksum --json "$T/a" "$B"
+check "put -r --json: the summary document" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["files"] == 41 and d["failed"] == 0 and d["bucket"] == sys.argv[2] and d["prefix"] == "", d
+assert d["bytes"] == 3000000 + sum(i * 1000 for i in range(1, 41)), d' "$W/out" "$B"
+run get "$B/b/c/deep.bin" -
+check "put -r DIR BUCKET: names relative to DIR" cmp -s "$W/out" "$T/a/b/c/deep.bin"
+run_fail "put DIR without -r exits 2" 2 - put "$T" "$B/x"
+run_fail "put --conc 0 exits 2" 2 - put -r --conc 0 "$T" "$B"
+run_fail "put --conc without -r DIR exits 2" 2 - put --conc 2 "$D/one" "$B/x"
+run put -r "$T" "no-such-bucket-$$"
+check "put -r to a missing bucket: every file fails, exit 3, one line each" \
+	bash -c '[ '"$RC"' = 3 ] && [ "$(grep -c "(HTTP 404)$" "$1")" = "$2" ] && grep -q ", $2 failed$" "$3"' _ "$W/err" "$n_tree" "$W/out"
+chmod 000 "$T/a/f7"
+if [ "$(id -u)" != 0 ]; then
+	run put -r "$T/a" "$B/perm"
+	check "put -r: an unreadable file fails alone, exit 1" \
+		bash -c '[ '"$RC"' = 1 ] && grep -q "f7: Permission denied" "$1" && grep -q "^put 40 files .*, 1 failed$" "$2"' _ "$W/err" "$W/out"
+fi
+chmod 644 "$T/a/f7"
+if command -v script >/dev/null; then
+	# a terminal on stderr: the bar is drawn (\r, percent, files), then erased
+	script -qec "'$AISCTL' --endpoint '$AISD_URL' put -r '$T/a' '$B/tty' 2>&1 >/dev/null" /dev/null >"$W/tty" </dev/null
+	check "put -r on a terminal: a progress bar with percent and files" \
+		bash -c 'grep -q $'"'"'\r'"'"' "$1" && grep -aq "%" "$1" && grep -aq "/41 files" "$1"' _ "$W/tty"
+	script -qec "'$AISCTL' --endpoint '$AISD_URL' --no-progress put -r '$T/a' '$B/tty' 2>&1 >/dev/null" /dev/null >"$W/tty" </dev/null
+	check "put -r --no-progress on a terminal: no bar" bash -c '! grep -aq "%" "$1"' _ "$W/tty"
+	script -qec "'$AISCTL' --endpoint '$AISD_URL' get '$B/big.bin' '$G/tty.bin' 2>&1" /dev/null >"$W/tty" </dev/null
+	check "get on a terminal: a progress bar and a summary line" \
+		bash -c 'grep -aq "%" "$1" && grep -aq "got $2/big.bin as .*tty.bin (4.8MiB" "$1"' _ "$W/tty" "$B"
+	check "get on a terminal: same bytes" cmp -s "$G/tty.bin" "$D/big"
+	run get "$B/big.bin" "$G/notty.bin"
+	check "get without a terminal: nothing on stderr" bash -c '[ ! -s "$1" ] && cmp -s "$2" "$3"' _ "$W/err" "$G/notty.bin" "$D/big"
+fi
+
+# --- --json on every command --------------------------------------------------
+jcheck() { # jcheck WHAT PYTHON-EXPR: the expression holds for d = json of $W/out (B: the bucket)
+	check "$1" /usr/bin/python3 -c 'import json, sys; B = sys.argv[2]; d = json.load(open(sys.argv[1])); assert '"$2"', d' "$W/out" "$B"
+}
+run_ok "put --json" put --json "$D/small" "$B/j/one"
+jcheck "put --json: bucket, name, file, size" 'd["bucket"] == B and d["name"] == "j/one" and d["size"] == 100000 and d["file"].endswith("/small")'
+run_ok "get FILE --json" get --json "$B/j/one" "$G/j1"
+jcheck "get --json: bucket, name, file, size" 'd["bucket"] == B and d["name"] == "j/one" and d["size"] == 100000 and d["file"].endswith("/j1")'
+check "get --json: same bytes" cmp -s "$G/j1" "$D/small"
+run_fail "get - --json exits 2" 2 - get --json "$B/j/one" -
+run_ok "rm --json" --json rm "$B/j/one"
+jcheck "rm --json: what was deleted" 'd["deleted"] == [{"bucket": B, "name": "j/one"}]'
+run_ok "bucket create --json" bucket create --json "j$B"
+jcheck "bucket create --json" 'd == {"created": "j" + B}'
+run_ok "bucket props show --json (standalone target)" bucket props show --json "j$B"
+jcheck "bucket props show --json: checksum type" 'd["checksum"]["type"] == "xxhash"'
+run_ok "bucket props show (table)" bucket props show "j$B"
+check "bucket props show: key value lines" grep -qE "^checksum.type +xxhash$" "$W/out"
+run_fail "bucket props show missing bucket: exit 3" 3 404 bucket props show "no-such-bucket-$$"
+run bucket props set "j$B" versioning.enabled=false
+check "bucket props set on a standalone target: exit 1, one line" \
+	bash -c '[ '"$RC"' = 1 ] && [ "$(wc -l <"$1")" = 1 ] && grep -q "^aisctl: .*(HTTP 405)$" "$1"' _ "$W/err"
+run_fail "bucket props set without KEY=VALUE exits 2" 2 - bucket props set "j$B" versioning
+run_fail "bucket props set bad bool exits 2" 2 - bucket props set "j$B" mirror.enabled=yes
+run_fail "bucket props set bad copies exits 2" 2 - bucket props set "j$B" mirror.copies=0
+run_fail "bucket props set bad checksum exits 2" 2 - bucket props set "j$B" checksum.type=crc
+run_fail "bucket props set bad access exits 2" 2 - bucket props set "j$B" access=fly
+run_fail "bucket props set the same key twice exits 2" 2 - bucket props set "j$B" access=ro access=rw
+run_ok "bucket rm --json" bucket rm --json "j$B"
+jcheck "bucket rm --json" 'd == {"destroyed": ["j" + B]}'
+run_ok "config set --json (standalone target)" config set --json log.access=off
+jcheck "config set --json" 'd == {"ok": True}'
+run_ok "ml get-batch --json OUT.tar" ml get-batch --json "$B" "$G/batch.tar" --list big.bin,dir/sub/small
+jcheck "ml get-batch --json: entries and size" 'd["bucket"] == B and d["entries"] == 2 and d["size"] > 5100017'
+check "ml get-batch: the tar holds both objects, in order" /usr/bin/python3 -c '
+import sys, tarfile
+t = tarfile.open(sys.argv[1])
+m = t.getmembers()
+assert [x.name.split("/", 1)[1] for x in m] == ["big.bin", "dir/sub/small"], [x.name for x in m]
+assert t.extractfile(m[0]).read() == open(sys.argv[2], "rb").read()
+assert t.extractfile(m[1]).read() == open(sys.argv[3], "rb").read()' "$G/batch.tar" "$D/big" "$D/small"
+run_fail "ml get-batch - --json exits 2" 2 - ml get-batch --json "$B" - --list big.bin
+run_ok "show stats (standalone target)" show stats
+check "show stats: header and one target row" bash -c '
+head -1 "$1" | grep -qE "^NODE +ROLE +UPTIME +OBJECTS +SIZE +DISK +USED +CMAP +BMD +STATUS$" &&
+[ "$(grep -cE " target +[0-9]+[smhd]" "$1")" = 1 ] && grep -qE "^total: [0-9]+ objects" "$1"' _ "$W/out"
+run_ok "show stats --json" show stats --json
+jcheck "show stats --json: one node with objects and mountpaths" 'len(d["nodes"]) == 1 and all(n["role"] == "target" and n["objects"] >= 40 and len(n["mountpaths"]) == 2 for n in d["nodes"].values())'
+run_ok "show stats --refresh 1 --count 2 --json" show stats --refresh 1 --count 2 --json
+check "show stats --refresh: two reports, one JSON line each" /usr/bin/python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 2 and all(len(r["nodes"]) == 1 for r in rows), rows' "$W/out"
+run_fail "show stats of a node not in the map: exit 3" 3 - show stats no-such-node
+run_fail "show stats --count without --refresh exits 2" 2 - show stats --count 2
+run_fail "show stats --refresh 0 exits 2" 2 - show stats --refresh 0
+
+# --- exit status: a 404 and another error together is 1 -------------------------
+run rm "$B/no-such-object" "no-slash-here"
+check "rm: a 404 plus a bad argument exits 1" [ "$RC" = 1 ]
+
+# --- bash completion -----------------------------------------------------------
+# comp WORD...: runs the completion function on "aisctl WORD..." (the last
+# word is the one completed) in a clean bash; prints COMPREPLY one per line.
+comp() {
+	AIS_ENDPOINT=$AISD_URL bash --norc --noprofile -c '
+source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+_aisctl; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$AISCTL" "$@" 2>&1
+}
+COMPLETION=${IT_LIB:-$(dirname "$0")}/../../tools/completion/aisctl.bash
+check "completion script is valid bash and registers _aisctl" \
+	bash --norc -c 'source "$1" && complete -p aisctl | grep -q "_aisctl"' _ "$COMPLETION"
+comp "" >"$W/c"
+check "complete: the commands" bash -c 'for w in bucket put get ls rm object cluster node show help; do grep -qx "$w" "$1" || exit 1; done; ! grep -q __complete "$1"' _ "$W/c"
+comp bucket "" >"$W/c"
+check "complete: bucket subcommands" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "create ls props rm " ]' _ "$W/c"
+comp bucket props s >"$W/c"
+check "complete: bucket props s -> set show" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "set show " ]' _ "$W/c"
+comp ls --p >"$W/c"
+check "complete: ls options" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "--page-size --prefix --props " ]' _ "$W/c"
+comp put --c >"$W/c"
+check "complete: put options" bash -c 'grep -qx -- --conc "$1" && grep -qx -- --checksum "$1"' _ "$W/c"
+comp bucket rm "${B:0:12}" >"$W/c"
+check "complete: bucket names from the cluster" grep -qx "$B" "$W/c"
+comp get "${B:0:12}" >"$W/c"
+check "complete: BUCKET/OBJECT offers 'bucket/'" grep -qx "$B/" "$W/c"
+comp get "$B/tree/a/f1" >"$W/c"
+check "complete: object names after BUCKET/" bash -c 'grep -qx "$2/tree/a/f1" "$1" && grep -qx "$2/tree/a/f19" "$1" && ! grep -q "f2" "$1"' _ "$W/c" "$B"
+comp put "$T/sp" >"$W/c"
+check "complete: FILE completes file names" grep -qx "$T/sp ace" "$W/c"
+comp get "$B/big.bin" "$T/sp" >"$W/c"
+check "complete: get's destination is a file" grep -qx "$T/sp ace" "$W/c"
+comp bucket props set "$B" mirror.c >"$W/c"
+check "complete: bucket property keys" grep -qx "mirror.copies=" "$W/c"
+comp node maintenance "" >"$W/c"
+check "complete: start|stop" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "start stop " ]' _ "$W/c"
+comp help bucket p >"$W/c"
+check "complete: help COMMAND" grep -qx props "$W/c"
+comp --endpoint http://127.0.0.1:1 bucket rm "" >"$W/c"
+check "complete: a dead endpoint gives nothing, no error text" bash -c '! grep -q . "$1"' _ "$W/c"
+
 # --- errors -------------------------------------------------------------
-run_fail "ls missing bucket: HTTP 404" 1 404 ls "no-such-bucket-$$"
-run_fail "put to missing bucket: HTTP 404" 1 404 put "$D/one" "no-such-bucket-$$/x"
+run_fail "ls missing bucket: HTTP 404" 3 404 ls "no-such-bucket-$$"
+run_fail "put to missing bucket: HTTP 404" 3 404 put "$D/one" "no-such-bucket-$$/x"
 rm -f "$G/missing"
-run_fail "get missing object: HTTP 404" 1 404 get "$B/no-such-object" "$G/missing"
+run_fail "get missing object: HTTP 404" 3 404 get "$B/no-such-object" "$G/missing"
 check "failed get leaves no file behind" bash -c '! ls -A "$1" | grep -q missing' _ "$G"
 printf 'keep me' >"$G/keep"
-run_fail "get missing object over an existing file" 1 404 get "$B/no-such-object" "$G/keep"
+run_fail "get missing object over an existing file" 3 404 get "$B/no-such-object" "$G/keep"
 check "failed get leaves the existing file untouched" bash -c '[ "$(cat "$1")" = "keep me" ]' _ "$G/keep"
-run_fail "get from missing bucket: HTTP 404" 1 404 get "no-such-bucket-$$/x" -
+run_fail "get from missing bucket: HTTP 404" 3 404 get "no-such-bucket-$$/x" -
 run_fail "ls with a bad bucket name: HTTP 400" 1 400 ls 'bad@name!'
 
 # --- rm -----------------------------------------------------------------
 run_ok "rm two objects" rm "$B/a" "$B/a/b"
-run_fail "get removed object: HTTP 404" 1 404 get "$B/a" -
+run_fail "get removed object: HTTP 404" 3 404 get "$B/a" -
 run get "$B/dir/sub/small" -
 check "rm left other objects alone" cmp -s "$W/out" "$D/small"
 run rm "$B/one" "$B/no-such-object" "$B/empty"
-check "rm goes on after a missing object and exits 1" bash -c '[ '"$RC"' = 1 ] && grep -q "(HTTP 404)" "$1"' _ "$W/err"
-run_fail "get object removed after the failure: HTTP 404" 1 404 get "$B/empty" -
+check "rm goes on after a missing object and exits 3 (not found)" bash -c '[ '"$RC"' = 3 ] && grep -q "(HTTP 404)" "$1"' _ "$W/err"
+run_fail "get object removed after the failure: HTTP 404" 3 404 get "$B/empty" -
 
 # --- bucket rm ------------------------------------------------------------
 run_ok "bucket rm $B $B2" bucket rm "$B" "$B2"
 run_ok "bucket ls after rm" bucket ls
 check "bucket ls no longer lists them" bash -c '! grep -qx -e "$1" -e "$2" "$3"' _ "$B" "$B2" "$W/out"
-run_fail "bucket rm missing bucket: HTTP 404" 1 404 bucket rm "$B"
-run_fail "get from removed bucket: HTTP 404" 1 404 get "$B/big.bin" -
+run_fail "bucket rm missing bucket: HTTP 404" 3 404 bucket rm "$B"
+run_fail "get from removed bucket: HTTP 404" 3 404 get "$B/big.bin" -
 
 echo "# $N checks, $FAILS failed"
 [ "$FAILS" = 0 ]

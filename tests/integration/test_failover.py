@@ -191,7 +191,7 @@ t.check(cp.returncode == 0 and g1.id in cp.stdout.decode(), "aisctl cluster prim
 t.check(poll(lambda: all(primary_of(n) == (g1.id, 5) for n in nodes), 5), "every node: g1 primary in term 5")
 cp = subprocess.run([CTL, "--endpoint", g2.url, "cluster", "primary", "no-such-node"], stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, timeout=30)
-t.check(cp.returncode == 1 and b"no-such-node" in cp.stderr, "aisctl cluster primary UNKNOWN: exit 1, one line",
+t.check(cp.returncode == 3 and b"no-such-node" in cp.stderr, "aisctl cluster primary UNKNOWN: exit 3 (not found), one line",
         (cp.returncode, cp.stderr))
 r1, r = follow("POST", g2.url, "/v1/buckets/last", json.dumps({"action": "create-bck"}), JSON)
 t.eq((r1.status, r.status), (307, 200), "bucket create through g2 goes to g1 (primary again)")

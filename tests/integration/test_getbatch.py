@@ -301,16 +301,21 @@ t.eq(members_of(p.stdout) if p.returncode == 0 else None,
      "aisctl --file: the tar")
 os.unlink(out)
 p = aisctl("ml", "get-batch", B, "--list", "no/such," + names[0], out)
-t.check(p.returncode == 1 and b"no/such" in p.stderr and not os.path.exists(out),
-        "aisctl: a missing entry fails (exit 1, message) and leaves no file", p.stderr)
+t.check(p.returncode == 3 and b"no/such" in p.stderr and not os.path.exists(out),
+        "aisctl: a missing entry fails (exit 3: not found, message) and leaves no file", p.stderr)
 p = aisctl("ml", "get-batch", B, "--coer", "--list", "no/such," + names[0], out)
 t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())] ==
         ["__404__/%s/no/such" % B, "%s/%s" % (B, names[0])], "aisctl --coer", p.stderr)
 p = aisctl("ml", "get-batch", B, out)
 t.eq(p.returncode, 2, "aisctl: neither --list nor --file is a usage error")
 
-# no error-level line in any node's log
+# no error-level line in any node's log; after a clean stop, no sanitizer
+# report on any node's stderr (a sanitizer build: make SANITIZE=...)
+clulib.stop_all()
 for x in [g] + tg:
     errs = [ln for ln in open(x.log, errors="replace") if ln.split(" ")[1:2] == ["E"]]
     t.check(not errs, "no error lines in %s's log" % x.name, "".join(errs[:5]))
+    se = open(os.path.join(x.dir, "stderr"), errors="replace").read()
+    bad = [w for w in ("AddressSanitizer", "LeakSanitizer", "runtime error:") if w in se]
+    t.check(not bad, "no sanitizer report from %s" % x.name, se[-2000:])
 t.finish()

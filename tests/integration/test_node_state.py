@@ -194,7 +194,7 @@ t.check(rc == 0 and "active" in out, "aisctl node maintenance stop t1: exit 0, a
 rc, out, err = ctl("-e", g1.url, "node", "maintenance", "pause", T1)
 t.eq(rc, 2, "aisctl node maintenance pause: usage error, exit 2")
 rc, out, err = ctl("-e", g1.url, "node", "maintenance", "start", "no-such-node")
-t.check(rc == 1 and err.strip(), "aisctl maintenance of an unknown node: exit 1, one line", (rc, err))
+t.check(rc == 3 and err.strip(), "aisctl maintenance of an unknown node: exit 3 (not found), one line", (rc, err))
 rc, out, err = ctl("-e", g1.url, "node", "maintenance", "start", node_id(g1))
 t.check(rc == 1 and "409" in err, "aisctl maintenance of the primary: exit 1 (HTTP 409)", (rc, err))
 rc, out, err = ctl("-e", g1.url, "node", "decommission", node_id(t2))

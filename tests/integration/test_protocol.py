@@ -193,9 +193,13 @@ t.check(r.status == 405 and allow == {"GET", "HEAD", "PUT", "DELETE"} and (r.jso
 r = req("PUT", "/v1/health", b"x")
 allow = {m.strip() for m in (r.h("allow") or "").split(",")}
 t.check(r.status == 405 and allow == {"GET", "HEAD"}, "PUT on /v1/health: 405, Allow: GET, HEAD", r)
-for p in ["/", "/nope", "/v1", "/v1/nope", "/v1/objectsX/b/o", "/v1/healthz", "/v2/objects/b/o"]:
+for p in ["/v1", "/v1/nope", "/v1/objectsX/b/o", "/v1/healthz"]:
     r = req("GET", p)
     t.check(r.status == 404 and (r.json() or {}).get("status") == 404, "GET %s: 404 JSON" % p, r)
+# outside /v1 is S3 (path-style): a missing bucket is S3's XML 404
+for p in ["/nope", "/v2/objects/b/o"]:
+    r = req("GET", p)
+    t.check(r.status == 404 and b"<Code>NoSuchBucket</Code>" in r.body, "GET %s: S3 NoSuchBucket" % p, r)
 healthy("405/404")
 
 

@@ -1,0 +1,92 @@
+/*
+ * jobs.h - background jobs of a target, with progress and abort. One job
+ * so far: rebalance, which also adds and removes mirror copies and drains
+ * a node that is decommissioned (src/jobs/rebalance.c).
+ *
+ * The rebalance walk, on every target, for every local object of every
+ * bucket in the BMD (place.h decides the holders under the current map):
+ *  1. each holder other than this target that lacks the object (HEAD: 404)
+ *     or holds an older other version (checksum differs, Ais-Mtime-Ns
+ *     older) is sent a copy (streamed PUT with its checksum, which the
+ *     receiver verifies);
+ *  2. when this target is not a holder and every holder is known to have
+ *     the object durably, the local copy is deleted: never before;
+ *  3. a target in maintenance, or not in the map at all (not joined yet, or
+ *     dropped after failing health checks: it comes back), keeps its data
+ *     and walks nothing; only a decommissioned one moves everything off.
+ * A run starts on every change of placement (place_changed), of a
+ * bucket's copies, on request, and at start-up when the marker file
+ * DIR/rebalance.marker says a run was interrupted; a newer change restarts
+ * it on the newest map. A run with errors is retried (5 s, then up to a
+ * minute apart) until one ends clean. Reads never depend on it: a holder
+ * that lacks an object fetches it (mirror.c).
+ */
+#ifndef AISD_JOBS_H
+#define AISD_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/http.h"
+
+enum job_state { JOB_IDLE = 0, JOB_RUNNING, JOB_DONE, JOB_ABORTED, JOB_FAILED };
+
+typedef struct job_stats {
+	enum job_state state;
+	uint64_t cmap_version;       /* the map the last run walked under */
+	int64_t start_ns, end_ns;    /* wall clock of the last run; end 0 while running */
+	uint64_t runs;               /* runs started since this process started */
+	uint64_t total;              /* objects here when the run started */
+	uint64_t walked;             /* objects looked at */
+	uint64_t moved, moved_bytes; /* copies sent to other targets */
+	uint64_t deleted;            /* local copies removed once their holders had them */
+	uint64_t errors;
+	uint64_t objects; /* objects here now */
+	char last_error[256];
+} job_stats_t;
+
+/* "idle", "running", "done", "aborted", "failed"; "unknown" out of range. */
+const char *job_state_name(enum job_state s);
+/* Appends {"kind","state","cmap_version","runs","total","walked","remaining",
+ * "moved","moved_bytes","deleted","errors","objects","start","end",
+ * "last_error"} (times in ns since the epoch, 0 when none). Pure. */
+void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
+/* Objects left to look at in the current run (0 unless running). */
+uint64_t job_remaining(const job_stats_t *s);
+/* The state of a cluster from its targets' states: running if any runs,
+ * else failed, else aborted, else done if any is done, else idle. */
+enum job_state job_state_merge(const enum job_state *st, size_t n);
+
+/* The rebalance job of a target (rebalance.c). */
+struct target;
+typedef struct reb reb_t;
+/* Starts the job's thread; resumes an interrupted run (marker file). */
+reb_t *reb_new(struct target *t);
+/* Stops the thread (a run in progress is abandoned; its marker stays, so
+ * the next start resumes it); kicks after it do nothing. reb_free stops
+ * and frees. NULL is fine for both. */
+void reb_stop(reb_t *r);
+void reb_free(reb_t *r);
+/* Starts a run, or restarts the one in progress; why is logged. */
+void reb_kick(reb_t *r, const char *why);
+/* Aborts the run in progress (no resume). */
+void reb_abort(reb_t *r);
+void reb_stats(reb_t *r, job_stats_t *out);
+
+/* HTTP (api.c). On a target: GET /v1/jobs (this target's rebalance) and
+ * PUT /v1/jobs {"action":"start"|"stop"}. */
+int jobs_h_target(http_req_t *req);
+/* On a gateway (or any node in a cluster): GET /v1/cluster?what=rebalance:
+ * every target's job and the totals; PUT /v1/cluster
+ * {"action":"rebalance"|"stop-rebalance"}: sent to every target. */
+int jobs_h_cluster_status(http_req_t *req);
+int jobs_h_cluster_action(http_req_t *req, bool start);
+/* Primary, blocking: waits until the target sid has moved every object off
+ * (its run under a map >= version is done and it holds none), at most
+ * timeout_ms. AIS_OK; AIS_ERR with errno ETIMEDOUT (msg says what is left)
+ * or EHOSTUNREACH (the node does not answer: nothing can be drained). */
+struct cluster;
+int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * api.c - the jobs' HTTP side. On a target: GET /v1/jobs (its rebalance
+ * job) and PUT /v1/jobs {"action":"start"|"stop"}. On any node of a
+ * cluster: GET /v1/cluster?what=rebalance (every target asked in parallel,
+ * 5 s each; a target that does not answer is an "error" entry) and PUT
+ * /v1/cluster {"action":"rebalance"|"stop-rebalance"} sent to every target.
+ * And for the primary's decommission: waiting for a node's drain.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/httpc.h"
+#include "aisd/jobs.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define ASK_TIMEOUT_MS 5000
+
+int jobs_h_target(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	job_stats_t st;
+	buf_t out = BUF_INIT;
+
+	if (!t->reb) {
+		http_resp_error(req, 409, "this target is not in a cluster: no rebalance");
+		return AIS_OK;
+	}
+	if (req->method == HTTP_PUT) {
+		json_error_t jerr;
+		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
+		const char *a = json_string_value(json_object_get(doc, "action"));
+		if (a && !strcmp(a, "start"))
+			reb_kick(t->reb, "started on request");
+		else if (a && !strcmp(a, "stop"))
+			reb_abort(t->reb);
+		else {
+			json_decref(doc);
+			http_resp_error(req, 400, "PUT /v1/jobs wants {\"action\":\"start\"|\"stop\"}");
+			return AIS_OK;
+		}
+		json_decref(doc);
+	}
+	reb_stats(t->reb, &st);
+	job_stats_json(&st, "rebalance", &out);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	return AIS_OK;
+}
+
+/* --- the cluster's view ------------------------------------------------------ */
+
+struct ask {
+	char id[CMAP_ID_MAX + 1];
+	char url[CMAP_URL_MAX + 32];
+	const char *method;
+	const char *body;
+	json_t *res;
+	pthread_t th;
+	bool started;
+};
+
+static void *ask_target(void *arg)
+{
+	struct ask *a = arg;
+	buf_t resp = BUF_INIT;
+	int status = 0;
+	json_error_t jerr;
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+
+	if (httpc_sync(a->method, a->url, hdrs, a->body, a->body ? strlen(a->body) : 0, ASK_TIMEOUT_MS, &resp,
+	               &status) != AIS_OK) {
+		a->res = json_pack("{s:s}", "error", resp.ptr ? resp.ptr : "no answer");
+	} else {
+		a->res = status == 200 ? json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr) : NULL;
+		if (!json_is_object(a->res)) {
+			char msg[200];
+			json_decref(a->res);
+			snprintf(msg, sizeof(msg), "HTTP %d: %.150s", status, resp.ptr ? resp.ptr : "");
+			a->res = json_pack("{s:s}", "error", msg);
+		}
+	}
+	buf_free(&resp);
+	httpc_sync_release();
+	return NULL;
+}
+
+/* Asks every target in the map; returns {"cmap_version","state","targets":{id:..},"totals":{..}}. */
+static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
+{
+	const cmap_t *m;
+	size_t n = 0;
+	uint64_t cv = 0;
+	struct ask *asks;
+
+	cluster_read_lock(cl, &m, NULL);
+	asks = xcalloc(m ? cmap_size(m) + 1 : 1, sizeof(*asks));
+	for (size_t i = 0; m && i < cmap_size(m); i++) {
+		const cmap_node_t *nd = cmap_node(m, i);
+		if (nd->role != CMAP_TARGET)
+			continue;
+		snprintf(asks[n].id, sizeof(asks[n].id), "%s", nd->id);
+		snprintf(asks[n].url, sizeof(asks[n].url), "%s/v1/jobs", nd->intra_url);
+		asks[n].method = method;
+		asks[n].body = body;
+		n++;
+	}
+	cv = m ? cmap_version(m) : 0;
+	cluster_read_unlock(cl);
+
+	for (size_t i = 0; i < n; i++)
+		asks[i].started = pthread_create(&asks[i].th, NULL, ask_target, &asks[i]) == 0;
+	json_t *targets = json_object();
+	enum job_state *st = xcalloc(n + 1, sizeof(*st));
+	uint64_t tot[6] = {0};
+	static const char *const keys[] = {"walked",      "remaining", "moved",
+	                                   "moved_bytes", "deleted",   "errors"};
+	bool unreachable = false;
+	for (size_t i = 0; i < n; i++) {
+		if (asks[i].started)
+			pthread_join(asks[i].th, NULL);
+		else
+			ask_target(&asks[i]);
+		json_t *r = asks[i].res;
+		const char *s = json_string_value(json_object_get(r, "state"));
+		st[i] = JOB_IDLE;
+		for (int k = JOB_IDLE; s && k <= JOB_FAILED; k++)
+			if (!strcmp(s, job_state_name((enum job_state)k)))
+				st[i] = (enum job_state)k;
+		if (!s)
+			unreachable = true;
+		for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+			tot[k] += (uint64_t)json_integer_value(json_object_get(r, keys[k]));
+		json_object_set_new(targets, asks[i].id, r);
+	}
+	enum job_state merged = job_state_merge(st, n);
+	json_t *totals = json_object();
+	for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+		json_object_set_new(totals, keys[k], json_integer((json_int_t)tot[k]));
+	json_t *doc = json_pack("{s:s,s:I,s:s,s:b,s:o,s:o}", "kind", "rebalance", "cmap_version",
+	                        (json_int_t)cv, "state", job_state_name(merged), "unreachable", unreachable,
+	                        "targets", targets, "totals", totals);
+	free(st);
+	free(asks);
+	return doc;
+}
+
+struct cjob {
+	const char *method;
+	const char *body;
+	json_t *doc;
+};
+
+static void cjob_cleanup(void *arg)
+{
+	json_decref(((struct cjob *)arg)->doc);
+}
+
+static void cjob_work(http_req_t *req)
+{
+	struct cjob *j = req->state;
+	j->doc = ask_all(((node_base_t *)req->ctx)->cl, j->method, j->body);
+}
+
+static void cjob_done(http_req_t *req)
+{
+	struct cjob *j = req->state;
+	char *s = json_dumps(j->doc, JSON_COMPACT);
+	buf_t out = BUF_INIT;
+	buf_addstr(&out, s);
+	free(s);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+}
+
+static int cjob_start(http_req_t *req, const char *method, const char *body)
+{
+	struct cjob *j = arena_zalloc(req->arena, sizeof(*j));
+	j->method = method;
+	j->body = body;
+	req->state = j;
+	arena_cleanup_add(req->arena, cjob_cleanup, j);
+	http_offload(req, cjob_work, cjob_done);
+	return AIS_OK;
+}
+
+int jobs_h_cluster_status(http_req_t *req)
+{
+	return cjob_start(req, "GET", NULL);
+}
+
+int jobs_h_cluster_action(http_req_t *req, bool start)
+{
+	return cjob_start(req, "PUT", start ? "{\"action\":\"start\"}" : "{\"action\":\"stop\"}");
+}
+
+/* --- decommission: the drain ------------------------------------------------------ */
+
+int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg)
+{
+	char url[CMAP_URL_MAX + 32] = "";
+	const cmap_t *m;
+	int64_t deadline = time_mono_ns() + (int64_t)timeout_ms * 1000000;
+	int misses = 0;
+	buf_t resp = BUF_INIT;
+	json_error_t jerr;
+
+	cluster_read_lock(cl, &m, NULL);
+	const cmap_node_t *nd = m ? cmap_get(m, sid, strlen(sid)) : NULL;
+	if (nd && nd->role == CMAP_TARGET)
+		snprintf(url, sizeof(url), "%s/v1/jobs", nd->intra_url);
+	cluster_read_unlock(cl);
+	if (!url[0])
+		return AIS_OK; /* not a target, or gone: nothing to drain */
+	for (;;) {
+		int status = 0;
+		if (httpc_sync("GET", url, NULL, NULL, 0, ASK_TIMEOUT_MS, &resp, &status) == AIS_OK &&
+		    status == 200) {
+			misses = 0;
+			json_t *d = json_loadb(resp.ptr, resp.len, 0, &jerr);
+			const char *st = json_string_value(json_object_get(d, "state"));
+			uint64_t v = (uint64_t)json_integer_value(json_object_get(d, "cmap_version"));
+			uint64_t objs = (uint64_t)json_integer_value(json_object_get(d, "objects"));
+			bool done = st && !strcmp(st, "done") && v >= version && objs == 0;
+			buf_reset(msg);
+			buf_addf(msg, "%s: rebalance %s under map v%llu, %llu objects left", sid,
+			         st ? st : "?", (unsigned long long)v, (unsigned long long)objs);
+			json_decref(d);
+			if (done)
+				break;
+		} else if (++misses >= 3) {
+			buf_reset(msg);
+			buf_addf(msg,
+			         "%s does not answer: its data cannot be drained (copies on other targets "
+			         "are restored by the rebalance)",
+			         sid);
+			buf_free(&resp);
+			errno = EHOSTUNREACH;
+			return AIS_ERR;
+		}
+		if (time_mono_ns() > deadline) {
+			buf_free(&resp);
+			errno = ETIMEDOUT;
+			return AIS_ERR;
+		}
+		usleep(200 * 1000);
+	}
+	buf_free(&resp);
+	return AIS_OK;
+}

@@ -1,0 +1,339 @@
+/*
+ * bucket.c - S3 service and bucket operations: ListBuckets, CreateBucket,
+ * HeadBucket, DeleteBucket, GetBucketLocation, GetBucketVersioning.
+ *
+ * S3 buckets are the cluster's buckets. In a cluster the BMD answers
+ * reads, and changes go through the primary gateway exactly like the
+ * native API (on the primary itself: cluster_update; elsewhere: the native
+ * call to the primary, which pushes the BMD to every node before it
+ * answers). A standalone target uses its store's buckets. Only the
+ * configured s3.region is a valid LocationConstraint, so the location is
+ * the region for every bucket.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+#define OWNER_XML "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
+
+bool s3_bucket_name_valid(sv_t n)
+{
+	if (n.len < 3 || n.len > 63)
+		return false;
+	for (size_t i = 0; i < n.len; i++) {
+		char c = n.ptr[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return false;
+		if (c == '.' && i && (n.ptr[i - 1] == '.' || n.ptr[i - 1] == '-'))
+			return false;
+		if (c == '-' && i && n.ptr[i - 1] == '.')
+			return false;
+	}
+	char f = n.ptr[0], l = n.ptr[n.len - 1];
+	if (f == '.' || f == '-' || l == '.' || l == '-')
+		return false;
+	/* not an IP address; "v1" and "s3" are too short anyway */
+	int dots = 0;
+	bool digits = true;
+	for (size_t i = 0; i < n.len; i++) {
+		if (n.ptr[i] == '.')
+			dots++;
+		else if (n.ptr[i] < '0' || n.ptr[i] > '9')
+			digits = false;
+	}
+	return !(digits && dots == 3) && !sv_startswith(n, "xn--");
+}
+
+bool s3_bucket_exists(s3_rq_t *r)
+{
+	store_bucket_t sb;
+	if (r->node.cl) {
+		const bmd_t *b;
+		cluster_read_lock(r->node.cl, NULL, &b);
+		bool ok = b && bmd_get(b, r->bucket.ptr, r->bucket.len);
+		cluster_read_unlock(r->node.cl);
+		return ok;
+	}
+	return r->node.store && store_bucket_get(r->node.store, r->bucket.ptr, r->bucket.len, &sb) == AIS_OK;
+}
+
+/* --- ListBuckets ----------------------------------------------------------------- */
+
+int s3_service(s3_rq_t *r)
+{
+	buf_t b = BUF_INIT;
+	char t[40];
+
+	s3_xml_head(&b, "ListAllMyBucketsResult");
+	buf_addstr(&b, OWNER_XML "<Buckets>");
+	if (r->node.cl) {
+		const bmd_t *bmd;
+		cluster_read_lock(r->node.cl, NULL, &bmd);
+		for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
+			const bmd_bucket_t *bk = bmd_bucket(bmd, i);
+			s3_time_iso(bk->props.created_ns, t, sizeof(t));
+			buf_addstr(&b, "<Bucket>");
+			s3_xml_elemstr(&b, "Name", bk->name);
+			s3_xml_elemstr(&b, "CreationDate", t);
+			buf_addstr(&b, "</Bucket>");
+		}
+		cluster_read_unlock(r->node.cl);
+	} else if (r->node.store) {
+		store_bucket_t *bs = NULL;
+		size_t n = 0;
+		if (store_bucket_list(r->node.store, &bs, &n) != AIS_OK) {
+			buf_free(&b);
+			s3_error_errno(r, errno, false);
+			return AIS_OK;
+		}
+		for (size_t i = 0; i < n; i++) {
+			s3_time_iso(bs[i].created_ns, t, sizeof(t));
+			buf_addstr(&b, "<Bucket>");
+			s3_xml_elemstr(&b, "Name", bs[i].name);
+			s3_xml_elemstr(&b, "CreationDate", t);
+			buf_addstr(&b, "</Bucket>");
+		}
+		free(bs);
+	}
+	buf_addstr(&b, "</Buckets>");
+	s3_xml_close(&b, "ListAllMyBucketsResult");
+	s3_send_xml(r, 200, &b);
+	return AIS_OK;
+}
+
+/* --- create / delete ------------------------------------------------------------- */
+
+struct bop {
+	s3_rq_t *r;
+	bool create;
+	char name[NAME_BUCKET_MAX + 1];
+	bmd_props_t props;
+	int err;        /* errno of the change */
+	bool not_empty; /* delete: the bucket has objects */
+	buf_t msg;
+};
+
+static void bop_cleanup(void *arg) { buf_free(&((struct bop *)arg)->msg); }
+
+static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct bop *o = arg;
+	if (o->create)
+		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
+	return bmd_remove(b, o->name, strlen(o->name), err);
+}
+
+/* The native call to the primary (which pushes the BMD before it answers). */
+static void via_primary(struct bop *o)
+{
+	char url[CMAP_URL_MAX + NAME_BUCKET_MAX + 32];
+	char base[CMAP_URL_MAX + 1];
+	buf_t resp = BUF_INIT;
+	int status = 0;
+	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	const char *body = o->create ? "{\"action\":\"create-bck\"}" : "{\"action\":\"destroy-bck\"}";
+
+	if (!cluster_primary_url(o->r->node.cl, base, sizeof(base))) {
+		o->err = EAGAIN;
+		return;
+	}
+	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
+	if (httpc_sync(o->create ? "POST" : "DELETE", url, hdrs, body, strlen(body), 30000, &resp, &status) != AIS_OK)
+		o->err = EIO;
+	else if (status == 409)
+		o->err = EEXIST;
+	else if (status == 404)
+		o->err = ENOENT;
+	else if (status != 200)
+		o->err = EIO;
+	if (o->err == EIO)
+		buf_addf(&o->msg, "primary %s: %d %.*s", base, status, (int)MIN(resp.len, 200), resp.ptr ? resp.ptr : "");
+	buf_free(&resp);
+}
+
+static void bop_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct bop *o = r->op;
+	s3_node_t *nd = &r->node;
+
+	if (!o->create) {
+		s3_entry_t *e = NULL;
+		size_t n = 0;
+		bool more = false;
+		if (s3_list_page(nd, o->name, (sv_t){"", 0}, (sv_t){"", 0}, 1, &e, &n, &more, &o->msg) != AIS_OK) {
+			o->err = errno ? errno : EIO;
+			return;
+		}
+		s3_entries_free(e, n);
+		if (n || more) {
+			o->not_empty = true;
+			return;
+		}
+	}
+	if (nd->cl) {
+		if (nd->gateway && cluster_is_primary(nd->cl)) {
+			if (cluster_update(nd->cl, bmd_change, o, &o->msg) != AIS_OK)
+				o->err = errno ? errno : EIO;
+		} else {
+			via_primary(o);
+		}
+		return;
+	}
+	int rc = o->create ? store_bucket_create(nd->store, o->name, strlen(o->name), o->props.cksum)
+			   : store_bucket_destroy(nd->store, o->name, strlen(o->name));
+	if (rc != AIS_OK)
+		o->err = errno ? errno : EIO;
+}
+
+static void bop_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct bop *o = r->op;
+	if (o->not_empty) {
+		s3_error(r, "BucketNotEmpty", NULL);
+	} else if (o->err == EEXIST) {
+		s3_error(r, "BucketAlreadyOwnedByYou", NULL);
+	} else if (o->err == ENOENT) {
+		s3_error(r, "NoSuchBucket", NULL);
+	} else if (o->err == EAGAIN) {
+		s3_error(r, "ServiceUnavailable", "no primary gateway known");
+	} else if (o->err) {
+		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
+	} else if (o->create) {
+		s3_common_headers(r);
+		http_resp_header(req, "Location", "/%s", o->name);
+		http_resp_send(req, "", 0);
+	} else {
+		s3_common_headers(r);
+		http_resp_status(req, 204);
+		http_resp_send(req, "", 0);
+	}
+}
+
+static struct bop *bop_new(s3_rq_t *r, bool create)
+{
+	struct bop *o = arena_zalloc(r->http->arena, sizeof(*o));
+	o->r = r;
+	o->create = create;
+	snprintf(o->name, sizeof(o->name), "%.*s", (int)r->bucket.len, r->bucket.ptr);
+	arena_cleanup_add(r->http->arena, bop_cleanup, o);
+	r->op = o;
+	return o;
+}
+
+static void create_body(s3_rq_t *r, buf_t *body)
+{
+	struct bop *o = r->op;
+	const char *region = r->node.conf->s3_region;
+	sv_t loc = {"", 0};
+	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc) != AIS_OK) {
+		s3_error(r, "MalformedXML", NULL);
+		return;
+	}
+	/* us-east-1 is the empty constraint; any other must be ours */
+	if (loc.len && !sv_eqstr(loc, region) && !(sv_eqstr(loc, "US") && !strcmp(region, "us-east-1"))) {
+		s3_error(r, "InvalidLocationConstraint", "this endpoint's region is %s", region);
+		return;
+	}
+	if (!loc.len && strcmp(region, "us-east-1") && r->http->has_body) {
+		s3_error(r, "InvalidLocationConstraint", "this endpoint's region is %s", region);
+		return;
+	}
+	bmd_props_default(&o->props);
+	if (store_cksum_parse(r->node.conf->checksum, strlen(r->node.conf->checksum), &o->props.cksum) != AIS_OK)
+		o->props.cksum = CKSUM_XXHASH;
+	r->http->state = r;
+	http_offload(r->http, bop_work, bop_done);
+}
+
+static int create_bucket(s3_rq_t *r)
+{
+	if (!s3_bucket_name_valid(r->bucket) || sv_eqstr(r->bucket, "v1") || sv_eqstr(r->bucket, "s3")) {
+		s3_error(r, "InvalidBucketName", "bucket names are 3 to 63 of a-z 0-9 . - starting and "
+						"ending with a letter or digit");
+		return AIS_OK;
+	}
+	if (r->node.cl && s3_bucket_exists(r)) {
+		s3_error(r, "BucketAlreadyOwnedByYou", NULL);
+		return AIS_OK;
+	}
+	bop_new(r, true);
+	s3_read_body(r, create_body);
+	return AIS_OK;
+}
+
+/* --- the rest ---------------------------------------------------------------------- */
+
+static void location(s3_rq_t *r)
+{
+	buf_t b = BUF_INIT;
+	const char *region = r->node.conf->s3_region;
+	s3_xml_head(&b, NULL);
+	buf_addstr(&b, "<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+	if (strcmp(region, "us-east-1"))
+		s3_xml_text(&b, region, strlen(region));
+	buf_addstr(&b, "</LocationConstraint>");
+	s3_send_xml(r, 200, &b);
+}
+
+int s3_bucket(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	sv_t lt;
+
+	if (req->method == HTTP_PUT)
+		return create_bucket(r);
+	if (!s3_bucket_exists(r)) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	switch (req->method) {
+	case HTTP_HEAD:
+		s3_common_headers(r);
+		http_resp_header(req, "x-amz-bucket-region", "%s", r->node.conf->s3_region);
+		http_resp_send_head(req, 0);
+		return AIS_OK;
+	case HTTP_DELETE:
+		bop_new(r, false);
+		http_offload(req, bop_work, bop_done);
+		return AIS_OK;
+	case HTTP_GET:
+		break;
+	default:
+		s3_error(r, "MethodNotAllowed", NULL);
+		return AIS_OK;
+	}
+	if (s3_query_has(req, "location")) {
+		location(r);
+		return AIS_OK;
+	}
+	if (s3_query_has(req, "versioning")) {
+		buf_t b = BUF_INIT;
+		s3_xml_head(&b, "VersioningConfiguration");
+		s3_xml_close(&b, "VersioningConfiguration");
+		s3_send_xml(r, 200, &b);
+		return AIS_OK;
+	}
+	if (s3_query_has(req, "uploads"))
+		return s3_mpu_list_uploads(r);
+	if (s3_query_has(req, "versions"))
+		return s3_list_objects(r, 0);
+	if (http_query_get(req, "list-type", &lt)) {
+		if (!sv_eqstr(lt, "2")) {
+			s3_error(r, "InvalidArgument", "list-type must be 2");
+			return AIS_OK;
+		}
+		return s3_list_objects(r, 2);
+	}
+	return s3_list_objects(r, 1);
+}

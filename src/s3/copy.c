@@ -1,0 +1,508 @@
+/*
+ * copy.c - CopyObject and UploadPartCopy, on the destination's owner
+ * target, in one pool task each.
+ *
+ * The source is read where it lives: from this target's store when it owns
+ * the source key (or is standalone), else from its owner with one native
+ * GET (/v1/objects, a Range for UploadPartCopy) whose body streams straight
+ * into the destination; nothing is buffered whole. The source's
+ * conditionals (x-amz-copy-source-if-*) are checked against the source's
+ * ETag and time before the first byte is written. CopyObject keeps the
+ * source's S3 metadata (directive COPY) or takes the request's (REPLACE);
+ * copying an object onto itself needs REPLACE (else InvalidRequest), as on
+ * S3. The destination ETag is the MD5 of the bytes copied.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+#define CHUNK (1u << 20)
+
+int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool get);
+
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key)
+{
+	sv_t s = sv_trim(h);
+	const char *q = memchr(s.ptr, '?', s.len);
+	if (q) {
+		sv_t qs = {q + 1, s.len - (size_t)(q + 1 - s.ptr)};
+		if (!sv_eqstr(qs, "versionId=null")) {
+			s3_error(r, "InvalidArgument", "versionId: only \"null\" (unversioned) exists here");
+			return AIS_ERR;
+		}
+		s.len = (size_t)(q - s.ptr);
+	}
+	if (s.len && s.ptr[0] == '/')
+		s.ptr++, s.len--;
+	const char *slash = memchr(s.ptr, '/', s.len);
+	if (!slash) {
+		s3_error(r, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+		return AIS_ERR;
+	}
+	sv_t rb = {s.ptr, (size_t)(slash - s.ptr)}, rk = {slash + 1, s.len - rb.len - 1};
+	if (http_pct_decode(r->http->arena, rb, false, bck) != AIS_OK ||
+	    http_pct_decode(r->http->arena, rk, false, key) != AIS_OK || !name_bucket_valid(bck->ptr, bck->len) ||
+	    !name_object_valid(key->ptr, key->len)) {
+		s3_error(r, "InvalidArgument", "invalid x-amz-copy-source");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+struct cp {
+	s3_rq_t *r;
+	sv_t sb, sk;          /* source */
+	bool replace;
+	bool part;            /* UploadPartCopy */
+	sv_t upload_id;
+	void *upload;
+	uint32_t num;
+	bool has_range;
+	uint64_t rstart, rlast;
+	/* the source as found */
+	store_meta_t sm;
+	s3_meta_t m;
+	char etag[96];
+	bool checked;
+	/* destination */
+	store_writer_t *w;
+	int pfd;
+	char tmp[1200];
+	EVP_MD_CTX *md5;
+	char md5hex[33];
+	uint64_t copied;
+	const char *code;
+	int err;
+	buf_t custom, out;
+	/* remote fetch */
+	buf_t hdrs;
+};
+
+static void cp_cleanup(void *arg)
+{
+	struct cp *c = arg;
+	store_writer_free(c->w);
+	if (c->pfd >= 0)
+		close(c->pfd);
+	if (c->tmp[0])
+		unlink(c->tmp);
+	EVP_MD_CTX_free(c->md5);
+	buf_free(&c->custom);
+	buf_free(&c->out);
+	buf_free(&c->hdrs);
+}
+
+/* The source's metadata is known: check conditionals and the range. */
+static int cp_check(struct cp *c)
+{
+	s3_etag_of(&c->sm, &c->m, c->etag, sizeof(c->etag));
+	c->checked = true;
+	if (s3_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
+		c->code = "PreconditionFailed";
+		return AIS_ERR;
+	}
+	if (c->has_range && (c->rstart > c->rlast || c->rlast >= c->sm.size)) {
+		c->code = "InvalidRange";
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int cp_sink(struct cp *c, const char *p, size_t n)
+{
+	EVP_DigestUpdate(c->md5, p, n);
+	c->copied += n;
+	if (c->part) {
+		while (n) {
+			ssize_t w = write(c->pfd, p, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return AIS_ERR;
+			p += w;
+			n -= (size_t)w;
+		}
+		return AIS_OK;
+	}
+	return store_writer_write(c->w, p, n);
+}
+
+static int copy_local(struct cp *c)
+{
+	int fd;
+	if (store_open_obj(c->r->node.store, c->sb.ptr, c->sb.len, c->sk.ptr, c->sk.len, &fd, &c->sm) != AIS_OK)
+		return AIS_ERR;
+	s3_meta_decode(c->r->http->arena, c->sm.custom, &c->m);
+	if (cp_check(c) != AIS_OK) {
+		close(fd);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	uint64_t off = c->has_range ? c->rstart : 0;
+	uint64_t left = c->has_range ? c->rlast - c->rstart + 1 : c->sm.size;
+	char *buf = xmalloc(CHUNK);
+	int rc = AIS_OK;
+	while (left) {
+		ssize_t k = pread(fd, buf, MIN(left, CHUNK), (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || cp_sink(c, buf, (size_t)k) != AIS_OK) {
+			if (k == 0)
+				errno = EIO;
+			rc = AIS_ERR;
+			break;
+		}
+		off += (uint64_t)k;
+		left -= (uint64_t)k;
+	}
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+static sv_t hdr_of(buf_t *h, const char *name)
+{
+	sv_t all = sv_of(h), key = sv_from(name);
+	const char *p = all.ptr, *end = all.ptr + all.len;
+	while (p && p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		const char *vend = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+		const char *colon = memchr(p, ':', (size_t)(vend - p));
+		if (colon && sv_eqcase((sv_t){p, (size_t)(colon - p)}, key))
+			return sv_trim((sv_t){colon + 1, (size_t)(vend - colon - 1)});
+		p = eol + 1;
+	}
+	return (sv_t){NULL, 0};
+}
+
+static size_t rem_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct cp *c = arg;
+	if (n * size >= 5 && !memcmp(p, "HTTP/", 5))
+		buf_reset(&c->hdrs);
+	buf_add(&c->hdrs, p, size * n);
+	return size * n;
+}
+
+/* The native GET's headers hold the source's metadata. */
+static int rem_meta(struct cp *c, CURL *e)
+{
+	long status = 0;
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	if (status == 404) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (status != 200 && status != 206) {
+		errno = EIO;
+		return AIS_ERR;
+	}
+	sv_t v;
+	uint64_t x;
+	memset(&c->sm, 0, sizeof(c->sm));
+	if ((v = hdr_of(&c->hdrs, "Ais-Custom-Md")).ptr)
+		snprintf(c->sm.custom, sizeof(c->sm.custom), "%.*s", (int)v.len, v.ptr);
+	if ((v = hdr_of(&c->hdrs, "Ais-Checksum-Value")).ptr)
+		snprintf(c->sm.cksum, sizeof(c->sm.cksum), "%.*s", (int)MIN(v.len, 64), v.ptr);
+	if ((v = hdr_of(&c->hdrs, "Ais-Version")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
+		c->sm.version = x;
+	if ((v = hdr_of(&c->hdrs, "Last-Modified")).ptr)
+		time_parse_http_date(v.ptr, v.len, &c->sm.mtime_ns);
+	v = hdr_of(&c->hdrs, "Content-Range");
+	const char *slash = v.ptr ? memchr(v.ptr, '/', v.len) : NULL;
+	if (slash && num_parse_u64(slash + 1, v.len - (size_t)(slash + 1 - v.ptr), 0, UINT64_MAX, &x) == AIS_OK)
+		c->sm.size = x;
+	else if ((v = hdr_of(&c->hdrs, "Content-Length")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
+		c->sm.size = x;
+	s3_meta_decode(c->r->http->arena, c->sm.custom, &c->m);
+	if (cp_check(c) != AIS_OK) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+struct rem {
+	struct cp *c;
+	CURL *e;
+	bool failed;
+};
+
+static size_t rem_write(char *p, size_t size, size_t n, void *arg)
+{
+	struct rem *x = arg;
+	if (!x->c->checked && rem_meta(x->c, x->e) != AIS_OK) {
+		x->failed = true;
+		return 0;
+	}
+	if (cp_sink(x->c, p, size * n) != AIS_OK) {
+		x->failed = true;
+		return 0;
+	}
+	return size * n;
+}
+
+static int copy_remote(struct cp *c, const char *base)
+{
+	buf_t url = BUF_INIT;
+	struct curl_slist *hl = NULL;
+	char range[80];
+	struct rem x = {.c = c};
+	int rc = AIS_ERR;
+
+	buf_addf(&url, "%s/v1/objects/%.*s/", base, (int)c->sb.len, c->sb.ptr);
+	for (size_t i = 0; i < c->sk.len; i++) {
+		unsigned char ch = (unsigned char)c->sk.ptr[i];
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		    ch == '_' || ch == '.' || ch == '~' || ch == '/')
+			buf_addch(&url, (char)ch);
+		else
+			buf_addf(&url, "%%%02X", ch);
+	}
+	x.e = curl_easy_init();
+	if (c->has_range) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)c->rstart,
+			 (unsigned long long)c->rlast);
+		hl = curl_slist_append(hl, range);
+	}
+	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
+	curl_easy_setopt(x.e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x.e, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(x.e, CURLOPT_HEADERFUNCTION, rem_header);
+	curl_easy_setopt(x.e, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(x.e, CURLOPT_WRITEFUNCTION, rem_write);
+	curl_easy_setopt(x.e, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(x.e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+	curl_easy_setopt(x.e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(x.e, CURLOPT_LOW_SPEED_TIME, 60L);
+	CURLcode cc = curl_easy_perform(x.e);
+	if (x.failed) {
+		/* errno set by the check or the sink */
+	} else if (cc != CURLE_OK) {
+		errno = EIO;
+	} else if (!c->checked && rem_meta(c, x.e) != AIS_OK) {
+		/* an empty source, or an error status */
+	} else {
+		rc = AIS_OK;
+	}
+	if (rc != AIS_OK && cc == CURLE_OK && !x.failed && !c->checked && errno == ENOENT)
+		errno = ENOENT;
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(x.e);
+	buf_free(&url);
+	return rc;
+}
+
+static int open_dest(struct cp *c)
+{
+	s3_rq_t *r = c->r;
+	if (!c->part)
+		return store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &c->w);
+	char dir[1100], rh[17];
+	unsigned char rnd[8];
+	if (s3_mpu_part_open(r, c->upload_id, dir, sizeof(dir), &c->upload) != AIS_OK) {
+		c->code = "NoSuchUpload";
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return AIS_ERR;
+	hex_encode(rnd, sizeof(rnd), rh);
+	snprintf(c->tmp, sizeof(c->tmp), "%s/t%05u.%s", dir, c->num, rh);
+	c->pfd = open(c->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	return c->pfd < 0 ? AIS_ERR : AIS_OK;
+}
+
+static void cp_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct cp *c = r->op;
+	char url[CMAP_URL_MAX + 1];
+	bool self = true;
+	int rc;
+
+	if (open_dest(c) != AIS_OK) {
+		c->err = errno ? errno : EIO;
+		return;
+	}
+	c->md5 = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(c->md5, EVP_md5(), NULL);
+	if (r->node.cl && !s3_owner_url(&r->node, c->sb, c->sk, url, sizeof(url), &self)) {
+		c->err = ENOENT;
+		return;
+	}
+	rc = self ? copy_local(c) : copy_remote(c, url);
+	if (rc != AIS_OK) {
+		c->err = errno ? errno : EIO;
+		return;
+	}
+	unsigned char dig[16];
+	unsigned int dl = 0;
+	EVP_DigestFinal_ex(c->md5, dig, &dl);
+	hex_encode(dig, 16, c->md5hex);
+	char t[40];
+	if (c->part) {
+		if (fsync(c->pfd) || close(c->pfd)) {
+			c->pfd = -1;
+			c->err = errno ? errno : EIO;
+			return;
+		}
+		c->pfd = -1;
+		if (s3_mpu_install_part(c->upload, c->num, c->tmp, c->md5hex) != AIS_OK) {
+			c->err = errno ? errno : EIO;
+			if (c->err == ENOENT)
+				c->code = "NoSuchUpload";
+			return;
+		}
+		c->tmp[0] = '\0';
+		s3_time_iso(time_now_ns(), t, sizeof(t));
+		s3_xml_head(&c->out, "CopyPartResult");
+		s3_xml_elemstr(&c->out, "LastModified", t);
+		s3_xml_elemf(&c->out, "ETag", "\"%s\"", c->md5hex);
+		s3_xml_close(&c->out, "CopyPartResult");
+		return;
+	}
+	s3_meta_t dm;
+	if (c->replace) {
+		memset(&dm, 0, sizeof(dm));
+		if (s3_meta_from_req(r, &dm) != AIS_OK) { /* checked on the loop already */
+			c->err = EINVAL;
+			return;
+		}
+	} else {
+		dm = c->m;
+	}
+	snprintf(dm.etag, sizeof(dm.etag), "%s", c->md5hex);
+	if (s3_meta_encode(&dm, &c->custom) != AIS_OK) {
+		c->code = "MetadataTooLarge";
+		return;
+	}
+	store_meta_t out;
+	if (store_writer_commit(c->w, CKSUM_NONE, NULL, c->custom.ptr, &out) != AIS_OK) {
+		c->err = errno ? errno : EIO;
+		return;
+	}
+	s3_time_iso(out.mtime_ns, t, sizeof(t));
+	s3_xml_head(&c->out, "CopyObjectResult");
+	s3_xml_elemstr(&c->out, "LastModified", t);
+	s3_xml_elemf(&c->out, "ETag", "\"%s\"", c->md5hex);
+	s3_xml_close(&c->out, "CopyObjectResult");
+}
+
+static void cp_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct cp *c = r->op;
+	if (c->code) {
+		s3_error(r, c->code, NULL);
+	} else if (c->err == ENOENT) {
+		/* the source is missing (or its bucket) */
+		s3_rq_t src = *r;
+		src.bucket = c->sb;
+		src.key = c->sk;
+		s3_error(r, s3_bucket_exists(&src) ? "NoSuchKey" : "NoSuchBucket", NULL);
+	} else if (c->err) {
+		s3_error_errno(r, c->err, true);
+	} else {
+		if (!c->part)
+			http_resp_header(req, "x-amz-copy-source-version-id", "null");
+		s3_send_xml(r, 200, &c->out);
+	}
+}
+
+static struct cp *cp_new(s3_rq_t *r, sv_t src)
+{
+	struct cp *c = arena_zalloc(r->http->arena, sizeof(*c));
+	c->r = r;
+	c->pfd = -1;
+	arena_cleanup_add(r->http->arena, cp_cleanup, c);
+	r->op = c;
+	if (s3_copy_source(r, src, &c->sb, &c->sk) != AIS_OK)
+		return NULL;
+	return c;
+}
+
+int s3_copy_object(s3_rq_t *r, sv_t src)
+{
+	http_req_t *req = r->http;
+	store_bucket_t b;
+	struct cp *c = cp_new(r, src);
+	if (!c)
+		return AIS_OK;
+	if (store_bucket_get(r->node.store, r->bucket.ptr, r->bucket.len, &b) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	sv_t d = http_req_header(req, "x-amz-metadata-directive");
+	if (d.ptr && !sv_eqstr(d, "COPY") && !sv_eqstr(d, "REPLACE")) {
+		s3_error(r, "InvalidArgument", "Unknown metadata directive.");
+		return AIS_OK;
+	}
+	c->replace = d.ptr && sv_eqstr(d, "REPLACE");
+	if (!c->replace && sv_eq(c->sb, r->bucket) && sv_eq(c->sk, r->key)) {
+		s3_error(r, "InvalidRequest",
+			 "This copy request is illegal because it is trying to copy an object to itself without "
+			 "changing the object's metadata, storage class, website redirect location or encryption "
+			 "attributes.");
+		return AIS_OK;
+	}
+	if (c->replace) {
+		s3_meta_t probe = {0};
+		buf_t pb = BUF_INIT;
+		if (s3_meta_from_req(r, &probe) != AIS_OK)
+			return AIS_OK;
+		memset(probe.etag, 'f', 32);
+		int rc = s3_meta_encode(&probe, &pb);
+		buf_free(&pb);
+		if (rc != AIS_OK) {
+			s3_error(r, "MetadataTooLarge", NULL);
+			return AIS_OK;
+		}
+	}
+	http_offload(req, cp_work, cp_done);
+	return AIS_OK;
+}
+
+int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src)
+{
+	http_req_t *req = r->http;
+	struct cp *c = cp_new(r, src);
+	if (!c)
+		return AIS_OK;
+	c->part = true;
+	c->upload_id = id;
+	c->num = num;
+	sv_t rg = http_req_header(req, "x-amz-copy-source-range");
+	if (rg.ptr) {
+		sv_t v = sv_trim(rg);
+		const char *dash = v.len > 6 ? memchr(v.ptr, '-', v.len) : NULL;
+		if (!sv_startswith(v, "bytes=") || !dash ||
+		    num_parse_u64(v.ptr + 6, (size_t)(dash - v.ptr - 6), 0, UINT64_MAX, &c->rstart) != AIS_OK ||
+		    num_parse_u64(dash + 1, v.len - (size_t)(dash + 1 - v.ptr), 0, UINT64_MAX, &c->rlast) != AIS_OK ||
+		    c->rlast < c->rstart) {
+			s3_error(r, "InvalidArgument", "The x-amz-copy-source-range value must be of the form "
+						       "bytes=first-last where first and last are the zero-based "
+						       "offsets of the first and last bytes to copy");
+			return AIS_OK;
+		}
+		c->has_range = true;
+	}
+	http_offload(req, cp_work, cp_done);
+	return AIS_OK;
+}

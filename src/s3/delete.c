@@ -1,0 +1,120 @@
+/*
+ * delete.c - DeleteObjects (POST /BUCKET?delete): up to 1000 keys in one
+ * XML body (Content-MD5 or x-amz-checksum-* checked by the body decoder
+ * when given). Each key is deleted on its
+ * owner: in this store when the node owns it (or is standalone), else with
+ * the native DELETE on the owner target. A missing key counts as deleted,
+ * as S3 says; Quiet leaves successes out of the answer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aisd/httpc.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+struct md {
+	s3_delete_req_t dr;
+	buf_t out;
+};
+
+static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
+
+/* Deletes one key; AIS_OK when gone (or never there). */
+static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
+{
+	char url[CMAP_URL_MAX + 1];
+	bool self = true;
+	if (r->node.cl && !s3_owner_url(&r->node, r->bucket, key, url, sizeof(url), &self)) {
+		buf_addstr(msg, "no owner target");
+		return AIS_ERR;
+	}
+	if (self) {
+		if (store_delete(r->node.store, r->bucket.ptr, r->bucket.len, key.ptr, key.len) != AIS_OK &&
+		    errno != ENOENT) {
+			buf_addstr(msg, strerror(errno));
+			return AIS_ERR;
+		}
+		return AIS_OK;
+	}
+	buf_t u = BUF_INIT, resp = BUF_INIT;
+	int status = 0, rc = AIS_OK;
+	buf_addf(&u, "%s/v1/objects/%.*s/", url, (int)r->bucket.len, r->bucket.ptr);
+	for (size_t i = 0; i < key.len; i++) {
+		unsigned char c = (unsigned char)key.ptr[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '_' || c == '.' || c == '~' || c == '/')
+			buf_addch(&u, (char)c);
+		else
+			buf_addf(&u, "%%%02X", c);
+	}
+	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK ||
+	    (status != 200 && status != 204 && status != 404)) {
+		buf_addf(msg, "owner target answered %d", status);
+		rc = AIS_ERR;
+	}
+	buf_free(&u);
+	buf_free(&resp);
+	return rc;
+}
+
+static void md_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct md *m = r->op;
+	buf_t *b = &m->out;
+	s3_xml_head(b, "DeleteResult");
+	for (size_t i = 0; i < m->dr.n; i++) {
+		sv_t key = {m->dr.objs[i].key, m->dr.objs[i].len};
+		buf_t msg = BUF_INIT;
+		const char *code = NULL;
+		if (!name_object_valid(key.ptr, key.len))
+			code = key.len > NAME_OBJECT_MAX ? "KeyTooLongError" : "InvalidArgument";
+		else if (del_one(r, key, &msg) != AIS_OK)
+			code = "InternalError";
+		if (code) {
+			buf_addstr(b, "<Error>");
+			s3_xml_elem(b, "Key", key.ptr, key.len);
+			s3_xml_elemstr(b, "Code", code);
+			s3_xml_elemstr(b, "Message", msg.ptr ? msg.ptr : code);
+			buf_addstr(b, "</Error>");
+		} else if (!m->dr.quiet) {
+			buf_addstr(b, "<Deleted>");
+			s3_xml_elem(b, "Key", key.ptr, key.len);
+			buf_addstr(b, "</Deleted>");
+		}
+		buf_free(&msg);
+	}
+	s3_xml_close(b, "DeleteResult");
+}
+
+static void md_done(http_req_t *req) { s3_send_xml(req->state, 200, &((struct md *)((s3_rq_t *)req->state)->op)->out); }
+
+static void md_body(s3_rq_t *r, buf_t *body)
+{
+	struct md *m = r->op;
+	if (s3_parse_delete(r->http->arena, body->ptr ? body->ptr : "", body->len, &m->dr) != AIS_OK || m->dr.n == 0 ||
+	    m->dr.n > S3_MAX_KEYS) {
+		s3_error(r, "MalformedXML", m->dr.n > S3_MAX_KEYS ? "at most 1000 keys per request" : NULL);
+		return;
+	}
+	r->http->state = r;
+	http_offload(r->http, md_work, md_done);
+}
+
+int s3_delete_objects(s3_rq_t *r)
+{
+	struct md *m = arena_zalloc(r->http->arena, sizeof(*m));
+	arena_cleanup_add(r->http->arena, md_cleanup, m);
+	r->op = m;
+	if (!s3_bucket_exists(r)) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	s3_read_body(r, md_body);
+	return AIS_OK;
+}

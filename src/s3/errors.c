@@ -1,0 +1,152 @@
+/*
+ * errors.c - S3's error answers: the code table (status and standard
+ * message per code), the XML error document
+ * <Error><Code/><Message/><Resource/><RequestId/></Error>, and the headers
+ * every S3 answer carries (x-amz-request-id). A HEAD error has no body, as
+ * S3 sends none.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aisd/log.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+static const struct {
+	const char *code;
+	int status;
+	const char *msg;
+} codes[] = {
+	{"AccessDenied", 403, "Access Denied"},
+	{"BadDigest", 400, "The Content-MD5 you specified did not match what we received."},
+	{"BucketAlreadyExists", 409, "The requested bucket name is not available."},
+	{"BucketAlreadyOwnedByYou", 409, "Your previous request to create the named bucket succeeded and you already own it."},
+	{"BucketNotEmpty", 409, "The bucket you tried to delete is not empty"},
+	{"EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size."},
+	{"EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size."},
+	{"IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
+	{"InternalError", 500, "We encountered an internal error. Please try again."},
+	{"InvalidArgument", 400, "Invalid Argument"},
+	{"InvalidBucketName", 400, "The specified bucket is not valid."},
+	{"InvalidDigest", 400, "The Content-MD5 you specified is not valid."},
+	{"InvalidLocationConstraint", 400, "The specified location constraint is not valid."},
+	{"InvalidPart", 400, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag."},
+	{"InvalidPartOrder", 400, "The list of parts was not in ascending order. Parts must be ordered by part number."},
+	{"InvalidURI", 400, "Couldn't parse the specified URI."},
+	{"InvalidRange", 416, "The requested range is not satisfiable"},
+	{"InvalidRequest", 400, "Invalid Request"},
+	{"KeyTooLongError", 400, "Your key is too long"},
+	{"MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema"},
+	{"MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size."},
+	{"MethodNotAllowed", 405, "The specified method is not allowed against this resource."},
+	{"MissingContentLength", 411, "You must provide the Content-Length HTTP header."},
+	{"NoSuchBucket", 404, "The specified bucket does not exist"},
+	{"NoSuchKey", 404, "The specified key does not exist."},
+	{"NoSuchUpload", 404, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."},
+	{"NotImplemented", 501, "A header you provided implies functionality that is not implemented"},
+	{"NotModified", 304, "Not Modified"},
+	{"PreconditionFailed", 412, "At least one of the pre-conditions you specified did not hold"},
+	{"ServiceUnavailable", 503, "Please reduce your request rate."},
+	{"InsufficientStorage", 507, "The node has no space left for this upload."},
+	{"BadGateway", 502, "A target did not answer."},
+};
+
+int s3_error_http_status(const char *code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+		if (!strcmp(codes[i].code, code))
+			return codes[i].status;
+	return 400;
+}
+
+static const char *std_msg(const char *code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+		if (!strcmp(codes[i].code, code))
+			return codes[i].msg;
+	return code;
+}
+
+void s3_common_headers(s3_rq_t *r)
+{
+	http_resp_header(r->http, "x-amz-request-id", "%s", r->http->id_str);
+	http_resp_header(r->http, "x-amz-id-2", "%s", r->http->id_str);
+}
+
+void s3_send_xml(s3_rq_t *r, int status, buf_t *b)
+{
+	s3_common_headers(r);
+	http_resp_status(r->http, status);
+	http_resp_header(r->http, "Content-Type", "application/xml");
+	http_resp_send_buf(r->http, b);
+}
+
+void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
+{
+	http_req_t *req = r->http;
+	buf_t b = BUF_INIT;
+
+	if (http_resp_started(req))
+		return;
+	if (!msg || !*msg)
+		msg = std_msg(code);
+	if (status >= 500)
+		log_warnx("S3 %s %.*s: %d %s: %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
+			  req->target.ptr, status, code, msg);
+	s3_common_headers(r);
+	http_resp_status(req, status);
+	if (status == 304 || req->method == HTTP_HEAD) {
+		http_resp_send_head(req, 0);
+		return;
+	}
+	s3_xml_head(&b, NULL);
+	s3_xml_open(&b, "Error");
+	s3_xml_elemstr(&b, "Code", code);
+	s3_xml_elemstr(&b, "Message", msg);
+	if (r->bucket.len)
+		s3_xml_elem(&b, "BucketName", r->bucket.ptr, r->bucket.len);
+	if (r->key.len)
+		s3_xml_elem(&b, "Key", r->key.ptr, r->key.len);
+	s3_xml_elem(&b, "Resource", r->resource.ptr ? r->resource.ptr : "/", r->resource.ptr ? r->resource.len : 1);
+	s3_xml_elemstr(&b, "RequestId", req->id_str);
+	s3_xml_close(&b, "Error");
+	http_resp_header(req, "Content-Type", "application/xml");
+	http_resp_send_buf(req, &b);
+}
+
+void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
+{
+	buf_t msg = BUF_INIT;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		buf_vaddf(&msg, fmt, ap);
+		va_end(ap);
+	}
+	s3_error_status(r, s3_error_http_status(code), code, msg.ptr);
+	buf_free(&msg);
+}
+
+void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e)
+{
+	s3_error_status(r, e->status, e->code, e->message);
+}
+
+void s3_error_errno(s3_rq_t *r, int err, bool object)
+{
+	switch (err) {
+	case ENOENT:
+		if (object && s3_bucket_exists(r))
+			s3_error(r, "NoSuchKey", NULL);
+		else
+			s3_error(r, "NoSuchBucket", NULL);
+		break;
+	case EBADMSG: s3_error(r, "BadDigest", NULL); break;
+	case ENOSPC: s3_error(r, "InsufficientStorage", NULL); break;
+	case EINVAL: s3_error(r, "InvalidRequest", NULL); break;
+	default: s3_error(r, "InternalError", "%s", strerror(err)); break;
+	}
+}

@@ -1,0 +1,453 @@
+/*
+ * list.c - ListObjects (V1), ListObjectsV2 and ListObjectVersions.
+ *
+ * Names come in raw byte order from s3_list_page: the store's own listing
+ * on a standalone target, or in a cluster every active target's page after
+ * the same name, merged (the native list's rule: the union's first N are
+ * the cluster's first N). The S3 layer on top rolls keys up into
+ * CommonPrefixes at the delimiter, counts keys and prefixes against
+ * max-keys, and resumes after the last item returned: a key, or a common
+ * prefix, whose keys are all skipped (the marker's own prefix too, as S3
+ * does). The V2 continuation token is that item in base64.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/httpc.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+#define FANOUT_PAGE 1000
+
+void s3_entries_free(s3_entry_t *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(e[i].name);
+	free(e);
+}
+
+/* The quoted ETag of a listed object from its custom metadata. */
+static void entry_etag(s3_entry_t *e, const char *custom, const char *cksum, uint64_t version, int64_t mtime)
+{
+	const char *p = strstr(custom, "s3.etag=");
+	if (p && (p == custom || p[-1] == ',')) {
+		p += 8;
+		size_t n = strcspn(p, ",");
+		snprintf(e->etag, sizeof(e->etag), "\"%.*s\"", (int)MIN(n, sizeof(e->etag) - 3), p);
+	} else if (cksum && *cksum) {
+		snprintf(e->etag, sizeof(e->etag), "\"%s\"", cksum);
+	} else {
+		snprintf(e->etag, sizeof(e->etag), "\"v%llx-%llx\"", (unsigned long long)version,
+			 (unsigned long long)mtime);
+	}
+}
+
+struct collect {
+	s3_entry_t *e;
+	size_t n, cap;
+};
+
+static s3_entry_t *collect_add(struct collect *c)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		c->e = xrealloc(c->e, c->cap * sizeof(*c->e));
+	}
+	memset(&c->e[c->n], 0, sizeof(c->e[0]));
+	return &c->e[c->n++];
+}
+
+static void local_entry(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	s3_entry_t *e = collect_add(arg);
+	e->name = xstrndup(name, len);
+	e->len = len;
+	e->size = m->size;
+	e->mtime_ns = m->mtime_ns;
+	entry_etag(e, m->custom, m->cksum, m->version, m->mtime_ns);
+}
+
+static void pct_query(buf_t *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '_' || c == '.' || c == '~')
+			buf_addch(b, (char)c);
+		else
+			buf_addf(b, "%%%02X", c);
+	}
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const s3_entry_t *x = a, *y = b;
+	int c = memcmp(x->name, y->name, MIN(x->len, y->len));
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* One target's page, appended to c. */
+static int fan_one(const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit, struct collect *c,
+		   bool *more, buf_t *err)
+{
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	int status = 0, rc = AIS_ERR;
+	json_error_t jerr;
+
+	buf_addf(&url, "%s/v1/buckets/", base);
+	pct_query(&url, bck, strlen(bck));
+	buf_addf(&url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu&prefix=", limit);
+	pct_query(&url, prefix.ptr, prefix.len);
+	buf_addstr(&url, "&start_after=");
+	pct_query(&url, after.ptr, after.len);
+	if (httpc_sync("GET", url.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK) {
+		buf_addf(err, "target %s: %s", base, resp.ptr ? resp.ptr : "no answer");
+		errno = EIO;
+		goto out;
+	}
+	if (status == 404) {
+		errno = ENOENT;
+		goto out;
+	}
+	json_t *doc = status == 200 ? json_loadb(resp.ptr, resp.len, 0, &jerr) : NULL;
+	json_t *ents = json_object_get(doc, "entries");
+	if (!json_is_array(ents)) {
+		buf_addf(err, "target %s: listing answered %d", base, status);
+		json_decref(doc);
+		errno = EIO;
+		goto out;
+	}
+	size_t i;
+	json_t *it;
+	json_array_foreach(ents, i, it) {
+		json_t *jn = json_object_get(it, "name");
+		if (!json_is_string(jn))
+			continue;
+		s3_entry_t *e = collect_add(c);
+		e->name = xstrndup(json_string_value(jn), json_string_length(jn));
+		e->len = json_string_length(jn);
+		e->size = (uint64_t)json_integer_value(json_object_get(it, "size"));
+		e->mtime_ns = (int64_t)json_integer_value(json_object_get(it, "mtime_ns"));
+		const char *custom = json_string_value(json_object_get(it, "custom"));
+		const char *ver = json_string_value(json_object_get(it, "version"));
+		entry_etag(e, custom ? custom : "", json_string_value(json_object_get(it, "checksum")),
+			   ver ? strtoull(ver, NULL, 10) : 0, e->mtime_ns);
+	}
+	const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
+	if (tok && *tok)
+		*more = true;
+	json_decref(doc);
+	rc = AIS_OK;
+out:
+	buf_free(&url);
+	buf_free(&resp);
+	return rc;
+}
+
+int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
+		 s3_entry_t **out, size_t *n, bool *more, buf_t *err)
+{
+	struct collect c = {0};
+	*more = false;
+	if (!nd->cl) {
+		if (store_list(nd->store, bck, strlen(bck), prefix.ptr, prefix.len, start_after.ptr, start_after.len,
+			       limit, local_entry, &c, more) != AIS_OK) {
+			int e = errno;
+			s3_entries_free(c.e, c.n);
+			errno = e;
+			return AIS_ERR;
+		}
+		*out = c.e;
+		*n = c.n;
+		return AIS_OK;
+	}
+	const cmap_t *m;
+	char (*urls)[CMAP_URL_MAX + 1];
+	size_t nt = 0;
+	cluster_read_lock(nd->cl, &m, NULL);
+	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
+	for (size_t i = 0; i < cmap_size(m); i++) {
+		const cmap_node_t *x = cmap_node(m, i);
+		if (x->role == CMAP_TARGET && x->state == CMAP_ACTIVE)
+			snprintf(urls[nt++], sizeof(urls[0]), "%s", x->intra_url);
+	}
+	cluster_read_unlock(nd->cl);
+	for (size_t i = 0; i < nt; i++) {
+		if (fan_one(urls[i], bck, prefix, start_after, limit, &c, more, err) != AIS_OK) {
+			int e = errno;
+			free(urls);
+			s3_entries_free(c.e, c.n);
+			errno = e;
+			return AIS_ERR;
+		}
+	}
+	free(urls);
+	if (c.n)
+		qsort(c.e, c.n, sizeof(*c.e), entry_cmp);
+	if (c.n > limit) {
+		for (size_t i = limit; i < c.n; i++)
+			free(c.e[i].name);
+		c.n = limit;
+		*more = true;
+	}
+	*out = c.e;
+	*n = c.n;
+	return AIS_OK;
+}
+
+/* --- the S3 listing ------------------------------------------------------------ */
+
+struct lst {
+	int version;         /* 1, 2, or 0 (versions) */
+	char bck[NAME_BUCKET_MAX + 1];
+	sv_t prefix, delim, start, marker, token, start_after;
+	bool url_enc, fetch_owner;
+	size_t max_keys;
+	/* results */
+	buf_t body;
+	size_t count;
+	bool truncated;
+	buf_t last; /* the last item returned (key or prefix) */
+	int err;
+	buf_t msg;
+};
+
+static void lst_cleanup(void *arg)
+{
+	struct lst *l = arg;
+	buf_free(&l->body);
+	buf_free(&l->last);
+	buf_free(&l->msg);
+}
+
+static void enc_elem(struct lst *l, buf_t *b, const char *tag, const char *s, size_t n)
+{
+	if (!l->url_enc) {
+		s3_xml_elem(b, tag, s, n);
+		return;
+	}
+	buf_t e = BUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '_' || c == '.' || c == '~' || c == '/')
+			buf_addch(&e, (char)c);
+		else
+			buf_addf(&e, "%%%02X", c);
+	}
+	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
+	buf_free(&e);
+}
+
+/* Length of the common prefix of name (prefix + ... + delim), or 0. */
+static size_t cp_len(struct lst *l, const char *name, size_t len)
+{
+	if (!l->delim.len || len < l->prefix.len)
+		return 0;
+	const char *p = memmem(name + l->prefix.len, len - l->prefix.len, l->delim.ptr, l->delim.len);
+	return p ? (size_t)(p - name) + l->delim.len : 0;
+}
+
+static void add_content(struct lst *l, buf_t *contents, const s3_entry_t *e)
+{
+	char t[40];
+	s3_time_iso(e->mtime_ns, t, sizeof(t));
+	buf_addstr(contents, l->version == 0 ? "<Version>" : "<Contents>");
+	enc_elem(l, contents, "Key", e->name, e->len);
+	if (l->version == 0)
+		buf_addstr(contents, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+	s3_xml_elemstr(contents, "LastModified", t);
+	s3_xml_elemstr(contents, "ETag", e->etag);
+	s3_xml_elemf(contents, "Size", "%llu", (unsigned long long)e->size);
+	if (l->version != 2 || l->fetch_owner)
+		buf_addstr(contents, "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>");
+	buf_addstr(contents, "<StorageClass>STANDARD</StorageClass>");
+	buf_addstr(contents, l->version == 0 ? "</Version>" : "</Contents>");
+}
+
+static void lst_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct lst *l = r->op;
+	buf_t contents = BUF_INIT, prefixes = BUF_INIT, cursor = BUF_INIT, lastcp = BUF_INIT;
+
+	buf_addsv(&cursor, l->start);
+	/* the marker's own common prefix was returned already: skip its keys */
+	size_t ml = cp_len(l, l->start.ptr, l->start.len);
+	if (ml && l->start.len >= l->prefix.len && !memcmp(l->start.ptr, l->prefix.ptr, l->prefix.len)) {
+		buf_add(&lastcp, l->start.ptr, ml);
+		buf_reset(&cursor);
+		buf_add(&cursor, l->start.ptr, ml);
+		buf_addch(&cursor, (char)0xff);
+	}
+	bool done = l->max_keys == 0;
+	while (!done) {
+		s3_entry_t *e = NULL;
+		size_t n = 0;
+		bool more = false;
+		if (s3_list_page(&r->node, l->bck, l->prefix, sv_of(&cursor), FANOUT_PAGE, &e, &n, &more, &l->msg) !=
+		    AIS_OK) {
+			l->err = errno ? errno : EIO;
+			break;
+		}
+		for (size_t i = 0; i < n && !done; i++) {
+			size_t cl = cp_len(l, e[i].name, e[i].len);
+			buf_reset(&cursor);
+			buf_add(&cursor, e[i].name, e[i].len);
+			if (cl) {
+				if (lastcp.len == cl && !memcmp(lastcp.ptr, e[i].name, cl))
+					continue;
+				if (l->count == l->max_keys) {
+					l->truncated = done = true;
+					break;
+				}
+				buf_reset(&lastcp);
+				buf_add(&lastcp, e[i].name, cl);
+				buf_addstr(&prefixes, "<CommonPrefixes>");
+				enc_elem(l, &prefixes, "Prefix", e[i].name, cl);
+				buf_addstr(&prefixes, "</CommonPrefixes>");
+				buf_reset(&l->last);
+				buf_add(&l->last, e[i].name, cl);
+			} else {
+				if (l->count == l->max_keys) {
+					l->truncated = done = true;
+					break;
+				}
+				add_content(l, &contents, &e[i]);
+				buf_reset(&l->last);
+				buf_add(&l->last, e[i].name, e[i].len);
+			}
+			l->count++;
+		}
+		/* past the rest of the last common prefix in one step */
+		if (lastcp.len && cursor.len >= lastcp.len && !memcmp(cursor.ptr, lastcp.ptr, lastcp.len)) {
+			buf_reset(&cursor);
+			buf_addsv(&cursor, sv_of(&lastcp));
+			buf_addch(&cursor, (char)0xff);
+		}
+		s3_entries_free(e, n);
+		if (!more)
+			break;
+	}
+	if (!l->err) {
+		buf_t *b = &l->body;
+		const char *root = l->version == 0 ? "ListVersionsResult" : "ListBucketResult";
+		s3_xml_head(b, root);
+		s3_xml_elemstr(b, "Name", l->bck);
+		enc_elem(l, b, "Prefix", l->prefix.ptr, l->prefix.len);
+		if (l->version == 1) {
+			enc_elem(l, b, "Marker", l->marker.ptr, l->marker.len);
+			if (l->truncated)
+				enc_elem(l, b, "NextMarker", l->last.ptr, l->last.len);
+		} else if (l->version == 2) {
+			if (l->start_after.len)
+				enc_elem(l, b, "StartAfter", l->start_after.ptr, l->start_after.len);
+			if (l->token.ptr)
+				s3_xml_elem(b, "ContinuationToken", l->token.ptr, l->token.len);
+			if (l->truncated) {
+				unsigned char *tok = xmalloc(4 * (l->last.len / 3 + 1) + 1);
+				int tl = EVP_EncodeBlock(tok, (const unsigned char *)l->last.ptr, (int)l->last.len);
+				s3_xml_elem(b, "NextContinuationToken", (char *)tok, (size_t)tl);
+				free(tok);
+			}
+			s3_xml_elemf(b, "KeyCount", "%zu", l->count);
+		} else {
+			enc_elem(l, b, "KeyMarker", l->marker.ptr, l->marker.len);
+			s3_xml_elemstr(b, "VersionIdMarker", "");
+			if (l->truncated) {
+				enc_elem(l, b, "NextKeyMarker", l->last.ptr, l->last.len);
+				s3_xml_elemstr(b, "NextVersionIdMarker", "null");
+			}
+		}
+		s3_xml_elemf(b, "MaxKeys", "%zu", l->max_keys);
+		if (l->delim.len)
+			enc_elem(l, b, "Delimiter", l->delim.ptr, l->delim.len);
+		s3_xml_elemstr(b, "IsTruncated", l->truncated ? "true" : "false");
+		if (l->url_enc)
+			s3_xml_elemstr(b, "EncodingType", "url");
+		buf_addsv(b, sv_of(&contents));
+		buf_addsv(b, sv_of(&prefixes));
+		s3_xml_close(b, root);
+	}
+	buf_free(&contents);
+	buf_free(&prefixes);
+	buf_free(&cursor);
+	buf_free(&lastcp);
+}
+
+static void lst_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct lst *l = r->op;
+	if (l->err == ENOENT)
+		s3_error(r, "NoSuchBucket", NULL);
+	else if (l->err)
+		s3_error(r, "InternalError", "%s", l->msg.ptr ? l->msg.ptr : strerror(l->err));
+	else
+		s3_send_xml(r, 200, &l->body);
+}
+
+static sv_t qv(http_req_t *req, const char *k)
+{
+	sv_t v;
+	return http_query_get(req, k, &v) ? v : (sv_t){"", 0};
+}
+
+int s3_list_objects(s3_rq_t *r, int version)
+{
+	http_req_t *req = r->http;
+	struct lst *l = arena_zalloc(req->arena, sizeof(*l));
+	sv_t mk, et;
+	uint64_t v = S3_MAX_KEYS;
+
+	arena_cleanup_add(req->arena, lst_cleanup, l);
+	r->op = l;
+	l->version = version;
+	snprintf(l->bck, sizeof(l->bck), "%.*s", (int)r->bucket.len, r->bucket.ptr);
+	l->prefix = qv(req, "prefix");
+	l->delim = qv(req, "delimiter");
+	if (http_query_get(req, "max-keys", &mk) &&
+	    num_parse_u64(mk.ptr, mk.len, 0, INT32_MAX, &v) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "max-keys must be an integer from 0 to 2147483647");
+		return AIS_OK;
+	}
+	l->max_keys = v > S3_MAX_KEYS ? S3_MAX_KEYS : (size_t)v;
+	if (http_query_get(req, "encoding-type", &et)) {
+		if (!sv_eqstr(et, "url")) {
+			s3_error(r, "InvalidArgument", "Invalid Encoding Method specified in Request");
+			return AIS_OK;
+		}
+		l->url_enc = true;
+	}
+	if (version == 2) {
+		sv_t fo, tok;
+		l->start_after = qv(req, "start-after");
+		l->fetch_owner = http_query_get(req, "fetch-owner", &fo) && sv_eqstr(fo, "true");
+		l->start = l->start_after;
+		if (http_query_get(req, "continuation-token", &tok)) {
+			unsigned char *raw = arena_alloc(req->arena, tok.len + 4);
+			int n = tok.len ? EVP_DecodeBlock(raw, (const unsigned char *)tok.ptr, (int)tok.len) : -1;
+			if (n < 0) {
+				s3_error(r, "InvalidArgument", "The continuation token provided is incorrect");
+				return AIS_OK;
+			}
+			/* EVP_DecodeBlock counts the padding's zero bytes */
+			for (size_t i = tok.len; i > 0 && tok.ptr[i - 1] == '='; i--)
+				n--;
+			l->token = tok;
+			l->start = (sv_t){(char *)raw, (size_t)n};
+		}
+	} else {
+		l->marker = qv(req, version == 1 ? "marker" : "key-marker");
+		l->start = l->marker;
+	}
+	http_offload(req, lst_work, lst_done);
+	return AIS_OK;
+}

@@ -1,0 +1,201 @@
+/*
+ * meta.c - S3 metadata kept in an object's custom metadata (store.h): the
+ * ETag (MD5 hex, or "hex-N" after a multipart upload), Content-Type,
+ * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
+ * Expires and x-amz-meta-*. Encoded as "s3.KEY=VALUE" items joined by ','
+ * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
+ * any header value survives and the native API sees ordinary custom
+ * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+static const struct {
+	const char *hdr, *key;
+	size_t off;
+} std_hdrs[] = {
+	{"Content-Type", "s3.ct", offsetof(s3_meta_t, ctype)},
+	{"Content-Encoding", "s3.ce", offsetof(s3_meta_t, cenc)},
+	{"Content-Disposition", "s3.cd", offsetof(s3_meta_t, cdisp)},
+	{"Content-Language", "s3.cl", offsetof(s3_meta_t, clang)},
+	{"Cache-Control", "s3.cc", offsetof(s3_meta_t, cctl)},
+	{"Expires", "s3.ex", offsetof(s3_meta_t, expires)},
+};
+
+#define FIELD(m, off) (*(char **)((char *)(m) + (off)))
+
+/* Content-Encoding without the aws-chunked token (S3 drops it). */
+static char *strip_aws_chunked(arena_t *a, sv_t v)
+{
+	buf_t b = BUF_INIT;
+	const char *p = v.ptr, *end = v.ptr + v.len;
+	while (p < end) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		sv_t it = sv_trim((sv_t){p, (size_t)((c ? c : end) - p)});
+		if (it.len && !sv_eqcase(it, SV("aws-chunked"))) {
+			if (b.len)
+				buf_addch(&b, ',');
+			buf_addsv(&b, it);
+		}
+		p = (c ? c : end) + 1;
+	}
+	char *s = b.len ? arena_strndup(a, b.ptr, b.len) : NULL;
+	buf_free(&b);
+	return s;
+}
+
+int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
+{
+	http_req_t *req = r->http;
+	size_t total = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(std_hdrs); i++) {
+		sv_t v = http_req_header(req, std_hdrs[i].hdr);
+		if (!v.ptr)
+			continue;
+		char *s = i == 1 ? strip_aws_chunked(req->arena, v) : arena_svdup(req->arena, v);
+		FIELD(m, std_hdrs[i].off) = s;
+	}
+	for (size_t i = 0; i < req->nhdrs; i++) {
+		sv_t n = req->hdrs[i].name;
+		if (n.len <= 11 || strncasecmp(n.ptr, "x-amz-meta-", 11))
+			continue;
+		if (m->nuser == ARRAY_SIZE(m->user)) {
+			s3_error(r, "MetadataTooLarge", "at most %zu x-amz-meta-* headers", ARRAY_SIZE(m->user));
+			return AIS_ERR;
+		}
+		char *name = arena_strndup(req->arena, n.ptr + 11, n.len - 11);
+		for (char *q = name; *q; q++)
+			if (*q >= 'A' && *q <= 'Z')
+				*q = (char)(*q | 0x20);
+		m->user[m->nuser].name = name;
+		m->user[m->nuser].value = arena_svdup(req->arena, sv_trim(req->hdrs[i].value));
+		total += n.len + req->hdrs[i].value.len;
+		m->nuser++;
+	}
+	if (total > 2048) {
+		s3_error(r, "MetadataTooLarge", "user metadata over 2 KB");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static void pct(buf_t *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '%' || c == ',' || c == '=' || c < 0x20 || c >= 0x7f)
+			buf_addf(b, "%%%02X", c);
+		else
+			buf_addch(b, (char)c);
+	}
+}
+
+static void item(buf_t *b, const char *k1, const char *k2, const char *v)
+{
+	if (b->len)
+		buf_addch(b, ',');
+	buf_addstr(b, k1);
+	if (k2)
+		pct(b, k2);
+	buf_addch(b, '=');
+	pct(b, v);
+}
+
+int s3_meta_encode(const s3_meta_t *m, buf_t *out)
+{
+	if (m->etag[0])
+		item(out, "s3.etag", NULL, m->etag);
+	for (size_t i = 0; i < ARRAY_SIZE(std_hdrs); i++) {
+		const char *v = FIELD(m, std_hdrs[i].off);
+		if (v)
+			item(out, std_hdrs[i].key, NULL, v);
+	}
+	for (size_t i = 0; i < m->nuser; i++)
+		item(out, "s3.m.", m->user[i].name, m->user[i].value);
+	return out->len < sizeof(((store_meta_t *)0)->custom) ? AIS_OK : AIS_ERR;
+}
+
+static char *unpct(arena_t *a, const char *p, size_t n)
+{
+	char *s = arena_alloc(a, n + 1);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char byte;
+		if (p[i] == '%' && i + 2 < n && hex_decode(p + i + 1, 2, &byte, 1) == AIS_OK) {
+			s[k++] = (char)byte;
+			i += 2;
+		} else {
+			s[k++] = p[i];
+		}
+	}
+	s[k] = '\0';
+	return s;
+}
+
+void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
+{
+	const char *p = custom, *end = custom + strlen(custom);
+	memset(m, 0, sizeof(*m));
+	while (p < end) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		const char *stop = c ? c : end;
+		const char *eq = memchr(p, '=', (size_t)(stop - p));
+		if (eq) {
+			sv_t k = {p, (size_t)(eq - p)};
+			const char *v = eq + 1;
+			size_t vl = (size_t)(stop - v);
+			if (sv_eqstr(k, "s3.etag")) {
+				snprintf(m->etag, sizeof(m->etag), "%s", unpct(a, v, vl));
+			} else if (sv_startswith(k, "s3.m.")) {
+				if (m->nuser < ARRAY_SIZE(m->user)) {
+					m->user[m->nuser].name = unpct(a, k.ptr + 5, k.len - 5);
+					m->user[m->nuser].value = unpct(a, v, vl);
+					m->nuser++;
+				}
+			} else {
+				for (size_t i = 0; i < ARRAY_SIZE(std_hdrs); i++)
+					if (sv_eqstr(k, std_hdrs[i].key))
+						FIELD(m, std_hdrs[i].off) = unpct(a, v, vl);
+			}
+		}
+		p = stop + 1;
+	}
+}
+
+void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz)
+{
+	if (m && m->etag[0])
+		snprintf(out, outsz, "\"%s\"", m->etag);
+	else if (sm->cksum[0])
+		snprintf(out, outsz, "\"%s\"", sm->cksum);
+	else
+		snprintf(out, outsz, "\"v%llx-%llx\"", (unsigned long long)sm->version,
+			 (unsigned long long)sm->mtime_ns);
+}
+
+void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
+{
+	http_req_t *req = r->http;
+	char etag[96], t[64];
+	s3_etag_of(sm, m, etag, sizeof(etag));
+	http_resp_header(req, "ETag", "%s", etag);
+	time_http_date(sm->mtime_ns, t, sizeof(t));
+	http_resp_header(req, "Last-Modified", "%s", t);
+	http_resp_header(req, "Accept-Ranges", "bytes");
+	if (!m->ctype)
+		http_resp_header(req, "Content-Type", "binary/octet-stream");
+	for (size_t i = 0; i < ARRAY_SIZE(std_hdrs); i++) {
+		const char *v = FIELD(m, std_hdrs[i].off);
+		if (v)
+			http_resp_header(req, std_hdrs[i].hdr, "%s", v);
+	}
+	for (size_t i = 0; i < m->nuser; i++)
+		http_resp_header(req, arena_printf(req->arena, "x-amz-meta-%s", m->user[i].name), "%s",
+				 m->user[i].value);
+}

@@ -1,0 +1,804 @@
+/*
+ * multipart.c - S3 multipart uploads on the key's owner target: Create,
+ * UploadPart, UploadPartCopy (copy.c fetches the source), Complete, Abort,
+ * ListParts, and the target's share of ListMultipartUploads.
+ *
+ * An upload is a directory <first mountpath>/s3mpu/<upload id>/ (the id is
+ * 32 random hex digits, checked before it becomes a path) holding
+ *   info                 bucket, key (hex), start time, S3 metadata; written
+ *                        to a temp file, fsynced and renamed, so it is
+ *                        whole or absent;
+ *   p<NNNNN>.<md5 hex>   the parts: written to a temp name, fsynced, then
+ *                        renamed (an acknowledged part survives a crash); a
+ *                        part uploaded again replaces the older file.
+ * Complete checks the list (order, ETags, sizes) and then streams the parts
+ * once, in order, into the store's durable writer (the only copy of the
+ * data: temp file, fsync, rename, LevelDB commit), with the ETag
+ * md5(md5(part 1) .. md5(part N))-N, and removes the directory. Uploads
+ * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
+ * from Create, and at a target's start).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+#define DIR_MAX 1100  /* a mountpath (< 1024) + /s3mpu/ + an id */
+#define PATH_MAX_S3 1200
+#define COPY_CHUNK (1u << 20)
+
+static int64_t last_gc_ns;
+
+/* <mp0>/s3mpu[/id] */
+static void mpu_root(const conf_t *c, char *out, size_t sz) { snprintf(out, sz, "%s/s3mpu", c->mountpaths[0]); }
+
+static bool id_valid(sv_t id)
+{
+	if (id.len != 32)
+		return false;
+	for (size_t i = 0; i < id.len; i++)
+		if (!((id.ptr[i] >= '0' && id.ptr[i] <= '9') || (id.ptr[i] >= 'a' && id.ptr[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static void mpu_dir(const conf_t *c, sv_t id, char *out, size_t sz)
+{
+	snprintf(out, sz, "%s/s3mpu/%.*s", c->mountpaths[0], (int)id.len, id.ptr);
+}
+
+static int fsync_path(const char *p)
+{
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return AIS_ERR;
+	int rc = fsync(fd);
+	close(fd);
+	return rc ? AIS_ERR : AIS_OK;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return AIS_ERR;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return AIS_OK;
+}
+
+typedef struct mpu_info {
+	char bucket[NAME_BUCKET_MAX + 1];
+	char *key;
+	size_t klen;
+	int64_t initiated;
+	char custom[1024];
+} mpu_info_t;
+
+/* Reads dir/info (malloc'd key). AIS_ERR with errno ENOENT when absent. */
+static int info_load(const char *dir, mpu_info_t *in)
+{
+	char path[PATH_MAX_S3], buf[8192];
+	snprintf(path, sizeof(path), "%s/info", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return AIS_ERR;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) {
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	buf[n] = '\0';
+	char *l[4], *save = buf;
+	for (int i = 0; i < 4; i++) {
+		char *nl = strchr(save, '\n');
+		if (!nl) {
+			errno = ENOENT;
+			return AIS_ERR;
+		}
+		*nl = '\0';
+		l[i] = save;
+		save = nl + 1;
+	}
+	size_t hl = strlen(l[1]);
+	memset(in, 0, sizeof(*in));
+	snprintf(in->bucket, sizeof(in->bucket), "%s", l[0]);
+	in->key = xmalloc(hl / 2 + 1);
+	if (hl % 2 || hex_decode(l[1], hl, (unsigned char *)in->key, hl / 2 + 1) != AIS_OK) {
+		free(in->key);
+		in->key = NULL;
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	in->key[hl / 2] = '\0';
+	in->klen = hl / 2;
+	in->initiated = strtoll(l[2], NULL, 10);
+	snprintf(in->custom, sizeof(in->custom), "%s", l[3]);
+	return AIS_OK;
+}
+
+/* Removes an upload's directory and everything in it. */
+static void mpu_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[PATH_MAX_S3];
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	if (rmdir(dir) && errno != ENOENT)
+		log_warn("removing upload %s", dir);
+}
+
+int s3_mpu_gc(const conf_t *c)
+{
+	char root[DIR_MAX - 40], dir[DIR_MAX];
+	int removed = 0;
+	int64_t now = time_now_ns();
+	DIR *d;
+	struct dirent *e;
+
+	mpu_root(c, root, sizeof(root));
+	if (!(d = opendir(root)))
+		return 0;
+	while ((e = readdir(d))) {
+		mpu_info_t in;
+		struct stat st;
+		if (!id_valid(sv_from(e->d_name)))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+		int64_t started;
+		if (info_load(dir, &in) == AIS_OK) {
+			started = in.initiated;
+			free(in.key);
+		} else if (stat(dir, &st) == 0) {
+			started = (int64_t)st.st_mtime * 1000000000LL; /* a crash before info: its age */
+		} else {
+			continue;
+		}
+		if (now - started > (int64_t)c->s3_mpu_max_age_ms * 1000000LL) {
+			mpu_remove(dir);
+			removed++;
+		}
+	}
+	closedir(d);
+	if (removed)
+		log_info("S3: removed %d multipart upload(s) older than %llu s", removed,
+			 (unsigned long long)(c->s3_mpu_max_age_ms / 1000));
+	return removed;
+}
+
+/* --- parts ------------------------------------------------------------------- */
+
+typedef struct part {
+	uint32_t num;
+	char md5[33];
+	uint64_t size;
+	int64_t mtime_ns;
+} part_t;
+
+static int part_cmp(const void *a, const void *b)
+{
+	const part_t *x = a, *y = b;
+	return (x->num > y->num) - (x->num < y->num);
+}
+
+/* The upload's parts in number order (malloc'd). */
+static int parts_list(const char *dir, part_t **out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	part_t *v = NULL;
+	size_t k = 0, cap = 0;
+	if (!d)
+		return AIS_ERR;
+	while ((e = readdir(d))) {
+		const char *nm = e->d_name;
+		uint64_t num;
+		struct stat st;
+		char p[PATH_MAX_S3];
+		if (nm[0] != 'p' || strlen(nm) != 1 + 5 + 1 + 32 || nm[6] != '.' ||
+		    num_parse_u64(nm + 1, 5, 1, S3_MAX_PARTS, &num) != AIS_OK)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, nm);
+		if (stat(p, &st))
+			continue;
+		if (k == cap)
+			v = xrealloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+		v[k].num = (uint32_t)num;
+		memcpy(v[k].md5, nm + 7, 32);
+		v[k].md5[32] = '\0';
+		v[k].size = (uint64_t)st.st_size;
+		v[k].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+		k++;
+	}
+	closedir(d);
+	if (k)
+		qsort(v, k, sizeof(*v), part_cmp);
+	*out = v;
+	*n = k;
+	return AIS_OK;
+}
+
+/* --- the operations ------------------------------------------------------------ */
+
+struct mpu {
+	s3_rq_t *r;
+	char dir[DIR_MAX];
+	sv_t id;
+	mpu_info_t in;
+	bool have_info;
+	int err;          /* errno; ENOENT: NoSuchUpload */
+	const char *code; /* an S3 error code */
+	buf_t out;        /* the XML answer */
+	/* create */
+	s3_meta_t m;
+	buf_t custom;
+	/* complete */
+	buf_t body;
+	s3_complete_req_t cr;
+	char etag[80];
+	/* list parts */
+	uint64_t marker, max_parts;
+};
+
+static void mpu_cleanup(void *arg)
+{
+	struct mpu *u = arg;
+	free(u->in.key);
+	buf_free(&u->out);
+	buf_free(&u->custom);
+	buf_free(&u->body);
+}
+
+static struct mpu *mpu_alloc(s3_rq_t *r, sv_t id)
+{
+	struct mpu *u = arena_zalloc(r->http->arena, sizeof(*u));
+	u->r = r;
+	u->id = id;
+	if (id.len)
+		mpu_dir(r->node.conf, id, u->dir, sizeof(u->dir));
+	arena_cleanup_add(r->http->arena, mpu_cleanup, u);
+	return u;
+}
+
+static struct mpu *mpu_new(s3_rq_t *r, sv_t id)
+{
+	struct mpu *u = mpu_alloc(r, id);
+	r->op = u;
+	return u;
+}
+
+/* Loads the upload and checks it belongs to this bucket and key. */
+static int mpu_open(struct mpu *u)
+{
+	s3_rq_t *r = u->r;
+	if (info_load(u->dir, &u->in) != AIS_OK) {
+		u->err = ENOENT;
+		return AIS_ERR;
+	}
+	u->have_info = true;
+	if (!sv_eqstr(r->bucket, u->in.bucket) || u->in.klen != r->key.len || memcmp(u->in.key, r->key.ptr, r->key.len)) {
+		u->err = ENOENT;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static void mpu_answer(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mpu *u = r->op;
+	if (u->code)
+		s3_error(r, u->code, NULL);
+	else if (u->err == ENOENT)
+		s3_error(r, "NoSuchUpload", NULL);
+	else if (u->err)
+		s3_error_errno(r, u->err, true);
+	else if (u->out.len)
+		s3_send_xml(r, 200, &u->out);
+	else {
+		s3_common_headers(r);
+		http_resp_status(req, 204);
+		http_resp_send(req, "", 0);
+	}
+}
+
+/* Create */
+static void create_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mpu *u = r->op;
+	char root[DIR_MAX - 40], tmp[PATH_MAX_S3], fin[PATH_MAX_S3], idhex[33];
+	unsigned char rnd[16];
+	buf_t info = BUF_INIT;
+
+	if (time_now_ns() - __atomic_load_n(&last_gc_ns, __ATOMIC_RELAXED) > 60LL * 1000000000LL) {
+		__atomic_store_n(&last_gc_ns, time_now_ns(), __ATOMIC_RELAXED);
+		s3_mpu_gc(r->node.conf);
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		u->err = EIO;
+		return;
+	}
+	hex_encode(rnd, sizeof(rnd), idhex);
+	mpu_root(r->node.conf, root, sizeof(root));
+	if (mkdir(root, 0755) && errno != EEXIST) {
+		u->err = errno;
+		return;
+	}
+	u->id = (sv_t){arena_strndup(req->arena, idhex, 32), 32};
+	mpu_dir(r->node.conf, u->id, u->dir, sizeof(u->dir));
+	if (mkdir(u->dir, 0755)) {
+		u->err = errno;
+		return;
+	}
+	char *kh = xmalloc(r->key.len * 2 + 1);
+	hex_encode((const unsigned char *)r->key.ptr, r->key.len, kh);
+	buf_addf(&info, "%.*s\n%s\n%lld\n%s\n", (int)r->bucket.len, r->bucket.ptr, kh, (long long)time_now_ns(),
+		 u->custom.ptr ? u->custom.ptr : "");
+	free(kh);
+	snprintf(tmp, sizeof(tmp), "%s/info.tmp", u->dir);
+	snprintf(fin, sizeof(fin), "%s/info", u->dir);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write_all(fd, info.ptr, info.len) != AIS_OK || fsync(fd) || close(fd) ||
+	    rename(tmp, fin) || fsync_path(u->dir) != AIS_OK || fsync_path(root) != AIS_OK) {
+		u->err = errno ? errno : EIO;
+		if (fd >= 0)
+			close(fd);
+		mpu_remove(u->dir);
+	}
+	buf_free(&info);
+	if (u->err)
+		return;
+	s3_xml_head(&u->out, "InitiateMultipartUploadResult");
+	s3_xml_elem(&u->out, "Bucket", r->bucket.ptr, r->bucket.len);
+	s3_xml_elem(&u->out, "Key", r->key.ptr, r->key.len);
+	s3_xml_elem(&u->out, "UploadId", u->id.ptr, u->id.len);
+	s3_xml_close(&u->out, "InitiateMultipartUploadResult");
+}
+
+int s3_mpu_create(s3_rq_t *r)
+{
+	store_bucket_t b;
+	struct mpu *u = mpu_new(r, (sv_t){"", 0});
+	if (store_bucket_get(r->node.store, r->bucket.ptr, r->bucket.len, &b) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	if (s3_meta_from_req(r, &u->m) != AIS_OK)
+		return AIS_OK;
+	memset(u->m.etag, 'f', 40);
+	int rc = s3_meta_encode(&u->m, &u->custom);
+	u->m.etag[0] = '\0';
+	buf_reset(&u->custom);
+	if (rc != AIS_OK) {
+		s3_error(r, "MetadataTooLarge", NULL);
+		return AIS_OK;
+	}
+	s3_meta_encode(&u->m, &u->custom);
+	http_offload(r->http, create_work, mpu_answer);
+	return AIS_OK;
+}
+
+/* Abort */
+static void abort_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mpu *u = r->op;
+	if (mpu_open(u) == AIS_OK)
+		mpu_remove(u->dir);
+}
+
+/* ListParts */
+static void parts_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mpu *u = r->op;
+	part_t *v = NULL;
+	size_t n = 0, shown = 0;
+	char t[40];
+
+	if (mpu_open(u) != AIS_OK)
+		return;
+	if (parts_list(u->dir, &v, &n) != AIS_OK) {
+		u->err = ENOENT;
+		return;
+	}
+	buf_t *b = &u->out;
+	s3_xml_head(b, "ListPartsResult");
+	s3_xml_elem(b, "Bucket", r->bucket.ptr, r->bucket.len);
+	s3_xml_elem(b, "Key", r->key.ptr, r->key.len);
+	s3_xml_elem(b, "UploadId", u->id.ptr, u->id.len);
+	buf_addstr(b, "<Initiator><ID>aisd</ID><DisplayName>aisd</DisplayName></Initiator>"
+		      "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
+		      "<StorageClass>STANDARD</StorageClass>");
+	s3_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)u->marker);
+	buf_t parts = BUF_INIT;
+	uint32_t last = 0;
+	bool trunc = false;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].num <= u->marker)
+			continue;
+		if (shown == u->max_parts) {
+			trunc = true;
+			break;
+		}
+		s3_time_iso(v[i].mtime_ns, t, sizeof(t));
+		buf_addstr(&parts, "<Part>");
+		s3_xml_elemf(&parts, "PartNumber", "%u", v[i].num);
+		s3_xml_elemstr(&parts, "LastModified", t);
+		s3_xml_elemf(&parts, "ETag", "\"%s\"", v[i].md5);
+		s3_xml_elemf(&parts, "Size", "%llu", (unsigned long long)v[i].size);
+		buf_addstr(&parts, "</Part>");
+		last = v[i].num;
+		shown++;
+	}
+	if (trunc)
+		s3_xml_elemf(b, "NextPartNumberMarker", "%u", last);
+	s3_xml_elemf(b, "MaxParts", "%llu", (unsigned long long)u->max_parts);
+	s3_xml_elemstr(b, "IsTruncated", trunc ? "true" : "false");
+	buf_addsv(b, sv_of(&parts));
+	s3_xml_close(b, "ListPartsResult");
+	buf_free(&parts);
+	free(v);
+}
+
+/* Complete */
+static void complete_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mpu *u = r->op;
+	part_t *v = NULL;
+	size_t n = 0;
+	store_writer_t *w = NULL;
+	char *chunk = NULL;
+	store_meta_t sm;
+	EVP_MD_CTX *md = NULL;
+
+	if (mpu_open(u) != AIS_OK)
+		return;
+	if (parts_list(u->dir, &v, &n) != AIS_OK) {
+		u->err = ENOENT;
+		return;
+	}
+	/* validate: ascending numbers, each named part present with its ETag,
+	 * every part but the last at least 5 MiB */
+	part_t **use = xcalloc(u->cr.n, sizeof(*use));
+	for (size_t i = 0; i < u->cr.n; i++) {
+		const struct s3_part_ref *pr = &u->cr.parts[i];
+		if (i && pr->num <= u->cr.parts[i - 1].num) {
+			u->code = "InvalidPartOrder";
+			goto out;
+		}
+		part_t key = {.num = (uint32_t)pr->num};
+		part_t *p = n ? bsearch(&key, v, n, sizeof(*v), part_cmp) : NULL;
+		if (!p || pr->num < 1 || pr->num > S3_MAX_PARTS || strcmp(p->md5, pr->etag)) {
+			u->code = "InvalidPart";
+			goto out;
+		}
+		use[i] = p;
+	}
+	for (size_t i = 0; i + 1 < u->cr.n; i++) {
+		if (use[i]->size < S3_MIN_PART) {
+			u->code = "EntityTooSmall";
+			goto out;
+		}
+	}
+	md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	if (store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &w) != AIS_OK) {
+		u->err = errno ? errno : EIO;
+		goto out;
+	}
+	chunk = xmalloc(COPY_CHUNK);
+	for (size_t i = 0; i < u->cr.n && !u->err; i++) {
+		char path[PATH_MAX_S3];
+		unsigned char bin[16];
+		snprintf(path, sizeof(path), "%s/p%05u.%s", u->dir, use[i]->num, use[i]->md5);
+		hex_decode(use[i]->md5, 32, bin, sizeof(bin));
+		EVP_DigestUpdate(md, bin, sizeof(bin));
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			u->err = errno == ENOENT ? EIO : errno;
+			break;
+		}
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		for (;;) {
+			ssize_t k = read(fd, chunk, COPY_CHUNK);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				u->err = errno;
+				break;
+			}
+			if (k == 0)
+				break;
+			if (store_writer_write(w, chunk, (size_t)k) != AIS_OK) {
+				u->err = errno ? errno : EIO;
+				break;
+			}
+		}
+		close(fd);
+	}
+	if (u->err)
+		goto out;
+	unsigned char dig[16];
+	unsigned int dl = 0;
+	char hex[33];
+	EVP_DigestFinal_ex(md, dig, &dl);
+	hex_encode(dig, 16, hex);
+	snprintf(u->etag, sizeof(u->etag), "%s-%zu", hex, u->cr.n);
+	s3_meta_t m;
+	s3_meta_decode(req->arena, u->in.custom, &m);
+	snprintf(m.etag, sizeof(m.etag), "%s", u->etag);
+	buf_reset(&u->custom);
+	s3_meta_encode(&m, &u->custom);
+	if (store_writer_commit(w, CKSUM_NONE, NULL, u->custom.ptr, &sm) != AIS_OK) {
+		u->err = errno ? errno : EIO;
+		goto out;
+	}
+	mpu_remove(u->dir);
+	s3_xml_head(&u->out, "CompleteMultipartUploadResult");
+	buf_t loc = BUF_INIT;
+	buf_addf(&loc, "/%.*s/%.*s", (int)r->bucket.len, r->bucket.ptr, (int)r->key.len, r->key.ptr);
+	s3_xml_elem(&u->out, "Location", loc.ptr, loc.len);
+	buf_free(&loc);
+	s3_xml_elem(&u->out, "Bucket", r->bucket.ptr, r->bucket.len);
+	s3_xml_elem(&u->out, "Key", r->key.ptr, r->key.len);
+	s3_xml_elemf(&u->out, "ETag", "\"%s\"", u->etag);
+	s3_xml_close(&u->out, "CompleteMultipartUploadResult");
+out:
+	store_writer_free(w);
+	EVP_MD_CTX_free(md);
+	free(chunk);
+	free(use);
+	free(v);
+}
+
+static void complete_body(s3_rq_t *r, buf_t *body)
+{
+	struct mpu *u = r->op;
+	if (s3_parse_complete(r->http->arena, body->ptr ? body->ptr : "", body->len, &u->cr) != AIS_OK ||
+	    u->cr.n == 0) {
+		s3_error(r, "MalformedXML", NULL);
+		return;
+	}
+	r->http->state = r;
+	http_offload(r->http, complete_work, mpu_answer);
+}
+
+/* --- UploadPart ------------------------------------------------------------------ */
+
+struct part_sink {
+	struct mpu *u;
+	uint32_t num;
+	char tmp[PATH_MAX_S3];
+	int fd;
+};
+
+static int part_begin(s3_put_t *p)
+{
+	struct part_sink *s = p->sink;
+	unsigned char rnd[8];
+	char rh[17];
+	if (mpu_open(s->u) != AIS_OK) {
+		p->code = "NoSuchUpload";
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return AIS_ERR;
+	hex_encode(rnd, sizeof(rnd), rh);
+	snprintf(s->tmp, sizeof(s->tmp), "%s/t%05u.%s", s->u->dir, s->num, rh);
+	s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	return s->fd < 0 ? AIS_ERR : AIS_OK;
+}
+
+static int part_write(s3_put_t *p, const char *b, size_t n)
+{
+	struct part_sink *s = p->sink;
+	return write_all(s->fd, b, n);
+}
+
+/* Renames the finished temp file to its part name, replacing an older
+ * upload of the same number. */
+static int part_install(struct mpu *u, uint32_t num, const char *tmp, const char *md5hex)
+{
+	char fin[PATH_MAX_S3];
+	part_t *v = NULL;
+	size_t n = 0;
+	snprintf(fin, sizeof(fin), "%s/p%05u.%s", u->dir, num, md5hex);
+	if (rename(tmp, fin))
+		return AIS_ERR;
+	if (parts_list(u->dir, &v, &n) == AIS_OK) {
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].num == num && strcmp(v[i].md5, md5hex)) {
+				char old[PATH_MAX_S3];
+				snprintf(old, sizeof(old), "%s/p%05u.%s", u->dir, num, v[i].md5);
+				unlink(old);
+			}
+		}
+		free(v);
+	}
+	return fsync_path(u->dir);
+}
+
+static int part_commit(s3_put_t *p)
+{
+	struct part_sink *s = p->sink;
+	if ((s->u->r->node.conf->fsync == CONF_FSYNC_ALWAYS && fsync(s->fd)) || close(s->fd)) {
+		s->fd = -1;
+		return AIS_ERR;
+	}
+	s->fd = -1;
+	if (part_install(s->u, s->num, s->tmp, p->md5hex) != AIS_OK) {
+		if (errno == ENOENT)
+			p->code = "NoSuchUpload";
+		return AIS_ERR;
+	}
+	s->tmp[0] = '\0';
+	return AIS_OK;
+}
+
+static void part_reply(s3_put_t *p)
+{
+	s3_common_headers(p->r);
+	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
+	http_resp_send(p->r->http, "", 0);
+}
+
+static void part_cleanup(s3_put_t *p)
+{
+	struct part_sink *s = p->sink;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	if (s->tmp[0])
+		unlink(s->tmp);
+	s->tmp[0] = '\0';
+}
+
+static const s3_put_ops_t part_ops = {part_begin, part_write, part_commit, part_reply, part_cleanup};
+
+int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload)
+{
+	struct mpu *u = mpu_alloc(r, id);
+	if (mpu_open(u) != AIS_OK)
+		return AIS_ERR;
+	snprintf(dir, dsz, "%s", u->dir);
+	*upload = u;
+	return AIS_OK;
+}
+
+int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex)
+{
+	return part_install(upload, num, tmp, md5hex);
+}
+
+int s3_multipart(s3_rq_t *r, sv_t id)
+{
+	http_req_t *req = r->http;
+	uint64_t num = 0;
+	sv_t v;
+
+	if (!id_valid(id)) {
+		s3_error(r, "NoSuchUpload", NULL);
+		return AIS_OK;
+	}
+	struct mpu *u = mpu_new(r, id);
+	switch (req->method) {
+	case HTTP_PUT: {
+		if (!http_query_get(req, "partNumber", &v) ||
+		    num_parse_u64(v.ptr, v.len, 1, S3_MAX_PARTS, &num) != AIS_OK) {
+			s3_error(r, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+			return AIS_OK;
+		}
+		sv_t src = http_req_header(req, "x-amz-copy-source");
+		if (src.ptr)
+			return s3_upload_part_copy(r, id, (uint32_t)num, src);
+		if (req->content_length > (int64_t)(5ull << 30)) {
+			s3_error(r, "EntityTooLarge", NULL);
+			return AIS_OK;
+		}
+		s3_put_t *p = arena_zalloc(req->arena, sizeof(*p));
+		struct part_sink *s = arena_zalloc(req->arena, sizeof(*s));
+		s->u = u;
+		s->num = (uint32_t)num;
+		s->fd = -1;
+		p->ops = &part_ops;
+		p->sink = s;
+		s3_put_start(r, p);
+		return AIS_OK;
+	}
+	case HTTP_POST:
+		s3_read_body(r, complete_body);
+		return AIS_OK;
+	case HTTP_DELETE:
+		http_offload(req, abort_work, mpu_answer);
+		return AIS_OK;
+	case HTTP_GET:
+		u->max_parts = 1000;
+		if (http_query_get(req, "max-parts", &v) &&
+		    num_parse_u64(v.ptr, v.len, 0, INT32_MAX, &u->max_parts) != AIS_OK) {
+			s3_error(r, "InvalidArgument", "max-parts must be an integer");
+			return AIS_OK;
+		}
+		if (u->max_parts > 1000)
+			u->max_parts = 1000;
+		if (http_query_get(req, "part-number-marker", &v) &&
+		    num_parse_u64(v.ptr, v.len, 0, INT32_MAX, &u->marker) != AIS_OK) {
+			s3_error(r, "InvalidArgument", "part-number-marker must be an integer");
+			return AIS_OK;
+		}
+		http_offload(req, parts_work, mpu_answer);
+		return AIS_OK;
+	default:
+		s3_error(r, "MethodNotAllowed", NULL);
+		return AIS_OK;
+	}
+}
+
+/* --- ListMultipartUploads: this target's share ------------------------------------ */
+
+int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n)
+{
+	char root[DIR_MAX - 40], dir[DIR_MAX];
+	DIR *d;
+	struct dirent *e;
+	s3_upload_t *v = NULL;
+	size_t k = 0, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	mpu_root(c, root, sizeof(root));
+	if (!(d = opendir(root)))
+		return AIS_OK;
+	while ((e = readdir(d))) {
+		mpu_info_t in;
+		if (!id_valid(sv_from(e->d_name)))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+		if (info_load(dir, &in) != AIS_OK)
+			continue;
+		if (strcmp(in.bucket, bck) || in.klen < prefix.len || memcmp(in.key, prefix.ptr, prefix.len)) {
+			free(in.key);
+			continue;
+		}
+		if (k == cap)
+			v = xrealloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+		v[k].key = in.key;
+		v[k].klen = in.klen;
+		snprintf(v[k].id, sizeof(v[k].id), "%s", e->d_name);
+		v[k].initiated = in.initiated;
+		k++;
+	}
+	closedir(d);
+	*out = v;
+	*n = k;
+	return AIS_OK;
+}

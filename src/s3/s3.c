@@ -1,0 +1,376 @@
+/*
+ * s3.c - the S3 entry point of both roles: addressing (path-style at the
+ * root and under "/s3/", virtual-hosted with s3.domain), the operation from
+ * method, key and sub-resource, and where it runs:
+ *   - service and bucket operations run on the node addressed (BMD,
+ *     primary, fan-out), on a gateway and a target alike;
+ *   - object operations run on the key's owner target: a gateway (or a
+ *     target that does not own the key) forwards the request unchanged as
+ *     a stream (proxy.c), never a redirect.
+ * Paths under "/v1" that no native route took are answered with the
+ * native 404, so "v1" (and "s3") are never S3 bucket names.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "aisd/gateway.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+/* Sub-resources S3 has and aisd does not: 501 NotImplemented. */
+static const char *const unimplemented[] = {
+	"accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls",
+	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "website",
+	"legal-hold", "retention", "restore", "select", "torrent", "attributes", "renameObject",
+};
+
+s3_authcfg_t s3_cfg;
+static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool cfg_done;
+
+int s3_init(const conf_t *c, buf_t *err)
+{
+	int rc = AIS_OK;
+	pthread_mutex_lock(&cfg_mu);
+	if (!cfg_done) {
+		rc = s3_authcfg_init(&s3_cfg, c, err);
+		cfg_done = rc == AIS_OK;
+	}
+	pthread_mutex_unlock(&cfg_mu);
+	return rc;
+}
+
+s3_body_t *s3_body_for(s3_rq_t *r)
+{
+	s3_autherr_t e;
+	s3_body_t *b = s3_body_new(r->http->arena, &r->auth, &r->areq, r->http->content_length, &e);
+	if (!b)
+		s3_error_auth(r, &e);
+	return b;
+}
+
+void s3_node_of(http_req_t *req, bool gateway, s3_node_t *nd)
+{
+	memset(nd, 0, sizeof(*nd));
+	nd->gateway = gateway;
+	if (gateway) {
+		gateway_t *g = req->ctx;
+		nd->conf = g->conf;
+		nd->cl = __atomic_load_n(&g->base.cl, __ATOMIC_ACQUIRE);
+	} else {
+		target_t *t = req->ctx;
+		nd->conf = t->conf;
+		nd->store = t->store;
+		nd->cl = __atomic_load_n(&t->base.cl, __ATOMIC_ACQUIRE);
+	}
+}
+
+bool s3_query_has(http_req_t *req, const char *key)
+{
+	sv_t v;
+	return http_query_get(req, key, &v);
+}
+
+void s3_time_iso(int64_t ns, char *out, size_t outsz)
+{
+	time_t s = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ns / 1000000 % 1000));
+}
+
+/* --- small XML bodies --------------------------------------------------------- */
+
+struct body_st {
+	s3_rq_t *r;
+	buf_t b;
+	bool too_big, failed;
+	s3_body_t *dec;
+	s3_body_fn done;
+};
+
+static int body_emit(void *arg, const char *p, size_t n)
+{
+	struct body_st *st = arg;
+	if (st->b.len + n > S3_XML_BODY_MAX)
+		st->too_big = true;
+	else
+		buf_add(&st->b, p, n);
+	return AIS_OK;
+}
+
+static void body_cleanup(void *arg) { buf_free(&((struct body_st *)arg)->b); }
+
+static int body_chunk(http_req_t *req, const char *p, size_t n)
+{
+	struct body_st *st = req->state;
+	s3_autherr_t e;
+	if (st->failed)
+		return AIS_ERR;
+	if (s3_body_feed(st->dec, p, n, body_emit, st, &e) != AIS_OK) {
+		st->failed = true;
+		req->state = st->r;
+		s3_error_auth(st->r, &e);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static void body_end(http_req_t *req)
+{
+	struct body_st *st = req->state;
+	s3_autherr_t e;
+	req->state = st->r;
+	if (st->failed)
+		return;
+	if (s3_body_finish(st->dec, &e) != AIS_OK) {
+		s3_error_auth(st->r, &e);
+		return;
+	}
+	if (st->too_big) {
+		s3_error(st->r, "MalformedXML", "request body over %u bytes", S3_XML_BODY_MAX);
+		return;
+	}
+	st->done(st->r, &st->b);
+}
+
+void s3_read_body(s3_rq_t *r, s3_body_fn done)
+{
+	http_req_t *req = r->http;
+	struct body_st *st = arena_zalloc(req->arena, sizeof(*st));
+	st->r = r;
+	st->done = done;
+	arena_cleanup_add(req->arena, body_cleanup, st);
+	if (!(st->dec = s3_body_for(r)))
+		return;
+	if (!req->has_body) {
+		s3_autherr_t e;
+		if (s3_body_finish(st->dec, &e) != AIS_OK)
+			s3_error_auth(r, &e);
+		else
+			done(r, &st->b);
+		return;
+	}
+	if (req->content_length > (int64_t)S3_XML_BODY_MAX) {
+		s3_error(r, "MalformedXML", "request body over %u bytes", S3_XML_BODY_MAX);
+		return;
+	}
+	req->state = st;
+	req->on_body = body_chunk;
+	req->on_body_end = body_end;
+}
+
+/* --- addressing --------------------------------------------------------------- */
+
+/* Splits the request into bucket and key. Returns AIS_OK, or AIS_ERR after
+ * answering. */
+static int parse_addr(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	sv_t path = req->path, host = http_req_header(req, "Host");
+	sv_t rb = {"", 0}, rk = {"", 0};
+	const char *dom = r->node.conf->s3_domain;
+	size_t dl = strlen(dom);
+
+	if (sv_startswith(path, "/s3/") || sv_eqstr(path, "/s3"))
+		path = (sv_t){path.ptr + 3, path.len - 3};
+	if (path.len == 0)
+		path = SV("/");
+	if (dl && host.ptr) {
+		const char *colon = memchr(host.ptr, ':', host.len);
+		sv_t h = {host.ptr, colon ? (size_t)(colon - host.ptr) : host.len};
+		if (h.len > dl + 1 && h.ptr[h.len - dl - 1] == '.' && !strncasecmp(h.ptr + h.len - dl, dom, dl)) {
+			rb = (sv_t){h.ptr, h.len - dl - 1};
+			rk = (sv_t){path.ptr + 1, path.len - 1};
+			goto decode;
+		}
+	}
+	{
+		sv_t p = {path.ptr + 1, path.len - 1};
+		const char *slash = memchr(p.ptr, '/', p.len);
+		rb = (sv_t){p.ptr, slash ? (size_t)(slash - p.ptr) : p.len};
+		rk = slash ? (sv_t){slash + 1, p.len - rb.len - 1} : (sv_t){"", 0};
+	}
+decode:
+	if (http_pct_decode(req->arena, rb, false, &r->bucket) != AIS_OK ||
+	    http_pct_decode(req->arena, rk, false, &r->key) != AIS_OK) {
+		s3_error(r, "InvalidURI", "malformed percent-encoding");
+		return AIS_ERR;
+	}
+	r->resource = (sv_t){arena_printf(req->arena, "/%.*s%s%.*s", (int)r->bucket.len, r->bucket.ptr,
+					  r->key.len ? "/" : "", (int)r->key.len, r->key.ptr), 0};
+	r->resource.len = strlen(r->resource.ptr);
+	if (r->bucket.len && !name_bucket_valid(r->bucket.ptr, r->bucket.len)) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_ERR;
+	}
+	if (r->key.len && !name_object_valid(r->key.ptr, r->key.len)) {
+		if (r->key.len > NAME_OBJECT_MAX)
+			s3_error(r, "KeyTooLongError", NULL);
+		else
+			s3_error(r, "InvalidArgument", "the key must be UTF-8 without NUL bytes");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int not_implemented(s3_rq_t *r, const char *what)
+{
+	s3_error(r, "NotImplemented", "%s is not implemented", what);
+	return AIS_OK;
+}
+
+static int method_not_allowed(s3_rq_t *r)
+{
+	s3_error(r, "MethodNotAllowed", NULL);
+	return AIS_OK;
+}
+
+/* GET ?acl: the owner has FULL_CONTROL; ?tagging: no tags. */
+static int acl_or_tagging(s3_rq_t *r, bool acl)
+{
+	buf_t b = BUF_INIT;
+	if (acl) {
+		s3_xml_head(&b, "AccessControlPolicy");
+		buf_addstr(&b, "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner><AccessControlList>"
+			       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+			       "xsi:type=\"CanonicalUser\"><ID>aisd</ID><DisplayName>aisd</DisplayName>"
+			       "</Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList>");
+		s3_xml_close(&b, "AccessControlPolicy");
+	} else {
+		s3_xml_head(&b, "Tagging");
+		buf_addstr(&b, "<TagSet></TagSet>");
+		s3_xml_close(&b, "Tagging");
+	}
+	s3_send_xml(r, 200, &b);
+	return AIS_OK;
+}
+
+/* An operation on an object that runs where the object lives. */
+static int object_op(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	sv_t v;
+
+	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
+		if (s3_query_has(req, "acl"))
+			return req->method == HTTP_GET ? acl_or_tagging(r, true) : method_not_allowed(r);
+		if (s3_query_has(req, "tagging"))
+			return req->method == HTTP_GET ? acl_or_tagging(r, false) : method_not_allowed(r);
+		if (req->method == HTTP_GET && http_query_get(req, "uploadId", &v))
+			return s3_multipart(r, v);
+		return s3_object(r);
+	}
+	if (s3_query_has(req, "acl") || s3_query_has(req, "tagging"))
+		return not_implemented(r, "changing ACLs or tags");
+	switch (req->method) {
+	case HTTP_PUT:
+		if (http_query_get(req, "uploadId", &v))
+			return s3_multipart(r, v);
+		if (http_req_header(req, "x-amz-copy-source").ptr)
+			return s3_copy_object(r, http_req_header(req, "x-amz-copy-source"));
+		return s3_object(r);
+	case HTTP_POST:
+		if (s3_query_has(req, "uploads"))
+			return s3_mpu_create(r);
+		if (http_query_get(req, "uploadId", &v))
+			return s3_multipart(r, v);
+		return method_not_allowed(r);
+	case HTTP_DELETE:
+		if (http_query_get(req, "uploadId", &v))
+			return s3_multipart(r, v);
+		return s3_object(r);
+	default:
+		return method_not_allowed(r);
+	}
+}
+
+static int bucket_op(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	if (s3_query_has(req, "acl"))
+		return req->method == HTTP_GET ? acl_or_tagging(r, true) : not_implemented(r, "changing ACLs");
+	if (s3_query_has(req, "tagging"))
+		return req->method == HTTP_GET ? acl_or_tagging(r, false) : not_implemented(r, "bucket tagging");
+	if (req->method == HTTP_POST) {
+		if (s3_query_has(req, "delete"))
+			return s3_delete_objects(r);
+		return method_not_allowed(r);
+	}
+	return s3_bucket(r);
+}
+
+/* SigV4 (s3auth.h). An anonymous request is AccessDenied, except that a
+ * missing bucket is NoSuchBucket, as S3 answers. */
+static int authenticate(s3_rq_t *r)
+{
+	s3_autherr_t e;
+	s3_req_from_http(r->http, &r->areq);
+	if (s3_auth_verify(&s3_cfg, &r->areq, time_now_ns() / 1000000000LL, &r->auth, &e) != AIS_OK) {
+		s3_error_auth(r, &e);
+		return AIS_ERR;
+	}
+	if (s3_auth_require(&s3_cfg, &r->auth, &e) != AIS_OK) {
+		if (r->bucket.len && !s3_bucket_exists(r))
+			s3_error(r, "NoSuchBucket", NULL);
+		else
+			s3_error_auth(r, &e);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int s3_handle(http_req_t *req, bool gateway)
+{
+	s3_rq_t *r = arena_zalloc(req->arena, sizeof(*r));
+	r->http = req;
+	req->state = r;
+	s3_node_of(req, gateway, &r->node);
+
+	if (sv_eqstr(req->path, "/v1") || sv_startswith(req->path, "/v1/")) {
+		http_resp_error(req, 404, "no such resource: %.*s", (int)MIN(req->path.len, 256), req->path.ptr);
+		return AIS_OK;
+	}
+	if (parse_addr(r) != AIS_OK)
+		return AIS_OK;
+	/* An object: served by its owner; others forward it unchanged (the
+	 * owner verifies the signature: Host and path travel as they are). */
+	if (r->key.len && r->node.cl) {
+		char url[CMAP_URL_MAX + 1];
+		bool self = false;
+		if (!s3_owner_url(&r->node, r->bucket, r->key, url, sizeof(url), &self)) {
+			if (!s3_bucket_exists(r))
+				s3_error(r, "NoSuchBucket", NULL);
+			else
+				s3_error(r, "ServiceUnavailable", "no active target in the cluster");
+			return AIS_OK;
+		}
+		if (!self)
+			return s3_proxy(r, url);
+	} else if (r->key.len && gateway) {
+		s3_error(r, "ServiceUnavailable", "the gateway is starting");
+		return AIS_OK;
+	}
+	if (authenticate(r) != AIS_OK)
+		return AIS_OK;
+	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
+		if (s3_query_has(req, unimplemented[i]))
+			return not_implemented(r, unimplemented[i]);
+	if (!r->bucket.len)
+		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
+	if (!r->key.len)
+		return bucket_op(r);
+	return object_op(r);
+}
+
+int s3_h_target(http_req_t *req) { return s3_handle(req, false); }
+int s3_h_gateway(http_req_t *req) { return s3_handle(req, true); }

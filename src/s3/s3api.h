@@ -1,0 +1,223 @@
+/*
+ * s3api.h - what the S3 API files of src/s3 share (the SigV4 layer has s3_int.h). Not for use outside src/s3.
+ */
+#ifndef AISD_S3API_H
+#define AISD_S3API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/cluster.h"
+#include "aisd/conf.h"
+#include "aisd/http.h"
+#include "aisd/s3.h"
+#include "aisd/s3auth.h"
+#include "aisd/store.h"
+
+#define S3_MAX_KEYS 1000
+#define S3_XML_BODY_MAX (1u << 20) /* Delete, Complete, CreateBucket bodies */
+#define S3_MIN_PART (5ull << 20)
+#define S3_MAX_PARTS 10000
+
+/* The node serving the request. */
+typedef struct s3_node {
+	const conf_t *conf;
+	cluster_t *cl;  /* NULL: a standalone target */
+	store_t *store; /* NULL on a gateway */
+	bool gateway;
+} s3_node_t;
+
+/* One S3 request, as parsed from the HTTP request. */
+typedef struct s3_rq {
+	http_req_t *http;
+	s3_node_t node;
+	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
+	sv_t key;      /* decoded; empty: a bucket request */
+	sv_t resource; /* "/bucket/key" for error documents */
+	void *op;      /* the operation's own state */
+	s3_req_t areq; /* the request as SigV4 sees it */
+	s3_auth_t auth; /* who signed it and how the body is signed */
+} s3_rq_t;
+
+/* The node's S3 authentication settings (s3_init). */
+extern s3_authcfg_t s3_cfg;
+/* A body decoder for r (aws-chunked, payload hash, Content-MD5,
+ * x-amz-checksum-*); NULL after answering the error. */
+s3_body_t *s3_body_for(s3_rq_t *r);
+/* Answers a SigV4 layer error. */
+void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e);
+
+/* --- errors.c --- */
+/* Answers with S3's XML error document; the status comes from the code.
+ * msg may be NULL (the code's standard message). */
+void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The same with an explicit status (codes S3 uses with several). */
+void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg);
+/* Maps a store errno to an S3 error (NoSuchKey, NoSuchBucket, ...). */
+void s3_error_errno(s3_rq_t *r, int err, bool object);
+int s3_error_http_status(const char *code);
+/* Headers every S3 answer carries. */
+void s3_common_headers(s3_rq_t *r);
+/* XML success body with the right content type. Takes b's memory. */
+void s3_send_xml(s3_rq_t *r, int status, buf_t *b);
+
+/* --- xml.c: a writer and a pure parser --- */
+void s3_xml_head(buf_t *b, const char *root); /* <?xml ...?><root xmlns=...> */
+void s3_xml_open(buf_t *b, const char *tag);
+void s3_xml_close(buf_t *b, const char *tag);
+void s3_xml_text(buf_t *b, const char *s, size_t n); /* escaped */
+void s3_xml_elem(buf_t *b, const char *tag, const char *s, size_t n);
+void s3_xml_elemstr(buf_t *b, const char *tag, const char *s);
+void s3_xml_elemf(buf_t *b, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Pure parser: calls fn at the end of every element with its path
+ * ("Delete/Object/Key", namespace prefixes dropped) and its text (the
+ * element's own character data, not its children's). Returns AIS_OK, or
+ * AIS_ERR for malformed XML, a DOCTYPE, or nesting deeper than 16; fn may
+ * return AIS_ERR to stop. */
+typedef int (*s3_xml_fn)(void *arg, const char *path, const char *text, size_t len);
+int s3_xml_parse(const char *p, size_t n, s3_xml_fn fn, void *arg);
+
+/* The request bodies (pure; names and keys point into arena memory). */
+typedef struct s3_delete_req {
+	bool quiet;
+	size_t n;
+	struct s3_del_obj {
+		char *key;
+		size_t len;
+	} *objs; /* at most S3_MAX_KEYS + 1 kept; n counts all */
+} s3_delete_req_t;
+int s3_parse_delete(arena_t *a, const char *p, size_t n, s3_delete_req_t *out);
+typedef struct s3_complete_req {
+	size_t n;
+	struct s3_part_ref {
+		uint64_t num;
+		char etag[33]; /* lower-case hex; "" if not 32 hex digits */
+	} *parts;
+} s3_complete_req_t;
+int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
+/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none. */
+int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc);
+
+/* --- meta.c: S3 metadata in the object's custom metadata --- */
+typedef struct s3_meta {
+	char etag[80];   /* hex, or hex-N for multipart; no quotes */
+	char *ctype, *cenc, *cdisp, *cctl, *expires, *clang;
+	size_t nuser;
+	struct {
+		char *name, *value;
+	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
+} s3_meta_t;
+/* From request headers (PUT, CreateMultipartUpload, Copy REPLACE).
+ * Returns AIS_OK, or AIS_ERR after answering. */
+int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m);
+/* Encodes into "k=v,..." (values percent-encoded); AIS_ERR when longer
+ * than the store allows. */
+int s3_meta_encode(const s3_meta_t *m, buf_t *out);
+/* Decodes custom into arena memory; unknown keys are ignored. */
+void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
+/* The ETag of an object (quoted), from its S3 metadata or its checksum. */
+void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz);
+/* Response headers: ETag, Last-Modified, Content-Type and the others. */
+void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m);
+
+/* --- bucket.c --- */
+int s3_service(s3_rq_t *r);     /* GET / */
+int s3_bucket(s3_rq_t *r);      /* /BUCKET */
+bool s3_bucket_exists(s3_rq_t *r);
+bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
+
+/* --- list.c --- */
+int s3_list_objects(s3_rq_t *r, int version); /* 1, 2, or 0: versions */
+/* Calls fn for the bucket's objects in byte order after start_after with
+ * this prefix, at most limit; *more when more remain. Local store or a
+ * fan-out over the cluster's targets. Blocking (I/O pool). */
+typedef struct s3_entry {
+	char *name;
+	size_t len;
+	uint64_t size;
+	int64_t mtime_ns;
+	char etag[80]; /* quoted */
+} s3_entry_t;
+int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
+		 s3_entry_t **out, size_t *n, bool *more, buf_t *err);
+void s3_entries_free(s3_entry_t *e, size_t n);
+
+/* --- object.c --- */
+int s3_object(s3_rq_t *r);
+
+/* --- put.c: a request body streamed to a sink through two bounded
+ * buffers written on the I/O pool. --- */
+typedef struct s3_put s3_put_t;
+typedef struct s3_put_ops {
+	int (*begin)(s3_put_t *p);                          /* pool; errno */
+	int (*write)(s3_put_t *p, const char *b, size_t n); /* pool; errno */
+	int (*commit)(s3_put_t *p);                         /* pool; errno */
+	void (*reply)(s3_put_t *p);                         /* loop: the 200 */
+	void (*cleanup)(s3_put_t *p);                       /* frees the sink */
+} s3_put_ops_t;
+struct s3_put {
+	s3_rq_t *r;
+	const s3_put_ops_t *ops;
+	void *sink;
+	uint64_t size;       /* bytes written */
+	char md5hex[33];     /* after the body */
+	unsigned char md5[16];
+	const char *code;    /* an S3 error code the sink chose */
+	void *priv;          /* put.c's own */
+};
+/* Starts streaming the request body to p's sink through the SigV4 body
+ * decoder; the sink commits only after the decoder's finish succeeded
+ * (chunk signatures, payload hash, Content-MD5, x-amz-checksum-*). */
+void s3_put_start(s3_rq_t *r, s3_put_t *p);
+
+/* --- copy.c --- */
+int s3_copy_object(s3_rq_t *r, sv_t src);
+int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src);
+/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded). */
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key);
+
+/* --- multipart.c --- */
+int s3_multipart(s3_rq_t *r, sv_t upload_id);
+int s3_mpu_create(s3_rq_t *r);
+typedef struct s3_upload {
+	char *key; /* malloc'd */
+	size_t klen;
+	char id[33];
+	int64_t initiated;
+} s3_upload_t;
+/* This target's uploads in bck whose keys start with prefix (malloc'd,
+ * unordered). Blocking. */
+int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
+/* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
+ * and fills its directory; then installs a finished temp file as part
+ * num. Blocking. */
+int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload);
+int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
+
+/* --- uploads.c: ListMultipartUploads (local or fanned out) --- */
+int s3_mpu_list_uploads(s3_rq_t *r);
+
+
+/* --- delete.c --- */
+int s3_delete_objects(s3_rq_t *r);
+
+/* --- proxy.c (gateway) --- */
+/* Forwards the request unchanged to url_base (the owner target) and
+ * streams the answer back. */
+int s3_proxy(s3_rq_t *r, const char *url_base);
+/* The intra-cluster URL of the owner of bck/key; false if none. */
+bool s3_owner_url(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, bool *self);
+
+/* --- util --- */
+/* Fills nd from a route context. */
+void s3_node_of(http_req_t *req, bool gateway, s3_node_t *nd);
+/* Body collector for small XML bodies: calls done when the body (at most
+ * S3_XML_BODY_MAX) is in *body; answers 400 itself when too large. */
+typedef void (*s3_body_fn)(s3_rq_t *r, buf_t *body);
+void s3_read_body(s3_rq_t *r, s3_body_fn done);
+void s3_time_iso(int64_t ns, char *out, size_t outsz); /* 2006-01-02T15:04:05.000Z */
+bool s3_query_has(http_req_t *req, const char *key);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * fuzz_s3xml.c - libFuzzer driver for the S3 request-body parsers
+ * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket over expat).
+ *
+ * The first byte picks the parser, the rest is the body. Checks the
+ * contracts: counts within bounds, keys inside the arena and of the length
+ * said, part ETags empty or 32 lower-case hex digits.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aisd/arena.h"
+#include "aisd/status.h"
+#include "../../src/s3/s3api.h"
+#include "aisd/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	arena_t *a = arena_new(4096);
+	const char *p = (const char *)data + 1;
+	size_t n = size - 1;
+	switch (data[0] % 3) {
+	case 0: {
+		s3_delete_req_t d;
+		if (s3_parse_delete(a, p, n, &d) == AIS_OK) {
+			size_t k = d.n < S3_MAX_KEYS + 1 ? d.n : S3_MAX_KEYS + 1;
+			for (size_t i = 0; i < k; i++)
+				if (strlen(d.objs[i].key) > d.objs[i].len)
+					abort();
+		}
+		break;
+	}
+	case 1: {
+		s3_complete_req_t c;
+		if (s3_parse_complete(a, p, n, &c) == AIS_OK) {
+			if (c.n > S3_MAX_PARTS)
+				abort();
+			for (size_t i = 0; i < c.n; i++) {
+				size_t l = strlen(c.parts[i].etag);
+				if (l != 0 && l != 32)
+					abort();
+				for (size_t j = 0; j < l; j++)
+					if (!strchr("0123456789abcdef", c.parts[i].etag[j]))
+						abort();
+			}
+		}
+		break;
+	}
+	default: {
+		sv_t loc;
+		if (s3_parse_create_bucket(a, p, n, &loc) == AIS_OK && strlen(loc.ptr) > loc.len)
+			abort();
+		break;
+	}
+	}
+	arena_destroy(a);
+	return 0;
+}

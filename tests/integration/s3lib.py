@@ -1,0 +1,149 @@
+"""s3lib.py - what the S3 integration tests share: a 1-gateway 3-target
+cluster (clulib) with its S3 endpoint, test files of given sizes, a tree of
+awkward names, and running a client command with a bound.
+
+    from s3lib import *
+    c = cluster(t, "s3x")          # starts g1 + t1..t3, returns the endpoint URL
+    rc, out = run(t, ["aws", ...])
+"""
+import hashlib
+import os
+import subprocess
+
+import clulib
+from clulib import poll, smap_ids
+
+AK, SK, REGION = "aisdtestkey", "aisdtestsecret", "us-east-1"
+
+# awkward names, as S3 sees keys: spaces, unicode, + & % quotes, nesting
+TREE = {
+    "with space.txt": b"a" * 3,
+    "plus+sign.txt": b"b" * 5,
+    "amp&er.txt": b"c" * 7,
+    "per%cent.txt": b"d" * 11,
+    "quote'single.txt": b"e" * 13,
+    'dq"uote.txt': b"f" * 17,
+    "sub dir/x y.txt": b"g" * 19,
+    "ünï/cödé ✓.txt": b"h" * 23,
+    "deep/er/est/file": b"i" * 29,
+}
+
+
+def cluster(t, subdir, targets=3, args=()):
+    """Starts a gateway and `targets` targets; returns the gateway URL (the
+    S3 endpoint), or finishes the test when the cluster does not form."""
+    clulib.init(t, subdir, ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                            "--set", "s3.key=%s:%s:aisd-test:AIS Test" % (AK, SK)] + list(args))
+    g = clulib.Node("g1", "gateway")
+    ts = [clulib.Node("t%d" % (i + 1), "target") for i in range(targets)]
+    if not t.check(g.start(), "gateway starts"):
+        t.finish()
+    if not t.check(all(x.start(join=g.url) for x in ts), "%d targets start and join" % targets):
+        t.finish()
+    want = {g.id} | {x.id for x in ts}
+    if not t.check(poll(lambda: smap_ids(g) == want, 20), "the cluster map lists every node"):
+        t.finish()
+    cluster.nodes = [g] + ts
+    return g.url
+
+
+def error_lines():
+    """Error-level lines in every node's log (the runner checks only its own
+    standalone target)."""
+    out = []
+    for n in getattr(cluster, "nodes", []):
+        try:
+            with open(n.log, errors="replace") as f:
+                out += [n.name + ": " + l.rstrip() for l in f if " E " in l[:40]]
+        except OSError:
+            pass
+    return out
+
+
+def make_file(path, size, seed=0):
+    """A file of `size` pseudo-random bytes (fast: a repeated 1 MiB block
+    salted per MiB so that parts differ)."""
+    block = hashlib.sha256(b"%d" % seed).digest() * (1 << 15)
+    with open(path, "wb") as f:
+        left, i = size, 0
+        while left:
+            chunk = (i.to_bytes(8, "little") + block)[: min(left, len(block))]
+            f.write(chunk)
+            left -= len(chunk)
+            i += 1
+    return path
+
+
+def make_tree(root):
+    for name, data in TREE.items():
+        p = os.path.join(root, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+    return root
+
+
+def same_tree(a, b):
+    """True when trees a and b hold the same files with the same bytes."""
+    def files(root):
+        out = {}
+        for d, _, fs in os.walk(root):
+            for f in fs:
+                p = os.path.join(d, f)
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, root)] = fh.read()
+        return out
+    fa, fb = files(a), files(b)
+    return fa == fb, sorted(set(fa) ^ set(fb))
+
+
+def same_file(a, b):
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            p, q = x.read(1 << 20), y.read(1 << 20)
+            if p != q:
+                return False
+            if not p:
+                return True
+
+
+def run(cmd, env=None, timeout=120, cwd=None, input=None):
+    """Runs a client; returns (exit code, combined output)."""
+    e = dict(os.environ)
+    e.update(env or {})
+    try:
+        cp = subprocess.run(cmd, env=e, cwd=cwd, input=input, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
+        return cp.returncode, cp.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as ex:
+        return -1, "timed out after %d s: %s" % (timeout, (ex.stdout or b"").decode(errors="replace")[-500:])
+
+
+SIZES = {"zero": 0, "two_k": 2048, "five_m": 5 << 20, "ten_m": 10 << 20, "fifty_m": 50 << 20}
+
+
+def client_data(work):
+    """WORK/up: sizes/{zero,two_k,five_m,ten_m,fifty_m} (0 B .. 50 MiB) and
+    tree/ (the awkward names), the tree every client uploads and downloads."""
+    up = os.path.join(work, "up")
+    os.makedirs(os.path.join(up, "sizes"))
+    for i, (n, sz) in enumerate(SIZES.items()):
+        make_file(os.path.join(up, "sizes", n), sz, seed=i)
+    make_tree(os.path.join(up, "tree"))
+    return up
+
+
+def boto3_client(endpoint, **cfg):
+    import boto3
+    import botocore.config
+    c = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, **cfg)
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+                        region_name=REGION, config=c)
+
+
+def fill_many(s3, bucket, n=1100):
+    """A bucket of n one-byte keys k/00000.. (more than one listing page)."""
+    import concurrent.futures
+    s3.create_bucket(Bucket=bucket)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(lambda i: s3.put_object(Bucket=bucket, Key="k/%05d" % i, Body=b"x"), range(n)))

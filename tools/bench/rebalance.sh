@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # cleanup runs from a trap
+# rebalance.sh - what moving data costs: on 1 gateway + 3 targets (loopback,
+# free ports, a mktemp -d dir, store.fsync=never), prefilled with NOBJ
+# objects of SIZE through the gateway:
+#   1. loopback: GET of one 256 MiB object straight from a target with curl
+#      (best of 3): the machine's loopback bytes/s, measured in this run;
+#   2. foreground GET before: aisloader through the gateway (follows the
+#      307s), DUR seconds, 16 workers, random keys;
+#   3. a 4th target joins while the same GET load runs: the rebalance's
+#      bytes moved / seconds until every target's run is done, against (1)
+#      (goal >= 0.5), and the GET rate during it against (2) (goal >= 0.5);
+#   4. PUT of SIZE objects for DUR seconds into a bucket with 2 copies vs
+#      one with 1 copy, on the 4 targets (goal >= 0.45).
+# Prints a table (also written as markdown to $BUILD/bench-rebalance.md).
+# Every process is stopped by its PID and the temp dir removed on exit
+# (KEEP=1 keeps it); every run is bounded in time.
+#
+# Environment: BUILD (default build), NOBJ (2000), SIZE (1M), DUR (5), KEEP.
+# Exit status: 0 when every step ran without errors, 1 otherwise.
+set -u
+
+BUILD=${BUILD:-build}
+NOBJ=${NOBJ:-2000}
+SIZE=${SIZE:-1M}
+DUR=${DUR:-5}
+LOADER=$BUILD/aisloader
+AISD=$BUILD/aisd
+
+die() { echo "rebalance-bench: $*" >&2; exit 1; }
+# shellcheck source=tools/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+[ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
+[ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
+command -v curl >/dev/null || die "curl missing"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-rebbench.XXXXXX") || die "mktemp failed"
+PIDS=()
+STATUS=0
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do stop_pid "$p"; done
+	if [ -n "${KEEP:-}" ]; then
+		echo "rebalance-bench: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_file() {
+	for _ in $(seq $(($2 * 10))); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+smap_targets() { curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":"target","state":"active"' | wc -l; }
+smap_version() { curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" | sed -n 's/.*"version":\([0-9]*\).*/\1/p'; }
+
+# start_target I: target tI joins the gateway.
+start_target() {
+	local d=$TMP/t$1
+	mkdir -p "$d/mp"
+	"$AISD" --port 0 --port-file "$d/port" -m "$d/mp" --join "$GW" --set store.fsync=never \
+		--set log.file="$d/aisd.log" >"$d/stderr" 2>&1 &
+	PIDS+=($!)
+	wait_file "$d/port" 10 || { cat "$d/stderr" >&2; return 1; }
+	TGT[$1]=http://127.0.0.1:$(cat "$d/port")
+}
+
+# loader ARGS...: aisloader --json, bounded; prints its JSON line.
+loader() {
+	timeout 600 "$LOADER" --json "$@" >"$TMP/l.out" 2>"$TMP/l.err" || {
+		STATUS=1
+		echo "rebalance-bench: aisloader $*: failed:" >&2
+		grep -v '^ \|^op \|^(' "$TMP/l.err" | head -n 5 >&2
+	}
+	cat "$TMP/l.out"
+}
+
+# settled V: every target's rebalance run under map >= V is done.
+settled() {
+	curl -fsS --max-time 5 "$GW/v1/cluster?what=rebalance" >"$TMP/job.json" 2>/dev/null || return 1
+	python3 - "$1" "$TMP/job.json" <<'PY'
+import json, sys
+v, d = int(sys.argv[1]), json.load(open(sys.argv[2]))
+ok = d["state"] == "done" and all(t.get("state") == "done" and t.get("cmap_version", 0) >= v for t in d["targets"].values())
+sys.exit(0 if ok else 1)
+PY
+}
+
+mkdir -p "$TMP/gw"
+"$AISD" --role gateway --port 0 --port-file "$TMP/gw/port" --dir "$TMP/gw" --set log.file="$TMP/gw/aisd.log" \
+	>"$TMP/gw/stderr" 2>&1 &
+PIDS+=($!)
+wait_file "$TMP/gw/port" 10 || die "the gateway did not start"
+GW=http://127.0.0.1:$(cat "$TMP/gw/port")
+declare -a TGT
+for i in 1 2 3; do start_target "$i" || die "target $i did not start"; done
+for _ in $(seq 100); do [ "$(smap_targets)" = 3 ] && break; sleep 0.1; done
+[ "$(smap_targets)" = 3 ] || die "the cluster map lacks targets"
+for b in bench c1 c2; do
+	curl -fsS -o /dev/null --max-time 10 -X POST "$GW/v1/buckets/$b" -d '{"action":"create-bck"}' || die "create $b"
+done
+curl -fsSL -o /dev/null --max-time 10 -X PATCH "$GW/v1/buckets/c2" \
+	-d '{"action":"set-bprops","value":{"mirror":{"enabled":true,"copies":2}}}' || die "set-bprops c2"
+
+echo "rebalance-bench: prefill $NOBJ x $SIZE" >&2
+loader --url "$GW/v1/objects/bench" --op put --size "$SIZE" --objects "$NOBJ" --seq --count "$NOBJ" --workers 16 >/dev/null
+
+# 1. loopback
+head -c $((256 << 20)) /dev/zero >"$TMP/big"
+curl -fsS -o /dev/null -X PUT -T "$TMP/big" -L "$GW/v1/objects/bench/big" || die "PUT big"
+rm -f "$TMP/big"
+LOOP=0
+for _ in 1 2 3; do
+	s=$(curl -fsSL -o /dev/null -w '%{speed_download}' "$GW/v1/objects/bench/big")
+	LOOP=$(awk -v a="$LOOP" -v b="$s" 'BEGIN { print (b > a ? b : a) }')
+done
+curl -fsSL -o /dev/null -X DELETE "$GW/v1/objects/bench/big"
+
+GETARGS=(--url "$GW/v1/objects/bench" --op get --size "$SIZE" --objects "$NOBJ" --random --workers 16)
+# 2. GET before
+BEFORE=$(loader "${GETARGS[@]}" --duration "$DUR" | json_field mibps)
+
+# 3. join under load
+V0=$(smap_version)
+loader "${GETARGS[@]}" --duration "$DUR" >"$TMP/during.json" &
+LPID=$!
+T0=$(date +%s.%N)
+start_target 4 || die "target 4 did not start"
+for _ in $(seq 100); do [ "$(smap_targets)" = 4 ] && break; sleep 0.1; done
+V1=$(smap_version)
+[ "$V1" -gt "$V0" ] || die "the 4th target is not in the map"
+for _ in $(seq 6000); do settled "$V1" && break; sleep 0.1; done
+T1=$(date +%s.%N)
+settled "$V1" || { STATUS=1; echo "rebalance-bench: the rebalance did not finish" >&2; }
+wait "$LPID"
+DURING=$(json_field mibps <"$TMP/during.json")
+MOVED=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["moved_bytes"])' "$TMP/job.json")
+REBAL=$(awk -v b="$MOVED" -v t0="$T0" -v t1="$T1" 'BEGIN { printf "%.0f", b / (t1 - t0) }')
+
+# 4. PUT with 2 copies vs 1
+P1=$(loader --url "$GW/v1/objects/c1" --op put --size "$SIZE" --objects "$NOBJ" --random --workers 16 --duration "$DUR" | json_field mibps)
+P2=$(loader --url "$GW/v1/objects/c2" --op put --size "$SIZE" --objects "$NOBJ" --random --workers 16 --duration "$DUR" | json_field mibps)
+
+mib() { awk -v x="$1" 'BEGIN { printf "%.1f", x / 1048576 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+{
+	echo "| measurement | value | ratio | goal |"
+	echo "|---|---|---|---|"
+	echo "| loopback GET, one 256 MiB object (best of 3) | $(mib "$LOOP") MiB/s | | |"
+	echo "| rebalance after a 4th target joins: $(mib "$MOVED") MiB moved in $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b-a}') s | $(mib "$REBAL") MiB/s | $(ratio "$REBAL" "$LOOP") of loopback | >= 0.5 |"
+	echo "| GET $SIZE through the gateway, before | $BEFORE MiB/s | | |"
+	echo "| GET $SIZE through the gateway, during the rebalance | $DURING MiB/s | $(ratio "$DURING" "$BEFORE") of before | >= 0.5 |"
+	echo "| PUT $SIZE, 1 copy | $P1 MiB/s | | |"
+	echo "| PUT $SIZE, 2 copies | $P2 MiB/s | $(ratio "$P2" "$P1") of 1 copy | >= 0.45 |"
+} | tee "$BUILD/bench-rebalance.md"
+exit $STATUS
