@@ -177,8 +177,10 @@ try:
                                                                      time.monotonic() - t_cut))
     st, body = curl("g0", "POST", "/v1/buckets/refused", '{"action":"create-bck"}', timeout=20)
     t.check(st == 503 and "majority" in body, "bucket create on the cut-off g0: 503", (st, body))
-    st, _ = curl(new_primary, "POST", "/v1/buckets/newterm", '{"action":"create-bck"}')
+    t0 = time.monotonic()
+    st, _ = curl(new_primary, "POST", "/v1/buckets/newterm", '{"action":"create-bck"}', timeout=30)
     t.eq(st, 200, "bucket create on the new primary")
+    t.diag("bucket create on the new primary took %.1f s" % (time.monotonic() - t0))
     time.sleep(2)  # g0 past another grace: still nothing changes there
     v = views()
     check_sample(v)
