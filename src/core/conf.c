@@ -69,7 +69,7 @@ static const struct key keys[] = {
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"s3.domain", K_STR, S(s3_domain), "",
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
-	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "7d",
+	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
@@ -107,7 +107,7 @@ static int parse_ms(const char *v, uint64_t *out)
 	uint64_t x, mult;
 	while (d < n && v[d] >= '0' && v[d] <= '9')
 		d++;
-	if (num_parse_u64(v, d, 0, UINT64_MAX / 86400000, &x) != AIS_OK)
+	if (num_parse_u64(v, d, 0, UINT64_MAX / 3600000, &x) != AIS_OK)
 		return AIS_ERR;
 	const char *u = v + d;
 	if (!strcmp(u, "ms"))
@@ -118,8 +118,6 @@ static int parse_ms(const char *v, uint64_t *out)
 		mult = 60000;
 	else if (!strcmp(u, "h"))
 		mult = 3600000;
-	else if (!strcmp(u, "d"))
-		mult = 86400000;
 	else
 		return AIS_ERR;
 	*out = x * mult;
