@@ -67,6 +67,13 @@ bool tgt_is_shard_name(sv_t name);
  * (as tgt_list_members). */
 int tgt_get_zshard(http_req_t *req, sv_t bck, sv_t obj, sv_t path, bool regx);
 int tgt_zshard_members(store_t *s, sv_t bck, sv_t obj, buf_t *out);
+/* The Range part of a GET or HEAD of size bytes: sets Accept-Ranges and
+ * Content-Type, then either 206 with Content-Range and the range in
+ * *start, *len (AIS_OK), the whole body (AIS_OK, 0 and size), or answers
+ * 416 naming what ("an object", "a member") and returns AIS_ERR: the
+ * caller then only releases what it holds. */
+int tgt_resp_range(http_req_t *req, uint64_t size, const char *ctype, const char *what, uint64_t *start,
+		   uint64_t *len);
 /* Content-Type from a member's extension (WebDataset's usual ones). */
 const char *tgt_content_type(sv_t name);
 /* RFC 3339 UTC time with nanoseconds. */

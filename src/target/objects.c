@@ -248,23 +248,9 @@ static void serve_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int fd,
 	}
 	len = m.size;
 	prop_headers(req, &m);
-	http_resp_header(req, "Accept-Ranges", "bytes");
-	http_resp_header(req, "Content-Type", "application/octet-stream");
-	int r = http_range_parse(http_req_header(req, "Range"), m.size, &start, &len);
-	if (r == AIS_ERR) {
+	if (tgt_resp_range(req, m.size, "application/octet-stream", "an object", &start, &len) != AIS_OK) {
 		close(fd);
-		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)m.size);
-		http_resp_error(req, 416, "range not satisfiable for an object of %llu bytes",
-				(unsigned long long)m.size);
 		return;
-	}
-	if (r == AIS_OK) {
-		http_resp_status(req, 206);
-		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
-				 (unsigned long long)(start + len - 1), (unsigned long long)m.size);
-	} else {
-		start = 0;
-		len = m.size;
 	}
 	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
 		store_touch(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m);
@@ -344,23 +330,8 @@ static void arch_done(http_req_t *req)
 	time_http_date(a->m.mtime_ns, lm, sizeof(lm));
 	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)a->m.version);
 	http_resp_header(req, "Last-Modified", "%s", lm);
-	http_resp_header(req, "Accept-Ranges", "bytes");
-	http_resp_header(req, "Content-Type", "%s", tgt_content_type(a->path));
-	int r = http_range_parse(http_req_header(req, "Range"), a->size, &start, &len);
-	if (r == AIS_ERR) {
-		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)a->size);
-		http_resp_error(req, 416, "range not satisfiable for a member of %llu bytes",
-				(unsigned long long)a->size);
+	if (tgt_resp_range(req, a->size, tgt_content_type(a->path), "a member", &start, &len) != AIS_OK)
 		return;
-	}
-	if (r == AIS_OK) {
-		http_resp_status(req, 206);
-		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
-				 (unsigned long long)(start + len - 1), (unsigned long long)a->size);
-	} else {
-		start = 0;
-		len = a->size;
-	}
 	int fd = a->fd;
 	a->fd = -1;
 	http_resp_send_file(req, fd, (off_t)(a->off + start), len);

@@ -77,3 +77,26 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz)
 	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(ns % 1000000000LL));
 }
+
+int tgt_resp_range(http_req_t *req, uint64_t size, const char *ctype, const char *what, uint64_t *start,
+		   uint64_t *len)
+{
+	http_resp_header(req, "Accept-Ranges", "bytes");
+	http_resp_header(req, "Content-Type", "%s", ctype);
+	int r = http_range_parse(http_req_header(req, "Range"), size, start, len);
+	if (r == AIS_ERR) {
+		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)size);
+		http_resp_error(req, 416, "range not satisfiable for %s of %llu bytes", what,
+				(unsigned long long)size);
+		return AIS_ERR;
+	}
+	if (r == AIS_OK) {
+		http_resp_status(req, 206);
+		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)*start,
+				 (unsigned long long)(*start + *len - 1), (unsigned long long)size);
+	} else {
+		*start = 0;
+		*len = size;
+	}
+	return AIS_OK;
+}

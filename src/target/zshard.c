@@ -252,22 +252,8 @@ static void zs_start_done(http_req_t *req)
 		return;
 	}
 	uint64_t start = 0, len = z->size;
-	http_resp_header(req, "Accept-Ranges", "bytes");
-	http_resp_header(req, "Content-Type", "%s", tgt_content_type(z->path));
-	int r = http_range_parse(http_req_header(req, "Range"), z->size, &start, &len);
-	if (r == AIS_ERR) {
-		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)z->size);
-		http_resp_error(req, 416, "range not satisfiable for a member of %llu bytes",
-				(unsigned long long)z->size);
+	if (tgt_resp_range(req, z->size, tgt_content_type(z->path), "a member", &start, &len) != AIS_OK)
 		return;
-	}
-	if (r == AIS_OK) {
-		http_resp_status(req, 206);
-		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
-				 (unsigned long long)(start + len - 1), (unsigned long long)z->size);
-	} else {
-		len = z->size;
-	}
 	if (req->method == HTTP_HEAD || len == 0) {
 		http_resp_send_head(req, len);
 		return;
