@@ -7,6 +7,7 @@
  *
  *   endpoint   the cluster endpoint (as --endpoint)
  *   timeout    whole seconds (as --timeout)
+ *   token      a bearer token (as --token)
  *
  * Precedence: the command line, then the environment (AIS_ENDPOINT), then
  * this file, then the built-in default. Guarantees: an unknown key, a line
@@ -84,8 +85,10 @@ int cli_config_parse(const char *text, size_t len, struct cli_config *cfg, buf_t
 			slot = &cfg->endpoint;
 		else if (sv_eqstr(key, "timeout"))
 			slot = &cfg->timeout;
+		else if (sv_eqstr(key, "token"))
+			slot = &cfg->token;
 		if (!slot) {
-			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout)", lineno,
+			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout, token)", lineno,
 			         (int)MIN(key.len, 80), key.ptr);
 			return AIS_ERR;
 		}
@@ -143,5 +146,6 @@ void cli_config_free(struct cli_config *cfg)
 	free(cfg->path);
 	free(cfg->endpoint);
 	free(cfg->timeout);
+	free(cfg->token);
 	*cfg = (struct cli_config){0};
 }

@@ -32,6 +32,7 @@ struct cli {
 	bool json;      /* --json: machine-readable output on stdout */
 	bool progress;  /* draw progress bars (stderr is a terminal, no --no-progress) */
 	CURL *curl;     /* reused across requests so connections are kept alive */
+	char *token;    /* bearer token (--token, $AIS_AUTHN_TOKEN, config); NULL: none */
 };
 
 /* An option a command accepts (beyond the global ones). */
@@ -105,6 +106,7 @@ struct cli_config {
 	char *path; /* the file that was read, or NULL */
 	char *endpoint;
 	char *timeout;
+	char *token;
 };
 /* Reads the config file if there is one; AIS_OK, or AIS_ERR after a message. */
 int cli_config_load(struct cli_config *cfg);
@@ -264,5 +266,6 @@ int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
 int cli_job_wait(struct cli *c, const struct cli_args *a);
 int cli_job_start(struct cli *c, const struct cli_args *a);
 int cli_job_stop(struct cli *c, const struct cli_args *a);
+int cli_auth_token_create(struct cli *c, const struct cli_args *a); /* auth.c */
 
 #endif

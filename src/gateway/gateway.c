@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
@@ -29,12 +30,8 @@
 #define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
-static void redirect(http_req_t *req, const char *base_url)
-{
-	http_resp_status(req, 307);
-	http_resp_header(req, "Location", "%s%.*s", base_url, (int)req->target.len, req->target.ptr);
-	http_resp_send(req, "", 0);
-}
+/* 307 to base_url with the same path and query (signed: authz.h). */
+static void redirect(http_req_t *req, const char *base_url) { authz_redirect(req, base_url); }
 
 static cluster_t *cl_of(http_req_t *req) { return ((gateway_t *)req->ctx)->base.cl; }
 
@@ -454,6 +451,8 @@ static int gw_getbatch(http_req_t *req)
 		buf_free(&err);
 		return AIS_OK;
 	}
+	if (!tgt_moss_allowed(req, &mr))
+		return AIS_OK;
 	cluster_read_lock(cl, &m, NULL);
 	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
 	size_t *count = xcalloc(nn + 1, sizeof(*count));
@@ -505,7 +504,7 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
@@ -524,7 +523,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
 		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
-		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
+		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g, .authz = authz_check,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)

@@ -235,20 +235,24 @@ class Client:
     requests are retried (connection errors, timeouts, 5xx) before the last
     error is raised; 0 disables retries."""
 
-    def __init__(self, endpoint, timeout=60.0, retry_for=60.0):
+    def __init__(self, endpoint, timeout=60.0, retry_for=60.0, token=None):
         self.endpoint = endpoint.rstrip("/")
         _hostport(self.endpoint)  # validates
         self.timeout, self.retry_for = timeout, retry_for
+        # a bearer token (aisctl auth token create) for a cluster with
+        # auth.enabled; default $AIS_AUTHN_TOKEN, as aisctl and AIStore
+        self.token = token if token is not None else (os.environ.get("AIS_AUTHN_TOKEN") or None)
         self._pool = _Pool(timeout)
 
     def __repr__(self):
         return "Client(%r)" % self.endpoint
 
     def __getstate__(self):  # picklable for DataLoader workers (spawn)
-        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for}
+        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for,
+                "token": self.token}
 
     def __setstate__(self, st):
-        self.__init__(st["endpoint"], st["timeout"], st["retry_for"])
+        self.__init__(st["endpoint"], st["timeout"], st["retry_for"], st.get("token"))
 
     def close(self):
         """Closes this process's idle connections."""
@@ -344,6 +348,8 @@ class Client:
         if query:
             url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
         deadline = time.monotonic() + self.retry_for
         delay = 0.05
         while True:
