@@ -15,7 +15,8 @@
  *     exp in the future. Anything else is rejected with a reason.
  *  2. Permissions are bits: read, write, list, delete, admin (the bucket's
  *     administration). "ro" is read+list, "rw" is read+write+list+delete,
- *     "admin" all of them. A token (or grant) with admin: true is a cluster
+ *     "admin" all of them (the admin of a bucket may do everything on
+ *     it). A token (or grant) with admin: true is a cluster
  *     administrator: every permission on every bucket, and the cluster's
  *     own operations.
  *  3. Signatures by the cluster secret are HMAC-SHA256 in lower-case hex

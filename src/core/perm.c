@@ -48,7 +48,7 @@ int auth_perm_parse(sv_t s, unsigned *bits)
 
 void auth_perm_format(unsigned bits, buf_t *out)
 {
-	if (bits == AUTH_ALL) {
+	if (bits & AUTH_ADMIN) {
 		buf_addstr(out, "admin");
 	} else if (bits == AUTH_RW) {
 		buf_addstr(out, "rw");
@@ -62,8 +62,6 @@ void auth_perm_format(unsigned bits, buf_t *out)
 				first = false;
 			}
 		}
-		if (bits & AUTH_ADMIN)
-			buf_addf(out, "%s%s", first ? "" : ",", "admin");
 	}
 }
 
