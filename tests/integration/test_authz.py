@@ -236,6 +236,55 @@ try:
 except HTTPError as e:
     t.eq(e.status, 403, "Python client ro token PUT: HTTPError 403")
 
+# --- GetBatch, replication, cluster operations ------------------------------------------------
+import io  # noqa: E402
+import tarfile  # noqa: E402
+
+names = ["gb/%d" % i for i in range(6)]
+for n in names:
+    c.put("ba", n, n.encode())
+JS = {"Content-Type": "application/json"}
+mb = json.dumps({"in": [{"objname": n} for n in names], "mime": ".tar"})
+r1 = request("GET", g.url, "/v1/ml/moss/ba", mb, {**JS, **bearer(RO_A)})
+ok = r1.status == 307
+if ok:
+    tgt2, p2 = split(r1.h("location"))
+    r2 = request("GET", tgt2, p2, mb, JS)  # no token: signed redirect; peers' entries come intra-signed
+    try:
+        with tarfile.open(fileobj=io.BytesIO(r2.body)) as tf:
+            got = {m.name: tf.extractfile(m).read() for m in tf.getmembers()}
+    except (tarfile.TarError, AttributeError):
+        got = {}
+    ok = r2.status == 200 and all(got.get("ba/" + n) == n.encode() for n in names)
+t.check(ok, "GetBatch with an ro token, across both targets, through the signed redirect", r1)
+t.eq(request("GET", g.url, "/v1/ml/moss/ba", mb, {**JS, **bearer(RW_B)}).status, 403,
+     "GetBatch with another bucket's token: 403")
+mb2 = json.dumps({"in": [{"objname": names[0]}, {"objname": "x", "bucket": "bb"}], "mime": ".tar"})
+t.eq(request("GET", g.url, "/v1/ml/moss/ba", mb2, {**JS, **bearer(RO_A)}).status, 403,
+     "GetBatch naming a bucket the token lacks: 403")
+
+mirror = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}})
+t.eq(request("PATCH", g.url, "/v1/buckets/ba", mirror, {**JS, **bearer(RW_A)}).status, 403,
+     "set-bprops with an rw (not admin) token: 403")
+t.eq(request("PATCH", g.url, "/v1/buckets/ba", mirror, {**JS, **bearer(ADMIN)}).status, 200,
+     "set-bprops mirror.copies=2 with an admin token")
+try:
+    c.put("ba", "mirrored", b"m" * 5000)
+    t.ok("a replicated PUT (the copy goes target to target, intra-signed)")
+except HTTPError as e:
+    t.fail("a replicated PUT", e)
+t.check(all(get(x.url, "/v1/objects/ba/mirrored", headers=bearer(RO_A)).body == b"m" * 5000 for x in ts),
+        "both targets serve their copy")
+t.eq(request("DELETE", g.url, "/v1/buckets/bb", None, bearer(RW_B)).status, 403,
+     "destroying a bucket needs its admin permission: rw gets 403")
+cfg = json.dumps({"action": "set-config", "value": {"log.level": "info"}})
+t.eq(request("PUT", g.url, "/v1/cluster", cfg, {**JS, **bearer(RO_A)}).status, 403,
+     "set-config with a non-admin token: 403")
+rc, out, err = aisctl("-e", g.url, "--token", ADMIN, "config", "set", "log.level=info")
+t.check(rc == 0, "aisctl config set with an admin token (the primary's fan-out is intra-signed)", err)
+rc, out, err = aisctl("-e", g.url, "--token", ADMIN, "cluster", "show")
+t.check(rc == 0 and ts[0].id in out, "aisctl cluster show with a token", err + out)
+
 # --- S3 --------------------------------------------------------------------------------------
 try:
     import boto3
@@ -269,6 +318,22 @@ if t.check(boto3 is not None, "boto3 is available (/usr/bin/python3)"):
         t.eq(e.response["Error"]["Code"], "AccessDenied", "S3 CreateBucket by a non-admin: AccessDenied")
     rw.put_object(Bucket="ba", Key="s3rw", Body=b"written")
     t.eq(ro.get_object(Bucket="ba", Key="s3rw")["Body"].read(), b"written", "S3 key with rw: PutObject works")
+
+# --- cluster.secret alone (auth.enabled off): open to clients, closed to strangers -------------------
+clulib.init(t, "authz-csec", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                              "--set", "cluster.secret=" + CSECRET])
+g2, t3 = Node("g2", "gateway"), Node("t3", "target")
+if t.check(g2.start() and t3.start(join=g2.url), "a cluster with cluster.secret and auth off forms"):
+    t.check(poll(lambda: smap(g2, "") == {g2.id, t3.id}, 20), "the target joined (intra-signed)")
+    t.eq(request("POST", g2.url, "/v1/buckets/open", json.dumps({"action": "create-bck"}), JS).status, 200,
+         "auth off: bucket create needs no token")
+    t.eq(clulib.follow("PUT", g2.url, "/v1/objects/open/o", b"x")[1].status, 200, "auth off: PUT needs no token")
+    t.eq(request("PUT", t3.url, "/v1/metasync", json.dumps({"cmap": {}}), JS).status, 401,
+         "auth off, cluster.secret set: metasync without it is 401")
+    t.eq(get(t3.url, "/v1/objects/open/o", headers={"Ais-Intra": "fetch"}).status, 401,
+         "auth off, cluster.secret set: Ais-Intra without the signature is 401")
+ts.append(t3)
+ts.append(g2)
 
 errs = []
 for n in [g] + ts:
