@@ -173,6 +173,12 @@ r = request("PUT", tgt, gpath, b"evil")
 t.eq(r.status, 401, "a GET's signed redirect used for a PUT: 401")
 t.eq(get(tgt, opath, headers=bearer(RW_B)).status, 403, "direct target GET with another bucket's token: 403")
 t.eq(get(tgt, opath, headers=bearer(RO_A)).status, 200, "direct target GET with the right token: 200")
+other_t = [x for x in ts if x.url != tgt][0]
+r1 = get(other_t.url, opath, headers=bearer(RO_A))
+loc = r1.h("location") or ""
+r2 = get(*split(loc)) if r1.status == 307 else r1
+t.check(r1.status == 307 and "ais_rsig=" in loc and split(loc)[0] == tgt and r2.status == 200 and r2.body == body,
+        "a target that does not hold the object signs its own 307 to the owner", r1)
 r = get(tgt, opath, headers={"Ais-Intra": "fetch"})
 t.eq(r.status, 401, "Ais-Intra without the cluster signature: 401")
 r = get(tgt, opath, headers={"Ais-Intra": "fetch", "Ais-Cluster-Auth": "%d.%s" % (time.time(), "a" * 64)})
