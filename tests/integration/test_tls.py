@@ -7,7 +7,10 @@ proxy all go over https with the node's certificate).
 Checks: the map's node URLs are https://; curl --cacert/--cert PUTs and
 GETs objects byte for byte through the gateway, following its 307 to an
 https:// target URL; aisctl --cacert/--cert/--key (and the AIS_CACERT,
-AIS_CERT, AIS_KEY environment) puts and gets; boto3 over https with
+AIS_CERT, AIS_KEY environment, and its config file) puts and gets; a
+2-copy bucket gets both copies (replica writes between targets over
+https) and a GetBatch spanning both targets comes back whole (peer
+requests over https); boto3 over https with
 verify=CAFILE and a client certificate puts, gets and lists (the gateway
 forwards to the owner target over https); a plain-HTTP request to the TLS
 port gets a plain 400 that says to use https, then a close; a client with
@@ -26,7 +29,7 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
+import tarfile
 
 from itlib import T
 
@@ -174,6 +177,37 @@ r = sh(ctl, "-e", g.url, "--cert", CLI, "--key", CLIKEY, "ls", B, env=dict(env, 
 t.check(r.returncode != 0, "aisctl without --cacert does not trust the cluster", r.stdout.decode()[-200:])
 r = sh(ctl, "-e", g.url, "-k", "--cert", CLI, "--key", CLIKEY, "ls", B, env=dict(env, AISCTL_CONFIG=os.devnull))
 t.check(r.returncode == 0, "aisctl --insecure skips the verification", r.stderr.decode()[-300:])
+
+# --- replica writes and GetBatch peers: target to target over https ------------------
+
+MB = "tlsmirror"
+r = sh(ctl, "bucket", "create", MB, env=envx)
+t.check(r.returncode == 0, "aisctl bucket create", r.stderr.decode()[-300:])
+r = sh(ctl, "bucket", "props", "set", MB, "mirror.enabled=true", "mirror.copies=2", env=envx)
+t.check(r.returncode == 0, "aisctl bucket props set mirror.copies=2", r.stderr.decode()[-300:])
+names = ["m%02d" % i for i in range(8)]
+for n in names:
+    r = sh(ctl, "put", small, "%s/%s" % (MB, n), env=envx)
+    if r.returncode != 0:
+        break
+t.check(r.returncode == 0, "8 PUTs into the 2-copy bucket (replica writes over mTLS)", r.stderr.decode()[-300:])
+held = [all(get(tg.url, "/v1/objects/%s/%s" % (MB, n)).status == 200 for tg in ts) for n in names]
+t.check(all(held), "both targets serve every object themselves (each holds a copy)", held)
+owners = {request("GET", g.url, "/v1/objects/%s/%s" % (B, n)).h("location").split("/v1/")[0]
+          for n in ("big", "small", "ctl-big")}
+t.diag("GetBatch entries live on %d target(s)" % len(owners))
+gb = os.path.join(D, "batch.tar")
+r = sh(ctl, "ml", "get-batch", B, gb, "--list", "big,small,ctl-big", "--onob", env=envx)
+try:
+    with tarfile.open(gb) as tf:
+        got = {m.name: tf.extractfile(m).read() for m in tf.getmembers()}
+    with open(big, "rb") as f:
+        want_big = f.read()
+    ok = got.get("big") == want_big and got.get("ctl-big") == want_big and len(got.get("small", b"")) == 1000
+except (OSError, tarfile.TarError) as e:
+    ok, got = False, e
+t.check(r.returncode == 0 and ok, "aisctl ml get-batch (entries on other targets come from peers over https)",
+        r.stderr.decode()[-300:] or repr(got)[:200])
 
 # --- boto3 (S3 through the gateway, proxied to the owner target over https) ------------
 
