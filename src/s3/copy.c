@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "aisd/authz.h"
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -287,6 +288,7 @@ static int copy_remote(struct cp *c, const char *base)
 		hl = curl_slist_append(hl, ah);
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
 	curl_easy_setopt(x.e, CURLOPT_PATH_AS_IS, 1L);
+	httpc_easy_tls(x.e);
 	curl_easy_setopt(x.e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x.e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(x.e, CURLOPT_HEADERFUNCTION, rem_header);
