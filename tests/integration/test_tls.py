@@ -2,7 +2,8 @@
 here with the openssl CLI, then a 1-gateway 2-target cluster serving HTTPS
 only and requiring client certificates (mTLS) on every connection,
 intra-cluster calls included (join, metasync, keepalive, redirects, the S3
-proxy all go over https with the node's certificate).
+proxy all go over https with the node's certificate, and are signed with
+cluster.secret as well).
 
 Checks: the map's node URLs are https://; curl --cacert/--cert PUTs and
 GETs objects byte for byte through the gateway, following its 307 to an
@@ -73,6 +74,7 @@ cctx = ssl.create_default_context(cafile=CA)
 cctx.load_cert_chain(CLI, CLIKEY)
 clulib.init(t, "tlsclu", ["--set", "net.tls.cert=" + NODE, "--set", "net.tls.key=" + NODEKEY,
                           "--set", "net.tls.client_ca=" + CA, "--set", "net.tls.ca=" + CA,
+                          "--set", "cluster.secret=tls-test-cluster-secret-0123456789",
                           "--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                           "--set", "s3.key=%s:%s:tls-test:TLS Test" % (AK, SK)])
 clulib.use_tls(cctx)
