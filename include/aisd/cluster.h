@@ -61,6 +61,8 @@
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H
 
+#include <stdatomic.h>
+
 #include "aisd/bmd.h"
 #include "aisd/cmap.h"
 #include "aisd/conf.h"
@@ -89,6 +91,12 @@ void cluster_on_cmap(cluster_t *cl, cluster_cmap_fn fn, void *arg);
 /* Becomes primary (a gateway with nothing to join) or starts joining, and
  * starts the keepalive thread. */
 int cluster_start(cluster_t *cl, buf_t *err);
+/* The first step of stopping (any thread, more than once is fine): the
+ * keepalive thread starts no new round, and the fan-outs of its round in
+ * progress stop waiting for peers, which may be stopping too. The node
+ * still serves (cluster_free ends it). */
+void cluster_stop(cluster_t *cl);
+/* Stops (cluster_stop) and joins the keepalive thread; frees cl. */
 void cluster_free(cluster_t *cl);
 
 void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b);
@@ -135,11 +143,12 @@ typedef struct cluster_call {
 /* Makes every call and returns when all have ended: how many answered 2xx. */
 size_t cluster_call_all(cluster_call_t *calls, size_t n);
 /* Makes every call and returns once `need` of them answered 2xx and then
- * the others ended or grace_ms passed (or, short of need, when all ended).
- * Calls still running go on in the background, their answers dropped:
- * they have status 0 and done[i] (done may be NULL) false. Returns how many
- * answered 2xx. */
-size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms, bool *done);
+ * the others ended or grace_ms passed (or, short of need, when all ended),
+ * or as soon as *cancel (may be NULL) is true. Calls still running go on
+ * in the background, their answers dropped: they have status 0 and done[i]
+ * (done may be NULL) false. Returns how many answered 2xx. */
+size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms,
+			   const atomic_bool *cancel, bool *done);
 
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST

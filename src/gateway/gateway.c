@@ -559,6 +559,7 @@ void gateway_stop(gateway_t *g)
 {
 	if (!g)
 		return;
+	cluster_stop(g->base.cl); /* no keepalive rounds to peers that are stopping too */
 	http_server_free(g->srv);
 	cluster_free(g->base.cl);
 	free(g);

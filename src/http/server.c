@@ -123,6 +123,11 @@ static void start_drain(struct worker *w)
 	struct timeval tv = {HTTP_DRAIN_SECS, 0};
 	w->draining = true;
 	event_del(w->lev);
+	/* closed, not just unwatched: a peer's connect is refused at once
+	 * instead of waiting in the backlog for its timeout (every node of a
+	 * cluster may be stopping, each with calls to the others) */
+	close(w->lfd);
+	w->lfd = -1;
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
 		next = c->next;
 		if (((c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono) || c->state == CS_LINGER) &&
@@ -335,7 +340,8 @@ void http_server_free(http_server_t *s)
 		event_free(w->lev);
 		event_free(w->eev);
 		event_base_free(w->base);
-		close(w->lfd);
+		if (w->lfd >= 0)
+			close(w->lfd);
 		close(w->efd);
 		pthread_mutex_destroy(&w->mu);
 		free(w->rl);
