@@ -38,7 +38,8 @@
  *     the new term, itself primary and the old primary removed, and pushes.
  *  7. A primary changes metadata only while a majority of nodes answers it
  *     (checked before each change), and a change is confirmed (200) only
- *     when a majority took it; otherwise 503. So a partitioned primary
+ *     when a majority took it (not waiting for nodes that do not answer
+ *     once it has); otherwise 503. So a partitioned primary
  *     changes nothing, and every confirmed change is on a voter of any
  *     winning majority.
  *  8. A node that voted for another candidate refuses older-term pushes
@@ -119,7 +120,9 @@ bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
 
 /* Primary only, blocking (call from the I/O pool): applies fn to copies of
  * the cmap and BMD; if it returns AIS_OK, persists and installs them and
- * pushes them to every node before returning. fn reports errors with errno
+ * pushes them to every node, and returns once a majority of the nodes holds
+ * them and the others answered or a health check's timeout passed (pushes
+ * to nodes cut off go on in the background). fn reports errors with errno
  * and err. */
 typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
