@@ -64,7 +64,8 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	if (c->public_url[0])
 		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s", c->public_url);
 	else
-		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "http://%.200s:%d", c->host, port);
+		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s://%.200s:%d",
+			 c->tls_cert[0] ? "https" : "http", c->host, port);
 	memcpy(cl->self.intra_url, cl->self.pub_url, sizeof(cl->self.intra_url));
 	if (!cmap_id_valid(cl->self.id, strlen(cl->self.id)) ||
 	    !cmap_url_valid(cl->self.pub_url, strlen(cl->self.pub_url))) {

@@ -593,6 +593,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
 		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
+		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
+		.tls_ktls = c->tls_ktls,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)
