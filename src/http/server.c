@@ -133,8 +133,15 @@ static void start_drain(struct worker *w)
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
 		next = c->next;
 		if (((c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono) || c->state == CS_LINGER) &&
-		    !c->offloaded && !c->running)
+		    !c->offloaded && !c->running) {
 			conn_free(c);
+		} else if (c->state == CS_HEAD && c->req_start_mono && !c->offloaded && !c->running) {
+			/* a head begun but stalled is not a request in progress:
+			 * HTTP_DRAIN_HEAD_MS for the rest (then 408), not the header
+			 * timeout */
+			struct timeval hv = {HTTP_DRAIN_HEAD_MS / 1000, (HTTP_DRAIN_HEAD_MS % 1000) * 1000};
+			event_add(c->tev, &hv);
+		}
 	}
 	if (!w->conns)
 		event_base_loopbreak(w->base);
