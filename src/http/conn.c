@@ -438,6 +438,8 @@ static void conn_drive(http_conn_t *c)
 							       (int64_t)s->o.header_timeout_ms * 1000000 -
 							       time_mono_ns();
 						ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
+						if (c->w->draining) /* stopping: see start_drain */
+							ms = MIN(ms, HTTP_DRAIN_HEAD_MS);
 					}
 					wait_for(c, EV_READ, ms);
 					return;

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # s3.sh - what S3 through a gateway costs against the native API straight to
 # the target: 1 gateway + 1 target on free loopback ports under a mktemp -d
 # dir (s3.auth off: the clients here do not sign, so SigV4 costs are not in
@@ -29,38 +28,9 @@ die() { echo "s3-bench: $*" >&2; exit 1; }
 [ -x "$AISD" ] || die "no $AISD (run make)"
 command -v wrk >/dev/null || die "wrk is needed (tools/install-deps.sh)"
 
-TMP=$(mktemp -d /tmp/aisd-s3bench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	[ "${KEEP:-0}" = 1 ] && echo "s3-bench: kept $TMP" >&2 || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# start NAME ARGS...: starts a node, sets PORT to its port.
-start() {
-	local name=$1
-	shift
-	mkdir -p "$TMP/$name"
-	"$AISD" --port 0 --port-file "$TMP/$name/port" --set log.file="$TMP/$name/log" \
-		--set s3.auth=off --set store.fsync=never "$@" >"$TMP/$name/out" 2>&1 &
-	PIDS+=($!)
-	for _ in $(seq 100); do
-		PORT=$(cat "$TMP/$name/port" 2>/dev/null)
-		[ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/v1/health" >/dev/null && return 0
-		sleep 0.1
-	done
-	die "$name did not start (see $TMP/$name)"
-}
-
-start g --role gateway --dir "$TMP/g/meta"
-GW=http://127.0.0.1:$PORT
-start t -m "$TMP/t/mp" --join "$GW"
-TG=http://127.0.0.1:$PORT
-for _ in $(seq 100); do
-	curl -s "$GW/v1/cluster?what=smap" | grep -q target && break
-	sleep 0.1
-done
+bench_setup s3-bench
+start_cluster "$TMP" 1 --set s3.auth=off || die "the cluster did not start (see $TMP)"
+TG=${TGT[1]}
 curl -sf -X PUT "$GW/bench" >/dev/null || die "S3 CreateBucket failed"
 head -c 10240 /dev/urandom >"$TMP/small"
 head -c $((64 << 20)) /dev/urandom >"$TMP/large"
