@@ -7,7 +7,8 @@
  *     is generated from it and --verify checks GET data against it, so any
  *     aisloader run can verify what any other one wrote.
  *  2. Nothing on the request path allocates: handles, URLs and buffers are
- *     made once per slot and reused for every request.
+ *     made once per slot and reused for every request (with --s3, the
+ *     SigV4 signer's own scratch buffers are the one exception).
  *  3. Statistics are per thread and merged once at the end; the only shared
  *     state while running is the ticket counter and the error-print budget.
  */
@@ -37,6 +38,9 @@ struct ldr_conf {
 	bool follow;          /* follow redirects (a gateway's 307 to the target) */
 	bool redirects_only;  /* do not follow; a 3xx counts as a success */
 	uint64_t seed;
+	/* S3: sign every request with SigV4 (UNSIGNED-PAYLOAD) as this key;
+	 * url is then an S3 bucket URL (http://HOST/BUCKET). NULL: unsigned. */
+	const char *s3_ak, *s3_sk, *s3_region;
 };
 
 /* Data pattern (pattern.c). pat_init must run once before anything else. */
