@@ -91,9 +91,9 @@ load() {
 }
 
 # the objects: 1000 x 10 KiB and 4 x 64 MiB, written with S3 (checked: --verify below)
-load s3 10K 16 1000 put --count 1000 --seq >/dev/null
-load s3 64M 4 4 put --count 4 --seq >/dev/null
-out=$(load s3 10K 16 1000 get --count 200 --verify)
+load s3 10K 16 1000 put --count 1000 --seq --duration 0 >/dev/null
+load s3 64M 4 4 put --count 4 --seq --duration 0 >/dev/null
+out=$(load s3 10K 16 1000 get --count 200 --verify --duration 0)
 [ "$out" = failed ] && die "S3 GET --verify of the 10 KiB objects failed: $(cat "$TMP/loader.err")"
 
 fail=0
