@@ -56,6 +56,10 @@ static const char usage_text[] =
 	"                    this access key and secret; --url is then a bucket URL,\n"
 	"                    e.g. http://127.0.0.1:8080/bench (object URL = BASE/NAME)\n"
 	"  --s3-region R     the region signed for with --s3 (default us-east-1)\n"
+	"  --cacert FILE     https: verify the server's certificate with this PEM CA\n"
+	"  --cert FILE       https: present this PEM client certificate (mTLS)\n"
+	"  --key FILE        https: the private key of --cert\n"
+	"  --insecure        https: do not verify the server's certificate (tests only)\n"
 	"  --json            print one JSON line of results on stdout (table to stderr)\n"
 	"  -h, --help        this text\n"
 	"\n"
@@ -88,7 +92,7 @@ enum {
 	OPT_URL = 256, OPT_OP, OPT_PUT_PCT, OPT_SIZE, OPT_OBJECTS, OPT_NAME, OPT_WORKERS,
 	OPT_THREADS, OPT_DURATION, OPT_COUNT, OPT_PREFILL, OPT_RANDOM, OPT_SEQ, OPT_SEED,
 	OPT_VERIFY, OPT_KEEPALIVE, OPT_NO_KEEPALIVE, OPT_JSON, OPT_FOLLOW, OPT_NO_FOLLOW,
-	OPT_REDIRECTS_ONLY, OPT_S3, OPT_S3_REGION,
+	OPT_REDIRECTS_ONLY, OPT_S3, OPT_S3_REGION, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_INSECURE,
 };
 
 static const struct option long_opts[] = {
@@ -116,6 +120,10 @@ static const struct option long_opts[] = {
 	{"redirects-only", no_argument, NULL, OPT_REDIRECTS_ONLY},
 	{"s3", required_argument, NULL, OPT_S3},
 	{"s3-region", required_argument, NULL, OPT_S3_REGION},
+	{"cacert", required_argument, NULL, OPT_CACERT},
+	{"cert", required_argument, NULL, OPT_CERT},
+	{"key", required_argument, NULL, OPT_KEY},
+	{"insecure", no_argument, NULL, OPT_INSECURE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -265,6 +273,10 @@ int main(int argc, char **argv)
 			break;
 		}
 		case OPT_S3_REGION: c.s3_region = optarg; break;
+		case OPT_CACERT: c.cacert = optarg; break;
+		case OPT_CERT: c.cert = optarg; break;
+		case OPT_KEY: c.key = optarg; break;
+		case OPT_INSECURE: c.insecure = true; break;
 		case 'h': usage(stdout, 0); break;
 		default: usage(stderr, 2);
 		}
