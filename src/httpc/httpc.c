@@ -305,6 +305,10 @@ static void req_setup(httpc_req_t *r)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	if (!r->write)
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_resp);
+	if (r->flags & HTTPC_F_BIG_BUF) {
+		curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L << 10);
+		curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 512L << 10);
+	}
 
 	if (r->body || r->read || httpc_body_method(r->method)) {
 		/* any method with a body (a GET with a JSON body too) */

@@ -63,7 +63,10 @@ start() {
 start g --role gateway --dir "$TMP/g/meta"
 GW=http://127.0.0.1:$PORT GPID=$PID
 start t -m "$TMP/t/mp" --join "$GW"
-TG=http://127.0.0.1:$PORT
+TG=http://127.0.0.1:$PORT TPID=$PID
+# cpu PID: user + system CPU time of a process so far, in clock ticks
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
 for _ in $(seq 100); do
 	curl -s "$GW/v1/cluster?what=smap" | grep -q target && break
 	sleep 0.1
@@ -86,7 +89,8 @@ load() {
 		awk '{ops = $0; sub(/.*"ops_per_s":/, "", ops); sub(/[,}].*/, "", ops)
 		      mib = $0; sub(/.*"mibps":/, "", mib); sub(/[,}].*/, "", mib)
 		      err = $0; sub(/.*"errors":/, "", err); sub(/[,}].*/, "", err)
-		      if (err + 0 > 0 || ops == $0) print "failed"; else printf "%s %.0f\n", ops, mib * 1048576}
+		      n = $0; sub(/.*"ops":/, "", n); sub(/[,}].*/, "", n)
+		      if (err + 0 > 0 || ops == $0) print "failed"; else printf "%s %.0f %s\n", ops, mib * 1048576, n}
 		     END {if (NR == 0) print "failed"}'
 }
 
@@ -105,6 +109,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 				perf record -g -p "$GPID" -o "$TMP/perf.data.$i" -- sleep "$DUR" >/dev/null 2>&1 &
 				perf_pid=$!
 			fi
+			g0=$(cpu "$GPID") t0=$(cpu "$TPID")
 			case $m in
 			put-small) out=$(load $kind 10K 64 1000 put) ;;
 			get-small) out=$(load $kind 10K 64 1000 get) ;;
@@ -112,11 +117,19 @@ for ((i = 1; i <= ROUNDS; i++)); do
 			put-large) out=$(load $kind 64M 4 4 put) ;;
 			esac
 			[ -n "$perf_pid" ] && wait "$perf_pid"
+			# CPU microseconds per op of the gateway and the target: what a
+			# request costs, which load on a shared machine disturbs less
+			# than the rates
+			read -r _ _ nops <<<"$out"
+			g1=$(cpu "$GPID") t1=$(cpu "$TPID")
+			awk -v g=$((g1 - g0)) -v t=$((t1 - t0)) -v n="${nops:-0}" -v hz="$HZ" \
+				'BEGIN {if (n > 0) printf "%.1f %.1f\n", g * 1e6 / hz / n, t * 1e6 / hz / n}' >>"$TMP/$m.$kind.cpu"
 			[ "$out" = failed ] && fail=1 && echo "s3-bench: $m $kind: $(head -3 "$TMP/loader.err")" >&2
-			printf '  round %d %-9s %-6s %s\n' "$i" "$m" "$kind" "$out" >&2
+			printf '  round %d %-9s %-6s %s (cpu us/op gw tgt: %s)\n' "$i" "$m" "$kind" "$out" \
+				"$(tail -1 "$TMP/$m.$kind.cpu" 2>/dev/null)" >&2
 			case $m in
 			*-small) echo "${out%% *}" >>"$TMP/$m.$kind" ;;
-			*-large) echo "${out##* }" >>"$TMP/$m.$kind" ;;
+			*-large) read -r _ bps _ <<<"$out" && echo "$bps" >>"$TMP/$m.$kind" ;;
 			esac
 		done
 	done
@@ -138,5 +151,10 @@ for m in put-small get-small get-large put-large; do
 	get-large) printf '| GET 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.85 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	put-large) printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	esac
+done
+printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3)\n'
+for m in put-small get-small get-large put-large; do
+	printf '| %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
+		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)"
 done
 exit $fail
