@@ -289,10 +289,11 @@ int s3_proxy(s3_rq_t *r, const char *url_base)
 		.headers = x->hdrs,
 		.write = px_write,
 		.timeout_ms = PX_TIMEOUT_MS,
-		/* big socket reads for what may be a big body: a GET, or a PUT of
-		 * more than a MiB (fewer callbacks, copies and system calls) */
+		/* big buffers for an upload of more than a MiB (fewer callbacks,
+		 * copies and system calls); not for GETs: most are small, and a
+		 * 512 KiB buffer per request cost more than it saved */
 		.flags = HTTPC_F_NO_RETRY |
-			 (req->method == HTTP_GET || req->content_length > (1 << 20) || (req->has_body && req->content_length < 0)
+			 (req->content_length > (1 << 20) || (req->has_body && req->content_length < 0)
 				  ? HTTPC_F_BIG_BUF
 				  : 0),
 		.done = px_done,
