@@ -298,6 +298,8 @@ static void dispatch(http_conn_t *c)
 	unsigned fl = req->route->flags;
 	if (!(fl & HTTP_ROUTE_NOLIMIT) && http_rate_check(c))
 		return; /* answered 429 */
+	if (s->o.authz && !(fl & HTTP_ROUTE_PUBLIC) && s->o.authz(req) != AIS_OK)
+		return; /* answered 401 or 403 */
 	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
 		HM_INC(c->w->st.too_large, 1);
 		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
@@ -429,11 +431,15 @@ static void conn_drive(http_conn_t *c)
 						return;
 					}
 					uint64_t ms = s->o.idle_timeout_ms;
+					if (c->ssl && !started && !SSL_is_init_finished(c->ssl))
+						ms = s->o.header_timeout_ms; /* a TLS handshake is part of the head */
 					if (started) {
 						int64_t left = c->req_start_mono +
 							       (int64_t)s->o.header_timeout_ms * 1000000 -
 							       time_mono_ns();
 						ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
+						if (c->w->draining) /* stopping: see start_drain */
+							ms = MIN(ms, HTTP_DRAIN_HEAD_MS);
 					}
 					wait_for(c, EV_READ, ms);
 					return;

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # s3.sh - what S3 through a gateway costs against the native API straight to
 # the target: 1 gateway + 1 target on free loopback ports under a mktemp -d
 # dir, s3.auth ON (every S3 request is SigV4-signed by aisloader --s3 and
@@ -34,46 +33,16 @@ die() { echo "s3-bench: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib.sh"
 [ -x "$AISD" ] && [ -x "$LOADER" ] || die "no $AISD or $LOADER (run make)"
 
-TMP=$(mktemp -d /tmp/aisd-s3bench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	[ "${KEEP:-0}" = 1 ] || [ "${PERF:-0}" = 1 ] && echo "s3-bench: kept $TMP" >&2 || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# start NAME ARGS...: starts a node, sets PORT to its port and PID to its pid.
-start() {
-	local name=$1
-	shift
-	mkdir -p "$TMP/$name"
-	"$AISD" --port 0 --port-file "$TMP/$name/port" --set log.file="$TMP/$name/log" \
-		--set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" --set store.fsync=never "$@" \
-		>"$TMP/$name/out" 2>&1 &
-	PID=$!
-	PIDS+=("$PID")
-	for _ in $(seq 100); do
-		PORT=$(cat "$TMP/$name/port" 2>/dev/null)
-		[ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/v1/health" >/dev/null && return 0
-		sleep 0.1
-	done
-	die "$name did not start (see $TMP/$name)"
-}
-
-start g --role gateway --dir "$TMP/g/meta"
-GW=http://127.0.0.1:$PORT GPID=$PID
-start t -m "$TMP/t/mp" --join "$GW"
-TG=http://127.0.0.1:$PORT TPID=$PID
+bench_setup s3-bench
+[ "${PERF:-0}" = 1 ] && KEEP=1
+start_cluster "$TMP" 1 --set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" ||
+	die "the cluster did not start (see $TMP)"
+TG=${TGT[1]} GPID=$GWPID TPID=${TGTPID[1]}
 # cpu PID: user + system CPU time of a process so far, in clock ticks
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
-for _ in $(seq 100); do
-	curl -s "$GW/v1/cluster?what=smap" | grep -q target && break
-	sleep 0.1
-done
 for b in small large; do
-	curl -sf -X POST -H 'Content-Type: application/json' -d '{"action":"create-bck"}' "$GW/v1/buckets/$b" >/dev/null ||
-		die "create bucket $b failed"
+	create_bucket "$GW" "$b" || die "create bucket $b failed"
 done
 
 # load KIND SIZE WORKERS OBJECTS OP [ARGS]: prints "ops/s bytes/s" of one
@@ -138,7 +107,6 @@ if [ "${PERF:-0}" = 1 ] && [ -f "$TMP/perf.data.1" ]; then
 	perf report -i "$TMP/perf.data.1" --no-children --percent-limit 0.7 --stdio >"$TMP/perf.txt" 2>/dev/null
 	echo "s3-bench: perf report of the gateway (S3 GET 10 KiB, round 1): $TMP/perf.txt" >&2
 fi
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN {if (y + 0 > 0) printf "%.2f", x / y; else print "n/a"}'; }
 mib() { awk -v x="$1" 'BEGIN {printf "%.0f", x / 2^20}'; }
 printf '\nS3 via a gateway (SigV4 on) vs native straight to the target, aisloader both (medians of %d rounds, %ds each; load average %s)\n' \
 	"$ROUNDS" "$DUR" "$(cut -d' ' -f1-3 /proc/loadavg)"
