@@ -38,7 +38,9 @@ typedef struct job_stats {
 	int64_t start_ns, end_ns;    /* wall clock of the last run; end 0 while running */
 	uint64_t runs;               /* runs started since this process started */
 	uint64_t total;              /* objects here when the run started */
+	uint64_t total_bytes;        /* their bytes */
 	uint64_t walked;             /* objects looked at */
+	uint64_t walked_bytes;       /* their bytes */
 	uint64_t moved, moved_bytes; /* copies sent to other targets */
 	uint64_t deleted;            /* local copies removed once their holders had them */
 	uint64_t errors;
@@ -48,12 +50,20 @@ typedef struct job_stats {
 
 /* "idle", "running", "done", "aborted", "failed"; "unknown" out of range. */
 const char *job_state_name(enum job_state s);
-/* Appends {"kind","state","cmap_version","runs","total","walked","remaining",
- * "moved","moved_bytes","deleted","errors","objects","start","end",
- * "last_error"} (times in ns since the epoch, 0 when none). Pure. */
+/* Appends {"kind","state","cmap_version","runs","total","total_bytes",
+ * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
+ * "errors","objects","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
 /* Objects left to look at in the current run (0 unless running). */
 uint64_t job_remaining(const job_stats_t *s);
+/* Their bytes (0 unless running). */
+uint64_t job_remaining_bytes(const job_stats_t *s);
+/* Appends the jobs' progress as Prometheus families (metrics.h), one
+ * series per job labeled job="KIND": aisd_job_state (0 idle, 1 running,
+ * 2 done, 3 aborted, 4 failed), aisd_job_runs_total,
+ * aisd_job_objects_{walked,remaining,moved,deleted}, aisd_job_bytes_{moved,
+ * remaining}, aisd_job_errors. Pure. */
+void job_metrics(const job_stats_t *st, const char *const *kinds, size_t n, buf_t *out);
 /* The state of a cluster from its targets' states: running if any runs,
  * else failed, else aborted, else done if any is done, else idle. */
 enum job_state job_state_merge(const enum job_state *st, size_t n);
