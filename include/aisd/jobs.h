@@ -29,6 +29,7 @@
 
 #include "aisd/buf.h"
 #include "aisd/http.h"
+#include "aisd/store.h"
 
 enum job_state { JOB_IDLE = 0, JOB_RUNNING, JOB_DONE, JOB_ABORTED, JOB_FAILED };
 
@@ -83,6 +84,17 @@ void reb_kick(reb_t *r, const char *why);
 /* Aborts the run in progress (no resume). */
 void reb_abort(reb_t *r);
 void reb_stats(reb_t *r, job_stats_t *out);
+
+/* The resilver job of a target (resilver.c): moves objects to their HRW
+ * mountpath after an attach or detach, and finishes detaches. dir holds
+ * its marker; hook(arg) runs after a detach completes (the target saves its
+ * mountpath list). Works standalone and in a cluster. */
+typedef struct res res_t;
+res_t *res_new(store_t *s, const char *dir, void (*hook)(void *), void *hook_arg);
+void res_free(res_t *r);
+void res_kick(res_t *r, const char *why);
+void res_abort(res_t *r);
+void res_stats(res_t *r, job_stats_t *out);
 
 /* HTTP (api.c). On a target: GET /v1/jobs (this target's rebalance) and
  * PUT /v1/jobs {"action":"start"|"stop"}. */

@@ -191,8 +191,9 @@ uint64_t store_layout_gen(store_t *s);
 typedef struct store_cursor {
 	int slot;
 	buf_t after;
+	uint64_t scanned, scanned_bytes; /* objects (and bytes) looked at so far */
 } store_cursor_t;
-#define STORE_CURSOR_INIT {0, BUF_INIT}
+#define STORE_CURSOR_INIT {0, BUF_INIT, 0, 0}
 typedef void (*store_misplaced_fn)(void *arg, const char *bck, size_t blen, const char *obj, size_t olen,
 				   uint64_t size);
 size_t store_misplaced(store_t *s, store_cursor_t *cur, size_t limit, store_misplaced_fn fn, void *arg);

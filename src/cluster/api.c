@@ -621,7 +621,7 @@ int cluster_h_cluster(http_req_t *req)
 	http_query_get(req, "what", &what);
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
-	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs"))
+	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"))
 		return jobs_h_cluster_status(req); /* src/jobs/api.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;

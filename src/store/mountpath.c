@@ -264,11 +264,15 @@ size_t store_misplaced(store_t *s, store_cursor_t *cur, size_t limit, store_misp
 			if (!nul)
 				continue;
 			size_t blen = (size_t)(nul - (k + 1)), olen = kl - 2 - blen;
+			const unsigned char *v = (const unsigned char *)leveldb_iter_value(it, &vl);
+			const unsigned char *q = v + 1;
+			uint64_t size = 0;
+			if (vl < 2 || store_varint_get(&q, v + vl, &size) != AIS_OK)
+				size = 0;
+			cur->scanned++;
+			cur->scanned_bytes += size;
 			if (store_mp_of(s, k + 1, blen, nul + 1, olen) == mp)
 				continue;
-			const char *v = leveldb_iter_value(it, &vl);
-			store_rec_t r;
-			uint64_t size = store_rec_decode(v, vl, &r) == AIS_OK ? r.m.size : 0;
 			fn(arg, k + 1, blen, nul + 1, olen, size);
 			given++;
 		}
