@@ -11,9 +11,10 @@
  *     receiver verifies);
  *  2. when this target is not a holder and every holder is known to have
  *     the object durably, the local copy is deleted: never before;
- *  3. a target in maintenance, or not in the map at all (not joined yet, or
- *     dropped after failing health checks: it comes back), keeps its data
- *     and walks nothing; only a decommissioned one moves everything off.
+ *  3. a target in maintenance (without drain), or not in the map at all
+ *     (not joined yet, or dropped after failing health checks: it comes
+ *     back), keeps its data and walks nothing; a decommissioned one, and
+ *     one in maintenance with drain, is no holder and moves everything off.
  * A run starts on every change of placement (place_changed), of a
  * bucket's copies, on request, and at start-up when the marker file
  * DIR/rebalance.marker says a run was interrupted; a newer change restarts

@@ -69,6 +69,10 @@ static const struct cli_opt opts_stats[] = {
 	{0},
 };
 
+static const struct cli_opt opts_maintenance[] = {
+	{"drain", 0, NULL, "start: move the node's objects to the other targets (default: they stay on it)"},
+	{0},
+};
 static const struct cli_opt opts_job_wait[] = {
 	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
 	{0},
@@ -108,8 +112,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 "make the gateway NODE the primary (a new term; the old one stays a gateway)", NULL, 1, 1,
 	 cli_cluster_primary, false},
 	{"node maintenance", "start|stop NODE",
-	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
-	 NULL, 2, 2, cli_node_maintenance, false},
+	 "put a node in maintenance (no new objects, kept in the map when down; --drain moves its objects off) "
+	 "or take it out",
+	 opts_maintenance, 2, 2, cli_node_maintenance, false},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission, false},
 	{"job show", "[rebalance|resilver]", "show a job's progress on every target (default: rebalance)", NULL,

@@ -257,7 +257,7 @@ static void walk(reb_t *r, uint64_t gen)
 
 	cluster_read_lock(cl, &m, &bmd);
 	const cmap_node_t *me = m ? cmap_get(m, cluster_self(cl)->id, strlen(cluster_self(cl)->id)) : NULL;
-	maint = me && me->state == CMAP_MAINTENANCE;
+	maint = me && me->state == CMAP_MAINTENANCE && !me->drain; /* drain: moves all, as decommissioning */
 	bs = xcalloc(bmd ? bmd_size(bmd) + 1 : 1, sizeof(*bs));
 	for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 		snprintf(bs[nb].name, sizeof(bs[nb].name), "%s", bmd_bucket(bmd, i)->name);
@@ -270,7 +270,7 @@ static void walk(reb_t *r, uint64_t gen)
 
 	if (maint || !me) { /* rule 3 of jobs.h */
 		log_info("rebalance: %s: nothing to walk",
-		         maint ? "in maintenance, the data stays here"
+		         maint ? "in maintenance without drain, the data stays here"
 		               : "this target is not in the cluster map (yet), its data stays here");
 		free(bs);
 		return;

@@ -129,7 +129,12 @@ static void on_cmap(void *arg, const cmap_t *old, const cmap_t *cur)
 	/* the first map since start: this target may have missed changes while it was down */
 	bool first = !t->reb_kicked;
 	t->reb_kicked = true;
-	if (!t->reb || (!first && !place_changed(old, cur)))
+	/* this node's drain flag (maintenance) moves its objects, or stops moving them */
+	const char *me = t->base.cl ? cluster_self(t->base.cl)->id : NULL;
+	const cmap_node_t *o = me && old ? cmap_get(old, me, strlen(me)) : NULL;
+	const cmap_node_t *c = me ? cmap_get(cur, me, strlen(me)) : NULL;
+	bool drain_changed = (o && o->drain) != (c && c->drain);
+	if (!t->reb || (!first && !drain_changed && !place_changed(old, cur)))
 		return;
 	char why[96];
 	snprintf(why, sizeof(why), "cluster map v%llu moves objects", (unsigned long long)cmap_version(cur));
