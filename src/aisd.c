@@ -3,7 +3,7 @@
  *
  * One binary, two roles; this version serves the target role. Signals are
  * handled synchronously here (sigwait) while worker threads serve: SIGTERM
- * and SIGINT stop gracefully, SIGHUP reopens the log files.
+ * and SIGINT stop gracefully, SIGHUP reopens the log files and reloads the TLS certificate.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -14,6 +14,7 @@
 
 #include "aisd/conf.h"
 #include "aisd/gateway.h"
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -47,7 +48,13 @@ static void usage(FILE *f)
 		"  -V, --version            print the version\n"
 		"\n"
 		"Command-line options override the config file. Signals: SIGTERM/SIGINT\n"
-		"stop, SIGHUP reopens the log files (log.file, log.access_file).\n"
+		"stop, SIGHUP reopens the log files (log.file, log.access_file) and reloads\n"
+		"the TLS certificate, key and client CA (open connections keep theirs).\n"
+		"\n"
+		"HTTPS: --set net.tls.cert=PEM --set net.tls.key=PEM serves HTTPS only (node\n"
+		"URLs become https://); net.tls.client_ca=PEM requires client certificates\n"
+		"(mTLS), net.tls.ca=PEM is the CA other nodes are verified with. Nodes present\n"
+		"net.tls.cert as their client certificate.\n"
 		"Every node serves GET /metrics (Prometheus). See aisd(8).\n");
 }
 
@@ -159,6 +166,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (conf.tls_cert[0])
+		httpc_tls_set(conf.tls_ca, conf.tls_cert, conf.tls_key); /* intra-cluster calls */
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;
 	gateway_t *g = NULL;
@@ -176,11 +185,12 @@ int main(int argc, char **argv)
 		snprintf(id, sizeof(id), "%s:%d", conf.host, port);
 		log_init(id, lv, NULL);
 	}
+	const char *scheme = conf.tls_cert[0] ? "https" : "http";
 	if (gw)
-		log_info("aisd %s gateway serving http://%s:%d", AISD_VERSION, conf.host, port);
+		log_info("aisd %s gateway serving %s://%s:%d", AISD_VERSION, scheme, conf.host, port);
 	else
-		log_info("aisd %s target serving http://%s:%d (%d mountpaths, fsync %s%s%s)", AISD_VERSION, conf.host,
-			 port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never",
+		log_info("aisd %s target serving %s://%s:%d (%d mountpaths, fsync %s%s%s)", AISD_VERSION, scheme,
+			 conf.host, port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never",
 			 conf.join[0] ? ", joining " : "", conf.join);
 	if (port_file) {
 		FILE *f = fopen(port_file, "w");
@@ -195,6 +205,13 @@ int main(int argc, char **argv)
 		if (sig == SIGHUP) {
 			log_reopen();
 			log_info("reopened the log files");
+			buf_reset(&err);
+			int rc = http_server_reload_tls(gw ? g->srv : t->srv, &err);
+			if (rc == AIS_OK)
+				log_info("TLS: reloaded %s and %s%s%s", conf.tls_cert, conf.tls_key,
+					 conf.tls_client_ca[0] ? " and " : "", conf.tls_client_ca);
+			else if (rc == AIS_ERR)
+				log_errx("TLS: cannot reload the certificate (the old one stays): %s", err.ptr);
 			continue;
 		}
 		log_info("signal %d: shutting down", sig);

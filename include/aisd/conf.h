@@ -33,6 +33,11 @@ typedef struct conf {
 	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
 	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
 	uint64_t rate_burst;
+	char tls_cert[1024];      /* PEM chain: HTTPS on the listener when set */
+	char tls_key[1024];       /* PEM key of tls_cert */
+	char tls_client_ca[1024]; /* mTLS: client certificates must chain to this */
+	char tls_ca[1024];        /* CA bundle for verifying other nodes */
+	bool tls_ktls;            /* use kernel TLS where offered */
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */

@@ -51,6 +51,15 @@ static const struct key keys[] = {
 	{"net.rate_limit", K_U64, N(rate_limit), "0",
 	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
 	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
+	{"net.tls.cert", K_STR, S(tls_cert), "",
+	 "PEM certificate chain of this node: set (with net.tls.key) to serve HTTPS only; also its client certificate for intra-cluster calls"},
+	{"net.tls.key", K_STR, S(tls_key), "", "PEM private key of net.tls.cert"},
+	{"net.tls.client_ca", K_STR, S(tls_client_ca), "",
+	 "PEM CA bundle: when set, every connection must present a client certificate it signed (mTLS)"},
+	{"net.tls.ca", K_STR, S(tls_ca), "",
+	 "PEM CA bundle this node verifies other nodes' certificates with (empty: the system's CAs)"},
+	{"net.tls.ktls", K_BOOL, N(tls_ktls), "on",
+	 "on: hand TLS record encryption to the kernel (kTLS) where it offers it, so file bodies go out with sendfile"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
@@ -64,7 +73,7 @@ static const struct key keys[] = {
 	 "directory for cluster metadata (default: a target's first mountpath; required for a gateway)"},
 	{"cluster.join", K_STR, S(join), "",
 	 "URL of the primary gateway to join (empty: a gateway becomes primary, a target runs standalone)"},
-	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
+	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT, https:// with net.tls.cert)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"s3.domain", K_STR, S(s3_domain), "",
@@ -376,6 +385,15 @@ int conf_validate(const conf_t *c, buf_t *err)
 	if ((c->join[0] && strncmp(c->join, "http://", 7) && strncmp(c->join, "https://", 8)) ||
 	    (c->public_url[0] && strncmp(c->public_url, "http://", 7) && strncmp(c->public_url, "https://", 8))) {
 		buf_addstr(err, "cluster.join and cluster.public_url must be http:// or https:// URLs");
+		return AIS_ERR;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0] || ((c->tls_client_ca[0] || c->tls_ca[0]) && !c->tls_cert[0])) {
+		buf_addstr(err, "net.tls.cert and net.tls.key go together, and net.tls.client_ca and net.tls.ca need them");
+		return AIS_ERR;
+	}
+	if (c->tls_cert[0] && ((c->join[0] && strncmp(c->join, "https://", 8)) ||
+			       (c->public_url[0] && strncmp(c->public_url, "https://", 8)))) {
+		buf_addstr(err, "with net.tls.cert, cluster.join and cluster.public_url must be https:// URLs");
 		return AIS_ERR;
 	}
 	if (c->keepalive_ms < 100 || c->grace_ms < c->keepalive_ms) {

@@ -320,6 +320,29 @@ static bool resident(http_conn_t *c, off_t off, size_t len)
 	return true;
 }
 
+/*
+ * HTTPS without kTLS: the next piece of a resident file chunk is copied
+ * into c->out (a read from the page cache: it does not block) and goes out
+ * through SSL_write with the rest of c->out.
+ */
+static int tls_file_piece(http_conn_t *c, size_t chunk)
+{
+	size_t len = MIN(chunk, (size_t)HTTP_TLS_PIECE);
+	buf_grow(&c->out, len);
+	ssize_t n = pread(c->ffd, c->out.ptr + c->out.len, len, c->foff);
+	if (n <= 0) {
+		if (n == 0)
+			log_warnx("object file shorter than its metadata says");
+		else
+			log_warn("reading object file");
+		return AIS_ERR;
+	}
+	c->out.len += (size_t)n;
+	c->foff += n;
+	c->fleft -= (uint64_t)n;
+	return AIS_OK;
+}
+
 static int file_step(http_conn_t *c)
 {
 	if (c->fleft <= HTTP_SMALL_FILE && !c->fsmall_read) {
@@ -349,7 +372,16 @@ static int file_step(http_conn_t *c)
 		}
 		c->checked_end = c->foff + (off_t)chunk;
 	}
-	ssize_t n = sendfile(c->fd, c->ffd, &c->foff, chunk);
+	ssize_t n;
+	if (c->ssl) {
+		if (!tls_ktls_send(c))
+			return tls_file_piece(c, chunk);
+		n = tls_sendfile(c, c->ffd, c->foff, chunk);
+		if (n > 0)
+			c->foff += n;
+	} else {
+		n = sendfile(c->fd, c->ffd, &c->foff, chunk);
+	}
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return errno == EAGAIN ? AIS_AGAIN : AIS_OK;
@@ -434,7 +466,7 @@ int resp_flush(http_conn_t *c)
 				return r;
 		}
 		if (c->out_off < c->out.len) {
-			ssize_t n = send(c->fd, c->out.ptr + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+			ssize_t n = conn_send(c, c->out.ptr + c->out_off, c->out.len - c->out_off);
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;

@@ -37,8 +37,31 @@ static void global_init(void)
 
 void httpc_global_init(void) { pthread_once(&g_once, global_init); }
 
+/* TLS of every outgoing request: set once at start-up, before any request
+ * (httpc_tls_set), read without a lock afterwards. */
+static char *g_tls_ca, *g_tls_cert, *g_tls_key;
+
+void httpc_tls_set(const char *ca, const char *cert, const char *key)
+{
+	g_tls_ca = ca && *ca ? xstrdup(ca) : NULL;
+	g_tls_cert = cert && *cert ? xstrdup(cert) : NULL;
+	g_tls_key = key && *key ? xstrdup(key) : NULL;
+}
+
+void httpc_easy_tls(void *easy)
+{
+	CURL *e = easy;
+	if (g_tls_ca)
+		curl_easy_setopt(e, CURLOPT_CAINFO, g_tls_ca);
+	if (g_tls_cert) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, g_tls_cert);
+		curl_easy_setopt(e, CURLOPT_SSLKEY, g_tls_key);
+	}
+}
+
 void httpc_easy_common(CURL *e, const char *user_agent)
 {
+	httpc_easy_tls(e);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);

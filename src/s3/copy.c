@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -282,6 +283,7 @@ static int copy_remote(struct cp *c, const char *base)
 		hl = curl_slist_append(hl, range);
 	}
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
+	httpc_easy_tls(x.e);
 	curl_easy_setopt(x.e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x.e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(x.e, CURLOPT_HEADERFUNCTION, rem_header);

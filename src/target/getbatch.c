@@ -648,7 +648,7 @@ static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_
 	if (cl)
 		snprintf(url, sizeof(url), "%s", cluster_self(cl)->intra_url);
 	else
-		snprintf(url, sizeof(url), "http://%s:%d",
+		snprintf(url, sizeof(url), "%s://%s:%d", g->t->conf->tls_cert[0] ? "https" : "http",
 			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
 	e->owner = peer_index(g, url, cap, false);
 }

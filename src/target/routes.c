@@ -179,6 +179,10 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,
+		.tls_cert = c->tls_cert,
+		.tls_key = c->tls_key,
+		.tls_client_ca = c->tls_client_ca,
+		.tls_ktls = c->tls_ktls,
 	};
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {
