@@ -243,6 +243,8 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->ro = leveldb_readoptions_create();
 	s->ro_scan = leveldb_readoptions_create();
 	leveldb_readoptions_set_fill_cache(s->ro_scan, 0);
+	/* mp_rw stays reader-preferring (the default): read locks nest, and a
+	 * commit that holds a commit mutex may take it while a detach waits */
 	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL) ||
 	    pthread_rwlock_init(&s->mp_rw, NULL) || pthread_mutex_init(&s->mp_mu, NULL) ||
 	    pthread_mutex_init(&s->bucket_mu, NULL))

@@ -306,6 +306,16 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	else if (errno != ENOENT)
 		goto out_unlock;
 	nr->m.version = have_old ? old.m.version + 1 : 1;
+	if (!have_old && store_nmp(s) > 1) { /* a copy the resilver has not moved yet */
+		store_rec_t o2;
+		store_rd(s);
+		for (int i = 0; i < store_nmp(s); i++)
+			if (&s->mp[i] != mp && store_mp_open(s, i) && store_rec_get(s, &s->mp[i], &okey, &o2) == AIS_OK) {
+				nr->m.version = o2.m.version + 1;
+				break;
+			}
+		store_unrd(s);
+	}
 	store_rec_encode(&val, nr);
 	leveldb_writebatch_t *batch = leveldb_writebatch_create();
 	leveldb_writebatch_put(batch, okey.ptr, okey.len, val.ptr, val.len);
