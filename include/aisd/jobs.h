@@ -84,6 +84,11 @@ void reb_free(reb_t *r);
 void reb_kick(reb_t *r, const char *why);
 /* Aborts the run in progress (no resume). */
 void reb_abort(reb_t *r);
+/* Queues one object to be placed under the current map (a write that
+ * raced a map change); the job's thread places queued objects between
+ * runs, and a run in progress places them when it ends. Beyond
+ * REB_QUEUE_MAX queued, a full run is kicked instead. */
+void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t olen);
 void reb_stats(reb_t *r, job_stats_t *out);
 
 /* The resilver job of a target (resilver.c): moves objects to their HRW

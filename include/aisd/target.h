@@ -105,6 +105,7 @@ typedef struct tgt_where {
 	int self;                        /* this target's rank among them; -1: none */
 	char owner[CMAP_URL_MAX + 1];    /* the owner's public URL */
 	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
+	uint64_t cmap_version;           /* of the map they come from */
 } tgt_where_t;
 /* Finds the holders of bck/obj. AIS_OK: serve here (always when
  * standalone or intra); AIS_DONE: answered (307 to the owner, 503);
@@ -120,6 +121,11 @@ void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, con
 int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
 		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
 		  buf_t *msg);
+/* Pool thread, after a write committed: when the cluster map changed since
+ * tgt_where placed it, the rebalance may have walked past it already, so
+ * the object is handed to the rebalance job to be placed again. */
+void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+		      size_t olen);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
 void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,

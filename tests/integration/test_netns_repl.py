@@ -208,16 +208,26 @@ try:
         now = dict(data, **acked)
     t.check(poll(lambda: settled(3), 90), "the rebalance converges on 3 targets")
     ids = [ID["t0"], ID["t1"], ID["t2"]]
-    have = {n: local_names(n) or set() for n in ("t0", "t1", "t2")}
-    wrong = []
-    for k in now:
-        want = {n for n in have if ID[n] in hrwlib.top("r/" + k, ids, 2)}
-        got = {n for n in have if k in have[n]}
-        if want != got:
-            wrong.append((k, sorted(want), sorted(got)))
-    t.check(not wrong, "every object on exactly its 2 HRW holders (%d objects)" % len(now), wrong[:3])
-    orphans = [(n, k) for n in have for k in have[n] if k not in now]
-    t.check(not orphans, "no orphan copies", orphans[:3])
+    res = {}
+
+    def placed():
+        """Every object on exactly its 2 HRW holders, no orphans (polled:
+        a run may still be finishing on the newest map)."""
+        have = {n: local_names(n) or set() for n in ("t0", "t1", "t2")}
+        res["wrong"] = []
+        for k in now:
+            want = {n for n in have if ID[n] in hrwlib.top("r/" + k, ids, 2)}
+            got = {n for n in have if k in have[n]}
+            if want != got:
+                res["wrong"].append((k, sorted(want), sorted(got)))
+        res["orphans"] = [(n, k) for n in have for k in have[n] if k not in now]
+        return not res["wrong"] and not res["orphans"]
+
+    t_conv = time.monotonic()
+    ok = poll(placed, 60)
+    t.check(ok or not res["wrong"], "every object on exactly its 2 HRW holders (%d objects, %.1f s after the "
+            "rebalance said done)" % (len(now), time.monotonic() - t_conv), res["wrong"][:3])
+    t.check(ok or not res["orphans"], "no orphan copies", res["orphans"][:3])
     lost = [k for k, v in now.items() if getattr(follow("GET", "/v1/objects/r/" + k), "body", None) != v]
     t.check(not lost, "no acknowledged PUT lost: %d objects read back with their bytes" % len(now), lost[:3])
 finally:
