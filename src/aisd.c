@@ -20,6 +20,7 @@
 #include "aisd/target.h"
 #include "aisd/util.h"
 #include "aisd/version.h"
+#include "aisd/authz.h"
 #include "aisd/banned.h"
 
 static void usage(FILE *f)
@@ -55,7 +56,15 @@ static void usage(FILE *f)
 		"URLs become https://); net.tls.client_ca=PEM requires client certificates\n"
 		"(mTLS), net.tls.ca=PEM is the CA other nodes are verified with. Nodes present\n"
 		"net.tls.cert as their client certificate.\n"
-		"Every node serves GET /metrics (Prometheus). See aisd(8).\n");
+		"Every node serves GET /metrics (Prometheus). See aisd(8).\n"
+		"\n"
+		"Access control (aisd.conf(5), aisd(8)): cluster.secret (or\n"
+		"cluster.secret_file), the same on every node, signs intra-cluster calls:\n"
+		"a node without it cannot join, push metadata or vote. auth.enabled=on with\n"
+		"auth.secret makes every request but /v1/health need a bearer token\n"
+		"(aisctl auth token create), a redirect signed by a node, or an S3 key whose\n"
+		"user has an auth.grant; 401 without valid credentials, 403 without the\n"
+		"permission. Off by default.\n");
 }
 
 static void die_usage(const char *msg, const char *arg)
@@ -147,8 +156,9 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		die_usage("unexpected argument", argv[optind]);
 	buf_free(&mps);
-	if (conf_validate(&conf, &err) != AIS_OK)
+	if (conf_load_secrets(&conf, &err) != AIS_OK || conf_validate(&conf, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);
+	authz_init(&conf);
 
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);

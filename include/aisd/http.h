@@ -56,6 +56,8 @@ enum {
 	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
 	HTTP_ROUTE_NOLIMIT = 1 << 2, /* not subject to the per-client rate limit
 				      * (health, cluster and node control, scrapes) */
+	HTTP_ROUTE_PUBLIC = 1 << 3,  /* no credentials asked (health), whatever
+				      * the server's authz hook says */
 };
 
 typedef struct http_route {
@@ -92,6 +94,7 @@ struct http_req {
 	uint64_t body_read; /* body bytes delivered so far */
 	int64_t start_ns;
 	uint64_t id;      /* request id, unique per process */
+	const void *auth; /* who the authz hook let in (src/auth/authz.c); NULL: no hook, or public */
 	char id_str[32];  /* as sent in X-Request-Id: random per-process prefix + id, hex */
 
 	http_body_fn on_body;
@@ -122,6 +125,11 @@ typedef struct http_server_opts {
 	 * ktls: let the kernel encrypt where it can (kTLS + SSL_sendfile). */
 	const char *tls_cert, *tls_key, *tls_client_ca;
 	bool tls_ktls;
+	/* Access control, once per request after routing and before the body
+	 * is read or the handler runs (not for HTTP_ROUTE_PUBLIC routes).
+	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).
+	 * NULL: everyone may do everything. */
+	http_handler_fn authz;
 } http_server_opts_t;
 
 /* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker

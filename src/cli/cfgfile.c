@@ -7,6 +7,7 @@
  *
  *   endpoint   the cluster endpoint (as --endpoint)
  *   timeout    whole seconds (as --timeout)
+ *   token      a bearer token (as --token)
  *   cacert     PEM CA bundle for https endpoints (as --cacert)
  *   cert, key  PEM client certificate and key (as --cert, --key)
  *   insecure   "true": do not verify the cluster's certificate (as --insecure)
@@ -96,8 +97,10 @@ int cli_config_parse(const char *text, size_t len, struct cli_config *cfg, buf_t
 			slot = &cfg->key;
 		else if (sv_eqstr(key, "insecure"))
 			slot = &cfg->insecure;
+		else if (sv_eqstr(key, "token"))
+			slot = &cfg->token;
 		if (!slot) {
-			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout, cacert, cert, key, insecure)", lineno,
+			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout, token, cacert, cert, key, insecure)", lineno,
 			         (int)MIN(key.len, 80), key.ptr);
 			return AIS_ERR;
 		}
@@ -155,6 +158,7 @@ void cli_config_free(struct cli_config *cfg)
 	free(cfg->path);
 	free(cfg->endpoint);
 	free(cfg->timeout);
+	free(cfg->token);
 	free(cfg->cacert);
 	free(cfg->cert);
 	free(cfg->key);

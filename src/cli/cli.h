@@ -36,6 +36,7 @@ struct cli {
 	 * owned, NULL when not given; insecure: no peer verification */
 	char *cacert, *cert, *key;
 	bool insecure;
+	char *token;    /* bearer token (--token, $AIS_AUTHN_TOKEN, config); NULL: none */
 };
 
 /* An option a command accepts (beyond the global ones). */
@@ -109,6 +110,7 @@ struct cli_config {
 	char *path; /* the file that was read, or NULL */
 	char *endpoint;
 	char *timeout;
+	char *token;
 	char *cacert, *cert, *key, *insecure;
 };
 /* Reads the config file if there is one; AIS_OK, or AIS_ERR after a message. */
@@ -274,5 +276,6 @@ int cli_mountpath_detach(struct cli *c, const struct cli_args *a);
 int cli_job_wait(struct cli *c, const struct cli_args *a);
 int cli_job_start(struct cli *c, const struct cli_args *a);
 int cli_job_stop(struct cli *c, const struct cli_args *a);
+int cli_auth_token_create(struct cli *c, const struct cli_args *a); /* auth.c */
 
 #endif

@@ -274,6 +274,14 @@ void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli
 
 	for (const struct curl_slist *s = rq->headers; s; s = s->next)
 		x->hdrs = curl_slist_append(x->hdrs, s->data);
+	if (c->token) {
+		/* curl drops it on a redirect to another node; the redirect is
+		 * signed by the node that checked it (aisd.8, ACCESS CONTROL) */
+		buf_t ah = BUF_INIT;
+		buf_addf(&ah, "Authorization: Bearer %s", c->token);
+		x->hdrs = curl_slist_append(x->hdrs, ah.ptr);
+		buf_free(&ah);
+	}
 
 	if (strcmp(rq->method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

@@ -73,6 +73,17 @@ static const struct cli_opt opts_maintenance[] = {
 	{"drain", 0, NULL, "start: move the node's objects to the other targets (default: they stay on it)"},
 	{0},
 };
+static const struct cli_opt opts_token_create[] = {
+	{"user", 'u', "USER", "the token's user name (required)"},
+	{"bucket", 'b', "BUCKET[,BUCKET...]", "buckets the permission applies to (* = every bucket)"},
+	{"perm", 0, "PERM", "ro, rw, admin, or a list of read,write,list,delete,admin (default ro)"},
+	{"ttl", 0, "DURATION", "valid for this long: 30m, 12h, 3600s (default 24h)"},
+	{"admin", 0, NULL, "a cluster administrator (every bucket, cluster operations)"},
+	{"secret-file", 0, "FILE", "the auth.secret, first line of FILE (else --config)"},
+	{"config", 'c', "AISD.CONF", "read auth.secret or auth.secret_file from this aisd config"},
+	{0},
+};
+
 static const struct cli_opt opts_job_wait[] = {
 	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
 	{0},
@@ -140,13 +151,17 @@ static const struct cli_cmd cli_cmds[] = {
 	{"ml get-batch", "BUCKET OUT.tar|-",
 	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
 	 opts_get_batch, 2, 2, cli_ml_get_batch, false},
+	{"auth token create", "",
+	 "print a bearer token signed with auth.secret (for operators who hold it)", opts_token_create, 0, 0,
+	 cli_auth_token_create, false},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 3, NULL, false},
 	{"__complete", "CWORD WORD...", "shell completion: candidates for word CWORD", NULL, 1, -1,
 	 cli_complete, true},
 };
 
 /* Indexes into cli_global_opts (global_set). */
-enum { G_ENDPOINT, G_TIMEOUT, G_CACERT, G_CERT, G_KEY, G_INSECURE, G_JSON, G_NO_PROGRESS, G_VERBOSE, G_HELP, G_VERSION };
+enum { G_ENDPOINT, G_TIMEOUT, G_CACERT, G_CERT, G_KEY, G_INSECURE, G_JSON, G_NO_PROGRESS, G_VERBOSE, G_HELP, G_VERSION,
+       G_TOKEN };
 
 static const struct cli_opt cli_global_opts[] = {
 	[G_ENDPOINT] = {"endpoint", 'e', "URL",
@@ -161,6 +176,8 @@ static const struct cli_opt cli_global_opts[] = {
 	[G_VERBOSE] = {"verbose", 'v', NULL, "trace requests on stderr (twice: also libcurl's trace)"},
 	[G_HELP] = {"help", 'h', NULL, "show help"},
 	[G_VERSION] = {"version", 'V', NULL, "show the version"},
+	[G_TOKEN] = {"token", 0, "TOKEN",
+		     "bearer token sent with every request (default: $AIS_AUTHN_TOKEN, the config file's token)"},
 	{0},
 };
 
@@ -176,6 +193,7 @@ const struct cli_opt *cli_global_options(void) { return cli_global_opts; }
 struct cli_globals {
 	const char *endpoint;
 	const char *timeout;
+	const char *token;
 	const char *cacert, *cert, *key;
 	bool insecure;
 	int verbose;
@@ -312,12 +330,13 @@ static void print_help(FILE *f)
 	print_opts(f, cli_global_opts);
 	fputs("\nEnvironment:\n"
 	      "  AIS_ENDPOINT               default for --endpoint\n"
+	      "  AIS_AUTHN_TOKEN            default for --token\n"
 	      "  AIS_CACERT, AIS_CERT,      defaults for --cacert, --cert, --key;\n"
 	      "  AIS_KEY, AIS_INSECURE      AIS_INSECURE=true for --insecure\n"
 	      "  AISCTL_CONFIG              the config file (default ~/.config/aisctl/config:\n"
 	      "                             lines 'endpoint = URL', 'timeout = SECS',\n"
 	      "                             'cacert = FILE', 'cert = FILE', 'key = FILE',\n"
-	      "                             'insecure = true')\n"
+	      "                             'insecure = true', 'token = TOKEN')\n"
 	      "\nExit status: 0 ok, 1 error, 2 bad usage or config, 3 not found (HTTP 404).\n"
 	      "Run 'aisctl help COMMAND' or 'aisctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -417,6 +436,7 @@ static void global_set(struct cli_globals *g, size_t idx, const char *val)
 	switch (idx) {
 	case G_ENDPOINT: g->endpoint = val; break;
 	case G_TIMEOUT: g->timeout = val; break;
+	case G_TOKEN: g->token = val; break;
 	case G_CACERT: g->cacert = val; break;
 	case G_CERT: g->cert = val; break;
 	case G_KEY: g->key = val; break;
@@ -566,6 +586,13 @@ static int cli_setup(struct cli *c, const struct cli_globals *g, const struct cl
 	while (b.len && b.ptr[b.len - 1] == '/')
 		b.ptr[--b.len] = '\0';
 	c->endpoint = buf_detach(&b, NULL);
+	const char *tok = g->token;
+	if (!tok || !*tok)
+		tok = getenv("AIS_AUTHN_TOKEN");
+	if (!tok || !*tok)
+		tok = cfg.token;
+	if (tok && *tok)
+		c->token = xstrdup(tok);
 	c->cacert = pick_str(g->cacert, "AIS_CACERT", cfg.cacert);
 	c->cert = pick_str(g->cert, "AIS_CERT", cfg.cert);
 	c->key = pick_str(g->key, "AIS_KEY", cfg.key);
@@ -718,6 +745,7 @@ out_cleanup_global:
 	curl_global_cleanup();
 out_free_endpoint:
 	free(c.endpoint);
+	free(c.token);
 	free(c.cacert);
 	free(c.cert);
 	free(c.key);

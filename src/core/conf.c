@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/auth.h"
 #include "aisd/conf.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY };
+enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY, K_GRANT };
 
 struct key {
 	const char *name;
@@ -100,6 +101,15 @@ static const struct key keys[] = {
 	{"log.access", K_STR, S(log_access), "off", "access log, one line per request: on or off"},
 	{"log.access_file", K_STR, S(log_access_file), "",
 	 "access log file (default: the main log; - for standard error)"},
+	{"auth.enabled", K_BOOL, N(auth_enabled), "off",
+	 "on: every request but /v1/health needs credentials (a bearer token, a signed redirect, an S3 key with a grant)"},
+	{"auth.secret", K_STR, S(auth_secret), "", "HS256 key that signs bearer tokens (16..255 bytes; or auth.secret_file)"},
+	{"auth.secret_file", K_STR, S(auth_secret_file), "", "file whose first line is auth.secret"},
+	{"auth.grant", K_GRANT, N(auth_grants), "",
+	 "USER:BUCKET:PERM, what an S3 key's user may do (PERM: ro, rw, admin or read,write,list,delete; BUCKET * = all; USER:*:admin = administrator); repeat for more"},
+	{"cluster.secret", K_STR, S(cluster_secret), "",
+	 "shared by every node: signs intra-cluster calls and redirects (16..255 bytes; or cluster.secret_file); empty: intra-cluster calls are not authenticated"},
+	{"cluster.secret_file", K_STR, S(cluster_secret_file), "", "file whose first line is cluster.secret"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -110,7 +120,7 @@ static const struct key *find_key(const char *name, size_t len)
 	return NULL;
 }
 
-static int parse_ms(const char *v, uint64_t *out)
+int conf_parse_ms(const char *v, uint64_t *out)
 {
 	size_t n = strlen(v), d = 0;
 	uint64_t x, mult;
@@ -137,6 +147,8 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 {
 	char *base = (char *)c;
 	uint64_t x;
+	sv_t gu, gb;
+	unsigned gp;
 
 	switch (k->type) {
 	case K_STR:
@@ -155,7 +167,7 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 		*(uint64_t *)(base + k->off) = x;
 		return AIS_OK;
 	case K_MS:
-		if (parse_ms(v, &x) != AIS_OK)
+		if (conf_parse_ms(v, &x) != AIS_OK)
 			goto bad;
 		*(uint64_t *)(base + k->off) = x;
 		return AIS_OK;
@@ -196,6 +208,25 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 			return AIS_ERR;
 		}
 		memcpy(c->s3_keys[c->n_s3_keys++], v, strlen(v) + 1);
+		return AIS_OK;
+	}
+	case K_GRANT: {
+		/* each line adds a grant; an empty value clears the list */
+		if (!*v) {
+			c->n_auth_grants = 0;
+			return AIS_OK;
+		}
+		if (strlen(v) >= sizeof(c->auth_grants[0])) {
+			buf_addf(err, "%s: too long", k->name);
+			return AIS_ERR;
+		}
+		if (auth_grant_split(v, &gu, &gb, &gp, err) != AIS_OK)
+			return AIS_ERR;
+		if (c->n_auth_grants >= CONF_MAX_GRANTS) {
+			buf_addf(err, "%s: more than %d grants", k->name, CONF_MAX_GRANTS);
+			return AIS_ERR;
+		}
+		memcpy(c->auth_grants[c->n_auth_grants++], v, strlen(v) + 1);
 		return AIS_OK;
 	}
 	case K_MPATHS: {
@@ -452,6 +483,58 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "io.threads must be between 1 and 256");
 		return AIS_ERR;
 	}
+	if (c->auth_enabled && !c->auth_secret[0]) {
+		buf_addstr(err, "auth.enabled needs auth.secret (or auth.secret_file)");
+		return AIS_ERR;
+	}
+	if (c->auth_enabled && !c->cluster_secret[0]) {
+		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file): targets check the "
+				"gateways' signed redirects and intra-cluster calls with it");
+		return AIS_ERR;
+	}
+	if ((c->auth_secret[0] && strlen(c->auth_secret) < 16) ||
+	    (c->cluster_secret[0] && strlen(c->cluster_secret) < 16)) {
+		buf_addstr(err, "auth.secret and cluster.secret must be at least 16 bytes");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int read_secret(const char *path, char *out, size_t outsz, buf_t *err)
+{
+	char tmp[1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		buf_addf(err, "%s: %s", path, strerror(errno));
+		return AIS_ERR;
+	}
+	ssize_t n = read(fd, tmp, sizeof(tmp) - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		buf_addf(err, "%s: %s", path, strerror(e));
+		return AIS_ERR;
+	}
+	tmp[n] = '\0';
+	size_t l = strcspn(tmp, "\r\n");
+	if (l < 16 || l >= outsz || memchr(tmp, '\0', l)) {
+		buf_addf(err, "%s: the secret (its first line) must be 16..%zu bytes", path, outsz - 1);
+		return AIS_ERR;
+	}
+	memcpy(out, tmp, l);
+	out[l] = '\0';
+	explicit_bzero(tmp, sizeof(tmp));
+	return AIS_OK;
+}
+
+int conf_load_secrets(conf_t *c, buf_t *err)
+{
+	if (c->auth_secret_file[0] &&
+	    read_secret(c->auth_secret_file, c->auth_secret, sizeof(c->auth_secret), err) != AIS_OK)
+		return AIS_ERR;
+	if (c->cluster_secret_file[0] &&
+	    read_secret(c->cluster_secret_file, c->cluster_secret, sizeof(c->cluster_secret), err) != AIS_OK)
+		return AIS_ERR;
 	return AIS_OK;
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
@@ -30,12 +31,8 @@
 #define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
-static void redirect(http_req_t *req, const char *base_url)
-{
-	http_resp_status(req, 307);
-	http_resp_header(req, "Location", "%s%.*s", base_url, (int)req->target.len, req->target.ptr);
-	http_resp_send(req, "", 0);
-}
+/* 307 to base_url with the same path and query (signed: authz.h). */
+static void redirect(http_req_t *req, const char *base_url) { authz_redirect(req, base_url); }
 
 static cluster_t *cl_of(http_req_t *req) { return ((gateway_t *)req->ctx)->base.cl; }
 
@@ -465,6 +462,8 @@ static int gw_getbatch(http_req_t *req)
 		buf_free(&err);
 		return AIS_OK;
 	}
+	if (!tgt_moss_allowed(req, &mr))
+		return AIS_OK;
 	cluster_read_lock(cl, &m, NULL);
 	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
 	size_t *count = xcalloc(nn + 1, sizeof(*count));
@@ -545,7 +544,7 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
@@ -567,6 +566,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
 		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
 		.tls_ktls = c->tls_ktls,
+		.authz = authz_check,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)

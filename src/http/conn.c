@@ -298,6 +298,8 @@ static void dispatch(http_conn_t *c)
 	unsigned fl = req->route->flags;
 	if (!(fl & HTTP_ROUTE_NOLIMIT) && http_rate_check(c))
 		return; /* answered 429 */
+	if (s->o.authz && !(fl & HTTP_ROUTE_PUBLIC) && s->o.authz(req) != AIS_OK)
+		return; /* answered 401 or 403 */
 	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
 		HM_INC(c->w->st.too_large, 1);
 		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",

@@ -675,6 +675,8 @@ int tgt_getbatch(http_req_t *req)
 		buf_free(&err);
 		return AIS_OK;
 	}
+	if (!tgt_moss_allowed(req, &g->mr))
+		return AIS_OK;
 	g->e = arena_zalloc(req->arena, g->mr.n * sizeof(*g->e));
 	arena_cleanup_add(req->arena, gb_cleanup, g);
 	req->state = g;

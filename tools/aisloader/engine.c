@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/buf.h"
 #include "aisd/util.h"
 #include "loader.h"
 #include "aisd/banned.h"
@@ -410,8 +411,17 @@ int engine_run(const struct ldr_conf *c, enum ldr_op op, uint64_t count, int64_t
 	struct thr *thr = xcalloc(nthr, sizeof(*thr));
 	int rc = 0;
 
-	if (!hdrs)
+	if (!hdrs) {
 		hdrs = curl_slist_append(NULL, "Expect:");
+		/* a cluster with auth.enabled (aisctl auth token create) */
+		const char *tok = getenv("AIS_AUTHN_TOKEN");
+		if (tok && *tok) {
+			buf_t ah = BUF_INIT;
+			buf_addf(&ah, "Authorization: Bearer %s", tok);
+			hdrs = curl_slist_append(hdrs, ah.ptr);
+			buf_free(&ah);
+		}
+	}
 	atomic_store(&tickets, 0);
 	atomic_store(&printed_errors, 0);
 	max_tickets = count;

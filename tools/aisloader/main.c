@@ -62,7 +62,8 @@ static const char usage_text[] =
 	"Object data is a deterministic pattern of the object's name and offset, so\n"
 	"--verify checks data written by any aisloader run. A transfer that moves no\n"
 	"byte for 30 s fails. Exit status: 0 when no request failed, 1 otherwise,\n"
-	"2 on bad usage.\n";
+	"2 on bad usage. $AIS_AUTHN_TOKEN: a bearer token sent with every request\n"
+	"(a cluster with auth.enabled; aisctl auth token create).\n";
 
 static void usage(FILE *f, int status)
 {

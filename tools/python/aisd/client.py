@@ -245,10 +245,13 @@ class Client:
     is not carried when the client is pickled: use the file names then)."""
 
     def __init__(self, endpoint, timeout=60.0, retry_for=60.0, cafile=None, certfile=None, keyfile=None,
-                 ssl_context=None):
+                 ssl_context=None, token=None):
         self.endpoint = endpoint.rstrip("/")
         _hostport(self.endpoint)  # validates
         self.timeout, self.retry_for = timeout, retry_for
+        # a bearer token (aisctl auth token create) for a cluster with
+        # auth.enabled; default $AIS_AUTHN_TOKEN, as aisctl and AIStore
+        self.token = token if token is not None else (os.environ.get("AIS_AUTHN_TOKEN") or None)
         self.cafile, self.certfile, self.keyfile = cafile, certfile, keyfile
         if ssl_context is None and (cafile or certfile):
             ssl_context = ssl.create_default_context(cafile=cafile)
@@ -261,11 +264,11 @@ class Client:
 
     def __getstate__(self):  # picklable for DataLoader workers (spawn)
         return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for,
-                "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile}
+                "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile, "token": self.token}
 
     def __setstate__(self, st):
         self.__init__(st["endpoint"], st["timeout"], st["retry_for"], st.get("cafile"), st.get("certfile"),
-                      st.get("keyfile"))
+                      st.get("keyfile"), token=st.get("token"))
 
     def close(self):
         """Closes this process's idle connections."""
@@ -361,6 +364,8 @@ class Client:
         if query:
             url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
         deadline = time.monotonic() + self.retry_for
         delay = 0.05
         while True:
