@@ -93,7 +93,8 @@ static void route_needs(http_req_t *req, sv_t *bucket, unsigned *perm, bool *int
 			*intra_only = true; /* join, vote */
 		else if (m == HTTP_GET)
 			*perm = 0;
-	} else if (!strcmp(pfx, "/v1/daemon") || !strcmp(pfx, "/v1/jobs") || !strcmp(pfx, "/metrics")) {
+	} else if (!strcmp(pfx, "/v1/daemon") || !strcmp(pfx, "/v1/daemon/mountpaths") || !strcmp(pfx, "/v1/jobs") ||
+		   !strcmp(pfx, "/metrics")) {
 		if (m == HTTP_GET)
 			*perm = 0;
 	}
