@@ -14,7 +14,8 @@ LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # script's own die, defined before it sources this file, stays).
 declare -F die >/dev/null || die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
 
-# stop_pid PID: SIGTERM, up to 5 s to exit, then SIGKILL; reaps it.
+# stop_pid PID: SIGTERM, up to 5 s to exit, then SIGKILL; reaps it. Never
+# fails (a caller under set -e goes on to the next process).
 stop_pid() {
 	local pid=$1
 	kill "$pid" 2>/dev/null || return 0
@@ -22,8 +23,8 @@ stop_pid() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }
 
 # stop_all: stops every process in PIDS (by PID) and empties it.
