@@ -482,6 +482,14 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
 			break;
 		}
+		/* the S3 LocationConstraint (S3 CreateBucket on another gateway) */
+		json_t *rg = value ? json_object_get(json_object_get(value, "s3"), "region") : NULL;
+		if (rg && (!json_is_string(rg) || !bmd_region_valid(json_string_value(rg), json_string_length(rg)))) {
+			http_resp_error(req, 400, "s3.region must be 1..%d of [A-Za-z0-9-]", BMD_REGION_MAX);
+			break;
+		}
+		if (rg)
+			memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
 		http_offload(req, bucket_work, bucket_done);
 		break;
 	}

@@ -431,6 +431,8 @@ static void conn_drive(http_conn_t *c)
 						return;
 					}
 					uint64_t ms = s->o.idle_timeout_ms;
+					if (c->ssl && !started && !SSL_is_init_finished(c->ssl))
+						ms = s->o.header_timeout_ms; /* a TLS handshake is part of the head */
 					if (started) {
 						int64_t left = c->req_start_mono +
 							       (int64_t)s->o.header_timeout_ms * 1000000 -
