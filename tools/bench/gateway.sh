@@ -52,7 +52,6 @@ TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
 
 bench_setup gateway-bench
 
-
 # start_cluster_nt NT: 1 gateway + NT targets under $TMP/cNT with bucket
 # "bench"; sets GW, GWPID, TGT1 (the first target's URL) and TGT1PID.
 start_cluster_nt() {

@@ -14,7 +14,8 @@ LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # script's own die, defined before it sources this file, stays).
 declare -F die >/dev/null || die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
 
-# stop_pid PID: SIGTERM, up to 5 s to exit, then SIGKILL; reaps it.
+# stop_pid PID: SIGTERM, up to 5 s to exit, then SIGKILL; reaps it. Never
+# fails (a caller under set -e goes on to the next process).
 stop_pid() {
 	local pid=$1
 	kill "$pid" 2>/dev/null || return 0
@@ -22,8 +23,8 @@ stop_pid() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }
 
 # stop_all: stops every process in PIDS (by PID) and empties it.
@@ -81,7 +82,6 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2)
 # ratio A B: A / B with two decimals, or n/a.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || a == "" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 
-# free_port: a TCP port on 127.0.0.1 that nobody listens on right now.
 # cpu_ticks PID...: utime + stime summed over the processes (fields 14, 15;
 # the name in field 2 may hold spaces).
 cpu_ticks() {
@@ -89,6 +89,7 @@ cpu_ticks() {
 	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
 }
 
+# free_port: a TCP port on 127.0.0.1 that nobody listens on right now.
 free_port() {
 	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
