@@ -37,6 +37,10 @@ enum store_cksum { CKSUM_NONE = 0, CKSUM_XXHASH, CKSUM_MD5, CKSUM_SHA256 };
 int store_cksum_parse(const char *s, size_t len, enum store_cksum *out);
 const char *store_cksum_name(enum store_cksum t);
 
+/* Custom metadata, "k=v,..." with its NUL: room for S3's 2 KiB of user
+ * metadata percent-encoded, plus the standard headers. */
+#define STORE_CUSTOM_MAX 8192
+
 typedef struct store_meta {
 	uint64_t size;
 	enum store_cksum cksum_type;
@@ -44,7 +48,7 @@ typedef struct store_meta {
 	uint64_t version;                /* 1 on first write, +1 per overwrite */
 	int64_t mtime_ns;                /* time of the last write */
 	int64_t atime_ns;                /* last access (updated lazily) */
-	char custom[1024];               /* custom metadata, "k=v,k=v" ("" none) */
+	char custom[STORE_CUSTOM_MAX];   /* custom metadata, "k=v,k=v" ("" none) */
 } store_meta_t;
 
 typedef struct store_bucket {

@@ -224,6 +224,7 @@ void target_stop(target_t *t)
 	if (!t)
 		return;
 	httpc_stream_abort(); /* copies to and from peers that may be stopping too */
+	cluster_stop(t->base.cl); /* and no keepalive rounds to them */
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
