@@ -7,8 +7,13 @@
 #   2. foreground GET before: aisloader through the gateway (follows the
 #      307s), DUR seconds, 16 workers, random keys;
 #   3. a 4th target joins while the same GET load runs: the rebalance's
-#      bytes moved / seconds until every target's run is done, against (1)
-#      (goal >= 0.5), and the GET rate during it against (2) (goal >= 0.5);
+#      bytes moved / its duration, against (1) (goal >= 0.5), and the GET
+#      rate during it against (2) (goal >= 0.5). The duration is the
+#      targets' own: from the earliest start to the latest end of their
+#      runs under the new map (the "start"/"end" of ?what=rebalance); the
+#      wall time from launching the 4th target until this script sees
+#      every run done (process start, join, and the polling of a loaded
+#      gateway: 1-3 s on 2 cores) is shown on a second row;
 #   4. PUT of SIZE objects for DUR seconds into a bucket with 2 copies vs
 #      one with 1 copy, on the 4 targets (goal >= 0.45).
 # Prints a table (also written as markdown to $BUILD/bench-rebalance.md).
@@ -91,8 +96,18 @@ T1=$(date +%s.%N)
 settled "$V1" || { STATUS=1; echo "rebalance-bench: the rebalance did not finish" >&2; }
 wait "$LPID"
 DURING=$(json_field mibps <"$TMP/during.json")
-MOVED=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["moved_bytes"])' "$TMP/job.json")
-REBAL=$(awk -v b="$MOVED" -v t0="$T0" -v t1="$T1" 'BEGIN { printf "%.0f", b / (t1 - t0) }')
+# moved bytes, and the span of the targets' runs (first start, last end)
+read -r MOVED SPAN < <(python3 - "$TMP/job.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ts = [t for t in d["targets"].values() if t.get("start")]
+span = (max(t["end"] for t in ts) - min(t["start"] for t in ts)) / 1e9 if ts else 0
+print(d["totals"]["moved_bytes"], "%.3f" % span)
+PY
+)
+WALL=$(awk -v t0="$T0" -v t1="$T1" 'BEGIN { printf "%.3f", t1 - t0 }')
+REBAL=$(awk -v b="$MOVED" -v t="$SPAN" 'BEGIN { printf "%.0f", t > 0 ? b / t : 0 }')
+REBWALL=$(awk -v b="$MOVED" -v t="$WALL" 'BEGIN { printf "%.0f", b / t }')
 
 # 4. PUT with 2 copies vs 1
 P1=$(loader --url "$GW/v1/objects/c1" --op put --size "$SIZE" --objects "$NOBJ" --random --workers 16 --duration "$DUR" | json_field mibps)
@@ -104,7 +119,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 	echo "| measurement | value | ratio | goal |"
 	echo "|---|---|---|---|"
 	echo "| loopback GET, one 256 MiB object (best of 3) | $(mib "$LOOP") MiB/s | | |"
-	echo "| rebalance after a 4th target joins: $(mib "$MOVED") MiB moved in $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b-a}') s | $(mib "$REBAL") MiB/s | $(ratio "$REBAL" "$LOOP") of loopback | >= 0.5 |"
+	echo "| rebalance after a 4th target joins: $(mib "$MOVED") MiB moved in $SPAN s (the targets' runs) | $(mib "$REBAL") MiB/s | $(ratio "$REBAL" "$LOOP") of loopback | >= 0.5 |"
+	echo "| the same, wall time from launching the 4th target: $WALL s | $(mib "$REBWALL") MiB/s | $(ratio "$REBWALL" "$LOOP") of loopback | |"
 	echo "| GET $SIZE through the gateway, before | $BEFORE MiB/s | | |"
 	echo "| GET $SIZE through the gateway, during the rebalance | $DURING MiB/s | $(ratio "$DURING" "$BEFORE") of before | >= 0.5 |"
 	echo "| PUT $SIZE, 1 copy | $P1 MiB/s | | |"
