@@ -568,6 +568,33 @@ static int gw_health(http_req_t *req)
 	return AIS_OK;
 }
 
+/* /v1/daemon/mountpaths on a gateway: 307 to the target named by the
+ * Ais-Node-Id header (AIStore's) or ?node=ID, which answers itself. */
+static int gw_mountpaths(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t id = http_req_header(req, "Ais-Node-Id");
+	char url[CMAP_URL_MAX + 1] = "";
+	const cmap_t *m;
+	if (!id.ptr || !id.len)
+		http_query_get(req, "node", &id);
+	if (!id.ptr || !cmap_id_valid(id.ptr, id.len)) {
+		http_resp_error(req, 400, "name the target: ?node=NODE_ID or header Ais-Node-Id (a gateway has no mountpaths)");
+		return AIS_OK;
+	}
+	cluster_read_lock(cl, &m, NULL);
+	const cmap_node_t *n = m ? cmap_get(m, id.ptr, id.len) : NULL;
+	if (n && n->role == CMAP_TARGET)
+		snprintf(url, sizeof(url), "%s", n->pub_url);
+	cluster_read_unlock(cl);
+	if (!url[0]) {
+		http_resp_error(req, 404, "no target \"%.*s\" in the cluster map", (int)id.len, id.ptr);
+		return AIS_OK;
+	}
+	redirect(req, url);
+	return AIS_OK;
+}
+
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
 	 "objects: 307 to the owner target"},
@@ -577,6 +604,8 @@ static const http_route_t routes[] = {
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary"},
+	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
+	 gw_mountpaths, "a target's mountpaths (?node=ID or Ais-Node-Id): 307 to that target"},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},

@@ -32,6 +32,7 @@
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -85,6 +86,7 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 	cluster_read_lock(cl, &m, &b);
 	place_of(m, uname.ptr, uname.len, bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
 	w->cluster = true;
+	w->cmap_version = m ? cmap_version(m) : 0;
 	w->n = p.n;
 	w->self = p.self;
 	if (p.n) {
@@ -109,6 +111,19 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 		return AIS_DONE;
 	}
 	return AIS_OK;
+}
+
+void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+		      size_t olen)
+{
+	const cmap_t *m;
+	if (!w->cluster || !t->reb)
+		return;
+	cluster_read_lock(t->base.cl, &m, NULL);
+	uint64_t v = m ? cmap_version(m) : 0;
+	cluster_read_unlock(t->base.cl);
+	if (v != w->cmap_version)
+		reb_enqueue(t->reb, bck, blen, obj, olen);
 }
 
 /* --- replicated PUT ----------------------------------------------------------- */

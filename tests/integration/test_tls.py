@@ -25,6 +25,7 @@ cluster that curl --cacert DIR/tls/ca.pem uses.
 # timeout: 120
 import filecmp
 import os
+import random
 import re
 import signal
 import socket
@@ -294,10 +295,7 @@ t.diag("kTLS: %s" % (m.group(1) if m else "not reported"))
 clulib.stop_all()
 repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 cs, csdir = os.path.join(repo, "deploy", "local", "cluster.sh"), os.path.join(D, "cs")
-sk = socket.socket()
-sk.bind(("127.0.0.1", 0))
-base = sk.getsockname()[1]
-sk.close()
+base = 20000 + random.randrange(10000)  # below the ephemeral range; cluster.sh skips busy ports
 bindir = os.path.dirname(os.environ["AISD_BIN"])
 r = sh(cs, "up", "-s", "-g", "1", "-t", "1", "-d", csdir, "-p", str(base), "-b", bindir, timeout=60)
 out = r.stdout.decode()
