@@ -3,11 +3,15 @@
 (run by getbatch.sh against a cluster it started; standard library only).
 
 For each object size and batch size: batches of random objects are fetched
-for DUR seconds (a) one GET per object through the gateway, following its
-307 (connections to the gateway and to every target kept alive), and (b) one
-GetBatch request per batch through the gateway (307 to the designated
-target, body resent). Rounds alternate a and b; the medians of objects/s and
-the ratio b/a are printed, and as a markdown table to OUT.md.
+for DUR seconds, from one client thread, (a) one GET per object through the
+gateway, following its 307 (two requests per object), (b) one GET per
+object straight to its owner target (the owners learnt from the gateway's
+307s before the timing: one request per object, the best a client of one
+connection per node can do), and (c) one GetBatch request per batch through
+the gateway (307 to the designated target, body resent). Every connection is
+kept alive: one to the gateway and one to each target (4 with 3 targets).
+Rounds alternate a, b and c; the medians of objects/s and the ratios c/a and
+c/b are printed, and as a markdown table to OUT.md.
 
 usage: getbatch.py GATEWAY_URL OUT.md [--sizes 10K,100K] [--batches 64,256]
        [--rounds 3] [--dur 5] [--objects N]
@@ -101,12 +105,24 @@ def put_all(gw, names, size):
         sys.exit("getbatch-bench: PUT failed: %r" % errs[:3])
 
 
-def run_per_object(gw, names, batch, dur, size, rnd):
+def owners(gw, names):
+    """{name: the owner's URL of the object}, from the gateway's 307s."""
+    conns, out = Conns(), {}
+    for n in names:
+        st, loc, _ = conns.request("HEAD", "%s/v1/objects/%s/%s" % (gw, BUCKET, n))
+        if st != 307 or not loc:
+            sys.exit("getbatch-bench: HEAD %s through the gateway: %d" % (n, st))
+        out[n] = loc
+    return out
+
+
+def run_per_object(gw, names, batch, dur, size, rnd, direct=None):
     conns = Conns()
     n, t0 = 0, time.monotonic()
     while time.monotonic() - t0 < dur:
         for name in rnd.sample(names, batch):
-            st, data = get_follow(conns, "%s/v1/objects/%s/%s" % (gw, BUCKET, name))
+            url = direct[name] if direct else "%s/v1/objects/%s/%s" % (gw, BUCKET, name)
+            st, data = get_follow(conns, url)
             if st != 200 or len(data) != size:
                 sys.exit("getbatch-bench: GET %s: %d, %d bytes" % (name, st, len(data)))
         n += batch
@@ -147,21 +163,24 @@ def main():
         size = parse_size(sz)
         names = ["s%s/obj-%06d" % (sz, i) for i in range(a.objects)]
         put_all(a.gw, names, size)
+        own = owners(a.gw, names)
         for batch in (int(b) for b in a.batches.split(",")):
-            per, bat = [], []
+            per, dir_, bat = [], [], []
             rnd = random.Random(batch)
             for r in range(a.rounds):
                 per.append(run_per_object(a.gw, names, batch, a.dur, size, rnd))
+                dir_.append(run_per_object(a.gw, names, batch, a.dur, size, rnd, own))
                 bat.append(run_batch(a.gw, names, batch, a.dur, size, rnd))
-                print("  %s batch %d round %d: per-object %.0f obj/s, GetBatch %.0f obj/s" %
-                      (sz, batch, r + 1, per[-1], bat[-1]), file=sys.stderr, flush=True)
-            p, b = statistics.median(per), statistics.median(bat)
+                print("  %s batch %d round %d: per-object %.0f obj/s, direct %.0f obj/s, GetBatch %.0f obj/s" %
+                      (sz, batch, r + 1, per[-1], dir_[-1], bat[-1]), file=sys.stderr, flush=True)
+            p, d, b = statistics.median(per), statistics.median(dir_), statistics.median(bat)
             goal = 10 if size <= 10 * 1024 else 2
-            rows.append((sz, batch, p, b, b / p, goal))
-    lines = ["| object size | batch | one GET per object (obj/s) | GetBatch (obj/s) | ratio | goal |",
-             "|---|---|---|---|---|---|"]
-    for sz, batch, p, b, ratio, goal in rows:
-        lines.append("| %s | %d | %.0f | %.0f | %.1fx | >= %dx |" % (sz, batch, p, b, ratio, goal))
+            rows.append((sz, batch, p, d, b, goal))
+    lines = ["| object size | batch | GET per object via gateway (obj/s) | GET per object, direct (obj/s) "
+             "| GetBatch (obj/s) | ratio vs via gateway | ratio vs direct | goal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for sz, batch, p, d, b, goal in rows:
+        lines.append("| %s | %d | %.0f | %.0f | %.0f | %.1fx | %.1fx | >= %dx |" % (sz, batch, p, d, b, b / p, b / d, goal))
     text = "\n".join(lines)
     print(text)
     with open(a.out, "w") as f:
