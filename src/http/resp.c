@@ -393,7 +393,8 @@ static void stream_file_end(http_conn_t *c)
 		buf_add(&c->out, "\r\n", 2);
 }
 
-static int stream_step(http_conn_t *c)
+/* One fill call and its framing. */
+static int stream_piece(http_conn_t *c)
 {
 	buf_t piece = c->spiece; /* kept across calls: no allocation per piece */
 	piece.len = 0;
@@ -431,6 +432,19 @@ static int stream_step(http_conn_t *c)
 	} else if (r == AIS_AGAIN && c->out.len == c->out_off && !c->spend) {
 		c->stream_wait = true;
 		return AIS_AGAIN;
+	}
+	return r;
+}
+
+/* Fills the next bytes to write: small pieces gather in c->out (up to 16
+ * fill calls) until HTTP_PIECE_REF bytes, a piece written from its buffer,
+ * a file segment, the end, or a producer with nothing more now. */
+static int stream_step(http_conn_t *c)
+{
+	for (int i = 0; i < 16; i++) {
+		int r = stream_piece(c);
+		if (r != AIS_OK || c->sfile || c->spend || c->out.len - c->out_off >= HTTP_PIECE_REF)
+			return r == AIS_ERR || (r == AIS_AGAIN && c->stream_wait) ? r : AIS_OK;
 	}
 	return AIS_OK;
 }
