@@ -158,6 +158,7 @@ struct http_conn {
 	buf_t after;       /* RB_STREAM: chunk framing that follows a pending spiece */
 	size_t after_off;
 	bool chunked, stream_eof, stream_wait;
+	bool stream_again; /* fill said AIS_AGAIN after earlier pieces of this write: wait once they are out */
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;

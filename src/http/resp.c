@@ -50,7 +50,7 @@ void resp_reset(http_conn_t *c)
 	c->fill = NULL;
 	c->sfile = false;
 	c->stream_sized = false;
-	c->chunked = c->stream_eof = c->stream_wait = false;
+	c->chunked = c->stream_eof = c->stream_wait = c->stream_again = false;
 	c->spend = false;
 	c->spoff = 0;
 	c->after_off = 0;
@@ -222,6 +222,10 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
 void http_resp_stream_wake(http_req_t *req)
 {
 	http_conn_t *c = req->conn;
+	if (c->stream_again) { /* woken before its wait began: fill runs next */
+		c->stream_again = false;
+		return;
+	}
 	if (!c->stream_wait)
 		return;
 	c->stream_wait = false;
@@ -432,6 +436,8 @@ static int stream_piece(http_conn_t *c)
 	} else if (r == AIS_AGAIN && c->out.len == c->out_off && !c->spend) {
 		c->stream_wait = true;
 		return AIS_AGAIN;
+	} else if (r == AIS_AGAIN && !piece.len) {
+		c->stream_again = true; /* earlier pieces go out first, then wait */
 	}
 	return r;
 }
@@ -557,6 +563,11 @@ int resp_flush(http_conn_t *c)
 			}
 			if (c->stream_eof)
 				return AIS_OK;
+			if (c->stream_again) {
+				c->stream_again = false;
+				c->stream_wait = true;
+				return AIS_AGAIN;
+			}
 			r = stream_step(c);
 			break;
 		default:
