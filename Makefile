@@ -129,6 +129,7 @@ bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/tls.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -3,7 +3,7 @@
  *
  * One binary, two roles; this version serves the target role. Signals are
  * handled synchronously here (sigwait) while worker threads serve: SIGTERM
- * and SIGINT stop gracefully, SIGHUP reopens the log files.
+ * and SIGINT stop gracefully, SIGHUP reopens the log files and reloads the TLS certificate.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -14,11 +14,13 @@
 
 #include "aisd/conf.h"
 #include "aisd/gateway.h"
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
 #include "aisd/version.h"
+#include "aisd/authz.h"
 #include "aisd/banned.h"
 
 static void usage(FILE *f)
@@ -47,8 +49,22 @@ static void usage(FILE *f)
 		"  -V, --version            print the version\n"
 		"\n"
 		"Command-line options override the config file. Signals: SIGTERM/SIGINT\n"
-		"stop, SIGHUP reopens the log files (log.file, log.access_file).\n"
-		"Every node serves GET /metrics (Prometheus). See aisd(8).\n");
+		"stop, SIGHUP reopens the log files (log.file, log.access_file) and reloads\n"
+		"the TLS certificate, key and client CA (open connections keep theirs).\n"
+		"\n"
+		"HTTPS: --set net.tls.cert=PEM --set net.tls.key=PEM serves HTTPS only (node\n"
+		"URLs become https://); net.tls.client_ca=PEM requires client certificates\n"
+		"(mTLS), net.tls.ca=PEM is the CA other nodes are verified with. Nodes present\n"
+		"net.tls.cert as their client certificate.\n"
+		"Every node serves GET /metrics (Prometheus). See aisd(8).\n"
+		"\n"
+		"Access control (aisd.conf(5), aisd(8)): cluster.secret (or\n"
+		"cluster.secret_file), the same on every node, signs intra-cluster calls:\n"
+		"a node without it cannot join, push metadata or vote. auth.enabled=on with\n"
+		"auth.secret makes every request but /v1/health need a bearer token\n"
+		"(aisctl auth token create), a redirect signed by a node, or an S3 key whose\n"
+		"user has an auth.grant; 401 without valid credentials, 403 without the\n"
+		"permission. Off by default.\n");
 }
 
 static void die_usage(const char *msg, const char *arg)
@@ -140,8 +156,9 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		die_usage("unexpected argument", argv[optind]);
 	buf_free(&mps);
-	if (conf_validate(&conf, &err) != AIS_OK)
+	if (conf_load_secrets(&conf, &err) != AIS_OK || conf_validate(&conf, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);
+	authz_init(&conf);
 
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);
@@ -159,6 +176,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (conf.tls_cert[0])
+		httpc_tls_set(conf.tls_ca, conf.tls_cert, conf.tls_key); /* intra-cluster calls */
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;
 	gateway_t *g = NULL;
@@ -176,11 +195,12 @@ int main(int argc, char **argv)
 		snprintf(id, sizeof(id), "%s:%d", conf.host, port);
 		log_init(id, lv, NULL);
 	}
+	const char *scheme = conf.tls_cert[0] ? "https" : "http";
 	if (gw)
-		log_info("aisd %s gateway serving http://%s:%d", AISD_VERSION, conf.host, port);
+		log_info("aisd %s gateway serving %s://%s:%d", AISD_VERSION, scheme, conf.host, port);
 	else
-		log_info("aisd %s target serving http://%s:%d (%d mountpaths, fsync %s%s%s)", AISD_VERSION, conf.host,
-			 port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never",
+		log_info("aisd %s target serving %s://%s:%d (%d mountpaths, fsync %s%s%s)", AISD_VERSION, scheme,
+			 conf.host, port, conf.n_mountpaths, conf.fsync == CONF_FSYNC_ALWAYS ? "always" : "never",
 			 conf.join[0] ? ", joining " : "", conf.join);
 	if (port_file) {
 		FILE *f = fopen(port_file, "w");
@@ -195,6 +215,13 @@ int main(int argc, char **argv)
 		if (sig == SIGHUP) {
 			log_reopen();
 			log_info("reopened the log files");
+			buf_reset(&err);
+			int rc = http_server_reload_tls(gw ? g->srv : t->srv, &err);
+			if (rc == AIS_OK)
+				log_info("TLS: reloaded %s and %s%s%s", conf.tls_cert, conf.tls_key,
+					 conf.tls_client_ca[0] ? " and " : "", conf.tls_client_ca);
+			else if (rc == AIS_ERR)
+				log_errx("TLS: cannot reload the certificate (the old one stays): %s", err.ptr);
 			continue;
 		}
 		log_info("signal %d: shutting down", sig);

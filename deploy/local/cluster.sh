@@ -29,6 +29,8 @@
 # s3.key line in its config; `up` prints it on one line that scripts can
 # parse:
 #   s3: endpoint=URL access_key=AK secret_key=SK region=REGION
+# The first `up` also makes DIR/cluster.secret (mode 600), which every node
+# gets as cluster.secret_file: only these nodes can join or push metadata.
 #
 # Defaults: -g 1 -t 3 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
 set -euo pipefail
@@ -299,6 +301,21 @@ s3_key_make() {
 	mv "$f.tmp" "$f"
 }
 
+# cluster_secret_make: the secret the nodes sign their calls to each other
+# with (DIR/cluster.secret, mode 600; cluster.secret_file in each config),
+# made on first use, so a process that is not one of these nodes cannot
+# join the cluster or push it a map.
+cluster_secret_make() {
+	local f=$dir/cluster.secret
+	[ -s "$f" ] && return 0
+	(
+		umask 077
+		od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$f.tmp"
+		echo >>"$f.tmp"
+	)
+	mv "$f.tmp" "$f"
+}
+
 # s3_key_field N: field N (1 access key, 2 secret) of the cluster's key.
 s3_key_field() { cut -d: -f"$1" <"$dir/s3.key"; }
 
@@ -347,6 +364,7 @@ start_node() {
 	write_conf "$node" "$role" "$port"
 	set_key "$node" net.port "$port"
 	set_key "$node" cluster.join "$join"
+	set_key "$node" cluster.secret_file "$dir/cluster.secret"
 	s3_key_conf "$node"
 	rm -f "$nd/aisd.pid"
 	# The child writes its own pid, then execs aisd: the pid file names
@@ -408,6 +426,7 @@ cmd_up() {
 	fi
 	echo "$baseport" >"$dir/baseport"
 	s3_key_make
+	cluster_secret_make
 
 	# On an existing DIR, every node it has comes back.
 	local n hg=0 ht=0 i node fail=0 join="" all=()

@@ -116,6 +116,31 @@ bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
 typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
 
+/*
+ * Fan-out of blocking intra-cluster requests (call.c), for pool and
+ * cluster threads: each call is one httpc_sync on a thread of its own, at
+ * most CLUSTER_CALL_PARALLEL at a time, so a round costs the slowest
+ * answer, not the sum.
+ */
+#define CLUSTER_CALL_PARALLEL 64
+#define CLUSTER_CALL_URL_MAX (CMAP_URL_MAX + 2400) /* a base URL, a path and a query */
+typedef struct cluster_call {
+	char url[CLUSTER_CALL_URL_MAX];
+	const char *method;
+	const buf_t *body;   /* borrowed (copied for the call); NULL: none. JSON */
+	uint64_t timeout_ms;
+	buf_t resp;          /* the answer's body, or the error; the caller frees */
+	int status;          /* HTTP status; 0: no answer */
+} cluster_call_t;
+/* Makes every call and returns when all have ended: how many answered 2xx. */
+size_t cluster_call_all(cluster_call_t *calls, size_t n);
+/* Makes every call and returns once `need` of them answered 2xx and then
+ * the others ended or grace_ms passed (or, short of need, when all ended).
+ * Calls still running go on in the background, their answers dropped:
+ * they have status 0 and done[i] (done may be NULL) false. Returns how many
+ * answered 2xx. */
+size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms, bool *done);
+
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST
  * /v1/cluster/vote (a ballot: {"vote","stale","term","voted_term","reason"}),

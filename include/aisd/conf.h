@@ -15,6 +15,8 @@
 
 #define CONF_MAX_MOUNTPATHS 64
 #define CONF_MAX_S3_KEYS 64
+#define CONF_MAX_GRANTS 256
+#define CONF_SECRET_MAX 256
 
 enum conf_fsync { CONF_FSYNC_ALWAYS = 0, CONF_FSYNC_NEVER };
 
@@ -33,6 +35,11 @@ typedef struct conf {
 	uint64_t max_body;        /* largest streamed request body (object PUT); 0 none */
 	uint64_t rate_limit;      /* requests/s per client address and worker; 0 off */
 	uint64_t rate_burst;
+	char tls_cert[1024];      /* PEM chain: HTTPS on the listener when set */
+	char tls_key[1024];       /* PEM key of tls_cert */
+	char tls_client_ca[1024]; /* mTLS: client certificates must chain to this */
+	char tls_ca[1024];        /* CA bundle for verifying other nodes */
+	bool tls_ktls;            /* use kernel TLS where offered */
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */
@@ -59,6 +66,13 @@ typedef struct conf {
 	int n_s3_keys;
 	char log_access[8];       /* "on" or "off" */
 	char log_access_file[1024];
+	bool auth_enabled;        /* native API and S3 keys checked for permissions */
+	char auth_secret[CONF_SECRET_MAX];  /* HS256 key of bearer tokens */
+	char auth_secret_file[1024];
+	char auth_grants[CONF_MAX_GRANTS][256]; /* "USER:BUCKET:PERM" (S3 keys' users) */
+	int n_auth_grants;
+	char cluster_secret[CONF_SECRET_MAX]; /* signs intra-cluster calls and redirects */
+	char cluster_secret_file[1024];
 } conf_t;
 
 /* Fills c with the defaults. */
@@ -80,6 +94,13 @@ int conf_validate(const conf_t *c, buf_t *err);
  * printable bytes. Returns AIS_OK, or AIS_ERR with a message in err that
  * never repeats the secret. */
 int conf_s3key_split(const char *spec, sv_t f[4], buf_t *err);
+/* Reads auth.secret_file and cluster.secret_file (when set) into
+ * auth.secret and cluster.secret: the first line, at most 255 bytes, at
+ * least 16. Returns AIS_OK, or AIS_ERR with a message in err. */
+int conf_load_secrets(conf_t *c, buf_t *err);
+/* A duration: digits and a unit ms, s (or none), m or h, into ms.
+ * AIS_OK or AIS_ERR. */
+int conf_parse_ms(const char *v, uint64_t *out);
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
 

@@ -32,6 +32,7 @@ struct event_base;
 typedef struct http_server http_server_t;
 typedef struct http_req http_req_t;
 typedef struct http_conn http_conn_t;
+typedef struct http_tls http_tls_t;
 
 typedef int (*http_handler_fn)(http_req_t *req);
 /* Body bytes, in order. Must consume all n bytes (copy them). Returns AIS_OK
@@ -55,6 +56,8 @@ enum {
 	HTTP_ROUTE_JSON = 1 << 1, /* small body buffered whole into req->body */
 	HTTP_ROUTE_NOLIMIT = 1 << 2, /* not subject to the per-client rate limit
 				      * (health, cluster and node control, scrapes) */
+	HTTP_ROUTE_PUBLIC = 1 << 3,  /* no credentials asked (health), whatever
+				      * the server's authz hook says */
 };
 
 typedef struct http_route {
@@ -91,6 +94,7 @@ struct http_req {
 	uint64_t body_read; /* body bytes delivered so far */
 	int64_t start_ns;
 	uint64_t id;      /* request id, unique per process */
+	const void *auth; /* who the authz hook let in (src/auth/authz.c); NULL: no hook, or public */
 	char id_str[32];  /* as sent in X-Request-Id: random per-process prefix + id, hex */
 
 	http_body_fn on_body;
@@ -116,6 +120,16 @@ typedef struct http_server_opts {
 	const http_route_t *routes;
 	size_t nroutes;
 	void *ctx;
+	/* HTTPS: PEM paths of the certificate chain and its key (NULL or "":
+	 * plain HTTP); client_ca: require client certificates it signed (mTLS);
+	 * ktls: let the kernel encrypt where it can (kTLS + SSL_sendfile). */
+	const char *tls_cert, *tls_key, *tls_client_ca;
+	bool tls_ktls;
+	/* Access control, once per request after routing and before the body
+	 * is read or the handler runs (not for HTTP_ROUTE_PUBLIC routes).
+	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).
+	 * NULL: everyone may do everything. */
+	http_handler_fn authz;
 } http_server_opts_t;
 
 /* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker
@@ -125,6 +139,19 @@ int http_server_port(const http_server_t *s);
 /* Stops accepting, closes connections, joins workers and the I/O pool. */
 void http_server_free(http_server_t *s);
 pool_t *http_server_pool(http_server_t *s);
+/* HTTPS: reads the certificate, key and client CA files again; new
+ * connections use them, open ones go on with the old ones. Returns AIS_OK,
+ * or AIS_ERR with a message in err (the old certificate stays). AIS_DONE
+ * when the server is plain HTTP. */
+int http_server_reload_tls(http_server_t *s, buf_t *err);
+bool http_server_tls(const http_server_t *s);
+
+/* TLS contexts (tls.c), used by the server through its options. */
+http_tls_t *http_tls_new(const char *cert, const char *key, const char *client_ca, bool ktls, buf_t *err);
+int http_tls_reload(http_tls_t *t, buf_t *err);
+void http_tls_free(http_tls_t *t);
+/* Whether the kernel offers kTLS ("tls" in tcp_available_ulp). */
+bool http_tls_ktls_offered(void);
 /* Changes the per-client rate limit at run time (0: off). */
 void http_server_set_rate_limit(http_server_t *s, uint64_t per_sec, uint64_t burst);
 void http_server_rate_limit(http_server_t *s, uint64_t *per_sec, uint64_t *burst);

@@ -173,6 +173,17 @@ const char *httpc_method(const httpc_req_t *r);
 const char *httpc_url(const httpc_req_t *r);
 
 /*
+ * TLS of every outgoing request, process-wide: ca is the PEM CA bundle
+ * peers' certificates are verified against (NULL or "": the system's);
+ * cert and key the client certificate presented to a peer that asks for
+ * one (mTLS). Peers' names are always verified. Call once at start-up,
+ * before any request; the strings are copied.
+ */
+void httpc_tls_set(const char *ca, const char *cert, const char *key);
+/* Applies those settings to a CURL easy handle made outside httpc. */
+void httpc_easy_tls(void *curl_easy);
+
+/*
  * httpc_sync sends one request and waits for the whole response, on the
  * calling thread (a pool thread or a tool; never an event loop). It keeps a
  * curl handle per thread, so consecutive calls to the same peer reuse the

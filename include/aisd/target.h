@@ -40,6 +40,10 @@ int tgt_getbatch(http_req_t *req);
 /* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
  * and validate both; on failure answers 400 and returns AIS_ERR. */
 int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj);
+struct moss_req;
+/* GetBatch: may the request read every bucket it names (authz_allows)?
+ * false after answering 403. */
+bool tgt_moss_allowed(http_req_t *req, const struct moss_req *mr);
 /* Answers with the HTTP status that errno (from the store) maps to. */
 void tgt_resp_errno(http_req_t *req, int err, const char *what);
 /* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's

@@ -7,8 +7,13 @@
  *
  *   endpoint   the cluster endpoint (as --endpoint)
  *   timeout    whole seconds (as --timeout)
+ *   token      a bearer token (as --token)
+ *   cacert     PEM CA bundle for https endpoints (as --cacert)
+ *   cert, key  PEM client certificate and key (as --cert, --key)
+ *   insecure   "true": do not verify the cluster's certificate (as --insecure)
  *
- * Precedence: the command line, then the environment (AIS_ENDPOINT), then
+ * Precedence: the command line, then the environment (AIS_ENDPOINT,
+ * AIS_CACERT, AIS_CERT, AIS_KEY, AIS_INSECURE), then
  * this file, then the built-in default. Guarantees: an unknown key, a line
  * without '=', or a value the option would refuse is an error naming the
  * file and line, never silently ignored. cli_config_parse is the pure
@@ -84,8 +89,18 @@ int cli_config_parse(const char *text, size_t len, struct cli_config *cfg, buf_t
 			slot = &cfg->endpoint;
 		else if (sv_eqstr(key, "timeout"))
 			slot = &cfg->timeout;
+		else if (sv_eqstr(key, "cacert"))
+			slot = &cfg->cacert;
+		else if (sv_eqstr(key, "cert"))
+			slot = &cfg->cert;
+		else if (sv_eqstr(key, "key"))
+			slot = &cfg->key;
+		else if (sv_eqstr(key, "insecure"))
+			slot = &cfg->insecure;
+		else if (sv_eqstr(key, "token"))
+			slot = &cfg->token;
 		if (!slot) {
-			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout)", lineno,
+			buf_addf(err, "%d: unknown key '%.*s' (known: endpoint, timeout, token, cacert, cert, key, insecure)", lineno,
 			         (int)MIN(key.len, 80), key.ptr);
 			return AIS_ERR;
 		}
@@ -143,5 +158,10 @@ void cli_config_free(struct cli_config *cfg)
 	free(cfg->path);
 	free(cfg->endpoint);
 	free(cfg->timeout);
+	free(cfg->token);
+	free(cfg->cacert);
+	free(cfg->cert);
+	free(cfg->key);
+	free(cfg->insecure);
 	*cfg = (struct cli_config){0};
 }

@@ -32,6 +32,11 @@ struct cli {
 	bool json;      /* --json: machine-readable output on stdout */
 	bool progress;  /* draw progress bars (stderr is a terminal, no --no-progress) */
 	CURL *curl;     /* reused across requests so connections are kept alive */
+	/* HTTPS (cli_tls): CA bundle, client certificate and key (mTLS), all
+	 * owned, NULL when not given; insecure: no peer verification */
+	char *cacert, *cert, *key;
+	bool insecure;
+	char *token;    /* bearer token (--token, $AIS_AUTHN_TOKEN, config); NULL: none */
 };
 
 /* An option a command accepts (beyond the global ones). */
@@ -105,6 +110,8 @@ struct cli_config {
 	char *path; /* the file that was read, or NULL */
 	char *endpoint;
 	char *timeout;
+	char *token;
+	char *cacert, *cert, *key, *insecure;
 };
 /* Reads the config file if there is one; AIS_OK, or AIS_ERR after a message. */
 int cli_config_load(struct cli_config *cfg);
@@ -163,6 +170,8 @@ struct cli_xfer {
 	int64_t t0;
 };
 
+/* Applies --cacert, --cert, --key and --insecure to a handle (http.c). */
+void cli_tls(const struct cli *c, CURL *h);
 /*
  * cli_xfer_setup prepares the easy handle h to send rq (for a curl multi
  * handle, or curl_easy_perform); cli_xfer_finish reads the outcome after
@@ -264,5 +273,6 @@ int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
 int cli_job_wait(struct cli *c, const struct cli_args *a);
 int cli_job_start(struct cli *c, const struct cli_args *a);
 int cli_job_stop(struct cli *c, const struct cli_args *a);
+int cli_auth_token_create(struct cli *c, const struct cli_args *a); /* auth.c */
 
 #endif

@@ -108,6 +108,7 @@ static int probe_all(struct cli *c, struct probe *pr, size_t n)
 		buf_add(&url, pub, plen);
 		buf_addstr(&url, p->node ? "/v1/health" : "/v1/cluster?what=stats");
 		curl_easy_setopt(p->h, CURLOPT_URL, url.ptr);
+		cli_tls(c, p->h);
 		curl_easy_setopt(p->h, CURLOPT_ERRORBUFFER, p->err);
 		curl_easy_setopt(p->h, CURLOPT_USERAGENT, "aisctl/" CLI_VERSION);
 		curl_easy_setopt(p->h, CURLOPT_NOSIGNAL, 1L);

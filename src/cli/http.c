@@ -225,6 +225,20 @@ static int on_xferinfo(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	return 0;
 }
 
+void cli_tls(const struct cli *c, CURL *h)
+{
+	if (c->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+	if (c->cert)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+	if (c->key)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+	if (c->insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+}
+
 void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,
 		    struct cli_xfer *x)
 {
@@ -234,6 +248,7 @@ void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli
 
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, x->url.ptr);
+	cli_tls(c, h);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "aisctl/" CLI_VERSION);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -259,6 +274,14 @@ void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli
 
 	for (const struct curl_slist *s = rq->headers; s; s = s->next)
 		x->hdrs = curl_slist_append(x->hdrs, s->data);
+	if (c->token) {
+		/* curl drops it on a redirect to another node; the redirect is
+		 * signed by the node that checked it (aisd.8, ACCESS CONTROL) */
+		buf_t ah = BUF_INIT;
+		buf_addf(&ah, "Authorization: Bearer %s", c->token);
+		x->hdrs = curl_slist_append(x->hdrs, ah.ptr);
+		buf_free(&ah);
+	}
 
 	if (strcmp(rq->method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

@@ -69,6 +69,17 @@ static const struct cli_opt opts_stats[] = {
 	{0},
 };
 
+static const struct cli_opt opts_token_create[] = {
+	{"user", 'u', "USER", "the token's user name (required)"},
+	{"bucket", 'b', "BUCKET[,BUCKET...]", "buckets the permission applies to (* = every bucket)"},
+	{"perm", 0, "PERM", "ro, rw, admin, or a list of read,write,list,delete,admin (default ro)"},
+	{"ttl", 0, "DURATION", "valid for this long: 30m, 12h, 3600s (default 24h)"},
+	{"admin", 0, NULL, "a cluster administrator (every bucket, cluster operations)"},
+	{"secret-file", 0, "FILE", "the auth.secret, first line of FILE (else --config)"},
+	{"config", 'c', "AISD.CONF", "read auth.secret or auth.secret_file from this aisd config"},
+	{0},
+};
+
 static const struct cli_opt opts_job_wait[] = {
 	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
 	{0},
@@ -126,23 +137,33 @@ static const struct cli_cmd cli_cmds[] = {
 	{"ml get-batch", "BUCKET OUT.tar|-",
 	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
 	 opts_get_batch, 2, 2, cli_ml_get_batch, false},
+	{"auth token create", "",
+	 "print a bearer token signed with auth.secret (for operators who hold it)", opts_token_create, 0, 0,
+	 cli_auth_token_create, false},
 	{"help", "[COMMAND]", "show help for aisctl or for a command", NULL, 0, 3, NULL, false},
 	{"__complete", "CWORD WORD...", "shell completion: candidates for word CWORD", NULL, 1, -1,
 	 cli_complete, true},
 };
 
 /* Indexes into cli_global_opts (global_set). */
-enum { G_ENDPOINT, G_TIMEOUT, G_JSON, G_NO_PROGRESS, G_VERBOSE, G_HELP, G_VERSION };
+enum { G_ENDPOINT, G_TIMEOUT, G_CACERT, G_CERT, G_KEY, G_INSECURE, G_JSON, G_NO_PROGRESS, G_VERBOSE, G_HELP, G_VERSION,
+       G_TOKEN };
 
 static const struct cli_opt cli_global_opts[] = {
 	[G_ENDPOINT] = {"endpoint", 'e', "URL",
 			"cluster endpoint (default: $AIS_ENDPOINT, the config file, " CLI_DEFAULT_ENDPOINT ")"},
 	[G_TIMEOUT] = {"timeout", 't', "SECS", "give up on a request after SECS seconds (default: no limit)"},
+	[G_CACERT] = {"cacert", 0, "FILE", "https: verify the cluster's certificates with this PEM CA bundle"},
+	[G_CERT] = {"cert", 0, "FILE", "https: present this PEM client certificate (clusters requiring mTLS)"},
+	[G_KEY] = {"key", 0, "FILE", "https: the private key of --cert (default: in --cert's file)"},
+	[G_INSECURE] = {"insecure", 'k', NULL, "https: do not verify the cluster's certificates (tests only)"},
 	[G_JSON] = {"json", 'j', NULL, "print JSON on standard output instead of text"},
 	[G_NO_PROGRESS] = {"no-progress", 0, NULL, "no progress bar, even on a terminal"},
 	[G_VERBOSE] = {"verbose", 'v', NULL, "trace requests on stderr (twice: also libcurl's trace)"},
 	[G_HELP] = {"help", 'h', NULL, "show help"},
 	[G_VERSION] = {"version", 'V', NULL, "show the version"},
+	[G_TOKEN] = {"token", 0, "TOKEN",
+		     "bearer token sent with every request (default: $AIS_AUTHN_TOKEN, the config file's token)"},
 	{0},
 };
 
@@ -158,6 +179,9 @@ const struct cli_opt *cli_global_options(void) { return cli_global_opts; }
 struct cli_globals {
 	const char *endpoint;
 	const char *timeout;
+	const char *token;
+	const char *cacert, *cert, *key;
+	bool insecure;
 	int verbose;
 	bool json;
 	bool no_progress;
@@ -292,8 +316,13 @@ static void print_help(FILE *f)
 	print_opts(f, cli_global_opts);
 	fputs("\nEnvironment:\n"
 	      "  AIS_ENDPOINT               default for --endpoint\n"
+	      "  AIS_AUTHN_TOKEN            default for --token\n"
+	      "  AIS_CACERT, AIS_CERT,      defaults for --cacert, --cert, --key;\n"
+	      "  AIS_KEY, AIS_INSECURE      AIS_INSECURE=true for --insecure\n"
 	      "  AISCTL_CONFIG              the config file (default ~/.config/aisctl/config:\n"
-	      "                             lines 'endpoint = URL', 'timeout = SECS')\n"
+	      "                             lines 'endpoint = URL', 'timeout = SECS',\n"
+	      "                             'cacert = FILE', 'cert = FILE', 'key = FILE',\n"
+	      "                             'insecure = true', 'token = TOKEN')\n"
 	      "\nExit status: 0 ok, 1 error, 2 bad usage or config, 3 not found (HTTP 404).\n"
 	      "Run 'aisctl help COMMAND' or 'aisctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -393,6 +422,11 @@ static void global_set(struct cli_globals *g, size_t idx, const char *val)
 	switch (idx) {
 	case G_ENDPOINT: g->endpoint = val; break;
 	case G_TIMEOUT: g->timeout = val; break;
+	case G_TOKEN: g->token = val; break;
+	case G_CACERT: g->cacert = val; break;
+	case G_CERT: g->cert = val; break;
+	case G_KEY: g->key = val; break;
+	case G_INSECURE: g->insecure = true; break;
 	case G_JSON: g->json = true; break;
 	case G_NO_PROGRESS: g->no_progress = true; break;
 	case G_VERBOSE: g->verbose++; break;
@@ -501,6 +535,18 @@ static int parse_args(const struct cli_cmd *cmd, int argc, char **argv, struct c
 	return AIS_OK;
 }
 
+/* The option's value, else the environment's, else the config file's
+ * (a copy), or NULL. */
+static char *pick_str(const char *opt, const char *env, const char *cfg)
+{
+	const char *v = opt;
+	if (!v || !*v)
+		v = getenv(env);
+	if (!v || !*v)
+		v = cfg;
+	return v && *v ? xstrdup(v) : NULL;
+}
+
 /*
  * Applies global options, the environment and the config file to c.
  * Returns AIS_OK or AIS_ERR (after a message).
@@ -526,6 +572,20 @@ static int cli_setup(struct cli *c, const struct cli_globals *g, const struct cl
 	while (b.len && b.ptr[b.len - 1] == '/')
 		b.ptr[--b.len] = '\0';
 	c->endpoint = buf_detach(&b, NULL);
+	const char *tok = g->token;
+	if (!tok || !*tok)
+		tok = getenv("AIS_AUTHN_TOKEN");
+	if (!tok || !*tok)
+		tok = cfg.token;
+	if (tok && *tok)
+		c->token = xstrdup(tok);
+	c->cacert = pick_str(g->cacert, "AIS_CACERT", cfg.cacert);
+	c->cert = pick_str(g->cert, "AIS_CERT", cfg.cert);
+	c->key = pick_str(g->key, "AIS_KEY", cfg.key);
+	const char *ins = getenv("AIS_INSECURE");
+	if (!ins || !*ins)
+		ins = cfg.insecure;
+	c->insecure = g->insecure || (ins && (!strcmp(ins, "true") || !strcmp(ins, "1") || !strcmp(ins, "yes")));
 	c->verbose = g->verbose;
 	c->json = g->json;
 	c->progress = !g->no_progress && isatty(STDERR_FILENO);
@@ -671,6 +731,10 @@ out_cleanup_global:
 	curl_global_cleanup();
 out_free_endpoint:
 	free(c.endpoint);
+	free(c.token);
+	free(c.cacert);
+	free(c.cert);
+	free(c.key);
 out_free_pos:
 	free(a.pos);
 	return rc;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -510,9 +511,7 @@ static void redirect_primary(http_req_t *req, cluster_t *cl)
 		http_resp_error(req, 503, "no primary gateway known");
 		return;
 	}
-	http_resp_status(req, 307);
-	http_resp_header(req, "Location", "%s%.*s", url, (int)req->target.len, req->target.ptr);
-	http_resp_send(req, "", 0);
+	authz_redirect(req, url);
 }
 
 static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const char *sid, size_t sidlen)

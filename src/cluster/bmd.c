@@ -160,18 +160,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 /* Index of name, or -(insertion point) - 1. */
 static ptrdiff_t find(const bmd_t *b, const char *name, size_t len)
 {
-	size_t lo = 0, hi = b->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = cmap_keycmp(b->bck[mid].name, name, len);
-		if (c == 0)
-			return (ptrdiff_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -(ptrdiff_t)lo - 1;
+	return cmap_sorted_find(b->bck, b->n, sizeof(*b->bck), offsetof(bmd_bucket_t, name), name, len);
 }
 
 /* Inserts a checked bucket; EEXIST on a duplicate. */

@@ -27,6 +27,26 @@ static inline int cmap_keycmp(const char *k, const char *s, size_t len)
 	return c ? c : (kl > len) - (kl < len);
 }
 
+/* Binary search of the key (s, len) among n records of `size` bytes at base,
+ * sorted by the NUL-terminated key at offset `off` of each (cmap_keycmp
+ * order). Returns the key's index, or -(insertion point) - 1. */
+static inline ptrdiff_t cmap_sorted_find(const void *base, size_t n, size_t size, size_t off, const char *s,
+					 size_t len)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = cmap_keycmp((const char *)base + mid * size + off, s, len);
+		if (c == 0)
+			return (ptrdiff_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -(ptrdiff_t)lo - 1;
+}
+
 /* Most bytes a metadata file or message may have (load refuses more). */
 #define CMAP_JSON_MAX (64u << 20)
 

@@ -142,18 +142,7 @@ static int node_check(const cmap_node_t *n, buf_t *err)
 /* Index of id, or -(insertion point) - 1. */
 static ptrdiff_t find(const cmap_t *m, const char *id, size_t len)
 {
-	size_t lo = 0, hi = m->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = cmap_keycmp(m->nodes[mid].id, id, len);
-		if (c == 0)
-			return (ptrdiff_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -(ptrdiff_t)lo - 1;
+	return cmap_sorted_find(m->nodes, m->n, sizeof(*m->nodes), offsetof(cmap_node_t, id), id, len);
 }
 
 static void reindex(cmap_t *m)

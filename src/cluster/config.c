@@ -76,62 +76,38 @@ int cluster_daemon_put(http_req_t *req)
 
 /* --- every node, from the primary ----------------------------------------- */
 
-struct cfg_ask {
-	char id[CMAP_ID_MAX + 1];
-	char url[CMAP_URL_MAX + 32];
-	const buf_t *body;
-	int status;
-	buf_t resp;
-	pthread_t th;
-	bool started;
-};
-
 struct cfg_all {
-	struct cfg_ask *asks;
+	cluster_call_t *calls;
+	char (*ids)[CMAP_ID_MAX + 1]; /* calls[i] asks node ids[i] */
 	size_t n;
 	json_t *doc;
 	bool failed;
 };
 
-static void *cfg_ask_node(void *arg)
-{
-	struct cfg_ask *a = arg;
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	if (httpc_sync("PUT", a->url, hdrs, a->body->ptr, a->body->len, CONFIG_TIMEOUT_MS, &a->resp, &a->status) !=
-	    AIS_OK)
-		a->status = 0;
-	httpc_sync_release();
-	return NULL;
-}
-
 static void cfg_all_cleanup(void *arg)
 {
 	struct cfg_all *c = arg;
 	for (size_t i = 0; i < c->n; i++)
-		buf_free(&c->asks[i].resp);
-	free(c->asks);
+		buf_free(&c->calls[i].resp);
+	free(c->calls);
+	free(c->ids);
 	json_decref(c->doc);
 }
 
 static void cfg_all_work(http_req_t *req)
 {
 	struct cfg_all *c = req->state;
-	for (size_t i = 0; i < c->n; i++)
-		c->asks[i].started = pthread_create(&c->asks[i].th, NULL, cfg_ask_node, &c->asks[i]) == 0;
+	cluster_call_all(c->calls, c->n);
 	json_t *nodes = json_object();
 	for (size_t i = 0; i < c->n; i++) {
-		struct cfg_ask *a = &c->asks[i];
-		if (a->started)
-			pthread_join(a->th, NULL);
-		else
-			cfg_ask_node(a);
+		cluster_call_t *a = &c->calls[i];
 		json_t *r = json_pack("{s:i}", "status", a->status);
 		if (a->status != 200) {
 			c->failed = true;
 			json_object_set_new(r, "error", json_stringn(a->resp.ptr ? a->resp.ptr : "no answer",
 								     a->resp.ptr ? MIN(a->resp.len, 512) : 9));
 		}
-		json_object_set_new(nodes, a->id, r);
+		json_object_set_new(nodes, c->ids[i], r);
 	}
 	c->doc = json_pack("{s:o}", "nodes", nodes);
 }
@@ -165,13 +141,16 @@ void cluster_config_all(http_req_t *req, cluster_t *cl)
 	struct cfg_all *c = arena_zalloc(req->arena, sizeof(*c));
 	cluster_read_lock(cl, &m, &b);
 	c->n = m ? cmap_size(m) : 0;
-	c->asks = xcalloc(c->n ? c->n : 1, sizeof(*c->asks));
+	c->calls = xcalloc(c->n ? c->n : 1, sizeof(*c->calls));
+	c->ids = xcalloc(c->n ? c->n : 1, sizeof(*c->ids));
 	for (size_t i = 0; i < c->n; i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
-		snprintf(c->asks[i].id, sizeof(c->asks[i].id), "%s", nd->id);
-		snprintf(c->asks[i].url, sizeof(c->asks[i].url), "%s/v1/daemon",
+		snprintf(c->ids[i], sizeof(c->ids[i]), "%s", nd->id);
+		snprintf(c->calls[i].url, sizeof(c->calls[i].url), "%s/v1/daemon",
 			 nd->intra_url[0] ? nd->intra_url : nd->pub_url);
-		c->asks[i].body = &req->body;
+		c->calls[i].method = "PUT";
+		c->calls[i].body = &req->body;
+		c->calls[i].timeout_ms = CONFIG_TIMEOUT_MS;
 	}
 	cluster_read_unlock(cl);
 	req->state = c;

@@ -137,7 +137,7 @@ static cmap_t *fetch_smap(const char *base_url, uint64_t timeout_ms)
  * was adopted; *answered: how many answered of *asked. */
 static int find_newer(cluster_t *cl, const char *skip, uint64_t timeout_ms, size_t *asked, size_t *answered)
 {
-	struct clu_call *calls;
+	cluster_call_t *calls;
 	size_t n, nc = 0;
 	cmap_t *cur, *best = NULL;
 	char best_url[CMAP_URL_MAX + 1] = "";
@@ -156,7 +156,7 @@ static int find_newer(cluster_t *cl, const char *skip, uint64_t timeout_ms, size
 		calls[nc].method = "GET";
 		calls[nc++].timeout_ms = timeout_ms;
 	}
-	clu_call_all(calls, nc);
+	cluster_call_all(calls, nc);
 	*asked = nc;
 	*answered = 0;
 	for (size_t i = 0; i < nc; i++) {
@@ -224,7 +224,7 @@ static size_t ballot(cluster_t *cl, const cmap_t *m, const cmap_ballot_t *b, uin
 {
 	size_t n = cmap_size(m), nask = 0, yes = 1;
 	buf_t body = BUF_INIT;
-	struct clu_call *asks = xcalloc(n ? n : 1, sizeof(*asks));
+	cluster_call_t *asks = xcalloc(n ? n : 1, sizeof(*asks));
 	const size_t sfx = strlen("/v1/cluster/vote");
 
 	*seen = 0;
@@ -234,16 +234,16 @@ static size_t ballot(cluster_t *cl, const cmap_t *m, const cmap_ballot_t *b, uin
 		const cmap_node_t *nd = cmap_node(m, i);
 		if (!strcmp(nd->id, cl->self.id) || !strcmp(nd->id, b->primary))
 			continue;
-		struct clu_call *a = &asks[nask++];
+		cluster_call_t *a = &asks[nask++];
 		snprintf(a->url, sizeof(a->url), "%s/v1/cluster/vote", nd->intra_url);
 		a->method = "POST";
 		a->body = &body;
 		/* the voter checks the primary first, then persists its vote */
 		a->timeout_ms = 2 * MIN(cl->conf->keepalive_ms, 1000) + 500;
 	}
-	clu_call_all(asks, nask);
+	cluster_call_all(asks, nask);
 	for (size_t i = 0; i < nask; i++) {
-		struct clu_call *a = &asks[i];
+		cluster_call_t *a = &asks[i];
 		json_t *o = a->status == 200 ? json_loadb(a->resp.ptr, a->resp.len, 0, NULL) : NULL;
 		json_t *vt = json_object_get(o, "voted_term");
 		const char *why = json_string_value(json_object_get(o, "reason"));
@@ -303,7 +303,7 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 			if (take_over(cl, m, b.term, &err) == AIS_OK) {
 				log_warnx("elected primary in term %llu with %zu of %zu votes",
 				          (unsigned long long)b.term, yes, n);
-				clu_push_all(cl, NULL);
+				clu_push_all(cl, NULL, need);
 			} else {
 				log_warnx("election won but not taken: %s", err.ptr ? err.ptr : "");
 			}
@@ -331,7 +331,7 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 static bool reach_majority(cluster_t *cl, const cmap_t *m)
 {
 	size_t n = cmap_size(m), nc = 0, have = 1;
-	struct clu_call *calls = xcalloc(n ? n : 1, sizeof(*calls));
+	cluster_call_t *calls = xcalloc(n ? n : 1, sizeof(*calls));
 	for (size_t i = 0; i < n; i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
 		if (!strcmp(nd->id, cl->self.id) || !strcmp(nd->id, cmap_primary(m)))
@@ -340,7 +340,7 @@ static bool reach_majority(cluster_t *cl, const cmap_t *m)
 		calls[nc].method = "GET";
 		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
 	}
-	clu_call_all(calls, nc);
+	cluster_call_all(calls, nc);
 	for (size_t i = 0; i < nc; i++) {
 		have += calls[i].status == 200;
 		buf_free(&calls[i].resp);

@@ -156,54 +156,56 @@ int cmap_persist_read(const char *path, buf_t *out, buf_t *err)
 	return AIS_OK;
 }
 
-int cmap_save(const cmap_t *m, const char *path, buf_t *err)
+/* The typed decoders behind one signature (out: a cmap_t ** or bmd_t **). */
+typedef int (*decode_fn)(const char *js, size_t len, void *out, buf_t *err);
+static int cmap_dec(const char *js, size_t len, void *out, buf_t *err) { return cmap_decode(js, len, out, err); }
+static int bmd_dec(const char *js, size_t len, void *out, buf_t *err) { return bmd_decode(js, len, out, err); }
+
+/* Writes the encoded metadata in js (then frees it) as path, a line. */
+static int save_json(buf_t *js, const char *path, buf_t *err)
+{
+	buf_addch(js, '\n');
+	int rc = cmap_persist_write(path, js->ptr, js->len, err);
+	buf_free(js);
+	return rc;
+}
+
+/* Reads path and decodes it with dec into out (invariant 3). */
+static int load_json(const char *path, decode_fn dec, void *out, buf_t *err)
 {
 	buf_t js = BUF_INIT;
-	cmap_encode(m, &js);
-	buf_addch(&js, '\n');
-	int rc = cmap_persist_write(path, js.ptr, js.len, err);
+	int rc = cmap_persist_read(path, &js, err);
+	if (rc == AIS_OK && (rc = dec(js.ptr ? js.ptr : "", js.len, out, err)) != AIS_OK) {
+		if (err)
+			buf_addf(err, " (in %s)", path);
+		errno = EINVAL;
+	}
 	buf_free(&js);
 	return rc;
 }
 
-int cmap_load(const char *path, cmap_t **out, buf_t *err)
+int cmap_save(const cmap_t *m, const char *path, buf_t *err)
 {
 	buf_t js = BUF_INIT;
+	cmap_encode(m, &js);
+	return save_json(&js, path, err);
+}
+
+int cmap_load(const char *path, cmap_t **out, buf_t *err)
+{
 	*out = NULL;
-	int rc = cmap_persist_read(path, &js, err);
-	if (rc == AIS_OK) {
-		rc = cmap_decode(js.ptr ? js.ptr : "", js.len, out, err);
-		if (rc != AIS_OK && err)
-			buf_addf(err, " (in %s)", path);
-		if (rc != AIS_OK)
-			errno = EINVAL;
-	}
-	buf_free(&js);
-	return rc;
+	return load_json(path, cmap_dec, out, err);
 }
 
 int bmd_save(const bmd_t *b, const char *path, buf_t *err)
 {
 	buf_t js = BUF_INIT;
 	bmd_encode(b, &js);
-	buf_addch(&js, '\n');
-	int rc = cmap_persist_write(path, js.ptr, js.len, err);
-	buf_free(&js);
-	return rc;
+	return save_json(&js, path, err);
 }
 
 int bmd_load(const char *path, bmd_t **out, buf_t *err)
 {
-	buf_t js = BUF_INIT;
 	*out = NULL;
-	int rc = cmap_persist_read(path, &js, err);
-	if (rc == AIS_OK) {
-		rc = bmd_decode(js.ptr ? js.ptr : "", js.len, out, err);
-		if (rc != AIS_OK && err)
-			buf_addf(err, " (in %s)", path);
-		if (rc != AIS_OK)
-			errno = EINVAL;
-	}
-	buf_free(&js);
-	return rc;
+	return load_json(path, bmd_dec, out, err);
 }

@@ -64,7 +64,8 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	if (c->public_url[0])
 		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s", c->public_url);
 	else
-		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "http://%.200s:%d", c->host, port);
+		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s://%.200s:%d",
+			 c->tls_cert[0] ? "https" : "http", c->host, port);
 	memcpy(cl->self.intra_url, cl->self.pub_url, sizeof(cl->self.intra_url));
 	if (!cmap_id_valid(cl->self.id, strlen(cl->self.id)) ||
 	    !cmap_url_valid(cl->self.pub_url, strlen(cl->self.pub_url))) {
@@ -267,39 +268,11 @@ bool clu_alive(cluster_t *cl, const char *base_url, uint64_t timeout_ms)
 	return ok;
 }
 
-static void *call_main(void *arg)
-{
-	struct clu_call *c = arg;
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	if (httpc_sync(c->method, c->url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
-		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK)
-		c->status = 0;
-	httpc_sync_release();
-	return NULL;
-}
-
-void clu_call_all(struct clu_call *calls, size_t n)
-{
-	for (size_t at = 0; at < n; at += CLU_CALL_PARALLEL) {
-		size_t end = MIN(n, at + CLU_CALL_PARALLEL);
-		bool *started = xcalloc(end - at, sizeof(*started));
-		for (size_t i = at; i < end; i++) {
-			started[i - at] = pthread_create(&calls[i].th, NULL, call_main, &calls[i]) == 0;
-			if (!started[i - at])
-				call_main(&calls[i]); /* no thread: here, in turn */
-		}
-		for (size_t i = at; i < end; i++)
-			if (started[i - at])
-				pthread_join(calls[i].th, NULL);
-		free(started);
-	}
-}
-
-size_t clu_push_all(cluster_t *cl, char *newer)
+size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 {
 	buf_t body = BUF_INIT;
 	cmap_node_t *nodes;
-	struct clu_call *calls;
+	cluster_call_t *calls;
 	struct peer **who;
 	size_t n, nc = 0, have = 1;
 	uint64_t mv, bv;
@@ -326,17 +299,26 @@ size_t clu_push_all(cluster_t *cl, char *newer)
 			have++;
 		if (!p || (p->cmap_ver == mv && p->bmd_ver == bv))
 			continue;
+		if (need == SIZE_MAX && p->fail_since)
+			continue; /* the keepalive: pushed again once it answers */
 		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync", nodes[i].intra_url);
 		calls[nc].method = "PUT";
 		calls[nc].body = &body;
 		calls[nc].timeout_ms = 3000;
 		who[nc++] = p;
 	}
-	clu_call_all(calls, nc);
+	bool *done = xcalloc(nc ? nc : 1, sizeof(*done));
+	if (need == SIZE_MAX)
+		cluster_call_all(calls, nc);
+	else /* a majority, then the others as long as a health check may take */
+		cluster_call_quorum(calls, nc, need > have ? need - have : 0, MIN(cl->conf->keepalive_ms, 1000), done);
 	for (size_t i = 0; i < nc; i++) {
-		struct clu_call *c = &calls[i];
+		cluster_call_t *c = &calls[i];
 		const char *msg = c->resp.ptr ? c->resp.ptr : "";
-		if (c->status == 200) {
+		if (need != SIZE_MAX && !done[i]) {
+			log_info("metasync to %s: no answer yet: it goes on in the background (and the keepalive "
+				 "pushes again)", who[i]->id);
+		} else if (c->status == 200) {
 			who[i]->cmap_ver = mv;
 			who[i]->bmd_ver = bv;
 			have++;
@@ -348,6 +330,7 @@ size_t clu_push_all(cluster_t *cl, char *newer)
 		}
 		buf_free(&c->resp);
 	}
+	free(done);
 	free(calls);
 	free(who);
 	free(nodes);
@@ -360,7 +343,7 @@ size_t clu_push_all(cluster_t *cl, char *newer)
  * wmu. */
 static bool have_majority(cluster_t *cl)
 {
-	struct clu_call *calls;
+	cluster_call_t *calls;
 	size_t n, need, nc = 0, have = 1;
 
 	pthread_rwlock_rdlock(&cl->rw);
@@ -377,7 +360,8 @@ static bool have_majority(cluster_t *cl)
 		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
 	}
 	pthread_rwlock_unlock(&cl->rw);
-	clu_call_all(calls, nc);
+	/* no need to wait for the nodes that do not answer once a majority did */
+	cluster_call_quorum(calls, nc, need > have ? need - have : 0, 0, NULL);
 	for (size_t i = 0; i < nc; i++) {
 		have += calls[i].status == 200;
 		buf_free(&calls[i].resp);
@@ -417,7 +401,7 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 		if (!bch)
 			bmd_free(b), b = NULL;
 		if ((m || b) && (rc = clu_install(cl, m, b, err)) == AIS_OK) {
-			size_t have = clu_push_all(cl, NULL);
+			size_t have = clu_push_all(cl, NULL, need);
 			if (rules && have < need) {
 				buf_addf(err, "the change reached %zu of the %zu nodes a majority needs: "
 					      "not confirmed (it may still take effect)", have, need);
@@ -463,7 +447,7 @@ static void primary_round(cluster_t *cl)
 	ok = xcalloc(n ? n : 1, sizeof(*ok));
 
 	/* every node's /v1/health, in parallel */
-	struct clu_call *calls = xcalloc(n ? n : 1, sizeof(*calls));
+	cluster_call_t *calls = xcalloc(n ? n : 1, sizeof(*calls));
 	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), nc = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(nodes[i].id, cl->self.id))
@@ -473,7 +457,7 @@ static void primary_round(cluster_t *cl)
 		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, 2000);
 		idx[nc++] = i;
 	}
-	clu_call_all(calls, nc);
+	cluster_call_all(calls, nc);
 	for (size_t c = 0; c < nc; c++) {
 		ok[idx[c]] = calls[c].status == 200;
 		healthy += ok[idx[c]];
@@ -520,7 +504,7 @@ static void primary_round(cluster_t *cl)
 	}
 	pthread_mutex_lock(&cl->wmu);
 	if (cluster_is_primary(cl))
-		clu_push_all(cl, newer); /* nodes that missed a push, or came back */
+		clu_push_all(cl, newer, SIZE_MAX); /* nodes that missed a push, or came back */
 	pthread_mutex_unlock(&cl->wmu);
 	/* a node refused our map as older: another primary was elected */
 	if (newer[0] && clu_adopt_from(cl, newer) == AIS_OK)

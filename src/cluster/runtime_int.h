@@ -63,27 +63,19 @@ void clu_mark_decommissioned(cluster_t *cl);
 void clu_join_if_needed(cluster_t *cl, const cmap_t *pm);
 
 /* runtime.c */
-/* One blocking intra-cluster request, for clu_call_all. */
-struct clu_call {
-	char url[CMAP_URL_MAX + 48];
-	const char *method;
-	const buf_t *body;   /* borrowed; NULL: none */
-	uint64_t timeout_ms;
-	buf_t resp;          /* the answer's body (or the error); caller frees */
-	int status;          /* HTTP status; 0: no answer */
-	pthread_t th;
-};
-/* Makes every call in parallel (a thread each, CLU_CALL_PARALLEL at a
- * time) and returns when all are done. */
-#define CLU_CALL_PARALLEL 64
-void clu_call_all(struct clu_call *calls, size_t n);
 /* Health check of one node, blocking. */
 bool clu_alive(cluster_t *cl, const char *base_url, uint64_t timeout_ms);
 /* Pushes the current metadata to every node that has not acknowledged it.
- * Caller holds wmu. Returns how many nodes of the map hold it (this one
- * included); newer (if not NULL, CMAP_URL_MAX + 1 bytes) gets the URL of a
- * node that refused it as older than its own, or "". */
-size_t clu_push_all(cluster_t *cl, char *newer);
+ * Caller holds wmu. need == SIZE_MAX (the keepalive): waits for every
+ * answer, and skips nodes failing their health checks (their versions are
+ * reset when they answer again, so the next round pushes). Else returns
+ * once need nodes hold it and the others answered or the health-check
+ * timeout passed: pushes still in flight go on in the background (nodes cut
+ * off do not hold up the caller; the keepalive pushes again). Returns how
+ * many nodes of the map hold it (this one included) as far as is known;
+ * newer (if not NULL, CMAP_URL_MAX + 1 bytes) gets the URL of a node that
+ * refused it as older than its own, or "". */
+size_t clu_push_all(cluster_t *cl, char *newer, size_t need);
 /* Majority rules apply: the map has two gateways or more (with one, no
  * other primary can arise). */
 bool clu_quorum_rules(const cmap_t *m);

@@ -10,8 +10,8 @@
  * while the start-up count of a mountpath is still running).
  *
  * The cluster's: every node of the cmap asked GET /v1/daemon?what=stats in
- * parallel (one thread each, from an I/O pool thread, httpc_sync with a
- * short timeout); a node that does not answer appears with "error". Totals
+ * parallel (cluster_call_all from an I/O pool thread, with a short
+ * timeout); a node that does not answer appears with "error". Totals
  * sum what the targets report (capacity is summed per mountpath, so
  * mountpaths that share a file system are counted once each).
  * Both run on the I/O pool: statvfs and the fan-out block.
@@ -176,39 +176,21 @@ int cluster_h_daemon(http_req_t *req)
 
 /* --- the cluster: fan-out ---------------------------------------------------- */
 
-struct peer_ask {
-	char id[CMAP_ID_MAX + 1];
-	char url[CMAP_URL_MAX + 64];
-	enum cmap_role role;
-	bool self;
-	json_t *res; /* the node's stats, or {"error":..} */
-	pthread_t th;
-	bool started;
-};
-
-static void *ask_peer(void *arg)
+/* A node's answer as its stats, or {"error":..}. */
+static json_t *peer_stats(const cluster_call_t *c)
 {
-	struct peer_ask *a = arg;
-	buf_t resp = BUF_INIT;
-	int status = 0;
-	json_error_t jerr;
-
-	if (httpc_sync("GET", a->url, NULL, NULL, 0, STATS_TIMEOUT_MS, &resp, &status) != AIS_OK) {
-		a->res = json_pack("{s:s}", "error", resp.ptr ? resp.ptr : "no answer");
-	} else if (status != 200) {
-		char msg[160];
-		snprintf(msg, sizeof(msg), "HTTP %d: %.100s", status, resp.ptr ? resp.ptr : "");
-		a->res = json_pack("{s:s}", "error", msg);
-	} else {
-		a->res = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr);
-		if (!json_is_object(a->res)) {
-			json_decref(a->res);
-			a->res = json_pack("{s:s}", "error", "invalid stats JSON");
-		}
+	if (c->status == 200) {
+		json_t *o = json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, NULL);
+		if (json_is_object(o))
+			return o;
+		json_decref(o);
+		return json_pack("{s:s}", "error", "invalid stats JSON");
 	}
-	buf_free(&resp);
-	httpc_sync_release();
-	return NULL;
+	if (!c->status)
+		return json_pack("{s:s}", "error", c->resp.ptr ? c->resp.ptr : "no answer");
+	char msg[160];
+	snprintf(msg, sizeof(msg), "HTTP %d: %.100s", c->status, c->resp.ptr ? c->resp.ptr : "");
+	return json_pack("{s:s}", "error", msg);
 }
 
 static void cluster_work(http_req_t *req)
@@ -216,45 +198,41 @@ static void cluster_work(http_req_t *req)
 	struct stats_job *j = req->state;
 	node_base_t *nb = req->ctx;
 	const cmap_t *m;
-	const bmd_t *b;
-	size_t n = 0;
+	size_t n = 0, nc = 0;
 	uint64_t cv = 0;
-	struct peer_ask *asks = NULL;
+	cmap_node_t *nodes = NULL;
+	cluster_call_t *calls = NULL;
+	size_t *call_of = NULL; /* nodes[i]'s call, or SIZE_MAX: this node */
 
-	cluster_read_lock(nb->cl, &m, &b);
+	cluster_read_lock(nb->cl, &m, NULL);
 	if (m) {
 		cv = cmap_version(m);
 		n = cmap_size(m);
-		asks = xcalloc(n ? n : 1, sizeof(*asks));
-		for (size_t i = 0; i < n; i++) {
-			const cmap_node_t *nd = cmap_node(m, i);
-			snprintf(asks[i].id, sizeof(asks[i].id), "%s", nd->id);
-			snprintf(asks[i].url, sizeof(asks[i].url), "%s/v1/daemon?what=stats",
-				 nd->intra_url[0] ? nd->intra_url : nd->pub_url);
-			asks[i].role = nd->role;
-			asks[i].self = !strcmp(nd->id, cluster_self(nb->cl)->id);
-		}
+		nodes = xcalloc(n ? n : 1, sizeof(*nodes));
+		for (size_t i = 0; i < n; i++)
+			nodes[i] = *cmap_node(m, i);
 	}
 	cluster_read_unlock(nb->cl);
-
-	for (size_t i = 0; i < n; i++)
-		if (!asks[i].self)
-			asks[i].started = pthread_create(&asks[i].th, NULL, ask_peer, &asks[i]) == 0;
+	calls = xcalloc(n ? n : 1, sizeof(*calls));
+	call_of = xcalloc(n ? n : 1, sizeof(*call_of));
 	for (size_t i = 0; i < n; i++) {
-		if (asks[i].self)
-			asks[i].res = node_stats(nb);
-		else if (asks[i].started)
-			pthread_join(asks[i].th, NULL);
-		else
-			ask_peer(&asks[i]); /* no thread: ask inline */
+		call_of[i] = SIZE_MAX;
+		if (!strcmp(nodes[i].id, cluster_self(nb->cl)->id))
+			continue;
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/daemon?what=stats",
+			 nodes[i].intra_url[0] ? nodes[i].intra_url : nodes[i].pub_url);
+		calls[nc].method = "GET";
+		calls[nc].timeout_ms = STATS_TIMEOUT_MS;
+		call_of[i] = nc++;
 	}
+	cluster_call_all(calls, nc);
 
-	json_t *nodes = json_object();
+	json_t *nodes_o = json_object();
 	uint64_t objs = 0, bytes = 0, cap_total = 0, cap_free = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_t *r = asks[i].res;
+		json_t *r = call_of[i] == SIZE_MAX ? node_stats(nb) : peer_stats(&calls[call_of[i]]);
 		if (json_object_get(r, "error") && !json_object_get(r, "role"))
-			json_object_set_new(r, "role", json_string(cmap_role_name(asks[i].role)));
+			json_object_set_new(r, "role", json_string(cmap_role_name(nodes[i].role)));
 		if (!json_object_get(r, "error")) {
 			objs += (uint64_t)json_integer_value(json_object_get(r, "objects"));
 			bytes += (uint64_t)json_integer_value(json_object_get(r, "bytes"));
@@ -265,10 +243,14 @@ static void cluster_work(http_req_t *req)
 				cap_free += (uint64_t)json_integer_value(json_object_get(mp, "free_bytes"));
 			}
 		}
-		json_object_set_new(nodes, asks[i].id, r);
+		json_object_set_new(nodes_o, nodes[i].id, r);
 	}
-	free(asks);
-	j->doc = json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I}}", "cmap_version", (json_int_t)cv, "nodes", nodes,
+	for (size_t i = 0; i < nc; i++)
+		buf_free(&calls[i].resp);
+	free(calls);
+	free(call_of);
+	free(nodes);
+	j->doc = json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I}}", "cmap_version", (json_int_t)cv, "nodes", nodes_o,
 			   "totals", "objects", (json_int_t)objs, "bytes", (json_int_t)bytes, "capacity_total",
 			   (json_int_t)cap_total, "capacity_free", (json_int_t)cap_free);
 }

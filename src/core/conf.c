@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/auth.h"
 #include "aisd/conf.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY };
+enum ktype { K_STR, K_U64, K_SIZE, K_MS, K_FSYNC, K_MPATHS, K_BOOL, K_S3KEY, K_GRANT };
 
 struct key {
 	const char *name;
@@ -51,6 +52,15 @@ static const struct key keys[] = {
 	{"net.rate_limit", K_U64, N(rate_limit), "0",
 	 "object and bucket requests per second per client address and event-loop thread (429 beyond; 0 = off)"},
 	{"net.rate_burst", K_U64, N(rate_burst), "0", "requests a client may send at once before net.rate_limit applies (0 = net.rate_limit)"},
+	{"net.tls.cert", K_STR, S(tls_cert), "",
+	 "PEM certificate chain of this node: set (with net.tls.key) to serve HTTPS only; also its client certificate for intra-cluster calls"},
+	{"net.tls.key", K_STR, S(tls_key), "", "PEM private key of net.tls.cert"},
+	{"net.tls.client_ca", K_STR, S(tls_client_ca), "",
+	 "PEM CA bundle: when set, every connection must present a client certificate it signed (mTLS)"},
+	{"net.tls.ca", K_STR, S(tls_ca), "",
+	 "PEM CA bundle this node verifies other nodes' certificates with (empty: the system's CAs)"},
+	{"net.tls.ktls", K_BOOL, N(tls_ktls), "on",
+	 "on: hand TLS record encryption to the kernel (kTLS) where it offers it, so file bodies go out with sendfile"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
@@ -64,7 +74,7 @@ static const struct key keys[] = {
 	 "directory for cluster metadata (default: a target's first mountpath; required for a gateway)"},
 	{"cluster.join", K_STR, S(join), "",
 	 "URL of the primary gateway to join (empty: a gateway becomes primary, a target runs standalone)"},
-	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT)"},
+	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT, https:// with net.tls.cert)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"s3.domain", K_STR, S(s3_domain), "",
@@ -91,6 +101,15 @@ static const struct key keys[] = {
 	{"log.access", K_STR, S(log_access), "off", "access log, one line per request: on or off"},
 	{"log.access_file", K_STR, S(log_access_file), "",
 	 "access log file (default: the main log; - for standard error)"},
+	{"auth.enabled", K_BOOL, N(auth_enabled), "off",
+	 "on: every request but /v1/health needs credentials (a bearer token, a signed redirect, an S3 key with a grant)"},
+	{"auth.secret", K_STR, S(auth_secret), "", "HS256 key that signs bearer tokens (16..255 bytes; or auth.secret_file)"},
+	{"auth.secret_file", K_STR, S(auth_secret_file), "", "file whose first line is auth.secret"},
+	{"auth.grant", K_GRANT, N(auth_grants), "",
+	 "USER:BUCKET:PERM, what an S3 key's user may do (PERM: ro, rw, admin or read,write,list,delete; BUCKET * = all; USER:*:admin = administrator); repeat for more"},
+	{"cluster.secret", K_STR, S(cluster_secret), "",
+	 "shared by every node: signs intra-cluster calls and redirects (16..255 bytes; or cluster.secret_file); empty: intra-cluster calls are not authenticated"},
+	{"cluster.secret_file", K_STR, S(cluster_secret_file), "", "file whose first line is cluster.secret"},
 };
 
 static const struct key *find_key(const char *name, size_t len)
@@ -101,7 +120,7 @@ static const struct key *find_key(const char *name, size_t len)
 	return NULL;
 }
 
-static int parse_ms(const char *v, uint64_t *out)
+int conf_parse_ms(const char *v, uint64_t *out)
 {
 	size_t n = strlen(v), d = 0;
 	uint64_t x, mult;
@@ -128,6 +147,8 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 {
 	char *base = (char *)c;
 	uint64_t x;
+	sv_t gu, gb;
+	unsigned gp;
 
 	switch (k->type) {
 	case K_STR:
@@ -146,7 +167,7 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 		*(uint64_t *)(base + k->off) = x;
 		return AIS_OK;
 	case K_MS:
-		if (parse_ms(v, &x) != AIS_OK)
+		if (conf_parse_ms(v, &x) != AIS_OK)
 			goto bad;
 		*(uint64_t *)(base + k->off) = x;
 		return AIS_OK;
@@ -187,6 +208,25 @@ static int set_key(conf_t *c, const struct key *k, const char *v, buf_t *err)
 			return AIS_ERR;
 		}
 		memcpy(c->s3_keys[c->n_s3_keys++], v, strlen(v) + 1);
+		return AIS_OK;
+	}
+	case K_GRANT: {
+		/* each line adds a grant; an empty value clears the list */
+		if (!*v) {
+			c->n_auth_grants = 0;
+			return AIS_OK;
+		}
+		if (strlen(v) >= sizeof(c->auth_grants[0])) {
+			buf_addf(err, "%s: too long", k->name);
+			return AIS_ERR;
+		}
+		if (auth_grant_split(v, &gu, &gb, &gp, err) != AIS_OK)
+			return AIS_ERR;
+		if (c->n_auth_grants >= CONF_MAX_GRANTS) {
+			buf_addf(err, "%s: more than %d grants", k->name, CONF_MAX_GRANTS);
+			return AIS_ERR;
+		}
+		memcpy(c->auth_grants[c->n_auth_grants++], v, strlen(v) + 1);
 		return AIS_OK;
 	}
 	case K_MPATHS: {
@@ -378,6 +418,15 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "cluster.join and cluster.public_url must be http:// or https:// URLs");
 		return AIS_ERR;
 	}
+	if (!c->tls_cert[0] != !c->tls_key[0] || ((c->tls_client_ca[0] || c->tls_ca[0]) && !c->tls_cert[0])) {
+		buf_addstr(err, "net.tls.cert and net.tls.key go together, and net.tls.client_ca and net.tls.ca need them");
+		return AIS_ERR;
+	}
+	if (c->tls_cert[0] && ((c->join[0] && strncmp(c->join, "https://", 8)) ||
+			       (c->public_url[0] && strncmp(c->public_url, "https://", 8)))) {
+		buf_addstr(err, "with net.tls.cert, cluster.join and cluster.public_url must be https:// URLs");
+		return AIS_ERR;
+	}
 	if (c->keepalive_ms < 100 || c->grace_ms < c->keepalive_ms) {
 		buf_addstr(err, "cluster.keepalive must be at least 100ms and cluster.grace at least cluster.keepalive");
 		return AIS_ERR;
@@ -434,6 +483,58 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "io.threads must be between 1 and 256");
 		return AIS_ERR;
 	}
+	if (c->auth_enabled && !c->auth_secret[0]) {
+		buf_addstr(err, "auth.enabled needs auth.secret (or auth.secret_file)");
+		return AIS_ERR;
+	}
+	if (c->auth_enabled && !c->cluster_secret[0]) {
+		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file): targets check the "
+				"gateways' signed redirects and intra-cluster calls with it");
+		return AIS_ERR;
+	}
+	if ((c->auth_secret[0] && strlen(c->auth_secret) < 16) ||
+	    (c->cluster_secret[0] && strlen(c->cluster_secret) < 16)) {
+		buf_addstr(err, "auth.secret and cluster.secret must be at least 16 bytes");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int read_secret(const char *path, char *out, size_t outsz, buf_t *err)
+{
+	char tmp[1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		buf_addf(err, "%s: %s", path, strerror(errno));
+		return AIS_ERR;
+	}
+	ssize_t n = read(fd, tmp, sizeof(tmp) - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		buf_addf(err, "%s: %s", path, strerror(e));
+		return AIS_ERR;
+	}
+	tmp[n] = '\0';
+	size_t l = strcspn(tmp, "\r\n");
+	if (l < 16 || l >= outsz || memchr(tmp, '\0', l)) {
+		buf_addf(err, "%s: the secret (its first line) must be 16..%zu bytes", path, outsz - 1);
+		return AIS_ERR;
+	}
+	memcpy(out, tmp, l);
+	out[l] = '\0';
+	explicit_bzero(tmp, sizeof(tmp));
+	return AIS_OK;
+}
+
+int conf_load_secrets(conf_t *c, buf_t *err)
+{
+	if (c->auth_secret_file[0] &&
+	    read_secret(c->auth_secret_file, c->auth_secret, sizeof(c->auth_secret), err) != AIS_OK)
+		return AIS_ERR;
+	if (c->cluster_secret_file[0] &&
+	    read_secret(c->cluster_secret_file, c->cluster_secret, sizeof(c->cluster_secret), err) != AIS_OK)
+		return AIS_ERR;
 	return AIS_OK;
 }
 

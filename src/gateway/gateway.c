@@ -3,8 +3,9 @@
  * buckets from the BMD and through the primary, list fan-out and merge.
  *
  * Listing: every active target is asked for one page after the same
- * continuation token; the union's first PAGESIZE distinct names in byte
- * order are the cluster's page, because every name of it is among the
+ * continuation token, all at once (cluster_call_all: a page costs the
+ * slowest target, not the sum); the union's first PAGESIZE distinct names
+ * in byte order are the cluster's page, because every name of it is among the
  * first PAGESIZE of each target holding it (copies of a mirrored object
  * are listed once). The token is the last name returned, as on a target.
  */
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
@@ -29,12 +31,8 @@
 #define MEMBERS_KEY "\x01members" /* a shard's members while pages merge */
 #define M(x) HTTP_M(HTTP_##x)
 
-static void redirect(http_req_t *req, const char *base_url)
-{
-	http_resp_status(req, 307);
-	http_resp_header(req, "Location", "%s%.*s", base_url, (int)req->target.len, req->target.ptr);
-	http_resp_send(req, "", 0);
-}
+/* 307 to base_url with the same path and query (signed: authz.h). */
+static void redirect(http_req_t *req, const char *base_url) { authz_redirect(req, base_url); }
 
 static cluster_t *cl_of(http_req_t *req) { return ((gateway_t *)req->ctx)->base.cl; }
 
@@ -166,75 +164,85 @@ static int entry_cmp(const void *a, const void *b)
 	return c ? c : (lx > ly) - (lx < ly);
 }
 
-/* I/O pool: ask every active target for a page, merge. */
+/* Adds a target's page to all: each shard's members (archive listing)
+ * ride on their shard's entry. Sets *more when the target has more. */
+static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *more)
+{
+	json_t *doc = json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, NULL);
+	json_t *ents = json_object_get(doc, "entries"), *en, *owner = NULL;
+	const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
+	size_t ei;
+
+	if (c->status != 200) {
+		const char *msg = json_string_value(json_object_get(doc, "message"));
+		if (c->status)
+			buf_addf(&o->msg, "%s", msg ? msg : "target error");
+		else
+			buf_addf(&o->msg, "%s", c->resp.ptr ? c->resp.ptr : "no answer");
+		o->err = c->status == 404 ? ENOENT : c->status == 400 ? EINVAL : EIO;
+		json_decref(doc);
+		return AIS_ERR;
+	}
+	if (!json_is_array(ents)) {
+		buf_addf(&o->msg, "%s: bad listing", c->url);
+		o->err = EIO;
+		json_decref(doc);
+		return AIS_ERR;
+	}
+	json_array_foreach(ents, ei, en) {
+		json_t *fl = json_object_get(en, "flags");
+		if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
+			json_t *mem = json_object_get(owner, MEMBERS_KEY);
+			if (!mem)
+				json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
+			json_array_append(mem, en);
+			continue;
+		}
+		json_array_append(all, en);
+		owner = en;
+	}
+	if (tok && *tok)
+		*more = true;
+	json_decref(doc);
+	return AIS_OK;
+}
+
+/* I/O pool: ask every active target for a page (in parallel), merge. */
 static void list_work(http_req_t *req)
 {
 	struct bop *o = req->state;
 	cluster_t *cl = cl_of(req);
 	const cmap_t *m;
-	char (*urls)[CMAP_URL_MAX + 1] = NULL;
+	cluster_call_t *calls;
 	size_t n = 0;
 	json_t *all = json_array();
 	bool more = false;
-	char *body = json_dumps(o->value, JSON_COMPACT);
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	char *js = json_dumps(o->value, JSON_COMPACT);
+	buf_t body = BUF_INIT;
 
+	buf_addstr(&body, js);
+	free(js);
 	cluster_read_lock(cl, &m, NULL);
-	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
+	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
 	for (size_t i = 0; i < cmap_size(m); i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
-		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
-			snprintf(urls[n++], sizeof(urls[0]), "%s", nd->intra_url);
+		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
+			continue;
+		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s%s%s", nd->intra_url, o->name,
+			 o->query[0] ? "?" : "", o->query);
+		calls[n].method = "GET";
+		calls[n].body = &body;
+		calls[n++].timeout_ms = 30000;
 	}
 	cluster_read_unlock(cl);
 
-	for (size_t i = 0; i < n && !o->err; i++) {
-		char url[CMAP_URL_MAX + 2200];
-		buf_t resp = BUF_INIT;
-		int status = 0;
-		json_error_t jerr;
-		snprintf(url, sizeof(url), "%s/v1/buckets/%s%s%s", urls[i], o->name, o->query[0] ? "?" : "", o->query);
-		if (httpc_sync("GET", url, hdrs, body, strlen(body), 30000, &resp, &status) != AIS_OK) {
-			buf_addf(&o->msg, "target %s: %s", urls[i], resp.ptr ? resp.ptr : "no answer");
-			o->err = EIO;
-		} else if (status != 200) {
-			json_t *e = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr);
-			const char *msg = json_string_value(json_object_get(e, "message"));
-			buf_addf(&o->msg, "%s", msg ? msg : "target error");
-			o->err = status == 404 ? ENOENT : status == 400 ? EINVAL : EIO;
-			json_decref(e);
-		} else {
-			json_t *doc = json_loadb(resp.ptr, resp.len, 0, &jerr);
-			json_t *ents = json_object_get(doc, "entries");
-			const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
-			if (!json_is_array(ents)) {
-				buf_addf(&o->msg, "target %s: bad listing", urls[i]);
-				o->err = EIO;
-			} else {
-				/* members of a shard (archive listing) stay with it */
-				size_t ei;
-				json_t *en, *owner = NULL;
-				json_array_foreach(ents, ei, en) {
-					json_t *fl = json_object_get(en, "flags");
-					if (owner && json_is_integer(fl) && (json_integer_value(fl) & TGT_ENTRY_IN_ARCH)) {
-						json_t *mem = json_object_get(owner, MEMBERS_KEY);
-						if (!mem)
-							json_object_set_new(owner, MEMBERS_KEY, mem = json_array());
-						json_array_append(mem, en);
-						continue;
-					}
-					json_array_append(all, en);
-					owner = en;
-				}
-				if (tok && *tok)
-					more = true;
-			}
-			json_decref(doc);
-		}
-		buf_free(&resp);
-	}
-	free(urls);
-	free(body);
+	cluster_call_all(calls, n);
+	for (size_t i = 0; i < n && !o->err; i++)
+		list_take(o, &calls[i], all, &more);
+	for (size_t i = 0; i < n; i++)
+		buf_free(&calls[i].resp);
+	free(calls);
+	buf_free(&body);
 	if (!o->err) {
 		size_t total = json_array_size(all);
 		json_t **v = xcalloc(total + 1, sizeof(*v));
@@ -454,6 +462,8 @@ static int gw_getbatch(http_req_t *req)
 		buf_free(&err);
 		return AIS_OK;
 	}
+	if (!tgt_moss_allowed(req, &mr))
+		return AIS_OK;
 	cluster_read_lock(cl, &m, NULL);
 	size_t nn = m ? cmap_size(m) : 0, best = SIZE_MAX;
 	size_t *count = xcalloc(nn + 1, sizeof(*count));
@@ -505,7 +515,7 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, gw_health, "health: 200 when serving"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
@@ -525,6 +535,9 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
 		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
 		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
+		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
+		.tls_ktls = c->tls_ktls,
+		.authz = authz_check,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)

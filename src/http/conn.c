@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "internal.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -92,6 +94,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
+	if (w->srv->tls && tls_conn_start(c, w->srv->tls) != AIS_OK)
+		conn_close(c); /* freed by conn_run below */
 	conn_run(c);
 }
 
@@ -104,6 +108,8 @@ void conn_close(http_conn_t *c)
 	event_del(c->tev);
 	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
 		HM_INC(c->w->st.aborted, 1); /* closed with a request in progress */
+	if (c->ssl)
+		tls_conn_end(c);
 	close(c->fd);
 	c->fd = -1;
 	c->state = CS_CLOSED;
@@ -139,6 +145,12 @@ void conn_free(http_conn_t *c)
 
 static void wait_for(http_conn_t *c, short what, uint64_t ms)
 {
+	if (c->ssl && what) {
+		if (c->tls_want)
+			what = c->tls_want; /* a read that must write, or a write that must read */
+		else if ((what & EV_READ) && SSL_has_pending(c->ssl))
+			event_active(c->rev, EV_READ, 0); /* decrypted bytes wait in OpenSSL */
+	}
 	if (what & EV_READ)
 		event_add(c->rev, NULL);
 	else
@@ -170,7 +182,7 @@ static int read_more(http_conn_t *c)
 	/* a head needs little room: idle connections stay small */
 	buf_grow(in, c->state == CS_BODY ? HTTP_READ_CHUNK : HTTP_HEAD_CHUNK);
 	for (;;) {
-		ssize_t n = read(c->fd, in->ptr + in->len, in->cap - in->len - 1);
+		ssize_t n = conn_recv(c, in->ptr + in->len, in->cap - in->len - 1);
 		if (n > 0) {
 			in->len += (size_t)n;
 			in->ptr[in->len] = '\0';
@@ -212,7 +224,7 @@ static sv_t target_path(sv_t t, sv_t *query)
 static void send_continue(http_conn_t *c)
 {
 	static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
-	ssize_t n = send(c->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
+	ssize_t n = conn_send(c, msg, sizeof(msg) - 1);
 	if (n != (ssize_t)sizeof(msg) - 1)
 		c->close_after = true;
 }
@@ -287,6 +299,8 @@ static void dispatch(http_conn_t *c)
 	unsigned fl = req->route->flags;
 	if (!(fl & HTTP_ROUTE_NOLIMIT) && http_rate_check(c))
 		return; /* answered 429 */
+	if (s->o.authz && !(fl & HTTP_ROUTE_PUBLIC) && s->o.authz(req) != AIS_OK)
+		return; /* answered 401 or 403 */
 	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
 		HM_INC(c->w->st.too_large, 1);
 		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
@@ -428,6 +442,14 @@ static void conn_drive(http_conn_t *c)
 					return;
 				}
 				if (r != AIS_OK) {
+					if (c->tls_plain && shutdown(c->fd, SHUT_WR) == 0) {
+						/* refused in plain text: let the client read it */
+						tls_conn_end(c);
+						c->state = CS_LINGER;
+						c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
+						c->lingered = 0;
+						break;
+					}
 					conn_close(c);
 					return;
 				}
@@ -543,6 +565,8 @@ static void conn_drive(http_conn_t *c)
 				bool linger = r == AIS_OK && c->close_after && !c->w->draining;
 				if (r == AIS_OK)
 					request_done(c);
+				if (linger && c->ssl)
+					tls_conn_end(c); /* close_notify; what the client still sends is dropped raw */
 				if (linger && shutdown(c->fd, SHUT_WR) == 0) {
 					c->state = CS_LINGER;
 					c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "aisd/http.h"
 #include "aisd/http_parse.h"
@@ -20,6 +21,7 @@
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
+#define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
 #define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
@@ -83,6 +85,7 @@ struct http_server {
 	atomic_ulong next_id;
 	uint32_t id_prefix; /* random: request ids differ across processes */
 	_Atomic uint64_t rate, burst; /* per-client rate limit (ratelimit.c) */
+	http_tls_t *tls; /* NULL: plain HTTP (tls.c) */
 };
 
 /*
@@ -124,6 +127,10 @@ struct http_conn {
 	bool just_answered;    /* a response was just completed */
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
 	bool too_large;        /* streamed body passed net.max_body: 413 and close */
+	struct ssl_st *ssl;    /* HTTPS: the connection's TLS state (tls.c); NULL: plain */
+	short tls_want;        /* HTTPS: the direction the last SSL call waits for */
+	bool tls_dead;         /* HTTPS: a fatal TLS error or close_notify: no more I/O */
+	bool tls_plain;        /* HTTPS: the client spoke plain HTTP (answered 400 in plain text) */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;
@@ -163,6 +170,29 @@ struct http_conn {
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
 };
+
+/*
+ * tls.c: the connection's I/O through OpenSSL, errno-style like read(2) and
+ * send(2): > 0 bytes, 0 end of stream (reads), -1 with errno EAGAIN when
+ * it must wait (c->tls_want says for what) or another errno on failure.
+ */
+int tls_conn_start(http_conn_t *c, http_tls_t *t);
+void tls_conn_end(http_conn_t *c);
+ssize_t tls_read(http_conn_t *c, void *p, size_t n);
+ssize_t tls_write(http_conn_t *c, const void *p, size_t n);
+/* True when the kernel encrypts this connection's records (kTLS). */
+bool tls_ktls_send(http_conn_t *c);
+ssize_t tls_sendfile(http_conn_t *c, int fd, off_t off, size_t n);
+
+/* Reads and writes of a connection, plain or TLS. */
+static inline ssize_t conn_recv(http_conn_t *c, void *p, size_t n)
+{
+	return c->ssl ? tls_read(c, p, n) : read(c->fd, p, n);
+}
+static inline ssize_t conn_send(http_conn_t *c, const void *p, size_t n)
+{
+	return c->ssl ? tls_write(c, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
+}
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss);
 void conn_run(http_conn_t *c);

@@ -334,6 +334,29 @@ static bool resident(http_conn_t *c, off_t off, size_t len)
 	return true;
 }
 
+/*
+ * HTTPS without kTLS: the next piece of a resident file chunk is copied
+ * into c->out (a read from the page cache: it does not block) and goes out
+ * through SSL_write with the rest of c->out.
+ */
+static int tls_file_piece(http_conn_t *c, size_t chunk)
+{
+	size_t len = MIN(chunk, (size_t)HTTP_TLS_PIECE);
+	buf_grow(&c->out, len);
+	ssize_t n = pread(c->ffd, c->out.ptr + c->out.len, len, c->foff);
+	if (n <= 0) {
+		if (n == 0)
+			log_warnx("object file shorter than its metadata says");
+		else
+			log_warn("reading object file");
+		return AIS_ERR;
+	}
+	c->out.len += (size_t)n;
+	c->foff += n;
+	c->fleft -= (uint64_t)n;
+	return AIS_OK;
+}
+
 static int file_step(http_conn_t *c)
 {
 	if (c->fleft <= HTTP_SMALL_FILE && !c->fsmall_read) {
@@ -363,7 +386,16 @@ static int file_step(http_conn_t *c)
 		}
 		c->checked_end = c->foff + (off_t)chunk;
 	}
-	ssize_t n = sendfile(c->fd, c->ffd, &c->foff, chunk);
+	ssize_t n;
+	if (c->ssl) {
+		if (!tls_ktls_send(c))
+			return tls_file_piece(c, chunk);
+		n = tls_sendfile(c, c->ffd, c->foff, chunk);
+		if (n > 0)
+			c->foff += n;
+	} else {
+		n = sendfile(c->fd, c->ffd, &c->foff, chunk);
+	}
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return errno == EAGAIN ? AIS_AGAIN : AIS_OK;
@@ -470,8 +502,8 @@ static void stream_flatten(http_conn_t *c)
 }
 
 /* Writes what c->out (and a pending piece with its framing) hold, with
- * MSG_MORE when a file's bytes follow. Returns the bytes written, or -1
- * (errno). */
+ * MSG_MORE when a file's bytes follow (over TLS: the first of them).
+ * Returns the bytes written, or -1 (errno). */
 static ssize_t out_write(http_conn_t *c)
 {
 	struct iovec iov[3];
@@ -488,7 +520,8 @@ static ssize_t out_write(http_conn_t *c)
 	}
 	if (c->fleft > HTTP_SMALL_FILE && ((c->kind == RB_STREAM && c->sfile) || c->kind == RB_FILE))
 		flags |= MSG_MORE;
-	ssize_t n = sendmsg(c->fd, &mh, flags);
+	/* TLS: one buffer per SSL_write (a retry after EAGAIN repeats it) */
+	ssize_t n = c->ssl ? tls_write(c, iov[0].iov_base, iov[0].iov_len) : sendmsg(c->fd, &mh, flags);
 	if (n <= 0)
 		return n;
 	size_t k = (size_t)n, m;

@@ -102,8 +102,10 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 						   "Content-Type: application/json\r\nContent-Length: 47\r\n"
 						   "Connection: close\r\n\r\n" BUSY_BODY;
-			ssize_t n = write(fd, busy, sizeof(busy) - 1);
-			(void)n;
+			if (!s->tls) { /* over TLS a plain answer would be noise */
+				ssize_t n = write(fd, busy, sizeof(busy) - 1);
+				(void)n;
+			}
 			close(fd);
 			atomic_fetch_sub(&s->nconns, 1);
 			continue;
@@ -235,6 +237,14 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	if (getrandom(&s->id_prefix, sizeof(s->id_prefix), GRND_NONBLOCK) != sizeof(s->id_prefix))
 		s->id_prefix = (uint32_t)(time_now_ns() ^ getpid());
 	http_server_set_rate_limit(s, o->rate_limit, o->rate_burst);
+	if (o->tls_cert && *o->tls_cert) {
+		s->tls = http_tls_new(o->tls_cert, o->tls_key, o->tls_client_ca, o->tls_ktls, err);
+		if (!s->tls) {
+			free(s->workers);
+			free(s);
+			return NULL;
+		}
+	}
 
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
@@ -279,10 +289,18 @@ fail:
 		if (w->efd > 0)
 			close(w->efd);
 	}
+	http_tls_free(s->tls);
 	free(s->workers);
 	free(s);
 	return NULL;
 }
+
+int http_server_reload_tls(http_server_t *s, buf_t *err)
+{
+	return s->tls ? http_tls_reload(s->tls, err) : AIS_DONE;
+}
+
+bool http_server_tls(const http_server_t *s) { return s->tls != NULL; }
 
 int http_server_port(const http_server_t *s) { return s->port; }
 http_server_t *http_req_server(const http_req_t *req) { return req->conn->w->srv; }
@@ -340,6 +358,7 @@ void http_server_free(http_server_t *s)
 		pthread_mutex_destroy(&w->mu);
 		free(w->rl);
 	}
+	http_tls_free(s->tls);
 	free(s->workers);
 	free(s);
 }

@@ -642,6 +642,7 @@ httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s)
 	/* no 100-continue round trip between peers that know each other */
 	if (!has_expect)
 		r->hdrs = curl_slist_append(r->hdrs, "Expect:");
+	r->hdrs = httpc_intra_auth(r->hdrs, s->method, s->url);
 
 	r->next = c->reqs;
 	if (c->reqs)

@@ -12,6 +12,9 @@ void httpc_global_init(void);
  * http(s) only, no redirects, the "Expect:" suppression list is the
  * caller's. */
 void httpc_easy_common(CURL *e, const char *user_agent);
+/* Appends the cluster secret's signature of this call (authz.h) to hl
+ * when cluster.secret is set. */
+struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url);
 /* Frees this thread's handle of stream.c (httpc_sync_release calls it). */
 void httpc_stream_release(void);
 /* True for methods that may be sent twice. */

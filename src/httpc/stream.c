@@ -149,8 +149,8 @@ void httpc_stream_release(void)
 		curl_easy_cleanup(e);
 }
 
-static void xfer_setup(struct xfer *x, const char *url, const char *const *headers, uint64_t timeout_ms,
-                       bool reuse)
+static void xfer_setup(struct xfer *x, const char *method, const char *url, const char *const *headers,
+                       uint64_t timeout_ms, bool reuse)
 {
 	httpc_global_init();
 	x->e = reuse ? easy_take() : NULL;
@@ -164,6 +164,7 @@ static void xfer_setup(struct xfer *x, const char *url, const char *const *heade
 	for (size_t i = 0; headers && headers[i]; i++)
 		x->hl = curl_slist_append(x->hl, headers[i]);
 	x->hl = curl_slist_append(x->hl, "Expect:");
+	x->hl = httpc_intra_auth(x->hl, method, url);
 	httpc_easy_common(x->e, "aisd");
 	curl_easy_setopt(x->e, CURLOPT_URL, url);
 	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, x->errbuf);
@@ -218,7 +219,7 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 		x->len = len;
 		x->msg = &msgs[0];
 		buf_reset(x->msg);
-		xfer_setup(x, urls[0], headers, timeout_ms ? timeout_ms : 30000, true);
+		xfer_setup(x, "PUT", urls[0], headers, timeout_ms ? timeout_ms : 30000, true);
 		curl_easy_setopt(x->e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(x->e, CURLOPT_CUSTOMREQUEST, "PUT");
 		curl_easy_setopt(x->e, CURLOPT_READFUNCTION, fd_read);
@@ -236,7 +237,7 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 		x->msg = &msgs[i];
 		buf_reset(x->msg);
 		status[i] = 0;
-		xfer_setup(x, urls[i], headers, timeout_ms ? timeout_ms : 30000, false);
+		xfer_setup(x, "PUT", urls[i], headers, timeout_ms ? timeout_ms : 30000, false);
 		curl_easy_setopt(x->e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(x->e, CURLOPT_CUSTOMREQUEST, "PUT");
 		curl_easy_setopt(x->e, CURLOPT_READFUNCTION, fd_read);
@@ -281,7 +282,7 @@ int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t time
 	buf_reset(msg);
 	if (resp_hdrs)
 		buf_reset(resp_hdrs);
-	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000, true);
+	xfer_setup(&x, "GET", url, headers, timeout_ms ? timeout_ms : 30000, true);
 	curl_easy_setopt(x.e, CURLOPT_HTTPGET, 1L);
 	CURLcode cc = curl_easy_perform(x.e);
 	xfer_end(&x, cc, status);
@@ -310,7 +311,7 @@ int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeou
 	struct xfer x = {.hdrs = resp_hdrs, .msg = msg, .fd = -1};
 	buf_reset(msg);
 	buf_reset(resp_hdrs);
-	xfer_setup(&x, url, headers, timeout_ms ? timeout_ms : 30000, true);
+	xfer_setup(&x, "HEAD", url, headers, timeout_ms ? timeout_ms : 30000, true);
 	curl_easy_setopt(x.e, CURLOPT_NOBODY, 1L);
 	CURLcode cc = curl_easy_perform(x.e);
 	xfer_end(&x, cc, status);

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -37,8 +38,31 @@ static void global_init(void)
 
 void httpc_global_init(void) { pthread_once(&g_once, global_init); }
 
+/* TLS of every outgoing request: set once at start-up, before any request
+ * (httpc_tls_set), read without a lock afterwards. */
+static char *g_tls_ca, *g_tls_cert, *g_tls_key;
+
+void httpc_tls_set(const char *ca, const char *cert, const char *key)
+{
+	g_tls_ca = ca && *ca ? xstrdup(ca) : NULL;
+	g_tls_cert = cert && *cert ? xstrdup(cert) : NULL;
+	g_tls_key = key && *key ? xstrdup(key) : NULL;
+}
+
+void httpc_easy_tls(void *easy)
+{
+	CURL *e = easy;
+	if (g_tls_ca)
+		curl_easy_setopt(e, CURLOPT_CAINFO, g_tls_ca);
+	if (g_tls_cert) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, g_tls_cert);
+		curl_easy_setopt(e, CURLOPT_SSLKEY, g_tls_key);
+	}
+}
+
 void httpc_easy_common(CURL *e, const char *user_agent)
 {
+	httpc_easy_tls(e);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -47,6 +71,15 @@ void httpc_easy_common(CURL *e, const char *user_agent)
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)HTTPC_IO_BUFFER);
 	curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)HTTPC_IO_BUFFER);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, user_agent);
+	/* the path goes out as written: an object named "a/../b" stays that
+	 * name, and the cluster signature covers the bytes the peer reads */
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+}
+
+struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url)
+{
+	char h[sizeof(AUTH_INTRA_HDR) + 32 + AUTH_SIG_HEX];
+	return authz_intra_header(method, url, h, sizeof(h)) ? curl_slist_append(hl, h) : hl;
 }
 
 int httpc_idempotent(const char *m)
@@ -117,6 +150,7 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	}
 	if (!has_expect)
 		hl = curl_slist_append(hl, "Expect:");
+	hl = httpc_intra_auth(hl, method, url);
 
 	httpc_easy_common(e, "aisd");
 	curl_easy_setopt(e, CURLOPT_URL, url);

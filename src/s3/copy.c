@@ -23,6 +23,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "aisd/authz.h"
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -281,7 +283,12 @@ static int copy_remote(struct cp *c, const char *base)
 			 (unsigned long long)c->rlast);
 		hl = curl_slist_append(hl, range);
 	}
+	char ah[160];
+	if (authz_intra_header("GET", url.ptr, ah, sizeof(ah)))
+		hl = curl_slist_append(hl, ah);
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
+	curl_easy_setopt(x.e, CURLOPT_PATH_AS_IS, 1L);
+	httpc_easy_tls(x.e);
 	curl_easy_setopt(x.e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x.e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(x.e, CURLOPT_HEADERFUNCTION, rem_header);

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -329,6 +330,59 @@ static int authenticate(s3_rq_t *r)
 	return AIS_OK;
 }
 
+/* With auth.enabled, the signer's user (the s3.key's user id) needs the
+ * operation's permission on the bucket, from auth.grant (authz.h): reads
+ * read, listings list, writes (multipart included) write, deletes delete,
+ * bucket deletion admin, bucket creation an administrator, a copy also
+ * read on its source. ListBuckets: any key. Else AccessDenied (403). */
+static int authorize(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	enum http_method m = req->method;
+	sv_t bck = r->bucket, v;
+	unsigned perm;
+
+	if (!authz_enabled())
+		return AIS_OK;
+	if (!r->auth.key) {
+		s3_error(r, "AccessDenied", "Access Denied: requests must be signed with an s3.key (auth.enabled)");
+		return AIS_ERR;
+	}
+	sv_t user = sv_from(r->auth.key->user_id);
+	if (!r->bucket.len)
+		return AIS_OK;
+	if (!r->key.len) {
+		if (m == HTTP_PUT)
+			bck = (sv_t){"", 0}, perm = AUTH_ALL;
+		else if (m == HTTP_DELETE)
+			perm = AUTH_ADMIN;
+		else if (m == HTTP_POST)
+			perm = AUTH_DELETE;
+		else
+			perm = m == HTTP_HEAD ? AUTH_READ : AUTH_LIST;
+	} else if (m == HTTP_GET || m == HTTP_HEAD) {
+		perm = AUTH_READ;
+	} else if (m == HTTP_DELETE) {
+		perm = http_query_get(req, "uploadId", &v) ? AUTH_WRITE : AUTH_DELETE;
+	} else {
+		perm = AUTH_WRITE;
+	}
+	if (!authz_s3_allows(user, bck, perm)) {
+		s3_error(r, "AccessDenied", "Access Denied: user %s lacks this permission on the bucket", r->auth.key->user_id);
+		return AIS_ERR;
+	}
+	sv_t src = http_req_header(req, "x-amz-copy-source"), sb, sk;
+	if (src.ptr && r->key.len && m == HTTP_PUT) {
+		if (s3_copy_source(r, src, &sb, &sk) != AIS_OK)
+			return AIS_ERR;
+		if (!authz_s3_allows(user, sb, AUTH_READ)) {
+			s3_error(r, "AccessDenied", "Access Denied: user %s may not read the copy source", r->auth.key->user_id);
+			return AIS_ERR;
+		}
+	}
+	return AIS_OK;
+}
+
 static int s3_handle(http_req_t *req, bool gateway)
 {
 	s3_rq_t *r = arena_zalloc(req->arena, sizeof(*r));
@@ -360,7 +414,7 @@ static int s3_handle(http_req_t *req, bool gateway)
 		s3_error(r, "ServiceUnavailable", "the gateway is starting");
 		return AIS_OK;
 	}
-	if (authenticate(r) != AIS_OK)
+	if (authenticate(r) != AIS_OK || authorize(r) != AIS_OK)
 		return AIS_OK;
 	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
 		if (s3_query_has(req, unimplemented[i]))

@@ -658,7 +658,7 @@ static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_
 	if (cl)
 		snprintf(url, sizeof(url), "%s", cluster_self(cl)->intra_url);
 	else
-		snprintf(url, sizeof(url), "http://%s:%d",
+		snprintf(url, sizeof(url), "%s://%s:%d", g->t->conf->tls_cert[0] ? "https" : "http",
 			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
 	e->owner = peer_index(g, url, cap, false);
 }
@@ -685,6 +685,8 @@ int tgt_getbatch(http_req_t *req)
 		buf_free(&err);
 		return AIS_OK;
 	}
+	if (!tgt_moss_allowed(req, &g->mr))
+		return AIS_OK;
 	g->e = arena_zalloc(req->arena, g->mr.n * sizeof(*g->e));
 	arena_cleanup_add(req->arena, gb_cleanup, g);
 	req->state = g;

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
@@ -104,9 +105,7 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 		return AIS_DONE;
 	}
 	if (!here) {
-		http_resp_status(req, 307);
-		http_resp_header(req, "Location", "%s%.*s", w->owner, (int)req->target.len, req->target.ptr);
-		http_resp_send(req, "", 0);
+		authz_redirect(req, w->owner);
 		return AIS_DONE;
 	}
 	return AIS_OK;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -25,7 +26,7 @@ static const http_route_t routes[] = {
 	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT, 0, tgt_health, "health: 200 when serving"},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, tgt_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, tgt_getbatch,
 	 "GetBatch: one tar of many objects and shard members, in request order"},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
@@ -131,6 +132,11 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,
+		.tls_cert = c->tls_cert,
+		.tls_key = c->tls_key,
+		.tls_client_ca = c->tls_client_ca,
+		.tls_ktls = c->tls_ktls,
+		.authz = authz_check,
 	};
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {

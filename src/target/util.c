@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "aisd/authz.h"
+#include "aisd/moss.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -99,4 +101,16 @@ int tgt_resp_range(http_req_t *req, uint64_t size, const char *ctype, const char
 		*len = size;
 	}
 	return AIS_OK;
+}
+
+bool tgt_moss_allowed(http_req_t *req, const moss_req_t *mr)
+{
+	for (size_t i = 0; i < mr->n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = sv_eq(mr->in[k].bck, mr->in[i].bck);
+		if (!seen && !authz_allows(req, mr->in[i].bck, AUTH_READ))
+			return false;
+	}
+	return true;
 }

@@ -2,6 +2,7 @@
 # run.sh - build every libFuzzer driver in tests/fuzz/ and run each one.
 #
 #   tests/fuzz/run.sh [SECONDS]      (make fuzz FUZZ_SECONDS=N)
+#   FUZZ_ONLY=jwt tests/fuzz/run.sh 60   (only the drivers whose name holds jwt)
 #
 # Each fuzz_<name>.c is built with clang -fsanitize=fuzzer,address,undefined
 # straight from the sources it needs (no libaisd.a: the library is built
@@ -62,6 +63,7 @@ declare -A SRCS=(
 	[fuzz_larc]="src/archive/larc.c"
 	[fuzz_cfgset]="src/cluster/cfgparse.c"
 	[fuzz_aisctl_config]="src/cli/cfgfile.c"
+	[fuzz_jwt]="src/auth/jwt.c src/auth/sign.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -72,11 +74,15 @@ declare -A LIBS=(
 	[fuzz_cfgset]="-ljansson"
 	[fuzz_moss]="-ljansson"
 	[fuzz_larc]="-larchive"
+	[fuzz_jwt]="-ljansson -lcrypto"
 )
 
 failed=()
 for src in tests/fuzz/fuzz_*.c; do
 	name=$(basename "$src" .c)
+	if [ -n "${FUZZ_ONLY:-}" ] && [[ $name != *$FUZZ_ONLY* ]]; then
+		continue
+	fi
 	read -r -a extra <<<"${SRCS[$name]-}"
 	read -r -a libs <<<"${LIBS[$name]-}"
 	if ! clang "${CFLAGS[@]}" "${PKG_CFLAGS[@]}" -o "$out/$name" "$src" "${extra[@]}" "${CORE[@]}" \

@@ -20,6 +20,8 @@ BIN = os.environ["AISD_BIN"]
 DIR = None     # AISD_DIR/<subdir>, set by init
 ARGS = []      # extra daemon arguments of every node, set by init
 MOUNTPATHS = 1
+SCHEME = "http"  # "https" after use_tls()
+SSL_CTX = None   # the ssl.SSLContext of every https request, set by use_tls()
 t = None
 procs = {}  # name -> Popen (the nodes this test started)
 
@@ -32,6 +34,13 @@ def init(test, subdir, args, mountpaths=1):
     DIR = os.path.join(os.environ["AISD_DIR"], subdir)
     ARGS = list(args)
     MOUNTPATHS = mountpaths
+
+
+def use_tls(ctx):
+    """Nodes serve HTTPS (their args carry net.tls.*): URLs become https://
+    and every request of this module goes through ctx."""
+    global SCHEME, SSL_CTX
+    SCHEME, SSL_CTX = "https", ctx
 
 
 def stop_all():
@@ -61,7 +70,7 @@ class Node:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % (SCHEME, self.port)
 
     @property
     def id(self):
@@ -130,7 +139,10 @@ class R:
 
 def request(method, url, path, body=None, headers=None, timeout=30):
     u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    if u.scheme == "https":
+        c = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=SSL_CTX)
+    else:
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     try:
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()

@@ -501,6 +501,41 @@ START_TEST(test_conf_defaults)
 }
 END_TEST
 
+/* net.tls.*: cert and key together; client_ca and ca only with them;
+ * with TLS on, cluster URLs are https. */
+START_TEST(test_conf_tls)
+{
+	conf_t c;
+	buf_t err = BUF_INIT;
+	conf_defaults(&c);
+	conf_with_mp(&c);
+	ck_assert(c.tls_ktls);
+	ck_assert_str_eq(c.tls_cert, "");
+	ck_assert_int_eq(conf_set(&c, "net.tls.cert", "/etc/aisd/node.pem", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "net.tls.key"));
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "net.tls.key", "/etc/aisd/node.key", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.join", "http://gw:8080", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "https://"));
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "cluster.join", "https://gw:8443", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "net.tls.client_ca", "/etc/aisd/ca.pem", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "net.tls.ca", "/etc/aisd/ca.pem", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "net.tls.ktls", "off", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
+	ck_assert(!c.tls_ktls);
+	/* a client CA without a certificate of our own */
+	ck_assert_int_eq(conf_set(&c, "net.tls.cert", "", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "net.tls.key", "", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.join", "", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	buf_free(&err);
+}
+END_TEST
+
 static int parse(conf_t *c, const char *text, buf_t *err)
 {
 	buf_reset(err);
@@ -924,6 +959,7 @@ static Suite *core_suite(void)
 	suite_add_tcase(s, a);
 	TCase *c = tcase_create("conf");
 	tcase_add_test(c, test_conf_defaults);
+	tcase_add_test(c, test_conf_tls);
 	tcase_add_test(c, test_conf_parse);
 	tcase_add_test(c, test_conf_durations);
 	tcase_add_test(c, test_conf_errors);

@@ -2,7 +2,9 @@
  * test_server.c - the HTTP server in-process, talked to over real loopback
  * sockets: keep-alive, pipelining, 100-continue, streamed request bodies
  * with backpressure, file and streamed responses, routing errors, and the
- * connection limits and timeouts.
+ * connection limits and timeouts. The tests of the request and response
+ * paths run again over HTTPS (tls_*: a self-signed certificate made with
+ * the openssl CLI, the client's reads and writes through OpenSSL).
  *
  * Each test starts its own server on a free port (Check forks per test) and
  * fails on any error-level log line. Every socket read has a timeout, so a
@@ -22,6 +24,9 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "aisd/http.h"
 #include "aisd/log.h"
@@ -47,6 +52,8 @@ typedef struct tctx {
 static tctx_t g_ctx;
 static http_server_t *g_srv;
 static int g_port;
+static bool g_tls; /* the server speaks HTTPS; the client too */
+static char g_cert[300], g_key[300];
 
 /* Echo: takes the body in windows of ECHO_WINDOW bytes; each full window is
  * "written" on the I/O pool while reading pauses; answers with the body. */
@@ -235,6 +242,16 @@ static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 	write_file("small", SMALL_SIZE);
 	write_file("large", LARGE_SIZE);
 	write_file("empty", 0);
+	if (g_tls) {
+		char cmd[1024];
+		snprintf(g_cert, sizeof(g_cert), "%s/cert.pem", g_ctx.dir);
+		snprintf(g_key, sizeof(g_key), "%s/key.pem", g_ctx.dir);
+		snprintf(cmd, sizeof(cmd),
+			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+			 "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s 2>/dev/null",
+			 g_key, g_cert);
+		ck_assert_int_eq(system(cmd), 0);
+	}
 	http_server_opts_t o = {
 		.host = "127.0.0.1",
 		.port = 0,
@@ -248,6 +265,8 @@ static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = &g_ctx,
+		.tls_cert = g_tls ? g_cert : NULL,
+		.tls_key = g_tls ? g_key : NULL,
 	};
 	g_srv = http_server_new(&o, &err);
 	ck_assert_msg(g_srv != NULL, "server: %s", err.ptr ? err.ptr : "");
@@ -263,7 +282,7 @@ static void stop(void)
 	char path[512];
 	http_server_free(g_srv);
 	g_srv = NULL;
-	const char *names[] = {"small", "large", "empty"};
+	const char *names[] = {"small", "large", "empty", "cert.pem", "key.pem"};
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", g_ctx.dir, names[i]);
 		unlink(path);
@@ -276,6 +295,7 @@ static void stop(void)
 
 typedef struct cl {
 	int fd;
+	SSL *ssl; /* g_tls */
 	buf_t in;
 	size_t off;
 } cl_t;
@@ -309,10 +329,24 @@ static void cl_open(cl_t *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = connect_port(g_port);
+	if (!g_tls)
+		return;
+	static SSL_CTX *ctx;
+	if (!ctx) {
+		ctx = SSL_CTX_new(TLS_client_method());
+		ck_assert_int_eq(SSL_CTX_load_verify_locations(ctx, g_cert, NULL), 1);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	}
+	c->ssl = SSL_new(ctx);
+	SSL_set_fd(c->ssl, c->fd);
+	X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), "127.0.0.1");
+	ck_assert_msg(SSL_connect(c->ssl) == 1, "TLS handshake: %s", ERR_error_string(ERR_get_error(), NULL));
 }
 
 static void cl_close(cl_t *c)
 {
+	SSL_free(c->ssl);
+	c->ssl = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -323,7 +357,7 @@ static void cl_send(cl_t *c, const void *p, size_t n)
 {
 	const char *s = p;
 	while (n > 0) {
-		ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
+		ssize_t w = c->ssl ? SSL_write(c->ssl, s, (int)n) : send(c->fd, s, n, MSG_NOSIGNAL);
 		ck_assert_msg(w > 0, "send: %s", strerror(errno));
 		s += w;
 		n -= (size_t)w;
@@ -339,9 +373,23 @@ static ssize_t cl_fill(cl_t *c)
 		c->in.len = c->off = 0;
 	buf_grow(&c->in, 65536);
 	ssize_t n;
-	do
-		n = recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len - 1, 0);
-	while (n < 0 && errno == EINTR);
+	if (c->ssl) {
+		errno = 0;
+		n = SSL_read(c->ssl, c->in.ptr + c->in.len, (int)(c->in.cap - c->in.len - 1));
+		if (n <= 0) {
+			int e = SSL_get_error(c->ssl, (int)n);
+			/* close_notify, or a close without it (after a response that
+			 * said Connection: close): both are the end of the stream */
+			n = e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0) ? 0 : -1;
+			if (n < 0 && errno == 0)
+				errno = EPROTO;
+			ERR_clear_error();
+		}
+	} else {
+		do
+			n = recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len - 1, 0);
+		while (n < 0 && errno == EINTR);
+	}
 	if (n > 0) {
 		c->in.len += (size_t)n;
 		c->in.ptr[c->in.len] = '\0';
@@ -1035,6 +1083,82 @@ START_TEST(test_max_conns)
 }
 END_TEST
 
+/* The request and response paths again, over HTTPS. */
+#define TLS_TEST(name) \
+	START_TEST(tls_##name) \
+	{ \
+		g_tls = true; \
+		name##_fn(0); \
+	} \
+	END_TEST
+TLS_TEST(test_keep_alive)
+TLS_TEST(test_http10_closes)
+TLS_TEST(test_pipelining)
+TLS_TEST(test_continue)
+TLS_TEST(test_files)
+TLS_TEST(test_echo_backpressure)
+TLS_TEST(test_stream)
+
+/* A plain-HTTP request to the HTTPS port: a plain 400, then a close. */
+START_TEST(test_tls_plain_refused)
+{
+	cl_t c;
+	resp_t r;
+	g_tls = true;
+	start_default();
+	g_tls = false; /* this client speaks plain HTTP */
+	cl_open(&c);
+	cl_sends(&c, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 400);
+	ck_assert(strstr(r.body.ptr, "use https://") != NULL);
+	ck_assert(cl_eof(&c));
+	resp_free(&r);
+	cl_close(&c);
+	/* the server goes on serving HTTPS */
+	g_tls = true;
+	cl_open(&c);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
+/* Reload: a bad file keeps the old certificate; a good one is taken. */
+START_TEST(test_tls_reload)
+{
+	cl_t c;
+	resp_t r;
+	buf_t err = BUF_INIT;
+	g_tls = true;
+	start_default();
+	ck_assert_int_eq(http_server_reload_tls(g_srv, &err), AIS_OK);
+	char saved[310];
+	snprintf(saved, sizeof(saved), "%s.bak", g_cert);
+	ck_assert_int_eq(rename(g_cert, saved), 0);
+	ck_assert_int_eq(http_server_reload_tls(g_srv, &err), AIS_ERR);
+	ck_assert(strstr(err.ptr, "net.tls.cert") != NULL);
+	ck_assert_int_eq(rename(saved, g_cert), 0);
+	cl_open(&c);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	buf_reset(&err);
+	ck_assert_int_eq(http_server_reload_tls(g_srv, &err), AIS_OK);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\nHost: x\r\n\r\n"); /* the open connection goes on */
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&c);
+	buf_free(&err);
+	stop();
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
 	const struct {
@@ -1053,6 +1177,15 @@ static Suite *server_suite(void)
 		{"header_timeout", test_header_timeout},
 		{"idle_timeout", test_idle_timeout},
 		{"max_conns", test_max_conns},
+		{"tls_keep_alive", tls_test_keep_alive},
+		{"tls_http10_closes", tls_test_http10_closes},
+		{"tls_pipelining", tls_test_pipelining},
+		{"tls_continue", tls_test_continue},
+		{"tls_files", tls_test_files},
+		{"tls_echo_backpressure", tls_test_echo_backpressure},
+		{"tls_stream", tls_test_stream},
+		{"tls_plain_refused", test_tls_plain_refused},
+		{"tls_reload", test_tls_reload},
 	};
 	Suite *s = suite_create("server");
 	for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {

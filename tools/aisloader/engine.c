@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/buf.h"
 #include "aisd/util.h"
 #include "loader.h"
 #include "aisd/banned.h"
@@ -178,6 +179,16 @@ static void slot_setup(struct thr *t, struct slot *s)
 	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
 	curl_easy_setopt(h, CURLOPT_SEEKDATA, s);
 	curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy, and no env lookups per request */
+	if (c->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+	if (c->cert)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+	if (c->key)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+	if (c->insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 	/* Large buffers for large objects: fewer callbacks and syscalls. */
 	if (c->size >= 1024 * 1024) {
 		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
@@ -400,8 +411,17 @@ int engine_run(const struct ldr_conf *c, enum ldr_op op, uint64_t count, int64_t
 	struct thr *thr = xcalloc(nthr, sizeof(*thr));
 	int rc = 0;
 
-	if (!hdrs)
+	if (!hdrs) {
 		hdrs = curl_slist_append(NULL, "Expect:");
+		/* a cluster with auth.enabled (aisctl auth token create) */
+		const char *tok = getenv("AIS_AUTHN_TOKEN");
+		if (tok && *tok) {
+			buf_t ah = BUF_INIT;
+			buf_addf(&ah, "Authorization: Bearer %s", tok);
+			hdrs = curl_slist_append(hdrs, ah.ptr);
+			buf_free(&ah);
+		}
+	}
 	atomic_store(&tickets, 0);
 	atomic_store(&printed_errors, 0);
 	max_tickets = count;

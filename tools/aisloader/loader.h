@@ -36,6 +36,8 @@ struct ldr_conf {
 	bool keepalive;
 	bool follow;          /* follow redirects (a gateway's 307 to the target) */
 	bool redirects_only;  /* do not follow; a 3xx counts as a success */
+	const char *cacert, *cert, *key; /* https: CA bundle, client certificate and key */
+	bool insecure;        /* https: no peer verification */
 	uint64_t seed;
 };
 

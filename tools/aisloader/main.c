@@ -52,13 +52,18 @@ static const char usage_text[] =
 	"  --no-follow       do not follow redirects: a 3xx answer is an error\n"
 	"  --redirects-only  do not follow redirects and count every 3xx answer as a\n"
 	"                    success: measures a gateway's redirects per second alone\n"
+	"  --cacert FILE     https: verify the server's certificate with this PEM CA\n"
+	"  --cert FILE       https: present this PEM client certificate (mTLS)\n"
+	"  --key FILE        https: the private key of --cert\n"
+	"  --insecure        https: do not verify the server's certificate (tests only)\n"
 	"  --json            print one JSON line of results on stdout (table to stderr)\n"
 	"  -h, --help        this text\n"
 	"\n"
 	"Object data is a deterministic pattern of the object's name and offset, so\n"
 	"--verify checks data written by any aisloader run. A transfer that moves no\n"
 	"byte for 30 s fails. Exit status: 0 when no request failed, 1 otherwise,\n"
-	"2 on bad usage.\n";
+	"2 on bad usage. $AIS_AUTHN_TOKEN: a bearer token sent with every request\n"
+	"(a cluster with auth.enabled; aisctl auth token create).\n";
 
 static void usage(FILE *f, int status)
 {
@@ -84,7 +89,7 @@ enum {
 	OPT_URL = 256, OPT_OP, OPT_PUT_PCT, OPT_SIZE, OPT_OBJECTS, OPT_NAME, OPT_WORKERS,
 	OPT_THREADS, OPT_DURATION, OPT_COUNT, OPT_PREFILL, OPT_RANDOM, OPT_SEQ, OPT_SEED,
 	OPT_VERIFY, OPT_KEEPALIVE, OPT_NO_KEEPALIVE, OPT_JSON, OPT_FOLLOW, OPT_NO_FOLLOW,
-	OPT_REDIRECTS_ONLY,
+	OPT_REDIRECTS_ONLY, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_INSECURE,
 };
 
 static const struct option long_opts[] = {
@@ -110,6 +115,10 @@ static const struct option long_opts[] = {
 	{"follow", no_argument, NULL, OPT_FOLLOW},
 	{"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
 	{"redirects-only", no_argument, NULL, OPT_REDIRECTS_ONLY},
+	{"cacert", required_argument, NULL, OPT_CACERT},
+	{"cert", required_argument, NULL, OPT_CERT},
+	{"key", required_argument, NULL, OPT_KEY},
+	{"insecure", no_argument, NULL, OPT_INSECURE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -249,6 +258,10 @@ int main(int argc, char **argv)
 		case OPT_FOLLOW: c.follow = true; c.redirects_only = false; break;
 		case OPT_NO_FOLLOW: c.follow = false; c.redirects_only = false; break;
 		case OPT_REDIRECTS_ONLY: c.follow = false; c.redirects_only = true; break;
+		case OPT_CACERT: c.cacert = optarg; break;
+		case OPT_CERT: c.cert = optarg; break;
+		case OPT_KEY: c.key = optarg; break;
+		case OPT_INSECURE: c.insecure = true; break;
 		case 'h': usage(stdout, 0); break;
 		default: usage(stderr, 2);
 		}

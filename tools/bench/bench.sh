@@ -30,62 +30,14 @@ THREADS=${THREADS:-1}
 LOADER=$BUILD/aisloader
 AISD=$BUILD/aisd
 NGINX=/usr/sbin/nginx
-HERE=$(cd "$(dirname "$0")" && pwd)
 
-die() { echo "bench: $*" >&2; exit 1; }
 # shellcheck source=tools/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 [ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
 [ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
 command -v curl >/dev/null || die "curl missing"
 command -v python3 >/dev/null || die "python3 missing (used to pick free ports)"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-bench.XXXXXX") || die "mktemp failed"
-PIDS=()
-STATUS=0
-
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	if [ -n "${KEEP:-}" ]; then
-		echo "bench: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# wait_http URL SECS: true once URL answers 2xx, false after SECS seconds.
-wait_http() {
-	for _ in $(seq $(($2 * 10))); do
-		curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# ---- nginx -----------------------------------------------------------------
-start_nginx() {
-	local d=$TMP/nginx user=""
-	mkdir -p "$d/root/bench" "$d/body" "$d/proxy" "$d/fastcgi" "$d/uwsgi" "$d/scgi"
-	NGINX_PORT=$(free_port)
-	# As root, nginx's workers would run as nobody, who cannot write the
-	# 0700 temp dir: keep them as the invoking user.
-	[ "$(id -u)" = 0 ] && user="user root root;"
-	sed -e "s#@DIR@#$TMP#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@USER@#$user#" \
-		"$HERE/nginx.conf.in" >"$d/nginx.conf"
-	"$NGINX" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
-	PIDS+=($!)
-
-	# nginx answers 404 for the (empty) root: wait for it to listen at all.
-	for _ in $(seq 50); do
-		curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGINX_PORT/" && return 0
-		sleep 0.1
-	done
-	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
-	die "nginx did not start"
-}
+bench_setup bench
 
 # ---- aisd ------------------------------------------------------------------
 # start_aisd NAME FSYNC: starts a target; sets ${NAME}_PORT; false on failure.
@@ -103,43 +55,18 @@ start_aisd() {
 		tail -n 20 "$d/aisd.log" >&2
 		return 1
 	fi
-	local code
-	code=$(curl -s -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
-		"http://127.0.0.1:$port/v1/buckets/bench" -d '{"action":"create-bck"}')
-	if [ "${code:0:1}" != 2 ]; then
-		echo "bench: $name: POST /v1/buckets/bench create-bck answered $code: $(head -c 300 "$d/create.out")" >&2
-		return 1
-	fi
+	create_bucket "http://127.0.0.1:$port" bench || return 1
 	printf -v "${name}_PORT" %s "$port"
 	return 0
 }
 
 # ---- measurements ----------------------------------------------------------
-# run_loader LABEL URL ARGS...: runs aisloader --json (bounded by timeout),
-# prints its JSON line; on errors marks STATUS and shows the client's stderr.
-run_loader() {
-	local label=$1 url=$2 out err rc
-	shift 2
-	out=$TMP/loader.out
-	err=$TMP/loader.err
-	timeout 600 "$LOADER" --url "$url" --threads "$THREADS" --json "$@" >"$out" 2>"$err"
-	rc=$?
-	if [ $rc != 0 ]; then
-		STATUS=1
-		echo "bench: $label: aisloader exit $rc:" >&2
-		grep -v '^ \|^op \|^aisloader: [a-z]* http' "$err" | head -n 8 >&2
-	fi
-	cat "$out"
-}
-
-
-
 declare -A URL
 # measure TEST SERVER FIELD URL ARGS...: one measurement, value appended to a file.
 measure() {
 	local test=$1 srv=$2 field=$3 url=$4 line v
 	shift 4
-	line=$(run_loader "$test/$srv" "$url" "$@")
+	line=$(run_loader "$test/$srv" --url "$url" --threads "$THREADS" "$@")
 	v=$(printf '%s\n' "$line" | json_field "$field")
 	printf '  %-8s %-7s %-10s %s\n' "$test" "$srv" "$field" "${v:-failed}" >&2
 	[ -n "$v" ] && echo "$v" >>"$TMP/res.$test.$srv"
@@ -148,16 +75,16 @@ measure() {
 prefill() {
 	local srv=$1 base=${URL[$1]}
 	echo "bench: preloading $srv: 1 GiB object, 10,000 x 10 KiB objects" >&2
-	run_loader "prefill-big/$srv" "$base" --op put --name big --size 1G --count 1 --workers 1 >/dev/null
-	run_loader "prefill-small/$srv" "$base" --op put --size 10K --objects 10000 --seq \
+	run_loader "prefill-big/$srv" --url "$base" --threads "$THREADS" --op put --name big --size 1G --count 1 --workers 1 >/dev/null
+	run_loader "prefill-small/$srv" --url "$base" --threads "$THREADS" --op put --size 10K --objects 10000 --seq \
 		--count 10000 --workers 32 >/dev/null
 	# Same bytes in both: read a sample back and check it against the pattern.
-	run_loader "verify/$srv" "$base" --op get --size 10K --objects 10000 --count 2000 \
+	run_loader "verify/$srv" --url "$base" --threads "$THREADS" --op get --size 10K --objects 10000 --count 2000 \
 		--workers 16 --verify >/dev/null
 }
 
 echo "bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement" >&2
-start_nginx
+start_nginx bench
 URL[nginx]=http://127.0.0.1:$NGINX_PORT/bench
 SERVERS=(nginx)
 AISD_OK=0
@@ -215,7 +142,6 @@ done
 
 # ---- report ----------------------------------------------------------------
 med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
 
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)

@@ -50,40 +50,7 @@ command -v curl >/dev/null || die "curl missing"
 [ -r /proc/self/stat ] || die "/proc needed (gateway CPU time)"
 TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-gwbench.XXXXXX") || die "mktemp failed"
-PIDS=()
-STATUS=0
-
-stop_all() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	PIDS=()
-}
-
-cleanup() {
-	stop_all
-	if [ -n "${KEEP:-}" ]; then
-		echo "gateway-bench: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# wait_file F SECS: true once F is non-empty.
-wait_file() {
-	for _ in $(seq $(($2 * 10))); do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# smap_count URL: how many nodes the gateway's cluster map lists.
-smap_count() {
-	curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":' | wc -l
-}
+bench_setup gateway-bench
 
 # cpu_ticks PID...: utime + stime summed over the processes (fields 14, 15;
 # the name in field 2 may hold spaces).
@@ -92,35 +59,11 @@ cpu_ticks() {
 	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
 }
 
-# start_cluster NT: 1 gateway + NT targets under $TMP/cNT; sets GW, GWPID, TGT, TGTPID (first target).
-start_cluster() {
-	local nt=$1 d=$TMP/c$1 i
-	mkdir -p "$d/gw"
-	"$AISD" --role gateway --port 0 --port-file "$d/gw/port" --dir "$d/gw" \
-		>"$d/gw/aisd.log" 2>&1 &
-	GWPID=$!
-	PIDS+=("$GWPID")
-	wait_file "$d/gw/port" 10 || { tail -n 20 "$d/gw/aisd.log" >&2; return 1; }
-	GW=http://127.0.0.1:$(cat "$d/gw/port")
-	for i in $(seq "$nt"); do
-		mkdir -p "$d/t$i/mp"
-		"$AISD" --port 0 --port-file "$d/t$i/port" -m "$d/t$i/mp" --join "$GW" \
-			--set store.fsync=never >"$d/t$i/aisd.log" 2>&1 &
-		PIDS+=($!)
-		[ "$i" = 1 ] && TGTPID=$!
-		wait_file "$d/t$i/port" 10 || { tail -n 20 "$d/t$i/aisd.log" >&2; return 1; }
-	done
-	TGT=http://127.0.0.1:$(cat "$d/t1/port")
-	for _ in $(seq 100); do
-		[ "$(smap_count "$GW")" -ge $((nt + 1)) ] && break
-		sleep 0.1
-	done
-	[ "$(smap_count "$GW")" -ge $((nt + 1)) ] || { echo "gateway-bench: cluster map lacks targets" >&2; return 1; }
-	local code
-	code=$(curl -sL -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
-		"$GW/v1/buckets/bench" -d '{"action":"create-bck"}')
-	[ "${code:0:1}" = 2 ] || { echo "gateway-bench: create-bck answered $code: $(head -c 300 "$d/create.out")" >&2; return 1; }
-	return 0
+# start_cluster_nt NT: 1 gateway + NT targets under $TMP/cNT with bucket
+# "bench"; sets GW, GWPID, TGT1 (the first target's URL) and TGT1PID.
+start_cluster_nt() {
+	start_cluster "$TMP/c$1" "$1" && create_bucket "$GW" bench || return 1
+	TGT1=${TGT[1]} TGT1PID=${TGTPID[1]}
 }
 
 # start_nginx307 TARGET_URL: nginx answering 307 to TARGET_URL$request_uri;
@@ -157,7 +100,7 @@ EOF
 	NGX=http://127.0.0.1:$port
 	for _ in $(seq 50); do
 		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$NGX/x")" = 307 ]; then
-			NGXPIDS+=($(pgrep -P "${NGXPIDS[0]}"))
+			mapfile -t -O 1 NGXPIDS < <(pgrep -P "${NGXPIDS[0]}")
 			return 0
 		fi
 		sleep 0.1
@@ -165,20 +108,6 @@ EOF
 	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
 	NGX=""
 	return 1
-}
-
-# run_loader LABEL ARGS...: aisloader --json (bounded), prints its JSON line.
-run_loader() {
-	local label=$1 rc
-	shift
-	timeout 300 "$LOADER" --threads "$THREADS" --json "$@" >"$TMP/loader.out" 2>"$TMP/loader.err"
-	rc=$?
-	if [ $rc != 0 ]; then
-		STATUS=1
-		echo "gateway-bench: $label: aisloader exit $rc:" >&2
-		grep -v '^ \|^op \|^(' "$TMP/loader.err" | head -n 8 >&2
-	fi
-	cat "$TMP/loader.out"
 }
 
 med() { if [ -s "$TMP/res.$1" ]; then median <"$TMP/res.$1"; else echo n/a; fi; }
@@ -192,10 +121,10 @@ measure() {
 	local nt=$1 tag=$2 url=$3 line ops v conns t0 t1 us who=gateway
 	local pids=("$GWPID")
 	shift 3
-	[ "$tag" = direct ] && pids=("$TGTPID") who=target
+	[ "$tag" = direct ] && pids=("$TGT1PID") who=target
 	[ "$tag" = nginx307 ] && pids=("${NGXPIDS[@]}") who=nginx
 	t0=$(cpu_ticks "${pids[@]}")
-	line=$(run_loader "$tag/$nt" --url "$url" "${GETARGS[@]}" "$@")
+	line=$(run_loader "$tag/$nt" --threads "$THREADS" --url "$url" "${GETARGS[@]}" "$@")
 	t1=$(cpu_ticks "${pids[@]}")
 	v=$(json_field ops_per_s <<<"$line")
 	ops=$(json_field ops <<<"$line")
@@ -210,7 +139,7 @@ measure() {
 
 echo "gateway-bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement, targets: $TARGETS" >&2
 for nt in $TARGETS; do
-	if ! start_cluster "$nt"; then
+	if ! start_cluster_nt "$nt"; then
 		STATUS=1
 		echo "gateway-bench: could not start 1 gateway + $nt target(s)" >&2
 		stop_all
@@ -221,15 +150,15 @@ for nt in $TARGETS; do
 	if [ "$nt" = 1 ]; then
 		if [ ! -x "$NGINX" ]; then
 			echo "gateway-bench: $NGINX missing: no nginx 307 peer (tools/install-deps.sh installs it)" >&2
-		elif ! start_nginx307 "$TGT"; then
+		elif ! start_nginx307 "$TGT1"; then
 			STATUS=1
 			echo "gateway-bench: nginx did not start: no 307 peer" >&2
 		fi
 	fi
 	echo "gateway-bench: $nt target(s): prefilling $NOBJ x 10 KiB through the gateway" >&2
-	run_loader prefill --url "$URLG" --op put --size 10K --objects $NOBJ --seq --count $NOBJ \
+	run_loader prefill --threads "$THREADS" --url "$URLG" --op put --size 10K --objects $NOBJ --seq --count $NOBJ \
 		--workers 32 >/dev/null
-	run_loader verify --url "$URLG" --op get --size 10K --objects $NOBJ --count 2000 \
+	run_loader verify --threads "$THREADS" --url "$URLG" --op get --size 10K --objects $NOBJ --count 2000 \
 		--workers 16 --verify >/dev/null
 	for r in $(seq "$ROUNDS"); do
 		echo "gateway-bench: $nt target(s), round $r/$ROUNDS" >&2
@@ -238,7 +167,7 @@ for nt in $TARGETS; do
 		for k in "${order[@]}" redirects nginx307; do
 			case $k in
 			nginx307) [ -n "$NGX" ] && measure "$nt" nginx307 "$NGX/v1/objects/bench" --redirects-only ;;
-			direct) [ "$nt" = 1 ] && measure "$nt" direct "$TGT/v1/objects/bench" ;;
+			direct) [ "$nt" = 1 ] && measure "$nt" direct "$TGT1/v1/objects/bench" ;;
 			follow) measure "$nt" follow "$URLG" --follow ;;
 			redirects) measure "$nt" redirects "$URLG" --redirects-only ;;
 			esac

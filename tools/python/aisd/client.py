@@ -27,6 +27,7 @@ import os
 import random
 import select
 import socket
+import ssl
 import tarfile
 import threading
 import time
@@ -87,8 +88,9 @@ class Props(dict):
 class _Pool:
     """Idle keep-alive connections per (scheme, host, port), per process."""
 
-    def __init__(self, timeout):
+    def __init__(self, timeout, ssl_context=None):
         self.timeout = timeout
+        self.ssl_context = ssl_context
         self.lock = threading.Lock()
         self.idle = {}
         self.pid = os.getpid()
@@ -105,8 +107,9 @@ class _Pool:
 
     def new(self, hp):
         scheme, host, port = hp
-        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        return cls(host, port, timeout=self.timeout)
+        if scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.ssl_context)
+        return http.client.HTTPConnection(host, port, timeout=self.timeout)
 
     def put(self, hp, conn):
         with self.lock:
@@ -233,22 +236,39 @@ class Client:
 
     timeout: seconds per socket operation; retry_for: how long idempotent
     requests are retried (connection errors, timeouts, 5xx) before the last
-    error is raised; 0 disables retries."""
+    error is raised; 0 disables retries.
 
-    def __init__(self, endpoint, timeout=60.0, retry_for=60.0):
+    HTTPS (an https:// endpoint; redirects to https targets): cafile is the
+    PEM CA bundle the cluster's certificates are verified with (default:
+    the system's), certfile/keyfile a client certificate for clusters that
+    require one (mTLS); or pass a ready ssl.SSLContext as ssl_context (it
+    is not carried when the client is pickled: use the file names then)."""
+
+    def __init__(self, endpoint, timeout=60.0, retry_for=60.0, cafile=None, certfile=None, keyfile=None,
+                 ssl_context=None, token=None):
         self.endpoint = endpoint.rstrip("/")
         _hostport(self.endpoint)  # validates
         self.timeout, self.retry_for = timeout, retry_for
-        self._pool = _Pool(timeout)
+        # a bearer token (aisctl auth token create) for a cluster with
+        # auth.enabled; default $AIS_AUTHN_TOKEN, as aisctl and AIStore
+        self.token = token if token is not None else (os.environ.get("AIS_AUTHN_TOKEN") or None)
+        self.cafile, self.certfile, self.keyfile = cafile, certfile, keyfile
+        if ssl_context is None and (cafile or certfile):
+            ssl_context = ssl.create_default_context(cafile=cafile)
+            if certfile:
+                ssl_context.load_cert_chain(certfile, keyfile)
+        self._pool = _Pool(timeout, ssl_context)
 
     def __repr__(self):
         return "Client(%r)" % self.endpoint
 
     def __getstate__(self):  # picklable for DataLoader workers (spawn)
-        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for}
+        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for,
+                "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile, "token": self.token}
 
     def __setstate__(self, st):
-        self.__init__(st["endpoint"], st["timeout"], st["retry_for"])
+        self.__init__(st["endpoint"], st["timeout"], st["retry_for"], st.get("cafile"), st.get("certfile"),
+                      st.get("keyfile"), token=st.get("token"))
 
     def close(self):
         """Closes this process's idle connections."""
@@ -344,6 +364,8 @@ class Client:
         if query:
             url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
         deadline = time.monotonic() + self.retry_for
         delay = 0.05
         while True:
