@@ -4,7 +4,7 @@
 #   make run             install deps, build, start a local cluster under ./run
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
-#   make bench           aisd vs nginx, gateway costs, S3 vs native (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
@@ -130,6 +130,7 @@ bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/tls.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/auth.sh
 
 fuzz:
 	$(Q)./tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -187,6 +187,7 @@ int main(int argc, char **argv)
 		t = target_start(&conf, &err);
 	if (!t && !g) {
 		log_errx("cannot start: %s", err.ptr);
+		buf_free(&err);
 		return 1;
 	}
 	int port = gw ? gateway_port(g) : http_server_port(t->srv);

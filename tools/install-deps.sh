@@ -13,6 +13,10 @@ missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# npm's AWS SDK for JavaScript for test_s3_jssdk (into ~/.cache, not the
+# repository); without node/npm or the npm registry that test skips.
+"$(dirname "$0")/jssdk-install.sh" >/dev/null || echo "install-deps: the AWS SDK for JavaScript was not installed (test_s3_jssdk will skip or fail)" >&2
+
 [ -z "$missing" ] && exit 0
 
 echo "install-deps: installing:$missing"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster.sh - run a local aisd cluster on this machine, for development.
 #
-#   cluster.sh up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
+#   cluster.sh up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR] [-s]
 #   cluster.sh down   [-d DIR]
 #   cluster.sh status [-d DIR]
 #
@@ -32,6 +32,12 @@
 # The first `up` also makes DIR/cluster.secret (mode 600), which every node
 # gets as cluster.secret_file: only these nodes can join or push metadata.
 #
+# HTTPS: `up -s` on a new DIR makes a CA and a node certificate for
+# 127.0.0.1 with the openssl CLI (DIR/tls/: ca.pem, node.pem, node.key) and
+# every node serves HTTPS only (net.tls.cert, net.tls.key, net.tls.ca in its
+# config); a DIR that has DIR/tls/node.pem stays HTTPS on every later `up`.
+# Clients then use --cacert DIR/tls/ca.pem (curl, aisctl, aisloader).
+#
 # Defaults: -g 1 -t 3 -d <repo>/run -p 8080 -b <repo>/build (or $BUILD).
 set -euo pipefail
 
@@ -43,7 +49,7 @@ STOP_TIMEOUT=10   # seconds between SIGTERM and SIGKILL
 
 usage() {
 	cat <<EOF
-usage: $0 up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
+usage: $0 up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR] [-s]
        $0 down   [-d DIR]
        $0 status [-d DIR]
 
@@ -54,6 +60,8 @@ usage: $0 up     [-g GATEWAYS] [-t TARGETS] [-d DIR] [-p BASEPORT] [-b BINDIR]
   -p N   first port (default 8080); gateway i listens on N+i, target i on
          N+GATEWAYS+i, or another free port if that one is busy
   -b DIR where the aisd binary is (default: \$BUILD or $REPO/build)
+  -s     HTTPS: a CA and a certificate made under DIR/tls on the first up
+         (a DIR made with -s stays HTTPS)
 EOF
 }
 
@@ -100,8 +108,10 @@ dir=$REPO/run
 baseport=8080
 baseport_set=0
 bindir=
-while getopts "g:t:d:p:b:h" opt; do
+tls_opt=0
+while getopts "g:t:d:p:b:sh" opt; do
 	case $opt in
+	s) tls_opt=1 ;;
 	g) gateways=$OPTARG gateways_set=1 ;;
 	t) targets=$OPTARG targets_set=1 ;;
 	d) dir=$OPTARG ;;
@@ -177,8 +187,14 @@ running() {
 	return 0
 }
 
+# The scheme of the nodes' URLs, and curl's options for them.
+scheme() { [ -s "$dir/tls/node.pem" ] && echo https || echo http; }
+curl_tls() {
+	if [ -s "$dir/tls/ca.pem" ]; then curl --cacert "$dir/tls/ca.pem" "$@"; else curl "$@"; fi
+}
+
 healthy() {
-	curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/v1/health" 2>/dev/null
+	curl_tls -fsS -o /dev/null --max-time 2 "$(scheme)://127.0.0.1:$1/v1/health" 2>/dev/null
 }
 
 # port_busy PORT: something listens on PORT (any address).
@@ -316,6 +332,28 @@ cluster_secret_make() {
 	mv "$f.tmp" "$f"
 }
 
+# tls_make: with -s on a DIR without one, a CA and a certificate for
+# 127.0.0.1 and localhost (DIR/tls/, keys mode 600) that every node uses.
+tls_make() {
+	local d=$dir/tls
+	[ -s "$d/node.pem" ] && return 0
+	[ "$tls_opt" = 1 ] || return 0
+	command -v openssl >/dev/null 2>&1 || die "-s needs the openssl command"
+	mkdir -p "$d"
+	(
+		umask 077
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+			-subj "/CN=aisd local CA" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null &&
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=aisd local node" \
+				-keyout "$d/node.key" -out "$d/node.csr" 2>/dev/null &&
+			printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$d/ext" &&
+			openssl x509 -req -in "$d/node.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+				-days 3650 -extfile "$d/ext" -out "$d/node.pem.tmp" 2>/dev/null
+	) || die "openssl could not make the certificates under $d"
+	chmod 644 "$d/ca.pem" "$d/node.pem.tmp"
+	mv "$d/node.pem.tmp" "$d/node.pem"
+}
+
 # s3_key_field N: field N (1 access key, 2 secret) of the cluster's key.
 s3_key_field() { cut -d: -f"$1" <"$dir/s3.key"; }
 
@@ -365,6 +403,11 @@ start_node() {
 	set_key "$node" net.port "$port"
 	set_key "$node" cluster.join "$join"
 	set_key "$node" cluster.secret_file "$dir/cluster.secret"
+	if [ "$(scheme)" = https ]; then
+		set_key "$node" net.tls.cert "$dir/tls/node.pem"
+		set_key "$node" net.tls.key "$dir/tls/node.key"
+		set_key "$node" net.tls.ca "$dir/tls/ca.pem"
+	fi
 	s3_key_conf "$node"
 	rm -f "$nd/aisd.pid"
 	# The child writes its own pid, then execs aisd: the pid file names
@@ -393,7 +436,7 @@ wait_node() {
 			return 1
 		fi
 		if [ "$SECONDS" -ge "$deadline" ]; then
-			echo "cluster.sh: $node did not answer http://127.0.0.1:$port/v1/health within ${HEALTH_TIMEOUT}s" >&2
+			echo "cluster.sh: $node did not answer $(scheme)://127.0.0.1:$port/v1/health within ${HEALTH_TIMEOUT}s" >&2
 			show_logs "$node"
 			if [ -n "$pid" ] && running "$node"; then
 				stop_pids "$pid"
@@ -408,7 +451,7 @@ wait_node() {
 # smap_count URL: how many nodes the cluster map at URL lists (0 if none).
 smap_count() {
 	local m
-	m=$(curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null) || {
+	m=$(curl_tls -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null) || {
 		echo 0
 		return 0
 	}
@@ -427,6 +470,7 @@ cmd_up() {
 	echo "$baseport" >"$dir/baseport"
 	s3_key_make
 	cluster_secret_make
+	tls_make
 
 	# On an existing DIR, every node it has comes back.
 	local n hg=0 ht=0 i node fail=0 join="" all=()
@@ -444,7 +488,7 @@ cmd_up() {
 	if [ "$ngateways" -gt 0 ]; then
 		start_node g0 gateway 0
 		wait_node g0 || die "the primary gateway g0 did not start; see its log above"
-		join=http://127.0.0.1:$(node_port g0)
+		join=$(scheme)://127.0.0.1:$(node_port g0)
 		all+=(g0)
 	fi
 	for ((i = 1; i < ngateways; i++)); do
@@ -477,12 +521,17 @@ cmd_up() {
 		ep=$join
 	else
 		for ((i = 0; i < ntargets; i++)); do
-			echo "standalone target t$i: http://127.0.0.1:$(node_port "t$i")"
+			echo "standalone target t$i: $(scheme)://127.0.0.1:$(node_port "t$i")"
 		done
-		ep=http://127.0.0.1:$(node_port t0)
+		ep=$(scheme)://127.0.0.1:$(node_port t0)
 	fi
 	echo "endpoint: $ep"
 	echo "s3: endpoint=$ep access_key=$(s3_key_field 1) secret_key=$(s3_key_field 2) region=$(s3_region)"
+	local ca=""
+	if [ "$(scheme)" = https ]; then
+		echo "tls: ca=$dir/tls/ca.pem"
+		ca=" --cacert $dir/tls/ca.pem"
+	fi
 	if [ "$dir" = "$(cd "$REPO" && pwd -P)/run" ]; then
 		stop="make stop   (or: deploy/local/cluster.sh down -d ./run)"
 	else
@@ -495,11 +544,11 @@ the gateway's redirects: objects to their target, bucket changes to the
 primary):
 
   EP=$ep
-  curl -L -X POST \$EP/v1/buckets/mybucket -d '{"action":"create-bck"}'
-  curl -L -T file \$EP/v1/objects/mybucket/file
-  curl -L -o file.copy \$EP/v1/objects/mybucket/file
-  curl -L -X GET \$EP/v1/buckets/mybucket -d '{"action":"list"}'
-  curl "\$EP/v1/cluster?what=smap"
+  curl$ca -L -X POST \$EP/v1/buckets/mybucket -d '{"action":"create-bck"}'
+  curl$ca -L -T file \$EP/v1/objects/mybucket/file
+  curl$ca -L -o file.copy \$EP/v1/objects/mybucket/file
+  curl$ca -L -X GET \$EP/v1/buckets/mybucket -d '{"action":"list"}'
+  curl$ca "\$EP/v1/cluster?what=smap"
 
 Status: deploy/local/cluster.sh status -d $dir
 Stop:   $stop

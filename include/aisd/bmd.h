@@ -29,6 +29,7 @@
 #define BMD_PROVIDER "ais" /* the only provider for now */
 #define BMD_COPIES_MAX 32
 #define BMD_BUCKETS_MAX 65536
+#define BMD_REGION_MAX 32 /* an S3 LocationConstraint */
 
 /* Access bits: what clients may do with a bucket. */
 enum {
@@ -49,6 +50,9 @@ typedef struct bmd_props {
 	bool versioning;
 	uint32_t access;    /* BMD_ACCESS_* bits */
 	int64_t created_ns; /* set by bmd_add; never changed by set_props */
+	/* The S3 LocationConstraint the bucket was created with ("": none,
+	 * i.e. us-east-1); set by bmd_add, never changed by set_props. */
+	char region[BMD_REGION_MAX + 1];
 } bmd_props_t;
 
 typedef struct bmd_bucket {
@@ -62,6 +66,9 @@ typedef struct bmd bmd_t;
 void bmd_props_default(bmd_props_t *p);
 /* AIS_OK if p is in range, else AIS_ERR (EINVAL, err). */
 int bmd_props_check(const bmd_props_t *p, buf_t *err);
+/* True if s is a LocationConstraint we keep: 1..BMD_REGION_MAX of
+ * [A-Za-z0-9-], not starting or ending with '-' ("EU", "eu-west-1"). */
+bool bmd_region_valid(const char *s, size_t len);
 
 /* A new, empty BMD at version 1; NULL (EINVAL, err) for a bad uuid
  * (cmap_id_valid rules). */

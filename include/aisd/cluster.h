@@ -38,7 +38,8 @@
  *     the new term, itself primary and the old primary removed, and pushes.
  *  7. A primary changes metadata only while a majority of nodes answers it
  *     (checked before each change), and a change is confirmed (200) only
- *     when a majority took it; otherwise 503. So a partitioned primary
+ *     when a majority took it (not waiting for nodes that do not answer
+ *     once it has); otherwise 503. So a partitioned primary
  *     changes nothing, and every confirmed change is on a voter of any
  *     winning majority.
  *  8. A node that voted for another candidate refuses older-term pushes
@@ -60,6 +61,8 @@
  */
 #ifndef AISD_CLUSTER_H
 #define AISD_CLUSTER_H
+
+#include <stdatomic.h>
 
 #include "aisd/bmd.h"
 #include "aisd/cmap.h"
@@ -89,6 +92,12 @@ void cluster_on_cmap(cluster_t *cl, cluster_cmap_fn fn, void *arg);
 /* Becomes primary (a gateway with nothing to join) or starts joining, and
  * starts the keepalive thread. */
 int cluster_start(cluster_t *cl, buf_t *err);
+/* The first step of stopping (any thread, more than once is fine): the
+ * keepalive thread starts no new round, and the fan-outs of its round in
+ * progress stop waiting for peers, which may be stopping too. The node
+ * still serves (cluster_free ends it). */
+void cluster_stop(cluster_t *cl);
+/* Stops (cluster_stop) and joins the keepalive thread; frees cl. */
 void cluster_free(cluster_t *cl);
 
 void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b);
@@ -111,7 +120,9 @@ bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms);
 
 /* Primary only, blocking (call from the I/O pool): applies fn to copies of
  * the cmap and BMD; if it returns AIS_OK, persists and installs them and
- * pushes them to every node before returning. fn reports errors with errno
+ * pushes them to every node, and returns once a majority of the nodes holds
+ * them and the others answered or a health check's timeout passed (pushes
+ * to nodes cut off go on in the background). fn reports errors with errno
  * and err. */
 typedef int (*cluster_update_fn)(cmap_t *m, bmd_t *b, void *arg, buf_t *err);
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
@@ -135,11 +146,12 @@ typedef struct cluster_call {
 /* Makes every call and returns when all have ended: how many answered 2xx. */
 size_t cluster_call_all(cluster_call_t *calls, size_t n);
 /* Makes every call and returns once `need` of them answered 2xx and then
- * the others ended or grace_ms passed (or, short of need, when all ended).
- * Calls still running go on in the background, their answers dropped:
- * they have status 0 and done[i] (done may be NULL) false. Returns how many
- * answered 2xx. */
-size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms, bool *done);
+ * the others ended or grace_ms passed (or, short of need, when all ended),
+ * or as soon as *cancel (may be NULL) is true. Calls still running go on
+ * in the background, their answers dropped: they have status 0 and done[i]
+ * (done may be NULL) false. Returns how many answered 2xx. */
+size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms,
+			   const atomic_bool *cancel, bool *done);
 
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST

@@ -52,6 +52,7 @@ typedef struct cmap_node {
 	char id[CMAP_ID_MAX + 1];
 	enum cmap_role role;
 	enum cmap_state state;
+	bool drain; /* in maintenance: move its objects off (else they stay) */
 	char pub_url[CMAP_URL_MAX + 1];
 	char intra_url[CMAP_URL_MAX + 1];
 	uint64_t digest; /* hrw_digest(id): filled by the map, not the caller */
@@ -95,19 +96,22 @@ size_t cmap_count(const cmap_t *m, int role, int state);
  * stays), and AIS_ERR (errno, err) otherwise, leaving the map as it was.
  *  cmap_add: n's id must be new (EEXIST); digest is computed here.
  *  cmap_remove: ENOENT; EBUSY for the primary (elect another one first).
- *  cmap_set_state: ENOENT; EBUSY to take the primary out of active.
+ *  cmap_set_state: ENOENT; EBUSY to take the primary out of active. Any
+ *    state but maintenance clears the node's drain flag.
+ *  cmap_set_drain: ENOENT; EINVAL unless the node is in maintenance.
  *  cmap_set_primary: the node must be an active gateway (EINVAL, ENOENT).
  *  cmap_set_term: term must be higher than the map's (EINVAL).
  */
 int cmap_add(cmap_t *m, const cmap_node_t *n, buf_t *err);
 int cmap_remove(cmap_t *m, const char *id, buf_t *err);
 int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err);
+int cmap_set_drain(cmap_t *m, const char *id, bool drain, buf_t *err);
 int cmap_set_primary(cmap_t *m, const char *id, buf_t *err);
 int cmap_set_term(cmap_t *m, uint64_t term, buf_t *err);
 
 /* Appends the map as compact JSON, nodes in id order:
  * {"uuid":..,"term":N,"version":N,"primary":..,"nodes":[{"id","role","state",
- *  "public_url","intra_url"},..]}. Deterministic: equal maps, equal bytes. */
+ *  "public_url","intra_url"[,"drain":true]},..]} ("drain" only when set). Deterministic: equal maps, equal bytes. */
 void cmap_encode(const cmap_t *m, buf_t *out);
 /* Parses exactly len bytes (no NUL needed). Strict: every field present and
  * of its type ("term" may be absent: term 1, a map saved before terms

@@ -164,6 +164,11 @@ bool http_req_has_header(const http_req_t *req, const char *name);
 /* Query parameter by (decoded) key; *out is decoded into the arena.
  * Returns true if present. */
 bool http_query_get(http_req_t *req, const char *key, sv_t *out);
+/* Takes the next "key=value" pair off the raw query q: *key and *val are
+ * views into it, still percent-encoded. Without an '=', val is empty and
+ * starts where key ends, so an empty pair ("a&&b") is key.len == 0 &&
+ * val.ptr == key.ptr. Returns false when q is empty. */
+bool http_query_next(sv_t *q, sv_t *key, sv_t *val);
 /* Percent-decodes in into the arena ('+' as space if plus_space).
  * Returns AIS_OK, or AIS_ERR on a malformed escape. */
 int http_pct_decode(arena_t *a, sv_t in, bool plus_space, sv_t *out);

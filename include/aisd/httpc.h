@@ -78,6 +78,7 @@ typedef void (*httpc_done_fn)(httpc_req_t *r, void *arg);
 enum {
 	HTTPC_F_RETRY = 1 << 0,    /* retry even a non-idempotent method */
 	HTTPC_F_NO_RETRY = 1 << 1, /* never retry */
+	HTTPC_F_BIG_BUF = 1 << 2,  /* 512 KiB socket reads and body pieces (large bodies) */
 };
 
 typedef struct httpc_spec {

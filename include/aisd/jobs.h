@@ -11,9 +11,10 @@
  *     receiver verifies);
  *  2. when this target is not a holder and every holder is known to have
  *     the object durably, the local copy is deleted: never before;
- *  3. a target in maintenance, or not in the map at all (not joined yet, or
- *     dropped after failing health checks: it comes back), keeps its data
- *     and walks nothing; only a decommissioned one moves everything off.
+ *  3. a target in maintenance (without drain), or not in the map at all
+ *     (not joined yet, or dropped after failing health checks: it comes
+ *     back), keeps its data and walks nothing; a decommissioned one, and
+ *     one in maintenance with drain, is no holder and moves everything off.
  * A run starts on every change of placement (place_changed), of a
  * bucket's copies, on request, and at start-up when the marker file
  * DIR/rebalance.marker says a run was interrupted; a newer change restarts
@@ -29,6 +30,7 @@
 
 #include "aisd/buf.h"
 #include "aisd/http.h"
+#include "aisd/store.h"
 
 enum job_state { JOB_IDLE = 0, JOB_RUNNING, JOB_DONE, JOB_ABORTED, JOB_FAILED };
 
@@ -38,7 +40,9 @@ typedef struct job_stats {
 	int64_t start_ns, end_ns;    /* wall clock of the last run; end 0 while running */
 	uint64_t runs;               /* runs started since this process started */
 	uint64_t total;              /* objects here when the run started */
+	uint64_t total_bytes;        /* their bytes */
 	uint64_t walked;             /* objects looked at */
+	uint64_t walked_bytes;       /* their bytes */
 	uint64_t moved, moved_bytes; /* copies sent to other targets */
 	uint64_t deleted;            /* local copies removed once their holders had them */
 	uint64_t errors;
@@ -48,12 +52,20 @@ typedef struct job_stats {
 
 /* "idle", "running", "done", "aborted", "failed"; "unknown" out of range. */
 const char *job_state_name(enum job_state s);
-/* Appends {"kind","state","cmap_version","runs","total","walked","remaining",
- * "moved","moved_bytes","deleted","errors","objects","start","end",
- * "last_error"} (times in ns since the epoch, 0 when none). Pure. */
+/* Appends {"kind","state","cmap_version","runs","total","total_bytes",
+ * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
+ * "errors","objects","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
 /* Objects left to look at in the current run (0 unless running). */
 uint64_t job_remaining(const job_stats_t *s);
+/* Their bytes (0 unless running). */
+uint64_t job_remaining_bytes(const job_stats_t *s);
+/* Appends the jobs' progress as Prometheus families (metrics.h), one
+ * series per job labeled job="KIND": aisd_job_state (0 idle, 1 running,
+ * 2 done, 3 aborted, 4 failed), aisd_job_runs_total,
+ * aisd_job_objects_{walked,remaining,moved,deleted}, aisd_job_bytes_{moved,
+ * remaining}, aisd_job_errors. Pure. */
+void job_metrics(const job_stats_t *st, const char *const *kinds, size_t n, buf_t *out);
 /* The state of a cluster from its targets' states: running if any runs,
  * else failed, else aborted, else done if any is done, else idle. */
 enum job_state job_state_merge(const enum job_state *st, size_t n);
@@ -72,7 +84,23 @@ void reb_free(reb_t *r);
 void reb_kick(reb_t *r, const char *why);
 /* Aborts the run in progress (no resume). */
 void reb_abort(reb_t *r);
+/* Queues one object to be placed under the current map (a write that
+ * raced a map change); the job's thread places queued objects between
+ * runs, and a run in progress places them when it ends. Beyond
+ * REB_QUEUE_MAX queued, a full run is kicked instead. */
+void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t olen);
 void reb_stats(reb_t *r, job_stats_t *out);
+
+/* The resilver job of a target (resilver.c): moves objects to their HRW
+ * mountpath after an attach or detach, and finishes detaches. dir holds
+ * its marker; hook(arg) runs after a detach completes (the target saves its
+ * mountpath list). Works standalone and in a cluster. */
+typedef struct res res_t;
+res_t *res_new(store_t *s, const char *dir, void (*hook)(void *), void *hook_arg);
+void res_free(res_t *r);
+void res_kick(res_t *r, const char *why);
+void res_abort(res_t *r);
+void res_stats(res_t *r, job_stats_t *out);
 
 /* HTTP (api.c). On a target: GET /v1/jobs (this target's rebalance) and
  * PUT /v1/jobs {"action":"start"|"stop"}. */

@@ -37,6 +37,10 @@ enum store_cksum { CKSUM_NONE = 0, CKSUM_XXHASH, CKSUM_MD5, CKSUM_SHA256 };
 int store_cksum_parse(const char *s, size_t len, enum store_cksum *out);
 const char *store_cksum_name(enum store_cksum t);
 
+/* Custom metadata, "k=v,..." with its NUL: room for S3's 2 KiB of user
+ * metadata percent-encoded, plus the standard headers. */
+#define STORE_CUSTOM_MAX 8192
+
 typedef struct store_meta {
 	uint64_t size;
 	enum store_cksum cksum_type;
@@ -44,7 +48,7 @@ typedef struct store_meta {
 	uint64_t version;                /* 1 on first write, +1 per overwrite */
 	int64_t mtime_ns;                /* time of the last write */
 	int64_t atime_ns;                /* last access (updated lazily) */
-	char custom[1024];               /* custom metadata, "k=v,k=v" ("" none) */
+	char custom[STORE_CUSTOM_MAX];   /* custom metadata, "k=v,k=v" ("" none) */
 } store_meta_t;
 
 typedef struct store_bucket {
@@ -152,8 +156,55 @@ typedef struct store_mp_stats {
 	 * objects/bytes are a lower bound in progress. */
 	uint64_t objects, bytes;
 	bool counting;
+	bool detaching; /* being drained by a detach (store_mp_detach_begin) */
 } store_mp_stats_t;
 int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
+
+/*
+ * Addition: mountpaths on a running store (mountpath.c, whose notes give
+ * the rules). An object lives on the HRW mountpath of its uname among the
+ * active ones; after an attach or a detach some are elsewhere until the
+ * resilver (store_misplaced + store_relocate, driven by src/jobs/resilver.c)
+ * moves them, and reads find them wherever they are meanwhile.
+ *
+ * store_mp_attach opens path (creating its directories and database) and
+ * makes it active at once: AIS_OK, or AIS_ERR with errno EEXIST (attached
+ * already), EINVAL (bad path, too many) or EIO, and a message in err. An
+ * attach of a path being detached calls the detach off.
+ * store_mp_detach_begin takes path out of placement (its objects are still
+ * read): ENOENT (no such mountpath), EBUSY (the last active one).
+ * store_mp_detach_finish closes every detaching mountpath that holds no
+ * object and has no write in flight (*closed tells whether one was):
+ * AIS_OK, or AIS_AGAIN when one still holds objects (resilver again).
+ */
+typedef struct store_mp_info {
+	char path[1024];
+	bool detaching;
+} store_mp_info_t;
+int store_mp_attach(store_t *s, const char *path, buf_t *err);
+int store_mp_detach_begin(store_t *s, const char *path, buf_t *err);
+int store_mp_detach_finish(store_t *s, bool *closed);
+/* The open mountpaths (active and detaching), in slot order; returns how many. */
+int store_mp_list(store_t *s, store_mp_info_t *out, int max);
+/* Bumped by every change that may leave objects off their HRW mountpath. */
+uint64_t store_layout_gen(store_t *s);
+/* A walk over objects stored off their HRW mountpath: each call gives up to
+ * limit of them to fn (names valid during the call only) and advances the
+ * cursor; 0 when the walk is over. Start with STORE_CURSOR_INIT; free
+ * cur->after at the end. */
+typedef struct store_cursor {
+	int slot;
+	buf_t after;
+	uint64_t scanned, scanned_bytes; /* objects (and bytes) looked at so far */
+} store_cursor_t;
+#define STORE_CURSOR_INIT {0, BUF_INIT, 0, 0}
+typedef void (*store_misplaced_fn)(void *arg, const char *bck, size_t blen, const char *obj, size_t olen,
+				   uint64_t size);
+size_t store_misplaced(store_t *s, store_cursor_t *cur, size_t limit, store_misplaced_fn fn, void *arg);
+/* Moves bck/obj to its HRW mountpath (a copy no newer than the one there is
+ * dropped instead). AIS_OK (moved: *bytes), AIS_DONE (nothing to move),
+ * AIS_AGAIN (a client changed it meanwhile: nothing done), AIS_ERR (EIO). */
+int store_relocate(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t *bytes);
 
 /* Addition: waits until the start-up reconcile (removal of object files left
  * by a crash, started by store_open in a background thread) has finished.

@@ -13,6 +13,7 @@
 #include "aisd/store.h"
 
 struct reb;
+struct res;
 
 typedef struct target {
 	node_base_t base; /* first: cluster handlers find it; cl NULL when standalone */
@@ -22,6 +23,7 @@ typedef struct target {
 	int64_t start_ns;
 	struct reb *reb; /* the rebalance job (src/jobs/rebalance.c); NULL standalone */
 	bool reb_kicked; /* a map was installed since start (cluster thread only) */
+	struct res *res; /* the resilver job (src/jobs/resilver.c) */
 } target_t;
 
 /* Opens the store and starts serving; with cluster.join set, joins the
@@ -36,6 +38,18 @@ int tgt_buckets(http_req_t *req);
 int tgt_health(http_req_t *req);
 /* GET /v1/ml/moss[/BUCKET]: GetBatch as the designated target (getbatch.c). */
 int tgt_getbatch(http_req_t *req);
+
+/* /v1/daemon/mountpaths: attach, detach, list (mountpaths.c). */
+int tgt_mountpaths(http_req_t *req);
+/* Where the target keeps its state files: node.dir, else the first
+ * configured mountpath. */
+const char *tgt_state_dir(const conf_t *c);
+/* Saves the open mountpaths to DIR/mountpaths (arg: the target). */
+void tgt_mountpaths_save(void *arg);
+/* Reads DIR/mountpaths into out's mountpaths (out a copy of c), the
+ * detaching ones also into detaching[*ndet]. AIS_OK; AIS_DONE: no file
+ * (use c's); AIS_ERR: a bad file (logged; use c's). */
+int tgt_mountpaths_load(const conf_t *c, conf_t *out, char (*detaching)[1024], int *ndet);
 
 /* Shared helpers (util.c): split "BUCKET/OBJECT" from req->subpath, decode
  * and validate both; on failure answers 400 and returns AIS_ERR. */
@@ -95,6 +109,7 @@ typedef struct tgt_where {
 	int self;                        /* this target's rank among them; -1: none */
 	char owner[CMAP_URL_MAX + 1];    /* the owner's public URL */
 	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
+	uint64_t cmap_version;           /* of the map they come from */
 } tgt_where_t;
 /* Finds the holders of bck/obj. AIS_OK: serve here (always when
  * standalone or intra); AIS_DONE: answered (307 to the owner, 503);
@@ -110,6 +125,11 @@ void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, con
 int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
 		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
 		  buf_t *msg);
+/* Pool thread, after a write committed: when the cluster map changed since
+ * tgt_where placed it, the rebalance may have walked past it already, so
+ * the object is handed to the rebalance job to be placed again. */
+void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+		      size_t olen);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
 void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,

@@ -7,7 +7,8 @@
  * that carries the secret hands it to anyone who sees one request, for
  * ever. A signature over the time, method and request-target gives a
  * sniffer only that one request, for AUTH_INTRA_SKEW seconds; it costs one
- * HMAC-SHA256 of ~100 bytes per call (about a microsecond).
+ * HMAC-SHA256 of ~100 bytes per call (3-5 us with OpenSSL 3 on a loaded
+ * 2-core machine; a bearer token check, two JSON parses and an HMAC, 14-26 us).
  */
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

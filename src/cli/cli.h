@@ -270,6 +270,9 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a);
 /* bucket.c: the bucket names (newly allocated array of strings); AIS_OK or AIS_ERR. */
 int cli_bucket_names(struct cli *c, char ***names, size_t *n);
 int cli_job_show(struct cli *c, const struct cli_args *a); /* job.c */
+int cli_mountpath_show(struct cli *c, const struct cli_args *a); /* mountpath.c */
+int cli_mountpath_attach(struct cli *c, const struct cli_args *a);
+int cli_mountpath_detach(struct cli *c, const struct cli_args *a);
 int cli_job_wait(struct cli *c, const struct cli_args *a);
 int cli_job_start(struct cli *c, const struct cli_args *a);
 int cli_job_stop(struct cli *c, const struct cli_args *a);

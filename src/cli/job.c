@@ -1,12 +1,13 @@
 /*
  * job.c - aisctl's job commands, for the cluster's rebalance job (which
- * also adds and removes mirror copies and drains decommissioned nodes):
- *   job show [rebalance] [--json]   one table: every target's progress
- *   job wait [rebalance] [--timeout-s N]  until no target runs it; a live
- *                                   progress bar on a terminal
+ * also adds and removes mirror copies and drains decommissioned nodes) and
+ * the targets' resilver job (mountpath attach/detach):
+ *   job show [rebalance|resilver] [--json]   one table: every target's progress
+ *   job wait [rebalance|resilver] [--timeout-s N]  until no target runs it; a
+ *                                   live progress bar on a terminal
  *   job start [rebalance]           PUT /v1/cluster {"action":"rebalance"}
  *   job stop [rebalance]            PUT /v1/cluster {"action":"stop-rebalance"}
- * The status comes from GET /v1/cluster?what=rebalance on the endpoint.
+ * The status comes from GET /v1/cluster?what=rebalance|resilver on the endpoint.
  * Exit status of wait: 0 when the job ended done (or idle), 1 when it
  * ended failed or aborted, or the timeout passed.
  */
@@ -22,17 +23,22 @@
 #include "cli.h"
 #include "aisd/banned.h"
 
-static int check_kind(const struct cli_args *a)
+/* The job named (default rebalance); resilver only where allow_res. */
+static int check_kind(const struct cli_args *a, bool allow_res, const char **kind)
 {
-	if (a->npos && strcmp(a->pos[0], "rebalance"))
-		return cli_usage_error(a->cmd, "unknown job '%s': the only job is rebalance", a->pos[0]);
-	return CLI_EXIT_OK;
+	*kind = a->npos ? a->pos[0] : "rebalance";
+	if (!strcmp(*kind, "rebalance") || (allow_res && !strcmp(*kind, "resilver")))
+		return CLI_EXIT_OK;
+	return cli_usage_error(a->cmd, "unknown job '%s': want rebalance%s", a->pos[0],
+	                       allow_res ? " or resilver" : " (a resilver starts with a mountpath change)");
 }
 
 /* GETs the cluster's job status; NULL after printing why. */
-static json_t *fetch_status(struct cli *c)
+static json_t *fetch_status(struct cli *c, const char *kind)
 {
-	struct cli_req rq = CLI_REQ_INIT("GET", "/v1/cluster?what=rebalance");
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/cluster?what=%s", kind);
+	struct cli_req rq = CLI_REQ_INIT("GET", path);
 	struct cli_resp rs = {0};
 	json_t *doc = NULL;
 	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, "job status") == AIS_OK) {
@@ -80,18 +86,19 @@ static void print_table(json_t *doc)
 	}
 	json_t *tot = json_object_get(doc, "totals");
 	cli_human_size(num(tot, "moved_bytes"), moved, sizeof(moved));
-	printf("rebalance: %s; %llu objects sent (%s), %llu moved off, %llu left to walk, %llu errors\n",
-	       json_string_value(json_object_get(doc, "state")), (unsigned long long)num(tot, "moved"), moved,
+	printf("%s: %s; %llu objects sent (%s), %llu moved off, %llu left to walk, %llu errors\n",
+	       json_string_value(json_object_get(doc, "kind")), json_string_value(json_object_get(doc, "state")), (unsigned long long)num(tot, "moved"), moved,
 	       (unsigned long long)num(tot, "deleted"), (unsigned long long)num(tot, "remaining"),
 	       (unsigned long long)num(tot, "errors"));
 }
 
 int cli_job_show(struct cli *c, const struct cli_args *a)
 {
-	int rc = check_kind(a);
+	const char *kind;
+	int rc = check_kind(a, true, &kind);
 	if (rc != CLI_EXIT_OK)
 		return rc;
-	json_t *doc = fetch_status(c);
+	json_t *doc = fetch_status(c, kind);
 	if (!doc)
 		return CLI_EXIT_ERR;
 	if (c->json) {
@@ -131,7 +138,8 @@ static void progress(json_t *doc)
 int cli_job_wait(struct cli *c, const struct cli_args *a)
 {
 	uint64_t limit = 0;
-	int rc = check_kind(a);
+	const char *kind;
+	int rc = check_kind(a, true, &kind);
 	if (rc != CLI_EXIT_OK)
 		return rc;
 	const char *to = cli_opt(a, "timeout-s");
@@ -140,7 +148,7 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 	bool tty = c->progress; /* a terminal, and no --no-progress */
 	time_t start = time(NULL);
 	for (;;) {
-		json_t *doc = fetch_status(c);
+		json_t *doc = fetch_status(c, kind);
 		if (!doc)
 			return CLI_EXIT_ERR;
 		const char *st = json_string_value(json_object_get(doc, "state"));
@@ -150,7 +158,7 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 		if (!running) {
 			if (tty)
 				fputc('\n', stderr);
-			printf("rebalance: %s\n", st ? st : "unknown");
+			printf("%s: %s\n", kind, st ? st : "unknown");
 			rc = st && (!strcmp(st, "done") || !strcmp(st, "idle")) ? CLI_EXIT_OK : CLI_EXIT_ERR;
 			json_decref(doc);
 			return rc;
@@ -159,7 +167,7 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 		if (limit && (uint64_t)(time(NULL) - start) >= limit) {
 			if (tty)
 				fputc('\n', stderr);
-			cli_err("job wait: rebalance still running after %llu s", (unsigned long long)limit);
+			cli_err("job wait: %s still running after %llu s", kind, (unsigned long long)limit);
 			return CLI_EXIT_ERR;
 		}
 		usleep(500 * 1000);
@@ -168,7 +176,8 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 
 static int job_action(struct cli *c, const struct cli_args *a, const char *action)
 {
-	int rc = check_kind(a);
+	const char *kind;
+	int rc = check_kind(a, false, &kind);
 	if (rc != CLI_EXIT_OK)
 		return rc;
 	char body[64];

@@ -69,6 +69,10 @@ static const struct cli_opt opts_stats[] = {
 	{0},
 };
 
+static const struct cli_opt opts_maintenance[] = {
+	{"drain", 0, NULL, "start: move the node's objects to the other targets (default: they stay on it)"},
+	{0},
+};
 static const struct cli_opt opts_token_create[] = {
 	{"user", 'u', "USER", "the token's user name (required)"},
 	{"bucket", 'b', "BUCKET[,BUCKET...]", "buckets the permission applies to (* = every bucket)"},
@@ -119,16 +123,26 @@ static const struct cli_cmd cli_cmds[] = {
 	 "make the gateway NODE the primary (a new term; the old one stays a gateway)", NULL, 1, 1,
 	 cli_cluster_primary, false},
 	{"node maintenance", "start|stop NODE",
-	 "put a node in maintenance (no new objects, kept in the map when down) or take it out",
-	 NULL, 2, 2, cli_node_maintenance, false},
+	 "put a node in maintenance (no new objects, kept in the map when down; --drain moves its objects off) "
+	 "or take it out",
+	 opts_maintenance, 2, 2, cli_node_maintenance, false},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission, false},
-	{"job show", "[rebalance]", "show the rebalance job's progress on every target", NULL, 0, 1,
-	 cli_job_show, false},
-	{"job wait", "[rebalance]", "wait until the rebalance ends (progress bar on a terminal)", opts_job_wait,
-	 0, 1, cli_job_wait, false},
+	{"job show", "[rebalance|resilver]", "show a job's progress on every target (default: rebalance)", NULL,
+	 0, 1, cli_job_show, false},
+	{"job wait", "[rebalance|resilver]", "wait until the job ends (progress bar on a terminal)",
+	 opts_job_wait, 0, 1, cli_job_wait, false},
 	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start, false},
 	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop, false},
+	{"storage mountpath show", "[NODE]",
+	 "every target's mountpaths (or NODE's): state, objects, bytes, capacity, and its resilver", NULL, 0, 1,
+	 cli_mountpath_show, false},
+	{"storage mountpath attach", "NODE PATH",
+	 "add a mountpath to target NODE while it runs; a resilver moves objects onto it", NULL, 2, 2,
+	 cli_mountpath_attach, false},
+	{"storage mountpath detach", "NODE PATH",
+	 "remove a mountpath from target NODE: its objects move to the others, then it is closed", NULL, 2, 2,
+	 cli_mountpath_detach, false},
 	{"show stats", "[NODE]", "per-node statistics: uptime, objects, bytes, capacity",
 	 opts_stats, 0, 1, cli_show_stats, false},
 	{"config set", "KEY=VALUE...",

@@ -23,9 +23,10 @@
 #include "aisd/banned.h"
 
 /* Sends the action; on success prints the node's state in the returned map. */
-static int node_action(struct cli *c, const char *action, const char *node)
+static int node_action(struct cli *c, const char *action, const char *node, bool drain)
 {
-	json_t *body = json_pack("{s:s,s:{s:s}}", "action", action, "value", "sid", node);
+	json_t *body = drain ? json_pack("{s:s,s:{s:s,s:b}}", "action", action, "value", "sid", node, "drain", 1)
+	                     : json_pack("{s:s,s:{s:s}}", "action", action, "value", "sid", node);
 	char *json = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!json) {
@@ -81,7 +82,10 @@ int cli_node_maintenance(struct cli *c, const struct cli_args *a)
 	const char *op = a->pos[0];
 	if (strcmp(op, "start") && strcmp(op, "stop"))
 		return cli_usage_error(a->cmd, "want start or stop, not '%s'", op);
-	return node_action(c, !strcmp(op, "start") ? "start-maintenance" : "stop-maintenance", a->pos[1]);
+	bool drain = cli_opt(a, "drain") != NULL;
+	if (drain && strcmp(op, "start"))
+		return cli_usage_error(a->cmd, "--drain goes with start");
+	return node_action(c, !strcmp(op, "start") ? "start-maintenance" : "stop-maintenance", a->pos[1], drain);
 }
 
 int cli_node_decommission(struct cli *c, const struct cli_args *a)
@@ -103,5 +107,5 @@ int cli_node_decommission(struct cli *c, const struct cli_args *a)
 			return CLI_EXIT_ERR;
 		}
 	}
-	return node_action(c, "decommission-node", node);
+	return node_action(c, "decommission-node", node, false);
 }

@@ -374,6 +374,7 @@ static const char *const act_names[] = {"start-maintenance", "stop-maintenance",
 struct nact {
 	enum node_act act;
 	char sid[CMAP_ID_MAX + 1];
+	bool drain; /* start-maintenance: move the node's objects off */
 	int err;
 	buf_t msg;
 	buf_t out;
@@ -392,7 +393,9 @@ static int nact_state(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 	enum cmap_state st = a->act == ACT_START_MAINT ? CMAP_MAINTENANCE
 			     : a->act == ACT_STOP_MAINT ? CMAP_ACTIVE
 							: CMAP_DECOMMISSIONING;
-	return cmap_set_state(m, a->sid, st, err);
+	if (cmap_set_state(m, a->sid, st, err) != AIS_OK)
+		return AIS_ERR;
+	return a->act == ACT_START_MAINT ? cmap_set_drain(m, a->sid, a->drain, err) : AIS_OK;
 }
 
 static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
@@ -514,7 +517,8 @@ static void redirect_primary(http_req_t *req, cluster_t *cl)
 	authz_redirect(req, url);
 }
 
-static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const char *sid, size_t sidlen)
+static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const char *sid, size_t sidlen,
+			      bool drain)
 {
 	struct nact *a = arena_zalloc(req->arena, sizeof(*a));
 	if (!cmap_id_valid(sid, sidlen)) {
@@ -526,6 +530,7 @@ static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const 
 		return;
 	}
 	a->act = (enum node_act)act;
+	a->drain = drain;
 	memcpy(a->sid, sid, sidlen);
 	req->state = a;
 	arena_cleanup_add(req->arena, nact_cleanup, a);
@@ -564,7 +569,18 @@ static void handle_node_action(http_req_t *req, cluster_t *cl)
 		http_resp_error(req, 400, "%s wants a valid node id in value.sid", act_names[i]);
 		goto out;
 	}
-	start_node_action(req, cl, i, json_string_value(sid), json_string_length(sid));
+	/* start-maintenance: "drain": true moves the node's objects to the
+	 * others; AIStore's "skip_rebalance": false means the same. Default:
+	 * the objects stay (other targets read them from it on demand). */
+	json_t *val = json_object_get(doc, "value");
+	json_t *dr = json_object_get(val, "drain"), *skip = json_object_get(val, "skip_rebalance");
+	if ((dr && !json_is_boolean(dr)) || (skip && !json_is_boolean(skip)) ||
+	    ((dr || skip) && i != ACT_START_MAINT)) {
+		http_resp_error(req, 400, "value.drain (or skip_rebalance) is a boolean of start-maintenance only");
+		goto out;
+	}
+	bool drain = dr ? json_is_true(dr) : skip ? !json_is_true(skip) : false;
+	start_node_action(req, cl, i, json_string_value(sid), json_string_length(sid), drain);
 out:
 	json_decref(doc);
 }
@@ -594,7 +610,7 @@ int cluster_h_cluster(http_req_t *req)
 		int job = job_action(req);
 		/* AIStore's set-primary path: PUT /v1/cluster/proxy/NODE_ID */
 		if (req->subpath.len > 6 && !memcmp(req->subpath.ptr, "proxy/", 6))
-			start_node_action(req, cl, ACT_SET_PRIMARY, req->subpath.ptr + 6, req->subpath.len - 6);
+			start_node_action(req, cl, ACT_SET_PRIMARY, req->subpath.ptr + 6, req->subpath.len - 6, false);
 		else if (req->subpath.len)
 			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body "
 						  "(or PUT /v1/cluster/proxy/NODE_ID to set the primary)");
@@ -620,7 +636,7 @@ int cluster_h_cluster(http_req_t *req)
 	http_query_get(req, "what", &what);
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
-	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs"))
+	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"))
 		return jobs_h_cluster_status(req); /* src/jobs/api.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;

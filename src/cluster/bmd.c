@@ -13,7 +13,8 @@
  *     (name_bucket_valid), provider is "ais".
  *  3. Properties are in range (bmd_props_check): a known checksum type,
  *     1 <= mirror copies <= BMD_COPIES_MAX, access within BMD_ACCESS_ALL,
- *     created_ns >= 0; a bucket's created_ns never changes after bmd_add.
+ *     created_ns >= 0, region empty or bmd_region_valid; a bucket's
+ *     created_ns and region never change after bmd_add.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
  */
@@ -59,16 +60,33 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: unknown access bits 0x%x", p->access & ~(uint32_t)BMD_ACCESS_ALL);
 	if (p->created_ns < 0)
 		return cmap_fail(err, EINVAL, "bmd: negative created time");
+	if (p->region[0] && !bmd_region_valid(p->region, strlen(p->region)))
+		return cmap_fail(err, EINVAL, "bmd: bad region");
 	return AIS_OK;
+}
+
+bool bmd_region_valid(const char *s, size_t len)
+{
+	if (!len || len > BMD_REGION_MAX || s[0] == '-' || s[len - 1] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'))
+			return false;
+	}
+	return true;
 }
 
 void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 {
 	buf_addf(out,
 		 "{\"provider\":\"" BMD_PROVIDER "\",\"checksum\":{\"type\":\"%s\"},\"mirror\":{\"enabled\":%s,"
-		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld}",
+		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld",
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
 		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
+	if (p->region[0])
+		buf_addf(out, ",\"s3\":{\"region\":\"%s\"}", p->region); /* [A-Za-z0-9-] only */
+	buf_addch(out, '}');
 }
 
 /* One group of set-bprops ("mirror", "checksum", "versioning"): an object
@@ -225,7 +243,7 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 {
 	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
-	       x->created_ns == y->created_ns;
+	       x->created_ns == y->created_ns && !strcmp(x->region, y->region);
 }
 
 bool bmd_equal(const bmd_t *a, const bmd_t *b)
@@ -289,6 +307,7 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
 		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
 	bmd_props_t p = *props;
 	p.created_ns = b->bck[i].props.created_ns;
+	memcpy(p.region, b->bck[i].props.region, sizeof(p.region));
 	if (bmd_props_check(&p, err) != AIS_OK)
 		return AIS_ERR;
 	if (props_equal(&p, &b->bck[i].props))
@@ -309,10 +328,13 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 		buf_add_json_str(out, k->name, strlen(k->name));
 		buf_addf(out,
 			 ",\"provider\":\"" BMD_PROVIDER "\",\"checksum\":\"%s\",\"mirror\":{\"enabled\":%s,"
-			 "\"copies\":%u},\"versioning\":%s,\"access\":%u,\"created\":%lld}",
+			 "\"copies\":%u},\"versioning\":%s,\"access\":%u,\"created\":%lld",
 			 store_cksum_name(k->props.cksum), k->props.mirror_enabled ? "true" : "false",
 			 k->props.mirror_copies, k->props.versioning ? "true" : "false", k->props.access,
 			 (long long)k->props.created_ns);
+		if (k->props.region[0]) /* absent when none: older BMDs decode as they are */
+			buf_addf(out, ",\"region\":\"%s\"", k->props.region);
+		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
 }
@@ -320,7 +342,7 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const keys[] = {"name",       "provider", "checksum", "mirror",
-					   "versioning", "access",   "created"};
+					   "versioning", "access",   "created", "region"};
 	static const char *const mkeys[] = {"enabled", "copies"};
 	char what[64];
 	const char *s, *name;
@@ -330,7 +352,8 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 
 	memset(&p, 0, sizeof(p));
 	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
-	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys), what, err) != AIS_OK)
+	/* "region" (the last key) is there only when the bucket has one */
+	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys) - !json_object_get(o, "region"), what, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
 		return AIS_ERR;
@@ -362,6 +385,13 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 	if (cmap_json_u64(o, "created", what, 0, INT64_MAX, &v, err) != AIS_OK)
 		return AIS_ERR;
 	p.created_ns = (int64_t)v;
+	if (json_object_get(o, "region")) {
+		if (cmap_json_str(o, "region", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		if (!bmd_region_valid(s, len))
+			return cmap_fail(err, EINVAL, "%s: bad region", what);
+		memcpy(p.region, s, len);
+	}
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;
 		return AIS_ERR;

@@ -16,6 +16,8 @@
  *     the fan. The threads touch nothing but the fan.
  *  3. The caller gets back, in its own array, exactly the calls that ended
  *     (done[i] true): status and body; the others have status 0.
+ *  4. A wait given a cancel flag ends within CANCEL_POLL_MS of the flag
+ *     being set (a stopping node does not wait for its peers).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,6 +30,8 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
+
+#define CANCEL_POLL_MS 20 /* how often a cancellable wait looks at its flag */
 
 struct fan {
 	pthread_mutex_t mu;
@@ -98,7 +102,8 @@ static void deadline_after(struct timespec *ts, uint64_t ms)
 	}
 }
 
-size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms, bool *done)
+size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms,
+			   const atomic_bool *cancel, bool *done)
 {
 	if (!n)
 		return 0;
@@ -143,9 +148,16 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 	}
 
 	pthread_mutex_lock(&f->mu);
-	while (f->ended < n && f->ok < need)
-		pthread_cond_wait(&f->cv, &f->mu);
-	if (f->ended < n && grace_ms) {
+	while (f->ended < n && f->ok < need && !(cancel && atomic_load(cancel))) {
+		if (!cancel) {
+			pthread_cond_wait(&f->cv, &f->mu);
+			continue;
+		}
+		struct timespec ts; /* look at cancel every CANCEL_POLL_MS */
+		deadline_after(&ts, CANCEL_POLL_MS);
+		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	}
+	if (f->ended < n && grace_ms && !(cancel && atomic_load(cancel))) {
 		struct timespec ts;
 		deadline_after(&ts, grace_ms);
 		while (f->ended < n && pthread_cond_timedwait(&f->cv, &f->mu, &ts) != ETIMEDOUT)
@@ -173,5 +185,5 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 
 size_t cluster_call_all(cluster_call_t *calls, size_t n)
 {
-	return cluster_call_quorum(calls, n, SIZE_MAX, 0, NULL);
+	return cluster_call_quorum(calls, n, SIZE_MAX, 0, NULL, NULL);
 }

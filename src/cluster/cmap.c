@@ -177,6 +177,7 @@ static int insert(cmap_t *m, const cmap_node_t *n, buf_t *err)
 	memcpy(d->id, n->id, strlen(n->id));
 	d->role = n->role;
 	d->state = n->state;
+	d->drain = n->drain && n->state == CMAP_MAINTENANCE;
 	memcpy(d->pub_url, n->pub_url, strlen(n->pub_url));
 	memcpy(d->intra_url, n->intra_url, strlen(n->intra_url));
 	d->digest = hrw_digest(d->id, strlen(d->id));
@@ -244,7 +245,7 @@ bool cmap_equal(const cmap_t *a, const cmap_t *b)
 		return false;
 	for (size_t i = 0; i < a->n; i++) {
 		const cmap_node_t *x = &a->nodes[i], *y = &b->nodes[i];
-		if (strcmp(x->id, y->id) || x->role != y->role || x->state != y->state ||
+		if (strcmp(x->id, y->id) || x->role != y->role || x->state != y->state || x->drain != y->drain ||
 		    strcmp(x->pub_url, y->pub_url) || strcmp(x->intra_url, y->intra_url))
 			return false;
 	}
@@ -317,6 +318,22 @@ int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err)
 	if (st != CMAP_ACTIVE && !strcmp(m->primary, id))
 		return cmap_fail(err, EBUSY, "cmap: %s is the primary; elect another one first", id);
 	m->nodes[i].state = st;
+	if (st != CMAP_MAINTENANCE)
+		m->nodes[i].drain = false;
+	bump(m);
+	return AIS_OK;
+}
+
+int cmap_set_drain(cmap_t *m, const char *id, bool drain, buf_t *err)
+{
+	ptrdiff_t i = id ? find(m, id, strlen(id)) : -1;
+	if (i < 0)
+		return cmap_fail(err, ENOENT, "cmap: no node %s", id ? id : "(null)");
+	if (m->nodes[i].state != CMAP_MAINTENANCE)
+		return cmap_fail(err, EINVAL, "cmap: %s is not in maintenance", id);
+	if (m->nodes[i].drain == drain)
+		return AIS_OK;
+	m->nodes[i].drain = drain;
 	bump(m);
 	return AIS_OK;
 }
@@ -363,6 +380,8 @@ void cmap_encode(const cmap_t *m, buf_t *out)
 		buf_add_json_str(out, n->pub_url, strlen(n->pub_url));
 		buf_addstr(out, ",\"intra_url\":");
 		buf_add_json_str(out, n->intra_url, strlen(n->intra_url));
+		if (n->drain)
+			buf_addstr(out, ",\"drain\":true");
 		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
@@ -370,14 +389,17 @@ void cmap_encode(const cmap_t *m, buf_t *out)
 
 static int decode_node(json_t *o, size_t idx, cmap_node_t *n, buf_t *err)
 {
-	static const char *const keys[] = {"id", "role", "state", "public_url", "intra_url"};
+	static const char *const keys[] = {"id", "role", "state", "public_url", "intra_url", "drain"};
 	char what[48];
 	const char *s;
 	size_t len;
+	bool has_drain = json_object_get(o, "drain") != NULL;
 
 	snprintf(what, sizeof(what), "cmap: nodes[%zu]", idx);
 	memset(n, 0, sizeof(*n));
-	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys), what, err) != AIS_OK)
+	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys) - !has_drain, what, err) != AIS_OK)
+		return AIS_ERR;
+	if (has_drain && cmap_json_bool(o, "drain", what, &n->drain, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "id", what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;

@@ -156,7 +156,7 @@ static int find_newer(cluster_t *cl, const char *skip, uint64_t timeout_ms, size
 		calls[nc].method = "GET";
 		calls[nc++].timeout_ms = timeout_ms;
 	}
-	cluster_call_all(calls, nc);
+	clu_call_all(cl, calls, nc);
 	*asked = nc;
 	*answered = 0;
 	for (size_t i = 0; i < nc; i++) {
@@ -241,7 +241,7 @@ static size_t ballot(cluster_t *cl, const cmap_t *m, const cmap_ballot_t *b, uin
 		/* the voter checks the primary first, then persists its vote */
 		a->timeout_ms = 2 * MIN(cl->conf->keepalive_ms, 1000) + 500;
 	}
-	cluster_call_all(asks, nask);
+	clu_call_all(cl, asks, nask);
 	for (size_t i = 0; i < nask; i++) {
 		cluster_call_t *a = &asks[i];
 		json_t *o = a->status == 200 ? json_loadb(a->resp.ptr, a->resp.len, 0, NULL) : NULL;
@@ -284,7 +284,7 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 	b.cmap_term = cmap_term(m);
 	b.cmap_version = cmap_version(m);
 	b.bmd_version = bmd_ver;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < 2 && !atomic_load(&cl->stop); attempt++) {
 		uint64_t seen;
 		pthread_mutex_lock(&cl->wmu);
 		b.term = MAX(cmap_term(m), cl->voted.term) + 1;
@@ -340,7 +340,7 @@ static bool reach_majority(cluster_t *cl, const cmap_t *m)
 		calls[nc].method = "GET";
 		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
 	}
-	cluster_call_all(calls, nc);
+	clu_call_all(cl, calls, nc);
 	for (size_t i = 0; i < nc; i++) {
 		have += calls[i].status == 200;
 		buf_free(&calls[i].resp);

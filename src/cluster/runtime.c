@@ -308,16 +308,18 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 		who[nc++] = p;
 	}
 	bool *done = xcalloc(nc ? nc : 1, sizeof(*done));
-	if (need == SIZE_MAX)
-		cluster_call_all(calls, nc);
+	if (need == SIZE_MAX) /* all (unless this node stops) */
+		cluster_call_quorum(calls, nc, SIZE_MAX, 0, &cl->stop, done);
 	else /* a majority, then the others as long as a health check may take */
-		cluster_call_quorum(calls, nc, need > have ? need - have : 0, MIN(cl->conf->keepalive_ms, 1000), done);
+		cluster_call_quorum(calls, nc, need > have ? need - have : 0, MIN(cl->conf->keepalive_ms, 1000),
+				    &cl->stop, done);
 	for (size_t i = 0; i < nc; i++) {
 		cluster_call_t *c = &calls[i];
 		const char *msg = c->resp.ptr ? c->resp.ptr : "";
-		if (need != SIZE_MAX && !done[i]) {
-			log_info("metasync to %s: no answer yet: it goes on in the background (and the keepalive "
-				 "pushes again)", who[i]->id);
+		if (!done[i]) {
+			if (!atomic_load(&cl->stop))
+					log_info("metasync to %s: no answer yet: it goes on in the background (and the "
+					 "keepalive pushes again)", who[i]->id);
 		} else if (c->status == 200) {
 			who[i]->cmap_ver = mv;
 			who[i]->bmd_ver = bv;
@@ -361,7 +363,7 @@ static bool have_majority(cluster_t *cl)
 	}
 	pthread_rwlock_unlock(&cl->rw);
 	/* no need to wait for the nodes that do not answer once a majority did */
-	cluster_call_quorum(calls, nc, need > have ? need - have : 0, 0, NULL);
+	cluster_call_quorum(calls, nc, need > have ? need - have : 0, 0, &cl->stop, NULL);
 	for (size_t i = 0; i < nc; i++) {
 		have += calls[i].status == 200;
 		buf_free(&calls[i].resp);
@@ -457,7 +459,7 @@ static void primary_round(cluster_t *cl)
 		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, 2000);
 		idx[nc++] = i;
 	}
-	cluster_call_all(calls, nc);
+	clu_call_all(cl, calls, nc);
 	for (size_t c = 0; c < nc; c++) {
 		ok[idx[c]] = calls[c].status == 200;
 		healthy += ok[idx[c]];
@@ -597,15 +599,22 @@ int cluster_start(cluster_t *cl, buf_t *err)
 	return AIS_OK;
 }
 
+void cluster_stop(cluster_t *cl)
+{
+	if (!cl)
+		return;
+	pthread_mutex_lock(&cl->sleep_mu);
+	atomic_store(&cl->stop, true);
+	pthread_cond_broadcast(&cl->sleep_cv);
+	pthread_mutex_unlock(&cl->sleep_mu);
+}
+
 void cluster_free(cluster_t *cl)
 {
 	if (!cl)
 		return;
 	if (cl->started) {
-		pthread_mutex_lock(&cl->sleep_mu);
-		atomic_store(&cl->stop, true);
-		pthread_cond_broadcast(&cl->sleep_cv);
-		pthread_mutex_unlock(&cl->sleep_mu);
+		cluster_stop(cl);
 		pthread_join(cl->thread, NULL);
 	}
 	cmap_free(cl->cmap);

@@ -63,6 +63,12 @@ void clu_mark_decommissioned(cluster_t *cl);
 void clu_join_if_needed(cluster_t *cl, const cmap_t *pm);
 
 /* runtime.c */
+/* cluster_call_all for the node's own rounds (keepalive, election): the
+ * wait ends early when the node stops (cl->stop). */
+static inline size_t clu_call_all(cluster_t *cl, cluster_call_t *calls, size_t n)
+{
+	return cluster_call_quorum(calls, n, SIZE_MAX, 0, &cl->stop, NULL);
+}
 /* Health check of one node, blocking. */
 bool clu_alive(cluster_t *cl, const char *base_url, uint64_t timeout_ms);
 /* Pushes the current metadata to every node that has not acknowledged it.

@@ -487,7 +487,7 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "auth.enabled needs auth.secret (or auth.secret_file)");
 		return AIS_ERR;
 	}
-	if (c->auth_enabled && !c->cluster_secret[0]) {
+	if (c->auth_enabled && !c->cluster_secret[0] && (c->join[0] || !strcmp(c->role, "gateway"))) {
 		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file): targets check the "
 				"gateways' signed redirects and intra-cluster calls with it");
 		return AIS_ERR;

@@ -156,16 +156,93 @@ static void bucket_done(http_req_t *req)
 		http_resp_send(req, "", 0);
 }
 
-static int entry_cmp(const void *a, const void *b)
+static sv_t entry_name(json_t *e)
 {
-	json_t *x = json_object_get(*(json_t *const *)a, "name"), *y = json_object_get(*(json_t *const *)b, "name");
-	size_t lx = json_string_length(x), ly = json_string_length(y);
-	int c = memcmp(json_string_value(x), json_string_value(y), MIN(lx, ly));
-	return c ? c : (lx > ly) - (lx < ly);
+	json_t *n = json_object_get(e, "name");
+	return (sv_t){json_string_value(n) ? json_string_value(n) : "", json_string_length(n)};
 }
 
-/* Adds a target's page to all: each shard's members (archive listing)
- * ride on their shard's entry. Sets *more when the target has more. */
+static int name_cmp(sv_t x, sv_t y)
+{
+	int c = memcmp(x.ptr, y.ptr, MIN(x.len, y.len));
+	return c ? c : (x.len > y.len) - (x.len < y.len);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return name_cmp(entry_name(*(json_t *const *)a), entry_name(*(json_t *const *)b));
+}
+
+/* One target's page while the pages merge: its entries in name order. */
+struct list_src {
+	json_t **v;
+	size_t n, at;
+	sv_t head; /* v[at]'s name */
+};
+
+static void src_init(struct list_src *s, json_t *arr)
+{
+	bool sorted = true;
+	s->n = json_array_size(arr);
+	s->v = xcalloc(s->n + 1, sizeof(*s->v));
+	for (size_t i = 0; i < s->n; i++) {
+		s->v[i] = json_array_get(arr, i);
+		sorted = sorted && (!i || entry_cmp(&s->v[i - 1], &s->v[i]) < 0);
+	}
+	if (!sorted) /* targets answer in name order; this only guards the merge */
+		qsort(s->v, s->n, sizeof(*s->v), entry_cmp);
+	s->at = 0;
+	if (s->n)
+		s->head = entry_name(s->v[0]);
+}
+
+/* Merges the targets' pages (k-way: each is sorted) into the first
+ * pagesize distinct names; a mirrored object, listed by each target
+ * holding a copy, is taken once (the first copy's properties). *more is
+ * set when a name is left over. */
+static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more, json_t **last)
+{
+	struct list_src *src = xcalloc(n + 1, sizeof(*src));
+	json_t *page = json_array();
+	size_t k = 0;
+
+	*last = NULL;
+	for (size_t i = 0; i < n; i++)
+		src_init(&src[i], pages[i]);
+	for (;;) {
+		struct list_src *min = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (src[i].at < src[i].n && (!min || name_cmp(src[i].head, min->head) < 0))
+				min = &src[i];
+		if (!min)
+			break;
+		if (k == pagesize) {
+			*more = true;
+			break;
+		}
+		json_t *e = min->v[min->at];
+		sv_t name = min->head;
+		for (size_t i = 0; i < n; i++) /* advance every copy of it */
+			if (src[i].at < src[i].n && !name_cmp(src[i].head, name) && ++src[i].at < src[i].n)
+				src[i].head = entry_name(src[i].v[src[i].at]);
+		json_t *mem = json_incref(json_object_get(e, MEMBERS_KEY));
+		json_object_del(e, MEMBERS_KEY);
+		json_array_append(page, e);
+		if (mem)
+			json_array_extend(page, mem);
+		json_decref(mem);
+		*last = e;
+		k++;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(src[i].v);
+	free(src);
+	return page;
+}
+
+/* Adds a target's page to its array: each shard's members (archive
+ * listing) ride on their shard's entry. Sets *more when the target has
+ * more. */
 static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *more)
 {
 	json_t *doc = json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, NULL);
@@ -215,7 +292,6 @@ static void list_work(http_req_t *req)
 	const cmap_t *m;
 	cluster_call_t *calls;
 	size_t n = 0;
-	json_t *all = json_array();
 	bool more = false;
 	char *js = json_dumps(o->value, JSON_COMPACT);
 	buf_t body = BUF_INIT;
@@ -237,48 +313,29 @@ static void list_work(http_req_t *req)
 	cluster_read_unlock(cl);
 
 	cluster_call_all(calls, n);
-	for (size_t i = 0; i < n && !o->err; i++)
-		list_take(o, &calls[i], all, &more);
-	for (size_t i = 0; i < n; i++)
+	json_t **pages = xcalloc(n + 1, sizeof(*pages));
+	for (size_t i = 0; i < n; i++) {
+		pages[i] = json_array();
+		if (!o->err)
+			list_take(o, &calls[i], pages[i], &more);
 		buf_free(&calls[i].resp);
+	}
 	free(calls);
 	buf_free(&body);
 	if (!o->err) {
-		size_t total = json_array_size(all);
-		json_t **v = xcalloc(total + 1, sizeof(*v));
-		for (size_t i = 0; i < total; i++)
-			v[i] = json_array_get(all, i);
-		qsort(v, total, sizeof(*v), entry_cmp);
-		/* a mirrored object is listed by each target holding a copy:
-		 * once is enough (the first copy's properties) */
-		size_t distinct = 0;
-		for (size_t i = 0; i < total; i++)
-			if (!distinct || entry_cmp(&v[distinct - 1], &v[i]))
-				v[distinct++] = v[i];
-		total = distinct;
-		size_t k = MIN(total, o->pagesize);
-		if (total > k)
-			more = true;
-		json_t *page = json_array();
-		for (size_t i = 0; i < k; i++) {
-			json_t *mem = json_incref(json_object_get(v[i], MEMBERS_KEY));
-			json_object_del(v[i], MEMBERS_KEY);
-			json_array_append(page, v[i]);
-			if (mem)
-				json_array_extend(page, mem);
-			json_decref(mem);
-		}
+		json_t *last;
 		json_t *res = json_object();
-		json_object_set_new(res, "entries", page);
-		const char *last = k && more ? json_string_value(json_object_get(v[k - 1], "name")) : "";
-		json_object_set_new(res, "continuation_token", json_string(last));
-		char *s = json_dumps(res, JSON_COMPACT);
-		buf_addstr(&o->out, s);
-		free(s);
+		json_object_set_new(res, "entries", list_merge(pages, n, o->pagesize, &more, &last));
+		const char *tok = last && more ? json_string_value(json_object_get(last, "name")) : "";
+		json_object_set_new(res, "continuation_token", json_string(tok));
+		char *out = json_dumps(res, JSON_COMPACT);
+		buf_addstr(&o->out, out);
+		free(out);
 		json_decref(res);
-		free(v);
 	}
-	json_decref(all);
+	for (size_t i = 0; i < n; i++)
+		json_decref(pages[i]);
+	free(pages);
 }
 
 static void list_done(http_req_t *req)
@@ -425,6 +482,14 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
 			break;
 		}
+		/* the S3 LocationConstraint (S3 CreateBucket on another gateway) */
+		json_t *rg = value ? json_object_get(json_object_get(value, "s3"), "region") : NULL;
+		if (rg && (!json_is_string(rg) || !bmd_region_valid(json_string_value(rg), json_string_length(rg)))) {
+			http_resp_error(req, 400, "s3.region must be 1..%d of [A-Za-z0-9-]", BMD_REGION_MAX);
+			break;
+		}
+		if (rg)
+			memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
 		http_offload(req, bucket_work, bucket_done);
 		break;
 	}
@@ -503,6 +568,33 @@ static int gw_health(http_req_t *req)
 	return AIS_OK;
 }
 
+/* /v1/daemon/mountpaths on a gateway: 307 to the target named by the
+ * Ais-Node-Id header (AIStore's) or ?node=ID, which answers itself. */
+static int gw_mountpaths(http_req_t *req)
+{
+	cluster_t *cl = cl_of(req);
+	sv_t id = http_req_header(req, "Ais-Node-Id");
+	char url[CMAP_URL_MAX + 1] = "";
+	const cmap_t *m;
+	if (!id.ptr || !id.len)
+		http_query_get(req, "node", &id);
+	if (!id.ptr || !cmap_id_valid(id.ptr, id.len)) {
+		http_resp_error(req, 400, "name the target: ?node=NODE_ID or header Ais-Node-Id (a gateway has no mountpaths)");
+		return AIS_OK;
+	}
+	cluster_read_lock(cl, &m, NULL);
+	const cmap_node_t *n = m ? cmap_get(m, id.ptr, id.len) : NULL;
+	if (n && n->role == CMAP_TARGET)
+		snprintf(url, sizeof(url), "%s", n->pub_url);
+	cluster_read_unlock(cl);
+	if (!url[0]) {
+		http_resp_error(req, 404, "no target \"%.*s\" in the cluster map", (int)id.len, id.ptr);
+		return AIS_OK;
+	}
+	redirect(req, url);
+	return AIS_OK;
+}
+
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
 	 "objects: 307 to the owner target"},
@@ -512,6 +604,8 @@ static const http_route_t routes[] = {
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary"},
+	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
+	 gw_mountpaths, "a target's mountpaths (?node=ID or Ais-Node-Id): 307 to that target"},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
@@ -561,6 +655,7 @@ void gateway_stop(gateway_t *g)
 {
 	if (!g)
 		return;
+	cluster_stop(g->base.cl); /* no keepalive rounds to peers that are stopping too */
 	http_server_free(g->srv);
 	cluster_free(g->base.cl);
 	free(g);

@@ -432,11 +432,15 @@ static void conn_drive(http_conn_t *c)
 						return;
 					}
 					uint64_t ms = s->o.idle_timeout_ms;
+					if (c->ssl && !started && !SSL_is_init_finished(c->ssl))
+						ms = s->o.header_timeout_ms; /* a TLS handshake is part of the head */
 					if (started) {
 						int64_t left = c->req_start_mono +
 							       (int64_t)s->o.header_timeout_ms * 1000000 -
 							       time_mono_ns();
 						ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
+						if (c->w->draining) /* stopping: see start_drain */
+							ms = MIN(ms, HTTP_DRAIN_HEAD_MS);
 					}
 					wait_for(c, EV_READ, ms);
 					return;

@@ -23,6 +23,7 @@
 #define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
 #define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
+#define HTTP_DRAIN_HEAD_MS 1000 /* ... and this long for the rest of a head begun */
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
 #define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
 #define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */

@@ -125,11 +125,23 @@ static void start_drain(struct worker *w)
 	struct timeval tv = {HTTP_DRAIN_SECS, 0};
 	w->draining = true;
 	event_del(w->lev);
+	/* closed, not just unwatched: a peer's connect is refused at once
+	 * instead of waiting in the backlog for its timeout (every node of a
+	 * cluster may be stopping, each with calls to the others) */
+	close(w->lfd);
+	w->lfd = -1;
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
 		next = c->next;
 		if (((c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono) || c->state == CS_LINGER) &&
-		    !c->offloaded && !c->running)
+		    !c->offloaded && !c->running) {
 			conn_free(c);
+		} else if (c->state == CS_HEAD && c->req_start_mono && !c->offloaded && !c->running) {
+			/* a head begun but stalled is not a request in progress:
+			 * HTTP_DRAIN_HEAD_MS for the rest (then 408), not the header
+			 * timeout */
+			struct timeval hv = {HTTP_DRAIN_HEAD_MS / 1000, (HTTP_DRAIN_HEAD_MS % 1000) * 1000};
+			event_add(c->tev, &hv);
+		}
 	}
 	if (!w->conns)
 		event_base_loopbreak(w->base);
@@ -353,7 +365,8 @@ void http_server_free(http_server_t *s)
 		event_free(w->lev);
 		event_free(w->eev);
 		event_base_free(w->base);
-		close(w->lfd);
+		if (w->lfd >= 0)
+			close(w->lfd);
 		close(w->efd);
 		pthread_mutex_destroy(&w->mu);
 		free(w->rl);

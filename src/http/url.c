@@ -56,23 +56,29 @@ int http_pct_decode(arena_t *a, sv_t in, bool plus_space, sv_t *out)
 	return AIS_OK;
 }
 
+bool http_query_next(sv_t *q, sv_t *key, sv_t *val)
+{
+	if (!q->len)
+		return false;
+	const char *amp = memchr(q->ptr, '&', q->len);
+	sv_t pair = {q->ptr, amp ? (size_t)(amp - q->ptr) : q->len};
+	q->ptr += pair.len + (amp ? 1 : 0);
+	q->len -= pair.len + (amp ? 1 : 0);
+	const char *eq = memchr(pair.ptr, '=', pair.len);
+	*key = (sv_t){pair.ptr, eq ? (size_t)(eq - pair.ptr) : pair.len};
+	*val = eq ? (sv_t){eq + 1, pair.len - key->len - 1} : (sv_t){pair.ptr + pair.len, 0};
+	return true;
+}
+
 bool http_query_get(http_req_t *req, const char *key, sv_t *out)
 {
-	sv_t q = req->query;
+	sv_t q = req->query, k, v, dk;
 	size_t klen = strlen(key);
-	while (q.len) {
-		const char *amp = memchr(q.ptr, '&', q.len);
-		sv_t pair = {q.ptr, amp ? (size_t)(amp - q.ptr) : q.len};
-		q.ptr += pair.len + (amp ? 1 : 0);
-		q.len -= pair.len + (amp ? 1 : 0);
-		const char *eq = memchr(pair.ptr, '=', pair.len);
-		sv_t k = {pair.ptr, eq ? (size_t)(eq - pair.ptr) : pair.len};
-		sv_t dk;
+	while (http_query_next(&q, &k, &v)) {
 		if (http_pct_decode(req->arena, k, true, &dk) != AIS_OK)
 			continue;
 		if (dk.len != klen || memcmp(dk.ptr, key, klen))
 			continue;
-		sv_t v = eq ? (sv_t){eq + 1, pair.len - k.len - 1} : (sv_t){"", 0};
 		if (http_pct_decode(req->arena, v, true, out) != AIS_OK)
 			*out = v;
 		return true;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "aisd/httpc.h"
@@ -31,10 +32,18 @@
 #define HTTPC_POOL_MAX 64        /* idle easy handles kept */
 #define HTTPC_BACKOFF_MAX_MS 1000
 
+/* A socket curl uses. When curl stops watching it (CURL_POLL_REMOVE: an
+ * idle connection in its cache) it is parked, not dropped: its read event
+ * stays registered, so reusing the connection for the next request costs
+ * no epoll_ctl (two per request before). A wakeup while parked (the peer
+ * closed or sent something unasked) only disarms it. It is freed when
+ * curl closes the socket (cb_closesocket, before the close). */
 typedef struct sockinfo {
-	struct sockinfo *prev, *next;
+	struct httpc *c;
 	struct event *ev;
 	curl_socket_t fd;
+	short kind;  /* EV_READ/EV_WRITE registered now (0: none) */
+	bool parked; /* curl does not watch it */
 } sockinfo_t;
 
 struct httpc {
@@ -45,7 +54,8 @@ struct httpc {
 	char *user_agent;
 	httpc_req_t *reqs; /* live requests */
 	size_t nreqs;
-	sockinfo_t *socks;
+	sockinfo_t **socks; /* by fd */
+	size_t nsocks;
 	CURL *pool[HTTPC_POOL_MAX];
 	int npool;
 	bool closing;
@@ -88,6 +98,7 @@ struct httpc_req {
 
 static void req_attempt(httpc_req_t *r);
 static void req_drop(httpc_req_t *r);
+static int cb_closesocket(void *arg, curl_socket_t fd);
 
 /* ---- easy handle pool ---------------------------------------------------- */
 
@@ -303,8 +314,14 @@ static void req_setup(httpc_req_t *r)
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, cb_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, cb_closesocket);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, c);
 	if (!r->write)
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_resp);
+	if (r->flags & HTTPC_F_BIG_BUF) {
+		curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L << 10);
+		curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 512L << 10);
+	}
 
 	if (r->body || r->read || httpc_body_method(r->method)) {
 		/* any method with a body (a GET with a JSON body too) */
@@ -465,8 +482,14 @@ static void sweep_cancelled(httpc_t *c)
 
 static void on_socket(evutil_socket_t fd, short what, void *arg)
 {
-	httpc_t *c = arg;
+	sockinfo_t *si = arg;
+	httpc_t *c = si->c; /* si may be freed inside curl (the socket closed) */
 	int running;
+	if (si->parked) {
+		event_del(si->ev);
+		si->kind = 0;
+		return;
+	}
 	int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
 	c->in_curl = true;
 	curl_multi_socket_action(c->multi, fd, action, &running);
@@ -498,39 +521,64 @@ static int multi_timer_cb(CURLM *multi, long timeout_ms, void *arg)
 	return 0;
 }
 
+static void sock_free(httpc_t *c, sockinfo_t *si)
+{
+	c->socks[si->fd] = NULL;
+	event_free(si->ev);
+	free(si);
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: curl closes fd (after CURL_POLL_REMOVE). */
+static int cb_closesocket(void *arg, curl_socket_t fd)
+{
+	httpc_t *c = arg;
+	if (fd >= 0 && (size_t)fd < c->nsocks && c->socks[fd])
+		sock_free(c, c->socks[fd]); /* before the close: the epoll entry goes with a live fd */
+	return close(fd);
+}
+
 static int multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
 {
 	httpc_t *c = arg;
 	sockinfo_t *si = sockp;
+	if (fd < 0)
+		return 0;
 	if (what == CURL_POLL_REMOVE) {
 		if (si) {
-			event_free(si->ev);
-			if (si->prev)
-				si->prev->next = si->next;
-			else
-				c->socks = si->next;
-			if (si->next)
-				si->next->prev = si->prev;
-			free(si);
+			si->parked = true;
+			if (si->kind & EV_WRITE) { /* a writable socket would wake us for ever */
+				event_del(si->ev);
+				si->kind = 0;
+			}
 		}
 		return 0;
 	}
-	short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
-			     ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+	short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
+	if (!si && (size_t)fd < c->nsocks)
+		si = c->socks[fd]; /* a parked one */
 	if (!si) {
+		if ((size_t)fd >= c->nsocks) {
+			size_t n = MAX((size_t)fd + 1, c->nsocks * 2);
+			c->socks = xrealloc(c->socks, n * sizeof(*c->socks));
+			memset(c->socks + c->nsocks, 0, (n - c->nsocks) * sizeof(*c->socks));
+			c->nsocks = n;
+		}
 		si = xcalloc(1, sizeof(*si));
+		si->c = c;
 		si->fd = fd;
-		si->next = c->socks;
-		if (c->socks)
-			c->socks->prev = si;
-		c->socks = si;
-		si->ev = event_new(c->base, fd, kind, on_socket, c);
-		curl_multi_assign(c->multi, fd, si);
-	} else {
-		event_del(si->ev);
-		event_assign(si->ev, c->base, fd, kind, on_socket, c);
+		si->ev = event_new(c->base, fd, EV_PERSIST, on_socket, si);
+		c->socks[fd] = si;
 	}
-	event_add(si->ev, NULL);
+	si->parked = false;
+	curl_multi_assign(c->multi, fd, si);
+	if (si->kind != kind) {
+		if (si->kind)
+			event_del(si->ev);
+		event_assign(si->ev, c->base, fd, (short)(kind | EV_PERSIST), on_socket, si);
+		if (kind)
+			event_add(si->ev, NULL);
+		si->kind = kind;
+	}
 	return 0;
 }
 
@@ -595,12 +643,10 @@ void httpc_free(httpc_t *c)
 	for (int i = 0; i < c->npool; i++)
 		curl_easy_cleanup(c->pool[i]);
 	curl_multi_cleanup(c->multi);
-	while (c->socks) {
-		sockinfo_t *si = c->socks;
-		c->socks = si->next;
-		event_free(si->ev);
-		free(si);
-	}
+	for (size_t i = 0; i < c->nsocks; i++)
+		if (c->socks[i])
+			sock_free(c, c->socks[i]);
+	free(c->socks);
 	event_free(c->timer);
 	free(c->user_agent);
 	free(c);

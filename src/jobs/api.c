@@ -24,13 +24,22 @@
 
 #define ASK_TIMEOUT_MS 5000
 
+/* ?what=resilver: the resilver job; anything else (or none): rebalance. */
+static bool want_resilver(http_req_t *req)
+{
+	sv_t what = {"", 0};
+	http_query_get(req, "what", &what);
+	return sv_eqstr(what, "resilver");
+}
+
 int jobs_h_target(http_req_t *req)
 {
 	target_t *t = req->ctx;
 	job_stats_t st;
 	buf_t out = BUF_INIT;
+	bool res = want_resilver(req);
 
-	if (!t->reb) {
+	if (!res && !t->reb) {
 		http_resp_error(req, 409, "this target is not in a cluster: no rebalance");
 		return AIS_OK;
 	}
@@ -39,9 +48,9 @@ int jobs_h_target(http_req_t *req)
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
 		const char *a = json_string_value(json_object_get(doc, "action"));
 		if (a && !strcmp(a, "start"))
-			reb_kick(t->reb, "started on request");
+			res ? res_kick(t->res, "started on request") : reb_kick(t->reb, "started on request");
 		else if (a && !strcmp(a, "stop"))
-			reb_abort(t->reb);
+			res ? res_abort(t->res) : reb_abort(t->reb);
 		else {
 			json_decref(doc);
 			http_resp_error(req, 400, "PUT /v1/jobs wants {\"action\":\"start\"|\"stop\"}");
@@ -49,8 +58,11 @@ int jobs_h_target(http_req_t *req)
 		}
 		json_decref(doc);
 	}
-	reb_stats(t->reb, &st);
-	job_stats_json(&st, "rebalance", &out);
+	if (res)
+		res_stats(t->res, &st);
+	else
+		reb_stats(t->reb, &st);
+	job_stats_json(&st, res ? "resilver" : "rebalance", &out);
 	http_resp_header(req, "Content-Type", "application/json");
 	http_resp_send_buf(req, &out);
 	return AIS_OK;
@@ -94,7 +106,7 @@ static void *ask_target(void *arg)
 }
 
 /* Asks every target in the map; returns {"cmap_version","state","targets":{id:..},"totals":{..}}. */
-static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
+static json_t *ask_all(cluster_t *cl, const char *kind, const char *method, const char *body)
 {
 	const cmap_t *m;
 	size_t n = 0;
@@ -108,7 +120,7 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 		if (nd->role != CMAP_TARGET)
 			continue;
 		snprintf(asks[n].id, sizeof(asks[n].id), "%s", nd->id);
-		snprintf(asks[n].url, sizeof(asks[n].url), "%s/v1/jobs", nd->intra_url);
+		snprintf(asks[n].url, sizeof(asks[n].url), "%s/v1/jobs?what=%s", nd->intra_url, kind);
 		asks[n].method = method;
 		asks[n].body = body;
 		n++;
@@ -120,9 +132,9 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 		asks[i].started = pthread_create(&asks[i].th, NULL, ask_target, &asks[i]) == 0;
 	json_t *targets = json_object();
 	enum job_state *st = xcalloc(n + 1, sizeof(*st));
-	uint64_t tot[6] = {0};
-	static const char *const keys[] = {"walked",      "remaining", "moved",
-	                                   "moved_bytes", "deleted",   "errors"};
+	uint64_t tot[8] = {0};
+	static const char *const keys[] = {"total",       "walked",  "remaining", "remaining_bytes",
+	                                   "moved_bytes", "deleted", "errors",    "moved"};
 	bool unreachable = false;
 	for (size_t i = 0; i < n; i++) {
 		if (asks[i].started)
@@ -145,7 +157,7 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 	json_t *totals = json_object();
 	for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
 		json_object_set_new(totals, keys[k], json_integer((json_int_t)tot[k]));
-	json_t *doc = json_pack("{s:s,s:I,s:s,s:b,s:o,s:o}", "kind", "rebalance", "cmap_version",
+	json_t *doc = json_pack("{s:s,s:I,s:s,s:b,s:o,s:o}", "kind", kind, "cmap_version",
 	                        (json_int_t)cv, "state", job_state_name(merged), "unreachable", unreachable,
 	                        "targets", targets, "totals", totals);
 	free(st);
@@ -154,6 +166,7 @@ static json_t *ask_all(cluster_t *cl, const char *method, const char *body)
 }
 
 struct cjob {
+	const char *kind;
 	const char *method;
 	const char *body;
 	json_t *doc;
@@ -167,7 +180,7 @@ static void cjob_cleanup(void *arg)
 static void cjob_work(http_req_t *req)
 {
 	struct cjob *j = req->state;
-	j->doc = ask_all(((node_base_t *)req->ctx)->cl, j->method, j->body);
+	j->doc = ask_all(((node_base_t *)req->ctx)->cl, j->kind, j->method, j->body);
 }
 
 static void cjob_done(http_req_t *req)
@@ -186,6 +199,11 @@ static int cjob_start(http_req_t *req, const char *method, const char *body)
 	struct cjob *j = arena_zalloc(req->arena, sizeof(*j));
 	j->method = method;
 	j->body = body;
+	j->kind = "rebalance";
+	sv_t what = {"", 0};
+	http_query_get(req, "what", &what);
+	if (sv_eqstr(what, "resilver"))
+		j->kind = "resilver";
 	req->state = j;
 	arena_cleanup_add(req->arena, cjob_cleanup, j);
 	http_offload(req, cjob_work, cjob_done);

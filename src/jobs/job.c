@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "aisd/jobs.h"
+#include "aisd/metrics.h"
 #include "aisd/banned.h"
 
 const char *job_state_name(enum job_state s)
@@ -21,17 +22,55 @@ uint64_t job_remaining(const job_stats_t *s)
 	return s->total - s->walked;
 }
 
+uint64_t job_remaining_bytes(const job_stats_t *s)
+{
+	if (s->state != JOB_RUNNING || s->walked_bytes >= s->total_bytes)
+		return 0;
+	return s->total_bytes - s->walked_bytes;
+}
+
+void job_metrics(const job_stats_t *st, const char *const *kinds, size_t n, buf_t *out)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fams[] = {
+		{"aisd_job_state", "gauge", "state of the job's last run: 0 idle, 1 running, 2 done, 3 aborted, 4 failed"},
+		{"aisd_job_runs_total", "counter", "runs started since this process started"},
+		{"aisd_job_objects_walked", "gauge", "objects looked at by the current (or last) run"},
+		{"aisd_job_objects_remaining", "gauge", "objects the current run has yet to look at (0 when not running)"},
+		{"aisd_job_bytes_remaining", "gauge", "bytes of the objects the current run has yet to look at"},
+		{"aisd_job_objects_moved", "gauge", "copies the current (or last) run sent or moved"},
+		{"aisd_job_bytes_moved", "gauge", "bytes of those copies"},
+		{"aisd_job_objects_deleted", "gauge", "local copies the run removed once moved"},
+		{"aisd_job_errors", "gauge", "errors of the current (or last) run"},
+	};
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		metrics_family(out, fams[f].name, fams[f].type, fams[f].help);
+		for (size_t i = 0; i < n; i++) {
+			const job_stats_t *s = &st[i];
+			uint64_t v[] = {(uint64_t)s->state, s->runs,           s->walked,
+			                job_remaining(s),   job_remaining_bytes(s), s->moved,
+			                s->moved_bytes,     s->deleted,        s->errors};
+			buf_addf(out, "%s{", fams[f].name);
+			metrics_label(out, "job", kinds[i], strlen(kinds[i]));
+			buf_addf(out, "} %llu\n", (unsigned long long)v[f]);
+		}
+	}
+}
+
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out)
 {
 	buf_addstr(out, "{\"kind\":");
 	buf_add_json_str(out, kind, strlen(kind));
 	buf_addf(out,
-	         ",\"state\":\"%s\",\"cmap_version\":%llu,\"runs\":%llu,\"total\":%llu,\"walked\":%llu,"
-	         "\"remaining\":%llu,\"moved\":%llu,\"moved_bytes\":%llu,\"deleted\":%llu,\"errors\":%llu,"
+	         ",\"state\":\"%s\",\"cmap_version\":%llu,\"runs\":%llu,\"total\":%llu,"
+	         "\"total_bytes\":%llu,\"walked\":%llu,\"remaining\":%llu,\"remaining_bytes\":%llu,"
+	         "\"moved\":%llu,\"moved_bytes\":%llu,\"deleted\":%llu,\"errors\":%llu,"
 	         "\"objects\":%llu,\"start\":%lld,\"end\":%lld,\"last_error\":",
 	         job_state_name(s->state), (unsigned long long)s->cmap_version, (unsigned long long)s->runs,
-	         (unsigned long long)s->total, (unsigned long long)s->walked,
-	         (unsigned long long)job_remaining(s), (unsigned long long)s->moved,
+	         (unsigned long long)s->total, (unsigned long long)s->total_bytes,
+	         (unsigned long long)s->walked, (unsigned long long)job_remaining(s),
+	         (unsigned long long)job_remaining_bytes(s), (unsigned long long)s->moved,
 	         (unsigned long long)s->moved_bytes, (unsigned long long)s->deleted,
 	         (unsigned long long)s->errors, (unsigned long long)s->objects, (long long)s->start_ns,
 	         (long long)s->end_ns);

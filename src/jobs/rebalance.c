@@ -34,6 +34,14 @@
 #define WALK_PAGE      512
 #define RETRY_FIRST_MS 5000
 #define RETRY_MAX_MS   60000
+#define REB_QUEUE_MAX  100000
+
+/* An object queued by reb_enqueue. */
+struct qitem {
+	struct qitem *next;
+	char *bck, *obj;
+	size_t olen;
+};
 
 struct reb {
 	target_t *t;
@@ -46,6 +54,8 @@ struct reb {
 	int64_t retry_at;  /* monotonic ns */
 	job_stats_t st;
 	char marker[1100];
+	struct qitem *q; /* reb_enqueue's objects, newest first */
+	size_t nq;
 };
 
 struct bucket {
@@ -257,7 +267,7 @@ static void walk(reb_t *r, uint64_t gen)
 
 	cluster_read_lock(cl, &m, &bmd);
 	const cmap_node_t *me = m ? cmap_get(m, cluster_self(cl)->id, strlen(cluster_self(cl)->id)) : NULL;
-	maint = me && me->state == CMAP_MAINTENANCE;
+	maint = me && me->state == CMAP_MAINTENANCE && !me->drain; /* drain: moves all, as decommissioning */
 	bs = xcalloc(bmd ? bmd_size(bmd) + 1 : 1, sizeof(*bs));
 	for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 		snprintf(bs[nb].name, sizeof(bs[nb].name), "%s", bmd_bucket(bmd, i)->name);
@@ -270,7 +280,7 @@ static void walk(reb_t *r, uint64_t gen)
 
 	if (maint || !me) { /* rule 3 of jobs.h */
 		log_info("rebalance: %s: nothing to walk",
-		         maint ? "in maintenance, the data stays here"
+		         maint ? "in maintenance without drain, the data stays here"
 		               : "this target is not in the cluster map (yet), its data stays here");
 		free(bs);
 		return;
@@ -298,12 +308,46 @@ static void marker_set(reb_t *r, bool on)
 		close(fd);
 }
 
+/* Places the queued objects under the current map (caller holds r->mu;
+ * released while it works). */
+static void place_queued(reb_t *r)
+{
+	struct qitem *q = r->q;
+	r->q = NULL;
+	r->nq = 0;
+	pthread_mutex_unlock(&r->mu);
+	while (q) {
+		struct qitem *next = q->next;
+		struct bucket b = {.copies = 0};
+		const bmd_t *bmd;
+		const cmap_t *m;
+		cluster_read_lock(r->t->base.cl, &m, &bmd);
+		const bmd_bucket_t *bb = bmd ? bmd_get(bmd, q->bck, strlen(q->bck)) : NULL;
+		if (bb) {
+			snprintf(b.name, sizeof(b.name), "%s", bb->name);
+			b.copies = place_copies(&bb->props);
+		}
+		cluster_read_unlock(r->t->base.cl);
+		if (b.copies)
+			do_object(r, &b, q->obj, q->olen);
+		free(q->bck);
+		free(q->obj);
+		free(q);
+		q = next;
+	}
+	pthread_mutex_lock(&r->mu);
+}
+
 static void *reb_main(void *arg)
 {
 	reb_t *r = arg;
 	log_set_action("rebalance");
 	pthread_mutex_lock(&r->mu);
 	while (!r->quit) {
+		if (!r->pending && r->nq) {
+			place_queued(r);
+			continue;
+		}
 		if (!r->pending) {
 			if (r->retry_ms && time_mono_ns() >= r->retry_at) {
 				r->pending = true;
@@ -405,6 +449,13 @@ void reb_free(reb_t *r)
 	if (!r)
 		return;
 	reb_stop(r);
+	while (r->q) {
+		struct qitem *q = r->q;
+		r->q = q->next;
+		free(q->bck);
+		free(q->obj);
+		free(q);
+	}
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
 	free(r);
@@ -421,6 +472,27 @@ void reb_kick(reb_t *r, const char *why)
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	log_info("rebalance: %s", why);
+}
+
+void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (r->nq >= REB_QUEUE_MAX) {
+		pthread_mutex_unlock(&r->mu);
+		reb_kick(r, "too many writes raced map changes: a full run");
+		return;
+	}
+	struct qitem *q = xcalloc(1, sizeof(*q));
+	q->bck = xstrndup(bck, blen);
+	q->obj = xstrndup(obj, olen);
+	q->olen = olen;
+	q->next = r->q;
+	r->q = q;
+	r->nq++;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
 }
 
 void reb_abort(reb_t *r)

@@ -288,16 +288,9 @@ int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err)
 	        "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Content-Sha256"};
 	sv_t val[P_N] = {{NULL, 0}};
 	bool v2 = false;
-	sv_t q = query;
+	sv_t q = query, k, v;
 
-	while (q.len) {
-		const char *amp = memchr(q.ptr, '&', q.len);
-		sv_t pair = {q.ptr, amp ? (size_t)(amp - q.ptr) : q.len};
-		q.ptr += pair.len + (amp ? 1 : 0);
-		q.len -= pair.len + (amp ? 1 : 0);
-		const char *eq = memchr(pair.ptr, '=', pair.len);
-		sv_t k = {pair.ptr, eq ? (size_t)(eq - pair.ptr) : pair.len};
-		sv_t v = eq ? (sv_t){eq + 1, pair.len - k.len - 1} : (sv_t){"", 0};
+	while (http_query_next(&q, &k, &v)) {
 		if (sv_eqstr(k, "AWSAccessKeyId"))
 			v2 = true;
 		for (int i = 0; i < P_N; i++) {

@@ -6,9 +6,16 @@
  * reads, and changes go through the primary gateway exactly like the
  * native API (on the primary itself: cluster_update; elsewhere: the native
  * call to the primary, which pushes the BMD to every node before it
- * answers). A standalone target uses its store's buckets. Only the
- * configured s3.region is a valid LocationConstraint, so the location is
- * the region for every bucket.
+ * answers). A standalone target uses its store's buckets.
+ *
+ * LocationConstraint, as S3 does: the endpoint's region is the one the
+ * request was signed for (else s3.region). A us-east-1 endpoint creates a
+ * bucket in any region named; a regional endpoint only in its own
+ * (IllegalLocationConstraintException otherwise, also for a body without a
+ * constraint). A PUT without a body creates the bucket in the endpoint's
+ * region. The constraint is kept in the BMD (props.region, "" for
+ * us-east-1) and answered by GetBucketLocation and HeadBucket's
+ * x-amz-bucket-region; a standalone target answers s3.region.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +30,6 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-#define OWNER_XML "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
 
 bool s3_bucket_name_valid(sv_t n)
 {
@@ -74,7 +80,8 @@ int s3_service(s3_rq_t *r)
 	char t[40];
 
 	s3_xml_head(&b, "ListAllMyBucketsResult");
-	buf_addstr(&b, OWNER_XML "<Buckets>");
+	s3_owner_xml(r, &b, "Owner");
+	buf_addstr(&b, "<Buckets>");
 	if (r->node.cl) {
 		const bmd_t *bmd;
 		cluster_read_lock(r->node.cl, NULL, &bmd);
@@ -140,7 +147,15 @@ static void via_primary(struct bop *o)
 	buf_t resp = BUF_INIT;
 	int status = 0;
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	const char *body = o->create ? "{\"action\":\"create-bck\"}" : "{\"action\":\"destroy-bck\"}";
+	char body[96 + BMD_REGION_MAX];
+
+	if (!o->create)
+		snprintf(body, sizeof(body), "{\"action\":\"destroy-bck\"}");
+	else if (o->props.region[0]) /* [A-Za-z0-9-]: no JSON escaping needed */
+		snprintf(body, sizeof(body), "{\"action\":\"create-bck\",\"value\":{\"s3\":{\"region\":\"%s\"}}}",
+			 o->props.region);
+	else
+		snprintf(body, sizeof(body), "{\"action\":\"create-bck\"}");
 
 	if (!cluster_primary_url(o->r->node.cl, base, sizeof(base))) {
 		o->err = EAGAIN;
@@ -231,27 +246,47 @@ static struct bop *bop_new(s3_rq_t *r, bool create)
 	return o;
 }
 
+/* The region this request was sent to: the one it was signed for, else
+ * s3.region. */
+static const char *endpoint_region(const s3_rq_t *r)
+{
+	return r->auth.region[0] ? r->auth.region : r->node.conf->s3_region;
+}
+
 static void create_body(s3_rq_t *r, buf_t *body)
 {
 	struct bop *o = r->op;
-	const char *region = r->node.conf->s3_region;
+	const char *ep = endpoint_region(r);
+	bool global = !strcmp(ep, "us-east-1");
 	sv_t loc = {"", 0};
 	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc) != AIS_OK) {
 		s3_error(r, "MalformedXML", NULL);
 		return;
 	}
-	/* us-east-1 is the empty constraint; any other must be ours */
-	if (loc.len && !sv_eqstr(loc, region) && !(sv_eqstr(loc, "US") && !strcmp(region, "us-east-1"))) {
-		s3_error(r, "InvalidLocationConstraint", "this endpoint's region is %s", region);
+	if (loc.len && !bmd_region_valid(loc.ptr, loc.len)) {
+		s3_error(r, "InvalidLocationConstraint", NULL);
 		return;
 	}
-	if (!loc.len && strcmp(region, "us-east-1") && r->http->has_body) {
-		s3_error(r, "InvalidLocationConstraint", "this endpoint's region is %s", region);
+	if (!body->len) {
+		/* no configuration: the endpoint's region */
+		loc = bmd_region_valid(ep, strlen(ep)) ? sv_from(ep) : (sv_t){"", 0};
+	} else if (!loc.len && !global) {
+		s3_error(r, "IllegalLocationConstraintException",
+			 "The unspecified location constraint is incompatible for the region specific endpoint "
+			 "this request was sent to.");
+		return;
+	} else if (loc.len && !global && !sv_eqstr(loc, ep)) {
+		s3_error(r, "IllegalLocationConstraintException",
+			 "The %.*s location constraint is incompatible for the region specific endpoint this "
+			 "request was sent to.",
+			 (int)loc.len, loc.ptr);
 		return;
 	}
 	bmd_props_default(&o->props);
 	if (store_cksum_parse(r->node.conf->checksum, strlen(r->node.conf->checksum), &o->props.cksum) != AIS_OK)
 		o->props.cksum = CKSUM_XXHASH;
+	if (!sv_eqstr(loc, "us-east-1")) /* us-east-1 is the empty constraint */
+		memcpy(o->props.region, loc.ptr, MIN(loc.len, BMD_REGION_MAX));
 	r->http->state = r;
 	http_offload(r->http, bop_work, bop_done);
 }
@@ -274,14 +309,30 @@ static int create_bucket(s3_rq_t *r)
 
 /* --- the rest ---------------------------------------------------------------------- */
 
+/* The bucket's LocationConstraint ("" = us-east-1): from the BMD, or
+ * s3.region on a standalone target. */
+static void bucket_region(s3_rq_t *r, char *out, size_t outsz)
+{
+	const char *region = r->node.conf->s3_region;
+	snprintf(out, outsz, "%s", strcmp(region, "us-east-1") ? region : "");
+	if (r->node.cl) {
+		const bmd_t *b;
+		cluster_read_lock(r->node.cl, NULL, &b);
+		const bmd_bucket_t *bk = b ? bmd_get(b, r->bucket.ptr, r->bucket.len) : NULL;
+		if (bk)
+			snprintf(out, outsz, "%s", bk->props.region);
+		cluster_read_unlock(r->node.cl);
+	}
+}
+
 static void location(s3_rq_t *r)
 {
 	buf_t b = BUF_INIT;
-	const char *region = r->node.conf->s3_region;
+	char region[64];
+	bucket_region(r, region, sizeof(region));
 	s3_xml_head(&b, NULL);
 	buf_addstr(&b, "<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
-	if (strcmp(region, "us-east-1"))
-		s3_xml_text(&b, region, strlen(region));
+	s3_xml_text(&b, region, strlen(region));
 	buf_addstr(&b, "</LocationConstraint>");
 	s3_send_xml(r, 200, &b);
 }
@@ -298,11 +349,16 @@ int s3_bucket(s3_rq_t *r)
 		return AIS_OK;
 	}
 	switch (req->method) {
-	case HTTP_HEAD:
+	case HTTP_HEAD: {
+		char region[64];
+		bucket_region(r, region, sizeof(region));
 		s3_common_headers(r);
-		http_resp_header(req, "x-amz-bucket-region", "%s", r->node.conf->s3_region);
+		/* "EU" is eu-west-1's old name; none is us-east-1 */
+		http_resp_header(req, "x-amz-bucket-region", "%s",
+				 !region[0] ? "us-east-1" : !strcmp(region, "EU") ? "eu-west-1" : region);
 		http_resp_send_head(req, 0);
 		return AIS_OK;
+	}
 	case HTTP_DELETE:
 		bop_new(r, false);
 		http_offload(req, bop_work, bop_done);

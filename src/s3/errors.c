@@ -27,6 +27,7 @@ static const struct {
 	{"BucketNotEmpty", 409, "The bucket you tried to delete is not empty"},
 	{"EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size."},
 	{"EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size."},
+	{"IllegalLocationConstraintException", 400, "The location constraint is incompatible for the region specific endpoint this request was sent to."},
 	{"IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
 	{"InternalError", 500, "We encountered an internal error. Please try again."},
 	{"InvalidArgument", 400, "Invalid Argument"},

@@ -209,6 +209,7 @@ struct lst {
 	char bck[NAME_BUCKET_MAX + 1];
 	sv_t prefix, delim, start, marker, token, start_after;
 	bool url_enc, fetch_owner;
+	buf_t owner; /* <Owner>...</Owner> of the request's user */
 	size_t max_keys;
 	/* results */
 	buf_t body;
@@ -225,6 +226,7 @@ static void lst_cleanup(void *arg)
 	buf_free(&l->body);
 	buf_free(&l->last);
 	buf_free(&l->msg);
+	buf_free(&l->owner);
 }
 
 static void enc_elem(struct lst *l, buf_t *b, const char *tag, const char *s, size_t n)
@@ -267,7 +269,7 @@ static void add_content(struct lst *l, buf_t *contents, const s3_entry_t *e)
 	s3_xml_elemstr(contents, "ETag", e->etag);
 	s3_xml_elemf(contents, "Size", "%llu", (unsigned long long)e->size);
 	if (l->version != 2 || l->fetch_owner)
-		buf_addstr(contents, "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>");
+		buf_addsv(contents, (sv_t){l->owner.ptr, l->owner.len});
 	buf_addstr(contents, "<StorageClass>STANDARD</StorageClass>");
 	buf_addstr(contents, l->version == 0 ? "</Version>" : "</Contents>");
 }
@@ -448,6 +450,7 @@ int s3_list_objects(s3_rq_t *r, int version)
 		l->marker = qv(req, version == 1 ? "marker" : "key-marker");
 		l->start = l->marker;
 	}
+	s3_owner_xml(r, &l->owner, "Owner");
 	http_offload(req, lst_work, lst_done);
 	return AIS_OK;
 }

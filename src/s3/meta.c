@@ -75,11 +75,12 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
 				*q = (char)(*q | 0x20);
 		m->user[m->nuser].name = name;
 		m->user[m->nuser].value = arena_svdup(req->arena, sv_trim(req->hdrs[i].value));
-		total += n.len + req->hdrs[i].value.len;
+		total += n.len - 11 + req->hdrs[i].value.len; /* S3 counts name (no prefix) + value */
 		m->nuser++;
 	}
-	if (total > 2048) {
-		s3_error(r, "MetadataTooLarge", "user metadata over 2 KB");
+	if (total > S3_META_MAX) {
+		s3_error(r, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size "
+						"(%zu bytes; at most %d)", total, S3_META_MAX);
 		return AIS_ERR;
 	}
 	return AIS_OK;

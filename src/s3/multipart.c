@@ -89,13 +89,13 @@ typedef struct mpu_info {
 	char *key;
 	size_t klen;
 	int64_t initiated;
-	char custom[1024];
+	char custom[STORE_CUSTOM_MAX];
 } mpu_info_t;
 
 /* Reads dir/info (malloc'd key). AIS_ERR with errno ENOENT when absent. */
 static int info_load(const char *dir, mpu_info_t *in)
 {
-	char path[PATH_MAX_S3], buf[8192];
+	char path[PATH_MAX_S3], buf[STORE_CUSTOM_MAX + 4096]; /* bucket, key hex, time, custom */
 	snprintf(path, sizeof(path), "%s/info", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -434,9 +434,9 @@ static void parts_work(http_req_t *req)
 	s3_xml_elem(b, "Bucket", r->bucket.ptr, r->bucket.len);
 	s3_xml_elem(b, "Key", r->key.ptr, r->key.len);
 	s3_xml_elem(b, "UploadId", u->id.ptr, u->id.len);
-	buf_addstr(b, "<Initiator><ID>aisd</ID><DisplayName>aisd</DisplayName></Initiator>"
-		      "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
-		      "<StorageClass>STANDARD</StorageClass>");
+	s3_owner_xml(r, b, "Initiator");
+	s3_owner_xml(r, b, "Owner");
+	buf_addstr(b, "<StorageClass>STANDARD</StorageClass>");
 	s3_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)u->marker);
 	buf_t parts = BUF_INIT;
 	uint32_t last = 0;

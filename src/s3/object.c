@@ -223,7 +223,7 @@ static int put_object(s3_rq_t *r)
 	s->m.etag[0] = '\0';
 	buf_free(&probe);
 	if (rc != AIS_OK) {
-		s3_error(r, "MetadataTooLarge", "S3 metadata over %zu bytes", sizeof(b.name) * 0 + 1023);
+		s3_error(r, "MetadataTooLarge", "S3 metadata over %d bytes encoded", STORE_CUSTOM_MAX - 1);
 		return AIS_OK;
 	}
 	p->ops = &obj_ops;

@@ -27,6 +27,7 @@
 
 #define PX_BUF (1u << 20)
 #define PX_PIECE (256u << 10)
+#define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
 #define PX_TIMEOUT_MS (24ull * 3600 * 1000) /* stalls are cut by the client side's timeouts */
 
 struct px {
@@ -208,10 +209,13 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 		http_resp_send_head(req, clen >= 0 ? (uint64_t)clen : 0);
 		return;
 	}
-	if (clen >= 0)
+	size_t have = x->down.len - x->down_off;
+	if (ended && (clen < 0 || (uint64_t)clen == have)) {
+		/* the whole answer is here: head and body in one write */
+		http_resp_send(req, have ? x->down.ptr + x->down_off : "", have);
+		x->down_off = x->down.len;
+	} else if (clen >= 0)
 		http_resp_send_stream_len(req, px_fill, (uint64_t)clen);
-	else if (ended && x->down.len == x->down_off)
-		http_resp_send(req, "", 0);
 	else
 		http_resp_send_stream(req, px_fill);
 }
@@ -219,14 +223,17 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 static int px_write(httpc_req_t *hr, void *arg, const char *p, size_t n)
 {
 	struct px *x = arg;
-	if (!x->head_sent)
-		send_head(x, hr, false);
 	if (x->down.len - x->down_off >= PX_BUF) {
 		x->down_wait = true;
 		return AIS_AGAIN;
 	}
 	buf_add(&x->down, p, n);
-	http_resp_stream_wake(x->r->http);
+	/* a small answer waits for its end (px_done sends it in one write);
+	 * a bigger one starts streaming */
+	if (!x->head_sent && (x->down.len - x->down_off >= PX_SMALL || (x->r->http->has_body && !x->up_end)))
+		send_head(x, hr, false); /* (an early answer to an upload: px_read ends it) */
+	else if (x->head_sent)
+		http_resp_stream_wake(x->r->http);
 	return AIS_OK;
 }
 
@@ -282,7 +289,13 @@ int s3_proxy(s3_rq_t *r, const char *url_base)
 		.headers = x->hdrs,
 		.write = px_write,
 		.timeout_ms = PX_TIMEOUT_MS,
-		.flags = HTTPC_F_NO_RETRY,
+		/* big buffers for an upload of more than a MiB (fewer callbacks,
+		 * copies and system calls); not for GETs: most are small, and a
+		 * 512 KiB buffer per request cost more than it saved */
+		.flags = HTTPC_F_NO_RETRY |
+			 (req->content_length > (1 << 20) || (req->has_body && req->content_length < 0)
+				  ? HTTPC_F_BIG_BUF
+				  : 0),
 		.done = px_done,
 		.arg = x,
 	};

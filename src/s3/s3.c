@@ -236,16 +236,41 @@ static int method_not_allowed(s3_rq_t *r)
 	return AIS_OK;
 }
 
+/* The user the request is made for: its signer, else (anonymous with
+ * s3.auth off) the first configured key's user, else "aisd". */
+static void owner_of(const s3_rq_t *r, const char **id, const char **name)
+{
+	const s3_key_t *k = r->auth.key;
+	if (!k && s3_cfg.keys && s3_keys_count(s3_cfg.keys))
+		k = s3_keys_at(s3_cfg.keys, 0);
+	*id = k && k->user_id ? k->user_id : "aisd";
+	*name = k && k->display_name ? k->display_name : *id;
+}
+
+void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag)
+{
+	const char *id, *name;
+	owner_of(r, &id, &name);
+	s3_xml_open(b, tag);
+	s3_xml_elemstr(b, "ID", id);
+	s3_xml_elemstr(b, "DisplayName", name);
+	s3_xml_close(b, tag);
+}
+
 /* GET ?acl: the owner has FULL_CONTROL; ?tagging: no tags. */
 static int acl_or_tagging(s3_rq_t *r, bool acl)
 {
 	buf_t b = BUF_INIT;
 	if (acl) {
 		s3_xml_head(&b, "AccessControlPolicy");
-		buf_addstr(&b, "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner><AccessControlList>"
-			       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-			       "xsi:type=\"CanonicalUser\"><ID>aisd</ID><DisplayName>aisd</DisplayName>"
-			       "</Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList>");
+		const char *id, *name;
+		owner_of(r, &id, &name);
+		s3_owner_xml(r, &b, "Owner");
+		buf_addstr(&b, "<AccessControlList><Grant><Grantee "
+			       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">");
+		s3_xml_elemstr(&b, "ID", id);
+		s3_xml_elemstr(&b, "DisplayName", name);
+		buf_addstr(&b, "</Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList>");
 		s3_xml_close(&b, "AccessControlPolicy");
 	} else {
 		s3_xml_head(&b, "Tagging");

@@ -19,6 +19,7 @@
 #define S3_XML_BODY_MAX (1u << 20) /* Delete, Complete, CreateBucket bodies */
 #define S3_MIN_PART (5ull << 20)
 #define S3_MAX_PARTS 10000
+#define S3_META_MAX 2048 /* x-amz-meta-* names (without the prefix) + values */
 
 /* The node serving the request. */
 typedef struct s3_node {
@@ -58,6 +59,9 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg);
 /* Maps a store errno to an S3 error (NoSuchKey, NoSuchBucket, ...). */
 void s3_error_errno(s3_rq_t *r, int err, bool object);
 int s3_error_http_status(const char *code);
+/* <tag><ID/><DisplayName/></tag> of the request's user: the signing key's
+ * user id and display name (anonymous with auth off: the first key's). */
+void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag);
 /* Headers every S3 answer carries. */
 void s3_common_headers(s3_rq_t *r);
 /* XML success body with the right content type. Takes b's memory. */

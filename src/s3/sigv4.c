@@ -113,16 +113,10 @@ static void canonical_query(buf_t *out, sv_t q, bool presigned)
 	struct qpair *pairs = NULL;
 	size_t np = 0, cap = 0;
 
-	while (q.len) {
-		const char *amp = memchr(q.ptr, '&', q.len);
-		sv_t pair = {q.ptr, amp ? (size_t)(amp - q.ptr) : q.len};
-		q.ptr += pair.len + (amp ? 1 : 0);
-		q.len -= pair.len + (amp ? 1 : 0);
-		if (!pair.len)
-			continue;
-		const char *eq = memchr(pair.ptr, '=', pair.len);
-		sv_t k = {pair.ptr, eq ? (size_t)(eq - pair.ptr) : pair.len};
-		sv_t v = eq ? (sv_t){eq + 1, pair.len - k.len - 1} : (sv_t){"", 0};
+	sv_t k, v;
+	while (http_query_next(&q, &k, &v)) {
+		if (!k.len && v.ptr == k.ptr)
+			continue; /* an empty pair ("a&&b") */
 		if (np == cap) {
 			cap = cap ? cap * 2 : 16;
 			pairs = xrealloc(pairs, cap * sizeof(*pairs));

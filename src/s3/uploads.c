@@ -217,9 +217,9 @@ static void lu_work(http_req_t *req)
 		buf_addstr(&ups, "<Upload>");
 		lu_elem(l, &ups, "Key", u->key, u->klen);
 		s3_xml_elemstr(&ups, "UploadId", u->id);
-		buf_addstr(&ups, "<Initiator><ID>aisd</ID><DisplayName>aisd</DisplayName></Initiator>"
-				 "<Owner><ID>aisd</ID><DisplayName>aisd</DisplayName></Owner>"
-				 "<StorageClass>STANDARD</StorageClass>");
+		s3_owner_xml(r, &ups, "Initiator");
+		s3_owner_xml(r, &ups, "Owner");
+		buf_addstr(&ups, "<StorageClass>STANDARD</StorageClass>");
 		s3_xml_elemstr(&ups, "Initiated", t);
 		buf_addstr(&ups, "</Upload>");
 		next_key = u->key, next_klen = u->klen, next_id = u->id;

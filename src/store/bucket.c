@@ -47,10 +47,13 @@ int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *o
 		return AIS_ERR;
 	}
 	store_key_bucket(&k, bck, blen);
-	v = leveldb_get(s->mp[0].db, s->ro, k.ptr, k.len, &vlen, &err);
+	store_rd(s);
+	store_mp_t *bmp = store_bmp(s);
+	v = leveldb_get(bmp->db, s->ro, k.ptr, k.len, &vlen, &err);
+	store_unrd(s);
 	buf_free(&k);
 	if (err) {
-		log_warnx("%s: leveldb get (bucket): %s", s->mp[0].path, err);
+		log_warnx("%s: leveldb get (bucket): %s", bmp->path, err);
 		leveldb_free(err);
 		errno = EIO;
 		return AIS_ERR;
@@ -64,13 +67,26 @@ int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *o
 		out->name[blen] = '\0';
 		rc = AIS_OK;
 	} else {
-		log_warnx("%s: corrupt record of bucket %.*s", s->mp[0].path, (int)blen, bck);
+		log_warnx("%s: corrupt record of bucket %.*s", bmp->path, (int)blen, bck);
 	}
 	leveldb_free(v);
 	return rc;
 }
 
-/* Writes the bucket record (caller holds mountpath 0's commit mutex). */
+/* Writes batch wb on every open mountpath: any of them may become the one
+ * bucket records are read from (store_bmp). Caller holds bucket_mu. */
+static int bucket_db_write(store_t *s, leveldb_writebatch_t *wb, const char *what)
+{
+	int rc = AIS_OK;
+	store_rd(s);
+	for (int i = 0; i < store_nmp(s); i++)
+		if (store_mp_open(s, i) && store_db_write(s, &s->mp[i], s->wo_commit, wb, what) != AIS_OK)
+			rc = AIS_ERR;
+	store_unrd(s);
+	return rc;
+}
+
+/* Writes the bucket record (caller holds bucket_mu). */
 static int brec_put(store_t *s, const char *bck, size_t blen, enum store_cksum cksum, int64_t created_ns,
 		    const char *what)
 {
@@ -84,7 +100,7 @@ static int brec_put(store_t *s, const char *bck, size_t blen, enum store_cksum c
 	store_key_bucket(&k, bck, blen);
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
 	leveldb_writebatch_put(wb, k.ptr, k.len, (const char *)v, sizeof(v));
-	int rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, what);
+	int rc = bucket_db_write(s, wb, what);
 	leveldb_writebatch_destroy(wb);
 	buf_free(&k);
 	return rc;
@@ -100,7 +116,7 @@ static int bucket_write(store_t *s, const char *bck, size_t blen, enum store_cks
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	pthread_mutex_lock(&s->mp[0].commit_mu);
+	pthread_mutex_lock(&s->bucket_mu);
 	if (store_bucket_get(s, bck, blen, &b) == AIS_OK) {
 		if (create)
 			errno = EEXIST;
@@ -109,7 +125,7 @@ static int bucket_write(store_t *s, const char *bck, size_t blen, enum store_cks
 	} else if (errno == ENOENT && create) {
 		rc = brec_put(s, bck, blen, cksum, time_now_ns(), "create bucket");
 	}
-	pthread_mutex_unlock(&s->mp[0].commit_mu);
+	pthread_mutex_unlock(&s->bucket_mu);
 	return rc;
 }
 
@@ -125,7 +141,9 @@ int store_bucket_set_cksum(store_t *s, const char *bck, size_t blen, enum store_
 
 int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n)
 {
-	leveldb_iterator_t *it = leveldb_create_iterator(s->mp[0].db, s->ro_scan);
+	store_rd(s);
+	store_mp_t *bmp = store_bmp(s);
+	leveldb_iterator_t *it = leveldb_create_iterator(bmp->db, s->ro_scan);
 	store_bucket_t *arr = NULL;
 	size_t cnt = 0, cap = 0;
 	char *err = NULL;
@@ -143,7 +161,7 @@ int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n)
 			arr = xrealloc(arr, cap * sizeof(*arr));
 		}
 		if (brec_decode(v, vl, &arr[cnt]) != AIS_OK) {
-			log_warnx("%s: corrupt bucket record %.*s", s->mp[0].path, (int)(kl - 1), k + 1);
+			log_warnx("%s: corrupt bucket record %.*s", bmp->path, (int)(kl - 1), k + 1);
 			continue;
 		}
 		memcpy(arr[cnt].name, k + 1, kl - 1);
@@ -152,8 +170,9 @@ int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n)
 	}
 	leveldb_iter_get_error(it, &err);
 	leveldb_iter_destroy(it);
+	store_unrd(s);
 	if (err) {
-		log_warnx("%s: leveldb scan (buckets): %s", s->mp[0].path, err);
+		log_warnx("%s: leveldb scan (buckets): %s", bmp->path, err);
 		leveldb_free(err);
 		free(arr);
 		errno = EIO;
@@ -230,28 +249,32 @@ int store_bucket_destroy(store_t *s, const char *bck, size_t blen)
 	buf_t k = BUF_INIT;
 	int rc;
 
-	pthread_mutex_lock(&s->mp[0].commit_mu);
+	pthread_mutex_lock(&s->bucket_mu);
 	rc = store_bucket_get(s, bck, blen, &b);
 	if (rc == AIS_OK) {
 		store_key_bucket(&k, bck, blen);
 		leveldb_writebatch_t *wb = leveldb_writebatch_create();
 		leveldb_writebatch_delete(wb, k.ptr, k.len);
-		rc = store_db_write(s, &s->mp[0], s->wo_commit, wb, "destroy bucket");
+		rc = bucket_db_write(s, wb, "destroy bucket");
 		leveldb_writebatch_destroy(wb);
 	}
-	pthread_mutex_unlock(&s->mp[0].commit_mu);
+	pthread_mutex_unlock(&s->bucket_mu);
 	if (rc != AIS_OK) {
 		buf_free(&k);
 		return AIS_ERR;
 	}
 	store_key_obj(&k, bck, blen, "", 0);
-	for (int i = 0; i < s->n_mp; i++) {
+	store_rd(s);
+	for (int i = 0; i < store_nmp(s); i++) {
 		long n;
+		if (!store_mp_open(s, i))
+			continue;
 		while ((n = destroy_chunk(s, &s->mp[i], &k)) == DESTROY_CHUNK)
 			;
 		if (n < 0)
 			rc = AIS_ERR; /* errno EIO; the bucket key is gone anyway */
 	}
+	store_unrd(s);
 	buf_free(&k);
 	if (rc != AIS_OK)
 		errno = EIO;

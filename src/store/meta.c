@@ -185,7 +185,8 @@ void store_uname_hash(const char *uname, size_t n, char hex[STORE_HASH_HEX + 1])
 
 store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)
 {
-	if (s->n_mp == 1)
+	int n = store_nmp(s);
+	if (n == 1)
 		return &s->mp[0];
 	/* hash of bck + "/" + obj without building the string */
 	XXH64_state_t st;
@@ -193,7 +194,18 @@ store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *ob
 	XXH64_update(&st, bck, blen);
 	XXH64_update(&st, "/", 1);
 	XXH64_update(&st, obj, olen);
-	return &s->mp[hrw_owner(XXH64_digest(&st), s->digests, (size_t)s->n_mp)];
+	uint64_t h = XXH64_digest(&st), best_w = 0;
+	int best = -1;
+	for (int i = 0; i < n; i++) {
+		if (atomic_load_explicit(&s->mp[i].state, memory_order_acquire) != MP_ACTIVE)
+			continue;
+		uint64_t w = hrw_weight(h, s->digests[i]);
+		if (best < 0 || w > best_w) {
+			best = i;
+			best_w = w;
+		}
+	}
+	return &s->mp[best < 0 ? atomic_load(&s->bmp) : best]; /* >= 1 slot is always active */
 }
 
 void store_path_obj(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen)

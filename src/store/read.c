@@ -22,7 +22,9 @@
 #include "store_int.h"
 #include "aisd/banned.h"
 
-/* Reads bck/obj's record; *mp_out its mountpath, h its file hash. */
+/* Reads bck/obj's record; *mp_out its mountpath, h its file hash. The HRW
+ * mountpath first; while a resilver has not moved the object there yet, the
+ * other open mountpaths (mountpath.c). Caller holds store_rd. */
 static int rec_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		      store_rec_t *r, store_mp_t **mp_out, char h[STORE_HASH_HEX + 1])
 {
@@ -30,6 +32,12 @@ static int rec_lookup(store_t *s, const char *bck, size_t blen, const char *obj,
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	store_key_obj(&k, bck, blen, obj, olen);
 	int rc = store_rec_get(s, mp, &k, r);
+	for (int i = 0, n = store_nmp(s); rc != AIS_OK && errno == ENOENT && n > 1 && i < n; i++) {
+		if (&s->mp[i] == mp || !store_mp_open(s, i))
+			continue;
+		if ((rc = store_rec_get(s, &s->mp[i], &k, r)) == AIS_OK)
+			mp = &s->mp[i];
+	}
 	if (h) {
 		/* uname = "o"-key minus the 'o', with the NUL made a '/' */
 		k.ptr[1 + blen] = '/';
@@ -45,14 +53,17 @@ int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size
 		 store_meta_t *out)
 {
 	store_rec_t r;
-	if (rec_lookup(s, bck, blen, obj, olen, &r, NULL, NULL) != AIS_OK)
+	store_rd(s);
+	int rc = rec_lookup(s, bck, blen, obj, olen, &r, NULL, NULL);
+	store_unrd(s);
+	if (rc != AIS_OK)
 		return AIS_ERR;
 	*out = r.m;
 	return AIS_OK;
 }
 
-int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
-		   int *fd, store_meta_t *out)
+static int open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		    int *fd, store_meta_t *out)
 {
 	store_rec_t r;
 	store_mp_t *mp;
@@ -82,12 +93,24 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 	return AIS_ERR;
 }
 
+int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		   int *fd, store_meta_t *out)
+{
+	store_rd(s);
+	int rc = open_obj(s, bck, blen, obj, olen, fd, out);
+	int e = errno;
+	store_unrd(s);
+	errno = e;
+	return rc;
+}
+
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		 const store_meta_t *m)
 {
 	int64_t now = time_now_ns();
 	if (m && now - m->atime_ns < STORE_ATIME_LAZY_NS)
 		return;
+	store_rd(s);
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	buf_t k = BUF_INIT, v = BUF_INIT;
 	store_rec_t r;
@@ -106,14 +129,18 @@ void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size
 		}
 	}
 	pthread_mutex_unlock(&mp->commit_mu);
+	store_unrd(s);
 	buf_free(&k);
 	buf_free(&v);
 }
 
-int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)
+/* Deletes bck/obj's record on mp (and then its file), if the record names
+ * gen (any gen when gen is 0). AIS_OK, or AIS_ERR with errno ENOENT (none,
+ * or another gen) or EIO. */
+int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
+		    uint64_t gen)
 {
 	store_rec_t r;
-	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	buf_t k = BUF_INIT, hk = BUF_INIT;
 	char h[STORE_HASH_HEX + 1], path[STORE_PATH_MAX];
 	int rc;
@@ -123,6 +150,11 @@ int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size
 	rc = store_rec_get(s, mp, &k, &r);
 	if (rc != AIS_OK)
 		goto out_unlock;
+	if (gen && r.gen != gen) {
+		errno = ENOENT;
+		rc = AIS_ERR;
+		goto out_unlock;
+	}
 	k.ptr[1 + blen] = '/';
 	store_uname_hash(k.ptr + 1, k.len - 1, h);
 	k.ptr[1 + blen] = '\0';
@@ -145,6 +177,26 @@ out_unlock:
 	buf_free(&k);
 	buf_free(&hk);
 	return rc == AIS_OK ? AIS_OK : AIS_ERR;
+}
+
+/* Every open mountpath's copy goes: a stale one left off its HRW mountpath
+ * (resilver in progress) must not come back. */
+int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	int rc = AIS_ERR, e = ENOENT;
+	store_rd(s);
+	for (int i = 0; i < store_nmp(s); i++) {
+		if (!store_mp_open(s, i))
+			continue;
+		if (store_delete_on(s, &s->mp[i], bck, blen, obj, olen, 0) == AIS_OK)
+			rc = AIS_OK;
+		else if (errno != ENOENT)
+			e = errno;
+	}
+	store_unrd(s);
+	if (rc != AIS_OK || e != ENOENT)
+		errno = e;
+	return e != ENOENT ? AIS_ERR : rc;
 }
 
 /* One mountpath's cursor in the k-way merge of store_list. */
@@ -183,11 +235,17 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 	*more = false;
 	if (store_bucket_get(s, bck, blen, &b) != AIS_OK)
 		return AIS_ERR;
+	store_rd(s);
+	int nmp = store_nmp(s);
 	store_key_obj(&pfx, bck, blen, prefix, plen);
 	store_key_obj(&seek, bck, blen, start_after, salen);
 	if (key_cmp(seek.ptr, seek.len, pfx.ptr, pfx.len) < 0)
 		store_key_obj(&seek, bck, blen, prefix, plen);
-	for (int i = 0; i < s->n_mp; i++) {
+	for (int i = 0; i < nmp; i++) {
+		cur[i].it = NULL;
+		cur[i].key = NULL;
+		if (!store_mp_open(s, i))
+			continue;
 		cur[i].it = leveldb_create_iterator(s->mp[i].db, s->ro_scan);
 		leveldb_iter_seek(cur[i].it, seek.ptr, seek.len);
 		cur_load(&cur[i], &pfx);
@@ -200,7 +258,7 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 	}
 	for (;;) {
 		int best = -1;
-		for (int i = 0; i < s->n_mp; i++)
+		for (int i = 0; i < nmp; i++)
 			if (cur[i].key && (best < 0 || key_cmp(cur[i].key, cur[i].klen, cur[best].key,
 							       cur[best].klen) < 0))
 				best = i;
@@ -221,7 +279,7 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 			given++;
 		}
 		/* the same name on two mountpaths (a stale copy): list it once */
-		for (int i = 0; i < s->n_mp; i++) {
+		for (int i = 0; i < nmp; i++) {
 			if (i != best && cur[i].key &&
 			    !key_cmp(cur[i].key, cur[i].klen, cur[best].key, cur[best].klen)) {
 				leveldb_iter_next(cur[i].it);
@@ -231,8 +289,10 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 		leveldb_iter_next(cur[best].it);
 		cur_load(&cur[best], &pfx);
 	}
-	for (int i = 0; i < s->n_mp; i++) {
+	for (int i = 0; i < nmp; i++) {
 		char *err = NULL;
+		if (!cur[i].it)
+			continue;
 		leveldb_iter_get_error(cur[i].it, &err);
 		if (err) {
 			log_warnx("%s: leveldb scan: %s", s->mp[i].path, err);
@@ -242,6 +302,7 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 		}
 		leveldb_iter_destroy(cur[i].it);
 	}
+	store_unrd(s);
 	buf_free(&pfx);
 	buf_free(&seek);
 	return rc;

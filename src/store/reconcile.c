@@ -131,7 +131,7 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
  * sequential LevelDB scan that decodes only the size varint: about a
  * second per million objects, off the start-up path. A corrupt record
  * counts as an object of 0 bytes, as bucket destroy uncounts it. */
-static void count_mp(store_t *s, store_mp_t *mp)
+void store_count_mp(store_t *s, store_mp_t *mp)
 {
 	leveldb_readoptions_t *ro = leveldb_readoptions_create();
 	leveldb_readoptions_set_fill_cache(ro, 0);
@@ -171,14 +171,15 @@ static void *reconcile_main(void *arg)
 {
 	store_t *s = arg;
 	log_set_action("store reconcile");
-	for (int i = 0; i < s->n_mp && !atomic_load(&s->rc_stop); i++) {
+	int nmp = s->n_mp; /* the mountpaths of store_open; attach counts its own */
+	for (int i = 0; i < nmp && !atomic_load(&s->rc_stop); i++) {
 		int64_t t0 = time_now_ns();
-		count_mp(s, &s->mp[i]);
+		store_count_mp(s, &s->mp[i]);
 		log_debug("%s: counted %" PRIu64 " objects, %" PRIu64 " bytes in %.3f s", s->mp[i].path,
 			  atomic_load(&s->mp[i].base_objects), atomic_load(&s->mp[i].base_bytes),
 			  (double)(time_now_ns() - t0) / 1e9);
 	}
-	for (int i = 0; i < s->n_mp; i++) {
+	for (int i = 0; i < nmp; i++) {
 		unsigned long n = 0;
 		for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
 			n += reconcile_dir(s, &s->mp[i], xx);

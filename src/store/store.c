@@ -97,7 +97,7 @@ static void clean_tmp(const store_mp_t *mp)
 
 static int gen_init(store_mp_t *mp, buf_t *err);
 
-static int mp_open(store_mp_t *mp, const char *path, buf_t *err)
+int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 {
 	char p[STORE_PATH_MAX];
 	char *lerr = NULL;
@@ -204,7 +204,7 @@ int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen)
 	return rc;
 }
 
-static void mp_close(store_mp_t *mp)
+void store_mp_close(store_mp_t *mp)
 {
 	if (mp->db) {
 		if (mp->count_snap)
@@ -233,7 +233,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	store_t *s = xcalloc(1, sizeof(*s) + (size_t)c->n_mountpaths * sizeof(store_mp_t));
+	store_t *s = xcalloc(1, sizeof(*s));
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
 	s->start_ns = time_now_ns();
@@ -243,11 +243,20 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->ro = leveldb_readoptions_create();
 	s->ro_scan = leveldb_readoptions_create();
 	leveldb_readoptions_set_fill_cache(s->ro_scan, 0);
-	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL))
+	/* mp_rw stays reader-preferring (the default): read locks nest, and a
+	 * commit that holds a commit mutex may take it while a detach waits */
+	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL) ||
+	    pthread_rwlock_init(&s->mp_rw, NULL) || pthread_mutex_init(&s->mp_mu, NULL) ||
+	    pthread_mutex_init(&s->bucket_mu, NULL))
 		fatalx("pthread init");
 	for (int i = 0; i < c->n_mountpaths; i++) {
+		for (int j = 0; j < i; j++)
+			if (!strcmp(c->mountpaths[i], c->mountpaths[j])) {
+				buf_addf(err, "store: mountpath %s given twice", c->mountpaths[i]);
+				goto out_close;
+			}
 		s->n_mp = i + 1; /* so store_close cleans what was opened */
-		if (mp_open(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
+		if (store_mp_open_at(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
 			goto out_close;
 		s->digests[i] = hrw_digest(c->mountpaths[i], strlen(c->mountpaths[i]));
 		/* The records as of now, for the reconcile thread to count:
@@ -272,26 +281,34 @@ void store_close(store_t *s)
 		return;
 	store_reconcile_stop(s);
 	for (int i = 0; i < s->n_mp; i++)
-		mp_close(&s->mp[i]);
+		if (s->mp[i].state != MP_OFF)
+			store_mp_close(&s->mp[i]);
 	leveldb_writeoptions_destroy(s->wo_commit);
 	leveldb_writeoptions_destroy(s->wo_lazy);
 	leveldb_readoptions_destroy(s->ro);
 	leveldb_readoptions_destroy(s->ro_scan);
 	pthread_mutex_destroy(&s->rc_mu);
 	pthread_cond_destroy(&s->rc_cond);
+	pthread_rwlock_destroy(&s->mp_rw);
+	pthread_mutex_destroy(&s->mp_mu);
+	pthread_mutex_destroy(&s->bucket_mu);
 	free(s);
 }
 
 int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 {
-	int k = 0;
-	for (int i = 0; i < s->n_mp && k < max; i++, k++) {
+	int k = 0, rc = AIS_OK;
+	store_rd(s);
+	for (int i = 0; i < store_nmp(s) && k < max; i++) {
 		struct statvfs sv;
+		if (!store_mp_open(s, i))
+			continue;
+		out[k].detaching = s->mp[i].state == MP_DETACHING;
 		snprintf(out[k].path, sizeof(out[k].path), "%s", s->mp[i].path);
 		if (statvfs(s->mp[i].path, &sv) != 0) {
 			log_warn("statvfs %s", s->mp[i].path);
-			*n = k;
-			return AIS_ERR;
+			rc = AIS_ERR;
+			break;
 		}
 		out[k].total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		out[k].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
@@ -301,7 +318,9 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 		int64_t b = (int64_t)atomic_load(&mp->base_bytes) + atomic_load(&mp->delta_bytes);
 		out[k].objects = o > 0 ? (uint64_t)o : 0; /* < 0 only while counting */
 		out[k].bytes = b > 0 ? (uint64_t)b : 0;
+		k++;
 	}
+	store_unrd(s);
 	*n = k;
-	return AIS_OK;
+	return rc;
 }

@@ -36,8 +36,16 @@
 #define STORE_PATH_MAX 1200
 #define STORE_GEN_RESERVE (1ULL << 24) /* gens reserved per LevelDB write */
 
+/* A mountpath slot's state (mountpath.c). Slots are never freed while the
+ * store is open: a detached one is closed (MP_OFF) and may be attached
+ * again. Readers skip MP_OFF slots and hold s->mp_rw for reading while they
+ * use a slot's database; closing takes it for writing. */
+enum store_mp_state { MP_ACTIVE = 0, MP_DETACHING, MP_OFF };
+
 typedef struct store_mp {
 	char path[1024];
+	_Atomic int state;  /* enum store_mp_state */
+	_Atomic int users;  /* writers in progress on this mountpath */
 	leveldb_t *db;
 	leveldb_options_t *opts;
 	leveldb_cache_t *cache;
@@ -63,7 +71,12 @@ typedef struct store_mp {
 } store_mp_t;
 
 struct store {
-	int n_mp;
+	_Atomic int n_mp;        /* slots in use (only grows: attach of a new path) */
+	_Atomic int bmp;         /* the slot bucket records are read from: the first active */
+	pthread_rwlock_t mp_rw;  /* read: using a slot's database; write: closing one */
+	pthread_mutex_t mp_mu;   /* serializes attach, detach and their bookkeeping */
+	pthread_mutex_t bucket_mu; /* serializes bucket record changes (on every slot) */
+	_Atomic uint64_t layout_gen; /* bumped when objects may sit off their HRW mountpath */
 	int fsync;               /* enum conf_fsync */
 	uint64_t min_free_bytes;
 	int64_t start_ns;        /* wall clock at store_open */
@@ -79,8 +92,17 @@ struct store {
 	pthread_mutex_t rc_mu;
 	pthread_cond_t rc_cond;
 	bool rc_done;
-	store_mp_t mp[];
+	store_mp_t mp[CONF_MAX_MOUNTPATHS];
 };
+
+/* Is slot i open (active or detaching)? */
+static inline bool store_mp_open(store_t *s, int i)
+{
+	return atomic_load_explicit(&s->mp[i].state, memory_order_acquire) != MP_OFF;
+}
+static inline int store_nmp(store_t *s) { return atomic_load_explicit(&s->n_mp, memory_order_acquire); }
+static inline void store_rd(store_t *s) { pthread_rwlock_rdlock(&s->mp_rw); }
+static inline void store_unrd(store_t *s) { pthread_rwlock_unlock(&s->mp_rw); }
 
 /* An object record: the public meta plus the file generation. */
 typedef struct store_rec {
@@ -104,7 +126,7 @@ int store_rec_decode(const char *p, size_t n, store_rec_t *r);
 int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r);
 /* Hash of a uname: 32 lower-case hex digits + NUL into hex. */
 void store_uname_hash(const char *uname, size_t n, char hex[STORE_HASH_HEX + 1]);
-/* The mountpath that owns bucket/object. */
+/* The active mountpath that owns bucket/object (HRW over active slots). */
 store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Paths of a generation: <mp>/obj/<xx>/<h>.<gen> and <mp>/tmp/<h>.<gen>. */
 void store_path_obj(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen);
@@ -128,6 +150,11 @@ void store_hasher_free(store_hasher_t *h);
 /* store.c: a new, never used file generation of mp. AIS_ERR (EIO) when the
  * reservation cannot be persisted. */
 int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen);
+/* Opens mp at path (directories, LevelDB, generations), or closes it. */
+int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err);
+void store_mp_close(store_mp_t *mp);
+/* The bucket records' slot. */
+static inline store_mp_t *store_bmp(store_t *s) { return &s->mp[atomic_load(&s->bmp)]; }
 
 /* reconcile.c */
 /* Applies a change of (objects, bytes) to mp's counters. */
@@ -136,7 +163,12 @@ static inline void store_count(store_mp_t *mp, int64_t objects, int64_t bytes)
 	atomic_fetch_add_explicit(&mp->delta_objects, objects, memory_order_relaxed);
 	atomic_fetch_add_explicit(&mp->delta_bytes, bytes, memory_order_relaxed);
 }
+/* read.c: deletes bck/obj on mp if its record names gen (0: any). */
+int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
+		    uint64_t gen);
 int store_reconcile_start(store_t *s);
+/* Counts mp's records from mp->count_snap into base_* (then releases it). */
+void store_count_mp(store_t *s, store_mp_t *mp);
 void store_reconcile_stop(store_t *s);
 
 #endif

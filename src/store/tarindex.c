@@ -179,8 +179,8 @@ static int tidx_build(int fd, uint64_t size, buf_t *val, buf_t *err)
 	return AIS_OK;
 }
 
-int store_tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
-		    const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err)
+static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		     const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err)
 {
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	buf_t okey = BUF_INIT, tkey = BUF_INIT, val = BUF_INIT;
@@ -236,6 +236,17 @@ out:
 	buf_free(&okey);
 	buf_free(&tkey);
 	buf_free(&val);
+	return rc;
+}
+
+int store_tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+		    const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err)
+{
+	store_rd(s); /* the mountpath stays open */
+	int rc = tar_index(s, bck, blen, obj, olen, m, fd, out, err);
+	int e = errno;
+	store_unrd(s);
+	errno = e;
 	return rc;
 }
 

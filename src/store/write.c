@@ -143,9 +143,15 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	store_bucket_t b;
 	if (store_bucket_get(s, bck, blen, &b) != AIS_OK)
 		return AIS_ERR; /* errno ENOENT or EIO */
+	/* users keeps a detach from closing mp under this writer (mountpath.c) */
+	store_rd(s);
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
-	if (check_free(s, mp) != AIS_OK)
+	atomic_fetch_add(&mp->users, 1);
+	store_unrd(s);
+	if (check_free(s, mp) != AIS_OK) {
+		atomic_fetch_sub(&mp->users, 1);
 		return AIS_ERR;
+	}
 
 	store_writer_t *w = xcalloc(1, sizeof(*w));
 	w->s = s;
@@ -300,6 +306,16 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	else if (errno != ENOENT)
 		goto out_unlock;
 	nr->m.version = have_old ? old.m.version + 1 : 1;
+	if (!have_old && store_nmp(s) > 1) { /* a copy the resilver has not moved yet */
+		store_rec_t o2;
+		store_rd(s);
+		for (int i = 0; i < store_nmp(s); i++)
+			if (&s->mp[i] != mp && store_mp_open(s, i) && store_rec_get(s, &s->mp[i], &okey, &o2) == AIS_OK) {
+				nr->m.version = o2.m.version + 1;
+				break;
+			}
+		store_unrd(s);
+	}
 	store_rec_encode(&val, nr);
 	leveldb_writebatch_t *batch = leveldb_writebatch_create();
 	leveldb_writebatch_put(batch, okey.ptr, okey.len, val.ptr, val.len);
@@ -317,6 +333,10 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	if (rc == AIS_OK)
 		store_count(mp, have_old ? 0 : 1,
 			    (int64_t)nr->m.size - (have_old ? (int64_t)old.m.size : 0));
+	/* A mountpath attached or detached while this write streamed: the
+	 * object may now belong on another mountpath; the resilver looks again. */
+	if (rc == AIS_OK && (mp->state != MP_ACTIVE || store_mp_of(s, w->bck, w->blen, w->obj, w->olen) != mp))
+		atomic_fetch_add(&s->layout_gen, 1);
 	if (rc == AIS_OK && have_old && old.gen != w->gen) { /* rule 6 */
 		store_path_obj(oldpath, sizeof(oldpath), mp, w->h, old.gen);
 		if (store_io.unlink(oldpath) != 0 && errno != ENOENT)
@@ -437,6 +457,7 @@ void store_writer_free(store_writer_t *w)
 		log_warn("unlink %s (start-up will remove it)", w->tmp);
 	for (int i = 0; i < w->n_hs; i++)
 		store_hasher_free(&w->hs[i]);
+	atomic_fetch_sub(&w->mp->users, 1);
 	free(w->bck);
 	free(w->obj);
 	free(w);

@@ -32,6 +32,7 @@
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -85,6 +86,7 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 	cluster_read_lock(cl, &m, &b);
 	place_of(m, uname.ptr, uname.len, bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
 	w->cluster = true;
+	w->cmap_version = m ? cmap_version(m) : 0;
 	w->n = p.n;
 	w->self = p.self;
 	if (p.n) {
@@ -111,10 +113,23 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 	return AIS_OK;
 }
 
+void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+		      size_t olen)
+{
+	const cmap_t *m;
+	if (!w->cluster || !t->reb)
+		return;
+	cluster_read_lock(t->base.cl, &m, NULL);
+	uint64_t v = m ? cmap_version(m) : 0;
+	cluster_read_unlock(t->base.cl);
+	if (v != w->cmap_version)
+		reb_enqueue(t->reb, bck, blen, obj, olen);
+}
+
 /* --- replicated PUT ----------------------------------------------------------- */
 
 /* The headers of an intra-cluster copy of an object described by m. */
-static void copy_headers(const char *why, const store_meta_t *m, char hv[4][1100], const char *hp[5])
+static void copy_headers(const char *why, const store_meta_t *m, char hv[4][STORE_CUSTOM_MAX + 64], const char *hp[5])
 {
 	int n = 0;
 	snprintf(hv[n], sizeof(hv[n]), "%s: %s", TGT_INTRA, why);
@@ -171,7 +186,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
                   buf_t *msg)
 {
 	store_meta_t m;
-	char hv[4][1100];
+	char hv[4][STORE_CUSTOM_MAX + 64];
 	const char *hp[5];
 	size_t n = w->n - 1, quorum = t->conf->write_quorum ? MIN(t->conf->write_quorum, w->n) : w->n;
 	int fd;
@@ -307,7 +322,7 @@ static int sink_write(void *arg, const char *p, size_t n)
 static int fetch_from(target_t *t, const char *base, const char *bck, size_t blen, const char *obj,
                       size_t olen, buf_t *msg)
 {
-	char hv[64], want[STORE_CKSUM_HEX_MAX] = "", custom[1024] = "";
+	char hv[64], want[STORE_CKSUM_HEX_MAX] = "", custom[STORE_CUSTOM_MAX] = "";
 	const char *hp[] = {hv, NULL};
 	buf_t url = BUF_INIT, hdrs = BUF_INIT, emsg = BUF_INIT;
 	struct sink s = {0};
@@ -389,7 +404,7 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
                   const char *why, uint64_t *bytes, buf_t *msg)
 {
 	store_meta_t m;
-	char hv[4][1100];
+	char hv[4][STORE_CUSTOM_MAX + 64];
 	const char *hp[5];
 	int fd, status = 0;
 	buf_t url = BUF_INIT, emsg = BUF_INIT;

@@ -469,6 +469,7 @@ static void commit_work(http_req_t *req)
 	}
 	if (p->obj.len > 4 && !memcmp(p->obj.ptr + p->obj.len - 4, ".tar", 4))
 		put_index_tar(p);
+	tgt_placed_check(p->t, p->where, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 }
 
 static void io_done(http_req_t *req)

@@ -12,6 +12,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/metrics.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/status.h"
@@ -33,11 +34,14 @@ static const http_route_t routes[] = {
 	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary"},
+	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
+	 tgt_mountpaths,
+	 "mountpaths: GET the list; PUT {\"action\":\"attach-mp\",\"value\":PATH}; DELETE {\"action\":\"detach-mp\",..}"},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
-	 "this target's rebalance job: GET progress, PUT {\"action\":\"start\"|\"stop\"}"},
+	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}"},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
@@ -49,6 +53,43 @@ int tgt_health(http_req_t *req)
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"target\"}";
 	http_resp_send(req, ok, sizeof(ok) - 1);
 	return AIS_OK;
+}
+
+/* /metrics: the progress of this target's jobs. */
+static void jobs_collect(void *arg, buf_t *out)
+{
+	target_t *t = arg;
+	job_stats_t st[2];
+	const char *kinds[2];
+	size_t n = 0;
+	if (t->reb) {
+		reb_stats(t->reb, &st[n]);
+		kinds[n++] = "rebalance";
+	}
+	res_stats(t->res, &st[n]);
+	kinds[n++] = "resilver";
+	job_metrics(st, kinds, n, out);
+}
+
+/* Opens the store on the saved mountpath list (DIR/mountpaths) when there
+ * is one, else on store.mountpaths; the detaches the list names go on. */
+static int open_store(target_t *t, const conf_t *c, buf_t *err)
+{
+	conf_t *c2 = xmalloc(sizeof(*c2));
+	char (*det)[1024] = xcalloc(CONF_MAX_MOUNTPATHS, sizeof(*det));
+	int ndet = 0;
+	*c2 = *c;
+	bool saved = tgt_mountpaths_load(c, c2, det, &ndet) == AIS_OK;
+	int rc = store_open(saved ? c2 : c, &t->store, err);
+	for (int i = 0; rc == AIS_OK && i < ndet; i++) {
+		buf_t e = BUF_INIT;
+		if (store_mp_detach_begin(t->store, det[i], &e) != AIS_OK)
+			log_warnx("mountpath %s: %s", det[i], e.ptr ? e.ptr : "cannot detach");
+		buf_free(&e);
+	}
+	free(c2);
+	free(det);
+	return rc;
 }
 
 /* A new BMD was accepted: create the buckets this target lacks, destroy
@@ -89,7 +130,12 @@ static void on_cmap(void *arg, const cmap_t *old, const cmap_t *cur)
 	/* the first map since start: this target may have missed changes while it was down */
 	bool first = !t->reb_kicked;
 	t->reb_kicked = true;
-	if (!t->reb || (!first && !place_changed(old, cur)))
+	/* this node's drain flag (maintenance) moves its objects, or stops moving them */
+	const char *me = t->base.cl ? cluster_self(t->base.cl)->id : NULL;
+	const cmap_node_t *o = me && old ? cmap_get(old, me, strlen(me)) : NULL;
+	const cmap_node_t *c = me ? cmap_get(cur, me, strlen(me)) : NULL;
+	bool drain_changed = (o && o->drain) != (c && c->drain);
+	if (!t->reb || (!first && !drain_changed && !place_changed(old, cur)))
 		return;
 	char why[96];
 	snprintf(why, sizeof(why), "cluster map v%llu moves objects", (unsigned long long)cmap_version(cur));
@@ -110,11 +156,13 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		free(t);
 		return NULL;
 	}
-	if (store_open(c, &t->store, err) != AIS_OK) {
+	if (open_store(t, c, err) != AIS_OK) {
 		free(t);
 		return NULL;
 	}
 	t->base.store = t->store;
+	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
+	metrics_collector_add(jobs_collect, t);
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	http_server_opts_t o = {
 		.host = c->host,
@@ -140,6 +188,8 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	};
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {
+		metrics_collector_remove(jobs_collect, t);
+		res_free(t->res);
 		store_close(t->store);
 		free(t);
 		return NULL;
@@ -159,7 +209,9 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		http_server_free(t->srv);
 		reb_stop(t->reb);
 		cluster_free(cl);
+		metrics_collector_remove(jobs_collect, t);
 		reb_free(t->reb);
+		res_free(t->res);
 		store_close(t->store);
 		free(t);
 		return NULL;
@@ -172,13 +224,16 @@ void target_stop(target_t *t)
 	if (!t)
 		return;
 	httpc_stream_abort(); /* copies to and from peers that may be stopping too */
+	cluster_stop(t->base.cl); /* and no keepalive rounds to them */
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
 	log_debug("stop: cluster thread stopped");
+	metrics_collector_remove(jobs_collect, t);
 	reb_free(t->reb); /* after it: a map change may still kick it */
+	res_free(t->res);
 	store_close(t->store);
 	free(t);
 }

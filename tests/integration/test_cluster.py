@@ -10,14 +10,19 @@ gateways redirect to; a paged listing (pagesize 17) through a gateway is the
 union of the targets' listings, in byte order, every name once; a kill -9'd
 target leaves both gateways' maps within the grace period, objects of the
 other targets stay readable, and the restarted target rejoins with its
-objects; bucket destroy through g1 reaches every target; no node logs an
-error-level line. Every node is stopped by PID on the way out.
+objects; bucket destroy through g1 reaches every target; every node stopped
+at once with a GET in progress: the GET finishes, the stopping target
+refuses new connections, every node stops; no node logs an error-level
+line. Every node is stopped by PID on the way out.
 """
 # timeout: 150
+import hashlib
 import json
 import os
 import random
 import re
+import signal
+import socket
 import time
 
 from itlib import T, q
@@ -223,6 +228,53 @@ for gw in (g1, g2):
              headers={"Content-Type": "application/json"}).status, 404, "list %s through %s -> 404" % (B, gw.name))
 left = [n for n in names[:20] if any(get(tg.url, "/v1/objects/%s/%s" % (B, q(n))).status == 200 for tg in targets)]
 t.check(not left, "no target serves the destroyed bucket's objects", left[:3])
+
+# --- every node stopped at once, a GET in progress ------------------------------------
+# The GET still finishes; a stopping node refuses new connections at once
+# (it used to leave them in its listen backlog, so peers' calls waited out
+# their timeouts and nodes took > 10 s to stop).
+
+B2 = "stop"
+r = request("POST", g1.url, "/v1/buckets/" + B2, '{"action":"create-bck"}', {"Content-Type": "application/json"})
+t.eq(r.status, 200, "create bucket %s for the stop check" % B2)
+big = random.Random(7).randbytes(8 << 20)
+r1, r2 = follow("PUT", g1.url, "/v1/objects/%s/big" % B2, big)
+t.eq(r2.status, 200, "PUT an 8 MiB object")
+owner = target_of(r1.h("location"))
+sk = socket.create_connection(("127.0.0.1", owner.port), timeout=30)
+sk.sendall(b"GET /v1/objects/%s/big HTTP/1.1\r\nHost: x\r\n\r\n" % B2.encode())
+got = sk.recv(65536)
+t_stop = time.monotonic()
+for p in procs.values():
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+time.sleep(0.5)
+try:
+    socket.create_connection(("127.0.0.1", owner.port), timeout=5).close()
+    refused = "accepted"
+except ConnectionRefusedError:
+    refused = True
+except OSError as e:
+    refused = repr(e)
+t.check(refused is True, "a stopping target (its GET in progress) refuses a new connection", refused)
+while True:
+    chunk = sk.recv(1 << 20)
+    if not chunk:
+        break
+    got += chunk
+sk.close()
+head, _, body = got.partition(b"\r\n\r\n")
+t.check(head.startswith(b"HTTP/1.1 200") and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
+        "the GET in progress finished: %d of %d bytes, intact" % (len(body), len(big)), head[:100])
+exits = {}
+for name, p in procs.items():
+    try:
+        p.wait(max(0.1, t_stop + 10 - time.monotonic()))
+        exits[name] = "%.1f s" % (time.monotonic() - t_stop)
+    except Exception:
+        exits[name] = "still running"
+t.diag("every node stopped (SIGTERM to all at once): %s" % exits)
+t.check("still running" not in exits.values(), "every node stops", exits)
 
 # --- stop, then the logs -------------------------------------------------------------
 

@@ -66,8 +66,10 @@ t.check(rc == 0 and lines[0].split()[:2] == ["TARGET", "STATE"] and len(lines) >
         "aisctl job show: a table of 2 targets and a summary", out)
 rc, out, err = ctl("job", "show", "rebalance", "--json")
 t.check(rc == 0 and json.loads(out)["state"] == "done", "aisctl job show --json", out)
-rc, out, err = ctl("job", "show", "resilver")
+rc, out, err = ctl("job", "show", "nosuch")
 t.eq(rc, 2, "an unknown job: exit 2")
+rc, out, err = ctl("job", "start", "resilver")
+t.eq(rc, 2, "job start resilver (a mountpath change starts it): exit 2")
 rc, out, err = ctl("job", "stop")
 t.eq((rc, out.strip()), (0, "stop-rebalance: sent to 2 targets"), "aisctl job stop")
 

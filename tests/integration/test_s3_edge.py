@@ -30,9 +30,13 @@ from itlib import T
 from s3lib import AK, REGION, SK, cluster, error_lines
 
 t = T()
-EP = cluster(t, "s3edge")
+AK2, SK2 = "aisdsecondkey", "aisdsecondsecret"
+EP = cluster(t, "s3edge", args=["--set", "s3.key=%s:%s:uid-2:Second User" % (AK2, SK2)])
 CFG = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
 s3 = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK, aws_secret_access_key=SK, region_name=REGION, config=CFG)
+s3b = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK2, aws_secret_access_key=SK2, region_name=REGION,
+                   config=CFG)
+ME, YOU = {"ID": "aisd-test", "DisplayName": "AIS Test"}, {"ID": "uid-2", "DisplayName": "Second User"}
 u = urllib.parse.urlsplit(EP)
 
 
@@ -70,8 +74,26 @@ t.eq(code_of(s3.create_bucket, Bucket="v1x"), (200, None), "a bucket name starti
 t.eq(code_of(s3.create_bucket, Bucket="eu", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}),
      (400, "InvalidBucketName"), "2-letter name: InvalidBucketName")
 t.eq(code_of(s3.create_bucket, Bucket="eu-bucket", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}),
-     (400, "InvalidLocationConstraint"), "a foreign LocationConstraint: InvalidLocationConstraint")
+     (200, None), "a us-east-1 endpoint creates a bucket in eu-west-1")
+t.eq(s3.get_bucket_location(Bucket="eu-bucket").get("LocationConstraint"), "eu-west-1",
+     "GetBucketLocation: the stored LocationConstraint")
+t.eq(s3.head_bucket(Bucket="eu-bucket")["ResponseMetadata"]["HTTPHeaders"].get("x-amz-bucket-region"), "eu-west-1",
+     "HeadBucket: x-amz-bucket-region of the bucket")
+t.eq(code_of(s3.create_bucket, Bucket="bad-loc", CreateBucketConfiguration={"LocationConstraint": "not a region!"}),
+     (400, "InvalidLocationConstraint"), "a malformed LocationConstraint: InvalidLocationConstraint")
+s3eu = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK, aws_secret_access_key=SK, region_name="eu-west-1",
+                    config=CFG)
+t.eq(code_of(s3eu.create_bucket, Bucket="ap-bucket", CreateBucketConfiguration={"LocationConstraint": "ap-south-1"}),
+     (400, "IllegalLocationConstraintException"), "a regional endpoint, another region: IllegalLocationConstraintException")
+t.eq(code_of(s3eu.create_bucket, Bucket="eu2-bucket", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}),
+     (200, None), "a regional endpoint, its own region: 200")
+t.eq(s3eu.get_bucket_location(Bucket="eu2-bucket").get("LocationConstraint"), "eu-west-1", "its location")
 t.eq(s3.get_bucket_location(Bucket=B).get("LocationConstraint"), None, "GetBucketLocation: us-east-1 is empty")
+for b in ("eu-bucket", "eu2-bucket"):
+    s3.delete_bucket(Bucket=b)
+t.eq(s3.list_buckets()["Owner"], ME, "ListBuckets Owner: the signing key's user id and display name")
+t.eq(s3b.list_buckets()["Owner"], YOU, "ListBuckets Owner with the second key pair")
+t.eq(s3b.get_bucket_acl(Bucket=B)["Owner"], YOU, "GET ?acl Owner: the signer")
 t.eq(code_of(s3.head_bucket, Bucket="nosuchbucket"), (404, "404"), "HeadBucket missing: 404")
 t.eq(code_of(s3.head_bucket, Bucket=B), (200, None), "HeadBucket: 200")
 t.eq(code_of(s3.list_objects_v2, Bucket="nosuchbucket"), (404, "NoSuchBucket"), "list a missing bucket: NoSuchBucket")
@@ -126,6 +148,17 @@ t.eq(code_of(s3.head_object, Bucket=B, Key="d"), (404, "404"), "nothing stored a
 t.eq(code_of(s3.put_object, Bucket=B, Key="d", Body=b"abc", ContentMD5=base64.b64encode(hashlib.md5(b"abc").digest()).decode()),
      (200, None), "Content-MD5 right: 200")
 t.eq(code_of(s3.put_object, Bucket=B, Key="z0", Body=b""), (200, None), "PUT of 0 bytes")
+big = {"k%d" % i: "v" * 150 for i in range(13)}  # 13 x 152 = 1976 bytes: under S3's 2 KiB
+t.eq(code_of(s3.put_object, Bucket=B, Key="bigmeta", Body=b"x", Metadata=big), (200, None), "PUT with 1976 B of metadata")
+t.eq(s3.head_object(Bucket=B, Key="bigmeta")["Metadata"], big, "1976 B of metadata round trip")
+t.eq(code_of(s3.put_object, Bucket=B, Key="bigmeta2", Body=b"x", Metadata={"k": "%" * 2047}), (200, None),
+     "PUT with exactly 2048 B of metadata (stored percent-encoded: 3x)")
+t.eq(s3.head_object(Bucket=B, Key="bigmeta2")["Metadata"], {"k": "%" * 2047}, "2048 B of metadata round trip")
+t.eq(code_of(s3.put_object, Bucket=B, Key="toobig", Body=b"x", Metadata={"k": "v" * 2048}), (400, "MetadataTooLarge"),
+     "PUT with 2049 B of metadata: 400 MetadataTooLarge")
+t.eq(code_of(s3.head_object, Bucket=B, Key="toobig"), (404, "404"), "nothing stored after MetadataTooLarge")
+t.eq(code_of(s3.create_multipart_upload, Bucket=B, Key="toobig", Metadata={"k": "v" * 2048}),
+     (400, "MetadataTooLarge"), "CreateMultipartUpload with 2049 B of metadata: MetadataTooLarge")
 t.eq(s3.get_object(Bucket=B, Key="z0")["Body"].read(), b"", "GET of 0 bytes")
 
 # --- ranges ------------------------------------------------------------------------------------------------
@@ -215,7 +248,8 @@ t.eq((sorted(seen, key=lambda k: k.encode()), pages), (sorted(["B", "a", "z z", 
 r = s3.list_objects_v2(Bucket=L, StartAfter="b/1")
 t.eq([o["Key"] for o in r["Contents"]][:2], ["b/2", "z z"], "V2 start-after")
 r = s3.list_objects_v2(Bucket=L, MaxKeys=1, FetchOwner=True)
-t.check(r["Contents"][0].get("Owner", {}).get("ID") and r["IsTruncated"] and r["KeyCount"] == 1, "V2 fetch-owner, KeyCount", r)
+t.check(r["Contents"][0].get("Owner") == ME and r["IsTruncated"] and r["KeyCount"] == 1, "V2 fetch-owner, KeyCount", r)
+t.eq(s3.list_objects(Bucket=L, MaxKeys=1)["Contents"][0].get("Owner"), ME, "V1 Owner: the signer")
 t.check("Owner" not in s3.list_objects_v2(Bucket=L, MaxKeys=1)["Contents"][0], "V2 without fetch-owner: no Owner")
 r = s3.list_objects_v2(Bucket=L, MaxKeys=0)
 t.check(r["KeyCount"] == 0 and not r["IsTruncated"] and "Contents" not in r, "max-keys 0: empty", r)
@@ -261,11 +295,14 @@ t.eq(code_of(s3.upload_part, Bucket=B, Key="mp", UploadId="0" * 32, PartNumber=1
 r = s3.list_parts(Bucket=B, Key="mp", UploadId=up, MaxParts=2)
 t.check([p["PartNumber"] for p in r["Parts"]] == [1, 2] and r["IsTruncated"] and r["NextPartNumberMarker"] == 2,
         "ListParts page 1", r)
+t.check(r.get("Initiator") == ME and r.get("Owner") == ME, "ListParts Initiator and Owner", r)
 r = s3.list_parts(Bucket=B, Key="mp", UploadId=up, PartNumberMarker=2)
 t.check([p["PartNumber"] for p in r["Parts"]] == [3] and r["Parts"][0]["Size"] == len(p3), "ListParts page 2", r)
 up2 = s3.create_multipart_upload(Bucket=B, Key="mp2")["UploadId"]
 r = s3.list_multipart_uploads(Bucket=B, MaxUploads=1)
 t.check(len(r["Uploads"]) == 1 and r["IsTruncated"], "ListMultipartUploads page 1", r)
+t.check(r["Uploads"][0].get("Initiator") == ME and r["Uploads"][0].get("Owner") == ME,
+        "ListMultipartUploads Initiator and Owner", r)
 r2 = s3.list_multipart_uploads(Bucket=B, KeyMarker=r["NextKeyMarker"], UploadIdMarker=r["NextUploadIdMarker"])
 t.eq(sorted([u["UploadId"] for u in r["Uploads"] + r2["Uploads"]]), sorted([up, up2]), "ListMultipartUploads pages")
 
@@ -348,6 +385,20 @@ st, _, body = raw("GET", "/s3/vhost?list-type=2", url=T_URL)
 t.check(st == 200 and b"<Key>dir/obj</Key>" in body, "listing under /s3/", body)
 st, _, body = raw("GET", "/v1/nope", url=T_URL)
 t.check(st == 404 and b'"status":404' in body, "/v1 stays native (404 JSON)", body)
+
+# --- aisloader --s3: SigV4-signed load through the gateway ---------------------------------------------------------------
+import subprocess
+LOADER = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisloader")
+lp = subprocess.run([LOADER, "--s3", "%s:%s" % (AK, SK), "--url", EP + "/" + B, "--op", "put", "--size", "3K",
+                     "--objects", "8", "--count", "8", "--seq", "--duration", "0"], capture_output=True, text=True, timeout=60)
+t.check(lp.returncode == 0, "aisloader --s3 PUTs 8 objects, signed", lp.stderr[-400:])
+lg = subprocess.run([LOADER, "--s3", "%s:%s" % (AK, SK), "--url", EP + "/" + B, "--op", "get", "--size", "3K",
+                     "--objects", "8", "--count", "40", "--verify", "--duration", "0"], capture_output=True, text=True, timeout=60)
+t.check(lg.returncode == 0, "aisloader --s3 GETs them back (--verify)", lg.stderr[-400:])
+t.eq(s3.head_object(Bucket=B, Key="obj-000007")["ContentLength"], 3072, "an aisloader object seen by boto3")
+lb = subprocess.run([LOADER, "--s3", "%s:wrong" % AK, "--url", EP + "/" + B, "--op", "get", "--size", "3K",
+                     "--objects", "8", "--count", "2", "--duration", "0"], capture_output=True, text=True, timeout=60)
+t.check(lb.returncode == 1 and "403" in lb.stderr, "aisloader --s3 with a wrong secret: 403s, exit 1", lb.stderr[-400:])
 
 errs = error_lines()
 t.check(not errs, "no node logged an error", "\n".join(errs[:10]))

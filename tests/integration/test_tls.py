@@ -2,7 +2,8 @@
 here with the openssl CLI, then a 1-gateway 2-target cluster serving HTTPS
 only and requiring client certificates (mTLS) on every connection,
 intra-cluster calls included (join, metasync, keepalive, redirects, the S3
-proxy all go over https with the node's certificate).
+proxy all go over https with the node's certificate, and are signed with
+cluster.secret as well).
 
 Checks: the map's node URLs are https://; curl --cacert/--cert PUTs and
 GETs objects byte for byte through the gateway, following its 307 to an
@@ -18,11 +19,13 @@ no certificate is refused (curl and Python's ssl); the Python client
 (tools/python) with cafile/certfile; SIGHUP with a new certificate at the
 same path: a keep-alive connection opened before keeps working, a new
 connection sees the new certificate; no node logs an error-level line and
-every node exits 0.
+every node exits 0; deploy/local/cluster.sh up -s brings up an HTTPS
+cluster that curl --cacert DIR/tls/ca.pem uses.
 """
 # timeout: 120
 import filecmp
 import os
+import random
 import re
 import signal
 import socket
@@ -73,6 +76,7 @@ cctx = ssl.create_default_context(cafile=CA)
 cctx.load_cert_chain(CLI, CLIKEY)
 clulib.init(t, "tlsclu", ["--set", "net.tls.cert=" + NODE, "--set", "net.tls.key=" + NODEKEY,
                           "--set", "net.tls.client_ca=" + CA, "--set", "net.tls.ca=" + CA,
+                          "--set", "cluster.secret=tls-test-cluster-secret-0123456789",
                           "--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                           "--set", "s3.key=%s:%s:tls-test:TLS Test" % (AK, SK)])
 clulib.use_tls(cctx)
@@ -286,9 +290,31 @@ with open(g.log, errors="replace") as f:
     m = re.search(r"TLS: kTLS (.*)", f.read())
 t.diag("kTLS: %s" % (m.group(1) if m else "not reported"))
 
-# --- stop, then the logs -------------------------------------------------------------
+# --- deploy/local/cluster.sh up -s ----------------------------------------------------
 
 clulib.stop_all()
+repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+cs, csdir = os.path.join(repo, "deploy", "local", "cluster.sh"), os.path.join(D, "cs")
+base = 20000 + random.randrange(10000)  # below the ephemeral range; cluster.sh skips busy ports
+bindir = os.path.dirname(os.environ["AISD_BIN"])
+r = sh(cs, "up", "-s", "-g", "1", "-t", "1", "-d", csdir, "-p", str(base), "-b", bindir, timeout=60)
+out = r.stdout.decode()
+m = re.search(r"^endpoint: (https://\S+)$", out, re.M)
+csca = os.path.join(csdir, "tls", "ca.pem")
+t.check(r.returncode == 0 and m is not None and "tls: ca=" + csca in out,
+        "cluster.sh up -s starts an HTTPS cluster and names its CA", (out + r.stderr.decode())[-400:])
+if m:
+    code, _, err = curl("--cacert", csca, "-L", "-X", "POST", "--data-binary", '{"action":"create-bck"}',
+                        m.group(1) + "/v1/buckets/csb")
+    code2, _, err2 = curl("--cacert", csca, "-L", "-T", small, m.group(1) + "/v1/objects/csb/x")
+    got = sh("curl", "-sS", "-m", "30", "--cacert", csca, "-L", m.group(1) + "/v1/objects/csb/x").stdout
+    t.check(code == "200" and code2 == "200" and got == want_small,
+            "curl --cacert DIR/tls/ca.pem: bucket, PUT and GET through it", (code, code2, err, err2))
+r = sh(cs, "down", "-d", csdir, timeout=60)
+t.check(r.returncode == 0, "cluster.sh down", r.stderr.decode()[-300:])
+
+# --- stop, then the logs -------------------------------------------------------------
+
 t.check(all(p.returncode == 0 for p in procs.values()), "every node exits 0 on SIGTERM",
         {k: p.returncode for k, p in procs.items()})
 errs = []

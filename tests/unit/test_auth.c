@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "aisd/auth.h"
+#include "aisd/conf.h"
 #include "aisd/status.h"
 #include "aisd/banned.h"
 
@@ -298,6 +299,45 @@ START_TEST(test_grants)
 }
 END_TEST
 
+/* The auth keys as the config parser and validator see them. */
+START_TEST(test_conf_rules)
+{
+	conf_t *c = calloc(1, sizeof(*c));
+	buf_t err = BUF_INIT;
+	conf_defaults(c);
+	ck_assert(!c->auth_enabled);
+	ck_assert_int_eq(conf_set(c, "store.mountpaths", "/tmp/x", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(c, "auth.enabled", "on", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* no auth.secret */
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(c, "auth.secret", "short", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* < 16 bytes */
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(c, "auth.secret", "0123456789abcdef", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(c, &err), AIS_OK); /* a standalone target */
+	ck_assert_int_eq(conf_set(c, "cluster.join", "http://127.0.0.1:1", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* in a cluster: cluster.secret */
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(c, "cluster.secret", "fedcba9876543210", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(c, &err), AIS_OK);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "alice:b1:ro", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "bob:*:admin", &err), AIS_OK);
+	ck_assert_int_eq(c->n_auth_grants, 2);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "bob:b1:rwx", &err), AIS_ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "nobucket", &err), AIS_ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "", &err), AIS_OK);
+	ck_assert_int_eq(c->n_auth_grants, 0);
+	/* a missing secret file is an error naming it */
+	ck_assert_int_eq(conf_set(c, "auth.secret_file", "/nonexistent/aisd-secret", &err), AIS_OK);
+	ck_assert_int_eq(conf_load_secrets(c, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "/nonexistent/aisd-secret"));
+	buf_free(&err);
+	free(c);
+}
+END_TEST
+
 static Suite *auth_suite(void)
 {
 	Suite *s = suite_create("auth");
@@ -309,6 +349,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_intra_sig);
 	tcase_add_test(tc, test_redirect_sig);
 	tcase_add_test(tc, test_grants);
+	tcase_add_test(tc, test_conf_rules);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -85,6 +85,41 @@ static cmap_t *roundtrip(const cmap_t *m)
 	return d;
 }
 
+/* The maintenance drain flag: only in maintenance, encoded only when set,
+ * cleared by any other state, part of equality. */
+START_TEST(test_drain)
+{
+	cmap_t *m = mkmap(2, 3);
+	buf_t js = BUF_INIT;
+	ck_assert_int_eq(cmap_set_drain(m, "t1", true, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(cmap_set_drain(m, "zz", true, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(cmap_set_state(m, "t1", CMAP_MAINTENANCE, NULL), AIS_OK);
+	cmap_t *before = cmap_clone(m);
+	uint64_t v = cmap_version(m);
+	ck_assert_int_eq(cmap_set_drain(m, "t1", false, NULL), AIS_OK);
+	ck_assert_uint_eq(cmap_version(m), v);
+	ck_assert_int_eq(cmap_set_drain(m, "t1", true, NULL), AIS_OK);
+	ck_assert_uint_eq(cmap_version(m), v + 1);
+	ck_assert(cmap_get(m, "t1", 2)->drain);
+	ck_assert(!cmap_equal(m, before));
+	cmap_encode(m, &js);
+	ck_assert_ptr_nonnull(strstr(js.ptr, "\"drain\":true"));
+	cmap_t *d = roundtrip(m);
+	ck_assert(cmap_equal(m, d));
+	ck_assert_int_eq(cmap_set_state(m, "t1", CMAP_ACTIVE, NULL), AIS_OK);
+	ck_assert(!cmap_get(m, "t1", 2)->drain);
+	buf_reset(&js);
+	cmap_encode(m, &js);
+	ck_assert_ptr_null(strstr(js.ptr, "drain"));
+	buf_free(&js);
+	cmap_free(d);
+	cmap_free(before);
+	cmap_free(m);
+}
+END_TEST
+
 START_TEST(test_roundtrip)
 {
 	cmap_t *m = mkmap(3, 6);
@@ -851,6 +886,7 @@ static Suite *cmap_suite(void)
 	TCase *tc = tcase_create("cmap");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_drain);
 	tcase_add_test(tc, test_mutators);
 	tcase_add_test(tc, test_url_rules);
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(bad_maps) / sizeof(bad_maps[0])));

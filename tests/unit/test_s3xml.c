@@ -154,7 +154,7 @@ START_TEST(test_meta_roundtrip)
 	s3_meta_decode(a, "owner=me,s3.ct=a%2Cb", &d);
 	ck_assert_str_eq(d.ctype, "a,b");
 	/* too long for the store */
-	char big[1200];
+	char big[STORE_CUSTOM_MAX + 16];
 	memset(big, 'v', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	m.user[1].value = big;

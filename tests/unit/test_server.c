@@ -1127,6 +1127,23 @@ START_TEST(test_tls_plain_refused)
 }
 END_TEST
 
+/* A client that connects and never finishes the handshake is cut off by
+ * the header timeout (0.5 s here), not left for the idle one (10 s; the
+ * client's reads give up after 4 s). */
+START_TEST(test_tls_handshake_timeout)
+{
+	g_tls = true;
+	start(500, 10000, 100);
+	int fd = connect_port(g_port);
+	ck_assert_int_eq(send(fd, "\x16\x03\x01", 3, MSG_NOSIGNAL), 3); /* a record header, then silence */
+	char b[64];
+	ssize_t n = recv(fd, b, sizeof(b), 0);
+	ck_assert_msg(n == 0 || (n < 0 && errno == ECONNRESET), "recv: %zd %s", n, strerror(errno));
+	close(fd);
+	stop();
+}
+END_TEST
+
 /* Reload: a bad file keeps the old certificate; a good one is taken. */
 START_TEST(test_tls_reload)
 {
@@ -1186,6 +1203,7 @@ static Suite *server_suite(void)
 		{"tls_stream", tls_test_stream},
 		{"tls_plain_refused", test_tls_plain_refused},
 		{"tls_reload", test_tls_reload},
+		{"tls_handshake_timeout", test_tls_handshake_timeout},
 	};
 	Suite *s = suite_create("server");
 	for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {

@@ -210,6 +210,116 @@ static const char *names[] = {
 	"a", "dir/sub/file.bin", "with space", "ünïcødé/日本語", "../../etc/passwd", "a/", "+%&?#",
 };
 
+static void mis_cb(void *arg, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t size)
+{
+	(void)bck, (void)blen, (void)obj, (void)olen, (void)size;
+	(*(size_t *)arg)++;
+}
+
+/* Objects off their HRW mountpath after an attach. */
+static size_t misplaced(store_t *s)
+{
+	store_cursor_t cur = STORE_CURSOR_INIT;
+	size_t n = 0;
+	while (store_misplaced(s, &cur, 7, mis_cb, &n) > 0)
+		;
+	buf_free(&cur.after);
+	return n;
+}
+
+/* Mountpaths at run time: attach makes objects misplaced but readable;
+ * relocate moves each (a write or delete meanwhile wins); detach drains,
+ * closes only when empty, refuses the last one; the bucket records follow. */
+START_TEST(test_mountpath_attach_detach)
+{
+	store_t *s = open_store();
+	buf_t err = BUF_INIT;
+	char mp2[300], name[32];
+	char *data[200];
+	snprintf(mp2, sizeof(mp2), "%s/mp2", g_dir);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "o%03d", i);
+		data[i] = pattern(100 + (size_t)i * 7, (unsigned)i);
+		put_ok(s, "b", name, data[i], 100 + (size_t)i * 7, NULL);
+	}
+	ck_assert_uint_eq(misplaced(s), 0);
+	uint64_t lg = store_layout_gen(s);
+	ck_assert_int_eq(store_mp_attach(s, mp2, &err), AIS_OK);
+	ck_assert_uint_gt(store_layout_gen(s), lg);
+	ck_assert_int_eq(store_mp_attach(s, mp2, &err), AIS_ERR);
+	ck_assert_int_eq(errno, EEXIST);
+	size_t mis = misplaced(s);
+	ck_assert_uint_gt(mis, 20); /* about a third */
+	ck_assert_uint_lt(mis, 120);
+	for (int i = 0; i < 200; i++) { /* every object reads where it is */
+		snprintf(name, sizeof(name), "o%03d", i);
+		check_obj(s, "b", name, data[i], 100 + (size_t)i * 7);
+	}
+	/* a write and a delete before the move: the new version and the delete stand */
+	put_ok(s, "b", "o000", "new", 3, NULL);
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("o001")), AIS_OK);
+	store_cursor_t cur = STORE_CURSOR_INIT;
+	size_t moved = 0;
+	for (int i = 0; i < 200; i++) {
+		uint64_t bytes;
+		snprintf(name, sizeof(name), "o%03d", i);
+		int rc = store_relocate(s, BCK("b"), BCK(name), &bytes);
+		ck_assert(rc == AIS_OK || rc == AIS_DONE);
+		moved += rc == AIS_OK;
+	}
+	buf_free(&cur.after);
+	ck_assert_uint_le(moved, mis);
+	ck_assert_uint_eq(misplaced(s), 0);
+	check_obj(s, "b", "o000", "new", 3);
+	store_meta_t m;
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("o001"), &m), AIS_ERR);
+	for (int i = 2; i < 200; i++) {
+		snprintf(name, sizeof(name), "o%03d", i);
+		check_obj(s, "b", name, data[i], 100 + (size_t)i * 7);
+	}
+	/* detach mp0: readable while detaching, closed only once empty */
+	ck_assert_int_eq(store_mp_detach_begin(s, g_conf.mountpaths[0], &err), AIS_OK);
+	bool closed;
+	ck_assert_int_eq(store_mp_detach_finish(s, &closed), AIS_AGAIN);
+	ck_assert(!closed);
+	check_obj(s, "b", "o002", data[2], 114);
+	ck_assert_uint_gt(misplaced(s), 0);
+	for (int i = 0; i < 200; i++) {
+		uint64_t bytes;
+		snprintf(name, sizeof(name), "o%03d", i);
+		store_relocate(s, BCK("b"), BCK(name), &bytes);
+	}
+	ck_assert_int_eq(store_mp_detach_finish(s, &closed), AIS_OK);
+	ck_assert(closed);
+	store_mp_info_t info[4];
+	ck_assert_int_eq(store_mp_list(s, info, 4), 2);
+	ck_assert_int_eq(store_mp_detach_begin(s, g_conf.mountpaths[0], &err), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_mp_detach_begin(s, mp2, &err), AIS_OK);
+	ck_assert_int_eq(store_mp_detach_begin(s, g_conf.mountpaths[1], &err), AIS_ERR);
+	ck_assert_int_eq(errno, EBUSY); /* the last active one */
+	ck_assert_int_eq(store_mp_attach(s, mp2, &err), AIS_OK); /* calls the detach off */
+	/* the bucket records are on the mountpaths left */
+	store_bucket_t b;
+	ck_assert_int_eq(store_bucket_get(s, BCK("b"), &b), AIS_OK);
+	for (int i = 2; i < 200; i++) {
+		snprintf(name, sizeof(name), "o%03d", i);
+		check_obj(s, "b", name, data[i], 100 + (size_t)i * 7);
+		free(data[i]);
+	}
+	free(data[0]);
+	free(data[1]);
+	store_mp_stats_t st[4];
+	int n;
+	ck_assert_int_eq(store_stats(s, st, 4, &n), AIS_OK);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(st[0].objects + st[1].objects, 199);
+	buf_free(&err);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_roundtrip)
 {
 	store_t *s = open_store();
@@ -1053,6 +1163,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_min_free);
 	tcase_add_test(tc, test_crash_leftovers);
 	tcase_add_test(tc, test_counters);
+	tcase_add_test(tc, test_mountpath_attach_detach);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("faults");
 	tcase_add_checked_fixture(tf, setup, teardown);

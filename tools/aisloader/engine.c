@@ -23,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aisd/buf.h"
+#include "aisd/s3auth.h"
 #include "aisd/util.h"
 #include "loader.h"
 #include "aisd/banned.h"
@@ -54,6 +56,12 @@ struct slot {
 	size_t url_base_len; /* url[] holds "BASE/" then the name */
 	char *url;
 	char err[CURL_ERROR_SIZE];
+	/* --s3: the request's headers, re-signed for every request; the list
+	 * nodes point into the buffers (curl reads them when the transfer starts) */
+	struct curl_slist sl[4];
+	buf_t auth;           /* "Authorization: AWS4-HMAC-SHA256 ..." */
+	char date_hdr[32];    /* "x-amz-date: 20260101T000000Z" */
+	size_t host_off, host_len, path_off; /* in url */
 };
 
 struct thr {
@@ -81,6 +89,7 @@ static int64_t deadline;         /* monotonic ns; 0: none */
 static int64_t t_start;
 static pthread_barrier_t start_barrier;
 static struct curl_slist *hdrs;  /* "Expect:" (no 100-continue round trip) */
+static char s3_expect[] = "Expect:", s3_payload[] = "x-amz-content-sha256: UNSIGNED-PAYLOAD";
 
 static void report_error(const struct slot *s, const char *what)
 {
@@ -172,6 +181,17 @@ static void slot_setup(struct thr *t, struct slot *s)
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LDR_STALL_SECS);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	if (c->s3_ak) {
+		const char *hs = strstr(c->url, "://") + 3, *he = strchr(hs, '/');
+		s->host_off = (size_t)(hs - c->url);
+		s->host_len = he ? (size_t)(he - hs) : strlen(hs);
+		s->path_off = s->host_off + s->host_len;
+		s->sl[0] = (struct curl_slist){s3_expect, &s->sl[1]};
+		s->sl[1] = (struct curl_slist){s3_payload, &s->sl[2]};
+		s->sl[2] = (struct curl_slist){s->date_hdr, &s->sl[3]};
+		s->sl[3] = (struct curl_slist){NULL, NULL}; /* data: s->auth, set per request */
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->sl);
+	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
@@ -194,6 +214,48 @@ static void slot_setup(struct thr *t, struct slot *s)
 		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
 		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
 	}
+}
+
+/* The x-amz-date of now, remade once a second per thread. */
+static const char *amz_date_now(void)
+{
+	static __thread int64_t sec = -1;
+	static __thread char d[17];
+	int64_t now = time_now_ns() / 1000000000;
+	if (now != sec) {
+		time_t tt = (time_t)now;
+		struct tm tm;
+		gmtime_r(&tt, &tm);
+		strftime(d, sizeof(d), "%Y%m%dT%H%M%SZ", &tm);
+		sec = now;
+	}
+	return d;
+}
+
+/* Signs the slot's request (its url holds the object name, nlen bytes)
+ * with SigV4 as an SDK does: host, x-amz-content-sha256, x-amz-date. */
+static void s3_sign_slot(struct slot *s, size_t nlen)
+{
+	const struct ldr_conf *c = s->t->c;
+	const char *date = amz_date_now();
+	s3_key_t key = {.access_key = c->s3_ak, .secret_key = c->s3_sk};
+	http_hdr_t h[3] = {
+		{SV("host"), {s->url + s->host_off, s->host_len}},
+		{SV("x-amz-content-sha256"), SV("UNSIGNED-PAYLOAD")},
+		{SV("x-amz-date"), {date, 16}},
+	};
+	s3_req_t rq = {
+		.method = s->op == LDR_PUT ? "PUT" : "GET",
+		.path = {s->url + s->path_off, s->url_base_len + nlen - s->path_off},
+		.query = {"", 0},
+		.hdrs = h,
+		.nhdrs = 3,
+	};
+	snprintf(s->date_hdr, sizeof(s->date_hdr), "x-amz-date: %s", date);
+	buf_reset(&s->auth);
+	buf_addstr(&s->auth, "Authorization: ");
+	s3_sign(&key, c->s3_region, date, &rq, "UNSIGNED-PAYLOAD", &s->auth);
+	s->sl[3].data = s->auth.ptr;
 }
 
 /*
@@ -229,6 +291,8 @@ static bool slot_start(struct slot *s)
 	s->err[0] = '\0';
 
 	curl_easy_setopt(s->h, CURLOPT_URL, s->url);
+	if (c->s3_ak)
+		s3_sign_slot(s, nlen);
 	if (s->op == LDR_PUT) {
 		curl_easy_setopt(s->h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(s->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->size);
@@ -491,6 +555,7 @@ int engine_run(const struct ldr_conf *c, enum ldr_op op, uint64_t count, int64_t
 		for (unsigned j = 0; j < t->nslots; j++) {
 			curl_easy_cleanup(t->slots[j].h);
 			free(t->slots[j].url);
+			buf_free(&t->slots[j].auth);
 		}
 		curl_multi_cleanup(t->m);
 		close(t->ep);

@@ -7,7 +7,8 @@
  *     is generated from it and --verify checks GET data against it, so any
  *     aisloader run can verify what any other one wrote.
  *  2. Nothing on the request path allocates: handles, URLs and buffers are
- *     made once per slot and reused for every request.
+ *     made once per slot and reused for every request (with --s3, the
+ *     SigV4 signer's own scratch buffers are the one exception).
  *  3. Statistics are per thread and merged once at the end; the only shared
  *     state while running is the ticket counter and the error-print budget.
  */
@@ -39,6 +40,9 @@ struct ldr_conf {
 	const char *cacert, *cert, *key; /* https: CA bundle, client certificate and key */
 	bool insecure;        /* https: no peer verification */
 	uint64_t seed;
+	/* S3: sign every request with SigV4 (UNSIGNED-PAYLOAD) as this key;
+	 * url is then an S3 bucket URL (http://HOST/BUCKET). NULL: unsigned. */
+	const char *s3_ak, *s3_sk, *s3_region;
 };
 
 /* Data pattern (pattern.c). pat_init must run once before anything else. */

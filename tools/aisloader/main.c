@@ -52,6 +52,10 @@ static const char usage_text[] =
 	"  --no-follow       do not follow redirects: a 3xx answer is an error\n"
 	"  --redirects-only  do not follow redirects and count every 3xx answer as a\n"
 	"                    success: measures a gateway's redirects per second alone\n"
+	"  --s3 AK:SK        S3: sign every request with SigV4 (UNSIGNED-PAYLOAD) as\n"
+	"                    this access key and secret; --url is then a bucket URL,\n"
+	"                    e.g. http://127.0.0.1:8080/bench (object URL = BASE/NAME)\n"
+	"  --s3-region R     the region signed for with --s3 (default us-east-1)\n"
 	"  --cacert FILE     https: verify the server's certificate with this PEM CA\n"
 	"  --cert FILE       https: present this PEM client certificate (mTLS)\n"
 	"  --key FILE        https: the private key of --cert\n"
@@ -89,7 +93,7 @@ enum {
 	OPT_URL = 256, OPT_OP, OPT_PUT_PCT, OPT_SIZE, OPT_OBJECTS, OPT_NAME, OPT_WORKERS,
 	OPT_THREADS, OPT_DURATION, OPT_COUNT, OPT_PREFILL, OPT_RANDOM, OPT_SEQ, OPT_SEED,
 	OPT_VERIFY, OPT_KEEPALIVE, OPT_NO_KEEPALIVE, OPT_JSON, OPT_FOLLOW, OPT_NO_FOLLOW,
-	OPT_REDIRECTS_ONLY, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_INSECURE,
+	OPT_REDIRECTS_ONLY, OPT_S3, OPT_S3_REGION, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_INSECURE,
 };
 
 static const struct option long_opts[] = {
@@ -115,6 +119,8 @@ static const struct option long_opts[] = {
 	{"follow", no_argument, NULL, OPT_FOLLOW},
 	{"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
 	{"redirects-only", no_argument, NULL, OPT_REDIRECTS_ONLY},
+	{"s3", required_argument, NULL, OPT_S3},
+	{"s3-region", required_argument, NULL, OPT_S3_REGION},
 	{"cacert", required_argument, NULL, OPT_CACERT},
 	{"cert", required_argument, NULL, OPT_CERT},
 	{"key", required_argument, NULL, OPT_KEY},
@@ -209,6 +215,7 @@ int main(int argc, char **argv)
 	static struct ldr_conf c = {
 		.op = LDR_GET, .put_pct = 50, .size = 1 << 20, .objects = 1000, .workers = 16,
 		.threads = 1, .keepalive = true, .follow = true, .seed = 1,
+		.s3_region = "us-east-1",
 	};
 	static struct ldr_result res;
 	bool have_duration = false, prefill = false, json = false;
@@ -258,6 +265,15 @@ int main(int argc, char **argv)
 		case OPT_FOLLOW: c.follow = true; c.redirects_only = false; break;
 		case OPT_NO_FOLLOW: c.follow = false; c.redirects_only = false; break;
 		case OPT_REDIRECTS_ONLY: c.follow = false; c.redirects_only = true; break;
+		case OPT_S3: {
+			char *colon = strchr(optarg, ':');
+			if (!colon || colon == optarg || !colon[1])
+				badarg("s3", optarg);
+			c.s3_ak = xstrndup(optarg, (size_t)(colon - optarg));
+			c.s3_sk = colon + 1;
+			break;
+		}
+		case OPT_S3_REGION: c.s3_region = optarg; break;
 		case OPT_CACERT: c.cacert = optarg; break;
 		case OPT_CERT: c.cert = optarg; break;
 		case OPT_KEY: c.key = optarg; break;

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # archpath.sh - files inside shards vs plain objects (make bench-ml). Starts
 # one target on a free loopback port under a mktemp -d dir; for each SIZE it
 # PUTs a tar shard of 1,000 members of SIZE bytes (Python tarfile) and a
@@ -25,23 +24,12 @@ die() { echo "archpath-bench: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib.sh"
 [ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
 [ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-apbench.XXXXXX") || die "mktemp failed"
-PIDS=()
-STATUS=0
-
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	if [ -n "${KEEP:-}" ]; then echo "archpath-bench: kept $TMP" >&2; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_setup archpath-bench
 
 mkdir -p "$TMP/t/mp"
 "$AISD" --port 0 --port-file "$TMP/t/port" -m "$TMP/t/mp" --set store.fsync=never >"$TMP/t/aisd.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do [ -s "$TMP/t/port" ] && break; sleep 0.1; done
-[ -s "$TMP/t/port" ] || die "target did not start: $(tail -n 5 "$TMP/t/aisd.log")"
+wait_file "$TMP/t/port" 10 || die "target did not start: $(tail -n 5 "$TMP/t/aisd.log")"
 T=http://127.0.0.1:$(cat "$TMP/t/port")
 curl -fsS -X POST "$T/v1/buckets/ap" -d '{"action":"create-bck"}' >/dev/null || die "create-bck failed"
 

@@ -52,12 +52,6 @@ TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
 
 bench_setup gateway-bench
 
-# cpu_ticks PID...: utime + stime summed over the processes (fields 14, 15;
-# the name in field 2 may hold spaces).
-cpu_ticks() {
-	local p
-	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
-}
 
 # start_cluster_nt NT: 1 gateway + NT targets under $TMP/cNT with bucket
 # "bench"; sets GW, GWPID, TGT1 (the first target's URL) and TGT1PID.

@@ -82,6 +82,13 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || a == "" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 
 # free_port: a TCP port on 127.0.0.1 that nobody listens on right now.
+# cpu_ticks PID...: utime + stime summed over the processes (fields 14, 15;
+# the name in field 2 may hold spaces).
+cpu_ticks() {
+	local p
+	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
+}
+
 free_port() {
 	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
@@ -129,7 +136,7 @@ start_nginx() {
 # smap_count URL [PATTERN]: how many nodes (matching PATTERN, default
 # every one) the cluster map of the node at URL lists.
 smap_count() {
-	curl -fsS --max-time 2 "$1/v1/cluster?what=smap" 2>/dev/null | grep -o "${2:-\"role\":}" | wc -l
+	curl -fsS --max-time 2 ${AIS_AUTHN_TOKEN:+-H "Authorization: Bearer $AIS_AUTHN_TOKEN"} "$1/v1/cluster?what=smap" 2>/dev/null | grep -o "${2:-\"role\":}" | wc -l
 }
 
 # start_target DIR I [ARGS...]: target I (dir DIR/tI, mountpath DIR/tI/mp,
@@ -179,11 +186,14 @@ start_cluster() {
 	return 1
 }
 
+# (smap_count and create_bucket send $AIS_AUTHN_TOKEN as a bearer token
+# when it is set: a cluster with auth.enabled.)
 # create_bucket URL NAME: POST create-bck (following the 307 to the
 # primary). False, with the answer, on failure.
 create_bucket() {
 	local code out=$TMP/create.out
 	code=$(curl -sL -o "$out" -w '%{http_code}' --max-time 10 -X POST "$1/v1/buckets/$2" \
+		${AIS_AUTHN_TOKEN:+-H "Authorization: Bearer $AIS_AUTHN_TOKEN"} \
 		-d '{"action":"create-bck"}')
 	[ "${code:0:1}" = 2 ] && return 0
 	echo "$BENCH_NAME: create-bck $2 answered $code: $(head -c 300 "$out")" >&2

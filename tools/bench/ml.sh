@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # ml.sh - make bench-ml: ShardDataset reading the same WebDataset shards
 # from aisd, from nginx (plain HTTP, the way WebDataset users serve shards)
 # and from local files, in one run on this machine. (make bench-ml then runs
@@ -50,76 +49,7 @@ die() { echo "ml-bench: $*" >&2; exit 1; }
 [ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
 "$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch (tools/install-deps.sh installs python3-torch)"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-mlbench.XXXXXX") || die "mktemp failed"
-PIDS=()
-STATUS=0
-
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	if [ -n "${KEEP:-}" ]; then
-		echo "ml-bench: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-wait_file() {
-	for _ in $(seq $(($2 * 10))); do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_nginx() {
-	local d=$TMP/nginx user=""
-	mkdir -p "$d/root" "$d/body" "$d/proxy" "$d/fastcgi" "$d/uwsgi" "$d/scgi"
-	NGINX_PORT=$(free_port)
-	[ "$(id -u)" = 0 ] && user="user root root;"
-	sed -e "s#@DIR@#$TMP#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@USER@#$user#" \
-		"$HERE/nginx.conf.in" >"$d/nginx.conf"
-	"$NGINX" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
-	PIDS+=($!)
-	NGINX_PID=$!
-	for _ in $(seq 50); do
-		curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGINX_PORT/" && return 0
-		sleep 0.1
-	done
-	cat "$d/stdout.log" "$d/error.log" >&2 2>/dev/null
-	die "nginx did not start"
-}
-
-# start_cluster: 1 gateway + TARGETS targets; sets GW.
-start_cluster() {
-	local d=$TMP/aisd i n
-	mkdir -p "$d/gw"
-	"$AISD" --role gateway --port 0 --port-file "$d/gw/port" --dir "$d/gw" >"$d/gw/aisd.log" 2>&1 &
-	PIDS+=($!)
-	AISD_PIDS=($!)
-	wait_file "$d/gw/port" 10 || { tail -n 20 "$d/gw/aisd.log" >&2; die "gateway did not start"; }
-	GW=http://127.0.0.1:$(cat "$d/gw/port")
-	for i in $(seq "$TARGETS"); do
-		mkdir -p "$d/t$i/mp"
-		"$AISD" --port 0 --port-file "$d/t$i/port" -m "$d/t$i/mp" --join "$GW" \
-			--set store.fsync=never >"$d/t$i/aisd.log" 2>&1 &
-		PIDS+=($!)
-		AISD_PIDS+=($!)
-		wait_file "$d/t$i/port" 10 || { tail -n 20 "$d/t$i/aisd.log" >&2; die "target $i did not start"; }
-	done
-	for _ in $(seq 100); do
-		n=$(curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":' | wc -l)
-		[ "$n" -ge $((TARGETS + 1)) ] && break
-		sleep 0.1
-	done
-	[ "$n" -ge $((TARGETS + 1)) ] || die "the cluster map lacks targets"
-	local code
-	code=$(curl -sL -o "$d/create.out" -w '%{http_code}' --max-time 10 -X POST \
-		"$GW/v1/buckets/ml" -d '{"action":"create-bck"}')
-	[ "${code:0:1}" = 2 ] || die "create-bck answered $code: $(head -c 300 "$d/create.out")"
-}
+bench_setup ml-bench
 
 # read_epoch SRC ARGS...: one epoch; prints the JSON line; marks STATUS on errors.
 read_epoch() {
@@ -154,13 +84,17 @@ srv_ticks() {
 HZ=$(getconf CLK_TCK)
 
 echo "ml-bench: temp dir $TMP; $TOTAL in $SHARD shards of ~$SAMPLE samples; $ROUNDS rounds, $WORKERS workers" >&2
-start_nginx
+start_nginx ml
+NGINX_PID=${PIDS[-1]}
 DATA=$TMP/nginx/root/ml
 gen=$(timeout 1800 "$PY" "$MLB" gen "$DATA" --total "$TOTAL" --shard "$SHARD" --sample "$SAMPLE") ||
 	die "generating shards failed"
 NS=$(echo "$gen" | field samples)
 echo "ml-bench: generated $gen" >&2
-start_cluster
+N0=${#PIDS[@]}
+start_cluster "$TMP/aisd" "$TARGETS" || die "the cluster did not start"
+AISD_PIDS=("${PIDS[@]:N0}")
+create_bucket "$GW" ml || die "cannot create bucket ml"
 timeout 1800 "$PY" "$MLB" upload "$DATA" "$GW" ml train/ --jobs 4 >/dev/null || die "upload to aisd failed"
 for f in "$DATA"/*.tar; do echo "http://127.0.0.1:$NGINX_PORT/ml/${f##*/}"; done >"$TMP/nginx.list"
 ls "$DATA"/*.tar >"$TMP/local.list"
@@ -200,7 +134,6 @@ for r in $(seq "$ROUNDS"); do
 done
 
 med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
 
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)

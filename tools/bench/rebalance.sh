@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # rebalance.sh - what moving data costs: on 1 gateway + 3 targets (loopback,
 # free ports, a mktemp -d dir, store.fsync=never), prefilled with NOBJ
 # objects of SIZE through the gateway:
@@ -34,53 +33,13 @@ die() { echo "rebalance-bench: $*" >&2; exit 1; }
 [ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
 command -v curl >/dev/null || die "curl missing"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisd-rebbench.XXXXXX") || die "mktemp failed"
-PIDS=()
-STATUS=0
+bench_setup rebalance-bench
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	if [ -n "${KEEP:-}" ]; then
-		echo "rebalance-bench: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-wait_file() {
-	for _ in $(seq $(($2 * 10))); do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-smap_targets() { curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" 2>/dev/null | grep -o '"role":"target","state":"active"' | wc -l; }
+smap_targets() { smap_count "$GW" '"role":"target","state":"active"'; }
 smap_version() { curl -fsS --max-time 2 "$GW/v1/cluster?what=smap" | sed -n 's/.*"version":\([0-9]*\).*/\1/p'; }
 
-# start_target I: target tI joins the gateway.
-start_target() {
-	local d=$TMP/t$1
-	mkdir -p "$d/mp"
-	"$AISD" --port 0 --port-file "$d/port" -m "$d/mp" --join "$GW" --set store.fsync=never \
-		--set log.file="$d/aisd.log" >"$d/stderr" 2>&1 &
-	PIDS+=($!)
-	wait_file "$d/port" 10 || { cat "$d/stderr" >&2; return 1; }
-	TGT[$1]=http://127.0.0.1:$(cat "$d/port")
-}
-
 # loader ARGS...: aisloader --json, bounded; prints its JSON line.
-loader() {
-	timeout 600 "$LOADER" --json "$@" >"$TMP/l.out" 2>"$TMP/l.err" || {
-		STATUS=1
-		echo "rebalance-bench: aisloader $*: failed:" >&2
-		grep -v '^ \|^op \|^(' "$TMP/l.err" | head -n 5 >&2
-	}
-	cat "$TMP/l.out"
-}
+loader() { run_loader "aisloader $*" "$@"; }
 
 # settled V: every target's rebalance run under map >= V is done.
 settled() {
@@ -93,16 +52,7 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-mkdir -p "$TMP/gw"
-"$AISD" --role gateway --port 0 --port-file "$TMP/gw/port" --dir "$TMP/gw" --set log.file="$TMP/gw/aisd.log" \
-	>"$TMP/gw/stderr" 2>&1 &
-PIDS+=($!)
-wait_file "$TMP/gw/port" 10 || die "the gateway did not start"
-GW=http://127.0.0.1:$(cat "$TMP/gw/port")
-declare -a TGT
-for i in 1 2 3; do start_target "$i" || die "target $i did not start"; done
-for _ in $(seq 100); do [ "$(smap_targets)" = 3 ] && break; sleep 0.1; done
-[ "$(smap_targets)" = 3 ] || die "the cluster map lacks targets"
+start_cluster "$TMP" 3 || die "the cluster did not start"
 for b in bench c1 c2; do
 	curl -fsS -o /dev/null --max-time 10 -X POST "$GW/v1/buckets/$b" -d '{"action":"create-bck"}' || die "create $b"
 done
@@ -132,7 +82,7 @@ V0=$(smap_version)
 loader "${GETARGS[@]}" --duration "$DUR" >"$TMP/during.json" &
 LPID=$!
 T0=$(date +%s.%N)
-start_target 4 || die "target 4 did not start"
+start_target "$TMP" 4 || die "target 4 did not start"
 for _ in $(seq 100); do [ "$(smap_targets)" = 4 ] && break; sleep 0.1; done
 V1=$(smap_version)
 [ "$V1" -gt "$V0" ] || die "the 4th target is not in the map"

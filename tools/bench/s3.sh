@@ -1,105 +1,128 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # s3.sh - what S3 through a gateway costs against the native API straight to
 # the target: 1 gateway + 1 target on free loopback ports under a mktemp -d
-# dir (s3.auth off: the clients here do not sign, so SigV4 costs are not in
-# these numbers), one 10 KiB and one 64 MiB object PUT with S3 through the
-# gateway, then ROUNDS alternating rounds, with wrk, of:
-#   a. native GET 10 KiB   /v1/objects/B/K on the target   (64 connections)
-#   b. S3 GET 10 KiB       /B/K on the gateway (forwarded to the target as a
-#                          stream, never redirected)
-#   c. native GET 64 MiB   (4 connections), bytes/s
-#   d. S3 GET 64 MiB       through the gateway, bytes/s
-# and prints the medians and the ratios b/a (goal >= 0.7) and d/c (goal
-# >= 0.85). Every process is stopped by its PID and the temp dir removed on
-# exit (KEEP=1 keeps it); every run is bounded in time.
+# dir, s3.auth ON (every S3 request is SigV4-signed by aisloader --s3 and
+# verified by the target), then ROUNDS alternating rounds, all with
+# aisloader (the same client both ways), of:
+#   put-small  PUT 10 KiB, ops/s (64 workers): native to the target | S3 via the gateway
+#   get-small  GET 10 KiB, ops/s (64 workers)
+#   get-large  GET 64 MiB, MiB/s (4 workers)
+#   put-large  PUT 64 MiB, MiB/s (4 workers)
+# Native: /v1/objects/B/obj-N on the target. S3: /B/obj-N on the
+# gateway, forwarded to the owner target as a stream (never redirected).
+# Prints the medians and the ratios S3/native (goals: GET 10 KiB >= 0.7,
+# GET 64 MiB >= 0.85). Every process is stopped by its PID and the temp dir
+# removed on exit (KEEP=1 keeps it); every run is bounded in time.
 #
 # Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
-# measurement, 5), KEEP. Exit status 0 when every measurement ran.
+# measurement, 5), THREADS (aisloader threads, 2), KEEP, PERF=1 (record
+# the gateway with perf during the S3 GET 10 KiB runs, perf report to
+# $TMP/perf.txt, kept). Exit status 0 when every measurement ran clean.
 set -u
 
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
+THREADS=${THREADS:-2}
 AISD=$BUILD/aisd
+LOADER=$BUILD/aisloader
+AK=benchkey SK=benchsecret
 
 die() { echo "s3-bench: $*" >&2; exit 1; }
 # shellcheck source=tools/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-[ -x "$AISD" ] || die "no $AISD (run make)"
-command -v wrk >/dev/null || die "wrk is needed (tools/install-deps.sh)"
+[ -x "$AISD" ] && [ -x "$LOADER" ] || die "no $AISD or $LOADER (run make)"
 
-TMP=$(mktemp -d /tmp/aisd-s3bench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	[ "${KEEP:-0}" = 1 ] && echo "s3-bench: kept $TMP" >&2 || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# start NAME ARGS...: starts a node, sets PORT to its port.
-start() {
-	local name=$1
-	shift
-	mkdir -p "$TMP/$name"
-	"$AISD" --port 0 --port-file "$TMP/$name/port" --set log.file="$TMP/$name/log" \
-		--set s3.auth=off --set store.fsync=never "$@" >"$TMP/$name/out" 2>&1 &
-	PIDS+=($!)
-	for _ in $(seq 100); do
-		PORT=$(cat "$TMP/$name/port" 2>/dev/null)
-		[ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/v1/health" >/dev/null && return 0
-		sleep 0.1
-	done
-	die "$name did not start (see $TMP/$name)"
-}
-
-start g --role gateway --dir "$TMP/g/meta"
-GW=http://127.0.0.1:$PORT
-start t -m "$TMP/t/mp" --join "$GW"
-TG=http://127.0.0.1:$PORT
-for _ in $(seq 100); do
-	curl -s "$GW/v1/cluster?what=smap" | grep -q target && break
-	sleep 0.1
+bench_setup s3-bench
+[ "${PERF:-0}" = 1 ] && KEEP=1
+start_cluster "$TMP" 1 --set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" ||
+	die "the cluster did not start (see $TMP)"
+TG=${TGT[1]} GPID=$GWPID TPID=${TGTPID[1]}
+# cpu PID: user + system CPU time of a process so far, in clock ticks
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+for b in small large; do
+	create_bucket "$GW" "$b" || die "create bucket $b failed"
 done
-curl -sf -X PUT "$GW/bench" >/dev/null || die "S3 CreateBucket failed"
-head -c 10240 /dev/urandom >"$TMP/small"
-head -c $((64 << 20)) /dev/urandom >"$TMP/large"
-curl -sf -T "$TMP/small" "$GW/bench/small" >/dev/null || die "S3 PUT 10 KiB failed"
-curl -sf -T "$TMP/large" "$GW/bench/large" >/dev/null || die "S3 PUT 64 MiB failed"
 
-# run URL CONNS: prints "requests/s bytes/s" of one wrk run.
-run() {
-	timeout $((DUR + 60)) wrk -t2 -c"$2" -d"${DUR}s" --timeout 30s "$1" 2>&1 | awk '
-		/^Requests\/sec:/ {r = $2}
-		/^Transfer\/sec:/ {v = $2; u = substr(v, length(v) - 1); n = v + 0
-			m = u == "GB" ? 2^30 : u == "MB" ? 2^20 : u == "KB" ? 2^10 : 1; b = n * m}
-		/Non-2xx|Socket errors/ {bad = 1}
-		END {if (bad || r == "") print "failed"; else printf "%s %.0f\n", r, b}'
+# load KIND SIZE WORKERS OBJECTS OP [ARGS]: prints "ops/s bytes/s" of one
+# aisloader run (bucket "small" for 10K, "large" for 64M).
+load() {
+	local kind=$1 size=$2 workers=$3 objects=$4 op=$5 b=small
+	shift 5
+	[ "$size" = 64M ] && b=large
+	local url=$TG/v1/objects/$b s3=()
+	[ "$kind" = s3 ] && url=$GW/$b s3=(--s3 "$AK:$SK")
+	timeout $((DUR + 120)) "$LOADER" "${s3[@]}" --url "$url" --op "$op" --size "$size" --objects "$objects" \
+		--workers "$workers" --threads "$THREADS" --duration "$DUR" --json "$@" 2>"$TMP/loader.err" |
+		awk '{ops = $0; sub(/.*"ops_per_s":/, "", ops); sub(/[,}].*/, "", ops)
+		      mib = $0; sub(/.*"mibps":/, "", mib); sub(/[,}].*/, "", mib)
+		      err = $0; sub(/.*"errors":/, "", err); sub(/[,}].*/, "", err)
+		      n = $0; sub(/.*"ops":/, "", n); sub(/[,}].*/, "", n)
+		      if (err + 0 > 0 || ops == $0) print "failed"; else printf "%s %.0f %s\n", ops, mib * 1048576, n}
+		     END {if (NR == 0) print "failed"}'
 }
+
+# the objects: 1000 x 10 KiB and 4 x 64 MiB, written with S3 (checked: --verify below)
+load s3 10K 16 1000 put --count 1000 --seq --duration 0 >/dev/null
+load s3 64M 4 4 put --count 4 --seq --duration 0 >/dev/null
+out=$(load s3 10K 16 1000 get --count 200 --verify --duration 0)
+[ "$out" = failed ] && die "S3 GET --verify of the 10 KiB objects failed: $(cat "$TMP/loader.err")"
 
 fail=0
 for ((i = 1; i <= ROUNDS; i++)); do
-	for m in a b c d; do
-		case $m in
-		a) out=$(run "$TG/v1/objects/bench/small" 64) ;;
-		b) out=$(run "$GW/bench/small" 64) ;;
-		c) out=$(run "$TG/v1/objects/bench/large" 4) ;;
-		d) out=$(run "$GW/bench/large" 4) ;;
-		esac
-		[ "$out" = failed ] && fail=1
-		printf '  round %d %s %s\n' "$i" "$m" "$out" >&2
-		case $m in
-		a | b) echo "${out%% *}" >>"$TMP/$m" ;;
-		c | d) echo "${out##* }" >>"$TMP/$m" ;;
-		esac
+	for m in put-small get-small get-large put-large; do
+		for kind in native s3; do
+			perf_pid=
+			if [ "${PERF:-0}" = 1 ] && [ "$m$kind" = get-smalls3 ]; then
+				perf record -g -p "$GPID" -o "$TMP/perf.data.$i" -- sleep "$DUR" >/dev/null 2>&1 &
+				perf_pid=$!
+			fi
+			g0=$(cpu "$GPID") t0=$(cpu "$TPID")
+			case $m in
+			put-small) out=$(load $kind 10K 64 1000 put) ;;
+			get-small) out=$(load $kind 10K 64 1000 get) ;;
+			get-large) out=$(load $kind 64M 4 4 get) ;;
+			put-large) out=$(load $kind 64M 4 4 put) ;;
+			esac
+			[ -n "$perf_pid" ] && wait "$perf_pid"
+			# CPU microseconds per op of the gateway and the target: what a
+			# request costs, which load on a shared machine disturbs less
+			# than the rates
+			read -r _ _ nops <<<"$out"
+			g1=$(cpu "$GPID") t1=$(cpu "$TPID")
+			awk -v g=$((g1 - g0)) -v t=$((t1 - t0)) -v n="${nops:-0}" -v hz="$HZ" \
+				'BEGIN {if (n > 0) printf "%.1f %.1f\n", g * 1e6 / hz / n, t * 1e6 / hz / n}' >>"$TMP/$m.$kind.cpu"
+			[ "$out" = failed ] && fail=1 && echo "s3-bench: $m $kind: $(head -3 "$TMP/loader.err")" >&2
+			printf '  round %d %-9s %-6s %s (cpu us/op gw tgt: %s)\n' "$i" "$m" "$kind" "$out" \
+				"$(tail -1 "$TMP/$m.$kind.cpu" 2>/dev/null)" >&2
+			case $m in
+			*-small) echo "${out%% *}" >>"$TMP/$m.$kind" ;;
+			*-large) read -r _ bps _ <<<"$out" && echo "$bps" >>"$TMP/$m.$kind" ;;
+			esac
+		done
 	done
 done
-A=$(median <"$TMP/a") B=$(median <"$TMP/b") C=$(median <"$TMP/c") D=$(median <"$TMP/d")
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN {if (y + 0 > 0) printf "%.2f", x / y; else print "n/a"}'; }
-printf '\nS3 through a gateway vs native straight to the target (medians of %d rounds, %ds each)\n' "$ROUNDS" "$DUR"
+if [ "${PERF:-0}" = 1 ] && [ -f "$TMP/perf.data.1" ]; then
+	perf report -i "$TMP/perf.data.1" --no-children --percent-limit 0.7 --stdio >"$TMP/perf.txt" 2>/dev/null
+	echo "s3-bench: perf report of the gateway (S3 GET 10 KiB, round 1): $TMP/perf.txt" >&2
+fi
+mib() { awk -v x="$1" 'BEGIN {printf "%.0f", x / 2^20}'; }
+printf '\nS3 via a gateway (SigV4 on) vs native straight to the target, aisloader both (medians of %d rounds, %ds each; load average %s)\n' \
+	"$ROUNDS" "$DUR" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| measurement | native direct | S3 via gateway | ratio | goal |\n|---|---|---|---|---|\n'
-printf '| GET 10 KiB, req/s (64 conns) | %s | %s | %s | >= 0.7 |\n' "$A" "$B" "$(ratio "$B" "$A")"
-printf '| GET 64 MiB, MiB/s (4 conns) | %s | %s | %s | >= 0.85 |\n' \
-	"$(awk -v x="$C" 'BEGIN {printf "%.0f", x / 2^20}')" "$(awk -v x="$D" 'BEGIN {printf "%.0f", x / 2^20}')" \
-	"$(ratio "$D" "$C")"
+for m in put-small get-small get-large put-large; do
+	N=$(median <"$TMP/$m.native") S=$(median <"$TMP/$m.s3")
+	case $m in
+	put-small) printf '| PUT 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
+	get-small) printf '| GET 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | >= 0.7 |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
+	get-large) printf '| GET 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.85 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
+	put-large) printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
+	esac
+done
+printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3)\n'
+for m in put-small get-small get-large put-large; do
+	printf '| %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
+		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)"
+done
 exit $fail

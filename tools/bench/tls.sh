@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # cleanup runs from a trap
 # tls.sh - what HTTPS costs on a large-object GET: two standalone targets
 # of the same build on free loopback ports under a mktemp -d dir, one plain
 # HTTP and one HTTPS (a throw-away CA and certificate made here with the
@@ -30,13 +29,7 @@ die() { echo "tls-bench: $*" >&2; exit 1; }
 command -v wrk >/dev/null || die "wrk is needed (tools/install-deps.sh)"
 command -v openssl >/dev/null || die "the openssl CLI is needed"
 
-TMP=$(mktemp -d /tmp/aisd-tlsbench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	[ "${KEEP:-0}" = 1 ] && echo "tls-bench: kept $TMP" >&2 || rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_setup tls-bench
 
 # A CA and a certificate for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=bench CA" \
