@@ -127,6 +127,7 @@ void conn_free(http_conn_t *c)
 	buf_free(&c->out);
 	buf_free(&c->rhdrs);
 	buf_free(&c->spiece);
+	buf_free(&c->after);
 	buf_free(&c->req.body);
 	event_free(c->rev);
 	event_free(c->wev);

@@ -20,6 +20,7 @@
 #define HTTP_HEAD_CHUNK 4096         /* head bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
+#define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
 #define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
 #define HTTP_DRAIN_HEAD_MS 1000 /* ... and this long for the rest of a head begun */
@@ -160,7 +161,12 @@ struct http_conn {
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
 	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
+	bool spend;        /* RB_STREAM: spiece (from spoff) then after are still to write */
+	size_t spoff;
+	buf_t after;       /* RB_STREAM: chunk framing that follows a pending spiece */
+	size_t after_off;
 	bool chunked, stream_eof, stream_wait;
+	bool stream_again; /* fill said AIS_AGAIN after earlier pieces of this write: wait once they are out */
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;

@@ -8,6 +8,12 @@
  * is checked first with mincore(2) — a cold chunk is read ahead on the I/O
  * pool, then sent from the cache. So one client's cold read never delays
  * other clients of the same worker.
+ *
+ * A stream's pieces are not copied again: a piece of HTTP_PIECE_REF bytes
+ * or more is written from the producer's buffer by one sendmsg with its
+ * chunk framing around it (c->out, the piece, c->after); bytes that a file
+ * segment follows go with MSG_MORE, so a header and the file's first bytes
+ * share packets; a file segment's closing CRLF waits for the next piece.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +50,11 @@ void resp_reset(http_conn_t *c)
 	c->fill = NULL;
 	c->sfile = false;
 	c->stream_sized = false;
-	c->chunked = c->stream_eof = c->stream_wait = false;
+	c->chunked = c->stream_eof = c->stream_wait = c->stream_again = false;
+	c->spend = false;
+	c->spoff = 0;
+	c->after_off = 0;
+	buf_reset(&c->after);
 	c->status = 0;
 	c->resp_started = false;
 	c->head_only = false;
@@ -212,6 +222,10 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
 void http_resp_stream_wake(http_req_t *req)
 {
 	http_conn_t *c = req->conn;
+	if (c->stream_again) { /* woken before its wait began: fill runs next */
+		c->stream_again = false;
+		return;
+	}
 	if (!c->stream_wait)
 		return;
 	c->stream_wait = false;
@@ -415,7 +429,8 @@ static void stream_file_end(http_conn_t *c)
 		buf_add(&c->out, "\r\n", 2);
 }
 
-static int stream_step(http_conn_t *c)
+/* One fill call and its framing. */
+static int stream_piece(http_conn_t *c)
 {
 	buf_t piece = c->spiece; /* kept across calls: no allocation per piece */
 	piece.len = 0;
@@ -425,15 +440,23 @@ static int stream_step(http_conn_t *c)
 	c->spiece.len = 0;
 	if (r == AIS_ERR)
 		return AIS_ERR;
+	buf_t *tail = &c->out; /* where what follows the piece goes */
 	if (piece.len) {
 		if (c->chunked)
 			buf_addf(&c->out, "%zx\r\n", piece.len);
-		buf_addsv(&c->out, sv_of(&piece));
+		if (piece.len >= HTTP_PIECE_REF) { /* written from its buffer */
+			c->spiece.len = piece.len;
+			c->spend = true;
+			c->spoff = 0;
+			tail = &c->after;
+		} else {
+			buf_addsv(&c->out, sv_of(&piece));
+		}
 		if (c->chunked)
-			buf_add(&c->out, "\r\n", 2);
+			buf_add(tail, "\r\n", 2);
 	}
 	if (c->sfile && c->chunked)
-		buf_addf(&c->out, "%llx\r\n", (unsigned long long)c->fleft);
+		buf_addf(tail, "%llx\r\n", (unsigned long long)c->fleft);
 	if (c->sfile && r == AIS_DONE) {
 		log_errx("stream fill queued a file and ended in one call");
 		return AIS_ERR;
@@ -441,12 +464,83 @@ static int stream_step(http_conn_t *c)
 	if (r == AIS_DONE) {
 		c->stream_eof = true;
 		if (c->chunked)
-			buf_addstr(&c->out, "0\r\n\r\n");
-	} else if (r == AIS_AGAIN && c->out.len == c->out_off) {
+			buf_addstr(tail, "0\r\n\r\n");
+	} else if (r == AIS_AGAIN && c->out.len == c->out_off && !c->spend) {
 		c->stream_wait = true;
 		return AIS_AGAIN;
+	} else if (r == AIS_AGAIN && !piece.len) {
+		c->stream_again = true; /* earlier pieces go out first, then wait */
+	}
+	return r;
+}
+
+/* Fills the next bytes to write: small pieces gather in c->out (up to 16
+ * fill calls) until HTTP_PIECE_REF bytes, a piece written from its buffer,
+ * a file segment, the end, or a producer with nothing more now. */
+static int stream_step(http_conn_t *c)
+{
+	for (int i = 0; i < 16; i++) {
+		int r = stream_piece(c);
+		if (r != AIS_OK || c->sfile || c->spend || c->out.len - c->out_off >= HTTP_PIECE_REF)
+			return r == AIS_ERR || (r == AIS_AGAIN && c->stream_wait) ? r : AIS_OK;
 	}
 	return AIS_OK;
+}
+
+/* A pending piece goes into c->out after all (a small file segment is
+ * about to be read into c->out behind it). */
+static void stream_flatten(http_conn_t *c)
+{
+	if (!c->spend)
+		return;
+	buf_add(&c->out, c->spiece.ptr + c->spoff, c->spiece.len - c->spoff);
+	buf_add(&c->out, c->after.ptr + c->after_off, c->after.len - c->after_off);
+	c->spend = false;
+	c->spoff = c->after_off = 0;
+	c->spiece.len = 0;
+	buf_reset(&c->after);
+}
+
+/* Writes what c->out (and a pending piece with its framing) hold, with
+ * MSG_MORE when a file's bytes follow (over TLS: the first of them).
+ * Returns the bytes written, or -1 (errno). */
+static ssize_t out_write(http_conn_t *c)
+{
+	struct iovec iov[3];
+	struct msghdr mh = {.msg_iov = iov};
+	int flags = MSG_NOSIGNAL;
+
+	if (c->out_off < c->out.len)
+		iov[mh.msg_iovlen++] = (struct iovec){c->out.ptr + c->out_off, c->out.len - c->out_off};
+	if (c->spend) {
+		if (c->spoff < c->spiece.len)
+			iov[mh.msg_iovlen++] = (struct iovec){c->spiece.ptr + c->spoff, c->spiece.len - c->spoff};
+		if (c->after_off < c->after.len)
+			iov[mh.msg_iovlen++] = (struct iovec){c->after.ptr + c->after_off, c->after.len - c->after_off};
+	}
+	if (c->fleft > HTTP_SMALL_FILE && ((c->kind == RB_STREAM && c->sfile) || c->kind == RB_FILE))
+		flags |= MSG_MORE;
+	/* TLS: one buffer per SSL_write (a retry after EAGAIN repeats it) */
+	ssize_t n = c->ssl ? tls_write(c, iov[0].iov_base, iov[0].iov_len) : sendmsg(c->fd, &mh, flags);
+	if (n <= 0)
+		return n;
+	size_t k = (size_t)n, m;
+	m = MIN(k, c->out.len - c->out_off);
+	c->out_off += m;
+	k -= m;
+	if (c->spend) {
+		m = MIN(k, c->spiece.len - c->spoff);
+		c->spoff += m;
+		k -= m;
+		c->after_off += k;
+		if (c->spoff == c->spiece.len && c->after_off == c->after.len) {
+			c->spend = false;
+			c->spoff = c->after_off = 0;
+			c->spiece.len = 0;
+			buf_reset(&c->after);
+		}
+	}
+	return n;
 }
 
 int resp_flush(http_conn_t *c)
@@ -461,12 +555,13 @@ int resp_flush(http_conn_t *c)
 		/* A small file segment of a stream joins what precedes it in one send. */
 		if (c->kind == RB_STREAM && c->sfile && !c->fsmall_read && c->fleft > 0 &&
 		    c->fleft <= HTTP_SMALL_FILE) {
+			stream_flatten(c);
 			int r = file_step(c);
 			if (r != AIS_OK)
 				return r;
 		}
-		if (c->out_off < c->out.len) {
-			ssize_t n = conn_send(c, c->out.ptr + c->out_off, c->out.len - c->out_off);
+		if (c->out_off < c->out.len || c->spend) {
+			ssize_t n = out_write(c);
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
@@ -474,7 +569,6 @@ int resp_flush(http_conn_t *c)
 					return AIS_AGAIN;
 				return AIS_ERR;
 			}
-			c->out_off += (size_t)n;
 			c->bytes_out += (uint64_t)n;
 			HM_INC(c->w->st.bytes_out, (uint64_t)n);
 			continue;
@@ -498,11 +592,15 @@ int resp_flush(http_conn_t *c)
 					r = file_step(c);
 					break;
 				}
-				stream_file_end(c);
-				continue;
+				stream_file_end(c); /* its CRLF joins the next piece */
 			}
 			if (c->stream_eof)
 				return AIS_OK;
+			if (c->stream_again) {
+				c->stream_again = false;
+				c->stream_wait = true;
+				return AIS_AGAIN;
+			}
 			r = stream_step(c);
 			break;
 		default:

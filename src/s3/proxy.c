@@ -211,9 +211,11 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 	}
 	size_t have = x->down.len - x->down_off;
 	if (ended && (clen < 0 || (uint64_t)clen == have)) {
-		/* the whole answer is here: head and body in one write */
-		http_resp_send(req, have ? x->down.ptr + x->down_off : "", have);
+		/* the whole answer is here: head and body in one write (which
+		 * copies it, and may complete the request and free x: last) */
+		const char *body = have ? x->down.ptr + x->down_off : "";
 		x->down_off = x->down.len;
+		http_resp_send(req, body, have);
 	} else if (clen >= 0)
 		http_resp_send_stream_len(req, px_fill, (uint64_t)clen);
 	else

@@ -62,17 +62,19 @@ static void peer_fail(struct gb *g, struct gb_peer *p, int status, const char *m
 	gb_wake(g);
 }
 
-/* The entry's name in the peer's answer: bucket/objname[/archpath]. */
-static void full_name(const moss_in_t *in, buf_t *out)
+/* Is name the entry's name in the peer's answer, bucket/objname[/archpath]
+ * (compared in place: no allocation per entry)? */
+static bool is_full_name(sv_t name, const moss_in_t *in)
 {
-	buf_reset(out);
-	buf_addsv(out, in->bck);
-	buf_addch(out, '/');
-	buf_addsv(out, in->obj);
-	if (in->arch.len) {
-		buf_addch(out, '/');
-		buf_addsv(out, in->arch);
-	}
+	size_t want = in->bck.len + 1 + in->obj.len + (in->arch.len ? 1 + in->arch.len : 0);
+	const char *p = name.ptr;
+	if (name.len != want || memcmp(p, in->bck.ptr, in->bck.len) || p[in->bck.len] != '/')
+		return false;
+	p += in->bck.len + 1;
+	if (memcmp(p, in->obj.ptr, in->obj.len))
+		return false;
+	p += in->obj.len;
+	return !in->arch.len || (p[0] == '/' && !memcmp(p + 1, in->arch.ptr, in->arch.len));
 }
 
 static void entry_end(struct gb *g, struct gb_peer *p, struct gb_ent *e)
@@ -122,13 +124,10 @@ static int peer_header(struct gb *g, struct gb_peer *p)
 	tar_parse_number(p->hbuf + 136, 12, &mt);
 
 	struct gb_ent *e = &g->e[p->ents[p->pos]];
-	buf_t want = BUF_INIT;
-	full_name(e->in, &want);
 	size_t ml = sizeof(MOSS_MISSING_PREFIX) - 1;
-	bool same = sv_eq(name, sv_of(&want));
-	bool missing = !same && name.len == ml + want.len && !memcmp(name.ptr, MOSS_MISSING_PREFIX, ml) &&
-		       !memcmp(name.ptr + ml, want.ptr, want.len);
-	buf_free(&want);
+	bool same = is_full_name(name, e->in);
+	bool missing = !same && name.len > ml && !memcmp(name.ptr, MOSS_MISSING_PREFIX, ml) &&
+		       is_full_name((sv_t){name.ptr + ml, name.len - ml}, e->in);
 	if (!same && !missing) {
 		peer_fail(g, p, 502, "the owner's answer is out of order");
 		return AIS_ERR;

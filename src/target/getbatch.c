@@ -510,6 +510,8 @@ static int fill(http_req_t *req, buf_t *out)
 			g->sent_size = e->size;
 			g->left = e->size;
 			g->phase = PH_DATA;
+			if (e->data.len >= GB_HANDOFF_MIN)
+				return AIS_OK; /* the piece ends here: the data goes as the next one, uncopied */
 			break;
 		case PH_DATA: {
 			if (g->left == 0) {
@@ -531,9 +533,17 @@ static int fill(http_req_t *req, buf_t *out)
 					return out->len ? AIS_OK : AIS_AGAIN;
 			}
 			size_t n = (size_t)MIN((uint64_t)e->data.len, g->left);
-			n = MIN(n, (size_t)GB_PIECE);
-			buf_add(out, e->data.ptr, n);
-			buf_consume(&e->data, n);
+			if (!out->len && n == e->data.len && n >= GB_HANDOFF_MIN) {
+				/* hand the buffer over as the piece; the entry gets
+				 * the piece's old (empty) buffer to receive into */
+				buf_t b = *out;
+				*out = e->data;
+				e->data = b;
+			} else {
+				n = MIN(n, (size_t)GB_PIECE);
+				buf_add(out, e->data.ptr, n);
+				buf_consume(&e->data, n);
+			}
 			g->buffered -= n;
 			g->left -= n;
 			if (g->peers[e->owner].batch) {

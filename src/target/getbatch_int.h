@@ -21,6 +21,7 @@
 #define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
 #define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
 #define GB_SPARES 8                /* entry buffers kept for reuse */
+#define GB_HANDOFF_MIN (16u << 10) /* a peer entry's buffer of this many bytes becomes the piece (no copy) */
 
 enum ph { PH_HDR, PH_DATA, PH_PAD };
 

@@ -14,7 +14,8 @@ buckets into zero-size __404__/NAME entries; coer=false fails with 404 and
 the entry's message (first entry missing), and never yields a complete tar
 when a later entry is missing; 1000 small objects in one batch; the wrapped
 {"action":"getbatch","value":...} form; bad bodies are 400 with a message on
-the gateway and on a target. Node logs must hold no error line.
+the gateway and on a target; a 120 MiB batch read by a client that stalls 2
+s grows no target's peak RSS (VmHWM, reset with clear_refs) by 48 MiB. Node logs must hold no error line.
 """
 # timeout: 240
 import glob
@@ -25,12 +26,13 @@ import os
 import random
 import subprocess
 import tarfile
+import time
 import urllib.parse
 
 from itlib import T
 
 import clulib
-from clulib import follow, get, poll, request, smap_ids
+from clulib import follow, get, poll, procs, request, smap_ids
 
 B, B2 = "gb", "gb2"
 JSON = {"Content-Type": "application/json"}
@@ -308,6 +310,48 @@ t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())]
         ["__404__/%s/no/such" % B, "%s/%s" % (B, names[0])], "aisctl --coer", p.stderr)
 p = aisctl("ml", "get-batch", B, out)
 t.eq(p.returncode, 2, "aisctl: neither --list nor --file is a usage error")
+
+# bounded memory: 30 entries of 4 MiB (about 80 MiB on peers), the client reading nothing for
+# 2 s after the head and then everything: no target's peak RSS grows by the batch's size
+
+
+def peak_rss(x):
+    """VmHWM of x's process in bytes, after resetting it (clear_refs 5) when reset."""
+    with open("/proc/%d/status" % procs[x.name].pid) as f:
+        return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmHWM:"))
+
+
+def reset_peak(x):
+    try:
+        with open("/proc/%d/clear_refs" % procs[x.name].pid, "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+blob = rnd.randbytes(4 << 20)
+mem = ["mem/%02d" % i for i in range(30)]
+for i, n in enumerate(mem):
+    put(B, n, b"%04d" % i + blob[4:])
+for x in tg:
+    reset_peak(x)
+before = {x.name: peak_rss(x) for x in tg}
+raw = json.dumps({"in": [{"objname": n} for n in mem], "mime": ".tar", "strm": True}).encode()
+st, _, hdrs = fetch(g.url, "/v1/ml/moss/" + B, raw)
+loc = urllib.parse.urlsplit(hdrs.get("location", ""))
+hc = http.client.HTTPConnection(loc.hostname, loc.port, timeout=60)
+hc.request("GET", loc.path, body=raw, headers=JSON)
+resp = hc.getresponse()
+time.sleep(2)
+got = resp.read()
+hc.close()
+grew = {x.name: peak_rss(x) - before[x.name] for x in tg}
+t.check(st == 307 and resp.status == 200 and members_of(got) == [("%s/%s" % (B, n), data[(B, n)]) for n in mem],
+        "a 120 MiB batch read after a 2 s stall: every entry in order", (st, resp.status, len(got)))
+t.check(all(v < (48 << 20) for v in grew.values()),
+        "and no target's peak RSS grew by 48 MiB or more (bounded buffering)",
+        {k: v >> 20 for k, v in grew.items()})
+t.diag("peak RSS growth per target (MiB): %s" % {k: v >> 20 for k, v in grew.items()})
 
 # no error-level line in any node's log; after a clean stop, no sanitizer
 # report on any node's stderr (a sanitizer build: make SANITIZE=...)

@@ -8,7 +8,8 @@ exactly once per epoch and its bytes are the files'; set_epoch(1) and
 another seed change the order; two ranks (world_size=2, 2 workers each)
 split the shards without overlap and together see every sample; a shuffle
 buffer keeps the set. A shard list, local files and plain-HTTP URLs give the
-same samples; a .tgz shard is read too. Restarts: a 24 MiB shard read
+same samples; a .tgz shard is read too, and .zip shards (by prefix with 4
+workers, as local files, and a download cut in the middle, resumed). Restarts: a 24 MiB shard read
 sample by sample while its owner is kill -9'd and restarted resumes with a
 Range (every sample once, bytes identical); a 4-worker epoch during which a
 target is kill -9'd and restarted completes with every sample exactly once.
@@ -16,6 +17,7 @@ Skipped (with the reason) only when torch is not installed.
 """
 # timeout: 300
 import glob
+import http.server
 import json
 import os
 import random
@@ -25,6 +27,7 @@ import tarfile
 import threading
 import time
 import warnings
+import zipfile
 
 from itlib import T
 
@@ -162,6 +165,59 @@ with tarfile.open(TGZ, "w:gz") as tf:
             tf.add(os.path.join(SRC, k + "." + ext), k + "." + ext)
 c.put(B, "gz/s.tgz", TGZ)
 check_epoch(list(ShardDataset(c, bucket=B, prefix="gz/")), {k: want[k] for k in sorted(want)[:30]}, "a .tgz shard")
+
+# .zip shards: from the bucket (4 workers), from local files, and a download cut in the middle
+# (resumed with a Range from the byte it reached, the ETag as If-Match)
+zkeys = sorted(want)[30:130]
+zwant = {k: want[k] for k in zkeys}
+zpaths = []
+for i in range(4):
+    zp = os.path.join(TMP, "z%d.zip" % i)
+    with zipfile.ZipFile(zp, "w", zipfile.ZIP_DEFLATED if i % 2 else zipfile.ZIP_STORED) as zf:
+        for k in zkeys[i::4]:
+            for ext in want[k]:
+                zf.write(os.path.join(SRC, k + "." + ext), k + "." + ext)
+    c.put(B, "zip/z%d.zip" % i, zp)
+    zpaths.append(zp)
+check_epoch(list(loader(ShardDataset(c, bucket=B, prefix="zip/", seed=5))), zwant, ".zip shards by prefix, 4 workers")
+check_epoch(list(loader(ShardDataset(urls=zpaths), 2)), zwant, ".zip shards as local files")
+
+
+class CutOnce(http.server.BaseHTTPRequestHandler):
+    """Serves TMP's files with Range; the first answer stops after 5000 bytes."""
+    cut = [True]
+
+    def do_GET(self):
+        with open(os.path.join(TMP, os.path.basename(self.path)), "rb") as f:
+            data = f.read()
+        rng, start = self.headers.get("Range"), 0
+        if rng:
+            start = int(rng.split("=")[1].split("-")[0])
+        self.send_response(206 if rng else 200)
+        self.send_header("ETag", '"v1"')
+        self.send_header("Content-Length", str(len(data) - start))
+        if rng:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+        self.end_headers()
+        if self.cut[0]:
+            self.cut[0] = False
+            self.wfile.write(data[start:start + 5000])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(data[start:])
+
+    def log_message(self, *a):
+        pass
+
+
+hs = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CutOnce)
+threading.Thread(target=hs.serve_forever, daemon=True).start()
+zds = ShardDataset(urls=["http://127.0.0.1:%d/z1.zip" % hs.server_address[1]], retry_for=10)
+check_epoch(list(zds), {k: want[k] for k in zkeys[1::4]}, "a .zip download cut after 5000 bytes")
+t.check(zds.resumes == 1 and not CutOnce.cut[0], "and resumed once", zds.resumes)
+hs.shutdown()
+hs.server_close()
 
 # --- GetBatch: BatchDataset -------------------------------------------------------------------
 

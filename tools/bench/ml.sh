@@ -16,7 +16,8 @@
 # is read from memory, so this measures the serving and client path). Then
 # ROUNDS rounds, the order of the three rotating each round; reports
 # medians of samples/s and GB/s and the ratios aisd/nginx (goal >= 0.95)
-# and aisd/local (goal >= 0.8); a run that reads a different number of
+# and aisd/local (goal >= 0.8), and each server's CPU seconds per GB read
+# (from /proc/PID/stat of its processes: less sensitive to other load); a run that reads a different number of
 # samples or bytes than the others is an error. The table is also written
 # as markdown to $BUILD/bench-ml.md. Every process is stopped by its PID
 # and the temp dir removed on exit (KEEP=1 keeps it). Every run is bounded
@@ -65,14 +66,34 @@ read_epoch() {
 
 field() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p"; }
 
+# srv_ticks SRC: CPU ticks (user + system, all threads) used so far by the
+# server of SRC: the gateway and targets, nginx's master and workers, 0 for
+# local files.
+srv_ticks() {
+	local p t=0 pids=()
+	case $1 in
+	aisd) pids=("${AISD_PIDS[@]}") ;;
+	nginx) mapfile -t pids < <(echo "$NGINX_PID"; pgrep -P "$NGINX_PID") ;;
+	esac
+	for p in "${pids[@]}"; do
+		# fields 14 and 15 after the ")" that ends the command name
+		t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }' || echo 0)))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+
 echo "ml-bench: temp dir $TMP; $TOTAL in $SHARD shards of ~$SAMPLE samples; $ROUNDS rounds, $WORKERS workers" >&2
 start_nginx ml
+NGINX_PID=${PIDS[-1]}
 DATA=$TMP/nginx/root/ml
 gen=$(timeout 1800 "$PY" "$MLB" gen "$DATA" --total "$TOTAL" --shard "$SHARD" --sample "$SAMPLE") ||
 	die "generating shards failed"
 NS=$(echo "$gen" | field samples)
 echo "ml-bench: generated $gen" >&2
+N0=${#PIDS[@]}
 start_cluster "$TMP/aisd" "$TARGETS" || die "the cluster did not start"
+AISD_PIDS=("${PIDS[@]:N0}")
 create_bucket "$GW" ml || die "cannot create bucket ml"
 timeout 1800 "$PY" "$MLB" upload "$DATA" "$GW" ml train/ --jobs 4 >/dev/null || die "upload to aisd failed"
 for f in "$DATA"/*.tar; do echo "http://127.0.0.1:$NGINX_PORT/ml/${f##*/}"; done >"$TMP/nginx.list"
@@ -100,10 +121,15 @@ for r in $(seq "$ROUNDS"); do
 	order=("${SRCS[@]:$k}" "${SRCS[@]:0:$k}")
 	echo "ml-bench: round $r/$ROUNDS (${order[*]})" >&2
 	for s in "${order[@]}"; do
+		t0=$(srv_ticks "$s")
 		line=$(read_epoch "$s" "${ARGS[$s]}" --expect "$NS") || continue
-		printf '  %-6s %s\n' "$s" "$line" >&2
+		t1=$(srv_ticks "$s")
+		cpu=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v b="$(echo "$line" | field bytes)" \
+			'BEGIN { printf "%.2f\n", t / hz / (b / 1e9) }')
+		printf '  %-6s %s server CPU %s s/GB\n' "$s" "$line" "$cpu" >&2
 		echo "$line" | field samples_per_s >>"$TMP/res.sps.$s"
 		echo "$line" | field gbps >>"$TMP/res.gbps.$s"
+		echo "$cpu" >>"$TMP/res.cpu.$s"
 	done
 done
 
@@ -122,9 +148,9 @@ A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
 	echo "aisd: 1 gateway + $TARGETS target(s), read through the gateway's 307; nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'):"
 	echo "sendfile, 2 workers; local: the same files opened directly. $ROUNDS rounds, order rotating, medians."
 	echo
-	echo "| source | samples/s | GB/s |"
-	echo "|---|---:|---:|"
-	for s in "${SRCS[@]}"; do echo "| $s | $(med sps "$s") | $(med gbps "$s") |"; done
+	echo "| source | samples/s | GB/s | server CPU s per GB |"
+	echo "|---|---:|---:|---:|"
+	for s in "${SRCS[@]}"; do echo "| $s | $(med sps "$s") | $(med gbps "$s") | $(med cpu "$s") |"; done
 	echo
 	echo "| ratio | value | goal | |"
 	echo "|---|---:|---:|---|"
@@ -136,10 +162,15 @@ A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
 	echo "Every run (GB/s, in round order):"
 	echo
 	for s in "${SRCS[@]}"; do echo "- $s: $(tr '\n' ' ' <"$TMP/res.gbps.$s" 2>/dev/null)"; done
+	echo
+	echo "Server CPU seconds per GB read (user + system of the gateway and targets, of"
+	echo "nginx's processes; less sensitive to other load than GB/s), in round order:"
+	echo
+	for s in aisd nginx; do echo "- $s: $(tr '\n' ' ' <"$TMP/res.cpu.$s" 2>/dev/null)"; done
 	[ $STATUS != 0 ] && echo && echo "Some runs had errors (see the bench output)."
 } >"$MD"
 echo
-awk -F'|' '/^\|---/ { next } /^\| / { printf "%-28s %12s %10s %8s %5s\n", $2, $3, $4, $5, $6; next } { print }' "$MD"
+awk -F'|' '/^\|---/ { next } /^\| / { printf "%-28s %12s %10s %10s %5s\n", $2, $3, $4, $5, $6; next } { print }' "$MD"
 echo
 echo "ml-bench: markdown written to $MD"
 exit $STATUS

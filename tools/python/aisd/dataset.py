@@ -22,6 +22,10 @@ What ShardDataset guarantees, per epoch:
   A resumed read asks for the version it started with (If-Match with the
   first answer's ETag): a shard overwritten meanwhile raises HTTPError 412
   rather than mixing two versions.
+- A .zip shard cannot be parsed as a stream (its directory is at its end):
+  it is downloaded once (resumed by Range after an error, like a tar) into
+  a temporary file that stays in memory up to 64 MiB, then read with
+  zipfile (CRCs checked) in the order its members were written.
 
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
@@ -32,11 +36,13 @@ non-regular members, are skipped.
 import http.client
 import io
 import random
+import shutil
+import tempfile
 import time
 import urllib.parse
 
 from .client import Client
-from .wds import _BUFSIZE, index_shards, iter_samples, load_index, wds_split
+from .wds import _BUFSIZE, index_shards, iter_samples, iter_zip_samples, load_index, wds_split
 
 try:
     import torch.distributed as _dist
@@ -51,7 +57,8 @@ except ImportError:  # the client works without torch; the datasets need it
 __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_samples",
            "index_shards", "load_index", "SHARD_SUFFIXES"]
 
-SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz")
+SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".zip")
+_ZIP_SPOOL = 64 << 20  # a .zip shard downloaded beyond this goes to a temporary file
 _READBUF = 256 * 1024
 
 
@@ -128,7 +135,7 @@ class ShardDataset(_Base):
       ShardDataset(client, bucket="data", shards=["train/shard-000000.tar", ...])
       ShardDataset(urls=["http://host/x.tar", "/local/y.tar", "file:///z.tar"])
     A prefix lists the bucket once (per process) and keeps names ending in
-    .tar, .tgz or .tar.gz.
+    .tar, .tgz, .tar.gz or .zip.
 
     seed, shuffle: shard order per epoch (set_epoch); shuffle_buffer: a
     sample shuffle buffer of that many samples per worker (0: none);
@@ -174,6 +181,9 @@ class ShardDataset(_Base):
 
     def samples(self, shard):
         """Every sample of one shard, resuming after read errors."""
+        if shard.endswith(".zip"):
+            yield from self._zip_samples(shard)
+            return
         compressed = not shard.endswith(".tar")
         pos, done, fails, etag = 0, 0, 0, None
         while True:
@@ -200,6 +210,44 @@ class ShardDataset(_Base):
             finally:
                 if f is not None:
                     f.close()
+
+    def _zip_samples(self, shard):
+        """The samples of a .zip shard: downloaded whole first (resumed by
+        Range after a failed read), then read with zipfile."""
+        if not self.urls or shard.startswith(("http://", "https://")):
+            spool = tempfile.SpooledTemporaryFile(max_size=_ZIP_SPOOL)
+            etag, fails = None, 0
+            try:
+                while True:
+                    f = None
+                    try:
+                        f, tag = self._open(shard, spool.tell(), etag)
+                        etag = etag or tag
+                        while True:
+                            b = f.read(_READBUF)
+                            if not b:
+                                break
+                            spool.write(b)
+                            fails = 0
+                        break
+                    except (OSError, http.client.HTTPException) as e:
+                        fails += 1
+                        if fails > self.max_resumes:
+                            raise OSError("%s: reading failed %d times in a row at byte %d: %s"
+                                          % (shard, fails, spool.tell(), e)) from e
+                        self.resumes += 1
+                        time.sleep(min(0.05 * 2 ** fails, 2.0))
+                    finally:
+                        if f is not None:
+                            f.close()
+                spool.seek(0)
+                yield from iter_zip_samples(spool, shard)
+            finally:
+                spool.close()
+            return
+        path = urllib.parse.urlsplit(shard).path if shard.startswith("file://") else shard
+        with open(path, "rb") as f:
+            yield from iter_zip_samples(f, shard)
 
     def _open(self, shard, start, etag):
         """(file object at byte start of the shard, its ETag or None). A

@@ -6,8 +6,9 @@ one sample. Members whose base name has no dot, and non-regular members,
 are skipped.
 """
 import tarfile
+import zipfile
 
-__all__ = ["wds_split", "iter_samples", "index_shards", "load_index"]
+__all__ = ["wds_split", "iter_samples", "iter_zip_samples", "index_shards", "load_index"]
 
 _BUFSIZE = tarfile.RECORDSIZE  # 10 KiB: larger makes tarfile copy its leftover buffer on every header read
 
@@ -45,6 +46,30 @@ def iter_samples(f, shard, base=0, compressed=False, bufsize=_BUFSIZE):
             end = base + m.offset_data + ((m.size + 511) & ~511)
         if cur is not None:
             yield cur, end
+
+
+def iter_zip_samples(f, shard):
+    """Yields the samples of the zip read from the seekable file object f,
+    in the order of its central directory (the order the members were
+    written), by the same rules as iter_samples. A damaged member raises
+    zipfile.BadZipFile (its CRC is checked as it is read)."""
+    with zipfile.ZipFile(f) as z:
+        cur, key = None, None
+        for m in z.infolist():
+            if m.is_dir():
+                continue
+            k, ext = wds_split(m.filename)
+            if k is None:
+                continue
+            data = z.read(m)
+            if cur is not None and k != key:
+                yield cur
+                cur = None
+            if cur is None:
+                cur, key = {"__key__": k, "__shard__": shard}, k
+            cur[ext] = data
+        if cur is not None:
+            yield cur
 
 
 def index_shards(client, bucket, prefix="", shards=None):
