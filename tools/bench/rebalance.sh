@@ -106,7 +106,7 @@ print(d["totals"]["moved_bytes"], "%.3f" % span)
 PY
 )
 WALL=$(awk -v t0="$T0" -v t1="$T1" 'BEGIN { printf "%.3f", t1 - t0 }')
-REBAL=$(awk -v b="$MOVED" -v t="$SPAN" 'BEGIN { printf "%.0f", t > 0 ? b / t : 0 }')
+REBAL=$(awk -v b="$MOVED" -v t="$SPAN" 'BEGIN { printf "%.0f", (t > 0 ? b / t : 0) }')
 REBWALL=$(awk -v b="$MOVED" -v t="$WALL" 'BEGIN { printf "%.0f", b / t }')
 
 # 4. PUT with 2 copies vs 1
