@@ -183,6 +183,12 @@ const char *httpc_url(const httpc_req_t *r);
 void httpc_tls_set(const char *ca, const char *cert, const char *key);
 /* Applies those settings to a CURL easy handle made outside httpc. */
 void httpc_easy_tls(void *curl_easy);
+/*
+ * The one place TLS options go onto a CURL easy handle (httpc's own and
+ * the tools': aisctl, aisloader): CA bundle, client certificate and key
+ * (each NULL or "" for none), and insecure to skip verifying the peer.
+ */
+void httpc_curl_tls(void *curl_easy, const char *ca, const char *cert, const char *key, bool insecure);
 
 /*
  * httpc_sync sends one request and waits for the whole response, on the

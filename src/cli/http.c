@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "aisd/httpc.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "cli.h"
@@ -227,16 +228,7 @@ static int on_xferinfo(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 
 void cli_tls(const struct cli *c, CURL *h)
 {
-	if (c->cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
-	if (c->cert)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
-	if (c->key)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
-	if (c->insecure) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
+	httpc_curl_tls(h, c->cacert, c->cert, c->key, c->insecure);
 }
 
 void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,

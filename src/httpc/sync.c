@@ -49,15 +49,24 @@ void httpc_tls_set(const char *ca, const char *cert, const char *key)
 	g_tls_key = key && *key ? xstrdup(key) : NULL;
 }
 
-void httpc_easy_tls(void *easy)
+void httpc_curl_tls(void *easy, const char *ca, const char *cert, const char *key, bool insecure)
 {
 	CURL *e = easy;
-	if (g_tls_ca)
-		curl_easy_setopt(e, CURLOPT_CAINFO, g_tls_ca);
-	if (g_tls_cert) {
-		curl_easy_setopt(e, CURLOPT_SSLCERT, g_tls_cert);
-		curl_easy_setopt(e, CURLOPT_SSLKEY, g_tls_key);
+	if (ca && *ca)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	if (cert && *cert)
+		curl_easy_setopt(e, CURLOPT_SSLCERT, cert);
+	if (key && *key)
+		curl_easy_setopt(e, CURLOPT_SSLKEY, key);
+	if (insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
+}
+
+void httpc_easy_tls(void *easy)
+{
+	httpc_curl_tls(easy, g_tls_ca, g_tls_cert, g_tls_key, false);
 }
 
 void httpc_easy_common(CURL *e, const char *user_agent)

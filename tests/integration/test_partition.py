@@ -21,39 +21,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 
 from itlib import T
+from netnslib import BINDIR, DIR, SCRIPT, require, sh
 
 from clulib import request as clulib_request
 
 t = T()
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "..", "deploy", "netns", "cluster.sh")
-BINDIR = os.path.dirname(os.environ["AISD_BIN"])
-DIR = os.path.join(os.environ["AISD_DIR"], "netns")
 NAME = "p%d" % (os.getpid() % 100000)
 NET = "10.214.%d" % (os.getpid() % 250 + 1)
-
-
-def skip(why):
-    print("ok 1 # skip %s" % why)
-    sys.exit(0)
-
-
-if os.geteuid() != 0:
-    skip("not root (network namespaces)")
-probe = "%sprobe" % NAME
-if subprocess.run(["ip", "netns", "add", probe], stderr=subprocess.DEVNULL).returncode != 0:
-    skip("ip netns add does not work here")
-subprocess.run(["ip", "netns", "del", probe])
-
-
-def sh(*args, timeout=120):
-    cp = subprocess.run([SCRIPT] + list(args) + ["-d", DIR], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(errors="replace")
+require(NAME)
 
 
 def down():

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "aisd/buf.h"
+#include "aisd/httpc.h"
 #include "aisd/s3auth.h"
 #include "aisd/util.h"
 #include "loader.h"
@@ -199,16 +200,7 @@ static void slot_setup(struct thr *t, struct slot *s)
 	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
 	curl_easy_setopt(h, CURLOPT_SEEKDATA, s);
 	curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy, and no env lookups per request */
-	if (c->cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
-	if (c->cert)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
-	if (c->key)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
-	if (c->insecure) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
+	httpc_curl_tls(h, c->cacert, c->cert, c->key, c->insecure);
 	/* Large buffers for large objects: fewer callbacks and syscalls. */
 	if (c->size >= 1024 * 1024) {
 		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
