@@ -167,6 +167,15 @@ const char *httpc_error(const httpc_req_t *r); /* "" when none */
 sv_t httpc_resp_header(const httpc_req_t *r, const char *name);
 /* Every response header as received: "Name: value\r\n" lines. */
 sv_t httpc_resp_headers(const httpc_req_t *r);
+/*
+ * Walks "Name: value" lines (CRLF or LF; lines without a colon, such as a
+ * status line, are skipped): the next header's name and trimmed value,
+ * borrowed from *rest, which moves past it; false at the end.
+ */
+bool httpc_header_next(sv_t *rest, sv_t *name, sv_t *value);
+/* The first header called name (case-insensitive) in such lines, trimmed;
+ * {NULL, 0} when absent. */
+sv_t httpc_header_find(sv_t headers, const char *name);
 /* The buffered response body (empty when streamed); the caller may take it. */
 buf_t *httpc_body(httpc_req_t *r);
 const httpc_info_t *httpc_info(const httpc_req_t *r);

@@ -760,19 +760,37 @@ const char *httpc_url(const httpc_req_t *r) { return r->url; }
 
 sv_t httpc_resp_headers(const httpc_req_t *r) { return sv_of(&r->rhdrs); }
 
-sv_t httpc_resp_header(const httpc_req_t *r, const char *name)
+bool httpc_header_next(sv_t *rest, sv_t *name, sv_t *value)
 {
-	sv_t all = sv_of(&r->rhdrs), key = sv_from(name);
-	const char *p = all.ptr, *end = all.ptr + all.len;
-	while (p && p < end) {
+	if (!rest->ptr)
+		return false;
+	const char *p = rest->ptr, *end = rest->ptr + rest->len;
+	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol)
 			eol = end;
 		const char *vend = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
 		const char *colon = memchr(p, ':', (size_t)(vend - p));
-		if (colon && sv_eqcase((sv_t){p, (size_t)(colon - p)}, key))
-			return sv_trim((sv_t){colon + 1, (size_t)(vend - colon - 1)});
-		p = eol + 1;
+		const char *next = eol < end ? eol + 1 : end;
+		if (colon) {
+			*name = (sv_t){p, (size_t)(colon - p)};
+			*value = sv_trim((sv_t){colon + 1, (size_t)(vend - colon - 1)});
+			*rest = (sv_t){next, (size_t)(end - next)};
+			return true;
+		}
+		p = next;
 	}
+	*rest = (sv_t){end, 0};
+	return false;
+}
+
+sv_t httpc_header_find(sv_t headers, const char *name)
+{
+	sv_t key = sv_from(name), n, v;
+	while (httpc_header_next(&headers, &n, &v))
+		if (sv_eqcase(n, key))
+			return v;
 	return (sv_t){NULL, 0};
 }
+
+sv_t httpc_resp_header(const httpc_req_t *r, const char *name) { return httpc_header_find(sv_of(&r->rhdrs), name); }

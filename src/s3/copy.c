@@ -176,22 +176,6 @@ static int copy_local(struct cp *c)
 	return rc;
 }
 
-static sv_t hdr_of(buf_t *h, const char *name)
-{
-	sv_t all = sv_of(h), key = sv_from(name);
-	const char *p = all.ptr, *end = all.ptr + all.len;
-	while (p && p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			eol = end;
-		const char *vend = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-		const char *colon = memchr(p, ':', (size_t)(vend - p));
-		if (colon && sv_eqcase((sv_t){p, (size_t)(colon - p)}, key))
-			return sv_trim((sv_t){colon + 1, (size_t)(vend - colon - 1)});
-		p = eol + 1;
-	}
-	return (sv_t){NULL, 0};
-}
 
 static size_t rem_header(char *p, size_t size, size_t n, void *arg)
 {
@@ -218,19 +202,19 @@ static int rem_meta(struct cp *c, CURL *e)
 	sv_t v;
 	uint64_t x;
 	memset(&c->sm, 0, sizeof(c->sm));
-	if ((v = hdr_of(&c->hdrs, "Ais-Custom-Md")).ptr)
+	if ((v = httpc_header_find(sv_of(&c->hdrs), "Ais-Custom-Md")).ptr)
 		snprintf(c->sm.custom, sizeof(c->sm.custom), "%.*s", (int)v.len, v.ptr);
-	if ((v = hdr_of(&c->hdrs, "Ais-Checksum-Value")).ptr)
+	if ((v = httpc_header_find(sv_of(&c->hdrs), "Ais-Checksum-Value")).ptr)
 		snprintf(c->sm.cksum, sizeof(c->sm.cksum), "%.*s", (int)MIN(v.len, 64), v.ptr);
-	if ((v = hdr_of(&c->hdrs, "Ais-Version")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
+	if ((v = httpc_header_find(sv_of(&c->hdrs), "Ais-Version")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
 		c->sm.version = x;
-	if ((v = hdr_of(&c->hdrs, "Last-Modified")).ptr)
+	if ((v = httpc_header_find(sv_of(&c->hdrs), "Last-Modified")).ptr)
 		time_parse_http_date(v.ptr, v.len, &c->sm.mtime_ns);
-	v = hdr_of(&c->hdrs, "Content-Range");
+	v = httpc_header_find(sv_of(&c->hdrs), "Content-Range");
 	const char *slash = v.ptr ? memchr(v.ptr, '/', v.len) : NULL;
 	if (slash && num_parse_u64(slash + 1, v.len - (size_t)(slash + 1 - v.ptr), 0, UINT64_MAX, &x) == AIS_OK)
 		c->sm.size = x;
-	else if ((v = hdr_of(&c->hdrs, "Content-Length")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
+	else if ((v = httpc_header_find(sv_of(&c->hdrs), "Content-Length")).ptr && num_parse_u64(v.ptr, v.len, 0, UINT64_MAX, &x) == AIS_OK)
 		c->sm.size = x;
 	s3_meta_decode(c->r->http->arena, c->sm.custom, &c->m);
 	if (cp_check(c) != AIS_OK) {

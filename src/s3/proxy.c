@@ -177,7 +177,6 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 {
 	http_req_t *req = x->r->http;
 	sv_t all = httpc_resp_headers(hr);
-	const char *p = all.ptr, *end = all.ptr + all.len;
 	int64_t clen = -1;
 	uint64_t v;
 
@@ -187,23 +186,13 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 		httpc_resume(hr); /* px_read ends the upload */
 	}
 	http_resp_status(req, httpc_status(hr));
-	while (p && p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			eol = end;
-		const char *vend = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-		const char *colon = memchr(p, ':', (size_t)(vend - p));
-		if (colon) {
-			sv_t n = {p, (size_t)(colon - p)};
-			sv_t val = sv_trim((sv_t){colon + 1, (size_t)(vend - colon - 1)});
-			if (sv_eqcase(n, SV("Content-Length"))) {
-				if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
-					clen = (int64_t)v;
-			} else if (!hop_by_hop(n)) {
-				http_resp_header(req, arena_strndup(req->arena, n.ptr, n.len), "%.*s", (int)val.len, val.ptr);
-			}
+	for (sv_t n, val; httpc_header_next(&all, &n, &val);) {
+		if (sv_eqcase(n, SV("Content-Length"))) {
+			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
+				clen = (int64_t)v;
+		} else if (!hop_by_hop(n)) {
+			http_resp_header(req, arena_strndup(req->arena, n.ptr, n.len), "%.*s", (int)val.len, val.ptr);
 		}
-		p = eol + 1;
 	}
 	if (req->method == HTTP_HEAD) {
 		http_resp_send_head(req, clen >= 0 ? (uint64_t)clen : 0);
