@@ -15,12 +15,13 @@
  *     by a crash resumes at the next start.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "runner.h"
 
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
@@ -44,16 +45,8 @@ struct qitem {
 };
 
 struct reb {
+	job_runner_t jr; /* the thread; the stats, q and nq under jr.mu */
 	target_t *t;
-	pthread_t th;
-	pthread_mutex_t mu; /* guards everything below */
-	pthread_cond_t cv;
-	bool quit, pending, abort;
-	uint64_t gen;      /* bumped by every kick */
-	uint64_t retry_ms; /* 0: no retry scheduled */
-	int64_t retry_at;  /* monotonic ns */
-	job_stats_t st;
-	char marker[1100];
 	struct qitem *q; /* reb_enqueue's objects, newest first */
 	size_t nq;
 };
@@ -74,23 +67,15 @@ struct page {
 	const struct bucket *b;
 	struct item *items;
 	size_t n;
-	size_t next; /* under r->mu */
+	size_t next; /* under r->jr.mu */
 };
-
-static bool stopped(reb_t *r, uint64_t gen)
-{
-	pthread_mutex_lock(&r->mu);
-	bool s = r->quit || r->abort || r->gen != gen;
-	pthread_mutex_unlock(&r->mu);
-	return s;
-}
 
 static void note_error(reb_t *r, const char *fmt, const char *a, size_t alen, const char *b, const char *msg)
 {
-	pthread_mutex_lock(&r->mu);
-	r->st.errors++;
-	snprintf(r->st.last_error, sizeof(r->st.last_error), fmt, (int)MIN(alen, 100), a, b, msg);
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.errors++;
+	snprintf(r->jr.st.last_error, sizeof(r->jr.st.last_error), fmt, (int)MIN(alen, 100), a, b, msg);
+	pthread_mutex_unlock(&r->jr.mu);
 }
 
 /* Does the holder at base have bck/obj as recent as m? 1 yes, 0 no, -1 error. */
@@ -160,10 +145,10 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		uint64_t bytes = 0;
 		if (has == 0 && tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", &bytes,
 		                              &msg) == AIS_OK) {
-			pthread_mutex_lock(&r->mu);
-			r->st.moved++;
-			r->st.moved_bytes += bytes;
-			pthread_mutex_unlock(&r->mu);
+			pthread_mutex_lock(&r->jr.mu);
+			r->jr.st.moved++;
+			r->jr.st.moved_bytes += bytes;
+			pthread_mutex_unlock(&r->jr.mu);
 			continue;
 		}
 		if (has == 0 && errno == ENOENT)
@@ -173,15 +158,15 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	}
 	if (self < 0 && all_have) { /* rule 2 of jobs.h */
 		if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
-			pthread_mutex_lock(&r->mu);
-			r->st.deleted++;
-			pthread_mutex_unlock(&r->mu);
+			pthread_mutex_lock(&r->jr.mu);
+			r->jr.st.deleted++;
+			pthread_mutex_unlock(&r->jr.mu);
 		}
 	}
 out:
-	pthread_mutex_lock(&r->mu);
-	r->st.walked++;
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.walked++;
+	pthread_mutex_unlock(&r->jr.mu);
 	buf_free(&uname);
 	buf_free(&msg);
 }
@@ -191,10 +176,10 @@ static void *page_worker(void *arg)
 	struct page *pg = arg;
 	reb_t *r = pg->r;
 	for (;;) {
-		pthread_mutex_lock(&r->mu);
+		pthread_mutex_lock(&r->jr.mu);
 		size_t i = pg->next++;
-		bool stop = r->quit || r->abort || r->gen != pg->gen;
-		pthread_mutex_unlock(&r->mu);
+		bool stop = job_runner_stopped_locked(&r->jr, pg->gen);
+		pthread_mutex_unlock(&r->jr.mu);
 		if (stop || i >= pg->n)
 			break;
 		do_object(r, pg->b, pg->items[i].name, pg->items[i].len);
@@ -246,12 +231,8 @@ static bool walk_page(reb_t *r, uint64_t gen, const struct bucket *b, buf_t *aft
 
 static uint64_t local_objects(store_t *s)
 {
-	store_mp_stats_t mp[CONF_MAX_MOUNTPATHS];
-	int n = 0;
-	uint64_t objs = 0;
-	if (store_stats(s, mp, CONF_MAX_MOUNTPATHS, &n) == AIS_OK)
-		for (int i = 0; i < n; i++)
-			objs += mp[i].objects;
+	uint64_t objs, bytes;
+	job_local_totals(s, &objs, &bytes);
 	return objs;
 }
 
@@ -273,9 +254,9 @@ static void walk(reb_t *r, uint64_t gen)
 		snprintf(bs[nb].name, sizeof(bs[nb].name), "%s", bmd_bucket(bmd, i)->name);
 		bs[nb++].copies = place_copies(&bmd_bucket(bmd, i)->props);
 	}
-	pthread_mutex_lock(&r->mu);
-	r->st.cmap_version = m ? cmap_version(m) : 0;
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.cmap_version = m ? cmap_version(m) : 0;
+	pthread_mutex_unlock(&r->jr.mu);
 	cluster_read_unlock(cl);
 
 	if (maint || !me) { /* rule 3 of jobs.h */
@@ -285,37 +266,27 @@ static void walk(reb_t *r, uint64_t gen)
 		free(bs);
 		return;
 	}
-	for (size_t i = 0; i < nb && !stopped(r, gen); i++) {
+	for (size_t i = 0; i < nb && !job_runner_stopped(&r->jr, gen); i++) {
 		buf_t after = BUF_INIT;
-		while (!stopped(r, gen) && walk_page(r, gen, &bs[i], &after, r->t->conf->rebalance_workers))
+		while (!job_runner_stopped(&r->jr, gen) &&
+		       walk_page(r, gen, &bs[i], &after, r->t->conf->rebalance_workers))
 			;
 		buf_free(&after);
 	}
 	free(bs);
 }
 
-static void marker_set(reb_t *r, bool on)
+/* Between runs: places the queued objects under the current map (caller
+ * holds jr.mu; released while it works). */
+static bool place_queued(void *arg)
 {
-	if (!on) {
-		if (unlink(r->marker) && errno != ENOENT)
-			log_warn("unlink %s", r->marker);
-		return;
-	}
-	int fd = open(r->marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || fsync(fd))
-		log_warn("%s (an interrupted rebalance will not resume by itself)", r->marker);
-	if (fd >= 0)
-		close(fd);
-}
-
-/* Places the queued objects under the current map (caller holds r->mu;
- * released while it works). */
-static void place_queued(reb_t *r)
-{
+	reb_t *r = arg;
+	if (!r->nq)
+		return false;
 	struct qitem *q = r->q;
 	r->q = NULL;
 	r->nq = 0;
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&r->jr.mu);
 	while (q) {
 		struct qitem *next = q->next;
 		struct bucket b = {.copies = 0};
@@ -335,120 +306,65 @@ static void place_queued(reb_t *r)
 		free(q);
 		q = next;
 	}
-	pthread_mutex_lock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
+	return true;
 }
 
-static void *reb_main(void *arg)
+static void run(void *arg, uint64_t gen)
 {
 	reb_t *r = arg;
-	log_set_action("rebalance");
-	pthread_mutex_lock(&r->mu);
-	while (!r->quit) {
-		if (!r->pending && r->nq) {
-			place_queued(r);
-			continue;
-		}
-		if (!r->pending) {
-			if (r->retry_ms && time_mono_ns() >= r->retry_at) {
-				r->pending = true;
-				continue;
-			}
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-			continue;
-		}
-		r->pending = false;
-		r->abort = false;
-		uint64_t gen = r->gen;
-		uint64_t runs = r->st.runs + 1;
-		memset(&r->st, 0, sizeof(r->st));
-		r->st.runs = runs;
-		r->st.state = JOB_RUNNING;
-		r->st.start_ns = time_now_ns();
-		pthread_mutex_unlock(&r->mu);
-
-		marker_set(r, true);
-		uint64_t total = local_objects(r->t->store);
-		pthread_mutex_lock(&r->mu);
-		r->st.total = total;
-		pthread_mutex_unlock(&r->mu);
-		walk(r, gen);
-
-		pthread_mutex_lock(&r->mu);
-		if (r->quit)
-			break;
-		r->st.end_ns = time_now_ns();
-		if (r->gen != gen) {
-			r->st.state = JOB_ABORTED; /* superseded: pending is set */
-			continue;
-		}
-		if (r->abort) {
-			r->st.state = JOB_ABORTED;
-			r->retry_ms = 0;
-			marker_set(r, false);
-			log_info("rebalance aborted");
-		} else if (r->st.errors) {
-			r->st.state = JOB_FAILED;
-			r->retry_ms = r->retry_ms ? MIN(r->retry_ms * 2, RETRY_MAX_MS) : RETRY_FIRST_MS;
-			r->retry_at = time_mono_ns() + (int64_t)r->retry_ms * 1000000;
-			log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
-			          (unsigned long long)r->st.cmap_version, (unsigned long long)r->st.errors,
-			          r->st.last_error, (unsigned long long)r->retry_ms);
-		} else {
-			r->st.state = JOB_DONE;
-			r->retry_ms = 0;
-			marker_set(r, false);
-			log_info("rebalance (map v%llu) done: %llu objects walked, %llu copies sent (%llu "
-			         "bytes), "
-			         "%llu moved off",
-			         (unsigned long long)r->st.cmap_version, (unsigned long long)r->st.walked,
-			         (unsigned long long)r->st.moved, (unsigned long long)r->st.moved_bytes,
-			         (unsigned long long)r->st.deleted);
-		}
-	}
-	pthread_mutex_unlock(&r->mu);
-	httpc_sync_release();
-	return NULL;
+	uint64_t total = local_objects(r->t->store);
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.total = total;
+	pthread_mutex_unlock(&r->jr.mu);
+	walk(r, gen);
 }
+
+static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
+{
+	(void)arg;
+	if (st->state == JOB_FAILED)
+		log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
+		          (unsigned long long)st->cmap_version, (unsigned long long)st->errors,
+		          st->last_error, (unsigned long long)retry_ms);
+	else
+		log_info("rebalance (map v%llu) done: %llu objects walked, %llu copies sent (%llu bytes), "
+		         "%llu moved off",
+		         (unsigned long long)st->cmap_version, (unsigned long long)st->walked,
+		         (unsigned long long)st->moved, (unsigned long long)st->moved_bytes,
+		         (unsigned long long)st->deleted);
+}
+
+static const struct job_runner_ops reb_ops = {
+	.name = "rebalance",
+	.retry_first_ms = RETRY_FIRST_MS,
+	.retry_max_ms = RETRY_MAX_MS,
+	.run = run,
+	.idle = place_queued,
+	.report = report,
+	.thread_exit = httpc_sync_release,
+};
 
 reb_t *reb_new(target_t *t)
 {
 	reb_t *r = xcalloc(1, sizeof(*r));
 	const conf_t *c = t->conf;
 	r->t = t;
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
-	snprintf(r->marker, sizeof(r->marker), "%s/rebalance.marker",
-	         c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
-	if (access(r->marker, F_OK) == 0) {
-		log_info("rebalance: resuming the run interrupted before this start (%s)", r->marker);
-		r->pending = true;
-	}
-	if (pthread_create(&r->th, NULL, reb_main, r))
-		fatal("pthread_create");
+	job_runner_start(&r->jr, &reb_ops, r, c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
 	return r;
 }
 
 void reb_stop(reb_t *r)
 {
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->mu);
-	bool was = r->quit;
-	r->quit = true;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	if (!was)
-		pthread_join(r->th, NULL);
+	if (r)
+		job_runner_stop(&r->jr);
 }
 
 void reb_free(reb_t *r)
 {
 	if (!r)
 		return;
-	reb_stop(r);
+	job_runner_destroy(&r->jr);
 	while (r->q) {
 		struct qitem *q = r->q;
 		r->q = q->next;
@@ -456,8 +372,6 @@ void reb_free(reb_t *r)
 		free(q->obj);
 		free(q);
 	}
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
 	free(r);
 }
 
@@ -465,12 +379,7 @@ void reb_kick(reb_t *r, const char *why)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->mu);
-	r->gen++;
-	r->pending = true;
-	r->retry_ms = 0;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	job_runner_kick(&r->jr);
 	log_info("rebalance: %s", why);
 }
 
@@ -478,9 +387,9 @@ void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
 	if (r->nq >= REB_QUEUE_MAX) {
-		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_unlock(&r->jr.mu);
 		reb_kick(r, "too many writes raced map changes: a full run");
 		return;
 	}
@@ -491,25 +400,17 @@ void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t
 	q->next = r->q;
 	r->q = q;
 	r->nq++;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	pthread_cond_broadcast(&r->jr.cv);
+	pthread_mutex_unlock(&r->jr.mu);
 }
 
 void reb_abort(reb_t *r)
 {
-	pthread_mutex_lock(&r->mu);
-	r->abort = true;
-	r->pending = false;
-	r->retry_ms = 0;
-	if (r->st.state != JOB_RUNNING) /* nothing runs: just forget the marker */
-		marker_set(r, false);
-	pthread_mutex_unlock(&r->mu);
+	job_runner_abort(&r->jr);
 }
 
 void reb_stats(reb_t *r, job_stats_t *out)
 {
-	pthread_mutex_lock(&r->mu);
-	*out = r->st;
-	pthread_mutex_unlock(&r->mu);
+	job_runner_stats(&r->jr, out);
 	out->objects = local_objects(r->t->store);
 }

@@ -18,12 +18,13 @@
  *     the mountpath list (DIR/mountpaths), so a restart keeps it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "runner.h"
 
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -33,20 +34,13 @@
 #include "aisd/banned.h"
 
 #define RES_PAGE     512
-#define RES_RETRY_MS 5000
+#define RES_RETRY_MS 5000 /* every retry: no back-off */
 
 struct res {
+	job_runner_t jr; /* the thread; the stats under jr.mu */
 	store_t *store;
 	void (*hook)(void *arg);
 	void *hook_arg;
-	pthread_t th;
-	pthread_mutex_t mu; /* guards everything below */
-	pthread_cond_t cv;
-	bool quit, pending, abort;
-	uint64_t gen; /* bumped by every kick */
-	int64_t retry_at;
-	job_stats_t st;
-	char marker[1100];
 };
 
 struct item {
@@ -70,26 +64,6 @@ static void collect(void *arg, const char *bck, size_t blen, const char *obj, si
 	p->n++;
 }
 
-static bool res_stopped(res_t *r, uint64_t gen)
-{
-	pthread_mutex_lock(&r->mu);
-	bool s = r->quit || r->abort || r->gen != gen;
-	pthread_mutex_unlock(&r->mu);
-	return s;
-}
-
-static void local_totals(store_t *s, uint64_t *objs, uint64_t *bytes)
-{
-	store_mp_stats_t mp[CONF_MAX_MOUNTPATHS];
-	int n = 0;
-	*objs = *bytes = 0;
-	if (store_stats(s, mp, CONF_MAX_MOUNTPATHS, &n) == AIS_OK)
-		for (int i = 0; i < n; i++) {
-			*objs += mp[i].objects;
-			*bytes += mp[i].bytes;
-		}
-}
-
 /* One walk over the misplaced objects. Returns the errors it met. */
 static uint64_t walk(res_t *r, uint64_t gen)
 {
@@ -98,69 +72,58 @@ static uint64_t walk(res_t *r, uint64_t gen)
 	uint64_t errors = 0;
 	for (;;) {
 		pg->n = 0;
-		if (res_stopped(r, gen) || store_misplaced(r->store, &cur, RES_PAGE, collect, pg) == 0)
+		if (job_runner_stopped(&r->jr, gen) ||
+		    store_misplaced(r->store, &cur, RES_PAGE, collect, pg) == 0)
 			break;
-		pthread_mutex_lock(&r->mu);
-		r->st.walked = cur.scanned;
-		r->st.walked_bytes = cur.scanned_bytes;
-		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_lock(&r->jr.mu);
+		r->jr.st.walked = cur.scanned;
+		r->jr.st.walked_bytes = cur.scanned_bytes;
+		pthread_mutex_unlock(&r->jr.mu);
 		for (size_t i = 0; i < pg->n; i++) {
 			struct item *it = &pg->it[i];
 			uint64_t bytes = 0;
-			int rc = res_stopped(r, gen) ? AIS_DONE
-			                             : store_relocate(r->store, it->bck, it->blen, it->obj, it->olen, &bytes);
-			pthread_mutex_lock(&r->mu);
+			int rc = job_runner_stopped(&r->jr, gen) ? AIS_DONE
+			                                         : store_relocate(r->store, it->bck, it->blen,
+			                                                          it->obj, it->olen, &bytes);
+			pthread_mutex_lock(&r->jr.mu);
 			if (rc == AIS_OK) {
-				r->st.moved++;
-				r->st.moved_bytes += bytes;
+				r->jr.st.moved++;
+				r->jr.st.moved_bytes += bytes;
 			} else if (rc == AIS_ERR) {
-				r->st.errors++;
+				r->jr.st.errors++;
 				errors++;
-				snprintf(r->st.last_error, sizeof(r->st.last_error), "%.64s/%.100s: %s", it->bck,
-				         it->obj, strerror(errno));
+				snprintf(r->jr.st.last_error, sizeof(r->jr.st.last_error), "%.64s/%.100s: %s",
+				         it->bck, it->obj, strerror(errno));
 			}
-			pthread_mutex_unlock(&r->mu);
+			pthread_mutex_unlock(&r->jr.mu);
 			free(it->bck);
 			free(it->obj);
 		}
 	}
-	pthread_mutex_lock(&r->mu);
-	r->st.walked = cur.scanned;
-	r->st.walked_bytes = cur.scanned_bytes;
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.walked = cur.scanned;
+	r->jr.st.walked_bytes = cur.scanned_bytes;
+	pthread_mutex_unlock(&r->jr.mu);
 	buf_free(&cur.after);
 	free(pg);
 	return errors;
 }
 
-static void marker_set(res_t *r, bool on)
-{
-	if (!on) {
-		if (unlink(r->marker) && errno != ENOENT)
-			log_warn("unlink %s", r->marker);
-		return;
-	}
-	int fd = open(r->marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || fsync(fd))
-		log_warn("%s (an interrupted resilver will not resume by itself)", r->marker);
-	if (fd >= 0)
-		close(fd);
-}
-
 /* One run: walks until the layout stays put and the detaches are done. */
-static void run(res_t *r, uint64_t gen)
+static void run(void *arg, uint64_t gen)
 {
+	res_t *r = arg;
 	uint64_t errors = 0;
-	for (int pass = 0; !res_stopped(r, gen); pass++) {
+	for (int pass = 0; !job_runner_stopped(&r->jr, gen); pass++) {
 		uint64_t lg = store_layout_gen(r->store);
 		uint64_t objs, bytes;
-		local_totals(r->store, &objs, &bytes);
-		pthread_mutex_lock(&r->mu);
-		r->st.total = objs;
-		r->st.total_bytes = bytes;
-		pthread_mutex_unlock(&r->mu);
+		job_local_totals(r->store, &objs, &bytes);
+		pthread_mutex_lock(&r->jr.mu);
+		r->jr.st.total = objs;
+		r->jr.st.total_bytes = bytes;
+		pthread_mutex_unlock(&r->jr.mu);
 		errors += walk(r, gen);
-		if (errors || res_stopped(r, gen))
+		if (errors || job_runner_stopped(&r->jr, gen))
 			return;
 		bool closed = false;
 		int fin = store_mp_detach_finish(r->store, &closed);
@@ -173,63 +136,25 @@ static void run(res_t *r, uint64_t gen)
 	}
 }
 
-static void *res_main(void *arg)
+static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
 {
-	res_t *r = arg;
-	log_set_action("resilver");
-	pthread_mutex_lock(&r->mu);
-	while (!r->quit) {
-		if (!r->pending) {
-			if (r->retry_at && time_mono_ns() >= r->retry_at) {
-				r->retry_at = 0;
-				r->pending = true;
-				continue;
-			}
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-			continue;
-		}
-		r->pending = false;
-		r->abort = false;
-		uint64_t gen = r->gen;
-		uint64_t runs = r->st.runs + 1;
-		memset(&r->st, 0, sizeof(r->st));
-		r->st.runs = runs;
-		r->st.state = JOB_RUNNING;
-		r->st.start_ns = time_now_ns();
-		pthread_mutex_unlock(&r->mu);
-
-		marker_set(r, true);
-		run(r, gen);
-
-		pthread_mutex_lock(&r->mu);
-		if (r->quit)
-			break;
-		r->st.end_ns = time_now_ns();
-		if (r->gen != gen) {
-			r->st.state = JOB_ABORTED; /* superseded: pending is set */
-		} else if (r->abort) {
-			r->st.state = JOB_ABORTED;
-			marker_set(r, false);
-			log_info("resilver aborted");
-		} else if (r->st.errors) {
-			r->st.state = JOB_FAILED;
-			r->retry_at = time_mono_ns() + (int64_t)RES_RETRY_MS * 1000000;
-			log_warnx("resilver: %llu errors, last: %s; again in %d ms", (unsigned long long)r->st.errors,
-			          r->st.last_error, RES_RETRY_MS);
-		} else {
-			r->st.state = JOB_DONE;
-			marker_set(r, false);
-			log_info("resilver done: %llu objects looked at, %llu moved (%llu bytes)",
-			         (unsigned long long)r->st.walked, (unsigned long long)r->st.moved,
-			         (unsigned long long)r->st.moved_bytes);
-		}
-	}
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
+	(void)arg;
+	if (st->state == JOB_FAILED)
+		log_warnx("resilver: %llu errors, last: %s; again in %llu ms", (unsigned long long)st->errors,
+		          st->last_error, (unsigned long long)retry_ms);
+	else
+		log_info("resilver done: %llu objects looked at, %llu moved (%llu bytes)",
+		         (unsigned long long)st->walked, (unsigned long long)st->moved,
+		         (unsigned long long)st->moved_bytes);
 }
+
+static const struct job_runner_ops res_ops = {
+	.name = "resilver",
+	.retry_first_ms = RES_RETRY_MS,
+	.retry_max_ms = RES_RETRY_MS,
+	.run = run,
+	.report = report,
+};
 
 res_t *res_new(store_t *s, const char *dir, void (*hook)(void *), void *hook_arg)
 {
@@ -237,15 +162,7 @@ res_t *res_new(store_t *s, const char *dir, void (*hook)(void *), void *hook_arg
 	r->store = s;
 	r->hook = hook;
 	r->hook_arg = hook_arg;
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
-	snprintf(r->marker, sizeof(r->marker), "%s/resilver.marker", dir);
-	if (access(r->marker, F_OK) == 0) {
-		log_info("resilver: resuming the run interrupted before this start (%s)", r->marker);
-		r->pending = true;
-	}
-	if (pthread_create(&r->th, NULL, res_main, r))
-		fatal("pthread_create");
+	job_runner_start(&r->jr, &res_ops, r, dir);
 	return r;
 }
 
@@ -253,44 +170,25 @@ void res_free(res_t *r)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->mu);
-	r->quit = true;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	pthread_join(r->th, NULL);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
+	job_runner_destroy(&r->jr);
 	free(r);
 }
 
 void res_kick(res_t *r, const char *why)
 {
-	pthread_mutex_lock(&r->mu);
-	r->gen++;
-	r->pending = true;
-	r->retry_at = 0;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	marker_set(r, true);
+	job_runner_kick(&r->jr);
+	job_runner_marker(&r->jr, true);
 	log_info("resilver: %s", why);
 }
 
 void res_abort(res_t *r)
 {
-	pthread_mutex_lock(&r->mu);
-	r->abort = true;
-	r->pending = false;
-	r->retry_at = 0;
-	if (r->st.state != JOB_RUNNING)
-		marker_set(r, false);
-	pthread_mutex_unlock(&r->mu);
+	job_runner_abort(&r->jr);
 }
 
 void res_stats(res_t *r, job_stats_t *out)
 {
-	pthread_mutex_lock(&r->mu);
-	*out = r->st;
-	pthread_mutex_unlock(&r->mu);
+	job_runner_stats(&r->jr, out);
 	uint64_t b;
-	local_totals(r->store, &out->objects, &b);
+	job_local_totals(r->store, &out->objects, &b);
 }
