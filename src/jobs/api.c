@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,66 +69,52 @@ int jobs_h_target(http_req_t *req)
 
 /* --- the cluster's view ------------------------------------------------------ */
 
-struct ask {
-	char id[CMAP_ID_MAX + 1];
-	char url[CMAP_URL_MAX + 32];
-	const char *method;
-	const char *body;
-	json_t *res;
-	pthread_t th;
-	bool started;
-};
-
-static void *ask_target(void *arg)
+/* A target's answer as its job, or {"error":..}. */
+static json_t *job_of(const cluster_call_t *c)
 {
-	struct ask *a = arg;
-	buf_t resp = BUF_INIT;
-	int status = 0;
 	json_error_t jerr;
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-
-	if (httpc_sync(a->method, a->url, hdrs, a->body, a->body ? strlen(a->body) : 0, ASK_TIMEOUT_MS, &resp,
-	               &status) != AIS_OK) {
-		a->res = json_pack("{s:s}", "error", resp.ptr ? resp.ptr : "no answer");
-	} else {
-		a->res = status == 200 ? json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, &jerr) : NULL;
-		if (!json_is_object(a->res)) {
-			char msg[200];
-			json_decref(a->res);
-			snprintf(msg, sizeof(msg), "HTTP %d: %.150s", status, resp.ptr ? resp.ptr : "");
-			a->res = json_pack("{s:s}", "error", msg);
-		}
-	}
-	buf_free(&resp);
-	httpc_sync_release();
-	return NULL;
+	if (!c->status)
+		return json_pack("{s:s}", "error", c->resp.ptr ? c->resp.ptr : "no answer");
+	json_t *o = c->status == 200 ? json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, &jerr) : NULL;
+	if (json_is_object(o))
+		return o;
+	char msg[200];
+	json_decref(o);
+	snprintf(msg, sizeof(msg), "HTTP %d: %.150s", c->status, c->resp.ptr ? c->resp.ptr : "");
+	return json_pack("{s:s}", "error", msg);
 }
 
-/* Asks every target in the map; returns {"cmap_version","state","targets":{id:..},"totals":{..}}. */
+/* Asks every target in the map (cluster_call_all); returns
+ * {"cmap_version","state","targets":{id:..},"totals":{..}}. */
 static json_t *ask_all(cluster_t *cl, const char *kind, const char *method, const char *body)
 {
 	const cmap_t *m;
 	size_t n = 0;
 	uint64_t cv = 0;
-	struct ask *asks;
+	cluster_call_t *calls;
+	char(*ids)[CMAP_ID_MAX + 1];
+	buf_t b = BUF_INIT;
 
+	if (body)
+		buf_addstr(&b, body);
 	cluster_read_lock(cl, &m, NULL);
-	asks = xcalloc(m ? cmap_size(m) + 1 : 1, sizeof(*asks));
+	calls = xcalloc(m ? cmap_size(m) + 1 : 1, sizeof(*calls));
+	ids = xcalloc(m ? cmap_size(m) + 1 : 1, sizeof(*ids));
 	for (size_t i = 0; m && i < cmap_size(m); i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
 		if (nd->role != CMAP_TARGET)
 			continue;
-		snprintf(asks[n].id, sizeof(asks[n].id), "%s", nd->id);
-		snprintf(asks[n].url, sizeof(asks[n].url), "%s/v1/jobs?what=%s", nd->intra_url, kind);
-		asks[n].method = method;
-		asks[n].body = body;
+		snprintf(ids[n], sizeof(ids[n]), "%s", nd->id);
+		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/jobs?what=%s", nd->intra_url, kind);
+		calls[n].method = method;
+		calls[n].body = body ? &b : NULL;
+		calls[n].timeout_ms = ASK_TIMEOUT_MS;
 		n++;
 	}
 	cv = m ? cmap_version(m) : 0;
 	cluster_read_unlock(cl);
 
-	for (size_t i = 0; i < n; i++)
-		asks[i].started = pthread_create(&asks[i].th, NULL, ask_target, &asks[i]) == 0;
+	cluster_call_all(calls, n);
 	json_t *targets = json_object();
 	enum job_state *st = xcalloc(n + 1, sizeof(*st));
 	uint64_t tot[8] = {0};
@@ -137,11 +122,8 @@ static json_t *ask_all(cluster_t *cl, const char *kind, const char *method, cons
 	                                   "moved_bytes", "deleted", "errors",    "moved"};
 	bool unreachable = false;
 	for (size_t i = 0; i < n; i++) {
-		if (asks[i].started)
-			pthread_join(asks[i].th, NULL);
-		else
-			ask_target(&asks[i]);
-		json_t *r = asks[i].res;
+		json_t *r = job_of(&calls[i]);
+		buf_free(&calls[i].resp);
 		const char *s = json_string_value(json_object_get(r, "state"));
 		st[i] = JOB_IDLE;
 		for (int k = JOB_IDLE; s && k <= JOB_FAILED; k++)
@@ -151,7 +133,7 @@ static json_t *ask_all(cluster_t *cl, const char *kind, const char *method, cons
 			unreachable = true;
 		for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
 			tot[k] += (uint64_t)json_integer_value(json_object_get(r, keys[k]));
-		json_object_set_new(targets, asks[i].id, r);
+		json_object_set_new(targets, ids[i], r);
 	}
 	enum job_state merged = job_state_merge(st, n);
 	json_t *totals = json_object();
@@ -161,7 +143,9 @@ static json_t *ask_all(cluster_t *cl, const char *kind, const char *method, cons
 	                        (json_int_t)cv, "state", job_state_name(merged), "unreachable", unreachable,
 	                        "targets", targets, "totals", totals);
 	free(st);
-	free(asks);
+	free(ids);
+	free(calls);
+	buf_free(&b);
 	return doc;
 }
 
