@@ -137,6 +137,7 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err);
 #define CLUSTER_CALL_URL_MAX (CMAP_URL_MAX + 2400) /* a base URL, a path and a query */
 typedef struct cluster_call {
 	char url[CLUSTER_CALL_URL_MAX];
+	const char *url_long; /* borrowed (copied for the call): a URL longer than url holds; NULL: url */
 	const char *method;
 	const buf_t *body;   /* borrowed (copied for the call); NULL: none. JSON */
 	uint64_t timeout_ms;

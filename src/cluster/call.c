@@ -41,6 +41,7 @@ struct fan {
 	size_t ended, ok;  /* calls ended; of them, answered 2xx */
 	bool *ended_at;    /* calls[i] has ended */
 	buf_t *bodies;     /* copies of the request bodies */
+	char **urls;       /* copies of the calls' url_long */
 	cluster_call_t calls[];
 };
 
@@ -54,18 +55,21 @@ static void fan_unref(struct fan *f)
 	for (size_t i = 0; i < f->n; i++) {
 		buf_free(&f->calls[i].resp);
 		buf_free(&f->bodies[i]);
+		free(f->urls[i]);
 	}
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
 	free(f->ended_at);
 	free(f->bodies);
+	free(f->urls);
 	free(f);
 }
 
 static void call_one(cluster_call_t *c)
 {
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	if (httpc_sync(c->method, c->url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
+	const char *url = c->url_long ? c->url_long : c->url;
+	if (httpc_sync(c->method, url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
 		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK)
 		c->status = 0;
 }
@@ -114,6 +118,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 	f->refs = 1;
 	f->ended_at = xcalloc(n, sizeof(*f->ended_at));
 	f->bodies = xcalloc(n, sizeof(*f->bodies));
+	f->urls = xcalloc(n, sizeof(*f->urls));
 	for (size_t i = 0; i < n; i++) {
 		f->calls[i] = calls[i];
 		f->calls[i].resp = (buf_t)BUF_INIT;
@@ -122,6 +127,8 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 			buf_add(&f->bodies[i], calls[i].body->ptr ? calls[i].body->ptr : "", calls[i].body->len);
 			f->calls[i].body = &f->bodies[i];
 		}
+		if (calls[i].url_long)
+			f->calls[i].url_long = f->urls[i] = xstrdup(calls[i].url_long);
 	}
 
 	size_t nth = MIN(n, CLUSTER_CALL_PARALLEL), started = 0;

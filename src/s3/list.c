@@ -3,12 +3,13 @@
  *
  * Names come in raw byte order from s3_list_page: the store's own listing
  * on a standalone target, or in a cluster every active target's page after
- * the same name, merged (the native list's rule: the union's first N are
- * the cluster's first N). The S3 layer on top rolls keys up into
- * CommonPrefixes at the delimiter, counts keys and prefixes against
- * max-keys, and resumes after the last item returned: a key, or a common
- * prefix, whose keys are all skipped (the marker's own prefix too, as S3
- * does). The V2 continuation token is that item in base64.
+ * the same name, asked in parallel (cluster_call_all, as the native list),
+ * merged (the native list's rule: the union's first N are the cluster's
+ * first N). The S3 layer on top rolls keys up into CommonPrefixes at the
+ * delimiter, counts keys and prefixes against max-keys, and resumes after
+ * the last item returned: a key, or a common prefix, whose keys are all
+ * skipped (the marker's own prefix too, as S3 does). The V2 continuation
+ * token is that item in base64.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -93,36 +93,39 @@ static int entry_cmp(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* One target's page, appended to c. */
-static int fan_one(const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit, struct collect *c,
-		   bool *more, buf_t *err)
+/* The URL of one target's page. */
+static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit)
 {
-	buf_t url = BUF_INIT, resp = BUF_INIT;
-	int status = 0, rc = AIS_ERR;
+	buf_addf(url, "%s/v1/buckets/", base);
+	pct_query(url, bck, strlen(bck));
+	buf_addf(url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu&prefix=", limit);
+	pct_query(url, prefix.ptr, prefix.len);
+	buf_addstr(url, "&start_after=");
+	pct_query(url, after.ptr, after.len);
+}
+
+/* The target at base answered c: its page, appended to out. AIS_ERR with
+ * errno ENOENT (no such bucket) or EIO (err says why). */
+static int page_take(const cluster_call_t *c, const char *base, struct collect *out, bool *more, buf_t *err)
+{
 	json_error_t jerr;
 
-	buf_addf(&url, "%s/v1/buckets/", base);
-	pct_query(&url, bck, strlen(bck));
-	buf_addf(&url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu&prefix=", limit);
-	pct_query(&url, prefix.ptr, prefix.len);
-	buf_addstr(&url, "&start_after=");
-	pct_query(&url, after.ptr, after.len);
-	if (httpc_sync("GET", url.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK) {
-		buf_addf(err, "target %s: %s", base, resp.ptr ? resp.ptr : "no answer");
+	if (!c->status) {
+		buf_addf(err, "target %s: %s", base, c->resp.ptr ? c->resp.ptr : "no answer");
 		errno = EIO;
-		goto out;
+		return AIS_ERR;
 	}
-	if (status == 404) {
+	if (c->status == 404) {
 		errno = ENOENT;
-		goto out;
+		return AIS_ERR;
 	}
-	json_t *doc = status == 200 ? json_loadb(resp.ptr, resp.len, 0, &jerr) : NULL;
+	json_t *doc = c->status == 200 ? json_loadb(c->resp.ptr, c->resp.len, 0, &jerr) : NULL;
 	json_t *ents = json_object_get(doc, "entries");
 	if (!json_is_array(ents)) {
-		buf_addf(err, "target %s: listing answered %d", base, status);
+		buf_addf(err, "target %s: listing answered %d", base, c->status);
 		json_decref(doc);
 		errno = EIO;
-		goto out;
+		return AIS_ERR;
 	}
 	size_t i;
 	json_t *it;
@@ -130,7 +133,7 @@ static int fan_one(const char *base, const char *bck, sv_t prefix, sv_t after, s
 		json_t *jn = json_object_get(it, "name");
 		if (!json_is_string(jn))
 			continue;
-		s3_entry_t *e = collect_add(c);
+		s3_entry_t *e = collect_add(out);
 		e->name = xstrndup(json_string_value(jn), json_string_length(jn));
 		e->len = json_string_length(jn);
 		e->size = (uint64_t)json_integer_value(json_object_get(it, "size"));
@@ -144,10 +147,50 @@ static int fan_one(const char *base, const char *bck, sv_t prefix, sv_t after, s
 	if (tok && *tok)
 		*more = true;
 	json_decref(doc);
-	rc = AIS_OK;
-out:
-	buf_free(&url);
-	buf_free(&resp);
+	return AIS_OK;
+}
+
+/* Every active target's page, asked in parallel (cluster_call_all, as the
+ * native list), appended to out; the first error in map order wins. */
+static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size_t limit, struct collect *out,
+		   bool *more, buf_t *err)
+{
+	const cmap_t *m;
+	cluster_call_t *calls;
+	buf_t *urls;
+	char(*bases)[CMAP_URL_MAX + 1];
+	size_t nt = 0;
+	int rc = AIS_OK, e = 0;
+
+	cluster_read_lock(cl, &m, NULL);
+	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
+	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
+	bases = xcalloc(cmap_size(m) + 1, sizeof(*bases));
+	for (size_t i = 0; i < cmap_size(m); i++) {
+		const cmap_node_t *x = cmap_node(m, i);
+		if (x->role != CMAP_TARGET || x->state != CMAP_ACTIVE)
+			continue;
+		snprintf(bases[nt], sizeof(bases[0]), "%s", x->intra_url);
+		page_url(&urls[nt], x->intra_url, bck, prefix, after, limit);
+		calls[nt].url_long = urls[nt].ptr;
+		calls[nt].method = "GET";
+		calls[nt++].timeout_ms = 30000;
+	}
+	cluster_read_unlock(cl);
+
+	cluster_call_all(calls, nt);
+	for (size_t i = 0; i < nt; i++) {
+		if (rc == AIS_OK && page_take(&calls[i], bases[i], out, more, err) != AIS_OK) {
+			rc = AIS_ERR;
+			e = errno;
+		}
+		buf_free(&calls[i].resp);
+		buf_free(&urls[i]);
+	}
+	free(calls);
+	free(urls);
+	free(bases);
+	errno = e;
 	return rc;
 }
 
@@ -168,27 +211,12 @@ int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, 
 		*n = c.n;
 		return AIS_OK;
 	}
-	const cmap_t *m;
-	char (*urls)[CMAP_URL_MAX + 1];
-	size_t nt = 0;
-	cluster_read_lock(nd->cl, &m, NULL);
-	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
-	for (size_t i = 0; i < cmap_size(m); i++) {
-		const cmap_node_t *x = cmap_node(m, i);
-		if (x->role == CMAP_TARGET && x->state == CMAP_ACTIVE)
-			snprintf(urls[nt++], sizeof(urls[0]), "%s", x->intra_url);
+	if (fan_out(nd->cl, bck, prefix, start_after, limit, &c, more, err) != AIS_OK) {
+		int e = errno;
+		s3_entries_free(c.e, c.n);
+		errno = e;
+		return AIS_ERR;
 	}
-	cluster_read_unlock(nd->cl);
-	for (size_t i = 0; i < nt; i++) {
-		if (fan_one(urls[i], bck, prefix, start_after, limit, &c, more, err) != AIS_OK) {
-			int e = errno;
-			free(urls);
-			s3_entries_free(c.e, c.n);
-			errno = e;
-			return AIS_ERR;
-		}
-	}
-	free(urls);
 	if (c.n)
 		qsort(c.e, c.n, sizeof(*c.e), entry_cmp);
 	if (c.n > limit) {

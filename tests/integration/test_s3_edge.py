@@ -268,6 +268,11 @@ t.eq([o["Key"] for o in r["Contents"]], ["z z", "z%z", "z+z", "zz/ä/1"], "encod
 r = s3.list_object_versions(Bucket=L, Prefix="a")
 t.check(all(v["VersionId"] == "null" and v["IsLatest"] for v in r["Versions"]) and len(r["Versions"]) == 3,
         "ListObjectVersions: VersionId null", r)
+LONG = "\u00e9" * 500  # 1000 bytes: the targets' page URL (percent-encoded prefix + start-after) passes 5 KiB
+s3.put_object(Bucket=L, Key=LONG, Body=b"l")
+r = s3.list_objects_v2(Bucket=L, Prefix=LONG[:499], StartAfter=LONG[:400])
+t.eq([o["Key"] for o in r.get("Contents", [])], [LONG], "V2 with a 1000-byte prefix and start-after: every target asked")
+s3.delete_object(Bucket=L, Key=LONG)
 t.eq(s3.get_bucket_versioning(Bucket=L).get("Status"), None, "GetBucketVersioning: never enabled")
 
 # --- delete many ------------------------------------------------------------------------------------------------
