@@ -235,6 +235,14 @@ void cli_human_rate(uint64_t n, int64_t ns, char *out, size_t outsz);
 void cli_object_path(buf_t *path, const char *bucket, const char *object);
 /* The part of s after its last '/' ("" when s ends with '/'). */
 const char *cli_base_name(const char *s);
+/* A download to the file dest goes first to a temporary file in dest's
+ * directory (so the rename is atomic): its name in tmp, its descriptor
+ * returned; -1 (the error said) when it cannot be created. */
+int cli_tmp_open(const char *dest, buf_t *tmp);
+/* Finishes that file: when ok it gets the mode the umask allows, is closed
+ * and renamed to dest; when not ok, or any of that fails (said), it is
+ * closed and removed. Returns whether dest is in place. */
+bool cli_tmp_finish(int fd, const char *tmp, const char *dest, bool ok);
 
 /* stats.c: one node's stats (GET /v1/daemon?what=stats; NULL or an error
  * object gives "-") as table cells. */

@@ -101,15 +101,9 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 		 cli_opt(a, "coer") ? "true" : "false", cli_opt(a, "onob") ? "true" : "false");
 
 	if (!to_stdout) {
-		const char *slash = strrchr(out, '/');
-		size_t dirlen = slash ? (size_t)(slash - out) + 1 : 0;
-		buf_add(&tmp, out, dirlen);
-		buf_addf(&tmp, ".%s.aisctl-XXXXXX", out + dirlen);
-		fd = mkostemp(tmp.ptr, O_CLOEXEC);
-		if (fd < 0) {
-			cli_err("%s: cannot create a temporary file: %s", out, strerror(errno));
+		fd = cli_tmp_open(out, &tmp);
+		if (fd < 0)
 			goto out;
-		}
 	}
 	buf_addstr(&path, "/v1/ml/moss/");
 	cli_escape(&path, bucket, false);
@@ -119,26 +113,11 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 	struct cli_resp rs = {0};
 	bool ok = cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, "get-batch") == AIS_OK;
 	if (!to_stdout) {
-		mode_t um = umask(0);
-		umask(um);
-		if (ok && fchmod(fd, 0666 & ~um) != 0) {
-			cli_err("%s: %s", tmp.ptr, strerror(errno));
-			ok = false;
-		}
-		if (close(fd) != 0 && ok) {
-			cli_err("%s: %s", tmp.ptr, strerror(errno));
-			ok = false;
-		}
-		if (ok && rename(tmp.ptr, out) != 0) {
-			cli_err("%s: %s", out, strerror(errno));
-			ok = false;
-		}
-		if (!ok)
-			unlink(tmp.ptr);
-		else if (c->json)
+		ok = cli_tmp_finish(fd, tmp.ptr, out, ok);
+		if (ok && c->json)
 			printf("{\"bucket\":\"%s\",\"entries\":%zu,\"size\":%" PRIu64 "}\n", bucket, n,
 			       rs.sunk); /* a bucket name needs no escaping */
-		else if (c->verbose)
+		else if (ok && c->verbose)
 			fprintf(stderr, "got %zu entries as %s (%" PRIu64 " bytes)\n", n, out, rs.sunk);
 	}
 	cli_resp_free(&rs);

@@ -81,6 +81,39 @@ const char *cli_base_name(const char *s)
 	return slash ? slash + 1 : s;
 }
 
+int cli_tmp_open(const char *dest, buf_t *tmp)
+{
+	const char *slash = strrchr(dest, '/');
+	size_t dirlen = slash ? (size_t)(slash - dest) + 1 : 0;
+	buf_add(tmp, dest, dirlen);
+	buf_addf(tmp, ".%s.aisctl-XXXXXX", dest + dirlen);
+	int fd = mkostemp(tmp->ptr, O_CLOEXEC);
+	if (fd < 0)
+		cli_err("%s: cannot create a temporary file: %s", dest, strerror(errno));
+	return fd;
+}
+
+bool cli_tmp_finish(int fd, const char *tmp, const char *dest, bool ok)
+{
+	mode_t um = umask(0);
+	umask(um);
+	if (ok && fchmod(fd, 0666 & ~um) != 0) {
+		cli_err("%s: %s", tmp, strerror(errno));
+		ok = false;
+	}
+	if (close(fd) != 0 && ok) {
+		cli_err("%s: %s", tmp, strerror(errno));
+		ok = false;
+	}
+	if (ok && rename(tmp, dest) != 0) {
+		cli_err("%s: %s", dest, strerror(errno));
+		ok = false;
+	}
+	if (!ok)
+		unlink(tmp);
+	return ok;
+}
+
 /* "START-END" (START <= END), "START-" or "-SUFFIX", digits only. */
 static bool range_valid(const char *r)
 {
@@ -143,15 +176,9 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 	buf_t tmp = BUF_INIT;
 	int fd = STDOUT_FILENO;
 	if (!to_stdout) {
-		const char *slash = strrchr(dest.ptr, '/');
-		size_t dirlen = slash ? (size_t)(slash - dest.ptr) + 1 : 0;
-		buf_add(&tmp, dest.ptr, dirlen);
-		buf_addf(&tmp, ".%s.aisctl-XXXXXX", dest.ptr + dirlen);
-		fd = mkostemp(tmp.ptr, O_CLOEXEC);
-		if (fd < 0) {
-			cli_err("%s: cannot create a temporary file: %s", dest.ptr, strerror(errno));
+		fd = cli_tmp_open(dest.ptr, &tmp);
+		if (fd < 0)
 			goto out_free_tmp;
-		}
 		get_tmp_path = tmp.ptr;
 		get_cleanup_signals(true);
 	}
@@ -176,22 +203,7 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 		ok = false;
 	}
 	if (!to_stdout) {
-		mode_t um = umask(0);
-		umask(um);
-		if (ok && fchmod(fd, 0666 & ~um) != 0) {
-			cli_err("%s: %s", tmp.ptr, strerror(errno));
-			ok = false;
-		}
-		if (close(fd) != 0 && ok) {
-			cli_err("%s: %s", tmp.ptr, strerror(errno));
-			ok = false;
-		}
-		if (ok && rename(tmp.ptr, dest.ptr) != 0) {
-			cli_err("%s: %s", dest.ptr, strerror(errno));
-			ok = false;
-		}
-		if (!ok)
-			unlink(tmp.ptr);
+		ok = cli_tmp_finish(fd, tmp.ptr, dest.ptr, ok);
 		get_cleanup_signals(false);
 	}
 	if (ok && !to_stdout && c->json) {
