@@ -1,5 +1,6 @@
 /*
- * util.h - allocation that never fails, numbers parsed strictly, time.
+ * util.h - allocation that never fails, numbers parsed strictly, time,
+ * hex, full writes.
  *
  * Out of memory aborts with a log line: callers never check for NULL from
  * xmalloc and friends.
@@ -41,6 +42,10 @@ void time_http_date(int64_t t_ns, char *out, size_t outsz);
 /* Parses an HTTP date (RFC 7231 IMF-fixdate, RFC 850, asctime).
  * Returns AIS_OK with *t_ns set, or AIS_ERR. */
 int time_parse_http_date(const char *s, size_t len, int64_t *t_ns);
+
+/* Writes all n bytes to fd, again after a short write or EINTR. Returns
+ * AIS_OK, or AIS_ERR with errno from write(2). */
+int fd_write_all(int fd, const void *p, size_t n);
 
 /* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
 void hex_encode(const unsigned char *in, size_t n, char *out);

@@ -123,21 +123,6 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *arg)
 	return n;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return AIS_ERR;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return AIS_OK;
-}
-
 /*
  * Write callback: a 2xx body goes to the sink fd (when there is one), any
  * other body into rs->body (bounded); a redirect's body is dropped.
@@ -158,7 +143,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		return 0;
 	}
 	if (code >= 200 && code < 300 && x->rq->sink_fd >= 0) {
-		if (write_all(x->rq->sink_fd, data, n) != AIS_OK) {
+		if (fd_write_all(x->rq->sink_fd, data, n) != AIS_OK) {
 			rs->sink_errno = errno;
 			return 0; /* makes curl fail with CURLE_WRITE_ERROR */
 		}

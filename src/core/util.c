@@ -1,6 +1,6 @@
 /*
- * util.c - allocation that aborts on failure, strict number parsing, time
- * and hex helpers. Every number read from outside goes through
+ * util.c - allocation that aborts on failure, strict number parsing, time,
+ * hex helpers and full writes. Every number read from outside goes through
  * num_parse_u64, which accepts digits only and checks the range.
  */
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -189,6 +190,22 @@ int hex_decode(const char *in, size_t inlen, unsigned char *out, size_t outsz)
 		if (hi < 0 || lo < 0)
 			return AIS_ERR;
 		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return AIS_OK;
+}
+
+int fd_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return AIS_ERR;
+		}
+		c += w;
+		n -= (size_t)w;
 	}
 	return AIS_OK;
 }

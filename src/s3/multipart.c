@@ -69,21 +69,6 @@ static int fsync_path(const char *p)
 	return rc ? AIS_ERR : AIS_OK;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return AIS_ERR;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return AIS_OK;
-}
-
 typedef struct mpu_info {
 	char bucket[NAME_BUCKET_MAX + 1];
 	char *key;
@@ -365,7 +350,7 @@ static void create_work(http_req_t *req)
 	snprintf(tmp, sizeof(tmp), "%s/info.tmp", u->dir);
 	snprintf(fin, sizeof(fin), "%s/info", u->dir);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, info.ptr, info.len) != AIS_OK || fsync(fd) || close(fd) ||
+	if (fd < 0 || fd_write_all(fd, info.ptr, info.len) != AIS_OK || fsync(fd) || close(fd) ||
 	    rename(tmp, fin) || fsync_path(u->dir) != AIS_OK || fsync_path(root) != AIS_OK) {
 		u->err = errno ? errno : EIO;
 		if (fd >= 0)
@@ -622,7 +607,7 @@ static int part_begin(s3_put_t *p)
 static int part_write(s3_put_t *p, const char *b, size_t n)
 {
 	struct part_sink *s = p->sink;
-	return write_all(s->fd, b, n);
+	return fd_write_all(s->fd, b, n);
 }
 
 /* Renames the finished temp file to its part name, replacing an older

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -296,6 +297,28 @@ START_TEST(test_hex)
 }
 END_TEST
 
+/* fd_write_all: every byte arrives (a pipe), and a bad descriptor is an error. */
+START_TEST(test_write_all)
+{
+	int p[2];
+	char in[3000], out[3000];
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)(i * 7);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(fd_write_all(p[1], in, sizeof(in)), AIS_OK);
+	ck_assert_int_eq(fd_write_all(p[1], in, 0), AIS_OK);
+	close(p[1]);
+	size_t got = 0;
+	ssize_t r;
+	while (got < sizeof(out) && (r = read(p[0], out + got, sizeof(out) - got)) > 0)
+		got += (size_t)r;
+	close(p[0]);
+	ck_assert_uint_eq(got, sizeof(in));
+	ck_assert_mem_eq(in, out, sizeof(in));
+	ck_assert_int_eq(fd_write_all(-1, in, 1), AIS_ERR);
+}
+END_TEST
+
 START_TEST(test_alloc)
 {
 	char *s = xstrdup("hello");
@@ -342,6 +365,7 @@ static Suite *util_suite(void)
 	TCase *misc = tcase_create("misc");
 	tcase_add_test(misc, test_hex);
 	tcase_add_test(misc, test_alloc);
+	tcase_add_test(misc, test_write_all);
 	suite_add_tcase(s, misc);
 	return s;
 }
