@@ -38,7 +38,7 @@ static int brec_decode(const char *v, size_t n, store_bucket_t *out)
 int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *out)
 {
 	buf_t k = BUF_INIT;
-	char *err = NULL, *v;
+	char *v;
 	size_t vlen = 0;
 	int rc = AIS_ERR;
 
@@ -49,19 +49,11 @@ int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *o
 	store_key_bucket(&k, bck, blen);
 	store_rd(s);
 	store_mp_t *bmp = store_bmp(s);
-	v = leveldb_get(bmp->db, s->ro, k.ptr, k.len, &vlen, &err);
+	v = store_db_get(s, bmp, k.ptr, k.len, "bucket", &vlen);
 	store_unrd(s);
 	buf_free(&k);
-	if (err) {
-		log_warnx("%s: leveldb get (bucket): %s", bmp->path, err);
-		leveldb_free(err);
-		errno = EIO;
+	if (!v)
 		return AIS_ERR;
-	}
-	if (!v) {
-		errno = ENOENT;
-		return AIS_ERR;
-	}
 	if (brec_decode(v, vlen, out) == AIS_OK) {
 		memcpy(out->name, bck, blen);
 		out->name[blen] = '\0';

@@ -139,21 +139,29 @@ bad:
 	return AIS_ERR;
 }
 
-int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r)
+char *store_db_get(store_t *s, store_mp_t *mp, const char *key, size_t klen, const char *what, size_t *vlen)
 {
 	char *err = NULL;
-	size_t vlen = 0;
-	char *v = leveldb_get(mp->db, s->ro, okey->ptr, okey->len, &vlen, &err);
+	*vlen = 0;
+	char *v = leveldb_get(mp->db, s->ro, key, klen, vlen, &err);
 	if (err) {
-		log_warnx("%s: leveldb get: %s", mp->path, err);
+		log_warnx("%s: leveldb get%s%s%s: %s", mp->path, what ? " (" : "", what ? what : "", what ? ")" : "",
+			  err);
 		leveldb_free(err);
 		errno = EIO;
-		return AIS_ERR;
+		return NULL;
 	}
-	if (!v) {
+	if (!v)
 		errno = ENOENT;
+	return v;
+}
+
+int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r)
+{
+	size_t vlen;
+	char *v = store_db_get(s, mp, okey->ptr, okey->len, NULL, &vlen);
+	if (!v)
 		return AIS_ERR;
-	}
 	int rc = store_rec_decode(v, vlen, r);
 	leveldb_free(v);
 	if (rc != AIS_OK)

@@ -54,19 +54,12 @@ static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *g
 static int file_is_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
 {
 	buf_t k = BUF_INIT;
-	char *err = NULL;
 	size_t ul = 0;
 	store_key_hash(&k, h);
-	char *uname = leveldb_get(mp->db, s->ro, k.ptr, k.len, &ul, &err);
-	if (err) {
-		log_warnx("%s: leveldb get: %s", mp->path, err);
-		leveldb_free(err);
-		buf_free(&k);
-		return -1;
-	}
+	char *uname = store_db_get(s, mp, k.ptr, k.len, NULL, &ul);
 	if (!uname) {
 		buf_free(&k);
-		return 0;
+		return errno == ENOENT ? 0 : -1;
 	}
 	char *slash = memchr(uname, '/', ul);
 	int live = 0;

@@ -122,6 +122,10 @@ void store_varint_put(buf_t *b, uint64_t v);
 int store_varint_get(const unsigned char **p, const unsigned char *end, uint64_t *out);
 void store_rec_encode(buf_t *out, const store_rec_t *r);
 int store_rec_decode(const char *p, size_t n, store_rec_t *r);
+/* Reads key from mp's LevelDB: the value (leveldb_free it), or NULL with
+ * errno ENOENT (none) or EIO (logged as "PATH: leveldb get (WHAT): ...";
+ * what NULL: no parenthesis). */
+char *store_db_get(store_t *s, store_mp_t *mp, const char *key, size_t klen, const char *what, size_t *vlen);
 /* Reads an object record: AIS_OK, or AIS_ERR with errno ENOENT (none) or EIO. */
 int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r);
 /* Hash of a uname: 32 lower-case hex digits + NUL into hex. */

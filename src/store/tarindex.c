@@ -196,13 +196,9 @@ static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, 
 		cacheable = true;
 		gen = r.gen;
 		store_key_tar(&tkey, bck, blen, obj, olen, gen);
-		char *lerr = NULL;
 		size_t vlen = 0;
-		char *v = leveldb_get(mp->db, s->ro, tkey.ptr, tkey.len, &vlen, &lerr);
-		if (lerr) {
-			log_warnx("%s: leveldb get (tar index): %s", mp->path, lerr);
-			leveldb_free(lerr);
-		} else if (v) {
+		char *v = store_db_get(s, mp, tkey.ptr, tkey.len, "tar index", &vlen);
+		if (v) {
 			char *copy = xmalloc(vlen ? vlen : 1);
 			memcpy(copy, v, vlen);
 			leveldb_free(v);
