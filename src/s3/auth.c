@@ -120,12 +120,7 @@ void s3_req_from_http(const http_req_t *req, s3_req_t *out)
 	out->nhdrs = req->nhdrs;
 }
 
-/* ---- parsers ------------------------------------------------------------ */
-
-#define MALFORMED "AuthorizationHeaderMalformed"
-#define QUERY_ERR "AuthorizationQueryParametersError"
-
-static sv_t hdr(const s3_req_t *r, const char *name)
+sv_t s3_req_header(const s3_req_t *r, const char *name)
 {
 	sv_t n = sv_from(name);
 	for (size_t i = 0; i < r->nhdrs; i++)
@@ -133,6 +128,11 @@ static sv_t hdr(const s3_req_t *r, const char *name)
 			return sv_trim(r->hdrs[i].value);
 	return (sv_t){NULL, 0};
 }
+
+/* ---- parsers ------------------------------------------------------------ */
+
+#define MALFORMED "AuthorizationHeaderMalformed"
+#define QUERY_ERR "AuthorizationQueryParametersError"
 
 static bool is_digits(sv_t s)
 {
@@ -451,7 +451,7 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 	const s3_key_t *key = find_key(cfg, a.cred.access_key, err);
 	if (!key)
 		return AIS_ERR;
-	sv_t xd = hdr(req, "x-amz-date"), d = hdr(req, "date");
+	sv_t xd = s3_req_header(req, "x-amz-date"), d = s3_req_header(req, "date");
 	if (xd.ptr) {
 		if (s3_parse_amz_date(xd, &t) != AIS_OK)
 			goto no_date;
@@ -477,7 +477,7 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 		       "The difference between the request time and the current time is too large.");
 		return AIS_ERR;
 	}
-	sv_t ph = hdr(req, "x-amz-content-sha256");
+	sv_t ph = s3_req_header(req, "x-amz-content-sha256");
 	if (!ph.ptr) {
 		s3_err(err, 400, "InvalidRequest",
 		       "Missing required header for this request: x-amz-content-sha256");
@@ -540,11 +540,11 @@ int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, 
 {
 	memset(out, 0, sizeof(*out));
 	memset(err, 0, sizeof(*err));
-	sv_t authz = hdr(req, "authorization");
+	sv_t authz = s3_req_header(req, "authorization");
 
 	if (!cfg->enabled) {
 		out->kind = S3_AUTH_OFF;
-		return parse_payload_mode(hdr(req, "x-amz-content-sha256"), out, err);
+		return parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
 	}
 	s3_presign_t *p = xmalloc(sizeof(*p));
 	int rc = s3_parse_presign(req->query, p, err);
@@ -562,7 +562,7 @@ int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, 
 		rc = verify_header(cfg, req, authz, now_s, out, err);
 	} else {
 		out->kind = S3_AUTH_ANON;
-		rc = parse_payload_mode(hdr(req, "x-amz-content-sha256"), out, err);
+		rc = parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
 	}
 out:
 	OPENSSL_cleanse(p, sizeof(*p));

@@ -123,15 +123,6 @@ static void md_final(EVP_MD_CTX *m, unsigned char *out)
 		fatalx("EVP_DigestFinal_ex failed");
 }
 
-static sv_t hdr(const s3_req_t *r, const char *name)
-{
-	sv_t n = sv_from(name);
-	for (size_t i = 0; i < r->nhdrs; i++)
-		if (sv_eqcase(r->hdrs[i].name, n))
-			return sv_trim(r->hdrs[i].value);
-	return (sv_t){NULL, 0};
-}
-
 /* The x-amz-checksum-* request headers: at most one algorithm. */
 static int header_checksum(s3_body_t *b, const s3_req_t *req, s3_autherr_t *err)
 {
@@ -193,7 +184,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 	case S3_PAYLOAD_STREAM_SIGNED: b->st = ST_SIZE; break;
 	}
 	if (b->st != ST_PLAIN) {
-		sv_t dl = hdr(req, "x-amz-decoded-content-length");
+		sv_t dl = s3_req_header(req, "x-amz-decoded-content-length");
 		uint64_t x;
 		if (!dl.ptr) {
 			s3_err(err, 411, "MissingContentLength",
@@ -215,7 +206,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 		}
 	}
 
-	sv_t md5 = hdr(req, "content-md5");
+	sv_t md5 = s3_req_header(req, "content-md5");
 	if (md5.ptr) {
 		if (s3_b64_decode(md5, b->content_md5, sizeof(b->content_md5)) != 16) {
 			s3_err(err, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.");
@@ -226,7 +217,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 	if (header_checksum(b, req, err) != AIS_OK)
 		return NULL;
 
-	sv_t tr = hdr(req, "x-amz-trailer");
+	sv_t tr = s3_req_header(req, "x-amz-trailer");
 	if (tr.ptr && b->trailer_mode) {
 		enum s3_ck t = sv_casestartswith(tr, "x-amz-checksum-")
 		                       ? s3_ck_by_name((sv_t){tr.ptr + 15, tr.len - 15})
@@ -245,7 +236,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 		b->ck = t;
 		b->ck_in_trailer = true;
 	}
-	sv_t sdk = hdr(req, "x-amz-sdk-checksum-algorithm");
+	sv_t sdk = s3_req_header(req, "x-amz-sdk-checksum-algorithm");
 	if (sdk.ptr) {
 		enum s3_ck t = s3_ck_by_name(sdk);
 		if (t == S3_CK_NONE) {

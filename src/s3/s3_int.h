@@ -14,6 +14,10 @@
 #define S3_ALGO         "AWS4-HMAC-SHA256"
 #define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
+/* The value of header name (case-insensitive), trimmed; {NULL, 0} when
+ * the request has none. */
+sv_t s3_req_header(const s3_req_t *r, const char *name);
+
 /* Sets err to an S3 error. */
 void s3_err(s3_autherr_t *err, int status, const char *code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
