@@ -156,11 +156,7 @@ int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 		buf_free(&what);
 	}
 	if (c->json) {
-		json_t *j = json_pack("{s:o}", "destroyed", done);
-		char *s = json_dumps(j, JSON_COMPACT);
-		puts(s);
-		free(s);
-		json_decref(j);
+		cli_print_json(json_pack("{s:o}", "destroyed", done));
 	} else {
 		json_decref(done);
 	}

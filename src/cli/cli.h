@@ -85,6 +85,9 @@ int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, for a thing that does not exist (HTTP 404): see CLI_EXIT_NOTFOUND. */
 void cli_err_notfound(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints j on one line of stdout (compact, keys in their order; "{}" when
+ * it cannot be encoded) and frees it. */
+void cli_print_json(json_t *j);
 /* The command table (main.c), for completion: *n entries. */
 const struct cli_cmd *cli_commands(size_t *n);
 const struct cli_opt *cli_global_options(void);

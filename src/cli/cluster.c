@@ -367,10 +367,7 @@ int cli_cluster_primary(struct cli *c, const struct cli_args *a)
 				      (json_int_t)(json_is_integer(term) ? json_integer_value(term) : 0),
 				      "cmap_version",
 				      (json_int_t)(json_is_integer(ver) ? json_integer_value(ver) : 0));
-		char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		puts(s ? s : "{}");
-		free(s);
-		json_decref(j);
+		cli_print_json(j);
 	} else if (prim)
 		printf("primary: %s (term %" JSON_INTEGER_FORMAT ", cluster map version %" JSON_INTEGER_FORMAT ")\n",
 		       prim, json_is_integer(term) ? json_integer_value(term) : 0,

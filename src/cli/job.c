@@ -102,13 +102,11 @@ int cli_job_show(struct cli *c, const struct cli_args *a)
 	if (!doc)
 		return CLI_EXIT_ERR;
 	if (c->json) {
-		char *s = json_dumps(doc, JSON_COMPACT);
-		printf("%s\n", s);
-		free(s);
+		cli_print_json(doc);
 	} else {
 		print_table(doc);
+		json_decref(doc);
 	}
-	json_decref(doc);
 	return CLI_EXIT_OK;
 }
 

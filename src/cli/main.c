@@ -231,6 +231,14 @@ void cli_err_notfound(const char *fmt, ...)
 	cli_nnotfound++;
 }
 
+void cli_print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	puts(s ? s : "{}");
+	free(s);
+	json_decref(j);
+}
+
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	return num_parse_u64(s, strlen(s), min, max, out);

@@ -136,13 +136,11 @@ int cli_mountpath_show(struct cli *c, const struct cli_args *a)
 			print_node(id[0] ? id : c->endpoint, doc);
 		json_decref(doc);
 	}
-	if (c->json) {
-		char *s = json_dumps(all, JSON_COMPACT);
-		printf("%s\n", s ? s : "{}");
-		free(s);
-	}
+	if (c->json)
+		cli_print_json(all);
+	else
+		json_decref(all);
 	json_decref(ids);
-	json_decref(all);
 	return rc;
 }
 
@@ -159,14 +157,12 @@ static int change(struct cli *c, const struct cli_args *a, bool attach)
 	if (!doc)
 		return CLI_EXIT_ERR;
 	if (c->json) {
-		char *s = json_dumps(doc, JSON_COMPACT);
-		printf("%s\n", s ? s : "{}");
-		free(s);
+		cli_print_json(doc);
 	} else {
 		printf("%s: mountpath %s %s; the resilver moves its objects (aisctl job wait resilver)\n", node, path,
 		       attach ? "attached" : "detaching");
+		json_decref(doc);
 	}
-	json_decref(doc);
 	return CLI_EXIT_OK;
 }
 

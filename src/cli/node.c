@@ -56,10 +56,7 @@ static int node_action(struct cli *c, const char *action, const char *node, bool
 				      state ? state : (json_is_array(nodes) ? "removed" : NULL),
 				      "cmap_version",
 				      (json_int_t)(json_is_integer(ver) ? json_integer_value(ver) : 0));
-		char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		puts(s ? s : "{}");
-		free(s);
-		json_decref(j);
+		cli_print_json(j);
 	} else if (!json_is_array(nodes))
 		printf("%s %s: done\n", action, node);
 	else if (state)

@@ -210,10 +210,7 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 		json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:f}", "bucket", bucket, "name", object, "file",
 				      dest.ptr, "size", (json_int_t)rs.sunk, "seconds",
 				      (double)(time_mono_ns() - t0) / 1e9);
-		char *js = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		puts(js);
-		free(js);
-		json_decref(j);
+		cli_print_json(j);
 	} else if (ok && (c->verbose || prog.drawn_ns)) {
 		/* on a terminal (the bar was shown) or asked for: one summary line */
 		char hs[32], rate[32];
@@ -266,11 +263,7 @@ int cli_object_rm(struct cli *c, const struct cli_args *a)
 		free(object);
 	}
 	if (c->json) {
-		json_t *j = json_pack("{s:o}", "deleted", done);
-		char *js = json_dumps(j, JSON_COMPACT);
-		puts(js);
-		free(js);
-		json_decref(j);
+		cli_print_json(json_pack("{s:o}", "deleted", done));
 	} else {
 		json_decref(done);
 	}

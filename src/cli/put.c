@@ -88,14 +88,6 @@ static int checksum_headers(int fd, struct curl_slist **hdrs)
 	return AIS_OK;
 }
 
-static void print_json(json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	puts(s ? s : "{}");
-	free(s);
-	json_decref(j);
-}
-
 /* --- one file or standard input ---------------------------------------------- */
 
 static int put_one(struct cli *c, const struct cli_args *a, const char *file, const char *bucket,
@@ -161,7 +153,7 @@ static int put_one(struct cli *c, const struct cli_args *a, const char *file, co
 			        json_pack("{s:s,s:s,s:s,s:o,s:f}", "bucket", bucket, "name", object, "file",
 			                  src, "size", size >= 0 ? json_integer(size) : json_null(),
 			                  "seconds", (double)(time_mono_ns() - t0) / 1e9);
-			print_json(j);
+			cli_print_json(j);
 		} else if (size >= 0) {
 			char hs[32];
 			cli_human_size((uint64_t)size, hs, sizeof(hs));
@@ -455,7 +447,7 @@ static int put_dir(struct cli *c, const struct cli_args *a, const char *dir, con
 		                      b.prefix, "files", (json_int_t)b.done_files, "bytes",
 		                      (json_int_t)b.done_bytes, "failed", (json_int_t)b.failed, "seconds",
 		                      (double)ns / 1e9);
-		print_json(j);
+		cli_print_json(j);
 	} else {
 		char hs[32], rate[32];
 		cli_human_size(b.done_bytes, hs, sizeof(hs));
