@@ -168,6 +168,10 @@ int cluster_h_metasync(http_req_t *req); /* PUT /v1/metasync */
 int cluster_h_daemon(http_req_t *req);
 /* GET /v1/cluster?what=stats (stats.c): every node's stats, fanned out. */
 int cluster_stats_cluster(http_req_t *req);
+/* Sends doc, compact ("{}" if it cannot be encoded), as the application/json
+ * answer (200 unless a status was set) (stats.c). */
+struct json_t;
+void cluster_resp_json(http_req_t *req, const struct json_t *doc);
 /* A set-config body, parsed (cfgparse.c, pure): up to CLUSTER_CFG_MAX
  * changes; key 0 log.level, 1 log.access, 2 net.rate_limit,
  * 3 net.rate_burst, each value checked. Returns AIS_OK, or AIS_ERR with a

@@ -115,14 +115,9 @@ static void cfg_all_work(http_req_t *req)
 static void cfg_all_done(http_req_t *req)
 {
 	struct cfg_all *c = req->state;
-	char *s = json_dumps(c->doc, JSON_COMPACT);
-	buf_t out = BUF_INIT;
-	buf_addstr(&out, s ? s : "{}");
-	free(s);
 	if (c->failed)
 		http_resp_status(req, 502);
-	http_resp_header(req, "Content-Type", "application/json");
-	http_resp_send_buf(req, &out);
+	cluster_resp_json(req, c->doc);
 }
 
 void cluster_config_all(http_req_t *req, cluster_t *cl)

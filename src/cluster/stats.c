@@ -112,15 +112,19 @@ struct stats_job {
 
 static void stats_cleanup(void *arg) { json_decref(((struct stats_job *)arg)->doc); }
 
-static void stats_done(http_req_t *req)
+void cluster_resp_json(http_req_t *req, const json_t *doc)
 {
-	struct stats_job *j = req->state;
-	char *s = json_dumps(j->doc, JSON_COMPACT);
+	char *s = json_dumps(doc, JSON_COMPACT);
 	buf_t out = BUF_INIT;
-	buf_addstr(&out, s);
+	buf_addstr(&out, s ? s : "{}");
 	free(s);
 	http_resp_header(req, "Content-Type", "application/json");
 	http_resp_send_buf(req, &out);
+}
+
+static void stats_done(http_req_t *req)
+{
+	cluster_resp_json(req, ((struct stats_job *)req->state)->doc);
 }
 
 static void daemon_work(http_req_t *req)

@@ -169,13 +169,7 @@ static void cjob_work(http_req_t *req)
 
 static void cjob_done(http_req_t *req)
 {
-	struct cjob *j = req->state;
-	char *s = json_dumps(j->doc, JSON_COMPACT);
-	buf_t out = BUF_INIT;
-	buf_addstr(&out, s);
-	free(s);
-	http_resp_header(req, "Content-Type", "application/json");
-	http_resp_send_buf(req, &out);
+	cluster_resp_json(req, ((struct cjob *)req->state)->doc);
 }
 
 static int cjob_start(http_req_t *req, const char *method, const char *body)
