@@ -65,6 +65,9 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what);
 void tgt_bucket_json(buf_t *out, const char *name, bool first);
 /* 404 for a missing object: names the bucket when that is what is missing. */
 void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj);
+/* Answers a failed store_open_obj of bck/obj by its errno: ENOENT as
+ * tgt_not_found, else as tgt_resp_errno. */
+void tgt_open_failed(http_req_t *req, sv_t bck, sv_t obj);
 /* GET ?archregx=PATTERN[&archmode=M] (archive.c): a tar of the matching
  * members of a shard. */
 int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);

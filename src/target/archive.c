@@ -165,10 +165,7 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pat)
 		return AIS_OK;
 	}
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &x->fd, &x->meta) != AIS_OK) {
-		if (errno == ENOENT)
-			tgt_not_found(req, bck, obj);
-		else
-			tgt_resp_errno(req, errno, "object");
+		tgt_open_failed(req, bck, obj);
 		return AIS_OK;
 	}
 	req->state = x;

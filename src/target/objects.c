@@ -119,6 +119,14 @@ void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 				(int)MIN(obj.len, 512), obj.ptr);
 }
 
+void tgt_open_failed(http_req_t *req, sv_t bck, sv_t obj)
+{
+	if (errno == ENOENT)
+		tgt_not_found(req, bck, obj);
+	else
+		tgt_resp_errno(req, errno, "object");
+}
+
 /*
  * A GET or HEAD that needs the I/O pool before it can answer: the copy here
  * is missing (a cluster fetches it from another holder), unreadable, or
@@ -219,10 +227,7 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_wher
 			gfix_start(req, t, bck, obj, w, -1, NULL); /* missing or unreadable here */
 			return AIS_OK;
 		}
-		if (errno == ENOENT)
-			tgt_not_found(req, bck, obj);
-		else
-			tgt_resp_errno(req, errno, "object");
+		tgt_open_failed(req, bck, obj);
 		return AIS_OK;
 	}
 	if (!again && req->method == HTTP_GET && t->conf->verify_on_read && !http_req_has_header(req, "Range") &&
@@ -352,10 +357,7 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 	a->obj = obj;
 	a->path = path;
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &a->fd, &a->m) != AIS_OK) {
-		if (errno == ENOENT)
-			tgt_not_found(req, bck, obj);
-		else
-			tgt_resp_errno(req, errno, "object");
+		tgt_open_failed(req, bck, obj);
 		return AIS_OK;
 	}
 	arena_cleanup_add(req->arena, arch_cleanup, a);
