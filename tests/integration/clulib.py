@@ -10,6 +10,7 @@ import atexit
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,18 @@ def stop_all():
             t.diag("%s (pid %d) ignored SIGTERM: SIGKILL" % (name, p.pid))
             p.kill()
             p.wait(5)
+
+
+def check_logs(nodes):
+    """Checks that no node's log has an error-level line (nodes: Node)."""
+    errs = []
+    for n in nodes:
+        try:
+            with open(n.log, errors="replace") as f:
+                errs += ["%s: %s" % (n.name, line.rstrip()) for line in f if re.match(r"^\S+ E ", line)]
+        except OSError as e:
+            errs.append("%s: %s" % (n.name, e))
+    t.check(not errs, "no node log has an error-level line", "\n".join(errs[:10]))
 
 
 atexit.register(stop_all)
@@ -203,6 +216,23 @@ def poll(cond, secs):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)
+
+
+def start_cluster(targets, secs=15, node_class=None):
+    """Starts gateway g1 and targets t1..tN that join it (node_class: Node
+    or a subclass); returns (g, [targets]) once g's map lists every node,
+    or finishes the test."""
+    cls = node_class or Node
+    g = cls("g1", "gateway")
+    ts = [cls("t%d" % (i + 1), "target") for i in range(targets)]
+    if not t.check(g.start(), "gateway starts"):
+        t.finish()
+    if not t.check(all(x.start(join=g.url) for x in ts), "%d targets start and join" % targets):
+        t.finish()
+    want = {g.id} | {x.id for x in ts}
+    if not t.check(poll(lambda: smap_ids(g) == want, secs), "the cluster map lists every node", smap_ids(g)):
+        t.finish()
+    return g, ts
 
 
 def bucket_names(node):

@@ -289,6 +289,26 @@ class Reader:
         return True
 
 
+def exchange(data, method="GET", timeout=10, close_said=False):
+    """Sends data on a new connection; returns (Resp or exception, closed
+    after the response?). close_said: the close counts only when the
+    response said Connection: close (no 5 s wait on a kept-alive one)."""
+    s = raw(timeout)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    rd = Reader(s)
+    try:
+        r = rd.response(method)
+    except (EOFError, OSError, ValueError) as e:
+        s.close()
+        return e, True
+    closed = (not close_said or r.h("connection") == "close") and rd.closed(5)
+    s.close()
+    return r, closed
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "xxh64":
         with open(sys.argv[2], "rb") as f:

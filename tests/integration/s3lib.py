@@ -11,7 +11,6 @@ import os
 import subprocess
 
 import clulib
-from clulib import poll, smap_ids
 
 AK, SK, REGION = "aisdtestkey", "aisdtestsecret", "us-east-1"
 
@@ -34,15 +33,7 @@ def cluster(t, subdir, targets=3, args=()):
     S3 endpoint), or finishes the test when the cluster does not form."""
     clulib.init(t, subdir, ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                             "--set", "s3.key=%s:%s:aisd-test:AIS Test" % (AK, SK)] + list(args))
-    g = clulib.Node("g1", "gateway")
-    ts = [clulib.Node("t%d" % (i + 1), "target") for i in range(targets)]
-    if not t.check(g.start(), "gateway starts"):
-        t.finish()
-    if not t.check(all(x.start(join=g.url) for x in ts), "%d targets start and join" % targets):
-        t.finish()
-    want = {g.id} | {x.id for x in ts}
-    if not t.check(poll(lambda: smap_ids(g) == want, 20), "the cluster map lists every node"):
-        t.finish()
+    g, ts = clulib.start_cluster(targets, secs=20)
     cluster.nodes = [g] + ts
     return g.url
 

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import signal
 import socket
 import time
@@ -281,12 +280,5 @@ t.check("still running" not in exits.values(), "every node stops", exits)
 clulib.stop_all()
 t.check(all(p.returncode == 0 for p in procs.values()), "every node exits 0 on SIGTERM",
         {k: p.returncode for k, p in procs.items()})
-errs = []
-for n in nodes:
-    try:
-        with open(n.log, errors="replace") as f:
-            errs += ["%s: %s" % (n.name, line.rstrip()) for line in f if re.match(r"^\S+ E ", line)]
-    except OSError as e:
-        errs.append("%s: %s" % (n.name, e))
-t.check(not errs, "no node log has an error-level line", "\n".join(errs[:10]))
+clulib.check_logs(nodes)
 t.finish()

@@ -19,7 +19,6 @@ g1) finds g2 through the other nodes and rejoins. No error-level log line.
 # timeout: 120
 import json
 import os
-import re
 import subprocess
 import threading
 import time
@@ -225,12 +224,5 @@ t.eq(r.status, 200, "bucket create through g2")
 t.check(poll(lambda: "t3back" in (clulib.bucket_names(t3) or set()), 5), "t3 has it")
 
 clulib.stop_all()
-errs = []
-for n in nodes:
-    try:
-        with open(n.log, errors="replace") as f:
-            errs += ["%s: %s" % (n.name, line.rstrip()) for line in f if re.match(r"^\S+ E ", line)]
-    except OSError as e:
-        errs.append("%s: %s" % (n.name, e))
-t.check(not errs, "no node log has an error-level line", "\n".join(errs[:10]))
+clulib.check_logs(nodes)
 t.finish()

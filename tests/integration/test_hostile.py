@@ -28,7 +28,7 @@ import socket
 import struct
 import time
 
-from itlib import Reader, T, create_bucket, obj_path, raw, req, tmp_files
+from itlib import Reader, T, create_bucket, exchange, obj_path, raw, req, tmp_files
 
 t = T()
 PID = int(os.environ["AISD_PID"])
@@ -46,25 +46,6 @@ def rss_kib():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def exchange(data, method="GET", timeout=10):
-    """Sends data on a new connection; returns (Resp or exception, closed
-    after the response?)."""
-    s = raw(timeout)
-    try:
-        s.sendall(data)
-    except OSError:
-        pass
-    rd = Reader(s)
-    try:
-        r = rd.response(method)
-    except (EOFError, OSError, ValueError) as e:
-        s.close()
-        return e, True
-    closed = rd.closed(5)
-    s.close()
-    return r, closed
 
 
 def bad(data, want, what):

@@ -27,7 +27,7 @@ import urllib.request
 from itlib import T
 
 import clulib
-from clulib import follow, get, poll, procs, smap_ids
+from clulib import follow, get, poll, procs
 
 PROM = "/usr/bin/prometheus"
 B = "met"
@@ -107,15 +107,8 @@ def prom_value(port, q):
     return float(res[0]["value"][1]) if res else 0.0
 
 
-g = clulib.Node("g1", "gateway")
-tg = [clulib.Node("t1", "target"), clulib.Node("t2", "target")]
-if not t.check(g.start(), "gateway starts"):
-    t.finish()
-if not t.check(all(x.start(join=g.url) for x in tg), "2 targets start and join"):
-    t.finish()
+g, tg = clulib.start_cluster(2)
 nodes = [g] + tg
-if not t.check(poll(lambda: smap_ids(g) == {n.id for n in nodes}, 15), "the map lists all 3 nodes"):
-    t.finish()
 
 
 def map_version(n):

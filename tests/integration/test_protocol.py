@@ -10,7 +10,7 @@ import socket
 import struct
 import time
 
-from itlib import Reader, T, conn, create_bucket, obj_path, raw, req, tmp_files
+from itlib import Reader, T, conn, create_bucket, exchange, obj_path, raw, req, tmp_files
 
 t = T()
 B = "proto"
@@ -25,24 +25,6 @@ def get(path):
 def put(path, body, extra=b""):
     return (("PUT %s HTTP/1.1\r\n" % path).encode() + H + extra
             + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-
-def exchange(data, method="GET", timeout=10):
-    """Sends data on a new connection; returns (Resp or exception, closed?)."""
-    s = raw(timeout)
-    try:
-        s.sendall(data)
-    except OSError:
-        pass
-    rd = Reader(s)
-    try:
-        r = rd.response(method)
-    except (EOFError, OSError, ValueError) as e:
-        s.close()
-        return e, True
-    closed = r.h("connection") == "close" and rd.closed(5)
-    s.close()
-    return r, closed
 
 
 def healthy(what):
@@ -129,7 +111,7 @@ t.check(r.status == 200 and r.body == b"hello world", "the bytewise chunked PUT 
 
 # --- malformed requests ------------------------------------------------------------
 def refused(data, want, what):
-    r, closed = exchange(data)
+    r, closed = exchange(data, close_said=True)
     if isinstance(r, Exception):
         t.fail("%s -> %s" % (what, want), repr(r))
         return
@@ -143,7 +125,7 @@ refused(b"GARBAGE\r\n\r\n", (400, 501), "a request line of garbage")
 refused(b"GET /v1/health\r\n\r\n", (400, 505), "no HTTP version")
 refused(b"GET /v1/health HTTP/1.1\r\nno colon here\r\n\r\n", (400,), "a header without a colon")
 # obs-fold: RFC 9112 allows rejecting it (400) or replacing it with a space
-r, closed = exchange(b"GET /v1/health HTTP/1.1\r\n" + H + b" folded: header\r\n\r\n")
+r, closed = exchange(b"GET /v1/health HTTP/1.1\r\n" + H + b" folded: header\r\n\r\n", close_said=True)
 t.check(not isinstance(r, Exception) and (r.status == 200 or (r.status == 400 and closed)),
         "obsolete line folding: 400 and close, or folded (200)", r)
 refused(b"GET /v1/health HTTP/1.1\r\nBad Name: x\r\n\r\n", (400,), "a space in a header name")
@@ -176,13 +158,13 @@ for name in ["te", "cl2", "cl3", "cl4", "te2", "badchunk"]:
 healthy("malformed requests")
 
 # --- HTTP/1.0 -----------------------------------------------------------------------
-r, closed = exchange(b"GET /v1/health HTTP/1.0\r\n\r\n")
+r, closed = exchange(b"GET /v1/health HTTP/1.0\r\n\r\n", close_said=True)
 t.check(not isinstance(r, Exception) and r.status == 200 and r.body.startswith(b'{"status":"ok"')
         and closed, "HTTP/1.0 GET: 200, then the connection closes", r)
-r, closed = exchange(("GET %s HTTP/1.0\r\n\r\n" % obj_path(B, "ka")).encode())
+r, closed = exchange(("GET %s HTTP/1.0\r\n\r\n" % obj_path(B, "ka")).encode(), close_said=True)
 t.check(not isinstance(r, Exception) and r.status == 200 and r.body == b"keepalive",
         "HTTP/1.0 GET of an object", r)
-r, closed = exchange(b"GET /v1/health HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n")
+r, closed = exchange(b"GET /v1/health HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", close_said=True)
 t.check(not isinstance(r, Exception) and r.status == 200 and closed, "Connection: close is honoured", r)
 
 # --- 405 and 404 -----------------------------------------------------------------------

@@ -20,7 +20,7 @@ import time
 from itlib import T
 
 import clulib
-from clulib import get, poll, procs, request, smap_ids
+from clulib import get, poll, procs, request
 
 B, B2 = "st", "st2"
 JSON = {"Content-Type": "application/json"}
@@ -36,15 +36,8 @@ class Node(clulib.Node):
         return r.json() if r.status == 200 else r
 
 
-g = Node("g1", "gateway")
-tg = [Node("t1", "target"), Node("t2", "target")]
-if not t.check(g.start(), "gateway starts"):
-    t.finish()
-if not t.check(all(x.start(join=g.url) for x in tg), "2 targets start and join"):
-    t.finish()
+g, tg = clulib.start_cluster(2, node_class=Node)
 want_ids = {g.id} | {x.id for x in tg}
-if not t.check(poll(lambda: smap_ids(g) == want_ids, 15), "the gateway's smap lists all 3 nodes", smap_ids(g)):
-    t.finish()
 
 # expected per target id: {(bucket, name): size}
 held = {x.id: {} for x in tg}

@@ -317,9 +317,5 @@ t.check(r.returncode == 0, "cluster.sh down", r.stderr.decode()[-300:])
 
 t.check(all(p.returncode == 0 for p in procs.values()), "every node exits 0 on SIGTERM",
         {k: p.returncode for k, p in procs.items()})
-errs = []
-for n in nodes:
-    with open(n.log, errors="replace") as f:
-        errs += ["%s: %s" % (n.name, line.rstrip()) for line in f if re.match(r"^\S+ E ", line)]
-t.check(not errs, "no node log has an error-level line", "\n".join(errs[:10]))
+clulib.check_logs(nodes)
 t.finish()
