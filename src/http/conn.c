@@ -404,6 +404,14 @@ static void request_done(http_conn_t *c)
 	c->state = CS_HEAD;
 }
 
+/* Enters CS_LINGER (our side is shut for writing): HTTP_LINGER_MS from now. */
+static void linger_start(http_conn_t *c)
+{
+	c->state = CS_LINGER;
+	c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
+	c->lingered = 0;
+}
+
 /* CS_LINGER: drops what the client still sends until it closes, the
  * deadline passes or HTTP_LINGER_MAX bytes came; then closes. */
 static void linger(http_conn_t *c)
@@ -472,9 +480,7 @@ static void conn_drive(http_conn_t *c)
 					if (c->tls_plain && shutdown(c->fd, SHUT_WR) == 0) {
 						/* refused in plain text: let the client read it */
 						tls_conn_end(c);
-						c->state = CS_LINGER;
-						c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
-						c->lingered = 0;
+						linger_start(c);
 						break;
 					}
 					conn_close(c);
@@ -595,9 +601,7 @@ static void conn_drive(http_conn_t *c)
 				if (linger && c->ssl)
 					tls_conn_end(c); /* close_notify; what the client still sends is dropped raw */
 				if (linger && shutdown(c->fd, SHUT_WR) == 0) {
-					c->state = CS_LINGER;
-					c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
-					c->lingered = 0;
+					linger_start(c);
 					break;
 				}
 				conn_close(c);
