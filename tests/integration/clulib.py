@@ -17,6 +17,8 @@ import sys
 import time
 import urllib.parse
 
+from itlib import Resp
+
 BIN = os.environ["AISD_BIN"]
 DIR = None     # AISD_DIR/<subdir>, set by init
 ARGS = []      # extra daemon arguments of every node, set by init
@@ -133,21 +135,7 @@ class Node:
         p.wait(10)
 
 
-class R:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-    def h(self, k):
-        return self.headers.get(k.lower())
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def __repr__(self):
-        return "HTTP %d %s %r" % (self.status, self.headers, self.body[:200])
+R = Resp  # a response: status, headers (lower-case names), body; h(), json()
 
 
 def request(method, url, path, body=None, headers=None, timeout=30):
