@@ -495,9 +495,11 @@ class Client:
         On a connection error mid-stream the entries not yet yielded are
         asked again, so each is yielded exactly once; after 6 broken streams
         in a row without an entry, ConnectionError. HTTPError when the
-        request is refused (with coer=false: 404 for a missing first entry;
-        a later one cuts the stream, so it ends as an HTTPError on the retry
-        that starts with it, or as a ConnectionError)."""
+        request is refused (with coer=false: 404 for a missing first entry,
+        503 for one whose every holder is down; a later one cuts the stream,
+        so it ends as an HTTPError on the retry that starts with it, or as a
+        ConnectionError). A stream cut by the server never yields the entry
+        it was cut in: each yielded entry is whole."""
         ents = [{"objname": e} if isinstance(e, str) else dict(e) for e in entries]
         done, fails = 0, 0
         while done < len(ents):
@@ -517,7 +519,8 @@ class Client:
                 fails = 0 if progressed else fails + 1
                 if fails > 5 or self.retry_for <= 0:
                     raise ConnectionError("GetBatch from %s broke after %d of %d entries, %d times in a row "
-                                          "(with coer=false a missing entry ends the stream): %r"
+                                          "(with coer=false a missing entry, or one whose every holder is down, "
+                                          "ends the stream): %r"
                                           % (s.url, done, len(ents), fails, e)) from e
                 time.sleep(0.1 * fails)
             finally:
