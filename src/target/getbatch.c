@@ -52,7 +52,8 @@
  *     partly received asks only the rest (a Range from the bytes it has)
  *     and the holder's answer must be a 206 of exactly that many bytes, so
  *     the bytes sent stay the entry's whatever the split. With no holder
- *     left the entry fails as lost (503): with coer=true it becomes
+ *     left the entry fails as lost (503; 504 after a timeout, which may be
+ *     a live peer's paused transfer: never lost): with coer=true it becomes
  *     "__404__/NAME" like a missing one if its header is not out yet; once
  *     its header is out, nothing can make its bytes right and the stream
  *     is cut (invariant 3). A holder that answers 404 ends the search (the
@@ -298,7 +299,7 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	g->inflight--;
 	if (e->failed) { /* refused by on_fetch_data */
 	} else if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
-		gb_ent_reroute(g, f->i, &g->peers[e->owner], httpc_error(r));
+		gb_ent_reroute(g, f->i, &g->peers[e->owner], httpc_errkind(r) == HTTPC_E_TIMEOUT, httpc_error(r));
 	} else if (httpc_result(r) != AIS_OK) {
 		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
 	} else if (!ok_status(st)) {
@@ -311,7 +312,7 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 		if (st >= 500) {
 			buf_t why = BUF_INIT;
 			buf_addf(&why, "%d %s", st, m ? m : "from the owner");
-			gb_ent_reroute(g, f->i, &g->peers[e->owner], why.ptr);
+			gb_ent_reroute(g, f->i, &g->peers[e->owner], false, why.ptr);
 			buf_free(&why);
 		} else {
 			gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
@@ -425,7 +426,7 @@ static bool url_dead(const struct gb *g, const char *url)
 	return false;
 }
 
-void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, const char *why)
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, bool timeout, const char *why)
 {
 	struct gb_ent *e = &g->e[i];
 	moss_in_t *in = e->in;
@@ -454,9 +455,9 @@ void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, const char *why)
 		buf_free(&uname);
 	}
 	if (next < 0) {
-		gb_ent_fail(e, 503, "%.*s: %s, and no other holder of a copy is reachable", (int)MIN(in->name.len, 512),
-			 in->name.ptr, why);
-		e->lost = true;
+		gb_ent_fail(e, timeout ? 504 : 503, "%.*s: %s, and no other holder of a copy is reachable",
+			 (int)MIN(in->name.len, 512), in->name.ptr, why);
+		e->lost = !timeout;
 		return;
 	}
 	log_info("GetBatch: %.*s from %s (%llu of its bytes received)", (int)MIN(in->name.len, 512), in->name.ptr,

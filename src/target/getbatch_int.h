@@ -98,10 +98,12 @@ struct gb_peer {
 
 void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void gb_wake(struct gb *g);
-/* Entry i's owner p could not serve it (connection refused or lost, timeout,
- * 5xx): p is marked dead and the entry goes to the next holder of a copy
- * (getbatch.c, invariant 5), or fails as lost (503) when none is left. */
-void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, const char *why);
+/* Entry i's owner p could not serve it (connection refused or lost, 5xx;
+ * timeout: its timeout passed): p is marked dead and the entry goes to the
+ * next holder of a copy (getbatch.c, invariant 5); when none is left it
+ * fails as lost (503), or 504 after a timeout (a paused transfer may have
+ * timed out on a live peer: never turned into __404__). */
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, bool timeout, const char *why);
 /* An empty buffer for an entry's data (a spare one when there is). */
 void gb_take_spare(struct gb *g, buf_t *b);
 /* gbpeer.c */
