@@ -68,7 +68,7 @@ static void peer_fail(struct gb *g, struct gb_peer *p, int status, const char *m
  * stream's position on goes to another holder of a copy; one partly
  * received keeps its bytes and asks the rest. Bytes stashed and not parsed
  * are dropped (they are not counted in any entry). */
-static void peer_lost(struct gb *g, struct gb_peer *p, bool timeout, const char *why)
+static void peer_lost(struct gb *g, struct gb_peer *p, int status, const char *why)
 {
 	size_t pos = p->pos;
 	p->pos = p->n;
@@ -76,7 +76,7 @@ static void peer_lost(struct gb *g, struct gb_peer *p, bool timeout, const char 
 	buf_reset(&p->stash);
 	for (size_t k = pos; k < p->n; k++)
 		if (!g->e[p->ents[k]].ended)
-			gb_ent_reroute(g, p->ents[k], p, timeout, why);
+			gb_ent_reroute(g, p->ents[k], p, status, why);
 	p->dead = true;
 	gb_wake(g);
 }
@@ -301,7 +301,7 @@ static void peer_done(httpc_req_t *r, void *arg)
 	if (p->st == PS_END && p->pos == p->n)
 		return;
 	if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
-		peer_lost(c->g, p, httpc_errkind(r) == HTTPC_E_TIMEOUT, httpc_error(r)); /* refused, cut, timed out */
+		peer_lost(c->g, p, gb_failed_status(r), httpc_error(r)); /* refused, cut, timed out */
 	} else if (httpc_result(r) != AIS_OK) {
 		peer_fail(c->g, p, 502, httpc_error(r));
 	} else if (st != 200) {
@@ -311,7 +311,7 @@ static void peer_done(httpc_req_t *r, void *arg)
 		if (st >= 500) {
 			buf_t why = BUF_INIT;
 			buf_addf(&why, "%d %s", st, m ? m : "from the owner");
-			peer_lost(c->g, p, false, why.ptr);
+			peer_lost(c->g, p, 502, why.ptr);
 			buf_free(&why);
 		} else {
 			peer_fail(c->g, p, st == 400 ? 400 : 502, m ? m : "the owner target answered with an error");

@@ -32,8 +32,9 @@
  *     So a request holds O(GB_MEM_MAX + GB_SLOT_MAX) bytes whatever the
  *     batch size; the owners hold one ordinary GET each.
  *  3. Errors: with coer=true a missing entry (404 from its owner, or a
- *     local object or member that does not exist) becomes a zero-size entry
- *     named "__404__/NAME"; with coer=false, and for any other failure, the
+ *     local object or member that does not exist), and one lost with its
+ *     owners (invariant 5), becomes a zero-size entry named "__404__/NAME"
+ *     (unless its header is already out); with coer=false, and for any other failure, the
  *     request fails with the entry's status if no byte was sent yet, else
  *     the stream is aborted (the connection closes without the chunked
  *     terminator, so the client sees a truncated tar and an error).
@@ -52,8 +53,9 @@
  *     partly received asks only the rest (a Range from the bytes it has)
  *     and the holder's answer must be a 206 of exactly that many bytes, so
  *     the bytes sent stay the entry's whatever the split. With no holder
- *     left the entry fails as lost (503; 504 after a timeout, which may be
- *     a live peer's paused transfer: never lost): with coer=true it becomes
+ *     left the entry fails: as lost (503) when its owners are gone
+ *     (connection refused or lost; not after a timeout, which may be a live
+ *     peer's paused transfer: 504, nor a 5xx: 502): with coer=true it becomes
  *     "__404__/NAME" like a missing one if its header is not out yet; once
  *     its header is out, nothing can make its bytes right and the stream
  *     is cut (invariant 3). A holder that answers 404 ends the search (the
@@ -299,7 +301,9 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	g->inflight--;
 	if (e->failed) { /* refused by on_fetch_data */
 	} else if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
-		gb_ent_reroute(g, f->i, &g->peers[e->owner], httpc_errkind(r) == HTTPC_E_TIMEOUT, httpc_error(r));
+		if (!e->head)
+			buf_free(&e->data); /* the start of an error body, if any */
+		gb_ent_reroute(g, f->i, &g->peers[e->owner], gb_failed_status(r), httpc_error(r));
 	} else if (httpc_result(r) != AIS_OK) {
 		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
 	} else if (!ok_status(st)) {
@@ -312,7 +316,7 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 		if (st >= 500) {
 			buf_t why = BUF_INIT;
 			buf_addf(&why, "%d %s", st, m ? m : "from the owner");
-			gb_ent_reroute(g, f->i, &g->peers[e->owner], false, why.ptr);
+			gb_ent_reroute(g, f->i, &g->peers[e->owner], 502, why.ptr);
 			buf_free(&why);
 		} else {
 			gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
@@ -426,7 +430,9 @@ static bool url_dead(const struct gb *g, const char *url)
 	return false;
 }
 
-void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, bool timeout, const char *why)
+int gb_failed_status(httpc_req_t *r) { return httpc_errkind(r) == HTTPC_E_TIMEOUT ? 504 : 0; }
+
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why)
 {
 	struct gb_ent *e = &g->e[i];
 	moss_in_t *in = e->in;
@@ -455,9 +461,9 @@ void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, bool timeout, con
 		buf_free(&uname);
 	}
 	if (next < 0) {
-		gb_ent_fail(e, timeout ? 504 : 503, "%.*s: %s, and no other holder of a copy is reachable",
+		gb_ent_fail(e, status ? status : 503, "%.*s: %s, and no other holder of a copy is reachable",
 			 (int)MIN(in->name.len, 512), in->name.ptr, why);
-		e->lost = !timeout;
+		e->lost = !status;
 		return;
 	}
 	log_info("GetBatch: %.*s from %s (%llu of its bytes received)", (int)MIN(in->name.len, 512), in->name.ptr,

@@ -98,12 +98,14 @@ struct gb_peer {
 
 void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void gb_wake(struct gb *g);
-/* Entry i's owner p could not serve it (connection refused or lost, 5xx;
- * timeout: its timeout passed): p is marked dead and the entry goes to the
- * next holder of a copy (getbatch.c, invariant 5); when none is left it
- * fails as lost (503), or 504 after a timeout (a paused transfer may have
- * timed out on a live peer: never turned into __404__). */
-void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, bool timeout, const char *why);
+/* Entry i's owner p could not serve it: p is marked dead and the entry
+ * goes to the next holder of a copy (getbatch.c, invariant 5). When none is
+ * left it fails: status 0 (p is gone: connection refused or lost) as lost
+ * (503, which coer=true sends as __404__/NAME); else with status (504 after
+ * a timeout, which may be a live peer's paused transfer; 502 after a 5xx). */
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why);
+/* The status for gb_ent_reroute after a failed httpc request r. */
+int gb_failed_status(httpc_req_t *r);
 /* An empty buffer for an entry's data (a spare one when there is). */
 void gb_take_spare(struct gb *g, buf_t *b);
 /* gbpeer.c */
