@@ -40,6 +40,7 @@ typedef struct conf {
 	char tls_client_ca[1024]; /* mTLS: client certificates must chain to this */
 	char tls_ca[1024];        /* CA bundle for verifying other nodes */
 	bool tls_ktls;            /* use kernel TLS where offered */
+	char unix_socket[1024];   /* target: local clients' unix socket ("auto", "off" or a path) */
 	char mountpaths[CONF_MAX_MOUNTPATHS][1024];
 	int n_mountpaths;
 	int fsync;                /* enum conf_fsync */

@@ -106,6 +106,12 @@ struct http_req {
 	http_work_fn work_fn, done_fn;
 };
 
+/* Local descriptor hand-over (see http_server_opts_t.unix_path). */
+#define HTTP_HDR_LOCAL_FD "Ais-Local-Fd"               /* request: "true" */
+#define HTTP_HDR_LOCAL_FD_OFFSET "Ais-Local-Fd-Offset" /* answer: the body's first byte in the file */
+#define HTTP_HDR_LOCAL_FD_SIZE "Ais-Local-Fd-Size"     /* answer: the body's length */
+#define HTTP_HDR_LOCAL_SOCKET "Ais-Local-Socket"       /* answer to a TCP client of this host: the path */
+
 typedef struct http_server_opts {
 	const char *host;
 	int port;               /* 0: any free port (see http_server_port) */
@@ -125,6 +131,11 @@ typedef struct http_server_opts {
 	 * ktls: let the kernel encrypt where it can (kTLS + SSL_sendfile). */
 	const char *tls_cert, *tls_key, *tls_client_ca;
 	bool tls_ktls;
+	/* A unix socket (path; NULL or "": none) for clients on this host: a
+	 * request on it asking "Ais-Local-Fd: true" gets a file body as an
+	 * open descriptor (SCM_RIGHTS) instead of its bytes; TCP clients from
+	 * this host learn the path from "Ais-Local-Socket" on file bodies. */
+	const char *unix_path;
 	/* Access control, once per request after routing and before the body
 	 * is read or the handler runs (not for HTTP_ROUTE_PUBLIC routes).
 	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).

@@ -61,6 +61,9 @@ static const struct key keys[] = {
 	 "PEM CA bundle this node verifies other nodes' certificates with (empty: the system's CAs)"},
 	{"net.tls.ktls", K_BOOL, N(tls_ktls), "on",
 	 "on: hand TLS record encryption to the kernel (kTLS) where it offers it, so file bodies go out with sendfile"},
+	{"net.unix_socket", K_STR, S(unix_socket), "auto",
+	 "target: unix socket on which clients on this host get object files as open descriptors "
+	 "(auto: aisd.sock in node.dir, none when net.tls.client_ca is set; off: none; or a path)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",

@@ -61,7 +61,7 @@ static void body_cb(void *arg, const char *p, size_t n)
 
 static void set_peer(http_conn_t *c, const struct sockaddr_storage *ss)
 {
-	snprintf(c->peer, sizeof(c->peer), "-");
+	snprintf(c->peer, sizeof(c->peer), "%s", ss->ss_family == AF_UNIX ? "unix" : "-");
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
 		inet_ntop(AF_INET, &a->sin_addr, c->peer, sizeof(c->peer));
@@ -74,13 +74,36 @@ static void set_peer(http_conn_t *c, const struct sockaddr_storage *ss)
 	}
 }
 
-void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss)
+/* Whether a TCP peer connected from an address of this host: its own
+ * address (getsockname) or loopback. */
+static bool peer_is_host(int fd, const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	if (getsockname(fd, (struct sockaddr *)&me, &len) < 0 || me.ss_family != ss->ss_family)
+		return false;
+	if (ss->ss_family == AF_INET) {
+		const struct in_addr *p = &((const struct sockaddr_in *)ss)->sin_addr;
+		return (ntohl(p->s_addr) >> 24) == 127 ||
+		       p->s_addr == ((const struct sockaddr_in *)&me)->sin_addr.s_addr;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *p = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(p) || !memcmp(p, &((const struct sockaddr_in6 *)&me)->sin6_addr, sizeof(*p));
+	}
+	return false;
+}
+
+void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local)
 {
 	http_conn_t *c = xcalloc(1, sizeof(*c));
 	c->w = w;
 	c->fd = fd;
 	set_peer(c, ss);
+	c->local = local;
+	c->same_host = !local && w->srv->unix_path && peer_is_host(fd, ss);
 	c->ffd = -1;
+	c->pass_fd = -1;
 	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_event, c);
 	c->wev = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_event, c);
 	c->tev = evtimer_new(w->base, on_timer, c);
@@ -94,7 +117,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
-	if (w->srv->tls && tls_conn_start(c, w->srv->tls) != AIS_OK)
+	if (w->srv->tls && !local && tls_conn_start(c, w->srv->tls) != AIS_OK)
 		conn_close(c); /* freed by conn_run below */
 	conn_run(c);
 }

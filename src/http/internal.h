@@ -49,6 +49,7 @@ struct http_wstats {
 	hm_ctr_t lat_us[HM_ROUTES + 1][HM_METHODS];
 	hm_ctr_t bytes_in, bytes_out;
 	hm_ctr_t accepted, rejected;
+	hm_ctr_t fds_passed; /* file bodies handed over as descriptors */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
 };
 #define HM_INC(x, n) \
@@ -61,6 +62,7 @@ struct worker {
 	pthread_t thread;
 	int lfd;
 	struct event *lev;
+	struct event *uev; /* the unix socket's listener (shared by every worker) */
 	int efd; /* eventfd: offload completions and stop */
 	struct event *eev;
 	pthread_mutex_t mu;
@@ -87,6 +89,8 @@ struct http_server {
 	uint32_t id_prefix; /* random: request ids differ across processes */
 	_Atomic uint64_t rate, burst; /* per-client rate limit (ratelimit.c) */
 	http_tls_t *tls; /* NULL: plain HTTP (tls.c) */
+	int ufd;         /* the unix socket's listener, or -1 */
+	char *unix_path; /* its path, or NULL */
 };
 
 /*
@@ -132,6 +136,8 @@ struct http_conn {
 	short tls_want;        /* HTTPS: the direction the last SSL call waits for */
 	bool tls_dead;         /* HTTPS: a fatal TLS error or close_notify: no more I/O */
 	bool tls_plain;        /* HTTPS: the client spoke plain HTTP (answered 400 in plain text) */
+	bool local;            /* accepted on the unix socket: file bodies may go as descriptors */
+	bool same_host;        /* TCP from an address of this host: told of the unix socket */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;
@@ -153,6 +159,7 @@ struct http_conn {
 	buf_t out;        /* bytes to write: head, memory body, chunks */
 	size_t out_off;
 	int ffd;          /* RB_FILE */
+	int pass_fd;      /* a descriptor sent with the head (SCM_RIGHTS), or -1 */
 	off_t foff;
 	uint64_t fleft;
 	void *fmap;
@@ -195,7 +202,7 @@ static inline ssize_t conn_send(http_conn_t *c, const void *p, size_t n)
 	return c->ssl ? tls_write(c, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
 }
 
-void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss);
+void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local);
 void conn_run(http_conn_t *c);
 void conn_free(http_conn_t *c);
 void conn_close(http_conn_t *c);

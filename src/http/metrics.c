@@ -163,6 +163,9 @@ void hm_collect(void *arg, buf_t *out)
 	buf_addf(out, "aisd_http_connections_open %lu\n", (unsigned long)atomic_load(&s->nconns));
 	metrics_family(out, "aisd_http_connections_accepted_total", "counter", "client connections accepted");
 	buf_addf(out, "aisd_http_connections_accepted_total %llu\n", (unsigned long long)SUM(s, accepted));
+	metrics_family(out, "aisd_http_local_fds_total", "counter",
+		       "file bodies handed to clients on this host as open descriptors over the unix socket");
+	buf_addf(out, "aisd_http_local_fds_total %llu\n", (unsigned long long)SUM(s, fds_passed));
 	metrics_family(out, "aisd_http_connections_rejected_total", "counter",
 		       "connections refused with 503 because net.max_conns were open");
 	buf_addf(out, "aisd_http_connections_rejected_total %llu\n", (unsigned long long)SUM(s, rejected));

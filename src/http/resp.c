@@ -38,6 +38,9 @@ void resp_reset(http_conn_t *c)
 {
 	if (c->ffd >= 0)
 		close(c->ffd);
+	if (c->pass_fd >= 0)
+		close(c->pass_fd);
+	c->pass_fd = -1;
 	if (c->fmap)
 		munmap(c->fmap, c->fmap_len);
 	c->ffd = -1;
@@ -160,6 +163,14 @@ void http_resp_send_head(http_req_t *req, uint64_t len)
 	conn_run(c);
 }
 
+/* Whether the request asks for file bodies as descriptors ("Ais-Local-Fd:
+ * true"); only a unix-socket connection can have them. */
+static bool wants_fd(const http_req_t *req)
+{
+	sv_t v = http_req_header(req, HTTP_HDR_LOCAL_FD);
+	return req->conn->local && v.len && !sv_eqstr(v, "0") && !sv_eqcase(v, sv_from("false"));
+}
+
 void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len)
 {
 	http_conn_t *c = req->conn;
@@ -167,6 +178,19 @@ void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len)
 		close(fd);
 		return;
 	}
+	if (!c->head_only && wants_fd(req)) {
+		/* the bytes are [off, off + len) of the descriptor sent with the head */
+		http_resp_header(req, HTTP_HDR_LOCAL_FD_OFFSET, "%lld", (long long)off);
+		http_resp_header(req, HTTP_HDR_LOCAL_FD_SIZE, "%llu", (unsigned long long)len);
+		resp_build_head(c, 0, false);
+		c->kind = RB_NONE;
+		c->pass_fd = fd;
+		HM_INC(c->w->st.fds_passed, 1);
+		conn_run(c);
+		return;
+	}
+	if (c->same_host)
+		http_resp_header(req, HTTP_HDR_LOCAL_SOCKET, "%s", c->w->srv->unix_path);
 	resp_build_head(c, len, false);
 	if (c->head_only || len == 0) {
 		close(fd);
@@ -510,8 +534,23 @@ static ssize_t out_write(http_conn_t *c)
 	struct msghdr mh = {.msg_iov = iov};
 	int flags = MSG_NOSIGNAL;
 
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} cm;
+
 	if (c->out_off < c->out.len)
 		iov[mh.msg_iovlen++] = (struct iovec){c->out.ptr + c->out_off, c->out.len - c->out_off};
+	if (c->pass_fd >= 0) { /* rides with the head's first bytes */
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.space;
+		mh.msg_controllen = sizeof(cm.space);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &c->pass_fd, sizeof(int));
+	}
 	if (c->spend) {
 		if (c->spoff < c->spiece.len)
 			iov[mh.msg_iovlen++] = (struct iovec){c->spiece.ptr + c->spoff, c->spiece.len - c->spoff};
@@ -524,6 +563,10 @@ static ssize_t out_write(http_conn_t *c)
 	ssize_t n = c->ssl ? tls_write(c, iov[0].iov_base, iov[0].iov_len) : sendmsg(c->fd, &mh, flags);
 	if (n <= 0)
 		return n;
+	if (c->pass_fd >= 0) { /* the client has its own copy now */
+		close(c->pass_fd);
+		c->pass_fd = -1;
+	}
 	size_t k = (size_t)n, m;
 	m = MIN(k, c->out.len - c->out_off);
 	c->out_off += m;

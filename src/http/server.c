@@ -19,6 +19,8 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -69,6 +71,44 @@ static int listen_socket(const char *host, int port, buf_t *err)
 	return fd;
 }
 
+/* The unix socket local clients reach the server on: a stale socket file
+ * is replaced; anything else at the path is an error. Mode 0660. */
+static int unix_listen(const char *path, buf_t *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		buf_addf(err, "unix socket path %s is longer than %zu bytes", path, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			buf_addf(err, "%s exists and is not a socket", path);
+			return -1;
+		}
+		unlink(path);
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 ||
+	    listen(fd, 1024) < 0) {
+		buf_addf(err, "cannot listen on unix socket %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void unix_close(http_server_t *s)
+{
+	if (s->ufd >= 0) {
+		close(s->ufd);
+		unlink(s->unix_path);
+	}
+	free(s->unix_path);
+}
+
 static int socket_port(int fd)
 {
 	struct sockaddr_storage ss;
@@ -84,6 +124,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct worker *w = arg;
 	http_server_t *s = w->srv;
+	bool local = lfd == s->ufd;
 
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
@@ -102,7 +143,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 						   "Content-Type: application/json\r\nContent-Length: 47\r\n"
 						   "Connection: close\r\n\r\n" BUSY_BODY;
-			if (!s->tls) { /* over TLS a plain answer would be noise */
+			if (!s->tls || local) { /* over TLS a plain answer would be noise */
 				ssize_t n = write(fd, busy, sizeof(busy) - 1);
 				(void)n;
 			}
@@ -111,8 +152,9 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			continue;
 		}
 		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		conn_accept(w, fd, &ss);
+		if (!local)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		conn_accept(w, fd, &ss, local);
 	}
 }
 
@@ -125,6 +167,8 @@ static void start_drain(struct worker *w)
 	struct timeval tv = {HTTP_DRAIN_SECS, 0};
 	w->draining = true;
 	event_del(w->lev);
+	if (w->uev)
+		event_del(w->uev);
 	/* closed, not just unwatched: a peer's connect is refused at once
 	 * instead of waiting in the backlog for its timeout (every node of a
 	 * cluster may be stopping, each with calls to the others) */
@@ -246,6 +290,16 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		fatalx("%zu routes: the request counters hold %d", s->o.nroutes, HM_ROUTES);
 	s->workers = xcalloc((size_t)s->nworkers, sizeof(struct worker));
 	s->port = o->port;
+	s->ufd = -1;
+	if (o->unix_path && *o->unix_path) {
+		s->ufd = unix_listen(o->unix_path, err);
+		if (s->ufd < 0) {
+			free(s->workers);
+			free(s);
+			return NULL;
+		}
+		s->unix_path = xstrdup(o->unix_path);
+	}
 	if (getrandom(&s->id_prefix, sizeof(s->id_prefix), GRND_NONBLOCK) != sizeof(s->id_prefix))
 		s->id_prefix = (uint32_t)(time_now_ns() ^ getpid());
 	http_server_set_rate_limit(s, o->rate_limit, o->rate_burst);
@@ -276,6 +330,10 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		w->eev = event_new(w->base, w->efd, EV_READ | EV_PERSIST, on_wake, w);
 		event_add(w->lev, NULL);
 		event_add(w->eev, NULL);
+		if (s->ufd >= 0) {
+			w->uev = event_new(w->base, s->ufd, EV_READ | EV_PERSIST, on_accept, w);
+			event_add(w->uev, NULL);
+		}
 	}
 	s->pool = pool_new(o->io_threads > 0 ? o->io_threads : 4, "io");
 	for (int i = 0; i < s->nworkers; i++) {
@@ -292,6 +350,8 @@ fail:
 		struct worker *w = &s->workers[i];
 		if (w->lev)
 			event_free(w->lev);
+		if (w->uev)
+			event_free(w->uev);
 		if (w->eev)
 			event_free(w->eev);
 		if (w->base)
@@ -301,6 +361,7 @@ fail:
 		if (w->efd > 0)
 			close(w->efd);
 	}
+	unix_close(s);
 	http_tls_free(s->tls);
 	free(s->workers);
 	free(s);
@@ -363,6 +424,8 @@ void http_server_free(http_server_t *s)
 			free(a);
 		}
 		event_free(w->lev);
+		if (w->uev)
+			event_free(w->uev);
 		event_free(w->eev);
 		event_base_free(w->base);
 		if (w->lfd >= 0)
@@ -371,6 +434,7 @@ void http_server_free(http_server_t *s)
 		pthread_mutex_destroy(&w->mu);
 		free(w->rl);
 	}
+	unix_close(s);
 	http_tls_free(s->tls);
 	free(s->workers);
 	free(s);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
@@ -164,6 +165,18 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
+	char usock[1100] = "";
+	if (!strcmp(c->unix_socket, "auto")) {
+		/* not with mTLS: a local process would skip the certificate check */
+		if (!c->tls_client_ca[0])
+			snprintf(usock, sizeof(usock), "%s/aisd.sock", tgt_state_dir(c));
+		if (strlen(usock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+			log_info("no unix socket for local clients: %s is too long a path (set net.unix_socket)", usock);
+			usock[0] = 0;
+		}
+	} else if (strcmp(c->unix_socket, "off") != 0) {
+		snprintf(usock, sizeof(usock), "%s", c->unix_socket);
+	}
 	http_server_opts_t o = {
 		.host = c->host,
 		.port = (int)c->port,
@@ -184,6 +197,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.tls_key = c->tls_key,
 		.tls_client_ca = c->tls_client_ca,
 		.tls_ktls = c->tls_ktls,
+		.unix_path = usock,
 		.authz = authz_check,
 	};
 	t->srv = http_server_new(&o, err);

@@ -10,8 +10,9 @@ split the shards without overlap and together see every sample; a shuffle
 buffer keeps the set. A shard list, local files and plain-HTTP URLs give the
 same samples; a .tgz shard is read too, and .zip shards (by prefix with 4
 workers, as local files, and a download cut in the middle, resumed). Restarts: a 24 MiB shard read
-sample by sample while its owner is kill -9'd and restarted resumes with a
-Range (every sample once, bytes identical); a 4-worker epoch during which a
+over TCP sample by sample while its owner is kill -9'd and restarted resumes
+with a Range (every sample once, bytes identical); read as a descriptor from
+the owner's unix socket it reads on through the kill; a 4-worker epoch during which a
 target is kill -9'd and restarted completes with every sample exactly once.
 Skipped (with the reason) only when torch is not installed.
 """
@@ -259,7 +260,8 @@ def restart_later(node, secs):
     return th
 
 
-ds_big = ShardDataset(c, bucket=B, shards=big)
+# over TCP (local=False: what a client on another host gets) the read breaks and resumes
+ds_big = ShardDataset(Client(g.url, timeout=20, retry_for=60, local=False), bucket=B, shards=big)
 got, th = [], None
 t0 = time.monotonic()
 for s in ds_big:
@@ -268,8 +270,25 @@ for s in ds_big:
         victim.kill9()
         th = restart_later(victim, 1.0)
 th.join()
-check_epoch(got, want_big, "the owner kill -9'd after 5 samples, restarted 1 s later")
+check_epoch(got, want_big, "over TCP: the owner kill -9'd after 5 samples, restarted 1 s later")
 t.check(ds_big.resumes >= 1, "the read resumed %d time(s) (%.1f s)" % (ds_big.resumes, time.monotonic() - t0))
+t.check(poll(lambda: request("GET", victim.url, "/v1/health").status == 200, 20), "the owner is back")
+
+# a shard handed over as a descriptor (the target is on this host) reads on through the kill
+ds_loc = ShardDataset(Client(g.url, timeout=20, retry_for=60), bucket=B, shards=big)
+ds_loc.client.open(B, big[0], 0, 1).read()  # over TCP: learns the owner's unix socket
+f = ds_loc.client.open(B, big[0])
+t.eq(type(f).__name__, "LocalStream", "the owner hands the shard over as a descriptor")
+f.close()
+got, th = [], None
+for s in ds_loc:
+    got.append(s)
+    if len(got) == 5:
+        victim.kill9()
+        th = restart_later(victim, 1.0)
+th.join()
+check_epoch(got, want_big, "as a descriptor: the owner kill -9'd after 5 samples, restarted 1 s later")
+t.eq(ds_loc.resumes, 0, "no read failed: the descriptor outlives the target process")
 
 # --- kill -9 and restart mid-epoch with 4 workers ------------------------------------------------
 

@@ -11,12 +11,16 @@
 # of tools/python's ShardDataset in a torch DataLoader with WORKERS workers
 # (tools/bench/ml_bench.py read: same tar parsing, same worker split, the
 # workers count samples and bytes): from aisd through the gateway (307 to
-# the owner, keep-alive, streamed), from nginx by URL, from the local files.
+# the owner; the target, on this host, hands over each shard's file as an
+# open descriptor over its unix socket: the client's default), from aisd
+# over TCP only (aisd-tcp: --no-local, keep-alive, streamed, what a client
+# on another host gets), from nginx by URL, from the local files.
 # One untimed epoch of each first (page cache warm for all three: the data
 # is read from memory, so this measures the serving and client path). Then
-# ROUNDS rounds, the order of the three rotating each round; reports
+# ROUNDS rounds, the order of the four rotating each round; reports
 # medians of samples/s and GB/s and the ratios aisd/nginx (goal >= 0.95)
-# and aisd/local (goal >= 0.8), and each server's CPU seconds per GB read
+# and aisd/local (goal >= 0.8), the same for aisd-tcp, and each server's
+# CPU seconds per GB read
 # (from /proc/PID/stat of its processes: less sensitive to other load); a run that reads a different number of
 # samples or bytes than the others is an error. The table is also written
 # as markdown to $BUILD/bench-ml.md. Every process is stopped by its PID
@@ -72,7 +76,7 @@ field() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p"; }
 srv_ticks() {
 	local p t=0 pids=()
 	case $1 in
-	aisd) pids=("${AISD_PIDS[@]}") ;;
+	aisd | aisd-tcp) pids=("${AISD_PIDS[@]}") ;;
 	nginx) mapfile -t pids < <(echo "$NGINX_PID"; pgrep -P "$NGINX_PID") ;;
 	esac
 	for p in "${pids[@]}"; do
@@ -101,28 +105,31 @@ ls "$DATA"/*.tar >"$TMP/local.list"
 
 declare -A ARGS=(
 	[aisd]="aisd://${GW#http://}/ml/train/"
+	[aisd-tcp]="--no-local aisd://${GW#http://}/ml/train/"
 	[nginx]="@$TMP/nginx.list"
 	[local]="@$TMP/local.list"
 )
-SRCS=(aisd nginx local)
+SRCS=(aisd aisd-tcp nginx local)
 declare -A BYTES
 for s in "${SRCS[@]}"; do # warm-up, and every source reads every sample
-	line=$(read_epoch "$s" "${ARGS[$s]}" --expect "$NS") || continue
+	line=$(read_epoch "$s" ${ARGS[$s]} --expect "$NS") || continue
 	BYTES[$s]=$(echo "$line" | field bytes)
 	echo "  warm-up  $s: $line" >&2
 done
-if [ "${BYTES[aisd]:-x}" != "${BYTES[local]:-y}" ] || [ "${BYTES[nginx]:-x}" != "${BYTES[local]:-y}" ]; then
-	STATUS=1
-	echo "ml-bench: the sources read different byte counts: aisd ${BYTES[aisd]:-?} nginx ${BYTES[nginx]:-?} local ${BYTES[local]:-?}" >&2
-fi
+for s in aisd aisd-tcp nginx; do
+	if [ "${BYTES[$s]:-x}" != "${BYTES[local]:-y}" ]; then
+		STATUS=1
+		echo "ml-bench: $s read ${BYTES[$s]:-?} bytes, the local files ${BYTES[local]:-?}" >&2
+	fi
+done
 
 for r in $(seq "$ROUNDS"); do
-	k=$(((r - 1) % 3))
+	k=$(((r - 1) % ${#SRCS[@]}))
 	order=("${SRCS[@]:$k}" "${SRCS[@]:0:$k}")
 	echo "ml-bench: round $r/$ROUNDS (${order[*]})" >&2
 	for s in "${order[@]}"; do
 		t0=$(srv_ticks "$s")
-		line=$(read_epoch "$s" "${ARGS[$s]}" --expect "$NS") || continue
+		line=$(read_epoch "$s" ${ARGS[$s]} --expect "$NS") || continue
 		t1=$(srv_ticks "$s")
 		cpu=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v b="$(echo "$line" | field bytes)" \
 			'BEGIN { printf "%.2f\n", t / hz / (b / 1e9) }')
@@ -138,14 +145,15 @@ verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "n/a") print "n/a"; else i
 
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 MD=$BUILD/bench-ml.md
-A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
+A=$(med gbps aisd) T=$(med gbps aisd-tcp) N=$(med gbps nginx) L=$(med gbps local)
 {
 	echo "## ShardDataset: aisd vs nginx vs local files ($(date -u +%Y-%m-%d))"
 	echo
 	echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}, Linux $(uname -r)."
 	echo "Data: $gen (shards of at most $SHARD, samples ~$SAMPLE + a .cls), page cache warm."
 	echo "Client: tools/python ShardDataset in a torch DataLoader, $WORKERS workers, one epoch per run;"
-	echo "aisd: 1 gateway + $TARGETS target(s), read through the gateway's 307; nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'):"
+	echo "aisd: 1 gateway + $TARGETS target(s), read through the gateway's 307, the shard files handed over as"
+	echo "descriptors by the target on this host (aisd) or sent over TCP (aisd-tcp); nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'):"
 	echo "sendfile, 2 workers; local: the same files opened directly. $ROUNDS rounds, order rotating, medians."
 	echo
 	echo "| source | samples/s | GB/s | server CPU s per GB |"
@@ -158,6 +166,10 @@ A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
 	echo "| aisd / nginx (GB/s) | $r | >= 0.95 | $(verdict "$r" 0.95) |"
 	r=$(ratio "$A" "$L")
 	echo "| aisd / local files (GB/s) | $r | >= 0.8 | $(verdict "$r" 0.8) |"
+	r=$(ratio "$T" "$N")
+	echo "| aisd-tcp / nginx (GB/s) | $r | >= 0.95 | $(verdict "$r" 0.95) |"
+	r=$(ratio "$T" "$L")
+	echo "| aisd-tcp / local files (GB/s) | $r | >= 0.8 | $(verdict "$r" 0.8) |"
 	echo
 	echo "Every run (GB/s, in round order):"
 	echo
@@ -166,7 +178,7 @@ A=$(med gbps aisd) N=$(med gbps nginx) L=$(med gbps local)
 	echo "Server CPU seconds per GB read (user + system of the gateway and targets, of"
 	echo "nginx's processes; less sensitive to other load than GB/s), in round order:"
 	echo
-	for s in aisd nginx; do echo "- $s: $(tr '\n' ' ' <"$TMP/res.cpu.$s" 2>/dev/null)"; done
+	for s in aisd aisd-tcp nginx; do echo "- $s: $(tr '\n' ' ' <"$TMP/res.cpu.$s" 2>/dev/null)"; done
 	[ $STATUS != 0 ] && echo && echo "Some runs had errors (see the bench output)."
 } >"$MD"
 echo

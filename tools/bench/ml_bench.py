@@ -6,9 +6,11 @@
         planner into shards of at most --shard bytes, --total bytes in all
     ml_bench.py upload DIR ENDPOINT BUCKET PREFIX [--jobs N]
         PUTs every DIR/*.tar as PREFIX<name> (sendfile, in parallel)
-    ml_bench.py read SOURCE... [--workers N] [--expect SAMPLES]
+    ml_bench.py read SOURCE... [--workers N] [--expect SAMPLES] [--no-local]
         one epoch of ShardDataset over SOURCE (aisd://ENDPOINT/BUCKET/PREFIX,
-        a file with one URL or path a line (@FILE), or URLs/paths), in a
+        a file with one URL or path a line (@FILE), or URLs/paths; with
+        --no-local aisd is read over TCP only, else targets on this host
+        hand over their shard files as descriptors), in a
         DataLoader with N workers (0: in this process); prints one JSON line
         {"samples","bytes","secs","samples_per_s","gbps"}. The workers count
         samples and bytes and hand the main process one total per 64
@@ -74,13 +76,13 @@ def upload(a):
     print(json.dumps({"uploaded": len(paths)}))
 
 
-def _dataset(sources):
+def _dataset(sources, local):
     from aisd import ShardDataset
     if len(sources) == 1 and sources[0].startswith("aisd://"):
         rest = sources[0][len("aisd://"):]
         host, _, path = rest.partition("/")
         bucket, _, prefix = path.partition("/")
-        return ShardDataset("http://" + host, bucket=bucket, prefix=prefix, seed=1)
+        return ShardDataset("http://" + host, bucket=bucket, prefix=prefix, seed=1, local=local)
     urls = []
     for s in sources:
         if s.startswith("@"):
@@ -93,7 +95,7 @@ def _dataset(sources):
 def read(a):
     import torch.utils.data as tud
 
-    ds = _dataset(a.source)
+    ds = _dataset(a.source, not a.no_local)
 
     class Counts(tud.IterableDataset):
         def __iter__(self):
@@ -143,6 +145,7 @@ def main():
     r.add_argument("source", nargs="+")
     r.add_argument("--workers", type=int, default=4)
     r.add_argument("--expect", type=int)
+    r.add_argument("--no-local", action="store_true", help="aisd: always over TCP, no descriptors from local targets")
     a = ap.parse_args()
     return {"gen": gen, "upload": upload, "read": read}[a.cmd](a) or 0
 

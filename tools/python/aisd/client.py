@@ -19,6 +19,14 @@ What it guarantees:
   never a silent short read.
 - Errors from the server raise HTTPError with the status and the message
   of its JSON body.
+- Local reads (local=True, the default): a target answering a client on
+  its own host names its unix socket ("Ais-Local-Socket"); later streams
+  (`open`) from that target go over the socket asking for the object's
+  file as an open descriptor ("Ais-Local-Fd"), and are read with pread:
+  no bytes cross TCP and the server sends none. Everything else (auth,
+  redirects, Range, If-Match, errors) is the same request. A socket that
+  cannot be reached (another host, a container, permissions) is not tried
+  again by this process; the read goes over TCP.
 """
 import http.client
 import io
@@ -28,12 +36,13 @@ import random
 import select
 import socket
 import ssl
-import tarfile
 import threading
 import time
 import urllib.parse
 
-__all__ = ["Client", "HTTPError", "Stream", "Props"]
+from .tar import iter_members
+
+__all__ = ["Client", "HTTPError", "Stream", "LocalStream", "Props"]
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 _RETRY_STATUS = (500, 502, 503, 504)
@@ -86,14 +95,23 @@ class Props(dict):
 
 
 class _Pool:
-    """Idle keep-alive connections per (scheme, host, port), per process."""
+    """Idle keep-alive connections per (scheme, host, port), per process,
+    and the targets' unix sockets for local reads (unix: hp -> path, or
+    None once it failed; idle sockets under the key ("unix", path))."""
 
-    def __init__(self, timeout, ssl_context=None):
+    def __init__(self, timeout, ssl_context=None, local=True):
         self.timeout = timeout
         self.ssl_context = ssl_context
+        self.local = local
         self.lock = threading.Lock()
         self.idle = {}
+        self.unix = {}
         self.pid = os.getpid()
+
+    def learn(self, hp, path):
+        """A target on this host named its unix socket."""
+        if self.local and path and hp not in self.unix:
+            self.unix[hp] = path
 
     def get(self, hp):
         """Returns (connection, reused)."""
@@ -107,6 +125,15 @@ class _Pool:
 
     def new(self, hp):
         scheme, host, port = hp
+        if scheme == "unix":
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(self.timeout)
+            try:
+                s.connect(host)
+            except BaseException:
+                s.close()
+                raise
+            return s
         if scheme == "https":
             return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.ssl_context)
         return http.client.HTTPConnection(host, port, timeout=self.timeout)
@@ -147,6 +174,7 @@ class Stream(io.RawIOBase):
         self._pool, self._hp, self._conn, self._resp = pool, hp, conn, resp
         self.status = resp.status
         self.headers = {k.lower(): v for k, v in resp.getheaders()}
+        pool.learn(hp, self.headers.get("ais-local-socket"))
         cl = self.headers.get("content-length")
         self.length = int(cl) if cl is not None and cl.isdigit() else None
         self.url = url
@@ -231,6 +259,108 @@ class Stream(io.RawIOBase):
         super().close()
 
 
+class LocalStream(io.RawIOBase):
+    """A response body handed over as an open descriptor of the object's
+    file (bytes [offset, offset + length) of it), read with pread. The same
+    attributes as Stream."""
+
+    def __init__(self, fd, offset, length, status, headers, url):
+        super().__init__()
+        self._fd, self._off = fd, offset
+        self.length, self.status, self.headers, self.url = length, status, headers, url
+        self.got = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        n = min(len(buf), self.length - self.got)
+        if n <= 0 or self._fd < 0:
+            return 0
+        k = os.preadv(self._fd, [memoryview(buf)[:n]], self._off + self.got)
+        if k == 0:
+            raise ConnectionError("%s: object file ended after %d of %d bytes" % (self.url, self.got, self.length))
+        self.got += k
+        return k
+
+    def close(self):
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        super().close()
+
+
+def _local_get(pool, path, target, headers, url):
+    """GET over a target's unix socket asking for the file as a descriptor.
+    Returns a LocalStream, ("redirect", location), or None when the answer
+    is not a descriptor (the caller asks over TCP); raises HTTPError for an
+    error answer and OSError when the socket cannot be used."""
+    key = ("unix", path, 0)
+    req = ["GET %s HTTP/1.1\r\nHost: localhost\r\nAis-Local-Fd: true\r\n" % target]
+    req += ["%s: %s\r\n" % kv for kv in headers.items()]
+    req = ("".join(req) + "\r\n").encode("latin-1")
+    sock, reused = pool.get(key)
+    fds = []
+    try:
+        buf = b""
+        try:
+            sock.sendall(req)
+            buf, fds, _, _ = socket.recv_fds(sock, 65536, 4, socket.MSG_CMSG_CLOEXEC)
+            if not buf:
+                raise ConnectionError("%s: unix socket closed before an answer" % url)
+        except ConnectionError:
+            if not reused:
+                raise
+            # a kept-alive socket the server had closed (restarted): once more on a new one
+            sock.close()
+            sock = pool.new(key)
+            sock.sendall(req)
+            buf, fds, _, _ = socket.recv_fds(sock, 65536, 4, socket.MSG_CMSG_CLOEXEC)
+        while b"\r\n\r\n" not in buf:
+            if len(buf) > 65536:
+                raise http.client.HTTPException("%s: response head too long" % url)
+            data, got, _, _ = socket.recv_fds(sock, 65536, 4, socket.MSG_CMSG_CLOEXEC)
+            fds += got
+            if not data:
+                raise ConnectionError("%s: unix socket closed before an answer" % url)
+            buf += data
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        hdrs = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        if "transfer-encoding" in hdrs:  # a streamed answer: not for this path
+            sock.close()
+            return None
+        need = int(hdrs.get("content-length", "0"))
+        while len(rest) < need:
+            data = sock.recv(max(need - len(rest), 65536))
+            if not data:
+                raise ConnectionError("%s: unix socket closed in an answer" % url)
+            rest += data
+        if hdrs.get("connection", "").lower() == "close":
+            sock.close()
+        else:
+            pool.put(key, sock)
+        sock = None
+        if status in _REDIRECTS:
+            return "redirect", hdrs.get("location")
+        if status >= 400:
+            raise HTTPError(status, _message(rest) or lines[0], url)
+        if len(fds) == 1 and "ais-local-fd-size" in hdrs:
+            fd = fds.pop()
+            return LocalStream(fd, int(hdrs["ais-local-fd-offset"]), int(hdrs["ais-local-fd-size"]),
+                               status, hdrs, url)
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if sock is not None:
+            sock.close()
+
+
 class Client:
     """A client of one aisd endpoint (a gateway, or a standalone target).
 
@@ -242,10 +372,13 @@ class Client:
     PEM CA bundle the cluster's certificates are verified with (default:
     the system's), certfile/keyfile a client certificate for clusters that
     require one (mTLS); or pass a ready ssl.SSLContext as ssl_context (it
-    is not carried when the client is pickled: use the file names then)."""
+    is not carried when the client is pickled: use the file names then).
+
+    local: read objects of targets on this host through their unix socket
+    as open descriptors when they offer it (see above); False: always TCP."""
 
     def __init__(self, endpoint, timeout=60.0, retry_for=60.0, cafile=None, certfile=None, keyfile=None,
-                 ssl_context=None, token=None):
+                 ssl_context=None, token=None, local=True):
         self.endpoint = endpoint.rstrip("/")
         _hostport(self.endpoint)  # validates
         self.timeout, self.retry_for = timeout, retry_for
@@ -257,18 +390,19 @@ class Client:
             ssl_context = ssl.create_default_context(cafile=cafile)
             if certfile:
                 ssl_context.load_cert_chain(certfile, keyfile)
-        self._pool = _Pool(timeout, ssl_context)
+        self.local = local
+        self._pool = _Pool(timeout, ssl_context, local)
 
     def __repr__(self):
         return "Client(%r)" % self.endpoint
 
     def __getstate__(self):  # picklable for DataLoader workers (spawn)
         return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for,
-                "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile, "token": self.token}
+                "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile, "token": self.token, "local": self.local}
 
     def __setstate__(self, st):
         self.__init__(st["endpoint"], st["timeout"], st["retry_for"], st.get("cafile"), st.get("certfile"),
-                      st.get("keyfile"), token=st.get("token"))
+                      st.get("keyfile"), token=st.get("token"), local=st.get("local", True))
 
     def close(self):
         """Closes this process's idle connections."""
@@ -283,6 +417,22 @@ class Client:
         for _ in range(8):
             hp, u = _hostport(url)
             target = (u.path or "/") + ("?" + u.query if u.query else "")
+            upath = self._pool.unix.get(hp) if stream and method == "GET" and body is None else None
+            if upath:
+                try:
+                    r = _local_get(self._pool, upath, target, headers, url)
+                except (FileNotFoundError, PermissionError):
+                    self._pool.unix[hp] = None  # not reachable from here: TCP from now on
+                    r = None
+                except (OSError, http.client.HTTPException):
+                    r = None  # this time over TCP (which retries as usual)
+                if isinstance(r, LocalStream):
+                    return r
+                if r is not None:
+                    if not r[1]:
+                        raise HTTPError(307, "redirect without Location", url)
+                    url = urllib.parse.urljoin(url, r[1])
+                    continue
             conn, reused = self._pool.get(hp)
             try:
                 resp, sent_body = self._send(conn, method, target, body, headers)
@@ -389,7 +539,9 @@ class Client:
     def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None):
         """GET as a Stream from byte `start` (and at most `length` bytes);
         with if_match (an ETag), HTTPError 412 unless the object still has
-        it. The caller reads the stream and closes it."""
+        it. The caller reads the stream and closes it. From a target on this
+        host that named its unix socket before, a LocalStream (the file as a
+        descriptor; the client's local=True)."""
         q = {"archpath": archpath} if archpath else None
         return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
                           stream=True)
@@ -527,13 +679,11 @@ class Client:
                 s.close()
 
 
-def iter_tar(f, bufsize=tarfile.RECORDSIZE):
+def iter_tar(f):
     """Yields (name, bytes) for each regular file of the tar read from the
     file object f as a stream (nothing is held but the current member)."""
-    with tarfile.open(fileobj=io.BufferedReader(f, 256 * 1024), mode="r|", bufsize=bufsize) as tar:
-        for m in tar:
-            if m.isfile():
-                yield m.name, tar.extractfile(m).read()
+    for name, data, _ in iter_members(io.BufferedReader(f, 256 * 1024)):
+        yield name, data
 
 
 def _range(start, length, if_match=None):

@@ -10,8 +10,8 @@ What ShardDataset guarantees, per epoch:
   world_size x num_workers slots. So every sample is yielded exactly once
   across all ranks and workers.
 - A shard is read once, as one stream: tar members are parsed as the bytes
-  arrive (tarfile "r|"), only the current sample is held (plus the optional
-  shuffle buffer).
+  arrive (aisd.tar: one read per member), only the current sample is held
+  (plus the optional shuffle buffer).
 - A read that fails (a target killed or restarted, a connection reset, a
   short body) resumes where the last complete sample ended: a .tar shard
   is asked again with a Range from that byte; a compressed one (.tgz,
@@ -42,7 +42,7 @@ import time
 import urllib.parse
 
 from .client import Client
-from .wds import _BUFSIZE, index_shards, iter_samples, iter_zip_samples, load_index, wds_split
+from .wds import index_shards, iter_samples, iter_zip_samples, load_index, wds_split
 
 try:
     import torch.distributed as _dist
@@ -141,14 +141,15 @@ class ShardDataset(_Base):
     sample shuffle buffer of that many samples per worker (0: none);
     rank, world_size: the distributed split (default: torch.distributed's
     when initialized, else one rank); transform: called on each sample in
-    the worker; timeout, retry_for: the Client's (when given an endpoint);
-    max_resumes: failed reads in a row, without a sample between them,
+    the worker; timeout, retry_for, local: the Client's (when given an
+    endpoint; local=True reads shards of targets on this host as open
+    descriptors over their unix socket); max_resumes: failed reads in a row, without a sample between them,
     before a shard's error is raised.
     """
 
     def __init__(self, client=None, bucket=None, prefix=None, shards=None, urls=None, *,
                  seed=0, shuffle=True, shuffle_buffer=0, rank=None, world_size=None,
-                 transform=None, timeout=60.0, retry_for=60.0, max_resumes=20, bufsize=_BUFSIZE):
+                 transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20):
         super().__init__(seed, shuffle, rank, world_size)
         if urls is not None:
             if client is not None or bucket is not None or prefix is not None or shards is not None:
@@ -159,10 +160,10 @@ class ShardDataset(_Base):
                 raise ValueError("give client (or endpoint) and bucket, and one of prefix or shards; or urls")
             self._shards = list(shards) if shards is not None else None
         if isinstance(client, str):
-            client = Client(client, timeout=timeout, retry_for=retry_for)
+            client = Client(client, timeout=timeout, retry_for=retry_for, local=local)
         self.client, self.bucket, self.prefix, self.urls = client, bucket, prefix, urls is not None
         self.shuffle_buffer, self.transform = shuffle_buffer, transform
-        self.max_resumes, self.bufsize = max_resumes, bufsize
+        self.max_resumes = max_resumes
         self.timeout, self.retry_for = timeout, retry_for
         self.resumes = 0  # reads resumed after an error, in this process
 
@@ -193,7 +194,7 @@ class ShardDataset(_Base):
                 f, tag = self._open(shard, start, etag)
                 etag = etag or tag
                 skip = done if compressed else 0
-                for sample, end in iter_samples(f, shard, start, compressed, self.bufsize):
+                for sample, end in iter_samples(f, shard, start, compressed):
                     if skip:
                         skip -= 1
                         continue
@@ -253,7 +254,7 @@ class ShardDataset(_Base):
         """(file object at byte start of the shard, its ETag or None). A
         resumed read (etag set) must find the same version (If-Match), else
         HTTPError 412 ends the iteration. Reads go through a 256 KiB buffer:
-        tarfile asks for 10 KiB at a time."""
+        the tar reader asks for each 512-byte header on its own."""
         if not self.urls:
             f = self.client.open(self.bucket, shard, start=start, if_match=etag)
         elif shard.startswith(("http://", "https://")):

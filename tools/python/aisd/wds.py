@@ -5,13 +5,11 @@ extension the rest (lower-cased); adjacent members with the same key form
 one sample. Members whose base name has no dot, and non-regular members,
 are skipped.
 """
-import tarfile
 import zipfile
 
+from .tar import iter_members, open_maybe_compressed
+
 __all__ = ["wds_split", "iter_samples", "iter_zip_samples", "index_shards", "load_index"]
-
-_BUFSIZE = tarfile.RECORDSIZE  # 10 KiB: larger makes tarfile copy its leftover buffer on every header read
-
 
 def wds_split(path):
     """(key, extension) of a member path by WebDataset's rule, or
@@ -23,29 +21,28 @@ def wds_split(path):
     return (d + "/" + stem if d else stem), ext.lower()
 
 
-def iter_samples(f, shard, base=0, compressed=False, bufsize=_BUFSIZE):
+def iter_samples(f, shard, base=0, compressed=False):
     """Yields (sample, end) for the samples of the tar read from the file
     object f as a stream; end is the byte offset (base + offset in f) just
     after the sample's last member, where the next sample's headers start
-    (meaningful for uncompressed tars)."""
-    with tarfile.open(fileobj=f, mode="r|*" if compressed else "r|", bufsize=bufsize) as tar:
-        cur, key, end = None, None, base
-        for m in tar:
-            if not m.isfile():
-                continue
-            k, ext = wds_split(m.name)
-            if k is None:
-                continue
-            data = tar.extractfile(m).read()
-            if cur is not None and k != key:
-                yield cur, end
-                cur = None
-            if cur is None:
-                cur, key = {"__key__": k, "__shard__": shard}, k
-            cur[ext] = data
-            end = base + m.offset_data + ((m.size + 511) & ~511)
-        if cur is not None:
+    (meaningful for uncompressed tars). compressed: f may be gzip, bzip2 or
+    xz (f must then have peek()). A damaged tar raises tar.TarError."""
+    if compressed:
+        f = open_maybe_compressed(f)
+    cur, key, end = None, None, base
+    for name, data, mend in iter_members(f, base, shard):
+        k, ext = wds_split(name)
+        if k is None:
+            continue
+        if cur is not None and k != key:
             yield cur, end
+            cur = None
+        if cur is None:
+            cur, key = {"__key__": k, "__shard__": shard}, k
+        cur[ext] = data
+        end = mend
+    if cur is not None:
+        yield cur, end
 
 
 def iter_zip_samples(f, shard):
