@@ -52,7 +52,10 @@
  *     GET each with "Ais-Intra" (served there, never redirected). An entry
  *     partly received asks only the rest (a Range from the bytes it has)
  *     and the holder's answer must be a 206 of exactly that many bytes, so
- *     the bytes sent stay the entry's whatever the split. With no holder
+ *     the bytes sent stay the entry's whatever the split. A peer's entry of
+ *     up to GB_SLOT_MAX bytes gets its header only once all its bytes are
+ *     here (it fits in its buffer), so its owner dying never leaves it half
+ *     sent; only a larger one can be cut in its data. With no holder
  *     left the entry fails: as lost (503) when its owners are gone
  *     (connection refused or lost; not after a timeout, which may be a live
  *     peer's paused transfer: 504, nor a 5xx: 502): with coer=true it becomes
@@ -477,11 +480,12 @@ void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const
 
 /* --- 4. the response ------------------------------------------------------- */
 
-/* Is entry i ready for its header (its size or its failure known)? */
+/* Is entry i ready for its header: its failure known, or its size and,
+ * when it fits in its buffer (GB_SLOT_MAX), all its bytes (invariant 5)? */
 static bool ent_ready(const struct gb *g, size_t i)
 {
 	const struct gb_ent *e = &g->e[i];
-	return e->owner < 0 || e->failed || e->head;
+	return e->owner < 0 || e->failed || (e->head && (e->size > GB_SLOT_MAX || e->recvd == e->size));
 }
 
 /* Frees what entry i held once it is sent. */

@@ -3,14 +3,15 @@ targets started here (grace 120 s, so the dead target stays in the map for
 the whole test), buckets c2 (mirror.copies=2) and c1 (one copy), 72 objects
 of 256 KiB each generated here, 24 owned by each target.
 
-Batches of 384 entries (96 MiB: objects repeated, half owned by the
+Batches of 512 entries (128 MiB: objects repeated, half owned by the
 designated target DT, 35% by the victim V, the rest by the third target)
 are read slowly (1 MiB, then a pause) while V is killed with SIGKILL:
   - c2, raw HTTP: the stream completes with every entry byte for byte (V's
     entries from the other holder of a copy, a partly received one resumed);
-  - c1, coer=true, raw HTTP: the stream completes; an entry differs from the
-    object only when V owns it, and then it is an empty __404__/NAME entry
-    (and there is at least one: the kill landed mid-stream);
+  - c1, coer=true, raw HTTP: the stream completes (entries of 256 KiB are
+    sent only once whole); an entry differs from the object only when V
+    owns it, and then it is an empty __404__/NAME entry (and there is at
+    least one: the kill landed mid-stream);
   - c1, coer=false, the Python client's get_batch: an exception that says so;
   - c1, coer=false, aisctl ml get-batch to a pipe: exit 1 and a message.
 Then, V dead before the batch starts: the Python client's get_batch on c2
@@ -160,7 +161,7 @@ def only_victims_missing(b, names, got):
 
 
 # --- V killed while four batches stream -------------------------------------------
-N = 384
+N = 512
 na, nb, nc, nd = batch("c2", N), batch("c1", N), batch("c1", N), batch("c1", N)
 ra = open_dt("c2", na, False)
 rb = open_dt("c1", nb, True)
