@@ -19,8 +19,9 @@
  *     one being sent.
  *  4. The response starts once the first entry is known (so a first entry
  *     that fails with coer=false still gets its own status) and is produced
- *     entry after entry: a tar header, then the data, then the padding.
- *     Local data goes out as a file segment of the stream (sendfile, cold
+ *     entry after entry: a tar header (for a peer's entry of up to
+ *     GB_SLOT_MAX bytes, once all of them are here), then the data, then
+ *     the padding. Local data goes out as a file segment of the stream (sendfile, cold
  *     pages read ahead on the pool); peer data is copied from its buffer.
  *
  * NOTES ON THE DESIGN (the invariants):
