@@ -7,7 +7,8 @@ Batches of 512 entries (128 MiB: objects repeated, half owned by the
 designated target DT, 35% by the victim V, the rest by the third target)
 are read slowly (1 MiB, then a pause) while V is killed with SIGKILL:
   - c2, raw HTTP: the stream completes with every entry byte for byte (V's
-    entries from the other holder of a copy, a partly received one resumed);
+    entries from the other holder of a copy; the first entry, 16 MiB of
+    V's, being sent when V dies, resumed from there);
   - c1, coer=true, raw HTTP: the stream completes (entries of 256 KiB are
     sent only once whole); an entry differs from the object only when V
     owns it, and then it is an empty __404__/NAME entry (and there is at
@@ -92,6 +93,15 @@ for b in ("c1", "c2"):
         byowner[(b, o.name)].append(n)
 t.check(all(len(v) == PER_OWNER for v in byowner.values()), "%d objects of 256 KiB per owner in c1 and c2"
         % PER_OWNER)
+# a 16 MiB object of V's, first in the c2 batch: its header is out and its
+# data partly here when V dies, so the rest comes from the other copy
+i = 0
+while hrwlib.top("c2/big/%d" % i, ids, 1)[0] != victim.id:
+    i += 1
+big = "big/%d" % i
+data[("c2", big)] = rnd.randbytes(16 << 20)
+owner[("c2", big)] = victim
+cl.put("c2", big, data[("c2", big)])
 ctwo = [n for (b, n) in data if b == "c2"]
 t.check(all(request("GET", x.url, "/v1/objects/c2/" + n, headers={"Ais-Intra": "test"}).status == 200
             for n in ctwo[:10] for x in tg if x.id in hrwlib.top("c2/" + n, ids, 2)),
@@ -162,7 +172,7 @@ def only_victims_missing(b, names, got):
 
 # --- V killed while four batches stream -------------------------------------------
 N = 512
-na, nb, nc, nd = batch("c2", N), batch("c1", N), batch("c1", N), batch("c1", N)
+na, nb, nc, nd = [big] + batch("c2", N - 1), batch("c1", N), batch("c1", N), batch("c1", N)
 ra = open_dt("c2", na, False)
 rb = open_dt("c1", nb, True)
 t.eq((ra.status, rb.status), (200, 200), "c2 and c1/coer=true batches start")
