@@ -260,33 +260,33 @@ def restart_later(node, secs):
     return th
 
 
+def read_killing_owner(ds):
+    """Every sample of ds; its shard's owner is kill -9'd after 5 samples
+    and restarted 1 s later."""
+    got, th = [], None
+    for s in ds:
+        got.append(s)
+        if len(got) == 5:
+            victim.kill9()
+            th = restart_later(victim, 1.0)
+    th.join()
+    return got
+
+
 # over TCP (local=False: what a client on another host gets) the read breaks and resumes
 ds_big = ShardDataset(Client(g.url, timeout=20, retry_for=60, local=False), bucket=B, shards=big)
-got, th = [], None
 t0 = time.monotonic()
-for s in ds_big:
-    got.append(s)
-    if len(got) == 5:
-        victim.kill9()
-        th = restart_later(victim, 1.0)
-th.join()
+got = read_killing_owner(ds_big)
 check_epoch(got, want_big, "over TCP: the owner kill -9'd after 5 samples, restarted 1 s later")
 t.check(ds_big.resumes >= 1, "the read resumed %d time(s) (%.1f s)" % (ds_big.resumes, time.monotonic() - t0))
 t.check(poll(lambda: request("GET", victim.url, "/v1/health").status == 200, 20), "the owner is back")
 
 # a shard handed over as a descriptor (the target is on this host) reads on through the kill
 ds_loc = ShardDataset(Client(g.url, timeout=20, retry_for=60), bucket=B, shards=big)
-ds_loc.client.open(B, big[0], 0, 1).read()  # over TCP: learns the owner's unix socket
 f = ds_loc.client.open(B, big[0])
 t.eq(type(f).__name__, "LocalStream", "the owner hands the shard over as a descriptor")
 f.close()
-got, th = [], None
-for s in ds_loc:
-    got.append(s)
-    if len(got) == 5:
-        victim.kill9()
-        th = restart_later(victim, 1.0)
-th.join()
+got = read_killing_owner(ds_loc)
 check_epoch(got, want_big, "as a descriptor: the owner kill -9'd after 5 samples, restarted 1 s later")
 t.eq(ds_loc.resumes, 0, "no read failed: the descriptor outlives the target process")
 
