@@ -136,6 +136,7 @@ typedef struct http_server_opts {
 	 * open descriptor (SCM_RIGHTS) instead of its bytes; TCP clients from
 	 * this host learn the path from "Ais-Local-Socket" on file bodies. */
 	const char *unix_path;
+	bool unix_optional;     /* a unix socket that cannot be made is logged, not fatal */
 	/* Access control, once per request after routing and before the body
 	 * is read or the handler runs (not for HTTP_ROUTE_PUBLIC routes).
 	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).

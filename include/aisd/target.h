@@ -120,6 +120,8 @@ typedef struct tgt_where {
  * map may be older than the sender's: refresh it (cluster_refresh) and ask
  * again with may_doubt false. */
 int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt);
+/* Copies bucket bck wants under b (place_copies; 1 when b lacks it). */
+size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen);
 /* Appends base + "/v1/objects/BCK/OBJ" with obj percent-encoded. */
 void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: seals sw and sends it to the other holders (w->urls[1..]).

@@ -5,7 +5,8 @@
  * Guarantees: the tar is written to a temporary file next to OUT and renamed
  * into place only when the whole stream arrived and the server answered 2xx,
  * so a failed batch (an error status, or a stream the server aborted) leaves
- * no OUT behind. Entries are sent in the order given.
+ * no OUT behind; a stream cut after it started is said as such (exit 1).
+ * Entries are sent in the order given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,7 +112,13 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 	rq.json = j.ptr;
 	rq.sink_fd = fd;
 	struct cli_resp rs = {0};
-	bool ok = cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, "get-batch") == AIS_OK;
+	bool sent = cli_http(c, &rq, &rs) == AIS_OK;
+	if (!sent && rs.status >= 200 && rs.status < 300)
+		cli_err("get-batch: the tar stream was cut after %" PRIu64 " bytes: an entry failed after the "
+			"answer had started (without --coer: a missing entry; with it: an entry whose "
+			"owner died mid-entry with no other copy); %s",
+			rs.sunk, to_stdout ? "the tar on standard output is incomplete" : "no file written");
+	bool ok = sent && cli_http_check(&rs, "get-batch") == AIS_OK;
 	if (!to_stdout) {
 		ok = cli_tmp_finish(fd, tmp.ptr, out, ok);
 		if (ok && c->json)

@@ -121,6 +121,8 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 		buf_addstr(&c->out, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)
 		buf_addstr(&c->out, "Connection: keep-alive\r\n");
+	if (c->same_host) /* a client on this host: where it may read files locally */
+		buf_addf(&c->out, "%s: %s\r\n", HTTP_HDR_LOCAL_SOCKET, c->w->srv->unix_path);
 	buf_addsv(&c->out, sv_of(&c->rhdrs));
 	buf_add(&c->out, "\r\n", 2);
 }
@@ -189,8 +191,6 @@ void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len)
 		conn_run(c);
 		return;
 	}
-	if (c->same_host)
-		http_resp_header(req, HTTP_HDR_LOCAL_SOCKET, "%s", c->w->srv->unix_path);
 	resp_build_head(c, len, false);
 	if (c->head_only || len == 0) {
 		close(fd);

@@ -292,13 +292,20 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	s->port = o->port;
 	s->ufd = -1;
 	if (o->unix_path && *o->unix_path) {
-		s->ufd = unix_listen(o->unix_path, err);
-		if (s->ufd < 0) {
+		buf_t uerr = BUF_INIT;
+		s->ufd = unix_listen(o->unix_path, &uerr);
+		if (s->ufd < 0 && !o->unix_optional) {
+			buf_addsv(err, sv_of(&uerr));
+			buf_free(&uerr);
 			free(s->workers);
 			free(s);
 			return NULL;
 		}
-		s->unix_path = xstrdup(o->unix_path);
+		if (s->ufd < 0)
+			log_warnx("%.*s: no local reads (set net.unix_socket)", (int)uerr.len, uerr.ptr);
+		else
+			s->unix_path = xstrdup(o->unix_path);
+		buf_free(&uerr);
 	}
 	if (getrandom(&s->id_prefix, sizeof(s->id_prefix), GRND_NONBLOCK) != sizeof(s->id_prefix))
 		s->id_prefix = (uint32_t)(time_now_ns() ^ getpid());

@@ -10,6 +10,8 @@
  * names are read). The parser here is incremental over any split of the
  * bytes, checks each name against the entry it expects, and bounds a pax
  * header by TAR_PAX_MAX: anything else fails the peer's remaining entries.
+ * A peer that cannot answer (refused, cut, timed out, 5xx) hands them to
+ * other holders of a copy instead (getbatch.c, invariant 5).
  *
  * Backpressure (invariant 2 of getbatch.c): an entry takes data while it
  * buffers less than GB_SLOT_MAX and, unless it is the one being sent, while
@@ -59,6 +61,23 @@ static void peer_fail(struct gb *g, struct gb_peer *p, int status, const char *m
 	p->pos = p->n;
 	p->st = PS_END;
 	buf_reset(&p->stash);
+	gb_wake(g);
+}
+
+/* The peer is gone (getbatch.c, invariant 5): every entry from the
+ * stream's position on goes to another holder of a copy; one partly
+ * received keeps its bytes and asks the rest. Bytes stashed and not parsed
+ * are dropped (they are not counted in any entry). */
+static void peer_lost(struct gb *g, struct gb_peer *p, int status, const char *why)
+{
+	size_t pos = p->pos;
+	p->pos = p->n;
+	p->st = PS_END;
+	buf_reset(&p->stash);
+	for (size_t k = pos; k < p->n; k++)
+		if (!g->e[p->ents[k]].ended)
+			gb_ent_reroute(g, p->ents[k], p, status, why);
+	p->dead = true;
 	gb_wake(g);
 }
 
@@ -281,13 +300,22 @@ static void peer_done(httpc_req_t *r, void *arg)
 	p->paused = false;
 	if (p->st == PS_END && p->pos == p->n)
 		return;
-	if (httpc_result(r) != AIS_OK) {
+	if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
+		peer_lost(c->g, p, gb_failed_status(r), httpc_error(r)); /* refused, cut, timed out */
+	} else if (httpc_result(r) != AIS_OK) {
 		peer_fail(c->g, p, 502, httpc_error(r));
 	} else if (st != 200) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(p->errbody.ptr ? p->errbody.ptr : "", p->errbody.len, 0, &jerr);
 		const char *m = json_string_value(json_object_get(doc, "message"));
-		peer_fail(c->g, p, st == 400 ? 400 : 502, m ? m : "the owner target answered with an error");
+		if (st >= 500) {
+			buf_t why = BUF_INIT;
+			buf_addf(&why, "%d %s", st, m ? m : "from the owner");
+			peer_lost(c->g, p, 502, why.ptr);
+			buf_free(&why);
+		} else {
+			peer_fail(c->g, p, st == 400 ? 400 : 502, m ? m : "the owner target answered with an error");
+		}
 		json_decref(doc);
 	} else {
 		peer_check_end(c->g, p);

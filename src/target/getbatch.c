@@ -19,8 +19,9 @@
  *     one being sent.
  *  4. The response starts once the first entry is known (so a first entry
  *     that fails with coer=false still gets its own status) and is produced
- *     entry after entry: a tar header, then the data, then the padding.
- *     Local data goes out as a file segment of the stream (sendfile, cold
+ *     entry after entry: a tar header (for a peer's entry of up to
+ *     GB_SLOT_MAX bytes, once all of them are here), then the data, then
+ *     the padding. Local data goes out as a file segment of the stream (sendfile, cold
  *     pages read ahead on the pool); peer data is copied from its buffer.
  *
  * NOTES ON THE DESIGN (the invariants):
@@ -32,16 +33,37 @@
  *     So a request holds O(GB_MEM_MAX + GB_SLOT_MAX) bytes whatever the
  *     batch size; the owners hold one ordinary GET each.
  *  3. Errors: with coer=true a missing entry (404 from its owner, or a
- *     local object or member that does not exist) becomes a zero-size entry
- *     named "__404__/NAME"; with coer=false, and for any other failure, the
+ *     local object or member that does not exist), and one lost with its
+ *     owners (invariant 5), becomes a zero-size entry named "__404__/NAME"
+ *     (unless its header is already out); with coer=false, and for any other failure, the
  *     request fails with the entry's status if no byte was sent yet, else
  *     the stream is aborted (the connection closes without the chunked
  *     terminator, so the client sees a truncated tar and an error).
  *  4. httpc callbacks never drive the connection: they only activate the
  *     request's wake event, whose callback (on a clean stack) starts or
- *     resumes the response. So the request's arena is never freed (and its
- *     fetches never cancelled) inside an httpc callback. The httpc client
- *     itself is the worker's, kept across requests (connection reuse).
+ *     resumes the response and starts the fetches that are due. So the
+ *     request's arena is never freed (and its fetches never cancelled or
+ *     started) inside an httpc callback. The httpc client itself is the
+ *     worker's, kept across requests (connection reuse).
+ *  5. A dead owner: when a peer's answer cannot be had (connection refused
+ *     or lost, its timeout, a 5xx), that peer is marked dead for the rest
+ *     of the request and each of its entries not yet fully received goes
+ *     to the next holder of a copy in HRW order under the current map
+ *     (mirror.copies >= 2; this target too, through its own HTTP API), one
+ *     GET each with "Ais-Intra" (served there, never redirected). An entry
+ *     partly received asks only the rest (a Range from the bytes it has)
+ *     and the holder's answer must be a 206 of exactly that many bytes, so
+ *     the bytes sent stay the entry's whatever the split. A peer's entry of
+ *     up to GB_SLOT_MAX bytes gets its header only once all its bytes are
+ *     here (it fits in its buffer), so its owner dying never leaves it half
+ *     sent; only a larger one can be cut in its data. With no holder
+ *     left the entry fails: as lost (503) when its owners are gone
+ *     (connection refused or lost; not after a timeout, which may be a live
+ *     peer's paused transfer: 504, nor a 5xx: 502): with coer=true it becomes
+ *     "__404__/NAME" like a missing one if its header is not out yet; once
+ *     its header is out, nothing can make its bytes right and the stream
+ *     is cut (invariant 3). A holder that answers 404 ends the search (the
+ *     entry is missing).
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -57,6 +79,7 @@
 #include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/moss.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/tarw.h"
@@ -220,11 +243,11 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 	int st = httpc_status(r);
 
 	if (!ok_status(st)) { /* an error body: keep its start for the message */
-		if (e->data.len < GB_ERRMSG_MAX)
+		if (!e->head && e->data.len < GB_ERRMSG_MAX) /* (a resumed entry's data holds its bytes) */
 			buf_add(&e->data, p, MIN(n, GB_ERRMSG_MAX - e->data.len));
 		return AIS_OK;
 	}
-	if (!e->head) {
+	if (!e->rhead) {
 		sv_t cl = httpc_resp_header(r, "Content-Length");
 		uint64_t v;
 		if (!cl.ptr || num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v) != AIS_OK) {
@@ -233,12 +256,22 @@ static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
 			gb_wake(g);
 			return AIS_ERR;
 		}
-		e->size = v;
-		e->head = true;
-		head_mtime(r, e);
-		gb_take_spare(g, &e->data);
-		buf_grow(&e->data, (size_t)MIN(v, (uint64_t)GB_SLOT_MAX)); /* one allocation */
-		gb_wake(g);
+		e->rhead = true;
+		if (e->resumed && (st != 206 || v != e->size - e->recvd)) { /* invariant 5 */
+			gb_ent_fail(e, 502, "%.*s: the copy on %s is not the same object (%d, %llu bytes for the last %llu)",
+				 (int)e->in->name.len, e->in->name.ptr, g->peers[e->owner].url, st,
+				 (unsigned long long)v, (unsigned long long)(e->size - e->recvd));
+			gb_wake(g);
+			return AIS_ERR;
+		}
+		if (!e->head) {
+			e->size = v;
+			e->head = true;
+			head_mtime(r, e);
+			gb_take_spare(g, &e->data);
+			buf_grow(&e->data, (size_t)MIN(v, (uint64_t)GB_SLOT_MAX)); /* one allocation */
+			gb_wake(g);
+		}
 	}
 	bool is_cur = f->i == g->cur;
 	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
@@ -270,16 +303,30 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	e->r = NULL;
 	e->ended = true;
 	g->inflight--;
-	if (httpc_result(r) != AIS_OK) {
+	if (e->failed) { /* refused by on_fetch_data */
+	} else if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
+		if (!e->head)
+			buf_free(&e->data); /* the start of an error body, if any */
+		gb_ent_reroute(g, f->i, &g->peers[e->owner], gb_failed_status(r), httpc_error(r));
+	} else if (httpc_result(r) != AIS_OK) {
 		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
 	} else if (!ok_status(st)) {
 		json_error_t jerr;
-		json_t *doc = json_loadb(e->data.ptr ? e->data.ptr : "", e->data.len, 0, &jerr);
+		json_t *doc = json_loadb(e->data.ptr && !e->head ? e->data.ptr : "", e->head ? 0 : e->data.len, 0,
+					 &jerr);
 		const char *m = json_string_value(json_object_get(doc, "message"));
-		gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
-			 m ? m : "the owner target answered with an error");
+		if (!e->head)
+			buf_free(&e->data);
+		if (st >= 500) {
+			buf_t why = BUF_INIT;
+			buf_addf(&why, "%d %s", st, m ? m : "from the owner");
+			gb_ent_reroute(g, f->i, &g->peers[e->owner], 502, why.ptr);
+			buf_free(&why);
+		} else {
+			gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
+				 m ? m : "the owner target answered with an error");
+		}
 		json_decref(doc);
-		buf_free(&e->data);
 	} else {
 		if (!e->head) {
 			sv_t cl = httpc_resp_header(r, "Content-Length");
@@ -319,7 +366,7 @@ static void fetch_start(struct gb *g, size_t i)
 	moss_in_t *in = e->in;
 	buf_t url = BUF_INIT;
 	char range[80];
-	const char *hdrs[2] = {NULL, NULL};
+	const char *hdrs[3] = {TGT_INTRA ": getbatch", NULL, NULL};
 
 	buf_addstr(&url, g->peers[e->owner].url);
 	buf_addstr(&url, "/v1/objects/");
@@ -330,19 +377,25 @@ static void fetch_start(struct gb *g, size_t i)
 		buf_addstr(&url, "?archpath=");
 		gb_pct_encode(&url, in->arch, false);
 	}
-	if (in->length) {
+	e->rhead = false;
+	e->resumed = e->head; /* its size is known: the rest of it from another holder (invariant 5) */
+	if (e->resumed) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)(in->start + e->recvd),
+			 (unsigned long long)(in->start + e->size - 1));
+		hdrs[1] = range;
+	} else if (in->length) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)in->start,
 			 (unsigned long long)(in->start + in->length - 1));
-		hdrs[0] = range;
+		hdrs[1] = range;
 	} else if (in->start) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-", (unsigned long long)in->start);
-		hdrs[0] = range;
+		hdrs[1] = range;
 	}
 	struct fctx *f = arena_alloc(g->req->arena, sizeof(*f));
 	f->g = g;
 	f->i = i;
 	httpc_spec_t s = {
-		.method = "GET", .url = url.ptr, .headers = hdrs[0] ? hdrs : NULL,
+		.method = "GET", .url = url.ptr, .headers = hdrs,
 		.write = on_fetch_data, .done = on_fetch_done, .arg = f,
 		.timeout_ms = GB_FETCH_TIMEOUT_MS,
 	};
@@ -359,8 +412,11 @@ static void pump(struct gb *g)
 {
 	if (g->next_fetch < g->cur)
 		g->next_fetch = g->cur;
+	/* the entry being sent always starts: the fetches in flight may be
+	 * paused until their entries are sent (entries given to another holder
+	 * start again from cur: invariant 5) */
 	while (g->next_fetch < g->mr.n && g->next_fetch < g->cur + GB_WINDOW &&
-	       g->inflight < GB_INFLIGHT && (g->buffered < GB_MEM_MAX || g->next_fetch == g->cur)) {
+	       ((g->inflight < GB_INFLIGHT && g->buffered < GB_MEM_MAX) || g->next_fetch == g->cur)) {
 		size_t i = g->next_fetch++;
 		struct gb_ent *e = &g->e[i];
 		if (e->owner >= 0 && !g->peers[e->owner].batch && !e->failed && !e->r && !e->ended)
@@ -368,13 +424,69 @@ static void pump(struct gb *g)
 	}
 }
 
+static int peer_index(struct gb *g, const char *url, bool batch);
+
+static bool url_dead(const struct gb *g, const char *url)
+{
+	for (size_t i = 0; i < g->npeers; i++)
+		if (g->peers[i].dead && !strcmp(g->peers[i].url, url))
+			return true;
+	return false;
+}
+
+int gb_failed_status(httpc_req_t *r) { return httpc_errkind(r) == HTTPC_E_TIMEOUT ? 504 : 0; }
+
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why)
+{
+	struct gb_ent *e = &g->e[i];
+	moss_in_t *in = e->in;
+	cluster_t *cl = g->t->base.cl;
+	int next = -1;
+
+	if (!p->dead)
+		log_warnx("GetBatch: %s: %s; its entries go to other holders of a copy, if any", p->url, why);
+	p->dead = true;
+	if (e->failed)
+		return;
+	if (g->routed && cl) {
+		const cmap_t *m;
+		const bmd_t *b;
+		place_t pl;
+		buf_t uname = BUF_INIT;
+		buf_addsv(&uname, in->bck);
+		buf_addch(&uname, '/');
+		buf_addsv(&uname, in->obj);
+		cluster_read_lock(cl, &m, &b);
+		place_of(m, uname.ptr, uname.len, tgt_bucket_copies(b, in->bck.ptr, in->bck.len), NULL, &pl);
+		for (size_t k = 0; k < pl.n && next < 0; k++)
+			if (!url_dead(g, pl.node[k]->intra_url))
+				next = peer_index(g, pl.node[k]->intra_url, false);
+		cluster_read_unlock(cl);
+		buf_free(&uname);
+	}
+	if (next < 0) {
+		gb_ent_fail(e, status ? status : 503, "%.*s: %s, and no other holder of a copy is reachable",
+			 (int)MIN(in->name.len, 512), in->name.ptr, why);
+		e->lost = !status;
+		return;
+	}
+	log_info("GetBatch: %.*s from %s (%llu of its bytes received)", (int)MIN(in->name.len, 512), in->name.ptr,
+		 g->peers[next].url, (unsigned long long)e->recvd);
+	e->owner = next;
+	e->ended = e->paused = false;
+	if (g->next_fetch > i)
+		g->next_fetch = i; /* pump starts it (on the wake event: invariant 4) */
+	gb_wake(g);
+}
+
 /* --- 4. the response ------------------------------------------------------- */
 
-/* Is entry i ready for its header (its size or its failure known)? */
+/* Is entry i ready for its header: its failure known, or its size and,
+ * when it fits in its buffer (GB_SLOT_MAX), all its bytes (invariant 5)? */
 static bool ent_ready(const struct gb *g, size_t i)
 {
 	const struct gb_ent *e = &g->e[i];
-	return e->owner < 0 || e->failed || e->head;
+	return e->owner < 0 || e->failed || (e->head && (e->size > GB_SLOT_MAX || e->recvd == e->size));
 }
 
 /* Frees what entry i held once it is sent. */
@@ -496,7 +608,7 @@ static int fill(http_req_t *req, buf_t *out)
 					break;
 			}
 			if (e->failed) {
-				if (!g->mr.coer || e->status != 404)
+				if (!g->mr.coer || (e->status != 404 && !e->lost))
 					return abort_stream(g, e);
 				buf_t nm = BUF_INIT;
 				buf_addstr(&nm, MOSS_MISSING_PREFIX);
@@ -572,6 +684,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	struct gb *g = arg;
 	http_req_t *req = g->req;
 
+	pump(g); /* entries given to another holder (invariant 5) */
 	if (g->started) {
 		http_resp_stream_wake(req);
 		return;
@@ -579,7 +692,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	if (!ent_ready(g, 0))
 		return;
 	struct gb_ent *e = &g->e[0];
-	if (e->failed && (!g->mr.coer || e->status != 404)) {
+	if (e->failed && (!g->mr.coer || (e->status != 404 && !e->lost))) {
 		http_resp_error(req, e->status, "GetBatch entry 0 (%.*s): %s", (int)MIN(e->in->name.len, 512),
 				e->in->name.ptr, e->msg ? e->msg : "failed");
 		return;
@@ -632,12 +745,12 @@ static void prepare_done(http_req_t *req)
 /* --- 1. the request ---------------------------------------------------------- */
 
 /* The peer for url (added when new): batch peers get one sub-request. */
-static int peer_index(struct gb *g, const char *url, size_t cap, bool batch)
+static int peer_index(struct gb *g, const char *url, bool batch)
 {
 	for (size_t i = 0; i < g->npeers; i++)
 		if (!strcmp(g->peers[i].url, url) && g->peers[i].batch == batch)
 			return (int)i;
-	if (g->npeers == cap || strlen(url) >= sizeof(g->peers[0].url))
+	if (g->npeers == g->cap || strlen(url) >= sizeof(g->peers[0].url))
 		return -1;
 	struct gb_peer *p = &g->peers[g->npeers];
 	snprintf(p->url, sizeof(p->url), "%s", url);
@@ -648,7 +761,7 @@ static int peer_index(struct gb *g, const char *url, size_t cap, bool batch)
 /* A member of a compressed shard (.tgz, .zip) held here is read through
  * this target's own archpath GET (which decodes it on the pool), fetched
  * like a peer's entry. */
-static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_t cap)
+static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl)
 {
 	char url[CMAP_URL_MAX + 300];
 	const char *host = g->t->conf->host;
@@ -660,7 +773,7 @@ static void zshard_via_http(struct gb *g, struct gb_ent *e, cluster_t *cl, size_
 	else
 		snprintf(url, sizeof(url), "%s://%s:%d", g->t->conf->tls_cert[0] ? "https" : "http",
 			 !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1" : host, http_server_port(g->t->srv));
-	e->owner = peer_index(g, url, cap, false);
+	e->owner = peer_index(g, url, false);
 }
 
 int tgt_getbatch(http_req_t *req)
@@ -694,20 +807,22 @@ int tgt_getbatch(http_req_t *req)
 	/* a DT's sub-request: every entry is served here, never forwarded */
 	bool sub = http_req_has_header(req, "Ais-Moss-Peer");
 	const cmap_t *m = NULL;
-	size_t cap = 1;
 	bool locked = cl && !sub;
 	if (locked)
 		cluster_read_lock(cl, &m, NULL);
-	if (m)
-		cap += cmap_size(m);
-	g->peers = arena_zalloc(req->arena, cap * sizeof(*g->peers));
+	/* a batch peer per other target, a single-GET one per target (this
+	 * one's compressed shards, other holders of a copy: invariant 5), and
+	 * room for targets that join meanwhile */
+	g->cap = m ? 2 * cmap_size(m) + 8 : 1;
+	g->routed = m != NULL;
+	g->peers = arena_zalloc(req->arena, g->cap * sizeof(*g->peers));
 	buf_t uname = BUF_INIT;
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		e->in = &g->mr.in[i];
 		e->owner = -1;
 		if (!m) {
-			zshard_via_http(g, e, cl, cap);
+			zshard_via_http(g, e, cl);
 			continue;
 		}
 		buf_reset(&uname);
@@ -718,9 +833,9 @@ int tgt_getbatch(http_req_t *req)
 		if (!o)
 			gb_ent_fail(e, 503, "no active target in the cluster");
 		else if (strcmp(o->id, cluster_self(cl)->id))
-			e->owner = peer_index(g, o->intra_url, cap, true);
+			e->owner = peer_index(g, o->intra_url, true);
 		else
-			zshard_via_http(g, e, cl, cap);
+			zshard_via_http(g, e, cl);
 	}
 	buf_free(&uname);
 	if (locked)

@@ -38,6 +38,9 @@ struct gb_ent {
 	httpc_req_t *r;
 	buf_t data;          /* received and not yet sent */
 	bool head, ended, paused;
+	bool rhead;          /* this fetch's answer head was checked */
+	bool resumed;        /* this fetch asks the rest of a partly received entry */
+	bool lost;           /* failed: no holder of a copy could be reached */
 	uint64_t recvd;
 };
 
@@ -47,7 +50,8 @@ struct gb {
 	moss_req_t mr;
 	struct gb_ent *e;
 	struct gb_peer *peers;
-	size_t npeers;
+	size_t npeers, cap;
+	bool routed;         /* entries were placed by the cluster map (not a peer's sub-request) */
 	httpc_t *hc;
 	struct event *wake;
 	size_t next_fetch, inflight;
@@ -88,11 +92,20 @@ struct gb_peer {
 	uint64_t next_size;
 	buf_t stash;             /* received while blocked, not yet parsed */
 	bool blocked, paused, ended;
+	bool dead;               /* connection lost or refused, or a 5xx: never asked again */
 	buf_t errbody;
 };
 
 void gb_ent_fail(struct gb_ent *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void gb_wake(struct gb *g);
+/* Entry i's owner p could not serve it: p is marked dead and the entry
+ * goes to the next holder of a copy (getbatch.c, invariant 5). When none is
+ * left it fails: status 0 (p is gone: connection refused or lost) as lost
+ * (503, which coer=true sends as __404__/NAME); else with status (504 after
+ * a timeout, which may be a live peer's paused transfer; 502 after a 5xx). */
+void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why);
+/* The status for gb_ent_reroute after a failed httpc request r. */
+int gb_failed_status(httpc_req_t *r);
 /* An empty buffer for an entry's data (a spare one when there is). */
 void gb_take_spare(struct gb *g, buf_t *b);
 /* gbpeer.c */

@@ -62,7 +62,7 @@ void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, con
 	}
 }
 
-static size_t bucket_copies(const bmd_t *b, const char *bck, size_t blen)
+size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen)
 {
 	const bmd_bucket_t *bk = b ? bmd_get(b, bck, blen) : NULL;
 	return bk ? place_copies(&bk->props) : 1;
@@ -84,7 +84,7 @@ int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, 
 	buf_addch(&uname, '/');
 	buf_addsv(&uname, obj);
 	cluster_read_lock(cl, &m, &b);
-	place_of(m, uname.ptr, uname.len, bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
+	place_of(m, uname.ptr, uname.len, tgt_bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
 	w->cluster = true;
 	w->cmap_version = m ? cmap_version(m) : 0;
 	w->n = p.n;
@@ -273,7 +273,7 @@ static size_t sources(target_t *t, const char *bck, size_t blen, const char *obj
 	cap = (m ? cmap_size(m) : 0) + (prev ? cmap_size(prev) : 0) + 1;
 	char(*urls)[CMAP_URL_MAX + 1] = xcalloc(cap, sizeof(*urls));
 	const cmap_t *maps[2] = {m, prev};
-	size_t k = bucket_copies(b, bck, blen);
+	size_t k = tgt_bucket_copies(b, bck, blen);
 	for (int pass = 0; pass < 3; pass++) {
 		const cmap_t *mm = maps[pass == 1];
 		size_t cnt;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "aisd/authz.h"
@@ -166,10 +167,13 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	metrics_collector_add(jobs_collect, t);
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	char usock[1100] = "";
-	if (!strcmp(c->unix_socket, "auto")) {
+	bool usock_auto = !strcmp(c->unix_socket, "auto");
+	if (usock_auto) {
 		/* not with mTLS: a local process would skip the certificate check */
-		if (!c->tls_client_ca[0])
+		if (!c->tls_client_ca[0]) {
 			snprintf(usock, sizeof(usock), "%s/aisd.sock", tgt_state_dir(c));
+			mkdir(tgt_state_dir(c), 0755); /* a node.dir the cluster code has not made yet */
+		}
 		if (strlen(usock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 			log_info("no unix socket for local clients: %s is too long a path (set net.unix_socket)", usock);
 			usock[0] = 0;
@@ -198,6 +202,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.tls_client_ca = c->tls_client_ca,
 		.tls_ktls = c->tls_ktls,
 		.unix_path = usock,
+		.unix_optional = usock_auto,
 		.authz = authz_check,
 	};
 	t->srv = http_server_new(&o, err);

@@ -9,11 +9,12 @@ checksum off, a cut header, a cut member, not a tar, a bad pax record)
 raise TarError naming the place.
 
 Local reads (a gateway, t1 with its unix socket, t2 with net.unix_socket=off):
-the socket file is mode 0660 in t1's node dir; a TCP answer to a client on
-this host names it (Ais-Local-Socket), t2 names none; curl over the socket
-gets the body without Ais-Local-Fd and a descriptor answer (Content-Length
-0, Ais-Local-Fd-Offset/Size) with it; the client's second open() of a t1
-object is a LocalStream with the same bytes (whole, from an offset, a
+the socket file is mode 0660 in t1's node dir; every TCP answer to a client
+on this host names it (Ais-Local-Socket), t2 names none; curl over the
+socket gets the body without Ais-Local-Fd and a descriptor answer
+(Content-Length 0, Ais-Local-Fd-Offset/Size) with it; the client's first
+open() asks (a 1-byte read) and gets a LocalStream with the same bytes
+(whole, from an offset, a
 length, an archpath member of a shard), 404 and 412 come back as HTTPError
 over the socket, an object replaced while open reads as the version opened;
 t2's objects and a Client(local=False) stay on TCP; a socket path that does
@@ -155,6 +156,7 @@ t.check(len(names[t1]) >= 3 and len(names[t2]) >= 3, "objects on both targets",
 a1, a2 = names[t1][0], names[t2][0]
 r = request("GET", t1.url, "/v1/objects/%s/%s" % (B, a1))
 t.eq(r.h("ais-local-socket"), SOCK, "t1's TCP answer to this host names its socket")
+t.eq(request("GET", t1.url, "/v1/objects/%s/nope" % B).h("ais-local-socket"), SOCK, "its 404 too")
 t.eq(request("GET", t2.url, "/v1/objects/%s/%s" % (B, a2)).h("ais-local-socket"), None, "t2's names none")
 
 
@@ -174,7 +176,9 @@ t.check(" 200 " in h and "content-length: 0" in h and "ais-local-fd-offset: 0" i
 with c.open(B, a1) as f:
     first = f.read()
     kind = type(f)
-t.check(kind is Stream and first == data[a1], "the first open() goes over TCP and learns the socket")
+t.check(kind is LocalStream and first == data[a1], "the first open() asks t1 (1 byte) and reads the descriptor")
+gw_hp = ("http", "127.0.0.1", g.port)
+t.check(gw_hp in c._pool.unix and c._pool.unix[gw_hp] is None, "the gateway, asked once, offers no socket")
 got = {}
 for n in names[t1][:6]:
     with c.open(B, n) as f:

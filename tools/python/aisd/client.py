@@ -20,7 +20,8 @@ What it guarantees:
 - Errors from the server raise HTTPError with the status and the message
   of its JSON body.
 - Local reads (local=True, the default): a target answering a client on
-  its own host names its unix socket ("Ais-Local-Socket"); later streams
+  its own host names its unix socket ("Ais-Local-Socket"; the first time
+  a stream meets a node on this host, a 1-byte read asks); streams
   (`open`) from that target go over the socket asking for the object's
   file as an open descriptor ("Ais-Local-Fd"), and are read with pread:
   no bytes cross TCP and the server sends none. Everything else (auth,
@@ -106,12 +107,30 @@ class _Pool:
         self.lock = threading.Lock()
         self.idle = {}
         self.unix = {}
+        self.here = {}
         self.pid = os.getpid()
 
     def learn(self, hp, path):
         """A target on this host named its unix socket."""
         if self.local and path and hp not in self.unix:
             self.unix[hp] = path
+
+    def is_this_host(self, host):
+        """Whether host is an address of this machine (loopback, or one a
+        socket can bind to)."""
+        v = self.here.get(host)
+        if v is None:
+            v = host == "localhost" or host.startswith("127.") or host == "::1"
+            if not v:
+                try:
+                    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+                    with socket.socket(fam, socket.SOCK_STREAM) as s:
+                        s.bind((host, 0))
+                    v = True
+                except OSError:
+                    v = False
+            self.here[host] = v
+        return v
 
     def get(self, hp):
         """Returns (connection, reused)."""
@@ -410,14 +429,19 @@ class Client:
 
     # --- the request engine ---------------------------------------------------
 
-    def _once(self, method, url, body, headers, stream):
+    def _once(self, method, url, body, headers, stream, local=False):
         """One request with its redirects followed. Returns a Stream (stream)
         or (status, headers, data). Raises HTTPError for >= 400 and OSError /
-        http.client.HTTPException on transport errors."""
+        http.client.HTTPException on transport errors. local: a GET whose
+        answer is an object's bytes (a file body on the target), which a
+        target on this host may hand over as a descriptor (a LocalStream)."""
         for _ in range(8):
             hp, u = _hostport(url)
             target = (u.path or "/") + ("?" + u.query if u.query else "")
-            upath = self._pool.unix.get(hp) if stream and method == "GET" and body is None else None
+            local = local and self._pool.local
+            if local and hp not in self._pool.unix and self._pool.is_this_host(hp[1]):
+                self._probe(hp, target, headers)
+            upath = self._pool.unix.get(hp) if local else None
             if upath:
                 try:
                     r = _local_get(self._pool, upath, target, headers, url)
@@ -477,6 +501,23 @@ class Client:
             return resp.status, hdrs, data
         raise HTTPError(310, "too many redirects", url)
 
+    def _probe(self, hp, target, headers):
+        """A node on this host not asked before: one byte of the object over
+        TCP tells whether it offers its unix socket (a target's every answer
+        to a client on its host carries Ais-Local-Socket; a gateway's has
+        none); the pool remembers either way. Errors are left to the real
+        request."""
+        conn, _ = self._pool.get(hp)
+        try:
+            conn.request("GET", target, headers=dict(headers, Range="bytes=0-0"))
+            resp = conn.getresponse()
+            resp.read()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            return
+        self._finish(hp, conn, resp, True, None)
+        self._pool.unix.setdefault(hp, resp.getheader("Ais-Local-Socket") if self._pool.local else None)
+
     def _finish(self, hp, conn, resp, sent_body, body):
         """Back to the pool, unless the server said close or is still owed
         a body it never got (an answer to 100-continue before the body)."""
@@ -508,8 +549,9 @@ class Client:
         return conn.getresponse(), False
 
     def _call(self, method, path, query=None, body=None, headers=None, stream=False,
-              retry=True, start_url=None):
-        """A request with retries; path is the URL path on the endpoint."""
+              retry=True, start_url=None, local=False):
+        """A request with retries; path is the URL path on the endpoint;
+        local: see _once."""
         url = start_url or self.endpoint + path
         if query:
             url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
@@ -520,7 +562,7 @@ class Client:
         delay = 0.05
         while True:
             try:
-                return self._once(method, url, body, headers, stream)
+                return self._once(method, url, body, headers, stream, local)
             except HTTPError as e:
                 if not retry or e.status not in _RETRY_STATUS or time.monotonic() + delay > deadline:
                     raise
@@ -544,7 +586,7 @@ class Client:
         descriptor; the client's local=True)."""
         q = {"archpath": archpath} if archpath else None
         return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
-                          stream=True)
+                          stream=True, local=True)
 
     def open_url(self, url, start=0, length=None, if_match=None):
         """The same for any http(s) URL (a plain web server)."""
@@ -647,9 +689,11 @@ class Client:
         On a connection error mid-stream the entries not yet yielded are
         asked again, so each is yielded exactly once; after 6 broken streams
         in a row without an entry, ConnectionError. HTTPError when the
-        request is refused (with coer=false: 404 for a missing first entry;
-        a later one cuts the stream, so it ends as an HTTPError on the retry
-        that starts with it, or as a ConnectionError)."""
+        request is refused (with coer=false: 404 for a missing first entry,
+        503 for one whose every holder is down; a later one cuts the stream,
+        so it ends as an HTTPError on the retry that starts with it, or as a
+        ConnectionError). A stream cut by the server never yields the entry
+        it was cut in: each yielded entry is whole."""
         ents = [{"objname": e} if isinstance(e, str) else dict(e) for e in entries]
         done, fails = 0, 0
         while done < len(ents):
@@ -669,7 +713,8 @@ class Client:
                 fails = 0 if progressed else fails + 1
                 if fails > 5 or self.retry_for <= 0:
                     raise ConnectionError("GetBatch from %s broke after %d of %d entries, %d times in a row "
-                                          "(with coer=false a missing entry ends the stream): %r"
+                                          "(with coer=false a missing entry, or one whose every holder is down, "
+                                          "ends the stream): %r"
                                           % (s.url, done, len(ents), fails, e)) from e
                 time.sleep(0.1 * fails)
             finally:
