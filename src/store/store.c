@@ -247,7 +247,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	 * commit that holds a commit mutex may take it while a detach waits */
 	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL) ||
 	    pthread_rwlock_init(&s->mp_rw, NULL) || pthread_mutex_init(&s->mp_mu, NULL) ||
-	    pthread_mutex_init(&s->bucket_mu, NULL))
+	    pthread_mutex_init(&s->bucket_mu, NULL) || pthread_mutex_init(&s->tidx_mu, NULL))
 		fatalx("pthread init");
 	for (int i = 0; i < c->n_mountpaths; i++) {
 		for (int j = 0; j < i; j++)
@@ -292,6 +292,8 @@ void store_close(store_t *s)
 	pthread_rwlock_destroy(&s->mp_rw);
 	pthread_mutex_destroy(&s->mp_mu);
 	pthread_mutex_destroy(&s->bucket_mu);
+	store_tidx_cache_free(s);
+	pthread_mutex_destroy(&s->tidx_mu);
 	free(s);
 }
 

@@ -70,6 +70,17 @@ typedef struct store_mp {
 	atomic_bool count_done;
 } store_mp_t;
 
+/* tarindex.c: decoded tar indexes of recent shard versions (an LRU of
+ * STORE_TIDX_SLOTS, at most STORE_TIDX_BYTES), so an archpath read costs a
+ * lookup, not a decode of the whole index. */
+#define STORE_TIDX_SLOTS 64
+#define STORE_TIDX_BYTES (64u << 20)
+typedef struct store_tidx_slot {
+	buf_t key;                   /* the index key + the version's meta: one version only */
+	struct store_tar_index *idx; /* the cache's reference; NULL: free slot */
+	uint64_t used;               /* tick of the last hit */
+} store_tidx_slot_t;
+
 struct store {
 	_Atomic int n_mp;        /* slots in use (only grows: attach of a new path) */
 	_Atomic int bmp;         /* the slot bucket records are read from: the first active */
@@ -93,6 +104,10 @@ struct store {
 	pthread_cond_t rc_cond;
 	bool rc_done;
 	store_mp_t mp[CONF_MAX_MOUNTPATHS];
+	pthread_mutex_t tidx_mu;
+	store_tidx_slot_t tidx[STORE_TIDX_SLOTS];
+	uint64_t tidx_tick;
+	size_t tidx_bytes;
 };
 
 /* Is slot i open (active or detaching)? */
@@ -103,6 +118,8 @@ static inline bool store_mp_open(store_t *s, int i)
 static inline int store_nmp(store_t *s) { return atomic_load_explicit(&s->n_mp, memory_order_acquire); }
 static inline void store_rd(store_t *s) { pthread_rwlock_rdlock(&s->mp_rw); }
 static inline void store_unrd(store_t *s) { pthread_rwlock_unlock(&s->mp_rw); }
+
+void store_tidx_cache_free(store_t *s);
 
 /* An object record: the public meta plus the file generation. */
 typedef struct store_rec {

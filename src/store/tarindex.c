@@ -16,8 +16,13 @@
  * in name order (ties: archive order), so a lookup is a binary search.
  * Decoding checks every length and number; a corrupt value is never
  * overread.
+ *
+ * Decoded indexes of recent versions stay in memory (store->tidx, an LRU
+ * keyed by the index key and the version's meta), shared by reference:
+ * an archpath read then costs the record read and a binary search.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +41,8 @@ typedef struct tidx_member {
 
 struct store_tar_index {
 	char *data; /* the encoded value, which names point into */
+	size_t bytes; /* memory held: the value and the arrays */
+	atomic_int refs; /* holders: callers and the cache */
 	size_t n;
 	tidx_member_t *mem; /* archive order */
 	uint32_t *sorted;   /* member numbers in name order */
@@ -58,7 +65,7 @@ static int sort_cmp(const void *x, const void *y)
 
 void store_tar_index_free(store_tar_index_t *idx)
 {
-	if (!idx)
+	if (!idx || atomic_fetch_sub(&idx->refs, 1) > 1)
 		return;
 	free(idx->data);
 	free(idx->mem);
@@ -74,6 +81,7 @@ static int tidx_decode(char *data, size_t len, store_tar_index_t **out)
 	uint64_t n, v;
 
 	idx->data = data;
+	atomic_init(&idx->refs, 1);
 	if (len < 1 || *q++ != STORE_TIDX_FORMAT || store_varint_get(&q, end, &n) ||
 	    n > (uint64_t)(end - q) / 3 || n > UINT32_MAX)
 		goto bad;
@@ -97,6 +105,7 @@ static int tidx_decode(char *data, size_t len, store_tar_index_t **out)
 	}
 	if (q != end)
 		goto bad;
+	idx->bytes = len + idx->n * (sizeof(*idx->mem) + sizeof(*idx->sorted));
 	*out = idx;
 	return AIS_OK;
 bad:
@@ -179,11 +188,82 @@ static int tidx_build(int fd, uint64_t size, buf_t *val, buf_t *err)
 	return AIS_OK;
 }
 
+/* The cached index of key, with a reference for the caller, or NULL. */
+static store_tar_index_t *cache_get(store_t *s, const buf_t *key)
+{
+	store_tar_index_t *idx = NULL;
+	pthread_mutex_lock(&s->tidx_mu);
+	for (int i = 0; i < STORE_TIDX_SLOTS; i++) {
+		store_tidx_slot_t *sl = &s->tidx[i];
+		if (sl->idx && sl->key.len == key->len && !memcmp(sl->key.ptr, key->ptr, key->len)) {
+			idx = sl->idx;
+			atomic_fetch_add(&idx->refs, 1);
+			sl->used = ++s->tidx_tick;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->tidx_mu);
+	return idx;
+}
+
+static void slot_drop(store_t *s, store_tidx_slot_t *sl)
+{
+	s->tidx_bytes -= sl->idx->bytes;
+	store_tar_index_free(sl->idx);
+	sl->idx = NULL;
+	buf_reset(&sl->key);
+}
+
+/* Keeps idx under key (the cache takes its own reference), evicting the
+ * least recently used until it fits; an index over a quarter of the
+ * budget is not kept. */
+static void cache_put(store_t *s, const buf_t *key, store_tar_index_t *idx)
+{
+	if (idx->bytes > STORE_TIDX_BYTES / 4)
+		return;
+	pthread_mutex_lock(&s->tidx_mu);
+	for (;;) {
+		store_tidx_slot_t *free_sl = NULL, *lru = NULL;
+		for (int i = 0; i < STORE_TIDX_SLOTS; i++) {
+			store_tidx_slot_t *sl = &s->tidx[i];
+			if (!sl->idx) {
+				free_sl = free_sl ? free_sl : sl;
+				continue;
+			}
+			if (sl->key.len == key->len && !memcmp(sl->key.ptr, key->ptr, key->len))
+				goto out; /* a racing build was first */
+			if (!lru || sl->used < lru->used)
+				lru = sl;
+		}
+		if (free_sl && s->tidx_bytes + idx->bytes <= STORE_TIDX_BYTES) {
+			buf_reset(&free_sl->key);
+			buf_add(&free_sl->key, key->ptr, key->len);
+			atomic_fetch_add(&idx->refs, 1);
+			free_sl->idx = idx;
+			free_sl->used = ++s->tidx_tick;
+			s->tidx_bytes += idx->bytes;
+			goto out;
+		}
+		slot_drop(s, lru); /* full: lru is set (an index fits in an empty cache) */
+	}
+out:
+	pthread_mutex_unlock(&s->tidx_mu);
+}
+
+void store_tidx_cache_free(store_t *s)
+{
+	for (int i = 0; i < STORE_TIDX_SLOTS; i++) {
+		if (s->tidx[i].idx)
+			slot_drop(s, &s->tidx[i]);
+		buf_free(&s->tidx[i].key);
+	}
+}
+
 static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		     const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err)
 {
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
-	buf_t okey = BUF_INIT, tkey = BUF_INIT, val = BUF_INIT;
+	buf_t okey = BUF_INIT, tkey = BUF_INIT, val = BUF_INIT, ckey = BUF_INIT;
 	store_rec_t r;
 	bool cacheable = false;
 	uint64_t gen = 0;
@@ -196,6 +276,14 @@ static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, 
 		cacheable = true;
 		gen = r.gen;
 		store_key_tar(&tkey, bck, blen, obj, olen, gen);
+		buf_add(&ckey, tkey.ptr, tkey.len);
+		buf_add(&ckey, &r.m.version, sizeof(r.m.version));
+		buf_add(&ckey, &r.m.mtime_ns, sizeof(r.m.mtime_ns));
+		buf_add(&ckey, &r.m.size, sizeof(r.m.size));
+		if ((*out = cache_get(s, &ckey))) {
+			rc = AIS_OK;
+			goto out;
+		}
 		size_t vlen = 0;
 		char *v = store_db_get(s, mp, tkey.ptr, tkey.len, "tar index", &vlen);
 		if (v) {
@@ -203,6 +291,7 @@ static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, 
 			memcpy(copy, v, vlen);
 			leveldb_free(v);
 			if (tidx_decode(copy, vlen, out) == AIS_OK) {
+				cache_put(s, &ckey, *out);
 				rc = AIS_OK;
 				goto out;
 			}
@@ -228,7 +317,10 @@ static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, 
 	size_t vlen = val.len;
 	char *data = buf_detach(&val, &vlen);
 	rc = tidx_decode(data ? data : xcalloc(1, 1), vlen, out);
+	if (rc == AIS_OK && cacheable)
+		cache_put(s, &ckey, *out);
 out:
+	buf_free(&ckey);
 	buf_free(&okey);
 	buf_free(&tkey);
 	buf_free(&val);

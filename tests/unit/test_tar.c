@@ -640,6 +640,51 @@ START_TEST(test_store_index)
 }
 END_TEST
 
+/* Decoded indexes are cached by version and shared by reference: the
+ * same version gives the same index, an overwrite another one; more
+ * shards than slots evict the least recently used, and an evicted index a
+ * caller still holds stays readable. */
+START_TEST(test_store_index_cache)
+{
+	store_tar_index_t *a, *b, *c, *held;
+	buf_t msg = BUF_INIT;
+	uint64_t off, size;
+	char name[32];
+
+	sh(TAR_CMD, "gnu", "one.tar");
+	sh("cd %s/src && /usr/bin/tar --format=%s -cf ../%s a.txt 2>/dev/null", "posix", "two.tar");
+	store_t *s = open_store();
+	ck_assert_int_eq(store_bucket_create(s, "b", 1, CKSUM_XXHASH), AIS_OK);
+	put_file(s, "s.tar", "one.tar");
+	ck_assert_int_eq(index_of(s, "s.tar", true, &a, &msg), N_MEMBERS);
+	ck_assert_int_eq(index_of(s, "s.tar", false, &b, &msg), N_MEMBERS);
+	ck_assert_ptr_eq(a, b);
+	store_tar_index_free(b);
+	put_file(s, "s.tar", "two.tar");
+	ck_assert_int_eq(index_of(s, "s.tar", true, &c, &msg), 1);
+	ck_assert_ptr_ne(a, c);
+	ck_assert_int_eq(store_tar_index_find(a, "dir/b.bin", 9, &off, &size), AIS_OK); /* still the old one */
+	store_tar_index_free(c);
+	held = a;
+	for (int i = 0; i < 70; i++) { /* more than the cache's 64 slots */
+		snprintf(name, sizeof(name), "x%03d.tar", i);
+		put_file(s, name, "one.tar");
+		ck_assert_int_eq(index_of(s, name, true, &b, &msg), N_MEMBERS);
+		store_tar_index_free(b);
+	}
+	ck_assert_int_eq(index_of(s, "x000.tar", true, &b, &msg), N_MEMBERS); /* evicted: decoded anew */
+	ck_assert_int_eq(index_of(s, "x000.tar", true, &c, &msg), N_MEMBERS);
+	ck_assert_ptr_eq(b, c);
+	store_tar_index_free(b);
+	store_tar_index_free(c);
+	ck_assert_int_eq(store_tar_index_find(held, "dir/b.bin", 9, &off, &size), AIS_OK);
+	ck_assert_uint_eq(size, 2000);
+	store_tar_index_free(held);
+	buf_free(&msg);
+	store_close(s);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
 	Suite *s = suite_create("tar");
@@ -656,6 +701,7 @@ static Suite *tar_suite(void)
 	tcase_add_test(t, test_truncated_everywhere);
 	tcase_add_test(t, test_corrupt);
 	tcase_add_test(t, test_store_index);
+	tcase_add_test(t, test_store_index_cache);
 	suite_add_tcase(s, t);
 	return s;
 }
