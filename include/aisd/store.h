@@ -231,6 +231,10 @@ void store_reconcile_wait(store_t *s);
 typedef struct store_tar_index store_tar_index_t;
 int store_tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		    const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err);
+/* The index of the version m describes if it is in memory (no disk read
+ * beyond the record's: fit for an event loop), else AIS_ERR. */
+int store_tar_index_cached(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+			   const store_meta_t *m, store_tar_index_t **out);
 /* Looks a member up by exact name (binary search). Returns AIS_OK with its
  * data offset in the object and its size, or AIS_ERR (errno ENOENT). */
 int store_tar_index_find(const store_tar_index_t *idx, const char *name, size_t len,

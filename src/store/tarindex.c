@@ -259,27 +259,36 @@ void store_tidx_cache_free(store_t *s)
 	}
 }
 
+/* Is m the version the record names now? Then its gen keys the index:
+ * tkey (LevelDB) and ckey (the cache: tkey + the version's meta) are set,
+ * okey is the record's key, and the answer is true. */
+static bool version_keys(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj,
+			 size_t olen, const store_meta_t *m, buf_t *okey, buf_t *tkey, buf_t *ckey, uint64_t *gen)
+{
+	store_rec_t r;
+	store_key_obj(okey, bck, blen, obj, olen);
+	if (store_rec_get(s, mp, okey, &r) != AIS_OK || r.m.version != m->version ||
+	    r.m.mtime_ns != m->mtime_ns || r.m.size != m->size)
+		return false;
+	*gen = r.gen;
+	store_key_tar(tkey, bck, blen, obj, olen, r.gen);
+	buf_add(ckey, tkey->ptr, tkey->len);
+	buf_add(ckey, &r.m.version, sizeof(r.m.version));
+	buf_add(ckey, &r.m.mtime_ns, sizeof(r.m.mtime_ns));
+	buf_add(ckey, &r.m.size, sizeof(r.m.size));
+	return true;
+}
+
 static int tar_index(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		     const store_meta_t *m, int fd, store_tar_index_t **out, buf_t *err)
 {
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	buf_t okey = BUF_INIT, tkey = BUF_INIT, val = BUF_INIT, ckey = BUF_INIT;
-	store_rec_t r;
-	bool cacheable = false;
 	uint64_t gen = 0;
 	int rc = AIS_ERR;
 
-	/* Is fd the version the record names now? Then its gen keys the index. */
-	store_key_obj(&okey, bck, blen, obj, olen);
-	if (store_rec_get(s, mp, &okey, &r) == AIS_OK && r.m.version == m->version &&
-	    r.m.mtime_ns == m->mtime_ns && r.m.size == m->size) {
-		cacheable = true;
-		gen = r.gen;
-		store_key_tar(&tkey, bck, blen, obj, olen, gen);
-		buf_add(&ckey, tkey.ptr, tkey.len);
-		buf_add(&ckey, &r.m.version, sizeof(r.m.version));
-		buf_add(&ckey, &r.m.mtime_ns, sizeof(r.m.mtime_ns));
-		buf_add(&ckey, &r.m.size, sizeof(r.m.size));
+	bool cacheable = version_keys(s, mp, bck, blen, obj, olen, m, &okey, &tkey, &ckey, &gen);
+	if (cacheable) {
 		if ((*out = cache_get(s, &ckey))) {
 			rc = AIS_OK;
 			goto out;
@@ -336,6 +345,21 @@ int store_tar_index(store_t *s, const char *bck, size_t blen, const char *obj, s
 	store_unrd(s);
 	errno = e;
 	return rc;
+}
+
+int store_tar_index_cached(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
+			   const store_meta_t *m, store_tar_index_t **out)
+{
+	buf_t okey = BUF_INIT, tkey = BUF_INIT, ckey = BUF_INIT;
+	uint64_t gen;
+	store_rd(s);
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	*out = version_keys(s, mp, bck, blen, obj, olen, m, &okey, &tkey, &ckey, &gen) ? cache_get(s, &ckey) : NULL;
+	store_unrd(s);
+	buf_free(&okey);
+	buf_free(&tkey);
+	buf_free(&ckey);
+	return *out ? AIS_OK : AIS_ERR;
 }
 
 int store_tar_index_find(const store_tar_index_t *idx, const char *name, size_t len,

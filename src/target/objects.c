@@ -282,6 +282,13 @@ static void arch_cleanup(void *arg)
 	buf_free(&a->msg);
 }
 
+static void arch_find(struct arch *a, store_tar_index_t *idx)
+{
+	if (store_tar_index_find(idx, a->path.ptr, a->path.len, &a->off, &a->size) != AIS_OK)
+		a->err = ENOENT;
+	store_tar_index_free(idx);
+}
+
 static void arch_work(http_req_t *req)
 {
 	struct arch *a = req->state;
@@ -291,9 +298,7 @@ static void arch_work(http_req_t *req)
 		a->err = errno == EINVAL ? EINVAL : (errno ? errno : EIO);
 		return;
 	}
-	if (store_tar_index_find(idx, a->path.ptr, a->path.len, &a->off, &a->size) != AIS_OK)
-		a->err = ENOENT;
-	store_tar_index_free(idx);
+	arch_find(a, idx);
 }
 
 const char *tgt_content_type(sv_t name)
@@ -362,7 +367,13 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 	}
 	arena_cleanup_add(req->arena, arch_cleanup, a);
 	req->state = a;
-	http_offload(req, arch_work, arch_done);
+	store_tar_index_t *idx;
+	if (store_tar_index_cached(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &a->m, &idx) == AIS_OK) {
+		arch_find(a, idx); /* in memory: no trip through the I/O pool */
+		arch_done(req);
+	} else {
+		http_offload(req, arch_work, arch_done);
+	}
 	return AIS_OK;
 }
 

@@ -654,13 +654,22 @@ START_TEST(test_store_index_cache)
 	sh(TAR_CMD, "gnu", "one.tar");
 	sh("cd %s/src && /usr/bin/tar --format=%s -cf ../%s a.txt 2>/dev/null", "posix", "two.tar");
 	store_t *s = open_store();
+	store_meta_t m;
+	int fd;
 	ck_assert_int_eq(store_bucket_create(s, "b", 1, CKSUM_XXHASH), AIS_OK);
 	put_file(s, "s.tar", "one.tar");
+	ck_assert_int_eq(store_open_obj(s, "b", 1, "s.tar", 5, &fd, &m), AIS_OK);
+	close(fd);
+	ck_assert_int_eq(store_tar_index_cached(s, "b", 1, "s.tar", 5, &m, &b), AIS_ERR); /* not built yet */
 	ck_assert_int_eq(index_of(s, "s.tar", true, &a, &msg), N_MEMBERS);
 	ck_assert_int_eq(index_of(s, "s.tar", false, &b, &msg), N_MEMBERS);
 	ck_assert_ptr_eq(a, b);
 	store_tar_index_free(b);
+	ck_assert_int_eq(store_tar_index_cached(s, "b", 1, "s.tar", 5, &m, &b), AIS_OK);
+	ck_assert_ptr_eq(a, b);
+	store_tar_index_free(b);
 	put_file(s, "s.tar", "two.tar");
+	ck_assert_int_eq(store_tar_index_cached(s, "b", 1, "s.tar", 5, &m, &b), AIS_ERR); /* m is gone */
 	ck_assert_int_eq(index_of(s, "s.tar", true, &c, &msg), 1);
 	ck_assert_ptr_ne(a, c);
 	ck_assert_int_eq(store_tar_index_find(a, "dir/b.bin", 9, &off, &size), AIS_OK); /* still the old one */
