@@ -32,22 +32,14 @@ import urllib.parse
 from itlib import T
 
 import clulib
-from clulib import follow, get, poll, procs, request, smap_ids
+from clulib import follow, get, poll, procs, request
 
 B, B2 = "gb", "gb2"
 JSON = {"Content-Type": "application/json"}
 
 t = T()
 clulib.init(t, "getbatch", ["--set", "store.fsync=never"])
-g = clulib.Node("g1", "gateway")
-tg = [clulib.Node("t%d" % i, "target") for i in (1, 2, 3)]
-if not t.check(g.start(), "gateway starts"):
-    t.finish()
-if not t.check(all(x.start(join=g.url) for x in tg), "3 targets start and join"):
-    t.finish()
-want = {g.id} | {x.id for x in tg}
-if not t.check(poll(lambda: smap_ids(g) == want, 15), "the map lists all nodes", smap_ids(g)):
-    t.finish()
+g, tg = clulib.start_cluster(3)
 for b in (B, B2):
     r, r2 = follow("POST", g.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON)
     t.eq(r2.status, 200, "create bucket " + b)

@@ -39,7 +39,7 @@ from itlib import T
 
 import clulib
 import hrwlib
-from clulib import poll, request, smap_ids
+from clulib import poll, request
 
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
@@ -52,15 +52,7 @@ ctl = os.environ["AISCTL"]
 
 t = T()
 clulib.init(t, "gbkill", ["--set", "store.fsync=never", "--set", "cluster.grace=120s"])
-g = clulib.Node("g1", "gateway")
-tg = [clulib.Node("t%d" % i, "target") for i in (1, 2, 3)]
-if not t.check(g.start(), "gateway starts"):
-    t.finish()
-if not t.check(all(x.start(join=g.url) for x in tg), "3 targets start and join"):
-    t.finish()
-want = {g.id} | {x.id for x in tg}
-if not t.check(poll(lambda: smap_ids(g) == want, 15), "the map lists all nodes", smap_ids(g)):
-    t.finish()
+g, tg = clulib.start_cluster(3)
 dt, third, victim = tg  # the designated target, the other peer, the one killed
 ids = [x.id for x in tg]
 

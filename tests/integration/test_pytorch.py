@@ -33,7 +33,7 @@ import zipfile
 from itlib import T
 
 import clulib
-from clulib import poll, procs, request, smap_ids
+from clulib import poll, procs, request
 
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 PYDIR = os.path.join(ROOT, "tools", "python")
@@ -50,13 +50,7 @@ warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 wo
 
 clulib.init(t, "pytorch", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=60s",
                            "--set", "store.fsync=never"])
-g = clulib.Node("g1", "gateway")
-tg = [clulib.Node("t%d" % i, "target") for i in (1, 2, 3)]
-if not t.check(g.start(), "gateway starts") or not t.check(all(x.start(join=g.url) for x in tg), "3 targets join"):
-    t.finish()
-want = {g.id} | {x.id for x in tg}
-if not t.check(poll(lambda: smap_ids(g) == want, 15), "the gateway's map has 4 nodes", smap_ids(g)):
-    t.finish()
+g, tg = clulib.start_cluster(3)
 TMP = os.environ["TMPDIR"]
 rnd = random.Random(int(os.environ.get("SEED", "9")))
 c = Client(g.url, timeout=20, retry_for=60)
