@@ -10,9 +10,10 @@ Checks: each gets its clean error status (JSON body) or a close, never a
 hang; after a framing error the connection closes and nothing smuggled
 behind it is executed; no partial object becomes visible; the daemon keeps
 serving all along, and at the end its open file descriptors are back to
-where they were; its RSS after a third round of 10,000 connections is
-within 32 MiB (3 KiB a connection) of what it was after the second (freed memory stays with
-malloc, so the first rounds' growth is not a leak; a steady one is). One
+where they were; of its RSS growths in a third and a fourth round of
+10,000 connections one at least is within 32 MiB (3 KiB a connection)
+(freed memory stays with malloc, so the first rounds' growth is not a
+leak; a steady one is). One
 worker (net.workers=1): with more, each round spreads connections over
 the workers' malloc arenas differently, and each arena keeps its peak.
 The 10,000 connections need that many descriptors in this process and the
@@ -290,14 +291,19 @@ def idle_round(k):
 
 # The first rounds grow the heap (malloc keeps what was freed, in the
 # worker's arena, fragmented: one worker here, so the rounds use the same
-# one); by the third it has reached its size for 10,000 connections.
+# one) until it has reached its size for 10,000 connections: usually by
+# the second round, on a loaded machine sometimes only by the third. A leak
+# grows it every round: so of the growths in rounds 3 and 4 one at least
+# must be small.
 idle_round(1)
 idle_round(2)
-rss_a = rss_kib()
-idle_round(3)
-rss_b = rss_kib()
-t.diag("RSS after round 2: %d KiB, after round 3: %d KiB" % (rss_a, rss_b))
-t.check(rss_b - rss_a < 32 * 1024, "RSS stable across the rounds (grew %d KiB)" % (rss_b - rss_a))
+rss = [rss_kib()]
+for k in (3, 4):
+    idle_round(k)
+    rss.append(rss_kib())
+t.diag("RSS after rounds 2, 3, 4: %s KiB" % rss)
+grew = min(rss[1] - rss[0], rss[2] - rss[1])
+t.check(grew < 32 * 1024, "RSS stable across the rounds (grew at least %d KiB in rounds 3 and 4)" % grew)
 
 # --- leaks ------------------------------------------------------------------------------
 fd1 = fds()
