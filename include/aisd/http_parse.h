@@ -50,9 +50,9 @@ typedef struct hp {
 	buf_t raw;          /* copy of the head bytes; head svs point here */
 	size_t head_bytes;  /* head bytes seen so far */
 	size_t max_head;
-	/* header spans as offsets in raw while parsing */
+	/* the target's span as an offset in raw while parsing (the headers'
+	 * are kept in head.hdrs as offsets until the head is complete) */
 	size_t off_target, len_target;
-	size_t hoff[HP_MAX_HEADERS][4]; /* name off, name len, value off, value len */
 	int last_cb;        /* 0 none, 1 field, 2 value */
 	bool too_many;
 	bool got_head, got_end;

@@ -45,6 +45,10 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 	return add_raw(p, at, len);
 }
 
+/* While the head is read, a header's svs hold offsets into raw (which may
+ * move as it grows); they become pointers when the head is complete. */
+#define RAW_OFF(off) ((const char *)(uintptr_t)(off))
+
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
@@ -59,12 +63,10 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 			return 0;
 		}
 		size_t i = p->head.nhdrs++;
-		p->hoff[i][0] = p->raw.len;
-		p->hoff[i][1] = 0;
-		p->hoff[i][2] = p->hoff[i][3] = 0;
+		p->head.hdrs[i] = (http_hdr_t){{RAW_OFF(p->raw.len), 0}, {RAW_OFF(0), 0}};
 		p->last_cb = 1;
 	}
-	p->hoff[p->head.nhdrs - 1][1] += len;
+	p->head.hdrs[p->head.nhdrs - 1].name.len += len;
 	return add_raw(p, at, len);
 }
 
@@ -75,10 +77,10 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 		return 0;
 	size_t i = p->head.nhdrs - 1;
 	if (p->last_cb != 2) {
-		p->hoff[i][2] = p->raw.len;
+		p->head.hdrs[i].value.ptr = RAW_OFF(p->raw.len);
 		p->last_cb = 2;
 	}
-	p->hoff[i][3] += len;
+	p->head.hdrs[i].value.len += len;
 	return add_raw(p, at, len);
 }
 
@@ -116,8 +118,8 @@ static int on_headers_complete(http_parser *hp)
 	h->keep_alive = http_should_keep_alive(hp) != 0;
 	h->expect_continue = false;
 	for (size_t i = 0; i < h->nhdrs; i++) {
-		h->hdrs[i].name = (sv_t){base + p->hoff[i][0], p->hoff[i][1]};
-		h->hdrs[i].value = sv_trim((sv_t){base + p->hoff[i][2], p->hoff[i][3]});
+		h->hdrs[i].name = (sv_t){base + (uintptr_t)h->hdrs[i].name.ptr, h->hdrs[i].name.len};
+		h->hdrs[i].value = sv_trim((sv_t){base + (uintptr_t)h->hdrs[i].value.ptr, h->hdrs[i].value.len});
 		if (!is_token(h->hdrs[i].name)) {
 			/* the lenient http-parser lets "Name : v" through (RFC 9112 5.1) */
 			fail(p, 400, "invalid header name");
