@@ -16,6 +16,8 @@
 typedef struct arena arena_t;
 typedef void (*arena_cleanup_fn)(void *arg);
 
+/* No memory is taken until the first allocation (a connection that never
+ * sends a request costs no block). */
 arena_t *arena_new(size_t block_size);
 void arena_destroy(arena_t *a);
 /* Runs the cleanups and frees the memory, but keeps the arena (and its first

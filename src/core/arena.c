@@ -26,7 +26,9 @@ struct cleanup {
 
 struct arena {
 	struct block *blocks; /* newest first; big blocks go behind the head */
-	struct block *first;  /* kept by arena_reset, freed by arena_destroy */
+	struct block *first;  /* kept by arena_reset, freed by arena_destroy; made
+			       * at the first allocation (an idle connection's
+			       * arena holds no block) */
 	struct cleanup *cleanups;
 	size_t block_size;
 };
@@ -44,7 +46,6 @@ arena_t *arena_new(size_t block_size)
 {
 	arena_t *a = xcalloc(1, sizeof(*a));
 	a->block_size = block_size ? block_size : 4096;
-	a->blocks = a->first = block_new(a->block_size);
 	return a;
 }
 
@@ -70,8 +71,10 @@ void arena_reset(arena_t *a)
 			free(b);
 		b = next;
 	}
-	a->first->next = NULL;
-	a->first->used = 0;
+	if (a->first) {
+		a->first->next = NULL;
+		a->first->used = 0;
+	}
 	a->blocks = a->first;
 }
 
@@ -87,6 +90,8 @@ void arena_destroy(arena_t *a)
 void *arena_alloc(arena_t *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
+	if (!a->first)
+		a->blocks = a->first = block_new(a->block_size);
 	struct block *b = a->blocks;
 	if (b->size - b->used < n) {
 		if (n > a->block_size / 4) {
