@@ -209,6 +209,11 @@ def http_error(fn):
 miss = next("missing-%d" % i for i in range(1000) if owner("missing-%d" % i) is t1)
 t.eq(http_error(lambda: c.open(B, miss)), 404, "a missing object: HTTPError 404 over the socket")
 t.eq(http_error(lambda: c.open(B, a1, if_match='"nope"')), 412, "a wrong If-Match: HTTPError 412")
+try:
+    c.open(B, a1, if_match='"x"\r\nAis-Local-Fd: false')
+    t.check(False, "a header with a line break is refused before it is sent")
+except ValueError as e:
+    t.ok("a header with a line break is refused before it is sent (%s)" % e)
 
 # an archpath member of a shard on t1
 shard = next("shard-%d.tar" % i for i in range(1000) if owner("shard-%d.tar" % i) is t1)

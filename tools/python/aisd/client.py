@@ -315,6 +315,8 @@ def _local_get(pool, path, target, headers, url):
     is not a descriptor (the caller asks over TCP); raises HTTPError for an
     error answer and OSError when the socket cannot be used."""
     key = ("unix", path, 0)
+    if any(c in "%s%s%s" % (target, k, v) for k, v in headers.items() for c in "\r\n"):
+        raise ValueError("a header or the target holds a line break")  # as http.client refuses
     req = ["GET %s HTTP/1.1\r\nHost: localhost\r\nAis-Local-Fd: true\r\n" % target]
     req += ["%s: %s\r\n" % kv for kv in headers.items()]
     req = ("".join(req) + "\r\n").encode("latin-1")
