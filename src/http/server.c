@@ -313,6 +313,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	if (o->tls_cert && *o->tls_cert) {
 		s->tls = http_tls_new(o->tls_cert, o->tls_key, o->tls_client_ca, o->tls_ktls, err);
 		if (!s->tls) {
+			unix_close(s);
 			free(s->workers);
 			free(s);
 			return NULL;
