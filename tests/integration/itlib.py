@@ -17,10 +17,12 @@ import ctypes.util
 import glob
 import hashlib
 import http.client
+import io
 import json
 import os
 import socket
 import sys
+import tarfile
 import threading
 import urllib.parse
 
@@ -162,6 +164,15 @@ def list_all(bck, limit_pages=10000, **value):
     finally:
         c.close()
     raise RuntimeError("list did not end")
+
+
+def tar_members(data, files_only=False):
+    """(name, bytes) for each member of the tar in data, as Python's tarfile
+    (a reader independent of aisd's) reads it; bytes is None for a member
+    that is not a regular file, and files_only leaves those out."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
+        return [(m.name, tf.extractfile(m).read() if m.isfile() else None)
+                for m in tf if m.isfile() or not files_only]
 
 
 def md5(b):

@@ -22,7 +22,7 @@ import subprocess
 import tarfile
 import urllib.parse
 
-from itlib import T, URL, create_bucket, obj_path, req
+from itlib import T, URL, create_bucket, obj_path, req, tar_members
 
 t = T()
 B = "arx"
@@ -60,14 +60,6 @@ def rx(pattern, mode=None, obj="shard.tar", method="GET"):
     if mode:
         p += "&archmode=" + mode
     return req(method, p)
-
-
-def tar_members(body):
-    out = []
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as tf:
-        for m in tf:
-            out.append((m.name, tf.extractfile(m).read()))
-    return out
 
 
 cases = [

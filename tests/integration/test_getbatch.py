@@ -29,7 +29,7 @@ import tarfile
 import time
 import urllib.parse
 
-from itlib import T
+from itlib import T, tar_members
 
 import clulib
 from clulib import follow, get, poll, procs, request
@@ -132,14 +132,6 @@ def fetch(base, path, raw):
         c.close()
 
 
-def members_of(tar_bytes):
-    out = []
-    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tf:
-        for m in tf:
-            out.append((m.name, tf.extractfile(m).read() if m.isfile() else None))
-    return out
-
-
 def check_tar(st, body, want, what):
     """want: list of (name, bytes)."""
     if not t.eq(st, 200, what + ": 200"):
@@ -148,7 +140,7 @@ def check_tar(st, body, want, what):
     if not t.check(body is not None, what + ": complete stream"):
         return
     try:
-        got = members_of(body)
+        got = tar_members(body)
     except (tarfile.TarError, OSError) as e:
         t.fail(what + ": a valid tar", e)
         return
@@ -233,7 +225,7 @@ check_tar(st, body, [(n, data[(B, n)]) for n in small], "1000 small objects")
 raw = json.dumps({"action": "getbatch", "value": {"in": [{"objname": names[3], "bucket": B}], "strm": True}})
 r1, r2 = follow("GET", g.url, "/v1/ml/moss", raw, JSON)
 if t.eq(r2.status, 200, "wrapped form without a bucket in the URL"):
-    got = members_of(r2.body)
+    got = tar_members(r2.body)
     t.eq(got, [("%s/%s" % (B, names[3]), data[(B, names[3])])], "wrapped form: the entry")
 
 # 8. bad requests: 400 with a message, on the gateway and on a target
@@ -283,14 +275,14 @@ def aisctl(*args, stdin=None):
 sel = names[:5]
 p = aisctl("ml", "get-batch", B, "--list", ",".join(sel), out)
 if t.eq(p.returncode, 0, "aisctl ml get-batch --list", ) and os.path.exists(out):
-    t.eq(members_of(open(out, "rb").read()), [("%s/%s" % (B, n), data[(B, n)]) for n in sel],
+    t.eq(tar_members(open(out, "rb").read()), [("%s/%s" % (B, n), data[(B, n)]) for n in sel],
          "aisctl --list: the tar")
 lst = os.path.join(tmp, "gb-list")
 with open(lst, "w") as f:
     f.write("%s\n\nshards/s2.tar\t000001.cls\n" % names[2])
 p = aisctl("ml", "get-batch", B, "--file", lst, "--onob", "-")
 t.eq(p.returncode, 0, "aisctl ml get-batch --file --onob to stdout")
-t.eq(members_of(p.stdout) if p.returncode == 0 else None,
+t.eq(tar_members(p.stdout) if p.returncode == 0 else None,
      [(names[2], data[(B, names[2])]), ("shards/s2.tar/000001.cls", shards["shards/s2.tar"]["000001.cls"])],
      "aisctl --file: the tar")
 os.unlink(out)
@@ -298,7 +290,7 @@ p = aisctl("ml", "get-batch", B, "--list", "no/such," + names[0], out)
 t.check(p.returncode == 3 and b"no/such" in p.stderr and not os.path.exists(out),
         "aisctl: a missing entry fails (exit 3: not found, message) and leaves no file", p.stderr)
 p = aisctl("ml", "get-batch", B, "--coer", "--list", "no/such," + names[0], out)
-t.check(p.returncode == 0 and [n for n, _ in members_of(open(out, "rb").read())] ==
+t.check(p.returncode == 0 and [n for n, _ in tar_members(open(out, "rb").read())] ==
         ["__404__/%s/no/such" % B, "%s/%s" % (B, names[0])], "aisctl --coer", p.stderr)
 p = aisctl("ml", "get-batch", B, out)
 t.eq(p.returncode, 2, "aisctl: neither --list nor --file is a usage error")
@@ -338,7 +330,7 @@ time.sleep(2)
 got = resp.read()
 hc.close()
 grew = {x.name: peak_rss(x) - before[x.name] for x in tg}
-t.check(st == 307 and resp.status == 200 and members_of(got) == [("%s/%s" % (B, n), data[(B, n)]) for n in mem],
+t.check(st == 307 and resp.status == 200 and tar_members(got) == [("%s/%s" % (B, n), data[(B, n)]) for n in mem],
         "a 120 MiB batch read after a 2 s stall: every entry in order", (st, resp.status, len(got)))
 t.check(all(v < (48 << 20) for v in grew.values()),
         "and no target's peak RSS grew by 48 MiB or more (bounded buffering)",

@@ -35,7 +35,7 @@ import tarfile
 import time
 import urllib.parse
 
-from itlib import T
+from itlib import T, tar_members
 
 import clulib
 import hrwlib
@@ -133,14 +133,6 @@ def open_dt(b, names, coer):
     return c.getresponse()
 
 
-def members(buf):
-    out = []
-    with tarfile.open(fileobj=io.BytesIO(buf), mode="r:") as tf:
-        for m in tf:
-            out.append((m.name, tf.extractfile(m).read()))
-    return out
-
-
 def expect(b, names):
     return [("%s/%s" % (b, n), data[(b, n)]) for n in names]
 
@@ -187,7 +179,7 @@ t.ok("%s killed (SIGKILL) mid-stream" % victim.name)
 
 try:
     rest = ra.read()
-    got = members(heads[0] + rest)
+    got = tar_members(heads[0] + rest)
     bad = [(i, n) for i, ((n, b_), w) in enumerate(zip(got, expect("c2", na))) if (n, b_) != w]
     t.check(len(got) == N and not bad, "copies=2: the stream completes, %d entries byte for byte" % N,
             (len(got), bad[:5]))
@@ -195,7 +187,7 @@ except (http.client.HTTPException, OSError, tarfile.TarError) as e:
     t.fail("copies=2: the stream completes", repr(e))
 
 try:
-    got = members(heads[1] + rb.read())
+    got = tar_members(heads[1] + rb.read())
     bad, markers = only_victims_missing("c1", nb, got)
     t.check(not bad, "copies=1 coer=true: complete; only %s's entries are __404__/NAME" % victim.name, bad)
     t.check(markers > 0, "... and some are (%d of %d: the kill landed mid-stream)"
@@ -280,7 +272,7 @@ t.check(p.returncode == 1 and "cut" in e and "no file written" in e and not os.p
 p = subprocess.run([ctl, "-e", g.url, "ml", "get-batch", "c1", "--coer", "--file", lst, out],
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
 ok = p.returncode == 0 and os.path.exists(out)
-bad, markers = only_victims_missing("c1", nh, members(open(out, "rb").read()) if ok else [])
+bad, markers = only_victims_missing("c1", nh, tar_members(open(out, "rb").read()) if ok else [])
 t.check(ok and not bad and markers == sum(owner[("c1", n)] is victim for n in nh),
         "V dead: aisctl --coer writes the tar, V's entries as __404__/NAME", (p.returncode, bad, p.stderr[-300:]))
 

@@ -25,7 +25,7 @@ import tarfile
 import threading
 import time
 
-from itlib import T
+from itlib import T, tar_members
 
 import clulib
 from clulib import procs, request
@@ -172,11 +172,6 @@ def shard_tool(*args):
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def tar_members(data):
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
-        return [(m.name, tf.extractfile(m).read()) for m in tf if m.isfile()]
-
-
 LIMIT = 256 * 1024
 idx = os.path.join(TMP, "idx.jsonl")
 r = shard_tool("--size", "256K", "--shuffle", "--seed", "7", "--jobs", "4", "--index", idx, SRC, "ais://%s/train/" % B)
@@ -188,7 +183,7 @@ t.check(len(names) >= 10, "%d shards" % len(names))
 seen, where, bad_size = {}, {}, []
 for n in names:
     data = c.get(B, n)
-    mem = tar_members(data)
+    mem = tar_members(data, files_only=True)
     keys = {m[0].split(".")[0] for m in mem}
     if len(data) > LIMIT and len(keys) > 1:
         bad_size.append((n, len(data)))
@@ -222,7 +217,7 @@ for i in range(12):
 r = shard_tool("--size", "20K", "-t", "r-{00..99}.tar", "ais://%s/raw/" % B, os.path.join(TMP, "fromb"))
 got = {}
 for f in sorted(os.listdir(os.path.join(TMP, "fromb"))):
-    for rel, b in tar_members(open(os.path.join(TMP, "fromb", f), "rb").read()):
+    for rel, b in tar_members(open(os.path.join(TMP, "fromb", f), "rb").read(), files_only=True):
         got[rel] = b
 t.check(r.returncode == 0 and len(got) == 24 and got["s03.txt"] == b"text 3"
         and got["s05.bin"] == c.get(B, "raw/s05.bin"), "a bucket prefix packed into a local directory", r.stderr)

@@ -22,7 +22,7 @@ import tarfile
 import urllib.parse
 import zipfile
 
-from itlib import T, conn, create_bucket, obj_path, req
+from itlib import T, conn, create_bucket, obj_path, req, tar_members
 
 
 def get_raw(path):
@@ -131,11 +131,6 @@ for name, (_, members) in shards.items():
 big = dict(mem)["big/blob.bin"]
 r = req("GET", ap("a.tgz", "big/blob.bin"), headers={"Range": "bytes=3000000-"})
 t.check(r.status == 206 and r.body == big[3000000:], "a.tgz: Range deep inside the 5 MiB member", r)
-
-
-def tar_members(body):
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as tf:
-        return [(m.name, tf.extractfile(m).read()) for m in tf]
 
 
 for name, (_, members) in shards.items():

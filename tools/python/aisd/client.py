@@ -110,11 +110,6 @@ class _Pool:
         self.here = {}
         self.pid = os.getpid()
 
-    def learn(self, hp, path):
-        """A target on this host named its unix socket."""
-        if self.local and path and hp not in self.unix:
-            self.unix[hp] = path
-
     def is_this_host(self, host):
         """Whether host is an address of this machine (loopback, or one a
         socket can bind to)."""
@@ -193,7 +188,6 @@ class Stream(io.RawIOBase):
         self._pool, self._hp, self._conn, self._resp = pool, hp, conn, resp
         self.status = resp.status
         self.headers = {k.lower(): v for k, v in resp.getheaders()}
-        pool.learn(hp, self.headers.get("ais-local-socket"))
         cl = self.headers.get("content-length")
         self.length = int(cl) if cl is not None and cl.isdigit() else None
         self.url = url
