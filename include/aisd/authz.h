@@ -45,6 +45,9 @@ bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm);
 /* Answers 307 to base_url + the request's target; with auth.enabled the
  * Location carries a signed redirect for the same method and path, valid
  * for 60 s. */
+/* The same for a request routed again by a target: the query carries
+ * OL_HOP_PARAM=hop (0: none), so a loop between nodes is caught (ol.h). */
+void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop);
 void authz_redirect(http_req_t *req, const char *base_url);
 /* The header line "Ais-Cluster-Auth: TS.SIG" for an intra-cluster call
  * of method to url, in out. false (out empty) when cluster.secret is not

@@ -34,6 +34,11 @@ size_t place_copies(const bmd_props_t *p);
 /* Fills out with the holders of uname under m (rule 2). self_id may be NULL. */
 void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,
               place_t *out);
+/* The holders of BUCKET/OBJECT under m with the copies its bucket wants
+ * under b (1 when b lacks the bucket): the one placement every API and
+ * every role uses. self_id may be NULL. */
+void place_object(const cmap_t *m, const bmd_t *b, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const char *self_id, place_t *out);
 /* True when a and b have different sets of active targets (rule 3). A NULL
  * map has none. */
 bool place_changed(const cmap_t *a, const cmap_t *b);

@@ -65,9 +65,6 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what);
 void tgt_bucket_json(buf_t *out, const char *name, bool first);
 /* 404 for a missing object: names the bucket when that is what is missing. */
 void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj);
-/* Answers a failed store_open_obj of bck/obj by its errno: ENOENT as
- * tgt_not_found, else as tgt_resp_errno. */
-void tgt_open_failed(http_req_t *req, sv_t bck, sv_t obj);
 /* GET ?archregx=PATTERN[&archmode=M] (archive.c): a tar of the matching
  * members of a shard. */
 int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
@@ -106,20 +103,7 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
  * served by the target they reach, never redirected or replicated.
  */
 #define TGT_INTRA "Ais-Intra"
-typedef struct tgt_where {
-	bool cluster;                    /* in a cluster, request from outside it */
-	size_t n;                        /* holders of the object's copies */
-	int self;                        /* this target's rank among them; -1: none */
-	char owner[CMAP_URL_MAX + 1];    /* the owner's public URL */
-	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
-	uint64_t cmap_version;           /* of the map they come from */
-} tgt_where_t;
-/* Finds the holders of bck/obj. AIS_OK: serve here (always when
- * standalone or intra); AIS_DONE: answered (307 to the owner, 503);
- * AIS_AGAIN (only when may_doubt): this target would not serve it, so its
- * map may be older than the sender's: refresh it (cluster_refresh) and ask
- * again with may_doubt false. */
-int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt);
+typedef struct ol_where ol_where_t;
 /* Copies bucket bck wants under b (place_copies; 1 when b lacks it). */
 size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen);
 /* Appends base + "/v1/objects/BCK/OBJ" with obj percent-encoded. */
@@ -128,15 +112,15 @@ void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, con
  * AIS_OK when the write quorum is durable (the caller commits sw), else
  * AIS_ERR with errno (EAGAIN: quorum missed, copies rolled back) and msg. */
 int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
-		  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
+		  const ol_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
 		  buf_t *msg);
 /* Pool thread, after a write committed: when the cluster map changed since
- * tgt_where placed it, the rebalance may have walked past it already, so
+ * ol_where placed it, the rebalance may have walked past it already, so
  * the object is handed to the rebalance job to be placed again. */
-void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
-void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
+void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,
  * or AIS_ERR with errno ENOENT (no target has it) or EIO (msg says why). */
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aisd/authz.h"
+#include "aisd/ol.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -242,33 +243,41 @@ bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm)
 	return false;
 }
 
-void authz_redirect(http_req_t *req, const char *base_url)
+void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(req, base_url, 0); }
+
+void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop)
 {
+	/* the query without an earlier signature (a target's 307 of a
+	 * gateway's 307 signs anew) and hop count */
+	buf_t q = BUF_INIT;
+	sv_t rest = req->query;
+	while (rest.len) {
+		const char *amp = memchr(rest.ptr, '&', rest.len);
+		sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
+		rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
+		if (kv.len && !sv_startswith(kv, AUTH_REDIR_EXP "=") && !sv_startswith(kv, AUTH_REDIR_SIG "=") &&
+		    !sv_startswith(kv, OL_HOP_PARAM "=")) {
+			buf_addsv(&q, kv);
+			buf_addch(&q, '&');
+		}
+	}
+	if (hop)
+		buf_addf(&q, OL_HOP_PARAM "=%u&", hop);
+	if (q.len)
+		q.ptr[--q.len] = '\0'; /* the last '&' */
 	http_resp_status(req, 307);
 	if (enabled && csecret_len) {
 		char sig[AUTH_SIG_HEX + 1];
 		int64_t exp = now_s() + REDIRECT_TTL;
 		const char *meth = http_method_name(req->method);
 		auth_redirect_sig(csecret, csecret_len, meth, req->path, exp, sig);
-		/* the query without an earlier signature (a target's 307 of a
-		 * gateway's 307 signs anew) */
-		buf_t q = BUF_INIT;
-		sv_t rest = req->query;
-		while (rest.len) {
-			const char *amp = memchr(rest.ptr, '&', rest.len);
-			sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
-			rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
-			if (kv.len && !sv_startswith(kv, AUTH_REDIR_EXP "=") && !sv_startswith(kv, AUTH_REDIR_SIG "=")) {
-				buf_addsv(&q, kv);
-				buf_addch(&q, '&');
-			}
-		}
-		http_resp_header(req, "Location", "%s%.*s?%s" AUTH_REDIR_EXP "=%lld&" AUTH_REDIR_SIG "=%s", base_url,
-				 (int)req->path.len, req->path.ptr, q.ptr ? q.ptr : "", (long long)exp, sig);
-		buf_free(&q);
+		http_resp_header(req, "Location", "%s%.*s?%s%s" AUTH_REDIR_EXP "=%lld&" AUTH_REDIR_SIG "=%s", base_url,
+				 (int)req->path.len, req->path.ptr, q.len ? q.ptr : "", q.len ? "&" : "", (long long)exp, sig);
 	} else {
-		http_resp_header(req, "Location", "%s%.*s", base_url, (int)req->target.len, req->target.ptr);
+		http_resp_header(req, "Location", "%s%.*s%s%s", base_url, (int)req->path.len, req->path.ptr,
+				 q.len ? "?" : "", q.len ? q.ptr : "");
 	}
+	buf_free(&q);
 	http_resp_send(req, "", 0);
 }
 

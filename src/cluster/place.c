@@ -3,7 +3,10 @@
  * object's copies, and whether a map change moves anything. Pure: no I/O,
  * no locks; callers hold the map.
  */
+#include <stdlib.h>
 #include <string.h>
+
+#include "aisd/util.h"
 
 #include "aisd/place.h"
 #include "aisd/banned.h"
@@ -23,6 +26,20 @@ void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, con
 	for (size_t i = 0; self_id && i < out->n; i++)
 		if (!strcmp(out->node[i]->id, self_id))
 			out->self = (int)i;
+}
+
+void place_object(const cmap_t *m, const bmd_t *b, const char *bck, size_t blen, const char *obj, size_t olen,
+		  const char *self_id, place_t *out)
+{
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck, blen) : NULL;
+	char stack[512];
+	char *uname = blen + 1 + olen <= sizeof(stack) ? stack : xmalloc(blen + 1 + olen);
+	memcpy(uname, bck, blen);
+	uname[blen] = '/';
+	memcpy(uname + blen + 1, obj, olen);
+	place_of(m, uname, blen + 1 + olen, bk ? place_copies(&bk->props) : 1, self_id, out);
+	if (uname != stack)
+		free(uname);
 }
 
 static bool active_target(const cmap_node_t *n)

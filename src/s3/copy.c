@@ -2,15 +2,17 @@
  * copy.c - CopyObject and UploadPartCopy, on the destination's owner
  * target, in one pool task each.
  *
- * The source is read where it lives: from this target's store when it owns
- * the source key (or is standalone), else from its owner with one native
+ * The source is read where it lives: through the object layer when this
+ * target holds a copy of it (ol_open_sync: a missing copy is fetched
+ * first) or is standalone, else from its owner with one native
  * GET (/v1/objects, a Range for UploadPartCopy) whose body streams straight
  * into the destination; nothing is buffered whole. The source's
  * conditionals (x-amz-copy-source-if-*) are checked against the source's
  * ETag and time before the first byte is written. CopyObject keeps the
  * source's S3 metadata (directive COPY) or takes the request's (REPLACE);
  * copying an object onto itself needs REPLACE (else InvalidRequest), as on
- * S3. The destination ETag is the MD5 of the bytes copied.
+ * S3. The destination ETag is the MD5 of the bytes copied, and it is
+ * committed with the bucket's copies (ol_put_commit).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -34,7 +36,6 @@
 
 #define CHUNK (1u << 20)
 
-int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool get);
 
 int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key)
 {
@@ -81,7 +82,7 @@ struct cp {
 	char etag[96];
 	bool checked;
 	/* destination */
-	store_writer_t *w;
+	ol_put_t op;
 	int pfd;
 	char tmp[1200];
 	EVP_MD_CTX *md5;
@@ -97,7 +98,7 @@ struct cp {
 static void cp_cleanup(void *arg)
 {
 	struct cp *c = arg;
-	store_writer_free(c->w);
+	ol_put_free(&c->op);
 	if (c->pfd >= 0)
 		close(c->pfd);
 	if (c->tmp[0])
@@ -113,7 +114,7 @@ static int cp_check(struct cp *c)
 {
 	s3_etag_of(&c->sm, &c->m, c->etag, sizeof(c->etag));
 	c->checked = true;
-	if (s3_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
+	if (ol_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
 		c->code = "PreconditionFailed";
 		return AIS_ERR;
 	}
@@ -140,13 +141,16 @@ static int cp_sink(struct cp *c, const char *p, size_t n)
 		}
 		return AIS_OK;
 	}
-	return store_writer_write(c->w, p, n);
+	return ol_put_write(&c->op, p, n);
 }
 
 static int copy_local(struct cp *c)
 {
 	int fd;
-	if (store_open_obj(c->r->node.store, c->sb.ptr, c->sb.len, c->sk.ptr, c->sk.len, &fd, &c->sm) != AIS_OK)
+	buf_t msg = BUF_INIT;
+	int rc = ol_open_sync(c->r->http->ctx, c->sb, c->sk, c->r->node.cl != NULL, &fd, &c->sm, &msg);
+	buf_free(&msg);
+	if (rc != AIS_OK)
 		return AIS_ERR;
 	s3_meta_decode(c->r->http->arena, c->sm.custom, &c->m);
 	if (cp_check(c) != AIS_OK) {
@@ -157,7 +161,6 @@ static int copy_local(struct cp *c)
 	uint64_t off = c->has_range ? c->rstart : 0;
 	uint64_t left = c->has_range ? c->rlast - c->rstart + 1 : c->sm.size;
 	char *buf = xmalloc(CHUNK);
-	int rc = AIS_OK;
 	while (left) {
 		ssize_t k = pread(fd, buf, MIN(left, CHUNK), (off_t)off);
 		if (k < 0 && errno == EINTR)
@@ -303,8 +306,13 @@ static int copy_remote(struct cp *c, const char *base)
 static int open_dest(struct cp *c)
 {
 	s3_rq_t *r = c->r;
-	if (!c->part)
-		return store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &c->w);
+	if (!c->part) {
+		c->op.t = r->http->ctx;
+		c->op.bck = r->bucket;
+		c->op.obj = r->key;
+		c->op.w = r->where;
+		return ol_put_begin(&c->op);
+	}
 	char dir[1100], rh[17];
 	unsigned char rnd[8];
 	if (s3_mpu_part_open(r, c->upload_id, dir, sizeof(dir), &c->upload) != AIS_OK) {
@@ -325,8 +333,7 @@ static void cp_work(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	char url[CMAP_URL_MAX + 1];
-	bool self = true;
-	int rc;
+	int self = 0, rc;
 
 	if (open_dest(c) != AIS_OK) {
 		c->err = errno ? errno : EIO;
@@ -334,11 +341,13 @@ static void cp_work(http_req_t *req)
 	}
 	c->md5 = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(c->md5, EVP_md5(), NULL);
-	if (r->node.cl && !s3_owner_url(&r->node, c->sb, c->sk, url, sizeof(url), &self)) {
+	if (r->node.cl && !s3_place(&r->node, c->sb, c->sk, url, sizeof(url), &self)) {
 		c->err = ENOENT;
 		return;
 	}
-	rc = self ? copy_local(c) : copy_remote(c, url);
+	/* a holder of the source reads its copy (fetching it when missing),
+	 * else the source's owner is asked */
+	rc = self >= 0 ? copy_local(c) : copy_remote(c, url);
 	if (rc != AIS_OK) {
 		c->err = errno ? errno : EIO;
 		return;
@@ -384,12 +393,12 @@ static void cp_work(http_req_t *req)
 		c->code = "MetadataTooLarge";
 		return;
 	}
-	store_meta_t out;
-	if (store_writer_commit(c->w, CKSUM_NONE, NULL, c->custom.ptr, &out) != AIS_OK) {
+	c->op.custom = c->custom.ptr;
+	if (ol_put_commit(&c->op) != AIS_OK) {
 		c->err = errno ? errno : EIO;
 		return;
 	}
-	s3_time_iso(out.mtime_ns, t, sizeof(t));
+	s3_time_iso(c->op.meta.mtime_ns, t, sizeof(t));
 	s3_xml_head(&c->out, "CopyObjectResult");
 	s3_xml_elemstr(&c->out, "LastModified", t);
 	s3_xml_elemf(&c->out, "ETag", "\"%s\"", c->md5hex);
@@ -408,6 +417,8 @@ static void cp_done(http_req_t *req)
 		src.bucket = c->sb;
 		src.key = c->sk;
 		s3_error(r, s3_bucket_exists(&src) ? "NoSuchKey" : "NoSuchBucket", NULL);
+	} else if (c->err == EAGAIN) {
+		s3_error(r, "ServiceUnavailable", "object not stored: %s", c->op.msg.ptr ? c->op.msg.ptr : "copies failed");
 	} else if (c->err) {
 		s3_error_errno(r, c->err, true);
 	} else {

@@ -1,9 +1,9 @@
 /*
  * delete.c - DeleteObjects (POST /BUCKET?delete): up to 1000 keys in one
  * XML body (Content-MD5 or x-amz-checksum-* checked by the body decoder
- * when given). Each key is deleted on its
- * owner: in this store when the node owns it (or is standalone), else with
- * the native DELETE on the owner target. A missing key counts as deleted,
+ * when given). Each key's every copy is deleted by its owner through the
+ * object layer (ol_delete): here when this target owns it (or is
+ * standalone), else with the native DELETE on the owner target. A missing key counts as deleted,
  * as S3 says; Quiet leaves successes out of the answer.
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "aisd/httpc.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
+#include "aisd/target.h"
 #include "aisd/util.h"
 #include "s3api.h"
 #include "aisd/banned.h"
@@ -24,18 +25,20 @@ struct md {
 
 static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
 
-/* Deletes one key; AIS_OK when gone (or never there). */
+/* Deletes every copy of one key; AIS_OK when gone (or never there). The
+ * key's owner does it through the object layer: this target when it is the
+ * owner (or standalone), else the owner target, asked with the native
+ * DELETE (which deletes every copy there). */
 static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
 {
 	char url[CMAP_URL_MAX + 1];
-	bool self = true;
-	if (r->node.cl && !s3_owner_url(&r->node, r->bucket, key, url, sizeof(url), &self)) {
+	int self = 0;
+	if (r->node.cl && !s3_place(&r->node, r->bucket, key, url, sizeof(url), &self)) {
 		buf_addstr(msg, "no owner target");
 		return AIS_ERR;
 	}
-	if (self) {
-		if (store_delete(r->node.store, r->bucket.ptr, r->bucket.len, key.ptr, key.len) != AIS_OK &&
-		    errno != ENOENT) {
+	if (self == 0) {
+		if (ol_delete(r->http->ctx, r->bucket, key, r->node.cl != NULL) != AIS_OK && errno != ENOENT) {
 			buf_addstr(msg, strerror(errno));
 			return AIS_ERR;
 		}
@@ -43,15 +46,7 @@ static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
 	}
 	buf_t u = BUF_INIT, resp = BUF_INIT;
 	int status = 0, rc = AIS_OK;
-	buf_addf(&u, "%s/v1/objects/%.*s/", url, (int)r->bucket.len, r->bucket.ptr);
-	for (size_t i = 0; i < key.len; i++) {
-		unsigned char c = (unsigned char)key.ptr[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-		    c == '_' || c == '.' || c == '~' || c == '/')
-			buf_addch(&u, (char)c);
-		else
-			buf_addf(&u, "%%%02X", c);
-	}
+	tgt_url_obj(&u, url, r->bucket.ptr, r->bucket.len, key.ptr, key.len);
 	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK ||
 	    (status != 200 && status != 204 && status != 404)) {
 		buf_addf(msg, "owner target answered %d", status);

@@ -5,7 +5,8 @@
  * on a standalone target, or in a cluster every active target's page after
  * the same name, asked in parallel (cluster_call_all, as the native list),
  * merged (the native list's rule: the union's first N are the cluster's
- * first N). The S3 layer on top rolls keys up into CommonPrefixes at the
+ * first N; a name listed by several targets, the copies of a mirrored
+ * object, is taken once). The S3 layer on top rolls keys up into CommonPrefixes at the
  * delimiter, counts keys and prefixes against max-keys, and resumes after
  * the last item returned: a key, or a common prefix, whose keys are all
  * skipped (the marker's own prefix too, as S3 does). The V2 continuation
@@ -90,7 +91,9 @@ static int entry_cmp(const void *a, const void *b)
 {
 	const s3_entry_t *x = a, *y = b;
 	int c = memcmp(x->name, y->name, MIN(x->len, y->len));
-	return c ? c : (x->len > y->len) - (x->len < y->len);
+	if (!c)
+		c = (x->len > y->len) - (x->len < y->len);
+	return c ? c : (x->src > y->src) - (x->src < y->src);
 }
 
 /* The URL of one target's page. */
@@ -106,7 +109,8 @@ static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix,
 
 /* The target at base answered c: its page, appended to out. AIS_ERR with
  * errno ENOENT (no such bucket) or EIO (err says why). */
-static int page_take(const cluster_call_t *c, const char *base, struct collect *out, bool *more, buf_t *err)
+static int page_take(const cluster_call_t *c, const char *base, size_t src, struct collect *out, bool *more,
+		     buf_t *err)
 {
 	json_error_t jerr;
 
@@ -136,6 +140,7 @@ static int page_take(const cluster_call_t *c, const char *base, struct collect *
 		s3_entry_t *e = collect_add(out);
 		e->name = xstrndup(json_string_value(jn), json_string_length(jn));
 		e->len = json_string_length(jn);
+		e->src = src;
 		e->size = (uint64_t)json_integer_value(json_object_get(it, "size"));
 		e->mtime_ns = (int64_t)json_integer_value(json_object_get(it, "mtime_ns"));
 		const char *custom = json_string_value(json_object_get(it, "custom"));
@@ -180,7 +185,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 
 	cluster_call_all(calls, nt);
 	for (size_t i = 0; i < nt; i++) {
-		if (rc == AIS_OK && page_take(&calls[i], bases[i], out, more, err) != AIS_OK) {
+		if (rc == AIS_OK && page_take(&calls[i], bases[i], i, out, more, err) != AIS_OK) {
 			rc = AIS_ERR;
 			e = errno;
 		}
@@ -219,6 +224,17 @@ int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, 
 	}
 	if (c.n)
 		qsort(c.e, c.n, sizeof(*c.e), entry_cmp);
+	/* a mirrored object is listed by every target holding a copy: each
+	 * name once, the first copy's properties (as the native listing) */
+	size_t k = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		if (k && c.e[k - 1].len == c.e[i].len && !memcmp(c.e[k - 1].name, c.e[i].name, c.e[i].len)) {
+			free(c.e[i].name);
+			continue;
+		}
+		c.e[k++] = c.e[i];
+	}
+	c.n = k;
 	if (c.n > limit) {
 		for (size_t i = limit; i < c.n; i++)
 			free(c.e[i].name);

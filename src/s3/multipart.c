@@ -12,9 +12,10 @@
  *                        renamed (an acknowledged part survives a crash); a
  *                        part uploaded again replaces the older file.
  * Complete checks the list (order, ETags, sizes) and then streams the parts
- * once, in order, into the store's durable writer (the only copy of the
- * data: temp file, fsync, rename, LevelDB commit), with the ETag
- * md5(md5(part 1) .. md5(part N))-N, and removes the directory. Uploads
+ * once, in order, into an object-layer write (ol_put: temp file, fsync,
+ * the bucket's copies on the other holders, rename, LevelDB commit), with
+ * the ETag md5(md5(part 1) .. md5(part N))-N, and removes the directory.
+ * The parts themselves live on the owner only until Complete. Uploads
  * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
  * from Create, and at a target's start).
  */
@@ -247,6 +248,7 @@ struct mpu {
 	buf_t body;
 	s3_complete_req_t cr;
 	char etag[80];
+	buf_t msg;        /* why the copies failed */
 	/* list parts */
 	uint64_t marker, max_parts;
 };
@@ -258,6 +260,7 @@ static void mpu_cleanup(void *arg)
 	buf_free(&u->out);
 	buf_free(&u->custom);
 	buf_free(&u->body);
+	buf_free(&u->msg);
 }
 
 static struct mpu *mpu_alloc(s3_rq_t *r, sv_t id)
@@ -302,6 +305,8 @@ static void mpu_answer(http_req_t *req)
 		s3_error(r, u->code, NULL);
 	else if (u->err == ENOENT)
 		s3_error(r, "NoSuchUpload", NULL);
+	else if (u->err == EAGAIN && u->msg.len)
+		s3_error(r, "ServiceUnavailable", "%s", u->msg.ptr);
 	else if (u->err)
 		s3_error_errno(r, u->err, true);
 	else if (u->out.len)
@@ -460,9 +465,8 @@ static void complete_work(http_req_t *req)
 	struct mpu *u = r->op;
 	part_t *v = NULL;
 	size_t n = 0;
-	store_writer_t *w = NULL;
+	ol_put_t op = {.t = req->ctx, .bck = r->bucket, .obj = r->key, .w = r->where};
 	char *chunk = NULL;
-	store_meta_t sm;
 	EVP_MD_CTX *md = NULL;
 
 	if (mpu_open(u) != AIS_OK)
@@ -496,7 +500,7 @@ static void complete_work(http_req_t *req)
 	}
 	md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
-	if (store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &w) != AIS_OK) {
+	if (ol_put_begin(&op) != AIS_OK) {
 		u->err = errno ? errno : EIO;
 		goto out;
 	}
@@ -523,7 +527,7 @@ static void complete_work(http_req_t *req)
 			}
 			if (k == 0)
 				break;
-			if (store_writer_write(w, chunk, (size_t)k) != AIS_OK) {
+			if (ol_put_write(&op, chunk, (size_t)k) != AIS_OK) {
 				u->err = errno ? errno : EIO;
 				break;
 			}
@@ -543,8 +547,11 @@ static void complete_work(http_req_t *req)
 	snprintf(m.etag, sizeof(m.etag), "%s", u->etag);
 	buf_reset(&u->custom);
 	s3_meta_encode(&m, &u->custom);
-	if (store_writer_commit(w, CKSUM_NONE, NULL, u->custom.ptr, &sm) != AIS_OK) {
+	op.custom = u->custom.ptr;
+	if (ol_put_commit(&op) != AIS_OK) {
 		u->err = errno ? errno : EIO;
+		if (u->err == EAGAIN)
+			buf_addf(&u->msg, "object not stored: %s", op.msg.ptr ? op.msg.ptr : "copies failed");
 		goto out;
 	}
 	mpu_remove(u->dir);
@@ -558,7 +565,7 @@ static void complete_work(http_req_t *req)
 	s3_xml_elemf(&u->out, "ETag", "\"%s\"", u->etag);
 	s3_xml_close(&u->out, "CompleteMultipartUploadResult");
 out:
-	store_writer_free(w);
+	ol_put_free(&op);
 	EVP_MD_CTX_free(md);
 	free(chunk);
 	free(use);

@@ -2,15 +2,17 @@
  * object.c - GetObject, HeadObject, PutObject and DeleteObject on the
  * owner target.
  *
- * GET/HEAD open the object on the event loop (a LevelDB get and an open,
- * as the native GET does), apply S3's conditionals in S3's order
+ * A codec over the object layer (ol.h). GET/HEAD open the object with
+ * ol_open (a holder that lacks its copy fetches it), apply the
+ * conditionals (ol_conditions) in S3's order
  * (If-Match, then If-Unmodified-Since unless If-Match held: 412;
  * If-None-Match, then If-Modified-Since unless If-None-Match was given:
  * 304), the Range (206, or 416 InvalidRange) and the response-* overrides,
- * and send the file with sendfile. PUT streams through put.c into the
- * store's durable writer; the object's S3 metadata (ETag = the MD5 of the
+ * and send the file with sendfile. PUT streams through put.c into an
+ * ol_put, which commits with the bucket's copies; the object's S3 metadata (ETag = the MD5 of the
  * bytes, Content-*, x-amz-meta-*) is committed with it in one record.
- * DELETE answers 204 whether or not the key existed.
+ * DELETE removes every copy (ol_delete) and answers 204 whether or not the
+ * key existed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,59 +24,6 @@
 #include "aisd/util.h"
 #include "s3api.h"
 #include "aisd/banned.h"
-
-/* Is etag (quoted) in the list h ("*" matches all)? */
-static bool etag_in(sv_t h, const char *etag)
-{
-	sv_t e = sv_from(etag);
-	e.ptr++, e.len -= 2; /* unquoted */
-	const char *p = h.ptr, *end = h.ptr + h.len;
-	while (p < end) {
-		const char *c = memchr(p, ',', (size_t)(end - p));
-		const char *stop = c ? c : end;
-		sv_t it = sv_trim((sv_t){p, (size_t)(stop - p)});
-		if (sv_startswith(it, "W/"))
-			it.ptr += 2, it.len -= 2;
-		if (it.len >= 2 && it.ptr[0] == '"' && it.ptr[it.len - 1] == '"')
-			it.ptr++, it.len -= 2;
-		if (sv_eqstr(it, "*") || sv_eq(it, e))
-			return true;
-		p = stop + 1;
-	}
-	return false;
-}
-
-int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool get);
-/* 0, 304 or 412 by S3's rules; prefix "" or "x-amz-copy-source-". */
-int s3_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool get)
-{
-	char n[64];
-	int64_t t;
-	int64_t ms = mtime_ns / 1000000000LL;
-	snprintf(n, sizeof(n), "%sIf-Match", prefix);
-	sv_t im = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-None-Match", prefix);
-	sv_t inm = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-Modified-Since", prefix);
-	sv_t ims = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-Unmodified-Since", prefix);
-	sv_t ius = http_req_header(req, n);
-
-	if (im.ptr) {
-		if (!etag_in(im, etag))
-			return 412;
-	} else if (ius.ptr && time_parse_http_date(ius.ptr, ius.len, &t) == AIS_OK && ms > t / 1000000000LL) {
-		return 412;
-	}
-	if (inm.ptr) {
-		if (etag_in(inm, etag))
-			return get ? 304 : 412;
-	} else if (ims.ptr && time_parse_http_date(ims.ptr, ims.len, &t) == AIS_OK && ms <= t / 1000000000LL &&
-		   t <= time_now_ns()) {
-		return get ? 304 : 412;
-	}
-	return 0;
-}
 
 static void overrides(s3_rq_t *r, s3_meta_t *m)
 {
@@ -96,26 +45,29 @@ static void overrides(s3_rq_t *r, s3_meta_t *m)
 	}
 }
 
-static int get_object(s3_rq_t *r)
+static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
-	http_req_t *req = r->http;
+	s3_rq_t *r = arg;
 	store_meta_t sm;
 	s3_meta_t m;
 	char etag[96];
-	int fd;
 	uint64_t start = 0, len;
 
-	if (store_open_obj(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &fd, &sm) != AIS_OK) {
-		s3_error_errno(r, errno, true);
-		return AIS_OK;
+	if (err) {
+		if (err == EIO && msg && *msg)
+			s3_error(r, "ServiceUnavailable", "no good copy of the object could be fetched: %s", msg);
+		else
+			s3_error_errno(r, err, true);
+		return;
 	}
+	sm = *smp;
 	s3_meta_decode(req->arena, sm.custom, &m);
 	s3_etag_of(&sm, &m, etag, sizeof(etag));
-	int cond = s3_conditions(req, etag, sm.mtime_ns, "", true);
+	int cond = ol_conditions(req, etag, sm.mtime_ns, "", true);
 	if (cond == 412) {
 		close(fd);
 		s3_error(r, "PreconditionFailed", NULL);
-		return AIS_OK;
+		return;
 	}
 	if (cond == 304) {
 		close(fd);
@@ -126,14 +78,14 @@ static int get_object(s3_rq_t *r)
 		http_resp_header(req, "Last-Modified", "%s", t);
 		http_resp_status(req, 304);
 		http_resp_send(req, "", 0);
-		return AIS_OK;
+		return;
 	}
 	int rr = http_range_parse(http_req_header(req, "Range"), sm.size, &start, &len);
 	if (rr == AIS_ERR) {
 		close(fd);
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)sm.size);
 		s3_error(r, "InvalidRange", NULL);
-		return AIS_OK;
+		return;
 	}
 	overrides(r, &m);
 	s3_common_headers(r);
@@ -149,29 +101,34 @@ static int get_object(s3_rq_t *r)
 	if (req->method == HTTP_GET && time_now_ns() - sm.atime_ns > 60LL * 1000000000LL)
 		store_touch(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &sm);
 	http_resp_send_file(req, fd, (off_t)start, len);
+}
+
+static int get_object(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
+	ol_open(req, req->ctx, r->bucket, r->key, f, get_opened, r);
 	return AIS_OK;
 }
 
 /* --- PUT ------------------------------------------------------------------------ */
 
 struct obj_sink {
-	store_writer_t *w;
+	ol_put_t op;
 	s3_meta_t m;
 	buf_t custom;
-	store_meta_t out;
 };
 
 static int obj_begin(s3_put_t *p)
 {
 	struct obj_sink *s = p->sink;
-	s3_rq_t *r = p->r;
-	return store_writer_begin(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &s->w);
+	return ol_put_begin(&s->op);
 }
 
 static int obj_write(s3_put_t *p, const char *b, size_t n)
 {
 	struct obj_sink *s = p->sink;
-	return store_writer_write(s->w, b, n);
+	return ol_put_write(&s->op, b, n);
 }
 
 static int obj_commit(s3_put_t *p)
@@ -184,7 +141,12 @@ static int obj_commit(s3_put_t *p)
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	return store_writer_commit(s->w, CKSUM_NONE, NULL, s->custom.ptr, &s->out);
+	s->op.custom = s->custom.ptr;
+	if (ol_put_commit(&s->op) != AIS_OK) {
+		p->msg = s->op.msg.ptr; /* freed with the sink, after the answer */
+		return AIS_ERR;
+	}
+	return AIS_OK;
 }
 
 static void obj_reply(s3_put_t *p)
@@ -197,8 +159,7 @@ static void obj_reply(s3_put_t *p)
 static void obj_cleanup(s3_put_t *p)
 {
 	struct obj_sink *s = p->sink;
-	store_writer_free(s->w);
-	s->w = NULL;
+	ol_put_free(&s->op);
 	buf_free(&s->custom);
 }
 
@@ -226,6 +187,10 @@ static int put_object(s3_rq_t *r)
 		s3_error(r, "MetadataTooLarge", "S3 metadata over %d bytes encoded", STORE_CUSTOM_MAX - 1);
 		return AIS_OK;
 	}
+	s->op.t = req->ctx;
+	s->op.bck = r->bucket;
+	s->op.obj = r->key;
+	s->op.w = r->where;
 	p->ops = &obj_ops;
 	p->sink = s;
 	s3_put_start(r, p);
@@ -242,7 +207,7 @@ static void del_work(http_req_t *req)
 {
 	s3_rq_t *r = req->state;
 	struct del *d = r->op;
-	if (store_delete(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len) != AIS_OK)
+	if (ol_delete(req->ctx, r->bucket, r->key, r->where && r->where->cluster) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
 

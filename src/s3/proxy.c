@@ -20,6 +20,7 @@
 
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
@@ -254,7 +255,7 @@ static void px_done(httpc_req_t *hr, void *arg)
 	http_resp_stream_wake(r->http);
 }
 
-int s3_proxy(s3_rq_t *r, const char *url_base)
+int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));
@@ -263,9 +264,11 @@ int s3_proxy(s3_rq_t *r, const char *url_base)
 
 	x->r = r;
 	r->op = x;
-	x->hdrs = arena_zalloc(req->arena, (req->nhdrs + 1) * sizeof(*x->hdrs));
+	x->hdrs = arena_zalloc(req->arena, (req->nhdrs + 2) * sizeof(*x->hdrs));
+	if (hops)
+		x->hdrs[nh++] = arena_printf(req->arena, "%s: %u", OL_HOP_HDR, hops);
 	for (size_t i = 0; i < req->nhdrs; i++) {
-		if (hop_by_hop(req->hdrs[i].name))
+		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
 			continue;
 		x->hdrs[nh++] = arena_printf(req->arena, "%.*s: %.*s", (int)req->hdrs[i].name.len,
 					     req->hdrs[i].name.ptr, (int)req->hdrs[i].value.len,
@@ -305,26 +308,22 @@ int s3_proxy(s3_rq_t *r, const char *url_base)
 	return AIS_OK;
 }
 
-bool s3_owner_url(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, bool *self)
+bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self)
 {
 	const cmap_t *m;
 	const bmd_t *b;
+	place_t p;
 	bool ok = false;
-	buf_t uname = BUF_INIT;
 
-	buf_addsv(&uname, bck);
-	buf_addch(&uname, '/');
-	buf_addsv(&uname, key);
 	cluster_read_lock(nd->cl, &m, &b);
 	if (b && bmd_get(b, bck.ptr, bck.len) && m) {
-		const cmap_node_t *o = cmap_owner(m, uname.ptr, uname.len);
-		if (o) {
-			snprintf(out, outsz, "%s", o->intra_url);
-			*self = !nd->gateway && !strcmp(o->id, cluster_self(nd->cl)->id);
+		place_object(m, b, bck.ptr, bck.len, key.ptr, key.len, nd->gateway ? NULL : cluster_self(nd->cl)->id, &p);
+		if (p.n) {
+			snprintf(out, outsz, "%s", p.node[0]->intra_url);
+			*self = p.self;
 			ok = true;
 		}
 	}
 	cluster_read_unlock(nd->cl);
-	buf_free(&uname);
 	return ok;
 }

@@ -4,9 +4,11 @@
  * method, key and sub-resource, and where it runs:
  *   - service and bucket operations run on the node addressed (BMD,
  *     primary, fan-out), on a gateway and a target alike;
- *   - object operations run on the key's owner target: a gateway (or a
- *     target that does not own the key) forwards the request unchanged as
- *     a stream (proxy.c), never a redirect.
+ *   - object operations run where the object layer places them (ol.h: the
+ *     owner for writes and multipart, any holder of a copy for reads): a
+ *     gateway, or a target that does not serve the key, forwards the
+ *     request unchanged as a stream (proxy.c), never a redirect, with a
+ *     hop count that stops a loop between targets whose maps disagree.
  * Paths under "/v1" that no native route took are answered with the
  * native 404, so "v1" (and "s3") are never S3 bucket names.
  */
@@ -18,6 +20,7 @@
 
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
+#include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -408,6 +411,95 @@ static int authorize(s3_rq_t *r)
 	return AIS_OK;
 }
 
+/* Does the object request r change or need the owner's state (writes,
+ * multipart), or may any holder of a copy serve it? */
+static bool needs_owner(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	return !(req->method == HTTP_GET || req->method == HTTP_HEAD) || s3_query_has(req, "uploadId");
+}
+
+static int s3_serve(s3_rq_t *r);
+static int s3_route(s3_rq_t *r, bool may_doubt);
+
+static void refresh_work(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	cluster_refresh(t->base.cl, 200);
+}
+
+static void refresh_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	s3_route(r, false);
+}
+
+/* An object request: served by the target that holds the object (the
+ * owner for writes, any holder for reads, placed by the object layer);
+ * a gateway, or a target that does not serve it, forwards it unchanged
+ * (the serving target verifies the signature: Host and path travel as
+ * they are). */
+static int s3_route(s3_rq_t *r, bool may_doubt)
+{
+	http_req_t *req = r->http;
+	char url[CMAP_URL_MAX + 1];
+
+	if (r->node.gateway) {
+		int self;
+		if (!s3_place(&r->node, r->bucket, r->key, url, sizeof(url), &self)) {
+			if (!s3_bucket_exists(r))
+				s3_error(r, "NoSuchBucket", NULL);
+			else
+				s3_error(r, "ServiceUnavailable", "no active target in the cluster");
+			return AIS_OK;
+		}
+		return s3_proxy(r, url, 0); /* (a gateway's routing is not a hop) */
+	}
+	r->where = arena_zalloc(req->arena, sizeof(*r->where));
+	switch (ol_where(req, req->ctx, r->bucket, r->key, needs_owner(r), may_doubt, r->where)) {
+	case OL_HERE:
+		return s3_serve(r);
+	case OL_DOUBT:
+		/* maybe this target's map is older than the sender's */
+		http_offload(req, refresh_work, refresh_done);
+		return AIS_OK;
+	case OL_OWNER:
+		return s3_proxy(r, r->where->owner_intra, r->where->hops + 1);
+	case OL_LOOP: {
+		buf_t msg = BUF_INIT;
+		ol_loop_msg(r->where, &msg);
+		log_warnx("S3 %s %.*s: %s", http_method_name(req->method), (int)MIN(req->path.len, 256), req->path.ptr,
+			  msg.ptr);
+		s3_error_status(r, 508, "LoopDetected", msg.ptr);
+		buf_free(&msg);
+		return AIS_OK;
+	}
+	case OL_NONE:
+	default:
+		if (!s3_bucket_exists(r))
+			s3_error(r, "NoSuchBucket", NULL);
+		else
+			s3_error(r, "ServiceUnavailable", "no active target in the cluster");
+		return AIS_OK;
+	}
+}
+
+/* The request is where it is served. */
+static int s3_serve(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	if (authenticate(r) != AIS_OK || authorize(r) != AIS_OK)
+		return AIS_OK;
+	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
+		if (s3_query_has(req, unimplemented[i]))
+			return not_implemented(r, unimplemented[i]);
+	if (!r->bucket.len)
+		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
+	if (!r->key.len)
+		return bucket_op(r);
+	return object_op(r);
+}
+
 static int s3_handle(http_req_t *req, bool gateway)
 {
 	s3_rq_t *r = arena_zalloc(req->arena, sizeof(*r));
@@ -421,34 +513,13 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
-	/* An object: served by its owner; others forward it unchanged (the
-	 * owner verifies the signature: Host and path travel as they are). */
-	if (r->key.len && r->node.cl) {
-		char url[CMAP_URL_MAX + 1];
-		bool self = false;
-		if (!s3_owner_url(&r->node, r->bucket, r->key, url, sizeof(url), &self)) {
-			if (!s3_bucket_exists(r))
-				s3_error(r, "NoSuchBucket", NULL);
-			else
-				s3_error(r, "ServiceUnavailable", "no active target in the cluster");
-			return AIS_OK;
-		}
-		if (!self)
-			return s3_proxy(r, url);
-	} else if (r->key.len && gateway) {
+	if (r->key.len && r->node.cl)
+		return s3_route(r, true);
+	if (r->key.len && gateway) {
 		s3_error(r, "ServiceUnavailable", "the gateway is starting");
 		return AIS_OK;
 	}
-	if (authenticate(r) != AIS_OK || authorize(r) != AIS_OK)
-		return AIS_OK;
-	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
-		if (s3_query_has(req, unimplemented[i]))
-			return not_implemented(r, unimplemented[i]);
-	if (!r->bucket.len)
-		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
-	if (!r->key.len)
-		return bucket_op(r);
-	return object_op(r);
+	return s3_serve(r);
 }
 
 int s3_h_target(http_req_t *req) { return s3_handle(req, false); }

@@ -11,6 +11,7 @@
 #include "aisd/cluster.h"
 #include "aisd/conf.h"
 #include "aisd/http.h"
+#include "aisd/ol.h"
 #include "aisd/s3.h"
 #include "aisd/s3auth.h"
 #include "aisd/store.h"
@@ -39,6 +40,7 @@ typedef struct s3_rq {
 	void *op;      /* the operation's own state */
 	s3_req_t areq; /* the request as SigV4 sees it */
 	s3_auth_t auth; /* who signed it and how the body is signed */
+	ol_where_t *where; /* an object request on a target: its holders (ol_where) */
 } s3_rq_t;
 
 /* The node's S3 authentication settings (s3_init). */
@@ -143,6 +145,7 @@ typedef struct s3_entry {
 	uint64_t size;
 	int64_t mtime_ns;
 	char etag[80]; /* quoted */
+	size_t src;    /* the target it came from (map order): the first copy wins */
 } s3_entry_t;
 int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
 		 s3_entry_t **out, size_t *n, bool *more, buf_t *err);
@@ -151,8 +154,8 @@ void s3_entries_free(s3_entry_t *e, size_t n);
 /* --- object.c --- */
 int s3_object(s3_rq_t *r);
 
-/* --- put.c: a request body streamed to a sink through two bounded
- * buffers written on the I/O pool. --- */
+/* --- put.c: a request body streamed to a sink by the object layer's
+ * pipeline (ol_stream), through the SigV4 body decoder. --- */
 typedef struct s3_put s3_put_t;
 typedef struct s3_put_ops {
 	int (*begin)(s3_put_t *p);                          /* pool; errno */
@@ -162,14 +165,15 @@ typedef struct s3_put_ops {
 	void (*cleanup)(s3_put_t *p);                       /* frees the sink */
 } s3_put_ops_t;
 struct s3_put {
+	ol_stream_t s;       /* the object layer's pipeline */
 	s3_rq_t *r;
 	const s3_put_ops_t *ops;
 	void *sink;
-	uint64_t size;       /* bytes written */
 	char md5hex[33];     /* after the body */
 	unsigned char md5[16];
 	const char *code;    /* an S3 error code the sink chose */
-	void *priv;          /* put.c's own */
+	const char *msg;     /* and its message (NULL: the code's) */
+	s3_body_t *dec;
 };
 /* Starts streaming the request body to p's sink through the SigV4 body
  * decoder; the sink commits only after the decoder's finish succeeded
@@ -208,11 +212,13 @@ int s3_mpu_list_uploads(s3_rq_t *r);
 int s3_delete_objects(s3_rq_t *r);
 
 /* --- proxy.c (gateway) --- */
-/* Forwards the request unchanged to url_base (the owner target) and
- * streams the answer back. */
-int s3_proxy(s3_rq_t *r, const char *url_base);
-/* The intra-cluster URL of the owner of bck/key; false if none. */
-bool s3_owner_url(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, bool *self);
+/* Forwards the request unchanged to url_base (the owner target), with
+ * OL_HOP_HDR set to hops (0: none), and streams the answer back. */
+int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops);
+/* The holders of bck/key (place_object): the owner's intra-cluster URL in
+ * out, this node's rank among the holders in *self (-1: none; always -1
+ * on a gateway). false if the bucket or an active target is missing. */
+bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self);
 
 /* --- util --- */
 /* Fills nd from a route context. */

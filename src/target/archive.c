@@ -20,6 +20,7 @@
 #include "aisd/archmatch.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
+#include "aisd/ol.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/tarw.h"
@@ -139,6 +140,19 @@ static void rx_done(http_req_t *req)
 	http_resp_send_stream(req, rx_fill);
 }
 
+static void rx_opened(http_req_t *req, void *arg, int fd, store_meta_t *m, int err, const char *msg)
+{
+	struct rx *x = arg;
+	if (err) {
+		ol_open_failed(req, x->bck, x->obj, err, msg);
+		return;
+	}
+	x->fd = fd;
+	x->meta = *m;
+	req->state = x;
+	http_offload(req, rx_work, rx_done);
+}
+
 int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pat)
 {
 	target_t *t = req->ctx;
@@ -164,12 +178,7 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pat)
 		buf_free(&err);
 		return AIS_OK;
 	}
-	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &x->fd, &x->meta) != AIS_OK) {
-		tgt_open_failed(req, bck, obj);
-		return AIS_OK;
-	}
-	req->state = x;
-	http_offload(req, rx_work, rx_done);
+	ol_open(req, t, bck, obj, 0, rx_opened, x);
 	return AIS_OK;
 }
 

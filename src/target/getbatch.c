@@ -78,6 +78,7 @@
 #include "aisd/httpc.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
+#include "aisd/ol.h"
 #include "aisd/moss.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -153,19 +154,29 @@ static void prepare_work(http_req_t *req)
 	const moss_in_t *idx_of = NULL; /* the shard idx belongs to */
 	store_meta_t m, im;
 	buf_t msg = BUF_INIT;
+	bool fetch = g->t->base.cl != NULL; /* a missing copy (a rebalance under way) is fetched */
 
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		moss_in_t *in = e->in;
-		if (e->owner >= 0)
+		if (e->owner >= 0 || e->status)
 			continue;
 		if (!in->arch.len) {
-			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) != AIS_OK) {
-				if (errno == ENOENT)
-					not_found(e, s);
-				else
-					gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) == AIS_OK)
+				continue;
+			if (errno == ENOENT && fetch && !g->on_pool) {
+				g->need_fetch = true; /* the copy here is missing: again on the pool */
+				break;
 			}
+			int fd;
+			if (errno == ENOENT && fetch && ol_open_sync(g->t, in->bck, in->obj, true, &fd, &m, &msg) == AIS_OK) {
+				close(fd);
+				continue;
+			}
+			if (errno == ENOENT)
+				not_found(e, s);
+			else
+				gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
 			continue;
 		}
 		if (!idx_of || !sv_eq(idx_of->bck, in->bck) || !sv_eq(idx_of->obj, in->obj)) {
@@ -173,7 +184,8 @@ static void prepare_work(http_req_t *req)
 			store_tar_index_free(idx);
 			idx = NULL;
 			idx_of = in;
-			if (store_open_obj(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &fd, &im) != AIS_OK) {
+			buf_reset(&msg);
+			if (ol_open_sync(g->t, in->bck, in->obj, fetch, &fd, &im, &msg) != AIS_OK) {
 				if (errno == ENOENT)
 					not_found(e, s);
 				else
@@ -848,11 +860,14 @@ int tgt_getbatch(http_req_t *req)
 	bool members = false;
 	for (size_t i = 0; i < g->mr.n && !members; i++)
 		members = g->e[i].owner < 0 && g->e[i].in->arch.len;
-	if (members) {
-		http_offload(req, prepare_work, prepare_done);
-	} else {
+	if (!members) {
 		prepare_work(req);
-		prepare_done(req);
+		if (!g->need_fetch) {
+			prepare_done(req);
+			return AIS_OK;
+		}
 	}
+	g->on_pool = true;
+	http_offload(req, prepare_work, prepare_done);
 	return AIS_OK;
 }

@@ -52,6 +52,8 @@ struct gb {
 	struct gb_peer *peers;
 	size_t npeers, cap;
 	bool routed;         /* entries were placed by the cluster map (not a peer's sub-request) */
+	bool on_pool;        /* prepare_work runs on the I/O pool: it may fetch missing copies */
+	bool need_fetch;     /* prepare_work on the loop found a local entry missing */
 	httpc_t *hc;
 	struct event *wake;
 	size_t next_fetch, inflight;

@@ -1,16 +1,11 @@
 /*
- * mirror.c - a target's part in keeping copies: where an object lives
- * (redirects for objects this target does not hold), the extra copies of a
- * replicated PUT, fetching a missing or damaged copy from another holder,
+ * mirror.c - the blocking copy primitives under the object layer (ol.c,
+ * olput.c): the extra copies of a replicated PUT, fetching a missing or damaged copy from another holder,
  * and deleting every copy.
  *
  * Guarantees:
- *  1. An object request from outside the cluster that this target should
- *     not serve gets a 307 to the owner's public URL with the same path and
- *     query: PUT/DELETE unless this target is the owner, GET/HEAD unless it
- *     holds one of the copies. Requests between targets carry the
- *     "Ais-Intra" header and are always served here, never redirected,
- *     replicated or fetched for (so two targets never bounce a request).
+ *  1. Requests between targets carry the "Ais-Intra" header and are served
+ *     where they land, never redirected, replicated or fetched for.
  *  2. A replicated PUT is acknowledged only when mirror.write_quorum copies
  *     (default: all) are durable: the local write is sealed (checksummed and
  *     fsynced, not yet visible), sent to the other holders in parallel from
@@ -34,6 +29,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/ol.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -68,52 +64,7 @@ size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen)
 	return bk ? place_copies(&bk->props) : 1;
 }
 
-int tgt_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, tgt_where_t *w, bool may_doubt)
-{
-	cluster_t *cl = t->base.cl;
-	const cmap_t *m;
-	const bmd_t *b;
-	place_t p;
-	buf_t uname = BUF_INIT;
-
-	memset(w, 0, sizeof(*w));
-	w->self = 0;
-	if (!cl || http_req_has_header(req, TGT_INTRA))
-		return AIS_OK;
-	buf_addsv(&uname, bck);
-	buf_addch(&uname, '/');
-	buf_addsv(&uname, obj);
-	cluster_read_lock(cl, &m, &b);
-	place_of(m, uname.ptr, uname.len, tgt_bucket_copies(b, bck.ptr, bck.len), cluster_self(cl)->id, &p);
-	w->cluster = true;
-	w->cmap_version = m ? cmap_version(m) : 0;
-	w->n = p.n;
-	w->self = p.self;
-	if (p.n) {
-		snprintf(w->owner, sizeof(w->owner), "%s", p.node[0]->pub_url);
-		w->urls = arena_alloc(req->arena, p.n * sizeof(*w->urls));
-		for (size_t i = 0; i < p.n; i++)
-			snprintf(w->urls[i], sizeof(w->urls[i]), "%s", p.node[i]->intra_url);
-	}
-	cluster_read_unlock(cl);
-	buf_free(&uname);
-
-	bool write = req->method == HTTP_PUT || req->method == HTTP_DELETE;
-	bool here = write ? w->self == 0 : w->self >= 0;
-	if (!here && may_doubt)
-		return AIS_AGAIN; /* routed here by a node with a newer map? ask the primary first */
-	if (!w->n) {
-		http_resp_error(req, 503, "no active target in the cluster");
-		return AIS_DONE;
-	}
-	if (!here) {
-		authz_redirect(req, w->owner);
-		return AIS_DONE;
-	}
-	return AIS_OK;
-}
-
-void tgt_placed_check(target_t *t, const tgt_where_t *w, const char *bck, size_t blen, const char *obj,
+void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen)
 {
 	const cmap_t *m;
@@ -182,7 +133,7 @@ static size_t delete_on(const char *const *bases, size_t n, const char *bck, siz
 }
 
 int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen, const char *obj, size_t olen,
-                  const tgt_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
+                  const ol_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
                   buf_t *msg)
 {
 	store_meta_t m;
@@ -242,7 +193,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 	return rc;
 }
 
-void tgt_unreplicate(const tgt_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen)
+void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	const char **bases = xcalloc(w->n, sizeof(*bases));
 	for (size_t i = 1; i < w->n; i++)

@@ -23,6 +23,7 @@
 #include "aisd/archmatch.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
+#include "aisd/ol.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -261,6 +262,19 @@ static void zs_start_done(http_req_t *req)
 	http_resp_send_stream_len(req, zs_fill, len);
 }
 
+static void zs_opened(http_req_t *req, void *arg, int fd, store_meta_t *m, int err, const char *msg)
+{
+	struct zs *z = arg;
+	if (err) {
+		ol_open_failed(req, z->bck, z->obj, err, msg);
+		return;
+	}
+	z->fd = fd;
+	z->meta = *m;
+	req->state = z;
+	http_offload(req, zs_start_work, zs_start_done);
+}
+
 int tgt_get_zshard(http_req_t *req, sv_t bck, sv_t obj, sv_t path, bool regx)
 {
 	target_t *t = req->ctx;
@@ -294,12 +308,7 @@ int tgt_get_zshard(http_req_t *req, sv_t bck, sv_t obj, sv_t path, bool regx)
 		}
 		z->path = path;
 	}
-	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &z->fd, &z->meta) != AIS_OK) {
-		tgt_open_failed(req, bck, obj);
-		return AIS_OK;
-	}
-	req->state = z;
-	http_offload(req, zs_start_work, zs_start_done);
+	ol_open(req, t, bck, obj, 0, zs_opened, z);
 	return AIS_OK;
 }
 

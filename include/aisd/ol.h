@@ -1,0 +1,178 @@
+/*
+ * ol.h - the object layer: the one path by which every API of a target
+ * (native /v1/objects, S3, archpath, archregx, compressed-shard members,
+ * GetBatch, CopyObject) reaches an object's bytes.
+ *
+ * An API handler parses its request, asks the object layer, and formats the
+ * answer in its own dialect (JSON errors or S3 XML). The object layer owns:
+ *  - placement: which targets hold an object's copies (HRW with the
+ *    bucket's copies), whether this target serves the request, where to
+ *    send it otherwise, and the hop count that stops a request bouncing
+ *    between nodes whose cluster maps disagree (ol_where);
+ *  - open-or-fetch: a read on a holder that lacks its copy (a rebalance
+ *    not done yet, a lost disk, a damaged copy with store.verify_on_read)
+ *    fetches a good copy from another holder or the previous owner first
+ *    (ol_open, ol_open_sync);
+ *  - the PUT pipeline: the body streamed through two bounded buffers onto
+ *    the I/O pool (ol_stream), an optional codec decoder in front (S3's
+ *    aws-chunked and payload checks), and the commit: the write sealed,
+ *    sent to the other holders, committed only when the write quorum of
+ *    copies is durable (ol_put_commit);
+ *  - delete everywhere (ol_delete) and the conditionals (ol_conditions).
+ *
+ * Invariants:
+ *  1. No API commits an object except through ol_put_commit, so every
+ *     acknowledged write has the bucket's copies (or its write quorum).
+ *  2. No API deletes an object except through ol_delete, which removes
+ *     every copy a target may hold (current and previous holders).
+ *  3. No API reads an object except through ol_open / ol_open_sync, so a
+ *     holder that lacks a copy fetches it instead of answering 404.
+ *  4. A request from outside the cluster is routed on (redirected or
+ *     forwarded) by targets at most OL_MAX_HOPS times; one that would go
+ *     further is answered 508 with a message, never looped.
+ */
+#ifndef AISD_OL_H
+#define AISD_OL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/cmap.h"
+#include "aisd/http.h"
+#include "aisd/store.h"
+
+struct target;
+
+/* The query parameter (redirects) and header (forwards) that count how
+ * many times a target routed a request on (a gateway's first routing is
+ * not counted): a request between two targets whose maps disagree is
+ * refused at its OL_MAX_HOPS-th return. */
+#define OL_HOP_PARAM "ais_hop"
+#define OL_HOP_HDR "Ais-Hops"
+#define OL_MAX_HOPS 2
+
+/* Where an object lives, for one request. */
+typedef struct ol_where {
+	bool cluster;                    /* in a cluster, request from outside it */
+	size_t n;                        /* holders of the object's copies */
+	int self;                        /* this target's rank among them; -1: none */
+	unsigned hops;                   /* times the request was routed so far */
+	char owner[CMAP_URL_MAX + 1];    /* the owner's public URL */
+	char owner_intra[CMAP_URL_MAX + 1]; /* the owner's intra-cluster URL */
+	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
+	uint64_t cmap_version;           /* of the map they come from */
+} ol_where_t;
+
+/* What ol_where decided. */
+enum ol_route {
+	OL_HERE,  /* serve it here (always when standalone or intra-cluster) */
+	OL_DOUBT, /* not here by this map, which may be older than the sender's:
+	             cluster_refresh, then ask again with may_doubt false */
+	OL_OWNER, /* not here: send it to w->owner (redirect) or w->owner_intra
+	             (forward), as hop w->hops + 1 */
+	OL_NONE,  /* no active target in the cluster */
+	OL_LOOP,  /* not here, and routed OL_MAX_HOPS times already */
+};
+
+/* Finds the holders of bck/obj and whether this target serves the request:
+ * writes (write true) on the owner, reads on any holder. */
+enum ol_route ol_where(http_req_t *req, struct target *t, sv_t bck, sv_t obj, bool write, bool may_doubt,
+		       ol_where_t *w);
+/* Answers OL_OWNER/OL_NONE/OL_LOOP for the native API: 307 to the owner
+ * (as hop w->hops + 1), 503, or 508. */
+void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w);
+/* The message for OL_LOOP answers. */
+void ol_loop_msg(const ol_where_t *w, buf_t *out);
+/* Times req was routed between nodes (its hop parameter or header). */
+unsigned ol_hops(http_req_t *req);
+
+/* --- reads ----------------------------------------------------------------------- */
+
+#define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */
+
+/* Called on the loop with an open copy (err 0: fd and *m; the callee owns
+ * fd) or a failure: err ENOENT (no copy anywhere), EBADMSG (damaged, no
+ * good copy, standalone), EIO (no copy could be fetched: msg says why), or
+ * another errno from the store. */
+typedef void (*ol_open_fn)(http_req_t *req, void *arg, int fd, store_meta_t *m, int err, const char *msg);
+/* Opens bck/obj for a read on this target, fetching a good copy first when
+ * the one here is missing or bad (in a cluster, for a request from outside
+ * it). done may run before ol_open returns. req->state is the caller's
+ * again when done runs. */
+void ol_open(http_req_t *req, struct target *t, sv_t bck, sv_t obj, unsigned flags, ol_open_fn done, void *arg);
+/* The same, blocking (the I/O pool). fetch: may fetch from other targets
+ * (false for intra-cluster requests). AIS_OK with *fd and *m, or AIS_ERR
+ * with errno as above. */
+int ol_open_sync(struct target *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg);
+/* Answers a failed open for the native API (404 naming the bucket or the
+ * object, 500 damaged, 502 no good copy, else by errno). */
+void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *msg);
+
+/* 0, 304 or 412: If-Match, then If-Unmodified-Since unless If-Match was
+ * given (412); If-None-Match, then If-Modified-Since unless If-None-Match
+ * was given (304 for reads, 412 for writes). etag quoted; prefix "" or
+ * "x-amz-copy-source-" for the headers' names. */
+int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool read);
+
+/* --- writes ---------------------------------------------------------------------- */
+
+/* One object write (blocking steps, the I/O pool): begin, write..., commit
+ * (sealed, replicated to the other holders, committed under the write
+ * quorum, tar shards indexed, handed to the rebalance when the map moved
+ * meanwhile), free. */
+typedef struct ol_put {
+	struct target *t;
+	sv_t bck, obj;
+	const ol_where_t *w;                  /* NULL: standalone or intra */
+	enum store_cksum want_type;           /* a checksum the client declared */
+	char want_hex[STORE_CKSUM_HEX_MAX];
+	const char *custom;                   /* custom metadata to store */
+	store_writer_t *sw;
+	store_meta_t meta;                    /* after the commit */
+	buf_t msg;                            /* why the copies failed */
+} ol_put_t;
+int ol_put_begin(ol_put_t *p);
+int ol_put_write(ol_put_t *p, const void *b, size_t n);
+/* AIS_OK once committed with its copies; AIS_ERR with errno (EAGAIN: the
+ * write quorum was missed, msg says why; nothing stays visible). */
+int ol_put_commit(ol_put_t *p);
+void ol_put_free(ol_put_t *p);
+
+/* A request body streamed to a sink: the loop fills one of two buffers
+ * while the pool hands the other to the sink, so memory is bounded and a
+ * slow disk stops the socket. The body is read (and 100 Continue sent)
+ * only once the sink began. */
+typedef struct ol_stream ol_stream_t;
+typedef struct ol_stream_ops {
+	int (*begin)(ol_stream_t *s);                          /* pool; AIS_ERR with errno */
+	int (*write)(ol_stream_t *s, const char *b, size_t n); /* pool; AIS_ERR with errno */
+	int (*commit)(ol_stream_t *s);                         /* pool; AIS_ERR with errno */
+	/* loop, optional: body bytes through the API's decoder, which passes
+	 * the payload to ol_stream_emit (never more bytes than came in);
+	 * AIS_ERR after answering */
+	int (*feed)(ol_stream_t *s, const char *p, size_t n);
+	/* loop, optional: the body is whole; AIS_ERR after answering */
+	int (*end)(ol_stream_t *s);
+	void (*reply)(ol_stream_t *s);          /* loop: the answer after the commit */
+	void (*fail)(ol_stream_t *s, int err);  /* loop: answer a failed pool step */
+	void (*cleanup)(ol_stream_t *s);        /* frees the sink (optional) */
+} ol_stream_ops_t;
+struct ol_stream {
+	const ol_stream_ops_t *ops;
+	http_req_t *req; /* set by ol_stream_start */
+	void *arg;      /* the API's own */
+	uint64_t size;  /* payload bytes written */
+	void *priv;     /* ol's */
+};
+/* Starts; req->state becomes s until the answer. bufsz 0: store.put_buffer. */
+void ol_stream_start(http_req_t *req, ol_stream_t *s);
+void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
+
+/* Blocking: deletes bck/obj here and on every other target that may hold a
+ * copy (all = false: here only, for an intra-cluster request). AIS_OK if a
+ * copy was removed somewhere; AIS_ERR with errno (ENOENT: none anywhere). */
+int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * ol.c - the object layer (ol.h) minus the PUT pipeline (olput.c):
+ * placement with the hop guard, open-or-fetch, conditionals and delete
+ * everywhere. Every API of a target reaches objects through these, and
+ * mirror.c holds the blocking copy primitives they use (replicate, fetch,
+ * delete on other targets).
+ *
+ * Guarantees:
+ *  1. Placement is computed by place_object (place.h) from the current map
+ *     and BMD for every API alike: writes are served by the owner, reads
+ *     by any holder; requests between targets (TGT_INTRA) are served where
+ *     they land.
+ *  2. A request is routed at most OL_MAX_HOPS times (invariant 4 of ol.h):
+ *     redirects carry the count in the query (OL_HOP_PARAM), forwards in a
+ *     header (OL_HOP_HDR).
+ *  3. ol_open serves the copy here when it is there and (with OL_VERIFY)
+ *     matches its checksum; else, in a cluster, it fetches a good copy on
+ *     the I/O pool (mirror.c tgt_fetch: other holders, previous holders,
+ *     every other target) and opens that, once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/authz.h"
+#include "aisd/log.h"
+#include "aisd/ol.h"
+#include "aisd/place.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+/* --- placement ----------------------------------------------------------------- */
+
+unsigned ol_hops(http_req_t *req)
+{
+	sv_t v;
+	uint64_t q = 0, h = 0;
+	if (http_query_get(req, OL_HOP_PARAM, &v) && num_parse_u64(v.ptr, v.len, 0, 1000, &q) != AIS_OK)
+		q = OL_MAX_HOPS;
+	v = http_req_header(req, OL_HOP_HDR);
+	if (v.ptr && num_parse_u64(v.ptr, v.len, 0, 1000, &h) != AIS_OK)
+		h = OL_MAX_HOPS;
+	return (unsigned)MAX(q, h);
+}
+
+enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool write, bool may_doubt,
+		       ol_where_t *w)
+{
+	cluster_t *cl = t->base.cl;
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+
+	memset(w, 0, sizeof(*w));
+	if (!cl || http_req_has_header(req, TGT_INTRA))
+		return OL_HERE;
+	w->hops = ol_hops(req);
+	cluster_read_lock(cl, &m, &b);
+	place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, cluster_self(cl)->id, &p);
+	w->cluster = true;
+	w->cmap_version = m ? cmap_version(m) : 0;
+	w->n = p.n;
+	w->self = p.self;
+	if (p.n) {
+		snprintf(w->owner, sizeof(w->owner), "%s", p.node[0]->pub_url);
+		snprintf(w->owner_intra, sizeof(w->owner_intra), "%s", p.node[0]->intra_url);
+		w->urls = arena_alloc(req->arena, p.n * sizeof(*w->urls));
+		for (size_t i = 0; i < p.n; i++)
+			snprintf(w->urls[i], sizeof(w->urls[i]), "%s", p.node[i]->intra_url);
+	}
+	cluster_read_unlock(cl);
+
+	if (write ? w->self == 0 : w->self >= 0)
+		return OL_HERE;
+	if (may_doubt)
+		return OL_DOUBT;
+	if (!w->n)
+		return OL_NONE;
+	return w->hops >= OL_MAX_HOPS ? OL_LOOP : OL_OWNER;
+}
+
+void ol_loop_msg(const ol_where_t *w, buf_t *out)
+{
+	buf_addf(out,
+		 "request routed %u times between nodes that disagree about who holds the object "
+		 "(this target's cluster map is version %llu, owner %s): not routed again; retry once the "
+		 "cluster map has settled",
+		 w->hops, (unsigned long long)w->cmap_version, w->owner);
+}
+
+void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
+{
+	if (r == OL_NONE) {
+		http_resp_error(req, 503, "no active target in the cluster");
+	} else if (r == OL_LOOP) {
+		buf_t msg = BUF_INIT;
+		ol_loop_msg(w, &msg);
+		log_warnx("%.*s %.*s: %s", (int)strlen(http_method_name(req->method)), http_method_name(req->method),
+			  (int)MIN(req->path.len, 256), req->path.ptr, msg.ptr);
+		http_resp_error(req, 508, "%s", msg.ptr);
+		buf_free(&msg);
+	} else {
+		authz_redirect_hop(req, w->owner, w->hops + 1);
+	}
+}
+
+/* --- reads ---------------------------------------------------------------------- */
+
+int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
+{
+	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK)
+		return AIS_OK;
+	if (!fetch || !t->base.cl)
+		return AIS_ERR;
+	if (tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg) != AIS_OK)
+		return AIS_ERR;
+	return store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m);
+}
+
+/* An open that needs the I/O pool: the copy here is missing, unreadable, or
+ * must be checksummed first; a damaged copy is deleted and replaced. */
+struct olo {
+	target_t *t;
+	sv_t bck, obj;
+	bool cluster;
+	int fd;       /* the open copy; -1 none */
+	store_meta_t m;
+	bool verify;  /* check fd first */
+	int err;
+	buf_t msg;
+	void *state;  /* the caller's req->state */
+	ol_open_fn done;
+	void *arg;
+};
+
+static void olo_cleanup(void *arg)
+{
+	struct olo *o = arg;
+	if (o->fd >= 0)
+		close(o->fd);
+	buf_free(&o->msg);
+}
+
+static void olo_work(http_req_t *req)
+{
+	struct olo *o = req->state;
+	if (o->verify) {
+		if (store_verify_fd(o->fd, &o->m) == AIS_OK)
+			return;
+		o->err = errno;
+		close(o->fd);
+		o->fd = -1;
+		log_warnx("%.*s/%.*s: the copy here does not match its checksum (%s): %s", (int)o->bck.len,
+			  o->bck.ptr, (int)MIN(o->obj.len, 200), o->obj.ptr, o->m.cksum,
+			  o->cluster ? "replacing it from another copy" : "damaged");
+		if (!o->cluster)
+			return;
+		store_delete(o->t->store, o->bck.ptr, o->bck.len, o->obj.ptr, o->obj.len);
+	}
+	o->err = 0;
+	if (ol_open_sync(o->t, o->bck, o->obj, true, &o->fd, &o->m, &o->msg) != AIS_OK) {
+		o->fd = -1;
+		o->err = errno == ENOENT || errno == EBADMSG ? errno : EIO;
+	}
+}
+
+static void olo_done(http_req_t *req)
+{
+	struct olo *o = req->state;
+	int fd = o->fd;
+	req->state = o->state;
+	o->fd = -1;
+	o->done(req, o->arg, fd, fd >= 0 ? &o->m : NULL, fd >= 0 ? 0 : o->err, o->msg.ptr ? o->msg.ptr : "");
+}
+
+void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, ol_open_fn done, void *arg)
+{
+	store_meta_t m;
+	int fd;
+	bool cluster = t->base.cl && !http_req_has_header(req, TGT_INTRA);
+	bool verify = (flags & OL_VERIFY) && t->conf->verify_on_read;
+
+	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) == AIS_OK) {
+		if (!verify) {
+			done(req, arg, fd, &m, 0, "");
+			return;
+		}
+	} else if (!cluster) {
+		done(req, arg, -1, NULL, errno ? errno : EIO, "");
+		return;
+	} else {
+		fd = -1;
+	}
+	struct olo *o = arena_zalloc(req->arena, sizeof(*o));
+	o->t = t;
+	o->bck = bck;
+	o->obj = obj;
+	o->cluster = cluster;
+	o->fd = fd;
+	o->verify = fd >= 0;
+	if (fd >= 0)
+		o->m = m;
+	o->state = req->state;
+	o->done = done;
+	o->arg = arg;
+	arena_cleanup_add(req->arena, olo_cleanup, o);
+	req->state = o;
+	http_offload(req, olo_work, olo_done);
+}
+
+void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *msg)
+{
+	if (err == ENOENT)
+		tgt_not_found(req, bck, obj);
+	else if (err == EBADMSG)
+		http_resp_error(req, 500, "object %.*s/%.*s is damaged: its data does not match its checksum",
+				(int)bck.len, bck.ptr, (int)MIN(obj.len, 512), obj.ptr);
+	else if (err == EIO && msg && *msg)
+		http_resp_error(req, 502, "object %.*s/%.*s: no good copy could be fetched: %s", (int)bck.len,
+				bck.ptr, (int)MIN(obj.len, 512), obj.ptr, msg);
+	else
+		tgt_resp_errno(req, err, "object");
+}
+
+/* --- conditionals ---------------------------------------------------------------- */
+
+static sv_t unquote(sv_t s)
+{
+	if (sv_startswith(s, "W/"))
+		s.ptr += 2, s.len -= 2;
+	if (s.len >= 2 && s.ptr[0] == '"' && s.ptr[s.len - 1] == '"')
+		s.ptr++, s.len -= 2;
+	return s;
+}
+
+/* Is etag in the comma-separated list h ("*" matches any)? */
+static bool etag_in(sv_t h, const char *etag)
+{
+	sv_t e = unquote(sv_from(etag));
+	const char *p = h.ptr, *end = h.ptr + h.len;
+	while (p < end) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		const char *stop = c ? c : end;
+		sv_t it = unquote(sv_trim((sv_t){p, (size_t)(stop - p)}));
+		if (sv_eqstr(it, "*") || sv_eq(it, e))
+			return true;
+		p = stop + 1;
+	}
+	return false;
+}
+
+int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool read)
+{
+	char n[64];
+	int64_t t;
+	int64_t s = mtime_ns / 1000000000LL;
+	snprintf(n, sizeof(n), "%sIf-Match", prefix);
+	sv_t im = http_req_header(req, n);
+	snprintf(n, sizeof(n), "%sIf-None-Match", prefix);
+	sv_t inm = http_req_header(req, n);
+	snprintf(n, sizeof(n), "%sIf-Modified-Since", prefix);
+	sv_t ims = http_req_header(req, n);
+	snprintf(n, sizeof(n), "%sIf-Unmodified-Since", prefix);
+	sv_t ius = http_req_header(req, n);
+
+	if (im.ptr) {
+		if (!etag_in(im, etag))
+			return 412;
+	} else if (ius.ptr && time_parse_http_date(ius.ptr, ius.len, &t) == AIS_OK && s > t / 1000000000LL) {
+		return 412;
+	}
+	if (inm.ptr) {
+		if (etag_in(inm, etag))
+			return read ? 304 : 412;
+	} else if (read && ims.ptr && time_parse_http_date(ims.ptr, ims.len, &t) == AIS_OK &&
+		   s <= t / 1000000000LL && t <= time_now_ns()) {
+		return 304; /* (a date in the future is ignored, RFC 9110) */
+	}
+	return 0;
+}
+
+/* --- delete ---------------------------------------------------------------------- */
+
+int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
+{
+	int err = 0;
+	if (store_delete(t->store, bck.ptr, bck.len, obj.ptr, obj.len) != AIS_OK)
+		err = errno ? errno : EIO;
+	if (all && t->base.cl && (!err || err == ENOENT) &&
+	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0)
+		err = 0; /* other copies were there */
+	if (err) {
+		errno = err;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}

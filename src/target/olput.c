@@ -1,0 +1,256 @@
+/*
+ * olput.c - the object layer's PUT pipeline (ol.h): the request body
+ * streamed to a sink through two bounded buffers (ol_stream), and the
+ * object write that every API commits through (ol_put_*).
+ *
+ * Guarantees:
+ *  1. Memory per upload is two buffers of store.put_buffer bytes (less for
+ *     a smaller declared body): the loop fills one while a pool thread
+ *     hands the other to the sink; when both are busy on_room says 0 and
+ *     the socket is not read (TCP backpressure).
+ *  2. The body is read (and 100 Continue sent) only once the sink's begin
+ *     succeeded, so a refusal (no bucket, no space) comes before the
+ *     client sends the body.
+ *  3. The sink commits only after the API's decoder accepted the whole
+ *     body (end), and the client hears success only after the commit.
+ *  4. ol_put_commit is the one commit of an object: in a cluster with
+ *     copies the write is sealed (checksummed, fsynced, not visible), sent
+ *     to the other holders (each verifies the checksum), and committed
+ *     only when the write quorum is durable; else the copies that landed
+ *     are deleted and nothing of the write stays visible (mirror.c rule 2).
+ *     Then a tar shard is indexed, and an object committed under a map
+ *     older than the one installed meanwhile is handed to the rebalance.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/ol.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+/* --- the object write ---------------------------------------------------------- */
+
+int ol_put_begin(ol_put_t *p)
+{
+	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK)
+		return AIS_ERR;
+	return store_writer_also(p->sw, p->want_type);
+}
+
+int ol_put_write(ol_put_t *p, const void *b, size_t n) { return store_writer_write(p->sw, b, n); }
+
+/* Builds and saves the tar index of a just-written shard. Best effort: a
+ * shard that is not a valid tar is still a fine object. */
+static void index_tar(ol_put_t *p)
+{
+	store_tar_index_t *idx;
+	store_meta_t m;
+	buf_t msg = BUF_INIT;
+	int fd;
+
+	if (store_open_obj(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &fd, &m) != AIS_OK)
+		return; /* deleted or replaced already */
+	if (store_tar_index(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &m, fd, &idx, &msg) ==
+	    AIS_OK)
+		store_tar_index_free(idx);
+	else
+		log_info("PUT %.*s/%.*s: not indexed as a tar: %s", (int)p->bck.len, p->bck.ptr,
+			 (int)MIN(p->obj.len, 256), p->obj.ptr, msg.ptr ? msg.ptr : strerror(errno));
+	close(fd);
+	buf_free(&msg);
+}
+
+int ol_put_commit(ol_put_t *p)
+{
+	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
+	bool copies = p->w && p->w->cluster && p->w->n > 1;
+	if (copies && tgt_replicate(p->t, p->sw, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->w,
+				    p->want_type, want, p->custom, &p->msg) != AIS_OK)
+		return AIS_ERR;
+	if (store_writer_commit(p->sw, p->want_type, want, p->custom, &p->meta) != AIS_OK) {
+		int e = errno;
+		if (copies)
+			tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		errno = e;
+		return AIS_ERR;
+	}
+	if (p->obj.len > 4 && !memcmp(p->obj.ptr + p->obj.len - 4, ".tar", 4))
+		index_tar(p);
+	if (p->w)
+		tgt_placed_check(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	return AIS_OK;
+}
+
+void ol_put_free(ol_put_t *p)
+{
+	store_writer_free(p->sw);
+	p->sw = NULL;
+	buf_free(&p->msg);
+}
+
+/* --- the streamed body ----------------------------------------------------------- */
+
+struct pipe {
+	buf_t buf[2];
+	int cur;      /* the buffer the loop fills */
+	int wbuf;     /* the buffer the pool writes */
+	size_t bufsz;
+	bool busy;    /* a pool task is in flight */
+	bool ended;   /* the body is whole and accepted */
+	bool opened;  /* the sink began: the body is wanted */
+	bool committing, failed;
+	int err;      /* errno of the failed pool step */
+};
+
+static void pipe_cleanup(void *arg)
+{
+	ol_stream_t *s = arg;
+	struct pipe *q = s->priv;
+	if (s->ops->cleanup)
+		s->ops->cleanup(s);
+	buf_free(&q->buf[0]);
+	buf_free(&q->buf[1]);
+}
+
+static void step(http_req_t *req);
+
+static void begin_work(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (s->ops->begin(s) != AIS_OK)
+		q->err = errno ? errno : EIO;
+}
+
+static void write_work(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	buf_t *b = &q->buf[q->wbuf];
+	if (s->ops->write(s, b->ptr, b->len) != AIS_OK)
+		q->err = errno ? errno : EIO;
+	s->size += b->len;
+	b->len = 0;
+}
+
+static void commit_work(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (s->ops->commit(s) != AIS_OK)
+		q->err = errno ? errno : EIO;
+}
+
+static void io_done(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	q->busy = false;
+	if (q->err) {
+		q->failed = true;
+		s->ops->fail(s, q->err);
+		return;
+	}
+	q->opened = true;
+	if (q->committing) {
+		s->ops->reply(s);
+		return;
+	}
+	step(req);
+	http_req_resume(req);
+}
+
+/* Starts the next pool task if one is due: a full buffer (or the last
+ * piece) to write, or the commit once everything is written. */
+static void step(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (q->busy || q->failed || !q->opened)
+		return;
+	buf_t *b = &q->buf[q->cur];
+	if (b->len == q->bufsz || (q->ended && b->len > 0)) {
+		q->wbuf = q->cur;
+		q->cur ^= 1;
+		q->busy = true;
+		http_offload(req, write_work, io_done);
+	} else if (q->ended) {
+		q->busy = true;
+		q->committing = true;
+		http_offload(req, commit_work, io_done);
+	}
+}
+
+void ol_stream_emit(ol_stream_t *s, const char *p, size_t n)
+{
+	struct pipe *q = s->priv;
+	buf_add(&q->buf[q->cur], p, n);
+}
+
+static int on_body(http_req_t *req, const char *data, size_t n)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (q->failed)
+		return AIS_ERR;
+	if (s->ops->feed) {
+		if (s->ops->feed(s, data, n) != AIS_OK) {
+			q->failed = true;
+			return AIS_ERR;
+		}
+	} else {
+		ol_stream_emit(s, data, n);
+	}
+	step(req);
+	return AIS_OK;
+}
+
+static size_t on_room(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	buf_t *b = &q->buf[q->cur];
+	if (!q->opened)
+		return 0; /* rule 2 */
+	return b->len < q->bufsz ? q->bufsz - b->len : 0;
+}
+
+static void on_end(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (q->failed || q->ended)
+		return;
+	if (s->ops->end && s->ops->end(s) != AIS_OK) {
+		q->failed = true;
+		return;
+	}
+	q->ended = true;
+	step(req);
+}
+
+void ol_stream_start(http_req_t *req, ol_stream_t *s)
+{
+	const target_t *t = req->ctx;
+	struct pipe *q = arena_zalloc(req->arena, sizeof(*q));
+
+	s->priv = q;
+	s->req = req;
+	req->state = s;
+	arena_cleanup_add(req->arena, pipe_cleanup, s);
+	q->bufsz = t->conf->put_buffer;
+	if (req->content_length >= 0 && (uint64_t)req->content_length < q->bufsz)
+		q->bufsz = req->content_length > 0 ? (size_t)req->content_length : 1;
+	req->on_body = on_body;
+	req->on_room = on_room;
+	req->on_body_end = on_end;
+	q->busy = true;
+	http_offload(req, begin_work, io_done);
+	if (!req->has_body)
+		on_end(req); /* no body at all: checked now, committed after begin */
+}
