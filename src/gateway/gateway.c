@@ -19,6 +19,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/moss.h"
 #include "aisd/status.h"
@@ -51,22 +52,18 @@ static int gw_objects(http_req_t *req)
 		http_resp_error(req, 503, "the gateway is starting");
 		return AIS_OK;
 	}
-	buf_t uname = BUF_INIT;
-	buf_addsv(&uname, bck);
-	buf_addch(&uname, '/');
-	buf_addsv(&uname, obj);
 	cluster_read_lock(cl, &m, &b);
 	if (!b || !bmd_get(b, bck.ptr, bck.len)) {
 		status = 404;
 	} else {
-		const cmap_node_t *owner = m ? cmap_owner(m, uname.ptr, uname.len) : NULL;
-		if (owner)
-			snprintf(url, sizeof(url), "%s", owner->pub_url);
+		place_t p;
+		place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, NULL, &p);
+		if (p.n)
+			snprintf(url, sizeof(url), "%s", p.node[0]->pub_url);
 		else
 			status = 503;
 	}
 	cluster_read_unlock(cl);
-	buf_free(&uname);
 	if (status == 404)
 		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
 	else if (status == 503)
