@@ -115,9 +115,14 @@ int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_met
 		return AIS_OK;
 	if (!fetch || !t->base.cl)
 		return AIS_ERR;
-	if (tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg) != AIS_OK)
-		return AIS_ERR;
-	return store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m);
+	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
+	/* open again even when the fetch found nothing: a rebalance may have
+	 * delivered the copy here meanwhile, and its sender dropped its own */
+	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK)
+		return AIS_OK;
+	if (rc != AIS_OK)
+		errno = e;
+	return AIS_ERR;
 }
 
 /* An open that needs the I/O pool: the copy here is missing, unreadable, or
