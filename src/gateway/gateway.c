@@ -311,11 +311,20 @@ static void list_work(http_req_t *req)
 
 	cluster_call_all(calls, n);
 	json_t **pages = xcalloc(n + 1, sizeof(*pages));
+	size_t missing = 0;
 	for (size_t i = 0; i < n; i++) {
 		pages[i] = json_array();
-		if (!o->err)
+		/* a target that does not know the bucket yet (it joined a moment
+		 * ago, its BMD is on its way) holds none of its objects */
+		if (calls[i].status == 404)
+			missing++;
+		else if (!o->err)
 			list_take(o, &calls[i], pages[i], &more);
 		buf_free(&calls[i].resp);
+	}
+	if (!o->err && n && missing == n) {
+		o->err = ENOENT;
+		buf_addf(&o->msg, "bucket \"%s\" does not exist", o->name);
 	}
 	free(calls);
 	buf_free(&body);

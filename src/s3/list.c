@@ -184,13 +184,22 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 	cluster_read_unlock(cl);
 
 	cluster_call_all(calls, nt);
+	size_t missing = 0;
 	for (size_t i = 0; i < nt; i++) {
-		if (rc == AIS_OK && page_take(&calls[i], bases[i], i, out, more, err) != AIS_OK) {
+		/* a target that does not know the bucket yet (it joined a moment
+		 * ago, its BMD is on its way) holds none of its objects */
+		if (calls[i].status == 404)
+			missing++;
+		else if (rc == AIS_OK && page_take(&calls[i], bases[i], i, out, more, err) != AIS_OK) {
 			rc = AIS_ERR;
 			e = errno;
 		}
 		buf_free(&calls[i].resp);
 		buf_free(&urls[i]);
+	}
+	if (rc == AIS_OK && nt && missing == nt) {
+		rc = AIS_ERR;
+		e = ENOENT;
 	}
 	free(calls);
 	free(urls);

@@ -23,17 +23,20 @@
 #include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
+#include "aisd/xp.h"
 #include "s3api.h"
 #include "aisd/banned.h"
 
 #define PX_BUF (1u << 20)
 #define PX_PIECE (256u << 10)
+#define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
 #define PX_TIMEOUT_MS (24ull * 3600 * 1000) /* stalls are cut by the client side's timeouts */
 
 struct px {
 	s3_rq_t *r;
-	httpc_req_t *hr;
+	httpc_req_t *hr;  /* over https: libcurl */
+	xp_req_t *xr;     /* over plain http: the node-to-node transport */
 	const char **hdrs;
 	buf_t up, down;
 	size_t up_off, down_off;
@@ -41,6 +44,9 @@ struct px {
 	bool client_paused;   /* on_room said 0 */
 	bool down_wait;       /* httpc paused: our buffer was full */
 	bool head_sent, done, failed;
+	int status;       /* the target's answer (xp) */
+	char *rhdrs;
+	size_t rhdrs_len;
 };
 
 static bool hop_by_hop(sv_t n)
@@ -60,6 +66,9 @@ static void px_cleanup(void *arg)
 	if (x->hr)
 		httpc_cancel(x->hr);
 	x->hr = NULL;
+	if (x->xr)
+		xp_cancel(x->xr);
+	x->xr = NULL;
 	buf_free(&x->up);
 	buf_free(&x->down);
 }
@@ -71,6 +80,13 @@ static void httpc_release(void *c) { httpc_free(c); }
  * cancel their requests). */
 static __thread httpc_t *tl_client;
 static __thread struct event_base *tl_base;
+
+static __thread bool worker_pool_set;
+static void pool_release(void *base)
+{
+	xp_pool_free(base);
+	worker_pool_set = false;
+}
 
 static httpc_t *worker_client(http_req_t *req)
 {
@@ -89,6 +105,10 @@ static httpc_t *worker_client(http_req_t *req)
 static int up_body(http_req_t *req, const char *p, size_t n)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
+	if (x->xr) {
+		xp_send(x->xr, p, n); /* straight into the transport's buffer */
+		return AIS_OK;
+	}
 	buf_add(&x->up, p, n);
 	if (x->up_wait && x->hr) {
 		x->up_wait = false;
@@ -100,7 +120,7 @@ static int up_body(http_req_t *req, const char *p, size_t n)
 static size_t up_room(http_req_t *req)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
-	size_t have = x->up.len - x->up_off;
+	size_t have = x->xr ? xp_pending(x->xr) : x->up.len - x->up_off;
 	if (have >= PX_BUF) {
 		x->client_paused = true;
 		return 0;
@@ -112,6 +132,8 @@ static void up_end(http_req_t *req)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	x->up_end = true;
+	if (x->xr)
+		xp_end(x->xr);
 	if (x->up_wait && x->hr) {
 		x->up_wait = false;
 		httpc_resume(x->hr);
@@ -157,14 +179,27 @@ static int px_fill(http_req_t *req, buf_t *out)
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->down.len - x->down_off;
 	if (have) {
-		size_t k = MIN(have, PX_PIECE);
-		buf_add(out, x->down.ptr + x->down_off, k);
-		x->down_off += k;
-		if (x->down_off == x->down.len)
-			x->down.len = x->down_off = 0;
-		if (x->down_wait && x->hr) {
+		if (!x->down_off && !out->len && have >= PX_REF) {
+			/* the whole buffer becomes the piece (sent from it, not
+			 * copied), and the piece's old buffer receives next */
+			buf_t tmp = *out;
+			*out = x->down;
+			x->down = tmp;
+			x->down.len = 0;
+			buf_grow(&x->down, PX_BUF); /* (no reallocs while it fills again) */
+		} else {
+			size_t k = MIN(have, PX_PIECE);
+			buf_add(out, x->down.ptr + x->down_off, k);
+			x->down_off += k;
+			if (x->down_off == x->down.len)
+				x->down.len = x->down_off = 0;
+		}
+		if (x->down_wait) {
 			x->down_wait = false;
-			httpc_resume(x->hr);
+			if (x->hr)
+				httpc_resume(x->hr);
+			if (x->xr)
+				xp_resume(x->xr);
 		}
 		return AIS_OK;
 	}
@@ -174,19 +209,18 @@ static int px_fill(http_req_t *req, buf_t *out)
 }
 
 /* Relays the target's status and headers, then the body (if any). */
-static void send_head(struct px *x, httpc_req_t *hr, bool ended)
+static void send_head(struct px *x, int status, sv_t all, bool ended)
 {
 	http_req_t *req = x->r->http;
-	sv_t all = httpc_resp_headers(hr);
 	int64_t clen = -1;
 	uint64_t v;
 
 	x->head_sent = true;
-	if (x->up_wait && !x->up_end) {
+	if (x->up_wait && !x->up_end && x->hr) {
 		x->up_wait = false;
-		httpc_resume(hr); /* px_read ends the upload */
+		httpc_resume(x->hr); /* px_read ends the upload */
 	}
-	http_resp_status(req, httpc_status(hr));
+	http_resp_status(req, status);
 	for (sv_t n, val; httpc_header_next(&all, &n, &val);) {
 		if (sv_eqcase(n, SV("Content-Length"))) {
 			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
@@ -212,6 +246,69 @@ static void send_head(struct px *x, httpc_req_t *hr, bool ended)
 		http_resp_send_stream(req, px_fill);
 }
 
+/* --- over the node-to-node transport (plain http) ---------------------------------- */
+
+static void xp_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
+{
+	struct px *x = arg;
+	x->status = status;
+	x->rhdrs = arena_strndup(x->r->http->arena, hdrs.ptr, hdrs.len);
+	x->rhdrs_len = hdrs.len;
+	/* the client's upload stops here if the target answered before the end */
+	(void)r, (void)clen;
+}
+
+static void xp_data(xp_req_t *r, void *arg, const char *p, size_t n)
+{
+	struct px *x = arg;
+	buf_add(&x->down, p, n);
+	if (x->down.len - x->down_off >= PX_BUF) {
+		x->down_wait = true;
+		xp_pause(r);
+	}
+	/* a small answer waits for its end (xp_fin sends it in one write);
+	 * a bigger one starts streaming */
+	if (!x->head_sent && (x->down.len - x->down_off >= PX_SMALL || (x->r->http->has_body && !x->up_end)))
+		send_head(x, x->status, (sv_t){x->rhdrs, x->rhdrs_len}, false);
+	else if (x->head_sent)
+		http_resp_stream_wake(x->r->http);
+}
+
+static void xp_drain(xp_req_t *r, void *arg)
+{
+	struct px *x = arg;
+	(void)r;
+	if (x->client_paused) {
+		x->client_paused = false;
+		http_req_resume(x->r->http);
+	}
+}
+
+static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
+{
+	struct px *x = arg;
+	s3_rq_t *rq = x->r;
+	(void)r;
+	x->xr = NULL; /* freed when this returns */
+	if (err && !x->head_sent)
+		log_warnx("S3 proxy: %s", msg);
+	if (!x->head_sent) {
+		if (!err) {
+			x->done = true;
+			send_head(x, x->status, (sv_t){x->rhdrs ? x->rhdrs : "", x->rhdrs_len}, true);
+		} else {
+			s3_error(rq, err == ECONNREFUSED || err == EHOSTUNREACH ? "ServiceUnavailable" : "InternalError",
+				 "the owner target did not answer: %s", msg);
+		}
+		return;
+	}
+	/* the answer may complete inside the call below, and the request's
+	 * arena (x with it) be reset: nothing touches x after it */
+	x->done = true;
+	x->failed = err != 0;
+	http_resp_stream_wake(rq->http);
+}
+
 static int px_write(httpc_req_t *hr, void *arg, const char *p, size_t n)
 {
 	struct px *x = arg;
@@ -223,7 +320,7 @@ static int px_write(httpc_req_t *hr, void *arg, const char *p, size_t n)
 	/* a small answer waits for its end (px_done sends it in one write);
 	 * a bigger one starts streaming */
 	if (!x->head_sent && (x->down.len - x->down_off >= PX_SMALL || (x->r->http->has_body && !x->up_end)))
-		send_head(x, hr, false); /* (an early answer to an upload: px_read ends it) */
+		send_head(x, httpc_status(hr), httpc_resp_headers(hr), false); /* (an early answer to an upload: px_read ends it) */
 	else if (x->head_sent)
 		http_resp_stream_wake(x->r->http);
 	return AIS_OK;
@@ -243,7 +340,7 @@ static void px_done(httpc_req_t *hr, void *arg)
 	if (!x->head_sent) {
 		if (ok) {
 			x->done = true;
-			send_head(x, hr, true);
+			send_head(x, httpc_status(hr), httpc_resp_headers(hr), true);
 		} else {
 			s3_error(r, httpc_errkind(hr) == HTTPC_E_CONNECT ? "ServiceUnavailable" : "InternalError",
 				 "the owner target did not answer: %s", httpc_error(hr));
@@ -273,6 +370,34 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 		x->hdrs[nh++] = arena_printf(req->arena, "%.*s: %.*s", (int)req->hdrs[i].name.len,
 					     req->hdrs[i].name.ptr, (int)req->hdrs[i].value.len,
 					     req->hdrs[i].value.ptr);
+	}
+	if (xp_supports(url_base)) {
+		xp_spec_t xs = {
+			.base = url_base,
+			.method = http_method_name(req->method),
+			.target = req->target,
+			.headers = x->hdrs,
+			/* an empty body keeps its Content-Length: 0 (a signed header) */
+			.body_len = req->has_body ? (req->content_length >= 0 ? req->content_length : -2)
+				    : http_req_has_header(req, "Content-Length") ? 0 : -1,
+			.on_head = xp_head,
+			.on_body = xp_data,
+			.on_drain = xp_drain,
+			.on_done = xp_fin,
+			.arg = x,
+		};
+		if (req->has_body) {
+			req->on_body = up_body;
+			req->on_room = up_room;
+			req->on_body_end = up_end;
+		}
+		arena_cleanup_add(req->arena, px_cleanup, x);
+		if (!worker_pool_set) {
+			worker_pool_set = true;
+			http_worker_atexit(req, pool_release, http_req_base(req));
+		}
+		x->xr = xp_start(http_req_base(req), &xs);
+		return AIS_OK;
 	}
 	buf_addf(&url, "%s%.*s", url_base, (int)req->path.len, req->path.ptr);
 	if (req->query.len)

@@ -1,0 +1,75 @@
+/*
+ * xp.h - the node-to-node byte transport: HTTP/1.1 requests to other nodes
+ * driven on the calling worker's own event loop, without libcurl.
+ *
+ * Each worker thread has one pool (xp_pool_of) of keep-alive connections
+ * per peer (host:port). A request's head goes out in one write with the
+ * first body bytes; the answer's head and body are read by http-parser
+ * (the parser the server uses), and body bytes are handed to the caller
+ * straight from the socket's read buffer.
+ *
+ * Contract:
+ *  1. xp_start returns a request whose callbacks all run on the loop:
+ *     on_head once (status, the head's header lines, Content-Length or -1),
+ *     on_body for each piece of the (de-chunked) body, then on_done
+ *     exactly once (err 0: the whole answer arrived; else an errno and a
+ *     message naming the peer), unless xp_cancel came first.
+ *  2. Backpressure: the caller stops the answer with xp_pause (no more
+ *     socket reads; bytes already read are still delivered) and restarts
+ *     it with xp_resume. The request body is appended with xp_send (any
+ *     pieces; xp_pending says how much is not written yet) and ended with
+ *     xp_end; on_drain runs when the pending bytes are written.
+ *  3. A connection goes back to the pool only after a whole answer with
+ *     keep-alive; an idle connection the peer closed is detected before
+ *     reuse (never a request lost on a stale socket). A request without a
+ *     body that fails before any answer byte on a reused connection is
+ *     retried once on a new one.
+ *  4. Timeouts: connect within 3 s; then no more than timeout_ms without
+ *     progress (0: none: the caller's side bounds it).
+ *  5. Plain TCP only: https peers are the caller's to route elsewhere
+ *     (xp_supports).
+ */
+#ifndef AISD_XP_H
+#define AISD_XP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+
+struct event_base;
+typedef struct xp_req xp_req_t;
+
+typedef struct xp_spec {
+	const char *base;           /* "http://HOST:PORT" */
+	const char *method;
+	sv_t target;                /* path and query, as sent */
+	const char *const *headers; /* "Name: value" lines, NULL-terminated; copied */
+	int64_t body_len;           /* -1: no body; -2: chunked (unknown length); else Content-Length */
+	uint64_t timeout_ms;        /* without progress; 0: none */
+	void (*on_head)(xp_req_t *r, void *arg, int status, sv_t headers, int64_t clen);
+	void (*on_body)(xp_req_t *r, void *arg, const char *p, size_t n);
+	void (*on_drain)(xp_req_t *r, void *arg); /* optional */
+	void (*on_done)(xp_req_t *r, void *arg, int err, const char *msg);
+	void *arg;
+} xp_spec_t;
+
+/* Can the transport reach base (plain http)? */
+bool xp_supports(const char *base);
+/* Starts s on base's loop. Never NULL; a bad URL or a failed connect
+ * completes through on_done from the loop, never inside xp_start. */
+xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s);
+void xp_send(xp_req_t *r, const char *p, size_t n);
+void xp_end(xp_req_t *r);
+size_t xp_pending(const xp_req_t *r);
+void xp_pause(xp_req_t *r);
+void xp_resume(xp_req_t *r);
+/* Stops r (its connection is closed) and frees it; on_done never runs. Not
+ * from inside r's on_done. */
+void xp_cancel(xp_req_t *r);
+/* Closes the idle connections of this thread's pool on base (at a
+ * worker's exit). */
+void xp_pool_free(struct event_base *base);
+
+#endif

@@ -1,0 +1,617 @@
+/*
+ * xp.c - the node-to-node byte transport (xp.h): HTTP/1.1 over plain TCP on
+ * the worker's event loop, with a keep-alive pool per worker thread and the
+ * server's parser (http-parser) for the answers.
+ *
+ * A request is one state machine on its socket: connect (non-blocking),
+ * write what is pending (head, then body pieces as the caller adds them),
+ * read and parse the answer while the caller is not paused, then hand the
+ * connection back to the pool (keep-alive, the whole body sent and read)
+ * or close it. Every callback runs from the request's event handlers; a
+ * callback may cancel the request (r->cb counts the nesting, r->dead
+ * makes the handler stop and free it once the outermost callback is
+ * back), so nothing touches freed memory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/xp.h"
+#include "aisd/banned.h"
+
+#define XP_KEY_MAX 256
+#define XP_IDLE_MAX 64           /* idle connections kept per worker */
+#define XP_READ (256u << 10)     /* bytes per socket read */
+#define XP_CONNECT_MS 3000
+
+struct xconn {
+	int fd;
+	char key[XP_KEY_MAX]; /* host:port */
+	struct xconn *next;
+};
+
+struct xpool {
+	struct event_base *base;
+	struct xconn *idle;
+	size_t nidle;
+	char *rbuf; /* XP_READ bytes: every read of this worker (callbacks take the bytes at once) */
+};
+
+static __thread struct xpool *tl_pool;
+
+struct xp_req {
+	struct event_base *base;
+	struct xpool *pool;
+	xp_spec_t s;
+	char key[XP_KEY_MAX];
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	int fd;
+	bool reused, connecting, retried;
+	struct event *rd, *wr, *tmo, *kick;
+	buf_t head;     /* the request head, kept for a retry */
+	buf_t out;      /* bytes to write */
+	size_t out_off;
+	int64_t body_len;
+	bool body_end, body_sent;
+	buf_t in;
+	http_parser hp;
+	http_parser_settings hs;
+	buf_t hdrs;     /* the answer's header lines */
+	bool last_value; /* header parse: the last piece was a value */
+	bool any_byte, head_done, msg_done;
+	int status;
+	bool paused;
+	int cb;         /* callback nesting */
+	bool dead;      /* cancelled (or done) inside a callback: free on return */
+	bool finished;  /* on_done ran */
+};
+
+/* --- the pool -------------------------------------------------------------------- */
+
+static struct xpool *pool_of(struct event_base *base)
+{
+	if (!tl_pool || tl_pool->base != base) {
+		if (tl_pool)
+			xp_pool_free(tl_pool->base);
+		tl_pool = xcalloc(1, sizeof(*tl_pool));
+		tl_pool->base = base;
+		tl_pool->rbuf = xmalloc(XP_READ);
+	}
+	return tl_pool;
+}
+
+void xp_pool_free(struct event_base *base)
+{
+	struct xpool *p = tl_pool;
+	if (!p || p->base != base)
+		return;
+	for (struct xconn *c = p->idle, *n; c; c = n) {
+		n = c->next;
+		close(c->fd);
+		free(c);
+	}
+	free(p->rbuf);
+	free(p);
+	tl_pool = NULL;
+}
+
+/* An idle connection the peer has not closed (no byte and no EOF waiting). */
+static int pool_take(struct xpool *p, const char *key)
+{
+	for (struct xconn **pp = &p->idle, *c; (c = *pp);) {
+		if (strcmp(c->key, key)) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		p->nidle--;
+		char b;
+		ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		int fd = c->fd;
+		free(c);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return fd;
+		close(fd); /* closed by the peer, or a stray byte: not reusable */
+	}
+	return -1;
+}
+
+static void pool_put(struct xpool *p, const char *key, int fd)
+{
+	if (p->nidle >= XP_IDLE_MAX) { /* drop the oldest (the list's tail) */
+		struct xconn **pp = &p->idle;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		close((*pp)->fd);
+		free(*pp);
+		*pp = NULL;
+		p->nidle--;
+	}
+	struct xconn *c = xcalloc(1, sizeof(*c));
+	c->fd = fd;
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->next = p->idle;
+	p->idle = c;
+	p->nidle++;
+}
+
+/* --- the request ------------------------------------------------------------------ */
+
+bool xp_supports(const char *base) { return base && !strncmp(base, "http://", 7); }
+
+static void req_free(xp_req_t *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->rd)
+		event_free(r->rd);
+	if (r->wr)
+		event_free(r->wr);
+	if (r->tmo)
+		event_free(r->tmo);
+	if (r->kick)
+		event_free(r->kick);
+	buf_free(&r->head);
+	buf_free(&r->out);
+	buf_free(&r->in);
+	buf_free(&r->hdrs);
+	free(r);
+}
+
+/* Ends r: on_done (once), then r is freed (now, or when the callback that
+ * is running returns). */
+static void finish(xp_req_t *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void finish(xp_req_t *r, int err, const char *fmt, ...)
+{
+	char msg[512] = "";
+	if (r->finished || r->dead)
+		return;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = snprintf(msg, sizeof(msg), "%s %s%.*s: ", r->s.method, r->s.base,
+				 (int)MIN(r->s.target.len, 200), r->s.target.ptr);
+		if (n > 0 && (size_t)n < sizeof(msg))
+			vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	r->finished = true;
+	if (r->rd)
+		event_del(r->rd);
+	if (r->wr)
+		event_del(r->wr);
+	event_del(r->tmo);
+	if (!err && r->fd >= 0 && r->body_sent && http_should_keep_alive(&r->hp)) {
+		pool_put(r->pool, r->key, r->fd);
+		r->fd = -1;
+	}
+	r->cb++;
+	r->s.on_done(r, r->s.arg, err, msg);
+	r->cb--;
+	if (r->cb)
+		r->dead = true;
+	else
+		req_free(r);
+}
+
+/* Runs after a user callback: false when r must not be touched any more. */
+static bool alive(xp_req_t *r)
+{
+	if (!r->dead)
+		return true;
+	if (!r->cb)
+		req_free(r);
+	return false;
+}
+
+static void arm_timeout(xp_req_t *r)
+{
+	uint64_t ms = r->connecting ? XP_CONNECT_MS : r->s.timeout_ms;
+	if (!ms) {
+		event_del(r->tmo);
+		return;
+	}
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+	event_add(r->tmo, &tv);
+}
+
+static void want_write(xp_req_t *r)
+{
+	if (r->fd >= 0 && !r->finished)
+		event_add(r->wr, NULL);
+}
+
+static void want_read(xp_req_t *r)
+{
+	if (r->fd >= 0 && !r->finished && !r->paused)
+		event_add(r->rd, NULL);
+}
+
+/* --- the answer -------------------------------------------------------------------- */
+
+static xp_req_t *of(http_parser *hp) { return hp->data; }
+
+static int h_field(http_parser *hp, const char *at, size_t n)
+{
+	xp_req_t *r = of(hp);
+	if (r->last_value)
+		buf_addstr(&r->hdrs, "\r\n");
+	r->last_value = false;
+	buf_add(&r->hdrs, at, n);
+	return 0;
+}
+
+static int h_value(http_parser *hp, const char *at, size_t n)
+{
+	xp_req_t *r = of(hp);
+	if (!r->last_value)
+		buf_addstr(&r->hdrs, ": ");
+	r->last_value = true;
+	buf_add(&r->hdrs, at, n);
+	return 0;
+}
+
+static int h_headers_done(http_parser *hp)
+{
+	xp_req_t *r = of(hp);
+	if (r->last_value)
+		buf_addstr(&r->hdrs, "\r\n");
+	r->head_done = true;
+	r->status = (int)hp->status_code;
+	int64_t clen = (hp->flags & F_CHUNKED) || hp->content_length == ULLONG_MAX ? -1 : (int64_t)hp->content_length;
+	r->cb++;
+	r->s.on_head(r, r->s.arg, r->status, (sv_t){r->hdrs.ptr ? r->hdrs.ptr : "", r->hdrs.len}, clen);
+	r->cb--;
+	if (r->dead)
+		return -1;
+	return !strcmp(r->s.method, "HEAD") ? 1 : 0; /* 1: no body follows */
+}
+
+static int h_body(http_parser *hp, const char *at, size_t n)
+{
+	xp_req_t *r = of(hp);
+	r->cb++;
+	r->s.on_body(r, r->s.arg, at, n);
+	r->cb--;
+	return r->dead ? -1 : 0;
+}
+
+static int h_complete(http_parser *hp)
+{
+	of(hp)->msg_done = true;
+	http_parser_pause(hp, 1); /* nothing after it is ours */
+	return 0;
+}
+
+/* Feeds n bytes (0: the peer's EOF) to the parser. false: r is gone or ended. */
+static bool parse(xp_req_t *r, const char *p, size_t n)
+{
+	r->cb++;
+	http_parser_execute(&r->hp, &r->hs, p, n);
+	r->cb--;
+	if (!alive(r))
+		return false;
+	enum http_errno e = HTTP_PARSER_ERRNO(&r->hp);
+	if (r->msg_done) { /* (an answer before the whole body went: not pooled) */
+		finish(r, 0, NULL);
+		return false;
+	}
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		finish(r, EPROTO, "bad answer from the peer: %s", http_errno_description(e));
+		return false;
+	}
+	return true;
+}
+
+static bool retry(xp_req_t *r);
+
+static void on_read(xp_req_t *r)
+{
+	char *rb = r->pool->rbuf;
+	for (int rounds = 0; rounds < 4 && !r->paused; rounds++) {
+		ssize_t k = recv(r->fd, rb, XP_READ, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (k <= 0) {
+			int e = k < 0 ? errno : 0;
+			if (!r->any_byte && r->reused && retry(r))
+				return;
+			if (k == 0 && r->head_done && !parse(r, NULL, 0))
+				return; /* a body read to its EOF ended */
+			finish(r, e ? e : ECONNRESET, "%s", e ? strerror(e) : "the peer closed the connection");
+			return;
+		}
+		r->any_byte = true;
+		arm_timeout(r);
+		if (!parse(r, rb, (size_t)k))
+			return;
+		if ((size_t)k < XP_READ)
+			return;
+	}
+}
+
+/* --- the request's bytes -------------------------------------------------------------- */
+
+static void on_write(xp_req_t *r)
+{
+	while (r->out_off < r->out.len) {
+		ssize_t k = send(r->fd, r->out.ptr + r->out_off, r->out.len - r->out_off, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			want_write(r);
+			return;
+		}
+		if (k < 0) {
+			int e = errno;
+			if (!r->any_byte && r->reused && retry(r))
+				return;
+			/* the peer may have answered and closed: read what it said */
+			if (e == EPIPE || e == ECONNRESET) {
+				r->out.len = r->out_off = 0;
+				want_read(r);
+				return;
+			}
+			finish(r, e, "%s", strerror(e));
+			return;
+		}
+		r->out_off += (size_t)k;
+		arm_timeout(r);
+	}
+	r->out.len = r->out_off = 0;
+	if (r->body_end)
+		r->body_sent = true;
+	else if (r->s.on_drain) {
+		r->cb++;
+		r->s.on_drain(r, r->s.arg);
+		r->cb--;
+		alive(r);
+	}
+}
+
+static void on_wr(evutil_socket_t fd, short what, void *arg)
+{
+	xp_req_t *r = arg;
+	(void)fd, (void)what;
+	if (r->connecting) {
+		int e = 0;
+		socklen_t el = sizeof(e);
+		getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &e, &el);
+		if (e) {
+			finish(r, e, "connect: %s", strerror(e));
+			return;
+		}
+		r->connecting = false;
+		arm_timeout(r);
+		want_read(r);
+	}
+	on_write(r);
+}
+
+static void on_rd(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	on_read(arg);
+}
+
+static void on_tmo(evutil_socket_t fd, short what, void *arg)
+{
+	xp_req_t *r = arg;
+	(void)fd, (void)what;
+	finish(r, ETIMEDOUT, "%s", r->connecting ? "connect timed out" : "no progress within the timeout");
+}
+
+/* Opens r's socket: a pooled one, else a new non-blocking connect. */
+static int conn_open(xp_req_t *r, bool pooled)
+{
+	int fd = pooled ? pool_take(r->pool, r->key) : -1;
+	r->reused = fd >= 0;
+	if (fd < 0) {
+		fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return AIS_ERR;
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&r->addr, r->alen) && errno != EINPROGRESS) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return AIS_ERR;
+		}
+		r->connecting = true;
+	}
+	r->fd = fd;
+	r->rd = event_new(r->base, fd, EV_READ | EV_PERSIST, on_rd, r);
+	r->wr = event_new(r->base, fd, EV_WRITE, on_wr, r);
+	return AIS_OK;
+}
+
+/* A reused connection failed before any answer byte: once more on a new
+ * one, when the whole request is still here (no streamed body). */
+static bool retry(xp_req_t *r)
+{
+	if (r->retried || r->body_len != -1)
+		return false;
+	r->retried = true;
+	event_free(r->rd);
+	event_free(r->wr);
+	r->rd = r->wr = NULL;
+	close(r->fd);
+	r->fd = -1;
+	if (conn_open(r, false) != AIS_OK) {
+		finish(r, errno, "connect: %s", strerror(errno));
+		return true;
+	}
+	buf_reset(&r->out);
+	r->out_off = 0;
+	buf_add(&r->out, r->head.ptr, r->head.len);
+	http_parser_init(&r->hp, HTTP_RESPONSE);
+	r->hp.data = r;
+	arm_timeout(r);
+	want_write(r);
+	return true;
+}
+
+static int resolve(xp_req_t *r, const char *base, buf_t *host)
+{
+	const char *h = base + 7, *slash = strchr(h, '/');
+	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
+	const char *colon = memrchr(h, ':', hl);
+	if (!colon || hl >= XP_KEY_MAX)
+		return AIS_ERR;
+	buf_add(host, h, hl);
+	snprintf(r->key, sizeof(r->key), "%.*s", (int)hl, h);
+	char name[XP_KEY_MAX], port[16];
+	size_t nl = (size_t)(colon - h);
+	if (nl && h[0] == '[' && h[nl - 1] == ']')
+		snprintf(name, sizeof(name), "%.*s", (int)nl - 2, h + 1);
+	else
+		snprintf(name, sizeof(name), "%.*s", (int)nl, h);
+	snprintf(port, sizeof(port), "%.*s", (int)(hl - nl - 1), colon + 1);
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+	if (getaddrinfo(name, port, &hints, &ai) || !ai)
+		return AIS_ERR;
+	memcpy(&r->addr, ai->ai_addr, ai->ai_addrlen);
+	r->alen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return AIS_OK;
+}
+
+static void start_cb(evutil_socket_t fd, short what, void *arg)
+{
+	xp_req_t *r = arg;
+	(void)fd, (void)what;
+	if (r->fd < 0) {
+		finish(r, EHOSTUNREACH, "cannot connect to the peer (bad address or no socket)");
+		return;
+	}
+	want_write(r); /* (a new socket reports its connect by the write event) */
+	if (!r->connecting)
+		want_read(r);
+}
+
+xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
+{
+	xp_req_t *r = xcalloc(1, sizeof(*r));
+	buf_t host = BUF_INIT;
+	bool has_host = false;
+
+	r->base = base;
+	r->pool = pool_of(base);
+	r->s = *s;
+	r->fd = -1;
+	r->body_len = s->body_len;
+	r->body_end = s->body_len == -1 || s->body_len == 0;
+	r->body_sent = r->body_end;
+	http_parser_init(&r->hp, HTTP_RESPONSE);
+	r->hp.data = r;
+	r->hs.on_header_field = h_field;
+	r->hs.on_header_value = h_value;
+	r->hs.on_headers_complete = h_headers_done;
+	r->hs.on_body = h_body;
+	r->hs.on_message_complete = h_complete;
+	r->tmo = evtimer_new(base, on_tmo, r);
+
+	buf_addf(&r->head, "%s %.*s HTTP/1.1\r\n", s->method, (int)s->target.len, s->target.ptr);
+	for (size_t i = 0; s->headers && s->headers[i]; i++) {
+		buf_addstr(&r->head, s->headers[i]);
+		buf_addstr(&r->head, "\r\n");
+		has_host = has_host || !strncasecmp(s->headers[i], "Host:", 5);
+	}
+	int rc = xp_supports(s->base) ? resolve(r, s->base, &host) : AIS_ERR;
+	if (!has_host)
+		buf_addf(&r->head, "Host: %.*s\r\n", (int)host.len, host.ptr ? host.ptr : "");
+	if (s->body_len >= 0)
+		buf_addf(&r->head, "Content-Length: %lld\r\n", (long long)s->body_len);
+	else if (s->body_len == -2)
+		buf_addstr(&r->head, "Transfer-Encoding: chunked\r\n");
+	buf_addstr(&r->head, "\r\n");
+	buf_free(&host);
+	buf_add(&r->out, r->head.ptr, r->head.len);
+	if (rc != AIS_OK || conn_open(r, true) != AIS_OK)
+		r->fd = -1;
+	arm_timeout(r);
+	r->kick = evtimer_new(base, start_cb, r); /* from the loop, never inside xp_start */
+	event_active(r->kick, EV_TIMEOUT, 0);
+	return r;
+}
+
+void xp_send(xp_req_t *r, const char *p, size_t n)
+{
+	if (!n || r->finished)
+		return;
+	if (r->body_len == -2)
+		buf_addf(&r->out, "%zx\r\n", n);
+	buf_add(&r->out, p, n);
+	if (r->body_len == -2)
+		buf_addstr(&r->out, "\r\n");
+	if (!r->connecting && r->fd >= 0)
+		want_write(r);
+}
+
+void xp_end(xp_req_t *r)
+{
+	if (r->body_end || r->finished)
+		return;
+	r->body_end = true;
+	if (r->body_len == -2)
+		buf_addstr(&r->out, "0\r\n\r\n");
+	if (r->out_off == r->out.len)
+		r->body_sent = true;
+	else if (r->fd >= 0 && !r->connecting)
+		want_write(r);
+}
+
+size_t xp_pending(const xp_req_t *r) { return r->out.len - r->out_off; }
+
+void xp_pause(xp_req_t *r)
+{
+	r->paused = true;
+	if (r->rd)
+		event_del(r->rd);
+}
+
+void xp_resume(xp_req_t *r)
+{
+	if (!r->paused || r->finished)
+		return;
+	r->paused = false;
+	if (r->fd >= 0 && !r->connecting)
+		event_add(r->rd, NULL);
+}
+
+void xp_cancel(xp_req_t *r)
+{
+	if (!r || r->dead)
+		return;
+	r->finished = true;
+	if (r->rd)
+		event_del(r->rd);
+	if (r->wr)
+		event_del(r->wr);
+	event_del(r->tmo);
+	event_del(r->kick);
+	if (r->cb)
+		r->dead = true;
+	else
+		req_free(r);
+}
