@@ -125,7 +125,7 @@ def put_all(items, nthreads=8):
                 return
             try:
                 st, _ = c.req("PUT", "/v1/objects/%s/%s" % (k[0], q(k[1])), data[k])
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:
                 st = str(e)
             if st != 200:
                 with lock:
@@ -159,7 +159,7 @@ class Reader(threading.Thread):
                     try:
                         st, body = c.req("GET", "/v1/objects/%s/%s" % (k[0], q(k[1])))
                         ok = st == 200 and body == data[k]
-                    except OSError as e:
+                    except (OSError, http.client.HTTPException) as e:
                         st, ok = str(e), False
                     self.n += 1
                     if not ok:
@@ -263,7 +263,7 @@ def writer():
         data[k] = os.urandom(2000 + i)
         try:
             st, _ = c.req("PUT", "/v1/objects/b2/" + k[1], data[k])
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:
             st = str(e)
         if st == 200:
             acked.append(k)
@@ -284,7 +284,7 @@ def getter():
             try:
                 st, body = c.req("GET", "/v1/objects/b2/" + q(k[1]))
                 ok = st == 200 and body == data[k]
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 ok = False
             if not ok:
                 get_fail_times.append(time.monotonic())
