@@ -90,6 +90,13 @@ static void node_metrics(node_base_t *nb, buf_t *out)
 		metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
 		buf_addf(out, "} %d\n", st[i].counting ? 1 : 0);
 	}
+	metrics_family(out, "aisd_mountpath_faulted", "gauge",
+		       "1 when the mountpath failed at run time (gone, replaced or read-only) and is out of use");
+	for (int i = 0; i < n; i++) {
+		buf_addstr(out, "aisd_mountpath_faulted{");
+		metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
+		buf_addf(out, "} %d\n", st[i].faulted ? 1 : 0);
+	}
 	free(st);
 }
 
