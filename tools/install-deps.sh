@@ -11,6 +11,12 @@ python3-torch openssl nodejs npm"
 
 missing=""
 for p in $PKGS; do
+	# node and npm from elsewhere (e.g. NodeSource's nodejs, which carries
+	# npm) serve as well: Debian's npm would fight that nodejs
+	case $p in
+	nodejs) command -v node >/dev/null 2>&1 && continue ;;
+	npm) command -v npm >/dev/null 2>&1 && continue ;;
+	esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # npm's AWS SDK for JavaScript for test_s3_jssdk (into ~/.cache, not the
