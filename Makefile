@@ -4,6 +4,7 @@
 #   make run             install deps, build, start a local cluster under ./run
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
+#   make check-fuzz      replay every committed fuzz corpus through its driver (no libFuzzer needed)
 #   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
@@ -60,10 +61,15 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_COMMON := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 UNIT_COMMON_OBJ := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 
+# The fuzz drivers, each linked with tests/fuzz/replay.c (a main that runs
+# every input once) for check-fuzz; `make fuzz` builds them with libFuzzer.
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
+
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -95,6 +101,13 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
 
+$(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LDLIBS)
+
+# the aisctl config parser lives outside libaisd.a
+$(BUILD)/tests/fuzz/fuzz_aisctl_config: $(BUILD)/src/cli/cfgfile.o
+
 run: deps all
 	$(Q)./deploy/local/cluster.sh up -d ./run
 
@@ -104,13 +117,27 @@ stop:
 check-unit: all $(UNIT_BIN)
 	$(Q)./tests/run-unit.sh $(UNIT_BIN)
 
+check-fuzz: $(FUZZ_BIN)
+	$(Q)rc=0; for b in $(FUZZ_BIN); do \
+		n=$$(basename $$b); \
+		$$b tests/fuzz/corpus/$$n >/dev/null || { echo "fuzz replay: $$n FAILED on its corpus"; rc=1; }; \
+	done; \
+	echo "fuzz replay: $(words $(FUZZ_BIN)) drivers, $$(find tests/fuzz/corpus -type f | wc -l) inputs, $$([ $$rc = 0 ] && echo ok || echo FAILED)"; \
+	exit $$rc
+
 check-integration: all
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
 
+# Every suite runs even when an earlier one fails; the closing lines say
+# which failed, and the target fails if any did.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
-	$(Q)$(MAKE) --no-print-directory check-unit
-	$(Q)$(MAKE) --no-print-directory check-integration
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_BIN)
+	$(Q)u=0; f=0; i=0; \
+	$(MAKE) --no-print-directory check-unit || u=1; \
+	$(MAKE) --no-print-directory check-fuzz || f=1; \
+	$(MAKE) --no-print-directory check-integration || i=1; \
+	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
+	[ $$u = 0 ] && [ $$f = 0 ] && [ $$i = 0 ]
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh

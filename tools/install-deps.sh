@@ -7,17 +7,30 @@ set -e
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev libarchive-dev libexpat1-dev \
 curl python3 python3-botocore python3-boto3 awscli s3cmd rclone s3fs procps iproute2 nginx-light wrk prometheus \
-python3-torch openssl"
+python3-torch openssl nodejs npm"
 
 missing=""
 for p in $PKGS; do
+	# node and npm from elsewhere (e.g. NodeSource's nodejs, which carries
+	# npm) serve as well: Debian's npm would fight that nodejs
+	case $p in
+	nodejs) command -v node >/dev/null 2>&1 && continue ;;
+	npm) command -v npm >/dev/null 2>&1 && continue ;;
+	esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # npm's AWS SDK for JavaScript for test_s3_jssdk (into ~/.cache, not the
-# repository); without node/npm or the npm registry that test skips.
-"$(dirname "$0")/jssdk-install.sh" >/dev/null || echo "install-deps: the AWS SDK for JavaScript was not installed (test_s3_jssdk will skip or fail)" >&2
+# repository), once node and npm are there; without the npm registry that
+# test skips, saying so.
+jssdk() {
+	"$(dirname "$0")/jssdk-install.sh" >/dev/null ||
+		echo "install-deps: the AWS SDK for JavaScript was not installed (test_s3_jssdk will skip or fail)" >&2
+}
 
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	jssdk
+	exit 0
+fi
 
 echo "install-deps: installing:$missing"
 SUDO=""
@@ -35,3 +48,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+jssdk

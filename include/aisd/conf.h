@@ -47,6 +47,7 @@ typedef struct conf {
 	char checksum[16];        /* default checksum type of new buckets */
 	uint64_t put_buffer;      /* bytes buffered per PUT before a disk write */
 	uint64_t min_free_bytes;  /* PUT fails with 507 below this free space */
+	uint64_t mp_check_ms;     /* how often the store checks its mountpaths (0: never) */
 	char node_dir[1024];      /* where cluster metadata is persisted */
 	char join[256];           /* URL of the primary gateway to join */
 	char public_url[256];     /* how clients reach this node */

@@ -157,6 +157,11 @@ typedef struct store_mp_stats {
 	uint64_t objects, bytes;
 	bool counting;
 	bool detaching; /* being drained by a detach (store_mp_detach_begin) */
+	/* Addition: failed at run time (gone, replaced, read-only, or an I/O
+	 * error on a write): out of use, nothing read from it; fault says why.
+	 * Its objects are the ones it held; capacity is 0 when unreadable. */
+	bool faulted;
+	char fault[256];
 } store_mp_stats_t;
 int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
 
@@ -180,11 +185,16 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n);
 typedef struct store_mp_info {
 	char path[1024];
 	bool detaching;
+	bool faulted; /* failed at run time: out of use until detached */
 } store_mp_info_t;
 int store_mp_attach(store_t *s, const char *path, buf_t *err);
 int store_mp_detach_begin(store_t *s, const char *path, buf_t *err);
 int store_mp_detach_finish(store_t *s, bool *closed);
-/* The open mountpaths (active and detaching), in slot order; returns how many. */
+/* The open mountpaths (active, detaching and faulted), in slot order;
+ * returns how many. A faulted mountpath (the store found it gone, replaced
+ * or read-only at run time, see store.check_interval) is out of placement
+ * and never read; a detach closes it at once, an attach of it is EBUSY
+ * until then. */
 int store_mp_list(store_t *s, store_mp_info_t *out, int max);
 /* Bumped by every change that may leave objects off their HRW mountpath. */
 uint64_t store_layout_gen(store_t *s);

@@ -64,6 +64,9 @@ static void print_node(const char *node, json_t *doc)
 		       json_string_value(json_object_get(m, "path")),
 		       json_string_value(json_object_get(m, "state")), (unsigned long long)num(m, "objects"), b, cap,
 		       fr);
+		const char *fault = json_string_value(json_object_get(m, "fault"));
+		if (fault)
+			printf("%-24s   %s failed: %s\n", node, json_string_value(json_object_get(m, "path")), fault);
 	}
 	cli_human_size(num(res, "moved_bytes"), b, sizeof(b));
 	printf("%-24s resilver: %s, %llu/%llu objects looked at, %llu moved (%s), %llu errors\n", node,

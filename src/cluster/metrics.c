@@ -83,12 +83,23 @@ static void node_metrics(node_base_t *nb, buf_t *out)
 			buf_addf(out, "} %llu\n", (unsigned long long)*(uint64_t *)((char *)&st[i] + fams[f].off));
 		}
 	}
-	metrics_family(out, "aisd_mountpath_counting", "gauge",
-		       "1 while the start-up count of the mountpath's objects is still running");
-	for (int i = 0; i < n; i++) {
-		buf_addstr(out, "aisd_mountpath_counting{");
-		metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
-		buf_addf(out, "} %d\n", st[i].counting ? 1 : 0);
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} flags[] = {
+		{"aisd_mountpath_counting", "1 while the start-up count of the mountpath's objects is still running",
+		 offsetof(store_mp_stats_t, counting)},
+		{"aisd_mountpath_faulted",
+		 "1 when the mountpath failed at run time (gone, replaced or read-only) and is out of use",
+		 offsetof(store_mp_stats_t, faulted)},
+	};
+	for (size_t f = 0; f < ARRAY_SIZE(flags); f++) {
+		metrics_family(out, flags[f].name, "gauge", flags[f].help);
+		for (int i = 0; i < n; i++) {
+			buf_addf(out, "%s{", flags[f].name);
+			metrics_label(out, "mountpath", st[i].path, strlen(st[i].path));
+			buf_addf(out, "} %d\n", *(bool *)((char *)&st[i] + flags[f].off) ? 1 : 0);
+		}
 	}
 	free(st);
 }

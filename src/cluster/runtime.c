@@ -486,11 +486,18 @@ static void primary_round(cluster_t *cl)
 			if (p->fail_since)
 				p->cmap_ver = p->bmd_ver = 0; /* back: push again (it may hold a newer map) */
 			p->fail_since = 0;
+			p->kept = false;
 		} else if (p && !p->fail_since) {
 			p->fail_since = now;
 			log_warnx("node %s failed its health check", nodes[i].id);
 		} else if (p && nodes[i].state == CMAP_MAINTENANCE) {
 			/* in maintenance: may be down on purpose; stays in the map */
+			if (!p->kept && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
+				p->kept = true;
+				log_info("node %s in maintenance failed health checks for %llu ms: it stays in the "
+					 "cluster map",
+					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
+			}
 		} else if (p && majority && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
 			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);

@@ -14,6 +14,7 @@
 struct peer {
 	char id[CMAP_ID_MAX + 1];
 	int64_t fail_since;        /* monotonic ns of the first failed check; 0 healthy */
+	bool kept;                 /* in maintenance, past the grace, kept: said once */
 	uint64_t cmap_ver, bmd_ver; /* versions the node acknowledged */
 };
 

@@ -53,7 +53,7 @@ static int find_slot(store_t *s, const char *path)
 	return -1;
 }
 
-static int count_state(store_t *s, int state)
+int store_count_state(store_t *s, int state)
 {
 	int n = 0;
 	for (int i = 0; i < store_nmp(s); i++)
@@ -62,7 +62,7 @@ static int count_state(store_t *s, int state)
 }
 
 /* The first active slot becomes the bucket slot (rule 4). Caller holds mp_mu. */
-static void pick_bmp(store_t *s)
+void store_pick_bmp(store_t *s)
 {
 	for (int i = 0; i < store_nmp(s); i++)
 		if (s->mp[i].state == MP_ACTIVE) {
@@ -105,6 +105,11 @@ int store_mp_attach(store_t *s, const char *path, buf_t *err)
 	if (i >= 0 && s->mp[i].state == MP_ACTIVE) {
 		buf_addf(err, "mountpath %s is attached already", path);
 		errno = EEXIST;
+		goto out;
+	}
+	if (i >= 0 && s->mp[i].state == MP_FAULTED) {
+		buf_addf(err, "mountpath %s failed (%s): detach it first", path, s->mp[i].fault);
+		errno = EBUSY;
 		goto out;
 	}
 	if (i >= 0 && s->mp[i].state == MP_DETACHING) { /* a detach in progress is called off */
@@ -174,12 +179,25 @@ int store_mp_detach_begin(store_t *s, const char *path, buf_t *err)
 		errno = ENOENT;
 	} else if (s->mp[i].state == MP_DETACHING) {
 		rc = AIS_OK;
-	} else if (count_state(s, MP_ACTIVE) == 1) {
+	} else if (s->mp[i].state == MP_FAULTED) {
+		/* nothing can be moved off a failed disk: closed at once (rule 3) */
+		pthread_rwlock_wrlock(&s->mp_rw);
+		if (atomic_load(&s->mp[i].users) == 0) {
+			store_mp_close(&s->mp[i]);
+			atomic_store(&s->mp[i].state, MP_OFF);
+			log_info("mountpath %s (failed: %s) detached", path, s->mp[i].fault);
+			rc = AIS_OK;
+		} else {
+			buf_addf(err, "mountpath %s: a write on it is still failing; try again", path);
+			errno = EBUSY;
+		}
+		pthread_rwlock_unlock(&s->mp_rw);
+	} else if (store_count_state(s, MP_ACTIVE) == 1) {
 		buf_addf(err, "mountpath %s is the last one: attach another first", path);
 		errno = EBUSY;
 	} else {
 		atomic_store(&s->mp[i].state, MP_DETACHING);
-		pick_bmp(s);
+		store_pick_bmp(s);
 		atomic_fetch_add(&s->layout_gen, 1);
 		log_info("mountpath %s: detaching (its objects move to the other mountpaths)", path);
 		rc = AIS_OK;
@@ -223,6 +241,7 @@ int store_mp_list(store_t *s, store_mp_info_t *out, int max)
 			continue;
 		snprintf(out[n].path, sizeof(out[n].path), "%s", s->mp[i].path);
 		out[n].detaching = s->mp[i].state == MP_DETACHING;
+		out[n].faulted = s->mp[i].state == MP_FAULTED;
 		n++;
 	}
 	pthread_mutex_unlock(&s->mp_mu);

@@ -121,6 +121,14 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 		buf_addf(err, "mountpath %s: mkdir %s: %s", path, p, strerror(errno));
 		return AIS_ERR;
 	}
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		buf_addf(err, "mountpath %s: %s", path, strerror(errno));
+		return AIS_ERR;
+	}
+	mp->dev = st.st_dev;
+	mp->ino = st.st_ino;
+	mp->fault[0] = '\0';
 	clean_tmp(mp);
 
 	mp->opts = leveldb_options_create();
@@ -236,6 +244,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	store_t *s = xcalloc(1, sizeof(*s));
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
+	s->check_ms = c->mp_check_ms;
 	s->start_ns = time_now_ns();
 	s->wo_commit = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(s->wo_commit, c->fsync == CONF_FSYNC_ALWAYS);
@@ -263,6 +272,10 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 		 * every later change is in the delta counters. */
 		s->mp[i].count_snap = leveldb_create_snapshot(s->mp[i].db);
 	}
+	if (store_mpcheck_start(s) != AIS_OK) {
+		buf_addf(err, "store: cannot start the mountpath check thread");
+		goto out_close;
+	}
 	if (store_reconcile_start(s) != AIS_OK) {
 		buf_addf(err, "store: cannot start the reconcile thread");
 		goto out_close;
@@ -279,6 +292,7 @@ void store_close(store_t *s)
 {
 	if (!s)
 		return;
+	store_mpcheck_stop(s);
 	store_reconcile_stop(s);
 	for (int i = 0; i < s->n_mp; i++)
 		if (s->mp[i].state != MP_OFF)
@@ -303,17 +317,26 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 	store_rd(s);
 	for (int i = 0; i < store_nmp(s) && k < max; i++) {
 		struct statvfs sv;
-		if (!store_mp_open(s, i))
+		int state = atomic_load(&s->mp[i].state);
+		if (state == MP_OFF)
 			continue;
-		out[k].detaching = s->mp[i].state == MP_DETACHING;
+		out[k].detaching = state == MP_DETACHING;
+		out[k].faulted = state == MP_FAULTED;
+		out[k].fault[0] = '\0';
 		snprintf(out[k].path, sizeof(out[k].path), "%s", s->mp[i].path);
-		if (statvfs(s->mp[i].path, &sv) != 0) {
+		if (out[k].faulted) {
+			pthread_mutex_lock(&s->mp_mu);
+			snprintf(out[k].fault, sizeof(out[k].fault), "%s", s->mp[i].fault);
+			pthread_mutex_unlock(&s->mp_mu);
+			out[k].total_bytes = out[k].free_bytes = 0; /* not its file system any more */
+		} else if (statvfs(s->mp[i].path, &sv) != 0) {
 			log_warn("statvfs %s", s->mp[i].path);
 			rc = AIS_ERR;
 			break;
+		} else {
+			out[k].total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+			out[k].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
 		}
-		out[k].total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
-		out[k].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
 		const store_mp_t *mp = &s->mp[i];
 		out[k].counting = !atomic_load(&mp->count_done);
 		int64_t o = (int64_t)atomic_load(&mp->base_objects) + atomic_load(&mp->delta_objects);

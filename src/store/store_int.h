@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #define XXH_STATIC_LINKING_ONLY /* XXH64_state_t on the stack */
 #include <xxhash.h>
 
@@ -40,12 +41,19 @@
  * store is open: a detached one is closed (MP_OFF) and may be attached
  * again. Readers skip MP_OFF slots and hold s->mp_rw for reading while they
  * use a slot's database; closing takes it for writing. */
-enum store_mp_state { MP_ACTIVE = 0, MP_DETACHING, MP_OFF };
+/* MP_FAULTED: the mountpath failed at run time (its directory vanished or
+ * was replaced, its file system turned read-only, or a write found either):
+ * out of placement and never read, its database still open until a detach
+ * closes it (mpcheck.c). */
+enum store_mp_state { MP_ACTIVE = 0, MP_DETACHING, MP_OFF, MP_FAULTED };
 
 typedef struct store_mp {
 	char path[1024];
 	_Atomic int state;  /* enum store_mp_state */
 	_Atomic int users;  /* writers in progress on this mountpath */
+	dev_t dev;          /* the directory's device and inode at open: a */
+	ino_t ino;          /* different one means it was unmounted or replaced */
+	char fault[256];    /* MP_FAULTED: why (under the store's mp_mu) */
 	leveldb_t *db;
 	leveldb_options_t *opts;
 	leveldb_cache_t *cache;
@@ -88,6 +96,12 @@ struct store {
 	pthread_mutex_t mp_mu;   /* serializes attach, detach and their bookkeeping */
 	pthread_mutex_t bucket_mu; /* serializes bucket record changes (on every slot) */
 	_Atomic uint64_t layout_gen; /* bumped when objects may sit off their HRW mountpath */
+	/* The mountpath check thread (mpcheck.c). */
+	uint64_t check_ms;
+	pthread_t ck_thread;
+	bool ck_started, ck_stop;
+	pthread_mutex_t ck_mu;
+	pthread_cond_t ck_cond;
 	int fsync;               /* enum conf_fsync */
 	uint64_t min_free_bytes;
 	int64_t start_ns;        /* wall clock at store_open */
@@ -110,16 +124,29 @@ struct store {
 	size_t tidx_bytes;
 };
 
-/* Is slot i open (active or detaching)? */
+/* Is slot i open (active or detaching)? A faulted slot is not: nothing
+ * reads it. */
 static inline bool store_mp_open(store_t *s, int i)
 {
-	return atomic_load_explicit(&s->mp[i].state, memory_order_acquire) != MP_OFF;
+	int st = atomic_load_explicit(&s->mp[i].state, memory_order_acquire);
+	return st == MP_ACTIVE || st == MP_DETACHING;
 }
 static inline int store_nmp(store_t *s) { return atomic_load_explicit(&s->n_mp, memory_order_acquire); }
 static inline void store_rd(store_t *s) { pthread_rwlock_rdlock(&s->mp_rw); }
 static inline void store_unrd(store_t *s) { pthread_rwlock_unlock(&s->mp_rw); }
 
 void store_tidx_cache_free(store_t *s);
+
+/* mpcheck.c: takes mp out of use (MP_FAULTED) for the reason given, unless
+ * it is the last active mountpath (then it only logs). Safe from any
+ * thread; a second call for the same slot does nothing. */
+void store_mp_fault(store_t *s, store_mp_t *mp, const char *why);
+/* The check thread: started by store_open, stopped by store_close. */
+int store_mpcheck_start(store_t *s);
+void store_mpcheck_stop(store_t *s);
+/* The first active slot becomes the bucket slot. Caller holds mp_mu. */
+void store_pick_bmp(store_t *s);
+int store_count_state(store_t *s, int state);
 
 /* An object record: the public meta plus the file generation. */
 typedef struct store_rec {

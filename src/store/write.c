@@ -182,6 +182,14 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	if (w->fd < 0) {
 		int e = map_errno(errno);
 		log_warn("create %s", w->tmp);
+		/* the disk went read-only or its directories are gone: the
+		 * mountpath goes out of use (a later PUT lands elsewhere); an
+		 * EIO may pass and only fails this write */
+		if (errno == EROFS || errno == ENOENT || errno == ENOTDIR) {
+			char why[300];
+			snprintf(why, sizeof(why), "creating a file in its tmp/: %s", strerror(errno));
+			store_mp_fault(s, mp, why);
+		}
 		w->fd = -1;
 		store_writer_free(w);
 		errno = e;

@@ -40,7 +40,7 @@ void tgt_mountpaths_save(void *arg)
 	int n = store_mp_list(t->store, mp, CONF_MAX_MOUNTPATHS);
 	char path[1100], tmp[1110];
 	buf_t b = BUF_INIT;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) /* a faulted one is saved active: a restart tries it again */
 		buf_addf(&b, "%s %s\n", mp[i].detaching ? "detaching" : "active", mp[i].path);
 	free(mp);
 	snprintf(path, sizeof(path), "%s/%s", tgt_state_dir(t->conf), MP_LIST_FILE);
@@ -105,7 +105,8 @@ static void mpreq_cleanup(void *arg)
 	buf_free(&m->out);
 }
 
-/* {"mountpaths":[{"path","state","objects","bytes","capacity","free"}..],"resilver":{job}} */
+/* {"mountpaths":[{"path","state","objects","bytes","capacity","free"[,"fault"]}..],"resilver":{job}};
+ * state is active, detaching or faulted (failed at run time; fault says why) */
 static void list_json(target_t *t, buf_t *out)
 {
 	store_mp_stats_t *st = xcalloc(CONF_MAX_MOUNTPATHS, sizeof(*st));
@@ -116,10 +117,15 @@ static void list_json(target_t *t, buf_t *out)
 	for (int i = 0; i < n; i++) {
 		buf_addstr(out, i ? ",{\"path\":" : "{\"path\":");
 		buf_add_json_str(out, st[i].path, strlen(st[i].path));
-		buf_addf(out, ",\"state\":\"%s\",\"objects\":%llu,\"bytes\":%llu,\"capacity\":%llu,\"free\":%llu}",
-		         st[i].detaching ? "detaching" : "active", (unsigned long long)st[i].objects,
-		         (unsigned long long)st[i].bytes, (unsigned long long)st[i].total_bytes,
-		         (unsigned long long)st[i].free_bytes);
+		buf_addf(out, ",\"state\":\"%s\",\"objects\":%llu,\"bytes\":%llu,\"capacity\":%llu,\"free\":%llu",
+		         st[i].faulted ? "faulted" : st[i].detaching ? "detaching" : "active",
+		         (unsigned long long)st[i].objects, (unsigned long long)st[i].bytes,
+		         (unsigned long long)st[i].total_bytes, (unsigned long long)st[i].free_bytes);
+		if (st[i].faulted) {
+			buf_addstr(out, ",\"fault\":");
+			buf_add_json_str(out, st[i].fault, strlen(st[i].fault));
+		}
+		buf_addch(out, '}');
 	}
 	free(st);
 	buf_addstr(out, "],\"resilver\":");

@@ -27,6 +27,13 @@ SCHEME = "http"  # "https" after use_tls()
 SSL_CTX = None   # the ssl.SSLContext of every https request, set by use_tls()
 t = None
 procs = {}  # name -> Popen (the nodes this test started)
+started = []  # (name, Popen) of every aisd process ever started, restarts too
+
+
+def _exit_ok(rc):
+    """0 after SIGTERM, or SIGKILL (a test's kill -9): anything else (an
+    abort, a crash, a sanitizer's exit status) is a defect."""
+    return rc in (0, -signal.SIGKILL)
 
 
 def init(test, subdir, args, mountpaths=1):
@@ -47,17 +54,38 @@ def use_tls(ctx):
 
 
 def stop_all():
-    for name, p in list(procs.items()):
+    """Stops every process of procs (SIGTERM, SIGKILL after 20 s), then
+    fails the test for each aisd process this test started that ended other
+    than by exit 0 or SIGKILL, or ignored SIGTERM. Node stderr files (kept
+    in each node's dir, appended across restarts) are left for the runner,
+    which scans them for sanitizer reports."""
+    every = list(procs.items()) + [(n, p) for n, p in started if p not in procs.values()]
+    for name, p in every:
         if p.poll() is None:
             p.terminate()
-    deadline = time.monotonic() + 10
-    for name, p in list(procs.items()):
+    deadline = time.monotonic() + 20  # room for a loaded machine; a hang is forever
+    hung = set()
+    for name, p in every:
         try:
             p.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            t.diag("%s (pid %d) ignored SIGTERM: SIGKILL" % (name, p.pid))
+            print("# %s (pid %d) ignored SIGTERM: SIGKILL" % (name, p.pid), flush=True)
+            hung.add(p.pid)
             p.kill()
             p.wait(5)
+    if t is None:
+        return
+    for name, p in started:
+        if p.pid in hung:
+            t.fail("%s (pid %d) stops on SIGTERM within 20 s" % (name, p.pid))
+        elif not _exit_ok(p.returncode):
+            err = os.path.join(DIR, name, "stderr")
+            try:
+                with open(err, errors="replace") as f:
+                    tail = f.read()[-1500:]
+            except OSError:
+                tail = ""
+            t.fail("%s (pid %d) exited with status %d" % (name, p.pid, p.returncode), tail)
 
 
 def check_logs(nodes):
@@ -110,6 +138,7 @@ class Node:
             args += ["--join", join]
         err = open(os.path.join(self.dir, "stderr"), "ab")
         procs[self.name] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+        started.append((self.name, procs[self.name]))
         err.close()
         for _ in range(100):
             if os.path.exists(pf) and open(pf).read().strip():

@@ -39,7 +39,19 @@ class T:
     def __init__(self):
         self.n = 0
         self.fails = 0
+        self.skips = 0
         self.lock = threading.Lock()
+        # A worker thread that dies of any exception fails the test: a
+        # reader loop cut by IncompleteRead must not end silently.
+        threading.excepthook = self._thread_died
+
+    def _thread_died(self, a):
+        if a.exc_type is SystemExit:
+            return
+        import traceback
+        tb = "".join(traceback.format_exception(a.exc_type, a.exc_value, a.exc_traceback))
+        self.fail("thread %s died: %s: %s" % (a.thread.name if a.thread else "?", a.exc_type.__name__, a.exc_value),
+                  "\n".join(tb.splitlines()[-10:]))
 
     def ok(self, what):
         with self.lock:
@@ -55,6 +67,14 @@ class T:
                 for line in str(detail).splitlines()[:10]:
                     print("#   " + line[:300], flush=True)
 
+    def skip(self, what, why):
+        """A check that did not run, with the reason: the runner counts it
+        as skipped, never as passed."""
+        with self.lock:
+            self.n += 1
+            self.skips += 1
+            print("ok %d - %s # SKIP %s" % (self.n, what, why), flush=True)
+
     def check(self, cond, what, detail=None):
         if cond:
             self.ok(what)
@@ -69,7 +89,7 @@ class T:
         print("# " + msg, flush=True)
 
     def finish(self):
-        print("# %d checks, %d failed" % (self.n, self.fails), flush=True)
+        print("# %d checks, %d failed, %d skipped" % (self.n, self.fails, self.skips), flush=True)
         sys.exit(1 if self.fails else 0)
 
 
@@ -97,6 +117,14 @@ class Resp:
 
     def __repr__(self):
         return "HTTP %d %s %s" % (self.status, self.headers, _short(self.body))
+
+
+def worker(fn, *args, name=None):
+    """A started daemon thread running fn(*args); an exception in it fails
+    the test (see T), so a loop cut short cannot pass as a clean run."""
+    th = threading.Thread(target=fn, args=args, name=name or fn.__name__, daemon=True)
+    th.start()
+    return th
 
 
 def conn(timeout=60):

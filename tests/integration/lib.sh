@@ -22,6 +22,8 @@ T_N=0
 T_FAILS=0
 ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 fail() { T_N=$((T_N + 1)); T_FAILS=$((T_FAILS + 1)); echo "not ok $T_N - $*"; }
+# skip WHAT WHY: a check that did not run; the runner counts it as skipped.
+skip() { T_N=$((T_N + 1)); echo "ok $T_N - $1 # SKIP $2"; }
 # diag MSG: a "# " comment line.
 diag() { echo "# $*"; }
 # check WHAT CMD...: ok if CMD succeeds.

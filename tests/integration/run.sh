@@ -5,10 +5,17 @@
 # fresh temp dir, a fresh target on a free loopback port with two
 # mountpaths there, the test run against it (bounded by a timeout), then
 # the target stopped. A test passes when it exits 0, prints at least one
-# "ok" line and no "not ok" line, and the target's log holds no error-level
-# line and no sanitizer report. Ends with exactly one line
-#   integration: N passed, N failed
-# and exits non-zero if any test failed.
+# "ok" line and no "not ok" line, and no log under its temp dir (the
+# target's and every node's: aisd.log*, aisd.out, aisd.stderr, stderr)
+# holds an error-level line the test did not announce or a sanitizer
+# report (LeakSanitizer's included). A test announces the error lines it
+# provokes with lines
+#   # log-allow: EXTENDED-REGEX
+# A check printed as "ok N - WHAT # SKIP WHY" is a skip, not a pass; a test
+# whose every check skipped counts as skipped. Ends with the check counts
+# and exactly one closing line
+#   integration: N passed, N failed, N skipped
+# (tests), and exits non-zero if any test failed.
 #
 # Environment: BUILD (default build) holds aisd and aisctl; KEEP=1 keeps
 # the temp dirs (their paths are printed), KEEP=failed those of failed
@@ -33,20 +40,27 @@ PY=/usr/bin/python3
 
 if [ ! -x "$BIN" ]; then
 	echo "run.sh: $BUILD/aisd not built" >&2
-	echo "integration: 0 passed, 1 failed"
+	echo "integration: 0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
 
 IT_RUNNER=1 source "$HERE/lib.sh" # pid_alive, wait_gone, wait_health
 
-# Error-level log lines ("<time> E <node>[pid] ...") and sanitizer reports.
+# log_problems DIR TEST: error-level log lines ("<time> E <node>[pid] ...")
+# that TEST's "# log-allow:" patterns do not cover, and sanitizer reports,
+# in every daemon log and stderr file under DIR.
 log_problems() {
-	local d=$1
-	{
-		[ -f "$d/aisd.log" ] && grep -E '^[^ ]+ E ' "$d/aisd.log"
-		cat "$d"/aisd.log "$d"/aisd.stderr 2>/dev/null |
-			grep -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer'
-	} | head -20
+	local d=$1 t=$2 allow
+	allow=$(sed -n 's/^# log-allow: *//p' "$t")
+	find "$d" -type f \( -name 'aisd.log' -o -name 'aisd.log.[0-9]*' -o -name aisd.out \
+		-o -name aisd.stderr -o -name stderr \) ! -name '*.gz' -print0 2>/dev/null |
+		while IFS= read -r -d '' f; do
+			rel=${f#"$d"/}
+			grep -E '^[^ ]+ E ' "$f" | { if [ -n "$allow" ]; then grep -v -E -f <(printf '%s\n' "$allow"); else cat; fi; } |
+				sed "s|^|$rel: |"
+			grep -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer' "$f" |
+				sed "s|^|$rel: |"
+		done | head -20
 }
 
 # stop_pid PID: SIGTERM, then SIGKILL after 10 s; waits until gone.
@@ -65,6 +79,10 @@ stop_pid() {
 
 passed=0
 failed=0
+skipped=0
+c_ok=0
+c_fail=0
+c_skip=0
 shopt -s nullglob
 tests=("$HERE"/test_*.sh "$HERE"/test_*.py)
 mapfile -t tests < <(printf '%s\n' "${tests[@]}" | LC_ALL=C sort)
@@ -128,15 +146,26 @@ for t in "${tests[@]}"; do
 	if ! stop_pid "$pid"; then
 		why="${why:+$why; }target did not stop on SIGTERM"
 	fi
-	probs=$(log_problems "$dir")
+	probs=$(log_problems "$dir" "$t")
 	if [ -n "$probs" ]; then
-		why="${why:+$why; }errors in the target log"
+		why="${why:+$why; }errors in a node log"
 		echo "$probs" | sed 's/^/#   log: /'
 	fi
 	secs=$(($(date +%s) - start))
-	if [ -z "$why" ]; then
+	n_skip=$(grep -c -E '^ok .*# *(SKIP|skip)' "$dir/test.out" 2>/dev/null)
+	n_ok=$(grep -c '^ok' "$dir/test.out" 2>/dev/null)
+	n_fail=$(grep -c '^not ok' "$dir/test.out" 2>/dev/null)
+	c_ok=$((c_ok + ${n_ok:-0} - ${n_skip:-0}))
+	c_fail=$((c_fail + ${n_fail:-0}))
+	c_skip=$((c_skip + ${n_skip:-0}))
+	if [ -z "$why" ] && [ "${n_skip:-0}" -gt 0 ] && [ "${n_skip:-0}" = "${n_ok:-0}" ]; then
+		skipped=$((skipped + 1))
+		echo "SKIP $name (${secs}s): $(grep -m1 -E '^ok .*# *(SKIP|skip)' "$dir/test.out" | sed -E 's/.*# *(SKIP|skip) *//')"
+	elif [ -z "$why" ]; then
 		passed=$((passed + 1))
-		echo "PASS $name (${secs}s)"
+		extra=""
+		[ "${n_skip:-0}" -gt 0 ] && extra=", $n_skip checks skipped"
+		echo "PASS $name (${secs}s$extra)"
 	else
 		failed=$((failed + 1))
 		echo "FAIL $name (${secs}s): $why"
@@ -156,5 +185,6 @@ for t in "${tests[@]}"; do
 	fi
 done
 
-echo "integration: $passed passed, $failed failed"
+echo "integration checks: $c_ok passed, $c_fail failed, $c_skip skipped"
+echo "integration: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -290,13 +290,19 @@ assert h[sys.argv[2]]["health"] == "unreachable" and h[sys.argv[2]].get("health_
 assert h[sys.argv[3]]["health"] == "ok" and "health_detail" not in h[sys.argv[3]], h
 ' "$W/out" "$T1_ID" "$T2_ID"
 
-kill -STOP "$T2_PID"
-t0=$(date +%s)
+# the bound is relative to the same command with every node healthy, taken
+# here: the probes' 2 s timeout and the stats fan-out's 2 s, plus slack for
+# a loaded machine (a probe without a timeout would wait forever)
+t0=$(date +%s%N)
 ctl -e "$GW" cluster show
-t1=$(date +%s)
+base=$((($(date +%s%N) - t0) / 1000000))
+kill -STOP "$T2_PID"
+t0=$(date +%s%N)
+ctl -e "$GW" cluster show
+took=$((($(date +%s%N) - t0) / 1000000))
 kill -CONT "$T2_PID"
 check_eq "a stopped target is unreachable" "$(health_of "$T2_ID")" unreachable
-check "the health checks are bounded (took $((t1 - t0)) s)" [ $((t1 - t0)) -le 5 ]
+check "the health checks are bounded (took $took ms; $base ms with every node healthy)" [ "$took" -le $((base + 10000)) ]
 check_eq "the gateway is still ok" "$(health_of "$GW_ID")" ok
 wait_health "$T2" 10
 ctl -e "$GW" cluster show

@@ -30,6 +30,7 @@ import urllib.parse
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
 
 import clulib
+import hrwlib
 from clulib import Node, R, get, poll, request
 from itlib import T
 
@@ -205,7 +206,19 @@ clulib.ARGS = ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                "--set", "cluster.secret_file=" + other]
 stranger.start(join=g.url)  # may exit: its join is refused
 clulib.ARGS = save
-time.sleep(2)
+
+
+def refused():
+    p = clulib.procs.get("stranger")
+    try:
+        with open(stranger.log, errors="replace") as f:
+            said = "cannot join the cluster" in f.read()
+    except OSError:
+        said = False
+    return said or (p is not None and p.poll() is not None)
+
+
+t.check(clulib.poll(refused, 30), "the stranger's join is refused (its log says so, or it exits)")
 t.check(stranger.id not in (smap(g) or {stranger.id}), "a node with another cluster secret is not let in")
 p = clulib.procs.get("stranger")
 if p and p.poll() is None:
@@ -246,7 +259,13 @@ except HTTPError as e:
 import io  # noqa: E402
 import tarfile  # noqa: E402
 
+# entries on both targets (placement computed from the map here), so the
+# batch always takes some from the peer
+ids = sorted(smap(g) - {g.id})
 names = ["gb/%d" % i for i in range(6)]
+while len({hrwlib.top("ba/" + n, ids, 1)[0] for n in names}) < 2:
+    names.append("gb/%d" % len(names))
+t.check(len(ids) == 2, "two targets in the map", ids)
 for n in names:
     c.put("ba", n, n.encode())
 JS = {"Content-Type": "application/json"}

@@ -55,13 +55,13 @@ check "  and reads back" cmp -s "$R_BODY" "$D/new"
 
 # --- (b) a real full disk: a 32 MiB tmpfs ---------------------------------------
 if [ "$(id -u)" != 0 ]; then
-	ok "skipped (needs root for tmpfs)"
+	skip "a real full disk (tmpfs)" "needs root to mount a tmpfs"
 	finish
 fi
 SMALL=$AISD_DIR/small
 mkdir -p "$SMALL"
 if ! mount -t tmpfs -o size=32m tmpfs "$SMALL" 2>"$D/mount.err"; then
-	ok "skipped (cannot mount a tmpfs: $(head -1 "$D/mount.err"))"
+	skip "a real full disk (tmpfs)" "cannot mount a tmpfs: $(head -1 "$D/mount.err")"
 	finish
 fi
 PORT2=$(free_port)

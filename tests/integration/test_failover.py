@@ -17,6 +17,7 @@ with 3 of 5 votes, and t3 restarted (its map and --join naming the dead
 g1) finds g2 through the other nodes and rejoins. No error-level log line.
 """
 # timeout: 120
+import http.client
 import json
 import os
 import subprocess
@@ -89,7 +90,7 @@ def load():
                     res = (False, "GET %s: wrong bytes" % name)
                 else:
                     res = (True, "")
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:
             res = (False, "%s: %s" % (name, e))
         with lock:
             ops.append((t0, res[0], res[1]))
@@ -107,7 +108,7 @@ t.ok("g1 (the primary) killed with SIGKILL under load")
 # sample every node's view until g2 is primary: never two primaries at once
 two = []
 switched = None
-deadline = time.monotonic() + 8
+deadline = time.monotonic() + 30  # generous for a loaded machine; the time taken is printed
 while time.monotonic() < deadline:
     views = {n.name: primary_of(n) for n in [g2] + targets}
     by_term = {}
@@ -120,7 +121,7 @@ while time.monotonic() < deadline:
         switched = time.monotonic()
         break
     time.sleep(0.1)
-if not t.check(switched, "g2 and every target name g2 primary in term 2 within 8 s of the kill",
+if not t.check(switched, "g2 and every target name g2 primary in term 2 (within 30 s of the kill)",
                {n.name: primary_of(n) for n in [g2] + targets}):
     stop.set()
     t.finish()
@@ -129,7 +130,8 @@ t.check(not two, "no sample shows two primaries in one term", two[:3])
 d = smap(g2)
 t.check(g1.id not in {n["id"] for n in d["nodes"]}, "g1 is out of the new map", d)
 
-time.sleep(3)  # more load through the new primary's cluster
+# more load through the new primary's cluster: 20 pairs after the switch
+poll(lambda: sum(1 for o in list(ops) if o[0] >= switched) >= 20, 60)
 stop.set()
 th.join(30)
 with lock:
@@ -147,21 +149,23 @@ t.check(len(after) >= 20 and all(o[1] for o in after), "every operation after th
         [o[2] for o in after if not o[1]][:5])
 print("# FAILOVER: %d of %d operations failed during the switch (%.1f s)" %
       (len(failed), len(during), switched - t_kill))
+t.check(not failed, "reads and writes through g2 never fail during the switch (%d of %d failed)" % (len(failed), len(during)),
+        [o[2] for o in failed][:5])
 
 r1, r = follow("POST", g2.url, "/v1/buckets/after", json.dumps({"action": "create-bck"}), JSON)
 t.eq((r1.status, r.status), (200, 200), "bucket create through g2 (now primary) works")
-t.check(poll(lambda: all("after" in (clulib.bucket_names(x) or set()) for x in targets), 5),
+t.check(poll(lambda: all("after" in (clulib.bucket_names(x) or set()) for x in targets), 30),
         "every target has the new bucket")
 
 # --- the old primary comes back --------------------------------------------------------
 
 if not t.check(g1.start(), "g1 restarts (no --join, its persisted map names it primary)"):
     t.finish()
-t.check(poll(lambda: primary_of(g1) == (g2.id, 2) and g1.id in (smap_ids(g2) or set()), 10),
+t.check(poll(lambda: primary_of(g1) == (g2.id, 2) and g1.id in (smap_ids(g2) or set()), 30),
         "g1 follows g2's map (term 2) and rejoins it", (primary_of(g1), smap_ids(g2)))
 st = get(g1.url, "/v1/daemon?what=stats").json() or {}
 t.eq((st.get("primary"), st.get("cmap_term")), (False, 2), "g1's stats: not primary, term 2")
-t.check(poll(lambda: all(smap_ids(n) == want for n in nodes), 10), "every map lists all 5 nodes again")
+t.check(poll(lambda: all(smap_ids(n) == want for n in nodes), 30), "every map lists all 5 nodes again")
 r1, r = follow("POST", g1.url, "/v1/buckets/via-g1", json.dumps({"action": "create-bck"}), JSON)
 t.eq((r1.status, r.status), (307, 200), "bucket create through g1 goes to g2 (307) and works")
 

@@ -306,19 +306,21 @@ def peak_rss(x):
 
 
 def reset_peak(x):
+    """True when the peak was reset; without it the RSS check cannot run."""
     try:
         with open("/proc/%d/clear_refs" % procs[x.name].pid, "w") as f:
             f.write("5")
-    except OSError:
-        pass
+        return True
+    except OSError as e:
+        t.diag("clear_refs of %s: %s" % (x.name, e))
+        return False
 
 
 blob = rnd.randbytes(4 << 20)
 mem = ["mem/%02d" % i for i in range(30)]
 for i, n in enumerate(mem):
     put(B, n, b"%04d" % i + blob[4:])
-for x in tg:
-    reset_peak(x)
+reset = all([reset_peak(x) for x in tg])
 before = {x.name: peak_rss(x) for x in tg}
 raw = json.dumps({"in": [{"objname": n} for n in mem], "mime": ".tar", "strm": True}).encode()
 st, _, hdrs = fetch(g.url, "/v1/ml/moss/" + B, raw)
@@ -332,9 +334,12 @@ hc.close()
 grew = {x.name: peak_rss(x) - before[x.name] for x in tg}
 t.check(st == 307 and resp.status == 200 and tar_members(got) == [("%s/%s" % (B, n), data[(B, n)]) for n in mem],
         "a 120 MiB batch read after a 2 s stall: every entry in order", (st, resp.status, len(got)))
-t.check(all(v < (48 << 20) for v in grew.values()),
-        "and no target's peak RSS grew by 48 MiB or more (bounded buffering)",
-        {k: v >> 20 for k, v in grew.items()})
+if reset:
+    t.check(all(v < (48 << 20) for v in grew.values()),
+            "and no target's peak RSS grew by 48 MiB or more (bounded buffering)",
+            {k: v >> 20 for k, v in grew.items()})
+else:
+    t.skip("no target's peak RSS grew by 48 MiB or more", "/proc/PID/clear_refs cannot be written here")
 t.diag("peak RSS growth per target (MiB): %s" % {k: v >> 20 for k, v in grew.items()})
 
 # no error-level line in any node's log; after a clean stop, no sanitizer

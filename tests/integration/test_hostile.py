@@ -195,7 +195,7 @@ while time.monotonic() - t0 < 3.5:
             s.send(b"X")
         except OSError:
             pass
-    r = req("GET", "/v1/health", timeout=5)
+    r = req("GET", "/v1/health", timeout=30)
     dripping = dripping and r.status == 200
     time.sleep(0.5)
 t.check(dripping, "normal requests are served while 50 clients drip their heads")
@@ -203,7 +203,7 @@ got408 = 0
 for s in slow:
     rd = Reader(s)
     try:
-        s.settimeout(5)
+        s.settimeout(30)  # header_timeout has passed; room for a loaded machine
         got408 += rd.response().status == 408
     except (EOFError, OSError, ValueError):
         pass
@@ -273,7 +273,7 @@ def idle_round(k):
         t.diag("connect failed after %d: %s" % (len(idle), e))
     t.check(len(idle) == n, "round %d: %d idle connections open" % (k, n), len(idle))
     oc = -1
-    for _ in range(50):
+    for _ in range(150):
         oc = open_conns()
         if oc >= n:
             break
@@ -283,7 +283,7 @@ def idle_round(k):
     t.check(r.status == 200 and r.body == big, "round %d: a GET is served with %d idle connections open" % (k, n))
     for s in idle:
         s.close()
-    for _ in range(50):
+    for _ in range(150):
         if open_conns() <= 1:
             break
         time.sleep(0.2)
@@ -292,18 +292,20 @@ def idle_round(k):
 # The first rounds grow the heap (malloc keeps what was freed, in the
 # worker's arena, fragmented: one worker here, so the rounds use the same
 # one) until it has reached its size for 10,000 connections: usually by
-# the second round, on a loaded machine sometimes only by the third. A leak
-# grows it every round: so of the growths in rounds 3 and 4 one at least
-# must be small.
+# the second round, on a loaded machine sometimes only by the third or
+# later. A leak grows it every round: so of the growths from round 3 on
+# one at least must be small (up to round 6).
 idle_round(1)
 idle_round(2)
 rss = [rss_kib()]
-for k in (3, 4):
+for k in (3, 4, 5, 6):
     idle_round(k)
     rss.append(rss_kib())
-t.diag("RSS after rounds 2, 3, 4: %s KiB" % rss)
-grew = min(rss[1] - rss[0], rss[2] - rss[1])
-t.check(grew < 32 * 1024, "RSS stable across the rounds (grew at least %d KiB in rounds 3 and 4)" % grew)
+    if rss[-1] - rss[-2] < 32 * 1024:
+        break
+t.diag("RSS after rounds 2..%d: %s KiB" % (len(rss) + 1, rss))
+grew = min(b - a for a, b in zip(rss, rss[1:]))
+t.check(grew < 32 * 1024, "RSS stable across the rounds (the smallest growth from round 3 on: %d KiB)" % grew)
 
 # --- leaks ------------------------------------------------------------------------------
 fd1 = fds()

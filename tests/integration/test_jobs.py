@@ -73,10 +73,22 @@ t.eq(rc, 2, "job start resilver (a mountpath change starts it): exit 2")
 rc, out, err = ctl("job", "stop")
 t.eq((rc, out.strip()), (0, "stop-rebalance: sent to 2 targets"), "aisctl job stop")
 
+def job_targets():
+    """Each target's rebalance status, by node id ({} if none answers)."""
+    r = get(g.url, "/v1/cluster?what=rebalance", timeout=10)
+    d = r.json() if r.status == 200 else None
+    return (d or {}).get("targets") or {}
+
+
 # a 3rd target joins
 t.check(t3.start(join=g.url), "t3 joins")
-t.check(poll(lambda: len(smap_ids(g) or ()) == 4, 10), "4 nodes in the map")
-time.sleep(0.5)
+t.check(poll(lambda: len(smap_ids(g) or ()) == 4, 30), "4 nodes in the map")
+v_join = get(g.url, "/v1/cluster?what=smap").json()["version"]
+# the positive event: every target runs (or ran) the rebalance of the new map,
+# so `job wait` cannot return the previous run's "done"
+t.check(poll(lambda: len(job_targets()) == 3 and
+             all(x.get("cmap_version", 0) >= v_join for x in job_targets().values()), 60),
+        "every target took up the rebalance of map v%d" % v_join, job_targets())
 rc, out, err = ctl("job", "wait", "--timeout-s", "60")
 t.eq((rc, out.strip()), (0, "rebalance: done"), "job wait after the join")
 if rc:
@@ -100,8 +112,10 @@ t.check(poll(lambda: not placed(1), 20), "every object on its owner only", place
 # mirror.copies 1 -> 2 -> 1
 for k in (2, 1):
     body = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": k}}})
+    runs0 = {i: x.get("runs", 0) for i, x in job_targets().items()}
     t.eq(request("PATCH", g.url, "/v1/buckets/j", body, JSON).status, 200, "set-bprops mirror.copies=%d" % k)
-    time.sleep(0.5)
+    t.check(poll(lambda: all(x.get("runs", 0) > runs0.get(i, 0) for i, x in job_targets().items()), 60),
+            "every target started a new run for mirror.copies=%d" % k, (runs0, job_targets()))
     rc, out, err = ctl("job", "wait", "--timeout-s", "60")
     t.eq(rc, 0, "the mirror job ends done")
     errs = []

@@ -16,6 +16,7 @@ the gateway (bytes compared) for the whole test:
 The reader loop sees zero errors.
 """
 # timeout: 150
+import http.client
 import json
 import os
 import subprocess
@@ -86,7 +87,7 @@ def reader():
                 r = follow("GET", g.url, "/v1/objects/m/" + k)[1]
                 if r.status != 200 or r.body != v:
                     errors.append((k, r.status))
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:
                 errors.append((k, str(e)))
             reads[0] += 1
 
@@ -115,10 +116,20 @@ t.check(poll(lambda: objects(t1) + objects(t2) + objects(t3) == N, 30), "no orph
 rc, out, err = ctl("node", "maintenance", "start", t3.id)
 t.check(rc == 0 and "maintenance" in out, "aisctl node maintenance start (no drain)", (rc, out, err))
 t.check("drain" not in node_entry(t3), "the map: no drain flag")
-time.sleep(1.5)
+v_keep = (get(g.url, "/v1/cluster?what=smap").json() or {}).get("version", 0)
+
+
+def map_version(node):
+    return (get(node.url, "/v1/cluster?what=smap").json() or {}).get("version", 0)
+
+
+# the positive event: every target holds the maintenance map (and acted on it)
+t.check(poll(lambda: all(map_version(x) >= v_keep for x in (t1, t2, t3)), 30),
+        "every target has the maintenance map (v%d)" % v_keep)
 t.check(poll(reb_done, 30), "every rebalance done")
 t.eq(objects(t3), len(mine3), "t3 keeps its objects in maintenance without drain")
-time.sleep(1)
+r0 = reads[0]
+t.check(poll(lambda: reads[0] >= r0 + 50, 60), "the reader goes on reading with t3 in maintenance")
 stop.set()
 rt.join(60)
 t.check(not errors and reads[0] > 0, "reader loop: %d reads, zero errors" % reads[0], errors[:5])

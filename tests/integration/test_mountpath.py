@@ -18,6 +18,7 @@ The reader loop (through steps 1 and 2) sees zero errors.
     attached twice, a gateway request that names no target: clean 4xx.
 """
 # timeout: 150
+import http.client
 import json
 import os
 import subprocess
@@ -77,7 +78,7 @@ def reader():
                 gone = k in deleted
             try:
                 r = follow("GET", g.url, "/v1/objects/b/" + k)[1]
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:
                 errors.append((k, str(e)))
                 continue
             with lock:

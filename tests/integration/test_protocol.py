@@ -188,7 +188,8 @@ healthy("405/404")
 # --- timeouts ----------------------------------------------------------------------------
 def closes_within(s, lo, hi, what, want_status=None):
     """The server must close s (maybe after an error response) between lo
-    and hi seconds from now."""
+    and hi seconds from now: lo is the property (not before the timeout),
+    hi only a generous bound against a hang on a loaded machine."""
     t0 = time.time()
     s.settimeout(hi + 1)
     data = b""
@@ -213,38 +214,38 @@ def closes_within(s, lo, hi, what, want_status=None):
 
 s = raw()
 s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0")
-closes_within(s, 0.5, 5, "half a head, header_timeout 1s", ("408",))
+closes_within(s, 0.5, 20, "half a head, header_timeout 1s", ("408",))
 s.close()
 s = raw()
-closes_within(s, 1.0, 6, "a connection that never sends, idle_timeout 2s")
+closes_within(s, 1.0, 20, "a connection that never sends, idle_timeout 2s")
 s.close()
 s = raw()
 s.sendall(get("/v1/health"))
 rd = Reader(s)
 t.eq(rd.response().status, 200, "one request before idling")
-closes_within(s, 1.0, 6, "an idle keep-alive connection, idle_timeout 2s")
+closes_within(s, 1.0, 20, "an idle keep-alive connection, idle_timeout 2s")
 s.close()
 # a head trickled in slower than header_timeout allows, one byte each 0.2 s
 s = raw()
-data = get("/v1/health") + b"X-Pad: " + b"p" * 40
+data = get("/v1/health") + b"X-Pad: " + b"p" * 200  # 40 s worth of trickle
 t0 = time.time()
 cut = False
 try:
     for i in range(len(data)):
         s.send(data[i:i + 1])
         time.sleep(0.2)
-        if time.time() - t0 > 8:
+        if time.time() - t0 > 20:
             break
 except OSError:
     cut = True
 dt = time.time() - t0
-t.check(cut or dt < 8, "a head trickled byte by byte is cut off by header_timeout (%.1f s)" % dt)
+t.check(cut, "a head trickled byte by byte is cut off by header_timeout (%.1f s)" % dt)
 s.close()
 
 s = raw()
 s.sendall(put(obj_path(B, "slow"), b"")[:-4].replace(b"Content-Length: 0", b"Content-Length: 1000") + b"\r\n\r\n"
           + b"0123456789")
-closes_within(s, 1.0, 8, "a body that stalls, body_timeout 2s", ("408",))
+closes_within(s, 1.0, 20, "a body that stalls, body_timeout 2s", ("408",))
 s.close()
 r = req("GET", obj_path(B, "slow"))
 t.eq(r.status, 404, "the stalled PUT stored nothing")

@@ -411,9 +411,10 @@ t.check(not errs, "no node logged an error", "\n".join(errs[:10]))
 # part 10001 above, once kept the proxied request and SIGTERM waiting)
 g = clulib.procs["g1"]
 g.terminate()
+t0 = time.monotonic()
 try:
-    g.wait(8)
-    t.ok("the gateway stops within 8 s of SIGTERM")
-except Exception:
-    t.fail("the gateway stops within 8 s of SIGTERM")
+    g.wait(30)  # a hang is forever; 30 s is room for a loaded machine
+    t.ok("the gateway stops on SIGTERM (%.1f s)" % (time.monotonic() - t0))
+except subprocess.TimeoutExpired:
+    t.fail("the gateway stops on SIGTERM within 30 s")
 t.finish()

@@ -186,6 +186,9 @@ check_target(t1, "after restart")
 # --- a killed target ------------------------------------------------------------------------
 
 t2 = tg[1]
+t0 = time.monotonic()
+cluster_stats()
+base = time.monotonic() - t0  # the same request with every node up: the baseline
 procs[t2.name].kill()
 procs[t2.name].wait(10)
 t0 = time.monotonic()
@@ -196,6 +199,8 @@ if t.check(isinstance(cs, dict), "cluster stats with t2 killed -> 200 JSON", cs)
     t.check(isinstance(n2.get("error"), str) and n2["error"], "the killed target appears with an error", n2)
     t.eq(n2.get("role"), "target", "its entry says role target")
     t.eq(cs["totals"].get("objects"), len(held[t1.id]), "totals: only the live target's objects")
-    t.check(el < 5, "answered in %.2f s (< 5)" % el)
+    # bounded by the fan-out's 2 s per-node timeout (plus slack for a loaded
+    # machine) over the baseline; without a timeout it would hang
+    t.check(el < base + 8, "answered in %.2f s (%.2f s with every node up)" % (el, base))
 
 t.finish()

@@ -37,6 +37,7 @@ import tarfile
 from itlib import T
 
 import clulib
+import hrwlib
 from clulib import Node, follow, get, poll, procs, request, smap_ids
 
 t = T()
@@ -197,17 +198,25 @@ for n in names:
 t.check(r.returncode == 0, "8 PUTs into the 2-copy bucket (replica writes over mTLS)", r.stderr.decode()[-300:])
 held = [all(get(tg.url, "/v1/objects/%s/%s" % (MB, n)).status == 200 for tg in ts) for n in names]
 t.check(all(held), "both targets serve every object themselves (each holds a copy)", held)
+# one more entry owned by the target that does not own "big" (placement
+# computed from the map here), so the batch always needs a peer
+ids = [x.id for x in ts]
+far = next(n for n in ("far%d" % i for i in range(1000))
+           if hrwlib.top(B + "/" + n, ids, 1) != hrwlib.top(B + "/big", ids, 1))
+r = sh(ctl, "put", small, "%s/%s" % (B, far), env=envx)
+t.check(r.returncode == 0, "PUT %s (owned by the other target)" % far, r.stderr.decode()[-300:])
 owners = {request("GET", g.url, "/v1/objects/%s/%s" % (B, n)).h("location").split("/v1/")[0]
-          for n in ("big", "small", "ctl-big")}
-t.diag("GetBatch entries live on %d target(s)" % len(owners))
+          for n in ("big", "small", "ctl-big", far)}
+t.eq(len(owners), 2, "the GetBatch entries live on both targets (the gateway's 307s agree with HRW)")
 gb = os.path.join(D, "batch.tar")
-r = sh(ctl, "ml", "get-batch", B, gb, "--list", "big,small,ctl-big", "--onob", env=envx)
+r = sh(ctl, "ml", "get-batch", B, gb, "--list", "big,small,ctl-big," + far, "--onob", env=envx)
 try:
     with tarfile.open(gb) as tf:
         got = {m.name: tf.extractfile(m).read() for m in tf.getmembers()}
     with open(big, "rb") as f:
         want_big = f.read()
-    ok = got.get("big") == want_big and got.get("ctl-big") == want_big and len(got.get("small", b"")) == 1000
+    ok = got.get("big") == want_big and got.get("ctl-big") == want_big and len(got.get("small", b"")) == 1000 \
+        and got.get(far) == got.get("small")
 except (OSError, tarfile.TarError) as e:
     ok, got = False, e
 t.check(r.returncode == 0 and ok, "aisctl ml get-batch (entries on other targets come from peers over https)",
