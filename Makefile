@@ -102,7 +102,7 @@ stop:
 	$(Q)./deploy/local/cluster.sh down -d ./run
 
 check-unit: all $(UNIT_BIN)
-	$(Q)./tests/run-unit.sh $(UNIT_BIN)
+	$(Q)./tests/run-unit.sh $(UNIT_BIN) $(wildcard tests/unit/test_*.py)
 
 check-integration: all
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh

@@ -10,10 +10,13 @@ What a plan guarantees (tests/unit/test_plan.py checks each):
    shard (the greedy below never puts a shard on a rank above the mean
    unless every rank is at or above it).
 3. Locality: a shard goes to a rank on a host that holds a copy when that
-   rank has room (below the mean); a shard no rank's host holds has a
-   cache home (a host chosen by HRW over the ranks with the seed, the same
-   every epoch), so a node-local cache there holds it from the second
-   epoch on: the plan counts it as local to that host.
+   rank has room (below the mean); a shard no rank's host holds gets a
+   cache home (a rank placed for balance, the same every epoch), so a
+   node-local cache there holds it from the second epoch on: the plan
+   counts it as local to that host. Every home is the same every epoch
+   (it depends on the seed and the inputs, not the epoch), so with a node
+   cache the overflow (shards held elsewhere) is read over the network
+   once, then from the cache.
 4. Randomness: each rank's order is a fresh permutation per (seed, epoch,
    rank); and every epoch at least `exchange` of each rank's home shards
    (ceil, so at least one when exchange > 0) leave it for other ranks,
@@ -27,8 +30,9 @@ What a plan guarantees (tests/unit/test_plan.py checks each):
 The mechanism, in two steps:
 - Homes (the same every epoch): shards by size, largest first (ties by a
   seeded hash); each goes to the least-loaded rank on one of its local
-  hosts if that rank stays at or below the mean; the rest (overflow) go,
-  in the same order, to the least-loaded rank anywhere.
+  hosts if that rank stays at or below the mean; the rest (overflow, and
+  shards no rank's host holds) go, in the same order, to the least-loaded
+  rank anywhere.
 - Exchange (per epoch): from each rank's homes, ceil(exchange x count)
   drawn by (seed, epoch) are taken out; they go, largest first, to the
   least-loaded rank other than their home (ties drawn by (seed, epoch)).
@@ -101,10 +105,10 @@ def _homes(shards, rank_hosts, seed):
     order = sorted(shards, key=lambda s: (-s.size, _h(seed, "order", s.name)))
     for s in order:
         hs = {h for h in s.hosts if h in by_host}
-        if not hs:  # held by no rank's host: its cache home, the same every epoch
-            r = max(range(world), key=lambda r: _h(seed, "cache", s.name, r))
-            hs = {rank_hosts[r]}
         lhosts[s.name] = hs
+        if not hs:  # held by no rank's host: placed for balance below; that home is its cache home
+            overflow.append(s)
+            continue
         cands = [r for h in hs for r in by_host[h]]
         r = min(cands, key=lambda r: (load[r], _h(seed, "tie", s.name, r)))
         if load[r] + s.size <= mean or load[r] == 0:
@@ -117,6 +121,8 @@ def _homes(shards, rank_hosts, seed):
     for s in overflow:
         ld, tie, r = heapq.heappop(heap)
         home[s.name] = r
+        if not lhosts[s.name]:
+            lhosts[s.name] = {rank_hosts[r]}
         heapq.heappush(heap, (ld + s.size, tie, r))
     return home, lhosts
 
