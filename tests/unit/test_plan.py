@@ -88,10 +88,14 @@ class PlanTest(unittest.TestCase):
     def test_randomness_between_epochs(self):
         shards, hs = cluster(n=1200)
         ranks = default_hosts(8, hs)
+        home = make_plan(shards, ranks, seed=11, epoch=0, exchange=0.0).rank_of()  # exchange 0: every shard at home
         for ex in (0.0, 0.05, 0.1, 0.25, 0.5):
             prev = None
             for ep in range(4):
                 p = make_plan(shards, ranks, seed=11, epoch=ep, exchange=ex)
+                away = sum(1 for n, r in p.rank_of().items() if r != home[n])
+                self.assertEqual(away, sum(p.moved), "every exchanged shard leaves its home rank")
+                self.assertGreaterEqual(away, ex * len(shards))
                 if prev is not None:
                     a, b = order_positions(prev), order_positions(p)
                     names = sorted(a)
