@@ -45,8 +45,10 @@ version is asked (HEAD) and only that version is served from the cache,
 after its size and CRC-32 are checked.
 
 Counters: stats(epoch) gives the bytes this rank's processes read in that
-epoch from a target on their host ("local"), from the node cache
-("cached") and over the network ("remote").
+epoch from a target on their host ("local": the answering target's URL
+host is the rank's host, or an address of this machine when hosts are not
+given), from the node cache ("cached") and from targets elsewhere
+("remote"). Only shards read from a bucket are counted.
 
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
@@ -179,7 +181,8 @@ class ShardDataset(_Base):
     exchange (0..1): the fraction of each rank's shards moved to other ranks
     every epoch; hosts: the host of every rank (a list of world_size names,
     as the listing's "location" names them; default: gathered with
-    torch.distributed when initialized, else this host alone for one rank).
+    torch.distributed when initialized, else this host alone for one rank;
+    without locality it only tells the counters which host is local).
     cache_dir, cache_bytes: a node-local cache shared by the node's ranks
     and workers (aisd.cache), filled with what is read over the network.
     stats(epoch): bytes read "local", "cached", "remote" in that epoch.
@@ -217,8 +220,14 @@ class ShardDataset(_Base):
             self.cache = NodeCache(cache_dir, cache_bytes)
         elif cache_bytes is not None:
             raise ValueError("cache_bytes needs cache_dir")
+        self.hosts = None
         if self.locality:
             self._setup_locality(hosts)
+        elif hosts is not None:
+            rank, world = _rank_world(self.rank, self.world_size)
+            if len(hosts) != world:
+                raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
+            self.hosts = list(hosts)
 
     def _setup_locality(self, hosts):
         """The listing with locations (rank 0's, broadcast when
@@ -388,6 +397,7 @@ class ShardDataset(_Base):
             return io.BufferedReader(f, _READBUF), etag
         if not self.urls:
             f = self.client.open(self.bucket, shard, start=start, if_match=etag)
+            f = _Counted(f, self, self._kind(f), None, start)
         elif shard.startswith(("http://", "https://")):
             if self.client is None:
                 self.client = Client(shard, timeout=self.timeout, retry_for=self.retry_for)
@@ -436,12 +446,13 @@ class ShardDataset(_Base):
                 rank, _ = _rank_world(self.rank, self.world_size)
                 node = self._urls.get(shard, {}).get(self.hosts[rank])
             try:
-                f, kind = self._open_at(shard, start, want, node)
+                f = self._open_at(shard, start, want, node)
             except HTTPError as e:
                 if e.status == 412 and etag is None:  # replaced between the HEAD and the GET: ask again
                     continue
                 raise
             fill = None
+            kind = self._kind(f)
             if self.cache is not None and kind == "remote" and start == 0:
                 fill = self.cache.fill(self.bucket, shard, f.headers.get("ais-version", version),
                                        f.headers.get("etag"), f.length)
@@ -449,17 +460,27 @@ class ShardDataset(_Base):
         raise HTTPError(412, "%s: replaced again and again while read" % shard)
 
     def _open_at(self, shard, start, etag, node):
-        """(stream, "local"|"remote"): from node (a target's URL) first when
-        given, then through the gateway."""
+        """A stream from node (a target's URL) first when given, then
+        through the gateway."""
         if node is not None:
             try:
-                return self.client.open(self.bucket, shard, start=start, if_match=etag, node=node), "local"
+                return self.client.open(self.bucket, shard, start=start, if_match=etag, node=node)
             except HTTPError as e:
                 if e.status not in (404, 500, 502, 503, 504):
                     raise
             except (OSError, http.client.HTTPException):
                 pass
-        return self.client.open(self.bucket, shard, start=start, if_match=etag), "remote"
+        return self.client.open(self.bucket, shard, start=start, if_match=etag)
+
+    def _kind(self, f):
+        """"local" when the target that answered is on this rank's host
+        (hosts[rank] when hosts are known, else any address of this
+        machine), else "remote"."""
+        host = urllib.parse.urlsplit(getattr(f, "url", "") or "").hostname or ""
+        if self.hosts is not None:
+            rank, _ = _rank_world(self.rank, self.world_size)
+            return "local" if host == self.hosts[rank] else "remote"
+        return "local" if host and self.client._pool.is_this_host(host) else "remote"
 
 
 class _Counted(io.RawIOBase):
