@@ -18,6 +18,8 @@ address (127.0.0.2-4 play 3 hosts).
    cached ones) and the rest still from the cache. A cache smaller than a
    rank's share evicts, stays under its bound, and every sample is still
    seen once.
+   `python3 -m aisd.plan` prints the same plan; `python3 -m aisd.model`
+   answers for 1..1,024 learners.
 4. The targets' /metrics count the bytes they served to this host
    (aisd_http_served_bytes_total{peer="local"}).
 Skipped (with the reason) only when torch is not installed.
@@ -256,6 +258,26 @@ if loc:
                 "locality, epoch %d: %.0f%% of bytes from the target on the rank's host (plan %.0f%%; plain %.0f%%)"
                 % (ep, 100 * f["local"], 100 * p.local_fraction(), 100 * fractions(plain, ep)[0]["local"] if plain else -1),
                 f)
+
+env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tools", "python"))
+cp = subprocess.run(["/usr/bin/python3", "-m", "aisd.plan", "ml/train/", "--world", "3", "--hosts", ",".join(HOSTS),
+                     "--seed", "5", "--epochs", "2", "--exchange", "0.25", "--endpoint", g.url, "--json"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+eps = [json.loads(x) for x in cp.stdout.decode().splitlines()] if cp.returncode == 0 else []
+p1 = make_plan(list_shards(c, "ml", "train/")[0], HOSTS, 5, 1, 0.25)
+t.check(len(eps) == 2 and [rk["shards"] for rk in eps[1]["ranks"]] == p1.ranks and eps[1]["exchanged"] >= 6
+        and eps[1]["spearman_prev"] is not None,
+        "python3 -m aisd.plan: the ranks' shards as ShardDataset computes them, with the exchange", cp.stderr[-300:])
+cp = subprocess.run(["/usr/bin/python3", "-m", "aisd.plan", "nosuch/", "--world", "2", "--hosts", "a,b",
+                     "--endpoint", g.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+t.check(cp.returncode == 1 and b"404" in cp.stderr, "aisd.plan on a missing bucket: exit 1 with the error", cp.stderr)
+cp = subprocess.run(["/usr/bin/python3", "-m", "aisd.model", "--dataset", "1T", "--sample", "110K", "--storage", "2G",
+                     "--network", "100gbit", "--train", "800", "--preprocess", "1200", "--cache", "200G", "--json"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+rows = [json.loads(x) for x in cp.stdout.decode().splitlines()] if cp.returncode == 0 else []
+t.check([r["learners"] for r in rows] == [2 ** i for i in range(11)] and
+        rows[-1]["locality"]["net_bytes"] == 0 < rows[-1]["caching"]["net_bytes"] < rows[-1]["plain"]["net_bytes"],
+        "python3 -m aisd.model: 1..1,024 learners; network bytes locality < caching < plain", cp.stderr[-300:])
 
 # --- 3. node cache ----------------------------------------------------------------------------
 newer = {}
