@@ -32,10 +32,11 @@ import random
 import subprocess
 import sys
 import tarfile
-import time
 import zlib
 
 from itlib import T
+
+import loclib
 
 import clulib
 from clulib import poll, request
@@ -205,29 +206,7 @@ def run_ranks(world, hosts, epochs, go=None, **kw):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    res = {}
-    for r, (out, err) in enumerate(outs):
-        if procs[r].returncode != 0:
-            t.fail("rank %d exited %d" % (r, procs[r].returncode), err.decode(errors="replace")[-1500:])
-            return None
-        for line in out.decode().splitlines():
-            d = json.loads(line)
-            res.setdefault(d["epoch"], [None] * world)[r] = d
-    return res
-
-
-def exactly_once(res, want, what):
-    ok = True
-    for ep, ranks in sorted(res.items()):
-        got = [tuple(x) for rk in ranks for x in rk["samples"]]
-        keys = [(s, k) for s, k, _ in got]
-        wantk = {(s, k) for s in want for k in want[s]}
-        bad = [x for x in got if want.get(x[0], {}).get(x[1]) != x[2]]
-        ok &= t.check(len(keys) == len(set(keys)) and set(keys) == wantk and not bad,
-                      "%s, epoch %d: %d samples over %d ranks x 2 workers, each exactly once, bytes right" % (
-                          what, ep, len(keys), len(ranks)),
-                      "dups %d missing %d wrong %s" % (len(keys) - len(set(keys)), len(wantk - set(keys)), bad[:2]))
-    return ok
+    return loclib.collect(t, procs, outs)
 
 
 def fractions(res, ep):
@@ -241,13 +220,13 @@ want = make_shards(24, 12, 1)
 total = sum(e["size"] for e in c.list("ml", "train/"))
 plain = run_ranks(3, HOSTS, 2)
 if plain:
-    exactly_once(plain, want, "plain")
+    loclib.exactly_once(t, plain, want, "plain")
     f, n = fractions(plain, 1)
     t.check(n >= total, "plain: the counters add up to the shards' bytes (%d >= %d)" % (n, total))
     t.diag("plain: local %.2f remote %.2f of %d bytes" % (f["local"], f["remote"], n))
 loc = run_ranks(3, HOSTS, 2, locality=True)
 if loc:
-    exactly_once(loc, want, "locality")
+    loclib.exactly_once(t, loc, want, "locality")
     shards, _ = list_shards(c, "ml", "train/")
     for ep in (0, 1):
         p = make_plan(shards, HOSTS, 5, ep, 0.0)
@@ -301,8 +280,8 @@ def replace(ep):
 cres = run_ranks(2, ["gpuA", "gpuB"], 3, go=replace, locality=True, cache_bytes=1 << 30,
                  cache_dir=os.path.join(TMP, "cache-%s"))  # %s: the rank's host
 if cres:
-    exactly_once({0: cres[0], 1: cres[1]}, want, "cache")
-    exactly_once({2: cres[2]}, dict(want, **newer), "cache, shard-0003 replaced")
+    loclib.exactly_once(t, {0: cres[0], 1: cres[1]}, want, "cache")
+    loclib.exactly_once(t, {2: cres[2]}, dict(want, **newer), "cache, shard-0003 replaced")
     f0, n0 = fractions(cres, 0)
     f1, n1 = fractions(cres, 1)
     f2, n2 = fractions(cres, 2)
@@ -316,7 +295,7 @@ share = total // 2
 small = run_ranks(2, ["gpuA", "gpuB"], 2, locality=True, cache_bytes=share // 2,
                   cache_dir=os.path.join(TMP, "small-%s"))
 if small:
-    exactly_once(small, dict(want, **newer) if newer else want, "small cache (half a rank's share)")
+    loclib.exactly_once(t, small, dict(want, **newer) if newer else want, "small cache (half a rank's share)")
     from aisd.cache import NodeCache  # noqa: E402
     used = [NodeCache(os.path.join(TMP, "small-gpu%s" % h), share // 2).used() for h in "AB"]
     f1, _ = fractions(small, 1)

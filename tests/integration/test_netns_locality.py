@@ -33,6 +33,8 @@ import time
 import zlib
 
 from itlib import T
+
+import loclib
 from netnslib import BINDIR, require, sh
 
 from clulib import request
@@ -114,7 +116,7 @@ def run_ranks(nodes, hosts, epochs, prefix, go=None, **kw):
                  workers=2, seed=3, sync_dir=sync, **kw)
         procs.append(subprocess.Popen(["ip", "netns", "exec", "%s-%s" % (NAME, node), "/usr/bin/python3", LOCRANK,
                                        json.dumps(a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    links = {}
+    links, start = {}, {}
     watch = sorted(set(nodes) | set(TS))
     try:
         for ep in range(epochs):
@@ -136,27 +138,7 @@ def run_ranks(nodes, hosts, epochs, prefix, go=None, **kw):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    res = {}
-    for r, (out, err) in enumerate(outs):
-        if procs[r].returncode != 0:
-            t.fail("rank %d exited %d" % (r, procs[r].returncode), err.decode(errors="replace")[-1500:])
-            return None, links
-        for line in out.decode().splitlines():
-            d = json.loads(line)
-            res.setdefault(d["epoch"], [None] * world)[r] = d
-    return res, links
-
-
-def exactly_once(res, want, what):
-    for ep, ranks in sorted(res.items()):
-        got = [tuple(x) for rk in ranks for x in rk["samples"]]
-        keys = [(s, k) for s, k, _ in got]
-        wantk = {(s, k) for s in want for k in want[s]}
-        bad = [x for x in got if want.get(x[0], {}).get(x[1]) != x[2]]
-        t.check(len(keys) == len(set(keys)) and set(keys) == wantk and not bad,
-                "%s, epoch %d: %d samples over %d ranks x 2 workers, each exactly once" % (
-                    what, ep, len(keys), len(ranks)),
-                "dups %d missing %d wrong %s" % (len(keys) - len(set(keys)), len(wantk - set(keys)), bad[:2]))
+    return loclib.collect(t, procs, outs), links
 
 
 def shard_bytes(prefix):
@@ -200,8 +182,8 @@ try:
 
     loc, ll = run_ranks(nodes, hosts, 4, "train/", go=kill, locality=True)
     if plain and loc:
-        exactly_once(plain, want, "plain")
-        exactly_once({e: loc[e] for e in (0, 1, 2)}, want, "locality")
+        loclib.exactly_once(t, plain, want, "plain")
+        loclib.exactly_once(t, {e: loc[e] for e in (0, 1, 2)}, want, "locality")
         for ep in (0, 1, 2):
             p_b, l_b = sum(pl[ep][n] for n in TS), sum(ll[ep][n] for n in TS)
             t.diag("epoch %d: bytes over the targets' links plain %d, locality %d (%.1f%%); samples/s plain %.0f, "
@@ -213,7 +195,7 @@ try:
                 t.check(rate(loc, ep) >= 3 * rate(plain, ep), "epoch %d: samples/s %.1fx plain's (>= 3x)"
                         % (ep, rate(loc, ep) / rate(plain, ep)))
         t.check("t" in kill_at, "t3 was kill -9'd during epoch 3")
-        exactly_once({3: loc[3]}, want, "locality with t3 killed mid-epoch")
+        loclib.exactly_once(t, {3: loc[3]}, want, "locality with t3 killed mid-epoch")
         t3r = [rk["stats"] for rk in loc[3][6:]]
         t.diag("epoch 3, t3's ranks: %s" % t3r)
         t.check(sum(s["remote"] for s in t3r) > 0, "t3's ranks read from the other copies after the kill")
@@ -221,7 +203,7 @@ try:
     cache, cl = run_ranks(["g0", "g0"], ["gpu", "gpu"], 2, "small/", locality=True,
                           cache_dir=os.path.join(TMP, "cache"), cache_bytes=1 << 30)
     if cache:
-        exactly_once(cache, small, "node cache on g0")
+        loclib.exactly_once(t, cache, small, "node cache on g0")
         e0, e1 = cl[0]["g0"], cl[1]["g0"]
         t.check(e1 <= 0.03 * e0, "node cache: epoch 1 moved %d bytes over g0's link, epoch 0 %d (<= 3%%)" % (e1, e0))
         st = [rk["stats"] for rk in cache[1]]
