@@ -115,7 +115,7 @@ stop:
 	$(Q)./deploy/local/cluster.sh down -d ./run
 
 check-unit: all $(UNIT_BIN)
-	$(Q)./tests/run-unit.sh $(UNIT_BIN)
+	$(Q)./tests/run-unit.sh $(UNIT_BIN) $(wildcard tests/unit/test_*.py)
 
 check-fuzz: $(FUZZ_BIN)
 	$(Q)rc=0; for b in $(FUZZ_BIN); do \
@@ -146,7 +146,7 @@ bench-rebalance: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
-BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh
+BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh tools/bench/locality.sh
 
 bench-ml: deps all
 	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done

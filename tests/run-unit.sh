@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# run-unit.sh - run Check unit-test binaries and sum their results.
+# run-unit.sh - run Check unit-test binaries (and Python unittest files)
+# and sum their results.
 #
-#   tests/run-unit.sh build/tests/test_a build/tests/test_b ...
+#   tests/run-unit.sh build/tests/test_a build/tests/test_b tests/unit/test_c.py ...
 #
+# A .py file runs with Debian's /usr/bin/python3; its unittest summary
+# ("Ran N tests", then "OK" or "FAILED (failures=F, errors=E)") counts
+# like a Check summary.
 # Prints each binary's Check output, then one closing line
 #   unit: N passed, N failed
 # where N counts Check tests (summed from each "Checks: C, Failures: F,
@@ -27,6 +31,22 @@ bad_bins=()
 for bin in "$@"; do
 	name=$(basename "$bin")
 	echo "== $name"
+	if [[ $bin == *.py ]]; then
+		out=$(/usr/bin/python3 "$bin" 2>&1)
+		rc=$?
+		printf '%s\n' "$out" | grep -vE '^(\.|s|F|E)*$' | tail -n 20
+		c=$(sed -nE 's/^Ran ([0-9]+) tests?.*/\1/p' <<<"$out" | tail -n 1)
+		f=$(sed -nE 's/.*failures=([0-9]+).*/\1/p' <<<"$out" | tail -n 1)
+		e=$(sed -nE 's/.*errors=([0-9]+).*/\1/p' <<<"$out" | tail -n 1)
+		c=${c:-0} f=${f:-0} e=${e:-0}
+		passed=$((passed + c - f - e))
+		failed=$((failed + f + e))
+		if [ "$rc" -ne 0 ]; then
+			[ $((f + e)) -eq 0 ] && failed=$((failed + 1))
+			bad_bins+=("$name")
+		fi
+		continue
+	fi
 	if [ ! -x "$bin" ]; then
 		echo "$name: not found or not executable: $bin"
 		failed=$((failed + 1))

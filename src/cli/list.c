@@ -33,7 +33,7 @@ static const struct col {
 } cols_known[] = {
 	{"name", "NAME", false, 4},         {"size", "SIZE", true, 10},
 	{"checksum", "CHECKSUM", false, 8}, {"atime", "ATIME", false, 5},
-	{"version", "VERSION", false, 7},
+	{"version", "VERSION", false, 7},   {"location", "LOCATION", false, 8},
 };
 
 /* Rows of the table; a column widens as longer values show up. */
@@ -89,7 +89,21 @@ static int table_cols(struct table *t, const char *props, buf_t *server, const c
 static void cell(const struct col *col, json_t *e, char *out, size_t outsz)
 {
 	json_t *v = json_object_get(e, col->prop);
-	if (!strcmp(col->prop, "size") && json_is_integer(v))
+	if (json_is_array(v)) { /* location: every copy as ID@HOST, comma-separated */
+		size_t i, at = 0;
+		json_t *l;
+		out[0] = '\0';
+		json_array_foreach(v, i, l) {
+			const char *id = json_string_value(json_object_get(l, "id"));
+			const char *host = json_string_value(json_object_get(l, "host"));
+			int w = snprintf(out + at, outsz - at, "%s%s@%s", i ? "," : "", id ? id : "?", host ? host : "?");
+			if (w < 0 || (size_t)w >= outsz - at)
+				break;
+			at += (size_t)w;
+		}
+		if (!at)
+			snprintf(out, outsz, "-");
+	} else if (!strcmp(col->prop, "size") && json_is_integer(v))
 		cli_human_size((uint64_t)json_integer_value(v), out, outsz);
 	else if (json_is_string(v))
 		snprintf(out, outsz, "%s", *json_string_value(v) ? json_string_value(v) : "-");

@@ -44,7 +44,7 @@ static const struct cli_opt opts_get[] = {
 };
 static const struct cli_opt opts_ls[] = {
 	{"prefix", 0, "PREFIX", "list only objects whose names start with PREFIX"},
-	{"props", 'p', "LIST", "columns: comma-separated name, size, checksum, atime, version"},
+	{"props", 'p', "LIST", "columns: comma-separated name, size, checksum, atime, version, location"},
 	{"page-size", 0, "N", "ask the server for N entries per page"},
 	{"limit", 'n', "N", "stop after N objects"},
 	{"no-headers", 'H', NULL, "omit the table header"},

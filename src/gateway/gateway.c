@@ -8,6 +8,16 @@
  * in byte order are the cluster's page, because every name of it is among the
  * first PAGESIZE of each target holding it (copies of a mirrored object
  * are listed once). The token is the last name returned, as on a target.
+ *
+ * Locations (props "location"): each target lists itself on the copies it
+ * holds, and the merge joins them, so an entry names every active target
+ * that held a copy when it was asked. During a rebalance that is where the
+ * bytes are, not where HRW will put them: a copy still on its old holder
+ * is listed there until the rebalance deletes it (only after every new
+ * holder has it), a copy in flight only once committed. A read sent to a
+ * listed target that dropped its copy meanwhile is redirected (or
+ * fetched) as any other read: a location is a hint for where to read
+ * cheaply, never needed for a correct read.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -195,7 +205,8 @@ static void src_init(struct list_src *s, json_t *arr)
 
 /* Merges the targets' pages (k-way: each is sorted) into the first
  * pagesize distinct names; a mirrored object, listed by each target
- * holding a copy, is taken once (the first copy's properties). *more is
+ * holding a copy, is taken once (the first copy's properties, with the
+ * "location" of every copy, in the order of the map's targets). *more is
  * set when a name is left over. */
 static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more, json_t **last)
 {
@@ -218,10 +229,16 @@ static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more,
 			break;
 		}
 		json_t *e = min->v[min->at];
+		json_t *loc = json_object_get(e, "location");
 		sv_t name = min->head;
-		for (size_t i = 0; i < n; i++) /* advance every copy of it */
-			if (src[i].at < src[i].n && !name_cmp(src[i].head, name) && ++src[i].at < src[i].n)
+		for (size_t i = 0; i < n; i++) { /* advance every copy of it; its locations join e's */
+			if (src[i].at >= src[i].n || name_cmp(src[i].head, name))
+				continue;
+			if (&src[i] != min && json_is_array(loc))
+				json_array_extend(loc, json_object_get(src[i].v[src[i].at], "location"));
+			if (++src[i].at < src[i].n)
 				src[i].head = entry_name(src[i].v[src[i].at]);
+		}
 		json_t *mem = json_incref(json_object_get(e, MEMBERS_KEY));
 		json_object_del(e, MEMBERS_KEY);
 		json_array_append(page, e);

@@ -101,7 +101,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 	c->fd = fd;
 	set_peer(c, ss);
 	c->local = local;
-	c->same_host = !local && w->srv->unix_path && peer_is_host(fd, ss);
+	c->peer_here = local || peer_is_host(fd, ss);
+	c->same_host = !local && w->srv->unix_path && c->peer_here;
 	c->ffd = -1;
 	c->pass_fd = -1;
 	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_event, c);

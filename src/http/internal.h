@@ -50,6 +50,7 @@ struct http_wstats {
 	hm_ctr_t bytes_in, bytes_out;
 	hm_ctr_t accepted, rejected;
 	hm_ctr_t fds_passed; /* file bodies handed over as descriptors */
+	hm_ctr_t served_local, served_net; /* body bytes to clients on this host (incl. descriptors) / elsewhere */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
 };
 #define HM_INC(x, n) \
@@ -138,6 +139,7 @@ struct http_conn {
 	bool tls_plain;        /* HTTPS: the client spoke plain HTTP (answered 400 in plain text) */
 	bool local;            /* accepted on the unix socket: file bodies may go as descriptors */
 	bool same_host;        /* TCP from an address of this host: told of the unix socket */
+	bool peer_here;        /* the unix socket, or TCP from an address of this host (served_local) */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;

@@ -188,6 +188,7 @@ void http_resp_send_file(http_req_t *req, int fd, off_t off, uint64_t len)
 		c->kind = RB_NONE;
 		c->pass_fd = fd;
 		HM_INC(c->w->st.fds_passed, 1);
+		HM_INC(c->w->st.served_local, len);
 		conn_run(c);
 		return;
 	}
@@ -434,6 +435,7 @@ static int file_step(http_conn_t *c)
 	c->fleft -= (uint64_t)n;
 	c->bytes_out += (uint64_t)n;
 	HM_INC(c->w->st.bytes_out, (uint64_t)n);
+	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
 	return AIS_OK;
 }
 
@@ -614,6 +616,7 @@ int resp_flush(http_conn_t *c)
 			}
 			c->bytes_out += (uint64_t)n;
 			HM_INC(c->w->st.bytes_out, (uint64_t)n);
+			HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;

@@ -9,6 +9,11 @@
  *   HEAD   /v1/buckets/B  200 with Ais-Bucket-Props, or 404
  * Bodies are small JSON documents, buffered by the dispatcher. Store work
  * (LevelDB writes and scans) runs on the I/O pool.
+ *
+ * The "location" property names this target (id, host, public URL) on
+ * every entry it lists: a target lists only the copies it holds, so the
+ * gateway's union of the targets' pages says where every copy is at the
+ * time each target read its page (see gateway.c).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -28,7 +33,10 @@
 
 /* P_ALL is the default; custom (the object's custom metadata) and mtime (ns
  * since the epoch, an integer) only when asked for (S3 listings do). */
-enum { P_NAME = 1, P_SIZE = 2, P_CKSUM = 4, P_ATIME = 8, P_VERSION = 16, P_ALL = 31, P_CUSTOM = 32, P_MTIME = 64 };
+enum {
+	P_NAME = 1, P_SIZE = 2, P_CKSUM = 4, P_ATIME = 8, P_VERSION = 16, P_ALL = 31,
+	P_CUSTOM = 32, P_MTIME = 64, P_LOCATION = 128
+};
 
 struct bop {
 	target_t *t;
@@ -41,6 +49,7 @@ struct bop {
 	unsigned props;
 	bool arch;         /* flags & LS_ARCH_DIR: shards' members too */
 	buf_t out, members;
+	buf_t loc;         /* P_LOCATION: ',"location":[{this target}]' */
 	size_t n;
 	bool more;
 	char *last;
@@ -52,6 +61,7 @@ static void bop_cleanup(void *arg)
 	struct bop *b = arg;
 	buf_free(&b->out);
 	buf_free(&b->members);
+	buf_free(&b->loc);
 	free(b->last);
 }
 
@@ -122,6 +132,8 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	}
 	if (b->props & P_MTIME)
 		buf_addf(&b->out, ",\"mtime_ns\":%lld", (long long)m->mtime_ns);
+	if (b->props & P_LOCATION)
+		buf_addsv(&b->out, sv_of(&b->loc));
 	buf_reset(&b->members);
 	if (b->arch && tgt_list_members(b->t->store, b->bck, (sv_t){name, len}, &b->members) == AIS_OK)
 		buf_addf(&b->out, ",\"flags\":%d", TGT_ENTRY_IS_ARCHIVE);
@@ -182,12 +194,50 @@ static int parse_props(sv_t s, unsigned *out)
 			p |= P_CUSTOM;
 		else if (sv_eqstr(it, "mtime"))
 			p |= P_MTIME;
-		else if (!sv_eqstr(it, "copies") && !sv_eqstr(it, "location") && !sv_eqstr(it, "status"))
+		else if (sv_eqstr(it, "location"))
+			p |= P_LOCATION;
+		else if (!sv_eqstr(it, "copies") && !sv_eqstr(it, "status"))
 			return AIS_ERR;
 		q = (c ? c : end) + 1;
 	}
 	*out = p;
 	return AIS_OK;
+}
+
+/* This target as a location: ',"location":[{"id","host","url"}]' (the
+ * node's id and public URL in the cluster map; standalone, the same rule
+ * from the config and the listening port); host is the URL's host part. */
+static void self_location(const target_t *t, buf_t *out)
+{
+	char id[CMAP_ID_MAX + 1], url[CMAP_URL_MAX + 1];
+	if (t->base.cl) {
+		const cmap_node_t *me = cluster_self(t->base.cl);
+		snprintf(id, sizeof(id), "%s", me->id);
+		snprintf(url, sizeof(url), "%s", me->pub_url);
+	} else {
+		int port = http_server_port(t->srv);
+		if (t->conf->node_id[0])
+			snprintf(id, sizeof(id), "%s", t->conf->node_id);
+		else
+			snprintf(id, sizeof(id), "%.50s:%d", t->conf->host, port);
+		if (t->conf->public_url[0])
+			snprintf(url, sizeof(url), "%s", t->conf->public_url);
+		else
+			snprintf(url, sizeof(url), "%s://%.200s:%d", t->conf->tls_cert[0] ? "https" : "http",
+				 t->conf->host, port);
+	}
+	const char *h = strstr(url, "://");
+	h = h ? h + 3 : url;
+	size_t hl = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+	if (*h == '[' && hl > 2) /* [v6]: the address without brackets */
+		h++, hl -= 2;
+	buf_addstr(out, ",\"location\":[{\"id\":");
+	buf_add_json_str(out, id, strlen(id));
+	buf_addstr(out, ",\"host\":");
+	buf_add_json_str(out, h, MIN(hl, strlen(h)));
+	buf_addstr(out, ",\"url\":");
+	buf_add_json_str(out, url, strlen(url));
+	buf_addstr(out, "}]");
 }
 
 static bool json_sv(json_t *v, arena_t *a, sv_t *out)
@@ -252,9 +302,12 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 	b->pagesize = ps > LIST_PAGE_MAX ? LIST_PAGE_MAX : ps;
 	b->props = P_ALL;
 	if (props.ptr && props.len && parse_props(props, &b->props) != AIS_OK) {
-		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version, custom, mtime");
+		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version, custom, "
+					  "mtime, location");
 		return AIS_OK;
 	}
+	if (b->props & P_LOCATION)
+		self_location(b->t, &b->loc);
 	/* the token is the last name of the previous page: resume after it */
 	if (token.len) {
 		int c = memcmp(token.ptr, b->start_after.ptr, MIN(token.len, b->start_after.len));

@@ -574,15 +574,18 @@ class Client:
     def _opath(bucket, name):
         return "/v1/objects/%s/%s" % (bucket, quote(name))
 
-    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None):
+    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None, node=None):
         """GET as a Stream from byte `start` (and at most `length` bytes);
         with if_match (an ETag), HTTPError 412 unless the object still has
         it. The caller reads the stream and closes it. From a target on this
         host that named its unix socket before, a LocalStream (the file as a
-        descriptor; the client's local=True)."""
+        descriptor; the client's local=True). node: a target's URL (a
+        listing's "location") asked once, directly; its errors are raised
+        (the caller then asks the endpoint)."""
         q = {"archpath": archpath} if archpath else None
+        start_url = node.rstrip("/") + self._opath(bucket, name) if node else None
         return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
-                          stream=True, local=True)
+                          stream=True, local=True, retry=node is None, start_url=start_url)
 
     def open_url(self, url, start=0, length=None, if_match=None):
         """The same for any http(s) URL (a plain web server)."""

@@ -27,6 +27,29 @@ What ShardDataset guarantees, per epoch:
   a temporary file that stays in memory up to 64 MiB, then read with
   zipfile (CRCs checked) in the order its members were written.
 
+Locality (locality=True): the shard list is taken once, with each shard's
+size and the hosts of the targets holding a copy (rank 0's listing, sent
+to every rank when torch.distributed is initialized), and each epoch's
+shards are dealt by aisd.plan: every rank computes the same plan alone
+(every shard exactly once; bytes balanced; shards on the rank's own host
+as far as balance allows; a fresh order per epoch; `exchange` of each
+rank's shards moved to other ranks every epoch). A shard on this host is
+read from the target here (over its unix socket as a descriptor when it
+offers one); if that target does not answer, through the gateway like any
+other. Workers split their rank's list round-robin.
+
+Node cache (cache_dir, cache_bytes; see aisd.cache): every shard read over
+the network is kept in a directory shared by the node's processes, keyed
+by (bucket, name, version, ETag); before a read the object's current
+version is asked (HEAD) and only that version is served from the cache,
+after its size and CRC-32 are checked.
+
+Counters: stats(epoch) gives the bytes this rank's processes read in that
+epoch from a target on their host ("local": the answering target's URL
+host is the rank's host, or an address of this machine when hosts are not
+given), from the node cache ("cached") and from targets elsewhere
+("remote"). Only shards read from a bucket are counted.
+
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
 members with the same key form one sample: {"__key__": key, "__shard__":
@@ -35,13 +58,17 @@ non-regular members, are skipped.
 """
 import http.client
 import io
+import multiprocessing
 import random
+import socket
 import shutil
 import tempfile
 import time
 import urllib.parse
 
-from .client import Client
+from .cache import NodeCache
+from .client import Client, HTTPError
+from .plan import list_shards, make_plan
 from .wds import index_shards, iter_samples, iter_zip_samples, load_index, wds_split
 
 try:
@@ -60,6 +87,9 @@ __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_sam
 SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".zip")
 _ZIP_SPOOL = 64 << 20  # a .zip shard downloaded beyond this goes to a temporary file
 _READBUF = 256 * 1024
+_KINDS = ("local", "cached", "remote")
+_EPOCH_SLOTS = 64  # epochs whose counters are kept (a ring)
+_DRAIN_MAX = 1 << 20  # a stream closed this close to its end is read out to complete its cache entry
 
 
 def _rank_world(rank, world_size):
@@ -145,11 +175,23 @@ class ShardDataset(_Base):
     endpoint; local=True reads shards of targets on this host as open
     descriptors over their unix socket); max_resumes: failed reads in a row, without a sample between them,
     before a shard's error is raised.
+
+    locality=True deals shards by the locality-aware plan (aisd.plan): each
+    rank reads what the targets on its own host hold, balanced by bytes;
+    exchange (0..1): the fraction of each rank's shards moved to other ranks
+    every epoch; hosts: the host of every rank (a list of world_size names,
+    as the listing's "location" names them; default: gathered with
+    torch.distributed when initialized, else this host alone for one rank;
+    without locality it only tells the counters which host is local).
+    cache_dir, cache_bytes: a node-local cache shared by the node's ranks
+    and workers (aisd.cache), filled with what is read over the network.
+    stats(epoch): bytes read "local", "cached", "remote" in that epoch.
     """
 
     def __init__(self, client=None, bucket=None, prefix=None, shards=None, urls=None, *,
                  seed=0, shuffle=True, shuffle_buffer=0, rank=None, world_size=None,
-                 transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20):
+                 transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20,
+                 locality=False, exchange=0.0, hosts=None, cache_dir=None, cache_bytes=None):
         super().__init__(seed, shuffle, rank, world_size)
         if urls is not None:
             if client is not None or bucket is not None or prefix is not None or shards is not None:
@@ -166,6 +208,95 @@ class ShardDataset(_Base):
         self.max_resumes = max_resumes
         self.timeout, self.retry_for = timeout, retry_for
         self.resumes = 0  # reads resumed after an error, in this process
+        self.locality, self.exchange = bool(locality), float(exchange)
+        self._ctr = multiprocessing.Array("q", _EPOCH_SLOTS * len(_KINDS))  # shared with forked/spawned workers
+        self._plan = None
+        self.cache = None
+        if not 0.0 <= self.exchange <= 1.0:
+            raise ValueError("exchange must be within 0..1")
+        if (locality or cache_dir is not None) and self.urls:
+            raise ValueError("locality and cache_dir need a bucket (client and bucket), not urls")
+        if cache_dir is not None:
+            self.cache = NodeCache(cache_dir, cache_bytes)
+        elif cache_bytes is not None:
+            raise ValueError("cache_bytes needs cache_dir")
+        self.hosts = None
+        if self.locality:
+            self._setup_locality(hosts)
+        elif hosts is not None:
+            rank, world = _rank_world(self.rank, self.world_size)
+            if len(hosts) != world:
+                raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
+            self.hosts = list(hosts)
+
+    def _setup_locality(self, hosts):
+        """The listing with locations (rank 0's, broadcast when
+        torch.distributed is up) and the host of every rank."""
+        rank, world = _rank_world(self.rank, self.world_size)
+        dist = _dist is not None and _dist.is_available() and _dist.is_initialized()
+        listing = None
+        if not dist or rank == 0:
+            prefix = self.prefix
+            if prefix is None:  # a shard list: their locations from one listing of their common prefix
+                prefix = _common_prefix(self._shards)
+            shards, urls = list_shards(self.client, self.bucket, prefix)
+            if self.prefix is None:
+                want = set(self._shards)
+                miss = want - {s.name for s in shards}
+                if miss:
+                    raise ValueError("shards not in bucket %s: %s" % (self.bucket, ", ".join(sorted(miss)[:5])))
+                shards = [s for s in shards if s.name in want]
+            listing = (shards, urls)
+        if dist:
+            box = [listing]
+            _dist.broadcast_object_list(box, src=0)
+            listing = box[0]
+        self._loc_shards, self._urls = listing
+        self._shards = [s.name for s in self._loc_shards]
+        me = _this_host(self.client, self._urls)
+        if hosts is None:
+            if dist:
+                hosts = [None] * world
+                _dist.all_gather_object(hosts, me)
+            elif world == 1:
+                hosts = [me]
+            else:
+                raise ValueError("locality with %d ranks and no torch.distributed: give hosts= (one per rank)" % world)
+        hosts = list(hosts)
+        if len(hosts) != world:
+            raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
+        self.hosts = hosts
+
+    def plan(self, epoch=None):
+        """This epoch's plan (aisd.plan.Plan; locality=True only)."""
+        if not self.locality:
+            raise ValueError("no plan: locality is off")
+        epoch = self.epoch if epoch is None else int(epoch)
+        if self._plan is None or self._plan.epoch != epoch:
+            self._plan = make_plan(self._loc_shards, self.hosts, self.seed, epoch, self.exchange)
+        return self._plan
+
+    def set_epoch(self, epoch):
+        """Selects the epoch whose order the next iteration uses (call it on
+        every rank before iterating, as with DistributedSampler); zeroes that
+        epoch's counters."""
+        super().set_epoch(epoch)
+        k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS)
+        with self._ctr.get_lock():
+            for i in range(len(_KINDS)):
+                self._ctr[k + i] = 0
+
+    def stats(self, epoch=None):
+        """{"local", "cached", "remote"}: bytes this rank's processes (all its
+        DataLoader workers) read in the epoch (default: the current one)."""
+        k = ((self.epoch if epoch is None else int(epoch)) % _EPOCH_SLOTS) * len(_KINDS)
+        with self._ctr.get_lock():
+            return {kind: self._ctr[k + i] for i, kind in enumerate(_KINDS)}
+
+    def _count(self, kind, n):
+        k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS) + _KINDS.index(kind)
+        with self._ctr.get_lock():
+            self._ctr[k] += n
 
     def shards(self):
         """The shard list (listed from the bucket the first time)."""
@@ -175,7 +306,13 @@ class ShardDataset(_Base):
         return self._shards
 
     def __iter__(self):
-        it = (s for shard in self._mine(sorted(self.shards())) for s in self.samples(shard))
+        if self.locality:
+            rank, _ = _rank_world(self.rank, self.world_size)
+            wid, nw = _slot()
+            mine = self.plan().ranks[rank][wid::nw]
+        else:
+            mine = self._mine(sorted(self.shards()))
+        it = (s for shard in mine for s in self.samples(shard))
         if self.transform is not None:
             it = map(self.transform, it)
         return _shuffle_buffer(it, self.shuffle_buffer, self._rng("buffer"))
@@ -255,8 +392,12 @@ class ShardDataset(_Base):
         resumed read (etag set) must find the same version (If-Match), else
         HTTPError 412 ends the iteration. Reads go through a 256 KiB buffer:
         the tar reader asks for each 512-byte header on its own."""
+        if self.locality or self.cache is not None:
+            f, etag = self._open_near(shard, start, etag)
+            return io.BufferedReader(f, _READBUF), etag
         if not self.urls:
             f = self.client.open(self.bucket, shard, start=start, if_match=etag)
+            f = _Counted(f, self, self._kind(f), None, start)
         elif shard.startswith(("http://", "https://")):
             if self.client is None:
                 self.client = Client(shard, timeout=self.timeout, retry_for=self.retry_for)
@@ -282,6 +423,135 @@ class ShardDataset(_Base):
             f.close()
             raise
         return io.BufferedReader(f, _READBUF), f.headers.get("etag")
+
+    def _open_near(self, shard, start, etag):
+        """(raw file at byte start, ETag) from the nearest source: the node
+        cache (that version only), a target on this rank's host, else
+        through the gateway (filling the cache from byte 0)."""
+        for _ in range(3):
+            want = etag
+            version = None
+            if self.cache is not None:
+                p = self.client.head(self.bucket, shard)
+                version, tag = p.version, p.get("etag")
+                if want is not None and tag != want:
+                    raise HTTPError(412, "%s: replaced while it was read (ETag %s, was %s)" % (shard, tag, want))
+                want = tag
+                f = self.cache.open(self.bucket, shard, version, tag)
+                if f is not None:
+                    f.seek(start)
+                    return _Counted(f, self, "cached", None, start), tag
+            node = None
+            if self.locality:
+                rank, _ = _rank_world(self.rank, self.world_size)
+                node = self._urls.get(shard, {}).get(self.hosts[rank])
+            try:
+                f = self._open_at(shard, start, want, node)
+            except HTTPError as e:
+                if e.status == 412 and etag is None:  # replaced between the HEAD and the GET: ask again
+                    continue
+                raise
+            fill = None
+            kind = self._kind(f)
+            if self.cache is not None and kind == "remote" and start == 0:
+                fill = self.cache.fill(self.bucket, shard, f.headers.get("ais-version", version),
+                                       f.headers.get("etag"), f.length)
+            return _Counted(f, self, kind, fill, start), f.headers.get("etag")
+        raise HTTPError(412, "%s: replaced again and again while read" % shard)
+
+    def _open_at(self, shard, start, etag, node):
+        """A stream from node (a target's URL) first when given, then
+        through the gateway."""
+        if node is not None:
+            try:
+                return self.client.open(self.bucket, shard, start=start, if_match=etag, node=node)
+            except HTTPError as e:
+                if e.status not in (404, 500, 502, 503, 504):
+                    raise
+            except (OSError, http.client.HTTPException):
+                pass
+        return self.client.open(self.bucket, shard, start=start, if_match=etag)
+
+    def _kind(self, f):
+        """"local" when the target that answered is on this rank's host
+        (hosts[rank] when hosts are known, else any address of this
+        machine), else "remote"."""
+        host = urllib.parse.urlsplit(getattr(f, "url", "") or "").hostname or ""
+        if self.hosts is not None:
+            rank, _ = _rank_world(self.rank, self.world_size)
+            return "local" if host == self.hosts[rank] else "remote"
+        return "local" if host and self.client._pool.is_this_host(host) else "remote"
+
+
+class _Counted(io.RawIOBase):
+    """A shard's bytes as read: counted in the dataset's epoch counters
+    under kind, and written to a cache Fill (committed when the stream
+    was read to its end)."""
+
+    def __init__(self, raw, ds, kind, fill, start):
+        super().__init__()
+        self._raw, self._ds, self._kind, self._fill = raw, ds, kind, fill
+        self.status = getattr(raw, "status", 206 if start else 200)
+        self.headers = getattr(raw, "headers", {})
+        self.length = getattr(raw, "length", None)
+        self._eof = False
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        n = self._raw.readinto(buf)
+        if n:
+            self._ds._count(self._kind, n)
+            if self._fill is not None:
+                self._fill.write(bytes(memoryview(buf)[:n]))
+        elif n == 0:
+            self._eof = True
+        return n
+
+    def close(self):
+        if self.closed:
+            return
+        try:
+            fill, self._fill = self._fill, None
+            if fill is not None:
+                try:
+                    if not self._eof and self.length is not None and self.length - fill.n <= _DRAIN_MAX:
+                        buf = bytearray(_READBUF)
+                        while True:
+                            n = self._raw.readinto(buf)
+                            if not n:
+                                break
+                            self._ds._count(self._kind, n)
+                            fill.write(bytes(buf[:n]))
+                        self._eof = True
+                except (OSError, http.client.HTTPException):
+                    pass
+                if self._eof:
+                    fill.commit()
+                else:
+                    fill.abort()
+        finally:
+            self._raw.close()
+            super().close()
+
+
+def _common_prefix(names):
+    p = names[0] if names else ""
+    for n in names[1:]:
+        while not n.startswith(p):
+            p = p[:-1]
+    return p
+
+
+def _this_host(client, urls):
+    """This rank's host as the listing names hosts: one of the targets'
+    hosts that is an address of this machine (the lowest, if several), else
+    this machine's name (a node without a target: its shards come from its
+    cache home)."""
+    seen = sorted({h for by_host in urls.values() for h in by_host})
+    mine = [h for h in seen if client._pool.is_this_host(h)]
+    return mine[0] if mine else socket.gethostname()
 
 
 def fetch_batch(client, bucket, items, coer=False):
