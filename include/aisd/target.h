@@ -127,10 +127,19 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 /* Pool thread: deletes bck/obj on every other target that may hold it;
  * returns how many had it. */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
-/* Blocking: PUTs the local copy of bck/obj to base (intra, reason why).
- * AIS_OK with *bytes sent, or AIS_ERR (errno ENOENT: no local copy; EIO
- * with msg). */
+/* Blocking: PUTs the local copy of bck/obj to base (intra, reason why;
+ * with sendfile over plain http). cond: the receiver takes it only when it
+ * lacks this version (same checksum, or an mtime as new): it answers at
+ * once otherwise, without the body. AIS_OK with *bytes sent, AIS_DONE
+ * (cond) when the receiver had it, or AIS_ERR (errno ENOENT: no local
+ * copy; EIO with msg). */
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-		  const char *why, uint64_t *bytes, buf_t *msg);
+		  const char *why, bool cond, uint64_t *bytes, buf_t *msg);
+/* The headers of a conditional copy (tgt_send_copy): the sender's checksum
+ * value and mtime; a receiver whose copy has that checksum or is as new
+ * answers 200 with TGT_HAD and reads no body. */
+#define TGT_HAVE_CKSUM "Ais-Have-Cksum"
+#define TGT_HAVE_MTIME "Ais-Have-Mtime-Ns"
+#define TGT_HAD "Ais-Had"
 
 #endif

@@ -354,12 +354,17 @@ static void dispatch(http_conn_t *c)
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;
-	if (!req->on_body)
+	/* A handler that went to the pool first (a map refresh, say) says
+	 * whether it wants the body when its task is back: until then the body
+	 * stays unread (CS_BODY waits). */
+	if (!req->on_body && c->offloaded)
+		c->body_later = true;
+	else if (!req->on_body)
 		c->discard = true;
 	/* 100 Continue only once the handler asks for the body (on_room > 0),
 	 * so that a handler refusing after blocking work (a full disk, a
 	 * missing bucket) answers before the client sends anything. */
-	if (h->expect_continue && !c->discard)
+	if (h->expect_continue && !c->discard && !c->body_later)
 		c->continue_due = true;
 }
 
@@ -397,7 +402,7 @@ static void request_done(http_conn_t *c)
 	req->conn = c;
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
-	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = false;
+	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = c->body_later = false;
 	c->body_done = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -515,6 +520,17 @@ static void conn_drive(http_conn_t *c)
 			if (c->body_done) {
 				c->state = CS_WAIT;
 				break;
+			}
+			if (c->body_later) {
+				if (c->offloaded) {
+					wait_for(c, 0, 0);
+					return;
+				}
+				c->body_later = false;
+				if (!c->req.on_body)
+					c->discard = true;
+				else if (c->hp.head.expect_continue)
+					c->continue_due = true;
 			}
 			if (c->discard && c->discarded > HTTP_DISCARD_MAX && !c->handler_pending) {
 				c->close_after = true;

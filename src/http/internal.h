@@ -132,6 +132,7 @@ struct http_conn {
 	bool handler_pending;  /* JSON route: handler runs at message end */
 	bool just_answered;    /* a response was just completed */
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
+	bool body_later;       /* the handler went to the pool before saying whether it wants the body */
 	bool too_large;        /* streamed body passed net.max_body: 413 and close */
 	struct ssl_st *ssl;    /* HTTPS: the connection's TLS state (tls.c); NULL: plain */
 	short tls_want;        /* HTTPS: the direction the last SSL call waits for */

@@ -19,6 +19,7 @@
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
+#include "aisd/xp.h"
 #include "aisd/banned.h"
 
 #define HTTPC_IO_BUFFER (256 * 1024)
@@ -205,6 +206,7 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 
 void httpc_sync_release(void)
 {
+	xs_release(); /* the thread's transport connections too */
 	httpc_stream_release();
 	httpc_global_init();
 	CURL *e = pthread_getspecific(g_key);

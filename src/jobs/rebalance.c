@@ -4,11 +4,12 @@
  * under the current cluster map (the rules are in jobs.h).
  *
  * Guarantees:
- *  1. A local copy is deleted only after every holder answered that it has
- *     the object (HEAD 200 with the same or a newer version) or accepted
- *     our copy (PUT 200: durable there, its checksum verified there).
+ *  1. A local copy is deleted only after every holder answered one
+ *     conditional send (tgt_send_copy): it has the object (the same
+ *     checksum or a newer version: 200 without taking the body) or
+ *     accepted our copy (200: durable there, its checksum verified there).
  *  2. Memory is bounded: a page of WALK_PAGE names at a time, processed by
- *     rebalance.workers threads, each streaming one object (curl's buffer).
+ *     rebalance.workers threads, each sending one object (sendfile).
  *  3. A newer map (reb_kick) or an abort stops the run between objects; a
  *     kicked run starts over on the newest map. The marker file exists from
  *     the start of a run until a run ends clean or is aborted, so a run cut
@@ -78,36 +79,6 @@ static void note_error(reb_t *r, const char *fmt, const char *a, size_t alen, co
 	pthread_mutex_unlock(&r->jr.mu);
 }
 
-/* Does the holder at base have bck/obj as recent as m? 1 yes, 0 no, -1 error. */
-static int holder_has(const char *base, const char *bck, const char *obj, size_t olen, const store_meta_t *m,
-                      buf_t *msg)
-{
-	char hv[64];
-	const char *hp[] = {hv, NULL};
-	buf_t url = BUF_INIT, hdrs = BUF_INIT;
-	int status = 0, rc = -1;
-	snprintf(hv, sizeof(hv), "%s: rebalance", TGT_INTRA);
-	tgt_url_obj(&url, base, bck, strlen(bck), obj, olen);
-	if (httpc_sync_head(url.ptr, hp, 10000, &hdrs, &status, msg) == AIS_OK) {
-		if (status == 404) {
-			rc = 0;
-		} else if (status == 200) {
-			sv_t cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
-			sv_t mt = httpc_hdr_find(&hdrs, "Ais-Mtime-Ns");
-			uint64_t theirs = 0;
-			if (mt.ptr)
-				num_parse_u64(mt.ptr, mt.len, 0, UINT64_MAX, &theirs);
-			bool same = cv.ptr && sv_eqstr(cv, m->cksum);
-			rc = same || (int64_t)theirs >= m->mtime_ns ? 1 : 0;
-		} else {
-			buf_addf(msg, "HEAD: HTTP %d", status);
-		}
-	}
-	buf_free(&url);
-	buf_free(&hdrs);
-	return rc;
-}
-
 static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t olen)
 {
 	target_t *t = r->t;
@@ -139,19 +110,19 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		if ((int)i == self)
 			continue;
 		buf_reset(&msg);
-		int has = holder_has(urls[i], b->name, obj, olen, &meta, &msg);
-		if (has == 1)
-			continue;
 		uint64_t bytes = 0;
-		if (has == 0 && tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", &bytes,
-		                              &msg) == AIS_OK) {
+		/* one conditional send: the holder takes the copy only if it lacks it */
+		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", true, &bytes, &msg);
+		if (rc == AIS_DONE)
+			continue; /* it has it */
+		if (rc == AIS_OK) {
 			pthread_mutex_lock(&r->jr.mu);
 			r->jr.st.moved++;
 			r->jr.st.moved_bytes += bytes;
 			pthread_mutex_unlock(&r->jr.mu);
 			continue;
 		}
-		if (has == 0 && errno == ENOENT)
+		if (errno == ENOENT)
 			goto out; /* deleted here meanwhile */
 		all_have = false;
 		note_error(r, "%.*s: %s: %s", obj, olen, urls[i], msg.ptr ? msg.ptr : "error");

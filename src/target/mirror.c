@@ -34,6 +34,7 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
+#include "aisd/xp.h"
 #include "aisd/banned.h"
 
 static bool unreserved(unsigned char c)
@@ -352,30 +353,49 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 }
 
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-                  const char *why, uint64_t *bytes, buf_t *msg)
+                  const char *why, bool cond, uint64_t *bytes, buf_t *msg)
 {
 	store_meta_t m;
-	char hv[4][STORE_CUSTOM_MAX + 64];
-	const char *hp[5];
+	char hv[6][STORE_CUSTOM_MAX + 64];
+	const char *hp[7];
 	int fd, status = 0;
-	buf_t url = BUF_INIT, emsg = BUF_INIT;
-	const char *urls[1];
+	bool sent = true;
+	buf_t url = BUF_INIT, emsg = BUF_INIT, rh = BUF_INIT;
 
 	if (store_open_obj(t->store, bck, blen, obj, olen, &fd, &m) != AIS_OK)
 		return AIS_ERR;
 	copy_headers(why, &m, hv, hp);
+	size_t nh = 0;
+	while (hp[nh])
+		nh++;
+	if (cond) { /* the receiver answers at once when it has this version or a newer one */
+		snprintf(hv[4], sizeof(hv[4]), "%s: %s", TGT_HAVE_CKSUM, m.cksum[0] ? m.cksum : "-");
+		snprintf(hv[5], sizeof(hv[5]), "%s: %lld", TGT_HAVE_MTIME, (long long)m.mtime_ns);
+		hp[nh++] = hv[4];
+		hp[nh++] = hv[5];
+		hp[nh] = NULL;
+	}
 	tgt_url_obj(&url, base, bck, blen, obj, olen);
-	urls[0] = url.ptr;
-	httpc_sync_put_fd(urls, 1, hp, fd, m.size, copy_timeout_ms(m.size), &status, &emsg);
+	if (xp_supports(base)) { /* sendfile, after the receiver's 100 */
+		if (xs_put_file(url.ptr, hp, fd, m.size, copy_timeout_ms(m.size), &status, &sent, &rh, &emsg) !=
+		    AIS_OK)
+			status = 0;
+	} else {
+		const char *urls[1] = {url.ptr};
+		httpc_sync_put_fd(urls, 1, hp, fd, m.size, copy_timeout_ms(m.size), &status, &emsg);
+	}
 	close(fd);
 	int rc = status == 200 ? AIS_OK : AIS_ERR;
 	if (rc != AIS_OK) {
 		buf_addf(msg, "%s: %s%.200s", base, status ? "HTTP error: " : "", emsg.ptr ? emsg.ptr : "");
 		errno = EIO;
+	} else if (cond && (!sent || httpc_hdr_find(&rh, TGT_HAD).ptr)) {
+		rc = AIS_DONE;
 	} else if (bytes) {
 		*bytes = m.size;
 	}
 	buf_free(&url);
 	buf_free(&emsg);
+	buf_free(&rh);
 	return rc;
 }

@@ -282,6 +282,26 @@ static const ol_stream_ops_t put_ops = {
 	.cleanup = put_cleanup,
 };
 
+/* A conditional copy from another target (tgt_send_copy): when the copy
+ * here has the sender's checksum or is as new, answers 200 with TGT_HAD at
+ * once (no 100 Continue: the body never comes) and returns true. */
+static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	sv_t hc = http_req_header(req, TGT_HAVE_CKSUM), hm = http_req_header(req, TGT_HAVE_MTIME);
+	store_meta_t cur;
+	uint64_t mt = UINT64_MAX;
+	if (!hm.ptr || !http_req_has_header(req, TGT_INTRA) || num_parse_u64(hm.ptr, hm.len, 0, INT64_MAX, &mt) != AIS_OK)
+		return false;
+	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &cur) != AIS_OK)
+		return false;
+	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && cur.mtime_ns < (int64_t)mt)
+		return false;
+	prop_headers(req, &cur);
+	http_resp_header(req, TGT_HAD, "true");
+	http_resp_send(req, "", 0);
+	return true;
+}
+
 static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where_t *w)
 {
 	store_bucket_t b;
@@ -292,6 +312,8 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
 		return AIS_OK;
 	}
+	if (have_it(req, t, bck, obj))
+		return AIS_OK;
 	p = arena_zalloc(req->arena, sizeof(*p));
 	p->t = t;
 	p->bck = bck;

@@ -1,0 +1,334 @@
+/*
+ * xsync.c - the node-to-node transport for threads that may block (the I/O
+ * pool, the rebalance and resilver jobs): an object file PUT to another
+ * target with sendfile, over a keep-alive connection per thread and peer
+ * (xp.h, "blocking side").
+ *
+ * Guarantees:
+ *  1. The head goes out with "Expect: 100-continue" and the body only
+ *     after the receiver's 100: a receiver that already has the object
+ *     (a conditional send, Ais-Have-*) or refuses it answers at once, and
+ *     no byte of the body crosses the network.
+ *  2. The body goes from the file to the socket with sendfile (no copy in
+ *     user space).
+ *  3. A connection is reused only after a whole answer with keep-alive and
+ *     a body sent whole (or never promised); a reused connection that fails
+ *     before any answer byte is retried once on a new one (the body is a
+ *     file: it can be sent again).
+ *  4. Every socket wait is bounded by the request's timeout.
+ */
+#include <errno.h>
+#include <http_parser.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "aisd/authz.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/xp.h"
+#include "aisd/banned.h"
+
+#define XS_IDLE 8
+#define XS_RESP_MAX (64u << 10)
+
+static __thread struct {
+	char key[256];
+	int fd;
+} tl_idle[XS_IDLE];
+static __thread int tl_nidle;
+
+void xs_release(void)
+{
+	for (int i = 0; i < tl_nidle; i++)
+		close(tl_idle[i].fd);
+	tl_nidle = 0;
+}
+
+static int idle_take(const char *key)
+{
+	for (int i = 0; i < tl_nidle; i++) {
+		if (strcmp(tl_idle[i].key, key))
+			continue;
+		int fd = tl_idle[i].fd;
+		tl_idle[i] = tl_idle[--tl_nidle];
+		char b;
+		ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return fd;
+		close(fd);
+		i = -1; /* (the array changed: look again) */
+	}
+	return -1;
+}
+
+static void idle_put(const char *key, int fd)
+{
+	if (tl_nidle == XS_IDLE) {
+		close(tl_idle[0].fd);
+		tl_idle[0] = tl_idle[--tl_nidle];
+	}
+	snprintf(tl_idle[tl_nidle].key, sizeof(tl_idle[0].key), "%s", key);
+	tl_idle[tl_nidle++].fd = fd;
+}
+
+/* "http://HOST:PORT/path?q": the key HOST:PORT and the request-target. */
+static int split_url(const char *url, char *key, size_t ksz, const char **target)
+{
+	if (strncmp(url, "http://", 7))
+		return AIS_ERR;
+	const char *h = url + 7, *slash = strchr(h, '/');
+	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
+	if (!hl || hl >= ksz)
+		return AIS_ERR;
+	memcpy(key, h, hl);
+	key[hl] = '\0';
+	*target = slash ? slash : "/";
+	return AIS_OK;
+}
+
+static void set_timeout(int fd, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* A new connection to HOST:PORT (blocking, connect bounded by 3 s). */
+static int dial(const char *key)
+{
+	char name[256], port[16];
+	const char *colon = strrchr(key, ':');
+	if (!colon)
+		return -1;
+	size_t nl = (size_t)(colon - key);
+	if (nl && key[0] == '[' && key[nl - 1] == ']')
+		snprintf(name, sizeof(name), "%.*s", (int)nl - 2, key + 1);
+	else
+		snprintf(name, sizeof(name), "%.*s", (int)nl, key);
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+	if (getaddrinfo(name, port, &hints, &ai) || !ai) {
+		errno = EHOSTUNREACH;
+		return -1;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		set_timeout(fd, 3000);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			int e = errno;
+			close(fd);
+			fd = -1;
+			errno = e == EINPROGRESS || e == EAGAIN ? ETIMEDOUT : e;
+		}
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return AIS_ERR;
+		p += k;
+		n -= (size_t)k;
+	}
+	return AIS_OK;
+}
+
+/* --- one answer, read with http-parser ---------------------------------------------- */
+
+struct ans {
+	http_parser hp;
+	buf_t *hdrs, *body;
+	bool last_value, done;
+};
+
+static int a_field(http_parser *hp, const char *at, size_t n)
+{
+	struct ans *a = hp->data;
+	if (a->last_value)
+		buf_addstr(a->hdrs, "\r\n");
+	a->last_value = false;
+	buf_add(a->hdrs, at, n);
+	return 0;
+}
+
+static int a_value(http_parser *hp, const char *at, size_t n)
+{
+	struct ans *a = hp->data;
+	if (!a->last_value)
+		buf_addstr(a->hdrs, ": ");
+	a->last_value = true;
+	buf_add(a->hdrs, at, n);
+	return 0;
+}
+
+static int a_hdone(http_parser *hp)
+{
+	struct ans *a = hp->data;
+	if (a->last_value)
+		buf_addstr(a->hdrs, "\r\n");
+	return 0;
+}
+
+static int a_body(http_parser *hp, const char *at, size_t n)
+{
+	struct ans *a = hp->data;
+	if (a->body->len < XS_RESP_MAX)
+		buf_add(a->body, at, MIN(n, XS_RESP_MAX - a->body->len));
+	return 0;
+}
+
+static int a_done(http_parser *hp)
+{
+	((struct ans *)hp->data)->done = true;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+static const http_parser_settings a_settings = {
+	.on_header_field = a_field,
+	.on_header_value = a_value,
+	.on_headers_complete = a_hdone,
+	.on_body = a_body,
+	.on_message_complete = a_done,
+};
+
+/* Reads one answer (a 100 Continue is one too). AIS_OK with *status, or
+ * AIS_ERR (errno; *got says whether any byte came). */
+static int read_answer(int fd, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
+{
+	struct ans a = {.hdrs = hdrs, .body = body};
+	char b[16384];
+	http_parser_init(&a.hp, HTTP_RESPONSE);
+	a.hp.data = &a;
+	buf_reset(hdrs);
+	buf_reset(body);
+	while (!a.done) {
+		ssize_t k = recv(fd, b, sizeof(b), 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return AIS_ERR;
+		if (k > 0)
+			*got = true;
+		size_t used = http_parser_execute(&a.hp, &a_settings, b, (size_t)k);
+		if (a.done) {
+			if (used < (size_t)k && a.hp.status_code != 100) {
+				errno = EPROTO; /* bytes after the answer: not ours */
+				return AIS_ERR;
+			}
+			break;
+		}
+		if (k == 0) {
+			errno = ECONNRESET;
+			return AIS_ERR;
+		}
+		if (HTTP_PARSER_ERRNO(&a.hp) != HPE_OK) {
+			errno = EPROTO;
+			return AIS_ERR;
+		}
+	}
+	*status = (int)a.hp.status_code;
+	*keep = http_should_keep_alive(&a.hp);
+	return AIS_OK;
+}
+
+/* --- the PUT --------------------------------------------------------------------------- */
+
+int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
+		bool *sent, buf_t *resp_hdrs, buf_t *msg)
+{
+	char key[256], auth[512];
+	const char *target;
+	buf_t head = BUF_INIT, body = BUF_INIT;
+	int rc = AIS_ERR;
+
+	*status = 0;
+	*sent = false;
+	if (split_url(url, key, sizeof(key), &target) != AIS_OK) {
+		buf_addf(msg, "%s: not a plain http URL", url);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %llu\r\nExpect: 100-continue\r\n", target,
+		 key, (unsigned long long)len);
+	for (size_t i = 0; hdrs && hdrs[i]; i++)
+		buf_addf(&head, "%s\r\n", hdrs[i]);
+	if (authz_intra_header("PUT", url, auth, sizeof(auth)))
+		buf_addf(&head, "%s\r\n", auth);
+	buf_addstr(&head, "\r\n");
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int s = idle_take(key);
+		bool reused = s >= 0, got = false, keep = false;
+		if (s < 0 && (s = dial(key)) < 0) {
+			buf_addf(msg, "%s: connect: %s", key, strerror(errno));
+			break;
+		}
+		set_timeout(s, timeout_ms);
+		int st = 0;
+		off_t off = 0;
+		if (send_all(s, head.ptr, head.len) != AIS_OK ||
+		    read_answer(s, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+			int e = errno;
+			close(s);
+			if (reused && !got)
+				continue; /* rule 3 */
+			buf_addf(msg, "%s: %s", key, strerror(e));
+			errno = e;
+			break;
+		}
+		if (st == 100) { /* the body, then the final answer */
+			uint64_t left = len;
+			while (left) {
+				ssize_t k = sendfile(s, fd, &off, MIN(left, 1u << 30));
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k <= 0) {
+					if (!k)
+						errno = EIO; /* the file is shorter than it said */
+					break;
+				}
+				left -= (uint64_t)k;
+			}
+			if (left || read_answer(s, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+				int e = errno;
+				close(s);
+				buf_addf(msg, "%s: %s", key, strerror(e));
+				errno = e;
+				break;
+			}
+			*sent = true;
+			if (keep)
+				idle_put(key, s);
+			else
+				close(s);
+		} else {
+			close(s); /* the body was promised and not sent: the connection cannot go on */
+		}
+		*status = st;
+		if (st != 200 && body.len)
+			buf_addf(msg, "%.*s", (int)MIN(body.len, 300), body.ptr);
+		rc = AIS_OK;
+		break;
+	}
+	buf_free(&head);
+	buf_free(&body);
+	return rc;
+}
