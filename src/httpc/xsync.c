@@ -209,40 +209,38 @@ static const http_parser_settings a_settings = {
 	.on_message_complete = a_done,
 };
 
-/* Reads one answer (a 100 Continue is one too). AIS_OK with *status, or
- * AIS_ERR (errno; *got says whether any byte came). */
-static int read_answer(int fd, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
+/* Reads one answer (a 100 Continue is one too) from what is left in *rb
+ * (bytes read with an earlier answer), then the socket; bytes after the
+ * answer stay in *rb. AIS_OK with *status, or AIS_ERR (errno; *got says
+ * whether any byte came). */
+static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
 {
 	struct ans a = {.hdrs = hdrs, .body = body};
-	char b[16384];
 	http_parser_init(&a.hp, HTTP_RESPONSE);
 	a.hp.data = &a;
 	buf_reset(hdrs);
 	buf_reset(body);
 	while (!a.done) {
-		ssize_t k = recv(fd, b, sizeof(b), 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return AIS_ERR;
-		if (k > 0)
-			*got = true;
-		size_t used = http_parser_execute(&a.hp, &a_settings, b, (size_t)k);
-		if (a.done) {
-			if (used < (size_t)k && a.hp.status_code != 100) {
-				errno = EPROTO; /* bytes after the answer: not ours */
+		if (!rb->len) {
+			buf_grow(rb, 16384);
+			ssize_t k = recv(fd, rb->ptr, 16384, 0);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0)
+				return AIS_ERR;
+			if (k == 0) {
+				errno = ECONNRESET;
 				return AIS_ERR;
 			}
-			break;
+			rb->len = (size_t)k;
+			*got = true;
 		}
-		if (k == 0) {
-			errno = ECONNRESET;
-			return AIS_ERR;
-		}
-		if (HTTP_PARSER_ERRNO(&a.hp) != HPE_OK) {
+		size_t used = http_parser_execute(&a.hp, &a_settings, rb->ptr, rb->len);
+		if (!a.done && HTTP_PARSER_ERRNO(&a.hp) != HPE_OK) {
 			errno = EPROTO;
 			return AIS_ERR;
 		}
+		buf_consume(rb, MIN(used, rb->len));
 	}
 	*status = (int)a.hp.status_code;
 	*keep = http_should_keep_alive(&a.hp);
@@ -256,7 +254,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 {
 	char key[256], auth[512];
 	const char *target;
-	buf_t head = BUF_INIT, body = BUF_INIT;
+	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT;
 	int rc = AIS_ERR;
 
 	*status = 0;
@@ -282,10 +280,11 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 			break;
 		}
 		set_timeout(s, timeout_ms);
+		buf_reset(&rb);
 		int st = 0;
 		off_t off = 0;
 		if (send_all(s, head.ptr, head.len) != AIS_OK ||
-		    read_answer(s, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+		    read_answer(s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 			int e = errno;
 			close(s);
 			if (reused && !got)
@@ -307,7 +306,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 				}
 				left -= (uint64_t)k;
 			}
-			if (left || read_answer(s, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+			if (left || read_answer(s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 				int e = errno;
 				close(s);
 				buf_addf(msg, "%s: %s", key, strerror(e));
@@ -315,7 +314,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 				break;
 			}
 			*sent = true;
-			if (keep)
+			if (keep && !rb.len)
 				idle_put(key, s);
 			else
 				close(s);
@@ -330,5 +329,6 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 	}
 	buf_free(&head);
 	buf_free(&body);
+	buf_free(&rb);
 	return rc;
 }
