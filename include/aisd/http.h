@@ -142,6 +142,10 @@ typedef struct http_server_opts {
 	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).
 	 * NULL: everyone may do everything. */
 	http_handler_fn authz;
+	/* Then, right before the handler runs (for HTTP_ROUTE_JSON routes with
+	 * the whole body in req->body): AIS_OK, or AIS_ERR answered (a body
+	 * other than the one a signature bound). NULL: nothing. */
+	http_handler_fn authz_body;
 } http_server_opts_t;
 
 /* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker

@@ -31,6 +31,7 @@
 
 #include "aisd/cluster.h"
 #include "aisd/httpc.h"
+#include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -67,6 +68,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s://%.200s:%d",
 			 c->tls_cert[0] ? "https" : "http", c->host, port);
 	memcpy(cl->self.intra_url, cl->self.pub_url, sizeof(cl->self.intra_url));
+	authz_set_self(cl->self.intra_url); /* the calls of other nodes name it */
 	if (!cmap_id_valid(cl->self.id, strlen(cl->self.id)) ||
 	    !cmap_url_valid(cl->self.pub_url, strlen(cl->self.pub_url))) {
 		buf_addf(err, "invalid node id \"%s\" or URL \"%s\"", cl->self.id, cl->self.pub_url);

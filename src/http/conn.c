@@ -264,6 +264,13 @@ static void req_begin(http_conn_t *c)
 	log_set_request(req->id_str);
 }
 
+/* The authz hook's second look, at the body a signature may bind. */
+static bool authz_body_ok(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	return !s->o.authz_body || (c->req.route->flags & HTTP_ROUTE_PUBLIC) || s->o.authz_body(&c->req) == AIS_OK;
+}
+
 /* The head is complete: fill in the request, route it, call the handler. */
 static void dispatch(http_conn_t *c)
 {
@@ -350,6 +357,8 @@ static void dispatch(http_conn_t *c)
 	 * zero-byte PutObject followed by an UploadPart on that connection). */
 	if (h->expect_continue && !req->has_body && h->http_minor >= 1)
 		send_continue(c);
+	if (!authz_body_ok(c))
+		return;
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;
@@ -373,7 +382,8 @@ static void message_end(http_conn_t *c)
 					(unsigned long long)req->route->max_body);
 			return;
 		}
-		req->route->handler(req);
+		if (authz_body_ok(c))
+			req->route->handler(req);
 	} else if (req->on_body_end && !c->resp_started) {
 		req->on_body_end(req);
 	}
