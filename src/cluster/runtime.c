@@ -303,7 +303,7 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 			continue;
 		if (need == SIZE_MAX && p->fail_since)
 			continue; /* the keepalive: pushed again once it answers */
-		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync", nodes[i].intra_url);
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync?from=%s", nodes[i].intra_url, cl->self.id);
 		calls[nc].method = "PUT";
 		calls[nc].body = &body;
 		calls[nc].timeout_ms = 3000;
@@ -329,7 +329,7 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 		} else {
 			log_warnx("metasync to %s: %s%s", who[i]->id, c->status ? "" : "no answer: ", msg);
 			if (c->status == 409 && newer && strstr(msg, "older than ours"))
-				snprintf(newer, CMAP_URL_MAX + 1, "%.*s", (int)(strlen(c->url) - strlen("/v1/metasync")),
+				snprintf(newer, CMAP_URL_MAX + 1, "%.*s", (int)(strstr(c->url, "/v1/metasync") - c->url),
 					 c->url);
 		}
 		buf_free(&c->resp);

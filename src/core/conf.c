@@ -39,7 +39,12 @@ static const struct key keys[] = {
 	{"net.host", K_STR, S(host), "127.0.0.1", "address to listen on"},
 	{"net.port", K_U64, N(port), "8080", "TCP port to listen on (0 = any free port)"},
 	{"net.workers", K_U64, N(workers), "0", "event-loop threads (0 = one per core)"},
-	{"net.max_conns", K_U64, N(max_conns), "20000", "open client connections at most"},
+	{"net.max_conns", K_U64, N(max_conns), "0",
+	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
+	 "at the limit a new connection closes the longest-idle one, else gets 503"},
+	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
+	 "JSON request bodies (GetBatch, bucket and cluster actions) held in memory at once, all connections "
+	 "together (503 beyond; a single larger body 413)"},
 	{"net.max_header_bytes", K_SIZE, N(max_header_bytes), "16KiB",
 	 "request line plus headers at most (431/414 beyond)"},
 	{"net.header_timeout", K_MS, N(header_timeout_ms), "10s",

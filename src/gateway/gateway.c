@@ -624,7 +624,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
-		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
+		.io_threads = (int)c->io_threads, .max_conns = c->max_conns, .max_buffered = c->max_buffered_body,
+		.fd_reserve = 256, /* metadata files, calls to every node */
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
 		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,

@@ -32,6 +32,38 @@
 static void on_event(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * The server's budget of buffered (HTTP_ROUTE_JSON) bodies: a request
+ * takes its Content-Length before the body is read (or each piece of a
+ * chunked one as it comes) and gives it back when it ends, so the bodies
+ * held at once stay within max_buffered whatever the clients do.
+ */
+static bool budget_take(http_conn_t *c, uint64_t n)
+{
+	http_server_t *s = c->w->srv;
+	uint64_t had = atomic_fetch_add(&s->buffered, n);
+	if (had + n > s->o.max_buffered) {
+		atomic_fetch_sub(&s->buffered, n);
+		return false;
+	}
+	c->reserved += n;
+	return true;
+}
+
+static void budget_release(http_conn_t *c)
+{
+	if (c->reserved)
+		atomic_fetch_sub(&c->w->srv->buffered, c->reserved);
+	c->reserved = 0;
+}
+
+static void budget_refuse(http_req_t *req)
+{
+	http_resp_header(req, "Retry-After", "1");
+	http_resp_error(req, 503, "too many request bodies buffered on this node (net.max_buffered_body is %llu "
+			"bytes): try again", (unsigned long long)req->conn->w->srv->o.max_buffered);
+}
+
 static void body_cb(void *arg, const char *p, size_t n)
 {
 	http_conn_t *c = arg;
@@ -48,10 +80,12 @@ static void body_cb(void *arg, const char *p, size_t n)
 		return;
 	}
 	if (c->json_body) {
-		if (req->body.len + n <= req->route->max_body)
-			buf_add(&req->body, p, n);
-		else
+		if (req->body.len + n > req->route->max_body)
 			c->discard = c->too_large = true; /* over the limit: 413 now */
+		else if (req->body.len + n > c->reserved && !budget_take(c, req->body.len + n - c->reserved))
+			c->discard = c->too_large = c->over_budget = true; /* 503 now */
+		else
+			buf_add(&req->body, p, n);
 		return;
 	}
 	if (c->resp_started || !req->on_body)
@@ -116,6 +150,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 	c->next = w->conns;
 	if (w->conns)
 		w->conns->prev = c;
+	else
+		w->conns_tail = c;
 	w->conns = c;
 	if (w->srv->tls && !local && tls_conn_start(c, w->srv->tls) != AIS_OK)
 		conn_close(c); /* freed by conn_run below */
@@ -161,6 +197,9 @@ void conn_free(http_conn_t *c)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		w->conns_tail = c->prev;
+	budget_release(c);
 	free(c);
 	if (w->draining && !w->conns)
 		event_base_loopbreak(w->base);
@@ -343,6 +382,18 @@ static void dispatch(http_conn_t *c)
 					(unsigned long long)req->route->max_body);
 			return;
 		}
+		if (req->content_length > (int64_t)s->o.max_buffered) {
+			http_resp_error(req, 413, "request body too large (net.max_buffered_body is %llu bytes)",
+					(unsigned long long)s->o.max_buffered);
+			return;
+		}
+		if (req->content_length > 0) {
+			if (!budget_take(c, (uint64_t)req->content_length)) {
+				budget_refuse(req);
+				return;
+			}
+			buf_grow(&req->body, (size_t)req->content_length); /* exactly: no doubling */
+		}
 		c->json_body = true;
 		c->handler_pending = true;
 		if (h->expect_continue)
@@ -401,12 +452,13 @@ static void request_done(http_conn_t *c)
 	arena_reset(c->arena);
 	resp_reset(c);
 	buf_free(&req->body);
+	budget_release(c);
 	hp_reset(&c->hp);
 	memset(req, 0, sizeof(*req));
 	req->conn = c;
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
-	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = false;
+	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = c->over_budget = false;
 	c->body_done = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -564,7 +616,9 @@ static void conn_drive(http_conn_t *c)
 				c->close_after = true;
 				c->body_done = true;
 				c->handler_pending = false;
-				if (c->json_body)
+				if (c->over_budget)
+					budget_refuse(&c->req);
+				else if (c->json_body)
 					http_resp_error(&c->req, 413, "request body too large (at most %llu bytes)",
 							(unsigned long long)c->req.route->max_body);
 				else

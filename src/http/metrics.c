@@ -169,6 +169,12 @@ void hm_collect(void *arg, buf_t *out)
 	metrics_family(out, "aisd_http_connections_rejected_total", "counter",
 		       "connections refused with 503 because net.max_conns were open");
 	buf_addf(out, "aisd_http_connections_rejected_total %llu\n", (unsigned long long)SUM(s, rejected));
+	metrics_family(out, "aisd_http_connections_evicted_total", "counter",
+		       "idle connections closed to make room for a new one at the connection limit");
+	buf_addf(out, "aisd_http_connections_evicted_total %llu\n", (unsigned long long)SUM(s, evicted));
+	metrics_family(out, "aisd_http_accept_fd_exhausted_total", "counter",
+		       "accepts that failed for want of descriptors (EMFILE, ENFILE): accepting paused briefly");
+	buf_addf(out, "aisd_http_accept_fd_exhausted_total %llu\n", (unsigned long long)SUM(s, emfile));
 	metrics_family(out, "aisd_http_errors_total", "counter",
 		       "requests that failed before a handler answered: malformed (parse), timed out, "
 		       "aborted by the client, refused by the rate limit or the body size limit");
