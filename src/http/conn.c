@@ -444,10 +444,14 @@ static void request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
 	hm_request_done(c);
-	if (log_get_level() <= LOG_DEBUG)
-		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method),
-			  (int)MIN(req->target.len, 512), req->target.ptr, c->status,
-			  (unsigned long long)c->bytes_out, (double)(time_now_ns() - req->start_ns) / 1e6);
+	if (log_get_level() <= LOG_DEBUG) {
+		buf_t t = BUF_INIT;
+		hm_redact_target(req->target, &t);
+		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method), (int)MIN(t.len, 512),
+			  t.ptr ? t.ptr : "", c->status, (unsigned long long)c->bytes_out,
+			  (double)(time_now_ns() - req->start_ns) / 1e6);
+		buf_free(&t);
+	}
 	log_set_request(NULL);
 	arena_reset(c->arena);
 	resp_reset(c);

@@ -51,6 +51,32 @@ static void add_safe(buf_t *b, sv_t s, size_t max)
 		buf_addstr(b, "...");
 }
 
+void hm_redact_target(sv_t t, buf_t *out)
+{
+	static const char *const secret[] = {"x-amz-signature", "x-amz-security-token", "signature", "ais_rsig"};
+	const char *q = memchr(t.ptr, '?', t.len);
+	if (!q) {
+		buf_addsv(out, t);
+		return;
+	}
+	buf_add(out, t.ptr, (size_t)(q - t.ptr) + 1);
+	sv_t rest = {q + 1, t.len - (size_t)(q - t.ptr) - 1}, k, v;
+	bool first = true;
+	while (http_query_next(&rest, &k, &v)) {
+		bool hide = false;
+		for (size_t i = 0; i < ARRAY_SIZE(secret) && !hide; i++)
+			hide = sv_eqcase(k, sv_from(secret[i]));
+		if (!first)
+			buf_addch(out, '&');
+		first = false;
+		buf_addsv(out, k);
+		if (hide)
+			buf_addstr(out, "=REDACTED");
+		else if (v.ptr != k.ptr + k.len || v.len) /* "k=v", or "k=" */
+			buf_add(out, k.ptr + k.len, v.len + 1);
+	}
+}
+
 void hm_request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
@@ -73,8 +99,11 @@ void hm_request_done(http_conn_t *c)
 	if (!log_access_on())
 		return;
 	buf_t line = BUF_INIT;
+	buf_t tgt = BUF_INIT;
+	hm_redact_target(req->target, &tgt); /* presigned URLs and signed redirects are credentials */
 	buf_addf(&line, "%s \"%s ", c->peer, http_method_name(req->method));
-	add_safe(&line, req->target, 1024);
+	add_safe(&line, sv_of(&tgt), 1024);
+	buf_free(&tgt);
 	buf_addf(&line, "\" %d %llu %llu %lld", c->status, (unsigned long long)req->body_read,
 		 (unsigned long long)c->bytes_out, (long long)us);
 	log_set_request(req->id_str[0] ? req->id_str : NULL);

@@ -242,6 +242,10 @@ void hp_reset(hp_t *p)
 	p->why = NULL;
 	p->chunk_left = 0;
 	p->crlf_next = -1;
+	p->ls_prev = 0;
+	p->ls_len = 0;
+	p->ls_lines = 0;
+	p->ls_done = false;
 }
 
 void hp_free(hp_t *p) { buf_free(&p->raw); }
@@ -256,6 +260,34 @@ static int status_of(enum http_errno e)
 	case HPE_UNEXPECTED_CONTENT_LENGTH: return 400;
 	default: return 400;
 	}
+}
+
+/* Checks the line framing of the head bytes in data (up to the head's
+ * empty line): AIS_OK, or AIS_ERR with 400 set. */
+static int check_lines(hp_t *p, const char *data, size_t len)
+{
+	for (size_t i = 0; i < len && !p->ls_done; i++) {
+		char c = data[i];
+		if (c == '\n') {
+			if (p->ls_prev != '\r') {
+				fail(p, 400, "bare LF in the request head (lines end with CRLF)");
+				return AIS_ERR;
+			}
+			if (p->ls_len > 1)
+				p->ls_lines++;
+			else if (p->ls_lines)
+				p->ls_done = true; /* the empty line: the body follows */
+			p->ls_len = 0;
+		} else {
+			if (p->ls_len == 0 && (c == ' ' || c == '\t') && p->ls_lines) {
+				fail(p, 400, "obsolete line folding in a header (obs-fold)");
+				return AIS_ERR;
+			}
+			p->ls_len++;
+		}
+		p->ls_prev = c;
+	}
+	return AIS_OK;
 }
 
 size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
@@ -280,6 +312,10 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	if (in_head && len > p->max_head - p->head_bytes)
 		len = p->max_head - p->head_bytes; /* the parser never sees past the limit */
 	p->feed_end = data + len;
+	if (in_head && check_lines(p, data, len) != AIS_OK) {
+		*ev = HP_ERROR;
+		return 0;
+	}
 	if (p->crlf_next >= 0 && check_crlf(p, data) < 0) {
 		*ev = HP_ERROR;
 		return 0;
