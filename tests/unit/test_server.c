@@ -52,7 +52,7 @@ typedef struct tctx {
 static tctx_t g_ctx;
 static http_server_t *g_srv;
 static int g_port;
-static bool g_tls;
+static bool g_tls; /* the server speaks HTTPS; the client too */
 static int g_workers;  /* server worker threads (0: 2) */
 static char g_cert[300], g_key[300];
 
