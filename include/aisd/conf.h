@@ -56,6 +56,8 @@ typedef struct conf {
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	bool verify_on_read;      /* checksum a whole object before serving it */
+	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
+	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
 	uint64_t rebalance_workers; /* objects moved at once per target */
 	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */

@@ -89,6 +89,11 @@ static const struct key keys[] = {
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
+	{"store.mountpath_roots", K_STR, S(mountpath_roots), "",
+	 "comma-separated directories under which attach-mp may add a mountpath (empty: the parent directories of "
+	 "store.mountpaths)"},
+	{"store.allow_any_path", K_BOOL, N(allow_any_path), "off",
+	 "on: attach-mp may add any directory (with auth.enabled only an administrator may attach)"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
 	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
