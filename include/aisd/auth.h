@@ -164,7 +164,8 @@ void auth_redirect_query(const void *key, size_t klen, const char *method, sv_t 
  * AIS_ERR: malformed, forged or expired, with the reason in err. */
 int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t path, sv_t q, int64_t now,
 			 auth_token_t *t, char body[AUTH_SIG_HEX + 1], buf_t *err);
-/* The permissions of t as PERMS; and back (AIS_ERR when malformed). */
+/* The permissions of t as PERMS; and back (AIS_ERR when malformed, *t
+ * then unspecified). */
 void auth_perm_encode(const auth_token_t *t, buf_t *out);
 int auth_perm_decode(sv_t s, auth_token_t *t);
 

@@ -259,6 +259,8 @@ int auth_perm_decode(sv_t s, auth_token_t *t)
 		t->b[t->nb].bucket[k.len] = '\0';
 		t->b[t->nb++].perm = (unsigned)bits;
 	}
+	if (t->admin)
+		t->nb = 0; /* every bucket already: as auth_perm_encode writes it */
 	return AIS_OK;
 }
 
