@@ -73,12 +73,14 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, const char *sen
 		e = errno;
 	}
 	if (sender && am != AIS_ERR) {
-		/* only the primary pushes: the one of the map pushed, if that is
-		 * taken, else of ours (a deposed or stray node cannot push a newer
-		 * BMD, nor the map it would need for one) */
-		const char *p = am == AIS_OK ? cmap_primary(m) : cl->cmap ? cmap_primary(cl->cmap) : NULL;
-		if (p && strcmp(p, sender)) {
-			am = cmap_fail(err, EPERM, "metadata pushed by %s, which is not the primary (%s)", sender, p);
+		/* only the primary pushes: ours, or (a new map taken: a handover
+		 * or an election) the one it names; a deposed or stray node
+		 * cannot push a newer BMD, nor the map it would need for one */
+		const char *ours = cl->cmap ? cmap_primary(cl->cmap) : NULL;
+		const char *theirs = am == AIS_OK ? cmap_primary(m) : NULL;
+		if ((ours || theirs) && !(ours && !strcmp(ours, sender)) && !(theirs && !strcmp(theirs, sender))) {
+			am = cmap_fail(err, EPERM, "metadata pushed by %s, which is not the primary (%s)", sender,
+				       ours ? ours : theirs);
 			e = errno;
 		}
 	}
