@@ -7,6 +7,7 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* every descriptor the system allows: the connection limit is derived
+	 * from it (http_server_new) */
+	struct rlimit rl;
+	rlim_t was = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		was = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("setrlimit(RLIMIT_NOFILE, %llu)", (unsigned long long)rl.rlim_max);
+	}
+
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
@@ -201,6 +213,10 @@ int main(int argc, char **argv)
 		log_init(id, lv, NULL);
 	}
 	const char *scheme = conf.tls_cert[0] ? "https" : "http";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		log_info("descriptors: at most %llu (%s %llu), connections: at most %llu", (unsigned long long)rl.rlim_cur,
+			 was ? "raised from" : "hard limit", (unsigned long long)(was ? was : rl.rlim_max),
+			 (unsigned long long)http_server_max_conns(gw ? g->srv : t->srv));
 	if (gw)
 		log_info("aisd %s gateway serving %s://%s:%d", AISD_VERSION, scheme, conf.host, port);
 	else

@@ -286,6 +286,7 @@ write_conf() {
 		fi
 		echo "log.file = $nd/aisd.log"
 	} >"$nd/aisd.conf.tmp"
+	chmod 600 "$nd/aisd.conf.tmp" # it gets the S3 secret (s3_key_conf)
 	mv "$nd/aisd.conf.tmp" "$nd/aisd.conf"
 }
 
@@ -361,6 +362,7 @@ s3_key_field() { cut -d: -f"$1" <"$dir/s3.key"; }
 # line for its access key; other s3.key lines are left alone).
 s3_key_conf() {
 	local f=$dir/$1/aisd.conf ak
+	chmod 600 "$f" # one written world-readable by an older version
 	ak=$(s3_key_field 1)
 	grep -q "^[[:space:]]*s3\.key[[:space:]]*=[[:space:]]*$ak:" "$f" ||
 		echo "s3.key = $(cat "$dir/s3.key")" >>"$f"

@@ -193,7 +193,9 @@ write_conf() {
 		for kv in "${sets[@]+"${sets[@]}"}"; do
 			echo "${kv%%=*} = ${kv#*=}"
 		done
-	} >"$nd/aisd.conf"
+	} >"$nd/aisd.conf.tmp"
+	chmod 600 "$nd/aisd.conf.tmp" # --set values may be secrets
+	mv "$nd/aisd.conf.tmp" "$nd/aisd.conf"
 }
 
 start_node() {

@@ -18,10 +18,14 @@
  *     "admin" all of them (the admin of a bucket may do everything on
  *     it). A token (or grant) with admin: true is a cluster
  *     administrator: every permission on every bucket, and the cluster's
- *     own operations.
+ *     own operations. One with monitor: true may read what describes the
+ *     cluster (maps, stats with mountpath paths, /metrics) and nothing
+ *     more; so may administrators.
  *  3. Signatures by the cluster secret are HMAC-SHA256 in lower-case hex
- *     over a message that names what it allows (method, path, time), so a
- *     signature for one request is no use for another.
+ *     over a canonical message that names everything the request does
+ *     (method, path, query, body digest, time; for an intra-cluster call
+ *     the receiving node, for a redirect who it is for), so a signature
+ *     for one request is no use for another.
  */
 #ifndef AISD_AUTH_H
 #define AISD_AUTH_H
@@ -64,6 +68,7 @@ typedef struct auth_bucket_perm {
 typedef struct auth_token {
 	char user[AUTH_USER_MAX + 1];
 	bool admin;          /* cluster administrator */
+	bool monitor;        /* may read cluster state, stats and /metrics */
 	int64_t exp;         /* Unix seconds */
 	size_t nb;
 	auth_bucket_perm_t b[AUTH_MAX_BUCKETS];
@@ -94,30 +99,78 @@ void auth_hmac_hex(const void *key, size_t klen, const void *msg, size_t mlen, c
 /* Constant-time comparison of a hex signature with the expected one. */
 bool auth_sig_eq(sv_t given, const char expect[AUTH_SIG_HEX + 1]);
 
-/*
- * Intra-cluster calls carry AUTH_INTRA_HDR: "TS.SIG", TS the sender's Unix
- * time, SIG = HMAC(secret, "aisd-intra\nTS\nMETHOD\nTARGET"), TARGET the
- * request-target (path and query as sent). auth_intra_sign writes the
- * header value for url (a full URL or a request-target); auth_intra_check
- * accepts a value within AUTH_INTRA_SKEW seconds of now.
- */
-#define AUTH_INTRA_HDR "Ais-Cluster-Auth"
-#define AUTH_INTRA_SKEW 300
-void auth_intra_sign(const void *key, size_t klen, const char *method, const char *url, int64_t now,
-		     char *out, size_t outsz);
-bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *method, sv_t target, int64_t now);
-/* The request-target part of url ("/path?query"; "/" when none). */
-sv_t auth_url_target(const char *url);
+/* SHA-256 of a body in lower-case hex: what signatures bind a body by.
+ * AUTH_BODY_UNSIGNED instead means "no body is signed" (a streamed object
+ * body: its own checksum covers it, or no body at all). */
+#define AUTH_BODY_UNSIGNED "-"
+void auth_body_digest(const void *p, size_t n, char out[AUTH_SIG_HEX + 1]);
 
 /*
- * A signed redirect: the Location carries "ais_rexp=EXP&ais_rsig=SIG",
- * SIG = HMAC(secret, "aisd-redirect\nEXP\nMETHOD\nPATH"), PATH the raw
- * request path (without the query). Valid until EXP (Unix seconds).
+ * Intra-cluster calls carry AUTH_INTRA_HDR: "TS.NONCE.BODY.SIG", TS the
+ * sender's Unix time, NONCE 16 random hex digits, BODY the body's digest
+ * or AUTH_BODY_UNSIGNED, and
+ *   SIG = HMAC(secret, "aisd-intra-v2\nTS\nNONCE\nMETHOD\nHOST\nTARGET\nBODY")
+ * HOST the receiving node's authority ("host:port" of the URL, lower
+ * case), TARGET the request-target (path and query as sent). The
+ * canonical form is auth_intra_canon. auth_intra_sign writes the header
+ * value for url (a full URL); auth_intra_check accepts a value within
+ * AUTH_INTRA_SKEW seconds of now for this method, host and target, and
+ * gives the parsed value (the caller compares BODY with the body it got
+ * and keeps NONCE+SIG against replays).
+ */
+#define AUTH_INTRA_HDR "Ais-Cluster-Auth"
+#define AUTH_INTRA_SKEW 30
+#define AUTH_NONCE_HEX 16
+typedef struct auth_intra_val {
+	int64_t ts;
+	sv_t nonce, body, sig;
+} auth_intra_val_t;
+void auth_intra_canon(int64_t ts, sv_t nonce, const char *method, sv_t host, sv_t target, sv_t body, buf_t *out);
+/* nonce: AUTH_NONCE_HEX hex digits; body: a digest or AUTH_BODY_UNSIGNED. */
+void auth_intra_sign(const void *key, size_t klen, const char *method, const char *url, const char *body,
+		     int64_t now, const char *nonce, char *out, size_t outsz);
+bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
+		      int64_t now, auth_intra_val_t *out);
+/* The request-target part of url ("/path?query"; "/" when none). */
+sv_t auth_url_target(const char *url);
+/* The authority of url ("host:port"; empty when none). */
+sv_t auth_url_host(const char *url);
+
+/*
+ * A signed redirect: the Location carries, after the request's own query
+ * parameters, ais_rexp=EXP&ais_ruser=USER&ais_rperm=PERMS&ais_rbody=BODY&
+ * ais_rsig=SIG (USER percent-encoded), where
+ *   SIG = HMAC(secret, "aisd-redirect-v2\nEXP\nMETHOD\nPATH\nQUERY\nBODY\nUSER\nPERMS")
+ * PATH the raw request path, QUERY the raw query without the ais_r*
+ * parameters (in the order sent), BODY the body's digest or
+ * AUTH_BODY_UNSIGNED, USER and PERMS who it was issued for (PERMS
+ * "admin", or "BUCKET:BITS,..." from auth_perm_encode). Valid until EXP
+ * (Unix seconds). The canonical form is auth_redirect_canon.
  */
 #define AUTH_REDIR_EXP "ais_rexp"
+#define AUTH_REDIR_USER "ais_ruser"
+#define AUTH_REDIR_PERM "ais_rperm"
+#define AUTH_REDIR_BODY "ais_rbody"
 #define AUTH_REDIR_SIG "ais_rsig"
-void auth_redirect_sig(const void *key, size_t klen, const char *method, sv_t path, int64_t exp,
-		       char out[AUTH_SIG_HEX + 1]);
+/* The hop count of a request routed between nodes (ol.h): routing only,
+ * left out of the signed query, so a target may count it on. */
+#define AUTH_REDIR_HOP "ais_hop"
+void auth_redirect_canon(int64_t exp, const char *method, sv_t path, sv_t query, sv_t body, sv_t user, sv_t perms,
+			 buf_t *out);
+/* Appends the query of a redirect for t: the request's query q without
+ * ais_r* parameters, then the signed ones ("a=1&ais_rexp=..."). */
+void auth_redirect_query(const void *key, size_t klen, const char *method, sv_t path, sv_t q, const char *body,
+			 int64_t exp, const auth_token_t *t, buf_t *out);
+/* Checks a request's raw query q. AIS_DONE: no ais_r* parameter in it;
+ * AIS_OK: a valid signature for method and path, unexpired at now, *t
+ * who it was issued for (exp = EXP) and *body the BODY it binds;
+ * AIS_ERR: malformed, forged or expired, with the reason in err. */
+int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t path, sv_t q, int64_t now,
+			 auth_token_t *t, char body[AUTH_SIG_HEX + 1], buf_t *err);
+/* The permissions of t as PERMS; and back (AIS_ERR when malformed, *t
+ * then unspecified). */
+void auth_perm_encode(const auth_token_t *t, buf_t *out);
+int auth_perm_decode(sv_t s, auth_token_t *t);
 
 /*
  * Grants from the config (auth.grant = USER:BUCKET:PERM): the permissions

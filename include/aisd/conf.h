@@ -27,7 +27,8 @@ typedef struct conf {
 	uint64_t port;            /* listen port */
 	uint64_t workers;         /* event-loop threads; 0 = number of cores */
 	uint64_t io_threads;      /* blocking file work threads */
-	uint64_t max_conns;       /* accepted connections at once, all workers */
+	uint64_t max_conns;       /* accepted connections at once, all workers (0: derived) */
+	uint64_t max_buffered_body; /* JSON bodies held at once, all connections */
 	uint64_t header_timeout_ms;
 	uint64_t idle_timeout_ms;
 	uint64_t body_timeout_ms;
@@ -56,6 +57,8 @@ typedef struct conf {
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	bool verify_on_read;      /* checksum a whole object before serving it */
+	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
+	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
 	uint64_t rebalance_workers; /* objects moved at once per target */
 	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */

@@ -117,7 +117,9 @@ typedef struct http_server_opts {
 	int port;               /* 0: any free port (see http_server_port) */
 	int workers;            /* event loops */
 	int io_threads;
-	uint64_t max_conns;
+	uint64_t max_conns;     /* 0: derived from the descriptor limit (fd_reserve kept free) */
+	uint64_t fd_reserve;    /* descriptors kept for files, databases and peers (0: 256) */
+	uint64_t max_buffered;  /* HTTP_ROUTE_JSON bodies held at once, all connections (503 beyond); 0: 256 MiB */
 	uint64_t max_header_bytes;
 	uint64_t header_timeout_ms, idle_timeout_ms, body_timeout_ms;
 	uint64_t max_body;      /* HTTP_ROUTE_BODY: largest request body (413); 0 none */
@@ -142,12 +144,19 @@ typedef struct http_server_opts {
 	 * Returns AIS_OK to go on, or AIS_ERR after answering (401, 403).
 	 * NULL: everyone may do everything. */
 	http_handler_fn authz;
+	/* Then, right before the handler runs (for HTTP_ROUTE_JSON routes with
+	 * the whole body in req->body): AIS_OK, or AIS_ERR answered (a body
+	 * other than the one a signature bound). NULL: nothing. */
+	http_handler_fn authz_body;
 } http_server_opts_t;
 
 /* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker
  * threads. Returns NULL with a message in err on failure. */
 http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err);
 int http_server_port(const http_server_t *s);
+/* The connection limit in force (net.max_conns, or what the descriptor
+ * limit leaves). */
+uint64_t http_server_max_conns(const http_server_t *s);
 /* Stops accepting, closes connections, joins workers and the I/O pool. */
 void http_server_free(http_server_t *s);
 pool_t *http_server_pool(http_server_t *s);

@@ -63,6 +63,14 @@ typedef struct hp {
 	uint64_t chunk_left;  /* data bytes of the current chunk not yet seen */
 	int crlf_next;        /* -1 none due; 0 or 1: index in "\r\n" expected next */
 	const char *feed_end; /* end of the bytes of the hp_feed call under way */
+	/* line framing of the head, checked here because the lenient
+	 * http-parser takes a bare LF as a line end and folds continuation
+	 * lines (obs-fold) into the value before them: both 400 (RFC 9112 2.2,
+	 * 5.2), so that no proxy in front reads the head differently */
+	char ls_prev;         /* the head byte before this one */
+	size_t ls_len;        /* bytes of the current line so far */
+	unsigned ls_lines;    /* non-empty lines seen */
+	bool ls_done;         /* the head's empty line seen */
 	const char *why;
 	int status;
 } hp_t;

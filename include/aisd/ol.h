@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aisd/auth.h"
 #include "aisd/buf.h"
 #include "aisd/cmap.h"
 #include "aisd/http.h"
@@ -49,7 +50,7 @@ struct target;
  * many times a target routed a request on (a gateway's first routing is
  * not counted): a request between two targets whose maps disagree is
  * refused at its OL_MAX_HOPS-th return. */
-#define OL_HOP_PARAM "ais_hop"
+#define OL_HOP_PARAM AUTH_REDIR_HOP
 #define OL_HOP_HDR "Ais-Hops"
 #define OL_MAX_HOPS 2
 

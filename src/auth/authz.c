@@ -4,14 +4,27 @@
  * the cluster secret's header on intra-cluster calls; S3 users' grants.
  *
  * The settings are read once at start (authz_init) into this file's
- * statics, before any server thread runs, and only read afterwards.
+ * statics, before any server thread runs, and only read afterwards; the
+ * node's own address (authz_set_self) and the replay cache have locks.
+ *
+ * Invariants:
+ *  1. A signature is checked over everything it binds before the handler
+ *     runs: the head at once; the body digest, where the route buffers a
+ *     body, when the body is in (authz_body), before the handler.
+ *  2. An intra-cluster signature is taken once: the first request that
+ *     passes every check records it (replay.c), and the same one again
+ *     within its window is 401.
+ *  3. A redirect never extends what it came from: a token's 307 expires
+ *     with the token at the latest; a request let in by a signed redirect
+ *     is redirected with that same signature, never a new one.
  */
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "aisd/authz.h"
-#include "aisd/ol.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -24,12 +37,18 @@ static bool enabled;
 static char csecret[CONF_SECRET_MAX], tsecret[CONF_SECRET_MAX];
 static size_t csecret_len, tsecret_len;
 
+static pthread_mutex_t self_mu = PTHREAD_MUTEX_INITIALIZER;
+static char self_host[256]; /* "host:port" intra-cluster calls must name; "": not known yet */
+
 enum who { WHO_INTRA = 1, WHO_REDIRECT, WHO_TOKEN };
 struct principal {
 	enum who who;
-	auth_token_t tok;
+	auth_token_t tok;            /* WHO_TOKEN, WHO_REDIRECT: who and what */
+	char body[AUTH_SIG_HEX + 1]; /* the signed body digest, or AUTH_BODY_UNSIGNED */
+	bool record;                 /* WHO_INTRA: its signature goes to the replay cache after the body */
+	uint64_t rkey;               /* ... under this key, */
+	int64_t rts;                 /* ... signed at this time */
 };
-static const struct principal intra = {WHO_INTRA, {.user = ""}}, redirected = {WHO_REDIRECT, {.user = ""}};
 
 void authz_init(const conf_t *c)
 {
@@ -42,6 +61,29 @@ void authz_init(const conf_t *c)
 }
 
 bool authz_enabled(void) { return enabled; }
+
+void authz_set_self(const char *url)
+{
+	sv_t h = auth_url_host(url);
+	pthread_mutex_lock(&self_mu);
+	snprintf(self_host, sizeof(self_host), "%.*s", (int)MIN(h.len, sizeof(self_host) - 1), h.ptr);
+	pthread_mutex_unlock(&self_mu);
+}
+
+/* The authority intra-cluster calls to this node are signed for: its URL
+ * in the cluster map (not the Host header: an S3 request forwarded by a
+ * gateway keeps the client's). Before the node knows it (no cluster): the
+ * Host header. */
+static void self_authority(http_req_t *req, char *out, size_t outsz)
+{
+	pthread_mutex_lock(&self_mu);
+	snprintf(out, outsz, "%s", self_host);
+	pthread_mutex_unlock(&self_mu);
+	if (!out[0]) {
+		sv_t h = http_req_header(req, "Host");
+		snprintf(out, outsz, "%.*s", (int)MIN(h.len, outsz - 1), h.ptr ? h.ptr : "");
+	}
+}
 
 static int64_t now_s(void) { return time_now_ns() / 1000000000LL; }
 
@@ -56,9 +98,21 @@ static int deny(http_req_t *req, int status, const char *why)
 	return AIS_ERR;
 }
 
+/* Does a GET of cluster or node state ask for statistics (mountpath
+ * paths, capacities, counters) rather than the maps every client may read? */
+static bool wants_stats(http_req_t *req, const char *dflt)
+{
+	sv_t what = sv_from(dflt);
+	http_query_get(req, "what", &what);
+	return !(sv_eqstr(what, "smap") || sv_eqstr(what, "cmap") || sv_eqstr(what, "bmd") || sv_eqstr(what, "meta") ||
+		 sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"));
+}
+
 /* What a native route needs: *bucket (empty: none) and *perm; perm 0 with
- * no bucket: any valid credentials; AUTH_ALL with no bucket: a cluster
+ * no bucket: any valid credentials; AUTH_MONITOR with no bucket: a
+ * monitor or an administrator; AUTH_ALL with no bucket: a cluster
  * administrator. *intra_only: only other nodes may call it. */
+#define AUTH_MONITOR (1u << 8)
 static void route_needs(http_req_t *req, sv_t *bucket, unsigned *perm, bool *intra_only)
 {
 	const char *pfx = req->route->prefix;
@@ -93,9 +147,14 @@ static void route_needs(http_req_t *req, sv_t *bucket, unsigned *perm, bool *int
 		if (m == HTTP_POST)
 			*intra_only = true; /* join, vote */
 		else if (m == HTTP_GET)
-			*perm = 0;
-	} else if (!strcmp(pfx, "/v1/daemon") || !strcmp(pfx, "/v1/daemon/mountpaths") || !strcmp(pfx, "/v1/jobs") ||
-		   !strcmp(pfx, "/metrics")) {
+			*perm = wants_stats(req, "smap") ? AUTH_MONITOR : 0;
+	} else if (!strcmp(pfx, "/v1/daemon")) {
+		if (m == HTTP_GET)
+			*perm = wants_stats(req, "stats") ? AUTH_MONITOR : 0;
+	} else if (!strcmp(pfx, "/v1/daemon/mountpaths") || !strcmp(pfx, "/metrics")) {
+		if (m == HTTP_GET)
+			*perm = AUTH_MONITOR;
+	} else if (!strcmp(pfx, "/v1/jobs")) {
 		if (m == HTTP_GET)
 			*perm = 0;
 	}
@@ -148,6 +207,66 @@ static bool bearer(http_req_t *req, sv_t *tok)
 	return true;
 }
 
+/* Is the buffered body the one whose digest was signed? */
+static bool body_matches(const http_req_t *req, const char *want)
+{
+	char got[AUTH_SIG_HEX + 1];
+	auth_body_digest(req->body.ptr, req->body.len, got);
+	return CRYPTO_memcmp(got, want, AUTH_SIG_HEX) == 0;
+}
+
+/* Does the route buffer its body whole (so that a signature binds it)? */
+static bool route_buffers(const http_req_t *req)
+{
+	unsigned fl = req->route->flags;
+	return (fl & HTTP_ROUTE_JSON) && !(fl & HTTP_ROUTE_BODY);
+}
+
+/* Takes p's signature into the replay cache: AIS_OK, or AIS_ERR answered. */
+static int replay_take(http_req_t *req, struct principal *p, int64_t now)
+{
+	int rc = authz_replay_take(p->rkey, p->rts, now);
+	p->record = false;
+	if (rc == AIS_AGAIN) {
+		http_resp_error(req, 503, "too many intra-cluster calls to remember: try again");
+		return AIS_ERR;
+	}
+	return rc == AIS_OK ? AIS_OK : deny(req, 401, "intra-cluster signature used before (a replay)");
+}
+
+static uint64_t sig_key(sv_t sig)
+{
+	uint64_t k = 0;
+	for (size_t i = 0; i < 16 && i < sig.len; i++)
+		k = k << 4 | (uint64_t)(sig.ptr[i] <= '9' ? sig.ptr[i] - '0' : sig.ptr[i] - 'a' + 10);
+	return k;
+}
+
+/* An intra-cluster call (AUTH_INTRA_HDR in ih): AIS_OK with req->auth set,
+ * or AIS_ERR answered. */
+static int check_intra(http_req_t *req, sv_t ih, int64_t now)
+{
+	auth_intra_val_t v;
+	char host[sizeof(self_host)];
+	self_authority(req, host, sizeof(host));
+	/* the signature covers the target as the sender wrote it */
+	if (!auth_intra_check(csecret, csecret_len, ih, http_method_name(req->method), sv_from(host), req->target, now,
+			      &v))
+		return deny(req, 401, "intra-cluster request with an invalid or stale cluster signature (or signed "
+				      "for another node)");
+	struct principal *p = arena_zalloc(req->arena, sizeof(*p));
+	p->who = WHO_INTRA;
+	p->rkey = sig_key(v.sig) ^ sig_key(v.nonce);
+	p->rts = v.ts;
+	snprintf(p->body, sizeof(p->body), "%.*s", (int)v.body.len, v.body.ptr);
+	req->auth = p;
+	if (route_buffers(req)) {
+		p->record = true; /* once the body is known good (authz_body) */
+		return AIS_OK;
+	}
+	return replay_take(req, p, now);
+}
+
 int authz_check(http_req_t *req)
 {
 	int64_t now = now_s();
@@ -158,60 +277,64 @@ int authz_check(http_req_t *req)
 
 	route_needs(req, &bck, &perm, &intra_only);
 	if (csecret_len) {
-		if (ih.ptr) {
-			/* the signature covers the target as the sender wrote it */
-			if (!auth_intra_check(csecret, csecret_len, ih, http_method_name(req->method), req->target, now))
-				return deny(req, 401, "intra-cluster request with an invalid or stale cluster signature");
-			req->auth = &intra;
-			return AIS_OK;
-		}
+		if (ih.ptr)
+			return check_intra(req, ih, now);
 		if (http_req_has_header(req, "Ais-Intra") || (intra_only && !enabled))
 			return deny(req, 401, "intra-cluster request without the cluster's signature");
 	}
 	if (!enabled || req->route->prefix[1] == '\0')
 		return AIS_OK; /* auth off; S3 checks its own (s3.c) */
 
-	sv_t exp, sig;
-	if (!intra_only && (http_query_get(req, AUTH_REDIR_EXP, &exp) || http_query_get(req, AUTH_REDIR_SIG, &sig))) {
-		uint64_t e;
-		char want[AUTH_SIG_HEX + 1];
-		if (!http_query_get(req, AUTH_REDIR_EXP, &exp) || !http_query_get(req, AUTH_REDIR_SIG, &sig) ||
-		    num_parse_u64(exp.ptr, exp.len, 0, INT64_MAX / 2, &e) != AIS_OK)
-			return deny(req, 401, "malformed signed redirect");
-		if ((int64_t)e < now)
-			return deny(req, 401, "signed redirect expired");
-		auth_redirect_sig(csecret, csecret_len, http_method_name(req->method), req->path, (int64_t)e, want);
-		if (!auth_sig_eq(sig, want))
-			return deny(req, 401, "signed redirect: the signature does not match");
-		req->auth = &redirected;
-		return AIS_OK;
-	}
-
-	sv_t tok;
-	if (!bearer(req, &tok))
-		return deny(req, 401, "credentials required: Authorization: Bearer TOKEN (aisctl auth token create)");
 	struct principal *p = arena_zalloc(req->arena, sizeof(*p));
 	buf_t err = BUF_INIT;
-	bool expired;
-	p->who = WHO_TOKEN;
-	if (!tcache_get(tok, now, &p->tok)) {
-		if (auth_jwt_verify(tok.ptr, tok.len, tsecret, tsecret_len, now, &p->tok, &expired, &err) != AIS_OK) {
-			char msg[256];
-			snprintf(msg, sizeof(msg), "invalid token: %s", err.ptr ? err.ptr : "?");
-			buf_free(&err);
-			return deny(req, 401, msg);
-		}
-		tcache_put(tok, &p->tok);
+	int rc = intra_only ? AIS_DONE
+			    : auth_redirect_verify(csecret, csecret_len, http_method_name(req->method), req->path,
+						   req->query, now, &p->tok, p->body, &err);
+	if (rc == AIS_ERR) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s", err.ptr);
+		buf_free(&err);
+		return deny(req, 401, msg);
 	}
 	buf_free(&err);
-	req->auth = p;
-	if (intra_only)
-		return deny(req, 403, "only the cluster's nodes (with cluster.secret) may call this");
+	if (rc == AIS_OK) {
+		/* the identity and permissions the gateway checked go on
+		 * deciding here: entries of a GetBatch, a bucket in a body */
+		p->who = WHO_REDIRECT;
+		req->auth = p;
+	} else {
+		sv_t tok;
+		bool expired;
+		if (!bearer(req, &tok))
+			return deny(req, 401, "credentials required: Authorization: Bearer TOKEN (aisctl auth token create)");
+		p->who = WHO_TOKEN;
+		if (!tcache_get(tok, now, &p->tok)) {
+			if (auth_jwt_verify(tok.ptr, tok.len, tsecret, tsecret_len, now, &p->tok, &expired, &err) != AIS_OK) {
+				char msg[256];
+				snprintf(msg, sizeof(msg), "invalid token: %s", err.ptr ? err.ptr : "?");
+				buf_free(&err);
+				return deny(req, 401, msg);
+			}
+			tcache_put(tok, &p->tok);
+		}
+		buf_free(&err);
+		req->auth = p;
+		if (intra_only)
+			return deny(req, 403, "only the cluster's nodes (with cluster.secret) may call this");
+	}
 	sv_t dec = bck;
 	if (bck.len && http_pct_decode(req->arena, bck, false, &dec) != AIS_OK)
 		return deny(req, 403, "invalid bucket name");
 	if (!dec.len && perm == 0)
 		return AIS_OK;
+	if (!dec.len && perm == AUTH_MONITOR) {
+		if (p->tok.admin || p->tok.monitor)
+			return AIS_OK;
+		char msg[256];
+		snprintf(msg, sizeof(msg), "user \"%s\" may not read cluster statistics (needs a monitor or admin token)",
+			 p->tok.user);
+		return deny(req, 403, msg);
+	}
 	if (!auth_token_allows(&p->tok, dec, perm)) {
 		buf_t what = BUF_INIT, msg = BUF_INIT;
 		auth_perm_format(perm, &what);
@@ -228,10 +351,21 @@ int authz_check(http_req_t *req)
 	return AIS_OK;
 }
 
+int authz_body(http_req_t *req)
+{
+	struct principal *p = (struct principal *)req->auth;
+	if (!p || (p->who != WHO_INTRA && p->who != WHO_REDIRECT) || !route_buffers(req))
+		return AIS_OK;
+	if (strcmp(p->body, AUTH_BODY_UNSIGNED) ? !body_matches(req, p->body) : req->body.len != 0)
+		return deny(req, 401, p->who == WHO_INTRA ? "intra-cluster request: the body is not the one signed"
+							  : "signed redirect: the body is not the one signed");
+	return p->record ? replay_take(req, p, now_s()) : AIS_OK;
+}
+
 bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm)
 {
 	const struct principal *p = req->auth;
-	if (!enabled || !p || p->who != WHO_TOKEN || auth_token_allows(&p->tok, bucket, perm))
+	if (!enabled || !p || p->who == WHO_INTRA || auth_token_allows(&p->tok, bucket, perm))
 		return true;
 	buf_t what = BUF_INIT, msg = BUF_INIT;
 	auth_perm_format(perm, &what);
@@ -247,41 +381,40 @@ void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(
 
 void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop)
 {
-	/* the query without an earlier signature (a target's 307 of a
-	 * gateway's 307 signs anew) and hop count */
+	const struct principal *p = req->auth;
 	buf_t q = BUF_INIT;
-	sv_t rest = req->query;
-	while (rest.len) {
-		const char *amp = memchr(rest.ptr, '&', rest.len);
-		sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
-		rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
-		if (kv.len && !sv_startswith(kv, AUTH_REDIR_EXP "=") && !sv_startswith(kv, AUTH_REDIR_SIG "=") &&
-		    !sv_startswith(kv, OL_HOP_PARAM "=")) {
-			buf_addsv(&q, kv);
-			buf_addch(&q, '&');
+	http_resp_status(req, 307);
+	if (enabled && csecret_len && p && p->who == WHO_TOKEN) {
+		char body[AUTH_SIG_HEX + 1] = AUTH_BODY_UNSIGNED;
+		int64_t exp = MIN(now_s() + REDIRECT_TTL, p->tok.exp); /* never past the token's own */
+		if (route_buffers(req))
+			auth_body_digest(req->body.ptr, req->body.len, body);
+		auth_redirect_query(csecret, csecret_len, http_method_name(req->method), req->path, req->query, body, exp,
+				    &p->tok, &q);
+	} else {
+		/* auth off, an intra-cluster call, or a signed redirect: that same
+		 * signature goes on (invariant 3); only the hop count changes */
+		sv_t rest = req->query;
+		while (rest.len) {
+			const char *amp = memchr(rest.ptr, '&', rest.len);
+			sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
+			rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
+			if (kv.len && !sv_startswith(kv, AUTH_REDIR_HOP "=")) {
+				buf_addstr(&q, q.len ? "&" : "");
+				buf_addsv(&q, kv);
+			}
 		}
 	}
-	if (hop)
-		buf_addf(&q, OL_HOP_PARAM "=%u&", hop);
-	if (q.len)
-		q.ptr[--q.len] = '\0'; /* the last '&' */
-	http_resp_status(req, 307);
-	if (enabled && csecret_len) {
-		char sig[AUTH_SIG_HEX + 1];
-		int64_t exp = now_s() + REDIRECT_TTL;
-		const char *meth = http_method_name(req->method);
-		auth_redirect_sig(csecret, csecret_len, meth, req->path, exp, sig);
-		http_resp_header(req, "Location", "%s%.*s?%s%s" AUTH_REDIR_EXP "=%lld&" AUTH_REDIR_SIG "=%s", base_url,
-				 (int)req->path.len, req->path.ptr, q.len ? q.ptr : "", q.len ? "&" : "", (long long)exp, sig);
-	} else {
-		http_resp_header(req, "Location", "%s%.*s%s%s", base_url, (int)req->path.len, req->path.ptr,
-				 q.len ? "?" : "", q.len ? q.ptr : "");
-	}
+	if (hop) /* (routing only: no signature covers it) */
+		buf_addf(&q, "%s" AUTH_REDIR_HOP "=%u", q.len ? "&" : "", hop);
+	http_resp_header(req, "Location", "%s%.*s%s%s", base_url, (int)req->path.len, req->path.ptr, q.len ? "?" : "",
+			 q.len ? q.ptr : "");
 	buf_free(&q);
 	http_resp_send(req, "", 0);
 }
 
-bool authz_intra_header(const char *method, const char *url, char *out, size_t outsz)
+bool authz_intra_header(const char *method, const char *url, const void *body, size_t len, char *out,
+			size_t outsz)
 {
 	if (!csecret_len) {
 		if (outsz)
@@ -291,7 +424,14 @@ bool authz_intra_header(const char *method, const char *url, char *out, size_t o
 	int n = snprintf(out, outsz, "%s: ", AUTH_INTRA_HDR);
 	if (n < 0 || (size_t)n >= outsz)
 		return false;
-	auth_intra_sign(csecret, csecret_len, method, url, now_s(), out + n, outsz - (size_t)n);
+	unsigned char rnd[AUTH_NONCE_HEX / 2];
+	char nonce[AUTH_NONCE_HEX + 1], digest[AUTH_SIG_HEX + 1] = AUTH_BODY_UNSIGNED;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		fatal("getrandom");
+	hex_encode(rnd, sizeof(rnd), nonce);
+	if (body)
+		auth_body_digest(body, len, digest);
+	auth_intra_sign(csecret, csecret_len, method, url, digest, now_s(), nonce, out + n, outsz - (size_t)n);
 	return true;
 }
 

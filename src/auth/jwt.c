@@ -6,7 +6,7 @@
  *   header  {"alg":"HS256","typ":"JWT"}          (typ optional)
  *   claims  {"username":"alice","admin":false,"exp":1767225600,
  *            "buckets":[{"bucket":"photos","perm":"ro"}, ...],
- *            "iat":1767222000}                   (iat, admin, buckets optional)
+ *            "iat":1767222000, "monitor":false}   (iat, admin, monitor, buckets optional)
  *   sig     HMAC-SHA256(secret, header "." claims)
  * The parser is strict (auth.h rule 1): canonical base64url without '=',
  * no duplicate or unknown fields, exact types, a bucket name that is a
@@ -188,12 +188,15 @@ static int parse_claims(const unsigned char *p, size_t n, auth_token_t *t, buf_t
 			}
 			memcpy(t->user, s, l + 1);
 			have_user = true;
-		} else if (!strcmp(k, "admin")) {
+		} else if (!strcmp(k, "admin") || !strcmp(k, "monitor")) {
 			if (!json_is_boolean(v)) {
-				fail(err, "token admin must be true or false");
+				fail(err, "token admin and monitor must be true or false");
 				goto out;
 			}
-			t->admin = json_is_true(v);
+			if (k[0] == 'a')
+				t->admin = json_is_true(v);
+			else
+				t->monitor = json_is_true(v);
 		} else if (!strcmp(k, "exp") || !strcmp(k, "iat")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0) {
 				fail(err, "token exp and iat must be Unix seconds");
@@ -289,7 +292,8 @@ void auth_jwt_make(const auth_token_t *t, const void *key, size_t klen, buf_t *o
 
 	buf_addstr(&c, "{\"username\":");
 	buf_add_json_str(&c, t->user, strlen(t->user));
-	buf_addf(&c, ",\"admin\":%s,\"exp\":%lld,\"buckets\":[", t->admin ? "true" : "false", (long long)t->exp);
+	buf_addf(&c, ",\"admin\":%s,%s\"exp\":%lld,\"buckets\":[", t->admin ? "true" : "false",
+		 t->monitor ? "\"monitor\":true," : "", (long long)t->exp);
 	for (size_t i = 0; i < t->nb; i++) {
 		buf_addf(&c, "%s{\"bucket\":", i ? "," : "");
 		buf_add_json_str(&c, t->b[i].bucket, strlen(t->b[i].bucket));

@@ -34,6 +34,7 @@ int cli_auth_token_create(struct cli *c, const struct cli_args *a)
 	}
 	snprintf(t.user, sizeof(t.user), "%s", user);
 	t.admin = cli_opt(a, "admin") != NULL;
+	t.monitor = cli_opt(a, "monitor") != NULL;
 	if (perm && auth_perm_parse(sv_from(perm), &bits) != AIS_OK) {
 		cli_usage_error(a->cmd, "bad --perm '%s': want ro, rw, admin or read,write,list,delete,admin", perm);
 		goto out;
@@ -42,8 +43,8 @@ int cli_auth_token_create(struct cli *c, const struct cli_args *a)
 		cli_usage_error(a->cmd, "bad --ttl '%s': want a duration such as 30m, 12h, 3600s", ttl);
 		goto out;
 	}
-	if (!bck && !t.admin) {
-		cli_usage_error(a->cmd, "--bucket BUCKET (or --admin) is required");
+	if (!bck && !t.admin && !t.monitor) {
+		cli_usage_error(a->cmd, "--bucket BUCKET (or --admin, --monitor) is required");
 		goto out;
 	}
 	for (const char *p = bck; p && *p;) {

@@ -79,6 +79,7 @@ static const struct cli_opt opts_token_create[] = {
 	{"perm", 0, "PERM", "ro, rw, admin, or a list of read,write,list,delete,admin (default ro)"},
 	{"ttl", 0, "DURATION", "valid for this long: 30m, 12h, 3600s (default 24h)"},
 	{"admin", 0, NULL, "a cluster administrator (every bucket, cluster operations)"},
+	{"monitor", 0, NULL, "may read cluster state, stats (mountpath paths) and /metrics"},
 	{"secret-file", 0, "FILE", "the auth.secret, first line of FILE (else --config)"},
 	{"config", 'c', "AISD.CONF", "read auth.secret or auth.secret_file from this aisd config"},
 	{0},

@@ -35,7 +35,7 @@ static char *dump_member(json_t *doc, const char *key)
 	return json_dumps(v, JSON_COMPACT);
 }
 
-int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err)
+int clu_accept_meta(cluster_t *cl, const char *json, size_t len, const char *sender, buf_t *err)
 {
 	json_error_t jerr;
 	json_t *doc = json_loadb(json, len, 0, &jerr);
@@ -71,6 +71,18 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err)
 		am = cmap_fail(err, ESTALE, "cmap: term %llu: this node voted in term %llu",
 			       (unsigned long long)cmap_term(m), (unsigned long long)cl->voted.term);
 		e = errno;
+	}
+	if (sender && am != AIS_ERR) {
+		/* only the primary pushes: ours, or (a new map taken: a handover
+		 * or an election) the one it names; a deposed or stray node
+		 * cannot push a newer BMD, nor the map it would need for one */
+		const char *ours = cl->cmap ? cmap_primary(cl->cmap) : NULL;
+		const char *theirs = am == AIS_OK ? cmap_primary(m) : NULL;
+		if ((ours || theirs) && !(ours && !strcmp(ours, sender)) && !(theirs && !strcmp(theirs, sender))) {
+			am = cmap_fail(err, EPERM, "metadata pushed by %s, which is not the primary (%s)", sender,
+				       ours ? ours : theirs);
+			e = errno;
+		}
 	}
 	if (am != AIS_ERR && b) {
 		ab = bmd_accept(cl->bmd, b, err);
@@ -162,7 +174,7 @@ bool cluster_refresh(cluster_t *cl, uint64_t min_interval_ms)
 		buf_addstr(&body, ",\"cmap\":");
 		buf_add(&body, resp.ptr, resp.len);
 		buf_addch(&body, '}');
-		if (clu_accept_meta(cl, body.ptr, body.len, &err) == AIS_OK) {
+		if (clu_accept_meta(cl, body.ptr, body.len, NULL, &err) == AIS_OK) {
 			pthread_rwlock_rdlock(&cl->rw);
 			changed = cl->cmap && cmap_version(cl->cmap) != before;
 			pthread_rwlock_unlock(&cl->rw);
@@ -195,7 +207,7 @@ static bool join_at(cluster_t *cl, const char *base_url)
 			log_warnx("cannot join the cluster at %s: %s%s", url, status ? "" : "no answer: ",
 				  resp.ptr ? resp.ptr : "");
 		cl->join_warned = true;
-	} else if (clu_accept_meta(cl, resp.ptr, resp.len, &err) != AIS_OK) {
+	} else if (clu_accept_meta(cl, resp.ptr, resp.len, NULL, &err) != AIS_OK) {
 		log_warnx("joining %s: the primary's metadata was refused: %s", url, err.ptr ? err.ptr : "");
 	} else {
 		cl->joined = true;
@@ -327,6 +339,7 @@ out:
 struct msync {
 	int err;
 	buf_t msg;
+	char from[CMAP_ID_MAX + 1]; /* the pushing node (?from=) */
 };
 
 static void msync_cleanup(void *arg) { buf_free(&((struct msync *)arg)->msg); }
@@ -334,7 +347,8 @@ static void msync_cleanup(void *arg) { buf_free(&((struct msync *)arg)->msg); }
 static void msync_work(http_req_t *req)
 {
 	struct msync *ms = req->state;
-	if (clu_accept_meta(cl_of(req), req->body.ptr ? req->body.ptr : "", req->body.len, &ms->msg) != AIS_OK)
+	if (clu_accept_meta(cl_of(req), req->body.ptr ? req->body.ptr : "", req->body.len, ms->from, &ms->msg) !=
+	    AIS_OK)
 		ms->err = errno ? errno : EIO;
 }
 
@@ -345,6 +359,7 @@ static void msync_done(http_req_t *req)
 	switch (ms->err) {
 	case 0: http_resp_send(req, "", 0); break;
 	case EINVAL: http_resp_error(req, 400, "metasync: %s", m); break;
+	case EPERM: http_resp_error(req, 403, "metasync refused: %s", m); break;
 	case ESTALE:
 	case EEXIST:
 	case EXDEV: http_resp_error(req, 409, "metasync refused: %s", m); break;
@@ -359,6 +374,12 @@ int cluster_h_metasync(http_req_t *req)
 		return AIS_OK;
 	}
 	struct msync *ms = arena_zalloc(req->arena, sizeof(*ms));
+	sv_t from;
+	if (!http_query_get(req, "from", &from) || !cmap_id_valid(from.ptr, from.len)) {
+		http_resp_error(req, 400, "metasync wants ?from=NODE_ID (the pushing primary)");
+		return AIS_OK;
+	}
+	memcpy(ms->from, from.ptr, from.len);
 	req->state = ms;
 	arena_cleanup_add(req->arena, msync_cleanup, ms);
 	http_offload(req, msync_work, msync_done);

@@ -107,7 +107,7 @@ int clu_adopt_from(cluster_t *cl, const char *base_url)
 	snprintf(url, sizeof(url), "%s/v1/cluster?what=meta", base_url);
 	if (httpc_sync("GET", url, NULL, NULL, 0, 3000, &resp, &status) != AIS_OK || status != 200)
 		goto out;
-	if (clu_accept_meta(cl, resp.ptr ? resp.ptr : "", resp.len, &err) != AIS_OK)
+	if (clu_accept_meta(cl, resp.ptr ? resp.ptr : "", resp.len, NULL, &err) != AIS_OK)
 		goto out;
 	pthread_rwlock_rdlock(&cl->rw);
 	rc = cmap_term(cl->cmap) != t0 || cmap_version(cl->cmap) != v0 ? AIS_OK : AIS_ERR;

@@ -31,6 +31,7 @@
 
 #include "aisd/cluster.h"
 #include "aisd/httpc.h"
+#include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -67,6 +68,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 		snprintf(cl->self.pub_url, sizeof(cl->self.pub_url), "%s://%.200s:%d",
 			 c->tls_cert[0] ? "https" : "http", c->host, port);
 	memcpy(cl->self.intra_url, cl->self.pub_url, sizeof(cl->self.intra_url));
+	authz_set_self(cl->self.intra_url); /* the calls of other nodes name it */
 	if (!cmap_id_valid(cl->self.id, strlen(cl->self.id)) ||
 	    !cmap_url_valid(cl->self.pub_url, strlen(cl->self.pub_url))) {
 		buf_addf(err, "invalid node id \"%s\" or URL \"%s\"", cl->self.id, cl->self.pub_url);
@@ -301,7 +303,7 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 			continue;
 		if (need == SIZE_MAX && p->fail_since)
 			continue; /* the keepalive: pushed again once it answers */
-		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync", nodes[i].intra_url);
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/metasync?from=%s", nodes[i].intra_url, cl->self.id);
 		calls[nc].method = "PUT";
 		calls[nc].body = &body;
 		calls[nc].timeout_ms = 3000;
@@ -327,7 +329,7 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 		} else {
 			log_warnx("metasync to %s: %s%s", who[i]->id, c->status ? "" : "no answer: ", msg);
 			if (c->status == 409 && newer && strstr(msg, "older than ours"))
-				snprintf(newer, CMAP_URL_MAX + 1, "%.*s", (int)(strlen(c->url) - strlen("/v1/metasync")),
+				snprintf(newer, CMAP_URL_MAX + 1, "%.*s", (int)(strstr(c->url, "/v1/metasync") - c->url),
 					 c->url);
 		}
 		buf_free(&c->resp);

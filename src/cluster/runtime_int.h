@@ -52,10 +52,12 @@ struct cluster {
 
 int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err);
 void clu_encode_meta(cluster_t *cl, buf_t *out);
-/* Accepts {"cmap":..,"bmd":..} if newer (api.c). Caller must not hold wmu.
- * Returns AIS_OK, or AIS_ERR with errno (EINVAL bad JSON, ESTALE older,
- * EXDEV other cluster) and a message. */
-int clu_accept_meta(cluster_t *cl, const char *json, size_t len, buf_t *err);
+/* Accepts {"cmap":..,"bmd":..} if newer (api.c). sender: the node id of a
+ * push (only the primary may), NULL for an answer this node asked for.
+ * Caller must not hold wmu. Returns AIS_OK, or AIS_ERR with errno (EINVAL
+ * bad JSON, ESTALE older, EXDEV other cluster, EPERM pushed by a node that
+ * is not the primary) and a message. */
+int clu_accept_meta(cluster_t *cl, const char *json, size_t len, const char *sender, buf_t *err);
 /* Called on a node that accepted a map with itself decommissioning: writes
  * DIR/decommissioned and stops rejoining, now and after restarts. */
 void clu_mark_decommissioned(cluster_t *cl);

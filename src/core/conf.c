@@ -39,7 +39,12 @@ static const struct key keys[] = {
 	{"net.host", K_STR, S(host), "127.0.0.1", "address to listen on"},
 	{"net.port", K_U64, N(port), "8080", "TCP port to listen on (0 = any free port)"},
 	{"net.workers", K_U64, N(workers), "0", "event-loop threads (0 = one per core)"},
-	{"net.max_conns", K_U64, N(max_conns), "20000", "open client connections at most"},
+	{"net.max_conns", K_U64, N(max_conns), "0",
+	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
+	 "at the limit a new connection closes the longest-idle one, else gets 503"},
+	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
+	 "JSON request bodies (GetBatch, bucket and cluster actions) held in memory at once, all connections "
+	 "together (503 beyond; a single larger body 413)"},
 	{"net.max_header_bytes", K_SIZE, N(max_header_bytes), "16KiB",
 	 "request line plus headers at most (431/414 beyond)"},
 	{"net.header_timeout", K_MS, N(header_timeout_ms), "10s",
@@ -86,6 +91,11 @@ static const struct key keys[] = {
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
+	{"store.mountpath_roots", K_STR, S(mountpath_roots), "",
+	 "comma-separated directories under which attach-mp may add a mountpath (empty: the parent directories of "
+	 "store.mountpaths)"},
+	{"store.allow_any_path", K_BOOL, N(allow_any_path), "off",
+	 "on: attach-mp may add any directory (with auth.enabled only an administrator may attach)"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
 	{"mirror.write_quorum", K_U64, N(write_quorum), "0",

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,7 +53,10 @@ static int swap_file(_Atomic int *slot, const char *path)
 {
 	int fd = 2;
 	if (strcmp(path, "-") && strcmp(path, "stderr")) {
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640); /* logs hold request targets */
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0007))
+			fchmod(fd, st.st_mode & 0770); /* one made world-readable by an older version */
 		if (fd < 0)
 			return AIS_ERR;
 	}

@@ -647,7 +647,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
-		.io_threads = (int)c->io_threads, .max_conns = c->max_conns,
+		.io_threads = (int)c->io_threads, .max_conns = c->max_conns, .max_buffered = c->max_buffered_body,
+		.fd_reserve = 256, /* metadata files, calls to every node */
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
 		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
@@ -655,6 +656,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
 		.tls_ktls = c->tls_ktls,
 		.authz = authz_check,
+		.authz_body = authz_body,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)

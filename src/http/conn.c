@@ -32,6 +32,38 @@
 static void on_event(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * The server's budget of buffered (HTTP_ROUTE_JSON) bodies: a request
+ * takes its Content-Length before the body is read (or each piece of a
+ * chunked one as it comes) and gives it back when it ends, so the bodies
+ * held at once stay within max_buffered whatever the clients do.
+ */
+static bool budget_take(http_conn_t *c, uint64_t n)
+{
+	http_server_t *s = c->w->srv;
+	uint64_t had = atomic_fetch_add(&s->buffered, n);
+	if (had + n > s->o.max_buffered) {
+		atomic_fetch_sub(&s->buffered, n);
+		return false;
+	}
+	c->reserved += n;
+	return true;
+}
+
+static void budget_release(http_conn_t *c)
+{
+	if (c->reserved)
+		atomic_fetch_sub(&c->w->srv->buffered, c->reserved);
+	c->reserved = 0;
+}
+
+static void budget_refuse(http_req_t *req)
+{
+	http_resp_header(req, "Retry-After", "1");
+	http_resp_error(req, 503, "too many request bodies buffered on this node (net.max_buffered_body is %llu "
+			"bytes): try again", (unsigned long long)req->conn->w->srv->o.max_buffered);
+}
+
 static void body_cb(void *arg, const char *p, size_t n)
 {
 	http_conn_t *c = arg;
@@ -48,10 +80,12 @@ static void body_cb(void *arg, const char *p, size_t n)
 		return;
 	}
 	if (c->json_body) {
-		if (req->body.len + n <= req->route->max_body)
-			buf_add(&req->body, p, n);
-		else
+		if (req->body.len + n > req->route->max_body)
 			c->discard = c->too_large = true; /* over the limit: 413 now */
+		else if (req->body.len + n > c->reserved && !budget_take(c, req->body.len + n - c->reserved))
+			c->discard = c->too_large = c->over_budget = true; /* 503 now */
+		else
+			buf_add(&req->body, p, n);
 		return;
 	}
 	if (c->resp_started || !req->on_body)
@@ -117,6 +151,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 	c->next = w->conns;
 	if (w->conns)
 		w->conns->prev = c;
+	else
+		w->conns_tail = c;
 	w->conns = c;
 	if (w->srv->tls && !local && tls_conn_start(c, w->srv->tls) != AIS_OK)
 		conn_close(c); /* freed by conn_run below */
@@ -162,6 +198,9 @@ void conn_free(http_conn_t *c)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		w->conns_tail = c->prev;
+	budget_release(c);
 	free(c);
 	if (w->draining && !w->conns)
 		event_base_loopbreak(w->base);
@@ -265,6 +304,13 @@ static void req_begin(http_conn_t *c)
 	log_set_request(req->id_str);
 }
 
+/* The authz hook's second look, at the body a signature may bind. */
+static bool authz_body_ok(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	return !s->o.authz_body || (c->req.route->flags & HTTP_ROUTE_PUBLIC) || s->o.authz_body(&c->req) == AIS_OK;
+}
+
 /* The head is complete: fill in the request, route it, call the handler. */
 static void dispatch(http_conn_t *c)
 {
@@ -337,6 +383,18 @@ static void dispatch(http_conn_t *c)
 					(unsigned long long)req->route->max_body);
 			return;
 		}
+		if (req->content_length > (int64_t)s->o.max_buffered) {
+			http_resp_error(req, 413, "request body too large (net.max_buffered_body is %llu bytes)",
+					(unsigned long long)s->o.max_buffered);
+			return;
+		}
+		if (req->content_length > 0) {
+			if (!budget_take(c, (uint64_t)req->content_length)) {
+				budget_refuse(req);
+				return;
+			}
+			buf_grow(&req->body, (size_t)req->content_length); /* exactly: no doubling */
+		}
 		c->json_body = true;
 		c->handler_pending = true;
 		if (h->expect_continue)
@@ -351,6 +409,8 @@ static void dispatch(http_conn_t *c)
 	 * zero-byte PutObject followed by an UploadPart on that connection). */
 	if (h->expect_continue && !req->has_body && h->http_minor >= 1)
 		send_continue(c);
+	if (!authz_body_ok(c))
+		return;
 	req->route->handler(req);
 	if (!req->has_body || c->resp_started)
 		return;
@@ -379,7 +439,8 @@ static void message_end(http_conn_t *c)
 					(unsigned long long)req->route->max_body);
 			return;
 		}
-		req->route->handler(req);
+		if (authz_body_ok(c))
+			req->route->handler(req);
 	} else if (req->on_body_end && !c->resp_started) {
 		req->on_body_end(req);
 	}
@@ -389,20 +450,26 @@ static void request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
 	hm_request_done(c);
-	if (log_get_level() <= LOG_DEBUG)
-		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method),
-			  (int)MIN(req->target.len, 512), req->target.ptr, c->status,
-			  (unsigned long long)c->bytes_out, (double)(time_now_ns() - req->start_ns) / 1e6);
+	if (log_get_level() <= LOG_DEBUG) {
+		buf_t t = BUF_INIT;
+		hm_redact_target(req->target, &t);
+		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method), (int)MIN(t.len, 512),
+			  t.ptr ? t.ptr : "", c->status, (unsigned long long)c->bytes_out,
+			  (double)(time_now_ns() - req->start_ns) / 1e6);
+		buf_free(&t);
+	}
 	log_set_request(NULL);
 	arena_reset(c->arena);
 	resp_reset(c);
 	buf_free(&req->body);
+	budget_release(c);
 	hp_reset(&c->hp);
 	memset(req, 0, sizeof(*req));
 	req->conn = c;
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
 	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = c->body_later = false;
+	c->over_budget = false;
 	c->body_done = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -571,7 +638,9 @@ static void conn_drive(http_conn_t *c)
 				c->close_after = true;
 				c->body_done = true;
 				c->handler_pending = false;
-				if (c->json_body)
+				if (c->over_budget)
+					budget_refuse(&c->req);
+				else if (c->json_body)
 					http_resp_error(&c->req, 413, "request body too large (at most %llu bytes)",
 							(unsigned long long)c->req.route->max_body);
 				else

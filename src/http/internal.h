@@ -27,6 +27,8 @@
 #define HTTP_DISCARD_MAX (1 << 20)   /* unwanted body bytes drained at most */
 #define HTTP_LINGER_MS 2000          /* CS_LINGER: how long a closing connection drains */
 #define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */
+#define HTTP_EMFILE_PAUSE_MS 100     /* no accepts this long after EMFILE/ENFILE */
+#define HTTP_EMFILE_LOG_SECS 10      /* one log line per this many seconds of them */
 
 struct worker_atexit {
 	void (*fn)(void *);
@@ -52,6 +54,7 @@ struct http_wstats {
 	hm_ctr_t fds_passed; /* file bodies handed over as descriptors */
 	hm_ctr_t served_local, served_net; /* body bytes to clients on this host (incl. descriptors) / elsewhere */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
+	hm_ctr_t evicted, emfile;
 };
 #define HM_INC(x, n) \
 	atomic_store_explicit(&(x), atomic_load_explicit(&(x), memory_order_relaxed) + (n), memory_order_relaxed)
@@ -70,7 +73,10 @@ struct worker {
 	http_req_t *done_head, *done_tail; /* completed offloads (task.next) */
 	bool stopping;      /* set by http_server_free (under mu) */
 	bool draining;      /* worker-local: no accepts; close when idle */
-	http_conn_t *conns; /* all connections of this worker */
+	http_conn_t *conns; /* all connections of this worker, newest first */
+	http_conn_t *conns_tail; /* ... and the oldest */
+	struct event *pause_ev; /* accepts paused after EMFILE/ENFILE: resumes them */
+	bool accept_paused;
 	char date[40];
 	int64_t date_sec;
 	struct worker_atexit *atexit; /* http_worker_atexit, last first */
@@ -86,6 +92,9 @@ struct http_server {
 	struct worker *workers;
 	pool_t *pool;
 	atomic_ulong nconns;
+	_Atomic uint64_t buffered; /* HTTP_ROUTE_JSON body bytes reserved, all connections */
+	_Atomic int64_t emfile_logged; /* when the last EMFILE line was logged (s) */
+	_Atomic uint64_t emfile_count; /* EMFILE/ENFILE since then */
 	atomic_ulong next_id;
 	uint32_t id_prefix; /* random: request ids differ across processes */
 	_Atomic uint64_t rate, burst; /* per-client rate limit (ratelimit.c) */
@@ -134,6 +143,8 @@ struct http_conn {
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
 	bool body_later;       /* the handler went to the pool before saying whether it wants the body */
 	bool too_large;        /* streamed body passed net.max_body: 413 and close */
+	bool over_budget;      /* a JSON body did not fit net.max_buffered_body: 503 and close */
+	uint64_t reserved;     /* bytes of the server's buffered budget this request holds */
 	struct ssl_st *ssl;    /* HTTPS: the connection's TLS state (tls.c); NULL: plain */
 	short tls_want;        /* HTTPS: the direction the last SSL call waits for */
 	bool tls_dead;         /* HTTPS: a fatal TLS error or close_notify: no more I/O */
@@ -220,6 +231,9 @@ void resp_reset(http_conn_t *c);
 const char *worker_date(struct worker *w);
 /* metrics.c: a request's counters and its access-log line. */
 void hm_request_done(http_conn_t *c);
+/* Appends target with the values of signature parameters (presigned S3
+ * URLs, signed redirects) replaced by REDACTED, for logs. */
+void hm_redact_target(sv_t target, buf_t *out);
 /* ratelimit.c: true (and a 429 answered) when the client is over the
  * limit; false to go on. */
 bool http_rate_check(http_conn_t *c);

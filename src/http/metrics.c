@@ -51,6 +51,32 @@ static void add_safe(buf_t *b, sv_t s, size_t max)
 		buf_addstr(b, "...");
 }
 
+void hm_redact_target(sv_t t, buf_t *out)
+{
+	static const char *const secret[] = {"x-amz-signature", "x-amz-security-token", "signature", "ais_rsig"};
+	const char *q = memchr(t.ptr, '?', t.len);
+	if (!q) {
+		buf_addsv(out, t);
+		return;
+	}
+	buf_add(out, t.ptr, (size_t)(q - t.ptr) + 1);
+	sv_t rest = {q + 1, t.len - (size_t)(q - t.ptr) - 1}, k, v;
+	bool first = true;
+	while (http_query_next(&rest, &k, &v)) {
+		bool hide = false;
+		for (size_t i = 0; i < ARRAY_SIZE(secret) && !hide; i++)
+			hide = sv_eqcase(k, sv_from(secret[i]));
+		if (!first)
+			buf_addch(out, '&');
+		first = false;
+		buf_addsv(out, k);
+		if (hide)
+			buf_addstr(out, "=REDACTED");
+		else if (v.ptr != k.ptr + k.len || v.len) /* "k=v", or "k=" */
+			buf_add(out, k.ptr + k.len, v.len + 1);
+	}
+}
+
 void hm_request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
@@ -73,8 +99,11 @@ void hm_request_done(http_conn_t *c)
 	if (!log_access_on())
 		return;
 	buf_t line = BUF_INIT;
+	buf_t tgt = BUF_INIT;
+	hm_redact_target(req->target, &tgt); /* presigned URLs and signed redirects are credentials */
 	buf_addf(&line, "%s \"%s ", c->peer, http_method_name(req->method));
-	add_safe(&line, req->target, 1024);
+	add_safe(&line, sv_of(&tgt), 1024);
+	buf_free(&tgt);
 	buf_addf(&line, "\" %d %llu %llu %lld", c->status, (unsigned long long)req->body_read,
 		 (unsigned long long)c->bytes_out, (long long)us);
 	log_set_request(req->id_str[0] ? req->id_str : NULL);
@@ -174,6 +203,12 @@ void hm_collect(void *arg, buf_t *out)
 	metrics_family(out, "aisd_http_connections_rejected_total", "counter",
 		       "connections refused with 503 because net.max_conns were open");
 	buf_addf(out, "aisd_http_connections_rejected_total %llu\n", (unsigned long long)SUM(s, rejected));
+	metrics_family(out, "aisd_http_connections_evicted_total", "counter",
+		       "idle connections closed to make room for a new one at the connection limit");
+	buf_addf(out, "aisd_http_connections_evicted_total %llu\n", (unsigned long long)SUM(s, evicted));
+	metrics_family(out, "aisd_http_accept_fd_exhausted_total", "counter",
+		       "accepts that failed for want of descriptors (EMFILE, ENFILE): accepting paused briefly");
+	buf_addf(out, "aisd_http_accept_fd_exhausted_total %llu\n", (unsigned long long)SUM(s, emfile));
 	metrics_family(out, "aisd_http_errors_total", "counter",
 		       "requests that failed before a handler answered: malformed (parse), timed out, "
 		       "aborted by the client, refused by the rate limit or the body size limit");

@@ -242,6 +242,10 @@ void hp_reset(hp_t *p)
 	p->why = NULL;
 	p->chunk_left = 0;
 	p->crlf_next = -1;
+	p->ls_prev = 0;
+	p->ls_len = 0;
+	p->ls_lines = 0;
+	p->ls_done = false;
 }
 
 void hp_free(hp_t *p) { buf_free(&p->raw); }
@@ -256,6 +260,37 @@ static int status_of(enum http_errno e)
 	case HPE_UNEXPECTED_CONTENT_LENGTH: return 400;
 	default: return 400;
 	}
+}
+
+/* Scans the line framing of the head bytes in data (up to the head's
+ * empty line). Returns the offset of the first byte that breaks it (a bare
+ * LF, or the blank that starts a folded line), with *why set; len if none.
+ * Only that prefix goes to the parser, so the first error by position is
+ * the one reported however the input is split. */
+static size_t check_lines(hp_t *p, const char *data, size_t len, const char **why)
+{
+	for (size_t i = 0; i < len && !p->ls_done; i++) {
+		char c = data[i];
+		if (c == '\n') {
+			if (p->ls_prev != '\r') {
+				*why = "bare LF in the request head (lines end with CRLF)";
+				return i;
+			}
+			if (p->ls_len > 1)
+				p->ls_lines++;
+			else if (p->ls_lines)
+				p->ls_done = true; /* the empty line: the body follows */
+			p->ls_len = 0;
+		} else {
+			if (p->ls_len == 0 && (c == ' ' || c == '\t') && p->ls_lines) {
+				*why = "obsolete line folding in a header (obs-fold)";
+				return i;
+			}
+			p->ls_len++;
+		}
+		p->ls_prev = c;
+	}
+	return len;
 }
 
 size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
@@ -279,6 +314,15 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	}
 	if (in_head && len > p->max_head - p->head_bytes)
 		len = p->max_head - p->head_bytes; /* the parser never sees past the limit */
+	const char *line_err = NULL;
+	size_t whole = len;
+	if (in_head)
+		len = check_lines(p, data, len, &line_err);
+	if (len == 0) { /* the bad byte comes first (a zero length would be EOF) */
+		fail(p, 400, line_err);
+		*ev = HP_ERROR;
+		return 0;
+	}
 	p->feed_end = data + len;
 	if (p->crlf_next >= 0 && check_crlf(p, data) < 0) {
 		*ev = HP_ERROR;
@@ -300,6 +344,11 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	}
 	if (e != HPE_OK && e != HPE_PAUSED) {
 		fail(p, status_of(e), http_errno_description(e));
+		*ev = HP_ERROR;
+		return n;
+	}
+	if (line_err && len < whole && !p->got_head) {
+		fail(p, 400, line_err);
 		*ev = HP_ERROR;
 		return n;
 	}

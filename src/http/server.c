@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -120,6 +121,69 @@ static int socket_port(int fd)
 	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
+static void accept_listen(struct worker *w, bool on)
+{
+	if (on) {
+		event_add(w->lev, NULL);
+		if (w->uev)
+			event_add(w->uev, NULL);
+	} else {
+		event_del(w->lev);
+		if (w->uev)
+			event_del(w->uev);
+	}
+}
+
+static void on_pause_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	w->accept_paused = false;
+	if (!w->draining)
+		accept_listen(w, true);
+}
+
+/*
+ * Out of descriptors (EMFILE, ENFILE): the pending connection stays in the
+ * backlog, so a level-triggered listener would fire again at once and
+ * spin. Accepting stops for HTTP_EMFILE_PAUSE_MS instead (responses and
+ * closes go on and free descriptors), with one log line per
+ * HTTP_EMFILE_LOG_SECS for the whole server.
+ */
+static void accept_pause(struct worker *w, int err)
+{
+	http_server_t *s = w->srv;
+	struct timeval tv = {0, HTTP_EMFILE_PAUSE_MS * 1000};
+	int64_t now = time_now_ns() / 1000000000LL, last = atomic_load(&s->emfile_logged);
+	uint64_t n = atomic_fetch_add(&s->emfile_count, 1) + 1;
+
+	HM_INC(w->st.emfile, 1);
+	if (now - last >= HTTP_EMFILE_LOG_SECS && atomic_compare_exchange_strong(&s->emfile_logged, &last, now)) {
+		atomic_fetch_sub(&s->emfile_count, n);
+		log_warnx("accept: %s (%llu times in %llds): not accepting for %d ms at a time; open connections %lu of "
+			  "at most %llu", strerror(err), (unsigned long long)n, (long long)(last ? now - last : 0),
+			  HTTP_EMFILE_PAUSE_MS, (unsigned long)atomic_load(&s->nconns),
+			  (unsigned long long)s->o.max_conns);
+	}
+	accept_listen(w, false);
+	w->accept_paused = true;
+	event_add(w->pause_ev, &tv);
+}
+
+/* At the connection limit: closes this worker's longest-idle connection
+ * (no request begun, nothing in flight), so that idle connections cannot
+ * lock others out. false when none is idle. */
+static bool evict_idle(struct worker *w)
+{
+	for (http_conn_t *c = w->conns_tail; c; c = c->prev) {
+		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded && !c->running) {
+			HM_INC(w->st.evicted, 1);
+			conn_free(c);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -132,10 +196,12 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				log_warn("accept");
+				accept_pause(w, errno);
 			return;
 		}
 		HM_INC(w->st.accepted, 1);
+		if (atomic_load(&s->nconns) >= s->o.max_conns)
+			evict_idle(w);
 		if (atomic_fetch_add(&s->nconns, 1) >= s->o.max_conns) {
 			HM_INC(w->st.rejected, 1);
 #define BUSY_BODY "{\"message\":\"too many connections\",\"status\":503}"
@@ -166,9 +232,8 @@ static void start_drain(struct worker *w)
 {
 	struct timeval tv = {HTTP_DRAIN_SECS, 0};
 	w->draining = true;
-	event_del(w->lev);
-	if (w->uev)
-		event_del(w->uev);
+	accept_listen(w, false);
+	event_del(w->pause_ev);
 	/* closed, not just unwatched: a peer's connect is refused at once
 	 * instead of waiting in the backlog for its timeout (every node of a
 	 * cluster may be stopping, each with calls to the others) */
@@ -275,6 +340,29 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The connection limit: as many as the descriptor limit leaves after
+ * fd_reserve (files, databases, calls to peers), or half the limit when it
+ * is too small for that; net.max_conns, when set, only lowers it. Without
+ * this a limit below net.max_conns is hit in accept(2) (EMFILE), where a
+ * client gets no answer, and the node's own calls fail with it.
+ */
+static uint64_t conn_limit(const http_server_opts_t *o)
+{
+	struct rlimit rl;
+	uint64_t reserve = o->fd_reserve ? o->fd_reserve : 256, lim = 20000, derived;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lim = (uint64_t)rl.rlim_cur;
+	else
+		lim = 1 << 20;
+	derived = lim > 2 * reserve ? lim - reserve : lim / 2;
+	if (o->max_conns && o->max_conns > derived)
+		log_warnx("net.max_conns %llu is more than the descriptor limit %llu leaves (%llu): %llu it is",
+			  (unsigned long long)o->max_conns, (unsigned long long)lim, (unsigned long long)derived,
+			  (unsigned long long)derived);
+	return o->max_conns ? MIN(o->max_conns, derived) : derived;
+}
+
 http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 {
 	http_server_t *s = xcalloc(1, sizeof(*s));
@@ -282,8 +370,9 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	s->nworkers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->nworkers < 1)
 		s->nworkers = 1;
-	if (!s->o.max_conns)
-		s->o.max_conns = 20000;
+	s->o.max_conns = conn_limit(o);
+	if (!s->o.max_buffered)
+		s->o.max_buffered = 256 << 20;
 	if (!s->o.max_header_bytes)
 		s->o.max_header_bytes = 16384;
 	if (s->o.nroutes > HM_ROUTES)
@@ -336,6 +425,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		pthread_mutex_init(&w->mu, NULL);
 		w->lev = event_new(w->base, w->lfd, EV_READ | EV_PERSIST, on_accept, w);
 		w->eev = event_new(w->base, w->efd, EV_READ | EV_PERSIST, on_wake, w);
+		w->pause_ev = evtimer_new(w->base, on_pause_end, w);
 		event_add(w->lev, NULL);
 		event_add(w->eev, NULL);
 		if (s->ufd >= 0) {
@@ -362,6 +452,8 @@ fail:
 			event_free(w->uev);
 		if (w->eev)
 			event_free(w->eev);
+		if (w->pause_ev)
+			event_free(w->pause_ev);
 		if (w->base)
 			event_base_free(w->base);
 		if (w->lfd > 0)
@@ -384,6 +476,7 @@ int http_server_reload_tls(http_server_t *s, buf_t *err)
 bool http_server_tls(const http_server_t *s) { return s->tls != NULL; }
 
 int http_server_port(const http_server_t *s) { return s->port; }
+uint64_t http_server_max_conns(const http_server_t *s) { return s->o.max_conns; }
 http_server_t *http_req_server(const http_req_t *req) { return req->conn->w->srv; }
 pool_t *http_server_pool(http_server_t *s) { return s->pool; }
 
@@ -435,6 +528,7 @@ void http_server_free(http_server_t *s)
 		if (w->uev)
 			event_free(w->uev);
 		event_free(w->eev);
+		event_free(w->pause_ev);
 		event_base_free(w->base);
 		if (w->lfd >= 0)
 			close(w->lfd);

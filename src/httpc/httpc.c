@@ -343,6 +343,7 @@ static void req_setup(httpc_req_t *r)
 static void req_attempt(httpc_req_t *r)
 {
 	httpc_t *c = r->c;
+	r->hdrs = httpc_intra_auth(r->hdrs, r->method, r->url, r->read ? NULL : r->body, r->body_len);
 	r->info.attempts++;
 	r->body_off = 0;
 	r->status = 0;
@@ -688,7 +689,6 @@ httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s)
 	/* no 100-continue round trip between peers that know each other */
 	if (!has_expect)
 		r->hdrs = curl_slist_append(r->hdrs, "Expect:");
-	r->hdrs = httpc_intra_auth(r->hdrs, s->method, s->url);
 
 	r->next = c->reqs;
 	if (c->reqs)

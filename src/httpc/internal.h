@@ -14,7 +14,10 @@ void httpc_global_init(void);
 void httpc_easy_common(CURL *e, const char *user_agent);
 /* Appends the cluster secret's signature of this call (authz.h) to hl
  * when cluster.secret is set. */
-struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url);
+/* Adds (or, on a retry, replaces) the intra-cluster signature of a call
+ * with body (NULL: streamed or none) to hl. */
+struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
+				    size_t len);
 /* Frees this thread's handle of stream.c (httpc_sync_release calls it). */
 void httpc_stream_release(void);
 /* True for methods that may be sent twice. */

@@ -164,7 +164,7 @@ static void xfer_setup(struct xfer *x, const char *method, const char *url, cons
 	for (size_t i = 0; headers && headers[i]; i++)
 		x->hl = curl_slist_append(x->hl, headers[i]);
 	x->hl = curl_slist_append(x->hl, "Expect:");
-	x->hl = httpc_intra_auth(x->hl, method, url);
+	x->hl = httpc_intra_auth(x->hl, method, url, NULL, 0); /* a file body: its checksum covers it */
 	httpc_easy_common(x->e, "aisd");
 	curl_easy_setopt(x->e, CURLOPT_URL, url);
 	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, x->errbuf);

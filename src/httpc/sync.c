@@ -86,10 +86,21 @@ void httpc_easy_common(CURL *e, const char *user_agent)
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 }
 
-struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url)
+struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
+				    size_t len)
 {
-	char h[sizeof(AUTH_INTRA_HDR) + 32 + AUTH_SIG_HEX];
-	return authz_intra_header(method, url, h, sizeof(h)) ? curl_slist_append(hl, h) : hl;
+	char h[AUTHZ_INTRA_HDR_MAX];
+	if (!authz_intra_header(method, url, body, len, h, sizeof(h)))
+		return hl;
+	/* a retry signs anew: the receiver takes each signature once */
+	for (struct curl_slist *l = hl; l; l = l->next) {
+		if (!strncmp(l->data, AUTH_INTRA_HDR ":", sizeof(AUTH_INTRA_HDR))) {
+			free(l->data);
+			l->data = xstrdup(h);
+			return hl;
+		}
+	}
+	return curl_slist_append(hl, h);
 }
 
 int httpc_idempotent(const char *m)
@@ -160,7 +171,7 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	}
 	if (!has_expect)
 		hl = curl_slist_append(hl, "Expect:");
-	hl = httpc_intra_auth(hl, method, url);
+	hl = httpc_intra_auth(hl, method, url, body, body ? len : 0);
 
 	httpc_easy_common(e, "aisd");
 	curl_easy_setopt(e, CURLOPT_URL, url);

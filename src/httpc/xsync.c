@@ -252,7 +252,7 @@ static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body,
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg)
 {
-	char key[256], auth[512];
+	char key[256], auth[AUTHZ_INTRA_HDR_MAX];
 	const char *target;
 	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT;
 	int rc = AIS_ERR;
@@ -264,15 +264,17 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %llu\r\nExpect: 100-continue\r\n", target,
-		 key, (unsigned long long)len);
-	for (size_t i = 0; hdrs && hdrs[i]; i++)
-		buf_addf(&head, "%s\r\n", hdrs[i]);
-	if (authz_intra_header("PUT", url, auth, sizeof(auth)))
-		buf_addf(&head, "%s\r\n", auth);
-	buf_addstr(&head, "\r\n");
-
 	for (int attempt = 0; attempt < 2; attempt++) {
+		/* signed anew for each attempt (a receiver takes a signature once);
+		 * the body is the object's: its checksum covers it */
+		buf_reset(&head);
+		buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %llu\r\nExpect: 100-continue\r\n",
+			 target, key, (unsigned long long)len);
+		for (size_t i = 0; hdrs && hdrs[i]; i++)
+			buf_addf(&head, "%s\r\n", hdrs[i]);
+		if (authz_intra_header("PUT", url, NULL, 0, auth, sizeof(auth)))
+			buf_addf(&head, "%s\r\n", auth);
+		buf_addstr(&head, "\r\n");
 		int s = idle_take(key);
 		bool reused = s >= 0, got = false, keep = false;
 		if (s < 0 && (s = dial(key)) < 0) {

@@ -270,8 +270,8 @@ static int copy_remote(struct cp *c, const char *base)
 			 (unsigned long long)c->rlast);
 		hl = curl_slist_append(hl, range);
 	}
-	char ah[160];
-	if (authz_intra_header("GET", url.ptr, ah, sizeof(ah)))
+	char ah[AUTHZ_INTRA_HDR_MAX];
+	if (authz_intra_header("GET", url.ptr, NULL, 0, ah, sizeof(ah)))
 		hl = curl_slist_append(hl, ah);
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
 	curl_easy_setopt(x.e, CURLOPT_PATH_AS_IS, 1L);

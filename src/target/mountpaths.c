@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,63 @@ static void mp_done(http_req_t *req)
 	}
 }
 
+/* Is dir (absolute, resolved) root or under it? */
+static bool under(const char *dir, const char *root)
+{
+	size_t n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	return !strncmp(dir, root, n) && (dir[n] == '\0' || dir[n] == '/' || n == 1);
+}
+
+/* Where attach-mp may add a mountpath (store.mountpath_roots, else the
+ * parents of the configured mountpaths; store.allow_any_path: anywhere).
+ * The path's deepest existing ancestor is resolved (symlinks, "..") and
+ * must lie under a resolved root: AIS_OK, or AIS_ERR with the reason. */
+static int attach_allowed(const conf_t *c, const char *path, buf_t *why)
+{
+	char probe[1024], real[PATH_MAX], root[PATH_MAX];
+	if (c->allow_any_path)
+		return AIS_OK;
+	snprintf(probe, sizeof(probe), "%s", path);
+	while (!realpath(probe, real)) {
+		char *slash = strrchr(probe, '/');
+		if (errno != ENOENT || !slash || slash == probe) {
+			buf_addf(why, "cannot resolve %s: %s", path, strerror(errno));
+			return AIS_ERR;
+		}
+		*slash = '\0';
+	}
+	if (strstr(path + strlen(probe), "/..")) {
+		buf_addf(why, "%s: \"..\" in the part that does not exist yet", path);
+		return AIS_ERR;
+	}
+	if (c->mountpath_roots[0]) {
+		const char *p = c->mountpath_roots;
+		while (*p) {
+			size_t n = strcspn(p, ",");
+			char one[1024];
+			snprintf(one, sizeof(one), "%.*s", (int)MIN(n, sizeof(one) - 1), p);
+			if (one[0] && realpath(one, root) && under(real, root))
+				return AIS_OK;
+			p += n + (p[n] == ',');
+		}
+	} else {
+		for (int i = 0; i < c->n_mountpaths; i++) {
+			char parent[1024];
+			snprintf(parent, sizeof(parent), "%s", c->mountpaths[i]);
+			char *slash = strrchr(parent, '/');
+			if (slash)
+				*(slash == parent ? slash + 1 : slash) = '\0';
+			if (realpath(parent, root) && under(real, root))
+				return AIS_OK;
+		}
+	}
+	buf_addf(why, "%s is not under store.mountpath_roots (%s); store.allow_any_path = on lifts this", path,
+		 c->mountpath_roots[0] ? c->mountpath_roots : "the parents of store.mountpaths");
+	return AIS_ERR;
+}
+
 int tgt_mountpaths(http_req_t *req)
 {
 	struct mpreq *m = arena_zalloc(req->arena, sizeof(*m));
@@ -200,6 +258,13 @@ int tgt_mountpaths(http_req_t *req)
 		for (size_t l = strlen(m->path); l > 1 && m->path[l - 1] == '/'; l--)
 			m->path[l - 1] = '\0';
 		m->attach = put;
+		buf_t why = BUF_INIT;
+		if (put && attach_allowed(((target_t *)req->ctx)->conf, m->path, &why) != AIS_OK) {
+			http_resp_error(req, 403, "attach-mp refused: %s", why.ptr);
+			buf_free(&why);
+			return AIS_OK;
+		}
+		buf_free(&why);
 	}
 	req->state = m;
 	arena_cleanup_add(req->arena, mpreq_cleanup, m);

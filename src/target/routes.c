@@ -187,6 +187,9 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.workers = (int)c->workers,
 		.io_threads = (int)c->io_threads,
 		.max_conns = c->max_conns,
+		.max_buffered = c->max_buffered_body,
+		/* object files and peer calls, and per mountpath LevelDB's table files */
+		.fd_reserve = 256 + 1024 * (uint64_t)c->n_mountpaths,
 		.max_header_bytes = c->max_header_bytes,
 		.header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms,
@@ -204,6 +207,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.unix_path = usock,
 		.unix_optional = usock_auto,
 		.authz = authz_check,
+		.authz_body = authz_body,
 	};
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (auth_jwt_verify(p, size, KEY, sizeof(KEY) - 1, 0, &u, NULL, &err) == AIS_OK && d != AIS_OK)
 		abort();
 
-	auth_intra_check(KEY, sizeof(KEY) - 1, (sv_t){p, size}, "GET", (sv_t){"/", 1}, 1700000000);
+	auth_intra_check(KEY, sizeof(KEY) - 1, (sv_t){p, size}, "GET", (sv_t){"h:1", 3}, (sv_t){"/", 1}, 1700000000, NULL);
 	unsigned bits;
 	if (auth_perm_parse((sv_t){p, size}, &bits) == AIS_OK && (!bits || (bits & ~(unsigned)AUTH_ALL)))
 		abort();

@@ -64,6 +64,7 @@ declare -A SRCS=(
 	[fuzz_cfgset]="src/cluster/cfgparse.c"
 	[fuzz_aisctl_config]="src/cli/cfgfile.c"
 	[fuzz_jwt]="src/auth/jwt.c src/auth/sign.c"
+	[fuzz_sign]="src/auth/jwt.c src/auth/sign.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -75,6 +76,7 @@ declare -A LIBS=(
 	[fuzz_moss]="-ljansson"
 	[fuzz_larc]="-larchive"
 	[fuzz_jwt]="-ljansson -lcrypto"
+	[fuzz_sign]="-ljansson -lcrypto"
 )
 
 failed=()

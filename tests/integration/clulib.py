@@ -109,6 +109,7 @@ class Node:
         self.name, self.role = name, role
         self.dir = os.path.join(DIR, name)
         self.port = 0
+        self.preexec = None  # run in the child before exec (resource limits)
         os.makedirs(self.dir, exist_ok=True)
 
     @property
@@ -137,7 +138,8 @@ class Node:
         if join:
             args += ["--join", join]
         err = open(os.path.join(self.dir, "stderr"), "ab")
-        procs[self.name] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+        procs[self.name] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                            preexec_fn=self.preexec)
         started.append((self.name, procs[self.name]))
         err.close()
         for _ in range(100):

@@ -92,6 +92,7 @@ ADMIN = token("--user", "root", "--admin", "--ttl", "1h")
 RW_A = token("--user", "alice", "--bucket", "ba", "--perm", "rw", "--ttl", "1h")
 RO_A = token("--user", "bob", "--bucket", "ba", "--perm", "ro")
 RW_B = token("--user", "carol", "--bucket", "bb", "--perm", "rw", "--ttl", "30m")
+MON = token("--user", "prom", "--monitor")
 EXPIRED = jwt({"username": "alice", "admin": True, "exp": int(time.time()) - 10})
 FORGED = jwt({"username": "mallory", "admin": True, "exp": int(time.time()) + 3600}, "not-the-secret-at-all")
 
@@ -124,7 +125,9 @@ for name, tok in (("garbage", "abc.def.ghi"), ("forged", FORGED), ("expired", EX
     r = get(g.url, "/v1/buckets/", headers=bearer(tok))
     t.check(r.status == 401 and "invalid_token" in (r.h("www-authenticate") or ""), "%s token: 401" % name, r)
 t.check(get(g.url, "/metrics").status == 401, "/metrics needs credentials")
-t.eq(get(g.url, "/metrics", headers=bearer(RO_A)).status, 200, "/metrics with any valid token")
+t.eq(get(g.url, "/metrics", headers=bearer(RO_A)).status, 403, "/metrics with a bucket token: 403")
+t.eq(get(g.url, "/metrics", headers=bearer(MON)).status, 200, "/metrics with a monitor token")
+t.eq(get(g.url, "/metrics", headers=bearer(ADMIN)).status, 200, "/metrics with an admin token")
 
 r = request("POST", g.url, "/v1/buckets/ba", json.dumps({"action": "create-bck"}),
             {"Content-Type": "application/json", **bearer(RW_A)})

@@ -42,6 +42,10 @@ sk=$(sed -E 's/.* secret_key=([^ ]*) .*/\1/' <<<"$s3line")
 check_eq "the key file holds the printed pair" "$(cut -d: -f1-2 "$D/s3.key")" "$ak:$sk"
 check_eq "the key file is mode 600" "$(stat -c %a "$D/s3.key")" 600
 for n in g0 t0; do
+	check_eq "$n: aisd.conf (it holds the secret) is mode 600" "$(stat -c %a "$D/$n/aisd.conf")" 600
+	check "$n: aisd.log is not world-readable" [ "$(( 0$(stat -c %a "$D/$n/aisd.log") & 7 ))" = 0 ]
+done
+for n in g0 t0; do
 	check_eq "$n: one s3.key line, the cluster's" \
 		"$(grep -c "^s3.key = $ak:$sk:local:Local Admin\$" "$D/$n/aisd.conf")" 1
 done

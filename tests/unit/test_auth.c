@@ -16,6 +16,7 @@
 
 #define KEY "0123456789abcdef-secret"
 #define KLEN (sizeof(KEY) - 1)
+#define AUTHZ_HDR_TEST 200 /* an intra-cluster header value fits */
 /* Python's hmac + base64 over these exact bytes */
 static const char VECTOR[] =
 	"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiYWRtaW4iOmZhbHNlLCJleHAiOjIwMDAwMDAwMDAs"
@@ -231,44 +232,157 @@ END_TEST
 
 START_TEST(test_intra_sig)
 {
-	char key[21], h[200];
+	char key[21], h[AUTHZ_HDR_TEST], body[AUTH_SIG_HEX + 1];
 	memset(key, 'k', 20);
 	key[20] = '\0';
-	sv_t tgt = sv_from("/v1/objects/b/o?x=1");
-	/* Python: hmac(b"k"*20, b"aisd-intra\n1700000000\nGET\n/v1/objects/b/o?x=1") */
-	auth_intra_sign(key, 20, "GET", "http://127.0.0.1:1/v1/objects/b/o?x=1", 1700000000, h, sizeof(h));
-	ck_assert_str_eq(h, "1700000000.1c2fe4f9cb4673bafdbd152bac2a6843b4c389228d7ba475ab1cfda7e5653f08");
-	ck_assert(auth_intra_check(key, 20, sv_from(h), "GET", tgt, 1700000000));
-	ck_assert(auth_intra_check(key, 20, sv_from(h), "GET", tgt, 1700000000 + AUTH_INTRA_SKEW));
-	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", tgt, 1700000000 + AUTH_INTRA_SKEW + 1));
-	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", tgt, 1700000000 - AUTH_INTRA_SKEW - 1));
-	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", tgt, 1700000000));
-	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", sv_from("/v1/objects/b/o"), 1700000000));
-	ck_assert(!auth_intra_check("other-key-000000", 16, sv_from(h), "GET", tgt, 1700000000));
-	ck_assert(!auth_intra_check(key, 20, sv_from("1700000000"), "GET", tgt, 1700000000));
-	ck_assert(!auth_intra_check(key, 20, sv_from("x.abc"), "GET", tgt, 0));
-	ck_assert(!auth_intra_check(key, 20, (sv_t){NULL, 0}, "GET", tgt, 0));
+	const char *url = "http://127.0.0.1:1/v1/metasync?from=g1";
+	sv_t host = sv_from("127.0.0.1:1"), tgt = sv_from("/v1/metasync?from=g1");
+	auth_intra_val_t v;
+	auth_body_digest("{\"x\":1}", 7, body);
+	ck_assert_str_eq(body, "5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22");
+	/* the canonical form, byte for byte */
+	buf_t c = BUF_INIT;
+	auth_intra_canon(1700000000, sv_from("0123456789abcdef"), "PUT", sv_from("127.0.0.1:1"), tgt, sv_from(body), &c);
+	ck_assert_str_eq(c.ptr, "aisd-intra-v2\n1700000000\n0123456789abcdef\nPUT\n127.0.0.1:1\n/v1/metasync?from=g1\n"
+				"5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22");
+	buf_free(&c);
+	/* Python: hmac(b"k"*20, that message, sha256) */
+	auth_intra_sign(key, 20, "PUT", url, body, 1700000000, "0123456789abcdef", h, sizeof(h));
+	ck_assert_str_eq(h, "1700000000.0123456789abcdef.5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22."
+			    "b359e03ec59ea718d8eaf2add0adbcd6b259b5730c1a404729dc5d96f9d5e1ea");
+	ck_assert(auth_intra_check(key, 20, sv_from(h), "PUT", host, tgt, 1700000000, &v));
+	ck_assert(v.ts == 1700000000 && sv_eqstr(v.nonce, "0123456789abcdef") && sv_eqstr(v.body, body));
+	ck_assert(auth_intra_check(key, 20, sv_from(h), "PUT", sv_from("127.0.0.1:1"), tgt, 1700000000 + AUTH_INTRA_SKEW,
+				   NULL));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", host, tgt, 1700000000 + AUTH_INTRA_SKEW + 1, NULL));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", host, tgt, 1700000000 - AUTH_INTRA_SKEW - 1, NULL));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", host, tgt, 1700000000, NULL));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", sv_from("127.0.0.1:2"), tgt, 1700000000, NULL));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", host, sv_from("/v1/metasync?from=t1"), 1700000000, NULL));
+	ck_assert(!auth_intra_check("other-key-000000", 16, sv_from(h), "PUT", host, tgt, 1700000000, NULL));
+	/* another body digest in the header: the signature no longer matches */
+	char h2[AUTHZ_HDR_TEST];
+	snprintf(h2, sizeof(h2), "%s", h);
+	h2[28] = h2[28] == '0' ? '1' : '0';
+	ck_assert(!auth_intra_check(key, 20, sv_from(h2), "PUT", host, tgt, 1700000000, NULL));
+	/* the host is compared in lower case; the unsigned body marker */
+	auth_intra_sign(key, 20, "GET", "http://Node-A:8080/v1/x", AUTH_BODY_UNSIGNED, 1700000000, "00000000000000ff", h2,
+			sizeof(h2));
+	ck_assert(auth_intra_check(key, 20, sv_from(h2), "GET", sv_from("node-a:8080"), sv_from("/v1/x"), 1700000000, &v));
+	ck_assert(sv_eqstr(v.body, AUTH_BODY_UNSIGNED));
+	/* malformed values */
+	static const char *const bad[] = {"", "1700000000", "x.abc", "1700000000.0123456789abcdef.-",
+					  "1700000000.0123456789ABCDEF.-.00", "1700000000.0123.-.00", "1.2.3.4.5",
+					  "1700000000.0123456789abcdef.xyz.00"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert(!auth_intra_check(key, 20, sv_from(bad[i]), "GET", host, tgt, 1700000000, NULL));
+	ck_assert(!auth_intra_check(key, 20, (sv_t){NULL, 0}, "GET", host, tgt, 0, NULL));
 	h[strlen(h) - 1] ^= 1;
-	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", tgt, 1700000000));
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", host, tgt, 1700000000, NULL));
 	ck_assert(sv_eqstr(auth_url_target("http://h:1"), "/"));
 	ck_assert(sv_eqstr(auth_url_target("https://h:1/a?b#c"), "/a?b"));
 	ck_assert(sv_eqstr(auth_url_target("/p?q"), "/p?q"));
+	ck_assert(sv_eqstr(auth_url_host("https://u@h:1/a?b"), "h:1"));
+	ck_assert(sv_eqstr(auth_url_host("http://h:1"), "h:1"));
+	ck_assert(sv_eqstr(auth_url_host("/p"), ""));
 }
 END_TEST
 
+/* verify q (a Location's query) for GET /v1/ml/moss/a at now */
+static int rverify(const char *q, int64_t now, auth_token_t *t, char body[AUTH_SIG_HEX + 1])
+{
+	buf_t err = BUF_INIT;
+	int rc = auth_redirect_verify(KEY, KLEN, "GET", sv_from("/v1/ml/moss/a"), sv_from(q), now, t, body, &err);
+	if (rc == AIS_ERR)
+		ck_assert_ptr_nonnull(err.ptr);
+	buf_free(&err);
+	return rc;
+}
+
 START_TEST(test_redirect_sig)
 {
-	char a[AUTH_SIG_HEX + 1], b[AUTH_SIG_HEX + 1];
-	auth_redirect_sig(KEY, KLEN, "GET", sv_from("/v1/objects/b/o"), 100, a);
-	auth_redirect_sig(KEY, KLEN, "GET", sv_from("/v1/objects/b/o"), 100, b);
-	ck_assert(auth_sig_eq(sv_from(b), a));
-	auth_redirect_sig(KEY, KLEN, "PUT", sv_from("/v1/objects/b/o"), 100, b);
-	ck_assert(!auth_sig_eq(sv_from(b), a));
-	auth_redirect_sig(KEY, KLEN, "GET", sv_from("/v1/objects/b/o2"), 100, b);
-	ck_assert(!auth_sig_eq(sv_from(b), a));
-	auth_redirect_sig(KEY, KLEN, "GET", sv_from("/v1/objects/b/o"), 101, b);
-	ck_assert(!auth_sig_eq(sv_from(b), a));
-	ck_assert(!auth_sig_eq((sv_t){a, 63}, a));
+	auth_token_t t, u;
+	char body[AUTH_SIG_HEX + 1];
+	buf_t q = BUF_INIT, c = BUF_INIT, m = BUF_INIT;
+	memset(&t, 0, sizeof(t));
+	snprintf(t.user, sizeof(t.user), "al ice");
+	t.nb = 2;
+	snprintf(t.b[0].bucket, sizeof(t.b[0].bucket), "a");
+	t.b[0].perm = AUTH_READ | AUTH_LIST;
+	snprintf(t.b[1].bucket, sizeof(t.b[1].bucket), "*");
+	t.b[1].perm = AUTH_READ;
+
+	/* the canonical form, and a vector from Python's hmac over it */
+	auth_perm_encode(&t, &m);
+	ck_assert_str_eq(m.ptr, "a:5,*:1");
+	auth_redirect_canon(1700000060, "GET", sv_from("/v1/ml/moss/a"), sv_from("archpath=x"), sv_from("-"),
+			    sv_from("al ice"), sv_of(&m), &c);
+	ck_assert_str_eq(c.ptr, "aisd-redirect-v2\n1700000060\nGET\n/v1/ml/moss/a\narchpath=x\n-\nal ice\na:5,*:1");
+	char hex[AUTH_SIG_HEX + 1];
+	auth_hmac_hex("kkkkkkkkkkkkkkkkkkkk", 20, c.ptr, c.len, hex);
+	ck_assert_str_eq(hex, "1e01a4377e92d5f242fdad1ef60f22d81c36ffa9bd04e297083f5c6cb51e6306");
+
+	/* an earlier signature in the query is dropped; the rest kept in order */
+	auth_redirect_query(KEY, KLEN, "GET", sv_from("/v1/ml/moss/a"), sv_from("archpath=x&ais_rsig=old&y=2"),
+			    AUTH_BODY_UNSIGNED, 1700000060, &t, &q);
+	ck_assert(!strncmp(q.ptr, "archpath=x&y=2&ais_rexp=1700000060&ais_ruser=al%20ice&ais_rperm=a:5,*:1&ais_rbody=-&ais_rsig=",
+			   strlen("archpath=x&y=2&ais_rexp=1700000060&ais_ruser=al%20ice&ais_rperm=a:5,*:1&ais_rbody=-&ais_rsig=")));
+	ck_assert_int_eq(rverify(q.ptr, 1700000000, &u, body), AIS_OK);
+	ck_assert_str_eq(u.user, "al ice");
+	ck_assert(u.exp == 1700000060 && !u.admin && u.nb == 2 && u.b[0].perm == 5 && !strcmp(u.b[1].bucket, "*"));
+	ck_assert_str_eq(body, AUTH_BODY_UNSIGNED);
+	ck_assert_int_eq(rverify(q.ptr, 1700000061, &u, body), AIS_ERR); /* expired */
+	ck_assert_int_eq(rverify("archpath=x", 0, &u, body), AIS_DONE);  /* not a signed redirect */
+	ck_assert_int_eq(rverify("", 0, &u, body), AIS_DONE);
+
+	/* every part is bound: tamper with one at a time */
+	static const char *const swaps[][2] = {
+		{"archpath=x", "archpath=z"},     {"&y=2", ""},	{"ais_rexp=1700000060", "ais_rexp=1700009999"},
+		{"al%20ice", "root"},             {"a:5", "a:31"},	{"a:5,*:1", "@admin"},
+		{"ais_rbody=-", "ais_rbody=5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22"},
+	};
+	for (size_t i = 0; i < sizeof(swaps) / sizeof(swaps[0]); i++) {
+		buf_t x = BUF_INIT;
+		const char *at = strstr(q.ptr, swaps[i][0]);
+		ck_assert_ptr_nonnull(at);
+		buf_add(&x, q.ptr, (size_t)(at - q.ptr));
+		buf_addstr(&x, swaps[i][1]);
+		buf_addstr(&x, at + strlen(swaps[i][0]));
+		ck_assert_msg(rverify(x.ptr, 1700000000, &u, body) == AIS_ERR, "swap %zu accepted", i);
+		buf_free(&x);
+	}
+	/* another method or path */
+	buf_t err = BUF_INIT;
+	ck_assert_int_eq(auth_redirect_verify(KEY, KLEN, "PUT", sv_from("/v1/ml/moss/a"), sv_of(&q), 0, &u, body, &err),
+			 AIS_ERR);
+	ck_assert_int_eq(auth_redirect_verify(KEY, KLEN, "GET", sv_from("/v1/ml/moss/b"), sv_of(&q), 0, &u, body, &err),
+			 AIS_ERR);
+	buf_free(&err);
+	/* a parameter twice, or missing */
+	buf_t x = BUF_INIT;
+	buf_addf(&x, "%s&ais_ruser=root", q.ptr);
+	ck_assert_int_eq(rverify(x.ptr, 0, &u, body), AIS_ERR);
+	ck_assert_int_eq(rverify("ais_rexp=1", 0, &u, body), AIS_ERR);
+	buf_free(&x);
+
+	/* an administrator's and a monitor's */
+	memset(&t, 0, sizeof(t));
+	snprintf(t.user, sizeof(t.user), "root");
+	t.admin = t.monitor = true;
+	buf_reset(&q);
+	auth_redirect_query(KEY, KLEN, "GET", sv_from("/v1/ml/moss/a"), sv_from(""),
+			    "5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22", 1700000060, &t, &q);
+	ck_assert_int_eq(rverify(q.ptr, 0, &u, body), AIS_OK);
+	ck_assert(u.admin && u.monitor && u.nb == 0);
+	ck_assert_str_eq(body, "5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22");
+	ck_assert_int_eq(auth_perm_decode(sv_from("a:0"), &u), AIS_ERR);
+	ck_assert_int_eq(auth_perm_decode(sv_from("a:32"), &u), AIS_ERR);
+	ck_assert_int_eq(auth_perm_decode(sv_from("bad/name:1"), &u), AIS_ERR);
+	ck_assert_int_eq(auth_perm_decode(sv_from("a"), &u), AIS_ERR);
+	ck_assert_int_eq(auth_perm_decode(sv_from(""), &u), AIS_OK);
+	buf_free(&q);
+	buf_free(&c);
+	buf_free(&m);
 }
 END_TEST
 
