@@ -291,18 +291,8 @@ int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t time
 
 sv_t httpc_hdr_find(const buf_t *hdrs, const char *name)
 {
-	size_t nl = strlen(name);
-	const char *p = hdrs->ptr, *end = hdrs->ptr + hdrs->len;
-	while (p && p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *le = eol ? eol : end;
-		if ((size_t)(le - p) > nl && p[nl] == ':' && !strncasecmp(p, name, nl)) {
-			sv_t v = sv_trim((sv_t){p + nl + 1, (size_t)(le - p - nl - 1)});
-			return v;
-		}
-		p = eol ? eol + 1 : NULL;
-	}
-	return (sv_t){NULL, 0};
+	/* (one header walker: httpc_header_next drops the CR of CRLF lines) */
+	return httpc_header_find((sv_t){hdrs->ptr ? hdrs->ptr : "", hdrs->len}, name);
 }
 
 int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,

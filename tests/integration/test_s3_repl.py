@@ -332,6 +332,14 @@ t.check(not any(x.is_alive() for x in ths), "the read loops stopped")
 t.check(reads[0] > 3 and not errors, "reads during t4's join: %d loops, zero failures" % reads[0], errors[:5])
 bad = {k: h for k in want if len(h := holders(B, k)) != 2}
 t.check(not bad, "after the rebalance every object has 2 copies", dict(list(bad.items())[:5]))
+# copies made by every path (replica, rebalance, fetch on read) carry the same metadata
+bad = []
+for k in want:
+    mds = {request("HEAD", tg.url, "/v1/objects/%s/%s" % (B, q(k)), headers=INTRA).h("ais-custom-md")
+           for tg in targets if has(tg, B, k)}
+    if len(mds) != 1 or any(m is None or "\r" in m or "s3.etag=" not in m for m in mds):
+        bad.append((k, mds))
+t.check(not bad, "every copy of every object has the same S3 metadata (ETag), byte for byte", bad[:3])
 
 # 6. the hop guard
 key = next(k for k in want if not has(targets[0], B, k))
