@@ -2,7 +2,8 @@
  * meta.c - S3 metadata kept in an object's custom metadata (store.h): the
  * ETag (MD5 hex, or "hex-N" after a multipart upload), Content-Type,
  * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
- * Expires and x-amz-meta-*. Encoded as "s3.KEY=VALUE" items joined by ','
+ * Expires and x-amz-meta-*, and the object's S3 owner and ACL
+ * ("s3.own", "s3.acl": access.c). Encoded as "s3.KEY=VALUE" items joined by ','
  * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
  * any header value survives and the native API sees ordinary custom
  * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
@@ -83,7 +84,7 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
 						"(%zu bytes; at most %d)", total, S3_META_MAX);
 		return AIS_ERR;
 	}
-	return AIS_OK;
+	return s3_meta_acl_from_req(r, m);
 }
 
 static void pct(buf_t *b, const char *s)
@@ -119,6 +120,10 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 	}
 	for (size_t i = 0; i < m->nuser; i++)
 		item(out, "s3.m.", m->user[i].name, m->user[i].value);
+	if (m->owner) {
+		item(out, "s3.own", NULL, m->owner);
+		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
+	}
 	return out->len < sizeof(((store_meta_t *)0)->custom) ? AIS_OK : AIS_ERR;
 }
 
@@ -153,6 +158,10 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 			size_t vl = (size_t)(stop - v);
 			if (sv_eqstr(k, "s3.etag")) {
 				snprintf(m->etag, sizeof(m->etag), "%s", unpct(a, v, vl));
+			} else if (sv_eqstr(k, "s3.own")) {
+				m->owner = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.acl")) {
+				m->acl = unpct(a, v, vl);
 			} else if (sv_startswith(k, "s3.m.")) {
 				if (m->nuser < ARRAY_SIZE(m->user)) {
 					m->user[m->nuser].name = unpct(a, k.ptr + 5, k.len - 5);

@@ -106,10 +106,16 @@ static int get_object(s3_rq_t *r)
 	uint64_t start = 0, len;
 
 	if (store_open_obj(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &fd, &sm) != AIS_OK) {
-		s3_error_errno(r, errno, true);
+		int e = errno;
+		if (e != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_errno(r, e, true);
 		return AIS_OK;
 	}
 	s3_meta_decode(req->arena, sm.custom, &m);
+	if (s3_access_object(r, r->bucket, &m, r->obj_need) != AIS_OK) {
+		close(fd);
+		return AIS_OK;
+	}
 	s3_etag_of(&sm, &m, etag, sizeof(etag));
 	int cond = s3_conditions(req, etag, sm.mtime_ns, "", true);
 	if (cond == 412) {
