@@ -272,9 +272,12 @@ void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b)
 	user_xml(b, owner);
 	s3_xml_close(b, "Owner");
 	s3_xml_open(b, "AccessControlList");
-	for (size_t i = 0; i < a->n; i++) {
-		const s3acl_grant_t *g = &a->g[i];
+	/* group grants first, as S3 and RGW list them */
+	for (size_t k = 0; k < 2 * a->n; k++) {
+		const s3acl_grant_t *g = &a->g[k % a->n];
 		bool user = g->kind == S3ACL_USER;
+		if (user != (k >= a->n))
+			continue;
 		buf_addf(b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
 			    "xsi:type=\"%s\">",
 			 user ? "CanonicalUser" : "Group");

@@ -146,29 +146,26 @@ int s3acl_encode(const s3acl_t *a, buf_t *out)
 int s3acl_canned(const char *name, size_t len, const char *owner, const char *bucket_owner, s3acl_t *out)
 {
 	sv_t n = {name, len};
+	bool bor = sv_eqstr(n, "bucket-owner-read"), bofc = sv_eqstr(n, "bucket-owner-full-control");
 	out->n = 0;
-	if (s3acl_add(out, S3ACL_USER, S3ACL_FULL, owner, strlen(owner)) != AIS_OK)
-		return AIS_ERR;
-	if (sv_eqstr(n, "private"))
-		return AIS_OK;
-	if (sv_eqstr(n, "public-read"))
-		return s3acl_add(out, S3ACL_ALL, S3ACL_READ, NULL, 0);
-	if (sv_eqstr(n, "public-read-write")) {
+	/* group grants first, then the owner's (the order S3 and RGW list) */
+	if (sv_eqstr(n, "public-read") || sv_eqstr(n, "public-read-write"))
 		s3acl_add(out, S3ACL_ALL, S3ACL_READ, NULL, 0);
-		return s3acl_add(out, S3ACL_ALL, S3ACL_WRITE, NULL, 0);
-	}
+	if (sv_eqstr(n, "public-read-write"))
+		s3acl_add(out, S3ACL_ALL, S3ACL_WRITE, NULL, 0);
 	if (sv_eqstr(n, "authenticated-read"))
-		return s3acl_add(out, S3ACL_AUTHED, S3ACL_READ, NULL, 0);
+		s3acl_add(out, S3ACL_AUTHED, S3ACL_READ, NULL, 0);
 	if (sv_eqstr(n, "log-delivery-write") && !bucket_owner) {
 		s3acl_add(out, S3ACL_LOGS, S3ACL_WRITE, NULL, 0);
-		return s3acl_add(out, S3ACL_LOGS, S3ACL_READ_ACP, NULL, 0);
+		s3acl_add(out, S3ACL_LOGS, S3ACL_READ_ACP, NULL, 0);
 	}
-	bool bor = sv_eqstr(n, "bucket-owner-read"), bofc = sv_eqstr(n, "bucket-owner-full-control");
-	if (!bucket_owner || !(bor || bofc))
+	if (!out->n && !sv_eqstr(n, "private") && !((bor || bofc) && bucket_owner))
 		return AIS_ERR;
-	if (!strcmp(bucket_owner, owner))
-		return AIS_OK;
-	return s3acl_add(out, S3ACL_USER, bor ? S3ACL_READ : S3ACL_FULL, bucket_owner, strlen(bucket_owner));
+	if (s3acl_add(out, S3ACL_USER, S3ACL_FULL, owner, strlen(owner)) != AIS_OK)
+		return AIS_ERR;
+	if ((bor || bofc) && strcmp(bucket_owner, owner))
+		return s3acl_add(out, S3ACL_USER, bor ? S3ACL_READ : S3ACL_FULL, bucket_owner, strlen(bucket_owner));
+	return AIS_OK;
 }
 
 /* 'key="value"' at *p (after blanks); the value without quotes. */

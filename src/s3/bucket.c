@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -93,8 +94,12 @@ int s3_service(s3_rq_t *r)
 	if (r->node.cl) {
 		const bmd_t *bmd;
 		cluster_read_lock(r->node.cl, NULL, &bmd);
+		const char *uid = s3_requester(r);
 		for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 			const bmd_bucket_t *bk = bmd_bucket(bmd, i);
+			/* the requester's buckets and those without an S3 owner */
+			if (!uid || (!authz_enabled() && bk->props.s3owner[0] && strcmp(uid, bk->props.s3owner)))
+				continue;
 			s3_time_iso(bk->props.created_ns, t, sizeof(t));
 			buf_addstr(&b, "<Bucket>");
 			s3_xml_elemstr(&b, "Name", bk->name);

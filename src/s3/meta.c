@@ -3,7 +3,8 @@
  * ETag (MD5 hex, or "hex-N" after a multipart upload), Content-Type,
  * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
  * Expires and x-amz-meta-*, and the object's S3 owner and ACL
- * ("s3.own", "s3.acl": access.c). Encoded as "s3.KEY=VALUE" items joined by ','
+ * ("s3.own", "s3.acl": access.c), and the multipart upload that made it
+ * ("s3.mpu": a repeated Complete answers its ETag again). Encoded as "s3.KEY=VALUE" items joined by ','
  * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
  * any header value survives and the native API sees ordinary custom
  * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
@@ -31,22 +32,27 @@ static const struct {
 
 #define FIELD(m, off) (*(char **)((char *)(m) + (off)))
 
-/* Content-Encoding without the aws-chunked token (S3 drops it). */
+/* Content-Encoding without the aws-chunked token (S3 drops it): a value
+ * without one is kept as it is ("deflate, gzip"), else the other tokens
+ * are joined by ", ". NULL when nothing is left. */
 static char *strip_aws_chunked(arena_t *a, sv_t v)
 {
 	buf_t b = BUF_INIT;
 	const char *p = v.ptr, *end = v.ptr + v.len;
+	bool dropped = false;
 	while (p < end) {
 		const char *c = memchr(p, ',', (size_t)(end - p));
 		sv_t it = sv_trim((sv_t){p, (size_t)((c ? c : end) - p)});
-		if (it.len && !sv_eqcase(it, SV("aws-chunked"))) {
+		if (sv_eqcase(it, SV("aws-chunked"))) {
+			dropped = true;
+		} else if (it.len) {
 			if (b.len)
-				buf_addch(&b, ',');
+				buf_addstr(&b, ", ");
 			buf_addsv(&b, it);
 		}
 		p = (c ? c : end) + 1;
 	}
-	char *s = b.len ? arena_strndup(a, b.ptr, b.len) : NULL;
+	char *s = !b.len ? NULL : dropped ? arena_strndup(a, b.ptr, b.len) : arena_svdup(a, v);
 	buf_free(&b);
 	return s;
 }
@@ -120,6 +126,8 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 	}
 	for (size_t i = 0; i < m->nuser; i++)
 		item(out, "s3.m.", m->user[i].name, m->user[i].value);
+	if (m->mpu)
+		item(out, "s3.mpu", NULL, m->mpu);
 	if (m->owner) {
 		item(out, "s3.own", NULL, m->owner);
 		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
@@ -158,6 +166,8 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 			size_t vl = (size_t)(stop - v);
 			if (sv_eqstr(k, "s3.etag")) {
 				snprintf(m->etag, sizeof(m->etag), "%s", unpct(a, v, vl));
+			} else if (sv_eqstr(k, "s3.mpu")) {
+				m->mpu = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.own")) {
 				m->owner = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.acl")) {

@@ -444,7 +444,8 @@ static int authorize(s3_rq_t *r)
 			return AIS_ERR;
 		}
 	} else if (!r->bucket.len || !need) {
-		if (uid)
+		/* anonymous ListBuckets: none of the buckets is theirs */
+		if (uid || (!r->bucket.len && r->http->method == HTTP_GET))
 			return AIS_OK;
 		s3_error(r, "AccessDenied", NULL);
 		return AIS_ERR;
@@ -472,6 +473,14 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
+	/* a CORS preflight: aisd has no CORS configuration (S3 without one) */
+	if (req->method == HTTP_OPTIONS) {
+		if (http_req_header(req, "Origin").ptr)
+			s3_error(r, "AccessDenied", "CORSResponse: CORS is not enabled for this bucket.");
+		else
+			s3_error_status(r, 400, "BadRequest", "Insufficient information. Origin request header needed.");
+		return AIS_OK;
+	}
 	/* An object: served by its owner; others forward it unchanged (the
 	 * owner verifies the signature: Host and path travel as they are). */
 	if (r->key.len && r->node.cl) {

@@ -122,6 +122,7 @@ typedef struct s3_meta {
 	char etag[80];   /* hex, or hex-N for multipart; no quotes */
 	char *ctype, *cenc, *cdisp, *cctl, *expires, *clang;
 	char *owner, *acl; /* S3 owner's user id and ACL text (s3acl.h); NULL: none */
+	char *mpu;         /* the multipart upload that made the object; NULL: none */
 	size_t nuser;
 	struct {
 		char *name, *value;
