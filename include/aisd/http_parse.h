@@ -56,14 +56,13 @@ typedef struct hp {
 	int last_cb;        /* 0 none, 1 field, 2 value */
 	bool too_many;
 	bool got_head, got_end;
-	bool name_cut;      /* the last header name piece ended at its feed's end */
 	hp_body_fn body_fn;
 	void *body_arg;
 	/* chunk framing, checked here because the lenient http-parser takes
 	 * any two bytes after a chunk's data as its CRLF */
 	uint64_t chunk_left;  /* data bytes of the current chunk not yet seen */
 	int crlf_next;        /* -1 none due; 0 or 1: index in "\r\n" expected next */
-	const char *feed_start, *feed_end; /* the bytes of the hp_feed call under way */
+	const char *feed_end; /* end of the bytes of the hp_feed call under way */
 	const char *why;
 	int status;
 } hp_t;

@@ -54,10 +54,7 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 	hp_t *p = self(hp);
 	if (p->got_head || p->too_many)
 		return 0; /* chunked trailers: ignored, the head must not move */
-	/* a name after an empty value (http-parser calls no on_header_value
-	 * for one) is a new header; only a name split between two feeds goes
-	 * on at the start of the next */
-	if (p->last_cb != 1 || !p->name_cut || at != p->feed_start) {
+	if (p->last_cb != 1) {
 		if (p->head.nhdrs >= HP_MAX_HEADERS) {
 			/* 431 at the end of the head, not here: a partial name is
 			 * reported at the end of each read, so failing now would
@@ -70,7 +67,6 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 		p->last_cb = 1;
 	}
 	p->head.hdrs[p->head.nhdrs - 1].name.len += len;
-	p->name_cut = at + len == p->feed_end;
 	return add_raw(p, at, len);
 }
 
@@ -283,7 +279,6 @@ size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev)
 	}
 	if (in_head && len > p->max_head - p->head_bytes)
 		len = p->max_head - p->head_bytes; /* the parser never sees past the limit */
-	p->feed_start = data;
 	p->feed_end = data + len;
 	if (p->crlf_next >= 0 && check_crlf(p, data) < 0) {
 		*ev = HP_ERROR;
