@@ -23,7 +23,6 @@ without encoding-type.
 """
 # timeout: 240
 import hashlib
-import http.client
 import json
 import time
 import urllib.parse
@@ -38,7 +37,7 @@ from botocore.exceptions import ClientError
 
 import clulib
 from itlib import T
-from s3lib import AK, REGION, SK, cluster, error_lines
+from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
 
 t = T()
 AK2, SK2 = "aclsecondkey", "aclsecondsecret"
@@ -56,21 +55,13 @@ def client(ak, sk, region=REGION):
 
 
 s3, s3b = client(AK, SK), client(AK2, SK2)
-u = urllib.parse.urlsplit(EP)
-
 
 def raw(method, path, body=None, headers=None, url=None):
     """An unsigned (anonymous) request, or one to a full URL (presigned)."""
     if url:
         p = urllib.parse.urlsplit(url)
         path = p.path + ("?" + p.query if p.query else "")
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        c.close()
+    return http_raw(EP, method, path, body, headers)
 
 
 def signed(method, path, query=""):

@@ -27,7 +27,7 @@ import botocore.config
 from botocore.exceptions import ClientError
 
 from itlib import T
-from s3lib import AK, REGION, SK, cluster, error_lines
+from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
 
 t = T()
 AK2, SK2 = "aisdsecondkey", "aisdsecondsecret"
@@ -41,14 +41,7 @@ u = urllib.parse.urlsplit(EP)
 
 
 def raw(method, path, body=None, headers=None, url=None):
-    p = urllib.parse.urlsplit(url or EP)
-    c = http.client.HTTPConnection(p.hostname, p.port, timeout=30)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        c.close()
+    return http_raw(url or EP, method, path, body, headers)
 
 
 def code_of(fn, *a, **kw):
