@@ -16,7 +16,6 @@ that S3 and the native API see the same objects.
 # aisd-args: --set s3.auth=off --set s3.domain=s3.test
 # timeout: 240
 import hashlib
-import http.client
 import os
 import time
 import urllib.parse
