@@ -29,14 +29,21 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
+/* The default owner: the first key's user (what owner_of answers for an
+ * anonymous request with s3.auth off). */
+static const char *default_owner(void)
+{
+	const s3_key_t *k = s3_cfg.keys && s3_keys_count(s3_cfg.keys) ? s3_keys_at(s3_cfg.keys, 0) : NULL;
+	return k && k->user_id ? k->user_id : "aisd";
+}
+
 const char *s3_requester(const s3_rq_t *r)
 {
 	if (r->auth.key)
 		return r->auth.key->user_id;
 	if (r->auth.kind == S3_AUTH_ANON && s3_cfg.enabled)
 		return NULL;
-	const s3_key_t *k = s3_cfg.keys && s3_keys_count(s3_cfg.keys) ? s3_keys_at(s3_cfg.keys, 0) : NULL;
-	return k && k->user_id ? k->user_id : "aisd";
+	return default_owner();
 }
 
 const char *s3_user_name(const char *uid)
@@ -47,14 +54,6 @@ const char *s3_user_name(const char *uid)
 			return k->display_name ? k->display_name : uid;
 	}
 	return NULL;
-}
-
-/* The default owner: the first key's user (what owner_of answers for an
- * anonymous request with s3.auth off). */
-static const char *default_owner(void)
-{
-	const s3_key_t *k = s3_cfg.keys && s3_keys_count(s3_cfg.keys) ? s3_keys_at(s3_cfg.keys, 0) : NULL;
-	return k && k->user_id ? k->user_id : "aisd";
 }
 
 int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
@@ -112,26 +111,19 @@ unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *
 	return uid && !strcmp(uid, m->owner) ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
 }
 
-/* AccessDenied, or for an anonymous request on a missing bucket
- * NoSuchBucket (S3 says which buckets exist). */
-static int denied(s3_rq_t *r)
-{
-	if (!s3_requester(r) && !s3_bucket_exists(r))
-		s3_error(r, "NoSuchBucket", NULL);
-	else
-		s3_error(r, "AccessDenied", NULL);
-	return AIS_ERR;
-}
-
 int s3_access_bucket(s3_rq_t *r, unsigned need)
 {
 	s3_bacl_t b;
 	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
-		if (!s3_requester(r))
-			s3_error(r, "NoSuchBucket", NULL);
-		return s3_requester(r) ? AIS_OK : AIS_ERR; /* the handler answers NoSuchBucket */
+		if (s3_requester(r))
+			return AIS_OK; /* the handler answers NoSuchBucket */
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_ERR;
 	}
-	return (s3_bucket_perms(r, &b) & need) == need ? AIS_OK : denied(r);
+	if ((s3_bucket_perms(r, &b) & need) == need)
+		return AIS_OK;
+	s3_error(r, "AccessDenied", NULL);
+	return AIS_ERR;
 }
 
 int s3_access_object(s3_rq_t *r, sv_t bucket, const s3_meta_t *m, unsigned need)
