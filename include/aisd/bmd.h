@@ -24,6 +24,7 @@
 
 #include "aisd/buf.h"
 #include "aisd/names.h"
+#include "aisd/s3acl.h"
 #include "aisd/store.h"
 
 #define BMD_PROVIDER "ais" /* the only provider for now */
@@ -53,6 +54,14 @@ typedef struct bmd_props {
 	/* The S3 LocationConstraint the bucket was created with ("": none,
 	 * i.e. us-east-1); set by bmd_add, never changed by set_props. */
 	char region[BMD_REGION_MAX + 1];
+	/* The S3 owner: the user id of the key that created the bucket through
+	 * S3 ("": none, a bucket made by the native API); set by bmd_add,
+	 * never changed by set_props. */
+	char s3owner[S3ACL_UID_MAX + 1];
+	/* The S3 ACL in s3acl.h's text form, when s3acl_set (PutBucketAcl or
+	 * x-amz-acl on CreateBucket); changed by set_props. */
+	bool s3acl_set;
+	char s3acl[S3ACL_TEXT_MAX + 1];
 } bmd_props_t;
 
 typedef struct bmd_bucket {
@@ -99,18 +108,20 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
 /* One bucket's properties as AIStore-style JSON (the HEAD /v1/buckets/B
  * Ais-Bucket-Props header and `aisctl bucket props show`):
  * {"provider":"ais","checksum":{"type":T},"mirror":{"enabled":B,"copies":N},
- *  "versioning":{"enabled":B},"access":N,"created":NS} */
+ *  "versioning":{"enabled":B},"access":N,"created":NS[,"s3":{"region":R,
+ *  "owner":ID,"acl":TEXT}]} (each s3 field only when set) */
 void bmd_props_encode(const bmd_props_t *p, buf_t *out);
 /* Applies the value of a set-bprops request (AIStore's form, any subset of
  * the fields above but provider and created; access may also be "ro" or
- * "rw") to *p. The result is range checked; unknown fields and wrong types
+ * "rw"; and "s3":{"acl":TEXT}, s3acl.h's text form) to *p. The result is range checked; unknown fields and wrong types
  * are EINVAL with a message naming the field, and *p is then untouched. */
 struct json_t;
 int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
 
 /* Compact JSON, buckets in name order; deterministic:
  * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
- *  "mirror":{"enabled","copies"},"versioning","access","created"},..]} */
+ *  "mirror":{"enabled","copies"},"versioning","access","created"
+ *  [,"region"][,"s3owner"][,"s3acl"]},..]} (the last three only when set) */
 void bmd_encode(const bmd_t *b, buf_t *out);
 /* Strict, like cmap_decode: AIS_OK with *out (caller frees) or AIS_ERR
  * (EINVAL, *out NULL, err). */

@@ -43,7 +43,7 @@ int s3_h_uploads(http_req_t *req);
 /* Methods and flags of the S3 route. */
 #define S3_ROUTE_METHODS                                                                        \
 	(HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD) | HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) |          \
-	 HTTP_M(HTTP_DELETE))
+	 HTTP_M(HTTP_DELETE) | HTTP_M(HTTP_OPTIONS))
 
 /* Removes multipart uploads older than s3.mpu_max_age from a target's
  * first mountpath. Blocking; the target calls it at start and then from

@@ -135,6 +135,12 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		 const store_meta_t *m);
 int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Replaces an object's custom metadata (bytes and version unchanged), as
+ * durably as a commit, if its version is still `version` (0: any).
+ * AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten meanwhile),
+ * EINVAL (too long) or EIO. */
+int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,
+		     const char *custom);
 
 /* Lists up to limit objects of bck in name (byte) order, with names that
  * start with prefix and sort after start_after (both may be empty). Calls

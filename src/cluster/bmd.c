@@ -13,8 +13,9 @@
  *     (name_bucket_valid), provider is "ais".
  *  3. Properties are in range (bmd_props_check): a known checksum type,
  *     1 <= mirror copies <= BMD_COPIES_MAX, access within BMD_ACCESS_ALL,
- *     created_ns >= 0, region empty or bmd_region_valid; a bucket's
- *     created_ns and region never change after bmd_add.
+ *     created_ns >= 0, region empty or bmd_region_valid, s3owner a
+ *     valid user id or empty, s3acl valid text (s3acl.h) when set; a
+ *     bucket's created_ns, region and s3owner never change after bmd_add.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
  */
@@ -62,6 +63,12 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: negative created time");
 	if (p->region[0] && !bmd_region_valid(p->region, strlen(p->region)))
 		return cmap_fail(err, EINVAL, "bmd: bad region");
+	if (memchr(p->s3owner, ':', strlen(p->s3owner)))
+		return cmap_fail(err, EINVAL, "bmd: bad S3 owner");
+	if (p->s3acl_set && !s3acl_text_valid(p->s3acl, strlen(p->s3acl)))
+		return cmap_fail(err, EINVAL, "bmd: bad S3 ACL");
+	if (!p->s3acl_set && p->s3acl[0])
+		return cmap_fail(err, EINVAL, "bmd: an S3 ACL that is not set");
 	return AIS_OK;
 }
 
@@ -84,8 +91,21 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld",
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
 		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
-	if (p->region[0])
-		buf_addf(out, ",\"s3\":{\"region\":\"%s\"}", p->region); /* [A-Za-z0-9-] only */
+	if (p->region[0] || p->s3owner[0] || p->s3acl_set) {
+		const char *sep = "";
+		buf_addstr(out, ",\"s3\":{");
+		if (p->region[0]) /* [A-Za-z0-9-] only */
+			buf_addf(out, "\"region\":\"%s\"", p->region), sep = ",";
+		if (p->s3owner[0]) {
+			buf_addf(out, "%s\"owner\":", sep), sep = ",";
+			buf_add_json_str(out, p->s3owner, strlen(p->s3owner));
+		}
+		if (p->s3acl_set) {
+			buf_addf(out, "%s\"acl\":", sep);
+			buf_add_json_str(out, p->s3acl, strlen(p->s3acl));
+		}
+		buf_addch(out, '}');
+	}
 	buf_addch(out, '}');
 }
 
@@ -123,6 +143,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled"};
+	static const char *const skeys[] = {"acl"};
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
@@ -153,6 +174,18 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 			if (patch_group(g, k, vkeys, ARRAY_SIZE(vkeys), err) != AIS_OK ||
 			    patch_bool(g, k, "enabled", &n.versioning, err) != AIS_OK)
 				return AIS_ERR;
+		} else if (!strcmp(k, "s3")) {
+			if (patch_group(g, k, skeys, ARRAY_SIZE(skeys), err) != AIS_OK)
+				return AIS_ERR;
+			if ((v = json_object_get(g, "acl"))) {
+				if (!json_is_string(v) || json_string_length(v) >= sizeof(n.s3acl) ||
+				    !s3acl_text_valid(json_string_value(v), json_string_length(v)))
+					return cmap_fail(err, EINVAL, "set-bprops: \"s3.acl\" must be an S3 ACL in "
+								 "its text form (kind, permission, user id; ':' between)");
+				memset(n.s3acl, 0, sizeof(n.s3acl));
+				memcpy(n.s3acl, json_string_value(v), json_string_length(v));
+				n.s3acl_set = true;
+			}
 		} else if (!strcmp(k, "access")) {
 			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
 				n.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
@@ -243,7 +276,8 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 {
 	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
-	       x->created_ns == y->created_ns && !strcmp(x->region, y->region);
+	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
+	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl);
 }
 
 bool bmd_equal(const bmd_t *a, const bmd_t *b)
@@ -308,6 +342,7 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
 	bmd_props_t p = *props;
 	p.created_ns = b->bck[i].props.created_ns;
 	memcpy(p.region, b->bck[i].props.region, sizeof(p.region));
+	memcpy(p.s3owner, b->bck[i].props.s3owner, sizeof(p.s3owner));
 	if (bmd_props_check(&p, err) != AIS_OK)
 		return AIS_ERR;
 	if (props_equal(&p, &b->bck[i].props))
@@ -334,6 +369,14 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			 (long long)k->props.created_ns);
 		if (k->props.region[0]) /* absent when none: older BMDs decode as they are */
 			buf_addf(out, ",\"region\":\"%s\"", k->props.region);
+		if (k->props.s3owner[0]) {
+			buf_addstr(out, ",\"s3owner\":");
+			buf_add_json_str(out, k->props.s3owner, strlen(k->props.s3owner));
+		}
+		if (k->props.s3acl_set) {
+			buf_addstr(out, ",\"s3acl\":");
+			buf_add_json_str(out, k->props.s3acl, strlen(k->props.s3acl));
+		}
 		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
@@ -341,8 +384,8 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
-	static const char *const keys[] = {"name",       "provider", "checksum", "mirror",
-					   "versioning", "access",   "created", "region"};
+	static const char *const keys[] = {"name",       "provider", "checksum", "mirror", "versioning",
+					   "access",     "created",  "region",   "s3owner", "s3acl"};
 	static const char *const mkeys[] = {"enabled", "copies"};
 	char what[64];
 	const char *s, *name;
@@ -352,8 +395,13 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 
 	memset(&p, 0, sizeof(p));
 	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
-	/* "region" (the last key) is there only when the bucket has one */
-	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys) - !json_object_get(o, "region"), what, err) != AIS_OK)
+	/* the last three keys are there only when the bucket has them */
+	const char *ks[ARRAY_SIZE(keys)];
+	size_t nk = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (i < 7 || json_object_get(o, keys[i]))
+			ks[nk++] = keys[i];
+	if (cmap_json_keys(o, ks, nk, what, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
 		return AIS_ERR;
@@ -391,6 +439,21 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		if (!bmd_region_valid(s, len))
 			return cmap_fail(err, EINVAL, "%s: bad region", what);
 		memcpy(p.region, s, len);
+	}
+	if (json_object_get(o, "s3owner")) {
+		if (cmap_json_str(o, "s3owner", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		if (!len || len > S3ACL_UID_MAX || memchr(s, ':', len) || strlen(s) != len)
+			return cmap_fail(err, EINVAL, "%s: bad s3owner", what);
+		memcpy(p.s3owner, s, len);
+	}
+	if (json_object_get(o, "s3acl")) {
+		if (cmap_json_str(o, "s3acl", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		if (!s3acl_text_valid(s, len) || strlen(s) != len)
+			return cmap_fail(err, EINVAL, "%s: bad s3acl", what);
+		memcpy(p.s3acl, s, len);
+		p.s3acl_set = true;
 	}
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;

@@ -513,6 +513,24 @@ static int gw_buckets(http_req_t *req)
 		}
 		if (rg)
 			memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
+		/* and its S3 owner and ACL (s3acl.h text) */
+		json_t *ow = value ? json_object_get(json_object_get(value, "s3"), "owner") : NULL;
+		json_t *acl = value ? json_object_get(json_object_get(value, "s3"), "acl") : NULL;
+		if (ow && (!json_is_string(ow) || !json_string_length(ow) || json_string_length(ow) > S3ACL_UID_MAX ||
+			   strchr(json_string_value(ow), ':'))) {
+			http_resp_error(req, 400, "s3.owner must be an S3 user id (1..%d bytes, no ':')", S3ACL_UID_MAX);
+			break;
+		}
+		if (acl && (!json_is_string(acl) || !s3acl_text_valid(json_string_value(acl), json_string_length(acl)))) {
+			http_resp_error(req, 400, "s3.acl must be an S3 ACL in its text form");
+			break;
+		}
+		if (ow)
+			memcpy(o->props.s3owner, json_string_value(ow), json_string_length(ow));
+		if (acl) {
+			memcpy(o->props.s3acl, json_string_value(acl), json_string_length(acl));
+			o->props.s3acl_set = true;
+		}
 		http_offload(req, bucket_work, bucket_done);
 		break;
 	}

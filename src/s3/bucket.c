@@ -16,12 +16,21 @@
  * region. The constraint is kept in the BMD (props.region, "" for
  * us-east-1) and answered by GetBucketLocation and HeadBucket's
  * x-amz-bucket-region; a standalone target answers s3.region.
+ *
+ * Ownership (access.c): CreateBucket records the creator's user id and the
+ * ACL of x-amz-acl / x-amz-grant-* (default private) in the BMD, and
+ * PutBucketAcl changes the ACL the same way. Creating an existing bucket
+ * answers as S3 (us-east-1) does: another owner's is BucketAlreadyExists;
+ * one's own is 200 when the ACL asked for is the one it has (else
+ * BucketAlreadyExists, as RGW), and BucketAlreadyOwnedByYou at an endpoint
+ * of another region.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -85,8 +94,12 @@ int s3_service(s3_rq_t *r)
 	if (r->node.cl) {
 		const bmd_t *bmd;
 		cluster_read_lock(r->node.cl, NULL, &bmd);
+		const char *uid = s3_requester(r);
 		for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 			const bmd_bucket_t *bk = bmd_bucket(bmd, i);
+			/* the requester's buckets and those without an S3 owner */
+			if (!uid || (!authz_enabled() && bk->props.s3owner[0] && strcmp(uid, bk->props.s3owner)))
+				continue;
 			s3_time_iso(bk->props.created_ns, t, sizeof(t));
 			buf_addstr(&b, "<Bucket>");
 			s3_xml_elemstr(&b, "Name", bk->name);
@@ -122,6 +135,7 @@ int s3_service(s3_rq_t *r)
 struct bop {
 	s3_rq_t *r;
 	bool create;
+	bool set_acl; /* PutBucketAcl: props.s3acl */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -136,6 +150,17 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 	struct bop *o = arg;
 	if (o->create)
 		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
+	if (o->set_acl) {
+		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
+		if (!bk) {
+			errno = ENOENT;
+			return AIS_ERR;
+		}
+		bmd_props_t p = bk->props;
+		p.s3acl_set = true;
+		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
+		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
+	}
 	return bmd_remove(b, o->name, strlen(o->name), err);
 }
 
@@ -147,22 +172,39 @@ static void via_primary(struct bop *o)
 	buf_t resp = BUF_INIT;
 	int status = 0;
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	char body[96 + BMD_REGION_MAX];
+	buf_t body = BUF_INIT;
+	const bmd_props_t *p = &o->props;
 
-	if (!o->create)
-		snprintf(body, sizeof(body), "{\"action\":\"destroy-bck\"}");
-	else if (o->props.region[0]) /* [A-Za-z0-9-]: no JSON escaping needed */
-		snprintf(body, sizeof(body), "{\"action\":\"create-bck\",\"value\":{\"s3\":{\"region\":\"%s\"}}}",
-			 o->props.region);
-	else
-		snprintf(body, sizeof(body), "{\"action\":\"create-bck\"}");
+	if (o->set_acl) {
+		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"acl\":");
+		buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
+		buf_addstr(&body, "}}}");
+	} else if (!o->create) {
+		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
+	} else {
+		/* region: [A-Za-z0-9-], no JSON escaping needed */
+		buf_addf(&body, "{\"action\":\"create-bck\",\"value\":{\"s3\":{\"region\":\"%s\"", p->region);
+		if (p->s3owner[0]) {
+			buf_addstr(&body, ",\"owner\":");
+			buf_add_json_str(&body, p->s3owner, strlen(p->s3owner));
+		}
+		if (p->s3acl_set) {
+			buf_addstr(&body, ",\"acl\":");
+			buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
+		}
+		buf_addstr(&body, "}}}");
+	}
 
 	if (!cluster_primary_url(o->r->node.cl, base, sizeof(base))) {
 		o->err = EAGAIN;
+		buf_free(&body);
 		return;
 	}
 	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
-	if (httpc_sync(o->create ? "POST" : "DELETE", url, hdrs, body, strlen(body), 30000, &resp, &status) != AIS_OK)
+	const char *method = o->set_acl ? "PATCH" : o->create ? "POST" : "DELETE";
+	int rc = httpc_sync(method, url, hdrs, body.ptr, body.len, 30000, &resp, &status);
+	buf_free(&body);
+	if (rc != AIS_OK)
 		o->err = EIO;
 	else if (status == 409)
 		o->err = EEXIST;
@@ -181,7 +223,7 @@ static void bop_work(http_req_t *req)
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
-	if (!o->create) {
+	if (!o->create && !o->set_acl) {
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
@@ -204,6 +246,10 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
+	if (o->set_acl) { /* a standalone target keeps no ACLs */
+		o->err = ENOTSUP;
+		return;
+	}
 	int rc = o->create ? store_bucket_create(nd->store, o->name, strlen(o->name), o->props.cksum)
 			   : store_bucket_destroy(nd->store, o->name, strlen(o->name));
 	if (rc != AIS_OK)
@@ -220,10 +266,15 @@ static void bop_done(http_req_t *req)
 		s3_error(r, "BucketAlreadyOwnedByYou", NULL);
 	} else if (o->err == ENOENT) {
 		s3_error(r, "NoSuchBucket", NULL);
+	} else if (o->err == ENOTSUP) {
+		s3_error(r, "NotImplemented", "bucket ACLs need a cluster (a gateway)");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "no primary gateway known");
 	} else if (o->err) {
 		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
+	} else if (o->set_acl) {
+		s3_common_headers(r);
+		http_resp_send(req, "", 0);
 	} else if (o->create) {
 		s3_common_headers(r);
 		http_resp_header(req, "Location", "/%s", o->name);
@@ -251,6 +302,43 @@ static struct bop *bop_new(s3_rq_t *r, bool create)
 static const char *endpoint_region(const s3_rq_t *r)
 {
 	return r->auth.region[0] ? r->auth.region : r->node.conf->s3_region;
+}
+
+/* The creator and the ACL asked for into props. AIS_ERR after answering. */
+static int owner_acl(s3_rq_t *r, bmd_props_t *p)
+{
+	s3acl_t *acl = arena_alloc(r->http->arena, sizeof(*acl));
+	const char *uid = s3_requester(r);
+	bool given;
+	buf_t t = BUF_INIT;
+	if (s3_acl_from_req(r, uid, NULL, acl, &given) != AIS_OK)
+		return AIS_ERR;
+	snprintf(p->s3owner, sizeof(p->s3owner), "%s", uid);
+	if (s3acl_encode(acl, &t) != AIS_OK || t.len >= sizeof(p->s3acl)) {
+		buf_free(&t);
+		s3_error(r, "InvalidArgument", "the ACL is over %d bytes", S3ACL_TEXT_MAX);
+		return AIS_ERR;
+	}
+	memcpy(p->s3acl, t.ptr ? t.ptr : "", t.len);
+	p->s3acl_set = true;
+	buf_free(&t);
+	return AIS_OK;
+}
+
+void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl)
+{
+	struct bop *o = bop_new(r, false);
+	buf_t t = BUF_INIT;
+	o->set_acl = true;
+	if (s3acl_encode(acl, &t) != AIS_OK || t.len >= sizeof(o->props.s3acl)) {
+		buf_free(&t);
+		s3_error(r, "InvalidArgument", "the ACL is over %d bytes", S3ACL_TEXT_MAX);
+		return;
+	}
+	memcpy(o->props.s3acl, t.ptr ? t.ptr : "", t.len);
+	buf_free(&t);
+	r->http->state = r;
+	http_offload(r->http, bop_work, bop_done);
 }
 
 static void create_body(s3_rq_t *r, buf_t *body)
@@ -287,8 +375,45 @@ static void create_body(s3_rq_t *r, buf_t *body)
 		o->props.cksum = CKSUM_XXHASH;
 	if (!sv_eqstr(loc, "us-east-1")) /* us-east-1 is the empty constraint */
 		memcpy(o->props.region, loc.ptr, MIN(loc.len, BMD_REGION_MAX));
+	if (owner_acl(r, &o->props) != AIS_OK)
+		return;
 	r->http->state = r;
 	http_offload(r->http, bop_work, bop_done);
+}
+
+/* CreateBucket of an existing bucket (see the top). */
+static int recreate(s3_rq_t *r)
+{
+	s3_bacl_t b;
+	s3acl_t *want = arena_alloc(r->http->arena, sizeof(*want)), have;
+	const char *uid = s3_requester(r);
+	bool given;
+	buf_t x = BUF_INIT, y = BUF_INIT;
+
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK || !uid || strcmp(uid, b.owner)) {
+		s3_error(r, "BucketAlreadyExists", NULL);
+		return AIS_OK;
+	}
+	if (strcmp(endpoint_region(r), "us-east-1")) {
+		s3_error(r, "BucketAlreadyOwnedByYou", NULL);
+		return AIS_OK;
+	}
+	if (s3_acl_from_req(r, uid, NULL, want, &given) != AIS_OK)
+		return AIS_OK;
+	s3_bucket_acl_effective(&b, &have);
+	s3acl_encode(want, &x);
+	s3acl_encode(&have, &y);
+	bool same = x.len == y.len && (!x.len || !memcmp(x.ptr, y.ptr, x.len));
+	buf_free(&x);
+	buf_free(&y);
+	if (!same) {
+		s3_error(r, "BucketAlreadyExists", NULL);
+		return AIS_OK;
+	}
+	s3_common_headers(r);
+	http_resp_header(r->http, "Location", "/%.*s", (int)r->bucket.len, r->bucket.ptr);
+	http_resp_send(r->http, "", 0);
+	return AIS_OK;
 }
 
 static int create_bucket(s3_rq_t *r)
@@ -298,10 +423,8 @@ static int create_bucket(s3_rq_t *r)
 						"ending with a letter or digit");
 		return AIS_OK;
 	}
-	if (r->node.cl && s3_bucket_exists(r)) {
-		s3_error(r, "BucketAlreadyOwnedByYou", NULL);
-		return AIS_OK;
-	}
+	if (r->node.cl && s3_bucket_exists(r))
+		return recreate(r);
 	bop_new(r, true);
 	s3_read_body(r, create_body);
 	return AIS_OK;

@@ -79,6 +79,7 @@ struct cp {
 	/* the source as found */
 	store_meta_t sm;
 	s3_meta_t m;
+	s3_meta_t dacl; /* the destination's owner and ACL (from the request) */
 	char etag[96];
 	bool checked;
 	/* destination */
@@ -112,8 +113,15 @@ static void cp_cleanup(void *arg)
 /* The source's metadata is known: check conditionals and the range. */
 static int cp_check(struct cp *c)
 {
+	s3_bacl_t b;
 	s3_etag_of(&c->sm, &c->m, c->etag, sizeof(c->etag));
 	c->checked = true;
+	/* READ on the source (with auth.enabled, auth.grant was checked) */
+	if (!authz_enabled() && s3_bucket_acl_get(c->r, c->sb, &b) == AIS_OK &&
+	    !(s3_object_perms(c->r, &b, &c->m) & S3ACL_READ)) {
+		c->code = "AccessDenied";
+		return AIS_ERR;
+	}
 	if (ol_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
 		c->code = "PreconditionFailed";
 		return AIS_ERR;
@@ -387,6 +395,8 @@ static void cp_work(http_req_t *req)
 		}
 	} else {
 		dm = c->m;
+		dm.owner = c->dacl.owner;
+		dm.acl = c->dacl.acl;
 	}
 	snprintf(dm.etag, sizeof(dm.etag), "%s", c->md5hex);
 	if (s3_meta_encode(&dm, &c->custom) != AIS_OK) {
@@ -464,6 +474,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 			 "attributes.");
 		return AIS_OK;
 	}
+	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK)
+		return AIS_OK;
 	if (c->replace) {
 		s3_meta_t probe = {0};
 		buf_t pb = BUF_INIT;

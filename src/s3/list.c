@@ -482,13 +482,15 @@ int s3_list_objects(s3_rq_t *r, int version)
 		l->url_enc = true;
 	}
 	if (version == 2) {
-		sv_t fo, tok;
+		sv_t fo, tok = {NULL, 0};
 		l->start_after = qv(req, "start-after");
 		l->fetch_owner = http_query_get(req, "fetch-owner", &fo) && sv_eqstr(fo, "true");
 		l->start = l->start_after;
-		if (http_query_get(req, "continuation-token", &tok)) {
+		if (http_query_get(req, "continuation-token", &tok) && !tok.len) {
+			l->token = tok; /* empty: from the start, echoed (as S3) */
+		} else if (tok.ptr) {
 			unsigned char *raw = arena_alloc(req->arena, tok.len + 4);
-			int n = tok.len ? EVP_DecodeBlock(raw, (const unsigned char *)tok.ptr, (int)tok.len) : -1;
+			int n = EVP_DecodeBlock(raw, (const unsigned char *)tok.ptr, (int)tok.len);
 			if (n < 0) {
 				s3_error(r, "InvalidArgument", "The continuation token provided is incorrect");
 				return AIS_OK;

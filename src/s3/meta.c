@@ -2,7 +2,9 @@
  * meta.c - S3 metadata kept in an object's custom metadata (store.h): the
  * ETag (MD5 hex, or "hex-N" after a multipart upload), Content-Type,
  * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
- * Expires and x-amz-meta-*. Encoded as "s3.KEY=VALUE" items joined by ','
+ * Expires and x-amz-meta-*, and the object's S3 owner and ACL
+ * ("s3.own", "s3.acl": access.c), and the multipart upload that made it
+ * ("s3.mpu": a repeated Complete answers its ETag again). Encoded as "s3.KEY=VALUE" items joined by ','
  * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
  * any header value survives and the native API sees ordinary custom
  * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
@@ -30,22 +32,27 @@ static const struct {
 
 #define FIELD(m, off) (*(char **)((char *)(m) + (off)))
 
-/* Content-Encoding without the aws-chunked token (S3 drops it). */
+/* Content-Encoding without the aws-chunked token (S3 drops it): a value
+ * without one is kept as it is ("deflate, gzip"), else the other tokens
+ * are joined by ", ". NULL when nothing is left. */
 static char *strip_aws_chunked(arena_t *a, sv_t v)
 {
 	buf_t b = BUF_INIT;
 	const char *p = v.ptr, *end = v.ptr + v.len;
+	bool dropped = false;
 	while (p < end) {
 		const char *c = memchr(p, ',', (size_t)(end - p));
 		sv_t it = sv_trim((sv_t){p, (size_t)((c ? c : end) - p)});
-		if (it.len && !sv_eqcase(it, SV("aws-chunked"))) {
+		if (sv_eqcase(it, SV("aws-chunked"))) {
+			dropped = true;
+		} else if (it.len) {
 			if (b.len)
-				buf_addch(&b, ',');
+				buf_addstr(&b, ", ");
 			buf_addsv(&b, it);
 		}
 		p = (c ? c : end) + 1;
 	}
-	char *s = b.len ? arena_strndup(a, b.ptr, b.len) : NULL;
+	char *s = !b.len ? NULL : dropped ? arena_strndup(a, b.ptr, b.len) : arena_svdup(a, v);
 	buf_free(&b);
 	return s;
 }
@@ -83,7 +90,7 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
 						"(%zu bytes; at most %d)", total, S3_META_MAX);
 		return AIS_ERR;
 	}
-	return AIS_OK;
+	return s3_meta_acl_from_req(r, m);
 }
 
 static void pct(buf_t *b, const char *s)
@@ -119,6 +126,12 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 	}
 	for (size_t i = 0; i < m->nuser; i++)
 		item(out, "s3.m.", m->user[i].name, m->user[i].value);
+	if (m->mpu)
+		item(out, "s3.mpu", NULL, m->mpu);
+	if (m->owner) {
+		item(out, "s3.own", NULL, m->owner);
+		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
+	}
 	return out->len < sizeof(((store_meta_t *)0)->custom) ? AIS_OK : AIS_ERR;
 }
 
@@ -153,6 +166,12 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 			size_t vl = (size_t)(stop - v);
 			if (sv_eqstr(k, "s3.etag")) {
 				snprintf(m->etag, sizeof(m->etag), "%s", unpct(a, v, vl));
+			} else if (sv_eqstr(k, "s3.mpu")) {
+				m->mpu = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.own")) {
+				m->owner = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.acl")) {
+				m->acl = unpct(a, v, vl);
 			} else if (sv_startswith(k, "s3.m.")) {
 				if (m->nuser < ARRAY_SIZE(m->user)) {
 					m->user[m->nuser].name = unpct(a, k.ptr + 5, k.len - 5);

@@ -458,6 +458,38 @@ static void parts_work(http_req_t *req)
 	free(v);
 }
 
+/* The CompleteMultipartUploadResult document for etag (unquoted). */
+static void complete_result(struct mpu *u, const char *etag)
+{
+	s3_rq_t *r = u->r;
+	buf_t loc = BUF_INIT;
+	s3_xml_head(&u->out, "CompleteMultipartUploadResult");
+	buf_addf(&loc, "/%.*s/%.*s", (int)r->bucket.len, r->bucket.ptr, (int)r->key.len, r->key.ptr);
+	s3_xml_elem(&u->out, "Location", loc.ptr, loc.len);
+	buf_free(&loc);
+	s3_xml_elem(&u->out, "Bucket", r->bucket.ptr, r->bucket.len);
+	s3_xml_elem(&u->out, "Key", r->key.ptr, r->key.len);
+	s3_xml_elemf(&u->out, "ETag", "\"%s\"", etag);
+	s3_xml_close(&u->out, "CompleteMultipartUploadResult");
+}
+
+/* Complete of an upload that is gone: if it made the object that is there
+ * now (its S3 metadata names the upload), S3 answers 200 with the same
+ * ETag again. */
+static bool completed_before(struct mpu *u)
+{
+	s3_rq_t *r = u->r;
+	store_meta_t sm;
+	s3_meta_t m;
+	if (store_lookup(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &sm) != AIS_OK)
+		return false;
+	s3_meta_decode(r->http->arena, sm.custom, &m);
+	if (!m.mpu || !sv_eqstr(u->id, m.mpu) || !m.etag[0])
+		return false;
+	complete_result(u, m.etag);
+	return true;
+}
+
 /* Complete */
 static void complete_work(http_req_t *req)
 {
@@ -469,8 +501,11 @@ static void complete_work(http_req_t *req)
 	char *chunk = NULL;
 	EVP_MD_CTX *md = NULL;
 
-	if (mpu_open(u) != AIS_OK)
+	if (mpu_open(u) != AIS_OK) {
+		if (u->err == ENOENT && completed_before(u))
+			u->err = 0;
 		return;
+	}
 	if (parts_list(u->dir, &v, &n) != AIS_OK) {
 		u->err = ENOENT;
 		return;
@@ -545,6 +580,7 @@ static void complete_work(http_req_t *req)
 	s3_meta_t m;
 	s3_meta_decode(req->arena, u->in.custom, &m);
 	snprintf(m.etag, sizeof(m.etag), "%s", u->etag);
+	m.mpu = arena_strndup(req->arena, u->id.ptr, u->id.len);
 	buf_reset(&u->custom);
 	s3_meta_encode(&m, &u->custom);
 	op.custom = u->custom.ptr;
@@ -555,15 +591,7 @@ static void complete_work(http_req_t *req)
 		goto out;
 	}
 	mpu_remove(u->dir);
-	s3_xml_head(&u->out, "CompleteMultipartUploadResult");
-	buf_t loc = BUF_INIT;
-	buf_addf(&loc, "/%.*s/%.*s", (int)r->bucket.len, r->bucket.ptr, (int)r->key.len, r->key.ptr);
-	s3_xml_elem(&u->out, "Location", loc.ptr, loc.len);
-	buf_free(&loc);
-	s3_xml_elem(&u->out, "Bucket", r->bucket.ptr, r->bucket.len);
-	s3_xml_elem(&u->out, "Key", r->key.ptr, r->key.len);
-	s3_xml_elemf(&u->out, "ETag", "\"%s\"", u->etag);
-	s3_xml_close(&u->out, "CompleteMultipartUploadResult");
+	complete_result(u, u->etag);
 out:
 	ol_put_free(&op);
 	EVP_MD_CTX_free(md);

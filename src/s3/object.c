@@ -56,12 +56,16 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	if (err) {
 		if (err == EIO && msg && *msg)
 			s3_error(r, "ServiceUnavailable", "no good copy of the object could be fetched: %s", msg);
-		else
+		else if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_errno(r, err, true);
 		return;
 	}
 	sm = *smp;
 	s3_meta_decode(req->arena, sm.custom, &m);
+	if (s3_access_object(r, r->bucket, &m, r->obj_need) != AIS_OK) {
+		close(fd);
+		return;
+	}
 	s3_etag_of(&sm, &m, etag, sizeof(etag));
 	int cond = ol_conditions(req, etag, sm.mtime_ns, "", true);
 	if (cond == 412) {

@@ -260,28 +260,26 @@ void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag)
 	s3_xml_close(b, tag);
 }
 
-/* GET ?acl: the owner has FULL_CONTROL; ?tagging: no tags. */
-static int acl_or_tagging(s3_rq_t *r, bool acl)
+/* GET ?tagging: no tags. */
+static int tagging(s3_rq_t *r)
 {
 	buf_t b = BUF_INIT;
-	if (acl) {
-		s3_xml_head(&b, "AccessControlPolicy");
-		const char *id, *name;
-		owner_of(r, &id, &name);
-		s3_owner_xml(r, &b, "Owner");
-		buf_addstr(&b, "<AccessControlList><Grant><Grantee "
-			       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">");
-		s3_xml_elemstr(&b, "ID", id);
-		s3_xml_elemstr(&b, "DisplayName", name);
-		buf_addstr(&b, "</Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList>");
-		s3_xml_close(&b, "AccessControlPolicy");
-	} else {
-		s3_xml_head(&b, "Tagging");
-		buf_addstr(&b, "<TagSet></TagSet>");
-		s3_xml_close(&b, "Tagging");
-	}
+	s3_xml_head(&b, "Tagging");
+	buf_addstr(&b, "<TagSet></TagSet>");
+	s3_xml_close(&b, "Tagging");
 	s3_send_xml(r, 200, &b);
 	return AIS_OK;
+}
+
+/* ?acl on a bucket or an object: GET and PUT (aclop.c). */
+static int acl_op(s3_rq_t *r)
+{
+	enum http_method m = r->http->method;
+	if (m == HTTP_GET)
+		return s3_acl_get(r);
+	if (m == HTTP_PUT)
+		return s3_acl_put(r);
+	return method_not_allowed(r);
 }
 
 /* An operation on an object that runs where the object lives. */
@@ -290,17 +288,17 @@ static int object_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	sv_t v;
 
+	if (s3_query_has(req, "acl"))
+		return acl_op(r);
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
-		if (s3_query_has(req, "acl"))
-			return req->method == HTTP_GET ? acl_or_tagging(r, true) : method_not_allowed(r);
 		if (s3_query_has(req, "tagging"))
-			return req->method == HTTP_GET ? acl_or_tagging(r, false) : method_not_allowed(r);
+			return req->method == HTTP_GET ? tagging(r) : method_not_allowed(r);
 		if (req->method == HTTP_GET && http_query_get(req, "uploadId", &v))
 			return s3_multipart(r, v);
 		return s3_object(r);
 	}
-	if (s3_query_has(req, "acl") || s3_query_has(req, "tagging"))
-		return not_implemented(r, "changing ACLs or tags");
+	if (s3_query_has(req, "tagging"))
+		return not_implemented(r, "changing tags");
 	switch (req->method) {
 	case HTTP_PUT:
 		if (http_query_get(req, "uploadId", &v))
@@ -327,9 +325,9 @@ static int bucket_op(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
-		return req->method == HTTP_GET ? acl_or_tagging(r, true) : not_implemented(r, "changing ACLs");
+		return acl_op(r);
 	if (s3_query_has(req, "tagging"))
-		return req->method == HTTP_GET ? acl_or_tagging(r, false) : not_implemented(r, "bucket tagging");
+		return req->method == HTTP_GET ? tagging(r) : not_implemented(r, "bucket tagging");
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -338,8 +336,7 @@ static int bucket_op(s3_rq_t *r)
 	return s3_bucket(r);
 }
 
-/* SigV4 (s3auth.h). An anonymous request is AccessDenied, except that a
- * missing bucket is NoSuchBucket, as S3 answers. */
+/* SigV4 (s3auth.h). An anonymous request goes on to authorize (ACLs). */
 static int authenticate(s3_rq_t *r)
 {
 	s3_autherr_t e;
@@ -348,34 +345,52 @@ static int authenticate(s3_rq_t *r)
 		s3_error_auth(r, &e);
 		return AIS_ERR;
 	}
-	if (s3_auth_require(&s3_cfg, &r->auth, &e) != AIS_OK) {
-		if (r->bucket.len && !s3_bucket_exists(r))
-			s3_error(r, "NoSuchBucket", NULL);
-		else
-			s3_error_auth(r, &e);
-		return AIS_ERR;
-	}
 	return AIS_OK;
+}
+
+/* The ACL permission (s3acl.h) an operation needs; *on_object when it is
+ * the object's (checked once its metadata is read), else the bucket's. 0:
+ * none (CreateBucket decides itself). */
+static unsigned acl_need(s3_rq_t *r, bool *on_object)
+{
+	http_req_t *req = r->http;
+	enum http_method m = req->method;
+	sv_t v;
+	bool acl = s3_query_has(req, "acl");
+
+	*on_object = false;
+	if (!r->key.len) {
+		if (acl)
+			return m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
+		if (m == HTTP_PUT)
+			return 0;
+		if (m == HTTP_DELETE)
+			return S3ACL_FULL;
+		return m == HTTP_POST ? S3ACL_WRITE : S3ACL_READ;
+	}
+	if (acl) {
+		*on_object = true;
+		return m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
+	}
+	if ((m == HTTP_GET || m == HTTP_HEAD) && !http_query_get(req, "uploadId", &v)) {
+		*on_object = !s3_query_has(req, "tagging");
+		return S3ACL_READ;
+	}
+	return S3ACL_WRITE;
 }
 
 /* With auth.enabled, the signer's user (the s3.key's user id) needs the
  * operation's permission on the bucket, from auth.grant (authz.h): reads
  * read, listings list, writes (multipart included) write, deletes delete,
  * bucket deletion admin, bucket creation an administrator, a copy also
- * read on its source. ListBuckets: any key. Else AccessDenied (403). */
-static int authorize(s3_rq_t *r)
+ * read on its source. ListBuckets: any key. AIS_OK, or AIS_ERR with *msg. */
+static int grants_allow(s3_rq_t *r, const char **msg)
 {
 	http_req_t *req = r->http;
 	enum http_method m = req->method;
 	sv_t bck = r->bucket, v;
 	unsigned perm;
 
-	if (!authz_enabled())
-		return AIS_OK;
-	if (!r->auth.key) {
-		s3_error(r, "AccessDenied", "Access Denied: requests must be signed with an s3.key (auth.enabled)");
-		return AIS_ERR;
-	}
 	sv_t user = sv_from(r->auth.key->user_id);
 	if (!r->bucket.len)
 		return AIS_OK;
@@ -396,18 +411,55 @@ static int authorize(s3_rq_t *r)
 		perm = AUTH_WRITE;
 	}
 	if (!authz_s3_allows(user, bck, perm)) {
-		s3_error(r, "AccessDenied", "Access Denied: user %s lacks this permission on the bucket", r->auth.key->user_id);
+		*msg = "Access Denied: the user lacks this permission on the bucket (auth.grant)";
 		return AIS_ERR;
 	}
 	sv_t src = http_req_header(req, "x-amz-copy-source"), sb, sk;
 	if (src.ptr && r->key.len && m == HTTP_PUT) {
-		if (s3_copy_source(r, src, &sb, &sk) != AIS_OK)
+		if (s3_copy_source(r, src, &sb, &sk) != AIS_OK) {
+			*msg = NULL; /* answered */
 			return AIS_ERR;
+		}
 		if (!authz_s3_allows(user, sb, AUTH_READ)) {
-			s3_error(r, "AccessDenied", "Access Denied: user %s may not read the copy source", r->auth.key->user_id);
+			*msg = "Access Denied: the user may not read the copy source (auth.grant)";
 			return AIS_ERR;
 		}
 	}
+	return AIS_OK;
+}
+
+/* Who may: with auth.enabled a signed request by its grants, or else by
+ * the ACLs' group grants; without, by the ACLs (access.c). An object's
+ * ACL is checked by its handler (r->obj_need). AIS_ERR after answering. */
+static int authorize(s3_rq_t *r)
+{
+	bool on_object;
+	unsigned need = acl_need(r, &on_object);
+	const char *uid = s3_requester(r), *msg = "Access Denied";
+
+	if (authz_enabled() && uid) {
+		if (grants_allow(r, &msg) == AIS_OK)
+			return AIS_OK;
+		if (!msg)
+			return AIS_ERR;
+		if (!r->bucket.len || !need) {
+			s3_error(r, "AccessDenied", "%s", msg);
+			return AIS_ERR;
+		}
+	} else if (!r->bucket.len || !need) {
+		/* anonymous ListBuckets: none of the buckets is theirs */
+		if (uid || (!r->bucket.len && r->http->method == HTTP_GET))
+			return AIS_OK;
+		s3_error(r, "AccessDenied", NULL);
+		return AIS_ERR;
+	}
+	if (!on_object)
+		return s3_access_bucket(r, need);
+	if (!uid && !s3_bucket_exists(r)) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_ERR;
+	}
+	r->obj_need = need;
 	return AIS_OK;
 }
 
@@ -513,6 +565,14 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
+	/* a CORS preflight: aisd has no CORS configuration (S3 without one) */
+	if (req->method == HTTP_OPTIONS) {
+		if (http_req_header(req, "Origin").ptr)
+			s3_error(r, "AccessDenied", "CORSResponse: CORS is not enabled for this bucket.");
+		else
+			s3_error_status(r, 400, "BadRequest", "Insufficient information. Origin request header needed.");
+		return AIS_OK;
+	}
 	if (r->key.len && r->node.cl)
 		return s3_route(r, true);
 	if (r->key.len && gateway) {

@@ -13,6 +13,7 @@
 #include "aisd/http.h"
 #include "aisd/ol.h"
 #include "aisd/s3.h"
+#include "aisd/s3acl.h"
 #include "aisd/s3auth.h"
 #include "aisd/store.h"
 
@@ -41,6 +42,9 @@ typedef struct s3_rq {
 	s3_req_t areq; /* the request as SigV4 sees it */
 	s3_auth_t auth; /* who signed it and how the body is signed */
 	ol_where_t *where; /* an object request on a target: its holders (ol_where) */
+	/* ACL permissions (S3ACL_*) the object handler still has to check on
+	 * the object's metadata (s3_access_object); 0: none. */
+	unsigned obj_need;
 } s3_rq_t;
 
 /* The node's S3 authentication settings (s3_init). */
@@ -105,17 +109,29 @@ typedef struct s3_complete_req {
 int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
 /* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none. */
 int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc);
+/* <AccessControlPolicy>: the owner's ID ("" if none) and the grants
+ * (ids not checked against the keys). AIS_ERR: malformed, an unknown
+ * group or permission, too many grants, or an e-mail grantee (email). */
+typedef struct s3_acl_req {
+	char owner[S3ACL_UID_MAX + 1];
+	s3acl_t acl;
+	bool email;
+} s3_acl_req_t;
+int s3_parse_acl(const char *p, size_t n, s3_acl_req_t *out);
 
 /* --- meta.c: S3 metadata in the object's custom metadata --- */
 typedef struct s3_meta {
 	char etag[80];   /* hex, or hex-N for multipart; no quotes */
 	char *ctype, *cenc, *cdisp, *cctl, *expires, *clang;
+	char *owner, *acl; /* S3 owner's user id and ACL text (s3acl.h); NULL: none */
+	char *mpu;         /* the multipart upload that made the object; NULL: none */
 	size_t nuser;
 	struct {
 		char *name, *value;
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
 } s3_meta_t;
-/* From request headers (PUT, CreateMultipartUpload, Copy REPLACE).
+/* From request headers (PUT, CreateMultipartUpload, Copy REPLACE),
+ * with the owner and ACL of s3_meta_acl_from_req.
  * Returns AIS_OK, or AIS_ERR after answering. */
 int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m);
 /* Encodes into "k=v,..." (values percent-encoded); AIS_ERR when longer
@@ -128,11 +144,58 @@ void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t ou
 /* Response headers: ETag, Last-Modified, Content-Type and the others. */
 void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m);
 
+/* --- access.c: S3 ACLs applied (rules at the top of access.c) --- */
+/* The user id a request acts as; NULL: anonymous. */
+const char *s3_requester(const s3_rq_t *r);
+/* A configured key's display name by user id; NULL: no such user. */
+const char *s3_user_name(const char *uid);
+typedef struct s3_bacl {
+	bool owned;   /* the bucket has an S3 owner */
+	char owner[S3ACL_UID_MAX + 1]; /* its owner, else the first key's user */
+	bool acl_set;
+	s3acl_t acl;
+} s3_bacl_t;
+/* A bucket's owner and ACL; AIS_ERR: no such bucket. */
+int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out);
+/* The bucket's ACL, or the private one of its owner when it has none. */
+void s3_bucket_acl_effective(const s3_bacl_t *b, s3acl_t *out);
+unsigned s3_bucket_perms(const s3_rq_t *r, const s3_bacl_t *b);
+/* m NULL or without an owner: the bucket's permissions. */
+unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *m);
+/* AIS_OK when the requester has need on r's bucket, else AIS_ERR after
+ * answering (AccessDenied; NoSuchBucket when anonymous). A missing bucket
+ * is left to the handler for a signed request. */
+int s3_access_bucket(s3_rq_t *r, unsigned need);
+/* The same for an object of bucket, from its S3 metadata m. */
+int s3_access_object(s3_rq_t *r, sv_t bucket, const s3_meta_t *m, unsigned need);
+/* For a missing object when r->obj_need: AccessDenied (AIS_ERR, answered)
+ * unless the requester may list the bucket (then NoSuchKey is fine). */
+int s3_access_missing(s3_rq_t *r);
+/* The ACL the request sets (x-amz-acl or x-amz-grant-*; else private of
+ * owner) into out; *given says whether the request named one. AIS_ERR
+ * after answering (both forms, unknown canned ACL, unknown user, e-mail
+ * grantee, anonymous, a group grant without admin under auth.enabled). */
+int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3acl_t *out, bool *given);
+/* Checks a's user grants name configured keys and its group grants are
+ * allowed (auth.enabled: admin); AIS_ERR after answering. */
+int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a);
+/* Sets m->owner (the requester) and m->acl from the request; anonymous:
+ * none. AIS_ERR after answering. */
+int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m);
+/* The AccessControlPolicy document. */
+void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b);
+
+/* --- aclop.c: GET and PUT ?acl on buckets and objects --- */
+int s3_acl_get(s3_rq_t *r);
+int s3_acl_put(s3_rq_t *r);
+
 /* --- bucket.c --- */
 int s3_service(s3_rq_t *r);     /* GET / */
 int s3_bucket(s3_rq_t *r);      /* /BUCKET */
 bool s3_bucket_exists(s3_rq_t *r);
 bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
+/* PutBucketAcl's change: the BMD through the primary; answers 200. */
+void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
 
 /* --- list.c --- */
 int s3_list_objects(s3_rq_t *r, int version); /* 1, 2, or 0: versions */

@@ -302,3 +302,60 @@ int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc)
 		return AIS_ERR;
 	return AIS_OK;
 }
+
+/* AccessControlPolicy: Owner/ID and the grants; a grantee is a user (ID),
+ * a group (URI) or an e-mail address (EmailAddress: *email set, AIS_ERR). */
+struct acl_st {
+	s3_acl_req_t *out;
+	bool root_ok;
+	char kind; /* of the grant being read: 0, 'u', a group, 'e' */
+	sv_t id;
+	unsigned perm;
+};
+
+static int acl_cb(void *arg, const char *path, const char *text, size_t len)
+{
+	struct acl_st *c = arg;
+	static const char grantee[] = "AccessControlPolicy/AccessControlList/Grant/Grantee/";
+	if (!strcmp(path, "AccessControlPolicy")) {
+		c->root_ok = true;
+	} else if (!strcmp(path, "AccessControlPolicy/Owner/ID")) {
+		sv_t v = trimmed(text, len);
+		if (!v.len || v.len > S3ACL_UID_MAX)
+			return AIS_ERR;
+		memcpy(c->out->owner, v.ptr, v.len);
+		c->out->owner[v.len] = '\0';
+	} else if (!strncmp(path, grantee, sizeof(grantee) - 1)) {
+		const char *f = path + sizeof(grantee) - 1;
+		sv_t v = trimmed(text, len);
+		if (!strcmp(f, "ID"))
+			c->kind = S3ACL_USER, c->id = v;
+		else if (!strcmp(f, "URI") && !(c->kind = s3acl_group_parse(v.ptr, v.len)))
+			return AIS_ERR;
+		else if (!strcmp(f, "EmailAddress"))
+			c->kind = 'e';
+	} else if (!strcmp(path, "AccessControlPolicy/AccessControlList/Grant/Permission")) {
+		sv_t v = trimmed(text, len);
+		if (!(c->perm = s3acl_perm_parse(v.ptr, v.len)))
+			return AIS_ERR;
+	} else if (!strcmp(path, "AccessControlPolicy/AccessControlList/Grant")) {
+		if (c->kind == 'e')
+			c->out->email = true;
+		if (!c->kind || !c->perm || c->kind == 'e' ||
+		    s3acl_add(&c->out->acl, c->kind, c->perm, c->id.ptr, c->id.len) != AIS_OK)
+			return AIS_ERR;
+		c->kind = 0;
+		c->perm = 0;
+		c->id = (sv_t){"", 0};
+	}
+	return AIS_OK;
+}
+
+int s3_parse_acl(const char *p, size_t n, s3_acl_req_t *out)
+{
+	struct acl_st c = {.out = out};
+	memset(out, 0, sizeof(*out));
+	if (s3_xml_parse(p, n, acl_cb, &c) != AIS_OK || !c.root_ok)
+		return AIS_ERR;
+	return AIS_OK;
+}

@@ -134,6 +134,45 @@ void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size
 	buf_free(&v);
 }
 
+int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,
+		     const char *custom)
+{
+	store_rec_t r;
+	store_mp_t *mp;
+	buf_t k = BUF_INIT, v = BUF_INIT;
+	int rc = AIS_ERR;
+	size_t n = strlen(custom);
+
+	if (n >= sizeof(r.m.custom)) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	store_rd(s);
+	if (rec_lookup(s, bck, blen, obj, olen, &r, &mp, NULL) != AIS_OK)
+		goto out;
+	store_key_obj(&k, bck, blen, obj, olen);
+	/* under the mutex, checking the version again: never over a newer commit */
+	pthread_mutex_lock(&mp->commit_mu);
+	if (store_rec_get(s, mp, &k, &r) == AIS_OK) {
+		if (version && r.m.version != version) {
+			errno = ESTALE;
+		} else {
+			leveldb_writebatch_t *wb = leveldb_writebatch_create();
+			memcpy(r.m.custom, custom, n + 1);
+			store_rec_encode(&v, &r);
+			leveldb_writebatch_put(wb, k.ptr, k.len, v.ptr, v.len);
+			rc = store_db_write(s, mp, s->wo_commit, wb, "custom metadata");
+			leveldb_writebatch_destroy(wb);
+		}
+	}
+	pthread_mutex_unlock(&mp->commit_mu);
+out:
+	store_unrd(s);
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
 /* Deletes bck/obj's record on mp (and then its file), if the record names
  * gen (any gen when gen is 0). AIS_OK, or AIS_ERR with errno ENOENT (none,
  * or another gen) or EIO. */

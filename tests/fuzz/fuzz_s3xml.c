@@ -1,6 +1,7 @@
 /*
  * fuzz_s3xml.c - libFuzzer driver for the S3 request-body parsers
- * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket over expat).
+ * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket,
+ * s3_parse_acl over expat) and the ACL text form (s3acl_decode/encode).
  *
  * The first byte picks the parser, the rest is the body. Checks the
  * contracts: counts within bounds, keys inside the arena and of the length
@@ -24,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	arena_t *a = arena_new(4096);
 	const char *p = (const char *)data + 1;
 	size_t n = size - 1;
-	switch (data[0] % 3) {
+	switch (data[0] % 5) {
 	case 0: {
 		s3_delete_req_t d;
 		if (s3_parse_delete(a, p, n, &d) == AIS_OK) {
@@ -49,6 +50,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						abort();
 			}
 		}
+		break;
+	}
+	case 2: {
+		/* every parsed ACL encodes to text that decodes to the same */
+		s3_acl_req_t *q = arena_alloc(a, sizeof(*q));
+		s3acl_t *back = arena_alloc(a, sizeof(*back));
+		buf_t t = BUF_INIT;
+		if (s3_parse_acl(p, n, q) == AIS_OK && s3acl_encode(&q->acl, &t) == AIS_OK &&
+		    (s3acl_decode(t.ptr ? t.ptr : "", t.len, back) != AIS_OK || back->n != q->acl.n))
+			abort();
+		buf_free(&t);
+		break;
+	}
+	case 3: {
+		s3acl_t *acl = arena_alloc(a, sizeof(*acl));
+		if (s3acl_decode(p, n, acl) == AIS_OK)
+			for (size_t i = 0; i < acl->n; i++)
+				if (!acl->g[i].perm || (acl->g[i].kind == S3ACL_USER && !acl->g[i].id[0]))
+					abort();
 		break;
 	}
 	default: {

@@ -94,8 +94,10 @@ const B = "jssdk";
 async function main() {
 	let r = await s3.send(new CreateBucketCommand({ Bucket: B }));
 	check(r.$metadata.httpStatusCode === 200, "CreateBucket");
-	check((await codeOf(s3.send(new CreateBucketCommand({ Bucket: B }))))[1] === "BucketAlreadyOwnedByYou",
-	      "CreateBucket again: BucketAlreadyOwnedByYou");
+	check((await codeOf(s3.send(new CreateBucketCommand({ Bucket: B }))))[0] === 200,
+	      "CreateBucket again by its owner at us-east-1: 200 (as S3)");
+	check((await codeOf(s3.send(new CreateBucketCommand({ Bucket: B, ACL: "public-read" }))))[1] ===
+	      "BucketAlreadyExists", "CreateBucket again with another ACL: BucketAlreadyExists");
 	r = await s3.send(new HeadBucketCommand({ Bucket: B }));
 	check(r.$metadata.httpStatusCode === 200, "HeadBucket");
 	r = await s3.send(new ListBucketsCommand({}));

@@ -7,8 +7,10 @@ awkward names, and running a client command with a bound.
     rc, out = run(t, ["aws", ...])
 """
 import hashlib
+import http.client
 import os
 import subprocess
+import urllib.parse
 
 import clulib
 
@@ -36,6 +38,19 @@ def cluster(t, subdir, targets=3, args=()):
     g, ts = clulib.start_cluster(targets, secs=20)
     cluster.nodes = [g] + ts
     return g.url
+
+
+def http_raw(base, method, path, body=None, headers=None):
+    """One plain HTTP request to base (no signing, no SDK): (status,
+    lower-case headers, body)."""
+    p = urllib.parse.urlsplit(base)
+    c = http.client.HTTPConnection(p.hostname, p.port, timeout=30)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
 
 
 def error_lines():

@@ -346,6 +346,27 @@ if t.check(boto3 is not None, "boto3 is available (/usr/bin/python3)"):
         t.eq(e.response["Error"]["Code"], "AccessDenied", "S3 CreateBucket by a non-admin: AccessDenied")
     rw.put_object(Bucket="ba", Key="s3rw", Body=b"written")
     t.eq(ro.get_object(Bucket="ba", Key="s3rw")["Body"].read(), b"written", "S3 key with rw: PutObject works")
+    # S3 ACLs under auth.enabled: grants decide for keys; a public ACL (set
+    # by an admin) opens anonymous reads, never writes
+    t.eq(request("GET", g.url, "/ba/dir/o1").status, 403, "S3 anonymous GET, no public ACL: 403")
+    try:
+        rw.put_bucket_acl(Bucket="ba", ACL="public-read")
+        t.fail("S3 PutBucketAcl public-read by a non-admin should be denied")
+    except ClientError as e:
+        t.eq(e.response["Error"]["Code"], "AccessDenied", "S3 PutBucketAcl public-read by an rw key: AccessDenied")
+    public = json.dumps({"action": "set-bprops", "value": {"s3": {"acl": "aR"}}})
+    t.eq(request("PATCH", g.url, "/v1/buckets/ba", public, {**JS, **bearer(RW_A)}).status, 403,
+         "set-bprops s3.acl with an rw token: 403")
+    t.eq(request("PATCH", g.url, "/v1/buckets/ba", public, {**JS, **bearer(ADMIN)}).status, 200,
+         "set-bprops s3.acl=aR (AllUsers READ) with an admin token")
+    got = request("GET", g.url, "/ba/dir/o1")
+    t.check(got.status == 200 and got.body == body, "S3 anonymous GET of a natively PUT object in a public-read "
+            "bucket: 200", got.status)
+    t.eq(request("GET", g.url, "/ba/s3rw").status, 403,
+         "S3 anonymous GET of an object PUT through S3 (its own ACL: private): 403")
+    t.eq(request("GET", g.url, "/ba?list-type=2").status, 200, "S3 anonymous list of a public-read bucket: 200")
+    t.eq(request("PUT", g.url, "/ba/anon", b"x").status, 403, "S3 anonymous PUT: still 403")
+    t.eq(request("GET", g.url, "/bb/x").status, 403, "S3 anonymous GET in a bucket without an ACL: 403")
 
 # --- cluster.secret alone (auth.enabled off): open to clients, closed to strangers -------------------
 clulib.init(t, "authz-csec", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",

@@ -84,6 +84,32 @@ START_TEST(test_roundtrip)
 	ck_assert_uint_eq(k->props.mirror_copies, 3);
 	ck_assert(!k->props.versioning);
 	ck_assert_int_eq(k->props.created_ns, 1700000000000000005LL);
+	/* the S3 owner and ACL (a user id with a quote and a space) round trip */
+	bmd_props_t sp;
+	bmd_props_default(&sp);
+	snprintf(sp.s3owner, sizeof(sp.s3owner), "%s", "o \"1\"");
+	snprintf(sp.s3acl, sizeof(sp.s3acl), "%s", "aR:uFo \"1\"");
+	sp.s3acl_set = true;
+	ck_assert_int_eq(bmd_add(b, "s3b", 3, &sp, NULL), AIS_OK);
+	bmd_props_default(&sp);
+	sp.s3acl_set = true; /* set and empty: an ACL without grants */
+	ck_assert_int_eq(bmd_add(b, "s3c", 3, &sp, NULL), AIS_OK);
+	bmd_t *ds = roundtrip(b);
+	ck_assert(bmd_equal(b, ds));
+	ck_assert_str_eq(bmd_get(ds, "s3b", 3)->props.s3acl, "aR:uFo \"1\"");
+	ck_assert_str_eq(bmd_get(ds, "s3b", 3)->props.s3owner, "o \"1\"");
+	ck_assert(bmd_get(ds, "s3c", 3)->props.s3acl_set);
+	ck_assert(!bmd_get(ds, "bck-5", 5)->props.s3acl_set);
+	/* set_props changes the ACL, never the owner */
+	sp = bmd_get(ds, "s3b", 3)->props;
+	snprintf(sp.s3acl, sizeof(sp.s3acl), "%s", "uFx");
+	snprintf(sp.s3owner, sizeof(sp.s3owner), "%s", "thief");
+	ck_assert_int_eq(bmd_set_props(ds, "s3b", 3, &sp, NULL), AIS_OK);
+	ck_assert_str_eq(bmd_get(ds, "s3b", 3)->props.s3acl, "uFx");
+	ck_assert_str_eq(bmd_get(ds, "s3b", 3)->props.s3owner, "o \"1\"");
+	snprintf(sp.s3acl, sizeof(sp.s3acl), "%s", "bad");
+	ck_assert_int_eq(bmd_set_props(ds, "s3b", 3, &sp, NULL), AIS_ERR);
+	bmd_free(ds);
 	bmd_t *e = bmd_new("u", NULL);
 	bmd_t *de = roundtrip(e);
 	ck_assert(bmd_equal(e, de));
@@ -259,6 +285,12 @@ START_TEST(test_props_patch)
 	ck_assert_uint_eq(p.access, BMD_ACCESS_ALL);
 	ck_assert_int_eq(patch(&p, "{}", &err), AIS_OK);
 	bmd_props_encode(&p, &out);
+	bmd_props_t q = p;
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"acl\":\"aR:uFme\"}}", &err), AIS_OK);
+	ck_assert(q.s3acl_set);
+	ck_assert_str_eq(q.s3acl, "aR:uFme");
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"acl\":\"aQ\"}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"owner\":\"me\"}}", &err), AIS_ERR); /* never by set-bprops */
 	ck_assert_str_eq(out.ptr, "{\"provider\":\"ais\",\"checksum\":{\"type\":\"sha256\"},\"mirror\":{\"enabled\":true,"
 				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42}");
 

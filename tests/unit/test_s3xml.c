@@ -165,6 +165,72 @@ START_TEST(test_meta_roundtrip)
 }
 END_TEST
 
+START_TEST(test_acl)
+{
+	s3acl_t acl, back;
+	buf_t t = BUF_INIT;
+	bool email;
+	/* canned: group grants first, then the owner */
+	ck_assert_int_eq(s3acl_canned("public-read-write", 17, "me", NULL, &acl), AIS_OK);
+	ck_assert_int_eq(s3acl_encode(&acl, &t), AIS_OK);
+	ck_assert_str_eq(t.ptr, "aR:aW:uFme");
+	ck_assert_int_eq(s3acl_decode(t.ptr, t.len, &back), AIS_OK);
+	ck_assert_uint_eq(back.n, 3);
+	ck_assert_uint_eq(s3acl_perms(&back, NULL, false), S3ACL_READ | S3ACL_WRITE);
+	ck_assert_uint_eq(s3acl_perms(&back, "me", false), S3ACL_FULL);
+	ck_assert_uint_eq(s3acl_perms(&back, "me", true), S3ACL_READ | S3ACL_WRITE); /* groups only */
+	ck_assert_int_eq(s3acl_canned("bucket-owner-read", 17, "me", "bo", &acl), AIS_OK);
+	ck_assert_uint_eq(s3acl_perms(&acl, "bo", false), S3ACL_READ);
+	ck_assert_int_eq(s3acl_canned("bucket-owner-read", 17, "me", NULL, &acl), AIS_ERR); /* objects only */
+	ck_assert_int_eq(s3acl_canned("nope", 4, "me", NULL, &acl), AIS_ERR);
+	/* malformed text */
+	static const char *const bad[] = {"x", "uF", "uX1", "aR:", ":aR", "aRx", "zR", "uFa:b", NULL};
+	for (int i = 0; bad[i]; i++)
+		ck_assert_int_eq(s3acl_decode(bad[i], strlen(bad[i]), &back), AIS_ERR);
+	ck_assert_int_eq(s3acl_decode("", 0, &back), AIS_OK);
+	ck_assert_uint_eq(back.n, 0);
+	/* grant headers */
+	acl.n = 0;
+	const char *h = "id=\"u-1\", uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"";
+	ck_assert_int_eq(s3acl_parse_grant_header(h, strlen(h), S3ACL_READ, &acl, &email), AIS_OK);
+	ck_assert_uint_eq(acl.n, 2);
+	ck_assert_str_eq(acl.g[0].id, "u-1");
+	ck_assert_int_eq(acl.g[1].kind, S3ACL_ALL);
+	h = "emailAddress=\"a@b.c\"";
+	ck_assert_int_eq(s3acl_parse_grant_header(h, strlen(h), S3ACL_READ, &acl, &email), AIS_ERR);
+	ck_assert(email);
+	h = "id=\"unterminated";
+	ck_assert_int_eq(s3acl_parse_grant_header(h, strlen(h), S3ACL_READ, &acl, &email), AIS_ERR);
+	buf_free(&t);
+}
+END_TEST
+
+START_TEST(test_acl_body)
+{
+	s3_acl_req_t q;
+	const char *x = "<AccessControlPolicy xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>me</ID></Owner>"
+			"<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+			"xsi:type=\"CanonicalUser\"><ID>u-2</ID></Grantee><Permission>WRITE_ACP</Permission></Grant>"
+			"<Grant><Grantee xsi:type=\"Group\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">"
+			"<URI>http://acs.amazonaws.com/groups/global/AuthenticatedUsers</URI></Grantee>"
+			"<Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>";
+	ck_assert_int_eq(s3_parse_acl(x, strlen(x), &q), AIS_OK);
+	ck_assert_str_eq(q.owner, "me");
+	ck_assert_uint_eq(q.acl.n, 2);
+	ck_assert_str_eq(q.acl.g[0].id, "u-2");
+	ck_assert_uint_eq(q.acl.g[0].perm, S3ACL_WRITE_ACP);
+	ck_assert_int_eq(q.acl.g[1].kind, S3ACL_AUTHED);
+	x = "<AccessControlPolicy><AccessControlList><Grant><Grantee><ID>u</ID></Grantee>"
+	    "<Permission>EVERYTHING</Permission></Grant></AccessControlList></AccessControlPolicy>";
+	ck_assert_int_eq(s3_parse_acl(x, strlen(x), &q), AIS_ERR);
+	x = "<AccessControlPolicy><AccessControlList><Grant><Grantee><EmailAddress>a@b</EmailAddress>"
+	    "</Grantee><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>";
+	ck_assert_int_eq(s3_parse_acl(x, strlen(x), &q), AIS_ERR);
+	ck_assert(q.email);
+	ck_assert_int_eq(s3_parse_acl("<Other/>", 8, &q), AIS_ERR);
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -174,6 +240,8 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_create_bucket);
 	tcase_add_test(tc, test_writer_escapes);
 	tcase_add_test(tc, test_meta_roundtrip);
+	tcase_add_test(tc, test_acl);
+	tcase_add_test(tc, test_acl_body);
 	suite_add_tcase(s, tc);
 	return s;
 }

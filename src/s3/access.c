@@ -1,0 +1,294 @@
+/*
+ * access.c - who may do what, by S3 ACLs (s3acl.h): the requester, a
+ * bucket's owner and ACL (from the BMD), an object's (from its S3
+ * metadata), the permission each operation needs, the ACL a request sets
+ * (x-amz-acl, x-amz-grant-*), and GetBucketAcl/GetObjectAcl's document.
+ *
+ * The rules (README "S3 access control"):
+ *  1. A bucket made through S3 is owned by its creator's user id and gets
+ *     an ACL (default private: the owner has FULL_CONTROL). A bucket made
+ *     by the native API has no owner: every key has full control, and only
+ *     its ACL's group grants add anything (for anonymous requests).
+ *  2. An object PUT through S3 (PUT, copy, multipart) carries its writer's
+ *     user id and an ACL; an object without one (native PUT, anonymous
+ *     PUT) has its bucket's permissions.
+ *  3. An owner may always read and change the ACL (READ_ACP, WRITE_ACP);
+ *     everything else comes from the grants. FULL_CONTROL is all four.
+ *  4. Anonymous requests (no signature with s3.auth on) get AllUsers'
+ *     grants; with s3.auth off every request is the first key's user.
+ *  5. With auth.enabled, auth.grant decides for signed requests; ACLs add
+ *     only their group grants (AllUsers, AuthenticatedUsers), so that a
+ *     public bucket stays public, and setting a group grant needs admin.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "aisd/authz.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+/* The default owner: the first key's user (what owner_of answers for an
+ * anonymous request with s3.auth off). */
+static const char *default_owner(void)
+{
+	const s3_key_t *k = s3_cfg.keys && s3_keys_count(s3_cfg.keys) ? s3_keys_at(s3_cfg.keys, 0) : NULL;
+	return k && k->user_id ? k->user_id : "aisd";
+}
+
+const char *s3_requester(const s3_rq_t *r)
+{
+	if (r->auth.key)
+		return r->auth.key->user_id;
+	if (r->auth.kind == S3_AUTH_ANON && s3_cfg.enabled)
+		return NULL;
+	return default_owner();
+}
+
+const char *s3_user_name(const char *uid)
+{
+	for (size_t i = 0; s3_cfg.keys && i < s3_keys_count(s3_cfg.keys); i++) {
+		const s3_key_t *k = s3_keys_at(s3_cfg.keys, i);
+		if (k->user_id && !strcmp(k->user_id, uid))
+			return k->display_name ? k->display_name : uid;
+	}
+	return NULL;
+}
+
+int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!r->node.cl) { /* a standalone target: no owner, no ACL */
+		store_bucket_t sb;
+		if (!r->node.store || store_bucket_get(r->node.store, bucket.ptr, bucket.len, &sb) != AIS_OK)
+			return AIS_ERR;
+		snprintf(out->owner, sizeof(out->owner), "%s", default_owner());
+		return AIS_OK;
+	}
+	const bmd_t *b;
+	int rc = AIS_ERR;
+	cluster_read_lock(r->node.cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, bucket.ptr, bucket.len) : NULL;
+	if (bk) {
+		out->owned = bk->props.s3owner[0] != '\0';
+		snprintf(out->owner, sizeof(out->owner), "%s", out->owned ? bk->props.s3owner : default_owner());
+		out->acl_set = bk->props.s3acl_set;
+		if (out->acl_set && s3acl_decode(bk->props.s3acl, strlen(bk->props.s3acl), &out->acl) != AIS_OK)
+			out->acl.n = 0; /* bmd_props_check keeps it valid */
+		rc = AIS_OK;
+	}
+	cluster_read_unlock(r->node.cl);
+	return rc;
+}
+
+unsigned s3_bucket_perms(const s3_rq_t *r, const s3_bacl_t *b)
+{
+	const char *uid = s3_requester(r);
+	if (authz_enabled() && uid)
+		return b->acl_set ? s3acl_perms(&b->acl, uid, true) : 0;
+	if (!b->owned && uid)
+		return S3ACL_FULL;
+	bool owner = uid && !strcmp(uid, b->owner);
+	unsigned p = b->acl_set ? s3acl_perms(&b->acl, uid, false) : owner ? S3ACL_FULL : 0;
+	return owner ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
+}
+
+unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *m)
+{
+	const char *uid = s3_requester(r);
+	s3acl_t *acl;
+	if (!m || !m->owner)
+		return s3_bucket_perms(r, b);
+	if (!b->owned && uid && !authz_enabled())
+		return S3ACL_FULL;
+	acl = arena_alloc(r->http->arena, sizeof(*acl));
+	if (s3acl_decode(m->acl ? m->acl : "", m->acl ? strlen(m->acl) : 0, acl) != AIS_OK)
+		acl->n = 0;
+	if (authz_enabled() && uid)
+		return s3acl_perms(acl, uid, true);
+	unsigned p = s3acl_perms(acl, uid, false);
+	return uid && !strcmp(uid, m->owner) ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
+}
+
+int s3_access_bucket(s3_rq_t *r, unsigned need)
+{
+	s3_bacl_t b;
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
+		if (s3_requester(r))
+			return AIS_OK; /* the handler answers NoSuchBucket */
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_ERR;
+	}
+	if ((s3_bucket_perms(r, &b) & need) == need)
+		return AIS_OK;
+	s3_error(r, "AccessDenied", NULL);
+	return AIS_ERR;
+}
+
+int s3_access_object(s3_rq_t *r, sv_t bucket, const s3_meta_t *m, unsigned need)
+{
+	s3_bacl_t b;
+	if (!need)
+		return AIS_OK;
+	if (s3_bucket_acl_get(r, bucket, &b) != AIS_OK)
+		return AIS_OK; /* the handler answers NoSuchBucket */
+	if ((s3_object_perms(r, &b, m) & need) == need)
+		return AIS_OK;
+	s3_error(r, "AccessDenied", NULL);
+	return AIS_ERR;
+}
+
+int s3_access_missing(s3_rq_t *r)
+{
+	s3_bacl_t b;
+	if (!r->obj_need || s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
+		return AIS_OK;
+	/* without READ on the bucket, S3 does not say whether a key exists */
+	if (s3_bucket_perms(r, &b) & S3ACL_READ)
+		return AIS_OK;
+	s3_error(r, "AccessDenied", NULL);
+	return AIS_ERR;
+}
+
+/* --- the ACL a request sets ------------------------------------------------------ */
+
+static const struct {
+	const char *hdr;
+	unsigned perm;
+} grant_hdrs[] = {
+	{"x-amz-grant-read", S3ACL_READ},         {"x-amz-grant-write", S3ACL_WRITE},
+	{"x-amz-grant-read-acp", S3ACL_READ_ACP}, {"x-amz-grant-write-acp", S3ACL_WRITE_ACP},
+	{"x-amz-grant-full-control", S3ACL_FULL},
+};
+
+int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a)
+{
+	bool groups = false;
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->g[i].kind != S3ACL_USER) {
+			groups = true;
+		} else if (!s3_user_name(a->g[i].id)) {
+			s3_error(r, "InvalidArgument", "Invalid id: no user %s", a->g[i].id);
+			return AIS_ERR;
+		}
+	}
+	const char *uid = s3_requester(r);
+	if (groups && authz_enabled() && (!uid || !authz_s3_allows(sv_from(uid), r->bucket, AUTH_ALL))) {
+		s3_error(r, "AccessDenied", "Access Denied: a grant to a group needs admin on the bucket (auth.enabled)");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3acl_t *out, bool *given)
+{
+	http_req_t *req = r->http;
+	sv_t canned = http_req_header(req, "x-amz-acl");
+	bool grants = false, email = false;
+
+	*given = false;
+	out->n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(grant_hdrs); i++)
+		grants |= http_req_header(req, grant_hdrs[i].hdr).ptr != NULL;
+	if (canned.ptr && grants) {
+		s3_error(r, "InvalidRequest", "Specifying both Canned ACLs and Header Grants is not allowed");
+		return AIS_ERR;
+	}
+	if (canned.ptr) {
+		canned = sv_trim(canned);
+		if (s3acl_canned(canned.ptr, canned.len, owner, bucket_owner, out) != AIS_OK) {
+			s3_error(r, "InvalidArgument", "unknown canned ACL %.*s", (int)MIN(canned.len, 64), canned.ptr);
+			return AIS_ERR;
+		}
+		*given = true;
+	} else if (grants) {
+		for (size_t i = 0; i < ARRAY_SIZE(grant_hdrs); i++) {
+			sv_t v = http_req_header(req, grant_hdrs[i].hdr);
+			if (!v.ptr)
+				continue;
+			if (s3acl_parse_grant_header(v.ptr, v.len, grant_hdrs[i].perm, out, &email) != AIS_OK) {
+				if (email)
+					s3_error(r, "UnresolvableGrantByEmailAddress", NULL);
+				else
+					s3_error(r, "InvalidArgument", "malformed %s", grant_hdrs[i].hdr);
+				return AIS_ERR;
+			}
+		}
+		*given = true;
+	} else {
+		s3acl_canned("private", 7, owner, bucket_owner, out);
+	}
+	if (*given && !s3_requester(r)) {
+		s3_error(r, "AccessDenied", "Access Denied: anonymous requests cannot set an ACL");
+		return AIS_ERR;
+	}
+	return *given ? s3_acl_check_users(r, out) : AIS_OK;
+}
+
+int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
+{
+	s3_bacl_t b;
+	s3acl_t *acl = arena_alloc(r->http->arena, sizeof(*acl));
+	const char *uid = s3_requester(r);
+	bool given;
+	buf_t t = BUF_INIT;
+
+	m->owner = m->acl = NULL;
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
+		snprintf(b.owner, sizeof(b.owner), "%s", default_owner());
+	if (s3_acl_from_req(r, uid ? uid : "", b.owner, acl, &given) != AIS_OK)
+		return AIS_ERR;
+	if (!uid) /* anonymous (a public-read-write bucket): the bucket's permissions */
+		return AIS_OK;
+	s3acl_encode(acl, &t);
+	m->owner = arena_strndup(r->http->arena, uid, strlen(uid));
+	m->acl = arena_strndup(r->http->arena, t.ptr ? t.ptr : "", t.len);
+	buf_free(&t);
+	return AIS_OK;
+}
+
+/* --- GetBucketAcl / GetObjectAcl ---------------------------------------------------- */
+
+static void user_xml(buf_t *b, const char *uid)
+{
+	const char *name = s3_user_name(uid);
+	s3_xml_elemstr(b, "ID", uid);
+	s3_xml_elemstr(b, "DisplayName", name ? name : uid);
+}
+
+void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b)
+{
+	s3_xml_head(b, "AccessControlPolicy");
+	s3_xml_open(b, "Owner");
+	user_xml(b, owner);
+	s3_xml_close(b, "Owner");
+	s3_xml_open(b, "AccessControlList");
+	/* group grants first, as S3 and RGW list them */
+	for (size_t k = 0; k < 2 * a->n; k++) {
+		const s3acl_grant_t *g = &a->g[k % a->n];
+		bool user = g->kind == S3ACL_USER;
+		if (user != (k >= a->n))
+			continue;
+		buf_addf(b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+			    "xsi:type=\"%s\">",
+			 user ? "CanonicalUser" : "Group");
+		if (user)
+			user_xml(b, g->id);
+		else
+			s3_xml_elemstr(b, "URI", s3acl_group_uri(g->kind));
+		buf_addstr(b, "</Grantee>");
+		s3_xml_elemstr(b, "Permission", s3acl_perm_name(g->perm));
+		buf_addstr(b, "</Grant>");
+	}
+	s3_xml_close(b, "AccessControlList");
+	s3_xml_close(b, "AccessControlPolicy");
+}
+
+void s3_bucket_acl_effective(const s3_bacl_t *b, s3acl_t *out)
+{
+	if (b->acl_set)
+		*out = b->acl;
+	else
+		s3acl_canned("private", 7, b->owner, NULL, out);
+}

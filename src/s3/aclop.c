@@ -1,0 +1,179 @@
+/*
+ * aclop.c - GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl.
+ *
+ * A bucket's ACL lives in the BMD (bucket.c changes it through the
+ * primary); an object's in its S3 metadata on the target that serves the
+ * object (store_set_custom: the bytes stay, the record is rewritten only
+ * if the object was not overwritten meanwhile). A PUT takes the ACL from
+ * an AccessControlPolicy body, or else from x-amz-acl / x-amz-grant-*;
+ * every user grantee must be a configured key's user id. Who may call
+ * them (READ_ACP, WRITE_ACP) was checked before (s3.c, access.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "s3api.h"
+#include "aisd/banned.h"
+
+/* The object's metadata for an object ACL request; AIS_ERR after
+ * answering (missing, or not allowed). */
+static int object_meta(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
+{
+	if (!r->node.store ||
+	    store_lookup(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, sm) != AIS_OK) {
+		int e = r->node.store ? errno : ENOENT;
+		if (e != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_errno(r, e, true);
+		return AIS_ERR;
+	}
+	s3_meta_decode(r->http->arena, sm->custom, m);
+	return s3_access_object(r, r->bucket, m, r->obj_need);
+}
+
+int s3_acl_get(s3_rq_t *r)
+{
+	s3_bacl_t b;
+	s3acl_t *acl = arena_alloc(r->http->arena, sizeof(*acl));
+	const char *owner;
+	buf_t x = BUF_INIT;
+
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	s3_bucket_acl_effective(&b, acl);
+	owner = b.owner;
+	if (r->key.len) {
+		store_meta_t sm;
+		s3_meta_t m;
+		if (object_meta(r, &sm, &m) != AIS_OK)
+			return AIS_OK;
+		if (m.owner) { /* else: the bucket's */
+			owner = m.owner;
+			if (s3acl_decode(m.acl ? m.acl : "", m.acl ? strlen(m.acl) : 0, acl) != AIS_OK)
+				acl->n = 0;
+		}
+	}
+	s3_acl_xml(owner, acl, &x);
+	s3_send_xml(r, 200, &x);
+	return AIS_OK;
+}
+
+/* --- PUT ------------------------------------------------------------------------- */
+
+struct objacl {
+	uint64_t version;
+	buf_t custom;
+	int err;
+};
+
+static void objacl_cleanup(void *arg) { buf_free(&((struct objacl *)arg)->custom); }
+
+static void objacl_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct objacl *o = r->op;
+	if (store_set_custom(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, o->version,
+			     o->custom.ptr) != AIS_OK)
+		o->err = errno ? errno : EIO;
+}
+
+static void objacl_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct objacl *o = r->op;
+	if (o->err == ESTALE)
+		s3_error(r, "OperationAborted", "the object was overwritten while its ACL was being set; try again");
+	else if (o->err)
+		s3_error_errno(r, o->err, true);
+	else {
+		s3_common_headers(r);
+		http_resp_send(req, "", 0);
+	}
+}
+
+static void object_set(s3_rq_t *r, const s3acl_t *acl)
+{
+	store_meta_t sm;
+	s3_meta_t m;
+	s3_bacl_t b;
+	buf_t t = BUF_INIT;
+	struct objacl *o;
+
+	if (object_meta(r, &sm, &m) != AIS_OK)
+		return;
+	if (!m.owner) /* an object without an owner gets its bucket's */
+		m.owner = s3_bucket_acl_get(r, r->bucket, &b) == AIS_OK ? arena_strndup(r->http->arena, b.owner, strlen(b.owner))
+									 : (char *)s3_requester(r);
+	s3acl_encode(acl, &t);
+	m.acl = arena_strndup(r->http->arena, t.ptr ? t.ptr : "", t.len);
+	buf_free(&t);
+	o = arena_zalloc(r->http->arena, sizeof(*o));
+	arena_cleanup_add(r->http->arena, objacl_cleanup, o);
+	o->version = sm.version;
+	if (s3_meta_encode(&m, &o->custom) != AIS_OK) {
+		s3_error(r, "MetadataTooLarge", "the object's metadata and ACL are over %d bytes", STORE_CUSTOM_MAX - 1);
+		return;
+	}
+	r->op = o;
+	r->http->state = r;
+	http_offload(r->http, objacl_work, objacl_done);
+}
+
+static void put_body(s3_rq_t *r, buf_t *body)
+{
+	s3acl_t *acl;
+	bool given = false;
+
+	if (body->len) {
+		s3_acl_req_t *q = arena_alloc(r->http->arena, sizeof(*q));
+		if (s3_parse_acl(body->ptr, body->len, q) != AIS_OK) {
+			if (q->email)
+				s3_error(r, "UnresolvableGrantByEmailAddress", NULL);
+			else
+				s3_error(r, "MalformedACLError", NULL);
+			return;
+		}
+		if (s3_acl_check_users(r, &q->acl) != AIS_OK)
+			return;
+		acl = &q->acl;
+	} else {
+		s3_bacl_t b;
+		acl = arena_alloc(r->http->arena, sizeof(*acl));
+		if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
+			s3_error(r, "NoSuchBucket", NULL);
+			return;
+		}
+		const char *owner = b.owner;
+		if (r->key.len) {
+			store_meta_t sm;
+			s3_meta_t m;
+			if (object_meta(r, &sm, &m) != AIS_OK)
+				return;
+			if (m.owner)
+				owner = m.owner;
+		}
+		if (s3_acl_from_req(r, owner, r->key.len ? b.owner : NULL, acl, &given) != AIS_OK)
+			return;
+		if (!given) {
+			s3_error(r, "MissingSecurityHeader", "Your request was missing a required header: x-amz-acl");
+			return;
+		}
+	}
+	if (r->key.len)
+		object_set(r, acl);
+	else
+		s3_bucket_set_acl(r, acl);
+}
+
+int s3_acl_put(s3_rq_t *r)
+{
+	if (!r->key.len && !s3_bucket_exists(r)) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	s3_read_body(r, put_body);
+	return AIS_OK;
+}
