@@ -367,8 +367,9 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
 			continue;
-		/* curl drops "Name:" with nothing after it; "Name;" sends it empty */
-		if (!sv_trim(req->hdrs[i].value).len)
+		/* curl drops "Name:" with nothing after it; "Name;" sends it empty
+		 * (the transport sends lines as they are) */
+		if (!sv_trim(req->hdrs[i].value).len && !xp_supports(url_base))
 			x->hdrs[nh++] = arena_printf(req->arena, "%.*s;", (int)req->hdrs[i].name.len,
 						     req->hdrs[i].name.ptr);
 		else
