@@ -62,7 +62,7 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: negative created time");
 	if (p->region[0] && !bmd_region_valid(p->region, strlen(p->region)))
 		return cmap_fail(err, EINVAL, "bmd: bad region");
-	return AIS_OK;
+	return bmd_backend_check(&p->backend, err);
 }
 
 bool bmd_region_valid(const char *s, size_t len)
@@ -86,6 +86,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
 	if (p->region[0])
 		buf_addf(out, ",\"s3\":{\"region\":\"%s\"}", p->region); /* [A-Za-z0-9-] only */
+	bmd_backend_encode(&p->backend, out);
 	buf_addch(out, '}');
 }
 
@@ -165,6 +166,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 				return cmap_fail(err, EINVAL,
 					    "set-bprops: \"access\" must be \"ro\", \"rw\" or a bit mask 0..%d",
 					    BMD_ACCESS_ALL);
+		} else if (!strcmp(k, "backend")) {
+			if (bmd_backend_patch(g, &n.backend, err) != AIS_OK)
+				return AIS_ERR;
 		} else {
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
@@ -243,7 +247,8 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 {
 	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
-	       x->created_ns == y->created_ns && !strcmp(x->region, y->region);
+	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
+	       !memcmp(&x->backend, &y->backend, sizeof(x->backend));
 }
 
 bool bmd_equal(const bmd_t *a, const bmd_t *b)
@@ -334,6 +339,7 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			 (long long)k->props.created_ns);
 		if (k->props.region[0]) /* absent when none: older BMDs decode as they are */
 			buf_addf(out, ",\"region\":\"%s\"", k->props.region);
+		bmd_backend_encode(&k->props.backend, out);
 		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
@@ -341,8 +347,10 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
-	static const char *const keys[] = {"name",       "provider", "checksum", "mirror",
-					   "versioning", "access",   "created", "region"};
+	static const char *const all[] = {"name",       "provider", "checksum", "mirror",
+					  "versioning", "access",   "created",  "region", "backend"};
+	const char *keys[ARRAY_SIZE(all)];
+	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
 	char what[64];
 	const char *s, *name;
@@ -352,8 +360,11 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 
 	memset(&p, 0, sizeof(p));
 	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
-	/* "region" (the last key) is there only when the bucket has one */
-	if (cmap_json_keys(o, keys, ARRAY_SIZE(keys) - !json_object_get(o, "region"), what, err) != AIS_OK)
+	/* "region" and "backend" are there only when the bucket has one */
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (i < 7 || json_object_get(o, all[i]))
+			keys[nkeys++] = all[i];
+	if (cmap_json_keys(o, keys, nkeys, what, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
 		return AIS_ERR;
@@ -392,6 +403,9 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 			return cmap_fail(err, EINVAL, "%s: bad region", what);
 		memcpy(p.region, s, len);
 	}
+	json_t *bk = json_object_get(o, "backend");
+	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)
+		return AIS_ERR;
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;
 		return AIS_ERR;

@@ -22,6 +22,7 @@
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/moss.h"
+#include "aisd/backend.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -487,6 +488,12 @@ static int gw_buckets(http_req_t *req)
 		}
 		if (rg)
 			memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
+		/* a remote backend: {"backend":{"provider","remote","bucket",...}} */
+		json_t *bkv = value ? json_object_get(value, "backend") : NULL;
+		if (bkv && bmd_backend_patch(bkv, &o->props.backend, &o->msg) != AIS_OK) {
+			http_resp_error(req, 400, "%s", o->msg.ptr);
+			break;
+		}
 		http_offload(req, bucket_work, bucket_done);
 		break;
 	}
@@ -609,6 +616,8 @@ static const http_route_t routes[] = {
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
+	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
 };
@@ -618,6 +627,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	gateway_t *g = xcalloc(1, sizeof(*g));
 	g->conf = c;
 	if (s3_init(c, err) != AIS_OK)
+		goto fail;
+	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,

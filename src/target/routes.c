@@ -17,6 +17,7 @@
 #include "aisd/metrics.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
+#include "aisd/backend.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -44,6 +45,8 @@ static const http_route_t routes[] = {
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
 	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}"},
+	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
@@ -163,6 +166,12 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		return NULL;
 	}
 	t->base.store = t->store;
+	mkdir(tgt_state_dir(c), 0755);
+	if (bk_remotes_init(tgt_state_dir(c), err) != AIS_OK) {
+		store_close(t->store);
+		free(t);
+		return NULL;
+	}
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
