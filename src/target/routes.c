@@ -18,6 +18,7 @@
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/backend.h"
+#include "aisd/ol.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -255,6 +256,7 @@ void target_stop(target_t *t)
 	cluster_stop(t->base.cl); /* and no keepalive rounds to them */
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
+	olr_stop(); /* remote fetches write into the store */
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
