@@ -220,9 +220,15 @@ static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more,
 		}
 		json_t *e = min->v[min->at];
 		sv_t name = min->head;
+		json_int_t fl = 0; /* a remote bucket's entry is cached if any target has it */
 		for (size_t i = 0; i < n; i++) /* advance every copy of it */
-			if (src[i].at < src[i].n && !name_cmp(src[i].head, name) && ++src[i].at < src[i].n)
-				src[i].head = entry_name(src[i].v[src[i].at]);
+			if (src[i].at < src[i].n && !name_cmp(src[i].head, name)) {
+				fl |= json_integer_value(json_object_get(src[i].v[src[i].at], "flags"));
+				if (++src[i].at < src[i].n)
+					src[i].head = entry_name(src[i].v[src[i].at]);
+			}
+		if (fl)
+			json_object_set_new(e, "flags", json_integer(fl));
 		json_t *mem = json_incref(json_object_get(e, MEMBERS_KEY));
 		json_object_del(e, MEMBERS_KEY);
 		json_array_append(page, e);
