@@ -70,6 +70,20 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a)
 		json_object_set_new(body, "value",
 				    json_pack("{s:{s:s}}", "checksum", "type", cks));
 	}
+	const char *be = cli_opt(a, "backend");
+	if (be) {
+		json_t *bk;
+		if (cli_backend_parse(be, &bk) != AIS_OK) {
+			json_decref(body);
+			return cli_usage_error(a->cmd, "bad --backend '%s': want s3://BUCKET, s3://@ALIAS/BUCKET or ais://@ALIAS/BUCKET", be);
+		}
+		json_object_set_new(bk, "validate_warm_get", json_boolean(cli_opt(a, "validate-warm-get") != NULL));
+		json_object_set_new(bk, "sync", json_boolean(cli_opt(a, "sync") != NULL));
+		json_t *v = json_object_get(body, "value");
+		if (!v)
+			json_object_set_new(body, "value", v = json_object());
+		json_object_set_new(v, "backend", bk);
+	}
 	char *json = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 

@@ -26,6 +26,19 @@
 /* Options of each command (the global ones are in cli_global_opts). */
 static const struct cli_opt opts_bucket_create[] = {
 	{"checksum", 0, "TYPE", "checksum type of the bucket: xxhash, md5, sha256 or none"},
+	{"backend", 0, "s3://[@ALIAS/]B|ais://@ALIAS/B", "cache of a remote bucket (an attached remote; s3:// alone: the remote named s3)"},
+	{"validate-warm-get", 0, NULL, "with --backend: check the remote's version before serving a cached object"},
+	{"sync", 0, NULL, "with --backend and --validate-warm-get: a remote deletion deletes the cached copy"},
+	{0},
+};
+static const struct cli_opt opts_remote_attach[] = {
+	{"kind", 0, "s3|ais", "an S3-compatible endpoint (default) or another aisd cluster (native API)"},
+	{"region", 0, "REGION", "S3 signing region (default us-east-1)"},
+	{"access-key", 0, "KEY", "S3 access key (with --secret-key-file)"},
+	{"secret-key-file", 0, "FILE", "S3 secret key: the first line of FILE"},
+	{"token-file", 0, "FILE", "aisd: a bearer token, the first line of FILE"},
+	{"addressing", 0, "path|virtual", "S3: ENDPOINT/BUCKET/KEY (default) or BUCKET.HOST/KEY"},
+	{"ca-file", 0, "PEM", "https: verify the remote against this CA bundle"},
 	{0},
 };
 static const struct cli_opt opts_decommission[] = {
@@ -98,6 +111,10 @@ static const struct cli_opt opts_job_wait[] = {
 static const struct cli_cmd cli_cmds[] = {
 	{"bucket create", "BUCKET", "create a bucket", opts_bucket_create, 1, 1, cli_bucket_create, false},
 	{"bucket ls", "", "list buckets", NULL, 0, 0, cli_bucket_ls, false},
+	{"remote attach", "ALIAS URL", "attach a remote backend on every node (credentials from files)",
+	 opts_remote_attach, 2, 2, cli_remote_attach, false},
+	{"remote detach", "ALIAS", "detach a remote (no bucket may use it)", NULL, 1, 1, cli_remote_detach, false},
+	{"remote show", "", "the attached remotes (never their secrets)", NULL, 0, 0, cli_remote_show, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
