@@ -217,7 +217,13 @@ void bk_xfer_free(bk_xfer_t *x)
 	buf_free(&x->resp);
 }
 
-sv_t bk_hdr(const bk_xfer_t *x, const char *name) { return httpc_hdr_find(&x->hdrs, name); }
+sv_t bk_hdr(const bk_xfer_t *x, const char *name)
+{
+	sv_t v = httpc_hdr_find(&x->hdrs, name);
+	while (v.len && (v.ptr[v.len - 1] == '\r' || v.ptr[v.len - 1] == ' '))
+		v.len--;
+	return v;
+}
 
 void bk_unquote(sv_t v, char *out, size_t outsz)
 {

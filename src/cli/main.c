@@ -62,6 +62,7 @@ static const struct cli_opt opts_ls[] = {
 	{"limit", 'n', "N", "stop after N objects"},
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
+	{"cached", 0, NULL, "a remote bucket: only the objects cached in this cluster"},
 	{0},
 };
 static const struct cli_opt opts_get_batch[] = {
