@@ -137,4 +137,13 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
 		  const char *why, uint64_t *bytes, buf_t *msg);
 
+/* The prefetch and evict jobs of remote buckets (bkjobs.c): kind
+ * "prefetch" or "evict"; GET/PUT /v1/jobs?what=KIND on a target. */
+struct job_stats;
+bool bkj_kind(sv_t kind);
+int bkj_h_target(http_req_t *req, sv_t kind);
+void bkj_stats(sv_t kind, struct job_stats *out);
+/* Stops the runs in progress (target_stop). */
+void bkj_stop(void);
+
 #endif

@@ -266,6 +266,8 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a);
 int cli_remote_attach(struct cli *c, const struct cli_args *a);
 int cli_remote_detach(struct cli *c, const struct cli_args *a);
 int cli_remote_show(struct cli *c, const struct cli_args *a);
+int cli_prefetch(struct cli *c, const struct cli_args *a);
+int cli_evict(struct cli *c, const struct cli_args *a);
 /* s3://B, s3://@ALIAS/B or ais://@ALIAS/B into a backend props object. */
 struct json_t;
 int cli_backend_parse(const char *spec, struct json_t **out);

@@ -156,3 +156,57 @@ int cli_backend_parse(const char *spec, json_t **out)
 	*out = json_pack("{s:s,s:s,s:s}", "provider", provider, "remote", alias, "bucket", rest);
 	return AIS_OK;
 }
+
+/* "prefetch BUCKET" / "evict BUCKET": POST /v1/buckets/BUCKET
+ * {"action":"prefetch-listrange"|"evict-listrange","value":{list|template|prefix}}. */
+static int listrange(struct cli *c, const struct cli_args *a, const char *action)
+{
+	const char *bucket = a->pos[0], *list = cli_opt(a, "list"), *tpl = cli_opt(a, "template");
+	const char *pfx = cli_opt(a, "prefix");
+	if (!strncmp(bucket, "ais://", 6))
+		bucket += 6;
+	if ((list != NULL) + (tpl != NULL) + (pfx != NULL) > 1)
+		return cli_usage_error(a->cmd, "one of --list, --template and --prefix");
+	json_t *v = json_object();
+	if (list) {
+		json_t *arr = json_array();
+		const char *p = list;
+		while (*p) {
+			size_t n = strcspn(p, ",");
+			if (n)
+				json_array_append_new(arr, json_stringn(p, n));
+			p += n + (p[n] == ',');
+		}
+		json_object_set_new(v, "list", arr);
+	} else if (tpl) {
+		json_object_set_new(v, "template", json_string(tpl));
+	} else if (pfx) {
+		json_object_set_new(v, "prefix", json_string(pfx));
+	}
+	json_t *body = json_pack("{s:s,s:o}", "action", action, "value", v);
+	char *js = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	buf_t path = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	cli_escape(&path, bucket, false);
+	struct cli_req rq = CLI_REQ_INIT("POST", path.ptr);
+	rq.json = js;
+	struct cli_resp rs = {0};
+	int rc = cli_http(c, &rq, &rs);
+	if (rc == AIS_OK)
+		rc = cli_http_check(&rs, action);
+	if (rc == AIS_OK) {
+		const char *kind = action[0] == 'p' ? "prefetch" : "evict";
+		if (c->json)
+			printf("%.*s\n", (int)rs.body.len, rs.body.ptr);
+		else
+			printf("%s %s: started on every target (aisctl job show %s)\n", kind, bucket, kind);
+	}
+	cli_resp_free(&rs);
+	buf_free(&path);
+	free(js);
+	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
+}
+
+int cli_prefetch(struct cli *c, const struct cli_args *a) { return listrange(c, a, "prefetch-listrange"); }
+int cli_evict(struct cli *c, const struct cli_args *a) { return listrange(c, a, "evict-listrange"); }

@@ -18,6 +18,7 @@
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
@@ -450,6 +451,24 @@ static int gw_buckets(http_req_t *req)
 		http_offload(req, list_work, list_done);
 		break;
 	case HTTP_POST:
+		if (action && (!strcmp(action, "prefetch-listrange") || !strcmp(action, "evict-listrange"))) {
+			/* remote buckets: a prefetch or evict run on every target (src/target/bkjobs.c) */
+			if (!bk || !copy.props.backend.provider[0]) {
+				http_resp_error(req, bk ? 400 : 404, "bucket \"%s\" %s", o->name,
+						bk ? "has no remote backend" : "does not exist");
+				break;
+			}
+			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
+			json_object_set_new(jv, "bucket", json_string(o->name));
+			json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
+			char *js = json_dumps(body, JSON_COMPACT);
+			json_decref(body);
+			char *ajs = arena_strndup(req->arena, js, strlen(js));
+			free(js);
+			jobs_h_cluster_start(req, action[0] == 'p' ? "prefetch" : "evict", ajs);
+			break;
+		}
+		/* fall through */
 	case HTTP_DELETE:
 	case HTTP_PATCH: {
 		static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};

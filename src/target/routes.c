@@ -65,8 +65,8 @@ int tgt_health(http_req_t *req)
 static void jobs_collect(void *arg, buf_t *out)
 {
 	target_t *t = arg;
-	job_stats_t st[2];
-	const char *kinds[2];
+	job_stats_t st[4];
+	const char *kinds[4];
 	size_t n = 0;
 	if (t->reb) {
 		reb_stats(t->reb, &st[n]);
@@ -74,6 +74,12 @@ static void jobs_collect(void *arg, buf_t *out)
 	}
 	res_stats(t->res, &st[n]);
 	kinds[n++] = "resilver";
+	if (t->base.cl) { /* remote buckets (bkjobs.c) */
+		bkj_stats(SV("prefetch"), &st[n]);
+		kinds[n++] = "prefetch";
+		bkj_stats(SV("evict"), &st[n]);
+		kinds[n++] = "evict";
+	}
 	job_metrics(st, kinds, n, out);
 }
 
@@ -257,6 +263,7 @@ void target_stop(target_t *t)
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
 	olr_stop(); /* remote fetches write into the store */
+	bkj_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);

@@ -280,6 +280,36 @@ t.check("deleted" not in (cached("cache") or {"deleted"}), "and the cached copy 
 request("PATCH", g.url, "/v1/buckets/cache",
         json.dumps({"action": "set-bprops", "value": {"backend": {"validate_warm_get": False, "sync": False}}}), JSON)
 
+# --- 7b. prefetch and evict jobs ------------------------------------------------------------
+rc, out = ctl("prefetch", "cache", "--template", "many/{00100..00199}")
+t.check(rc == 0, "aisctl prefetch --template", out)
+rc, out = ctl("job", "wait", "prefetch", "--timeout-s", "60")
+t.check(rc == 0, "aisctl job wait prefetch", out)
+rc, out = ctl("--json", "job", "show", "prefetch")
+doc = json.loads(out) if rc == 0 else {}
+tot = doc.get("totals", {})
+t.check(doc.get("state") == "done" and tot.get("moved") == 100 and tot.get("errors") == 0,
+        "job show prefetch: done, 100 fetched, no error", out[:400])
+t.check({"many/%05d" % i for i in range(100, 200)} <= (cached("cache", "many/") or set()),
+        "the prefetched objects are cached")
+m = request("GET", ts[0].url, "/metrics").body.decode()
+t.check('job="prefetch"' in m, "/metrics has the prefetch job")
+r = request("POST", g.url, "/v1/buckets/cache", json.dumps({"action": "prefetch-listrange",
+                                                             "value": {"list": ["many/00300", "nope"]}}), JSON)
+t.eq(r.status, 200, "prefetch a list (one name missing)")
+poll(lambda: json.loads(ctl("--json", "job", "show", "prefetch")[1]).get("state") == "done", 30)
+tot = json.loads(ctl("--json", "job", "show", "prefetch")[1]).get("totals", {})
+t.check(tot.get("moved") == 1 and tot.get("errors") == 1, "a missing name is an error of the job, the rest fetched", tot)
+rc, out = ctl("evict", "cache", "--prefix", "many/")
+t.check(rc == 0, "aisctl evict --prefix", out)
+rc, out = ctl("job", "wait", "evict", "--timeout-s", "60")
+t.eq(cached("cache", "many/"), set(), "evict: nothing of many/ cached")
+r = follow("GET", rg.url, "/v1/objects/src/many/00150")
+t.check(r.status == 200 and r.body == b"m150", "evict keeps the remote's objects")
+r = request("POST", g.url, "/v1/buckets/plain", json.dumps({"action": "create-bck"}), JSON)
+r = request("POST", g.url, "/v1/buckets/plain", json.dumps({"action": "evict-listrange"}), JSON)
+t.eq(r.status, 400, "evict of a bucket without a backend is refused")
+
 # --- 8. the remote down ----------------------------------------------------------------------
 get("cache2", "warm")
 for n in (rt, rg):
