@@ -29,6 +29,7 @@
 #include "aisd/cluster.h"
 #include "aisd/cmap.h"
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -40,18 +41,7 @@ static bk_remote_t remotes[REMOTES_MAX];
 static size_t nremotes;
 static char path[1100];
 
-bool bk_alias_valid(const char *s, size_t len)
-{
-	if (!len || len > BK_ALIAS_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
-}
+bool bk_alias_valid(const char *s, size_t len) { return name_ident_valid(s, len, BK_ALIAS_MAX); }
 
 static int str_of(json_t *o, const char *key, char *out, size_t outsz, bool required, buf_t *err)
 {

@@ -267,6 +267,11 @@ int cli_remote_attach(struct cli *c, const struct cli_args *a);
 int cli_remote_detach(struct cli *c, const struct cli_args *a);
 int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
+/* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
+ * AIS_OK for a 2xx (its body appended to body, may be NULL), else the
+ * error printed (cli_http_check). bucket.c. */
+int cli_json_call(struct cli *c, const char *method, const char *base, const char *name, const char *json,
+		  const char *what, buf_t *body);
 int cli_evict(struct cli *c, const struct cli_args *a);
 /* s3://B, s3://@ALIAS/B or ais://@ALIAS/B into a backend props object. */
 struct json_t;

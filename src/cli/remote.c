@@ -35,18 +35,7 @@ static int first_line(const char *path, char *out, size_t outsz)
 
 static int remote_call(struct cli *c, const char *method, const char *alias, const char *json, const char *what)
 {
-	buf_t path = BUF_INIT;
-	buf_addstr(&path, "/v1/remotes/");
-	cli_escape(&path, alias, false);
-	struct cli_req rq = CLI_REQ_INIT(method, path.ptr);
-	rq.json = json;
-	struct cli_resp rs = {0};
-	int rc = cli_http(c, &rq, &rs);
-	if (rc == AIS_OK)
-		rc = cli_http_check(&rs, what);
-	cli_resp_free(&rs);
-	buf_free(&path);
-	return rc;
+	return cli_json_call(c, method, "/v1/remotes/", alias, json, what, NULL);
 }
 
 int cli_remote_attach(struct cli *c, const struct cli_args *a)
@@ -186,24 +175,16 @@ static int listrange(struct cli *c, const struct cli_args *a, const char *action
 	json_t *body = json_pack("{s:s,s:o}", "action", action, "value", v);
 	char *js = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
-	buf_t path = BUF_INIT;
-	buf_addstr(&path, "/v1/buckets/");
-	cli_escape(&path, bucket, false);
-	struct cli_req rq = CLI_REQ_INIT("POST", path.ptr);
-	rq.json = js;
-	struct cli_resp rs = {0};
-	int rc = cli_http(c, &rq, &rs);
-	if (rc == AIS_OK)
-		rc = cli_http_check(&rs, action);
+	buf_t out = BUF_INIT;
+	int rc = cli_json_call(c, "POST", "/v1/buckets/", bucket, js, action, &out);
 	if (rc == AIS_OK) {
 		const char *kind = action[0] == 'p' ? "prefetch" : "evict";
 		if (c->json)
-			printf("%.*s\n", (int)rs.body.len, rs.body.ptr);
+			printf("%.*s\n", (int)out.len, out.ptr);
 		else
 			printf("%s %s: started on every target (aisctl job show %s)\n", kind, bucket, kind);
 	}
-	cli_resp_free(&rs);
-	buf_free(&path);
+	buf_free(&out);
 	free(js);
 	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
 }

@@ -17,26 +17,13 @@
 #include "cluster_int.h"
 #include "aisd/banned.h"
 
-static bool alias_ok(const char *s, size_t len)
-{
-	if (!len || len > BMD_REMOTE_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
-}
-
 int bmd_backend_check(const bmd_backend_t *bk, buf_t *err)
 {
 	if (!bk->provider[0])
 		return AIS_OK;
 	if (strcmp(bk->provider, "s3") && strcmp(bk->provider, "ais"))
 		return cmap_fail(err, EINVAL, "backend.provider must be \"s3\" or \"ais\"");
-	if (!alias_ok(bk->remote, strlen(bk->remote)))
+	if (!name_ident_valid(bk->remote, strlen(bk->remote), BMD_REMOTE_MAX))
 		return cmap_fail(err, EINVAL, "backend.remote must be an attached remote's alias ([A-Za-z0-9_-], 1..%d)",
 				 BMD_REMOTE_MAX);
 	if (!name_bucket_valid(bk->bucket, strlen(bk->bucket)))
