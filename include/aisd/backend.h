@@ -49,7 +49,10 @@ typedef struct bk_remote {
 	char token[1024];             /* ais: bearer token ("" none) */
 	bool virtual_host;            /* S3: BUCKET.host addressing, else path-style */
 	char ca_file[1024];           /* PEM bundle for https ("" the system's) */
+	uint64_t blob_min;            /* cold reads of objects this big or bigger fetch
+					 in parallel ranges (0: BK_BLOB_MIN_DEFAULT) */
 } bk_remote_t;
+#define BK_BLOB_MIN_DEFAULT (256ull << 20)
 
 /* "s3" or "ais"; and back (BK_NONE for anything else). */
 const char *bk_kind_name(enum bk_kind k);
@@ -67,7 +70,7 @@ int bk_remote_get(const char *alias, size_t len, bk_remote_t *out);
  * DELETE from outside the cluster is applied on every node of the map. */
 int bk_h_remotes(http_req_t *req);
 /* Appends the remotes as JSON, secrets left out: [{"alias","kind","url",
- * "region","addressing","ca_file","access_key_set"},...]. */
+ * "region","addressing","ca_file","blob_min","access_key_set"},...]. */
 void bk_remotes_json(buf_t *out);
 
 /* --- a bucket's backend (its BMD props name the remote) ---------------------- */

@@ -64,8 +64,8 @@ static int str_of(json_t *o, const char *key, char *out, size_t outsz, bool requ
 /* A remote from its JSON object (alias from the object, or given). */
 static int remote_parse(json_t *o, const char *alias, bk_remote_t *r, buf_t *err)
 {
-	static const char *const keys[] = {"alias",      "kind",  "url",        "region", "access_key",
-					   "secret_key", "token", "addressing", "ca_file"};
+	static const char *const keys[] = {"alias",      "kind",  "url",        "region",  "access_key",
+					   "secret_key", "token", "addressing", "ca_file", "blob_min"};
 	char kind[8] = "", addr[16] = "path";
 	const char *k;
 	json_t *v;
@@ -112,6 +112,12 @@ static int remote_parse(json_t *o, const char *alias, bk_remote_t *r, buf_t *err
 		return AIS_ERR;
 	}
 	r->virtual_host = !strcmp(addr, "virtual");
+	json_t *bm = json_object_get(o, "blob_min");
+	if (bm && (!json_is_integer(bm) || json_integer_value(bm) < 0)) {
+		buf_addstr(err, "remote: blob_min must be a number of bytes (0: the default)");
+		return AIS_ERR;
+	}
+	r->blob_min = bm ? (uint64_t)json_integer_value(bm) : 0;
 	if (!r->access_key[0] != !r->secret_key[0]) {
 		buf_addstr(err, "remote: access_key and secret_key go together");
 		return AIS_ERR;
@@ -125,10 +131,11 @@ static void file_json(buf_t *out)
 	buf_addstr(out, "{\"remotes\":[");
 	for (size_t i = 0; i < nremotes; i++) {
 		const bk_remote_t *r = &remotes[i];
-		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "alias", r->alias, "kind",
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I}", "alias", r->alias, "kind",
 				      bk_kind_name(r->kind), "url", r->url, "region", r->region, "access_key",
 				      r->access_key, "secret_key", r->secret_key, "token", r->token, "addressing",
-				      r->virtual_host ? "virtual" : "path", "ca_file", r->ca_file);
+				      r->virtual_host ? "virtual" : "path", "ca_file", r->ca_file, "blob_min",
+				      (json_int_t)r->blob_min);
 		char *s = json_dumps(o, JSON_COMPACT);
 		buf_addstr(out, i ? ",\n" : "\n");
 		buf_addstr(out, s);
@@ -220,9 +227,10 @@ void bk_remotes_json(buf_t *out)
 	buf_addch(out, '[');
 	for (size_t i = 0; i < nremotes; i++) {
 		const bk_remote_t *r = &remotes[i];
-		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:b}", "alias", r->alias, "kind", bk_kind_name(r->kind),
-				      "url", r->url, "region", r->region, "addressing",
-				      r->virtual_host ? "virtual" : "path", "ca_file", r->ca_file, "access_key_set",
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b}", "alias", r->alias, "kind",
+				      bk_kind_name(r->kind), "url", r->url, "region", r->region, "addressing",
+				      r->virtual_host ? "virtual" : "path", "ca_file", r->ca_file, "blob_min",
+				      (json_int_t)(r->blob_min ? r->blob_min : BK_BLOB_MIN_DEFAULT), "access_key_set",
 				      r->access_key[0] != '\0');
 		char *s = json_dumps(o, JSON_COMPACT);
 		if (i)

@@ -45,6 +45,7 @@ static const struct cli_opt opts_remote_attach[] = {
 	{"token-file", 0, "FILE", "aisd: a bearer token, the first line of FILE"},
 	{"addressing", 0, "path|virtual", "S3: ENDPOINT/BUCKET/KEY (default) or BUCKET.HOST/KEY"},
 	{"ca-file", 0, "PEM", "https: verify the remote against this CA bundle"},
+	{"blob-min", 0, "SIZE", "cold reads of objects this big fetch in parallel ranges (default 256MiB)"},
 	{0},
 };
 static const struct cli_opt opts_decommission[] = {

@@ -43,7 +43,8 @@ int cli_remote_attach(struct cli *c, const struct cli_args *a)
 	const char *alias = a->pos[0], *url = a->pos[1];
 	const char *kind = cli_opt(a, "kind"), *ak = cli_opt(a, "access-key"), *skf = cli_opt(a, "secret-key-file");
 	const char *tkf = cli_opt(a, "token-file"), *addr = cli_opt(a, "addressing");
-	const char *region = cli_opt(a, "region"), *ca = cli_opt(a, "ca-file");
+	const char *region = cli_opt(a, "region"), *ca = cli_opt(a, "ca-file"), *bm = cli_opt(a, "blob-min");
+	uint64_t blob_min = 0;
 	char sk[1024] = "", tok[1024] = "";
 	if (!kind)
 		kind = "s3";
@@ -51,6 +52,8 @@ int cli_remote_attach(struct cli *c, const struct cli_args *a)
 		return cli_usage_error(a->cmd, "bad --kind '%s': want s3 or ais", kind);
 	if (!ak != !skf)
 		return cli_usage_error(a->cmd, "--access-key and --secret-key-file go together");
+	if (bm && num_parse_size(bm, &blob_min) != AIS_OK)
+		return cli_usage_error(a->cmd, "bad --blob-min '%s': a size such as 64MiB", bm);
 	if ((skf && first_line(skf, sk, sizeof(sk)) != AIS_OK) || (tkf && first_line(tkf, tok, sizeof(tok)) != AIS_OK))
 		return CLI_EXIT_ERR;
 	json_t *o = json_pack("{s:s,s:s}", "kind", kind, "url", url);
@@ -66,6 +69,8 @@ int cli_remote_attach(struct cli *c, const struct cli_args *a)
 		json_object_set_new(o, "addressing", json_string(addr));
 	if (ca)
 		json_object_set_new(o, "ca_file", json_string(ca));
+	if (bm)
+		json_object_set_new(o, "blob_min", json_integer((json_int_t)blob_min));
 	char *js = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	buf_t what = BUF_INIT;

@@ -32,6 +32,11 @@
  *  6. A write is acknowledged only after the remote took it (PUT from the
  *     sealed temp file) and then the local commit; a delete removes the
  *     remote object first.
+ *  7. A blob download (objects of the remote's blob_min or more): BLOB_WORKERS
+ *     threads GET BLOB_CHUNK ranges at once (each with If-Match, a range
+ *     retried while nothing of it was written); the ranges are written in
+ *     order, so the checksum, the readers and rule 2 see one stream.
+ *     Memory: BLOB_WORKERS chunks.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -52,6 +57,8 @@
 #include "aisd/banned.h"
 
 #define FILLS_MAX 512
+#define BLOB_CHUNK (8u << 20)
+#define BLOB_WORKERS 4
 
 struct fill {
 	/* set before the thread starts, read-only after */
@@ -200,6 +207,110 @@ static int fill_sink(void *arg, const char *p, size_t n)
 	return AIS_OK;
 }
 
+/* --- blob download (rule 7) ---------------------------------------------------- */
+
+struct blob {
+	struct fill *f;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t next_fetch, next_write, nchunks;
+	bool failed;
+	int err;
+	buf_t msg;
+};
+
+static int chunk_sink(void *arg, const char *p, size_t n)
+{
+	buf_add(arg, p, n);
+	return atomic_load(&stopping) ? AIS_ERR : AIS_OK;
+}
+
+static void *blob_worker(void *arg)
+{
+	struct blob *b = arg;
+	struct fill *f = b->f;
+	buf_t buf = BUF_INIT, msg = BUF_INIT;
+	for (;;) {
+		pthread_mutex_lock(&b->mu);
+		if (b->failed || b->next_fetch == b->nchunks) {
+			pthread_mutex_unlock(&b->mu);
+			break;
+		}
+		uint64_t k = b->next_fetch++, off = k * BLOB_CHUNK, len = MIN(BLOB_CHUNK, f->len - off);
+		pthread_mutex_unlock(&b->mu);
+		int rc = AIS_ERR, e = EIO;
+		for (int attempt = 0; attempt < 3 && !atomic_load(&stopping); attempt++) {
+			bk_obj_t got;
+			buf_reset(&buf);
+			buf_reset(&msg);
+			rc = bk_get(&f->bk, (sv_t){f->obj, f->olen}, off, len, f->want.etag, chunk_sink, &buf, &got, &msg);
+			e = errno;
+			if (rc == AIS_OK && buf.len != len) {
+				rc = AIS_ERR;
+				e = EREMOTEIO;
+				buf_addf(&msg, "remote \"%s\": range at %llu: %zu of %llu bytes", f->bk.r.alias,
+					 (unsigned long long)off, buf.len, (unsigned long long)len);
+			}
+			if (rc == AIS_OK || (e != EHOSTUNREACH && e != EREMOTEIO))
+				break;
+			usleep(attempt ? 400000 : 100000);
+		}
+		pthread_mutex_lock(&b->mu);
+		while (!b->failed && b->next_write != k)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (!b->failed && rc != AIS_OK) {
+			b->failed = true;
+			b->err = e;
+			buf_addsv(&b->msg, sv_of(&msg));
+		}
+		bool mine = !b->failed;
+		pthread_mutex_unlock(&b->mu);
+		if (mine && fill_sink(f, buf.ptr, buf.len) != AIS_OK) {
+			pthread_mutex_lock(&b->mu);
+			b->failed = true;
+			b->err = errno ? errno : EIO;
+			buf_addf(&b->msg, "storing the fetched object: %s", strerror(b->err));
+			pthread_mutex_unlock(&b->mu);
+		}
+		pthread_mutex_lock(&b->mu);
+		b->next_write++;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+	}
+	buf_free(&buf);
+	buf_free(&msg);
+	return NULL;
+}
+
+/* The whole object in parallel ranges: AIS_OK, or AIS_ERR with *e and f->msg. */
+static int blob_fetch(struct fill *f, int *e)
+{
+	struct blob b = {.f = f, .nchunks = (f->len + BLOB_CHUNK - 1) / BLOB_CHUNK};
+	pthread_t th[BLOB_WORKERS];
+	int n = 0;
+	pthread_mutex_init(&b.mu, NULL);
+	pthread_cond_init(&b.cv, NULL);
+	for (int i = 0; i < BLOB_WORKERS; i++)
+		if (pthread_create(&th[n], NULL, blob_worker, &b) == 0)
+			n++;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (!n || (!b.failed && b.next_write != b.nchunks)) {
+		b.failed = true;
+		b.err = EAGAIN;
+		buf_addstr(&b.msg, "blob download: no worker ran");
+	}
+	buf_addsv(&f->msg, sv_of(&b.msg));
+	if (!b.failed)
+		log_info("blob download %s/%.*s: %llu bytes in %llu ranges", f->bk.bucket, (int)MIN(f->olen, 256), f->obj,
+			 (unsigned long long)f->len, (unsigned long long)b.nchunks);
+	*e = b.err;
+	buf_free(&b.msg);
+	pthread_cond_destroy(&b.cv);
+	pthread_mutex_destroy(&b.mu);
+	return b.failed ? AIS_ERR : AIS_OK;
+}
+
 /* Opens the writer (whole) or the unnamed temp file (range) and rfd. */
 static int fill_open(struct fill *f)
 {
@@ -229,6 +340,11 @@ static void *fill_main(void *arg)
 		buf_addf(&f->msg, "cannot store the fetched object: %s", strerror(e));
 		goto out;
 	}
+	uint64_t blob_min = f->bk.r.blob_min ? f->bk.r.blob_min : BK_BLOB_MIN_DEFAULT;
+	if (f->whole && f->len >= blob_min && f->len > BLOB_CHUNK) {
+		rc = blob_fetch(f, &e);
+		goto fetched;
+	}
 	for (int attempt = 0;; attempt++) {
 		buf_reset(&f->msg);
 		rc = bk_get(&f->bk, obj, f->whole ? 0 : f->off, f->whole ? 0 : f->len, f->want.etag, fill_sink, f, &got,
@@ -240,6 +356,7 @@ static void *fill_main(void *arg)
 			break;
 		usleep(attempt ? 400000 : 100000);
 	}
+fetched:
 	if (rc == AIS_OK && atomic_load(&f->have) != f->len) {
 		buf_reset(&f->msg);
 		buf_addf(&f->msg, "remote \"%s\": %s/%.*s: got %llu of %llu bytes", f->bk.r.alias, f->bk.bucket,

@@ -10,8 +10,9 @@ Checks:
     the BMD and logs; remotes.json is 0600 on every node; bucket create
     --backend; detaching a remote in use is refused (409).
  2. Cold GET byte for byte (0 B, 10 KiB, 5 MiB, 48 MiB) through the
-    native API and S3 (boto3), for both remotes; the ETag S3 clients see
-    is the remote's; then warm (cached flag in the listing).
+    native API and S3 (boto3), for both remotes (r2 fetches objects of 16
+    MiB or more as a blob download: parallel ranges); the ETag S3 clients
+    see is the remote's; then warm (cached flag in the listing).
  3. Range GET of a cold object: the right bytes, and nothing cached.
  4. Four concurrent cold GETs of one object: one GET reaches the remote
     (its gateway's request counter), every client gets the same bytes.
@@ -166,8 +167,8 @@ with open(skf, "w") as f:
     f.write(SK + "\n")
 rc, out = ctl("remote", "attach", "r1", rg.url, "--kind", "s3", "--access-key", AK, "--secret-key-file", skf)
 t.check(rc == 0, "aisctl remote attach r1 (S3, SigV4)", out)
-rc, out = ctl("remote", "attach", "r2", rg.url, "--kind", "ais")
-t.check(rc == 0, "aisctl remote attach r2 (aisd native)", out)
+rc, out = ctl("remote", "attach", "r2", rg.url, "--kind", "ais", "--blob-min", "16MiB")
+t.check(rc == 0, "aisctl remote attach r2 (aisd native; blob download from 16 MiB)", out)
 rc, out = ctl("remote", "show")
 t.check(rc == 0 and "r1" in out and "r2" in out and SK not in out, "remote show lists both, no secret", out)
 r = request("GET", g.url, "/v1/remotes")
@@ -203,6 +204,9 @@ for bck in ("cache", "cache2"):
     t.check(c is not None and {"zero", "ten-k", "five-m", "big"} <= c, "%s: cold GETs are cached" % bck, c)
     r = get(bck, "big")
     t.check(r.status == 200 and r.body == BODY["big"], "%s: warm GET big" % bck)
+logs = "".join(open(x.log, errors="replace").read() for x in ts)
+t.check("blob download src/big: 50331648 bytes in 6 ranges" in logs, "cache2's big came as a blob download")
+t.check("blob download src/five-m" not in logs, "smaller objects in one GET")
 s3 = s3c(g.url)
 o = s3.get_object(Bucket="cache", Key="five-m")
 t.check(o["Body"].read() == BODY["five-m"], "S3 GET (boto3) of a cached object")
