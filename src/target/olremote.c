@@ -50,7 +50,9 @@
 #include <unistd.h>
 
 #include "ol_int.h"
+#include "aisd/hrw.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -311,6 +313,32 @@ static int blob_fetch(struct fill *f, int *e)
 	return b.failed ? AIS_ERR : AIS_OK;
 }
 
+/* The bucket's other copies of an object just fetched (mirror on), sent
+ * from the committed copy like a replicated PUT's. Best effort, logged:
+ * a holder that lacks its copy fetches it on a read anyway. */
+static void fetched_copies(struct fill *f)
+{
+	cluster_t *cl = f->t->base.cl;
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
+	size_t n = 0;
+	cluster_read_lock(cl, &m, &b);
+	place_object(m, b, f->bck, f->blen, f->obj, f->olen, cluster_self(cl)->id, &p);
+	for (size_t i = 0; i < p.n; i++)
+		if ((int)i != p.self)
+			snprintf(urls[n++], sizeof(urls[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(cl);
+	for (size_t i = 0; i < n; i++) {
+		buf_t msg = BUF_INIT;
+		if (tgt_send_copy(f->t, urls[i], f->bck, f->blen, f->obj, f->olen, "replica", NULL, &msg) != AIS_OK)
+			log_warnx("cold GET %.*s/%.*s: no copy on %s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256),
+				  f->obj, urls[i], msg.ptr ? msg.ptr : "");
+		buf_free(&msg);
+	}
+}
+
 /* Opens the writer (whole) or the unnamed temp file (range) and rfd. */
 static int fill_open(struct fill *f)
 {
@@ -373,6 +401,8 @@ fetched:
 		buf_free(&custom);
 		if (rc != AIS_OK)
 			buf_addf(&f->msg, "storing the fetched object: %s", strerror(e));
+		else
+			fetched_copies(f);
 	}
 	if (rc != AIS_OK && e == ESTALE)
 		log_info("cold GET %.*s/%.*s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256), f->obj, f->msg.ptr);

@@ -156,7 +156,7 @@ def remote_gets():
 t.eq(request("POST", rg.url, "/v1/buckets/src", json.dumps({"action": "create-bck"}), JSON).status, 200,
      "remote bucket src created")
 SIZES = {"zero": 0, "ten-k": 10 << 10, "five-m": 5 << 20, "big": 48 << 20, "ranged": 3 << 20,
-         "conc": 24 << 20, "changes": 1000, "deleted": 2000, "warm": 4096, "killed": 160 << 20}
+         "conc": 24 << 20, "changes": 1000, "deleted": 2000, "warm": 4096, "killed": 160 << 20, "mirrored": 100 << 10}
 BODY = {n: data(sz, i) for i, (n, sz) in enumerate(SIZES.items())}
 for n, b in BODY.items():
     t.check(rput("src", n, b).status == 200, "remote PUT %s (%d bytes)" % (n, len(b)))
@@ -216,6 +216,16 @@ t.check(o["Body"].read() == BODY["warm"] and o["ETag"] == remote_etag, "S3 cold 
         (o["ETag"], remote_etag))
 r = get("cache", "nope")
 t.eq(r.status, 404, "a name the remote lacks is 404")
+
+r = request("PATCH", g.url, "/v1/buckets/cache2",
+            json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
+t.eq(r.status, 200, "mirror copies=2 on a remote bucket")
+t.eq(get("cache2", "mirrored").body, BODY["mirrored"], "cold GET in a mirrored remote bucket")
+have = [request("GET", x.url, "/v1/objects/cache2/mirrored", headers={"Ais-Intra": "test"}).body == BODY["mirrored"]
+        for x in ts]
+t.check(all(have), "the fetched object has its 2 copies", have)
+request("PATCH", g.url, "/v1/buckets/cache2",
+        json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": False}}}), JSON)
 
 # --- 3. Range on a cold object -------------------------------------------------------
 r = get("cache", "ranged", headers={"Range": "bytes=1000000-1000999"})
