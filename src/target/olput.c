@@ -76,10 +76,10 @@ int ol_put_commit(ol_put_t *p)
 	if (p->w && p->w->cluster) { /* a remote bucket: the remote takes it first (olremote.c) */
 		int berr;
 		bk_bucket_t *bk = olr_backend(p->t, p->bck, &berr, &p->msg);
-		int rc = bk ? olr_put(p->t, bk, p, &through) : AIS_OK;
+		int rc = bk ? olr_put(p->t, bk, p, &through) : AIS_OK, e = errno;
 		free(bk);
 		if (berr || rc != AIS_OK) {
-			errno = berr ? EAGAIN : errno;
+			errno = berr ? EAGAIN : e;
 			return AIS_ERR;
 		}
 		if (through)
