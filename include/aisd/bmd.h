@@ -44,6 +44,18 @@ enum {
 	BMD_ACCESS_ALL = (1 << 7) - 1,
 };
 
+/* A bucket's remote backend (src/backend): the bucket caches the bucket
+ * `bucket` of the remote attached as `remote` (backend.h). provider ""
+ * means none: a bucket of this cluster only. */
+#define BMD_REMOTE_MAX 32
+typedef struct bmd_backend {
+	char provider[8];                      /* "", "s3" or "ais" */
+	char remote[BMD_REMOTE_MAX + 1];       /* the remote's alias */
+	char bucket[NAME_BUCKET_MAX + 1];      /* the bucket's name there */
+	bool validate_warm_get;                /* HEAD the remote before a cached read */
+	bool sync;                             /* remote deletions are reflected here */
+} bmd_backend_t;
+
 typedef struct bmd_props {
 	enum store_cksum cksum; /* checksum of new objects */
 	bool mirror_enabled;
@@ -62,6 +74,9 @@ typedef struct bmd_props {
 	 * x-amz-acl on CreateBucket); changed by set_props. */
 	bool s3acl_set;
 	char s3acl[S3ACL_TEXT_MAX + 1];
+
+	/* --- remote backend (bmdbk.c): set by bmd_add or set-bprops --- */
+	bmd_backend_t backend;
 } bmd_props_t;
 
 typedef struct bmd_bucket {
@@ -128,6 +143,16 @@ void bmd_encode(const bmd_t *b, buf_t *out);
 int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err);
 /* Same rule and results as cmap_accept. */
 int bmd_accept(const bmd_t *cur, const bmd_t *incoming, buf_t *err);
+
+/* The backend block (bmdbk.c): ,"backend":{"provider","remote","bucket",
+ * "validate_warm_get","sync"} appended to props or BMD JSON (nothing when
+ * provider is ""); decode of that object (strict); the set-bprops group
+ * "backend" applied to *bk (any subset of its keys; provider "" or "none"
+ * removes it); the range check. AIS_OK or AIS_ERR (EINVAL, err). */
+void bmd_backend_encode(const bmd_backend_t *bk, buf_t *out);
+int bmd_backend_decode(const struct json_t *o, const char *what, bmd_backend_t *bk, buf_t *err);
+int bmd_backend_patch(const struct json_t *g, bmd_backend_t *bk, buf_t *err);
+int bmd_backend_check(const bmd_backend_t *bk, buf_t *err);
 
 /* Persistence (persist.c), same contract as cmap_save / cmap_load. */
 int bmd_save(const bmd_t *b, const char *path, buf_t *err);

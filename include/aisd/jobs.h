@@ -110,6 +110,9 @@ int jobs_h_target(http_req_t *req);
  * {"action":"rebalance"|"stop-rebalance"}: sent to every target. */
 int jobs_h_cluster_status(http_req_t *req);
 int jobs_h_cluster_action(http_req_t *req, bool start);
+/* The same with the body given ({"action":"start","value":{..}}), for the
+ * job ?what= names (prefetch, evict of remote buckets). */
+int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body);
 /* Primary, blocking: waits until the target sid has moved every object off
  * (its run under a map >= version is done and it holds none), at most
  * timeout_ms. AIS_OK; AIS_ERR with errno ETIMEDOUT (msg says what is left)

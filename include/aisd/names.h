@@ -18,5 +18,7 @@
 bool name_bucket_valid(const char *s, size_t len);
 bool name_object_valid(const char *s, size_t len);
 bool utf8_valid(const char *s, size_t len);
+/* A short identifier (a remote's alias): [A-Za-z0-9_-], 1..max bytes. */
+bool name_ident_valid(const char *s, size_t len, size_t max);
 
 #endif

@@ -92,6 +92,8 @@ unsigned ol_hops(http_req_t *req);
 /* --- reads ----------------------------------------------------------------------- */
 
 #define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */
+#define OL_STREAM 2u /* the caller sends the body with ol_send: a cold object of a remote
+			bucket is given while it is fetched (olremote.c) */
 
 /* Called on the loop with an open copy (err 0: fd and *m; the callee owns
  * fd) or a failure: err ENOENT (no copy anywhere), EBADMSG (damaged, no
@@ -107,6 +109,12 @@ void ol_open(http_req_t *req, struct target *t, sv_t bck, sv_t obj, unsigned fla
  * (false for intra-cluster requests). AIS_OK with *fd and *m, or AIS_ERR
  * with errno as above. */
 int ol_open_sync(struct target *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg);
+/* Sends len bytes from start of an fd ol_open (OL_STREAM) gave: the file
+ * (sendfile), or, for a cold object of a remote bucket, the bytes as the
+ * fetch writes them (a Range: only that range, fetched then). Takes fd. */
+void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len);
+/* Stops the remote fetches in progress and waits for them (target_stop). */
+void olr_stop(void);
 /* Answers a failed open for the native API (404 naming the bucket or the
  * object, 500 damaged, 502 no good copy, else by errno). */
 void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *msg);

@@ -106,7 +106,9 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
  * opens the sealed bytes for reading (the caller closes the descriptor; -1
  * with errno on failure), so they can be sent to other targets, and commit
  * or free decide whether the write becomes visible. commit ignores its
- * checksum arguments on a sealed writer. */
+ * checksum arguments on a sealed writer. Sealing a sealed writer gives the
+ * same result again. store_writer_open_tmp also works before the seal:
+ * the bytes written so far, growing (a remote fetch streams them out). */
 int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char *want_hex, store_meta_t *out);
 int store_writer_open_tmp(store_writer_t *w);
 /* Addition: reads fd (open on the version m describes) whole and checks it

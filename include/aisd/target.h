@@ -72,6 +72,10 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
  * (.tar) is followed by its members, "SHARD/MEMBER", with their sizes and
  * the flag TGT_ENTRY_IN_ARCH; the shard gets TGT_ENTRY_IS_ARCHIVE. */
 #define TGT_LS_ARCH_DIR 8
+/* Remote buckets: flags & TGT_LS_CACHED lists what is cached here only
+ * (AIStore's LsCached); an entry that is cached has TGT_ENTRY_CACHED. */
+#define TGT_LS_CACHED 1
+#define TGT_ENTRY_CACHED 64
 #define TGT_ENTRY_IN_ARCH 128
 #define TGT_ENTRY_IS_ARCHIVE 512
 /* Appends the member entries of shard obj to out (each preceded by a comma).
@@ -141,5 +145,14 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 #define TGT_HAVE_CKSUM "Ais-Have-Cksum"
 #define TGT_HAVE_MTIME "Ais-Have-Mtime-Ns"
 #define TGT_HAD "Ais-Had"
+
+/* The prefetch and evict jobs of remote buckets (bkjobs.c): kind
+ * "prefetch" or "evict"; GET/PUT /v1/jobs?what=KIND on a target. */
+struct job_stats;
+bool bkj_kind(sv_t kind);
+int bkj_h_target(http_req_t *req, sv_t kind);
+void bkj_stats(sv_t kind, struct job_stats *out);
+/* Stops the runs in progress (target_stop). */
+void bkj_stop(void);
 
 #endif

@@ -31,15 +31,23 @@ static const char *const checksum_types[] = {"xxhash", "md5", "sha256", "none"};
 static int bucket_action(struct cli *c, const char *method, const char *bucket, const char *json,
 			 const char *what)
 {
+	return cli_json_call(c, method, "/v1/buckets/", bucket, json, what, NULL);
+}
+
+int cli_json_call(struct cli *c, const char *method, const char *base, const char *name, const char *json,
+		  const char *what, buf_t *body)
+{
 	buf_t path = BUF_INIT;
-	buf_addstr(&path, "/v1/buckets/");
-	cli_escape(&path, bucket, false);
+	buf_addstr(&path, base);
+	cli_escape(&path, name, false);
 	struct cli_req rq = CLI_REQ_INIT(method, path.ptr);
 	rq.json = json;
 	struct cli_resp rs = {0};
 	int rc = cli_http(c, &rq, &rs);
 	if (rc == AIS_OK)
 		rc = cli_http_check(&rs, what);
+	if (rc == AIS_OK && body)
+		buf_addsv(body, sv_of(&rs.body));
 	cli_resp_free(&rs);
 	buf_free(&path);
 	return rc;
@@ -69,6 +77,20 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a)
 		}
 		json_object_set_new(body, "value",
 				    json_pack("{s:{s:s}}", "checksum", "type", cks));
+	}
+	const char *be = cli_opt(a, "backend");
+	if (be) {
+		json_t *bk;
+		if (cli_backend_parse(be, &bk) != AIS_OK) {
+			json_decref(body);
+			return cli_usage_error(a->cmd, "bad --backend '%s': want s3://BUCKET, s3://@ALIAS/BUCKET or ais://@ALIAS/BUCKET", be);
+		}
+		json_object_set_new(bk, "validate_warm_get", json_boolean(cli_opt(a, "validate-warm-get") != NULL));
+		json_object_set_new(bk, "sync", json_boolean(cli_opt(a, "sync") != NULL));
+		json_t *v = json_object_get(body, "value");
+		if (!v)
+			json_object_set_new(body, "value", v = json_object());
+		json_object_set_new(v, "backend", bk);
 	}
 	char *json = json_dumps(body, JSON_COMPACT);
 	json_decref(body);

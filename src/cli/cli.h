@@ -262,6 +262,20 @@ void cli_node_cells(json_t *st, struct cli_node_cells *out);
  * config.c, ml.c, complete.c). */
 int cli_config_set(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
+/* remote.c */
+int cli_remote_attach(struct cli *c, const struct cli_args *a);
+int cli_remote_detach(struct cli *c, const struct cli_args *a);
+int cli_remote_show(struct cli *c, const struct cli_args *a);
+int cli_prefetch(struct cli *c, const struct cli_args *a);
+/* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
+ * AIS_OK for a 2xx (its body appended to body, may be NULL), else the
+ * error printed (cli_http_check). bucket.c. */
+int cli_json_call(struct cli *c, const char *method, const char *base, const char *name, const char *json,
+		  const char *what, buf_t *body);
+int cli_evict(struct cli *c, const struct cli_args *a);
+/* s3://B, s3://@ALIAS/B or ais://@ALIAS/B into a backend props object. */
+struct json_t;
+int cli_backend_parse(const char *spec, struct json_t **out);
 int cli_bucket_ls(struct cli *c, const struct cli_args *a);
 int cli_bucket_rm(struct cli *c, const struct cli_args *a);
 int cli_bucket_props_show(struct cli *c, const struct cli_args *a);

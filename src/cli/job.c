@@ -27,10 +27,11 @@
 static int check_kind(const struct cli_args *a, bool allow_res, const char **kind)
 {
 	*kind = a->npos ? a->pos[0] : "rebalance";
-	if (!strcmp(*kind, "rebalance") || (allow_res && !strcmp(*kind, "resilver")))
+	if (!strcmp(*kind, "rebalance") || (allow_res && !strcmp(*kind, "resilver")) || !strcmp(*kind, "prefetch") ||
+	    !strcmp(*kind, "evict"))
 		return CLI_EXIT_OK;
-	return cli_usage_error(a->cmd, "unknown job '%s': want rebalance%s", a->pos[0],
-	                       allow_res ? " or resilver" : " (a resilver starts with a mountpath change)");
+	return cli_usage_error(a->cmd, "unknown job '%s': want rebalance%s, prefetch or evict", a->pos[0],
+	                       allow_res ? ", resilver" : " (a resilver starts with a mountpath change)");
 }
 
 /* GETs the cluster's job status; NULL after printing why. */
@@ -178,9 +179,12 @@ static int job_action(struct cli *c, const struct cli_args *a, const char *actio
 	int rc = check_kind(a, false, &kind);
 	if (rc != CLI_EXIT_OK)
 		return rc;
-	char body[64];
+	char body[64], path[64];
+	if (strcmp(kind, "rebalance") && !strcmp(action, "rebalance"))
+		return cli_usage_error(a->cmd, "a %s starts with aisctl %s BUCKET", kind, kind);
 	snprintf(body, sizeof(body), "{\"action\":\"%s\"}", action);
-	struct cli_req rq = CLI_REQ_INIT("PUT", "/v1/cluster");
+	snprintf(path, sizeof(path), "/v1/cluster?what=%s", kind);
+	struct cli_req rq = CLI_REQ_INIT("PUT", path);
 	rq.json = body;
 	struct cli_resp rs = {0};
 	rc = CLI_EXIT_ERR;

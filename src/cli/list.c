@@ -261,8 +261,9 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			json_object_set_new(value, "continuation_token", json_string(token));
 		if (props.len)
 			json_object_set_new(value, "props", json_string(props.ptr));
-		if (archive)
-			json_object_set_new(value, "flags", json_integer(8)); /* AIStore's LsArchDir */
+		if (archive || cli_opt(a, "cached"))
+			json_object_set_new(value, "flags", json_integer((archive ? 8 : 0) | /* AIStore's LsArchDir */
+									 (cli_opt(a, "cached") ? 1 : 0))); /* LsCached */
 		json_t *body = json_pack("{s:s,s:o}", "action", "list", "value", value);
 		char *json = json_dumps(body, JSON_COMPACT);
 		json_decref(body);

@@ -26,6 +26,26 @@
 /* Options of each command (the global ones are in cli_global_opts). */
 static const struct cli_opt opts_bucket_create[] = {
 	{"checksum", 0, "TYPE", "checksum type of the bucket: xxhash, md5, sha256 or none"},
+	{"backend", 0, "s3://[@ALIAS/]B|ais://@ALIAS/B", "cache of a remote bucket (an attached remote; s3:// alone: the remote named s3)"},
+	{"validate-warm-get", 0, NULL, "with --backend: check the remote's version before serving a cached object"},
+	{"sync", 0, NULL, "with --backend and --validate-warm-get: a remote deletion deletes the cached copy"},
+	{0},
+};
+static const struct cli_opt opts_listrange[] = {
+	{"prefix", 0, "PREFIX", "the objects whose names start with PREFIX (default: all)"},
+	{"list", 0, "OBJ,OBJ,...", "these objects"},
+	{"template", 0, "TEMPLATE", "names from a range: shard-{0000..0999}.tar"},
+	{0},
+};
+static const struct cli_opt opts_remote_attach[] = {
+	{"kind", 0, "s3|ais", "an S3-compatible endpoint (default) or another aisd cluster (native API)"},
+	{"region", 0, "REGION", "S3 signing region (default us-east-1)"},
+	{"access-key", 0, "KEY", "S3 access key (with --secret-key-file)"},
+	{"secret-key-file", 0, "FILE", "S3 secret key: the first line of FILE"},
+	{"token-file", 0, "FILE", "aisd: a bearer token, the first line of FILE"},
+	{"addressing", 0, "path|virtual", "S3: ENDPOINT/BUCKET/KEY (default) or BUCKET.HOST/KEY"},
+	{"ca-file", 0, "PEM", "https: verify the remote against this CA bundle"},
+	{"blob-min", 0, "SIZE", "cold reads of objects this big fetch in parallel ranges (default 256MiB)"},
 	{0},
 };
 static const struct cli_opt opts_decommission[] = {
@@ -49,6 +69,7 @@ static const struct cli_opt opts_ls[] = {
 	{"limit", 'n', "N", "stop after N objects"},
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
+	{"cached", 0, NULL, "a remote bucket: only the objects cached in this cluster"},
 	{0},
 };
 static const struct cli_opt opts_get_batch[] = {
@@ -99,6 +120,14 @@ static const struct cli_opt opts_job_wait[] = {
 static const struct cli_cmd cli_cmds[] = {
 	{"bucket create", "BUCKET", "create a bucket", opts_bucket_create, 1, 1, cli_bucket_create, false},
 	{"bucket ls", "", "list buckets", NULL, 0, 0, cli_bucket_ls, false},
+	{"remote attach", "ALIAS URL", "attach a remote backend on every node (credentials from files)",
+	 opts_remote_attach, 2, 2, cli_remote_attach, false},
+	{"remote detach", "ALIAS", "detach a remote (no bucket may use it)", NULL, 1, 1, cli_remote_detach, false},
+	{"remote show", "", "the attached remotes (never their secrets)", NULL, 0, 0, cli_remote_show, false},
+	{"prefetch", "BUCKET", "fetch a remote bucket's objects into the cluster (a job: aisctl job show prefetch)",
+	 opts_listrange, 1, 1, cli_prefetch, false},
+	{"evict", "BUCKET", "drop the cached copies of a remote bucket's objects (the remote keeps them)",
+	 opts_listrange, 1, 1, cli_evict, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
@@ -129,12 +158,12 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_maintenance, 2, 2, cli_node_maintenance, false},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission, false},
-	{"job show", "[rebalance|resilver]", "show a job's progress on every target (default: rebalance)", NULL,
+	{"job show", "[rebalance|resilver|prefetch|evict]", "show a job's progress on every target (default: rebalance)", NULL,
 	 0, 1, cli_job_show, false},
-	{"job wait", "[rebalance|resilver]", "wait until the job ends (progress bar on a terminal)",
+	{"job wait", "[rebalance|resilver|prefetch|evict]", "wait until the job ends (progress bar on a terminal)",
 	 opts_job_wait, 0, 1, cli_job_wait, false},
 	{"job start", "[rebalance]", "start a rebalance on every target", NULL, 0, 1, cli_job_start, false},
-	{"job stop", "[rebalance]", "stop the rebalance on every target", NULL, 0, 1, cli_job_stop, false},
+	{"job stop", "[rebalance|prefetch|evict]", "stop the job on every target", NULL, 0, 1, cli_job_stop, false},
 	{"storage mountpath show", "[NODE]",
 	 "every target's mountpaths (or NODE's): state, objects, bytes, capacity, and its resilver", NULL, 0, 1,
 	 cli_mountpath_show, false},

@@ -657,7 +657,8 @@ int cluster_h_cluster(http_req_t *req)
 	http_query_get(req, "what", &what);
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
-	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"))
+	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||
+	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict")) /* remote buckets' jobs */
 		return jobs_h_cluster_status(req); /* src/jobs/api.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;

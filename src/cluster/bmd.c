@@ -69,7 +69,7 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: bad S3 ACL");
 	if (!p->s3acl_set && p->s3acl[0])
 		return cmap_fail(err, EINVAL, "bmd: an S3 ACL that is not set");
-	return AIS_OK;
+	return bmd_backend_check(&p->backend, err);
 }
 
 bool bmd_region_valid(const char *s, size_t len)
@@ -106,6 +106,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		}
 		buf_addch(out, '}');
 	}
+	bmd_backend_encode(&p->backend, out);
 	buf_addch(out, '}');
 }
 
@@ -198,6 +199,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 				return cmap_fail(err, EINVAL,
 					    "set-bprops: \"access\" must be \"ro\", \"rw\" or a bit mask 0..%d",
 					    BMD_ACCESS_ALL);
+		} else if (!strcmp(k, "backend")) {
+			if (bmd_backend_patch(g, &n.backend, err) != AIS_OK)
+				return AIS_ERR;
 		} else {
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
@@ -277,7 +281,8 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
-	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl);
+	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
+	       !memcmp(&x->backend, &y->backend, sizeof(x->backend));
 }
 
 bool bmd_equal(const bmd_t *a, const bmd_t *b)
@@ -377,6 +382,7 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			buf_addstr(out, ",\"s3acl\":");
 			buf_add_json_str(out, k->props.s3acl, strlen(k->props.s3acl));
 		}
+		bmd_backend_encode(&k->props.backend, out);
 		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
@@ -384,8 +390,10 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
-	static const char *const keys[] = {"name",       "provider", "checksum", "mirror", "versioning",
-					   "access",     "created",  "region",   "s3owner", "s3acl"};
+	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
+					  "created", "region",   "s3owner",  "s3acl",  "backend"};
+	const char *keys[ARRAY_SIZE(all)];
+	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
 	char what[64];
 	const char *s, *name;
@@ -395,13 +403,11 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 
 	memset(&p, 0, sizeof(p));
 	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
-	/* the last three keys are there only when the bucket has them */
-	const char *ks[ARRAY_SIZE(keys)];
-	size_t nk = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-		if (i < 7 || json_object_get(o, keys[i]))
-			ks[nk++] = keys[i];
-	if (cmap_json_keys(o, ks, nk, what, err) != AIS_OK)
+	/* the last keys are there only when the bucket has them */
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (i < 7 || json_object_get(o, all[i]))
+			keys[nkeys++] = all[i];
+	if (cmap_json_keys(o, keys, nkeys, what, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
 		return AIS_ERR;
@@ -455,6 +461,9 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		memcpy(p.s3acl, s, len);
 		p.s3acl_set = true;
 	}
+	json_t *bk = json_object_get(o, "backend");
+	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)
+		return AIS_ERR;
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;
 		return AIS_ERR;

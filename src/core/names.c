@@ -19,6 +19,19 @@ bool name_bucket_valid(const char *s, size_t len)
 	return true;
 }
 
+bool name_ident_valid(const char *s, size_t len, size_t max)
+{
+	if (!len || len > max)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
 bool utf8_valid(const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;

@@ -28,10 +28,12 @@
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
+#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/moss.h"
+#include "aisd/backend.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -231,14 +233,18 @@ static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more,
 		json_t *e = min->v[min->at];
 		json_t *loc = json_object_get(e, "location");
 		sv_t name = min->head;
+		json_int_t fl = 0; /* a remote bucket's entry is cached if any target has it */
 		for (size_t i = 0; i < n; i++) { /* advance every copy of it; its locations join e's */
 			if (src[i].at >= src[i].n || name_cmp(src[i].head, name))
 				continue;
+			fl |= json_integer_value(json_object_get(src[i].v[src[i].at], "flags"));
 			if (&src[i] != min && json_is_array(loc))
 				json_array_extend(loc, json_object_get(src[i].v[src[i].at], "location"));
 			if (++src[i].at < src[i].n)
 				src[i].head = entry_name(src[i].v[src[i].at]);
 		}
+		if (fl)
+			json_object_set_new(e, "flags", json_integer(fl));
 		json_t *mem = json_incref(json_object_get(e, MEMBERS_KEY));
 		json_object_del(e, MEMBERS_KEY);
 		json_array_append(page, e);
@@ -469,6 +475,24 @@ static int gw_buckets(http_req_t *req)
 		http_offload(req, list_work, list_done);
 		break;
 	case HTTP_POST:
+		if (action && (!strcmp(action, "prefetch-listrange") || !strcmp(action, "evict-listrange"))) {
+			/* remote buckets: a prefetch or evict run on every target (src/target/bkjobs.c) */
+			if (!bk || !copy.props.backend.provider[0]) {
+				http_resp_error(req, bk ? 400 : 404, "bucket \"%s\" %s", o->name,
+						bk ? "has no remote backend" : "does not exist");
+				break;
+			}
+			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
+			json_object_set_new(jv, "bucket", json_string(o->name));
+			json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
+			char *js = json_dumps(body, JSON_COMPACT);
+			json_decref(body);
+			char *ajs = arena_strndup(req->arena, js, strlen(js));
+			free(js);
+			jobs_h_cluster_start(req, action[0] == 'p' ? "prefetch" : "evict", ajs);
+			break;
+		}
+		/* fall through */
 	case HTTP_DELETE:
 	case HTTP_PATCH: {
 		static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};
@@ -530,6 +554,12 @@ static int gw_buckets(http_req_t *req)
 		if (acl) {
 			memcpy(o->props.s3acl, json_string_value(acl), json_string_length(acl));
 			o->props.s3acl_set = true;
+		}
+		/* a remote backend: {"backend":{"provider","remote","bucket",...}} */
+		json_t *bkv = value ? json_object_get(value, "backend") : NULL;
+		if (bkv && bmd_backend_patch(bkv, &o->props.backend, &o->msg) != AIS_OK) {
+			http_resp_error(req, 400, "%s", o->msg.ptr);
+			break;
 		}
 		http_offload(req, bucket_work, bucket_done);
 		break;
@@ -653,6 +683,8 @@ static const http_route_t routes[] = {
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
 	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
+	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
 };
@@ -662,6 +694,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	gateway_t *g = xcalloc(1, sizeof(*g));
 	g->conf = c;
 	if (s3_init(c, err) != AIS_OK)
+		goto fail;
+	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,

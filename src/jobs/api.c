@@ -37,6 +37,9 @@ int jobs_h_target(http_req_t *req)
 	job_stats_t st;
 	buf_t out = BUF_INIT;
 	bool res = want_resilver(req);
+	sv_t what;
+	if (http_query_get(req, "what", &what) && bkj_kind(what))
+		return bkj_h_target(req, what); /* remote buckets' prefetch, evict (src/target/bkjobs.c) */
 
 	if (!res && !t->reb) {
 		http_resp_error(req, 409, "this target is not in a cluster: no rebalance");
@@ -172,7 +175,7 @@ static void cjob_done(http_req_t *req)
 	cluster_resp_json(req, ((struct cjob *)req->state)->doc);
 }
 
-static int cjob_start(http_req_t *req, const char *method, const char *body)
+static int cjob_start(http_req_t *req, const char *method, const char *body, const char *kind)
 {
 	struct cjob *j = arena_zalloc(req->arena, sizeof(*j));
 	j->method = method;
@@ -180,8 +183,10 @@ static int cjob_start(http_req_t *req, const char *method, const char *body)
 	j->kind = "rebalance";
 	sv_t what = {"", 0};
 	http_query_get(req, "what", &what);
-	if (sv_eqstr(what, "resilver"))
-		j->kind = "resilver";
+	if (sv_eqstr(what, "resilver") || bkj_kind(what))
+		j->kind = arena_svdup(req->arena, what);
+	if (kind)
+		j->kind = kind;
 	req->state = j;
 	arena_cleanup_add(req->arena, cjob_cleanup, j);
 	http_offload(req, cjob_work, cjob_done);
@@ -190,12 +195,17 @@ static int cjob_start(http_req_t *req, const char *method, const char *body)
 
 int jobs_h_cluster_status(http_req_t *req)
 {
-	return cjob_start(req, "GET", NULL);
+	return cjob_start(req, "GET", NULL, NULL);
 }
 
 int jobs_h_cluster_action(http_req_t *req, bool start)
 {
-	return cjob_start(req, "PUT", start ? "{\"action\":\"start\"}" : "{\"action\":\"stop\"}");
+	return cjob_start(req, "PUT", start ? "{\"action\":\"start\"}" : "{\"action\":\"stop\"}", NULL);
+}
+
+int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body)
+{
+	return cjob_start(req, "PUT", body, kind);
 }
 
 /* --- decommission: the drain ------------------------------------------------------ */

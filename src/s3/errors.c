@@ -57,6 +57,7 @@ static const struct {
 	{"ServiceUnavailable", 503, "Please reduce your request rate."},
 	{"InsufficientStorage", 507, "The node has no space left for this upload."},
 	{"BadGateway", 502, "A target did not answer."},
+	{"GatewayTimeout", 504, "The remote backend did not answer in time."},
 };
 
 int s3_error_http_status(const char *code)
@@ -152,6 +153,9 @@ void s3_error_errno(s3_rq_t *r, int err, bool object)
 	case EBADMSG: s3_error(r, "BadDigest", NULL); break;
 	case ENOSPC: s3_error(r, "InsufficientStorage", NULL); break;
 	case EINVAL: s3_error(r, "InvalidRequest", NULL); break;
+	case EHOSTUNREACH: s3_error(r, "ServiceUnavailable", "the remote backend could not be reached"); break;
+	case ETIMEDOUT: s3_error(r, "GatewayTimeout", NULL); break;
+	case EREMOTEIO: s3_error(r, "BadGateway", "the remote backend failed"); break;
 	default: s3_error(r, "InternalError", "%s", strerror(err)); break;
 	}
 }

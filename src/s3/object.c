@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/backend.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -54,7 +55,10 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
-		if (err == EIO && msg && *msg)
+		if (bk_http_status(err))
+			s3_error(r, bk_http_status(err) == 504 ? "GatewayTimeout" : bk_http_status(err) == 503 ? "ServiceUnavailable" : "BadGateway",
+				 "%s", msg && *msg ? msg : strerror(err));
+		else if (err == EIO && msg && *msg)
 			s3_error(r, "ServiceUnavailable", "no good copy of the object could be fetched: %s", msg);
 		else if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_errno(r, err, true);
@@ -104,14 +108,14 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	}
 	if (req->method == HTTP_GET && time_now_ns() - sm.atime_ns > 60LL * 1000000000LL)
 		store_touch(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &sm);
-	http_resp_send_file(req, fd, (off_t)start, len);
+	ol_send(req, fd, start, len);
 }
 
 static int get_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
-	ol_open(req, req->ctx, r->bucket, r->key, f, get_opened, r);
+	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
 	return AIS_OK;
 }
 

@@ -424,6 +424,11 @@ out_unlink:
 
 int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char *want_hex, store_meta_t *out)
 {
+	if (w->state == W_SEALED) { /* sealed already (a write-through before the copies) */
+		if (out)
+			*out = w->sealed;
+		return AIS_OK;
+	}
 	if (w->state != W_OPEN) {
 		errno = w->state == W_FAILED ? w->err : EINVAL;
 		return AIS_ERR;
@@ -445,7 +450,7 @@ int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char 
 
 int store_writer_open_tmp(store_writer_t *w)
 {
-	if (w->state != W_SEALED) {
+	if (w->state != W_SEALED && w->state != W_OPEN) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ol_int.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -54,6 +55,11 @@ struct bop {
 	bool more;
 	char *last;
 	size_t last_len;
+	/* a remote bucket (olremote.c): its listing, each entry flagged cached or not */
+	bk_bucket_t *bk;
+	bool cached_only;      /* flags & TGT_LS_CACHED: what is here only */
+	unsigned entry_flags;  /* of the entry being listed */
+	buf_t msg;
 };
 
 static void bop_cleanup(void *arg)
@@ -62,6 +68,8 @@ static void bop_cleanup(void *arg)
 	buf_free(&b->out);
 	buf_free(&b->members);
 	buf_free(&b->loc);
+	buf_free(&b->msg);
+	free(b->bk);
 	free(b->last);
 }
 
@@ -135,8 +143,11 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	if (b->props & P_LOCATION)
 		buf_addsv(&b->out, sv_of(&b->loc));
 	buf_reset(&b->members);
+	unsigned fl = b->entry_flags;
 	if (b->arch && tgt_list_members(b->t->store, b->bck, (sv_t){name, len}, &b->members) == AIS_OK)
-		buf_addf(&b->out, ",\"flags\":%d", TGT_ENTRY_IS_ARCHIVE);
+		fl |= TGT_ENTRY_IS_ARCHIVE;
+	if (fl)
+		buf_addf(&b->out, ",\"flags\":%u", fl);
 	buf_addch(&b->out, '}');
 	buf_addsv(&b->out, sv_of(&b->members));
 	b->n++;
@@ -145,11 +156,36 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	b->last_len = len;
 }
 
+/* One entry of a remote bucket's listing: the copy here when cached, else
+ * what the remote says (its ETag as the S3 one). */
+static void remote_entry(void *arg, const bk_entry_t *e)
+{
+	struct bop *b = arg;
+	store_meta_t m;
+	if (store_lookup(b->t->store, b->bck.ptr, b->bck.len, e->name, e->len, &m) == AIS_OK) {
+		b->entry_flags = TGT_ENTRY_CACHED;
+	} else {
+		memset(&m, 0, sizeof(m));
+		m.size = e->size;
+		m.mtime_ns = e->mtime_ns;
+		if (e->etag[0] && strlen(e->etag) < 200 && !strpbrk(e->etag, ",="))
+			snprintf(m.custom, sizeof(m.custom), "s3.etag=%s", e->etag);
+		b->entry_flags = 0;
+	}
+	list_entry(b, e->name, e->len, &m);
+	b->entry_flags = 0;
+}
+
 static void list_work(http_req_t *req)
 {
 	struct bop *b = req->state;
 	buf_addstr(&b->out, "{\"entries\":[");
-	if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
+	if (b->bk && !b->cached_only) {
+		if (bk_list(b->bk, b->prefix, b->start_after, b->pagesize, remote_entry, b, &b->more, &b->msg) != AIS_OK) {
+			b->err = errno ? errno : EIO;
+			return;
+		}
+	} else if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
 		       b->start_after.len, b->pagesize, list_entry, b, &b->more) != AIS_OK) {
 		b->err = errno ? errno : EIO;
 		return;
@@ -165,6 +201,11 @@ static void list_work(http_req_t *req)
 static void list_done(http_req_t *req)
 {
 	struct bop *b = req->state;
+	if (bk_http_status(b->err) || (b->err && b->err != ENOENT && b->msg.len)) {
+		http_resp_error(req, bk_http_status(b->err) ? bk_http_status(b->err) : 502, "listing %.*s: %s",
+				(int)b->bck.len, b->bck.ptr, b->msg.ptr);
+		return;
+	}
 	if (b->err) {
 		answer(req, b, "bucket");
 		return;
@@ -250,14 +291,15 @@ static bool json_sv(json_t *v, arena_t *a, sv_t *out)
 	return true;
 }
 
-/* "flags": an integer (AIStore's LsoMsg flags; LsArchDir is the one read). */
-static bool json_flags(json_t *v, bool *arch)
+/* "flags": an integer (AIStore's LsoMsg flags; LsCached and LsArchDir are read). */
+static bool json_flags(json_t *v, bool *arch, bool *cached)
 {
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return false;
 	*arch = json_integer_value(v) & TGT_LS_ARCH_DIR;
+	*cached = json_integer_value(v) & TGT_LS_CACHED;
 	return true;
 }
 
@@ -274,7 +316,7 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		    !json_sv(json_object_get(value, "start_after"), req->arena, &b->start_after) ||
 		    !json_sv(json_object_get(value, "continuation_token"), req->arena, &token) ||
 		    !json_sv(json_object_get(value, "props"), req->arena, &props) ||
-		    !json_flags(json_object_get(value, "flags"), &b->arch) ||
+		    !json_flags(json_object_get(value, "flags"), &b->arch, &b->cached_only) ||
 		    (jps && !json_is_null(jps) && (!json_is_integer(jps) || json_integer_value(jps) < 0))) {
 			http_resp_error(req, 400, "invalid list request: prefix, start_after, continuation_token and "
 						  "props are strings, pagesize and flags non-negative integers");
@@ -289,8 +331,10 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		http_query_get(req, "props", &props);
 		sv_t fl;
 		uint64_t f;
-		if (http_query_get(req, "flags", &fl) && num_parse_u64(fl.ptr, fl.len, 0, UINT32_MAX, &f) == AIS_OK)
+		if (http_query_get(req, "flags", &fl) && num_parse_u64(fl.ptr, fl.len, 0, UINT32_MAX, &f) == AIS_OK) {
 			b->arch = f & TGT_LS_ARCH_DIR;
+			b->cached_only = f & TGT_LS_CACHED;
+		}
 		if (http_query_get(req, "pagesize", &pagesize) && pagesize.len &&
 		    num_parse_u64(pagesize.ptr, pagesize.len, 0, UINT32_MAX, &ps) != AIS_OK) {
 			http_resp_error(req, 400, "pagesize must be a non-negative integer");
@@ -313,6 +357,12 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		int c = memcmp(token.ptr, b->start_after.ptr, MIN(token.len, b->start_after.len));
 		if (c > 0 || (c == 0 && token.len > b->start_after.len))
 			b->start_after = token;
+	}
+	int berr;
+	b->bk = olr_backend(b->t, bck, &berr, &b->msg);
+	if (berr) {
+		http_resp_error(req, 503, "%s", b->msg.ptr);
+		return AIS_OK;
 	}
 	http_offload(req, list_work, list_done);
 	return AIS_OK;

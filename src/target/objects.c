@@ -102,7 +102,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 	}
 	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
 		store_touch(t->store, names[0].ptr, names[0].len, names[1].ptr, names[1].len, &m);
-	http_resp_send_file(req, fd, (off_t)start, len);
+	ol_send(req, fd, start, len);
 }
 
 static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
@@ -115,7 +115,7 @@ static int get_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 			     !http_req_has_header(req, TGT_INTRA)
 		     ? OL_VERIFY
 		     : 0;
-	ol_open(req, t, bck, obj, f, serve_open, names);
+	ol_open(req, t, bck, obj, f | OL_STREAM, serve_open, names);
 	return AIS_OK;
 }
 

@@ -20,9 +20,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ol_int.h"
 #include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/ol.h"
@@ -111,7 +113,22 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
 
 int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
 {
-	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK)
+	bool have = store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK;
+	if (fetch && t->base.cl) { /* a remote bucket: validate or fetch there (olremote.c) */
+		int berr;
+		bk_bucket_t *bk = olr_backend(t, bck, &berr, msg);
+		if (bk || (berr && !have)) {
+			if (!have)
+				*fd = -1;
+			struct olr_reader *rd;
+			int rc = bk ? olr_open(t, bk, bck, obj, false, false, fd, m, &rd, msg) : AIS_ERR;
+			int e = bk ? errno : EIO;
+			free(bk);
+			errno = e;
+			return rc;
+		}
+	}
+	if (have)
 		return AIS_OK;
 	if (!fetch || !t->base.cl)
 		return AIS_ERR;
@@ -134,6 +151,9 @@ struct olo {
 	int fd;       /* the open copy; -1 none */
 	store_meta_t m;
 	bool verify;  /* check fd first */
+	bk_bucket_t *bk;          /* a remote bucket's backend (olremote.c) */
+	bool stream, range;       /* OL_STREAM; a Range read */
+	struct olr_reader *rd;    /* a cold object given while it is fetched */
 	int err;
 	buf_t msg;
 	void *state;  /* the caller's req->state */
@@ -146,6 +166,8 @@ static void olo_cleanup(void *arg)
 	struct olo *o = arg;
 	if (o->fd >= 0)
 		close(o->fd);
+	olr_reader_free(o->rd);
+	free(o->bk);
 	buf_free(&o->msg);
 }
 
@@ -153,8 +175,11 @@ static void olo_work(http_req_t *req)
 {
 	struct olo *o = req->state;
 	if (o->verify) {
-		if (store_verify_fd(o->fd, &o->m) == AIS_OK)
+		if (store_verify_fd(o->fd, &o->m) == AIS_OK) {
+			if (o->bk)
+				goto remote;
 			return;
+		}
 		o->err = errno;
 		close(o->fd);
 		o->fd = -1;
@@ -165,7 +190,16 @@ static void olo_work(http_req_t *req)
 			return;
 		store_delete(o->t->store, o->bck.ptr, o->bck.len, o->obj.ptr, o->obj.len);
 	}
+remote:
 	o->err = 0;
+	if (o->bk) {
+		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
+		    AIS_OK) {
+			o->fd = -1;
+			o->err = errno == ENOENT || bk_http_status(errno) ? errno : EIO;
+		}
+		return;
+	}
 	if (ol_open_sync(o->t, o->bck, o->obj, true, &o->fd, &o->m, &o->msg) != AIS_OK) {
 		o->fd = -1;
 		o->err = errno == ENOENT || errno == EBADMSG ? errno : EIO;
@@ -178,6 +212,9 @@ static void olo_done(http_req_t *req)
 	int fd = o->fd;
 	req->state = o->state;
 	o->fd = -1;
+	if (o->rd && fd >= 0)
+		olr_reader_attach(req, o->rd, fd);
+	o->rd = NULL;
 	o->done(req, o->arg, fd, fd >= 0 ? &o->m : NULL, fd >= 0 ? 0 : o->err, o->msg.ptr ? o->msg.ptr : "");
 }
 
@@ -187,12 +224,22 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	int fd;
 	bool cluster = t->base.cl && !http_req_has_header(req, TGT_INTRA);
 	bool verify = (flags & OL_VERIFY) && t->conf->verify_on_read;
+	int berr = 0;
+	buf_t bmsg = BUF_INIT;
+	bk_bucket_t *bk = cluster ? olr_backend(t, bck, &berr, &bmsg) : NULL;
 
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) == AIS_OK) {
-		if (!verify) {
+		if (!verify && !(bk && bk->validate_warm_get)) {
+			free(bk);
+			buf_free(&bmsg);
 			done(req, arg, fd, &m, 0, "");
 			return;
 		}
+	} else if (berr) { /* a remote bucket whose remote is not attached here */
+		char *msg = arena_strndup(req->arena, bmsg.ptr, bmsg.len);
+		buf_free(&bmsg);
+		done(req, arg, -1, NULL, EIO, msg);
+		return;
 	} else if (!cluster) {
 		done(req, arg, -1, NULL, errno ? errno : EIO, "");
 		return;
@@ -205,9 +252,13 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	o->obj = obj;
 	o->cluster = cluster;
 	o->fd = fd;
-	o->verify = fd >= 0;
+	o->verify = fd >= 0 && verify;
 	if (fd >= 0)
 		o->m = m;
+	o->bk = bk;
+	o->stream = flags & OL_STREAM;
+	o->range = http_req_has_header(req, "Range");
+	buf_free(&bmsg);
 	o->state = req->state;
 	o->done = done;
 	o->arg = arg;
@@ -223,6 +274,9 @@ void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *ms
 	else if (err == EBADMSG)
 		http_resp_error(req, 500, "object %.*s/%.*s is damaged: its data does not match its checksum",
 				(int)bck.len, bck.ptr, (int)MIN(obj.len, 512), obj.ptr);
+	else if (bk_http_status(err))
+		http_resp_error(req, bk_http_status(err), "object %.*s/%.*s: %s", (int)bck.len, bck.ptr,
+				(int)MIN(obj.len, 512), obj.ptr, msg && *msg ? msg : strerror(err));
 	else if (err == EIO && msg && *msg)
 		http_resp_error(req, 502, "object %.*s/%.*s: no good copy could be fetched: %s", (int)bck.len,
 				bck.ptr, (int)MIN(obj.len, 512), obj.ptr, msg);
@@ -292,11 +346,29 @@ int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const cha
 int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 {
 	int err = 0;
+	bool remote_had = false;
+	if (all && t->base.cl) { /* a remote bucket: the remote first (olremote.c rule 6) */
+		int berr;
+		buf_t msg = BUF_INIT;
+		bk_bucket_t *bk = olr_backend(t, bck, &berr, &msg);
+		int rc = bk ? olr_delete(bk, obj, &msg) : AIS_OK, e = errno;
+		free(bk);
+		if (berr || (rc != AIS_OK && e != ENOENT)) {
+			log_warnx("DELETE %.*s/%.*s: %s", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr, msg.ptr);
+			buf_free(&msg);
+			errno = berr ? EHOSTUNREACH : e;
+			return AIS_ERR;
+		}
+		remote_had = bk && rc == AIS_OK;
+		buf_free(&msg);
+	}
 	if (store_delete(t->store, bck.ptr, bck.len, obj.ptr, obj.len) != AIS_OK)
 		err = errno ? errno : EIO;
 	if (all && t->base.cl && (!err || err == ENOENT) &&
 	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0)
 		err = 0; /* other copies were there */
+	if (err == ENOENT && remote_had)
+		err = 0;
 	if (err) {
 		errno = err;
 		return AIS_ERR;

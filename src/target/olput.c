@@ -23,9 +23,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ol_int.h"
 #include "aisd/log.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
@@ -69,10 +71,28 @@ int ol_put_commit(ol_put_t *p)
 {
 	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
 	bool copies = p->w && p->w->cluster && p->w->n > 1;
+	const char *custom = p->custom;
+	char *through = NULL;
+	if (p->w && p->w->cluster) { /* a remote bucket: the remote takes it first (olremote.c) */
+		int berr;
+		bk_bucket_t *bk = olr_backend(p->t, p->bck, &berr, &p->msg);
+		int rc = bk ? olr_put(p->t, bk, p, &through) : AIS_OK, e = errno;
+		free(bk);
+		if (berr || rc != AIS_OK) {
+			errno = berr ? EAGAIN : e;
+			return AIS_ERR;
+		}
+		if (through)
+			custom = through;
+	}
 	if (copies && tgt_replicate(p->t, p->sw, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->w,
-				    p->want_type, want, p->custom, &p->msg) != AIS_OK)
+				    p->want_type, want, custom, &p->msg) != AIS_OK) {
+		free(through);
 		return AIS_ERR;
-	if (store_writer_commit(p->sw, p->want_type, want, p->custom, &p->meta) != AIS_OK) {
+	}
+	int rc = store_writer_commit(p->sw, p->want_type, want, custom, &p->meta);
+	free(through);
+	if (rc != AIS_OK) {
 		int e = errno;
 		if (copies)
 			tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);

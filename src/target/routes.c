@@ -17,6 +17,8 @@
 #include "aisd/metrics.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
+#include "aisd/backend.h"
+#include "aisd/ol.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -44,6 +46,8 @@ static const http_route_t routes[] = {
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
 	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}"},
+	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
@@ -61,8 +65,8 @@ int tgt_health(http_req_t *req)
 static void jobs_collect(void *arg, buf_t *out)
 {
 	target_t *t = arg;
-	job_stats_t st[2];
-	const char *kinds[2];
+	job_stats_t st[4];
+	const char *kinds[4];
 	size_t n = 0;
 	if (t->reb) {
 		reb_stats(t->reb, &st[n]);
@@ -70,6 +74,12 @@ static void jobs_collect(void *arg, buf_t *out)
 	}
 	res_stats(t->res, &st[n]);
 	kinds[n++] = "resilver";
+	if (t->base.cl) { /* remote buckets (bkjobs.c) */
+		bkj_stats(SV("prefetch"), &st[n]);
+		kinds[n++] = "prefetch";
+		bkj_stats(SV("evict"), &st[n]);
+		kinds[n++] = "evict";
+	}
 	job_metrics(st, kinds, n, out);
 }
 
@@ -163,6 +173,12 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		return NULL;
 	}
 	t->base.store = t->store;
+	mkdir(tgt_state_dir(c), 0755);
+	if (bk_remotes_init(tgt_state_dir(c), err) != AIS_OK) {
+		store_close(t->store);
+		free(t);
+		return NULL;
+	}
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
@@ -250,6 +266,8 @@ void target_stop(target_t *t)
 	cluster_stop(t->base.cl); /* and no keepalive rounds to them */
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
+	olr_stop(); /* remote fetches write into the store */
+	bkj_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);

@@ -60,6 +60,9 @@ void tgt_resp_errno(http_req_t *req, int err, const char *what)
 	case EBADMSG: http_resp_error(req, 400, "%s: checksum mismatch, nothing stored", what); break;
 	case ENOSPC: http_resp_error(req, 507, "%s: insufficient storage", what); break;
 	case EINVAL: http_resp_error(req, 400, "%s: invalid request", what); break;
+	case EHOSTUNREACH: http_resp_error(req, 503, "%s: the remote backend could not be reached", what); break;
+	case ETIMEDOUT: http_resp_error(req, 504, "%s: the remote backend did not answer in time", what); break;
+	case EREMOTEIO: http_resp_error(req, 502, "%s: the remote backend failed", what); break;
 	default: http_resp_error(req, 500, "%s: %s", what, strerror(err)); break;
 	}
 }

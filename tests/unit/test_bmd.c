@@ -313,6 +313,49 @@ START_TEST(test_props_patch)
 }
 END_TEST
 
+/* The backend block: set-bprops, props JSON, a BMD round trip (only the
+ * remote's alias is kept), bad values refused whole. */
+START_TEST(test_backend)
+{
+	bmd_props_t p, before;
+	buf_t err = BUF_INIT, out = BUF_INIT;
+	bmd_props_default(&p);
+	ck_assert_int_eq(patch(&p, "{\"backend\":{\"provider\":\"s3\",\"remote\":\"r1\",\"bucket\":\"src\"}}", &err),
+			 AIS_OK);
+	ck_assert_str_eq(p.backend.provider, "s3");
+	ck_assert_int_eq(patch(&p, "{\"backend\":{\"validate_warm_get\":true}}", &err), AIS_OK);
+	ck_assert(p.backend.validate_warm_get && !p.backend.sync);
+	ck_assert_str_eq(p.backend.bucket, "src"); /* untouched keys stay */
+	bmd_props_encode(&p, &out);
+	ck_assert_ptr_nonnull(strstr(out.ptr, ",\"backend\":{\"provider\":\"s3\",\"remote\":\"r1\",\"bucket\":\"src\","
+					   "\"validate_warm_get\":true,\"sync\":false}"));
+	bmd_t *b = bmd_new("u", NULL), *d;
+	ck_assert_int_eq(bmd_add(b, "cache", 5, &p, &err), AIS_OK);
+	d = roundtrip(b);
+	ck_assert(bmd_equal(b, d));
+	ck_assert_str_eq(bmd_get(d, "cache", 5)->props.backend.remote, "r1");
+	bmd_free(d);
+	bmd_free(b);
+	static const char *const bad[] = {
+		"{\"backend\":{\"provider\":\"gs\",\"remote\":\"r\",\"bucket\":\"b\"}}",
+		"{\"backend\":{\"remote\":\"bad alias\"}}", "{\"backend\":{\"bucket\":\"a/b\"}}",
+		"{\"backend\":{\"sync\":1}}", "{\"backend\":{\"url\":\"http://x\"}}", "{\"backend\":[]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		before = p;
+		ck_assert_msg(patch(&p, bad[i], &err) == AIS_ERR && err.len > 0, "%s", bad[i]);
+		ck_assert_msg(memcmp(&before, &p, sizeof(p)) == 0, "%s changed the props", bad[i]);
+	}
+	ck_assert_int_eq(patch(&p, "{\"backend\":{\"provider\":\"none\"}}", &err), AIS_OK);
+	ck_assert_str_eq(p.backend.provider, "");
+	buf_reset(&out);
+	bmd_props_encode(&p, &out);
+	ck_assert_ptr_null(strstr(out.ptr, "backend"));
+	buf_free(&err);
+	buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_decode_errors)
 {
 	const char *json = bad_bmds[_i].json;
@@ -465,6 +508,7 @@ static Suite *bmd_suite(void)
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_mutators);
 	tcase_add_test(tc, test_props_patch);
+	tcase_add_test(tc, test_backend);
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(bad_bmds) / sizeof(bad_bmds[0])));
 	tcase_add_test(tc, test_decode_truncate_and_flip);
 	tcase_add_test(tc, test_accept);

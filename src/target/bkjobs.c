@@ -1,0 +1,401 @@
+/*
+ * bkjobs.c - the prefetch and evict jobs of remote buckets, one of each
+ * per target, with progress and stop (jobs.h job_stats_t): GET and PUT
+ * /v1/jobs?what=prefetch|evict on a target; a gateway starts them on
+ * every target (POST /v1/buckets/B prefetch-listrange|evict-listrange)
+ * and shows them as any job (GET /v1/cluster?what=prefetch).
+ *
+ * Guarantees:
+ *  1. A run walks names given as a list, a template ("pre{0000..0999}
+ *     post", one numeric range, zero-padded to the width of its start) or
+ *     a prefix (prefetch: the remote's listing; evict: what is here).
+ *  2. Prefetch: each name is fetched by its owner target only, through the
+ *     object layer (ol_open_sync: the same fill, commit and one-fetch rule
+ *     as a cold GET), by PREFETCH_WORKERS threads at once; a name already
+ *     cached is counted walked, not moved.
+ *  3. Evict: each target drops its own copies of the names (the remote
+ *     keeps them); a bucket without a backend is refused, so an evict
+ *     never loses data.
+ *  4. Stop ends a run between objects (a fetch in flight completes: its
+ *     object is whole or absent).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ol_int.h"
+#include "aisd/jobs.h"
+#include "aisd/log.h"
+#include "aisd/place.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define PREFETCH_WORKERS 8
+#define PAGE 1000
+
+struct bkjob {
+	const char *kind;
+	bool evict;
+	pthread_mutex_t mu;
+	job_stats_t st;
+	bool running;
+	atomic_bool abort;
+	/* the run (set at start; the generator's state under mu) */
+	target_t *t;
+	bk_bucket_t *bk;
+	char bck[NAME_BUCKET_MAX + 1];
+	json_t *list;       /* names, or NULL */
+	char *tpl_pre, *tpl_post;
+	uint64_t tpl_at, tpl_end;
+	int tpl_width;
+	bool tpl;
+	buf_t prefix;
+	char **page;        /* prefix walk: the current page of names */
+	size_t npage, at;
+	buf_t after;        /* the last name of the page */
+	bool more, listed;
+	size_t li;
+};
+
+static struct bkjob jobs[2] = {
+	{.kind = "prefetch", .mu = PTHREAD_MUTEX_INITIALIZER},
+	{.kind = "evict", .evict = true, .mu = PTHREAD_MUTEX_INITIALIZER},
+};
+
+static struct bkjob *job_of_kind(sv_t k)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(jobs); i++)
+		if (sv_eqstr(k, jobs[i].kind))
+			return &jobs[i];
+	return NULL;
+}
+
+/* --- names ------------------------------------------------------------------------ */
+
+static void page_add(void *arg, const bk_entry_t *e)
+{
+	struct bkjob *j = arg;
+	j->page = xrealloc(j->page, (j->npage + 1) * sizeof(*j->page));
+	j->page[j->npage++] = xstrndup(e->name, e->len);
+}
+
+static void page_add_local(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	(void)m;
+	bk_entry_t e = {.name = name, .len = len};
+	page_add(arg, &e);
+}
+
+static void page_free(struct bkjob *j)
+{
+	for (size_t i = 0; i < j->npage; i++)
+		free(j->page[i]);
+	free(j->page);
+	j->page = NULL;
+	j->npage = j->at = 0;
+}
+
+/* The next name (heap) or NULL at the end; under j->mu. */
+static char *next_name(struct bkjob *j)
+{
+	if (j->list) {
+		json_t *v = json_array_get(j->list, j->li++);
+		return v ? xstrdup(json_string_value(v)) : NULL;
+	}
+	if (j->tpl) {
+		if (j->tpl_at > j->tpl_end)
+			return NULL;
+		buf_t n = BUF_INIT;
+		buf_addf(&n, "%s%0*llu%s", j->tpl_pre, j->tpl_width, (unsigned long long)j->tpl_at++, j->tpl_post);
+		return buf_detach(&n, NULL);
+	}
+	while (j->at == j->npage) {
+		if (j->listed && !j->more)
+			return NULL;
+		page_free(j);
+		buf_t msg = BUF_INIT;
+		int rc = j->evict ? store_list(j->t->store, j->bck, strlen(j->bck), j->prefix.ptr, j->prefix.len,
+					       j->after.ptr, j->after.len, PAGE, page_add_local, j, &j->more)
+				  : bk_list(j->bk, sv_of(&j->prefix), sv_of(&j->after), PAGE, page_add, j, &j->more, &msg);
+		j->listed = true;
+		if (rc != AIS_OK) {
+			j->st.errors++;
+			snprintf(j->st.last_error, sizeof(j->st.last_error), "listing: %s",
+				 msg.ptr ? msg.ptr : strerror(errno));
+			buf_free(&msg);
+			j->more = false;
+			return NULL;
+		}
+		buf_free(&msg);
+		if (!j->npage)
+			return NULL;
+		buf_reset(&j->after);
+		buf_addstr(&j->after, j->page[j->npage - 1]);
+	}
+	j->st.total = MAX(j->st.total, j->st.walked + (j->npage - j->at));
+	return xstrdup(j->page[j->at++]);
+}
+
+/* "pre{A..B}post": AIS_OK with the parts set. */
+static int tpl_parse(struct bkjob *j, const char *s)
+{
+	const char *o = strchr(s, '{'), *dots = o ? strstr(o, "..") : NULL, *c = dots ? strchr(dots, '}') : NULL;
+	uint64_t a, b;
+	if (!c || num_parse_u64(o + 1, (size_t)(dots - o - 1), 0, UINT64_MAX / 2, &a) != AIS_OK ||
+	    num_parse_u64(dots + 2, (size_t)(c - dots - 2), 0, UINT64_MAX / 2, &b) != AIS_OK || b < a ||
+	    b - a > 10000000)
+		return AIS_ERR;
+	j->tpl_pre = xstrndup(s, (size_t)(o - s));
+	j->tpl_post = xstrdup(c + 1);
+	j->tpl_at = a;
+	j->tpl_end = b;
+	j->tpl_width = (int)(dots - o - 1);
+	j->tpl = true;
+	j->st.total = b - a + 1;
+	return AIS_OK;
+}
+
+/* --- the run ------------------------------------------------------------------------ */
+
+static bool owner_here(target_t *t, const char *bck, const char *obj)
+{
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+	cluster_read_lock(t->base.cl, &m, &b);
+	place_object(m, b, bck, strlen(bck), obj, strlen(obj), cluster_self(t->base.cl)->id, &p);
+	cluster_read_unlock(t->base.cl);
+	return p.self == 0;
+}
+
+static void one(struct bkjob *j, const char *name)
+{
+	sv_t bck = sv_from(j->bck), obj = sv_from(name);
+	store_meta_t m;
+	buf_t msg = BUF_INIT;
+	int fd, rc = AIS_OK;
+	bool moved = false;
+	uint64_t bytes = 0;
+
+	if (j->evict) {
+		if (store_lookup(j->t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) == AIS_OK &&
+		    store_delete(j->t->store, bck.ptr, bck.len, obj.ptr, obj.len) == AIS_OK) {
+			moved = true;
+			bytes = m.size;
+		}
+	} else if (owner_here(j->t, j->bck, name)) {
+		bool had = store_lookup(j->t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) == AIS_OK;
+		rc = ol_open_sync(j->t, bck, obj, true, &fd, &m, &msg);
+		if (rc == AIS_OK) {
+			close(fd);
+			moved = !had;
+			bytes = m.size;
+		}
+	}
+	pthread_mutex_lock(&j->mu);
+	j->st.walked++;
+	if (rc != AIS_OK) {
+		j->st.errors++;
+		snprintf(j->st.last_error, sizeof(j->st.last_error), "%s: %s", name, msg.ptr ? msg.ptr : strerror(errno));
+	} else if (moved && j->evict) {
+		j->st.deleted++;
+		j->st.moved_bytes += bytes;
+	} else if (moved) {
+		j->st.moved++;
+		j->st.moved_bytes += bytes;
+	}
+	pthread_mutex_unlock(&j->mu);
+	buf_free(&msg);
+}
+
+static void *worker(void *arg)
+{
+	struct bkjob *j = arg;
+	for (;;) {
+		if (atomic_load(&j->abort))
+			break;
+		pthread_mutex_lock(&j->mu);
+		char *name = next_name(j);
+		pthread_mutex_unlock(&j->mu);
+		if (!name)
+			break;
+		one(j, name);
+		free(name);
+	}
+	return NULL;
+}
+
+static void *run(void *arg)
+{
+	struct bkjob *j = arg;
+	int n = j->evict ? 1 : PREFETCH_WORKERS;
+	pthread_t th[PREFETCH_WORKERS];
+	int started = 0;
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&th[started], NULL, worker, j) == 0)
+			started++;
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_lock(&j->mu);
+	j->st.state = atomic_load(&j->abort) ? JOB_ABORTED : started ? JOB_DONE : JOB_FAILED;
+	j->st.end_ns = time_now_ns();
+	j->running = false;
+	page_free(j);
+	json_decref(j->list);
+	j->list = NULL;
+	free(j->tpl_pre);
+	free(j->tpl_post);
+	j->tpl_pre = j->tpl_post = NULL;
+	free(j->bk);
+	j->bk = NULL;
+	log_info("%s %s: %s: %llu walked, %llu %s, %llu errors", j->kind, j->bck, job_state_name(j->st.state),
+		 (unsigned long long)j->st.walked, (unsigned long long)(j->evict ? j->st.deleted : j->st.moved),
+		 j->evict ? "evicted" : "fetched", (unsigned long long)j->st.errors);
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
+/* Starts a run from value {"bucket","list"|"template"|"prefix"}. */
+static int start(struct bkjob *j, target_t *t, json_t *v, buf_t *err)
+{
+	json_t *bk = json_object_get(v, "bucket"), *list = json_object_get(v, "list");
+	json_t *tpl = json_object_get(v, "template"), *pfx = json_object_get(v, "prefix");
+	int berr;
+	if (!json_is_string(bk) || !name_bucket_valid(json_string_value(bk), json_string_length(bk))) {
+		buf_addstr(err, "value.bucket: a bucket name");
+		return 400;
+	}
+	bk_bucket_t *b = olr_backend(t, sv_from(json_string_value(bk)), &berr, err);
+	if (!b) {
+		if (!berr)
+			buf_addf(err, "bucket \"%s\" has no remote backend: nothing to %s", json_string_value(bk), j->kind);
+		return 400;
+	}
+	pthread_mutex_lock(&j->mu);
+	if (j->running) {
+		pthread_mutex_unlock(&j->mu);
+		free(b);
+		buf_addf(err, "a %s run is in progress (stop it first)", j->kind);
+		return 409;
+	}
+	memset(&j->st, 0, sizeof(j->st));
+	j->t = t;
+	j->bk = b;
+	snprintf(j->bck, sizeof(j->bck), "%s", json_string_value(bk));
+	j->li = 0;
+	j->listed = j->more = j->tpl = false;
+	buf_reset(&j->after);
+	buf_reset(&j->prefix);
+	if (json_is_array(list)) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(list, i, x) if (!json_is_string(x)) list = NULL;
+	}
+	int status = 0;
+	if (list && json_is_array(list)) {
+		j->list = json_incref(list);
+		j->st.total = json_array_size(list);
+	} else if (list || (tpl && (!json_is_string(tpl) || tpl_parse(j, json_string_value(tpl)) != AIS_OK)) ||
+		   (pfx && !json_is_string(pfx))) {
+		buf_addstr(err, "value: \"list\" (names), \"template\" (\"pre{0000..0999}post\") or \"prefix\"");
+		status = 400;
+	} else if (pfx) {
+		buf_addstr(&j->prefix, json_string_value(pfx));
+	}
+	if (!status) {
+		pthread_t th;
+		atomic_store(&j->abort, false);
+		j->st.state = JOB_RUNNING;
+		j->st.start_ns = time_now_ns();
+		j->st.runs++;
+		j->running = true;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &a, run, j) != 0) {
+			j->running = false;
+			j->st.state = JOB_FAILED;
+			buf_addstr(err, "cannot start a thread");
+			status = 503;
+		}
+		pthread_attr_destroy(&a);
+	}
+	if (status) {
+		json_decref(j->list);
+		j->list = NULL;
+		free(j->bk);
+		j->bk = NULL;
+	}
+	pthread_mutex_unlock(&j->mu);
+	return status;
+}
+
+int bkj_h_target(http_req_t *req, sv_t kind)
+{
+	target_t *t = req->ctx;
+	struct bkjob *j = job_of_kind(kind);
+	buf_t out = BUF_INIT;
+	if (!t->base.cl) {
+		http_resp_error(req, 409, "this target is not in a cluster: no remote buckets");
+		return AIS_OK;
+	}
+	if (req->method == HTTP_PUT) {
+		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, NULL);
+		const char *a = json_string_value(json_object_get(doc, "action"));
+		int status = 0;
+		if (a && !strcmp(a, "start"))
+			status = start(j, t, json_object_get(doc, "value"), &out);
+		else if (a && !strcmp(a, "stop"))
+			atomic_store(&j->abort, true);
+		else {
+			status = 400;
+			buf_addf(&out, "PUT /v1/jobs?what=%s wants {\"action\":\"start\",\"value\":{...}} or {\"action\":\"stop\"}",
+				 j->kind);
+		}
+		json_decref(doc);
+		if (status) {
+			http_resp_error(req, status, "%s: %s", j->kind, out.ptr);
+			buf_free(&out);
+			return AIS_OK;
+		}
+	}
+	job_stats_t st;
+	bkj_stats(kind, &st);
+	job_stats_json(&st, j->kind, &out);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	return AIS_OK;
+}
+
+bool bkj_kind(sv_t kind) { return job_of_kind(kind) != NULL; }
+
+void bkj_stats(sv_t kind, job_stats_t *out)
+{
+	struct bkjob *j = job_of_kind(kind);
+	pthread_mutex_lock(&j->mu);
+	*out = j->st;
+	out->total = MAX(out->total, out->walked);
+	pthread_mutex_unlock(&j->mu);
+}
+
+void bkj_stop(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
+		atomic_store(&jobs[i].abort, true);
+		for (int k = 0; k < 300; k++) { /* a run ends between objects */
+			pthread_mutex_lock(&jobs[i].mu);
+			bool r = jobs[i].running;
+			pthread_mutex_unlock(&jobs[i].mu);
+			if (!r)
+				break;
+			usleep(10000);
+		}
+	}
+}

@@ -1,0 +1,43 @@
+/*
+ * ol_int.h - the object layer's remote-bucket half (olremote.c), as the
+ * rest of the object layer (ol.c, olput.c) calls it. A bucket whose BMD
+ * props name a backend is a cache of a remote bucket: reads of a missing
+ * copy fetch it from the remote, writes and deletes go through to it.
+ */
+#ifndef AISD_OL_INT_H
+#define AISD_OL_INT_H
+
+#include "aisd/backend.h"
+#include "aisd/ol.h"
+
+struct target;
+
+/* The backend of bck, for a request from outside the cluster (intra
+ * false): a heap copy in *out (free it), or NULL for a bucket of this
+ * cluster only, or when the remote is not attached here (then *err is
+ * EINVAL and msg says why). */
+bk_bucket_t *olr_backend(struct target *t, sv_t bck, int *err, buf_t *msg);
+
+/* Pool: with the copy here open on *fd (or -1) and described by *m,
+ * makes it current: validate_warm_get (HEAD: a changed object is
+ * fetched again; one deleted there is deleted here when sync is on), or
+ * fetch a missing one. stream: a GET/HEAD that sends with ol_send, so a
+ * cold object may be answered while it is fetched (*rd set, *fd a
+ * placeholder and *m the remote's). AIS_OK with *fd; AIS_ERR with errno
+ * (ENOENT, or a backend errno: backend.h) and msg. */
+struct olr_reader;
+int olr_open(struct target *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool range, int *fd,
+	     store_meta_t *m, struct olr_reader **rd, buf_t *msg);
+/* Loop: ties rd to req and fd (for ol_send) until req ends. */
+void olr_reader_attach(http_req_t *req, struct olr_reader *rd, int fd);
+/* Drops an unattached reader. */
+void olr_reader_free(struct olr_reader *rd);
+
+/* Pool: the write-through of a sealed write: PUT to the remote; *custom
+ * (heap) the commit's custom metadata with the remote's ETag. AIS_OK, or
+ * AIS_ERR with errno EAGAIN and msg naming the remote. */
+int olr_put(struct target *t, const bk_bucket_t *b, ol_put_t *p, char **custom);
+/* Pool: DELETE on the remote (ENOENT: not there). */
+int olr_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg);
+
+#endif

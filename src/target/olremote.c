@@ -1,0 +1,834 @@
+/*
+ * olremote.c - the object layer's remote buckets (ol_int.h): cold reads
+ * fetched from the remote while they are sent, validate_warm_get and
+ * sync, write-through and delete-through.
+ *
+ * A cold read starts (or joins) a "fill": one thread that GETs the object
+ * from the remote into a store writer (the same temp file, checksum and
+ * commit as a PUT) and counts the bytes written. Readers (GETs answered
+ * with ol_send) stream the temp file's bytes to their clients as they
+ * land, sleeping on an eventfd the fill thread pokes; blocking callers
+ * (ol_open_sync: GetBatch, archive reads) wait for the commit.
+ *
+ * NOTES ON THE DESIGN (numbered invariants):
+ *  1. One fetch per object: fills are in one table by bucket/object; a
+ *     cold read joins the fill in progress instead of starting another.
+ *  2. No partial object is ever visible: the object is committed only
+ *     when the remote answered 200 with exactly the size its HEAD gave;
+ *     otherwise the writer is dropped (its temp file too, and a kill -9
+ *     leaves a temp file that start-up removes).
+ *  3. Never a mix of versions: the GET carries If-Match with the ETag the
+ *     readers were promised (their Content-Length and ETag came from the
+ *     same HEAD); a remote that changed the object meanwhile answers 412
+ *     and the fill fails; readers whose bytes are not all there are cut
+ *     short (the client sees fewer bytes than Content-Length).
+ *  4. A Range read of a cold object fetches only that range (If-Match
+ *     too), into an unnamed temp file: nothing of it is cached; the next
+ *     whole read caches the object.
+ *  5. Warm copies are served without asking the remote unless the
+ *     bucket's validate_warm_get is on; then a changed ETag refetches, a
+ *     deletion there deletes here when sync is on, and a remote that does
+ *     not answer leaves the cached copy served.
+ *  6. A write is acknowledged only after the remote took it (PUT from the
+ *     sealed temp file) and then the local commit; a delete removes the
+ *     remote object first.
+ *  7. A blob download (objects of the remote's blob_min or more): BLOB_WORKERS
+ *     threads GET BLOB_CHUNK ranges at once (each with If-Match, a range
+ *     retried while nothing of it was written); the ranges are written in
+ *     order, so the checksum, the readers and rule 2 see one stream.
+ *     Memory: BLOB_WORKERS chunks.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ol_int.h"
+#include "aisd/hrw.h"
+#include "aisd/log.h"
+#include "aisd/place.h"
+#include "aisd/status.h"
+#include "aisd/target.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+#define FILLS_MAX 512
+#define BLOB_CHUNK (8u << 20)
+#define BLOB_WORKERS 4
+
+struct fill {
+	/* set before the thread starts, read-only after */
+	target_t *t;
+	bk_bucket_t bk;
+	char *bck, *obj;
+	size_t blen, olen;
+	bool whole;       /* the object, into sw; else [off, off+len) into wfd */
+	uint64_t off, len;
+	bk_obj_t want;    /* the remote's size and ETag, from its HEAD */
+	store_writer_t *sw;
+	int wfd;
+	int rfd;          /* read side of the bytes; set before have moves */
+	/* shared */
+	_Atomic uint64_t have; /* bytes written */
+	_Atomic int refs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int err;
+	buf_t msg;
+	struct olr_reader *readers; /* streaming, for wakes */
+	struct fill *next;          /* in the table (whole fills) */
+};
+
+struct olr_reader {
+	struct fill *f;   /* NULL: lazy (HEAD, or a range fetched at ol_send) */
+	target_t *t;
+	bk_bucket_t *bk;  /* lazy: for the range */
+	char *obj;
+	size_t olen;
+	bk_obj_t want;
+	http_req_t *req;
+	int fd;           /* the placeholder the caller was given */
+	int efd;
+	struct event *ev;
+	uint64_t off, end;
+	bool waiting;
+	struct olr_reader *next;  /* in f->readers */
+	struct olr_reader *lnext; /* in this worker's attached list */
+};
+
+static pthread_mutex_t tbl_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tbl_cv = PTHREAD_COND_INITIALIZER;
+static struct fill *tbl;
+static int active;            /* fill threads running */
+static atomic_bool stopping;
+
+static __thread struct olr_reader *attached; /* this worker's readers not sent yet */
+
+/* --- the backend of a bucket --------------------------------------------------- */
+
+bk_bucket_t *olr_backend(target_t *t, sv_t bck, int *err, buf_t *msg)
+{
+	bk_bucket_t tmp;
+	*err = 0;
+	int rc = bk_bucket_of(t->base.cl, bck, &tmp, msg);
+	if (rc == AIS_DONE)
+		return NULL;
+	if (rc != AIS_OK) {
+		*err = errno;
+		return NULL;
+	}
+	bk_bucket_t *b = xmalloc(sizeof(*b));
+	*b = tmp;
+	return b;
+}
+
+/* The remote ETag a cached copy was stored with ("" none). */
+static void cached_etag(const store_meta_t *m, char *out, size_t outsz)
+{
+	const char *p = strstr(m->custom, "bk.etag=");
+	out[0] = '\0';
+	if (!p || (p != m->custom && p[-1] != ','))
+		return;
+	p += 8;
+	size_t n = strcspn(p, ",");
+	snprintf(out, outsz, "%.*s", (int)MIN(n, outsz - 1), p);
+}
+
+/* custom metadata of a copy of the remote's version o: its ETag as the S3
+ * ETag and as the one validate_warm_get compares (only [A-Za-z0-9._-]
+ * kept: ETags are hex, "hex-N" or quoted-string tokens). */
+static void remote_custom(const char *etag, const char *base, buf_t *out)
+{
+	char e[BK_ETAG_MAX];
+	size_t k = 0;
+	for (const char *p = etag; *p && k + 1 < sizeof(e); p++)
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		    *p == '.' || *p == '_')
+			e[k++] = *p;
+	e[k] = '\0';
+	if (base && *base) {
+		buf_addstr(out, base);
+		if (e[0])
+			buf_addf(out, ",bk.etag=%s", e);
+	} else if (e[0]) {
+		buf_addf(out, "s3.etag=%s,bk.etag=%s", e, e);
+	}
+}
+
+/* --- fills ------------------------------------------------------------------- */
+
+static void fill_unref(struct fill *f)
+{
+	if (atomic_fetch_sub(&f->refs, 1) != 1)
+		return;
+	if (f->rfd >= 0)
+		close(f->rfd);
+	if (f->wfd >= 0)
+		close(f->wfd);
+	store_writer_free(f->sw);
+	buf_free(&f->msg);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f->bck);
+	free(f->obj);
+	free(f);
+}
+
+/* Wakes the readers waiting for bytes (or the end). */
+static void fill_notify(struct fill *f)
+{
+	uint64_t one = 1;
+	pthread_mutex_lock(&f->mu);
+	for (struct olr_reader *r = f->readers; r; r = r->next)
+		if (r->waiting) {
+			r->waiting = false;
+			if (write(r->efd, &one, sizeof(one)) < 0)
+				log_debug("fill: eventfd: %s", strerror(errno));
+		}
+	pthread_mutex_unlock(&f->mu);
+}
+
+static int fill_sink(void *arg, const char *p, size_t n)
+{
+	struct fill *f = arg;
+	if (atomic_load(&stopping))
+		return AIS_ERR;
+	if (atomic_load(&f->have) + n > f->len)
+		return AIS_ERR; /* more than promised */
+	if (f->whole ? store_writer_write(f->sw, p, n) != AIS_OK : fd_write_all(f->wfd, p, n) != AIS_OK)
+		return AIS_ERR;
+	atomic_fetch_add(&f->have, n);
+	fill_notify(f);
+	return AIS_OK;
+}
+
+/* --- blob download (rule 7) ---------------------------------------------------- */
+
+struct blob {
+	struct fill *f;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t next_fetch, next_write, nchunks;
+	bool failed;
+	int err;
+	buf_t msg;
+};
+
+static int chunk_sink(void *arg, const char *p, size_t n)
+{
+	buf_add(arg, p, n);
+	return atomic_load(&stopping) ? AIS_ERR : AIS_OK;
+}
+
+static void *blob_worker(void *arg)
+{
+	struct blob *b = arg;
+	struct fill *f = b->f;
+	buf_t buf = BUF_INIT, msg = BUF_INIT;
+	for (;;) {
+		pthread_mutex_lock(&b->mu);
+		if (b->failed || b->next_fetch == b->nchunks) {
+			pthread_mutex_unlock(&b->mu);
+			break;
+		}
+		uint64_t k = b->next_fetch++, off = k * BLOB_CHUNK, len = MIN(BLOB_CHUNK, f->len - off);
+		pthread_mutex_unlock(&b->mu);
+		int rc = AIS_ERR, e = EIO;
+		for (int attempt = 0; attempt < 3 && !atomic_load(&stopping); attempt++) {
+			bk_obj_t got;
+			buf_reset(&buf);
+			buf_reset(&msg);
+			rc = bk_get(&f->bk, (sv_t){f->obj, f->olen}, off, len, f->want.etag, chunk_sink, &buf, &got, &msg);
+			e = errno;
+			if (rc == AIS_OK && buf.len != len) {
+				rc = AIS_ERR;
+				e = EREMOTEIO;
+				buf_addf(&msg, "remote \"%s\": range at %llu: %zu of %llu bytes", f->bk.r.alias,
+					 (unsigned long long)off, buf.len, (unsigned long long)len);
+			}
+			if (rc == AIS_OK || (e != EHOSTUNREACH && e != EREMOTEIO))
+				break;
+			usleep(attempt ? 400000 : 100000);
+		}
+		pthread_mutex_lock(&b->mu);
+		while (!b->failed && b->next_write != k)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (!b->failed && rc != AIS_OK) {
+			b->failed = true;
+			b->err = e;
+			buf_addsv(&b->msg, sv_of(&msg));
+		}
+		bool mine = !b->failed;
+		pthread_mutex_unlock(&b->mu);
+		if (mine && fill_sink(f, buf.ptr, buf.len) != AIS_OK) {
+			pthread_mutex_lock(&b->mu);
+			b->failed = true;
+			b->err = errno ? errno : EIO;
+			buf_addf(&b->msg, "storing the fetched object: %s", strerror(b->err));
+			pthread_mutex_unlock(&b->mu);
+		}
+		pthread_mutex_lock(&b->mu);
+		b->next_write++;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+	}
+	buf_free(&buf);
+	buf_free(&msg);
+	return NULL;
+}
+
+/* The whole object in parallel ranges: AIS_OK, or AIS_ERR with *e and f->msg. */
+static int blob_fetch(struct fill *f, int *e)
+{
+	struct blob b = {.f = f, .nchunks = (f->len + BLOB_CHUNK - 1) / BLOB_CHUNK};
+	pthread_t th[BLOB_WORKERS];
+	int n = 0;
+	pthread_mutex_init(&b.mu, NULL);
+	pthread_cond_init(&b.cv, NULL);
+	for (int i = 0; i < BLOB_WORKERS; i++)
+		if (pthread_create(&th[n], NULL, blob_worker, &b) == 0)
+			n++;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (!n || (!b.failed && b.next_write != b.nchunks)) {
+		b.failed = true;
+		b.err = EAGAIN;
+		buf_addstr(&b.msg, "blob download: no worker ran");
+	}
+	buf_addsv(&f->msg, sv_of(&b.msg));
+	if (!b.failed)
+		log_info("blob download %s/%.*s: %llu bytes in %llu ranges", f->bk.bucket, (int)MIN(f->olen, 256), f->obj,
+			 (unsigned long long)f->len, (unsigned long long)b.nchunks);
+	*e = b.err;
+	buf_free(&b.msg);
+	pthread_cond_destroy(&b.cv);
+	pthread_mutex_destroy(&b.mu);
+	return b.failed ? AIS_ERR : AIS_OK;
+}
+
+/* The bucket's other copies of an object just fetched (mirror on), sent
+ * from the committed copy like a replicated PUT's. Best effort, logged:
+ * a holder that lacks its copy fetches it on a read anyway. */
+static void fetched_copies(struct fill *f)
+{
+	cluster_t *cl = f->t->base.cl;
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
+	size_t n = 0;
+	cluster_read_lock(cl, &m, &b);
+	place_object(m, b, f->bck, f->blen, f->obj, f->olen, cluster_self(cl)->id, &p);
+	for (size_t i = 0; i < p.n; i++)
+		if ((int)i != p.self)
+			snprintf(urls[n++], sizeof(urls[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(cl);
+	for (size_t i = 0; i < n; i++) {
+		buf_t msg = BUF_INIT;
+		if (tgt_send_copy(f->t, urls[i], f->bck, f->blen, f->obj, f->olen, "replica", false, NULL, &msg) != AIS_OK)
+			log_warnx("cold GET %.*s/%.*s: no copy on %s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256),
+				  f->obj, urls[i], msg.ptr ? msg.ptr : "");
+		buf_free(&msg);
+	}
+}
+
+/* Opens the writer (whole) or the unnamed temp file (range) and rfd. */
+static int fill_open(struct fill *f)
+{
+	if (f->whole) {
+		if (store_writer_begin(f->t->store, f->bck, f->blen, f->obj, f->olen, &f->sw) != AIS_OK)
+			return AIS_ERR;
+		f->rfd = store_writer_open_tmp(f->sw);
+		return f->rfd >= 0 ? AIS_OK : AIS_ERR;
+	}
+	const char *dir = tgt_state_dir(f->t->conf);
+	f->wfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (f->wfd < 0)
+		return AIS_ERR;
+	f->rfd = dup(f->wfd);
+	return f->rfd >= 0 ? AIS_OK : AIS_ERR;
+}
+
+static void *fill_main(void *arg)
+{
+	struct fill *f = arg;
+	sv_t obj = {f->obj, f->olen};
+	bk_obj_t got;
+	int rc = AIS_ERR, e = EIO;
+
+	if (fill_open(f) != AIS_OK) {
+		e = errno ? errno : EIO;
+		buf_addf(&f->msg, "cannot store the fetched object: %s", strerror(e));
+		goto out;
+	}
+	uint64_t blob_min = f->bk.r.blob_min ? f->bk.r.blob_min : BK_BLOB_MIN_DEFAULT;
+	if (f->whole && f->len >= blob_min && f->len > BLOB_CHUNK) {
+		rc = blob_fetch(f, &e);
+		goto fetched;
+	}
+	for (int attempt = 0;; attempt++) {
+		buf_reset(&f->msg);
+		rc = bk_get(&f->bk, obj, f->whole ? 0 : f->off, f->whole ? 0 : f->len, f->want.etag, fill_sink, f, &got,
+			    &f->msg);
+		e = errno;
+		/* retried only while nothing was written (rule 1 of backend.c) */
+		if (rc == AIS_OK || attempt == 2 || atomic_load(&f->have) || atomic_load(&stopping) ||
+		    (e != EHOSTUNREACH && e != EREMOTEIO))
+			break;
+		usleep(attempt ? 400000 : 100000);
+	}
+fetched:
+	if (rc == AIS_OK && atomic_load(&f->have) != f->len) {
+		buf_reset(&f->msg);
+		buf_addf(&f->msg, "remote \"%s\": %s/%.*s: got %llu of %llu bytes", f->bk.r.alias, f->bk.bucket,
+			 (int)MIN(f->olen, 256), f->obj, (unsigned long long)atomic_load(&f->have),
+			 (unsigned long long)f->len);
+		rc = AIS_ERR;
+		e = EREMOTEIO;
+	}
+	if (rc == AIS_OK && f->whole) {
+		buf_t custom = BUF_INIT;
+		remote_custom(f->want.etag, NULL, &custom);
+		rc = store_writer_commit(f->sw, CKSUM_NONE, NULL, custom.ptr, NULL);
+		e = errno;
+		buf_free(&custom);
+		if (rc != AIS_OK)
+			buf_addf(&f->msg, "storing the fetched object: %s", strerror(e));
+		else
+			fetched_copies(f);
+	}
+	if (rc != AIS_OK && e == ESTALE)
+		log_info("cold GET %.*s/%.*s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256), f->obj, f->msg.ptr);
+out:
+	pthread_mutex_lock(&tbl_mu);
+	for (struct fill **pp = &tbl; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	pthread_mutex_unlock(&tbl_mu);
+	pthread_mutex_lock(&f->mu);
+	f->done = true;
+	f->err = rc == AIS_OK ? 0 : e ? e : EIO;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	fill_notify(f);
+	fill_unref(f);
+	pthread_mutex_lock(&tbl_mu);
+	active--;
+	pthread_cond_broadcast(&tbl_cv);
+	pthread_mutex_unlock(&tbl_mu);
+	return NULL;
+}
+
+static struct fill *fill_new(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, const bk_obj_t *want, bool whole,
+			     uint64_t off, uint64_t len)
+{
+	struct fill *f = xcalloc(1, sizeof(*f));
+	f->t = t;
+	f->bk = *b;
+	f->bck = xstrndup(bck.ptr, bck.len);
+	f->blen = bck.len;
+	f->obj = xstrndup(obj.ptr, obj.len);
+	f->olen = obj.len;
+	f->whole = whole;
+	f->off = off;
+	f->len = whole ? want->size : len;
+	f->want = *want;
+	f->wfd = f->rfd = -1;
+	atomic_init(&f->refs, 2); /* the thread's and the caller's */
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	return f;
+}
+
+/* Starts f's thread (active counted under tbl_mu by the caller). AIS_ERR:
+ * none started (f unreferenced once). */
+static int fill_start(struct fill *f)
+{
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &a, fill_main, f);
+	pthread_attr_destroy(&a);
+	if (rc != 0) {
+		pthread_mutex_lock(&tbl_mu);
+		for (struct fill **pp = &tbl; *pp; pp = &(*pp)->next)
+			if (*pp == f) {
+				*pp = f->next;
+				break;
+			}
+		active--;
+		pthread_mutex_unlock(&tbl_mu);
+		fill_unref(f);
+		errno = EAGAIN;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static struct fill *tbl_find(sv_t bck, sv_t obj)
+{
+	for (struct fill *f = tbl; f; f = f->next)
+		if (f->blen == bck.len && f->olen == obj.len && !memcmp(f->bck, bck.ptr, bck.len) &&
+		    !memcmp(f->obj, obj.ptr, obj.len))
+			return f;
+	return NULL;
+}
+
+/* The fill of the whole object (rule 1): the one in progress, or a new one
+ * for the version want (HEADed by the caller). A reference for the caller. */
+static struct fill *fill_whole(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, const bk_obj_t *want,
+			       buf_t *msg)
+{
+	pthread_mutex_lock(&tbl_mu);
+	struct fill *f = tbl_find(bck, obj);
+	if (f) {
+		atomic_fetch_add(&f->refs, 1);
+		pthread_mutex_unlock(&tbl_mu);
+		return f;
+	}
+	if (active >= FILLS_MAX || atomic_load(&stopping)) {
+		pthread_mutex_unlock(&tbl_mu);
+		buf_addf(msg, "%d remote fetches in progress: try again", FILLS_MAX);
+		errno = EHOSTUNREACH;
+		return NULL;
+	}
+	f = fill_new(t, b, bck, obj, want, true, 0, 0);
+	f->next = tbl;
+	tbl = f;
+	active++;
+	pthread_mutex_unlock(&tbl_mu);
+	if (fill_start(f) != AIS_OK) {
+		fill_unref(f);
+		buf_addstr(msg, "cannot start a remote fetch");
+		errno = EHOSTUNREACH;
+		return NULL;
+	}
+	return f;
+}
+
+/* Blocks until f ended: AIS_OK, or AIS_ERR with errno and msg. */
+static int fill_wait(struct fill *f, buf_t *msg)
+{
+	pthread_mutex_lock(&f->mu);
+	while (!f->done)
+		pthread_cond_wait(&f->cv, &f->mu);
+	int err = f->err;
+	if (err)
+		buf_addsv(msg, sv_of(&f->msg));
+	pthread_mutex_unlock(&f->mu);
+	errno = err;
+	return err ? AIS_ERR : AIS_OK;
+}
+
+void olr_stop(void)
+{
+	atomic_store(&stopping, true);
+	pthread_mutex_lock(&tbl_mu);
+	while (active > 0)
+		pthread_cond_wait(&tbl_cv, &tbl_mu);
+	pthread_mutex_unlock(&tbl_mu);
+}
+
+/* --- opening ------------------------------------------------------------------ */
+
+static void meta_of(const bk_obj_t *o, store_meta_t *m)
+{
+	buf_t c = BUF_INIT;
+	memset(m, 0, sizeof(*m));
+	m->size = o->size;
+	m->version = 1;
+	m->mtime_ns = o->mtime_ns ? o->mtime_ns : time_now_ns();
+	m->atime_ns = time_now_ns(); /* nothing to touch: not stored yet */
+	remote_custom(o->etag, NULL, &c);
+	snprintf(m->custom, sizeof(m->custom), "%s", c.ptr ? c.ptr : "");
+	buf_free(&c);
+}
+
+static struct olr_reader *reader_new(target_t *t, const bk_bucket_t *b, sv_t obj, const bk_obj_t *want,
+				     struct fill *f)
+{
+	struct olr_reader *r = xcalloc(1, sizeof(*r));
+	r->f = f;
+	r->t = t;
+	r->want = *want;
+	r->fd = r->efd = -1;
+	if (!f) {
+		r->bk = xmalloc(sizeof(*r->bk));
+		*r->bk = *b;
+		r->obj = xstrndup(obj.ptr, obj.len);
+		r->olen = obj.len;
+	}
+	return r;
+}
+
+void olr_reader_free(struct olr_reader *r)
+{
+	if (!r)
+		return;
+	if (r->f) {
+		pthread_mutex_lock(&r->f->mu);
+		for (struct olr_reader **pp = &r->f->readers; *pp; pp = &(*pp)->next)
+			if (*pp == r) {
+				*pp = r->next;
+				break;
+			}
+		pthread_mutex_unlock(&r->f->mu);
+		fill_unref(r->f);
+	}
+	if (r->ev)
+		event_free(r->ev);
+	if (r->efd >= 0)
+		close(r->efd);
+	free(r->bk);
+	free(r->obj);
+	free(r);
+}
+
+/* Rule 5: the cached copy on *fd against the remote. AIS_OK: serve it;
+ * AIS_DONE: fetch again (fd closed); AIS_ERR: ENOENT (deleted, sync). */
+static int validate(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, int *fd, const store_meta_t *m,
+		    bk_obj_t *ro, buf_t *msg)
+{
+	char have[BK_ETAG_MAX];
+	buf_t hm = BUF_INIT;
+	int rc = bk_head(b, obj, ro, &hm);
+	if (rc != AIS_OK && errno == ENOENT && b->sync) {
+		close(*fd);
+		*fd = -1;
+		ol_delete(t, bck, obj, true);
+		buf_addsv(msg, sv_of(&hm));
+		buf_free(&hm);
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (rc != AIS_OK) {
+		log_info("GET %.*s/%.*s: serving the cached copy unvalidated: %s", (int)bck.len, bck.ptr,
+			 (int)MIN(obj.len, 256), obj.ptr, hm.ptr);
+		buf_free(&hm);
+		return AIS_OK;
+	}
+	buf_free(&hm);
+	cached_etag(m, have, sizeof(have));
+	buf_t want = BUF_INIT;
+	remote_custom(ro->etag, NULL, &want);
+	bool same = want.ptr && strstr(want.ptr, "bk.etag=") && !strcmp(strstr(want.ptr, "bk.etag=") + 8, have);
+	buf_free(&want);
+	if (same)
+		return AIS_OK;
+	log_info("GET %.*s/%.*s: changed on remote \"%s\" (ETag %s, cached %s): fetching it again", (int)bck.len,
+		 bck.ptr, (int)MIN(obj.len, 256), obj.ptr, b->r.alias, ro->etag, have[0] ? have : "none");
+	close(*fd);
+	*fd = -1;
+	return AIS_DONE;
+}
+
+int olr_open(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool range, int *fd,
+	     store_meta_t *m, struct olr_reader **rd, buf_t *msg)
+{
+	bk_obj_t ro;
+	bool have_ro = false;
+	*rd = NULL;
+	if (*fd >= 0) {
+		if (!b->validate_warm_get)
+			return AIS_OK;
+		int v = validate(t, b, bck, obj, fd, m, &ro, msg);
+		if (v != AIS_DONE)
+			return v;
+		have_ro = true;
+	}
+	/* a fill in progress gives the version (rule 1); else HEAD */
+	pthread_mutex_lock(&tbl_mu);
+	struct fill *f = tbl_find(bck, obj);
+	if (f) {
+		ro = f->want;
+		have_ro = true;
+	}
+	pthread_mutex_unlock(&tbl_mu);
+	if (!have_ro && bk_head(b, obj, &ro, msg) != AIS_OK)
+		return AIS_ERR;
+	if (stream && range) { /* rule 4: the range at ol_send */
+		*rd = reader_new(t, b, obj, &ro, NULL);
+	} else {
+		f = fill_whole(t, b, bck, obj, &ro, msg);
+		if (!f)
+			return AIS_ERR;
+		if (stream) {
+			*rd = reader_new(t, b, obj, &ro, f);
+		} else {
+			int rc = fill_wait(f, msg);
+			fill_unref(f);
+			if (rc != AIS_OK)
+				return AIS_ERR;
+			return store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m);
+		}
+	}
+	*fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		olr_reader_free(*rd);
+		*rd = NULL;
+		return AIS_ERR;
+	}
+	meta_of(&ro, m);
+	return AIS_OK;
+}
+
+/* --- streaming (loop) --------------------------------------------------------- */
+
+static void reader_cleanup(void *arg)
+{
+	struct olr_reader *r = arg;
+	for (struct olr_reader **pp = &attached; *pp; pp = &(*pp)->lnext)
+		if (*pp == r) {
+			*pp = r->lnext;
+			break;
+		}
+	olr_reader_free(r);
+}
+
+void olr_reader_attach(http_req_t *req, struct olr_reader *r, int fd)
+{
+	r->req = req;
+	r->fd = fd;
+	r->lnext = attached;
+	attached = r;
+	arena_cleanup_add(req->arena, reader_cleanup, r);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct olr_reader *r = arg;
+	uint64_t v;
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("fill: eventfd: %s", strerror(errno));
+	http_resp_stream_wake(r->req);
+}
+
+static int produce(http_req_t *req, buf_t *out)
+{
+	struct olr_reader *r = req->state;
+	struct fill *f = r->f;
+	(void)out;
+	for (;;) {
+		if (r->off >= r->end)
+			return AIS_DONE;
+		uint64_t avail = MIN(atomic_load(&f->have), r->end);
+		if (avail > r->off) {
+			int d = dup(f->rfd);
+			if (d < 0)
+				return AIS_ERR;
+			http_resp_stream_file(req, d, (off_t)r->off, avail - r->off);
+			r->off = avail;
+			return AIS_OK;
+		}
+		pthread_mutex_lock(&f->mu);
+		bool again = atomic_load(&f->have) > r->off;
+		bool failed = !again && f->done;
+		if (!again && !failed)
+			r->waiting = true;
+		pthread_mutex_unlock(&f->mu);
+		if (failed) {
+			log_warnx("GET %.*s: cut short at byte %llu: %s", (int)MIN(f->olen, 256), f->obj,
+				  (unsigned long long)r->off, f->msg.ptr ? f->msg.ptr : "fetch failed");
+			return AIS_ERR; /* rule 3 */
+		}
+		if (!again)
+			return AIS_AGAIN;
+	}
+}
+
+void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
+{
+	struct olr_reader *r = NULL;
+	for (struct olr_reader **pp = &attached; *pp; pp = &(*pp)->lnext)
+		if ((*pp)->req == req && (*pp)->fd == fd) {
+			r = *pp;
+			*pp = r->lnext;
+			break;
+		}
+	if (!r) {
+		http_resp_send_file(req, fd, (off_t)start, len);
+		return;
+	}
+	close(fd);
+	if (req->method == HTTP_HEAD || !len) {
+		http_resp_send_head(req, len);
+		return;
+	}
+	if (!r->f) {
+		buf_t msg = BUF_INIT;
+		pthread_mutex_lock(&tbl_mu);
+		bool room = active < FILLS_MAX && !atomic_load(&stopping);
+		if (room)
+			active++;
+		pthread_mutex_unlock(&tbl_mu);
+		struct fill *f = room ? fill_new(r->t, r->bk, (sv_t){"", 0}, (sv_t){r->obj, r->olen}, &r->want, false,
+						 start, len)
+				      : NULL;
+		if (!f || fill_start(f) != AIS_OK) {
+			if (f)
+				fill_unref(f);
+			buf_free(&msg);
+			http_resp_error(req, 503, "remote \"%s\": too many fetches in progress", r->bk->r.alias);
+			return;
+		}
+		buf_free(&msg);
+		r->f = f;
+		start = 0;
+	}
+	r->off = start;
+	r->end = start + len;
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0) {
+		http_resp_error(req, 500, "eventfd: %s", strerror(errno));
+		return;
+	}
+	r->ev = event_new(http_req_base(req), r->efd, EV_READ | EV_PERSIST, on_wake, r);
+	event_add(r->ev, NULL);
+	pthread_mutex_lock(&r->f->mu);
+	r->next = r->f->readers;
+	r->f->readers = r;
+	pthread_mutex_unlock(&r->f->mu);
+	req->state = r;
+	http_resp_send_stream_len(req, produce, len);
+}
+
+/* --- writes and deletes ------------------------------------------------------ */
+
+int olr_put(target_t *t, const bk_bucket_t *b, ol_put_t *p, char **custom)
+{
+	store_meta_t sealed;
+	bk_obj_t ro;
+	buf_t c = BUF_INIT;
+	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
+	(void)t;
+	if (store_writer_seal(p->sw, p->want_type, want, &sealed) != AIS_OK)
+		return AIS_ERR;
+	int fd = store_writer_open_tmp(p->sw);
+	if (fd < 0)
+		return AIS_ERR;
+	int rc = bk_put_fd(b, p->obj, fd, sealed.size, &ro, &p->msg);
+	int e = errno;
+	close(fd);
+	if (rc != AIS_OK) {
+		log_warnx("PUT %.*s/%.*s: not written through: %s", (int)p->bck.len, p->bck.ptr,
+			  (int)MIN(p->obj.len, 256), p->obj.ptr, p->msg.ptr);
+		errno = e == EINVAL ? EINVAL : EAGAIN;
+		return AIS_ERR;
+	}
+	remote_custom(ro.etag, p->custom, &c);
+	*custom = buf_detach(&c, NULL);
+	return AIS_OK;
+}
+
+int olr_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg) { return bk_delete(b, obj, msg); }
