@@ -182,6 +182,9 @@ http_server_t *http_req_server(const http_req_t *req);
 /* Request helpers. */
 sv_t http_req_header(const http_req_t *req, const char *name);
 bool http_req_has_header(const http_req_t *req, const char *name);
+/* A trailer field of a chunked request body, once the body ended (in
+ * on_body_end and later); {NULL, 0} when absent. */
+sv_t http_req_trailer(const http_req_t *req, const char *name);
 /* Query parameter by (decoded) key; *out is decoded into the arena.
  * Returns true if present. */
 bool http_query_get(http_req_t *req, const char *key, sv_t *out);

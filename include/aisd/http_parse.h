@@ -71,14 +71,21 @@ typedef struct hp {
 	size_t ls_len;        /* bytes of the current line so far */
 	unsigned ls_lines;    /* non-empty lines seen */
 	bool ls_done;         /* the head's empty line seen */
+	/* a chunked body's trailer fields, "name: value\n" lines (at most
+	 * HP_TRAILERS_MAX bytes; more is 431) */
+	buf_t trailers;
 	const char *why;
 	int status;
 } hp_t;
+#define HP_TRAILERS_MAX 4096
 
 void hp_init(hp_t *p, size_t max_head, hp_body_fn fn, void *arg);
 /* Prepares for the next request on the same connection. */
 void hp_reset(hp_t *p);
 void hp_free(hp_t *p);
+/* The trailer field called name (case-insensitive) of the message just
+ * read; {NULL, 0} when absent. Valid until the next hp_reset. */
+sv_t hp_trailer(const hp_t *p, const char *name);
 size_t hp_feed(hp_t *p, const char *data, size_t len, hp_event_t *ev);
 /* The connection closed: for a body delimited by close this ends it.
  * Returns HP_END, HP_MORE (nothing pending) or HP_ERROR (truncated). */

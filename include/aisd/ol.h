@@ -141,6 +141,7 @@ typedef struct ol_put {
 	store_writer_t *sw;
 	store_meta_t meta;                    /* after the commit */
 	buf_t msg;                            /* why the copies failed */
+	struct tgt_repl *repl;                /* copies streamed as the bytes come (mirror.c) */
 } ol_put_t;
 int ol_put_begin(ol_put_t *p);
 int ol_put_write(ol_put_t *p, const void *b, size_t n);

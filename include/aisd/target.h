@@ -123,6 +123,22 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
  * the object is handed to the rebalance job to be placed again. */
 void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen);
+/* Replicas streamed while the body arrives (pool threads): open sends the
+ * head of a chunked PUT to every other holder (NULL when there are none,
+ * or a holder is https: then tgt_replicate after the body); write sends
+ * each piece as it is written here; commit seals the local write, ends
+ * every stream with the checksum (and custom metadata) as trailer fields,
+ * which each receiver verifies before it commits, and applies the write
+ * quorum as tgt_replicate does (rolling back landed copies when it is
+ * missed: AIS_ERR, errno EAGAIN, msg); free cuts what was not finished. */
+typedef struct tgt_repl tgt_repl_t;
+tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
+			  size_t olen);
+void tgt_repl_write(tgt_repl_t *r, const void *p, size_t n);
+int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_where_t *w, const char *bck,
+		    size_t blen, const char *obj, size_t olen, enum store_cksum want_type, const char *want_hex,
+		    const char *custom, buf_t *msg);
+void tgt_repl_free(tgt_repl_t *r);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
 void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,

@@ -85,5 +85,19 @@ void xp_pool_free(struct event_base *base);
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg);
 void xs_release(void);
+/*
+ * A streamed PUT (blocking side): the head at once, the body as chunks
+ * while the caller produces it, trailer fields at the end (a checksum known
+ * only then), then the answer. open: NULL (msg says why) when the peer
+ * cannot be reached; write: AIS_ERR once the connection is lost (the
+ * stream is dead; finish still reads an early answer); finish: AIS_OK with
+ * the final *status, else AIS_ERR with msg; free closes a stream not
+ * finished (the receiver then keeps nothing of it).
+ */
+typedef struct xs_stream xs_stream_t;
+xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t timeout_ms, buf_t *msg);
+int xs_stream_write(xs_stream_t *s, const void *p, size_t n);
+int xs_stream_finish(xs_stream_t *s, const char *const *trailers, int *status, buf_t *resp_hdrs, buf_t *msg);
+void xs_stream_free(xs_stream_t *s);
 
 #endif

@@ -760,3 +760,8 @@ void http_req_resume(http_req_t *req)
 	c->paused = false;
 	conn_run(c);
 }
+
+sv_t http_req_trailer(const http_req_t *req, const char *name)
+{
+	return req->conn ? hp_trailer(&req->conn->hp, name) : (sv_t){NULL, 0};
+}

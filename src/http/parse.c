@@ -49,11 +49,29 @@ static int on_url(http_parser *hp, const char *at, size_t len)
  * move as it grows); they become pointers when the head is complete. */
 #define RAW_OFF(off) ((const char *)(uintptr_t)(off))
 
+/* A chunked body's trailer field (the head must not move: kept apart). */
+static int trailer_add(hp_t *p, int cb, const char *at, size_t len)
+{
+	if (cb == 1 && p->last_cb == 2 && p->trailers.len)
+		buf_addch(&p->trailers, '\n');
+	if (p->trailers.len + len + 2 > HP_TRAILERS_MAX) {
+		fail(p, 431, "chunked trailer fields too large");
+		return -1;
+	}
+	if (cb == 2 && p->last_cb == 1)
+		buf_addch(&p->trailers, ':');
+	buf_add(&p->trailers, at, len);
+	p->last_cb = cb;
+	return 0;
+}
+
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
-	if (p->got_head || p->too_many)
-		return 0; /* chunked trailers: ignored, the head must not move */
+	if (p->got_head)
+		return trailer_add(p, 1, at, len);
+	if (p->too_many)
+		return 0;
 	if (p->last_cb != 1) {
 		if (p->head.nhdrs >= HP_MAX_HEADERS) {
 			/* 431 at the end of the head, not here: a partial name is
@@ -73,7 +91,9 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
 	hp_t *p = self(hp);
-	if (p->got_head || p->too_many)
+	if (p->got_head)
+		return trailer_add(p, 2, at, len);
+	if (p->too_many)
 		return 0;
 	size_t i = p->head.nhdrs - 1;
 	if (p->last_cb != 2) {
@@ -231,6 +251,7 @@ void hp_reset(hp_t *p)
 	http_parser_init(&p->parser, HTTP_REQUEST);
 	p->parser.data = p;
 	buf_reset(&p->raw);
+	buf_reset(&p->trailers);
 	memset(&p->head, 0, sizeof(p->head));
 	p->head.content_length = -1;
 	p->head_bytes = 0;
@@ -248,7 +269,25 @@ void hp_reset(hp_t *p)
 	p->ls_done = false;
 }
 
-void hp_free(hp_t *p) { buf_free(&p->raw); }
+void hp_free(hp_t *p)
+{
+	buf_free(&p->raw);
+	buf_free(&p->trailers);
+}
+
+sv_t hp_trailer(const hp_t *p, const char *name)
+{
+	sv_t rest = {p->trailers.ptr ? p->trailers.ptr : "", p->trailers.len}, key = sv_from(name);
+	while (rest.len) {
+		const char *nl = memchr(rest.ptr, '\n', rest.len);
+		sv_t line = {rest.ptr, nl ? (size_t)(nl - rest.ptr) : rest.len};
+		rest = nl ? (sv_t){nl + 1, rest.len - line.len - 1} : (sv_t){rest.ptr + rest.len, 0};
+		const char *colon = memchr(line.ptr, ':', line.len);
+		if (colon && sv_eqcase((sv_t){line.ptr, (size_t)(colon - line.ptr)}, key))
+			return sv_trim((sv_t){colon + 1, line.len - (size_t)(colon + 1 - line.ptr)});
+	}
+	return (sv_t){NULL, 0};
+}
 
 static int status_of(enum http_errno e)
 {

@@ -334,3 +334,116 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 	buf_free(&rb);
 	return rc;
 }
+
+/* --- a streamed PUT (chunked, trailers at the end) -------------------------------- */
+
+struct xs_stream {
+	int fd;
+	char key[256];
+	bool dead;
+	buf_t rb; /* bytes of an early answer */
+};
+
+xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t timeout_ms, buf_t *msg)
+{
+	char auth[AUTHZ_INTRA_HDR_MAX];
+	const char *target;
+	xs_stream_t *s = xcalloc(1, sizeof(*s));
+	buf_t head = BUF_INIT;
+
+	if (split_url(url, s->key, sizeof(s->key), &target) != AIS_OK) {
+		buf_addf(msg, "%s: not a plain http URL", url);
+		free(s);
+		return NULL;
+	}
+	/* a pooled connection the peer has not closed, else a new one: the
+	 * body cannot be sent again, so no retry on a stale one */
+	if ((s->fd = idle_take(s->key)) < 0 && (s->fd = dial(s->key)) < 0) {
+		buf_addf(msg, "%s: connect: %s", s->key, strerror(errno));
+		free(s);
+		return NULL;
+	}
+	set_timeout(s->fd, timeout_ms);
+	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n", target, s->key);
+	for (size_t i = 0; hdrs && hdrs[i]; i++)
+		buf_addf(&head, "%s\r\n", hdrs[i]);
+	if (authz_intra_header("PUT", url, NULL, 0, auth, sizeof(auth)))
+		buf_addf(&head, "%s\r\n", auth);
+	buf_addstr(&head, "\r\n");
+	if (send_all(s->fd, head.ptr, head.len) != AIS_OK)
+		s->dead = true;
+	buf_free(&head);
+	return s;
+}
+
+int xs_stream_write(xs_stream_t *s, const void *p, size_t n)
+{
+	char hdr[32];
+	if (s->dead)
+		return AIS_ERR;
+	if (!n)
+		return AIS_OK;
+	int hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
+	struct iovec iov[3] = {{hdr, (size_t)hl}, {(void *)p, n}, {(void *)"\r\n", 2}};
+	size_t left = (size_t)hl + n + 2;
+	int i = 0;
+	while (left) {
+		struct msghdr mh = {.msg_iov = iov + i, .msg_iovlen = (size_t)(3 - i)};
+		ssize_t k = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			s->dead = true; /* (the peer may have answered early: xs_stream_finish reads it) */
+			return AIS_ERR;
+		}
+		left -= (size_t)k;
+		while (k > 0 && i < 3) {
+			if ((size_t)k >= iov[i].iov_len) {
+				k -= (ssize_t)iov[i].iov_len;
+				iov[i++].iov_len = 0;
+			} else {
+				iov[i].iov_base = (char *)iov[i].iov_base + k;
+				iov[i].iov_len -= (size_t)k;
+				k = 0;
+			}
+		}
+	}
+	return AIS_OK;
+}
+
+int xs_stream_finish(xs_stream_t *s, const char *const *trailers, int *status, buf_t *resp_hdrs, buf_t *msg)
+{
+	buf_t t = BUF_INIT, body = BUF_INIT;
+	bool keep = false, got = false;
+	*status = 0;
+	if (!s->dead) {
+		buf_addstr(&t, "0\r\n");
+		for (size_t i = 0; trailers && trailers[i]; i++)
+			buf_addf(&t, "%s\r\n", trailers[i]);
+		buf_addstr(&t, "\r\n");
+		if (send_all(s->fd, t.ptr, t.len) != AIS_OK)
+			s->dead = true;
+	}
+	int rc = read_answer(s->fd, &s->rb, status, resp_hdrs, &body, &keep, &got);
+	if (rc != AIS_OK)
+		buf_addf(msg, "%s: %s", s->key, s->dead ? "connection lost while sending" : strerror(errno));
+	else if (*status != 200)
+		buf_addf(msg, "%s: HTTP %d %.*s", s->key, *status, (int)MIN(body.len, 300), body.ptr ? body.ptr : "");
+	if (rc == AIS_OK && keep && !s->dead && !s->rb.len) {
+		idle_put(s->key, s->fd);
+		s->fd = -1;
+	}
+	buf_free(&t);
+	buf_free(&body);
+	return rc == AIS_OK && !s->dead ? AIS_OK : AIS_ERR;
+}
+
+void xs_stream_free(xs_stream_t *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd); /* a body cut short: the receiver keeps nothing of it */
+	buf_free(&s->rb);
+	free(s);
+}

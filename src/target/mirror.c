@@ -194,6 +194,116 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 	return rc;
 }
 
+/* --- replicas streamed while the body arrives ---------------------------------- */
+
+struct tgt_repl {
+	size_t n;             /* other holders: w->urls[1..n] */
+	xs_stream_t **s;      /* NULL: could not be reached */
+	buf_t *msg;           /* per holder: why it failed */
+};
+
+tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
+			  size_t olen)
+{
+	store_bucket_t b;
+	char ct[64];
+	const char *hp[] = {TGT_INTRA ": replica", ct, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	if (!w || !w->cluster || w->n < 2)
+		return NULL;
+	for (size_t i = 1; i < w->n; i++)
+		if (!xp_supports(w->urls[i]))
+			return NULL; /* https peers: the copies go after the body (tgt_replicate) */
+	if (store_bucket_get(t->store, bck, blen, &b) != AIS_OK)
+		return NULL;
+	snprintf(ct, sizeof(ct), "Ais-Checksum-Type: %s", store_cksum_name(b.cksum_type));
+	tgt_repl_t *r = xcalloc(1, sizeof(*r));
+	r->n = w->n - 1;
+	r->s = xcalloc(r->n, sizeof(*r->s));
+	r->msg = xcalloc(r->n, sizeof(*r->msg));
+	buf_t url = BUF_INIT;
+	for (size_t i = 0; i < r->n; i++) {
+		buf_reset(&url);
+		tgt_url_obj(&url, w->urls[i + 1], bck, blen, obj, olen);
+		r->s[i] = xs_stream_open(url.ptr, hp, copy_timeout_ms(0), &r->msg[i]);
+	}
+	buf_free(&url);
+	return r;
+}
+
+void tgt_repl_write(tgt_repl_t *r, const void *p, size_t n)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->s[i])
+			xs_stream_write(r->s[i], p, n);
+}
+
+int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_where_t *w, const char *bck,
+		    size_t blen, const char *obj, size_t olen, enum store_cksum want_type, const char *want_hex,
+		    const char *custom, buf_t *msg)
+{
+	store_meta_t m;
+	char cv[STORE_CKSUM_HEX_MAX + 32], md[STORE_CUSTOM_MAX + 32];
+	const char *tr[3] = {NULL, NULL, NULL};
+	size_t nt = 0, ok = 0, quorum = t->conf->write_quorum ? MIN(t->conf->write_quorum, w->n) : w->n;
+	int rc = AIS_OK;
+
+	if (store_writer_seal(sw, want_type, want_hex, &m) != AIS_OK)
+		return AIS_ERR; /* (the streams are cut when freed: nothing lands) */
+	if (m.cksum[0]) {
+		snprintf(cv, sizeof(cv), "Ais-Checksum-Value: %s", m.cksum);
+		tr[nt++] = cv;
+	}
+	if (custom && *custom) {
+		snprintf(md, sizeof(md), "Ais-Custom-Md: %s", custom);
+		tr[nt++] = md;
+	}
+	int *status = xcalloc(r->n, sizeof(*status));
+	buf_t rh = BUF_INIT;
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->s[i] && xs_stream_finish(r->s[i], tr, &status[i], &rh, &r->msg[i]) == AIS_OK && status[i] == 200)
+			ok++;
+		else
+			status[i] = status[i] == 200 ? 0 : status[i];
+	}
+	buf_free(&rh);
+	if (1 + ok < quorum) {
+		buf_addf(msg, "%zu of %zu copies durable, write quorum %zu", 1 + ok, w->n, quorum);
+		const char **landed = xcalloc(r->n, sizeof(*landed));
+		size_t nl = 0;
+		for (size_t i = 0; i < r->n; i++) {
+			if (status[i] == 200)
+				landed[nl++] = w->urls[i + 1];
+			else
+				buf_addf(msg, "; %s: %.200s", w->urls[i + 1], r->msg[i].ptr ? r->msg[i].ptr : "no answer");
+		}
+		delete_on(landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		free(landed);
+		errno = EAGAIN;
+		rc = AIS_ERR;
+	} else {
+		for (size_t i = 0; i < r->n; i++)
+			if (status[i] != 200)
+				log_warnx("PUT %.*s/%.*s: copy on %s failed (the quorum was met; a rebalance restores it): %.200s",
+					  (int)blen, bck, (int)MIN(olen, 200), obj, w->urls[i + 1],
+					  r->msg[i].ptr ? r->msg[i].ptr : "");
+	}
+	free(status);
+	return rc;
+}
+
+void tgt_repl_free(tgt_repl_t *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		xs_stream_free(r->s[i]);
+		buf_free(&r->msg[i]);
+	}
+	free(r->s);
+	free(r->msg);
+	free(r);
+}
+
 void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	const char **bases = xcalloc(w->n, sizeof(*bases));

@@ -273,7 +273,49 @@ static void put_fail(ol_stream_t *s, int err)
 	tgt_resp_errno(s->req, err, "object");
 }
 
+/* A PUT whose checksum and custom metadata may come as trailer fields (a
+ * copy another target streams while its client's body arrives). */
+static bool trailed(http_req_t *req) { return req->chunked && http_req_has_header(req, TGT_INTRA); }
+
+static int set_want(http_req_t *req, ol_put_t *p, sv_t cv)
+{
+	if (!cv.ptr || cv.len == 0 || cv.len >= sizeof(p->want_hex)) {
+		http_resp_error(req, 400, "Ais-Checksum-Value missing or too long");
+		return AIS_ERR;
+	}
+	for (size_t i = 0; i < cv.len; i++)
+		p->want_hex[i] = (char)(cv.ptr[i] >= 'A' && cv.ptr[i] <= 'F' ? cv.ptr[i] | 0x20 : cv.ptr[i]);
+	p->want_hex[cv.len] = '\0';
+	return AIS_OK;
+}
+
+static int set_custom(http_req_t *req, ol_put_t *p, sv_t md)
+{
+	if (!md.ptr)
+		return AIS_OK;
+	if (md.len >= sizeof(p->meta.custom)) {
+		http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
+		return AIS_ERR;
+	}
+	p->custom = arena_svdup(req->arena, md);
+	return AIS_OK;
+}
+
+/* The body ended: a streamed copy's checksum and metadata are in its trailer. */
+static int put_end(ol_stream_t *s)
+{
+	ol_put_t *p = s->arg;
+	http_req_t *req = s->req;
+	if (!trailed(req))
+		return AIS_OK;
+	sv_t cv = http_req_trailer(req, "Ais-Checksum-Value");
+	if (p->want_type != CKSUM_NONE && !p->want_hex[0] && set_want(req, p, cv) != AIS_OK)
+		return AIS_ERR;
+	return set_custom(req, p, http_req_trailer(req, "Ais-Custom-Md"));
+}
+
 static const ol_stream_ops_t put_ops = {
+	.end = put_end,
 	.begin = put_begin,
 	.write = put_write,
 	.commit = put_commit,
@@ -326,26 +368,15 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 					(int)MIN(ct.len, 64), ct.ptr);
 			return AIS_OK;
 		}
-		if (p->want_type != CKSUM_NONE) {
-			if (!cv.ptr || cv.len == 0 || cv.len >= sizeof(p->want_hex)) {
-				http_resp_error(req, 400, "Ais-Checksum-Value missing or too long");
-				return AIS_OK;
-			}
-			for (size_t i = 0; i < cv.len; i++)
-				p->want_hex[i] = (char)(cv.ptr[i] >= 'A' && cv.ptr[i] <= 'F' ? cv.ptr[i] | 0x20 : cv.ptr[i]);
-		}
+		/* a copy streamed by another target has its value in a trailer */
+		if (p->want_type != CKSUM_NONE && !(trailed(req) && !cv.ptr) && set_want(req, p, cv) != AIS_OK)
+			return AIS_OK;
 	} else if (cv.ptr) {
 		http_resp_error(req, 400, "Ais-Checksum-Value given without Ais-Checksum-Type");
 		return AIS_OK;
 	}
-	sv_t md = http_req_header(req, "Ais-Custom-Md");
-	if (md.ptr) {
-		if (md.len >= sizeof(p->meta.custom)) {
-			http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
-			return AIS_OK;
-		}
-		p->custom = arena_svdup(req->arena, md);
-	}
+	if (set_custom(req, p, http_req_header(req, "Ais-Custom-Md")) != AIS_OK)
+		return AIS_OK;
 	s = arena_zalloc(req->arena, sizeof(*s));
 	s->ops = &put_ops;
 	s->arg = p;

@@ -14,9 +14,13 @@
  *  3. The sink commits only after the API's decoder accepted the whole
  *     body (end), and the client hears success only after the commit.
  *  4. ol_put_commit is the one commit of an object: in a cluster with
- *     copies the write is sealed (checksummed, fsynced, not visible), sent
- *     to the other holders (each verifies the checksum), and committed
- *     only when the write quorum is durable; else the copies that landed
+ *     copies the bytes go to the other holders while they arrive (a
+ *     chunked PUT per holder over the transport, opened at begin, fed by
+ *     every write; over https: sent after the body), the write is sealed
+ *     (checksummed, fsynced, not visible), the checksum ends each stream
+ *     as a trailer field that the receiver verifies before its commit,
+ *     and the write is committed here only when the write quorum is
+ *     durable; else the copies that landed
  *     are deleted and nothing of the write stays visible (mirror.c rule 2).
  *     Then a tar shard is indexed, and an object committed under a map
  *     older than the one installed meanwhile is handed to the rebalance.
@@ -39,12 +43,22 @@
 
 int ol_put_begin(ol_put_t *p)
 {
-	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK)
+	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK ||
+	    store_writer_also(p->sw, p->want_type) != AIS_OK)
 		return AIS_ERR;
-	return store_writer_also(p->sw, p->want_type);
+	/* rule 4: the copies go to the other holders as the bytes come */
+	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	return AIS_OK;
 }
 
-int ol_put_write(ol_put_t *p, const void *b, size_t n) { return store_writer_write(p->sw, b, n); }
+int ol_put_write(ol_put_t *p, const void *b, size_t n)
+{
+	if (store_writer_write(p->sw, b, n) != AIS_OK)
+		return AIS_ERR;
+	if (p->repl)
+		tgt_repl_write(p->repl, b, n);
+	return AIS_OK;
+}
 
 /* Builds and saves the tar index of a just-written shard. Best effort: a
  * shard that is not a valid tar is still a fine object. */
@@ -85,8 +99,10 @@ int ol_put_commit(ol_put_t *p)
 		if (through)
 			custom = through;
 	}
-	if (copies && tgt_replicate(p->t, p->sw, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->w,
-				    p->want_type, want, custom, &p->msg) != AIS_OK) {
+	if (copies && (p->repl ? tgt_repl_commit(p->t, p->repl, p->sw, p->w, p->bck.ptr, p->bck.len, p->obj.ptr,
+						 p->obj.len, p->want_type, want, custom, &p->msg)
+			       : tgt_replicate(p->t, p->sw, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->w,
+					       p->want_type, want, custom, &p->msg)) != AIS_OK) {
 		free(through);
 		return AIS_ERR;
 	}
@@ -108,6 +124,8 @@ int ol_put_commit(ol_put_t *p)
 
 void ol_put_free(ol_put_t *p)
 {
+	tgt_repl_free(p->repl); /* (unfinished: the receivers keep nothing) */
+	p->repl = NULL;
 	store_writer_free(p->sw);
 	p->sw = NULL;
 	buf_free(&p->msg);

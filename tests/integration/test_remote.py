@@ -221,8 +221,16 @@ r = request("PATCH", g.url, "/v1/buckets/cache2",
             json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
 t.eq(r.status, 200, "mirror copies=2 on a remote bucket")
 t.eq(get("cache2", "mirrored").body, BODY["mirrored"], "cold GET in a mirrored remote bucket")
-have = [request("GET", x.url, "/v1/objects/cache2/mirrored", headers={"Ais-Intra": "test"}).body == BODY["mirrored"]
-        for x in ts]
+
+
+def copies_have():
+    return [request("GET", x.url, "/v1/objects/cache2/mirrored", headers={"Ais-Intra": "test"}).body == BODY["mirrored"]
+            for x in ts]
+
+
+# (the copy is sent once the fetch is whole, after the first reader's answer)
+poll(lambda: all(copies_have()), 10)
+have = copies_have()
 t.check(all(have), "the fetched object has its 2 copies", have)
 request("PATCH", g.url, "/v1/buckets/cache2",
         json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": False}}}), JSON)
