@@ -72,12 +72,11 @@ typedef struct hp {
 	unsigned ls_lines;    /* non-empty lines seen */
 	bool ls_done;         /* the head's empty line seen */
 	/* a chunked body's trailer fields, "name: value\n" lines (at most
-	 * HP_TRAILERS_MAX bytes; more is 431) */
+	 * max_head bytes; more is 431) */
 	buf_t trailers;
 	const char *why;
 	int status;
 } hp_t;
-#define HP_TRAILERS_MAX 4096
 
 void hp_init(hp_t *p, size_t max_head, hp_body_fn fn, void *arg);
 /* Prepares for the next request on the same connection. */

@@ -54,7 +54,7 @@ static int trailer_add(hp_t *p, int cb, const char *at, size_t len)
 {
 	if (cb == 1 && p->last_cb == 2 && p->trailers.len)
 		buf_addch(&p->trailers, '\n');
-	if (p->trailers.len + len + 2 > HP_TRAILERS_MAX) {
+	if (p->trailers.len + len + 2 > p->max_head) {
 		fail(p, 431, "chunked trailer fields too large");
 		return -1;
 	}

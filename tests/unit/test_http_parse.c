@@ -372,6 +372,12 @@ START_TEST(test_chunked_trailers)
 	ck_assert(sv_eqstr(p.head.target, "/t"));
 	ck_assert_uint_eq(p.head.nhdrs, 1);
 	ck_assert(hdr_is(&p.head, 0, "Transfer-Encoding", "chunked"));
+	/* the trailer fields are kept apart, for the handler (http_req_trailer) */
+	sv_t v = hp_trailer(&p, "x-trailer-7");
+	ck_assert_uint_eq(v.len, 200);
+	ck_assert(v.ptr[199] == '7' && v.ptr[0] == '0');
+	ck_assert_ptr_null(hp_trailer(&p, "X-Trailer-20").ptr);
+	ck_assert_ptr_null(hp_trailer(&p, "Transfer-Encoding").ptr);
 	hp_free(&p);
 	buf_free(&all);
 }
