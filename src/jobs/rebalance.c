@@ -289,6 +289,7 @@ static bool place_queued(void *arg)
 		if (bb) {
 			snprintf(b.name, sizeof(b.name), "%s", bb->name);
 			b.copies = place_copies(&bb->props);
+			b.props = bb->props;
 		}
 		cluster_read_unlock(r->t->base.cl);
 		if (b.copies)

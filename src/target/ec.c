@@ -123,9 +123,11 @@ static void *send_one(void *arg)
 		hp[2] = h2;
 	}
 	if (xp_supports(s->base)) {
-		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, NULL,
+		buf_t rh = BUF_INIT;
+		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, &rh,
 				&s->msg) != AIS_OK)
 			s->status = 0;
+		buf_free(&rh);
 		xs_release();
 	} else {
 		const char *u[1] = {s->url.ptr};

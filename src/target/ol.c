@@ -139,10 +139,17 @@ int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_met
 		return AIS_ERR;
 	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
 	bmd_props_t bp;
-	if (rc != AIS_OK && e == ENOENT && ec_props(t, bck, &bp) && bp.ec_enabled) {
-		/* no whole copy anywhere: rebuild it from its slices (ec.c) */
-		rc = ec_restore(t, bck, obj, msg);
-		e = errno;
+	if (rc != AIS_OK && ec_props(t, bck, &bp) && bp.ec_enabled) {
+		/* no whole copy could be fetched: rebuild it from its slices (ec.c) */
+		buf_t emsg = BUF_INIT;
+		rc = ec_restore(t, bck, obj, &emsg);
+		if (rc == AIS_OK) {
+			buf_reset(msg);
+		} else if (errno != ENOENT || e != ENOENT) {
+			buf_addf(msg, "%s%s", msg->len ? "; " : "", emsg.ptr ? emsg.ptr : "no slice found");
+			e = errno == ENOENT ? e : errno;
+		}
+		buf_free(&emsg);
 	}
 	/* open again even when the fetch found nothing: a rebalance may have
 	 * delivered the copy here meanwhile, and its sender dropped its own */
