@@ -31,6 +31,8 @@
 #define BMD_COPIES_MAX 32
 #define BMD_BUCKETS_MAX 65536
 #define BMD_REGION_MAX 32 /* an S3 LocationConstraint */
+#define BMD_EC_SLICES_MAX 32 /* ec.data_slices and ec.parity_slices: 1..this */
+#define BMD_EC_LIMIT_DEFAULT (256 << 10) /* ec.objsize_limit */
 
 /* Access bits: what clients may do with a bucket. */
 enum {
@@ -77,6 +79,15 @@ typedef struct bmd_props {
 
 	/* --- remote backend (bmdbk.c): set by bmd_add or set-bprops --- */
 	bmd_backend_t backend;
+
+	/* --- erasure coding (ec.h): objects of ec_objsize_limit bytes or more
+	 * are cut into ec_data data and ec_parity parity slices on distinct
+	 * targets (the owner also keeps the whole object); smaller ones get
+	 * ec_parity + 1 full copies. Not with mirror_enabled. --- */
+	bool ec_enabled;
+	uint32_t ec_data;          /* 1..BMD_EC_SLICES_MAX, kept when disabled */
+	uint32_t ec_parity;        /* 1..BMD_EC_SLICES_MAX, kept when disabled */
+	uint64_t ec_objsize_limit; /* bytes */
 } bmd_props_t;
 
 typedef struct bmd_bucket {
@@ -86,7 +97,8 @@ typedef struct bmd_bucket {
 
 typedef struct bmd bmd_t;
 
-/* Defaults: xxhash, mirror off with 2 copies, versioning on, all access. */
+/* Defaults: xxhash, mirror off with 2 copies, versioning on, all access,
+ * erasure coding off with 2 data, 2 parity slices, limit 256 KiB. */
 void bmd_props_default(bmd_props_t *p);
 /* AIS_OK if p is in range, else AIS_ERR (EINVAL, err). */
 int bmd_props_check(const bmd_props_t *p, buf_t *err);
@@ -123,7 +135,8 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
 /* One bucket's properties as AIStore-style JSON (the HEAD /v1/buckets/B
  * Ais-Bucket-Props header and `aisctl bucket props show`):
  * {"provider":"ais","checksum":{"type":T},"mirror":{"enabled":B,"copies":N},
- *  "versioning":{"enabled":B},"access":N,"created":NS[,"s3":{"region":R,
+ *  "versioning":{"enabled":B},"access":N,"created":NS,"ec":{"enabled":B,
+ *  "data_slices":D,"parity_slices":P,"objsize_limit":N}[,"s3":{"region":R,
  *  "owner":ID,"acl":TEXT}]} (each s3 field only when set) */
 void bmd_props_encode(const bmd_props_t *p, buf_t *out);
 /* Applies the value of a set-bprops request (AIStore's form, any subset of
@@ -136,7 +149,8 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
 /* Compact JSON, buckets in name order; deterministic:
  * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
  *  "mirror":{"enabled","copies"},"versioning","access","created"
- *  [,"region"][,"s3owner"][,"s3acl"]},..]} (the last three only when set) */
+ *  [,"region"][,"s3owner"][,"s3acl"][,"ec":{...}]},..]} (the last four only
+ *  when set; ec when not the defaults) */
 void bmd_encode(const bmd_t *b, buf_t *out);
 /* Strict, like cmap_decode: AIS_OK with *out (caller frees) or AIS_ERR
  * (EINVAL, *out NULL, err). */
@@ -153,6 +167,18 @@ void bmd_backend_encode(const bmd_backend_t *bk, buf_t *out);
 int bmd_backend_decode(const struct json_t *o, const char *what, bmd_backend_t *bk, buf_t *err);
 int bmd_backend_patch(const struct json_t *g, bmd_backend_t *bk, buf_t *err);
 int bmd_backend_check(const bmd_backend_t *bk, buf_t *err);
+
+/* The erasure-coding block (bmdec.c): ,"ec":{"enabled","data_slices",
+ * "parity_slices","objsize_limit"} appended to props JSON (always) or BMD
+ * JSON (when not the defaults); strict decode; the set-bprops group "ec"
+ * (any subset of its keys); the range check; whether two props lay out
+ * objects differently (what may change only while a bucket is empty).
+ * AIS_OK or AIS_ERR (EINVAL, err). */
+void bmd_ec_encode(const bmd_props_t *p, bool always, buf_t *out);
+int bmd_ec_decode(const struct json_t *o, const char *what, bmd_props_t *p, buf_t *err);
+int bmd_ec_patch(const struct json_t *g, bmd_props_t *p, buf_t *err);
+int bmd_ec_check(const bmd_props_t *p, buf_t *err);
+bool bmd_ec_differs(const bmd_props_t *a, const bmd_props_t *b);
 
 /* Persistence (persist.c), same contract as cmap_save / cmap_load. */
 int bmd_save(const bmd_t *b, const char *path, buf_t *err);

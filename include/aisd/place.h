@@ -6,7 +6,10 @@
  *
  * Rules:
  *  1. A bucket wants place_copies(props) copies: mirror.copies when
- *     mirror.enabled, else 1.
+ *     mirror.enabled, ec.parity_slices + 1 when ec.enabled, else 1.
+ *     An object of an ec.enabled bucket of ec.objsize_limit bytes or more
+ *     is erasure coded (place_ec): one whole copy, on the owner, and its
+ *     slices on distinct targets (ec.h, src/target/ec*.c).
  *  2. The copies of uname live on the top-k active targets by HRW weight
  *     (cmap_top), k = min(wanted, active targets): distinct nodes, best
  *     first; the first is the owner, which takes PUTs and DELETEs.
@@ -31,6 +34,10 @@ typedef struct place {
 
 /* Number of copies a bucket wants (rule 1), at least 1. */
 size_t place_copies(const bmd_props_t *p);
+/* Is an object of size bytes of a bucket with props p erasure coded? */
+bool place_ec(const bmd_props_t *p, uint64_t size);
+/* Whole copies such an object wants: 1 when erasure coded, else place_copies. */
+size_t place_copies_of(const bmd_props_t *p, uint64_t size);
 /* Fills out with the holders of uname under m (rule 2). self_id may be NULL. */
 void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,
               place_t *out);

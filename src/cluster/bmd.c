@@ -14,6 +14,7 @@
  *  3. Properties are in range (bmd_props_check): a known checksum type,
  *     1 <= mirror copies <= BMD_COPIES_MAX, access within BMD_ACCESS_ALL,
  *     created_ns >= 0, region empty or bmd_region_valid, s3owner a
+ *     valid user id or empty, ec slices in range and ec not with mirror, s3owner a
  *     valid user id or empty, s3acl valid text (s3acl.h) when set; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
@@ -48,6 +49,9 @@ void bmd_props_default(bmd_props_t *p)
 	p->mirror_copies = 2;
 	p->versioning = true;
 	p->access = BMD_ACCESS_ALL;
+	p->ec_data = 2;
+	p->ec_parity = 2;
+	p->ec_objsize_limit = BMD_EC_LIMIT_DEFAULT;
 }
 
 int bmd_props_check(const bmd_props_t *p, buf_t *err)
@@ -69,6 +73,8 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: bad S3 ACL");
 	if (!p->s3acl_set && p->s3acl[0])
 		return cmap_fail(err, EINVAL, "bmd: an S3 ACL that is not set");
+	if (bmd_ec_check(p, err) != AIS_OK)
+		return AIS_ERR;
 	return bmd_backend_check(&p->backend, err);
 }
 
@@ -91,6 +97,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld",
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
 		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
+	bmd_ec_encode(p, true, out);
 	if (p->region[0] || p->s3owner[0] || p->s3acl_set) {
 		const char *sep = "";
 		buf_addstr(out, ",\"s3\":{");
@@ -202,6 +209,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 		} else if (!strcmp(k, "backend")) {
 			if (bmd_backend_patch(g, &n.backend, err) != AIS_OK)
 				return AIS_ERR;
+		} else if (!strcmp(k, "ec")) {
+			if (bmd_ec_patch(g, &n, err) != AIS_OK)
+				return AIS_ERR;
 		} else {
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
@@ -282,7 +292,8 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
 	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
-	       !memcmp(&x->backend, &y->backend, sizeof(x->backend));
+	       !memcmp(&x->backend, &y->backend, sizeof(x->backend)) && !bmd_ec_differs(x, y) &&
+	       x->ec_objsize_limit == y->ec_objsize_limit;
 }
 
 bool bmd_equal(const bmd_t *a, const bmd_t *b)
@@ -383,6 +394,7 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			buf_add_json_str(out, k->props.s3acl, strlen(k->props.s3acl));
 		}
 		bmd_backend_encode(&k->props.backend, out);
+		bmd_ec_encode(&k->props, false, out);
 		buf_addch(out, '}');
 	}
 	buf_addstr(out, "]}");
@@ -391,7 +403,7 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
-					  "created", "region",   "s3owner",  "s3acl",  "backend"};
+					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec"};
 	const char *keys[ARRAY_SIZE(all)];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
@@ -401,7 +413,7 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 	uint64_t v;
 	bmd_props_t p;
 
-	memset(&p, 0, sizeof(p));
+	bmd_props_default(&p); /* what an older BMD lacks (ec) */
 	snprintf(what, sizeof(what), "bmd: buckets[%zu]", idx);
 	/* the last keys are there only when the bucket has them */
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
@@ -463,6 +475,11 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 	}
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)
+		return AIS_ERR;
+	json_t *ec = json_object_get(o, "ec");
+	if (ec && bmd_ec_decode(ec, what, &p, err) != AIS_OK)
+		return AIS_ERR;
+	if (bmd_ec_check(&p, err) != AIS_OK)
 		return AIS_ERR;
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;

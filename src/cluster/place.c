@@ -13,9 +13,21 @@
 
 size_t place_copies(const bmd_props_t *p)
 {
+	if (p && p->ec_enabled)
+		return p->ec_parity + 1;
 	if (!p || !p->mirror_enabled || p->mirror_copies < 1)
 		return 1;
 	return p->mirror_copies;
+}
+
+bool place_ec(const bmd_props_t *p, uint64_t size)
+{
+	return p && p->ec_enabled && size >= p->ec_objsize_limit;
+}
+
+size_t place_copies_of(const bmd_props_t *p, uint64_t size)
+{
+	return place_ec(p, size) ? 1 : place_copies(p);
 }
 
 void place_of(const cmap_t *m, const char *uname, size_t len, size_t copies, const char *self_id,

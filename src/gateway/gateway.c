@@ -94,6 +94,7 @@ struct bop {
 	enum bop_kind kind;
 	bmd_props_t props; /* create: the new bucket's */
 	json_t *patch;     /* set-bprops: the request's value (borrowed from doc) */
+	bool nonempty;     /* set-bprops of ec.*: some target listed an object */
 	int err;
 	buf_t msg;
 	/* list */
@@ -140,12 +141,61 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		errno = EINVAL;
 		return AIS_ERR;
 	}
+	if (p.ec_enabled && p.ec_data + p.ec_parity > targets) {
+		buf_addf(err, "ec.data_slices + ec.parity_slices (%u + %u) need as many targets, the cluster has %zu",
+			 p.ec_data, p.ec_parity, targets);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	if (bmd_ec_differs(&p, &bk->props) && o->nonempty) {
+		buf_addf(err, "the erasure-coding layout (ec.*) changes only while the bucket is empty; it holds "
+			      "objects");
+		errno = ENOTEMPTY;
+		return AIS_ERR;
+	}
 	return bmd_set_props(b, o->name, strlen(o->name), &p, err);
+}
+
+/* Does any active target hold an object of the bucket? (A list of one
+ * entry on each; a target that does not answer counts as holding some.) */
+static bool bucket_nonempty(cluster_t *cl, const char *name)
+{
+	const cmap_t *m;
+	buf_t body = BUF_INIT;
+	bool any = false;
+	buf_addstr(&body, "{\"action\":\"list\",\"value\":{\"pagesize\":1,\"props\":\"name\"}}");
+	cluster_read_lock(cl, &m, NULL);
+	cluster_call_t *calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
+	size_t n = 0;
+	for (size_t i = 0; i < cmap_size(m); i++) {
+		const cmap_node_t *nd = cmap_node(m, i);
+		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
+			continue;
+		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s", nd->intra_url, name);
+		calls[n].method = "GET";
+		calls[n].body = &body;
+		calls[n++].timeout_ms = 10000;
+	}
+	cluster_read_unlock(cl);
+	cluster_call_all(calls, n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *doc = calls[i].status == 200 ? json_loadb(calls[i].resp.ptr, calls[i].resp.len, 0, NULL) : NULL;
+		json_t *e = json_object_get(doc, "entries");
+		if (calls[i].status != 404 && (!json_is_array(e) || json_array_size(e)))
+			any = true;
+		json_decref(doc);
+		buf_free(&calls[i].resp);
+	}
+	free(calls);
+	buf_free(&body);
+	return any;
 }
 
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
+	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec"))
+		o->nonempty = bucket_nonempty(cl_of(req), o->name);
 	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
 		o->err = errno ? errno : EIO;
 }
@@ -155,6 +205,8 @@ static void bucket_done(http_req_t *req)
 	struct bop *o = req->state;
 	if (o->err == EEXIST)
 		http_resp_error(req, 409, "bucket \"%s\" already exists", o->name);
+	else if (o->err == ENOTEMPTY)
+		http_resp_error(req, 409, "bucket \"%s\": %s", o->name, o->msg.ptr ? o->msg.ptr : "not empty");
 	else if (o->err == ENOENT)
 		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 	else if (o->err)

@@ -30,6 +30,7 @@
 #include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
+#include "../target/ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
@@ -55,6 +56,7 @@ struct reb {
 struct bucket {
 	char name[NAME_BUCKET_MAX + 1];
 	size_t copies;
+	bmd_props_t props; /* for erasure coding: copies per object size */
 };
 
 struct item {
@@ -96,15 +98,19 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	buf_addstr(&uname, b->name);
 	buf_addch(&uname, '/');
 	buf_add(&uname, obj, olen);
+	if (store_lookup(t->store, b->name, blen, obj, olen, &meta) != AIS_OK)
+		goto out; /* deleted meanwhile */
+	bool ec = place_ec(&b->props, meta.size); /* one whole copy, and slices */
 	cluster_read_lock(cl, &m, NULL);
-	place_of(m, uname.ptr, uname.len, MIN(b->copies, BMD_COPIES_MAX), cluster_self(cl)->id, &p);
+	place_of(m, uname.ptr, uname.len, MIN(place_copies_of(&b->props, meta.size), BMD_COPIES_MAX),
+		 cluster_self(cl)->id, &p);
 	n = p.n;
 	self = p.self;
 	for (size_t i = 0; i < n; i++)
 		snprintf(urls[i], sizeof(urls[i]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(cl);
-	if (!n || store_lookup(t->store, b->name, blen, obj, olen, &meta) != AIS_OK)
-		goto out; /* no target to send to; or deleted meanwhile */
+	if (!n)
+		goto out; /* no target to send to */
 
 	for (size_t i = 0; i < n; i++) {
 		if ((int)i == self)
@@ -126,6 +132,20 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 			goto out; /* deleted here meanwhile */
 		all_have = false;
 		note_error(r, "%.*s: %s: %s", obj, olen, urls[i], msg.ptr ? msg.ptr : "error");
+	}
+	/* the slices of an erasure-coded object: rebuilt where missing, by the
+	 * target with the whole copy (before it lets go of it) */
+	if (ec && (self == 0 || (self < 0 && all_have))) {
+		buf_reset(&msg);
+		int w = ec_repair(t, b->name, blen, obj, olen, &msg);
+		if (w < 0) {
+			all_have = false;
+			note_error(r, "%.*s: slices: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
+		} else if (w > 0) {
+			pthread_mutex_lock(&r->jr.mu);
+			r->jr.st.moved += (uint64_t)w;
+			pthread_mutex_unlock(&r->jr.mu);
+		}
 	}
 	if (self < 0 && all_have) { /* rule 2 of jobs.h */
 		if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
@@ -223,6 +243,7 @@ static void walk(reb_t *r, uint64_t gen)
 	bs = xcalloc(bmd ? bmd_size(bmd) + 1 : 1, sizeof(*bs));
 	for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 		snprintf(bs[nb].name, sizeof(bs[nb].name), "%s", bmd_bucket(bmd, i)->name);
+		bs[nb].props = bmd_bucket(bmd, i)->props;
 		bs[nb++].copies = place_copies(&bmd_bucket(bmd, i)->props);
 	}
 	pthread_mutex_lock(&r->jr.mu);
@@ -268,6 +289,7 @@ static bool place_queued(void *arg)
 		if (bb) {
 			snprintf(b.name, sizeof(b.name), "%s", bb->name);
 			b.copies = place_copies(&bb->props);
+			b.props = bb->props;
 		}
 		cluster_read_unlock(r->t->base.cl);
 		if (b.copies)

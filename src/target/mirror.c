@@ -210,6 +210,13 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 	const char *hp[] = {TGT_INTRA ": replica", ct, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
 	if (!w || !w->cluster || w->n < 2)
 		return NULL;
+	const bmd_t *bm;
+	cluster_read_lock(t->base.cl, NULL, &bm);
+	const bmd_bucket_t *bk = bm ? bmd_get(bm, bck, blen) : NULL;
+	bool ec = bk && bk->props.ec_enabled;
+	cluster_read_unlock(t->base.cl);
+	if (ec)
+		return NULL; /* slices or copies: decided by the size, at the commit (ec.c) */
 	for (size_t i = 1; i < w->n; i++)
 		if (!xp_supports(w->urls[i]))
 			return NULL; /* https peers: the copies go after the body (tgt_replicate) */

@@ -16,7 +16,11 @@
  *  3. ol_open serves the copy here when it is there and (with OL_VERIFY)
  *     matches its checksum; else, in a cluster, it fetches a good copy on
  *     the I/O pool (mirror.c tgt_fetch: other holders, previous holders,
- *     every other target) and opens that, once.
+ *     every other target) and opens that, once; in an erasure-coded
+ *     bucket, when no target has a whole copy, it rebuilds one from the
+ *     object's slices (ec.c) and opens that.
+ *  4. ol_delete removes every copy and, in an erasure-coded bucket, every
+ *     slice on every active target.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/authz.h"
 #include "aisd/log.h"
@@ -133,6 +138,19 @@ int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_met
 	if (!fetch || !t->base.cl)
 		return AIS_ERR;
 	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
+	bmd_props_t bp;
+	if (rc != AIS_OK && ec_props(t, bck, &bp) && bp.ec_enabled) {
+		/* no whole copy could be fetched: rebuild it from its slices (ec.c) */
+		buf_t emsg = BUF_INIT;
+		rc = ec_restore(t, bck, obj, &emsg);
+		if (rc == AIS_OK) {
+			buf_reset(msg);
+		} else if (errno != ENOENT || e != ENOENT) {
+			buf_addf(msg, "%s%s", msg->len ? "; " : "", emsg.ptr ? emsg.ptr : "no slice found");
+			e = errno == ENOENT ? e : errno;
+		}
+		buf_free(&emsg);
+	}
 	/* open again even when the fetch found nothing: a rebalance may have
 	 * delivered the copy here meanwhile, and its sender dropped its own */
 	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK)
@@ -367,6 +385,10 @@ int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 	if (all && t->base.cl && (!err || err == ENOENT) &&
 	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0)
 		err = 0; /* other copies were there */
+	bmd_props_t bp;
+	if (all && t->base.cl && ec_props(t, bck, &bp) && bp.ec_enabled &&
+	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0 && err == ENOENT)
+		err = 0; /* every slice of an erasure-coded object goes too */
 	if (err == ENOENT && remote_had)
 		err = 0;
 	if (err) {

@@ -22,6 +22,9 @@
  *     and the write is committed here only when the write quorum is
  *     durable; else the copies that landed
  *     are deleted and nothing of the write stays visible (mirror.c rule 2).
+ *     In an erasure-coded bucket an object of ec.objsize_limit bytes or
+ *     more gets its D+P slices instead of copies (ec.c rule 2), all durable
+ *     before the whole copy here commits.
  *     Then a tar shard is indexed, and an object committed under a map
  *     older than the one installed meanwhile is handed to the rebalance.
  */
@@ -31,9 +34,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/log.h"
 #include "aisd/ol.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -99,6 +104,23 @@ int ol_put_commit(ol_put_t *p)
 		if (through)
 			custom = through;
 	}
+	bmd_props_t bp;
+	store_meta_t sm;
+	bool ec = false;
+	if (p->w && p->w->cluster && ec_props(p->t, p->bck, &bp) && bp.ec_enabled &&
+	    store_writer_seal(p->sw, p->want_type, want, &sm) == AIS_OK && place_ec(&bp, sm.size)) {
+		/* erasure coded (ec.c): the slices first, then the whole copy here */
+		copies = false;
+		ec = true;
+		const char *c0 = p->custom;
+		p->custom = custom;
+		int erc = ec_put(p, &bp);
+		p->custom = c0;
+		if (erc != AIS_OK) {
+			free(through);
+			return AIS_ERR;
+		}
+	}
 	if (copies && (p->repl ? tgt_repl_commit(p->t, p->repl, p->sw, p->w, p->bck.ptr, p->bck.len, p->obj.ptr,
 						 p->obj.len, p->want_type, want, custom, &p->msg)
 			       : tgt_replicate(p->t, p->sw, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, p->w,
@@ -112,6 +134,8 @@ int ol_put_commit(ol_put_t *p)
 		int e = errno;
 		if (copies)
 			tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		else if (ec)
+			ec_delete_slices(p->t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 		errno = e;
 		return AIS_ERR;
 	}

@@ -21,6 +21,7 @@
 #include "aisd/ol.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
+#include "ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
@@ -29,6 +30,8 @@
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_objects,
 	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
+	{"/v1/ec", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_ec,
+	 "erasure-coded slices, between targets only: GET, PUT, DELETE /v1/ec/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
 	 "buckets: list, create-bck, destroy-bck, list objects, props"},
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, tgt_health, "health: 200 when serving"},
@@ -132,6 +135,11 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 		if (!nb &&
 		    store_bucket_destroy(t->store, b->name, strlen(b->name)) != AIS_OK && errno != ENOENT)
 			log_warn("destroying bucket %s removed from the cluster's metadata", b->name);
+		char esb[24];
+		ec_slice_bucket(b->name, strlen(b->name), esb);
+		if (!nb && b->props.ec_enabled &&
+		    store_bucket_destroy(t->store, esb, strlen(esb)) != AIS_OK && errno != ENOENT)
+			log_warn("destroying the slices of bucket %s removed from the cluster's metadata", b->name);
 	}
 }
 

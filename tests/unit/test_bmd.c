@@ -30,6 +30,13 @@ static bmd_t *mkbmd(int n)
 		p.versioning = i % 3 == 0;
 		p.access = (uint32_t)(BMD_ACCESS_ALL & ~(1u << (i % 7)));
 		p.created_ns = 1700000000000000000LL + i;
+		if (i % 5 == 2) { /* some erasure-coded buckets round trip too */
+			p.mirror_enabled = false;
+			p.ec_enabled = true;
+			p.ec_data = (uint32_t)(1 + i % 8);
+			p.ec_parity = (uint32_t)(1 + i % 3);
+			p.ec_objsize_limit = (uint64_t)i << 10;
+		}
 		ck_assert_int_eq(bmd_add(b, name, (size_t)l, &p, NULL), AIS_OK);
 	}
 	return b;
@@ -292,7 +299,25 @@ START_TEST(test_props_patch)
 	ck_assert_int_eq(patch(&q, "{\"s3\":{\"acl\":\"aQ\"}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&q, "{\"s3\":{\"owner\":\"me\"}}", &err), AIS_ERR); /* never by set-bprops */
 	ck_assert_str_eq(out.ptr, "{\"provider\":\"ais\",\"checksum\":{\"type\":\"sha256\"},\"mirror\":{\"enabled\":true,"
-				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42}");
+				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42,"
+				  "\"ec\":{\"enabled\":false,\"data_slices\":2,\"parity_slices\":2,\"objsize_limit\":262144}}");
+
+	/* erasure coding: its group, its ranges, never with mirror */
+	bmd_props_t e;
+	bmd_props_default(&e);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"enabled\":true,\"data_slices\":4,\"parity_slices\":2,"
+				   "\"objsize_limit\":1024}}", &err), AIS_OK);
+	ck_assert(e.ec_enabled);
+	ck_assert_uint_eq(e.ec_data, 4);
+	ck_assert_uint_eq(e.ec_parity, 2);
+	ck_assert_uint_eq(e.ec_objsize_limit, 1024);
+	ck_assert_int_eq(patch(&e, "{\"mirror\":{\"enabled\":true}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"data_slices\":33}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"parity_slices\":0}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"enabled\":1}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"slices\":1}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&e, "{\"ec\":{\"objsize_limit\":-1}}", &err), AIS_ERR);
+	ck_assert_uint_eq(e.ec_data, 4); /* a refused patch changes nothing */
 
 	static const char *const bad[] = {
 		"[]", "{\"mirror\":{\"copies\":0}}", "{\"mirror\":{\"copies\":33}}", "{\"mirror\":{\"copies\":\"2\"}}",

@@ -1,0 +1,572 @@
+/*
+ * ec.c - erasure-coded objects across targets (ec_int.h): the encode and
+ * placement of a PUT's slices, the rebuild of an object from its slices,
+ * the repair of missing slices, and the delete of all of them.
+ *
+ * NOTES ON THE DESIGN
+ *  1. The owner (HRW rank 0) keeps the whole object; slice i of D+P goes to
+ *     HRW rank i under the map of the PUT (the owner holds slice 0 too), so
+ *     a PUT needs D+P active targets. The whole copy serves reads at the
+ *     speed of an unencoded object; the slices let the object survive any
+ *     P lost targets. Space: 1 + (D+P)/D per byte (2.5 for 4+2).
+ *  2. A PUT is acknowledged only when the whole copy is sealed (checksum,
+ *     fsync) and all D+P slices answered 200 (each fsynced and committed by
+ *     its target's store), then the whole copy is committed. With any
+ *     slice missing the landed slices are deleted and the PUT fails (503):
+ *     nothing of the write stays visible.
+ *  3. Memory is bounded: one stripe (D+P cells of EC_CELL bytes) at a time;
+ *     slices are encoded into unlinked temporary files on the first
+ *     mountpath and sent from there (sendfile on the intra transport).
+ *  4. After map changes slices may be anywhere, one per target: a rebuild
+ *     asks every active target for its slice, keeps those whose metadata
+ *     names the newest version with at least D slices, and checks the
+ *     rebuilt object against the checksum the slices carry. A slice that
+ *     fails its own checksum is refused by its target (ecslice.c rule 3),
+ *     so wrong bytes are never decoded and never served.
+ *  5. The repair (from the whole copy: the rebalance's walk and queue)
+ *     encodes only the missing slice indices and sends each to an active
+ *     target that holds no current slice of the object.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ec_int.h"
+#include "aisd/ec.h"
+#include "aisd/httpc.h"
+#include "aisd/jobs.h"
+#include "aisd/log.h"
+#include "aisd/metrics.h"
+#include "aisd/place.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/xp.h"
+#include "aisd/banned.h"
+
+#define NSL (2 * EC_SLICES_MAX)
+typedef char url_t[CMAP_URL_MAX + 1];
+
+/* Counters for /metrics (aisd_ec_*_total). */
+static void count(const char *name, const char *help, uint64_t n)
+{
+	METRICS_ADD(metrics_counter(name, "", help), n);
+}
+
+static uint64_t slice_timeout_ms(uint64_t size) { return 60000 + size / (16 << 10); }
+
+static int tmp_file(target_t *t)
+{
+	int fd = open(t->conf->mountpaths[0], O_TMPFILE | O_RDWR, 0600);
+	if (fd < 0)
+		log_warn("erasure coding: temporary file in %s", t->conf->mountpaths[0]);
+	return fd;
+}
+
+/* The active targets' intra URLs; the first D+P in HRW order of bck/obj. */
+static size_t targets(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, url_t **out)
+{
+	const cmap_t *m;
+	place_t p;
+	buf_t un = BUF_INIT;
+	buf_add(&un, bck, blen);
+	buf_addch(&un, '/');
+	buf_add(&un, obj, olen);
+	cluster_read_lock(t->base.cl, &m, NULL);
+	size_t cap = m ? cmap_size(m) : 0, n = 0;
+	url_t *u = xcalloc(cap + 1, sizeof(*u));
+	place_of(m, un.ptr, un.len, MIN(cap, HRW_TOP_MAX), NULL, &p);
+	for (size_t i = 0; i < p.n; i++)
+		snprintf(u[n++], sizeof(u[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(t->base.cl);
+	buf_free(&un);
+	*out = u;
+	return n;
+}
+
+static void slice_url(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	buf_t u = BUF_INIT;
+	tgt_url_obj(&u, base, bck, blen, obj, olen); /* ".../v1/objects/B/O" */
+	const char *at = strstr(u.ptr + strlen(base), "/v1/objects/");
+	buf_add(out, u.ptr, (size_t)(at - u.ptr));
+	buf_addstr(out, "/v1/ec/");
+	buf_addstr(out, at + strlen("/v1/objects/"));
+	buf_free(&u);
+}
+
+/* --- sending slices ------------------------------------------------------------------ */
+
+struct send {
+	pthread_t th;
+	const char *base;
+	buf_t url, msg, meta;
+	const char *custom;
+	int fd;
+	uint64_t len;
+	int status;
+};
+
+static void *send_one(void *arg)
+{
+	struct send *s = arg;
+	char h0[64], h1[EC_META_MAX + 32], h2[STORE_CUSTOM_MAX + 32];
+	const char *hp[4] = {h0, h1, NULL, NULL};
+	bool sent = true;
+	snprintf(h0, sizeof(h0), "%s: ec", TGT_INTRA);
+	snprintf(h1, sizeof(h1), "%s: %s", EC_META_HDR, s->meta.ptr);
+	if (s->custom && s->custom[0]) {
+		snprintf(h2, sizeof(h2), "Ais-Custom-Md: %s", s->custom);
+		hp[2] = h2;
+	}
+	if (xp_supports(s->base)) {
+		buf_t rh = BUF_INIT;
+		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, &rh,
+				&s->msg) != AIS_OK)
+			s->status = 0;
+		buf_free(&rh);
+		xs_release();
+	} else {
+		const char *u[1] = {s->url.ptr};
+		httpc_sync_put_fd(u, 1, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &s->msg);
+	}
+	return NULL;
+}
+
+static void delete_slice_on(const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	char hv[64];
+	const char *hp[] = {hv, NULL};
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	int status = 0;
+	snprintf(hv, sizeof(hv), "%s: delete", TGT_INTRA);
+	slice_url(&url, base, bck, blen, obj, olen);
+	httpc_sync("DELETE", url.ptr, hp, NULL, 0, 10000, &resp, &status);
+	buf_free(&url);
+	buf_free(&resp);
+}
+
+/*
+ * Encodes the object in fd (layout l) and sends slice i to dest[i] for
+ * every i with dest[i] non-NULL (rule 3). ok[i] tells which answered 200.
+ * Returns how many did; msg says why the others failed.
+ */
+static size_t encode_send(target_t *t, int fd, const ec_layout_t *l, const ec_meta_t *tmpl, const char *custom,
+			  const char *const *dest, const char *bck, size_t blen, const char *obj, size_t olen,
+			  bool *ok, buf_t *msg)
+{
+	unsigned n = l->d + l->p;
+	struct send s[NSL];
+	unsigned char *cell[NSL];
+	ec_codec_t *c = ec_codec_new(l->d, l->p);
+	size_t good = 0;
+	bool failed = false;
+
+	memset(s, 0, sizeof(s));
+	for (unsigned i = 0; i < n; i++) {
+		ok[i] = false;
+		s[i].fd = -1;
+		cell[i] = xmalloc(l->cell);
+		if (dest[i] && (s[i].fd = tmp_file(t)) < 0)
+			failed = true;
+	}
+	for (uint64_t st = 0; st < l->stripes && !failed; st++) { /* rule 3 */
+		uint32_t cs = ec_stripe_cell(l, st);
+		uint64_t at = ec_stripe_start(l, st), bytes = ec_stripe_bytes(l, st);
+		for (unsigned j = 0; j < l->d; j++) {
+			uint64_t off = (uint64_t)j * cs, want = off < bytes ? MIN(cs, bytes - off) : 0;
+			ssize_t r = want ? pread(fd, cell[j], want, (off_t)(at + off)) : 0;
+			if (r < 0 || (uint64_t)r != want) {
+				buf_addf(msg, "reading the object to encode: %s", r < 0 ? strerror(errno) : "short read");
+				failed = true;
+				break;
+			}
+			memset(cell[j] + want, 0, cs - want);
+		}
+		if (failed)
+			break;
+		ec_encode(c, cs, cell, cell + l->d);
+		for (unsigned i = 0; i < n; i++)
+			if (s[i].fd >= 0 && pwrite(s[i].fd, cell[i], cs, (off_t)(st * l->cell)) != (ssize_t)cs) {
+				buf_addf(msg, "writing a slice: %s", strerror(errno));
+				failed = true;
+			}
+	}
+	for (unsigned i = 0; i < n && !failed; i++) {
+		if (!dest[i])
+			continue;
+		ec_meta_t m = *tmpl;
+		m.idx = i;
+		s[i].base = dest[i];
+		s[i].len = l->slice_size;
+		s[i].custom = custom;
+		ec_meta_format(&m, &s[i].meta);
+		slice_url(&s[i].url, dest[i], bck, blen, obj, olen);
+		if (pthread_create(&s[i].th, NULL, send_one, &s[i]) != 0)
+			send_one(&s[i]), s[i].base = NULL; /* ran here: nothing to join */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (!failed && dest[i] && s[i].base)
+			pthread_join(s[i].th, NULL);
+		if (!failed && dest[i]) {
+			ok[i] = s[i].status == 200;
+			good += ok[i];
+			if (!ok[i])
+				buf_addf(msg, "%sslice %u on %s: %s%.200s", msg->len ? "; " : "", i, dest[i],
+					 s[i].status ? "HTTP error " : "", s[i].msg.ptr ? s[i].msg.ptr : "no answer");
+		}
+		if (s[i].fd >= 0)
+			close(s[i].fd);
+		buf_free(&s[i].url);
+		buf_free(&s[i].msg);
+		buf_free(&s[i].meta);
+		free(cell[i]);
+	}
+	ec_codec_free(c);
+	count("aisd_ec_slices_written_total", "Erasure-coded slices written (PUTs and repairs).", good);
+	return good;
+}
+
+static void meta_template(ec_meta_t *m, const bmd_props_t *bp, const store_meta_t *sm)
+{
+	memset(m, 0, sizeof(*m));
+	m->d = bp->ec_data;
+	m->p = bp->ec_parity;
+	m->cell = EC_CELL;
+	m->size = sm->size;
+	m->version = (uint64_t)time_now_ns();
+	snprintf(m->cksum, sizeof(m->cksum), "%s:%s", store_cksum_name(sm->cksum_type),
+		 sm->cksum[0] ? sm->cksum : "-");
+}
+
+int ec_put(ol_put_t *p, const bmd_props_t *bp)
+{
+	target_t *t = p->t;
+	store_meta_t sm;
+	ec_layout_t l;
+	ec_meta_t tmpl;
+	url_t *u;
+	const char *dest[NSL] = {NULL};
+	bool ok[NSL];
+	unsigned n = bp->ec_data + bp->ec_parity;
+	int fd, rc = AIS_ERR;
+
+	if (store_writer_seal(p->sw, p->want_type, p->want_type != CKSUM_NONE ? p->want_hex : NULL, &sm) != AIS_OK)
+		return AIS_ERR;
+	if ((fd = store_writer_open_tmp(p->sw)) < 0)
+		return AIS_ERR;
+	size_t nt = targets(t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);
+	ec_layout(sm.size, bp->ec_data, bp->ec_parity, EC_CELL, &l);
+	meta_template(&tmpl, bp, &sm);
+	if (nt < n) {
+		buf_addf(&p->msg, "erasure coding %u+%u needs %u active targets, the cluster has %zu", bp->ec_data,
+			 bp->ec_parity, n, nt);
+		errno = EAGAIN;
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++)
+		dest[i] = u[i]; /* rule 1 */
+	size_t good = encode_send(t, fd, &l, &tmpl, p->custom, dest, p->bck.ptr, p->bck.len, p->obj.ptr,
+				  p->obj.len, ok, &p->msg);
+	if (good < n) { /* rule 2 */
+		for (unsigned i = 0; i < n; i++)
+			if (ok[i])
+				delete_slice_on(dest[i], p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		errno = EAGAIN;
+		goto out;
+	}
+	rc = AIS_OK;
+out:
+	close(fd);
+	free(u);
+	return rc;
+}
+
+/* --- asking every target --------------------------------------------------------- */
+
+/* One request to one target, on a thread of its own: DELETE, GET ?meta
+ * (the text in resp) or GET into a temporary file (fd >= 0). */
+struct ask {
+	pthread_t th;
+	bool started;
+	const char *method;
+	buf_t url, resp, hdrs;
+	int fd;
+	int status;
+};
+
+static int to_fd(void *arg, const char *p, size_t n)
+{
+	struct ask *a = arg;
+	while (n) {
+		ssize_t w = write(a->fd, p, n);
+		if (w <= 0)
+			return AIS_ERR;
+		p += w;
+		n -= (size_t)w;
+	}
+	return AIS_OK;
+}
+
+static void *ask_one(void *arg)
+{
+	struct ask *a = arg;
+	char hv[64];
+	const char *hp[] = {hv, NULL};
+	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
+	if (a->fd >= 0) {
+		if (httpc_sync_get_to(a->url.ptr, hp, 600000, to_fd, a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
+			a->status = 0;
+	} else if (httpc_sync(a->method, a->url.ptr, hp, NULL, 0, 10000, &a->resp, &a->status) != AIS_OK) {
+		a->status = 0;
+	}
+	return NULL;
+}
+
+/* Asks every one of u[0..n) in parallel; a[i] holds the answers. */
+static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
+			   const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	struct ask *a = xcalloc(n + 1, sizeof(*a));
+	for (size_t i = 0; i < n; i++) {
+		a[i].method = method;
+		a[i].fd = fds ? fds[i] : -1;
+		slice_url(&a[i].url, u[i], bck, blen, obj, olen);
+		buf_addstr(&a[i].url, query);
+		a[i].started = pthread_create(&a[i].th, NULL, ask_one, &a[i]) == 0;
+		if (!a[i].started)
+			ask_one(&a[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (a[i].started)
+			pthread_join(a[i].th, NULL);
+	return a;
+}
+
+static void ask_free(struct ask *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		buf_free(&a[i].url);
+		buf_free(&a[i].resp);
+		buf_free(&a[i].hdrs);
+	}
+	free(a);
+}
+
+size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	url_t *u;
+	size_t n = targets(t, bck, blen, obj, olen, &u), gone = 0;
+	struct ask *a = ask_all(u, n, "DELETE", "", NULL, bck, blen, obj, olen);
+	for (size_t i = 0; i < n; i++)
+		gone += a[i].status == 200;
+	ask_free(a, n);
+	free(u);
+	return gone;
+}
+
+/* --- rebuild ---------------------------------------------------------------------- */
+
+/* Does slice metadata m belong to the same write as ref? */
+static bool same_write(const ec_meta_t *m, const ec_meta_t *ref)
+{
+	return m->d == ref->d && m->p == ref->p && m->cell == ref->cell && m->size == ref->size &&
+	       m->version == ref->version && !strcmp(m->cksum, ref->cksum);
+}
+
+int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
+{
+	url_t *u;
+	size_t n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, &u);
+	int *fds = xcalloc(n + 1, sizeof(*fds));
+	ec_meta_t *m = xcalloc(n + 1, sizeof(*m));
+	bool *have = xcalloc(n + 1, sizeof(*have));
+	int rc = AIS_ERR, e = ENOENT;
+	size_t any = 0;
+
+	for (size_t i = 0; i < n; i++)
+		fds[i] = tmp_file(t);
+	struct ask *a = ask_all(u, n, "GET", "", fds, bck.ptr, bck.len, obj.ptr, obj.len);
+	/* rule 4: the newest version with at least D slices */
+	for (size_t i = 0; i < n; i++) {
+		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
+		if (a[i].status == 410)
+			count("aisd_ec_slices_damaged_total", "Slices found damaged (checksum mismatch) by a rebuild.", 1),
+				log_warnx("%.*s/%.*s: the slice on %s is damaged; rebuilding from the others",
+						  (int)bck.len, bck.ptr, (int)MIN(obj.len, 200), obj.ptr, u[i]);
+		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
+		any += have[i];
+	}
+	const ec_meta_t *ref = NULL;
+	size_t best = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!have[i])
+			continue;
+		size_t cnt = 0;
+		bool idx_seen[NSL] = {false};
+		for (size_t j = 0; j < n; j++)
+			if (have[j] && same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
+				idx_seen[m[j].idx] = true, cnt++;
+		if (cnt >= m[i].d && (!ref || m[i].version > ref->version || (m[i].version == ref->version && cnt > best)))
+			ref = &m[i], best = cnt;
+	}
+	if (!ref) {
+		if (any) {
+			e = EIO;
+			buf_addf(msg, "erasure-coded: only %zu slice(s) found on %zu active targets, fewer than the data "
+				      "slices needed to rebuild it", any, n);
+		}
+		goto out;
+	}
+	e = EIO;
+	int sfd[NSL];
+	bool got[NSL] = {false};
+	for (unsigned k = 0; k < NSL; k++)
+		sfd[k] = -1;
+	for (size_t i = 0; i < n; i++)
+		if (have[i] && same_write(&m[i], ref) && !got[m[i].idx])
+			got[m[i].idx] = true, sfd[m[i].idx] = fds[i];
+	sv_t cm = httpc_hdr_find(&a[ref - m].hdrs, "Ais-Custom-Md");
+	char *custom = cm.len ? xstrndup(cm.ptr, cm.len) : NULL;
+	rc = AIS_OK;
+	ec_layout_t l;
+	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
+	ec_codec_t *c = ec_codec_new(ref->d, ref->p);
+	unsigned char *cell[NSL];
+	unsigned ns = ref->d + ref->p;
+	store_writer_t *w = NULL;
+	for (unsigned k = 0; k < ns; k++)
+		cell[k] = xmalloc(ref->cell);
+	if (store_writer_begin(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &w) != AIS_OK) {
+		buf_addf(msg, "rebuilding from slices: %s", strerror(errno));
+		rc = AIS_ERR;
+	}
+	for (uint64_t st = 0; st < l.stripes && rc == AIS_OK; st++) {
+		uint32_t cs = ec_stripe_cell(&l, st);
+		bool hv[NSL];
+		for (unsigned k = 0; k < ns; k++) {
+			hv[k] = got[k] && pread(sfd[k], cell[k], cs, (off_t)(st * l.cell)) == (ssize_t)cs;
+		}
+		if (ec_decode(c, cs, hv, cell) != AIS_OK) {
+			buf_addf(msg, "rebuilding from slices: a slice is short");
+			rc = AIS_ERR;
+			break;
+		}
+		uint64_t bytes = ec_stripe_bytes(&l, st);
+		for (unsigned j = 0; j < l.d && rc == AIS_OK; j++) {
+			uint64_t off = (uint64_t)j * cs, want = off < bytes ? MIN(cs, bytes - off) : 0;
+			if (want && store_writer_write(w, cell[j], want) != AIS_OK)
+				rc = AIS_ERR;
+		}
+	}
+	if (rc == AIS_OK) {
+		/* the rebuilt bytes must match the object's checksum (rule 4) */
+		const char *colon = strchr(ref->cksum, ':');
+		enum store_cksum ct = CKSUM_NONE;
+		if (colon && store_cksum_parse(ref->cksum, (size_t)(colon - ref->cksum), &ct) != AIS_OK)
+			ct = CKSUM_NONE;
+		if (store_writer_commit(w, ct, ct != CKSUM_NONE ? colon + 1 : NULL, custom, NULL) != AIS_OK) {
+			buf_addf(msg, "the object rebuilt from %zu slices does not match its checksum: %s", best,
+				 strerror(errno));
+			rc = AIS_ERR;
+		}
+	}
+	store_writer_free(w);
+	for (unsigned k = 0; k < ns; k++)
+		free(cell[k]);
+	ec_codec_free(c);
+	free(custom);
+	if (rc == AIS_OK) {
+		count("aisd_ec_rebuilds_total", "Objects rebuilt from their slices.", 1);
+		log_info("rebuilt %.*s/%.*s from %zu of its %u slices", (int)bck.len, bck.ptr, (int)MIN(obj.len, 200),
+			 obj.ptr, best, ns);
+		if (t->reb && best < ns) /* rule 5: the rebalance rebuilds the missing slices */
+			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
+	} else {
+		count("aisd_ec_rebuild_failures_total", "Rebuilds from slices that failed.", 1);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	ask_free(a, n);
+	free(fds);
+	free(m);
+	free(have);
+	free(u);
+	if (rc != AIS_OK)
+		errno = e;
+	return rc;
+}
+
+/* --- repair ------------------------------------------------------------------------- */
+
+int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	bmd_props_t bp;
+	store_meta_t sm;
+	url_t *u;
+	int fd;
+	if (!ec_props(t, (sv_t){bck, blen}, &bp) ||
+	    store_open_obj(t->store, bck, blen, obj, olen, &fd, &sm) != AIS_OK || !place_ec(&bp, sm.size))
+		return 0;
+	size_t n = targets(t, bck, blen, obj, olen, &u);
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, bck, blen, obj, olen);
+	ec_meta_t tmpl, m;
+	meta_template(&tmpl, &bp, &sm);
+	bool have_idx[NSL] = {false};
+	const char *dest[NSL] = {NULL};
+	bool *holds = xcalloc(n + 1, sizeof(*holds));
+	uint64_t ver = 0;
+	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m) != AIS_OK)
+			continue;
+		/* current: the same object (size, checksum) in the bucket's layout */
+		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum))
+			continue;
+		holds[i] = true;
+		if (!have_idx[m.idx])
+			have_idx[m.idx] = true, ver = MAX(ver, m.version);
+	}
+	int wrote = 0;
+	size_t next = 0;
+	for (unsigned k = 0; k < ns; k++) {
+		if (have_idx[k])
+			continue;
+		missing++;
+		while (next < n && holds[next])
+			next++;
+		if (next < n)
+			dest[k] = u[next++];
+	}
+	if (missing) {
+		unsigned placed = 0;
+		for (unsigned k = 0; k < ns; k++)
+			placed += dest[k] != NULL;
+		if (placed < missing)
+			log_info("%.*s/%.*s: %u of its %u slices missing, only %u active targets without one: "
+				 "erasure-coded with less redundancy until targets join",
+				 (int)blen, bck, (int)MIN(olen, 200), obj, missing, ns, placed);
+		if (ver)
+			tmpl.version = ver; /* the repaired slices join the surviving ones' write */
+		ec_layout_t l;
+		bool ok[NSL];
+		ec_layout(sm.size, bp.ec_data, bp.ec_parity, EC_CELL, &l);
+		if (placed) {
+			size_t good = encode_send(t, fd, &l, &tmpl, sm.custom, dest, bck, blen, obj, olen, ok, msg);
+			wrote = good < placed ? -1 : (int)good;
+			if (good)
+				log_info("%.*s/%.*s: rebuilt %zu missing slice(s)", (int)blen, bck, (int)MIN(olen, 200),
+					 obj, good);
+		}
+	}
+	close(fd);
+	ask_free(a, n);
+	free(holds);
+	free(u);
+	return wrote;
+}

@@ -1,0 +1,54 @@
+/*
+ * ec_int.h - erasure coding on a target (ec.c, ecslice.c), as the object
+ * layer (olput.c, ol.c), the rebalance (src/jobs) and the route table call
+ * it. The pure parts (layout, slice metadata, the codec) are ec.h.
+ *
+ * A slice of bucket B lives in the target's local store bucket
+ * ec_slice_bucket(B) ("%ec%" + a hash of B: not a cluster bucket name, so
+ * listings, the rebalance walk and the BMD never see it), under the
+ * object's own name, at most one slice of an object per target. Its custom
+ * metadata is the slice's ec_meta text, a newline, and the object's custom
+ * metadata. Slices move between targets as intra-cluster requests on
+ * /v1/ec/B/OBJ (Ais-Intra; headers Ais-Ec-Meta, Ais-Custom-Md).
+ */
+#ifndef AISD_EC_INT_H
+#define AISD_EC_INT_H
+
+#include "aisd/bmd.h"
+#include "aisd/ol.h"
+#include "aisd/target.h"
+
+#define EC_META_HDR "Ais-Ec-Meta"
+
+/* The local store bucket of bck's slices, NUL-terminated (21 bytes). */
+void ec_slice_bucket(const char *bck, size_t blen, char out[24]);
+/* The bucket's props from the current BMD; false when it lacks the bucket. */
+bool ec_props(target_t *t, sv_t bck, bmd_props_t *out);
+
+/* Pool (ol_put_commit): seals p's write, encodes it into D+P slices and
+ * PUTs each to a distinct target in HRW order. AIS_OK when every slice is
+ * durable (the caller then commits the whole copy here); else AIS_ERR
+ * with errno (EAGAIN: slices failed, those that landed are deleted; msg
+ * says why). */
+int ec_put(ol_put_t *p, const bmd_props_t *bp);
+/* Pool (ol_open_sync): rebuilds bck/obj here from any D current slices on
+ * the active targets (a slice that fails its checksum there is dropped),
+ * verifying the result against the object's checksum, then hands the
+ * object to the rebalance, which rebuilds the missing slices. AIS_OK, or
+ * AIS_ERR with errno ENOENT (no slice anywhere) or EIO (msg says why). */
+int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
+/* Pool or job thread: with the whole object here, makes sure D+P current
+ * slices are on distinct active targets, encoding and sending the missing
+ * ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
+ * failed send. */
+int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
+/* Blocking: deletes every slice of bck/obj on every active target;
+ * returns how many were there. */
+size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
+
+/* /v1/ec/BUCKET/OBJECT between targets: PUT a slice, GET it (checked
+ * against its checksum first: a damaged slice is deleted and answered
+ * 410), GET ?meta=true its metadata text only, DELETE it. */
+int tgt_ec(http_req_t *req);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * ecslice.c - the slices of erasure-coded objects on one target (ec_int.h):
+ * their local store bucket and the intra-cluster route /v1/ec that other
+ * targets PUT, GET and DELETE them through.
+ *
+ * Guarantees:
+ *  1. Only requests between targets (Ais-Intra) reach a slice: 403 else.
+ *  2. A PUT is stored only with valid slice metadata (Ais-Ec-Meta parses),
+ *     streamed through ol_stream's bounded buffers, fsynced and committed
+ *     by the store with its own checksum; a declared checksum that does not
+ *     match is refused (400) and nothing is stored.
+ *  3. A GET checks the slice against its checksum before sending it: a
+ *     damaged slice is deleted (so the repair rebuilds it) and answered 410,
+ *     never sent.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ec_int.h"
+#include "aisd/ec.h"
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+void ec_slice_bucket(const char *bck, size_t blen, char out[24])
+{
+	snprintf(out, 24, "%%ec%%%016llx", (unsigned long long)XXH64(bck, blen, 0));
+}
+
+bool ec_props(target_t *t, sv_t bck, bmd_props_t *out)
+{
+	const bmd_t *b;
+	bool ok = false;
+	if (!t->base.cl)
+		return false;
+	cluster_read_lock(t->base.cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck.ptr, bck.len) : NULL;
+	if (bk) {
+		*out = bk->props;
+		ok = true;
+	}
+	cluster_read_unlock(t->base.cl);
+	return ok;
+}
+
+struct slice {
+	target_t *t;
+	char sb[24];
+	sv_t obj;
+	store_writer_t *w;
+	enum store_cksum want_type;
+	char want_hex[STORE_CKSUM_HEX_MAX];
+	char custom[STORE_CUSTOM_MAX];
+	bool meta_only;
+	int fd;
+	store_meta_t m;
+	int err;
+};
+
+static void slice_cleanup(void *arg)
+{
+	struct slice *s = arg;
+	store_writer_free(s->w);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+/* --- PUT ------------------------------------------------------------------------ */
+
+static int put_begin(ol_stream_t *st)
+{
+	struct slice *s = st->arg;
+	size_t sl = strlen(s->sb);
+	if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK) {
+		if (errno != ENOENT)
+			return AIS_ERR;
+		/* the first slice of this bucket here */
+		if (store_bucket_create(s->t->store, s->sb, sl, CKSUM_XXHASH) != AIS_OK && errno != EEXIST)
+			return AIS_ERR;
+		if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK)
+			return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+static int put_write(ol_stream_t *st, const char *b, size_t n)
+{
+	struct slice *s = st->arg;
+	return store_writer_write(s->w, b, n);
+}
+
+static int put_commit(ol_stream_t *st)
+{
+	struct slice *s = st->arg;
+	return store_writer_commit(s->w, s->want_type, s->want_type != CKSUM_NONE ? s->want_hex : NULL, s->custom,
+				   NULL);
+}
+
+static void put_reply(ol_stream_t *st) { http_resp_send(st->req, "", 0); }
+
+static void put_fail(ol_stream_t *st, int err)
+{
+	if (err == EBADMSG)
+		http_resp_error(st->req, 400, "slice does not match its declared checksum: not stored");
+	else
+		tgt_resp_errno(st->req, err, "slice");
+}
+
+static const ol_stream_ops_t put_ops = {
+	.begin = put_begin,
+	.write = put_write,
+	.commit = put_commit,
+	.reply = put_reply,
+	.fail = put_fail,
+};
+
+static void put_slice(http_req_t *req, struct slice *s)
+{
+	sv_t em = http_req_header(req, EC_META_HDR), md = http_req_header(req, "Ais-Custom-Md");
+	sv_t ct = http_req_header(req, "Ais-Checksum-Type"), cv = http_req_header(req, "Ais-Checksum-Value");
+	ec_meta_t m;
+	if (!em.ptr || ec_meta_parse(em.ptr, em.len, &m) != AIS_OK) {
+		http_resp_error(req, 400, "missing or malformed " EC_META_HDR);
+		return;
+	}
+	if (em.len + 1 + md.len >= sizeof(s->custom)) {
+		http_resp_error(req, 400, "slice metadata longer than %d bytes", STORE_CUSTOM_MAX - 1);
+		return;
+	}
+	memcpy(s->custom, em.ptr, em.len);
+	s->custom[em.len] = '\n';
+	if (md.len)
+		memcpy(s->custom + em.len + 1, md.ptr, md.len);
+	if (ct.ptr && (store_cksum_parse(ct.ptr, ct.len, &s->want_type) != AIS_OK ||
+		       (s->want_type != CKSUM_NONE && (!cv.ptr || !cv.len || cv.len >= sizeof(s->want_hex))))) {
+		http_resp_error(req, 400, "bad Ais-Checksum-Type or Ais-Checksum-Value");
+		return;
+	}
+	if (s->want_type != CKSUM_NONE)
+		memcpy(s->want_hex, cv.ptr, cv.len);
+	ol_stream_t *st = arena_zalloc(req->arena, sizeof(*st));
+	st->ops = &put_ops;
+	st->arg = s;
+	ol_stream_start(req, st);
+}
+
+/* --- GET, DELETE ------------------------------------------------------------------ */
+
+static void get_work(http_req_t *req)
+{
+	struct slice *s = req->state;
+	size_t sl = strlen(s->sb);
+	if (store_open_obj(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->fd, &s->m) != AIS_OK) {
+		s->fd = -1;
+		s->err = errno == ENOENT ? ENOENT : EIO;
+		return;
+	}
+	if (s->meta_only || store_verify_fd(s->fd, &s->m) == AIS_OK)
+		return; /* rule 3 */
+	log_warnx("the erasure-coded slice of %.*s here (store bucket %s) does not match its checksum: deleted, "
+		  "to be rebuilt from the others",
+		  (int)MIN(s->obj.len, 200), s->obj.ptr, s->sb);
+	close(s->fd);
+	s->fd = -1;
+	store_delete(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len);
+	s->err = EBADMSG;
+}
+
+static void get_done(http_req_t *req)
+{
+	struct slice *s = req->state;
+	if (s->err == EBADMSG) {
+		http_resp_error(req, 410, "slice damaged (checksum mismatch): deleted");
+		return;
+	}
+	if (s->err) {
+		tgt_resp_errno(req, s->err, "slice");
+		return;
+	}
+	const char *nl = strchr(s->m.custom, '\n');
+	size_t ml = nl ? (size_t)(nl - s->m.custom) : strlen(s->m.custom);
+	http_resp_header(req, EC_META_HDR, "%.*s", (int)ml, s->m.custom);
+	if (nl && nl[1])
+		http_resp_header(req, "Ais-Custom-Md", "%s", nl + 1);
+	http_resp_header(req, "Ais-Checksum-Type", "%s", store_cksum_name(s->m.cksum_type));
+	if (s->m.cksum[0])
+		http_resp_header(req, "Ais-Checksum-Value", "%s", s->m.cksum);
+	if (s->meta_only) {
+		http_resp_send(req, s->m.custom, ml);
+		return;
+	}
+	int fd = s->fd;
+	s->fd = -1;
+	http_resp_send_file(req, fd, 0, s->m.size);
+}
+
+static void del_work(http_req_t *req)
+{
+	struct slice *s = req->state;
+	if (store_delete(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len) != AIS_OK)
+		s->err = errno ? errno : EIO;
+}
+
+static void del_done(http_req_t *req)
+{
+	struct slice *s = req->state;
+	if (s->err)
+		tgt_resp_errno(req, s->err, "slice");
+	else
+		http_resp_send(req, "", 0);
+}
+
+int tgt_ec(http_req_t *req)
+{
+	sv_t bck, obj, v;
+	if (!http_req_has_header(req, TGT_INTRA)) { /* rule 1 */
+		http_resp_error(req, 403, "/v1/ec is for requests between targets only");
+		return AIS_OK;
+	}
+	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
+		return AIS_OK;
+	struct slice *s = arena_zalloc(req->arena, sizeof(*s));
+	s->t = req->ctx;
+	s->obj = obj;
+	s->fd = -1;
+	ec_slice_bucket(bck.ptr, bck.len, s->sb);
+	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
+	arena_cleanup_add(req->arena, slice_cleanup, s);
+	req->state = s;
+	if (req->method == HTTP_PUT)
+		put_slice(req, s);
+	else if (req->method == HTTP_DELETE)
+		http_offload(req, del_work, del_done);
+	else
+		http_offload(req, get_work, get_done);
+	return AIS_OK;
+}
