@@ -146,6 +146,18 @@ static int h_echo(http_req_t *req)
 	return AIS_OK;
 }
 
+/* /later: the handler goes to the pool first (as a target refreshing its
+ * map does) and asks for the body only when its task is back. */
+static void later_work(http_req_t *req) { usleep(20000); }
+
+static void later_done(http_req_t *req) { h_echo(req); }
+
+static int h_later(http_req_t *req)
+{
+	http_offload(req, later_work, later_done);
+	return AIS_OK;
+}
+
 static int h_file(http_req_t *req)
 {
 	tctx_t *t = req->ctx;
@@ -210,6 +222,7 @@ static const http_route_t routes[] = {
 	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file"},
 	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body"},
 	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
+	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
 };
 
 static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
@@ -732,6 +745,33 @@ START_TEST(test_continue)
 }
 END_TEST
 
+/* A handler that goes to the pool before it asks for the body gets the
+ * whole body (it stays unread meanwhile), with or without Expect. */
+START_TEST(test_body_later)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	cl_sends(&c, "PUT /later HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "0123456789");
+	resp_free(&r);
+	cl_sends(&c, "PUT /later HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	resp_free(&r);
+	cl_sends(&c, "abcd");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "abcd");
+	resp_free(&r);
+	cl_close(&c);
+	stop();
+}
+END_TEST
+
 START_TEST(test_json_limit)
 {
 	cl_t c;
@@ -1206,6 +1246,7 @@ static Suite *server_suite(void)
 		{"http10_closes", test_http10_closes},
 		{"pipelining", test_pipelining},
 		{"continue", test_continue},
+		{"body_later", test_body_later},
 		{"json_limit", test_json_limit},
 		{"routing_errors", test_routing_errors},
 		{"files", test_files},
