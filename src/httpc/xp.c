@@ -21,6 +21,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,23 +86,49 @@ struct xp_req {
 
 /* --- the pool -------------------------------------------------------------------- */
 
+/* Every pool, so that xp_pool_free may run on another thread than the
+ * pool's worker (a server frees its workers' things after they stopped). */
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xpool *pools[256];
+static size_t npools;
+
 static struct xpool *pool_of(struct event_base *base)
 {
 	if (!tl_pool || tl_pool->base != base) {
-		if (tl_pool)
-			xp_pool_free(tl_pool->base);
-		tl_pool = xcalloc(1, sizeof(*tl_pool));
-		tl_pool->base = base;
-		tl_pool->rbuf = xmalloc(XP_READ);
+		tl_pool = NULL;
+		pthread_mutex_lock(&pools_mu);
+		for (size_t i = 0; i < npools && !tl_pool; i++)
+			if (pools[i]->base == base)
+				tl_pool = pools[i];
+		if (!tl_pool && npools < ARRAY_SIZE(pools)) {
+			tl_pool = xcalloc(1, sizeof(*tl_pool));
+			tl_pool->base = base;
+			tl_pool->rbuf = xmalloc(XP_READ);
+			pools[npools++] = tl_pool;
+		}
+		pthread_mutex_unlock(&pools_mu);
+		if (!tl_pool)
+			fatalx("xp: more than %zu event loops", ARRAY_SIZE(pools));
 	}
 	return tl_pool;
 }
 
 void xp_pool_free(struct event_base *base)
 {
-	struct xpool *p = tl_pool;
-	if (!p || p->base != base)
+	struct xpool *p = NULL;
+	pthread_mutex_lock(&pools_mu);
+	for (size_t i = 0; i < npools; i++) {
+		if (pools[i]->base == base) {
+			p = pools[i];
+			pools[i] = pools[--npools];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pools_mu);
+	if (!p)
 		return;
+	if (tl_pool == p)
+		tl_pool = NULL;
 	for (struct xconn *c = p->idle, *n; c; c = n) {
 		n = c->next;
 		close(c->fd);
@@ -109,7 +136,6 @@ void xp_pool_free(struct event_base *base)
 	}
 	free(p->rbuf);
 	free(p);
-	tl_pool = NULL;
 }
 
 /* An idle connection the peer has not closed (no byte and no EOF waiting). */
