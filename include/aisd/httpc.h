@@ -190,6 +190,8 @@ const char *httpc_url(const httpc_req_t *r);
  * before any request; the strings are copied.
  */
 void httpc_tls_set(const char *ca, const char *cert, const char *key);
+/* Those settings (NULL when not set), for the transport's own TLS (xp.c). */
+void httpc_tls_get(const char **ca, const char **cert, const char **key);
 /* Applies those settings to a CURL easy handle made outside httpc. */
 void httpc_easy_tls(void *curl_easy);
 /*

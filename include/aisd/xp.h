@@ -26,8 +26,10 @@
  *     retried once on a new one.
  *  4. Timeouts: connect within 3 s; then no more than timeout_ms without
  *     progress (0: none: the caller's side bounds it).
- *  5. Plain TCP only: https peers are the caller's to route elsewhere
- *     (xp_supports).
+ *  5. https peers get TLS with the settings of httpc_tls_set (the CA
+ *     bundle, the client certificate for mTLS), their names verified; the
+ *     session stays with its pooled connection. xp_supports says whether
+ *     base can be reached (false for https when the TLS settings fail).
  */
 #ifndef AISD_XP_H
 #define AISD_XP_H
@@ -42,7 +44,7 @@ struct event_base;
 typedef struct xp_req xp_req_t;
 
 typedef struct xp_spec {
-	const char *base;           /* "http://HOST:PORT" */
+	const char *base;           /* "http://HOST:PORT" or "https://HOST:PORT" */
 	const char *method;
 	sv_t target;                /* path and query, as sent */
 	const char *const *headers; /* "Name: value" lines, NULL-terminated; copied */
@@ -55,7 +57,7 @@ typedef struct xp_spec {
 	void *arg;
 } xp_spec_t;
 
-/* Can the transport reach base (plain http)? */
+/* Can the transport reach base (http, or https with usable TLS settings)? */
 bool xp_supports(const char *base);
 /* Starts s on base's loop. Never NULL; a bad URL or a failed connect
  * completes through on_done from the loop, never inside xp_start. */
@@ -82,6 +84,7 @@ void xp_pool_free(struct event_base *base);
  * (msg holds an error answer's body), or AIS_ERR with errno and msg (no
  * answer). Connections are kept per thread and peer until xs_release.
  */
+bool xs_supports(const char *url); /* plain http (no TLS on this side yet) */
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg);
 void xs_release(void);

@@ -50,6 +50,13 @@ void httpc_tls_set(const char *ca, const char *cert, const char *key)
 	g_tls_key = key && *key ? xstrdup(key) : NULL;
 }
 
+void httpc_tls_get(const char **ca, const char **cert, const char **key)
+{
+	*ca = g_tls_ca;
+	*cert = g_tls_cert;
+	*key = g_tls_key;
+}
+
 void httpc_curl_tls(void *easy, const char *ca, const char *cert, const char *key, bool insecure)
 {
 	CURL *e = easy;

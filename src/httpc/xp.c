@@ -21,6 +21,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -43,6 +46,7 @@
 
 struct xconn {
 	int fd;
+	SSL *ssl;             /* https: the session goes on with the socket */
 	char key[XP_KEY_MAX]; /* host:port */
 	struct xconn *next;
 };
@@ -64,6 +68,10 @@ struct xp_req {
 	struct sockaddr_storage addr;
 	socklen_t alen;
 	int fd;
+	SSL *ssl;       /* https peers */
+	bool tls;
+	char host[XP_KEY_MAX]; /* the peer's name, for its certificate */
+	bool rd_wants_wr; /* SSL_read needs the socket writable */
 	bool reused, connecting, retried;
 	struct event *rd, *wr, *tmo, *kick;
 	buf_t head;     /* the request head, kept for a retry */
@@ -85,6 +93,13 @@ struct xp_req {
 };
 
 /* --- the pool -------------------------------------------------------------------- */
+
+static void sock_close(int fd, SSL *ssl)
+{
+	if (ssl)
+		SSL_free(ssl); /* (no close_notify: the peer reads EOF, as for plain TCP) */
+	close(fd);
+}
 
 /* Every pool, so that xp_pool_free may run on another thread than the
  * pool's worker (a server frees its workers' things after they stopped). */
@@ -131,15 +146,16 @@ void xp_pool_free(struct event_base *base)
 		tl_pool = NULL;
 	for (struct xconn *c = p->idle, *n; c; c = n) {
 		n = c->next;
-		close(c->fd);
+		sock_close(c->fd, c->ssl);
 		free(c);
 	}
 	free(p->rbuf);
 	free(p);
 }
 
-/* An idle connection the peer has not closed (no byte and no EOF waiting). */
-static int pool_take(struct xpool *p, const char *key)
+/* An idle connection the peer has not closed (no byte and no EOF waiting);
+ * its TLS session in *ssl. */
+static int pool_take(struct xpool *p, const char *key, SSL **ssl)
 {
 	for (struct xconn **pp = &p->idle, *c; (c = *pp);) {
 		if (strcmp(c->key, key)) {
@@ -151,41 +167,132 @@ static int pool_take(struct xpool *p, const char *key)
 		char b;
 		ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 		int fd = c->fd;
+		SSL *s = c->ssl;
 		free(c);
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			*ssl = s;
 			return fd;
-		close(fd); /* closed by the peer, or a stray byte: not reusable */
+		}
+		sock_close(fd, s); /* closed by the peer, or a stray byte: not reusable */
 	}
 	return -1;
 }
 
-static void pool_put(struct xpool *p, const char *key, int fd)
+static void pool_put(struct xpool *p, const char *key, int fd, SSL *ssl)
 {
 	if (p->nidle >= XP_IDLE_MAX) { /* drop the oldest (the list's tail) */
 		struct xconn **pp = &p->idle;
 		while ((*pp)->next)
 			pp = &(*pp)->next;
-		close((*pp)->fd);
+		sock_close((*pp)->fd, (*pp)->ssl);
 		free(*pp);
 		*pp = NULL;
 		p->nidle--;
 	}
 	struct xconn *c = xcalloc(1, sizeof(*c));
 	c->fd = fd;
+	c->ssl = ssl;
 	snprintf(c->key, sizeof(c->key), "%s", key);
 	c->next = p->idle;
 	p->idle = c;
 	p->nidle++;
 }
 
+/* --- TLS ------------------------------------------------------------------------------ */
+
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static SSL_CTX *ctx;
+
+/* The client context of every https peer: the settings of httpc_tls_set
+ * (CA bundle, client certificate for mTLS), peers' names verified. */
+static void ctx_init(void)
+{
+	const char *ca, *cert, *key;
+	httpc_tls_get(&ca, &cert, &key);
+	SSL_CTX *c = SSL_CTX_new(TLS_client_method());
+	if (!c)
+		return;
+	SSL_CTX_set_verify(c, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if ((ca ? SSL_CTX_load_verify_locations(c, ca, NULL) : SSL_CTX_set_default_verify_paths(c)) != 1 ||
+	    (cert && SSL_CTX_use_certificate_chain_file(c, cert) != 1) ||
+	    (key && SSL_CTX_use_PrivateKey_file(c, key, SSL_FILETYPE_PEM) != 1)) {
+		log_warnx("xp: TLS client settings: %s", ERR_reason_error_string(ERR_get_error()));
+		SSL_CTX_free(c);
+		return;
+	}
+	ctx = c;
+}
+
+/* recv/send through the connection's TLS session when it has one. -1 with
+ * errno EAGAIN: wait (SSL_read may need the socket writable: rd_wants_wr;
+ * SSL_write readable: the read event brings it back, on_rd). */
+static ssize_t x_recv(xp_req_t *r, char *b, size_t n)
+{
+	if (!r->ssl)
+		return recv(r->fd, b, n, 0);
+	ERR_clear_error();
+	int k = SSL_read(r->ssl, b, (int)MIN(n, (size_t)INT_MAX));
+	if (k > 0)
+		return k;
+	int e = SSL_get_error(r->ssl, k);
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	if (e == SSL_ERROR_WANT_WRITE)
+		r->rd_wants_wr = true;
+	errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? EAGAIN
+		: e == SSL_ERROR_SYSCALL && errno                     ? errno
+								      : EPROTO;
+	return -1;
+}
+
+static ssize_t x_send(xp_req_t *r, const char *p, size_t n, bool *want_rd)
+{
+	*want_rd = false;
+	if (!r->ssl)
+		return send(r->fd, p, n, MSG_NOSIGNAL);
+	ERR_clear_error();
+	int k = SSL_write(r->ssl, p, (int)MIN(n, (size_t)INT_MAX));
+	if (k > 0)
+		return k;
+	int e = SSL_get_error(r->ssl, k);
+	*want_rd = e == SSL_ERROR_WANT_READ;
+	errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? EAGAIN
+		: e == SSL_ERROR_SYSCALL && errno                     ? errno
+								      : EPROTO;
+	return -1;
+}
+
+/* The TLS session of a new connection (the handshake runs in the first
+ * SSL_write). */
+static int tls_start(xp_req_t *r)
+{
+	if (!ctx || !(r->ssl = SSL_new(ctx))) {
+		errno = EPROTO;
+		return AIS_ERR;
+	}
+	SSL_set_fd(r->ssl, r->fd);
+	SSL_set_connect_state(r->ssl);
+	SSL_set_tlsext_host_name(r->ssl, r->host);
+	SSL_set1_host(r->ssl, r->host);
+	return AIS_OK;
+}
+
 /* --- the request ------------------------------------------------------------------ */
 
-bool xp_supports(const char *base) { return base && !strncmp(base, "http://", 7); }
+bool xp_supports(const char *base)
+{
+	if (base && !strncmp(base, "https://", 8)) {
+		pthread_once(&ctx_once, ctx_init);
+		return ctx != NULL;
+	}
+	return base && !strncmp(base, "http://", 7);
+}
 
 static void req_free(xp_req_t *r)
 {
 	if (r->fd >= 0)
-		close(r->fd);
+		sock_close(r->fd, r->ssl);
 	if (r->rd)
 		event_free(r->rd);
 	if (r->wr)
@@ -225,8 +332,9 @@ static void finish(xp_req_t *r, int err, const char *fmt, ...)
 		event_del(r->wr);
 	event_del(r->tmo);
 	if (!err && r->fd >= 0 && r->body_sent && http_should_keep_alive(&r->hp)) {
-		pool_put(r->pool, r->key, r->fd);
+		pool_put(r->pool, r->key, r->fd, r->ssl);
 		r->fd = -1;
+		r->ssl = NULL;
 	}
 	r->cb++;
 	r->s.on_done(r, r->s.arg, err, msg);
@@ -352,7 +460,7 @@ static void on_read(xp_req_t *r)
 {
 	char *rb = r->pool->rbuf;
 	for (int rounds = 0; rounds < 4 && !r->paused; rounds++) {
-		ssize_t k = recv(r->fd, rb, XP_READ, 0);
+		ssize_t k = x_recv(r, rb, XP_READ);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -380,11 +488,13 @@ static void on_read(xp_req_t *r)
 static void on_write(xp_req_t *r)
 {
 	while (r->out_off < r->out.len) {
-		ssize_t k = send(r->fd, r->out.ptr + r->out_off, r->out.len - r->out_off, MSG_NOSIGNAL);
+		bool want_rd;
+		ssize_t k = x_send(r, r->out.ptr + r->out_off, r->out.len - r->out_off, &want_rd);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			want_write(r);
+			if (!want_rd)
+				want_write(r); /* (else the read event brings it back: on_rd) */
 			return;
 		}
 		if (k < 0) {
@@ -427,16 +537,34 @@ static void on_wr(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		r->connecting = false;
+		if (r->tls && tls_start(r) != AIS_OK) {
+			finish(r, EPROTO, "TLS: no client context (see the log)");
+			return;
+		}
 		arm_timeout(r);
 		want_read(r);
 	}
+	r->cb++;
 	on_write(r);
+	r->cb--;
+	if (!alive(r) || r->finished || !r->rd_wants_wr)
+		return;
+	r->rd_wants_wr = false;
+	on_read(r); /* TLS: the read that waited for the socket to be writable */
 }
 
 static void on_rd(evutil_socket_t fd, short what, void *arg)
 {
+	xp_req_t *r = arg;
 	(void)fd, (void)what;
-	on_read(arg);
+	if (r->ssl && r->out_off < r->out.len) { /* TLS: a write that waited for a read (the handshake) */
+		r->cb++;
+		on_write(r);
+		r->cb--;
+		if (!alive(r) || r->finished)
+			return;
+	}
+	on_read(r);
 }
 
 static void on_tmo(evutil_socket_t fd, short what, void *arg)
@@ -449,8 +577,10 @@ static void on_tmo(evutil_socket_t fd, short what, void *arg)
 /* Opens r's socket: a pooled one, else a new non-blocking connect. */
 static int conn_open(xp_req_t *r, bool pooled)
 {
-	int fd = pooled ? pool_take(r->pool, r->key) : -1;
+	SSL *ssl = NULL;
+	int fd = pooled ? pool_take(r->pool, r->key, &ssl) : -1;
 	r->reused = fd >= 0;
+	r->ssl = ssl;
 	if (fd < 0) {
 		fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -481,8 +611,9 @@ static bool retry(xp_req_t *r)
 	event_free(r->rd);
 	event_free(r->wr);
 	r->rd = r->wr = NULL;
-	close(r->fd);
+	sock_close(r->fd, r->ssl);
 	r->fd = -1;
+	r->ssl = NULL;
 	if (conn_open(r, false) != AIS_OK) {
 		finish(r, errno, "connect: %s", strerror(errno));
 		return true;
@@ -499,13 +630,14 @@ static bool retry(xp_req_t *r)
 
 static int resolve(xp_req_t *r, const char *base, buf_t *host)
 {
-	const char *h = base + 7, *slash = strchr(h, '/');
+	r->tls = !strncmp(base, "https://", 8);
+	const char *h = base + (r->tls ? 8 : 7), *slash = strchr(h, '/');
 	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
 	const char *colon = memrchr(h, ':', hl);
-	if (!colon || hl >= XP_KEY_MAX)
+	if (!colon || hl >= XP_KEY_MAX - 2)
 		return AIS_ERR;
 	buf_add(host, h, hl);
-	snprintf(r->key, sizeof(r->key), "%.*s", (int)hl, h);
+	snprintf(r->key, sizeof(r->key), "%s%.*s", r->tls ? "s:" : "", (int)hl, h); /* (a plain and a TLS pool apart) */
 	char name[XP_KEY_MAX], port[16];
 	size_t nl = (size_t)(colon - h);
 	if (nl && h[0] == '[' && h[nl - 1] == ']')
@@ -513,6 +645,7 @@ static int resolve(xp_req_t *r, const char *base, buf_t *host)
 	else
 		snprintf(name, sizeof(name), "%.*s", (int)nl, h);
 	snprintf(port, sizeof(port), "%.*s", (int)(hl - nl - 1), colon + 1);
+	snprintf(r->host, sizeof(r->host), "%s", name);
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
 	if (getaddrinfo(name, port, &hints, &ai) || !ai)
 		return AIS_ERR;

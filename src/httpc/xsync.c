@@ -247,6 +247,8 @@ static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body,
 	return AIS_OK;
 }
 
+bool xs_supports(const char *url) { return url && !strncmp(url, "http://", 7); }
+
 /* --- the PUT --------------------------------------------------------------------------- */
 
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,

@@ -122,7 +122,7 @@ static void *send_one(void *arg)
 		snprintf(h2, sizeof(h2), "Ais-Custom-Md: %s", s->custom);
 		hp[2] = h2;
 	}
-	if (xp_supports(s->base)) {
+	if (xs_supports(s->base)) {
 		buf_t rh = BUF_INIT;
 		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, &rh,
 				&s->msg) != AIS_OK)

@@ -218,7 +218,7 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 	if (ec)
 		return NULL; /* slices or copies: decided by the size, at the commit (ec.c) */
 	for (size_t i = 1; i < w->n; i++)
-		if (!xp_supports(w->urls[i]))
+		if (!xs_supports(w->urls[i]))
 			return NULL; /* https peers: the copies go after the body (tgt_replicate) */
 	if (store_bucket_get(t->store, bck, blen, &b) != AIS_OK)
 		return NULL;
@@ -493,7 +493,7 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 		hp[nh] = NULL;
 	}
 	tgt_url_obj(&url, base, bck, blen, obj, olen);
-	if (xp_supports(base)) { /* sendfile, after the receiver's 100 */
+	if (xs_supports(base)) { /* sendfile, after the receiver's 100 */
 		if (xs_put_file(url.ptr, hp, fd, m.size, copy_timeout_ms(m.size), &status, &sent, &rh, &emsg) !=
 		    AIS_OK)
 			status = 0;
