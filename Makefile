@@ -158,6 +158,7 @@ bench: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/tls.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/auth.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/ec.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/remote.sh
 
 fuzz:

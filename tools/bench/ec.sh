@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# ec.sh - what erasure coding costs against copies, on the same targets:
+# 1 gateway + 6 targets (loopback, free ports, a mktemp -d dir,
+# store.fsync=never), a bucket with ec 4+2 and one with mirror copies=2,
+# then with aisloader (following the gateway's 307s):
+#   1. PUT of NOBJ objects of SIZE into each (MiB/s);
+#   2. GET of them for DUR seconds, 4 workers (MiB/s), every body checked;
+#   3. the disk space used per byte stored (du of the targets' mountpaths
+#      before and after, over the bytes written);
+#   4. kill -9 of 2 targets, the map drops them, GET of the EC bucket again
+#      (reads rebuild from slices; with copies=2 some objects are gone).
+# Prints a table (also written as markdown to $BUILD/bench-ec.md). Every
+# process is stopped by its PID and the temp dir removed on exit (KEEP=1
+# keeps it); every run is bounded in time.
+#
+# Environment: BUILD (default build), NOBJ (24), SIZE (64M), DUR (5), KEEP.
+# Exit status: 0 when every step ran without errors, 1 otherwise.
+set -u
+
+BUILD=${BUILD:-build}
+NOBJ=${NOBJ:-24}
+SIZE=${SIZE:-64M}
+DUR=${DUR:-5}
+LOADER=$BUILD/aisloader
+AISD=$BUILD/aisd
+
+die() { echo "ec-bench: $*" >&2; exit 1; }
+# shellcheck source=tools/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+[ -x "$LOADER" ] && [ -x "$AISD" ] || die "$AISD or $LOADER not built (make BUILD=$BUILD)"
+
+bench_setup ec-bench
+start_cluster "$TMP" 6 --set store.fsync=never --set cluster.keepalive=300ms --set cluster.grace=1500ms ||
+	die "the cluster did not start (see $TMP)"
+props() {
+	curl -sfL -o /dev/null --max-time 10 -X PATCH "$GW/v1/buckets/$1" -d "{\"action\":\"set-bprops\",\"value\":$2}" ||
+		die "set-bprops $1 $2 failed"
+}
+create_bucket "$GW" ec || die "create ec"
+create_bucket "$GW" m2 || die "create m2"
+props ec '{"ec":{"enabled":true,"data_slices":4,"parity_slices":2}}'
+props m2 '{"mirror":{"enabled":true,"copies":2}}'
+sleep 1
+
+# mibps JSON: the MiB/s of one aisloader run ("failed" on errors)
+mibps() {
+	awk '{m = $0; sub(/.*"mibps":/, "", m); sub(/[,}].*/, "", m)
+	      e = $0; sub(/.*"errors":/, "", e); sub(/[,}].*/, "", e)
+	      if (e + 0 > 0 || m == $0) print "failed"; else print m}
+	     END {if (NR == 0) print "failed"}'
+}
+du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+bytes=$(numfmt --from=iec "$SIZE")
+
+declare -A PUT GET SPACE
+for b in m2 ec; do
+	d0=$(du_bytes)
+	PUT[$b]=$(run_loader "put $b" --url "$GW/v1/objects/$b" --op put --size "$SIZE" --objects "$NOBJ" \
+		--count "$NOBJ" --seq --workers 2 --duration 0 | mibps)
+	d1=$(du_bytes)
+	SPACE[$b]=$(awk -v d=$((d1 - d0)) -v n="$NOBJ" -v s="$bytes" 'BEGIN {printf "%.2f", d / (n * s)}')
+	GET[$b]=$(run_loader "get $b" --url "$GW/v1/objects/$b" --op get --size "$SIZE" --objects "$NOBJ" \
+		--workers 4 --duration "$DUR" --verify | mibps)
+	echo "  $b: put ${PUT[$b]} MiB/s, get ${GET[$b]} MiB/s, ${SPACE[$b]} bytes on disk per byte" >&2
+done
+
+# two targets down
+for i in 1 2; do
+	kill -9 "${TGTPID[$i]}" 2>/dev/null
+	wait "${TGTPID[$i]}" 2>/dev/null # (reaped here: no job notice)
+done
+for _ in $(seq 200); do
+	[ "$(smap_count "$GW")" -le 5 ] && break
+	sleep 0.1
+done
+DEG=$(run_loader "get ec degraded" --url "$GW/v1/objects/ec" --op get --size "$SIZE" --objects "$NOBJ" \
+	--workers 4 --duration "$DUR" --verify | mibps)
+
+{
+	printf '\nEC 4+2 vs mirror copies=2 on 6 targets, %s objects of %s (load average %s)\n' "$NOBJ" "$SIZE" \
+		"$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '| measurement | copies=2 | EC 4+2 | ratio | goal |\n|---|---|---|---|---|\n'
+	printf '| PUT, MiB/s | %s | %s | %s | >= 1.0 |\n' "${PUT[m2]}" "${PUT[ec]}" "$(ratio "${PUT[ec]}" "${PUT[m2]}")"
+	printf '| GET, MiB/s | %s | %s | %s | >= 0.9 |\n' "${GET[m2]}" "${GET[ec]}" "$(ratio "${GET[ec]}" "${GET[m2]}")"
+	printf '| GET with 2 targets down, MiB/s | | %s | %s of healthy EC | >= 0.5 |\n' "$DEG" "$(ratio "$DEG" "${GET[ec]}")"
+	printf '| disk bytes per byte stored | %s | %s | | 1.5 without a whole copy |\n' "${SPACE[m2]}" "${SPACE[ec]}"
+} | tee "$BUILD/bench-ec.md"
+for v in "${PUT[@]}" "${GET[@]}" "$DEG"; do [ "$v" = failed ] && STATUS=1; done
+exit "$STATUS"
