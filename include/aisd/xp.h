@@ -70,8 +70,8 @@ void xp_resume(xp_req_t *r);
 /* Stops r (its connection is closed) and frees it; on_done never runs. Not
  * from inside r's on_done. */
 void xp_cancel(xp_req_t *r);
-/* Closes the idle connections of this thread's pool on base (at a
- * worker's exit). */
+/* Closes the idle connections of the pool on base (a worker's loop about
+ * to go). Pools left are freed at the process's exit. */
 void xp_pool_free(struct event_base *base);
 
 /*

@@ -107,9 +107,26 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xpool *pools[256];
 static size_t npools;
 
+/* At exit, the pools left (their workers are gone by then). */
+static void pools_free_all(void)
+{
+	for (;;) {
+		pthread_mutex_lock(&pools_mu);
+		struct event_base *b = npools ? pools[0]->base : NULL;
+		pthread_mutex_unlock(&pools_mu);
+		if (!b)
+			return;
+		xp_pool_free(b);
+	}
+}
+
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+static void atexit_init(void) { atexit(pools_free_all); }
+
 static struct xpool *pool_of(struct event_base *base)
 {
 	if (!tl_pool || tl_pool->base != base) {
+		pthread_once(&atexit_once, atexit_init);
 		tl_pool = NULL;
 		pthread_mutex_lock(&pools_mu);
 		for (size_t i = 0; i < npools && !tl_pool; i++)

@@ -68,13 +68,6 @@ static void px_cleanup(void *arg)
 	buf_free(&x->down);
 }
 
-static __thread bool worker_pool_set;
-static void pool_release(void *base)
-{
-	xp_pool_free(base);
-	worker_pool_set = false;
-}
-
 /* --- client -> target ---------------------------------------------------------- */
 
 static int up_body(http_req_t *req, const char *p, size_t n)
@@ -277,10 +270,6 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 		req->on_body_end = up_end;
 	}
 	arena_cleanup_add(req->arena, px_cleanup, x);
-	if (!worker_pool_set) {
-		worker_pool_set = true;
-		http_worker_atexit(req, pool_release, http_req_base(req));
-	}
 	x->xr = xp_start(http_req_base(req), &xs);
 	return AIS_OK;
 }

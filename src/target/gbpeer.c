@@ -11,21 +11,25 @@
  * bytes, checks each name against the entry it expects, and bounds a pax
  * header by TAR_PAX_MAX: anything else fails the peer's remaining entries.
  * A peer that cannot answer (refused, cut, timed out, 5xx) hands them to
- * other holders of a copy instead (getbatch.c, invariant 5).
+ * other holders of a copy instead (getbatch.c, invariant 5). The
+ * sub-requests go over the node-to-node transport (xp.h) on this worker's
+ * loop; single entries asked again elsewhere still use httpc.
  *
  * Backpressure (invariant 2 of getbatch.c): an entry takes data while it
  * buffers less than GB_SLOT_MAX and, unless it is the one being sent, while
  * the request buffers less than GB_MEM_MAX. When the entry the stream is at
- * cannot take more, the rest of the received piece is stashed (at most one
- * callback's bytes), the next piece pauses the transfer, and gb_peer_kick
- * (when the entry is drained or becomes the one sent) parses the stash and
- * resumes.
+ * cannot take more, the rest of the received piece is stashed and the
+ * transfer pauses (bytes of a read already under way join the stash: one
+ * read at most), and gb_peer_kick (when the entry is drained or becomes
+ * the one sent) parses the stash and resumes.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/tar.h"
@@ -39,6 +43,7 @@
 struct pctx {
 	struct gb *g;
 	struct gb_peer *p;
+	int status; /* the peer's answer */
 };
 
 void gb_peer_add(struct gb_peer *p, size_t i)
@@ -267,43 +272,59 @@ static void peer_check_end(struct gb *g, struct gb_peer *p)
 		peer_fail(g, p, 502, "the owner's answer ended early");
 }
 
-static int peer_data(httpc_req_t *r, void *arg, const char *d, size_t n)
+static void peer_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 {
 	struct pctx *c = arg;
-	struct gb_peer *p = c->p;
-
-	if (httpc_status(r) != 200) { /* an error body: keep its start */
-		if (p->errbody.len < 1024)
-			buf_add(&p->errbody, d, MIN(n, 1024 - p->errbody.len));
-		return AIS_OK;
-	}
-	if (p->stash.len) { /* still blocked: wait for gb_peer_kick */
-		p->paused = true;
-		return AIS_AGAIN;
-	}
-	ssize_t k = peer_feed(c->g, p, d, n);
-	if (k < 0)
-		return AIS_ERR;
-	if ((size_t)k < n)
-		buf_add(&p->stash, d + k, n - (size_t)k);
-	return AIS_OK;
+	(void)r, (void)hdrs, (void)clen;
+	c->status = status;
 }
 
-static void peer_done(httpc_req_t *r, void *arg)
+/* Bytes of the peer's answer: parsed into the entries while they take
+ * them; once an entry cannot, the rest waits in the stash and the
+ * transport pauses (one read's bytes at most arrive after it). */
+static void peer_data(xp_req_t *r, void *arg, const char *d, size_t n)
 {
 	struct pctx *c = arg;
 	struct gb_peer *p = c->p;
-	int st = httpc_status(r);
 
+	if (c->status != 200) { /* an error body: keep its start */
+		if (p->errbody.len < 1024)
+			buf_add(&p->errbody, d, MIN(n, 1024 - p->errbody.len));
+		return;
+	}
+	if (p->stash.len) { /* still blocked: wait for gb_peer_kick */
+		buf_add(&p->stash, d, n);
+		return;
+	}
+	ssize_t k = peer_feed(c->g, p, d, n);
+	if (k < 0) {
+		xp_cancel(r); /* (the entries failed in peer_feed) */
+		p->r = NULL;
+		p->ended = true;
+		gb_wake(c->g);
+		return;
+	}
+	if ((size_t)k < n) {
+		buf_add(&p->stash, d + k, n - (size_t)k);
+		p->paused = true;
+		xp_pause(r);
+	}
+}
+
+static void peer_done(xp_req_t *r, void *arg, int err, const char *msg)
+{
+	struct pctx *c = arg;
+	struct gb_peer *p = c->p;
+	int st = c->status;
+
+	(void)r;
 	p->r = NULL;
 	p->ended = true;
 	p->paused = false;
 	if (p->st == PS_END && p->pos == p->n)
 		return;
-	if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
-		peer_lost(c->g, p, gb_failed_status(r), httpc_error(r)); /* refused, cut, timed out */
-	} else if (httpc_result(r) != AIS_OK) {
-		peer_fail(c->g, p, 502, httpc_error(r));
+	if (err) {
+		peer_lost(c->g, p, err == ETIMEDOUT ? 504 : 0, msg); /* refused, cut, timed out */
 	} else if (st != 200) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(p->errbody.ptr ? p->errbody.ptr : "", p->errbody.len, 0, &jerr);
@@ -317,7 +338,7 @@ static void peer_done(httpc_req_t *r, void *arg)
 			peer_fail(c->g, p, st == 400 ? 400 : 502, m ? m : "the owner target answered with an error");
 		}
 		json_decref(doc);
-	} else {
+	} else if (!p->stash.len) {
 		peer_check_end(c->g, p);
 	}
 	gb_wake(c->g);
@@ -329,7 +350,7 @@ void gb_peer_kick(struct gb *g, struct gb_peer *p)
 		ssize_t k = peer_feed(g, p, p->stash.ptr, p->stash.len);
 		if (k < 0) {
 			if (p->r) {
-				httpc_cancel(p->r);
+				xp_cancel(p->r);
 				p->r = NULL;
 			}
 			return;
@@ -341,14 +362,12 @@ void gb_peer_kick(struct gb *g, struct gb_peer *p)
 	peer_check_end(g, p);
 	if (p->paused && p->r) {
 		p->paused = false;
-		httpc_resume(p->r);
+		xp_resume(p->r);
 	}
 }
 
 void gb_peers_start(struct gb *g)
 {
-	static const char *const hdrs[] = {"Content-Type: application/json", "Ais-Moss-Peer: true", NULL};
-
 	for (size_t i = 0; i < g->npeers; i++) {
 		struct gb_peer *p = &g->peers[i];
 		if (!p->batch || !p->n)
@@ -370,21 +389,27 @@ void gb_peers_start(struct gb *g)
 			buf_addch(&p->body, '}');
 		}
 		buf_addstr(&p->body, "],\"mime\":\".tar\",\"coer\":true,\"onob\":false,\"strm\":true}");
-		buf_t url = BUF_INIT;
-		buf_addstr(&url, p->url);
-		buf_addstr(&url, "/v1/ml/moss");
-		struct pctx *c = arena_alloc(g->req->arena, sizeof(*c));
+		/* the cluster's signature binds the body (a JSON route buffers it) */
+		char auth[AUTHZ_INTRA_HDR_MAX], url[CMAP_URL_MAX + 16];
+		snprintf(url, sizeof(url), "%s/v1/ml/moss", p->url);
+		const char *hdrs[] = {"Content-Type: application/json", "Ais-Moss-Peer: true", auth, NULL};
+		if (!authz_intra_header("GET", url, p->body.ptr, p->body.len, auth, sizeof(auth)))
+			hdrs[2] = NULL;
+		struct pctx *c = arena_zalloc(g->req->arena, sizeof(*c));
 		c->g = g;
 		c->p = p;
-		httpc_spec_t s = {
-			.method = "GET", .url = url.ptr, .headers = hdrs, .body = p->body.ptr,
-			.body_len = p->body.len, .write = peer_data, .done = peer_done, .arg = c,
-			.timeout_ms = PEER_TIMEOUT_MS,
+		xp_spec_t s = {
+			.base = p->url, .method = "GET", .target = SV("/v1/ml/moss"), .headers = hdrs,
+			.body_len = (int64_t)p->body.len, .timeout_ms = PEER_TIMEOUT_MS, .on_head = peer_head,
+			.on_body = peer_data, .on_done = peer_done, .arg = c,
 		};
-		p->r = httpc_start(g->hc, &s);
-		buf_free(&url);
-		if (!p->r)
-			peer_fail(g, p, 503, "the target is stopping");
+		if (!xp_supports(p->url)) {
+			peer_fail(g, p, 502, "the owner target cannot be reached (TLS settings: see the log)");
+			continue;
+		}
+		p->r = xp_start(http_req_base(g->req), &s);
+		xp_send(p->r, p->body.ptr, p->body.len);
+		xp_end(p->r);
 	}
 }
 
@@ -393,7 +418,7 @@ void gb_peers_cancel(struct gb *g)
 	for (size_t i = 0; i < g->npeers; i++) {
 		struct gb_peer *p = &g->peers[i];
 		if (p->r)
-			httpc_cancel(p->r);
+			xp_cancel(p->r);
 		p->r = NULL;
 		free(p->ents);
 		buf_free(&p->body);

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "aisd/httpc.h"
+#include "aisd/xp.h"
 #include "aisd/moss.h"
 #include "aisd/target.h"
 
@@ -82,7 +83,7 @@ struct gb_peer {
 	size_t *ents;            /* its entries, in request order */
 	size_t n, cap;
 	size_t pos;              /* the entry its stream is at */
-	httpc_req_t *r;
+	xp_req_t *r;             /* the sub-request, over the transport */
 	buf_t body;              /* the sub-request, borrowed by r */
 	enum ps st;
 	unsigned char hbuf[512]; /* a tar header being received */
