@@ -11,7 +11,7 @@
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
-#   make install         binaries, man pages, example configs under PREFIX
+#   make install         binaries, man pages, example configs, docs under PREFIX
 #
 #   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
 #   KEEP=1 keeps integration temp dirs.
@@ -169,12 +169,15 @@ style:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	    $(DESTDIR)$(PREFIX)/share/doc/aisd/docs
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+	install -m 644 README.md ARCHITECTURE.md $(DESTDIR)$(PREFIX)/share/doc/aisd/
+	install -m 644 $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/aisd/docs/
 	install -m 644 tools/completion/aisctl.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/aisctl
 
