@@ -272,14 +272,7 @@ static void lst_cleanup(void *arg)
 
 static void enc_elem(struct lst *l, buf_t *b, const char *tag, const char *s, size_t n)
 {
-	if (!l->url_enc) {
-		s3_xml_elem(b, tag, s, n);
-		return;
-	}
-	buf_t e = BUF_INIT;
-	buf_add_pct(&e, (sv_t){s, n}, true);
-	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
-	buf_free(&e);
+	s3_xml_elem_enc(b, tag, s, n, l->url_enc, true);
 }
 
 /* Length of the common prefix of name (prefix + ... + delim), or 0. */

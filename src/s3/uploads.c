@@ -134,14 +134,7 @@ static void collect(s3_rq_t *r, struct lu *l)
 
 static void lu_elem(struct lu *l, buf_t *b, const char *tag, const char *s, size_t n)
 {
-	if (!l->url_enc) {
-		s3_xml_elem(b, tag, s, n);
-		return;
-	}
-	buf_t e = BUF_INIT;
-	buf_add_pct(&e, (sv_t){s, n}, false);
-	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
-	buf_free(&e);
+	s3_xml_elem_enc(b, tag, s, n, l->url_enc, false);
 }
 
 static void lu_work(http_req_t *req)
