@@ -5,13 +5,14 @@
 #   make test            install deps, build, run unit + integration tests
 #   make check-unit      unit tests only (Check)
 #   make check-fuzz      replay every committed fuzz corpus through its driver (no libFuzzer needed)
+#   make check-docs      the documented config keys, aisctl commands and routes against the code
 #   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth (not part of test)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
-#   make install         binaries, man pages, example configs under PREFIX
+#   make install         binaries, man pages, example configs, docs under PREFIX
 #
 #   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
 #   KEEP=1 keeps integration temp dirs.
@@ -69,7 +70,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -125,6 +126,11 @@ check-fuzz: $(FUZZ_BIN)
 	echo "fuzz replay: $(words $(FUZZ_BIN)) drivers, $$(find tests/fuzz/corpus -type f | wc -l) inputs, $$([ $$rc = 0 ] && echo ok || echo FAILED)"; \
 	exit $$rc
 
+# The documented lists (config keys, aisctl commands, native routes) against
+# the tables in the code (tests/check-docs.py; no build needed).
+check-docs:
+	$(Q)python3 tests/check-docs.py
+
 check-integration: all
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
 
@@ -132,12 +138,13 @@ check-integration: all
 # which failed, and the target fails if any did.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_BIN)
-	$(Q)u=0; f=0; i=0; \
+	$(Q)u=0; f=0; d=0; i=0; \
 	$(MAKE) --no-print-directory check-unit || u=1; \
 	$(MAKE) --no-print-directory check-fuzz || f=1; \
+	$(MAKE) --no-print-directory check-docs || d=1; \
 	$(MAKE) --no-print-directory check-integration || i=1; \
-	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
-	[ $$u = 0 ] && [ $$f = 0 ] && [ $$i = 0 ]
+	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), docs $$([ $$d = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
+	[ $$u = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$i = 0 ]
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
@@ -170,12 +177,15 @@ style:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	    $(DESTDIR)$(PREFIX)/share/doc/aisd/docs
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+	install -m 644 README.md ARCHITECTURE.md $(DESTDIR)$(PREFIX)/share/doc/aisd/
+	install -m 644 $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/aisd/docs/
 	install -m 644 tools/completion/aisctl.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/aisctl
 

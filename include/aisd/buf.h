@@ -41,6 +41,10 @@ void buf_vaddf(buf_t *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included; control bytes are
  * escaped and bytes that are not valid UTF-8 become \ufffd. */
 void buf_add_json_str(buf_t *b, const char *s, size_t n);
+/* Appends s percent-encoded for a URL path or query: every byte but the
+ * unreserved [A-Za-z0-9._~-] (and '/' when keep_slash) becomes %XX with
+ * upper-case hex, as S3's SigV4 canonical URI wants it. */
+void buf_add_pct(buf_t *b, sv_t s, bool keep_slash);
 void buf_reset(buf_t *b);
 void buf_free(buf_t *b);
 /* Drops the first n bytes. */

@@ -107,6 +107,22 @@ void cluster_read_unlock(cluster_t *cl);
  * rebalance are found on their holders under *prev. */
 void cluster_read_lock_prev(cluster_t *cl, const cmap_t **m, const cmap_t **prev, const bmd_t **b);
 const cmap_node_t *cluster_self(const cluster_t *cl);
+
+/* Where BUCKET/OBJECT lives, copied out of the map under the read lock:
+ * the one way every role goes from a name to its owner (place_object). */
+typedef struct cluster_where {
+	bool bucket;                        /* the BMD has the bucket */
+	size_t n;                           /* holders, best first (0: no active target) */
+	int self;                           /* this node's rank among them; -1: none */
+	uint64_t cmap_version;              /* of the map used */
+	char owner[CMAP_URL_MAX + 1];       /* holder 0's public URL */
+	char owner_intra[CMAP_URL_MAX + 1]; /* holder 0's intra-cluster URL */
+} cluster_where_t;
+/* Fills w for BUCKET/OBJECT (as_self: rank this node among the holders;
+ * a gateway passes false). With urls, also the first max holders'
+ * intra-cluster URLs, best first. */
+void cluster_where(cluster_t *cl, sv_t bck, sv_t obj, bool as_self, cluster_where_t *w,
+		   char (*urls)[CMAP_URL_MAX + 1], size_t max);
 bool cluster_is_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);

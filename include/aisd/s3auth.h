@@ -198,10 +198,6 @@ bool s3_body_checksum(const s3_body_t *b, const char **name, const char **value)
 
 /* ---- helpers for handlers and clients ----------------------------------- */
 
-/* Appends s URI-encoded as SigV4 (and S3's encoding-type=url) wants: every
- * byte but A-Za-z0-9-._~ as %XX (upper-case hex); '/' kept if keep_slash. */
-void s3_uri_encode(buf_t *out, sv_t s, bool keep_slash);
-
 /*
  * s3_sign signs a request as an S3 client would (for tools, tests and a
  * load generator): every header in req is signed (it must hold host and

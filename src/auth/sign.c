@@ -264,23 +264,6 @@ int auth_perm_decode(sv_t s, auth_token_t *t)
 	return AIS_OK;
 }
 
-/* User names go into the query percent-encoded, all but [A-Za-z0-9._~-]. */
-static void pct_encode(sv_t s, buf_t *out)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (size_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		    c == '_' || c == '~' || c == '-') {
-			buf_addch(out, (char)c);
-		} else {
-			buf_addch(out, '%');
-			buf_addch(out, hex[c >> 4]);
-			buf_addch(out, hex[c & 15]);
-		}
-	}
-}
-
 static int hexval(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
@@ -319,7 +302,7 @@ void auth_redirect_query(const void *key, size_t klen, const char *method, sv_t 
 	redirect_sig(key, klen, exp, method, path, sv_of(&sq), sv_from(body), sv_from(t->user), sv_of(&perms), sig);
 	buf_addsv(out, sv_of(&sq));
 	buf_addf(out, "%s" AUTH_REDIR_EXP "=%lld&" AUTH_REDIR_USER "=", sq.len ? "&" : "", (long long)exp);
-	pct_encode(sv_from(t->user), out);
+	buf_add_pct(out, sv_from(t->user), false);
 	buf_addstr(out, "&" AUTH_REDIR_PERM "=");
 	buf_addsv(out, sv_of(&perms)); /* bucket names, digits, '@', ':' and ',' only */
 	buf_addf(out, "&" AUTH_REDIR_BODY "=%s&" AUTH_REDIR_SIG "=%s", body, sig);

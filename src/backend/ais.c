@@ -25,7 +25,7 @@ void bk_ais_prepare(const bk_bucket_t *b, sv_t obj, const char *query, const cha
 		ul--;
 	buf_addf(&q->url, "%.*s/v1/%s/%s%s", (int)ul, b->r.url, obj.len ? "objects" : "buckets", b->bucket,
 		 obj.len ? "/" : "");
-	s3_uri_encode(&q->url, obj, true);
+	buf_add_pct(&q->url, obj, true);
 	if (*query)
 		buf_addf(&q->url, "?%s", query);
 	for (size_t i = 0; extra && extra[i] && nv < ARRAY_SIZE(q->hv) - 1; i++)
@@ -49,11 +49,11 @@ int bk_ais_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t page
 	buf_addf(&query, "pagesize=%zu&props=name,size,checksum,custom,mtime", pagesize);
 	if (prefix.len) {
 		buf_addstr(&query, "&prefix=");
-		s3_uri_encode(&query, prefix, false);
+		buf_add_pct(&query, prefix, false);
 	}
 	if (start_after.len) {
 		buf_addstr(&query, "&start_after=");
-		s3_uri_encode(&query, start_after, false);
+		buf_add_pct(&query, start_after, false);
 	}
 	bk_ais_prepare(b, (sv_t){"", 0}, query.ptr, NULL, &q);
 	x.url = q.url.ptr;

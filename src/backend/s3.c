@@ -64,7 +64,7 @@ void bk_s3_prepare(const bk_bucket_t *b, const char *method, sv_t obj, const cha
 		buf_addsv(&hostv, host);
 		buf_addf(&path, "%.*s/%s%s", (int)base.len, base.ptr, b->bucket, obj.len ? "/" : "");
 	}
-	s3_uri_encode(&path, obj, true);
+	buf_add_pct(&path, obj, true);
 	buf_addf(&q->url, "%.*s%s%s%s%s", (int)scheme.len, scheme.ptr, hostv.ptr, path.ptr, *query ? "?" : "", query);
 
 	gmtime_r(&now, &tm);
@@ -187,11 +187,11 @@ int bk_s3_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pages
 	buf_addf(&query, "&max-keys=%zu", pagesize);
 	if (prefix.len) {
 		buf_addstr(&query, "&prefix=");
-		s3_uri_encode(&query, prefix, false);
+		buf_add_pct(&query, prefix, false);
 	}
 	if (start_after.len) {
 		buf_addstr(&query, "&start-after=");
-		s3_uri_encode(&query, start_after, false);
+		buf_add_pct(&query, start_after, false);
 	}
 	bk_s3_prepare(b, "GET", (sv_t){"", 0}, query.ptr, NULL, false, &q);
 	x.url = q.url.ptr;

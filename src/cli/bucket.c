@@ -39,7 +39,7 @@ int cli_json_call(struct cli *c, const char *method, const char *base, const cha
 {
 	buf_t path = BUF_INIT;
 	buf_addstr(&path, base);
-	cli_escape(&path, name, false);
+	buf_add_pct(&path, sv_from(name), false);
 	struct cli_req rq = CLI_REQ_INIT(method, path.ptr);
 	rq.json = json;
 	struct cli_resp rs = {0};
@@ -233,7 +233,7 @@ static json_t *props_get(struct cli *c, const char *bucket, size_t blen)
 	char *name = xstrndup(bucket, blen);
 	buf_t path = BUF_INIT, what = BUF_INIT;
 	buf_addstr(&path, "/v1/buckets/");
-	cli_escape(&path, name, false);
+	buf_add_pct(&path, sv_from(name), false);
 	buf_addf(&what, "bucket %s", name);
 	struct cli_req rq = CLI_REQ_INIT("HEAD", path.ptr);
 	struct cli_resp rs = {0};

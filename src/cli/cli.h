@@ -202,11 +202,6 @@ int cli_http_check(const struct cli_resp *rs, const char *what);
 const char *cli_resp_header(const struct cli_resp *rs, const char *name);
 void cli_resp_free(struct cli_resp *rs);
 /*
- * Appends s to b percent-encoded: every byte but A-Z a-z 0-9 - . _ ~ (and
- * '/' when keep_slash) becomes %XX.
- */
-void cli_escape(buf_t *b, const char *s, bool keep_slash);
-/*
  * Splits "BUCKET/OBJECT" (an "ais://" prefix is allowed) into newly
  * allocated strings. need_object: the object part must be non-empty.
  * Returns AIS_OK, or AIS_ERR when the bucket (or the needed object) is empty.

@@ -94,7 +94,7 @@ static void offer_objects(struct cli *c, const char *bucket, const char *prefix)
 {
 	buf_t path = BUF_INIT;
 	buf_addstr(&path, "/v1/buckets/");
-	cli_escape(&path, bucket, false);
+	buf_add_pct(&path, sv_from(bucket), false);
 	json_t *body = json_pack("{s:s,s:{s:s,s:i,s:s}}", "action", "list", "value", "prefix", prefix,
 	                         "pagesize", COMPLETE_MAX_OBJECTS, "props", "name");
 	char *json = json_dumps(body, JSON_COMPACT);

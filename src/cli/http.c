@@ -29,21 +29,6 @@
 
 #define ERR_BODY_MAX (64 * 1024)
 
-void cli_escape(buf_t *b, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		unsigned char ch = *p;
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '.' || ch == '_' || ch == '~' || (keep_slash && ch == '/')) {
-			buf_addch(b, (char)ch);
-		} else {
-			char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-			buf_add(b, enc, 3);
-		}
-	}
-}
-
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object)
 {
 	if (strncmp(arg, "ais://", 6) == 0)

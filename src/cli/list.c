@@ -242,7 +242,7 @@ int cli_list(struct cli *c, const struct cli_args *a)
 	char *bname = xstrndup(bucket, blen);
 	buf_t path = BUF_INIT;
 	buf_addstr(&path, "/v1/buckets/");
-	cli_escape(&path, bname, false);
+	buf_add_pct(&path, sv_from(bname), false);
 	buf_t what = BUF_INIT;
 	buf_addf(&what, "list %s", bname);
 

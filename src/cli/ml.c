@@ -107,7 +107,7 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 			goto out;
 	}
 	buf_addstr(&path, "/v1/ml/moss/");
-	cli_escape(&path, bucket, false);
+	buf_add_pct(&path, sv_from(bucket), false);
 	struct cli_req rq = CLI_REQ_INIT("GET", path.ptr);
 	rq.json = j.ptr;
 	rq.sink_fd = fd;

@@ -25,7 +25,7 @@ static json_t *mp_request(struct cli *c, const char *method, const char *node, c
 	buf_addstr(&path, "/v1/daemon/mountpaths");
 	if (node) {
 		buf_addstr(&path, "?node=");
-		cli_escape(&path, node, false);
+		buf_add_pct(&path, sv_from(node), false);
 	}
 	buf_addf(&what, "%s mountpaths", node ? node : c->endpoint);
 	struct cli_req rq = CLI_REQ_INIT(method, path.ptr);

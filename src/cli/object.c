@@ -70,9 +70,9 @@ static void get_cleanup_signals(bool on)
 void cli_object_path(buf_t *path, const char *bucket, const char *object)
 {
 	buf_addstr(path, "/v1/objects/");
-	cli_escape(path, bucket, false);
+	buf_add_pct(path, sv_from(bucket), false);
 	buf_addch(path, '/');
-	cli_escape(path, object, true);
+	buf_add_pct(path, sv_from(object), true);
 }
 
 const char *cli_base_name(const char *s)

@@ -132,6 +132,29 @@ void cluster_read_lock(cluster_t *cl, const cmap_t **m, const bmd_t **b)
 void cluster_read_unlock(cluster_t *cl) { pthread_rwlock_unlock(&cl->rw); }
 const cmap_node_t *cluster_self(const cluster_t *cl) { return &cl->self; }
 
+void cluster_where(cluster_t *cl, sv_t bck, sv_t obj, bool as_self, cluster_where_t *w,
+		   char (*urls)[CMAP_URL_MAX + 1], size_t max)
+{
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+
+	memset(w, 0, sizeof(*w));
+	cluster_read_lock(cl, &m, &b);
+	w->bucket = b && bmd_get(b, bck.ptr, bck.len);
+	w->cmap_version = m ? cmap_version(m) : 0;
+	place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, as_self ? cl->self.id : NULL, &p);
+	w->n = p.n;
+	w->self = p.self;
+	if (p.n) {
+		snprintf(w->owner, sizeof(w->owner), "%s", p.node[0]->pub_url);
+		snprintf(w->owner_intra, sizeof(w->owner_intra), "%s", p.node[0]->intra_url);
+	}
+	for (size_t i = 0; urls && i < p.n && i < max; i++)
+		snprintf(urls[i], sizeof(urls[i]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(cl);
+}
+
 bool cluster_is_primary(cluster_t *cl)
 {
 	pthread_rwlock_rdlock(&cl->rw);

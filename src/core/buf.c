@@ -60,6 +60,24 @@ void buf_addf(buf_t *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+void buf_add_pct(buf_t *b, sv_t s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	buf_grow(b, s.len * 3);
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char c = (unsigned char)s.ptr[i];
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+			b->ptr[b->len++] = (char)c;
+		} else {
+			b->ptr[b->len++] = '%';
+			b->ptr[b->len++] = hex[c >> 4];
+			b->ptr[b->len++] = hex[c & 15];
+		}
+	}
+	b->ptr[b->len] = '\0';
+}
+
 void buf_add_json_str(buf_t *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -53,10 +53,7 @@ static int gw_objects(http_req_t *req)
 {
 	cluster_t *cl = cl_of(req);
 	sv_t bck, obj;
-	const cmap_t *m;
-	const bmd_t *b;
-	char url[CMAP_URL_MAX + 1] = "";
-	int status = 0;
+	cluster_where_t w;
 
 	if (tgt_parse_names(req, &bck, &obj, true) != AIS_OK)
 		return AIS_OK;
@@ -64,24 +61,13 @@ static int gw_objects(http_req_t *req)
 		http_resp_error(req, 503, "the gateway is starting");
 		return AIS_OK;
 	}
-	cluster_read_lock(cl, &m, &b);
-	if (!b || !bmd_get(b, bck.ptr, bck.len)) {
-		status = 404;
-	} else {
-		place_t p;
-		place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, NULL, &p);
-		if (p.n)
-			snprintf(url, sizeof(url), "%s", p.node[0]->pub_url);
-		else
-			status = 503;
-	}
-	cluster_read_unlock(cl);
-	if (status == 404)
+	cluster_where(cl, bck, obj, false, &w, NULL, 0);
+	if (!w.bucket)
 		http_resp_error(req, 404, "bucket \"%.*s\" does not exist", (int)bck.len, bck.ptr);
-	else if (status == 503)
+	else if (!w.n)
 		http_resp_error(req, 503, "no active target in the cluster");
 	else
-		redirect(req, url);
+		redirect(req, w.owner);
 	return AIS_OK;
 }
 

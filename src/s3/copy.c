@@ -264,14 +264,7 @@ static int copy_remote(struct cp *c, const char *base)
 	int rc = AIS_ERR;
 
 	buf_addf(&url, "%s/v1/objects/%.*s/", base, (int)c->sb.len, c->sb.ptr);
-	for (size_t i = 0; i < c->sk.len; i++) {
-		unsigned char ch = (unsigned char)c->sk.ptr[i];
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-		    ch == '_' || ch == '.' || ch == '~' || ch == '/')
-			buf_addch(&url, (char)ch);
-		else
-			buf_addf(&url, "%%%02X", ch);
-	}
+	buf_add_pct(&url, c->sk, true);
 	x.e = curl_easy_init();
 	if (c->has_range) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)c->rstart,

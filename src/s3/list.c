@@ -75,18 +75,6 @@ static void local_entry(void *arg, const char *name, size_t len, const store_met
 	entry_etag(e, m->custom, m->cksum, m->version, m->mtime_ns);
 }
 
-static void pct_query(buf_t *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-		    c == '_' || c == '.' || c == '~')
-			buf_addch(b, (char)c);
-		else
-			buf_addf(b, "%%%02X", c);
-	}
-}
-
 static int entry_cmp(const void *a, const void *b)
 {
 	const s3_entry_t *x = a, *y = b;
@@ -100,11 +88,11 @@ static int entry_cmp(const void *a, const void *b)
 static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit)
 {
 	buf_addf(url, "%s/v1/buckets/", base);
-	pct_query(url, bck, strlen(bck));
+	buf_add_pct(url, sv_from(bck), false);
 	buf_addf(url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu&prefix=", limit);
-	pct_query(url, prefix.ptr, prefix.len);
+	buf_add_pct(url, prefix, false);
 	buf_addstr(url, "&start_after=");
-	pct_query(url, after.ptr, after.len);
+	buf_add_pct(url, after, false);
 }
 
 /* The target at base answered c: its page, appended to out. AIS_ERR with
@@ -284,21 +272,7 @@ static void lst_cleanup(void *arg)
 
 static void enc_elem(struct lst *l, buf_t *b, const char *tag, const char *s, size_t n)
 {
-	if (!l->url_enc) {
-		s3_xml_elem(b, tag, s, n);
-		return;
-	}
-	buf_t e = BUF_INIT;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-		    c == '_' || c == '.' || c == '~' || c == '/')
-			buf_addch(&e, (char)c);
-		else
-			buf_addf(&e, "%%%02X", c);
-	}
-	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
-	buf_free(&e);
+	s3_xml_elem_enc(b, tag, s, n, l->url_enc, true);
 }
 
 /* Length of the common prefix of name (prefix + ... + delim), or 0. */

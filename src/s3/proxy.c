@@ -276,20 +276,11 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 
 bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self)
 {
-	const cmap_t *m;
-	const bmd_t *b;
-	place_t p;
-	bool ok = false;
-
-	cluster_read_lock(nd->cl, &m, &b);
-	if (b && bmd_get(b, bck.ptr, bck.len) && m) {
-		place_object(m, b, bck.ptr, bck.len, key.ptr, key.len, nd->gateway ? NULL : cluster_self(nd->cl)->id, &p);
-		if (p.n) {
-			snprintf(out, outsz, "%s", p.node[0]->intra_url);
-			*self = p.self;
-			ok = true;
-		}
-	}
-	cluster_read_unlock(nd->cl);
-	return ok;
+	cluster_where_t w;
+	cluster_where(nd->cl, bck, key, !nd->gateway, &w, NULL, 0);
+	if (!w.bucket || !w.n)
+		return false;
+	snprintf(out, outsz, "%s", w.owner_intra);
+	*self = w.self;
+	return true;
 }

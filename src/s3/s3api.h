@@ -79,6 +79,9 @@ void s3_xml_open(buf_t *b, const char *tag);
 void s3_xml_close(buf_t *b, const char *tag);
 void s3_xml_text(buf_t *b, const char *s, size_t n); /* escaped */
 void s3_xml_elem(buf_t *b, const char *tag, const char *s, size_t n);
+/* The same, s percent-encoded first when url_enc (a listing's
+ * encoding-type=url; '/' kept when keep_slash). */
+void s3_xml_elem_enc(buf_t *b, const char *tag, const char *s, size_t n, bool url_enc, bool keep_slash);
 void s3_xml_elemstr(buf_t *b, const char *tag, const char *s);
 void s3_xml_elemf(buf_t *b, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Pure parser: calls fn at the end of every element with its path

@@ -35,29 +35,6 @@ void s3_err(s3_autherr_t *err, int status, const char *code, const char *fmt, ..
 	va_end(ap);
 }
 
-static bool unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '.' || c == '_' || c == '~';
-}
-
-void s3_uri_encode(buf_t *out, sv_t s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	buf_grow(out, s.len * 3);
-	for (size_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-		if (unreserved(c) || (keep_slash && c == '/')) {
-			out->ptr[out->len++] = (char)c;
-		} else {
-			out->ptr[out->len++] = '%';
-			out->ptr[out->len++] = hex[c >> 4];
-			out->ptr[out->len++] = hex[c & 15];
-		}
-	}
-	out->ptr[out->len] = '\0';
-}
-
 static int hexv(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -83,11 +60,11 @@ static void reencode(buf_t *out, sv_t s, bool plus_space, bool keep_slash)
 		}
 		tmp[n++] = c;
 		if (n == sizeof(tmp)) {
-			s3_uri_encode(out, (sv_t){tmp, n}, keep_slash);
+			buf_add_pct(out, (sv_t){tmp, n}, keep_slash);
 			n = 0;
 		}
 	}
-	s3_uri_encode(out, (sv_t){tmp, n}, keep_slash);
+	buf_add_pct(out, (sv_t){tmp, n}, keep_slash);
 }
 
 struct qpair {

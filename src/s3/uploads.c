@@ -83,18 +83,6 @@ static void lu_cleanup(void *arg)
 	buf_free(&l->out);
 }
 
-static void pct(buf_t *b, sv_t s)
-{
-	for (size_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-		    c == '_' || c == '.' || c == '~')
-			buf_addch(b, (char)c);
-		else
-			buf_addf(b, "%%%02X", c);
-	}
-}
-
 static void collect(s3_rq_t *r, struct lu *l)
 {
 	if (!r->node.cl) {
@@ -117,7 +105,7 @@ static void collect(s3_rq_t *r, struct lu *l)
 		int status = 0;
 		json_error_t je;
 		buf_addf(&url, "%s/v1/s3uploads/%s?prefix=", urls[i], l->bck);
-		pct(&url, l->prefix);
+		buf_add_pct(&url, l->prefix, false);
 		if (httpc_sync("GET", url.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK || status != 200) {
 			l->err = EIO;
 		} else {
@@ -146,14 +134,7 @@ static void collect(s3_rq_t *r, struct lu *l)
 
 static void lu_elem(struct lu *l, buf_t *b, const char *tag, const char *s, size_t n)
 {
-	if (!l->url_enc) {
-		s3_xml_elem(b, tag, s, n);
-		return;
-	}
-	buf_t e = BUF_INIT;
-	pct(&e, (sv_t){s, n});
-	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
-	buf_free(&e);
+	s3_xml_elem_enc(b, tag, s, n, l->url_enc, false);
 }
 
 static void lu_work(http_req_t *req)

@@ -61,6 +61,18 @@ void s3_xml_elem(buf_t *b, const char *tag, const char *s, size_t n)
 
 void s3_xml_elemstr(buf_t *b, const char *tag, const char *s) { s3_xml_elem(b, tag, s, strlen(s)); }
 
+void s3_xml_elem_enc(buf_t *b, const char *tag, const char *s, size_t n, bool url_enc, bool keep_slash)
+{
+	if (!url_enc) {
+		s3_xml_elem(b, tag, s, n);
+		return;
+	}
+	buf_t e = BUF_INIT;
+	buf_add_pct(&e, (sv_t){s, n}, keep_slash);
+	s3_xml_elem(b, tag, e.ptr ? e.ptr : "", e.len);
+	buf_free(&e);
+}
+
 void s3_xml_elemf(buf_t *b, const char *tag, const char *fmt, ...)
 {
 	buf_t t = BUF_INIT;

@@ -166,13 +166,9 @@ static int tpl_parse(struct bkjob *j, const char *s)
 
 static bool owner_here(target_t *t, const char *bck, const char *obj)
 {
-	const cmap_t *m;
-	const bmd_t *b;
-	place_t p;
-	cluster_read_lock(t->base.cl, &m, &b);
-	place_object(m, b, bck, strlen(bck), obj, strlen(obj), cluster_self(t->base.cl)->id, &p);
-	cluster_read_unlock(t->base.cl);
-	return p.self == 0;
+	cluster_where_t w;
+	cluster_where(t->base.cl, sv_from(bck), sv_from(obj), true, &w, NULL, 0);
+	return w.self == 0;
 }
 
 static void one(struct bkjob *j, const char *name)

@@ -356,22 +356,6 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 	gb_wake(g);
 }
 
-void gb_pct_encode(buf_t *b, sv_t s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (size_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-		    c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-			buf_addch(b, (char)c);
-		} else {
-			buf_addch(b, '%');
-			buf_addch(b, hex[c >> 4]);
-			buf_addch(b, hex[c & 15]);
-		}
-	}
-}
-
 static void fetch_start(struct gb *g, size_t i)
 {
 	struct gb_ent *e = &g->e[i];
@@ -382,12 +366,12 @@ static void fetch_start(struct gb *g, size_t i)
 
 	buf_addstr(&url, g->peers[e->owner].url);
 	buf_addstr(&url, "/v1/objects/");
-	gb_pct_encode(&url, in->bck, false);
+	buf_add_pct(&url, in->bck, false);
 	buf_addch(&url, '/');
-	gb_pct_encode(&url, in->obj, true);
+	buf_add_pct(&url, in->obj, true);
 	if (in->arch.len) {
 		buf_addstr(&url, "?archpath=");
-		gb_pct_encode(&url, in->arch, false);
+		buf_add_pct(&url, in->arch, false);
 	}
 	e->rhead = false;
 	e->resumed = e->head; /* its size is known: the rest of it from another holder (invariant 5) */

@@ -116,6 +116,5 @@ void gb_peer_add(struct gb_peer *p, size_t i);
 void gb_peers_start(struct gb *g);
 void gb_peer_kick(struct gb *g, struct gb_peer *p);
 void gb_peers_cancel(struct gb *g);
-void gb_pct_encode(buf_t *b, sv_t s, bool keep_slash);
 
 #endif

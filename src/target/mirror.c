@@ -37,26 +37,10 @@
 #include "aisd/xp.h"
 #include "aisd/banned.h"
 
-static bool unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '_' || c == '.' || c == '~' || c == '/';
-}
-
 void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	buf_addf(out, "%s/v1/objects/%.*s/", base, (int)blen, bck);
-	for (size_t i = 0; i < olen; i++) {
-		unsigned char c = (unsigned char)obj[i];
-		if (unreserved(c)) {
-			buf_addch(out, (char)c);
-		} else {
-			buf_addch(out, '%');
-			buf_addch(out, hex[c >> 4]);
-			buf_addch(out, hex[c & 15]);
-		}
-	}
+	buf_add_pct(out, (sv_t){obj, olen}, true);
 }
 
 size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen)

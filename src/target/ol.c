@@ -57,28 +57,24 @@ enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool wr
 		       ol_where_t *w)
 {
 	cluster_t *cl = t->base.cl;
-	const cmap_t *m;
-	const bmd_t *b;
-	place_t p;
+	cluster_where_t cw;
+	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
 
 	memset(w, 0, sizeof(*w));
 	if (!cl || http_req_has_header(req, TGT_INTRA))
 		return OL_HERE;
 	w->hops = ol_hops(req);
-	cluster_read_lock(cl, &m, &b);
-	place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, cluster_self(cl)->id, &p);
+	cluster_where(cl, bck, obj, true, &cw, urls, HRW_TOP_MAX);
 	w->cluster = true;
-	w->cmap_version = m ? cmap_version(m) : 0;
-	w->n = p.n;
-	w->self = p.self;
-	if (p.n) {
-		snprintf(w->owner, sizeof(w->owner), "%s", p.node[0]->pub_url);
-		snprintf(w->owner_intra, sizeof(w->owner_intra), "%s", p.node[0]->intra_url);
-		w->urls = arena_alloc(req->arena, p.n * sizeof(*w->urls));
-		for (size_t i = 0; i < p.n; i++)
-			snprintf(w->urls[i], sizeof(w->urls[i]), "%s", p.node[i]->intra_url);
+	w->cmap_version = cw.cmap_version;
+	w->n = cw.n;
+	w->self = cw.self;
+	if (cw.n) {
+		memcpy(w->owner, cw.owner, sizeof(w->owner));
+		memcpy(w->owner_intra, cw.owner_intra, sizeof(w->owner_intra));
+		w->urls = arena_alloc(req->arena, cw.n * sizeof(*w->urls));
+		memcpy(w->urls, urls, cw.n * sizeof(*w->urls));
 	}
-	cluster_read_unlock(cl);
 
 	if (write ? w->self == 0 : w->self >= 0)
 		return OL_HERE;

@@ -318,19 +318,12 @@ static int blob_fetch(struct fill *f, int *e)
  * a holder that lacks its copy fetches it on a read anyway. */
 static void fetched_copies(struct fill *f)
 {
-	cluster_t *cl = f->t->base.cl;
-	const cmap_t *m;
-	const bmd_t *b;
-	place_t p;
+	cluster_where_t w;
 	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
-	size_t n = 0;
-	cluster_read_lock(cl, &m, &b);
-	place_object(m, b, f->bck, f->blen, f->obj, f->olen, cluster_self(cl)->id, &p);
-	for (size_t i = 0; i < p.n; i++)
-		if ((int)i != p.self)
-			snprintf(urls[n++], sizeof(urls[0]), "%s", p.node[i]->intra_url);
-	cluster_read_unlock(cl);
-	for (size_t i = 0; i < n; i++) {
+	cluster_where(f->t->base.cl, (sv_t){f->bck, f->blen}, (sv_t){f->obj, f->olen}, true, &w, urls, HRW_TOP_MAX);
+	for (size_t i = 0; i < w.n; i++) {
+		if ((int)i == w.self)
+			continue;
 		buf_t msg = BUF_INIT;
 		if (tgt_send_copy(f->t, urls[i], f->bck, f->blen, f->obj, f->olen, "replica", false, NULL, &msg) != AIS_OK)
 			log_warnx("cold GET %.*s/%.*s: no copy on %s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256),
