@@ -18,7 +18,7 @@
  *     yet), then every other target, and keeps the first copy whose bytes
  *     match the checksum its sender declares. A copy that does not match is
  *     never stored. When this target has no space for the copy the fetch
- *     fails with ENOSPC (a read answers 507), never with a made-up 404.
+ *     stops with ENOSPC (a read answers 507, naming the target that has it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -331,9 +331,9 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
 	size_t n = t->base.cl ? sources(t, bck, blen, obj, olen, &urls) : 0;
 	int rc = AIS_ERR, e = ENOENT;
-	for (size_t i = 0; i < n && rc != AIS_OK; i++) {
+	for (size_t i = 0; i < n && rc != AIS_OK && e != ENOSPC; i++) { /* no space: no other source helps */
 		rc = fetch_from(t, urls[i], bck, blen, obj, olen, msg);
-		if (rc != AIS_OK && errno != ENOENT && e != ENOSPC)
+		if (rc != AIS_OK && errno != ENOENT)
 			e = errno == ENOSPC ? ENOSPC : EIO;
 	}
 	free(urls);
