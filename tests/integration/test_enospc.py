@@ -30,7 +30,7 @@ import os
 import subprocess
 import time
 
-from itlib import T, q
+from itlib import T
 
 import clulib
 import hrwlib

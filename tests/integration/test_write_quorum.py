@@ -66,8 +66,8 @@ def names_where(pred, n, prefix):
 data = {"all%02d" % i: os.urandom(1000 + 37 * i) for i in range(10)}
 bad = [(n, r.status) for n, r in ((n, put(n, d)) for n, d in data.items()) if r.status != 200]
 t.check(not bad, "10 PUTs with every target up: 200", bad[:3])
-wrong = [n for n, d in data.items() if [tg.name for tg in targets if has(tg, n) == d] != [x.name for x in
-                                                                                          sorted(holders(n), key=lambda x: x.name)]]
+wrong = [n for n, d in data.items()
+         if sorted(tg.name for tg in targets if has(tg, n) == d) != sorted(x.name for x in holders(n))]
 t.check(not wrong, "each on exactly its 3 holders, byte for byte", wrong[:3])
 
 # 2. one holder down: acknowledged with 2 copies
