@@ -142,7 +142,8 @@ void tgt_repl_free(tgt_repl_t *r);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
 void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,
- * or AIS_ERR with errno ENOENT (no target has it) or EIO (msg says why). */
+ * or AIS_ERR with errno ENOENT (no target has it), ENOSPC (this target has no
+ * space for the copy) or EIO (msg says why). */
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Pool thread: deletes bck/obj on every other target that may hold it;
  * returns how many had it. */

@@ -17,7 +17,8 @@
  *     holders under the previous map (objects a rebalance has not moved
  *     yet), then every other target, and keeps the first copy whose bytes
  *     match the checksum its sender declares. A copy that does not match is
- *     never stored.
+ *     never stored. When this target has no space for the copy the fetch
+ *     stops with ENOSPC (a read answers 507, naming the target that has it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -388,6 +389,11 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 		goto out;
 	if (httpc_sync_get_to(url.ptr, hp, 600000, sink_write, &s, &hdrs, &status, &emsg) != AIS_OK ||
 	    status != 200) {
+		if (s.err == ENOSPC) { /* the copy is there; this target has no room for it */
+			buf_addf(msg, "%s has a copy; this target has no space to store it; ", base);
+			errno = ENOSPC;
+			goto out;
+		}
 		errno = status == 404 ? ENOENT : EIO;
 		if (status != 404)
 			buf_addf(msg, "%s: %s; ", base, emsg.ptr ? emsg.ptr : "error");
@@ -426,10 +432,10 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
 	size_t n = t->base.cl ? sources(t, bck, blen, obj, olen, &urls) : 0;
 	int rc = AIS_ERR, e = ENOENT;
-	for (size_t i = 0; i < n && rc != AIS_OK; i++) {
+	for (size_t i = 0; i < n && rc != AIS_OK && e != ENOSPC; i++) { /* no space: no other source helps */
 		rc = fetch_from(t, urls[i], bck, blen, obj, olen, msg);
 		if (rc != AIS_OK && errno != ENOENT)
-			e = EIO;
+			e = errno == ENOSPC ? ENOSPC : EIO;
 	}
 	free(urls);
 	if (rc == AIS_OK)

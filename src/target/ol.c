@@ -216,7 +216,7 @@ remote:
 	}
 	if (ol_open_sync(o->t, o->bck, o->obj, true, &o->fd, &o->m, &o->msg) != AIS_OK) {
 		o->fd = -1;
-		o->err = errno == ENOENT || errno == EBADMSG ? errno : EIO;
+		o->err = errno == ENOENT || errno == EBADMSG || errno == ENOSPC ? errno : EIO;
 	}
 }
 
@@ -291,6 +291,9 @@ void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *ms
 	else if (bk_http_status(err))
 		http_resp_error(req, bk_http_status(err), "object %.*s/%.*s: %s", (int)bck.len, bck.ptr,
 				(int)MIN(obj.len, 512), obj.ptr, msg && *msg ? msg : strerror(err));
+	else if (err == ENOSPC)
+		http_resp_error(req, 507, "object %.*s/%.*s: insufficient storage: %s", (int)bck.len, bck.ptr,
+				(int)MIN(obj.len, 512), obj.ptr, msg && *msg ? msg : "no space to store its copy");
 	else if (err == EIO && msg && *msg)
 		http_resp_error(req, 502, "object %.*s/%.*s: no good copy could be fetched: %s", (int)bck.len,
 				bck.ptr, (int)MIN(obj.len, 512), obj.ptr, msg);

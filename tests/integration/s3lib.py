@@ -5,12 +5,18 @@ awkward names, and running a client command with a bound.
     from s3lib import *
     c = cluster(t, "s3x")          # starts g1 + t1..t3, returns the endpoint URL
     rc, out = run(t, ["aws", ...])
+
+    st, body = chunked_put(c, "bck", "key", data)   # an aws-chunked PUT
 """
+import base64
 import hashlib
+import hmac
 import http.client
 import os
+import re
 import subprocess
 import urllib.parse
+import zlib
 
 import clulib
 
@@ -153,3 +159,58 @@ def fill_many(s3, bucket, n=1100):
     s3.create_bucket(Bucket=bucket)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         list(ex.map(lambda i: s3.put_object(Bucket=bucket, Key="k/%05d" % i, Body=b"x"), range(n)))
+
+
+def chunked_put(base, bck, key, data, ak=AK, sk=SK, ctx=None, signed=False, chunk=64 << 10, tamper=False):
+    """An aws-chunked PUT signed with SigV4 (botocore), as the SDKs send it:
+    unsigned chunks with a CRC32 trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER),
+    or, with signed, chunks of `chunk` bytes each signed in the chain of
+    STREAMING-AWS4-HMAC-SHA256-PAYLOAD. ctx: the ssl context of an https
+    base; tamper flips a byte of the last data chunk after signing it.
+    Returns (status, body)."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    mode = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" if signed else "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+    hdrs = {"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data)),
+            "X-Amz-Content-SHA256": mode}
+    if not signed:
+        hdrs["x-amz-trailer"] = "x-amz-checksum-crc32"
+    url = "%s/%s/%s" % (base, bck, urllib.parse.quote(key))
+    r = AWSRequest(method="PUT", url=url, data=b"", headers=hdrs)
+
+    class Streaming(S3SigV4Auth):
+        def payload(self, request):  # botocore would sign the framed body's sha256
+            return mode
+    Streaming(Credentials(ak, sk), "s3", REGION).add_auth(r)
+    p = r.prepare()
+    if signed:
+        amzdate = p.headers["X-Amz-Date"]
+        scope = "%s/%s/s3/aws4_request" % (amzdate[:8], REGION)
+        prev = re.search(r"Signature=([0-9a-f]+)", p.headers["Authorization"]).group(1)
+        k = ("AWS4" + sk).encode()
+        for part in (amzdate[:8], REGION, "s3", "aws4_request"):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        body = b""
+        pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
+        for c in pieces:
+            sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amzdate, scope, prev, hashlib.sha256(b"").hexdigest(),
+                             hashlib.sha256(c).hexdigest()])
+            prev = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+            if tamper and c is pieces[-2]:
+                c = c[:-1] + bytes([c[-1] ^ 1])
+            body += b"%x;chunk-signature=%s\r\n" % (len(c), prev.encode()) + c + b"\r\n"
+    else:
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big"))
+        body = b"%x\r\n" % len(data) + data + b"\r\n0\r\nx-amz-checksum-crc32:" + crc + b"\r\n\r\n"
+    u = urllib.parse.urlsplit(url)
+    if u.scheme == "https":
+        c = http.client.HTTPSConnection(u.hostname, u.port, timeout=60, context=ctx)
+    else:
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        c.request("PUT", u.path, body=body, headers=dict(p.headers, **{"Content-Length": str(len(body))}))
+        resp = c.getresponse()
+        return resp.status, resp.read()
+    finally:
+        c.close()

@@ -68,12 +68,14 @@ t.check(r.status == 200 and r2.status == 200 and r2.body == data, "PUT and GET",
 rid = r2.h("x-request-id")
 pat = re.compile(r'^\S+ A \S+ req=%s 127\.0\.0\.1 "GET /v1/objects/lg/o1" 200 0 (\d+) (\d+)$' % re.escape(rid), re.M)
 m = None
-if poll(lambda: pat.search(log_text()), 5):
+if poll(lambda: pat.search(log_text()), 10):
     m = pat.search(log_text())
 t.check(m and int(m.group(1)) >= 3000, "the access line of the GET has its request id, status and bytes",
         [ln for ln in log_text().splitlines() if " A " in ln][-3:])
 pid_put = r.h("x-request-id")
-t.check(re.search(r'req=%s 127\.0\.0\.1 "PUT /v1/objects/lg/o1" 200 3000 ' % re.escape(pid_put), log_text()),
+# the line is written once the request ends, maybe after the GET's: wait for it
+t.check(poll(lambda: re.search(r'req=%s 127\.0\.0\.1 "PUT /v1/objects/lg/o1" 200 3000 ' % re.escape(pid_put),
+                               log_text()), 10),
         "the access line of the PUT counts 3000 body bytes in")
 
 # --- log level -----------------------------------------------------------------

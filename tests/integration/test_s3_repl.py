@@ -27,7 +27,6 @@ Checks:
  7. No error-level line in any node's log.
 """
 # timeout: 300
-import base64
 import glob
 import http.client
 import io
@@ -38,13 +37,12 @@ import threading
 import time
 import urllib.parse
 import zipfile
-import zlib
 
 from itlib import T, q
 
 import clulib
 from clulib import Node, follow, get, poll, request, smap_ids
-from s3lib import AK, REGION, SK, boto3_client, cluster, make_file, run
+from s3lib import AK, REGION, SK, boto3_client, chunked_put, cluster, make_file, run
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -72,33 +70,6 @@ def s3_get(key, bck=B):
 
 def native_get(key, bck=B, query=""):
     return follow("GET", g.url, "/v1/objects/%s/%s%s" % (bck, q(key), query))[1]
-
-
-def chunked_put(base, bck, key, data):
-    """An aws-chunked PUT with an unsigned payload and a CRC32 trailer, as
-    the newer SDKs send, signed with SigV4 (botocore)."""
-    from botocore.auth import S3SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
-    body = b"%x\r\n" % len(data) + data + b"\r\n0\r\nx-amz-checksum-crc32:" + crc.encode() + b"\r\n\r\n"
-    url = "%s/%s/%s" % (base, bck, urllib.parse.quote(key))
-    hdrs = {"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data)),
-            "x-amz-trailer": "x-amz-checksum-crc32", "X-Amz-Content-SHA256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER"}
-    r = AWSRequest(method="PUT", url=url, data=body, headers=hdrs)
-
-    class Streaming(S3SigV4Auth):
-        def payload(self, request):  # botocore would sign the framed body's sha256
-            return "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-    Streaming(Credentials(AK, SK), "s3", REGION).add_auth(r)
-    p = r.prepare()
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    c.request("PUT", u.path, body=body, headers=dict(p.headers))
-    resp = c.getresponse()
-    out = (resp.status, resp.read())
-    c.close()
-    return out
 
 
 def s3_request(base, method, path, headers=None):
