@@ -169,6 +169,11 @@ int store_rec_get(store_t *s, store_mp_t *mp, const buf_t *okey, store_rec_t *r)
 	return rc;
 }
 
+int store_db_errno(const char *err)
+{
+	return strstr(err, "No space left") ? ENOSPC : EIO; /* a full disk is a 507, not a 500 */
+}
+
 int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
 		   const char *what)
 {
@@ -177,8 +182,8 @@ int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, level
 	leveldb_write(mp->db, wo, b, &err);
 	if (err) {
 		log_warnx("%s: leveldb write (%s): %s", mp->path, what, err);
+		errno = store_db_errno(err);
 		leveldb_free(err);
-		errno = EIO;
 		return AIS_ERR;
 	}
 	return AIS_OK;

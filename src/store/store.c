@@ -161,8 +161,8 @@ static int gen_reserve(store_mp_t *mp, uint64_t limit)
 	leveldb_writeoptions_destroy(wo);
 	if (lerr) {
 		log_warnx("%s: leveldb put (generation limit): %s", mp->path, lerr);
+		errno = store_db_errno(lerr);
 		leveldb_free(lerr);
-		errno = EIO;
 		return AIS_ERR;
 	}
 	atomic_store(&mp->gen_limit, limit);

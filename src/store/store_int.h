@@ -179,7 +179,10 @@ store_mp_t *store_mp_of(store_t *s, const char *bck, size_t blen, const char *ob
 /* Paths of a generation: <mp>/obj/<xx>/<h>.<gen> and <mp>/tmp/<h>.<gen>. */
 void store_path_obj(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen);
 void store_path_tmp(char *out, size_t sz, const store_mp_t *mp, const char *hhex, uint64_t gen);
-/* Writes a batch with the commit options; on failure logs, errno = EIO. */
+/* The errno of a LevelDB error message: ENOSPC for a full disk, else EIO. */
+int store_db_errno(const char *err);
+/* Writes a batch with the commit options; on failure logs, errno as
+ * store_db_errno says. */
 int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
 		   const char *what);
 

@@ -168,8 +168,9 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	store_uname_hash(uname.ptr, uname.len, w->h);
 	buf_free(&uname);
 	if (store_gen_alloc(s, mp, &w->gen) != AIS_OK) {
+		int e = errno == ENOSPC ? ENOSPC : EIO;
 		store_writer_free(w);
-		errno = EIO;
+		errno = e;
 		return AIS_ERR;
 	}
 	store_path_tmp(w->tmp, sizeof(w->tmp), mp, w->h, w->gen);

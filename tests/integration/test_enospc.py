@@ -15,7 +15,9 @@ Checks:
  2. S3 onto the full disk: the tmpfs shrinks to what it holds plus 6 MiB;
     S3 PUTs of 2 MiB owned by t3 (boto3) fill it until one fails with 507
     InsufficientStorage (S3 XML error); the failed key is NoSuchKey, the
-    stored ones read back, no temp file is left on the tmpfs.
+    stored ones read back, no temp file is left on the tmpfs. Then a file
+    takes the last bytes: empty S3 PUTs (only their records need space)
+    fail with 507 InsufficientStorage too, not 500.
  3. A replica holder with a full disk: in a mirror.copies=2 bucket, a PUT
     owned by t1 or t2 whose second holder is t3 fails with 503 naming the
     write quorum and t3's insufficient storage, and no target keeps a copy; a
@@ -162,6 +164,26 @@ try:
     t.check(not wrong, "  the stored ones read back", wrong)
     tmps = [p for p in glob.glob(os.path.join(SMALL, "tmp", "**"), recursive=True) if os.path.isfile(p)]
     t.check(not tmps, "  no temp file left on the tmpfs", tmps[:3])
+    # the last bytes taken by a file: empty objects need only their records
+    # (LevelDB), whose write then fails for want of space
+    with open(os.path.join(SMALL, "filler"), "wb") as f:
+        try:
+            for _ in range(64):
+                f.write(b"\0" * MiB)
+                f.flush()
+        except OSError:
+            pass
+    err = None
+    for k in [k for k in ("e/%03d" % i for i in range(3000)) if hrwlib.top("reb/" + k, ids3, 1) == [t3.id]][:300]:
+        try:
+            s3.put_object(Bucket="reb", Key=k, Body=b"")
+        except botocore.exceptions.ClientError as e:
+            err = (e.response.get("Error", {}).get("Code"), e.response.get("ResponseMetadata", {})
+                   .get("HTTPStatusCode"), e.response.get("Error", {}).get("Message"))
+            break
+    t.check(err and err[:2] == ("InsufficientStorage", 507),
+            "empty S3 PUTs once no byte is left: 507 InsufficientStorage (the record's write)", err)
+    os.unlink(os.path.join(SMALL, "filler"))
 
     # --- 3. a replica holder with a full disk -------------------------------------------------
     rnames = ["r%03d" % i for i in range(300)]
