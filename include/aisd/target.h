@@ -119,8 +119,10 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 		  const ol_where_t *w, enum store_cksum want_type, const char *want_hex, const char *custom,
 		  buf_t *msg);
 /* Pool thread, after a write committed: when the cluster map changed since
- * ol_where placed it, the rebalance may have walked past it already, so
- * the object is handed to the rebalance job to be placed again. */
+ * ol_where placed it, or (a copy another target sent) this target is no
+ * longer one of its holders, the rebalance may have walked past it
+ * already, so the object is handed to the rebalance job to be placed
+ * again (and a stray copy dropped). */
 void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen);
 /* Replicas streamed while the body arrives (pool threads): open sends the

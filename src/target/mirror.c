@@ -54,12 +54,22 @@ void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t 
 		      size_t olen)
 {
 	const cmap_t *m;
-	if (!w->cluster || !t->reb)
+	const bmd_t *b;
+	if (!t->base.cl || !t->reb)
 		return;
-	cluster_read_lock(t->base.cl, &m, NULL);
+	cluster_read_lock(t->base.cl, &m, &b);
 	uint64_t v = m ? cmap_version(m) : 0;
+	bool holder = true;
+	if (!w->cluster) { /* a copy another target sent: is this still a holder? */
+		place_t p;
+		place_object(m, b, bck, blen, obj, olen, cluster_self(t->base.cl)->id, &p);
+		holder = p.self >= 0;
+	}
 	cluster_read_unlock(t->base.cl);
-	if (v != w->cmap_version)
+	/* a copy placed under an older map, or landed where it no longer
+	 * belongs (its sender's map was older): the rebalance may have walked
+	 * past the name already, so it is handed to it */
+	if (w->cluster ? v != w->cmap_version : !holder)
 		reb_enqueue(t->reb, bck, blen, obj, olen);
 }
 
