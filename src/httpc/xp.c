@@ -325,6 +325,19 @@ static void req_free(xp_req_t *r)
 	free(r);
 }
 
+/* r is ending: no event of it fires any more. */
+static void quiesce(xp_req_t *r)
+{
+	r->finished = true;
+	if (r->rd)
+		event_del(r->rd);
+	if (r->wr)
+		event_del(r->wr);
+	event_del(r->tmo);
+	if (r->kick)
+		event_del(r->kick);
+}
+
 /* Ends r: on_done (once), then r is freed (now, or when the callback that
  * is running returns). */
 static void finish(xp_req_t *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -342,12 +355,7 @@ static void finish(xp_req_t *r, int err, const char *fmt, ...)
 			vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
-	r->finished = true;
-	if (r->rd)
-		event_del(r->rd);
-	if (r->wr)
-		event_del(r->wr);
-	event_del(r->tmo);
+	quiesce(r);
 	if (!err && r->fd >= 0 && r->body_sent && http_should_keep_alive(&r->hp)) {
 		pool_put(r->pool, r->key, r->fd, r->ssl);
 		r->fd = -1;
@@ -779,13 +787,7 @@ void xp_cancel(xp_req_t *r)
 {
 	if (!r || r->dead)
 		return;
-	r->finished = true;
-	if (r->rd)
-		event_del(r->rd);
-	if (r->wr)
-		event_del(r->wr);
-	event_del(r->tmo);
-	event_del(r->kick);
+	quiesce(r);
 	if (r->cb)
 		r->dead = true;
 	else

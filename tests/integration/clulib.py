@@ -46,6 +46,22 @@ def init(test, subdir, args, mountpaths=1):
     MOUNTPATHS = mountpaths
 
 
+TOKEN_SECRET, CLUSTER_SECRET = "token-secret-0123456789abcdef", "cluster-secret-0123456789abcdef"
+
+
+def secret_files(subdir):
+    """Writes the token and cluster secrets (mode 0600) under AISD_DIR/subdir;
+    returns their paths (auth.secret_file, cluster.secret_file)."""
+    base = os.path.join(os.environ["AISD_DIR"], subdir)
+    os.makedirs(base, exist_ok=True)
+    paths = os.path.join(base, "auth.secret"), os.path.join(base, "cluster.secret")
+    for path, val in zip(paths, (TOKEN_SECRET, CLUSTER_SECRET)):
+        with open(path, "w") as f:
+            f.write(val + "\n")
+        os.chmod(path, 0o600)
+    return paths
+
+
 def use_tls(ctx):
     """Nodes serve HTTPS (their args carry net.tls.*): URLs become https://
     and every request of this module goes through ctx."""

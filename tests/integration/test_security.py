@@ -46,14 +46,8 @@ from itlib import T, tar_members
 
 t = T()
 AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
-base = os.path.join(os.environ["AISD_DIR"], "sec")
-os.makedirs(base, exist_ok=True)
-TSECRET, CSECRET = "token-secret-0123456789abcdef", "cluster-secret-0123456789abcdef"
-tsf, csf = os.path.join(base, "auth.secret"), os.path.join(base, "cluster.secret")
-for path, val in ((tsf, TSECRET), (csf, CSECRET)):
-    with open(path, "w") as f:
-        f.write(val + "\n")
-    os.chmod(path, 0o600)
+TSECRET, CSECRET = clulib.TOKEN_SECRET, clulib.CLUSTER_SECRET
+tsf, csf = clulib.secret_files("sec")
 JS = {"Content-Type": "application/json"}
 
 
