@@ -7,7 +7,10 @@
  *  1. A local copy is deleted only after every holder answered one
  *     conditional send (tgt_send_copy): it has the object (the same
  *     checksum or a newer version: 200 without taking the body) or
- *     accepted our copy (200: durable there, its checksum verified there).
+ *     accepted our copy (200: durable there, its checksum verified there);
+ *     a receiver that is not a holder under a map as new as ours refuses
+ *     (409, tgt_stance), so two targets with different maps never each
+ *     drop their copy on the other's word.
  *  2. Memory is bounded: a page of WALK_PAGE names at a time, processed by
  *     rebalance.workers threads, each sending one object (sendfile).
  *  3. A newer map (reb_kick) or an abort stops the run between objects; a
@@ -106,6 +109,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		 cluster_self(cl)->id, &p);
 	n = p.n;
 	self = p.self;
+	uint64_t cmap_v = m ? cmap_version(m) : 0;
 	for (size_t i = 0; i < n; i++)
 		snprintf(urls[i], sizeof(urls[i]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(cl);
@@ -118,7 +122,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		buf_reset(&msg);
 		uint64_t bytes = 0;
 		/* one conditional send: the holder takes the copy only if it lacks it */
-		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", true, &bytes, &msg);
+		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, true, &bytes, &msg);
 		if (rc == AIS_DONE)
 			continue; /* it has it */
 		if (rc == AIS_OK) {

@@ -50,36 +50,55 @@ size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen)
 	return bk ? place_copies(&bk->props) : 1;
 }
 
+enum tgt_stance tgt_stance(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
+			   size_t olen, uint64_t *cmap_v)
+{
+	const cmap_t *m;
+	const bmd_t *b;
+	place_t p;
+	if (!t->base.cl)
+		return TGT_HOLDER;
+	cluster_read_lock(t->base.cl, &m, &b);
+	uint64_t v = m ? cmap_version(m) : 0;
+	place_object(m, b, bck, blen, obj, olen, cluster_self(t->base.cl)->id, &p);
+	cluster_read_unlock(t->base.cl);
+	if (cmap_v)
+		*cmap_v = v;
+	if (p.self >= 0)
+		return TGT_HOLDER;
+	return w->cmap_version > v ? TGT_BEHIND : TGT_STRAY;
+}
+
 void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen)
 {
 	const cmap_t *m;
-	const bmd_t *b;
 	if (!t->base.cl || !t->reb)
 		return;
-	cluster_read_lock(t->base.cl, &m, &b);
-	uint64_t v = m ? cmap_version(m) : 0;
-	bool holder = true;
-	if (!w->cluster) { /* a copy another target sent: is this still a holder? */
-		place_t p;
-		place_object(m, b, bck, blen, obj, olen, cluster_self(t->base.cl)->id, &p);
-		holder = p.self >= 0;
+	if (w->cluster) { /* placed here under an older map? */
+		cluster_read_lock(t->base.cl, &m, NULL);
+		uint64_t v = m ? cmap_version(m) : 0;
+		cluster_read_unlock(t->base.cl);
+		if (v == w->cmap_version)
+			return;
+	} else if (tgt_stance(t, w, bck, blen, obj, olen, NULL) != TGT_STRAY) {
+		return; /* a holder, or this map is behind the sender's */
 	}
-	cluster_read_unlock(t->base.cl);
-	/* a copy placed under an older map, or landed where it no longer
-	 * belongs (its sender's map was older): the rebalance may have walked
-	 * past the name already, so it is handed to it */
-	if (w->cluster ? v != w->cmap_version : !holder)
-		reb_enqueue(t->reb, bck, blen, obj, olen);
+	/* the rebalance may have walked past the name already */
+	reb_enqueue(t->reb, bck, blen, obj, olen);
 }
 
 /* --- replicated PUT ----------------------------------------------------------- */
 
 /* The headers of an intra-cluster copy of an object described by m. */
-static void copy_headers(const char *why, const store_meta_t *m, char hv[4][STORE_CUSTOM_MAX + 64], const char *hp[5])
+#define COPY_HDRS 5
+static void copy_headers(const char *why, uint64_t cmap_v, const store_meta_t *m,
+			 char hv[COPY_HDRS][STORE_CUSTOM_MAX + 64], const char *hp[COPY_HDRS + 1])
 {
 	int n = 0;
 	snprintf(hv[n], sizeof(hv[n]), "%s: %s", TGT_INTRA, why);
+	hp[n] = hv[n], n++;
+	snprintf(hv[n], sizeof(hv[n]), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
 	hp[n] = hv[n], n++;
 	snprintf(hv[n], sizeof(hv[n]), "Ais-Checksum-Type: %s", store_cksum_name(m->cksum_type));
 	hp[n] = hv[n], n++;
@@ -133,8 +152,8 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
                   buf_t *msg)
 {
 	store_meta_t m;
-	char hv[4][STORE_CUSTOM_MAX + 64];
-	const char *hp[5];
+	char hv[COPY_HDRS][STORE_CUSTOM_MAX + 64];
+	const char *hp[COPY_HDRS + 1];
 	size_t n = w->n - 1, quorum = t->conf->write_quorum ? MIN(t->conf->write_quorum, w->n) : w->n;
 	int fd;
 
@@ -151,7 +170,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 		tgt_url_obj(&ub[i], w->urls[i + 1], bck, blen, obj, olen);
 		urls[i] = ub[i].ptr;
 	}
-	copy_headers("replica", &m, hv, hp);
+	copy_headers("replica", w->cmap_version, &m, hv, hp);
 	size_t ok = (size_t)httpc_sync_put_fd(urls, n, hp, fd, m.size, copy_timeout_ms(m.size), status, msgs);
 	close(fd);
 	int rc = AIS_OK;
@@ -201,10 +220,11 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 			  size_t olen)
 {
 	store_bucket_t b;
-	char ct[64];
-	const char *hp[] = {TGT_INTRA ": replica", ct, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	char ct[64], cv[64];
+	const char *hp[] = {TGT_INTRA ": replica", ct, cv, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
 	if (!w || !w->cluster || w->n < 2)
 		return NULL;
+	snprintf(cv, sizeof(cv), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)w->cmap_version);
 	const bmd_t *bm;
 	cluster_read_lock(t->base.cl, NULL, &bm);
 	const bmd_bucket_t *bk = bm ? bmd_get(bm, bck, blen) : NULL;
@@ -470,26 +490,26 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 }
 
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-                  const char *why, bool cond, uint64_t *bytes, buf_t *msg)
+                  const char *why, uint64_t cmap_v, bool cond, uint64_t *bytes, buf_t *msg)
 {
 	store_meta_t m;
-	char hv[6][STORE_CUSTOM_MAX + 64];
-	const char *hp[7];
+	char hv[COPY_HDRS + 2][STORE_CUSTOM_MAX + 64];
+	const char *hp[COPY_HDRS + 3];
 	int fd, status = 0;
 	bool sent = true;
 	buf_t url = BUF_INIT, emsg = BUF_INIT, rh = BUF_INIT;
 
 	if (store_open_obj(t->store, bck, blen, obj, olen, &fd, &m) != AIS_OK)
 		return AIS_ERR;
-	copy_headers(why, &m, hv, hp);
+	copy_headers(why, cmap_v, &m, hv, hp);
 	size_t nh = 0;
 	while (hp[nh])
 		nh++;
 	if (cond) { /* the receiver answers at once when it has this version or a newer one */
-		snprintf(hv[4], sizeof(hv[4]), "%s: %s", TGT_HAVE_CKSUM, m.cksum[0] ? m.cksum : "-");
-		snprintf(hv[5], sizeof(hv[5]), "%s: %lld", TGT_HAVE_MTIME, (long long)m.mtime_ns);
-		hp[nh++] = hv[4];
-		hp[nh++] = hv[5];
+		snprintf(hv[COPY_HDRS], sizeof(hv[0]), "%s: %s", TGT_HAVE_CKSUM, m.cksum[0] ? m.cksum : "-");
+		snprintf(hv[COPY_HDRS + 1], sizeof(hv[0]), "%s: %lld", TGT_HAVE_MTIME, (long long)m.mtime_ns);
+		hp[nh++] = hv[COPY_HDRS];
+		hp[nh++] = hv[COPY_HDRS + 1];
 		hp[nh] = NULL;
 	}
 	tgt_url_obj(&url, base, bck, blen, obj, olen);

@@ -61,8 +61,14 @@ enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool wr
 	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
 
 	memset(w, 0, sizeof(*w));
-	if (!cl || http_req_has_header(req, TGT_INTRA))
+	if (!cl)
 		return OL_HERE;
+	if (http_req_has_header(req, TGT_INTRA)) { /* served here, placed by the sender's map */
+		sv_t v = http_req_header(req, TGT_CMAP_VERSION);
+		if (v.ptr && num_parse_u64(v.ptr, v.len, 0, INT64_MAX, &w->cmap_version) != AIS_OK)
+			w->cmap_version = 0;
+		return OL_HERE;
+	}
 	w->hops = ol_hops(req);
 	cluster_where(cl, bck, obj, true, &cw, urls, HRW_TOP_MAX);
 	w->cluster = true;

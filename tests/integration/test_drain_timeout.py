@@ -11,7 +11,14 @@ rebalance.drain_timeout after about 2 s (not at once, not much later); t3
 stays in the map as decommissioning, and answers. t1 continues (SIGCONT):
 decommission-node t3 again (repeated while it answers 504, as the message
 says, within a deadline) answers 200 and t3 leaves the map; every object
-reads back through the gateway byte for byte, none from t3.
+reads back through the gateway byte for byte, none from t3 (a copy t3
+sends while t1, still behind on the map, takes it is kept there, never
+handed back to t3 to be dropped by both).
+
+Then the rule behind that, asked directly: a rebalance copy (conditional)
+of an object t1 does not hold, sent under an older map than t1's, is
+refused with 409 and not stored (its sender keeps its copy); the same sent
+under a newer map than t1's is taken (t1 is behind) and stays.
 """
 # timeout: 180
 import json
@@ -89,4 +96,28 @@ where = {n: [x.name for x in (t1, t2) if get(x.url, "/v1/objects/%s/%s" % (B, q(
                                                  headers={"Ais-Intra": "test"}).status == 200] for n in data}
 t.check(all(where[n] == ["t1"] for n in names[t1.id]) and all(where[n] == ["t2"] for n in names[t2.id]),
         "  each on its new owner", where)
+
+# a name t2 holds, t1 not: copies of it sent to t1 as a rebalance would
+n = next(n for n in names[t2.id])
+v = (get(g.url, "/v1/cluster?what=smap").json() or {}).get("version", 0)
+path = "/v1/objects/%s/%s" % (B, q(n))
+
+
+def cond_copy(ver):
+    return request("PUT", t1.url, path, b"stray", {"Ais-Intra": "rebalance", "Ais-Cmap-Version": str(ver),
+                                                   "Ais-Have-Cksum": "-", "Ais-Have-Mtime-Ns": "1",
+                                                   "Ais-Checksum-Type": "none"})
+
+
+def on_t1():
+    return get(t1.url, path, headers={"Ais-Intra": "test"})
+
+
+r = cond_copy(1)
+t.check(r.status == 409 and b"keep the copy" in r.body, "a rebalance copy under an older map to a non-holder: 409", r)
+t.eq(on_t1().status, 404, "  and not stored")
+r = cond_copy(v + 1000)
+t.eq(r.status, 200, "the same under a newer map than the receiver's: taken")
+time.sleep(0.5)
+t.eq(on_t1().body, b"stray", "  and kept (not handed off: the receiver is behind)")
 t.finish()
