@@ -115,6 +115,7 @@ typedef struct cluster_where {
 	size_t n;                           /* holders, best first (0: no active target) */
 	int self;                           /* this node's rank among them; -1: none */
 	uint64_t cmap_version;              /* of the map used */
+	uint64_t bmd_version;               /* of the bucket metadata used */
 	char owner[CMAP_URL_MAX + 1];       /* holder 0's public URL */
 	char owner_intra[CMAP_URL_MAX + 1]; /* holder 0's intra-cluster URL */
 } cluster_where_t;

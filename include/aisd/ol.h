@@ -64,6 +64,7 @@ typedef struct ol_where {
 	char owner_intra[CMAP_URL_MAX + 1]; /* the owner's intra-cluster URL */
 	char (*urls)[CMAP_URL_MAX + 1];  /* the holders' intra URLs, best first (arena) */
 	uint64_t cmap_version;           /* of the map they come from */
+	uint64_t bmd_version;            /* and of the bucket metadata */
 } ol_where_t;
 
 /* What ol_where decided. */

@@ -107,9 +107,11 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
  * served by the target they reach, never redirected or replicated.
  */
 #define TGT_INTRA "Ais-Intra"
-/* On a copy another target sends: the version of the cluster map its
- * sender placed it under (ol_where puts it in w->cmap_version). */
+/* On a copy another target sends: the versions of the cluster map and the
+ * bucket metadata its sender placed it under (ol_where puts them in
+ * w->cmap_version and w->bmd_version). */
 #define TGT_CMAP_VERSION "Ais-Cmap-Version"
+#define TGT_BMD_VERSION "Ais-Bmd-Version"
 typedef struct ol_where ol_where_t;
 /* Copies bucket bck wants under b (place_copies; 1 when b lacks it). */
 size_t tgt_bucket_copies(const bmd_t *b, const char *bck, size_t blen);
@@ -125,9 +127,11 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
  * that intra request); *cmap_v (when not NULL): this target's map version. */
 enum tgt_stance {
 	TGT_HOLDER, /* a holder under this target's map */
-	TGT_BEHIND, /* not one, but the sender's map is newer: the newer map,
-	               when it arrives, starts a full rebalance walk here */
-	TGT_STRAY,  /* not one under a map as new as the sender's (or newer) */
+	TGT_BEHIND, /* not one, but the sender's map is newer (or the same map
+	               and newer bucket metadata): their arrival starts a full
+	               rebalance walk here */
+	TGT_STRAY,  /* not one under a map and bucket metadata as new as the
+	               sender's (or newer) */
 };
 enum tgt_stance tgt_stance(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 			   size_t olen, uint64_t *cmap_v);
@@ -163,14 +167,15 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
  * returns how many had it. */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Blocking: PUTs the local copy of bck/obj to base (intra, reason why,
- * placed under map version cmap_v; with sendfile over plain http). cond:
+ * placed under map version cmap_v and bucket metadata version bmd_v; with
+ * sendfile over plain http). cond:
  * the receiver takes it only when it lacks this version (same checksum, or
  * an mtime as new): it answers at once otherwise, without the body; and
  * it refuses (409) when it is TGT_STRAY, so the sender keeps its copy.
  * AIS_OK with *bytes sent, AIS_DONE (cond) when the receiver had it, or
  * AIS_ERR (errno ENOENT: no local copy; EIO with msg). */
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-		  const char *why, uint64_t cmap_v, bool cond, uint64_t *bytes, buf_t *msg);
+		  const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
 /* The headers of a conditional copy (tgt_send_copy): the sender's checksum
  * value and mtime; a receiver whose copy has that checksum or is as new
  * answers 200 with TGT_HAD and reads no body. */

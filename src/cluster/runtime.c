@@ -143,6 +143,7 @@ void cluster_where(cluster_t *cl, sv_t bck, sv_t obj, bool as_self, cluster_wher
 	cluster_read_lock(cl, &m, &b);
 	w->bucket = b && bmd_get(b, bck.ptr, bck.len);
 	w->cmap_version = m ? cmap_version(m) : 0;
+	w->bmd_version = b ? bmd_version(b) : 0;
 	place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, as_self ? cl->self.id : NULL, &p);
 	w->n = p.n;
 	w->self = p.self;

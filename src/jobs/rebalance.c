@@ -89,6 +89,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	target_t *t = r->t;
 	cluster_t *cl = t->base.cl;
 	const cmap_t *m;
+	const bmd_t *bmd;
 	place_t p;
 	char urls[BMD_COPIES_MAX][CMAP_URL_MAX + 1];
 	size_t n;
@@ -104,12 +105,12 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	if (store_lookup(t->store, b->name, blen, obj, olen, &meta) != AIS_OK)
 		goto out; /* deleted meanwhile */
 	bool ec = place_ec(&b->props, meta.size); /* one whole copy, and slices */
-	cluster_read_lock(cl, &m, NULL);
+	cluster_read_lock(cl, &m, &bmd);
 	place_of(m, uname.ptr, uname.len, MIN(place_copies_of(&b->props, meta.size), BMD_COPIES_MAX),
 		 cluster_self(cl)->id, &p);
 	n = p.n;
 	self = p.self;
-	uint64_t cmap_v = m ? cmap_version(m) : 0;
+	uint64_t cmap_v = m ? cmap_version(m) : 0, bmd_v = bmd ? bmd_version(bmd) : 0;
 	for (size_t i = 0; i < n; i++)
 		snprintf(urls[i], sizeof(urls[i]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(cl);
@@ -122,7 +123,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		buf_reset(&msg);
 		uint64_t bytes = 0;
 		/* one conditional send: the holder takes the copy only if it lacks it */
-		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, true, &bytes, &msg);
+		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, bmd_v, true, &bytes, &msg);
 		if (rc == AIS_DONE)
 			continue; /* it has it */
 		if (rc == AIS_OK) {

@@ -59,27 +59,29 @@ enum tgt_stance tgt_stance(target_t *t, const ol_where_t *w, const char *bck, si
 	if (!t->base.cl)
 		return TGT_HOLDER;
 	cluster_read_lock(t->base.cl, &m, &b);
-	uint64_t v = m ? cmap_version(m) : 0;
+	uint64_t v = m ? cmap_version(m) : 0, bv = b ? bmd_version(b) : 0;
 	place_object(m, b, bck, blen, obj, olen, cluster_self(t->base.cl)->id, &p);
 	cluster_read_unlock(t->base.cl);
 	if (cmap_v)
 		*cmap_v = v;
 	if (p.self >= 0)
 		return TGT_HOLDER;
-	return w->cmap_version > v ? TGT_BEHIND : TGT_STRAY;
+	bool behind = w->cmap_version > v || (w->cmap_version == v && w->bmd_version > bv);
+	return behind ? TGT_BEHIND : TGT_STRAY;
 }
 
 void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
 		      size_t olen)
 {
 	const cmap_t *m;
+	const bmd_t *b;
 	if (!t->base.cl || !t->reb)
 		return;
-	if (w->cluster) { /* placed here under an older map? */
-		cluster_read_lock(t->base.cl, &m, NULL);
-		uint64_t v = m ? cmap_version(m) : 0;
+	if (w->cluster) { /* placed here under an older map or bucket metadata? */
+		cluster_read_lock(t->base.cl, &m, &b);
+		bool same = (m ? cmap_version(m) : 0) == w->cmap_version && (b ? bmd_version(b) : 0) == w->bmd_version;
 		cluster_read_unlock(t->base.cl);
-		if (v == w->cmap_version)
+		if (same)
 			return;
 	} else if (tgt_stance(t, w, bck, blen, obj, olen, NULL) != TGT_STRAY) {
 		return; /* a holder, or this map is behind the sender's */
@@ -91,14 +93,16 @@ void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t 
 /* --- replicated PUT ----------------------------------------------------------- */
 
 /* The headers of an intra-cluster copy of an object described by m. */
-#define COPY_HDRS 5
-static void copy_headers(const char *why, uint64_t cmap_v, const store_meta_t *m,
+#define COPY_HDRS 6
+static void copy_headers(const char *why, uint64_t cmap_v, uint64_t bmd_v, const store_meta_t *m,
 			 char hv[COPY_HDRS][STORE_CUSTOM_MAX + 64], const char *hp[COPY_HDRS + 1])
 {
 	int n = 0;
 	snprintf(hv[n], sizeof(hv[n]), "%s: %s", TGT_INTRA, why);
 	hp[n] = hv[n], n++;
 	snprintf(hv[n], sizeof(hv[n]), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
+	hp[n] = hv[n], n++;
+	snprintf(hv[n], sizeof(hv[n]), "%s: %llu", TGT_BMD_VERSION, (unsigned long long)bmd_v);
 	hp[n] = hv[n], n++;
 	snprintf(hv[n], sizeof(hv[n]), "Ais-Checksum-Type: %s", store_cksum_name(m->cksum_type));
 	hp[n] = hv[n], n++;
@@ -170,7 +174,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 		tgt_url_obj(&ub[i], w->urls[i + 1], bck, blen, obj, olen);
 		urls[i] = ub[i].ptr;
 	}
-	copy_headers("replica", w->cmap_version, &m, hv, hp);
+	copy_headers("replica", w->cmap_version, w->bmd_version, &m, hv, hp);
 	size_t ok = (size_t)httpc_sync_put_fd(urls, n, hp, fd, m.size, copy_timeout_ms(m.size), status, msgs);
 	close(fd);
 	int rc = AIS_OK;
@@ -220,11 +224,12 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 			  size_t olen)
 {
 	store_bucket_t b;
-	char ct[64], cv[64];
-	const char *hp[] = {TGT_INTRA ": replica", ct, cv, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	char ct[64], cv[64], bv[64];
+	const char *hp[] = {TGT_INTRA ": replica", ct, cv, bv, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
 	if (!w || !w->cluster || w->n < 2)
 		return NULL;
 	snprintf(cv, sizeof(cv), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)w->cmap_version);
+	snprintf(bv, sizeof(bv), "%s: %llu", TGT_BMD_VERSION, (unsigned long long)w->bmd_version);
 	const bmd_t *bm;
 	cluster_read_lock(t->base.cl, NULL, &bm);
 	const bmd_bucket_t *bk = bm ? bmd_get(bm, bck, blen) : NULL;
@@ -490,7 +495,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 }
 
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
-                  const char *why, uint64_t cmap_v, bool cond, uint64_t *bytes, buf_t *msg)
+                  const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg)
 {
 	store_meta_t m;
 	char hv[COPY_HDRS + 2][STORE_CUSTOM_MAX + 64];
@@ -501,7 +506,7 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 
 	if (store_open_obj(t->store, bck, blen, obj, olen, &fd, &m) != AIS_OK)
 		return AIS_ERR;
-	copy_headers(why, cmap_v, &m, hv, hp);
+	copy_headers(why, cmap_v, bmd_v, &m, hv, hp);
 	size_t nh = 0;
 	while (hp[nh])
 		nh++;

@@ -358,8 +358,8 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 	if (http_req_has_header(req, TGT_HAVE_MTIME) &&
 	    tgt_stance(t, w, bck.ptr, bck.len, obj.ptr, obj.len, &v) == TGT_STRAY) {
 		/* its sender would drop its copy once this one took it or had it */
-		http_resp_error(req, 409, "not a holder of %.*s/%.*s under cluster map v%llu (the sender's: v%llu): "
-				"keep the copy", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr,
+		http_resp_error(req, 409, "not a holder of %.*s/%.*s under this target's cluster map v%llu and bucket "
+				"metadata (the sender placed it under map v%llu): keep the copy", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr,
 				(unsigned long long)v,
 				(unsigned long long)w->cmap_version);
 		return AIS_OK;

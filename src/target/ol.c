@@ -67,12 +67,16 @@ enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool wr
 		sv_t v = http_req_header(req, TGT_CMAP_VERSION);
 		if (v.ptr && num_parse_u64(v.ptr, v.len, 0, INT64_MAX, &w->cmap_version) != AIS_OK)
 			w->cmap_version = 0;
+		v = http_req_header(req, TGT_BMD_VERSION);
+		if (v.ptr && num_parse_u64(v.ptr, v.len, 0, INT64_MAX, &w->bmd_version) != AIS_OK)
+			w->bmd_version = 0;
 		return OL_HERE;
 	}
 	w->hops = ol_hops(req);
 	cluster_where(cl, bck, obj, true, &cw, urls, HRW_TOP_MAX);
 	w->cluster = true;
 	w->cmap_version = cw.cmap_version;
+	w->bmd_version = cw.bmd_version;
 	w->n = cw.n;
 	w->self = cw.self;
 	if (cw.n) {

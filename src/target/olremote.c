@@ -325,7 +325,7 @@ static void fetched_copies(struct fill *f)
 		if ((int)i == w.self)
 			continue;
 		buf_t msg = BUF_INIT;
-		if (tgt_send_copy(f->t, urls[i], f->bck, f->blen, f->obj, f->olen, "replica", w.cmap_version, false,
+		if (tgt_send_copy(f->t, urls[i], f->bck, f->blen, f->obj, f->olen, "replica", w.cmap_version, w.bmd_version, false,
 				  NULL, &msg) != AIS_OK)
 			log_warnx("cold GET %.*s/%.*s: no copy on %s: %s", (int)f->blen, f->bck, (int)MIN(f->olen, 256),
 				  f->obj, urls[i], msg.ptr ? msg.ptr : "");
