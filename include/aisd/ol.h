@@ -18,7 +18,8 @@
  *    aws-chunked and payload checks), and the commit: the write sealed,
  *    sent to the other holders, committed only when the write quorum of
  *    copies is durable (ol_put_commit);
- *  - delete everywhere (ol_delete) and the conditionals (ol_conditions).
+ *  - delete everywhere (ol_delete), metadata everywhere (ol_set_custom) and
+ *    the conditionals (ol_conditions).
  *
  * Invariants:
  *  1. No API commits an object except through ol_put_commit, so every
@@ -185,5 +186,13 @@ void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
  * copy (all = false: here only, for an intra-cluster request). AIS_OK if a
  * copy was removed somewhere; AIS_ERR with errno (ENOENT: none anywhere). */
 int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
+/* Blocking: sets the custom metadata (the S3 metadata and ACL) of the copy
+ * of bck/obj here, if it is still version `version`, and of every other
+ * copy with the same checksum (all = false: here only). AIS_ERR with errno
+ * ESTALE (overwritten meanwhile), another store errno, or EIO when one of
+ * the object's holders did not take it (msg says which; the copy here has
+ * the new metadata: a retry sets it everywhere). */
+int ol_set_custom(struct target *t, sv_t bck, sv_t obj, uint64_t version, const char *custom, bool all,
+		  buf_t *msg);
 
 #endif

@@ -166,6 +166,13 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 /* Pool thread: deletes bck/obj on every other target that may hold it;
  * returns how many had it. */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Pool thread: sets the custom metadata of bck/obj to custom on every
+ * other target that may hold a copy with checksum cksum (intra PATCH; a
+ * target without that copy answers 404 or 409 and is skipped). AIS_ERR
+ * (msg says which) when one of the object's holders under the current map
+ * did not take it; other targets' failures are logged. */
+int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+			 const char *cksum, const char *custom, buf_t *msg);
 /* Blocking: PUTs the local copy of bck/obj to base (intra, reason why,
  * placed under map version cmap_v and bucket metadata version bmd_v; with
  * sendfile over plain http). cond:

@@ -2,9 +2,10 @@
  * aclop.c - GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl.
  *
  * A bucket's ACL lives in the BMD (bucket.c changes it through the
- * primary); an object's in its S3 metadata on the target that serves the
- * object (store_set_custom: the bytes stay, the record is rewritten only
- * if the object was not overwritten meanwhile). A PUT takes the ACL from
+ * primary); an object's in its S3 metadata, set on every copy through the
+ * object layer (ol_set_custom: the bytes stay, the record is rewritten
+ * only if the object was not overwritten meanwhile; a holder that did not
+ * take it fails the request, so no copy keeps an old ACL unnoticed). A PUT takes the ACL from
  * an AccessControlPolicy body, or else from x-amz-acl / x-amz-grant-*;
  * every user grantee must be a configured key's user id. Who may call
  * them (READ_ACP, WRITE_ACP) was checked before (s3.c, access.c).
@@ -65,18 +66,23 @@ int s3_acl_get(s3_rq_t *r)
 
 struct objacl {
 	uint64_t version;
-	buf_t custom;
+	buf_t custom, msg;
 	int err;
 };
 
-static void objacl_cleanup(void *arg) { buf_free(&((struct objacl *)arg)->custom); }
+static void objacl_cleanup(void *arg)
+{
+	struct objacl *o = arg;
+	buf_free(&o->custom);
+	buf_free(&o->msg);
+}
 
 static void objacl_work(http_req_t *req)
 {
 	s3_rq_t *r = req->state;
 	struct objacl *o = r->op;
-	if (store_set_custom(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, o->version,
-			     o->custom.ptr) != AIS_OK)
+	if (ol_set_custom(req->ctx, r->bucket, r->key, o->version, o->custom.ptr, r->node.cl != NULL, &o->msg) !=
+	    AIS_OK)
 		o->err = errno ? errno : EIO;
 }
 
@@ -86,6 +92,9 @@ static void objacl_done(http_req_t *req)
 	struct objacl *o = r->op;
 	if (o->err == ESTALE)
 		s3_error(r, "OperationAborted", "the object was overwritten while its ACL was being set; try again");
+	else if (o->err == EIO && o->msg.len)
+		s3_error(r, "ServiceUnavailable", "the ACL is set on this copy but not on every copy (%s); try again",
+			 o->msg.ptr);
 	else if (o->err)
 		s3_error_errno(r, o->err, true);
 	else {

@@ -494,6 +494,48 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 	return gone;
 }
 
+int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+			 const char *cksum, const char *custom, buf_t *msg)
+{
+	cluster_where_t w;
+	char holders[HRW_TOP_MAX][CMAP_URL_MAX + 1];
+	char(*urls)[CMAP_URL_MAX + 1] = NULL;
+	char hv[3][STORE_CUSTOM_MAX + 64];
+	const char *hp[] = {hv[0], hv[1], hv[2], NULL};
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	int rc = AIS_OK;
+
+	cluster_where(t->base.cl, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &w, holders, HRW_TOP_MAX);
+	size_t n = sources(t, bck, blen, obj, olen, &urls);
+	snprintf(hv[0], sizeof(hv[0]), "%s: custom", TGT_INTRA);
+	snprintf(hv[1], sizeof(hv[1]), "%s: %s", TGT_HAVE_CKSUM, cksum[0] ? cksum : "-");
+	snprintf(hv[2], sizeof(hv[2]), "Ais-Custom-Md: %s", custom);
+	for (size_t i = 0; i < n; i++) {
+		int status = 0;
+		buf_reset(&url);
+		buf_reset(&resp);
+		tgt_url_obj(&url, urls[i], bck, blen, obj, olen);
+		if (httpc_sync("PATCH", url.ptr, hp, NULL, 0, 10000, &resp, &status) == AIS_OK &&
+		    (status == 200 || status == 404 || status == 409))
+			continue;
+		bool holder = false;
+		for (size_t k = 0; k < w.n && k < HRW_TOP_MAX; k++)
+			holder |= !strcmp(holders[k], urls[i]);
+		if (holder) {
+			buf_addf(msg, "%s%s: %s%.200s", rc == AIS_OK ? "" : "; ", urls[i], status ? "HTTP error: " : "",
+				 resp.ptr ? resp.ptr : "no answer");
+			rc = AIS_ERR;
+		} else {
+			log_warnx("metadata of %.*s/%.*s on %s: %s", (int)blen, bck, (int)MIN(olen, 200), obj, urls[i],
+				  status ? "refused" : "no answer");
+		}
+	}
+	buf_free(&url);
+	buf_free(&resp);
+	free(urls);
+	return rc;
+}
+
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
                   const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg)
 {

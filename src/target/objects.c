@@ -421,6 +421,70 @@ static void del_done(http_req_t *req)
 		http_resp_send(req, "", 0);
 }
 
+/* --- PATCH (between targets: new custom metadata, tgt_custom_elsewhere) ------ */
+
+struct setmd {
+	target_t *t;
+	sv_t bck, obj, cksum, custom;
+	int status;
+};
+
+static void setmd_work(http_req_t *req)
+{
+	struct setmd *d = req->state;
+	store_meta_t cur;
+	char custom[STORE_CUSTOM_MAX];
+	d->status = 200;
+	if (store_lookup(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len, &cur) != AIS_OK) {
+		d->status = errno == ENOENT ? 404 : 500;
+		return;
+	}
+	if (!sv_eqstr(d->cksum, cur.cksum[0] ? cur.cksum : "-")) {
+		d->status = 409; /* another version: its own metadata stays */
+		return;
+	}
+	snprintf(custom, sizeof(custom), "%.*s", (int)d->custom.len, d->custom.ptr);
+	if (store_set_custom(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len, cur.version, custom) !=
+	    AIS_OK)
+		d->status = errno == ESTALE ? 409 : errno == ENOENT ? 404 : 500;
+}
+
+static void setmd_done(http_req_t *req)
+{
+	struct setmd *d = req->state;
+	if (d->status == 200)
+		http_resp_send(req, "", 0);
+	else if (d->status == 409)
+		http_resp_error(req, 409, "the copy here is another version: its metadata stays");
+	else if (d->status == 404)
+		tgt_not_found(req, d->bck, d->obj);
+	else
+		http_resp_error(req, 500, "setting the metadata of %.*s/%.*s failed", (int)d->bck.len, d->bck.ptr,
+				(int)MIN(d->obj.len, 256), d->obj.ptr);
+}
+
+static int patch_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	struct setmd *d = arena_zalloc(req->arena, sizeof(*d));
+	d->cksum = http_req_header(req, TGT_HAVE_CKSUM);
+	d->custom = http_req_header(req, "Ais-Custom-Md");
+	if (!http_req_has_header(req, TGT_INTRA)) {
+		http_resp_error(req, 405, "PATCH of an object is between targets only");
+		return AIS_OK;
+	}
+	if (!d->cksum.ptr || !d->custom.ptr || d->custom.len >= STORE_CUSTOM_MAX) {
+		http_resp_error(req, 400, "PATCH needs %s and Ais-Custom-Md (under %d bytes)", TGT_HAVE_CKSUM,
+				STORE_CUSTOM_MAX);
+		return AIS_OK;
+	}
+	d->t = t;
+	d->bck = bck;
+	d->obj = obj;
+	req->state = d;
+	http_offload(req, setmd_work, setmd_done);
+	return AIS_OK;
+}
+
 static int objects(http_req_t *req, bool may_doubt);
 
 static void refresh_work(http_req_t *req)
@@ -469,6 +533,8 @@ static int objects(http_req_t *req, bool may_doubt)
 	}
 	case HTTP_PUT:
 		return put_object(req, t, bck, obj, w);
+	case HTTP_PATCH:
+		return patch_object(req, t, bck, obj);
 	case HTTP_DELETE: {
 		struct del *d = arena_zalloc(req->arena, sizeof(*d));
 		d->all = w->cluster;

@@ -370,6 +370,22 @@ int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const cha
 
 /* --- delete ---------------------------------------------------------------------- */
 
+int ol_set_custom(target_t *t, sv_t bck, sv_t obj, uint64_t version, const char *custom, bool all, buf_t *msg)
+{
+	store_meta_t m;
+	if (store_set_custom(t->store, bck.ptr, bck.len, obj.ptr, obj.len, version, custom) != AIS_OK)
+		return AIS_ERR;
+	if (!all || !t->base.cl)
+		return AIS_OK;
+	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) != AIS_OK)
+		return AIS_ERR;
+	if (tgt_custom_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, m.cksum, custom, msg) != AIS_OK) {
+		errno = EIO;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 {
 	int err = 0;

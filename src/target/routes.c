@@ -28,8 +28,8 @@
 #define M(x) HTTP_M(HTTP_##x)
 
 static const http_route_t routes[] = {
-	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_objects,
-	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT"},
+	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE) | M(PATCH), HTTP_ROUTE_BODY, 0, tgt_objects,
+	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT; PATCH (metadata) between targets"},
 	{"/v1/ec", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_ec,
 	 "erasure-coded slices, between targets only: GET, PUT, DELETE /v1/ec/BUCKET/OBJECT"},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,

@@ -9,7 +9,8 @@ unknown users and e-mail grantees refused; anonymous (unsigned) GET, HEAD
 and list allowed exactly where an ACL grants AllUsers READ, PUT where it
 grants WRITE; the other key per user and AuthenticatedUsers grants; a
 bucket made by the native API served to anonymous clients once it is
-public-read, its objects included.
+public-read, its objects included; PutObjectAcl on a copies=2 bucket
+reaches both copies (each holder serves or refuses the anonymous GET).
 
 Conformance: CreateBucket of an existing bucket (another owner:
 BucketAlreadyExists; the owner: 200 with the same ACL, BucketAlreadyExists
@@ -36,6 +37,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 import clulib
+import hrwlib
 from itlib import T
 from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
 
@@ -268,6 +270,21 @@ keys = [k.text for k in ET.fromstring(body).iter("{http://s3.amazonaws.com/doc/2
 t.check(keys == ["line\nbreak"], "a key with a newline listed as it is without encoding-type (XML-escaped)", body[:300])
 st, h, body = signed("GET", "/priv", "encoding-type=url&list-type=2&prefix=line")
 t.check(st == 200 and b"<Key>line%0Abreak</Key>" in body, "and percent-encoded with encoding-type=url", body[:300])
+
+# PutObjectAcl on a mirrored bucket sets every copy: both holders serve an
+# anonymous GET (before, the copy that was not the owner's kept "private")
+s3.create_bucket(Bucket="mir")
+g, ts = cluster.nodes[0], cluster.nodes[1:]
+mp = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}})
+t.eq(clulib.request("PATCH", g.url, "/v1/buckets/mir", mp, {"Content-Type": "application/json"}).status, 200,
+     "mir: mirror.copies=2")
+s3.put_object(Bucket="mir", Key="k", Body=b"mirrored")
+s3.put_object_acl(Bucket="mir", Key="k", ACL="public-read")
+holders = [n for i in hrwlib.top("mir/k", [n.id for n in ts], 2) for n in ts if n.id == i]
+got = [http_raw(n.url, "GET", "/mir/k")[::2] for n in holders]
+t.eq(got, [(200, b"mirrored")] * 2, "PutObjectAcl public-read on a copies=2 bucket: each holder serves it anonymously")
+s3.put_object_acl(Bucket="mir", Key="k", ACL="private")
+t.eq([http_raw(n.url, "GET", "/mir/k")[0] for n in holders], [403, 403], "  and private again: neither does")
 
 t.eq(error_lines(), [], "no error-level log line on any node")
 t.finish()
