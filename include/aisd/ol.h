@@ -25,7 +25,10 @@
  *  1. No API commits an object except through ol_put_commit, so every
  *     acknowledged write has the bucket's copies (or its write quorum).
  *  2. No API deletes an object except through ol_delete, which removes
- *     every copy a target may hold (current and previous holders).
+ *     every copy a target may hold (current and previous holders) and
+ *     leaves tombstones, so that a copy the delete missed is dropped when
+ *     it is offered again (a conditional copy, a fetch) instead of coming
+ *     back.
  *  3. No API reads an object except through ol_open / ol_open_sync, so a
  *     holder that lacks a copy fetches it instead of answering 404.
  *  4. A request from outside the cluster is routed on (redirected or
@@ -140,6 +143,7 @@ typedef struct ol_put {
 	enum store_cksum want_type;           /* a checksum the client declared */
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	const char *custom;                   /* custom metadata to store */
+	int64_t origin_ns;                    /* a copy of a write of then (store_writer_origin) */
 	store_writer_t *sw;
 	store_meta_t meta;                    /* after the commit */
 	buf_t msg;                            /* why the copies failed */
@@ -184,8 +188,15 @@ void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
 
 /* Blocking: deletes bck/obj here and on every other target that may hold a
  * copy (all = false: here only, for an intra-cluster request). AIS_OK if a
- * copy was removed somewhere; AIS_ERR with errno (ENOENT: none anywhere). */
+ * copy was removed somewhere; AIS_ERR with errno (ENOENT: none anywhere).
+ * A client's delete (all, in a cluster) leaves a tombstone on every target
+ * it reaches (ol_tombstone; the intra requests carry TGT_DELETE). */
 int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
+/* Blocking: records that a client deleted bck/obj now (store_tomb_put). */
+void ol_tombstone(struct target *t, sv_t bck, sv_t obj);
+/* Blocking: is a copy of bck/obj last modified at mtime_ns one that a
+ * client deleted since (a tombstone here is newer)? */
+bool ol_deleted(struct target *t, sv_t bck, sv_t obj, int64_t mtime_ns);
 /* Blocking: sets the custom metadata (the S3 metadata and ACL) of the copy
  * of bck/obj here, if it is still version `version`, and of every other
  * copy with the same checksum (all = false: here only). AIS_ERR with errno

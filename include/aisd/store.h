@@ -124,6 +124,11 @@ void store_writer_free(store_writer_t *w);
  * it, commit computes the bucket's type and xxhash only, and fails EINVAL
  * for another want_type. Returns AIS_OK, or AIS_ERR (EINVAL) after a write. */
 int store_writer_also(store_writer_t *w, enum store_cksum type);
+/* The write is a copy of one written at mtime_ns (another target's): the
+ * commit fails with ESTALE when, with no copy here, a tombstone younger
+ * than that is (checked under the same lock as store_tomb_put, so a delete
+ * and a copy racing it cannot both win). */
+void store_writer_origin(store_writer_t *w, int64_t mtime_ns);
 
 /* Looks up an object's metadata. */
 int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
@@ -137,6 +142,13 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		 const store_meta_t *m);
 int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Tombstones (tomb.c): a client deleted bck/obj at when_ns (wall clock).
+ * store_tomb_get answers the newest one younger than store.tombstone_ttl,
+ * or 0; store_tomb_sweep removes the older ones and returns how many. With
+ * a ttl of 0 none is kept. */
+int store_tomb_put(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int64_t when_ns);
+int64_t store_tomb_get(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
+size_t store_tomb_sweep(store_t *s);
 /* Replaces an object's custom metadata (bytes and version unchanged), as
  * durably as a commit, if its version is still `version` (0: any).
  * AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten meanwhile),

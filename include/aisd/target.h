@@ -107,6 +107,9 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
  * served by the target they reach, never redirected or replicated.
  */
 #define TGT_INTRA "Ais-Intra"
+/* The TGT_INTRA value of a client's delete passed on to the other targets
+ * (each records a tombstone: ol_delete). */
+#define TGT_DELETE "delete"
 /* On a copy another target sends: the versions of the cluster map and the
  * bucket metadata its sender placed it under (ol_where puts them in
  * w->cmap_version and w->bmd_version). */
@@ -159,8 +162,10 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 void tgt_repl_free(tgt_repl_t *r);
 /* Pool thread: deletes the copies tgt_replicate made (the local commit failed). */
 void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const char *obj, size_t olen);
-/* Pool thread: stores a good copy of bck/obj from another target. AIS_OK,
- * or AIS_ERR with errno ENOENT (no target has it), ENOSPC (this target has no
+/* Pool thread: stores a good copy of bck/obj from another target, never
+ * one older than a client's delete recorded here (ol_deleted). AIS_OK, or
+ * AIS_ERR with errno ENOENT (no target has it; or some did not answer and
+ * a tombstone here says a client deleted it), ENOSPC (this target has no
  * space for the copy) or EIO (msg says why). */
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Pool thread: deletes bck/obj on every other target that may hold it;
@@ -179,8 +184,11 @@ int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *
  * the receiver takes it only when it lacks this version (same checksum, or
  * an mtime as new): it answers at once otherwise, without the body; and
  * it refuses (409) when it is TGT_STRAY, so the sender keeps its copy.
- * AIS_OK with *bytes sent, AIS_DONE (cond) when the receiver had it, or
- * AIS_ERR (errno ENOENT: no local copy; EIO with msg). */
+ * AIS_OK with *bytes sent, AIS_DONE (cond) when the receiver had it,
+ * TGT_GONE (cond) when a client deleted it since this copy was written
+ * (a tombstone there: this copy is to go too), or AIS_ERR (errno ENOENT:
+ * no local copy; EIO with msg). */
+#define TGT_GONE 2
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
 		  const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
 /* The headers of a conditional copy (tgt_send_copy): the sender's checksum
@@ -189,6 +197,7 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 #define TGT_HAVE_CKSUM "Ais-Have-Cksum"
 #define TGT_HAVE_MTIME "Ais-Have-Mtime-Ns"
 #define TGT_HAD "Ais-Had"
+#define TGT_HAD_DELETED "deleted" /* its value when the receiver has a newer tombstone */
 
 /* The prefetch and evict jobs of remote buckets (bkjobs.c): kind
  * "prefetch" or "evict"; GET/PUT /v1/jobs?what=KIND on a target. */

@@ -78,6 +78,9 @@ static const struct key keys[] = {
 	{"store.put_buffer", K_SIZE, N(put_buffer), "1MiB", "bytes of a PUT body buffered per disk write"},
 	{"store.min_free", K_SIZE, N(min_free_bytes), "64MiB",
 	 "PUTs are refused (507) when a mountpath has less free space than this"},
+	{"store.tombstone_ttl", K_MS, N(tomb_ttl_ms), "168h",
+	 "how long a target remembers that a client deleted an object, so that a copy missed by the delete "
+	 "(its target was away) is dropped instead of coming back (0: not remembered)"},
 	{"store.check_interval", K_MS, N(mp_check_ms), "2s",
 	 "how often a target checks that each mountpath is still its directory and writable; a failed one goes out of use (0: never)"},
 	{"node.dir", K_STR, S(node_dir), "",

@@ -126,6 +126,14 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, bmd_v, true, &bytes, &msg);
 		if (rc == AIS_DONE)
 			continue; /* it has it */
+		if (rc == TGT_GONE) { /* a client deleted it while this target was away */
+			if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
+				pthread_mutex_lock(&r->jr.mu);
+				r->jr.st.deleted++;
+				pthread_mutex_unlock(&r->jr.mu);
+			}
+			goto out;
+		}
 		if (rc == AIS_OK) {
 			pthread_mutex_lock(&r->jr.mu);
 			r->jr.st.moved++;

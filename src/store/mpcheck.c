@@ -103,6 +103,13 @@ static void *mpcheck_main(void *arg)
 			break;
 		pthread_mutex_unlock(&s->ck_mu);
 		check_all(s);
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t mono = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+		if (mono - s->tomb_swept_ns >= 60 * 1000000000LL) { /* tomb.c guarantee 2 */
+			s->tomb_swept_ns = mono;
+			store_tomb_sweep(s);
+		}
 		pthread_mutex_lock(&s->ck_mu);
 	}
 	pthread_mutex_unlock(&s->ck_mu);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -245,6 +246,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
 	s->check_ms = c->mp_check_ms;
+	s->tomb_ttl_ns = c->tomb_ttl_ms * 1000000ULL;
 	s->start_ns = time_now_ns();
 	s->wo_commit = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(s->wo_commit, c->fsync == CONF_FSYNC_ALWAYS);
@@ -272,6 +274,10 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 		 * every later change is in the delta counters. */
 		s->mp[i].count_snap = leveldb_create_snapshot(s->mp[i].db);
 	}
+	store_tomb_sweep(s);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	s->tomb_swept_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
 	if (store_mpcheck_start(s) != AIS_OK) {
 		buf_addf(err, "store: cannot start the mountpath check thread");
 		goto out_close;

@@ -4,6 +4,7 @@
  *
  * On-disk layout of one mountpath:
  *   <mp>/meta/           LevelDB: "o"+bucket+"\0"+object -> object record,
+ *                        "d"+bucket+"\0"+object -> delete time (tomb.c),
  *                        "h"+<32 hex> -> uname, "b"+bucket -> bucket record,
  *                        "a"+bucket+"\0"+object+"\0"+gen (8 bytes, big
  *                        endian) -> tar index of that generation (tarindex.c)
@@ -103,6 +104,8 @@ struct store {
 	pthread_mutex_t ck_mu;
 	pthread_cond_t ck_cond;
 	int fsync;               /* enum conf_fsync */
+	uint64_t tomb_ttl_ns;    /* tombstones younger than this count (tomb.c) */
+	int64_t tomb_swept_ns;   /* last sweep (the check thread's) */
 	uint64_t min_free_bytes;
 	int64_t start_ns;        /* wall clock at store_open */
 	uint64_t digests[CONF_MAX_MOUNTPATHS];
@@ -185,6 +188,11 @@ int store_db_errno(const char *err);
  * store_db_errno says. */
 int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
 		   const char *what);
+
+/* tomb.c: is there a tombstone of bck/obj on mp newer than mtime_ns (and
+ * younger than the ttl)? Caller holds mp->commit_mu. */
+bool store_tomb_newer(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
+		      int64_t mtime_ns);
 
 /* cksum.c: streaming checksums. */
 typedef struct store_hasher {

@@ -75,6 +75,7 @@ struct store_writer {
 	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2] extra */
 	int n_hs;
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
+	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
 };
 
 /* errno of a failed file syscall, as the API reports it (rule 8): a full
@@ -212,6 +213,8 @@ int store_writer_also(store_writer_t *w, enum store_cksum type)
 	return AIS_OK;
 }
 
+void store_writer_origin(store_writer_t *w, int64_t mtime_ns) { w->origin_ns = mtime_ns; }
+
 int store_writer_write(store_writer_t *w, const void *p, size_t n)
 {
 	const char *q = p;
@@ -314,6 +317,10 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		have_old = 1;
 	else if (errno != ENOENT)
 		goto out_unlock;
+	if (!have_old && w->origin_ns && store_tomb_newer(s, mp, w->bck, w->blen, w->obj, w->olen, w->origin_ns)) {
+		errno = ESTALE; /* a client deleted it after this copy was written */
+		goto out_unlock;
+	}
 	nr->m.version = have_old ? old.m.version + 1 : 1;
 	if (!have_old && store_nmp(s) > 1) { /* a copy the resilver has not moved yet */
 		store_rec_t o2;

@@ -123,15 +123,16 @@ static uint64_t copy_timeout_ms(uint64_t size)
 	return 60000 + size / (16 << 10);
 }
 
-/* DELETE of bck/obj on each url (intra: only that copy). Errors are logged. */
-static size_t delete_on(const char *const *bases, size_t n, const char *bck, size_t blen, const char *obj,
-                        size_t olen)
+/* DELETE of bck/obj on each url (intra, reason why: only that copy).
+ * Errors are logged. */
+static size_t delete_on(const char *why, const char *const *bases, size_t n, const char *bck, size_t blen,
+			const char *obj, size_t olen)
 {
 	char hv[64];
 	const char *hp[] = {hv, NULL};
 	buf_t url = BUF_INIT, resp = BUF_INIT;
 	size_t gone = 0;
-	snprintf(hv, sizeof(hv), "%s: delete", TGT_INTRA);
+	snprintf(hv, sizeof(hv), "%s: %s", TGT_INTRA, why);
 	for (size_t i = 0; i < n; i++) {
 		int status = 0;
 		buf_reset(&url);
@@ -189,7 +190,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1],
 				         status[i] ? "HTTP error " : "", msgs[i].ptr ? msgs[i].ptr : "");
 		}
-		delete_on(landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -303,7 +304,7 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 			else
 				buf_addf(msg, "; %s: %.200s", w->urls[i + 1], r->msg[i].ptr ? r->msg[i].ptr : "no answer");
 		}
-		delete_on(landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -336,7 +337,7 @@ void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const ch
 	const char **bases = xcalloc(w->n, sizeof(*bases));
 	for (size_t i = 1; i < w->n; i++)
 		bases[i - 1] = w->urls[i];
-	delete_on(bases, w->n - 1, bck, blen, obj, olen);
+	delete_on("unreplicate", bases, w->n - 1, bck, blen, obj, olen);
 	free(bases);
 }
 
@@ -436,7 +437,10 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 	}
 	sv_t ct = httpc_hdr_find(&hdrs, "Ais-Checksum-Type"),
 	     cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
-	sv_t md = httpc_hdr_find(&hdrs, "Ais-Custom-Md");
+	sv_t md = httpc_hdr_find(&hdrs, "Ais-Custom-Md"), mt = httpc_hdr_find(&hdrs, "Ais-Mtime-Ns");
+	uint64_t mtime = 0;
+	if (mt.ptr && num_parse_u64(mt.ptr, mt.len, 1, INT64_MAX, &mtime) == AIS_OK)
+		store_writer_origin(s.w, (int64_t)mtime); /* a delete since that write wins */
 	if (ct.ptr && store_cksum_parse(ct.ptr, ct.len, &type) != AIS_OK)
 		type = CKSUM_NONE;
 	if (type != CKSUM_NONE && cv.ptr && cv.len < sizeof(want))
@@ -447,6 +451,12 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 		memcpy(custom, md.ptr, md.len);
 	/* the sender's type is the bucket's, which the writer computes */
 	if (store_writer_commit(s.w, type, want, custom[0] ? custom : NULL, NULL) != AIS_OK) {
+		if (errno == ESTALE) { /* a copy a client's delete missed (ol.h invariant 2) */
+			log_info("%.*s/%.*s on %s: deleted since that copy was written: not fetched", (int)blen, bck,
+				 (int)MIN(olen, 200), obj, base);
+			errno = ENOENT;
+			goto out;
+		}
 		if (errno == EBADMSG)
 			log_warnx("the copy of %.*s/%.*s on %s does not match its checksum: not stored",
 			          (int)blen, bck, (int)MIN(olen, 200), obj, base);
@@ -473,6 +483,10 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 			e = errno == ENOSPC ? ENOSPC : EIO;
 	}
 	free(urls);
+	/* some targets did not answer, none had a copy newer than a client's
+	 * delete recorded here: deleted, not unreachable */
+	if (rc != AIS_OK && e == EIO && ol_deleted(t, (sv_t){bck, blen}, (sv_t){obj, olen}, INT64_MIN + 1))
+		e = ENOENT;
 	if (rc == AIS_OK)
 		log_info("restored %.*s/%.*s from another target", (int)blen, bck, (int)MIN(olen, 200), obj);
 	else
@@ -488,7 +502,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 	/* every target that may hold one: stray copies go too */
 	for (size_t i = 0; i < n; i++)
 		bases[i] = urls[i];
-	size_t gone = delete_on(bases, n, bck, blen, obj, olen);
+	size_t gone = delete_on(TGT_DELETE, bases, n, bck, blen, obj, olen);
 	free(bases);
 	free(urls);
 	return gone;
@@ -573,6 +587,8 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 	if (rc != AIS_OK) {
 		buf_addf(msg, "%s: %s%.200s", base, status ? "HTTP error: " : "", emsg.ptr ? emsg.ptr : "");
 		errno = EIO;
+	} else if (cond && sv_eqstr(httpc_hdr_find(&rh, TGT_HAD), TGT_HAD_DELETED)) {
+		rc = TGT_GONE;
 	} else if (cond && (!sent || httpc_hdr_find(&rh, TGT_HAD).ptr)) {
 		rc = AIS_DONE;
 	} else if (bytes) {

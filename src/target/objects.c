@@ -261,6 +261,11 @@ static void put_reply(ol_stream_t *s)
 static void put_fail(ol_stream_t *s, int err)
 {
 	ol_put_t *p = s->arg;
+	if (err == ESTALE && p->origin_ns) { /* a client deleted it while the copy came */
+		http_resp_header(s->req, TGT_HAD, TGT_HAD_DELETED);
+		http_resp_send(s->req, "", 0);
+		return;
+	}
 	if (err == ENOSPC)
 		log_warnx("PUT %.*s/%.*s: insufficient storage", (int)p->bck.len, p->bck.ptr,
 			  (int)MIN(p->obj.len, 256), p->obj.ptr);
@@ -326,16 +331,24 @@ static const ol_stream_ops_t put_ops = {
 
 /* A conditional copy from another target (tgt_send_copy): when the copy
  * here has the sender's checksum or is as new, answers 200 with TGT_HAD at
- * once (no 100 Continue: the body never comes) and returns true. */
-static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+ * once (no 100 Continue: the body never comes) and returns true; also when
+ * there is no copy here and a client deleted the object after the sender's
+ * copy was written (TGT_HAD: deleted). */
+static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int64_t *origin)
 {
 	sv_t hc = http_req_header(req, TGT_HAVE_CKSUM), hm = http_req_header(req, TGT_HAVE_MTIME);
 	store_meta_t cur;
 	uint64_t mt = UINT64_MAX;
 	if (!hm.ptr || !http_req_has_header(req, TGT_INTRA) || num_parse_u64(hm.ptr, hm.len, 0, INT64_MAX, &mt) != AIS_OK)
 		return false;
-	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &cur) != AIS_OK)
-		return false;
+	*origin = (int64_t)mt;
+	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &cur) != AIS_OK) {
+		if (errno != ENOENT || !ol_deleted(t, bck, obj, (int64_t)mt))
+			return false;
+		http_resp_header(req, TGT_HAD, TGT_HAD_DELETED); /* ol.h invariant 2 */
+		http_resp_send(req, "", 0);
+		return true;
+	}
 	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && cur.mtime_ns < (int64_t)mt)
 		return false;
 	prop_headers(req, &cur);
@@ -364,9 +377,11 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 				(unsigned long long)w->cmap_version);
 		return AIS_OK;
 	}
-	if (have_it(req, t, bck, obj))
+	int64_t origin = 0;
+	if (have_it(req, t, bck, obj, &origin))
 		return AIS_OK;
 	p = arena_zalloc(req->arena, sizeof(*p));
+	p->origin_ns = origin;
 	p->t = t;
 	p->bck = bck;
 	p->obj = obj;
@@ -399,13 +414,16 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 struct del {
 	target_t *t;
 	sv_t bck, obj;
-	bool all;
+	bool all;  /* a client's: every copy */
+	bool tomb; /* a client's passed on by another target: a tombstone here too */
 	int err;
 };
 
 static void del_work(http_req_t *req)
 {
 	struct del *d = req->state;
+	if (d->tomb)
+		ol_tombstone(d->t, d->bck, d->obj);
 	if (ol_delete(d->t, d->bck, d->obj, d->all) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
@@ -538,6 +556,7 @@ static int objects(http_req_t *req, bool may_doubt)
 	case HTTP_DELETE: {
 		struct del *d = arena_zalloc(req->arena, sizeof(*d));
 		d->all = w->cluster;
+		d->tomb = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;

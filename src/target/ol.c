@@ -386,6 +386,18 @@ int ol_set_custom(target_t *t, sv_t bck, sv_t obj, uint64_t version, const char 
 	return AIS_OK;
 }
 
+void ol_tombstone(target_t *t, sv_t bck, sv_t obj)
+{
+	if (store_tomb_put(t->store, bck.ptr, bck.len, obj.ptr, obj.len, time_now_ns()) != AIS_OK)
+		log_warn("DELETE %.*s/%.*s: no tombstone kept", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr);
+}
+
+bool ol_deleted(target_t *t, sv_t bck, sv_t obj, int64_t mtime_ns)
+{
+	int64_t when = store_tomb_get(t->store, bck.ptr, bck.len, obj.ptr, obj.len);
+	return when && mtime_ns < when;
+}
+
 int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 {
 	int err = 0;
@@ -405,6 +417,9 @@ int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 		remote_had = bk && rc == AIS_OK;
 		buf_free(&msg);
 	}
+	/* a client's delete: a copy it misses (its target is away) must not come back */
+	if (all && t->base.cl)
+		ol_tombstone(t, bck, obj);
 	if (store_delete(t->store, bck.ptr, bck.len, obj.ptr, obj.len) != AIS_OK)
 		err = errno ? errno : EIO;
 	if (all && t->base.cl && (!err || err == ENOENT) &&

@@ -468,6 +468,53 @@ START_TEST(test_overwrite_delete)
 }
 END_TEST
 
+/* Tombstones: kept and answered while younger than the ttl, swept after;
+ * a copy of a write older than a tombstone does not commit (ESTALE), a
+ * newer one does; a ttl of 0 keeps none. */
+START_TEST(test_tombstones)
+{
+	g_conf.tomb_ttl_ms = 300;
+	store_t *s = open_store();
+	store_meta_t m;
+	store_writer_t *w;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "obj", "old", 3, &m);
+	int64_t t0 = time_now_ns();
+	ck_assert_int_eq(store_tomb_put(s, BCK("b"), BCK("obj"), t0), AIS_OK);
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("obj")), AIS_OK);
+	ck_assert(store_tomb_get(s, BCK("b"), BCK("obj")) == t0);
+	ck_assert(store_tomb_get(s, BCK("b"), BCK("other")) == 0);
+	/* the old version offered again: refused */
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("obj"), &w), AIS_OK);
+	store_writer_origin(w, m.mtime_ns);
+	ck_assert_int_eq(store_writer_write(w, "old", 3), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ESTALE);
+	store_writer_free(w);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("obj"), &m), AIS_ERR);
+	/* a version written after the delete: taken */
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("obj"), &w), AIS_OK);
+	store_writer_origin(w, t0 + 1);
+	ck_assert_int_eq(store_writer_write(w, "new", 3), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, NULL), AIS_OK);
+	store_writer_free(w);
+	check_obj(s, "b", "obj", "new", 3);
+	/* past the ttl: not answered, and swept */
+	ck_assert_int_eq(store_tomb_put(s, BCK("b"), BCK("x"), time_now_ns()), AIS_OK);
+	usleep(400 * 1000);
+	ck_assert(store_tomb_get(s, BCK("b"), BCK("x")) == 0);
+	ck_assert_uint_eq(store_tomb_sweep(s), 2);
+	ck_assert_uint_eq(store_tomb_sweep(s), 0);
+	store_close(s);
+	/* ttl 0: none kept */
+	g_conf.tomb_ttl_ms = 0;
+	s = open_store();
+	ck_assert_int_eq(store_tomb_put(s, BCK("b"), BCK("y"), time_now_ns()), AIS_OK);
+	ck_assert(store_tomb_get(s, BCK("b"), BCK("y")) == 0);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_old_reader_during_overwrite)
 {
 	store_t *s = open_store();
@@ -1156,6 +1203,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_overwrite_delete);
+	tcase_add_test(tc, test_tombstones);
 	tcase_add_test(tc, test_old_reader_during_overwrite);
 	tcase_add_test(tc, test_concurrent_overwrite_read);
 	tcase_add_test(tc, test_list);
