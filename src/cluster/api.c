@@ -356,6 +356,9 @@ static void msync_done(http_req_t *req)
 {
 	struct msync *ms = req->state;
 	const char *m = ms->msg.ptr ? ms->msg.ptr : "";
+	/* not ais_errno's map: here EPERM is a sender that is not the primary
+	 * (403) and ESTALE, EEXIST, EXDEV metadata older than or diverging from
+	 * this node's (409), answers the primary acts on */
 	switch (ms->err) {
 	case 0: http_resp_send(req, "", 0); break;
 	case EINVAL: http_resp_error(req, 400, "metasync: %s", m); break;
@@ -512,19 +515,14 @@ static void nact_done(http_req_t *req)
 {
 	struct nact *a = req->state;
 	const char *m = a->msg.ptr ? a->msg.ptr : "";
-	switch (a->err) {
-	case 0:
+	if (!a->err) {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &a->out);
-		break;
-	case ENOENT: http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid); break;
-	case EBUSY: http_resp_error(req, 409, "%s %s refused: %s", act_names[a->act], a->sid, m); break;
-	case EINVAL: http_resp_error(req, 400, "%s %s: %s", act_names[a->act], a->sid, m); break;
-	case EPERM:
-	case EAGAIN:
-	case EHOSTUNREACH: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
-	case ETIMEDOUT: http_resp_error(req, 504, "%s %s: %s", act_names[a->act], a->sid, m); break;
-	default: http_resp_error(req, 500, "%s %s: %s", act_names[a->act], a->sid, m); break;
+	} else if (a->err == ENOENT) {
+		http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid);
+	} else {
+		http_resp_error(req, ais_errno_status(a->err), "%s %s%s: %s", act_names[a->act], a->sid,
+				a->err == EBUSY ? " refused" : "", m);
 	}
 }
 

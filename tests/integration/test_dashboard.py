@@ -16,18 +16,13 @@ series, so the label names the queries group and filter by exist too.
 import json
 import os
 import re
-import socket
-import subprocess
 import time
-import urllib.parse
-import urllib.request
 
 from itlib import T
 
 import clulib
 from clulib import follow, get, poll, procs, request
 
-PROM = "/usr/bin/prometheus"
 DASH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "grafana",
                     "aisd-dashboard.json")
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
@@ -120,45 +115,20 @@ t.check(not missing, "every metric the dashboard queries (%d names) is on the li
         missing)
 
 # --- Prometheus: every query parses and selects series ------------------------
-if not t.check(os.access(PROM, os.X_OK), "prometheus is installed (tools/install-deps.sh)"):
+if not t.check(os.access(clulib.PROMETHEUS, os.X_OK), "prometheus is installed (tools/install-deps.sh)"):
     t.finish()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-pdir = os.path.join(clulib.DIR, "prom")
-os.makedirs(pdir, exist_ok=True)
-pport = free_port()
-with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
-    f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            "scrape_configs:\n  - job_name: aisd\n    static_configs:\n      - targets: [%s]\n"
-            % ", ".join("'127.0.0.1:%d'" % n.port for n in nodes))
-perr = open(os.path.join(pdir, "stderr"), "ab")
-procs["prometheus"] = subprocess.Popen(
-    [PROM, "--config.file=" + os.path.join(pdir, "prometheus.yml"), "--storage.tsdb.path=" + os.path.join(pdir, "data"),
-     "--web.listen-address=127.0.0.1:%d" % pport, "--log.level=warn"],
-    stdin=subprocess.DEVNULL, stdout=perr, stderr=perr)
-perr.close()
+pport = clulib.start_prometheus(nodes)
 
 
 def prom(q):
-    """(status, number of series) of an instant query; status 'down' when
-    Prometheus does not answer."""
-    u = "http://127.0.0.1:%d/api/v1/query?query=%s" % (pport, urllib.parse.quote(q))
-    try:
-        with urllib.request.urlopen(u, timeout=5) as r:
-            d = json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return "error: " + e.read().decode(errors="replace")[:200], 0
-    except (OSError, ValueError):
+    """(status, number of series) of an instant query; status "down" when
+    Prometheus does not answer, "error: WHY" when it refuses the query."""
+    d = clulib.prom_api(pport, q)
+    if d is None:
         return "down", 0
-    return d.get("status"), len(d["data"]["result"]) if d.get("status") == "success" else 0
+    if d.get("status") != "success":
+        return "error: %s" % d.get("error"), 0
+    return "success", len(d["data"]["result"])
 
 
 def grafana_vars(q):
