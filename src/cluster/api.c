@@ -17,7 +17,6 @@
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
-#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -26,6 +25,20 @@
 #include "aisd/banned.h"
 
 static cluster_t *cl_of(http_req_t *req) { return ((node_base_t *)req->ctx)->cl; }
+
+/* --- the jobs' part (cluster.h: cluster_jobs_set) ------------------------------ */
+
+static _Atomic(const cluster_jobs_ops_t *) jobs;
+
+void cluster_jobs_set(const cluster_jobs_ops_t *ops) { atomic_store(&jobs, ops); }
+
+static const cluster_jobs_ops_t *jobs_ops(void) { return atomic_load(&jobs); }
+
+static int jobs_unavailable(http_req_t *req)
+{
+	http_resp_error(req, 503, "jobs are not available on this node");
+	return AIS_ERR;
+}
 
 static char *dump_member(json_t *doc, const char *key)
 {
@@ -435,7 +448,7 @@ static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
  * every node, the node itself included: it remembers it in node.dir and
  * stops rejoining), then the map without it. In between the node's
  * rebalance moves its objects off (it holds nothing once decommissioning)
- * and this waits for that drain (jobs_wait_drained).
+ * and this waits for that drain (the jobs' wait_drained).
  */
 /* set-primary: a new term with sid primary (the current primary stays a
  * gateway of the map). The node must answer first: handing over to a dead
@@ -484,7 +497,8 @@ static void nact_work(http_req_t *req)
 		uint64_t v = m ? cmap_version(m) : 0;
 		cluster_read_unlock(cl);
 		buf_t dmsg = BUF_INIT;
-		if (jobs_wait_drained(cl, a->sid, v, cl->conf->drain_timeout_ms, &dmsg) != AIS_OK) {
+		const cluster_jobs_ops_t *jo = jobs_ops();
+		if (jo && jo->wait_drained(cl, a->sid, v, cl->conf->drain_timeout_ms, &dmsg) != AIS_OK) {
 			if (errno == ETIMEDOUT) {
 				buf_addf(&a->msg, "not drained within rebalance.drain_timeout: %s (the node stays "
 						  "decommissioning; run decommission-node again)", dmsg.ptr ? dmsg.ptr : "");
@@ -634,7 +648,7 @@ int cluster_h_cluster(http_req_t *req)
 			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body "
 						  "(or PUT /v1/cluster/proxy/NODE_ID to set the primary)");
 		else if (job)
-			return jobs_h_cluster_action(req, job > 0); /* src/jobs/api.c */
+			return jobs_ops() ? jobs_ops()->action(req, job > 0) : jobs_unavailable(req);
 		else
 			handle_node_action(req, cl);
 		return AIS_OK;
@@ -657,7 +671,7 @@ int cluster_h_cluster(http_req_t *req)
 		return cluster_stats_cluster(req); /* stats.c */
 	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||
 	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict")) /* remote buckets' jobs */
-		return jobs_h_cluster_status(req); /* src/jobs/api.c */
+		return jobs_ops() ? jobs_ops()->status(req) : jobs_unavailable(req);
 	buf_t out = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;
