@@ -1,8 +1,9 @@
 /*
  * status.c - the errno -> client answer map of status.h: one table, used by
- * the target's native API (tgt_resp_errno), S3 (s3_error_errno) and the
- * remote backends, so that the same failure gets the same status whichever
- * API the client speaks.
+ * the target's native API (tgt_resp_errno, ol_open_failed), the gateway's
+ * bucket answers, the node actions, S3 (s3_error_errno, s3_error_read) and
+ * the remote backends' errors, so that the same failure gets the same
+ * status whichever API the client speaks.
  */
 #include <errno.h>
 #include <stddef.h>
