@@ -76,6 +76,7 @@ typedef struct cluster cluster_t;
 typedef struct node_base {
 	cluster_t *cl; /* NULL: not in a cluster (standalone target) */
 	struct store *store; /* a target's store (GET /v1/daemon stats); NULL on a gateway */
+	const conf_t *conf;  /* the node's configuration */
 } node_base_t;
 
 /* Called (on the thread that accepted it) after a new BMD is accepted. */

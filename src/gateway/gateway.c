@@ -728,7 +728,7 @@ static const http_route_t routes[] = {
 gateway_t *gateway_start(const conf_t *c, buf_t *err)
 {
 	gateway_t *g = xcalloc(1, sizeof(*g));
-	g->conf = c;
+	g->conf = g->base.conf = c;
 	if (s3_init(c, err) != AIS_OK)
 		goto fail;
 	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)

@@ -170,7 +170,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	target_t *t = xcalloc(1, sizeof(*t));
-	t->conf = c;
+	t->conf = t->base.conf = c;
 	t->start_ns = time_now_ns();
 	if (s3_init(c, err) != AIS_OK) {
 		free(t);
