@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aisd/backend.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
