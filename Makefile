@@ -6,7 +6,8 @@
 #   make check-unit      unit tests only (Check)
 #   make check-fuzz      replay every committed fuzz corpus through its driver (no libFuzzer needed)
 #   make check-docs      the documented config keys, aisctl commands and routes against the code
-#   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth, and bench-plots (not part of test)
+#   make bench-plots     the curves: throughput vs object size, GetBatch speedup vs batch size (gnuplot)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
@@ -70,7 +71,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-integration bench bench-list bench-ml bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-integration bench bench-plots bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -158,7 +159,16 @@ BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh to
 bench-ml: deps all
 	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
 
+# The curves (gnuplot, PNGs under benchmarks/ beside BENCHMARKS.md): throughput
+# against object size, GetBatch's speedup against the batch size.
+bench-plots: all
+	$(Q)./tools/install-deps.sh --bench
+	$(Q)BUILD=$(BUILD) ./tools/bench/sizes.sh
+	$(Q)BUILD=$(BUILD) PLOTDIR=benchmarks SIZES=1K,10K,100K,1M BATCHES=4,16,64,256 ROUNDS=1 DUR=3 OBJECTS=512 \
+		./tools/bench/getbatch.sh
+
 bench: deps all
+	$(Q)$(MAKE) --no-print-directory bench-plots
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh

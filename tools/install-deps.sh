@@ -2,12 +2,17 @@
 # install-deps.sh - installs, with apt-get, every Debian package that aisd
 # needs to build, test and benchmark, and only those that are missing.
 # Runs as root (or via sudo when available). Safe to run again.
+#
+# usage: install-deps.sh [--bench]
+#   --bench  also what only `make bench` needs (gnuplot-nox draws its curves)
 set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev libarchive-dev libexpat1-dev libisal-dev \
 curl python3 python3-botocore python3-boto3 awscli s3cmd rclone s3fs procps iproute2 nginx-light wrk prometheus \
 python3-torch openssl nodejs npm swift swift-proxy swift-object swift-container swift-account"
+BENCH_PKGS="gnuplot-nox"
+[ "${1:-}" = --bench ] && PKGS="$PKGS $BENCH_PKGS"
 
 missing=""
 for p in $PKGS; do

@@ -124,7 +124,4 @@ int bk_head_bucket(const bk_bucket_t *b, buf_t *msg);
 struct cluster;
 int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg);
 
-/* The HTTP status for a backend errno (502, 503, 504), 0 for others. */
-int bk_http_status(int err);
-
 #endif

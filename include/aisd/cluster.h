@@ -76,6 +76,7 @@ typedef struct cluster cluster_t;
 typedef struct node_base {
 	cluster_t *cl; /* NULL: not in a cluster (standalone target) */
 	struct store *store; /* a target's store (GET /v1/daemon stats); NULL on a gateway */
+	const conf_t *conf;  /* the node's configuration */
 } node_base_t;
 
 /* Called (on the thread that accepted it) after a new BMD is accepted. */
@@ -206,5 +207,20 @@ int cluster_daemon_put(http_req_t *req);
 void cluster_config_all(http_req_t *req, cluster_t *cl);
 /* GET /metrics (metrics.c): Prometheus text format, on every node. */
 int cluster_h_metrics(http_req_t *req);
+
+/* What the jobs (src/jobs) add to the cluster's API, so that the cluster
+ * does not call into them: set once at start (jobs_cluster_register),
+ * before the server takes requests; until then the job routes answer 503
+ * and a decommission does not wait for a drain. */
+typedef struct cluster_jobs_ops {
+	/* GET /v1/cluster?what=rebalance|resilver|jobs|prefetch|evict */
+	int (*status)(http_req_t *req);
+	/* PUT /v1/cluster {"action":"rebalance"|"stop-rebalance"} */
+	int (*action)(http_req_t *req, bool start);
+	/* decommission-node: waits until the target sid has moved its objects
+	 * off (jobs_wait_drained) */
+	int (*wait_drained)(cluster_t *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg);
+} cluster_jobs_ops_t;
+void cluster_jobs_set(const cluster_jobs_ops_t *ops);
 
 #endif

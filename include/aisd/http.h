@@ -34,6 +34,11 @@ typedef struct http_req http_req_t;
 typedef struct http_conn http_conn_t;
 typedef struct http_tls http_tls_t;
 
+/* A route's handler: AIS_OK when it answered or will (from its http_offload
+ * completion or its body callbacks), AIS_ERR after answering with an
+ * error. An AIS_ERR with no answer begun and nothing pending is answered
+ * 500 by the dispatcher (and logged as an error). The authz hooks below
+ * have the type too, with their own contract. */
 typedef int (*http_handler_fn)(http_req_t *req);
 /* Body bytes, in order. Must consume all n bytes (copy them). Returns AIS_OK
  * to go on, AIS_ERR after answering with an error (the rest of the body is

@@ -119,5 +119,8 @@ int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body);
  * or EHOSTUNREACH (the node does not answer: nothing can be drained). */
 struct cluster;
 int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg);
+/* Hands the three above to the cluster's API (cluster_jobs_set); once at
+ * start, before any node starts. */
+void jobs_cluster_register(void);
 
 #endif

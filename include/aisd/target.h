@@ -10,6 +10,7 @@
 #include "aisd/cluster.h"
 #include "aisd/conf.h"
 #include "aisd/http.h"
+#include "aisd/status.h"
 #include "aisd/store.h"
 
 struct reb;
@@ -58,8 +59,12 @@ struct moss_req;
 /* GetBatch: may the request read every bucket it names (authz_allows)?
  * false after answering 403. */
 bool tgt_moss_allowed(http_req_t *req, const struct moss_req *mr);
-/* Answers with the HTTP status that errno (from the store) maps to. */
+/* Answers with the HTTP status and message that errno maps to (ais_errno):
+ * "WHAT does not exist", "WHAT: insufficient storage", ... */
 void tgt_resp_errno(http_req_t *req, int err, const char *what);
+/* The same for the answer e (ais_errno, ais_errno_read) of err, with msg
+ * (when not empty) after it: "WHAT PHRASE: MSG". */
+void tgt_resp_errmsg(http_req_t *req, const ais_errno_t *e, int err, const char *what, const char *msg);
 /* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's
  * shape, preceded by a comma unless first. Gateways answer the same. */
 void tgt_bucket_json(buf_t *out, const char *name, bool first);

@@ -32,16 +32,6 @@ enum bk_kind bk_kind_parse(const char *s, size_t len)
 	return sv_eqstr(v, "s3") ? BK_S3 : sv_eqstr(v, "ais") ? BK_AIS : BK_NONE;
 }
 
-int bk_http_status(int err)
-{
-	switch (err) {
-	case EHOSTUNREACH: return 503;
-	case ETIMEDOUT: return 504;
-	case EREMOTEIO: case ESTALE: return 502;
-	default: return 0;
-	}
-}
-
 /* Prepares method on obj (len 0: the bucket) for b's kind. */
 static void prepare(const bk_bucket_t *b, const char *method, sv_t obj, const char *const *extra, bool upload,
 		    bk_req_t *q, bk_xfer_t *x)

@@ -17,7 +17,6 @@
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
-#include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -26,6 +25,20 @@
 #include "aisd/banned.h"
 
 static cluster_t *cl_of(http_req_t *req) { return ((node_base_t *)req->ctx)->cl; }
+
+/* --- the jobs' part (cluster.h: cluster_jobs_set) ------------------------------ */
+
+static _Atomic(const cluster_jobs_ops_t *) jobs;
+
+void cluster_jobs_set(const cluster_jobs_ops_t *ops) { atomic_store(&jobs, ops); }
+
+static const cluster_jobs_ops_t *jobs_ops(void) { return atomic_load(&jobs); }
+
+static int jobs_unavailable(http_req_t *req)
+{
+	http_resp_error(req, 503, "jobs are not available on this node");
+	return AIS_ERR;
+}
 
 static char *dump_member(json_t *doc, const char *key)
 {
@@ -356,6 +369,9 @@ static void msync_done(http_req_t *req)
 {
 	struct msync *ms = req->state;
 	const char *m = ms->msg.ptr ? ms->msg.ptr : "";
+	/* not ais_errno's map: here EPERM is a sender that is not the primary
+	 * (403) and ESTALE, EEXIST, EXDEV metadata older than or diverging from
+	 * this node's (409), answers the primary acts on */
 	switch (ms->err) {
 	case 0: http_resp_send(req, "", 0); break;
 	case EINVAL: http_resp_error(req, 400, "metasync: %s", m); break;
@@ -432,7 +448,7 @@ static int nact_remove(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
  * every node, the node itself included: it remembers it in node.dir and
  * stops rejoining), then the map without it. In between the node's
  * rebalance moves its objects off (it holds nothing once decommissioning)
- * and this waits for that drain (jobs_wait_drained).
+ * and this waits for that drain (the jobs' wait_drained).
  */
 /* set-primary: a new term with sid primary (the current primary stays a
  * gateway of the map). The node must answer first: handing over to a dead
@@ -481,7 +497,8 @@ static void nact_work(http_req_t *req)
 		uint64_t v = m ? cmap_version(m) : 0;
 		cluster_read_unlock(cl);
 		buf_t dmsg = BUF_INIT;
-		if (jobs_wait_drained(cl, a->sid, v, cl->conf->drain_timeout_ms, &dmsg) != AIS_OK) {
+		const cluster_jobs_ops_t *jo = jobs_ops();
+		if (jo && jo->wait_drained(cl, a->sid, v, cl->conf->drain_timeout_ms, &dmsg) != AIS_OK) {
 			if (errno == ETIMEDOUT) {
 				buf_addf(&a->msg, "not drained within rebalance.drain_timeout: %s (the node stays "
 						  "decommissioning; run decommission-node again)", dmsg.ptr ? dmsg.ptr : "");
@@ -512,19 +529,14 @@ static void nact_done(http_req_t *req)
 {
 	struct nact *a = req->state;
 	const char *m = a->msg.ptr ? a->msg.ptr : "";
-	switch (a->err) {
-	case 0:
+	if (!a->err) {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &a->out);
-		break;
-	case ENOENT: http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid); break;
-	case EBUSY: http_resp_error(req, 409, "%s %s refused: %s", act_names[a->act], a->sid, m); break;
-	case EINVAL: http_resp_error(req, 400, "%s %s: %s", act_names[a->act], a->sid, m); break;
-	case EPERM:
-	case EAGAIN:
-	case EHOSTUNREACH: http_resp_error(req, 503, "%s: %s", act_names[a->act], m); break;
-	case ETIMEDOUT: http_resp_error(req, 504, "%s %s: %s", act_names[a->act], a->sid, m); break;
-	default: http_resp_error(req, 500, "%s %s: %s", act_names[a->act], a->sid, m); break;
+	} else if (a->err == ENOENT) {
+		http_resp_error(req, 404, "%s: no node \"%s\" in the cluster map", act_names[a->act], a->sid);
+	} else {
+		http_resp_error(req, ais_errno_status(a->err), "%s %s%s: %s", act_names[a->act], a->sid,
+				a->err == EBUSY ? " refused" : "", m);
 	}
 }
 
@@ -636,7 +648,7 @@ int cluster_h_cluster(http_req_t *req)
 			http_resp_error(req, 404, "no such resource: PUT /v1/cluster takes the action in the body "
 						  "(or PUT /v1/cluster/proxy/NODE_ID to set the primary)");
 		else if (job)
-			return jobs_h_cluster_action(req, job > 0); /* src/jobs/api.c */
+			return jobs_ops() ? jobs_ops()->action(req, job > 0) : jobs_unavailable(req);
 		else
 			handle_node_action(req, cl);
 		return AIS_OK;
@@ -659,7 +671,7 @@ int cluster_h_cluster(http_req_t *req)
 		return cluster_stats_cluster(req); /* stats.c */
 	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||
 	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict")) /* remote buckets' jobs */
-		return jobs_h_cluster_status(req); /* src/jobs/api.c */
+		return jobs_ops() ? jobs_ops()->status(req) : jobs_unavailable(req);
 	buf_t out = BUF_INIT;
 	const cmap_t *m;
 	const bmd_t *b;

@@ -189,18 +189,16 @@ static void bucket_work(http_req_t *req)
 static void bucket_done(http_req_t *req)
 {
 	struct bop *o = req->state;
-	if (o->err == EEXIST)
-		http_resp_error(req, 409, "bucket \"%s\" already exists", o->name);
-	else if (o->err == ENOTEMPTY)
-		http_resp_error(req, 409, "bucket \"%s\": %s", o->name, o->msg.ptr ? o->msg.ptr : "not empty");
-	else if (o->err == ENOENT)
-		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-	else if (o->err)
-		http_resp_error(req, o->err == EINVAL ? 400 : o->err == EAGAIN || o->err == EPERM ? 503 : 500,
-				"bucket \"%s\": %s", o->name,
-				o->msg.ptr ? o->msg.ptr : strerror(o->err));
-	else
+	if (o->err) {
+		buf_t what = BUF_INIT, m = BUF_INIT;
+		buf_addf(&what, "bucket \"%s\"", o->name);
+		ais_errno_msg(&m, ais_errno(o->err), o->err, what.ptr, o->msg.ptr);
+		http_resp_error(req, ais_errno_status(o->err), "%s", m.ptr);
+		buf_free(&what);
+		buf_free(&m);
+	} else {
 		http_resp_send(req, "", 0);
+	}
 }
 
 static sv_t entry_name(json_t *e)
@@ -730,7 +728,7 @@ static const http_route_t routes[] = {
 gateway_t *gateway_start(const conf_t *c, buf_t *err)
 {
 	gateway_t *g = xcalloc(1, sizeof(*g));
-	g->conf = c;
+	g->conf = g->base.conf = c;
 	if (s3_init(c, err) != AIS_OK)
 		goto fail;
 	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)

@@ -311,6 +311,20 @@ static bool authz_body_ok(http_conn_t *c)
 	return !s->o.authz_body || (c->req.route->flags & HTTP_ROUTE_PUBLIC) || s->o.authz_body(&c->req) == AIS_OK;
 }
 
+/* Calls the route's handler and holds it to its contract (http.h): an
+ * AIS_ERR with no answer begun and nothing pending (a pool task, a body to
+ * read) would leave the client waiting for the idle timeout, so it gets a
+ * 500 here, and the log says which route failed to answer. */
+static void call_handler(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	if (req->route->handler(req) == AIS_OK || http_resp_started(req) || c->offloaded || req->on_body ||
+	    req->on_body_end)
+		return;
+	log_errx("%s %s: the handler failed without answering", http_method_name(req->method), req->route->prefix);
+	http_resp_error(req, 500, "%s: no answer (internal error)", req->route->prefix);
+}
+
 /* The head is complete: fill in the request, route it, call the handler. */
 static void dispatch(http_conn_t *c)
 {
@@ -411,7 +425,7 @@ static void dispatch(http_conn_t *c)
 		send_continue(c);
 	if (!authz_body_ok(c))
 		return;
-	req->route->handler(req);
+	call_handler(c);
 	if (!req->has_body || c->resp_started)
 		return;
 	/* A handler that went to the pool first (a map refresh, say) says
@@ -440,7 +454,7 @@ static void message_end(http_conn_t *c)
 			return;
 		}
 		if (authz_body_ok(c))
-			req->route->handler(req);
+			call_handler(c);
 	} else if (req->on_body_end && !c->resp_started) {
 		req->on_body_end(req);
 	}

@@ -208,6 +208,13 @@ int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body)
 	return cjob_start(req, "PUT", body, kind);
 }
 
+void jobs_cluster_register(void)
+{
+	static const cluster_jobs_ops_t ops = {
+		.status = jobs_h_cluster_status, .action = jobs_h_cluster_action, .wait_drained = jobs_wait_drained};
+	cluster_jobs_set(&ops);
+}
+
 /* --- decommission: the drain ------------------------------------------------------ */
 
 int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg)

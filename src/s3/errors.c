@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aisd/log.h"
+#include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
 #include "aisd/banned.h"
@@ -141,21 +142,27 @@ void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e)
 	s3_error_status(r, e->status, e->code, e->message);
 }
 
-void s3_error_errno(s3_rq_t *r, int err, bool object)
+/* The S3 error of e (the answer to err, status.h): a remote backend's
+ * failure and a 500 say what failed, other codes keep their standard
+ * message; msg, when not empty, follows. */
+static void error_of(s3_rq_t *r, const ais_errno_t *e, int err, bool object, const char *msg)
 {
-	switch (err) {
-	case ENOENT:
-		if (object && s3_bucket_exists(r))
-			s3_error(r, "NoSuchKey", NULL);
-		else
-			s3_error(r, "NoSuchBucket", NULL);
-		break;
-	case EBADMSG: s3_error(r, "BadDigest", NULL); break;
-	case ENOSPC: s3_error(r, "InsufficientStorage", NULL); break;
-	case EINVAL: s3_error(r, "InvalidRequest", NULL); break;
-	case EHOSTUNREACH: s3_error(r, "ServiceUnavailable", "the remote backend could not be reached"); break;
-	case ETIMEDOUT: s3_error(r, "GatewayTimeout", NULL); break;
-	case EREMOTEIO: s3_error(r, "BadGateway", "the remote backend failed"); break;
-	default: s3_error(r, "InternalError", "%s", strerror(err)); break;
+	if (err == ENOENT) {
+		s3_error(r, object && s3_bucket_exists(r) ? "NoSuchKey" : "NoSuchBucket", NULL);
+		return;
 	}
+	const char *what = e->phrase ? e->phrase + strspn(e->phrase, ": ") : strerror(err);
+	if (msg && *msg)
+		s3_error(r, e->s3code, "%s: %s", what, msg);
+	else if (e->remote || e->status == 500)
+		s3_error(r, e->s3code, "%s", what);
+	else
+		s3_error(r, e->s3code, NULL);
+}
+
+void s3_error_errno(s3_rq_t *r, int err, bool object) { error_of(r, ais_errno(err), err, object, NULL); }
+
+void s3_error_read(s3_rq_t *r, int err, const char *msg)
+{
+	error_of(r, ais_errno_read(err, msg && *msg), err, true, msg);
 }

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aisd/backend.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -55,13 +54,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
-		if (bk_http_status(err))
-			s3_error(r, bk_http_status(err) == 504 ? "GatewayTimeout" : bk_http_status(err) == 503 ? "ServiceUnavailable" : "BadGateway",
-				 "%s", msg && *msg ? msg : strerror(err));
-		else if (err == EIO && msg && *msg)
-			s3_error(r, "ServiceUnavailable", "no good copy of the object could be fetched: %s", msg);
-		else if (err != ENOENT || s3_access_missing(r) == AIS_OK)
-			s3_error_errno(r, err, true);
+		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_read(r, err, msg);
 		return;
 	}
 	sm = *smp;

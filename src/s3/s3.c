@@ -19,11 +19,9 @@
 #include <time.h>
 
 #include "aisd/authz.h"
-#include "aisd/gateway.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
 #include "aisd/util.h"
 #include "s3api.h"
 #include "aisd/banned.h"
@@ -63,18 +61,12 @@ s3_body_t *s3_body_for(s3_rq_t *r)
 
 void s3_node_of(http_req_t *req, bool gateway, s3_node_t *nd)
 {
+	node_base_t *b = req->ctx; /* the first member of a gateway_t and a target_t */
 	memset(nd, 0, sizeof(*nd));
 	nd->gateway = gateway;
-	if (gateway) {
-		gateway_t *g = req->ctx;
-		nd->conf = g->conf;
-		nd->cl = __atomic_load_n(&g->base.cl, __ATOMIC_ACQUIRE);
-	} else {
-		target_t *t = req->ctx;
-		nd->conf = t->conf;
-		nd->store = t->store;
-		nd->cl = __atomic_load_n(&t->base.cl, __ATOMIC_ACQUIRE);
-	}
+	nd->conf = b->conf;
+	nd->store = b->store; /* NULL on a gateway */
+	nd->cl = __atomic_load_n(&b->cl, __ATOMIC_ACQUIRE);
 }
 
 bool s3_query_has(http_req_t *req, const char *key)
@@ -476,8 +468,7 @@ static int s3_route(s3_rq_t *r, bool may_doubt);
 
 static void refresh_work(http_req_t *req)
 {
-	target_t *t = req->ctx;
-	cluster_refresh(t->base.cl, 200);
+	cluster_refresh(((node_base_t *)req->ctx)->cl, 200);
 }
 
 static void refresh_done(http_req_t *req)

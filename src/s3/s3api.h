@@ -62,8 +62,12 @@ void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The same with an explicit status (codes S3 uses with several). */
 void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg);
-/* Maps a store errno to an S3 error (NoSuchKey, NoSuchBucket, ...). */
+/* Answers the S3 error of errno (ais_errno: NoSuchKey or NoSuchBucket,
+ * InsufficientStorage, ...). */
 void s3_error_errno(s3_rq_t *r, int err, bool object);
+/* The same for a failed read of an object (ais_errno_read), msg (when not
+ * empty) saying why. */
+void s3_error_read(s3_rq_t *r, int err, const char *msg);
 int s3_error_http_status(const char *code);
 /* <tag><ID/><DisplayName/></tag> of the request's user: the signing key's
  * user id and display name (anonymous with auth off: the first key's). */

@@ -201,8 +201,9 @@ static void list_work(http_req_t *req)
 static void list_done(http_req_t *req)
 {
 	struct bop *b = req->state;
-	if (bk_http_status(b->err) || (b->err && b->err != ENOENT && b->msg.len)) {
-		http_resp_error(req, bk_http_status(b->err) ? bk_http_status(b->err) : 502, "listing %.*s: %s",
+	const ais_errno_t *e = ais_errno(b->err);
+	if (e->remote || (b->err && b->err != ENOENT && b->msg.len)) {
+		http_resp_error(req, e->remote ? e->status : 502, "listing %.*s: %s",
 				(int)b->bck.len, b->bck.ptr, b->msg.ptr);
 		return;
 	}

@@ -50,10 +50,27 @@
 #define NSL (2 * EC_SLICES_MAX)
 typedef char url_t[CMAP_URL_MAX + 1];
 
-/* Counters for /metrics (aisd_ec_*_total). */
-static void count(const char *name, const char *help, uint64_t n)
+/* Counters for /metrics, registered at 0 by ec_metrics_init so a scrape
+ * (and a dashboard) sees them before the first erasure-coded write. */
+enum { EC_M_WRITTEN, EC_M_DAMAGED, EC_M_REBUILDS, EC_M_REBUILD_FAILURES, EC_M_N };
+static const struct {
+	const char *name, *help;
+} ec_metrics[EC_M_N] = {
+	[EC_M_WRITTEN] = {"aisd_ec_slices_written_total", "Erasure-coded slices written (PUTs and repairs)."},
+	[EC_M_DAMAGED] = {"aisd_ec_slices_damaged_total", "Slices found damaged (checksum mismatch) by a rebuild."},
+	[EC_M_REBUILDS] = {"aisd_ec_rebuilds_total", "Objects rebuilt from their slices."},
+	[EC_M_REBUILD_FAILURES] = {"aisd_ec_rebuild_failures_total", "Rebuilds from slices that failed."},
+};
+
+static void count(int m, uint64_t n)
 {
-	METRICS_ADD(metrics_counter(name, "", help), n);
+	METRICS_ADD(metrics_counter(ec_metrics[m].name, "", ec_metrics[m].help), n);
+}
+
+void ec_metrics_init(void)
+{
+	for (int m = 0; m < EC_M_N; m++)
+		count(m, 0);
 }
 
 static uint64_t slice_timeout_ms(uint64_t size) { return 60000 + size / (16 << 10); }
@@ -226,7 +243,7 @@ static size_t encode_send(target_t *t, int fd, const ec_layout_t *l, const ec_me
 		free(cell[i]);
 	}
 	ec_codec_free(c);
-	count("aisd_ec_slices_written_total", "Erasure-coded slices written (PUTs and repairs).", good);
+	count(EC_M_WRITTEN, good);
 	return good;
 }
 
@@ -394,7 +411,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	for (size_t i = 0; i < n; i++) {
 		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
 		if (a[i].status == 410)
-			count("aisd_ec_slices_damaged_total", "Slices found damaged (checksum mismatch) by a rebuild.", 1),
+			count(EC_M_DAMAGED, 1),
 				log_warnx("%.*s/%.*s: the slice on %s is damaged; rebuilding from the others",
 						  (int)bck.len, bck.ptr, (int)MIN(obj.len, 200), obj.ptr, u[i]);
 		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
@@ -480,13 +497,13 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	ec_codec_free(c);
 	free(custom);
 	if (rc == AIS_OK) {
-		count("aisd_ec_rebuilds_total", "Objects rebuilt from their slices.", 1);
+		count(EC_M_REBUILDS, 1);
 		log_info("rebuilt %.*s/%.*s from %zu of its %u slices", (int)bck.len, bck.ptr, (int)MIN(obj.len, 200),
 			 obj.ptr, best, ns);
 		if (t->reb && best < ns) /* rule 5: the rebalance rebuilds the missing slices */
 			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
 	} else {
-		count("aisd_ec_rebuild_failures_total", "Rebuilds from slices that failed.", 1);
+		count(EC_M_REBUILD_FAILURES, 1);
 	}
 out:
 	for (size_t i = 0; i < n; i++)

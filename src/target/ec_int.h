@@ -20,6 +20,8 @@
 
 #define EC_META_HDR "Ais-Ec-Meta"
 
+/* Registers the aisd_ec_* counters of /metrics at 0 (once, at start). */
+void ec_metrics_init(void);
 /* The local store bucket of bck's slices, NUL-terminated (21 bytes). */
 void ec_slice_bucket(const char *bck, size_t blen, char out[24]);
 /* The bucket's props from the current BMD; false when it lacks the bucket. */

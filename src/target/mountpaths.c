@@ -158,16 +158,13 @@ static void mp_done(http_req_t *req)
 {
 	struct mpreq *m = req->state;
 	const char *msg = m->msg.ptr ? m->msg.ptr : "";
-	switch (m->err) {
-	case 0:
+	if (!m->err) {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &m->out);
-		break;
-	case ENOENT: http_resp_error(req, 404, "%s", msg); break;
-	case EEXIST: http_resp_error(req, 409, "%s", msg); break;
-	case EBUSY: http_resp_error(req, 409, "%s", msg); break;
-	case EINVAL: http_resp_error(req, 400, "%s", msg); break;
-	default: http_resp_error(req, 500, "%s: %s", m->path, msg[0] ? msg : strerror(m->err)); break;
+	} else if (ais_errno(m->err)->phrase && msg[0]) {
+		http_resp_error(req, ais_errno_status(m->err), "%s", msg);
+	} else {
+		tgt_resp_errmsg(req, ais_errno(m->err), m->err, m->path, msg);
 	}
 }
 

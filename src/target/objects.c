@@ -269,13 +269,10 @@ static void put_fail(ol_stream_t *s, int err)
 	if (err == ENOSPC)
 		log_warnx("PUT %.*s/%.*s: insufficient storage", (int)p->bck.len, p->bck.ptr,
 			  (int)MIN(p->obj.len, 256), p->obj.ptr);
-	if (err == EAGAIN) {
+	if (err == EAGAIN)
 		log_warnx("PUT %.*s/%.*s failed: %s", (int)p->bck.len, p->bck.ptr, (int)MIN(p->obj.len, 256),
 			  p->obj.ptr, p->msg.ptr ? p->msg.ptr : "");
-		http_resp_error(s->req, 503, "object not stored: %s", p->msg.ptr ? p->msg.ptr : "copies failed");
-		return;
-	}
-	tgt_resp_errno(s->req, err, "object");
+	tgt_resp_errmsg(s->req, ais_errno(err), err, err == EAGAIN ? "object not stored" : "object", p->msg.ptr);
 }
 
 /* A PUT whose checksum and custom metadata may come as trailer fields (a

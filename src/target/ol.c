@@ -220,7 +220,7 @@ remote:
 		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
 		    AIS_OK) {
 			o->fd = -1;
-			o->err = errno == ENOENT || bk_http_status(errno) ? errno : EIO;
+			o->err = errno == ENOENT || ais_errno(errno)->remote ? errno : EIO;
 		}
 		return;
 	}
@@ -293,22 +293,13 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 
 void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *msg)
 {
-	if (err == ENOENT)
+	if (err == ENOENT) {
 		tgt_not_found(req, bck, obj);
-	else if (err == EBADMSG)
-		http_resp_error(req, 500, "object %.*s/%.*s is damaged: its data does not match its checksum",
-				(int)bck.len, bck.ptr, (int)MIN(obj.len, 512), obj.ptr);
-	else if (bk_http_status(err))
-		http_resp_error(req, bk_http_status(err), "object %.*s/%.*s: %s", (int)bck.len, bck.ptr,
-				(int)MIN(obj.len, 512), obj.ptr, msg && *msg ? msg : strerror(err));
-	else if (err == ENOSPC)
-		http_resp_error(req, 507, "object %.*s/%.*s: insufficient storage: %s", (int)bck.len, bck.ptr,
-				(int)MIN(obj.len, 512), obj.ptr, msg && *msg ? msg : "no space to store its copy");
-	else if (err == EIO && msg && *msg)
-		http_resp_error(req, 502, "object %.*s/%.*s: no good copy could be fetched: %s", (int)bck.len,
-				bck.ptr, (int)MIN(obj.len, 512), obj.ptr, msg);
-	else
-		tgt_resp_errno(req, err, "object");
+		return;
+	}
+	char what[1024]; /* a bucket name (<= NAME_BUCKET_MAX) and 512 bytes of the object name */
+	snprintf(what, sizeof(what), "object %.*s/%.*s", (int)bck.len, bck.ptr, (int)MIN(obj.len, 512), obj.ptr);
+	tgt_resp_errmsg(req, ais_errno_read(err, msg && *msg), err, what, msg);
 }
 
 /* --- conditionals ---------------------------------------------------------------- */

@@ -170,7 +170,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	target_t *t = xcalloc(1, sizeof(*t));
-	t->conf = c;
+	t->conf = t->base.conf = c;
 	t->start_ns = time_now_ns();
 	if (s3_init(c, err) != AIS_OK) {
 		free(t);
@@ -189,6 +189,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	}
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
+	ec_metrics_init();
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	char usock[1100] = "";
 	bool usock_auto = !strcmp(c->unix_socket, "auto");

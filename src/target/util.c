@@ -52,20 +52,15 @@ int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj)
 	return AIS_OK;
 }
 
-void tgt_resp_errno(http_req_t *req, int err, const char *what)
+void tgt_resp_errmsg(http_req_t *req, const ais_errno_t *e, int err, const char *what, const char *msg)
 {
-	switch (err) {
-	case ENOENT: http_resp_error(req, 404, "%s does not exist", what); break;
-	case EEXIST: http_resp_error(req, 409, "%s already exists", what); break;
-	case EBADMSG: http_resp_error(req, 400, "%s: checksum mismatch, nothing stored", what); break;
-	case ENOSPC: http_resp_error(req, 507, "%s: insufficient storage", what); break;
-	case EINVAL: http_resp_error(req, 400, "%s: invalid request", what); break;
-	case EHOSTUNREACH: http_resp_error(req, 503, "%s: the remote backend could not be reached", what); break;
-	case ETIMEDOUT: http_resp_error(req, 504, "%s: the remote backend did not answer in time", what); break;
-	case EREMOTEIO: http_resp_error(req, 502, "%s: the remote backend failed", what); break;
-	default: http_resp_error(req, 500, "%s: %s", what, strerror(err)); break;
-	}
+	buf_t b = BUF_INIT;
+	ais_errno_msg(&b, e, err, what, msg);
+	http_resp_error(req, e->status, "%s", b.ptr);
+	buf_free(&b);
 }
+
+void tgt_resp_errno(http_req_t *req, int err, const char *what) { tgt_resp_errmsg(req, ais_errno(err), err, what, NULL); }
 
 void tgt_bucket_json(buf_t *out, const char *name, bool first)
 {

@@ -293,3 +293,56 @@ def list_pages(url, bck, pagesize):
     return None, "listing did not end"
 
 
+
+
+# --- Prometheus -----------------------------------------------------------------
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def free_port():
+    """A loopback TCP port nobody listens on right now."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_prometheus(nodes):
+    """Starts Debian's prometheus as a plain process (procs["prometheus"],
+    stopped with the nodes) with its config and data under DIR/prom,
+    scraping every node each second as job "aisd"; returns its port."""
+    pdir = os.path.join(DIR, "prom")
+    os.makedirs(pdir, exist_ok=True)
+    port = free_port()
+    with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: aisd\n    static_configs:\n      - targets: [%s]\n"
+                % ", ".join("'127.0.0.1:%d'" % n.port for n in nodes))
+    perr = open(os.path.join(pdir, "stderr"), "ab")
+    procs["prometheus"] = subprocess.Popen(
+        [PROMETHEUS, "--config.file=" + os.path.join(pdir, "prometheus.yml"),
+         "--storage.tsdb.path=" + os.path.join(pdir, "data"), "--web.listen-address=127.0.0.1:%d" % port,
+         "--log.level=warn"], stdin=subprocess.DEVNULL, stdout=perr, stderr=perr)
+    perr.close()
+    return port
+
+
+def prom_api(port, q):
+    """Prometheus's JSON answer to the instant query q ("status" is
+    "success" or "error"; for a refused query "error" and its "error"
+    text), or None when it does not answer."""
+    import urllib.error
+    import urllib.request
+    u = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
+    try:
+        with urllib.request.urlopen(u, timeout=5) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        try:
+            return json.loads(e.read())
+        except ValueError:
+            return {"status": "error", "error": "HTTP %d" % e.code}
+    except (OSError, ValueError):
+        return None

@@ -18,18 +18,14 @@ import json
 import os
 import random
 import re
-import socket
-import subprocess
 import time
-import urllib.parse
-import urllib.request
 
 from itlib import T
 
 import clulib
 from clulib import follow, get, poll, procs
 
-PROM = "/usr/bin/prometheus"
+PROM = clulib.PROMETHEUS
 B = "met"
 N = 20
 
@@ -79,22 +75,9 @@ def check_exposition(node):
     return vals
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def prom_query(port, q):
-    u = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
-    try:
-        with urllib.request.urlopen(u, timeout=5) as r:
-            d = json.loads(r.read())
-    except (OSError, ValueError):
-        return None
-    if d.get("status") != "success":
+    d = clulib.prom_api(port, q)
+    if not d or d.get("status") != "success":
         return None
     return d["data"]["result"]
 
@@ -134,19 +117,7 @@ t.check("aisd_http_connections_open" in vals["g1"] and "aisd_mountpath_objects" 
 # --- Prometheus ---------------------------------------------------------------
 if not t.check(os.access(PROM, os.X_OK), "prometheus is installed (tools/install-deps.sh)"):
     t.finish()
-pdir = os.path.join(clulib.DIR, "prom")
-os.makedirs(pdir, exist_ok=True)
-pport = free_port()
-with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
-    f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            "scrape_configs:\n  - job_name: aisd\n    static_configs:\n      - targets: [%s]\n"
-            % ", ".join("'127.0.0.1:%d'" % n.port for n in nodes))
-perr = open(os.path.join(pdir, "stderr"), "ab")
-procs["prometheus"] = subprocess.Popen(
-    [PROM, "--config.file=" + os.path.join(pdir, "prometheus.yml"), "--storage.tsdb.path=" + os.path.join(pdir, "data"),
-     "--web.listen-address=127.0.0.1:%d" % pport, "--log.level=warn"],
-    stdin=subprocess.DEVNULL, stdout=perr, stderr=perr)
-perr.close()
+pport = clulib.start_prometheus(nodes)
 
 
 def all_up():

@@ -6,6 +6,7 @@
  * S3 metadata's encoding in custom metadata (any value round-trips).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,31 @@ START_TEST(test_acl_body)
 }
 END_TEST
 
+/* The errno map (status.h) and the S3 error table agree: the S3 code of
+ * every errno answers with the same HTTP status as the native API. */
+START_TEST(test_errno_map)
+{
+	static const int errs[] = {0,      ENOENT,    EEXIST,    EBUSY,  EBADMSG,   EINVAL, ENOSPC,
+				   EAGAIN, EHOSTUNREACH, ETIMEDOUT, EREMOTEIO, ESTALE, EIO, EPERM};
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		const ais_errno_t *e = ais_errno(errs[i]);
+		ck_assert_ptr_nonnull(e);
+		ck_assert_msg(s3_error_http_status(e->s3code) == e->status, "errno %d: %s is %d in S3, %d natively",
+			      errs[i], e->s3code, s3_error_http_status(e->s3code), e->status);
+		for (int m = 0; m < 2; m++) {
+			const ais_errno_t *rd = ais_errno_read(errs[i], m);
+			ck_assert_int_eq(s3_error_http_status(rd->s3code), rd->status);
+		}
+	}
+	ck_assert_int_eq(ais_errno_status(ENOSPC), 507);
+	ck_assert_int_eq(ais_errno_status(EIO), 500);
+	ck_assert_int_eq(ais_errno_read(EBADMSG, false)->status, 500); /* damaged data here, not the client's */
+	ck_assert_int_eq(ais_errno(EBADMSG)->status, 400);
+	ck_assert_int_eq(ais_errno_read(EIO, true)->status, 502);
+	ck_assert(ais_errno(ETIMEDOUT)->remote && !ais_errno(ENOSPC)->remote);
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -242,6 +268,7 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_meta_roundtrip);
 	tcase_add_test(tc, test_acl);
 	tcase_add_test(tc, test_acl_body);
+	tcase_add_test(tc, test_errno_map);
 	suite_add_tcase(s, tc);
 	return s;
 }

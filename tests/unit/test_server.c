@@ -217,12 +217,16 @@ static int h_json(http_req_t *req)
 	return AIS_OK;
 }
 
+/* /broken: fails without answering (a handler's bug the dispatcher covers). */
+static int h_broken(http_req_t *req) { return AIS_ERR; }
+
 static const http_route_t routes[] = {
 	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body"},
 	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file"},
 	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body"},
 	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
 	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
+	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer"},
 };
 
 static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
@@ -291,7 +295,8 @@ static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 
 static void start_default(void) { start(3000, 3000, 100); }
 
-static void stop(void)
+/* Stops the server, removes the files; the test logged n error lines. */
+static void stop_errors(unsigned long n)
 {
 	char path[512];
 	http_server_free(g_srv);
@@ -302,8 +307,10 @@ static void stop(void)
 		unlink(path);
 	}
 	rmdir(g_ctx.dir);
-	ck_assert_uint_eq(log_error_count(), 0);
+	ck_assert_uint_eq(log_error_count(), n);
 }
+
+static void stop(void) { stop_errors(0); }
 
 /* ---- the client --------------------------------------------------------- */
 
@@ -823,6 +830,29 @@ START_TEST(test_json_limit)
 }
 END_TEST
 
+/* A handler's AIS_ERR without an answer: a 500 (and an error line), not
+ * a client left waiting; the connection stays usable. */
+START_TEST(test_handler_no_answer)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	cl_sends(&c, "GET /broken HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 500);
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "/broken: no answer"));
+	ck_assert(!r.close);
+	resp_free(&r);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&c);
+	stop_errors(1);
+}
+END_TEST
+
 START_TEST(test_routing_errors)
 {
 	cl_t c;
@@ -1249,6 +1279,7 @@ static Suite *server_suite(void)
 		{"body_later", test_body_later},
 		{"json_limit", test_json_limit},
 		{"routing_errors", test_routing_errors},
+		{"handler_no_answer", test_handler_no_answer},
 		{"files", test_files},
 		{"echo_backpressure", test_echo_backpressure},
 		{"stream", test_stream},

@@ -11,7 +11,8 @@ connection per node can do), and (c) one GetBatch request per batch through
 the gateway (307 to the designated target, body resent). Every connection is
 kept alive: one to the gateway and one to each target (4 with 3 targets).
 Rounds alternate a, b and c; the medians of objects/s and the ratios c/a and
-c/b are printed, and as a markdown table to OUT.md.
+c/b are printed, and as a markdown table to OUT.md; the speedups also to
+OUT.dat (getbatch.gp draws them).
 
 The same with curl (a C client, libcurl): (d) one curl process GETs a run
 of batches' objects straight from their owners, one after another on its
@@ -249,6 +250,15 @@ def main():
     print(text)
     with open(a.out, "w") as f:
         f.write(text + "\n")
+    # the speedups for getbatch.gp, one block (a line of the plot) per size
+    with open(os.path.splitext(a.out)[0] + ".dat", "w") as f:
+        f.write("# getbatch %s: %d rounds of %g s; %d CPUs\n" % (time.strftime("%Y-%m-%d", time.gmtime()),
+                                                               a.rounds, a.dur, os.cpu_count()))
+        f.write("# size_bytes size batch python_vs_gateway python_vs_direct curl_vs_direct\n")
+        for i, (sz, batch, p, d, b, cp, cb, _) in enumerate(rows):
+            if i and rows[i - 1][0] != sz:
+                f.write("\n\n")
+            f.write("%d %s %d %.3f %.3f %.3f\n" % (parse_size(sz), sz, batch, b / p, b / d, cb / cp))
 
 
 if __name__ == "__main__":
