@@ -90,7 +90,8 @@ struct http_server {
 	int port;
 	int nworkers;
 	struct worker *workers;
-	pool_t *pool;
+	pool_t *pool;  /* disk work (io.threads) */
+	pool_t *npool; /* work that waits on other nodes (io.net_threads) */
 	atomic_ulong nconns;
 	_Atomic uint64_t buffered; /* HTTP_ROUTE_JSON body bytes reserved, all connections */
 	_Atomic int64_t emfile_logged; /* when the last EMFILE line was logged (s) */
