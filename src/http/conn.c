@@ -332,7 +332,6 @@ static void dispatch(http_conn_t *c)
 	req->has_body = h->has_body;
 	req_begin(c);
 	c->keep_alive = h->keep_alive;
-	c->bstate = BS_FEED;
 
 	if (req->target.len == 0 || (req->target.ptr[0] != '/' && !sv_casestartswith(req->target, "http"))) {
 		http_resp_error(req, 400, "invalid request target");
