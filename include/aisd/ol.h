@@ -144,8 +144,9 @@ typedef struct ol_put {
 	struct tgt_repl *repl;                /* copies streamed as the bytes come (mirror.c) */
 } ol_put_t;
 /* Whether the write's steps wait on other nodes: copies go to other
- * holders, or erasure-coded slices (in a cluster, for a request from
- * outside it). Those steps run on the network pool. */
+ * holders, erasure-coded slices to other targets, or the object to a
+ * remote bucket's remote first (in a cluster, for a request from outside
+ * it). Those steps run on the network pool. */
 bool ol_put_remote(const ol_put_t *p);
 int ol_put_begin(ol_put_t *p);
 int ol_put_write(ol_put_t *p, const void *b, size_t n);

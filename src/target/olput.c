@@ -55,7 +55,7 @@ bool ol_put_remote(const ol_put_t *p)
 	bmd_props_t bp;
 	if (!p->w || !p->w->cluster)
 		return false;
-	return p->w->n > 1 || (ec_props(p->t, p->bck, &bp) && bp.ec_enabled);
+	return p->w->n > 1 || (ec_props(p->t, p->bck, &bp) && (bp.ec_enabled || bp.backend.provider[0]));
 }
 
 int ol_put_begin(ol_put_t *p)
