@@ -27,6 +27,7 @@ typedef struct conf {
 	uint64_t port;            /* listen port */
 	uint64_t workers;         /* event-loop threads; 0 = number of cores */
 	uint64_t io_threads;      /* blocking file work threads */
+	uint64_t net_threads;     /* blocking work waiting on other nodes */
 	uint64_t max_conns;       /* accepted connections at once, all workers (0: derived) */
 	uint64_t max_buffered_body; /* JSON bodies held at once, all connections */
 	uint64_t header_timeout_ms;

@@ -13,8 +13,9 @@
  *  3. Everything the request allocates lives in req->arena and is released
  *     when the response is done; register cleanups there.
  * All handler callbacks run on the request's worker thread; only the work
- * function given to http_offload runs on an I/O pool thread, and while it
- * runs nothing else touches the request.
+ * function given to http_offload (http_offload_net) runs on an I/O
+ * (network) pool thread, and while it runs nothing else touches the
+ * request.
  */
 #ifndef AISD_HTTP_H
 #define AISD_HTTP_H
@@ -121,7 +122,8 @@ typedef struct http_server_opts {
 	const char *host;
 	int port;               /* 0: any free port (see http_server_port) */
 	int workers;            /* event loops */
-	int io_threads;
+	int io_threads;         /* the I/O pool: disk work (0: 4) */
+	int net_threads;        /* the network pool: work waiting on other nodes (0: 16) */
 	uint64_t max_conns;     /* 0: derived from the descriptor limit (fd_reserve kept free) */
 	uint64_t fd_reserve;    /* descriptors kept for files, databases and peers (0: 256) */
 	uint64_t max_buffered;  /* HTTP_ROUTE_JSON bodies held at once, all connections (503 beyond); 0: 256 MiB */
@@ -205,8 +207,13 @@ const char *http_method_name(enum http_method m);
 /* Re-enables reading a paused body (after on_room returned 0). */
 void http_req_resume(http_req_t *req);
 /* Runs work(req) on an I/O pool thread, then done(req) on the request's
- * worker. Nothing may touch req in between. */
+ * worker. Nothing may touch req in between. For work bounded by this
+ * node's disks only. */
 void http_offload(http_req_t *req, http_work_fn work, http_work_fn done);
+/* The same on the network pool: for work that waits on other nodes (calls
+ * to peers, fan-outs, copies sent), so that stalled peers never hold the
+ * I/O pool's threads. */
+void http_offload_net(http_req_t *req, http_work_fn work, http_work_fn done);
 
 /* Response. Set status and headers, then exactly one of the send calls. */
 void http_resp_status(http_req_t *req, int status);

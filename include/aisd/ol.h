@@ -149,6 +149,11 @@ typedef struct ol_put {
 	buf_t msg;                            /* why the copies failed */
 	struct tgt_repl *repl;                /* copies streamed as the bytes come (mirror.c) */
 } ol_put_t;
+/* Whether the write's steps wait on other nodes: copies go to other
+ * holders, erasure-coded slices to other targets, or the object to a
+ * remote bucket's remote first (in a cluster, for a request from outside
+ * it). Those steps run on the network pool. */
+bool ol_put_remote(const ol_put_t *p);
 int ol_put_begin(ol_put_t *p);
 int ol_put_write(ol_put_t *p, const void *b, size_t n);
 /* AIS_OK once committed with its copies; AIS_ERR with errno (EAGAIN: the
@@ -157,7 +162,7 @@ int ol_put_commit(ol_put_t *p);
 void ol_put_free(ol_put_t *p);
 
 /* A request body streamed to a sink: the loop fills one of two buffers
- * while the pool hands the other to the sink, so memory is bounded and a
+ * while a pool thread hands the other to the sink, so memory is bounded and a
  * slow disk stops the socket. The body is read (and 100 Continue sent)
  * only once the sink began. */
 typedef struct ol_stream ol_stream_t;
@@ -180,6 +185,9 @@ struct ol_stream {
 	http_req_t *req; /* set by ol_stream_start */
 	void *arg;      /* the API's own */
 	uint64_t size;  /* payload bytes written */
+	const ol_put_t *put; /* the object write the sink makes, if any: when it
+	                        waits on other nodes (ol_put_remote), its steps
+	                        run on the network pool */
 	void *priv;     /* ol's */
 };
 /* Starts; req->state becomes s until the answer. bufsz 0: store.put_buffer. */

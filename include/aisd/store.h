@@ -138,7 +138,9 @@ int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size
  * and an open(); callable from an event loop. The caller closes *fd. */
 int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		   int *fd, store_meta_t *out);
-/* Records an access time (lazily: at most once per minute per object). */
+/* Records an access time (lazily: at most once per minute per object).
+ * Never waits (callable from an event loop): the store's atime thread
+ * writes the record soon after; store_close writes what is queued. */
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		 const store_meta_t *m);
 int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);

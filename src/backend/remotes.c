@@ -421,6 +421,6 @@ int bk_h_remotes(http_req_t *req)
 		}
 	}
 	req->state = o;
-	http_offload(req, rop_work, rop_done);
+	http_offload_net(req, rop_work, rop_done);
 	return AIS_OK;
 }

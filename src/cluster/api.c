@@ -342,7 +342,7 @@ static void handle_join(http_req_t *req, cluster_t *cl)
 	j->node.state = CMAP_ACTIVE;
 	req->state = j;
 	arena_cleanup_add(req->arena, join_cleanup, j);
-	http_offload(req, join_work, join_done);
+	http_offload_net(req, join_work, join_done);
 out:
 	json_decref(doc);
 }
@@ -567,7 +567,7 @@ static void start_node_action(http_req_t *req, cluster_t *cl, size_t act, const 
 	memcpy(a->sid, sid, sidlen);
 	req->state = a;
 	arena_cleanup_add(req->arena, nact_cleanup, a);
-	http_offload(req, nact_work, nact_done);
+	http_offload_net(req, nact_work, nact_done);
 }
 
 static void handle_node_action(http_req_t *req, cluster_t *cl)

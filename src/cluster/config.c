@@ -150,5 +150,5 @@ void cluster_config_all(http_req_t *req, cluster_t *cl)
 	cluster_read_unlock(cl);
 	req->state = c;
 	arena_cleanup_add(req->arena, cfg_all_cleanup, c);
-	http_offload(req, cfg_all_work, cfg_all_done);
+	http_offload_net(req, cfg_all_work, cfg_all_done);
 }

@@ -501,5 +501,5 @@ void clu_handle_vote(http_req_t *req, cluster_t *cl)
 	}
 	req->state = v;
 	arena_cleanup_add(req->arena, voter_cleanup, v);
-	http_offload(req, voter_work, voter_done);
+	http_offload_net(req, voter_work, voter_done);
 }

@@ -264,6 +264,6 @@ int cluster_stats_cluster(http_req_t *req)
 	struct stats_job *j = arena_zalloc(req->arena, sizeof(*j));
 	req->state = j;
 	arena_cleanup_add(req->arena, stats_cleanup, j);
-	http_offload(req, cluster_work, stats_done);
+	http_offload_net(req, cluster_work, stats_done);
 	return AIS_OK;
 }

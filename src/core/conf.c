@@ -70,6 +70,8 @@ static const struct key keys[] = {
 	 "target: unix socket on which clients on this host get object files as open descriptors "
 	 "(auto: aisd.sock in node.dir, none when net.tls.client_ca is set; off: none; or a path)"},
 	{"io.threads", K_U64, N(io_threads), "8", "threads doing blocking disk work"},
+	{"io.net_threads", K_U64, N(net_threads), "16",
+	 "threads for blocking work that waits on other nodes (fan-outs, forwarded deletes, copies)"},
 	{"store.mountpaths", K_MPATHS, N(mountpaths), "", "comma-separated data directories, one per disk"},
 	{"store.fsync", K_FSYNC, N(fsync), "always",
 	 "always: fsync data, directory and metadata before a PUT is acknowledged; never: leave it to the OS"},
@@ -499,6 +501,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->io_threads == 0 || c->io_threads > 256) {
 		buf_addstr(err, "io.threads must be between 1 and 256");
+		return AIS_ERR;
+	}
+	if (c->net_threads == 0 || c->net_threads > 1024) {
+		buf_addstr(err, "io.net_threads must be between 1 and 1024");
 		return AIS_ERR;
 	}
 	if (c->auth_enabled && !c->auth_secret[0]) {

@@ -508,7 +508,7 @@ static int gw_buckets(http_req_t *req)
 		if (o->pagesize > LIST_PAGE_MAX)
 			o->pagesize = LIST_PAGE_MAX;
 		snprintf(o->query, sizeof(o->query), "%.*s", (int)MIN(req->query.len, sizeof(o->query) - 1), req->query.ptr);
-		http_offload(req, list_work, list_done);
+		http_offload_net(req, list_work, list_done);
 		break;
 	case HTTP_POST:
 		if (action && (!strcmp(action, "prefetch-listrange") || !strcmp(action, "evict-listrange"))) {
@@ -553,7 +553,7 @@ static int gw_buckets(http_req_t *req)
 		}
 		if (o->kind == BOP_SET_PROPS) {
 			o->patch = json_incref(value);
-			http_offload(req, bucket_work, bucket_done);
+			http_offload_net(req, bucket_work, bucket_done);
 			break;
 		}
 		bmd_props_default(&o->props);
@@ -597,7 +597,7 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "%s", o->msg.ptr);
 			break;
 		}
-		http_offload(req, bucket_work, bucket_done);
+		http_offload_net(req, bucket_work, bucket_done);
 		break;
 	}
 	default:
@@ -735,7 +735,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		goto fail;
 	http_server_opts_t o = {
 		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
-		.io_threads = (int)c->io_threads, .max_conns = c->max_conns, .max_buffered = c->max_buffered_body,
+		.io_threads = (int)c->io_threads, .net_threads = (int)c->net_threads, .max_conns = c->max_conns, .max_buffered = c->max_buffered_body,
 		.fd_reserve = 256, /* metadata files, calls to every node */
 		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
 		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,

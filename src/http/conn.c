@@ -64,6 +64,12 @@ static void budget_refuse(http_req_t *req)
 			"bytes): try again", (unsigned long long)req->conn->w->srv->o.max_buffered);
 }
 
+static void refuse(http_conn_t *c, enum body_refusal why)
+{
+	c->bstate = BS_REFUSED;
+	c->refusal = why;
+}
+
 static void body_cb(void *arg, const char *p, size_t n)
 {
 	http_conn_t *c = arg;
@@ -71,24 +77,22 @@ static void body_cb(void *arg, const char *p, size_t n)
 
 	req->body_read += n;
 	uint64_t max = c->w->srv->o.max_body;
-	if (max && req->body_read > max && !c->json_body && !c->too_large) {
-		c->too_large = true; /* answered 413 by conn_drive after this feed */
-		c->discard = true;
-	}
-	if (c->discard) {
+	if (max && req->body_read > max && c->bstate != BS_JSON && c->bstate != BS_REFUSED)
+		refuse(c, BR_MAX_BODY); /* answered by body_step after this feed */
+	if (c->bstate == BS_DISCARD || c->bstate == BS_REFUSED) {
 		c->discarded += n;
 		return;
 	}
-	if (c->json_body) {
+	if (c->bstate == BS_JSON) {
 		if (req->body.len + n > req->route->max_body)
-			c->discard = c->too_large = true; /* over the limit: 413 now */
+			refuse(c, BR_ROUTE_MAX);
 		else if (req->body.len + n > c->reserved && !budget_take(c, req->body.len + n - c->reserved))
-			c->discard = c->too_large = c->over_budget = true; /* 503 now */
+			refuse(c, BR_BUDGET);
 		else
 			buf_add(&req->body, p, n);
 		return;
 	}
-	if (c->resp_started || !req->on_body)
+	if (resp_started(c) || !req->on_body)
 		return;
 	req->on_body(req, p, n);
 }
@@ -409,14 +413,13 @@ static void dispatch(http_conn_t *c)
 			}
 			buf_grow(&req->body, (size_t)req->content_length); /* exactly: no doubling */
 		}
-		c->json_body = true;
-		c->handler_pending = true;
+		c->bstate = BS_JSON;
 		if (h->expect_continue)
 			send_continue(c);
 		return;
 	}
 	if (req->has_body && !(fl & HTTP_ROUTE_BODY))
-		c->discard = true;
+		c->bstate = BS_DISCARD;
 	/* Expect: 100-continue with an empty body: the 100 still comes first.
 	 * RFC 7231 lets a server skip it, but botocore then reuses the final
 	 * status it read while waiting as the next request's status (a
@@ -426,36 +429,41 @@ static void dispatch(http_conn_t *c)
 	if (!authz_body_ok(c))
 		return;
 	call_handler(c);
-	if (!req->has_body || c->resp_started)
+	if (!req->has_body || resp_started(c))
 		return;
 	/* A handler that went to the pool first (a map refresh, say) says
 	 * whether it wants the body when its task is back: until then the body
-	 * stays unread (CS_BODY waits). */
+	 * stays unread (body_step waits, then body_decided). */
 	if (!req->on_body && c->offloaded)
-		c->body_later = true;
+		c->bstate = BS_LATER;
 	else if (!req->on_body)
-		c->discard = true;
+		c->bstate = BS_DISCARD;
 	/* 100 Continue only once the handler asks for the body (on_room > 0),
 	 * so that a handler refusing after blocking work (a full disk, a
 	 * missing bucket) answers before the client sends anything. */
-	if (h->expect_continue && !c->discard && !c->body_later)
+	if (h->expect_continue && c->bstate == BS_FEED)
+		c->continue_due = true;
+}
+
+/* BS_LATER, the handler's task is back: its on_body says whether it wants
+ * the body (a route without HTTP_ROUTE_BODY never does). */
+static void body_decided(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	c->bstate = req->on_body && (req->route->flags & HTTP_ROUTE_BODY) ? BS_FEED : BS_DISCARD;
+	if (req->on_body && c->hp.head.expect_continue)
 		c->continue_due = true;
 }
 
 static void message_end(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
-	c->body_done = true;
-	if (c->handler_pending) {
-		c->handler_pending = false;
-		if (c->json_body && c->discard) {
-			http_resp_error(req, 413, "request body too large (at most %llu bytes)",
-					(unsigned long long)req->route->max_body);
-			return;
-		}
+	bool json = c->bstate == BS_JSON; /* (a refused one was answered already) */
+	c->bstate = BS_DONE;
+	if (json) {
 		if (authz_body_ok(c))
 			call_handler(c);
-	} else if (req->on_body_end && !c->resp_started) {
+	} else if (req->on_body_end && !resp_started(c)) {
 		req->on_body_end(req);
 	}
 }
@@ -482,9 +490,8 @@ static void request_done(http_conn_t *c)
 	req->conn = c;
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
-	c->paused = c->discard = c->json_body = c->handler_pending = c->continue_due = c->body_later = false;
-	c->over_budget = false;
-	c->body_done = false;
+	c->bstate = BS_FEED;
+	c->continue_due = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
 	c->just_answered = true;
@@ -527,197 +534,237 @@ static void linger(http_conn_t *c)
 	conn_close(c);
 }
 
+/* CS_HEAD with nothing left to parse: how long to wait for more (the idle
+ * timeout; for a TLS handshake or a head begun, what is left of the header
+ * timeout, less when stopping: see start_drain). */
+static uint64_t head_wait_ms(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	if (!c->req_start_mono)
+		return c->ssl && !SSL_is_init_finished(c->ssl) ? s->o.header_timeout_ms : s->o.idle_timeout_ms;
+	int64_t left = c->req_start_mono + (int64_t)s->o.header_timeout_ms * 1000000 - time_mono_ns();
+	uint64_t ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
+	return c->w->draining ? MIN(ms, HTTP_DRAIN_HEAD_MS) : ms;
+}
+
+/*
+ * Each state's step (conn_drive runs them): true to go on with the state
+ * it leaves behind, false when the connection waits (its events are set)
+ * or was closed.
+ */
+
+/* CS_HEAD: reads and parses a request head; dispatches it once whole. */
+static bool head_step(http_conn_t *c)
+{
+	hp_event_t ev;
+	if (c->in_off == c->in.len) {
+		/* Right after a response the next request has rarely
+		 * arrived: wait for it instead of a read that fails. */
+		int r = c->just_answered ? AIS_AGAIN : read_more(c);
+		c->just_answered = false;
+		if (r == AIS_AGAIN && c->w->draining && !c->req_start_mono) {
+			conn_close(c); /* stopping: no new requests */
+			return false;
+		}
+		if (r == AIS_AGAIN) {
+			wait_for(c, EV_READ, head_wait_ms(c));
+			return false;
+		}
+		if (r != AIS_OK && c->tls_plain && shutdown(c->fd, SHUT_WR) == 0) {
+			/* refused in plain text: let the client read it */
+			tls_conn_end(c);
+			linger_start(c);
+			return true;
+		}
+		if (r != AIS_OK) {
+			conn_close(c);
+			return false;
+		}
+	}
+	if (!c->req_start_mono)
+		c->req_start_mono = time_mono_ns();
+	c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, c->in.len - c->in_off, &ev);
+	if (ev == HP_HEAD) {
+		c->state = CS_BODY;
+		dispatch(c);
+	} else if (ev == HP_ERROR) {
+		/* nothing more is read: write the error, then close */
+		HM_INC(c->w->st.parse_errors, 1);
+		req_begin(c);
+		c->close_after = true;
+		c->bstate = BS_DONE;
+		c->state = CS_WRITE;
+		http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request");
+	}
+	return true;
+}
+
+/* BS_REFUSED after a feed, not answered yet: 413 (503 over the budget of
+ * buffered bodies); then the connection closes. */
+static void body_refused(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	HM_INC(c->w->st.too_large, 1);
+	c->close_after = true;
+	c->bstate = BS_DONE;
+	if (c->refusal == BR_BUDGET)
+		budget_refuse(req);
+	else if (c->refusal == BR_ROUTE_MAX)
+		http_resp_error(req, 413, "request body too large (at most %llu bytes)",
+				(unsigned long long)req->route->max_body);
+	else
+		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
+				(unsigned long long)c->w->srv->o.max_body);
+	c->state = CS_WRITE;
+}
+
+/* CS_BODY: feeds the body to its reader (bstate) until the message ends
+ * or it is answered; reads only as much as the handler has room for. */
+static bool body_step(http_conn_t *c)
+{
+	http_req_t *req = &c->req;
+	hp_event_t ev;
+	if (resp_started(c) && c->bstate != BS_DONE && req->has_body) {
+		c->close_after = true; /* answered before the body was read: close afterwards */
+		c->state = CS_WRITE;
+		return true;
+	}
+	if (c->bstate == BS_DONE) {
+		c->state = CS_WAIT;
+		return true;
+	}
+	if (c->bstate == BS_LATER && c->offloaded) {
+		wait_for(c, 0, 0);
+		return false;
+	}
+	if (c->bstate == BS_LATER)
+		body_decided(c);
+	if ((c->bstate == BS_DISCARD || c->bstate == BS_REFUSED) && c->discarded > HTTP_DISCARD_MAX) {
+		c->close_after = true;
+		if (!resp_started(c))
+			http_resp_error(req, 413, "request body not accepted here");
+		c->state = CS_WRITE;
+		return true;
+	}
+	size_t limit = SIZE_MAX;
+	if (req->on_room && (c->bstate == BS_FEED || c->bstate == BS_PAUSED) && !resp_started(c)) {
+		limit = req->on_room(req);
+		if (limit == 0) {
+			c->bstate = BS_PAUSED;
+			wait_for(c, 0, 0);
+			return false;
+		}
+	}
+	if (c->continue_due) {
+		c->continue_due = false;
+		if (!resp_started(c))
+			send_continue(c);
+	}
+	if (c->in_off == c->in.len) {
+		int r = read_more(c);
+		if (r == AIS_AGAIN) {
+			wait_for(c, EV_READ, c->w->srv->o.body_timeout_ms);
+			return false;
+		}
+		if (r != AIS_OK) {
+			conn_close(c); /* client went away mid-body */
+			return false;
+		}
+	}
+	size_t avail = c->in.len - c->in_off;
+	c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, MIN(avail, limit), &ev);
+	if (c->bstate == BS_REFUSED && !resp_started(c)) {
+		body_refused(c);
+	} else if (ev == HP_END) {
+		message_end(c);
+	} else if (ev == HP_ERROR) {
+		HM_INC(c->w->st.parse_errors, 1);
+		c->close_after = true;
+		if (!resp_started(c))
+			http_resp_error(req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request body");
+		c->bstate = BS_DONE;
+		c->state = CS_WRITE;
+	}
+	return true;
+}
+
+/* CS_WAIT: the message is read; the handler answers (from the pool, maybe). */
+static bool wait_step(http_conn_t *c)
+{
+	if (!resp_started(c) || c->offloaded) {
+		wait_for(c, 0, 0);
+		return false;
+	}
+	c->state = CS_WRITE;
+	return true;
+}
+
+/* The response is written (ok) or failed and the connection closes: through
+ * CS_LINGER after an error answered while the client was still sending. */
+static bool write_end(http_conn_t *c, bool ok)
+{
+	bool linger = ok && c->close_after && !c->w->draining;
+	if (ok)
+		request_done(c);
+	if (linger && c->ssl)
+		tls_conn_end(c); /* close_notify; what the client still sends is dropped raw */
+	if (linger && shutdown(c->fd, SHUT_WR) == 0) {
+		linger_start(c);
+		return true;
+	}
+	conn_close(c);
+	return false;
+}
+
+/* CS_WRITE: writes the response; then the next request (CS_HEAD), or the
+ * close. After REQS_PER_RUN requests of one run, pipelined ones wait for
+ * the next turn of the loop. */
+static bool write_step(http_conn_t *c, int *served)
+{
+	if (c->offloaded) {
+		wait_for(c, 0, 0);
+		return false;
+	}
+	int r = resp_flush(c);
+	if (r == AIS_AGAIN) {
+		if (c->offloaded || c->rstate == RS_STREAM_WAIT)
+			wait_for(c, 0, 0);
+		else
+			wait_for(c, EV_WRITE, c->w->srv->o.body_timeout_ms);
+		return false;
+	}
+	if (r != AIS_OK || c->close_after || !c->keep_alive || c->bstate != BS_DONE || c->w->draining)
+		return write_end(c, r == AIS_OK);
+	request_done(c);
+	if (++*served >= REQS_PER_RUN && c->in_off < c->in.len) {
+		event_active(c->rev, EV_READ, 0);
+		return false;
+	}
+	return true;
+}
+
 /* Advances the connection until it must wait. */
 static void conn_drive(http_conn_t *c)
 {
-	http_server_t *s = c->w->srv;
 	int served = 0;
-	hp_event_t ev;
-	int r;
-
-	for (;;) {
+	bool go = true;
+	while (go) {
 		switch (c->state) {
 		case CS_HEAD:
-			if (c->in_off == c->in.len) {
-				/* Right after a response the next request has rarely
-				 * arrived: wait for it instead of a read that fails. */
-				r = c->just_answered ? AIS_AGAIN : read_more(c);
-				c->just_answered = false;
-				if (r == AIS_AGAIN) {
-					bool started = c->req_start_mono != 0;
-					if (c->w->draining && !started) {
-						conn_close(c); /* stopping: no new requests */
-						return;
-					}
-					uint64_t ms = s->o.idle_timeout_ms;
-					if (c->ssl && !started && !SSL_is_init_finished(c->ssl))
-						ms = s->o.header_timeout_ms; /* a TLS handshake is part of the head */
-					if (started) {
-						int64_t left = c->req_start_mono +
-							       (int64_t)s->o.header_timeout_ms * 1000000 -
-							       time_mono_ns();
-						ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
-						if (c->w->draining) /* stopping: see start_drain */
-							ms = MIN(ms, HTTP_DRAIN_HEAD_MS);
-					}
-					wait_for(c, EV_READ, ms);
-					return;
-				}
-				if (r != AIS_OK) {
-					if (c->tls_plain && shutdown(c->fd, SHUT_WR) == 0) {
-						/* refused in plain text: let the client read it */
-						tls_conn_end(c);
-						linger_start(c);
-						break;
-					}
-					conn_close(c);
-					return;
-				}
-			}
-			if (!c->req_start_mono)
-				c->req_start_mono = time_mono_ns();
-			c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, c->in.len - c->in_off, &ev);
-			if (ev == HP_HEAD) {
-				c->state = CS_BODY;
-				dispatch(c);
-			} else if (ev == HP_ERROR) {
-				/* nothing more is read: write the error, then close */
-				HM_INC(c->w->st.parse_errors, 1);
-				req_begin(c);
-				c->close_after = true;
-				c->body_done = true;
-				c->state = CS_WRITE;
-				http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request");
-			}
+			go = head_step(c);
 			break;
-
 		case CS_BODY:
-			if (c->resp_started && !c->body_done && c->req.has_body) {
-				/* answered before the body was read: close afterwards */
-				c->close_after = true;
-				c->state = CS_WRITE;
-				break;
-			}
-			if (c->body_done) {
-				c->state = CS_WAIT;
-				break;
-			}
-			if (c->body_later) {
-				if (c->offloaded) {
-					wait_for(c, 0, 0);
-					return;
-				}
-				c->body_later = false;
-				if (!c->req.on_body)
-					c->discard = true;
-				else if (c->hp.head.expect_continue)
-					c->continue_due = true;
-			}
-			if (c->discard && c->discarded > HTTP_DISCARD_MAX && !c->handler_pending) {
-				c->close_after = true;
-				if (!c->resp_started)
-					http_resp_error(&c->req, 413, "request body not accepted here");
-				c->state = CS_WRITE;
-				break;
-			}
-			size_t limit = SIZE_MAX;
-			if (c->req.on_room && !c->discard && !c->json_body && !c->resp_started) {
-				limit = c->req.on_room(&c->req);
-				if (limit == 0) {
-					c->paused = true;
-					wait_for(c, 0, 0);
-					return;
-				}
-			}
-			if (c->continue_due) {
-				c->continue_due = false;
-				if (!c->resp_started)
-					send_continue(c);
-			}
-			if (c->in_off == c->in.len) {
-				r = read_more(c);
-				if (r == AIS_AGAIN) {
-					wait_for(c, EV_READ, s->o.body_timeout_ms);
-					return;
-				}
-				if (r != AIS_OK) {
-					conn_close(c); /* client went away mid-body */
-					return;
-				}
-			}
-			size_t avail = c->in.len - c->in_off;
-			c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, MIN(avail, limit), &ev);
-			if (c->too_large && !c->resp_started) {
-				HM_INC(c->w->st.too_large, 1);
-				c->close_after = true;
-				c->body_done = true;
-				c->handler_pending = false;
-				if (c->over_budget)
-					budget_refuse(&c->req);
-				else if (c->json_body)
-					http_resp_error(&c->req, 413, "request body too large (at most %llu bytes)",
-							(unsigned long long)c->req.route->max_body);
-				else
-					http_resp_error(&c->req, 413, "request body too large (net.max_body is %llu bytes)",
-							(unsigned long long)s->o.max_body);
-				c->state = CS_WRITE;
-			} else if (ev == HP_END) {
-				message_end(c);
-			} else if (ev == HP_ERROR) {
-				HM_INC(c->w->st.parse_errors, 1);
-				c->close_after = true;
-				if (!c->resp_started)
-					http_resp_error(&c->req, c->hp.status, "%s", c->hp.why ? c->hp.why : "bad request body");
-				c->body_done = true;
-				c->state = CS_WRITE;
-			}
+			go = body_step(c);
 			break;
-
 		case CS_WAIT:
-			if (!c->resp_started || c->offloaded) {
-				wait_for(c, 0, 0);
-				return;
-			}
-			c->state = CS_WRITE;
+			go = wait_step(c);
 			break;
-
 		case CS_WRITE:
-			if (c->offloaded) {
-				wait_for(c, 0, 0);
-				return;
-			}
-			r = resp_flush(c);
-			if (r == AIS_AGAIN) {
-				if (c->offloaded || c->stream_wait)
-					wait_for(c, 0, 0);
-				else
-					wait_for(c, EV_WRITE, s->o.body_timeout_ms);
-				return;
-			}
-			if (r != AIS_OK || c->close_after || !c->keep_alive || !c->body_done || c->w->draining) {
-				bool linger = r == AIS_OK && c->close_after && !c->w->draining;
-				if (r == AIS_OK)
-					request_done(c);
-				if (linger && c->ssl)
-					tls_conn_end(c); /* close_notify; what the client still sends is dropped raw */
-				if (linger && shutdown(c->fd, SHUT_WR) == 0) {
-					linger_start(c);
-					break;
-				}
-				conn_close(c);
-				return;
-			}
-			request_done(c);
-			if (++served >= REQS_PER_RUN && c->in_off < c->in.len) {
-				event_active(c->rev, EV_READ, 0);
-				return;
-			}
+			go = write_step(c, &served);
 			break;
-
 		case CS_LINGER:
 			linger(c);
 			return;
-
 		case CS_CLOSED:
 			return;
 		}
@@ -752,9 +799,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	http_conn_t *c = arg;
 	if ((c->state != CS_HEAD && c->state != CS_LINGER) || c->req_start_mono)
 		HM_INC(c->w->st.timeouts, 1); /* not an idle or lingering connection */
-	if (c->state == CS_HEAD && c->req_start_mono && !c->resp_started) {
+	if (c->state == CS_HEAD && c->req_start_mono && !resp_started(c)) {
 		c->close_after = true;
-		c->body_done = true;
+		c->bstate = BS_DONE;
 		c->state = CS_WRITE;
 		/* written at once through conn_run; c may be freed after this */
 		http_resp_error(&c->req, 408, "request head not received in time");
@@ -769,9 +816,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 void http_req_resume(http_req_t *req)
 {
 	http_conn_t *c = req->conn;
-	if (!c->paused)
+	if (c->bstate != BS_PAUSED)
 		return;
-	c->paused = false;
+	c->bstate = BS_FEED;
 	conn_run(c);
 }
 

@@ -90,7 +90,8 @@ struct http_server {
 	int port;
 	int nworkers;
 	struct worker *workers;
-	pool_t *pool;
+	pool_t *pool;  /* disk work (io.threads) */
+	pool_t *npool; /* work that waits on other nodes (io.net_threads) */
 	atomic_ulong nconns;
 	_Atomic uint64_t buffered; /* HTTP_ROUTE_JSON body bytes reserved, all connections */
 	_Atomic int64_t emfile_logged; /* when the last EMFILE line was logged (s) */
@@ -118,9 +119,42 @@ struct http_server {
  *   CS_CLOSED socket closed; freed when no offload is in flight
  * conn_run() is the only driver: every event (readable, writable, timer,
  * offload completion, resume, response ready) calls it, and it advances
- * states until it must wait.
+ * states until it must wait; each state's step is one function of conn.c.
  */
 enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
+
+/*
+ * The request body's reader (c->bstate), one line each:
+ *   BS_FEED    bytes go to the handler's on_body, as much as its on_room
+ *              allows (dropped once it answered); also between requests
+ *   BS_PAUSED  on_room said 0: nothing is read until http_req_resume
+ *   BS_LATER   the handler went to the pool before saying whether it wants
+ *              the body: nothing is read until its task is back
+ *   BS_JSON    buffered into req->body (HTTP_ROUTE_JSON, within the
+ *              server's budget); the handler runs at the message end
+ *   BS_DISCARD unwanted: read and dropped, up to HTTP_DISCARD_MAX, then 413
+ *   BS_REFUSED over a limit (c->refusal says which): dropped; answered 413
+ *              (503 over the budget) after the feed that found it, then close
+ *   BS_DONE    the message was read to its end, or no more of it will be
+ */
+enum body_state { BS_FEED, BS_PAUSED, BS_LATER, BS_JSON, BS_DISCARD, BS_REFUSED, BS_DONE };
+enum body_refusal {
+	BR_MAX_BODY,  /* the body passed net.max_body: 413 */
+	BR_ROUTE_MAX, /* a JSON body passed its route's max_body: 413 */
+	BR_BUDGET,    /* a JSON body did not fit net.max_buffered_body: 503 */
+};
+
+/*
+ * The response writer (c->rstate), one line each:
+ *   RS_IDLE         no response begun
+ *   RS_SENDING      head and body are being written
+ *   RS_STREAM_AGAIN a stream's fill had nothing more after earlier pieces
+ *                   of this write: once they are out, RS_STREAM_WAIT
+ *   RS_STREAM_WAIT  waiting for http_resp_stream_wake (a wake that comes
+ *                   in RS_STREAM_AGAIN makes it RS_SENDING at once)
+ *   RS_STREAM_END   the fill ended: what is buffered is the rest
+ */
+enum resp_state { RS_IDLE, RS_SENDING, RS_STREAM_AGAIN, RS_STREAM_WAIT, RS_STREAM_END };
 
 enum resp_kind { RB_NONE, RB_MEM, RB_FILE, RB_STREAM };
 
@@ -130,20 +164,14 @@ struct http_conn {
 	int fd;
 	struct event *rev, *wev, *tev;
 	enum conn_state state;
+	enum body_state bstate;
+	enum body_refusal refusal; /* BS_REFUSED: why */
 	bool running, again;   /* conn_run re-entry guard */
 	bool offloaded;        /* a pool task holds the request */
-	bool paused;           /* body reading paused by the handler */
 	bool keep_alive;
 	bool close_after;      /* close once the response is written */
-	bool body_done;        /* request message fully read */
-	bool discard;          /* body unwanted: drain and drop */
-	bool json_body;        /* body buffered for a JSON route */
-	bool handler_pending;  /* JSON route: handler runs at message end */
 	bool just_answered;    /* a response was just completed */
 	bool continue_due;     /* Expect: 100-continue: send it when the body is first wanted */
-	bool body_later;       /* the handler went to the pool before saying whether it wants the body */
-	bool too_large;        /* streamed body passed net.max_body: 413 and close */
-	bool over_budget;      /* a JSON body did not fit net.max_buffered_body: 503 and close */
 	uint64_t reserved;     /* bytes of the server's buffered budget this request holds */
 	struct ssl_st *ssl;    /* HTTPS: the connection's TLS state (tls.c); NULL: plain */
 	short tls_want;        /* HTTPS: the direction the last SSL call waits for */
@@ -165,9 +193,9 @@ struct http_conn {
 	http_req_t req;
 
 	/* response */
+	enum resp_state rstate;
 	int status;
 	buf_t rhdrs;      /* extra header lines */
-	bool resp_started;
 	bool head_only;   /* HEAD request or status without body */
 	enum resp_kind kind;
 	buf_t out;        /* bytes to write: head, memory body, chunks */
@@ -186,8 +214,7 @@ struct http_conn {
 	size_t spoff;
 	buf_t after;       /* RB_STREAM: chunk framing that follows a pending spiece */
 	size_t after_off;
-	bool chunked, stream_eof, stream_wait;
-	bool stream_again; /* fill said AIS_AGAIN after earlier pieces of this write: wait once they are out */
+	bool chunked;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
 	uint64_t bytes_out;
@@ -215,6 +242,8 @@ static inline ssize_t conn_send(http_conn_t *c, const void *p, size_t n)
 {
 	return c->ssl ? tls_write(c, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
 }
+
+static inline bool resp_started(const http_conn_t *c) { return c->rstate != RS_IDLE; }
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local);
 void conn_run(http_conn_t *c);

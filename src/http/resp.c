@@ -53,13 +53,13 @@ void resp_reset(http_conn_t *c)
 	c->fill = NULL;
 	c->sfile = false;
 	c->stream_sized = false;
-	c->chunked = c->stream_eof = c->stream_wait = c->stream_again = false;
+	c->chunked = false;
 	c->spend = false;
 	c->spoff = 0;
 	c->after_off = 0;
 	buf_reset(&c->after);
 	c->status = 0;
-	c->resp_started = false;
+	c->rstate = RS_IDLE;
 	c->head_only = false;
 	c->kind = RB_NONE;
 	c->out_off = 0;
@@ -73,7 +73,7 @@ void resp_reset(http_conn_t *c)
 }
 
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
-bool http_resp_started(const http_req_t *req) { return req->conn->resp_started; }
+bool http_resp_started(const http_req_t *req) { return resp_started(req->conn); }
 
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 {
@@ -97,10 +97,10 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 	bool nobody_status = st < 200 || st == 204 || st == 304;
 
 	c->status = st;
-	c->resp_started = true;
+	c->rstate = RS_SENDING;
 	if (c->req.method == HTTP_HEAD || nobody_status)
 		c->head_only = true;
-	if (c->req.has_body && !c->body_done && !c->handler_pending)
+	if (c->req.has_body && c->bstate != BS_DONE && c->bstate != BS_JSON)
 		c->close_after = true;
 	if (c->hp.head.http_minor == 0 && chunked) {
 		chunked = false; /* HTTP/1.0: end of body = close */
@@ -130,7 +130,7 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 static bool begin(http_req_t *req, enum resp_kind kind)
 {
 	http_conn_t *c = req->conn;
-	if (c->resp_started) {
+	if (resp_started(c)) {
 		log_errx("response sent twice for %.*s", (int)MIN(req->target.len, 256), req->target.ptr);
 		return false;
 	}
@@ -247,13 +247,13 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
 void http_resp_stream_wake(http_req_t *req)
 {
 	http_conn_t *c = req->conn;
-	if (c->stream_again) { /* woken before its wait began: fill runs next */
-		c->stream_again = false;
+	if (c->rstate == RS_STREAM_AGAIN) { /* woken before its wait began: fill runs next */
+		c->rstate = RS_SENDING;
 		return;
 	}
-	if (!c->stream_wait)
+	if (c->rstate != RS_STREAM_WAIT)
 		return;
-	c->stream_wait = false;
+	c->rstate = RS_SENDING;
 	conn_run(c);
 }
 
@@ -488,14 +488,14 @@ static int stream_piece(http_conn_t *c)
 		return AIS_ERR;
 	}
 	if (r == AIS_DONE) {
-		c->stream_eof = true;
+		c->rstate = RS_STREAM_END;
 		if (c->chunked)
 			buf_addstr(tail, "0\r\n\r\n");
 	} else if (r == AIS_AGAIN && c->out.len == c->out_off && !c->spend) {
-		c->stream_wait = true;
+		c->rstate = RS_STREAM_WAIT;
 		return AIS_AGAIN;
 	} else if (r == AIS_AGAIN && !piece.len) {
-		c->stream_again = true; /* earlier pieces go out first, then wait */
+		c->rstate = RS_STREAM_AGAIN; /* earlier pieces go out first, then wait */
 	}
 	return r;
 }
@@ -508,7 +508,7 @@ static int stream_step(http_conn_t *c)
 	for (int i = 0; i < 16; i++) {
 		int r = stream_piece(c);
 		if (r != AIS_OK || c->sfile || c->spend || c->out.len - c->out_off >= HTTP_PIECE_REF)
-			return r == AIS_ERR || (r == AIS_AGAIN && c->stream_wait) ? r : AIS_OK;
+			return r == AIS_ERR || (r == AIS_AGAIN && c->rstate == RS_STREAM_WAIT) ? r : AIS_OK;
 	}
 	return AIS_OK;
 }
@@ -640,11 +640,10 @@ int resp_flush(http_conn_t *c)
 				}
 				stream_file_end(c); /* its CRLF joins the next piece */
 			}
-			if (c->stream_eof)
+			if (c->rstate == RS_STREAM_END)
 				return AIS_OK;
-			if (c->stream_again) {
-				c->stream_again = false;
-				c->stream_wait = true;
+			if (c->rstate == RS_STREAM_AGAIN) {
+				c->rstate = RS_STREAM_WAIT;
 				return AIS_AGAIN;
 			}
 			r = stream_step(c);

@@ -4,8 +4,11 @@
  * for completions from the I/O pool, and the shared connection limit.
  *
  * Guarantees: a connection lives on one worker for its whole life; a
- * request handed to the I/O pool is completed on its own worker; nothing
- * blocks an event loop on disk (blocking work goes through http_offload).
+ * request handed to a pool is completed on its own worker; nothing blocks
+ * an event loop on disk (blocking work goes through http_offload). Two
+ * pools: the I/O pool runs work bounded by this node's disks, the network
+ * pool (http_offload_net) work that waits on other nodes, so peers that
+ * stall or die can fill only the latter, never delay a PUT's commit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -315,19 +318,29 @@ static void offload_main(pool_task_t *t)
 	(void)n;
 }
 
-void conn_offload(http_conn_t *c, http_work_fn work, http_work_fn done)
+static void offload_to(http_conn_t *c, pool_t *pool, http_work_fn work, http_work_fn done)
 {
 	if (c->offloaded)
 		fatalx("two offloads in flight on one request");
 	c->offloaded = true;
 	c->req.work_fn = work;
 	c->req.done_fn = done;
-	pool_submit(c->w->srv->pool, &c->req.task, offload_main);
+	pool_submit(pool, &c->req.task, offload_main);
+}
+
+void conn_offload(http_conn_t *c, http_work_fn work, http_work_fn done)
+{
+	offload_to(c, c->w->srv->pool, work, done);
 }
 
 void http_offload(http_req_t *req, http_work_fn work, http_work_fn done)
 {
-	conn_offload(req->conn, work, done);
+	offload_to(req->conn, req->conn->w->srv->pool, work, done);
+}
+
+void http_offload_net(http_req_t *req, http_work_fn work, http_work_fn done)
+{
+	offload_to(req->conn, req->conn->w->srv->npool, work, done);
 }
 
 static void *worker_main(void *arg)
@@ -434,6 +447,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		}
 	}
 	s->pool = pool_new(o->io_threads > 0 ? o->io_threads : 4, "io");
+	s->npool = pool_new(o->net_threads > 0 ? o->net_threads : 16, "net");
 	for (int i = 0; i < s->nworkers; i++) {
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]))
 			fatal("pthread_create");
@@ -510,6 +524,7 @@ void http_server_free(http_server_t *s)
 		pthread_join(s->workers[i].thread, NULL);
 	/* Let in-flight blocking work finish; its completions are dropped below. */
 	pool_destroy(s->pool);
+	pool_destroy(s->npool);
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
 		while (w->conns) {

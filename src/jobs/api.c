@@ -189,7 +189,7 @@ static int cjob_start(http_req_t *req, const char *method, const char *body, con
 		j->kind = kind;
 	req->state = j;
 	arena_cleanup_add(req->arena, cjob_cleanup, j);
-	http_offload(req, cjob_work, cjob_done);
+	http_offload_net(req, cjob_work, cjob_done);
 	return AIS_OK;
 }
 

@@ -128,7 +128,7 @@ static void object_set(s3_rq_t *r, const s3acl_t *acl)
 	}
 	r->op = o;
 	r->http->state = r;
-	http_offload(r->http, objacl_work, objacl_done);
+	s3_offload(r, objacl_work, objacl_done); /* every copy: the network pool in a cluster */
 }
 
 static void put_body(s3_rq_t *r, buf_t *body)

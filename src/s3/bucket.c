@@ -338,7 +338,7 @@ void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl)
 	memcpy(o->props.s3acl, t.ptr ? t.ptr : "", t.len);
 	buf_free(&t);
 	r->http->state = r;
-	http_offload(r->http, bop_work, bop_done);
+	s3_offload(r, bop_work, bop_done);
 }
 
 static void create_body(s3_rq_t *r, buf_t *body)
@@ -378,7 +378,7 @@ static void create_body(s3_rq_t *r, buf_t *body)
 	if (owner_acl(r, &o->props) != AIS_OK)
 		return;
 	r->http->state = r;
-	http_offload(r->http, bop_work, bop_done);
+	s3_offload(r, bop_work, bop_done);
 }
 
 /* CreateBucket of an existing bucket (see the top). */
@@ -484,7 +484,7 @@ int s3_bucket(s3_rq_t *r)
 	}
 	case HTTP_DELETE:
 		bop_new(r, false);
-		http_offload(req, bop_work, bop_done);
+		s3_offload(r, bop_work, bop_done);
 		return AIS_OK;
 	case HTTP_GET:
 		break;

@@ -482,7 +482,7 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 			return AIS_OK;
 		}
 	}
-	http_offload(req, cp_work, cp_done);
+	s3_offload(r, cp_work, cp_done);
 	return AIS_OK;
 }
 
@@ -510,6 +510,6 @@ int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src)
 		}
 		c->has_range = true;
 	}
-	http_offload(req, cp_work, cp_done);
+	s3_offload(r, cp_work, cp_done);
 	return AIS_OK;
 }

@@ -98,7 +98,7 @@ static void md_body(s3_rq_t *r, buf_t *body)
 		return;
 	}
 	r->http->state = r;
-	http_offload(r->http, md_work, md_done);
+	s3_offload(r, md_work, md_done);
 }
 
 int s3_delete_objects(s3_rq_t *r)

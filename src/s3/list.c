@@ -480,6 +480,6 @@ int s3_list_objects(s3_rq_t *r, int version)
 		l->start = l->marker;
 	}
 	s3_owner_xml(r, &l->owner, "Owner");
-	http_offload(req, lst_work, lst_done);
+	s3_offload(r, lst_work, lst_done);
 	return AIS_OK;
 }

@@ -609,7 +609,8 @@ static void complete_body(s3_rq_t *r, buf_t *body)
 		return;
 	}
 	r->http->state = r;
-	http_offload(r->http, complete_work, mpu_answer);
+	ol_put_t probe = {.t = r->http->ctx, .bck = r->bucket, .obj = r->key, .w = r->where};
+	(ol_put_remote(&probe) ? http_offload_net : http_offload)(r->http, complete_work, mpu_answer);
 }
 
 /* --- UploadPart ------------------------------------------------------------------ */

@@ -195,6 +195,7 @@ static int put_object(s3_rq_t *r)
 	s->op.w = r->where;
 	p->ops = &obj_ops;
 	p->sink = s;
+	p->s.put = &s->op;
 	s3_put_start(r, p);
 	return AIS_OK;
 }
@@ -241,7 +242,7 @@ int s3_object(s3_rq_t *r)
 		return put_object(r);
 	case HTTP_DELETE:
 		r->op = arena_zalloc(req->arena, sizeof(struct del));
-		http_offload(req, del_work, del_done);
+		s3_offload(r, del_work, del_done);
 		return AIS_OK;
 	default:
 		s3_error(r, "MethodNotAllowed", NULL);

@@ -504,7 +504,7 @@ static int s3_route(s3_rq_t *r, bool may_doubt)
 		return s3_serve(r);
 	case OL_DOUBT:
 		/* maybe this target's map is older than the sender's */
-		http_offload(req, refresh_work, refresh_done);
+		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;
 	case OL_OWNER:
 		return s3_proxy(r, r->where->owner_intra, r->where->hops + 1);

@@ -47,6 +47,14 @@ typedef struct s3_rq {
 	unsigned obj_need;
 } s3_rq_t;
 
+/* Starts blocking work that, in a cluster, calls other nodes (fan-outs,
+ * forwarded deletes, copies, bucket changes through the primary): there on
+ * the network pool, on a standalone target on the I/O pool. */
+static inline void s3_offload(s3_rq_t *r, http_work_fn work, http_work_fn done)
+{
+	(r->node.cl ? http_offload_net : http_offload)(r->http, work, done);
+}
+
 /* The node's S3 authentication settings (s3_init). */
 extern s3_authcfg_t s3_cfg;
 /* A body decoder for r (aws-chunked, payload hash, Content-MD5,

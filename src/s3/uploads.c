@@ -266,6 +266,6 @@ int s3_mpu_list_uploads(s3_rq_t *r)
 		return AIS_OK;
 	}
 	l->max = max > 1000 ? 1000 : (size_t)max;
-	http_offload(req, lu_work, lu_done);
+	s3_offload(r, lu_work, lu_done);
 	return AIS_OK;
 }

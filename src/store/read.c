@@ -104,36 +104,6 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 	return rc;
 }
 
-void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
-		 const store_meta_t *m)
-{
-	int64_t now = time_now_ns();
-	if (m && now - m->atime_ns < STORE_ATIME_LAZY_NS)
-		return;
-	store_rd(s);
-	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
-	buf_t k = BUF_INIT, v = BUF_INIT;
-	store_rec_t r;
-	store_key_obj(&k, bck, blen, obj, olen);
-	/* under the mutex: a commit in between must not be overwritten by a
-	 * record of the older gen */
-	pthread_mutex_lock(&mp->commit_mu);
-	if (store_rec_get(s, mp, &k, &r) == AIS_OK && now - r.m.atime_ns >= STORE_ATIME_LAZY_NS) {
-		char *err = NULL;
-		r.m.atime_ns = now;
-		store_rec_encode(&v, &r);
-		leveldb_put(mp->db, s->wo_lazy, k.ptr, k.len, v.ptr, v.len, &err);
-		if (err) {
-			log_warnx("%s: leveldb put (atime): %s", mp->path, err);
-			leveldb_free(err);
-		}
-	}
-	pthread_mutex_unlock(&mp->commit_mu);
-	store_unrd(s);
-	buf_free(&k);
-	buf_free(&v);
-}
-
 int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,
 		     const char *custom)
 {

@@ -258,7 +258,8 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	 * commit that holds a commit mutex may take it while a detach waits */
 	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL) ||
 	    pthread_rwlock_init(&s->mp_rw, NULL) || pthread_mutex_init(&s->mp_mu, NULL) ||
-	    pthread_mutex_init(&s->bucket_mu, NULL) || pthread_mutex_init(&s->tidx_mu, NULL))
+	    pthread_mutex_init(&s->bucket_mu, NULL) || pthread_mutex_init(&s->tidx_mu, NULL) ||
+	    pthread_mutex_init(&s->at_mu, NULL) || pthread_cond_init(&s->at_cond, NULL))
 		fatalx("pthread init");
 	for (int i = 0; i < c->n_mountpaths; i++) {
 		for (int j = 0; j < i; j++)
@@ -286,6 +287,10 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 		buf_addf(err, "store: cannot start the reconcile thread");
 		goto out_close;
 	}
+	if (store_atime_start(s) != AIS_OK) {
+		buf_addf(err, "store: cannot start the atime thread");
+		goto out_close;
+	}
 	*out = s;
 	return AIS_OK;
 out_close:
@@ -300,6 +305,7 @@ void store_close(store_t *s)
 		return;
 	store_mpcheck_stop(s);
 	store_reconcile_stop(s);
+	store_atime_stop(s);
 	for (int i = 0; i < s->n_mp; i++)
 		if (s->mp[i].state != MP_OFF)
 			store_mp_close(&s->mp[i]);
@@ -312,6 +318,8 @@ void store_close(store_t *s)
 	pthread_rwlock_destroy(&s->mp_rw);
 	pthread_mutex_destroy(&s->mp_mu);
 	pthread_mutex_destroy(&s->bucket_mu);
+	pthread_mutex_destroy(&s->at_mu);
+	pthread_cond_destroy(&s->at_cond);
 	store_tidx_cache_free(s);
 	pthread_mutex_destroy(&s->tidx_mu);
 	free(s);

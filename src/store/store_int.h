@@ -35,6 +35,7 @@
 #define STORE_TIDX_FORMAT 1       /* first byte of a tar index */
 #define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
 #define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
+#define STORE_ATIME_QUEUE 4096 /* access times waiting to be written, at most */
 #define STORE_PATH_MAX 1200
 #define STORE_GEN_RESERVE (1ULL << 24) /* gens reserved per LevelDB write */
 
@@ -113,6 +114,13 @@ struct store {
 	leveldb_writeoptions_t *wo_lazy;   /* never sync (atime) */
 	leveldb_readoptions_t *ro;         /* point lookups */
 	leveldb_readoptions_t *ro_scan;    /* scans: do not fill the cache */
+	/* Access times waiting for the atime thread (atime.c). */
+	pthread_t at_thread;
+	bool at_started, at_stop;
+	pthread_mutex_t at_mu;
+	pthread_cond_t at_cond;
+	struct store_atime *at_head, *at_tail;
+	size_t at_n;
 	/* Start-up reconcile (reconcile.c). */
 	pthread_t rc_thread;
 	bool rc_started;
@@ -147,6 +155,9 @@ void store_mp_fault(store_t *s, store_mp_t *mp, const char *why);
 /* The check thread: started by store_open, stopped by store_close. */
 int store_mpcheck_start(store_t *s);
 void store_mpcheck_stop(store_t *s);
+/* atime.c: the thread that writes the access times store_touch queues. */
+int store_atime_start(store_t *s);
+void store_atime_stop(store_t *s);
 /* The first active slot becomes the bucket slot. Caller holds mp_mu. */
 void store_pick_bmp(store_t *s);
 int store_count_state(store_t *s, int state);

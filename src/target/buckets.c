@@ -365,7 +365,8 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		http_resp_error(req, 503, "%s", b->msg.ptr);
 		return AIS_OK;
 	}
-	http_offload(req, list_work, list_done);
+	/* a remote bucket's listing asks its remote */
+	(b->bk && !b->cached_only ? http_offload_net : http_offload)(req, list_work, list_done);
 	return AIS_OK;
 }
 

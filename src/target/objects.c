@@ -402,6 +402,7 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 	s = arena_zalloc(req->arena, sizeof(*s));
 	s->ops = &put_ops;
 	s->arg = p;
+	s->put = p;
 	ol_stream_start(req, s);
 	return AIS_OK;
 }
@@ -522,13 +523,13 @@ static int objects(http_req_t *req, bool may_doubt)
 	store_bucket_t sb;
 	if (may_doubt && t->base.cl && store_bucket_get(t->store, bck.ptr, bck.len, &sb) != AIS_OK) {
 		/* maybe created after this target's last BMD (it joined a moment ago) */
-		http_offload(req, refresh_work, refresh_done);
+		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;
 	}
 	ol_where_t *w = arena_zalloc(req->arena, sizeof(*w));
 	enum ol_route r = ol_where(req, t, bck, obj, req->method == HTTP_PUT || req->method == HTTP_DELETE, may_doubt, w);
 	if (r == OL_DOUBT) {
-		http_offload(req, refresh_work, refresh_done);
+		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;
 	}
 	if (r != OL_HERE) {
@@ -558,7 +559,8 @@ static int objects(http_req_t *req, bool may_doubt)
 		d->bck = bck;
 		d->obj = obj;
 		req->state = d;
-		http_offload(req, del_work, del_done);
+		/* every copy: the other holders are called */
+		(d->all ? http_offload_net : http_offload)(req, del_work, del_done);
 		return AIS_OK;
 	}
 	default:

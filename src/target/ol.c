@@ -15,7 +15,7 @@
  *     header (OL_HOP_HDR).
  *  3. ol_open serves the copy here when it is there and (with OL_VERIFY)
  *     matches its checksum; else, in a cluster, it fetches a good copy on
- *     the I/O pool (mirror.c tgt_fetch: other holders, previous holders,
+ *     the network pool (mirror.c tgt_fetch: other holders, previous holders,
  *     every other target) and opens that, once; in an erasure-coded
  *     bucket, when no target has a whole copy, it rebuilds one from the
  *     object's slices (ec.c) and opens that.
@@ -288,7 +288,8 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	o->arg = arg;
 	arena_cleanup_add(req->arena, olo_cleanup, o);
 	req->state = o;
-	http_offload(req, olo_work, olo_done);
+	/* a fetch (no copy here) or a remote bucket waits on other nodes */
+	(fd < 0 || bk ? http_offload_net : http_offload)(req, olo_work, olo_done);
 }
 
 void ol_open_failed(http_req_t *req, sv_t bck, sv_t obj, int err, const char *msg)

@@ -27,6 +27,10 @@
  *     before the whole copy here commits.
  *     Then a tar shard is indexed, and an object committed under a map
  *     older than the one installed meanwhile is handed to the rebalance.
+ *  5. The steps of a write that sends copies or slices (ol_put_remote) run
+ *     on the network pool, the others on the I/O pool: a stalled holder
+ *     delays only the writes that wait on it, never another write's
+ *     commit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +49,14 @@
 #include "aisd/banned.h"
 
 /* --- the object write ---------------------------------------------------------- */
+
+bool ol_put_remote(const ol_put_t *p)
+{
+	bmd_props_t bp;
+	if (!p->w || !p->w->cluster)
+		return false;
+	return p->w->n > 1 || (ec_props(p->t, p->bck, &bp) && (bp.ec_enabled || bp.backend.provider[0]));
+}
 
 int ol_put_begin(ol_put_t *p)
 {
@@ -168,8 +180,17 @@ struct pipe {
 	bool ended;   /* the body is whole and accepted */
 	bool opened;  /* the sink began: the body is wanted */
 	bool committing, failed;
+	bool net;     /* the steps wait on other nodes: the network pool */
 	int err;      /* errno of the failed pool step */
 };
+
+static void io_done(http_req_t *req);
+
+static void offload(http_req_t *req, http_work_fn work)
+{
+	struct pipe *q = ((ol_stream_t *)req->state)->priv;
+	(q->net ? http_offload_net : http_offload)(req, work, io_done);
+}
 
 static void pipe_cleanup(void *arg)
 {
@@ -242,11 +263,11 @@ static void step(http_req_t *req)
 		q->wbuf = q->cur;
 		q->cur ^= 1;
 		q->busy = true;
-		http_offload(req, write_work, io_done);
+		offload(req, write_work);
 	} else if (q->ended) {
 		q->busy = true;
 		q->committing = true;
-		http_offload(req, commit_work, io_done);
+		offload(req, commit_work);
 	}
 }
 
@@ -313,8 +334,9 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	req->on_body = on_body;
 	req->on_room = on_room;
 	req->on_body_end = on_end;
+	q->net = s->put && ol_put_remote(s->put);
 	q->busy = true;
-	http_offload(req, begin_work, io_done);
+	offload(req, begin_work);
 	if (!req->has_body)
 		on_end(req); /* no body at all: checked now, committed after begin */
 }

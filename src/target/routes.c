@@ -211,6 +211,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.port = (int)c->port,
 		.workers = (int)c->workers,
 		.io_threads = (int)c->io_threads,
+		.net_threads = (int)c->net_threads,
 		.max_conns = c->max_conns,
 		.max_buffered = c->max_buffered_body,
 		/* object files and peer calls, and per mountpath LevelDB's table files */

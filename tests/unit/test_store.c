@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,58 @@ START_TEST(test_tombstones)
 	ck_assert_int_eq(store_tomb_put(s, BCK("b"), BCK("y"), time_now_ns()), AIS_OK);
 	ck_assert(store_tomb_get(s, BCK("b"), BCK("y")) == 0);
 	store_close(s);
+}
+END_TEST
+
+/*
+ * store_touch is called on event loops: it must not wait for a commit in
+ * progress, which holds its mountpath's commit mutex across its synced
+ * LevelDB write. The overwrite below is held inside that mutex (in the
+ * unlink of the old gen) while store_touch runs.
+ */
+static atomic_int g_hold_unlink; /* 1: the next unlink waits; 2: one is waiting */
+static int (*g_real_unlink)(const char *path);
+
+static int held_unlink(const char *path)
+{
+	int one = 1;
+	if (atomic_compare_exchange_strong(&g_hold_unlink, &one, 2))
+		for (int i = 0; i < 300 && atomic_load(&g_hold_unlink) == 2; i++)
+			usleep(10000); /* at most 3 s */
+	return g_real_unlink(path);
+}
+
+static void *overwrite_main(void *arg)
+{
+	put_ok(arg, "b", "obj", "new", 3, NULL);
+	return NULL;
+}
+
+START_TEST(test_touch_during_commit)
+{
+	store_t *s = open_store();
+	store_meta_t m;
+	pthread_t th;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "obj", "old", 3, &m);
+	g_real_unlink = store_io.unlink;
+	store_io.unlink = held_unlink;
+	atomic_store(&g_hold_unlink, 1);
+	ck_assert_int_eq(pthread_create(&th, NULL, overwrite_main, s), 0);
+	for (int i = 0; i < 1000 && atomic_load(&g_hold_unlink) != 2; i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&g_hold_unlink), 2); /* the commit is in its mutex now */
+	m.atime_ns = 0; /* due for an update */
+	int64_t t0 = time_mono_ns();
+	store_touch(s, BCK("b"), BCK("obj"), &m);
+	int64_t took = time_mono_ns() - t0;
+	atomic_store(&g_hold_unlink, 0);
+	pthread_join(th, NULL);
+	store_io.unlink = g_real_unlink;
+	ck_assert_msg(took < 500000000, "store_touch waited %.3f s for a commit", (double)took / 1e9);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("obj"), &m), AIS_OK);
+	ck_assert_uint_eq(m.version, 2);
+	store_close(s); /* writes the queued update */
 }
 END_TEST
 
@@ -1204,6 +1257,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_overwrite_delete);
 	tcase_add_test(tc, test_tombstones);
+	tcase_add_test(tc, test_touch_during_commit);
 	tcase_add_test(tc, test_old_reader_during_overwrite);
 	tcase_add_test(tc, test_concurrent_overwrite_read);
 	tcase_add_test(tc, test_list);
