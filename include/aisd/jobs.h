@@ -14,7 +14,10 @@
  *  3. a target in maintenance (without drain), or not in the map at all
  *     (not joined yet, or dropped after failing health checks: it comes
  *     back), keeps its data and walks nothing; a decommissioned one, and
- *     one in maintenance with drain, is no holder and moves everything off.
+ *     one in maintenance with drain, is no holder and moves everything off;
+ *  4. after a bucket's objects, the walk places its erasure-coded slices
+ *     here (ec_place_slice: moved to a holder that lacks them, dropped
+ *     once a holder has them, the owner's whole copy rebuilt).
  * A run starts on every change of placement (place_changed), of a
  * bucket's copies, on request, and at start-up when the marker file
  * DIR/rebalance.marker says a run was interrupted; a newer change restarts

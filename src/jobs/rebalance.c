@@ -70,6 +70,8 @@ struct item {
 struct page {
 	reb_t *r;
 	uint64_t gen;
+	uint64_t cmap_v; /* the run's map */
+	bool slices;     /* b's erasure-coded slices here, not its objects */
 	const struct bucket *b;
 	struct item *items;
 	size_t n;
@@ -166,6 +168,26 @@ out:
 	buf_free(&msg);
 }
 
+/* A slice of b's object obj here: moved to a holder, or dropped, if this
+ * target is not one of its holders (ec.c rules 6, 7). */
+static void do_slice(reb_t *r, const struct bucket *b, uint64_t cmap_v, const char *obj, size_t olen)
+{
+	buf_t msg = BUF_INIT;
+	uint64_t bytes = 0;
+	int rc = ec_place_slice(r->t, &b->props, b->name, strlen(b->name), obj, olen, cmap_v, &bytes, &msg);
+	if (rc == AIS_ERR)
+		note_error(r, "%.*s: slice: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.walked++;
+	if (rc == EC_SLICE_MOVED) {
+		r->jr.st.moved++;
+		r->jr.st.moved_bytes += bytes;
+	}
+	r->jr.st.deleted += rc == EC_SLICE_MOVED || rc == EC_SLICE_DROPPED;
+	pthread_mutex_unlock(&r->jr.mu);
+	buf_free(&msg);
+}
+
 static void *page_worker(void *arg)
 {
 	struct page *pg = arg;
@@ -177,7 +199,10 @@ static void *page_worker(void *arg)
 		pthread_mutex_unlock(&r->jr.mu);
 		if (stop || i >= pg->n)
 			break;
-		do_object(r, pg->b, pg->items[i].name, pg->items[i].len);
+		if (pg->slices)
+			do_slice(r, pg->b, pg->cmap_v, pg->items[i].name, pg->items[i].len);
+		else
+			do_object(r, pg->b, pg->items[i].name, pg->items[i].len);
 	}
 	httpc_sync_release();
 	return NULL;
@@ -192,17 +217,22 @@ static void collect(void *arg, const char *name, size_t len, const store_meta_t 
 	pg->n++;
 }
 
-/* One page of names after *after (updated), processed by the workers.
- * Returns false when the bucket has no more. */
-static bool walk_page(reb_t *r, uint64_t gen, const struct bucket *b, buf_t *after, size_t workers)
+/* One page of names after *after (updated), processed by the workers: of
+ * b's objects, or (slices) of its slices. Returns false when there are no more. */
+static bool walk_page(reb_t *r, uint64_t gen, uint64_t cmap_v, const struct bucket *b, bool slices, buf_t *after,
+		      size_t workers)
 {
-	struct page pg = {.r = r, .gen = gen, .b = b};
+	struct page pg = {.r = r, .gen = gen, .cmap_v = cmap_v, .slices = slices, .b = b};
 	bool more = false;
 	pthread_t th[64];
 	size_t nth = 0;
+	char sb[24];
 
+	if (slices)
+		ec_slice_bucket(b->name, strlen(b->name), sb);
+	const char *lb = slices ? sb : b->name;
 	pg.items = xcalloc(WALK_PAGE, sizeof(*pg.items));
-	if (store_list(r->t->store, b->name, strlen(b->name), "", 0, after->ptr ? after->ptr : "", after->len,
+	if (store_list(r->t->store, lb, strlen(lb), "", 0, after->ptr ? after->ptr : "", after->len,
 	               WALK_PAGE, collect, &pg, &more) != AIS_OK) {
 		free(pg.items);
 		return false; /* the bucket is gone */
@@ -250,8 +280,9 @@ static void walk(reb_t *r, uint64_t gen)
 		bs[nb].props = bmd_bucket(bmd, i)->props;
 		bs[nb++].copies = place_copies(&bmd_bucket(bmd, i)->props);
 	}
+	uint64_t cmap_v = m ? cmap_version(m) : 0;
 	pthread_mutex_lock(&r->jr.mu);
-	r->jr.st.cmap_version = m ? cmap_version(m) : 0;
+	r->jr.st.cmap_version = cmap_v;
 	pthread_mutex_unlock(&r->jr.mu);
 	cluster_read_unlock(cl);
 
@@ -263,11 +294,13 @@ static void walk(reb_t *r, uint64_t gen)
 		return;
 	}
 	for (size_t i = 0; i < nb && !job_runner_stopped(&r->jr, gen); i++) {
-		buf_t after = BUF_INIT;
-		while (!job_runner_stopped(&r->jr, gen) &&
-		       walk_page(r, gen, &bs[i], &after, r->t->conf->rebalance_workers))
-			;
-		buf_free(&after);
+		for (int slices = 0; slices <= 1; slices++) { /* its objects, then its slices */
+			buf_t after = BUF_INIT;
+			while (!job_runner_stopped(&r->jr, gen) &&
+			       walk_page(r, gen, cmap_v, &bs[i], slices, &after, r->t->conf->rebalance_workers))
+				;
+			buf_free(&after);
+		}
 	}
 	free(bs);
 }

@@ -24,8 +24,24 @@
  *     fails its own checksum is refused by its target (ecslice.c rule 3),
  *     so wrong bytes are never decoded and never served.
  *  5. The repair (from the whole copy: the rebalance's walk and queue)
- *     encodes only the missing slice indices and sends each to an active
- *     target that holds no current slice of the object.
+ *     asks the holders (the first D+P active targets by HRW) for their
+ *     slices, encodes only the indices none of them holds and sends each
+ *     to a holder with no current slice, or one whose index a holder
+ *     before it in HRW order has too.
+ *  6. A slice on a target that is not one of its holders (a map change:
+ *     decommission, maintenance with drain, a target joined or rejoined)
+ *     is moved by that target's rebalance walk to the first holder that
+ *     lacks a slice of that write (ecslice.c rule 4), then dropped here;
+ *     the whole copy moves as any object does.
+ *  7. A slice is dropped off a non-holder only when one holder says it has
+ *     that slice (or D slices of a newer write) under a map at least as
+ *     new as the walk's (ecslice.c rule 5), or took it with a move; and
+ *     only if the map is still the walk's, checked under the map lock. A
+ *     holder answers for its slice under that lock too, so two targets
+ *     with different maps never each drop their slice on the other's word.
+ *  8. The owner's walk of its slices fetches the whole copy it lacks (its
+ *     owner was lost), or rebuilds it from the slices, which queues the
+ *     repair of the missing slices (rule 5).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +121,7 @@ struct send {
 	const char *base;
 	buf_t url, msg, meta;
 	const char *custom;
+	uint64_t cmap_v; /* non-zero: a move (ecslice.c rule 4) under this map */
 	int fd;
 	uint64_t len;
 	int status;
@@ -113,15 +130,23 @@ struct send {
 static void *send_one(void *arg)
 {
 	struct send *s = arg;
-	char h0[64], h1[EC_META_MAX + 32], h2[STORE_CUSTOM_MAX + 32];
-	const char *hp[4] = {h0, h1, NULL, NULL};
+	char h0[64], h1[EC_META_MAX + 32], h2[STORE_CUSTOM_MAX + 32], h3[64], h4[64];
+	const char *hp[6] = {h0, h1, NULL};
+	size_t nh = 2;
 	bool sent = true;
 	snprintf(h0, sizeof(h0), "%s: ec", TGT_INTRA);
 	snprintf(h1, sizeof(h1), "%s: %s", EC_META_HDR, s->meta.ptr);
 	if (s->custom && s->custom[0]) {
 		snprintf(h2, sizeof(h2), "Ais-Custom-Md: %s", s->custom);
-		hp[2] = h2;
+		hp[nh++] = h2;
 	}
+	if (s->cmap_v) {
+		snprintf(h3, sizeof(h3), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)s->cmap_v);
+		snprintf(h4, sizeof(h4), "%s: true", EC_MOVE_HDR);
+		hp[nh++] = h3;
+		hp[nh++] = h4;
+	}
+	hp[nh] = NULL;
 	if (xs_supports(s->base)) {
 		buf_t rh = BUF_INIT;
 		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, &rh,
@@ -294,6 +319,7 @@ struct ask {
 	bool started;
 	const char *method;
 	buf_t url, resp, hdrs;
+	uint64_t cmap_v; /* non-zero: sent as TGT_CMAP_VERSION (ecslice.c rule 5) */
 	int fd;
 	int status;
 };
@@ -314,9 +340,10 @@ static int to_fd(void *arg, const char *p, size_t n)
 static void *ask_one(void *arg)
 {
 	struct ask *a = arg;
-	char hv[64];
-	const char *hp[] = {hv, NULL};
+	char hv[64], h1[64];
+	const char *hp[] = {hv, a->cmap_v ? h1 : NULL, NULL};
 	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
+	snprintf(h1, sizeof(h1), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)a->cmap_v);
 	if (a->fd >= 0) {
 		if (httpc_sync_get_to(a->url.ptr, hp, 600000, to_fd, a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
@@ -328,11 +355,12 @@ static void *ask_one(void *arg)
 
 /* Asks every one of u[0..n) in parallel; a[i] holds the answers. */
 static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
-			   const char *bck, size_t blen, const char *obj, size_t olen)
+			   uint64_t cmap_v, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	struct ask *a = xcalloc(n + 1, sizeof(*a));
 	for (size_t i = 0; i < n; i++) {
 		a[i].method = method;
+		a[i].cmap_v = cmap_v;
 		a[i].fd = fds ? fds[i] : -1;
 		slice_url(&a[i].url, u[i], bck, blen, obj, olen);
 		buf_addstr(&a[i].url, query);
@@ -360,7 +388,7 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 {
 	url_t *u;
 	size_t n = targets(t, bck, blen, obj, olen, &u), gone = 0;
-	struct ask *a = ask_all(u, n, "DELETE", "", NULL, bck, blen, obj, olen);
+	struct ask *a = ask_all(u, n, "DELETE", "", NULL, 0, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++)
 		gone += a[i].status == 200;
 	ask_free(a, n);
@@ -369,13 +397,6 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 }
 
 /* --- rebuild ---------------------------------------------------------------------- */
-
-/* Does slice metadata m belong to the same write as ref? */
-static bool same_write(const ec_meta_t *m, const ec_meta_t *ref)
-{
-	return m->d == ref->d && m->p == ref->p && m->cell == ref->cell && m->size == ref->size &&
-	       m->version == ref->version && !strcmp(m->cksum, ref->cksum);
-}
 
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 {
@@ -389,7 +410,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 
 	for (size_t i = 0; i < n; i++)
 		fds[i] = tmp_file(t);
-	struct ask *a = ask_all(u, n, "GET", "", fds, bck.ptr, bck.len, obj.ptr, obj.len);
+	struct ask *a = ask_all(u, n, "GET", "", fds, 0, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* rule 4: the newest version with at least D slices */
 	for (size_t i = 0; i < n; i++) {
 		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
@@ -408,7 +429,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 		size_t cnt = 0;
 		bool idx_seen[NSL] = {false};
 		for (size_t j = 0; j < n; j++)
-			if (have[j] && same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
+			if (have[j] && ec_same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
 				idx_seen[m[j].idx] = true, cnt++;
 		if (cnt >= m[i].d && (!ref || m[i].version > ref->version || (m[i].version == ref->version && cnt > best)))
 			ref = &m[i], best = cnt;
@@ -427,7 +448,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	for (unsigned k = 0; k < NSL; k++)
 		sfd[k] = -1;
 	for (size_t i = 0; i < n; i++)
-		if (have[i] && same_write(&m[i], ref) && !got[m[i].idx])
+		if (have[i] && ec_same_write(&m[i], ref) && !got[m[i].idx])
 			got[m[i].idx] = true, sfd[m[i].idx] = fds[i];
 	sv_t cm = httpc_hdr_find(&a[ref - m].hdrs, "Ais-Custom-Md");
 	char *custom = cm.len ? xstrndup(cm.ptr, cm.len) : NULL;
@@ -513,24 +534,24 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	if (!ec_props(t, (sv_t){bck, blen}, &bp) ||
 	    store_open_obj(t->store, bck, blen, obj, olen, &fd, &sm) != AIS_OK || !place_ec(&bp, sm.size))
 		return 0;
-	size_t n = targets(t, bck, blen, obj, olen, &u);
-	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, bck, blen, obj, olen);
+	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
+	size_t n = MIN(targets(t, bck, blen, obj, olen, &u), ns); /* the holders (rule 5) */
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, 0, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
 	meta_template(&tmpl, &bp, &sm);
-	bool have_idx[NSL] = {false};
+	bool have_idx[NSL] = {false}, taken[NSL] = {false};
 	const char *dest[NSL] = {NULL};
-	bool *holds = xcalloc(n + 1, sizeof(*holds));
 	uint64_t ver = 0;
-	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m) != AIS_OK)
 			continue;
-		/* current: the same object (size, checksum) in the bucket's layout */
-		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum))
+		/* current: the same object (size, checksum) in the bucket's layout,
+		 * and an index no holder before it in HRW order has */
+		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum) ||
+		    have_idx[m.idx])
 			continue;
-		holds[i] = true;
-		if (!have_idx[m.idx])
-			have_idx[m.idx] = true, ver = MAX(ver, m.version);
+		taken[i] = have_idx[m.idx] = true;
+		ver = MAX(ver, m.version);
 	}
 	int wrote = 0;
 	size_t next = 0;
@@ -538,15 +559,12 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 		if (have_idx[k])
 			continue;
 		missing++;
-		while (next < n && holds[next])
+		while (next < n && taken[next])
 			next++;
 		if (next < n)
-			dest[k] = u[next++];
+			dest[k] = u[next++], placed++;
 	}
 	if (missing) {
-		unsigned placed = 0;
-		for (unsigned k = 0; k < ns; k++)
-			placed += dest[k] != NULL;
 		if (placed < missing)
 			log_info("%.*s/%.*s: %u of its %u slices missing, only %u active targets without one: "
 				 "erasure-coded with less redundancy until targets join",
@@ -566,7 +584,133 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	}
 	close(fd);
 	ask_free(a, n);
-	free(holds);
 	free(u);
 	return wrote;
+}
+
+/* --- a slice off its holders (the rebalance) ---------------------------------------- */
+
+/* Deletes the local slice if the map is still cmap_v, under the map lock
+ * (rule 7). */
+static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen, uint64_t cmap_v)
+{
+	const cmap_t *m;
+	bool gone = false;
+	cluster_read_lock(t->base.cl, &m, NULL);
+	if (m && cmap_version(m) == cmap_v)
+		gone = store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
+	cluster_read_unlock(t->base.cl);
+	return gone;
+}
+
+/* Sends the local slice (fd, meta me) to base as a move under cmap_v;
+ * true on 200 (taken, or the receiver had it). */
+static bool move_to(const char *base, int fd, const store_meta_t *sm, const ec_meta_t *me, uint64_t cmap_v,
+		    const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	struct send s = {.base = base, .fd = fd, .len = sm->size, .cmap_v = cmap_v};
+	const char *nl = strchr(sm->custom, '\n');
+	s.custom = nl ? nl + 1 : NULL;
+	ec_meta_format(me, &s.meta);
+	slice_url(&s.url, base, bck, blen, obj, olen);
+	send_one(&s);
+	if (s.status != 200)
+		buf_addf(msg, "%s%s: %s%.200s", msg->len ? "; " : "", base, s.status ? "HTTP error " : "",
+			 s.msg.ptr ? s.msg.ptr : "no answer");
+	buf_free(&s.url);
+	buf_free(&s.msg);
+	buf_free(&s.meta);
+	return s.status == 200;
+}
+
+int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+		   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg)
+{
+	char sb[24];
+	store_meta_t sm;
+	ec_meta_t me;
+	url_t top[NSL];
+	size_t n = 0;
+	bool had = false, moved = false;
+
+	ec_slice_bucket(bck, blen, sb);
+	if (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) != AIS_OK)
+		return EC_SLICE_KEPT; /* gone meanwhile */
+	if (!bp->ec_enabled || ec_meta_of(sm.custom, &me) != AIS_OK) /* never read: nothing to keep it for */
+		return drop_slice(t, sb, obj, olen, cmap_v) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+	const cmap_t *cm;
+	place_t p;
+	buf_t un = BUF_INIT;
+	buf_add(&un, bck, blen);
+	buf_addch(&un, '/');
+	buf_add(&un, obj, olen);
+	cluster_read_lock(t->base.cl, &cm, NULL);
+	bool current = cm && cmap_version(cm) == cmap_v;
+	place_of(cm, un.ptr, un.len, me.d + me.p, cluster_self(t->base.cl)->id, &p);
+	for (size_t i = 0; i < p.n && i < NSL; i++)
+		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(t->base.cl);
+	buf_free(&un);
+	if (current && p.self == 0 && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
+		/* rule 8: the owner without the whole copy fetches or rebuilds it */
+		int fd;
+		if (ol_open_sync(t, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &fd, &sm, msg) != AIS_OK)
+			return AIS_ERR;
+		close(fd);
+	}
+	if (!current || p.self >= 0)
+		return EC_SLICE_KEPT; /* a newer map: its run decides; or a holder */
+
+	/* rule 7: dropped only when a holder under a map as new has this slice
+	 * (or D slices of a newer write) */
+	struct ask *a = ask_all(top, n, "GET", "?meta=true", NULL, cmap_v, bck, blen, obj, olen);
+	bool cand[NSL] = {false}, conf[NSL] = {false}, ok[NSL] = {false};
+	ec_meta_t am[NSL];
+	const ec_meta_t *newest = NULL;
+	for (size_t i = 0; i < n; i++) {
+		cand[i] = a[i].status == 404;
+		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &am[i]) != AIS_OK)
+			continue;
+		ok[i] = true;
+		sv_t hv = httpc_hdr_find(&a[i].hdrs, EC_HOLDER_HDR);
+		conf[i] = hv.ptr && sv_eqstr(hv, "true");
+		if (ec_same_write(&am[i], &me)) {
+			cand[i] = am[i].idx == me.idx; /* it answers a move with 200 */
+			had |= cand[i] && conf[i];
+		} else if (am[i].version > me.version) {
+			if (conf[i] && (!newest || am[i].version > newest->version))
+				newest = &am[i];
+		} else {
+			cand[i] = true; /* an older write's slice: ours replaces it */
+		}
+	}
+	if (newest && !had) {
+		bool seen[NSL] = {false};
+		unsigned cnt = 0;
+		for (size_t i = 0; i < n; i++)
+			if (ok[i] && conf[i] && ec_same_write(&am[i], newest) && !seen[am[i].idx])
+				seen[am[i].idx] = true, cnt++;
+		had = cnt >= newest->d; /* ours is of an overwritten version */
+	}
+	ask_free(a, n);
+	if (!had) { /* rule 6: to the first holder without a slice of this write */
+		int fd;
+		store_meta_t om;
+		if (store_open_obj(t->store, sb, strlen(sb), obj, olen, &fd, &om) != AIS_OK)
+			return EC_SLICE_KEPT;
+		for (size_t i = 0; i < n && !moved; i++)
+			if (cand[i])
+				moved = move_to(top[i], fd, &om, &me, cmap_v, bck, blen, obj, olen, msg);
+		close(fd);
+		if (!moved) {
+			if (!msg->len)
+				buf_addstr(msg, "every holder has another slice of it");
+			return AIS_ERR;
+		}
+		*bytes = om.size;
+		count("aisd_ec_slices_moved_total", "Slices moved to their holders by the rebalance.", 1);
+	}
+	if (!drop_slice(t, sb, obj, olen, cmap_v))
+		return moved ? EC_SLICE_MOVED : EC_SLICE_KEPT;
+	return moved ? EC_SLICE_MOVED : EC_SLICE_DROPPED;
 }
