@@ -9,7 +9,12 @@ targets among the active ones (indices 0..5, each once, the object's
 size in their metadata), no slice on any other running target, the
 whole copy on its HRW owner only.
 
- 1. 14 objects of 100 KiB - 600 KiB: exact layout on 7 targets.
+ 1. 14 objects of 100 KiB - 600 KiB: exact layout on 7 targets. The
+    rules behind the moves, asked directly: ?meta=true with
+    Ais-Cmap-Version says Ais-Ec-Holder: true on a holder, false when
+    asked under a newer map; a move (Ais-Ec-Move) to a non-holder under
+    the same map is refused (409) and stores nothing; one to the holder
+    of that slice answers 200 Ais-Had.
  2. start-maintenance with drain of tm: its rebalance ends with no object
     or slice left there (not waiting forever); exact layout on the other
     6; every object reads byte for byte.
@@ -121,6 +126,26 @@ data = {"o%02d" % i: os.urandom((100 << 10) + i * 37 * 1024 + i) for i in range(
 bad = [n for n, d in data.items() if owner_put(n, d) != 200]
 t.check(not bad, "%d PUTs" % len(data), bad[:3])
 exact(targets, targets, 10, "exact layout on 7 targets after the PUTs")
+
+# the rules behind the moves, asked directly: a holder says so under a map as
+# new as the asker's, not under a newer one; a move to the target that is not
+# a holder is refused (409) and not stored; one to a holder of that slice: Had
+n0 = "o00"
+order = hrwlib.top(B + "/" + n0, [x.id for x in targets], 7)
+holder = next(x for x in targets if x.id == order[1])
+stray = next(x for x in targets if x.id == order[6])
+v = get(g.url, "/v1/cluster?what=smap").json()["version"]
+r = get(holder.url, "/v1/ec/%s/%s?meta=true" % (B, n0), headers=dict(INTRA, **{"Ais-Cmap-Version": str(v)}))
+t.eq(r.h("ais-ec-holder"), "true", "a holder under the asker's map says it is one")
+r = get(holder.url, "/v1/ec/%s/%s?meta=true" % (B, n0), headers=dict(INTRA, **{"Ais-Cmap-Version": str(v + 100)}))
+t.eq(r.h("ais-ec-holder"), "false", "asked under a newer map than its own: not counted as a holder")
+sl = get(holder.url, "/v1/ec/%s/%s" % (B, n0), headers=INTRA)
+mv = dict(INTRA, **{"Ais-Ec-Meta": sl.h("ais-ec-meta"), "Ais-Ec-Move": "true", "Ais-Cmap-Version": str(v)})
+r = request("PUT", stray.url, "/v1/ec/%s/%s" % (B, n0), sl.body, mv)
+t.check(r.status == 409 and b"not a holder" in r.body, "a move to a non-holder under the same map: 409", r.status)
+t.check(slice_meta(stray, n0) is None, "... and nothing stored there")
+r = request("PUT", holder.url, "/v1/ec/%s/%s" % (B, n0), sl.body, mv)
+t.check(r.status == 200 and r.h("ais-had") == "true", "a move to the holder of that slice: 200, had it", r.status)
 
 # --- 2. maintenance with drain ------------------------------------------------------------------
 tm, tk, td = targets[2], targets[4], targets[6]
