@@ -42,10 +42,19 @@
  *  8. The owner's walk of its slices fetches the whole copy it lacks (its
  *     owner was lost), or rebuilds it from the slices, which queues the
  *     repair of the missing slices (rule 5).
+ *  9. A Range read with no whole copy to fetch decodes only the stripes
+ *     the range touches: one ranged GET per slice index of the newest
+ *     write, into temporary files, decoded from D of them and checked
+ *     against every other one (a ranged slice is not checked against its
+ *     own checksum, which covers the whole slice); with only D reachable,
+ *     or slices that disagree, the whole object is rebuilt instead (rule
+ *     4: checked against the object's checksum). The bytes land at their
+ *     offsets in a sparse temporary file of the object's size.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,7 +328,7 @@ struct ask {
 	bool started;
 	const char *method;
 	buf_t url, resp, hdrs;
-	uint64_t cmap_v; /* non-zero: sent as TGT_CMAP_VERSION (ecslice.c rule 5) */
+	const char *hdr; /* an extra header line, or NULL */
 	int fd;
 	int status;
 };
@@ -340,10 +349,9 @@ static int to_fd(void *arg, const char *p, size_t n)
 static void *ask_one(void *arg)
 {
 	struct ask *a = arg;
-	char hv[64], h1[64];
-	const char *hp[] = {hv, a->cmap_v ? h1 : NULL, NULL};
+	char hv[64];
+	const char *hp[] = {hv, a->hdr, NULL};
 	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
-	snprintf(h1, sizeof(h1), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)a->cmap_v);
 	if (a->fd >= 0) {
 		if (httpc_sync_get_to(a->url.ptr, hp, 600000, to_fd, a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
@@ -353,14 +361,15 @@ static void *ask_one(void *arg)
 	return NULL;
 }
 
-/* Asks every one of u[0..n) in parallel; a[i] holds the answers. */
+/* Asks every one of u[0..n) in parallel (hdr: an extra header line, or
+ * NULL); a[i] holds the answers. */
 static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
-			   uint64_t cmap_v, const char *bck, size_t blen, const char *obj, size_t olen)
+			   const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	struct ask *a = xcalloc(n + 1, sizeof(*a));
 	for (size_t i = 0; i < n; i++) {
 		a[i].method = method;
-		a[i].cmap_v = cmap_v;
+		a[i].hdr = hdr;
 		a[i].fd = fds ? fds[i] : -1;
 		slice_url(&a[i].url, u[i], bck, blen, obj, olen);
 		buf_addstr(&a[i].url, query);
@@ -388,7 +397,7 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 {
 	url_t *u;
 	size_t n = targets(t, bck, blen, obj, olen, &u), gone = 0;
-	struct ask *a = ask_all(u, n, "DELETE", "", NULL, 0, bck, blen, obj, olen);
+	struct ask *a = ask_all(u, n, "DELETE", "", NULL, NULL, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++)
 		gone += a[i].status == 200;
 	ask_free(a, n);
@@ -397,6 +406,36 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 }
 
 /* --- rebuild ---------------------------------------------------------------------- */
+
+/* The object's checksum type from slice metadata; *colon at the ':'
+ * before its value. */
+static enum store_cksum cksum_of(const ec_meta_t *m, const char **colon)
+{
+	enum store_cksum ct = CKSUM_NONE;
+	*colon = strchr(m->cksum, ':');
+	if (!*colon || store_cksum_parse(m->cksum, (size_t)(*colon - m->cksum), &ct) != AIS_OK)
+		ct = CKSUM_NONE;
+	return ct;
+}
+
+/* Rule 4: the answer (of m[0..n) with have[i]) of the newest write with at
+ * least D distinct slices, *cnt of them; -1 when none has. */
+static ssize_t pick_write(const ec_meta_t *m, const bool *have, size_t n, size_t *cnt)
+{
+	ssize_t ref = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!have[i])
+			continue;
+		size_t c = 0;
+		bool idx_seen[NSL] = {false};
+		for (size_t j = 0; j < n; j++)
+			if (have[j] && ec_same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
+				idx_seen[m[j].idx] = true, c++;
+		if (c >= m[i].d && (ref < 0 || m[i].version > m[ref].version || (m[i].version == m[ref].version && c > *cnt)))
+			ref = (ssize_t)i, *cnt = c;
+	}
+	return ref;
+}
 
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 {
@@ -410,7 +449,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 
 	for (size_t i = 0; i < n; i++)
 		fds[i] = tmp_file(t);
-	struct ask *a = ask_all(u, n, "GET", "", fds, 0, bck.ptr, bck.len, obj.ptr, obj.len);
+	struct ask *a = ask_all(u, n, "GET", "", fds, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* rule 4: the newest version with at least D slices */
 	for (size_t i = 0; i < n; i++) {
 		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
@@ -421,19 +460,9 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
 		any += have[i];
 	}
-	const ec_meta_t *ref = NULL;
 	size_t best = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!have[i])
-			continue;
-		size_t cnt = 0;
-		bool idx_seen[NSL] = {false};
-		for (size_t j = 0; j < n; j++)
-			if (have[j] && ec_same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
-				idx_seen[m[j].idx] = true, cnt++;
-		if (cnt >= m[i].d && (!ref || m[i].version > ref->version || (m[i].version == ref->version && cnt > best)))
-			ref = &m[i], best = cnt;
-	}
+	ssize_t r = pick_write(m, have, n, &best);
+	const ec_meta_t *ref = r >= 0 ? &m[r] : NULL;
 	if (!ref) {
 		if (any) {
 			e = EIO;
@@ -485,10 +514,8 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	}
 	if (rc == AIS_OK) {
 		/* the rebuilt bytes must match the object's checksum (rule 4) */
-		const char *colon = strchr(ref->cksum, ':');
-		enum store_cksum ct = CKSUM_NONE;
-		if (colon && store_cksum_parse(ref->cksum, (size_t)(colon - ref->cksum), &ct) != AIS_OK)
-			ct = CKSUM_NONE;
+		const char *colon;
+		enum store_cksum ct = cksum_of(ref, &colon);
 		if (store_writer_commit(w, ct, ct != CKSUM_NONE ? colon + 1 : NULL, custom, NULL) != AIS_OK) {
 			buf_addf(msg, "the object rebuilt from %zu slices does not match its checksum: %s", best,
 				 strerror(errno));
@@ -523,6 +550,122 @@ out:
 	return rc;
 }
 
+/* --- range reads ------------------------------------------------------------------ */
+
+int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, store_meta_t *out, buf_t *msg)
+{
+	url_t *u, sel[NSL];
+	size_t n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, &u), best = 0, k = 0;
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck.ptr, bck.len, obj.ptr, obj.len), *b = NULL;
+	ec_meta_t *m = xcalloc(n + 1, sizeof(*m));
+	bool *have = xcalloc(n + 1, sizeof(*have)), got[NSL] = {false}, idx_taken[NSL] = {false};
+	int fds[NSL], sfd[NSL], ofd = -1, rc = AIS_ERR, e = EAGAIN;
+	unsigned sidx[NSL], ngot = 0;
+	uint64_t start, len, fetched = 0;
+
+	for (size_t i = 0; i < n; i++)
+		have[i] = a[i].status == 200 && ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m[i]) == AIS_OK;
+	ssize_t r = pick_write(m, have, n, &best);
+	/* D slices decode; one more checks them (rule 9) */
+	if (r < 0 || best <= m[r].d || http_range_parse(range, m[r].size, &start, &len) != AIS_OK) {
+		ask_free(a, n);
+		free(m), free(have), free(u);
+		errno = EAGAIN;
+		return AIS_ERR;
+	}
+	const ec_meta_t *ref = &m[r];
+	ec_layout_t l;
+	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
+	uint64_t sbytes = (uint64_t)l.d * l.cell, s0 = start / sbytes, s1 = (start + len - 1) / sbytes;
+	char rh[96];
+	snprintf(rh, sizeof(rh), "Range: bytes=%llu-%llu", (unsigned long long)(s0 * l.cell),
+		 (unsigned long long)(s1 * l.cell + ec_stripe_cell(&l, s1) - 1));
+	for (size_t i = 0; i < n; i++)
+		if (have[i] && ec_same_write(&m[i], ref) && !idx_taken[m[i].idx]) {
+			idx_taken[m[i].idx] = true;
+			sidx[k] = m[i].idx;
+			fds[k] = tmp_file(t);
+			snprintf(sel[k++], sizeof(sel[0]), "%s", u[i]);
+		}
+	for (unsigned j = 0; j < NSL; j++)
+		sfd[j] = -1;
+	b = ask_all(sel, k, "GET", "", fds, rh, bck.ptr, bck.len, obj.ptr, obj.len);
+	for (size_t j = 0; j < k; j++) {
+		sv_t mh = httpc_hdr_find(&b[j].hdrs, EC_META_HDR);
+		ec_meta_t sm;
+		if (b[j].status == 206 && fds[j] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &sm) == AIS_OK &&
+		    ec_same_write(&sm, ref) && sm.idx == sidx[j]) {
+			got[sidx[j]] = true, sfd[sidx[j]] = fds[j], ngot++;
+			struct stat st;
+			fetched += fstat(fds[j], &st) == 0 ? (uint64_t)st.st_size : 0;
+		}
+	}
+	unsigned ns = l.d + l.p;
+	unsigned char *cell[NSL], *chk[NSL];
+	ec_codec_t *c = ec_codec_new(l.d, l.p);
+	for (unsigned j = 0; j < ns; j++)
+		cell[j] = xmalloc(l.cell), chk[j] = xmalloc(l.cell);
+	if (ngot <= l.d || (ofd = tmp_file(t)) < 0 || ftruncate(ofd, (off_t)ref->size) != 0)
+		goto done;
+	e = EIO;
+	for (uint64_t st = s0; st <= s1; st++) {
+		uint32_t cs = ec_stripe_cell(&l, st);
+		bool hv[NSL], dec[NSL];
+		unsigned char *frag[NSL];
+		unsigned used = 0;
+		for (unsigned j = 0; j < ns; j++) {
+			hv[j] = got[j] && pread(sfd[j], cell[j], cs, (off_t)((st - s0) * l.cell)) == (ssize_t)cs;
+			dec[j] = hv[j] && used < l.d;
+			used += dec[j];
+			frag[j] = dec[j] ? cell[j] : chk[j];
+		}
+		if (ec_decode(c, cs, dec, frag) != AIS_OK)
+			goto done;
+		for (unsigned j = 0; j < ns; j++)
+			if (hv[j] && !dec[j] && memcmp(chk[j], cell[j], cs)) { /* rule 9 */
+				buf_addf(msg, "the slices of stripe %llu do not agree", (unsigned long long)st);
+				goto done;
+			}
+		uint64_t at = ec_stripe_start(&l, st), bytes = ec_stripe_bytes(&l, st);
+		for (unsigned j = 0; j < l.d; j++) { /* the cell's bytes inside [start, start + len) */
+			uint64_t lo = MAX(at + (uint64_t)j * cs, start), hi = MIN(at + MIN((uint64_t)(j + 1) * cs, bytes),
+										 start + len);
+			if (lo < hi && pwrite(ofd, frag[j] + (lo - at - (uint64_t)j * cs), hi - lo, (off_t)lo) !=
+					       (ssize_t)(hi - lo))
+				goto done;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	const char *colon;
+	out->size = ref->size;
+	out->cksum_type = cksum_of(ref, &colon);
+	if (out->cksum_type != CKSUM_NONE)
+		snprintf(out->cksum, sizeof(out->cksum), "%s", colon + 1);
+	out->mtime_ns = (int64_t)ref->version;
+	sv_t cm = httpc_hdr_find(&a[r].hdrs, "Ais-Custom-Md");
+	snprintf(out->custom, sizeof(out->custom), "%.*s", (int)cm.len, cm.ptr ? cm.ptr : "");
+	*out_fd = ofd;
+	ofd = -1;
+	rc = AIS_OK;
+	count("aisd_ec_range_reads_total", "Range reads decoded from the slices of the stripes they touch.", 1);
+	count("aisd_ec_range_slice_bytes_total", "Slice bytes fetched for those range reads.", fetched);
+done:
+	if (ofd >= 0)
+		close(ofd);
+	for (unsigned j = 0; j < ns; j++)
+		free(cell[j]), free(chk[j]);
+	ec_codec_free(c);
+	for (size_t j = 0; j < k; j++)
+		if (fds[j] >= 0)
+			close(fds[j]);
+	ask_free(b, k);
+	ask_free(a, n);
+	free(m), free(have), free(u);
+	if (rc != AIS_OK)
+		errno = e;
+	return rc;
+}
+
 /* --- repair ------------------------------------------------------------------------- */
 
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
@@ -536,7 +679,7 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 		return 0;
 	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
 	size_t n = MIN(targets(t, bck, blen, obj, olen, &u), ns); /* the holders (rule 5) */
-	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, 0, bck, blen, obj, olen);
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
 	meta_template(&tmpl, &bp, &sm);
 	bool have_idx[NSL] = {false}, taken[NSL] = {false};
@@ -663,7 +806,9 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 
 	/* rule 7: dropped only when a holder under a map as new has this slice
 	 * (or D slices of a newer write) */
-	struct ask *a = ask_all(top, n, "GET", "?meta=true", NULL, cmap_v, bck, blen, obj, olen);
+	char vh[64];
+	snprintf(vh, sizeof(vh), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
+	struct ask *a = ask_all(top, n, "GET", "?meta=true", NULL, vh, bck, blen, obj, olen);
 	bool cand[NSL] = {false}, conf[NSL] = {false}, ok[NSL] = {false};
 	ec_meta_t am[NSL];
 	const ec_meta_t *newest = NULL;

@@ -55,6 +55,15 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp);
  * object to the rebalance, which rebuilds the missing slices. AIS_OK, or
  * AIS_ERR with errno ENOENT (no slice anywhere) or EIO (msg says why). */
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
+/* Pool (ol_open for a Range read, when no whole copy can be fetched):
+ * decodes only the stripes that range (a Range header value) touches from
+ * D slices, checked against one more (ec.c rule 9), into a sparse
+ * temporary file of the object's size: *fd holds the range's bytes at
+ * their offsets, *m the object's size, checksum and custom metadata.
+ * AIS_OK; AIS_ERR with errno EAGAIN (fewer than D+1 slices, or the range
+ * is not one the object satisfies: rebuild it whole instead) or EIO (the
+ * slices disagree; msg says why). */
+int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_meta_t *m, buf_t *msg);
 /* Pool or job thread: with the whole object here, makes sure D+P current
  * slices are on distinct active targets, encoding and sending the missing
  * ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a

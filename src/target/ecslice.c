@@ -11,7 +11,9 @@
  *     match is refused (400) and nothing is stored.
  *  3. A GET checks the slice against its checksum before sending it: a
  *     damaged slice is deleted (so the repair rebuilds it) and answered 410,
- *     never sent.
+ *     never sent. A GET with Range (a range read decoding a few stripes)
+ *     sends those bytes unchecked (206): its caller checks the stripes
+ *     against each other (ec.c rule 9).
  *  4. A slice another target moves here (EC_MOVE_HDR, ec.c rule 6) is taken
  *     only by a holder (one of the first D+P active targets) under a map at
  *     least as new as the sender's, or by a target whose map is behind the
@@ -71,7 +73,7 @@ struct slice {
 	enum store_cksum want_type;
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	char custom[STORE_CUSTOM_MAX];
-	bool meta_only;
+	bool meta_only, range;
 	int fd;
 	store_meta_t m;
 	int err;
@@ -258,7 +260,7 @@ static void get_work(http_req_t *req)
 		s->err = errno == ENOENT ? ENOENT : EIO;
 		return;
 	}
-	if (store_verify_fd(s->fd, &s->m) == AIS_OK)
+	if (s->range || store_verify_fd(s->fd, &s->m) == AIS_OK)
 		return; /* rule 3 */
 	log_warnx("the erasure-coded slice of %.*s here (store bucket %s) does not match its checksum: deleted, "
 		  "to be rebuilt from the others",
@@ -294,9 +296,12 @@ static void get_done(http_req_t *req)
 		http_resp_send(req, s->m.custom, ml);
 		return;
 	}
+	uint64_t start = 0, len = s->m.size;
+	if (tgt_resp_range(req, s->m.size, "application/octet-stream", "a slice", &start, &len) != AIS_OK)
+		return;
 	int fd = s->fd;
 	s->fd = -1;
-	http_resp_send_file(req, fd, 0, s->m.size);
+	http_resp_send_file(req, fd, (off_t)start, len);
 }
 
 static void del_work(http_req_t *req)
@@ -341,6 +346,7 @@ int tgt_ec(http_req_t *req)
 	}
 	ec_slice_bucket(bck.ptr, bck.len, s->sb);
 	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
+	s->range = http_req_has_header(req, "Range");
 	arena_cleanup_add(req->arena, slice_cleanup, s);
 	req->state = s;
 	if (req->method == HTTP_PUT)
