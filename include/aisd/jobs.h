@@ -93,6 +93,16 @@ void reb_abort(reb_t *r);
  * REB_QUEUE_MAX queued, a full run is kicked instead. */
 void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t olen);
 void reb_stats(reb_t *r, job_stats_t *out);
+/* A bucket's erasure-coding or mirror layout changed (BMD version bmd_v):
+ * the re-encode job ("ec-encode") is the rebalance run that places its
+ * objects under the new layout; this records it and kicks the run. */
+void reb_encode(reb_t *r, const char *bck, uint64_t bmd_v);
+/* The re-encode job's progress on this target: the rebalance's stats, its
+ * state running until a run under a BMD at least bmd_v ended clean (a
+ * failed run with its retry due counts as running), then done; idle with
+ * zero stats when no layout changed since this process started. bck (bsz
+ * bytes) gets the bucket's name. */
+void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz);
 
 /* The resilver job of a target (resilver.c): moves objects to their HRW
  * mountpath after an attach or detach, and finishes detaches. dir holds

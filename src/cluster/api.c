@@ -658,7 +658,8 @@ int cluster_h_cluster(http_req_t *req)
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
 	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||
-	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict")) /* remote buckets' jobs */
+	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict") || /* remote buckets' jobs */
+	    sv_eqstr(what, "ec-encode"))
 		return jobs_h_cluster_status(req); /* src/jobs/api.c */
 	buf_t out = BUF_INIT;
 	const cmap_t *m;

@@ -54,6 +54,10 @@ struct reb {
 	target_t *t;
 	struct qitem *q; /* reb_enqueue's objects, newest first */
 	size_t nq;
+	uint64_t run_bmd_v;  /* the BMD the current (or last) run walked under */
+	uint64_t done_bmd_v; /* that of the last run that ended clean */
+	char enc_bck[NAME_BUCKET_MAX + 1]; /* the last re-encode (reb_encode) */
+	uint64_t enc_bmd_v;  /* the BMD that changed its layout; 0: none */
 };
 
 struct bucket {
@@ -283,6 +287,7 @@ static void walk(reb_t *r, uint64_t gen)
 	uint64_t cmap_v = m ? cmap_version(m) : 0;
 	pthread_mutex_lock(&r->jr.mu);
 	r->jr.st.cmap_version = cmap_v;
+	r->run_bmd_v = bmd ? bmd_version(bmd) : 0;
 	pthread_mutex_unlock(&r->jr.mu);
 	cluster_read_unlock(cl);
 
@@ -352,7 +357,9 @@ static void run(void *arg, uint64_t gen)
 
 static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
 {
-	(void)arg;
+	reb_t *r = arg;
+	if (st->state == JOB_DONE)
+		r->done_bmd_v = r->run_bmd_v;
 	if (st->state == JOB_FAILED)
 		log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
 		          (unsigned long long)st->cmap_version, (unsigned long long)st->errors,
@@ -437,6 +444,38 @@ void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t
 void reb_abort(reb_t *r)
 {
 	job_runner_abort(&r->jr);
+}
+
+void reb_encode(reb_t *r, const char *bck, uint64_t bmd_v)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->jr.mu);
+	snprintf(r->enc_bck, sizeof(r->enc_bck), "%s", bck);
+	r->enc_bmd_v = bmd_v;
+	pthread_mutex_unlock(&r->jr.mu);
+	char why[NAME_BUCKET_MAX + 64];
+	snprintf(why, sizeof(why), "bucket %s re-encoded (BMD v%llu)", bck, (unsigned long long)bmd_v);
+	reb_kick(r, why);
+}
+
+void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz)
+{
+	job_runner_stats(&r->jr, out);
+	pthread_mutex_lock(&r->jr.mu);
+	uint64_t want = r->enc_bmd_v, done = r->done_bmd_v;
+	bool retry = r->jr.retry_ms != 0;
+	snprintf(bck, bsz, "%s", r->enc_bck);
+	pthread_mutex_unlock(&r->jr.mu);
+	out->objects = local_objects(r->t->store);
+	if (!want) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	if (out->state != JOB_RUNNING && done >= want)
+		out->state = JOB_DONE;
+	else if (out->state == JOB_DONE || (out->state == JOB_FAILED && retry))
+		out->state = JOB_RUNNING; /* a run under the new layout is due, or its retry */
 }
 
 void reb_stats(reb_t *r, job_stats_t *out)

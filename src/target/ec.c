@@ -27,7 +27,9 @@
  *     asks the holders (the first D+P active targets by HRW) for their
  *     slices, encodes only the indices none of them holds and sends each
  *     to a holder with no current slice, or one whose index a holder
- *     before it in HRW order has too.
+ *     before it in HRW order has too. Only the owner encodes an object
+ *     none of whose holders has a slice (a bucket converted to erasure
+ *     coding): one encoder, so every slice is of one write (version).
  *  6. A slice on a target that is not one of its holders (a map change:
  *     decommission, maintenance with drain, a target joined or rejoined)
  *     is moved by that target's rebalance walk to the first holder that
@@ -50,6 +52,9 @@
  *     or slices that disagree, the whole object is rebuilt instead (rule
  *     4: checked against the object's checksum). The bytes land at their
  *     offsets in a sparse temporary file of the object's size.
+ * 10. In a bucket whose erasure coding was turned off (a re-encode to
+ *     copies), a slice is dropped only once every holder of the object
+ *     under the new props has a whole copy.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +116,8 @@ static size_t targets(target_t *t, const char *bck, size_t blen, const char *obj
 	*out = u;
 	return n;
 }
+
+static const char *self_intra(target_t *t) { return cluster_self(t->base.cl)->intra_url; }
 
 static void slice_url(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
 {
@@ -698,6 +705,11 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	}
 	int wrote = 0;
 	size_t next = 0;
+	if (!ver && n && strcmp(u[0], self_intra(t))) { /* rule 5: the first slices are the owner's */
+		buf_addf(msg, "no slice of it on its holders yet: its owner encodes them");
+		wrote = -1;
+		goto out;
+	}
 	for (unsigned k = 0; k < ns; k++) {
 		if (have_idx[k])
 			continue;
@@ -725,6 +737,7 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 					 obj, good);
 		}
 	}
+out:
 	close(fd);
 	ask_free(a, n);
 	free(u);
@@ -744,6 +757,42 @@ static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen
 		gone = store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
 	cluster_read_unlock(t->base.cl);
 	return gone;
+}
+
+/* Rule 10: do all the holders of bck/obj (size bytes) under the bucket's
+ * props bp have a whole copy? msg names one that lacks it. */
+static bool copies_there(target_t *t, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+			 size_t olen, uint64_t size, buf_t *msg)
+{
+	const cmap_t *m;
+	place_t p;
+	url_t h[BMD_COPIES_MAX];
+	size_t n = 0;
+	bool all = true;
+	char hv[64];
+	const char *hp[] = {hv, NULL};
+	buf_t un = BUF_INIT, url = BUF_INIT, resp = BUF_INIT;
+	buf_add(&un, bck, blen);
+	buf_addch(&un, '/');
+	buf_add(&un, obj, olen);
+	cluster_read_lock(t->base.cl, &m, NULL);
+	place_of(m, un.ptr, un.len, MIN(place_copies_of(bp, size), BMD_COPIES_MAX), NULL, &p);
+	for (size_t i = 0; i < p.n; i++)
+		snprintf(h[n++], sizeof(h[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(t->base.cl);
+	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
+	for (size_t i = 0; i < n && all; i++) {
+		int status = 0;
+		buf_reset(&url);
+		tgt_url_obj(&url, h[i], bck, blen, obj, olen);
+		all = httpc_sync("HEAD", url.ptr, hp, NULL, 0, 10000, &resp, &status) == AIS_OK && status == 200;
+		if (!all)
+			buf_addf(msg, "erasure coding is off: the slice stays until %s has a whole copy", h[i]);
+	}
+	buf_free(&un);
+	buf_free(&url);
+	buf_free(&resp);
+	return n && all;
 }
 
 /* Sends the local slice (fd, meta me) to base as a move under cmap_v;
@@ -779,8 +828,11 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	ec_slice_bucket(bck, blen, sb);
 	if (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) != AIS_OK)
 		return EC_SLICE_KEPT; /* gone meanwhile */
-	if (!bp->ec_enabled || ec_meta_of(sm.custom, &me) != AIS_OK) /* never read: nothing to keep it for */
+	if (ec_meta_of(sm.custom, &me) != AIS_OK || (!bp->ec_enabled && copies_there(t, bp, bck, blen, obj, olen,
+										    me.size, msg)))
 		return drop_slice(t, sb, obj, olen, cmap_v) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+	if (!bp->ec_enabled)
+		return AIS_ERR; /* rule 10: kept until the copies are there */
 	const cmap_t *cm;
 	place_t p;
 	buf_t un = BUF_INIT;
