@@ -97,6 +97,11 @@ $(BUILD)/aisloader: $(LOADER_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The encode micro-benchmark of tools/bench/ec.sh (not installed).
+$(BUILD)/ecenc: $(BUILD)/tools/bench/ecenc.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -158,7 +163,7 @@ BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh to
 bench-ml: deps all
 	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
 
-bench: deps all
+bench: deps all $(BUILD)/ecenc
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh

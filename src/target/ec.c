@@ -15,8 +15,10 @@
  *     slice missing the landed slices are deleted and the PUT fails (503):
  *     nothing of the write stays visible.
  *  3. Memory is bounded: one stripe (D+P cells of EC_CELL bytes) at a time;
- *     slices are encoded into unlinked temporary files on the first
- *     mountpath and sent from there (sendfile on the intra transport).
+ *     the data cells are read from a mapping of the sealed file (no copy
+ *     but the short last stripe's), slices are encoded into unlinked
+ *     temporary files on the first mountpath and sent from there
+ *     (sendfile on the intra transport).
  *  4. After map changes slices may be anywhere, one per target: a rebuild
  *     asks every active target for its slice, keeps those whose metadata
  *     names the newest version with at least D slices, and checks the
@@ -59,6 +61,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,28 +217,37 @@ static size_t encode_send(target_t *t, int fd, const ec_layout_t *l, const ec_me
 		if (dest[i] && (s[i].fd = tmp_file(t)) < 0)
 			failed = true;
 	}
-	for (uint64_t st = 0; st < l->stripes && !failed; st++) { /* rule 3 */
+	/* rule 3: the data cells straight from a mapping of the sealed file
+	 * (pread into one stripe buffer if it cannot be mapped) */
+	unsigned char *map = l->size ? mmap(NULL, l->size, PROT_READ, MAP_SHARED, fd, 0) : NULL, *sbuf = NULL;
+	if (map == MAP_FAILED) {
+		map = NULL;
+		sbuf = xmalloc((size_t)l->d * l->cell);
+	} else if (map) {
+		madvise(map, l->size, MADV_SEQUENTIAL);
+	}
+	for (uint64_t st = 0; st < l->stripes && !failed; st++) {
 		uint32_t cs = ec_stripe_cell(l, st);
 		uint64_t at = ec_stripe_start(l, st), bytes = ec_stripe_bytes(l, st);
-		for (unsigned j = 0; j < l->d; j++) {
-			uint64_t off = (uint64_t)j * cs, want = off < bytes ? MIN(cs, bytes - off) : 0;
-			ssize_t r = want ? pread(fd, cell[j], want, (off_t)(at + off)) : 0;
-			if (r < 0 || (uint64_t)r != want) {
+		unsigned char *out[NSL];
+		if (!map) {
+			ssize_t r = pread(fd, sbuf, bytes, (off_t)at);
+			if (r < 0 || (uint64_t)r != bytes) {
 				buf_addf(msg, "reading the object to encode: %s", r < 0 ? strerror(errno) : "short read");
 				failed = true;
 				break;
 			}
-			memset(cell[j] + want, 0, cs - want);
 		}
-		if (failed)
-			break;
-		ec_encode(c, cs, cell, cell + l->d);
+		ec_encode_stripe(c, l, st, map ? map + at : sbuf, cell, out);
 		for (unsigned i = 0; i < n; i++)
-			if (s[i].fd >= 0 && pwrite(s[i].fd, cell[i], cs, (off_t)(st * l->cell)) != (ssize_t)cs) {
+			if (s[i].fd >= 0 && pwrite(s[i].fd, out[i], cs, (off_t)(st * l->cell)) != (ssize_t)cs) {
 				buf_addf(msg, "writing a slice: %s", strerror(errno));
 				failed = true;
 			}
 	}
+	if (map)
+		munmap(map, l->size);
+	free(sbuf);
 	for (unsigned i = 0; i < n && !failed; i++) {
 		if (!dest[i])
 			continue;
