@@ -55,7 +55,7 @@ mibps() {
 	      if (e + 0 > 0 || m == $0) print "failed"; else print m}
 	     END {if (NR == 0) print "failed"}'
 }
-du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
 bytes=$(numfmt --from=iec "$SIZE")
 
 # med LABEL CMD...: the median MiB/s of REPS runs of a loader command ("failed" if any failed)
