@@ -457,6 +457,22 @@ static json_t *props_doc(const struct cli_args *a, int from)
 	return value;
 }
 
+/* METHOD {"action":ACTION,"value":VALUE} to bucket name; what: the start
+ * of the error message ("set props of"). AIS_OK or AIS_ERR (printed). */
+static int props_action(struct cli *c, const char *method, const char *action, const char *name, json_t *value,
+			const char *what)
+{
+	json_t *body = json_pack("{s:s,s:O}", "action", action, "value", value);
+	char *json = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	buf_t w = BUF_INIT;
+	buf_addf(&w, "%s bucket %s", what, name);
+	int rc = bucket_action(c, method, name, json, w.ptr);
+	buf_free(&w);
+	free(json);
+	return rc;
+}
+
 int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
 {
 	const char *b = bucket_arg(a, a->pos[0]);
@@ -468,13 +484,8 @@ int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
 		return CLI_EXIT_USAGE;
 
 	char *name = xstrndup(b, blen);
-	json_t *body = json_pack("{s:s,s:O}", "action", "set-bprops", "value", value);
-	char *json = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	buf_t what = BUF_INIT;
-	buf_addf(&what, "set props of bucket %s", name);
 	int rc = CLI_EXIT_ERR;
-	if (bucket_action(c, "PATCH", name, json, what.ptr) == AIS_OK) {
+	if (props_action(c, "PATCH", "set-bprops", name, value, "set props of") == AIS_OK) {
 		/* show what the bucket has now */
 		json_t *props = props_get(c, b, blen);
 		if (props) {
@@ -483,8 +494,6 @@ int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
 			rc = CLI_EXIT_OK;
 		}
 	}
-	buf_free(&what);
-	free(json);
 	free(name);
 	json_decref(value);
 	return rc;
@@ -503,18 +512,11 @@ int cli_bucket_encode(struct cli *c, const struct cli_args *a)
 	if (!value)
 		return CLI_EXIT_USAGE;
 	char *name = xstrndup(b, strlen(b) - (b[strlen(b) - 1] == '/'));
-	json_t *body = json_pack("{s:s,s:O}", "action", "ec-encode", "value", value);
-	char *json = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	buf_t what = BUF_INIT;
-	buf_addf(&what, "ec-encode of bucket %s", name);
 	int rc = CLI_EXIT_ERR;
-	if (bucket_action(c, "POST", name, json, what.ptr) == AIS_OK) {
+	if (props_action(c, "POST", "ec-encode", name, value, "ec-encode of") == AIS_OK) {
 		printf("ec-encode of bucket %s started (progress: aisctl job show ec-encode)\n", name);
 		rc = CLI_EXIT_OK;
 	}
-	buf_free(&what);
-	free(json);
 	free(name);
 	json_decref(value);
 	return rc;

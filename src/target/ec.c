@@ -104,23 +104,19 @@ static size_t targets(target_t *t, const char *bck, size_t blen, const char *obj
 {
 	const cmap_t *m;
 	place_t p;
-	buf_t un = BUF_INIT;
-	buf_add(&un, bck, blen);
-	buf_addch(&un, '/');
-	buf_add(&un, obj, olen);
 	cluster_read_lock(t->base.cl, &m, NULL);
 	size_t cap = m ? cmap_size(m) : 0, n = 0;
 	url_t *u = xcalloc(cap + 1, sizeof(*u));
-	place_of(m, un.ptr, un.len, MIN(cap, HRW_TOP_MAX), NULL, &p);
+	ec_place_of(m, NULL, bck, blen, obj, olen, cap, &p);
 	for (size_t i = 0; i < p.n; i++)
 		snprintf(u[n++], sizeof(u[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
-	buf_free(&un);
 	*out = u;
 	return n;
 }
 
 static const char *self_intra(target_t *t) { return cluster_self(t->base.cl)->intra_url; }
+static const char *self_id(target_t *t) { return cluster_self(t->base.cl)->id; }
 
 static void slice_url(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
 {
@@ -783,12 +779,9 @@ static bool copies_there(target_t *t, const bmd_props_t *bp, const char *bck, si
 	bool all = true;
 	char hv[64];
 	const char *hp[] = {hv, NULL};
-	buf_t un = BUF_INIT, url = BUF_INIT, resp = BUF_INIT;
-	buf_add(&un, bck, blen);
-	buf_addch(&un, '/');
-	buf_add(&un, obj, olen);
+	buf_t url = BUF_INIT, resp = BUF_INIT;
 	cluster_read_lock(t->base.cl, &m, NULL);
-	place_of(m, un.ptr, un.len, MIN(place_copies_of(bp, size), BMD_COPIES_MAX), NULL, &p);
+	ec_place_of(m, NULL, bck, blen, obj, olen, MIN(place_copies_of(bp, size), BMD_COPIES_MAX), &p);
 	for (size_t i = 0; i < p.n; i++)
 		snprintf(h[n++], sizeof(h[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
@@ -801,7 +794,6 @@ static bool copies_there(target_t *t, const bmd_props_t *bp, const char *bck, si
 		if (!all)
 			buf_addf(msg, "erasure coding is off: the slice stays until %s has a whole copy", h[i]);
 	}
-	buf_free(&un);
 	buf_free(&url);
 	buf_free(&resp);
 	return n && all;
@@ -847,17 +839,12 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		return AIS_ERR; /* rule 10: kept until the copies are there */
 	const cmap_t *cm;
 	place_t p;
-	buf_t un = BUF_INIT;
-	buf_add(&un, bck, blen);
-	buf_addch(&un, '/');
-	buf_add(&un, obj, olen);
 	cluster_read_lock(t->base.cl, &cm, NULL);
 	bool current = cm && cmap_version(cm) == cmap_v;
-	place_of(cm, un.ptr, un.len, me.d + me.p, cluster_self(t->base.cl)->id, &p);
+	ec_place_of(cm, self_id(t), bck, blen, obj, olen, me.d + me.p, &p);
 	for (size_t i = 0; i < p.n && i < NSL; i++)
 		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
-	buf_free(&un);
 	if (current && p.self == 0 && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
 		/* rule 8: the owner without the whole copy fetches or rebuilds it */
 		int fd;

@@ -18,6 +18,7 @@
 #include "aisd/cmap.h"
 #include "aisd/ec.h"
 #include "aisd/ol.h"
+#include "aisd/place.h"
 #include "aisd/target.h"
 
 #define EC_META_HDR "Ais-Ec-Meta"
@@ -33,6 +34,10 @@
 int ec_meta_of(const char *custom, ec_meta_t *out);
 /* Do two slices' metadata name the same write (layout, size, version, checksum)? */
 bool ec_same_write(const ec_meta_t *a, const ec_meta_t *b);
+/* Caller holds m: the first n (at most HRW_TOP_MAX) active targets of
+ * bck/obj by HRW under m (place_of; self_id may be NULL). */
+void ec_place_of(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj, size_t olen,
+		 size_t n, place_t *out);
 /* Caller holds m: is self_id one of the first n active targets of bck/obj
  * by HRW under m (the holders of its n slices)? */
 bool ec_slice_holder(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj,

@@ -91,16 +91,22 @@ bool ec_same_write(const ec_meta_t *a, const ec_meta_t *b)
 	       a->version == b->version && !strcmp(a->cksum, b->cksum);
 }
 
-bool ec_slice_holder(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj,
-		     size_t olen, unsigned n)
+void ec_place_of(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj, size_t olen,
+		 size_t n, place_t *out)
 {
-	place_t p;
 	buf_t un = BUF_INIT;
 	buf_add(&un, bck, blen);
 	buf_addch(&un, '/');
 	buf_add(&un, obj, olen);
-	place_of(m, un.ptr, un.len, MIN(n, HRW_TOP_MAX), self_id, &p);
+	place_of(m, un.ptr, un.len, MIN(n, HRW_TOP_MAX), self_id, out);
 	buf_free(&un);
+}
+
+bool ec_slice_holder(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj,
+		     size_t olen, unsigned n)
+{
+	place_t p;
+	ec_place_of(m, self_id, bck, blen, obj, olen, n, &p);
 	return p.self >= 0;
 }
 
