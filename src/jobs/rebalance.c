@@ -474,7 +474,7 @@ void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz)
 	}
 	if (out->state != JOB_RUNNING && done >= want)
 		out->state = JOB_DONE;
-	else if (out->state == JOB_DONE || (out->state == JOB_FAILED && retry))
+	else if (out->state == JOB_IDLE || out->state == JOB_DONE || (out->state == JOB_FAILED && retry))
 		out->state = JOB_RUNNING; /* a run under the new layout is due, or its retry */
 }
 

@@ -6,7 +6,7 @@
 #   1. PUT of NOBJ objects of SIZE into each (MiB/s);
 #   2. GET of them for DUR seconds, 4 workers (MiB/s), every body checked;
 #   3. the disk space used per byte stored (du of the targets' mountpaths
-#      before and after, over the bytes written);
+#      before and after the first PUT run, over the bytes written);
 #   4. kill -9 of 2 targets, the map drops them, GET of the EC bucket again
 #      (reads rebuild from slices; with copies=2 some objects are gone);
 #   5. encode throughput on one core: aisd's stripe loop against ISA-L's
@@ -58,12 +58,14 @@ mibps() {
 du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
 bytes=$(numfmt --from=iec "$SIZE")
 
-# med LABEL CMD...: the median MiB/s of REPS runs of a loader command ("failed" if any failed)
+# med LABEL CMD...: the median MiB/s of REPS runs of a loader command ("failed" if any failed);
+# the disk bytes after the first run go to $TMP/du1 (the space of one copy of the data)
 med() {
 	local label=$1 r v all=""
 	shift
 	for r in $(seq "$REPS"); do
 		v=$(run_loader "$label ($r)" "$@" | mibps)
+		[ "$r" = 1 ] && du_bytes >"$TMP/du1"
 		[ "$v" = failed ] && { echo failed; return; }
 		all="$all $v"
 	done
@@ -76,7 +78,7 @@ for b in m2 ec; do
 	d0=$(du_bytes)
 	PUT[$b]=$(med "put $b" --url "$GW/v1/objects/$b" --op put --size "$SIZE" --objects "$NOBJ" \
 		--count "$NOBJ" --seq --workers 2 --duration 0)
-	d1=$(du_bytes)
+	d1=$(cat "$TMP/du1")
 	SPACE[$b]=$(awk -v d=$((d1 - d0)) -v n="$NOBJ" -v s="$bytes" 'BEGIN {printf "%.2f", d / (n * s)}')
 	GET[$b]=$(med "get $b" --url "$GW/v1/objects/$b" --op get --size "$SIZE" --objects "$NOBJ" \
 		--workers 4 --duration "$DUR" --verify)
