@@ -6,7 +6,7 @@
 #   1. PUT of NOBJ objects of SIZE into each (MiB/s);
 #   2. GET of them for DUR seconds, 4 workers (MiB/s), every body checked;
 #   3. the disk space used per byte stored (du of the targets' mountpaths
-#      before and after the first PUT run, over the bytes written);
+#      before and after the first PUT of each bucket, over the bytes written);
 #   4. kill -9 of 2 targets, the map drops them, GET of the EC bucket again
 #      (reads rebuild from slices; with copies=2 some objects are gone);
 #   5. encode throughput on one core: aisd's stripe loop against ISA-L's
@@ -55,32 +55,40 @@ mibps() {
 	      if (e + 0 > 0 || m == $0) print "failed"; else print m}
 	     END {if (NR == 0) print "failed"}'
 }
-du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
+du_bytes() { du -sb "$TMP"/t*/mp* 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 bytes=$(numfmt --from=iec "$SIZE")
 
-# med LABEL CMD...: the median MiB/s of REPS runs of a loader command ("failed" if any failed);
-# the disk bytes after the first run go to $TMP/du1 (the space of one copy of the data)
+# med LABEL N CMD...: the median MiB/s of N runs of a loader command, with
+# the values in $TMP/runs.LABEL before them ("failed" if any failed)
 med() {
-	local label=$1 r v all=""
-	shift
-	for r in $(seq "$REPS"); do
+	local label=$1 n=$2 r v all
+	shift 2
+	all=$(cat "$TMP/runs.$label" 2>/dev/null)
+	for r in $(seq "$n"); do
 		v=$(run_loader "$label ($r)" "$@" | mibps)
-		[ "$r" = 1 ] && du_bytes >"$TMP/du1"
 		[ "$v" = failed ] && { echo failed; return; }
 		all="$all $v"
 	done
+	echo "$all" >"$TMP/runs.$label"
 	echo "  $label: $all MiB/s" >&2
 	tr ' ' '\n' <<<"$all" | grep . | median
 }
 
+# the first PUT of each bucket, with the space it took (before the later
+# runs overwrite any object: the space of one version of each)
 declare -A PUT GET SPACE
 for b in m2 ec; do
 	d0=$(du_bytes)
-	PUT[$b]=$(med "put $b" --url "$GW/v1/objects/$b" --op put --size "$SIZE" --objects "$NOBJ" \
+	PUT[$b]=$(med "put $b" 1 --url "$GW/v1/objects/$b" --op put --size "$SIZE" --objects "$NOBJ" \
 		--count "$NOBJ" --seq --workers 2 --duration 0)
-	d1=$(cat "$TMP/du1")
+	d1=$(du_bytes)
 	SPACE[$b]=$(awk -v d=$((d1 - d0)) -v n="$NOBJ" -v s="$bytes" 'BEGIN {printf "%.2f", d / (n * s)}')
-	GET[$b]=$(med "get $b" --url "$GW/v1/objects/$b" --op get --size "$SIZE" --objects "$NOBJ" \
+done
+for b in m2 ec; do
+	[ "${PUT[$b]}" = failed ] ||
+		PUT[$b]=$(med "put $b" $((REPS - 1)) --url "$GW/v1/objects/$b" --op put --size "$SIZE" --objects "$NOBJ" \
+			--count "$NOBJ" --seq --workers 2 --duration 0)
+	GET[$b]=$(med "get $b" "$REPS" --url "$GW/v1/objects/$b" --op get --size "$SIZE" --objects "$NOBJ" \
 		--workers 4 --duration "$DUR" --verify)
 	echo "  $b: put ${PUT[$b]} MiB/s, get ${GET[$b]} MiB/s, ${SPACE[$b]} bytes on disk per byte" >&2
 done
@@ -94,7 +102,7 @@ for _ in $(seq 200); do
 	[ "$(smap_count "$GW")" -le 5 ] && break
 	sleep 0.1
 done
-DEG=$(med "get ec degraded" --url "$GW/v1/objects/ec" --op get --size "$SIZE" --objects "$NOBJ" \
+DEG=$(med "get ec degraded" "$REPS" --url "$GW/v1/objects/ec" --op get --size "$SIZE" --objects "$NOBJ" \
 	--workers 4 --duration "$DUR" --verify)
 ENC=$("$BUILD/ecenc" 4 2 256 7) || { STATUS=1; ENC=""; }
 ENC_AISD=$(sed -n 's/.*"aisd_mibps":\([0-9]*\).*/\1/p' <<<"$ENC")
