@@ -56,7 +56,9 @@
  *     offsets in a sparse temporary file of the object's size.
  * 10. In a bucket whose erasure coding was turned off (a re-encode to
  *     copies), a slice is dropped only once every holder of the object
- *     under the new props has a whole copy.
+ *     under the new props has a whole copy; a slice of a former D+P (a
+ *     re-encode to another layout) only once the holders under the new
+ *     one confirm D slices of the newer write (rule 7).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -337,7 +339,8 @@ out:
 /* --- asking every target --------------------------------------------------------- */
 
 /* One request to one target, on a thread of its own: DELETE, GET ?meta
- * (the text in resp) or GET into a temporary file (fd >= 0). */
+ * (the text in resp) or GET into a temporary file (fd >= 0); a GET keeps
+ * the answer's head in hdrs. */
 struct ask {
 	pthread_t th;
 	bool started;
@@ -361,14 +364,21 @@ static int to_fd(void *arg, const char *p, size_t n)
 	return AIS_OK;
 }
 
+static int to_buf(void *arg, const char *p, size_t n)
+{
+	buf_add(&((struct ask *)arg)->resp, p, n);
+	return AIS_OK;
+}
+
 static void *ask_one(void *arg)
 {
 	struct ask *a = arg;
 	char hv[64];
 	const char *hp[] = {hv, a->hdr, NULL};
 	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
-	if (a->fd >= 0) {
-		if (httpc_sync_get_to(a->url.ptr, hp, 600000, to_fd, a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
+	if (!strcmp(a->method, "GET")) { /* the answer's head too (EC_META_HDR, EC_HOLDER_HDR) */
+		if (httpc_sync_get_to(a->url.ptr, hp, a->fd >= 0 ? 600000 : 10000, a->fd >= 0 ? to_fd : to_buf, a,
+				      &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
 	} else if (httpc_sync(a->method, a->url.ptr, hp, NULL, 0, 10000, &a->resp, &a->status) != AIS_OK) {
 		a->status = 0;
@@ -754,14 +764,19 @@ out:
 
 /* --- a slice off its holders (the rebalance) ---------------------------------------- */
 
-/* Deletes the local slice if the map is still cmap_v, under the map lock
- * (rule 7). */
-static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen, uint64_t cmap_v)
+/* Deletes the local slice if the map is still cmap_v and the slice still
+ * the one decided on (me; NULL: any), under the map lock (rule 7). */
+static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen, uint64_t cmap_v,
+		       const ec_meta_t *me)
 {
 	const cmap_t *m;
+	store_meta_t sm;
+	ec_meta_t now;
 	bool gone = false;
 	cluster_read_lock(t->base.cl, &m, NULL);
-	if (m && cmap_version(m) == cmap_v)
+	if (m && cmap_version(m) == cmap_v &&
+	    (!me || (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) == AIS_OK &&
+		     ec_meta_of(sm.custom, &now) == AIS_OK && ec_same_write(&now, me) && now.idx == me->idx)))
 		gone = store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
 	cluster_read_unlock(t->base.cl);
 	return gone;
@@ -834,14 +849,17 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		return EC_SLICE_KEPT; /* gone meanwhile */
 	if (ec_meta_of(sm.custom, &me) != AIS_OK || (!bp->ec_enabled && copies_there(t, bp, bck, blen, obj, olen,
 										    me.size, msg)))
-		return drop_slice(t, sb, obj, olen, cmap_v) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+		return drop_slice(t, sb, obj, olen, cmap_v, NULL) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 	if (!bp->ec_enabled)
 		return AIS_ERR; /* rule 10: kept until the copies are there */
 	const cmap_t *cm;
 	place_t p;
 	cluster_read_lock(t->base.cl, &cm, NULL);
 	bool current = cm && cmap_version(cm) == cmap_v;
-	ec_place_of(cm, self_id(t), bck, blen, obj, olen, me.d + me.p, &p);
+	/* the holders under the bucket's layout; a slice of another one (a
+	 * re-encode) stays only until the new layout is complete */
+	bool stale = me.d != bp->ec_data || me.p != bp->ec_parity;
+	ec_place_of(cm, self_id(t), bck, blen, obj, olen, bp->ec_data + bp->ec_parity, &p);
 	for (size_t i = 0; i < p.n && i < NSL; i++)
 		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
@@ -853,7 +871,8 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		close(fd);
 	}
 	if (!current || p.self >= 0)
-		return EC_SLICE_KEPT; /* a newer map: its run decides; or a holder */
+		return EC_SLICE_KEPT; /* a newer map: its run decides; or a holder (the
+					 * owner's repair replaces a slice of a former layout) */
 
 	/* rule 7: dropped only when a holder under a map as new has this slice
 	 * (or D slices of a newer write) */
@@ -889,6 +908,10 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		had = cnt >= newest->d; /* ours is of an overwritten version */
 	}
 	ask_free(a, n);
+	if (!had && stale) {
+		buf_addstr(msg, "a slice of the bucket's former erasure-coding layout: kept until the new one is complete");
+		return AIS_ERR;
+	}
 	if (!had) { /* rule 6: to the first holder without a slice of this write */
 		int fd;
 		store_meta_t om;
@@ -906,7 +929,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		*bytes = om.size;
 		count("aisd_ec_slices_moved_total", "Slices moved to their holders by the rebalance.", 1);
 	}
-	if (!drop_slice(t, sb, obj, olen, cmap_v))
+	if (!drop_slice(t, sb, obj, olen, cmap_v, &me))
 		return moved ? EC_SLICE_MOVED : EC_SLICE_KEPT;
 	return moved ? EC_SLICE_MOVED : EC_SLICE_DROPPED;
 }

@@ -1,5 +1,5 @@
 """test_ec_encode.py - the re-encode job (ec-encode): a bucket that holds
-objects converted from 2 copies to erasure coding 4+2 and back, on 1
+objects converted from 2 copies to erasure coding 4+2, to 2+2, and back, on 1
 gateway + 6 targets started here on loopback ports (stopped by PID).
 
  1. Bucket m, mirror.copies=2: 10 objects of 100-400 KiB and 3 of 10 KiB
@@ -16,7 +16,10 @@ gateway + 6 targets started here on loopback ports (stopped by PID).
     owner only; every small one: 3 whole copies on its 3 HRW targets.
     Every object reads byte for byte, and a read loop ran through the
     whole conversion with no error and no wrong byte.
- 4. Back: ec.enabled=false mirror.enabled=true mirror.copies=2 through the
+ 4. To another layout, 2+2: the slices of 2+2 on each big object's 4
+    HRW targets only (the 4+2 slices on the other 2 dropped), the whole
+    copy on the owner, every object byte for byte (read loop again).
+ 5. Back: ec.enabled=false mirror.enabled=true mirror.copies=2 through the
     job: every object on its 2 HRW holders, no slice left anywhere, every
     object byte for byte (read loop again).
 """
@@ -80,21 +83,26 @@ def copies_errors(k):
     return errs
 
 
-def ec_errors():
+def ec_errors(dd, pp):
+    """Objects off the exact EC dd+pp layout: slices (of that layout) on
+    the top dd+pp targets only, the whole copy on the owner; small ones
+    on their top pp+1."""
     errs = []
     for n, d in data.items():
-        top = hrwlib.top(B + "/" + n, ids, 6)
+        top = hrwlib.top(B + "/" + n, ids, dd + pp)
         have = sorted(x.id for x in targets if whole(x, n))
         if len(d) < 65536:
-            if have != sorted(top[:3]):
+            if have != sorted(top[:pp + 1]):
                 errs.append("%s (small): copies on %s" % (n, have))
             continue
         if have != [top[0]]:
             errs.append("%s: whole copies on %s, owner %s" % (n, have, top[0]))
-        metas = [get(x.url, "/v1/ec/%s/%s?meta=true" % (B, q(n)), headers=INTRA) for x in targets]
-        idx = sorted(int(r.body.decode().split(" i=")[1].split()[0]) for r in metas if r.status == 200)
-        if idx != list(range(6)):
-            errs.append("%s: slice indices %s" % (n, idx))
+        metas = {x.id: get(x.url, "/v1/ec/%s/%s?meta=true" % (B, q(n)), headers=INTRA) for x in targets}
+        metas = {k: dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
+                 for k, r in metas.items() if r.status == 200}
+        if sorted(metas) != sorted(top) or sorted(int(m["i"]) for m in metas.values()) != list(range(dd + pp)) \
+                or any((m["d"], m["p"]) != (str(dd), str(pp)) for m in metas.values()):
+            errs.append("%s: slices %s, HRW names %s" % (n, metas, top))
     return errs
 
 
@@ -183,7 +191,8 @@ def to_ec():
     rc, out, err = ctl("job", "wait", "ec-encode", "--timeout-s", "90")
     t.check(rc == 0, "aisctl job wait ec-encode: exit 0", (rc, out, err))
     t.check(poll(job_done, 30), "GET /v1/cluster?what=ec-encode: done on every target, bucket " + B)
-    converge(ec_errors, 30, "big objects: one slice on each target and the whole copy on the owner; small: 3 copies")
+    converge(lambda: ec_errors(4, 2), 30,
+             "big objects: one slice on each target and the whole copy on the owner; small: 3 copies")
 
 
 read_loop_during(to_ec)
@@ -194,7 +203,22 @@ t.check(pr.get("ec", {}).get("enabled") and pr["ec"].get("data_slices") == 4 and
         "props: ec 4+2, mirror off", pr)
 all_bytes("every object byte for byte after the conversion to erasure coding")
 
-# --- 4. back to copies -------------------------------------------------------------------------------
+# --- 4. another layout -------------------------------------------------------------------------------
+
+
+def to_2_2():
+    rc, out, err = ctl("job", "start", "ec-encode", B, "ec.data_slices=2", "ec.parity_slices=2")
+    t.check(rc == 0, "aisctl job start ec-encode %s to 2+2: exit 0" % B, (rc, out, err))
+    rc, out, err = ctl("job", "wait", "ec-encode", "--timeout-s", "90")
+    t.check(rc == 0, "aisctl job wait ec-encode: exit 0", (rc, out, err))
+    converge(lambda: ec_errors(2, 2), 40,
+             "2+2: slices of the new layout on the 4 HRW targets only (the former ones dropped); small: 3 copies")
+
+
+read_loop_during(to_2_2)
+all_bytes("every object byte for byte after the conversion to 2+2")
+
+# --- 5. back to copies -------------------------------------------------------------------------------
 
 
 def to_mirror():
