@@ -98,6 +98,11 @@ $(BUILD)/aisloader: $(LOADER_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The encode micro-benchmark of tools/bench/ec.sh (not installed).
+$(BUILD)/ecenc: $(BUILD)/tools/bench/ecenc.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -167,7 +172,7 @@ bench-plots: all
 	$(Q)BUILD=$(BUILD) PLOTDIR=benchmarks SIZES=1K,10K,100K,1M BATCHES=4,16,64,256 ROUNDS=1 DUR=3 OBJECTS=512 \
 		./tools/bench/getbatch.sh
 
-bench: deps all
+bench: deps all $(BUILD)/ecenc
 	$(Q)$(MAKE) --no-print-directory bench-plots
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh

@@ -70,6 +70,13 @@ ec_codec_t *ec_codec_new(unsigned d, unsigned p);
 void ec_codec_free(ec_codec_t *c);
 /* parity[0..p) = the parity cells of data[0..d), each len bytes. */
 void ec_encode(const ec_codec_t *c, size_t len, unsigned char *const *data, unsigned char *const *parity);
+/* Stripe s of layout l, whose ec_stripe_bytes(l, s) bytes are at bytes:
+ * out[0..d) get the data cells (pointers into bytes where a cell is whole,
+ * else the cell copied into cell[j] and zero-padded: no copy for a full
+ * stripe), out[d..d+p) = cell[d..d+p) the parity, encoded. cell[i] hold
+ * l->cell bytes each. */
+void ec_encode_stripe(const ec_codec_t *c, const ec_layout_t *l, uint64_t s, const unsigned char *bytes,
+		      unsigned char *const *cell, unsigned char **out);
 /* frag[0..d+p) are the cells of one stripe, len bytes each; those with
  * have[i] false are rebuilt in place from d of the others. AIS_OK, or
  * AIS_ERR (EIO) when fewer than d are there. */

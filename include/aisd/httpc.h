@@ -222,7 +222,7 @@ void httpc_sync_release(void);
  * to every one of urls[0..n) in parallel, with the same headers. status[i]
  * is the HTTP status (0: no response; msgs[i] says why, or holds the start
  * of an error body). Returns how many answered 200.
- * httpc_sync_get_to GETs url and hands a 200's body to sink as it arrives
+ * httpc_sync_get_to GETs url and hands a 200's (or 206's) body to sink as it arrives
  * (sink returns AIS_OK, or AIS_ERR to abort); another status's body (at
  * most 4 KiB) goes to msg. resp_hdrs (may be NULL) receives the raw
  * response head, for httpc_hdr_find. Returns AIS_OK when a complete

@@ -14,7 +14,10 @@
  *  3. a target in maintenance (without drain), or not in the map at all
  *     (not joined yet, or dropped after failing health checks: it comes
  *     back), keeps its data and walks nothing; a decommissioned one, and
- *     one in maintenance with drain, is no holder and moves everything off.
+ *     one in maintenance with drain, is no holder and moves everything off;
+ *  4. after a bucket's objects, the walk places its erasure-coded slices
+ *     here (ec_place_slice: moved to a holder that lacks them, dropped
+ *     once a holder has them, the owner's whole copy rebuilt).
  * A run starts on every change of placement (place_changed), of a
  * bucket's copies, on request, and at start-up when the marker file
  * DIR/rebalance.marker says a run was interrupted; a newer change restarts
@@ -90,6 +93,16 @@ void reb_abort(reb_t *r);
  * REB_QUEUE_MAX queued, a full run is kicked instead. */
 void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t olen);
 void reb_stats(reb_t *r, job_stats_t *out);
+/* A bucket's erasure-coding or mirror layout changed (BMD version bmd_v):
+ * the re-encode job ("ec-encode") is the rebalance run that places its
+ * objects under the new layout; this records it and kicks the run. */
+void reb_encode(reb_t *r, const char *bck, uint64_t bmd_v);
+/* The re-encode job's progress on this target: the rebalance's stats, its
+ * state running until a run under a BMD at least bmd_v ended clean (a
+ * failed run with its retry due counts as running), then done; idle with
+ * zero stats when no layout changed since this process started. bck (bsz
+ * bytes) gets the bucket's name. */
+void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz);
 
 /* The resilver job of a target (resilver.c): moves objects to their HRW
  * mountpath after an attach or detach, and finishes detaches. dir holds

@@ -1,6 +1,7 @@
 /*
  * bucket.c - aisctl's bucket commands: "bucket create", "bucket ls",
- * "bucket rm", "bucket props show" and "bucket props set". Each is one
+ * "bucket rm", "bucket props show" and "bucket props set", and the
+ * re-encode job's start (job start ec-encode BUCKET KEY=VALUE...). Each is one
  * control request to /v1/buckets in AIStore's form (an action body; HEAD
  * for the properties, which come back as JSON in Ais-Bucket-Props); the
  * server's answer is checked and its error message printed as is. "bucket
@@ -426,20 +427,17 @@ static int prop_put(json_t *obj, const char *key, json_t *value)
 	return AIS_OK;
 }
 
-int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
+/* The KEY=VALUE words a->pos[from..] as one props document; NULL after a
+ * usage error. */
+static json_t *props_doc(const struct cli_args *a, int from)
 {
-	const char *b = bucket_arg(a, a->pos[0]);
-	if (!b)
-		return CLI_EXIT_USAGE;
-	size_t blen = strlen(b) - (b[strlen(b) - 1] == '/');
 	json_t *value = json_object();
-	int rc = CLI_EXIT_USAGE;
-
-	for (int i = 1; i < a->npos; i++) {
+	for (int i = from; i < a->npos; i++) {
 		const char *eq = strchr(a->pos[i], '=');
 		if (!eq || eq == a->pos[i]) {
 			cli_usage_error(a->cmd, "want KEY=VALUE, got '%s'", a->pos[i]);
-			goto out;
+			json_decref(value);
+			return NULL;
 		}
 		char *key = xstrndup(a->pos[i], (size_t)(eq - a->pos[i]));
 		buf_t why = BUF_INIT;
@@ -451,18 +449,43 @@ int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
 			cli_usage_error(a->cmd, "bad key in '%s' (empty part, or set twice)", a->pos[i]);
 		buf_free(&why);
 		free(key);
-		if (!ok)
-			goto out;
+		if (!ok) {
+			json_decref(value);
+			return NULL;
+		}
 	}
+	return value;
+}
 
-	char *name = xstrndup(b, blen);
-	json_t *body = json_pack("{s:s,s:O}", "action", "set-bprops", "value", value);
+/* METHOD {"action":ACTION,"value":VALUE} to bucket name; what: the start
+ * of the error message ("set props of"). AIS_OK or AIS_ERR (printed). */
+static int props_action(struct cli *c, const char *method, const char *action, const char *name, json_t *value,
+			const char *what)
+{
+	json_t *body = json_pack("{s:s,s:O}", "action", action, "value", value);
 	char *json = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
-	buf_t what = BUF_INIT;
-	buf_addf(&what, "set props of bucket %s", name);
-	rc = CLI_EXIT_ERR;
-	if (bucket_action(c, "PATCH", name, json, what.ptr) == AIS_OK) {
+	buf_t w = BUF_INIT;
+	buf_addf(&w, "%s bucket %s", what, name);
+	int rc = bucket_action(c, method, name, json, w.ptr);
+	buf_free(&w);
+	free(json);
+	return rc;
+}
+
+int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
+{
+	const char *b = bucket_arg(a, a->pos[0]);
+	if (!b)
+		return CLI_EXIT_USAGE;
+	size_t blen = strlen(b) - (b[strlen(b) - 1] == '/');
+	json_t *value = props_doc(a, 1);
+	if (!value)
+		return CLI_EXIT_USAGE;
+
+	char *name = xstrndup(b, blen);
+	int rc = CLI_EXIT_ERR;
+	if (props_action(c, "PATCH", "set-bprops", name, value, "set props of") == AIS_OK) {
 		/* show what the bucket has now */
 		json_t *props = props_get(c, b, blen);
 		if (props) {
@@ -471,10 +494,30 @@ int cli_bucket_props_set(struct cli *c, const struct cli_args *a)
 			rc = CLI_EXIT_OK;
 		}
 	}
-	buf_free(&what);
-	free(json);
 	free(name);
-out:
+	json_decref(value);
+	return rc;
+}
+
+int cli_bucket_encode(struct cli *c, const struct cli_args *a)
+{
+	if (a->npos < 3)
+		return cli_usage_error(a->cmd, "want: job start ec-encode BUCKET ec.enabled=true ec.data_slices=D "
+					       "ec.parity_slices=P ... (or ec.enabled=false mirror.enabled=true "
+					       "mirror.copies=N)");
+	const char *b = bucket_arg(a, a->pos[1]);
+	if (!b)
+		return CLI_EXIT_USAGE;
+	json_t *value = props_doc(a, 2);
+	if (!value)
+		return CLI_EXIT_USAGE;
+	char *name = xstrndup(b, strlen(b) - (b[strlen(b) - 1] == '/'));
+	int rc = CLI_EXIT_ERR;
+	if (props_action(c, "POST", "ec-encode", name, value, "ec-encode of") == AIS_OK) {
+		printf("ec-encode of bucket %s started (progress: aisctl job show ec-encode)\n", name);
+		rc = CLI_EXIT_OK;
+	}
+	free(name);
 	json_decref(value);
 	return rc;
 }

@@ -275,6 +275,8 @@ int cli_bucket_ls(struct cli *c, const struct cli_args *a);
 int cli_bucket_rm(struct cli *c, const struct cli_args *a);
 int cli_bucket_props_show(struct cli *c, const struct cli_args *a);
 int cli_bucket_props_set(struct cli *c, const struct cli_args *a);
+/* job start ec-encode BUCKET KEY=VALUE...: POST {"action":"ec-encode"} (bucket.c). */
+int cli_bucket_encode(struct cli *c, const struct cli_args *a);
 int cli_object_put(struct cli *c, const struct cli_args *a);
 int cli_object_get(struct cli *c, const struct cli_args *a);
 int cli_object_rm(struct cli *c, const struct cli_args *a);

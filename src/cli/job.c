@@ -1,12 +1,15 @@
 /*
  * job.c - aisctl's job commands, for the cluster's rebalance job (which
- * also adds and removes mirror copies and drains decommissioned nodes) and
+ * also adds and removes mirror copies and drains decommissioned nodes),
+ * the re-encode job (ec-encode: a bucket to or from erasure coding, which
+ * the rebalance carries out), the remote buckets' prefetch and evict, and
  * the targets' resilver job (mountpath attach/detach):
  *   job show [rebalance|resilver] [--json]   one table: every target's progress
  *   job wait [rebalance|resilver] [--timeout-s N]  until no target runs it; a
  *                                   live progress bar on a terminal
  *   job start [rebalance]           PUT /v1/cluster {"action":"rebalance"}
- *   job stop [rebalance]            PUT /v1/cluster {"action":"stop-rebalance"}
+ *   job start ec-encode BUCKET KEY=VALUE...  the re-encode job (bucket.c)
+ *   job stop [KIND]                 PUT /v1/cluster?what=KIND {"action":"stop-rebalance"}
  * The status comes from GET /v1/cluster?what=rebalance|resilver on the endpoint.
  * Exit status of wait: 0 when the job ended done (or idle), 1 when it
  * ended failed or aborted, or the timeout passed.
@@ -28,9 +31,9 @@ static int check_kind(const struct cli_args *a, bool allow_res, const char **kin
 {
 	*kind = a->npos ? a->pos[0] : "rebalance";
 	if (!strcmp(*kind, "rebalance") || (allow_res && !strcmp(*kind, "resilver")) || !strcmp(*kind, "prefetch") ||
-	    !strcmp(*kind, "evict"))
+	    !strcmp(*kind, "evict") || !strcmp(*kind, "ec-encode"))
 		return CLI_EXIT_OK;
-	return cli_usage_error(a->cmd, "unknown job '%s': want rebalance%s, prefetch or evict", a->pos[0],
+	return cli_usage_error(a->cmd, "unknown job '%s': want rebalance%s, prefetch, evict or ec-encode", a->pos[0],
 	                       allow_res ? ", resilver" : " (a resilver starts with a mountpath change)");
 }
 
@@ -180,8 +183,12 @@ static int job_action(struct cli *c, const struct cli_args *a, const char *actio
 	if (rc != CLI_EXIT_OK)
 		return rc;
 	char body[64], path[64];
+	if (!strcmp(kind, "ec-encode") && !strcmp(action, "rebalance"))
+		return cli_bucket_encode(c, a);
 	if (strcmp(kind, "rebalance") && !strcmp(action, "rebalance"))
 		return cli_usage_error(a->cmd, "a %s starts with aisctl %s BUCKET", kind, kind);
+	if (a->npos > 1)
+		return cli_usage_error(a->cmd, "unexpected '%s'", a->pos[1]);
 	snprintf(body, sizeof(body), "{\"action\":\"%s\"}", action);
 	snprintf(path, sizeof(path), "/v1/cluster?what=%s", kind);
 	struct cli_req rq = CLI_REQ_INIT("PUT", path);

@@ -670,7 +670,8 @@ int cluster_h_cluster(http_req_t *req)
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
 	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||
-	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict")) /* remote buckets' jobs */
+	    sv_eqstr(what, "prefetch") || sv_eqstr(what, "evict") || /* remote buckets' jobs */
+	    sv_eqstr(what, "ec-encode"))
 		return jobs_ops() ? jobs_ops()->status(req) : jobs_unavailable(req);
 	buf_t out = BUF_INIT;
 	const cmap_t *m;

@@ -153,6 +153,26 @@ void ec_encode(const ec_codec_t *c, size_t len, unsigned char *const *data, unsi
 	ec_encode_data((int)len, (int)c->d, (int)c->p, c->tbls, (unsigned char **)data, (unsigned char **)parity);
 }
 
+void ec_encode_stripe(const ec_codec_t *c, const ec_layout_t *l, uint64_t s, const unsigned char *bytes,
+		      unsigned char *const *cell, unsigned char **out)
+{
+	uint32_t cs = ec_stripe_cell(l, s);
+	uint64_t n = ec_stripe_bytes(l, s);
+	for (unsigned j = 0; j < l->d; j++) {
+		uint64_t off = (uint64_t)j * cs, want = off < n ? MIN(cs, n - off) : 0;
+		if (want == cs) {
+			out[j] = (unsigned char *)bytes + off; /* read only: ISA-L's sources */
+			continue;
+		}
+		memcpy(cell[j], bytes + off, want);
+		memset(cell[j] + want, 0, cs - want);
+		out[j] = cell[j];
+	}
+	for (unsigned i = 0; i < l->p; i++)
+		out[l->d + i] = cell[l->d + i];
+	ec_encode(c, cs, out, out + l->d);
+}
+
 int ec_decode(const ec_codec_t *c, size_t len, const bool *have, unsigned char *const *frag)
 {
 	unsigned d = c->d, n = c->d + c->p, k = 0, nerr = 0;

@@ -81,6 +81,7 @@ struct bop {
 	bmd_props_t props; /* create: the new bucket's */
 	json_t *patch;     /* set-bprops: the request's value (borrowed from doc) */
 	bool nonempty;     /* set-bprops of ec.*: some target listed an object */
+	bool encode;       /* ec-encode: a layout change of a bucket that may hold objects */
 	int err;
 	buf_t msg;
 	/* list */
@@ -118,6 +119,9 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		return AIS_ERR;
 	}
 	bmd_props_t p = bk->props;
+	json_t *pe = json_object_get(json_object_get(o->patch, "ec"), "enabled");
+	if (o->encode && json_is_true(pe) && !json_object_get(o->patch, "mirror"))
+		p.mirror_enabled = false; /* ec-encode from copies to slices */
 	if (bmd_props_patch(&p, o->patch, err) != AIS_OK)
 		return AIS_ERR;
 	size_t targets = cmap_count(m, CMAP_TARGET, CMAP_ANY);
@@ -133,9 +137,14 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	if (bmd_ec_differs(&p, &bk->props) && o->nonempty) {
-		buf_addf(err, "the erasure-coding layout (ec.*) changes only while the bucket is empty; it holds "
-			      "objects");
+	if (o->encode && !bmd_ec_differs(&p, &bk->props)) {
+		buf_addf(err, "ec-encode: the bucket has that erasure-coding layout already");
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	if (bmd_ec_differs(&p, &bk->props) && o->nonempty && !o->encode) {
+		buf_addf(err, "the erasure-coding layout (ec.*) changes only while the bucket is empty, or through "
+			      "the re-encode job (ec-encode); it holds objects");
 		errno = ENOTEMPTY;
 		return AIS_ERR;
 	}
@@ -180,7 +189,7 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
-	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec"))
+	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec") && !o->encode)
 		o->nonempty = bucket_nonempty(cl_of(req), o->name);
 	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
 		o->err = errno ? errno : EIO;
@@ -199,6 +208,26 @@ static void bucket_done(http_req_t *req)
 	} else {
 		http_resp_send(req, "", 0);
 	}
+}
+
+static void redirect_primary(http_req_t *req, cluster_t *cl)
+{
+	char url[CMAP_URL_MAX + 1];
+	if (cluster_primary_url(cl, url, sizeof(url)))
+		redirect(req, url);
+	else
+		http_resp_error(req, 503, "no primary gateway known");
+}
+
+/* set-bprops and ec-encode: on the primary (else a redirect to it). */
+static void set_props_start(http_req_t *req, cluster_t *cl, struct bop *o, json_t *value)
+{
+	if (!cluster_is_primary(cl)) {
+		redirect_primary(req, cl);
+		return;
+	}
+	o->patch = json_incref(value);
+	http_offload_net(req, bucket_work, bucket_done);
 }
 
 static sv_t entry_name(json_t *e)
@@ -528,6 +557,22 @@ static int gw_buckets(http_req_t *req)
 			jobs_h_cluster_start(req, action[0] == 'p' ? "prefetch" : "evict", ajs);
 			break;
 		}
+		if (action && !strcmp(action, "ec-encode")) {
+			/* the re-encode job: the layout changes through the BMD, and
+			 * every target's rebalance converts what it holds (jobs.h) */
+			json_t *ec = json_object_get(value, "ec"), *mi = json_object_get(value, "mirror");
+			if (!bk) {
+				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			} else if (!json_is_object(ec) || json_object_size(value) != 1u + (mi != NULL)) {
+				http_resp_error(req, 400, "ec-encode: value wants {\"ec\":{...}} and, turning erasure "
+							  "coding off, {\"mirror\":{...}}, nothing else");
+			} else {
+				o->kind = BOP_SET_PROPS;
+				o->encode = true;
+				set_props_start(req, cl, o, value);
+			}
+			break;
+		}
 		/* fall through */
 	case HTTP_DELETE:
 	case HTTP_PATCH: {
@@ -543,17 +588,12 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "set-bprops: value must be an object of properties");
 			break;
 		}
-		if (!cluster_is_primary(cl)) {
-			char url[CMAP_URL_MAX + 1];
-			if (cluster_primary_url(cl, url, sizeof(url)))
-				redirect(req, url);
-			else
-				http_resp_error(req, 503, "no primary gateway known");
+		if (o->kind == BOP_SET_PROPS) {
+			set_props_start(req, cl, o, value);
 			break;
 		}
-		if (o->kind == BOP_SET_PROPS) {
-			o->patch = json_incref(value);
-			http_offload_net(req, bucket_work, bucket_done);
+		if (!cluster_is_primary(cl)) {
+			redirect_primary(req, cl);
 			break;
 		}
 		bmd_props_default(&o->props);

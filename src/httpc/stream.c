@@ -66,13 +66,13 @@ static long code_of(CURL *e)
 	return code;
 }
 
-/* Response body: to the sink when the status is 200 and there is one, else
- * kept (bounded) for the error message. */
+/* Response body: to the sink when the status is 200 (or 206: a Range
+ * asked for) and there is one, else kept (bounded) for the error message. */
 static size_t body_write(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t len = size * n;
-	if (x->sink && code_of(x->e) == 200) {
+	if (x->sink && (code_of(x->e) == 200 || code_of(x->e) == 206)) {
 		if (x->sink(x->arg, p, len) != AIS_OK) {
 			x->aborted = true;
 			return 0;

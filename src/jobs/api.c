@@ -1,6 +1,7 @@
 /*
  * api.c - the jobs' HTTP side. On a target: GET /v1/jobs (its rebalance
- * job) and PUT /v1/jobs {"action":"start"|"stop"}. On any node of a
+ * job; ?what=resilver, ec-encode, prefetch, evict the others) and PUT
+ * /v1/jobs {"action":"start"|"stop"}. On any node of a
  * cluster: GET /v1/cluster?what=rebalance (every target asked in parallel,
  * 5 s each; a target that does not answer is an "error" entry) and PUT
  * /v1/cluster {"action":"rebalance"|"stop-rebalance"} sent to every target.
@@ -22,6 +23,24 @@
 #include "aisd/banned.h"
 
 #define ASK_TIMEOUT_MS 5000
+
+/* GET /v1/jobs?what=ec-encode: the re-encode job (reb_encode_stats) with
+ * its bucket; PUT start/stop act on the rebalance that carries it. */
+static int encode_h_target(http_req_t *req, target_t *t)
+{
+	job_stats_t st;
+	char bck[NAME_BUCKET_MAX + 1];
+	buf_t out = BUF_INIT;
+	reb_encode_stats(t->reb, &st, bck, sizeof(bck));
+	job_stats_json(&st, "ec-encode", &out);
+	out.len--; /* the closing brace */
+	buf_addstr(&out, ",\"bucket\":");
+	buf_add_json_str(&out, bck, strlen(bck));
+	buf_addch(&out, '}');
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	return AIS_OK;
+}
 
 /* ?what=resilver: the resilver job; anything else (or none): rebalance. */
 static bool want_resilver(http_req_t *req)
@@ -45,6 +64,7 @@ int jobs_h_target(http_req_t *req)
 		http_resp_error(req, 409, "this target is not in a cluster: no rebalance");
 		return AIS_OK;
 	}
+	bool enc = http_query_get(req, "what", &what) && sv_eqstr(what, "ec-encode");
 	if (req->method == HTTP_PUT) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
@@ -60,6 +80,8 @@ int jobs_h_target(http_req_t *req)
 		}
 		json_decref(doc);
 	}
+	if (enc)
+		return encode_h_target(req, t);
 	if (res)
 		res_stats(t->res, &st);
 	else
@@ -183,7 +205,7 @@ static int cjob_start(http_req_t *req, const char *method, const char *body, con
 	j->kind = "rebalance";
 	sv_t what = {"", 0};
 	http_query_get(req, "what", &what);
-	if (sv_eqstr(what, "resilver") || bkj_kind(what))
+	if (sv_eqstr(what, "resilver") || sv_eqstr(what, "ec-encode") || bkj_kind(what))
 		j->kind = arena_svdup(req->arena, what);
 	if (kind)
 		j->kind = kind;

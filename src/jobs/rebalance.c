@@ -54,6 +54,10 @@ struct reb {
 	target_t *t;
 	struct qitem *q; /* reb_enqueue's objects, newest first */
 	size_t nq;
+	uint64_t run_bmd_v;  /* the BMD the current (or last) run walked under */
+	uint64_t done_bmd_v; /* that of the last run that ended clean */
+	char enc_bck[NAME_BUCKET_MAX + 1]; /* the last re-encode (reb_encode) */
+	uint64_t enc_bmd_v;  /* the BMD that changed its layout; 0: none */
 };
 
 struct bucket {
@@ -70,6 +74,8 @@ struct item {
 struct page {
 	reb_t *r;
 	uint64_t gen;
+	uint64_t cmap_v; /* the run's map */
+	bool slices;     /* b's erasure-coded slices here, not its objects */
 	const struct bucket *b;
 	struct item *items;
 	size_t n;
@@ -175,6 +181,26 @@ out:
 	buf_free(&msg);
 }
 
+/* A slice of b's object obj here: moved to a holder, or dropped, if this
+ * target is not one of its holders (ec.c rules 6, 7). */
+static void do_slice(reb_t *r, const struct bucket *b, uint64_t cmap_v, const char *obj, size_t olen)
+{
+	buf_t msg = BUF_INIT;
+	uint64_t bytes = 0;
+	int rc = ec_place_slice(r->t, &b->props, b->name, strlen(b->name), obj, olen, cmap_v, &bytes, &msg);
+	if (rc == AIS_ERR)
+		note_error(r, "%.*s: slice: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
+	pthread_mutex_lock(&r->jr.mu);
+	r->jr.st.walked++;
+	if (rc == EC_SLICE_MOVED) {
+		r->jr.st.moved++;
+		r->jr.st.moved_bytes += bytes;
+	}
+	r->jr.st.deleted += rc == EC_SLICE_MOVED || rc == EC_SLICE_DROPPED;
+	pthread_mutex_unlock(&r->jr.mu);
+	buf_free(&msg);
+}
+
 static void *page_worker(void *arg)
 {
 	struct page *pg = arg;
@@ -186,7 +212,10 @@ static void *page_worker(void *arg)
 		pthread_mutex_unlock(&r->jr.mu);
 		if (stop || i >= pg->n)
 			break;
-		do_object(r, pg->b, pg->items[i].name, pg->items[i].len);
+		if (pg->slices)
+			do_slice(r, pg->b, pg->cmap_v, pg->items[i].name, pg->items[i].len);
+		else
+			do_object(r, pg->b, pg->items[i].name, pg->items[i].len);
 	}
 	httpc_sync_release();
 	return NULL;
@@ -201,17 +230,22 @@ static void collect(void *arg, const char *name, size_t len, const store_meta_t 
 	pg->n++;
 }
 
-/* One page of names after *after (updated), processed by the workers.
- * Returns false when the bucket has no more. */
-static bool walk_page(reb_t *r, uint64_t gen, const struct bucket *b, buf_t *after, size_t workers)
+/* One page of names after *after (updated), processed by the workers: of
+ * b's objects, or (slices) of its slices. Returns false when there are no more. */
+static bool walk_page(reb_t *r, uint64_t gen, uint64_t cmap_v, const struct bucket *b, bool slices, buf_t *after,
+		      size_t workers)
 {
-	struct page pg = {.r = r, .gen = gen, .b = b};
+	struct page pg = {.r = r, .gen = gen, .cmap_v = cmap_v, .slices = slices, .b = b};
 	bool more = false;
 	pthread_t th[64];
 	size_t nth = 0;
+	char sb[24];
 
+	if (slices)
+		ec_slice_bucket(b->name, strlen(b->name), sb);
+	const char *lb = slices ? sb : b->name;
 	pg.items = xcalloc(WALK_PAGE, sizeof(*pg.items));
-	if (store_list(r->t->store, b->name, strlen(b->name), "", 0, after->ptr ? after->ptr : "", after->len,
+	if (store_list(r->t->store, lb, strlen(lb), "", 0, after->ptr ? after->ptr : "", after->len,
 	               WALK_PAGE, collect, &pg, &more) != AIS_OK) {
 		free(pg.items);
 		return false; /* the bucket is gone */
@@ -259,8 +293,10 @@ static void walk(reb_t *r, uint64_t gen)
 		bs[nb].props = bmd_bucket(bmd, i)->props;
 		bs[nb++].copies = place_copies(&bmd_bucket(bmd, i)->props);
 	}
+	uint64_t cmap_v = m ? cmap_version(m) : 0;
 	pthread_mutex_lock(&r->jr.mu);
-	r->jr.st.cmap_version = m ? cmap_version(m) : 0;
+	r->jr.st.cmap_version = cmap_v;
+	r->run_bmd_v = bmd ? bmd_version(bmd) : 0;
 	pthread_mutex_unlock(&r->jr.mu);
 	cluster_read_unlock(cl);
 
@@ -272,11 +308,13 @@ static void walk(reb_t *r, uint64_t gen)
 		return;
 	}
 	for (size_t i = 0; i < nb && !job_runner_stopped(&r->jr, gen); i++) {
-		buf_t after = BUF_INIT;
-		while (!job_runner_stopped(&r->jr, gen) &&
-		       walk_page(r, gen, &bs[i], &after, r->t->conf->rebalance_workers))
-			;
-		buf_free(&after);
+		for (int slices = 0; slices <= 1; slices++) { /* its objects, then its slices */
+			buf_t after = BUF_INIT;
+			while (!job_runner_stopped(&r->jr, gen) &&
+			       walk_page(r, gen, cmap_v, &bs[i], slices, &after, r->t->conf->rebalance_workers))
+				;
+			buf_free(&after);
+		}
 	}
 	free(bs);
 }
@@ -328,7 +366,9 @@ static void run(void *arg, uint64_t gen)
 
 static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
 {
-	(void)arg;
+	reb_t *r = arg;
+	if (st->state == JOB_DONE)
+		r->done_bmd_v = r->run_bmd_v;
 	if (st->state == JOB_FAILED)
 		log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
 		          (unsigned long long)st->cmap_version, (unsigned long long)st->errors,
@@ -413,6 +453,38 @@ void reb_enqueue(reb_t *r, const char *bck, size_t blen, const char *obj, size_t
 void reb_abort(reb_t *r)
 {
 	job_runner_abort(&r->jr);
+}
+
+void reb_encode(reb_t *r, const char *bck, uint64_t bmd_v)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->jr.mu);
+	snprintf(r->enc_bck, sizeof(r->enc_bck), "%s", bck);
+	r->enc_bmd_v = bmd_v;
+	pthread_mutex_unlock(&r->jr.mu);
+	char why[NAME_BUCKET_MAX + 64];
+	snprintf(why, sizeof(why), "bucket %s re-encoded (BMD v%llu)", bck, (unsigned long long)bmd_v);
+	reb_kick(r, why);
+}
+
+void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz)
+{
+	job_runner_stats(&r->jr, out);
+	pthread_mutex_lock(&r->jr.mu);
+	uint64_t want = r->enc_bmd_v, done = r->done_bmd_v;
+	bool retry = r->jr.retry_ms != 0;
+	snprintf(bck, bsz, "%s", r->enc_bck);
+	pthread_mutex_unlock(&r->jr.mu);
+	out->objects = local_objects(r->t->store);
+	if (!want) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	if (out->state != JOB_RUNNING && done >= want)
+		out->state = JOB_DONE;
+	else if (out->state == JOB_IDLE || out->state == JOB_DONE || (out->state == JOB_FAILED && retry))
+		out->state = JOB_RUNNING; /* a run under the new layout is due, or its retry */
 }
 
 void reb_stats(reb_t *r, job_stats_t *out)

@@ -15,8 +15,10 @@
  *     slice missing the landed slices are deleted and the PUT fails (503):
  *     nothing of the write stays visible.
  *  3. Memory is bounded: one stripe (D+P cells of EC_CELL bytes) at a time;
- *     slices are encoded into unlinked temporary files on the first
- *     mountpath and sent from there (sendfile on the intra transport).
+ *     the data cells are read from a mapping of the sealed file (no copy
+ *     but the short last stripe's), slices are encoded into unlinked
+ *     temporary files on the first mountpath and sent from there
+ *     (sendfile on the intra transport).
  *  4. After map changes slices may be anywhere, one per target: a rebuild
  *     asks every active target for its slice, keeps those whose metadata
  *     names the newest version with at least D slices, and checks the
@@ -24,12 +26,45 @@
  *     fails its own checksum is refused by its target (ecslice.c rule 3),
  *     so wrong bytes are never decoded and never served.
  *  5. The repair (from the whole copy: the rebalance's walk and queue)
- *     encodes only the missing slice indices and sends each to an active
- *     target that holds no current slice of the object.
+ *     asks the holders (the first D+P active targets by HRW) for their
+ *     slices, encodes only the indices none of them holds and sends each
+ *     to a holder with no current slice, or one whose index a holder
+ *     before it in HRW order has too. Only the owner encodes an object
+ *     none of whose holders has a slice (a bucket converted to erasure
+ *     coding): one encoder, so every slice is of one write (version).
+ *  6. A slice on a target that is not one of its holders (a map change:
+ *     decommission, maintenance with drain, a target joined or rejoined)
+ *     is moved by that target's rebalance walk to the first holder that
+ *     lacks a slice of that write (ecslice.c rule 4), then dropped here;
+ *     the whole copy moves as any object does.
+ *  7. A slice is dropped off a non-holder only when one holder says it has
+ *     that slice (or D slices of a newer write) under a map at least as
+ *     new as the walk's (ecslice.c rule 5), or took it with a move; and
+ *     only if the map is still the walk's, checked under the map lock. A
+ *     holder answers for its slice under that lock too, so two targets
+ *     with different maps never each drop their slice on the other's word.
+ *  8. The owner's walk of its slices fetches the whole copy it lacks (its
+ *     owner was lost), or rebuilds it from the slices, which queues the
+ *     repair of the missing slices (rule 5).
+ *  9. A Range read with no whole copy to fetch decodes only the stripes
+ *     the range touches: one ranged GET per slice index of the newest
+ *     write, into temporary files, decoded from D of them and checked
+ *     against every other one (a ranged slice is not checked against its
+ *     own checksum, which covers the whole slice); with only D reachable,
+ *     or slices that disagree, the whole object is rebuilt instead (rule
+ *     4: checked against the object's checksum). The bytes land at their
+ *     offsets in a sparse temporary file of the object's size.
+ * 10. In a bucket whose erasure coding was turned off (a re-encode to
+ *     copies), a slice is dropped only once every holder of the object
+ *     under the new props has a whole copy; a slice of a former D+P (a
+ *     re-encode to another layout) only once the holders under the new
+ *     one confirm D slices of the newer write (rule 7).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +87,16 @@ typedef char url_t[CMAP_URL_MAX + 1];
 
 /* Counters for /metrics, registered at 0 by ec_metrics_init so a scrape
  * (and a dashboard) sees them before the first erasure-coded write. */
-enum { EC_M_WRITTEN, EC_M_DAMAGED, EC_M_REBUILDS, EC_M_REBUILD_FAILURES, EC_M_N };
+enum {
+	EC_M_WRITTEN,
+	EC_M_DAMAGED,
+	EC_M_REBUILDS,
+	EC_M_REBUILD_FAILURES,
+	EC_M_RANGE_READS,
+	EC_M_RANGE_BYTES,
+	EC_M_MOVED,
+	EC_M_N
+};
 static const struct {
 	const char *name, *help;
 } ec_metrics[EC_M_N] = {
@@ -60,6 +104,10 @@ static const struct {
 	[EC_M_DAMAGED] = {"aisd_ec_slices_damaged_total", "Slices found damaged (checksum mismatch) by a rebuild."},
 	[EC_M_REBUILDS] = {"aisd_ec_rebuilds_total", "Objects rebuilt from their slices."},
 	[EC_M_REBUILD_FAILURES] = {"aisd_ec_rebuild_failures_total", "Rebuilds from slices that failed."},
+	[EC_M_RANGE_READS] = {"aisd_ec_range_reads_total",
+			      "Range reads decoded from the slices of the stripes they touch."},
+	[EC_M_RANGE_BYTES] = {"aisd_ec_range_slice_bytes_total", "Slice bytes fetched for those range reads."},
+	[EC_M_MOVED] = {"aisd_ec_slices_moved_total", "Slices moved to their holders by the rebalance."},
 };
 
 static void count(int m, uint64_t n)
@@ -88,21 +136,19 @@ static size_t targets(target_t *t, const char *bck, size_t blen, const char *obj
 {
 	const cmap_t *m;
 	place_t p;
-	buf_t un = BUF_INIT;
-	buf_add(&un, bck, blen);
-	buf_addch(&un, '/');
-	buf_add(&un, obj, olen);
 	cluster_read_lock(t->base.cl, &m, NULL);
 	size_t cap = m ? cmap_size(m) : 0, n = 0;
 	url_t *u = xcalloc(cap + 1, sizeof(*u));
-	place_of(m, un.ptr, un.len, MIN(cap, HRW_TOP_MAX), NULL, &p);
+	ec_place_of(m, NULL, bck, blen, obj, olen, cap, &p);
 	for (size_t i = 0; i < p.n; i++)
 		snprintf(u[n++], sizeof(u[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
-	buf_free(&un);
 	*out = u;
 	return n;
 }
+
+static const char *self_intra(target_t *t) { return cluster_self(t->base.cl)->intra_url; }
+static const char *self_id(target_t *t) { return cluster_self(t->base.cl)->id; }
 
 static void slice_url(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
 {
@@ -122,6 +168,7 @@ struct send {
 	const char *base;
 	buf_t url, msg, meta;
 	const char *custom;
+	uint64_t cmap_v; /* non-zero: a move (ecslice.c rule 4) under this map */
 	int fd;
 	uint64_t len;
 	int status;
@@ -130,15 +177,23 @@ struct send {
 static void *send_one(void *arg)
 {
 	struct send *s = arg;
-	char h0[64], h1[EC_META_MAX + 32], h2[STORE_CUSTOM_MAX + 32];
-	const char *hp[4] = {h0, h1, NULL, NULL};
+	char h0[64], h1[EC_META_MAX + 32], h2[STORE_CUSTOM_MAX + 32], h3[64], h4[64];
+	const char *hp[6] = {h0, h1, NULL};
+	size_t nh = 2;
 	bool sent = true;
 	snprintf(h0, sizeof(h0), "%s: ec", TGT_INTRA);
 	snprintf(h1, sizeof(h1), "%s: %s", EC_META_HDR, s->meta.ptr);
 	if (s->custom && s->custom[0]) {
 		snprintf(h2, sizeof(h2), "Ais-Custom-Md: %s", s->custom);
-		hp[2] = h2;
+		hp[nh++] = h2;
 	}
+	if (s->cmap_v) {
+		snprintf(h3, sizeof(h3), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)s->cmap_v);
+		snprintf(h4, sizeof(h4), "%s: true", EC_MOVE_HDR);
+		hp[nh++] = h3;
+		hp[nh++] = h4;
+	}
+	hp[nh] = NULL;
 	if (xs_supports(s->base)) {
 		buf_t rh = BUF_INIT;
 		if (xs_put_file(s->url.ptr, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &sent, &rh,
@@ -190,28 +245,37 @@ static size_t encode_send(target_t *t, int fd, const ec_layout_t *l, const ec_me
 		if (dest[i] && (s[i].fd = tmp_file(t)) < 0)
 			failed = true;
 	}
-	for (uint64_t st = 0; st < l->stripes && !failed; st++) { /* rule 3 */
+	/* rule 3: the data cells straight from a mapping of the sealed file
+	 * (pread into one stripe buffer if it cannot be mapped) */
+	unsigned char *map = l->size ? mmap(NULL, l->size, PROT_READ, MAP_SHARED, fd, 0) : NULL, *sbuf = NULL;
+	if (map == MAP_FAILED) {
+		map = NULL;
+		sbuf = xmalloc((size_t)l->d * l->cell);
+	} else if (map) {
+		madvise(map, l->size, MADV_SEQUENTIAL);
+	}
+	for (uint64_t st = 0; st < l->stripes && !failed; st++) {
 		uint32_t cs = ec_stripe_cell(l, st);
 		uint64_t at = ec_stripe_start(l, st), bytes = ec_stripe_bytes(l, st);
-		for (unsigned j = 0; j < l->d; j++) {
-			uint64_t off = (uint64_t)j * cs, want = off < bytes ? MIN(cs, bytes - off) : 0;
-			ssize_t r = want ? pread(fd, cell[j], want, (off_t)(at + off)) : 0;
-			if (r < 0 || (uint64_t)r != want) {
+		unsigned char *out[NSL];
+		if (!map) {
+			ssize_t r = pread(fd, sbuf, bytes, (off_t)at);
+			if (r < 0 || (uint64_t)r != bytes) {
 				buf_addf(msg, "reading the object to encode: %s", r < 0 ? strerror(errno) : "short read");
 				failed = true;
 				break;
 			}
-			memset(cell[j] + want, 0, cs - want);
 		}
-		if (failed)
-			break;
-		ec_encode(c, cs, cell, cell + l->d);
+		ec_encode_stripe(c, l, st, map ? map + at : sbuf, cell, out);
 		for (unsigned i = 0; i < n; i++)
-			if (s[i].fd >= 0 && pwrite(s[i].fd, cell[i], cs, (off_t)(st * l->cell)) != (ssize_t)cs) {
+			if (s[i].fd >= 0 && pwrite(s[i].fd, out[i], cs, (off_t)(st * l->cell)) != (ssize_t)cs) {
 				buf_addf(msg, "writing a slice: %s", strerror(errno));
 				failed = true;
 			}
 	}
+	if (map)
+		munmap(map, l->size);
+	free(sbuf);
 	for (unsigned i = 0; i < n && !failed; i++) {
 		if (!dest[i])
 			continue;
@@ -305,12 +369,14 @@ out:
 /* --- asking every target --------------------------------------------------------- */
 
 /* One request to one target, on a thread of its own: DELETE, GET ?meta
- * (the text in resp) or GET into a temporary file (fd >= 0). */
+ * (the text in resp) or GET into a temporary file (fd >= 0); a GET keeps
+ * the answer's head in hdrs. */
 struct ask {
 	pthread_t th;
 	bool started;
 	const char *method;
 	buf_t url, resp, hdrs;
+	const char *hdr; /* an extra header line, or NULL */
 	int fd;
 	int status;
 };
@@ -328,14 +394,21 @@ static int to_fd(void *arg, const char *p, size_t n)
 	return AIS_OK;
 }
 
+static int to_buf(void *arg, const char *p, size_t n)
+{
+	buf_add(&((struct ask *)arg)->resp, p, n);
+	return AIS_OK;
+}
+
 static void *ask_one(void *arg)
 {
 	struct ask *a = arg;
 	char hv[64];
-	const char *hp[] = {hv, NULL};
+	const char *hp[] = {hv, a->hdr, NULL};
 	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
-	if (a->fd >= 0) {
-		if (httpc_sync_get_to(a->url.ptr, hp, 600000, to_fd, a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
+	if (!strcmp(a->method, "GET")) { /* the answer's head too (EC_META_HDR, EC_HOLDER_HDR) */
+		if (httpc_sync_get_to(a->url.ptr, hp, a->fd >= 0 ? 600000 : 10000, a->fd >= 0 ? to_fd : to_buf, a,
+				      &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
 	} else if (httpc_sync(a->method, a->url.ptr, hp, NULL, 0, 10000, &a->resp, &a->status) != AIS_OK) {
 		a->status = 0;
@@ -343,13 +416,15 @@ static void *ask_one(void *arg)
 	return NULL;
 }
 
-/* Asks every one of u[0..n) in parallel; a[i] holds the answers. */
+/* Asks every one of u[0..n) in parallel (hdr: an extra header line, or
+ * NULL); a[i] holds the answers. */
 static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
-			   const char *bck, size_t blen, const char *obj, size_t olen)
+			   const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	struct ask *a = xcalloc(n + 1, sizeof(*a));
 	for (size_t i = 0; i < n; i++) {
 		a[i].method = method;
+		a[i].hdr = hdr;
 		a[i].fd = fds ? fds[i] : -1;
 		slice_url(&a[i].url, u[i], bck, blen, obj, olen);
 		buf_addstr(&a[i].url, query);
@@ -377,7 +452,7 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 {
 	url_t *u;
 	size_t n = targets(t, bck, blen, obj, olen, &u), gone = 0;
-	struct ask *a = ask_all(u, n, "DELETE", "", NULL, bck, blen, obj, olen);
+	struct ask *a = ask_all(u, n, "DELETE", "", NULL, NULL, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++)
 		gone += a[i].status == 200;
 	ask_free(a, n);
@@ -387,11 +462,34 @@ size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *o
 
 /* --- rebuild ---------------------------------------------------------------------- */
 
-/* Does slice metadata m belong to the same write as ref? */
-static bool same_write(const ec_meta_t *m, const ec_meta_t *ref)
+/* The object's checksum type from slice metadata; *colon at the ':'
+ * before its value. */
+static enum store_cksum cksum_of(const ec_meta_t *m, const char **colon)
 {
-	return m->d == ref->d && m->p == ref->p && m->cell == ref->cell && m->size == ref->size &&
-	       m->version == ref->version && !strcmp(m->cksum, ref->cksum);
+	enum store_cksum ct = CKSUM_NONE;
+	*colon = strchr(m->cksum, ':');
+	if (!*colon || store_cksum_parse(m->cksum, (size_t)(*colon - m->cksum), &ct) != AIS_OK)
+		ct = CKSUM_NONE;
+	return ct;
+}
+
+/* Rule 4: the answer (of m[0..n) with have[i]) of the newest write with at
+ * least D distinct slices, *cnt of them; -1 when none has. */
+static ssize_t pick_write(const ec_meta_t *m, const bool *have, size_t n, size_t *cnt)
+{
+	ssize_t ref = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!have[i])
+			continue;
+		size_t c = 0;
+		bool idx_seen[NSL] = {false};
+		for (size_t j = 0; j < n; j++)
+			if (have[j] && ec_same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
+				idx_seen[m[j].idx] = true, c++;
+		if (c >= m[i].d && (ref < 0 || m[i].version > m[ref].version || (m[i].version == m[ref].version && c > *cnt)))
+			ref = (ssize_t)i, *cnt = c;
+	}
+	return ref;
 }
 
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
@@ -406,7 +504,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 
 	for (size_t i = 0; i < n; i++)
 		fds[i] = tmp_file(t);
-	struct ask *a = ask_all(u, n, "GET", "", fds, bck.ptr, bck.len, obj.ptr, obj.len);
+	struct ask *a = ask_all(u, n, "GET", "", fds, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* rule 4: the newest version with at least D slices */
 	for (size_t i = 0; i < n; i++) {
 		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
@@ -417,19 +515,9 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
 		any += have[i];
 	}
-	const ec_meta_t *ref = NULL;
 	size_t best = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!have[i])
-			continue;
-		size_t cnt = 0;
-		bool idx_seen[NSL] = {false};
-		for (size_t j = 0; j < n; j++)
-			if (have[j] && same_write(&m[j], &m[i]) && !idx_seen[m[j].idx])
-				idx_seen[m[j].idx] = true, cnt++;
-		if (cnt >= m[i].d && (!ref || m[i].version > ref->version || (m[i].version == ref->version && cnt > best)))
-			ref = &m[i], best = cnt;
-	}
+	ssize_t r = pick_write(m, have, n, &best);
+	const ec_meta_t *ref = r >= 0 ? &m[r] : NULL;
 	if (!ref) {
 		if (any) {
 			e = EIO;
@@ -444,7 +532,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	for (unsigned k = 0; k < NSL; k++)
 		sfd[k] = -1;
 	for (size_t i = 0; i < n; i++)
-		if (have[i] && same_write(&m[i], ref) && !got[m[i].idx])
+		if (have[i] && ec_same_write(&m[i], ref) && !got[m[i].idx])
 			got[m[i].idx] = true, sfd[m[i].idx] = fds[i];
 	sv_t cm = httpc_hdr_find(&a[ref - m].hdrs, "Ais-Custom-Md");
 	char *custom = cm.len ? xstrndup(cm.ptr, cm.len) : NULL;
@@ -481,10 +569,8 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	}
 	if (rc == AIS_OK) {
 		/* the rebuilt bytes must match the object's checksum (rule 4) */
-		const char *colon = strchr(ref->cksum, ':');
-		enum store_cksum ct = CKSUM_NONE;
-		if (colon && store_cksum_parse(ref->cksum, (size_t)(colon - ref->cksum), &ct) != AIS_OK)
-			ct = CKSUM_NONE;
+		const char *colon;
+		enum store_cksum ct = cksum_of(ref, &colon);
 		if (store_writer_commit(w, ct, ct != CKSUM_NONE ? colon + 1 : NULL, custom, NULL) != AIS_OK) {
 			buf_addf(msg, "the object rebuilt from %zu slices does not match its checksum: %s", best,
 				 strerror(errno));
@@ -519,6 +605,122 @@ out:
 	return rc;
 }
 
+/* --- range reads ------------------------------------------------------------------ */
+
+int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, store_meta_t *out, buf_t *msg)
+{
+	url_t *u, sel[NSL];
+	size_t n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, &u), best = 0, k = 0;
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck.ptr, bck.len, obj.ptr, obj.len), *b = NULL;
+	ec_meta_t *m = xcalloc(n + 1, sizeof(*m));
+	bool *have = xcalloc(n + 1, sizeof(*have)), got[NSL] = {false}, idx_taken[NSL] = {false};
+	int fds[NSL], sfd[NSL], ofd = -1, rc = AIS_ERR, e = EAGAIN;
+	unsigned sidx[NSL], ngot = 0;
+	uint64_t start, len, fetched = 0;
+
+	for (size_t i = 0; i < n; i++)
+		have[i] = a[i].status == 200 && ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m[i]) == AIS_OK;
+	ssize_t r = pick_write(m, have, n, &best);
+	/* D slices decode; one more checks them (rule 9) */
+	if (r < 0 || best <= m[r].d || http_range_parse(range, m[r].size, &start, &len) != AIS_OK) {
+		ask_free(a, n);
+		free(m), free(have), free(u);
+		errno = EAGAIN;
+		return AIS_ERR;
+	}
+	const ec_meta_t *ref = &m[r];
+	ec_layout_t l;
+	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
+	uint64_t sbytes = (uint64_t)l.d * l.cell, s0 = start / sbytes, s1 = (start + len - 1) / sbytes;
+	char rh[96];
+	snprintf(rh, sizeof(rh), "Range: bytes=%llu-%llu", (unsigned long long)(s0 * l.cell),
+		 (unsigned long long)(s1 * l.cell + ec_stripe_cell(&l, s1) - 1));
+	for (size_t i = 0; i < n; i++)
+		if (have[i] && ec_same_write(&m[i], ref) && !idx_taken[m[i].idx]) {
+			idx_taken[m[i].idx] = true;
+			sidx[k] = m[i].idx;
+			fds[k] = tmp_file(t);
+			snprintf(sel[k++], sizeof(sel[0]), "%s", u[i]);
+		}
+	for (unsigned j = 0; j < NSL; j++)
+		sfd[j] = -1;
+	b = ask_all(sel, k, "GET", "", fds, rh, bck.ptr, bck.len, obj.ptr, obj.len);
+	for (size_t j = 0; j < k; j++) {
+		sv_t mh = httpc_hdr_find(&b[j].hdrs, EC_META_HDR);
+		ec_meta_t sm;
+		if (b[j].status == 206 && fds[j] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &sm) == AIS_OK &&
+		    ec_same_write(&sm, ref) && sm.idx == sidx[j]) {
+			got[sidx[j]] = true, sfd[sidx[j]] = fds[j], ngot++;
+			struct stat st;
+			fetched += fstat(fds[j], &st) == 0 ? (uint64_t)st.st_size : 0;
+		}
+	}
+	unsigned ns = l.d + l.p;
+	unsigned char *cell[NSL], *chk[NSL];
+	ec_codec_t *c = ec_codec_new(l.d, l.p);
+	for (unsigned j = 0; j < ns; j++)
+		cell[j] = xmalloc(l.cell), chk[j] = xmalloc(l.cell);
+	if (ngot <= l.d || (ofd = tmp_file(t)) < 0 || ftruncate(ofd, (off_t)ref->size) != 0)
+		goto done;
+	e = EIO;
+	for (uint64_t st = s0; st <= s1; st++) {
+		uint32_t cs = ec_stripe_cell(&l, st);
+		bool hv[NSL], dec[NSL];
+		unsigned char *frag[NSL];
+		unsigned used = 0;
+		for (unsigned j = 0; j < ns; j++) {
+			hv[j] = got[j] && pread(sfd[j], cell[j], cs, (off_t)((st - s0) * l.cell)) == (ssize_t)cs;
+			dec[j] = hv[j] && used < l.d;
+			used += dec[j];
+			frag[j] = dec[j] ? cell[j] : chk[j];
+		}
+		if (ec_decode(c, cs, dec, frag) != AIS_OK)
+			goto done;
+		for (unsigned j = 0; j < ns; j++)
+			if (hv[j] && !dec[j] && memcmp(chk[j], cell[j], cs)) { /* rule 9 */
+				buf_addf(msg, "the slices of stripe %llu do not agree", (unsigned long long)st);
+				goto done;
+			}
+		uint64_t at = ec_stripe_start(&l, st), bytes = ec_stripe_bytes(&l, st);
+		for (unsigned j = 0; j < l.d; j++) { /* the cell's bytes inside [start, start + len) */
+			uint64_t lo = MAX(at + (uint64_t)j * cs, start), hi = MIN(at + MIN((uint64_t)(j + 1) * cs, bytes),
+										 start + len);
+			if (lo < hi && pwrite(ofd, frag[j] + (lo - at - (uint64_t)j * cs), hi - lo, (off_t)lo) !=
+					       (ssize_t)(hi - lo))
+				goto done;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	const char *colon;
+	out->size = ref->size;
+	out->cksum_type = cksum_of(ref, &colon);
+	if (out->cksum_type != CKSUM_NONE)
+		snprintf(out->cksum, sizeof(out->cksum), "%s", colon + 1);
+	out->mtime_ns = (int64_t)ref->version;
+	sv_t cm = httpc_hdr_find(&a[r].hdrs, "Ais-Custom-Md");
+	snprintf(out->custom, sizeof(out->custom), "%.*s", (int)cm.len, cm.ptr ? cm.ptr : "");
+	*out_fd = ofd;
+	ofd = -1;
+	rc = AIS_OK;
+	count(EC_M_RANGE_READS, 1);
+	count(EC_M_RANGE_BYTES, fetched);
+done:
+	if (ofd >= 0)
+		close(ofd);
+	for (unsigned j = 0; j < ns; j++)
+		free(cell[j]), free(chk[j]);
+	ec_codec_free(c);
+	for (size_t j = 0; j < k; j++)
+		if (fds[j] >= 0)
+			close(fds[j]);
+	ask_free(b, k);
+	ask_free(a, n);
+	free(m), free(have), free(u);
+	if (rc != AIS_OK)
+		errno = e;
+	return rc;
+}
+
 /* --- repair ------------------------------------------------------------------------- */
 
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
@@ -530,40 +732,42 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	if (!ec_props(t, (sv_t){bck, blen}, &bp) ||
 	    store_open_obj(t->store, bck, blen, obj, olen, &fd, &sm) != AIS_OK || !place_ec(&bp, sm.size))
 		return 0;
-	size_t n = targets(t, bck, blen, obj, olen, &u);
-	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, bck, blen, obj, olen);
+	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
+	size_t n = MIN(targets(t, bck, blen, obj, olen, &u), ns); /* the holders (rule 5) */
+	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
 	meta_template(&tmpl, &bp, &sm);
-	bool have_idx[NSL] = {false};
+	bool have_idx[NSL] = {false}, taken[NSL] = {false};
 	const char *dest[NSL] = {NULL};
-	bool *holds = xcalloc(n + 1, sizeof(*holds));
 	uint64_t ver = 0;
-	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m) != AIS_OK)
 			continue;
-		/* current: the same object (size, checksum) in the bucket's layout */
-		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum))
+		/* current: the same object (size, checksum) in the bucket's layout,
+		 * and an index no holder before it in HRW order has */
+		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum) ||
+		    have_idx[m.idx])
 			continue;
-		holds[i] = true;
-		if (!have_idx[m.idx])
-			have_idx[m.idx] = true, ver = MAX(ver, m.version);
+		taken[i] = have_idx[m.idx] = true;
+		ver = MAX(ver, m.version);
 	}
 	int wrote = 0;
 	size_t next = 0;
+	if (!ver && n && strcmp(u[0], self_intra(t))) { /* rule 5: the first slices are the owner's */
+		buf_addf(msg, "no slice of it on its holders yet: its owner encodes them");
+		wrote = -1;
+		goto out;
+	}
 	for (unsigned k = 0; k < ns; k++) {
 		if (have_idx[k])
 			continue;
 		missing++;
-		while (next < n && holds[next])
+		while (next < n && taken[next])
 			next++;
 		if (next < n)
-			dest[k] = u[next++];
+			dest[k] = u[next++], placed++;
 	}
 	if (missing) {
-		unsigned placed = 0;
-		for (unsigned k = 0; k < ns; k++)
-			placed += dest[k] != NULL;
 		if (placed < missing)
 			log_info("%.*s/%.*s: %u of its %u slices missing, only %u active targets without one: "
 				 "erasure-coded with less redundancy until targets join",
@@ -581,9 +785,181 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 					 obj, good);
 		}
 	}
+out:
 	close(fd);
 	ask_free(a, n);
-	free(holds);
 	free(u);
 	return wrote;
+}
+
+/* --- a slice off its holders (the rebalance) ---------------------------------------- */
+
+/* Deletes the local slice if the map is still cmap_v and the slice still
+ * the one decided on (me; NULL: any), under the map lock (rule 7). */
+static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen, uint64_t cmap_v,
+		       const ec_meta_t *me)
+{
+	const cmap_t *m;
+	store_meta_t sm;
+	ec_meta_t now;
+	bool gone = false;
+	cluster_read_lock(t->base.cl, &m, NULL);
+	if (m && cmap_version(m) == cmap_v &&
+	    (!me || (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) == AIS_OK &&
+		     ec_meta_of(sm.custom, &now) == AIS_OK && ec_same_write(&now, me) && now.idx == me->idx)))
+		gone = store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
+	cluster_read_unlock(t->base.cl);
+	return gone;
+}
+
+/* Rule 10: do all the holders of bck/obj (size bytes) under the bucket's
+ * props bp have a whole copy? msg names one that lacks it. */
+static bool copies_there(target_t *t, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+			 size_t olen, uint64_t size, buf_t *msg)
+{
+	const cmap_t *m;
+	place_t p;
+	url_t h[BMD_COPIES_MAX];
+	size_t n = 0;
+	bool all = true;
+	char hv[64];
+	const char *hp[] = {hv, NULL};
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	cluster_read_lock(t->base.cl, &m, NULL);
+	ec_place_of(m, NULL, bck, blen, obj, olen, MIN(place_copies_of(bp, size), BMD_COPIES_MAX), &p);
+	for (size_t i = 0; i < p.n; i++)
+		snprintf(h[n++], sizeof(h[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(t->base.cl);
+	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
+	for (size_t i = 0; i < n && all; i++) {
+		int status = 0;
+		buf_reset(&url);
+		tgt_url_obj(&url, h[i], bck, blen, obj, olen);
+		all = httpc_sync("HEAD", url.ptr, hp, NULL, 0, 10000, &resp, &status) == AIS_OK && status == 200;
+		if (!all)
+			buf_addf(msg, "erasure coding is off: the slice stays until %s has a whole copy", h[i]);
+	}
+	buf_free(&url);
+	buf_free(&resp);
+	return n && all;
+}
+
+/* Sends the local slice (fd, meta me) to base as a move under cmap_v;
+ * true on 200 (taken, or the receiver had it). */
+static bool move_to(const char *base, int fd, const store_meta_t *sm, const ec_meta_t *me, uint64_t cmap_v,
+		    const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	struct send s = {.base = base, .fd = fd, .len = sm->size, .cmap_v = cmap_v};
+	const char *nl = strchr(sm->custom, '\n');
+	s.custom = nl ? nl + 1 : NULL;
+	ec_meta_format(me, &s.meta);
+	slice_url(&s.url, base, bck, blen, obj, olen);
+	send_one(&s);
+	if (s.status != 200)
+		buf_addf(msg, "%s%s: %s%.200s", msg->len ? "; " : "", base, s.status ? "HTTP error " : "",
+			 s.msg.ptr ? s.msg.ptr : "no answer");
+	buf_free(&s.url);
+	buf_free(&s.msg);
+	buf_free(&s.meta);
+	return s.status == 200;
+}
+
+int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+		   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg)
+{
+	char sb[24];
+	store_meta_t sm;
+	ec_meta_t me;
+	url_t top[NSL];
+	size_t n = 0;
+	bool had = false, moved = false;
+
+	ec_slice_bucket(bck, blen, sb);
+	if (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) != AIS_OK)
+		return EC_SLICE_KEPT; /* gone meanwhile */
+	if (ec_meta_of(sm.custom, &me) != AIS_OK || (!bp->ec_enabled && copies_there(t, bp, bck, blen, obj, olen,
+										    me.size, msg)))
+		return drop_slice(t, sb, obj, olen, cmap_v, NULL) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+	if (!bp->ec_enabled)
+		return AIS_ERR; /* rule 10: kept until the copies are there */
+	const cmap_t *cm;
+	place_t p;
+	cluster_read_lock(t->base.cl, &cm, NULL);
+	bool current = cm && cmap_version(cm) == cmap_v;
+	/* the holders under the bucket's layout; a slice of another one (a
+	 * re-encode) stays only until the new layout is complete */
+	bool stale = me.d != bp->ec_data || me.p != bp->ec_parity;
+	ec_place_of(cm, self_id(t), bck, blen, obj, olen, bp->ec_data + bp->ec_parity, &p);
+	for (size_t i = 0; i < p.n && i < NSL; i++)
+		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
+	cluster_read_unlock(t->base.cl);
+	if (current && p.self == 0 && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
+		/* rule 8: the owner without the whole copy fetches or rebuilds it */
+		int fd;
+		if (ol_open_sync(t, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &fd, &sm, msg) != AIS_OK)
+			return AIS_ERR;
+		close(fd);
+	}
+	if (!current || p.self >= 0)
+		return EC_SLICE_KEPT; /* a newer map: its run decides; or a holder (the
+					 * owner's repair replaces a slice of a former layout) */
+
+	/* rule 7: dropped only when a holder under a map as new has this slice
+	 * (or D slices of a newer write) */
+	char vh[64];
+	snprintf(vh, sizeof(vh), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
+	struct ask *a = ask_all(top, n, "GET", "?meta=true", NULL, vh, bck, blen, obj, olen);
+	bool cand[NSL] = {false}, conf[NSL] = {false}, ok[NSL] = {false};
+	ec_meta_t am[NSL];
+	const ec_meta_t *newest = NULL;
+	for (size_t i = 0; i < n; i++) {
+		cand[i] = a[i].status == 404;
+		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &am[i]) != AIS_OK)
+			continue;
+		ok[i] = true;
+		sv_t hv = httpc_hdr_find(&a[i].hdrs, EC_HOLDER_HDR);
+		conf[i] = hv.ptr && sv_eqstr(hv, "true");
+		if (ec_same_write(&am[i], &me)) {
+			cand[i] = am[i].idx == me.idx; /* it answers a move with 200 */
+			had |= cand[i] && conf[i];
+		} else if (am[i].version > me.version) {
+			if (conf[i] && (!newest || am[i].version > newest->version))
+				newest = &am[i];
+		} else {
+			cand[i] = true; /* an older write's slice: ours replaces it */
+		}
+	}
+	if (newest && !had) {
+		bool seen[NSL] = {false};
+		unsigned cnt = 0;
+		for (size_t i = 0; i < n; i++)
+			if (ok[i] && conf[i] && ec_same_write(&am[i], newest) && !seen[am[i].idx])
+				seen[am[i].idx] = true, cnt++;
+		had = cnt >= newest->d; /* ours is of an overwritten version */
+	}
+	ask_free(a, n);
+	if (!had && stale) {
+		buf_addstr(msg, "a slice of the bucket's former erasure-coding layout: kept until the new one is complete");
+		return AIS_ERR;
+	}
+	if (!had) { /* rule 6: to the first holder without a slice of this write */
+		int fd;
+		store_meta_t om;
+		if (store_open_obj(t->store, sb, strlen(sb), obj, olen, &fd, &om) != AIS_OK)
+			return EC_SLICE_KEPT;
+		for (size_t i = 0; i < n && !moved; i++)
+			if (cand[i])
+				moved = move_to(top[i], fd, &om, &me, cmap_v, bck, blen, obj, olen, msg);
+		close(fd);
+		if (!moved) {
+			if (!msg->len)
+				buf_addstr(msg, "every holder has another slice of it");
+			return AIS_ERR;
+		}
+		*bytes = om.size;
+		count(EC_M_MOVED, 1);
+	}
+	if (!drop_slice(t, sb, obj, olen, cmap_v, &me))
+		return moved ? EC_SLICE_MOVED : EC_SLICE_KEPT;
+	return moved ? EC_SLICE_MOVED : EC_SLICE_DROPPED;
 }

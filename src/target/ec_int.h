@@ -15,10 +15,33 @@
 #define AISD_EC_INT_H
 
 #include "aisd/bmd.h"
+#include "aisd/cmap.h"
+#include "aisd/ec.h"
 #include "aisd/ol.h"
+#include "aisd/place.h"
 #include "aisd/target.h"
 
 #define EC_META_HDR "Ais-Ec-Meta"
+/* On a slice PUT: a rebalance moves it here (ecslice.c rule 4); with TGT_CMAP_VERSION. */
+#define EC_MOVE_HDR "Ais-Ec-Move"
+/* On the answer to GET ?meta=true with TGT_CMAP_VERSION: "true" when the
+ * target holds the slice as one of its holders under a map at least that
+ * new (ecslice.c rule 5). */
+#define EC_HOLDER_HDR "Ais-Ec-Holder"
+
+/* A slice's metadata from its store custom metadata (the text before the
+ * newline). AIS_OK or AIS_ERR (EINVAL). */
+int ec_meta_of(const char *custom, ec_meta_t *out);
+/* Do two slices' metadata name the same write (layout, size, version, checksum)? */
+bool ec_same_write(const ec_meta_t *a, const ec_meta_t *b);
+/* Caller holds m: the first n (at most HRW_TOP_MAX) active targets of
+ * bck/obj by HRW under m (place_of; self_id may be NULL). */
+void ec_place_of(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj, size_t olen,
+		 size_t n, place_t *out);
+/* Caller holds m: is self_id one of the first n active targets of bck/obj
+ * by HRW under m (the holders of its n slices)? */
+bool ec_slice_holder(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj,
+		     size_t olen, unsigned n);
 
 /* Registers the aisd_ec_* counters of /metrics at 0 (once, at start). */
 void ec_metrics_init(void);
@@ -39,11 +62,31 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp);
  * object to the rebalance, which rebuilds the missing slices. AIS_OK, or
  * AIS_ERR with errno ENOENT (no slice anywhere) or EIO (msg says why). */
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
+/* Pool (ol_open for a Range read, when no whole copy can be fetched):
+ * decodes only the stripes that range (a Range header value) touches from
+ * D slices, checked against one more (ec.c rule 9), into a sparse
+ * temporary file of the object's size: *fd holds the range's bytes at
+ * their offsets, *m the object's size, checksum and custom metadata.
+ * AIS_OK; AIS_ERR with errno EAGAIN (fewer than D+1 slices, or the range
+ * is not one the object satisfies: rebuild it whole instead) or EIO (the
+ * slices disagree; msg says why). */
+int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_meta_t *m, buf_t *msg);
 /* Pool or job thread: with the whole object here, makes sure D+P current
  * slices are on distinct active targets, encoding and sending the missing
  * ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
  * failed send. */
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
+/* Job thread (the rebalance walk under map version cmap_v): with this
+ * target not a holder of its local slice of bck/obj (ec.c rules 6, 7),
+ * moves the slice to a holder that lacks it, or drops it once a holder
+ * under a map as new has it; on the owner, fetches or rebuilds the whole
+ * copy when it lacks it (rule 8). Returns EC_SLICE_KEPT (a holder here,
+ * or the map moved on: the next run decides), EC_SLICE_MOVED,
+ * EC_SLICE_DROPPED, or AIS_ERR (kept; msg says why). bp: the bucket's
+ * props; a slice of a bucket whose erasure coding is off is dropped. */
+enum { EC_SLICE_KEPT = 0, EC_SLICE_MOVED, EC_SLICE_DROPPED };
+int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+		   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg);
 /* Blocking: deletes every slice of bck/obj on every active target;
  * returns how many were there. */
 size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);

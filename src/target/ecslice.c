@@ -11,7 +11,20 @@
  *     match is refused (400) and nothing is stored.
  *  3. A GET checks the slice against its checksum before sending it: a
  *     damaged slice is deleted (so the repair rebuilds it) and answered 410,
- *     never sent.
+ *     never sent. A GET with Range (a range read decoding a few stripes)
+ *     sends those bytes unchecked (206): its caller checks the stripes
+ *     against each other (ec.c rule 9).
+ *  4. A slice another target moves here (EC_MOVE_HDR, ec.c rule 6) is taken
+ *     only by a holder (one of the first D+P active targets) under a map at
+ *     least as new as the sender's, or by a target whose map is behind the
+ *     sender's; others refuse it (409), and so does a target that holds
+ *     another slice of the same write. One that holds this slice, or a
+ *     newer write's, answers 200 with TGT_HAD without reading the body.
+ *     Either 200 lets the sender drop its slice.
+ *  5. GET ?meta=true with TGT_CMAP_VERSION says (EC_HOLDER_HDR) whether this
+ *     target is a holder of the slice under a map at least that new, read
+ *     under the same map lock as the slice itself, so a slice it answers
+ *     for is never being dropped by its own rebalance (ec.c rule 7).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +35,7 @@
 #include "ec_int.h"
 #include "aisd/ec.h"
 #include "aisd/log.h"
+#include "aisd/place.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -50,16 +64,85 @@ bool ec_props(target_t *t, sv_t bck, bmd_props_t *out)
 struct slice {
 	target_t *t;
 	char sb[24];
-	sv_t obj;
+	sv_t bck, obj;
+	uint64_t asker_v;  /* TGT_CMAP_VERSION of the request (0: none) */
+	bool move, holder; /* EC_MOVE_HDR; the answer of rule 5 */
+	ec_meta_t em;      /* a PUT's slice metadata */
+	char why[160];     /* a refused move: why */
 	store_writer_t *w;
 	enum store_cksum want_type;
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	char custom[STORE_CUSTOM_MAX];
-	bool meta_only;
+	bool meta_only, range;
 	int fd;
 	store_meta_t m;
 	int err;
 };
+
+int ec_meta_of(const char *custom, ec_meta_t *out)
+{
+	const char *nl = strchr(custom, '\n');
+	return ec_meta_parse(custom, nl ? (size_t)(nl - custom) : strlen(custom), out);
+}
+
+bool ec_same_write(const ec_meta_t *a, const ec_meta_t *b)
+{
+	return a->d == b->d && a->p == b->p && a->cell == b->cell && a->size == b->size &&
+	       a->version == b->version && !strcmp(a->cksum, b->cksum);
+}
+
+void ec_place_of(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj, size_t olen,
+		 size_t n, place_t *out)
+{
+	buf_t un = BUF_INIT;
+	buf_add(&un, bck, blen);
+	buf_addch(&un, '/');
+	buf_add(&un, obj, olen);
+	place_of(m, un.ptr, un.len, MIN(n, HRW_TOP_MAX), self_id, out);
+	buf_free(&un);
+}
+
+bool ec_slice_holder(const cmap_t *m, const char *self_id, const char *bck, size_t blen, const char *obj,
+		     size_t olen, unsigned n)
+{
+	place_t p;
+	ec_place_of(m, self_id, bck, blen, obj, olen, n, &p);
+	return p.self >= 0;
+}
+
+/* Pool, under the map lock: rule 4 for a moved slice. AIS_OK to take it;
+ * AIS_ERR with errno EALREADY (had) or EEXIST (refused, s->why). */
+static int move_check(struct slice *s)
+{
+	cluster_t *cl = s->t->base.cl;
+	const cmap_t *m;
+	store_meta_t cur;
+	ec_meta_t have;
+	int rc = AIS_OK;
+	if (!cl)
+		return AIS_OK;
+	cluster_read_lock(cl, &m, NULL);
+	uint64_t v = m ? cmap_version(m) : 0;
+	if (v >= s->asker_v &&
+	    !ec_slice_holder(m, cluster_self(cl)->id, s->bck.ptr, s->bck.len, s->obj.ptr, s->obj.len, s->em.d + s->em.p)) {
+		snprintf(s->why, sizeof(s->why), "not a holder of the slices under cluster map v%llu (the sender's: v%llu)",
+			 (unsigned long long)v, (unsigned long long)s->asker_v);
+		errno = EEXIST;
+		rc = AIS_ERR;
+	} else if (store_lookup(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, &cur) == AIS_OK &&
+		   ec_meta_of(cur.custom, &have) == AIS_OK) {
+		if ((ec_same_write(&have, &s->em) && have.idx == s->em.idx) || have.version > s->em.version) {
+			errno = EALREADY;
+			rc = AIS_ERR;
+		} else if (ec_same_write(&have, &s->em)) {
+			snprintf(s->why, sizeof(s->why), "holds slice %u of the same write", have.idx);
+			errno = EEXIST;
+			rc = AIS_ERR;
+		}
+	}
+	cluster_read_unlock(cl);
+	return rc;
+}
 
 static void slice_cleanup(void *arg)
 {
@@ -75,6 +158,8 @@ static int put_begin(ol_stream_t *st)
 {
 	struct slice *s = st->arg;
 	size_t sl = strlen(s->sb);
+	if (s->move && move_check(s) != AIS_OK) /* rule 4 */
+		return AIS_ERR;
 	if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK) {
 		if (errno != ENOENT)
 			return AIS_ERR;
@@ -104,10 +189,17 @@ static void put_reply(ol_stream_t *st) { http_resp_send(st->req, "", 0); }
 
 static void put_fail(ol_stream_t *st, int err)
 {
-	if (err == EBADMSG)
+	struct slice *s = st->arg;
+	if (err == EBADMSG) {
 		http_resp_error(st->req, 400, "slice does not match its declared checksum: not stored");
-	else
+	} else if (err == EALREADY) {
+		http_resp_header(st->req, TGT_HAD, "true");
+		http_resp_send(st->req, "", 0);
+	} else if (err == EEXIST) {
+		http_resp_error(st->req, 409, "slice not taken: %s", s->why);
+	} else {
 		tgt_resp_errno(st->req, err, "slice");
+	}
 }
 
 static const ol_stream_ops_t put_ops = {
@@ -122,8 +214,7 @@ static void put_slice(http_req_t *req, struct slice *s)
 {
 	sv_t em = http_req_header(req, EC_META_HDR), md = http_req_header(req, "Ais-Custom-Md");
 	sv_t ct = http_req_header(req, "Ais-Checksum-Type"), cv = http_req_header(req, "Ais-Checksum-Value");
-	ec_meta_t m;
-	if (!em.ptr || ec_meta_parse(em.ptr, em.len, &m) != AIS_OK) {
+	if (!em.ptr || ec_meta_parse(em.ptr, em.len, &s->em) != AIS_OK) {
 		http_resp_error(req, 400, "missing or malformed " EC_META_HDR);
 		return;
 	}
@@ -154,12 +245,28 @@ static void get_work(http_req_t *req)
 {
 	struct slice *s = req->state;
 	size_t sl = strlen(s->sb);
+	if (s->meta_only) { /* rule 5 */
+		cluster_t *cl = s->t->base.cl;
+		const cmap_t *m = NULL;
+		ec_meta_t em;
+		if (cl && s->asker_v)
+			cluster_read_lock(cl, &m, NULL);
+		if (store_lookup(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->m) != AIS_OK)
+			s->err = errno == ENOENT ? ENOENT : EIO;
+		else if (m && ec_meta_of(s->m.custom, &em) == AIS_OK)
+			s->holder = cmap_version(m) >= s->asker_v &&
+				    ec_slice_holder(m, cluster_self(cl)->id, s->bck.ptr, s->bck.len, s->obj.ptr,
+						    s->obj.len, em.d + em.p);
+		if (m)
+			cluster_read_unlock(cl);
+		return;
+	}
 	if (store_open_obj(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->fd, &s->m) != AIS_OK) {
 		s->fd = -1;
 		s->err = errno == ENOENT ? ENOENT : EIO;
 		return;
 	}
-	if (s->meta_only || store_verify_fd(s->fd, &s->m) == AIS_OK)
+	if (s->range || store_verify_fd(s->fd, &s->m) == AIS_OK)
 		return; /* rule 3 */
 	log_warnx("the erasure-coded slice of %.*s here (store bucket %s) does not match its checksum: deleted, "
 		  "to be rebuilt from the others",
@@ -190,12 +297,17 @@ static void get_done(http_req_t *req)
 	if (s->m.cksum[0])
 		http_resp_header(req, "Ais-Checksum-Value", "%s", s->m.cksum);
 	if (s->meta_only) {
+		if (s->asker_v)
+			http_resp_header(req, EC_HOLDER_HDR, "%s", s->holder ? "true" : "false");
 		http_resp_send(req, s->m.custom, ml);
 		return;
 	}
+	uint64_t start = 0, len = s->m.size;
+	if (tgt_resp_range(req, s->m.size, "application/octet-stream", "a slice", &start, &len) != AIS_OK)
+		return;
 	int fd = s->fd;
 	s->fd = -1;
-	http_resp_send_file(req, fd, 0, s->m.size);
+	http_resp_send_file(req, fd, (off_t)start, len);
 }
 
 static void del_work(http_req_t *req)
@@ -225,10 +337,22 @@ int tgt_ec(http_req_t *req)
 		return AIS_OK;
 	struct slice *s = arena_zalloc(req->arena, sizeof(*s));
 	s->t = req->ctx;
+	s->bck = bck;
 	s->obj = obj;
 	s->fd = -1;
+	sv_t cv = http_req_header(req, TGT_CMAP_VERSION);
+	if (cv.ptr && num_parse_u64(cv.ptr, cv.len, 1, UINT64_MAX, &s->asker_v) != AIS_OK) {
+		http_resp_error(req, 400, "bad " TGT_CMAP_VERSION);
+		return AIS_OK;
+	}
+	s->move = http_req_has_header(req, EC_MOVE_HDR);
+	if (s->move && !s->asker_v) {
+		http_resp_error(req, 400, EC_MOVE_HDR " wants " TGT_CMAP_VERSION);
+		return AIS_OK;
+	}
 	ec_slice_bucket(bck.ptr, bck.len, s->sb);
 	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
+	s->range = http_req_has_header(req, "Range");
 	arena_cleanup_add(req->arena, slice_cleanup, s);
 	req->state = s;
 	if (req->method == HTTP_PUT)

@@ -18,7 +18,9 @@
  *     the network pool (mirror.c tgt_fetch: other holders, previous holders,
  *     every other target) and opens that, once; in an erasure-coded
  *     bucket, when no target has a whole copy, it rebuilds one from the
- *     object's slices (ec.c) and opens that.
+ *     object's slices (ec.c) and opens that; a Range read decodes only
+ *     the stripes of its range instead (ec_read_range: a sparse temporary
+ *     file with those bytes at their offsets).
  *  4. ol_delete removes every copy and, in an erasure-coded bucket, every
  *     slice on every active target.
  */
@@ -122,7 +124,9 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
 
 /* --- reads ---------------------------------------------------------------------- */
 
-int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
+/* ol_open_sync; range: the Range header of the read, or empty (an
+ * erasure-coded object with no whole copy decodes only its stripes). */
+static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, int *fd, store_meta_t *m, buf_t *msg)
 {
 	bool have = store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK;
 	if (fetch && t->base.cl) { /* a remote bucket: validate or fetch there (olremote.c) */
@@ -146,8 +150,15 @@ int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_met
 	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
 	bmd_props_t bp;
 	if (rc != AIS_OK && ec_props(t, bck, &bp) && bp.ec_enabled) {
-		/* no whole copy could be fetched: rebuild it from its slices (ec.c) */
+		/* no whole copy could be fetched: decode the range, or rebuild it
+		 * from its slices (ec.c) */
 		buf_t emsg = BUF_INIT;
+		if (range.len && ec_read_range(t, bck, obj, range, fd, m, &emsg) == AIS_OK) {
+			buf_free(&emsg);
+			buf_reset(msg);
+			return AIS_OK;
+		}
+		buf_reset(&emsg);
 		rc = ec_restore(t, bck, obj, &emsg);
 		if (rc == AIS_OK) {
 			buf_reset(msg);
@@ -164,6 +175,11 @@ int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_met
 	if (rc != AIS_OK)
 		errno = e;
 	return AIS_ERR;
+}
+
+int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
+{
+	return open_sync(t, bck, obj, fetch, (sv_t){"", 0}, fd, m, msg);
 }
 
 /* An open that needs the I/O pool: the copy here is missing, unreadable, or
@@ -224,7 +240,8 @@ remote:
 		}
 		return;
 	}
-	if (ol_open_sync(o->t, o->bck, o->obj, true, &o->fd, &o->m, &o->msg) != AIS_OK) {
+	if (open_sync(o->t, o->bck, o->obj, true, o->range ? http_req_header(req, "Range") : (sv_t){"", 0}, &o->fd,
+		      &o->m, &o->msg) != AIS_OK) {
 		o->fd = -1;
 		o->err = errno == ENOENT || errno == EBADMSG || errno == ENOSPC ? errno : EIO;
 	}

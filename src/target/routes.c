@@ -127,7 +127,9 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 	for (size_t i = 0; old && i < bmd_size(old); i++) {
 		const bmd_bucket_t *b = bmd_bucket(old, i);
 		const bmd_bucket_t *nb = bmd_get(cur, b->name, strlen(b->name));
-		if (nb && place_copies(&nb->props) != place_copies(&b->props) && t->reb) {
+		if (nb && bmd_ec_differs(&nb->props, &b->props)) {
+			reb_encode(t->reb, b->name, bmd_version(cur)); /* the re-encode job (jobs.h) */
+		} else if (nb && place_copies(&nb->props) != place_copies(&b->props) && t->reb) {
 			char why[128];
 			snprintf(why, sizeof(why), "bucket %s now wants %zu copies", b->name, place_copies(&nb->props));
 			reb_kick(t->reb, why);
@@ -137,8 +139,7 @@ static void on_bmd(void *arg, const bmd_t *old, const bmd_t *cur)
 			log_warn("destroying bucket %s removed from the cluster's metadata", b->name);
 		char esb[24];
 		ec_slice_bucket(b->name, strlen(b->name), esb);
-		if (!nb && b->props.ec_enabled &&
-		    store_bucket_destroy(t->store, esb, strlen(esb)) != AIS_OK && errno != ENOENT)
+		if (!nb && store_bucket_destroy(t->store, esb, strlen(esb)) != AIS_OK && errno != ENOENT)
 			log_warn("destroying the slices of bucket %s removed from the cluster's metadata", b->name);
 	}
 }

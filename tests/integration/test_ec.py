@@ -131,6 +131,40 @@ t.check(poll(lambda: slice_meta(victim, "e1", "mid") is not None, 30), "the dama
 ok_files = [f for f in glob.glob(os.path.join(victim.dir, "mp*", "obj", "*", "*")) if os.path.getsize(f) == slice_size]
 t.eq(len(ok_files), 1, "one slice file of mid there again")
 
+
+# --- Range reads without a whole copy: only the stripes they touch ------------------------------
+def counter(tg, name):
+    body = get(tg.url, "/metrics").body.decode()
+    return sum(float(ln.rsplit(" ", 1)[1]) for ln in body.splitlines()
+               if ln.startswith(name + " ") or ln.startswith(name + "{"))
+
+
+STRIPE = 4 * 65536
+for n, size in (("huge", 64 << 20), ("odd", (3 << 20) + 12345)):
+    data[n] = os.urandom(size)
+    t.eq(put("e1", n, data[n]), 200, "PUT %s (%d B)" % (n, size))
+    own = owner_of("e1", n, targets)
+    t.eq(request("DELETE", own.url, "/v1/objects/e1/" + n, headers=INTRA).status, 200,
+         "drop the owner's whole copy of " + n)
+    ranges = [(40000000, 4096), (STRIPE * 10 - 1000, 5000)] if n == "huge" else [(size - 70000, 70000)]
+    for off, ln in ranges:
+        r0, b0 = counter(own, "aisd_ec_range_reads_total"), counter(own, "aisd_ec_range_slice_bytes_total")
+        r = follow("GET", g.url, "/v1/objects/e1/" + n, headers={"Range": "bytes=%d-%d" % (off, off + ln - 1)})[1]
+        t.check(r.status == 206 and r.body == data[n][off:off + ln],
+                "%s bytes %d-%d without a whole copy: 206, the bytes" % (n, off, off + ln - 1), r.status)
+        stripes = (off + ln - 1) // STRIPE - off // STRIPE + 1
+        dr = counter(own, "aisd_ec_range_reads_total") - r0
+        db = counter(own, "aisd_ec_range_slice_bytes_total") - b0
+        t.diag("%s: %d B range, %d stripe(s): %d slice bytes read (the object: %d B)" % (n, ln, stripes, db, size))
+        t.check(dr == 1 and 0 < db <= 6 * 65536 * stripes,
+                "... decoded from the %d stripe(s) it touches: at most one cell per slice each" % stripes, (dr, db))
+    t.check(not whole_copy(own, "e1", n), "%s: no whole copy rebuilt for a range read" % n)
+r = follow("GET", g.url, "/v1/objects/e1/huge")[1]
+t.check(r.status == 200 and r.body == data["huge"], "GET huge whole: rebuilt, byte for byte")
+for n in ("huge", "odd"):
+    t.check(follow("DELETE", g.url, "/v1/objects/e1/" + n)[1].status == 200, "DELETE " + n)
+    del data[n]
+
 # --- two targets down under a read loop ----------------------------------------------------------
 names = ["mid", "big", "small", "zero"]
 for i in range(8):  # more big objects, so the kills hit owners
