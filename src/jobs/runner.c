@@ -164,6 +164,8 @@ void job_runner_stats(job_runner_t *jr, job_stats_t *out)
 {
 	pthread_mutex_lock(&jr->mu);
 	*out = jr->st;
+	if (jr->pending) /* kicked, not started yet: a wait must not take the last run's end for this one's */
+		out->state = JOB_RUNNING;
 	pthread_mutex_unlock(&jr->mu);
 }
 

@@ -81,7 +81,7 @@ static inline bool job_runner_stopped_locked(const job_runner_t *jr, uint64_t ge
 {
 	return jr->quit || jr->abort || jr->gen != gen;
 }
-/* A copy of the stats. */
+/* A copy of the stats; the state is JOB_RUNNING from a kick until that run ends. */
 void job_runner_stats(job_runner_t *jr, job_stats_t *out);
 
 /* Objects and bytes on the store's mountpaths (0 when stats fail). */
