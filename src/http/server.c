@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -172,13 +173,23 @@ static void accept_pause(struct worker *w, int err)
 	event_add(w->pause_ev, &tv);
 }
 
+/* Has the client sent bytes this server has not read yet? */
+static bool unread_input(const http_conn_t *c)
+{
+	int n = 0;
+	return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 /* At the connection limit: closes this worker's longest-idle connection
- * (no request begun, nothing in flight), so that idle connections cannot
- * lock others out. false when none is idle. */
+ * (no request begun, nothing in flight, no bytes waiting in the kernel:
+ * a request that arrived but was not read yet is not idle, and closing
+ * over unread bytes would reset it), so that idle connections cannot lock
+ * others out. false when none is idle. */
 static bool evict_idle(struct worker *w)
 {
 	for (http_conn_t *c = w->conns_tail; c; c = c->prev) {
-		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded && !c->running) {
+		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded && !c->running &&
+		    !unread_input(c)) {
 			HM_INC(w->st.evicted, 1);
 			conn_free(c);
 			return true;
