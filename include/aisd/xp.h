@@ -25,8 +25,16 @@
  *     body that fails before any answer byte on a reused connection is
  *     retried once on a new one.
  *  4. Timeouts: connect within 3 s; then no more than timeout_ms without
- *     progress (0: none: the caller's side bounds it).
- *  5. https peers get TLS with the settings of httpc_tls_set (the CA
+ *     progress while not paused (0: none: the caller's side bounds it).
+ *  5. Zero-copy answers (xp_splice_to, plain http and a body of known
+ *     length): the body's bytes are moved from the socket into the caller's
+ *     pipe by splice(2) instead of being read; on_body then runs with p
+ *     NULL and n the bytes just put in the pipe. Bytes that came with the
+ *     head still arrive first, with p set. The caller pauses r while the
+ *     pipe holds bytes it has not taken out (splice cannot tell a full
+ *     pipe from an empty socket: the read would spin). While r is paused its
+ *     timeout does not run (the caller is the slow side, not the peer).
+ *  6. https peers get TLS with the settings of httpc_tls_set (the CA
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
  *     base can be reached (false for https when the TLS settings fail).
@@ -67,6 +75,11 @@ void xp_end(xp_req_t *r);
 size_t xp_pending(const xp_req_t *r);
 void xp_pause(xp_req_t *r);
 void xp_resume(xp_req_t *r);
+/* From on_head: the rest of the body goes into the pipe pipe_wfd (its
+ * write end, non-blocking, the caller's) by splice (contract 5). false
+ * when r cannot (TLS, a chunked or unsized body, HEAD): the body goes on
+ * through on_body with p set. */
+bool xp_splice_to(xp_req_t *r, int pipe_wfd);
 /* Stops r (its connection is closed) and frees it; on_done never runs. Not
  * from inside r's on_done. */
 void xp_cancel(xp_req_t *r);

@@ -190,6 +190,9 @@ struct http_conn {
 	bool stream_again; /* fill said AIS_AGAIN after earlier pieces of this write: wait once they are out */
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
+	bool spipe;        /* RB_STREAM: a pipe segment (pfd, the producer's) is being sent */
+	int pfd;
+	uint64_t pleft;
 	uint64_t bytes_out;
 };
 

@@ -7,7 +7,8 @@
  * write what is pending (head, then body pieces as the caller adds them),
  * read and parse the answer while the caller is not paused, then hand the
  * connection back to the pool (keep-alive, the whole body sent and read)
- * or close it. Every callback runs from the request's event handlers; a
+ * or close it. A sized body may be spliced into the caller's pipe instead
+ * of read (no copy through user space). Every callback runs from the request's event handlers; a
  * callback may cancel the request (r->cb counts the nesting, r->dead
  * makes the handler stop and free it once the outermost callback is
  * back), so nothing touches freed memory.
@@ -43,6 +44,7 @@
 #define XP_IDLE_MAX 64           /* idle connections kept per worker */
 #define XP_READ (256u << 10)     /* bytes per socket read */
 #define XP_CONNECT_MS 3000
+#define XP_SPLICE_MAX (1u << 20) /* bytes per splice into the caller's pipe */
 
 struct xconn {
 	int fd;
@@ -87,6 +89,8 @@ struct xp_req {
 	bool any_byte, head_done, msg_done;
 	int status;
 	bool paused;
+	int spipe;       /* splicing: the caller's pipe (write end), else -1 */
+	uint64_t sleft;  /* splicing: body bytes still on the socket */
 	int cb;         /* callback nesting */
 	bool dead;      /* cancelled (or done) inside a callback: free on return */
 	bool finished;  /* on_done ran */
@@ -468,6 +472,8 @@ static bool parse(xp_req_t *r, const char *p, size_t n)
 	if (!alive(r))
 		return false;
 	enum http_errno e = HTTP_PARSER_ERRNO(&r->hp);
+	if (r->spipe >= 0)
+		r->sleft = r->hp.content_length; /* (http-parser counts it down) */
 	if (r->msg_done) { /* (an answer before the whole body went: not pooled) */
 		finish(r, 0, NULL);
 		return false;
@@ -481,10 +487,35 @@ static bool parse(xp_req_t *r, const char *p, size_t n)
 
 static bool retry(xp_req_t *r);
 
+/* Splicing: moves what the socket has of the body into the caller's pipe. */
+static void on_splice(xp_req_t *r)
+{
+	ssize_t k = splice(r->fd, NULL, r->spipe, NULL, MIN(r->sleft, (uint64_t)XP_SPLICE_MAX),
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (k <= 0) {
+		int e = k < 0 ? errno : ECONNRESET;
+		finish(r, e, "%s", k < 0 ? strerror(e) : "the peer closed the connection mid-body");
+		return;
+	}
+	r->sleft -= (uint64_t)k;
+	arm_timeout(r);
+	r->cb++;
+	r->s.on_body(r, r->s.arg, NULL, (size_t)k);
+	r->cb--;
+	if (alive(r) && !r->sleft)
+		finish(r, 0, NULL);
+}
+
 static void on_read(xp_req_t *r)
 {
 	char *rb = r->pool->rbuf;
 	for (int rounds = 0; rounds < 4 && !r->paused; rounds++) {
+		if (r->spipe >= 0 && !r->finished) {
+			on_splice(r);
+			return;
+		}
 		ssize_t k = x_recv(r, rb, XP_READ);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -703,6 +734,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	r->pool = pool_of(base);
 	r->s = *s;
 	r->fd = -1;
+	r->spipe = -1;
 	r->body_len = s->body_len;
 	r->body_end = s->body_len == -1 || s->body_len == 0;
 	r->body_sent = r->body_end;
@@ -772,6 +804,8 @@ void xp_pause(xp_req_t *r)
 	r->paused = true;
 	if (r->rd)
 		event_del(r->rd);
+	if (!r->connecting && r->out_off == r->out.len)
+		event_del(r->tmo); /* the caller is the slow side (a write re-arms it) */
 }
 
 void xp_resume(xp_req_t *r)
@@ -779,8 +813,20 @@ void xp_resume(xp_req_t *r)
 	if (!r->paused || r->finished)
 		return;
 	r->paused = false;
-	if (r->fd >= 0 && !r->connecting)
+	if (r->fd >= 0 && !r->connecting) {
 		event_add(r->rd, NULL);
+		arm_timeout(r);
+	}
+}
+
+bool xp_splice_to(xp_req_t *r, int pipe_wfd)
+{
+	if (r->ssl || !r->head_done || r->msg_done || (r->hp.flags & F_CHUNKED) ||
+	    r->hp.content_length == ULLONG_MAX || !strcmp(r->s.method, "HEAD"))
+		return false;
+	r->spipe = pipe_wfd;
+	r->sleft = r->hp.content_length;
+	return true;
 }
 
 void xp_cancel(xp_req_t *r)

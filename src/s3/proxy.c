@@ -10,14 +10,20 @@
  * than that to send (on_room), and the target's answer is read only while
  * the client's buffer has room (xp_pause, xp_resume when it drained).
  * So a proxied transfer of any size holds at most 2 x PX_BUF, and a slow
- * side slows the other down through TCP. A sized answer keeps its
- * Content-Length; a target that fails mid-body makes the client's
- * connection close (never a short body that looks complete).
+ * side slows the other down through TCP. A large sized answer between two
+ * plain TCP sockets is not read at all: the transport splices it into a
+ * pipe, the response splices it from there to the client, the pipe is
+ * emptied before the transport reads again (kernel memory of one pipe, no
+ * user-space copy). A sized answer keeps its Content-Length; a target that
+ * fails or stalls (net.body_timeout without progress) mid-body makes the
+ * client's connection close (never a short body that looks complete).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "aisd/httpc.h" /* httpc_header_next */
 #include "aisd/log.h"
@@ -32,6 +38,7 @@
 #define PX_PIECE (256u << 10)
 #define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
+#define PX_SPLICE (1u << 20) /* an answer this big is spliced (plain TCP both sides) */
 
 struct px {
 	s3_rq_t *r;
@@ -41,7 +48,9 @@ struct px {
 	size_t down_off;
 	bool up_end;
 	bool client_paused;   /* on_room said 0 */
-	bool down_wait;       /* the transport paused: our buffer was full */
+	bool down_wait;       /* the transport paused: our buffer was full, or the pipe holds bytes */
+	int pipe[2];          /* splicing: the pipe between the two sockets, else -1 */
+	uint64_t piped;       /* bytes in the pipe not yet handed to the response */
 	bool head_sent, done, failed;
 	int status;           /* the target's answer */
 	char *rhdrs;
@@ -66,6 +75,10 @@ static void px_cleanup(void *arg)
 		xp_cancel(x->xr);
 	x->xr = NULL;
 	buf_free(&x->down);
+	if (x->pipe[0] >= 0) {
+		close(x->pipe[0]);
+		close(x->pipe[1]);
+	}
 }
 
 /* --- client -> target ---------------------------------------------------------- */
@@ -103,6 +116,16 @@ static int px_fill(http_req_t *req, buf_t *out)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->down.len - x->down_off;
+	if (!have && x->piped) { /* (after the bytes that came with the head) */
+		http_resp_stream_pipe(req, x->pipe[0], x->piped);
+		x->piped = 0;
+		return AIS_OK; /* called again once the pipe is empty */
+	}
+	if (x->down_wait && !x->piped) { /* room in the buffer (made below), the pipe empty */
+		x->down_wait = false;
+		if (x->xr)
+			xp_resume(x->xr);
+	}
 	if (have) {
 		if (!x->down_off && !out->len && have >= PX_REF) {
 			/* the whole buffer becomes the piece (sent from it, not
@@ -118,11 +141,6 @@ static int px_fill(http_req_t *req, buf_t *out)
 			x->down_off += k;
 			if (x->down_off == x->down.len)
 				x->down.len = x->down_off = 0;
-		}
-		if (x->down_wait) {
-			x->down_wait = false;
-			if (x->xr)
-				xp_resume(x->xr);
 		}
 		return AIS_OK;
 	}
@@ -174,20 +192,31 @@ static void xp_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 	x->rhdrs = arena_strndup(x->r->http->arena, hdrs.ptr, hdrs.len);
 	x->rhdrs_len = hdrs.len;
 	/* the client's upload stops here if the target answered before the end */
-	(void)r, (void)clen;
+	if (clen < PX_SPLICE || !http_resp_can_splice(x->r->http) || x->r->http->method == HTTP_HEAD)
+		return;
+	if (pipe2(x->pipe, O_NONBLOCK | O_CLOEXEC)) {
+		x->pipe[0] = x->pipe[1] = -1;
+		return; /* (relayed through memory) */
+	}
+	fcntl(x->pipe[1], F_SETPIPE_SZ, PX_BUF); /* (the default 64 KiB if refused) */
+	xp_splice_to(r, x->pipe[1]);
 }
 
 static void xp_data(xp_req_t *r, void *arg, const char *p, size_t n)
 {
 	struct px *x = arg;
-	buf_add(&x->down, p, n);
-	if (x->down.len - x->down_off >= PX_BUF) {
-		x->down_wait = true;
+	if (p)
+		buf_add(&x->down, p, n);
+	else
+		x->piped += n;
+	if (!p || x->down.len - x->down_off >= PX_BUF) {
+		x->down_wait = true; /* (a pipe with bytes in it: splice could not tell it full) */
 		xp_pause(r);
 	}
 	/* a small answer waits for its end (xp_fin sends it in one write);
 	 * a bigger one starts streaming */
-	if (!x->head_sent && (x->down.len - x->down_off >= PX_SMALL || (x->r->http->has_body && !x->up_end)))
+	if (!x->head_sent && (x->piped || x->down.len - x->down_off >= PX_SMALL ||
+			      (x->r->http->has_body && !x->up_end)))
 		send_head(x, x->status, (sv_t){x->rhdrs, x->rhdrs_len}, false);
 	else if (x->head_sent)
 		http_resp_stream_wake(x->r->http);
@@ -235,6 +264,7 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 	size_t nh = 0;
 
 	x->r = r;
+	x->pipe[0] = x->pipe[1] = -1;
 	r->op = x;
 	x->hdrs = arena_zalloc(req->arena, (req->nhdrs + 2) * sizeof(*x->hdrs));
 	if (hops)
@@ -255,6 +285,7 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 		.method = http_method_name(req->method),
 		.target = req->target,
 		.headers = x->hdrs,
+		.timeout_ms = r->node.conf->body_timeout_ms, /* a target stalled mid-answer */
 		/* an empty body keeps its Content-Length: 0 (a signed header) */
 		.body_len = req->has_body ? (req->content_length >= 0 ? req->content_length : -2)
 			    : http_req_has_header(req, "Content-Length") ? 0 : -1,

@@ -15,7 +15,8 @@
 # removed on exit (KEEP=1 keeps it); every run is bounded in time.
 #
 # Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
-# measurement, 5), THREADS (aisloader threads, 2), KEEP, PERF=1 (record
+# measurement, 5), THREADS (aisloader threads, 2), ONLY (the measurements
+# to run, default "put-small get-small get-large put-large"), KEEP, PERF=1 (record
 # the gateway with perf during the S3 GET 10 KiB runs, perf report to
 # $TMP/perf.txt, kept). Exit status 0 when every measurement ran clean.
 set -u
@@ -24,6 +25,7 @@ BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 THREADS=${THREADS:-2}
+ONLY=${ONLY:-put-small get-small get-large put-large}
 AISD=$BUILD/aisd
 LOADER=$BUILD/aisloader
 AK=benchkey SK=benchsecret
@@ -71,7 +73,7 @@ out=$(load s3 10K 16 1000 get --count 200 --verify --duration 0)
 
 fail=0
 for ((i = 1; i <= ROUNDS; i++)); do
-	for m in put-small get-small get-large put-large; do
+	for m in $ONLY; do
 		for kind in native s3; do
 			perf_pid=
 			if [ "${PERF:-0}" = 1 ] && [ "$m$kind" = get-smalls3 ]; then
@@ -111,7 +113,7 @@ mib() { awk -v x="$1" 'BEGIN {printf "%.0f", x / 2^20}'; }
 printf '\nS3 via a gateway (SigV4 on) vs native straight to the target, aisloader both (medians of %d rounds, %ds each; load average %s)\n' \
 	"$ROUNDS" "$DUR" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| measurement | native direct | S3 via gateway | ratio | goal |\n|---|---|---|---|---|\n'
-for m in put-small get-small get-large put-large; do
+for m in $ONLY; do
 	N=$(median <"$TMP/$m.native") S=$(median <"$TMP/$m.s3")
 	case $m in
 	put-small) printf '| PUT 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
@@ -121,7 +123,7 @@ for m in put-small get-small get-large put-large; do
 	esac
 done
 printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3)\n'
-for m in put-small get-small get-large put-large; do
+for m in $ONLY; do
 	printf '| %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
 		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)"
 done
