@@ -30,10 +30,10 @@
  *     length): the body's bytes are moved from the socket into the caller's
  *     pipe by splice(2) instead of being read; on_body then runs with p
  *     NULL and n the bytes just put in the pipe. Bytes that came with the
- *     head still arrive first, with p set. The caller pauses r while the
- *     pipe holds bytes it has not taken out (splice cannot tell a full
- *     pipe from an empty socket: the read would spin). While r is paused its
- *     timeout does not run (the caller is the slow side, not the peer).
+ *     head still arrive first, with p set. When the pipe is full, r
+ *     pauses itself (as xp_pause); the caller resumes it once it has taken
+ *     bytes out. While r is paused its timeout does not run (the caller is
+ *     the slow side, not the peer).
  *  6. https peers get TLS with the settings of httpc_tls_set (the CA
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether

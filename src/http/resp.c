@@ -476,6 +476,7 @@ static int pipe_step(http_conn_t *c)
 	}
 	c->pleft -= (uint64_t)n;
 	c->bytes_out += (uint64_t)n;
+	HM_INC(c->w->st.spliced, (uint64_t)n);
 	HM_INC(c->w->st.bytes_out, (uint64_t)n);
 	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
 	return AIS_OK;

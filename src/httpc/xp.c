@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -492,7 +493,15 @@ static void on_splice(xp_req_t *r)
 {
 	ssize_t k = splice(r->fd, NULL, r->spipe, NULL, MIN(r->sleft, (uint64_t)XP_SPLICE_MAX),
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+	if (k < 0 && errno == EAGAIN) {
+		/* the socket has bytes and yet none moved: the pipe is full (a
+		 * read event would fire again at once) */
+		int q = 0;
+		if (ioctl(r->fd, FIONREAD, &q) == 0 && q > 0)
+			xp_pause(r);
+		return;
+	}
+	if (k < 0 && errno == EINTR)
 		return;
 	if (k <= 0) {
 		int e = k < 0 ? errno : ECONNRESET;

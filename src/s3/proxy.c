@@ -12,9 +12,10 @@
  * So a proxied transfer of any size holds at most 2 x PX_BUF, and a slow
  * side slows the other down through TCP. A large sized answer between two
  * plain TCP sockets is not read at all: the transport splices it into a
- * pipe, the response splices it from there to the client, the pipe is
- * emptied before the transport reads again (kernel memory of one pipe, no
- * user-space copy). A sized answer keeps its Content-Length; a target that
+ * pipe of PX_BUF bytes and the response from there to the client, in
+ * segments of PX_SEG; the transport stops when the pipe is full and goes
+ * on after each segment (kernel memory of one pipe, no user-space copy;
+ * the target's socket is read as the client reads, never left for long). A sized answer keeps its Content-Length; a target that
  * fails or stalls (net.body_timeout without progress) mid-body makes the
  * client's connection close (never a short body that looks complete).
  */
@@ -39,6 +40,7 @@
 #define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
 #define PX_SPLICE (1u << 20) /* an answer this big is spliced (plain TCP both sides) */
+#define PX_SEG (256u << 10)  /* pipe bytes per response segment: the transport resumes after each */
 
 struct px {
 	s3_rq_t *r;
@@ -48,7 +50,6 @@ struct px {
 	size_t down_off;
 	bool up_end;
 	bool client_paused;   /* on_room said 0 */
-	bool down_wait;       /* the transport paused: our buffer was full, or the pipe holds bytes */
 	int pipe[2];          /* splicing: the pipe between the two sockets, else -1 */
 	uint64_t piped;       /* bytes in the pipe not yet handed to the response */
 	bool head_sent, done, failed;
@@ -116,15 +117,13 @@ static int px_fill(http_req_t *req, buf_t *out)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->down.len - x->down_off;
+	if (x->xr) /* room in the buffer (made below) or in the pipe (the last segment is out) */
+		xp_resume(x->xr);
 	if (!have && x->piped) { /* (after the bytes that came with the head) */
-		http_resp_stream_pipe(req, x->pipe[0], x->piped);
-		x->piped = 0;
-		return AIS_OK; /* called again once the pipe is empty */
-	}
-	if (x->down_wait && !x->piped) { /* room in the buffer (made below), the pipe empty */
-		x->down_wait = false;
-		if (x->xr)
-			xp_resume(x->xr);
+		uint64_t k = MIN(x->piped, (uint64_t)PX_SEG);
+		http_resp_stream_pipe(req, x->pipe[0], k);
+		x->piped -= k;
+		return AIS_OK; /* called again once they are out */
 	}
 	if (have) {
 		if (!x->down_off && !out->len && have >= PX_REF) {
@@ -209,10 +208,8 @@ static void xp_data(xp_req_t *r, void *arg, const char *p, size_t n)
 		buf_add(&x->down, p, n);
 	else
 		x->piped += n;
-	if (!p || x->down.len - x->down_off >= PX_BUF) {
-		x->down_wait = true; /* (a pipe with bytes in it: splice could not tell it full) */
+	if (p && x->down.len - x->down_off >= PX_BUF)
 		xp_pause(r);
-	}
 	/* a small answer waits for its end (xp_fin sends it in one write);
 	 * a bigger one starts streaming */
 	if (!x->head_sent && (x->piped || x->down.len - x->down_off >= PX_SMALL ||
@@ -238,8 +235,8 @@ static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
 	s3_rq_t *rq = x->r;
 	(void)r;
 	x->xr = NULL; /* freed when this returns */
-	if (err && !x->head_sent)
-		log_warnx("S3 proxy: %s", msg);
+	if (err)
+		log_warnx("S3 proxy: %s%s", msg, x->head_sent ? " (the client's answer is cut short)" : "");
 	if (!x->head_sent) {
 		if (!err) {
 			x->done = true;
