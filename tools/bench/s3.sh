@@ -5,7 +5,10 @@
 # verified by the target), then ROUNDS alternating rounds, all with
 # aisloader (the same client both ways), of:
 #   put-small  PUT 10 KiB, ops/s (64 workers): native to the target | S3 via the gateway
-#   get-small  GET 10 KiB, ops/s (64 workers)
+#   get-small  GET 10 KiB, ops/s (64 workers); also through nginx
+#              proxy_pass (nginx-proxy.conf.in: 2 workers, keep-alive
+#              upstream) in front of the same target: the gateway's
+#              forward against a lean general-purpose proxy (goal >= 1.2x)
 #   get-large  GET 64 MiB, MiB/s (4 workers)
 #   put-large  PUT 64 MiB, MiB/s (4 workers)
 # Native: /v1/objects/B/obj-N on the target. S3: /B/obj-N on the
@@ -40,8 +43,17 @@ bench_setup s3-bench
 start_cluster "$TMP" 1 --set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" ||
 	die "the cluster did not start (see $TMP)"
 TG=${TGT[1]} GPID=$GWPID TPID=${TGTPID[1]}
-# cpu PID: user + system CPU time of a process so far, in clock ticks
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+NGX=
+if [ -x "${NGINX:-/usr/sbin/nginx}" ]; then
+	NGINX_CONF_IN=nginx-proxy.conf.in NGINX_UPSTREAM=${TG#http://} start_nginx
+	NGX=http://127.0.0.1:$NGINX_PORT
+else
+	echo "s3-bench: no nginx (tools/install-deps.sh installs nginx-light): no proxy_pass row" >&2
+fi
+# the proxy's processes: the gateway, or nginx's master and workers
+proxy_pids() {
+	if [ "$1" = nginx ]; then echo "$NGINX_PID" $(cat /proc/"$NGINX_PID"/task/*/children 2>/dev/null); else echo "$GPID"; fi
+}
 HZ=$(getconf CLK_TCK)
 for b in small large; do
 	create_bucket "$GW" "$b" || die "create bucket $b failed"
@@ -55,6 +67,7 @@ load() {
 	[ "$size" = 64M ] && b=large
 	local url=$TG/v1/objects/$b s3=()
 	[ "$kind" = s3 ] && url=$GW/$b s3=(--s3 "$AK:$SK")
+	[ "$kind" = nginx ] && url=$NGX/$b s3=(--s3 "$AK:$SK")
 	timeout $((DUR + 120)) "$LOADER" "${s3[@]}" --url "$url" --op "$op" --size "$size" --objects "$objects" \
 		--workers "$workers" --threads "$THREADS" --duration "$DUR" --json "$@" 2>"$TMP/loader.err" |
 		awk '{ops = $0; sub(/.*"ops_per_s":/, "", ops); sub(/[,}].*/, "", ops)
@@ -74,13 +87,16 @@ out=$(load s3 10K 16 1000 get --count 200 --verify --duration 0)
 fail=0
 for ((i = 1; i <= ROUNDS; i++)); do
 	for m in $ONLY; do
-		for kind in native s3; do
+		kinds="native s3"
+		[ "$m" = get-small ] && [ -n "$NGX" ] && kinds="native s3 nginx"
+		for kind in $kinds; do
 			perf_pid=
 			if [ "${PERF:-0}" = 1 ] && [ "$m$kind" = get-smalls3 ]; then
 				perf record -g -p "$GPID" -o "$TMP/perf.data.$i" -- sleep "$DUR" >/dev/null 2>&1 &
 				perf_pid=$!
 			fi
-			g0=$(cpu "$GPID") t0=$(cpu "$TPID")
+			pp=$(proxy_pids "$kind")
+			g0=$(cpu_ticks $pp) t0=$(cpu_ticks "$TPID")
 			case $m in
 			put-small) out=$(load $kind 10K 64 1000 put) ;;
 			get-small) out=$(load $kind 10K 64 1000 get) ;;
@@ -92,7 +108,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 			# request costs, which load on a shared machine disturbs less
 			# than the rates
 			read -r _ _ nops <<<"$out"
-			g1=$(cpu "$GPID") t1=$(cpu "$TPID")
+			g1=$(cpu_ticks $pp) t1=$(cpu_ticks "$TPID")
 			awk -v g=$((g1 - g0)) -v t=$((t1 - t0)) -v n="${nops:-0}" -v hz="$HZ" \
 				'BEGIN {if (n > 0) printf "%.1f %.1f\n", g * 1e6 / hz / n, t * 1e6 / hz / n}' >>"$TMP/$m.$kind.cpu"
 			[ "$out" = failed ] && fail=1 && echo "s3-bench: $m $kind: $(head -3 "$TMP/loader.err")" >&2
@@ -117,14 +133,22 @@ for m in $ONLY; do
 	N=$(median <"$TMP/$m.native") S=$(median <"$TMP/$m.s3")
 	case $m in
 	put-small) printf '| PUT 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
-	get-small) printf '| GET 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | >= 0.7 |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
+	get-small)
+		printf '| GET 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | >= 0.7 |\n' "$N" "$S" "$(ratio "$S" "$N")"
+		if [ -s "$TMP/$m.nginx" ]; then
+			X=$(median <"$TMP/$m.nginx")
+			printf '| GET 10 KiB via nginx proxy_pass instead of the gateway | %.0f | %.0f | %s | |\n' "$N" "$X" "$(ratio "$X" "$N")"
+			printf '| GET 10 KiB: the gateway vs nginx proxy_pass | | | %s | >= 1.2 |\n' "$(ratio "$S" "$X")"
+		fi ;;
 	get-large) printf '| GET 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.85 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	put-large) printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	esac
 done
-printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3)\n'
+printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3) | nginx proxy_pass\n'
 for m in $ONLY; do
-	printf '| %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
-		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)"
+	x=n/a
+	[ -s "$TMP/$m.nginx.cpu" ] && x=$(cut -d' ' -f1 "$TMP/$m.nginx.cpu" | median)
+	printf '| %s | %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
+		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)" "$x"
 done
 exit $fail
