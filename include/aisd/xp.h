@@ -20,10 +20,12 @@
  *     pieces; xp_pending says how much is not written yet) and ended with
  *     xp_end; on_drain runs when the pending bytes are written.
  *  3. A connection goes back to the pool only after a whole answer with
- *     keep-alive; an idle connection the peer closed is detected before
- *     reuse (never a request lost on a stale socket). A request without a
- *     body that fails before any answer byte on a reused connection is
- *     retried once on a new one.
+ *     keep-alive. Its read event stays registered while it is idle (no
+ *     epoll_ctl per request), so a peer's close drops it from the pool; a
+ *     request with a body also checks that before reuse, and a request
+ *     without a body that fails before any answer byte on a reused
+ *     connection is retried once on a new one (never a request lost on a
+ *     stale socket). On a pooled connection the head is written at once.
  *  4. Timeouts: connect within 3 s; then no more than timeout_ms without
  *     progress while not paused (0: none: the caller's side bounds it).
  *  5. Zero-copy answers (xp_splice_to, plain http and a body of known

@@ -47,11 +47,18 @@
 #define XP_CONNECT_MS 3000
 #define XP_SPLICE_MAX (1u << 20) /* bytes per splice into the caller's pipe */
 
+/* A connection to a peer. Its read event stays registered for the
+ * socket's life (no epoll_ctl per request): it drives the request that
+ * uses the connection, or, while the connection is idle in the pool, tells
+ * that the peer closed it (or sent a stray byte), and it is closed. */
 struct xconn {
 	int fd;
 	SSL *ssl;             /* https: the session goes on with the socket */
 	char key[XP_KEY_MAX]; /* host:port */
-	struct xconn *next;
+	struct xconn *next;   /* idle: the pool's list */
+	struct xpool *pool;
+	struct event *rd;     /* EV_READ | EV_PERSIST (event_assign'ed in our memory: see pools_free_all) */
+	xp_req_t *req;        /* the request it serves; NULL while idle */
 };
 
 struct xpool {
@@ -70,13 +77,14 @@ struct xp_req {
 	char key[XP_KEY_MAX];
 	struct sockaddr_storage addr;
 	socklen_t alen;
-	int fd;
-	SSL *ssl;       /* https peers */
+	struct xconn *c; /* the connection (NULL before it is opened, or once it is given back) */
+	int fd;          /* c's socket, or -1 */
+	SSL *ssl;        /* https peers (c's session while r holds c) */
 	bool tls;
 	char host[XP_KEY_MAX]; /* the peer's name, for its certificate */
 	bool rd_wants_wr; /* SSL_read needs the socket writable */
 	bool reused, connecting, retried;
-	struct event *rd, *wr, *tmo, *kick;
+	struct event *wr, *tmo, *kick;
 	buf_t head;     /* the request head, kept for a retry */
 	buf_t out;      /* bytes to write */
 	size_t out_off;
@@ -112,7 +120,22 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xpool *pools[256];
 static size_t npools;
 
-/* At exit, the pools left (their workers are gone by then). */
+/* Closes c. loop_gone: its event_base may be freed already (the process's
+ * exit): its event is not deleted from it, only its memory freed. */
+static void conn_free(struct xconn *c, bool loop_gone)
+{
+	if (!loop_gone)
+		event_del(c->rd);
+	free(c->rd);
+	sock_close(c->fd, c->ssl);
+	free(c);
+}
+
+static void conn_close(struct xconn *c) { conn_free(c, false); }
+
+static void pool_free(struct event_base *base, bool loop_gone);
+
+/* At exit, the pools left (their workers' loops are gone by then). */
 static void pools_free_all(void)
 {
 	for (;;) {
@@ -121,7 +144,7 @@ static void pools_free_all(void)
 		pthread_mutex_unlock(&pools_mu);
 		if (!b)
 			return;
-		xp_pool_free(b);
+		pool_free(b, true);
 	}
 }
 
@@ -150,7 +173,9 @@ static struct xpool *pool_of(struct event_base *base)
 	return tl_pool;
 }
 
-void xp_pool_free(struct event_base *base)
+void xp_pool_free(struct event_base *base) { pool_free(base, false); }
+
+static void pool_free(struct event_base *base, bool loop_gone)
 {
 	struct xpool *p = NULL;
 	pthread_mutex_lock(&pools_mu);
@@ -168,16 +193,17 @@ void xp_pool_free(struct event_base *base)
 		tl_pool = NULL;
 	for (struct xconn *c = p->idle, *n; c; c = n) {
 		n = c->next;
-		sock_close(c->fd, c->ssl);
-		free(c);
+		conn_free(c, loop_gone);
 	}
 	free(p->rbuf);
 	free(p);
 }
 
-/* An idle connection the peer has not closed (no byte and no EOF waiting);
- * its TLS session in *ssl. */
-static int pool_take(struct xpool *p, const char *key, SSL **ssl)
+/* An idle connection to key. check: make sure the peer has not closed
+ * it (no byte and no EOF waiting), for a request that cannot be retried;
+ * otherwise a close not yet seen by the idle event shows as a failure
+ * before any answer byte, and the request is retried (contract 3). */
+static struct xconn *pool_take(struct xpool *p, const char *key, bool check)
 {
 	for (struct xconn **pp = &p->idle, *c; (c = *pp);) {
 		if (strcmp(c->key, key)) {
@@ -186,38 +212,53 @@ static int pool_take(struct xpool *p, const char *key, SSL **ssl)
 		}
 		*pp = c->next;
 		p->nidle--;
+		if (!check)
+			return c;
 		char b;
 		ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		int fd = c->fd;
-		SSL *s = c->ssl;
-		free(c);
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			*ssl = s;
-			return fd;
-		}
-		sock_close(fd, s); /* closed by the peer, or a stray byte: not reusable */
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return c;
+		conn_close(c); /* closed by the peer, or a stray byte: not reusable */
 	}
-	return -1;
+	return NULL;
 }
 
-static void pool_put(struct xpool *p, const char *key, int fd, SSL *ssl)
+static void pool_put(struct xpool *p, struct xconn *c)
 {
 	if (p->nidle >= XP_IDLE_MAX) { /* drop the oldest (the list's tail) */
 		struct xconn **pp = &p->idle;
 		while ((*pp)->next)
 			pp = &(*pp)->next;
-		sock_close((*pp)->fd, (*pp)->ssl);
-		free(*pp);
+		conn_close(*pp);
 		*pp = NULL;
 		p->nidle--;
 	}
-	struct xconn *c = xcalloc(1, sizeof(*c));
-	c->fd = fd;
-	c->ssl = ssl;
-	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->req = NULL;
+	event_add(c->rd, NULL); /* (no system call when it is registered already) */
 	c->next = p->idle;
 	p->idle = c;
 	p->nidle++;
+}
+
+static void on_rd(evutil_socket_t fd, short what, void *arg);
+
+/* The read event of a connection: its request's, or, idle, the peer's
+ * close (or a stray byte): the connection goes. */
+static void conn_rd(evutil_socket_t fd, short what, void *arg)
+{
+	struct xconn *c = arg;
+	if (c->req) {
+		on_rd(fd, what, c->req);
+		return;
+	}
+	for (struct xconn **pp = &c->pool->idle; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			c->pool->nidle--;
+			break;
+		}
+	}
+	conn_close(c);
 }
 
 /* --- TLS ------------------------------------------------------------------------------ */
@@ -311,12 +352,21 @@ bool xp_supports(const char *base)
 	return base && !strncmp(base, "http://", 7);
 }
 
+/* Closes the connection r holds. */
+static void req_conn_close(xp_req_t *r)
+{
+	if (!r->c)
+		return;
+	r->c->ssl = r->ssl;
+	conn_close(r->c);
+	r->c = NULL;
+	r->fd = -1;
+	r->ssl = NULL;
+}
+
 static void req_free(xp_req_t *r)
 {
-	if (r->fd >= 0)
-		sock_close(r->fd, r->ssl);
-	if (r->rd)
-		event_free(r->rd);
+	req_conn_close(r);
 	if (r->wr)
 		event_free(r->wr);
 	if (r->tmo)
@@ -334,8 +384,8 @@ static void req_free(xp_req_t *r)
 static void quiesce(xp_req_t *r)
 {
 	r->finished = true;
-	if (r->rd)
-		event_del(r->rd);
+	if (r->c)
+		event_del(r->c->rd);
 	if (r->wr)
 		event_del(r->wr);
 	event_del(r->tmo);
@@ -360,12 +410,15 @@ static void finish(xp_req_t *r, int err, const char *fmt, ...)
 			vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
-	quiesce(r);
-	if (!err && r->fd >= 0 && r->body_sent && http_should_keep_alive(&r->hp)) {
-		pool_put(r->pool, r->key, r->fd, r->ssl);
+	if (!err && r->c && !r->connecting && r->body_sent && http_should_keep_alive(&r->hp)) {
+		struct xconn *c = r->c; /* (given back before quiesce: its read event stays) */
+		c->ssl = r->ssl;
+		r->c = NULL;
 		r->fd = -1;
 		r->ssl = NULL;
+		pool_put(r->pool, c);
 	}
+	quiesce(r);
 	r->cb++;
 	r->s.on_done(r, r->s.arg, err, msg);
 	r->cb--;
@@ -404,8 +457,8 @@ static void want_write(xp_req_t *r)
 
 static void want_read(xp_req_t *r)
 {
-	if (r->fd >= 0 && !r->finished && !r->paused)
-		event_add(r->rd, NULL);
+	if (r->c && !r->finished && !r->paused)
+		event_add(r->c->rd, NULL);
 }
 
 /* --- the answer -------------------------------------------------------------------- */
@@ -639,15 +692,13 @@ static void on_tmo(evutil_socket_t fd, short what, void *arg)
 	finish(r, ETIMEDOUT, "%s", r->connecting ? "connect timed out" : "no progress within the timeout");
 }
 
-/* Opens r's socket: a pooled one, else a new non-blocking connect. */
+/* Opens r's connection: a pooled one, else a new non-blocking connect. */
 static int conn_open(xp_req_t *r, bool pooled)
 {
-	SSL *ssl = NULL;
-	int fd = pooled ? pool_take(r->pool, r->key, &ssl) : -1;
-	r->reused = fd >= 0;
-	r->ssl = ssl;
-	if (fd < 0) {
-		fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct xconn *c = pooled ? pool_take(r->pool, r->key, r->body_len != -1) : NULL;
+	r->reused = c != NULL;
+	if (!c) {
+		int fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return AIS_ERR;
 		int one = 1;
@@ -659,10 +710,18 @@ static int conn_open(xp_req_t *r, bool pooled)
 			return AIS_ERR;
 		}
 		r->connecting = true;
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		c->pool = r->pool;
+		snprintf(c->key, sizeof(c->key), "%s", r->key);
+		c->rd = xmalloc(event_get_struct_event_size());
+		event_assign(c->rd, r->base, fd, EV_READ | EV_PERSIST, conn_rd, c);
 	}
-	r->fd = fd;
-	r->rd = event_new(r->base, fd, EV_READ | EV_PERSIST, on_rd, r);
-	r->wr = event_new(r->base, fd, EV_WRITE, on_wr, r);
+	c->req = r;
+	r->c = c;
+	r->fd = c->fd;
+	r->ssl = c->ssl;
+	r->wr = event_new(r->base, c->fd, EV_WRITE, on_wr, r);
 	return AIS_OK;
 }
 
@@ -673,12 +732,9 @@ static bool retry(xp_req_t *r)
 	if (r->retried || r->body_len != -1)
 		return false;
 	r->retried = true;
-	event_free(r->rd);
 	event_free(r->wr);
-	r->rd = r->wr = NULL;
-	sock_close(r->fd, r->ssl);
-	r->fd = -1;
-	r->ssl = NULL;
+	r->wr = NULL;
+	req_conn_close(r);
 	if (conn_open(r, false) != AIS_OK) {
 		finish(r, errno, "connect: %s", strerror(errno));
 		return true;
@@ -728,9 +784,12 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 		finish(r, EHOSTUNREACH, "cannot connect to the peer (bad address or no socket)");
 		return;
 	}
-	want_write(r); /* (a new socket reports its connect by the write event) */
-	if (!r->connecting)
-		want_read(r);
+	if (r->connecting) {
+		want_write(r); /* (a new socket reports its connect by the write event) */
+		return;
+	}
+	want_read(r);
+	on_wr(r->fd, EV_WRITE, r); /* a pooled socket has room: the head goes now */
 }
 
 xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
@@ -811,8 +870,8 @@ size_t xp_pending(const xp_req_t *r) { return r->out.len - r->out_off; }
 void xp_pause(xp_req_t *r)
 {
 	r->paused = true;
-	if (r->rd)
-		event_del(r->rd);
+	if (r->c)
+		event_del(r->c->rd);
 	if (!r->connecting && r->out_off == r->out.len)
 		event_del(r->tmo); /* the caller is the slow side (a write re-arms it) */
 }
@@ -822,8 +881,8 @@ void xp_resume(xp_req_t *r)
 	if (!r->paused || r->finished)
 		return;
 	r->paused = false;
-	if (r->fd >= 0 && !r->connecting) {
-		event_add(r->rd, NULL);
+	if (r->c && !r->connecting) {
+		event_add(r->c->rd, NULL);
 		arm_timeout(r);
 	}
 }

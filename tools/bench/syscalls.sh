@@ -11,12 +11,12 @@
 # Every process is stopped by its PID and the temp dir removed on exit
 # (KEEP=1 keeps it); every run is bounded in time.
 #
-# Environment: BUILD (default build), NSMALL (5000), NLARGE (16), KEEP.
+# Environment: BUILD (default build), NSMALL (20000), NLARGE (16), KEEP.
 # Exit status 0 when every run ran clean.
 set -u
 
 BUILD=${BUILD:-build}
-NSMALL=${NSMALL:-5000}
+NSMALL=${NSMALL:-20000}
 NLARGE=${NLARGE:-16}
 AISD=$BUILD/aisd
 LOADER=$BUILD/aisloader
@@ -58,10 +58,9 @@ measure() {
 	kill -INT "$sp" 2>/dev/null
 	wait "$sp"
 	awk -v n="$n" -v label="$label" -v cpu=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
-		$NF == "total" { total = $(NF - 1) + 0 }
-		$1 ~ /^[0-9.]+$/ && $NF != "total" {
-			calls = ($(NF - 1) ~ /^[0-9]+$/ && $(NF - 2) ~ /^[0-9]+$/) ? $(NF - 2) : $(NF - 1)
-			name[++k] = $NF; cnt[k] = calls + 0 }
+		# "% time, seconds, usecs/call, calls, [errors], syscall"
+		$NF == "total" { total = $4 + 0 }
+		$1 ~ /^[0-9.]+$/ && $NF != "total" { name[++k] = $NF; cnt[k] = $4 + 0 }
 		END {
 			if (!total) { print "| " label " | strace saw nothing | | |"; exit 1 }
 			top = ""
