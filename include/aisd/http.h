@@ -207,6 +207,9 @@ void http_offload(http_req_t *req, http_work_fn work, http_work_fn done);
 void http_resp_status(http_req_t *req, int status);
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, with the value as it is (no formatting; CR, LF and NUL in it
+ * become spaces). */
+void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value);
 /* Copies len bytes. */
 void http_resp_send(http_req_t *req, const void *body, size_t len);
 /* Takes b's memory. */

@@ -58,6 +58,7 @@ typedef struct xp_spec {
 	const char *method;
 	sv_t target;                /* path and query, as sent */
 	const char *const *headers; /* "Name: value" lines, NULL-terminated; copied */
+	sv_t header_block;          /* more lines, each "Name: value\r\n", copied as they are */
 	int64_t body_len;           /* -1: no body; -2: chunked (unknown length); else Content-Length */
 	uint64_t timeout_ms;        /* without progress; 0: none */
 	void (*on_head)(xp_req_t *r, void *arg, int status, sv_t headers, int64_t clen);

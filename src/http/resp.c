@@ -79,6 +79,15 @@ void resp_reset(http_conn_t *c)
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
 bool http_resp_started(const http_req_t *req) { return req->conn->resp_started; }
 
+/* Ends a header line whose value starts at start. */
+static void header_end(buf_t *h, size_t start)
+{
+	for (size_t i = start; i < h->len; i++) /* no response splitting */
+		if (h->ptr[i] == '\r' || h->ptr[i] == '\n' || h->ptr[i] == '\0')
+			h->ptr[i] = ' ';
+	buf_add(h, "\r\n", 2);
+}
+
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 {
 	buf_t *h = &req->conn->rhdrs;
@@ -89,10 +98,17 @@ void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(h, fmt, ap);
 	va_end(ap);
-	for (size_t i = start; i < h->len; i++) /* no response splitting */
-		if (h->ptr[i] == '\r' || h->ptr[i] == '\n' || h->ptr[i] == '\0')
-			h->ptr[i] = ' ';
-	buf_add(h, "\r\n", 2);
+	header_end(h, start);
+}
+
+void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value)
+{
+	buf_t *h = &req->conn->rhdrs;
+	buf_addsv(h, name);
+	buf_add(h, ": ", 2);
+	size_t start = h->len;
+	buf_addsv(h, value);
+	header_end(h, start);
 }
 
 void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)

@@ -821,6 +821,14 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 		buf_addstr(&r->head, "\r\n");
 		has_host = has_host || !strncasecmp(s->headers[i], "Host:", 5);
 	}
+	for (sv_t b = s->header_block; b.len && !has_host;) { /* (a line starts at b) */
+		has_host = b.len >= 5 && !strncasecmp(b.ptr, "Host:", 5);
+		const char *nl = memchr(b.ptr, '\n', b.len);
+		size_t k = nl ? (size_t)(nl - b.ptr) + 1 : b.len;
+		b.ptr += k;
+		b.len -= k;
+	}
+	buf_addsv(&r->head, s->header_block);
 	int rc = xp_supports(s->base) ? resolve(r, s->base, &host) : AIS_ERR;
 	if (!has_host)
 		buf_addf(&r->head, "Host: %.*s\r\n", (int)host.len, host.ptr ? host.ptr : "");

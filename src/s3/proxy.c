@@ -45,7 +45,6 @@
 struct px {
 	s3_rq_t *r;
 	xp_req_t *xr;         /* the request to the owner (NULL once it ended) */
-	const char **hdrs;
 	buf_t down;           /* the answer's body not yet handed to the client */
 	size_t down_off;
 	bool up_end;
@@ -162,7 +161,7 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
 				clen = (int64_t)v;
 		} else if (!hop_by_hop(n)) {
-			http_resp_header(req, arena_strndup(req->arena, n.ptr, n.len), "%.*s", (int)val.len, val.ptr);
+			http_resp_header_sv(req, n, val);
 		}
 	}
 	if (req->method == HTTP_HEAD) {
@@ -258,30 +257,33 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));
-	size_t nh = 0;
+	buf_t hb = BUF_INIT; /* the request's header lines, as forwarded */
+	char hop[64] = "";
 
 	x->r = r;
 	x->pipe[0] = x->pipe[1] = -1;
 	r->op = x;
-	x->hdrs = arena_zalloc(req->arena, (req->nhdrs + 2) * sizeof(*x->hdrs));
-	if (hops)
-		x->hdrs[nh++] = arena_printf(req->arena, "%s: %u", OL_HOP_HDR, hops);
-	for (size_t i = 0; i < req->nhdrs; i++) {
-		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
-			continue;
-		x->hdrs[nh++] = arena_printf(req->arena, "%.*s: %.*s", (int)req->hdrs[i].name.len, req->hdrs[i].name.ptr,
-					     (int)req->hdrs[i].value.len, req->hdrs[i].value.ptr);
-	}
 	if (!xp_supports(url_base)) {
 		s3_error(r, "ServiceUnavailable", "the owner target %s cannot be reached (TLS settings: see the log)",
 			 url_base);
 		return AIS_OK;
 	}
+	if (hops)
+		snprintf(hop, sizeof(hop), "%s: %u\r\n", OL_HOP_HDR, hops);
+	buf_addstr(&hb, hop);
+	for (size_t i = 0; i < req->nhdrs; i++) {
+		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
+			continue;
+		buf_addsv(&hb, req->hdrs[i].name);
+		buf_add(&hb, ": ", 2);
+		buf_addsv(&hb, req->hdrs[i].value);
+		buf_add(&hb, "\r\n", 2);
+	}
 	xp_spec_t xs = {
 		.base = url_base,
 		.method = http_method_name(req->method),
 		.target = req->target,
-		.headers = x->hdrs,
+		.header_block = sv_of(&hb),
 		.timeout_ms = r->node.conf->body_timeout_ms, /* a target stalled mid-answer */
 		/* an empty body keeps its Content-Length: 0 (a signed header) */
 		.body_len = req->has_body ? (req->content_length >= 0 ? req->content_length : -2)
@@ -298,7 +300,8 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 		req->on_body_end = up_end;
 	}
 	arena_cleanup_add(req->arena, px_cleanup, x);
-	x->xr = xp_start(http_req_base(req), &xs);
+	x->xr = xp_start(http_req_base(req), &xs); /* (copies the header lines) */
+	buf_free(&hb);
 	return AIS_OK;
 }
 
