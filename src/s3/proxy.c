@@ -197,7 +197,11 @@ static void xp_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 		return; /* (relayed through memory) */
 	}
 	fcntl(x->pipe[1], F_SETPIPE_SZ, PX_BUF); /* (the default 64 KiB if refused) */
-	xp_splice_to(r, x->pipe[1]);
+	if (!xp_splice_to(r, x->pipe[1])) { /* (TLS to the target) */
+		close(x->pipe[0]);
+		close(x->pipe[1]);
+		x->pipe[0] = x->pipe[1] = -1;
+	}
 }
 
 static void xp_data(xp_req_t *r, void *arg, const char *p, size_t n)
