@@ -311,6 +311,14 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	buf_free(&msg);
 }
 
+/* n more response bytes went to the client. */
+static void count_out(http_conn_t *c, uint64_t n)
+{
+	c->bytes_out += n;
+	HM_INC(c->w->st.bytes_out, n);
+	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), n);
+}
+
 /* --- file bodies --------------------------------------------------------- */
 
 /* Per pool thread read-ahead buffer, freed when the thread exits. */
@@ -468,9 +476,7 @@ static int file_step(http_conn_t *c)
 		return AIS_ERR;
 	}
 	c->fleft -= (uint64_t)n;
-	c->bytes_out += (uint64_t)n;
-	HM_INC(c->w->st.bytes_out, (uint64_t)n);
-	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
+	count_out(c, (uint64_t)n);
 	return AIS_OK;
 }
 
@@ -491,10 +497,8 @@ static int pipe_step(http_conn_t *c)
 		return AIS_ERR;
 	}
 	c->pleft -= (uint64_t)n;
-	c->bytes_out += (uint64_t)n;
 	HM_INC(c->w->st.spliced, (uint64_t)n);
-	HM_INC(c->w->st.bytes_out, (uint64_t)n);
-	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
+	count_out(c, (uint64_t)n);
 	return AIS_OK;
 }
 
@@ -674,9 +678,7 @@ int resp_flush(http_conn_t *c)
 					return AIS_AGAIN;
 				return AIS_ERR;
 			}
-			c->bytes_out += (uint64_t)n;
-			HM_INC(c->w->st.bytes_out, (uint64_t)n);
-			HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
+			count_out(c, (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;

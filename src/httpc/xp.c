@@ -8,10 +8,10 @@
  * read and parse the answer while the caller is not paused, then hand the
  * connection back to the pool (keep-alive, the whole body sent and read)
  * or close it. A sized body may be spliced into the caller's pipe instead
- * of read (no copy through user space). Every callback runs from the request's event handlers; a
- * callback may cancel the request (r->cb counts the nesting, r->dead
- * makes the handler stop and free it once the outermost callback is
- * back), so nothing touches freed memory.
+ * of read (no copy through user space). Every callback runs from the
+ * request's event handlers; a callback may cancel the request (r->cb
+ * counts the nesting, r->dead makes the handler stop and free it once the
+ * outermost callback is back), so nothing touches freed memory.
  */
 #include <errno.h>
 #include <limits.h>
@@ -46,6 +46,7 @@
 #define XP_READ (256u << 10)     /* bytes per socket read */
 #define XP_CONNECT_MS 3000
 #define XP_SPLICE_MAX (1u << 20) /* bytes per splice into the caller's pipe */
+#define XP_LOWAT (256u << 10)    /* splicing: the socket wakes us with this much (SO_RCVLOWAT) */
 
 /* A connection to a peer. Its read event stays registered for the
  * socket's life (no epoll_ctl per request): it drives the request that
@@ -100,6 +101,7 @@ struct xp_req {
 	bool paused;
 	int spipe;       /* splicing: the caller's pipe (write end), else -1 */
 	uint64_t sleft;  /* splicing: body bytes still on the socket */
+	int lowat;       /* the socket's SO_RCVLOWAT when not 1 */
 	int cb;         /* callback nesting */
 	bool dead;      /* cancelled (or done) inside a callback: free on return */
 	bool finished;  /* on_done ran */
@@ -393,6 +395,18 @@ static void quiesce(xp_req_t *r)
 		event_del(r->kick);
 }
 
+/* The socket wakes us once it holds n bytes (splicing: a wakeup per
+ * packet would cost the sender a thread wakeup each on this host). */
+static bool set_lowat(xp_req_t *r, int n)
+{
+	if (n == r->lowat || !n)
+		return true;
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &n, sizeof(n)))
+		return false;
+	r->lowat = n;
+	return true;
+}
+
 /* Ends r: on_done (once), then r is freed (now, or when the callback that
  * is running returns). */
 static void finish(xp_req_t *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -410,7 +424,9 @@ static void finish(xp_req_t *r, int err, const char *fmt, ...)
 			vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
-	if (!err && r->c && !r->connecting && r->body_sent && http_should_keep_alive(&r->hp)) {
+	/* (a pooled socket wakes for every byte: the next answer may be small) */
+	bool lowat_1 = r->lowat <= 1 || (r->fd >= 0 && set_lowat(r, 1));
+	if (!err && r->c && !r->connecting && r->body_sent && lowat_1 && http_should_keep_alive(&r->hp)) {
 		struct xconn *c = r->c; /* (given back before quiesce: its read event stays) */
 		c->ssl = r->ssl;
 		r->c = NULL;
@@ -526,8 +542,10 @@ static bool parse(xp_req_t *r, const char *p, size_t n)
 	if (!alive(r))
 		return false;
 	enum http_errno e = HTTP_PARSER_ERRNO(&r->hp);
-	if (r->spipe >= 0)
+	if (r->spipe >= 0) {
 		r->sleft = r->hp.content_length; /* (http-parser counts it down) */
+		set_lowat(r, (int)MIN(r->sleft, (uint64_t)XP_LOWAT));
+	}
 	if (r->msg_done) { /* (an answer before the whole body went: not pooled) */
 		finish(r, 0, NULL);
 		return false;
@@ -562,6 +580,7 @@ static void on_splice(xp_req_t *r)
 		return;
 	}
 	r->sleft -= (uint64_t)k;
+	set_lowat(r, (int)MIN(r->sleft, (uint64_t)XP_LOWAT));
 	arm_timeout(r);
 	r->cb++;
 	r->s.on_body(r, r->s.arg, NULL, (size_t)k);
@@ -906,6 +925,7 @@ bool xp_splice_to(xp_req_t *r, int pipe_wfd)
 		return false;
 	r->spipe = pipe_wfd;
 	r->sleft = r->hp.content_length;
+	r->lowat = 1;
 	return true;
 }
 

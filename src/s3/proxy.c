@@ -15,9 +15,10 @@
  * pipe of PX_BUF bytes and the response from there to the client, in
  * segments of PX_SEG; the transport stops when the pipe is full and goes
  * on after each segment (kernel memory of one pipe, no user-space copy;
- * the target's socket is read as the client reads, never left for long). A sized answer keeps its Content-Length; a target that
- * fails or stalls (net.body_timeout without progress) mid-body makes the
- * client's connection close (never a short body that looks complete).
+ * the target's socket is read as the client reads, never left for long).
+ * A sized answer keeps its Content-Length; a target that fails or stalls
+ * (net.body_timeout without progress) mid-body makes the client's
+ * connection close (never a short body that looks complete).
  */
 #include <errno.h>
 #include <fcntl.h>
