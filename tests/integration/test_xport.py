@@ -60,14 +60,6 @@ def gw_pid():
     return clulib.procs[g.name].pid
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for ln in f:
-            if ln.startswith("VmRSS:"):
-                return int(ln.split()[1])
-    return 0
-
-
 def cpu_s(pid):
     """User + system CPU seconds of a process so far."""
     with open("/proc/%d/stat" % pid) as f:
@@ -82,15 +74,7 @@ def spliced():
 
 
 def open_get(path, rcvbuf=64 << 10):
-    s = socket.create_connection(("127.0.0.1", g.port), timeout=30)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (path.encode(), g.port))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        c = s.recv(1)
-        if not c:
-            break
-        head += c
+    s, head = clulib.raw_get(g, path, rcvbuf)
     t.check(head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % SIZE in head,
             "S3 GET via the gateway: 200, sized", head[:200])
     return s
@@ -152,7 +136,7 @@ for i in range(12):
 t.check(not slow, "then 12 small GETs through the gateway answer at once, right", slow)
 
 # 2. a slow client
-base, c0 = rss_kib(gw_pid()), cpu_s(gw_pid())
+base, c0 = clulib.rss_kib(gw_pid()), cpu_s(gw_pid())
 s = open_get("/%s/big" % B)
 h = hashlib.sha256()
 n, peak, t0 = 0, base, time.monotonic()
@@ -164,7 +148,7 @@ while time.monotonic() - t0 < 6:
         break
     h.update(c)
     n += len(c)
-    peak = max(peak, rss_kib(gw_pid()))
+    peak = max(peak, clulib.rss_kib(gw_pid()))
     time.sleep(0.05)
 used = cpu_s(gw_pid()) - c0
 t.diag("slow phase: %d KiB read, gateway RSS %d -> %d KiB, CPU %.2f s" % (n >> 10, base, peak, used))
