@@ -47,6 +47,7 @@
 #define XP_CONNECT_MS 3000
 #define XP_SPLICE_MAX (1u << 20) /* bytes per splice into the caller's pipe */
 #define XP_LOWAT (256u << 10)    /* splicing: the socket wakes us with this much (SO_RCVLOWAT) */
+#define XP_SPLICE_RCVBUF (2u << 20) /* splicing: the socket's receive buffer (SO_RCVBUF) */
 
 /* A connection to a peer. Its read event stays registered for the
  * socket's life (no epoll_ctl per request): it drives the request that
@@ -926,6 +927,12 @@ bool xp_splice_to(xp_req_t *r, int pipe_wfd)
 	r->spipe = pipe_wfd;
 	r->sleft = r->hp.content_length;
 	r->lowat = 1;
+	/* a fixed receive buffer: autotuning, which takes each splice of a
+	 * full pipe for a fast reader, would let the peer queue tens of MiB
+	 * here while the client is the slow side (and the kernel collapse
+	 * and drop them) */
+	int rb = XP_SPLICE_RCVBUF;
+	setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
 	return true;
 }
 
