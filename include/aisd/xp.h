@@ -35,7 +35,8 @@
  *     head still arrive first, with p set. When the pipe is full, r
  *     pauses itself (as xp_pause); the caller resumes it once it has taken
  *     bytes out. While r is paused its timeout does not run (the caller is
- *     the slow side, not the peer).
+ *     the slow side, not the peer). The socket's receive buffer is fixed
+ *     (2 MiB) from then on, so the kernel holds little behind a pause.
  *  6. https peers get TLS with the settings of httpc_tls_set (the CA
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
