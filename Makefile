@@ -6,7 +6,8 @@
 #   make check-unit      unit tests only (Check)
 #   make check-fuzz      replay every committed fuzz corpus through its driver (no libFuzzer needed)
 #   make check-docs      the documented config keys, aisctl commands and routes against the code
-#   make bench           aisd vs nginx, gateway costs, S3 vs native, TLS, auth, and bench-plots (not part of test)
+#   make bench           aisd vs nginx, gateway costs, S3 vs native (and vs nginx proxy_pass),
+#                        system calls per forwarded request, TLS, auth, and bench-plots (not part of test)
 #   make bench-plots     the curves: throughput vs object size, GetBatch speedup vs batch size (gnuplot)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
@@ -178,6 +179,7 @@ bench: deps all $(BUILD)/ecenc
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/syscalls.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/tls.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/auth.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/ec.sh

@@ -219,6 +219,9 @@ void http_offload_net(http_req_t *req, http_work_fn work, http_work_fn done);
 void http_resp_status(http_req_t *req, int status);
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, with the value as it is (no formatting; CR, LF and NUL in it
+ * become spaces). */
+void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value);
 /* Copies len bytes. */
 void http_resp_send(http_req_t *req, const void *body, size_t len);
 /* Takes b's memory. */
@@ -241,6 +244,13 @@ void http_resp_send_stream_len(http_req_t *req, http_fill_fn fill, uint64_t len)
  * cold ranges read ahead on the I/O pool); fill is called again once they
  * are out. Takes fd (closes it). */
 void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len);
+/* Inside a fill callback that returns AIS_OK: after what fill appended, the
+ * stream carries the len bytes that the pipe whose read end is fd holds,
+ * moved to the client by splice(2); fill is called again once they are
+ * out. fd stays the caller's (open until the response ends). Only where
+ * http_resp_can_splice(req) (plain TCP, no TLS). */
+void http_resp_stream_pipe(http_req_t *req, int fd, uint64_t len);
+bool http_resp_can_splice(const http_req_t *req);
 /* The event_base of the worker that owns req (for httpc and timers whose
  * callbacks must run on the request's thread). */
 struct event_base *http_req_base(const http_req_t *req);

@@ -20,13 +20,24 @@
  *     pieces; xp_pending says how much is not written yet) and ended with
  *     xp_end; on_drain runs when the pending bytes are written.
  *  3. A connection goes back to the pool only after a whole answer with
- *     keep-alive; an idle connection the peer closed is detected before
- *     reuse (never a request lost on a stale socket). A request without a
- *     body that fails before any answer byte on a reused connection is
- *     retried once on a new one.
+ *     keep-alive. Its read event stays registered while it is idle (no
+ *     epoll_ctl per request), so a peer's close drops it from the pool; a
+ *     request with a body also checks that before reuse, and a request
+ *     without a body that fails before any answer byte on a reused
+ *     connection is retried once on a new one (never a request lost on a
+ *     stale socket). On a pooled connection the head is written at once.
  *  4. Timeouts: connect within 3 s; then no more than timeout_ms without
- *     progress (0: none: the caller's side bounds it).
- *  5. https peers get TLS with the settings of httpc_tls_set (the CA
+ *     progress while not paused (0: none: the caller's side bounds it).
+ *  5. Zero-copy answers (xp_splice_to, plain http and a body of known
+ *     length): the body's bytes are moved from the socket into the caller's
+ *     pipe by splice(2) instead of being read; on_body then runs with p
+ *     NULL and n the bytes just put in the pipe. Bytes that came with the
+ *     head still arrive first, with p set. When the pipe is full, r
+ *     pauses itself (as xp_pause); the caller resumes it once it has taken
+ *     bytes out. While r is paused its timeout does not run (the caller is
+ *     the slow side, not the peer). The socket's receive buffer is fixed
+ *     (2 MiB) from then on, so the kernel holds little behind a pause.
+ *  6. https peers get TLS with the settings of httpc_tls_set (the CA
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
  *     base can be reached (false for https when the TLS settings fail).
@@ -48,6 +59,7 @@ typedef struct xp_spec {
 	const char *method;
 	sv_t target;                /* path and query, as sent */
 	const char *const *headers; /* "Name: value" lines, NULL-terminated; copied */
+	sv_t header_block;          /* more lines, each "Name: value\r\n", copied as they are */
 	int64_t body_len;           /* -1: no body; -2: chunked (unknown length); else Content-Length */
 	uint64_t timeout_ms;        /* without progress; 0: none */
 	void (*on_head)(xp_req_t *r, void *arg, int status, sv_t headers, int64_t clen);
@@ -67,6 +79,11 @@ void xp_end(xp_req_t *r);
 size_t xp_pending(const xp_req_t *r);
 void xp_pause(xp_req_t *r);
 void xp_resume(xp_req_t *r);
+/* From on_head: the rest of the body goes into the pipe pipe_wfd (its
+ * write end, non-blocking, the caller's) by splice (contract 5). false
+ * when r cannot (TLS, a chunked or unsized body, HEAD): the body goes on
+ * through on_body with p set. */
+bool xp_splice_to(xp_req_t *r, int pipe_wfd);
 /* Stops r (its connection is closed) and frees it; on_done never runs. Not
  * from inside r's on_done. */
 void xp_cancel(xp_req_t *r);

@@ -52,6 +52,7 @@ struct http_wstats {
 	hm_ctr_t bytes_in, bytes_out;
 	hm_ctr_t accepted, rejected;
 	hm_ctr_t fds_passed; /* file bodies handed over as descriptors */
+	hm_ctr_t spliced;    /* response bytes spliced from a pipe (a relay's) */
 	hm_ctr_t served_local, served_net; /* body bytes to clients on this host (incl. descriptors) / elsewhere */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
 	hm_ctr_t evicted, emfile;
@@ -217,6 +218,9 @@ struct http_conn {
 	bool chunked;
 	bool sfile;        /* RB_STREAM: a file segment (ffd) is being sent */
 	bool stream_sized; /* RB_STREAM with a Content-Length (not chunked) */
+	bool spipe;        /* RB_STREAM: a pipe segment (pfd, the producer's) is being sent */
+	int pfd;
+	uint64_t pleft;
 	uint64_t bytes_out;
 };
 

@@ -193,6 +193,10 @@ void hm_collect(void *arg, buf_t *out)
 		       "descriptors count their length) or TCP from an address of this host; network = any other");
 	buf_addf(out, "aisd_http_served_bytes_total{peer=\"local\"} %llu\n", (unsigned long long)SUM(s, served_local));
 	buf_addf(out, "aisd_http_served_bytes_total{peer=\"network\"} %llu\n", (unsigned long long)SUM(s, served_net));
+	metrics_family(out, "aisd_http_spliced_bytes_total", "counter",
+		       "response bytes relayed from another node by splice(2), never copied through this process "
+		       "(of aisd_http_sent_bytes_total)");
+	buf_addf(out, "aisd_http_spliced_bytes_total %llu\n", (unsigned long long)SUM(s, spliced));
 	metrics_family(out, "aisd_http_connections_open", "gauge", "client connections open now");
 	buf_addf(out, "aisd_http_connections_open %lu\n", (unsigned long)atomic_load(&s->nconns));
 	metrics_family(out, "aisd_http_connections_accepted_total", "counter", "client connections accepted");

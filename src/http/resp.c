@@ -14,6 +14,8 @@
  * chunk framing around it (c->out, the piece, c->after); bytes that a file
  * segment follows go with MSG_MORE, so a header and the file's first bytes
  * share packets; a file segment's closing CRLF waits for the next piece.
+ * A pipe segment (a relay's bytes spliced from another socket) goes to the
+ * client by splice(2), the same way: no copy through user space.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +54,8 @@ void resp_reset(http_conn_t *c)
 	c->fsmall_read = false;
 	c->fill = NULL;
 	c->sfile = false;
+	c->spipe = false;
+	c->pleft = 0;
 	c->stream_sized = false;
 	c->chunked = false;
 	c->spend = false;
@@ -75,6 +79,15 @@ void resp_reset(http_conn_t *c)
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
 bool http_resp_started(const http_req_t *req) { return resp_started(req->conn); }
 
+/* Ends a header line whose value starts at start. */
+static void header_end(buf_t *h, size_t start)
+{
+	for (size_t i = start; i < h->len; i++) /* no response splitting */
+		if (h->ptr[i] == '\r' || h->ptr[i] == '\n' || h->ptr[i] == '\0')
+			h->ptr[i] = ' ';
+	buf_add(h, "\r\n", 2);
+}
+
 void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 {
 	buf_t *h = &req->conn->rhdrs;
@@ -85,10 +98,17 @@ void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(h, fmt, ap);
 	va_end(ap);
-	for (size_t i = start; i < h->len; i++) /* no response splitting */
-		if (h->ptr[i] == '\r' || h->ptr[i] == '\n' || h->ptr[i] == '\0')
-			h->ptr[i] = ' ';
-	buf_add(h, "\r\n", 2);
+	header_end(h, start);
+}
+
+void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value)
+{
+	buf_t *h = &req->conn->rhdrs;
+	buf_addsv(h, name);
+	buf_add(h, ": ", 2);
+	size_t start = h->len;
+	buf_addsv(h, value);
+	header_end(h, start);
 }
 
 void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
@@ -244,6 +264,21 @@ void http_resp_stream_file(http_req_t *req, int fd, off_t off, uint64_t len)
 	c->sfile = true;
 }
 
+bool http_resp_can_splice(const http_req_t *req) { return !req->conn->ssl; }
+
+void http_resp_stream_pipe(http_req_t *req, int fd, uint64_t len)
+{
+	http_conn_t *c = req->conn;
+	if (c->kind != RB_STREAM || c->sfile || c->spipe || c->ssl || len == 0) {
+		if (len)
+			log_errx("stream pipe outside a plain stream fill");
+		return;
+	}
+	c->pfd = fd;
+	c->pleft = len;
+	c->spipe = true;
+}
+
 void http_resp_stream_wake(http_req_t *req)
 {
 	http_conn_t *c = req->conn;
@@ -274,6 +309,14 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	http_resp_header(req, "Content-Type", "application/json");
 	http_resp_send_buf(req, &body);
 	buf_free(&msg);
+}
+
+/* n more response bytes went to the client. */
+static void count_out(http_conn_t *c, uint64_t n)
+{
+	c->bytes_out += n;
+	HM_INC(c->w->st.bytes_out, n);
+	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), n);
 }
 
 /* --- file bodies --------------------------------------------------------- */
@@ -433,9 +476,29 @@ static int file_step(http_conn_t *c)
 		return AIS_ERR;
 	}
 	c->fleft -= (uint64_t)n;
-	c->bytes_out += (uint64_t)n;
-	HM_INC(c->w->st.bytes_out, (uint64_t)n);
-	HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
+	count_out(c, (uint64_t)n);
+	return AIS_OK;
+}
+
+/* The next bytes of a pipe segment, spliced to the client. */
+static int pipe_step(http_conn_t *c)
+{
+	ssize_t n = splice(c->pfd, NULL, c->fd, NULL, MIN(c->pleft, (uint64_t)HTTP_FILE_CHUNK),
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return errno == EAGAIN ? AIS_AGAIN : AIS_OK;
+		if (errno != EPIPE && errno != ECONNRESET)
+			log_warn("splice to the client");
+		return AIS_ERR;
+	}
+	if (n == 0) {
+		log_errx("stream pipe ended %llu bytes early", (unsigned long long)c->pleft);
+		return AIS_ERR;
+	}
+	c->pleft -= (uint64_t)n;
+	HM_INC(c->w->st.spliced, (uint64_t)n);
+	count_out(c, (uint64_t)n);
 	return AIS_OK;
 }
 
@@ -481,10 +544,10 @@ static int stream_piece(http_conn_t *c)
 		if (c->chunked)
 			buf_add(tail, "\r\n", 2);
 	}
-	if (c->sfile && c->chunked)
-		buf_addf(tail, "%llx\r\n", (unsigned long long)c->fleft);
-	if (c->sfile && r == AIS_DONE) {
-		log_errx("stream fill queued a file and ended in one call");
+	if ((c->sfile || c->spipe) && c->chunked)
+		buf_addf(tail, "%llx\r\n", (unsigned long long)(c->sfile ? c->fleft : c->pleft));
+	if ((c->sfile || c->spipe) && r == AIS_DONE) {
+		log_errx("stream fill queued a file or pipe and ended in one call");
 		return AIS_ERR;
 	}
 	if (r == AIS_DONE) {
@@ -507,7 +570,7 @@ static int stream_step(http_conn_t *c)
 {
 	for (int i = 0; i < 16; i++) {
 		int r = stream_piece(c);
-		if (r != AIS_OK || c->sfile || c->spend || c->out.len - c->out_off >= HTTP_PIECE_REF)
+		if (r != AIS_OK || c->sfile || c->spipe || c->spend || c->out.len - c->out_off >= HTTP_PIECE_REF)
 			return r == AIS_ERR || (r == AIS_AGAIN && c->rstate == RS_STREAM_WAIT) ? r : AIS_OK;
 	}
 	return AIS_OK;
@@ -559,7 +622,8 @@ static ssize_t out_write(http_conn_t *c)
 		if (c->after_off < c->after.len)
 			iov[mh.msg_iovlen++] = (struct iovec){c->after.ptr + c->after_off, c->after.len - c->after_off};
 	}
-	if (c->fleft > HTTP_SMALL_FILE && ((c->kind == RB_STREAM && c->sfile) || c->kind == RB_FILE))
+	if ((c->fleft > HTTP_SMALL_FILE && ((c->kind == RB_STREAM && c->sfile) || c->kind == RB_FILE)) ||
+	    (c->kind == RB_STREAM && c->spipe))
 		flags |= MSG_MORE;
 	/* TLS: one buffer per SSL_write (a retry after EAGAIN repeats it) */
 	ssize_t n = c->ssl ? tls_write(c, iov[0].iov_base, iov[0].iov_len) : sendmsg(c->fd, &mh, flags);
@@ -614,9 +678,7 @@ int resp_flush(http_conn_t *c)
 					return AIS_AGAIN;
 				return AIS_ERR;
 			}
-			c->bytes_out += (uint64_t)n;
-			HM_INC(c->w->st.bytes_out, (uint64_t)n);
-			HM_INC(*(c->peer_here ? &c->w->st.served_local : &c->w->st.served_net), (uint64_t)n);
+			count_out(c, (uint64_t)n);
 			continue;
 		}
 		c->out.len = 0;
@@ -639,6 +701,15 @@ int resp_flush(http_conn_t *c)
 					break;
 				}
 				stream_file_end(c); /* its CRLF joins the next piece */
+			}
+			if (c->spipe) {
+				if (c->pleft > 0) {
+					r = pipe_step(c);
+					break;
+				}
+				c->spipe = false;
+				if (c->chunked)
+					buf_add(&c->out, "\r\n", 2);
 			}
 			if (c->rstate == RS_STREAM_END)
 				return AIS_OK;

@@ -7,10 +7,11 @@
  * write what is pending (head, then body pieces as the caller adds them),
  * read and parse the answer while the caller is not paused, then hand the
  * connection back to the pool (keep-alive, the whole body sent and read)
- * or close it. Every callback runs from the request's event handlers; a
- * callback may cancel the request (r->cb counts the nesting, r->dead
- * makes the handler stop and free it once the outermost callback is
- * back), so nothing touches freed memory.
+ * or close it. A sized body may be spliced into the caller's pipe instead
+ * of read (no copy through user space). Every callback runs from the
+ * request's event handlers; a callback may cancel the request (r->cb
+ * counts the nesting, r->dead makes the handler stop and free it once the
+ * outermost callback is back), so nothing touches freed memory.
  */
 #include <errno.h>
 #include <limits.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -43,12 +45,22 @@
 #define XP_IDLE_MAX 64           /* idle connections kept per worker */
 #define XP_READ (256u << 10)     /* bytes per socket read */
 #define XP_CONNECT_MS 3000
+#define XP_SPLICE_MAX (1u << 20) /* bytes per splice into the caller's pipe */
+#define XP_LOWAT (256u << 10)    /* splicing: the socket wakes us with this much (SO_RCVLOWAT) */
+#define XP_SPLICE_RCVBUF (2u << 20) /* splicing: the socket's receive buffer (SO_RCVBUF) */
 
+/* A connection to a peer. Its read event stays registered for the
+ * socket's life (no epoll_ctl per request): it drives the request that
+ * uses the connection, or, while the connection is idle in the pool, tells
+ * that the peer closed it (or sent a stray byte), and it is closed. */
 struct xconn {
 	int fd;
 	SSL *ssl;             /* https: the session goes on with the socket */
 	char key[XP_KEY_MAX]; /* host:port */
-	struct xconn *next;
+	struct xconn *next;   /* idle: the pool's list */
+	struct xpool *pool;
+	struct event *rd;     /* EV_READ | EV_PERSIST (event_assign'ed in our memory: see pools_free_all) */
+	xp_req_t *req;        /* the request it serves; NULL while idle */
 };
 
 struct xpool {
@@ -67,13 +79,14 @@ struct xp_req {
 	char key[XP_KEY_MAX];
 	struct sockaddr_storage addr;
 	socklen_t alen;
-	int fd;
-	SSL *ssl;       /* https peers */
+	struct xconn *c; /* the connection (NULL before it is opened, or once it is given back) */
+	int fd;          /* c's socket, or -1 */
+	SSL *ssl;        /* https peers (c's session while r holds c) */
 	bool tls;
 	char host[XP_KEY_MAX]; /* the peer's name, for its certificate */
 	bool rd_wants_wr; /* SSL_read needs the socket writable */
 	bool reused, connecting, retried;
-	struct event *rd, *wr, *tmo, *kick;
+	struct event *wr, *tmo, *kick;
 	buf_t head;     /* the request head, kept for a retry */
 	buf_t out;      /* bytes to write */
 	size_t out_off;
@@ -87,6 +100,9 @@ struct xp_req {
 	bool any_byte, head_done, msg_done;
 	int status;
 	bool paused;
+	int spipe;       /* splicing: the caller's pipe (write end), else -1 */
+	uint64_t sleft;  /* splicing: body bytes still on the socket */
+	int lowat;       /* the socket's SO_RCVLOWAT when not 1 */
 	int cb;         /* callback nesting */
 	bool dead;      /* cancelled (or done) inside a callback: free on return */
 	bool finished;  /* on_done ran */
@@ -107,7 +123,22 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xpool *pools[256];
 static size_t npools;
 
-/* At exit, the pools left (their workers are gone by then). */
+/* Closes c. loop_gone: its event_base may be freed already (the process's
+ * exit): its event is not deleted from it, only its memory freed. */
+static void conn_free(struct xconn *c, bool loop_gone)
+{
+	if (!loop_gone)
+		event_del(c->rd);
+	free(c->rd);
+	sock_close(c->fd, c->ssl);
+	free(c);
+}
+
+static void conn_close(struct xconn *c) { conn_free(c, false); }
+
+static void pool_free(struct event_base *base, bool loop_gone);
+
+/* At exit, the pools left (their workers' loops are gone by then). */
 static void pools_free_all(void)
 {
 	for (;;) {
@@ -116,7 +147,7 @@ static void pools_free_all(void)
 		pthread_mutex_unlock(&pools_mu);
 		if (!b)
 			return;
-		xp_pool_free(b);
+		pool_free(b, true);
 	}
 }
 
@@ -145,7 +176,9 @@ static struct xpool *pool_of(struct event_base *base)
 	return tl_pool;
 }
 
-void xp_pool_free(struct event_base *base)
+void xp_pool_free(struct event_base *base) { pool_free(base, false); }
+
+static void pool_free(struct event_base *base, bool loop_gone)
 {
 	struct xpool *p = NULL;
 	pthread_mutex_lock(&pools_mu);
@@ -163,16 +196,17 @@ void xp_pool_free(struct event_base *base)
 		tl_pool = NULL;
 	for (struct xconn *c = p->idle, *n; c; c = n) {
 		n = c->next;
-		sock_close(c->fd, c->ssl);
-		free(c);
+		conn_free(c, loop_gone);
 	}
 	free(p->rbuf);
 	free(p);
 }
 
-/* An idle connection the peer has not closed (no byte and no EOF waiting);
- * its TLS session in *ssl. */
-static int pool_take(struct xpool *p, const char *key, SSL **ssl)
+/* An idle connection to key. check: make sure the peer has not closed
+ * it (no byte and no EOF waiting), for a request that cannot be retried;
+ * otherwise a close not yet seen by the idle event shows as a failure
+ * before any answer byte, and the request is retried (contract 3). */
+static struct xconn *pool_take(struct xpool *p, const char *key, bool check)
 {
 	for (struct xconn **pp = &p->idle, *c; (c = *pp);) {
 		if (strcmp(c->key, key)) {
@@ -181,38 +215,53 @@ static int pool_take(struct xpool *p, const char *key, SSL **ssl)
 		}
 		*pp = c->next;
 		p->nidle--;
+		if (!check)
+			return c;
 		char b;
 		ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		int fd = c->fd;
-		SSL *s = c->ssl;
-		free(c);
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			*ssl = s;
-			return fd;
-		}
-		sock_close(fd, s); /* closed by the peer, or a stray byte: not reusable */
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return c;
+		conn_close(c); /* closed by the peer, or a stray byte: not reusable */
 	}
-	return -1;
+	return NULL;
 }
 
-static void pool_put(struct xpool *p, const char *key, int fd, SSL *ssl)
+static void pool_put(struct xpool *p, struct xconn *c)
 {
 	if (p->nidle >= XP_IDLE_MAX) { /* drop the oldest (the list's tail) */
 		struct xconn **pp = &p->idle;
 		while ((*pp)->next)
 			pp = &(*pp)->next;
-		sock_close((*pp)->fd, (*pp)->ssl);
-		free(*pp);
+		conn_close(*pp);
 		*pp = NULL;
 		p->nidle--;
 	}
-	struct xconn *c = xcalloc(1, sizeof(*c));
-	c->fd = fd;
-	c->ssl = ssl;
-	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->req = NULL;
+	event_add(c->rd, NULL); /* (no system call when it is registered already) */
 	c->next = p->idle;
 	p->idle = c;
 	p->nidle++;
+}
+
+static void on_rd(evutil_socket_t fd, short what, void *arg);
+
+/* The read event of a connection: its request's, or, idle, the peer's
+ * close (or a stray byte): the connection goes. */
+static void conn_rd(evutil_socket_t fd, short what, void *arg)
+{
+	struct xconn *c = arg;
+	if (c->req) {
+		on_rd(fd, what, c->req);
+		return;
+	}
+	for (struct xconn **pp = &c->pool->idle; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			c->pool->nidle--;
+			break;
+		}
+	}
+	conn_close(c);
 }
 
 /* --- TLS ------------------------------------------------------------------------------ */
@@ -306,12 +355,21 @@ bool xp_supports(const char *base)
 	return base && !strncmp(base, "http://", 7);
 }
 
+/* Closes the connection r holds. */
+static void req_conn_close(xp_req_t *r)
+{
+	if (!r->c)
+		return;
+	r->c->ssl = r->ssl;
+	conn_close(r->c);
+	r->c = NULL;
+	r->fd = -1;
+	r->ssl = NULL;
+}
+
 static void req_free(xp_req_t *r)
 {
-	if (r->fd >= 0)
-		sock_close(r->fd, r->ssl);
-	if (r->rd)
-		event_free(r->rd);
+	req_conn_close(r);
 	if (r->wr)
 		event_free(r->wr);
 	if (r->tmo)
@@ -329,13 +387,25 @@ static void req_free(xp_req_t *r)
 static void quiesce(xp_req_t *r)
 {
 	r->finished = true;
-	if (r->rd)
-		event_del(r->rd);
+	if (r->c)
+		event_del(r->c->rd);
 	if (r->wr)
 		event_del(r->wr);
 	event_del(r->tmo);
 	if (r->kick)
 		event_del(r->kick);
+}
+
+/* The socket wakes us once it holds n bytes (splicing: a wakeup per
+ * packet would cost the sender a thread wakeup each on this host). */
+static bool set_lowat(xp_req_t *r, int n)
+{
+	if (n == r->lowat || !n)
+		return true;
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &n, sizeof(n)))
+		return false;
+	r->lowat = n;
+	return true;
 }
 
 /* Ends r: on_done (once), then r is freed (now, or when the callback that
@@ -355,12 +425,17 @@ static void finish(xp_req_t *r, int err, const char *fmt, ...)
 			vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
-	quiesce(r);
-	if (!err && r->fd >= 0 && r->body_sent && http_should_keep_alive(&r->hp)) {
-		pool_put(r->pool, r->key, r->fd, r->ssl);
+	/* (a pooled socket wakes for every byte: the next answer may be small) */
+	bool lowat_1 = r->lowat <= 1 || (r->fd >= 0 && set_lowat(r, 1));
+	if (!err && r->c && !r->connecting && r->body_sent && lowat_1 && http_should_keep_alive(&r->hp)) {
+		struct xconn *c = r->c; /* (given back before quiesce: its read event stays) */
+		c->ssl = r->ssl;
+		r->c = NULL;
 		r->fd = -1;
 		r->ssl = NULL;
+		pool_put(r->pool, c);
 	}
+	quiesce(r);
 	r->cb++;
 	r->s.on_done(r, r->s.arg, err, msg);
 	r->cb--;
@@ -399,8 +474,8 @@ static void want_write(xp_req_t *r)
 
 static void want_read(xp_req_t *r)
 {
-	if (r->fd >= 0 && !r->finished && !r->paused)
-		event_add(r->rd, NULL);
+	if (r->c && !r->finished && !r->paused)
+		event_add(r->c->rd, NULL);
 }
 
 /* --- the answer -------------------------------------------------------------------- */
@@ -468,6 +543,10 @@ static bool parse(xp_req_t *r, const char *p, size_t n)
 	if (!alive(r))
 		return false;
 	enum http_errno e = HTTP_PARSER_ERRNO(&r->hp);
+	if (r->spipe >= 0) {
+		r->sleft = r->hp.content_length; /* (http-parser counts it down) */
+		set_lowat(r, (int)MIN(r->sleft, (uint64_t)XP_LOWAT));
+	}
 	if (r->msg_done) { /* (an answer before the whole body went: not pooled) */
 		finish(r, 0, NULL);
 		return false;
@@ -481,10 +560,44 @@ static bool parse(xp_req_t *r, const char *p, size_t n)
 
 static bool retry(xp_req_t *r);
 
+/* Splicing: moves what the socket has of the body into the caller's pipe. */
+static void on_splice(xp_req_t *r)
+{
+	ssize_t k = splice(r->fd, NULL, r->spipe, NULL, MIN(r->sleft, (uint64_t)XP_SPLICE_MAX),
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (k < 0 && errno == EAGAIN) {
+		/* the socket has bytes and yet none moved: the pipe is full (a
+		 * read event would fire again at once) */
+		int q = 0;
+		if (ioctl(r->fd, FIONREAD, &q) == 0 && q > 0)
+			xp_pause(r);
+		return;
+	}
+	if (k < 0 && errno == EINTR)
+		return;
+	if (k <= 0) {
+		int e = k < 0 ? errno : ECONNRESET;
+		finish(r, e, "%s", k < 0 ? strerror(e) : "the peer closed the connection mid-body");
+		return;
+	}
+	r->sleft -= (uint64_t)k;
+	set_lowat(r, (int)MIN(r->sleft, (uint64_t)XP_LOWAT));
+	arm_timeout(r);
+	r->cb++;
+	r->s.on_body(r, r->s.arg, NULL, (size_t)k);
+	r->cb--;
+	if (alive(r) && !r->sleft)
+		finish(r, 0, NULL);
+}
+
 static void on_read(xp_req_t *r)
 {
 	char *rb = r->pool->rbuf;
 	for (int rounds = 0; rounds < 4 && !r->paused; rounds++) {
+		if (r->spipe >= 0 && !r->finished) {
+			on_splice(r);
+			return;
+		}
 		ssize_t k = x_recv(r, rb, XP_READ);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -599,15 +712,13 @@ static void on_tmo(evutil_socket_t fd, short what, void *arg)
 	finish(r, ETIMEDOUT, "%s", r->connecting ? "connect timed out" : "no progress within the timeout");
 }
 
-/* Opens r's socket: a pooled one, else a new non-blocking connect. */
+/* Opens r's connection: a pooled one, else a new non-blocking connect. */
 static int conn_open(xp_req_t *r, bool pooled)
 {
-	SSL *ssl = NULL;
-	int fd = pooled ? pool_take(r->pool, r->key, &ssl) : -1;
-	r->reused = fd >= 0;
-	r->ssl = ssl;
-	if (fd < 0) {
-		fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct xconn *c = pooled ? pool_take(r->pool, r->key, r->body_len != -1) : NULL;
+	r->reused = c != NULL;
+	if (!c) {
+		int fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return AIS_ERR;
 		int one = 1;
@@ -619,10 +730,18 @@ static int conn_open(xp_req_t *r, bool pooled)
 			return AIS_ERR;
 		}
 		r->connecting = true;
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		c->pool = r->pool;
+		snprintf(c->key, sizeof(c->key), "%s", r->key);
+		c->rd = xmalloc(event_get_struct_event_size());
+		event_assign(c->rd, r->base, fd, EV_READ | EV_PERSIST, conn_rd, c);
 	}
-	r->fd = fd;
-	r->rd = event_new(r->base, fd, EV_READ | EV_PERSIST, on_rd, r);
-	r->wr = event_new(r->base, fd, EV_WRITE, on_wr, r);
+	c->req = r;
+	r->c = c;
+	r->fd = c->fd;
+	r->ssl = c->ssl;
+	r->wr = event_new(r->base, c->fd, EV_WRITE, on_wr, r);
 	return AIS_OK;
 }
 
@@ -633,12 +752,9 @@ static bool retry(xp_req_t *r)
 	if (r->retried || r->body_len != -1)
 		return false;
 	r->retried = true;
-	event_free(r->rd);
 	event_free(r->wr);
-	r->rd = r->wr = NULL;
-	sock_close(r->fd, r->ssl);
-	r->fd = -1;
-	r->ssl = NULL;
+	r->wr = NULL;
+	req_conn_close(r);
 	if (conn_open(r, false) != AIS_OK) {
 		finish(r, errno, "connect: %s", strerror(errno));
 		return true;
@@ -688,9 +804,12 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 		finish(r, EHOSTUNREACH, "cannot connect to the peer (bad address or no socket)");
 		return;
 	}
-	want_write(r); /* (a new socket reports its connect by the write event) */
-	if (!r->connecting)
-		want_read(r);
+	if (r->connecting) {
+		want_write(r); /* (a new socket reports its connect by the write event) */
+		return;
+	}
+	want_read(r);
+	on_wr(r->fd, EV_WRITE, r); /* a pooled socket has room: the head goes now */
 }
 
 xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
@@ -703,6 +822,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	r->pool = pool_of(base);
 	r->s = *s;
 	r->fd = -1;
+	r->spipe = -1;
 	r->body_len = s->body_len;
 	r->body_end = s->body_len == -1 || s->body_len == 0;
 	r->body_sent = r->body_end;
@@ -715,12 +835,24 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	r->hs.on_message_complete = h_complete;
 	r->tmo = evtimer_new(base, on_tmo, r);
 
-	buf_addf(&r->head, "%s %.*s HTTP/1.1\r\n", s->method, (int)s->target.len, s->target.ptr);
+	buf_grow(&r->head, 256 + s->target.len + s->header_block.len);
+	buf_addstr(&r->head, s->method); /* (no printf on this path: a small request's cost) */
+	buf_add(&r->head, " ", 1);
+	buf_addsv(&r->head, s->target);
+	buf_addstr(&r->head, " HTTP/1.1\r\n");
 	for (size_t i = 0; s->headers && s->headers[i]; i++) {
 		buf_addstr(&r->head, s->headers[i]);
 		buf_addstr(&r->head, "\r\n");
 		has_host = has_host || !strncasecmp(s->headers[i], "Host:", 5);
 	}
+	for (sv_t b = s->header_block; b.len && !has_host;) { /* (a line starts at b) */
+		has_host = b.len >= 5 && !strncasecmp(b.ptr, "Host:", 5);
+		const char *nl = memchr(b.ptr, '\n', b.len);
+		size_t k = nl ? (size_t)(nl - b.ptr) + 1 : b.len;
+		b.ptr += k;
+		b.len -= k;
+	}
+	buf_addsv(&r->head, s->header_block);
 	int rc = xp_supports(s->base) ? resolve(r, s->base, &host) : AIS_ERR;
 	if (!has_host)
 		buf_addf(&r->head, "Host: %.*s\r\n", (int)host.len, host.ptr ? host.ptr : "");
@@ -770,8 +902,10 @@ size_t xp_pending(const xp_req_t *r) { return r->out.len - r->out_off; }
 void xp_pause(xp_req_t *r)
 {
 	r->paused = true;
-	if (r->rd)
-		event_del(r->rd);
+	if (r->c)
+		event_del(r->c->rd);
+	if (!r->connecting && r->out_off == r->out.len)
+		event_del(r->tmo); /* the caller is the slow side (a write re-arms it) */
 }
 
 void xp_resume(xp_req_t *r)
@@ -779,8 +913,27 @@ void xp_resume(xp_req_t *r)
 	if (!r->paused || r->finished)
 		return;
 	r->paused = false;
-	if (r->fd >= 0 && !r->connecting)
-		event_add(r->rd, NULL);
+	if (r->c && !r->connecting) {
+		event_add(r->c->rd, NULL);
+		arm_timeout(r);
+	}
+}
+
+bool xp_splice_to(xp_req_t *r, int pipe_wfd)
+{
+	if (r->ssl || !r->head_done || r->msg_done || (r->hp.flags & F_CHUNKED) ||
+	    r->hp.content_length == ULLONG_MAX || !strcmp(r->s.method, "HEAD"))
+		return false;
+	r->spipe = pipe_wfd;
+	r->sleft = r->hp.content_length;
+	r->lowat = 1;
+	/* a fixed receive buffer: autotuning, which takes each splice of a
+	 * full pipe for a fast reader, would let the peer queue tens of MiB
+	 * here while the client is the slow side (and the kernel collapse
+	 * and drop them) */
+	int rb = XP_SPLICE_RCVBUF;
+	setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	return true;
 }
 
 void xp_cancel(xp_req_t *r)

@@ -10,14 +10,22 @@
  * than that to send (on_room), and the target's answer is read only while
  * the client's buffer has room (xp_pause, xp_resume when it drained).
  * So a proxied transfer of any size holds at most 2 x PX_BUF, and a slow
- * side slows the other down through TCP. A sized answer keeps its
- * Content-Length; a target that fails mid-body makes the client's
+ * side slows the other down through TCP. A large sized answer between two
+ * plain TCP sockets is not read at all: the transport splices it into a
+ * pipe of PX_BUF bytes and the response from there to the client, in
+ * segments of PX_SEG; the transport stops when the pipe is full and goes
+ * on after each segment (kernel memory of one pipe, no user-space copy;
+ * the target's socket is read as the client reads, never left for long).
+ * A sized answer keeps its Content-Length; a target that fails or stalls
+ * (net.body_timeout without progress) mid-body makes the client's
  * connection close (never a short body that looks complete).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "aisd/httpc.h" /* httpc_header_next */
 #include "aisd/log.h"
@@ -32,16 +40,18 @@
 #define PX_PIECE (256u << 10)
 #define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
+#define PX_SPLICE (1u << 20) /* an answer this big is spliced (plain TCP both sides) */
+#define PX_SEG (256u << 10)  /* pipe bytes per response segment: the transport resumes after each */
 
 struct px {
 	s3_rq_t *r;
 	xp_req_t *xr;         /* the request to the owner (NULL once it ended) */
-	const char **hdrs;
 	buf_t down;           /* the answer's body not yet handed to the client */
 	size_t down_off;
 	bool up_end;
 	bool client_paused;   /* on_room said 0 */
-	bool down_wait;       /* the transport paused: our buffer was full */
+	int pipe[2];          /* splicing: the pipe between the two sockets, else -1 */
+	uint64_t piped;       /* bytes in the pipe not yet handed to the response */
 	bool head_sent, done, failed;
 	int status;           /* the target's answer */
 	char *rhdrs;
@@ -66,6 +76,10 @@ static void px_cleanup(void *arg)
 		xp_cancel(x->xr);
 	x->xr = NULL;
 	buf_free(&x->down);
+	if (x->pipe[0] >= 0) {
+		close(x->pipe[0]);
+		close(x->pipe[1]);
+	}
 }
 
 /* --- client -> target ---------------------------------------------------------- */
@@ -103,6 +117,14 @@ static int px_fill(http_req_t *req, buf_t *out)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->down.len - x->down_off;
+	if (x->xr) /* room in the buffer (made below) or in the pipe (the last segment is out) */
+		xp_resume(x->xr);
+	if (!have && x->piped) { /* (after the bytes that came with the head) */
+		uint64_t k = MIN(x->piped, (uint64_t)PX_SEG);
+		http_resp_stream_pipe(req, x->pipe[0], k);
+		x->piped -= k;
+		return AIS_OK; /* called again once they are out */
+	}
 	if (have) {
 		if (!x->down_off && !out->len && have >= PX_REF) {
 			/* the whole buffer becomes the piece (sent from it, not
@@ -118,11 +140,6 @@ static int px_fill(http_req_t *req, buf_t *out)
 			x->down_off += k;
 			if (x->down_off == x->down.len)
 				x->down.len = x->down_off = 0;
-		}
-		if (x->down_wait) {
-			x->down_wait = false;
-			if (x->xr)
-				xp_resume(x->xr);
 		}
 		return AIS_OK;
 	}
@@ -145,7 +162,7 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
 				clen = (int64_t)v;
 		} else if (!hop_by_hop(n)) {
-			http_resp_header(req, arena_strndup(req->arena, n.ptr, n.len), "%.*s", (int)val.len, val.ptr);
+			http_resp_header_sv(req, n, val);
 		}
 	}
 	if (req->method == HTTP_HEAD) {
@@ -174,20 +191,33 @@ static void xp_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 	x->rhdrs = arena_strndup(x->r->http->arena, hdrs.ptr, hdrs.len);
 	x->rhdrs_len = hdrs.len;
 	/* the client's upload stops here if the target answered before the end */
-	(void)r, (void)clen;
+	if (clen < PX_SPLICE || !http_resp_can_splice(x->r->http) || x->r->http->method == HTTP_HEAD)
+		return;
+	if (pipe2(x->pipe, O_NONBLOCK | O_CLOEXEC)) {
+		x->pipe[0] = x->pipe[1] = -1;
+		return; /* (relayed through memory) */
+	}
+	fcntl(x->pipe[1], F_SETPIPE_SZ, PX_BUF); /* (the default 64 KiB if refused) */
+	if (!xp_splice_to(r, x->pipe[1])) { /* (TLS to the target) */
+		close(x->pipe[0]);
+		close(x->pipe[1]);
+		x->pipe[0] = x->pipe[1] = -1;
+	}
 }
 
 static void xp_data(xp_req_t *r, void *arg, const char *p, size_t n)
 {
 	struct px *x = arg;
-	buf_add(&x->down, p, n);
-	if (x->down.len - x->down_off >= PX_BUF) {
-		x->down_wait = true;
+	if (p)
+		buf_add(&x->down, p, n);
+	else
+		x->piped += n;
+	if (p && x->down.len - x->down_off >= PX_BUF)
 		xp_pause(r);
-	}
 	/* a small answer waits for its end (xp_fin sends it in one write);
 	 * a bigger one starts streaming */
-	if (!x->head_sent && (x->down.len - x->down_off >= PX_SMALL || (x->r->http->has_body && !x->up_end)))
+	if (!x->head_sent && (x->piped || x->down.len - x->down_off >= PX_SMALL ||
+			      (x->r->http->has_body && !x->up_end)))
 		send_head(x, x->status, (sv_t){x->rhdrs, x->rhdrs_len}, false);
 	else if (x->head_sent)
 		http_resp_stream_wake(x->r->http);
@@ -209,8 +239,8 @@ static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
 	s3_rq_t *rq = x->r;
 	(void)r;
 	x->xr = NULL; /* freed when this returns */
-	if (err && !x->head_sent)
-		log_warnx("S3 proxy: %s", msg);
+	if (err)
+		log_warnx("S3 proxy: %s%s", msg, x->head_sent ? " (the client's answer is cut short)" : "");
 	if (!x->head_sent) {
 		if (!err) {
 			x->done = true;
@@ -232,29 +262,34 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));
-	size_t nh = 0;
+	buf_t hb = BUF_INIT; /* the request's header lines, as forwarded */
+	char hop[64] = "";
 
 	x->r = r;
+	x->pipe[0] = x->pipe[1] = -1;
 	r->op = x;
-	x->hdrs = arena_zalloc(req->arena, (req->nhdrs + 2) * sizeof(*x->hdrs));
-	if (hops)
-		x->hdrs[nh++] = arena_printf(req->arena, "%s: %u", OL_HOP_HDR, hops);
-	for (size_t i = 0; i < req->nhdrs; i++) {
-		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
-			continue;
-		x->hdrs[nh++] = arena_printf(req->arena, "%.*s: %.*s", (int)req->hdrs[i].name.len, req->hdrs[i].name.ptr,
-					     (int)req->hdrs[i].value.len, req->hdrs[i].value.ptr);
-	}
 	if (!xp_supports(url_base)) {
 		s3_error(r, "ServiceUnavailable", "the owner target %s cannot be reached (TLS settings: see the log)",
 			 url_base);
 		return AIS_OK;
 	}
+	if (hops)
+		snprintf(hop, sizeof(hop), "%s: %u\r\n", OL_HOP_HDR, hops);
+	buf_addstr(&hb, hop);
+	for (size_t i = 0; i < req->nhdrs; i++) {
+		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
+			continue;
+		buf_addsv(&hb, req->hdrs[i].name);
+		buf_add(&hb, ": ", 2);
+		buf_addsv(&hb, req->hdrs[i].value);
+		buf_add(&hb, "\r\n", 2);
+	}
 	xp_spec_t xs = {
 		.base = url_base,
 		.method = http_method_name(req->method),
 		.target = req->target,
-		.headers = x->hdrs,
+		.header_block = sv_of(&hb),
+		.timeout_ms = r->node.conf->body_timeout_ms, /* a target stalled mid-answer */
 		/* an empty body keeps its Content-Length: 0 (a signed header) */
 		.body_len = req->has_body ? (req->content_length >= 0 ? req->content_length : -2)
 			    : http_req_has_header(req, "Content-Length") ? 0 : -1,
@@ -270,7 +305,8 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 		req->on_body_end = up_end;
 	}
 	arena_cleanup_add(req->arena, px_cleanup, x);
-	x->xr = xp_start(http_req_base(req), &xs);
+	x->xr = xp_start(http_req_base(req), &xs); /* (copies the header lines) */
+	buf_free(&hb);
 	return AIS_OK;
 }
 

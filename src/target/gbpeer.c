@@ -13,7 +13,7 @@
  * A peer that cannot answer (refused, cut, timed out, 5xx) hands them to
  * other holders of a copy instead (getbatch.c, invariant 5). The
  * sub-requests go over the node-to-node transport (xp.h) on this worker's
- * loop; single entries asked again elsewhere still use httpc.
+ * loop, as do single entries asked again elsewhere (getbatch.c).
  *
  * Backpressure (invariant 2 of getbatch.c): an entry takes data while it
  * buffers less than GB_SLOT_MAX and, unless it is the one being sent, while
@@ -38,7 +38,7 @@
 #include "getbatch_int.h"
 #include "aisd/banned.h"
 
-#define PEER_TIMEOUT_MS 300000 /* a sub-request, pauses included */
+#define PEER_TIMEOUT_MS 300000 /* a sub-request without progress (its pauses not counted) */
 
 struct pctx {
 	struct gb *g;

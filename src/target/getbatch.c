@@ -13,8 +13,9 @@
  *     in its shard's tar index (then all of it runs as one I/O pool task).
  *     With coer=false a missing local entry fails the request before any
  *     byte.
- *  3. Entries owned by peers are fetched with streamed GETs (httpc on this
- *     worker's event loop; ?archpath= and Range pass through), at most
+ *  3. Entries owned by peers are fetched with streamed GETs (the transport,
+ *     xp.h, on this worker's event loop, connections kept per worker and
+ *     peer; ?archpath= and Range pass through), at most
  *     GB_INFLIGHT at once and never more than GB_WINDOW entries ahead of the
  *     one being sent.
  *  4. The response starts once the first entry is known (so a first entry
@@ -26,8 +27,9 @@
  *
  * NOTES ON THE DESIGN (the invariants):
  *  1. Order: entry i+1's header is written only after entry i's padding.
- *  2. Memory: an entry being fetched buffers at most GB_SLOT_MAX bytes, then
- *     its transfer pauses (TCP backpressure on the peer); entries other than
+ *  2. Memory: an entry being fetched buffers at most GB_SLOT_MAX bytes (and
+ *     the rest of the socket read that crossed it), then its transfer
+ *     pauses (TCP backpressure on the peer); entries other than
  *     the one being sent also pause once the request buffers GB_MEM_MAX in
  *     all, and no new fetch starts then: large entries go one at a time.
  *     So a request holds O(GB_MEM_MAX + GB_SLOT_MAX) bytes whatever the
@@ -39,12 +41,12 @@
  *     request fails with the entry's status if no byte was sent yet, else
  *     the stream is aborted (the connection closes without the chunked
  *     terminator, so the client sees a truncated tar and an error).
- *  4. httpc callbacks never drive the connection: they only activate the
- *     request's wake event, whose callback (on a clean stack) starts or
+ *  4. Transport callbacks never drive the connection: they only activate
+ *     the request's wake event, whose callback (on a clean stack) starts or
  *     resumes the response and starts the fetches that are due. So the
- *     request's arena is never freed (and its fetches never cancelled or
- *     started) inside an httpc callback. The httpc client itself is the
- *     worker's, kept across requests (connection reuse).
+ *     request's arena is never freed (and no other fetch cancelled or
+ *     started) inside a transport callback; a fetch whose answer is refused
+ *     cancels itself there (the transport allows it).
  *  5. A dead owner: when a peer's answer cannot be had (connection refused
  *     or lost, its timeout, a 5xx), that peer is marked dead for the rest
  *     of the request and each of its entries not yet fully received goes
@@ -85,6 +87,7 @@
 #include "aisd/target.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
+#include "aisd/xp.h"
 #include "getbatch_int.h"
 #include "aisd/banned.h"
 
@@ -110,7 +113,7 @@ static void gb_cleanup(void *arg)
 		buf_free(&g->spare[i]);
 	for (size_t i = 0; i < g->mr.n; i++) {
 		if (g->e[i].r)
-			httpc_cancel(g->e[i].r);
+			xp_cancel(g->e[i].r);
 		buf_free(&g->e[i].data);
 		free(g->e[i].msg);
 	}
@@ -231,97 +234,117 @@ void gb_take_spare(struct gb *g, buf_t *b)
 
 static bool ok_status(int st) { return st == 200 || st == 206; }
 
-/* The write and done callbacks get the entry; the request is found from it
- * through this small context. */
+/* The transport's callbacks get the entry through this small context, and
+ * what the answer's head said. */
 struct fctx {
 	struct gb *g;
 	size_t i;
+	int status;
+	int64_t clen;     /* -1: none */
+	int64_t mtime_ns; /* from Last-Modified (0 when absent), so a tar is the
+			   * same bytes whichever target assembles it */
 };
 
-/* The entry's mtime from the owner's Last-Modified (0 when absent), so a
- * tar is the same bytes whichever target assembles it. */
-static void head_mtime(httpc_req_t *r, struct gb_ent *e)
+static void on_fetch_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 {
-	sv_t lm = httpc_resp_header(r, "Last-Modified");
-	int64_t ns;
-	e->mtime_ns = lm.ptr && time_parse_http_date(lm.ptr, lm.len, &ns) == AIS_OK ? ns : 0;
+	struct fctx *f = arg;
+	(void)r;
+	f->status = status;
+	f->clen = clen;
+	f->mtime_ns = 0;
+	for (sv_t n, v; httpc_header_next(&hdrs, &n, &v);) {
+		int64_t ns;
+		if (sv_eqcase(n, SV("Last-Modified")) && time_parse_http_date(v.ptr, v.len, &ns) == AIS_OK)
+			f->mtime_ns = ns;
+	}
 }
 
-static int on_fetch_data(httpc_req_t *r, void *arg, const char *p, size_t n)
+/* The fetch of f's entry is over (done, or cancelled by us). */
+static void fetch_over(struct fctx *f)
+{
+	struct gb_ent *e = &f->g->e[f->i];
+	e->r = NULL;
+	e->ended = true;
+	f->g->inflight--;
+}
+
+/* Refuses the answer of f's entry (e failed already): the fetch ends here. */
+static void fetch_refuse(xp_req_t *r, struct fctx *f)
+{
+	xp_cancel(r); /* (from its own callback: allowed) */
+	fetch_over(f);
+	gb_wake(f->g);
+}
+
+static void on_fetch_data(xp_req_t *r, void *arg, const char *p, size_t n)
 {
 	struct fctx *f = arg;
 	struct gb *g = f->g;
 	struct gb_ent *e = &g->e[f->i];
-	int st = httpc_status(r);
+	int st = f->status;
 
 	if (!ok_status(st)) { /* an error body: keep its start for the message */
 		if (!e->head && e->data.len < GB_ERRMSG_MAX) /* (a resumed entry's data holds its bytes) */
 			buf_add(&e->data, p, MIN(n, GB_ERRMSG_MAX - e->data.len));
-		return AIS_OK;
+		return;
 	}
 	if (!e->rhead) {
-		sv_t cl = httpc_resp_header(r, "Content-Length");
-		uint64_t v;
-		if (!cl.ptr || num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v) != AIS_OK) {
+		if (f->clen < 0) {
 			gb_ent_fail(e, 502, "%.*s: the owner's answer has no Content-Length", (int)e->in->name.len,
 				 e->in->name.ptr);
-			gb_wake(g);
-			return AIS_ERR;
+			fetch_refuse(r, f);
+			return;
 		}
+		uint64_t v = (uint64_t)f->clen;
 		e->rhead = true;
 		if (e->resumed && (st != 206 || v != e->size - e->recvd)) { /* invariant 5 */
 			gb_ent_fail(e, 502, "%.*s: the copy on %s is not the same object (%d, %llu bytes for the last %llu)",
 				 (int)e->in->name.len, e->in->name.ptr, g->peers[e->owner].url, st,
 				 (unsigned long long)v, (unsigned long long)(e->size - e->recvd));
-			gb_wake(g);
-			return AIS_ERR;
+			fetch_refuse(r, f);
+			return;
 		}
 		if (!e->head) {
 			e->size = v;
 			e->head = true;
-			head_mtime(r, e);
+			e->mtime_ns = f->mtime_ns;
 			gb_take_spare(g, &e->data);
 			buf_grow(&e->data, (size_t)MIN(v, (uint64_t)GB_SLOT_MAX)); /* one allocation */
 			gb_wake(g);
 		}
 	}
-	bool is_cur = f->i == g->cur;
-	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
-		e->paused = true;
-		return AIS_AGAIN;
-	}
 	if (e->recvd + n > e->size) {
 		gb_ent_fail(e, 502, "%.*s: the owner sent more than its Content-Length", (int)e->in->name.len,
 			 e->in->name.ptr);
-		gb_wake(g);
-		return AIS_ERR;
+		fetch_refuse(r, f);
+		return;
 	}
 	gb_take_spare(g, &e->data);
 	buf_add(&e->data, p, n);
 	e->recvd += n;
 	g->buffered += n;
+	bool is_cur = f->i == g->cur;
+	if (e->data.len >= GB_SLOT_MAX || (!is_cur && g->buffered >= GB_MEM_MAX)) {
+		e->paused = true; /* (invariant 2: resumed as its data goes out) */
+		xp_pause(r);
+	}
 	if (is_cur)
 		gb_wake(g);
-	return AIS_OK;
 }
 
-static void on_fetch_done(httpc_req_t *r, void *arg)
+static void on_fetch_done(xp_req_t *r, void *arg, int err, const char *msg)
 {
 	struct fctx *f = arg;
 	struct gb *g = f->g;
 	struct gb_ent *e = &g->e[f->i];
-	int st = httpc_status(r);
+	int st = f->status;
 
-	e->r = NULL;
-	e->ended = true;
-	g->inflight--;
-	if (e->failed) { /* refused by on_fetch_data */
-	} else if (httpc_result(r) != AIS_OK && httpc_errkind(r) != HTTPC_E_ABORTED) {
+	(void)r;
+	fetch_over(f);
+	if (err) {
 		if (!e->head)
 			buf_free(&e->data); /* the start of an error body, if any */
-		gb_ent_reroute(g, f->i, &g->peers[e->owner], gb_failed_status(r), httpc_error(r));
-	} else if (httpc_result(r) != AIS_OK) {
-		gb_ent_fail(e, 502, "%.*s: %s", (int)e->in->name.len, e->in->name.ptr, httpc_error(r));
+		gb_ent_reroute(g, f->i, &g->peers[e->owner], err == ETIMEDOUT ? 504 : 0, msg);
 	} else if (!ok_status(st)) {
 		json_error_t jerr;
 		json_t *doc = json_loadb(e->data.ptr && !e->head ? e->data.ptr : "", e->head ? 0 : e->data.len, 0,
@@ -340,14 +363,10 @@ static void on_fetch_done(httpc_req_t *r, void *arg)
 		}
 		json_decref(doc);
 	} else {
-		if (!e->head) {
-			sv_t cl = httpc_resp_header(r, "Content-Length");
-			uint64_t v = 0;
-			if (cl.ptr)
-				num_parse_u64(cl.ptr, cl.len, 0, UINT64_MAX, &v);
-			e->size = v;
+		if (!e->head) { /* (an empty body) */
+			e->size = f->clen > 0 ? (uint64_t)f->clen : 0;
 			e->head = true;
-			head_mtime(r, e);
+			e->mtime_ns = f->mtime_ns;
 		}
 		if (e->recvd != e->size)
 			gb_ent_fail(e, 502, "%.*s: the owner sent %llu of %llu bytes", (int)e->in->name.len,
@@ -360,18 +379,17 @@ static void fetch_start(struct gb *g, size_t i)
 {
 	struct gb_ent *e = &g->e[i];
 	moss_in_t *in = e->in;
-	buf_t url = BUF_INIT;
+	buf_t path = BUF_INIT;
 	char range[80];
 	const char *hdrs[3] = {TGT_INTRA ": getbatch", NULL, NULL};
 
-	buf_addstr(&url, g->peers[e->owner].url);
-	buf_addstr(&url, "/v1/objects/");
-	buf_add_pct(&url, in->bck, false);
-	buf_addch(&url, '/');
-	buf_add_pct(&url, in->obj, true);
+	buf_addstr(&path, "/v1/objects/");
+	buf_add_pct(&path, in->bck, false);
+	buf_addch(&path, '/');
+	buf_add_pct(&path, in->obj, true);
 	if (in->arch.len) {
-		buf_addstr(&url, "?archpath=");
-		buf_add_pct(&url, in->arch, false);
+		buf_addstr(&path, "?archpath=");
+		buf_add_pct(&path, in->arch, false);
 	}
 	e->rhead = false;
 	e->resumed = e->head; /* its size is known: the rest of it from another holder (invariant 5) */
@@ -387,20 +405,24 @@ static void fetch_start(struct gb *g, size_t i)
 		snprintf(range, sizeof(range), "Range: bytes=%llu-", (unsigned long long)in->start);
 		hdrs[1] = range;
 	}
-	struct fctx *f = arena_alloc(g->req->arena, sizeof(*f));
+	struct fctx *f = arena_zalloc(g->req->arena, sizeof(*f));
 	f->g = g;
 	f->i = i;
-	httpc_spec_t s = {
-		.method = "GET", .url = url.ptr, .headers = hdrs,
-		.write = on_fetch_data, .done = on_fetch_done, .arg = f,
-		.timeout_ms = GB_FETCH_TIMEOUT_MS,
+	const char *base = g->peers[e->owner].url;
+	if (!xp_supports(base)) {
+		gb_ent_fail(e, 502, "%.*s: %s cannot be reached (TLS settings: see the log)", (int)in->name.len,
+			 in->name.ptr, base);
+		buf_free(&path);
+		return;
+	}
+	xp_spec_t s = {
+		.base = base, .method = "GET", .target = sv_of(&path), .headers = hdrs,
+		.body_len = -1, .timeout_ms = GB_FETCH_TIMEOUT_MS, .on_head = on_fetch_head,
+		.on_body = on_fetch_data, .on_done = on_fetch_done, .arg = f,
 	};
-	e->r = httpc_start(g->hc, &s);
-	if (e->r)
-		g->inflight++;
-	else
-		gb_ent_fail(e, 503, "%.*s: the target is stopping", (int)in->name.len, in->name.ptr);
-	buf_free(&url);
+	e->r = xp_start(http_req_base(g->req), &s); /* (copies the path) */
+	g->inflight++;
+	buf_free(&path);
 }
 
 /* Starts the fetches that are due (invariant 2 bounds them). */
@@ -429,8 +451,6 @@ static bool url_dead(const struct gb *g, const char *url)
 			return true;
 	return false;
 }
-
-int gb_failed_status(httpc_req_t *r) { return httpc_errkind(r) == HTTPC_E_TIMEOUT ? 504 : 0; }
 
 void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why)
 {
@@ -507,7 +527,7 @@ static void next_entry(struct gb *g)
 		struct gb_ent *e = &g->e[g->cur];
 		if (e->paused && e->r) {
 			e->paused = false;
-			httpc_resume(e->r);
+			xp_resume(e->r);
 		}
 	}
 	for (size_t i = 0; i < g->npeers; i++)
@@ -633,7 +653,7 @@ static int fill(http_req_t *req, buf_t *out)
 					gb_peer_kick(g, &g->peers[e->owner]);
 				} else if (e->paused && e->r) {
 					e->paused = false;
-					httpc_resume(e->r);
+					xp_resume(e->r);
 				}
 				if (e->failed)
 					return abort_stream(g, e);
@@ -660,7 +680,7 @@ static int fill(http_req_t *req, buf_t *out)
 					gb_peer_kick(g, pr);
 			} else if (e->paused && e->r && e->data.len < GB_SLOT_MAX / 2) {
 				e->paused = false;
-				httpc_resume(e->r);
+				xp_resume(e->r);
 			}
 			break;
 		}
@@ -698,25 +718,6 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	http_resp_send_stream(req, fill);
 }
 
-/* The worker's client for peer fetches, kept across requests so that
- * connections to the peers are reused (freed when the server stops). */
-static __thread httpc_t *tl_hc;
-
-static void free_httpc(void *arg)
-{
-	httpc_free(arg);
-}
-
-static httpc_t *worker_httpc(http_req_t *req)
-{
-	if (!tl_hc) {
-		httpc_opts_t o = {.max_host_conns = GB_INFLIGHT * 2};
-		tl_hc = httpc_new(http_req_base(req), &o);
-		http_worker_atexit(req, free_httpc, tl_hc);
-	}
-	return tl_hc;
-}
-
 static void prepare_done(http_req_t *req)
 {
 	struct gb *g = req->state;
@@ -731,7 +732,6 @@ static void prepare_done(http_req_t *req)
 			}
 		}
 	}
-	g->hc = worker_httpc(req);
 	g->wake = event_new(http_req_base(req), -1, 0, on_wake, g);
 	gb_peers_start(g);
 	pump(g);

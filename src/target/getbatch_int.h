@@ -20,7 +20,7 @@
 #define GB_PIECE (256u << 10)      /* bytes produced per fill call */
 #define GB_INLINE_MAX (64u << 10)  /* local entries up to this are copied from the page cache */
 #define GB_ERRMSG_MAX 1024         /* bytes of a peer's error body kept */
-#define GB_FETCH_TIMEOUT_MS 300000 /* a fetch, pauses included */
+#define GB_FETCH_TIMEOUT_MS 300000 /* a fetch without progress (its pauses not counted) */
 #define GB_SPARES 8                /* entry buffers kept for reuse */
 #define GB_HANDOFF_MIN (16u << 10) /* a peer entry's buffer of this many bytes becomes the piece (no copy) */
 
@@ -36,7 +36,7 @@ struct gb_ent {
 	uint64_t version;    /* local member: the shard version off/size are of */
 	int64_t mtime_ns;    /* its mtime (the tar header's); local: of that version */
 	/* peer fetch */
-	httpc_req_t *r;
+	xp_req_t *r;
 	buf_t data;          /* received and not yet sent */
 	bool head, ended, paused;
 	bool rhead;          /* this fetch's answer head was checked */
@@ -55,7 +55,6 @@ struct gb {
 	bool routed;         /* entries were placed by the cluster map (not a peer's sub-request) */
 	bool on_pool;        /* prepare_work runs on the I/O pool: it may fetch missing copies */
 	bool need_fetch;     /* prepare_work on the loop found a local entry missing */
-	httpc_t *hc;
 	struct event *wake;
 	size_t next_fetch, inflight;
 	uint64_t buffered;
@@ -107,8 +106,6 @@ void gb_wake(struct gb *g);
  * (503, which coer=true sends as __404__/NAME); else with status (504 after
  * a timeout, which may be a live peer's paused transfer; 502 after a 5xx). */
 void gb_ent_reroute(struct gb *g, size_t i, struct gb_peer *p, int status, const char *why);
-/* The status for gb_ent_reroute after a failed httpc request r. */
-int gb_failed_status(httpc_req_t *r);
 /* An empty buffer for an entry's data (a spare one when there is). */
 void gb_take_spare(struct gb *g, buf_t *b);
 /* gbpeer.c */

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -213,6 +214,30 @@ def follow(method, url, path, body=None, headers=None):
     loc = urllib.parse.urlsplit(r1.h("location"))
     p = loc.path + ("?" + loc.query if loc.query else "")
     return r1, request(method, "%s://%s" % (loc.scheme, loc.netloc), p, body, headers)
+
+
+def rss_kib(pid):
+    """The resident set of process pid, KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1])
+    return 0
+
+
+def raw_get(node, path, rcvbuf=64 << 10):
+    """A GET of path to node on a plain socket with a small receive buffer
+    (a client that reads at its own pace): (socket, the answer's head)."""
+    s = socket.create_connection(("127.0.0.1", node.port), timeout=30)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (path.encode(), node.port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    return s, head
 
 
 def curl(*args):

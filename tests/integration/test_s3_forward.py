@@ -17,7 +17,6 @@ Checks:
 # log-allow: S3 proxy
 import hashlib
 import os
-import socket
 import time
 
 from itlib import T
@@ -45,29 +44,12 @@ def gw_pid():
     return clulib.procs[g.name].pid
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for ln in f:
-            if ln.startswith("VmRSS:"):
-                return int(ln.split()[1])
-    return 0
-
-
 def open_get(path):
-    s = socket.create_connection(("127.0.0.1", g.port), timeout=30)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (path.encode(), g.port))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        c = s.recv(1)
-        if not c:
-            break
-        head += c
-    return s, head
+    return clulib.raw_get(g, path)
 
 
 # 1. a slow client
-base = rss_kib(gw_pid())
+base = clulib.rss_kib(gw_pid())
 s, head = open_get("/%s/big" % B)
 t.check(head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % SIZE in head, "S3 GET via the gateway: 200, sized",
         head[:200])
@@ -79,7 +61,7 @@ while time.monotonic() - t0 < 3:
         break
     h.update(c)
     n += len(c)
-    peak = max(peak, rss_kib(gw_pid()))
+    peak = max(peak, clulib.rss_kib(gw_pid()))
     time.sleep(0.005)
 t.diag("slow phase: %d MiB read, gateway RSS %d -> %d KiB" % (n >> 20, base, peak))
 t.check(n < SIZE, "the client was slower than the target (%d of %d bytes in 3 s)" % (n, SIZE))

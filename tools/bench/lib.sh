@@ -112,7 +112,9 @@ run_loader() {
 
 # start_nginx [DIR...]: nginx (NGINX, default /usr/sbin/nginx) serving
 # $TMP/nginx/root with WebDAV PUT (nginx.conf.in) on a free port; creates
-# the DIRs under the root; sets NGINX_PORT. Dies when it does not start.
+# the DIRs under the root; sets NGINX_PORT and NGINX_PID. Dies when it does
+# not start. NGINX_CONF_IN=nginx-proxy.conf.in with NGINX_UPSTREAM=HOST:PORT
+# makes it a reverse proxy to that server instead.
 start_nginx() {
 	local d=$TMP/nginx user="" sub
 	mkdir -p "$d/root" "$d/body" "$d/proxy" "$d/fastcgi" "$d/uwsgi" "$d/scgi"
@@ -122,8 +124,9 @@ start_nginx() {
 	# 0700 temp dir: keep them as the invoking user.
 	[ "$(id -u)" = 0 ] && user="user root root;"
 	sed -e "s#@DIR@#$TMP#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@USER@#$user#" \
-		"$LIB_DIR/nginx.conf.in" >"$d/nginx.conf"
+		-e "s#@UPSTREAM@#${NGINX_UPSTREAM:-}#g" "$LIB_DIR/${NGINX_CONF_IN:-nginx.conf.in}" >"$d/nginx.conf"
 	"${NGINX:-/usr/sbin/nginx}" -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >"$d/stdout.log" 2>&1 &
+	NGINX_PID=$!
 	PIDS+=($!)
 	# nginx answers 404 for the (empty) root: wait for it to listen at all.
 	for _ in $(seq 50); do

@@ -5,7 +5,10 @@
 # verified by the target), then ROUNDS alternating rounds, all with
 # aisloader (the same client both ways), of:
 #   put-small  PUT 10 KiB, ops/s (64 workers): native to the target | S3 via the gateway
-#   get-small  GET 10 KiB, ops/s (64 workers)
+#   get-small  GET 10 KiB, ops/s (64 workers); also through nginx
+#              proxy_pass (nginx-proxy.conf.in: 2 workers, keep-alive
+#              upstream) in front of the same target: the gateway's
+#              forward against a lean general-purpose proxy (goal >= 1.2x)
 #   get-large  GET 64 MiB, MiB/s (4 workers)
 #   put-large  PUT 64 MiB, MiB/s (4 workers)
 # Native: /v1/objects/B/obj-N on the target. S3: /B/obj-N on the
@@ -15,7 +18,8 @@
 # removed on exit (KEEP=1 keeps it); every run is bounded in time.
 #
 # Environment: BUILD (default build), ROUNDS (3), DUR (seconds per
-# measurement, 5), THREADS (aisloader threads, 2), KEEP, PERF=1 (record
+# measurement, 5), THREADS (aisloader threads, 2), ONLY (the measurements
+# to run, default "put-small get-small get-large put-large"), KEEP, PERF=1 (record
 # the gateway with perf during the S3 GET 10 KiB runs, perf report to
 # $TMP/perf.txt, kept). Exit status 0 when every measurement ran clean.
 set -u
@@ -24,6 +28,7 @@ BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 THREADS=${THREADS:-2}
+ONLY=${ONLY:-put-small get-small get-large put-large}
 AISD=$BUILD/aisd
 LOADER=$BUILD/aisloader
 AK=benchkey SK=benchsecret
@@ -38,8 +43,17 @@ bench_setup s3-bench
 start_cluster "$TMP" 1 --set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" ||
 	die "the cluster did not start (see $TMP)"
 TG=${TGT[1]} GPID=$GWPID TPID=${TGTPID[1]}
-# cpu PID: user + system CPU time of a process so far, in clock ticks
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+NGX=
+if [ -x "${NGINX:-/usr/sbin/nginx}" ]; then
+	NGINX_CONF_IN=nginx-proxy.conf.in NGINX_UPSTREAM=${TG#http://} start_nginx
+	NGX=http://127.0.0.1:$NGINX_PORT
+else
+	echo "s3-bench: no nginx (tools/install-deps.sh installs nginx-light): no proxy_pass row" >&2
+fi
+# the proxy's processes: the gateway, or nginx's master and workers
+proxy_pids() {
+	if [ "$1" = nginx ]; then echo "$NGINX_PID" $(cat /proc/"$NGINX_PID"/task/*/children 2>/dev/null); else echo "$GPID"; fi
+}
 HZ=$(getconf CLK_TCK)
 for b in small large; do
 	create_bucket "$GW" "$b" || die "create bucket $b failed"
@@ -53,6 +67,7 @@ load() {
 	[ "$size" = 64M ] && b=large
 	local url=$TG/v1/objects/$b s3=()
 	[ "$kind" = s3 ] && url=$GW/$b s3=(--s3 "$AK:$SK")
+	[ "$kind" = nginx ] && url=$NGX/$b s3=(--s3 "$AK:$SK")
 	timeout $((DUR + 120)) "$LOADER" "${s3[@]}" --url "$url" --op "$op" --size "$size" --objects "$objects" \
 		--workers "$workers" --threads "$THREADS" --duration "$DUR" --json "$@" 2>"$TMP/loader.err" |
 		awk '{ops = $0; sub(/.*"ops_per_s":/, "", ops); sub(/[,}].*/, "", ops)
@@ -71,14 +86,17 @@ out=$(load s3 10K 16 1000 get --count 200 --verify --duration 0)
 
 fail=0
 for ((i = 1; i <= ROUNDS; i++)); do
-	for m in put-small get-small get-large put-large; do
-		for kind in native s3; do
+	for m in $ONLY; do
+		kinds="native s3"
+		[ "$m" = get-small ] && [ -n "$NGX" ] && kinds="native s3 nginx"
+		for kind in $kinds; do
 			perf_pid=
 			if [ "${PERF:-0}" = 1 ] && [ "$m$kind" = get-smalls3 ]; then
 				perf record -g -p "$GPID" -o "$TMP/perf.data.$i" -- sleep "$DUR" >/dev/null 2>&1 &
 				perf_pid=$!
 			fi
-			g0=$(cpu "$GPID") t0=$(cpu "$TPID")
+			pp=$(proxy_pids "$kind")
+			g0=$(cpu_ticks $pp) t0=$(cpu_ticks "$TPID")
 			case $m in
 			put-small) out=$(load $kind 10K 64 1000 put) ;;
 			get-small) out=$(load $kind 10K 64 1000 get) ;;
@@ -90,7 +108,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 			# request costs, which load on a shared machine disturbs less
 			# than the rates
 			read -r _ _ nops <<<"$out"
-			g1=$(cpu "$GPID") t1=$(cpu "$TPID")
+			g1=$(cpu_ticks $pp) t1=$(cpu_ticks "$TPID")
 			awk -v g=$((g1 - g0)) -v t=$((t1 - t0)) -v n="${nops:-0}" -v hz="$HZ" \
 				'BEGIN {if (n > 0) printf "%.1f %.1f\n", g * 1e6 / hz / n, t * 1e6 / hz / n}' >>"$TMP/$m.$kind.cpu"
 			[ "$out" = failed ] && fail=1 && echo "s3-bench: $m $kind: $(head -3 "$TMP/loader.err")" >&2
@@ -111,18 +129,26 @@ mib() { awk -v x="$1" 'BEGIN {printf "%.0f", x / 2^20}'; }
 printf '\nS3 via a gateway (SigV4 on) vs native straight to the target, aisloader both (medians of %d rounds, %ds each; load average %s)\n' \
 	"$ROUNDS" "$DUR" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| measurement | native direct | S3 via gateway | ratio | goal |\n|---|---|---|---|---|\n'
-for m in put-small get-small get-large put-large; do
+for m in $ONLY; do
 	N=$(median <"$TMP/$m.native") S=$(median <"$TMP/$m.s3")
 	case $m in
 	put-small) printf '| PUT 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
-	get-small) printf '| GET 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | >= 0.7 |\n' "$N" "$S" "$(ratio "$S" "$N")" ;;
+	get-small)
+		printf '| GET 10 KiB, ops/s (64 workers) | %.0f | %.0f | %s | >= 0.7 |\n' "$N" "$S" "$(ratio "$S" "$N")"
+		if [ -s "$TMP/$m.nginx" ]; then
+			X=$(median <"$TMP/$m.nginx")
+			printf '| GET 10 KiB via nginx proxy_pass instead of the gateway | %.0f | %.0f | %s | |\n' "$N" "$X" "$(ratio "$X" "$N")"
+			printf '| GET 10 KiB: the gateway vs nginx proxy_pass | | | %s | >= 1.2 |\n' "$(ratio "$S" "$X")"
+		fi ;;
 	get-large) printf '| GET 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.85 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	put-large) printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
 	esac
 done
-printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3)\n'
-for m in put-small get-small get-large put-large; do
-	printf '| %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
-		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)"
+printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3) | nginx proxy_pass\n'
+for m in $ONLY; do
+	x=n/a
+	[ -s "$TMP/$m.nginx.cpu" ] && x=$(cut -d' ' -f1 "$TMP/$m.nginx.cpu" | median)
+	printf '| %s | %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
+		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)" "$x"
 done
 exit $fail
