@@ -32,7 +32,7 @@
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "../target/target_int.h"
 #include "../target/ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"

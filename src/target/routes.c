@@ -20,7 +20,7 @@
 #include "aisd/backend.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -289,3 +289,5 @@ void target_stop(target_t *t)
 	store_close(t->store);
 	free(t);
 }
+
+http_server_t *target_server(const target_t *t) { return t->srv; }
