@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 
 	if (conf.tls_cert[0])
 		httpc_tls_set(conf.tls_ca, conf.tls_cert, conf.tls_key); /* intra-cluster calls */
-	jobs_cluster_register(); /* the job routes of /v1/cluster, the decommission drain */
+	jobs_cluster_register(bkj_kind); /* the job routes of /v1/cluster, the decommission drain */
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;
 	gateway_t *g = NULL;

@@ -12,12 +12,10 @@
 #include "aisd/cluster.h"
 #include "aisd/conf.h"
 #include "aisd/http.h"
+#include "aisd/jobs.h"
 #include "aisd/status.h"
 #include "aisd/store.h"
 #include "aisd/target.h"
-
-struct reb;
-struct res;
 
 struct target {
 	node_base_t base; /* first: cluster handlers find it; cl NULL when standalone */
@@ -25,9 +23,10 @@ struct target {
 	store_t *store;
 	http_server_t *srv;
 	int64_t start_ns;
-	struct reb *reb; /* the rebalance job (src/jobs/rebalance.c); NULL standalone */
-	bool reb_kicked; /* a map was installed since start (cluster thread only) */
-	struct res *res; /* the resilver job (src/jobs/resilver.c) */
+	reb_env_t reb_env; /* what the rebalance job reads of this target */
+	reb_t *reb;        /* the rebalance job (src/jobs/rebalance.c); NULL standalone */
+	bool reb_kicked;   /* a map was installed since start (cluster thread only) */
+	res_t *res;        /* the resilver job (src/jobs/resilver.c) */
 };
 
 /* Handlers (one file each: objects.c, buckets.c, routes.c). */
