@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 
 	if (conf.tls_cert[0])
 		httpc_tls_set(conf.tls_ca, conf.tls_cert, conf.tls_key); /* intra-cluster calls */
-	jobs_cluster_register(); /* the job routes of /v1/cluster, the decommission drain */
+	jobs_cluster_register(bkj_kind); /* the job routes of /v1/cluster, the decommission drain */
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;
 	gateway_t *g = NULL;
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		buf_free(&err);
 		return 1;
 	}
-	int port = gw ? gateway_port(g) : http_server_port(t->srv);
+	int port = gw ? gateway_port(g) : http_server_port(target_server(t));
 	if (!conf.node_id[0]) {
 		char id[300];
 		snprintf(id, sizeof(id), "%s:%d", conf.host, port);
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		log_info("descriptors: at most %llu (%s %llu), connections: at most %llu", (unsigned long long)rl.rlim_cur,
 			 was ? "raised from" : "hard limit", (unsigned long long)(was ? was : rl.rlim_max),
-			 (unsigned long long)http_server_max_conns(gw ? g->srv : t->srv));
+			 (unsigned long long)http_server_max_conns(gw ? g->srv : target_server(t)));
 	if (gw)
 		log_info("aisd %s gateway serving %s://%s:%d", AISD_VERSION, scheme, conf.host, port);
 	else
@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 			log_reopen();
 			log_info("reopened the log files");
 			buf_reset(&err);
-			int rc = http_server_reload_tls(gw ? g->srv : t->srv, &err);
+			int rc = http_server_reload_tls(gw ? g->srv : target_server(t), &err);
 			if (rc == AIS_OK)
 				log_info("TLS: reloaded %s and %s%s%s", conf.tls_cert, conf.tls_key,
 					 conf.tls_client_ca[0] ? " and " : "", conf.tls_client_ca);

@@ -31,7 +31,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aisd/bmd.h"
 #include "aisd/buf.h"
+#include "aisd/conf.h"
 #include "aisd/http.h"
 #include "aisd/store.h"
 
@@ -74,10 +76,41 @@ void job_metrics(const job_stats_t *st, const char *const *kinds, size_t n, buf_
 enum job_state job_state_merge(const enum job_state *st, size_t n);
 
 /* The rebalance job of a target (rebalance.c). */
-struct target;
 typedef struct reb reb_t;
-/* Starts the job's thread; resumes an interrupted run (marker file). */
-reb_t *reb_new(struct target *t);
+/* What the rebalance needs of its target, which fills it in at start and
+ * keeps it until reb_free: the cluster, the store, the configuration, and
+ * the target's sends (arg is the first argument of each). The functions
+ * are blocking, for the job's threads. */
+struct cluster;
+typedef struct reb_env {
+	struct cluster *cl; /* the map and BMD that place the objects */
+	store_t *store;     /* the local objects and slices */
+	const conf_t *conf; /* rebalance.workers; node.dir (else the first mountpath) holds the marker */
+	void *arg;
+	/* PUTs the local copy of bck/obj to the target at base (intra, reason
+	 * why, placed under map cmap_v and BMD bmd_v), with cond only when the
+	 * receiver lacks this version and is a holder there. AIS_OK with
+	 * *bytes sent, AIS_DONE (cond) when it had it, REB_GONE (cond) when a
+	 * client deleted it since (the local copy is to go too), or AIS_ERR
+	 * (errno ENOENT: no local copy; EIO with msg). */
+	int (*send_copy)(void *arg, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
+			 const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
+	/* With the whole erasure-coded object here: makes sure its slices
+	 * are on their targets. How many slices it wrote; AIS_ERR (-1) with msg. */
+	int (*repair)(void *arg, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
+	/* A slice of bck/obj here, walked under map cmap_v (bp: the bucket's
+	 * props): REB_SLICE_KEPT, REB_SLICE_MOVED (*bytes sent),
+	 * REB_SLICE_DROPPED, or AIS_ERR (kept; msg says why). */
+	int (*place_slice)(void *arg, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+			   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg);
+	/* The local store bucket that holds bck's slices. */
+	void (*slice_bucket)(const char *bck, size_t blen, char out[24]);
+} reb_env_t;
+#define REB_GONE 2
+enum { REB_SLICE_KEPT = 0, REB_SLICE_MOVED, REB_SLICE_DROPPED };
+/* Starts the job's thread; resumes an interrupted run (marker file). env
+ * stays the caller's and must outlive the job. */
+reb_t *reb_new(const reb_env_t *env);
 /* Stops the thread (a run in progress is abandoned; its marker stays, so
  * the next start resumes it); kicks after it do nothing. reb_free stops
  * and frees. NULL is fine for both. */
@@ -115,9 +148,10 @@ void res_kick(res_t *r, const char *why);
 void res_abort(res_t *r);
 void res_stats(res_t *r, job_stats_t *out);
 
-/* HTTP (api.c). On a target: GET /v1/jobs (this target's rebalance) and
- * PUT /v1/jobs {"action":"start"|"stop"}. */
-int jobs_h_target(http_req_t *req);
+/* HTTP (api.c). On a target: GET /v1/jobs (its rebalance reb, NULL
+ * when standalone; ?what=resilver: res; ?what=ec-encode) and PUT /v1/jobs
+ * {"action":"start"|"stop"}. */
+int jobs_h_target(http_req_t *req, reb_t *reb, res_t *res);
 /* On a gateway (or any node in a cluster): GET /v1/cluster?what=rebalance:
  * every target's job and the totals; PUT /v1/cluster
  * {"action":"rebalance"|"stop-rebalance"}: sent to every target. */
@@ -130,10 +164,10 @@ int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body);
  * (its run under a map >= version is done and it holds none), at most
  * timeout_ms. AIS_OK; AIS_ERR with errno ETIMEDOUT (msg says what is left)
  * or EHOSTUNREACH (the node does not answer: nothing can be drained). */
-struct cluster;
 int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uint64_t timeout_ms, buf_t *msg);
 /* Hands the three above to the cluster's API (cluster_jobs_set); once at
- * start, before any node starts. */
-void jobs_cluster_register(void);
+ * start, before any node starts. other_kind: the other jobs a ?what= of
+ * the cluster's job routes may name (the targets' remote-bucket jobs). */
+void jobs_cluster_register(bool (*other_kind)(sv_t kind));
 
 #endif

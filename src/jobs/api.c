@@ -18,20 +18,23 @@
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "aisd/cluster.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
 #define ASK_TIMEOUT_MS 5000
 
+/* The other job kinds a ?what= may name (jobs_cluster_register). */
+static bool (*other_kind)(sv_t kind);
+
 /* GET /v1/jobs?what=ec-encode: the re-encode job (reb_encode_stats) with
  * its bucket; PUT start/stop act on the rebalance that carries it. */
-static int encode_h_target(http_req_t *req, target_t *t)
+static int encode_h_target(http_req_t *req, reb_t *reb)
 {
 	job_stats_t st;
 	char bck[NAME_BUCKET_MAX + 1];
 	buf_t out = BUF_INIT;
-	reb_encode_stats(t->reb, &st, bck, sizeof(bck));
+	reb_encode_stats(reb, &st, bck, sizeof(bck));
 	job_stats_json(&st, "ec-encode", &out);
 	out.len--; /* the closing brace */
 	buf_addstr(&out, ",\"bucket\":");
@@ -50,17 +53,14 @@ static bool want_resilver(http_req_t *req)
 	return sv_eqstr(what, "resilver");
 }
 
-int jobs_h_target(http_req_t *req)
+int jobs_h_target(http_req_t *req, reb_t *reb, res_t *rs)
 {
-	target_t *t = req->ctx;
 	job_stats_t st;
 	buf_t out = BUF_INIT;
 	bool res = want_resilver(req);
 	sv_t what;
-	if (http_query_get(req, "what", &what) && bkj_kind(what))
-		return bkj_h_target(req, what); /* remote buckets' prefetch, evict (src/target/bkjobs.c) */
 
-	if (!res && !t->reb) {
+	if (!res && !reb) {
 		http_resp_error(req, 409, "this target is not in a cluster: no rebalance");
 		return AIS_OK;
 	}
@@ -70,9 +70,9 @@ int jobs_h_target(http_req_t *req)
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, &jerr);
 		const char *a = json_string_value(json_object_get(doc, "action"));
 		if (a && !strcmp(a, "start"))
-			res ? res_kick(t->res, "started on request") : reb_kick(t->reb, "started on request");
+			res ? res_kick(rs, "started on request") : reb_kick(reb, "started on request");
 		else if (a && !strcmp(a, "stop"))
-			res ? res_abort(t->res) : reb_abort(t->reb);
+			res ? res_abort(rs) : reb_abort(reb);
 		else {
 			json_decref(doc);
 			http_resp_error(req, 400, "PUT /v1/jobs wants {\"action\":\"start\"|\"stop\"}");
@@ -81,11 +81,11 @@ int jobs_h_target(http_req_t *req)
 		json_decref(doc);
 	}
 	if (enc)
-		return encode_h_target(req, t);
+		return encode_h_target(req, reb);
 	if (res)
-		res_stats(t->res, &st);
+		res_stats(rs, &st);
 	else
-		reb_stats(t->reb, &st);
+		reb_stats(reb, &st);
 	job_stats_json(&st, res ? "resilver" : "rebalance", &out);
 	http_resp_header(req, "Content-Type", "application/json");
 	http_resp_send_buf(req, &out);
@@ -205,7 +205,7 @@ static int cjob_start(http_req_t *req, const char *method, const char *body, con
 	j->kind = "rebalance";
 	sv_t what = {"", 0};
 	http_query_get(req, "what", &what);
-	if (sv_eqstr(what, "resilver") || sv_eqstr(what, "ec-encode") || bkj_kind(what))
+	if (sv_eqstr(what, "resilver") || sv_eqstr(what, "ec-encode") || (other_kind && other_kind(what)))
 		j->kind = arena_svdup(req->arena, what);
 	if (kind)
 		j->kind = kind;
@@ -230,8 +230,9 @@ int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body)
 	return cjob_start(req, "PUT", body, kind);
 }
 
-void jobs_cluster_register(void)
+void jobs_cluster_register(bool (*other)(sv_t kind))
 {
+	other_kind = other;
 	static const cluster_jobs_ops_t ops = {
 		.status = jobs_h_cluster_status, .action = jobs_h_cluster_action, .wait_drained = jobs_wait_drained};
 	cluster_jobs_set(&ops);

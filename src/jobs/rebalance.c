@@ -27,13 +27,12 @@
 
 #include "runner.h"
 
+#include "aisd/cluster.h"
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
-#include "../target/ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
@@ -51,7 +50,7 @@ struct qitem {
 
 struct reb {
 	job_runner_t jr; /* the thread; the stats, q and nq under jr.mu */
-	target_t *t;
+	const reb_env_t *t; /* the target's side */
 	struct qitem *q; /* reb_enqueue's objects, newest first */
 	size_t nq;
 	uint64_t run_bmd_v;  /* the BMD the current (or last) run walked under */
@@ -92,8 +91,8 @@ static void note_error(reb_t *r, const char *fmt, const char *a, size_t alen, co
 
 static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t olen)
 {
-	target_t *t = r->t;
-	cluster_t *cl = t->base.cl;
+	const reb_env_t *t = r->t;
+	cluster_t *cl = t->cl;
 	const cmap_t *m;
 	const bmd_t *bmd;
 	place_t p;
@@ -129,10 +128,10 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		buf_reset(&msg);
 		uint64_t bytes = 0;
 		/* one conditional send: the holder takes the copy only if it lacks it */
-		int rc = tgt_send_copy(t, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, bmd_v, true, &bytes, &msg);
+		int rc = t->send_copy(t->arg, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, bmd_v, true, &bytes, &msg);
 		if (rc == AIS_DONE)
 			continue; /* it has it */
-		if (rc == TGT_GONE) { /* a client deleted it while this target was away */
+		if (rc == REB_GONE) { /* a client deleted it while this target was away */
 			if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
 				pthread_mutex_lock(&r->jr.mu);
 				r->jr.st.deleted++;
@@ -156,7 +155,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	 * target with the whole copy (before it lets go of it) */
 	if (ec && (self == 0 || (self < 0 && all_have))) {
 		buf_reset(&msg);
-		int w = ec_repair(t, b->name, blen, obj, olen, &msg);
+		int w = t->repair(t->arg, b->name, blen, obj, olen, &msg);
 		if (w < 0) {
 			all_have = false;
 			note_error(r, "%.*s: slices: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
@@ -187,16 +186,16 @@ static void do_slice(reb_t *r, const struct bucket *b, uint64_t cmap_v, const ch
 {
 	buf_t msg = BUF_INIT;
 	uint64_t bytes = 0;
-	int rc = ec_place_slice(r->t, &b->props, b->name, strlen(b->name), obj, olen, cmap_v, &bytes, &msg);
+	int rc = r->t->place_slice(r->t->arg, &b->props, b->name, strlen(b->name), obj, olen, cmap_v, &bytes, &msg);
 	if (rc == AIS_ERR)
 		note_error(r, "%.*s: slice: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
 	pthread_mutex_lock(&r->jr.mu);
 	r->jr.st.walked++;
-	if (rc == EC_SLICE_MOVED) {
+	if (rc == REB_SLICE_MOVED) {
 		r->jr.st.moved++;
 		r->jr.st.moved_bytes += bytes;
 	}
-	r->jr.st.deleted += rc == EC_SLICE_MOVED || rc == EC_SLICE_DROPPED;
+	r->jr.st.deleted += rc == REB_SLICE_MOVED || rc == REB_SLICE_DROPPED;
 	pthread_mutex_unlock(&r->jr.mu);
 	buf_free(&msg);
 }
@@ -242,7 +241,7 @@ static bool walk_page(reb_t *r, uint64_t gen, uint64_t cmap_v, const struct buck
 	char sb[24];
 
 	if (slices)
-		ec_slice_bucket(b->name, strlen(b->name), sb);
+		r->t->slice_bucket(b->name, strlen(b->name), sb);
 	const char *lb = slices ? sb : b->name;
 	pg.items = xcalloc(WALK_PAGE, sizeof(*pg.items));
 	if (store_list(r->t->store, lb, strlen(lb), "", 0, after->ptr ? after->ptr : "", after->len,
@@ -277,7 +276,7 @@ static uint64_t local_objects(store_t *s)
 /* One run under the current map. */
 static void walk(reb_t *r, uint64_t gen)
 {
-	cluster_t *cl = r->t->base.cl;
+	cluster_t *cl = r->t->cl;
 	const cmap_t *m;
 	const bmd_t *bmd;
 	struct bucket *bs;
@@ -335,14 +334,14 @@ static bool place_queued(void *arg)
 		struct bucket b = {.copies = 0};
 		const bmd_t *bmd;
 		const cmap_t *m;
-		cluster_read_lock(r->t->base.cl, &m, &bmd);
+		cluster_read_lock(r->t->cl, &m, &bmd);
 		const bmd_bucket_t *bb = bmd ? bmd_get(bmd, q->bck, strlen(q->bck)) : NULL;
 		if (bb) {
 			snprintf(b.name, sizeof(b.name), "%s", bb->name);
 			b.copies = place_copies(&bb->props);
 			b.props = bb->props;
 		}
-		cluster_read_unlock(r->t->base.cl);
+		cluster_read_unlock(r->t->cl);
 		if (b.copies)
 			do_object(r, &b, q->obj, q->olen);
 		free(q->bck);
@@ -391,11 +390,11 @@ static const struct job_runner_ops reb_ops = {
 	.thread_exit = httpc_sync_release,
 };
 
-reb_t *reb_new(target_t *t)
+reb_t *reb_new(const reb_env_t *env)
 {
 	reb_t *r = xcalloc(1, sizeof(*r));
-	const conf_t *c = t->conf;
-	r->t = t;
+	const conf_t *c = env->conf;
+	r->t = env;
 	job_runner_start(&r->jr, &reb_ops, r, c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
 	return r;
 }

@@ -30,7 +30,7 @@ static void uploads_free(s3_upload_t *v, size_t n)
 
 int s3_h_uploads(http_req_t *req)
 {
-	target_t *t = req->ctx;
+	const node_base_t *nb = req->ctx; /* a target's */
 	sv_t bck, prefix = {"", 0};
 	s3_upload_t *v = NULL;
 	size_t n = 0;
@@ -40,7 +40,7 @@ int s3_h_uploads(http_req_t *req)
 		return AIS_OK;
 	http_query_get(req, "prefix", &prefix);
 	char *b = arena_svdup(req->arena, bck);
-	s3_mpu_local_uploads(t->conf, b, prefix, &v, &n);
+	s3_mpu_local_uploads(nb->conf, b, prefix, &v, &n);
 	buf_addch(&out, '[');
 	for (size_t i = 0; i < n; i++) {
 		buf_addstr(&out, i ? ",{\"key\":" : "{\"key\":");

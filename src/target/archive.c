@@ -22,7 +22,7 @@
 #include "aisd/log.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"

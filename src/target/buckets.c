@@ -25,7 +25,7 @@
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 

@@ -19,7 +19,7 @@
 #include "aisd/ec.h"
 #include "aisd/ol.h"
 #include "aisd/place.h"
-#include "aisd/target.h"
+#include "target_int.h"
 
 #define EC_META_HDR "Ais-Ec-Meta"
 /* On a slice PUT: a rebalance moves it here (ecslice.c rule 4); with TGT_CMAP_VERSION. */

@@ -84,7 +84,7 @@
 #include "aisd/moss.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"

@@ -11,7 +11,7 @@
 #include "aisd/httpc.h"
 #include "aisd/xp.h"
 #include "aisd/moss.h"
-#include "aisd/target.h"
+#include "target_int.h"
 
 #define GB_INFLIGHT 16             /* peer fetches at once per request */
 #define GB_WINDOW 256              /* fetches start at most this far ahead */

@@ -33,7 +33,7 @@
 #include "aisd/ol.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
 #include "aisd/banned.h"

@@ -23,7 +23,7 @@
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 

@@ -30,7 +30,7 @@
 #include "aisd/names.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 

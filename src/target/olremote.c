@@ -54,7 +54,7 @@
 #include "aisd/log.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 

@@ -20,12 +20,14 @@
 #include "aisd/backend.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "ec_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
 #define M(x) HTTP_M(HTTP_##x)
+
+static int tgt_jobs(http_req_t *req);
 
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE) | M(PATCH), HTTP_ROUTE_BODY, 0, tgt_objects,
@@ -47,7 +49,7 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
-	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_target,
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, tgt_jobs,
 	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}"},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
@@ -62,6 +64,41 @@ int tgt_health(http_req_t *req)
 	static const char ok[] = "{\"status\":\"ok\",\"role\":\"target\"}";
 	http_resp_send(req, ok, sizeof(ok) - 1);
 	return AIS_OK;
+}
+
+/* /v1/jobs: the remote buckets' jobs (bkjobs.c), else the rebalance and
+ * resilver (src/jobs/api.c). */
+static int tgt_jobs(http_req_t *req)
+{
+	target_t *t = req->ctx;
+	sv_t what;
+	if (http_query_get(req, "what", &what) && bkj_kind(what))
+		return bkj_h_target(req, what);
+	return jobs_h_target(req, t->reb, t->res);
+}
+
+/* --- what the rebalance job needs of this target (jobs.h: reb_env_t) --- */
+
+_Static_assert(REB_GONE == TGT_GONE, "send_copy answers tgt_send_copy's codes");
+_Static_assert((int)REB_SLICE_KEPT == (int)EC_SLICE_KEPT && (int)REB_SLICE_MOVED == (int)EC_SLICE_MOVED &&
+		       (int)REB_SLICE_DROPPED == (int)EC_SLICE_DROPPED,
+	       "place_slice answers ec_place_slice's codes");
+
+static int reb_send_copy(void *arg, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
+			 const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg)
+{
+	return tgt_send_copy(arg, base, bck, blen, obj, olen, why, cmap_v, bmd_v, cond, bytes, msg);
+}
+
+static int reb_repair(void *arg, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	return ec_repair(arg, bck, blen, obj, olen, msg);
+}
+
+static int reb_place_slice(void *arg, const bmd_props_t *bp, const char *bck, size_t blen, const char *obj,
+			   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg)
+{
+	return ec_place_slice(arg, bp, bck, blen, obj, olen, cmap_v, bytes, msg);
 }
 
 /* /metrics: the progress of this target's jobs. */
@@ -250,7 +287,15 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			cluster_on_bmd(cl, on_bmd, t);
 			cluster_on_cmap(cl, on_cmap, t);
 			t->base.cl = cl; /* the job reads it; requests wait for the release below */
-			t->reb = reb_new(t);
+			t->reb_env = (reb_env_t){.cl = cl,
+						 .store = t->store,
+						 .conf = c,
+						 .arg = t,
+						 .send_copy = reb_send_copy,
+						 .repair = reb_repair,
+						 .place_slice = reb_place_slice,
+						 .slice_bucket = ec_slice_bucket};
+			t->reb = reb_new(&t->reb_env);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				return t;
@@ -289,3 +334,5 @@ void target_stop(target_t *t)
 	store_close(t->store);
 	free(t);
 }
+
+http_server_t *target_server(const target_t *t) { return t->srv; }

@@ -11,7 +11,7 @@
 #include "aisd/moss.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 

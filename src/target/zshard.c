@@ -26,7 +26,7 @@
 #include "aisd/ol.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
+#include "target_int.h"
 #include "aisd/tarw.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
