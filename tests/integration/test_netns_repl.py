@@ -168,10 +168,9 @@ try:
         len(get_fail), reads[0], (max(get_fail) - t_cut) if get_fail else 0, len(acked), refused[0]))
     t.check(not late, "GETs fail only inside the detection window (%d failed, none later than 1 s after t1 left "
             "the map)" % len(get_fail), len(late))
-    two = [ID["t0"], ID["t2"]]
-    h0, h2 = local_names("t0"), local_names("t2")
-    with lock:
+    with lock:  # what was acknowledged before the listings (the writer goes on)
         now = dict(data, **acked)
+    h0, h2 = local_names("t0"), local_names("t2")
     missing = [k for k in now if not (h0 and h2 and k in h0 and k in h2)]
     t.check(not missing, "while t1 is away every object has its 2 copies on t0 and t2 (%d)" % len(now), missing[:3])
 
