@@ -190,6 +190,23 @@ const char *httpc_url(const httpc_req_t *r);
  * before any request; the strings are copied.
  */
 void httpc_tls_set(const char *ca, const char *cert, const char *key);
+/*
+ * Request signing, process-wide: the node registers a signer at start-up
+ * (before any request), and every call httpc sends (httpc_start,
+ * httpc_sync, the streams, the transport's PUTs) carries the header line
+ * it writes, made anew for each attempt. The signer writes one line
+ * "Name: value" (no CRLF) for method, url and body (NULL: streamed or
+ * none) into out (outsz bytes, at most HTTPC_SIGN_MAX) and returns true,
+ * or returns false (out empty) to send the call unsigned. Any thread.
+ * NULL (the default): nothing is signed.
+ */
+#define HTTPC_SIGN_MAX 200
+typedef bool (*httpc_signer_fn)(const char *method, const char *url, const void *body, size_t len, char *out,
+				size_t outsz);
+void httpc_set_signer(httpc_signer_fn fn);
+/* The registered signer's header line for a call, as above; false (out
+ * empty) when none is registered or it signs nothing. */
+bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz);
 /* Those settings (NULL when not set), for the transport's own TLS (xp.c). */
 void httpc_tls_get(const char **ca, const char **cert, const char **key);
 /* Applies those settings to a CURL easy handle made outside httpc. */
