@@ -190,6 +190,16 @@ const char *httpc_url(const httpc_req_t *r);
  * before any request; the strings are copied.
  */
 void httpc_tls_set(const char *ca, const char *cert, const char *key);
+/* Those settings (NULL when not set), for the transport's own TLS (xp.c). */
+void httpc_tls_get(const char **ca, const char **cert, const char **key);
+/* Applies those settings to a CURL easy handle made outside httpc. */
+void httpc_easy_tls(void *curl_easy);
+/*
+ * The one place TLS options go onto a CURL easy handle (httpc's own and
+ * the tools': aisctl, aisloader): CA bundle, client certificate and key
+ * (each NULL or "" for none), and insecure to skip verifying the peer.
+ */
+void httpc_curl_tls(void *curl_easy, const char *ca, const char *cert, const char *key, bool insecure);
 /*
  * Request signing, process-wide: the node registers a signer at start-up
  * (before any request), and every call httpc sends (httpc_start,
@@ -207,16 +217,6 @@ void httpc_set_signer(httpc_signer_fn fn);
 /* The registered signer's header line for a call, as above; false (out
  * empty) when none is registered or it signs nothing. */
 bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz);
-/* Those settings (NULL when not set), for the transport's own TLS (xp.c). */
-void httpc_tls_get(const char **ca, const char **cert, const char **key);
-/* Applies those settings to a CURL easy handle made outside httpc. */
-void httpc_easy_tls(void *curl_easy);
-/*
- * The one place TLS options go onto a CURL easy handle (httpc's own and
- * the tools': aisctl, aisloader): CA bundle, client certificate and key
- * (each NULL or "" for none), and insecure to skip verifying the peer.
- */
-void httpc_curl_tls(void *curl_easy, const char *ca, const char *cert, const char *key, bool insecure);
 
 /*
  * httpc_sync sends one request and waits for the whole response, on the
