@@ -72,7 +72,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-integration bench bench-plots bench-list bench-ml bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-list bench-ml bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -138,6 +138,11 @@ check-fuzz: $(FUZZ_BIN)
 check-docs:
 	$(Q)python3 tests/check-docs.py
 
+# No new dependency cycle between the subsystems of src/ (s3 <-> target is
+# the one left: S3 reaches the target role's object layer).
+check-deps:
+	$(Q)python3 tools/subsys-deps.py --check --allow s3,target >/dev/null
+
 check-integration: all
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
 
@@ -148,9 +153,9 @@ test: deps
 	$(Q)u=0; f=0; d=0; i=0; \
 	$(MAKE) --no-print-directory check-unit || u=1; \
 	$(MAKE) --no-print-directory check-fuzz || f=1; \
-	$(MAKE) --no-print-directory check-docs || d=1; \
+	$(MAKE) --no-print-directory check-docs check-deps || d=1; \
 	$(MAKE) --no-print-directory check-integration || i=1; \
-	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), docs $$([ $$d = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
+	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), docs and dependency cycles $$([ $$d = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
 	[ $$u = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$i = 0 ]
 
 bench-list: deps all

@@ -165,6 +165,10 @@ int main(int argc, char **argv)
 	if (conf_load_secrets(&conf, &err) != AIS_OK || conf_validate(&conf, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);
 	authz_init(&conf);
+	/* every intra-cluster call httpc makes carries the cluster secret's
+	 * signature (none without cluster.secret) */
+	_Static_assert(AUTHZ_INTRA_HDR_MAX <= HTTPC_SIGN_MAX, "the signature line fits httpc's buffer");
+	httpc_set_signer(authz_intra_header);
 
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);

@@ -14,9 +14,12 @@ depends on B":
 Comments and string literals are removed before the scan. Prints each
 graph's edges between subsystems, its strongly connected components of more
 than one subsystem, and its elementary cycles (each once, at most --most).
-Reads only; exit status 0.
+Reads only; exit status 0, except with --check: 1 when either graph has a
+cyclic component other than those named by --allow (a comma-separated set
+of subsystems, e.g. --allow s3,target; it must match the component
+exactly, so a known cycle that grows fails too).
 
-usage: tools/subsys-deps.py [--root DIR] [--most N] [--edges]
+usage: tools/subsys-deps.py [--root DIR] [--most N] [--edges] [--check [--allow A,B]...]
 """
 import argparse
 import os
@@ -169,7 +172,12 @@ def main():
     ap.add_argument('--root', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     ap.add_argument('--most', type=int, default=100000)
     ap.add_argument('--edges', action='store_true', help='list every edge')
+    ap.add_argument('--check', action='store_true', help='exit 1 on a cyclic component not allowed')
+    ap.add_argument('--allow', action='append', default=[], metavar='A,B',
+                    help='a cyclic component --check accepts (repeatable)')
     a = ap.parse_args()
+    allowed = {tuple(sorted(x.split(','))) for x in a.allow}
+    bad = []
     root = os.path.abspath(a.root)
     nodes, inc, call = graphs(root)
     for label, g in (('include', inc), ('call', call)):
@@ -185,6 +193,11 @@ def main():
             print(f'  component: {" ".join(c)}')
         for c in cyc:
             print(f'  cycle: {" -> ".join(c + c[:1])}')
+        bad += [f'{label}: {" ".join(c)}' for c in comps if tuple(c) not in allowed]
+    if a.check and bad:
+        for b in bad:
+            print(f'subsys-deps: a dependency cycle not allowed: {b}', file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == '__main__':

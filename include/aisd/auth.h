@@ -36,29 +36,12 @@
 
 #include "aisd/buf.h"
 #include "aisd/names.h"
-
-enum {
-	AUTH_READ = 1 << 0,   /* GET/HEAD objects, HEAD bucket */
-	AUTH_WRITE = 1 << 1,  /* PUT objects */
-	AUTH_LIST = 1 << 2,   /* list objects */
-	AUTH_DELETE = 1 << 3, /* DELETE objects */
-	AUTH_ADMIN = 1 << 4,  /* bucket properties, destroy the bucket */
-};
-#define AUTH_RO (AUTH_READ | AUTH_LIST)
-#define AUTH_RW (AUTH_READ | AUTH_WRITE | AUTH_LIST | AUTH_DELETE)
-#define AUTH_ALL (AUTH_RW | AUTH_ADMIN)
+#include "aisd/perm.h"
 
 #define AUTH_TOKEN_MAX 8192   /* longest token accepted (bytes) */
 #define AUTH_MAX_BUCKETS 64   /* bucket entries in one token */
-#define AUTH_USER_MAX 128
 #define AUTH_SIG_HEX 64       /* an HMAC-SHA256 in hex */
 
-/* Parses a permission list: names (read, write, list, delete, admin) and
- * shorthands (ro, rw, admin) separated by ',' or '+'. AIS_OK with *bits,
- * or AIS_ERR. */
-int auth_perm_parse(sv_t s, unsigned *bits);
-/* The shortest text for bits ("ro", "rw", "admin", or "read,delete"). */
-void auth_perm_format(unsigned bits, buf_t *out);
 
 typedef struct auth_bucket_perm {
 	char bucket[NAME_BUCKET_MAX + 1]; /* "*": every bucket */
@@ -172,17 +155,10 @@ int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t 
 void auth_perm_encode(const auth_token_t *t, buf_t *out);
 int auth_perm_decode(sv_t s, auth_token_t *t);
 
-/*
- * Grants from the config (auth.grant = USER:BUCKET:PERM): the permissions
- * of an S3 key's user. BUCKET "*" means every bucket; "USER:*:admin" makes
- * USER a cluster administrator. auth_grant_split checks one value
- * (user 1..128 printable bytes without ':', a bucket name or "*", a
- * permission list) and gives its parts.
- */
-int auth_grant_split(const char *spec, sv_t *user, sv_t *bucket, unsigned *perm, buf_t *err);
-/* Do the grants (n "USER:BUCKET:PERM" strings, already checked) give user
- * perm on bucket (an empty bucket: the cluster's own operations, admin
- * only)? */
+/* Grants from the config (auth.grant, perm.h): the permissions of an S3
+ * key's user. Do the grants (n "USER:BUCKET:PERM" strings, already
+ * checked) give user perm on bucket (an empty bucket: the cluster's own
+ * operations, admin only)? */
 bool auth_grants_allow(const char (*grants)[256], int n, sv_t user, sv_t bucket, unsigned perm);
 
 #endif

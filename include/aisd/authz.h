@@ -43,7 +43,7 @@ bool authz_enabled(void);
 /* The http server's authz hooks (http_server_opts_t.authz, .authz_body):
  * the head, then a buffered body against the digest a signature bound. */
 int authz_check(http_req_t *req);
-int authz_body(http_req_t *req);
+int authz_check_body(http_req_t *req);
 /* This node's URL in the cluster map: intra-cluster calls must be signed
  * for its authority. Any thread. */
 void authz_set_self(const char *url);

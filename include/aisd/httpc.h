@@ -200,6 +200,23 @@ void httpc_easy_tls(void *curl_easy);
  * (each NULL or "" for none), and insecure to skip verifying the peer.
  */
 void httpc_curl_tls(void *curl_easy, const char *ca, const char *cert, const char *key, bool insecure);
+/*
+ * Request signing, process-wide: the node registers a signer at start-up
+ * (before any request), and every call httpc sends (httpc_start,
+ * httpc_sync, the streams, the transport's PUTs) carries the header line
+ * it writes, made anew for each attempt. The signer writes one line
+ * "Name: value" (no CRLF) for method, url and body (NULL: streamed or
+ * none) into out (outsz bytes, at most HTTPC_SIGN_MAX) and returns true,
+ * or returns false (out empty) to send the call unsigned. Any thread.
+ * NULL (the default): nothing is signed.
+ */
+#define HTTPC_SIGN_MAX 200
+typedef bool (*httpc_signer_fn)(const char *method, const char *url, const void *body, size_t len, char *out,
+				size_t outsz);
+void httpc_set_signer(httpc_signer_fn fn);
+/* The registered signer's header line for a call, as above; false (out
+ * empty) when none is registered or it signs nothing. */
+bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz);
 
 /*
  * httpc_sync sends one request and waits for the whole response, on the

@@ -10,7 +10,7 @@
  * Invariants:
  *  1. A signature is checked over everything it binds before the handler
  *     runs: the head at once; the body digest, where the route buffers a
- *     body, when the body is in (authz_body), before the handler.
+ *     body, when the body is in (authz_check_body), before the handler.
  *  2. An intra-cluster signature is taken once: the first request that
  *     passes every check records it (replay.c), and the same one again
  *     within its window is 401.
@@ -261,7 +261,7 @@ static int check_intra(http_req_t *req, sv_t ih, int64_t now)
 	snprintf(p->body, sizeof(p->body), "%.*s", (int)v.body.len, v.body.ptr);
 	req->auth = p;
 	if (route_buffers(req)) {
-		p->record = true; /* once the body is known good (authz_body) */
+		p->record = true; /* once the body is known good (authz_check_body) */
 		return AIS_OK;
 	}
 	return replay_take(req, p, now);
@@ -351,7 +351,7 @@ int authz_check(http_req_t *req)
 	return AIS_OK;
 }
 
-int authz_body(http_req_t *req)
+int authz_check_body(http_req_t *req)
 {
 	struct principal *p = (struct principal *)req->auth;
 	if (!p || (p->who != WHO_INTRA && p->who != WHO_REDIRECT) || !route_buffers(req))

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aisd/auth.h"
+#include "aisd/perm.h"
 #include "aisd/conf.h"
 #include "aisd/log.h"
 #include "aisd/status.h"

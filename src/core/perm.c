@@ -1,11 +1,11 @@
 /*
- * perm.c - permission words and the config's grants (auth.h), in core so
- * that the config parser checks auth.grant lines without the rest of the
- * auth library.
+ * perm.c - permission words and the config's grants (perm.h), in core so
+ * that the config parser checks auth.grant lines without the auth library.
  */
 #include <string.h>
 
-#include "aisd/auth.h"
+#include "aisd/names.h"
+#include "aisd/perm.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"

@@ -784,7 +784,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
 		.tls_ktls = c->tls_ktls,
 		.authz = authz_check,
-		.authz_body = authz_body,
+		.authz_body = authz_check_body,
 	};
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)

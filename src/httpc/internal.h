@@ -12,10 +12,9 @@ void httpc_global_init(void);
  * http(s) only, no redirects, the "Expect:" suppression list is the
  * caller's. */
 void httpc_easy_common(CURL *e, const char *user_agent);
-/* Appends the cluster secret's signature of this call (authz.h) to hl
- * when cluster.secret is set. */
-/* Adds (or, on a retry, replaces) the intra-cluster signature of a call
- * with body (NULL: streamed or none) to hl. */
+/* Adds (or, on a retry, replaces) the signature of a call with body
+ * (NULL: streamed or none) to hl: the registered signer's line
+ * (httpc_set_signer), nothing when none signs. */
 struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
 				    size_t len);
 /* Frees this thread's handle of stream.c (httpc_sync_release calls it). */

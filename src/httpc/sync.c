@@ -14,7 +14,6 @@
 #include <strings.h>
 
 #include "internal.h"
-#include "aisd/authz.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -57,6 +56,22 @@ void httpc_tls_get(const char **ca, const char **cert, const char **key)
 	*key = g_tls_key;
 }
 
+/* The signer: set once at start-up (httpc_set_signer), read without a
+ * lock afterwards. */
+static httpc_signer_fn g_signer;
+
+void httpc_set_signer(httpc_signer_fn fn) { g_signer = fn; }
+
+bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz)
+{
+	if (!g_signer) {
+		if (outsz)
+			out[0] = '\0';
+		return false;
+	}
+	return g_signer(method, url, body, len, out, outsz);
+}
+
 void httpc_curl_tls(void *easy, const char *ca, const char *cert, const char *key, bool insecure)
 {
 	CURL *e = easy;
@@ -96,12 +111,15 @@ void httpc_easy_common(CURL *e, const char *user_agent)
 struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
 				    size_t len)
 {
-	char h[AUTHZ_INTRA_HDR_MAX];
-	if (!authz_intra_header(method, url, body, len, h, sizeof(h)))
+	char h[HTTPC_SIGN_MAX];
+	if (!httpc_sign(method, url, body, len, h, sizeof(h)))
 		return hl;
-	/* a retry signs anew: the receiver takes each signature once */
+	/* a retry signs anew: the receiver takes each signature once, so the
+	 * line of the same name ("Name:") is replaced */
+	const char *colon = strchr(h, ':');
+	size_t name = colon ? (size_t)(colon - h) + 1 : strlen(h);
 	for (struct curl_slist *l = hl; l; l = l->next) {
-		if (!strncmp(l->data, AUTH_INTRA_HDR ":", sizeof(AUTH_INTRA_HDR))) {
+		if (!strncmp(l->data, h, name)) {
 			free(l->data);
 			l->data = xstrdup(h);
 			return hl;

@@ -31,7 +31,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "aisd/authz.h"
+#include "aisd/httpc.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
@@ -254,7 +254,7 @@ bool xs_supports(const char *url) { return url && !strncmp(url, "http://", 7); }
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg)
 {
-	char key[256], auth[AUTHZ_INTRA_HDR_MAX];
+	char key[256], auth[HTTPC_SIGN_MAX];
 	const char *target;
 	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT;
 	int rc = AIS_ERR;
@@ -274,7 +274,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 			 target, key, (unsigned long long)len);
 		for (size_t i = 0; hdrs && hdrs[i]; i++)
 			buf_addf(&head, "%s\r\n", hdrs[i]);
-		if (authz_intra_header("PUT", url, NULL, 0, auth, sizeof(auth)))
+		if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 			buf_addf(&head, "%s\r\n", auth);
 		buf_addstr(&head, "\r\n");
 		int s = idle_take(key);
@@ -348,7 +348,7 @@ struct xs_stream {
 
 xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t timeout_ms, buf_t *msg)
 {
-	char auth[AUTHZ_INTRA_HDR_MAX];
+	char auth[HTTPC_SIGN_MAX];
 	const char *target;
 	xs_stream_t *s = xcalloc(1, sizeof(*s));
 	buf_t head = BUF_INIT;
@@ -369,7 +369,7 @@ xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t t
 	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n", target, s->key);
 	for (size_t i = 0; hdrs && hdrs[i]; i++)
 		buf_addf(&head, "%s\r\n", hdrs[i]);
-	if (authz_intra_header("PUT", url, NULL, 0, auth, sizeof(auth)))
+	if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
 	buf_addstr(&head, "\r\n");
 	if (send_all(s->fd, head.ptr, head.len) != AIS_OK)

@@ -1,5 +1,5 @@
 /*
- * s3api.h - what the S3 API files of src/s3 share (the SigV4 layer has s3_int.h). Not for use outside src/s3.
+ * s3api.h - what the S3 API files of src/s3 share (the SigV4 layer and ACL values are src/s3auth). Not for use outside src/s3.
  */
 #ifndef AISD_S3API_H
 #define AISD_S3API_H

@@ -271,7 +271,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.unix_path = usock,
 		.unix_optional = usock_auto,
 		.authz = authz_check,
-		.authz_body = authz_body,
+		.authz_body = authz_check_body,
 	};
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {

@@ -15,7 +15,7 @@
 
 #include "aisd/s3auth.h"
 #include "aisd/status.h"
-#include "../../src/s3/s3_int.h"
+#include "../../src/s3auth/s3_int.h"
 #include "aisd/banned.h"
 
 static bool inside(sv_t v, const char *p, size_t n)

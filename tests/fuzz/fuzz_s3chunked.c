@@ -16,7 +16,7 @@
 
 #include "aisd/s3auth.h"
 #include "aisd/status.h"
-#include "../../src/s3/s3_int.h"
+#include "../../src/s3auth/s3_int.h"
 #include "aisd/banned.h"
 
 struct out {

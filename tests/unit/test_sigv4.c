@@ -17,7 +17,7 @@
 #include "aisd/s3auth.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
-#include "../../src/s3/s3_int.h"
+#include "../../src/s3auth/s3_int.h"
 #include "aisd/banned.h"
 
 #define AK        "AKIAIOSFODNN7EXAMPLE"

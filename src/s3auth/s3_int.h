@@ -1,5 +1,5 @@
 /*
- * s3_int.h - the pieces of src/s3 that unit tests and fuzz drivers reach
+ * s3_int.h - the pieces of src/s3auth that unit tests and fuzz drivers reach
  * into: the pure parsers of the Authorization header and of presigned
  * query parameters, the canonical request, and the checksums.
  */
