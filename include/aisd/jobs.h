@@ -50,6 +50,7 @@ typedef struct job_stats {
 	uint64_t deleted;            /* local copies removed once their holders had them */
 	uint64_t errors;
 	uint64_t objects; /* objects here now */
+	uint64_t peer_streams_max; /* rebalance: the most sends to one peer at once in the run */
 	char last_error[256];
 } job_stats_t;
 
@@ -57,7 +58,7 @@ typedef struct job_stats {
 const char *job_state_name(enum job_state s);
 /* Appends {"kind","state","cmap_version","runs","total","total_bytes",
  * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
- * "errors","objects","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
+ * "errors","objects","peer_streams_max","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
 /* Objects left to look at in the current run (0 unless running). */
 uint64_t job_remaining(const job_stats_t *s);

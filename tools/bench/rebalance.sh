@@ -8,7 +8,7 @@
 #      307s), DUR seconds, 16 workers, random keys;
 #   3. a 4th target joins while the same GET load runs: the rebalance's
 #      bytes moved / its duration, against (1) (goal >= 0.5), and the GET
-#      rate during it against (2) (goal >= 0.5). The duration is the
+#      rate during it against (2) (goal >= 0.7). The duration is the
 #      targets' own: from the earliest start to the latest end of their
 #      runs under the new map (the "start"/"end" of ?what=rebalance); the
 #      wall time from launching the 4th target until this script sees
@@ -20,7 +20,13 @@
 # Every process is stopped by its PID and the temp dir removed on exit
 # (KEEP=1 keeps it); every run is bounded in time.
 #
-# Environment: BUILD (default build), NOBJ (2000), SIZE (1M), DUR (5), KEEP.
+# The GET rate "during" is over the loader's DUR seconds; the table says
+# what share of them the rebalance ran (its span / DUR): with a share under
+# 1 the ratio is diluted by GETs after the rebalance ended (raise NOBJ or
+# lower DUR).
+#
+# Environment: BUILD (default build), NOBJ (2000), SIZE (1M), DUR (5), KEEP,
+# REB_ARGS (options given to every node, e.g. "--set rebalance.rate=100MiB").
 # Exit status: 0 when every step ran without errors, 1 otherwise.
 set -u
 
@@ -57,7 +63,9 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-start_cluster "$TMP" 3 || die "the cluster did not start"
+# shellcheck disable=SC2206
+NODEARGS=(${REB_ARGS:-})
+start_cluster "$TMP" 3 "${NODEARGS[@]}" || die "the cluster did not start"
 for b in bench c1 c2; do
 	curl -fsS -o /dev/null --max-time 10 -X POST "$GW/v1/buckets/$b" -d '{"action":"create-bck"}' || die "create $b"
 done
@@ -87,7 +95,7 @@ V0=$(smap_version)
 loader "${GETARGS[@]}" --duration "$DUR" >"$TMP/during.json" &
 LPID=$!
 T0=$(date +%s.%N)
-start_target "$TMP" 4 || die "target 4 did not start"
+start_target "$TMP" 4 "${NODEARGS[@]}" || die "target 4 did not start"
 for _ in $(seq 100); do [ "$(smap_targets)" = 4 ] && break; sleep 0.1; done
 V1=$(smap_version)
 [ "$V1" -gt "$V0" ] || die "the 4th target is not in the map"
@@ -122,7 +130,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 	echo "| rebalance after a 4th target joins: $(mib "$MOVED") MiB moved in $SPAN s (the targets' runs) | $(mib "$REBAL") MiB/s | $(ratio "$REBAL" "$LOOP") of loopback | >= 0.5 |"
 	echo "| the same, wall time from launching the 4th target: $WALL s | $(mib "$REBWALL") MiB/s | $(ratio "$REBWALL" "$LOOP") of loopback | |"
 	echo "| GET $SIZE through the gateway, before | $BEFORE MiB/s | | |"
-	echo "| GET $SIZE through the gateway, during the rebalance | $DURING MiB/s | $(ratio "$DURING" "$BEFORE") of before | >= 0.5 |"
+	echo "| GET $SIZE through the gateway, during the rebalance (it ran $(awk -v s="$SPAN" -v d="$DUR" 'BEGIN { printf "%.2f", (s < d ? s : d) / d }') of the loader's $DUR s) | $DURING MiB/s | $(ratio "$DURING" "$BEFORE") of before | >= 0.7 |"
 	echo "| PUT $SIZE, 1 copy | $P1 MiB/s | | |"
 	echo "| PUT $SIZE, 2 copies | $P2 MiB/s | $(ratio "$P2" "$P1") of 1 copy | >= 0.45 |"
 } | tee "$BUILD/bench-rebalance.md"
