@@ -71,7 +71,7 @@ struct reb {
 	pthread_cond_t slot_cv; /* a slot freed */
 	struct peer_slot slots[REB_SLOTS];
 	int64_t pace_ns; /* rebalance.rate: when the bytes sent so far are due (monotonic) */
-	int64_t fg_at;   /* when fg_n was sampled (monotonic; 0: never) */
+	int64_t fg_at;   /* when fg_n was sampled (monotonic) */
 	uint64_t fg_n;   /* client reads this target had answered then */
 	bool fg_busy;    /* it had answered some in the window before */
 	target_t *t;
@@ -149,8 +149,9 @@ static void slot_give(reb_t *r, struct peer_slot *sl)
 }
 
 /* Whether this target answered client reads (GETs of objects, GetBatch)
- * in the last BUSY_WINDOW_MS or so: sampled from its HTTP server's
- * counters at most once a window. */
+ * since the sample before: its HTTP server's counters, sampled at most
+ * once a BUSY_WINDOW_MS (at a run's start the sample before may be old:
+ * reads since then count, so a run starts paced rather than not). */
 static bool fg_busy(reb_t *r)
 {
 	http_server_t *s = r->t->srv;
@@ -161,7 +162,7 @@ static bool fg_busy(reb_t *r)
 	if (now - r->fg_at >= (int64_t)BUSY_WINDOW_MS * 1000000) {
 		uint64_t n = http_server_answered(s, "/v1/objects", HTTP_GET) +
 		             http_server_answered(s, "/v1/ml/moss", HTTP_GET);
-		r->fg_busy = r->fg_at && n != r->fg_n;
+		r->fg_busy = n != r->fg_n; /* a stale sample (a run's start): any reads since count */
 		r->fg_n = n;
 		r->fg_at = now;
 	}
