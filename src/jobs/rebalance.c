@@ -70,7 +70,7 @@ struct reb {
 	job_runner_t jr; /* the thread; the stats, q, nq, slots and pace_ns under jr.mu */
 	pthread_cond_t slot_cv; /* a slot freed */
 	struct peer_slot slots[REB_SLOTS];
-	int64_t pace_ns; /* rebalance.rate: when the bytes sent so far are due (monotonic) */
+	int64_t pace_ns; /* when the bytes sent so far are due at the rate in force (monotonic) */
 	int64_t fg_at;   /* when fg_n was sampled (monotonic) */
 	uint64_t fg_n;   /* client reads this target had answered then */
 	bool fg_busy;    /* it had answered some in the window before */
