@@ -111,7 +111,7 @@ static const struct key keys[] = {
 	 "objects a target sends to one other target at once during a rebalance (1 to 64)"},
 	{"rebalance.rate", K_SIZE, N(rebalance_rate), "0",
 	 "bytes per second a target's rebalance sends at most (0: no cap)"},
-	{"rebalance.busy_rate", K_SIZE, N(rebalance_busy_rate), "64MiB",
+	{"rebalance.busy_rate", K_SIZE, N(rebalance_busy_rate), "0",
 	 "bytes per second a target's rebalance sends at most while the target answers client reads, the rest "
 	 "left to them (0: no cap)"},
 	{"rebalance.drain_timeout", K_MS, N(drain_timeout_ms), "10m",
