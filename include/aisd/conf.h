@@ -63,6 +63,9 @@ typedef struct conf {
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
 	uint64_t rebalance_workers; /* objects moved at once per target */
+	uint64_t rebalance_peer_streams; /* of them, at most this many to one peer */
+	uint64_t rebalance_rate;    /* bytes/s a target's rebalance sends at most; 0 no cap */
+	uint64_t rebalance_busy_rate; /* the same while the target answers client reads */
 	uint64_t drain_timeout_ms;  /* decommission waits this long for the drain */
 	char log_level[16];
 	char log_file[1024];

@@ -164,6 +164,9 @@ int http_server_port(const http_server_t *s);
 /* The connection limit in force (net.max_conns, or what the descriptor
  * limit leaves). */
 uint64_t http_server_max_conns(const http_server_t *s);
+/* Requests with method m answered so far on the routes with this prefix,
+ * summed over the workers (relaxed reads: for sampling a rate). */
+uint64_t http_server_answered(http_server_t *s, const char *prefix, enum http_method m);
 /* Stops accepting, closes connections, joins workers and the I/O pool. */
 void http_server_free(http_server_t *s);
 pool_t *http_server_pool(http_server_t *s);

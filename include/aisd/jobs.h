@@ -52,6 +52,7 @@ typedef struct job_stats {
 	uint64_t deleted;            /* local copies removed once their holders had them */
 	uint64_t errors;
 	uint64_t objects; /* objects here now */
+	uint64_t peer_streams_max; /* rebalance: the most sends to one peer at once in the run */
 	char last_error[256];
 } job_stats_t;
 
@@ -59,7 +60,7 @@ typedef struct job_stats {
 const char *job_state_name(enum job_state s);
 /* Appends {"kind","state","cmap_version","runs","total","total_bytes",
  * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
- * "errors","objects","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
+ * "errors","objects","peer_streams_max","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
 /* Objects left to look at in the current run (0 unless running). */
 uint64_t job_remaining(const job_stats_t *s);
@@ -85,7 +86,8 @@ struct cluster;
 typedef struct reb_env {
 	struct cluster *cl; /* the map and BMD that place the objects */
 	store_t *store;     /* the local objects and slices */
-	const conf_t *conf; /* rebalance.workers; node.dir (else the first mountpath) holds the marker */
+	const conf_t *conf; /* rebalance.*; node.dir (else the first mountpath) holds the marker */
+	struct http_server *srv; /* its client reads (rebalance.busy_rate); NULL: none counted */
 	void *arg;
 	/* PUTs the local copy of bck/obj to the target at base (intra, reason
 	 * why, placed under map cmap_v and BMD bmd_v), with cond only when the

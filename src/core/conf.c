@@ -107,6 +107,13 @@ static const struct key keys[] = {
 	 "copies that must be durable before a replicated PUT is acknowledged (0 = all of them)"},
 	{"rebalance.workers", K_U64, N(rebalance_workers), "4",
 	 "objects a target moves at once during a rebalance (each streams with bounded memory)"},
+	{"rebalance.peer_streams", K_U64, N(rebalance_peer_streams), "2",
+	 "objects a target sends to one other target at once during a rebalance (1 to 64)"},
+	{"rebalance.rate", K_SIZE, N(rebalance_rate), "0",
+	 "bytes per second a target's rebalance sends at most (0: no cap)"},
+	{"rebalance.busy_rate", K_SIZE, N(rebalance_busy_rate), "0",
+	 "bytes per second a target's rebalance sends at most while the target answers client reads, the rest "
+	 "left to them (0: no cap)"},
 	{"rebalance.drain_timeout", K_MS, N(drain_timeout_ms), "10m",
 	 "decommission-node waits this long for the node to move its objects off"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
@@ -493,6 +500,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->rebalance_workers == 0 || c->rebalance_workers > 64) {
 		buf_addstr(err, "rebalance.workers must be between 1 and 64");
+		return AIS_ERR;
+	}
+	if (c->rebalance_peer_streams == 0 || c->rebalance_peer_streams > 64) {
+		buf_addstr(err, "rebalance.peer_streams must be between 1 and 64");
 		return AIS_ERR;
 	}
 	if (c->write_quorum > 32) {

@@ -124,6 +124,17 @@ static uint64_t sum_at(http_server_t *s, size_t off)
 }
 #define SUM(s, field) sum_at((s), (size_t)((char *)&(s)->workers[0].st.field - (char *)&(s)->workers[0].st))
 
+uint64_t http_server_answered(http_server_t *s, const char *prefix, enum http_method m)
+{
+	int nr = (int)MIN(s->o.nroutes, (size_t)HM_ROUTES), mi = method_idx(m);
+	uint64_t n = 0;
+	for (int ri = 0; ri < nr; ri++)
+		if (!strcmp(s->o.routes[ri].prefix, prefix))
+			for (int k = 0; k < 5; k++)
+				n += SUM(s, req[ri][mi][k]);
+	return n;
+}
+
 static void route_labels(buf_t *out, http_server_t *s, int ri, int mi)
 {
 	const char *r = ri < (int)s->o.nroutes ? s->o.routes[ri].prefix : "none";

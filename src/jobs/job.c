@@ -66,13 +66,14 @@ void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out)
 	         ",\"state\":\"%s\",\"cmap_version\":%llu,\"runs\":%llu,\"total\":%llu,"
 	         "\"total_bytes\":%llu,\"walked\":%llu,\"remaining\":%llu,\"remaining_bytes\":%llu,"
 	         "\"moved\":%llu,\"moved_bytes\":%llu,\"deleted\":%llu,\"errors\":%llu,"
-	         "\"objects\":%llu,\"start\":%lld,\"end\":%lld,\"last_error\":",
+	         "\"objects\":%llu,\"peer_streams_max\":%llu,\"start\":%lld,\"end\":%lld,\"last_error\":",
 	         job_state_name(s->state), (unsigned long long)s->cmap_version, (unsigned long long)s->runs,
 	         (unsigned long long)s->total, (unsigned long long)s->total_bytes,
 	         (unsigned long long)s->walked, (unsigned long long)job_remaining(s),
 	         (unsigned long long)job_remaining_bytes(s), (unsigned long long)s->moved,
 	         (unsigned long long)s->moved_bytes, (unsigned long long)s->deleted,
-	         (unsigned long long)s->errors, (unsigned long long)s->objects, (long long)s->start_ns,
+	         (unsigned long long)s->errors, (unsigned long long)s->objects,
+	         (unsigned long long)s->peer_streams_max, (long long)s->start_ns,
 	         (long long)s->end_ns);
 	buf_add_json_str(out, s->last_error, strlen(s->last_error));
 	buf_addch(out, '}');

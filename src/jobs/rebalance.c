@@ -13,6 +13,13 @@
  *     drop their copy on the other's word.
  *  2. Memory is bounded: a page of WALK_PAGE names at a time, processed by
  *     rebalance.workers threads, each sending one object (sendfile).
+ *  2a. Foreground traffic keeps a share: at most rebalance.peer_streams
+ *     sends to one peer at once (a worker waits for a slot), and the bytes
+ *     sent are paced to rebalance.rate per second, or to
+ *     rebalance.busy_rate while this target answers client reads (a worker
+ *     sleeps after a send until the bytes sent since the rebalance was
+ *     last unpaced are due at that rate: so it never runs ahead of the
+ *     rate by more than the objects in flight).
  *  3. A newer map (reb_kick) or an abort stops the run between objects; a
  *     kicked run starts over on the newest map. The marker file exists from
  *     the start of a run until a run ends clean or is aborted, so a run cut
@@ -23,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -40,6 +48,9 @@
 #define RETRY_FIRST_MS 5000
 #define RETRY_MAX_MS   60000
 #define REB_QUEUE_MAX  100000
+#define REB_SLOTS      64 /* >= the most workers: each holds one slot at a time */
+#define PACE_STEP_MS   100 /* a paced worker checks for a stop this often */
+#define BUSY_WINDOW_MS 200 /* client reads answered within this long: busy */
 
 /* An object queued by reb_enqueue. */
 struct qitem {
@@ -48,8 +59,20 @@ struct qitem {
 	size_t olen;
 };
 
+/* Sends in flight to one peer (n == 0: a free slot). */
+struct peer_slot {
+	char url[CMAP_URL_MAX + 1];
+	uint64_t n;
+};
+
 struct reb {
-	job_runner_t jr; /* the thread; the stats, q and nq under jr.mu */
+	job_runner_t jr; /* the thread; the stats, q, nq, slots and pace_ns under jr.mu */
+	pthread_cond_t slot_cv; /* a slot freed */
+	struct peer_slot slots[REB_SLOTS];
+	int64_t pace_ns; /* when the bytes sent so far are due at the rate in force (monotonic) */
+	int64_t fg_at;   /* when fg_n was sampled (monotonic) */
+	uint64_t fg_n;   /* client reads this target had answered then */
+	bool fg_busy;    /* it had answered some in the window before */
 	const reb_env_t *t; /* the target's side */
 	struct qitem *q; /* reb_enqueue's objects, newest first */
 	size_t nq;
@@ -87,6 +110,99 @@ static void note_error(reb_t *r, const char *fmt, const char *a, size_t alen, co
 	r->jr.st.errors++;
 	snprintf(r->jr.st.last_error, sizeof(r->jr.st.last_error), fmt, (int)MIN(alen, 100), a, b, msg);
 	pthread_mutex_unlock(&r->jr.mu);
+}
+
+/* Waits for one of the peer's rebalance.peer_streams slots; returns it. */
+static struct peer_slot *slot_take(reb_t *r, const char *url)
+{
+	uint64_t max = r->t->conf->rebalance_peer_streams;
+	pthread_mutex_lock(&r->jr.mu);
+	for (;;) {
+		struct peer_slot *mine = NULL, *free_slot = NULL;
+		for (size_t i = 0; i < REB_SLOTS && !mine; i++) {
+			if (r->slots[i].n && !strcmp(r->slots[i].url, url))
+				mine = &r->slots[i];
+			else if (!r->slots[i].n && !free_slot)
+				free_slot = &r->slots[i];
+		}
+		if (!mine && free_slot) {
+			mine = free_slot;
+			snprintf(mine->url, sizeof(mine->url), "%s", url);
+		}
+		if (mine && (!max || mine->n < max)) {
+			mine->n++;
+			r->jr.st.peer_streams_max = MAX(r->jr.st.peer_streams_max, mine->n);
+			pthread_mutex_unlock(&r->jr.mu);
+			return mine;
+		}
+		pthread_cond_wait(&r->slot_cv, &r->jr.mu);
+	}
+}
+
+static void slot_give(reb_t *r, struct peer_slot *sl)
+{
+	pthread_mutex_lock(&r->jr.mu);
+	sl->n--;
+	pthread_cond_broadcast(&r->slot_cv);
+	pthread_mutex_unlock(&r->jr.mu);
+}
+
+/* Whether this target answered client reads (GETs of objects, GetBatch)
+ * since the sample before: its HTTP server's counters, sampled at most
+ * once a BUSY_WINDOW_MS (at a run's start the sample before may be old:
+ * reads since then count, so a run starts paced rather than not). */
+static bool fg_busy(reb_t *r)
+{
+	http_server_t *s = r->t->srv;
+	if (!s)
+		return false;
+	int64_t now = time_mono_ns();
+	pthread_mutex_lock(&r->jr.mu);
+	if (now - r->fg_at >= (int64_t)BUSY_WINDOW_MS * 1000000) {
+		uint64_t n = http_server_answered(s, "/v1/objects", HTTP_GET) +
+		             http_server_answered(s, "/v1/ml/moss", HTTP_GET);
+		r->fg_busy = n != r->fg_n; /* a stale sample (a run's start): any reads since count */
+		r->fg_n = n;
+		r->fg_at = now;
+	}
+	bool busy = r->fg_busy;
+	pthread_mutex_unlock(&r->jr.mu);
+	return busy;
+}
+
+/* The rate in force: rebalance.rate, or rebalance.busy_rate while this
+ * target serves client reads (the lower of the two); 0: none. */
+static uint64_t rate_now(reb_t *r)
+{
+	uint64_t rate = r->t->conf->rebalance_rate, busy = r->t->conf->rebalance_busy_rate;
+	if (busy && (!rate || busy < rate) && fg_busy(r))
+		return busy;
+	return rate;
+}
+
+/* Counts bytes sent against the rate in force, then sleeps until the run
+ * is back under it (in steps, so that a stop, a newer map or the end of
+ * the client reads is not kept waiting). */
+static void pace(reb_t *r, uint64_t bytes)
+{
+	uint64_t rate = rate_now(r);
+	if (!rate || !bytes)
+		return;
+	int64_t now = time_mono_ns();
+	pthread_mutex_lock(&r->jr.mu);
+	if (r->pace_ns < now) /* no credit saved up while idle */
+		r->pace_ns = now;
+	r->pace_ns += (int64_t)((double)bytes * 1e9 / (double)rate);
+	int64_t due = r->pace_ns;
+	uint64_t gen = r->jr.gen;
+	pthread_mutex_unlock(&r->jr.mu);
+	while ((now = time_mono_ns()) < due && !job_runner_stopped(&r->jr, gen)) {
+		int64_t ns = MIN(due - now, (int64_t)PACE_STEP_MS * 1000000);
+		struct timespec ts = {ns / 1000000000, ns % 1000000000};
+		nanosleep(&ts, NULL);
+		if (!rate_now(r))
+			break; /* the reads ended and there is no cap of its own */
+	}
 }
 
 static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t olen)
@@ -128,7 +244,11 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		buf_reset(&msg);
 		uint64_t bytes = 0;
 		/* one conditional send: the holder takes the copy only if it lacks it */
+		struct peer_slot *sl = slot_take(r, urls[i]);
 		int rc = t->send_copy(t->arg, urls[i], b->name, blen, obj, olen, "rebalance", cmap_v, bmd_v, true, &bytes, &msg);
+		int err = errno;
+		slot_give(r, sl);
+		errno = err;
 		if (rc == AIS_DONE)
 			continue; /* it has it */
 		if (rc == REB_GONE) { /* a client deleted it while this target was away */
@@ -144,6 +264,7 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 			r->jr.st.moved++;
 			r->jr.st.moved_bytes += bytes;
 			pthread_mutex_unlock(&r->jr.mu);
+			pace(r, bytes);
 			continue;
 		}
 		if (errno == ENOENT)
@@ -395,6 +516,7 @@ reb_t *reb_new(const reb_env_t *env)
 	reb_t *r = xcalloc(1, sizeof(*r));
 	const conf_t *c = env->conf;
 	r->t = env;
+	pthread_cond_init(&r->slot_cv, NULL);
 	job_runner_start(&r->jr, &reb_ops, r, c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
 	return r;
 }
@@ -410,6 +532,7 @@ void reb_free(reb_t *r)
 	if (!r)
 		return;
 	job_runner_destroy(&r->jr);
+	pthread_cond_destroy(&r->slot_cv);
 	while (r->q) {
 		struct qitem *q = r->q;
 		r->q = q->next;

@@ -290,6 +290,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			t->reb_env = (reb_env_t){.cl = cl,
 						 .store = t->store,
 						 .conf = c,
+						 .srv = t->srv,
 						 .arg = t,
 						 .send_copy = reb_send_copy,
 						 .repair = reb_repair,

@@ -163,6 +163,7 @@ START_TEST(test_job_state)
 	s.total = 10;
 	s.walked = 4;
 	s.moved_bytes = 1ULL << 40;
+	s.peer_streams_max = 3;
 	snprintf(s.last_error, sizeof(s.last_error), "o\"1: refused");
 	ck_assert_uint_eq(job_remaining(&s), 6);
 	buf_t out = BUF_INIT;
@@ -173,6 +174,7 @@ START_TEST(test_job_state)
 	ck_assert_str_eq(json_string_value(json_object_get(d, "state")), "running");
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "remaining")), 6);
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "moved_bytes")), (json_int_t)(1ULL << 40));
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "peer_streams_max")), 3);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "last_error")), "o\"1: refused");
 	json_decref(d);
 	buf_free(&out);
