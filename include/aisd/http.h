@@ -157,6 +157,11 @@ typedef struct http_server_opts {
 	http_handler_fn authz_body;
 } http_server_opts_t;
 
+/* The options a node's config sets (net.*, io.*): every field the config
+ * holds; the caller adds routes, ctx, fd_reserve, the unix socket and the
+ * authz hooks. */
+struct conf;
+void http_server_opts_conf(http_server_opts_t *o, const struct conf *c);
 /* Binds the listeners (SO_REUSEPORT, one per worker) and starts the worker
  * threads. Returns NULL with a message in err on failure. */
 http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err);

@@ -36,6 +36,8 @@ int num_parse_size(const char *s, uint64_t *out);
 /* Wall clock in nanoseconds since the epoch; monotonic clock in ns. */
 int64_t time_now_ns(void);
 int64_t time_mono_ns(void);
+/* Seconds since the process started (the one uptime clock). */
+uint64_t time_uptime_s(void);
 
 /* Formats t (ns since epoch) as an RFC 7231 HTTP date into out (>= 30 bytes). */
 void time_http_date(int64_t t_ns, char *out, size_t outsz);

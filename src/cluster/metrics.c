@@ -24,8 +24,6 @@
 
 #define METRICS_MAX_MP 64
 
-static int64_t g_start_ns;
-__attribute__((constructor)) static void metrics_start_init(void) { g_start_ns = time_mono_ns(); }
 
 static void gauge1(buf_t *out, const char *name, const char *help, unsigned long long v, const char *type)
 {
@@ -43,7 +41,7 @@ static void node_metrics(node_base_t *nb, buf_t *out)
 	metrics_label(out, "id", id, strlen(id));
 	buf_addf(out, ",role=\"%s\",version=\"%s\"} 1\n", nb->store ? "target" : "gateway", AISD_VERSION);
 	gauge1(out, "aisd_uptime_seconds", "seconds since the process started",
-	       (unsigned long long)((time_mono_ns() - g_start_ns) / 1000000000LL), "gauge");
+	       (unsigned long long)time_uptime_s(), "gauge");
 	if (nb->cl) {
 		const cmap_t *m;
 		const bmd_t *b;

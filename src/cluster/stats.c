@@ -36,15 +36,6 @@
 #define STATS_TIMEOUT_MS 2000
 #define STATS_MAX_MP 64
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t g_start_ns;
-__attribute__((constructor)) static void stats_init(void) { g_start_ns = mono_ns(); }
 
 /* This node's stats as a new JSON object. */
 static json_t *node_stats(node_base_t *nb)
@@ -69,7 +60,7 @@ static json_t *node_stats(node_base_t *nb)
 	}
 	json_object_set_new(o, "role", json_string(nb->store ? "target" : "gateway"));
 	json_object_set_new(o, "version", json_string(AISD_VERSION));
-	json_object_set_new(o, "uptime_s", json_integer((mono_ns() - g_start_ns) / 1000000000LL));
+	json_object_set_new(o, "uptime_s", json_integer((json_int_t)time_uptime_s()));
 	json_object_set_new(o, "cmap_term", json_integer((json_int_t)ct));
 	json_object_set_new(o, "cmap_version", json_integer((json_int_t)cv));
 	json_object_set_new(o, "bmd_version", json_integer((json_int_t)bv));

@@ -120,6 +120,10 @@ int64_t time_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int64_t g_start_mono_ns;
+__attribute__((constructor)) static void time_start_init(void) { g_start_mono_ns = time_mono_ns(); }
+uint64_t time_uptime_s(void) { return (uint64_t)((time_mono_ns() - g_start_mono_ns) / 1000000000LL); }
+
 static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};

@@ -774,18 +774,14 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
-		.host = c->host, .port = (int)c->port, .workers = (int)c->workers,
-		.io_threads = (int)c->io_threads, .net_threads = (int)c->net_threads, .max_conns = c->max_conns, .max_buffered = c->max_buffered_body,
 		.fd_reserve = 256, /* metadata files, calls to every node */
-		.max_header_bytes = c->max_header_bytes, .header_timeout_ms = c->header_timeout_ms,
-		.idle_timeout_ms = c->idle_timeout_ms, .body_timeout_ms = c->body_timeout_ms,
-		.max_body = c->max_body, .rate_limit = c->rate_limit, .rate_burst = c->rate_burst,
-		.routes = routes, .nroutes = ARRAY_SIZE(routes), .ctx = g,
-		.tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_client_ca = c->tls_client_ca,
-		.tls_ktls = c->tls_ktls,
+		.routes = routes,
+		.nroutes = ARRAY_SIZE(routes),
+		.ctx = g,
 		.authz = authz_check,
 		.authz_body = authz_check_body,
 	};
+	http_server_opts_conf(&o, c);
 	g->srv = http_server_new(&o, err);
 	if (!g->srv)
 		goto fail;

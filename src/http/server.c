@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "aisd/conf.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
 #include "aisd/status.h"
@@ -385,6 +386,28 @@ static uint64_t conn_limit(const http_server_opts_t *o)
 			  (unsigned long long)o->max_conns, (unsigned long long)lim, (unsigned long long)derived,
 			  (unsigned long long)derived);
 	return o->max_conns ? MIN(o->max_conns, derived) : derived;
+}
+
+void http_server_opts_conf(http_server_opts_t *o, const conf_t *c)
+{
+	o->host = c->host;
+	o->port = (int)c->port;
+	o->workers = (int)c->workers;
+	o->io_threads = (int)c->io_threads;
+	o->net_threads = (int)c->net_threads;
+	o->max_conns = c->max_conns;
+	o->max_buffered = c->max_buffered_body;
+	o->max_header_bytes = c->max_header_bytes;
+	o->header_timeout_ms = c->header_timeout_ms;
+	o->idle_timeout_ms = c->idle_timeout_ms;
+	o->body_timeout_ms = c->body_timeout_ms;
+	o->max_body = c->max_body;
+	o->rate_limit = c->rate_limit;
+	o->rate_burst = c->rate_burst;
+	o->tls_cert = c->tls_cert;
+	o->tls_key = c->tls_key;
+	o->tls_client_ca = c->tls_client_ca;
+	o->tls_ktls = c->tls_ktls;
 }
 
 http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)

@@ -245,34 +245,17 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		snprintf(usock, sizeof(usock), "%s", c->unix_socket);
 	}
 	http_server_opts_t o = {
-		.host = c->host,
-		.port = (int)c->port,
-		.workers = (int)c->workers,
-		.io_threads = (int)c->io_threads,
-		.net_threads = (int)c->net_threads,
-		.max_conns = c->max_conns,
-		.max_buffered = c->max_buffered_body,
 		/* object files and peer calls, and per mountpath LevelDB's table files */
 		.fd_reserve = 256 + 1024 * (uint64_t)c->n_mountpaths,
-		.max_header_bytes = c->max_header_bytes,
-		.header_timeout_ms = c->header_timeout_ms,
-		.idle_timeout_ms = c->idle_timeout_ms,
-		.body_timeout_ms = c->body_timeout_ms,
-		.max_body = c->max_body,
-		.rate_limit = c->rate_limit,
-		.rate_burst = c->rate_burst,
 		.routes = routes,
 		.nroutes = ARRAY_SIZE(routes),
 		.ctx = t,
-		.tls_cert = c->tls_cert,
-		.tls_key = c->tls_key,
-		.tls_client_ca = c->tls_client_ca,
-		.tls_ktls = c->tls_ktls,
 		.unix_path = usock,
 		.unix_optional = usock_auto,
 		.authz = authz_check,
 		.authz_body = authz_check_body,
 	};
+	http_server_opts_conf(&o, c);
 	t->srv = http_server_new(&o, err);
 	if (!t->srv) {
 		metrics_collector_remove(jobs_collect, t);
