@@ -8,7 +8,8 @@
 #   make check-docs      the documented config keys, aisctl commands and routes against the code
 #   make bench           aisd vs nginx, gateway costs, S3 vs native (and vs nginx proxy_pass),
 #                        system calls per forwarded request, TLS, auth, and bench-plots (not part of test)
-#   make bench-plots     the curves: throughput vs object size, GetBatch speedup vs batch size (gnuplot)
+#   make bench-plots     the curves: throughput vs object size, GetBatch speedup vs batch size,
+#                        a rebalance timeline (gnuplot)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
@@ -171,12 +172,14 @@ bench-ml: deps all
 	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
 
 # The curves (gnuplot, PNGs under benchmarks/ beside BENCHMARKS.md): throughput
-# against object size, GetBatch's speedup against the batch size.
+# against object size, GetBatch's speedup against the batch size, a
+# rebalance's timeline (bytes moved, GETs/s) as a target joins under load.
 bench-plots: all
 	$(Q)./tools/install-deps.sh --bench
 	$(Q)BUILD=$(BUILD) ./tools/bench/sizes.sh
 	$(Q)BUILD=$(BUILD) PLOTDIR=benchmarks SIZES=1K,10K,100K,1M BATCHES=4,16,64,256 ROUNDS=1 DUR=3 OBJECTS=512 \
 		./tools/bench/getbatch.sh
+	$(Q)BUILD=$(BUILD) PLOTDIR=benchmarks NOBJ=256 SIZE=16M DUR=8 ./tools/bench/rebalance.sh
 
 bench: deps all $(BUILD)/ecenc
 	$(Q)$(MAKE) --no-print-directory bench-plots

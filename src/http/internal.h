@@ -77,6 +77,7 @@ struct worker {
 	http_conn_t *conns; /* all connections of this worker, newest first */
 	http_conn_t *conns_tail; /* ... and the oldest */
 	struct event *pause_ev; /* accepts paused after EMFILE/ENFILE: resumes them */
+	atomic_int evict_wanted; /* idle connections other workers asked it to close (on_wake) */
 	bool accept_paused;
 	char date[40];
 	int64_t date_sec;

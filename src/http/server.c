@@ -174,6 +174,10 @@ static void accept_pause(struct worker *w, int err)
 	event_add(w->pause_ev, &tv);
 }
 
+/* Connections a worker may let in over the limit while it asks another
+ * worker to close an idle one (it had none itself). */
+#define EVICT_SLACK 16
+
 /* Has the client sent bytes this server has not read yet? */
 static bool unread_input(const http_conn_t *c)
 {
@@ -215,9 +219,18 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		HM_INC(w->st.accepted, 1);
-		if (atomic_load(&s->nconns) >= s->o.max_conns)
-			evict_idle(w);
-		if (atomic_fetch_add(&s->nconns, 1) >= s->o.max_conns) {
+		uint64_t limit = s->o.max_conns;
+		if (atomic_load(&s->nconns) >= limit && !evict_idle(w) && s->nworkers > 1) {
+			/* none idle here: the next worker closes one of its own, and
+			 * this one is let in meanwhile (at most EVICT_SLACK over) */
+			struct worker *o = &s->workers[(w->idx + 1) % s->nworkers];
+			atomic_fetch_add(&o->evict_wanted, 1);
+			uint64_t one = 1;
+			ssize_t n = write(o->efd, &one, sizeof(one));
+			(void)n;
+			limit += EVICT_SLACK;
+		}
+		if (atomic_fetch_add(&s->nconns, 1) >= limit) {
 			HM_INC(w->st.rejected, 1);
 #define BUSY_BODY "{\"message\":\"too many connections\",\"status\":503}"
 			_Static_assert(sizeof(BUSY_BODY) - 1 == 47, "busy body length");
@@ -286,6 +299,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	w->done_head = w->done_tail = NULL;
 	bool stop = w->stopping;
 	pthread_mutex_unlock(&w->mu);
+	for (int k = atomic_exchange(&w->evict_wanted, 0); k > 0 && evict_idle(w); k--)
+		;
 
 	while (list) {
 		http_req_t *req = list;

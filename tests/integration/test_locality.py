@@ -10,8 +10,10 @@ address (127.0.0.2-4 play 3 hosts).
    workers each), 3 ranks on the 3 hosts, 2 epochs: plain (locality off)
    and locality on: every sample exactly once per epoch across ranks and
    workers; with locality each rank reads the plan's shards and at least
-   the plan's local fraction of bytes from the target on its host (plain:
-   about a third); the counters add up to the bytes read.
+   the plan's local fraction of bytes from the target on its host, and at
+   least two thirds (the plan's fraction depends on where HRW put the
+   shards: 74-100% seen; plain: about a third); the counters add up to the
+   bytes read.
 3. Node cache: 2 ranks on hosts that run no target, a cache_dir each,
    exchange 0, 3 epochs: epoch 0 all remote, epoch 1 all from the cache;
    a shard replaced before epoch 2 is read new (its new samples, never the
@@ -233,7 +235,7 @@ if loc:
         seen = [sorted({s for s, _, _ in rk["samples"]}) for rk in loc[ep]]
         t.check(seen == [sorted(x) for x in p.ranks], "locality, epoch %d: each rank read the plan's shards" % ep)
         f, n = fractions(loc, ep)
-        t.check(f["local"] >= p.local_fraction() - 0.01 and f["local"] >= 0.75 and n >= total,
+        t.check(f["local"] >= p.local_fraction() - 0.01 and f["local"] >= 0.66 and n >= total,
                 "locality, epoch %d: %.0f%% of bytes from the target on the rank's host (plan %.0f%%; plain %.0f%%)"
                 % (ep, 100 * f["local"], 100 * p.local_fraction(), 100 * fractions(plain, ep)[0]["local"] if plain else -1),
                 f)

@@ -19,6 +19,10 @@
 #   4. PUT of SIZE objects for DUR seconds into a bucket with 2 copies vs
 #      one with 1 copy, on the 5 targets (goal >= 0.45).
 # Prints a table (also written as markdown to $BUILD/bench-rebalance.md).
+# During step 3 it samples, every 0.25 s, the bytes the rebalance moved and
+# the GETs the gateway answered: $BUILD/bench-rebalance-timeline.dat, and
+# with gnuplot (rebalance.gp) $PLOTDIR/rebalance-timeline.png (PLOTDIR
+# default $BUILD; make bench-plots: benchmarks).
 # Every process is stopped by its PID and the temp dir removed on exit
 # (KEEP=1 keeps it); every run is bounded in time.
 #
@@ -92,8 +96,24 @@ GETARGS=(--url "$GW/v1/objects/bench" --op get --size "$SIZE" --objects "$NOBJ" 
 # 2. GET before
 BEFORE=$(loader "${GETARGS[@]}" --duration "$DUR" | json_field mibps)
 
+# sample: one timeline line, "SECONDS MOVED_BYTES GATEWAY_GETS", since TS
+sample() {
+	local moved gets
+	moved=$(curl -fsS --max-time 1 "$GW/v1/cluster?what=rebalance" 2>/dev/null |
+		sed -n 's/.*"totals":{[^}]*"moved_bytes":\([0-9]*\).*/\1/p')
+	gets=$(curl -fsS --max-time 1 "$GW/metrics" 2>/dev/null |
+		awk '/^aisd_http_requests_total\{.*route="\/v1\/objects".*method="GET"/ { n += $NF } END { print n + 0 }')
+	awk -v t0="$TS" -v t="$(date +%s.%N)" -v m="${moved:-0}" -v g="$gets" 'BEGIN { printf "%.2f %s %s\n", t - t0, m, g }'
+}
+
 # 3. join under load
 V0=$(smap_version)
+TS=$(date +%s.%N)
+TL=$BUILD/bench-rebalance-timeline.dat
+: >"$TL.raw"
+(for _ in $(seq $((DUR * 4 + 8))); do sample >>"$TL.raw"; sleep 0.25; done) &
+SPID=$!
+sleep 1 # the timeline starts with a second of nothing
 loader "${GETARGS[@]}" --duration "$DUR" >"$TMP/during.json" &
 LPID=$!
 T0=$(date +%s.%N)
@@ -105,6 +125,17 @@ for _ in $(seq 6000); do settled "$V1" && break; sleep 0.1; done
 T1=$(date +%s.%N)
 settled "$V1" || { STATUS=1; echo "rebalance-bench: the rebalance did not finish" >&2; }
 wait "$LPID"
+wait "$SPID"
+# the timeline: seconds, MiB moved so far, GETs per second over the last sample
+awk -v size="$SIZE" -v dur="$DUR" 'BEGIN { print "# seconds moved_mib gets_per_s (" size " objects, 16 GET workers for " dur " s from t=1)" }
+	NR > 1 && $1 > pt { printf "%.2f %.1f %.0f\n", $1, $2 / 1048576, ($3 - pg) / ($1 - pt) } { pt = $1; pg = $3 }' \
+	"$TL.raw" >"$TL"
+rm -f "$TL.raw"
+if command -v gnuplot >/dev/null; then
+	mkdir -p "${PLOTDIR:-$BUILD}"
+	gnuplot -e "dat='$TL'; out='${PLOTDIR:-$BUILD}/rebalance-timeline.png'" "$(dirname "$0")/rebalance.gp" &&
+		echo "rebalance-bench: ${PLOTDIR:-$BUILD}/rebalance-timeline.png" >&2
+fi
 DURING=$(json_field mibps <"$TMP/during.json")
 # moved_span: the moved bytes of the runs in $TMP/job.json and their span
 # (first start, last end)
