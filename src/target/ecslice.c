@@ -25,6 +25,14 @@
  *     target is a holder of the slice under a map at least that new, read
  *     under the same map lock as the slice itself, so a slice it answers
  *     for is never being dropped by its own rebalance (ec.c rule 7).
+ *  6. Deletes: a DELETE that is a client's (Ais-Intra: TGT_DELETE, from
+ *     ol_delete) leaves a tombstone of the slice before removing it; every
+ *     GET answer carries the newest tombstone here (EC_DELETED_HDR, of the
+ *     object or of its slice); a PUT of a slice whose write (its version)
+ *     is older than a tombstone here is refused (410) and stores nothing,
+ *     checked before the body and again under the store's commit lock
+ *     (store_writer_origin against the slice's tombstone), so a move or a
+ *     repair racing a delete cannot bring a slice back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -73,9 +81,10 @@ struct slice {
 	enum store_cksum want_type;
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	char custom[STORE_CUSTOM_MAX];
-	bool meta_only, range;
+	bool meta_only, range, client_delete;
 	int fd;
 	store_meta_t m;
+	int64_t tomb; /* rule 6: the newest tombstone here, or 0 */
 	int err;
 };
 
@@ -160,6 +169,11 @@ static int put_begin(ol_stream_t *st)
 	size_t sl = strlen(s->sb);
 	if (s->move && move_check(s) != AIS_OK) /* rule 4 */
 		return AIS_ERR;
+	if (ol_deleted(s->t, s->bck, s->obj, (int64_t)s->em.version) ||
+	    ol_deleted(s->t, (sv_t){s->sb, sl}, s->obj, (int64_t)s->em.version)) { /* rule 6 */
+		errno = ESTALE;
+		return AIS_ERR;
+	}
 	if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK) {
 		if (errno != ENOENT)
 			return AIS_ERR;
@@ -169,6 +183,7 @@ static int put_begin(ol_stream_t *st)
 		if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK)
 			return AIS_ERR;
 	}
+	store_writer_origin(s->w, (int64_t)s->em.version); /* rule 6, under the commit lock */
 	return AIS_OK;
 }
 
@@ -197,6 +212,8 @@ static void put_fail(ol_stream_t *st, int err)
 		http_resp_send(st->req, "", 0);
 	} else if (err == EEXIST) {
 		http_resp_error(st->req, 409, "slice not taken: %s", s->why);
+	} else if (err == ESTALE) {
+		http_resp_error(st->req, 410, "slice not taken: a client deleted the object after its write");
 	} else {
 		tgt_resp_errno(st->req, err, "slice");
 	}
@@ -245,6 +262,8 @@ static void get_work(http_req_t *req)
 {
 	struct slice *s = req->state;
 	size_t sl = strlen(s->sb);
+	s->tomb = MAX(store_tomb_get(s->t->store, s->bck.ptr, s->bck.len, s->obj.ptr, s->obj.len),
+		      store_tomb_get(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len)); /* rule 6 */
 	if (s->meta_only) { /* rule 5 */
 		cluster_t *cl = s->t->base.cl;
 		const cmap_t *m = NULL;
@@ -280,6 +299,8 @@ static void get_work(http_req_t *req)
 static void get_done(http_req_t *req)
 {
 	struct slice *s = req->state;
+	if (s->tomb)
+		http_resp_header(req, EC_DELETED_HDR, "%lld", (long long)s->tomb);
 	if (s->err == EBADMSG) {
 		http_resp_error(req, 410, "slice damaged (checksum mismatch): deleted");
 		return;
@@ -313,6 +334,9 @@ static void get_done(http_req_t *req)
 static void del_work(http_req_t *req)
 {
 	struct slice *s = req->state;
+	if (s->client_delete && /* rule 6 */
+	    store_tomb_put(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, time_now_ns()) != AIS_OK)
+		log_warn("DELETE of the slice of %.*s: no tombstone kept", (int)MIN(s->obj.len, 200), s->obj.ptr);
 	if (store_delete(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len) != AIS_OK)
 		s->err = errno ? errno : EIO;
 }
@@ -353,6 +377,7 @@ int tgt_ec(http_req_t *req)
 	ec_slice_bucket(bck.ptr, bck.len, s->sb);
 	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
 	s->range = http_req_has_header(req, "Range");
+	s->client_delete = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
 	arena_cleanup_add(req->arena, slice_cleanup, s);
 	req->state = s;
 	if (req->method == HTTP_PUT)
