@@ -72,6 +72,18 @@
  *     versions the new ones with the whole copy's mtime (or one more than
  *     the newest slice it saw: a former layout's, rule 10), not the time
  *     of the repair, so a receiver with a newer tombstone refuses them.
+ * 12. A PUT whose size is known when its body starts (a native PUT with a
+ *     Content-Length) is encoded while the body arrives: at begin the
+ *     owner opens one chunked PUT per slice (the transport's streams, to
+ *     the same targets as rule 1), every stripe is encoded as soon as its
+ *     bytes came and its cells written to the streams, so memory is one
+ *     stripe and the slices are on their targets when the body ends. The
+ *     trailer of each stream carries the slice's metadata (the object's
+ *     checksum is known only then) and its own checksum, which the
+ *     receiver verifies before it commits (ecslice.c rule 7); rule 2 holds
+ *     as before (all D+P 200 before the whole copy commits). A body of
+ *     another size than declared, https peers or a layout changed
+ *     meanwhile fall back to encoding the sealed file (rule 3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "ec_int.h"
 #include "aisd/ec.h"
@@ -108,6 +121,7 @@ enum {
 	EC_M_RANGE_READS,
 	EC_M_RANGE_BYTES,
 	EC_M_MOVED,
+	EC_M_STREAMED,
 	EC_M_N
 };
 static const struct {
@@ -121,6 +135,8 @@ static const struct {
 			      "Range reads decoded from the slices of the stripes they touch."},
 	[EC_M_RANGE_BYTES] = {"aisd_ec_range_slice_bytes_total", "Slice bytes fetched for those range reads."},
 	[EC_M_MOVED] = {"aisd_ec_slices_moved_total", "Slices moved to their holders by the rebalance."},
+	[EC_M_STREAMED] = {"aisd_ec_puts_streamed_total",
+			   "Erasure-coded PUTs whose slices were encoded and sent while the body arrived."},
 };
 
 static void count(int m, uint64_t n)
@@ -336,6 +352,146 @@ static void meta_template(ec_meta_t *m, const bmd_props_t *bp, const store_meta_
 		 sm->cksum[0] ? sm->cksum : "-");
 }
 
+
+/* --- a PUT encoded while its body arrives (rule 12) -------------------------------- */
+
+struct ec_stream {
+	ec_layout_t l;
+	ec_codec_t *c;
+	unsigned n;               /* D + P */
+	uint64_t got;             /* object bytes taken */
+	uint64_t st;              /* the stripe being filled */
+	uint64_t fill;            /* its bytes so far */
+	unsigned char *stripe;    /* D cells: the stripe's object bytes */
+	unsigned char *cell[NSL]; /* the parity (and a short stripe's data) */
+	xs_stream_t *s[NSL];      /* slice i's PUT to dest[i] */
+	XXH64_state_t *xx[NSL];   /* slice i's checksum */
+	buf_t msg[NSL];
+	url_t dest[NSL];
+	bool over; /* more bytes than declared: ec_put encodes the sealed file */
+};
+
+ec_stream_t *ec_stream_open(ol_put_t *p, uint64_t size)
+{
+	bmd_props_t bp;
+	url_t *u;
+	if (!p->t->base.cl || !ec_props(p->t, p->bck, &bp) || !bp.ec_enabled || !place_ec(&bp, size))
+		return NULL;
+	unsigned n = bp.ec_data + bp.ec_parity;
+	size_t nt = targets(p->t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);
+	bool plain = nt >= n;
+	for (unsigned i = 0; i < n && plain; i++)
+		plain = xs_supports(u[i]);
+	if (!plain) { /* too few targets (ec_put says so) or https peers: from the sealed file */
+		free(u);
+		return NULL;
+	}
+	ec_stream_t *e = xcalloc(1, sizeof(*e));
+	ec_layout(size, bp.ec_data, bp.ec_parity, EC_CELL, &e->l);
+	e->c = ec_codec_new(bp.ec_data, bp.ec_parity);
+	e->n = n;
+	e->stripe = xmalloc((size_t)e->l.d * e->l.cell);
+	const char *hp[] = {TGT_INTRA ": ec", "Ais-Checksum-Type: xxhash",
+			    "Trailer: " EC_META_HDR ", Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	buf_t url = BUF_INIT;
+	for (unsigned i = 0; i < n; i++) { /* rule 1: slice i to HRW rank i */
+		snprintf(e->dest[i], sizeof(e->dest[i]), "%s", u[i]);
+		e->cell[i] = xmalloc(e->l.cell);
+		e->xx[i] = XXH64_createState();
+		XXH64_reset(e->xx[i], 0);
+		buf_reset(&url);
+		slice_url(&url, u[i], p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		e->s[i] = xs_stream_open(url.ptr, hp, slice_timeout_ms(size), &e->msg[i]);
+	}
+	buf_free(&url);
+	free(u);
+	return e;
+}
+
+/* Encodes the full stripe e->st and sends its cells, one to each slice. */
+static void stream_stripe(ec_stream_t *e)
+{
+	unsigned char *out[NSL];
+	uint32_t cs = ec_stripe_cell(&e->l, e->st);
+	ec_encode_stripe(e->c, &e->l, e->st, e->stripe, e->cell, out);
+	for (unsigned i = 0; i < e->n; i++) {
+		XXH64_update(e->xx[i], out[i], cs);
+		if (e->s[i])
+			xs_stream_write(e->s[i], out[i], cs); /* (a dead stream: finish says why) */
+	}
+	e->st++;
+	e->fill = 0;
+}
+
+void ec_stream_write(ec_stream_t *e, const void *b, size_t len)
+{
+	const unsigned char *q = b;
+	if (!e || e->over || (e->over = e->got + len > e->l.size))
+		return;
+	e->got += len;
+	while (len) {
+		uint64_t want = ec_stripe_bytes(&e->l, e->st), k = MIN(want - e->fill, len);
+		memcpy(e->stripe + e->fill, q, k);
+		e->fill += k, q += k, len -= k;
+		if (e->fill == want)
+			stream_stripe(e);
+	}
+}
+
+void ec_stream_free(ec_stream_t *e)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < e->n; i++) {
+		xs_stream_free(e->s[i]); /* unfinished: the receiver keeps nothing */
+		XXH64_freeState(e->xx[i]);
+		buf_free(&e->msg[i]);
+		free(e->cell[i]);
+	}
+	ec_codec_free(e->c);
+	free(e->stripe);
+	free(e);
+}
+
+/* Rule 12: ends the slices' streams with their trailers. AIS_OK when all
+ * D+P answered 200; else AIS_ERR (EAGAIN, p->msg says why) after deleting
+ * the slices that landed. */
+static int stream_finish(ol_put_t *p, ec_stream_t *e, const ec_meta_t *tmpl)
+{
+	char mh[EC_META_MAX + 32], cv[64], md[STORE_CUSTOM_MAX + 32];
+	const char *tr[] = {mh, cv, p->custom && p->custom[0] ? md : NULL, NULL};
+	bool ok[NSL];
+	size_t good = 0;
+	buf_t meta = BUF_INIT, rh = BUF_INIT;
+	snprintf(md, sizeof(md), "Ais-Custom-Md: %s", p->custom ? p->custom : "");
+	for (unsigned i = 0; i < e->n; i++) {
+		ec_meta_t m = *tmpl;
+		int status = 0;
+		m.idx = i;
+		buf_reset(&meta);
+		ec_meta_format(&m, &meta);
+		snprintf(mh, sizeof(mh), "%s: %s", EC_META_HDR, meta.ptr);
+		snprintf(cv, sizeof(cv), "Ais-Checksum-Value: %016llx", (unsigned long long)XXH64_digest(e->xx[i]));
+		ok[i] = e->s[i] && xs_stream_finish(e->s[i], tr, &status, &rh, &e->msg[i]) == AIS_OK && status == 200;
+		good += ok[i];
+		if (!ok[i])
+			buf_addf(&p->msg, "%sslice %u on %s: %s%.200s", p->msg.len ? "; " : "", i, e->dest[i],
+				 status ? "HTTP error " : "", e->msg[i].ptr ? e->msg[i].ptr : "no answer");
+	}
+	buf_free(&meta);
+	buf_free(&rh);
+	count(EC_M_WRITTEN, good);
+	if (good == e->n) {
+		count(EC_M_STREAMED, 1);
+		return AIS_OK;
+	}
+	for (unsigned i = 0; i < e->n; i++) /* rule 2 */
+		if (ok[i])
+			delete_slice_on(e->dest[i], p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	errno = EAGAIN;
+	return AIS_ERR;
+}
+
 int ec_put(ol_put_t *p, const bmd_props_t *bp)
 {
 	target_t *t = p->t;
@@ -350,6 +506,13 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 
 	if (store_writer_seal(p->sw, p->want_type, p->want_type != CKSUM_NONE ? p->want_hex : NULL, &sm) != AIS_OK)
 		return AIS_ERR;
+	ec_stream_t *e = p->ecs;
+	if (e && !e->over && e->got == sm.size && e->st == e->l.stripes && e->l.d == bp->ec_data && e->l.p == bp->ec_parity) {
+		meta_template(&tmpl, bp, &sm); /* rule 12: the slices are sent, but for their trailers */
+		return stream_finish(p, e, &tmpl);
+	}
+	ec_stream_free(e); /* (cut: its receivers keep nothing) */
+	p->ecs = NULL;
 	if ((fd = store_writer_open_tmp(p->sw)) < 0)
 		return AIS_ERR;
 	size_t nt = targets(t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);

@@ -55,6 +55,15 @@ void ec_slice_bucket(const char *bck, size_t blen, char out[24]);
 /* The bucket's props from the current BMD; false when it lacks the bucket. */
 bool ec_props(target_t *t, sv_t bck, bmd_props_t *out);
 
+/* Pool (ol_put_begin, with the body's size known): opens the streams of
+ * an erasure-coded PUT's D+P slices, encoded as the body arrives (ec.c
+ * rule 12); NULL when the object is not erasure coded or cannot be
+ * streamed (ec_put then encodes the sealed file). write feeds the body's
+ * bytes; ec_put finishes the streams; free cuts them if unfinished. */
+typedef struct ec_stream ec_stream_t;
+ec_stream_t *ec_stream_open(ol_put_t *p, uint64_t size);
+void ec_stream_write(ec_stream_t *e, const void *b, size_t len);
+void ec_stream_free(ec_stream_t *e);
 /* Pool (ol_put_commit): seals p's write, encodes it into D+P slices and
  * PUTs each to a distinct target in HRW order. AIS_OK when every slice is
  * durable (the caller then commits the whole copy here); else AIS_ERR

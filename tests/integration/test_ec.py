@@ -18,13 +18,16 @@ byte identical; a third kill: each read either the right bytes or a 5xx /
 # timeout: 240
 # log-allow: does not match its checksum
 import glob
+import http.client
 import json
 import os
 import time
+import urllib.parse
 
 from itlib import T, q
 
 import clulib
+import hrwlib
 from clulib import follow, get, poll, request, smap_ids
 
 JSON = {"Content-Type": "application/json"}
@@ -138,6 +141,37 @@ def counter(tg, name):
     return sum(float(ln.rsplit(" ", 1)[1]) for ln in body.splitlines()
                if ln.startswith(name + " ") or ln.startswith(name + "{"))
 
+
+t.eq(sum(counter(x, "aisd_ec_puts_streamed_total") for x in targets), 2,
+     "mid and big were encoded while their bodies arrived (aisd_ec_puts_streamed_total)")
+
+
+def streamed_slice(tg, name, body, trailers):
+    """A slice PUT as the owner streams it: chunked, its fields in the trailer."""
+    u = urllib.parse.urlsplit(tg.url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        c.putrequest("PUT", "/v1/ec/e1/" + name)
+        for k, v in (("Ais-Intra", "test"), ("Ais-Checksum-Type", "xxhash"), ("Transfer-Encoding", "chunked"),
+                     ("Trailer", "Ais-Ec-Meta, Ais-Checksum-Value")):
+            c.putheader(k, v)
+        c.endheaders()
+        c.send(b"%x\r\n%s\r\n0\r\n%s\r\n" % (len(body), body,
+                                             "".join("%s: %s\r\n" % kv for kv in trailers).encode()))
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+mh = get(targets[0].url, "/v1/ec/e1/mid?meta=true", headers=INTRA).body.decode()
+sl = os.urandom(65536)
+st, body = streamed_slice(targets[0], "tr", sl, [("Ais-Ec-Meta", mh), ("Ais-Checksum-Value", "0123456789abcdef")])
+t.check(st == 400 and b"checksum" in body, "a streamed slice whose trailer checksum does not match: 400", (st, body))
+t.check(slice_meta(targets[0], "e1", "tr") is None, "  and nothing stored")
+st, body = streamed_slice(targets[0], "tr", sl, [("Ais-Ec-Meta", mh), ("Ais-Checksum-Value", "%016x" % hrwlib.xxh64(sl, 0))])
+t.check(st == 200 and slice_meta(targets[0], "e1", "tr") is not None, "with the right one: 200, stored", (st, body))
+t.eq(request("DELETE", targets[0].url, "/v1/ec/e1/tr", headers=INTRA).status, 200, "  (removed again)")
 
 STRIPE = 4 * 65536
 for n, size in (("huge", 64 << 20), ("odd", (3 << 20) + 12345)):
