@@ -98,7 +98,8 @@ typedef struct reb_env {
 	int (*send_copy)(void *arg, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
 			 const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
 	/* With the whole erasure-coded object here: makes sure its slices
-	 * are on their targets. How many slices it wrote; AIS_ERR (-1) with msg. */
+	 * are on their targets. How many slices it wrote; REB_EC_GONE when a
+	 * client deleted it since (the whole copy is to go); AIS_ERR (-1) with msg. */
 	int (*repair)(void *arg, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 	/* A slice of bck/obj here, walked under map cmap_v (bp: the bucket's
 	 * props): REB_SLICE_KEPT, REB_SLICE_MOVED (*bytes sent),
@@ -109,6 +110,7 @@ typedef struct reb_env {
 	void (*slice_bucket)(const char *bck, size_t blen, char out[24]);
 } reb_env_t;
 #define REB_GONE 2
+#define REB_EC_GONE (-2) /* repair: a client deleted the object after the whole copy here was written */
 enum { REB_SLICE_KEPT = 0, REB_SLICE_MOVED, REB_SLICE_DROPPED };
 /* Starts the job's thread; resumes an interrupted run (marker file). env
  * stays the caller's and must outlive the job. */

@@ -251,14 +251,8 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 		errno = err;
 		if (rc == AIS_DONE)
 			continue; /* it has it */
-		if (rc == REB_GONE) { /* a client deleted it while this target was away */
-			if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
-				pthread_mutex_lock(&r->jr.mu);
-				r->jr.st.deleted++;
-				pthread_mutex_unlock(&r->jr.mu);
-			}
-			goto out;
-		}
+		if (rc == REB_GONE) /* a client deleted it while this target was away */
+			goto out_gone;
 		if (rc == AIS_OK) {
 			pthread_mutex_lock(&r->jr.mu);
 			r->jr.st.moved++;
@@ -277,6 +271,8 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	if (ec && (self == 0 || (self < 0 && all_have))) {
 		buf_reset(&msg);
 		int w = t->repair(t->arg, b->name, blen, obj, olen, &msg);
+		if (w == REB_EC_GONE) /* the same, learnt from the slice holders */
+			goto out_gone;
 		if (w < 0) {
 			all_have = false;
 			note_error(r, "%.*s: slices: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
@@ -286,12 +282,13 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 			pthread_mutex_unlock(&r->jr.mu);
 		}
 	}
-	if (self < 0 && all_have) { /* rule 2 of jobs.h */
-		if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
-			pthread_mutex_lock(&r->jr.mu);
-			r->jr.st.deleted++;
-			pthread_mutex_unlock(&r->jr.mu);
-		}
+	if (!(self < 0 && all_have)) /* rule 2 of jobs.h */
+		goto out;
+out_gone: /* not a holder and every holder has it, or a client deleted it */
+	if (store_delete(t->store, b->name, blen, obj, olen) == AIS_OK) {
+		pthread_mutex_lock(&r->jr.mu);
+		r->jr.st.deleted++;
+		pthread_mutex_unlock(&r->jr.mu);
 	}
 out:
 	pthread_mutex_lock(&r->jr.mu);

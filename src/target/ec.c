@@ -59,6 +59,31 @@
  *     under the new props has a whole copy; a slice of a former D+P (a
  *     re-encode to another layout) only once the holders under the new
  *     one confirm D slices of the newer write (rule 7).
+ * 11. Deletes win over slices (ol.h invariant 2): a client's delete leaves
+ *     tombstones on every active target (of the object, and of the slice
+ *     where one was: ecslice.c rule 6), and every slice answer carries the
+ *     newest tombstone of its target. A slice whose write (its version) is
+ *     older than a tombstone seen here or in an answer is of a deleted
+ *     object: a rebuild or a range read never decodes it, the rebalance
+ *     drops it instead of moving it (a holder asks the first other holder
+ *     once per walk, a non-holder asks them all as rule 7 does), and a
+ *     whole copy written before such a tombstone is not encoded by the
+ *     repair but dropped (EC_GONE). A repair that finds no current slice
+ *     versions the new ones with the whole copy's mtime (or one more than
+ *     the newest slice it saw: a former layout's, rule 10), not the time
+ *     of the repair, so a receiver with a newer tombstone refuses them.
+ * 12. A PUT whose size is known when its body starts (a native PUT with a
+ *     Content-Length) is encoded while the body arrives: at begin the
+ *     owner opens one chunked PUT per slice (the transport's streams, to
+ *     the same targets as rule 1), every stripe is encoded as soon as its
+ *     bytes came and its cells written to the streams, so memory is one
+ *     stripe and the slices are on their targets when the body ends. The
+ *     trailer of each stream carries the slice's metadata (the object's
+ *     checksum is known only then) and its own checksum, which the
+ *     receiver verifies before it commits (ecslice.c rule 7); rule 2 holds
+ *     as before (all D+P 200 before the whole copy commits). A body of
+ *     another size than declared, https peers or a layout changed
+ *     meanwhile fall back to encoding the sealed file (rule 3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "ec_int.h"
 #include "aisd/ec.h"
@@ -95,6 +121,7 @@ enum {
 	EC_M_RANGE_READS,
 	EC_M_RANGE_BYTES,
 	EC_M_MOVED,
+	EC_M_STREAMED,
 	EC_M_N
 };
 static const struct {
@@ -108,6 +135,8 @@ static const struct {
 			      "Range reads decoded from the slices of the stripes they touch."},
 	[EC_M_RANGE_BYTES] = {"aisd_ec_range_slice_bytes_total", "Slice bytes fetched for those range reads."},
 	[EC_M_MOVED] = {"aisd_ec_slices_moved_total", "Slices moved to their holders by the rebalance."},
+	[EC_M_STREAMED] = {"aisd_ec_puts_streamed_total",
+			   "Erasure-coded PUTs whose slices were encoded and sent while the body arrived."},
 };
 
 static void count(int m, uint64_t n)
@@ -214,7 +243,7 @@ static void delete_slice_on(const char *base, const char *bck, size_t blen, cons
 	const char *hp[] = {hv, NULL};
 	buf_t url = BUF_INIT, resp = BUF_INIT;
 	int status = 0;
-	snprintf(hv, sizeof(hv), "%s: delete", TGT_INTRA);
+	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA); /* not a client's: no tombstone */
 	slice_url(&url, base, bck, blen, obj, olen);
 	httpc_sync("DELETE", url.ptr, hp, NULL, 0, 10000, &resp, &status);
 	buf_free(&url);
@@ -323,6 +352,146 @@ static void meta_template(ec_meta_t *m, const bmd_props_t *bp, const store_meta_
 		 sm->cksum[0] ? sm->cksum : "-");
 }
 
+
+/* --- a PUT encoded while its body arrives (rule 12) -------------------------------- */
+
+struct ec_stream {
+	ec_layout_t l;
+	ec_codec_t *c;
+	unsigned n;               /* D + P */
+	uint64_t got;             /* object bytes taken */
+	uint64_t st;              /* the stripe being filled */
+	uint64_t fill;            /* its bytes so far */
+	unsigned char *stripe;    /* D cells: the stripe's object bytes */
+	unsigned char *cell[NSL]; /* the parity (and a short stripe's data) */
+	xs_stream_t *s[NSL];      /* slice i's PUT to dest[i] */
+	XXH64_state_t *xx[NSL];   /* slice i's checksum */
+	buf_t msg[NSL];
+	url_t dest[NSL];
+	bool over; /* more bytes than declared: ec_put encodes the sealed file */
+};
+
+ec_stream_t *ec_stream_open(ol_put_t *p, uint64_t size)
+{
+	bmd_props_t bp;
+	url_t *u;
+	if (!p->t->base.cl || !ec_props(p->t, p->bck, &bp) || !bp.ec_enabled || !place_ec(&bp, size))
+		return NULL;
+	unsigned n = bp.ec_data + bp.ec_parity;
+	size_t nt = targets(p->t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);
+	bool plain = nt >= n;
+	for (unsigned i = 0; i < n && plain; i++)
+		plain = xs_supports(u[i]);
+	if (!plain) { /* too few targets (ec_put says so) or https peers: from the sealed file */
+		free(u);
+		return NULL;
+	}
+	ec_stream_t *e = xcalloc(1, sizeof(*e));
+	ec_layout(size, bp.ec_data, bp.ec_parity, EC_CELL, &e->l);
+	e->c = ec_codec_new(bp.ec_data, bp.ec_parity);
+	e->n = n;
+	e->stripe = xmalloc((size_t)e->l.d * e->l.cell);
+	const char *hp[] = {TGT_INTRA ": ec", "Ais-Checksum-Type: xxhash",
+			    "Trailer: " EC_META_HDR ", Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	buf_t url = BUF_INIT;
+	for (unsigned i = 0; i < n; i++) { /* rule 1: slice i to HRW rank i */
+		snprintf(e->dest[i], sizeof(e->dest[i]), "%s", u[i]);
+		e->cell[i] = xmalloc(e->l.cell);
+		e->xx[i] = XXH64_createState();
+		XXH64_reset(e->xx[i], 0);
+		buf_reset(&url);
+		slice_url(&url, u[i], p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		e->s[i] = xs_stream_open(url.ptr, hp, slice_timeout_ms(size), &e->msg[i]);
+	}
+	buf_free(&url);
+	free(u);
+	return e;
+}
+
+/* Encodes the full stripe e->st and sends its cells, one to each slice. */
+static void stream_stripe(ec_stream_t *e)
+{
+	unsigned char *out[NSL];
+	uint32_t cs = ec_stripe_cell(&e->l, e->st);
+	ec_encode_stripe(e->c, &e->l, e->st, e->stripe, e->cell, out);
+	for (unsigned i = 0; i < e->n; i++) {
+		XXH64_update(e->xx[i], out[i], cs);
+		if (e->s[i])
+			xs_stream_write(e->s[i], out[i], cs); /* (a dead stream: finish says why) */
+	}
+	e->st++;
+	e->fill = 0;
+}
+
+void ec_stream_write(ec_stream_t *e, const void *b, size_t len)
+{
+	const unsigned char *q = b;
+	if (!e || e->over || (e->over = e->got + len > e->l.size))
+		return;
+	e->got += len;
+	while (len) {
+		uint64_t want = ec_stripe_bytes(&e->l, e->st), k = MIN(want - e->fill, len);
+		memcpy(e->stripe + e->fill, q, k);
+		e->fill += k, q += k, len -= k;
+		if (e->fill == want)
+			stream_stripe(e);
+	}
+}
+
+void ec_stream_free(ec_stream_t *e)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < e->n; i++) {
+		xs_stream_free(e->s[i]); /* unfinished: the receiver keeps nothing */
+		XXH64_freeState(e->xx[i]);
+		buf_free(&e->msg[i]);
+		free(e->cell[i]);
+	}
+	ec_codec_free(e->c);
+	free(e->stripe);
+	free(e);
+}
+
+/* Rule 12: ends the slices' streams with their trailers. AIS_OK when all
+ * D+P answered 200; else AIS_ERR (EAGAIN, p->msg says why) after deleting
+ * the slices that landed. */
+static int stream_finish(ol_put_t *p, ec_stream_t *e, const ec_meta_t *tmpl)
+{
+	char mh[EC_META_MAX + 32], cv[64], md[STORE_CUSTOM_MAX + 32];
+	const char *tr[] = {mh, cv, p->custom && p->custom[0] ? md : NULL, NULL};
+	bool ok[NSL];
+	size_t good = 0;
+	buf_t meta = BUF_INIT, rh = BUF_INIT;
+	snprintf(md, sizeof(md), "Ais-Custom-Md: %s", p->custom ? p->custom : "");
+	for (unsigned i = 0; i < e->n; i++) {
+		ec_meta_t m = *tmpl;
+		int status = 0;
+		m.idx = i;
+		buf_reset(&meta);
+		ec_meta_format(&m, &meta);
+		snprintf(mh, sizeof(mh), "%s: %s", EC_META_HDR, meta.ptr);
+		snprintf(cv, sizeof(cv), "Ais-Checksum-Value: %016llx", (unsigned long long)XXH64_digest(e->xx[i]));
+		ok[i] = e->s[i] && xs_stream_finish(e->s[i], tr, &status, &rh, &e->msg[i]) == AIS_OK && status == 200;
+		good += ok[i];
+		if (!ok[i])
+			buf_addf(&p->msg, "%sslice %u on %s: %s%.200s", p->msg.len ? "; " : "", i, e->dest[i],
+				 status ? "HTTP error " : "", e->msg[i].ptr ? e->msg[i].ptr : "no answer");
+	}
+	buf_free(&meta);
+	buf_free(&rh);
+	count(EC_M_WRITTEN, good);
+	if (good == e->n) {
+		count(EC_M_STREAMED, 1);
+		return AIS_OK;
+	}
+	for (unsigned i = 0; i < e->n; i++) /* rule 2 */
+		if (ok[i])
+			delete_slice_on(e->dest[i], p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	errno = EAGAIN;
+	return AIS_ERR;
+}
+
 int ec_put(ol_put_t *p, const bmd_props_t *bp)
 {
 	target_t *t = p->t;
@@ -337,6 +506,13 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 
 	if (store_writer_seal(p->sw, p->want_type, p->want_type != CKSUM_NONE ? p->want_hex : NULL, &sm) != AIS_OK)
 		return AIS_ERR;
+	ec_stream_t *e = p->ecs;
+	if (e && !e->over && e->got == sm.size && e->st == e->l.stripes && e->l.d == bp->ec_data && e->l.p == bp->ec_parity) {
+		meta_template(&tmpl, bp, &sm); /* rule 12: the slices are sent, but for their trailers */
+		return stream_finish(p, e, &tmpl);
+	}
+	ec_stream_free(e); /* (cut: its receivers keep nothing) */
+	p->ecs = NULL;
 	if ((fd = store_writer_open_tmp(p->sw)) < 0)
 		return AIS_ERR;
 	size_t nt = targets(t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);
@@ -405,7 +581,8 @@ static void *ask_one(void *arg)
 	struct ask *a = arg;
 	char hv[64];
 	const char *hp[] = {hv, a->hdr, NULL};
-	snprintf(hv, sizeof(hv), "%s: ec", TGT_INTRA);
+	/* the only DELETE asked of all is a client's (rule 11: tombstones) */
+	snprintf(hv, sizeof(hv), "%s: %s", TGT_INTRA, strcmp(a->method, "DELETE") ? "ec" : TGT_DELETE);
 	if (!strcmp(a->method, "GET")) { /* the answer's head too (EC_META_HDR, EC_HOLDER_HDR) */
 		if (httpc_sync_get_to(a->url.ptr, hp, a->fd >= 0 ? 600000 : 10000, a->fd >= 0 ? to_fd : to_buf, a,
 				      &a->hdrs, &a->status, &a->resp) != AIS_OK)
@@ -436,6 +613,20 @@ static struct ask *ask_all(const url_t *u, size_t n, const char *method, const c
 		if (a[i].started)
 			pthread_join(a[i].th, NULL);
 	return a;
+}
+
+/* Rule 11: the newest tombstone of bck/obj here and in the answers a[0..n). */
+static int64_t deleted_at(target_t *t, const struct ask *a, size_t n, const char *bck, size_t blen, const char *obj,
+			  size_t olen)
+{
+	int64_t when = store_tomb_get(t->store, bck, blen, obj, olen);
+	for (size_t i = 0; i < n; i++) {
+		sv_t h = httpc_hdr_find(&a[i].hdrs, EC_DELETED_HDR);
+		uint64_t v;
+		if (h.ptr && num_parse_u64(h.ptr, h.len, 1, INT64_MAX, &v) == AIS_OK && (int64_t)v > when)
+			when = (int64_t)v;
+	}
+	return when;
 }
 
 static void ask_free(struct ask *a, size_t n)
@@ -474,10 +665,13 @@ static enum store_cksum cksum_of(const ec_meta_t *m, const char **colon)
 }
 
 /* Rule 4: the answer (of m[0..n) with have[i]) of the newest write with at
- * least D distinct slices, *cnt of them; -1 when none has. */
-static ssize_t pick_write(const ec_meta_t *m, const bool *have, size_t n, size_t *cnt)
+ * least D distinct slices, *cnt of them; -1 when none has. have[i] of a
+ * write older than the tombstone tomb (rule 11) is cleared first. */
+static ssize_t pick_write(const ec_meta_t *m, bool *have, size_t n, int64_t tomb, size_t *cnt)
 {
 	ssize_t ref = -1;
+	for (size_t i = 0; i < n; i++)
+		have[i] = have[i] && (int64_t)m[i].version >= tomb;
 	for (size_t i = 0; i < n; i++) {
 		if (!have[i])
 			continue;
@@ -515,14 +709,20 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
 		any += have[i];
 	}
-	size_t best = 0;
-	ssize_t r = pick_write(m, have, n, &best);
+	size_t best = 0, live = 0;
+	int64_t tomb = deleted_at(t, a, n, bck.ptr, bck.len, obj.ptr, obj.len);
+	ssize_t r = pick_write(m, have, n, tomb, &best);
 	const ec_meta_t *ref = r >= 0 ? &m[r] : NULL;
+	for (size_t i = 0; i < n; i++)
+		live += have[i];
 	if (!ref) {
-		if (any) {
+		if (!live && tomb) { /* rule 11 */
+			e = ESTALE;
+			buf_addf(msg, "deleted: %zu slice(s) found, all of a write a client deleted since", any);
+		} else if (live) {
 			e = EIO;
 			buf_addf(msg, "erasure-coded: only %zu slice(s) found on %zu active targets, fewer than the data "
-				      "slices needed to rebuild it", any, n);
+				      "slices needed to rebuild it", live, n);
 		}
 		goto out;
 	}
@@ -620,7 +820,7 @@ int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, stor
 
 	for (size_t i = 0; i < n; i++)
 		have[i] = a[i].status == 200 && ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m[i]) == AIS_OK;
-	ssize_t r = pick_write(m, have, n, &best);
+	ssize_t r = pick_write(m, have, n, deleted_at(t, a, n, bck.ptr, bck.len, obj.ptr, obj.len), &best);
 	/* D slices decode; one more checks them (rule 9) */
 	if (r < 0 || best <= m[r].d || http_range_parse(range, m[r].size, &start, &len) != AIS_OK) {
 		ask_free(a, n);
@@ -739,10 +939,11 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	meta_template(&tmpl, &bp, &sm);
 	bool have_idx[NSL] = {false}, taken[NSL] = {false};
 	const char *dest[NSL] = {NULL};
-	uint64_t ver = 0;
+	uint64_t ver = 0, seen = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m) != AIS_OK)
 			continue;
+		seen = MAX(seen, m.version);
 		/* current: the same object (size, checksum) in the bucket's layout,
 		 * and an index no holder before it in HRW order has */
 		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum) ||
@@ -753,6 +954,12 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	}
 	int wrote = 0;
 	size_t next = 0;
+	if (deleted_at(t, a, n, bck, blen, obj, olen) > sm.mtime_ns) { /* rule 11 */
+		log_info("%.*s/%.*s: a client deleted it after the whole copy here was written: dropped, not encoded",
+			 (int)blen, bck, (int)MIN(olen, 200), obj);
+		wrote = EC_GONE;
+		goto out;
+	}
 	if (!ver && n && strcmp(u[0], self_intra(t))) { /* rule 5: the first slices are the owner's */
 		buf_addf(msg, "no slice of it on its holders yet: its owner encodes them");
 		wrote = -1;
@@ -772,8 +979,10 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 			log_info("%.*s/%.*s: %u of its %u slices missing, only %u active targets without one: "
 				 "erasure-coded with less redundancy until targets join",
 				 (int)blen, bck, (int)MIN(olen, 200), obj, missing, ns, placed);
-		if (ver)
-			tmpl.version = ver; /* the repaired slices join the surviving ones' write */
+		/* the repaired slices join the surviving ones' write; new ones are
+		 * newer than any slice seen (a former layout's: rule 10) and no
+		 * younger than the whole copy otherwise (rule 11) */
+		tmpl.version = ver ? ver : MAX((uint64_t)sm.mtime_ns, seen + 1);
 		ec_layout_t l;
 		bool ok[NSL];
 		ec_layout(sm.size, bp.ec_data, bp.ec_parity, EC_CELL, &l);
@@ -893,6 +1102,15 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	for (size_t i = 0; i < p.n && i < NSL; i++)
 		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
+	if (current && p.self >= 0 && n > 1) {
+		/* rule 11: a holder's slice of a deleted object (this target missed
+		 * the delete) goes; the first other holder knows of the delete */
+		struct ask *a = ask_all(&top[p.self == 0], 1, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
+		bool gone = deleted_at(t, a, 1, bck, blen, obj, olen) > (int64_t)me.version;
+		ask_free(a, 1);
+		if (gone)
+			return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+	}
 	if (current && p.self == 0 && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
 		/* rule 8: the owner without the whole copy fetches or rebuilds it */
 		int fd;
@@ -909,6 +1127,10 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	char vh[64];
 	snprintf(vh, sizeof(vh), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
 	struct ask *a = ask_all(top, n, "GET", "?meta=true", NULL, vh, bck, blen, obj, olen);
+	if (deleted_at(t, a, n, bck, blen, obj, olen) > (int64_t)me.version) { /* rule 11: not moved */
+		ask_free(a, n);
+		return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+	}
 	bool cand[NSL] = {false}, conf[NSL] = {false}, ok[NSL] = {false};
 	ec_meta_t am[NSL];
 	const ec_meta_t *newest = NULL;

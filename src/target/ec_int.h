@@ -28,6 +28,11 @@
  * target holds the slice as one of its holders under a map at least that
  * new (ecslice.c rule 5). */
 #define EC_HOLDER_HDR "Ais-Ec-Holder"
+/* On every answer to a slice GET (?meta=true too, 404 too): when a client
+ * deleted the object, the time of the newest delete this target recorded
+ * (its tombstone, ns). A slice of a write older than that is of a deleted
+ * object (ecslice.c rule 6). */
+#define EC_DELETED_HDR "Ais-Ec-Deleted"
 
 /* A slice's metadata from its store custom metadata (the text before the
  * newline). AIS_OK or AIS_ERR (EINVAL). */
@@ -50,6 +55,15 @@ void ec_slice_bucket(const char *bck, size_t blen, char out[24]);
 /* The bucket's props from the current BMD; false when it lacks the bucket. */
 bool ec_props(target_t *t, sv_t bck, bmd_props_t *out);
 
+/* Pool (ol_put_begin, with the body's size known): opens the streams of
+ * an erasure-coded PUT's D+P slices, encoded as the body arrives (ec.c
+ * rule 12); NULL when the object is not erasure coded or cannot be
+ * streamed (ec_put then encodes the sealed file). write feeds the body's
+ * bytes; ec_put finishes the streams; free cuts them if unfinished. */
+typedef struct ec_stream ec_stream_t;
+ec_stream_t *ec_stream_open(ol_put_t *p, uint64_t size);
+void ec_stream_write(ec_stream_t *e, const void *b, size_t len);
+void ec_stream_free(ec_stream_t *e);
 /* Pool (ol_put_commit): seals p's write, encodes it into D+P slices and
  * PUTs each to a distinct target in HRW order. AIS_OK when every slice is
  * durable (the caller then commits the whole copy here); else AIS_ERR
@@ -60,7 +74,9 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp);
  * the active targets (a slice that fails its checksum there is dropped),
  * verifying the result against the object's checksum, then hands the
  * object to the rebalance, which rebuilds the missing slices. AIS_OK, or
- * AIS_ERR with errno ENOENT (no slice anywhere) or EIO (msg says why). */
+ * AIS_ERR with errno ENOENT (no slice anywhere), ESTALE (every slice found
+ * is of a write a client deleted since: a tombstone is newer) or EIO (msg
+ * says why). */
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
 /* Pool (ol_open for a Range read, when no whole copy can be fetched):
  * decodes only the stripes that range (a Range header value) touches from
@@ -74,7 +90,10 @@ int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_me
 /* Pool or job thread: with the whole object here, makes sure D+P current
  * slices are on distinct active targets, encoding and sending the missing
  * ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
- * failed send. */
+ * failed send; EC_GONE when a client deleted the object after the whole
+ * copy here was written (a holder's tombstone is newer; ec.c rule 11):
+ * nothing is sent and the caller drops that copy. */
+#define EC_GONE (-2)
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Job thread (the rebalance walk under map version cmap_v): with this
  * target not a holder of its local slice of bck/obj (ec.c rules 6, 7),

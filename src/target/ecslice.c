@@ -25,6 +25,19 @@
  *     target is a holder of the slice under a map at least that new, read
  *     under the same map lock as the slice itself, so a slice it answers
  *     for is never being dropped by its own rebalance (ec.c rule 7).
+ *  6. Deletes: a DELETE that is a client's (Ais-Intra: TGT_DELETE, from
+ *     ol_delete) leaves a tombstone of the slice before removing it; every
+ *     GET answer carries the newest tombstone here (EC_DELETED_HDR, of the
+ *     object or of its slice); a PUT of a slice whose write (its version)
+ *     is older than a tombstone here is refused (410) and stores nothing,
+ *     checked before the body and again under the store's commit lock
+ *     (store_writer_origin against the slice's tombstone), so a move or a
+ *     repair racing a delete cannot bring a slice back.
+ *  7. A slice streamed while its object's body arrives (chunked, no
+ *     EC_META_HDR in the head, not a move) brings its metadata, custom
+ *     metadata and checksum value in the trailer; nothing is committed
+ *     before the trailer parsed and the bytes matched that checksum (with
+ *     Ais-Checksum-Type in the head); a stream cut short commits nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -73,9 +86,11 @@ struct slice {
 	enum store_cksum want_type;
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	char custom[STORE_CUSTOM_MAX];
-	bool meta_only, range;
+	bool meta_only, range, client_delete;
+	bool trailed; /* rule 7: metadata and checksum come in the trailer */
 	int fd;
 	store_meta_t m;
+	int64_t tomb; /* rule 6: the newest tombstone here, or 0 */
 	int err;
 };
 
@@ -160,6 +175,11 @@ static int put_begin(ol_stream_t *st)
 	size_t sl = strlen(s->sb);
 	if (s->move && move_check(s) != AIS_OK) /* rule 4 */
 		return AIS_ERR;
+	if (!s->trailed && (ol_deleted(s->t, s->bck, s->obj, (int64_t)s->em.version) ||
+			    ol_deleted(s->t, (sv_t){s->sb, sl}, s->obj, (int64_t)s->em.version))) { /* rule 6 */
+		errno = ESTALE;
+		return AIS_ERR;
+	}
 	if (store_writer_begin(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->w) != AIS_OK) {
 		if (errno != ENOENT)
 			return AIS_ERR;
@@ -181,6 +201,7 @@ static int put_write(ol_stream_t *st, const char *b, size_t n)
 static int put_commit(ol_stream_t *st)
 {
 	struct slice *s = st->arg;
+	store_writer_origin(s->w, (int64_t)s->em.version); /* rule 6, under the commit lock */
 	return store_writer_commit(s->w, s->want_type, s->want_type != CKSUM_NONE ? s->want_hex : NULL, s->custom,
 				   NULL);
 }
@@ -197,12 +218,16 @@ static void put_fail(ol_stream_t *st, int err)
 		http_resp_send(st->req, "", 0);
 	} else if (err == EEXIST) {
 		http_resp_error(st->req, 409, "slice not taken: %s", s->why);
+	} else if (err == ESTALE) {
+		http_resp_error(st->req, 410, "slice not taken: a client deleted the object after its write");
 	} else {
 		tgt_resp_errno(st->req, err, "slice");
 	}
 }
 
+static int put_end(ol_stream_t *st);
 static const ol_stream_ops_t put_ops = {
+	.end = put_end,
 	.begin = put_begin,
 	.write = put_write,
 	.commit = put_commit,
@@ -210,29 +235,54 @@ static const ol_stream_ops_t put_ops = {
 	.fail = put_fail,
 };
 
-static void put_slice(http_req_t *req, struct slice *s)
+/* The slice's metadata, custom metadata and declared checksum value into
+ * s, from the head or (rule 7) the trailer. AIS_ERR after answering 400. */
+static int slice_fields(http_req_t *req, struct slice *s, sv_t em, sv_t md, sv_t cv)
 {
-	sv_t em = http_req_header(req, EC_META_HDR), md = http_req_header(req, "Ais-Custom-Md");
-	sv_t ct = http_req_header(req, "Ais-Checksum-Type"), cv = http_req_header(req, "Ais-Checksum-Value");
 	if (!em.ptr || ec_meta_parse(em.ptr, em.len, &s->em) != AIS_OK) {
 		http_resp_error(req, 400, "missing or malformed " EC_META_HDR);
-		return;
+		return AIS_ERR;
 	}
 	if (em.len + 1 + md.len >= sizeof(s->custom)) {
 		http_resp_error(req, 400, "slice metadata longer than %d bytes", STORE_CUSTOM_MAX - 1);
-		return;
+		return AIS_ERR;
 	}
 	memcpy(s->custom, em.ptr, em.len);
 	s->custom[em.len] = '\n';
 	if (md.len)
 		memcpy(s->custom + em.len + 1, md.ptr, md.len);
-	if (ct.ptr && (store_cksum_parse(ct.ptr, ct.len, &s->want_type) != AIS_OK ||
-		       (s->want_type != CKSUM_NONE && (!cv.ptr || !cv.len || cv.len >= sizeof(s->want_hex))))) {
-		http_resp_error(req, 400, "bad Ais-Checksum-Type or Ais-Checksum-Value");
+	if (s->want_type != CKSUM_NONE) {
+		if (!cv.ptr || !cv.len || cv.len >= sizeof(s->want_hex)) {
+			http_resp_error(req, 400, "bad Ais-Checksum-Value");
+			return AIS_ERR;
+		}
+		memcpy(s->want_hex, cv.ptr, cv.len);
+	}
+	return AIS_OK;
+}
+
+/* The body ended: a streamed slice's fields are in its trailer (rule 7). */
+static int put_end(ol_stream_t *st)
+{
+	struct slice *s = st->arg;
+	http_req_t *req = st->req;
+	if (!s->trailed)
+		return AIS_OK;
+	return slice_fields(req, s, http_req_trailer(req, EC_META_HDR), http_req_trailer(req, "Ais-Custom-Md"),
+			    http_req_trailer(req, "Ais-Checksum-Value"));
+}
+
+static void put_slice(http_req_t *req, struct slice *s)
+{
+	sv_t em = http_req_header(req, EC_META_HDR), ct = http_req_header(req, "Ais-Checksum-Type");
+	s->trailed = req->chunked && !em.ptr && !s->move;
+	if (ct.ptr && store_cksum_parse(ct.ptr, ct.len, &s->want_type) != AIS_OK) {
+		http_resp_error(req, 400, "bad Ais-Checksum-Type");
 		return;
 	}
-	if (s->want_type != CKSUM_NONE)
-		memcpy(s->want_hex, cv.ptr, cv.len);
+	if (!s->trailed && slice_fields(req, s, em, http_req_header(req, "Ais-Custom-Md"),
+					http_req_header(req, "Ais-Checksum-Value")) != AIS_OK)
+		return;
 	ol_stream_t *st = arena_zalloc(req->arena, sizeof(*st));
 	st->ops = &put_ops;
 	st->arg = s;
@@ -245,6 +295,8 @@ static void get_work(http_req_t *req)
 {
 	struct slice *s = req->state;
 	size_t sl = strlen(s->sb);
+	s->tomb = MAX(store_tomb_get(s->t->store, s->bck.ptr, s->bck.len, s->obj.ptr, s->obj.len),
+		      store_tomb_get(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len)); /* rule 6 */
 	if (s->meta_only) { /* rule 5 */
 		cluster_t *cl = s->t->base.cl;
 		const cmap_t *m = NULL;
@@ -280,6 +332,8 @@ static void get_work(http_req_t *req)
 static void get_done(http_req_t *req)
 {
 	struct slice *s = req->state;
+	if (s->tomb)
+		http_resp_header(req, EC_DELETED_HDR, "%lld", (long long)s->tomb);
 	if (s->err == EBADMSG) {
 		http_resp_error(req, 410, "slice damaged (checksum mismatch): deleted");
 		return;
@@ -313,6 +367,9 @@ static void get_done(http_req_t *req)
 static void del_work(http_req_t *req)
 {
 	struct slice *s = req->state;
+	if (s->client_delete && /* rule 6 */
+	    store_tomb_put(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, time_now_ns()) != AIS_OK)
+		log_warn("DELETE of the slice of %.*s: no tombstone kept", (int)MIN(s->obj.len, 200), s->obj.ptr);
 	if (store_delete(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len) != AIS_OK)
 		s->err = errno ? errno : EIO;
 }
@@ -353,6 +410,7 @@ int tgt_ec(http_req_t *req)
 	ec_slice_bucket(bck.ptr, bck.len, s->sb);
 	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
 	s->range = http_req_has_header(req, "Range");
+	s->client_delete = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
 	arena_cleanup_add(req->arena, slice_cleanup, s);
 	req->state = s;
 	if (req->method == HTTP_PUT)

@@ -162,6 +162,8 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, in
 		rc = ec_restore(t, bck, obj, &emsg);
 		if (rc == AIS_OK) {
 			buf_reset(msg);
+		} else if (errno == ESTALE) { /* its slices are of a write deleted since */
+			e = ENOENT;
 		} else if (errno != ENOENT || e != ENOENT) {
 			buf_addf(msg, "%s%s", msg->len ? "; " : "", emsg.ptr ? emsg.ptr : "no slice found");
 			e = errno == ENOENT ? e : errno;

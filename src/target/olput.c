@@ -67,6 +67,8 @@ int ol_put_begin(ol_put_t *p)
 		store_writer_origin(p->sw, p->origin_ns);
 	/* rule 4: the copies go to the other holders as the bytes come */
 	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	if (!p->repl && p->size && p->w && p->w->cluster) /* or the slices, encoded as they come */
+		p->ecs = ec_stream_open(p, p->size);
 	return AIS_OK;
 }
 
@@ -76,6 +78,8 @@ int ol_put_write(ol_put_t *p, const void *b, size_t n)
 		return AIS_ERR;
 	if (p->repl)
 		tgt_repl_write(p->repl, b, n);
+	if (p->ecs)
+		ec_stream_write(p->ecs, b, n);
 	return AIS_OK;
 }
 
@@ -164,6 +168,8 @@ void ol_put_free(ol_put_t *p)
 {
 	tgt_repl_free(p->repl); /* (unfinished: the receivers keep nothing) */
 	p->repl = NULL;
+	ec_stream_free(p->ecs);
+	p->ecs = NULL;
 	store_writer_free(p->sw);
 	p->sw = NULL;
 	buf_free(&p->msg);

@@ -80,6 +80,7 @@ static int tgt_jobs(http_req_t *req)
 /* --- what the rebalance job needs of this target (jobs.h: reb_env_t) --- */
 
 _Static_assert(REB_GONE == TGT_GONE, "send_copy answers tgt_send_copy's codes");
+_Static_assert(REB_EC_GONE == EC_GONE, "repair answers ec_repair's codes");
 _Static_assert((int)REB_SLICE_KEPT == (int)EC_SLICE_KEPT && (int)REB_SLICE_MOVED == (int)EC_SLICE_MOVED &&
 		       (int)REB_SLICE_DROPPED == (int)EC_SLICE_DROPPED,
 	       "place_slice answers ec_place_slice's codes");

@@ -10,7 +10,11 @@ listing entry each; each big object has exactly one slice on each of the 6
 targets (metadata with its index, D, P, size), no whole copy but the
 owner's; a damaged slice on disk and the owner's whole copy dropped: the
 GET rebuilds the object from the other slices (byte for byte, the damage
-detected and logged) and the damaged slice is rebuilt; kill -9 of 2
+detected and logged) and the damaged slice is rebuilt; the PUTs of mid
+and big were encoded while their bodies arrived (the metric); a streamed
+slice (fields in the trailer) whose checksum does not match is refused
+(400) and not stored, with the right one it is; a PUT cut short after
+2 streamed stripes leaves no object and no slice; kill -9 of 2
 targets under a read loop: after the map change 0 failed reads and every
 byte identical; a third kill: each read either the right bytes or a 5xx /
 404 with a reason, never wrong bytes; DELETE removes every slice.
@@ -18,13 +22,17 @@ byte identical; a third kill: each read either the right bytes or a 5xx /
 # timeout: 240
 # log-allow: does not match its checksum
 import glob
+import http.client
 import json
 import os
+import socket
 import time
+import urllib.parse
 
 from itlib import T, q
 
 import clulib
+import hrwlib
 from clulib import follow, get, poll, request, smap_ids
 
 JSON = {"Content-Type": "application/json"}
@@ -138,6 +146,48 @@ def counter(tg, name):
     return sum(float(ln.rsplit(" ", 1)[1]) for ln in body.splitlines()
                if ln.startswith(name + " ") or ln.startswith(name + "{"))
 
+
+t.eq(sum(counter(x, "aisd_ec_puts_streamed_total") for x in targets), 2,
+     "mid and big were encoded while their bodies arrived (aisd_ec_puts_streamed_total)")
+
+
+def streamed_slice(tg, name, body, trailers):
+    """A slice PUT as the owner streams it: chunked, its fields in the trailer."""
+    u = urllib.parse.urlsplit(tg.url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        c.putrequest("PUT", "/v1/ec/e1/" + name)
+        for k, v in (("Ais-Intra", "test"), ("Ais-Checksum-Type", "xxhash"), ("Transfer-Encoding", "chunked"),
+                     ("Trailer", "Ais-Ec-Meta, Ais-Checksum-Value")):
+            c.putheader(k, v)
+        c.endheaders()
+        c.send(b"%x\r\n%s\r\n0\r\n%s\r\n" % (len(body), body,
+                                             "".join("%s: %s\r\n" % kv for kv in trailers).encode()))
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+mh = get(targets[0].url, "/v1/ec/e1/mid?meta=true", headers=INTRA).body.decode()
+sl = os.urandom(65536)
+st, body = streamed_slice(targets[0], "tr", sl, [("Ais-Ec-Meta", mh), ("Ais-Checksum-Value", "0123456789abcdef")])
+t.check(st == 400 and b"checksum" in body, "a streamed slice whose trailer checksum does not match: 400", (st, body))
+t.check(slice_meta(targets[0], "e1", "tr") is None, "  and nothing stored")
+st, body = streamed_slice(targets[0], "tr", sl, [("Ais-Ec-Meta", mh), ("Ais-Checksum-Value", "%016x" % hrwlib.xxh64(sl, 0))])
+t.check(st == 200 and slice_meta(targets[0], "e1", "tr") is not None, "with the right one: 200, stored", (st, body))
+t.eq(request("DELETE", targets[0].url, "/v1/ec/e1/tr", headers=INTRA).status, 200, "  (removed again)")
+
+# a client that stops after 2 stripes of a 1 MiB body: the streams are cut, nothing stays
+own = owner_of("e1", "cut", targets)
+u = urllib.parse.urlsplit(own.url)
+with socket.create_connection((u.hostname, u.port), timeout=10) as sk:
+    sk.sendall(b"PUT /v1/objects/e1/cut HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (1 << 20))
+    sk.sendall(os.urandom(600 << 10))
+    time.sleep(0.5)
+t.check(poll(lambda: follow("GET", g.url, "/v1/objects/e1/cut")[1].status == 404 and
+             all(slice_meta(x, "e1", "cut") is None for x in targets), 10),
+        "a PUT cut short after 2 of its stripes were streamed: no object, no slice anywhere")
 
 STRIPE = 4 * 65536
 for n, size in (("huge", 64 << 20), ("odd", (3 << 20) + 12345)):
