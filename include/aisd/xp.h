@@ -41,6 +41,7 @@
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
  *     base can be reached (false for https when the TLS settings fail).
+ *     The blocking side (xsync.c) shares that client context.
  */
 #ifndef AISD_XP_H
 #define AISD_XP_H

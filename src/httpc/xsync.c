@@ -11,8 +11,8 @@
  *     no byte of the body crosses the network.
  *  2. The body goes from the file to the socket with sendfile (no copy in
  *     user space); over https with SSL_sendfile when the kernel took the
- *     session's encryption (kTLS), else read and encrypted in 256 KiB
- *     pieces.
+ *     session's encryption (kTLS, asked for when net.tls.ktls is on), else
+ *     read and encrypted in 256 KiB pieces.
  *  3. A connection is reused only after a whole answer with keep-alive and
  *     a body sent whole (or never promised); a reused connection that fails
  *     before any answer byte is retried once on a new one (the body is a
@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "aisd/authz.h"
+#include "aisd/httpc.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
@@ -186,8 +187,10 @@ static xconn_t dial(const char *key, bool tls, buf_t *msg)
 		errno = EPROTO;
 		return c;
 	}
-	/* the kernel encrypts where it can: file bodies then go with SSL_sendfile */
-	SSL_set_options(c.ssl, SSL_OP_ENABLE_KTLS);
+	/* net.tls.ktls: the kernel encrypts where it can, file bodies then go
+	 * with SSL_sendfile */
+	if (httpc_tls_ktls())
+		SSL_set_options(c.ssl, SSL_OP_ENABLE_KTLS);
 	ERR_clear_error();
 	if (SSL_connect(c.ssl) != 1) {
 		unsigned long e = ERR_get_error();
