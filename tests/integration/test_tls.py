@@ -374,8 +374,8 @@ ids3 = [x.id for x in ts3]
 with open(big, "rb") as f:
     big_bytes = f.read()
 # what HRW puts on the new target now: a 2-copy object has 2 holders
-moved = [(big_bytes, B + "/big", 1), (data16, MB + "/big16", 2)] + [(small_bytes, MB + "/" + n, 2) for n in names]
-distinct = {len(d): d for d, _, _ in moved}  # (the sizes differ)
+moved = [(big_bytes, B + "/big", 1), (big_bytes, B + "/ctl-big", 1), (data16, MB + "/big16", 2)] + [(small_bytes, MB + "/" + n, 2) for n in names]
+distinct = {len(d): d for d, _, _ in moved}  # (one content per size)
 want3 = {n: 0 for n in distinct}
 for data, uname, k in moved:
     if t3.id in hrwlib.top(uname, ids3, k):
