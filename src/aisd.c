@@ -197,8 +197,10 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (conf.tls_cert[0])
+	if (conf.tls_cert[0]) {
 		httpc_tls_set(conf.tls_ca, conf.tls_cert, conf.tls_key); /* intra-cluster calls */
+		httpc_tls_ktls_set(conf.tls_ktls);
+	}
 	jobs_cluster_register(bkj_kind); /* the job routes of /v1/cluster, the decommission drain */
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;

@@ -192,6 +192,10 @@ const char *httpc_url(const httpc_req_t *r);
 void httpc_tls_set(const char *ca, const char *cert, const char *key);
 /* Those settings (NULL when not set), for the transport's own TLS (xp.c). */
 void httpc_tls_get(const char **ca, const char **cert, const char **key);
+/* Whether the transport's blocking side (xsync.c) asks OpenSSL for kTLS on
+ * its https connections (net.tls.ktls; off until set). */
+void httpc_tls_ktls_set(bool on);
+bool httpc_tls_ktls(void);
 /* Applies those settings to a CURL easy handle made outside httpc. */
 void httpc_easy_tls(void *curl_easy);
 /*

@@ -41,6 +41,7 @@
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
  *     base can be reached (false for https when the TLS settings fail).
+ *     The blocking side (xsync.c) shares that client context.
  */
 #ifndef AISD_XP_H
 #define AISD_XP_H
@@ -94,14 +95,15 @@ void xp_pool_free(struct event_base *base);
 /*
  * The blocking side (xsync.c), for threads that may block (the I/O pool,
  * jobs): PUTs len bytes of the object file fd (from its start) to url
- * (plain http) with sendfile, after the receiver's 100 Continue; hdrs
+ * (http, or https: SSL_sendfile under kTLS, else encrypted in pieces)
+ * with sendfile, after the receiver's 100 Continue; hdrs
  * are extra "Name: value" lines. A receiver may answer at once without
  * taking the body (*sent false): a conditional send it already has, or a
  * refusal. AIS_OK with the final *status and its headers in resp_hdrs
  * (msg holds an error answer's body), or AIS_ERR with errno and msg (no
  * answer). Connections are kept per thread and peer until xs_release.
  */
-bool xs_supports(const char *url); /* plain http (no TLS on this side yet) */
+bool xs_supports(const char *url); /* as xp_supports */
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg);
 void xs_release(void);

@@ -5,6 +5,7 @@
 #define AISD_HTTPC_INTERNAL_H
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 /* curl_global_init, once per process (thread-safe). */
 void httpc_global_init(void);
@@ -17,6 +18,12 @@ void httpc_easy_common(CURL *e, const char *user_agent);
  * (httpc_set_signer), nothing when none signs. */
 struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
 				    size_t len);
+/* A client TLS session on the connected socket fd (the handshake not yet
+ * run) with the one client context of https peers (xp.c): the settings of
+ * httpc_tls_set (CA bundle, client certificate for mTLS), host's name
+ * verified. NULL (errno EPROTO) when that context could not be made (the
+ * log says why). */
+SSL *httpc_tls_client(int fd, const char *host);
 /* Frees this thread's handle of stream.c (httpc_sync_release calls it). */
 void httpc_stream_release(void);
 /* True for methods that may be sent twice. */

@@ -41,6 +41,7 @@ void httpc_global_init(void) { pthread_once(&g_once, global_init); }
 /* TLS of every outgoing request: set once at start-up, before any request
  * (httpc_tls_set), read without a lock afterwards. */
 static char *g_tls_ca, *g_tls_cert, *g_tls_key;
+static bool g_tls_ktls;
 
 void httpc_tls_set(const char *ca, const char *cert, const char *key)
 {
@@ -48,6 +49,10 @@ void httpc_tls_set(const char *ca, const char *cert, const char *key)
 	g_tls_cert = cert && *cert ? xstrdup(cert) : NULL;
 	g_tls_key = key && *key ? xstrdup(key) : NULL;
 }
+
+void httpc_tls_ktls_set(bool on) { g_tls_ktls = on; }
+
+bool httpc_tls_ktls(void) { return g_tls_ktls; }
 
 void httpc_tls_get(const char **ca, const char **cert, const char **key)
 {

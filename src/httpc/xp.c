@@ -39,6 +39,7 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
+#include "internal.h"
 #include "aisd/banned.h"
 
 #define XP_KEY_MAX 256
@@ -329,19 +330,26 @@ static ssize_t x_send(xp_req_t *r, const char *p, size_t n, bool *want_rd)
 	return -1;
 }
 
+SSL *httpc_tls_client(int fd, const char *host)
+{
+	pthread_once(&ctx_once, ctx_init);
+	SSL *ssl = ctx ? SSL_new(ctx) : NULL;
+	if (!ssl) {
+		errno = EPROTO;
+		return NULL;
+	}
+	SSL_set_fd(ssl, fd);
+	SSL_set_connect_state(ssl);
+	SSL_set_tlsext_host_name(ssl, host);
+	SSL_set1_host(ssl, host);
+	return ssl;
+}
+
 /* The TLS session of a new connection (the handshake runs in the first
  * SSL_write). */
 static int tls_start(xp_req_t *r)
 {
-	if (!ctx || !(r->ssl = SSL_new(ctx))) {
-		errno = EPROTO;
-		return AIS_ERR;
-	}
-	SSL_set_fd(r->ssl, r->fd);
-	SSL_set_connect_state(r->ssl);
-	SSL_set_tlsext_host_name(r->ssl, r->host);
-	SSL_set1_host(r->ssl, r->host);
-	return AIS_OK;
+	return (r->ssl = httpc_tls_client(r->fd, r->host)) ? AIS_OK : AIS_ERR;
 }
 
 /* --- the request ------------------------------------------------------------------ */

@@ -2,7 +2,7 @@
  * xsync.c - the node-to-node transport for threads that may block (the I/O
  * pool, the rebalance and resilver jobs): an object file PUT to another
  * target with sendfile, over a keep-alive connection per thread and peer
- * (xp.h, "blocking side").
+ * (xp.h, "blocking side"), plain http or https.
  *
  * Guarantees:
  *  1. The head goes out with "Expect: 100-continue" and the body only
@@ -10,18 +10,27 @@
  *     (a conditional send, Ais-Have-*) or refuses it answers at once, and
  *     no byte of the body crosses the network.
  *  2. The body goes from the file to the socket with sendfile (no copy in
- *     user space).
+ *     user space); over https with SSL_sendfile when the kernel took the
+ *     session's encryption (kTLS, asked for when net.tls.ktls is on), else
+ *     read and encrypted in 256 KiB pieces.
  *  3. A connection is reused only after a whole answer with keep-alive and
  *     a body sent whole (or never promised); a reused connection that fails
  *     before any answer byte is retried once on a new one (the body is a
  *     file: it can be sent again).
- *  4. Every socket wait is bounded by the request's timeout.
+ *  4. Every socket wait is bounded by the request's timeout (the TLS
+ *     handshake by the connect's 3 s).
+ *  5. https peers get the client context of xp.c (httpc_tls_client: the
+ *     CA bundle, the client certificate for mTLS, the peer's name
+ *     verified); a plain and a TLS connection to one peer are pooled apart.
  */
 #include <errno.h>
 #include <http_parser.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,57 +44,82 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
+#include "internal.h"
 #include "aisd/banned.h"
 
 #define XS_IDLE 8
 #define XS_RESP_MAX (64u << 10)
+#define XS_TLS_PIECE (256u << 10)
+
+/* A connection: its socket and, to an https peer, its TLS session. */
+typedef struct {
+	int fd;
+	SSL *ssl;
+} xconn_t;
 
 static __thread struct {
 	char key[256];
-	int fd;
+	bool tls;
+	xconn_t c;
 } tl_idle[XS_IDLE];
 static __thread int tl_nidle;
+
+static void c_close(xconn_t *c)
+{
+	if (c->ssl)
+		SSL_free(c->ssl); /* (no close_notify: the peer reads EOF, as for plain TCP) */
+	if (c->fd >= 0)
+		close(c->fd);
+	c->ssl = NULL;
+	c->fd = -1;
+}
 
 void xs_release(void)
 {
 	for (int i = 0; i < tl_nidle; i++)
-		close(tl_idle[i].fd);
+		c_close(&tl_idle[i].c);
 	tl_nidle = 0;
 }
 
-static int idle_take(const char *key)
+/* A pooled connection to key the peer has not closed (nothing readable on
+ * it, no TLS bytes held back), or fd -1. */
+static xconn_t idle_take(const char *key, bool tls)
 {
 	for (int i = 0; i < tl_nidle; i++) {
-		if (strcmp(tl_idle[i].key, key))
+		if (tl_idle[i].tls != tls || strcmp(tl_idle[i].key, key))
 			continue;
-		int fd = tl_idle[i].fd;
+		xconn_t c = tl_idle[i].c;
 		tl_idle[i] = tl_idle[--tl_nidle];
 		char b;
-		ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return fd;
-		close(fd);
+		ssize_t k = recv(c.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && (!c.ssl || !SSL_pending(c.ssl)))
+			return c;
+		c_close(&c);
 		i = -1; /* (the array changed: look again) */
 	}
-	return -1;
+	return (xconn_t){.fd = -1};
 }
 
-static void idle_put(const char *key, int fd)
+static void idle_put(const char *key, bool tls, xconn_t *c)
 {
 	if (tl_nidle == XS_IDLE) {
-		close(tl_idle[0].fd);
+		c_close(&tl_idle[0].c);
 		tl_idle[0] = tl_idle[--tl_nidle];
 	}
 	snprintf(tl_idle[tl_nidle].key, sizeof(tl_idle[0].key), "%s", key);
-	tl_idle[tl_nidle++].fd = fd;
+	tl_idle[tl_nidle].tls = tls;
+	tl_idle[tl_nidle++].c = *c;
+	*c = (xconn_t){.fd = -1};
 }
 
-/* "http://HOST:PORT/path?q": the key HOST:PORT and the request-target. */
-static int split_url(const char *url, char *key, size_t ksz, const char **target)
+/* "http(s)://HOST:PORT/path?q": the key HOST:PORT, whether it is https,
+ * and the request-target. */
+static int split_url(const char *url, char *key, size_t ksz, bool *tls, const char **target)
 {
-	if (strncmp(url, "http://", 7))
+	*tls = !strncmp(url, "https://", 8);
+	if (!*tls && strncmp(url, "http://", 7))
 		return AIS_ERR;
-	const char *h = url + 7, *slash = strchr(h, '/');
+	const char *h = url + (*tls ? 8 : 7), *slash = strchr(h, '/');
 	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
 	if (!hl || hl >= ksz)
 		return AIS_ERR;
@@ -102,13 +136,18 @@ static void set_timeout(int fd, uint64_t ms)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* A new connection to HOST:PORT (blocking, connect bounded by 3 s). */
-static int dial(const char *key)
+/* A new connection to HOST:PORT (blocking, connect and TLS handshake
+ * bounded by 3 s each); fd -1 with errno and msg on failure. */
+static xconn_t dial(const char *key, bool tls, buf_t *msg)
 {
 	char name[256], port[16];
+	xconn_t c = {.fd = -1};
 	const char *colon = strrchr(key, ':');
-	if (!colon)
-		return -1;
+	if (!colon) {
+		errno = EINVAL;
+		buf_addf(msg, "%s: no port", key);
+		return c;
+	}
 	size_t nl = (size_t)(colon - key);
 	if (nl && key[0] == '[' && key[nl - 1] == ']')
 		snprintf(name, sizeof(name), "%.*s", (int)nl - 2, key + 1);
@@ -118,7 +157,8 @@ static int dial(const char *key)
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
 	if (getaddrinfo(name, port, &hints, &ai) || !ai) {
 		errno = EHOSTUNREACH;
-		return -1;
+		buf_addf(msg, "%s: connect: %s", key, strerror(errno));
+		return c;
 	}
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
@@ -133,13 +173,73 @@ static int dial(const char *key)
 		}
 	}
 	freeaddrinfo(ai);
-	return fd;
+	if (fd < 0) {
+		buf_addf(msg, "%s: connect: %s", key, strerror(errno));
+		return c;
+	}
+	c.fd = fd;
+	if (!tls)
+		return c;
+	if (!(c.ssl = httpc_tls_client(fd, name))) {
+		buf_addf(msg, "%s: TLS: no client context (see the log)", key);
+		c_close(&c);
+		errno = EPROTO;
+		return c;
+	}
+	/* net.tls.ktls: the kernel encrypts where it can, file bodies then go
+	 * with SSL_sendfile */
+	if (httpc_tls_ktls())
+		SSL_set_options(c.ssl, SSL_OP_ENABLE_KTLS);
+	ERR_clear_error();
+	if (SSL_connect(c.ssl) != 1) {
+		unsigned long e = ERR_get_error();
+		long v = SSL_get_verify_result(c.ssl);
+		buf_addf(msg, "%s: TLS handshake: %s", key,
+			 v != X509_V_OK ? X509_verify_cert_error_string(v)
+			 : e            ? ERR_reason_error_string(e)
+			 : errno        ? strerror(errno)
+					: "connection closed");
+		c_close(&c);
+		errno = EPROTO;
+	}
+	return c;
 }
 
-static int send_all(int fd, const char *p, size_t n)
+/* SSL_get_error of k as errno (-1). */
+static ssize_t ssl_fail(SSL *ssl, int k)
+{
+	int e = SSL_get_error(ssl, k);
+	errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? ETIMEDOUT /* (a socket timeout) */
+		: e == SSL_ERROR_SYSCALL && errno                     ? errno
+		: e == SSL_ERROR_ZERO_RETURN                          ? ECONNRESET
+								      : EPROTO;
+	return -1;
+}
+
+static ssize_t c_recv(xconn_t *c, char *b, size_t n)
+{
+	if (!c->ssl)
+		return recv(c->fd, b, n, 0);
+	ERR_clear_error();
+	int k = SSL_read(c->ssl, b, (int)MIN(n, (size_t)INT_MAX));
+	if (k > 0)
+		return k;
+	if (SSL_get_error(c->ssl, k) == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	return ssl_fail(c->ssl, k);
+}
+
+static int send_all(xconn_t *c, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t k;
+		if (c->ssl) {
+			ERR_clear_error();
+			int w = SSL_write(c->ssl, p, (int)MIN(n, (size_t)INT_MAX));
+			k = w > 0 ? w : ssl_fail(c->ssl, w);
+		} else {
+			k = send(c->fd, p, n, MSG_NOSIGNAL);
+		}
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -148,6 +248,43 @@ static int send_all(int fd, const char *p, size_t n)
 		n -= (size_t)k;
 	}
 	return AIS_OK;
+}
+
+/* len bytes of the file fd from its start onto the connection (rule 2). */
+static int send_file(xconn_t *c, int fd, uint64_t len)
+{
+	off_t off = 0;
+	uint64_t left = len;
+	bool ktls = c->ssl && BIO_get_ktls_send(SSL_get_wbio(c->ssl));
+	char *piece = c->ssl && !ktls ? xmalloc(MIN(len, XS_TLS_PIECE)) : NULL;
+	while (left) {
+		ssize_t k;
+		if (!c->ssl) {
+			k = sendfile(c->fd, fd, &off, MIN(left, 1u << 30));
+		} else if (ktls) {
+			ERR_clear_error();
+			ossl_ssize_t w = SSL_sendfile(c->ssl, fd, off, MIN(left, 1u << 30), 0);
+			k = w > 0 ? (ssize_t)w : ssl_fail(c->ssl, (int)w);
+			if (k > 0)
+				off += k;
+		} else {
+			k = pread(fd, piece, MIN(left, XS_TLS_PIECE), off);
+			if (k > 0 && send_all(c, piece, (size_t)k) != AIS_OK)
+				k = -1;
+			if (k > 0)
+				off += k;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (!k)
+				errno = EIO; /* the file is shorter than it said */
+			break;
+		}
+		left -= (uint64_t)k;
+	}
+	free(piece);
+	return left ? AIS_ERR : AIS_OK;
 }
 
 /* --- one answer, read with http-parser ---------------------------------------------- */
@@ -213,7 +350,7 @@ static const http_parser_settings a_settings = {
  * (bytes read with an earlier answer), then the socket; bytes after the
  * answer stay in *rb. AIS_OK with *status, or AIS_ERR (errno; *got says
  * whether any byte came). */
-static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
+static int read_answer(xconn_t *c, buf_t *rb, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
 {
 	struct ans a = {.hdrs = hdrs, .body = body};
 	http_parser_init(&a.hp, HTTP_RESPONSE);
@@ -223,7 +360,7 @@ static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body,
 	while (!a.done) {
 		if (!rb->len) {
 			buf_grow(rb, 16384);
-			ssize_t k = recv(fd, rb->ptr, 16384, 0);
+			ssize_t k = c_recv(c, rb->ptr, 16384);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k < 0)
@@ -247,7 +384,7 @@ static int read_answer(int fd, buf_t *rb, int *status, buf_t *hdrs, buf_t *body,
 	return AIS_OK;
 }
 
-bool xs_supports(const char *url) { return url && !strncmp(url, "http://", 7); }
+bool xs_supports(const char *url) { return xp_supports(url); }
 
 /* --- the PUT --------------------------------------------------------------------------- */
 
@@ -258,11 +395,12 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 	const char *target;
 	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT;
 	int rc = AIS_ERR;
+	bool tls;
 
 	*status = 0;
 	*sent = false;
-	if (split_url(url, key, sizeof(key), &target) != AIS_OK) {
-		buf_addf(msg, "%s: not a plain http URL", url);
+	if (split_url(url, key, sizeof(key), &tls, &target) != AIS_OK) {
+		buf_addf(msg, "%s: not an http(s) URL", url);
 		errno = EINVAL;
 		return AIS_ERR;
 	}
@@ -277,20 +415,17 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 			buf_addf(&head, "%s\r\n", auth);
 		buf_addstr(&head, "\r\n");
-		int s = idle_take(key);
-		bool reused = s >= 0, got = false, keep = false;
-		if (s < 0 && (s = dial(key)) < 0) {
-			buf_addf(msg, "%s: connect: %s", key, strerror(errno));
+		xconn_t s = idle_take(key, tls);
+		bool reused = s.fd >= 0, got = false, keep = false;
+		if (s.fd < 0 && (s = dial(key, tls, msg)).fd < 0)
 			break;
-		}
-		set_timeout(s, timeout_ms);
+		set_timeout(s.fd, timeout_ms);
 		buf_reset(&rb);
 		int st = 0;
-		off_t off = 0;
-		if (send_all(s, head.ptr, head.len) != AIS_OK ||
-		    read_answer(s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+		if (send_all(&s, head.ptr, head.len) != AIS_OK ||
+		    read_answer(&s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 			int e = errno;
-			close(s);
+			c_close(&s);
 			if (reused && !got)
 				continue; /* rule 3 */
 			buf_addf(msg, "%s: %s", key, strerror(e));
@@ -298,32 +433,21 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 			break;
 		}
 		if (st == 100) { /* the body, then the final answer */
-			uint64_t left = len;
-			while (left) {
-				ssize_t k = sendfile(s, fd, &off, MIN(left, 1u << 30));
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k <= 0) {
-					if (!k)
-						errno = EIO; /* the file is shorter than it said */
-					break;
-				}
-				left -= (uint64_t)k;
-			}
-			if (left || read_answer(s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+			if (send_file(&s, fd, len) != AIS_OK ||
+			    read_answer(&s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 				int e = errno;
-				close(s);
+				c_close(&s);
 				buf_addf(msg, "%s: %s", key, strerror(e));
 				errno = e;
 				break;
 			}
 			*sent = true;
 			if (keep && !rb.len)
-				idle_put(key, s);
+				idle_put(key, tls, &s);
 			else
-				close(s);
+				c_close(&s);
 		} else {
-			close(s); /* the body was promised and not sent: the connection cannot go on */
+			c_close(&s); /* the body was promised and not sent: the connection cannot go on */
 		}
 		*status = st;
 		if (st != 200 && body.len)
@@ -340,10 +464,11 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 /* --- a streamed PUT (chunked, trailers at the end) -------------------------------- */
 
 struct xs_stream {
-	int fd;
+	xconn_t c;
 	char key[256];
-	bool dead;
-	buf_t rb; /* bytes of an early answer */
+	bool tls, dead;
+	buf_t rb;  /* bytes of an early answer */
+	buf_t out; /* https: a chunk with its framing, encrypted in one go */
 };
 
 xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t timeout_ms, buf_t *msg)
@@ -353,26 +478,25 @@ xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t t
 	xs_stream_t *s = xcalloc(1, sizeof(*s));
 	buf_t head = BUF_INIT;
 
-	if (split_url(url, s->key, sizeof(s->key), &target) != AIS_OK) {
-		buf_addf(msg, "%s: not a plain http URL", url);
+	if (split_url(url, s->key, sizeof(s->key), &s->tls, &target) != AIS_OK) {
+		buf_addf(msg, "%s: not an http(s) URL", url);
 		free(s);
 		return NULL;
 	}
 	/* a pooled connection the peer has not closed, else a new one: the
 	 * body cannot be sent again, so no retry on a stale one */
-	if ((s->fd = idle_take(s->key)) < 0 && (s->fd = dial(s->key)) < 0) {
-		buf_addf(msg, "%s: connect: %s", s->key, strerror(errno));
+	if ((s->c = idle_take(s->key, s->tls)).fd < 0 && (s->c = dial(s->key, s->tls, msg)).fd < 0) {
 		free(s);
 		return NULL;
 	}
-	set_timeout(s->fd, timeout_ms);
+	set_timeout(s->c.fd, timeout_ms);
 	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n", target, s->key);
 	for (size_t i = 0; hdrs && hdrs[i]; i++)
 		buf_addf(&head, "%s\r\n", hdrs[i]);
 	if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
 	buf_addstr(&head, "\r\n");
-	if (send_all(s->fd, head.ptr, head.len) != AIS_OK)
+	if (send_all(&s->c, head.ptr, head.len) != AIS_OK)
 		s->dead = true;
 	buf_free(&head);
 	return s;
@@ -386,12 +510,21 @@ int xs_stream_write(xs_stream_t *s, const void *p, size_t n)
 	if (!n)
 		return AIS_OK;
 	int hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
+	if (s->c.ssl) { /* one TLS record train for the chunk and its framing */
+		buf_reset(&s->out);
+		buf_add(&s->out, hdr, (size_t)hl);
+		buf_add(&s->out, p, n);
+		buf_addstr(&s->out, "\r\n");
+		if (send_all(&s->c, s->out.ptr, s->out.len) != AIS_OK)
+			s->dead = true;
+		return s->dead ? AIS_ERR : AIS_OK;
+	}
 	struct iovec iov[3] = {{hdr, (size_t)hl}, {(void *)p, n}, {(void *)"\r\n", 2}};
 	size_t left = (size_t)hl + n + 2;
 	int i = 0;
 	while (left) {
 		struct msghdr mh = {.msg_iov = iov + i, .msg_iovlen = (size_t)(3 - i)};
-		ssize_t k = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+		ssize_t k = sendmsg(s->c.fd, &mh, MSG_NOSIGNAL);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -423,18 +556,16 @@ int xs_stream_finish(xs_stream_t *s, const char *const *trailers, int *status, b
 		for (size_t i = 0; trailers && trailers[i]; i++)
 			buf_addf(&t, "%s\r\n", trailers[i]);
 		buf_addstr(&t, "\r\n");
-		if (send_all(s->fd, t.ptr, t.len) != AIS_OK)
+		if (send_all(&s->c, t.ptr, t.len) != AIS_OK)
 			s->dead = true;
 	}
-	int rc = read_answer(s->fd, &s->rb, status, resp_hdrs, &body, &keep, &got);
+	int rc = read_answer(&s->c, &s->rb, status, resp_hdrs, &body, &keep, &got);
 	if (rc != AIS_OK)
 		buf_addf(msg, "%s: %s", s->key, s->dead ? "connection lost while sending" : strerror(errno));
 	else if (*status != 200)
 		buf_addf(msg, "%s: HTTP %d %.*s", s->key, *status, (int)MIN(body.len, 300), body.ptr ? body.ptr : "");
-	if (rc == AIS_OK && keep && !s->dead && !s->rb.len) {
-		idle_put(s->key, s->fd);
-		s->fd = -1;
-	}
+	if (rc == AIS_OK && keep && !s->dead && !s->rb.len)
+		idle_put(s->key, s->tls, &s->c);
 	buf_free(&t);
 	buf_free(&body);
 	return rc == AIS_OK && !s->dead ? AIS_OK : AIS_ERR;
@@ -444,8 +575,8 @@ void xs_stream_free(xs_stream_t *s)
 {
 	if (!s)
 		return;
-	if (s->fd >= 0)
-		close(s->fd); /* a body cut short: the receiver keeps nothing of it */
+	c_close(&s->c); /* a body cut short: the receiver keeps nothing of it */
 	buf_free(&s->rb);
+	buf_free(&s->out);
 	free(s);
 }

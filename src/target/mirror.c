@@ -238,9 +238,6 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 	cluster_read_unlock(t->base.cl);
 	if (ec)
 		return NULL; /* slices or copies: decided by the size, at the commit (ec.c) */
-	for (size_t i = 1; i < w->n; i++)
-		if (!xs_supports(w->urls[i]))
-			return NULL; /* https peers: the copies go after the body (tgt_replicate) */
 	if (store_bucket_get(t->store, bck, blen, &b) != AIS_OK)
 		return NULL;
 	snprintf(ct, sizeof(ct), "Ais-Checksum-Type: %s", store_cksum_name(b.cksum_type));
@@ -574,14 +571,9 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 		hp[nh] = NULL;
 	}
 	tgt_url_obj(&url, base, bck, blen, obj, olen);
-	if (xs_supports(base)) { /* sendfile, after the receiver's 100 */
-		if (xs_put_file(url.ptr, hp, fd, m.size, copy_timeout_ms(m.size), &status, &sent, &rh, &emsg) !=
-		    AIS_OK)
-			status = 0;
-	} else {
-		const char *urls[1] = {url.ptr};
-		httpc_sync_put_fd(urls, 1, hp, fd, m.size, copy_timeout_ms(m.size), &status, &emsg);
-	}
+	/* sendfile (or SSL_sendfile), after the receiver's 100 */
+	if (xs_put_file(url.ptr, hp, fd, m.size, copy_timeout_ms(m.size), &status, &sent, &rh, &emsg) != AIS_OK)
+		status = 0;
 	close(fd);
 	int rc = status == 200 ? AIS_OK : AIS_ERR;
 	if (rc != AIS_OK) {

@@ -15,8 +15,8 @@
  *     body (end), and the client hears success only after the commit.
  *  4. ol_put_commit is the one commit of an object: in a cluster with
  *     copies the bytes go to the other holders while they arrive (a
- *     chunked PUT per holder over the transport, opened at begin, fed by
- *     every write; over https: sent after the body), the write is sealed
+ *     chunked PUT per holder over the transport, http or https, opened at
+ *     begin, fed by every write), the write is sealed
  *     (checksummed, fsynced, not visible), the checksum ends each stream
  *     as a trailer field that the receiver verifies before its commit,
  *     and the write is committed here only when the write quorum is

@@ -14,7 +14,10 @@ https) and a GetBatch spanning both targets comes back whole (peer
 requests over https); boto3 over https with
 verify=CAFILE and a client certificate puts, gets and lists (the gateway
 forwards to the owner target over https), and a multipart upload into the
-2-copy bucket lands whole on both targets; aws-chunked PUTs over https
+2-copy bucket lands whole on both targets; a 16 MiB PUT into the 2-copy
+bucket lands on both targets, and with its owner killed (kill -9) reads
+back whole from the copy; a third target joining gets, by the rebalance
+over https, every object HRW places on it, byte for byte; aws-chunked PUTs over https
 (unsigned chunks with a CRC32 trailer, and chained chunk signatures) store
 the decoded bytes on both targets, and a chunk changed after signing is 403
 with nothing stored; a plain-HTTP request to the TLS
@@ -344,6 +347,54 @@ new.close()
 old.close()
 r1, r2 = follow("GET", g.url, "/v1/objects/%s/small" % B)
 t.check(r2.status == 200 and r2.body == want_small, "GET through the gateway after the reload", r2)
+
+# --- object bytes between targets over https: a 16 MiB 2-copy PUT, its copy
+# read with the owner dead, a target joining ---------------------------------
+
+data16, f16 = os.urandom(16 << 20), os.path.join(D, "big16.bin")
+with open(f16, "wb") as f:
+    f.write(data16)
+code, _, err = curl(*TLS_ARGS, "-L", "-T", f16, "%s/v1/objects/%s/big16" % (g.url, MB))
+t.eq(code, "200", "PUT 16 MiB into the 2-copy bucket (its copy streamed to the other target over https)")
+t.eq([on_disk(tg, data16) for tg in ts], [1, 1], "  both targets store the 16 MiB object")
+owner = next(tg for tg in ts if tg.id == hrwlib.top(MB + "/big16", ids, 1)[0])
+other = next(tg for tg in ts if tg is not owner)
+owner.kill9()
+t.check(poll(lambda: smap_ids(g) == {g.id, other.id}, 20), "kill -9 of the owner: the gateway drops it")
+r1, r2 = follow("GET", g.url, "/v1/objects/%s/big16" % MB)
+t.check(r2.status == 200 and r2.body == data16, "GET 16 MiB with its owner dead: the copy, byte for byte",
+        (r2.status, len(r2.body)))
+t.check(owner.start(join=g.url), "the killed target comes back")
+t3 = Node("t3", "target")
+t.check(t3.start(join=g.url), "a third target joins")
+ts3 = ts + [t3]
+nodes.append(t3)
+t.check(poll(lambda: smap_ids(g) == {n.id for n in nodes}, 20), "the map lists all 3 targets")
+ids3 = [x.id for x in ts3]
+with open(big, "rb") as f:
+    big_bytes = f.read()
+# what HRW puts on the new target now: a 2-copy object has 2 holders
+moved = [(big_bytes, B + "/big", 1), (big_bytes, B + "/ctl-big", 1), (data16, MB + "/big16", 2)] + [(small_bytes, MB + "/" + n, 2) for n in names]
+distinct = {len(d): d for d, _, _ in moved}  # (one content per size)
+want3 = {n: 0 for n in distinct}
+for data, uname, k in moved:
+    if t3.id in hrwlib.top(uname, ids3, k):
+        want3[len(data)] += 1
+
+
+def t3_has():
+    return {n: on_disk(t3, d) for n, d in distinct.items()}
+
+
+t.check(any(want3.values()) and poll(lambda: t3_has() == want3, 60),
+        "the rebalance on join moves to the new target, over https, what HRW places there (byte for byte)",
+        (want3, t3_has()))
+for data, uname, k in moved:
+    r1, r2 = follow("GET", g.url, "/v1/objects/" + uname)
+    if r2.status != 200 or r2.body != data:
+        break
+t.check(r2.status == 200 and r2.body == data, "every object reads back whole through the gateway after the join",
+        (uname, r2.status))
 
 with open(g.log, errors="replace") as f:
     m = re.search(r"TLS: kTLS (.*)", f.read())
