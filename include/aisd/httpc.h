@@ -246,7 +246,7 @@ void httpc_sync_release(void);
  * httpc_sync_get_to GETs url and hands a 200's (or 206's) body to sink as it arrives
  * (sink returns AIS_OK, or AIS_ERR to abort); another status's body (at
  * most 4 KiB) goes to msg. resp_hdrs (may be NULL) receives the raw
- * response head, for httpc_hdr_find. Returns AIS_OK when a complete
+ * response head, for httpc_header_find. Returns AIS_OK when a complete
  * response arrived (any status), else AIS_ERR with the reason in msg.
  */
 typedef int (*httpc_sink_fn)(void *arg, const char *p, size_t n);
@@ -261,7 +261,5 @@ void httpc_stream_abort(void);
  * httpc_sync_get_to. */
 int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
 		    int *status, buf_t *msg);
-/* The value of header name in a raw response head; {NULL,0} when absent. */
-sv_t httpc_hdr_find(const buf_t *hdrs, const char *name);
 
 #endif

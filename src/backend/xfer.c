@@ -219,7 +219,7 @@ void bk_xfer_free(bk_xfer_t *x)
 
 sv_t bk_hdr(const bk_xfer_t *x, const char *name)
 {
-	sv_t v = httpc_hdr_find(&x->hdrs, name);
+	sv_t v = httpc_header_find(sv_of(&x->hdrs), name);
 	while (v.len && (v.ptr[v.len - 1] == '\r' || v.ptr[v.len - 1] == ' '))
 		v.len--;
 	return v;

@@ -24,8 +24,10 @@ struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, c
  * verified. NULL (errno EPROTO) when that context could not be made (the
  * log says why). */
 SSL *httpc_tls_client(int fd, const char *host);
-/* Frees this thread's handle of stream.c (httpc_sync_release calls it). */
-void httpc_stream_release(void);
+/* This thread's libcurl handle for a blocking transfer (reset; a new one
+ * when it is in use already), and back after the transfer (sync.c). */
+CURL *httpc_easy_take(void);
+void httpc_easy_keep(CURL *e);
 /* True for methods that may be sent twice. */
 int httpc_idempotent(const char *method);
 /* True for methods that always carry a body. */

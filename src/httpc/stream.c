@@ -40,7 +40,7 @@ struct xfer {
 	void *arg;
 	buf_t *hdrs;
 	bool aborted;
-	bool reused; /* the handle goes back to t_easy */
+	bool reused; /* the handle goes back to the thread (httpc_easy_keep) */
 };
 
 static size_t fd_read(char *p, size_t size, size_t n, void *arg)
@@ -109,55 +109,11 @@ static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return atomic_load(&g_abort) ? 1 : 0;
 }
 
-/* Single transfers reuse this thread's handle (and so its connections);
- * a thread-specific key frees it when the thread exits. */
-static pthread_once_t t_once = PTHREAD_ONCE_INIT;
-static pthread_key_t t_key;
-
-static void easy_free(void *e)
-{
-	curl_easy_cleanup(e);
-}
-static void key_init(void)
-{
-	if (pthread_key_create(&t_key, easy_free))
-		fatalx("httpc: pthread_key_create failed");
-}
-
-static CURL *easy_take(void)
-{
-	pthread_once(&t_once, key_init);
-	CURL *e = pthread_getspecific(t_key);
-	pthread_setspecific(t_key, NULL);
-	return e;
-}
-
-/* Keeps e as this thread's handle; false when it already has one. */
-static bool easy_keep(CURL *e)
-{
-	pthread_once(&t_once, key_init);
-	if (pthread_getspecific(t_key))
-		return false;
-	pthread_setspecific(t_key, e);
-	return true;
-}
-
-void httpc_stream_release(void)
-{
-	CURL *e = easy_take();
-	if (e)
-		curl_easy_cleanup(e);
-}
-
 static void xfer_setup(struct xfer *x, const char *method, const char *url, const char *const *headers,
                        uint64_t timeout_ms, bool reuse)
 {
 	httpc_global_init();
-	x->e = reuse ? easy_take() : NULL;
-	if (x->e)
-		curl_easy_reset(x->e);
-	else
-		x->e = curl_easy_init();
+	x->e = reuse ? httpc_easy_take() : curl_easy_init(); /* single transfers reuse the thread's handle */
 	x->reused = reuse;
 	if (!x->e)
 		fatalx("httpc: curl_easy_init failed");
@@ -198,7 +154,9 @@ static void xfer_end(struct xfer *x, CURLcode cc, int *status)
 	}
 	curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, NULL);
-	if (!x->reused || !easy_keep(x->e))
+	if (x->reused)
+		httpc_easy_keep(x->e);
+	else
 		curl_easy_cleanup(x->e);
 	curl_slist_free_all(x->hl);
 	x->e = NULL;
@@ -287,12 +245,6 @@ int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t time
 	CURLcode cc = curl_easy_perform(x.e);
 	xfer_end(&x, cc, status);
 	return cc == CURLE_OK ? AIS_OK : AIS_ERR;
-}
-
-sv_t httpc_hdr_find(const buf_t *hdrs, const char *name)
-{
-	/* (one header walker: httpc_header_next drops the CR of CRLF lines) */
-	return httpc_header_find((sv_t){hdrs->ptr ? hdrs->ptr : "", hdrs->len}, name);
 }
 
 int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,

@@ -38,6 +38,30 @@ static void global_init(void)
 
 void httpc_global_init(void) { pthread_once(&g_once, global_init); }
 
+/* The one libcurl handle a thread keeps between its blocking transfers
+ * (and so its connections): taken for a transfer, kept back after; a
+ * transfer that finds it taken (one inside another) makes its own. The
+ * thread-specific key frees it when the thread exits. */
+CURL *httpc_easy_take(void)
+{
+	httpc_global_init();
+	CURL *e = pthread_getspecific(g_key);
+	pthread_setspecific(g_key, NULL);
+	if (e)
+		curl_easy_reset(e);
+	else if (!(e = curl_easy_init()))
+		fatalx("httpc: curl_easy_init failed");
+	return e;
+}
+
+void httpc_easy_keep(CURL *e)
+{
+	if (pthread_getspecific(g_key))
+		curl_easy_cleanup(e);
+	else
+		pthread_setspecific(g_key, e);
+}
+
 /* TLS of every outgoing request: set once at start-up, before any request
  * (httpc_tls_set), read without a lock afterwards. */
 static char *g_tls_ca, *g_tls_cert, *g_tls_key;
@@ -182,16 +206,7 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	bool has_expect = false;
 	long code = 0;
 
-	httpc_global_init();
-	CURL *e = pthread_getspecific(g_key);
-	if (!e) {
-		e = curl_easy_init();
-		if (!e)
-			fatalx("httpc: curl_easy_init failed");
-		pthread_setspecific(g_key, e);
-	} else {
-		curl_easy_reset(e);
-	}
+	CURL *e = httpc_easy_take();
 	*status = 0;
 	buf_reset(resp);
 	for (size_t i = 0; headers && headers[i]; i++) {
@@ -230,6 +245,9 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	httpc_easy_keep(e);
 	if (cc != CURLE_OK) {
 		buf_reset(resp);
 		if (io.too_big || cc == CURLE_FILESIZE_EXCEEDED)
@@ -240,7 +258,6 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		return AIS_ERR;
 	}
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	*status = (int)code;
 	return AIS_OK;
 }
@@ -248,7 +265,6 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 void httpc_sync_release(void)
 {
 	xs_release(); /* the thread's transport connections too */
-	httpc_stream_release();
 	httpc_global_init();
 	CURL *e = pthread_getspecific(g_key);
 	if (e) {

@@ -621,7 +621,7 @@ static int64_t deleted_at(target_t *t, const struct ask *a, size_t n, const char
 {
 	int64_t when = store_tomb_get(t->store, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++) {
-		sv_t h = httpc_hdr_find(&a[i].hdrs, EC_DELETED_HDR);
+		sv_t h = httpc_header_find(sv_of(&a[i].hdrs), EC_DELETED_HDR);
 		uint64_t v;
 		if (h.ptr && num_parse_u64(h.ptr, h.len, 1, INT64_MAX, &v) == AIS_OK && (int64_t)v > when)
 			when = (int64_t)v;
@@ -701,7 +701,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	struct ask *a = ask_all(u, n, "GET", "", fds, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* rule 4: the newest version with at least D slices */
 	for (size_t i = 0; i < n; i++) {
-		sv_t mh = httpc_hdr_find(&a[i].hdrs, EC_META_HDR);
+		sv_t mh = httpc_header_find(sv_of(&a[i].hdrs), EC_META_HDR);
 		if (a[i].status == 410)
 			count(EC_M_DAMAGED, 1),
 				log_warnx("%.*s/%.*s: the slice on %s is damaged; rebuilding from the others",
@@ -734,7 +734,7 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	for (size_t i = 0; i < n; i++)
 		if (have[i] && ec_same_write(&m[i], ref) && !got[m[i].idx])
 			got[m[i].idx] = true, sfd[m[i].idx] = fds[i];
-	sv_t cm = httpc_hdr_find(&a[ref - m].hdrs, "Ais-Custom-Md");
+	sv_t cm = httpc_header_find(sv_of(&a[ref - m].hdrs), "Ais-Custom-Md");
 	char *custom = cm.len ? xstrndup(cm.ptr, cm.len) : NULL;
 	rc = AIS_OK;
 	ec_layout_t l;
@@ -846,7 +846,7 @@ int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, stor
 		sfd[j] = -1;
 	b = ask_all(sel, k, "GET", "", fds, rh, bck.ptr, bck.len, obj.ptr, obj.len);
 	for (size_t j = 0; j < k; j++) {
-		sv_t mh = httpc_hdr_find(&b[j].hdrs, EC_META_HDR);
+		sv_t mh = httpc_header_find(sv_of(&b[j].hdrs), EC_META_HDR);
 		ec_meta_t sm;
 		if (b[j].status == 206 && fds[j] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &sm) == AIS_OK &&
 		    ec_same_write(&sm, ref) && sm.idx == sidx[j]) {
@@ -897,7 +897,7 @@ int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, stor
 	if (out->cksum_type != CKSUM_NONE)
 		snprintf(out->cksum, sizeof(out->cksum), "%s", colon + 1);
 	out->mtime_ns = (int64_t)ref->version;
-	sv_t cm = httpc_hdr_find(&a[r].hdrs, "Ais-Custom-Md");
+	sv_t cm = httpc_header_find(sv_of(&a[r].hdrs), "Ais-Custom-Md");
 	snprintf(out->custom, sizeof(out->custom), "%.*s", (int)cm.len, cm.ptr ? cm.ptr : "");
 	*out_fd = ofd;
 	ofd = -1;
@@ -1139,7 +1139,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &am[i]) != AIS_OK)
 			continue;
 		ok[i] = true;
-		sv_t hv = httpc_hdr_find(&a[i].hdrs, EC_HOLDER_HDR);
+		sv_t hv = httpc_header_find(sv_of(&a[i].hdrs), EC_HOLDER_HDR);
 		conf[i] = hv.ptr && sv_eqstr(hv, "true");
 		if (ec_same_write(&am[i], &me)) {
 			cand[i] = am[i].idx == me.idx; /* it answers a move with 200 */

@@ -432,9 +432,10 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 			buf_addf(msg, "%s: %s; ", base, emsg.ptr ? emsg.ptr : "error");
 		goto out;
 	}
-	sv_t ct = httpc_hdr_find(&hdrs, "Ais-Checksum-Type"),
-	     cv = httpc_hdr_find(&hdrs, "Ais-Checksum-Value");
-	sv_t md = httpc_hdr_find(&hdrs, "Ais-Custom-Md"), mt = httpc_hdr_find(&hdrs, "Ais-Mtime-Ns");
+	sv_t ct = httpc_header_find(sv_of(&hdrs), "Ais-Checksum-Type"),
+	     cv = httpc_header_find(sv_of(&hdrs), "Ais-Checksum-Value");
+	sv_t md = httpc_header_find(sv_of(&hdrs), "Ais-Custom-Md");
+	sv_t mt = httpc_header_find(sv_of(&hdrs), "Ais-Mtime-Ns");
 	uint64_t mtime = 0;
 	if (mt.ptr && num_parse_u64(mt.ptr, mt.len, 1, INT64_MAX, &mtime) == AIS_OK)
 		store_writer_origin(s.w, (int64_t)mtime); /* a delete since that write wins */
@@ -579,9 +580,9 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 	if (rc != AIS_OK) {
 		buf_addf(msg, "%s: %s%.200s", base, status ? "HTTP error: " : "", emsg.ptr ? emsg.ptr : "");
 		errno = EIO;
-	} else if (cond && sv_eqstr(httpc_hdr_find(&rh, TGT_HAD), TGT_HAD_DELETED)) {
+	} else if (cond && sv_eqstr(httpc_header_find(sv_of(&rh), TGT_HAD), TGT_HAD_DELETED)) {
 		rc = TGT_GONE;
-	} else if (cond && (!sent || httpc_hdr_find(&rh, TGT_HAD).ptr)) {
+	} else if (cond && (!sent || httpc_header_find(sv_of(&rh), TGT_HAD).ptr)) {
 		rc = AIS_DONE;
 	} else if (bytes) {
 		*bytes = m.size;
