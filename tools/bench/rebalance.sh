@@ -127,7 +127,7 @@ settled "$V1" || { STATUS=1; echo "rebalance-bench: the rebalance did not finish
 wait "$LPID"
 wait "$SPID"
 # the timeline: seconds, MiB moved so far, GETs per second over the last sample
-awk -v size="$SIZE" -v dur="$DUR" 'BEGIN { print "# seconds moved_mib gets_per_s (" size " objects, 16 GET workers for " dur " s from t=1)" }
+awk -v size="$SIZE" -v dur="$DUR" 'BEGIN { print "# " size " objects, 16 GET workers for " dur " s from t=1"; print "# seconds, MiB moved, GETs per second" }
 	NR > 1 && $1 > pt { printf "%.2f %.1f %.0f\n", $1, $2 / 1048576, ($3 - pg) / ($1 - pt) } { pt = $1; pg = $3 }' \
 	"$TL.raw" >"$TL"
 rm -f "$TL.raw"
