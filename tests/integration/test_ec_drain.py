@@ -108,20 +108,11 @@ def read_all(what):
 
 
 def owner_put(n, d):
-    r = request("HEAD", g.url, "/v1/objects/%s/%s" % (B, q(n)))
-    loc = r.h("location") or ""
-    own = next((x for x in targets if loc.startswith(x.url + "/")), None)
-    return request("PUT", own.url, "/v1/objects/%s/%s" % (B, q(n)), d, timeout=60).status if own else 0
+    return clulib.owner_put(g, targets, B, n, d)
 
 
 # --- 1. the layout on 7 targets --------------------------------------------------------------
-t.eq(request("POST", g.url, "/v1/buckets/" + B, '{"action":"create-bck"}', JSON).status, 200, "create " + B)
-r = request("PATCH", g.url, "/v1/buckets/" + B, json.dumps({"action": "set-bprops", "value": {
-    "ec": {"enabled": True, "data_slices": 4, "parity_slices": 2, "objsize_limit": 65536}}}), JSON)
-t.eq(r.status, 200, "ec 4+2")
-gv = get(g.url, "/v1/daemon?what=bmd").json()["version"]
-t.check(poll(lambda: all(get(x.url, "/v1/daemon?what=bmd").json()["version"] >= gv for x in targets), 5),
-        "targets have the BMD")
+clulib.create_ec_bucket(g, targets, B, 4, 2, 65536)
 data = {"o%02d" % i: os.urandom((100 << 10) + i * 37 * 1024 + i) for i in range(14)}
 bad = [n for n, d in data.items() if owner_put(n, d) != 200]
 t.check(not bad, "%d PUTs" % len(data), bad[:3])

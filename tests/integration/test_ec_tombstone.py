@@ -16,7 +16,6 @@ The slice receiver's rule, asked directly: a slice of a write older than
 the target's tombstone is refused (410) and not stored.
 """
 # timeout: 200
-import json
 import os
 
 from itlib import T, q
@@ -25,7 +24,6 @@ import clulib
 import hrwlib
 from clulib import follow, get, poll, request, smap_ids
 
-JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
 B = "e"
 
@@ -51,19 +49,10 @@ def objects(tg):
 
 
 def owner_put(n, d):
-    r = request("HEAD", g.url, "/v1/objects/%s/%s" % (B, q(n)))
-    loc = r.h("location") or ""
-    own = next((x for x in targets if loc.startswith(x.url + "/")), None)
-    return request("PUT", own.url, "/v1/objects/%s/%s" % (B, q(n)), d, timeout=60).status if own else 0
+    return clulib.owner_put(g, targets, B, n, d)
 
 
-t.eq(request("POST", g.url, "/v1/buckets/" + B, '{"action":"create-bck"}', JSON).status, 200, "create " + B)
-r = request("PATCH", g.url, "/v1/buckets/" + B, json.dumps({"action": "set-bprops", "value": {
-    "ec": {"enabled": True, "data_slices": 4, "parity_slices": 2, "objsize_limit": 65536}}}), JSON)
-t.eq(r.status, 200, "ec 4+2")
-gv = get(g.url, "/v1/daemon?what=bmd").json()["version"]
-t.check(poll(lambda: all(get(x.url, "/v1/daemon?what=bmd").json()["version"] >= gv for x in targets), 5),
-        "targets have the BMD")
+clulib.create_ec_bucket(g, targets, B, 4, 2, 65536)
 
 # tk's rank among the 7: 0 (owner), 1-5 (a slice holder), 6 (no holder)
 by_rank = {"owner": [], "holder": [], "none": []}
@@ -110,14 +99,7 @@ t.check(poll(clean, 60), "no slice or whole copy of a deleted object left on any
 t.check(poll(lambda: sum(objects(x) for x in targets) == 7 * len(kept), 30),
         "  the targets' stored items: 7 per kept object (6 slices and the whole copy)",
         [objects(x) for x in targets])
-back = {n: follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1].status for n in gone}
-t.check(all(s == 404 for s in back.values()), "every deleted object answers 404 through the gateway", back)
-pages, lastp = clulib.list_pages(g.url, B, 1000)
-listed = {x for p in (pages or []) for x in p}
-t.check(pages is not None and not listed & set(gone) and set(kept) <= listed,
-        "  the listing names the kept objects and none of the deleted", sorted(listed & set(gone)) or lastp)
-wrong = [n for n in kept if follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1].body != data[n]]
-t.check(not wrong, "the kept objects read back byte for byte", wrong[:3])
+clulib.check_deleted_stay_gone(g, B, gone, kept, data)
 
 # the receiver's rule, asked directly: a slice of a write from before the delete
 n = kept[0]

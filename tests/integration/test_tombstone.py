@@ -62,14 +62,7 @@ t.check(poll(lambda: smap_ids(g) == {g.id, t1.id, t2.id, t3.id}, 30), "  and rej
 t.check(poll(lambda: all(on(t1, n).status == 404 for n in gone), 60),
         "t1's rebalance drops every copy a client deleted while it was away",
         [n for n in gone if on(t1, n).status != 404])
-back = [n for n in gone if follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1].status != 404]
-t.check(not back, "  no deleted object comes back through the gateway", back)
-pages, last = clulib.list_pages(g.url, B, 1000)
-listed = {x for p in (pages or []) for x in p}
-t.check(pages is not None and not listed & set(gone) and set(kept) <= listed,
-        "  the listing names the kept objects and none of the deleted", sorted(listed & set(gone)) or last)
-wrong = [n for n in kept if follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1].body != data[n]]
-t.check(not wrong, "the objects not deleted read back byte for byte", wrong[:3])
+clulib.check_deleted_stay_gone(g, B, gone, kept, data)
 holders = {n: [x for x in (t1, t2, t3) if on(x, n).status == 200] for n in kept}
 t.check(all(len(h) == 2 and all(on(x, n).body == data[n] for x in h) for n, h in holders.items()),
         "  from both of their holders", {n: [x.name for x in h] for n, h in holders.items()})
