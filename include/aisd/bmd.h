@@ -82,9 +82,11 @@ typedef struct bmd_props {
 
 	/* --- erasure coding (ec.h): objects of ec_objsize_limit bytes or more
 	 * are cut into ec_data data and ec_parity parity slices on distinct
-	 * targets (the owner also keeps the whole object); smaller ones get
-	 * ec_parity + 1 full copies. Not with mirror_enabled. --- */
+	 * targets (the owner also keeps the whole object unless ec_no_whole);
+	 * smaller ones get ec_parity + 1 full copies. Not with
+	 * mirror_enabled. --- */
 	bool ec_enabled;
+	bool ec_no_whole;          /* ec.whole_copy=false: the slices only (1 + P/D per byte) */
 	uint32_t ec_data;          /* 1..BMD_EC_SLICES_MAX, kept when disabled */
 	uint32_t ec_parity;        /* 1..BMD_EC_SLICES_MAX, kept when disabled */
 	uint64_t ec_objsize_limit; /* bytes */

@@ -97,9 +97,10 @@ typedef struct reb_env {
 	 * (errno ENOENT: no local copy; EIO with msg). */
 	int (*send_copy)(void *arg, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
 			 const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
-	/* With the whole erasure-coded object here: makes sure its slices
-	 * are on their targets. How many slices it wrote; REB_EC_GONE when a
-	 * client deleted it since (the whole copy is to go); AIS_ERR (-1) with msg. */
+	/* With the whole erasure-coded object here, or of a bucket that keeps
+	 * slices only: makes sure its slices are on their targets. How many
+	 * slices it wrote; REB_EC_GONE when a client deleted it since (the
+	 * whole copy is to go); AIS_ERR (-1) with msg. */
 	int (*repair)(void *arg, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 	/* A slice of bck/obj here, walked under map cmap_v (bp: the bucket's
 	 * props): REB_SLICE_KEPT, REB_SLICE_MOVED (*bytes sent),

@@ -34,17 +34,20 @@ bool bmd_ec_differs(const bmd_props_t *a, const bmd_props_t *b)
 	if (a->ec_enabled != b->ec_enabled)
 		return true;
 	return a->ec_enabled && (a->ec_data != b->ec_data || a->ec_parity != b->ec_parity ||
-				 a->ec_objsize_limit != b->ec_objsize_limit);
+				 a->ec_objsize_limit != b->ec_objsize_limit || a->ec_no_whole != b->ec_no_whole);
 }
 
 void bmd_ec_encode(const bmd_props_t *p, bool always, buf_t *out)
 {
 	if (!always && !p->ec_enabled && p->ec_data == 2 && p->ec_parity == 2 &&
-	    p->ec_objsize_limit == BMD_EC_LIMIT_DEFAULT)
+	    p->ec_objsize_limit == BMD_EC_LIMIT_DEFAULT && !p->ec_no_whole)
 		return; /* older BMDs decode as they are */
-	buf_addf(out, ",\"ec\":{\"enabled\":%s,\"data_slices\":%u,\"parity_slices\":%u,\"objsize_limit\":%llu}",
+	buf_addf(out, ",\"ec\":{\"enabled\":%s,\"data_slices\":%u,\"parity_slices\":%u,\"objsize_limit\":%llu",
 		 p->ec_enabled ? "true" : "false", p->ec_data, p->ec_parity,
 		 (unsigned long long)p->ec_objsize_limit);
+	if (always || p->ec_no_whole) /* (absent in older BMDs: true) */
+		buf_addf(out, ",\"whole_copy\":%s", p->ec_no_whole ? "false" : "true");
+	buf_addch(out, '}');
 }
 
 /* Applies the keys of o that are there; strict about unknown keys and types. */
@@ -55,10 +58,13 @@ static int apply(const json_t *o, const char *what, bmd_props_t *p, buf_t *err)
 	if (!json_is_object(o))
 		return cmap_fail(err, EINVAL, "%s must be an object", what);
 	json_object_foreach((json_t *)o, k, v) {
-		if (!strcmp(k, "enabled")) {
+		if (!strcmp(k, "enabled") || !strcmp(k, "whole_copy")) {
 			if (!json_is_boolean(v))
-				return cmap_fail(err, EINVAL, "%s.enabled must be true or false", what);
-			p->ec_enabled = json_is_true(v);
+				return cmap_fail(err, EINVAL, "%s.%s must be true or false", what, k);
+			if (k[0] == 'e')
+				p->ec_enabled = json_is_true(v);
+			else
+				p->ec_no_whole = !json_is_true(v);
 		} else if (!strcmp(k, "data_slices") || !strcmp(k, "parity_slices")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 			    json_integer_value(v) > BMD_EC_SLICES_MAX)

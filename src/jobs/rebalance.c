@@ -223,8 +223,13 @@ static void do_object(reb_t *r, const struct bucket *b, const char *obj, size_t 
 	buf_addstr(&uname, b->name);
 	buf_addch(&uname, '/');
 	buf_add(&uname, obj, olen);
-	if (store_lookup(t->store, b->name, blen, obj, olen, &meta) != AIS_OK)
-		goto out; /* deleted meanwhile */
+	if (store_lookup(t->store, b->name, blen, obj, olen, &meta) != AIS_OK) {
+		/* deleted meanwhile; or (queued) erasure coded with no whole copy:
+		 * the repair of its slices */
+		if (b->props.ec_enabled && t->repair(t->arg, b->name, blen, obj, olen, &msg) == AIS_ERR)
+			note_error(r, "%.*s: slices: %s%s", obj, olen, "", msg.ptr ? msg.ptr : "error");
+		goto out;
+	}
 	bool ec = place_ec(&b->props, meta.size); /* one whole copy, and slices */
 	cluster_read_lock(cl, &m, &bmd);
 	place_of(m, uname.ptr, uname.len, MIN(place_copies_of(&b->props, meta.size), BMD_COPIES_MAX),

@@ -17,10 +17,12 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -58,6 +60,7 @@ struct bop {
 	/* a remote bucket (olremote.c): its listing, each entry flagged cached or not */
 	bk_bucket_t *bk;
 	bool cached_only;      /* flags & TGT_LS_CACHED: what is here only */
+	bool ec;               /* an erasure-coded bucket: its slices here list objects too */
 	unsigned entry_flags;  /* of the entry being listed */
 	buf_t msg;
 };
@@ -176,6 +179,105 @@ static void remote_entry(void *arg, const bk_entry_t *e)
 	b->entry_flags = 0;
 }
 
+/* --- an erasure-coded bucket's listing ----------------------------------------------
+ * An object kept as slices only (ec.c rule 13) has no whole copy anywhere:
+ * its slice here lists it, with the object's properties from the slice's
+ * metadata. A page merges the whole copies here with the slices here by
+ * name, each name once (the whole copy's properties when both): the first
+ * pagesize names of the union are among the first pagesize of each. */
+
+struct lent {
+	char *name, *custom;
+	size_t len;
+	store_meta_t *m; /* custom emptied: kept in custom */
+};
+
+struct lents {
+	struct lent *e;
+	size_t n, cap;
+	bool slices;
+};
+
+static void lent_add(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	struct lents *l = arg;
+	ec_meta_t em;
+	const char *custom = m->custom;
+	if (l->slices) { /* the object's size, checksum and write time, and its custom metadata */
+		const char *nl = strchr(m->custom, '\n'), *colon;
+		if (ec_meta_of(m->custom, &em) != AIS_OK)
+			return;
+		custom = nl ? nl + 1 : "";
+		colon = strchr(em.cksum, ':');
+		enum store_cksum ct = CKSUM_NONE;
+		if (colon && store_cksum_parse(em.cksum, (size_t)(colon - em.cksum), &ct) != AIS_OK)
+			ct = CKSUM_NONE;
+		if (l->n == l->cap)
+			l->e = xrealloc(l->e, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof(*l->e));
+		store_meta_t *x = xcalloc(1, offsetof(store_meta_t, custom) + 1);
+		x->size = em.size;
+		x->cksum_type = ct;
+		if (ct != CKSUM_NONE)
+			snprintf(x->cksum, sizeof(x->cksum), "%s", colon + 1);
+		x->version = m->version;
+		x->mtime_ns = (int64_t)em.version;
+		x->atime_ns = m->atime_ns;
+		l->e[l->n++] = (struct lent){xstrndup(name, len), xstrdup(custom), len, x};
+		return;
+	}
+	if (l->n == l->cap)
+		l->e = xrealloc(l->e, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof(*l->e));
+	store_meta_t *x = xcalloc(1, offsetof(store_meta_t, custom) + 1);
+	memcpy(x, m, offsetof(store_meta_t, custom));
+	l->e[l->n++] = (struct lent){xstrndup(name, len), xstrdup(custom), len, x};
+}
+
+static void lents_free(struct lents *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->e[i].name), free(l->e[i].custom), free(l->e[i].m);
+	free(l->e);
+}
+
+static int name_cmp(const struct lent *a, const struct lent *b)
+{
+	int c = memcmp(a->name, b->name, MIN(a->len, b->len));
+	return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int list_ec(struct bop *b)
+{
+	struct lents w = {0}, sl = {.slices = true};
+	bool mw = false, ms = false;
+	char sb[24];
+	int rc = AIS_ERR;
+	store_meta_t *m = xmalloc(sizeof(*m));
+	ec_slice_bucket(b->bck.ptr, b->bck.len, sb);
+	if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
+		       b->start_after.len, b->pagesize, lent_add, &w, &mw) != AIS_OK)
+		goto out;
+	if (store_list(b->t->store, sb, strlen(sb), b->prefix.ptr, b->prefix.len, b->start_after.ptr,
+		       b->start_after.len, b->pagesize, lent_add, &sl, &ms) != AIS_OK)
+		sl.n = 0, ms = false; /* no slice here yet */
+	size_t i = 0, j = 0, k = 0;
+	while (k < b->pagesize && (i < w.n || j < sl.n)) {
+		int c = i == w.n ? 1 : j == sl.n ? -1 : name_cmp(&w.e[i], &sl.e[j]);
+		const struct lent *e = c <= 0 ? &w.e[i++] : &sl.e[j++];
+		j += c == 0;
+		memcpy(m, e->m, offsetof(store_meta_t, custom));
+		snprintf(m->custom, sizeof(m->custom), "%s", e->custom);
+		list_entry(b, e->name, e->len, m);
+		k++;
+	}
+	b->more = mw || ms || i < w.n || j < sl.n;
+	rc = AIS_OK;
+out:
+	lents_free(&w);
+	lents_free(&sl);
+	free(m);
+	return rc;
+}
+
 static void list_work(http_req_t *req)
 {
 	struct bop *b = req->state;
@@ -185,8 +287,10 @@ static void list_work(http_req_t *req)
 			b->err = errno ? errno : EIO;
 			return;
 		}
-	} else if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
-		       b->start_after.len, b->pagesize, list_entry, b, &b->more) != AIS_OK) {
+	} else if (b->ec ? list_ec(b) != AIS_OK
+			 : store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len,
+				      b->start_after.ptr, b->start_after.len, b->pagesize, list_entry, b,
+				      &b->more) != AIS_OK) {
 		b->err = errno ? errno : EIO;
 		return;
 	}
@@ -365,6 +469,8 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		http_resp_error(req, 503, "%s", b->msg.ptr);
 		return AIS_OK;
 	}
+	bmd_props_t bp;
+	b->ec = !b->bk && ec_props(b->t, bck, &bp) && bp.ec_enabled;
 	/* a remote bucket's listing asks its remote */
 	(b->bk && !b->cached_only ? http_offload_net : http_offload)(req, list_work, list_done);
 	return AIS_OK;

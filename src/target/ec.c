@@ -84,6 +84,21 @@
  *     as before (all D+P 200 before the whole copy commits). A body of
  *     another size than declared, https peers or a layout changed
  *     meanwhile fall back to encoding the sealed file (rule 3).
+ * 13. A bucket with ec.whole_copy=false keeps no whole copy of an object
+ *     it erasure codes (space 1 + P/D per byte): the PUT commits only the
+ *     slices (rule 2 otherwise as before), and drops whole copies of an
+ *     earlier write on the owner and the holders of small objects' copies.
+ *     A read fetches the D data slices whole (each checked against its
+ *     checksum by its holder) straight to their offsets in an unlinked
+ *     temporary file, or decodes from any D slices when one is missing or
+ *     damaged (rule 4), checks the result against the object's checksum
+ *     and serves that file; a HEAD asks the slices' metadata only, a Range
+ *     read decodes its stripes (rule 9). The repair runs from the slices:
+ *     the first holder in HRW order with a current slice asks the others,
+ *     and only when an index is missing reads the object as above and
+ *     encodes the missing slices (rule 5). A whole copy left of a bucket
+ *     converted to this mode is dropped by its owner once all D+P slices
+ *     are confirmed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -492,6 +507,16 @@ static int stream_finish(ol_put_t *p, ec_stream_t *e, const ec_meta_t *tmpl)
 	return AIS_ERR;
 }
 
+/* The metadata of a PUT whose slices are durable (sealed as sm, written
+ * as tmpl), for the answer when no whole copy commits (rule 13). */
+static void put_meta(ol_put_t *p, const store_meta_t *sm, const ec_meta_t *tmpl)
+{
+	p->meta = *sm;
+	p->meta.version = 1;
+	p->meta.mtime_ns = p->meta.atime_ns = (int64_t)tmpl->version;
+	snprintf(p->meta.custom, sizeof(p->meta.custom), "%s", p->custom ? p->custom : "");
+}
+
 int ec_put(ol_put_t *p, const bmd_props_t *bp)
 {
 	target_t *t = p->t;
@@ -509,7 +534,10 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 	ec_stream_t *e = p->ecs;
 	if (e && !e->over && e->got == sm.size && e->st == e->l.stripes && e->l.d == bp->ec_data && e->l.p == bp->ec_parity) {
 		meta_template(&tmpl, bp, &sm); /* rule 12: the slices are sent, but for their trailers */
-		return stream_finish(p, e, &tmpl);
+		rc = stream_finish(p, e, &tmpl);
+		if (rc == AIS_OK)
+			put_meta(p, &sm, &tmpl);
+		return rc;
 	}
 	ec_stream_free(e); /* (cut: its receivers keep nothing) */
 	p->ecs = NULL;
@@ -536,6 +564,7 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 		goto out;
 	}
 	rc = AIS_OK;
+	put_meta(p, &sm, &tmpl);
 out:
 	close(fd);
 	free(u);
@@ -554,6 +583,8 @@ struct ask {
 	buf_t url, resp, hdrs;
 	const char *hdr; /* an extra header line, or NULL */
 	int fd;
+	httpc_sink_fn sink; /* a GET's body goes here instead (with sink_arg) */
+	void *sink_arg;
 	int status;
 };
 
@@ -584,8 +615,9 @@ static void *ask_one(void *arg)
 	/* the only DELETE asked of all is a client's (rule 11: tombstones) */
 	snprintf(hv, sizeof(hv), "%s: %s", TGT_INTRA, strcmp(a->method, "DELETE") ? "ec" : TGT_DELETE);
 	if (!strcmp(a->method, "GET")) { /* the answer's head too (EC_META_HDR, EC_HOLDER_HDR) */
-		if (httpc_sync_get_to(a->url.ptr, hp, a->fd >= 0 ? 600000 : 10000, a->fd >= 0 ? to_fd : to_buf, a,
-				      &a->hdrs, &a->status, &a->resp) != AIS_OK)
+		bool body = a->fd >= 0 || a->sink;
+		if (httpc_sync_get_to(a->url.ptr, hp, body ? 600000 : 10000, a->sink ? a->sink : body ? to_fd : to_buf,
+				      a->sink ? a->sink_arg : a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
 	} else if (httpc_sync(a->method, a->url.ptr, hp, NULL, 0, 10000, &a->resp, &a->status) != AIS_OK) {
 		a->status = 0;
@@ -594,15 +626,19 @@ static void *ask_one(void *arg)
 }
 
 /* Asks every one of u[0..n) in parallel (hdr: an extra header line, or
+ * NULL; a GET's body to fds[i], or to sinks[i] (with args[i]) where not
  * NULL); a[i] holds the answers. */
-static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
-			   const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
+static struct ask *ask_each(const url_t *u, size_t n, const char *method, const char *query, int *fds,
+			    httpc_sink_fn *sinks, void **args, const char *hdr, const char *bck, size_t blen,
+			    const char *obj, size_t olen)
 {
 	struct ask *a = xcalloc(n + 1, sizeof(*a));
 	for (size_t i = 0; i < n; i++) {
 		a[i].method = method;
 		a[i].hdr = hdr;
 		a[i].fd = fds ? fds[i] : -1;
+		a[i].sink = sinks ? sinks[i] : NULL;
+		a[i].sink_arg = args ? args[i] : NULL;
 		slice_url(&a[i].url, u[i], bck, blen, obj, olen);
 		buf_addstr(&a[i].url, query);
 		a[i].started = pthread_create(&a[i].th, NULL, ask_one, &a[i]) == 0;
@@ -613,6 +649,12 @@ static struct ask *ask_all(const url_t *u, size_t n, const char *method, const c
 		if (a[i].started)
 			pthread_join(a[i].th, NULL);
 	return a;
+}
+
+static struct ask *ask_all(const url_t *u, size_t n, const char *method, const char *query, int *fds,
+			   const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
+{
+	return ask_each(u, n, method, query, fds, NULL, NULL, hdr, bck, blen, obj, olen);
 }
 
 /* Rule 11: the newest tombstone of bck/obj here and in the answers a[0..n). */
@@ -686,7 +728,101 @@ static ssize_t pick_write(const ec_meta_t *m, bool *have, size_t n, int64_t tomb
 	return ref;
 }
 
-int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
+/* Rule 4 with the answers' metadata m[0..n) (have[i]: a slice there):
+ * the newest write with at least D slices, *best of them (have[] of older
+ * writes than the newest tombstone cleared); -1 with *e = ENOENT (no
+ * slice), ESTALE (all of a deleted write) or EIO (too few; msg says why). */
+static ssize_t newest_write(target_t *t, sv_t bck, sv_t obj, const struct ask *a, size_t n, const ec_meta_t *m,
+			    bool *have, size_t *best, int *e, buf_t *msg)
+{
+	size_t any = 0, live = 0;
+	for (size_t i = 0; i < n; i++)
+		any += have[i];
+	int64_t tomb = deleted_at(t, a, n, bck.ptr, bck.len, obj.ptr, obj.len);
+	ssize_t r = pick_write(m, have, n, tomb, best);
+	for (size_t i = 0; i < n; i++)
+		live += have[i];
+	*e = ENOENT;
+	if (r < 0 && !live && tomb && any) { /* rule 11 */
+		*e = ESTALE;
+		buf_addf(msg, "deleted: %zu slice(s) found, all of a write a client deleted since", any);
+	} else if (r < 0 && live) {
+		*e = EIO;
+		buf_addf(msg, "erasure-coded: only %zu slice(s) found on %zu active targets, fewer than the data "
+			      "slices needed to rebuild it", live, n);
+	}
+	return r;
+}
+
+/* The custom metadata an answer's head carries. */
+static sv_t custom_of(const struct ask *a) { return httpc_header_find(sv_of(&a->hdrs), "Ais-Custom-Md"); }
+
+/* The object's metadata as its slices tell it: the write ref, and custom. */
+static void meta_of_write(const ec_meta_t *ref, sv_t cm, store_meta_t *out)
+{
+	const char *colon;
+	memset(out, 0, sizeof(*out));
+	out->size = ref->size;
+	out->cksum_type = cksum_of(ref, &colon);
+	if (out->cksum_type != CKSUM_NONE)
+		snprintf(out->cksum, sizeof(out->cksum), "%s", colon + 1);
+	out->version = 1;
+	out->mtime_ns = out->atime_ns = (int64_t)ref->version;
+	snprintf(out->custom, sizeof(out->custom), "%.*s", (int)cm.len, cm.ptr ? cm.ptr : "");
+}
+
+/* The slices' metadata from every active target (GET ?meta=true): m[i]
+ * and have[i] for each answer. */
+static struct ask *ask_metas(target_t *t, sv_t bck, sv_t obj, url_t **u, size_t *n, ec_meta_t **m, bool **have)
+{
+	*n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, u);
+	struct ask *a = ask_all(*u, *n, "GET", "?meta=true", NULL, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
+	*m = xcalloc(*n + 1, sizeof(**m));
+	*have = xcalloc(*n + 1, sizeof(**have));
+	for (size_t i = 0; i < *n; i++)
+		(*have)[i] = a[i].status == 200 && ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &(*m)[i]) == AIS_OK;
+	return a;
+}
+
+int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *out, buf_t *msg)
+{
+	url_t *u;
+	size_t n, best = 0;
+	ec_meta_t *m;
+	bool *have;
+	int e;
+	struct ask *a = ask_metas(t, bck, obj, &u, &n, &m, &have);
+	ssize_t r = newest_write(t, bck, obj, a, n, m, have, &best, &e, msg);
+	if (r >= 0)
+		meta_of_write(&m[r], custom_of(&a[r]), out);
+	ask_free(a, n);
+	free(m), free(have), free(u);
+	errno = e;
+	return r >= 0 ? AIS_OK : AIS_ERR;
+}
+
+/* Where rebuilt bytes go: a store write (ec_restore) or a file. */
+struct sink {
+	store_writer_t *w;
+	int fd;
+};
+
+static int sink_write(struct sink *k, const void *p, size_t n)
+{
+	if (k->w)
+		return store_writer_write(k->w, p, n);
+	return to_fd(&(struct ask){.fd = k->fd}, p, n);
+}
+
+/*
+ * Rule 4: GETs the slice of bck/obj on every active target (each checked
+ * against its own checksum there), picks the newest write with D of them
+ * and writes the decoded object to k. *ref gets that write's metadata,
+ * *custom its custom metadata (the caller frees it), *best how many of
+ * its slices were found. AIS_OK, or AIS_ERR with errno as newest_write's.
+ */
+static int rebuild(target_t *t, sv_t bck, sv_t obj, struct sink *k, ec_meta_t *ref_out, store_meta_t *sm,
+		   size_t *best, buf_t *msg)
 {
 	url_t *u;
 	size_t n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, &u);
@@ -694,12 +830,10 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 	ec_meta_t *m = xcalloc(n + 1, sizeof(*m));
 	bool *have = xcalloc(n + 1, sizeof(*have));
 	int rc = AIS_ERR, e = ENOENT;
-	size_t any = 0;
 
 	for (size_t i = 0; i < n; i++)
 		fds[i] = tmp_file(t);
 	struct ask *a = ask_all(u, n, "GET", "", fds, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
-	/* rule 4: the newest version with at least D slices */
 	for (size_t i = 0; i < n; i++) {
 		sv_t mh = httpc_header_find(sv_of(&a[i].hdrs), EC_META_HDR);
 		if (a[i].status == 410)
@@ -707,54 +841,34 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 				log_warnx("%.*s/%.*s: the slice on %s is damaged; rebuilding from the others",
 						  (int)bck.len, bck.ptr, (int)MIN(obj.len, 200), obj.ptr, u[i]);
 		have[i] = a[i].status == 200 && fds[i] >= 0 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &m[i]) == AIS_OK;
-		any += have[i];
 	}
-	size_t best = 0, live = 0;
-	int64_t tomb = deleted_at(t, a, n, bck.ptr, bck.len, obj.ptr, obj.len);
-	ssize_t r = pick_write(m, have, n, tomb, &best);
-	const ec_meta_t *ref = r >= 0 ? &m[r] : NULL;
-	for (size_t i = 0; i < n; i++)
-		live += have[i];
-	if (!ref) {
-		if (!live && tomb) { /* rule 11 */
-			e = ESTALE;
-			buf_addf(msg, "deleted: %zu slice(s) found, all of a write a client deleted since", any);
-		} else if (live) {
-			e = EIO;
-			buf_addf(msg, "erasure-coded: only %zu slice(s) found on %zu active targets, fewer than the data "
-				      "slices needed to rebuild it", live, n);
-		}
+	ssize_t r = newest_write(t, bck, obj, a, n, m, have, best, &e, msg);
+	if (r < 0)
 		goto out;
-	}
+	const ec_meta_t *ref = &m[r];
+	*ref_out = *ref;
+	meta_of_write(ref, custom_of(&a[r]), sm);
 	e = EIO;
 	int sfd[NSL];
 	bool got[NSL] = {false};
-	for (unsigned k = 0; k < NSL; k++)
-		sfd[k] = -1;
+	for (unsigned j = 0; j < NSL; j++)
+		sfd[j] = -1;
 	for (size_t i = 0; i < n; i++)
 		if (have[i] && ec_same_write(&m[i], ref) && !got[m[i].idx])
 			got[m[i].idx] = true, sfd[m[i].idx] = fds[i];
-	sv_t cm = httpc_header_find(sv_of(&a[ref - m].hdrs), "Ais-Custom-Md");
-	char *custom = cm.len ? xstrndup(cm.ptr, cm.len) : NULL;
-	rc = AIS_OK;
 	ec_layout_t l;
 	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
 	ec_codec_t *c = ec_codec_new(ref->d, ref->p);
 	unsigned char *cell[NSL];
 	unsigned ns = ref->d + ref->p;
-	store_writer_t *w = NULL;
-	for (unsigned k = 0; k < ns; k++)
-		cell[k] = xmalloc(ref->cell);
-	if (store_writer_begin(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &w) != AIS_OK) {
-		buf_addf(msg, "rebuilding from slices: %s", strerror(errno));
-		rc = AIS_ERR;
-	}
+	for (unsigned j = 0; j < ns; j++)
+		cell[j] = xmalloc(ref->cell);
+	rc = AIS_OK;
 	for (uint64_t st = 0; st < l.stripes && rc == AIS_OK; st++) {
 		uint32_t cs = ec_stripe_cell(&l, st);
 		bool hv[NSL];
-		for (unsigned k = 0; k < ns; k++) {
-			hv[k] = got[k] && pread(sfd[k], cell[k], cs, (off_t)(st * l.cell)) == (ssize_t)cs;
-		}
+		for (unsigned j = 0; j < ns; j++)
+			hv[j] = got[j] && pread(sfd[j], cell[j], cs, (off_t)(st * l.cell)) == (ssize_t)cs;
 		if (ec_decode(c, cs, hv, cell) != AIS_OK) {
 			buf_addf(msg, "rebuilding from slices: a slice is short");
 			rc = AIS_ERR;
@@ -763,43 +877,177 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 		uint64_t bytes = ec_stripe_bytes(&l, st);
 		for (unsigned j = 0; j < l.d && rc == AIS_OK; j++) {
 			uint64_t off = (uint64_t)j * cs, want = off < bytes ? MIN(cs, bytes - off) : 0;
-			if (want && store_writer_write(w, cell[j], want) != AIS_OK)
+			if (want && sink_write(k, cell[j], want) != AIS_OK) {
+				buf_addf(msg, "rebuilding from slices: %s", strerror(errno));
 				rc = AIS_ERR;
+			}
 		}
 	}
-	if (rc == AIS_OK) {
-		/* the rebuilt bytes must match the object's checksum (rule 4) */
-		const char *colon;
-		enum store_cksum ct = cksum_of(ref, &colon);
-		if (store_writer_commit(w, ct, ct != CKSUM_NONE ? colon + 1 : NULL, custom, NULL) != AIS_OK) {
-			buf_addf(msg, "the object rebuilt from %zu slices does not match its checksum: %s", best,
-				 strerror(errno));
-			rc = AIS_ERR;
-		}
-	}
-	store_writer_free(w);
-	for (unsigned k = 0; k < ns; k++)
-		free(cell[k]);
+	for (unsigned j = 0; j < ns; j++)
+		free(cell[j]);
 	ec_codec_free(c);
-	free(custom);
-	if (rc == AIS_OK) {
-		count(EC_M_REBUILDS, 1);
-		log_info("rebuilt %.*s/%.*s from %zu of its %u slices", (int)bck.len, bck.ptr, (int)MIN(obj.len, 200),
-			 obj.ptr, best, ns);
-		if (t->reb && best < ns) /* rule 5: the rebalance rebuilds the missing slices */
-			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
-	} else {
-		count(EC_M_REBUILD_FAILURES, 1);
-	}
 out:
 	for (size_t i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	ask_free(a, n);
-	free(fds);
-	free(m);
-	free(have);
-	free(u);
+	free(fds), free(m), free(have), free(u);
+	if (rc != AIS_OK)
+		errno = e;
+	return rc;
+}
+
+static void rebuilt(sv_t bck, sv_t obj, int rc, size_t best, unsigned ns)
+{
+	if (rc == AIS_OK) {
+		count(EC_M_REBUILDS, 1);
+		log_info("rebuilt %.*s/%.*s from %zu of its %u slices", (int)bck.len, bck.ptr, (int)MIN(obj.len, 200),
+			 obj.ptr, best, ns);
+	} else {
+		count(EC_M_REBUILD_FAILURES, 1);
+	}
+}
+
+int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
+{
+	struct sink k = {.fd = -1};
+	ec_meta_t ref;
+	store_meta_t sm;
+	size_t best = 0;
+	if (store_writer_begin(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &k.w) != AIS_OK) {
+		buf_addf(msg, "rebuilding from slices: %s", strerror(errno));
+		errno = EIO;
+		return AIS_ERR;
+	}
+	int rc = rebuild(t, bck, obj, &k, &ref, &sm, &best, msg), e = errno;
+	if (rc == AIS_OK && store_writer_commit(k.w, sm.cksum_type, sm.cksum[0] ? sm.cksum : NULL,
+						sm.custom[0] ? sm.custom : NULL, NULL) != AIS_OK) {
+		/* the rebuilt bytes must match the object's checksum (rule 4) */
+		buf_addf(msg, "the object rebuilt from %zu slices does not match its checksum: %s", best,
+			 strerror(errno));
+		rc = AIS_ERR, e = EIO;
+	}
+	store_writer_free(k.w);
+	if (rc == AIS_OK || e == EIO)
+		rebuilt(bck, obj, rc, best, ref.d + ref.p);
+	if (rc == AIS_OK && t->reb && best < ref.d + ref.p) /* rule 5: the rebalance rebuilds the missing slices */
+		reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
+	errno = e;
+	return rc;
+}
+
+/* --- reads with no whole copy (rule 13) ----------------------------------------- */
+
+/* A data slice's bytes, as they come, to their offsets in the object. */
+struct at_obj {
+	int fd;
+	const ec_layout_t *l;
+	unsigned j;  /* the slice's index (< D) */
+	uint64_t so; /* slice bytes taken */
+};
+
+static int to_object(void *arg, const char *p, size_t n)
+{
+	struct at_obj *s = arg;
+	const ec_layout_t *l = s->l;
+	while (n) {
+		uint64_t st = MIN(s->so / l->cell, l->stripes - 1);
+		uint32_t cs = ec_stripe_cell(l, st);
+		uint64_t in = s->so - st * l->cell, start = ec_stripe_start(l, st);
+		if (in >= cs)
+			return AIS_ERR; /* longer than its layout */
+		uint64_t k = MIN(cs - in, n), at = start + (uint64_t)s->j * cs + in,
+			 end = start + ec_stripe_bytes(l, st); /* (the last stripe's padding is not the object's) */
+		if (at < end) {
+			size_t w = (size_t)MIN(k, end - at);
+			if (pwrite(s->fd, p, w, (off_t)at) != (ssize_t)w)
+				return AIS_ERR;
+		}
+		s->so += k, p += k, n -= k;
+	}
+	return AIS_OK;
+}
+
+/* Fetches the D data slices of write ref (have[i] of m[i] at u[i]) whole
+ * (each checked against its own checksum by its holder) straight to their
+ * offsets in fd. false when one is missing, damaged or short. */
+static bool data_slices(target_t *t, sv_t bck, sv_t obj, const url_t *u, size_t n, const ec_meta_t *m,
+			const bool *have, const ec_meta_t *ref, int fd)
+{
+	url_t sel[EC_SLICES_MAX];
+	struct at_obj at[EC_SLICES_MAX];
+	httpc_sink_fn fns[EC_SLICES_MAX];
+	void *args[EC_SLICES_MAX];
+	bool found[EC_SLICES_MAX] = {false};
+	ec_layout_t l;
+	unsigned k = 0;
+	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
+	for (size_t i = 0; i < n; i++)
+		if (have[i] && ec_same_write(&m[i], ref) && m[i].idx < ref->d && !found[m[i].idx]) {
+			found[m[i].idx] = true;
+			at[k] = (struct at_obj){.fd = fd, .l = &l, .j = m[i].idx};
+			fns[k] = to_object, args[k] = &at[k];
+			snprintf(sel[k++], sizeof(sel[0]), "%s", u[i]);
+		}
+	if (k < ref->d || !l.stripes)
+		return k == ref->d;
+	struct ask *a = ask_each(sel, k, "GET", "", NULL, fns, args, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
+	bool ok = true;
+	for (unsigned i = 0; i < k; i++) {
+		sv_t mh = httpc_header_find(sv_of(&a[i].hdrs), EC_META_HDR);
+		ec_meta_t sm;
+		if (a[i].status == 410)
+			count(EC_M_DAMAGED, 1), log_warnx("%.*s/%.*s: the slice on %s is damaged; decoding from the others",
+							  (int)bck.len, bck.ptr, (int)MIN(obj.len, 200), obj.ptr, sel[i]);
+		ok = ok && a[i].status == 200 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &sm) == AIS_OK &&
+		     ec_same_write(&sm, ref) && sm.idx == at[i].j && at[i].so == l.slice_size;
+	}
+	ask_free(a, k);
+	return ok;
+}
+
+int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *out_fd, store_meta_t *out, buf_t *msg)
+{
+	url_t *u;
+	size_t n, best = 0;
+	ec_meta_t *m, ref;
+	bool *have;
+	int e, fd = -1, rc = AIS_ERR;
+	struct ask *a = ask_metas(t, bck, obj, &u, &n, &m, &have);
+	ssize_t r = newest_write(t, bck, obj, a, n, m, have, &best, &e, msg);
+	if (r < 0)
+		goto out;
+	e = EIO;
+	if ((fd = tmp_file(t)) < 0 || ftruncate(fd, (off_t)m[r].size) != 0) {
+		buf_addf(msg, "a temporary file for the decoded object: %s", strerror(errno));
+		goto out;
+	}
+	meta_of_write(&m[r], custom_of(&a[r]), out);
+	if (!data_slices(t, bck, obj, u, n, m, have, &m[r], fd)) {
+		/* a data slice missing or damaged: decode from any D */
+		struct sink k = {.fd = fd};
+		if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
+		    rebuild(t, bck, obj, &k, &ref, out, &best, msg) != AIS_OK) {
+			e = errno == ENOENT || errno == ESTALE ? errno : EIO;
+			rebuilt(bck, obj, AIS_ERR, 0, 0);
+			goto out;
+		}
+		rebuilt(bck, obj, AIS_OK, best, ref.d + ref.p);
+		if (t->reb) /* rule 5: the rebalance rebuilds the missing slices */
+			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
+	}
+	if (store_verify_fd(fd, out) != AIS_OK) { /* the decoded bytes must match the object's checksum */
+		buf_addf(msg, "the object decoded from its slices does not match its checksum");
+		goto out;
+	}
+	*out_fd = fd;
+	fd = -1;
+	rc = AIS_OK;
+out:
+	if (fd >= 0)
+		close(fd);
+	ask_free(a, n);
+	free(m), free(have), free(u);
 	if (rc != AIS_OK)
 		errno = e;
 	return rc;
@@ -810,16 +1058,14 @@ out:
 int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, store_meta_t *out, buf_t *msg)
 {
 	url_t *u, sel[NSL];
-	size_t n = targets(t, bck.ptr, bck.len, obj.ptr, obj.len, &u), best = 0, k = 0;
-	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck.ptr, bck.len, obj.ptr, obj.len), *b = NULL;
-	ec_meta_t *m = xcalloc(n + 1, sizeof(*m));
-	bool *have = xcalloc(n + 1, sizeof(*have)), got[NSL] = {false}, idx_taken[NSL] = {false};
+	size_t n, best = 0, k = 0;
+	ec_meta_t *m;
+	bool *have, got[NSL] = {false}, idx_taken[NSL] = {false};
+	struct ask *a = ask_metas(t, bck, obj, &u, &n, &m, &have), *b = NULL;
 	int fds[NSL], sfd[NSL], ofd = -1, rc = AIS_ERR, e = EAGAIN;
 	unsigned sidx[NSL], ngot = 0;
 	uint64_t start, len, fetched = 0;
 
-	for (size_t i = 0; i < n; i++)
-		have[i] = a[i].status == 200 && ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m[i]) == AIS_OK;
 	ssize_t r = pick_write(m, have, n, deleted_at(t, a, n, bck.ptr, bck.len, obj.ptr, obj.len), &best);
 	/* D slices decode; one more checks them (rule 9) */
 	if (r < 0 || best <= m[r].d || http_range_parse(range, m[r].size, &start, &len) != AIS_OK) {
@@ -890,15 +1136,7 @@ int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *out_fd, stor
 				goto done;
 		}
 	}
-	memset(out, 0, sizeof(*out));
-	const char *colon;
-	out->size = ref->size;
-	out->cksum_type = cksum_of(ref, &colon);
-	if (out->cksum_type != CKSUM_NONE)
-		snprintf(out->cksum, sizeof(out->cksum), "%s", colon + 1);
-	out->mtime_ns = (int64_t)ref->version;
-	sv_t cm = httpc_header_find(sv_of(&a[r].hdrs), "Ais-Custom-Md");
-	snprintf(out->custom, sizeof(out->custom), "%.*s", (int)cm.len, cm.ptr ? cm.ptr : "");
+	meta_of_write(ref, custom_of(&a[r]), out);
 	*out_fd = ofd;
 	ofd = -1;
 	rc = AIS_OK;
@@ -923,20 +1161,25 @@ done:
 
 /* --- repair ------------------------------------------------------------------------- */
 
-int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+/* Rule 5 with the whole copy here (fd; sm its metadata), or, with fd < 0,
+ * on a holder of a slice of the write sm describes in a bucket kept as
+ * slices only (rule 13): the object is read from the slices only when an
+ * index is missing. With ec.whole_copy=false the whole copy here is
+ * dropped once all D+P slices are there (rule 13). Returns as ec_repair;
+ * closes fd. */
+static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t blen, const char *obj, size_t olen,
+		  int fd, const store_meta_t *sm, buf_t *msg)
 {
-	bmd_props_t bp;
-	store_meta_t sm;
+	bmd_props_t bp = *bpp;
+	bool whole = fd >= 0;
+	store_meta_t *smp = xmalloc(sizeof(*smp));
+	*smp = *sm;
 	url_t *u;
-	int fd;
-	if (!ec_props(t, (sv_t){bck, blen}, &bp) ||
-	    store_open_obj(t->store, bck, blen, obj, olen, &fd, &sm) != AIS_OK || !place_ec(&bp, sm.size))
-		return 0;
 	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
 	size_t n = MIN(targets(t, bck, blen, obj, olen, &u), ns); /* the holders (rule 5) */
 	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
-	meta_template(&tmpl, &bp, &sm);
+	meta_template(&tmpl, &bp, smp);
 	bool have_idx[NSL] = {false}, taken[NSL] = {false};
 	const char *dest[NSL] = {NULL};
 	uint64_t ver = 0, seen = 0;
@@ -954,13 +1197,13 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	}
 	int wrote = 0;
 	size_t next = 0;
-	if (deleted_at(t, a, n, bck, blen, obj, olen) > sm.mtime_ns) { /* rule 11 */
+	if (deleted_at(t, a, n, bck, blen, obj, olen) > smp->mtime_ns) { /* rule 11 */
 		log_info("%.*s/%.*s: a client deleted it after the whole copy here was written: dropped, not encoded",
 			 (int)blen, bck, (int)MIN(olen, 200), obj);
 		wrote = EC_GONE;
 		goto out;
 	}
-	if (!ver && n && strcmp(u[0], self_intra(t))) { /* rule 5: the first slices are the owner's */
+	if (!ver && n && whole && strcmp(u[0], self_intra(t))) { /* rule 5: the first slices are the owner's */
 		buf_addf(msg, "no slice of it on its holders yet: its owner encodes them");
 		wrote = -1;
 		goto out;
@@ -982,23 +1225,61 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 		/* the repaired slices join the surviving ones' write; new ones are
 		 * newer than any slice seen (a former layout's: rule 10) and no
 		 * younger than the whole copy otherwise (rule 11) */
-		tmpl.version = ver ? ver : MAX((uint64_t)sm.mtime_ns, seen + 1);
+		tmpl.version = ver ? ver : MAX((uint64_t)smp->mtime_ns, seen + 1);
 		ec_layout_t l;
 		bool ok[NSL];
-		ec_layout(sm.size, bp.ec_data, bp.ec_parity, EC_CELL, &l);
+		ec_layout(smp->size, bp.ec_data, bp.ec_parity, EC_CELL, &l);
+		if (placed && fd < 0 &&
+		    (ec_read_whole(t, (sv_t){bck, blen}, (sv_t){obj, olen}, &fd, smp, msg) != AIS_OK ||
+		     smp->size != sm->size || strcmp(smp->cksum, sm->cksum))) {
+			if (fd >= 0)
+				buf_addstr(msg, "overwritten meanwhile: the next run repairs it");
+			wrote = -1;
+			goto out;
+		}
 		if (placed) {
-			size_t good = encode_send(t, fd, &l, &tmpl, sm.custom, dest, bck, blen, obj, olen, ok, msg);
+			size_t good = encode_send(t, fd, &l, &tmpl, smp->custom, dest, bck, blen, obj, olen, ok, msg);
 			wrote = good < placed ? -1 : (int)good;
 			if (good)
 				log_info("%.*s/%.*s: rebuilt %zu missing slice(s)", (int)blen, bck, (int)MIN(olen, 200),
 					 obj, good);
 		}
 	}
+	if (whole && bp.ec_no_whole && wrote >= 0 && (unsigned)wrote == missing) {
+		/* every slice is there: a converted bucket's whole copy goes */
+		store_meta_t *now = xmalloc(sizeof(*now));
+		if (store_lookup(t->store, bck, blen, obj, olen, now) == AIS_OK && now->mtime_ns == sm->mtime_ns &&
+		    !strcmp(now->cksum, sm->cksum) && store_delete(t->store, bck, blen, obj, olen) == AIS_OK)
+			log_info("%.*s/%.*s: its %u slices are all there: the whole copy dropped (ec.whole_copy=false)",
+				 (int)blen, bck, (int)MIN(olen, 200), obj, ns);
+		free(now);
+	}
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	ask_free(a, n);
 	free(u);
+	free(smp);
 	return wrote;
+}
+
+int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+{
+	bmd_props_t bp;
+	store_meta_t *sm = xmalloc(sizeof(*sm));
+	int fd, rc = 0;
+	if (!ec_props(t, (sv_t){bck, blen}, &bp)) {
+	} else if (store_open_obj(t->store, bck, blen, obj, olen, &fd, sm) == AIS_OK) {
+		if (place_ec(&bp, sm->size))
+			rc = repair(t, &bp, bck, blen, obj, olen, fd, sm, msg);
+		else
+			close(fd);
+	} else if (bp.ec_enabled && bp.ec_no_whole && ec_stat(t, (sv_t){bck, blen}, (sv_t){obj, olen}, sm, msg) == AIS_OK &&
+		   place_ec(&bp, sm->size)) { /* kept as slices only (rule 13) */
+		rc = repair(t, &bp, bck, blen, obj, olen, -1, sm, msg);
+	}
+	free(sm);
+	return rc;
 }
 
 /* --- a slice off its holders (the rebalance) ---------------------------------------- */
@@ -1089,8 +1370,21 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	if (ec_meta_of(sm.custom, &me) != AIS_OK || (!bp->ec_enabled && copies_there(t, bp, bck, blen, obj, olen,
 										    me.size, msg)))
 		return drop_slice(t, sb, obj, olen, cmap_v, NULL) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
-	if (!bp->ec_enabled)
-		return AIS_ERR; /* rule 10: kept until the copies are there */
+	if (!bp->ec_enabled) { /* rule 10: kept until the copies are there */
+		if (bp->ec_no_whole && me.idx == 0) {
+			/* slices only before: the holder of slice 0 rebuilds a whole
+			 * copy (where none is), which the rebalance then copies */
+			int fd;
+			store_meta_t *wm = xmalloc(sizeof(*wm));
+			if (ol_open_sync(t, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &fd, wm, msg) == AIS_OK) {
+				close(fd);
+				if (t->reb)
+					reb_enqueue(t->reb, bck, blen, obj, olen);
+			}
+			free(wm);
+		}
+		return AIS_ERR;
+	}
 	const cmap_t *cm;
 	place_t p;
 	cluster_read_lock(t->base.cl, &cm, NULL);
@@ -1102,16 +1396,33 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	for (size_t i = 0; i < p.n && i < NSL; i++)
 		snprintf(top[n++], sizeof(top[0]), "%s", p.node[i]->intra_url);
 	cluster_read_unlock(t->base.cl);
+	bool owner_has = false;
 	if (current && p.self >= 0 && n > 1) {
 		/* rule 11: a holder's slice of a deleted object (this target missed
 		 * the delete) goes; the first other holder knows of the delete */
 		struct ask *a = ask_all(&top[p.self == 0], 1, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 		bool gone = deleted_at(t, a, 1, bck, blen, obj, olen) > (int64_t)me.version;
+		ec_meta_t om;
+		owner_has = p.self > 0 && a[0].status == 200 && ec_meta_parse(a[0].resp.ptr, a[0].resp.len, &om) == AIS_OK &&
+			    (ec_same_write(&om, &me) || om.version > me.version);
 		ask_free(a, 1);
 		if (gone)
 			return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 	}
-	if (current && p.self == 0 && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
+	if (current && p.self >= 0 && bp->ec_no_whole) {
+		/* rule 13: the first holder with a slice repairs the others */
+		if (owner_has)
+			return EC_SLICE_KEPT;
+		const char *nl = strchr(sm.custom, '\n');
+		store_meta_t *om = xmalloc(sizeof(*om));
+		meta_of_write(&me, sv_from(nl ? nl + 1 : ""), om);
+		int w = repair(t, bp, bck, blen, obj, olen, -1, om, msg);
+		free(om);
+		if (w == EC_GONE)
+			return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+		return w < 0 ? AIS_ERR : EC_SLICE_KEPT;
+	}
+	if (current && p.self == 0 && !bp->ec_no_whole && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
 		/* rule 8: the owner without the whole copy fetches or rebuilds it */
 		int fd;
 		if (ol_open_sync(t, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &fd, &sm, msg) != AIS_OK)

@@ -78,6 +78,14 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp);
  * is of a write a client deleted since: a tombstone is newer) or EIO (msg
  * says why). */
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
+/* Pool (ol_open in a bucket with ec.whole_copy=false, ec.c rule 13): the
+ * object read whole from its slices into an unlinked temporary file
+ * (*fd; *m its size, checksum, custom metadata): the D data slices
+ * straight to their offsets, or a decode from any D when one is missing
+ * or damaged; checked against the object's checksum. AIS_OK, or AIS_ERR
+ * with errno as ec_restore's. ec_stat: the metadata only (a HEAD). */
+int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *fd, store_meta_t *m, buf_t *msg);
+int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg);
 /* Pool (ol_open for a Range read, when no whole copy can be fetched):
  * decodes only the stripes that range (a Range header value) touches from
  * D slices, checked against one more (ec.c rule 9), into a sparse
@@ -87,9 +95,10 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
  * is not one the object satisfies: rebuild it whole instead) or EIO (the
  * slices disagree; msg says why). */
 int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_meta_t *m, buf_t *msg);
-/* Pool or job thread: with the whole object here, makes sure D+P current
- * slices are on distinct active targets, encoding and sending the missing
- * ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
+/* Pool or job thread: with the whole object here (or, in a bucket with
+ * ec.whole_copy=false, none: read from the slices if one is missing, ec.c
+ * rule 13), makes sure D+P current slices are on distinct active targets,
+ * encoding and sending the missing ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
  * failed send; EC_GONE when a client deleted the object after the whole
  * copy here was written (a holder's tombstone is newer; ec.c rule 11):
  * nothing is sent and the caller drops that copy. */

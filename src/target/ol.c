@@ -25,6 +25,7 @@
  *     slice on every active target.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,8 +126,11 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
 /* --- reads ---------------------------------------------------------------------- */
 
 /* ol_open_sync; range: the Range header of the read, or empty (an
- * erasure-coded object with no whole copy decodes only its stripes). */
-static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, int *fd, store_meta_t *m, buf_t *msg)
+ * erasure-coded object with no whole copy decodes only its stripes);
+ * head: only the metadata is wanted (*fd is then /dev/null for an object
+ * kept as slices only). */
+static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bool head, int *fd,
+		     store_meta_t *m, buf_t *msg)
 {
 	bool have = store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK;
 	if (fetch && t->base.cl) { /* a remote bucket: validate or fetch there (olremote.c) */
@@ -147,9 +151,33 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, in
 		return AIS_OK;
 	if (!fetch || !t->base.cl)
 		return AIS_ERR;
-	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
 	bmd_props_t bp;
-	if (rc != AIS_OK && ec_props(t, bck, &bp) && bp.ec_enabled) {
+	bool known = ec_props(t, bck, &bp), ec = known && bp.ec_enabled, sliced = known && bp.ec_no_whole;
+	if (ec && sliced) { /* kept as slices only (ec.c rule 13) */
+		int rc;
+		if (head) {
+			rc = ec_stat(t, bck, obj, m, msg);
+			if (rc == AIS_OK && (*fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+				rc = AIS_ERR;
+		} else {
+			rc = range.len && ec_read_range(t, bck, obj, range, fd, m, msg) == AIS_OK
+				     ? AIS_OK
+				     : (buf_reset(msg), ec_read_whole(t, bck, obj, fd, m, msg));
+		}
+		if (rc == AIS_OK)
+			return AIS_OK;
+		if (errno == ESTALE) { /* its slices are of a write deleted since */
+			errno = ENOENT;
+			return AIS_ERR;
+		}
+		if (errno != ENOENT)
+			return AIS_ERR;
+		buf_reset(msg); /* no slice: a small object's copies, or one not converted yet */
+	}
+	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
+	/* a bucket converted back to copies from slices only: a whole copy
+	 * is rebuilt from them until the rebalance has made the copies */
+	if (rc != AIS_OK && ec != sliced) {
 		/* no whole copy could be fetched: decode the range, or rebuild it
 		 * from its slices (ec.c) */
 		buf_t emsg = BUF_INIT;
@@ -181,7 +209,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, in
 
 int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
 {
-	return open_sync(t, bck, obj, fetch, (sv_t){"", 0}, fd, m, msg);
+	return open_sync(t, bck, obj, fetch, (sv_t){"", 0}, false, fd, m, msg);
 }
 
 /* An open that needs the I/O pool: the copy here is missing, unreadable, or
@@ -242,8 +270,8 @@ remote:
 		}
 		return;
 	}
-	if (open_sync(o->t, o->bck, o->obj, true, o->range ? http_req_header(req, "Range") : (sv_t){"", 0}, &o->fd,
-		      &o->m, &o->msg) != AIS_OK) {
+	if (open_sync(o->t, o->bck, o->obj, true, o->range ? http_req_header(req, "Range") : (sv_t){"", 0},
+		      req->method == HTTP_HEAD, &o->fd, &o->m, &o->msg) != AIS_OK) {
 		o->fd = -1;
 		o->err = errno == ENOENT || errno == EBADMSG || errno == ENOSPC ? errno : EIO;
 	}

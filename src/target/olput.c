@@ -24,7 +24,8 @@
  *     are deleted and nothing of the write stays visible (mirror.c rule 2).
  *     In an erasure-coded bucket an object of ec.objsize_limit bytes or
  *     more gets its D+P slices instead of copies (ec.c rule 2), all durable
- *     before the whole copy here commits.
+ *     before the whole copy here commits; with ec.whole_copy=false the
+ *     slices are all that is committed (ec.c rule 13).
  *     Then a tar shard is indexed, and an object committed under a map
  *     older than the one installed meanwhile is handed to the rebalance.
  *  5. The steps of a write that sends copies or slices (ol_put_remote) run
@@ -137,6 +138,17 @@ int ol_put_commit(ol_put_t *p)
 		if (erc != AIS_OK) {
 			free(through);
 			return AIS_ERR;
+		}
+		/* whole copies of an earlier small write on the other holders go */
+		tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+		if (bp.ec_no_whole) { /* the slices are the object (ec.c rule 13): p->meta is theirs */
+			free(through);
+			if (store_delete(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len) != AIS_OK &&
+			    errno != ENOENT)
+				log_warn("PUT %.*s/%.*s: the whole copy of an earlier write stays", (int)p->bck.len,
+					 p->bck.ptr, (int)MIN(p->obj.len, 256), p->obj.ptr);
+			tgt_placed_check(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+			return AIS_OK;
 		}
 	}
 	if (copies && (p->repl ? tgt_repl_commit(p->t, p->repl, p->sw, p->w, p->bck.ptr, p->bck.len, p->obj.ptr,

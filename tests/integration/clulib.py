@@ -381,12 +381,13 @@ def owner_put(g, targets, bck, name, data):
     return request("PUT", own.url, "/v1/objects/%s/%s" % (bck, q(name)), data, timeout=60).status if own else 0
 
 
-def create_ec_bucket(g, targets, bck, data_slices, parity_slices, objsize_limit):
-    """Creates bck with erasure coding D+P and waits until every target has
-    that BMD (three checks)."""
+def create_ec_bucket(g, targets, bck, data_slices, parity_slices, objsize_limit, whole_copy=True):
+    """Creates bck with erasure coding D+P (and ec.whole_copy) and waits
+    until every target has that BMD (three checks)."""
     t.eq(request("POST", g.url, "/v1/buckets/" + bck, '{"action":"create-bck"}',
                  {"Content-Type": "application/json"}).status, 200, "create " + bck)
-    ec = {"enabled": True, "data_slices": data_slices, "parity_slices": parity_slices, "objsize_limit": objsize_limit}
+    ec = {"enabled": True, "data_slices": data_slices, "parity_slices": parity_slices, "objsize_limit": objsize_limit,
+          "whole_copy": whole_copy}
     r = request("PATCH", g.url, "/v1/buckets/" + bck, json.dumps({"action": "set-bprops", "value": {"ec": ec}}),
                 {"Content-Type": "application/json"})
     t.eq(r.status, 200, "ec %d+%d" % (data_slices, parity_slices))

@@ -86,7 +86,8 @@ t.check(r.status == 409 and b"empty" in r.body, "ec on a bucket that holds objec
 r = setprops("e1", {"ec": {"enabled": True, "data_slices": 4, "parity_slices": 2, "objsize_limit": 65536}})
 t.eq(r.status, 200, "ec 4+2, limit 64 KiB on an empty bucket: 200")
 props = json.loads(request("HEAD", g.url, "/v1/buckets/e1").h("ais-bucket-props") or "{}")
-t.eq(props.get("ec"), {"enabled": True, "data_slices": 4, "parity_slices": 2, "objsize_limit": 65536},
+t.eq(props.get("ec"), {"enabled": True, "data_slices": 4, "parity_slices": 2, "objsize_limit": 65536,
+                         "whole_copy": True},
      "bucket props show ec")
 gv = get(g.url, "/v1/daemon?what=bmd").json()["version"]
 t.check(poll(lambda: all(get(x.url, "/v1/daemon?what=bmd").json()["version"] >= gv for x in targets), 5),

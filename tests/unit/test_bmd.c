@@ -36,6 +36,7 @@ static bmd_t *mkbmd(int n)
 			p.ec_data = (uint32_t)(1 + i % 8);
 			p.ec_parity = (uint32_t)(1 + i % 3);
 			p.ec_objsize_limit = (uint64_t)i << 10;
+			p.ec_no_whole = i % 2 == 1;
 		}
 		ck_assert_int_eq(bmd_add(b, name, (size_t)l, &p, NULL), AIS_OK);
 	}
@@ -300,7 +301,8 @@ START_TEST(test_props_patch)
 	ck_assert_int_eq(patch(&q, "{\"s3\":{\"owner\":\"me\"}}", &err), AIS_ERR); /* never by set-bprops */
 	ck_assert_str_eq(out.ptr, "{\"provider\":\"ais\",\"checksum\":{\"type\":\"sha256\"},\"mirror\":{\"enabled\":true,"
 				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42,"
-				  "\"ec\":{\"enabled\":false,\"data_slices\":2,\"parity_slices\":2,\"objsize_limit\":262144}}");
+				  "\"ec\":{\"enabled\":false,\"data_slices\":2,\"parity_slices\":2,\"objsize_limit\":262144,"
+				  "\"whole_copy\":true}}");
 
 	/* erasure coding: its group, its ranges, never with mirror */
 	bmd_props_t e;
@@ -311,6 +313,12 @@ START_TEST(test_props_patch)
 	ck_assert_uint_eq(e.ec_data, 4);
 	ck_assert_uint_eq(e.ec_parity, 2);
 	ck_assert_uint_eq(e.ec_objsize_limit, 1024);
+	ck_assert(!e.ec_no_whole);
+	bmd_props_t f = e;
+	ck_assert_int_eq(patch(&f, "{\"ec\":{\"whole_copy\":false}}", &err), AIS_OK);
+	ck_assert(f.ec_no_whole);
+	ck_assert(bmd_ec_differs(&e, &f)); /* a layout change: empty bucket or re-encode */
+	ck_assert_int_eq(patch(&f, "{\"ec\":{\"whole_copy\":\"no\"}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&e, "{\"mirror\":{\"enabled\":true}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&e, "{\"ec\":{\"data_slices\":33}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&e, "{\"ec\":{\"parity_slices\":0}}", &err), AIS_ERR);
