@@ -1,5 +1,6 @@
 """test_ec_encode.py - the re-encode job (ec-encode): a bucket that holds
-objects converted from 2 copies to erasure coding 4+2, to 2+2, and back, on 1
+objects converted from 2 copies to erasure coding 4+2, to slices only, to
+2+2, and back, on 1
 gateway + 6 targets started here on loopback ports (stopped by PID).
 
  1. Bucket m, mirror.copies=2: 10 objects of 100-400 KiB and 3 of 10 KiB
@@ -16,9 +17,12 @@ gateway + 6 targets started here on loopback ports (stopped by PID).
     owner only; every small one: 3 whole copies on its 3 HRW targets.
     Every object reads byte for byte, and a read loop ran through the
     whole conversion with no error and no wrong byte.
+ 3b. To slices only, ec.whole_copy=false: every big object's whole copy
+    dropped, its 6 slices stay; byte for byte (read loop again).
  4. To another layout, 2+2: the slices of 2+2 on each big object's 4
-    HRW targets only (the 4+2 slices on the other 2 dropped), the whole
-    copy on the owner, every object byte for byte (read loop again).
+    HRW targets only (the 4+2 slices on the other 2 dropped), still no
+    whole copy, every object byte for byte (read loop again), the new
+    slices encoded from the old ones.
  5. Back: ec.enabled=false mirror.enabled=true mirror.copies=2 through the
     job: every object on its 2 HRW holders, no slice left anywhere, every
     object byte for byte (read loop again).
@@ -83,10 +87,10 @@ def copies_errors(k):
     return errs
 
 
-def ec_errors(dd, pp):
+def ec_errors(dd, pp, whole_copy=True):
     """Objects off the exact EC dd+pp layout: slices (of that layout) on
-    the top dd+pp targets only, the whole copy on the owner; small ones
-    on their top pp+1."""
+    the top dd+pp targets only, the whole copy on the owner (none with
+    whole_copy False); small ones on their top pp+1."""
     errs = []
     for n, d in data.items():
         top = hrwlib.top(B + "/" + n, ids, dd + pp)
@@ -95,7 +99,7 @@ def ec_errors(dd, pp):
             if have != sorted(top[:pp + 1]):
                 errs.append("%s (small): copies on %s" % (n, have))
             continue
-        if have != [top[0]]:
+        if have != ([top[0]] if whole_copy else []):
             errs.append("%s: whole copies on %s, owner %s" % (n, have, top[0]))
         metas = {x.id: get(x.url, "/v1/ec/%s/%s?meta=true" % (B, q(n)), headers=INTRA) for x in targets}
         metas = {k: dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
@@ -203,6 +207,22 @@ t.check(pr.get("ec", {}).get("enabled") and pr["ec"].get("data_slices") == 4 and
         "props: ec 4+2, mirror off", pr)
 all_bytes("every object byte for byte after the conversion to erasure coding")
 
+# --- 3b. slices only ---------------------------------------------------------------------------------
+
+
+def to_slices_only():
+    rc, out, err = ctl("job", "start", "ec-encode", B, "ec.whole_copy=false")
+    t.check(rc == 0, "aisctl job start ec-encode %s ec.whole_copy=false: exit 0" % B, (rc, out, err))
+    rc, out, err = ctl("job", "wait", "ec-encode", "--timeout-s", "90")
+    t.check(rc == 0, "aisctl job wait ec-encode: exit 0", (rc, out, err))
+    converge(lambda: ec_errors(4, 2, whole_copy=False), 30,
+             "big objects: one slice on each target and no whole copy left; small: 3 copies")
+
+
+read_loop_during(to_slices_only)
+t.eq(props().get("ec", {}).get("whole_copy"), False, "props: ec.whole_copy false")
+all_bytes("every object byte for byte, kept as slices only")
+
 # --- 4. another layout -------------------------------------------------------------------------------
 
 
@@ -211,7 +231,7 @@ def to_2_2():
     t.check(rc == 0, "aisctl job start ec-encode %s to 2+2: exit 0" % B, (rc, out, err))
     rc, out, err = ctl("job", "wait", "ec-encode", "--timeout-s", "90")
     t.check(rc == 0, "aisctl job wait ec-encode: exit 0", (rc, out, err))
-    converge(lambda: ec_errors(2, 2), 40,
+    converge(lambda: ec_errors(2, 2, whole_copy=False), 40,
              "2+2: slices of the new layout on the 4 HRW targets only (the former ones dropped); small: 3 copies")
 
 
