@@ -1023,8 +1023,11 @@ int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *out_fd, store_meta_t *ou
 		goto out;
 	}
 	meta_of_write(&m[r], custom_of(&a[r]), out);
+	/* the data slices, each checked against its own checksum by its holder
+	 * as it sends it (ecslice.c rule 3), are the object's bytes */
 	if (!data_slices(t, bck, obj, u, n, m, have, &m[r], fd)) {
-		/* a data slice missing or damaged: decode from any D */
+		/* a data slice missing or damaged: decode from any D, and check
+		 * the result against the object's checksum */
 		struct sink k = {.fd = fd};
 		if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
 		    rebuild(t, bck, obj, &k, &ref, out, &best, msg) != AIS_OK) {
@@ -1032,13 +1035,14 @@ int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *out_fd, store_meta_t *ou
 			rebuilt(bck, obj, AIS_ERR, 0, 0);
 			goto out;
 		}
+		if (store_verify_fd(fd, out) != AIS_OK) {
+			buf_addf(msg, "the object decoded from its slices does not match its checksum");
+			rebuilt(bck, obj, AIS_ERR, 0, 0);
+			goto out;
+		}
 		rebuilt(bck, obj, AIS_OK, best, ref.d + ref.p);
 		if (t->reb) /* rule 5: the rebalance rebuilds the missing slices */
 			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
-	}
-	if (store_verify_fd(fd, out) != AIS_OK) { /* the decoded bytes must match the object's checksum */
-		buf_addf(msg, "the object decoded from its slices does not match its checksum");
-		goto out;
 	}
 	*out_fd = fd;
 	fd = -1;
