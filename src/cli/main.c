@@ -133,7 +133,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
 	 cli_bucket_props_show, false},
 	{"bucket props set", "BUCKET KEY=VALUE...",
-	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, checksum.type, access)",
+	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, checksum.type, access, "
+	 "ec.enabled, ec.data_slices, ec.parity_slices, ec.objsize_limit, ec.whole_copy)",
 	 NULL, 2, -1, cli_bucket_props_set, false},
 	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
 	 "upload a file, standard input, or a directory with -r", opts_put, 2, 2, cli_object_put, false},
@@ -164,7 +165,8 @@ static const struct cli_cmd cli_cmds[] = {
 	 "wait until the job ends (progress bar on a terminal)", opts_job_wait, 0, 1, cli_job_wait, false},
 	{"job start", "[rebalance | ec-encode BUCKET KEY=VALUE...]",
 	 "start a rebalance on every target, or re-encode a bucket that holds objects (ec.enabled=true "
-	 "ec.data_slices=D ec.parity_slices=P; or ec.enabled=false mirror.enabled=true mirror.copies=N)",
+	 "ec.data_slices=D ec.parity_slices=P [ec.whole_copy=false]; or ec.enabled=false mirror.enabled=true "
+	 "mirror.copies=N)",
 	 NULL, 0, -1, cli_job_start, false},
 	{"job stop", "[rebalance|prefetch|evict|ec-encode]", "stop the job on every target", NULL, 0, 1, cli_job_stop,
 	 false},
