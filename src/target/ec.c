@@ -101,8 +101,11 @@
  *     are confirmed.
  */
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -805,13 +808,21 @@ int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *out, buf_t *msg)
 struct sink {
 	store_writer_t *w;
 	int fd;
+	void (*moved)(void *arg, uint64_t at); /* a file's bytes in place so far */
+	void *marg;
+	uint64_t at;
 };
 
 static int sink_write(struct sink *k, const void *p, size_t n)
 {
 	if (k->w)
 		return store_writer_write(k->w, p, n);
-	return to_fd(&(struct ask){.fd = k->fd}, p, n);
+	if (to_fd(&(struct ask){.fd = k->fd}, p, n) != AIS_OK)
+		return AIS_ERR;
+	k->at += n;
+	if (k->moved)
+		k->moved(k->marg, k->at);
+	return AIS_OK;
 }
 
 /*
@@ -938,10 +949,93 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg)
 
 /* --- reads with no whole copy (rule 13) ----------------------------------------- */
 
+/*
+ * One read of an object kept as slices only: a thread fetches the D data
+ * slices into an unlinked temporary file (or decodes into it), and counts
+ * the bytes from 0 that are in place (have); responses stream the file as
+ * those grow (ec_read_send), blocking callers wait for the end.
+ */
+struct ec_read {
+	_Atomic int refs;
+	target_t *t;
+	char *bck, *obj;
+	size_t blen, olen;
+	int fd;
+	ec_layout_t l;
+	ec_meta_t ref;
+	url_t *u;
+	size_t n;
+	ec_meta_t *m;
+	bool *have_slice;
+	_Atomic uint64_t so[EC_SLICES_MAX]; /* data slice j's bytes taken */
+	_Atomic uint64_t have;              /* object bytes in place from 0 */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done; /* under mu; then err, msg */
+	int err;
+	buf_t msg;
+	struct ec_reader *readers; /* under mu */
+};
+
+/* A response streaming r's file (ec_read_send). */
+struct ec_reader {
+	struct ec_read *r;
+	http_req_t *req;
+	int fd; /* the descriptor the caller was given (the key) */
+	int efd;
+	struct event *ev;
+	uint64_t off, end;
+	bool waiting; /* under r->mu */
+	struct ec_reader *next, *lnext;
+};
+
+static pthread_mutex_t rd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rd_cv = PTHREAD_COND_INITIALIZER;
+static int rd_active; /* read threads running */
+static atomic_bool rd_stopping;
+static __thread struct ec_reader *rd_attached; /* this worker's readers not sent yet */
+
+static void ecr_unref(struct ec_read *r)
+{
+	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	buf_free(&r->msg);
+	free(r->bck), free(r->obj), free(r->u), free(r->m), free(r->have_slice);
+	free(r);
+}
+
+/* Wakes the waiting responses (all, at the end). Caller holds r->mu. */
+static void ecr_notify_locked(struct ec_read *r, bool all)
+{
+	uint64_t one = 1;
+	for (struct ec_reader *x = r->readers; x; x = x->next)
+		if (x->waiting || all) {
+			x->waiting = false;
+			if (write(x->efd, &one, sizeof(one)) < 0)
+				log_debug("erasure-coded read: eventfd: %s", strerror(errno));
+		}
+}
+
+/* The bytes in place grew to at least v. */
+static void ecr_moved(struct ec_read *r, uint64_t v)
+{
+	uint64_t old = atomic_load(&r->have);
+	while (v > old && !atomic_compare_exchange_weak(&r->have, &old, v))
+		;
+	if (v > old && (v - old >= (1u << 20) || v == r->l.size)) {
+		pthread_mutex_lock(&r->mu);
+		ecr_notify_locked(r, false);
+		pthread_mutex_unlock(&r->mu);
+	}
+}
+
 /* A data slice's bytes, as they come, to their offsets in the object. */
 struct at_obj {
-	int fd;
-	const ec_layout_t *l;
+	struct ec_read *r;
 	unsigned j;  /* the slice's index (< D) */
 	uint64_t so; /* slice bytes taken */
 };
@@ -949,7 +1043,8 @@ struct at_obj {
 static int to_object(void *arg, const char *p, size_t n)
 {
 	struct at_obj *s = arg;
-	const ec_layout_t *l = s->l;
+	struct ec_read *r = s->r;
+	const ec_layout_t *l = &r->l;
 	while (n) {
 		uint64_t st = MIN(s->so / l->cell, l->stripes - 1);
 		uint32_t cs = ec_stripe_cell(l, st);
@@ -960,101 +1055,310 @@ static int to_object(void *arg, const char *p, size_t n)
 			 end = start + ec_stripe_bytes(l, st); /* (the last stripe's padding is not the object's) */
 		if (at < end) {
 			size_t w = (size_t)MIN(k, end - at);
-			if (pwrite(s->fd, p, w, (off_t)at) != (ssize_t)w)
+			if (pwrite(r->fd, p, w, (off_t)at) != (ssize_t)w)
 				return AIS_ERR;
 		}
 		s->so += k, p += k, n -= k;
 	}
+	/* the stripes every data slice has filled are in place */
+	atomic_store(&r->so[s->j], s->so);
+	uint64_t lo = l->stripes;
+	for (unsigned j = 0; j < l->d; j++) {
+		uint64_t so = atomic_load(&r->so[j]);
+		lo = MIN(lo, so >= l->slice_size ? l->stripes : so / l->cell);
+	}
+	ecr_moved(r, lo >= l->stripes ? l->size : lo * l->d * (uint64_t)l->cell);
 	return AIS_OK;
 }
 
-/* Fetches the D data slices of write ref (have[i] of m[i] at u[i]) whole
- * (each checked against its own checksum by its holder) straight to their
- * offsets in fd. false when one is missing, damaged or short. */
-static bool data_slices(target_t *t, sv_t bck, sv_t obj, const url_t *u, size_t n, const ec_meta_t *m,
-			const bool *have, const ec_meta_t *ref, int fd)
+/* Fetches the D data slices of write r->ref whole (each checked against
+ * its own checksum by its holder) straight to their offsets. false when
+ * one is missing, damaged or short. */
+static bool data_slices(struct ec_read *r)
 {
 	url_t sel[EC_SLICES_MAX];
 	struct at_obj at[EC_SLICES_MAX];
 	httpc_sink_fn fns[EC_SLICES_MAX];
 	void *args[EC_SLICES_MAX];
 	bool found[EC_SLICES_MAX] = {false};
-	ec_layout_t l;
 	unsigned k = 0;
-	ec_layout(ref->size, ref->d, ref->p, ref->cell, &l);
-	for (size_t i = 0; i < n; i++)
-		if (have[i] && ec_same_write(&m[i], ref) && m[i].idx < ref->d && !found[m[i].idx]) {
-			found[m[i].idx] = true;
-			at[k] = (struct at_obj){.fd = fd, .l = &l, .j = m[i].idx};
+	for (size_t i = 0; i < r->n; i++)
+		if (r->have_slice[i] && ec_same_write(&r->m[i], &r->ref) && r->m[i].idx < r->ref.d && !found[r->m[i].idx]) {
+			found[r->m[i].idx] = true;
+			at[k] = (struct at_obj){.r = r, .j = r->m[i].idx};
 			fns[k] = to_object, args[k] = &at[k];
-			snprintf(sel[k++], sizeof(sel[0]), "%s", u[i]);
+			snprintf(sel[k++], sizeof(sel[0]), "%s", r->u[i]);
 		}
-	if (k < ref->d || !l.stripes)
-		return k == ref->d;
-	struct ask *a = ask_each(sel, k, "GET", "", NULL, fns, args, NULL, bck.ptr, bck.len, obj.ptr, obj.len);
+	if (k < r->ref.d || !r->l.stripes)
+		return k == r->ref.d;
+	struct ask *a = ask_each(sel, k, "GET", "", NULL, fns, args, NULL, r->bck, r->blen, r->obj, r->olen);
 	bool ok = true;
 	for (unsigned i = 0; i < k; i++) {
 		sv_t mh = httpc_header_find(sv_of(&a[i].hdrs), EC_META_HDR);
 		ec_meta_t sm;
 		if (a[i].status == 410)
 			count(EC_M_DAMAGED, 1), log_warnx("%.*s/%.*s: the slice on %s is damaged; decoding from the others",
-							  (int)bck.len, bck.ptr, (int)MIN(obj.len, 200), obj.ptr, sel[i]);
+							  (int)r->blen, r->bck, (int)MIN(r->olen, 200), r->obj, sel[i]);
 		ok = ok && a[i].status == 200 && mh.ptr && ec_meta_parse(mh.ptr, mh.len, &sm) == AIS_OK &&
-		     ec_same_write(&sm, ref) && sm.idx == at[i].j && at[i].so == l.slice_size;
+		     ec_same_write(&sm, &r->ref) && sm.idx == at[i].j && at[i].so == r->l.slice_size;
 	}
 	ask_free(a, k);
 	return ok;
 }
 
-int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *out_fd, store_meta_t *out, buf_t *msg)
+static void rebuild_moved(void *arg, uint64_t at) { ecr_moved(arg, at); }
+
+static void *ecr_main(void *arg)
 {
-	url_t *u;
-	size_t n, best = 0;
-	ec_meta_t *m, ref;
-	bool *have;
-	int e, fd = -1, rc = AIS_ERR;
-	struct ask *a = ask_metas(t, bck, obj, &u, &n, &m, &have);
-	ssize_t r = newest_write(t, bck, obj, a, n, m, have, &best, &e, msg);
-	if (r < 0)
-		goto out;
+	struct ec_read *r = arg;
+	sv_t bck = {r->bck, r->blen}, obj = {r->obj, r->olen};
+	int err = 0;
+	buf_t msg = BUF_INIT;
+	if (!data_slices(r)) {
+		/* a data slice missing or damaged: decode from any D (the bytes
+		 * in place stay: they are the same), and check the result
+		 * against the object's checksum */
+		struct sink k = {.fd = r->fd, .moved = rebuild_moved, .marg = r};
+		ec_meta_t ref = {0};
+		store_meta_t *sm = xmalloc(sizeof(*sm));
+		size_t best = 0;
+		if (lseek(r->fd, 0, SEEK_SET) != 0 || rebuild(r->t, bck, obj, &k, &ref, sm, &best, &msg) != AIS_OK) {
+			err = errno == ENOENT || errno == ESTALE ? errno : EIO;
+		} else if (!ec_same_write(&ref, &r->ref) || store_verify_fd(r->fd, sm) != AIS_OK) {
+			err = EIO;
+			buf_addf(&msg, "the object decoded from its slices does not match its checksum (or was overwritten)");
+		}
+		rebuilt(bck, obj, err ? AIS_ERR : AIS_OK, best, ref.d + ref.p);
+		if (!err && r->t->reb) /* rule 5: the rebalance rebuilds the missing slices */
+			reb_enqueue(r->t->reb, r->bck, r->blen, r->obj, r->olen);
+		free(sm);
+	}
+	pthread_mutex_lock(&r->mu);
+	r->done = true;
+	r->err = err;
+	buf_addsv(&r->msg, sv_of(&msg));
+	ecr_notify_locked(r, true);
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	buf_free(&msg);
+	ecr_unref(r);
+	pthread_mutex_lock(&rd_mu);
+	rd_active--;
+	pthread_cond_broadcast(&rd_cv);
+	pthread_mutex_unlock(&rd_mu);
+	httpc_sync_release();
+	return NULL;
+}
+
+/* Starts a read of bck/obj from its slices: *m its metadata, r->fd its
+ * file, filled by the read's thread. NULL with errno as ec_read_whole's. */
+static struct ec_read *ecr_start(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg)
+{
+	size_t best = 0;
+	int e;
+	struct ec_read *r = xcalloc(1, sizeof(*r));
+	r->fd = -1;
+	struct ask *a = ask_metas(t, bck, obj, &r->u, &r->n, &r->m, &r->have_slice);
+	ssize_t w = newest_write(t, bck, obj, a, r->n, r->m, r->have_slice, &best, &e, msg);
+	if (w >= 0) {
+		meta_of_write(&r->m[w], custom_of(&a[w]), m);
+		r->ref = r->m[w];
+	}
+	ask_free(a, r->n);
+	atomic_init(&r->refs, 2); /* the thread's and the caller's */
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (w < 0)
+		goto fail;
 	e = EIO;
-	if ((fd = tmp_file(t)) < 0 || ftruncate(fd, (off_t)m[r].size) != 0) {
+	ec_layout(r->ref.size, r->ref.d, r->ref.p, r->ref.cell, &r->l);
+	if ((r->fd = tmp_file(t)) < 0 || ftruncate(r->fd, (off_t)r->ref.size) != 0) {
 		buf_addf(msg, "a temporary file for the decoded object: %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
-	meta_of_write(&m[r], custom_of(&a[r]), out);
-	/* the data slices, each checked against its own checksum by its holder
-	 * as it sends it (ecslice.c rule 3), are the object's bytes */
-	if (!data_slices(t, bck, obj, u, n, m, have, &m[r], fd)) {
-		/* a data slice missing or damaged: decode from any D, and check
-		 * the result against the object's checksum */
-		struct sink k = {.fd = fd};
-		if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
-		    rebuild(t, bck, obj, &k, &ref, out, &best, msg) != AIS_OK) {
-			e = errno == ENOENT || errno == ESTALE ? errno : EIO;
-			rebuilt(bck, obj, AIS_ERR, 0, 0);
-			goto out;
-		}
-		if (store_verify_fd(fd, out) != AIS_OK) {
-			buf_addf(msg, "the object decoded from its slices does not match its checksum");
-			rebuilt(bck, obj, AIS_ERR, 0, 0);
-			goto out;
-		}
-		rebuilt(bck, obj, AIS_OK, best, ref.d + ref.p);
-		if (t->reb) /* rule 5: the rebalance rebuilds the missing slices */
-			reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
+	r->t = t;
+	r->bck = xstrndup(bck.ptr, bck.len), r->blen = bck.len;
+	r->obj = xstrndup(obj.ptr, obj.len), r->olen = obj.len;
+	pthread_mutex_lock(&rd_mu);
+	bool go = !atomic_load(&rd_stopping);
+	rd_active += go;
+	pthread_mutex_unlock(&rd_mu);
+	pthread_t th;
+	if (go && pthread_create(&th, NULL, ecr_main, r) == 0) {
+		pthread_detach(th);
+		return r;
 	}
-	*out_fd = fd;
-	fd = -1;
-	rc = AIS_OK;
-out:
-	if (fd >= 0)
-		close(fd);
-	ask_free(a, n);
-	free(m), free(have), free(u);
-	if (rc != AIS_OK)
-		errno = e;
-	return rc;
+	if (go) {
+		pthread_mutex_lock(&rd_mu);
+		rd_active--;
+		pthread_mutex_unlock(&rd_mu);
+	}
+	buf_addstr(msg, go ? "no thread for the read" : "stopping");
+fail:
+	atomic_store(&r->refs, 1);
+	ecr_unref(r);
+	errno = e;
+	return NULL;
+}
+
+void ec_read_stop(void)
+{
+	atomic_store(&rd_stopping, true);
+	pthread_mutex_lock(&rd_mu);
+	while (rd_active > 0)
+		pthread_cond_wait(&rd_cv, &rd_mu);
+	pthread_mutex_unlock(&rd_mu);
+}
+
+int ec_read_open(target_t *t, sv_t bck, sv_t obj, bool stream, int *fd, store_meta_t *m, struct ec_read **out,
+		 buf_t *msg)
+{
+	struct ec_read *r = ecr_start(t, bck, obj, m, msg);
+	if (!r)
+		return AIS_ERR;
+	if (!stream) { /* the whole object first */
+		pthread_mutex_lock(&r->mu);
+		while (!r->done)
+			pthread_cond_wait(&r->cv, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+		if (r->err) {
+			buf_addsv(msg, sv_of(&r->msg));
+			int e = r->err;
+			ecr_unref(r);
+			errno = e;
+			return AIS_ERR;
+		}
+	}
+	if ((*fd = dup(r->fd)) < 0) {
+		buf_addf(msg, "dup: %s", strerror(errno));
+		ecr_unref(r);
+		errno = EIO;
+		return AIS_ERR;
+	}
+	if (stream)
+		*out = r;
+	else
+		ecr_unref(r);
+	return AIS_OK;
+}
+
+int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *fd, store_meta_t *m, buf_t *msg)
+{
+	return ec_read_open(t, bck, obj, false, fd, m, NULL, msg);
+}
+
+void ec_read_free(struct ec_read *r) { ecr_unref(r); }
+
+/* --- streaming it ------------------------------------------------------------------ */
+
+static void reader_cleanup(void *arg)
+{
+	struct ec_reader *x = arg;
+	for (struct ec_reader **pp = &rd_attached; *pp; pp = &(*pp)->lnext)
+		if (*pp == x) {
+			*pp = x->lnext;
+			break;
+		}
+	if (x->ev)
+		event_free(x->ev);
+	pthread_mutex_lock(&x->r->mu);
+	for (struct ec_reader **pp = &x->r->readers; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	pthread_mutex_unlock(&x->r->mu);
+	if (x->efd >= 0)
+		close(x->efd);
+	ecr_unref(x->r);
+	free(x);
+}
+
+void ec_read_attach(http_req_t *req, struct ec_read *r, int fd)
+{
+	struct ec_reader *x = xcalloc(1, sizeof(*x));
+	x->r = r;
+	x->req = req;
+	x->fd = fd;
+	x->efd = -1;
+	x->lnext = rd_attached;
+	rd_attached = x;
+	arena_cleanup_add(req->arena, reader_cleanup, x);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct ec_reader *x = arg;
+	uint64_t v;
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("erasure-coded read: eventfd: %s", strerror(errno));
+	http_resp_stream_wake(x->req);
+}
+
+static int produce(http_req_t *req, buf_t *out)
+{
+	struct ec_reader *x = req->state;
+	struct ec_read *r = x->r;
+	(void)out;
+	for (;;) {
+		if (x->off >= x->end)
+			return AIS_DONE;
+		uint64_t avail = MIN(atomic_load(&r->have), x->end);
+		if (avail > x->off) {
+			int d = dup(r->fd);
+			if (d < 0)
+				return AIS_ERR;
+			http_resp_stream_file(req, d, (off_t)x->off, avail - x->off);
+			x->off = avail;
+			return AIS_OK;
+		}
+		pthread_mutex_lock(&r->mu);
+		bool again = atomic_load(&r->have) > x->off, failed = !again && r->done;
+		if (!again && !failed)
+			x->waiting = true;
+		pthread_mutex_unlock(&r->mu);
+		if (failed) {
+			log_warnx("GET %.*s/%.*s: cut short at byte %llu: %s", (int)r->blen, r->bck, (int)MIN(r->olen, 256),
+				  r->obj, (unsigned long long)x->off, r->msg.ptr ? r->msg.ptr : "the read failed");
+			return AIS_ERR;
+		}
+		if (!again)
+			return AIS_AGAIN;
+	}
+}
+
+bool ec_read_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
+{
+	struct ec_reader *x = NULL;
+	for (struct ec_reader **pp = &rd_attached; *pp; pp = &(*pp)->lnext)
+		if ((*pp)->req == req && (*pp)->fd == fd) {
+			x = *pp;
+			*pp = x->lnext;
+			break;
+		}
+	if (!x)
+		return false;
+	close(fd);
+	if (req->method == HTTP_HEAD || !len) {
+		http_resp_send_head(req, len);
+		return true;
+	}
+	x->off = start;
+	x->end = start + len;
+	if ((x->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+		http_resp_error(req, 500, "eventfd: %s", strerror(errno));
+		return true;
+	}
+	x->ev = event_new(http_req_base(req), x->efd, EV_READ | EV_PERSIST, on_wake, x);
+	event_add(x->ev, NULL);
+	pthread_mutex_lock(&x->r->mu);
+	x->next = x->r->readers;
+	x->r->readers = x;
+	pthread_mutex_unlock(&x->r->mu);
+	req->state = x;
+	http_resp_send_stream_len(req, produce, len);
+	return true;
 }
 
 /* --- range reads ------------------------------------------------------------------ */

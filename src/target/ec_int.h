@@ -85,6 +85,21 @@ int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
  * or damaged; checked against the object's checksum. AIS_OK, or AIS_ERR
  * with errno as ec_restore's. ec_stat: the metadata only (a HEAD). */
 int ec_read_whole(target_t *t, sv_t bck, sv_t obj, int *fd, store_meta_t *m, buf_t *msg);
+/* The same, streamed (stream true): returns once the metadata is known,
+ * with *fd the file being filled and *r the read (then either
+ * ec_read_attach(req, r, fd) before the answer, so that ec_read_send
+ * streams the bytes as they land, or ec_read_free(r)). A read cut short
+ * (every source failed mid-way) ends the client's body short. */
+struct ec_read;
+int ec_read_open(target_t *t, sv_t bck, sv_t obj, bool stream, int *fd, store_meta_t *m, struct ec_read **r,
+		 buf_t *msg);
+void ec_read_attach(http_req_t *req, struct ec_read *r, int fd);
+void ec_read_free(struct ec_read *r);
+/* Loop (ol_send): sends [start, start+len) of fd if it is an attached
+ * read's file, as it lands; false if it is not one. */
+bool ec_read_send(http_req_t *req, int fd, uint64_t start, uint64_t len);
+/* At stop: no new read threads; waits for those running. */
+void ec_read_stop(void);
 int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg);
 /* Pool (ol_open for a Range read, when no whole copy can be fetched):
  * decodes only the stripes that range (a Range header value) touches from

@@ -128,9 +128,10 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
 /* ol_open_sync; range: the Range header of the read, or empty (an
  * erasure-coded object with no whole copy decodes only its stripes);
  * head: only the metadata is wanted (*fd is then /dev/null for an object
- * kept as slices only). */
-static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bool head, int *fd,
-		     store_meta_t *m, buf_t *msg)
+ * kept as slices only); stream: not NULL when the caller streams *fd as an
+ * object kept as slices only is read into it (*stream the read). */
+static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bool head, struct ec_read **stream,
+		     int *fd, store_meta_t *m, buf_t *msg)
 {
 	bool have = store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, fd, m) == AIS_OK;
 	if (fetch && t->base.cl) { /* a remote bucket: validate or fetch there (olremote.c) */
@@ -162,7 +163,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 		} else {
 			rc = range.len && ec_read_range(t, bck, obj, range, fd, m, msg) == AIS_OK
 				     ? AIS_OK
-				     : (buf_reset(msg), ec_read_whole(t, bck, obj, fd, m, msg));
+				     : (buf_reset(msg), ec_read_open(t, bck, obj, stream && !range.len, fd, m, stream, msg));
 		}
 		if (rc == AIS_OK)
 			return AIS_OK;
@@ -209,7 +210,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 
 int ol_open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, int *fd, store_meta_t *m, buf_t *msg)
 {
-	return open_sync(t, bck, obj, fetch, (sv_t){"", 0}, false, fd, m, msg);
+	return open_sync(t, bck, obj, fetch, (sv_t){"", 0}, false, NULL, fd, m, msg);
 }
 
 /* An open that needs the I/O pool: the copy here is missing, unreadable, or
@@ -224,6 +225,7 @@ struct olo {
 	bk_bucket_t *bk;          /* a remote bucket's backend (olremote.c) */
 	bool stream, range;       /* OL_STREAM; a Range read */
 	struct olr_reader *rd;    /* a cold object given while it is fetched */
+	struct ec_read *ecr;      /* an object kept as slices only, given while it is read */
 	int err;
 	buf_t msg;
 	void *state;  /* the caller's req->state */
@@ -237,6 +239,7 @@ static void olo_cleanup(void *arg)
 	if (o->fd >= 0)
 		close(o->fd);
 	olr_reader_free(o->rd);
+	ec_read_free(o->ecr);
 	free(o->bk);
 	buf_free(&o->msg);
 }
@@ -271,7 +274,7 @@ remote:
 		return;
 	}
 	if (open_sync(o->t, o->bck, o->obj, true, o->range ? http_req_header(req, "Range") : (sv_t){"", 0},
-		      req->method == HTTP_HEAD, &o->fd, &o->m, &o->msg) != AIS_OK) {
+		      req->method == HTTP_HEAD, o->stream ? &o->ecr : NULL, &o->fd, &o->m, &o->msg) != AIS_OK) {
 		o->fd = -1;
 		o->err = errno == ENOENT || errno == EBADMSG || errno == ENOSPC ? errno : EIO;
 	}
@@ -286,6 +289,11 @@ static void olo_done(http_req_t *req)
 	if (o->rd && fd >= 0)
 		olr_reader_attach(req, o->rd, fd);
 	o->rd = NULL;
+	if (o->ecr && fd >= 0)
+		ec_read_attach(req, o->ecr, fd);
+	else
+		ec_read_free(o->ecr);
+	o->ecr = NULL;
 	o->done(req, o->arg, fd, fd >= 0 ? &o->m : NULL, fd >= 0 ? 0 : o->err, o->msg.ptr ? o->msg.ptr : "");
 }
 

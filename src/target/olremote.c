@@ -49,6 +49,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/hrw.h"
 #include "aisd/log.h"
@@ -743,6 +744,8 @@ static int produce(http_req_t *req, buf_t *out)
 
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 {
+	if (ec_read_send(req, fd, start, len)) /* kept as slices only, streamed as read (ec.c) */
+		return;
 	struct olr_reader *r = NULL;
 	for (struct olr_reader **pp = &attached; *pp; pp = &(*pp)->lnext)
 		if ((*pp)->req == req && (*pp)->fd == fd) {

@@ -308,6 +308,7 @@ void target_stop(target_t *t)
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
 	olr_stop(); /* remote fetches write into the store */
+	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
