@@ -19,6 +19,7 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* Each evaluates an argument twice: no side effects, no racing loads in them. */
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -1304,7 +1304,7 @@ static int produce(http_req_t *req, buf_t *out)
 	for (;;) {
 		if (x->off >= x->end)
 			return AIS_DONE;
-		uint64_t avail = MIN(atomic_load(&r->have), x->end);
+		uint64_t have = atomic_load(&r->have), avail = MIN(have, x->end); /* (one load: MIN reads twice) */
 		if (avail > x->off) {
 			int d = dup(r->fd);
 			if (d < 0)
@@ -1484,7 +1484,8 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 	*smp = *sm;
 	url_t *u;
 	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
-	size_t n = MIN(targets(t, bck, blen, obj, olen, &u), ns); /* the holders (rule 5) */
+	size_t n = targets(t, bck, blen, obj, olen, &u); /* the holders (rule 5) */
+	n = MIN(n, ns);
 	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
 	meta_template(&tmpl, &bp, smp);

@@ -717,7 +717,7 @@ static int produce(http_req_t *req, buf_t *out)
 	for (;;) {
 		if (r->off >= r->end)
 			return AIS_DONE;
-		uint64_t avail = MIN(atomic_load(&f->have), r->end);
+		uint64_t have = atomic_load(&f->have), avail = MIN(have, r->end); /* (one load: MIN reads twice) */
 		if (avail > r->off) {
 			int d = dup(f->rfd);
 			if (d < 0)
