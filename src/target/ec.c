@@ -55,8 +55,10 @@
  *     4: checked against the object's checksum). The bytes land at their
  *     offsets in a sparse temporary file of the object's size.
  * 10. In a bucket whose erasure coding was turned off (a re-encode to
- *     copies), a slice is dropped only once every holder of the object
- *     under the new props has a whole copy; a slice of a former D+P (a
+ *     copies), or of an object now below a raised ec.objsize_limit, a
+ *     slice is dropped only once every holder of the object under the new
+ *     props has a whole copy (with ec.whole_copy=false the holder of
+ *     slice 0 rebuilds one first, and the rebalance copies it); a slice of a former D+P (a
  *     re-encode to another layout) only once the holders under the new
  *     one confirm D slices of the newer write (rule 7).
  * 11. Deletes win over slices (ol.h invariant 2): a client's delete leaves
@@ -1676,22 +1678,19 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	ec_slice_bucket(bck, blen, sb);
 	if (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) != AIS_OK)
 		return EC_SLICE_KEPT; /* gone meanwhile */
-	if (ec_meta_of(sm.custom, &me) != AIS_OK || (!bp->ec_enabled && copies_there(t, bp, bck, blen, obj, olen,
-										    me.size, msg)))
+	/* rule 10: erasure coding off, or the object now below ec.objsize_limit */
+	bool coded = ec_meta_of(sm.custom, &me) == AIS_OK && place_ec(bp, me.size);
+	if (!coded && (ec_meta_of(sm.custom, &me) != AIS_OK || copies_there(t, bp, bck, blen, obj, olen, me.size, msg)))
 		return drop_slice(t, sb, obj, olen, cmap_v, NULL) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
-	if (!bp->ec_enabled) { /* rule 10: kept until the copies are there */
-		if (bp->ec_no_whole && me.idx == 0) {
-			/* slices only before: the holder of slice 0 rebuilds a whole
-			 * copy (where none is), which the rebalance then copies */
-			int fd;
-			store_meta_t *wm = xmalloc(sizeof(*wm));
-			if (ol_open_sync(t, (sv_t){bck, blen}, (sv_t){obj, olen}, true, &fd, wm, msg) == AIS_OK) {
-				close(fd);
-				if (t->reb)
-					reb_enqueue(t->reb, bck, blen, obj, olen);
-			}
-			free(wm);
-		}
+	if (!coded) { /* rule 10: kept until the copies are there */
+		store_meta_t *wm = xmalloc(sizeof(*wm));
+		if (bp->ec_no_whole && me.idx == 0 && store_lookup(t->store, bck, blen, obj, olen, wm) != AIS_OK &&
+		    (tgt_fetch(t, bck, blen, obj, olen, msg) == AIS_OK ||
+		     (buf_reset(msg), ec_restore(t, (sv_t){bck, blen}, (sv_t){obj, olen}, msg)) == AIS_OK) && t->reb)
+			/* slices only before: the holder of slice 0 fetches or
+			 * rebuilds a whole copy, which the rebalance then copies */
+			reb_enqueue(t->reb, bck, blen, obj, olen);
+		free(wm);
 		return AIS_ERR;
 	}
 	const cmap_t *cm;

@@ -176,6 +176,11 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 		buf_reset(msg); /* no slice: a small object's copies, or one not converted yet */
 	}
 	int rc = tgt_fetch(t, bck.ptr, bck.len, obj.ptr, obj.len, msg), e = errno;
+	if (rc == AIS_OK && ec && sliced && t->reb)
+		/* a whole copy of an erasure-coded object (a conversion under way)
+		 * fetched into a bucket of slices only: the repair encodes what
+		 * is missing and drops it (ec.c rule 13) */
+		reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* a bucket converted back to copies from slices only: a whole copy
 	 * is rebuilt from them until the rebalance has made the copies */
 	if (rc != AIS_OK && ec != sliced) {

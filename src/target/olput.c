@@ -173,6 +173,11 @@ int ol_put_commit(ol_put_t *p)
 		index_tar(p);
 	if (p->w)
 		tgt_placed_check(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	if (!ec && p->t->reb && ec_props(p->t, p->bck, &bp) && bp.ec_no_whole && place_ec(&bp, p->meta.size))
+		/* a whole copy (another target's rebalance sent it) of an object
+		 * kept as slices only: the repair encodes what is missing and
+		 * drops it (ec.c rule 13) */
+		reb_enqueue(p->t->reb, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 	return AIS_OK;
 }
 

@@ -18,7 +18,10 @@ gateway + 6 targets started here on loopback ports (stopped by PID).
     Every object reads byte for byte, and a read loop ran through the
     whole conversion with no error and no wrong byte.
  3b. To slices only, ec.whole_copy=false: every big object's whole copy
-    dropped, its 6 slices stay; byte for byte (read loop again).
+    dropped, its 6 slices stay; byte for byte (read loop again). Then
+    ec.objsize_limit raised to 256 KiB: the objects below it get 3 whole
+    copies (rebuilt from the slices) and lose their slices; back to
+    64 KiB: sliced again, no whole copy (read loops throughout).
  4. To another layout, 2+2: the slices of 2+2 on each big object's 4
     HRW targets only (the 4+2 slices on the other 2 dropped), still no
     whole copy, every object byte for byte (read loop again), the new
@@ -87,7 +90,7 @@ def copies_errors(k):
     return errs
 
 
-def ec_errors(dd, pp, whole_copy=True):
+def ec_errors(dd, pp, whole_copy=True, limit=65536):
     """Objects off the exact EC dd+pp layout: slices (of that layout) on
     the top dd+pp targets only, the whole copy on the owner (none with
     whole_copy False); small ones on their top pp+1."""
@@ -95,9 +98,11 @@ def ec_errors(dd, pp, whole_copy=True):
     for n, d in data.items():
         top = hrwlib.top(B + "/" + n, ids, dd + pp)
         have = sorted(x.id for x in targets if whole(x, n))
-        if len(d) < 65536:
+        if len(d) < limit:
             if have != sorted(top[:pp + 1]):
                 errs.append("%s (small): copies on %s" % (n, have))
+            if any(has_slice(x, n) for x in targets):
+                errs.append("%s (small): a slice left" % n)
             continue
         if have != ([top[0]] if whole_copy else []):
             errs.append("%s: whole copies on %s, owner %s" % (n, have, top[0]))
@@ -222,6 +227,21 @@ def to_slices_only():
 read_loop_during(to_slices_only)
 t.eq(props().get("ec", {}).get("whole_copy"), False, "props: ec.whole_copy false")
 all_bytes("every object byte for byte, kept as slices only")
+
+
+def to_limit(limit):
+    rc, out, err = ctl("job", "start", "ec-encode", B, "ec.objsize_limit=%d" % limit)
+    t.check(rc == 0, "aisctl job start ec-encode %s ec.objsize_limit=%d: exit 0" % (B, limit), (rc, out, err))
+    rc, out, err = ctl("job", "wait", "ec-encode", "--timeout-s", "90")
+    t.check(rc == 0, "aisctl job wait ec-encode: exit 0", (rc, out, err))
+    converge(lambda: ec_errors(4, 2, whole_copy=False, limit=limit), 30,
+             "objects below ec.objsize_limit %d: 3 whole copies and no slice; above: slices only" % limit)
+
+
+read_loop_during(lambda: to_limit(256 << 10))
+all_bytes("every object byte for byte, the limit raised")
+read_loop_during(lambda: to_limit(65536))
+all_bytes("every object byte for byte, the limit back")
 
 # --- 4. another layout -------------------------------------------------------------------------------
 
