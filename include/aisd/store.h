@@ -111,6 +111,12 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
  * the bytes written so far, growing (a remote fetch streams them out). */
 int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char *want_hex, store_meta_t *out);
 int store_writer_open_tmp(store_writer_t *w);
+/* Addition: from the first write on, the bytes are only checksummed and
+ * counted, not kept (a write whose bytes went elsewhere as they came: the
+ * slices of an erasure-coded object kept as slices only). Such a writer
+ * seals (to verify a checksum) but does not commit or open_tmp (EINVAL).
+ * No effect after a write. */
+void store_writer_discard(store_writer_t *w);
 /* Addition: reads fd (open on the version m describes) whole and checks it
  * against m's checksum: AIS_OK, or AIS_ERR with errno EBADMSG (mismatch)
  * or EIO. An object without a checksum passes. */

@@ -76,6 +76,7 @@ struct store_writer {
 	int n_hs;
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
+	bool discard;        /* store_writer_discard: checksummed and counted, not kept */
 };
 
 /* errno of a failed file syscall, as the API reports it (rule 8): a full
@@ -223,7 +224,7 @@ int store_writer_write(store_writer_t *w, const void *p, size_t n)
 		errno = w->state == W_FAILED ? w->err : EINVAL;
 		return AIS_ERR;
 	}
-	while (left > 0) {
+	while (left > 0 && !w->discard) {
 		ssize_t r = store_io.write(w->fd, q, left);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -374,7 +375,7 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	char path[STORE_PATH_MAX], dir[STORE_PATH_MAX];
 	int e;
 
-	if (w->state != W_OPEN && w->state != W_SEALED) {
+	if ((w->state != W_OPEN && w->state != W_SEALED) || w->discard) {
 		errno = w->state == W_FAILED ? w->err : EINVAL;
 		return AIS_ERR;
 	}
@@ -456,9 +457,15 @@ int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char 
 	return AIS_OK;
 }
 
+void store_writer_discard(store_writer_t *w)
+{
+	if (!w->size)
+		w->discard = true;
+}
+
 int store_writer_open_tmp(store_writer_t *w)
 {
-	if (w->state != W_SEALED && w->state != W_OPEN) {
+	if ((w->state != W_SEALED && w->state != W_OPEN) || w->discard) {
 		errno = EINVAL;
 		return -1;
 	}

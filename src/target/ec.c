@@ -546,8 +546,13 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 	}
 	ec_stream_free(e); /* (cut: its receivers keep nothing) */
 	p->ecs = NULL;
-	if ((fd = store_writer_open_tmp(p->sw)) < 0)
+	if ((fd = store_writer_open_tmp(p->sw)) < 0) {
+		if (errno == EINVAL) { /* the bytes were not kept (slices only): the layout changed meanwhile */
+			buf_addstr(&p->msg, "the bucket's erasure coding changed during the PUT: retry it");
+			errno = EAGAIN;
+		}
 		return AIS_ERR;
+	}
 	size_t nt = targets(t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &u);
 	ec_layout(sm.size, bp->ec_data, bp->ec_parity, EC_CELL, &l);
 	meta_template(&tmpl, bp, &sm);

@@ -70,6 +70,9 @@ int ol_put_begin(ol_put_t *p)
 	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 	if (!p->repl && p->size && p->w && p->w->cluster) /* or the slices, encoded as they come */
 		p->ecs = ec_stream_open(p, p->size);
+	bmd_props_t bp;
+	if (p->ecs && ec_props(p->t, p->bck, &bp) && bp.ec_no_whole && !bp.backend.provider[0])
+		store_writer_discard(p->sw); /* kept as slices only: the bytes are in the streams */
 	return AIS_OK;
 }
 

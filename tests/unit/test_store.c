@@ -363,6 +363,49 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* A discarding writer: checksummed and counted, never kept or visible. */
+START_TEST(test_writer_discard)
+{
+	store_t *s = open_store();
+	ck_assert_int_eq(store_bucket_create(s, BCK("bk"), CKSUM_XXHASH), AIS_OK);
+	size_t n = 3 << 20;
+	char *p = pattern(n, 5), hex[17];
+	xxh_hex(p, n, hex);
+	store_writer_t *w;
+	store_meta_t m;
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("d"), &w), AIS_OK);
+	store_writer_discard(w);
+	ck_assert_int_eq(store_writer_write(w, p, n / 2), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, p + n / 2, n - n / 2), AIS_OK);
+	ck_assert_int_eq(store_writer_seal(w, CKSUM_XXHASH, "0000000000000000", &m), AIS_ERR); /* checked */
+	store_writer_free(w);
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("d"), &w), AIS_OK);
+	store_writer_discard(w);
+	ck_assert_int_eq(store_writer_write(w, p, n), AIS_OK);
+	ck_assert_int_eq(store_writer_seal(w, CKSUM_XXHASH, hex, &m), AIS_OK);
+	ck_assert_uint_eq(m.size, n);
+	ck_assert_str_eq(m.cksum, hex);
+	ck_assert_int_eq(store_writer_open_tmp(w), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, NULL), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	store_writer_free(w);
+	ck_assert_int_eq(store_lookup(s, BCK("bk"), BCK("d"), &m), AIS_ERR);
+	ck_assert_int_eq(count_files("tmp"), 0);
+	/* too late once bytes were kept */
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("k"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, p, 10), AIS_OK);
+	store_writer_discard(w);
+	ck_assert_int_eq(store_writer_write(w, p + 10, 10), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m), AIS_OK);
+	ck_assert_uint_eq(m.size, 20);
+	store_writer_free(w);
+	check_obj(s, "bk", "k", p, 20);
+	free(p);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_checksums)
 {
 	store_t *s = open_store();
@@ -1257,6 +1300,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_overwrite_delete);
 	tcase_add_test(tc, test_tombstones);
+	tcase_add_test(tc, test_writer_discard);
 	tcase_add_test(tc, test_touch_during_commit);
 	tcase_add_test(tc, test_old_reader_during_overwrite);
 	tcase_add_test(tc, test_concurrent_overwrite_read);
