@@ -103,11 +103,9 @@
  *     are confirmed.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -117,6 +115,7 @@
 #include <xxhash.h>
 
 #include "ec_int.h"
+#include "grow.h"
 #include "aisd/ec.h"
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
@@ -967,7 +966,7 @@ struct ec_read {
 	target_t *t;
 	char *bck, *obj;
 	size_t blen, olen;
-	int fd;
+	grow_t g; /* the object's temporary file, filled by the read's thread */
 	ec_layout_t l;
 	ec_meta_t ref;
 	url_t *u;
@@ -975,69 +974,20 @@ struct ec_read {
 	ec_meta_t *m;
 	bool *have_slice;
 	_Atomic uint64_t so[EC_SLICES_MAX]; /* data slice j's bytes taken */
-	_Atomic uint64_t have;              /* object bytes in place from 0 */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done; /* under mu; then err, msg */
-	int err;
-	buf_t msg;
-	struct ec_reader *readers; /* under mu */
-};
-
-/* A response streaming r's file (ec_read_send). */
-struct ec_reader {
-	struct ec_read *r;
-	http_req_t *req;
-	int fd; /* the descriptor the caller was given (the key) */
-	int efd;
-	struct event *ev;
-	uint64_t off, end;
-	bool waiting; /* under r->mu */
-	struct ec_reader *next, *lnext;
 };
 
 static pthread_mutex_t rd_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rd_cv = PTHREAD_COND_INITIALIZER;
 static int rd_active; /* read threads running */
 static atomic_bool rd_stopping;
-static __thread struct ec_reader *rd_attached; /* this worker's readers not sent yet */
 
 static void ecr_unref(struct ec_read *r)
 {
 	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
 		return;
-	if (r->fd >= 0)
-		close(r->fd);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
-	buf_free(&r->msg);
+	grow_destroy(&r->g);
 	free(r->bck), free(r->obj), free(r->u), free(r->m), free(r->have_slice);
 	free(r);
-}
-
-/* Wakes the waiting responses (all, at the end). Caller holds r->mu. */
-static void ecr_notify_locked(struct ec_read *r, bool all)
-{
-	uint64_t one = 1;
-	for (struct ec_reader *x = r->readers; x; x = x->next)
-		if (x->waiting || all) {
-			x->waiting = false;
-			if (write(x->efd, &one, sizeof(one)) < 0)
-				log_debug("erasure-coded read: eventfd: %s", strerror(errno));
-		}
-}
-
-/* The bytes in place grew to at least v. */
-static void ecr_moved(struct ec_read *r, uint64_t v)
-{
-	uint64_t old = atomic_load(&r->have);
-	while (v > old && !atomic_compare_exchange_weak(&r->have, &old, v))
-		;
-	if (v > old && (v - old >= (1u << 20) || v == r->l.size)) {
-		pthread_mutex_lock(&r->mu);
-		ecr_notify_locked(r, false);
-		pthread_mutex_unlock(&r->mu);
-	}
 }
 
 /* A data slice's bytes, as they come, to their offsets in the object. */
@@ -1062,7 +1012,7 @@ static int to_object(void *arg, const char *p, size_t n)
 			 end = start + ec_stripe_bytes(l, st); /* (the last stripe's padding is not the object's) */
 		if (at < end) {
 			size_t w = (size_t)MIN(k, end - at);
-			if (pwrite(r->fd, p, w, (off_t)at) != (ssize_t)w)
+			if (pwrite(r->g.fd, p, w, (off_t)at) != (ssize_t)w)
 				return AIS_ERR;
 		}
 		s->so += k, p += k, n -= k;
@@ -1074,7 +1024,7 @@ static int to_object(void *arg, const char *p, size_t n)
 		uint64_t so = atomic_load(&r->so[j]);
 		lo = MIN(lo, so >= l->slice_size ? l->stripes : so / l->cell);
 	}
-	ecr_moved(r, lo >= l->stripes ? l->size : lo * l->d * (uint64_t)l->cell);
+	grow_moved(&r->g, lo >= l->stripes ? l->size : lo * l->d * (uint64_t)l->cell);
 	return AIS_OK;
 }
 
@@ -1113,7 +1063,7 @@ static bool data_slices(struct ec_read *r)
 	return ok;
 }
 
-static void rebuild_moved(void *arg, uint64_t at) { ecr_moved(arg, at); }
+static void rebuild_moved(void *arg, uint64_t at) { grow_moved(&((struct ec_read *)arg)->g, at); }
 
 static void *ecr_main(void *arg)
 {
@@ -1125,13 +1075,13 @@ static void *ecr_main(void *arg)
 		/* a data slice missing or damaged: decode from any D (the bytes
 		 * in place stay: they are the same), and check the result
 		 * against the object's checksum */
-		struct sink k = {.fd = r->fd, .moved = rebuild_moved, .marg = r};
+		struct sink k = {.fd = r->g.fd, .moved = rebuild_moved, .marg = r};
 		ec_meta_t ref = {0};
 		store_meta_t *sm = xmalloc(sizeof(*sm));
 		size_t best = 0;
-		if (lseek(r->fd, 0, SEEK_SET) != 0 || rebuild(r->t, bck, obj, &k, &ref, sm, &best, &msg) != AIS_OK) {
+		if (lseek(r->g.fd, 0, SEEK_SET) != 0 || rebuild(r->t, bck, obj, &k, &ref, sm, &best, &msg) != AIS_OK) {
 			err = errno == ENOENT || errno == ESTALE ? errno : EIO;
-		} else if (!ec_same_write(&ref, &r->ref) || store_verify_fd(r->fd, sm) != AIS_OK) {
+		} else if (!ec_same_write(&ref, &r->ref) || store_verify_fd(r->g.fd, sm) != AIS_OK) {
 			err = EIO;
 			buf_addf(&msg, "the object decoded from its slices does not match its checksum (or was overwritten)");
 		}
@@ -1140,13 +1090,7 @@ static void *ecr_main(void *arg)
 			reb_enqueue(r->t->reb, r->bck, r->blen, r->obj, r->olen);
 		free(sm);
 	}
-	pthread_mutex_lock(&r->mu);
-	r->done = true;
-	r->err = err;
-	buf_addsv(&r->msg, sv_of(&msg));
-	ecr_notify_locked(r, true);
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	grow_end(&r->g, err, msg.ptr);
 	buf_free(&msg);
 	ecr_unref(r);
 	pthread_mutex_lock(&rd_mu);
@@ -1164,7 +1108,7 @@ static struct ec_read *ecr_start(target_t *t, sv_t bck, sv_t obj, store_meta_t *
 	size_t best = 0;
 	int e;
 	struct ec_read *r = xcalloc(1, sizeof(*r));
-	r->fd = -1;
+	grow_init(&r->g);
 	struct ask *a = ask_metas(t, bck, obj, &r->u, &r->n, &r->m, &r->have_slice);
 	ssize_t w = newest_write(t, bck, obj, a, r->n, r->m, r->have_slice, &best, &e, msg);
 	if (w >= 0) {
@@ -1173,13 +1117,11 @@ static struct ec_read *ecr_start(target_t *t, sv_t bck, sv_t obj, store_meta_t *
 	}
 	ask_free(a, r->n);
 	atomic_init(&r->refs, 2); /* the thread's and the caller's */
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
 	if (w < 0)
 		goto fail;
 	e = EIO;
 	ec_layout(r->ref.size, r->ref.d, r->ref.p, r->ref.cell, &r->l);
-	if ((r->fd = tmp_file(t)) < 0 || ftruncate(r->fd, (off_t)r->ref.size) != 0) {
+	if ((r->g.fd = tmp_file(t)) < 0 || ftruncate(r->g.fd, (off_t)r->ref.size) != 0) {
 		buf_addf(msg, "a temporary file for the decoded object: %s", strerror(errno));
 		goto fail;
 	}
@@ -1223,20 +1165,13 @@ int ec_read_open(target_t *t, sv_t bck, sv_t obj, bool stream, int *fd, store_me
 	struct ec_read *r = ecr_start(t, bck, obj, m, msg);
 	if (!r)
 		return AIS_ERR;
-	if (!stream) { /* the whole object first */
-		pthread_mutex_lock(&r->mu);
-		while (!r->done)
-			pthread_cond_wait(&r->cv, &r->mu);
-		pthread_mutex_unlock(&r->mu);
-		if (r->err) {
-			buf_addsv(msg, sv_of(&r->msg));
-			int e = r->err;
-			ecr_unref(r);
-			errno = e;
-			return AIS_ERR;
-		}
+	if (!stream && grow_wait(&r->g, msg) != AIS_OK) { /* the whole object first */
+		int e = errno;
+		ecr_unref(r);
+		errno = e;
+		return AIS_ERR;
 	}
-	if ((*fd = dup(r->fd)) < 0) {
+	if ((*fd = dup(r->g.fd)) < 0) {
 		buf_addf(msg, "dup: %s", strerror(errno));
 		ecr_unref(r);
 		errno = EIO;
@@ -1258,113 +1193,54 @@ void ec_read_free(struct ec_read *r) { ecr_unref(r); }
 
 /* --- streaming it ------------------------------------------------------------------ */
 
-static void reader_cleanup(void *arg)
+/* A read tied to a response until ol_send (ec_read_attach). */
+struct attached {
+	struct ec_read *r; /* NULL once sent */
+	http_req_t *req;
+	int fd; /* the descriptor the caller was given */
+	struct attached *next;
+};
+static __thread struct attached *rd_attached; /* this worker's */
+
+static void attached_cleanup(void *arg)
 {
-	struct ec_reader *x = arg;
-	for (struct ec_reader **pp = &rd_attached; *pp; pp = &(*pp)->lnext)
-		if (*pp == x) {
-			*pp = x->lnext;
-			break;
-		}
-	if (x->ev)
-		event_free(x->ev);
-	pthread_mutex_lock(&x->r->mu);
-	for (struct ec_reader **pp = &x->r->readers; *pp; pp = &(*pp)->next)
+	struct attached *x = arg;
+	for (struct attached **pp = &rd_attached; *pp; pp = &(*pp)->next)
 		if (*pp == x) {
 			*pp = x->next;
 			break;
 		}
-	pthread_mutex_unlock(&x->r->mu);
-	if (x->efd >= 0)
-		close(x->efd);
-	ecr_unref(x->r);
+	ecr_unref(x->r); /* (not sent) */
 	free(x);
 }
 
 void ec_read_attach(http_req_t *req, struct ec_read *r, int fd)
 {
-	struct ec_reader *x = xcalloc(1, sizeof(*x));
-	x->r = r;
-	x->req = req;
-	x->fd = fd;
-	x->efd = -1;
-	x->lnext = rd_attached;
+	struct attached *x = xcalloc(1, sizeof(*x));
+	*x = (struct attached){.r = r, .req = req, .fd = fd, .next = rd_attached};
 	rd_attached = x;
-	arena_cleanup_add(req->arena, reader_cleanup, x);
+	arena_cleanup_add(req->arena, attached_cleanup, x);
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
-{
-	struct ec_reader *x = arg;
-	uint64_t v;
-	(void)what;
-	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_debug("erasure-coded read: eventfd: %s", strerror(errno));
-	http_resp_stream_wake(x->req);
-}
-
-static int produce(http_req_t *req, buf_t *out)
-{
-	struct ec_reader *x = req->state;
-	struct ec_read *r = x->r;
-	(void)out;
-	for (;;) {
-		if (x->off >= x->end)
-			return AIS_DONE;
-		uint64_t have = atomic_load(&r->have), avail = MIN(have, x->end); /* (one load: MIN reads twice) */
-		if (avail > x->off) {
-			int d = dup(r->fd);
-			if (d < 0)
-				return AIS_ERR;
-			http_resp_stream_file(req, d, (off_t)x->off, avail - x->off);
-			x->off = avail;
-			return AIS_OK;
-		}
-		pthread_mutex_lock(&r->mu);
-		bool again = atomic_load(&r->have) > x->off, failed = !again && r->done;
-		if (!again && !failed)
-			x->waiting = true;
-		pthread_mutex_unlock(&r->mu);
-		if (failed) {
-			log_warnx("GET %.*s/%.*s: cut short at byte %llu: %s", (int)r->blen, r->bck, (int)MIN(r->olen, 256),
-				  r->obj, (unsigned long long)x->off, r->msg.ptr ? r->msg.ptr : "the read failed");
-			return AIS_ERR;
-		}
-		if (!again)
-			return AIS_AGAIN;
-	}
-}
+static void release(void *arg) { ecr_unref(arg); }
 
 bool ec_read_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 {
-	struct ec_reader *x = NULL;
-	for (struct ec_reader **pp = &rd_attached; *pp; pp = &(*pp)->lnext)
-		if ((*pp)->req == req && (*pp)->fd == fd) {
-			x = *pp;
-			*pp = x->lnext;
-			break;
-		}
-	if (!x)
+	struct ec_read *r = NULL;
+	for (struct attached *x = rd_attached; x && !r; x = x->next)
+		if (x->req == req && x->fd == fd && x->r)
+			r = x->r, x->r = NULL; /* the response takes the reference */
+	if (!r)
 		return false;
 	close(fd);
 	if (req->method == HTTP_HEAD || !len) {
+		ecr_unref(r);
 		http_resp_send_head(req, len);
 		return true;
 	}
-	x->off = start;
-	x->end = start + len;
-	if ((x->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-		http_resp_error(req, 500, "eventfd: %s", strerror(errno));
-		return true;
-	}
-	x->ev = event_new(http_req_base(req), x->efd, EV_READ | EV_PERSIST, on_wake, x);
-	event_add(x->ev, NULL);
-	pthread_mutex_lock(&x->r->mu);
-	x->next = x->r->readers;
-	x->r->readers = x;
-	pthread_mutex_unlock(&x->r->mu);
-	req->state = x;
-	http_resp_send_stream_len(req, produce, len);
+	char what[600];
+	snprintf(what, sizeof(what), "%.*s/%.*s", (int)r->blen, r->bck, (int)MIN(r->olen, 256), r->obj);
+	grow_send(req, &r->g, start, len, release, r, what); /* (its reference goes with it) */
 	return true;
 }
 

@@ -7,8 +7,8 @@
  * from the remote into a store writer (the same temp file, checksum and
  * commit as a PUT) and counts the bytes written. Readers (GETs answered
  * with ol_send) stream the temp file's bytes to their clients as they
- * land, sleeping on an eventfd the fill thread pokes; blocking callers
- * (ol_open_sync: GetBatch, archive reads) wait for the commit.
+ * land (grow.h); blocking callers (ol_open_sync: GetBatch, archive reads)
+ * wait for the commit.
  *
  * NOTES ON THE DESIGN (numbered invariants):
  *  1. One fetch per object: fills are in one table by bucket/object; a
@@ -39,17 +39,16 @@
  *     Memory: BLOB_WORKERS chunks.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "ec_int.h"
+#include "grow.h"
 #include "ol_int.h"
 #include "aisd/hrw.h"
 #include "aisd/log.h"
@@ -74,17 +73,11 @@ struct fill {
 	bk_obj_t want;    /* the remote's size and ETag, from its HEAD */
 	store_writer_t *sw;
 	int wfd;
-	int rfd;          /* read side of the bytes; set before have moves */
+	buf_t msg;        /* the fill thread's: why it fails */
 	/* shared */
-	_Atomic uint64_t have; /* bytes written */
+	grow_t g;         /* the bytes, read side in g.fd (set before g.have moves) */
 	_Atomic int refs;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	int err;
-	buf_t msg;
-	struct olr_reader *readers; /* streaming, for wakes */
-	struct fill *next;          /* in the table (whole fills) */
+	struct fill *next; /* in the table (whole fills) */
 };
 
 struct olr_reader {
@@ -96,11 +89,6 @@ struct olr_reader {
 	bk_obj_t want;
 	http_req_t *req;
 	int fd;           /* the placeholder the caller was given */
-	int efd;
-	struct event *ev;
-	uint64_t off, end;
-	bool waiting;
-	struct olr_reader *next;  /* in f->readers */
 	struct olr_reader *lnext; /* in this worker's attached list */
 };
 
@@ -169,31 +157,14 @@ static void fill_unref(struct fill *f)
 {
 	if (atomic_fetch_sub(&f->refs, 1) != 1)
 		return;
-	if (f->rfd >= 0)
-		close(f->rfd);
+	grow_destroy(&f->g);
 	if (f->wfd >= 0)
 		close(f->wfd);
 	store_writer_free(f->sw);
 	buf_free(&f->msg);
-	pthread_mutex_destroy(&f->mu);
-	pthread_cond_destroy(&f->cv);
 	free(f->bck);
 	free(f->obj);
 	free(f);
-}
-
-/* Wakes the readers waiting for bytes (or the end). */
-static void fill_notify(struct fill *f)
-{
-	uint64_t one = 1;
-	pthread_mutex_lock(&f->mu);
-	for (struct olr_reader *r = f->readers; r; r = r->next)
-		if (r->waiting) {
-			r->waiting = false;
-			if (write(r->efd, &one, sizeof(one)) < 0)
-				log_debug("fill: eventfd: %s", strerror(errno));
-		}
-	pthread_mutex_unlock(&f->mu);
 }
 
 static int fill_sink(void *arg, const char *p, size_t n)
@@ -201,12 +172,11 @@ static int fill_sink(void *arg, const char *p, size_t n)
 	struct fill *f = arg;
 	if (atomic_load(&stopping))
 		return AIS_ERR;
-	if (atomic_load(&f->have) + n > f->len)
+	if (atomic_load(&f->g.have) + n > f->len)
 		return AIS_ERR; /* more than promised */
 	if (f->whole ? store_writer_write(f->sw, p, n) != AIS_OK : fd_write_all(f->wfd, p, n) != AIS_OK)
 		return AIS_ERR;
-	atomic_fetch_add(&f->have, n);
-	fill_notify(f);
+	grow_add(&f->g, n);
 	return AIS_OK;
 }
 
@@ -340,15 +310,15 @@ static int fill_open(struct fill *f)
 	if (f->whole) {
 		if (store_writer_begin(f->t->store, f->bck, f->blen, f->obj, f->olen, &f->sw) != AIS_OK)
 			return AIS_ERR;
-		f->rfd = store_writer_open_tmp(f->sw);
-		return f->rfd >= 0 ? AIS_OK : AIS_ERR;
+		f->g.fd = store_writer_open_tmp(f->sw);
+		return f->g.fd >= 0 ? AIS_OK : AIS_ERR;
 	}
 	const char *dir = tgt_state_dir(f->t->conf);
 	f->wfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (f->wfd < 0)
 		return AIS_ERR;
-	f->rfd = dup(f->wfd);
-	return f->rfd >= 0 ? AIS_OK : AIS_ERR;
+	f->g.fd = dup(f->wfd);
+	return f->g.fd >= 0 ? AIS_OK : AIS_ERR;
 }
 
 static void *fill_main(void *arg)
@@ -374,16 +344,16 @@ static void *fill_main(void *arg)
 			    &f->msg);
 		e = errno;
 		/* retried only while nothing was written (rule 1 of backend.c) */
-		if (rc == AIS_OK || attempt == 2 || atomic_load(&f->have) || atomic_load(&stopping) ||
+		if (rc == AIS_OK || attempt == 2 || atomic_load(&f->g.have) || atomic_load(&stopping) ||
 		    (e != EHOSTUNREACH && e != EREMOTEIO))
 			break;
 		usleep(attempt ? 400000 : 100000);
 	}
 fetched:
-	if (rc == AIS_OK && atomic_load(&f->have) != f->len) {
+	if (rc == AIS_OK && atomic_load(&f->g.have) != f->len) {
 		buf_reset(&f->msg);
 		buf_addf(&f->msg, "remote \"%s\": %s/%.*s: got %llu of %llu bytes", f->bk.r.alias, f->bk.bucket,
-			 (int)MIN(f->olen, 256), f->obj, (unsigned long long)atomic_load(&f->have),
+			 (int)MIN(f->olen, 256), f->obj, (unsigned long long)atomic_load(&f->g.have),
 			 (unsigned long long)f->len);
 		rc = AIS_ERR;
 		e = EREMOTEIO;
@@ -409,12 +379,7 @@ out:
 			break;
 		}
 	pthread_mutex_unlock(&tbl_mu);
-	pthread_mutex_lock(&f->mu);
-	f->done = true;
-	f->err = rc == AIS_OK ? 0 : e ? e : EIO;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	fill_notify(f);
+	grow_end(&f->g, rc == AIS_OK ? 0 : e ? e : EIO, f->msg.ptr);
 	fill_unref(f);
 	pthread_mutex_lock(&tbl_mu);
 	active--;
@@ -437,10 +402,9 @@ static struct fill *fill_new(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t o
 	f->off = off;
 	f->len = whole ? want->size : len;
 	f->want = *want;
-	f->wfd = f->rfd = -1;
+	f->wfd = -1;
+	grow_init(&f->g);
 	atomic_init(&f->refs, 2); /* the thread's and the caller's */
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_cond_init(&f->cv, NULL);
 	return f;
 }
 
@@ -514,15 +478,7 @@ static struct fill *fill_whole(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t
 /* Blocks until f ended: AIS_OK, or AIS_ERR with errno and msg. */
 static int fill_wait(struct fill *f, buf_t *msg)
 {
-	pthread_mutex_lock(&f->mu);
-	while (!f->done)
-		pthread_cond_wait(&f->cv, &f->mu);
-	int err = f->err;
-	if (err)
-		buf_addsv(msg, sv_of(&f->msg));
-	pthread_mutex_unlock(&f->mu);
-	errno = err;
-	return err ? AIS_ERR : AIS_OK;
+	return grow_wait(&f->g, msg);
 }
 
 void olr_stop(void)
@@ -556,7 +512,7 @@ static struct olr_reader *reader_new(target_t *t, const bk_bucket_t *b, sv_t obj
 	r->f = f;
 	r->t = t;
 	r->want = *want;
-	r->fd = r->efd = -1;
+	r->fd = -1;
 	if (!f) {
 		r->bk = xmalloc(sizeof(*r->bk));
 		*r->bk = *b;
@@ -570,20 +526,8 @@ void olr_reader_free(struct olr_reader *r)
 {
 	if (!r)
 		return;
-	if (r->f) {
-		pthread_mutex_lock(&r->f->mu);
-		for (struct olr_reader **pp = &r->f->readers; *pp; pp = &(*pp)->next)
-			if (*pp == r) {
-				*pp = r->next;
-				break;
-			}
-		pthread_mutex_unlock(&r->f->mu);
+	if (r->f)
 		fill_unref(r->f);
-	}
-	if (r->ev)
-		event_free(r->ev);
-	if (r->efd >= 0)
-		close(r->efd);
 	free(r->bk);
 	free(r->obj);
 	free(r);
@@ -699,48 +643,7 @@ void olr_reader_attach(http_req_t *req, struct olr_reader *r, int fd)
 	arena_cleanup_add(req->arena, reader_cleanup, r);
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
-{
-	struct olr_reader *r = arg;
-	uint64_t v;
-	(void)what;
-	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_debug("fill: eventfd: %s", strerror(errno));
-	http_resp_stream_wake(r->req);
-}
-
-static int produce(http_req_t *req, buf_t *out)
-{
-	struct olr_reader *r = req->state;
-	struct fill *f = r->f;
-	(void)out;
-	for (;;) {
-		if (r->off >= r->end)
-			return AIS_DONE;
-		uint64_t have = atomic_load(&f->have), avail = MIN(have, r->end); /* (one load: MIN reads twice) */
-		if (avail > r->off) {
-			int d = dup(f->rfd);
-			if (d < 0)
-				return AIS_ERR;
-			http_resp_stream_file(req, d, (off_t)r->off, avail - r->off);
-			r->off = avail;
-			return AIS_OK;
-		}
-		pthread_mutex_lock(&f->mu);
-		bool again = atomic_load(&f->have) > r->off;
-		bool failed = !again && f->done;
-		if (!again && !failed)
-			r->waiting = true;
-		pthread_mutex_unlock(&f->mu);
-		if (failed) {
-			log_warnx("GET %.*s: cut short at byte %llu: %s", (int)MIN(f->olen, 256), f->obj,
-				  (unsigned long long)r->off, f->msg.ptr ? f->msg.ptr : "fetch failed");
-			return AIS_ERR; /* rule 3 */
-		}
-		if (!again)
-			return AIS_AGAIN;
-	}
-}
+static void release(void *arg) { fill_unref(arg); }
 
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 {
@@ -783,21 +686,10 @@ void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 		r->f = f;
 		start = 0;
 	}
-	r->off = start;
-	r->end = start + len;
-	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->efd < 0) {
-		http_resp_error(req, 500, "eventfd: %s", strerror(errno));
-		return;
-	}
-	r->ev = event_new(http_req_base(req), r->efd, EV_READ | EV_PERSIST, on_wake, r);
-	event_add(r->ev, NULL);
-	pthread_mutex_lock(&r->f->mu);
-	r->next = r->f->readers;
-	r->f->readers = r;
-	pthread_mutex_unlock(&r->f->mu);
-	req->state = r;
-	http_resp_send_stream_len(req, produce, len);
+	char what[600];
+	snprintf(what, sizeof(what), "%.*s/%.*s", (int)r->f->blen, r->f->bck, (int)MIN(r->f->olen, 256), r->f->obj);
+	grow_send(req, &r->f->g, start, len, release, r->f, what); /* (the reader's reference goes with it) */
+	r->f = NULL;
 }
 
 /* --- writes and deletes ------------------------------------------------------ */

@@ -260,7 +260,8 @@ t.check(r.status in (502, 503) and b"swift" in r.body, "Swift down: cold GET fai
 swift_start()
 t.check(poll(swift_up, 30), "Swift back")
 r = get("ranged")
-t.check(r.status == 200 and r.body == BODY["ranged"], "Swift back: cold GET works")
+t.check(r.status == 200 and r.body == BODY["ranged"], "Swift back: cold GET works",
+        (r.status, r.body[:300] if r.status != 200 else "%d bytes of %d" % (len(r.body), len(BODY["ranged"]))))
 
 swift_stop()
 clulib.check_logs([g] + ts)
