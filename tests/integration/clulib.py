@@ -381,6 +381,39 @@ def owner_put(g, targets, bck, name, data):
     return request("PUT", own.url, "/v1/objects/%s/%s" % (bck, q(name)), data, timeout=60).status if own else 0
 
 
+def slice_meta(tg, bck, name):
+    """The metadata of tg's slice of bck/name as a dict (d, p, i, size, ...),
+    or None when tg holds none."""
+    r = get(tg.url, "/v1/ec/%s/%s?meta=true" % (bck, q(name)), headers={"Ais-Intra": "test"})
+    if r.status != 200:
+        return None
+    return dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
+
+
+def whole_copy(tg, bck, name):
+    """Does tg hold a whole copy of bck/name (asked as another target would)?"""
+    return get(tg.url, "/v1/objects/%s/%s" % (bck, q(name)), headers={"Ais-Intra": "test"}).status == 200
+
+
+def reads_right_or_refused(g, bck, names, data, before=None):
+    """GETs each of names through the gateway (calling before(name) first):
+    ([names read wrong or refused without a reason], how many were refused
+    with a 5xx/404 and a reason)."""
+    bad, refused = [], 0
+    for n in names:
+        if before:
+            before(n)
+        r = follow("GET", g.url, "/v1/objects/%s/%s" % (bck, q(n)))[1]
+        if r.status == 200:
+            if r.body != data[n]:
+                bad.append((n, "wrong bytes"))
+        elif r.status in (404, 500, 502, 503) and len(r.body) > 10:
+            refused += 1
+        else:
+            bad.append((n, r.status, r.body[:160]))
+    return bad, refused
+
+
 def create_ec_bucket(g, targets, bck, data_slices, parity_slices, objsize_limit, whole_copy=True):
     """Creates bck with erasure coding D+P (and ec.whole_copy) and waits
     until every target has that BMD (three checks)."""

@@ -33,7 +33,7 @@ from itlib import T, q
 
 import clulib
 import hrwlib
-from clulib import follow, get, poll, request, smap_ids
+from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -62,15 +62,6 @@ def put(bck, name, d):
     return request("PUT", own.url, "/v1/objects/%s/%s" % (bck, q(name)), d, timeout=120).status if own else 0
 
 
-def slice_meta(tg, bck, name):
-    r = get(tg.url, "/v1/ec/%s/%s?meta=true" % (bck, q(name)), headers=INTRA)
-    if r.status != 200:
-        return None
-    return dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
-
-
-def whole_copy(tg, bck, name):
-    return get(tg.url, "/v1/objects/%s/%s" % (bck, q(name)), headers=INTRA).status == 200
 
 
 # --- props ------------------------------------------------------------------------------
@@ -251,18 +242,8 @@ third = live[0]
 third.kill9()
 live = live[1:]
 t.check(poll(lambda: smap_ids(g) == {g.id} | {x.id for x in live}, 15), "the map drops the third")
-bad, refused = [], 0
-for n in names:
-    for x in live:  # drop the whole copies, so reads must decode
-        request("DELETE", x.url, "/v1/objects/e1/" + q(n), headers=INTRA)
-    r = follow("GET", g.url, "/v1/objects/e1/" + n)[1]
-    if r.status == 200:
-        if r.body != data[n]:
-            bad.append((n, "wrong bytes"))
-    elif r.status in (404, 500, 502, 503) and len(r.body) > 10:
-        refused += 1
-    else:
-        bad.append((n, r.status, r.body[:160]))
+bad, refused = clulib.reads_right_or_refused(  # the whole copies dropped first, so reads must decode
+    g, "e1", names, data, lambda n: [request("DELETE", x.url, "/v1/objects/e1/" + q(n), headers=INTRA) for x in live])
 t.check(not bad, "3 targets lost: each read the right bytes or a clear 5xx/404 with a reason", bad[:3])
 t.diag("%d of %d reads refused with a reason after the third loss" % (refused, len(names)))
 t.check(refused > 0, "some reads refused: fewer than 4 slices left for them")

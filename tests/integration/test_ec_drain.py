@@ -37,7 +37,7 @@ from itlib import T, q
 
 import clulib
 import hrwlib
-from clulib import follow, get, poll, request, smap_ids
+from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -55,15 +55,6 @@ def cluster(action, node):
                    timeout=90)
 
 
-def slice_meta(tg, name):
-    r = get(tg.url, "/v1/ec/%s/%s?meta=true" % (B, q(name)), headers=INTRA)
-    if r.status != 200:
-        return None
-    return dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
-
-
-def whole_copy(tg, name):
-    return get(tg.url, "/v1/objects/%s/%s" % (B, q(name)), headers=INTRA).status == 200
 
 
 def objects(tg):
@@ -76,14 +67,14 @@ def layout_errors(active, running):
     errs = []
     for n, d in data.items():
         top = hrwlib.top(B + "/" + n, ids, 6)
-        metas = {x.id: slice_meta(x, n) for x in running}
+        metas = {x.id: slice_meta(x, B, n) for x in running}
         holders = sorted(i for i, m in metas.items() if m)
         if holders != sorted(top):
             errs.append("%s: slices on %s, HRW names %s" % (n, holders, sorted(top)))
         idx = sorted(int(m["i"]) for m in metas.values() if m)
         if idx != list(range(6)) or any(m["size"] != str(len(d)) for m in metas.values() if m):
             errs.append("%s: slice indices %s" % (n, idx))
-        whole = [x.id for x in running if whole_copy(x, n)]
+        whole = [x.id for x in running if whole_copy(x, B, n)]
         if whole != [top[0]]:
             errs.append("%s: whole copies on %s, owner %s" % (n, whole, top[0]))
     return errs
@@ -134,7 +125,7 @@ sl = get(holder.url, "/v1/ec/%s/%s" % (B, n0), headers=INTRA)
 mv = dict(INTRA, **{"Ais-Ec-Meta": sl.h("ais-ec-meta"), "Ais-Ec-Move": "true", "Ais-Cmap-Version": str(v)})
 r = request("PUT", stray.url, "/v1/ec/%s/%s" % (B, n0), sl.body, mv)
 t.check(r.status == 409 and b"not a holder" in r.body, "a move to a non-holder under the same map: 409", r.status)
-t.check(slice_meta(stray, n0) is None, "... and nothing stored there")
+t.check(slice_meta(stray, B, n0) is None, "... and nothing stored there")
 r = request("PUT", holder.url, "/v1/ec/%s/%s" % (B, n0), sl.body, mv)
 t.check(r.status == 200 and r.h("ais-had") == "true", "a move to the holder of that slice: 200, had it", r.status)
 

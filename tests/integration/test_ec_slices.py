@@ -30,11 +30,10 @@ import time
 from itlib import T, q
 
 import clulib
-from clulib import follow, get, poll, request, smap_ids
+from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
 from s3lib import boto3_client, cluster
 
 JSON = {"Content-Type": "application/json"}
-INTRA = {"Ais-Intra": "test"}
 B = "sl"
 
 t = T()
@@ -45,15 +44,6 @@ props = json.loads(request("HEAD", g.url, "/v1/buckets/" + B).h("ais-bucket-prop
 t.eq(props.get("ec", {}).get("whole_copy"), False, "bucket props show ec.whole_copy false")
 
 
-def slice_meta(tg, name):
-    r = get(tg.url, "/v1/ec/%s/%s?meta=true" % (B, q(name)), headers=INTRA)
-    if r.status != 200:
-        return None
-    return dict(kv.split("=", 1) for kv in r.body.decode().split()[1:])
-
-
-def whole_copy(tg, name):
-    return get(tg.url, "/v1/objects/%s/%s" % (B, q(name)), headers=INTRA).status == 200
 
 
 def disk_bytes():
@@ -90,10 +80,10 @@ s3.upload_fileobj(io.BytesIO(data["mp"]), B, "mp",
                   Config=boto3.s3.transfer.TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20))
 BIG = ("mid", "big", "shard.tar", "s3obj", "mp")
 for n in BIG:
-    metas = [slice_meta(x, n) for x in targets]
+    metas = [slice_meta(x, B, n) for x in targets]
     t.eq(sorted(int(m["i"]) for m in metas if m), list(range(6)), "%s: one slice on each of the 6 targets" % n)
-    t.eq([x.name for x in targets if whole_copy(x, n)], [], "%s: no whole copy on any target" % n)
-t.eq(sum(1 for x in targets if whole_copy(x, "small")), 3, "small (below the limit): 3 whole copies")
+    t.eq([x.name for x in targets if whole_copy(x, B, n)], [], "%s: no whole copy on any target" % n)
+t.eq(sum(1 for x in targets if whole_copy(x, B, "small")), 3, "small (below the limit): 3 whole copies")
 
 before = disk_bytes()
 data["space"] = os.urandom(24 << 20)
@@ -129,7 +119,7 @@ t.check(r.status == 200 and r.body == members[m], "archpath of a shard kept as s
 
 # --- a damaged data slice ------------------------------------------------------------------------
 slice_size = 4 * 65536 + 256  # (1 MiB + 1000) / 4 data slices, the last stripe's cells 256 B
-victim = next(x for x in targets if (slice_meta(x, "mid") or {}).get("i") == "1")
+victim = next(x for x in targets if (slice_meta(x, B, "mid") or {}).get("i") == "1")
 files = [f for f in glob.glob(os.path.join(victim.dir, "mp*", "obj", "*", "*")) if os.path.getsize(f) == slice_size]
 if t.check(len(files) == 1, "the file of data slice 1 of mid on %s found" % victim.name, files):
     with open(files[0], "r+b") as f:
@@ -142,9 +132,9 @@ t.check(r.status == 200 and r.body == data["mid"], "GET mid: decoded from the go
         (r.status, r.body[:200]))
 t.check(poll(lambda: "does not match its checksum" in open(victim.log, errors="replace").read(), 5),
         "the damaged slice was detected and logged")
-t.check(poll(lambda: sorted(int(m["i"]) for m in (slice_meta(x, "mid") for x in targets) if m) == list(range(6)), 30),
+t.check(poll(lambda: sorted(int(m["i"]) for m in (slice_meta(x, B, "mid") for x in targets) if m) == list(range(6)), 30),
         "the damaged slice was rebuilt: indices 0..5 on the targets again")
-t.eq([x.name for x in targets if whole_copy(x, "mid")], [], "  and no whole copy made")
+t.eq([x.name for x in targets if whole_copy(x, B, "mid")], [], "  and no whole copy made")
 
 # --- two targets down, then a third ----------------------------------------------------------------
 dead = [owner_of("big", targets)]
@@ -166,19 +156,10 @@ t.check(not wrong, "  every byte identical", wrong[:3])
 live[0].kill9()
 live = live[1:]
 t.check(poll(lambda: smap_ids(g) == {g.id} | {x.id for x in live}, 15), "the map drops the third")
-bad, refused = [], 0
-for n in BIG + ("space",):
-    r = follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1]
-    if r.status == 200:
-        if r.body != data[n]:
-            bad.append((n, "wrong bytes"))
-    elif r.status in (404, 500, 502, 503) and len(r.body) > 10:
-        refused += 1
-    else:
-        bad.append((n, r.status, r.body[:160]))
+bad, refused = clulib.reads_right_or_refused(g, B, BIG + ("space",), data)
 t.check(not bad, "3 targets lost: each read the right bytes or a clear 5xx/404 with a reason", bad[:3])
 t.check(refused > 0, "reads refused: fewer than 4 slices left (%d of %d)" % (refused, len(BIG) + 1))
 r = follow("DELETE", g.url, "/v1/objects/%s/big" % B)[1]
 t.check(r.status in (200, 404), "DELETE big", r.status)
-t.check(all(slice_meta(x, "big") is None for x in live), "no slice of big left on the live targets")
+t.check(all(slice_meta(x, B, "big") is None for x in live), "no slice of big left on the live targets")
 t.finish()

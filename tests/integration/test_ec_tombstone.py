@@ -22,7 +22,7 @@ from itlib import T, q
 
 import clulib
 import hrwlib
-from clulib import follow, get, poll, request, smap_ids
+from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
 
 INTRA = {"Ais-Intra": "test"}
 B = "e"
@@ -35,13 +35,6 @@ tk = targets[3]
 ids = [x.id for x in targets]
 
 
-def slice_meta(tg, name):
-    r = get(tg.url, "/v1/ec/%s/%s?meta=true" % (B, q(name)), headers=INTRA)
-    return r.body.decode() if r.status == 200 else None
-
-
-def whole_copy(tg, name):
-    return get(tg.url, "/v1/objects/%s/%s" % (B, q(name)), headers=INTRA).status == 200
 
 
 def objects(tg):
@@ -68,7 +61,7 @@ gone = [n for k in ("owner", "holder", "none") for n in by_rank[k][:4 if k != "n
 kept = [n for n in names if n not in gone]
 bad = [n for n, d in data.items() if owner_put(n, d) != 200]
 t.check(not bad, "%d PUTs: tk the owner of 7, a slice holder of 7, neither of 7" % len(data), bad[:3])
-t.check(all(slice_meta(tk, n) for n in by_rank["owner"] + by_rank["holder"]), "  tk holds their slices")
+t.check(all(slice_meta(tk, B, n) for n in by_rank["owner"] + by_rank["holder"]), "  tk holds their slices")
 
 tk.kill9()
 live = [x for x in targets if x is not tk]
@@ -83,8 +76,8 @@ t.check(poll(lambda: smap_ids(g) == {g.id} | {x.id for x in targets}, 15), "  an
 
 
 def leftovers():
-    return {n: [x.name + (":slice" if slice_meta(x, n) else ":whole") for x in targets
-                if slice_meta(x, n) or whole_copy(x, n)] for n in gone}
+    return {n: [x.name + (":slice" if slice_meta(x, B, n) else ":whole") for x in targets
+                if slice_meta(x, B, n) or whole_copy(x, B, n)] for n in gone}
 
 
 last = [None]
@@ -103,11 +96,11 @@ clulib.check_deleted_stay_gone(g, B, gone, kept, data)
 
 # the receiver's rule, asked directly: a slice of a write from before the delete
 n = kept[0]
-holder = next(x for x in targets if slice_meta(x, n))
+holder = next(x for x in targets if slice_meta(x, B, n))
 sl = get(holder.url, "/v1/ec/%s/%s" % (B, q(n)), headers=INTRA)
 other = next(x for x in targets if x.id == hrwlib.top(B + "/" + gone[0], ids, 7)[1])
 r = request("PUT", other.url, "/v1/ec/%s/%s" % (B, q(gone[0])), sl.body,
             dict(INTRA, **{"Ais-Ec-Meta": sl.h("ais-ec-meta")}))
 t.check(r.status == 410 and b"deleted" in r.body, "a slice of a write older than the delete: 410", (r.status, r.body))
-t.check(slice_meta(other, gone[0]) is None, "  and not stored")
+t.check(slice_meta(other, B, gone[0]) is None, "  and not stored")
 t.finish()
