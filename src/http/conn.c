@@ -871,6 +871,11 @@ bool http_req_splice_to(http_req_t *req, int pipe_wfd)
 	if (c->ssl || !req->has_body || req->chunked || req->content_length <= 0 || c->state != CS_BODY)
 		return false;
 	c->bpipe = pipe_wfd;
+	/* a fixed receive buffer: autotuning, which takes each splice of a
+	 * full pipe for a fast reader, would let the client queue tens of MiB
+	 * here while the handler's peer is the slow side */
+	int rb = HTTP_SPLICE_RCVBUF;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
 	return true;
 }
 

@@ -21,6 +21,7 @@
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_SPLICE_MAX (1 << 20)    /* request body bytes per splice(2) into a handler's pipe */
+#define HTTP_SPLICE_RCVBUF (2 << 20) /* the receive buffer of a socket whose body is spliced (SO_RCVBUF) */
 #define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
 #define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
