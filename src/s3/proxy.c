@@ -16,6 +16,12 @@
  * segments of PX_SEG; the transport stops when the pipe is full and goes
  * on after each segment (kernel memory of one pipe, no user-space copy;
  * the target's socket is read as the client reads, never left for long).
+ * A large sized request body (PUT, UploadPart) between two plain TCP
+ * sockets goes the same way towards the target: the server splices the
+ * client's socket into a pipe of PX_BUF bytes (http_req_splice_to) and the
+ * transport splices the pipe into the target's socket (xp_splice_from);
+ * on_room counts the pipe's bytes, and each write out of the pipe resumes
+ * the client (on_drain), so a slow target stops the reads from the client.
  * A sized answer keeps its Content-Length; a target that fails or stalls
  * (net.body_timeout without progress) mid-body makes the client's
  * connection close (never a short body that looks complete).
@@ -40,7 +46,7 @@
 #define PX_PIECE (256u << 10)
 #define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
-#define PX_SPLICE (1u << 20) /* an answer this big is spliced (plain TCP both sides) */
+#define PX_SPLICE (1u << 20) /* a body this big is spliced, either way (plain TCP both sides) */
 #define PX_SEG (256u << 10)  /* pipe bytes per response segment: the transport resumes after each */
 
 struct px {
