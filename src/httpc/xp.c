@@ -9,10 +9,11 @@
  * connection back to the pool (keep-alive, the whole body sent and read)
  * or close it. A sized answer may be spliced into the caller's pipe
  * instead of read, and a sized request body spliced out of the caller's
- * pipe instead of written from memory (no copy through user space). Every callback runs from the
- * request's event handlers; a callback may cancel the request (r->cb
- * counts the nesting, r->dead makes the handler stop and free it once the
- * outermost callback is back), so nothing touches freed memory.
+ * pipe instead of written from memory (no copy through user space). Every
+ * callback runs from the request's event handlers; a callback may cancel
+ * the request (r->cb counts the nesting, r->dead makes the handler stop
+ * and free it once the outermost callback is back), so nothing touches
+ * freed memory.
  */
 #include <errno.h>
 #include <limits.h>

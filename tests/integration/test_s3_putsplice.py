@@ -16,7 +16,8 @@ Checks:
  3. aws-chunked signed payload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, the
     Content-Length is the encoded length) of 6 MiB through the splice:
     stored right; the same with one byte changed after signing: 403 and
-    nothing stored (the target still verifies every chunk).
+    nothing stored (the target still verifies every chunk); an 8 MiB PUT
+    signed with a wrong secret: 403 (answered before the body ended).
  4. A raw client with Expect: 100-continue gets the 100 before it sends
     a byte, then 200.
  5. A client that sends half of a 16 MiB body and closes: nothing stored,
@@ -39,15 +40,16 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 
+import boto3
+import botocore.config
 from itlib import T
 
 import clulib
 from clulib import request
-from s3lib import AK, SK, REGION, boto3_client, chunked_put, run
+from s3lib import AK, AWS_ENV, SK, REGION, boto3_client, chunked_put, run
 
 t = T()
 clulib.init(t, "putsplice", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
@@ -164,9 +166,6 @@ t.check(readback("mpu") == hashlib.sha256(b"".join(parts)).digest(), "a multipar
 t.check(9 * MiB - 128 * 1024 <= grew <= 9 * MiB, "... its parts were spliced (+%d of %d)" % (grew, 9 * MiB))
 
 if t.check(os.path.exists("/usr/bin/aws"), "Debian's AWS CLI v2 is installed (/usr/bin/aws; make deps)"):
-    env = {"AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK, "AWS_DEFAULT_REGION": REGION,
-           "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null",
-           "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_PAGER": ""}
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "up"), os.path.join(d, "down")
         data = payload(64 * MiB, 64)
@@ -174,12 +173,12 @@ if t.check(os.path.exists("/usr/bin/aws"), "Debian's AWS CLI v2 is installed (/u
             f.write(data)
         before = spliced_in()
         rc, out = run(["/usr/bin/aws", "--endpoint-url", g.url, "s3", "cp", "--only-show-errors", src,
-                       "s3://%s/cli" % B], env=env)
+                       "s3://%s/cli" % B], env=AWS_ENV)
         grew = spliced_in() - before
         t.check(rc == 0, "aws s3 cp of 64 MiB up via the gateway", out[-500:])
         t.check(64 * MiB - MiB <= grew <= 64 * MiB, "... its body was spliced (+%d)" % grew)
         rc, out = run(["/usr/bin/aws", "--endpoint-url", g.url, "s3", "cp", "--only-show-errors",
-                       "s3://%s/cli" % B, dst], env=env)
+                       "s3://%s/cli" % B, dst], env=AWS_ENV)
         same = rc == 0 and open(dst, "rb").read() == data
         t.check(same, "... and down, byte for byte", out[-500:])
 
@@ -194,6 +193,16 @@ t.check(grew >= 6 * MiB - 64 * 1024, "... its encoded body was spliced (+%d)" % 
 st, body = chunked_put(g.url, B, "tampered", data, signed=True, tamper=True)
 t.check(st == 403 and b"SignatureDoesNotMatch" in body and not stored("tampered"),
         "a chunk changed after signing: 403, nothing stored (the target verified it)", (st, body[:300]))
+
+bad = boto3.client("s3", endpoint_url=g.url, aws_access_key_id=AK, aws_secret_access_key="not-the-secret",
+                   region_name=REGION, config=botocore.config.Config(s3={"addressing_style": "path"},
+                                                                     retries={"max_attempts": 1}))
+try:
+    bad.put_object(Bucket=B, Key="badsig", Body=payload(8 * MiB, 8))
+    st = 200
+except Exception as e:  # botocore ClientError
+    st = e.response["ResponseMetadata"]["HTTPStatusCode"] if hasattr(e, "response") else str(e)
+t.check(st == 403 and not stored("badsig"), "a wrong secret: 403 while the body is spliced, nothing stored", st)
 
 # 4. Expect: 100-continue before any body byte
 data = payload(2 * MiB, 2)
