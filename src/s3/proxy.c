@@ -318,8 +318,8 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 	x->xr = xp_start(http_req_base(req), &xs); /* (copies the header lines) */
 	buf_free(&hb);
 	/* a large sized body between two plain TCP sockets: spliced */
-	if (req->content_length >= PX_SPLICE && http_resp_can_splice(req) && px_pipe(x->upipe) &&
-	    xp_splice_from(x->xr, x->upipe[0]) && !http_req_splice_to(req, x->upipe[1]))
+	if (req->content_length >= PX_SPLICE && http_resp_can_splice(req) && !strncmp(url_base, "http://", 7) &&
+	    px_pipe(x->upipe) && xp_splice_from(x->xr, x->upipe[0]) && !http_req_splice_to(req, x->upipe[1]))
 		log_errx("S3 proxy: the request body cannot be spliced after all");
 	return AIS_OK;
 }
