@@ -26,6 +26,8 @@ Checks:
  6. A target stopped (SIGSTOP) for 2 s while a client pushes 64 MiB: the
     client's sending stalls (backpressure), the gateway's RSS grows by
     less than 8 MiB; after SIGCONT the PUT completes and reads back.
+    The target stopped past the timeout instead: the client gets a 5xx
+    S3 error after it, nothing stored.
  7. A client that stalls mid-body: the request ends with an error (5xx
     S3 XML, or the connection closed) within 3-15 s, the gateway's RSS
     flat, nothing stored.
@@ -41,6 +43,7 @@ import re
 import signal
 import socket
 import tempfile
+import threading
 import time
 
 import boto3
@@ -275,6 +278,37 @@ ans, _ = read_answer(s, 20)
 s.close()
 t.check(ans.startswith(b"HTTP/1.1 200") and readback("held") == hashlib.sha256(data).digest(),
         "... then the PUT completes and reads back right", ans[:200])
+
+# 6b. a target that stays stopped past net.body_timeout while the client pushes
+data = payload(32 * MiB, 10)
+s = raw_put("stalled", len(data))
+s.sendall(data[:2 * MiB])
+time.sleep(0.3)
+os.kill(pid(tg), signal.SIGSTOP)
+
+
+def push(sock, rest):
+    try:
+        sock.sendall(rest)
+    except OSError:  # the gateway answered and closed: expected
+        pass
+
+
+pusher = threading.Thread(target=push, args=(s, data[2 * MiB:]), daemon=True)
+try:
+    pusher.start()
+    ans, secs = read_answer(s, 20)
+finally:
+    os.kill(pid(tg), signal.SIGCONT)
+try:
+    s.shutdown(socket.SHUT_RDWR)  # (ends the pusher's send)
+except OSError:  # closed by the gateway already
+    pass
+pusher.join(10)
+s.close()
+t.check(ans.startswith(b"HTTP/1.1 5") and b"<Error>" in ans and 3 <= secs <= 15,
+        "a target stopped mid-body past the timeout: the client gets an S3 5xx error (%.1f s)" % secs, ans[:300])
+t.check(not stored("stalled"), "... nothing stored")
 
 # 7. a client that stalls mid-body
 base = clulib.rss_kib(pid(g))
