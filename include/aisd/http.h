@@ -43,7 +43,8 @@ typedef struct http_tls http_tls_t;
 typedef int (*http_handler_fn)(http_req_t *req);
 /* Body bytes, in order. Must consume all n bytes (copy them). Returns AIS_OK
  * to go on, AIS_ERR after answering with an error (the rest of the body is
- * not read and the connection closes after the response). */
+ * not read and the connection closes after the response). p NULL: the n
+ * bytes went into the handler's pipe instead (http_req_splice_to). */
 typedef int (*http_body_fn)(http_req_t *req, const char *p, size_t n);
 /* How many more body bytes the handler can take now; 0 pauses reading until
  * http_req_resume(). Optional (NULL: unlimited). */
@@ -212,8 +213,22 @@ bool http_query_next(sv_t *q, sv_t *key, sv_t *val);
  * Returns AIS_OK, or AIS_ERR on a malformed escape. */
 int http_pct_decode(arena_t *a, sv_t in, bool plus_space, sv_t *out);
 const char *http_method_name(enum http_method m);
-/* Re-enables reading a paused body (after on_room returned 0). */
+/* Re-enables reading a paused body (after on_room returned 0, or a full
+ * pipe of http_req_splice_to). A no-op while the body is not paused. */
 void http_req_resume(http_req_t *req);
+/* From the handler, before the body is read: the rest of a sized body on
+ * a plain TCP connection is moved from the client's socket into the pipe
+ * whose write end is pipe_wfd (the handler's, non-blocking, open until the
+ * request ends) by splice(2) instead of being read: no byte in user space.
+ * on_body then runs with p NULL and n the bytes just put in the pipe;
+ * bytes that came with the head still arrive first, with p set. on_room
+ * bounds each splice as it bounds reads; when the pipe is full the body
+ * pauses as if on_room had said 0, and the handler resumes it
+ * (http_req_resume) once it took bytes out. The body timeout, a client
+ * that closes mid-body (the connection closes, the request's arena is
+ * released) and Expect: 100-continue work as for a read body. false when
+ * it cannot (TLS, a chunked body, no body): the body is read as before. */
+bool http_req_splice_to(http_req_t *req, int pipe_wfd);
 /* Runs work(req) on an I/O pool thread, then done(req) on the request's
  * worker. Nothing may touch req in between. For work bounded by this
  * node's disks only. */

@@ -18,7 +18,8 @@
  *     socket reads; bytes already read are still delivered) and restarts
  *     it with xp_resume. The request body is appended with xp_send (any
  *     pieces; xp_pending says how much is not written yet) and ended with
- *     xp_end; on_drain runs when the pending bytes are written.
+ *     xp_end; on_drain runs when the pending bytes are written (or, with
+ *     a pipe, some of them: contract 6).
  *  3. A connection goes back to the pool only after a whole answer with
  *     keep-alive. Its read event stays registered while it is idle (no
  *     epoll_ctl per request), so a peer's close drops it from the pool; a
@@ -37,7 +38,16 @@
  *     bytes out. While r is paused its timeout does not run (the caller is
  *     the slow side, not the peer). The socket's receive buffer is fixed
  *     (2 MiB) from then on, so the kernel holds little behind a pause.
- *  6. https peers get TLS with the settings of httpc_tls_set (the CA
+ *  6. Zero-copy request bodies (xp_splice_from, plain http and a body of
+ *     known length): xp_send with p NULL says that the body's next n bytes
+ *     are in the caller's pipe; they are moved to the socket by splice(2)
+ *     after the bytes xp_send queued before (which come first: no bytes
+ *     from memory after piped ones). xp_pending counts them; on_drain
+ *     runs after each write that took bytes out of the pipe (room for
+ *     more), and the timeout counts those writes as progress. A peer
+ *     that closes mid-body ends the request with its answer, if it sent
+ *     one, else an error.
+ *  7. https peers get TLS with the settings of httpc_tls_set (the CA
  *     bundle, the client certificate for mTLS), their names verified; the
  *     session stays with its pooled connection. xp_supports says whether
  *     base can be reached (false for https when the TLS settings fail).
@@ -85,6 +95,11 @@ void xp_resume(xp_req_t *r);
  * when r cannot (TLS, a chunked or unsized body, HEAD): the body goes on
  * through on_body with p set. */
 bool xp_splice_to(xp_req_t *r, int pipe_wfd);
+/* Before any body byte is sent: the body's bytes may come from the pipe
+ * pipe_rfd (its read end, non-blocking, the caller's, open until r ends)
+ * by xp_send(r, NULL, n) (contract 6). false when r cannot (TLS, a
+ * chunked or empty body): the caller sends them from memory. */
+bool xp_splice_from(xp_req_t *r, int pipe_rfd);
 /* Stops r (its connection is closed) and frees it; on_done never runs. Not
  * from inside r's on_done. */
 void xp_cancel(xp_req_t *r);

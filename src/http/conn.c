@@ -1,7 +1,8 @@
 /*
  * conn.c - one client connection: reading, parsing and dispatching
  * requests one at a time (pipelined ones wait in the input buffer), feeding
- * bodies to handlers with backpressure, and driving the response writer.
+ * bodies to handlers with backpressure (or splicing them into a handler's
+ * pipe, http_req_splice_to), and driving the response writer.
  *
  * Guarantees: memory per connection is bounded (a head of at most
  * max_header_bytes, one read chunk of body, the response's own buffer);
@@ -11,11 +12,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -143,6 +146,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 	c->same_host = !local && w->srv->unix_path && c->peer_here;
 	c->ffd = -1;
 	c->pass_fd = -1;
+	c->bpipe = -1;
 	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_event, c);
 	c->wev = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_event, c);
 	c->tev = evtimer_new(w->base, on_timer, c);
@@ -491,6 +495,7 @@ static void request_done(http_conn_t *c)
 	req->arena = c->arena;
 	req->ctx = c->w->srv->o.ctx;
 	c->bstate = BS_FEED;
+	c->bpipe = -1;
 	c->continue_due = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -618,6 +623,43 @@ static void body_refused(http_conn_t *c)
 	c->state = CS_WRITE;
 }
 
+/* CS_BODY, the body going into the handler's pipe (bpipe) and every byte
+ * read with the head fed: splices what the socket has, at most limit (the
+ * handler's room) and what is left of the body. The pipe full (EAGAIN
+ * while the socket holds bytes): paused until http_req_resume. */
+static bool body_splice(http_conn_t *c, size_t limit)
+{
+	http_req_t *req = &c->req;
+	uint64_t left = (uint64_t)req->content_length - req->body_read;
+	ssize_t n = splice(c->fd, NULL, c->bpipe, NULL, MIN(MIN(left, (uint64_t)limit), (uint64_t)HTTP_SPLICE_MAX),
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		int q = 0;
+		if (ioctl(c->fd, FIONREAD, &q) == 0 && q > 0) {
+			c->bstate = BS_PAUSED;
+			wait_for(c, 0, 0);
+		} else {
+			wait_for(c, EV_READ, c->w->srv->o.body_timeout_ms);
+		}
+		return false;
+	}
+	if (n <= 0) {
+		if (n < 0 && errno != ECONNRESET)
+			log_warn("splice from the client");
+		conn_close(c); /* client went away mid-body */
+		return false;
+	}
+	req->body_read += (uint64_t)n;
+	HM_INC(c->w->st.bytes_in, (uint64_t)n);
+	HM_INC(c->w->st.spliced_in, (uint64_t)n);
+	req->on_body(req, NULL, (size_t)n);
+	if (req->body_read == (uint64_t)req->content_length)
+		message_end(c); /* (the parser never saw these bytes: hp_reset follows) */
+	return true;
+}
+
 /* CS_BODY: feeds the body to its reader (bstate) until the message ends
  * or it is answered; reads only as much as the handler has room for. */
 static bool body_step(http_conn_t *c)
@@ -660,6 +702,8 @@ static bool body_step(http_conn_t *c)
 		if (!resp_started(c))
 			send_continue(c);
 	}
+	if (c->in_off == c->in.len && c->bpipe >= 0 && c->bstate == BS_FEED)
+		return body_splice(c, limit);
 	if (c->in_off == c->in.len) {
 		int r = read_more(c);
 		if (r == AIS_AGAIN) {
@@ -820,6 +864,20 @@ void http_req_resume(http_req_t *req)
 		return;
 	c->bstate = BS_FEED;
 	conn_run(c);
+}
+
+bool http_req_splice_to(http_req_t *req, int pipe_wfd)
+{
+	http_conn_t *c = req->conn;
+	if (c->ssl || !req->has_body || req->chunked || req->content_length <= 0 || c->state != CS_BODY)
+		return false;
+	c->bpipe = pipe_wfd;
+	/* a fixed receive buffer: autotuning, which takes each splice of a
+	 * full pipe for a fast reader, would let the client queue tens of MiB
+	 * here while the handler's peer is the slow side */
+	int rb = HTTP_SPLICE_RCVBUF;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	return true;
 }
 
 sv_t http_req_trailer(const http_req_t *req, const char *name)

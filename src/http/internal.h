@@ -20,6 +20,8 @@
 #define HTTP_HEAD_CHUNK 4096         /* head bytes read per read(2) */
 #define HTTP_SMALL_FILE (64 * 1024)  /* file bodies up to this are copied */
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
+#define HTTP_SPLICE_MAX (1 << 20)    /* request body bytes per splice(2) into a handler's pipe */
+#define HTTP_SPLICE_RCVBUF (2 << 20) /* the receive buffer of a socket whose body is spliced (SO_RCVBUF) */
 #define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
 #define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
@@ -53,6 +55,7 @@ struct http_wstats {
 	hm_ctr_t accepted, rejected;
 	hm_ctr_t fds_passed; /* file bodies handed over as descriptors */
 	hm_ctr_t spliced;    /* response bytes spliced from a pipe (a relay's) */
+	hm_ctr_t spliced_in; /* request body bytes spliced into a handler's pipe */
 	hm_ctr_t served_local, served_net; /* body bytes to clients on this host (incl. descriptors) / elsewhere */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
 	hm_ctr_t evicted, emfile;
@@ -128,8 +131,11 @@ enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
 /*
  * The request body's reader (c->bstate), one line each:
  *   BS_FEED    bytes go to the handler's on_body, as much as its on_room
- *              allows (dropped once it answered); also between requests
- *   BS_PAUSED  on_room said 0: nothing is read until http_req_resume
+ *              allows (dropped once it answered); also between requests;
+ *              with bpipe, once the bytes read with the head are fed, the
+ *              rest is spliced from the socket into the handler's pipe
+ *   BS_PAUSED  on_room said 0, or bpipe is full: nothing is read until
+ *              http_req_resume
  *   BS_LATER   the handler went to the pool before saying whether it wants
  *              the body: nothing is read until its task is back
  *   BS_JSON    buffered into req->body (HTTP_ROUTE_JSON, within the
@@ -191,6 +197,7 @@ struct http_conn {
 	int64_t linger_until;   /* CS_LINGER: monotonic deadline */
 	uint64_t lingered;      /* CS_LINGER: bytes dropped */
 	uint64_t discarded;
+	int bpipe;              /* BS_FEED: the handler's pipe the body is spliced into (http_req_splice_to), or -1 */
 	arena_t *arena;
 	http_req_t req;
 

@@ -208,6 +208,10 @@ void hm_collect(void *arg, buf_t *out)
 		       "response bytes relayed from another node by splice(2), never copied through this process "
 		       "(of aisd_http_sent_bytes_total)");
 	buf_addf(out, "aisd_http_spliced_bytes_total %llu\n", (unsigned long long)SUM(s, spliced));
+	metrics_family(out, "aisd_http_spliced_received_bytes_total", "counter",
+		       "request body bytes relayed to another node by splice(2), never copied through this process "
+		       "(of aisd_http_received_bytes_total)");
+	buf_addf(out, "aisd_http_spliced_received_bytes_total %llu\n", (unsigned long long)SUM(s, spliced_in));
 	metrics_family(out, "aisd_http_connections_open", "gauge", "client connections open now");
 	buf_addf(out, "aisd_http_connections_open %lu\n", (unsigned long)atomic_load(&s->nconns));
 	metrics_family(out, "aisd_http_connections_accepted_total", "counter", "client connections accepted");

@@ -7,11 +7,13 @@
  * write what is pending (head, then body pieces as the caller adds them),
  * read and parse the answer while the caller is not paused, then hand the
  * connection back to the pool (keep-alive, the whole body sent and read)
- * or close it. A sized body may be spliced into the caller's pipe instead
- * of read (no copy through user space). Every callback runs from the
- * request's event handlers; a callback may cancel the request (r->cb
- * counts the nesting, r->dead makes the handler stop and free it once the
- * outermost callback is back), so nothing touches freed memory.
+ * or close it. A sized answer may be spliced into the caller's pipe
+ * instead of read, and a sized request body spliced out of the caller's
+ * pipe instead of written from memory (no copy through user space). Every
+ * callback runs from the request's event handlers; a callback may cancel
+ * the request (r->cb counts the nesting, r->dead makes the handler stop
+ * and free it once the outermost callback is back), so nothing touches
+ * freed memory.
  */
 #include <errno.h>
 #include <limits.h>
@@ -102,6 +104,8 @@ struct xp_req {
 	int status;
 	bool paused;
 	int spipe;       /* splicing: the caller's pipe (write end), else -1 */
+	int bpipe;       /* the body from the caller's pipe (read end, xp_splice_from), else -1 */
+	uint64_t bleft;  /* ... bytes in it not written yet (after out) */
 	uint64_t sleft;  /* splicing: body bytes still on the socket */
 	int lowat;       /* the socket's SO_RCVLOWAT when not 1 */
 	int cb;         /* callback nesting */
@@ -631,9 +635,46 @@ static void on_read(xp_req_t *r)
 
 /* --- the request's bytes -------------------------------------------------------------- */
 
+/* Writes the body bytes waiting in the caller's pipe (after out). AIS_OK:
+ * some or all went (on_drain may follow), AIS_AGAIN: the socket is full,
+ * AIS_ERR: errno says why. */
+static int pipe_write(xp_req_t *r)
+{
+	ssize_t k = splice(r->bpipe, NULL, r->fd, NULL, r->bleft, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (k < 0)
+		return errno == EAGAIN || errno == EINTR ? AIS_AGAIN : AIS_ERR;
+	if (k == 0) { /* (the caller said the bytes were there) */
+		errno = EPIPE;
+		return AIS_ERR;
+	}
+	r->bleft -= (uint64_t)k;
+	return AIS_OK;
+}
+
 static void on_write(xp_req_t *r)
 {
-	while (r->out_off < r->out.len) {
+	bool piped = false;
+	while (r->out_off < r->out.len || r->bleft) {
+		if (r->out_off == r->out.len) { /* the buffer is out: the pipe's bytes follow */
+			int rc = pipe_write(r);
+			if (rc == AIS_AGAIN) {
+				want_write(r);
+				break;
+			}
+			if (rc == AIS_OK) {
+				piped = true;
+				arm_timeout(r);
+				continue;
+			}
+			int e = errno;
+			if (e == EPIPE || e == ECONNRESET) { /* read what the peer said (below) */
+				r->bleft = 0;
+				want_read(r);
+				return;
+			}
+			finish(r, e, "%s", strerror(e));
+			return;
+		}
 		bool want_rd;
 		ssize_t k = x_send(r, r->out.ptr + r->out_off, r->out.len - r->out_off, &want_rd);
 		if (k < 0 && errno == EINTR)
@@ -660,8 +701,10 @@ static void on_write(xp_req_t *r)
 		arm_timeout(r);
 	}
 	r->out.len = r->out_off = 0;
+	if (r->bleft && !piped)
+		return; /* the socket is full: no room made */
 	if (r->body_end)
-		r->body_sent = true;
+		r->body_sent = !r->bleft;
 	else if (r->s.on_drain) {
 		r->cb++;
 		r->s.on_drain(r, r->s.arg);
@@ -831,6 +874,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	r->s = *s;
 	r->fd = -1;
 	r->spipe = -1;
+	r->bpipe = -1;
 	r->body_len = s->body_len;
 	r->body_end = s->body_len == -1 || s->body_len == 0;
 	r->body_sent = r->body_end;
@@ -883,6 +927,16 @@ void xp_send(xp_req_t *r, const char *p, size_t n)
 {
 	if (!n || r->finished)
 		return;
+	if (!p) { /* n more bytes in the pipe of xp_splice_from */
+		if (r->bpipe < 0) {
+			log_errx("xp: body bytes in a pipe without xp_splice_from");
+			return;
+		}
+		r->bleft += n;
+		if (!r->connecting && r->fd >= 0)
+			want_write(r);
+		return;
+	}
 	if (r->body_len == -2)
 		buf_addf(&r->out, "%zx\r\n", n);
 	buf_add(&r->out, p, n);
@@ -899,20 +953,20 @@ void xp_end(xp_req_t *r)
 	r->body_end = true;
 	if (r->body_len == -2)
 		buf_addstr(&r->out, "0\r\n\r\n");
-	if (r->out_off == r->out.len)
+	if (r->out_off == r->out.len && !r->bleft)
 		r->body_sent = true;
 	else if (r->fd >= 0 && !r->connecting)
 		want_write(r);
 }
 
-size_t xp_pending(const xp_req_t *r) { return r->out.len - r->out_off; }
+size_t xp_pending(const xp_req_t *r) { return r->out.len - r->out_off + (size_t)r->bleft; }
 
 void xp_pause(xp_req_t *r)
 {
 	r->paused = true;
 	if (r->c)
 		event_del(r->c->rd);
-	if (!r->connecting && r->out_off == r->out.len)
+	if (!r->connecting && r->out_off == r->out.len && !r->bleft)
 		event_del(r->tmo); /* the caller is the slow side (a write re-arms it) */
 }
 
@@ -941,6 +995,14 @@ bool xp_splice_to(xp_req_t *r, int pipe_wfd)
 	 * and drop them) */
 	int rb = XP_SPLICE_RCVBUF;
 	setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	return true;
+}
+
+bool xp_splice_from(xp_req_t *r, int pipe_rfd)
+{
+	if (r->tls || r->body_len <= 0 || r->body_end || r->bpipe >= 0)
+		return false;
+	r->bpipe = pipe_rfd;
 	return true;
 }
 

@@ -16,6 +16,12 @@
  * segments of PX_SEG; the transport stops when the pipe is full and goes
  * on after each segment (kernel memory of one pipe, no user-space copy;
  * the target's socket is read as the client reads, never left for long).
+ * A large sized request body (PUT, UploadPart) between two plain TCP
+ * sockets goes the same way towards the target: the server splices the
+ * client's socket into a pipe of PX_BUF bytes (http_req_splice_to) and the
+ * transport splices the pipe into the target's socket (xp_splice_from);
+ * on_room counts the pipe's bytes, and each write out of the pipe resumes
+ * the client (on_drain), so a slow target stops the reads from the client.
  * A sized answer keeps its Content-Length; a target that fails or stalls
  * (net.body_timeout without progress) mid-body makes the client's
  * connection close (never a short body that looks complete).
@@ -40,7 +46,7 @@
 #define PX_PIECE (256u << 10)
 #define PX_REF (16u << 10)   /* a piece this big is sent from its buffer (http: HTTP_PIECE_REF) */
 #define PX_SMALL (64u << 10) /* an answer this small goes out in one send, head and body */
-#define PX_SPLICE (1u << 20) /* an answer this big is spliced (plain TCP both sides) */
+#define PX_SPLICE (1u << 20) /* a body this big is spliced, either way (plain TCP both sides) */
 #define PX_SEG (256u << 10)  /* pipe bytes per response segment: the transport resumes after each */
 
 struct px {
@@ -49,8 +55,8 @@ struct px {
 	buf_t down;           /* the answer's body not yet handed to the client */
 	size_t down_off;
 	bool up_end;
-	bool client_paused;   /* on_room said 0 */
-	int pipe[2];          /* splicing: the pipe between the two sockets, else -1 */
+	int upipe[2];         /* a spliced request body: the pipe between the two sockets, else -1 */
+	int pipe[2];          /* a spliced answer: the pipe between the two sockets, else -1 */
 	uint64_t piped;       /* bytes in the pipe not yet handed to the response */
 	bool head_sent, done, failed;
 	int status;           /* the target's answer */
@@ -76,10 +82,23 @@ static void px_cleanup(void *arg)
 		xp_cancel(x->xr);
 	x->xr = NULL;
 	buf_free(&x->down);
-	if (x->pipe[0] >= 0) {
-		close(x->pipe[0]);
-		close(x->pipe[1]);
+	for (int i = 0; i < 2; i++) {
+		if (x->pipe[i] >= 0)
+			close(x->pipe[i]);
+		if (x->upipe[i] >= 0)
+			close(x->upipe[i]);
 	}
+}
+
+/* A pipe of PX_BUF bytes (the default 64 KiB if refused). false: none. */
+static bool px_pipe(int p[2])
+{
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
+		p[0] = p[1] = -1;
+		return false;
+	}
+	fcntl(p[1], F_SETPIPE_SZ, PX_BUF);
+	return true;
 }
 
 /* --- client -> target ---------------------------------------------------------- */
@@ -87,8 +106,8 @@ static void px_cleanup(void *arg)
 static int up_body(http_req_t *req, const char *p, size_t n)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
-	if (x->xr)
-		xp_send(x->xr, p, n); /* straight into the transport's buffer */
+	if (x->xr) /* straight into the transport's buffer, or (p NULL) n more bytes in the pipe */
+		xp_send(x->xr, p, n);
 	return AIS_OK;
 }
 
@@ -96,11 +115,7 @@ static size_t up_room(http_req_t *req)
 {
 	struct px *x = ((s3_rq_t *)req->state)->op;
 	size_t have = x->xr ? xp_pending(x->xr) : 0;
-	if (have >= PX_BUF) {
-		x->client_paused = true;
-		return 0;
-	}
-	return PX_BUF - have;
+	return have >= PX_BUF ? 0 : PX_BUF - have;
 }
 
 static void up_end(http_req_t *req)
@@ -193,11 +208,8 @@ static void xp_head(xp_req_t *r, void *arg, int status, sv_t hdrs, int64_t clen)
 	/* the client's upload stops here if the target answered before the end */
 	if (clen < PX_SPLICE || !http_resp_can_splice(x->r->http) || x->r->http->method == HTTP_HEAD)
 		return;
-	if (pipe2(x->pipe, O_NONBLOCK | O_CLOEXEC)) {
-		x->pipe[0] = x->pipe[1] = -1;
+	if (!px_pipe(x->pipe))
 		return; /* (relayed through memory) */
-	}
-	fcntl(x->pipe[1], F_SETPIPE_SZ, PX_BUF); /* (the default 64 KiB if refused) */
 	if (!xp_splice_to(r, x->pipe[1])) { /* (TLS to the target) */
 		close(x->pipe[0]);
 		close(x->pipe[1]);
@@ -227,10 +239,7 @@ static void xp_drain(xp_req_t *r, void *arg)
 {
 	struct px *x = arg;
 	(void)r;
-	if (x->client_paused) {
-		x->client_paused = false;
-		http_req_resume(x->r->http);
-	}
+	http_req_resume(x->r->http); /* (if on_room said 0, or the pipe was full) */
 }
 
 static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
@@ -267,6 +276,7 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 
 	x->r = r;
 	x->pipe[0] = x->pipe[1] = -1;
+	x->upipe[0] = x->upipe[1] = -1;
 	r->op = x;
 	if (!xp_supports(url_base)) {
 		s3_error(r, "ServiceUnavailable", "the owner target %s cannot be reached (TLS settings: see the log)",
@@ -307,6 +317,10 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 	arena_cleanup_add(req->arena, px_cleanup, x);
 	x->xr = xp_start(http_req_base(req), &xs); /* (copies the header lines) */
 	buf_free(&hb);
+	/* a large sized body between two plain TCP sockets: spliced */
+	if (req->content_length >= PX_SPLICE && http_resp_can_splice(req) && !strncmp(url_base, "http://", 7) &&
+	    px_pipe(x->upipe) && xp_splice_from(x->xr, x->upipe[0]) && !http_req_splice_to(req, x->upipe[1]))
+		log_errx("S3 proxy: the request body cannot be spliced after all");
 	return AIS_OK;
 }
 

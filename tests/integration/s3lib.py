@@ -21,6 +21,10 @@ import zlib
 import clulib
 
 AK, SK, REGION = "aisdtestkey", "aisdtestsecret", "us-east-1"
+# the AWS CLI's environment: the test key, no config files, no metadata service, no pager
+AWS_ENV = {"AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK, "AWS_DEFAULT_REGION": REGION,
+           "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null",
+           "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_PAGER": ""}
 
 # awkward names, as S3 sees keys: spaces, unicode, + & % quotes, nesting
 TREE = {

@@ -17,16 +17,14 @@ import tempfile
 import time
 
 from itlib import T
-from s3lib import (AK, REGION, SK, SIZES, boto3_client, client_data, cluster, error_lines, fill_many, run,
+from s3lib import (AWS_ENV, SIZES, boto3_client, client_data, cluster, error_lines, fill_many, run,
                    same_file, same_tree)
 
 t = T()
 EP = cluster(t, "s3awscli")
 WORK = tempfile.mkdtemp(prefix="s3a-", dir=os.environ.get("TMPDIR"))
 UP = client_data(WORK)
-ENV = {"AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK, "AWS_DEFAULT_REGION": REGION,
-       "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null",
-       "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_PAGER": ""}
+ENV = AWS_ENV
 s3 = boto3_client(EP)
 fill_many(s3, "many")
 

@@ -47,6 +47,7 @@ typedef struct tctx {
 	atomic_int pauses;  /* echo: times on_room said 0 */
 	atomic_int resumes; /* echo: http_req_resume calls */
 	atomic_int stream_waits;
+	atomic_int splice_freed; /* /splice: requests whose arena was released */
 } tctx_t;
 
 static tctx_t g_ctx;
@@ -217,6 +218,93 @@ static int h_json(http_req_t *req)
 	return AIS_OK;
 }
 
+/* /splice: the body goes into a pipe of 64 KiB (http_req_splice_to) that
+ * the handler empties only after a pause on the I/O pool, so that the
+ * server finds it full; answers with the whole body and X-Piped (the bytes
+ * that came through the pipe). */
+typedef struct spl {
+	buf_t got;
+	int p[2];
+	uint64_t piped;
+	bool draining, end_seen;
+} spl_t;
+
+static void spl_free(void *arg)
+{
+	spl_t *s = arg;
+	tctx_t *t = &g_ctx;
+	close(s->p[0]);
+	close(s->p[1]);
+	buf_free(&s->got);
+	atomic_fetch_add(&t->splice_freed, 1);
+}
+
+static void spl_take(spl_t *s)
+{
+	char b[16384];
+	ssize_t k;
+	while ((k = read(s->p[0], b, sizeof(b))) > 0)
+		buf_add(&s->got, b, (size_t)k);
+}
+
+static void spl_answer(http_req_t *req)
+{
+	spl_t *s = req->state;
+	spl_take(s);
+	http_resp_header(req, "X-Piped", "%llu", (unsigned long long)s->piped);
+	http_resp_send(req, s->got.ptr ? s->got.ptr : "", s->got.len);
+}
+
+static void spl_work(http_req_t *req) { usleep(2000); }
+
+static void spl_done(http_req_t *req)
+{
+	spl_t *s = req->state;
+	s->draining = false;
+	if (s->end_seen) {
+		spl_answer(req);
+		return;
+	}
+	spl_take(s);
+	http_req_resume(req);
+}
+
+static int spl_body(http_req_t *req, const char *p, size_t n)
+{
+	spl_t *s = req->state;
+	if (p) {
+		ck_assert_uint_eq(s->piped, 0); /* (read bytes come first) */
+		buf_add(&s->got, p, n);
+		return AIS_OK;
+	}
+	s->piped += n;
+	if (!s->draining) {
+		s->draining = true;
+		http_offload(req, spl_work, spl_done);
+	}
+	return AIS_OK;
+}
+
+static void spl_end(http_req_t *req)
+{
+	spl_t *s = req->state;
+	s->end_seen = true;
+	if (!s->draining)
+		spl_answer(req);
+}
+
+static int h_splice(http_req_t *req)
+{
+	spl_t *s = arena_zalloc(req->arena, sizeof(*s));
+	ck_assert_int_eq(pipe2(s->p, O_NONBLOCK | O_CLOEXEC), 0);
+	arena_cleanup_add(req->arena, spl_free, s);
+	req->state = s;
+	req->on_body = spl_body;
+	req->on_body_end = spl_end;
+	ck_assert(http_req_splice_to(req, s->p[1]) == !g_tls);
+	return AIS_OK;
+}
+
 /* /broken: fails without answering (a handler's bug the dispatcher covers). */
 static int h_broken(http_req_t *req) { return AIS_ERR; }
 
@@ -227,6 +315,7 @@ static const http_route_t routes[] = {
 	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
 	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
 	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer"},
+	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe"},
 };
 
 static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
@@ -1017,6 +1106,69 @@ START_TEST(test_echo_backpressure)
 }
 END_TEST
 
+/* A body spliced into the handler's pipe: the bytes read with the head
+ * first (p set), the rest by the pipe, all in order through a pipe much
+ * smaller than the body (the server pauses while it is full), the
+ * connection kept alive; Expect: 100-continue first; a client that closes
+ * mid-body: the request's arena is released. Under TLS the body is read
+ * as before. */
+START_TEST(test_body_splice)
+{
+	cl_t c;
+	resp_t r;
+	buf_t body = BUF_INIT, head = BUF_INIT;
+	size_t n = (3u << 20) + 777, first = 1000;
+	start_default();
+	for (size_t i = 0; i < n; i++)
+		buf_addch(&body, (char)('A' + i * 7 % 53));
+	cl_open(&c);
+	buf_addf(&head, "PUT /splice HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", n);
+	buf_add(&head, body.ptr, first);
+	cl_send(&c, head.ptr, head.len);
+	usleep(20000); /* (the head and its bytes are read alone) */
+	for (size_t off = first; off < n; off += 100000)
+		cl_send(&c, body.ptr + off, MIN(100000, n - off));
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body.len, n);
+	ck_assert_int_eq(memcmp(r.body.ptr, body.ptr, n), 0);
+	char want[64];
+	snprintf(want, sizeof(want), "\nX-Piped: %zu\n", g_tls ? 0 : n - first);
+	ck_assert_msg(has_header(&r, want), "want%s", want);
+	resp_free(&r);
+	/* Expect: 100-continue, on the same connection */
+	buf_reset(&head);
+	buf_addf(&head, "PUT /splice HTTP/1.1\r\nContent-Length: %zu\r\nExpect: 100-continue\r\n\r\n", n);
+	cl_send(&c, head.ptr, head.len);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	resp_free(&r);
+	cl_send(&c, body.ptr, n);
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body.len, n);
+	ck_assert_int_eq(memcmp(r.body.ptr, body.ptr, n), 0);
+	resp_free(&r);
+	cl_close(&c);
+	/* half the body, then the client goes */
+	int freed = atomic_load(&g_ctx.splice_freed);
+	cl_open(&c);
+	buf_reset(&head);
+	buf_addf(&head, "PUT /splice HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", n);
+	cl_send(&c, head.ptr, head.len);
+	cl_send(&c, body.ptr, n / 2);
+	usleep(50000);
+	cl_close(&c);
+	int64_t t0 = now_ms();
+	while (atomic_load(&g_ctx.splice_freed) == freed && now_ms() - t0 < 2000)
+		usleep(5000);
+	ck_assert_int_eq(atomic_load(&g_ctx.splice_freed), freed + 1);
+	buf_free(&body);
+	buf_free(&head);
+	stop();
+}
+END_TEST
+
 START_TEST(test_stream)
 {
 	cl_t c;
@@ -1187,6 +1339,7 @@ TLS_TEST(test_pipelining)
 TLS_TEST(test_continue)
 TLS_TEST(test_files)
 TLS_TEST(test_echo_backpressure)
+TLS_TEST(test_body_splice)
 TLS_TEST(test_stream)
 
 /* A plain-HTTP request to the HTTPS port: a plain 400, then a close. */
@@ -1282,6 +1435,7 @@ static Suite *server_suite(void)
 		{"handler_no_answer", test_handler_no_answer},
 		{"files", test_files},
 		{"echo_backpressure", test_echo_backpressure},
+		{"body_splice", test_body_splice},
 		{"stream", test_stream},
 		{"header_timeout", test_header_timeout},
 		{"idle_timeout", test_idle_timeout},
@@ -1292,6 +1446,7 @@ static Suite *server_suite(void)
 		{"tls_continue", tls_test_continue},
 		{"tls_files", tls_test_files},
 		{"tls_echo_backpressure", tls_test_echo_backpressure},
+		{"tls_body_splice", tls_test_body_splice},
 		{"tls_stream", tls_test_stream},
 		{"tls_plain_refused", test_tls_plain_refused},
 		{"tls_reload", test_tls_reload},

@@ -10,7 +10,9 @@
 #              upstream) in front of the same target: the gateway's
 #              forward against a lean general-purpose proxy (goal >= 1.2x)
 #   get-large  GET 64 MiB, MiB/s (4 workers)
-#   put-large  PUT 64 MiB, MiB/s (4 workers)
+#   put-large  PUT 64 MiB, MiB/s (4 workers); also S3 straight to the
+#              target: what the forward itself costs, apart from the
+#              target's S3 work (the MD5 of the ETag)
 # Native: /v1/objects/B/obj-N on the target. S3: /B/obj-N on the
 # gateway, forwarded to the owner target as a stream (never redirected).
 # Prints the medians and the ratios S3/native (goals: GET 10 KiB >= 0.7,
@@ -68,6 +70,7 @@ load() {
 	local url=$TG/v1/objects/$b s3=()
 	[ "$kind" = s3 ] && url=$GW/$b s3=(--s3 "$AK:$SK")
 	[ "$kind" = nginx ] && url=$NGX/$b s3=(--s3 "$AK:$SK")
+	[ "$kind" = s3t ] && url=$TG/$b s3=(--s3 "$AK:$SK")
 	timeout $((DUR + 120)) "$LOADER" "${s3[@]}" --url "$url" --op "$op" --size "$size" --objects "$objects" \
 		--workers "$workers" --threads "$THREADS" --duration "$DUR" --json "$@" 2>"$TMP/loader.err" |
 		awk '{ops = $0; sub(/.*"ops_per_s":/, "", ops); sub(/[,}].*/, "", ops)
@@ -89,6 +92,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	for m in $ONLY; do
 		kinds="native s3"
 		[ "$m" = get-small ] && [ -n "$NGX" ] && kinds="native s3 nginx"
+		[ "$m" = put-large ] && kinds="native s3 s3t"
 		for kind in $kinds; do
 			perf_pid=
 			if [ "${PERF:-0}" = 1 ] && [ "$m$kind" = get-smalls3 ]; then
@@ -141,14 +145,20 @@ for m in $ONLY; do
 			printf '| GET 10 KiB: the gateway vs nginx proxy_pass | | | %s | >= 1.2 |\n' "$(ratio "$S" "$X")"
 		fi ;;
 	get-large) printf '| GET 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.85 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
-	put-large) printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")" ;;
+	put-large)
+		printf '| PUT 64 MiB, MiB/s (4 workers) | %s | %s | %s | >= 0.8 |\n' "$(mib "$N")" "$(mib "$S")" "$(ratio "$S" "$N")"
+		X=$(median <"$TMP/$m.s3t")
+		printf '| PUT 64 MiB, S3 straight to the target instead of via the gateway | %s | %s | %s | |\n' "$(mib "$N")" \
+			"$(mib "$X")" "$(ratio "$X" "$N")"
+		printf '| PUT 64 MiB: S3 via the gateway vs S3 straight to the target | | | %s | |\n' "$(ratio "$S" "$X")" ;;
 	esac
 done
-printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3) | nginx proxy_pass\n'
+printf '\nCPU per op, microseconds (medians): gateway | target (native) | target (S3) | nginx proxy_pass | target (S3 straight)\n'
 for m in $ONLY; do
-	x=n/a
+	x=n/a y=n/a
 	[ -s "$TMP/$m.nginx.cpu" ] && x=$(cut -d' ' -f1 "$TMP/$m.nginx.cpu" | median)
-	printf '| %s | %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
-		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)" "$x"
+	[ -s "$TMP/$m.s3t.cpu" ] && y=$(cut -d' ' -f2 "$TMP/$m.s3t.cpu" | median)
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$m" "$(cut -d' ' -f1 "$TMP/$m.s3.cpu" | median)" \
+		"$(cut -d' ' -f2 "$TMP/$m.native.cpu" | median)" "$(cut -d' ' -f2 "$TMP/$m.s3.cpu" | median)" "$x" "$y"
 done
 exit $fail

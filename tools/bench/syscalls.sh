@@ -2,9 +2,10 @@
 # syscalls.sh - system calls the gateway makes per forwarded S3 request:
 # 1 gateway + 1 target on free loopback ports under a mktemp -d dir (s3.auth
 # off: the forward is the same either way), strace -c -f attached to every
-# thread of the gateway while aisloader --s3 sends N GETs through it:
+# thread of the gateway while aisloader --s3 sends N requests through it:
 #   GET 10 KiB   N=NSMALL (16 workers, keep-alive), random of 200 objects
 #   GET 64 MiB   N=NLARGE (1 worker)
+#   PUT 64 MiB   N=NLARGE (1 worker, the one object written again)
 # Prints, for each, the system calls per request (all of them, and those
 # that take more than 2% of the calls, by name) and the gateway's CPU
 # microseconds per request (without strace: a separate run of the same N).
@@ -43,18 +44,18 @@ load() {
 load 10K 200 put 200 16
 load 64M 1 put 1 1
 
-# measure LABEL SIZE OBJECTS COUNT WORKERS: CPU per request, then the
+# measure LABEL SIZE OBJECTS COUNT WORKERS OP: CPU per request, then the
 # strace -c counts of the same run
 measure() {
-	local label=$1 size=$2 objs=$3 n=$4 w=$5 t0 t1 sp out=$TMP/strace.$1
-	load "$size" "$objs" get "$n" "$w" # warm: connections, page cache
+	local label=$1 size=$2 objs=$3 n=$4 w=$5 op=$6 t0 t1 sp out=$TMP/strace.$1
+	load "$size" "$objs" "$op" "$n" "$w" # warm: connections, page cache
 	t0=$(cpu_ticks "$GWPID")
-	load "$size" "$objs" get "$n" "$w"
+	load "$size" "$objs" "$op" "$n" "$w"
 	t1=$(cpu_ticks "$GWPID")
 	strace -c -f -p "$GWPID" -o "$out" 2>"$TMP/strace.err" &
 	sp=$!
 	sleep 1 # (attached to every thread)
-	load "$size" "$objs" get "$n" "$w"
+	load "$size" "$objs" "$op" "$n" "$w"
 	kill -INT "$sp" 2>/dev/null
 	wait "$sp"
 	awk -v n="$n" -v label="$label" -v cpu=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
@@ -69,9 +70,10 @@ measure() {
 			printf "| %s | %.1f | %s | %.1f |\n", label, total / n, top, cpu * 1e6 / hz / n }' "$out" || STATUS=1
 }
 
-printf '\nThe gateway per forwarded S3 GET (strace -c -f, %s; load average %s)\n' "$("$AISD" --version 2>/dev/null | head -1)" \
+printf '\nThe gateway per forwarded S3 request (strace -c -f, %s; load average %s)\n' "$("$AISD" --version 2>/dev/null | head -1)" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| request | system calls | of them (per request) | gateway CPU, us |\n|---|---|---|---|\n'
-measure "GET 10 KiB" 10K 200 "$NSMALL" 16
-measure "GET 64 MiB" 64M 1 "$NLARGE" 1
+measure "GET 10 KiB" 10K 200 "$NSMALL" 16 get
+measure "GET 64 MiB" 64M 1 "$NLARGE" 1 get
+measure "PUT 64 MiB" 64M 1 "$NLARGE" 1 put
 exit "$STATUS"
