@@ -3,7 +3,8 @@
  * of /v1/objects/BUCKET/OBJECT, a codec over the object layer (ol.h).
  *
  * The request is routed by ol_where (served here, 307 to the owner, 503,
- * 508 for a loop); GET/HEAD open through ol_open (a missing or damaged copy
+ * 508 for a loop); during a rebalance a read of an object not moved yet
+ * goes to its holder under the previous map (olmoved.c); GET/HEAD open through ol_open (a missing or damaged copy
  * is fetched from another holder first), check the conditionals and the
  * Range, and hand the file to the HTTP layer, which sends it without
  * blocking the loop on disk. PUT streams through ol_stream into an
@@ -529,6 +530,10 @@ static int objects(http_req_t *req, bool may_doubt)
 	}
 	ol_where_t *w = arena_zalloc(req->arena, sizeof(*w));
 	enum ol_route r = ol_where(req, t, bck, obj, req->method == HTTP_PUT || req->method == HTTP_DELETE, may_doubt, w);
+	if (r != OL_HERE && r != OL_NONE && ol_moved_here(req, t, bck, obj, w))
+		r = OL_HERE; /* not moved off this target yet (olmoved.c) */
+	else if (r == OL_HERE && ol_moved(req, t, bck, obj, w))
+		return AIS_OK; /* not moved here yet: 307 to the holder under the previous map */
 	if (r == OL_DOUBT) {
 		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;

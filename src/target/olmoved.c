@@ -1,0 +1,105 @@
+/*
+ * olmoved.c - reads during a rebalance: a target that holds an object by
+ * the current cluster map but has not received it yet sends the read on
+ * to the target that held it under the previous map, instead of fetching
+ * the whole object first (ol.c open_sync: received, written, checksummed,
+ * then sent). The holder under the previous map serves it with sendfile
+ * as it did before the map changed; the copy is left to the rebalance.
+ *
+ * Guarantees:
+ *  1. Only plain reads (GET, HEAD of the native API) from outside the
+ *     cluster are sent on, and only when this target is a holder under the
+ *     current map, was none under the previous map, has no copy and no
+ *     client's delete of the object recorded (a tombstone: the read then
+ *     goes on to the fetch, which answers 404 or a newer copy), and the
+ *     bucket is neither erasure coded nor a remote bucket's cache.
+ *  2. The target it goes to is the first holder under the previous map
+ *     that is an active target of the current map, as a 307 to its public
+ *     URL with the hop counted (ol.h invariant 4) and OL_PREV_PARAM set to
+ *     this map's version. It is sent on only at the first hop, so that the
+ *     other target can still send it back (hop 2) when it has no copy
+ *     either (moved meanwhile, or none anywhere); back here it is served
+ *     as before, by the fetch.
+ *  3. A target serves such a read from its own copy, although the current
+ *     map does not place the object there, only when its map is the
+ *     sender's (same version), the previous map placed the object there,
+ *     and it has a copy. That copy was current when the map changed: every
+ *     write since went to the new holder, which did not have one when it
+ *     sent the read on, and a client's delete removes the copies of every
+ *     target. Signed redirects keep their signature (OL_PREV_PARAM is not
+ *     signed, like the hop count): access control is the same as for the
+ *     first redirect.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aisd/authz.h"
+#include "aisd/ol.h"
+#include "aisd/place.h"
+#include "target_int.h"
+#include "aisd/util.h"
+#include "aisd/banned.h"
+
+static bool plain_read(http_req_t *req, const ol_where_t *w)
+{
+	return w->cluster && (req->method == HTTP_GET || req->method == HTTP_HEAD);
+}
+
+/* Under the previous map, who held bck/obj: *p, from the current map m
+ * (both locked by the caller). false: no previous map, or a bucket whose
+ * placement is not by whole copies alone (rule 1). */
+static bool prev_place(const cmap_t *prev, const bmd_t *b, sv_t bck, sv_t obj, const char *self, place_t *p)
+{
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck.ptr, bck.len) : NULL;
+	if (!prev || !bk || bk->props.ec_enabled || bk->props.backend.provider[0])
+		return false;
+	place_object(prev, b, bck.ptr, bck.len, obj.ptr, obj.len, self, p);
+	return true;
+}
+
+bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t *w)
+{
+	const cmap_t *m, *prev;
+	const bmd_t *b;
+	place_t p;
+	char url[CMAP_URL_MAX + 1] = "";
+	store_meta_t meta;
+
+	if (!plain_read(req, w) || w->self < 0 || w->hops + 1 >= OL_MAX_HOPS) /* rule 2: A may send it back */
+		return false;
+	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
+	if (prev_place(prev, b, bck, obj, cluster_self(t->base.cl)->id, &p) && p.self < 0) {
+		for (size_t i = 0; i < p.n && !url[0]; i++) {
+			const cmap_node_t *nd = m ? cmap_get(m, p.node[i]->id, strlen(p.node[i]->id)) : NULL;
+			if (nd && nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
+				snprintf(url, sizeof(url), "%s", nd->pub_url);
+		}
+	}
+	cluster_read_unlock(t->base.cl);
+	if (!url[0])
+		return false;
+	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &meta) == AIS_OK || errno != ENOENT ||
+	    store_tomb_get(t->store, bck.ptr, bck.len, obj.ptr, obj.len))
+		return false;
+	authz_redirect_hop(req, url, w->hops + 1, w->cmap_version);
+	return true;
+}
+
+bool ol_moved_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t *w)
+{
+	const cmap_t *m, *prev;
+	const bmd_t *b;
+	place_t p;
+	sv_t v;
+	uint64_t sender = 0;
+	store_meta_t meta;
+
+	if (!plain_read(req, w) || !http_query_get(req, OL_PREV_PARAM, &v) ||
+	    num_parse_u64(v.ptr, v.len, 1, INT64_MAX, &sender) != AIS_OK || sender != w->cmap_version)
+		return false;
+	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
+	bool was = prev_place(prev, b, bck, obj, cluster_self(t->base.cl)->id, &p) && p.self >= 0;
+	cluster_read_unlock(t->base.cl);
+	return was && store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &meta) == AIS_OK;
+}
