@@ -46,15 +46,35 @@ static bool plain_read(http_req_t *req, const ol_where_t *w)
 	return w->cluster && (req->method == HTTP_GET || req->method == HTTP_HEAD);
 }
 
-/* Under the previous map, who held bck/obj: *p, from the current map m
- * (both locked by the caller). false: no previous map, or a bucket whose
- * placement is not by whole copies alone (rule 1). */
-static bool prev_place(const cmap_t *prev, const bmd_t *b, sv_t bck, sv_t obj, const char *self, place_t *p)
+/* Who held bck/obj under the previous map prev (locked by the caller with
+ * the current map m): *p. A target with no previous map (it joined, or
+ * restarted, since the last change) takes, when guess is set, the current
+ * map without itself: the holders it displaced, if it joined (HRW: the top
+ * k + 1 minus self are the others' top k). false: no previous placement,
+ * or a bucket whose placement is not by whole copies alone (rule 1). */
+static bool prev_place(const cmap_t *m, const cmap_t *prev, const bmd_t *b, sv_t bck, sv_t obj, const char *self,
+		       bool guess, place_t *p)
 {
 	const bmd_bucket_t *bk = b ? bmd_get(b, bck.ptr, bck.len) : NULL;
-	if (!prev || !bk || bk->props.ec_enabled || bk->props.backend.provider[0])
+	if (!bk || bk->props.ec_enabled || bk->props.backend.provider[0])
 		return false;
-	place_object(prev, b, bck.ptr, bck.len, obj.ptr, obj.len, self, p);
+	if (prev) {
+		place_object(prev, b, bck.ptr, bck.len, obj.ptr, obj.len, self, p);
+		return true;
+	}
+	if (!guess || !m)
+		return false;
+	buf_t uname = BUF_INIT;
+	buf_add(&uname, bck.ptr, bck.len);
+	buf_addch(&uname, '/');
+	buf_add(&uname, obj.ptr, obj.len);
+	place_of(m, uname.ptr, uname.len, place_copies(&bk->props) + 1, self, p);
+	buf_free(&uname);
+	if (p->self >= 0) { /* drop self, keep the order */
+		memmove(&p->node[p->self], &p->node[p->self + 1], (p->n - (size_t)p->self - 1) * sizeof(p->node[0]));
+		p->n--;
+		p->self = -1;
+	}
 	return true;
 }
 
@@ -69,7 +89,7 @@ bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t
 	if (!plain_read(req, w) || w->self < 0 || w->hops + 1 >= OL_MAX_HOPS) /* rule 2: A may send it back */
 		return false;
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
-	if (prev_place(prev, b, bck, obj, cluster_self(t->base.cl)->id, &p) && p.self < 0) {
+	if (prev_place(m, prev, b, bck, obj, cluster_self(t->base.cl)->id, true, &p) && p.self < 0) {
 		for (size_t i = 0; i < p.n && !url[0]; i++) {
 			const cmap_node_t *nd = m ? cmap_get(m, p.node[i]->id, strlen(p.node[i]->id)) : NULL;
 			if (nd && nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
@@ -99,7 +119,7 @@ bool ol_moved_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_wh
 	    num_parse_u64(v.ptr, v.len, 1, INT64_MAX, &sender) != AIS_OK || sender != w->cmap_version)
 		return false;
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
-	bool was = prev_place(prev, b, bck, obj, cluster_self(t->base.cl)->id, &p) && p.self >= 0;
+	bool was = prev_place(m, prev, b, bck, obj, cluster_self(t->base.cl)->id, false, &p) && p.self >= 0;
 	cluster_read_unlock(t->base.cl);
 	return was && store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &meta) == AIS_OK;
 }
