@@ -14,12 +14,13 @@
  *     goes on to the fetch, which answers 404 or a newer copy), and the
  *     bucket is neither erasure coded nor a remote bucket's cache.
  *  2. The target it goes to is the first holder under the previous map
- *     that is an active target of the current map, as a 307 to its public
- *     URL with the hop counted (ol.h invariant 4) and OL_PREV_PARAM set to
- *     this map's version. It is sent on only at the first hop, so that the
- *     other target can still send it back (hop 2) when it has no copy
- *     either (moved meanwhile, or none anywhere); back here it is served
- *     as before, by the fetch.
+ *     (on a target that joined since, which has none: the placement
+ *     without itself) that is an active target of the current map, as a
+ *     307 to its public URL with the hop counted (ol.h invariant 4) and
+ *     OL_PREV_PARAM set to this map's version. It is sent on only at the
+ *     first hop, so that the other target can still send it back (hop 2)
+ *     when it has no copy either (moved meanwhile, or none anywhere); back
+ *     here it is served as before, by the fetch.
  *  3. A target serves such a read from its own copy, although the current
  *     map does not place the object there, only when its map is the
  *     sender's (same version), the previous map placed the object there,
