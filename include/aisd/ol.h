@@ -101,13 +101,18 @@ unsigned ol_hops(http_req_t *req);
 
 /* Reads during a rebalance (olmoved.c). ol_moved: a native GET/HEAD this
  * target serves by the current map (OL_HERE) but has no copy of yet, of an
- * object the previous map placed on another active target: answers a 307
- * there (hop counted, OL_PREV_PARAM) and returns true; else false (serve
- * it here: ol_open fetches it). ol_moved_here: a read routed elsewhere by
- * this map (not OL_HERE) that ol_moved of a target on the same map sent
- * here, and this target was a holder under the previous map and has a
- * copy: true, serve it here. */
-bool ol_moved(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w);
+ * object the previous map placed on another active target that is no
+ * holder now: asks that target (network pool) and, when it has a copy,
+ * answers a 307 there (hop counted, OL_PREV_PARAM); else calls here(req,
+ * arg) on the loop to serve it here (ol_open fetches it), req->state the
+ * caller's again. Returns true when it took the request; false: serve it
+ * here now. ol_moved_here: a read routed elsewhere by this map (not
+ * OL_HERE) that ol_moved of a target on the same map sent here, and this
+ * target was a holder under the previous map and has a copy: true, serve
+ * it here. */
+typedef void (*ol_here_fn)(http_req_t *req, void *arg);
+bool ol_moved(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w, ol_here_fn here,
+	      void *arg);
 bool ol_moved_here(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w);
 
 #define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */
