@@ -127,31 +127,31 @@ bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t
 	const cmap_t *m, *prev;
 	const bmd_t *b;
 	place_t p, now;
-	struct mv *v;
 	store_meta_t meta;
 	const char *self = cluster_self(t->base.cl)->id;
+	const cmap_node_t *to = NULL;
 
 	if (!plain_read(req, w) || w->self < 0 || w->hops + 1 >= OL_MAX_HOPS) /* rule 2: A may send it back */
 		return false;
-	v = arena_zalloc(req->arena, sizeof(*v));
+	struct mv *v = arena_zalloc(req->arena, sizeof(*v));
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
 	if (m && prev_place(m, prev, b, bck, obj, self, true, &p) && p.self < 0) {
 		place_object(m, b, bck.ptr, bck.len, obj.ptr, obj.len, self, &now);
-		for (size_t i = 0; i < p.n && !v->pub[0]; i++) {
+		for (size_t i = 0; i < p.n && !to; i++) {
 			const cmap_node_t *nd = cmap_get(m, p.node[i]->id, strlen(p.node[i]->id));
 			bool holder = false;
 			for (size_t k = 0; k < now.n; k++)
 				holder |= !strcmp(now.node[k]->id, p.node[i]->id);
-			if (nd && !holder && nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE) {
-				snprintf(v->pub, sizeof(v->pub), "%s", nd->pub_url);
-				snprintf(v->intra, sizeof(v->intra), "%s", nd->intra_url);
-			}
+			if (nd && !holder && nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
+				to = nd;
 		}
 	}
+	if (to) {
+		snprintf(v->pub, sizeof(v->pub), "%s", to->pub_url);
+		snprintf(v->intra, sizeof(v->intra), "%s", to->intra_url);
+	}
 	cluster_read_unlock(t->base.cl);
-	if (!v->pub[0])
-		return false;
-	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &meta) == AIS_OK || errno != ENOENT ||
+	if (!to || store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &meta) == AIS_OK || errno != ENOENT ||
 	    store_tomb_get(t->store, bck.ptr, bck.len, obj.ptr, obj.len))
 		return false;
 	v->bck = bck;

@@ -23,13 +23,19 @@ Checks:
  5. an object deleted through the gateway during the rebalance stays
     deleted: 404 through the gateway, on its old holder, and on the 4th
     target directly (a 404, not a 307: its tombstone);
- 6. a name that exists nowhere answers 404 through the chain (not 508).
+ 6. a name that exists nowhere answers 404 through the chain (not 508);
+ 7. with access control (auth.enabled, cluster.secret) on a second
+    cluster: a read with a read-only token through the gateway, the 307s
+    followed without the token, reaches the old holder through the new one
+    and gets the object; the new holder's Location with another object's
+    name in its path is refused there (401: the signature covers it).
 """
 # timeout: 240
 import json
 import os
 import random
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -46,9 +52,9 @@ RATE = 32 << 10
 COPIES = {"b1": 1, "b2": 2}
 
 t = T()
-clulib.init(t, "rebreads", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=3s",
-                            "--set", "store.fsync=never", "--set", "rebalance.workers=1",
-                            "--set", "rebalance.peer_streams=1", "--set", "rebalance.rate=%d" % RATE])
+ARGS = ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=3s", "--set", "store.fsync=never",
+        "--set", "rebalance.workers=1", "--set", "rebalance.peer_streams=1", "--set", "rebalance.rate=%d" % RATE]
+clulib.init(t, "rebreads", ARGS)
 g, old = clulib.start_cluster(3, secs=20)
 
 
@@ -90,12 +96,14 @@ for i in range(2000):
 data = {(b, n): os.urandom(random.randint(96 << 10, 160 << 10)) for b in names for n in names[b]}
 
 
-def fetch(method, url, path, headers=None, hops=4):
-    """A request with its redirects followed: (final response, [hosts seen])."""
+def fetch(method, url, path, headers=None, hops=4, first=None):
+    """A request with its redirects followed: (final response, [hosts seen]).
+    first: headers of the first request only (a token: the redirects carry
+    its signature)."""
     seen = []
     for _ in range(hops):
         seen.append(urllib.parse.urlsplit(url).netloc)
-        r = request(method, url, path, headers=headers)
+        r = request(method, url, path, headers=dict(headers or {}, **(first if not seen[1:] and first else {})))
         if r.status != 307:
             return r, seen
         loc = urllib.parse.urlsplit(r.h("location"))
@@ -207,5 +215,64 @@ n = next(x for x in ("nothing%03d" % i for i in range(1000)) if hrwlib.top("b1/"
 r, seen = fetch("GET", g.url, "/v1/objects/b1/" + n)
 t.eq(r.status, 404, "GET of a name that exists nowhere, through the chain %s" % " -> ".join(seen))
 
-clulib.check_logs([g] + old + [t4])
+# --- 7. with access control: the signed redirect goes on ------------------------------------
+tsf, csf = clulib.secret_files("rebreads-auth")
+
+
+def token(*args):
+    env = dict(os.environ, AISCTL_CONFIG=os.devnull)
+    env.pop("AIS_AUTHN_TOKEN", None)
+    cp = subprocess.run([os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl"), "auth", "token", "create",
+                         "--secret-file", tsf] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, env=env, timeout=60)
+    return cp.stdout.decode().strip()
+
+
+ADMIN = {"Authorization": "Bearer " + token("--user", "root", "--admin", "--ttl", "1h")}
+RO = {"Authorization": "Bearer " + token("--user", "bob", "--bucket", "ba", "--perm", "ro", "--ttl", "1h")}
+clulib.init(t, "rebreads-auth", ARGS + ["--set", "auth.enabled=on", "--set", "auth.secret_file=" + tsf,
+                                        "--set", "cluster.secret_file=" + csf])
+ga = Node("ga", "gateway")
+ta = [Node("ta%d" % i, "target") for i in (1, 2, 3)]
+ta4 = Node("ta4", "target")
+ta4.port = low_port()
+if not t.check(ga.start() and all(x.start(join=ga.url) for x in ta), "a cluster with auth.enabled forms"):
+    t.finish()
+
+
+def members():
+    r = get(ga.url, "/v1/cluster?what=smap", headers=ADMIN)
+    return {n["id"] for n in r.json()["nodes"]} if r.status == 200 else set()
+
+
+t.check(poll(lambda: members() == {ga.id} | {x.id for x in ta}, 20), "  its map lists every node")
+t.eq(request("POST", ga.url, "/v1/buckets/ba", '{"action":"create-bck"}', dict(JSON, **ADMIN)).status, 200,
+     "create ba (admin token)")
+aids3, aids4 = [x.id for x in ta], [x.id for x in ta] + [ta4.id]
+anames = [n for n in ("a%04d" % i for i in range(1000)) if hrwlib.top("ba/" + n, aids4, 1)[0] == ta4.id][:8]
+adata = {n: os.urandom(70000 + i) for i, n in enumerate(anames)}
+t.check(all(clulib.follow("PUT", ga.url, "/v1/objects/ba/" + n, v, ADMIN)[1].status == 200 for n, v in adata.items()),
+        "PUT %d objects the 4th target will own" % len(adata))
+if not t.check(ta4.start(join=ga.url) and poll(lambda: ta4.id in members(), 20), "the 4th target joins"):
+    t.finish()
+V = get(ga.url, "/v1/cluster?what=smap", headers=ADMIN).json()["version"]
+poll(lambda: get(ta4.url, "/v1/cluster?what=smap", headers=ADMIN).json()["version"] >= V, 10)
+res = {n: fetch("GET", ga.url, "/v1/objects/ba/" + n, first=RO) for n in anames}
+t.check(all(r.status == 200 and r.body == adata[n] for n, (r, _) in res.items()),
+        "reads with a read-only token, the redirects followed without it: all 200 with the object's bytes",
+        [(n, r.status, seen) for n, (r, seen) in res.items() if r.status != 200][:3])
+via = [n for n, (r, seen) in res.items() if seen[1:2] == [ta4.id] and len(seen) == 3 and seen[2] != ta4.id]
+t.check(len(via) >= len(anames) // 2, "  %d of %d through the 4th target to the old holder" % (len(via), len(anames)))
+if via:
+    r = request("GET", ga.url, "/v1/objects/ba/" + via[0], headers=RO)
+    base, path = urllib.parse.urlsplit(r.h("location")), None
+    r = request("GET", "http://" + base.netloc, base.path + "?" + base.query)
+    loc = urllib.parse.urlsplit(r.h("location") or "")
+    other = [n for n in anames if n != via[0]][0]
+    forged = loc.path.replace(via[0], other) + "?" + loc.query
+    r2 = request("GET", "http://" + loc.netloc, forged)
+    t.check(r.status == 307 and "ais_prev=" in loc.query and r2.status == 401,
+            "  the old holder refuses that Location with another object's name (401)", (r.status, r2.status))
+
+clulib.check_logs([g] + old + [t4, ga] + ta + [ta4])
 t.finish()
