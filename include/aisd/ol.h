@@ -30,7 +30,9 @@
  *     it is offered again (a conditional copy, a fetch) instead of coming
  *     back.
  *  3. No API reads an object except through ol_open / ol_open_sync, so a
- *     holder that lacks a copy fetches it instead of answering 404.
+ *     holder that lacks a copy fetches it instead of answering 404 (a
+ *     native GET/HEAD of an object a rebalance has not moved here yet may
+ *     first be sent to its old holder instead: ol_moved).
  *  4. A request from outside the cluster is routed on (redirected or
  *     forwarded) by targets at most OL_MAX_HOPS times; one that would go
  *     further is answered 508 with a message, never looped.
