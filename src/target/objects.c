@@ -3,8 +3,9 @@
  * of /v1/objects/BUCKET/OBJECT, a codec over the object layer (ol.h).
  *
  * The request is routed by ol_where (served here, 307 to the owner, 503,
- * 508 for a loop); during a rebalance a read of an object not moved yet
- * goes to its holder under the previous map (olmoved.c); GET/HEAD open through ol_open (a missing or damaged copy
+ * 508 for a loop); during a rebalance a read of an object not moved here
+ * yet goes to its holder under the previous map (olmoved.c). GET/HEAD
+ * open through ol_open (a missing or damaged copy
  * is fetched from another holder first), check the conditionals and the
  * Range, and hand the file to the HTTP layer, which sends it without
  * blocking the loop on disk. PUT streams through ol_stream into an
