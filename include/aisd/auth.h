@@ -138,6 +138,10 @@ sv_t auth_url_host(const char *url);
 /* The hop count of a request routed between nodes (ol.h): routing only,
  * left out of the signed query, so a target may count it on. */
 #define AUTH_REDIR_HOP "ais_hop"
+/* The map version under which a target that lacks an object sent its read
+ * on to the object's holder under the previous map (ol.h): routing only,
+ * like ais_hop. */
+#define AUTH_REDIR_PREV "ais_prev"
 void auth_redirect_canon(int64_t exp, const char *method, sv_t path, sv_t query, sv_t body, sv_t user, sv_t perms,
 			 buf_t *out);
 /* Appends the query of a redirect for t: the request's query q without

@@ -62,8 +62,11 @@ bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm);
  * redirect keeps that signature (nothing is extended). */
 void authz_redirect(http_req_t *req, const char *base_url);
 /* The same for a request routed again by a target: the query carries
- * OL_HOP_PARAM=hop (0: none), so a loop between nodes is caught (ol.h). */
-void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop);
+ * OL_HOP_PARAM=hop (0: none), so a loop between nodes is caught (ol.h),
+ * and OL_PREV_PARAM=prev (0: none), a read sent on to a holder under the
+ * previous map (ol_moved). Neither is signed: earlier values are
+ * replaced. */
+void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uint64_t prev);
 /* The header line "Ais-Cluster-Auth: TS.NONCE.BODY.SIG" for an
  * intra-cluster call of method to url with body (len bytes; NULL: a
  * streamed or no body, not signed), in out (AUTHZ_INTRA_HDR_MAX). false (out

@@ -30,7 +30,9 @@
  *     it is offered again (a conditional copy, a fetch) instead of coming
  *     back.
  *  3. No API reads an object except through ol_open / ol_open_sync, so a
- *     holder that lacks a copy fetches it instead of answering 404.
+ *     holder that lacks a copy fetches it instead of answering 404 (a
+ *     native GET/HEAD of an object a rebalance has not moved here yet may
+ *     first be sent to its old holder instead: ol_moved).
  *  4. A request from outside the cluster is routed on (redirected or
  *     forwarded) by targets at most OL_MAX_HOPS times; one that would go
  *     further is answered 508 with a message, never looped.
@@ -57,6 +59,9 @@ struct target;
 #define OL_HOP_PARAM AUTH_REDIR_HOP
 #define OL_HOP_HDR "Ais-Hops"
 #define OL_MAX_HOPS 2
+/* The query parameter of a read sent on to its holder under the previous
+ * map (ol_moved): the sender's map version. */
+#define OL_PREV_PARAM AUTH_REDIR_PREV
 
 /* Where an object lives, for one request. */
 typedef struct ol_where {
@@ -95,6 +100,22 @@ void ol_loop_msg(const ol_where_t *w, buf_t *out);
 unsigned ol_hops(http_req_t *req);
 
 /* --- reads ----------------------------------------------------------------------- */
+
+/* Reads during a rebalance (olmoved.c). ol_moved: a native GET/HEAD this
+ * target serves by the current map (OL_HERE) but has no copy of yet, of an
+ * object the previous map placed on another active target that is no
+ * holder now: asks that target (network pool) and, when it has a copy,
+ * answers a 307 there (hop counted, OL_PREV_PARAM); else calls here(req,
+ * arg) on the loop to serve it here (ol_open fetches it), req->state the
+ * caller's again. Returns true when it took the request; false: serve it
+ * here now. ol_moved_here: a read routed elsewhere by this map (not
+ * OL_HERE) that ol_moved of a target on the same map sent here, and this
+ * target was a holder under the previous map and has a copy: true, serve
+ * it here. */
+typedef void (*ol_here_fn)(http_req_t *req, void *arg);
+bool ol_moved(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w, ol_here_fn here,
+	      void *arg);
+bool ol_moved_here(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w);
 
 #define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */
 #define OL_STREAM 2u /* the caller sends the body with ol_send: a cold object of a remote

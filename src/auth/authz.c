@@ -377,9 +377,9 @@ bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm)
 	return false;
 }
 
-void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(req, base_url, 0); }
+void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(req, base_url, 0, 0); }
 
-void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop)
+void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uint64_t prev)
 {
 	const struct principal *p = req->auth;
 	buf_t q = BUF_INIT;
@@ -399,7 +399,7 @@ void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop)
 			const char *amp = memchr(rest.ptr, '&', rest.len);
 			sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
 			rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
-			if (kv.len && !sv_startswith(kv, AUTH_REDIR_HOP "=")) {
+			if (kv.len && !sv_startswith(kv, AUTH_REDIR_HOP "=") && !sv_startswith(kv, AUTH_REDIR_PREV "=")) {
 				buf_addstr(&q, q.len ? "&" : "");
 				buf_addsv(&q, kv);
 			}
@@ -407,6 +407,8 @@ void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop)
 	}
 	if (hop) /* (routing only: no signature covers it) */
 		buf_addf(&q, "%s" AUTH_REDIR_HOP "=%u", q.len ? "&" : "", hop);
+	if (prev)
+		buf_addf(&q, "%s" AUTH_REDIR_PREV "=%llu", q.len ? "&" : "", (unsigned long long)prev);
 	http_resp_header(req, "Location", "%s%.*s%s%s", base_url, (int)req->path.len, req->path.ptr, q.len ? "?" : "",
 			 q.len ? q.ptr : "");
 	buf_free(&q);

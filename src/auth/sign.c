@@ -165,7 +165,8 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 static bool redir_param(sv_t key)
 {
 	return sv_eqstr(key, AUTH_REDIR_EXP) || sv_eqstr(key, AUTH_REDIR_USER) || sv_eqstr(key, AUTH_REDIR_PERM) ||
-	       sv_eqstr(key, AUTH_REDIR_BODY) || sv_eqstr(key, AUTH_REDIR_SIG) || sv_eqstr(key, AUTH_REDIR_HOP);
+	       sv_eqstr(key, AUTH_REDIR_BODY) || sv_eqstr(key, AUTH_REDIR_SIG) || sv_eqstr(key, AUTH_REDIR_HOP) ||
+	       sv_eqstr(key, AUTH_REDIR_PREV);
 }
 
 /* Takes the next "k=v" off *q: the pair, and its key. */

@@ -3,7 +3,9 @@
  * of /v1/objects/BUCKET/OBJECT, a codec over the object layer (ol.h).
  *
  * The request is routed by ol_where (served here, 307 to the owner, 503,
- * 508 for a loop); GET/HEAD open through ol_open (a missing or damaged copy
+ * 508 for a loop); during a rebalance a read of an object not moved here
+ * yet goes to its holder under the previous map (olmoved.c). GET/HEAD
+ * open through ol_open (a missing or damaged copy
  * is fetched from another holder first), check the conditionals and the
  * Range, and hand the file to the HTTP layer, which sends it without
  * blocking the loop on disk. PUT streams through ol_stream into an
@@ -504,6 +506,26 @@ static int patch_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 
 static int objects(http_req_t *req, bool may_doubt);
 
+/* GET/HEAD served on this target: the object, an archpath or archregx
+ * read of it. */
+static int read_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
+{
+	sv_t ap;
+	bool z = larc_kind_of(obj.ptr, obj.len) != LARC_NONE;
+	if (http_query_get(req, "archpath", &ap))
+		return z ? tgt_get_zshard(req, bck, obj, ap, false) : get_archpath(req, t, bck, obj, ap);
+	if (http_query_get(req, "archregx", &ap))
+		return z ? tgt_get_zshard(req, bck, obj, ap, true) : tgt_get_archregx(req, bck, obj, ap);
+	return get_object(req, t, bck, obj);
+}
+
+/* ol_moved found no copy elsewhere: arg the names (bucket, object). */
+static void read_here_cb(http_req_t *req, void *arg)
+{
+	sv_t *names = arg;
+	read_here(req, req->ctx, names[0], names[1]);
+}
+
 static void refresh_work(http_req_t *req)
 {
 	target_t *t = req->ctx;
@@ -529,6 +551,8 @@ static int objects(http_req_t *req, bool may_doubt)
 	}
 	ol_where_t *w = arena_zalloc(req->arena, sizeof(*w));
 	enum ol_route r = ol_where(req, t, bck, obj, req->method == HTTP_PUT || req->method == HTTP_DELETE, may_doubt, w);
+	if (r != OL_HERE && r != OL_NONE && ol_moved_here(req, t, bck, obj, w))
+		r = OL_HERE; /* not moved off this target yet (olmoved.c) */
 	if (r == OL_DOUBT) {
 		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;
@@ -540,13 +564,13 @@ static int objects(http_req_t *req, bool may_doubt)
 	switch (req->method) {
 	case HTTP_GET:
 	case HTTP_HEAD: {
-		sv_t ap;
-		bool z = larc_kind_of(obj.ptr, obj.len) != LARC_NONE;
-		if (http_query_get(req, "archpath", &ap))
-			return z ? tgt_get_zshard(req, bck, obj, ap, false) : get_archpath(req, t, bck, obj, ap);
-		if (http_query_get(req, "archregx", &ap))
-			return z ? tgt_get_zshard(req, bck, obj, ap, true) : tgt_get_archregx(req, bck, obj, ap);
-		return get_object(req, t, bck, obj);
+		sv_t *names = arena_alloc(req->arena, 2 * sizeof(*names));
+		names[0] = bck;
+		names[1] = obj;
+		/* not moved here yet: 307 to the holder under the previous map */
+		if (ol_moved(req, t, bck, obj, w, read_here_cb, names))
+			return AIS_OK;
+		return read_here(req, t, bck, obj);
 	}
 	case HTTP_PUT:
 		return put_object(req, t, bck, obj, w);

@@ -119,7 +119,7 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w)
 		http_resp_error(req, 508, "%s", msg.ptr);
 		buf_free(&msg);
 	} else {
-		authz_redirect_hop(req, w->owner, w->hops + 1);
+		authz_redirect_hop(req, w->owner, w->hops + 1, 0);
 	}
 }
 

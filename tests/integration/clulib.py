@@ -205,15 +205,19 @@ def get(url, path, **kw):
     return request("GET", url, path, **kw)
 
 
-def follow(method, url, path, body=None, headers=None):
-    """One request, then the 307 followed (once) with the same method and
-    body. Returns (first response, final response)."""
-    r1 = request(method, url, path, body, headers)
-    if r1.status != 307:
-        return r1, r1
-    loc = urllib.parse.urlsplit(r1.h("location"))
-    p = loc.path + ("?" + loc.query if loc.query else "")
-    return r1, request(method, "%s://%s" % (loc.scheme, loc.netloc), p, body, headers)
+def follow(method, url, path, body=None, headers=None, redirects=3):
+    """One request, then its 307s followed (at most redirects of them: a
+    gateway's, and during a rebalance a new holder's to the old one and
+    that one's back) with the same method and body. Returns (first
+    response, final response)."""
+    r1 = r = request(method, url, path, body, headers)
+    for _ in range(redirects):
+        if r.status != 307:
+            break
+        loc = urllib.parse.urlsplit(r.h("location"))
+        p = loc.path + ("?" + loc.query if loc.query else "")
+        r = request(method, "%s://%s" % (loc.scheme, loc.netloc), p, body, headers)
+    return r1, r
 
 
 def rss_kib(pid):
