@@ -13,23 +13,30 @@ read natively and with boto3, the native listing and boto3's
 list_objects_v2 (2 keys a page) name each object once with its size;
 archpath reads a member of a tar shard kept as slices; a damaged data
 slice on disk: the GET decodes from the others (byte for byte, the
-damage logged) and the slice is rebuilt; kill -9 of 2 targets (one the
-owner of the 24 MiB object): every read after the map change byte for
-byte; a third kill: the right bytes or a clear 5xx/404, never wrong
-bytes; DELETE leaves no slice.
+damage logged) and the slice is rebuilt; a 1 GiB object PUT and read
+back (sha256); a 7th target joins under a read loop: 0 failed reads,
+then every object's slices on its 6 HRW targets of 7 and none elsewhere,
+still no whole copy, the 1 GiB object read back again; kill -9 of 2
+targets: every read after the map change byte for byte; 2 more kills (3
+targets left): the right bytes or a clear 5xx/404, never wrong bytes;
+DELETE leaves no slice.
 """
-# timeout: 240
+# timeout: 400
 # log-allow: does not match its checksum
 import glob
+import hashlib
 import io
 import json
 import os
+import subprocess
 import tarfile
+import threading
 import time
 
-from itlib import T, q
+from itlib import T, q, worker
 
 import clulib
+import hrwlib
 from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
 from s3lib import boto3_client, cluster
 
@@ -136,9 +143,90 @@ t.check(poll(lambda: sorted(int(m["i"]) for m in (slice_meta(x, B, "mid") for x 
         "the damaged slice was rebuilt: indices 0..5 on the targets again")
 t.eq([x.name for x in targets if whole_copy(x, B, "mid")], [], "  and no whole copy made")
 
-# --- two targets down, then a third ----------------------------------------------------------------
-dead = [owner_of("big", targets)]
-dead.append(next(x for x in targets if x not in dead))
+# --- a 1 GiB object, then a 7th target joins under a read loop ------------------------------------
+gib = os.path.join(os.environ["TMPDIR"], "gib")
+with open(gib, "wb") as f:
+    for _ in range(16):
+        f.write(os.urandom(64 << 20))
+
+
+def file_sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for blk in iter(lambda: f.read(8 << 20), b""):
+            h.update(blk)
+    return h.hexdigest()
+
+
+GIB_SHA = file_sha(gib)
+own = owner_of("gib", targets)
+rc = subprocess.run(["curl", "-sf", "-o", "/dev/null", "-T", gib, own.url + "/v1/objects/%s/gib" % B],
+                    timeout=300).returncode
+t.check(rc == 0, "PUT of a 1 GiB object (curl -T to its owner)", rc)
+os.remove(gib)
+
+
+def gib_back(what):
+    out = os.path.join(os.environ["TMPDIR"], "gib.out")
+    rc = subprocess.run(["curl", "-sfL", "-o", out, g.url + "/v1/objects/%s/gib" % B], timeout=300).returncode
+    t.check(rc == 0 and file_sha(out) == GIB_SHA, "GET of the 1 GiB object %s: every byte (sha256)" % what, rc)
+    if os.path.exists(out):
+        os.remove(out)
+
+
+gib_back("from its slices")
+t.check(all(not whole_copy(x, B, "gib") for x in targets), "  and no whole copy of it anywhere")
+
+reads, rbad = [0], []
+stop = threading.Event()
+
+
+def reader():
+    names, i = sorted(data), 0
+    deadline = time.monotonic() + 90
+    while not stop.is_set() and time.monotonic() < deadline:
+        n = names[i % len(names)]
+        i += 1
+        r = follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1]
+        reads[0] += 1
+        if r.status != 200 or r.body != data[n]:
+            rbad.append((n, r.status, r.body[:100] if r.status != 200 else "wrong bytes"))
+
+
+th = worker(reader)
+t7 = clulib.Node("t7", "target")
+t.check(t7.start(join=g.url), "a 7th target starts and joins under the read loop")
+targets.append(t7)
+ids = [x.id for x in targets]
+
+
+def layout_errors():
+    """Objects off their exact layout on 7 targets: a slice on each of
+    their 6 HRW targets (indices 0..5), none elsewhere, no whole copy."""
+    errs = []
+    for n in BIG + ("space", "gib"):
+        top = hrwlib.top(B + "/" + n, ids, 6)
+        have = {x.id: m for x in targets for m in [slice_meta(x, B, n)] if m}
+        if sorted(have) != sorted(top) or sorted(int(m["i"]) for m in have.values()) != list(range(6)):
+            errs.append("%s: slices on %s, HRW %s" % (n, sorted(have), sorted(top)))
+        if any(whole_copy(x, B, n) for x in targets):
+            errs.append("%s: a whole copy" % n)
+    return errs
+
+
+last = [None]
+t.check(poll(lambda: not last.__setitem__(0, layout_errors()) and not last[0], 90),
+        "after the join: every object's slices on its 6 HRW targets of 7, none elsewhere, no whole copy",
+        (last[0] or [])[:3])
+stop.set()
+th.join(120)
+t.check(reads[0] > 0 and not rbad, "reads through the join and the move: %d, 0 failed or wrong" % reads[0], rbad[:3])
+gib_back("after the move")
+t.check(follow("DELETE", g.url, "/v1/objects/%s/gib" % B)[1].status == 200, "DELETE the 1 GiB object")
+
+# --- two targets down, then two more ----------------------------------------------------------------
+space_top = hrwlib.top(B + "/space", ids, 6)
+dead = [x for x in targets if x.id in space_top[:2]]
 live = [x for x in targets if x not in dead]
 for x in dead:
     x.kill9()
@@ -153,11 +241,15 @@ for rnd in range(2):
             wrong.append(n)
 t.check(not fails, "2 targets lost: %d reads, 0 failed" % (2 * len(data)), fails[:3])
 t.check(not wrong, "  every byte identical", wrong[:3])
-live[0].kill9()
-live = live[1:]
-t.check(poll(lambda: smap_ids(g) == {g.id} | {x.id for x in live}, 15), "the map drops the third")
+# (the rebalance may have rebuilt the lost slices on the 5 left: 2 more
+# kills leave 3 targets, fewer than the 4 slices any read needs)
+more = live[:2]
+for x in more:
+    x.kill9()
+live = live[2:]
+t.check(poll(lambda: smap_ids(g) == {g.id} | {x.id for x in live}, 15), "the map drops 2 more (3 targets left)")
 bad, refused = clulib.reads_right_or_refused(g, B, BIG + ("space",), data)
-t.check(not bad, "3 targets lost: each read the right bytes or a clear 5xx/404 with a reason", bad[:3])
+t.check(not bad, "4 targets lost: each read the right bytes or a clear 5xx/404 with a reason", bad[:3])
 t.check(refused > 0, "reads refused: fewer than 4 slices left (%d of %d)" % (refused, len(BIG) + 1))
 r = follow("DELETE", g.url, "/v1/objects/%s/big" % B)[1]
 t.check(r.status in (200, 404), "DELETE big", r.status)
