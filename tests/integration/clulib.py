@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -397,6 +398,33 @@ def slice_meta(tg, bck, name):
 def whole_copy(tg, bck, name):
     """Does tg hold a whole copy of bck/name (asked as another target would)?"""
     return get(tg.url, "/v1/objects/%s/%s" % (bck, q(name)), headers={"Ais-Intra": "test"}).status == 200
+
+
+def read_loop_during(g, bck, data, fn, secs=120):
+    """Runs fn() while a thread GETs the objects of data (name -> bytes)
+    through the gateway in turn, for at most secs; returns (how many
+    reads, [the failed or wrong ones])."""
+    reads, bad, stop = [0], [], threading.Event()
+
+    def reader():
+        names, i = sorted(data), 0
+        deadline = time.monotonic() + secs
+        while not stop.is_set() and time.monotonic() < deadline:
+            n = names[i % len(names)]
+            i += 1
+            r = follow("GET", g.url, "/v1/objects/%s/%s" % (bck, q(n)))[1]
+            reads[0] += 1
+            if r.status != 200 or r.body != data[n]:
+                bad.append((n, r.status, r.body[:100] if r.status != 200 else "wrong bytes"))
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    try:
+        fn()
+    finally:
+        stop.set()
+        th.join(secs)
+    return reads[0], bad
 
 
 def reads_right_or_refused(g, bck, names, data, before=None):

@@ -34,8 +34,6 @@ gateway + 6 targets started here on loopback ports (stopped by PID).
 import json
 import os
 import subprocess
-import threading
-import time
 
 from itlib import T, q
 
@@ -124,34 +122,9 @@ def converge(check, secs, what):
     t.check(poll(ok, secs), what, (last[0] or [])[:3])
 
 
-reads, bad = [0], []
-stop = threading.Event()
-
-
-def reader():
-    names = sorted(data)
-    i = 0
-    deadline = time.monotonic() + 120
-    while not stop.is_set() and time.monotonic() < deadline:
-        n = names[i % len(names)]
-        i += 1
-        r = follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1]
-        reads[0] += 1
-        if r.status != 200 or r.body != data[n]:
-            bad.append((n, r.status, r.body[:100] if r.status != 200 else "wrong bytes"))
-
-
 def read_loop_during(fn):
-    reads[0], bad[:] = 0, []
-    stop.clear()
-    th = threading.Thread(target=reader)
-    th.start()
-    try:
-        fn()
-    finally:
-        stop.set()
-        th.join(60)
-    t.check(reads[0] > 0 and not bad, "read loop during the job: %d reads, 0 failed or wrong" % reads[0], bad[:3])
+    reads, bad = clulib.read_loop_during(g, B, data, fn)
+    t.check(reads > 0 and not bad, "read loop during the job: %d reads, 0 failed or wrong" % reads, bad[:3])
 
 
 def all_bytes(what):

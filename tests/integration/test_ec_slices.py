@@ -30,14 +30,12 @@ import json
 import os
 import subprocess
 import tarfile
-import threading
-import time
 
-from itlib import T, q, worker
+from itlib import T, q
 
 import clulib
 import hrwlib
-from clulib import follow, get, poll, request, slice_meta, smap_ids, whole_copy
+from clulib import follow, poll, request, slice_meta, smap_ids, whole_copy
 from s3lib import boto3_client, cluster
 
 JSON = {"Content-Type": "application/json"}
@@ -177,27 +175,8 @@ def gib_back(what):
 gib_back("from its slices")
 t.check(all(not whole_copy(x, B, "gib") for x in targets), "  and no whole copy of it anywhere")
 
-reads, rbad = [0], []
-stop = threading.Event()
-
-
-def reader():
-    names, i = sorted(data), 0
-    deadline = time.monotonic() + 90
-    while not stop.is_set() and time.monotonic() < deadline:
-        n = names[i % len(names)]
-        i += 1
-        r = follow("GET", g.url, "/v1/objects/%s/%s" % (B, q(n)))[1]
-        reads[0] += 1
-        if r.status != 200 or r.body != data[n]:
-            rbad.append((n, r.status, r.body[:100] if r.status != 200 else "wrong bytes"))
-
-
-th = worker(reader)
 t7 = clulib.Node("t7", "target")
-t.check(t7.start(join=g.url), "a 7th target starts and joins under the read loop")
-targets.append(t7)
-ids = [x.id for x in targets]
+ids = []
 
 
 def layout_errors():
@@ -214,13 +193,18 @@ def layout_errors():
     return errs
 
 
-last = [None]
-t.check(poll(lambda: not last.__setitem__(0, layout_errors()) and not last[0], 90),
-        "after the join: every object's slices on its 6 HRW targets of 7, none elsewhere, no whole copy",
-        (last[0] or [])[:3])
-stop.set()
-th.join(120)
-t.check(reads[0] > 0 and not rbad, "reads through the join and the move: %d, 0 failed or wrong" % reads[0], rbad[:3])
+def join_t7():
+    t.check(t7.start(join=g.url), "a 7th target starts and joins under the read loop")
+    targets.append(t7)
+    ids[:] = [x.id for x in targets]
+    last = [None]
+    t.check(poll(lambda: not last.__setitem__(0, layout_errors()) and not last[0], 90),
+            "after the join: every object's slices on its 6 HRW targets of 7, none elsewhere, no whole copy",
+            (last[0] or [])[:3])
+
+
+reads, rbad = clulib.read_loop_during(g, B, data, join_t7, 90)
+t.check(reads > 0 and not rbad, "reads through the join and the move: %d, 0 failed or wrong" % reads, rbad[:3])
 gib_back("after the move")
 t.check(follow("DELETE", g.url, "/v1/objects/%s/gib" % B)[1].status == 200, "DELETE the 1 GiB object")
 
