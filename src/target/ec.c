@@ -1367,15 +1367,17 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 	*smp = *sm;
 	url_t *u;
 	unsigned ns = bp.ec_data + bp.ec_parity, missing = 0, placed = 0;
-	size_t n = targets(t, bck, blen, obj, olen, &u); /* the holders (rule 5) */
-	n = MIN(n, ns);
-	struct ask *a = ask_all(u, n, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
+	size_t all = targets(t, bck, blen, obj, olen, &u), n = MIN(all, ns); /* the holders (rule 5) */
+	/* from the slices: the other targets too, whose slices the rebalance
+	 * moves to the holders instead of a read of the whole object here */
+	size_t na = whole ? n : all;
+	struct ask *a = ask_all(u, na, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
 	ec_meta_t tmpl, m;
 	meta_template(&tmpl, &bp, smp);
-	bool have_idx[NSL] = {false}, taken[NSL] = {false};
+	bool have_idx[NSL] = {false}, taken[NSL] = {false}, moving[NSL] = {false};
 	const char *dest[NSL] = {NULL};
 	uint64_t ver = 0, seen = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < na; i++) {
 		if (a[i].status != 200 || ec_meta_parse(a[i].resp.ptr, a[i].resp.len, &m) != AIS_OK)
 			continue;
 		seen = MAX(seen, m.version);
@@ -1384,12 +1386,16 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 		if (m.d != tmpl.d || m.p != tmpl.p || m.size != tmpl.size || strcmp(m.cksum, tmpl.cksum) ||
 		    have_idx[m.idx])
 			continue;
+		if (i >= n) {
+			moving[m.idx] = true;
+			continue;
+		}
 		taken[i] = have_idx[m.idx] = true;
 		ver = MAX(ver, m.version);
 	}
 	int wrote = 0;
 	size_t next = 0;
-	if (deleted_at(t, a, n, bck, blen, obj, olen) > smp->mtime_ns) { /* rule 11 */
+	if (deleted_at(t, a, na, bck, blen, obj, olen) > smp->mtime_ns) { /* rule 11 */
 		log_info("%.*s/%.*s: a client deleted it after the whole copy here was written: dropped, not encoded",
 			 (int)blen, bck, (int)MIN(olen, 200), obj);
 		wrote = EC_GONE;
@@ -1401,8 +1407,8 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 		goto out;
 	}
 	for (unsigned k = 0; k < ns; k++) {
-		if (have_idx[k])
-			continue;
+		if (have_idx[k] || moving[k])
+			continue; /* (a slice on its way here: rule 6) */
 		missing++;
 		while (next < n && taken[next])
 			next++;
@@ -1449,7 +1455,7 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 out:
 	if (fd >= 0)
 		close(fd);
-	ask_free(a, n);
+	ask_free(a, na);
 	free(u);
 	free(smp);
 	return wrote;

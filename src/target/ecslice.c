@@ -301,7 +301,8 @@ static void get_work(http_req_t *req)
 		cluster_t *cl = s->t->base.cl;
 		const cmap_t *m = NULL;
 		ec_meta_t em;
-		if (cl && s->asker_v)
+		bool locked = cl && s->asker_v; /* (held whether or not a map is there yet) */
+		if (locked)
 			cluster_read_lock(cl, &m, NULL);
 		if (store_lookup(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, &s->m) != AIS_OK)
 			s->err = errno == ENOENT ? ENOENT : EIO;
@@ -309,7 +310,7 @@ static void get_work(http_req_t *req)
 			s->holder = cmap_version(m) >= s->asker_v &&
 				    ec_slice_holder(m, cluster_self(cl)->id, s->bck.ptr, s->bck.len, s->obj.ptr,
 						    s->obj.len, em.d + em.p);
-		if (m)
+		if (locked)
 			cluster_read_unlock(cl);
 		return;
 	}
