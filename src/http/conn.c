@@ -222,9 +222,16 @@ static void wait_for(http_conn_t *c, short what, uint64_t ms)
 		else if ((what & EV_READ) && SSL_has_pending(c->ssl))
 			event_active(c->rev, EV_READ, 0); /* decrypted bytes wait in OpenSSL */
 	}
+	/* Once the request is read (CS_WAIT, CS_WRITE) the read event is
+	 * dropped lazily: it stays registered, and on_event drops it only if
+	 * it fires meanwhile (a client sending ahead of its answer, or gone),
+	 * which few do. A keep-alive request so costs no epoll_ctl (it cost
+	 * two: one to drop the read, one to take it back). A body paused for
+	 * backpressure has bytes waiting: its read is dropped at once. */
+	c->read_wanted = (what & EV_READ) != 0;
 	if (what & EV_READ)
 		event_add(c->rev, NULL);
-	else
+	else if (c->state == CS_BODY)
 		event_del(c->rev);
 	if (what & EV_WRITE)
 		event_add(c->wev, NULL);
@@ -781,6 +788,7 @@ static bool write_step(http_conn_t *c, int *served)
 		return write_end(c, r == AIS_OK);
 	request_done(c);
 	if (++*served >= REQS_PER_RUN && c->in_off < c->in.len) {
+		c->read_wanted = true;
 		event_active(c->rev, EV_READ, 0);
 		return false;
 	}
@@ -835,7 +843,12 @@ void conn_run(http_conn_t *c)
 
 static void on_event(evutil_socket_t fd, short what, void *arg)
 {
-	conn_run(arg);
+	http_conn_t *c = arg;
+	if ((what & EV_READ) && !c->read_wanted) {
+		event_del(c->rev); /* readable while not reading: see wait_for */
+		return;
+	}
+	conn_run(c);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

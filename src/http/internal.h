@@ -175,6 +175,7 @@ struct http_conn {
 	enum body_state bstate;
 	enum body_refusal refusal; /* BS_REFUSED: why */
 	bool running, again;   /* conn_run re-entry guard */
+	bool read_wanted;      /* the last wait_for asked for EV_READ (see wait_for) */
 	bool offloaded;        /* a pool task holds the request */
 	bool keep_alive;
 	bool close_after;      /* close once the response is written */

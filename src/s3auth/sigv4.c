@@ -201,10 +201,32 @@ const EVP_MD *s3_md(enum s3_md which)
 	return which == S3_MD_MD5 ? md_md5 : which == S3_MD_SHA1 ? md_sha1 : md_sha256;
 }
 
+/* Each thread's digest context, made once (EVP_MD_CTX_new per hash was a
+ * malloc and a free on every HMAC of every request). */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+static void ctx_free(void *c) { EVP_MD_CTX_free(c); }
+static void ctx_key_make(void) { pthread_key_create(&ctx_key, ctx_free); }
+
+static EVP_MD_CTX *thread_ctx(void)
+{
+	pthread_once(&ctx_once, ctx_key_make);
+	EVP_MD_CTX *c = pthread_getspecific(ctx_key);
+	if (!c) {
+		if (!(c = EVP_MD_CTX_new()))
+			fatalx("out of memory");
+		pthread_setspecific(ctx_key, c);
+	}
+	return c;
+}
+
 static void sha256(const void *p, size_t n, unsigned char out[32])
 {
-	if (!EVP_Digest(p, n, out, NULL, s3_md(S3_MD_SHA256), NULL))
-		fatalx("EVP_Digest failed");
+	EVP_MD_CTX *c = thread_ctx();
+	if (!EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, p, n) ||
+	    !EVP_DigestFinal_ex(c, out, NULL))
+		fatalx("SHA256 failed");
 }
 
 void s3_sha256_hex(const void *p, size_t n, char out[65])
@@ -225,7 +247,6 @@ void s3_string_to_sign(buf_t *out, const char *amz_date, sv_t scope, sv_t canoni
 static void hmac(const void *key, size_t klen, const void *msg, size_t n, unsigned char out[32])
 {
 	unsigned char k[64], pad[64], inner[32];
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
 	memset(k, 0, sizeof(k));
 	if (klen > 64)
 		sha256(key, klen, k);
@@ -233,7 +254,8 @@ static void hmac(const void *key, size_t klen, const void *msg, size_t n, unsign
 		memcpy(k, key, klen);
 	for (int i = 0; i < 64; i++)
 		pad[i] = k[i] ^ 0x36;
-	if (!c || !EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, pad, 64) ||
+	EVP_MD_CTX *c = thread_ctx();
+	if ( !EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, pad, 64) ||
 	    !EVP_DigestUpdate(c, msg, n) || !EVP_DigestFinal_ex(c, inner, NULL))
 		fatalx("HMAC-SHA256 failed");
 	for (int i = 0; i < 64; i++)
@@ -241,7 +263,6 @@ static void hmac(const void *key, size_t klen, const void *msg, size_t n, unsign
 	if (!EVP_DigestInit_ex(c, s3_md(S3_MD_SHA256), NULL) || !EVP_DigestUpdate(c, pad, 64) ||
 	    !EVP_DigestUpdate(c, inner, 32) || !EVP_DigestFinal_ex(c, out, NULL))
 		fatalx("HMAC-SHA256 failed");
-	EVP_MD_CTX_free(c);
 	OPENSSL_cleanse(k, sizeof(k));
 	OPENSSL_cleanse(pad, sizeof(pad));
 }
@@ -251,7 +272,7 @@ void s3_signing_key(const char *secret, sv_t date, sv_t region, unsigned char ke
 	s3_signing_key_svc(secret, date, region, SV("s3"), key);
 }
 
-void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32])
+static void derive_key(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32])
 {
 	buf_t k = BUF_INIT;
 	unsigned char a[32], b[32];
@@ -264,6 +285,58 @@ void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service
 	OPENSSL_cleanse(a, sizeof(a));
 	OPENSSL_cleanse(b, sizeof(b));
 	buf_free(&k);
+}
+
+/*
+ * A signing key depends only on the secret, the day, the region and the
+ * service, so each thread keeps the last SK_CACHE it derived: a client's
+ * requests of one day cost one HMAC each instead of five. Fields too long
+ * for an entry are derived every time.
+ */
+#define SK_CACHE 4
+struct sk_entry {
+	char secret[128];
+	char date[8], region[32], service[16];
+	unsigned char key[32];
+	bool used;
+};
+static _Thread_local struct sk_entry sk_cache[SK_CACHE];
+static _Thread_local unsigned sk_next;
+
+static bool sk_fits(const char *secret, sv_t date, sv_t region, sv_t service)
+{
+	return strlen(secret) < sizeof(sk_cache[0].secret) && date.len == 8 &&
+	       region.len < sizeof(sk_cache[0].region) && service.len < sizeof(sk_cache[0].service);
+}
+
+static bool sk_match(const struct sk_entry *e, const char *secret, sv_t date, sv_t region, sv_t service)
+{
+	return e->used && !strcmp(e->secret, secret) && !memcmp(e->date, date.ptr, 8) &&
+	       !strncmp(e->region, region.ptr, region.len) && e->region[region.len] == '\0' &&
+	       !strncmp(e->service, service.ptr, service.len) && e->service[service.len] == '\0';
+}
+
+void s3_signing_key_svc(const char *secret, sv_t date, sv_t region, sv_t service, unsigned char key[32])
+{
+	if (!sk_fits(secret, date, region, service)) {
+		derive_key(secret, date, region, service, key);
+		return;
+	}
+	for (int i = 0; i < SK_CACHE; i++) {
+		if (sk_match(&sk_cache[i], secret, date, region, service)) {
+			memcpy(key, sk_cache[i].key, 32);
+			return;
+		}
+	}
+	derive_key(secret, date, region, service, key);
+	struct sk_entry *e = &sk_cache[sk_next++ % SK_CACHE];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->secret, secret, strlen(secret));
+	memcpy(e->date, date.ptr, 8);
+	memcpy(e->region, region.ptr, region.len);
+	memcpy(e->service, service.ptr, service.len);
+	memcpy(e->key, key, 32);
+	e->used = true;
 }
 
 void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65])

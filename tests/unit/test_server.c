@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -156,6 +157,19 @@ static void later_done(http_req_t *req) { h_echo(req); }
 static int h_later(http_req_t *req)
 {
 	http_offload(req, later_work, later_done);
+	return AIS_OK;
+}
+
+/* /slow: answers "slow" after a pool task of SLOW_MS (a request in
+ * flight while its client sends ahead or closes). */
+#define SLOW_MS 200
+static void slow_work(http_req_t *req) { usleep(SLOW_MS * 1000); }
+
+static void slow_done(http_req_t *req) { http_resp_send(req, "slow", 4); }
+
+static int h_slow(http_req_t *req)
+{
+	http_offload(req, slow_work, slow_done);
 	return AIS_OK;
 }
 
@@ -315,6 +329,7 @@ static const http_route_t routes[] = {
 	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
 	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
 	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer"},
+	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "an answer after a pool task"},
 	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe"},
 };
 
@@ -792,6 +807,66 @@ START_TEST(test_pipelining)
 	cl_close(&c);
 	buf_free(&req);
 	buf_free(&want);
+	stop();
+}
+END_TEST
+
+/* CPU seconds of this process (server threads included). */
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* A client that sends its next request, or closes its side, while the
+ * answer to the first is still being made: both answers come, in order,
+ * and the server does not spin on the readable socket meanwhile (its
+ * read event stays registered while a request is served). */
+START_TEST(test_request_ahead)
+{
+	cl_t c;
+	resp_t r;
+	start_default();
+	cl_open(&c);
+	/* a first request: the connection then waits in the loop with its
+	 * read event registered */
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	usleep(10000);
+	double cpu0 = cpu_s();
+	cl_sends(&c, "GET /slow HTTP/1.1\r\n\r\n");
+	usleep(SLOW_MS * 1000 / 4);
+	cl_sends(&c, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	double spent = cpu_s() - cpu0;
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.ptr, "slow");
+	resp_free(&r);
+	ck_assert(cl_read(&c, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	ck_assert_msg(spent < SLOW_MS / 1000.0 / 2, "%.3f s of CPU while one request waited %d ms", spent, SLOW_MS);
+	/* the next request again on the same connection */
+	cl_sends(&c, "GET /slow HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&c, &r, false));
+	ck_assert_str_eq(r.body.ptr, "slow");
+	resp_free(&r);
+	cl_close(&c);
+	if (!g_tls) {
+		/* half-closed after the request: the answer, then the close */
+		cl_open(&c);
+		cl_sends(&c, "GET /slow HTTP/1.1\r\n\r\n");
+		ck_assert_int_eq(shutdown(c.fd, SHUT_WR), 0);
+		ck_assert(cl_read(&c, &r, false));
+		ck_assert_str_eq(r.body.ptr, "slow");
+		resp_free(&r);
+		ck_assert(cl_eof(&c));
+		cl_close(&c);
+	}
 	stop();
 }
 END_TEST
@@ -1336,6 +1411,7 @@ END_TEST
 TLS_TEST(test_keep_alive)
 TLS_TEST(test_http10_closes)
 TLS_TEST(test_pipelining)
+TLS_TEST(test_request_ahead)
 TLS_TEST(test_continue)
 TLS_TEST(test_files)
 TLS_TEST(test_echo_backpressure)
@@ -1428,6 +1504,7 @@ static Suite *server_suite(void)
 		{"keep_alive", test_keep_alive},
 		{"http10_closes", test_http10_closes},
 		{"pipelining", test_pipelining},
+		{"request_ahead", test_request_ahead},
 		{"continue", test_continue},
 		{"body_later", test_body_later},
 		{"json_limit", test_json_limit},
@@ -1443,6 +1520,7 @@ static Suite *server_suite(void)
 		{"tls_keep_alive", tls_test_keep_alive},
 		{"tls_http10_closes", tls_test_http10_closes},
 		{"tls_pipelining", tls_test_pipelining},
+		{"tls_request_ahead", tls_test_request_ahead},
 		{"tls_continue", tls_test_continue},
 		{"tls_files", tls_test_files},
 		{"tls_echo_backpressure", tls_test_echo_backpressure},

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <zlib.h>
 
 #include "aisd/s3auth.h"
@@ -116,6 +117,58 @@ static void suite_case(const char *method, const char *target, const char *const
 }
 
 static const char *const suite_hdrs[] = {"Host:example.amazonaws.com", "X-Amz-Date:20150830T123600Z", NULL};
+
+/* The signing key by OpenSSL's one-shot HMAC, independent of sigv4.c. */
+static void key_ref(const char *secret, const char *date, const char *region, const char *svc,
+                    unsigned char out[32])
+{
+	char k0[256];
+	unsigned char a[32], b[32];
+	unsigned len = 32;
+	snprintf(k0, sizeof(k0), "AWS4%s", secret);
+	HMAC(EVP_sha256(), k0, (int)strlen(k0), (const unsigned char *)date, strlen(date), a, &len);
+	HMAC(EVP_sha256(), a, 32, (const unsigned char *)region, strlen(region), b, &len);
+	HMAC(EVP_sha256(), b, 32, (const unsigned char *)svc, strlen(svc), a, &len);
+	HMAC(EVP_sha256(), a, 32, (const unsigned char *)"aws4_request", 12, out, &len);
+}
+
+/* Signing keys are kept per thread: every secret, day, region and service
+ * gets its own, also past the cache's size, with a long secret and long
+ * fields (not cached), in any order; and the AWS documentation's vector. */
+START_TEST(test_signing_key_cache)
+{
+	static const char *const secrets[] = {"wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "other-secret",
+	                                      "a-secret-longer-than-an-entry-holds-"
+	                                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+	                                      "0123456789012345678901234567890123456789"};
+	static const char *const dates[] = {"20120215", "20120216"};
+	static const char *const regions[] = {"us-east-1", "eu-west-3", "a-region-name-longer-than-thirty-two-bytes"};
+	static const char *const svcs[] = {"s3", "iam"};
+	unsigned char got[32], want[32];
+	char hex[65];
+	s3_signing_key_svc(secrets[0], SV("20120215"), SV("us-east-1"), SV("iam"), got);
+	hex_encode(got, 32, hex);
+	ck_assert_str_eq(hex, "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
+	for (int round = 0; round < 3; round++) {
+		for (size_t s = 0; s < 3; s++)
+			for (size_t d = 0; d < 2; d++)
+				for (size_t r = 0; r < 3; r++)
+					for (size_t v = 0; v < 2; v++) {
+						size_t ss = round == 1 ? 2 - s : s; /* another order */
+						s3_signing_key_svc(secrets[ss], sv_from(dates[d]), sv_from(regions[r]),
+						                   sv_from(svcs[v]), got);
+						key_ref(secrets[ss], dates[d], regions[r], svcs[v], want);
+						ck_assert_msg(!memcmp(got, want, 32), "key %zu %zu %zu %zu round %d", ss, d, r,
+						              v, round);
+					}
+	}
+	/* one request's prefix of another's region is another region */
+	s3_signing_key_svc(secrets[0], SV("20120215"), SV("us-east-1"), SV("s3"), got);
+	s3_signing_key_svc(secrets[0], SV("20120215"), SV("us-east"), SV("s3"), got);
+	key_ref(secrets[0], "20120215", "us-east", "s3", want);
+	ck_assert(!memcmp(got, want, 32));
+}
+END_TEST
 
 START_TEST(test_suite_vectors)
 {
@@ -1024,6 +1077,7 @@ static Suite *sigv4_suite(void)
 	tcase_add_checked_fixture(tc, cfg_setup, cfg_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_suite_vectors);
+	tcase_add_test(tc, test_signing_key_cache);
 	tcase_add_test(tc, test_canonical_forms);
 	tcase_add_test(tc, test_doc_get_object);
 	tcase_add_test(tc, test_doc_put_object);
