@@ -59,9 +59,11 @@ struct target;
 #define OL_HOP_PARAM AUTH_REDIR_HOP
 #define OL_HOP_HDR "Ais-Hops"
 #define OL_MAX_HOPS 2
-/* The query parameter of a read sent on to its holder under the previous
- * map (ol_moved): the sender's map version. */
+/* The query parameter (redirects) and header (S3 forwards) of a read sent
+ * on to its holder under the previous map (ol_moved): the sender's map
+ * version. */
 #define OL_PREV_PARAM AUTH_REDIR_PREV
+#define OL_PREV_HDR "Ais-Prev"
 
 /* Where an object lives, for one request. */
 typedef struct ol_where {
@@ -101,20 +103,23 @@ unsigned ol_hops(http_req_t *req);
 
 /* --- reads ----------------------------------------------------------------------- */
 
-/* Reads during a rebalance (olmoved.c). ol_moved: a native GET/HEAD this
- * target serves by the current map (OL_HERE) but has no copy of yet, of an
- * object the previous map placed on another active target that is no
- * holder now: asks that target (network pool) and, when it has a copy,
- * answers a 307 there (hop counted, OL_PREV_PARAM); else calls here(req,
- * arg) on the loop to serve it here (ol_open fetches it), req->state the
+/* Reads during a rebalance (olmoved.c). ol_moved: a GET/HEAD this target
+ * serves by the current map (OL_HERE) but has no copy of yet, of an object
+ * the previous map placed on another active target that is no holder now:
+ * asks that target (network pool) and, when it has a copy, sends the read
+ * there: there(req, arg, its intra URL, hop, map version) (an S3 forward
+ * with OL_PREV_HDR), or with there NULL a 307 to its public URL (hop
+ * counted, OL_PREV_PARAM); else calls here(req, arg) on the loop to serve
+ * it here (ol_open fetches it). Either is called with req->state the
  * caller's again. Returns true when it took the request; false: serve it
  * here now. ol_moved_here: a read routed elsewhere by this map (not
  * OL_HERE) that ol_moved of a target on the same map sent here, and this
  * target was a holder under the previous map and has a copy: true, serve
  * it here. */
 typedef void (*ol_here_fn)(http_req_t *req, void *arg);
+typedef void (*ol_there_fn)(http_req_t *req, void *arg, const char *intra_url, unsigned hops, uint64_t cmap_version);
 bool ol_moved(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w, ol_here_fn here,
-	      void *arg);
+	      ol_there_fn there, void *arg);
 bool ol_moved_here(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const ol_where_t *w);
 
 #define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */

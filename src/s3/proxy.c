@@ -267,7 +267,7 @@ static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
 	http_resp_stream_wake(rq->http);
 }
 
-int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
+int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));
@@ -286,8 +286,11 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops)
 	if (hops)
 		snprintf(hop, sizeof(hop), "%s: %u\r\n", OL_HOP_HDR, hops);
 	buf_addstr(&hb, hop);
+	if (prev)
+		buf_addf(&hb, "%s: %llu\r\n", OL_PREV_HDR, (unsigned long long)prev);
 	for (size_t i = 0; i < req->nhdrs; i++) {
-		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)))
+		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)) ||
+		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)))
 			continue;
 		buf_addsv(&hb, req->hdrs[i].name);
 		buf_add(&hb, ": ", 2);

@@ -477,6 +477,21 @@ static void refresh_done(http_req_t *req)
 	s3_route(r, false);
 }
 
+/* A read during a rebalance (olmoved.c): the object is still on its
+ * holder under the previous map, which serves it through this target. */
+static bool moved_read(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	return (req->method == HTTP_GET || req->method == HTTP_HEAD) && r->key.len && !s3_query_has(req, "uploadId");
+}
+
+static void moved_here(http_req_t *req, void *arg) { s3_serve(arg); }
+
+static void moved_there(http_req_t *req, void *arg, const char *intra_url, unsigned hops, uint64_t cmap_version)
+{
+	s3_proxy(arg, intra_url, hops, cmap_version);
+}
+
 /* An object request: served by the target that holds the object (the
  * owner for writes, any holder for reads, placed by the object layer);
  * a gateway, or a target that does not serve it, forwards it unchanged
@@ -496,18 +511,23 @@ static int s3_route(s3_rq_t *r, bool may_doubt)
 				s3_error(r, "ServiceUnavailable", "no active target in the cluster");
 			return AIS_OK;
 		}
-		return s3_proxy(r, url, 0); /* (a gateway's routing is not a hop) */
+		return s3_proxy(r, url, 0, 0); /* (a gateway's routing is not a hop) */
 	}
 	r->where = arena_zalloc(req->arena, sizeof(*r->where));
-	switch (ol_where(req, req->ctx, r->bucket, r->key, needs_owner(r), may_doubt, r->where)) {
+	enum ol_route rt = ol_where(req, req->ctx, r->bucket, r->key, needs_owner(r), may_doubt, r->where);
+	if (rt != OL_HERE && rt != OL_NONE && moved_read(r) && ol_moved_here(req, req->ctx, r->bucket, r->key, r->where))
+		rt = OL_HERE; /* not moved off this target yet */
+	switch (rt) {
 	case OL_HERE:
+		if (moved_read(r) && ol_moved(req, req->ctx, r->bucket, r->key, r->where, moved_here, moved_there, r))
+			return AIS_OK; /* not moved here yet: relayed from the holder under the previous map */
 		return s3_serve(r);
 	case OL_DOUBT:
 		/* maybe this target's map is older than the sender's */
 		http_offload_net(req, refresh_work, refresh_done);
 		return AIS_OK;
 	case OL_OWNER:
-		return s3_proxy(r, r->where->owner_intra, r->where->hops + 1);
+		return s3_proxy(r, r->where->owner_intra, r->where->hops + 1, 0);
 	case OL_LOOP: {
 		buf_t msg = BUF_INIT;
 		ol_loop_msg(r->where, &msg);

@@ -291,8 +291,9 @@ int s3_delete_objects(s3_rq_t *r);
 
 /* --- proxy.c (gateway) --- */
 /* Forwards the request unchanged to url_base (the owner target), with
- * OL_HOP_HDR set to hops (0: none), and streams the answer back. */
-int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops);
+ * OL_HOP_HDR set to hops (0: none) and OL_PREV_HDR to prev (0: none: see
+ * ol_moved), and streams the answer back. */
+int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev);
 /* The holders of bck/key (place_object): the owner's intra-cluster URL in
  * out, this node's rank among the holders in *self (-1: none; always -1
  * on a gateway). false if the bucket or an active target is missing. */

@@ -568,7 +568,7 @@ static int objects(http_req_t *req, bool may_doubt)
 		names[0] = bck;
 		names[1] = obj;
 		/* not moved here yet: 307 to the holder under the previous map */
-		if (ol_moved(req, t, bck, obj, w, read_here_cb, names))
+		if (ol_moved(req, t, bck, obj, w, read_here_cb, NULL, names))
 			return AIS_OK;
 		return read_here(req, t, bck, obj);
 	}

@@ -7,8 +7,8 @@
  * as it did before the map changed; the copy is left to the rebalance.
  *
  * Guarantees:
- *  1. Only plain reads (GET, HEAD of the native API) from outside the
- *     cluster are sent on, and only when this target is a holder under the
+ *  1. Only plain reads (GET, HEAD of the native API and of S3) from
+ *     outside the cluster are sent on, and only when this target is a holder under the
  *     current map, was none under the previous map, has no copy and no
  *     client's delete of the object recorded (a tombstone: the read then
  *     goes on to the fetch, which answers 404 or a newer copy), and the
@@ -20,15 +20,18 @@
  *     the copy missing here). It is asked first (an intra-cluster HEAD, on
  *     the network pool): only when it has a copy does the read go there,
  *     as a 307 to its public URL with the hop counted (ol.h invariant 4)
- *     and OL_PREV_PARAM set to this map's version; otherwise (the
+ *     and OL_PREV_PARAM set to this map's version (an S3 read, which a
+ *     client does not follow through a redirect, is forwarded there with
+ *     OL_HOP_HDR and OL_PREV_HDR and its answer relayed: s3/proxy.c);
+ *     otherwise (the
  *     rebalance is over and the copy here was lost, or the object exists
  *     nowhere) it is served here as before, by the fetch, without extra
  *     redirects. It is sent on only at the first hop, so that the other
  *     target can still send it back (hop 2) when its copy moved meanwhile.
  *  3. A target serves such a read from its own copy, although the current
  *     map does not place the object there, only when its map is the
- *     sender's (same version), the previous map placed the object there,
- *     and it has a copy. That copy was current when the map changed: every
+ *     sender's (same version, OL_PREV_PARAM or OL_PREV_HDR), the previous
+ *     map placed the object there, and it has a copy. That copy was current when the map changed: every
  *     write since went to the new holder, which did not have one when it
  *     sent the read on, and a client's delete removes the copies of every
  *     target. Signed redirects keep their signature (OL_PREV_PARAM is not
@@ -97,6 +100,7 @@ struct mv {
 	uint64_t cmap_version;
 	void *state;    /* the caller's req->state */
 	ol_here_fn here;
+	ol_there_fn there_fn;
 	void *arg;
 };
 
@@ -116,13 +120,16 @@ static void mv_done(http_req_t *req)
 {
 	struct mv *v = req->state;
 	req->state = v->state;
-	if (v->there)
+	if (v->there && v->there_fn)
+		v->there_fn(req, v->arg, v->intra, v->hops + 1, v->cmap_version);
+	else if (v->there)
 		authz_redirect_hop(req, v->pub, v->hops + 1, v->cmap_version);
 	else
 		v->here(req, v->arg);
 }
 
-bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t *w, ol_here_fn here, void *arg)
+bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t *w, ol_here_fn here,
+	      ol_there_fn there, void *arg)
 {
 	const cmap_t *m, *prev;
 	const bmd_t *b;
@@ -160,6 +167,7 @@ bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t
 	v->cmap_version = w->cmap_version;
 	v->state = req->state;
 	v->here = here;
+	v->there_fn = there;
 	v->arg = arg;
 	req->state = v;
 	http_offload_net(req, mv_work, mv_done);
@@ -175,8 +183,11 @@ bool ol_moved_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_wh
 	uint64_t sender = 0;
 	store_meta_t meta;
 
-	if (!plain_read(req, w) || !http_query_get(req, OL_PREV_PARAM, &v) ||
-	    num_parse_u64(v.ptr, v.len, 1, INT64_MAX, &sender) != AIS_OK || sender != w->cmap_version)
+	if (!plain_read(req, w))
+		return false;
+	if (!http_query_get(req, OL_PREV_PARAM, &v))
+		v = http_req_header(req, OL_PREV_HDR);
+	if (!v.len || num_parse_u64(v.ptr, v.len, 1, INT64_MAX, &sender) != AIS_OK || sender != w->cmap_version)
 		return false;
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
 	bool was = prev_place(m, prev, b, bck, obj, cluster_self(t->base.cl)->id, false, &p) && p.self >= 0;

@@ -7,17 +7,24 @@ that most objects stay on their old holders while the test reads them.
 Objects in b1 (1 copy) and b2 (mirror.copies=2), each placed so that the
 4th target (its port chosen before it starts) becomes one of its holders.
 Checks:
- 1. a GET loop through the gateway (4 threads, redirects followed) runs
-    while the 4th target joins and the rebalance moves the objects: no
-    read fails or returns other bytes than the object's;
+ 1. a GET loop through the gateway (4 threads, native with the redirects
+    followed and S3 with boto3, by turns) runs while the 4th target joins
+    and the rebalance moves the objects: no read fails or returns other
+    bytes than the object's;
  2. the reads did not store the objects on the 4th target: its log has no
-    fetch ("restored ... from another target"), and it holds no more of
-    them than its rebalance received;
+    fetch ("restored ... from another target") once every node has the new
+    map (before, a read that a gateway still on the old map sent to the
+    old holder comes to the new holder as hop 1, which fetches: the old
+    holder cannot tell whether the new one took a newer write), and it
+    holds no more of them than its rebalance received;
  3. a GET and a HEAD on the 4th target of an object it has not received
     yet answer 307 to the object's holder under the previous map, with
     the hop counted (ais_hop=1) and its map version (ais_prev=V), and that
     holder serves the object; a Range read through the chain gets its
-    bytes;
+    bytes; S3 reads (boto3 GET, HEAD, Range, through the gateway and
+    straight to the 4th target) of objects it has not received get their
+    bytes from the old holder through it (relayed: S3 clients do not
+    follow redirects), and it fetches and stores none of them;
  4. ais_prev on a target that did not hold the object under the previous
     map does not make it serve one: 307 to the owner;
  5. an object deleted through the gateway during the rebalance stays
@@ -31,6 +38,7 @@ Checks:
     name in its path is refused there (401: the signature covers it).
 """
 # timeout: 240
+import datetime
 import json
 import os
 import random
@@ -45,6 +53,7 @@ from itlib import T, q
 import clulib
 import hrwlib
 from clulib import Node, get, poll, request
+from s3lib import AK, SK, boto3_client
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -53,7 +62,8 @@ COPIES = {"b1": 1, "b2": 2}
 
 t = T()
 ARGS = ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=3s", "--set", "store.fsync=never",
-        "--set", "rebalance.workers=1", "--set", "rebalance.peer_streams=1", "--set", "rebalance.rate=%d" % RATE]
+        "--set", "rebalance.workers=1", "--set", "rebalance.peer_streams=1", "--set", "rebalance.rate=%d" % RATE,
+        "--set", "s3.key=%s:%s:aisd-test:AIS Test" % (AK, SK)]
 clulib.init(t, "rebreads", ARGS)
 g, old = clulib.start_cluster(3, secs=20)
 
@@ -129,12 +139,24 @@ class Reader(threading.Thread):
     def __init__(self, seed):
         super().__init__(daemon=True)
         self.rnd, self.stop, self.n, self.errors = random.Random(seed), False, 0, []
+        self.s3 = boto3_client(g.url)  # (made here: creating boto3 clients is not thread-safe)
 
     def run(self):
         keys = sorted(data)
+        s3 = self.s3
         deadline = time.monotonic() + 60  # bounded whatever happens
         while not self.stop and time.monotonic() < deadline:
             b, n = self.rnd.choice(keys)
+            if self.n % 2:
+                try:
+                    body = s3.get_object(Bucket=b, Key=n)["Body"].read()
+                except Exception as e:  # noqa: BLE001 (any failure is the finding)
+                    self.errors.append((b, n, "S3", repr(e)[:200]))
+                    continue
+                self.n += 1
+                if body != data[(b, n)]:
+                    self.errors.append((b, n, "S3", len(body)))
+                continue
             try:
                 r, seen = fetch("GET", g.url, "/v1/objects/%s/%s" % (b, q(n)))
             except OSError as e:
@@ -153,7 +175,25 @@ if not t.check(t4.start(join=g.url), "the 4th target starts and joins (port %d)"
     t.finish()
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | set(ids4), 20), "the gateway's map lists it")
 V = get(g.url, "/v1/cluster?what=smap").json()["version"]
-t.check(poll(lambda: get(t4.url, "/v1/cluster?what=smap").json()["version"] >= V, 10), "  and so does its own")
+t.check(poll(lambda: get(t4.url, "/v1/cluster?what=smap").json().get("version", 0) >= V, 10), "  and so does its own")
+t.check(poll(lambda: all(get(x.url, "/v1/cluster?what=smap").json().get("version", 0) >= V for x in [g] + old), 10),
+        "  and every other node's")
+t_all = time.time()
+
+
+def fetches_since(log, since):
+    """The log's fetch lines ("restored ... from another target") stamped
+    at or after since (seconds since the epoch)."""
+    out = []
+    for ln in log.splitlines():
+        if "from another target" not in ln:
+            continue
+        ts = datetime.datetime.strptime(ln[:23], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
+        if ts.timestamp() >= since - 0.001:
+            out.append(ln)
+    return out
+
+
 time.sleep(4)
 for rd in readers:
     rd.stop = True
@@ -166,8 +206,9 @@ t.check(nreads >= 20 and not errors, "%d reads through the gateway during the re
 
 # --- 2. the reads stored nothing on the 4th target -----------------------------------------
 log = open(t4.log, errors="replace").read()
-t.check("from another target" not in log, "the 4th target fetched nothing for the reads",
-        [ln for ln in log.splitlines() if "from another target" in ln][:3])
+early = [ln for ln in log.splitlines() if "from another target" in ln and ln not in fetches_since(log, t_all)]
+t.check(not fetches_since(log, t_all), "the 4th target fetched nothing for the reads once every node had the map "
+        "(%d fetch(es) before)" % len(early), fetches_since(log, t_all)[:3])
 have = [k for k in data if holds(t4, *k)]
 t.check(len(have) < len(data) // 2, "  it holds %d of the %d objects (only what its rebalance received so "
         "far, at %d KiB/s per sender)" % (len(have), len(data), RATE >> 10))
@@ -190,8 +231,27 @@ t.check(r.status == 200 and r.body == data[(b, n)] and seen == [t4.id, prev.id],
         "  followed: that holder serves it", (r.status, seen))
 r, seen = fetch("GET", g.url, path, headers={"Range": "bytes=1000-1999"})
 t.check(r.status == 206 and r.body == data[(b, n)][1000:2000], "  a Range read through the chain", (r.status, seen))
-t.check("from another target" not in open(t4.log, errors="replace").read(),
-        "  and the 4th target fetched nothing for them")
+t.check(not fetches_since(open(t4.log, errors="replace").read(), t_all), "  and the 4th target fetched nothing for them")
+
+# S3 reads of objects the 4th target has not received: relayed from the old holder
+s3lack = [k for k in lack if k[0] == "b1" and k != (b, n) and not holds(t4, *k)][:2]
+for ep, via in ((g.url, "the gateway"), (t4.url, "the 4th target")):
+    s3 = boto3_client(ep)
+    for (sb, sn) in s3lack:
+        try:
+            got = s3.get_object(Bucket=sb, Key=sn)["Body"].read()
+            h = s3.head_object(Bucket=sb, Key=sn)
+            rg = s3.get_object(Bucket=sb, Key=sn, Range="bytes=100-4195")["Body"].read()
+            ok = (got == data[(sb, sn)] and h["ContentLength"] == len(data[(sb, sn)]) and
+                  rg == data[(sb, sn)][100:4196])
+            why = (len(got), h["ContentLength"], len(rg))
+        except Exception as e:  # noqa: BLE001 (any failure is the finding)
+            ok, why = False, repr(e)[:300]
+        t.check(ok, "S3 GET, HEAD and Range of %s/%s through %s: the object's bytes" % (sb, sn, via), why)
+log = open(t4.log, errors="replace").read()
+t.check(not fetches_since(log, t_all) and not any(holds(t4, *k) for k in s3lack),
+        "  relayed from the old holder: the 4th target fetched and stored none of them",
+        (fetches_since(log, t_all)[:2], [holds(t4, *k) for k in s3lack]))
 
 # --- 4. ais_prev on a target that was no holder ---------------------------------------------
 other = next(x for x in old if x.id != prev.id)
@@ -256,7 +316,7 @@ t.check(all(clulib.follow("PUT", ga.url, "/v1/objects/ba/" + n, v, ADMIN)[1].sta
 if not t.check(ta4.start(join=ga.url) and poll(lambda: ta4.id in members(), 20), "the 4th target joins"):
     t.finish()
 V = get(ga.url, "/v1/cluster?what=smap", headers=ADMIN).json()["version"]
-poll(lambda: get(ta4.url, "/v1/cluster?what=smap", headers=ADMIN).json()["version"] >= V, 10)
+poll(lambda: get(ta4.url, "/v1/cluster?what=smap", headers=ADMIN).json().get("version", 0) >= V, 10)
 res = {n: fetch("GET", ga.url, "/v1/objects/ba/" + n, first=RO) for n in anames}
 t.check(all(r.status == 200 and r.body == adata[n] for n, (r, _) in res.items()),
         "reads with a read-only token, the redirects followed without it: all 200 with the object's bytes",
