@@ -196,7 +196,7 @@ static void delete_slice_on(const char *base, const char *bck, size_t blen, cons
 }
 
 bool ec_move_slice(const char *base, int fd, const store_meta_t *sm, const ec_meta_t *me, uint64_t cmap_v,
-		    const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
+		   const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
 {
 	struct send s = {.base = base, .fd = fd, .len = sm->size, .cmap_v = cmap_v};
 	const char *nl = strchr(sm->custom, '\n');
@@ -214,8 +214,8 @@ bool ec_move_slice(const char *base, int fd, const store_meta_t *sm, const ec_me
 }
 
 size_t ec_encode_send(target_t *t, int fd, const ec_layout_t *l, const ec_meta_t *tmpl, const char *custom,
-			  const char *const *dest, const char *bck, size_t blen, const char *obj, size_t olen,
-			  bool *ok, buf_t *msg)
+		      const char *const *dest, const char *bck, size_t blen, const char *obj, size_t olen,
+		      bool *ok, buf_t *msg)
 {
 	unsigned n = l->d + l->p;
 	struct send s[EC_NSL];
@@ -503,7 +503,7 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp)
 	for (unsigned i = 0; i < n; i++)
 		dest[i] = u[i]; /* rule 1 */
 	size_t good = ec_encode_send(t, fd, &l, &tmpl, p->custom, dest, p->bck.ptr, p->bck.len, p->obj.ptr,
-				  p->obj.len, ok, &p->msg);
+				     p->obj.len, ok, &p->msg);
 	if (good < n) { /* rule 2 */
 		for (unsigned i = 0; i < n; i++)
 			if (ok[i])
@@ -560,8 +560,8 @@ static void *ask_one(void *arg)
 }
 
 struct ec_ask *ec_ask_each(const ec_url_t *u, size_t n, const char *method, const char *query, int *fds,
-			    httpc_sink_fn *sinks, void **args, const char *hdr, const char *bck, size_t blen,
-			    const char *obj, size_t olen)
+			   httpc_sink_fn *sinks, void **args, const char *hdr, const char *bck, size_t blen,
+			   const char *obj, size_t olen)
 {
 	struct ec_ask *a = xcalloc(n + 1, sizeof(*a));
 	for (size_t i = 0; i < n; i++) {
@@ -583,13 +583,13 @@ struct ec_ask *ec_ask_each(const ec_url_t *u, size_t n, const char *method, cons
 }
 
 struct ec_ask *ec_ask_all(const ec_url_t *u, size_t n, const char *method, const char *query, int *fds,
-			   const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
+			  const char *hdr, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	return ec_ask_each(u, n, method, query, fds, NULL, NULL, hdr, bck, blen, obj, olen);
 }
 
 int64_t ec_deleted_at(target_t *t, const struct ec_ask *a, size_t n, const char *bck, size_t blen, const char *obj,
-			  size_t olen)
+		      size_t olen)
 {
 	int64_t when = store_tomb_get(t->store, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++) {

@@ -87,8 +87,8 @@ struct ec_ask *ec_ask_all(const ec_url_t *u, size_t n, const char *method, const
 void ec_ask_free(struct ec_ask *a, size_t n);
 /* ec.c rule 6: the newest tombstone of bck/obj here and in the answers
  * a[0..n) (0: none). */
-int64_t ec_deleted_at(target_t *t, const struct ec_ask *a, size_t n, const char *bck, size_t blen, const char *obj,
-		      size_t olen);
+int64_t ec_deleted_at(target_t *t, const struct ec_ask *a, size_t n, const char *bck, size_t blen,
+		      const char *obj, size_t olen);
 
 /* --- reads (ecread.c) --- */
 
