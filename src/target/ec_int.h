@@ -113,17 +113,18 @@ int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg);
  * slices disagree; msg says why). */
 int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_meta_t *m, buf_t *msg);
 /* Pool or job thread: with the whole object here (or, in a bucket with
- * ec.whole_copy=false, none: read from the slices if one is missing, ecrepair.c
- * rule 7), makes sure D+P current slices are on distinct active targets,
- * encoding and sending the missing ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
- * failed send; EC_GONE when a client deleted the object after the whole
- * copy here was written (a holder's tombstone is newer; ecrepair.c rule 6):
- * nothing is sent and the caller drops that copy. */
+ * ec.whole_copy=false, none: read from the slices if one is missing,
+ * ecrepair.c rule 7), makes sure D+P current slices are on distinct active
+ * targets, encoding and sending the missing ones. Returns how many slices it
+ * wrote; AIS_ERR (-1) with msg on a failed send; EC_GONE when a client
+ * deleted the object after the whole copy here was written (a holder's
+ * tombstone is newer; ecrepair.c rule 6): nothing is sent and the caller
+ * drops that copy. */
 #define EC_GONE (-2)
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Job thread (the rebalance walk under map version cmap_v): with this
- * target not a holder of its local slice of bck/obj (ecrepair.c rules 2, 3),
- * moves the slice to a holder that lacks it, or drops it once a holder
+ * target not a holder of its local slice of bck/obj (ecrepair.c rules 2,
+ * 3), moves the slice to a holder that lacks it, or drops it once a holder
  * under a map as new has it; on the owner, fetches or rebuilds the whole
  * copy when it lacks it (rule 4). Returns EC_SLICE_KEPT (a holder here,
  * or the map moved on: the next run decides), EC_SLICE_MOVED,
