@@ -304,7 +304,7 @@ out:
 }
 
 /* A slice of b's object obj here: moved to a holder, or dropped, if this
- * target is not one of its holders (ec.c rules 6, 7). */
+ * target is not one of its holders (ecrepair.c rules 2, 3). */
 static void do_slice(reb_t *r, const struct bucket *b, uint64_t cmap_v, const char *obj, size_t olen)
 {
 	buf_t msg = BUF_INIT;

@@ -180,7 +180,7 @@ static void remote_entry(void *arg, const bk_entry_t *e)
 }
 
 /* --- an erasure-coded bucket's listing ----------------------------------------------
- * An object kept as slices only (ec.c rule 13) has no whole copy anywhere:
+ * An object kept as slices only (ec.c rule 5) has no whole copy anywhere:
  * its slice here lists it, with the object's properties from the slice's
  * metadata. A page merges the whole copies here with the slices here by
  * name, each name once (the whole copy's properties when both): the first

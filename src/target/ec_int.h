@@ -1,7 +1,9 @@
 /*
- * ec_int.h - erasure coding on a target (ec.c, ecslice.c), as the object
- * layer (olput.c, ol.c), the rebalance (src/jobs) and the route table call
- * it. The pure parts (layout, slice metadata, the codec) are ec.h.
+ * ec_int.h - erasure coding on a target (ec.c: the write; ecread.c: reads
+ * from the slices; ecrepair.c: repair and placement; ecslice.c: the slices
+ * here), as the object layer (olput.c, ol.c), the rebalance (src/jobs) and
+ * the route table call it. What those files share among themselves is
+ * ec_priv.h; the pure parts (layout, slice metadata, the codec) are ec.h.
  *
  * A slice of bucket B lives in the target's local store bucket
  * ec_slice_bucket(B) ("%ec%" + a hash of B: not a cluster bucket name, so
@@ -57,7 +59,7 @@ bool ec_props(target_t *t, sv_t bck, bmd_props_t *out);
 
 /* Pool (ol_put_begin, with the body's size known): opens the streams of
  * an erasure-coded PUT's D+P slices, encoded as the body arrives (ec.c
- * rule 12); NULL when the object is not erasure coded or cannot be
+ * rule 4); NULL when the object is not erasure coded or cannot be
  * streamed (ec_put then encodes the sealed file). write feeds the body's
  * bytes; ec_put finishes the streams; free cuts them if unfinished. */
 typedef struct ec_stream ec_stream_t;
@@ -78,7 +80,7 @@ int ec_put(ol_put_t *p, const bmd_props_t *bp);
  * is of a write a client deleted since: a tombstone is newer) or EIO (msg
  * says why). */
 int ec_restore(target_t *t, sv_t bck, sv_t obj, buf_t *msg);
-/* Pool (ol_open in a bucket with ec.whole_copy=false, ec.c rule 13): the
+/* Pool (ol_open in a bucket with ec.whole_copy=false, ecread.c rule 3): the
  * object read whole from its slices into an unlinked temporary file
  * (*fd; *m its size, checksum, custom metadata): the D data slices
  * straight to their offsets, or a decode from any D when one is missing
@@ -103,7 +105,7 @@ void ec_read_stop(void);
 int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg);
 /* Pool (ol_open for a Range read, when no whole copy can be fetched):
  * decodes only the stripes that range (a Range header value) touches from
- * D slices, checked against one more (ec.c rule 9), into a sparse
+ * D slices, checked against one more (ecread.c rule 2), into a sparse
  * temporary file of the object's size: *fd holds the range's bytes at
  * their offsets, *m the object's size, checksum and custom metadata.
  * AIS_OK; AIS_ERR with errno EAGAIN (fewer than D+1 slices, or the range
@@ -111,19 +113,20 @@ int ec_stat(target_t *t, sv_t bck, sv_t obj, store_meta_t *m, buf_t *msg);
  * slices disagree; msg says why). */
 int ec_read_range(target_t *t, sv_t bck, sv_t obj, sv_t range, int *fd, store_meta_t *m, buf_t *msg);
 /* Pool or job thread: with the whole object here (or, in a bucket with
- * ec.whole_copy=false, none: read from the slices if one is missing, ec.c
- * rule 13), makes sure D+P current slices are on distinct active targets,
- * encoding and sending the missing ones. Returns how many slices it wrote; AIS_ERR (-1) with msg on a
- * failed send; EC_GONE when a client deleted the object after the whole
- * copy here was written (a holder's tombstone is newer; ec.c rule 11):
- * nothing is sent and the caller drops that copy. */
+ * ec.whole_copy=false, none: read from the slices if one is missing,
+ * ecrepair.c rule 7), makes sure D+P current slices are on distinct active
+ * targets, encoding and sending the missing ones. Returns how many slices it
+ * wrote; AIS_ERR (-1) with msg on a failed send; EC_GONE when a client
+ * deleted the object after the whole copy here was written (a holder's
+ * tombstone is newer; ecrepair.c rule 6): nothing is sent and the caller
+ * drops that copy. */
 #define EC_GONE (-2)
 int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Job thread (the rebalance walk under map version cmap_v): with this
- * target not a holder of its local slice of bck/obj (ec.c rules 6, 7),
- * moves the slice to a holder that lacks it, or drops it once a holder
+ * target not a holder of its local slice of bck/obj (ecrepair.c rules 2,
+ * 3), moves the slice to a holder that lacks it, or drops it once a holder
  * under a map as new has it; on the owner, fetches or rebuilds the whole
- * copy when it lacks it (rule 8). Returns EC_SLICE_KEPT (a holder here,
+ * copy when it lacks it (rule 4). Returns EC_SLICE_KEPT (a holder here,
  * or the map moved on: the next run decides), EC_SLICE_MOVED,
  * EC_SLICE_DROPPED, or AIS_ERR (kept; msg says why). bp: the bucket's
  * props; a slice of a bucket whose erasure coding is off is dropped. */

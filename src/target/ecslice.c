@@ -13,18 +13,18 @@
  *     damaged slice is deleted (so the repair rebuilds it) and answered 410,
  *     never sent. A GET with Range (a range read decoding a few stripes)
  *     sends those bytes unchecked (206): its caller checks the stripes
- *     against each other (ec.c rule 9).
- *  4. A slice another target moves here (EC_MOVE_HDR, ec.c rule 6) is taken
- *     only by a holder (one of the first D+P active targets) under a map at
- *     least as new as the sender's, or by a target whose map is behind the
- *     sender's; others refuse it (409), and so does a target that holds
- *     another slice of the same write. One that holds this slice, or a
- *     newer write's, answers 200 with TGT_HAD without reading the body.
- *     Either 200 lets the sender drop its slice.
+ *     against each other (ecread.c rule 2).
+ *  4. A slice another target moves here (EC_MOVE_HDR, ecrepair.c rule 2) is
+ *     taken only by a holder (one of the first D+P active targets) under a
+ *     map at least as new as the sender's, or by a target whose map is behind
+ *     the sender's; others refuse it (409), and so does a target that holds
+ *     another slice of the same write. One that holds this slice, or a newer
+ *     write's, answers 200 with TGT_HAD without reading the body. Either 200
+ *     lets the sender drop its slice.
  *  5. GET ?meta=true with TGT_CMAP_VERSION says (EC_HOLDER_HDR) whether this
  *     target is a holder of the slice under a map at least that new, read
  *     under the same map lock as the slice itself, so a slice it answers
- *     for is never being dropped by its own rebalance (ec.c rule 7).
+ *     for is never being dropped by its own rebalance (ecrepair.c rule 3).
  *  6. Deletes: a DELETE that is a client's (Ais-Intra: TGT_DELETE, from
  *     ol_delete) leaves a tombstone of the slice before removing it; every
  *     GET answer carries the newest tombstone here (EC_DELETED_HDR, of the

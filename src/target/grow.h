@@ -1,7 +1,7 @@
 /*
  * grow.h - a file that one thread fills from byte 0 while responses stream
  * what has landed: a cold read of a remote object (olremote.c) and a read
- * of an object kept as erasure-coded slices only (ec.c) are sent to their
+ * of an object kept as erasure-coded slices only (ecread.c) are sent to their
  * clients as their bytes arrive.
  *
  * Guarantees:

@@ -18,7 +18,7 @@
  *     the network pool (mirror.c tgt_fetch: other holders, previous holders,
  *     every other target) and opens that, once; in an erasure-coded
  *     bucket, when no target has a whole copy, it rebuilds one from the
- *     object's slices (ec.c) and opens that; a Range read decodes only
+ *     object's slices (ecread.c) and opens that; a Range read decodes only
  *     the stripes of its range instead (ec_read_range: a sparse temporary
  *     file with those bytes at their offsets).
  *  4. ol_delete removes every copy and, in an erasure-coded bucket, every
@@ -154,7 +154,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 		return AIS_ERR;
 	bmd_props_t bp;
 	bool known = ec_props(t, bck, &bp), ec = known && bp.ec_enabled, sliced = known && bp.ec_no_whole;
-	if (ec && sliced) { /* kept as slices only (ec.c rule 13) */
+	if (ec && sliced) { /* kept as slices only (ecread.c rule 3) */
 		int rc;
 		if (head) {
 			rc = ec_stat(t, bck, obj, m, msg);
@@ -179,13 +179,13 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 	if (rc == AIS_OK && ec && sliced && t->reb)
 		/* a whole copy of an erasure-coded object (a conversion under way)
 		 * fetched into a bucket of slices only: the repair encodes what
-		 * is missing and drops it (ec.c rule 13) */
+		 * is missing and drops it (ecrepair.c rule 7) */
 		reb_enqueue(t->reb, bck.ptr, bck.len, obj.ptr, obj.len);
 	/* a bucket converted back to copies from slices only: a whole copy
 	 * is rebuilt from them until the rebalance has made the copies */
 	if (rc != AIS_OK && ec != sliced) {
 		/* no whole copy could be fetched: decode the range, or rebuild it
-		 * from its slices (ec.c) */
+		 * from its slices (ecread.c) */
 		buf_t emsg = BUF_INIT;
 		if (range.len && ec_read_range(t, bck, obj, range, fd, m, &emsg) == AIS_OK) {
 			buf_free(&emsg);

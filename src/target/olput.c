@@ -25,7 +25,7 @@
  *     In an erasure-coded bucket an object of ec.objsize_limit bytes or
  *     more gets its D+P slices instead of copies (ec.c rule 2), all durable
  *     before the whole copy here commits; with ec.whole_copy=false the
- *     slices are all that is committed (ec.c rule 13).
+ *     slices are all that is committed (ec.c rule 5).
  *     Then a tar shard is indexed, and an object committed under a map
  *     older than the one installed meanwhile is handed to the rebalance.
  *  5. The steps of a write that sends copies or slices (ol_put_remote) run
@@ -144,7 +144,7 @@ int ol_put_commit(ol_put_t *p)
 		}
 		/* whole copies of an earlier small write on the other holders go */
 		tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
-		if (bp.ec_no_whole) { /* the slices are the object (ec.c rule 13): p->meta is theirs */
+		if (bp.ec_no_whole) { /* the slices are the object (ec.c rule 5): p->meta is theirs */
 			free(through);
 			if (store_delete(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len) != AIS_OK &&
 			    errno != ENOENT)
@@ -179,7 +179,7 @@ int ol_put_commit(ol_put_t *p)
 	if (!ec && p->t->reb && ec_props(p->t, p->bck, &bp) && bp.ec_no_whole && place_ec(&bp, p->meta.size))
 		/* a whole copy (another target's rebalance sent it) of an object
 		 * kept as slices only: the repair encodes what is missing and
-		 * drops it (ec.c rule 13) */
+		 * drops it (ecrepair.c rule 7) */
 		reb_enqueue(p->t->reb, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 	return AIS_OK;
 }

@@ -647,7 +647,7 @@ static void release(void *arg) { fill_unref(arg); }
 
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 {
-	if (ec_read_send(req, fd, start, len)) /* kept as slices only, streamed as read (ec.c) */
+	if (ec_read_send(req, fd, start, len)) /* kept as slices only, streamed as read (ecread.c) */
 		return;
 	struct olr_reader *r = NULL;
 	for (struct olr_reader **pp = &attached; *pp; pp = &(*pp)->lnext)
