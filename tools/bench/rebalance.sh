@@ -32,7 +32,10 @@
 # lower DUR).
 #
 # Environment: BUILD (default build), NOBJ (2000), SIZE (1M), DUR (5), KEEP,
-# REB_ARGS (options given to every node, e.g. "--set rebalance.rate=100MiB").
+# REB_ARGS (options given to every node, e.g. "--set rebalance.rate=100MiB"),
+# API (native, the default, or s3: the GET load of steps 2 and 3 through
+# the gateway's S3 API, SigV4 signed, which the gateway forwards instead of
+# redirecting).
 # Exit status: 0 when every step ran without errors, 1 otherwise.
 set -u
 
@@ -71,6 +74,8 @@ PY
 
 # shellcheck disable=SC2206
 NODEARGS=(${REB_ARGS:-})
+API=${API:-native}
+[ "$API" = s3 ] && NODEARGS+=(--set "s3.key=benchkey:benchsecret:bench:Bench User")
 start_cluster "$TMP" 3 "${NODEARGS[@]}" || die "the cluster did not start"
 for b in bench c1 c2; do
 	curl -fsS -o /dev/null --max-time 10 -X POST "$GW/v1/buckets/$b" -d '{"action":"create-bck"}' || die "create $b"
@@ -93,6 +98,8 @@ done
 curl -fsSL -o /dev/null -X DELETE "$GW/v1/objects/bench/big"
 
 GETARGS=(--url "$GW/v1/objects/bench" --op get --size "$SIZE" --objects "$NOBJ" --random --workers 16)
+[ "$API" = s3 ] && GETARGS=(--s3 benchkey:benchsecret --url "$GW/bench" --op get --size "$SIZE" --objects "$NOBJ"
+	--random --workers 16)
 # 2. GET before
 BEFORE=$(loader "${GETARGS[@]}" --duration "$DUR" | json_field mibps)
 
