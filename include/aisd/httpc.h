@@ -243,23 +243,15 @@ void httpc_sync_release(void);
  * to every one of urls[0..n) in parallel, with the same headers. status[i]
  * is the HTTP status (0: no response; msgs[i] says why, or holds the start
  * of an error body). Returns how many answered 200.
- * httpc_sync_get_to GETs url and hands a 200's (or 206's) body to sink as it arrives
- * (sink returns AIS_OK, or AIS_ERR to abort); another status's body (at
- * most 4 KiB) goes to msg. resp_hdrs (may be NULL) receives the raw
- * response head, for httpc_header_find. Returns AIS_OK when a complete
- * response arrived (any status), else AIS_ERR with the reason in msg.
  */
-typedef int (*httpc_sink_fn)(void *arg, const char *p, size_t n);
 int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *headers, int fd, uint64_t len,
 		      uint64_t timeout_ms, int *status, buf_t *msgs);
-int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
-		      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg);
-/* Makes every streamed transfer of this process (in flight or later) fail
- * at once: for a node that is stopping. */
+/* A body handed over piece by piece (xs_get_to in xp.h): AIS_OK, or AIS_ERR
+ * to end the transfer. */
+typedef int (*httpc_sink_fn)(void *arg, const char *p, size_t n);
+/* Makes every streamed transfer of this process (in flight or later, the
+ * transport's blocking side included) fail at once: for a node that is
+ * stopping. */
 void httpc_stream_abort(void);
-/* HEAD url; the raw response head goes to resp_hdrs. Returns as
- * httpc_sync_get_to. */
-int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
-		    int *status, buf_t *msg);
 
 #endif

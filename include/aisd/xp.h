@@ -61,6 +61,7 @@
 #include <stdint.h>
 
 #include "aisd/buf.h"
+#include "aisd/httpc.h" /* httpc_sink_fn */
 
 struct event_base;
 typedef struct xp_req xp_req_t;
@@ -122,6 +123,16 @@ bool xs_supports(const char *url); /* as xp_supports */
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg);
 void xs_release(void);
+/*
+ * A GET (blocking side): a 2xx answer's body goes to sink as it arrives
+ * (AIS_ERR from sink ends the transfer); another answer's body (at most
+ * 4 KiB) to msg; resp_hdrs (may be NULL) gets the answer's head lines.
+ * AIS_OK when a whole answer came (any *status), else AIS_ERR with errno
+ * and msg. A wait longer than timeout_ms without a byte fails; so does
+ * every transfer once httpc_stream_abort was called.
+ */
+int xs_get_to(const char *url, const char *const *hdrs, uint64_t timeout_ms, httpc_sink_fn sink, void *arg,
+	      buf_t *resp_hdrs, int *status, buf_t *msg);
 /*
  * A streamed PUT (blocking side): the head at once, the body as chunks
  * while the caller produces it, trailer fields at the end (a checksum known

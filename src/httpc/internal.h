@@ -4,6 +4,7 @@
 #ifndef AISD_HTTPC_INTERNAL_H
 #define AISD_HTTPC_INTERNAL_H
 
+#include <stdbool.h>
 #include <curl/curl.h>
 #include <openssl/ssl.h>
 
@@ -32,5 +33,8 @@ void httpc_easy_keep(CURL *e);
 int httpc_idempotent(const char *method);
 /* True for methods that always carry a body. */
 int httpc_body_method(const char *method);
+/* True once httpc_stream_abort was called: the node is stopping, and
+ * every blocking transfer fails at its next wait (stream.c). */
+bool httpc_stopping(void);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * stream.c - blocking streamed transfers for pool and job threads: one file
- * PUT to several peers at once (httpc_sync_put_fd), and a GET whose body
- * goes to a callback (httpc_sync_get_to). Object copies between targets use
- * them, so memory per transfer is curl's buffer, whatever the object size.
+ * stream.c - a blocking streamed transfer for pool and job threads: one file
+ * PUT to several peers at once (httpc_sync_put_fd; GETs into a sink are the
+ * transport's, xs_get_to in xsync.c), so memory per transfer is curl's
+ * buffer, whatever the object size.
  *
  * Guarantees: every transfer is bounded by its timeout; a PUT of n URLs
  * reads the file with pread at its own offset per URL, so the copies go out
@@ -35,11 +35,7 @@ struct xfer {
 	uint64_t off, len;
 	buf_t *msg;
 	char errbuf[CURL_ERROR_SIZE];
-	/* GET */
-	httpc_sink_fn sink;
-	void *arg;
 	buf_t *hdrs;
-	bool aborted;
 	bool reused; /* the handle goes back to the thread (httpc_easy_keep) */
 };
 
@@ -66,19 +62,11 @@ static long code_of(CURL *e)
 	return code;
 }
 
-/* Response body: to the sink when the status is 200 (or 206: a Range
- * asked for) and there is one, else kept (bounded) for the error message. */
+/* Response body: kept (bounded) for the error message. */
 static size_t body_write(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t len = size * n;
-	if (x->sink && (code_of(x->e) == 200 || code_of(x->e) == 206)) {
-		if (x->sink(x->arg, p, len) != AIS_OK) {
-			x->aborted = true;
-			return 0;
-		}
-		return len;
-	}
 	if (x->msg->len < ERR_BODY_MAX)
 		buf_add(x->msg, p, MIN(len, ERR_BODY_MAX - x->msg->len));
 	return len;
@@ -103,10 +91,12 @@ void httpc_stream_abort(void)
 	atomic_store(&g_abort, true);
 }
 
+bool httpc_stopping(void) { return atomic_load(&g_abort); }
+
 static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	(void)arg, (void)dt, (void)dn, (void)ut, (void)un;
-	return atomic_load(&g_abort) ? 1 : 0;
+	return httpc_stopping() ? 1 : 0;
 }
 
 static void xfer_setup(struct xfer *x, const char *method, const char *url, const char *const *headers,
@@ -147,10 +137,7 @@ static void xfer_end(struct xfer *x, CURLcode cc, int *status)
 		curl_easy_getinfo(x->e, CURLINFO_EFFECTIVE_URL, &u);
 		snprintf(url, sizeof(url), "%s", u ? u : "");
 		buf_reset(x->msg);
-		buf_addf(x->msg, "%s: %s", url,
-		         x->aborted     ? "aborted by the receiver"
-		         : x->errbuf[0] ? x->errbuf
-		                        : curl_easy_strerror(cc));
+		buf_addf(x->msg, "%s: %s", url, x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
 	}
 	curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, NULL);
@@ -231,31 +218,4 @@ int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *head
 	curl_multi_cleanup(mh);
 	free(xs);
 	return ok;
-}
-
-int httpc_sync_get_to(const char *url, const char *const *headers, uint64_t timeout_ms, httpc_sink_fn sink,
-                      void *arg, buf_t *resp_hdrs, int *status, buf_t *msg)
-{
-	struct xfer x = {.sink = sink, .arg = arg, .hdrs = resp_hdrs, .msg = msg, .fd = -1};
-	buf_reset(msg);
-	if (resp_hdrs)
-		buf_reset(resp_hdrs);
-	xfer_setup(&x, "GET", url, headers, timeout_ms ? timeout_ms : 30000, true);
-	curl_easy_setopt(x.e, CURLOPT_HTTPGET, 1L);
-	CURLcode cc = curl_easy_perform(x.e);
-	xfer_end(&x, cc, status);
-	return cc == CURLE_OK ? AIS_OK : AIS_ERR;
-}
-
-int httpc_sync_head(const char *url, const char *const *headers, uint64_t timeout_ms, buf_t *resp_hdrs,
-                    int *status, buf_t *msg)
-{
-	struct xfer x = {.hdrs = resp_hdrs, .msg = msg, .fd = -1};
-	buf_reset(msg);
-	buf_reset(resp_hdrs);
-	xfer_setup(&x, "HEAD", url, headers, timeout_ms ? timeout_ms : 30000, true);
-	curl_easy_setopt(x.e, CURLOPT_NOBODY, 1L);
-	CURLcode cc = curl_easy_perform(x.e);
-	xfer_end(&x, cc, status);
-	return cc == CURLE_OK ? AIS_OK : AIS_ERR;
 }

@@ -1,8 +1,10 @@
 /*
  * xsync.c - the node-to-node transport for threads that may block (the I/O
  * pool, the rebalance and resilver jobs): an object file PUT to another
- * target with sendfile, over a keep-alive connection per thread and peer
- * (xp.h, "blocking side"), plain http or https.
+ * target with sendfile, a streamed PUT, and a GET whose body goes to a
+ * sink as it arrives (a copy fetched for a read, an erasure-coded slice),
+ * over a keep-alive connection per thread and peer (xp.h, "blocking
+ * side"), plain http or https.
  *
  * Guarantees:
  *  1. The head goes out with "Expect: 100-continue" and the body only
@@ -18,7 +20,9 @@
  *     before any answer byte is retried once on a new one (the body is a
  *     file: it can be sent again).
  *  4. Every socket wait is bounded by the request's timeout (the TLS
- *     handshake by the connect's 3 s).
+ *     handshake by the connect's 3 s); an answer is read in waits of at
+ *     most XS_WAIT_MS, so that a node that is stopping
+ *     (httpc_stream_abort) ends its transfers within that.
  *  5. https peers get the client context of xp.c (httpc_tls_client: the
  *     CA bundle, the client certificate for mTLS, the peer's name
  *     verified); a plain and a TLS connection to one peer are pooled apart.
@@ -50,6 +54,9 @@
 #define XS_IDLE 8
 #define XS_RESP_MAX (64u << 10)
 #define XS_TLS_PIECE (256u << 10)
+#define XS_READ (256u << 10) /* bytes asked of the socket per read of an answer */
+#define XS_WAIT_MS 1000u     /* rule 4 */
+#define XS_ERRBODY 4096u     /* an error answer's body kept for the message of xs_get_to */
 
 /* A connection: its socket and, to an https peer, its TLS session. */
 typedef struct {
@@ -100,8 +107,23 @@ static xconn_t idle_take(const char *key, bool tls)
 	return (xconn_t){.fd = -1};
 }
 
+/* A thread that exits closes its pooled connections (a thread made for one
+ * transfer, as the erasure-coded reads' are, would leak them otherwise). */
+static pthread_key_t idle_key;
+static pthread_once_t idle_once = PTHREAD_ONCE_INIT;
+
+static void idle_exit(void *unused)
+{
+	(void)unused;
+	xs_release();
+}
+
+static void idle_key_make(void) { pthread_key_create(&idle_key, idle_exit); }
+
 static void idle_put(const char *key, bool tls, xconn_t *c)
 {
+	pthread_once(&idle_once, idle_key_make);
+	pthread_setspecific(idle_key, &tl_nidle); /* any non-NULL value: idle_exit runs */
 	if (tl_nidle == XS_IDLE) {
 		c_close(&tl_idle[0].c);
 		tl_idle[0] = tl_idle[--tl_nidle];
@@ -229,6 +251,29 @@ static ssize_t c_recv(xconn_t *c, char *b, size_t n)
 	return ssl_fail(c->ssl, k);
 }
 
+/* c_recv in waits of at most XS_WAIT_MS (the socket's timeout then) until
+ * timeout_ms passed without a byte or the node stops (rule 4). */
+static ssize_t recv_wait(xconn_t *c, char *b, size_t n, uint64_t timeout_ms)
+{
+	uint64_t waited = 0, wait = MIN(timeout_ms, XS_WAIT_MS);
+	struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000 * 1000)};
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (;;) {
+		ssize_t k = c_recv(c, b, n);
+		bool idle = k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
+		if (!idle && !(k < 0 && errno == EINTR))
+			return k;
+		if (httpc_stopping()) {
+			errno = ECANCELED;
+			return -1;
+		}
+		if (idle && (waited += wait) >= timeout_ms) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+	}
+}
+
 static int send_all(xconn_t *c, const char *p, size_t n)
 {
 	while (n) {
@@ -292,6 +337,10 @@ static int send_file(xconn_t *c, int fd, uint64_t len)
 struct ans {
 	http_parser hp;
 	buf_t *hdrs, *body;
+	httpc_sink_fn sink; /* a 2xx answer's body goes here as it comes (xs_get_to) */
+	void *arg;
+	size_t body_max;    /* else at most this much of it is kept in body */
+	bool to_sink, sink_failed;
 	bool last_value, done;
 };
 
@@ -320,14 +369,21 @@ static int a_hdone(http_parser *hp)
 	struct ans *a = hp->data;
 	if (a->last_value)
 		buf_addstr(a->hdrs, "\r\n");
+	a->to_sink = a->sink && hp->status_code / 100 == 2;
 	return 0;
 }
 
 static int a_body(http_parser *hp, const char *at, size_t n)
 {
 	struct ans *a = hp->data;
-	if (a->body->len < XS_RESP_MAX)
-		buf_add(a->body, at, MIN(n, XS_RESP_MAX - a->body->len));
+	if (a->to_sink) {
+		if (a->sink(a->arg, at, n) == AIS_OK)
+			return 0;
+		a->sink_failed = true;
+		return -1;
+	}
+	if (a->body->len < a->body_max)
+		buf_add(a->body, at, MIN(n, a->body_max - a->body->len));
 	return 0;
 }
 
@@ -347,22 +403,24 @@ static const http_parser_settings a_settings = {
 };
 
 /* Reads one answer (a 100 Continue is one too) from what is left in *rb
- * (bytes read with an earlier answer), then the socket; bytes after the
- * answer stay in *rb. AIS_OK with *status, or AIS_ERR (errno; *got says
- * whether any byte came). */
-static int read_answer(xconn_t *c, buf_t *rb, int *status, buf_t *hdrs, buf_t *body, bool *keep, bool *got)
+ * (bytes read with an earlier answer), then the socket, waiting at most
+ * timeout_ms for each read; a 2xx answer's body goes to sink when there is
+ * one (else at most XS_RESP_MAX of it to body). Bytes after the answer stay
+ * in *rb. AIS_OK with *status, or AIS_ERR (errno: ECANCELED when the sink
+ * refused; *got says whether any byte came). */
+static int read_answer(xconn_t *c, buf_t *rb, uint64_t timeout_ms, httpc_sink_fn sink, void *arg, int *status,
+		       buf_t *hdrs, buf_t *body, bool *keep, bool *got)
 {
-	struct ans a = {.hdrs = hdrs, .body = body};
+	struct ans a = {.hdrs = hdrs, .body = body, .sink = sink, .arg = arg, .body_max = sink ? XS_ERRBODY : XS_RESP_MAX};
 	http_parser_init(&a.hp, HTTP_RESPONSE);
 	a.hp.data = &a;
 	buf_reset(hdrs);
 	buf_reset(body);
 	while (!a.done) {
 		if (!rb->len) {
-			buf_grow(rb, 16384);
-			ssize_t k = c_recv(c, rb->ptr, 16384);
-			if (k < 0 && errno == EINTR)
-				continue;
+			size_t want = sink ? XS_READ : 16384;
+			buf_grow(rb, want);
+			ssize_t k = recv_wait(c, rb->ptr, want, timeout_ms);
 			if (k < 0)
 				return AIS_ERR;
 			if (k == 0) {
@@ -374,7 +432,7 @@ static int read_answer(xconn_t *c, buf_t *rb, int *status, buf_t *hdrs, buf_t *b
 		}
 		size_t used = http_parser_execute(&a.hp, &a_settings, rb->ptr, rb->len);
 		if (!a.done && HTTP_PARSER_ERRNO(&a.hp) != HPE_OK) {
-			errno = EPROTO;
+			errno = a.sink_failed ? ECANCELED : EPROTO;
 			return AIS_ERR;
 		}
 		buf_consume(rb, MIN(used, rb->len));
@@ -423,7 +481,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		buf_reset(&rb);
 		int st = 0;
 		if (send_all(&s, head.ptr, head.len) != AIS_OK ||
-		    read_answer(&s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+		    read_answer(&s, &rb, timeout_ms, NULL, NULL, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 			int e = errno;
 			c_close(&s);
 			if (reused && !got)
@@ -434,7 +492,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		}
 		if (st == 100) { /* the body, then the final answer */
 			if (send_file(&s, fd, len) != AIS_OK ||
-			    read_answer(&s, &rb, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
+			    read_answer(&s, &rb, timeout_ms, NULL, NULL, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 				int e = errno;
 				c_close(&s);
 				buf_addf(msg, "%s: %s", key, strerror(e));
@@ -461,12 +519,74 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 	return rc;
 }
 
+/* --- a GET into a sink ------------------------------------------------------------------- */
+
+int xs_get_to(const char *url, const char *const *hdrs, uint64_t timeout_ms, httpc_sink_fn sink, void *arg,
+	      buf_t *resp_hdrs, int *status, buf_t *msg)
+{
+	char key[256], auth[HTTPC_SIGN_MAX];
+	const char *target;
+	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT, own = BUF_INIT;
+	buf_t *rh = resp_hdrs ? resp_hdrs : &own;
+	int rc = AIS_ERR;
+	bool tls;
+
+	*status = 0;
+	buf_reset(msg);
+	if (split_url(url, key, sizeof(key), &tls, &target) != AIS_OK) {
+		buf_addf(msg, "%s: not an http(s) URL", url);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		buf_reset(&head);
+		buf_addf(&head, "GET %s HTTP/1.1\r\nHost: %s\r\n", target, key);
+		for (size_t i = 0; hdrs && hdrs[i]; i++)
+			buf_addf(&head, "%s\r\n", hdrs[i]);
+		if (httpc_sign("GET", url, NULL, 0, auth, sizeof(auth)))
+			buf_addf(&head, "%s\r\n", auth);
+		buf_addstr(&head, "\r\n");
+		xconn_t s = idle_take(key, tls);
+		bool reused = s.fd >= 0, got = false, keep = false;
+		if (s.fd < 0 && (s = dial(key, tls, msg)).fd < 0)
+			break;
+		set_timeout(s.fd, timeout_ms);
+		buf_reset(&rb);
+		int st = 0;
+		if (send_all(&s, head.ptr, head.len) != AIS_OK ||
+		    read_answer(&s, &rb, timeout_ms, sink, arg, &st, rh, &body, &keep, &got) != AIS_OK) {
+			int e = errno;
+			c_close(&s);
+			if (reused && !got)
+				continue; /* rule 3: nothing reached the sink */
+			buf_addf(msg, "%s: %s", key, e == ECANCELED && !httpc_stopping() ? "the body was not taken" : strerror(e));
+			errno = e;
+			break;
+		}
+		if (keep && !rb.len)
+			idle_put(key, tls, &s);
+		else
+			c_close(&s);
+		*status = st;
+		if (st / 100 != 2 && body.len)
+			buf_add(msg, body.ptr, body.len);
+		rc = AIS_OK;
+		break;
+	}
+	buf_free(&head);
+	buf_free(&body);
+	buf_free(&rb);
+	buf_free(&own);
+	return rc;
+}
+
 /* --- a streamed PUT (chunked, trailers at the end) -------------------------------- */
 
 struct xs_stream {
 	xconn_t c;
 	char key[256];
 	bool tls, dead;
+	uint64_t timeout_ms;
 	buf_t rb;  /* bytes of an early answer */
 	buf_t out; /* https: a chunk with its framing, encrypted in one go */
 };
@@ -490,6 +610,7 @@ xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t t
 		return NULL;
 	}
 	set_timeout(s->c.fd, timeout_ms);
+	s->timeout_ms = timeout_ms;
 	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n", target, s->key);
 	for (size_t i = 0; hdrs && hdrs[i]; i++)
 		buf_addf(&head, "%s\r\n", hdrs[i]);
@@ -559,7 +680,7 @@ int xs_stream_finish(xs_stream_t *s, const char *const *trailers, int *status, b
 		if (send_all(&s->c, t.ptr, t.len) != AIS_OK)
 			s->dead = true;
 	}
-	int rc = read_answer(&s->c, &s->rb, status, resp_hdrs, &body, &keep, &got);
+	int rc = read_answer(&s->c, &s->rb, s->timeout_ms, NULL, NULL, status, resp_hdrs, &body, &keep, &got);
 	if (rc != AIS_OK)
 		buf_addf(msg, "%s: %s", s->key, s->dead ? "connection lost while sending" : strerror(errno));
 	else if (*status != 200)

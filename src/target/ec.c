@@ -550,8 +550,8 @@ static void *ask_one(void *arg)
 	snprintf(hv, sizeof(hv), "%s: %s", TGT_INTRA, strcmp(a->method, "DELETE") ? "ec" : TGT_DELETE);
 	if (!strcmp(a->method, "GET")) { /* the answer's head too (EC_META_HDR, EC_HOLDER_HDR) */
 		bool body = a->fd >= 0 || a->sink;
-		if (httpc_sync_get_to(a->url.ptr, hp, body ? 600000 : 10000, a->sink ? a->sink : body ? to_fd : to_buf,
-				      a->sink ? a->sink_arg : a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
+		if (xs_get_to(a->url.ptr, hp, body ? 60000 : 10000, a->sink ? a->sink : body ? to_fd : to_buf,
+			      a->sink ? a->sink_arg : a, &a->hdrs, &a->status, &a->resp) != AIS_OK)
 			a->status = 0;
 	} else if (httpc_sync(a->method, a->url.ptr, hp, NULL, 0, 10000, &a->resp, &a->status) != AIS_OK) {
 		a->status = 0;

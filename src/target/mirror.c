@@ -420,7 +420,7 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 	tgt_url_obj(&url, base, bck, blen, obj, olen);
 	if (store_writer_begin(t->store, bck, blen, obj, olen, &s.w) != AIS_OK)
 		goto out;
-	if (httpc_sync_get_to(url.ptr, hp, 600000, sink_write, &s, &hdrs, &status, &emsg) != AIS_OK ||
+	if (xs_get_to(url.ptr, hp, 60000, sink_write, &s, &hdrs, &status, &emsg) != AIS_OK ||
 	    status != 200) {
 		if (s.err == ENOSPC) { /* the copy is there; this target has no room for it */
 			buf_addf(msg, "%s has a copy; this target has no space to store it; ", base);

@@ -4,11 +4,14 @@
  * (a large body, a body that stalls, a connection cut mid-body, a chunked
  * answer, an echo of an uploaded body). Checks the bytes, the bounded
  * buffering under a slow consumer (xp_pause/xp_resume), the timeout and
- * cut-connection errors, keep-alive reuse, and chunked uploads.
+ * cut-connection errors, keep-alive reuse, and chunked uploads; and the
+ * blocking side's GET into a sink (xs_get_to): the bytes, reuse, an error
+ * answer, a stall, a cut, a sink that refuses, a node stopping.
  *
  * Every wait has a deadline: a request that never ends fails the test.
  */
 #include <check.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -19,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "aisd/httpc.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
@@ -140,6 +144,9 @@ static void *peer_conn(void *arg)
 			send_all(fd, a, strlen(a));
 			send_pat(fd, 0, 300000);
 			break; /* closed mid-body */
+		} else if (!strncmp(b, "GET /missing ", 13)) {
+			const char *a = "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found";
+			send_all(fd, a, strlen(a));
 		} else if (!strncmp(b, "PUT /echo ", 10)) {
 			memmove(b, end, rest);
 			uint64_t n = read_chunked(fd, b, rest);
@@ -442,6 +449,131 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* ---- the blocking side: xs_get_to ----------------------------------------------- */
+
+struct xsink {
+	uint64_t seen, refuse_at; /* refuse_at: AIS_ERR once this many bytes came (0: never) */
+	bool bad;
+	buf_t small;
+};
+
+static int xsink(void *arg, const char *p, size_t n)
+{
+	struct xsink *k = arg;
+	if (k->refuse_at && k->seen >= k->refuse_at)
+		return AIS_ERR;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] != pat(k->seen + i))
+			k->bad = true;
+	if (k->small.len < 64)
+		buf_add(&k->small, p, MIN(n, 64 - k->small.len));
+	k->seen += n;
+	return AIS_OK;
+}
+
+static int xget(const char *path, uint64_t timeout_ms, struct xsink *k, int *status, buf_t *hdrs, buf_t *msg)
+{
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", g_port, path);
+	const char *h[] = {"X-Asked: 1", NULL};
+	return xs_get_to(url, h, timeout_ms, xsink, k, hdrs, status, msg);
+}
+
+START_TEST(test_xs_get)
+{
+	peer_start();
+	struct xsink k = {0};
+	buf_t hdrs = BUF_INIT, msg = BUF_INIT;
+	int status = 0;
+	ck_assert_int_eq(xget("/big", 5000, &k, &status, &hdrs, &msg), AIS_OK);
+	ck_assert_int_eq(status, 200);
+	ck_assert_uint_eq(k.seen, BIG);
+	ck_assert(!k.bad);
+	/* the connection is kept: the next GETs go over it */
+	int accepts = atomic_load(&g_accepts);
+	struct xsink s = {0};
+	ck_assert_int_eq(xget("/small", 5000, &s, &status, &hdrs, &msg), AIS_OK);
+	ck_assert_int_eq(status, 200);
+	ck_assert(s.small.len == 5 && !memcmp(s.small.ptr, "hello", 5));
+	ck_assert_msg(strstr(hdrs.ptr, "X-Test: yes") != NULL, "%s", hdrs.ptr);
+	struct xsink c = {0};
+	ck_assert_int_eq(xget("/chunked", 5000, &c, &status, NULL, &msg), AIS_OK);
+	ck_assert(c.small.len == 7 && !memcmp(c.small.ptr, "abcdefg", 7));
+	/* an error answer: its body is the message, nothing goes to the sink */
+	struct xsink m = {0};
+	ck_assert_int_eq(xget("/missing", 5000, &m, &status, NULL, &msg), AIS_OK);
+	ck_assert_int_eq(status, 404);
+	ck_assert_uint_eq(m.seen, 0);
+	ck_assert_str_eq(msg.ptr, "not found");
+	ck_assert_int_eq(atomic_load(&g_accepts), accepts);
+	xs_release();
+	buf_free(&k.small);
+	buf_free(&s.small);
+	buf_free(&c.small);
+	buf_free(&hdrs);
+	buf_free(&msg);
+}
+END_TEST
+
+START_TEST(test_xs_get_failures)
+{
+	peer_start();
+	buf_t msg = BUF_INIT;
+	int status = 0;
+	/* a peer that stops mid-body: a timeout, after about timeout_ms */
+	struct xsink k = {0};
+	uint64_t t0 = time_mono_ns();
+	ck_assert_int_eq(xget("/stall", 1200, &k, &status, NULL, &msg), AIS_ERR);
+	uint64_t ms = (time_mono_ns() - t0) / 1000000;
+	ck_assert_msg(errno == ETIMEDOUT && ms >= 1000 && ms < 2900, "errno %d after %llu ms: %s", errno,
+		      (unsigned long long)ms, msg.ptr);
+	ck_assert_uint_eq(k.seen, 100);
+	/* a peer that closes mid-body */
+	struct xsink c = {0};
+	ck_assert_int_eq(xget("/cut", 5000, &c, &status, NULL, &msg), AIS_ERR);
+	ck_assert_msg(c.seen == 300000 && !c.bad, "%llu bytes", (unsigned long long)c.seen);
+	/* a sink that refuses: the transfer ends there */
+	struct xsink r = {.refuse_at = MIB};
+	ck_assert_int_eq(xget("/big", 5000, &r, &status, NULL, &msg), AIS_ERR);
+	ck_assert_int_eq(errno, ECANCELED);
+	ck_assert_msg(strstr(msg.ptr, "not taken") != NULL, "%s", msg.ptr);
+	ck_assert_uint_lt(r.seen, 2 * MIB);
+	xs_release();
+	buf_free(&k.small);
+	buf_free(&c.small);
+	buf_free(&r.small);
+	buf_free(&msg);
+}
+END_TEST
+
+static void *abort_later(void *arg)
+{
+	(void)arg;
+	usleep(300000);
+	httpc_stream_abort();
+	return NULL;
+}
+
+/* A node that stops: a transfer waiting on a stalled peer ends within about
+ * a second, not its timeout. */
+START_TEST(test_xs_get_abort)
+{
+	peer_start();
+	buf_t msg = BUF_INIT;
+	int status = 0;
+	struct xsink k = {0};
+	pthread_t t;
+	pthread_create(&t, NULL, abort_later, NULL);
+	uint64_t t0 = time_mono_ns();
+	ck_assert_int_eq(xget("/stall", 20000, &k, &status, NULL, &msg), AIS_ERR);
+	uint64_t ms = (time_mono_ns() - t0) / 1000000;
+	pthread_join(t, NULL);
+	ck_assert_msg(errno == ECANCELED && ms < 2500, "errno %d after %llu ms", errno, (unsigned long long)ms);
+	buf_free(&k.small);
+	buf_free(&msg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xp");
@@ -454,6 +586,9 @@ int main(void)
 	tcase_add_test(t, test_cut_mid_body);
 	tcase_add_test(t, test_chunked_upload);
 	tcase_add_test(t, test_refused);
+	tcase_add_test(t, test_xs_get);
+	tcase_add_test(t, test_xs_get_failures);
+	tcase_add_test(t, test_xs_get_abort);
 	suite_add_tcase(s, t);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
