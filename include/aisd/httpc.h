@@ -237,15 +237,6 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	       const void *body, size_t len, uint64_t timeout_ms, buf_t *resp, int *status);
 void httpc_sync_release(void);
 
-/*
- * Streamed blocking transfers (stream.c), for pool and job threads.
- * httpc_sync_put_fd PUTs len bytes of fd (from offset 0, read with pread)
- * to every one of urls[0..n) in parallel, with the same headers. status[i]
- * is the HTTP status (0: no response; msgs[i] says why, or holds the start
- * of an error body). Returns how many answered 200.
- */
-int httpc_sync_put_fd(const char *const *urls, size_t n, const char *const *headers, int fd, uint64_t len,
-		      uint64_t timeout_ms, int *status, buf_t *msgs);
 /* A body handed over piece by piece (xs_get_to in xp.h): AIS_OK, or AIS_ERR
  * to end the transfer. */
 typedef int (*httpc_sink_fn)(void *arg, const char *p, size_t n);

@@ -34,7 +34,7 @@ int httpc_idempotent(const char *method);
 /* True for methods that always carry a body. */
 int httpc_body_method(const char *method);
 /* True once httpc_stream_abort was called: the node is stopping, and
- * every blocking transfer fails at its next wait (stream.c). */
+ * every blocking transfer fails at its next wait (xsync.c). */
 bool httpc_stopping(void);
 
 #endif

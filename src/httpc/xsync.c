@@ -18,7 +18,7 @@
  *  3. A connection is reused only after a whole answer with keep-alive and
  *     a body sent whole (or never promised); a reused connection that fails
  *     before any answer byte is retried once on a new one (the body is a
- *     file: it can be sent again).
+ *     file: it can be sent again; a GET's sink has had nothing yet).
  *  4. Every socket wait is bounded by the request's timeout (the TLS
  *     handshake by the connect's 3 s); an answer is read in waits of at
  *     most XS_WAIT_MS, so that a node that is stopping
@@ -36,6 +36,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,12 @@ void xs_release(void)
 		c_close(&tl_idle[i].c);
 	tl_nidle = 0;
 }
+
+static atomic_bool g_stopping; /* httpc_stream_abort: the node is stopping (rule 4) */
+
+void httpc_stream_abort(void) { atomic_store(&g_stopping, true); }
+
+bool httpc_stopping(void) { return atomic_load(&g_stopping); }
 
 /* A pooled connection to key the peer has not closed (nothing readable on
  * it, no TLS bytes held back), or fd -1. */
@@ -446,50 +453,96 @@ bool xs_supports(const char *url) { return xp_supports(url); }
 
 /* --- the PUT --------------------------------------------------------------------------- */
 
+/* One request: the head after its request line and Host (extra, each line
+ * ending in CRLF), the caller's hdrs and the signature; a 2xx answer's body
+ * to sink (NULL: kept in body, bounded). */
+struct xreq {
+	const char *method, *url, *key, *target, *extra;
+	bool tls;
+	const char *const *hdrs;
+	uint64_t timeout_ms;
+	httpc_sink_fn sink;
+	void *arg;
+};
+
+/* Sends q's head on a pooled connection to its peer, or a new one, and
+ * reads the first answer. AIS_OK with *c open, *st and *keep; AIS_AGAIN: a
+ * reused connection failed before any byte of an answer (the peer had
+ * closed it: try a new one, rule 3); AIS_ERR with errno and msg. The head
+ * is signed anew for each attempt (a receiver takes a signature once). */
+static int first_answer(const struct xreq *q, xconn_t *c, buf_t *rb, int *st, buf_t *resp_hdrs, buf_t *body,
+			bool *keep, buf_t *msg)
+{
+	char auth[HTTPC_SIGN_MAX];
+	buf_t head = BUF_INIT;
+	int rc = AIS_OK;
+	buf_addf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", q->method, q->target, q->key, q->extra);
+	for (size_t i = 0; q->hdrs && q->hdrs[i]; i++)
+		buf_addf(&head, "%s\r\n", q->hdrs[i]);
+	if (httpc_sign(q->method, q->url, NULL, 0, auth, sizeof(auth)))
+		buf_addf(&head, "%s\r\n", auth);
+	buf_addstr(&head, "\r\n");
+	*c = idle_take(q->key, q->tls);
+	bool reused = c->fd >= 0, got = false;
+	if (c->fd < 0 && (*c = dial(q->key, q->tls, msg)).fd < 0) {
+		rc = AIS_ERR;
+	} else {
+		set_timeout(c->fd, q->timeout_ms);
+		buf_reset(rb);
+		if (send_all(c, head.ptr, head.len) != AIS_OK ||
+		    read_answer(c, rb, q->timeout_ms, q->sink, q->arg, st, resp_hdrs, body, keep, &got) != AIS_OK) {
+			int e = errno;
+			c_close(c);
+			if (reused && !got) {
+				rc = AIS_AGAIN;
+			} else {
+				buf_addf(msg, "%s: %s", q->key,
+					 e == ECANCELED && !httpc_stopping() ? "the body was not taken" : strerror(e));
+				errno = e;
+				rc = AIS_ERR;
+			}
+		}
+	}
+	buf_free(&head);
+	return rc;
+}
+
+/* Keeps c for the next request to its peer when the answer allows it and
+ * nothing follows it, else closes it. */
+static void done_with(const struct xreq *q, xconn_t *c, bool keep, const buf_t *rb)
+{
+	if (keep && !rb->len)
+		idle_put(q->key, q->tls, c);
+	else
+		c_close(c);
+}
+
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg)
 {
-	char key[256], auth[HTTPC_SIGN_MAX];
-	const char *target;
-	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT;
+	char key[256], extra[96];
+	buf_t body = BUF_INIT, rb = BUF_INIT;
+	struct xreq q = {.method = "PUT", .url = url, .key = key, .extra = extra, .hdrs = hdrs, .timeout_ms = timeout_ms};
 	int rc = AIS_ERR;
-	bool tls;
 
 	*status = 0;
 	*sent = false;
-	if (split_url(url, key, sizeof(key), &tls, &target) != AIS_OK) {
+	if (split_url(url, key, sizeof(key), &q.tls, &q.target) != AIS_OK) {
 		buf_addf(msg, "%s: not an http(s) URL", url);
 		errno = EINVAL;
 		return AIS_ERR;
 	}
+	/* the body is the object's: its checksum covers it */
+	snprintf(extra, sizeof(extra), "Content-Length: %llu\r\nExpect: 100-continue\r\n", (unsigned long long)len);
 	for (int attempt = 0; attempt < 2; attempt++) {
-		/* signed anew for each attempt (a receiver takes a signature once);
-		 * the body is the object's: its checksum covers it */
-		buf_reset(&head);
-		buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %llu\r\nExpect: 100-continue\r\n",
-			 target, key, (unsigned long long)len);
-		for (size_t i = 0; hdrs && hdrs[i]; i++)
-			buf_addf(&head, "%s\r\n", hdrs[i]);
-		if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
-			buf_addf(&head, "%s\r\n", auth);
-		buf_addstr(&head, "\r\n");
-		xconn_t s = idle_take(key, tls);
-		bool reused = s.fd >= 0, got = false, keep = false;
-		if (s.fd < 0 && (s = dial(key, tls, msg)).fd < 0)
-			break;
-		set_timeout(s.fd, timeout_ms);
-		buf_reset(&rb);
+		xconn_t s;
 		int st = 0;
-		if (send_all(&s, head.ptr, head.len) != AIS_OK ||
-		    read_answer(&s, &rb, timeout_ms, NULL, NULL, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
-			int e = errno;
-			c_close(&s);
-			if (reused && !got)
-				continue; /* rule 3 */
-			buf_addf(msg, "%s: %s", key, strerror(e));
-			errno = e;
+		bool keep = false, got = false;
+		int r = first_answer(&q, &s, &rb, &st, resp_hdrs, &body, &keep, msg);
+		if (r == AIS_AGAIN)
+			continue; /* rule 3: the body is a file, it can be sent again */
+		if (r != AIS_OK)
 			break;
-		}
 		if (st == 100) { /* the body, then the final answer */
 			if (send_file(&s, fd, len) != AIS_OK ||
 			    read_answer(&s, &rb, timeout_ms, NULL, NULL, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
@@ -500,10 +553,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 				break;
 			}
 			*sent = true;
-			if (keep && !rb.len)
-				idle_put(key, tls, &s);
-			else
-				c_close(&s);
+			done_with(&q, &s, keep, &rb);
 		} else {
 			c_close(&s); /* the body was promised and not sent: the connection cannot go on */
 		}
@@ -513,7 +563,6 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		rc = AIS_OK;
 		break;
 	}
-	buf_free(&head);
 	buf_free(&body);
 	buf_free(&rb);
 	return rc;
@@ -524,56 +573,35 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 int xs_get_to(const char *url, const char *const *hdrs, uint64_t timeout_ms, httpc_sink_fn sink, void *arg,
 	      buf_t *resp_hdrs, int *status, buf_t *msg)
 {
-	char key[256], auth[HTTPC_SIGN_MAX];
-	const char *target;
-	buf_t head = BUF_INIT, body = BUF_INIT, rb = BUF_INIT, own = BUF_INIT;
-	buf_t *rh = resp_hdrs ? resp_hdrs : &own;
+	char key[256];
+	buf_t body = BUF_INIT, rb = BUF_INIT, own = BUF_INIT;
+	struct xreq q = {.method = "GET", .url = url, .key = key, .extra = "", .hdrs = hdrs, .timeout_ms = timeout_ms,
+			 .sink = sink, .arg = arg};
 	int rc = AIS_ERR;
-	bool tls;
 
 	*status = 0;
 	buf_reset(msg);
-	if (split_url(url, key, sizeof(key), &tls, &target) != AIS_OK) {
+	if (split_url(url, key, sizeof(key), &q.tls, &q.target) != AIS_OK) {
 		buf_addf(msg, "%s: not an http(s) URL", url);
 		errno = EINVAL;
 		return AIS_ERR;
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
-		buf_reset(&head);
-		buf_addf(&head, "GET %s HTTP/1.1\r\nHost: %s\r\n", target, key);
-		for (size_t i = 0; hdrs && hdrs[i]; i++)
-			buf_addf(&head, "%s\r\n", hdrs[i]);
-		if (httpc_sign("GET", url, NULL, 0, auth, sizeof(auth)))
-			buf_addf(&head, "%s\r\n", auth);
-		buf_addstr(&head, "\r\n");
-		xconn_t s = idle_take(key, tls);
-		bool reused = s.fd >= 0, got = false, keep = false;
-		if (s.fd < 0 && (s = dial(key, tls, msg)).fd < 0)
-			break;
-		set_timeout(s.fd, timeout_ms);
-		buf_reset(&rb);
+		xconn_t s;
 		int st = 0;
-		if (send_all(&s, head.ptr, head.len) != AIS_OK ||
-		    read_answer(&s, &rb, timeout_ms, sink, arg, &st, rh, &body, &keep, &got) != AIS_OK) {
-			int e = errno;
-			c_close(&s);
-			if (reused && !got)
-				continue; /* rule 3: nothing reached the sink */
-			buf_addf(msg, "%s: %s", key, e == ECANCELED && !httpc_stopping() ? "the body was not taken" : strerror(e));
-			errno = e;
+		bool keep = false;
+		int r = first_answer(&q, &s, &rb, &st, resp_hdrs ? resp_hdrs : &own, &body, &keep, msg);
+		if (r == AIS_AGAIN)
+			continue; /* rule 3: nothing reached the sink */
+		if (r != AIS_OK)
 			break;
-		}
-		if (keep && !rb.len)
-			idle_put(key, tls, &s);
-		else
-			c_close(&s);
+		done_with(&q, &s, keep, &rb);
 		*status = st;
 		if (st / 100 != 2 && body.len)
 			buf_add(msg, body.ptr, body.len);
 		rc = AIS_OK;
 		break;
 	}
-	buf_free(&head);
 	buf_free(&body);
 	buf_free(&rb);
 	buf_free(&own);

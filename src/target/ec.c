@@ -176,8 +176,7 @@ static void *send_one(void *arg)
 		buf_free(&rh);
 		xs_release();
 	} else {
-		const char *u[1] = {s->url.ptr};
-		httpc_sync_put_fd(u, 1, hp, s->fd, s->len, slice_timeout_ms(s->len), &s->status, &s->msg);
+		buf_addf(&s->msg, "%s: cannot be reached (TLS settings: see the log)", s->base);
 	}
 	return NULL;
 }

@@ -21,6 +21,7 @@
  *     stops with ENOSPC (a read answers 507, naming the target that has it).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,59 @@ static uint64_t copy_timeout_ms(uint64_t size)
 	return 60000 + size / (16 << 10);
 }
 
+/* One copy of a sealed write on its way to a holder (a thread of its own
+ * when there are several). */
+struct put1 {
+	const char *url;
+	const char *const *hp;
+	int fd;
+	uint64_t size;
+	int status;
+	buf_t *msg;
+	pthread_t th;
+	bool started;
+};
+
+static void *put1_run(void *arg)
+{
+	struct put1 *p = arg;
+	bool sent = false;
+	buf_t rh = BUF_INIT;
+	if (!xs_supports(p->url))
+		buf_addf(p->msg, "%s: cannot be reached (TLS settings: see the log)", p->url);
+	else if (xs_put_file(p->url, p->hp, p->fd, p->size, copy_timeout_ms(p->size), &p->status, &sent, &rh,
+			     p->msg) != AIS_OK)
+		p->status = 0;
+	buf_free(&rh);
+	return NULL;
+}
+
+/* Sends size bytes of fd to every one of urls at once over the transport
+ * (sendfile, xsync.c); status[i] 0 when no answer came (msgs[i] says
+ * why, or holds the start of an error answer). Returns how many answered
+ * 200. */
+static size_t put_copies(const char *const *urls, size_t n, const char *const *hp, int fd, uint64_t size,
+			 int *status, buf_t *msgs)
+{
+	struct put1 *p = xcalloc(n, sizeof(*p));
+	size_t ok = 0;
+	for (size_t i = 0; i < n; i++) {
+		p[i] = (struct put1){.url = urls[i], .hp = hp, .fd = fd, .size = size, .msg = &msgs[i]};
+		if (i + 1 < n) /* (the last one goes from this thread) */
+			p[i].started = pthread_create(&p[i].th, NULL, put1_run, &p[i]) == 0;
+		if (!p[i].started)
+			put1_run(&p[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].started)
+			pthread_join(p[i].th, NULL);
+		status[i] = p[i].status;
+		ok += p[i].status == 200;
+	}
+	free(p);
+	return ok;
+}
+
 /* DELETE of bck/obj on each url (intra, reason why: only that copy).
  * Errors are logged. */
 static size_t delete_on(const char *why, const char *const *bases, size_t n, const char *bck, size_t blen,
@@ -176,7 +230,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 		urls[i] = ub[i].ptr;
 	}
 	copy_headers("replica", w->cmap_version, w->bmd_version, &m, hv, hp);
-	size_t ok = (size_t)httpc_sync_put_fd(urls, n, hp, fd, m.size, copy_timeout_ms(m.size), status, msgs);
+	size_t ok = put_copies(urls, n, hp, fd, m.size, status, msgs);
 	close(fd);
 	int rc = AIS_OK;
 	if (1 + ok < quorum) {
