@@ -16,7 +16,10 @@ verify=CAFILE and a client certificate puts, gets and lists (the gateway
 forwards to the owner target over https), and a multipart upload into the
 2-copy bucket lands whole on both targets; a 16 MiB PUT into the 2-copy
 bucket lands on both targets, and with its owner killed (kill -9) reads
-back whole from the copy; a third target joining gets, by the rebalance
+back whole from the copy; when it is back, a byte flipped in its file is
+found on the next read (store.verify_on_read) and the good copy fetched
+from the other target over https (the transport's GET, signed, mTLS);
+a third target joining gets, by the rebalance
 over https, every object HRW places on it, byte for byte; aws-chunked PUTs over https
 (unsigned chunks with a CRC32 trailer, and chained chunk signatures) store
 the decoded bytes on both targets, and a chunk changed after signing is 403
@@ -87,6 +90,7 @@ clulib.init(t, "tlsclu", ["--set", "net.tls.cert=" + NODE, "--set", "net.tls.key
                           "--set", "net.tls.client_ca=" + CA, "--set", "net.tls.ca=" + CA,
                           "--set", "cluster.secret=tls-test-cluster-secret-0123456789",
                           "--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                          "--set", "store.verify_on_read=true",
                           "--set", "s3.key=%s:%s:tls-test:TLS Test" % (AK, SK)])
 clulib.use_tls(cctx)
 
@@ -365,6 +369,23 @@ r1, r2 = follow("GET", g.url, "/v1/objects/%s/big16" % MB)
 t.check(r2.status == 200 and r2.body == data16, "GET 16 MiB with its owner dead: the copy, byte for byte",
         (r2.status, len(r2.body)))
 t.check(owner.start(join=g.url), "the killed target comes back")
+t.check(poll(lambda: smap_ids(g) == {g.id, owner.id, other.id}, 20), "  the gateway lists it again")
+# a damaged copy on the owner: fetched again from the other target, over https
+bad = [f for f in glob.glob(os.path.join(owner.dir, "mp*", "obj", "**"), recursive=True)
+       if os.path.isfile(f) and os.path.getsize(f) == len(data16)]
+if t.check(len(bad) == 1, "the owner's file of big16 found", bad):
+    with open(bad[0], "r+b") as f:
+        f.seek(1 << 20)
+        c = f.read(1)
+        f.seek(1 << 20)
+        f.write(bytes([c[0] ^ 0xFF]))
+    r1, r2 = follow("GET", g.url, "/v1/objects/%s/big16" % MB)
+    log = open(owner.log, errors="replace").read()
+    t.check(r2.status == 200 and r2.body == data16 and "does not match its checksum" in log and
+            "restored %s/big16 from another target" % MB in log,
+            "a byte flipped in the owner's copy: the read gets the good bytes, fetched from the other target "
+            "over https", (r2.status, len(r2.body), [ln for ln in log.splitlines() if "big16" in ln][-3:]))
+    t.eq(on_disk(owner, data16), 1, "  and the owner's copy is whole again")
 t3 = Node("t3", "target")
 t.check(t3.start(join=g.url), "a third target joins")
 ts3 = ts + [t3]
