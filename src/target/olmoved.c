@@ -8,11 +8,12 @@
  *
  * Guarantees:
  *  1. Only plain reads (GET, HEAD of the native API and of S3) from
- *     outside the cluster are sent on, and only when this target is a holder under the
- *     current map, was none under the previous map, has no copy and no
- *     client's delete of the object recorded (a tombstone: the read then
- *     goes on to the fetch, which answers 404 or a newer copy), and the
- *     bucket is neither erasure coded nor a remote bucket's cache.
+ *     outside the cluster are sent on, and only when this target is a
+ *     holder under the current map, was none under the previous map, has
+ *     no copy and no client's delete of the object recorded (a tombstone:
+ *     the read then goes on to the fetch, which answers 404 or a newer
+ *     copy), and the bucket is neither erasure coded nor a remote bucket's
+ *     cache.
  *  2. The candidate is the first holder under the previous map (on a
  *     target that joined since, which has none: the placement without
  *     itself) that is an active target of the current map and no holder
@@ -23,20 +24,20 @@
  *     and OL_PREV_PARAM set to this map's version (an S3 read, which a
  *     client does not follow through a redirect, is forwarded there with
  *     OL_HOP_HDR and OL_PREV_HDR and its answer relayed: s3/proxy.c);
- *     otherwise (the
- *     rebalance is over and the copy here was lost, or the object exists
- *     nowhere) it is served here as before, by the fetch, without extra
- *     redirects. It is sent on only at the first hop, so that the other
- *     target can still send it back (hop 2) when its copy moved meanwhile.
+ *     otherwise (the rebalance is over and the copy here was lost, or the
+ *     object exists nowhere) it is served here as before, by the fetch,
+ *     without extra redirects. It is sent on only at the first hop, so
+ *     that the other target can still send it back (hop 2) when its copy
+ *     moved meanwhile.
  *  3. A target serves such a read from its own copy, although the current
  *     map does not place the object there, only when its map is the
  *     sender's (same version, OL_PREV_PARAM or OL_PREV_HDR), the previous
- *     map placed the object there, and it has a copy. That copy was current when the map changed: every
- *     write since went to the new holder, which did not have one when it
- *     sent the read on, and a client's delete removes the copies of every
- *     target. Signed redirects keep their signature (OL_PREV_PARAM is not
- *     signed, like the hop count): access control is the same as for the
- *     first redirect.
+ *     map placed the object there, and it has a copy. That copy was
+ *     current when the map changed: every write since went to the new
+ *     holder, which did not have one when it sent the read on, and a
+ *     client's delete removes the copies of every target. Signed redirects
+ *     keep their signature (OL_PREV_PARAM is not signed, like the hop
+ *     count): access control is the same as for the first redirect.
  */
 #include <errno.h>
 #include <stdio.h>
