@@ -87,6 +87,7 @@ struct xp_req {
 	SSL *ssl;        /* https peers (c's session while r holds c) */
 	bool tls;
 	char host[XP_KEY_MAX]; /* the peer's name, for its certificate */
+	char port[16];         /* and its port: resolved (addr) only for a new connection */
 	bool rd_wants_wr; /* SSL_read needs the socket writable */
 	bool reused, connecting, retried;
 	struct event *wr, *tmo, *kick;
@@ -763,12 +764,52 @@ static void on_tmo(evutil_socket_t fd, short what, void *arg)
 	finish(r, ETIMEDOUT, "%s", r->connecting ? "connect timed out" : "no progress within the timeout");
 }
 
+/* The peer of base ("http(s)://HOST:PORT"): its pool key, name and port in
+ * r, "HOST:PORT" in host (the Host header). */
+static int parse_base(xp_req_t *r, const char *base, buf_t *host)
+{
+	r->tls = !strncmp(base, "https://", 8);
+	const char *h = base + (r->tls ? 8 : 7), *slash = strchr(h, '/');
+	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
+	const char *colon = memrchr(h, ':', hl);
+	if (!colon || hl >= XP_KEY_MAX - 2)
+		return AIS_ERR;
+	buf_add(host, h, hl);
+	snprintf(r->key, sizeof(r->key), "%s%.*s", r->tls ? "s:" : "", (int)hl, h); /* (a plain and a TLS pool apart) */
+	size_t nl = (size_t)(colon - h);
+	if (nl && h[0] == '[' && h[nl - 1] == ']')
+		snprintf(r->host, sizeof(r->host), "%.*s", (int)nl - 2, h + 1);
+	else
+		snprintf(r->host, sizeof(r->host), "%.*s", (int)nl, h);
+	snprintf(r->port, sizeof(r->port), "%.*s", (int)(hl - nl - 1), colon + 1);
+	return AIS_OK;
+}
+
+/* The peer's address, for a new connection (a pooled one needs none:
+ * most requests never resolve). */
+static int resolve(xp_req_t *r)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+	if (r->alen)
+		return AIS_OK;
+	if (getaddrinfo(r->host, r->port, &hints, &ai) || !ai) {
+		errno = EHOSTUNREACH;
+		return AIS_ERR;
+	}
+	memcpy(&r->addr, ai->ai_addr, ai->ai_addrlen);
+	r->alen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return AIS_OK;
+}
+
 /* Opens r's connection: a pooled one, else a new non-blocking connect. */
 static int conn_open(xp_req_t *r, bool pooled)
 {
 	struct xconn *c = pooled ? pool_take(r->pool, r->key, r->body_len != -1) : NULL;
 	r->reused = c != NULL;
 	if (!c) {
+		if (resolve(r) != AIS_OK)
+			return AIS_ERR;
 		int fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return AIS_ERR;
@@ -820,33 +861,6 @@ static bool retry(xp_req_t *r)
 	return true;
 }
 
-static int resolve(xp_req_t *r, const char *base, buf_t *host)
-{
-	r->tls = !strncmp(base, "https://", 8);
-	const char *h = base + (r->tls ? 8 : 7), *slash = strchr(h, '/');
-	size_t hl = slash ? (size_t)(slash - h) : strlen(h);
-	const char *colon = memrchr(h, ':', hl);
-	if (!colon || hl >= XP_KEY_MAX - 2)
-		return AIS_ERR;
-	buf_add(host, h, hl);
-	snprintf(r->key, sizeof(r->key), "%s%.*s", r->tls ? "s:" : "", (int)hl, h); /* (a plain and a TLS pool apart) */
-	char name[XP_KEY_MAX], port[16];
-	size_t nl = (size_t)(colon - h);
-	if (nl && h[0] == '[' && h[nl - 1] == ']')
-		snprintf(name, sizeof(name), "%.*s", (int)nl - 2, h + 1);
-	else
-		snprintf(name, sizeof(name), "%.*s", (int)nl, h);
-	snprintf(port, sizeof(port), "%.*s", (int)(hl - nl - 1), colon + 1);
-	snprintf(r->host, sizeof(r->host), "%s", name);
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
-	if (getaddrinfo(name, port, &hints, &ai) || !ai)
-		return AIS_ERR;
-	memcpy(&r->addr, ai->ai_addr, ai->ai_addrlen);
-	r->alen = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return AIS_OK;
-}
-
 static void start_cb(evutil_socket_t fd, short what, void *arg)
 {
 	xp_req_t *r = arg;
@@ -886,6 +900,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	r->hs.on_body = h_body;
 	r->hs.on_message_complete = h_complete;
 	r->tmo = evtimer_new(base, on_tmo, r);
+	buf_grow(&r->hdrs, 1024); /* (an answer's head, without reallocs on the way) */
 
 	buf_grow(&r->head, 256 + s->target.len + s->header_block.len);
 	buf_addstr(&r->head, s->method); /* (no printf on this path: a small request's cost) */
@@ -905,7 +920,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 		b.len -= k;
 	}
 	buf_addsv(&r->head, s->header_block);
-	int rc = xp_supports(s->base) ? resolve(r, s->base, &host) : AIS_ERR;
+	int rc = xp_supports(s->base) ? parse_base(r, s->base, &host) : AIS_ERR;
 	if (!has_host)
 		buf_addf(&r->head, "Host: %.*s\r\n", (int)host.len, host.ptr ? host.ptr : "");
 	if (s->body_len >= 0)

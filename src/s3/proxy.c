@@ -283,6 +283,7 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
 			 url_base);
 		return AIS_OK;
 	}
+	buf_grow(&hb, 1024); /* (a request's head, without reallocs on the way) */
 	if (hops)
 		snprintf(hop, sizeof(hop), "%s: %u\r\n", OL_HOP_HDR, hops);
 	buf_addstr(&hb, hop);
