@@ -32,8 +32,23 @@
  *     on the network pool, the others on the I/O pool: a stalled holder
  *     delays only the writes that wait on it, never another write's
  *     commit.
+ *  6. A body the API lets go by splice (s->splice_min: a copy from another
+ *     target), sized at least that, on plain TCP, into a sink with nothing
+ *     that needs its bytes in memory (no decoder, copies or slices), never
+ *     enters user space: the server splices the socket into a pipe of
+ *     OL_PIPE bytes (http_req_splice_to) and a pool thread splices what the
+ *     pipe holds into the temp file (ops->splice: store_writer_splice,
+ *     which checksums what landed). The pipe is the only buffer: on_room
+ *     is its free bytes, so a full pipe (or a slow disk) stops the socket's
+ *     reads. Whenever the pipe holds bytes and no pool task is in flight,
+ *     one takes them, so a pipe that filled by its slots before its bytes
+ *     never waits. The commit is the same (checksum against the sender's,
+ *     fsync, then visible); a sender that stops or goes mid-body ends the
+ *     request as for a read body (the body timeout, the closed connection),
+ *     and the writer's temp file is removed with the request.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +57,7 @@
 #include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/log.h"
+#include "aisd/metrics.h"
 #include "aisd/ol.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -74,6 +90,15 @@ int ol_put_begin(ol_put_t *p)
 	if (p->ecs && ec_props(p->t, p->bck, &bp) && bp.ec_no_whole && !bp.backend.provider[0])
 		store_writer_discard(p->sw); /* kept as slices only: the bytes are in the streams */
 	return AIS_OK;
+}
+
+int ol_put_splice(ol_put_t *p, int pfd, size_t n)
+{
+	if (p->repl || p->ecs) { /* (they take the bytes from memory) */
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return store_writer_splice(p->sw, pfd, n);
 }
 
 int ol_put_write(ol_put_t *p, const void *b, size_t n)
@@ -197,7 +222,22 @@ void ol_put_free(ol_put_t *p)
 
 /* --- the streamed body ----------------------------------------------------------- */
 
+#define OL_PIPE (1u << 20) /* rule 6: the pipe of a spliced body (the default 64 KiB if refused) */
+
+static _Atomic uint64_t *spliced_ctr; /* body bytes spliced into sinks (ol_metrics_init) */
+
+void ol_metrics_init(void)
+{
+	spliced_ctr = metrics_counter("aisd_put_spliced_bytes_total", "",
+				      "Object bytes received from another target by splice(2), socket to pipe "
+				      "to the temp file, never copied through this process.");
+}
+
 struct pipe {
+	int pfd[2];        /* rule 6: the spliced body's pipe, else -1 */
+	uint64_t inpipe;   /* bytes in it that no pool task took yet */
+	size_t pipesz;     /* its capacity */
+	size_t take;       /* bytes the pool task in flight moves out of it */
 	buf_t buf[2];
 	int cur;      /* the buffer the loop fills */
 	int wbuf;     /* the buffer the pool writes */
@@ -226,6 +266,9 @@ static void pipe_cleanup(void *arg)
 		s->ops->cleanup(s);
 	buf_free(&q->buf[0]);
 	buf_free(&q->buf[1]);
+	for (int i = 0; i < 2; i++)
+		if (q->pfd[i] >= 0)
+			close(q->pfd[i]);
 }
 
 static void step(http_req_t *req);
@@ -249,6 +292,19 @@ static void write_work(http_req_t *req)
 	b->len = 0;
 }
 
+static void splice_work(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	if (s->ops->splice(s, q->pfd[0], q->take) != AIS_OK) {
+		q->err = errno ? errno : EIO;
+		return;
+	}
+	s->size += q->take;
+	if (spliced_ctr)
+		METRICS_ADD(spliced_ctr, q->take);
+}
+
 static void commit_work(http_req_t *req)
 {
 	ol_stream_t *s = req->state;
@@ -262,6 +318,8 @@ static void io_done(http_req_t *req)
 	ol_stream_t *s = req->state;
 	struct pipe *q = s->priv;
 	q->busy = false;
+	q->inpipe -= q->take;
+	q->take = 0;
 	if (q->err) {
 		q->failed = true;
 		s->ops->fail(s, q->err);
@@ -284,6 +342,12 @@ static void step(http_req_t *req)
 	struct pipe *q = s->priv;
 	if (q->busy || q->failed || !q->opened)
 		return;
+	if (q->pfd[0] >= 0 && q->inpipe > 0) { /* rule 6 */
+		q->take = (size_t)q->inpipe;
+		q->busy = true;
+		offload(req, splice_work);
+		return;
+	}
 	buf_t *b = &q->buf[q->cur];
 	if (b->len == q->bufsz || (q->ended && b->len > 0)) {
 		q->wbuf = q->cur;
@@ -309,7 +373,15 @@ static int on_body(http_req_t *req, const char *data, size_t n)
 	struct pipe *q = s->priv;
 	if (q->failed)
 		return AIS_ERR;
-	if (s->ops->feed) {
+	if (q->pfd[0] >= 0) { /* rule 6: n more bytes in the pipe, or those that came with the head */
+		if (data && write(q->pfd[1], data, n) != (ssize_t)n) { /* (on_room: they fit) */
+			log_warn("PUT: the body's first bytes into its pipe");
+			q->failed = true;
+			http_resp_error(req, 500, "cannot buffer the request body");
+			return AIS_ERR;
+		}
+		q->inpipe += n;
+	} else if (s->ops->feed) {
 		if (s->ops->feed(s, data, n) != AIS_OK) {
 			q->failed = true;
 			return AIS_ERR;
@@ -328,6 +400,8 @@ static size_t on_room(http_req_t *req)
 	buf_t *b = &q->buf[q->cur];
 	if (!q->opened)
 		return 0; /* rule 2 */
+	if (q->pfd[0] >= 0)
+		return q->inpipe < q->pipesz ? q->pipesz - (size_t)q->inpipe : 0;
 	return b->len < q->bufsz ? q->bufsz - b->len : 0;
 }
 
@@ -345,6 +419,23 @@ static void on_end(http_req_t *req)
 	step(req);
 }
 
+/* Rule 6: the body goes by the pipe if the connection allows it. */
+static void splice_body(http_req_t *req, struct pipe *q)
+{
+	if (!http_resp_can_splice(req) || pipe2(q->pfd, O_NONBLOCK | O_CLOEXEC) != 0) {
+		q->pfd[0] = q->pfd[1] = -1;
+		return;
+	}
+	fcntl(q->pfd[1], F_SETPIPE_SZ, OL_PIPE);
+	int sz = fcntl(q->pfd[1], F_GETPIPE_SZ);
+	q->pipesz = sz > 0 ? (size_t)sz : 4096;
+	if (!http_req_splice_to(req, q->pfd[1])) { /* (a chunked body) */
+		close(q->pfd[0]);
+		close(q->pfd[1]);
+		q->pfd[0] = q->pfd[1] = -1;
+	}
+}
+
 void ol_stream_start(http_req_t *req, ol_stream_t *s)
 {
 	const target_t *t = req->ctx;
@@ -353,6 +444,7 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	s->priv = q;
 	s->req = req;
 	req->state = s;
+	q->pfd[0] = q->pfd[1] = -1;
 	arena_cleanup_add(req->arena, pipe_cleanup, s);
 	q->bufsz = t->conf->put_buffer;
 	if (req->content_length >= 0 && (uint64_t)req->content_length < q->bufsz)
@@ -361,6 +453,9 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	req->on_room = on_room;
 	req->on_body_end = on_end;
 	q->net = s->put && ol_put_remote(s->put);
+	if (s->ops->splice && s->splice_min && req->content_length >= 0 &&
+	    (uint64_t)req->content_length >= s->splice_min && !s->ops->feed && !q->net)
+		splice_body(req, q);
 	q->busy = true;
 	offload(req, begin_work);
 	if (!req->has_body)
