@@ -58,24 +58,8 @@ clulib.init(t, "rebreads", ARGS)
 g, old = clulib.start_cluster(3, secs=20)
 
 
-def low_port():
-    """A free loopback port below 32768 (outside the ephemeral range)."""
-    rnd = random.Random()
-    for _ in range(200):
-        p = rnd.randint(20000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    return 0
-
-
 t4 = Node("t4", "target")
-t4.port = low_port()
+t4.port = clulib.low_port()
 ids3 = [x.id for x in old]
 ids4 = ids3 + [t4.id]
 by_id = {x.id: x for x in old + [t4]}
