@@ -34,7 +34,6 @@ Checks:
 import json
 import os
 import random
-import socket
 import subprocess
 import threading
 import time
@@ -219,7 +218,7 @@ clulib.init(t, "rebreads-auth", ARGS + ["--set", "auth.enabled=on", "--set", "au
 ga = Node("ga", "gateway")
 ta = [Node("ta%d" % i, "target") for i in (1, 2, 3)]
 ta4 = Node("ta4", "target")
-ta4.port = low_port()
+ta4.port = clulib.low_port()
 if not t.check(ga.start() and all(x.start(join=ga.url) for x in ta), "a cluster with auth.enabled forms"):
     t.finish()
 
