@@ -38,7 +38,9 @@
  *     enters user space: the server splices the socket into a pipe of
  *     OL_PIPE bytes (http_req_splice_to) and a pool thread splices what the
  *     pipe holds into the temp file (ops->splice: store_writer_splice,
- *     which checksums what landed). The pipe is the only buffer: on_room
+ *     which checksums what landed), by a pipe of its own: the file write
+ *     holds the lock of the pipe it reads, which the loop's splices into
+ *     the first pipe must never wait for. The pipe is the only buffer: on_room
  *     is its free bytes, so a full pipe (or a slow disk) stops the socket's
  *     reads. Whenever the pipe holds bytes and no pool task is in flight,
  *     one takes them, so a pipe that filled by its slots before its bytes
@@ -235,6 +237,7 @@ void ol_metrics_init(void)
 
 struct pipe {
 	int pfd[2];        /* rule 6: the spliced body's pipe, else -1 */
+	int own[2];        /* ... and the pool task's, where its bytes go before the file */
 	uint64_t inpipe;   /* bytes in it that no pool task took yet */
 	size_t pipesz;     /* its capacity */
 	size_t take;       /* bytes the pool task in flight moves out of it */
@@ -266,9 +269,12 @@ static void pipe_cleanup(void *arg)
 		s->ops->cleanup(s);
 	buf_free(&q->buf[0]);
 	buf_free(&q->buf[1]);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (q->pfd[i] >= 0)
 			close(q->pfd[i]);
+		if (q->own[i] >= 0)
+			close(q->own[i]);
+	}
 }
 
 static void step(http_req_t *req);
@@ -292,17 +298,31 @@ static void write_work(http_req_t *req)
 	b->len = 0;
 }
 
+/* Rule 6: the bytes the loop put in the pipe go first into the task's own
+ * pipe (its buffers moved, no copy), then to the sink: the file write
+ * holds its pipe's lock, and the loop must never wait for it. */
 static void splice_work(http_req_t *req)
 {
 	ol_stream_t *s = req->state;
 	struct pipe *q = s->priv;
-	if (s->ops->splice(s, q->pfd[0], q->take) != AIS_OK) {
-		q->err = errno ? errno : EIO;
-		return;
+	for (size_t left = q->take; left > 0;) {
+		ssize_t n = splice(q->pfd[0], NULL, q->own[1], NULL, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("PUT: the body out of its pipe (%zu bytes short)", left);
+			q->err = EIO;
+			return;
+		}
+		if (s->ops->splice(s, q->own[0], (size_t)n) != AIS_OK) {
+			q->err = errno ? errno : EIO;
+			return;
+		}
+		s->size += (uint64_t)n;
+		left -= (size_t)n;
+		if (spliced_ctr)
+			METRICS_ADD(spliced_ctr, (uint64_t)n);
 	}
-	s->size += q->take;
-	if (spliced_ctr)
-		METRICS_ADD(spliced_ctr, q->take);
 }
 
 static void commit_work(http_req_t *req)
@@ -419,20 +439,32 @@ static void on_end(http_req_t *req)
 	step(req);
 }
 
+/* A pipe of OL_PIPE bytes (the default if refused); its capacity. 0: none. */
+static size_t ol_pipe(int p[2])
+{
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) {
+		p[0] = p[1] = -1;
+		return 0;
+	}
+	fcntl(p[1], F_SETPIPE_SZ, OL_PIPE);
+	int sz = fcntl(p[1], F_GETPIPE_SZ);
+	return sz > 0 ? (size_t)sz : 4096;
+}
+
 /* Rule 6: the body goes by the pipe if the connection allows it. */
 static void splice_body(http_req_t *req, struct pipe *q)
 {
-	if (!http_resp_can_splice(req) || pipe2(q->pfd, O_NONBLOCK | O_CLOEXEC) != 0) {
-		q->pfd[0] = q->pfd[1] = -1;
+	if (!http_resp_can_splice(req))
 		return;
-	}
-	fcntl(q->pfd[1], F_SETPIPE_SZ, OL_PIPE);
-	int sz = fcntl(q->pfd[1], F_GETPIPE_SZ);
-	q->pipesz = sz > 0 ? (size_t)sz : 4096;
-	if (!http_req_splice_to(req, q->pfd[1])) { /* (a chunked body) */
-		close(q->pfd[0]);
-		close(q->pfd[1]);
-		q->pfd[0] = q->pfd[1] = -1;
+	q->pipesz = ol_pipe(q->pfd);
+	if (q->pipesz && ol_pipe(q->own) && http_req_splice_to(req, q->pfd[1]))
+		return;
+	for (int i = 0; i < 2; i++) { /* (a chunked body, no descriptors) */
+		if (q->pfd[i] >= 0)
+			close(q->pfd[i]);
+		if (q->own[i] >= 0)
+			close(q->own[i]);
+		q->pfd[i] = q->own[i] = -1;
 	}
 }
 
@@ -444,7 +476,7 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	s->priv = q;
 	s->req = req;
 	req->state = s;
-	q->pfd[0] = q->pfd[1] = -1;
+	q->pfd[0] = q->pfd[1] = q->own[0] = q->own[1] = -1;
 	arena_cleanup_add(req->arena, pipe_cleanup, s);
 	q->bufsz = t->conf->put_buffer;
 	if (req->content_length >= 0 && (uint64_t)req->content_length < q->bufsz)
