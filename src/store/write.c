@@ -254,25 +254,8 @@ int store_writer_write(store_writer_t *w, const void *p, size_t n)
 
 /* Rule 9: the n bytes just spliced at off, read back from the page cache
  * in WRITER_RB blocks into every hasher. */
-#include <sys/mman.h>
 static int hash_landed(store_writer_t *w, uint64_t off, size_t n)
 {
-	static int mode = -1;
-	if (mode < 0)
-		mode = getenv("AISD_HASH_MMAP") ? 1 : getenv("AISD_HASH_SKIP") ? 2 : getenv("AISD_HASH_NOHASH") ? 3 : 0;
-	if (mode == 2)
-		return AIS_OK;
-	if (mode == 1) {
-		uint64_t a = off & ~(uint64_t)4095;
-		size_t len = n + (size_t)(off - a);
-		char *m = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, w->fd, (off_t)a);
-		if (m == MAP_FAILED)
-			return AIS_ERR;
-		for (int i = 0; i < w->n_hs; i++)
-			store_hasher_update(&w->hs[i], m + (off - a), n);
-		munmap(m, len);
-		return AIS_OK;
-	}
 	if (!w->rb)
 		w->rb = xmalloc(WRITER_RB);
 	while (n > 0) {
@@ -283,7 +266,7 @@ static int hash_landed(store_writer_t *w, uint64_t off, size_t n)
 			log_warn("read back %s", w->tmp);
 			return AIS_ERR;
 		}
-		for (int i = 0; i < w->n_hs && mode != 3; i++)
+		for (int i = 0; i < w->n_hs; i++)
 			store_hasher_update(&w->hs[i], w->rb, (size_t)r);
 		off += (uint64_t)r;
 		n -= (size_t)r;
