@@ -14,7 +14,8 @@
  *    fetches a good copy from another holder or the previous owner first
  *    (ol_open, ol_open_sync);
  *  - the PUT pipeline: the body streamed through two bounded buffers onto
- *    the I/O pool (ol_stream), an optional codec decoder in front (S3's
+ *    the I/O pool (ol_stream; a large copy from another target spliced
+ *    from the socket into the file instead), an optional codec decoder in front (S3's
  *    aws-chunked and payload checks), and the commit: the write sealed,
  *    sent to the other holders, committed only when the write quorum of
  *    copies is durable (ol_put_commit);

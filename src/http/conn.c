@@ -2,7 +2,9 @@
  * conn.c - one client connection: reading, parsing and dispatching
  * requests one at a time (pipelined ones wait in the input buffer), feeding
  * bodies to handlers with backpressure (or splicing them into a handler's
- * pipe, http_req_splice_to), and driving the response writer.
+ * pipe, http_req_splice_to: paused only while the pipe holds bytes, so a
+ * handler that drains it never leaves the body waiting), and driving the
+ * response writer.
  *
  * Guarantees: memory per connection is bounded (a head of at most
  * max_header_bytes, one read chunk of body, the response's own buffer);

@@ -136,8 +136,8 @@ enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
  *              allows (dropped once it answered); also between requests;
  *              with bpipe, once the bytes read with the head are fed, the
  *              rest is spliced from the socket into the handler's pipe
- *   BS_PAUSED  on_room said 0, or bpipe is full: nothing is read until
- *              http_req_resume
+ *   BS_PAUSED  on_room said 0, or bpipe is full (holds bytes and takes no
+ *              more): nothing is read until http_req_resume
  *   BS_LATER   the handler went to the pool before saying whether it wants
  *              the body: nothing is read until its task is back
  *   BS_JSON    buffered into req->body (HTTP_ROUTE_JSON, within the
