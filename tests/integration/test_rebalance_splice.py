@@ -133,11 +133,11 @@ cksum = xxh64(big)
 def sender(name, value=cksum, rate="4M"):
     """curl: an intra-cluster PUT of the file to t3, as a copy from another
     target (Expect: 100-continue, Content-Length), at most 30 s."""
-    return subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-m", "30", "--limit-rate", rate, "-T", src,
-                             "-H", "Ais-Intra: rebalance", "-H", "Ais-Checksum-Type: xxhash",
+    return subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-m", "30", "--limit-rate", rate,
+                             "-T", src, "-H", "Ais-Intra: rebalance", "-H", "Ais-Checksum-Type: xxhash",
                              "-H", "Ais-Checksum-Value: " + value,
                              "%s/v1/objects/%s/%s" % (t3.url, B, name)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def gone_clean(name, fd0, what):
@@ -152,10 +152,10 @@ def gone_clean(name, fd0, what):
 # bytes with an empty pipe (those are copied, not waited for)
 for i in range(4):
     p = sender("whole%d" % i, rate="10G")
-    rc = p.wait(40)  # (curl gives up after 30 s)
+    out = p.communicate(timeout=40)[0].decode(errors="replace")  # (curl gives up after 30 s)
     r = get(t3.url, "/v1/objects/%s/whole%d" % (B, i), headers={"Ais-Intra": "test"})
-    t.check(rc == 0 and r.status == 200 and r.body == big, "a 64 MiB copy sent by curl at full speed is stored (%d)" % i,
-            (rc, r.status, len(r.body)))
+    t.check(p.returncode == 0 and r.status == 200 and r.body == big,
+            "a 64 MiB copy sent by curl at full speed is stored (%d)" % i, (p.returncode, out, r.status, len(r.body)))
 
 for how in ("killed", "stopped"):
     fd0, s0 = nfds(t3), spliced(t3)
@@ -182,7 +182,7 @@ with open(src, "wb") as f:
 s0 = spliced(t3)
 wrong = "%016x" % (int(xxh64(small), 16) ^ 1)
 p = sender("bad", value=wrong, rate="1G")
-p.wait(40)
+p.communicate(timeout=40)
 r = request("PUT", t3.url, "/v1/objects/%s/bad2" % B, small,
             {"Ais-Intra": "rebalance", "Ais-Checksum-Type": "xxhash", "Ais-Checksum-Value": wrong})
 t.check(r.status == 400 and b"checksum" in r.body, "a copy with a checksum that does not match: 400", (r.status, r.body[:200]))
