@@ -531,6 +531,7 @@ static void linger_start(http_conn_t *c)
 	c->state = CS_LINGER;
 	c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
 	c->lingered = 0;
+	set_lowat(c, 0); /* (a spliced body cut short: its rest is dropped as it comes) */
 }
 
 /* CS_LINGER: drops what the client still sends until it closes, the
