@@ -10,7 +10,8 @@ Checks:
     joins: each reads back byte for byte (sha256) from it, the old holders
     dropped theirs, and its aisd_put_spliced_bytes_total grew by exactly
     the bytes of the objects of 1 MiB or more (those took the spliced
-    path, the smaller ones did not).
+    path, the smaller ones did not); the other targets' stayed 0 (the
+    clients' PUTs were read as before).
  2. Four copies of 64 MiB sent by curl at full speed (its 64 KiB writes
     make segments that splice(2) sometimes refuses into an empty pipe:
     those bytes are copied, the body does not wait) are stored. A sender
@@ -26,7 +27,6 @@ Checks:
 """
 # timeout: 240
 import hashlib
-import json
 import os
 import re
 import signal
