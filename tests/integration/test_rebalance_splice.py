@@ -79,13 +79,14 @@ def tmp_files(node):
     return os.listdir(os.path.join(node.dir, "mp1", "tmp"))
 
 
-def on_t3(size):
-    """A name whose owner, once t3 is in, is t3."""
+def on_t3(prefix):
+    """A name whose owner, once t3 is in, is t3 (a copy sent to t3 stays
+    there: t3's rebalance would move one it does not hold)."""
     ids = [t1.id, t2.id, t3.id]
     i = 0
-    while hrwlib.top("%s/o%d-%d" % (B, size, i), ids, 1)[0] != t3.id:
+    while hrwlib.top("%s/%s-%d" % (B, prefix, i), ids, 1)[0] != t3.id:
         i += 1
-    return "o%d-%d" % (size, i)
+    return "%s-%d" % (prefix, i)
 
 
 def holds(node, name):
@@ -96,7 +97,7 @@ def holds(node, name):
 SIZES = [1000, 64 << 10, MiB - 1, MiB, MiB + 1, 3 * MiB + 5, 64 * MiB + 3]
 data = {}
 for k, n in enumerate(SIZES):
-    name = on_t3(n)
+    name = on_t3("o%d" % n)
     data[name] = payload(n, k)
     t.eq(clulib.owner_put(g, [t1, t2], B, name, data[name]), 200, "PUT %s (%d bytes)" % (name, n))
 if not t.check(t3.start(join=g.url), "t3 starts and joins"):
@@ -151,26 +152,28 @@ def gone_clean(name, fd0, what):
 # 53 bytes follows each 65483, and splice(2) now and then refuses such
 # bytes with an empty pipe (those are copied, not waited for)
 for i in range(4):
-    p = sender("whole%d" % i, rate="10G")
+    name = on_t3("whole%d" % i)
+    p = sender(name, rate="10G")
     out = p.communicate(timeout=40)[0].decode(errors="replace")  # (curl gives up after 30 s)
-    r = get(t3.url, "/v1/objects/%s/whole%d" % (B, i), headers={"Ais-Intra": "test"})
+    r = get(t3.url, "/v1/objects/%s/%s" % (B, name), headers={"Ais-Intra": "test"})
     t.check(p.returncode == 0 and r.status == 200 and r.body == big,
             "a 64 MiB copy sent by curl at full speed is stored (%d)" % i, (p.returncode, out, r.status, len(r.body)))
 
 for how in ("killed", "stopped"):
+    name = on_t3("cut-" + how)
     fd0, s0 = nfds(t3), spliced(t3)
-    p = sender("cut-" + how)
+    p = sender(name)
     mid = poll(lambda: spliced(t3) - s0 >= 2 * MiB, 20)
     t.check(mid, "%s sender: t3 splices the body as it comes" % how, spliced(t3) - s0)
     t.check(poll(lambda: len(tmp_files(t3)) == 1, 5), "%s sender: one temp file while it comes" % how)
     if how == "killed":
         p.kill()  # SIGKILL
         p.wait(10)
-        gone_clean("cut-" + how, fd0, "a sender killed mid-body")
+        gone_clean(name, fd0, "a sender killed mid-body")
     else:
         os.kill(p.pid, signal.SIGSTOP)
         time.sleep(3.5)  # net.body_timeout is 3 s
-        gone_clean("cut-" + how, fd0, "a sender stopped mid-body")
+        gone_clean(name, fd0, "a sender stopped mid-body")
         os.kill(p.pid, signal.SIGCONT)
         p.kill()
         p.wait(10)
@@ -181,18 +184,19 @@ with open(src, "wb") as f:
     f.write(small)
 s0 = spliced(t3)
 wrong = "%016x" % (int(xxh64(small), 16) ^ 1)
-p = sender("bad", value=wrong, rate="1G")
+bad, bad2, good = on_t3("bad"), on_t3("bad2"), on_t3("good")
+p = sender(bad, value=wrong, rate="1G")
 p.communicate(timeout=40)
-r = request("PUT", t3.url, "/v1/objects/%s/bad2" % B, small,
+r = request("PUT", t3.url, "/v1/objects/%s/%s" % (B, bad2), small,
             {"Ais-Intra": "rebalance", "Ais-Checksum-Type": "xxhash", "Ais-Checksum-Value": wrong})
 t.check(r.status == 400 and b"checksum" in r.body, "a copy with a checksum that does not match: 400", (r.status, r.body[:200]))
 t.eq(spliced(t3) - s0, 2 * len(small), "... both went the spliced path")
-t.check(not holds(t3, "bad") and not holds(t3, "bad2"), "... nothing stored")
+t.check(not holds(t3, bad) and not holds(t3, bad2), "... nothing stored")
 t.check(poll(lambda: not tmp_files(t3), 5), "... t3's tmp/ is empty", tmp_files(t3))
-r = request("PUT", t3.url, "/v1/objects/%s/good" % B, small,
+r = request("PUT", t3.url, "/v1/objects/%s/%s" % (B, good), small,
             {"Ais-Intra": "rebalance", "Ais-Checksum-Type": "xxhash", "Ais-Checksum-Value": xxh64(small)})
 t.eq(r.status, 200, "the same copy with the right checksum: 200")
-r = get(t3.url, "/v1/objects/%s/good" % B, headers={"Ais-Intra": "test"})
+r = get(t3.url, "/v1/objects/%s/%s" % (B, good), headers={"Ais-Intra": "test"})
 t.check(r.status == 200 and r.body == small, "... stored byte for byte")
 
 clulib.check_logs([g, t1, t2, t3])
