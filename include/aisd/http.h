@@ -222,9 +222,12 @@ void http_req_resume(http_req_t *req);
  * request ends) by splice(2) instead of being read: no byte in user space.
  * on_body then runs with p NULL and n the bytes just put in the pipe;
  * bytes that came with the head still arrive first, with p set. on_room
- * bounds each splice as it bounds reads; when the pipe is full the body
- * pauses as if on_room had said 0, and the handler resumes it
- * (http_req_resume) once it took bytes out. The body timeout, a client
+ * bounds each splice as it bounds reads; when the pipe is full (splice
+ * takes nothing while it holds bytes) the body pauses as if on_room had
+ * said 0, and the handler resumes it (http_req_resume) once it took bytes
+ * out: a handler must take bytes out whenever the pipe holds some. Bytes
+ * that splice(2) will not move into an empty pipe are written into it
+ * (at most 16 KiB at a time), also with p NULL. The body timeout, a client
  * that closes mid-body (the connection closes, the request's arena is
  * released) and Expect: 100-continue work as for a read body. false when
  * it cannot (TLS, a chunked body, no body): the body is read as before. */

@@ -14,7 +14,8 @@
  *    fetches a good copy from another holder or the previous owner first
  *    (ol_open, ol_open_sync);
  *  - the PUT pipeline: the body streamed through two bounded buffers onto
- *    the I/O pool (ol_stream), an optional codec decoder in front (S3's
+ *    the I/O pool (ol_stream; a large copy from another target spliced
+ *    from the socket into the file instead), an optional codec decoder in front (S3's
  *    aws-chunked and payload checks), and the commit: the write sealed,
  *    sent to the other holders, committed only when the write quorum of
  *    copies is durable (ol_put_commit);
@@ -184,6 +185,9 @@ typedef struct ol_put {
 bool ol_put_remote(const ol_put_t *p);
 int ol_put_begin(ol_put_t *p);
 int ol_put_write(ol_put_t *p, const void *b, size_t n);
+/* The same for n bytes waiting in the pipe pfd (store_writer_splice): only
+ * for a write without copies or slices streamed (EINVAL). */
+int ol_put_splice(ol_put_t *p, int pfd, size_t n);
 /* AIS_OK once committed with its copies; AIS_ERR with errno (EAGAIN: the
  * write quorum was missed, msg says why; nothing stays visible). */
 int ol_put_commit(ol_put_t *p);
@@ -198,6 +202,9 @@ typedef struct ol_stream_ops {
 	int (*begin)(ol_stream_t *s);                          /* pool; AIS_ERR with errno */
 	int (*write)(ol_stream_t *s, const char *b, size_t n); /* pool; AIS_ERR with errno */
 	int (*commit)(ol_stream_t *s);                         /* pool; AIS_ERR with errno */
+	/* pool, optional: n body bytes that wait in the pipe pfd into the
+	 * sink, instead of write (a spliced body: splice_min); AIS_ERR with errno */
+	int (*splice)(ol_stream_t *s, int pfd, size_t n);
 	/* loop, optional: body bytes through the API's decoder, which passes
 	 * the payload to ol_stream_emit (never more bytes than came in);
 	 * AIS_ERR after answering */
@@ -216,10 +223,16 @@ struct ol_stream {
 	const ol_put_t *put; /* the object write the sink makes, if any: when it
 	                        waits on other nodes (ol_put_remote), its steps
 	                        run on the network pool */
+	uint64_t splice_min; /* a sized body of this many bytes or more on plain
+	                        TCP goes socket -> pipe -> ops->splice, never
+	                        through user space (when there is no feed and
+	                        the write is not remote); 0: never */
 	void *priv;     /* ol's */
 };
 /* Starts; req->state becomes s until the answer. bufsz 0: store.put_buffer. */
 void ol_stream_start(http_req_t *req, ol_stream_t *s);
+/* Registers the spliced-body counter at 0 (aisd_put_spliced_bytes_total). */
+void ol_metrics_init(void);
 void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
 
 /* Blocking: deletes bck/obj here and on every other target that may hold a

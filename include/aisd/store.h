@@ -66,6 +66,8 @@ typedef struct store_io {
 	int (*rename)(const char *from, const char *to);
 	int (*unlink)(const char *path);
 	int (*close)(int fd);
+	/* moves up to n bytes from the pipe pfd to fd's position (splice(2)) */
+	ssize_t (*splice)(int pfd, int fd, size_t n);
 } store_io_t;
 extern store_io_t store_io; /* the real syscalls by default */
 
@@ -96,6 +98,12 @@ int store_bucket_list(store_t *s, store_bucket_t **out, size_t *n);
 int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		       store_writer_t **out);
 int store_writer_write(store_writer_t *w, const void *p, size_t n);
+/* The same for n bytes that wait in a pipe (pfd: its read end, holding at
+ * least n bytes; a body spliced from a socket): moved into the temp file by
+ * splice(2), never through user space, then checksummed from the file
+ * (write.c rule 9). AIS_ERR with errno as store_writer_write, EIO also when
+ * the pipe holds fewer than n bytes; the writer has failed then. */
+int store_writer_splice(store_writer_t *w, int pfd, size_t n);
 /* want_type/want_hex: client-supplied checksum to verify (CKSUM_NONE: no
  * check). custom: "k=v,..." or NULL. On success fills *out (may be NULL). */
 int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const char *want_hex,

@@ -2,7 +2,9 @@
  * conn.c - one client connection: reading, parsing and dispatching
  * requests one at a time (pipelined ones wait in the input buffer), feeding
  * bodies to handlers with backpressure (or splicing them into a handler's
- * pipe, http_req_splice_to), and driving the response writer.
+ * pipe, http_req_splice_to: paused only while the pipe holds bytes, so a
+ * handler that drains it never leaves the body waiting), and driving the
+ * response writer.
  *
  * Guarantees: memory per connection is bounded (a head of at most
  * max_header_bytes, one read chunk of body, the response's own buffer);
@@ -466,6 +468,18 @@ static void body_decided(http_conn_t *c)
 		c->continue_due = true;
 }
 
+/* The socket wakes the loop once it holds n bytes (0: back to 1 byte).
+ * While a body is spliced: a wakeup per packet would cost a splice, and
+ * the handler a pool task, for each (the transport's answers do the same). */
+static void set_lowat(http_conn_t *c, int n)
+{
+	if (n == c->lowat || (n <= 1 && c->lowat <= 1))
+		return;
+	int v = n > 1 ? n : 1;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)) == 0)
+		c->lowat = n > 1 ? n : 0;
+}
+
 static void message_end(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
@@ -503,6 +517,7 @@ static void request_done(http_conn_t *c)
 	req->ctx = c->w->srv->o.ctx;
 	c->bstate = BS_FEED;
 	c->bpipe = -1;
+	set_lowat(c, 0); /* (the next head wakes the loop at its first byte) */
 	c->continue_due = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
@@ -516,6 +531,7 @@ static void linger_start(http_conn_t *c)
 	c->state = CS_LINGER;
 	c->linger_until = time_mono_ns() + (int64_t)HTTP_LINGER_MS * 1000000;
 	c->lingered = 0;
+	set_lowat(c, 0); /* (a spliced body cut short: its rest is dropped as it comes) */
 }
 
 /* CS_LINGER: drops what the client still sends until it closes, the
@@ -630,21 +646,62 @@ static void body_refused(http_conn_t *c)
 	c->state = CS_WRITE;
 }
 
+/* Body bytes just put in the handler's pipe (n of them; spliced, or
+ * copied by body_copy): counted and handed to on_body as p NULL. */
+static void body_piped(http_conn_t *c, size_t n, bool spliced)
+{
+	http_req_t *req = &c->req;
+	req->body_read += (uint64_t)n;
+	set_lowat(c, (int)MIN((uint64_t)req->content_length - req->body_read, (uint64_t)HTTP_SPLICE_LOWAT));
+	HM_INC(c->w->st.bytes_in, (uint64_t)n);
+	if (spliced)
+		HM_INC(c->w->st.spliced_in, (uint64_t)n);
+	req->on_body(req, NULL, n);
+	if (req->body_read == (uint64_t)req->content_length)
+		message_end(c); /* (the parser never saw these bytes: hp_reset follows) */
+}
+
+/* The socket has bytes that splice(2) would not take although the pipe is
+ * empty (it happens on loopback, with small segments): at most
+ * HTTP_SPLICE_COPY of them are read and written into the pipe, so the body
+ * goes on (an empty pipe has room for that many). */
+static bool body_copy(http_conn_t *c, size_t limit)
+{
+	char tmp[HTTP_SPLICE_COPY];
+	ssize_t n = read(c->fd, tmp, MIN(limit, sizeof(tmp)));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return true;
+	if (n <= 0) {
+		conn_close(c); /* client went away mid-body */
+		return false;
+	}
+	if (write(c->bpipe, tmp, (size_t)n) != n) {
+		log_warn("request body into the handler's pipe");
+		conn_close(c);
+		return false;
+	}
+	body_piped(c, (size_t)n, false);
+	return true;
+}
+
 /* CS_BODY, the body going into the handler's pipe (bpipe) and every byte
  * read with the head fed: splices what the socket has, at most limit (the
- * handler's room) and what is left of the body. The pipe full (EAGAIN
- * while the socket holds bytes): paused until http_req_resume. */
+ * handler's room) and what is left of the body. The pipe holding bytes
+ * when splice says EAGAIN while the socket has some (a full pipe): paused
+ * until http_req_resume. */
 static bool body_splice(http_conn_t *c, size_t limit)
 {
 	http_req_t *req = &c->req;
 	uint64_t left = (uint64_t)req->content_length - req->body_read;
-	ssize_t n = splice(c->fd, NULL, c->bpipe, NULL, MIN(MIN(left, (uint64_t)limit), (uint64_t)HTTP_SPLICE_MAX),
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	limit = (size_t)MIN(MIN(left, (uint64_t)limit), (uint64_t)HTTP_SPLICE_MAX);
+	ssize_t n = splice(c->fd, NULL, c->bpipe, NULL, limit, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n < 0 && errno == EINTR)
 		return true;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		int q = 0;
+		int q = 0, inpipe = 0;
 		if (ioctl(c->fd, FIONREAD, &q) == 0 && q > 0) {
+			if (ioctl(c->bpipe, FIONREAD, &inpipe) == 0 && inpipe == 0)
+				return body_copy(c, limit);
 			c->bstate = BS_PAUSED;
 			wait_for(c, 0, 0);
 		} else {
@@ -658,12 +715,7 @@ static bool body_splice(http_conn_t *c, size_t limit)
 		conn_close(c); /* client went away mid-body */
 		return false;
 	}
-	req->body_read += (uint64_t)n;
-	HM_INC(c->w->st.bytes_in, (uint64_t)n);
-	HM_INC(c->w->st.spliced_in, (uint64_t)n);
-	req->on_body(req, NULL, (size_t)n);
-	if (req->body_read == (uint64_t)req->content_length)
-		message_end(c); /* (the parser never saw these bytes: hp_reset follows) */
+	body_piped(c, (size_t)n, true);
 	return true;
 }
 

@@ -22,6 +22,8 @@
 #define HTTP_FILE_CHUNK (2 * 1024 * 1024)
 #define HTTP_SPLICE_MAX (1 << 20)    /* request body bytes per splice(2) into a handler's pipe */
 #define HTTP_SPLICE_RCVBUF (2 << 20) /* the receive buffer of a socket whose body is spliced (SO_RCVBUF) */
+#define HTTP_SPLICE_COPY (16 << 10)  /* body bytes copied into an empty pipe that splice(2) would not fill */
+#define HTTP_SPLICE_LOWAT (256 << 10) /* splicing a body: the socket wakes the loop with this much (SO_RCVLOWAT) */
 #define HTTP_PIECE_REF (16 * 1024)   /* stream pieces from this size are written from their buffer */
 #define HTTP_TLS_PIECE (256 * 1024) /* HTTPS without kTLS: file bytes per SSL_write */
 #define HTTP_DRAIN_SECS 10 /* a stopping server waits this long for requests */
@@ -134,8 +136,8 @@ enum conn_state { CS_HEAD, CS_BODY, CS_WAIT, CS_WRITE, CS_LINGER, CS_CLOSED };
  *              allows (dropped once it answered); also between requests;
  *              with bpipe, once the bytes read with the head are fed, the
  *              rest is spliced from the socket into the handler's pipe
- *   BS_PAUSED  on_room said 0, or bpipe is full: nothing is read until
- *              http_req_resume
+ *   BS_PAUSED  on_room said 0, or bpipe is full (holds bytes and takes no
+ *              more): nothing is read until http_req_resume
  *   BS_LATER   the handler went to the pool before saying whether it wants
  *              the body: nothing is read until its task is back
  *   BS_JSON    buffered into req->body (HTTP_ROUTE_JSON, within the
@@ -199,6 +201,7 @@ struct http_conn {
 	uint64_t lingered;      /* CS_LINGER: bytes dropped */
 	uint64_t discarded;
 	int bpipe;              /* BS_FEED: the handler's pipe the body is spliced into (http_req_splice_to), or -1 */
+	int lowat;              /* the socket's SO_RCVLOWAT while a body is spliced; 0: the default (1) */
 	arena_t *arena;
 	http_req_t req;
 

@@ -29,6 +29,10 @@
 #include "aisd/banned.h"
 
 static int io_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+static ssize_t io_splice(int pfd, int fd, size_t n)
+{
+	return splice(pfd, NULL, fd, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
 
 store_io_t store_io = {
 	.open = io_open,
@@ -37,6 +41,7 @@ store_io_t store_io = {
 	.rename = rename,
 	.unlink = unlink,
 	.close = close,
+	.splice = io_splice,
 };
 
 /* mkdir -p: creates path and its missing parents. */

@@ -38,6 +38,12 @@
  *     (ENOSPC/EDQUOT, or free space below store.min_free at begin),
  *     EBADMSG for a checksum mismatch, ENOENT for a missing bucket, EINVAL
  *     for misuse, EIO for everything else.
+ *  9. The checksum is of the bytes that landed: written bytes are hashed
+ *     from the caller's buffer as they are written; bytes spliced from a
+ *     pipe (store_writer_splice, a body that never entered user space) are
+ *     hashed once the splice returned, read back from the temp file (the
+ *     page cache), so what is verified at the seal is what the file holds.
+ *     A pipe that ends short fails the write (EIO), like a failed write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +61,7 @@
 #include "aisd/banned.h"
 
 #define WRITER_HASHERS 3
+#define WRITER_RB (256u << 10) /* bytes per read-back of spliced bytes for their checksum */
 
 enum writer_state { W_OPEN = 0, W_SEALED, W_FAILED, W_COMMITTED };
 
@@ -77,6 +84,7 @@ struct store_writer {
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
 	bool discard;        /* store_writer_discard: checksummed and counted, not kept */
+	char *rb;            /* store_writer_splice: the read-back buffer (WRITER_RB bytes), or NULL */
 };
 
 /* errno of a failed file syscall, as the API reports it (rule 8): a full
@@ -181,7 +189,8 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	if (b.cksum_type != CKSUM_XXHASH)
 		store_hasher_init(&w->hs[w->n_hs++], CKSUM_XXHASH);
 
-	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
+	/* (read too: spliced bytes are checksummed from the page cache) */
+	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0640);
 	if (w->fd < 0) {
 		int e = map_errno(errno);
 		log_warn("create %s", w->tmp);
@@ -239,6 +248,55 @@ int store_writer_write(store_writer_t *w, const void *p, size_t n)
 	}
 	for (int i = 0; i < w->n_hs; i++)
 		store_hasher_update(&w->hs[i], p, n);
+	w->size += n;
+	return AIS_OK;
+}
+
+/* Rule 9: the n bytes just spliced at off, read back from the page cache
+ * in WRITER_RB blocks into every hasher. */
+static int hash_landed(store_writer_t *w, uint64_t off, size_t n)
+{
+	if (!w->rb)
+		w->rb = xmalloc(WRITER_RB);
+	while (n > 0) {
+		ssize_t r = pread(w->fd, w->rb, MIN(n, (size_t)WRITER_RB), (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			log_warn("read back %s", w->tmp);
+			return AIS_ERR;
+		}
+		for (int i = 0; i < w->n_hs; i++)
+			store_hasher_update(&w->hs[i], w->rb, (size_t)r);
+		off += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	return AIS_OK;
+}
+
+int store_writer_splice(store_writer_t *w, int pfd, size_t n)
+{
+	size_t left = n;
+	if (w->state != W_OPEN || w->discard) {
+		errno = w->state == W_FAILED ? w->err : EINVAL;
+		return AIS_ERR;
+	}
+	while (left > 0) {
+		ssize_t r = store_io.splice(pfd, w->fd, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) { /* 0 or EAGAIN: the pipe ended before n bytes */
+			int e = r == 0 || errno == EAGAIN ? EIO : map_errno(errno);
+			if (r == 0 || errno == EAGAIN)
+				log_warnx("splice into %s: the pipe ended %zu bytes short", w->tmp, left);
+			else
+				log_warn("splice into %s", w->tmp);
+			return writer_fail(w, e);
+		}
+		left -= (size_t)r;
+	}
+	if (hash_landed(w, w->size, n) != AIS_OK)
+		return writer_fail(w, EIO);
 	w->size += n;
 	return AIS_OK;
 }
@@ -485,6 +543,7 @@ void store_writer_free(store_writer_t *w)
 		log_warn("unlink %s (start-up will remove it)", w->tmp);
 	for (int i = 0; i < w->n_hs; i++)
 		store_hasher_free(&w->hs[i]);
+	free(w->rb);
 	atomic_fetch_sub(&w->mp->users, 1);
 	free(w->bck);
 	free(w->obj);

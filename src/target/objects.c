@@ -10,7 +10,11 @@
  * Range, and hand the file to the HTTP layer, which sends it without
  * blocking the loop on disk. PUT streams through ol_stream into an
  * ol_put (the commit with the bucket's copies); its own part is the
- * Ais-Checksum-* and Ais-Custom-Md headers and the answer's headers.
+ * Ais-Checksum-* and Ais-Custom-Md headers and the answer's headers. A
+ * copy from another target (rebalance, resilver, repair) of
+ * TGT_SPLICE_MIN bytes or more on plain TCP is spliced from the socket
+ * into the temp file (olput.c rule 6), verified against the sender's
+ * Ais-Checksum-Value like any other.
  * DELETE is ol_delete (every copy).
  *
  * GET/HEAD with ?archpath=MEMBER serve one file of a tar shard: the shard
@@ -250,6 +254,7 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 
 static int put_begin(ol_stream_t *s) { return ol_put_begin(s->arg); }
 static int put_write(ol_stream_t *s, const char *b, size_t n) { return ol_put_write(s->arg, b, n); }
+static int put_splice(ol_stream_t *s, int pfd, size_t n) { return ol_put_splice(s->arg, pfd, n); }
 static int put_commit(ol_stream_t *s) { return ol_put_commit(s->arg); }
 static void put_cleanup(ol_stream_t *s) { ol_put_free(s->arg); }
 
@@ -322,6 +327,7 @@ static const ol_stream_ops_t put_ops = {
 	.end = put_end,
 	.begin = put_begin,
 	.write = put_write,
+	.splice = put_splice,
 	.commit = put_commit,
 	.reply = put_reply,
 	.fail = put_fail,
@@ -406,6 +412,8 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 	s->ops = &put_ops;
 	s->arg = p;
 	s->put = p;
+	if (http_req_has_header(req, TGT_INTRA)) /* a copy from another target: spliced when large */
+		s->splice_min = TGT_SPLICE_MIN;
 	ol_stream_start(req, s);
 	return AIS_OK;
 }

@@ -32,8 +32,25 @@
  *     on the network pool, the others on the I/O pool: a stalled holder
  *     delays only the writes that wait on it, never another write's
  *     commit.
+ *  6. A body the API lets go by splice (s->splice_min: a copy from another
+ *     target), sized at least that, on plain TCP, into a sink with nothing
+ *     that needs its bytes in memory (no decoder, copies or slices), never
+ *     enters user space: the server splices the socket into a pipe of
+ *     OL_PIPE bytes (http_req_splice_to) and a pool thread splices what the
+ *     pipe holds into the temp file (ops->splice: store_writer_splice,
+ *     which checksums what landed), by a pipe of its own: the file write
+ *     holds the lock of the pipe it reads, which the loop's splices into
+ *     the first pipe must never wait for. The pipe is the only buffer: on_room
+ *     is its free bytes, so a full pipe (or a slow disk) stops the socket's
+ *     reads. Whenever the pipe holds bytes and no pool task is in flight,
+ *     one takes them, so a pipe that filled by its slots before its bytes
+ *     never waits. The commit is the same (checksum against the sender's,
+ *     fsync, then visible); a sender that stops or goes mid-body ends the
+ *     request as for a read body (the body timeout, the closed connection),
+ *     and the writer's temp file is removed with the request.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +59,7 @@
 #include "ec_int.h"
 #include "ol_int.h"
 #include "aisd/log.h"
+#include "aisd/metrics.h"
 #include "aisd/ol.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -74,6 +92,15 @@ int ol_put_begin(ol_put_t *p)
 	if (p->ecs && ec_props(p->t, p->bck, &bp) && bp.ec_no_whole && !bp.backend.provider[0])
 		store_writer_discard(p->sw); /* kept as slices only: the bytes are in the streams */
 	return AIS_OK;
+}
+
+int ol_put_splice(ol_put_t *p, int pfd, size_t n)
+{
+	if (p->repl || p->ecs) { /* (they take the bytes from memory) */
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	return store_writer_splice(p->sw, pfd, n);
 }
 
 int ol_put_write(ol_put_t *p, const void *b, size_t n)
@@ -197,7 +224,23 @@ void ol_put_free(ol_put_t *p)
 
 /* --- the streamed body ----------------------------------------------------------- */
 
+#define OL_PIPE (1u << 20) /* rule 6: the pipe of a spliced body (the default 64 KiB if refused) */
+
+static _Atomic uint64_t *spliced_ctr; /* body bytes spliced into sinks (ol_metrics_init) */
+
+void ol_metrics_init(void)
+{
+	spliced_ctr = metrics_counter("aisd_put_spliced_bytes_total", "",
+				      "Object bytes received from another target by splice(2), socket to pipe "
+				      "to the temp file, never copied through this process.");
+}
+
 struct pipe {
+	int pfd[2];        /* rule 6: the spliced body's pipe, else -1 */
+	int own[2];        /* ... and the pool task's, where its bytes go before the file */
+	uint64_t inpipe;   /* bytes in it that no pool task took yet */
+	size_t pipesz;     /* its capacity */
+	size_t take;       /* bytes the pool task in flight moves out of it */
 	buf_t buf[2];
 	int cur;      /* the buffer the loop fills */
 	int wbuf;     /* the buffer the pool writes */
@@ -226,6 +269,12 @@ static void pipe_cleanup(void *arg)
 		s->ops->cleanup(s);
 	buf_free(&q->buf[0]);
 	buf_free(&q->buf[1]);
+	for (int i = 0; i < 2; i++) {
+		if (q->pfd[i] >= 0)
+			close(q->pfd[i]);
+		if (q->own[i] >= 0)
+			close(q->own[i]);
+	}
 }
 
 static void step(http_req_t *req);
@@ -249,6 +298,33 @@ static void write_work(http_req_t *req)
 	b->len = 0;
 }
 
+/* Rule 6: the bytes the loop put in the pipe go first into the task's own
+ * pipe (its buffers moved, no copy), then to the sink: the file write
+ * holds its pipe's lock, and the loop must never wait for it. */
+static void splice_work(http_req_t *req)
+{
+	ol_stream_t *s = req->state;
+	struct pipe *q = s->priv;
+	for (size_t left = q->take; left > 0;) {
+		ssize_t n = splice(q->pfd[0], NULL, q->own[1], NULL, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("PUT: the body out of its pipe (%zu bytes short)", left);
+			q->err = EIO;
+			return;
+		}
+		if (s->ops->splice(s, q->own[0], (size_t)n) != AIS_OK) {
+			q->err = errno ? errno : EIO;
+			return;
+		}
+		s->size += (uint64_t)n;
+		left -= (size_t)n;
+		if (spliced_ctr)
+			METRICS_ADD(spliced_ctr, (uint64_t)n);
+	}
+}
+
 static void commit_work(http_req_t *req)
 {
 	ol_stream_t *s = req->state;
@@ -262,6 +338,8 @@ static void io_done(http_req_t *req)
 	ol_stream_t *s = req->state;
 	struct pipe *q = s->priv;
 	q->busy = false;
+	q->inpipe -= q->take;
+	q->take = 0;
 	if (q->err) {
 		q->failed = true;
 		s->ops->fail(s, q->err);
@@ -284,6 +362,12 @@ static void step(http_req_t *req)
 	struct pipe *q = s->priv;
 	if (q->busy || q->failed || !q->opened)
 		return;
+	if (q->pfd[0] >= 0 && q->inpipe > 0) { /* rule 6 */
+		q->take = (size_t)q->inpipe;
+		q->busy = true;
+		offload(req, splice_work);
+		return;
+	}
 	buf_t *b = &q->buf[q->cur];
 	if (b->len == q->bufsz || (q->ended && b->len > 0)) {
 		q->wbuf = q->cur;
@@ -309,7 +393,15 @@ static int on_body(http_req_t *req, const char *data, size_t n)
 	struct pipe *q = s->priv;
 	if (q->failed)
 		return AIS_ERR;
-	if (s->ops->feed) {
+	if (q->pfd[0] >= 0) { /* rule 6: n more bytes in the pipe, or those that came with the head */
+		if (data && write(q->pfd[1], data, n) != (ssize_t)n) { /* (on_room: they fit) */
+			log_warn("PUT: the body's first bytes into its pipe");
+			q->failed = true;
+			http_resp_error(req, 500, "cannot buffer the request body");
+			return AIS_ERR;
+		}
+		q->inpipe += n;
+	} else if (s->ops->feed) {
 		if (s->ops->feed(s, data, n) != AIS_OK) {
 			q->failed = true;
 			return AIS_ERR;
@@ -328,6 +420,8 @@ static size_t on_room(http_req_t *req)
 	buf_t *b = &q->buf[q->cur];
 	if (!q->opened)
 		return 0; /* rule 2 */
+	if (q->pfd[0] >= 0)
+		return q->inpipe < q->pipesz ? q->pipesz - (size_t)q->inpipe : 0;
 	return b->len < q->bufsz ? q->bufsz - b->len : 0;
 }
 
@@ -345,6 +439,35 @@ static void on_end(http_req_t *req)
 	step(req);
 }
 
+/* A pipe of OL_PIPE bytes (the default if refused); its capacity. 0: none. */
+static size_t ol_pipe(int p[2])
+{
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) {
+		p[0] = p[1] = -1;
+		return 0;
+	}
+	fcntl(p[1], F_SETPIPE_SZ, OL_PIPE);
+	int sz = fcntl(p[1], F_GETPIPE_SZ);
+	return sz > 0 ? (size_t)sz : 4096;
+}
+
+/* Rule 6: the body goes by the pipe if the connection allows it. */
+static void splice_body(http_req_t *req, struct pipe *q)
+{
+	if (!http_resp_can_splice(req))
+		return;
+	q->pipesz = ol_pipe(q->pfd);
+	if (q->pipesz && ol_pipe(q->own) && http_req_splice_to(req, q->pfd[1]))
+		return;
+	for (int i = 0; i < 2; i++) { /* (a chunked body, no descriptors) */
+		if (q->pfd[i] >= 0)
+			close(q->pfd[i]);
+		if (q->own[i] >= 0)
+			close(q->own[i]);
+		q->pfd[i] = q->own[i] = -1;
+	}
+}
+
 void ol_stream_start(http_req_t *req, ol_stream_t *s)
 {
 	const target_t *t = req->ctx;
@@ -353,6 +476,7 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	s->priv = q;
 	s->req = req;
 	req->state = s;
+	q->pfd[0] = q->pfd[1] = q->own[0] = q->own[1] = -1;
 	arena_cleanup_add(req->arena, pipe_cleanup, s);
 	q->bufsz = t->conf->put_buffer;
 	if (req->content_length >= 0 && (uint64_t)req->content_length < q->bufsz)
@@ -361,6 +485,9 @@ void ol_stream_start(http_req_t *req, ol_stream_t *s)
 	req->on_room = on_room;
 	req->on_body_end = on_end;
 	q->net = s->put && ol_put_remote(s->put);
+	if (s->ops->splice && s->splice_min && req->content_length >= 0 &&
+	    (uint64_t)req->content_length >= s->splice_min && !s->ops->feed && !q->net)
+		splice_body(req, q);
 	q->busy = true;
 	offload(req, begin_work);
 	if (!req->has_body)

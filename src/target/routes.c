@@ -229,6 +229,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
 	ec_metrics_init();
+	ol_metrics_init();
 	s3_mpu_gc(c); /* S3 multipart uploads past s3.mpu_max_age */
 	char usock[1100] = "";
 	bool usock_auto = !strcmp(c->unix_socket, "auto");

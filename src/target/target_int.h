@@ -99,6 +99,9 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
  * served by the target they reach, never redirected or replicated.
  */
 #define TGT_INTRA "Ais-Intra"
+/* A sized intra-cluster PUT body this big or bigger goes socket -> pipe
+ * -> temp file by splice(2) (olput.c rule 6); smaller ones are read. */
+#define TGT_SPLICE_MIN (1u << 20)
 /* The TGT_INTRA value of a client's delete passed on to the other targets
  * (each records a tombstone: ol_delete). */
 #define TGT_DELETE "delete"

@@ -339,6 +339,25 @@ def free_port():
     return p
 
 
+def low_port():
+    """A free loopback port below 32768 (outside the ephemeral range): for a
+    node whose id must be known before it starts (Node.port before start)."""
+    import random
+    import socket
+    rnd = random.Random()
+    for _ in range(200):
+        p = rnd.randint(20000, 32000)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    return 0
+
+
 def start_prometheus(nodes):
     """Starts Debian's prometheus as a plain process (procs["prometheus"],
     stopped with the nodes) with its config and data under DIR/prom,

@@ -42,7 +42,6 @@ import datetime
 import json
 import os
 import random
-import socket
 import subprocess
 import threading
 import time
@@ -68,24 +67,8 @@ clulib.init(t, "rebreads", ARGS)
 g, old = clulib.start_cluster(3, secs=20)
 
 
-def low_port():
-    """A free loopback port below 32768 (outside the ephemeral range)."""
-    rnd = random.Random()
-    for _ in range(200):
-        p = rnd.randint(20000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    return 0
-
-
 t4 = Node("t4", "target")
-t4.port = low_port()
+t4.port = clulib.low_port()
 ids3 = [x.id for x in old]
 ids4 = ids3 + [t4.id]
 by_id = {x.id: x for x in old + [t4]}
@@ -300,7 +283,7 @@ clulib.init(t, "rebreads-auth", ARGS + ["--set", "auth.enabled=on", "--set", "au
 ga = Node("ga", "gateway")
 ta = [Node("ta%d" % i, "target") for i in (1, 2, 3)]
 ta4 = Node("ta4", "target")
-ta4.port = low_port()
+ta4.port = clulib.low_port()
 if not t.check(ga.start() and all(x.start(join=ga.url) for x in ta), "a cluster with auth.enabled forms"):
     t.finish()
 

@@ -5,7 +5,8 @@
  * under /tmp and removes it at the end (KEEP=1 keeps it). Beside the round
  * trips, listing, buckets and restart, the fault suite replaces store_io with
  * a table that fails the k-th call of one kind (open, write with EIO, ENOSPC
- * or a short write, fsync, rename, unlink, close), for k = 1, 2, ... until
+ * or a short write, fsync, rename, unlink, close, and for a body spliced
+ * from a pipe a short splice, ENOSPC or a pipe that ended), for k = 1, 2, ... until
  * no fault triggers, and asserts after each run that the put either worked
  * or failed cleanly, and that the store still holds either the whole old or
  * the whole new object, with a matching checksum, and nothing else.
@@ -401,6 +402,90 @@ START_TEST(test_writer_discard)
 	ck_assert_uint_eq(m.size, 20);
 	store_writer_free(w);
 	check_obj(s, "bk", "k", p, 20);
+	free(p);
+	store_close(s);
+}
+END_TEST
+
+/* Bytes that wait in a pipe, spliced into the temp file
+ * (store_writer_splice): the object is the bytes, the checksum is theirs
+ * (verified against the sender's), a pipe that ends short or a checksum
+ * that does not match fails the write with nothing left behind. */
+static void pipe_fill(int pfd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = write(pfd, p, n);
+		ck_assert_int_gt(r, 0);
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+static void big_pipe(int p[2])
+{
+	ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 1 << 20), 1 << 20);
+}
+
+START_TEST(test_writer_splice)
+{
+	store_t *s = open_store();
+	ck_assert_int_eq(store_bucket_create(s, BCK("bk"), CKSUM_XXHASH), AIS_OK);
+	size_t n = (3 << 20) + 3;
+	char *p = pattern(n, 7), hex[17];
+	xxh_hex(p, n, hex);
+	int pp[2];
+	big_pipe(pp);
+	store_writer_t *w;
+	store_meta_t m;
+	/* in pieces: one written, the others spliced, as a body with bytes
+	 * that came with its head */
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("o"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, p, 1000), AIS_OK);
+	for (size_t off = 1000; off < n;) {
+		size_t k = MIN(n - off, (size_t)(700 << 10) + 1);
+		pipe_fill(pp[1], p + off, k);
+		ck_assert_int_eq(store_writer_splice(w, pp[0], k), AIS_OK);
+		off += k;
+	}
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_XXHASH, hex, NULL, &m), AIS_OK);
+	store_writer_free(w);
+	ck_assert_uint_eq(m.size, n);
+	ck_assert_str_eq(m.cksum, hex);
+	check_obj(s, "bk", "o", p, n);
+
+	/* a checksum that does not match: refused, the old object stays */
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("o"), &w), AIS_OK);
+	pipe_fill(pp[1], p + 1, 1 << 20);
+	ck_assert_int_eq(store_writer_splice(w, pp[0], 1 << 20), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_XXHASH, hex, NULL, &m), AIS_ERR);
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_int_eq(count_files("tmp"), 0);
+	store_writer_free(w);
+	check_obj(s, "bk", "o", p, n);
+
+	/* the pipe holds fewer bytes than said (its writer open: EAGAIN) */
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("o"), &w), AIS_OK);
+	pipe_fill(pp[1], p, 5000);
+	ck_assert_int_eq(store_writer_splice(w, pp[0], 9000), AIS_ERR);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(count_files("tmp"), 0);
+	ck_assert_int_eq(store_writer_splice(w, pp[0], 1), AIS_ERR); /* failed for good */
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m), AIS_ERR);
+	store_writer_free(w);
+	check_obj(s, "bk", "o", p, n);
+
+	/* the sender gone mid-body: the pipe's writer closed (EOF) */
+	ck_assert_int_eq(store_writer_begin(s, BCK("bk"), BCK("o"), &w), AIS_OK);
+	pipe_fill(pp[1], p, 3000);
+	close(pp[1]);
+	ck_assert_int_eq(store_writer_splice(w, pp[0], 3000), AIS_OK);
+	ck_assert_int_eq(store_writer_splice(w, pp[0], 10), AIS_ERR);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(count_files("tmp"), 0);
+	store_writer_free(w);
+	check_obj(s, "bk", "o", p, n);
+	close(pp[0]);
 	free(p);
 	store_close(s);
 }
@@ -1019,10 +1104,13 @@ END_TEST
 
 enum fault_kind {
 	F_OPEN, F_WRITE_EIO, F_WRITE_ENOSPC, F_WRITE_SHORT, F_FSYNC, F_RENAME, F_UNLINK, F_CLOSE,
+	F_SPLICE_SHORT, F_SPLICE_ENOSPC, F_SPLICE_EOF, /* the body spliced from a pipe */
 	F_NKINDS
 };
 static const char *fault_names[] = {"open", "write-eio", "write-enospc", "write-short",
-				    "fsync", "rename", "unlink", "close"};
+				    "fsync", "rename", "unlink", "close", "splice-short", "splice-enospc",
+				    "splice-eof"};
+static bool spliced_kind(int kind) { return kind >= F_SPLICE_SHORT; }
 
 static struct {
 	enum fault_kind kind;
@@ -1109,12 +1197,28 @@ static int f_close(int fd)
 	return real_io.close(fd);
 }
 
+/* A short splice (the writer goes on), a full disk, or a pipe that ends
+ * (its writer gone: 0, as splice(2) says at EOF). */
+static ssize_t f_splice(int pfd, int fd, size_t n)
+{
+	if (spliced_kind(F.kind) && ++F.calls == F.k) {
+		F.triggered = true;
+		if (F.kind == F_SPLICE_SHORT)
+			return real_io.splice(pfd, fd, n > 1 ? n / 2 : n);
+		if (F.kind == F_SPLICE_EOF)
+			return 0;
+		errno = ENOSPC;
+		return -1;
+	}
+	return real_io.splice(pfd, fd, n);
+}
+
 static void faults_arm(enum fault_kind kind, int k)
 {
 	memset(&F, 0, sizeof(F));
 	F.kind = kind;
 	F.k = k;
-	store_io = (store_io_t){f_open, f_write, f_fsync, f_rename, f_unlink, f_close};
+	store_io = (store_io_t){f_open, f_write, f_fsync, f_rename, f_unlink, f_close, f_splice};
 }
 
 static void faults_disarm(void) { store_io = real_io; }
@@ -1168,9 +1272,22 @@ static void fault_loop(bool overwrite)
 			faults_arm((enum fault_kind)kind, k);
 			store_writer_t *w = NULL;
 			store_meta_t m;
+			int pp[2] = {-1, -1};
+			if (spliced_kind(kind))
+				big_pipe(pp);
 			int rc = store_writer_begin(s, BCK("b"), BCK("o"), &w);
-			for (size_t off = 0; rc == AIS_OK && off < nn; off += 65536)
-				rc = store_writer_write(w, nw + off, MIN((size_t)65536, nn - off));
+			for (size_t off = 0; rc == AIS_OK && off < nn; off += 65536) {
+				size_t len = MIN((size_t)65536, nn - off);
+				if (pp[0] < 0) {
+					rc = store_writer_write(w, nw + off, len);
+					continue;
+				}
+				pipe_fill(pp[1], nw + off, len);
+				rc = store_writer_splice(w, pp[0], len);
+			}
+			for (int i = 0; i < 2; i++)
+				if (pp[i] >= 0)
+					close(pp[i]);
 			if (rc == AIS_OK)
 				rc = store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m);
 			int e = errno;
@@ -1186,8 +1303,11 @@ static void fault_loop(bool overwrite)
 					      fault_names[kind], k, strerror(e));
 				ck_assert_msg(e == EIO || e == ENOSPC, "%s k=%d: errno %s",
 					      fault_names[kind], k, strerror(e));
-				if (kind == F_WRITE_ENOSPC || kind == F_WRITE_SHORT)
+				if (kind == F_WRITE_ENOSPC || kind == F_WRITE_SHORT || kind == F_SPLICE_ENOSPC)
 					ck_assert_int_eq(e, ENOSPC);
+				if (kind == F_SPLICE_EOF)
+					ck_assert_int_eq(e, EIO);
+				ck_assert_msg(kind != F_SPLICE_SHORT, "a short splice failed the write");
 			}
 			int which = check_consistent(s, overwrite ? old : NULL, oldn, nw, nn);
 			ck_assert_int_eq(which, rc == AIS_OK ? 2 : (overwrite ? 1 : 0));
@@ -1301,6 +1421,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_overwrite_delete);
 	tcase_add_test(tc, test_tombstones);
 	tcase_add_test(tc, test_writer_discard);
+	tcase_add_test(tc, test_writer_splice);
 	tcase_add_test(tc, test_touch_during_commit);
 	tcase_add_test(tc, test_old_reader_during_overwrite);
 	tcase_add_test(tc, test_concurrent_overwrite_read);
