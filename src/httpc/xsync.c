@@ -258,13 +258,21 @@ static ssize_t c_recv(xconn_t *c, char *b, size_t n)
 	return ssl_fail(c->ssl, k);
 }
 
-/* c_recv in waits of at most XS_WAIT_MS (the socket's timeout then) until
- * timeout_ms passed without a byte or the node stops (rule 4). */
+/* The receive timeout of c's socket for recv_wait: MIN(timeout_ms,
+ * XS_WAIT_MS), set once per answer (not per read). */
+static void recv_wait_arm(xconn_t *c, uint64_t timeout_ms)
+{
+	uint64_t wait = MIN(timeout_ms, XS_WAIT_MS);
+	struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000 * 1000)};
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* c_recv in waits of at most XS_WAIT_MS (the socket's timeout, armed by
+ * recv_wait_arm) until timeout_ms passed without a byte or the node stops
+ * (rule 4). */
 static ssize_t recv_wait(xconn_t *c, char *b, size_t n, uint64_t timeout_ms)
 {
 	uint64_t waited = 0, wait = MIN(timeout_ms, XS_WAIT_MS);
-	struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000 * 1000)};
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	for (;;) {
 		ssize_t k = c_recv(c, b, n);
 		bool idle = k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
@@ -423,6 +431,7 @@ static int read_answer(xconn_t *c, buf_t *rb, uint64_t timeout_ms, httpc_sink_fn
 	a.hp.data = &a;
 	buf_reset(hdrs);
 	buf_reset(body);
+	recv_wait_arm(c, timeout_ms);
 	while (!a.done) {
 		if (!rb->len) {
 			size_t want = sink ? XS_READ : 16384;
