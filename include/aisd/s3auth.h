@@ -100,6 +100,7 @@ typedef struct s3_autherr {
 	int status;
 	const char *code;
 	char message[256];
+	char headers_not_signed[64]; /* AccessDenied: the header not in SignedHeaders, or "" */
 } s3_autherr_t;
 
 /* ---- verification ------------------------------------------------------- */
@@ -141,7 +142,9 @@ typedef struct s3_auth {
  * check returns AIS_ERR with err set: InvalidAccessKeyId (403),
  * SignatureDoesNotMatch (403), RequestTimeTooSkewed (403), AccessDenied
  * (403, "Request has expired" / "Request is not valid yet"),
- * AuthorizationHeaderMalformed (400), AuthorizationQueryParametersError
+ * AccessDenied (403, a header that must be signed is not: its name in
+ * err->headers_not_signed), AuthorizationHeaderMalformed (400),
+ * AuthorizationQueryParametersError
  * (400), InvalidArgument (400), InvalidRequest (400), MissingSecurityHeader
  * (400). With cfg->enabled false it still reads x-amz-content-sha256 (the
  * body framing) and never fails on credentials.

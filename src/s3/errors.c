@@ -1,9 +1,9 @@
 /*
  * errors.c - S3's error answers: the code table (status and standard
  * message per code), the XML error document
- * <Error><Code/><Message/><Resource/><RequestId/></Error>, and the headers
- * every S3 answer carries (x-amz-request-id). A HEAD error has no body, as
- * S3 sends none.
+ * <Error><Code/><Message/>[<HeadersNotSigned/>]<Resource/><RequestId/></Error>,
+ * and the headers every S3 answer carries (x-amz-request-id). A HEAD error
+ * has no body, as S3 sends none.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -91,7 +91,9 @@ void s3_send_xml(s3_rq_t *r, int status, buf_t *b)
 	http_resp_send_buf(r->http, b);
 }
 
-void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
+/* The error document, with one more element (tag, val) after Message when
+ * tag is set (S3's HeadersNotSigned, ...). */
+static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg, const char *tag, const char *val)
 {
 	http_req_t *req = r->http;
 	buf_t b = BUF_INIT;
@@ -113,6 +115,8 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 	s3_xml_open(&b, "Error");
 	s3_xml_elemstr(&b, "Code", code);
 	s3_xml_elemstr(&b, "Message", msg);
+	if (tag)
+		s3_xml_elemstr(&b, tag, val);
 	if (r->bucket.len)
 		s3_xml_elem(&b, "BucketName", r->bucket.ptr, r->bucket.len);
 	if (r->key.len)
@@ -122,6 +126,11 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 	s3_xml_close(&b, "Error");
 	http_resp_header(req, "Content-Type", "application/xml");
 	http_resp_send_buf(req, &b);
+}
+
+void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
+{
+	error_doc(r, status, code, msg, NULL, NULL);
 }
 
 void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
@@ -139,7 +148,8 @@ void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 
 void s3_error_auth(s3_rq_t *r, const s3_autherr_t *e)
 {
-	s3_error_status(r, e->status, e->code, e->message);
+	error_doc(r, e->status, e->code, e->message, e->headers_not_signed[0] ? "HeadersNotSigned" : NULL,
+		  e->headers_not_signed);
 }
 
 /* The S3 error of e (the answer to err, status.h): a remote backend's

@@ -8,7 +8,8 @@
  * matched (constant-time compare), the credential scope is well formed for
  * service s3, the request time is within s3.max_skew of now (header form)
  * or the presigned URL is inside its validity window, and the payload mode
- * named by x-amz-content-sha256 is one this decoder verifies. The region is
+ * named by x-amz-content-sha256 is one this decoder verifies, and every
+ * header that steers the request (x-amz-*) is among the signed ones. The region is
  * the one of the credential scope (clients may sign for any region). Every
  * failure is an S3 error code with the status S3 answers. The parsers read
  * only the bytes they are given (no NUL terminator needed).
@@ -433,6 +434,51 @@ static int check_signature(const s3_req_t *req, const s3_key_t *key, const s3_cr
 	return rc;
 }
 
+/*
+ * Headers that must be signed when a request carries them, as S3 answers:
+ * every x-amz-* header (ACLs, grants, metadata, copy sources, checksums,
+ * directives all steer what the request does), except x-amz-content-sha256,
+ * which is bound anyway (the header form signs its value as the payload
+ * hash; the presigned form takes the payload mode from the signed query and
+ * never reads the header). Content-Type and Content-MD5 need not be signed
+ * (S3 accepts them unsigned, as browsers send them to presigned URLs; the
+ * MD5 is checked against the body).
+ */
+static bool must_be_signed(sv_t name)
+{
+	return sv_casestartswith(name, "x-amz-") && !sv_eqcase(name, SV("x-amz-content-sha256"));
+}
+
+static bool listed(sv_t signed_headers, sv_t name)
+{
+	sv_t sh = signed_headers;
+	while (sh.len) {
+		const char *semi = memchr(sh.ptr, ';', sh.len);
+		sv_t n = {sh.ptr, semi ? (size_t)(semi - sh.ptr) : sh.len};
+		if (sv_eqcase(sv_trim(n), name))
+			return true;
+		sh.ptr += n.len + (semi ? 1 : 0);
+		sh.len -= n.len + (semi ? 1 : 0);
+	}
+	return false;
+}
+
+int s3_check_signed_headers(const s3_req_t *req, sv_t signed_headers, s3_autherr_t *err)
+{
+	for (size_t i = 0; i < req->nhdrs; i++) {
+		sv_t n = req->hdrs[i].name;
+		if (!must_be_signed(n) || listed(signed_headers, n))
+			continue;
+		s3_err(err, 403, "AccessDenied", "There were headers present in the request which were not signed");
+		size_t k = MIN(n.len, sizeof(err->headers_not_signed) - 1);
+		for (size_t j = 0; j < k; j++)
+			err->headers_not_signed[j] = (char)(n.ptr[j] >= 'A' && n.ptr[j] <= 'Z' ? n.ptr[j] | 0x20 : n.ptr[j]);
+		err->headers_not_signed[k] = '\0';
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static const s3_key_t *find_key(const s3_authcfg_t *cfg, sv_t ak, s3_autherr_t *err)
 {
 	const s3_key_t *key = s3_keys_find(cfg->keys, ak);
@@ -489,7 +535,8 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 	if (parse_payload_mode(ph, out, err) != AIS_OK)
 		return AIS_ERR;
 	if (check_signature(req, key, &a.cred, amz_date, a.signed_headers, false, ph, a.signature, out,
-	                    err) != AIS_OK)
+	                    err) != AIS_OK ||
+	    s3_check_signed_headers(req, a.signed_headers, err) != AIS_OK)
 		return AIS_ERR;
 	out->kind = S3_AUTH_HEADER;
 	out->verify_chunks =
@@ -530,7 +577,8 @@ static int verify_presigned(const s3_authcfg_t *cfg, const s3_req_t *req, const 
 	if (parse_payload_mode(ph, out, err) != AIS_OK)
 		return AIS_ERR;
 	if (check_signature(req, key, &p->cred, p->amz_date, sv_from(p->signed_headers), true, ph,
-	                    sv_from(p->signature), out, err) != AIS_OK)
+	                    sv_from(p->signature), out, err) != AIS_OK ||
+	    s3_check_signed_headers(req, sv_from(p->signed_headers), err) != AIS_OK)
 		return AIS_ERR;
 	out->kind = S3_AUTH_PRESIGNED;
 	out->verify_chunks =

@@ -68,6 +68,14 @@ typedef struct s3_presign {
  */
 int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err);
 
+/*
+ * s3_check_signed_headers: AIS_OK when every header of req that must be
+ * signed (every x-amz-* but x-amz-content-sha256) is named in
+ * signed_headers (';'-separated, any case); else AIS_ERR with err 403
+ * AccessDenied and err->headers_not_signed the first one missing, as S3.
+ */
+int s3_check_signed_headers(const s3_req_t *req, sv_t signed_headers, s3_autherr_t *err);
+
 /* ISO 8601 basic "YYYYMMDDTHHMMSSZ" <-> seconds since the epoch. */
 int s3_parse_amz_date(sv_t s, int64_t *t);
 void s3_format_amz_date(int64_t t, char out[17]);

@@ -30,6 +30,7 @@ void s3_err(s3_autherr_t *err, int status, const char *code, const char *fmt, ..
 	va_list ap;
 	err->status = status;
 	err->code = code;
+	err->headers_not_signed[0] = '\0';
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);

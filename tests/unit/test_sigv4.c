@@ -619,6 +619,80 @@ START_TEST(test_sign_roundtrip)
 }
 END_TEST
 
+/* Every x-amz-* header must be signed (but x-amz-content-sha256), in both
+ * forms: an added one is AccessDenied naming it, whatever its case, even
+ * with a signature that matches; Content-Type and Content-MD5 may stay
+ * unsigned, as on S3. */
+START_TEST(test_unsigned_headers)
+{
+	treq_t t;
+	s3_auth_t a;
+	s3_autherr_t e;
+	static const char *const added[] = {"x-amz-copy-source: other/secret", "X-Amz-Acl: public-read",
+	                                    "x-amz-grant-read: uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"",
+	                                    "x-amz-meta-owner: mallory", "x-amz-metadata-directive: REPLACE", NULL};
+	const s3_key_t *key = s3_keys_find(cfg.keys, SV(AK));
+
+	/* the presigned form: the documentation's URL signs host only */
+	for (int i = 0; added[i]; i++) {
+		mkreq(&t, "GET", "/test.txt?" PRESIGN_Q,
+		      (const char *const[]){"Host: examplebucket.s3.amazonaws.com", NULL});
+		AUTH_OK(&t, T20130524 + 60, &a);
+		addhdr(&t, added[i]);
+		AUTH_ERR(&t, T20130524 + 60, 403, "AccessDenied");
+		verify(&t, T20130524 + 60, &a, &e);
+		ck_assert_str_eq(e.message, "There were headers present in the request which were not signed");
+		char want[64];
+		snprintf(want, sizeof(want), "%.*s", (int)(strchr(added[i], ':') - added[i]), added[i]);
+		for (char *c = want; *c; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c | 0x20 : *c);
+		ck_assert_str_eq(e.headers_not_signed, want);
+	}
+	mkreq(&t, "GET", "/test.txt?" PRESIGN_Q,
+	      (const char *const[]){"Host: examplebucket.s3.amazonaws.com", "Content-Type: text/plain",
+	                            "Content-MD5: 1B2M2Y8AsgTpgAmY7PhCfg==", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+	                            NULL});
+	AUTH_OK(&t, T20130524 + 60, &a);
+	ck_assert_int_eq(a.kind, S3_AUTH_PRESIGNED);
+
+	/* the header form: signed, then one more header */
+	for (int i = 0; added[i]; i++) {
+		buf_t authz = BUF_INIT, h = BUF_INIT;
+		mkreq(&t, "PUT", "/b/k",
+		      (const char *const[]){"Host: h", "x-amz-date: 20130524T000000Z",
+		                            "x-amz-content-sha256: UNSIGNED-PAYLOAD", "x-amz-meta-a: 1", NULL});
+		s3_sign(key, "us-east-1", "20130524T000000Z", &t.r, "UNSIGNED-PAYLOAD", &authz);
+		buf_addf(&h, "Authorization: %s", authz.ptr);
+		addhdr(&t, h.ptr);
+		AUTH_OK(&t, T20130524, &a);
+		addhdr(&t, added[i]);
+		AUTH_ERR(&t, T20130524, 403, "AccessDenied");
+		buf_free(&authz);
+		buf_free(&h);
+	}
+	/* x-amz-content-sha256 unsigned (its value is the signed payload hash) */
+	{
+		buf_t authz = BUF_INIT, h = BUF_INIT;
+		mkreq(&t, "PUT", "/b/k", (const char *const[]){"Host: h", "x-amz-date: 20130524T000000Z", NULL});
+		s3_sign(key, "us-east-1", "20130524T000000Z", &t.r, "UNSIGNED-PAYLOAD", &authz);
+		buf_addf(&h, "Authorization: %s", authz.ptr);
+		addhdr(&t, h.ptr);
+		addhdr(&t, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		addhdr(&t, "Content-Type: application/octet-stream");
+		AUTH_OK(&t, T20130524, &a);
+		buf_free(&authz);
+		buf_free(&h);
+	}
+	/* the pure check: names in any case, blanks around them */
+	mkreq(&t, "PUT", "/b/k", (const char *const[]){"X-AMZ-ACL: private", "x-amz-date: x", NULL});
+	ck_assert_int_eq(s3_check_signed_headers(&t.r, SV("host;X-Amz-Acl; x-amz-date"), &e), AIS_OK);
+	ck_assert_int_eq(s3_check_signed_headers(&t.r, SV("host;x-amz-date"), &e), AIS_ERR);
+	ck_assert_str_eq(e.headers_not_signed, "x-amz-acl");
+	ck_assert_int_eq(s3_check_signed_headers(&t.r, SV("x-amz-acl;x-amz-acl-x"), &e), AIS_ERR);
+	ck_assert_str_eq(e.headers_not_signed, "x-amz-date");
+}
+END_TEST
+
 /* ---- streaming uploads --------------------------------------------------- */
 
 struct sink {
@@ -1085,6 +1159,7 @@ static Suite *sigv4_suite(void)
 	tcase_add_test(tc, test_doc_presigned);
 	tcase_add_test(tc, test_header_errors);
 	tcase_add_test(tc, test_sign_roundtrip);
+	tcase_add_test(tc, test_unsigned_headers);
 	tcase_add_test(tc, test_doc_streaming);
 	tcase_add_test(tc, test_doc_streaming_trailer);
 	tcase_add_test(tc, test_checksums_on_bodies);
