@@ -84,7 +84,9 @@ typedef struct xp_spec {
 /* Can the transport reach base (http, or https with usable TLS settings)? */
 bool xp_supports(const char *base);
 /* Starts s on base's loop. Never NULL; a bad URL or a failed connect
- * completes through on_done from the loop, never inside xp_start. */
+ * completes through on_done from the loop, never inside xp_start. s and
+ * every string it points to (base, method, target, headers) are copied:
+ * they may be freed, or go out of scope, once xp_start returns. */
 xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s);
 void xp_send(xp_req_t *r, const char *p, size_t n);
 void xp_end(xp_req_t *r);

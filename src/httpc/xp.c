@@ -78,7 +78,8 @@ static __thread struct xpool *tl_pool;
 struct xp_req {
 	struct event_base *base;
 	struct xpool *pool;
-	xp_spec_t s;
+	xp_spec_t s;     /* the caller's spec; its strings point into own (xp_start copies them) */
+	char *own;       /* base and method, NUL-terminated, one after the other */
 	char key[XP_KEY_MAX];
 	struct sockaddr_storage addr;
 	socklen_t alen;
@@ -393,6 +394,7 @@ static void req_free(xp_req_t *r)
 	buf_free(&r->out);
 	buf_free(&r->in);
 	buf_free(&r->hdrs);
+	free(r->own);
 	free(r);
 }
 
@@ -930,6 +932,18 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 	buf_addstr(&r->head, "\r\n");
 	buf_free(&host);
 	buf_add(&r->out, r->head.ptr, r->head.len);
+	/* nothing of the caller's is used after this returns (its URL, method
+	 * and target may live on its stack or be freed): the messages of
+	 * finish() read the copies, the target in the head (never rewritten) */
+	size_t bl = strlen(s->base ? s->base : ""), ml = strlen(s->method);
+	r->own = xmalloc(bl + ml + 2);
+	memcpy(r->own, s->base ? s->base : "", bl + 1);
+	memcpy(r->own + bl + 1, s->method, ml + 1);
+	r->s.base = r->own;
+	r->s.method = r->own + bl + 1;
+	r->s.target = (sv_t){r->head.ptr + ml + 1, s->target.len};
+	r->s.headers = NULL;
+	r->s.header_block = (sv_t){NULL, 0};
 	if (rc != AIS_OK || conn_open(r, true) != AIS_OK)
 		r->fd = -1;
 	arm_timeout(r);
