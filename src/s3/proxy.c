@@ -2,7 +2,8 @@
  * proxy.c - a gateway (or a target that does not own the key) forwards an
  * S3 object request to the owner target unchanged: same method, path,
  * query and headers (Host included, so a SigV4 signature still verifies
- * there), and relays the answer's status, headers and body.
+ * there), and relays the answer's status, headers and body (but the
+ * hop-by-hop ones and the target's Ais-Local-Socket, a path on its host).
  *
  * The bytes go over the node-to-node transport (xp.h, on this worker's
  * event loop; TLS to https peers). Both directions are bounded (PX_BUF
@@ -176,7 +177,9 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 		if (sv_eqcase(n, SV("Content-Length"))) {
 			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
 				clen = (int64_t)v;
-		} else if (!hop_by_hop(n)) {
+		} else if (!hop_by_hop(n) && !sv_eqcase(n, SV(HTTP_HDR_LOCAL_SOCKET))) {
+			/* (the target's unix socket means something on its host only:
+			 * this node's server names its own to its same-host clients) */
 			http_resp_header_sv(req, n, val);
 		}
 	}
