@@ -57,6 +57,7 @@ typedef struct conf {
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
+	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
 	bool verify_on_read;      /* checksum a whole object before serving it */
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */

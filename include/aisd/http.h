@@ -216,6 +216,13 @@ const char *http_method_name(enum http_method m);
 /* Re-enables reading a paused body (after on_room returned 0, or a full
  * pipe of http_req_splice_to). A no-op while the body is not paused. */
 void http_req_resume(http_req_t *req);
+/* A handler that holds its body in memory (an S3 XML document) takes n
+ * more bytes of the server's budget of buffered bodies (net.max_buffered_
+ * body, shared with the JSON routes); they are given back when the request
+ * ends. false: the budget has no room, nothing is taken (answer 503). */
+bool http_req_buffer_take(http_req_t *req, uint64_t n);
+/* The server's budget of buffered bodies, bytes (net.max_buffered_body). */
+uint64_t http_req_buffer_max(const http_req_t *req);
 /* From the handler, before the body is read: the rest of a sized body on
  * a plain TCP connection is moved from the client's socket into the pipe
  * whose write end is pipe_wfd (the handler's, non-blocking, open until the

@@ -43,7 +43,7 @@ static const struct key keys[] = {
 	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
 	 "at the limit a new connection closes the longest-idle one, else gets 503"},
 	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
-	 "JSON request bodies (GetBatch, bucket and cluster actions) held in memory at once, all connections "
+	 "JSON request bodies (GetBatch, bucket and cluster actions) and S3 XML bodies held in memory at once, all connections "
 	 "together (503 beyond; a single larger body 413)"},
 	{"net.max_header_bytes", K_SIZE, N(max_header_bytes), "16KiB",
 	 "request line plus headers at most (431/414 beyond)"},
@@ -96,6 +96,9 @@ static const struct key keys[] = {
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
+	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
+	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
+	 "TooManyUploads; 0 = no limit)"},
 	{"store.mountpath_roots", K_STR, S(mountpath_roots), "",
 	 "comma-separated directories under which attach-mp may add a mountpath (empty: the parent directories of "
 	 "store.mountpaths)"},

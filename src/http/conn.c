@@ -38,7 +38,8 @@ static void on_event(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
 /*
- * The server's budget of buffered (HTTP_ROUTE_JSON) bodies: a request
+ * The server's budget of buffered bodies (HTTP_ROUTE_JSON ones, and those
+ * a streaming handler keeps in memory: http_req_buffer_take): a request
  * takes its Content-Length before the body is read (or each piece of a
  * chunked one as it comes) and gives it back when it ends, so the bodies
  * held at once stay within max_buffered whatever the clients do.
@@ -60,6 +61,16 @@ static void budget_release(http_conn_t *c)
 	if (c->reserved)
 		atomic_fetch_sub(&c->w->srv->buffered, c->reserved);
 	c->reserved = 0;
+}
+
+bool http_req_buffer_take(http_req_t *req, uint64_t n)
+{
+	return !n || (req->conn && budget_take(req->conn, n));
+}
+
+uint64_t http_req_buffer_max(const http_req_t *req)
+{
+	return req->conn ? req->conn->w->srv->o.max_buffered : 0;
 }
 
 static void budget_refuse(http_req_t *req)

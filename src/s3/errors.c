@@ -56,6 +56,7 @@ static const struct {
 	{"NotModified", 304, "Not Modified"},
 	{"PreconditionFailed", 412, "At least one of the pre-conditions you specified did not hold"},
 	{"ServiceUnavailable", 503, "Please reduce your request rate."},
+	{"TooManyUploads", 400, "The bucket has too many multipart uploads in progress."},
 	{"InsufficientStorage", 507, "The node has no space left for this upload."},
 	{"BadGateway", 502, "A target did not answer."},
 	{"GatewayTimeout", 504, "The remote backend did not answer in time."},

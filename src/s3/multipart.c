@@ -17,7 +17,8 @@
  * the ETag md5(md5(part 1) .. md5(part N))-N, and removes the directory.
  * The parts themselves live on the owner only until Complete. Uploads
  * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
- * from Create, and at a target's start).
+ * from Create, and at a target's start); a bucket holds at most
+ * s3.max_uploads of them on a target (Create counts them first).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -301,7 +302,9 @@ static void mpu_answer(http_req_t *req)
 {
 	s3_rq_t *r = req->state;
 	struct mpu *u = r->op;
-	if (u->code)
+	if (u->code && u->msg.len)
+		s3_error(r, u->code, "%s", u->msg.ptr);
+	else if (u->code)
 		s3_error(r, u->code, NULL);
 	else if (u->err == ENOENT)
 		s3_error(r, "NoSuchUpload", NULL);
@@ -336,6 +339,20 @@ static void create_work(http_req_t *req)
 		return;
 	}
 	hex_encode(rnd, sizeof(rnd), idhex);
+	if (r->node.conf->s3_max_uploads) {
+		s3_upload_t *v;
+		size_t n;
+		s3_mpu_local_uploads(r->node.conf, r->bucket.ptr, (sv_t){"", 0}, &v, &n);
+		for (size_t i = 0; i < n; i++)
+			free(v[i].key);
+		free(v);
+		if (n >= r->node.conf->s3_max_uploads) {
+			u->code = "TooManyUploads";
+			buf_addf(&u->msg, "the bucket has %zu multipart uploads in progress on this target "
+				 "(s3.max_uploads): complete or abort some", n);
+			return;
+		}
+	}
 	mpu_root(r->node.conf, root, sizeof(root));
 	if (mkdir(root, 0755) && errno != EEXIST) {
 		u->err = errno;

@@ -86,19 +86,44 @@ void s3_time_iso(int64_t ns, char *out, size_t outsz)
 
 /* --- small XML bodies --------------------------------------------------------- */
 
+/* An XML body is held in memory until its end, so it counts in the
+ * server's budget of buffered bodies (net.max_buffered_body) like a JSON
+ * one: its Content-Length is taken before it is read, a chunked one's
+ * bytes as they come; past the budget the request gets 503 (Retry-After)
+ * and holds nothing. */
 struct body_st {
 	s3_rq_t *r;
 	buf_t b;
-	bool too_big, failed;
+	uint64_t reserved; /* of the server's budget, for this body */
+	bool too_big, busy, failed;
 	s3_body_t *dec;
 	s3_body_fn done;
 };
 
+static bool body_reserve(struct body_st *st, uint64_t n)
+{
+	if (!http_req_buffer_take(st->r->http, n))
+		return false;
+	st->reserved += n;
+	return true;
+}
+
+static void body_busy(s3_rq_t *r)
+{
+	http_resp_header(r->http, "Retry-After", "1");
+	s3_error(r, "ServiceUnavailable", "too many request bodies buffered on this node (net.max_buffered_body is %llu bytes): try again",
+		 (unsigned long long)http_req_buffer_max(r->http));
+}
+
 static int body_emit(void *arg, const char *p, size_t n)
 {
 	struct body_st *st = arg;
+	if (st->too_big || st->busy)
+		return AIS_OK;
 	if (st->b.len + n > S3_XML_BODY_MAX)
 		st->too_big = true;
+	else if (st->b.len + n > st->reserved && !body_reserve(st, st->b.len + n - st->reserved))
+		st->busy = true;
 	else
 		buf_add(&st->b, p, n);
 	return AIS_OK;
@@ -116,6 +141,13 @@ static int body_chunk(http_req_t *req, const char *p, size_t n)
 		st->failed = true;
 		req->state = st->r;
 		s3_error_auth(st->r, &e);
+		return AIS_ERR;
+	}
+	if (st->busy) { /* answered now: the rest of the body is not kept */
+		st->failed = true;
+		buf_free(&st->b);
+		req->state = st->r;
+		body_busy(st->r);
 		return AIS_ERR;
 	}
 	return AIS_OK;
@@ -158,6 +190,15 @@ void s3_read_body(s3_rq_t *r, s3_body_fn done)
 	}
 	if (req->content_length > (int64_t)S3_XML_BODY_MAX) {
 		s3_error(r, "MalformedXML", "request body over %u bytes", S3_XML_BODY_MAX);
+		return;
+	}
+	if (req->content_length > (int64_t)http_req_buffer_max(req)) {
+		s3_error(r, "EntityTooLarge", "request body over net.max_buffered_body (%llu bytes)",
+			 (unsigned long long)http_req_buffer_max(req));
+		return;
+	}
+	if (req->content_length > 0 && !body_reserve(st, (uint64_t)req->content_length)) {
+		body_busy(r);
 		return;
 	}
 	req->state = st;
