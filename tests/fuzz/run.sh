@@ -65,6 +65,7 @@ declare -A SRCS=(
 	[fuzz_aisctl_config]="src/cli/cfgfile.c"
 	[fuzz_jwt]="src/auth/jwt.c src/auth/sign.c"
 	[fuzz_sign]="src/auth/jwt.c src/auth/sign.c"
+	[fuzz_xpanswer]="src/httpc/xp.c src/httpc/httpc.c src/httpc/sync.c src/httpc/xsync.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -77,6 +78,7 @@ declare -A LIBS=(
 	[fuzz_larc]="-larchive"
 	[fuzz_jwt]="-ljansson -lcrypto"
 	[fuzz_sign]="-ljansson -lcrypto"
+	[fuzz_xpanswer]="-levent -lhttp_parser -lssl -lcrypto -lcurl"
 )
 
 failed=()
@@ -88,7 +90,7 @@ for src in tests/fuzz/fuzz_*.c; do
 	read -r -a extra <<<"${SRCS[$name]-}"
 	read -r -a libs <<<"${LIBS[$name]-}"
 	if ! clang "${CFLAGS[@]}" "${PKG_CFLAGS[@]}" -o "$out/$name" "$src" "${extra[@]}" "${CORE[@]}" \
-		"${libs[@]}" "${PKG_LIBS[@]}" -lpthread -lm; then
+		"${libs[@]}" "${PKG_LIBS[@]}" -lisal -lpthread -lm; then
 		echo "fuzz: $name: build failed"
 		failed+=("$name")
 		continue
