@@ -166,8 +166,18 @@ st, _, uid = create_mpu("bk1", "big6")
 t.check(st == 200 and uid, "after an Abort a new upload is created", st)
 
 # 4. a stalled target: the forward's error message is the request as sent
+def stopped(pid):
+    """Every thread of pid is stopped (a signal is delivered asynchronously)."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+        return all(open("/proc/%d/task/%s/stat" % (pid, x)).read().rsplit(")", 1)[1].split()[0] == "T" for x in tids)
+    except OSError:
+        return False
+
+
 os.kill(clulib.procs[tg.name].pid, signal.SIGSTOP)
 try:
+    t.check(clulib.poll(lambda: stopped(clulib.procs[tg.name].pid), 10), "the target is stopped (SIGSTOP)")
     t0 = time.monotonic()
     r = s3("PUT", "/bk1/stalled", b"y" * 1000, timeout=30)
     took = time.monotonic() - t0
