@@ -43,8 +43,8 @@ static const struct key keys[] = {
 	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
 	 "at the limit a new connection closes the longest-idle one, else gets 503"},
 	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
-	 "JSON request bodies (GetBatch, bucket and cluster actions) and S3 XML bodies held in memory at once, all connections "
-	 "together (503 beyond; a single larger body 413)"},
+	 "JSON request bodies (GetBatch, bucket and cluster actions) and S3 XML bodies held in memory at once, "
+	 "all connections together (503 beyond; a single larger body 413)"},
 	{"net.max_header_bytes", K_SIZE, N(max_header_bytes), "16KiB",
 	 "request line plus headers at most (431/414 beyond)"},
 	{"net.header_timeout", K_MS, N(header_timeout_ms), "10s",

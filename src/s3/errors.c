@@ -94,7 +94,8 @@ void s3_send_xml(s3_rq_t *r, int status, buf_t *b)
 
 /* The error document, with one more element (tag, val) after Message when
  * tag is set (S3's HeadersNotSigned, ...). */
-static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg, const char *tag, const char *val)
+static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg, const char *tag,
+		      const char *val)
 {
 	http_req_t *req = r->http;
 	buf_t b = BUF_INIT;

@@ -111,7 +111,8 @@ static bool body_reserve(struct body_st *st, uint64_t n)
 static void body_busy(s3_rq_t *r)
 {
 	http_resp_header(r->http, "Retry-After", "1");
-	s3_error(r, "ServiceUnavailable", "too many request bodies buffered on this node (net.max_buffered_body is %llu bytes): try again",
+	s3_error(r, "ServiceUnavailable",
+		 "too many request bodies buffered on this node (net.max_buffered_body is %llu bytes): try again",
 		 (unsigned long long)http_req_buffer_max(r->http));
 }
 
