@@ -1,6 +1,7 @@
 /*
  * bucket.c - S3 service and bucket operations: ListBuckets, CreateBucket,
- * HeadBucket, DeleteBucket, GetBucketLocation, GetBucketVersioning.
+ * HeadBucket, DeleteBucket, GetBucketLocation (GetBucketVersioning and the
+ * other configurations no bucket has are nyi.c's).
  *
  * S3 buckets are the cluster's buckets. In a cluster the BMD answers
  * reads, and changes go through the primary gateway exactly like the
@@ -494,13 +495,6 @@ int s3_bucket(s3_rq_t *r)
 	}
 	if (s3_query_has(req, "location")) {
 		location(r);
-		return AIS_OK;
-	}
-	if (s3_query_has(req, "versioning")) {
-		buf_t b = BUF_INIT;
-		s3_xml_head(&b, "VersioningConfiguration");
-		s3_xml_close(&b, "VersioningConfiguration");
-		s3_send_xml(r, 200, &b);
 		return AIS_OK;
 	}
 	if (s3_query_has(req, "uploads"))

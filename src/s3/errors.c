@@ -100,7 +100,7 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 		return;
 	if (!msg || !*msg)
 		msg = std_msg(code);
-	if (status >= 500)
+	if (status >= 500 && status != 501) /* (501: what the client asked for is not built) */
 		log_warnx("S3 %s %.*s: %d %s: %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
 			  req->target.ptr, status, code, msg);
 	s3_common_headers(r);
