@@ -220,7 +220,8 @@ static void answer(s3_rq_t *r, const struct subres *s, const cell_t *c)
 {
 	buf_t b = BUF_INIT;
 	if (c->act == NYI) {
-		s3_error(r, "NotImplemented", "?%s: %s is not implemented", s->name, s->what);
+		s3_error(r, "NotImplemented", "%s ?%s is not implemented (%s)", http_method_name(r->http->method),
+			 s->name, s->what);
 		return;
 	}
 	if (!s3_bucket_exists(r)) {
@@ -274,8 +275,8 @@ bool s3_nyi_answered(s3_rq_t *r)
 		if (!(s->scope & scope)) {
 			if (known_at(s->name, scope))
 				continue;
-			s3_error(r, "NotImplemented", "?%s on %s: %s is not implemented", s->name,
-				 scope == ON_OBJECT ? "an object" : "a bucket", s->what);
+			s3_error(r, "NotImplemented", "%s ?%s on %s is not implemented (%s)", http_method_name(m),
+				 s->name, scope == ON_OBJECT ? "an object" : "a bucket", s->what);
 			return true;
 		}
 		if (s->pass_value && sv_eqstr(v, s->pass_value))
