@@ -348,8 +348,13 @@ static void create_body(s3_rq_t *r, buf_t *body)
 	const char *ep = endpoint_region(r);
 	bool global = !strcmp(ep, "us-east-1");
 	sv_t loc = {"", 0};
-	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc) != AIS_OK) {
+	const char *other = NULL;
+	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc, &other) != AIS_OK) {
 		s3_error(r, "MalformedXML", NULL);
+		return;
+	}
+	if (other) { /* never accepted and ignored (nyi.c) */
+		s3_error(r, "NotImplemented", "CreateBucketConfiguration/%s is not implemented", other);
 		return;
 	}
 	if (loc.len && !bmd_region_valid(loc.ptr, loc.len)) {

@@ -126,8 +126,10 @@ typedef struct s3_complete_req {
 	} *parts;
 } s3_complete_req_t;
 int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
-/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none. */
-int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc);
+/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none;
+ * *other: the first other child element's name (<Location>, <Bucket>,
+ * <Tags>: features aisd lacks), NULL if none. */
+int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc, const char **other);
 /* <AccessControlPolicy>: the owner's ID ("" if none) and the grants
  * (ids not checked against the keys). AIS_ERR: malformed, an unknown
  * group or permission, too many grants, or an e-mail grantee (email). */

@@ -153,6 +153,15 @@ for h, v in (("x-amz-bucket-object-lock-enabled", "true"), ("x-amz-object-owners
     st, _, body = signed("PUT", "/nyi-lock", b"", {h: v})
     nyi(st, body, h, "CreateBucket with %s: %s" % (h, v))
     t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with %s: no bucket" % h)
+# a CreateBucketConfiguration field other than LocationConstraint (directory buckets, tags): refused, no bucket
+for field in (b"<Bucket><Type>Directory</Type><DataRedundancy>SingleAvailabilityZone</DataRedundancy></Bucket>",
+              b"<Location><Name>usw2-az1</Name><Type>AvailabilityZone</Type></Location>",
+              b"<Tags><Tag><Key>a</Key><Value>b</Value></Tag></Tags>"):
+    name = field[1:field.index(b">")].decode()
+    st, _, body = signed("PUT", "/nyi-lock", b"<CreateBucketConfiguration><LocationConstraint>us-west-2"
+                         b"</LocationConstraint>" + field + b"</CreateBucketConfiguration>")
+    nyi(st, body, "CreateBucketConfiguration/" + name, "CreateBucket with <%s>" % name)
+    t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with <%s>: no bucket" % name)
 st, _, body = signed("PUT", "/nyi-nolock", b"", {"x-amz-bucket-object-lock-enabled": "false",
                                                 "x-amz-object-ownership": "ObjectWriter"})
 t.check(st == 200, "CreateBucket with object lock false and ObjectWriter ownership: 200", body)
