@@ -132,6 +132,7 @@ enum when {
 	NONEMPTY,  /* a value that is not empty */
 	IS_TRUE,   /* "true" (any case) */
 	NOT_VALUE, /* a value other than arg (any case) */
+	IS_VALUE,  /* arg (any case) */
 };
 
 /* Request headers that ask for a feature aisd does not have. A name
@@ -165,6 +166,9 @@ static const struct hdr_rule {
 	{"If-None-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT, "conditional writes"},
 	{"x-amz-if-match-", ANY, NULL, 0, ON_OBJECT, "conditional deletes"},
 	{"x-amz-write-offset-bytes", ANY, NULL, 0, ON_OBJECT, "appends"},
+	/* parts are verified as they arrive, a whole multipart object is not */
+	{"x-amz-checksum-type", IS_VALUE, "FULL_OBJECT", M(HTTP_POST), ON_OBJECT,
+	 "full-object checksums of multipart uploads"},
 };
 
 static bool rule_matches(const struct hdr_rule *h, const http_hdr_t *x)
@@ -182,6 +186,8 @@ static bool rule_matches(const struct hdr_rule *h, const http_hdr_t *x)
 		return sv_eqcase(v, SV("true"));
 	case NOT_VALUE:
 		return !sv_eqcase(v, sv_from(h->arg));
+	case IS_VALUE:
+		return sv_eqcase(v, sv_from(h->arg));
 	case ANY:
 	default:
 		return true;
