@@ -293,6 +293,8 @@ CASES = [
     ("GetObjectAttributes", s3.get_object_attributes, dict(Bucket=B, Key="obj", ObjectAttributes=["ETag"])),
     ("CreateBucket object lock", s3.create_bucket, dict(Bucket="nyi-lock2", ObjectLockEnabledForBucket=True)),
 ]
+CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
+              dict(Bucket=B, Key="big", Body=b"z" * (16 << 20), ServerSideEncryption="AES256")))
 for what, fn, kw in CASES:
     t.eq(code_of(fn, **kw), (501, "NotImplemented"), "boto3 %s: 501 NotImplemented" % what)
 t.eq(s3.get_bucket_versioning(Bucket=B).get("Status"), None, "GetBucketVersioning after the refused Put: never enabled")
