@@ -1,6 +1,7 @@
 /*
  * bucket.c - S3 service and bucket operations: ListBuckets, CreateBucket,
- * HeadBucket, DeleteBucket, GetBucketLocation, GetBucketVersioning.
+ * HeadBucket, DeleteBucket, GetBucketLocation (GetBucketVersioning and the
+ * other configurations no bucket has are nyi.c's).
  *
  * S3 buckets are the cluster's buckets. In a cluster the BMD answers
  * reads, and changes go through the primary gateway exactly like the
@@ -347,8 +348,13 @@ static void create_body(s3_rq_t *r, buf_t *body)
 	const char *ep = endpoint_region(r);
 	bool global = !strcmp(ep, "us-east-1");
 	sv_t loc = {"", 0};
-	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc) != AIS_OK) {
+	const char *other = NULL;
+	if (body->len && s3_parse_create_bucket(r->http->arena, body->ptr, body->len, &loc, &other) != AIS_OK) {
 		s3_error(r, "MalformedXML", NULL);
+		return;
+	}
+	if (other) { /* never accepted and ignored (nyi.c) */
+		s3_error(r, "NotImplemented", "CreateBucketConfiguration/%s is not implemented", other);
 		return;
 	}
 	if (loc.len && !bmd_region_valid(loc.ptr, loc.len)) {
@@ -494,13 +500,6 @@ int s3_bucket(s3_rq_t *r)
 	}
 	if (s3_query_has(req, "location")) {
 		location(r);
-		return AIS_OK;
-	}
-	if (s3_query_has(req, "versioning")) {
-		buf_t b = BUF_INIT;
-		s3_xml_head(&b, "VersioningConfiguration");
-		s3_xml_close(&b, "VersioningConfiguration");
-		s3_send_xml(r, 200, &b);
 		return AIS_OK;
 	}
 	if (s3_query_has(req, "uploads"))

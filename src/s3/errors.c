@@ -51,6 +51,17 @@ static const struct {
 	{"MissingContentLength", 411, "You must provide the Content-Length HTTP header."},
 	{"NoSuchBucket", 404, "The specified bucket does not exist"},
 	{"NoSuchKey", 404, "The specified key does not exist."},
+	/* configurations no bucket has (nyi.c): the message comes with the answer */
+	{"NoSuchTagSet", 404, NULL},
+	{"NoSuchBucketPolicy", 404, NULL},
+	{"NoSuchCORSConfiguration", 404, NULL},
+	{"NoSuchLifecycleConfiguration", 404, NULL},
+	{"ServerSideEncryptionConfigurationNotFoundError", 404, NULL},
+	{"ObjectLockConfigurationNotFoundError", 404, NULL},
+	{"NoSuchWebsiteConfiguration", 404, NULL},
+	{"ReplicationConfigurationNotFoundError", 404, NULL},
+	{"OwnershipControlsNotFoundError", 404, NULL},
+	{"NoSuchPublicAccessBlockConfiguration", 404, NULL},
 	{"NoSuchUpload", 404, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."},
 	{"NotImplemented", 501, "A header you provided implies functionality that is not implemented"},
 	{"NotModified", 304, "Not Modified"},
@@ -73,7 +84,7 @@ int s3_error_http_status(const char *code)
 static const char *std_msg(const char *code)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
-		if (!strcmp(codes[i].code, code))
+		if (!strcmp(codes[i].code, code) && codes[i].msg)
 			return codes[i].msg;
 	return code;
 }
@@ -104,7 +115,7 @@ static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg,
 		return;
 	if (!msg || !*msg)
 		msg = std_msg(code);
-	if (status >= 500)
+	if (status >= 500 && status != 501) /* (501: what the client asked for is not built) */
 		log_warnx("S3 %s %.*s: %d %s: %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
 			  req->target.ptr, status, code, msg);
 	s3_common_headers(r);

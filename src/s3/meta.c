@@ -188,6 +188,15 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 	}
 }
 
+void s3_meta_owner(const char *custom, char *out, size_t outsz)
+{
+	arena_t *a = arena_new(4096);
+	s3_meta_t *m = arena_alloc(a, sizeof(*m));
+	s3_meta_decode(a, custom, m);
+	snprintf(out, outsz, "%s", m->owner ? m->owner : "");
+	arena_destroy(a);
+}
+
 void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz)
 {
 	if (m && m->etag[0])

@@ -441,8 +441,10 @@ static void parts_work(http_req_t *req)
 	s3_xml_elem(b, "Bucket", r->bucket.ptr, r->bucket.len);
 	s3_xml_elem(b, "Key", r->key.ptr, r->key.len);
 	s3_xml_elem(b, "UploadId", u->id.ptr, u->id.len);
-	s3_owner_xml(r, b, "Initiator");
-	s3_owner_xml(r, b, "Owner");
+	char owner[S3ACL_UID_MAX + 1];
+	s3_meta_owner(u->in.custom, owner, sizeof(owner));
+	s3_user_xml(b, "Initiator", owner);
+	s3_user_xml(b, "Owner", owner);
 	buf_addstr(b, "<StorageClass>STANDARD</StorageClass>");
 	s3_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)u->marker);
 	buf_t parts = BUF_INIT;
@@ -833,6 +835,7 @@ int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_uploa
 		v[k].klen = in.klen;
 		snprintf(v[k].id, sizeof(v[k].id), "%s", e->d_name);
 		v[k].initiated = in.initiated;
+		s3_meta_owner(in.custom, v[k].owner, sizeof(v[k].owner));
 		k++;
 	}
 	closedir(d);

@@ -26,14 +26,6 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-/* Sub-resources S3 has and aisd does not: 501 NotImplemented. */
-static const char *const unimplemented[] = {
-	"accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
-	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls",
-	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "website",
-	"legal-hold", "retention", "restore", "select", "torrent", "attributes", "renameObject",
-};
-
 s3_authcfg_t s3_cfg;
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool cfg_done;
@@ -273,28 +265,42 @@ static int method_not_allowed(s3_rq_t *r)
 	return AIS_OK;
 }
 
-/* The user the request is made for: its signer, else (anonymous with
- * s3.auth off) the first configured key's user, else "aisd". */
-static void owner_of(const s3_rq_t *r, const char **id, const char **name)
+/* The user of key k: with none (anonymous with s3.auth off) the first
+ * configured key's user, else "aisd". */
+static void user_of_key(const s3_key_t *k, const char **id, const char **name)
 {
-	const s3_key_t *k = r->auth.key;
 	if (!k && s3_cfg.keys && s3_keys_count(s3_cfg.keys))
 		k = s3_keys_at(s3_cfg.keys, 0);
 	*id = k && k->user_id ? k->user_id : "aisd";
 	*name = k && k->display_name ? k->display_name : *id;
 }
 
-void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag)
+static void user_xml(buf_t *b, const char *tag, const char *id, const char *name)
 {
-	const char *id, *name;
-	owner_of(r, &id, &name);
 	s3_xml_open(b, tag);
 	s3_xml_elemstr(b, "ID", id);
 	s3_xml_elemstr(b, "DisplayName", name);
 	s3_xml_close(b, tag);
 }
 
-/* GET ?tagging: no tags. */
+void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag)
+{
+	const char *id, *name;
+	user_of_key(r->auth.key, &id, &name);
+	user_xml(b, tag, id, name);
+}
+
+void s3_user_xml(buf_t *b, const char *tag, const char *uid)
+{
+	const char *id = uid, *name;
+	if (uid && *uid)
+		name = s3_user_name(uid) ? s3_user_name(uid) : uid;
+	else
+		user_of_key(NULL, &id, &name);
+	user_xml(b, tag, id, name);
+}
+
+/* GET ?tagging of an object: no tags (none can be set: nyi.c). */
 static int tagging(s3_rq_t *r)
 {
 	buf_t b = BUF_INIT;
@@ -331,8 +337,6 @@ static int object_op(s3_rq_t *r)
 			return s3_multipart(r, v);
 		return s3_object(r);
 	}
-	if (s3_query_has(req, "tagging"))
-		return not_implemented(r, "changing tags");
 	switch (req->method) {
 	case HTTP_PUT:
 		if (http_query_get(req, "uploadId", &v))
@@ -360,12 +364,10 @@ static int bucket_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
-	if (s3_query_has(req, "tagging"))
-		return req->method == HTTP_GET ? tagging(r) : not_implemented(r, "bucket tagging");
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
-		return method_not_allowed(r);
+		return not_implemented(r, "POST Object (browser form uploads)");
 	}
 	return s3_bucket(r);
 }
@@ -595,9 +597,8 @@ static int s3_serve(s3_rq_t *r)
 	http_req_t *req = r->http;
 	if (authenticate(r) != AIS_OK || authorize(r) != AIS_OK)
 		return AIS_OK;
-	for (size_t i = 0; i < ARRAY_SIZE(unimplemented); i++)
-		if (s3_query_has(req, unimplemented[i]))
-			return not_implemented(r, unimplemented[i]);
+	if (s3_nyi_answered(r))
+		return AIS_OK;
 	if (!r->bucket.len)
 		return req->method == HTTP_GET || req->method == HTTP_HEAD ? s3_service(r) : method_not_allowed(r);
 	if (!r->key.len)

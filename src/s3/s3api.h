@@ -80,6 +80,10 @@ int s3_error_http_status(const char *code);
 /* <tag><ID/><DisplayName/></tag> of the request's user: the signing key's
  * user id and display name (anonymous with auth off: the first key's). */
 void s3_owner_xml(const s3_rq_t *r, buf_t *b, const char *tag);
+/* The same for the user uid recorded with a resource (its display name
+ * from the keys); NULL or "": made anonymously (with s3.auth off), shown
+ * as the first key's user. */
+void s3_user_xml(buf_t *b, const char *tag, const char *uid);
 /* Headers every S3 answer carries. */
 void s3_common_headers(s3_rq_t *r);
 /* XML success body with the right content type. Takes b's memory. */
@@ -122,8 +126,10 @@ typedef struct s3_complete_req {
 	} *parts;
 } s3_complete_req_t;
 int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
-/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none. */
-int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc);
+/* <CreateBucketConfiguration><LocationConstraint>: *loc empty if none;
+ * *other: the first other child element's name (<Location>, <Bucket>,
+ * <Tags>: features aisd lacks), NULL if none. */
+int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc, const char **other);
 /* <AccessControlPolicy>: the owner's ID ("" if none) and the grants
  * (ids not checked against the keys). AIS_ERR: malformed, an unknown
  * group or permission, too many grants, or an e-mail grantee (email). */
@@ -154,6 +160,8 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m);
 int s3_meta_encode(const s3_meta_t *m, buf_t *out);
 /* Decodes custom into arena memory; unknown keys are ignored. */
 void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
+/* Only the S3 owner's user id of custom into out ("" when none). */
+void s3_meta_owner(const char *custom, char *out, size_t outsz);
 /* The ETag of an object (quoted), from its S3 metadata or its checksum. */
 void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz);
 /* Response headers: ETag, Last-Modified, Content-Type and the others. */
@@ -272,6 +280,7 @@ typedef struct s3_upload {
 	size_t klen;
 	char id[33];
 	int64_t initiated;
+	char owner[S3ACL_UID_MAX + 1]; /* who created it ("": anonymously) */
 } s3_upload_t;
 /* This target's uploads in bck whose keys start with prefix (malloc'd,
  * unordered). Blocking. */
@@ -298,6 +307,13 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev);
  * out, this node's rank among the holders in *self (-1: none; always -1
  * on a gateway). false if the bucket or an active target is missing. */
 bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self);
+
+/* --- nyi.c: what S3 has and aisd does not (yet) --- */
+/* Answers a request for a sub-resource or header aisd does not implement
+ * (501 NotImplemented naming it), or one whose truthful answer is "not
+ * configured" (GET ?policy: 404 NoSuchBucketPolicy, GET ?versioning: an
+ * empty configuration, DELETE ?cors: 204). true when answered. */
+bool s3_nyi_answered(s3_rq_t *r);
 
 /* --- util --- */
 /* Fills nd from a route context. */

@@ -5,7 +5,9 @@
  * merges; a standalone target reads its own. The merged list is ordered by
  * key, then start time, then id; key-marker / upload-id-marker resume
  * after an item, max-uploads (<= 1000) bounds a page, and the delimiter
- * rolls keys up into CommonPrefixes as in a listing.
+ * rolls keys up into CommonPrefixes as in a listing. Each upload's
+ * Initiator and Owner is the user that created it (recorded with the
+ * upload at CreateMultipartUpload), not the caller.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -45,7 +47,10 @@ int s3_h_uploads(http_req_t *req)
 	for (size_t i = 0; i < n; i++) {
 		buf_addstr(&out, i ? ",{\"key\":" : "{\"key\":");
 		buf_add_json_str(&out, v[i].key, v[i].klen);
-		buf_addf(&out, ",\"upload_id\":\"%s\",\"initiated\":%lld}", v[i].id, (long long)v[i].initiated);
+		buf_addf(&out, ",\"upload_id\":\"%s\",\"initiated\":%lld,\"owner\":", v[i].id,
+			 (long long)v[i].initiated);
+		buf_add_json_str(&out, v[i].owner, strlen(v[i].owner));
+		buf_addch(&out, '}');
 	}
 	buf_addch(&out, ']');
 	uploads_free(v, n);
@@ -123,6 +128,8 @@ static void collect(s3_rq_t *r, struct lu *l)
 				u->klen = json_string_length(jk);
 				snprintf(u->id, sizeof(u->id), "%s", id);
 				u->initiated = (int64_t)json_integer_value(json_object_get(it, "initiated"));
+				const char *own = json_string_value(json_object_get(it, "owner"));
+				snprintf(u->owner, sizeof(u->owner), "%s", own ? own : "");
 			}
 			json_decref(a);
 		}
@@ -198,8 +205,8 @@ static void lu_work(http_req_t *req)
 		buf_addstr(&ups, "<Upload>");
 		lu_elem(l, &ups, "Key", u->key, u->klen);
 		s3_xml_elemstr(&ups, "UploadId", u->id);
-		s3_owner_xml(r, &ups, "Initiator");
-		s3_owner_xml(r, &ups, "Owner");
+		s3_user_xml(&ups, "Initiator", u->owner);
+		s3_user_xml(&ups, "Owner", u->owner);
 		buf_addstr(&ups, "<StorageClass>STANDARD</StorageClass>");
 		s3_xml_elemstr(&ups, "Initiated", t);
 		buf_addstr(&ups, "</Upload>");

@@ -291,6 +291,7 @@ int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *ou
 struct cb_st {
 	arena_t *a;
 	sv_t *loc;
+	const char **other;
 	bool root_ok;
 };
 
@@ -302,14 +303,18 @@ static int cb_cb(void *arg, const char *path, const char *text, size_t len)
 	else if (!strcmp(path, "CreateBucketConfiguration/LocationConstraint")) {
 		sv_t v = trimmed(text, len);
 		*c->loc = (sv_t){arena_strndup(c->a, v.ptr, v.len), v.len};
+	} else if (!*c->other && !strncmp(path, "CreateBucketConfiguration/", 26)) {
+		const char *child = path + 26, *slash = strchr(child, '/');
+		*c->other = arena_strndup(c->a, child, slash ? (size_t)(slash - child) : strlen(child));
 	}
 	return AIS_OK;
 }
 
-int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc)
+int s3_parse_create_bucket(arena_t *a, const char *p, size_t n, sv_t *loc, const char **other)
 {
-	struct cb_st c = {.a = a, .loc = loc};
+	struct cb_st c = {.a = a, .loc = loc, .other = other};
 	*loc = (sv_t){"", 0};
+	*other = NULL;
 	if (s3_xml_parse(p, n, cb_cb, &c) != AIS_OK || !c.root_ok)
 		return AIS_ERR;
 	return AIS_OK;

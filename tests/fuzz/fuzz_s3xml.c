@@ -73,7 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	default: {
 		sv_t loc;
-		if (s3_parse_create_bucket(a, p, n, &loc) == AIS_OK && strlen(loc.ptr) > loc.len)
+		const char *other;
+		if (s3_parse_create_bucket(a, p, n, &loc, &other) == AIS_OK &&
+		    (strlen(loc.ptr) > loc.len || (other && strchr(other, '/'))))
 			abort();
 		break;
 	}

@@ -82,14 +82,24 @@ START_TEST(test_create_bucket)
 {
 	arena_t *a = arena_new(4096);
 	sv_t loc;
+	const char *other;
 	ck_assert_int_eq(s3_parse_create_bucket(a, S("<CreateBucketConfiguration><LocationConstraint> eu-west-1 "
 						      "</LocationConstraint></CreateBucketConfiguration>"),
-						&loc),
+						&loc, &other),
 			 AIS_OK);
 	ck_assert(sv_eqstr(loc, "eu-west-1"));
-	ck_assert_int_eq(s3_parse_create_bucket(a, S("<CreateBucketConfiguration/>"), &loc), AIS_OK);
+	ck_assert_ptr_null(other);
+	ck_assert_int_eq(s3_parse_create_bucket(a, S("<CreateBucketConfiguration/>"), &loc, &other), AIS_OK);
 	ck_assert_uint_eq(loc.len, 0);
-	ck_assert_int_eq(s3_parse_create_bucket(a, S("not xml"), &loc), AIS_ERR);
+	ck_assert_int_eq(s3_parse_create_bucket(a, S("not xml"), &loc, &other), AIS_ERR);
+	/* a child other than LocationConstraint: its name, whatever it holds */
+	ck_assert_int_eq(s3_parse_create_bucket(a, S("<CreateBucketConfiguration><LocationConstraint>eu-west-1"
+						      "</LocationConstraint><Bucket><Type>Directory</Type>"
+						      "</Bucket><Tags/></CreateBucketConfiguration>"),
+						&loc, &other),
+			 AIS_OK);
+	ck_assert(sv_eqstr(loc, "eu-west-1"));
+	ck_assert_str_eq(other, "Bucket");
 	arena_destroy(a);
 }
 END_TEST

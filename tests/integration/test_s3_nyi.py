@@ -1,0 +1,333 @@
+"""test_s3_nyi.py - no silent acceptance: every S3 header and sub-resource
+of a feature aisd does not implement answers 501 NotImplemented (S3's XML
+error naming the header or sub-resource) and changes nothing, never 200
+with the feature ignored; the configurations no bucket has are answered
+as S3 answers a bucket without them (GET ?policy 404 NoSuchBucketPolicy,
+GET ?versioning an empty VersioningConfiguration, DELETE ?cors 204).
+
+Walks the whole table with signed raw requests (botocore's SigV4 signer,
+so nothing in an SDK drops or rewrites a header) and the common cases with
+boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, tags,
+storage classes), on a 1-gateway 3-target cluster with auth on: after
+each refused request the bucket's objects are the same bytes and ETags
+and no new key exists. Also: versionId=null is served (every object is
+its key's null version), DELETE /bucket?versioning no longer deletes the
+bucket, and ListMultipartUploads / ListParts show the upload's creator
+as Initiator and Owner, not the caller.
+"""
+# timeout: 240
+import hashlib
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+import boto3
+import botocore.config
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.exceptions import ClientError
+
+from itlib import T
+from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
+
+t = T()
+AK2, SK2 = "aisdnyikey2", "aisdnyisecret2"
+EP = cluster(t, "s3nyi", args=["--set", "s3.key=%s:%s:uid-2:Second User" % (AK2, SK2)])
+CFG = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+s3 = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK, aws_secret_access_key=SK, region_name=REGION, config=CFG)
+s3b = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK2, aws_secret_access_key=SK2, region_name=REGION,
+                   config=CFG)
+
+
+def signed(method, path, body=b"", headers=None, ak=AK, sk=SK):
+    """A raw request signed with SigV4 (payload hash of body): (status,
+    lower-case headers, body)."""
+    r = AWSRequest(method=method, url=EP + path, data=body, headers=dict(headers or {}))
+    S3SigV4Auth(Credentials(ak, sk), "s3", REGION).add_auth(r)
+    p = r.prepare()
+    return http_raw(EP, method, path, body or None, dict(p.headers))
+
+
+def err_of(body):
+    try:
+        d = ET.fromstring(body)
+        return d.findtext("Code"), d.findtext("Message") or ""
+    except ET.ParseError:
+        return None, ""
+
+
+def code_of(fn, *a, **kw):
+    try:
+        r = fn(*a, **kw)
+        return r["ResponseMetadata"]["HTTPStatusCode"], None
+    except ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
+
+
+B, E = "nyi", "nyi-empty"
+s3.create_bucket(Bucket=B, ACL="authenticated-read")
+s3.create_bucket(Bucket=E)
+DATA = b"the original bytes\n" * 100
+KEYS = {"obj": DATA, "dir/obj2": DATA[::-1]}
+for k, v in KEYS.items():
+    s3.put_object(Bucket=B, Key=k, Body=v)
+ETAGS = {k: '"%s"' % hashlib.md5(v).hexdigest() for k, v in KEYS.items()}
+
+
+def unchanged(what):
+    """The bucket holds exactly KEYS with their bytes and ETags, and both
+    buckets still exist; then puts back whatever was changed, so that each
+    section is checked on its own."""
+    names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=B).get("Contents", []))
+    ok = names == sorted(KEYS)
+    for k, v in KEYS.items():
+        try:
+            r = s3.get_object(Bucket=B, Key=k)
+            ok = ok and r["Body"].read() == v and r["ETag"] == ETAGS[k] and "ServerSideEncryption" not in r
+        except ClientError:
+            ok = False
+    e_ok = code_of(s3.head_bucket, Bucket=E) == (200, None)
+    ok = ok and e_ok and not s3.list_objects_v2(Bucket=E).get("Contents")
+    t.check(ok, "%s: nothing written or changed" % what, names)
+    if not ok:
+        for n in set(names) - set(KEYS):
+            s3.delete_object(Bucket=B, Key=n)
+        for k, v in KEYS.items():
+            s3.put_object(Bucket=B, Key=k, Body=v)
+        if not e_ok:
+            s3.create_bucket(Bucket=E)
+
+
+def nyi(st, body, name, what):
+    code, msg = err_of(body)
+    t.check(st == 501 and code == "NotImplemented" and name.lower() in msg.lower(),
+            "%s: 501 NotImplemented naming %s" % (what, name), (st, body[:300]))
+
+
+# --- headers: on PUT (new key and overwrite), copy, CreateMultipartUpload, GET ------------------------------------
+SSEC = {"x-amz-server-side-encryption-customer-algorithm": "AES256",
+        "x-amz-server-side-encryption-customer-key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "x-amz-server-side-encryption-customer-key-MD5": "zZ5FnqcIqUjVwvWmyog4zw=="}
+HEADERS = [  # (header, value) asking for what aisd does not do
+    ("x-amz-server-side-encryption", "AES256"),
+    ("x-amz-server-side-encryption", "aws:kms"),
+    ("x-amz-server-side-encryption-aws-kms-key-id", "arn:aws:kms:us-east-1:1:key/x"),
+    ("x-amz-server-side-encryption-context", "e30="),
+    ("x-amz-server-side-encryption-bucket-key-enabled", "true"),
+    ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+    ("x-amz-object-lock-mode", "GOVERNANCE"),
+    ("x-amz-object-lock-retain-until-date", "2099-01-01T00:00:00Z"),
+    ("x-amz-object-lock-legal-hold", "ON"),
+    ("x-amz-tagging", "a=b"),
+    ("x-amz-website-redirect-location", "/elsewhere"),
+    ("x-amz-storage-class", "GLACIER"),
+    ("x-amz-storage-class", "STANDARD_IA"),
+    ("x-amz-expected-bucket-owner", "111122223333"),
+    ("x-amz-mfa", "SERIAL 123456"),
+    ("If-None-Match", "*"),
+    ("If-Match", ETAGS["obj"]),
+    ("x-amz-write-offset-bytes", "0"),
+]
+for h, v in HEADERS:
+    st, _, body = signed("PUT", "/%s/new-key" % B, b"new bytes", {h: v})
+    nyi(st, body, h, "PUT new key with %s: %s" % (h, v))
+    st, _, body = signed("PUT", "/%s/obj" % B, b"overwritten", {h: v})
+    nyi(st, body, h, "PUT over obj with %s" % h)
+    st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
+    nyi(st, body, h, "CopyObject with %s" % h)
+    st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
+    nyi(st, body, h, "CreateMultipartUpload with %s" % h)
+st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {"x-amz-checksum-algorithm": "CRC64NVME",
+                                                             "x-amz-checksum-type": "FULL_OBJECT"})
+nyi(st, body, "x-amz-checksum-type", "CreateMultipartUpload with a full-object checksum")
+for h, v in SSEC.items():
+    st, _, body = signed("GET", "/%s/obj" % B, b"", {h: v})
+    nyi(st, body, h, "GET with %s" % h)
+st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {"x-amz-copy-source": "/%s/obj" % B,
+                                                     "x-amz-copy-source-server-side-encryption-customer-algorithm": "AES256"})
+nyi(st, body, "x-amz-copy-source-server-side-encryption-customer-algorithm", "CopyObject from an SSE-C source")
+st, _, body = signed("DELETE", "/%s/obj" % B, b"", {"If-Match": ETAGS["obj"]})
+nyi(st, body, "If-Match", "DeleteObject with If-Match (conditional delete)")
+st, _, body = signed("DELETE", "/%s/obj" % B, b"", {"x-amz-if-match-size": "1900"})
+nyi(st, body, "x-amz-if-match-size", "DeleteObject with x-amz-if-match-size")
+st, _, body = signed("DELETE", "/%s/obj" % B, b"", {"x-amz-mfa": "SERIAL 123456"})
+nyi(st, body, "x-amz-mfa", "DeleteObject with x-amz-mfa")
+st, _, body = signed("GET", "/%s?list-type=2" % B, b"", {"x-amz-expected-bucket-owner": "111122223333"})
+nyi(st, body, "x-amz-expected-bucket-owner", "ListObjectsV2 with x-amz-expected-bucket-owner")
+unchanged("the refused headers")
+
+# accepted: the values that ask for nothing aisd lacks
+st, _, body = signed("POST", "/%s/mpu-ok?uploads" % B, b"", {"x-amz-checksum-algorithm": "CRC32",
+                                                            "x-amz-checksum-type": "COMPOSITE"})
+up = ET.fromstring(body).findtext("{http://s3.amazonaws.com/doc/2006-03-01/}UploadId") if st == 200 else None
+t.check(st == 200 and up, "CreateMultipartUpload with a CRC32 composite checksum (each part verified): 200", body)
+if up:
+    s3.abort_multipart_upload(Bucket=B, Key="mpu-ok", UploadId=up)
+st, _, body = signed("PUT", "/%s/std" % B, b"std", {"x-amz-storage-class": "STANDARD", "x-amz-tagging": "",
+                                                    "x-amz-meta-mtime": "1700000000.5"})
+t.check(st == 200, "PUT with x-amz-storage-class: STANDARD, an empty x-amz-tagging and x-amz-meta-mtime: 200", body)
+s3.delete_object(Bucket=B, Key="std")
+
+# CreateBucket with object lock or an ownership other than ObjectWriter: refused, no bucket
+for h, v in (("x-amz-bucket-object-lock-enabled", "true"), ("x-amz-object-ownership", "BucketOwnerEnforced")):
+    st, _, body = signed("PUT", "/nyi-lock", b"", {h: v})
+    nyi(st, body, h, "CreateBucket with %s: %s" % (h, v))
+    t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with %s: no bucket" % h)
+# a CreateBucketConfiguration field other than LocationConstraint (directory buckets, tags): refused, no bucket
+for field in (b"<Bucket><Type>Directory</Type><DataRedundancy>SingleAvailabilityZone</DataRedundancy></Bucket>",
+              b"<Location><Name>usw2-az1</Name><Type>AvailabilityZone</Type></Location>",
+              b"<Tags><Tag><Key>a</Key><Value>b</Value></Tag></Tags>"):
+    name = field[1:field.index(b">")].decode()
+    st, _, body = signed("PUT", "/nyi-lock", b"<CreateBucketConfiguration><LocationConstraint>us-west-2"
+                         b"</LocationConstraint>" + field + b"</CreateBucketConfiguration>")
+    nyi(st, body, "CreateBucketConfiguration/" + name, "CreateBucket with <%s>" % name)
+    t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with <%s>: no bucket" % name)
+st, _, body = signed("PUT", "/nyi-nolock", b"", {"x-amz-bucket-object-lock-enabled": "false",
+                                                "x-amz-object-ownership": "ObjectWriter"})
+t.check(st == 200, "CreateBucket with object lock false and ObjectWriter ownership: 200", body)
+s3.delete_bucket(Bucket="nyi-nolock")
+
+# --- sub-resources -------------------------------------------------------------------------------------------------
+XML = b"<x/>"
+BUCKET_NYI = {  # sub-resource: methods refused
+    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["PUT", "POST"], "policy": ["PUT", "POST"],
+    "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
+    "object-lock": ["PUT", "DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
+    "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
+    "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
+    "metrics": ["GET", "PUT", "DELETE"], "intelligent-tiering": ["GET", "PUT", "DELETE"],
+    "metadataTable": ["GET", "POST", "DELETE"], "session": ["GET"],
+    "location": ["PUT", "DELETE"], "versions": ["DELETE", "PUT"], "uploads": ["DELETE", "PUT"],
+    "acl": ["DELETE"], "retention": ["GET", "PUT"], "legal-hold": ["GET"], "restore": ["POST"],
+}
+for sub, methods in BUCKET_NYI.items():
+    for m in methods:
+        for bck in (B, E):
+            st, _, body = signed(m, "/%s?%s" % (bck, sub), XML if m in ("PUT", "POST") else b"")
+            nyi(st, body, "?" + sub, "%s /%s?%s" % (m, bck, sub))
+unchanged("the refused bucket sub-resources (DELETE ?versioning, ?location, ... of an empty bucket)")
+
+OBJECT_NYI = {
+    "tagging": ["PUT"], "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
+    "torrent": ["GET"], "attributes": ["GET"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["GET", "HEAD",
+                                                                                                       "DELETE", "PUT"],
+    "partNumber=1": ["GET", "HEAD"], "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
+    "cors": ["DELETE"], "location": ["GET", "DELETE"], "delete": ["POST", "DELETE"], "acl": ["DELETE"],
+}
+for sub, methods in OBJECT_NYI.items():
+    for m in methods:
+        st, _, body = signed(m, "/%s/obj?%s" % (B, sub), XML if m in ("PUT", "POST") else b"")
+        name = "?" + sub.split("=")[0]
+        if m == "HEAD":
+            t.check(st == 501 and not body, "HEAD /obj?%s: 501 without a body" % sub, (st, body))
+        else:
+            nyi(st, body, name, "%s /obj?%s" % (m, sub))
+unchanged("the refused object sub-resources")
+
+st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "multipart/form-data; boundary=z"})
+nyi(st, body, "POST Object", "POST /bucket (browser form upload)")
+
+# GET of configurations no bucket has: what S3 answers for a bucket without one
+ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy", "policyStatus": "NoSuchBucketPolicy",
+          "cors": "NoSuchCORSConfiguration", "lifecycle": "NoSuchLifecycleConfiguration",
+          "encryption": "ServerSideEncryptionConfigurationNotFoundError",
+          "object-lock": "ObjectLockConfigurationNotFoundError", "website": "NoSuchWebsiteConfiguration",
+          "replication": "ReplicationConfigurationNotFoundError", "ownershipControls": "OwnershipControlsNotFoundError",
+          "publicAccessBlock": "NoSuchPublicAccessBlockConfiguration"}
+for sub, code in ABSENT.items():
+    st, _, body = signed("GET", "/%s?%s" % (B, sub))
+    t.check(st == 404 and err_of(body)[0] == code, "GET ?%s: 404 %s" % (sub, code), (st, body[:300]))
+    st, _, body = signed("GET", "/nyi-missing?%s" % sub)
+    t.check(st == 404 and err_of(body)[0] == "NoSuchBucket", "GET ?%s of a missing bucket: NoSuchBucket" % sub,
+            (st, body[:300]))
+DOCS = {"versioning": "VersioningConfiguration", "logging": "BucketLoggingStatus",
+        "notification": "NotificationConfiguration", "accelerate": "AccelerateConfiguration",
+        "requestPayment": "RequestPaymentConfiguration"}
+for sub, root in DOCS.items():
+    st, _, body = signed("GET", "/%s?%s" % (B, sub))
+    t.check(st == 200 and ET.fromstring(body).tag.endswith(root) and b"<Status>" not in body and b"Enabled" not in body,
+            "GET ?%s: 200, an empty %s" % (sub, root), (st, body[:300]))
+for sub in ("retention", "legal-hold"):
+    st, _, body = signed("GET", "/%s/obj?%s" % (B, sub))
+    t.check(st == 400 and err_of(body)[0] == "InvalidRequest" and "Object Lock" in err_of(body)[1],
+            "GET /obj?%s: 400 InvalidRequest, the bucket has no object lock" % sub, (st, body[:300]))
+for sub in ("policy", "cors", "lifecycle", "encryption", "website", "replication", "ownershipControls",
+            "publicAccessBlock", "tagging"):
+    st, _, body = signed("DELETE", "/%s?%s" % (E, sub))
+    t.check(st == 204, "DELETE ?%s: 204, nothing to delete" % sub, (st, body[:300]))
+st, _, body = signed("DELETE", "/%s/obj?tagging" % B)
+t.check(st == 204, "DELETE /obj?tagging: 204, no tags to delete", (st, body[:300]))
+unchanged("the configuration reads and deletes (DELETE /bucket?policy did not delete the bucket)")
+
+# implemented sub-resources still work
+t.eq(s3.get_bucket_location(Bucket=B).get("LocationConstraint"), None, "GetBucketLocation still works")
+t.eq(s3.get_object_tagging(Bucket=B, Key="obj")["TagSet"], [], "GetObjectTagging: no tags")
+t.eq(s3.get_object(Bucket=B, Key="obj", VersionId="null")["Body"].read(), DATA, "GET ?versionId=null: the object")
+t.eq(s3.head_object(Bucket=B, Key="obj", VersionId="null")["ETag"], ETAGS["obj"], "HEAD ?versionId=null")
+v = s3.list_object_versions(Bucket=B)["Versions"]
+t.check(sorted(x["Key"] for x in v) == sorted(KEYS) and all(x["VersionId"] == "null" for x in v),
+        "ListObjectVersions: null versions", v)
+
+# --- boto3: the common cases ----------------------------------------------------------------------------------------
+CASES = [
+    ("PutObject SSE-C", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", SSECustomerAlgorithm="AES256",
+                                            SSECustomerKey="0123456789abcdef0123456789abcdef")),
+    ("PutObject SSE-S3", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", ServerSideEncryption="AES256")),
+    ("PutObject SSE-KMS", s3.put_object, dict(Bucket=B, Key="new", Body=b"x", ServerSideEncryption="aws:kms",
+                                              SSEKMSKeyId="k")),
+    ("GetObject SSE-C", s3.get_object, dict(Bucket=B, Key="obj", SSECustomerAlgorithm="AES256",
+                                            SSECustomerKey="0123456789abcdef0123456789abcdef")),
+    ("PutObject tagging", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", Tagging="k=v")),
+    ("PutObject object lock", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", ObjectLockLegalHoldStatus="ON")),
+    ("PutObject GLACIER", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", StorageClass="GLACIER")),
+    ("CopyObject SSE-S3", s3.copy_object, dict(Bucket=B, Key="new", CopySource={"Bucket": B, "Key": "obj"},
+                                              ServerSideEncryption="AES256")),
+    ("CreateMultipartUpload SSE-C", s3.create_multipart_upload,
+     dict(Bucket=B, Key="new", SSECustomerAlgorithm="AES256", SSECustomerKey="0123456789abcdef0123456789abcdef")),
+    ("PutBucketVersioning", s3.put_bucket_versioning,
+     dict(Bucket=B, VersioningConfiguration={"Status": "Enabled"})),
+    ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
+        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
+    ("PutObjectLockConfiguration", s3.put_object_lock_configuration,
+     dict(Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})),
+    ("PutBucketTagging", s3.put_bucket_tagging, dict(Bucket=B, Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})),
+    ("PutObjectTagging", s3.put_object_tagging, dict(Bucket=B, Key="obj", Tagging={"TagSet": [{"Key": "a",
+                                                                                               "Value": "b"}]})),
+    ("PutBucketPolicy", s3.put_bucket_policy, dict(Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}')),
+    ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
+        {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),
+    ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
+        Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
+                                                     "Expiration": {"Days": 1}}]})),
+    ("GetObject versionId", s3.get_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
+    ("DeleteObject versionId", s3.delete_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
+    ("GetObjectAttributes", s3.get_object_attributes, dict(Bucket=B, Key="obj", ObjectAttributes=["ETag"])),
+    ("CreateBucket object lock", s3.create_bucket, dict(Bucket="nyi-lock2", ObjectLockEnabledForBucket=True)),
+]
+CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
+              dict(Bucket=B, Key="big", Body=b"z" * (16 << 20), ServerSideEncryption="AES256")))
+for what, fn, kw in CASES:
+    t.eq(code_of(fn, **kw), (501, "NotImplemented"), "boto3 %s: 501 NotImplemented" % what)
+t.eq(s3.get_bucket_versioning(Bucket=B).get("Status"), None, "GetBucketVersioning after the refused Put: never enabled")
+t.eq(code_of(s3.head_bucket, Bucket="nyi-lock2"), (404, "404"), "CreateBucket with object lock: no bucket")
+t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "boto3 GetBucketPolicy: NoSuchBucketPolicy")
+t.eq(code_of(s3.get_bucket_encryption, Bucket=B), (404, "ServerSideEncryptionConfigurationNotFoundError"),
+     "boto3 GetBucketEncryption: not found")
+t.eq(code_of(s3.get_object_lock_configuration, Bucket=B), (404, "ObjectLockConfigurationNotFoundError"),
+     "boto3 GetObjectLockConfiguration: not found")
+unchanged("the refused boto3 calls")
+
+# --- multipart uploads: the real initiator and owner ------------------------------------------------------------------
+up = s3.create_multipart_upload(Bucket=B, Key="mpu/by-me")["UploadId"]
+ME, YOU = {"ID": "aisd-test", "DisplayName": "AIS Test"}, {"ID": "uid-2", "DisplayName": "Second User"}
+for who, c in (("the creator", s3), ("another user", s3b)):
+    r = c.list_multipart_uploads(Bucket=B)
+    u = [x for x in r.get("Uploads", []) if x["UploadId"] == up]
+    t.check(len(u) == 1 and u[0].get("Initiator") == ME and u[0].get("Owner") == ME,
+            "ListMultipartUploads by %s: Initiator and Owner are the creator" % who, r.get("Uploads"))
+r = s3.list_parts(Bucket=B, Key="mpu/by-me", UploadId=up)
+t.check(r.get("Initiator") == ME and r.get("Owner") == ME, "ListParts: Initiator and Owner are the creator", r)
+s3.abort_multipart_upload(Bucket=B, Key="mpu/by-me", UploadId=up)
+
+t.eq(error_lines(), [], "no error-level log lines on any node")
+t.finish()
