@@ -131,6 +131,7 @@ static size_t route_needs(http_req_t *req, authz_res_t *res, bool *intra_only)
 		res->bucket = first;
 		res->object = slash ? (sv_t){slash + 1, sub.len - first.len - 1} : (sv_t){"", 0};
 		res->perm = m == HTTP_PUT ? AUTH_WRITE : m == HTTP_DELETE ? AUTH_DELETE : AUTH_READ;
+		*intra_only = m == HTTP_PATCH; /* a copy's metadata, between targets */
 	} else if (!strcmp(pfx, "/v1/buckets")) {
 		res->bucket = first;
 		if (!first.len)
