@@ -9,7 +9,8 @@
  *     cluster map), this request (method, target, body) and now, and not
  *     seen before. It may do anything. An invalid one is 401, and so is
  *     a request with the "Ais-Intra" header or to an intra-only route
- *     (metasync, join, vote) without a valid one, whenever cluster.secret
+ *     (metasync, join, vote, EC slices, a target's S3 uploads, an
+ *     object's metadata PATCH) without a valid one, whenever cluster.secret
  *     is set: a stranger cannot join, push a map, vote, or be served as a
  *     peer. Without cluster.secret nothing is checked (trusted networks).
  *  2. With auth.enabled only (the rest is open otherwise):
