@@ -17,6 +17,8 @@ anonymous requests (curl-like raw HTTP, boto3).
 3. Reserved metadata: a native PUT with "s3.*" keys in Ais-Custom-Md
    (s3.acl, s3.own, any case or spacing) is 400 and the object does not
    become anonymously readable; other custom keys are stored.
+   The cluster's own copies of S3 metadata (a copies=2 bucket, EC
+   slices) are written between targets as before.
 4. GetBatch: every entry is declared and decided with the others: one
    entry of a bucket the token lacks refuses the request (403 naming it).
 """
@@ -191,6 +193,22 @@ t.eq(r.status, 200, "native PUT with other custom keys: 200")
 r = clulib.follow("HEAD", EP, "/v1/objects/md/ok", None, bearer(RO_MD))[1]
 t.check("color=blue" in (r.h("ais-custom-md") or ""), "... stored", r.h("ais-custom-md"))
 t.eq(http_raw(EP, "GET", "/md/ok")[0], 403, "... and private to anonymous S3 reads")
+
+# the cluster's own copies of S3 metadata are peers' writes: a copies=2 bucket and an erasure-coded one
+for b, props in (("mir", {"mirror": {"enabled": True, "copies": 2}}),
+                 ("ecb", {"ec": {"enabled": True, "data_slices": 1, "parity_slices": 1}})):
+    t.eq(request("POST", EP, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}),
+                 {**JS, **bearer(ADMIN)}).status, 200, "admin creates bucket %s" % b)
+    t.eq(request("PATCH", EP, "/v1/buckets/" + b, json.dumps({"action": "set-bprops", "value": props}),
+                 {**JS, **bearer(ADMIN)}).status, 200, "... with %s" % list(props)[0])
+    t.eq(s3err(admin_s3.put_object, Bucket=b, Key="k", Body=b"copied bytes", Metadata={"m": "v"}), None,
+         "S3 PutObject into %s (its copies carry s3.* metadata between targets)" % b)
+    try:
+        got = admin_s3.get_object(Bucket=b, Key="k")
+        t.check(got["Body"].read() == b"copied bytes" and got["Metadata"] == {"m": "v"}, "... reads back", got)
+    except ClientError as e:
+        t.fail("... reads back: %s" % e)
+    t.eq(http_raw(EP, "GET", "/%s/k" % b)[0], 403, "... private to anonymous reads")
 
 # --- 4. GetBatch: every entry decided together -------------------------------------------------
 mine = json.dumps({"in": [{"objname": "ok", "bucket": "md"}]})
