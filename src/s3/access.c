@@ -127,7 +127,7 @@ static void denied(s3_rq_t *r, const authz_who_t *who, const authz_res_t *x)
 	buf_free(&why);
 }
 
-int s3_authz(s3_rq_t *r)
+int s3_decide(s3_rq_t *r)
 {
 	authz_who_t who;
 	size_t bad;
@@ -159,7 +159,7 @@ int s3_authz(s3_rq_t *r)
 	return AIS_ERR;
 }
 
-int s3_authz_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
+int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 {
 	authz_who_t who;
 	s3_bacl_t b;
@@ -168,7 +168,7 @@ int s3_authz_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 		return AIS_ERR; /* not declared: never allowed */
 	authz_res_t *x = &r->res[i];
 	if (!x->acl_later)
-		return AIS_OK; /* decided already (s3_authz) */
+		return AIS_OK; /* decided already (s3_decide) */
 	s3_who(r, &who);
 	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
 		return AIS_ERR; /* the bucket went away meanwhile */
@@ -181,7 +181,7 @@ int s3_authz_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 
 int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 {
-	if (s3_authz_object(r, i, m) == AIS_OK)
+	if (s3_decide_object(r, i, m) == AIS_OK)
 		return AIS_OK;
 	authz_who_t who;
 	s3_who(r, &who);
@@ -189,7 +189,7 @@ int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 	return AIS_ERR;
 }
 
-int s3_authz_missing(s3_rq_t *r, size_t i)
+int s3_decide_missing(s3_rq_t *r, size_t i)
 {
 	s3_bacl_t b;
 	if (i >= r->nres || !r->res[i].acl_later || s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
@@ -200,7 +200,7 @@ int s3_authz_missing(s3_rq_t *r, size_t i)
 
 int s3_access_missing(s3_rq_t *r)
 {
-	if (s3_authz_missing(r, S3_RES_NAMED) == AIS_OK)
+	if (s3_decide_missing(r, S3_RES_NAMED) == AIS_OK)
 		return AIS_OK;
 	s3_error(r, "AccessDenied", NULL);
 	return AIS_ERR;

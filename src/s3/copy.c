@@ -117,7 +117,7 @@ static int cp_check(struct cp *c)
 	c->checked = true;
 	/* the source, declared by s3_declare, decided now that its ACL is
 	 * known (by grant it may have been already) */
-	if (s3_authz_object(c->r, S3_RES_SOURCE, &c->m) != AIS_OK) {
+	if (s3_decide_object(c->r, S3_RES_SOURCE, &c->m) != AIS_OK) {
 		c->code = "AccessDenied";
 		return AIS_ERR;
 	}
@@ -413,7 +413,7 @@ static void cp_done(http_req_t *req)
 	struct cp *c = r->op;
 	if (c->code) {
 		s3_error(r, c->code, NULL);
-	} else if (c->err == ENOENT && s3_authz_missing(r, S3_RES_SOURCE) != AIS_OK) {
+	} else if (c->err == ENOENT && s3_decide_missing(r, S3_RES_SOURCE) != AIS_OK) {
 		s3_error(r, "AccessDenied", NULL); /* not told whether it exists */
 	} else if (c->err == ENOENT) {
 		/* the source is missing (or its bucket) */

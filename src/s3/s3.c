@@ -432,7 +432,7 @@ static int authorize(s3_rq_t *r)
 {
 	if (s3_declare(r) != AIS_OK)
 		return AIS_ERR;
-	return s3_authz(r);
+	return s3_decide(r);
 }
 
 /* Does the object request r change or need the owner's state (writes,

@@ -46,7 +46,7 @@ typedef struct s3_rq {
 	/* The resources the request touches (s3_declare): S3_RES_NAMED, the
 	 * bucket or object it names, and S3_RES_SOURCE, a copy's source; one
 	 * decision (authz_decide) over all of them. An object's ACL is read
-	 * by the handler that reads its metadata (s3_authz_object). */
+	 * by the handler that reads its metadata (s3_decide_object). */
 	authz_res_t res[2];
 	size_t nres;
 } s3_rq_t;
@@ -190,16 +190,16 @@ void s3_who(const s3_rq_t *r, authz_who_t *who);
  * answering (AccessDenied; NoSuchBucket for an anonymous request to a
  * missing bucket). A missing bucket is left to the handler for a signed
  * request. */
-int s3_authz(s3_rq_t *r);
+int s3_decide(s3_rq_t *r);
 /* Resource i (S3_RES_*) is the object whose S3 metadata is m: fills its
  * ACL in and decides again. AIS_OK or AIS_ERR; answers nothing (a pool
  * thread may call it). */
-int s3_authz_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
+int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* The same, answering AccessDenied on AIS_ERR. */
 int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* Resource i's object is missing: AIS_ERR (AccessDenied) unless the
  * requester may read its bucket (then NoSuchKey is fine) or needs no ACL. */
-int s3_authz_missing(s3_rq_t *r, size_t i);
+int s3_decide_missing(s3_rq_t *r, size_t i);
 /* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
 /* The ACL the request sets (x-amz-acl or x-amz-grant-*; else private of
