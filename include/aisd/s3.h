@@ -21,9 +21,6 @@
 #ifndef AISD_S3_H
 #define AISD_S3_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
 #include "aisd/buf.h"
 #include "aisd/http.h"
 
@@ -47,12 +44,6 @@ int s3_h_uploads(http_req_t *req);
 #define S3_ROUTE_METHODS                                                                        \
 	(HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD) | HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) |          \
 	 HTTP_M(HTTP_DELETE) | HTTP_M(HTTP_OPTIONS))
-
-/* Does custom metadata ("k=v,k=v", store.h) name a key of S3's reserved
- * namespace ("s3." in any case: the owner, ACL, ETag, ...)? Only the
- * cluster's own nodes may write those; a client's native PUT with one is
- * refused. Pure. */
-bool s3_custom_reserved(const char *md, size_t len);
 
 /* Removes multipart uploads older than s3.mpu_max_age from a target's
  * first mountpath. Blocking; the target calls it at start and then from

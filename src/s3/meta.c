@@ -219,18 +219,3 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 		http_resp_header(req, arena_printf(req->arena, "x-amz-meta-%s", m->user[i].name), "%s",
 				 m->user[i].value);
 }
-
-bool s3_custom_reserved(const char *md, size_t len)
-{
-	const char *p = md, *end = md + len;
-	while (p < end) {
-		const char *c = memchr(p, ',', (size_t)(end - p));
-		const char *stop = c ? c : end;
-		const char *eq = memchr(p, '=', (size_t)(stop - p));
-		sv_t k = sv_trim((sv_t){p, (size_t)((eq ? eq : stop) - p)});
-		if (k.len >= 3 && !strncasecmp(k.ptr, "s3.", 3))
-			return true;
-		p = stop + 1;
-	}
-	return false;
-}

@@ -36,7 +36,6 @@
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/ol.h"
-#include "aisd/s3.h"
 #include "aisd/status.h"
 #include "target_int.h"
 #include "aisd/util.h"
@@ -308,11 +307,11 @@ static int set_custom(http_req_t *req, ol_put_t *p, sv_t md)
 		http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
 		return AIS_ERR;
 	}
-	/* S3's keys (owner, ACL, ETag) are written by the cluster only: a
-	 * client's would make any object it may write public */
-	if (!authz_is_peer(req) && s3_custom_reserved(md.ptr, md.len)) {
-		http_resp_error(req, 400, "custom metadata keys starting with \"s3.\" are reserved (S3's owner, ACL "
-					  "and ETag)");
+	/* S3's keys (owner, ACL, ETag) and a remote's ETag are written by the
+	 * cluster only: a client's would make any object it may write public */
+	if (!authz_is_peer(req) && name_custom_reserved(md.ptr, md.len)) {
+		http_resp_error(req, 400, "custom metadata keys starting with \"s3.\" or \"bk.\" are reserved (S3's "
+					  "owner, ACL and ETag; a remote's ETag)");
 		return AIS_ERR;
 	}
 	p->custom = arena_svdup(req->arena, md);

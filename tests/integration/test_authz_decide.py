@@ -14,9 +14,10 @@ anonymous requests (curl-like raw HTTP, boto3).
 2. A bucket's backend is the cluster administrator's: a bucket admin's
    set-bprops of backend.provider/remote/bucket is 403 (also to detach
    it), validate_warm_get and sync stay theirs; an admin token changes it.
-3. Reserved metadata: a native PUT with "s3.*" keys in Ais-Custom-Md
-   (s3.acl, s3.own, any case or spacing) is 400 and the object does not
-   become anonymously readable; other custom keys are stored.
+3. Reserved metadata: a native PUT with "s3.*" or "bk.*" keys in
+   Ais-Custom-Md (s3.acl, s3.own, any case or spacing) is 400 and the
+   object does not become anonymously readable; other custom keys are
+   stored; S3 x-amz-meta-* naming them stay private.
    The cluster's own copies of S3 metadata (a copies=2 bucket, EC
    slices) are written between targets as before.
 4. GetBatch: every entry is declared and decided with the others: one
@@ -183,11 +184,17 @@ st, msg = bprops({"backend": {"provider": "none"}}, ADMIN)
 t.eq(st, 200, "a cluster admin detaches it")
 
 # --- 3. reserved metadata keys ------------------------------------------------------------------
-for i, md in enumerate(("s3.own=mo,s3.acl=aR", "S3.ACL=aR", "color=red, s3.acl=aR", "s3.etag=00")):
+for i, md in enumerate(("s3.own=mo,s3.acl=aR", "S3.ACL=aR", "color=red, s3.acl=aR", "s3.etag=00",
+                          "bk.etag=00")):
     r = put("md", "o%d" % i, b"md secret", RW_MD, {"Ais-Custom-Md": md})
     t.check(r.status == 400 and "reserved" in (r.json() or {}).get("message", ""),
             "native PUT with Ais-Custom-Md %r: 400" % md, r)
     t.check(http_raw(EP, "GET", "/md/o%d" % i)[0] in (403, 404), "... not anonymously readable")
+# S3's own x-amz-meta-* land under encoded keys: they cannot name the owner or ACL (a regression guard)
+admin_s3.put_object(Bucket="md", Key="s3meta", Body=b"md secret",
+                    Metadata={"s3.acl": "aR", "x": "1,s3.own=aisd-test,s3.acl=aR"})
+t.eq(http_raw(EP, "GET", "/md/s3meta")[0], 403, "S3 PutObject with x-amz-meta-s3.acl and ',s3.acl=' in a value: "
+     "still private")
 r = put("md", "ok", b"md data", RW_MD, {"Ais-Custom-Md": "color=blue,s3x=1"})
 t.eq(r.status, 200, "native PUT with other custom keys: 200")
 r = clulib.follow("HEAD", EP, "/v1/objects/md/ok", None, bearer(RO_MD))[1]
