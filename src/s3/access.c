@@ -135,8 +135,10 @@ int s3_decide(s3_rq_t *r)
 	for (size_t i = 0; i < r->nres; i++) {
 		authz_res_t *x = &r->res[i];
 		s3_bacl_t b;
-		if (x->acl_later && authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW)
-			x->acl_later = false; /* its own permissions: no ACL to wait for */
+		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
+			x->acl_later = false; /* its own permissions: no ACL to read */
+			continue;
+		}
 		if (!x->acl || x->acl_later)
 			continue;
 		if (s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK) {

@@ -105,8 +105,10 @@ bool tgt_moss_allowed(http_req_t *req, const moss_req_t *mr)
 {
 	/* one resource per entry (a run of entries of one bucket declares it
 	 * once), decided together: one entry refused refuses the request */
-	authz_res_t *res = arena_zalloc(req->arena, (mr->n ? mr->n : 1) * sizeof(*res));
-	size_t n = 0;
+	size_t runs = 0, n = 0;
+	for (size_t i = 0; i < mr->n; i++)
+		runs += !i || !sv_eq(mr->in[i - 1].bck, mr->in[i].bck);
+	authz_res_t *res = arena_zalloc(req->arena, (runs ? runs : 1) * sizeof(*res));
 	for (size_t i = 0; i < mr->n; i++) {
 		if (n && sv_eq(res[n - 1].bucket, mr->in[i].bck))
 			continue;
