@@ -1,7 +1,9 @@
 /*
  * authz.c - the node's access control (authz.h): the http server's hook
- * that decides, per route, whether a request may go on; signed redirects;
- * the cluster secret's header on intra-cluster calls; S3 users' grants.
+ * that declares, per route, the resource a request touches and lets it go
+ * on or not; the one decision (authz_decide) every declaration goes to,
+ * native or S3; signed redirects; the cluster secret's header on
+ * intra-cluster calls.
  *
  * The settings are read once at start (authz_init) into this file's
  * statics, before any server thread runs, and only read afterwards; the

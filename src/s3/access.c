@@ -19,6 +19,9 @@
  *  5. With auth.enabled, auth.grant decides for signed requests; ACLs add
  *     only their group grants (AllUsers, AuthenticatedUsers), so that a
  *     public bucket stays public, and setting a group grant needs admin.
+ *  6. This file only says what the ACLs give (acl_have of the resources
+ *     s3.c declares); authz_decide decides, over every resource of the
+ *     request at once (a copy's source included): deny wins.
  */
 #include <stdio.h>
 #include <string.h>
