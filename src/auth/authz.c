@@ -356,18 +356,22 @@ int authz_check_body(http_req_t *req)
  * cover perm on bucket (empty: the cluster's operations)? */
 static bool own_perm(const authz_who_t *who, sv_t bucket, unsigned perm)
 {
+	/* the cluster's operations: every permission on no bucket, which only
+	 * an administrator has (auth_token_allows, auth_grants_allow) */
+	bool cluster = perm == AUTHZ_CLUSTER || perm == AUTHZ_MONITOR;
+	sv_t b = cluster ? (sv_t){"", 0} : bucket;
+	unsigned need = cluster ? AUTH_ALL : perm;
+
 	switch (who->kind) {
 	case AUTHZ_PEER:
 		return true;
 	case AUTHZ_TOKEN:
-		if (perm == AUTHZ_MONITOR)
-			return who->tok->admin || who->tok->monitor;
-		return auth_token_allows(who->tok, perm == AUTHZ_CLUSTER ? (sv_t){"", 0} : bucket,
-					 perm == AUTHZ_CLUSTER ? AUTH_ALL : perm);
+		if (perm == AUTHZ_MONITOR && who->tok->monitor)
+			return true;
+		return auth_token_allows(who->tok, b, need);
 	case AUTHZ_USER:
-		return auth_grants_allow((const char (*)[256])cfg->auth_grants, cfg->n_auth_grants, who->user,
-					 perm == AUTHZ_CLUSTER || perm == AUTHZ_MONITOR ? (sv_t){"", 0} : bucket,
-					 perm == AUTHZ_CLUSTER || perm == AUTHZ_MONITOR ? AUTH_ALL : perm);
+		return auth_grants_allow((const char (*)[256])cfg->auth_grants, cfg->n_auth_grants, who->user, b,
+					 need);
 	case AUTHZ_ANON:
 	default:
 		return false;
