@@ -9,7 +9,8 @@
  *     cluster map), this request (method, target, body) and now, and not
  *     seen before. It may do anything. An invalid one is 401, and so is
  *     a request with the "Ais-Intra" header or to an intra-only route
- *     (metasync, join, vote) without a valid one, whenever cluster.secret
+ *     (metasync, join, vote, EC slices, a target's S3 uploads, an
+ *     object's metadata PATCH) without a valid one, whenever cluster.secret
  *     is set: a stranger cannot join, push a map, vote, or be served as a
  *     peer. Without cluster.secret nothing is checked (trusted networks).
  *  2. With auth.enabled only (the rest is open otherwise):
@@ -24,8 +25,8 @@
  *       monitor or administrator token.
  *     Missing, malformed, forged or expired credentials: 401 with
  *     WWW-Authenticate; valid but not enough: 403. Both JSON bodies.
- *     S3 routes check their own (SigV4 key -> user -> auth.grant), see
- *     authz_s3_allows. /v1/health is public (HTTP_ROUTE_PUBLIC).
+ *     S3 routes declare theirs in their codec (s3.c) and are decided by
+ *     authz_decide as well. /v1/health is public (HTTP_ROUTE_PUBLIC).
  */
 #ifndef AISD_AUTHZ_H
 #define AISD_AUTHZ_H
@@ -51,10 +52,6 @@ void authz_set_self(const char *url);
  * first time, AIS_ERR when it was taken before and is still live, AIS_AGAIN
  * when the cache is full of live ones. Any thread. */
 int authz_replay_take(uint64_t key, int64_t ts, int64_t now);
-/* Does the request that passed authz_check have perm on bucket? Intra
- * calls and auth off: yes. Otherwise the token, or the user a signed
- * redirect was issued for, decides; on false, 403 has been answered. */
-bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm);
 /* Answers 307 to base_url + the request's path; with auth.enabled and a
  * token the Location carries a signed redirect for the same method, path,
  * query and (buffered) body and the token's user and permissions, valid
@@ -74,9 +71,74 @@ void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uin
 #define AUTHZ_INTRA_HDR_MAX 200
 bool authz_intra_header(const char *method, const char *url, const void *body, size_t len, char *out,
 			size_t outsz);
-/* S3: with auth.enabled, may user (an s3.key's user id) have perm on
- * bucket (empty: the service, creating buckets: administrators)? Always
- * true with auth off. */
-bool authz_s3_allows(sv_t user, sv_t bucket, unsigned perm);
+
+/*
+ * One authorization decision per request. A route (native: route_needs
+ * here; S3: its codec, s3.c) or a parser of a body (GetBatch entries, a
+ * set-bprops value) declares every resource the request touches as an
+ * authz_res_t, and authz_decide alone says whether the principal may. No
+ * handler compares permissions itself.
+ *
+ * The rules, in this order for every resource:
+ *  1. A peer (a valid intra-cluster call) may do anything.
+ *  2. AUTHZ_CLUSTER (creating buckets, a bucket's backend, the cluster's
+ *     own operations) needs a cluster administrator: an admin token, or a
+ *     user with auth.grant USER:*:admin; with auth off, anyone but an
+ *     anonymous S3 request. No ACL grants it.
+ *  3. Otherwise the principal's own permissions: a token's (or the
+ *     token's a signed redirect was issued for), or an S3 user's
+ *     auth.grant lines. With auth off there are none to ask.
+ *  4. Else the ACL: res.acl (an S3ACL_* need; 0: no ACL grants it) against
+ *     res.acl_have, what the ACLs give this principal (access.c, which
+ *     with auth.enabled counts only group grants for signed users).
+ *     acl_later: that ACL is an object's, not read yet: the resource is
+ *     undecided until the caller fills acl_have and decides again.
+ *  5. Else, with auth off, any principal but an anonymous one.
+ * Deny wins: the request is allowed only when every resource is, and a
+ * resource one rule refuses is never let in by another resource's allow
+ * (a writable destination does not open a copy's source). Anonymous is a
+ * principal with no permissions of its own: only ACLs' group grants.
+ */
+#define AUTHZ_CLUSTER (1u << 9) /* a res.perm: a cluster administrator (rule 2) */
+#define AUTHZ_MONITOR (1u << 8) /* a res.perm: a monitor or an administrator */
+
+typedef enum authz_kind {
+	AUTHZ_PEER = 1, /* an intra-cluster call (or auth off on the native API) */
+	AUTHZ_TOKEN,    /* a bearer token or the signed redirect made from one */
+	AUTHZ_USER,     /* an S3 key's user (auth.grant) */
+	AUTHZ_ANON,     /* an unsigned S3 request */
+} authz_kind_t;
+
+typedef struct authz_who {
+	authz_kind_t kind;
+	const auth_token_t *tok; /* AUTHZ_TOKEN */
+	sv_t user;               /* AUTHZ_USER: the user id */
+} authz_who_t;
+
+typedef struct authz_res {
+	sv_t bucket;       /* decoded; empty with AUTHZ_CLUSTER/MONITOR: the cluster */
+	sv_t object;       /* empty: the bucket itself */
+	unsigned perm;     /* AUTH_* (perm.h), AUTHZ_CLUSTER or AUTHZ_MONITOR */
+	unsigned acl;      /* S3ACL_* an ACL must give to grant it; 0: none can */
+	unsigned acl_have; /* S3ACL_* the ACLs give the principal (rule 4) */
+	bool acl_later;    /* acl_have is an object's, not known yet */
+	const char *role;  /* what it is to the request, for messages ("copy source") */
+} authz_res_t;
+
+enum authz_verdict { AUTHZ_ALLOW, AUTHZ_DENY, AUTHZ_LATER };
+
+/* The decision over res[0..n). AUTHZ_DENY with *bad the first resource
+ * refused; AUTHZ_LATER when none is refused but one waits for its object
+ * ACL (*bad: that one); AUTHZ_ALLOW. Pure: any thread. */
+enum authz_verdict authz_decide(const authz_who_t *who, const authz_res_t *res, size_t n, size_t *bad);
+/* The same for a native request that passed authz_check, as its
+ * principal; on false, 403 with what was refused has been answered. */
+bool authz_request(http_req_t *req, const authz_res_t *res, size_t n);
+/* The reason res was refused to who, for a 403's message, into out. */
+void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out);
+/* Is the request a valid intra-cluster call (or, without cluster.secret,
+ * one that says it is: the trusted-network setting)? Only peers may set
+ * reserved metadata (s3.* custom keys). */
+bool authz_is_peer(http_req_t *req);
 
 #endif

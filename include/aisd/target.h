@@ -31,8 +31,9 @@ http_server_t *target_server(const target_t *t);
  * failure answers 400 and returns AIS_ERR. */
 int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj);
 struct moss_req;
-/* GetBatch: may the request read every bucket it names (authz_allows)?
- * false after answering 403. */
+/* GetBatch: declares every entry (its bucket, read) and asks the one
+ * decision (authz_request): may the request read them all? false after
+ * answering 403. */
 bool tgt_moss_allowed(http_req_t *req, const struct moss_req *mr);
 /* Appends one entry of the bucket list (GET /v1/buckets/), AIStore's
  * shape, preceded by a comma unless first. Gateways answer the same. */

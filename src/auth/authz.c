@@ -1,7 +1,9 @@
 /*
  * authz.c - the node's access control (authz.h): the http server's hook
- * that decides, per route, whether a request may go on; signed redirects;
- * the cluster secret's header on intra-cluster calls; S3 users' grants.
+ * that declares, per route, the resource a request touches and lets it go
+ * on or not; the one decision (authz_decide) every declaration goes to,
+ * native or S3; signed redirects; the cluster secret's header on
+ * intra-cluster calls.
  *
  * The settings are read once at start (authz_init) into this file's
  * statics, before any server thread runs, and only read afterwards; the
@@ -108,12 +110,13 @@ static bool wants_stats(http_req_t *req, const char *dflt)
 		 sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"));
 }
 
-/* What a native route needs: *bucket (empty: none) and *perm; perm 0 with
- * no bucket: any valid credentials; AUTH_MONITOR with no bucket: a
- * monitor or an administrator; AUTH_ALL with no bucket: a cluster
- * administrator. *intra_only: only other nodes may call it. */
-#define AUTH_MONITOR (1u << 8)
-static void route_needs(http_req_t *req, sv_t *bucket, unsigned *perm, bool *intra_only)
+/* The resource a native route declares (authz.h): *res (bucket and
+ * perm; n 0: any valid credentials) and *intra_only: only other nodes may
+ * call it. GetBatch declares its entries' buckets once its body is parsed
+ * (tgt_moss_allowed), set-bprops the bucket's backend (AUTHZ_CLUSTER) when
+ * its value names one (the gateway); the rest is here. docs/api.md has
+ * the table. */
+static size_t route_needs(http_req_t *req, authz_res_t *res, bool *intra_only)
 {
 	const char *pfx = req->route->prefix;
 	sv_t sub = req->subpath;
@@ -121,43 +124,52 @@ static void route_needs(http_req_t *req, sv_t *bucket, unsigned *perm, bool *int
 	sv_t first = {sub.ptr, slash ? (size_t)(slash - sub.ptr) : sub.len};
 	enum http_method m = req->method;
 
-	*bucket = (sv_t){"", 0};
-	*perm = AUTH_ALL;
+	memset(res, 0, sizeof(*res));
+	res->bucket = (sv_t){"", 0};
+	res->object = (sv_t){"", 0};
+	res->perm = AUTHZ_CLUSTER;
 	*intra_only = false;
 	if (!strcmp(pfx, "/v1/objects")) {
-		*bucket = first;
-		*perm = m == HTTP_PUT ? AUTH_WRITE : m == HTTP_DELETE ? AUTH_DELETE : AUTH_READ;
+		res->bucket = first;
+		res->object = slash ? (sv_t){slash + 1, sub.len - first.len - 1} : (sv_t){"", 0};
+		res->perm = m == HTTP_PUT ? AUTH_WRITE : m == HTTP_DELETE ? AUTH_DELETE : AUTH_READ;
+		*intra_only = m == HTTP_PATCH; /* a copy's metadata, between targets */
 	} else if (!strcmp(pfx, "/v1/buckets")) {
-		*bucket = first;
+		res->bucket = first;
 		if (!first.len)
-			*perm = m == HTTP_GET ? 0 : AUTH_ALL;
+			return m == HTTP_GET ? 0 : 1;
 		else if (m == HTTP_GET)
-			*perm = AUTH_LIST;
+			res->perm = AUTH_LIST;
 		else if (m == HTTP_HEAD)
-			*perm = AUTH_READ;
+			res->perm = AUTH_READ;
 		else if (m == HTTP_DELETE || m == HTTP_PATCH)
-			*perm = AUTH_ADMIN;
+			res->perm = AUTH_ADMIN;
 		else
-			*bucket = (sv_t){"", 0}; /* create: administrators */
+			res->bucket = (sv_t){"", 0}; /* create: administrators */
 	} else if (!strcmp(pfx, "/v1/ml/moss")) {
-		*perm = 0; /* every entry's bucket: authz_allows in the handler */
-	} else if (!strcmp(pfx, "/v1/metasync")) {
-		*intra_only = true;
+		return 0; /* every entry's bucket: tgt_moss_allowed */
+	} else if (!strcmp(pfx, "/v1/metasync") || !strcmp(pfx, "/v1/ec") || !strcmp(pfx, "/v1/s3uploads")) {
+		*intra_only = true; /* maps; slices; a target's uploads for a gateway's list */
 	} else if (!strcmp(pfx, "/v1/cluster")) {
 		if (m == HTTP_POST)
 			*intra_only = true; /* join, vote */
+		else if (m == HTTP_GET && !wants_stats(req, "smap"))
+			return 0;
 		else if (m == HTTP_GET)
-			*perm = wants_stats(req, "smap") ? AUTH_MONITOR : 0;
+			res->perm = AUTHZ_MONITOR;
 	} else if (!strcmp(pfx, "/v1/daemon")) {
-		if (m == HTTP_GET)
-			*perm = wants_stats(req, "stats") ? AUTH_MONITOR : 0;
+		if (m == HTTP_GET && !wants_stats(req, "stats"))
+			return 0;
+		else if (m == HTTP_GET)
+			res->perm = AUTHZ_MONITOR;
 	} else if (!strcmp(pfx, "/v1/daemon/mountpaths") || !strcmp(pfx, "/metrics")) {
 		if (m == HTTP_GET)
-			*perm = AUTH_MONITOR;
+			res->perm = AUTHZ_MONITOR;
 	} else if (!strcmp(pfx, "/v1/jobs")) {
 		if (m == HTTP_GET)
-			*perm = 0;
+			return 0;
 	}
+	return 1;
 }
 
 /*
@@ -271,11 +283,9 @@ int authz_check(http_req_t *req)
 {
 	int64_t now = now_s();
 	sv_t ih = http_req_header(req, AUTH_INTRA_HDR);
-	sv_t bck;
-	unsigned perm;
+	authz_res_t res;
 	bool intra_only;
-
-	route_needs(req, &bck, &perm, &intra_only);
+	size_t nres = route_needs(req, &res, &intra_only);
 	if (csecret_len) {
 		if (ih.ptr)
 			return check_intra(req, ih, now);
@@ -322,33 +332,11 @@ int authz_check(http_req_t *req)
 		if (intra_only)
 			return deny(req, 403, "only the cluster's nodes (with cluster.secret) may call this");
 	}
-	sv_t dec = bck;
-	if (bck.len && http_pct_decode(req->arena, bck, false, &dec) != AIS_OK)
-		return deny(req, 403, "invalid bucket name");
-	if (!dec.len && perm == 0)
+	if (!nres)
 		return AIS_OK;
-	if (!dec.len && perm == AUTH_MONITOR) {
-		if (p->tok.admin || p->tok.monitor)
-			return AIS_OK;
-		char msg[256];
-		snprintf(msg, sizeof(msg), "user \"%s\" may not read cluster statistics (needs a monitor or admin token)",
-			 p->tok.user);
-		return deny(req, 403, msg);
-	}
-	if (!auth_token_allows(&p->tok, dec, perm)) {
-		buf_t what = BUF_INIT, msg = BUF_INIT;
-		auth_perm_format(perm, &what);
-		if (dec.len)
-			buf_addf(&msg, "user \"%s\" lacks %s permission on bucket \"%.*s\"", p->tok.user, what.ptr,
-				 (int)MIN(dec.len, 64), dec.ptr);
-		else
-			buf_addf(&msg, "user \"%s\" is not a cluster administrator", p->tok.user);
-		deny(req, 403, msg.ptr);
-		buf_free(&what);
-		buf_free(&msg);
-		return AIS_ERR;
-	}
-	return AIS_OK;
+	if (res.bucket.len && http_pct_decode(req->arena, res.bucket, false, &res.bucket) != AIS_OK)
+		return deny(req, 403, "invalid bucket name");
+	return authz_request(req, &res, 1) ? AIS_OK : AIS_ERR;
 }
 
 int authz_check_body(http_req_t *req)
@@ -362,19 +350,124 @@ int authz_check_body(http_req_t *req)
 	return p->record ? replay_take(req, p, now_s()) : AIS_OK;
 }
 
-bool authz_allows(http_req_t *req, sv_t bucket, unsigned perm)
+/* --- the decision (authz.h) ------------------------------------------------ */
+
+/* Does the principal's own permission (a token's, an S3 user's grants)
+ * cover perm on bucket (empty: the cluster's operations)? */
+static bool own_perm(const authz_who_t *who, sv_t bucket, unsigned perm)
+{
+	/* the cluster's operations: every permission on no bucket, which only
+	 * an administrator has (auth_token_allows, auth_grants_allow) */
+	bool cluster = perm == AUTHZ_CLUSTER || perm == AUTHZ_MONITOR;
+	sv_t b = cluster ? (sv_t){"", 0} : bucket;
+	unsigned need = cluster ? AUTH_ALL : perm;
+
+	switch (who->kind) {
+	case AUTHZ_PEER:
+		return true;
+	case AUTHZ_TOKEN:
+		if (perm == AUTHZ_MONITOR && who->tok->monitor)
+			return true;
+		return auth_token_allows(who->tok, b, need);
+	case AUTHZ_USER:
+		return auth_grants_allow((const char (*)[256])cfg->auth_grants, cfg->n_auth_grants, who->user, b,
+					 need);
+	case AUTHZ_ANON:
+	default:
+		return false;
+	}
+}
+
+/* One resource by rules 1-5; AUTHZ_LATER: its object ACL is not known. */
+static enum authz_verdict decide_one(const authz_who_t *who, const authz_res_t *r)
+{
+	if (who->kind == AUTHZ_PEER)
+		return AUTHZ_ALLOW;
+	if (r->perm == AUTHZ_CLUSTER || r->perm == AUTHZ_MONITOR) {
+		if (!enabled)
+			return who->kind == AUTHZ_ANON ? AUTHZ_DENY : AUTHZ_ALLOW;
+		return own_perm(who, r->bucket, r->perm) ? AUTHZ_ALLOW : AUTHZ_DENY;
+	}
+	if (enabled && own_perm(who, r->bucket, r->perm))
+		return AUTHZ_ALLOW;
+	if (r->acl) {
+		if (r->acl_later)
+			return AUTHZ_LATER;
+		return (r->acl_have & r->acl) == r->acl ? AUTHZ_ALLOW : AUTHZ_DENY;
+	}
+	return !enabled && who->kind != AUTHZ_ANON ? AUTHZ_ALLOW : AUTHZ_DENY;
+}
+
+enum authz_verdict authz_decide(const authz_who_t *who, const authz_res_t *res, size_t n, size_t *bad)
+{
+	enum authz_verdict v = AUTHZ_ALLOW;
+	*bad = n;
+	for (size_t i = 0; i < n; i++) {
+		enum authz_verdict one = decide_one(who, &res[i]);
+		if (one == AUTHZ_DENY) {
+			*bad = i; /* deny wins over every allow and every undecided one */
+			return AUTHZ_DENY;
+		}
+		if (one == AUTHZ_LATER && v == AUTHZ_ALLOW) {
+			v = AUTHZ_LATER;
+			*bad = i;
+		}
+	}
+	return v;
+}
+
+void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out)
+{
+	const char *name = who->kind == AUTHZ_TOKEN ? who->tok->user : who->kind == AUTHZ_ANON ? "" : NULL;
+	buf_t what = BUF_INIT;
+	if (who->kind == AUTHZ_ANON)
+		buf_addstr(out, "an anonymous request");
+	else
+		buf_addf(out, "user \"%.*s\"", name ? (int)strlen(name) : (int)MIN(who->user.len, 128),
+			 name ? name : who->user.ptr);
+	if (res->perm == AUTHZ_CLUSTER) {
+		buf_addstr(out, " is not a cluster administrator");
+	} else if (res->perm == AUTHZ_MONITOR) {
+		buf_addstr(out, " may not read cluster statistics (needs a monitor or admin token)");
+	} else {
+		auth_perm_format(res->perm, &what);
+		buf_addf(out, " lacks %s permission on bucket \"%.*s\"", what.ptr, (int)MIN(res->bucket.len, 64),
+			 res->bucket.ptr);
+	}
+	if (res->role)
+		buf_addf(out, " (%s)", res->role);
+	buf_free(&what);
+}
+
+/* The principal of a native request that passed authz_check. */
+static void who_of(const http_req_t *req, authz_who_t *who)
 {
 	const struct principal *p = req->auth;
-	if (!enabled || !p || p->who == WHO_INTRA || auth_token_allows(&p->tok, bucket, perm))
+	memset(who, 0, sizeof(*who));
+	who->kind = !enabled || !p || p->who == WHO_INTRA ? AUTHZ_PEER : AUTHZ_TOKEN;
+	who->tok = p ? &p->tok : NULL;
+}
+
+bool authz_request(http_req_t *req, const authz_res_t *res, size_t n)
+{
+	authz_who_t who;
+	size_t bad;
+	who_of(req, &who);
+	if (authz_decide(&who, res, n, &bad) == AUTHZ_ALLOW)
 		return true;
-	buf_t what = BUF_INIT, msg = BUF_INIT;
-	auth_perm_format(perm, &what);
-	buf_addf(&msg, "user \"%s\" lacks %s permission on bucket \"%.*s\"", p->tok.user, what.ptr,
-		 (int)MIN(bucket.len, 64), bucket.ptr);
+	buf_t msg = BUF_INIT;
+	authz_why(&who, &res[bad], &msg);
 	deny(req, 403, msg.ptr);
-	buf_free(&what);
 	buf_free(&msg);
 	return false;
+}
+
+bool authz_is_peer(http_req_t *req)
+{
+	const struct principal *p = req->auth;
+	if (csecret_len)
+		return p && p->who == WHO_INTRA;
+	return http_req_has_header(req, "Ais-Intra");
 }
 
 void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(req, base_url, 0, 0); }
@@ -435,11 +528,4 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
 		auth_body_digest(body, len, digest);
 	auth_intra_sign(csecret, csecret_len, method, url, digest, now_s(), nonce, out + n, outsz - (size_t)n);
 	return true;
-}
-
-bool authz_s3_allows(sv_t user, sv_t bucket, unsigned perm)
-{
-	if (!enabled)
-		return true;
-	return auth_grants_allow((const char (*)[256])cfg->auth_grants, cfg->n_auth_grants, user, bucket, perm);
 }

@@ -1,6 +1,9 @@
 /*
  * names.c - bucket and object name rules (see names.h).
  */
+#include <string.h>
+#include <strings.h>
+
 #include "aisd/names.h"
 #include "aisd/banned.h"
 
@@ -76,4 +79,23 @@ bool name_object_valid(const char *s, size_t len)
 		if (s[i] == '\0')
 			return false;
 	return utf8_valid(s, len);
+}
+
+bool name_custom_reserved(const char *md, size_t len)
+{
+	static const char *const reserved[] = {"s3.", "bk."};
+	const char *p = md, *end = md + len;
+	while (p < end) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		const char *stop = c ? c : end;
+		const char *eq = memchr(p, '=', (size_t)(stop - p));
+		const char *k = p, *ke = eq ? eq : stop;
+		while (k < ke && (*k == ' ' || *k == '\t'))
+			k++;
+		for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+			if ((size_t)(ke - k) >= 3 && !strncasecmp(k, reserved[i], 3))
+				return true;
+		p = stop + 1;
+	}
+	return false;
 }

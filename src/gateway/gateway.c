@@ -219,6 +219,23 @@ static void redirect_primary(http_req_t *req, cluster_t *cl)
 		http_resp_error(req, 503, "no primary gateway known");
 }
 
+/* set-bprops declares, besides the bucket (admin, authz_check), the
+ * bucket's backend when its value names one (provider, remote, bucket):
+ * where a bucket's data comes from, with the cluster's credentials for
+ * that remote, is a cluster administrator's to change (authz.h rule 2);
+ * validate_warm_get and sync stay the bucket admin's. false after
+ * answering 403. */
+static bool bprops_allowed(http_req_t *req, const char *name, json_t *value)
+{
+	json_t *bk = json_object_get(value, "backend");
+	if (!json_is_object(bk) || !(json_object_get(bk, "provider") || json_object_get(bk, "remote") ||
+				     json_object_get(bk, "bucket")))
+		return true;
+	authz_res_t res = {.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER,
+			   .role = "changing the bucket's backend"};
+	return authz_request(req, &res, 1);
+}
+
 /* set-bprops and ec-encode: on the primary (else a redirect to it). */
 static void set_props_start(http_req_t *req, cluster_t *cl, struct bop *o, json_t *value)
 {
@@ -589,7 +606,8 @@ static int gw_buckets(http_req_t *req)
 			break;
 		}
 		if (o->kind == BOP_SET_PROPS) {
-			set_props_start(req, cl, o, value);
+			if (bprops_allowed(req, o->name, value))
+				set_props_start(req, cl, o, value);
 			break;
 		}
 		if (!cluster_is_primary(cl)) {

@@ -19,6 +19,9 @@
  *  5. With auth.enabled, auth.grant decides for signed requests; ACLs add
  *     only their group grants (AllUsers, AuthenticatedUsers), so that a
  *     public bucket stays public, and setting a group grant needs admin.
+ *  6. This file only says what the ACLs give (acl_have of the resources
+ *     s3.c declares); authz_decide decides, over every resource of the
+ *     request at once (a copy's source included): deny wins.
  */
 #include <stdio.h>
 #include <string.h>
@@ -111,41 +114,98 @@ unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *
 	return uid && !strcmp(uid, m->owner) ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
 }
 
-int s3_access_bucket(s3_rq_t *r, unsigned need)
+void s3_who(const s3_rq_t *r, authz_who_t *who)
 {
-	s3_bacl_t b;
-	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
-		if (s3_requester(r))
-			return AIS_OK; /* the handler answers NoSuchBucket */
+	const char *uid = s3_requester(r);
+	memset(who, 0, sizeof(*who));
+	who->kind = uid ? AUTHZ_USER : AUTHZ_ANON;
+	who->user = uid ? sv_from(uid) : (sv_t){"", 0};
+}
+
+static void denied(s3_rq_t *r, const authz_who_t *who, const authz_res_t *x)
+{
+	buf_t why = BUF_INIT;
+	authz_why(who, x, &why);
+	s3_error(r, "AccessDenied", "Access Denied: %s", why.ptr);
+	buf_free(&why);
+}
+
+int s3_decide(s3_rq_t *r)
+{
+	authz_who_t who;
+	size_t bad;
+	s3_who(r, &who);
+	for (size_t i = 0; i < r->nres; i++) {
+		authz_res_t *x = &r->res[i];
+		s3_bacl_t b;
+		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
+			x->acl_later = false; /* its own permissions: no ACL to read */
+			continue;
+		}
+		if (!x->acl || x->acl_later)
+			continue;
+		if (s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK) {
+			x->acl_have = s3_bucket_perms(r, &b);
+		} else if (who.kind == AUTHZ_ANON && i == S3_RES_NAMED) {
+			s3_error(r, "NoSuchBucket", NULL);
+			return AIS_ERR;
+		} else {
+			/* a signed request: the handler answers NoSuchBucket */
+			x->acl_have = who.kind == AUTHZ_ANON ? 0 : x->acl;
+		}
+	}
+	if (r->nres && r->res[S3_RES_NAMED].acl_later && who.kind == AUTHZ_ANON && !s3_bucket_exists(r)) {
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_ERR;
 	}
-	if ((s3_bucket_perms(r, &b) & need) == need)
+	if (authz_decide(&who, r->res, r->nres, &bad) != AUTHZ_DENY)
 		return AIS_OK;
-	s3_error(r, "AccessDenied", NULL);
+	denied(r, &who, &r->res[bad]);
 	return AIS_ERR;
 }
 
-int s3_access_object(s3_rq_t *r, sv_t bucket, const s3_meta_t *m, unsigned need)
+int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
+{
+	authz_who_t who;
+	s3_bacl_t b;
+	size_t bad;
+	if (i >= r->nres)
+		return AIS_ERR; /* not declared: never allowed */
+	authz_res_t *x = &r->res[i];
+	if (!x->acl_later)
+		return AIS_OK; /* decided already (s3_decide) */
+	s3_who(r, &who);
+	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
+		return AIS_ERR; /* the bucket went away meanwhile */
+	x->acl_have = s3_object_perms(r, &b, m);
+	x->acl_later = false;
+	if (authz_decide(&who, x, 1, &bad) != AUTHZ_ALLOW || authz_decide(&who, r->res, r->nres, &bad) == AUTHZ_DENY)
+		return AIS_ERR;
+	return AIS_OK;
+}
+
+int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
+{
+	if (s3_decide_object(r, i, m) == AIS_OK)
+		return AIS_OK;
+	authz_who_t who;
+	s3_who(r, &who);
+	denied(r, &who, &r->res[MIN(i, r->nres - 1)]);
+	return AIS_ERR;
+}
+
+int s3_decide_missing(s3_rq_t *r, size_t i)
 {
 	s3_bacl_t b;
-	if (!need)
+	if (i >= r->nres || !r->res[i].acl_later || s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
 		return AIS_OK;
-	if (s3_bucket_acl_get(r, bucket, &b) != AIS_OK)
-		return AIS_OK; /* the handler answers NoSuchBucket */
-	if ((s3_object_perms(r, &b, m) & need) == need)
-		return AIS_OK;
-	s3_error(r, "AccessDenied", NULL);
-	return AIS_ERR;
+	/* without READ on the bucket, S3 does not say whether a key exists */
+	return s3_bucket_perms(r, &b) & S3ACL_READ ? AIS_OK : AIS_ERR;
 }
 
 int s3_access_missing(s3_rq_t *r)
 {
-	s3_bacl_t b;
-	if (!r->obj_need || s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
-		return AIS_OK;
-	/* without READ on the bucket, S3 does not say whether a key exists */
-	if (s3_bucket_perms(r, &b) & S3ACL_READ)
+	if (s3_decide_missing(r, S3_RES_NAMED) == AIS_OK)
 		return AIS_OK;
 	s3_error(r, "AccessDenied", NULL);
 	return AIS_ERR;
@@ -173,8 +233,13 @@ int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a)
 			return AIS_ERR;
 		}
 	}
-	const char *uid = s3_requester(r);
-	if (groups && authz_enabled() && (!uid || !authz_s3_allows(sv_from(uid), r->bucket, AUTH_ALL))) {
+	/* with auth.enabled a grant to a group needs every permission on the
+	 * bucket, asked of the one decision (an ACL never grants it) */
+	authz_res_t x = {.bucket = r->bucket, .object = r->key, .perm = AUTH_ALL, .role = "a grant to a group"};
+	authz_who_t who;
+	size_t bad;
+	s3_who(r, &who);
+	if (groups && authz_enabled() && authz_decide(&who, &x, 1, &bad) != AUTHZ_ALLOW) {
 		s3_error(r, "AccessDenied", "Access Denied: a grant to a group needs admin on the bucket (auth.enabled)");
 		return AIS_ERR;
 	}

@@ -30,7 +30,7 @@ static int object_meta(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
 		return AIS_ERR;
 	}
 	s3_meta_decode(r->http->arena, sm->custom, m);
-	return s3_access_object(r, r->bucket, m, r->obj_need);
+	return s3_access_object(r, S3_RES_NAMED, m);
 }
 
 int s3_acl_get(s3_rq_t *r)

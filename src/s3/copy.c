@@ -113,12 +113,11 @@ static void cp_cleanup(void *arg)
 /* The source's metadata is known: check conditionals and the range. */
 static int cp_check(struct cp *c)
 {
-	s3_bacl_t b;
 	s3_etag_of(&c->sm, &c->m, c->etag, sizeof(c->etag));
 	c->checked = true;
-	/* READ on the source (with auth.enabled, auth.grant was checked) */
-	if (!authz_enabled() && s3_bucket_acl_get(c->r, c->sb, &b) == AIS_OK &&
-	    !(s3_object_perms(c->r, &b, &c->m) & S3ACL_READ)) {
+	/* the source, declared by s3_declare, decided now that its ACL is
+	 * known (by grant it may have been already) */
+	if (s3_decide_object(c->r, S3_RES_SOURCE, &c->m) != AIS_OK) {
 		c->code = "AccessDenied";
 		return AIS_ERR;
 	}
@@ -414,6 +413,8 @@ static void cp_done(http_req_t *req)
 	struct cp *c = r->op;
 	if (c->code) {
 		s3_error(r, c->code, NULL);
+	} else if (c->err == ENOENT && s3_decide_missing(r, S3_RES_SOURCE) != AIS_OK) {
+		s3_error(r, "AccessDenied", NULL); /* not told whether it exists */
 	} else if (c->err == ENOENT) {
 		/* the source is missing (or its bucket) */
 		s3_rq_t src = *r;

@@ -60,7 +60,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	}
 	sm = *smp;
 	s3_meta_decode(req->arena, sm.custom, &m);
-	if (s3_access_object(r, r->bucket, &m, r->obj_need) != AIS_OK) {
+	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
 		close(fd);
 		return;
 	}

@@ -384,119 +384,99 @@ static int authenticate(s3_rq_t *r)
 	return AIS_OK;
 }
 
-/* The ACL permission (s3acl.h) an operation needs; *on_object when it is
- * the object's (checked once its metadata is read), else the bucket's. 0:
- * none (CreateBucket decides itself). */
-static unsigned acl_need(s3_rq_t *r, bool *on_object)
+/*
+ * The resources an S3 operation touches (authz.h), declared here and
+ * nowhere else: the bucket or object it names, with the permission a
+ * token or auth.grant must give (perm.h) and the ACL permission (s3acl.h)
+ * that grants it too, and a copy's source (CopyObject, UploadPartCopy):
+ * read, by grant or by the source object's ACL.
+ *
+ *   operation                      perm          ACL need (on)
+ *   ListBuckets                    -             -
+ *   CreateBucket                   cluster admin -
+ *   PutBucketAcl                   admin         WRITE_ACP (bucket)
+ *   GetBucketAcl                   list          READ_ACP (bucket)
+ *   DeleteBucket                   admin         FULL_CONTROL (bucket)
+ *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
+ *   HeadBucket / ListObjects       read / list   READ (bucket)
+ *   GetObject, HeadObject          read          READ (object)
+ *   Get/PutObjectAcl               read / write  READ_ACP / WRITE_ACP (object)
+ *   ListParts, tagging             read          WRITE / READ (bucket)
+ *   PutObject, multipart           write         WRITE (bucket)
+ *   DeleteObject / AbortMPU        delete / write WRITE (bucket)
+ *   + copy source                  read          READ (source object)
+ * AIS_OK with r->res, or AIS_ERR after answering (a bad copy source).
+ */
+static int s3_declare(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
 	enum http_method m = req->method;
+	authz_res_t *x = &r->res[S3_RES_NAMED];
 	sv_t v;
 	bool acl = s3_query_has(req, "acl");
 
-	*on_object = false;
-	if (!r->key.len) {
-		if (acl)
-			return m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
-		if (m == HTTP_PUT)
-			return 0;
-		if (m == HTTP_DELETE)
-			return S3ACL_FULL;
-		return m == HTTP_POST ? S3ACL_WRITE : S3ACL_READ;
-	}
-	if (acl) {
-		*on_object = true;
-		return m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
-	}
-	if ((m == HTTP_GET || m == HTTP_HEAD) && !http_query_get(req, "uploadId", &v)) {
-		*on_object = !s3_query_has(req, "tagging");
-		return S3ACL_READ;
-	}
-	return S3ACL_WRITE;
-}
-
-/* With auth.enabled, the signer's user (the s3.key's user id) needs the
- * operation's permission on the bucket, from auth.grant (authz.h): reads
- * read, listings list, writes (multipart included) write, deletes delete,
- * bucket deletion admin, bucket creation an administrator, a copy also
- * read on its source. ListBuckets: any key. AIS_OK, or AIS_ERR with *msg. */
-static int grants_allow(s3_rq_t *r, const char **msg)
-{
-	http_req_t *req = r->http;
-	enum http_method m = req->method;
-	sv_t bck = r->bucket, v;
-	unsigned perm;
-
-	sv_t user = sv_from(r->auth.key->user_id);
-	if (!r->bucket.len)
+	memset(r->res, 0, sizeof(r->res));
+	r->nres = 0;
+	if (!r->bucket.len) {
+		if (m == HTTP_GET || m == HTTP_HEAD)
+			return AIS_OK; /* ListBuckets: each user sees what it may */
+		x->perm = AUTHZ_CLUSTER;
+		r->nres = 1;
 		return AIS_OK;
+	}
+	x->bucket = r->bucket;
+	x->object = r->key;
+	r->nres = 1;
 	if (!r->key.len) {
-		if (m == HTTP_PUT)
-			bck = (sv_t){"", 0}, perm = AUTH_ALL;
-		else if (m == HTTP_DELETE)
-			perm = AUTH_ADMIN;
-		else if (m == HTTP_POST)
-			perm = AUTH_DELETE;
-		else
-			perm = m == HTTP_HEAD ? AUTH_READ : AUTH_LIST;
-	} else if (m == HTTP_GET || m == HTTP_HEAD) {
-		perm = AUTH_READ;
+		if (acl) {
+			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
+			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
+		} else if (m == HTTP_PUT) {
+			x->perm = AUTHZ_CLUSTER; /* CreateBucket */
+		} else if (m == HTTP_DELETE) {
+			x->perm = AUTH_ADMIN, x->acl = S3ACL_FULL;
+		} else if (m == HTTP_POST) {
+			x->perm = AUTH_DELETE, x->acl = S3ACL_WRITE;
+		} else {
+			x->perm = m == HTTP_HEAD ? AUTH_READ : AUTH_LIST, x->acl = S3ACL_READ;
+		}
+		return AIS_OK;
+	}
+	bool upload = http_query_get(req, "uploadId", &v);
+	if (acl) {
+		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE;
+		x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
+		x->acl_later = true;
+	} else if ((m == HTTP_GET || m == HTTP_HEAD) && !upload) {
+		x->perm = AUTH_READ, x->acl = S3ACL_READ;
+		x->acl_later = !s3_query_has(req, "tagging");
 	} else if (m == HTTP_DELETE) {
-		perm = http_query_get(req, "uploadId", &v) ? AUTH_WRITE : AUTH_DELETE;
+		x->perm = upload ? AUTH_WRITE : AUTH_DELETE, x->acl = S3ACL_WRITE;
 	} else {
-		perm = AUTH_WRITE;
+		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE, x->acl = S3ACL_WRITE;
 	}
-	if (!authz_s3_allows(user, bck, perm)) {
-		*msg = "Access Denied: the user lacks this permission on the bucket (auth.grant)";
-		return AIS_ERR;
-	}
-	sv_t src = http_req_header(req, "x-amz-copy-source"), sb, sk;
-	if (src.ptr && r->key.len && m == HTTP_PUT) {
-		if (s3_copy_source(r, src, &sb, &sk) != AIS_OK) {
-			*msg = NULL; /* answered */
+	sv_t src = http_req_header(req, "x-amz-copy-source");
+	if (src.ptr && m == HTTP_PUT) {
+		authz_res_t *s = &r->res[S3_RES_SOURCE];
+		if (s3_copy_source(r, src, &s->bucket, &s->object) != AIS_OK)
 			return AIS_ERR;
-		}
-		if (!authz_s3_allows(user, sb, AUTH_READ)) {
-			*msg = "Access Denied: the user may not read the copy source (auth.grant)";
-			return AIS_ERR;
-		}
+		s->perm = AUTH_READ;
+		s->acl = S3ACL_READ;
+		s->acl_later = true;
+		s->role = "the copy source";
+		r->nres = 2;
 	}
 	return AIS_OK;
 }
 
-/* Who may: with auth.enabled a signed request by its grants, or else by
- * the ACLs' group grants; without, by the ACLs (access.c). An object's
- * ACL is checked by its handler (r->obj_need). AIS_ERR after answering. */
+/* Declares the request's resources and decides over them (access.c,
+ * authz_decide); an object's ACL is decided by the handler that reads
+ * its metadata. AIS_ERR after answering. */
 static int authorize(s3_rq_t *r)
 {
-	bool on_object;
-	unsigned need = acl_need(r, &on_object);
-	const char *uid = s3_requester(r), *msg = "Access Denied";
-
-	if (authz_enabled() && uid) {
-		if (grants_allow(r, &msg) == AIS_OK)
-			return AIS_OK;
-		if (!msg)
-			return AIS_ERR;
-		if (!r->bucket.len || !need) {
-			s3_error(r, "AccessDenied", "%s", msg);
-			return AIS_ERR;
-		}
-	} else if (!r->bucket.len || !need) {
-		/* anonymous ListBuckets: none of the buckets is theirs */
-		if (uid || (!r->bucket.len && r->http->method == HTTP_GET))
-			return AIS_OK;
-		s3_error(r, "AccessDenied", NULL);
+	if (s3_declare(r) != AIS_OK)
 		return AIS_ERR;
-	}
-	if (!on_object)
-		return s3_access_bucket(r, need);
-	if (!uid && !s3_bucket_exists(r)) {
-		s3_error(r, "NoSuchBucket", NULL);
-		return AIS_ERR;
-	}
-	r->obj_need = need;
-	return AIS_OK;
+	return s3_decide(r);
 }
 
 /* Does the object request r change or need the owner's state (writes,

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aisd/authz.h"
 #include "aisd/buf.h"
 #include "aisd/cluster.h"
 #include "aisd/conf.h"
@@ -42,10 +43,14 @@ typedef struct s3_rq {
 	s3_req_t areq; /* the request as SigV4 sees it */
 	s3_auth_t auth; /* who signed it and how the body is signed */
 	ol_where_t *where; /* an object request on a target: its holders (ol_where) */
-	/* ACL permissions (S3ACL_*) the object handler still has to check on
-	 * the object's metadata (s3_access_object); 0: none. */
-	unsigned obj_need;
+	/* The resources the request touches (s3_declare): S3_RES_NAMED, the
+	 * bucket or object it names, and S3_RES_SOURCE, a copy's source; one
+	 * decision (authz_decide) over all of them. An object's ACL is read
+	 * by the handler that reads its metadata (s3_decide_object). */
+	authz_res_t res[2];
+	size_t nres;
 } s3_rq_t;
+enum { S3_RES_NAMED, S3_RES_SOURCE };
 
 /* Starts blocking work that, in a cluster, calls other nodes (fan-outs,
  * forwarded deletes, copies, bucket changes through the primary): there on
@@ -185,14 +190,25 @@ void s3_bucket_acl_effective(const s3_bacl_t *b, s3acl_t *out);
 unsigned s3_bucket_perms(const s3_rq_t *r, const s3_bacl_t *b);
 /* m NULL or without an owner: the bucket's permissions. */
 unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *m);
-/* AIS_OK when the requester has need on r's bucket, else AIS_ERR after
- * answering (AccessDenied; NoSuchBucket when anonymous). A missing bucket
- * is left to the handler for a signed request. */
-int s3_access_bucket(s3_rq_t *r, unsigned need);
-/* The same for an object of bucket, from its S3 metadata m. */
-int s3_access_object(s3_rq_t *r, sv_t bucket, const s3_meta_t *m, unsigned need);
-/* For a missing object when r->obj_need: AccessDenied (AIS_ERR, answered)
- * unless the requester may list the bucket (then NoSuchKey is fine). */
+/* The request's principal for authz_decide: a signer's user (auth.grant),
+ * anonymous, or with s3.auth off the first key's user. */
+void s3_who(const s3_rq_t *r, authz_who_t *who);
+/* Decides over r->res (authz_decide) with the bucket ACLs filled in;
+ * AIS_OK (allowed, or waiting for an object's ACL), else AIS_ERR after
+ * answering (AccessDenied; NoSuchBucket for an anonymous request to a
+ * missing bucket). A missing bucket is left to the handler for a signed
+ * request. */
+int s3_decide(s3_rq_t *r);
+/* Resource i (S3_RES_*) is the object whose S3 metadata is m: fills its
+ * ACL in and decides again. AIS_OK or AIS_ERR; answers nothing (a pool
+ * thread may call it). */
+int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
+/* The same, answering AccessDenied on AIS_ERR. */
+int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
+/* Resource i's object is missing: AIS_ERR (AccessDenied) unless the
+ * requester may read its bucket (then NoSuchKey is fine) or needs no ACL. */
+int s3_decide_missing(s3_rq_t *r, size_t i);
+/* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
 /* The ACL the request sets (x-amz-acl or x-amz-grant-*; else private of
  * owner) into out; *given says whether the request named one. AIS_ERR

@@ -31,6 +31,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "aisd/authz.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -304,6 +305,13 @@ static int set_custom(http_req_t *req, ol_put_t *p, sv_t md)
 		return AIS_OK;
 	if (md.len >= sizeof(p->meta.custom)) {
 		http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
+		return AIS_ERR;
+	}
+	/* S3's keys (owner, ACL, ETag) and a remote's ETag are written by the
+	 * cluster only: a client's would make any object it may write public */
+	if (!authz_is_peer(req) && name_custom_reserved(md.ptr, md.len)) {
+		http_resp_error(req, 400, "custom metadata keys starting with \"s3.\" or \"bk.\" are reserved (S3's "
+					  "owner, ACL and ETag; a remote's ETag)");
 		return AIS_ERR;
 	}
 	p->custom = arena_svdup(req->arena, md);

@@ -103,12 +103,20 @@ int tgt_resp_range(http_req_t *req, uint64_t size, const char *ctype, const char
 
 bool tgt_moss_allowed(http_req_t *req, const moss_req_t *mr)
 {
+	/* one resource per entry (a run of entries of one bucket declares it
+	 * once), decided together: one entry refused refuses the request */
+	size_t runs = 0, n = 0;
+	for (size_t i = 0; i < mr->n; i++)
+		runs += !i || !sv_eq(mr->in[i - 1].bck, mr->in[i].bck);
+	authz_res_t *res = arena_zalloc(req->arena, (runs ? runs : 1) * sizeof(*res));
 	for (size_t i = 0; i < mr->n; i++) {
-		bool seen = false;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = sv_eq(mr->in[k].bck, mr->in[i].bck);
-		if (!seen && !authz_allows(req, mr->in[i].bck, AUTH_READ))
-			return false;
+		if (n && sv_eq(res[n - 1].bucket, mr->in[i].bck))
+			continue;
+		res[n].bucket = mr->in[i].bck;
+		res[n].object = mr->in[i].obj;
+		res[n].perm = AUTH_READ;
+		res[n].role = "a GetBatch entry";
+		n++;
 	}
-	return true;
+	return authz_request(req, res, n);
 }

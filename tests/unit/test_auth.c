@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "aisd/auth.h"
+#include "aisd/authz.h"
+#include "aisd/s3acl.h"
 #include "aisd/conf.h"
 #include "aisd/status.h"
 #include "aisd/banned.h"
@@ -458,6 +460,86 @@ START_TEST(test_conf_rules)
 }
 END_TEST
 
+/* The one decision (authz_decide) over declared resources: rules 1-5 of
+ * authz.h, deny winning over every allow and every undecided resource. */
+START_TEST(test_decide)
+{
+	conf_t *c = calloc(1, sizeof(*c));
+	buf_t err = BUF_INIT;
+	size_t bad;
+	conf_defaults(c);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "alice:b1:ro", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "root:*:admin", &err), AIS_OK);
+	c->auth_enabled = true;
+	authz_init(c);
+
+	authz_who_t alice = {.kind = AUTHZ_USER, .user = SV("alice")}, anon = {.kind = AUTHZ_ANON};
+	authz_who_t root = {.kind = AUTHZ_USER, .user = SV("root")}, peer = {.kind = AUTHZ_PEER};
+	/* a copy into a public-read-write bucket: the destination allowed by
+	 * its ACL, the source (private) refused: the request is refused */
+	authz_res_t cp[2] = {
+		{.bucket = SV("pub"), .perm = AUTH_WRITE, .acl = S3ACL_WRITE, .acl_have = S3ACL_READ | S3ACL_WRITE},
+		{.bucket = SV("c"), .object = SV("z"), .perm = AUTH_READ, .acl = S3ACL_READ, .acl_have = 0},
+	};
+	ck_assert_int_eq(authz_decide(&anon, cp, 2, &bad), AUTHZ_DENY);
+	ck_assert_uint_eq(bad, 1);
+	ck_assert_int_eq(authz_decide(&alice, cp, 2, &bad), AUTHZ_DENY);
+	ck_assert_uint_eq(bad, 1);
+	ck_assert_int_eq(authz_decide(&root, cp, 2, &bad), AUTHZ_ALLOW);
+	ck_assert_int_eq(authz_decide(&peer, cp, 2, &bad), AUTHZ_ALLOW);
+	/* the source's object ACL not read yet: undecided, unless its grant
+	 * decides; a refused resource wins over an undecided one */
+	cp[1].acl_later = true;
+	ck_assert_int_eq(authz_decide(&anon, cp, 2, &bad), AUTHZ_LATER);
+	ck_assert_uint_eq(bad, 1);
+	cp[1].bucket = SV("b1");
+	authz_res_t src_ok = cp[1];
+	ck_assert_int_eq(authz_decide(&alice, &src_ok, 1, &bad), AUTHZ_ALLOW); /* alice:b1:ro */
+	cp[0].acl_have = S3ACL_READ;
+	ck_assert_int_eq(authz_decide(&anon, cp, 2, &bad), AUTHZ_DENY);
+	ck_assert_uint_eq(bad, 0);
+	/* grants: the bucket's permission, never more */
+	authz_res_t w = {.bucket = SV("b1"), .perm = AUTH_WRITE};
+	ck_assert_int_eq(authz_decide(&alice, &w, 1, &bad), AUTHZ_DENY);
+	/* cluster administration: no ACL grants it */
+	authz_res_t be = {.bucket = SV("b1"), .perm = AUTHZ_CLUSTER, .acl = S3ACL_FULL, .acl_have = S3ACL_FULL};
+	ck_assert_int_eq(authz_decide(&alice, &be, 1, &bad), AUTHZ_DENY);
+	ck_assert_int_eq(authz_decide(&anon, &be, 1, &bad), AUTHZ_DENY);
+	ck_assert_int_eq(authz_decide(&root, &be, 1, &bad), AUTHZ_ALLOW);
+	/* a token: its buckets, admin, monitor */
+	auth_token_t tok = {.user = "t", .nb = 1};
+	snprintf(tok.b[0].bucket, sizeof(tok.b[0].bucket), "b1");
+	tok.b[0].perm = AUTH_ALL;
+	authz_who_t tw = {.kind = AUTHZ_TOKEN, .tok = &tok};
+	authz_res_t adm = {.bucket = SV("b1"), .perm = AUTH_ADMIN}, mon = {.perm = AUTHZ_MONITOR};
+	ck_assert_int_eq(authz_decide(&tw, &adm, 1, &bad), AUTHZ_ALLOW);
+	ck_assert_int_eq(authz_decide(&tw, &be, 1, &bad), AUTHZ_DENY); /* bucket admin, not cluster admin */
+	ck_assert_int_eq(authz_decide(&tw, &mon, 1, &bad), AUTHZ_DENY);
+	tok.monitor = true;
+	ck_assert_int_eq(authz_decide(&tw, &mon, 1, &bad), AUTHZ_ALLOW);
+	tok.admin = true;
+	ck_assert_int_eq(authz_decide(&tw, &be, 1, &bad), AUTHZ_ALLOW);
+	ck_assert_int_eq(authz_decide(&tw, NULL, 0, &bad), AUTHZ_ALLOW); /* nothing declared: any principal */
+	buf_t why = BUF_INIT;
+	authz_why(&alice, &cp[1], &why);
+	ck_assert_ptr_nonnull(strstr(why.ptr, "alice"));
+	buf_free(&why);
+
+	/* auth off: ACLs only, anonymous still without permissions of its own */
+	c->auth_enabled = false;
+	authz_init(c);
+	cp[0].acl_have = S3ACL_WRITE;
+	cp[1].acl_later = false;
+	ck_assert_int_eq(authz_decide(&anon, cp, 2, &bad), AUTHZ_DENY);
+	ck_assert_int_eq(authz_decide(&alice, cp, 2, &bad), AUTHZ_DENY);
+	ck_assert_int_eq(authz_decide(&alice, &be, 1, &bad), AUTHZ_ALLOW);
+	ck_assert_int_eq(authz_decide(&anon, &be, 1, &bad), AUTHZ_DENY);
+	ck_assert_int_eq(authz_decide(&alice, &w, 1, &bad), AUTHZ_ALLOW); /* no ACL asks */
+	buf_free(&err);
+	free(c);
+}
+END_TEST
+
 static Suite *auth_suite(void)
 {
 	Suite *s = suite_create("auth");
@@ -470,6 +552,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_redirect_sig);
 	tcase_add_test(tc, test_grants);
 	tcase_add_test(tc, test_conf_rules);
+	tcase_add_test(tc, test_decide);
 	suite_add_tcase(s, tc);
 	return s;
 }

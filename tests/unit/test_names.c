@@ -209,6 +209,20 @@ START_TEST(test_utf8_misc)
 }
 END_TEST
 
+/* Custom metadata keys only the cluster writes. */
+START_TEST(test_custom_reserved)
+{
+	static const char *const bad[] = {"s3.acl=aR", "s3.own=x,s3.acl=aR", "color=red, s3.acl=aR", "S3.ACL=aR",
+					  "\ts3.etag=0", "a=1,bk.etag=e", "BK.x=1", "s3.", "x=1,s3.m.k"};
+	static const char *const good[] = {"", "color=blue", "s3x=1", "color=s3.acl", "a=1,b=s3.own", "s3=1",
+					   "bk=2,k=bk.etag", "x.s3.acl=1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(name_custom_reserved(bad[i], strlen(bad[i])), "%s", bad[i]);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(!name_custom_reserved(good[i], strlen(good[i])), "%s", good[i]);
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
 	Suite *s = suite_create("names");
@@ -227,6 +241,7 @@ static Suite *names_suite(void)
 	tcase_add_test(o, test_utf8_beyond_max);
 	tcase_add_test(o, test_utf8_lone_continuation);
 	tcase_add_test(o, test_utf8_misc);
+	tcase_add_test(o, test_custom_reserved);
 	suite_add_tcase(s, o);
 	return s;
 }
