@@ -99,7 +99,8 @@ void auth_body_digest(const void *p, size_t n, char out[AUTH_SIG_HEX + 1]);
  * value for url (a full URL); auth_intra_check accepts a value within
  * AUTH_INTRA_SKEW seconds of now for this method, host and target, and
  * gives the parsed value (the caller compares BODY with the body it got
- * and keeps NONCE+SIG against replays).
+ * and keeps NONCE+SIG against replays). An empty key (klen 0) verifies
+ * nothing: auth_intra_check is then always false.
  */
 #define AUTH_INTRA_HDR "Ais-Cluster-Auth"
 #define AUTH_INTRA_SKEW 30
@@ -151,7 +152,8 @@ void auth_redirect_query(const void *key, size_t klen, const char *method, sv_t 
 /* Checks a request's raw query q. AIS_DONE: no ais_r* parameter in it;
  * AIS_OK: a valid signature for method and path, unexpired at now, *t
  * who it was issued for (exp = EXP) and *body the BODY it binds;
- * AIS_ERR: malformed, forged or expired, with the reason in err. */
+ * AIS_ERR: malformed, forged or expired, with the reason in err; always
+ * AIS_ERR for a query with ais_r* parameters when klen is 0 (no key). */
 int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t path, sv_t q, int64_t now,
 			 auth_token_t *t, char body[AUTH_SIG_HEX + 1], buf_t *err);
 /* The permissions of t as PERMS; and back (AIS_ERR when malformed, *t

@@ -147,7 +147,7 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 	uint64_t ts;
 	sv_t f[4];
 	char want[AUTH_SIG_HEX + 1];
-	if (!value.ptr || !split4(value, f) || num_parse_u64(f[0].ptr, f[0].len, 0, INT64_MAX / 2, &ts) != AIS_OK ||
+	if (!klen || !value.ptr || !split4(value, f) || num_parse_u64(f[0].ptr, f[0].len, 0, INT64_MAX / 2, &ts) != AIS_OK ||
 	    !is_lhex(f[1], AUTH_NONCE_HEX) || !body_valid(f[2]))
 		return false;
 	if ((int64_t)ts > now + AUTH_INTRA_SKEW || (int64_t)ts < now - AUTH_INTRA_SKEW)
@@ -337,6 +337,8 @@ int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t 
 	}
 	if (!any)
 		return AIS_DONE;
+	if (!klen) /* no key: nothing signed can be trusted (an empty HMAC key is anyone's) */
+		return rfail(err, "signed redirect: this node has no cluster.secret to check it with");
 	uint64_t exp;
 	char user[AUTH_USER_MAX + 1], want[AUTH_SIG_HEX + 1];
 	for (int i = 0; i < 5; i++)

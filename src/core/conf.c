@@ -522,9 +522,11 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "auth.enabled needs auth.secret (or auth.secret_file)");
 		return AIS_ERR;
 	}
-	if (c->auth_enabled && !c->cluster_secret[0] && (c->join[0] || !strcmp(c->role, "gateway"))) {
-		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file): targets check the "
-				"gateways' signed redirects and intra-cluster calls with it");
+	/* every role, a lone target too: it takes signed redirects and
+	 * intra-cluster calls, and without a key anyone could sign them */
+	if (c->auth_enabled && !c->cluster_secret[0]) {
+		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file) on every node, a lone "
+				"target too: it signs and checks redirects and intra-cluster calls");
 		return AIS_ERR;
 	}
 	if ((c->auth_secret[0] && strlen(c->auth_secret) < 16) ||
