@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,13 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument", argv[optind]);
+	/* Everything this daemon creates is its own alone: the object records
+	 * and LevelDB files (names, owners, ACLs), bmd.json, cmap.json,
+	 * multipart parts, object data (local reads get descriptors over the
+	 * unix socket, never paths). LevelDB creates its files itself, so the
+	 * umask is the one mechanism; explicit modes say the same elsewhere.
+	 * Exceptions, made explicitly: logs 0640, the unix socket 0660. */
+	umask(077);
 	buf_free(&mps);
 	if (conf_load_secrets(&conf, &err) != AIS_OK || conf_validate(&conf, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);

@@ -190,7 +190,7 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 		store_hasher_init(&w->hs[w->n_hs++], CKSUM_XXHASH);
 
 	/* (read too: spliced bytes are checksummed from the page cache) */
-	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0640);
+	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int e = map_errno(errno);
 		log_warn("create %s", w->tmp);
