@@ -83,6 +83,7 @@ struct store_writer {
 	int n_hs;
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
+	int64_t md_ns;       /* a copy's metadata time (store_writer_md_time); 0: new */
 	bool discard;        /* store_writer_discard: checksummed and counted, not kept */
 	char *rb;            /* store_writer_splice: the read-back buffer (WRITER_RB bytes), or NULL */
 };
@@ -224,6 +225,8 @@ int store_writer_also(store_writer_t *w, enum store_cksum type)
 }
 
 void store_writer_origin(store_writer_t *w, int64_t mtime_ns) { w->origin_ns = mtime_ns; }
+
+void store_writer_md_time(store_writer_t *w, int64_t md_ns) { w->md_ns = md_ns > 0 ? md_ns : 0; }
 
 int store_writer_write(store_writer_t *w, const void *p, size_t n)
 {
@@ -472,6 +475,7 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	nr.m.size = w->size;
 	nr.m.mtime_ns = time_now_ns();
 	nr.m.atime_ns = nr.m.mtime_ns;
+	nr.m.md_ns = w->md_ns;
 	if (custom)
 		snprintf(nr.m.custom, sizeof(nr.m.custom), "%s", custom);
 	if (writer_record(w, &nr) != AIS_OK) { /* rule 5 */

@@ -84,6 +84,8 @@ int ol_put_begin(ol_put_t *p)
 		return AIS_ERR;
 	if (p->origin_ns) /* a delete since that write wins (ol.h invariant 2) */
 		store_writer_origin(p->sw, p->origin_ns);
+	if (p->md_ns) /* the sender's metadata time travels with the copy */
+		store_writer_md_time(p->sw, p->md_ns);
 	/* rule 4: the copies go to the other holders as the bytes come */
 	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 	if (!p->repl && p->size && p->w && p->w->cluster) /* or the slices, encoded as they come */
