@@ -160,6 +160,38 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 	return true;
 }
 
+/* --- the previous map's holder ------------------------------------------------ */
+
+static void prev_sig(const void *key, size_t klen, uint64_t prev, sv_t path, char out[AUTH_SIG_HEX + 1])
+{
+	buf_t m = BUF_INIT;
+	buf_addf(&m, "aisd-prev-v1\n%llu\n", (unsigned long long)prev);
+	buf_addsv(&m, path);
+	auth_hmac_hex(key, klen, m.ptr, m.len, out);
+	buf_free(&m);
+}
+
+void auth_prev_sign(const void *key, size_t klen, uint64_t prev, sv_t path, buf_t *out)
+{
+	char sig[AUTH_SIG_HEX + 1];
+	prev_sig(key, klen, prev, path, sig);
+	buf_addf(out, "%llu.%s", (unsigned long long)prev, sig);
+}
+
+bool auth_prev_check(const void *key, size_t klen, sv_t value, sv_t path, uint64_t *prev)
+{
+	char want[AUTH_SIG_HEX + 1];
+	const char *dot = value.ptr ? memchr(value.ptr, '.', value.len) : NULL;
+	uint64_t v;
+	if (!klen || !dot || num_parse_u64(value.ptr, (size_t)(dot - value.ptr), 1, INT64_MAX, &v) != AIS_OK)
+		return false;
+	prev_sig(key, klen, v, path, want);
+	if (!auth_sig_eq((sv_t){dot + 1, value.len - (size_t)(dot - value.ptr) - 1}, want))
+		return false;
+	*prev = v;
+	return true;
+}
+
 /* --- signed redirects ------------------------------------------------------ */
 
 static bool redir_param(sv_t key)

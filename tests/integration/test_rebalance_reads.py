@@ -35,7 +35,10 @@ Checks:
     cluster: a read with a read-only token through the gateway, the 307s
     followed without the token, reaches the old holder through the new one
     and gets the object; the new holder's Location with another object's
-    name in its path is refused there (401: the signature covers it).
+    name in its path is refused there (401: the signature covers it), and
+    so is its ais_prev (signed under the cluster secret for the path)
+    replaced by the bare map version, or a client's own ais_prev or
+    Ais-Prev with a token: 307 to the owner, the old copy not served.
 """
 # timeout: 240
 import datetime
@@ -321,6 +324,17 @@ if via:
     r2 = request("GET", "http://" + loc.netloc, forged)
     t.check(r.status == 307 and "ais_prev=" in loc.query and r2.status == 401,
             "  the old holder refuses that Location with another object's name (401)", (r.status, r2.status))
+    # ais_prev is signed under the cluster secret for its path: a client's own (the bare map
+    # version, in the query or as Ais-Prev) does not make the old holder serve its copy
+    qs = urllib.parse.parse_qsl(loc.query, keep_blank_values=True)
+    vprev = dict(qs).get("ais_prev", "").split(".")[0]
+    bare = urllib.parse.urlencode([(k, vprev if k == "ais_prev" else v) for k, v in qs], safe=":,@")
+    r3 = request("GET", "http://" + loc.netloc, loc.path + "?" + bare)
+    r4 = request("GET", "http://" + loc.netloc, loc.path + "?ais_hop=1", headers=dict(RO, **{"Ais-Prev": vprev}))
+    r5 = request("GET", "http://" + loc.netloc, loc.path + "?ais_hop=1&ais_prev=" + vprev, headers=RO)
+    t.check("." in dict(qs).get("ais_prev", "") and [r3.status, r4.status, r5.status] == [307, 307, 307],
+            "  an unsigned ais_prev=%s (query, Ais-Prev, with a token) is not honoured there: 307 to the owner"
+            % vprev, (dict(qs).get("ais_prev"), r3.status, r4.status, r5.status))
 
 clulib.check_logs([g] + old + [t4, ga] + ta + [ta4])
 t.finish()

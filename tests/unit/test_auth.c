@@ -338,6 +338,22 @@ START_TEST(test_redirect_sig)
 	ck_assert_int_eq(rverify(q.ptr, 1700000061, &u, body), AIS_ERR); /* expired */
 	ck_assert_int_eq(rverify("archpath=x", 0, &u, body), AIS_DONE);  /* not a signed redirect */
 	ck_assert_int_eq(rverify("", 0, &u, body), AIS_DONE);
+	/* ais_prev: signed for one path under the key; never under an empty key */
+	{
+		buf_t pv = BUF_INIT;
+		uint64_t pr = 0;
+		auth_prev_sign(KEY, KLEN, 17, sv_from("/v1/objects/b/o"), &pv);
+		ck_assert(!strncmp(pv.ptr, "17.", 3) && pv.len == 3 + AUTH_SIG_HEX);
+		ck_assert(auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr) && pr == 17);
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/p"), &pr)); /* another object */
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_from("17"), sv_from("/v1/objects/b/o"), &pr)); /* bare */
+		pv.ptr[0] = '2'; /* another map version */
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr));
+		buf_reset(&pv);
+		auth_prev_sign("", 0, 17, sv_from("/v1/objects/b/o"), &pv);
+		ck_assert(!auth_prev_check("", 0, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr));
+		buf_free(&pv);
+	}
 	/* signed with an empty key: refused by a verifier without a key */
 	{
 		buf_t e = BUF_INIT, q0 = BUF_INIT;
