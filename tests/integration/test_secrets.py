@@ -18,6 +18,10 @@ copy, and what a node leaves on disk.
    comes back and, once the rebalance ran, no target serves the object to
    an anonymous GET (before, the returned holder kept public-read for
    good), nor the gateway.
+4. Logs (auth on, a target below store.min_free): the warning a 5xx
+   answer logs shows the request-target with ais_rsig (a signed redirect)
+   and X-Amz-Signature (a presigned S3 URL) as REDACTED, like the access
+   log; neither value is in any log.
 """
 # timeout: 240
 import json
@@ -25,6 +29,7 @@ import os
 import stat
 import subprocess
 import time
+import urllib.parse
 
 import boto3
 import botocore.config
@@ -151,4 +156,47 @@ t.check(not any(gr["Grantee"].get("URI", "").endswith("AllUsers") for gr in acl[
         "GetObjectAcl on the returned holder's copy shows no AllUsers grant", acl["Grants"])
 
 t.eq(error_lines(), [], "no error-level log line on any node")
+
+# --- 4. 5xx warnings show request-targets redacted ----------------------------------------------
+tsf, csf = clulib.secret_files("secrets-auth")
+AISCTL = os.path.join(os.path.dirname(clulib.BIN), "aisctl")
+tok = subprocess.run([AISCTL, "auth", "token", "create", "--secret-file", tsf, "--user", "root", "--admin", "--ttl",
+                      "1h"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                     env={**os.environ, "AISCTL_CONFIG": os.devnull}).stdout.decode().strip()
+ADMIN = {"Authorization": "Bearer " + tok}
+clulib.init(t, "secrets-auth", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                                "--set", "auth.enabled=on", "--set", "auth.secret_file=" + tsf,
+                                "--set", "cluster.secret_file=" + csf, "--set", "store.min_free=1000TiB",
+                                "--set", "s3.key=%s:%s:aisd-test:AIS Test" % (AK, SK),
+                                "--set", "auth.grant=aisd-test:*:rw"])
+ga, tg = Node("ga", "gateway"), Node("ta", "target")
+
+
+def members():
+    r = get(ga.url, "/v1/cluster?what=smap", headers=ADMIN)
+    return {n["id"] for n in r.json()["nodes"]} if r.status == 200 else set()
+
+
+if not t.check(ga.start() and tg.start(join=ga.url) and poll(lambda: members() == {ga.id, tg.id}, 20),
+               "an auth cluster (a target with store.min_free over its disk) forms"):
+    t.finish()
+t.eq(request("POST", ga.url, "/v1/buckets/full", json.dumps({"action": "create-bck"}), {**JS, **ADMIN}).status, 200,
+     "admin creates bucket full")
+r1, r2 = clulib.follow("PUT", ga.url, "/v1/objects/full/x", b"x" * 1000, ADMIN)
+rsig = urllib.parse.parse_qs(urllib.parse.urlsplit(r1.h("location") or "").query).get("ais_rsig", ["?"])[0]
+t.check(r1.status == 307 and len(rsig) == 64 and r2.status == 507,
+        "a PUT with a token: 307 with ais_rsig, then 507 at the target (below store.min_free)", (r1.status, r2.status))
+s3a = boto3.client("s3", endpoint_url=ga.url, aws_access_key_id=AK, aws_secret_access_key=SK, region_name=REGION,
+                   config=CFG)
+url = s3a.generate_presigned_url("put_object", Params={"Bucket": "full", "Key": "y"}, ExpiresIn=300)
+u = urllib.parse.urlsplit(url)
+asig = urllib.parse.parse_qs(u.query).get("X-Amz-Signature", ["?"])[0]
+st = http_raw(ga.url, "PUT", u.path + "?" + u.query, b"y" * 1000)[0]
+t.eq(st, 507, "a presigned S3 PUT: 507")
+logs = "".join(open(n.log, errors="replace").read() for n in (ga, tg))
+warn = [ln for ln in logs.splitlines() if " W " in ln[:40] and ("full/x" in ln or "full/y" in ln)]
+t.check(len(warn) >= 2 and rsig not in logs and asig not in logs and
+        any("ais_rsig=REDACTED" in ln for ln in warn) and any("X-Amz-Signature=REDACTED" in ln for ln in warn),
+        "the 5xx warnings show ais_rsig and X-Amz-Signature as REDACTED, the values nowhere in the logs", warn[:4])
+clulib.check_logs([ga, tg])
 t.finish()
