@@ -153,6 +153,14 @@ void store_writer_origin(store_writer_t *w, int64_t mtime_ns);
  * store_md_time): the commit records it, so every copy of the same bytes
  * compares its metadata by when it was set, not by when it landed. */
 void store_writer_md_time(store_writer_t *w, int64_t md_ns);
+/* The write is expected to be size bytes in all: fails it (ENOSPC, its
+ * file removed) unless that much more than store.min_free is free now.
+ * Without it the write still stops (ENOSPC) once free space went below
+ * store.min_free while its bytes land (write.c rule 8). */
+int store_writer_reserve(store_writer_t *w, uint64_t size);
+/* The same check before any writer: is there room for size more bytes of
+ * bck/obj above store.min_free now? AIS_OK, or AIS_ERR with ENOSPC. */
+int store_space_for(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t size);
 
 /* Looks up an object's metadata. */
 int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,

@@ -274,7 +274,7 @@ remote:
 		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
 		    AIS_OK) {
 			o->fd = -1;
-			o->err = errno == ENOENT || ais_errno(errno)->remote ? errno : EIO;
+			o->err = errno == ENOENT || errno == ENOSPC || ais_errno(errno)->remote ? errno : EIO;
 		}
 		return;
 	}

@@ -80,7 +80,7 @@ bool ol_put_remote(const ol_put_t *p)
 int ol_put_begin(ol_put_t *p)
 {
 	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK ||
-	    store_writer_also(p->sw, p->want_type) != AIS_OK)
+	    store_writer_also(p->sw, p->want_type) != AIS_OK || (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
 		return AIS_ERR;
 	if (p->origin_ns) /* a delete since that write wins (ol.h invariant 2) */
 		store_writer_origin(p->sw, p->origin_ns);
