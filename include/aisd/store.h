@@ -185,8 +185,8 @@ int64_t store_tomb_get(store_t *s, const char *bck, size_t blen, const char *obj
 size_t store_tomb_sweep(store_t *s);
 /* Replaces an object's custom metadata (bytes and version unchanged), as
  * durably as a commit, if its version is still `version` (0: any) and its
- * metadata was not set after md_ns (store_md_time), and records md_ns as
- * its md_ns. AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten
+ * metadata was not set after md_ns (its md_ns, from an earlier call or a
+ * copy's sender, is not later), and records md_ns as its md_ns. AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten
  * meanwhile, or metadata newer than md_ns there), EINVAL (too long) or
  * EIO. */
 int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,

@@ -124,7 +124,9 @@ int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, 
 	/* under the mutex, checking the version again: never over a newer commit */
 	pthread_mutex_lock(&mp->commit_mu);
 	if (store_rec_get(s, mp, &k, &r) == AIS_OK) {
-		if ((version && r.m.version != version) || store_md_time(&r.m) > md_ns) {
+		/* (md_ns, not the mtime: a copy's mtime is when it landed here,
+		 * by this node's clock, and says nothing of its metadata) */
+		if ((version && r.m.version != version) || r.m.md_ns > md_ns) {
 			errno = ESTALE; /* overwritten, or metadata set later than this */
 		} else {
 			leveldb_writebatch_t *wb = leveldb_writebatch_create();
