@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"auth.secret makes every request but /v1/health need a bearer token\n"
 		"(aisctl auth token create), a redirect signed by a node, or an S3 key whose\n"
 		"user has an auth.grant; 401 without valid credentials, 403 without the\n"
-		"permission. Off by default.\n");
+		"permission. It needs cluster.secret on every node, a standalone target too.\n"
+		"Off by default. Files aisd makes are its own user's alone (umask 077).\n");
 }
 
 static void die_usage(const char *msg, const char *arg)
