@@ -38,7 +38,9 @@ Checks:
     name in its path is refused there (401: the signature covers it), and
     so is its ais_prev (signed under the cluster secret for the path)
     replaced by the bare map version, or a client's own ais_prev or
-    Ais-Prev with a token: 307 to the owner, the old copy not served.
+    Ais-Prev with a token: 307 to the owner, the old copy not served; an
+    S3 GET (a key with an auth.grant) of an object the 4th target lacks is
+    relayed from the old holder (its signed Ais-Prev taken), nothing fetched.
 """
 # timeout: 240
 import datetime
