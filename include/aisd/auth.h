@@ -99,7 +99,8 @@ void auth_body_digest(const void *p, size_t n, char out[AUTH_SIG_HEX + 1]);
  * value for url (a full URL); auth_intra_check accepts a value within
  * AUTH_INTRA_SKEW seconds of now for this method, host and target, and
  * gives the parsed value (the caller compares BODY with the body it got
- * and keeps NONCE+SIG against replays).
+ * and keeps NONCE+SIG against replays). An empty key (klen 0) verifies
+ * nothing: auth_intra_check is then always false.
  */
 #define AUTH_INTRA_HDR "Ais-Cluster-Auth"
 #define AUTH_INTRA_SKEW 30
@@ -139,9 +140,17 @@ sv_t auth_url_host(const char *url);
  * left out of the signed query, so a target may count it on. */
 #define AUTH_REDIR_HOP "ais_hop"
 /* The map version under which a target that lacks an object sent its read
- * on to the object's holder under the previous map (ol.h): routing only,
- * like ais_hop. */
+ * on to the object's holder under the previous map (ol.h): outside the
+ * redirect's signature like ais_hop, but signed itself under the cluster
+ * secret (auth_prev_sign), since it lets a target serve a copy the current
+ * map does not place there. */
 #define AUTH_REDIR_PREV "ais_prev"
+/* The value of AUTH_REDIR_PREV (and of the Ais-Prev header) under a key:
+ * "PREV.SIG", SIG = HMAC(key, "aisd-prev-v1\nPREV\nPATH"), PATH the raw
+ * request path it is for. auth_prev_check: true, *prev set, when value is
+ * that for path under key (never with an empty key). */
+void auth_prev_sign(const void *key, size_t klen, uint64_t prev, sv_t path, buf_t *out);
+bool auth_prev_check(const void *key, size_t klen, sv_t value, sv_t path, uint64_t *prev);
 void auth_redirect_canon(int64_t exp, const char *method, sv_t path, sv_t query, sv_t body, sv_t user, sv_t perms,
 			 buf_t *out);
 /* Appends the query of a redirect for t: the request's query q without
@@ -151,7 +160,8 @@ void auth_redirect_query(const void *key, size_t klen, const char *method, sv_t 
 /* Checks a request's raw query q. AIS_DONE: no ais_r* parameter in it;
  * AIS_OK: a valid signature for method and path, unexpired at now, *t
  * who it was issued for (exp = EXP) and *body the BODY it binds;
- * AIS_ERR: malformed, forged or expired, with the reason in err. */
+ * AIS_ERR: malformed, forged or expired, with the reason in err; always
+ * AIS_ERR for a query with ais_r* parameters when klen is 0 (no key). */
 int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t path, sv_t q, int64_t now,
 			 auth_token_t *t, char body[AUTH_SIG_HEX + 1], buf_t *err);
 /* The permissions of t as PERMS; and back (AIS_ERR when malformed, *t

@@ -61,9 +61,16 @@ void authz_redirect(http_req_t *req, const char *base_url);
 /* The same for a request routed again by a target: the query carries
  * OL_HOP_PARAM=hop (0: none), so a loop between nodes is caught (ol.h),
  * and OL_PREV_PARAM=prev (0: none), a read sent on to a holder under the
- * previous map (ol_moved). Neither is signed: earlier values are
- * replaced. */
+ * previous map (ol_moved): outside the redirect's signature (earlier
+ * values are replaced), OL_PREV_PARAM signed itself (authz_prev_value). */
 void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uint64_t prev);
+/* The value of OL_PREV_PARAM / OL_PREV_HDR for prev on a request for path
+ * (signed under cluster.secret: auth_prev_sign; the bare number without
+ * one); and the check of one received: true, *prev set, when valid for
+ * path (without cluster.secret any number: nothing is checked then). A
+ * client cannot make a target serve a copy the map does not place there. */
+void authz_prev_value(uint64_t prev, sv_t path, buf_t *out);
+bool authz_prev_get(sv_t value, sv_t path, uint64_t *prev);
 /* The header line "Ais-Cluster-Auth: TS.NONCE.BODY.SIG" for an
  * intra-cluster call of method to url with body (len bytes; NULL: a
  * streamed or no body, not signed), in out (AUTHZ_INTRA_HDR_MAX). false (out

@@ -291,7 +291,12 @@ struct event_base *http_req_base(const http_req_t *req);
  * connections were freed, before its event_base is freed: for per-worker
  * state kept across requests (an httpc client). Call on req's worker. */
 void http_worker_atexit(http_req_t *req, void (*fn)(void *), void *arg);
-/* JSON error body {"message": ..., "status": N}. */
+/* Appends target (a request-target) with the values of signature
+ * parameters (presigned S3 URLs, signed redirects) replaced by REDACTED:
+ * the one form in which any log line shows a request-target. */
+void http_target_redact(sv_t target, buf_t *out);
+/* JSON error body {"message": ..., "status": N}; a 5xx is logged (a
+ * warning, with the target as http_target_redact writes it). */
 void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool http_resp_started(const http_req_t *req);

@@ -171,6 +171,7 @@ typedef struct ol_put {
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	const char *custom;                   /* custom metadata to store */
 	int64_t origin_ns;                    /* a copy of a write of then (store_writer_origin) */
+	int64_t md_ns;                        /* a copy's metadata time (store_writer_md_time); 0: new */
 	store_writer_t *sw;
 	store_meta_t meta;                    /* after the commit */
 	buf_t msg;                            /* why the copies failed */
@@ -251,7 +252,9 @@ bool ol_deleted(struct target *t, sv_t bck, sv_t obj, int64_t mtime_ns);
  * copy with the same checksum (all = false: here only). AIS_ERR with errno
  * ESTALE (overwritten meanwhile), another store errno, or EIO when one of
  * the object's holders did not take it (msg says which; the copy here has
- * the new metadata: a retry sets it everywhere). */
+ * the new metadata: a retry sets it everywhere). The change is stamped
+ * with its time (store_md_time), so a holder that was away gets it from
+ * the next rebalance (TGT_MD_NS in target_int.h). */
 int ol_set_custom(struct target *t, sv_t bck, sv_t obj, uint64_t version, const char *custom, bool all,
 		  buf_t *msg);
 

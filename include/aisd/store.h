@@ -49,7 +49,13 @@ typedef struct store_meta {
 	int64_t mtime_ns;                /* time of the last write */
 	int64_t atime_ns;                /* last access (updated lazily) */
 	char custom[STORE_CUSTOM_MAX];   /* custom metadata, "k=v,k=v" ("" none) */
+	int64_t md_ns;                   /* when custom was set: by store_set_custom, or on the copy it
+					  * was copied from (store_writer_md_time); 0: with this write */
 } store_meta_t;
+
+/* When m's custom metadata was set (md_ns, else mtime_ns): copies of the
+ * same bytes with different metadata keep the one set last. */
+int64_t store_md_time(const store_meta_t *m);
 
 typedef struct store_bucket {
 	char name[65];
@@ -143,6 +149,18 @@ int store_writer_also(store_writer_t *w, enum store_cksum type);
  * than that is (checked under the same lock as store_tomb_put, so a delete
  * and a copy racing it cannot both win). */
 void store_writer_origin(store_writer_t *w, int64_t mtime_ns);
+/* The write is a copy whose metadata was set at md_ns (the sender's
+ * store_md_time): the commit records it, so every copy of the same bytes
+ * compares its metadata by when it was set, not by when it landed. */
+void store_writer_md_time(store_writer_t *w, int64_t md_ns);
+/* The write is expected to be size bytes in all: fails it (ENOSPC, its
+ * file removed) unless that much more than store.min_free is free now.
+ * Without it the write still stops (ENOSPC) once free space went below
+ * store.min_free while its bytes land (write.c rule 8). */
+int store_writer_reserve(store_writer_t *w, uint64_t size);
+/* The same check before any writer: is there room for size more bytes of
+ * bck/obj above store.min_free now? AIS_OK, or AIS_ERR with ENOSPC. */
+int store_space_for(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t size);
 
 /* Looks up an object's metadata. */
 int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
@@ -166,11 +184,13 @@ int store_tomb_put(store_t *s, const char *bck, size_t blen, const char *obj, si
 int64_t store_tomb_get(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
 size_t store_tomb_sweep(store_t *s);
 /* Replaces an object's custom metadata (bytes and version unchanged), as
- * durably as a commit, if its version is still `version` (0: any).
- * AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten meanwhile),
- * EINVAL (too long) or EIO. */
+ * durably as a commit, if its version is still `version` (0: any) and its
+ * metadata was not set after md_ns (its md_ns, from an earlier call or a
+ * copy's sender, is not later), and records md_ns as its md_ns. AIS_OK, or AIS_ERR with errno ENOENT, ESTALE (overwritten
+ * meanwhile, or metadata newer than md_ns there), EINVAL (too long) or
+ * EIO. */
 int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,
-		     const char *custom);
+		     const char *custom, int64_t md_ns);
 
 /* Lists up to limit objects of bck in name (byte) order, with names that
  * start with prefix and sort after start_after (both may be empty). Calls

@@ -500,12 +500,29 @@ void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uin
 	}
 	if (hop) /* (routing only: no signature covers it) */
 		buf_addf(&q, "%s" AUTH_REDIR_HOP "=%u", q.len ? "&" : "", hop);
-	if (prev)
-		buf_addf(&q, "%s" AUTH_REDIR_PREV "=%llu", q.len ? "&" : "", (unsigned long long)prev);
+	if (prev) {
+		buf_addf(&q, "%s" AUTH_REDIR_PREV "=", q.len ? "&" : "");
+		authz_prev_value(prev, req->path, &q);
+	}
 	http_resp_header(req, "Location", "%s%.*s%s%s", base_url, (int)req->path.len, req->path.ptr, q.len ? "?" : "",
 			 q.len ? q.ptr : "");
 	buf_free(&q);
 	http_resp_send(req, "", 0);
+}
+
+void authz_prev_value(uint64_t prev, sv_t path, buf_t *out)
+{
+	if (csecret_len)
+		auth_prev_sign(csecret, csecret_len, prev, path, out);
+	else
+		buf_addf(out, "%llu", (unsigned long long)prev);
+}
+
+bool authz_prev_get(sv_t value, sv_t path, uint64_t *prev)
+{
+	if (csecret_len)
+		return auth_prev_check(csecret, csecret_len, value, path, prev);
+	return value.len && num_parse_u64(value.ptr, value.len, 1, INT64_MAX, prev) == AIS_OK;
 }
 
 bool authz_intra_header(const char *method, const char *url, const void *body, size_t len, char *out,

@@ -147,7 +147,7 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 	uint64_t ts;
 	sv_t f[4];
 	char want[AUTH_SIG_HEX + 1];
-	if (!value.ptr || !split4(value, f) || num_parse_u64(f[0].ptr, f[0].len, 0, INT64_MAX / 2, &ts) != AIS_OK ||
+	if (!klen || !value.ptr || !split4(value, f) || num_parse_u64(f[0].ptr, f[0].len, 0, INT64_MAX / 2, &ts) != AIS_OK ||
 	    !is_lhex(f[1], AUTH_NONCE_HEX) || !body_valid(f[2]))
 		return false;
 	if ((int64_t)ts > now + AUTH_INTRA_SKEW || (int64_t)ts < now - AUTH_INTRA_SKEW)
@@ -157,6 +157,38 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 		return false;
 	if (out)
 		*out = (auth_intra_val_t){(int64_t)ts, f[1], f[2], f[3]};
+	return true;
+}
+
+/* --- the previous map's holder ------------------------------------------------ */
+
+static void prev_sig(const void *key, size_t klen, uint64_t prev, sv_t path, char out[AUTH_SIG_HEX + 1])
+{
+	buf_t m = BUF_INIT;
+	buf_addf(&m, "aisd-prev-v1\n%llu\n", (unsigned long long)prev);
+	buf_addsv(&m, path);
+	auth_hmac_hex(key, klen, m.ptr, m.len, out);
+	buf_free(&m);
+}
+
+void auth_prev_sign(const void *key, size_t klen, uint64_t prev, sv_t path, buf_t *out)
+{
+	char sig[AUTH_SIG_HEX + 1];
+	prev_sig(key, klen, prev, path, sig);
+	buf_addf(out, "%llu.%s", (unsigned long long)prev, sig);
+}
+
+bool auth_prev_check(const void *key, size_t klen, sv_t value, sv_t path, uint64_t *prev)
+{
+	char want[AUTH_SIG_HEX + 1];
+	const char *dot = value.ptr ? memchr(value.ptr, '.', value.len) : NULL;
+	uint64_t v;
+	if (!klen || !dot || num_parse_u64(value.ptr, (size_t)(dot - value.ptr), 1, INT64_MAX, &v) != AIS_OK)
+		return false;
+	prev_sig(key, klen, v, path, want);
+	if (!auth_sig_eq((sv_t){dot + 1, value.len - (size_t)(dot - value.ptr) - 1}, want))
+		return false;
+	*prev = v;
 	return true;
 }
 
@@ -337,6 +369,8 @@ int auth_redirect_verify(const void *key, size_t klen, const char *method, sv_t 
 	}
 	if (!any)
 		return AIS_DONE;
+	if (!klen) /* no key: nothing signed can be trusted (an empty HMAC key is anyone's) */
+		return rfail(err, "signed redirect: this node has no cluster.secret to check it with");
 	uint64_t exp;
 	char user[AUTH_USER_MAX + 1], want[AUTH_SIG_HEX + 1];
 	for (int i = 0; i < 5; i++)

@@ -63,7 +63,7 @@ int cmap_persist_write(const char *path, const char *data, size_t len, buf_t *er
 	int rc = AIS_ERR;
 
 	buf_addf(&tmp, "%s.tmp", path);
-	int fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		io_fail(err, "create", tmp.ptr);
 		goto out_buf;

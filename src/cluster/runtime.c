@@ -51,7 +51,9 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 
 	cl->conf = c;
 	snprintf(cl->dir, sizeof(cl->dir), "%s", c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
-	if (mkdir(cl->dir, 0755) && errno != EEXIST) {
+	if (mkdir(cl->dir, 0755) == 0) {
+		chmod(cl->dir, 0755); /* past the umask: a target's local-read socket lives here */
+	} else if (errno != EEXIST) {
 		buf_addf(err, "cannot create %s: %s", cl->dir, strerror(errno));
 		free(cl);
 		return NULL;
@@ -238,7 +240,7 @@ void clu_mark_decommissioned(cluster_t *cl)
 	if (atomic_exchange(&cl->decommissioned, true))
 		return;
 	path_of(cl, "decommissioned", p, sizeof(p));
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || fsync(fd)) {
 		log_warnx("cannot create %s: %s (the node may rejoin after a restart)", p, strerror(errno));
 	}

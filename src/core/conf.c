@@ -79,7 +79,7 @@ static const struct key keys[] = {
 	 "default checksum of new buckets: xxhash, md5, sha256 or none"},
 	{"store.put_buffer", K_SIZE, N(put_buffer), "1MiB", "bytes of a PUT body buffered per disk write"},
 	{"store.min_free", K_SIZE, N(min_free_bytes), "64MiB",
-	 "PUTs are refused (507) when a mountpath has less free space than this"},
+	 "writes are refused (507) when a mountpath has less free space than this (with the size, when known, on top; checked again as bytes land)"},
 	{"store.tombstone_ttl", K_MS, N(tomb_ttl_ms), "168h",
 	 "how long a target remembers that a client deleted an object, so that a copy missed by the delete "
 	 "(its target was away) is dropped instead of coming back (0: not remembered)"},
@@ -138,7 +138,7 @@ static const struct key keys[] = {
 	{"auth.grant", K_GRANT, N(auth_grants), "",
 	 "USER:BUCKET:PERM, what an S3 key's user may do (PERM: ro, rw, admin or read,write,list,delete; BUCKET * = all; USER:*:admin = administrator); repeat for more"},
 	{"cluster.secret", K_STR, S(cluster_secret), "",
-	 "shared by every node: signs intra-cluster calls and redirects (16..255 bytes; or cluster.secret_file); empty: intra-cluster calls are not authenticated"},
+	 "shared by every node: signs intra-cluster calls and redirects (16..255 bytes; or cluster.secret_file); empty: intra-cluster calls are not authenticated (and auth.enabled is refused)"},
 	{"cluster.secret_file", K_STR, S(cluster_secret_file), "", "file whose first line is cluster.secret"},
 };
 
@@ -525,9 +525,11 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "auth.enabled needs auth.secret (or auth.secret_file)");
 		return AIS_ERR;
 	}
-	if (c->auth_enabled && !c->cluster_secret[0] && (c->join[0] || !strcmp(c->role, "gateway"))) {
-		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file): targets check the "
-				"gateways' signed redirects and intra-cluster calls with it");
+	/* every role, a lone target too: it takes signed redirects and
+	 * intra-cluster calls, and without a key anyone could sign them */
+	if (c->auth_enabled && !c->cluster_secret[0]) {
+		buf_addstr(err, "auth.enabled needs cluster.secret (or cluster.secret_file) on every node, a lone "
+				"target too: it signs and checks redirects and intra-cluster calls");
 		return AIS_ERR;
 	}
 	if ((c->auth_secret[0] && strlen(c->auth_secret) < 16) ||

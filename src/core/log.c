@@ -53,7 +53,13 @@ static int swap_file(_Atomic int *slot, const char *path)
 {
 	int fd = 2;
 	if (strcmp(path, "-") && strcmp(path, "stderr")) {
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640); /* logs hold request targets */
+		/* a new log is 0640 whatever the umask (aisd's is 077): logs hold
+		 * request targets, for the daemon's user and its group */
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0640);
+		if (fd >= 0)
+			fchmod(fd, 0640);
+		else if (errno == EEXIST)
+			fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 		struct stat st;
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0007))
 			fchmod(fd, st.st_mode & 0770); /* one made world-readable by an older version */

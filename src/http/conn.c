@@ -510,7 +510,7 @@ static void request_done(http_conn_t *c)
 	hm_request_done(c);
 	if (log_get_level() <= LOG_DEBUG) {
 		buf_t t = BUF_INIT;
-		hm_redact_target(req->target, &t);
+		http_target_redact(req->target, &t);
 		log_debug("%s %.*s %d %llu bytes %.3f ms", http_method_name(req->method), (int)MIN(t.len, 512),
 			  t.ptr ? t.ptr : "", c->status, (unsigned long long)c->bytes_out,
 			  (double)(time_now_ns() - req->start_ns) / 1e6);

@@ -276,9 +276,6 @@ void resp_reset(http_conn_t *c);
 const char *worker_date(struct worker *w);
 /* metrics.c: a request's counters and its access-log line. */
 void hm_request_done(http_conn_t *c);
-/* Appends target with the values of signature parameters (presigned S3
- * URLs, signed redirects) replaced by REDACTED, for logs. */
-void hm_redact_target(sv_t target, buf_t *out);
 /* ratelimit.c: true (and a 429 answered) when the client is over the
  * limit; false to go on. */
 bool http_rate_check(http_conn_t *c);

@@ -51,7 +51,7 @@ static void add_safe(buf_t *b, sv_t s, size_t max)
 		buf_addstr(b, "...");
 }
 
-void hm_redact_target(sv_t t, buf_t *out)
+void http_target_redact(sv_t t, buf_t *out)
 {
 	static const char *const secret[] = {"x-amz-signature", "x-amz-security-token", "signature", "ais_rsig"};
 	const char *q = memchr(t.ptr, '?', t.len);
@@ -100,7 +100,7 @@ void hm_request_done(http_conn_t *c)
 		return;
 	buf_t line = BUF_INIT;
 	buf_t tgt = BUF_INIT;
-	hm_redact_target(req->target, &tgt); /* presigned URLs and signed redirects are credentials */
+	http_target_redact(req->target, &tgt); /* presigned URLs and signed redirects are credentials */
 	buf_addf(&line, "%s \"%s ", c->peer, http_method_name(req->method));
 	add_safe(&line, sv_of(&tgt), 1024);
 	buf_free(&tgt);

@@ -151,7 +151,10 @@ static bool begin(http_req_t *req, enum resp_kind kind)
 {
 	http_conn_t *c = req->conn;
 	if (resp_started(c)) {
-		log_errx("response sent twice for %.*s", (int)MIN(req->target.len, 256), req->target.ptr);
+		buf_t t = BUF_INIT;
+		http_target_redact(req->target, &t);
+		log_errx("response sent twice for %.*s", (int)MIN(t.len, 256), t.ptr ? t.ptr : "");
+		buf_free(&t);
 		return false;
 	}
 	c->kind = kind;
@@ -302,9 +305,13 @@ void http_resp_error(http_req_t *req, int status, const char *fmt, ...)
 	buf_addstr(&body, "{\"message\":");
 	buf_add_json_str(&body, msg.ptr ? msg.ptr : "", msg.len);
 	buf_addf(&body, ",\"status\":%d}", status);
-	if (status >= 500)
-		log_warnx("%s %.*s: %d %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
-			  req->target.ptr, status, msg.ptr ? msg.ptr : "");
+	if (status >= 500) {
+		buf_t t = BUF_INIT;
+		http_target_redact(req->target, &t);
+		log_warnx("%s %.*s: %d %s", http_method_name(req->method), (int)MIN(t.len, 256), t.ptr ? t.ptr : "",
+			  status, msg.ptr ? msg.ptr : "");
+		buf_free(&t);
+	}
 	http_resp_status(req, status);
 	http_resp_header(req, "Content-Type", "application/json");
 	http_resp_send_buf(req, &body);

@@ -26,7 +26,7 @@ void job_runner_marker(job_runner_t *jr, bool on)
 			log_warn("unlink %s", jr->marker);
 		return;
 	}
-	int fd = open(jr->marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(jr->marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || fsync(fd))
 		log_warn("%s (an interrupted %s will not resume by itself)", jr->marker, jr->ops->name);
 	if (fd >= 0)

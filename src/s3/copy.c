@@ -324,7 +324,7 @@ static int open_dest(struct cp *c)
 		return AIS_ERR;
 	hex_encode(rnd, sizeof(rnd), rh);
 	snprintf(c->tmp, sizeof(c->tmp), "%s/t%05u.%s", dir, c->num, rh);
-	c->pfd = open(c->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	c->pfd = open(c->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	return c->pfd < 0 ? AIS_ERR : AIS_OK;
 }
 

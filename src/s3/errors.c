@@ -115,9 +115,13 @@ static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg,
 		return;
 	if (!msg || !*msg)
 		msg = std_msg(code);
-	if (status >= 500 && status != 501) /* (501: what the client asked for is not built) */
-		log_warnx("S3 %s %.*s: %d %s: %s", http_method_name(req->method), (int)MIN(req->target.len, 256),
-			  req->target.ptr, status, code, msg);
+	if (status >= 500 && status != 501) { /* (501: what the client asked for is not built) */
+		buf_t t = BUF_INIT;
+		http_target_redact(req->target, &t); /* a presigned URL is a credential */
+		log_warnx("S3 %s %.*s: %d %s: %s", http_method_name(req->method), (int)MIN(t.len, 256), t.ptr ? t.ptr : "",
+			  status, code, msg);
+		buf_free(&t);
+	}
 	s3_common_headers(r);
 	http_resp_status(req, status);
 	if (status == 304 || req->method == HTTP_HEAD) {

@@ -354,13 +354,13 @@ static void create_work(http_req_t *req)
 		}
 	}
 	mpu_root(r->node.conf, root, sizeof(root));
-	if (mkdir(root, 0755) && errno != EEXIST) {
+	if (mkdir(root, 0700) && errno != EEXIST) {
 		u->err = errno;
 		return;
 	}
 	u->id = (sv_t){arena_strndup(req->arena, idhex, 32), 32};
 	mpu_dir(r->node.conf, u->id, u->dir, sizeof(u->dir));
-	if (mkdir(u->dir, 0755)) {
+	if (mkdir(u->dir, 0700)) {
 		u->err = errno;
 		return;
 	}
@@ -371,7 +371,7 @@ static void create_work(http_req_t *req)
 	free(kh);
 	snprintf(tmp, sizeof(tmp), "%s/info.tmp", u->dir);
 	snprintf(fin, sizeof(fin), "%s/info", u->dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || fd_write_all(fd, info.ptr, info.len) != AIS_OK || fsync(fd) || close(fd) ||
 	    rename(tmp, fin) || fsync_path(u->dir) != AIS_OK || fsync_path(root) != AIS_OK) {
 		u->err = errno ? errno : EIO;
@@ -655,7 +655,7 @@ static int part_begin(s3_put_t *p)
 		return AIS_ERR;
 	hex_encode(rnd, sizeof(rnd), rh);
 	snprintf(s->tmp, sizeof(s->tmp), "%s/t%05u.%s", s->u->dir, s->num, rh);
-	s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	return s->fd < 0 ? AIS_ERR : AIS_OK;
 }
 

@@ -34,6 +34,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "aisd/authz.h"
 #include "aisd/httpc.h" /* httpc_header_next */
 #include "aisd/log.h"
 #include "aisd/place.h"
@@ -290,8 +291,11 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
 	if (hops)
 		snprintf(hop, sizeof(hop), "%s: %u\r\n", OL_HOP_HDR, hops);
 	buf_addstr(&hb, hop);
-	if (prev)
-		buf_addf(&hb, "%s: %llu\r\n", OL_PREV_HDR, (unsigned long long)prev);
+	if (prev) { /* signed for this path: the old holder serves no client's own */
+		buf_addf(&hb, "%s: ", OL_PREV_HDR);
+		authz_prev_value(prev, req->path, &hb);
+		buf_addstr(&hb, "\r\n");
+	}
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)) ||
 		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)))

@@ -108,7 +108,11 @@ void store_rec_encode(buf_t *out, const store_rec_t *r)
 	buf_add(out, r->m.cksum, cl);
 	put_varint(out, ul);
 	buf_add(out, r->m.custom, ul);
+	if (r->m.md_ns > 0) /* optional: a record without it decodes as 0 */
+		put_varint(out, (uint64_t)r->m.md_ns);
 }
+
+int64_t store_md_time(const store_meta_t *m) { return m->md_ns > 0 ? m->md_ns : m->mtime_ns; }
 
 int store_rec_decode(const char *p, size_t n, store_rec_t *r)
 {
@@ -133,6 +137,11 @@ int store_rec_decode(const char *p, size_t n, store_rec_t *r)
 	if (get_varint(&q, end, &ul) || ul >= sizeof(r->m.custom) || ul > (uint64_t)(end - q))
 		goto bad;
 	memcpy(r->m.custom, q, ul);
+	q += ul;
+	uint64_t md = 0;
+	if (q < end && (get_varint(&q, end, &md) || md > INT64_MAX))
+		goto bad;
+	r->m.md_ns = (int64_t)md;
 	return AIS_OK;
 bad:
 	errno = EIO;

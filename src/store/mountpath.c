@@ -312,7 +312,7 @@ static int copy_file(store_t *s, const char *src, const char *dst)
 	int in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return AIS_ERR;
-	int out = store_io.open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
+	int out = store_io.open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (out < 0) {
 		close(in);
 		return AIS_ERR;

@@ -105,7 +105,7 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 }
 
 int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t version,
-		     const char *custom)
+		     const char *custom, int64_t md_ns)
 {
 	store_rec_t r;
 	store_mp_t *mp;
@@ -124,11 +124,14 @@ int store_set_custom(store_t *s, const char *bck, size_t blen, const char *obj, 
 	/* under the mutex, checking the version again: never over a newer commit */
 	pthread_mutex_lock(&mp->commit_mu);
 	if (store_rec_get(s, mp, &k, &r) == AIS_OK) {
-		if (version && r.m.version != version) {
-			errno = ESTALE;
+		/* (md_ns, not the mtime: a copy's mtime is when it landed here,
+		 * by this node's clock, and says nothing of its metadata) */
+		if ((version && r.m.version != version) || r.m.md_ns > md_ns) {
+			errno = ESTALE; /* overwritten, or metadata set later than this */
 		} else {
 			leveldb_writebatch_t *wb = leveldb_writebatch_create();
 			memcpy(r.m.custom, custom, n + 1);
+			r.m.md_ns = md_ns;
 			store_rec_encode(&v, &r);
 			leveldb_writebatch_put(wb, k.ptr, k.len, v.ptr, v.len);
 			rc = store_db_write(s, mp, s->wo_commit, wb, "custom metadata");

@@ -111,10 +111,13 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0)
 		fatalx("pthread_mutex_init");
 	snprintf(mp->path, sizeof(mp->path), "%s", path);
+	bool made = access(path, F_OK) != 0;
 	if (mkdir_p(path) != AIS_OK) {
 		buf_addf(err, "mountpath %s: %s", path, strerror(errno));
 		return AIS_ERR;
 	}
+	if (made) /* 0750 past the umask (077): a target's local-read socket may live here; inside, 0700 */
+		chmod(path, 0750);
 	for (int i = 0; i < 256; i++) {
 		snprintf(p, sizeof(p), "%s/obj/%02x", path, i);
 		if (mkdir_p(p) != AIS_OK) {

@@ -35,7 +35,10 @@
  *     ENOENT (checked under the commit mutex, which bucket destroy takes
  *     too), and removes its file.
  *  8. Errors are returned, never fatal: errno is ENOSPC for a full disk
- *     (ENOSPC/EDQUOT, or free space below store.min_free at begin),
+ *     (ENOSPC/EDQUOT, or free space below store.min_free: at begin, with
+ *     the size the caller expects (store_writer_reserve) on top, and again
+ *     every WRITER_FREE_STEP bytes as they land, so a write of unknown
+ *     size stops within a step of the reserve and leaves nothing),
  *     EBADMSG for a checksum mismatch, ENOENT for a missing bucket, EINVAL
  *     for misuse, EIO for everything else.
  *  9. The checksum is of the bytes that landed: written bytes are hashed
@@ -62,6 +65,7 @@
 
 #define WRITER_HASHERS 3
 #define WRITER_RB (256u << 10) /* bytes per read-back of spliced bytes for their checksum */
+#define WRITER_FREE_STEP (8u << 20) /* free space checked again after this many bytes (one statvfs) */
 
 enum writer_state { W_OPEN = 0, W_SEALED, W_FAILED, W_COMMITTED };
 
@@ -83,6 +87,7 @@ struct store_writer {
 	int n_hs;
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
+	int64_t md_ns;       /* a copy's metadata time (store_writer_md_time); 0: new */
 	bool discard;        /* store_writer_discard: checksummed and counted, not kept */
 	char *rb;            /* store_writer_splice: the read-back buffer (WRITER_RB bytes), or NULL */
 };
@@ -127,7 +132,9 @@ static bool writer_has(const store_writer_t *w, enum store_cksum t)
 	return false;
 }
 
-static int check_free(store_t *s, store_mp_t *mp)
+/* Is there store.min_free and more bytes free on mp? AIS_ERR (ENOSPC,
+ * logged; or EIO) when not. */
+static int check_free(store_t *s, store_mp_t *mp, uint64_t more)
 {
 	struct statvfs sv;
 	if (s->min_free_bytes == 0)
@@ -144,6 +151,45 @@ static int check_free(store_t *s, store_mp_t *mp)
 		errno = ENOSPC;
 		return AIS_ERR;
 	}
+	if (avail - s->min_free_bytes < more) {
+		log_warnx("%s: %llu bytes free: a write of %llu more would go below store.min_free (%llu): refused",
+			  mp->path, (unsigned long long)avail, (unsigned long long)more,
+			  (unsigned long long)s->min_free_bytes);
+		errno = ENOSPC;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+/* Rule 8: n more bytes land; free space checked again when they cross a
+ * WRITER_FREE_STEP boundary. AIS_ERR: w failed (ENOSPC, its file gone). */
+static int landed_free(store_writer_t *w, size_t n)
+{
+	if (w->s->min_free_bytes == 0 || (w->size + n) / WRITER_FREE_STEP == w->size / WRITER_FREE_STEP)
+		return AIS_OK;
+	if (check_free(w->s, w->mp, 0) != AIS_OK)
+		return writer_fail(w, errno);
+	return AIS_OK;
+}
+
+int store_space_for(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, uint64_t size)
+{
+	store_rd(s);
+	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
+	int rc = check_free(s, mp, size), e = errno;
+	store_unrd(s);
+	errno = e;
+	return rc;
+}
+
+int store_writer_reserve(store_writer_t *w, uint64_t size)
+{
+	if (w->state != W_OPEN) {
+		errno = w->state == W_FAILED ? w->err : EINVAL;
+		return AIS_ERR;
+	}
+	if (size > w->size && check_free(w->s, w->mp, size - w->size) != AIS_OK)
+		return writer_fail(w, errno);
 	return AIS_OK;
 }
 
@@ -158,7 +204,7 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	store_mp_t *mp = store_mp_of(s, bck, blen, obj, olen);
 	atomic_fetch_add(&mp->users, 1);
 	store_unrd(s);
-	if (check_free(s, mp) != AIS_OK) {
+	if (check_free(s, mp, 0) != AIS_OK) {
 		atomic_fetch_sub(&mp->users, 1);
 		return AIS_ERR;
 	}
@@ -190,7 +236,7 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 		store_hasher_init(&w->hs[w->n_hs++], CKSUM_XXHASH);
 
 	/* (read too: spliced bytes are checksummed from the page cache) */
-	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0640);
+	w->fd = store_io.open(w->tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int e = map_errno(errno);
 		log_warn("create %s", w->tmp);
@@ -225,6 +271,8 @@ int store_writer_also(store_writer_t *w, enum store_cksum type)
 
 void store_writer_origin(store_writer_t *w, int64_t mtime_ns) { w->origin_ns = mtime_ns; }
 
+void store_writer_md_time(store_writer_t *w, int64_t md_ns) { w->md_ns = md_ns > 0 ? md_ns : 0; }
+
 int store_writer_write(store_writer_t *w, const void *p, size_t n)
 {
 	const char *q = p;
@@ -248,6 +296,8 @@ int store_writer_write(store_writer_t *w, const void *p, size_t n)
 	}
 	for (int i = 0; i < w->n_hs; i++)
 		store_hasher_update(&w->hs[i], p, n);
+	if (landed_free(w, n) != AIS_OK)
+		return AIS_ERR;
 	w->size += n;
 	return AIS_OK;
 }
@@ -297,6 +347,8 @@ int store_writer_splice(store_writer_t *w, int pfd, size_t n)
 	}
 	if (hash_landed(w, w->size, n) != AIS_OK)
 		return writer_fail(w, EIO);
+	if (landed_free(w, n) != AIS_OK)
+		return AIS_ERR;
 	w->size += n;
 	return AIS_OK;
 }
@@ -472,6 +524,7 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	nr.m.size = w->size;
 	nr.m.mtime_ns = time_now_ns();
 	nr.m.atime_ns = nr.m.mtime_ns;
+	nr.m.md_ns = w->md_ns;
 	if (custom)
 		snprintf(nr.m.custom, sizeof(nr.m.custom), "%s", custom);
 	if (writer_record(w, &nr) != AIS_OK) { /* rule 5 */

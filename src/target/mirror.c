@@ -94,7 +94,7 @@ void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t 
 /* --- replicated PUT ----------------------------------------------------------- */
 
 /* The headers of an intra-cluster copy of an object described by m. */
-#define COPY_HDRS 6
+#define COPY_HDRS 7
 static void copy_headers(const char *why, uint64_t cmap_v, uint64_t bmd_v, const store_meta_t *m,
 			 char hv[COPY_HDRS][STORE_CUSTOM_MAX + 64], const char *hp[COPY_HDRS + 1])
 {
@@ -113,6 +113,10 @@ static void copy_headers(const char *why, uint64_t cmap_v, uint64_t bmd_v, const
 	}
 	if (m->custom[0]) {
 		snprintf(hv[n], sizeof(hv[n]), "Ais-Custom-Md: %s", m->custom);
+		hp[n] = hv[n], n++;
+	}
+	if (store_md_time(m) > 0) {
+		snprintf(hv[n], sizeof(hv[n]), "%s: %lld", TGT_MD_NS, (long long)store_md_time(m));
 		hp[n] = hv[n], n++;
 	}
 	hp[n] = NULL;
@@ -493,6 +497,10 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 	uint64_t mtime = 0;
 	if (mt.ptr && num_parse_u64(mt.ptr, mt.len, 1, INT64_MAX, &mtime) == AIS_OK)
 		store_writer_origin(s.w, (int64_t)mtime); /* a delete since that write wins */
+	sv_t mdt = httpc_header_find(sv_of(&hdrs), TGT_MD_NS);
+	uint64_t md_ns = 0;
+	if (mdt.ptr && num_parse_u64(mdt.ptr, mdt.len, 1, INT64_MAX, &md_ns) == AIS_OK)
+		store_writer_md_time(s.w, (int64_t)md_ns); /* when its metadata was set */
 	if (ct.ptr && store_cksum_parse(ct.ptr, ct.len, &type) != AIS_OK)
 		type = CKSUM_NONE;
 	if (type != CKSUM_NONE && cv.ptr && cv.len < sizeof(want))
@@ -561,13 +569,13 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 }
 
 int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
-			 const char *cksum, const char *custom, buf_t *msg)
+			 const char *cksum, const char *custom, int64_t md_ns, buf_t *msg)
 {
 	cluster_where_t w;
 	char holders[HRW_TOP_MAX][CMAP_URL_MAX + 1];
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
-	char hv[3][STORE_CUSTOM_MAX + 64];
-	const char *hp[] = {hv[0], hv[1], hv[2], NULL};
+	char hv[4][STORE_CUSTOM_MAX + 64];
+	const char *hp[] = {hv[0], hv[1], hv[2], hv[3], NULL};
 	buf_t url = BUF_INIT, resp = BUF_INIT;
 	int rc = AIS_OK;
 
@@ -576,6 +584,7 @@ int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *
 	snprintf(hv[0], sizeof(hv[0]), "%s: custom", TGT_INTRA);
 	snprintf(hv[1], sizeof(hv[1]), "%s: %s", TGT_HAVE_CKSUM, cksum[0] ? cksum : "-");
 	snprintf(hv[2], sizeof(hv[2]), "Ais-Custom-Md: %s", custom);
+	snprintf(hv[3], sizeof(hv[3]), "%s: %lld", TGT_MD_NS, (long long)md_ns);
 	for (size_t i = 0; i < n; i++) {
 		int status = 0;
 		buf_reset(&url);
@@ -600,6 +609,31 @@ int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *
 	buf_free(&resp);
 	free(urls);
 	return rc;
+}
+
+bool tgt_md_take_newer(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+		       const store_meta_t *m, sv_t cksum, sv_t custom, sv_t md)
+{
+	uint64_t when;
+	char c[STORE_CUSTOM_MAX];
+	if (!md.ptr || num_parse_u64(md.ptr, md.len, 1, INT64_MAX, &when) != AIS_OK || (int64_t)when <= store_md_time(m) ||
+	    !m->cksum[0] || !cksum.ptr || !sv_eqstr(cksum, m->cksum) || custom.len >= sizeof(c))
+		return false;
+	if (!custom.ptr)
+		custom = (sv_t){"", 0};
+	if (sv_eqstr(custom, m->custom))
+		return false; /* the same metadata: nothing to write */
+	memcpy(c, custom.ptr, custom.len);
+	c[custom.len] = '\0';
+	if (store_set_custom(t->store, bck, blen, obj, olen, m->version, c, (int64_t)when) != AIS_OK) {
+		if (errno != ESTALE && errno != ENOENT)
+			log_warn("%.*s/%.*s: taking the metadata set later on another copy", (int)blen, bck,
+				 (int)MIN(olen, 200), obj);
+		return false;
+	}
+	log_info("%.*s/%.*s: metadata set while this copy was away taken from another copy", (int)blen, bck,
+		 (int)MIN(olen, 200), obj);
+	return true;
 }
 
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
@@ -638,6 +672,9 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 		rc = TGT_GONE;
 	} else if (cond && (!sent || httpc_header_find(sv_of(&rh), TGT_HAD).ptr)) {
 		rc = AIS_DONE;
+		/* it has these bytes: and maybe an ACL set while this target was away */
+		tgt_md_take_newer(t, bck, blen, obj, olen, &m, httpc_header_find(sv_of(&rh), "Ais-Checksum-Value"),
+				  httpc_header_find(sv_of(&rh), "Ais-Custom-Md"), httpc_header_find(sv_of(&rh), TGT_MD_NS));
 	} else if (bytes) {
 		*bytes = m.size;
 	}

@@ -46,7 +46,7 @@ void tgt_mountpaths_save(void *arg)
 	free(mp);
 	snprintf(path, sizeof(path), "%s/%s", tgt_state_dir(t->conf), MP_LIST_FILE);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, b.ptr ? b.ptr : "", b.len) != (ssize_t)b.len || fsync(fd) != 0 ||
 	    rename(tmp, path) != 0)
 		log_warn("saving the mountpath list in %s (a restart uses store.mountpaths)", path);

@@ -64,6 +64,8 @@ static void prop_headers(http_req_t *req, const store_meta_t *m)
 	time_http_date(m->mtime_ns, t, sizeof(t));
 	http_resp_header(req, "Last-Modified", "%s", t);
 	http_resp_header(req, "Ais-Mtime-Ns", "%lld", (long long)m->mtime_ns);
+	if (http_req_has_header(req, TGT_INTRA)) /* another target's: it compares metadata by when set */
+		http_resp_header(req, TGT_MD_NS, "%lld", (long long)store_md_time(m));
 	etag_of(m, etag, sizeof(etag));
 	http_resp_header(req, "ETag", "%s", etag);
 }
@@ -364,6 +366,11 @@ static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int64_t *o
 	}
 	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && cur.mtime_ns < (int64_t)mt)
 		return false;
+	/* the same bytes, maybe with metadata set while this copy was away (a
+	 * rare durable write on the loop thread: the repair of a missed ACL) */
+	if (tgt_md_take_newer(t, bck.ptr, bck.len, obj.ptr, obj.len, &cur, hc, http_req_header(req, "Ais-Custom-Md"),
+			      http_req_header(req, TGT_MD_NS)))
+		store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &cur);
 	prop_headers(req, &cur);
 	http_resp_header(req, TGT_HAD, "true");
 	http_resp_send(req, "", 0);
@@ -395,6 +402,10 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 		return AIS_OK;
 	p = arena_zalloc(req->arena, sizeof(*p));
 	p->origin_ns = origin;
+	sv_t mdh = http_req_header(req, TGT_MD_NS);
+	uint64_t md = 0;
+	if (mdh.ptr && http_req_has_header(req, TGT_INTRA) && num_parse_u64(mdh.ptr, mdh.len, 1, INT64_MAX, &md) == AIS_OK)
+		p->md_ns = (int64_t)md; /* a copy: its metadata keeps the time it was set */
 	p->t = t;
 	p->bck = bck;
 	p->obj = obj;
@@ -461,6 +472,7 @@ static void del_done(http_req_t *req)
 struct setmd {
 	target_t *t;
 	sv_t bck, obj, cksum, custom;
+	int64_t md_ns; /* when the sender set it */
 	int status;
 };
 
@@ -479,8 +491,8 @@ static void setmd_work(http_req_t *req)
 		return;
 	}
 	snprintf(custom, sizeof(custom), "%.*s", (int)d->custom.len, d->custom.ptr);
-	if (store_set_custom(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len, cur.version, custom) !=
-	    AIS_OK)
+	if (store_set_custom(d->t->store, d->bck.ptr, d->bck.len, d->obj.ptr, d->obj.len, cur.version, custom,
+			     d->md_ns) != AIS_OK)
 		d->status = errno == ESTALE ? 409 : errno == ENOENT ? 404 : 500;
 }
 
@@ -503,6 +515,11 @@ static int patch_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 	struct setmd *d = arena_zalloc(req->arena, sizeof(*d));
 	d->cksum = http_req_header(req, TGT_HAVE_CKSUM);
 	d->custom = http_req_header(req, "Ais-Custom-Md");
+	sv_t mdh = http_req_header(req, TGT_MD_NS);
+	uint64_t md = 0;
+	if (mdh.ptr && num_parse_u64(mdh.ptr, mdh.len, 1, INT64_MAX, &md) != AIS_OK)
+		md = 0;
+	d->md_ns = md ? (int64_t)md : time_now_ns(); /* (a sender without the stamp: now) */
 	if (!http_req_has_header(req, TGT_INTRA)) {
 		http_resp_error(req, 405, "PATCH of an object is between targets only");
 		return AIS_OK;

@@ -274,7 +274,7 @@ remote:
 		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
 		    AIS_OK) {
 			o->fd = -1;
-			o->err = errno == ENOENT || ais_errno(errno)->remote ? errno : EIO;
+			o->err = errno == ENOENT || errno == ENOSPC || ais_errno(errno)->remote ? errno : EIO;
 		}
 		return;
 	}
@@ -425,13 +425,15 @@ int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const cha
 int ol_set_custom(target_t *t, sv_t bck, sv_t obj, uint64_t version, const char *custom, bool all, buf_t *msg)
 {
 	store_meta_t m;
-	if (store_set_custom(t->store, bck.ptr, bck.len, obj.ptr, obj.len, version, custom) != AIS_OK)
+	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) != AIS_OK)
+		return AIS_ERR;
+	/* stamped: every copy records when, and the one set last wins */
+	int64_t md = MAX(time_now_ns(), store_md_time(&m) + 1);
+	if (store_set_custom(t->store, bck.ptr, bck.len, obj.ptr, obj.len, version, custom, md) != AIS_OK)
 		return AIS_ERR;
 	if (!all || !t->base.cl)
 		return AIS_OK;
-	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) != AIS_OK)
-		return AIS_ERR;
-	if (tgt_custom_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, m.cksum, custom, msg) != AIS_OK) {
+	if (tgt_custom_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, m.cksum, custom, md, msg) != AIS_OK) {
 		errno = EIO;
 		return AIS_ERR;
 	}

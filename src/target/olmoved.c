@@ -36,8 +36,12 @@
  *     current when the map changed: every write since went to the new
  *     holder, which did not have one when it sent the read on, and a
  *     client's delete removes the copies of every target. Signed redirects
- *     keep their signature (OL_PREV_PARAM is not signed, like the hop
+ *     keep their signature (OL_PREV_PARAM is outside it, like the hop
  *     count): access control is the same as for the first redirect.
+ *     OL_PREV_PARAM and OL_PREV_HDR are signed themselves under the
+ *     cluster secret, for the path (authz_prev_value): a client that
+ *     sends its own, or moves one to another object, gets the current
+ *     holder's answer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -188,8 +192,8 @@ bool ol_moved_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_wh
 		return false;
 	if (!http_query_get(req, OL_PREV_PARAM, &v))
 		v = http_req_header(req, OL_PREV_HDR);
-	if (!v.len || num_parse_u64(v.ptr, v.len, 1, INT64_MAX, &sender) != AIS_OK || sender != w->cmap_version)
-		return false;
+	if (!authz_prev_get(v, req->path, &sender) || sender != w->cmap_version)
+		return false; /* (forged by a client: not signed for this path) */
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
 	bool was = prev_place(m, prev, b, bck, obj, cluster_self(t->base.cl)->id, false, &p) && p.self >= 0;
 	cluster_read_unlock(t->base.cl);

@@ -308,7 +308,10 @@ static void fetched_copies(struct fill *f)
 static int fill_open(struct fill *f)
 {
 	if (f->whole) {
-		if (store_writer_begin(f->t->store, f->bck, f->blen, f->obj, f->olen, &f->sw) != AIS_OK)
+		/* the whole size from the remote's HEAD, reserved: not only the
+		 * space at the start (the writer checks again as bytes land) */
+		if (store_writer_begin(f->t->store, f->bck, f->blen, f->obj, f->olen, &f->sw) != AIS_OK ||
+		    store_writer_reserve(f->sw, f->len) != AIS_OK)
 			return AIS_ERR;
 		f->g.fd = store_writer_open_tmp(f->sw);
 		return f->g.fd >= 0 ? AIS_OK : AIS_ERR;
@@ -459,6 +462,15 @@ static struct fill *fill_whole(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t
 		pthread_mutex_unlock(&tbl_mu);
 		buf_addf(msg, "%d remote fetches in progress: try again", FILLS_MAX);
 		errno = EHOSTUNREACH;
+		return NULL;
+	}
+	/* the whole size reserved before any reader is answered (a 507 then,
+	 * not a body cut short); the writer checks again as bytes land */
+	if (store_space_for(t->store, bck.ptr, bck.len, obj.ptr, obj.len, want->size) != AIS_OK) {
+		int e = errno;
+		pthread_mutex_unlock(&tbl_mu);
+		buf_addf(msg, "no room for its %llu bytes above store.min_free", (unsigned long long)want->size);
+		errno = e;
 		return NULL;
 	}
 	f = fill_new(t, b, bck, obj, want, true, 0, 0);

@@ -220,7 +220,8 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		return NULL;
 	}
 	t->base.store = t->store;
-	mkdir(tgt_state_dir(c), 0755);
+	if (mkdir(tgt_state_dir(c), 0755) == 0)
+		chmod(tgt_state_dir(c), 0755); /* past the umask: a local-read socket may live here */
 	if (bk_remotes_init(tgt_state_dir(c), err) != AIS_OK) {
 		store_close(t->store);
 		free(t);
@@ -237,7 +238,8 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		/* not with mTLS: a local process would skip the certificate check */
 		if (!c->tls_client_ca[0]) {
 			snprintf(usock, sizeof(usock), "%s/aisd.sock", tgt_state_dir(c));
-			mkdir(tgt_state_dir(c), 0755); /* a node.dir the cluster code has not made yet */
+			if (mkdir(tgt_state_dir(c), 0755) == 0) /* a node.dir the cluster code has not made yet */
+				chmod(tgt_state_dir(c), 0755); /* past the umask: the socket is for local clients */
 		}
 		if (strlen(usock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 			log_info("no unix socket for local clients: %s is too long a path (set net.unix_socket)", usock);

@@ -164,13 +164,21 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 /* Pool thread: deletes bck/obj on every other target that may hold it;
  * returns how many had it. */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
-/* Pool thread: sets the custom metadata of bck/obj to custom on every
- * other target that may hold a copy with checksum cksum (intra PATCH; a
- * target without that copy answers 404 or 409 and is skipped). AIS_ERR
- * (msg says which) when one of the object's holders under the current map
- * did not take it; other targets' failures are logged. */
+/* Pool thread: sets the custom metadata of bck/obj to custom, set at
+ * md_ns, on every other target that may hold a copy with checksum cksum
+ * (intra PATCH; a target without that copy, or with metadata set later,
+ * answers 404 or 409 and is skipped). AIS_ERR (msg says which) when one of
+ * the object's holders under the current map did not take it; other
+ * targets' failures are logged. */
 int tgt_custom_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
-			 const char *cksum, const char *custom, buf_t *msg);
+			 const char *cksum, const char *custom, int64_t md_ns, buf_t *msg);
+/* Another target's copy of bck/obj has checksum cksum and metadata custom
+ * set at md (TGT_MD_NS, as text; the values of its headers, any of them
+ * absent): the copy here (m) takes that metadata when it has the same
+ * checksum, other metadata, and metadata set before md. True when taken.
+ * Blocking (a durable record write); errors are logged. */
+bool tgt_md_take_newer(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+		       const store_meta_t *m, sv_t cksum, sv_t custom, sv_t md);
 /* Blocking: PUTs the local copy of bck/obj to base (intra, reason why,
  * placed under map version cmap_v and bucket metadata version bmd_v; with
  * sendfile over plain http). cond:
@@ -190,6 +198,13 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 #define TGT_HAVE_CKSUM "Ais-Have-Cksum"
 #define TGT_HAVE_MTIME "Ais-Have-Mtime-Ns"
 #define TGT_HAD "Ais-Had"
+/* When a copy's custom metadata was set (store_md_time), on every copy sent
+ * between targets, every metadata PATCH, and answers to other targets: of
+ * two copies with the same checksum and different metadata, the receiver of
+ * a conditional copy keeps (or takes, or hands back) the one set last, so
+ * a holder that missed an ACL change while it was away is repaired by the
+ * next rebalance. */
+#define TGT_MD_NS "Ais-Md-Ns"
 #define TGT_HAD_DELETED "deleted" /* its value when the receiver has a newer tombstone */
 
 /* The prefetch and evict jobs of remote buckets (bkjobs.c): kind

@@ -279,6 +279,10 @@ START_TEST(test_intra_sig)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert(!auth_intra_check(key, 20, sv_from(bad[i]), "GET", host, tgt, 1700000000, NULL));
 	ck_assert(!auth_intra_check(key, 20, (sv_t){NULL, 0}, "GET", host, tgt, 0, NULL));
+	/* an empty key verifies nothing, not even a value signed with it */
+	auth_intra_sign("", 0, "GET", "http://node-a:8080/v1/x", AUTH_BODY_UNSIGNED, 1700000000, "00000000000000ff", h2,
+			sizeof(h2));
+	ck_assert(!auth_intra_check("", 0, sv_from(h2), "GET", sv_from("node-a:8080"), sv_from("/v1/x"), 1700000000, NULL));
 	h[strlen(h) - 1] ^= 1;
 	ck_assert(!auth_intra_check(key, 20, sv_from(h), "PUT", host, tgt, 1700000000, NULL));
 	ck_assert(sv_eqstr(auth_url_target("http://h:1"), "/"));
@@ -336,6 +340,34 @@ START_TEST(test_redirect_sig)
 	ck_assert_int_eq(rverify(q.ptr, 1700000061, &u, body), AIS_ERR); /* expired */
 	ck_assert_int_eq(rverify("archpath=x", 0, &u, body), AIS_DONE);  /* not a signed redirect */
 	ck_assert_int_eq(rverify("", 0, &u, body), AIS_DONE);
+	/* ais_prev: signed for one path under the key; never under an empty key */
+	{
+		buf_t pv = BUF_INIT;
+		uint64_t pr = 0;
+		auth_prev_sign(KEY, KLEN, 17, sv_from("/v1/objects/b/o"), &pv);
+		ck_assert(!strncmp(pv.ptr, "17.", 3) && pv.len == 3 + AUTH_SIG_HEX);
+		ck_assert(auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr) && pr == 17);
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/p"), &pr)); /* another object */
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_from("17"), sv_from("/v1/objects/b/o"), &pr)); /* bare */
+		pv.ptr[0] = '2'; /* another map version */
+		ck_assert(!auth_prev_check(KEY, KLEN, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr));
+		buf_reset(&pv);
+		auth_prev_sign("", 0, 17, sv_from("/v1/objects/b/o"), &pv);
+		ck_assert(!auth_prev_check("", 0, sv_of(&pv), sv_from("/v1/objects/b/o"), &pr));
+		buf_free(&pv);
+	}
+	/* signed with an empty key: refused by a verifier without a key */
+	{
+		buf_t e = BUF_INIT, q0 = BUF_INIT;
+		auth_redirect_query("", 0, "GET", sv_from("/v1/ml/moss/a"), sv_from(""), AUTH_BODY_UNSIGNED, 1700000060, &t,
+				    &q0);
+		ck_assert_int_eq(auth_redirect_verify("", 0, "GET", sv_from("/v1/ml/moss/a"), sv_of(&q0), 1700000000, &u, body,
+						      &e),
+				 AIS_ERR);
+		ck_assert_ptr_nonnull(strstr(e.ptr, "cluster.secret"));
+		buf_free(&e);
+		buf_free(&q0);
+	}
 
 	/* every part is bound: tamper with one at a time */
 	static const char *const swaps[][2] = {
@@ -436,7 +468,9 @@ START_TEST(test_conf_rules)
 	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* < 16 bytes */
 	buf_reset(&err);
 	ck_assert_int_eq(conf_set(c, "auth.secret", "0123456789abcdef", &err), AIS_OK);
-	ck_assert_int_eq(conf_validate(c, &err), AIS_OK); /* a standalone target */
+	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* a lone target too needs cluster.secret */
+	ck_assert_ptr_nonnull(strstr(err.ptr, "cluster.secret"));
+	buf_reset(&err);
 	ck_assert_int_eq(conf_set(c, "cluster.join", "http://127.0.0.1:1", &err), AIS_OK);
 	ck_assert_int_eq(conf_validate(c, &err), AIS_ERR); /* in a cluster: cluster.secret */
 	buf_reset(&err);

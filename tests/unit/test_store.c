@@ -597,6 +597,43 @@ START_TEST(test_overwrite_delete)
 }
 END_TEST
 
+/* Custom metadata set in place: stamped with its time (store_md_time),
+ * kept across a reopen, never replaced by metadata set earlier; a copy
+ * written with store_writer_md_time carries its sender's time. */
+START_TEST(test_md_time)
+{
+	store_t *s = open_store();
+	store_meta_t m, c;
+	store_writer_t *w;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "o", "abc", 3, &m);
+	ck_assert(m.md_ns == 0 && store_md_time(&m) == m.mtime_ns);
+	int64_t t1 = m.mtime_ns + 1000;
+	ck_assert_int_eq(store_set_custom(s, BCK("b"), BCK("o"), m.version, "s3.acl=private", t1), AIS_OK);
+	ck_assert_int_eq(store_set_custom(s, BCK("b"), BCK("o"), m.version, "s3.acl=public", t1 - 1), AIS_ERR);
+	ck_assert_int_eq(errno, ESTALE); /* set earlier than what is there */
+	ck_assert_int_eq(store_set_custom(s, BCK("b"), BCK("o"), m.version + 1, "x=1", t1 + 1), AIS_ERR);
+	ck_assert_int_eq(errno, ESTALE); /* another version */
+	store_close(s);
+	s = open_store();
+	store_reconcile_wait(s);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("o"), &c), AIS_OK);
+	ck_assert_str_eq(c.custom, "s3.acl=private");
+	ck_assert(c.md_ns == t1 && store_md_time(&c) == t1 && c.version == m.version);
+	/* a copy: its metadata time is its sender's, not when it landed */
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("copy"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	store_writer_md_time(w, 42);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, "s3.acl=x", &c), AIS_OK);
+	store_writer_free(w);
+	ck_assert(c.md_ns == 42 && store_md_time(&c) == 42);
+	/* an overwrite is a new write: its metadata is as written */
+	put_ok(s, "b", "o", "abcd", 4, &c);
+	ck_assert(c.md_ns == 0 && c.custom[0] == '\0');
+	store_close(s);
+}
+END_TEST
+
 /* Tombstones: kept and answered while younger than the ttl, swept after;
  * a copy of a write older than a tombstone does not commit (ESTALE), a
  * newer one does; a ttl of 0 keeps none. */
@@ -1419,6 +1456,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_overwrite_delete);
+	tcase_add_test(tc, test_md_time);
 	tcase_add_test(tc, test_tombstones);
 	tcase_add_test(tc, test_writer_discard);
 	tcase_add_test(tc, test_writer_splice);
