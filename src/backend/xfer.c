@@ -133,6 +133,7 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 		hl = curl_slist_append(hl, x->headers[i]);
 	hl = curl_slist_append(hl, "Expect:");
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L); /* the path as built: no "." or ".." resolved */
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
