@@ -30,6 +30,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/moss.h"
@@ -545,6 +546,15 @@ static int gw_buckets(http_req_t *req)
 			if (!bk || !copy.props.backend.provider[0]) {
 				http_resp_error(req, bk ? 400 : 404, "bucket \"%s\" %s", o->name,
 						bk ? "has no remote backend" : "does not exist");
+				break;
+			}
+			json_t *names = json_object_get(value, "list"), *nm;
+			size_t ni;
+			bool bad = false;
+			json_array_foreach(names, ni, nm) bad |= !json_is_string(nm) ||
+								 !name_object_valid(json_string_value(nm), json_string_length(nm));
+			if (bad) { /* (targets check it too: this is for one clear answer) */
+				http_resp_error(req, 400, "value.list: object names (UTF-8, no NUL, no \".\" or \"..\" segment)");
 				break;
 			}
 			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
