@@ -22,7 +22,10 @@ typedef struct bk_xfer {
 	bk_sink_fn sink;            /* 2xx body; NULL: buffered into resp */
 	void *arg;
 	uint64_t max_resp;          /* buffered 2xx body bound (0: 32 MiB) */
-	bool follow;                /* follow redirects (an aisd gateway's 307) */
+	uint64_t max_body;          /* 2xx body bound, sink or not (0: none) */
+	bool data;                  /* object data (GET, PUT): limits.xfer_ms, else timeout_ms */
+	bool follow;                /* follow a 307/308 to the remote's own host (an
+				       aisd gateway's to its target), without credentials */
 	/* results */
 	int status;                 /* HTTP status; 0 none */
 	buf_t hdrs;                 /* the raw response head */

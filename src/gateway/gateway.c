@@ -781,7 +781,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	g->conf = g->base.conf = c;
 	if (s3_init(c, err) != AIS_OK)
 		goto fail;
-	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)
+	if (c->node_dir[0] && bk_remotes_init(c->node_dir, c, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
 		.fd_reserve = 256, /* metadata files, calls to every node */
