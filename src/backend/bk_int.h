@@ -33,7 +33,7 @@ typedef struct bk_xfer {
 	uint64_t got;               /* 2xx body bytes */
 	/* private */
 	void *easy;
-	bool aborted;
+	bool aborted, too_big;
 	uint64_t body_off;
 } bk_xfer_t;
 

@@ -111,8 +111,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 			buf_add(&x->resp, p, MIN(len, ERRBODY_MAX - x->resp.len));
 		return len;
 	}
-	if ((x->max_body && x->got + len > x->max_body) ||
-	    (x->sink ? x->sink(x->arg, p, len) != AIS_OK : x->resp.len + len > x->max_resp)) {
+	x->too_big = (x->max_body && x->got + len > x->max_body) || (!x->sink && x->resp.len + len > x->max_resp);
+	if (x->too_big || (x->sink && x->sink(x->arg, p, len) != AIS_OK)) {
 		x->aborted = true;
 		return 0;
 	}
@@ -192,7 +192,7 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 
 	x->easy = e;
 	x->status = 0;
-	x->aborted = false;
+	x->aborted = x->too_big = false;
 	if (!x->max_resp)
 		x->max_resp = 32u << 20;
 	for (size_t i = 0; x->headers && x->headers[i]; i++) {
@@ -269,12 +269,10 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 		errno = err;
 		rc = AIS_ERR;
 	} else if (x->aborted) {
-		if (x->max_body && x->got + 1 > x->max_body)
-			buf_addf(msg, "remote \"%s\": %s: more than the %llu bytes asked for", x->r->alias, x->method,
-				 (unsigned long long)x->max_body);
-		else if (!x->sink)
-			buf_addf(msg, "remote \"%s\": %s: answer larger than %llu bytes", x->r->alias, x->method,
-				 (unsigned long long)x->max_resp);
+		if (x->too_big)
+			buf_addf(msg, "remote \"%s\": %s: answer larger than the %llu bytes %s", x->r->alias,
+				 x->method, (unsigned long long)(x->max_body ? x->max_body : x->max_resp),
+				 x->data ? "asked for" : "allowed");
 		else
 			buf_addf(msg, "remote \"%s\": %s aborted", x->r->alias, x->method);
 		errno = EREMOTEIO;
