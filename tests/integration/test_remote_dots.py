@@ -1,12 +1,15 @@
 """test_remote_dots.py - object names with "." or ".." segments never leave
 the bucket they name, here or on a remote. The remote is a second aisd
-cluster (1 gateway + 1 target) with buckets pub and secret; the front
-cluster (1 gateway + 1 target) has bucket mirror in front of pub through
-the native API (ais://@r/pub). Every process is started here on loopback
+cluster (1 gateway + 1 target, auth on, a cluster secret) with buckets
+pub and secret; the front cluster (1 gateway + 1 target) has bucket mirror
+in front of pub through the native API (ais://@r/pub), attached with an
+admin token of the remote. Every process is started here on loopback
 ports and stopped by PID.
 
 Checks:
- 1. The setup works: a cold GET of mirror/hello is pub/hello.
+ 1. The setup works: a cold GET of mirror/hello is pub/hello (the remote
+    gateway's 307 followed without the token: its signed redirect is the
+    authorization).
  2. GET of mirror/../secret/payroll (raw, sent as is), ..%2F, %2E%2E/,
     %2e%2e%2f: 400 with a JSON message, never the secret's bytes.
  3. The same through S3 (GET /mirror/../secret/payroll) and GetBatch
@@ -19,6 +22,8 @@ Checks:
 # timeout: 120
 import http.client
 import json
+import os
+import subprocess
 import urllib.parse
 
 from itlib import T
@@ -70,10 +75,28 @@ def refused(r, what):
             "%s: 400 JSON, nothing of the secret" % what, (r.status, (r.body or b"")[:200]))
 
 
+tsf, csf = clulib.secret_files("rdots")
+clulib.ARGS = BASE + ["--set", "auth.enabled=on", "--set", "auth.secret_file=" + tsf,
+                      "--set", "cluster.secret_file=" + csf]
+cp = subprocess.run([os.environ["AISCTL"], "auth", "token", "create", "--secret-file", tsf, "--user", "root",
+                     "--admin", "--ttl", "1h"], capture_output=True, text=True, timeout=30,
+                    env=dict(os.environ, AISCTL_CONFIG=os.devnull))
+ADMIN = cp.stdout.strip()
+t.check(cp.returncode == 0 and ADMIN.count(".") == 2, "an admin token of the remote", cp.stderr)
+AUTH = {"Authorization": "Bearer " + ADMIN}
+AJ = dict(JSON, **AUTH)
 rg, rt = Node("rg1", "gateway"), Node("rt1", "target")
 start([rg])
 start([rt], join=rg.url)
-poll(lambda: clulib.smap_ids(rg) == {rg.id, rt.id}, 20)
+
+
+def remote_ids():
+    r = request("GET", rg.url, "/v1/cluster?what=smap", None, AUTH, timeout=5)
+    return {n["id"] for n in r.json()["nodes"]} if r.status == 200 else None
+
+
+t.check(poll(lambda: remote_ids() == {rg.id, rt.id}, 20), "the remote cluster forms")
+clulib.ARGS = BASE
 g, ft = Node("g1", "gateway"), Node("t1", "target")
 start([g])
 start([ft], join=g.url)
@@ -81,11 +104,12 @@ t.check(poll(lambda: clulib.smap_ids(g) == {g.id, ft.id}, 20), "the front cluste
 ALL = [rg, rt, g, ft]
 
 for b in ("pub", "secret", "zzz"):
-    t.eq(request("POST", rg.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON).status, 200,
+    t.eq(request("POST", rg.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), AJ).status, 200,
          "remote bucket %s" % b)
-t.eq(raw("PUT", rg.url, "/v1/objects/secret/payroll", SECRET).status, 200, "remote secret/payroll")
-t.eq(raw("PUT", rg.url, "/v1/objects/pub/hello", b"hello").status, 200, "remote pub/hello")
-r = request("PUT", g.url, "/v1/remotes/r", json.dumps({"kind": "ais", "url": rg.url}), JSON)
+t.eq(raw("PUT", rg.url, "/v1/objects/secret/payroll", SECRET, AUTH).status, 200, "remote secret/payroll")
+t.eq(raw("PUT", rg.url, "/v1/objects/pub/hello", b"hello", AUTH).status, 200, "remote pub/hello")
+t.eq(raw("GET", rg.url, "/v1/objects/pub/hello").status, 401, "the remote wants a token")
+r = request("PUT", g.url, "/v1/remotes/r", json.dumps({"kind": "ais", "url": rg.url, "token": ADMIN}), JSON)
 t.check(r.status == 200, "remote r attached (aisd native)", r.body[:200])
 r = request("POST", g.url, "/v1/buckets/mirror",
             json.dumps({"action": "create-bck", "value": {"backend": {"provider": "ais", "remote": "r",
@@ -115,9 +139,9 @@ refused(raw("GET", g.url, "/v1/ml/moss/mirror", mb, JSON), "GetBatch with an ent
 refused(raw("PUT", g.url, "/v1/objects/mirror/../secret/payroll", b"overwritten"), "PUT mirror/../secret/payroll")
 refused(raw("DELETE", g.url, "/v1/objects/mirror/../secret/payroll"), "DELETE mirror/../secret/payroll")
 refused(raw("DELETE", g.url, "/v1/objects/mirror/../../buckets/zzz"), "DELETE mirror/../../buckets/zzz")
-r = raw("GET", rg.url, "/v1/objects/secret/payroll")
+r = raw("GET", rg.url, "/v1/objects/secret/payroll", None, AUTH)
 t.check(r.status == 200 and r.body == SECRET, "the remote's secret/payroll is unchanged", r.status)
-t.eq(request("HEAD", rg.url, "/v1/buckets/zzz").status, 200, "the remote's bucket zzz still exists")
+t.eq(request("HEAD", rg.url, "/v1/buckets/zzz", None, AUTH).status, 200, "the remote's bucket zzz still exists")
 
 # --- 5. prefetch --------------------------------------------------------------------------
 r = request("POST", g.url, "/v1/buckets/mirror",
