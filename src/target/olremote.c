@@ -258,6 +258,7 @@ static void *blob_worker(void *arg)
 		for (int attempt = 0; attempt < 3 && !atomic_load(&stopping); attempt++) {
 			bk_obj_t got;
 			buf_reset(&buf);
+			buf_grow(&buf, len); /* once: an answer never holds more than len (backend.c rule 5) */
 			buf_reset(&msg);
 			rc = bk_get(&f->bk, (sv_t){f->obj, f->olen}, off, len, f->want.etag, chunk_sink, &buf, &got, &msg);
 			e = errno;
