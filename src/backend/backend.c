@@ -6,8 +6,11 @@
  * Guarantees:
  *  1. Requests that change nothing (HEAD, listing) and DELETE are retried
  *     with backoff (100 ms, then 400 ms) when the remote could not be
- *     reached or answered 5xx; GET and PUT are not retried here (the cold
- *     fetch retries a GET that delivered no byte; a PUT's client retries).
+ *     reached or answered 5xx, a retry only while remote.timeout since the
+ *     first attempt has not passed (so a request and its retries end
+ *     within twice remote.timeout); GET and PUT are not retried here (the
+ *     cold fetch retries a GET that delivered no byte; a PUT's client
+ *     retries).
  *  2. A GET pins the version it reads with If-Match when it is given one:
  *     an object that changed on the remote is ESTALE, never a mix.
  *  3. Every error names the remote's alias (errors in backend.h).
@@ -60,13 +63,17 @@ static void prepare(const bk_bucket_t *b, const char *method, sv_t obj, const ch
 	x->follow = b->r.kind == BK_AIS;
 }
 
-static bool retryable(int rc, const bk_xfer_t *x, int attempt)
+static bool retryable(int rc, const bk_xfer_t *x, int attempt, int64_t t0)
 {
+	int64_t pause_ms = attempt ? 400 : 100, budget = (int64_t)bk_limits()->timeout_ms;
 	if (attempt >= 2)
 		return false;
 	if (rc == AIS_OK ? x->status < 500 : errno != EHOSTUNREACH && errno != EREMOTEIO)
 		return false;
-	usleep(attempt ? 400000 : 100000);
+	/* rule 1: no retry starts past the budget */
+	if (budget && (time_now_ns() - t0) / 1000000 + pause_ms >= budget)
+		return false;
+	usleep((useconds_t)pause_ms * 1000);
 	return true;
 }
 
@@ -83,6 +90,7 @@ static int name_ok(const bk_bucket_t *b, sv_t obj, buf_t *msg)
 /* One bodiless request, retried (rule 1); AIS_OK with the answer in *x. */
 static int simple(const bk_bucket_t *b, const char *method, sv_t obj, bk_xfer_t *x, buf_t *msg)
 {
+	int64_t t0 = time_now_ns();
 	memset(x, 0, sizeof(*x));
 	if (obj.len && name_ok(b, obj, msg) != AIS_OK)
 		return AIS_ERR;
@@ -92,7 +100,7 @@ static int simple(const bk_bucket_t *b, const char *method, sv_t obj, bk_xfer_t 
 		prepare(b, method, obj, NULL, false, &q, x);
 		int rc = bk_xfer(x, &m), e = errno;
 		bk_req_free(&q);
-		if (retryable(rc, x, attempt)) {
+		if (retryable(rc, x, attempt, t0)) {
 			buf_free(&m);
 			bk_xfer_free(x);
 			continue;
@@ -273,13 +281,14 @@ static int list_page(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t
 int bk_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize, bk_list_fn fn, void *arg,
 	    bool *more, buf_t *msg)
 {
+	int64_t t0 = time_now_ns();
 	*more = false;
 	for (int attempt = 0;; attempt++) {
 		buf_t m = BUF_INIT;
 		int rc = list_page(b, prefix, start_after, pagesize, fn, arg, more, &m);
 		int e = errno;
 		bk_xfer_t none = {.status = 0};
-		if (rc != AIS_OK && retryable(rc, &none, attempt)) {
+		if (rc != AIS_OK && retryable(rc, &none, attempt, t0)) {
 			buf_free(&m);
 			continue;
 		}

@@ -2,7 +2,7 @@
 remote is a small HTTP server started here (S3 path-style and the aisd
 native API, on a free loopback port) that misbehaves on purpose; the
 cluster is 1 gateway + 1 target with remote.max_cold_reads=3,
-remote.stall_timeout=5s, remote.min_speed=100. Every process is stopped
+remote.stall_timeout=5s, remote.min_speed=100, remote.timeout=3s. Every process is stopped
 by PID; every server loop is bounded in bytes and time.
 
 Checks:
@@ -19,6 +19,7 @@ Checks:
  4. Drip (2 bytes/s): a cold read ends (504) within remote.stall_timeout;
     with 3 drips running on remote "slow", a 4th cold read of "slow" is
     503 at once naming it, while a cold read of remote "fast" is served.
+ 4b. A remote that never answers a HEAD: 504 within remote.timeout.
  5. Redirects (aisd kind, with a bearer token): a 307 to another host
     (127.0.0.2) is not followed (502; the catcher there gets nothing); a
     307 to another port of the remote's host is followed without the
@@ -59,7 +60,7 @@ PASSWORD = "hunter2pw"
 t = T()
 clulib.init(t, "rhostile", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                             "--set", "remote.max_cold_reads=3", "--set", "remote.stall_timeout=5s",
-                            "--set", "remote.min_speed=100"])
+                            "--set", "remote.min_speed=100", "--set", "remote.timeout=3s"])
 
 lock = threading.Lock()
 stats = {"endless_max": 0, "endless_n": 0, "drip_active": 0, "catch_far": 0, "near_auth": [],
@@ -118,6 +119,9 @@ class Evil(BaseHTTPRequestHandler):
             return self.endless(head)
         if bucket == "drip":
             return self.drip(head)
+        if bucket == "hang":  # no answer for 20 s
+            time.sleep(20)
+            return self.send(200, b"late", {"ETag": '"h1"'}, head)
         body = b"object " + key.encode()
         return self.send(200, body, {"ETag": '"e-%s"' % key, "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"}, head)
 
@@ -315,6 +319,7 @@ bucket("dripb", "s3", "slow", "drip")
 bucket("fastb", "s3", "fast", "plain")
 bucket("errb", "s3", "s3r", "err")
 bucket("rdb", "ais", "rd", "rb")
+bucket("hangb", "s3", "slow", "hang")
 
 # --- 2. listing bombs (first: peak memory measured before anything else) --------------
 for bck, what in (("bombs", "S3 page of 8 MiB of empty entries"), ("bomba", "aisd page of a million empty entries")):
@@ -386,6 +391,10 @@ for i in range(3):
             "drip read %d ended in %.1f s (remote.stall_timeout 5s), not served whole" % (i, secs), (st, body and body[:100]))
 st, body, _, secs = get("dripb", "d5", timeout=30)
 t.check(secs < 20 and (body is None or len(body) < 4096), "a later drip read ends too (%.1f s)" % secs)
+
+st, body, _, secs = get("hangb", "x", timeout=30)
+t.check(st == 504 and secs < 8, "a HEAD never answered: 504 in %.1f s (remote.timeout 3s)" % secs,
+        (st, (body or b"")[:200]))
 
 # --- 5. redirects -------------------------------------------------------------------------------
 st, body, _, secs = get("rdb", "away")
