@@ -43,9 +43,7 @@ void bk_ais_prepare(const bk_bucket_t *b, sv_t obj, const char *query, const cha
  * properties and its custom metadata. */
 #define VALUES_PER_ENTRY 64
 
-/* An upper bound of the values in JSON text s: one per ',', ':', '[' or '{'
- * outside strings, plus the first. */
-static size_t json_values(sv_t s)
+size_t bk_json_values(sv_t s)
 {
 	size_t n = 1;
 	bool in_str = false;
@@ -93,7 +91,7 @@ int bk_ais_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t page
 		bk_status_errno(&x, "listing", msg);
 		goto out;
 	}
-	if (json_values(sv_of(&x.resp)) > pagesize * VALUES_PER_ENTRY + 64) {
+	if (bk_json_values(sv_of(&x.resp)) > pagesize * VALUES_PER_ENTRY + 64) {
 		buf_addf(msg, "remote \"%s\": listing: more entries than the page asked for", b->r.alias);
 		errno = EREMOTEIO;
 		goto out;

@@ -45,6 +45,12 @@ void bk_xfer_free(bk_xfer_t *x);
 int bk_status_errno(const bk_xfer_t *x, const char *what, buf_t *msg);
 sv_t bk_hdr(const bk_xfer_t *x, const char *name);
 void bk_unquote(sv_t v, char *out, size_t outsz);
+/* xfer.c rule 5: a redirect from the remote r to loc may be followed:
+ * the same scheme and host (any port), no user info. */
+bool bk_redirect_ok(const bk_remote_t *r, const char *loc);
+/* ais.c: an upper bound of the values in JSON text s (one per ',', ':',
+ * '[' or '{' outside strings, plus the first), counted before parsing. */
+size_t bk_json_values(sv_t s);
 /* size (Content-Range total, else Content-Length), ETag, Last-Modified. */
 void bk_obj_from(const bk_xfer_t *x, bk_obj_t *o);
 

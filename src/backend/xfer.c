@@ -167,8 +167,7 @@ static int url_origin(const char *url, char *out, size_t outsz, bool *userinfo)
 	return rc;
 }
 
-/* Rule 5: a redirect from the remote r to loc may be followed. */
-static bool redirect_ok(const bk_remote_t *r, const char *loc)
+bool bk_redirect_ok(const bk_remote_t *r, const char *loc)
 {
 	char a[600], b[600];
 	bool ua, ub;
@@ -248,7 +247,7 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 			break;
 		char *loc = NULL;
 		curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
-		if (!loc || hop == REDIRECTS_MAX || !redirect_ok(x->r, loc)) {
+		if (!loc || hop == REDIRECTS_MAX || !bk_redirect_ok(x->r, loc)) {
 			buf_addf(msg, "remote \"%s\": %s: %s", x->r->alias, x->method,
 				 !loc ? "a redirect without a Location"
 				 : hop == REDIRECTS_MAX ? "too many redirects"
