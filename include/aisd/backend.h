@@ -59,11 +59,30 @@ const char *bk_kind_name(enum bk_kind k);
 enum bk_kind bk_kind_parse(const char *s, size_t len);
 bool bk_alias_valid(const char *s, size_t len);
 
+/* --- limits of every exchange with a remote (xfer.c; remote.* keys) --------- */
+
+typedef struct bk_limits {
+	uint64_t connect_ms; /* connect (TCP and TLS) within */
+	uint64_t timeout_ms; /* a request without object data (HEAD, DELETE, a listing page)
+				ends within, redirects included (0: none) */
+	uint64_t xfer_ms;    /* a GET or PUT of object data ends within (0: none) */
+	uint64_t stall_ms;   /* a transfer slower than min_speed this long ends */
+	uint64_t min_speed;  /* bytes/s (0: no stall check) */
+	uint64_t list_bytes; /* one listing page's answer at most */
+	uint64_t cold_reads; /* cold reads of one remote running at once on a target */
+} bk_limits_t;
+/* Sets the limits, once at start before any transfer (defaults: the
+ * remote.* defaults of aisd.conf(5)). */
+void bk_limits_set(const bk_limits_t *l);
+const bk_limits_t *bk_limits(void);
+
 /* --- the remotes of this node (remotes.c) ----------------------------------- */
 
-/* Loads DIR/remotes.json (absent: none). A file readable by others is
- * made 0600 first (and logged). AIS_OK, or AIS_ERR with a message. */
-int bk_remotes_init(const char *dir, buf_t *err);
+/* Loads DIR/remotes.json (absent: none) and sets the limits from c's
+ * remote.* keys. A file readable by others is made 0600 first (and
+ * logged). AIS_OK, or AIS_ERR with a message. */
+struct conf;
+int bk_remotes_init(const char *dir, const struct conf *c, buf_t *err);
 /* A copy of the remote called alias: AIS_OK, or AIS_ERR (EINVAL). */
 int bk_remote_get(const char *alias, size_t len, bk_remote_t *out);
 /* GET/PUT/DELETE /v1/remotes[/ALIAS] on a node. On a gateway a PUT or

@@ -84,6 +84,9 @@ typedef struct conf {
 	int n_auth_grants;
 	char cluster_secret[CONF_SECRET_MAX]; /* signs intra-cluster calls and redirects */
 	char cluster_secret_file[1024];
+	/* remote backends: every exchange bounded (backend.h bk_limits_t) */
+	uint64_t remote_connect_ms, remote_timeout_ms, remote_xfer_ms, remote_stall_ms;
+	uint64_t remote_min_speed, remote_list_bytes, remote_cold_reads;
 } conf_t;
 
 /* Fills c with the defaults. */

@@ -2,9 +2,15 @@
  * names.h - what a bucket or object name may be.
  *
  * Bucket: [A-Za-z0-9._-], 1..64 bytes, not "." or "..".
- * Object: valid UTF-8, no NUL, 1..1024 bytes. Anything else is allowed: '/',
- * spaces, '+', '%', "../../etc/passwd" is just a name (names never become
- * paths).
+ * Object: valid UTF-8, no NUL, 1..1024 bytes, and no "." or ".." segment
+ * (between slashes or at either end: ".", "..", "a/../b", "./a", "a/.").
+ * Anything else is allowed: '/', spaces, '+', '%', "a..b", ".hidden", "a//b".
+ * Names never become local paths; the dot-segment rule is for the paths
+ * they do become: a remote's URL, where a client or proxy on the way
+ * would resolve "a/../b" to "b" and so reach another bucket or route.
+ * Checked on the decoded name, so "%2E%2E" is ".." too.
+ * Archive member paths (archpath) follow the object rule without the
+ * dot-segment part ("./a.txt" is a common tar member name).
  */
 #ifndef AISD_NAMES_H
 #define AISD_NAMES_H
@@ -17,6 +23,9 @@
 
 bool name_bucket_valid(const char *s, size_t len);
 bool name_object_valid(const char *s, size_t len);
+bool name_archpath_valid(const char *s, size_t len);
+/* s has a "." or ".." segment ('/'-separated). */
+bool name_has_dot_segment(const char *s, size_t len);
 bool utf8_valid(const char *s, size_t len);
 /* Does custom metadata ("k=v,k=v", store.h) name a key the cluster
  * reserves for itself: "s3." (S3's owner, ACL, ETag, user metadata: the

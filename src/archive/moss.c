@@ -104,7 +104,7 @@ int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, moss_req_t *out
 		if (opt_str(e, "objname", &obj) != AIS_OK || !obj.ptr)
 			return fail(err, doc, "entry %zu: \"objname\" (a string) is required", i);
 		if (!name_object_valid(obj.ptr, obj.len))
-			return fail(err, doc, "entry %zu: invalid objname (1 to 1024 bytes of UTF-8, no NUL)", i);
+			return fail(err, doc, "entry %zu: invalid objname (1 to 1024 bytes of UTF-8, no NUL, no \".\" or \"..\" segment)", i);
 		if (opt_str(e, "bucket", &bck) != AIS_OK)
 			return fail(err, doc, "entry %zu: \"bucket\" must be a string", i);
 		if (!bck.len)
@@ -116,7 +116,7 @@ int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, moss_req_t *out
 		if (opt_str(e, "provider", &prov) != AIS_OK || (prov.len && strcmp(prov.ptr, "ais")))
 			return fail(err, doc, "entry %zu: only the \"ais\" provider is supported", i);
 		if (opt_str(e, "archpath", &arch) != AIS_OK ||
-		    (arch.len && !name_object_valid(arch.ptr, arch.len)))
+		    (arch.len && !name_archpath_valid(arch.ptr, arch.len)))
 			return fail(err, doc, "entry %zu: invalid archpath", i);
 		if (opt_u64(e, "start", &m->start) != AIS_OK || opt_u64(e, "length", &m->length) != AIS_OK)
 			return fail(err, doc, "entry %zu: \"start\" and \"length\" must be non-negative integers", i);

@@ -37,12 +37,39 @@ void bk_ais_prepare(const bk_bucket_t *b, sv_t obj, const char *query, const cha
 	q->hp[nv] = NULL;
 }
 
+/* Values in a listing page, at most, before it is parsed: a page of a
+ * million empty entries ("[{},{},...]", 3 bytes each) would take hundreds
+ * of bytes of parse tree per entry. An entry is an object of a few
+ * properties and its custom metadata. */
+#define VALUES_PER_ENTRY 64
+
+size_t bk_json_values(sv_t s)
+{
+	size_t n = 1;
+	bool in_str = false;
+	for (size_t i = 0; i < s.len; i++) {
+		char c = s.ptr[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == ',' || c == ':' || c == '[' || c == '{') {
+			n++;
+		}
+	}
+	return n;
+}
+
 int bk_ais_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize, bk_list_fn fn, void *arg,
 		bool *more, buf_t *msg)
 {
 	bk_req_t q = {0};
 	buf_t query = BUF_INIT;
-	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1, .follow = true};
+	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1, .follow = true,
+		       .max_resp = bk_limits()->list_bytes};
 	json_t *doc = NULL;
 	int rc = AIS_ERR;
 
@@ -62,6 +89,11 @@ int bk_ais_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t page
 		goto out;
 	if (x.status != 200) {
 		bk_status_errno(&x, "listing", msg);
+		goto out;
+	}
+	if (bk_json_values(sv_of(&x.resp)) > pagesize * VALUES_PER_ENTRY + 64) {
+		buf_addf(msg, "remote \"%s\": listing: more entries than the page asked for", b->r.alias);
+		errno = EREMOTEIO;
 		goto out;
 	}
 	doc = json_loadb(x.resp.ptr ? x.resp.ptr : "", x.resp.len, 0, NULL);

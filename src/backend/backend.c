@@ -6,20 +6,34 @@
  * Guarantees:
  *  1. Requests that change nothing (HEAD, listing) and DELETE are retried
  *     with backoff (100 ms, then 400 ms) when the remote could not be
- *     reached or answered 5xx; GET and PUT are not retried here (the cold
- *     fetch retries a GET that delivered no byte; a PUT's client retries).
+ *     reached or answered 5xx, a retry only while remote.timeout since the
+ *     first attempt has not passed (so a request and its retries end
+ *     within twice remote.timeout); GET and PUT are not retried here (the
+ *     cold fetch retries a GET that delivered no byte; a PUT's client
+ *     retries).
  *  2. A GET pins the version it reads with If-Match when it is given one:
  *     an object that changed on the remote is ESTALE, never a mix.
  *  3. Every error names the remote's alias (errors in backend.h).
+ *  4. No object name with a "." or ".." segment becomes a remote path
+ *     (names.h; EINVAL): whatever the callers checked, a request never
+ *     reaches another bucket or route of the remote.
+ *  5. A range answer is never more than the range (xfer.c rule 2).
+ *  6. A listing page is checked before its entries are believed: at most
+ *     the entries asked for, every name after start_after (so a listing
+ *     always advances: a remote that repeats a page or its continuation
+ *     ends the listing with an error, never loops it), and names this
+ *     cluster could not hold are left out. Anything else is EREMOTEIO.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bk_int.h"
 #include "aisd/bmd.h"
 #include "aisd/cluster.h"
+#include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -49,26 +63,44 @@ static void prepare(const bk_bucket_t *b, const char *method, sv_t obj, const ch
 	x->follow = b->r.kind == BK_AIS;
 }
 
-static bool retryable(int rc, const bk_xfer_t *x, int attempt)
+static bool retryable(int rc, const bk_xfer_t *x, int attempt, int64_t t0)
 {
+	int64_t pause_ms = attempt ? 400 : 100, budget = (int64_t)bk_limits()->timeout_ms;
 	if (attempt >= 2)
 		return false;
 	if (rc == AIS_OK ? x->status < 500 : errno != EHOSTUNREACH && errno != EREMOTEIO)
 		return false;
-	usleep(attempt ? 400000 : 100000);
+	/* rule 1: no retry starts past the budget */
+	if (budget && (time_now_ns() - t0) / 1000000 + pause_ms >= budget)
+		return false;
+	usleep((useconds_t)pause_ms * 1000);
 	return true;
+}
+
+/* Rule 4: AIS_OK, or AIS_ERR (EINVAL) for a name no request may carry. */
+static int name_ok(const bk_bucket_t *b, sv_t obj, buf_t *msg)
+{
+	if (!name_has_dot_segment(obj.ptr, obj.len))
+		return AIS_OK;
+	buf_addf(msg, "remote \"%s\": an object name with a \".\" or \"..\" segment is not sent", b->r.alias);
+	errno = EINVAL;
+	return AIS_ERR;
 }
 
 /* One bodiless request, retried (rule 1); AIS_OK with the answer in *x. */
 static int simple(const bk_bucket_t *b, const char *method, sv_t obj, bk_xfer_t *x, buf_t *msg)
 {
+	int64_t t0 = time_now_ns();
+	memset(x, 0, sizeof(*x));
+	if (obj.len && name_ok(b, obj, msg) != AIS_OK)
+		return AIS_ERR;
 	for (int attempt = 0;; attempt++) {
 		bk_req_t q = {0};
 		buf_t m = BUF_INIT;
 		prepare(b, method, obj, NULL, false, &q, x);
 		int rc = bk_xfer(x, &m), e = errno;
 		bk_req_free(&q);
-		if (retryable(rc, x, attempt)) {
+		if (retryable(rc, x, attempt, t0)) {
 			buf_free(&m);
 			bk_xfer_free(x);
 			continue;
@@ -121,6 +153,8 @@ int bk_get(const bk_bucket_t *b, sv_t obj, uint64_t off, uint64_t len, const cha
 	bk_req_t q = {0};
 	bk_xfer_t x;
 
+	if (name_ok(b, obj, msg) != AIS_OK)
+		return AIS_ERR;
 	if (off || len) {
 		if (len)
 			snprintf(range, sizeof(range), "range: bytes=%llu-%llu", (unsigned long long)off,
@@ -137,6 +171,8 @@ int bk_get(const bk_bucket_t *b, sv_t obj, uint64_t off, uint64_t len, const cha
 	prepare(b, "GET", obj, extra, false, &q, &x);
 	x.sink = sink;
 	x.arg = arg;
+	x.max_body = len; /* rule 5 */
+	x.data = true;
 	int rc = bk_xfer(&x, msg);
 	if (rc == AIS_OK && x.status != 200 && x.status != 206)
 		rc = bk_status_errno(&x, "GET", msg);
@@ -151,9 +187,12 @@ int bk_put_fd(const bk_bucket_t *b, sv_t obj, int fd, uint64_t len, bk_obj_t *ou
 {
 	bk_req_t q = {0};
 	bk_xfer_t x;
+	if (name_ok(b, obj, msg) != AIS_OK)
+		return AIS_ERR;
 	prepare(b, "PUT", obj, NULL, true, &q, &x);
 	x.body_fd = fd;
 	x.body_len = len;
+	x.data = true;
 	int rc = bk_xfer(&x, msg);
 	if (rc == AIS_OK && x.status != 200 && x.status != 201 && x.status != 204)
 		rc = bk_status_errno(&x, "PUT", msg);
@@ -166,17 +205,90 @@ int bk_put_fd(const bk_bucket_t *b, sv_t obj, int fd, uint64_t len, bk_obj_t *ou
 	return rc;
 }
 
+/* Rule 6: a page's entries, kept (at most max) until the page is known
+ * good, then handed to the caller's fn: a page that fails, retried or
+ * not, gave the caller nothing. */
+struct page {
+	sv_t after;
+	size_t n, max;
+	bool over, back;
+	bk_entry_t *ents; /* n of them; name and etag owned */
+};
+
+static bool sv_after(sv_t a, sv_t b) /* a > b, bytewise */
+{
+	int c = b.len && a.len ? memcmp(a.ptr, b.ptr, MIN(a.len, b.len)) : 0;
+	return c > 0 || (c == 0 && a.len > b.len);
+}
+
+static void page_entry(void *arg, const bk_entry_t *e)
+{
+	struct page *p = arg;
+	sv_t name = {e->name, e->len};
+	if (p->over || p->back)
+		return;
+	if (p->n == p->max) {
+		p->over = true;
+		return;
+	}
+	sv_t prev = p->n ? (sv_t){p->ents[p->n - 1].name, p->ents[p->n - 1].len} : p->after;
+	if ((p->n || p->after.len) && !sv_after(name, prev)) {
+		p->back = true;
+		return;
+	}
+	if (!p->ents)
+		p->ents = xcalloc(p->max, sizeof(*p->ents));
+	bk_entry_t *k = &p->ents[p->n++];
+	*k = *e;
+	char *nm = xmalloc(e->len + 1); /* (a name may hold a NUL: its length counts) */
+	memcpy(nm, e->name, e->len);
+	nm[e->len] = '\0';
+	k->name = nm;
+	k->etag = xstrdup(e->etag ? e->etag : "");
+}
+
+static void page_free(struct page *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free((char *)p->ents[i].name);
+		free((char *)p->ents[i].etag);
+	}
+	free(p->ents);
+}
+
+/* One page, checked (rule 6). */
+static int list_page(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize, bk_list_fn fn, void *arg,
+		     bool *more, buf_t *msg)
+{
+	struct page p = {.after = start_after, .max = pagesize ? pagesize : 1};
+	*more = false;
+	int rc = b->r.kind == BK_S3 ? bk_s3_list(b, prefix, start_after, p.max, page_entry, &p, more, msg)
+				    : bk_ais_list(b, prefix, start_after, p.max, page_entry, &p, more, msg);
+	if (rc == AIS_OK && (p.over || p.back || (*more && !p.n))) {
+		buf_addf(msg, "remote \"%s\": listing: %s", b->r.alias,
+			 p.over   ? "more entries than the page asked for"
+			 : p.back ? "a name not after the one before it (the listing does not advance)"
+				  : "an empty page that says more follow");
+		errno = EREMOTEIO;
+		rc = AIS_ERR;
+	}
+	for (size_t i = 0; rc == AIS_OK && i < p.n; i++)
+		fn(arg, &p.ents[i]);
+	page_free(&p);
+	return rc;
+}
+
 int bk_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize, bk_list_fn fn, void *arg,
 	    bool *more, buf_t *msg)
 {
+	int64_t t0 = time_now_ns();
 	*more = false;
 	for (int attempt = 0;; attempt++) {
 		buf_t m = BUF_INIT;
-		int rc = b->r.kind == BK_S3 ? bk_s3_list(b, prefix, start_after, pagesize, fn, arg, more, &m)
-					    : bk_ais_list(b, prefix, start_after, pagesize, fn, arg, more, &m);
+		int rc = list_page(b, prefix, start_after, pagesize, fn, arg, more, &m);
 		int e = errno;
 		bk_xfer_t none = {.status = 0};
-		if (rc != AIS_OK && retryable(rc, &none, attempt)) {
+		if (rc != AIS_OK && retryable(rc, &none, attempt, t0)) {
 			buf_free(&m);
 			continue;
 		}

@@ -22,7 +22,10 @@ typedef struct bk_xfer {
 	bk_sink_fn sink;            /* 2xx body; NULL: buffered into resp */
 	void *arg;
 	uint64_t max_resp;          /* buffered 2xx body bound (0: 32 MiB) */
-	bool follow;                /* follow redirects (an aisd gateway's 307) */
+	uint64_t max_body;          /* 2xx body bound, sink or not (0: none) */
+	bool data;                  /* object data (GET, PUT): limits.xfer_ms, else timeout_ms */
+	bool follow;                /* follow a 307/308 to the remote's own host (an
+				       aisd gateway's to its target), without credentials */
 	/* results */
 	int status;                 /* HTTP status; 0 none */
 	buf_t hdrs;                 /* the raw response head */
@@ -30,7 +33,7 @@ typedef struct bk_xfer {
 	uint64_t got;               /* 2xx body bytes */
 	/* private */
 	void *easy;
-	bool aborted;
+	bool aborted, too_big;
 	uint64_t body_off;
 } bk_xfer_t;
 
@@ -42,6 +45,12 @@ void bk_xfer_free(bk_xfer_t *x);
 int bk_status_errno(const bk_xfer_t *x, const char *what, buf_t *msg);
 sv_t bk_hdr(const bk_xfer_t *x, const char *name);
 void bk_unquote(sv_t v, char *out, size_t outsz);
+/* xfer.c rule 5: a redirect from the remote r to loc may be followed:
+ * the same scheme and host (any port), no user info. */
+bool bk_redirect_ok(const bk_remote_t *r, const char *loc);
+/* ais.c: an upper bound of the values in JSON text s (one per ',', ':',
+ * '[' or '{' outside strings, plus the first), counted before parsing. */
+size_t bk_json_values(sv_t s);
 /* size (Content-Range total, else Content-Length), ETag, Last-Modified. */
 void bk_obj_from(const bk_xfer_t *x, bk_obj_t *o);
 

@@ -8,7 +8,8 @@
  *  2. Secrets (secret_key, token) are read from the file or a request
  *     body and used only to sign requests: GET /v1/remotes, logs and
  *     errors show alias, kind, url, region, addressing, ca_file and
- *     whether a key is set.
+ *     whether a key is set. A url with credentials in it (user:pass@host)
+ *     is refused, at attach and at load, without being quoted.
  *  3. A gateway applies a PUT/DELETE from a client on every node of its
  *     map (?local=true on those calls), and answers 200 only when every
  *     node took it; a remote that a bucket's backend names cannot be
@@ -28,6 +29,7 @@
 #include "aisd/bmd.h"
 #include "aisd/cluster.h"
 #include "aisd/cmap.h"
+#include "aisd/conf.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -107,6 +109,12 @@ static int remote_parse(json_t *o, const char *alias, bk_remote_t *r, buf_t *err
 		buf_addstr(err, "remote: url must start with http:// or https://");
 		return AIS_ERR;
 	}
+	const char *auth = strstr(r->url, "://") + 3;
+	if (memchr(auth, '@', strcspn(auth, "/?#"))) { /* rule 2: never a secret in what is shown */
+		buf_addstr(err, "remote: url must not hold credentials (user:password@): give access_key and "
+				"secret_key (s3) or token (ais)");
+		return AIS_ERR;
+	}
 	if (strcmp(addr, "path") && strcmp(addr, "virtual")) {
 		buf_addstr(err, "remote: addressing must be \"path\" or \"virtual\"");
 		return AIS_ERR;
@@ -167,10 +175,15 @@ static int save(buf_t *err)
 	return rc;
 }
 
-int bk_remotes_init(const char *dir, buf_t *err)
+int bk_remotes_init(const char *dir, const conf_t *c, buf_t *err)
 {
 	struct stat st;
 	json_error_t je;
+	bk_limits_t l = {.connect_ms = c->remote_connect_ms, .timeout_ms = c->remote_timeout_ms,
+			 .xfer_ms = c->remote_xfer_ms, .stall_ms = c->remote_stall_ms,
+			 .min_speed = c->remote_min_speed, .list_bytes = c->remote_list_bytes,
+			 .cold_reads = c->remote_cold_reads};
+	bk_limits_set(&l);
 	snprintf(path, sizeof(path), "%s/remotes.json", dir);
 	if (stat(path, &st) != 0)
 		return AIS_OK; /* none */

@@ -109,6 +109,7 @@ struct lsx {
 	buf_t last;
 	bk_list_fn fn;
 	void *arg;
+	bool bad;         /* not XML */
 };
 
 static void on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
@@ -173,12 +174,24 @@ static void on_text(void *arg, const XML_Char *s, int len)
 		buf_add(&x->text, s, (size_t)len);
 }
 
+/* The page is parsed as it arrives (memory: one entry, not the page). */
+static int list_sink(void *arg, const char *p, size_t n)
+{
+	struct lsx *x = arg;
+	if (XML_Parse(x->p, p, (int)n, 0) != XML_STATUS_OK) {
+		x->bad = true;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 int bk_s3_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize, bk_list_fn fn, void *arg,
 	       bool *more, buf_t *msg)
 {
 	bk_req_t q = {0};
 	buf_t query = BUF_INIT;
-	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1};
+	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1, .sink = list_sink,
+		       .max_body = bk_limits()->list_bytes};
 	struct lsx l = {.fn = fn, .arg = arg};
 	int rc = AIS_ERR;
 
@@ -196,17 +209,24 @@ int bk_s3_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pages
 	bk_s3_prepare(b, "GET", (sv_t){"", 0}, query.ptr, NULL, false, &q);
 	x.url = q.url.ptr;
 	x.headers = q.hp;
-	if (bk_xfer(&x, msg) != AIS_OK)
-		goto out;
-	if (x.status != 200) {
-		bk_status_errno(&x, "listing", msg);
-		goto out;
-	}
+	x.arg = &l;
 	l.p = XML_ParserCreate("UTF-8");
 	XML_SetUserData(l.p, &l);
 	XML_SetElementHandler(l.p, on_start, on_end);
 	XML_SetCharacterDataHandler(l.p, on_text);
-	if (XML_Parse(l.p, x.resp.ptr ? x.resp.ptr : "", (int)x.resp.len, 1) != XML_STATUS_OK) {
+	buf_t xm = BUF_INIT;
+	int xrc = bk_xfer(&x, &xm), e = errno;
+	if (xrc != AIS_OK && !l.bad)
+		buf_addsv(msg, sv_of(&xm));
+	buf_free(&xm);
+	errno = e;
+	if (xrc != AIS_OK && !l.bad)
+		goto out;
+	if (!l.bad && x.status != 200) {
+		bk_status_errno(&x, "listing", msg);
+		goto out;
+	}
+	if (l.bad || XML_Parse(l.p, "", 0, 1) != XML_STATUS_OK) {
 		buf_addf(msg, "remote \"%s\": listing is not valid XML (%s)", b->r.alias,
 			 XML_ErrorString(XML_GetErrorCode(l.p)));
 		errno = EREMOTEIO;
@@ -214,8 +234,8 @@ int bk_s3_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pages
 		*more = l.truncated && l.n > 0;
 		rc = AIS_OK;
 	}
-	XML_ParserFree(l.p);
 out:
+	XML_ParserFree(l.p);
 	buf_free(&l.text);
 	buf_free(&l.key);
 	buf_free(&l.etag);

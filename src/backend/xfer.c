@@ -8,20 +8,34 @@
  *     header (httpc adds one to every call; this does not use httpc), only
  *     the headers the backend gives; TLS is verified against the remote's
  *     own CA file when it has one.
- *  2. A body is handed to the sink only for a 2xx answer; any other
- *     answer's body (at most 64 KiB) is kept for its message.
- *  3. A stalled transfer ends: connect within 5 s, and no transfer runs
- *     slower than 1 byte/s for 30 s; bodiless requests take at most 60 s.
+ *  2. Memory is bounded by the caller, never by the remote: a body is
+ *     handed to the sink only for a 2xx answer and only up to max_body
+ *     bytes (a range answer longer than the range ends the transfer); a
+ *     buffered answer (a listing page) is at most max_resp bytes; any other
+ *     answer's body is kept for its message up to 64 KiB, and a message
+ *     quotes at most 200 printable bytes of it.
+ *  3. Every exchange ends (bk_limits, the remote.* keys): connect within
+ *     connect_ms; no transfer slower than min_speed bytes/s for stall_ms;
+ *     a request without object data within timeout_ms, a GET or PUT of
+ *     object data within xfer_ms, redirects included.
  *  4. Failures are classified once (bk_xfer): could not connect
  *     (EHOSTUNREACH), too slow (ETIMEDOUT), anything else (EREMOTEIO);
  *     the message names the remote's alias and the method, never a
  *     credential.
+ *  5. The path is sent as built (no "." or ".." resolved by libcurl), and
+ *     redirects are followed only where the caller allows them (an aisd
+ *     gateway's 307 to its target), at most 3, only 307/308, only to the
+ *     remote's own scheme and host, and without the Authorization header:
+ *     a remote cannot send our credentials elsewhere or make this node a
+ *     proxy to other hosts.
  */
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "bk_int.h"
@@ -32,6 +46,22 @@
 #include "aisd/banned.h"
 
 #define ERRBODY_MAX (64u << 10)
+#define QUOTE_MAX 200
+#define REDIRECTS_MAX 3
+
+/* Set once at start (bk_limits_set), before any transfer. */
+static bk_limits_t limits = {
+	.connect_ms = 5000,
+	.timeout_ms = 60000,
+	.xfer_ms = 3600000,
+	.stall_ms = 30000,
+	.min_speed = 1024,
+	.list_bytes = 16u << 20,
+	.cold_reads = 64,
+};
+
+void bk_limits_set(const bk_limits_t *l) { limits = *l; }
+const bk_limits_t *bk_limits(void) { return &limits; }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
@@ -81,7 +111,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 			buf_add(&x->resp, p, MIN(len, ERRBODY_MAX - x->resp.len));
 		return len;
 	}
-	if (x->sink ? x->sink(x->arg, p, len) != AIS_OK : x->resp.len + len > x->max_resp) {
+	x->too_big = (x->max_body && x->got + len > x->max_body) || (!x->sink && x->resp.len + len > x->max_resp);
+	if (x->too_big || (x->sink && x->sink(x->arg, p, len) != AIS_OK)) {
 		x->aborted = true;
 		return 0;
 	}
@@ -113,42 +144,77 @@ static int on_seek(void *arg, curl_off_t off, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
+/* scheme and host of url (lower case), and whether it has user info. */
+static int url_origin(const char *url, char *out, size_t outsz, bool *userinfo)
+{
+	CURLU *h = curl_url();
+	char *scheme = NULL, *host = NULL, *user = NULL;
+	int rc = AIS_ERR;
+	if (h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		*userinfo = curl_url_get(h, CURLUPART_USER, &user, 0) == CURLUE_OK;
+		snprintf(out, outsz, "%s://%s", scheme, host);
+		for (char *c = out; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		rc = AIS_OK;
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(user);
+	curl_url_cleanup(h);
+	return rc;
+}
+
+bool bk_redirect_ok(const bk_remote_t *r, const char *loc)
+{
+	char a[600], b[600];
+	bool ua, ub;
+	return url_origin(r->url, a, sizeof(a), &ua) == AIS_OK && url_origin(loc, b, sizeof(b), &ub) == AIS_OK &&
+	       !ub && !strcmp(a, b);
+}
+
+static bool is_auth(const char *h) { return !strncasecmp(h, "Authorization:", 14); }
+
 int bk_xfer(bk_xfer_t *x, buf_t *msg)
 {
 	CURL *e = thread_easy();
-	struct curl_slist *hl = NULL;
+	struct curl_slist *hl = NULL, *hl_hop = NULL; /* hl_hop: after a redirect, no credentials */
 	char ebuf[CURL_ERROR_SIZE] = "";
+	char *next = NULL;
+	const char *url = x->url;
 	int rc = AIS_OK;
+	uint64_t budget = x->data ? limits.xfer_ms : limits.timeout_ms;
+	int64_t deadline = budget ? time_now_ns() + (int64_t)budget * 1000000 : 0;
+	CURLcode cc = CURLE_OK;
 
 	x->easy = e;
 	x->status = 0;
-	x->aborted = false;
-	x->got = 0;
-	x->body_off = 0;
+	x->aborted = x->too_big = false;
 	if (!x->max_resp)
 		x->max_resp = 32u << 20;
-	buf_reset(&x->hdrs);
-	buf_reset(&x->resp);
-	for (size_t i = 0; x->headers && x->headers[i]; i++)
+	for (size_t i = 0; x->headers && x->headers[i]; i++) {
 		hl = curl_slist_append(hl, x->headers[i]);
+		if (!is_auth(x->headers[i]))
+			hl_hop = curl_slist_append(hl_hop, x->headers[i]);
+	}
 	hl = curl_slist_append(hl, "Expect:");
-	curl_easy_setopt(e, CURLOPT_URL, x->url);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
+	hl_hop = curl_slist_append(hl_hop, "Expect:");
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L); /* rule 5: no "." or ".." resolved */
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)MAX(limits.connect_ms, 1));
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)limits.min_speed);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)MAX((limits.stall_ms + 999) / 1000, 1));
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, x->follow ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
-	curl_easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 1L); /* a gateway's 307 to its own target */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* rule 5: followed here */
 	httpc_curl_tls(e, x->r->ca_file, NULL, NULL, false);
 	if (!strcmp(x->method, "HEAD")) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -162,12 +228,37 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 	} else if (strcmp(x->method, "GET")) {
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->method);
 	}
-	if (strcmp(x->method, "GET") && strcmp(x->method, "PUT"))
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
-	CURLcode cc = curl_easy_perform(e);
-	long code = 0;
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	x->status = (int)code;
+	for (int hop = 0;; hop++) {
+		long code = 0;
+		x->got = 0;
+		x->body_off = 0;
+		buf_reset(&x->hdrs);
+		buf_reset(&x->resp);
+		if (deadline) {
+			int64_t left = (deadline - time_now_ns()) / 1000000;
+			curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)MAX(left, 1));
+		}
+		curl_easy_setopt(e, CURLOPT_URL, url);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hop ? hl_hop : hl);
+		cc = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+		x->status = (int)code;
+		if (cc != CURLE_OK || !x->follow || (code != 307 && code != 308))
+			break;
+		char *loc = NULL;
+		curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
+		if (!loc || hop == REDIRECTS_MAX || !bk_redirect_ok(x->r, loc)) {
+			buf_addf(msg, "remote \"%s\": %s: %s", x->r->alias, x->method,
+				 !loc ? "a redirect without a Location"
+				 : hop == REDIRECTS_MAX ? "too many redirects"
+							: "a redirect to another host (not followed)");
+			errno = EREMOTEIO;
+			rc = AIS_ERR;
+			goto out;
+		}
+		free(next);
+		url = next = xstrdup(loc);
+	}
 	if (cc != CURLE_OK && !(x->aborted && x->status)) {
 		int err = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ? EHOSTUNREACH
 			  : cc == CURLE_OPERATION_TIMEDOUT                                  ? ETIMEDOUT
@@ -177,11 +268,19 @@ int bk_xfer(bk_xfer_t *x, buf_t *msg)
 		errno = err;
 		rc = AIS_ERR;
 	} else if (x->aborted) {
-		buf_addf(msg, "remote \"%s\": %s aborted", x->r->alias, x->method);
+		if (x->too_big)
+			buf_addf(msg, "remote \"%s\": %s: answer larger than the %llu bytes %s", x->r->alias,
+				 x->method, (unsigned long long)(x->max_body ? x->max_body : x->max_resp),
+				 x->data ? "asked for" : "allowed");
+		else
+			buf_addf(msg, "remote \"%s\": %s aborted", x->r->alias, x->method);
 		errno = EREMOTEIO;
 		rc = AIS_ERR;
 	}
+out:
+	free(next);
 	curl_slist_free_all(hl);
+	curl_slist_free_all(hl_hop);
 	x->easy = NULL;
 	return rc;
 }
@@ -201,11 +300,12 @@ int bk_status_errno(const bk_xfer_t *x, const char *what, buf_t *msg)
 	}
 	buf_addf(msg, "remote \"%s\" (%s) answered %d to %s %s", x->r->alias, x->r->url, s, x->method, what);
 	if (x->resp.len) {
-		/* the start of its message: an S3 <Code>/<Message> or a JSON one */
-		sv_t b = {x->resp.ptr, MIN(x->resp.len, 300)};
+		/* the start of its message (an S3 <Code>/<Message> or a JSON one),
+		 * printable ASCII only (rule 2) */
+		sv_t b = {x->resp.ptr, MIN(x->resp.len, QUOTE_MAX)};
 		buf_addstr(msg, ": ");
 		for (size_t i = 0; i < b.len; i++)
-			buf_addch(msg, b.ptr[i] == '\n' || b.ptr[i] == '\r' ? ' ' : b.ptr[i]);
+			buf_addch(msg, b.ptr[i] >= 0x20 && b.ptr[i] < 0x7f ? b.ptr[i] : ' ');
 	}
 	errno = s == 503 ? EHOSTUNREACH : s == 504 ? ETIMEDOUT : EREMOTEIO;
 	return AIS_ERR;

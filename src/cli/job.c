@@ -195,9 +195,12 @@ static int job_action(struct cli *c, const struct cli_args *a, const char *actio
 	rq.json = body;
 	struct cli_resp rs = {0};
 	rc = CLI_EXIT_ERR;
-	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, action) == AIS_OK) {
+	/* what the user asked for, not the wire's action name ("stop-rebalance" stops any kind) */
+	char what[64];
+	snprintf(what, sizeof(what), "%s%s", strcmp(action, "rebalance") ? "stop " : "", kind);
+	if (cli_http(c, &rq, &rs) == AIS_OK && cli_http_check(&rs, what) == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
-		printf("%s: sent to %zu targets\n", action,
+		printf("%s: sent to %zu targets\n", what,
 		       json_object_size(json_object_get(doc, "targets")));
 		json_decref(doc);
 		rc = CLI_EXIT_OK;

@@ -119,6 +119,19 @@ static const struct key keys[] = {
 	 "left to them (0: no cap)"},
 	{"rebalance.drain_timeout", K_MS, N(drain_timeout_ms), "10m",
 	 "decommission-node waits this long for the node to move its objects off"},
+	{"remote.connect_timeout", K_MS, N(remote_connect_ms), "5s", "a remote backend must accept a connection (TCP and TLS) within this"},
+	{"remote.timeout", K_MS, N(remote_timeout_ms), "60s",
+	 "a request to a remote without object data (HEAD, DELETE, one listing page) ends within this, redirects included (0: no limit)"},
+	{"remote.xfer_timeout", K_MS, N(remote_xfer_ms), "1h",
+	 "one GET or PUT of object data from or to a remote ends within this (each range of a blob download on its own; 0: no limit)"},
+	{"remote.stall_timeout", K_MS, N(remote_stall_ms), "30s",
+	 "a transfer with a remote slower than remote.min_speed for this long ends (504)"},
+	{"remote.min_speed", K_SIZE, N(remote_min_speed), "1KiB",
+	 "bytes per second, over remote.stall_timeout, below which a transfer with a remote counts as stalled (0: no check)"},
+	{"remote.max_list_bytes", K_SIZE, N(remote_list_bytes), "16MiB",
+	 "largest answer of a remote to one listing page (502 beyond); a page also holds at most the entries asked for"},
+	{"remote.max_cold_reads", K_U64, N(remote_cold_reads), "64",
+	 "cold reads (fetches from the remote) of one remote running at once on a target; more answer 503 (1 to 512)"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
@@ -507,6 +520,15 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->rebalance_peer_streams == 0 || c->rebalance_peer_streams > 64) {
 		buf_addstr(err, "rebalance.peer_streams must be between 1 and 64");
+		return AIS_ERR;
+	}
+	if (c->remote_cold_reads == 0 || c->remote_cold_reads > 512) {
+		buf_addstr(err, "remote.max_cold_reads must be between 1 and 512");
+		return AIS_ERR;
+	}
+	if (c->remote_connect_ms == 0 || c->remote_stall_ms == 0 || c->remote_list_bytes < 4096) {
+		buf_addstr(err, "remote.connect_timeout and remote.stall_timeout must be more than 0, "
+				"remote.max_list_bytes at least 4KiB");
 		return AIS_ERR;
 	}
 	if (c->write_quorum > 32) {

@@ -71,7 +71,7 @@ bool utf8_valid(const char *str, size_t len)
 	return true;
 }
 
-bool name_object_valid(const char *s, size_t len)
+bool name_archpath_valid(const char *s, size_t len)
 {
 	if (len == 0 || len > NAME_OBJECT_MAX)
 		return false;
@@ -98,4 +98,23 @@ bool name_custom_reserved(const char *md, size_t len)
 		p = stop + 1;
 	}
 	return false;
+}
+
+bool name_has_dot_segment(const char *s, size_t len)
+{
+	size_t seg = 0; /* start of the current segment */
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '/')
+			continue;
+		size_t n = i - seg;
+		if ((n == 1 && s[seg] == '.') || (n == 2 && s[seg] == '.' && s[seg + 1] == '.'))
+			return true;
+		seg = i + 1;
+	}
+	return false;
+}
+
+bool name_object_valid(const char *s, size_t len)
+{
+	return name_archpath_valid(s, len) && !name_has_dot_segment(s, len);
 }

@@ -30,6 +30,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/moss.h"
@@ -564,6 +565,15 @@ static int gw_buckets(http_req_t *req)
 						bk ? "has no remote backend" : "does not exist");
 				break;
 			}
+			json_t *names = json_object_get(value, "list"), *nm;
+			size_t ni;
+			bool bad = false;
+			json_array_foreach(names, ni, nm) bad |= !json_is_string(nm) ||
+								 !name_object_valid(json_string_value(nm), json_string_length(nm));
+			if (bad) { /* (targets check it too: this is for one clear answer) */
+				http_resp_error(req, 400, "value.list: object names (UTF-8, no NUL, no \".\" or \"..\" segment)");
+				break;
+			}
 			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
 			json_object_set_new(jv, "bucket", json_string(o->name));
 			json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
@@ -789,7 +799,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	g->conf = g->base.conf = c;
 	if (s3_init(c, err) != AIS_OK)
 		goto fail;
-	if (c->node_dir[0] && bk_remotes_init(c->node_dir, err) != AIS_OK)
+	if (c->node_dir[0] && bk_remotes_init(c->node_dir, c, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
 		.fd_reserve = 256, /* metadata files, calls to every node */

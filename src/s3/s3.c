@@ -247,7 +247,7 @@ decode:
 		if (r->key.len > NAME_OBJECT_MAX)
 			s3_error(r, "KeyTooLongError", NULL);
 		else
-			s3_error(r, "InvalidArgument", "the key must be UTF-8 without NUL bytes");
+			s3_error(r, "InvalidArgument", "the key must be UTF-8 without NUL bytes and without \".\" or \"..\" segments");
 		return AIS_ERR;
 	}
 	return AIS_OK;

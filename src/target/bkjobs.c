@@ -31,6 +31,7 @@
 #include "ol_int.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
 #include "target_int.h"
@@ -289,18 +290,21 @@ static int start(struct bkjob *j, target_t *t, json_t *v, buf_t *err)
 	j->listed = j->more = j->tpl = false;
 	buf_reset(&j->after);
 	buf_reset(&j->prefix);
-	if (json_is_array(list)) {
+	bool list_ok = json_is_array(list);
+	if (list_ok) {
 		size_t i;
 		json_t *x;
-		json_array_foreach(list, i, x) if (!json_is_string(x)) list = NULL;
+		json_array_foreach(list, i, x) if (!json_is_string(x) ||
+						  !name_object_valid(json_string_value(x), json_string_length(x)))
+			list_ok = false;
 	}
 	int status = 0;
-	if (list && json_is_array(list)) {
+	if (list_ok) {
 		j->list = json_incref(list);
 		j->st.total = json_array_size(list);
 	} else if (list || (tpl && (!json_is_string(tpl) || tpl_parse(j, json_string_value(tpl)) != AIS_OK)) ||
 		   (pfx && !json_is_string(pfx))) {
-		buf_addstr(err, "value: \"list\" (names), \"template\" (\"pre{0000..0999}post\") or \"prefix\"");
+		buf_addstr(err, "value: \"list\" (valid object names), \"template\" (\"pre{0000..0999}post\") or \"prefix\"");
 		status = 400;
 	} else if (pfx) {
 		buf_addstr(&j->prefix, json_string_value(pfx));

@@ -237,7 +237,7 @@ static int get_archpath(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t p
 {
 	struct arch *a;
 
-	if (!name_object_valid(path.ptr, path.len)) {
+	if (!name_archpath_valid(path.ptr, path.len)) {
 		http_resp_error(req, 400, "invalid archpath: 1 to %d bytes of UTF-8 without NUL bytes",
 				NAME_OBJECT_MAX);
 		return AIS_OK;

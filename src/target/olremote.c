@@ -36,7 +36,12 @@
  *     threads GET BLOB_CHUNK ranges at once (each with If-Match, a range
  *     retried while nothing of it was written); the ranges are written in
  *     order, so the checksum, the readers and rule 2 see one stream.
- *     Memory: BLOB_WORKERS chunks.
+ *     Memory: BLOB_WORKERS chunks (a range answer longer than its range
+ *     ends that GET: backend.c rule 5).
+ *  8. One remote cannot starve the others: at most remote.max_cold_reads
+ *     fills of one remote run at once (FILLS_MAX of all); a cold read
+ *     beyond that is 503 at once, naming the remote. A fill is bounded in
+ *     time by the remote.* deadlines (xfer.c rule 3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +104,44 @@ static int active;            /* fill threads running */
 static atomic_bool stopping;
 
 static __thread struct olr_reader *attached; /* this worker's readers not sent yet */
+
+/* Rule 8: fills running per remote (by alias), under tbl_mu. */
+static struct {
+	char alias[BK_ALIAS_MAX + 1];
+	uint64_t n;
+} per_remote[64];
+
+/* Counts a fill of remote alias, or false when it has its share (or, in
+ * the rare case of more than 64 remotes with fills at once, no slot). */
+static bool remote_take(const char *alias)
+{
+	size_t i, free_slot = ARRAY_SIZE(per_remote);
+	for (i = 0; i < ARRAY_SIZE(per_remote); i++) {
+		if (per_remote[i].n && !strcmp(per_remote[i].alias, alias))
+			break;
+		if (!per_remote[i].n && free_slot == ARRAY_SIZE(per_remote))
+			free_slot = i;
+	}
+	if (i == ARRAY_SIZE(per_remote)) {
+		if (free_slot == ARRAY_SIZE(per_remote))
+			return false;
+		i = free_slot;
+		snprintf(per_remote[i].alias, sizeof(per_remote[i].alias), "%s", alias);
+	}
+	if (per_remote[i].n >= bk_limits()->cold_reads)
+		return false;
+	per_remote[i].n++;
+	return true;
+}
+
+static void remote_put(const char *alias)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(per_remote); i++)
+		if (per_remote[i].n && !strcmp(per_remote[i].alias, alias)) {
+			per_remote[i].n--;
+			return;
+		}
+}
 
 /* --- the backend of a bucket --------------------------------------------------- */
 
@@ -215,6 +258,7 @@ static void *blob_worker(void *arg)
 		for (int attempt = 0; attempt < 3 && !atomic_load(&stopping); attempt++) {
 			bk_obj_t got;
 			buf_reset(&buf);
+			buf_grow(&buf, len); /* once: an answer never holds more than len (backend.c rule 5) */
 			buf_reset(&msg);
 			rc = bk_get(&f->bk, (sv_t){f->obj, f->olen}, off, len, f->want.etag, chunk_sink, &buf, &got, &msg);
 			e = errno;
@@ -383,8 +427,11 @@ out:
 		}
 	pthread_mutex_unlock(&tbl_mu);
 	grow_end(&f->g, rc == AIS_OK ? 0 : e ? e : EIO, f->msg.ptr);
+	char alias[BK_ALIAS_MAX + 1];
+	snprintf(alias, sizeof(alias), "%s", f->bk.r.alias);
 	fill_unref(f);
 	pthread_mutex_lock(&tbl_mu);
+	remote_put(alias);
 	active--;
 	pthread_cond_broadcast(&tbl_cv);
 	pthread_mutex_unlock(&tbl_mu);
@@ -428,6 +475,7 @@ static int fill_start(struct fill *f)
 				*pp = f->next;
 				break;
 			}
+		remote_put(f->bk.r.alias);
 		active--;
 		pthread_mutex_unlock(&tbl_mu);
 		fill_unref(f);
@@ -471,6 +519,13 @@ static struct fill *fill_whole(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t
 		pthread_mutex_unlock(&tbl_mu);
 		buf_addf(msg, "no room for its %llu bytes above store.min_free", (unsigned long long)want->size);
 		errno = e;
+		return NULL;
+	}
+	if (!remote_take(b->r.alias)) {
+		pthread_mutex_unlock(&tbl_mu);
+		buf_addf(msg, "remote \"%s\": %llu cold reads in progress (remote.max_cold_reads): try again",
+			 b->r.alias, (unsigned long long)bk_limits()->cold_reads);
+		errno = EHOSTUNREACH;
 		return NULL;
 	}
 	f = fill_new(t, b, bck, obj, want, true, 0, 0);
@@ -680,7 +735,7 @@ void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 	if (!r->f) {
 		buf_t msg = BUF_INIT;
 		pthread_mutex_lock(&tbl_mu);
-		bool room = active < FILLS_MAX && !atomic_load(&stopping);
+		bool room = active < FILLS_MAX && !atomic_load(&stopping) && remote_take(r->bk->r.alias);
 		if (room)
 			active++;
 		pthread_mutex_unlock(&tbl_mu);
@@ -691,7 +746,7 @@ void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 			if (f)
 				fill_unref(f);
 			buf_free(&msg);
-			http_resp_error(req, 503, "remote \"%s\": too many fetches in progress", r->bk->r.alias);
+			http_resp_error(req, 503, "remote \"%s\": too many fetches in progress: try again", r->bk->r.alias);
 			return;
 		}
 		buf_free(&msg);

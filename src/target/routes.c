@@ -222,7 +222,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 	t->base.store = t->store;
 	if (mkdir(tgt_state_dir(c), 0755) == 0)
 		chmod(tgt_state_dir(c), 0755); /* past the umask: a local-read socket may live here */
-	if (bk_remotes_init(tgt_state_dir(c), err) != AIS_OK) {
+	if (bk_remotes_init(tgt_state_dir(c), c, err) != AIS_OK) {
 		store_close(t->store);
 		free(t);
 		return NULL;

@@ -42,7 +42,8 @@ int tgt_parse_names(http_req_t *req, sv_t *bck, sv_t *obj, bool need_obj)
 		else if (obj->len > NAME_OBJECT_MAX)
 			http_resp_error(req, 400, "object name longer than %d bytes", NAME_OBJECT_MAX);
 		else
-			http_resp_error(req, 400, "invalid object name: must be UTF-8 without NUL bytes");
+			http_resp_error(req, 400, "invalid object name: must be UTF-8 without NUL bytes and without "
+					"\".\" or \"..\" segments");
 		return AIS_ERR;
 	}
 	if (!need_obj && obj->len) {

@@ -301,7 +301,7 @@ int tgt_get_zshard(http_req_t *req, sv_t bck, sv_t obj, sv_t path, bool regx)
 			return AIS_OK;
 		}
 	} else {
-		if (!name_object_valid(path.ptr, path.len)) {
+		if (!name_archpath_valid(path.ptr, path.len)) {
 			http_resp_error(req, 400, "invalid archpath: 1 to %d bytes of UTF-8 without NUL bytes",
 					NAME_OBJECT_MAX);
 			return AIS_OK;

@@ -193,7 +193,7 @@ declare -A OBJ=(
 	["percent%20literal%"]=one
 	["unicode-ü-日本語"]=small
 	["q?a#b&c=d;e"]=one
-	["../../etc/passwd"]=one
+	["..etc/..passwd."]=one
 	["a"]=one
 	["a/b"]=small
 	["~tilde_.-"]=one

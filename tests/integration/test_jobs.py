@@ -71,7 +71,7 @@ t.eq(rc, 2, "an unknown job: exit 2")
 rc, out, err = ctl("job", "start", "resilver")
 t.eq(rc, 2, "job start resilver (a mountpath change starts it): exit 2")
 rc, out, err = ctl("job", "stop")
-t.eq((rc, out.strip()), (0, "stop-rebalance: sent to 2 targets"), "aisctl job stop")
+t.eq((rc, out.strip()), (0, "stop rebalance: sent to 2 targets"), "aisctl job stop")
 
 def job_targets():
     """Each target's rebalance status, by node id ({} if none answers)."""

@@ -31,11 +31,10 @@ names = [
     "quote\"apos'back\\slash",
     "unicode-\u65e5\u672c\u8a9e/\u0444\u0430\u0439\u043b-\u00fc.txt",
     "emoji-\U0001F600",
-    "../../etc/passwd",
-    "../../../../../../../../tmp/escape",
-    "./dot/./x",
-    "..",
-    ".",
+    "..etc/..passwd",
+    "...",
+    ".hidden/x.",
+    "a..b/..c../...",
     "new\nline\r\ttab",
     "ctl\x01\x7f",
     "n" * 1024,
@@ -99,6 +98,12 @@ bad("GET", "/v1/objects/%s/nul%%00byte" % B, "GET with NUL (%00)")
 bad("PUT", "/v1/objects/%s/bad%%zzescape" % B, "malformed escape %zz", b"x")
 bad("PUT", "/v1/objects/%s/bad%%4" % B, "truncated escape %4", b"x")
 bad("PUT", "/v1/objects/%s/" % B, "an empty object name", b"x")
+# "." and ".." segments, raw or percent-encoded: refused, never resolved
+for nm in ["..", ".", "../../etc/passwd", "../../../../../../../../tmp/escape", "./dot/./x", "a/..",
+           "%2E%2E/etc/passwd", "..%2Fetc%2Fpasswd", "a%2F%2e%2e%2Fb", "dir/%2e/x"]:
+    bad("PUT", "/v1/objects/%s/%s" % (B, nm), "PUT %s (a dot segment)" % nm, b"x")
+    bad("GET", "/v1/objects/%s/%s" % (B, nm), "GET %s (a dot segment)" % nm)
+    bad("DELETE", "/v1/objects/%s/%s" % (B, nm), "DELETE %s (a dot segment)" % nm)
 bad("PUT", "/v1/objects/%s" % B, "no object name at all", b"x")
 
 # error messages quote names; they must stay valid JSON (UTF-8) even when

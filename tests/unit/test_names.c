@@ -73,9 +73,9 @@ START_TEST(test_object_valid)
 	ck_assert(O("dir/sub/file"));
 	ck_assert(O("/leading/slash"));
 	ck_assert(O("trailing/"));
-	ck_assert(O("../../etc/passwd"));
-	ck_assert(O(".."));
-	ck_assert(O("."));
+	ck_assert(O("a..b"));
+	ck_assert(O(".hidden/..x/x../...")); /* dots inside a segment, or three */
+	ck_assert(O("a//b"));
 	ck_assert(O("with space and  two"));
 	ck_assert(O("a+b=c"));
 	ck_assert(O("100%"));
@@ -94,6 +94,27 @@ START_TEST(test_object_valid)
 	ck_assert(O("\xf0\x90\x80\x80"));           /* U+10000, smallest 4-byte */
 	ck_assert(O("\xf4\x8f\xbf\xbf"));           /* U+10FFFF, the last code point */
 	ck_assert(O("\x7f"));
+}
+END_TEST
+
+/* "." and ".." segments would be resolved by whatever turns the name into a
+ * URL path (a remote's): never part of an object name; archive member paths
+ * keep them. */
+START_TEST(test_object_dot_segments)
+{
+	static const char *const bad[] = {".", "..", "../../etc/passwd", "a/../b", "a/./b", "./a", "a/.",
+					  "a/..", "../", "/..", "x/y/../../../secret/payroll", "a//../b"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(!O(bad[i]), "%s", bad[i]);
+		ck_assert_msg(name_has_dot_segment(bad[i], strlen(bad[i])), "%s", bad[i]);
+		ck_assert_msg(name_archpath_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
+	}
+	ck_assert(!name_has_dot_segment("a..b/.c/d.", 10));
+	ck_assert(!name_has_dot_segment("...", 3));
+	/* length counts, not the C string: ".." cut to "." is still a dot segment, "a." is not */
+	ck_assert(name_has_dot_segment("..", 1));
+	ck_assert(!name_has_dot_segment("a.", 2));
+	ck_assert(!name_object_valid("./x", 0));
 }
 END_TEST
 
@@ -233,6 +254,7 @@ static Suite *names_suite(void)
 	suite_add_tcase(s, b);
 	TCase *o = tcase_create("object");
 	tcase_add_test(o, test_object_valid);
+	tcase_add_test(o, test_object_dot_segments);
 	tcase_add_test(o, test_object_length);
 	tcase_add_test(o, test_object_nul);
 	tcase_add_test(o, test_utf8_overlong);
