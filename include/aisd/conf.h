@@ -55,6 +55,7 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	uint64_t lease_ms;        /* the primary's lease; 0: 2/3 of grace_ms (conf_lease_ms) */
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
@@ -111,6 +112,18 @@ int conf_load_secrets(conf_t *c, buf_t *err);
 /* A duration: digits and a unit ms, s (or none), m or h, into ms.
  * AIS_OK or AIS_ERR. */
 int conf_parse_ms(const char *v, uint64_t *out);
+/* The primary's lease (cluster.lease; 0 means two thirds of cluster.grace)
+ * and how long a node that granted it refuses votes for another primary:
+ * the lease plus a clock-drift margin of 1/8 (conf_validate keeps
+ * keepalive < lease and guard < grace). */
+static inline uint64_t conf_lease_ms(const conf_t *c)
+{
+	return c->lease_ms ? c->lease_ms : c->grace_ms * 2 / 3;
+}
+static inline uint64_t conf_lease_guard_ms(const conf_t *c)
+{
+	return conf_lease_ms(c) + conf_lease_ms(c) / 8;
+}
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
 

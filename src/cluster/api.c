@@ -658,8 +658,11 @@ int cluster_h_cluster(http_req_t *req)
 			handle_join(req, cl);
 		else if (sv_eqstr(req->subpath, "vote"))
 			clu_handle_vote(req, cl);
+		else if (sv_eqstr(req->subpath, "lease"))
+			clu_handle_lease(req, cl);
 		else
-			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join or /v1/cluster/vote");
+			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join, /v1/cluster/vote or "
+						  "/v1/cluster/lease");
 		return AIS_OK;
 	}
 	if (req->subpath.len) {

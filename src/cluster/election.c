@@ -297,12 +297,15 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 		          "(%zu votes of %zu nodes needed)",
 		          b.primary, (unsigned long long)cl->conf->grace_ms, (unsigned long long)b.term, need,
 		          n);
+		int64_t bstart = time_mono_ns(); /* every yes vote is a lease granted after this */
 		size_t yes = ballot(cl, m, &b, &seen, stale, sizeof(stale));
 		if (yes >= need) {
 			pthread_mutex_lock(&cl->wmu);
+			clu_lease_extend(cl, bstart + clu_lease_ns(cl));
 			if (take_over(cl, m, b.term, &err) == AIS_OK) {
 				log_warnx("elected primary in term %llu with %zu of %zu votes",
 				          (unsigned long long)b.term, yes, n);
+				clu_lease_note(cl);
 				clu_push_all(cl, NULL, need);
 			} else {
 				log_warnx("election won but not taken: %s", err.ptr ? err.ptr : "");
@@ -369,6 +372,11 @@ static void maybe_run(cluster_t *cl)
 	cmap_election_order(m, order, cnt);
 	if (!me || me->state != CMAP_ACTIVE)
 		goto out;
+	pthread_mutex_lock(&cl->wmu);
+	bool bound = cmap_lease_binds(&cl->granted, cl->self.id, time_mono_ns(), clu_lease_guard_ns(cl));
+	pthread_mutex_unlock(&cl->wmu);
+	if (bound)
+		goto out; /* V5 for its own vote too: its grant to the primary holds */
 	for (size_t i = 0; i < cnt; i++) {
 		if (!strcmp(order[i]->id, cmap_primary(m)))
 			continue;
@@ -400,6 +408,11 @@ void clu_follower_round(cluster_t *cl)
 		snprintf(prim, sizeof(prim), "%s", cmap_primary(cl->cmap));
 	pthread_rwlock_unlock(&cl->rw);
 
+	if (!pm && clu_local_shortage(cl, "checking the primary")) {
+		/* this node's own fault: the primary is not blamed, and nothing else
+		 * this round (finding a newer map, joining) could work either */
+		return;
+	}
 	if (pm) {
 		cl->primary_fail_since = 0;
 		if (newer)
@@ -451,7 +464,8 @@ static void voter_work(http_req_t *req)
 	if (self_primary)
 		alive = true;
 	else if (purl[0])
-		alive = clu_alive(cl, purl, MIN(cl->conf->keepalive_ms, 1000));
+		alive = clu_alive(cl, purl, MIN(cl->conf->keepalive_ms, 1000)) ||
+		        httpc_local_shortage(); /* unknown: not a reason to vote */
 
 	pthread_mutex_lock(&cl->wmu);
 	pthread_rwlock_rdlock(&cl->rw);
@@ -462,9 +476,21 @@ static void voter_work(http_req_t *req)
 	pthread_rwlock_unlock(&cl->rw);
 	if (!cl->cmap)
 		buf_addstr(&why, "this node has no cluster map");
+	int64_t now = time_mono_ns();
+	if (r == CMAP_VOTE_YES && cmap_lease_binds(&cl->granted, v->b.candidate, now, clu_lease_guard_ns(cl))) {
+		r = CMAP_VOTE_NO; /* V5 */
+		buf_addf(&why, "this node granted the primary's lease to %s %lld ms ago (it holds for %lld ms)",
+		         cl->granted.to[0] ? cl->granted.to : "some gateway (before it restarted)",
+		         (long long)((now - cl->granted.at_ns) / 1000000), (long long)(clu_lease_guard_ns(cl) / 1000000));
+	}
 	if (r == CMAP_VOTE_YES && vote_record(cl, v->b.term, v->b.candidate) != AIS_OK) {
 		r = CMAP_VOTE_NO;
 		buf_addstr(&why, "cannot record the vote");
+	}
+	if (r == CMAP_VOTE_YES) { /* a yes vote grants the candidate the lease */
+		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", v->b.candidate);
+		cl->granted.term = v->b.term;
+		cl->granted.at_ns = time_mono_ns();
 	}
 	if (r == CMAP_VOTE_YES && strcmp(v->b.candidate, cl->self.id))
 		cl->voted_at = time_mono_ns();
@@ -502,4 +528,72 @@ void clu_handle_vote(http_req_t *req, cluster_t *cl)
 	req->state = v;
 	arena_cleanup_add(req->arena, voter_cleanup, v);
 	http_offload_net(req, voter_work, voter_done);
+}
+
+/* --- the lease: POST /v1/cluster/lease --------------------------------------- */
+
+struct leaser {
+	cmap_lease_req_t r;
+	bool granted;
+	buf_t out;
+};
+
+static void leaser_cleanup(void *arg)
+{
+	buf_free(&((struct leaser *)arg)->out);
+}
+
+static void leaser_work(http_req_t *req)
+{
+	struct leaser *l = req->state;
+	cluster_t *cl = ((node_base_t *)req->ctx)->cl;
+	buf_t why = BUF_INIT;
+
+	/* under wmu: a grant and a vote never interleave (L1 reads the vote,
+	 * V5 the grant) */
+	pthread_mutex_lock(&cl->wmu);
+	pthread_rwlock_rdlock(&cl->rw);
+	uint64_t myterm = cl->cmap ? cmap_term(cl->cmap) : 0;
+	l->granted = cl->cmap && strcmp(l->r.primary, cl->self.id) && cmap_lease_grant(cl->cmap, &cl->voted, &l->r, &why);
+	pthread_rwlock_unlock(&cl->rw);
+	if (!cl->cmap)
+		buf_addstr(&why, "this node has no cluster map");
+	else if (!strcmp(l->r.primary, cl->self.id))
+		buf_addstr(&why, "a node does not grant itself the lease");
+	if (l->granted) {
+		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", l->r.primary);
+		cl->granted.term = l->r.term;
+		cl->granted.at_ns = time_mono_ns();
+	}
+	pthread_mutex_unlock(&cl->wmu);
+	buf_addf(&l->out, "{\"lease\":%s,\"term\":%llu", l->granted ? "true" : "false", (unsigned long long)myterm);
+	if (!l->granted) {
+		buf_addstr(&l->out, ",\"reason\":");
+		buf_add_json_str(&l->out, why.ptr ? why.ptr : "", why.len);
+	}
+	buf_addch(&l->out, '}');
+	buf_free(&why);
+}
+
+static void leaser_done(http_req_t *req)
+{
+	struct leaser *l = req->state;
+	http_resp_status(req, l->granted ? 200 : 409);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &l->out);
+}
+
+void clu_handle_lease(http_req_t *req, cluster_t *cl)
+{
+	buf_t err = BUF_INIT;
+	struct leaser *l = arena_zalloc(req->arena, sizeof(*l));
+	(void)cl;
+	if (cmap_lease_decode(req->body.ptr ? req->body.ptr : "", req->body.len, &l->r, &err) != AIS_OK) {
+		http_resp_error(req, 400, "lease: %s", err.ptr ? err.ptr : "bad request");
+		buf_free(&err);
+		return;
+	}
+	req->state = l;
+	arena_cleanup_add(req->arena, leaser_cleanup, l);
+	http_offload_net(req, leaser_work, leaser_done);
 }
