@@ -221,9 +221,11 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 		cl->bmd_fn(cl->bmd_arg, oldb, b);
 	if (m && cl->cmap_fn)
 		cl->cmap_fn(cl->cmap_arg, oldm, m);
-	if (m)
+	if (m) {
 		log_info("cluster map term %llu v%llu: %zu nodes, primary %s", (unsigned long long)cmap_term(m),
 			 (unsigned long long)cmap_version(m), cmap_size(m), cmap_primary(m));
+		clu_lease_note(cl); /* the role may start or end with the map */
+	}
 	if (b)
 		log_info("bucket metadata v%llu: %zu buckets", (unsigned long long)bmd_version(b), bmd_size(b));
 	cmap_free(dropm);
@@ -385,7 +387,8 @@ void clu_lease_extend(cluster_t *cl, int64_t until)
 /* Whether this node acts as primary at monotonic time now: its map names
  * it, and it holds the lease or majority rules do not apply. *until gets
  * the lease's end, *term and prim the map's term and primary. */
-static bool acting_at(cluster_t *cl, int64_t now, int64_t *until, uint64_t *term, char *prim, size_t primsz)
+static bool acting_at(cluster_t *cl, int64_t now, int64_t *until, bool *held, uint64_t *term, char *prim,
+		      size_t primsz)
 {
 	pthread_rwlock_rdlock(&cl->rw);
 	bool self = cl->cmap && !strcmp(cmap_primary(cl->cmap), cl->self.id);
@@ -396,7 +399,8 @@ static bool acting_at(cluster_t *cl, int64_t now, int64_t *until, uint64_t *term
 	pthread_mutex_lock(&cl->lease_mu);
 	*until = cl->lease_until;
 	pthread_mutex_unlock(&cl->lease_mu);
-	return self && (!rules || now < *until);
+	*held = !rules || now < *until;
+	return self && *held;
 }
 
 bool cluster_acting_primary(cluster_t *cl)
@@ -404,7 +408,8 @@ bool cluster_acting_primary(cluster_t *cl)
 	int64_t until;
 	uint64_t term;
 	char prim[CMAP_ID_MAX + 1];
-	return acting_at(cl, time_mono_ns(), &until, &term, prim, sizeof(prim));
+	bool held;
+	return acting_at(cl, time_mono_ns(), &until, &held, &term, prim, sizeof(prim));
 }
 
 bool clu_lease_note(cluster_t *cl)
@@ -412,7 +417,8 @@ bool clu_lease_note(cluster_t *cl)
 	int64_t until, now = time_mono_ns();
 	uint64_t term;
 	char prim[CMAP_ID_MAX + 1];
-	bool act = acting_at(cl, now, &until, &term, prim, sizeof(prim));
+	bool held;
+	bool act = acting_at(cl, now, &until, &held, &term, prim, sizeof(prim));
 
 	pthread_mutex_lock(&cl->lease_mu);
 	bool was = cl->acting;
@@ -421,14 +427,15 @@ bool clu_lease_note(cluster_t *cl)
 	if (act && !was)
 		log_info("primary role: acting (term %llu, lease for %lld ms more)", (unsigned long long)term,
 			 (long long)(until > now ? (until - now) / 1000000 : 0));
-	else if (!act && was && strcmp(prim, cl->self.id))
+	else if (!act && was && held)
 		log_warnx("primary role: not acting (term %llu): the cluster map names %s primary",
 			  (unsigned long long)term, prim);
 	else if (!act && was)
 		/* "lapsed N ms ago": the role ended then, whenever this is logged */
-		log_warnx("primary role: not acting (term %llu): its lease lapsed %lld ms ago (a majority of nodes "
-			  "did not grant it within %llu ms): no metadata changes or pushes until a majority does",
-			  (unsigned long long)term, (long long)((now - until) / 1000000),
+		log_warnx("primary role: not acting (term %llu, primary %s): its lease lapsed %lld ms ago (a majority "
+			  "of nodes did not grant it within %llu ms): no metadata changes or pushes until a majority "
+			  "does",
+			  (unsigned long long)term, prim, (long long)((now - until) / 1000000),
 			  (unsigned long long)conf_lease_ms(cl->conf));
 	return act;
 }
