@@ -356,6 +356,9 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 			who[i]->cmap_ver = mv;
 			who[i]->bmd_ver = bv;
 			have++;
+		} else if (!c->status && httpc_local_errno(c->err)) {
+			log_warnx("metasync to %s: not sent: this node cannot open a socket itself (%s)", who[i]->id,
+				  strerror(c->err));
 		} else {
 			log_warnx("metasync to %s: %s%s", who[i]->id, c->status ? "" : "no answer: ", msg);
 			if (c->status == 409 && newer && strstr(msg, "older than ours"))
@@ -514,7 +517,7 @@ static size_t lease_round(cluster_t *cl, const cmap_node_t *nodes, size_t n, con
 		buf_free(&k->resp);
 	}
 	/* calls that failed while this node cannot open sockets: its fault */
-	if (local && failed && clu_local_shortage(cl, "lease and health round"))
+	if (local && (failed || cl->local_warned) && clu_local_shortage(cl, "lease and health round"))
 		for (size_t c = 0; c < nc; c++)
 			local[idx[c]] |= !calls[c].status;
 	if (granted >= need)
@@ -684,7 +687,9 @@ static void primary_round(cluster_t *cl)
 		pthread_mutex_unlock(&cl->wmu);
 	}
 	pthread_mutex_lock(&cl->wmu);
-	if (cluster_acting_primary(cl)) /* a primary without its lease pushes nothing */
+	/* a primary without its lease pushes nothing; nor does one that cannot
+	 * open sockets now (the next round pushes) */
+	if (cluster_acting_primary(cl) && !nlocal)
 		clu_push_all(cl, newer, SIZE_MAX); /* nodes that missed a push, or came back */
 	pthread_mutex_unlock(&cl->wmu);
 	if (!newer[0])
