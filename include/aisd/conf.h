@@ -112,13 +112,22 @@ int conf_load_secrets(conf_t *c, buf_t *err);
 /* A duration: digits and a unit ms, s (or none), m or h, into ms.
  * AIS_OK or AIS_ERR. */
 int conf_parse_ms(const char *v, uint64_t *out);
-/* The primary's lease (cluster.lease; 0 means two thirds of cluster.grace)
- * and how long a node that granted it refuses votes for another primary:
- * the lease plus a clock-drift margin of 1/8 (conf_validate keeps
- * keepalive < lease and guard < grace). */
+/* The primary's lease (cluster.lease) and how long a node that granted it
+ * refuses votes for another primary: the lease plus a clock-drift margin
+ * of 1/8 (conf_validate keeps keepalive < lease and guard < grace).
+ * cluster.lease 0 (the default) means midway between keepalive +
+ * min(keepalive, 2s) (a renewal asked a round later arrives before the
+ * lease runs out, even past a node that does not answer) and just under
+ * 8/9 of grace (the guard stays below the election timeout); just under
+ * 8/9 of grace when the first is larger. */
 static inline uint64_t conf_lease_ms(const conf_t *c)
 {
-	return c->lease_ms ? c->lease_ms : c->grace_ms * 2 / 3;
+	if (c->lease_ms)
+		return c->lease_ms;
+	uint64_t lo = c->keepalive_ms + (c->keepalive_ms < 2000 ? c->keepalive_ms : 2000);
+	uint64_t hi = c->grace_ms * 8 / 9;
+	hi = hi ? hi - 1 : 0;
+	return lo < hi ? lo + (hi - lo) / 2 : hi;
 }
 static inline uint64_t conf_lease_guard_ms(const conf_t *c)
 {

@@ -713,7 +713,9 @@ static void *keepalive_main(void *arg)
 	cluster_t *cl = arg;
 	log_set_action("cluster");
 	while (!atomic_load(&cl->stop)) {
-		if (cluster_is_primary(cl))
+		int64_t started = time_mono_ns();
+		bool prim = cluster_is_primary(cl);
+		if (prim)
 			primary_round(cl);
 		else
 			clu_follower_round(cl);
@@ -721,7 +723,12 @@ static void *keepalive_main(void *arg)
 		if (!atomic_load(&cl->stop)) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
+			/* the primary's rounds start every keepalive (a long round is not
+			 * followed by a full one's sleep: the lease's renewal stays in
+			 * time) */
+			int64_t spent = prim ? (time_mono_ns() - started) / 1000000 : 0;
 			uint64_t ms = cl->conf->keepalive_ms;
+			ms = spent <= 0 ? ms : (uint64_t)spent + 10 < ms ? ms - (uint64_t)spent : 10;
 			pthread_mutex_lock(&cl->lease_mu);
 			int64_t left = cl->acting ? cl->lease_until - time_mono_ns() : INT64_MAX;
 			pthread_mutex_unlock(&cl->lease_mu);

@@ -93,7 +93,7 @@ static const struct key keys[] = {
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
 	{"cluster.lease", K_MS, N(lease_ms), "0",
-	 "how long a majority's answers to its keepalive round keep the primary acting as primary (0: two thirds of cluster.grace)"},
+	 "how long a majority's grants keep the primary acting as primary (0: derived from cluster.keepalive and cluster.grace)"},
 	{"s3.domain", K_STR, S(s3_domain), "",
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
@@ -464,7 +464,7 @@ int conf_validate(const conf_t *c, buf_t *err)
 	if (lease <= c->keepalive_ms || conf_lease_guard_ms(c) >= c->grace_ms) {
 		buf_addf(err, "the primary's lease (cluster.lease, %llu ms%s) must be longer than cluster.keepalive and, "
 			      "with its clock-drift margin of 1/8, shorter than cluster.grace",
-			 (unsigned long long)lease, c->lease_ms ? "" : ": two thirds of cluster.grace");
+			 (unsigned long long)lease, c->lease_ms ? "" : ", derived from cluster.keepalive and cluster.grace");
 		return AIS_ERR;
 	}
 	if (!strcmp(c->role, "target") && c->n_mountpaths == 0) {
