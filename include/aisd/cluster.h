@@ -192,6 +192,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST
  * /v1/cluster/vote (a ballot: {"vote","stale","term","voted_term","reason"}),
+ * POST /v1/cluster/lease (200 granted, 409 refused: {"lease","term",..}),
  * PUT /v1/cluster {"action":"start-maintenance|stop-maintenance|
  * decommission-node|set-primary","value":{"sid":ID}} or PUT
  * /v1/cluster/proxy/ID (set-primary): 200 with the new map, 400, 404 (no

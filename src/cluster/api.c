@@ -1,6 +1,7 @@
 /*
  * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd|meta,
- * POST /v1/cluster/join (primary), POST /v1/cluster/vote (election.c), PUT
+ * POST /v1/cluster/join (primary), POST /v1/cluster/vote and /lease
+ * (election.c), PUT
  * /v1/cluster node state actions and set-primary (primary; others answer
  * 307 to it), PUT /v1/metasync (every node, with the accept rules of
  * cluster.h 5, 8 and 9), and the joining client a non-primary node runs
