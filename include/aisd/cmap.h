@@ -187,10 +187,11 @@ enum cmap_vote_res cmap_vote(const cmap_t *mine, uint64_t my_bmd_version, const 
  * /v1/cluster/lease) and acts as primary only while the grants of a
  * majority (its own counted) are younger than cluster.lease, measured from
  * the round's start on its monotonic clock. A node grants it when
- *  L1. the request is for this cluster, its term is neither below the
- *      node's map term nor below the term of the node's last vote (a node
- *      that voted in a newer term promised that term), and when it equals
- *      the map's term, the asker is that map's primary;
+ *  L1. the request is for this cluster from a gateway of the node's map,
+ *      its term is neither below the node's map term nor below the term
+ *      of the node's last vote (a node that voted in a newer term promised
+ *      that term), and when it equals the map's term, the asker is that
+ *      map's primary;
  * and then records {primary, term, its own monotonic time}. A yes vote
  * records a grant to the candidate the same way. And
  *  V5. a node that granted a lease to one gateway votes for no other one

@@ -162,6 +162,9 @@ bool cmap_lease_grant(const cmap_t *mine, const cmap_vote_rec_t *voted, const cm
 
 	if (strcmp(r->uuid, cmap_uuid(mine)))
 		return refuse(why, "another cluster (uuid %s, ours %s)", r->uuid, cmap_uuid(mine));
+	const cmap_node_t *a = cmap_get(mine, r->primary, strlen(r->primary));
+	if (!a || a->role != CMAP_GATEWAY)
+		return refuse(why, "%s is not a gateway of this node's cluster map", r->primary);
 	if (r->term < mt)
 		return refuse(why, "term %llu is older than this node's map (term %llu, primary %s)",
 		              (unsigned long long)r->term, mt, cmap_primary(mine));

@@ -772,6 +772,11 @@ START_TEST(test_lease_rules)
 	r.term = 2;
 	ck_assert(cmap_lease_grant(m, &none, &r, NULL));
 	ck_assert(cmap_lease_grant(m, &voted2, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "t0"); /* only a gateway of the map */
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "g9");
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "g1");
 	r.term = 0;
 	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
 	r.term = 1;
