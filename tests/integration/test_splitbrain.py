@@ -18,8 +18,9 @@ measures the longest time two gateways overlap; 0 ms is allowed.
    one primary and lists all 5 nodes.
 2. The primary P and t0 partitioned from the other gateway, t1 and t2: the
    majority side elects the other gateway in a newer term within 15 s (the
-   check must see a failover); the overlap is 0 ms, and a bucket create on
-   the cut-off P is refused with 503. Healed: every node agrees on one
+   check must see a failover); the overlap is 0 ms, a bucket create on
+   the cut-off P is refused with 503, and P's stats say it does not act as
+   primary (acting_primary false) though its map still names it. Healed: every node agrees on one
    primary, 5 nodes.
 No error-level log line.
 """
@@ -268,6 +269,13 @@ try:
         t.diag("%s elected %.1f s after the partition" % (other, time.monotonic() - t_cut))
     st, body = curl(p1, "POST", "/v1/buckets/refused", '{"action":"create-bck"}', timeout=20)
     t.check(st == 503, "bucket create on the cut-off %s: 503" % p1, (st, body[:300]))
+    st, body = curl(p1, "GET", "/v1/daemon?what=stats")
+    try:
+        d = json.loads(body) if st == 200 else {}
+    except ValueError:
+        d = {}
+    t.check(d.get("primary") is True and d.get("acting_primary") is False,
+            "the cut-off %s: its map names it primary, but it does not act as primary" % p1, body[:300])
     time.sleep(1)
     sh("heal")
     isolated = set()
