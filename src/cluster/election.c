@@ -70,7 +70,7 @@ void clu_vote_load(cluster_t *cl)
 	buf_free(&err);
 }
 
-/* Records a yes vote, durably. Caller holds wmu. */
+/* Records a yes vote, durably. Caller holds wmu and grant_mu. */
 static int vote_record(cluster_t *cl, uint64_t term, const char *candidate)
 {
 	char p[1200];
@@ -287,8 +287,10 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 	for (int attempt = 0; attempt < 2 && !atomic_load(&cl->stop); attempt++) {
 		uint64_t seen;
 		pthread_mutex_lock(&cl->wmu);
+		pthread_mutex_lock(&cl->grant_mu);
 		b.term = MAX(cmap_term(m), cl->voted.term) + 1;
 		int rc = vote_record(cl, b.term, cl->self.id); /* one vote per term: our own */
+		pthread_mutex_unlock(&cl->grant_mu);
 		pthread_mutex_unlock(&cl->wmu);
 		if (rc != AIS_OK)
 			break;
@@ -322,8 +324,10 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 		if (!seen)
 			break;
 		pthread_mutex_lock(&cl->wmu);
+		pthread_mutex_lock(&cl->grant_mu);
 		if (seen > cl->voted.term)
 			vote_record(cl, seen, cl->self.id); /* the retry asks above it */
+		pthread_mutex_unlock(&cl->grant_mu);
 		pthread_mutex_unlock(&cl->wmu);
 	}
 	buf_free(&err);
@@ -372,9 +376,9 @@ static void maybe_run(cluster_t *cl)
 	cmap_election_order(m, order, cnt);
 	if (!me || me->state != CMAP_ACTIVE)
 		goto out;
-	pthread_mutex_lock(&cl->wmu);
+	pthread_mutex_lock(&cl->grant_mu);
 	bool bound = cmap_lease_binds(&cl->granted, cl->self.id, time_mono_ns(), clu_lease_guard_ns(cl));
-	pthread_mutex_unlock(&cl->wmu);
+	pthread_mutex_unlock(&cl->grant_mu);
 	if (bound)
 		goto out; /* V5 for its own vote too: its grant to the primary holds */
 	for (size_t i = 0; i < cnt; i++) {
@@ -468,6 +472,7 @@ static void voter_work(http_req_t *req)
 		        httpc_local_shortage(); /* unknown: not a reason to vote */
 
 	pthread_mutex_lock(&cl->wmu);
+	pthread_mutex_lock(&cl->grant_mu);
 	pthread_rwlock_rdlock(&cl->rw);
 	enum cmap_vote_res r = cl->cmap ? cmap_vote(cl->cmap, cl->bmd ? bmd_version(cl->bmd) : 0, &cl->voted,
 	                                            &v->b, alive, &why)
@@ -495,6 +500,7 @@ static void voter_work(http_req_t *req)
 	if (r == CMAP_VOTE_YES && strcmp(v->b.candidate, cl->self.id))
 		cl->voted_at = time_mono_ns();
 	uint64_t vterm = cl->voted.term;
+	pthread_mutex_unlock(&cl->grant_mu);
 	pthread_mutex_unlock(&cl->wmu);
 
 	if (r == CMAP_VOTE_YES)
@@ -532,68 +538,47 @@ void clu_handle_vote(http_req_t *req, cluster_t *cl)
 
 /* --- the lease: POST /v1/cluster/lease --------------------------------------- */
 
-struct leaser {
-	cmap_lease_req_t r;
-	bool granted;
-	buf_t out;
-};
-
-static void leaser_cleanup(void *arg)
-{
-	buf_free(&((struct leaser *)arg)->out);
-}
-
-static void leaser_work(http_req_t *req)
-{
-	struct leaser *l = req->state;
-	cluster_t *cl = ((node_base_t *)req->ctx)->cl;
-	buf_t why = BUF_INIT;
-
-	/* under wmu: a grant and a vote never interleave (L1 reads the vote,
-	 * V5 the grant) */
-	pthread_mutex_lock(&cl->wmu);
-	pthread_rwlock_rdlock(&cl->rw);
-	uint64_t myterm = cl->cmap ? cmap_term(cl->cmap) : 0;
-	l->granted = cl->cmap && strcmp(l->r.primary, cl->self.id) && cmap_lease_grant(cl->cmap, &cl->voted, &l->r, &why);
-	pthread_rwlock_unlock(&cl->rw);
-	if (!cl->cmap)
-		buf_addstr(&why, "this node has no cluster map");
-	else if (!strcmp(l->r.primary, cl->self.id))
-		buf_addstr(&why, "a node does not grant itself the lease");
-	if (l->granted) {
-		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", l->r.primary);
-		cl->granted.term = l->r.term;
-		cl->granted.at_ns = time_mono_ns();
-	}
-	pthread_mutex_unlock(&cl->wmu);
-	buf_addf(&l->out, "{\"lease\":%s,\"term\":%llu", l->granted ? "true" : "false", (unsigned long long)myterm);
-	if (!l->granted) {
-		buf_addstr(&l->out, ",\"reason\":");
-		buf_add_json_str(&l->out, why.ptr ? why.ptr : "", why.len);
-	}
-	buf_addch(&l->out, '}');
-	buf_free(&why);
-}
-
-static void leaser_done(http_req_t *req)
-{
-	struct leaser *l = req->state;
-	http_resp_status(req, l->granted ? 200 : 409);
-	http_resp_header(req, "Content-Type", "application/json");
-	http_resp_send_buf(req, &l->out);
-}
-
+/* Answered on the event loop, like a health check (the primary's keepalive
+ * round counts an answer as one): it waits for nothing but grant_mu, held
+ * at most while a vote is written. */
 void clu_handle_lease(http_req_t *req, cluster_t *cl)
 {
-	buf_t err = BUF_INIT;
-	struct leaser *l = arena_zalloc(req->arena, sizeof(*l));
-	(void)cl;
-	if (cmap_lease_decode(req->body.ptr ? req->body.ptr : "", req->body.len, &l->r, &err) != AIS_OK) {
+	cmap_lease_req_t r;
+	buf_t err = BUF_INIT, why = BUF_INIT, out = BUF_INIT;
+	bool granted = false;
+
+	if (cmap_lease_decode(req->body.ptr ? req->body.ptr : "", req->body.len, &r, &err) != AIS_OK) {
 		http_resp_error(req, 400, "lease: %s", err.ptr ? err.ptr : "bad request");
 		buf_free(&err);
 		return;
 	}
-	req->state = l;
-	arena_cleanup_add(req->arena, leaser_cleanup, l);
-	http_offload_net(req, leaser_work, leaser_done);
+	/* under grant_mu: a grant and a vote never interleave (L1 reads the
+	 * vote, V5 the grant) */
+	pthread_mutex_lock(&cl->grant_mu);
+	pthread_rwlock_rdlock(&cl->rw);
+	uint64_t myterm = cl->cmap ? cmap_term(cl->cmap) : 0;
+	if (!cl->cmap)
+		buf_addstr(&why, "this node has no cluster map");
+	else if (!strcmp(r.primary, cl->self.id))
+		buf_addstr(&why, "a node does not grant itself the lease");
+	else
+		granted = cmap_lease_grant(cl->cmap, &cl->voted, &r, &why);
+	pthread_rwlock_unlock(&cl->rw);
+	if (granted) {
+		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", r.primary);
+		cl->granted.term = r.term;
+		cl->granted.at_ns = time_mono_ns();
+	}
+	pthread_mutex_unlock(&cl->grant_mu);
+	buf_addf(&out, "{\"lease\":%s,\"term\":%llu", granted ? "true" : "false", (unsigned long long)myterm);
+	if (!granted) {
+		buf_addstr(&out, ",\"reason\":");
+		buf_add_json_str(&out, why.ptr ? why.ptr : "", why.len);
+	}
+	buf_addch(&out, '}');
+	http_resp_status(req, granted ? 200 : 409);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	buf_free(&why);
+	buf_free(&err);
 }

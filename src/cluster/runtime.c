@@ -82,6 +82,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	pthread_mutex_init(&cl->sleep_mu, NULL);
 	pthread_cond_init(&cl->sleep_cv, NULL);
 	pthread_mutex_init(&cl->lease_mu, NULL);
+	pthread_mutex_init(&cl->grant_mu, NULL);
 	/* it may have granted a lease before it stopped (V5 in cmap.h) */
 	cl->granted.at_ns = time_mono_ns();
 
@@ -826,5 +827,6 @@ void cluster_free(cluster_t *cl)
 	pthread_mutex_destroy(&cl->sleep_mu);
 	pthread_cond_destroy(&cl->sleep_cv);
 	pthread_mutex_destroy(&cl->lease_mu);
+	pthread_mutex_destroy(&cl->grant_mu);
 	free(cl);
 }

@@ -44,7 +44,7 @@ struct cluster {
 	int64_t primary_fail_since; /* keepalive thread: first failed check of the primary; 0 healthy */
 	bool no_majority;           /* keepalive thread (primary): the last round reached a minority */
 	bool minority_warned;       /* keepalive thread: said it cannot run for primary */
-	cmap_vote_rec_t voted;      /* guarded by wmu; persisted in DIR/vote.json */
+	cmap_vote_rec_t voted;      /* written under wmu and grant_mu; persisted in DIR/vote.json */
 	int64_t voted_at;           /* wmu: monotonic ns of the last yes to another candidate */
 	pthread_mutex_t sleep_mu;
 	pthread_cond_t sleep_cv;
@@ -52,7 +52,9 @@ struct cluster {
 	pthread_mutex_t lease_mu; /* guards lease_until, acting */
 	int64_t lease_until;      /* monotonic ns this node's lease as primary runs out; 0 none */
 	bool acting;              /* acting as primary, as last logged (clu_lease_note) */
-	cmap_lease_rec_t granted; /* wmu: the last lease this node granted (a yes vote is one) */
+	pthread_mutex_t grant_mu; /* after wmu, before rw: a vote (its check and record) and a lease
+	                           * grant never interleave; guards granted */
+	cmap_lease_rec_t granted; /* the last lease this node granted (a yes vote is one) */
 	bool local_warned;        /* keepalive thread: said its own shortage stops its checks */
 };
 
