@@ -6,7 +6,8 @@ EMFILE, for 3 x grace; then it is raised back. Checks: the gateway's log
 says its own shortage stops its checks (and not that any target failed a
 health check, nor removes one); every target is still in its map (active)
 after the limit is back, with the same map version; the gateway serves a
-bucket create again.
+bucket create again. And the lease request itself: a bad body is 400, a
+lease for a node that is no gateway 409 with the reason, the primary's 200.
 """
 # timeout: 90
 import json
@@ -38,7 +39,23 @@ def smap():
     return r.json() if r.status == 200 else None
 
 
-v0 = smap()["version"]
+m0 = smap()
+v0 = m0["version"]
+
+# the lease request a primary sends each round (POST /v1/cluster/lease)
+tg = targets[0]
+r = clulib.request("POST", tg.url, "/v1/cluster/lease", b'{"uuid":"x"}', {"Content-Type": "application/json"})
+t.eq(r.status, 400, "a lease request with a bad body: 400")
+body = {"uuid": m0["uuid"], "primary": targets[1].id, "term": m0["term"]}
+r = clulib.request("POST", tg.url, "/v1/cluster/lease", json.dumps(body).encode(),
+                   {"Content-Type": "application/json"})
+t.check(r.status == 409 and b"not a gateway" in r.body and r.json().get("lease") is False,
+        "a lease asked for a target: 409, refused with the reason", (r.status, r.body[:200]))
+body["primary"] = g.id
+r = clulib.request("POST", tg.url, "/v1/cluster/lease", json.dumps(body).encode(),
+                   {"Content-Type": "application/json"})
+t.check(r.status == 200 and r.json() == {"lease": True, "term": m0["term"]}, "the primary's lease: granted",
+        (r.status, r.body[:200]))
 pid = clulib.procs["g1"].pid
 with open("/proc/%d/limits" % pid) as f:
     lim = [ln.split() for ln in f if ln.startswith("Max open files")][0]
