@@ -428,9 +428,11 @@ bool clu_lease_note(cluster_t *cl)
 	bool was = cl->acting;
 	cl->acting = act;
 	pthread_mutex_unlock(&cl->lease_mu);
-	if (act && !was)
+	if (act && !was && until > now)
 		log_info("primary role: acting (term %llu, lease for %lld ms more)", (unsigned long long)term,
-			 (long long)(until > now ? (until - now) / 1000000 : 0));
+			 (long long)((until - now) / 1000000));
+	else if (act && !was)
+		log_info("primary role: acting (term %llu, the only gateway: no lease needed)", (unsigned long long)term);
 	else if (!act && was && held)
 		log_warnx("primary role: not acting (term %llu): the cluster map names %s primary",
 			  (unsigned long long)term, prim);
