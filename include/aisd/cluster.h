@@ -56,6 +56,18 @@
  * 11. set-primary (PUT /v1/cluster, or PUT /v1/cluster/proxy/ID): the
  *     primary pushes a map with term + 1 and the new primary (which must
  *     answer its health check); it stays a gateway.
+ * 12. The lease (L1 and V5 in cmap.h; monotonic clocks only): the primary
+ *     acts as primary (metadata changes, pushes, node removals) only while
+ *     a majority of the map's nodes, itself counted, granted it within
+ *     cluster.lease, timed from the start of the round that asked (each
+ *     keepalive round asks every node: POST /v1/cluster/lease; a change
+ *     asks first); a won election is a grant by each yes voter. A node that
+ *     granted the lease votes for no other gateway for cluster.lease + 1/8
+ *     (the clock-drift margin), which is below cluster.grace; so the old
+ *     primary has stopped before any other can be elected. Without its
+ *     lease the primary answers cluster writes 503 and goes on asking.
+ *     Calls that fail while this node cannot open a socket itself (EMFILE,
+ *     ENFILE, ENOMEM, ENOBUFS) fail no peer's health check.
  * Readers take a consistent snapshot with cluster_read_lock; the pointers
  * are valid until cluster_read_unlock and must not be kept.
  */
@@ -125,7 +137,11 @@ typedef struct cluster_where {
  * intra-cluster URLs, best first. */
 void cluster_where(cluster_t *cl, sv_t bck, sv_t obj, bool as_self, cluster_where_t *w,
 		   char (*urls)[CMAP_URL_MAX + 1], size_t max);
+/* The cluster map names this node primary. */
 bool cluster_is_primary(cluster_t *cl);
+/* The map names this node primary and it holds the primary's lease (or
+ * majority rules do not apply): it may change metadata and push it. */
+bool cluster_acting_primary(cluster_t *cl);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
 
@@ -161,6 +177,7 @@ typedef struct cluster_call {
 	uint64_t timeout_ms;
 	buf_t resp;          /* the answer's body, or the error; the caller frees */
 	int status;          /* HTTP status; 0: no answer */
+	int err;             /* no answer: errno of the failure (httpc_sync), 0 unknown */
 } cluster_call_t;
 /* Makes every call and returns when all have ended: how many answered 2xx. */
 size_t cluster_call_all(cluster_call_t *calls, size_t n);
@@ -175,6 +192,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST
  * /v1/cluster/vote (a ballot: {"vote","stale","term","voted_term","reason"}),
+ * POST /v1/cluster/lease (200 granted, 409 refused: {"lease","term",..}),
  * PUT /v1/cluster {"action":"start-maintenance|stop-maintenance|
  * decommission-node|set-primary","value":{"sid":ID}} or PUT
  * /v1/cluster/proxy/ID (set-primary): 200 with the new map, 400, 404 (no

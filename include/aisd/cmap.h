@@ -181,6 +181,49 @@ enum cmap_vote_res { CMAP_VOTE_YES = 0, CMAP_VOTE_NO = 1, CMAP_VOTE_STALE = 2 };
 
 enum cmap_vote_res cmap_vote(const cmap_t *mine, uint64_t my_bmd_version, const cmap_vote_rec_t *voted,
 			     const cmap_ballot_t *b, bool primary_alive, buf_t *why);
+/*
+ * The primary's lease (vote.c, pure; the timing rule is cluster.h rule 12).
+ * Each keepalive round the primary asks every node for its lease (POST
+ * /v1/cluster/lease) and acts as primary only while the grants of a
+ * majority (its own counted) are younger than cluster.lease, measured from
+ * the round's start on its monotonic clock. A node grants it when
+ *  L1. the request is for this cluster from a gateway of the node's map,
+ *      its term is neither below the node's map term nor below the term
+ *      of the node's last vote (a node that voted in a newer term promised
+ *      that term), and when it equals the map's term, the asker is that
+ *      map's primary;
+ * and then records {primary, term, its own monotonic time}. A yes vote
+ * records a grant to the candidate the same way. And
+ *  V5. a node that granted a lease to one gateway votes for no other one
+ *      until the grant is older than the lease plus a clock-drift margin
+ *      (conf_lease_guard_ms); a node just started holds an unknown grant
+ *      for that long (it may have granted one before it stopped).
+ * So any majority that elects a new primary holds a node whose last grant
+ * to the old one had expired on the old one's clock too: the old primary
+ * stopped acting before the new one starts (no two primaries at any time).
+ */
+typedef struct cmap_lease_req {
+	char uuid[CMAP_ID_MAX + 1];
+	char primary[CMAP_ID_MAX + 1]; /* the asker */
+	uint64_t term;                 /* the asker's map term */
+} cmap_lease_req_t;
+
+typedef struct cmap_lease_rec {
+	char to[CMAP_ID_MAX + 1]; /* granted to; "" unknown (binds every candidate) */
+	uint64_t term;
+	int64_t at_ns; /* monotonic; 0: never */
+} cmap_lease_rec_t;
+
+/* L1: true when the node whose map is mine and whose last vote is voted
+ * grants r; else false with the reason in why (if not NULL). */
+bool cmap_lease_grant(const cmap_t *mine, const cmap_vote_rec_t *voted, const cmap_lease_req_t *r, buf_t *why);
+/* V5: true when grant g (made at g->at_ns) still forbids a yes vote for
+ * candidate at monotonic time now_ns, the guard being guard_ns. */
+bool cmap_lease_binds(const cmap_lease_rec_t *g, const char *candidate, int64_t now_ns, int64_t guard_ns);
+/* Lease request JSON: {"uuid","primary","term"}; decode is strict. */
+void cmap_lease_encode(const cmap_lease_req_t *r, buf_t *out);
+int cmap_lease_decode(const char *json, size_t len, cmap_lease_req_t *out, buf_t *err);
+
 /* Yes votes a candidate needs: a majority of the map's nodes. */
 size_t cmap_quorum(const cmap_t *m);
 /* Ballot JSON: {"uuid","term","candidate","primary","cmap_term",

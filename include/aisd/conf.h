@@ -55,6 +55,7 @@ typedef struct conf {
 	char public_url[256];     /* how clients reach this node */
 	uint64_t keepalive_ms;    /* primary's health-check period */
 	uint64_t grace_ms;        /* a node failing this long leaves the map */
+	uint64_t lease_ms;        /* the primary's lease; 0: 2/3 of grace_ms (conf_lease_ms) */
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
@@ -115,6 +116,27 @@ int conf_load_secrets(conf_t *c, buf_t *err);
 /* A duration: digits and a unit ms, s (or none), m or h, into ms.
  * AIS_OK or AIS_ERR. */
 int conf_parse_ms(const char *v, uint64_t *out);
+/* The primary's lease (cluster.lease) and how long a node that granted it
+ * refuses votes for another primary: the lease plus a clock-drift margin
+ * of 1/8 (conf_validate keeps keepalive < lease and guard < grace).
+ * cluster.lease 0 (the default) means midway between keepalive +
+ * min(keepalive, 2s) (a renewal asked a round later arrives before the
+ * lease runs out, even past a node that does not answer) and just under
+ * 8/9 of grace (the guard stays below the election timeout); just under
+ * 8/9 of grace when the first is larger. */
+static inline uint64_t conf_lease_ms(const conf_t *c)
+{
+	if (c->lease_ms)
+		return c->lease_ms;
+	uint64_t lo = c->keepalive_ms + (c->keepalive_ms < 2000 ? c->keepalive_ms : 2000);
+	uint64_t hi = c->grace_ms * 8 / 9;
+	hi = hi ? hi - 1 : 0;
+	return lo < hi ? lo + (hi - lo) / 2 : hi;
+}
+static inline uint64_t conf_lease_guard_ms(const conf_t *c)
+{
+	return conf_lease_ms(c) + conf_lease_ms(c) / 8;
+}
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
 

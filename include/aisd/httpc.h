@@ -231,11 +231,20 @@ bool httpc_sign(const char *method, const char *url, const void *body, size_t le
  * when non-NULL. The response body (at most HTTPC_MAX_RESP_DEFAULT bytes)
  * replaces resp's content and *status is set.
  * Returns AIS_OK when a complete response arrived (any status), or AIS_ERR
- * with *status 0 and the error message in resp.
+ * with *status 0, the error message in resp and errno set: the system
+ * error of the failed socket call when there was one (EMFILE, ENOMEM, ..:
+ * a local shortage, httpc_local_errno), else ETIMEDOUT or EIO.
  */
 int httpc_sync(const char *method, const char *url, const char *const *headers,
 	       const void *body, size_t len, uint64_t timeout_ms, buf_t *resp, int *status);
 void httpc_sync_release(void);
+/* e is a shortage of this node's own (descriptors, memory, socket buffers:
+ * EMFILE, ENFILE, ENOMEM, ENOBUFS), not a fault of the peer called. */
+bool httpc_local_errno(int e);
+/* Opens and closes a socket: 0 when this node can, else the errno of the
+ * shortage (httpc_local_errno) that stops it. A failed call followed by a
+ * failed probe was this node's fault, not the peer's. */
+int httpc_local_shortage(void);
 
 /* A body handed over piece by piece (xs_get_to in xp.h): AIS_OK, or AIS_ERR
  * to end the transfer. */

@@ -1,6 +1,7 @@
 /*
  * api.c - the cluster's HTTP side: GET /v1/cluster?what=smap|bmd|meta,
- * POST /v1/cluster/join (primary), POST /v1/cluster/vote (election.c), PUT
+ * POST /v1/cluster/join (primary), POST /v1/cluster/vote and /lease
+ * (election.c), PUT
  * /v1/cluster node state actions and set-primary (primary; others answer
  * 307 to it), PUT /v1/metasync (every node, with the accept rules of
  * cluster.h 5, 8 and 9), and the joining client a non-primary node runs
@@ -658,8 +659,11 @@ int cluster_h_cluster(http_req_t *req)
 			handle_join(req, cl);
 		else if (sv_eqstr(req->subpath, "vote"))
 			clu_handle_vote(req, cl);
+		else if (sv_eqstr(req->subpath, "lease"))
+			clu_handle_lease(req, cl);
 		else
-			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join or /v1/cluster/vote");
+			http_resp_error(req, 404, "unknown cluster action: POST /v1/cluster/join, /v1/cluster/vote or "
+						  "/v1/cluster/lease");
 		return AIS_OK;
 	}
 	if (req->subpath.len) {

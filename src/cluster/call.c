@@ -70,8 +70,10 @@ static void call_one(cluster_call_t *c)
 	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
 	const char *url = c->url_long ? c->url_long : c->url;
 	if (httpc_sync(c->method, url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
-		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK)
+		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK) {
+		c->err = errno;
 		c->status = 0;
+	}
 }
 
 /* Takes the next call until none is left (guarantee 1). */
@@ -123,6 +125,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 		f->calls[i] = calls[i];
 		f->calls[i].resp = (buf_t)BUF_INIT;
 		f->calls[i].status = 0;
+		f->calls[i].err = 0;
 		if (calls[i].body) {
 			buf_add(&f->bodies[i], calls[i].body->ptr ? calls[i].body->ptr : "", calls[i].body->len);
 			f->calls[i].body = &f->bodies[i];
@@ -174,6 +177,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 	for (size_t i = 0; i < n; i++) { /* guarantee 3 */
 		buf_free(&calls[i].resp);
 		calls[i].status = 0;
+		calls[i].err = 0;
 		if (done)
 			done[i] = f->ended_at[i];
 		if (!f->ended_at[i]) {
@@ -181,6 +185,7 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 			continue;
 		}
 		calls[i].status = f->calls[i].status;
+		calls[i].err = f->calls[i].err;
 		calls[i].resp = f->calls[i].resp;
 		f->calls[i].resp = (buf_t)BUF_INIT;
 		ok += calls[i].status >= 200 && calls[i].status < 300;

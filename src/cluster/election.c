@@ -70,7 +70,7 @@ void clu_vote_load(cluster_t *cl)
 	buf_free(&err);
 }
 
-/* Records a yes vote, durably. Caller holds wmu. */
+/* Records a yes vote, durably. Caller holds wmu and grant_mu. */
 static int vote_record(cluster_t *cl, uint64_t term, const char *candidate)
 {
 	char p[1200];
@@ -287,8 +287,10 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 	for (int attempt = 0; attempt < 2 && !atomic_load(&cl->stop); attempt++) {
 		uint64_t seen;
 		pthread_mutex_lock(&cl->wmu);
+		pthread_mutex_lock(&cl->grant_mu);
 		b.term = MAX(cmap_term(m), cl->voted.term) + 1;
 		int rc = vote_record(cl, b.term, cl->self.id); /* one vote per term: our own */
+		pthread_mutex_unlock(&cl->grant_mu);
 		pthread_mutex_unlock(&cl->wmu);
 		if (rc != AIS_OK)
 			break;
@@ -297,12 +299,15 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 		          "(%zu votes of %zu nodes needed)",
 		          b.primary, (unsigned long long)cl->conf->grace_ms, (unsigned long long)b.term, need,
 		          n);
+		int64_t bstart = time_mono_ns(); /* every yes vote is a lease granted after this */
 		size_t yes = ballot(cl, m, &b, &seen, stale, sizeof(stale));
 		if (yes >= need) {
 			pthread_mutex_lock(&cl->wmu);
+			clu_lease_extend(cl, bstart + clu_lease_ns(cl));
 			if (take_over(cl, m, b.term, &err) == AIS_OK) {
 				log_warnx("elected primary in term %llu with %zu of %zu votes",
 				          (unsigned long long)b.term, yes, n);
+				clu_lease_note(cl);
 				clu_push_all(cl, NULL, need);
 			} else {
 				log_warnx("election won but not taken: %s", err.ptr ? err.ptr : "");
@@ -319,8 +324,10 @@ static void campaign(cluster_t *cl, const cmap_t *m, uint64_t bmd_ver)
 		if (!seen)
 			break;
 		pthread_mutex_lock(&cl->wmu);
+		pthread_mutex_lock(&cl->grant_mu);
 		if (seen > cl->voted.term)
 			vote_record(cl, seen, cl->self.id); /* the retry asks above it */
+		pthread_mutex_unlock(&cl->grant_mu);
 		pthread_mutex_unlock(&cl->wmu);
 	}
 	buf_free(&err);
@@ -369,6 +376,11 @@ static void maybe_run(cluster_t *cl)
 	cmap_election_order(m, order, cnt);
 	if (!me || me->state != CMAP_ACTIVE)
 		goto out;
+	pthread_mutex_lock(&cl->grant_mu);
+	bool bound = cmap_lease_binds(&cl->granted, cl->self.id, time_mono_ns(), clu_lease_guard_ns(cl));
+	pthread_mutex_unlock(&cl->grant_mu);
+	if (bound)
+		goto out; /* V5 for its own vote too: its grant to the primary holds */
 	for (size_t i = 0; i < cnt; i++) {
 		if (!strcmp(order[i]->id, cmap_primary(m)))
 			continue;
@@ -400,6 +412,11 @@ void clu_follower_round(cluster_t *cl)
 		snprintf(prim, sizeof(prim), "%s", cmap_primary(cl->cmap));
 	pthread_rwlock_unlock(&cl->rw);
 
+	if (!pm && clu_local_shortage(cl, "checking the primary")) {
+		/* this node's own fault: the primary is not blamed, and nothing else
+		 * this round (finding a newer map, joining) could work either */
+		return;
+	}
 	if (pm) {
 		cl->primary_fail_since = 0;
 		if (newer)
@@ -451,9 +468,11 @@ static void voter_work(http_req_t *req)
 	if (self_primary)
 		alive = true;
 	else if (purl[0])
-		alive = clu_alive(cl, purl, MIN(cl->conf->keepalive_ms, 1000));
+		alive = clu_alive(cl, purl, MIN(cl->conf->keepalive_ms, 1000)) ||
+		        httpc_local_shortage(); /* unknown: not a reason to vote */
 
 	pthread_mutex_lock(&cl->wmu);
+	pthread_mutex_lock(&cl->grant_mu);
 	pthread_rwlock_rdlock(&cl->rw);
 	enum cmap_vote_res r = cl->cmap ? cmap_vote(cl->cmap, cl->bmd ? bmd_version(cl->bmd) : 0, &cl->voted,
 	                                            &v->b, alive, &why)
@@ -462,13 +481,26 @@ static void voter_work(http_req_t *req)
 	pthread_rwlock_unlock(&cl->rw);
 	if (!cl->cmap)
 		buf_addstr(&why, "this node has no cluster map");
+	int64_t now = time_mono_ns();
+	if (r == CMAP_VOTE_YES && cmap_lease_binds(&cl->granted, v->b.candidate, now, clu_lease_guard_ns(cl))) {
+		r = CMAP_VOTE_NO; /* V5 */
+		buf_addf(&why, "this node granted the primary's lease to %s %lld ms ago (it holds for %lld ms)",
+		         cl->granted.to[0] ? cl->granted.to : "some gateway (before it restarted)",
+		         (long long)((now - cl->granted.at_ns) / 1000000), (long long)(clu_lease_guard_ns(cl) / 1000000));
+	}
 	if (r == CMAP_VOTE_YES && vote_record(cl, v->b.term, v->b.candidate) != AIS_OK) {
 		r = CMAP_VOTE_NO;
 		buf_addstr(&why, "cannot record the vote");
 	}
+	if (r == CMAP_VOTE_YES) { /* a yes vote grants the candidate the lease */
+		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", v->b.candidate);
+		cl->granted.term = v->b.term;
+		cl->granted.at_ns = time_mono_ns();
+	}
 	if (r == CMAP_VOTE_YES && strcmp(v->b.candidate, cl->self.id))
 		cl->voted_at = time_mono_ns();
 	uint64_t vterm = cl->voted.term;
+	pthread_mutex_unlock(&cl->grant_mu);
 	pthread_mutex_unlock(&cl->wmu);
 
 	if (r == CMAP_VOTE_YES)
@@ -502,4 +534,51 @@ void clu_handle_vote(http_req_t *req, cluster_t *cl)
 	req->state = v;
 	arena_cleanup_add(req->arena, voter_cleanup, v);
 	http_offload_net(req, voter_work, voter_done);
+}
+
+/* --- the lease: POST /v1/cluster/lease --------------------------------------- */
+
+/* Answered on the event loop, like a health check (the primary's keepalive
+ * round counts an answer as one): it waits for nothing but grant_mu, held
+ * at most while a vote is written. */
+void clu_handle_lease(http_req_t *req, cluster_t *cl)
+{
+	cmap_lease_req_t r;
+	buf_t err = BUF_INIT, why = BUF_INIT, out = BUF_INIT;
+	bool granted = false;
+
+	if (cmap_lease_decode(req->body.ptr ? req->body.ptr : "", req->body.len, &r, &err) != AIS_OK) {
+		http_resp_error(req, 400, "lease: %s", err.ptr ? err.ptr : "bad request");
+		buf_free(&err);
+		return;
+	}
+	/* under grant_mu: a grant and a vote never interleave (L1 reads the
+	 * vote, V5 the grant) */
+	pthread_mutex_lock(&cl->grant_mu);
+	pthread_rwlock_rdlock(&cl->rw);
+	uint64_t myterm = cl->cmap ? cmap_term(cl->cmap) : 0;
+	if (!cl->cmap)
+		buf_addstr(&why, "this node has no cluster map");
+	else if (!strcmp(r.primary, cl->self.id))
+		buf_addstr(&why, "a node does not grant itself the lease");
+	else
+		granted = cmap_lease_grant(cl->cmap, &cl->voted, &r, &why);
+	pthread_rwlock_unlock(&cl->rw);
+	if (granted) {
+		snprintf(cl->granted.to, sizeof(cl->granted.to), "%s", r.primary);
+		cl->granted.term = r.term;
+		cl->granted.at_ns = time_mono_ns();
+	}
+	pthread_mutex_unlock(&cl->grant_mu);
+	buf_addf(&out, "{\"lease\":%s,\"term\":%llu", granted ? "true" : "false", (unsigned long long)myterm);
+	if (!granted) {
+		buf_addstr(&out, ",\"reason\":");
+		buf_add_json_str(&out, why.ptr ? why.ptr : "", why.len);
+	}
+	buf_addch(&out, '}');
+	http_resp_status(req, granted ? 200 : 409);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	buf_free(&why);
+	buf_free(&err);
 }

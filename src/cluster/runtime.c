@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -82,6 +83,10 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	pthread_mutex_init(&cl->refresh_mu, NULL);
 	pthread_mutex_init(&cl->sleep_mu, NULL);
 	pthread_cond_init(&cl->sleep_cv, NULL);
+	pthread_mutex_init(&cl->lease_mu, NULL);
+	pthread_mutex_init(&cl->grant_mu, NULL);
+	/* it may have granted a lease before it stopped (V5 in cmap.h) */
+	cl->granted.at_ns = time_mono_ns();
 
 	path_of(cl, "cmap.json", p, sizeof(p));
 	if (cmap_load(p, &cl->cmap, err) != AIS_OK && errno != ENOENT)
@@ -219,9 +224,11 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 		cl->bmd_fn(cl->bmd_arg, oldb, b);
 	if (m && cl->cmap_fn)
 		cl->cmap_fn(cl->cmap_arg, oldm, m);
-	if (m)
+	if (m) {
 		log_info("cluster map term %llu v%llu: %zu nodes, primary %s", (unsigned long long)cmap_term(m),
 			 (unsigned long long)cmap_version(m), cmap_size(m), cmap_primary(m));
+		clu_lease_note(cl); /* the role may start or end with the map */
+	}
 	if (b)
 		log_info("bucket metadata v%llu: %zu buckets", (unsigned long long)bmd_version(b), bmd_size(b));
 	cmap_free(dropm);
@@ -352,6 +359,9 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 			who[i]->cmap_ver = mv;
 			who[i]->bmd_ver = bv;
 			have++;
+		} else if (!c->status && httpc_local_errno(c->err)) {
+			log_warnx("metasync to %s: not sent: this node cannot open a socket itself (%s)", who[i]->id,
+				  strerror(c->err));
 		} else {
 			log_warnx("metasync to %s: %s%s", who[i]->id, c->status ? "" : "no answer: ", msg);
 			if (c->status == 409 && newer && strstr(msg, "older than ours"))
@@ -368,36 +378,184 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need)
 	return have;
 }
 
-/* Step-down rule: with quorum rules, a primary changes metadata only while
- * a majority of the map's nodes answer it (asked in parallel). Caller holds
- * wmu. */
-static bool have_majority(cluster_t *cl)
-{
-	cluster_call_t *calls;
-	size_t n, need, nc = 0, have = 1;
+/* --- the primary's lease (cluster.h rule 12) -------------------------------- */
 
+int64_t clu_lease_ns(const cluster_t *cl) { return (int64_t)conf_lease_ms(cl->conf) * 1000000; }
+int64_t clu_lease_guard_ns(const cluster_t *cl) { return (int64_t)conf_lease_guard_ms(cl->conf) * 1000000; }
+
+void clu_lease_extend(cluster_t *cl, int64_t until)
+{
+	pthread_mutex_lock(&cl->lease_mu);
+	cl->lease_until = MAX(cl->lease_until, until);
+	pthread_mutex_unlock(&cl->lease_mu);
+}
+
+/* Whether this node acts as primary at monotonic time now: its map names
+ * it, and it holds the lease or majority rules do not apply. *until gets
+ * the lease's end, *term and prim the map's term and primary. */
+static bool acting_at(cluster_t *cl, int64_t now, int64_t *until, bool *held, uint64_t *term, char *prim,
+		      size_t primsz)
+{
+	pthread_rwlock_rdlock(&cl->rw);
+	bool self = cl->cmap && !strcmp(cmap_primary(cl->cmap), cl->self.id);
+	bool rules = cl->cmap && clu_quorum_rules(cl->cmap);
+	*term = cl->cmap ? cmap_term(cl->cmap) : 0;
+	snprintf(prim, primsz, "%s", cl->cmap ? cmap_primary(cl->cmap) : "");
+	pthread_rwlock_unlock(&cl->rw);
+	pthread_mutex_lock(&cl->lease_mu);
+	*until = cl->lease_until;
+	pthread_mutex_unlock(&cl->lease_mu);
+	*held = !rules || now < *until;
+	return self && *held;
+}
+
+bool cluster_acting_primary(cluster_t *cl)
+{
+	int64_t until;
+	uint64_t term;
+	char prim[CMAP_ID_MAX + 1];
+	bool held;
+	return acting_at(cl, time_mono_ns(), &until, &held, &term, prim, sizeof(prim));
+}
+
+bool clu_lease_note(cluster_t *cl)
+{
+	int64_t until, now = time_mono_ns();
+	uint64_t term;
+	char prim[CMAP_ID_MAX + 1];
+	bool held;
+	bool act = acting_at(cl, now, &until, &held, &term, prim, sizeof(prim));
+
+	pthread_mutex_lock(&cl->lease_mu);
+	bool was = cl->acting;
+	cl->acting = act;
+	pthread_mutex_unlock(&cl->lease_mu);
+	if (act && !was && until > now)
+		log_info("primary role: acting (term %llu, lease for %lld ms more)", (unsigned long long)term,
+			 (long long)((until - now) / 1000000));
+	else if (act && !was)
+		log_info("primary role: acting (term %llu, the only gateway: no lease needed)", (unsigned long long)term);
+	else if (!act && was && held)
+		log_warnx("primary role: not acting (term %llu): the cluster map names %s primary",
+			  (unsigned long long)term, prim);
+	else if (!act && was)
+		/* "lapsed N ms ago": the role ended then, whenever this is logged */
+		log_warnx("primary role: not acting (term %llu, primary %s): its lease lapsed %lld ms ago (a majority "
+			  "of nodes did not grant it within %llu ms): no metadata changes or pushes until a majority "
+			  "does",
+			  (unsigned long long)term, prim, (long long)((now - until) / 1000000),
+			  (unsigned long long)conf_lease_ms(cl->conf));
+	return act;
+}
+
+bool clu_local_shortage(cluster_t *cl, const char *what)
+{
+	int e = httpc_local_shortage();
+	if (e && !cl->local_warned)
+		log_warnx("%s: this node cannot open a socket itself (%s): no other node is blamed for the calls that "
+			  "failed", what, strerror(e));
+	else if (!e && cl->local_warned)
+		log_info("%s: this node can open sockets again", what);
+	cl->local_warned = e != 0;
+	return e != 0;
+}
+
+/* One lease round: asks every node of nodes[0..n) but this one for the
+ * lease of term (POST /v1/cluster/lease, in parallel) and extends the lease
+ * to the round's start + cluster.lease when a majority (this node counted)
+ * granted it. all: wait for every answer (the keepalive), else return once
+ * a majority granted. answered (n entries, may be NULL) gets which nodes
+ * answered at all (a refusal is an answer), local which did not for a
+ * shortage of this node's own (clu_local_shortage); newer (CMAP_URL_MAX + 1
+ * bytes, may be NULL) the URL of a node whose map term is newer, or "".
+ * Returns how many granted it, this node included. */
+static size_t lease_round(cluster_t *cl, const cmap_node_t *nodes, size_t n, const char *uuid, uint64_t term,
+			  size_t need, bool all, bool *answered, bool *local, char *newer)
+{
+	cmap_lease_req_t rq;
+	buf_t body = BUF_INIT;
+	cluster_call_t *calls = xcalloc(n ? n : 1, sizeof(*calls));
+	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), nc = 0, granted = 1;
+	bool failed = false;
+
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.uuid, sizeof(rq.uuid), "%s", uuid);
+	snprintf(rq.primary, sizeof(rq.primary), "%s", cl->self.id);
+	rq.term = term;
+	cmap_lease_encode(&rq, &body);
+	if (newer)
+		newer[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (answered)
+			answered[i] = false;
+		if (local)
+			local[i] = false;
+		if (!strcmp(nodes[i].id, cl->self.id))
+			continue;
+		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/cluster/lease", nodes[i].intra_url);
+		calls[nc].method = "POST";
+		calls[nc].body = &body;
+		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, all ? 2000 : 1000);
+		idx[nc++] = i;
+	}
+	int64_t start = time_mono_ns(); /* no grant is older than this */
+	if (all)
+		clu_call_all(cl, calls, nc);
+	else
+		cluster_call_quorum(calls, nc, need > 1 ? need - 1 : 0, 0, &cl->stop, NULL);
+	for (size_t c = 0; c < nc; c++) {
+		cluster_call_t *k = &calls[c];
+		bool ans = k->status == 200 || k->status == 409;
+		granted += k->status == 200;
+		failed |= !k->status;
+		if (answered)
+			answered[idx[c]] = ans;
+		if (local && !k->status && httpc_local_errno(k->err))
+			local[idx[c]] = true;
+		if (newer && k->status == 409 && !newer[0]) {
+			json_t *o = json_loadb(k->resp.ptr ? k->resp.ptr : "", k->resp.len, 0, NULL);
+			json_t *t = json_object_get(o, "term");
+			if (json_is_integer(t) && (uint64_t)json_integer_value(t) > term)
+				snprintf(newer, CMAP_URL_MAX + 1, "%s", nodes[idx[c]].intra_url);
+			json_decref(o);
+		}
+		buf_free(&k->resp);
+	}
+	/* calls that failed while this node cannot open sockets: its fault */
+	if (local && (failed || cl->local_warned) && clu_local_shortage(cl, "lease and health round"))
+		for (size_t c = 0; c < nc; c++)
+			local[idx[c]] |= !calls[c].status;
+	if (granted >= need)
+		clu_lease_extend(cl, start + clu_lease_ns(cl));
+	free(calls);
+	free(idx);
+	buf_free(&body);
+	return granted;
+}
+
+/* Step-down rule: with quorum rules, a primary changes metadata only while
+ * it holds the lease, renewed here (a majority of the map's nodes grant
+ * it, asked in parallel). Caller holds wmu. */
+static bool have_majority(cluster_t *cl, buf_t *err)
+{
 	pthread_rwlock_rdlock(&cl->rw);
 	bool rules = clu_quorum_rules(cl->cmap);
-	n = cmap_size(cl->cmap);
-	need = cmap_quorum(cl->cmap);
-	calls = xcalloc(n ? n : 1, sizeof(*calls));
-	for (size_t i = 0; rules && i < n; i++) {
-		const cmap_node_t *nd = cmap_node(cl->cmap, i);
-		if (!strcmp(nd->id, cl->self.id))
-			continue;
-		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/health", nd->intra_url);
-		calls[nc].method = "GET";
-		calls[nc++].timeout_ms = MIN(cl->conf->keepalive_ms, 1000);
-	}
+	size_t n = cmap_size(cl->cmap), need = cmap_quorum(cl->cmap);
+	uint64_t term = cmap_term(cl->cmap);
+	char uuid[CMAP_ID_MAX + 1];
+	snprintf(uuid, sizeof(uuid), "%s", cmap_uuid(cl->cmap));
+	cmap_node_t *nodes = xcalloc(n ? n : 1, sizeof(*nodes));
+	for (size_t i = 0; i < n; i++)
+		nodes[i] = *cmap_node(cl->cmap, i);
 	pthread_rwlock_unlock(&cl->rw);
-	/* no need to wait for the nodes that do not answer once a majority did */
-	cluster_call_quorum(calls, nc, need > have ? need - have : 0, 0, &cl->stop, NULL);
-	for (size_t i = 0; i < nc; i++) {
-		have += calls[i].status == 200;
-		buf_free(&calls[i].resp);
-	}
-	free(calls);
-	return !rules || have >= need;
+	size_t granted = rules ? lease_round(cl, nodes, n, uuid, term, need, false, NULL, NULL, NULL) : n;
+	free(nodes);
+	bool ok = clu_lease_note(cl);
+	if (!ok)
+		buf_addf(err, "the primary gateway's lease lapsed: %zu of %zu nodes granted it, a majority needs %zu: "
+			      "no metadata changes until a majority does (or another primary is elected)",
+			 granted, n, need);
+	return ok;
 }
 
 int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
@@ -409,10 +567,8 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 		errno = EPERM;
 		return AIS_ERR;
 	}
-	if (!have_majority(cl)) {
+	if (!have_majority(cl, err)) {
 		pthread_mutex_unlock(&cl->wmu);
-		buf_addstr(err, "the primary gateway cannot reach a majority of the cluster's nodes: "
-				"no metadata changes until it does (or another primary is elected)");
 		errno = EAGAIN;
 		return AIS_ERR;
 	}
@@ -463,50 +619,46 @@ static void primary_round(cluster_t *cl)
 	bool rules;
 	int64_t now = time_mono_ns();
 	buf_t resp = BUF_INIT, err = BUF_INIT;
-	char newer[CMAP_URL_MAX + 1] = "";
-	bool *ok;
+	char newer[CMAP_URL_MAX + 1] = "", newer_term[CMAP_URL_MAX + 1] = "", uuid[CMAP_ID_MAX + 1];
+	uint64_t term;
+	bool *ok, *local;
 
+	clu_lease_note(cl); /* a lease that ran out since the last round */
 	pthread_rwlock_rdlock(&cl->rw);
 	n = cmap_size(cl->cmap);
 	need = cmap_quorum(cl->cmap);
 	rules = clu_quorum_rules(cl->cmap);
+	term = cmap_term(cl->cmap);
+	snprintf(uuid, sizeof(uuid), "%s", cmap_uuid(cl->cmap));
 	nodes = xcalloc(n ? n : 1, sizeof(*nodes));
 	for (size_t i = 0; i < n; i++)
 		nodes[i] = *cmap_node(cl->cmap, i);
 	pthread_rwlock_unlock(&cl->rw);
 	ok = xcalloc(n ? n : 1, sizeof(*ok));
+	local = xcalloc(n ? n : 1, sizeof(*local));
 
-	/* every node's /v1/health, in parallel */
-	cluster_call_t *calls = xcalloc(n ? n : 1, sizeof(*calls));
-	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), nc = 0;
+	/* every node's lease answer, in parallel: a node that answers (grants
+	 * or refuses) is healthy; one this node could not call for a shortage
+	 * of its own (EMFILE, ..) is neither */
+	lease_round(cl, nodes, n, uuid, term, need, true, ok, local, newer_term);
+	size_t nlocal = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(nodes[i].id, cl->self.id))
-			continue;
-		snprintf(calls[nc].url, sizeof(calls[nc].url), "%s/v1/health", nodes[i].intra_url);
-		calls[nc].method = "GET";
-		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, 2000);
-		idx[nc++] = i;
+		healthy += ok[i];
+		nlocal += local[i];
 	}
-	clu_call_all(cl, calls, nc);
-	for (size_t c = 0; c < nc; c++) {
-		ok[idx[c]] = calls[c].status == 200;
-		healthy += ok[idx[c]];
-		buf_free(&calls[c].resp);
-	}
-	free(calls);
-	free(idx);
 	/* step-down rule: a primary that reaches only a minority changes nothing
 	 * (cluster_update refuses too) and looks for a newer primary */
 	bool majority = !rules || healthy >= need;
-	if (!majority && !cl->no_majority)
+	if (!majority && !nlocal && !cl->no_majority)
 		log_warnx("this primary reaches %zu of %zu nodes, not a majority: no cluster map changes until it does",
 			  healthy, n);
 	else if (majority && cl->no_majority)
 		log_info("this primary reaches a majority of nodes again");
 	cl->no_majority = !majority;
+	bool acting = clu_lease_note(cl);
 
 	for (size_t i = 0; i < n && !atomic_load(&cl->stop); i++) {
-		if (!strcmp(nodes[i].id, cl->self.id))
+		if (!strcmp(nodes[i].id, cl->self.id) || local[i])
 			continue;
 		pthread_mutex_lock(&cl->wmu);
 		struct peer *p = peer_of(cl, nodes[i].id);
@@ -526,7 +678,7 @@ static void primary_round(cluster_t *cl)
 					 "cluster map",
 					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			}
-		} else if (p && majority && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
+		} else if (p && majority && acting && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
 			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->fail_since = 0;
@@ -540,16 +692,22 @@ static void primary_round(cluster_t *cl)
 		pthread_mutex_unlock(&cl->wmu);
 	}
 	pthread_mutex_lock(&cl->wmu);
-	if (cluster_is_primary(cl))
+	/* a primary without its lease pushes nothing; nor does one that cannot
+	 * open sockets now (the next round pushes) */
+	if (cluster_acting_primary(cl) && !nlocal)
 		clu_push_all(cl, newer, SIZE_MAX); /* nodes that missed a push, or came back */
 	pthread_mutex_unlock(&cl->wmu);
-	/* a node refused our map as older: another primary was elected */
+	if (!newer[0])
+		memcpy(newer, newer_term, sizeof(newer)); /* a node refused the lease: its map is newer */
+	/* a node refused our map (or lease) as older: another primary was elected */
 	if (newer[0] && clu_adopt_from(cl, newer) == AIS_OK)
 		log_warnx("a newer cluster map (from %s) names another primary: this gateway follows it", newer);
 	for (size_t i = 0; !majority && !newer[0] && i < n && cluster_is_primary(cl); i++)
 		if (ok[i] && strcmp(nodes[i].id, cl->self.id))
 			clu_adopt_from(cl, nodes[i].intra_url);
+	clu_lease_note(cl);
 	free(ok);
+	free(local);
 	free(nodes);
 	buf_free(&resp);
 	buf_free(&err);
@@ -560,7 +718,9 @@ static void *keepalive_main(void *arg)
 	cluster_t *cl = arg;
 	log_set_action("cluster");
 	while (!atomic_load(&cl->stop)) {
-		if (cluster_is_primary(cl))
+		int64_t started = time_mono_ns();
+		bool prim = cluster_is_primary(cl);
+		if (prim)
 			primary_round(cl);
 		else
 			clu_follower_round(cl);
@@ -568,7 +728,17 @@ static void *keepalive_main(void *arg)
 		if (!atomic_load(&cl->stop)) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
+			/* the primary's rounds start every keepalive (a long round is not
+			 * followed by a full one's sleep: the lease's renewal stays in
+			 * time) */
+			int64_t spent = prim ? (time_mono_ns() - started) / 1000000 : 0;
 			uint64_t ms = cl->conf->keepalive_ms;
+			ms = spent <= 0 ? ms : (uint64_t)spent + 10 < ms ? ms - (uint64_t)spent : 10;
+			pthread_mutex_lock(&cl->lease_mu);
+			int64_t left = cl->acting ? cl->lease_until - time_mono_ns() : INT64_MAX;
+			pthread_mutex_unlock(&cl->lease_mu);
+			if (left >= 0 && (uint64_t)left / 1000000 + 1 < ms)
+				ms = (uint64_t)left / 1000000 + 1; /* note the lapse when it comes */
 			ts.tv_sec += (time_t)(ms / 1000);
 			ts.tv_nsec += (long)(ms % 1000) * 1000000;
 			if (ts.tv_nsec >= 1000000000) {
@@ -660,5 +830,7 @@ void cluster_free(cluster_t *cl)
 	pthread_mutex_destroy(&cl->refresh_mu);
 	pthread_mutex_destroy(&cl->sleep_mu);
 	pthread_cond_destroy(&cl->sleep_cv);
+	pthread_mutex_destroy(&cl->lease_mu);
+	pthread_mutex_destroy(&cl->grant_mu);
 	free(cl);
 }

@@ -44,10 +44,18 @@ struct cluster {
 	int64_t primary_fail_since; /* keepalive thread: first failed check of the primary; 0 healthy */
 	bool no_majority;           /* keepalive thread (primary): the last round reached a minority */
 	bool minority_warned;       /* keepalive thread: said it cannot run for primary */
-	cmap_vote_rec_t voted;      /* guarded by wmu; persisted in DIR/vote.json */
+	cmap_vote_rec_t voted;      /* written under wmu and grant_mu; persisted in DIR/vote.json */
 	int64_t voted_at;           /* wmu: monotonic ns of the last yes to another candidate */
 	pthread_mutex_t sleep_mu;
 	pthread_cond_t sleep_cv;
+	/* the primary's lease (cluster.h rule 12) */
+	pthread_mutex_t lease_mu; /* guards lease_until, acting */
+	int64_t lease_until;      /* monotonic ns this node's lease as primary runs out; 0 none */
+	bool acting;              /* acting as primary, as last logged (clu_lease_note) */
+	pthread_mutex_t grant_mu; /* after wmu, before rw: a vote (its check and record) and a lease
+	                           * grant never interleave; guards granted */
+	cmap_lease_rec_t granted; /* the last lease this node granted (a yes vote is one) */
+	bool local_warned;        /* keepalive thread: said its own shortage stops its checks */
 };
 
 int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err);
@@ -88,6 +96,20 @@ size_t clu_push_all(cluster_t *cl, char *newer, size_t need);
 /* Majority rules apply: the map has two gateways or more (with one, no
  * other primary can arise). */
 bool clu_quorum_rules(const cmap_t *m);
+/* The lease in ns (conf_lease_ms) and the guard of a grant (V5 in cmap.h). */
+int64_t clu_lease_ns(const cluster_t *cl);
+int64_t clu_lease_guard_ns(const cluster_t *cl);
+/* Extends this node's lease as primary to at least until (monotonic ns). */
+void clu_lease_extend(cluster_t *cl, int64_t until);
+/* Logs a change of this node's role: "primary role: acting" when its map
+ * names it primary and it holds the lease (or majority rules do not apply),
+ * "primary role: not acting" when that stops (with since when). Returns
+ * whether it acts now. */
+bool clu_lease_note(cluster_t *cl);
+/* After failed calls: true (and a warning, once until it recovers) when
+ * this node cannot open a socket itself (EMFILE, ENOMEM, ..: httpc_local_*):
+ * then no peer is blamed for the calls that failed. what: the calls. */
+bool clu_local_shortage(cluster_t *cl, const char *what);
 
 /* election.c */
 /* Gets {"cmap","bmd"} from the node at base_url and accepts them if newer.
@@ -104,5 +126,8 @@ void clu_startup_sync(cluster_t *cl);
 void clu_vote_load(cluster_t *cl);
 /* POST /v1/cluster/vote (api.c routes it here). */
 void clu_handle_vote(http_req_t *req, cluster_t *cl);
+/* POST /v1/cluster/lease (api.c routes it here): 200 {"lease":true,"term"}
+ * when granted (L1 in cmap.h), 409 {"lease":false,"term","reason"} not. */
+void clu_handle_lease(http_req_t *req, cluster_t *cl);
 
 #endif

@@ -64,8 +64,11 @@ static json_t *node_stats(node_base_t *nb)
 	json_object_set_new(o, "cmap_term", json_integer((json_int_t)ct));
 	json_object_set_new(o, "cmap_version", json_integer((json_int_t)cv));
 	json_object_set_new(o, "bmd_version", json_integer((json_int_t)bv));
-	if (cl && !nb->store)
+	if (cl && !nb->store) {
 		json_object_set_new(o, "primary", json_boolean(prim));
+		/* named primary by its map, and holding the lease (cluster.h 12) */
+		json_object_set_new(o, "acting_primary", json_boolean(prim && cluster_acting_primary(cl)));
+	}
 	if (!nb->store)
 		return o;
 

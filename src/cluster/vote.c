@@ -13,6 +13,12 @@
  *     acknowledged change.
  *  3. Terms only grow (V4 and cmap_accept order by term first): a deposed
  *     primary's maps are older than the winner's whatever their version.
+ *  4. A primary acts only while a majority's lease grants are younger than
+ *     the lease (L1), and a granting node votes for no one else until its
+ *     grant is older than the lease plus a drift margin (V5): a winning
+ *     majority shares a node with the old primary's last majority, so the
+ *     old primary's lease had run out before the first yes vote that
+ *     elected the new one (cluster.h rule 12).
  * Nothing here does I/O.
  */
 #include <errno.h>
@@ -94,14 +100,14 @@ void cmap_ballot_encode(const cmap_ballot_t *b, buf_t *out)
 	         (unsigned long long)b->bmd_version);
 }
 
-static int id_field(json_t *o, const char *key, char *out, buf_t *err)
+static int id_field(json_t *o, const char *key, const char *what, char *out, buf_t *err)
 {
 	const char *s;
 	size_t len;
-	if (cmap_json_str(o, key, "ballot", &s, &len, err) != AIS_OK)
+	if (cmap_json_str(o, key, what, &s, &len, err) != AIS_OK)
 		return AIS_ERR;
 	if (!cmap_id_valid(s, len))
-		return cmap_fail(err, EINVAL, "ballot: bad \"%s\" (1..%d of [A-Za-z0-9._:-])", key,
+		return cmap_fail(err, EINVAL, "%s: bad \"%s\" (1..%d of [A-Za-z0-9._:-])", what, key,
 		                 CMAP_ID_MAX);
 	memcpy(out, s, len);
 	out[len] = '\0';
@@ -119,13 +125,86 @@ int cmap_ballot_decode(const char *json, size_t len, cmap_ballot_t *out, buf_t *
 	if (!root)
 		return AIS_ERR;
 	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys), "ballot", err) != AIS_OK ||
-	    id_field(root, "uuid", out->uuid, err) != AIS_OK ||
-	    id_field(root, "candidate", out->candidate, err) != AIS_OK ||
-	    id_field(root, "primary", out->primary, err) != AIS_OK ||
+	    id_field(root, "uuid", "ballot", out->uuid, err) != AIS_OK ||
+	    id_field(root, "candidate", "ballot", out->candidate, err) != AIS_OK ||
+	    id_field(root, "primary", "ballot", out->primary, err) != AIS_OK ||
 	    cmap_json_u64(root, "term", "ballot", 1, INT64_MAX, &out->term, err) != AIS_OK ||
 	    cmap_json_u64(root, "cmap_term", "ballot", 1, INT64_MAX, &out->cmap_term, err) != AIS_OK ||
 	    cmap_json_u64(root, "cmap_version", "ballot", 1, INT64_MAX, &out->cmap_version, err) != AIS_OK ||
 	    cmap_json_u64(root, "bmd_version", "ballot", 0, INT64_MAX, &out->bmd_version, err) != AIS_OK) {
+		memset(out, 0, sizeof(*out));
+		goto out;
+	}
+	rc = AIS_OK;
+out:
+	json_decref(root);
+	return rc;
+}
+
+/* --- the primary's lease ------------------------------------------------- */
+
+static bool refuse(buf_t *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static bool refuse(buf_t *why, const char *fmt, ...)
+{
+	if (why) {
+		va_list ap;
+		va_start(ap, fmt);
+		buf_vaddf(why, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+bool cmap_lease_grant(const cmap_t *mine, const cmap_vote_rec_t *voted, const cmap_lease_req_t *r, buf_t *why)
+{
+	unsigned long long mt = cmap_term(mine);
+
+	if (strcmp(r->uuid, cmap_uuid(mine)))
+		return refuse(why, "another cluster (uuid %s, ours %s)", r->uuid, cmap_uuid(mine));
+	const cmap_node_t *a = cmap_get(mine, r->primary, strlen(r->primary));
+	if (!a || a->role != CMAP_GATEWAY)
+		return refuse(why, "%s is not a gateway of this node's cluster map", r->primary);
+	if (r->term < mt)
+		return refuse(why, "term %llu is older than this node's map (term %llu, primary %s)",
+		              (unsigned long long)r->term, mt, cmap_primary(mine));
+	if (r->term < voted->term)
+		return refuse(why, "this node voted in the newer term %llu (for %s)",
+		              (unsigned long long)voted->term, voted->candidate);
+	if (r->term == mt && strcmp(r->primary, cmap_primary(mine)))
+		return refuse(why, "the primary of term %llu is %s, not %s", mt, cmap_primary(mine), r->primary);
+	return true;
+}
+
+bool cmap_lease_binds(const cmap_lease_rec_t *g, const char *candidate, int64_t now_ns, int64_t guard_ns)
+{
+	if (!g->at_ns || now_ns - g->at_ns >= guard_ns)
+		return false;
+	return !g->to[0] || strcmp(g->to, candidate);
+}
+
+void cmap_lease_encode(const cmap_lease_req_t *r, buf_t *out)
+{
+	buf_addstr(out, "{\"uuid\":");
+	buf_add_json_str(out, r->uuid, strlen(r->uuid));
+	buf_addstr(out, ",\"primary\":");
+	buf_add_json_str(out, r->primary, strlen(r->primary));
+	buf_addf(out, ",\"term\":%llu}", (unsigned long long)r->term);
+}
+
+int cmap_lease_decode(const char *json, size_t len, cmap_lease_req_t *out, buf_t *err)
+{
+	static const char *const keys[] = {"uuid", "primary", "term"};
+	int rc = AIS_ERR;
+
+	memset(out, 0, sizeof(*out));
+	json_t *root = cmap_json_parse(json, len, "lease", err);
+	if (!root)
+		return AIS_ERR;
+	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys), "lease", err) != AIS_OK ||
+	    id_field(root, "uuid", "lease", out->uuid, err) != AIS_OK ||
+	    id_field(root, "primary", "lease", out->primary, err) != AIS_OK ||
+	    cmap_json_u64(root, "term", "lease", 1, INT64_MAX, &out->term, err) != AIS_OK) {
 		memset(out, 0, sizeof(*out));
 		goto out;
 	}

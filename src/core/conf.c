@@ -92,6 +92,8 @@ static const struct key keys[] = {
 	{"cluster.public_url", K_STR, S(public_url), "", "URL clients use for this node (default http://HOST:PORT, https:// with net.tls.cert)"},
 	{"cluster.keepalive", K_MS, N(keepalive_ms), "2s", "how often the primary checks every node's health"},
 	{"cluster.grace", K_MS, N(grace_ms), "6s", "a node failing health checks this long leaves the cluster map"},
+	{"cluster.lease", K_MS, N(lease_ms), "0",
+	 "how long a majority's grants keep the primary acting as primary (0: derived from cluster.keepalive and cluster.grace)"},
 	{"s3.domain", K_STR, S(s3_domain), "",
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
@@ -472,6 +474,13 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->keepalive_ms < 100 || c->grace_ms < c->keepalive_ms) {
 		buf_addstr(err, "cluster.keepalive must be at least 100ms and cluster.grace at least cluster.keepalive");
+		return AIS_ERR;
+	}
+	uint64_t lease = conf_lease_ms(c);
+	if (lease <= c->keepalive_ms || conf_lease_guard_ms(c) >= c->grace_ms) {
+		buf_addf(err, "the primary's lease (cluster.lease, %llu ms%s) must be longer than cluster.keepalive and, "
+			      "with its clock-drift margin of 1/8, shorter than cluster.grace",
+			 (unsigned long long)lease, c->lease_ms ? "" : ", derived from cluster.keepalive and cluster.grace");
 		return AIS_ERR;
 	}
 	if (!strcmp(c->role, "target") && c->n_mountpaths == 0) {

@@ -8,10 +8,13 @@
  * connection; the response is bounded (HTTPC_MAX_RESP_DEFAULT); no signals
  * are used (safe in threaded programs).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "aisd/httpc.h"
@@ -245,8 +248,11 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
+	long oserr = 0;
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	else
+		curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &oserr);
 	httpc_easy_keep(e);
 	if (cc != CURLE_OK) {
 		buf_reset(resp);
@@ -256,10 +262,29 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 		else
 			buf_addf(resp, "%s %s: %s", method, url,
 				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM
+			: oserr                   ? (int)oserr
+			: cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT
+							 : EIO;
 		return AIS_ERR;
 	}
 	*status = (int)code;
 	return AIS_OK;
+}
+
+bool httpc_local_errno(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
+}
+
+int httpc_local_shortage(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return httpc_local_errno(errno) ? errno : 0;
 }
 
 void httpc_sync_release(void)

@@ -748,6 +748,82 @@ START_TEST(test_vote_one_winner)
 }
 END_TEST
 
+/* the lease rules L1 and V5 (cmap.h), and the request's JSON */
+START_TEST(test_lease_rules)
+{
+	cmap_t *m = mkmap(3, 3); /* primary g0, term 1 */
+	cmap_vote_rec_t none = {0, ""}, voted2 = {2, "g1"}, voted1 = {1, "g1"};
+	cmap_lease_req_t r;
+	buf_t why = BUF_INIT, js = BUF_INIT, err = BUF_INIT;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.uuid, sizeof(r.uuid), "%s", cmap_uuid(m));
+	snprintf(r.primary, sizeof(r.primary), "g0");
+	r.term = 1;
+	ck_assert(cmap_lease_grant(m, &none, &r, NULL));
+	ck_assert(cmap_lease_grant(m, &voted1, &r, NULL)); /* a vote in its own term: still its primary */
+	/* L1: a node that voted in a newer term promised it */
+	ck_assert(!cmap_lease_grant(m, &voted2, &r, &why));
+	ck_assert_ptr_nonnull(strstr(why.ptr, "voted in the newer term 2"));
+	/* L1: in the map's term only its primary; a newer term (a push not yet
+	 * here) from anyone; an older one from no one */
+	snprintf(r.primary, sizeof(r.primary), "g1");
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	r.term = 2;
+	ck_assert(cmap_lease_grant(m, &none, &r, NULL));
+	ck_assert(cmap_lease_grant(m, &voted2, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "t0"); /* only a gateway of the map */
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "g9");
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	snprintf(r.primary, sizeof(r.primary), "g1");
+	r.term = 0;
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+	r.term = 1;
+	snprintf(r.primary, sizeof(r.primary), "g0");
+	snprintf(r.uuid, sizeof(r.uuid), "other");
+	ck_assert(!cmap_lease_grant(m, &none, &r, NULL));
+
+	/* V5: a grant binds every other candidate for the guard */
+	cmap_lease_rec_t g = {"g0", 1, 1000};
+	ck_assert(cmap_lease_binds(&g, "g1", 1500, 1000));
+	ck_assert(!cmap_lease_binds(&g, "g0", 1500, 1000));
+	ck_assert(!cmap_lease_binds(&g, "g1", 2000, 1000));
+	cmap_lease_rec_t unknown = {"", 0, 1000}; /* just started */
+	ck_assert(cmap_lease_binds(&unknown, "g0", 1999, 1000));
+	ck_assert(!cmap_lease_binds(&unknown, "g0", 2000, 1000));
+	cmap_lease_rec_t never = {"", 0, 0};
+	ck_assert(!cmap_lease_binds(&never, "g1", 5, 1000));
+
+	/* the request's JSON: round trip, strict */
+	cmap_lease_req_t in = {"u1", "g0", 7}, out;
+	cmap_lease_encode(&in, &js);
+	ck_assert_int_eq(cmap_lease_decode(js.ptr, js.len, &out, &err), AIS_OK);
+	ck_assert_str_eq(out.uuid, "u1");
+	ck_assert_str_eq(out.primary, "g0");
+	ck_assert_uint_eq(out.term, 7);
+	static const char *const bad[] = {
+		"{\"uuid\":\"u1\",\"primary\":\"g0\"}",
+		"{\"uuid\":\"u1\",\"primary\":\"g0\",\"term\":0}",
+		"{\"uuid\":\"u1\",\"primary\":\"g 0\",\"term\":1}",
+		"{\"uuid\":\"u1\",\"primary\":\"g0\",\"term\":1,\"x\":1}",
+		"{\"uuid\":\"u1\",\"primary\":\"g0\",\"term\":\"1\"}",
+		"[]",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&err);
+		ck_assert_int_eq(cmap_lease_decode(bad[i], strlen(bad[i]), &out, &err), AIS_ERR);
+		ck_assert_ptr_nonnull(err.ptr);
+		ck_assert_ptr_nonnull(strstr(err.ptr, "lease"));
+	}
+	buf_free(&why);
+	buf_free(&js);
+	buf_free(&err);
+	cmap_free(m);
+}
+END_TEST
+
 START_TEST(test_ballot_json)
 {
 	cmap_t *m = mkmap(2, 1);
@@ -902,6 +978,7 @@ static Suite *cmap_suite(void)
 	tcase_add_test(tc, test_vote_rules);
 	tcase_add_test(tc, test_vote_one_winner);
 	tcase_add_test(tc, test_ballot_json);
+	tcase_add_test(tc, test_lease_rules);
 	tcase_add_test(tc, test_persist);
 	suite_add_tcase(s, tc);
 	return s;

@@ -497,6 +497,33 @@ START_TEST(test_conf_defaults)
 	ck_assert_int_eq(conf_set(&c, "cluster.join", "http://127.0.0.1:8080", &err), AIS_OK);
 	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
 	ck_assert_uint_eq(err.len, 0);
+	/* the primary's lease: derived between keepalive + min(keepalive, 2s)
+	 * and 8/9 of grace; its guard (+1/8) below grace; set by hand it must
+	 * fit the same bounds */
+	ck_assert_uint_eq(c.lease_ms, 0);
+	ck_assert_uint_eq(conf_lease_ms(&c), 4666); /* 2s, 6s */
+	ck_assert_uint_lt(conf_lease_guard_ms(&c), c.grace_ms);
+	ck_assert_int_eq(conf_set(&c, "cluster.keepalive", "300ms", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.grace", "1500ms", &err), AIS_OK);
+	ck_assert_uint_eq(conf_lease_ms(&c), 966);
+	ck_assert_int_eq(conf_set(&c, "cluster.keepalive", "500ms", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.grace", "1s", &err), AIS_OK);
+	ck_assert_uint_eq(conf_lease_ms(&c), 887); /* the range is empty: under 8/9 of grace */
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.grace", "500ms", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "cluster.lease"));
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "cluster.grace", "6s", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "cluster.lease", "5500ms", &err), AIS_OK); /* guard 6187 ms */
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "cluster.lease", "400ms", &err), AIS_OK); /* not above keepalive */
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(conf_set(&c, "cluster.lease", "3s", &err), AIS_OK);
+	ck_assert_int_eq(conf_validate(&c, &err), AIS_OK);
+	ck_assert_uint_eq(conf_lease_ms(&c), 3000);
 	buf_free(&err);
 }
 END_TEST
