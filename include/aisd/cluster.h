@@ -126,6 +126,10 @@ typedef struct cluster_where {
 void cluster_where(cluster_t *cl, sv_t bck, sv_t obj, bool as_self, cluster_where_t *w,
 		   char (*urls)[CMAP_URL_MAX + 1], size_t max);
 bool cluster_is_primary(cluster_t *cl);
+/* Whether addr (a numeric client address) is the host of a node in the
+ * cluster map (its public or intra-cluster URL). ctx: the node's
+ * node_base_t, as the HTTP server's is_peer hook gets it. */
+bool cluster_node_addr(void *ctx, const char *addr);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
 

@@ -29,6 +29,7 @@ typedef struct conf {
 	uint64_t io_threads;      /* blocking file work threads */
 	uint64_t net_threads;     /* blocking work waiting on other nodes */
 	uint64_t max_conns;       /* accepted connections at once, all workers (0: derived) */
+	uint64_t max_conns_per_client; /* ... of one client address (0: a quarter of the limit, >= 16) */
 	uint64_t max_buffered_body; /* JSON bodies held at once, all connections */
 	uint64_t header_timeout_ms;
 	uint64_t idle_timeout_ms;

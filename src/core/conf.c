@@ -42,6 +42,9 @@ static const struct key keys[] = {
 	{"net.max_conns", K_U64, N(max_conns), "0",
 	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
 	 "at the limit a new connection closes the longest-idle one, else gets 503"},
+	{"net.max_conns_per_client", K_U64, N(max_conns_per_client), "0",
+	 "open connections of one client address at most (0 = a quarter of the connection limit, at least 16); "
+	 "more get 503; nodes of the cluster are not held to it"},
 	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
 	 "JSON request bodies (GetBatch, bucket and cluster actions) held in memory at once, all connections "
 	 "together (503 beyond; a single larger body 413)"},

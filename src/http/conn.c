@@ -69,6 +69,52 @@ static void budget_refuse(http_req_t *req)
 			"bytes): try again", (unsigned long long)req->conn->w->srv->o.max_buffered);
 }
 
+bool conn_is_node(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	if (c->is_node < 0)
+		c->is_node = !c->local && s->o.is_peer && s->o.is_peer(s->o.ctx, c->peer);
+	return c->is_node == 1;
+}
+
+/*
+ * The descriptor budget (server.c says how it is sized): a request of a
+ * route that holds descriptors takes its route's fds when it is
+ * dispatched, before its handler opens any, and gives them back when it
+ * completes (its arena, and with it its files, pipes and relays, gone).
+ * A client's request stops fd_headroom short of the budget, so that
+ * connections for requests that take none (health, control) still get in;
+ * a node of the cluster may use the headroom (its calls are what keeps the
+ * cluster together).
+ */
+static bool fds_take(http_conn_t *c, unsigned n)
+{
+	http_server_t *s = c->w->srv;
+	uint64_t had = atomic_fetch_add(&s->fds, n);
+	if (had + n > s->fd_budget - s->fd_headroom && (had + n > s->fd_budget || !conn_is_node(c))) {
+		atomic_fetch_sub(&s->fds, n);
+		return false;
+	}
+	c->fds_held += n;
+	return true;
+}
+
+static void fds_release(http_conn_t *c)
+{
+	if (c->fds_held)
+		atomic_fetch_sub(&c->w->srv->fds, c->fds_held);
+	c->fds_held = 0;
+}
+
+static void fds_refuse(http_req_t *req)
+{
+	http_server_t *s = req->conn->w->srv;
+	HM_INC(req->conn->w->st.fd_refused, 1);
+	http_resp_header(req, "Retry-After", "1");
+	http_resp_error(req, 503, "too many descriptors in use on this node (%llu of %llu for clients): try again",
+			(unsigned long long)atomic_load(&s->fds), (unsigned long long)s->fd_budget);
+}
+
 static void refuse(http_conn_t *c, enum body_refusal why)
 {
 	c->bstate = BS_REFUSED;
@@ -139,11 +185,25 @@ static bool peer_is_host(int fd, const struct sockaddr_storage *ss)
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local)
 {
+	http_server_t *s = w->srv;
 	http_conn_t *c = xcalloc(1, sizeof(*c));
 	c->w = w;
 	c->fd = fd;
 	set_peer(c, ss);
 	c->local = local;
+	c->is_node = -1;
+	if (!climit_take(c)) {
+		char why[160];
+		HM_INC(w->st.client_capped, 1);
+		snprintf(why, sizeof(why), "too many connections from %s (net.max_conns_per_client is %llu)", c->peer,
+			 (unsigned long long)s->max_per_client);
+		accept_refuse(s, fd, local, why);
+		atomic_fetch_sub(&s->nconns, 1);
+		atomic_fetch_sub(&s->fds, 1);
+		free(c);
+		return;
+	}
+	c->accepted_mono = time_mono_ns();
 	c->peer_here = local || peer_is_host(fd, ss);
 	c->same_host = !local && w->srv->unix_path && c->peer_here;
 	c->ffd = -1;
@@ -184,6 +244,8 @@ void conn_close(http_conn_t *c)
 	c->fd = -1;
 	c->state = CS_CLOSED;
 	atomic_fetch_sub(&c->w->srv->nconns, 1);
+	atomic_fetch_sub(&c->w->srv->fds, 1);
+	climit_release(c);
 }
 
 void conn_free(http_conn_t *c)
@@ -211,6 +273,7 @@ void conn_free(http_conn_t *c)
 	else
 		w->conns_tail = c->prev;
 	budget_release(c);
+	fds_release(c); /* (after arena_destroy: the request's files are closed) */
 	free(c);
 	if (w->draining && !w->conns)
 		event_base_loopbreak(w->base);
@@ -402,6 +465,10 @@ static void dispatch(http_conn_t *c)
 		return; /* answered 429 */
 	if (s->o.authz && !(fl & HTTP_ROUTE_PUBLIC) && s->o.authz(req) != AIS_OK)
 		return; /* answered 401 or 403 */
+	if (req->route->fds && !fds_take(c, req->route->fds)) {
+		fds_refuse(req);
+		return; /* answered 503: nothing opened */
+	}
 	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
 		HM_INC(c->w->st.too_large, 1);
 		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
@@ -510,6 +577,7 @@ static void request_done(http_conn_t *c)
 	resp_reset(c);
 	buf_free(&req->body);
 	budget_release(c);
+	fds_release(c);
 	hp_reset(&c->hp);
 	memset(req, 0, sizeof(*req));
 	req->conn = c;
@@ -521,6 +589,7 @@ static void request_done(http_conn_t *c)
 	c->continue_due = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
+	c->served = true;
 	c->just_answered = true;
 	c->state = CS_HEAD;
 }
@@ -563,14 +632,19 @@ static void linger(http_conn_t *c)
 }
 
 /* CS_HEAD with nothing left to parse: how long to wait for more (the idle
- * timeout; for a TLS handshake or a head begun, what is left of the header
- * timeout, less when stopping: see start_drain). */
+ * timeout between requests; for a new connection's first head, TLS
+ * handshake included, or a head begun, what is left of the header timeout,
+ * less when stopping: see start_drain). */
 static uint64_t head_wait_ms(http_conn_t *c)
 {
 	http_server_t *s = c->w->srv;
-	if (!c->req_start_mono)
-		return c->ssl && !SSL_is_init_finished(c->ssl) ? s->o.header_timeout_ms : s->o.idle_timeout_ms;
-	int64_t left = c->req_start_mono + (int64_t)s->o.header_timeout_ms * 1000000 - time_mono_ns();
+	if (!c->req_start_mono && c->served)
+		return s->o.idle_timeout_ms;
+	/* a head begun, or a new connection's first one (from the accept:
+	 * connecting and sending nothing holds a slot no longer than a
+	 * slow head does) */
+	int64_t from = c->req_start_mono ? c->req_start_mono : c->accepted_mono;
+	int64_t left = from + (int64_t)s->o.header_timeout_ms * 1000000 - time_mono_ns();
 	uint64_t ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
 	return c->w->draining ? MIN(ms, HTTP_DRAIN_HEAD_MS) : ms;
 }

@@ -323,14 +323,14 @@ static int h_splice(http_req_t *req)
 static int h_broken(http_req_t *req) { return AIS_ERR; }
 
 static const http_route_t routes[] = {
-	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body"},
-	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file"},
-	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body"},
-	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
-	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
-	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer"},
-	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "an answer after a pool task"},
-	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe"},
+	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body", 0},
+	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file", 0},
+	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body", 0},
+	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body", 0},
+	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task", 0},
+	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer", 0},
+	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "an answer after a pool task", 0},
+	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe", 0},
 };
 
 static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
