@@ -203,7 +203,6 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 		free(c);
 		return;
 	}
-	c->accepted_mono = time_mono_ns();
 	c->peer_here = local || peer_is_host(fd, ss);
 	c->same_host = !local && w->srv->unix_path && c->peer_here;
 	c->ffd = -1;
@@ -589,7 +588,6 @@ static void request_done(http_conn_t *c)
 	c->continue_due = false;
 	c->discarded = 0;
 	c->req_start_mono = 0;
-	c->served = true;
 	c->just_answered = true;
 	c->state = CS_HEAD;
 }
@@ -632,19 +630,15 @@ static void linger(http_conn_t *c)
 }
 
 /* CS_HEAD with nothing left to parse: how long to wait for more (the idle
- * timeout between requests; for a new connection's first head, TLS
- * handshake included, or a head begun, what is left of the header timeout,
- * less when stopping: see start_drain). */
+ * timeout; for a TLS handshake or a head begun, what is left of the header
+ * timeout, less when stopping: see start_drain). A connection that sends
+ * nothing is idle: at the connection limit it is the first closed. */
 static uint64_t head_wait_ms(http_conn_t *c)
 {
 	http_server_t *s = c->w->srv;
-	if (!c->req_start_mono && c->served)
-		return s->o.idle_timeout_ms;
-	/* a head begun, or a new connection's first one (from the accept:
-	 * connecting and sending nothing holds a slot no longer than a
-	 * slow head does) */
-	int64_t from = c->req_start_mono ? c->req_start_mono : c->accepted_mono;
-	int64_t left = from + (int64_t)s->o.header_timeout_ms * 1000000 - time_mono_ns();
+	if (!c->req_start_mono)
+		return c->ssl && !SSL_is_init_finished(c->ssl) ? s->o.header_timeout_ms : s->o.idle_timeout_ms;
+	int64_t left = c->req_start_mono + (int64_t)s->o.header_timeout_ms * 1000000 - time_mono_ns();
 	uint64_t ms = left > 1000000 ? (uint64_t)left / 1000000 : 1;
 	return c->w->draining ? MIN(ms, HTTP_DRAIN_HEAD_MS) : ms;
 }

@@ -208,14 +208,12 @@ struct http_conn {
 	bool counted;          /* counted in its client address's connections (climit.c) */
 	signed char is_node;   /* the client is a node of the cluster: 1 yes, 0 no, -1 not asked yet */
 	unsigned fds_held;     /* descriptors of the budget the current request holds (its route's fds) */
-	bool served;           /* a request was answered: the idle timeout applies between requests */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;
 	buf_t in;
 	size_t in_off;
 	int64_t req_start_mono; /* first byte of the current request */
-	int64_t accepted_mono;  /* when the connection was accepted (the first head's deadline) */
 	int64_t linger_until;   /* CS_LINGER: monotonic deadline */
 	uint64_t lingered;      /* CS_LINGER: bytes dropped */
 	uint64_t discarded;

@@ -1,22 +1,19 @@
 #!/usr/bin/env python3
 """test_conncap.py - one client address cannot take every connection slot
-(net.max_conns_per_client), and a connection that sends nothing is closed
-after net.header_timeout.
+(net.max_conns_per_client).
 
 A gateway and a target, both under `ulimit -n 256` (connection limit 128,
-so 32 connections per client address by default), net.header_timeout=3s.
+so 32 connections per client address by default), net.header_timeout=3s
+(a head sent a byte a second is answered 408 after it).
 From 127.0.0.2 (not a node's address) a slowloris keeps opening up to 200
 connections to each node, each sending a request head one byte a second,
 for ~8 s. Throughout, /v1/health on both answers 200 within 1 s; the
 connections past 32 get 503 (JSON: "too many connections from
 127.0.0.2"); the target is never marked failed; /metrics counts the
 refusals. Afterwards: 60 connections at once from 127.0.0.1 (a node's
-address: the cluster's own calls) are all served; and a connection from
-127.0.0.2 that sends nothing is closed within the header timeout (not the
-60 s idle timeout).
+address: the cluster's own calls) are all served.
 """
 # timeout: 180
-import errno
 import resource
 import socket
 import threading
@@ -148,22 +145,6 @@ for s in ss:
     s.close()
 t.eq(answered, 60, "60 connections at once from a node's address all served")
 
-# the header deadline runs from the accept: a connection that sends nothing
-s = socket.socket()
-s.bind((ATTACKER, 0))
-s.settimeout(20)
-s.connect(("127.0.0.1", t1.port))
-t0 = time.monotonic()
-try:
-    d = s.recv(64)
-except socket.timeout:
-    d = None
-except OSError as e:
-    d = b"" if e.errno == errno.ECONNRESET else None
-el = time.monotonic() - t0
-s.close()
-t.check(d == b"" and el < 6, "a connection that sends nothing is closed after net.header_timeout (3 s)",
-        "%r after %.1f s" % (d, el))
 t.eq(get(t1.url, "/v1/health", timeout=2).status, 200, "health after the slowloris")
 clulib.check_logs([g, t1])
 t.finish()
