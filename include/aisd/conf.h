@@ -63,6 +63,9 @@ typedef struct conf {
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	uint64_t gb_max_entries;    /* GetBatch: entries per request at most */
+	uint64_t gb_max_bytes;      /* ... tar bytes per answer at most */
+	uint64_t gb_max_per_client; /* ... requests of one client address at once */
 	uint64_t rebalance_workers; /* objects moved at once per target */
 	uint64_t rebalance_peer_streams; /* of them, at most this many to one peer */
 	uint64_t rebalance_rate;    /* bytes/s a target's rebalance sends at most; 0 no cap */

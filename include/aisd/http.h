@@ -208,6 +208,11 @@ bool http_tls_ktls_offered(void);
 /* Changes the per-client rate limit at run time (0: off). */
 void http_server_set_rate_limit(http_server_t *s, uint64_t per_sec, uint64_t burst);
 void http_server_rate_limit(http_server_t *s, uint64_t *per_sec, uint64_t *burst);
+/* Counts the request as one of its client address's jobs (work much
+ * larger than the request: GetBatch) until it completes. false, nothing
+ * counted, when the address has max running already (0: no limit); nodes
+ * of the cluster and clients on the unix socket are not held to it. */
+bool http_req_client_job(http_req_t *req, uint64_t max);
 /* The server a request arrived on. */
 http_server_t *http_req_server(const http_req_t *req);
 

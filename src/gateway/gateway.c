@@ -669,7 +669,8 @@ static int gw_getbatch(http_req_t *req)
 	}
 	if (req->subpath.len && tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
 		return AIS_OK;
-	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &mr, &err) != AIS_OK) {
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck,
+		       ((gateway_t *)req->ctx)->conf->gb_max_entries, &mr, &err) != AIS_OK) {
 		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
 		buf_free(&err);
 		return AIS_OK;

@@ -11,7 +11,9 @@
  * entry per open connection; connections on the unix socket are not
  * counted; an address at its cap is asked once per connection whether it
  * is a node of the cluster (the server's is_peer hook), and a node's
- * connections are counted but never refused.
+ * connections are counted but never refused. The same entries count a
+ * client's running jobs (http_req_client_job: GetBatch), each given back
+ * when its request completes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@
 
 struct cl_entry {
 	unsigned char key[16];
-	uint64_t n;
+	uint64_t n;    /* open connections */
+	uint64_t jobs; /* requests running that count as jobs (http_req_client_job) */
 	struct cl_entry *next;
 };
 
@@ -48,14 +51,19 @@ static struct cl_entry *do_entry(http_server_t *s, const unsigned char *key)
 	return e;
 }
 
-/* Caller holds cl_mu. Drops one connection of key; frees the entry at 0. */
-static void do_release(http_server_t *s, const unsigned char *key)
+/* Caller holds cl_mu. Drops one connection (job: one job) of key; frees
+ * the entry when it counts nothing. */
+static void do_release(http_server_t *s, const unsigned char *key, bool job)
 {
 	for (struct cl_entry **p = &s->cl_tab[cl_hash(key)]; *p; p = &(*p)->next) {
 		struct cl_entry *e = *p;
 		if (memcmp(e->key, key, 16))
 			continue;
-		if (--e->n == 0) {
+		if (job)
+			e->jobs--;
+		else
+			e->n--;
+		if (!e->n && !e->jobs) {
 			*p = e->next;
 			free(e);
 		}
@@ -74,11 +82,11 @@ bool climit_take(http_conn_t *c)
 	pthread_mutex_unlock(&s->cl_mu);
 	/* at the cap: a node of the cluster (its calls, its relays) is not a
 	 * client to hold back (the hook reads the cluster map: no lock of ours) */
-	if (!ok && s->o.is_peer && s->o.is_peer(s->o.ctx, c->peer))
+	if (!ok && conn_is_node(c))
 		ok = true;
 	if (!ok) {
 		pthread_mutex_lock(&s->cl_mu);
-		do_release(s, c->peer_key);
+		do_release(s, c->peer_key, false);
 		pthread_mutex_unlock(&s->cl_mu);
 		return false;
 	}
@@ -93,7 +101,34 @@ void climit_release(http_conn_t *c)
 		return;
 	c->counted = false;
 	pthread_mutex_lock(&s->cl_mu);
-	do_release(s, c->peer_key);
+	do_release(s, c->peer_key, false);
+	pthread_mutex_unlock(&s->cl_mu);
+}
+
+bool http_req_client_job(http_req_t *req, uint64_t max)
+{
+	http_conn_t *c = req->conn;
+	http_server_t *s = c->w->srv;
+	if (!max || c->local || c->job_counted || conn_is_node(c))
+		return true;
+	pthread_mutex_lock(&s->cl_mu);
+	struct cl_entry *e = do_entry(s, c->peer_key); /* (there: the connection counts) */
+	bool ok = e->jobs < max;
+	if (ok)
+		e->jobs++;
+	pthread_mutex_unlock(&s->cl_mu);
+	c->job_counted = ok;
+	return ok;
+}
+
+void climit_job_release(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	if (!c->job_counted)
+		return;
+	c->job_counted = false;
+	pthread_mutex_lock(&s->cl_mu);
+	do_release(s, c->peer_key, true);
 	pthread_mutex_unlock(&s->cl_mu);
 }
 

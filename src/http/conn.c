@@ -273,6 +273,7 @@ void conn_free(http_conn_t *c)
 		w->conns_tail = c->prev;
 	budget_release(c);
 	fds_release(c); /* (after arena_destroy: the request's files are closed) */
+	climit_job_release(c);
 	free(c);
 	if (w->draining && !w->conns)
 		event_base_loopbreak(w->base);
@@ -577,6 +578,7 @@ static void request_done(http_conn_t *c)
 	buf_free(&req->body);
 	budget_release(c);
 	fds_release(c);
+	climit_job_release(c);
 	hp_reset(&c->hp);
 	memset(req, 0, sizeof(*req));
 	req->conn = c;

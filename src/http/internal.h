@@ -206,6 +206,7 @@ struct http_conn {
 	bool same_host;        /* TCP from an address of this host: told of the unix socket */
 	bool peer_here;        /* the unix socket, or TCP from an address of this host (served_local) */
 	bool counted;          /* counted in its client address's connections (climit.c) */
+	bool job_counted;      /* the current request counts as one of its address's jobs (climit.c) */
 	signed char is_node;   /* the client is a node of the cluster: 1 yes, 0 no, -1 not asked yet */
 	unsigned fds_held;     /* descriptors of the budget the current request holds (its route's fds) */
 	char peer[48];         /* client address, for logs */
@@ -307,6 +308,8 @@ bool http_rate_check(http_conn_t *c);
  * is counted. climit_release undoes a take (none: nothing). */
 bool climit_take(http_conn_t *c);
 void climit_release(http_conn_t *c);
+/* Gives back the current request's job (http_req_client_job), if any. */
+void climit_job_release(http_conn_t *c);
 void climit_free(http_server_t *s);
 /* Whether the connection's client is a node of the cluster (asked once). */
 bool conn_is_node(http_conn_t *c);
