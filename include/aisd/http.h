@@ -65,6 +65,9 @@ enum {
 				      * (health, cluster and node control, scrapes) */
 	HTTP_ROUTE_PUBLIC = 1 << 3,  /* no credentials asked (health), whatever
 				      * the server's authz hook says */
+	HTTP_ROUTE_S3 = 1 << 4,      /* what the server refuses by itself (429 over
+				      * the rate, 503 over the descriptor budget)
+				      * is answered through the s3_refuse hook */
 };
 
 typedef struct http_route {
@@ -167,6 +170,9 @@ typedef struct http_server_opts {
 	 * of the cluster: its connections are not held to the per-client cap.
 	 * Asked only for a client at its cap; NULL: none is. */
 	bool (*is_peer)(void *ctx, const char *addr);
+	/* Answers a refusal on an HTTP_ROUTE_S3 route (an S3 error document
+	 * with code and msg). NULL: JSON, as on every other route. */
+	void (*s3_refuse)(http_req_t *req, int status, const char *code, const char *msg);
 } http_server_opts_t;
 
 /* The options a node's config sets (net.*, io.*): every field the config

@@ -762,7 +762,7 @@ static const http_route_t routes[] = {
 	 "GetBatch: 307 to the designated target (the one owning the most entries)", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
-	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_gateway,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target",
 	 5 /* a relay: its socket to the target, a pipe each way */},
 };
@@ -783,6 +783,7 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.authz = authz_check,
 		.authz_body = authz_check_body,
 		.is_peer = cluster_node_addr,
+		.s3_refuse = s3_refuse,
 	};
 	http_server_opts_conf(&o, c);
 	g->srv = http_server_new(&o, err);

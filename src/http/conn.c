@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +107,29 @@ static void fds_release(http_conn_t *c)
 	c->fds_held = 0;
 }
 
+void conn_refuse(http_req_t *req, int status, const char *code, const char *fmt, ...)
+{
+	http_server_t *s = req->conn->w->srv;
+	buf_t msg = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	if (req->route && (req->route->flags & HTTP_ROUTE_S3) && s->o.s3_refuse)
+		s->o.s3_refuse(req, status, code, msg.ptr ? msg.ptr : "");
+	else
+		http_resp_error(req, status, "%s", msg.ptr ? msg.ptr : "");
+	buf_free(&msg);
+}
+
 static void fds_refuse(http_req_t *req)
 {
 	http_server_t *s = req->conn->w->srv;
 	HM_INC(req->conn->w->st.fd_refused, 1);
 	http_resp_header(req, "Retry-After", "1");
-	http_resp_error(req, 503, "too many descriptors in use on this node (%llu of %llu for clients): try again",
-			(unsigned long long)atomic_load(&s->fds), (unsigned long long)s->fd_budget);
+	conn_refuse(req, 503, "SlowDown",
+		    "too many descriptors in use on this node (%llu of %llu for clients): try again",
+		    (unsigned long long)atomic_load(&s->fds), (unsigned long long)s->fd_budget);
 }
 
 static void refuse(http_conn_t *c, enum body_refusal why)

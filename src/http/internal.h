@@ -311,6 +311,10 @@ void climit_release(http_conn_t *c);
 /* Gives back the current request's job (http_req_client_job), if any. */
 void climit_job_release(http_conn_t *c);
 void climit_free(http_server_t *s);
+/* Answers a request the server refuses by itself (code: the S3 error code
+ * for an HTTP_ROUTE_S3 route; else a JSON error). */
+void conn_refuse(http_req_t *req, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* Whether the connection's client is a node of the cluster (asked once). */
 bool conn_is_node(http_conn_t *c);
 /* Scrape-time collector for the whole server (registered by server.c). */

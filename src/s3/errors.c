@@ -124,6 +124,12 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 	http_resp_send_buf(req, &b);
 }
 
+void s3_refuse(http_req_t *req, int status, const char *code, const char *msg)
+{
+	s3_rq_t r = {.http = req, .resource = req->path};
+	s3_error_status(&r, status, code, msg);
+}
+
 void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 {
 	buf_t msg = BUF_INIT;

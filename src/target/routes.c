@@ -57,7 +57,7 @@ static const http_route_t routes[] = {
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)", 0},
-	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target", 5},
 };
 
@@ -260,6 +260,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.authz = authz_check,
 		.authz_body = authz_check_body,
 		.is_peer = cluster_node_addr,
+		.s3_refuse = s3_refuse,
 	};
 	http_server_opts_conf(&o, c);
 	t->srv = http_server_new(&o, err);

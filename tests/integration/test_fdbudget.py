@@ -11,7 +11,8 @@ a node's address) a client opens 125 GETs of a 4 MiB object straight to
 the target and 125 S3 GETs of it through the gateway, and reads none of
 them, for ~8 s. Throughout, /v1/health on both answers 200 within 1 s;
 the target is never marked failed; some of the GETs were refused with 503
-(JSON: "too many descriptors", Retry-After) instead of opened; neither
+("too many descriptors", Retry-After; JSON, or an S3 error document with
+code SlowDown for S3 requests) instead of opened; neither
 node logged EMFILE; afterwards both serve as before, and the descriptor
 budget is back to what idle connections hold.
 """
@@ -67,7 +68,7 @@ for n in (g, t1):
 
 stop = threading.Event()
 socks, lock = [], threading.Lock()
-answers = {"ok": 0, "fd503": 0, "other": []}
+answers = {"ok": 0, "fd503": 0, "s3xml": 0, "other": []}
 
 
 def open_get(node, path):
@@ -93,6 +94,8 @@ def open_get(node, path):
             return
         if head.startswith(b"HTTP/1.1 503") and b"too many descriptors" in head and b"Retry-After" in head:
             answers["fd503"] += 1
+            if b"<Code>SlowDown</Code>" in head:
+                answers["s3xml"] += 1
         else:
             answers["other"].append(head[:80])
     s.close()
@@ -135,6 +138,7 @@ t.diag("answers: %d streaming (held unread), %d refused for descriptors, other %
        % (answers["ok"], answers["fd503"], answers["other"][:3], len(lat), max(lat or [0])))
 t.check(answers["ok"] > 0 and answers["fd503"] > 0,
         "some GETs streamed and some were refused with 503 (too many descriptors, Retry-After)", answers)
+t.check(answers["s3xml"] > 0, "the gateway refused S3 GETs with an S3 error document (SlowDown)", answers["s3xml"])
 t.check(lat and not fails and max(lat) < 1.0, "/v1/health on both answered 200 within 1 s throughout",
         "fails %s, slowest %.3f s" % (fails[:5], max(lat or [0])))
 m = get(g.url, "/v1/cluster?what=smap").json() or {}
