@@ -459,7 +459,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	if (s->nworkers < 1)
 		s->nworkers = 1;
 	s->fd_budget = fd_budget(o);
-	s->fd_headroom = MAX(s->fd_budget / 16, 4);
+	s->fd_headroom = MIN(MAX(s->fd_budget / 16, 4), s->fd_budget / 2);
 	s->o.max_conns = conn_limit(o, s->fd_budget);
 	/* by default a quarter of the connections, at least 16 (so a small
 	 * limit does not leave a client a handful) */
