@@ -124,12 +124,6 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg)
 	http_resp_send_buf(req, &b);
 }
 
-void s3_refuse(http_req_t *req, int status, const char *code, const char *msg)
-{
-	s3_rq_t r = {.http = req, .resource = req->path};
-	s3_error_status(&r, status, code, msg);
-}
-
 void s3_error(s3_rq_t *r, const char *code, const char *fmt, ...)
 {
 	buf_t msg = BUF_INIT;
@@ -171,4 +165,10 @@ void s3_error_errno(s3_rq_t *r, int err, bool object) { error_of(r, ais_errno(er
 void s3_error_read(s3_rq_t *r, int err, const char *msg)
 {
 	error_of(r, ais_errno_read(err, msg && *msg), err, true, msg);
+}
+
+void s3_refuse(http_req_t *req, int status, const char *code, const char *msg)
+{
+	s3_rq_t r = {.http = req, .resource = req->path};
+	s3_error_status(&r, status, code, msg);
 }
