@@ -56,6 +56,8 @@ static http_server_t *g_srv;
 static int g_port;
 static bool g_tls; /* the server speaks HTTPS; the client too */
 static int g_workers;  /* server worker threads (0: 2) */
+static uint64_t g_per_client; /* net.max_conns_per_client (0: the default) */
+static bool g_all_peers;      /* the is_peer hook says every address is a node */
 static char g_cert[300], g_key[300];
 
 /* Echo: takes the body in windows of ECHO_WINDOW bytes; each full window is
@@ -352,6 +354,12 @@ static void write_file(const char *name, size_t size)
 	close(fd);
 }
 
+static bool all_peers(void *ctx, const char *addr)
+{
+	(void)ctx;
+	return !strcmp(addr, "127.0.0.1");
+}
+
 static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 {
 	buf_t err = BUF_INIT;
@@ -389,6 +397,8 @@ static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 		.ctx = &g_ctx,
 		.tls_cert = g_tls ? g_cert : NULL,
 		.tls_key = g_tls ? g_key : NULL,
+		.max_conns_per_client = g_per_client,
+		.is_peer = g_all_peers ? all_peers : NULL,
 	};
 	g_srv = http_server_new(&o, &err);
 	ck_assert_msg(g_srv != NULL, "server: %s", err.ptr ? err.ptr : "");
@@ -1406,6 +1416,63 @@ START_TEST(test_max_conns)
 }
 END_TEST
 
+START_TEST(test_per_client)
+{
+	cl_t a, b, x, y;
+	resp_t r;
+	g_per_client = 2;
+	start(3000, 3000, 100);
+	g_per_client = 0;
+	cl_open(&a);
+	cl_open(&b);
+	cl_sends(&a, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&a, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* a third from the same address: 503 and closed, the others go on */
+	cl_open(&x);
+	ck_assert(cl_read(&x, &r, false));
+	ck_assert_int_eq(r.status, 503);
+	ck_assert(r.close);
+	ck_assert(has_header(&r, "Retry-After: 1"));
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "too many connections from 127.0.0.1"));
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "net.max_conns_per_client is 2"));
+	resp_free(&r);
+	cl_close(&x);
+	cl_sends(&b, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&b, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* one closes: the count comes back, a new one is let in */
+	cl_close(&a);
+	usleep(50000);
+	cl_open(&y);
+	cl_sends(&y, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&y, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&b);
+	cl_close(&y);
+	stop();
+
+	/* a node of the cluster (the is_peer hook) is not held to the cap */
+	g_per_client = 1;
+	g_all_peers = true;
+	start(3000, 3000, 100);
+	g_per_client = 0;
+	g_all_peers = false;
+	cl_open(&a);
+	cl_open(&b);
+	cl_sends(&b, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&b, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&a);
+	cl_close(&b);
+	stop();
+}
+END_TEST
+
 /* The request and response paths again, over HTTPS. */
 #define TLS_TEST(name) \
 	START_TEST(tls_##name) \
@@ -1523,6 +1590,7 @@ static Suite *server_suite(void)
 		{"header_timeout", test_header_timeout},
 		{"idle_timeout", test_idle_timeout},
 		{"max_conns", test_max_conns},
+		{"per_client", test_per_client},
 		{"tls_keep_alive", tls_test_keep_alive},
 		{"tls_http10_closes", tls_test_http10_closes},
 		{"tls_pipelining", tls_test_pipelining},
