@@ -67,7 +67,7 @@ enum {
 				      * the server's authz hook says */
 	HTTP_ROUTE_S3 = 1 << 4,      /* what the server refuses by itself (429 over
 				      * the rate, 503 over the descriptor budget)
-				      * is answered through the s3_refuse hook */
+				      * is answered through the refuse_s3 hook */
 };
 
 typedef struct http_route {
@@ -172,7 +172,7 @@ typedef struct http_server_opts {
 	bool (*is_peer)(void *ctx, const char *addr);
 	/* Answers a refusal on an HTTP_ROUTE_S3 route (an S3 error document
 	 * with code and msg). NULL: JSON, as on every other route. */
-	void (*s3_refuse)(http_req_t *req, int status, const char *code, const char *msg);
+	void (*refuse_s3)(http_req_t *req, int status, const char *code, const char *msg);
 } http_server_opts_t;
 
 /* The options a node's config sets (net.*, io.*): every field the config

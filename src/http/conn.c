@@ -115,8 +115,8 @@ void conn_refuse(http_req_t *req, int status, const char *code, const char *fmt,
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
-	if (req->route && (req->route->flags & HTTP_ROUTE_S3) && s->o.s3_refuse)
-		s->o.s3_refuse(req, status, code, msg.ptr ? msg.ptr : "");
+	if (req->route && (req->route->flags & HTTP_ROUTE_S3) && s->o.refuse_s3)
+		s->o.refuse_s3(req, status, code, msg.ptr ? msg.ptr : "");
 	else
 		http_resp_error(req, status, "%s", msg.ptr ? msg.ptr : "");
 	buf_free(&msg);
