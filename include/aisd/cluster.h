@@ -142,6 +142,10 @@ bool cluster_is_primary(cluster_t *cl);
 /* The map names this node primary and it holds the primary's lease (or
  * majority rules do not apply): it may change metadata and push it. */
 bool cluster_acting_primary(cluster_t *cl);
+/* Whether addr (a numeric client address) is the host of a node in the
+ * cluster map (its public or intra-cluster URL). ctx: the node's
+ * node_base_t, as the HTTP server's is_peer hook gets it. */
+bool cluster_node_addr(void *ctx, const char *addr);
 /* Copies the primary's public URL into out; false if unknown. */
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz);
 

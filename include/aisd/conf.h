@@ -29,6 +29,7 @@ typedef struct conf {
 	uint64_t io_threads;      /* blocking file work threads */
 	uint64_t net_threads;     /* blocking work waiting on other nodes */
 	uint64_t max_conns;       /* accepted connections at once, all workers (0: derived) */
+	uint64_t max_conns_per_client; /* ... of one client address (0: a quarter of the limit, >= 16) */
 	uint64_t max_buffered_body; /* JSON bodies held at once, all connections */
 	uint64_t header_timeout_ms;
 	uint64_t idle_timeout_ms;
@@ -64,6 +65,9 @@ typedef struct conf {
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	uint64_t gb_max_entries;    /* GetBatch: entries per request at most */
+	uint64_t gb_max_bytes;      /* ... tar bytes per answer at most */
+	uint64_t gb_max_per_client; /* ... requests of one client address at once */
 	uint64_t rebalance_workers; /* objects moved at once per target */
 	uint64_t rebalance_peer_streams; /* of them, at most this many to one peer */
 	uint64_t rebalance_rate;    /* bytes/s a target's rebalance sends at most; 0 no cap */

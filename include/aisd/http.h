@@ -65,6 +65,9 @@ enum {
 				      * (health, cluster and node control, scrapes) */
 	HTTP_ROUTE_PUBLIC = 1 << 3,  /* no credentials asked (health), whatever
 				      * the server's authz hook says */
+	HTTP_ROUTE_S3 = 1 << 4,      /* what the server refuses by itself (429 over
+				      * the rate, 503 over the descriptor budget)
+				      * is answered through the refuse_s3 hook */
 };
 
 typedef struct http_route {
@@ -76,6 +79,11 @@ typedef struct http_route {
 	uint64_t max_body;  /* HTTP_ROUTE_JSON: largest body accepted (413) */
 	http_handler_fn handler;
 	const char *doc;    /* one line, for logs and --help */
+	unsigned fds;       /* descriptors a request may hold besides its connection
+			     * (files, pipes, relay sockets), at most: taken from
+			     * the server's descriptor budget when it is dispatched,
+			     * given back when it completes (503 when the budget
+			     * lacks them: the handler does not run) */
 } http_route_t;
 
 typedef struct http_hdr {
@@ -126,6 +134,8 @@ typedef struct http_server_opts {
 	int io_threads;         /* the I/O pool: disk work (0: 4) */
 	int net_threads;        /* the network pool: work waiting on other nodes (0: 16) */
 	uint64_t max_conns;     /* 0: derived from the descriptor limit (fd_reserve kept free) */
+	uint64_t max_conns_per_client; /* connections of one client address at once (0: a quarter of the
+					* connection limit, at least 16); cluster nodes are exempt (is_peer) */
 	uint64_t fd_reserve;    /* descriptors kept for files, databases and peers (0: 256) */
 	uint64_t max_buffered;  /* HTTP_ROUTE_JSON bodies held at once, all connections (503 beyond); 0: 256 MiB */
 	uint64_t max_header_bytes;
@@ -156,6 +166,13 @@ typedef struct http_server_opts {
 	 * the whole body in req->body): AIS_OK, or AIS_ERR answered (a body
 	 * other than the one a signature bound). NULL: nothing. */
 	http_handler_fn authz_body;
+	/* Whether a client address (numeric, as inet_ntop writes it) is a node
+	 * of the cluster: its connections are not held to the per-client cap.
+	 * Asked only for a client at its cap; NULL: none is. */
+	bool (*is_peer)(void *ctx, const char *addr);
+	/* Answers a refusal on an HTTP_ROUTE_S3 route (an S3 error document
+	 * with code and msg). NULL: JSON, as on every other route. */
+	void (*refuse_s3)(http_req_t *req, int status, const char *code, const char *msg);
 } http_server_opts_t;
 
 /* The options a node's config sets (net.*, io.*): every field the config
@@ -170,6 +187,11 @@ int http_server_port(const http_server_t *s);
 /* The connection limit in force (net.max_conns, or what the descriptor
  * limit leaves). */
 uint64_t http_server_max_conns(const http_server_t *s);
+/* The descriptor budget: descriptors that connections and the requests on
+ * them (http_route_t.fds) may hold at once, and how many they hold now. */
+uint64_t http_server_fd_budget(const http_server_t *s, uint64_t *held);
+/* The per-client connection cap in force (net.max_conns_per_client). */
+uint64_t http_server_max_conns_per_client(const http_server_t *s);
 /* Requests with method m answered so far on the routes with this prefix,
  * summed over the workers (relaxed reads: for sampling a rate). */
 uint64_t http_server_answered(http_server_t *s, const char *prefix, enum http_method m);
@@ -192,6 +214,11 @@ bool http_tls_ktls_offered(void);
 /* Changes the per-client rate limit at run time (0: off). */
 void http_server_set_rate_limit(http_server_t *s, uint64_t per_sec, uint64_t burst);
 void http_server_rate_limit(http_server_t *s, uint64_t *per_sec, uint64_t *burst);
+/* Counts the request as one of its client address's jobs (work much
+ * larger than the request: GetBatch) until it completes. false, nothing
+ * counted, when the address has max running already (0: no limit); nodes
+ * of the cluster and clients on the unix socket are not held to it. */
+bool http_req_client_job(http_req_t *req, uint64_t max);
 /* The server a request arrived on. */
 http_server_t *http_req_server(const http_req_t *req);
 

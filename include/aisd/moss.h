@@ -40,9 +40,11 @@ typedef struct moss_req {
 
 /*
  * Parses a request body of len bytes; dflt is the URL's bucket (len 0:
- * none, then every entry must name its bucket). Strings are copied into a.
- * Returns AIS_OK, or AIS_ERR with a one-line reason in err (a 400).
+ * none, then every entry must name its bucket); at most max entries (0 or
+ * more than MOSS_MAX_ENTRIES: MOSS_MAX_ENTRIES), counted before any is
+ * read. Strings are copied into a. Returns AIS_OK, or AIS_ERR with a
+ * one-line reason in err (a 400).
  */
-int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, moss_req_t *out, buf_t *err);
+int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, size_t max, moss_req_t *out, buf_t *err);
 
 #endif

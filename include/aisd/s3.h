@@ -40,6 +40,10 @@ int s3_h_gateway(http_req_t *req);
  * [{"key","upload_id","initiated"}]. */
 int s3_h_uploads(http_req_t *req);
 
+/* An S3 error document (code, msg) for a request the HTTP server refuses
+ * before the S3 handler runs (http_server_opts_t.refuse_s3). */
+void s3_refuse(http_req_t *req, int status, const char *code, const char *msg);
+
 /* Methods and flags of the S3 route. */
 #define S3_ROUTE_METHODS                                                                        \
 	(HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD) | HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) |          \

@@ -4,7 +4,8 @@
  * Pure: bytes in, a validated request out, nothing trusted. Every name is
  * checked with the same rules as the object API (names.h), numbers must be
  * non-negative integers, unknown output formats and non-ais providers are
- * refused, and the entry count is bounded by MOSS_MAX_ENTRIES.
+ * refused, and the entry count is bounded by the caller's maximum (at most
+ * MOSS_MAX_ENTRIES) before any entry is read.
  */
 #include <jansson.h>
 #include <stdarg.h>
@@ -64,7 +65,7 @@ static int opt_bool(json_t *o, const char *key, bool *out)
 	return AIS_OK;
 }
 
-int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, moss_req_t *out, buf_t *err)
+int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, size_t max, moss_req_t *out, buf_t *err)
 {
 	json_error_t jerr;
 	json_t *doc = json_loadb(p, len, JSON_REJECT_DUPLICATES, &jerr), *req = doc, *in;
@@ -84,8 +85,11 @@ int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, moss_req_t *out
 	in = json_object_get(req, "in");
 	if (!json_is_array(in) || json_array_size(in) == 0)
 		return fail(err, doc, "\"in\" must be a non-empty array of entries");
-	if (json_array_size(in) > MOSS_MAX_ENTRIES)
-		return fail(err, doc, "too many entries: at most %d per request", MOSS_MAX_ENTRIES);
+	if (!max || max > MOSS_MAX_ENTRIES)
+		max = MOSS_MAX_ENTRIES;
+	if (json_array_size(in) > max)
+		return fail(err, doc, "too many entries (%zu): at most %zu per request (getbatch.max_entries)",
+			    json_array_size(in), max);
 	if (opt_str(req, "mime", &mime) != AIS_OK ||
 	    (mime.len && strcmp(mime.ptr, ".tar") && strcmp(mime.ptr, "tar")))
 		return fail(err, doc, "unsupported \"mime\": only \".tar\" output is supported");

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -169,6 +170,46 @@ bool cluster_is_primary(cluster_t *cl)
 	bool p = cl->cmap && !strcmp(cmap_primary(cl->cmap), cl->self.id);
 	pthread_rwlock_unlock(&cl->rw);
 	return p;
+}
+
+/* Does url ("http://HOST:PORT/...", HOST maybe in brackets) name host addr? */
+static bool url_host_is(const char *url, const char *addr)
+{
+	const char *p = strstr(url, "://");
+	if (!p)
+		return false;
+	p += 3;
+	size_t n = strcspn(p, "/?#"), a = strlen(addr);
+	const char *at = memchr(p, '@', n);
+	if (at) {
+		n -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	if (n && *p == '[') { /* [v6]:port */
+		const char *e = memchr(p, ']', n);
+		return e && (size_t)(e - p - 1) == a && !strncasecmp(p + 1, addr, a);
+	}
+	const char *colon = memchr(p, ':', n);
+	if (colon)
+		n = (size_t)(colon - p);
+	return n == a && !strncasecmp(p, addr, a);
+}
+
+bool cluster_node_addr(void *ctx, const char *addr)
+{
+	cluster_t *cl = ctx ? ((node_base_t *)ctx)->cl : NULL;
+	bool yes = false;
+	if (!cl || !addr || !*addr)
+		return false;
+	if (!strncasecmp(addr, "::ffff:", 7) && strchr(addr, '.'))
+		addr += 7; /* a v4 client on a v6 socket */
+	pthread_rwlock_rdlock(&cl->rw);
+	for (size_t i = 0; cl->cmap && i < cmap_size(cl->cmap) && !yes; i++) {
+		const cmap_node_t *n = cmap_node(cl->cmap, i);
+		yes = url_host_is(n->pub_url, addr) || url_host_is(n->intra_url, addr);
+	}
+	pthread_rwlock_unlock(&cl->rw);
+	return yes;
 }
 
 bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz)

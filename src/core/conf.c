@@ -42,6 +42,9 @@ static const struct key keys[] = {
 	{"net.max_conns", K_U64, N(max_conns), "0",
 	 "open client connections at most (0 = what the descriptor limit leaves after files, databases and peers); "
 	 "at the limit a new connection closes the longest-idle one, else gets 503"},
+	{"net.max_conns_per_client", K_U64, N(max_conns_per_client), "0",
+	 "open connections of one client address at most (0 = a quarter of the connection limit, at least 16); "
+	 "more get 503; nodes of the cluster are not held to it"},
 	{"net.max_buffered_body", K_SIZE, N(max_buffered_body), "256MiB",
 	 "JSON request bodies (GetBatch, bucket and cluster actions) and S3 XML bodies held in memory at once, "
 	 "all connections together (503 beyond; a single larger body 413)"},
@@ -108,6 +111,14 @@ static const struct key keys[] = {
 	 "on: attach-mp may add any directory (with auth.enabled only an administrator may attach)"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
+	{"getbatch.max_entries", K_U64, N(gb_max_entries), "10000",
+	 "entries one GetBatch request may list at most (400 beyond; 1 to 100000)"},
+	{"getbatch.max_bytes", K_SIZE, N(gb_max_bytes), "4GiB",
+	 "bytes one GetBatch answer (the tar) may hold at most: 400 before the first byte when this target's own "
+	 "entries pass it, else the stream is cut where it passes (0 = no limit)"},
+	{"getbatch.max_per_client", K_U64, N(gb_max_per_client), "4",
+	 "GetBatch requests one client address may have running on a target at once (429 beyond; 0 = no limit); "
+	 "nodes of the cluster are not held to it"},
 	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
 	 "copies that must be durable before a replicated PUT is acknowledged (0 = all of them)"},
 	{"rebalance.workers", K_U64, N(rebalance_workers), "4",
@@ -521,6 +532,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	    strspn(c->s3_region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
 	            strlen(c->s3_region)) {
 		buf_addstr(err, "s3.region must be letters, digits, '-' and '_' (e.g. us-east-1)");
+		return AIS_ERR;
+	}
+	if (c->gb_max_entries == 0 || c->gb_max_entries > 100000) { /* (MOSS_MAX_ENTRIES) */
+		buf_addstr(err, "getbatch.max_entries must be between 1 and 100000");
 		return AIS_ERR;
 	}
 	if (c->rebalance_workers == 0 || c->rebalance_workers > 64) {

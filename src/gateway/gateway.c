@@ -697,7 +697,8 @@ static int gw_getbatch(http_req_t *req)
 	}
 	if (req->subpath.len && tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
 		return AIS_OK;
-	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &mr, &err) != AIS_OK) {
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck,
+		       ((gateway_t *)req->ctx)->conf->gb_max_entries, &mr, &err) != AIS_OK) {
 		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
 		buf_free(&err);
 		return AIS_OK;
@@ -772,25 +773,26 @@ static int gw_mountpaths(http_req_t *req)
 
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, gw_objects,
-	 "objects: 307 to the owner target"},
+	 "objects: 307 to the owner target", 0},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE) | M(PATCH), HTTP_ROUTE_JSON, 1 << 20, gw_buckets,
-	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)"},
+	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)", 0},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
-	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)"},
+	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)", 0},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
-	 "metadata pushed by the primary"},
+	 "metadata pushed by the primary", 0},
 	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
-	 gw_mountpaths, "a target's mountpaths (?node=ID or Ais-Node-Id): 307 to that target"},
+	 gw_mountpaths, "a target's mountpaths (?node=ID or Ais-Node-Id): 307 to that target", 0},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
-	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
-	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving"},
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving", 0},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,
-	 "GetBatch: 307 to the designated target (the one owning the most entries)"},
+	 "GetBatch: 307 to the designated target (the one owning the most entries)", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
-	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
-	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_gateway,
-	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target"},
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_gateway,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target",
+	 5 /* a relay: its socket to the target, a pipe each way */},
 };
 
 gateway_t *gateway_start(const conf_t *c, buf_t *err)
@@ -808,6 +810,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 		.ctx = g,
 		.authz = authz_check,
 		.authz_body = authz_check_body,
+		.is_peer = cluster_node_addr,
+		.refuse_s3 = s3_refuse,
 	};
 	http_server_opts_conf(&o, c);
 	g->srv = http_server_new(&o, err);

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,68 @@ static void budget_refuse(http_req_t *req)
 	http_resp_header(req, "Retry-After", "1");
 	http_resp_error(req, 503, "too many request bodies buffered on this node (net.max_buffered_body is %llu "
 			"bytes): try again", (unsigned long long)req->conn->w->srv->o.max_buffered);
+}
+
+bool conn_is_node(http_conn_t *c)
+{
+	http_server_t *s = c->w->srv;
+	if (c->is_node < 0)
+		c->is_node = !c->local && s->o.is_peer && s->o.is_peer(s->o.ctx, c->peer);
+	return c->is_node == 1;
+}
+
+/*
+ * The descriptor budget (server.c says how it is sized): a request of a
+ * route that holds descriptors takes its route's fds when it is
+ * dispatched, before its handler opens any, and gives them back when it
+ * completes (its arena, and with it its files, pipes and relays, gone).
+ * A client's request stops fd_headroom short of the budget, so that
+ * connections for requests that take none (health, control) still get in;
+ * a node of the cluster may use the headroom (its calls are what keeps the
+ * cluster together).
+ */
+static bool fds_take(http_conn_t *c, unsigned n)
+{
+	http_server_t *s = c->w->srv;
+	uint64_t had = atomic_fetch_add(&s->fds, n);
+	if (had + n > s->fd_budget - s->fd_headroom && (had + n > s->fd_budget || !conn_is_node(c))) {
+		atomic_fetch_sub(&s->fds, n);
+		return false;
+	}
+	c->fds_held += n;
+	return true;
+}
+
+static void fds_release(http_conn_t *c)
+{
+	if (c->fds_held)
+		atomic_fetch_sub(&c->w->srv->fds, c->fds_held);
+	c->fds_held = 0;
+}
+
+void conn_refuse(http_req_t *req, int status, const char *code, const char *fmt, ...)
+{
+	http_server_t *s = req->conn->w->srv;
+	buf_t msg = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	if (req->route && (req->route->flags & HTTP_ROUTE_S3) && s->o.refuse_s3)
+		s->o.refuse_s3(req, status, code, msg.ptr ? msg.ptr : "");
+	else
+		http_resp_error(req, status, "%s", msg.ptr ? msg.ptr : "");
+	buf_free(&msg);
+}
+
+static void fds_refuse(http_req_t *req)
+{
+	http_server_t *s = req->conn->w->srv;
+	HM_INC(req->conn->w->st.fd_refused, 1);
+	http_resp_header(req, "Retry-After", "1");
+	conn_refuse(req, 503, "SlowDown",
+		    "too many descriptors in use on this node (%llu of %llu for clients): try again",
+		    (unsigned long long)atomic_load(&s->fds), (unsigned long long)s->fd_budget);
 }
 
 static void refuse(http_conn_t *c, enum body_refusal why)
@@ -150,11 +213,24 @@ static bool peer_is_host(int fd, const struct sockaddr_storage *ss)
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local)
 {
+	http_server_t *s = w->srv;
 	http_conn_t *c = xcalloc(1, sizeof(*c));
 	c->w = w;
 	c->fd = fd;
 	set_peer(c, ss);
 	c->local = local;
+	c->is_node = -1;
+	if (!climit_take(c)) {
+		char why[160];
+		HM_INC(w->st.client_capped, 1);
+		snprintf(why, sizeof(why), "too many connections from %s (net.max_conns_per_client is %llu)", c->peer,
+			 (unsigned long long)s->max_per_client);
+		accept_refuse(s, fd, local, why);
+		atomic_fetch_sub(&s->nconns, 1);
+		atomic_fetch_sub(&s->fds, 1);
+		free(c);
+		return;
+	}
 	c->peer_here = local || peer_is_host(fd, ss);
 	c->same_host = !local && w->srv->unix_path && c->peer_here;
 	c->ffd = -1;
@@ -195,6 +271,8 @@ void conn_close(http_conn_t *c)
 	c->fd = -1;
 	c->state = CS_CLOSED;
 	atomic_fetch_sub(&c->w->srv->nconns, 1);
+	atomic_fetch_sub(&c->w->srv->fds, 1);
+	climit_release(c);
 }
 
 void conn_free(http_conn_t *c)
@@ -222,6 +300,8 @@ void conn_free(http_conn_t *c)
 	else
 		w->conns_tail = c->prev;
 	budget_release(c);
+	fds_release(c); /* (after arena_destroy: the request's files are closed) */
+	climit_job_release(c);
 	free(c);
 	if (w->draining && !w->conns)
 		event_base_loopbreak(w->base);
@@ -413,6 +493,10 @@ static void dispatch(http_conn_t *c)
 		return; /* answered 429 */
 	if (s->o.authz && !(fl & HTTP_ROUTE_PUBLIC) && s->o.authz(req) != AIS_OK)
 		return; /* answered 401 or 403 */
+	if (req->route->fds && !fds_take(c, req->route->fds)) {
+		fds_refuse(req);
+		return; /* answered 503: nothing opened */
+	}
 	if ((fl & HTTP_ROUTE_BODY) && s->o.max_body && req->content_length > (int64_t)s->o.max_body) {
 		HM_INC(c->w->st.too_large, 1);
 		http_resp_error(req, 413, "request body too large (net.max_body is %llu bytes)",
@@ -521,6 +605,8 @@ static void request_done(http_conn_t *c)
 	resp_reset(c);
 	buf_free(&req->body);
 	budget_release(c);
+	fds_release(c);
+	climit_job_release(c);
 	hp_reset(&c->hp);
 	memset(req, 0, sizeof(*req));
 	req->conn = c;
@@ -575,7 +661,8 @@ static void linger(http_conn_t *c)
 
 /* CS_HEAD with nothing left to parse: how long to wait for more (the idle
  * timeout; for a TLS handshake or a head begun, what is left of the header
- * timeout, less when stopping: see start_drain). */
+ * timeout, less when stopping: see start_drain). A connection that sends
+ * nothing is idle: at the connection limit it is the first closed. */
 static uint64_t head_wait_ms(http_conn_t *c)
 {
 	http_server_t *s = c->w->srv;

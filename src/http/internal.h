@@ -33,6 +33,7 @@
 #define HTTP_LINGER_MAX (8 << 20)    /* CS_LINGER: bytes drained at most */
 #define HTTP_EMFILE_PAUSE_MS 100     /* no accepts this long after EMFILE/ENFILE */
 #define HTTP_EMFILE_LOG_SECS 10      /* one log line per this many seconds of them */
+#define CL_BUCKETS 4096              /* climit.c: hash chains of client addresses (power of two) */
 
 struct worker_atexit {
 	void (*fn)(void *);
@@ -61,6 +62,8 @@ struct http_wstats {
 	hm_ctr_t served_local, served_net; /* body bytes to clients on this host (incl. descriptors) / elsewhere */
 	hm_ctr_t parse_errors, timeouts, aborted, rate_limited, too_large;
 	hm_ctr_t evicted, emfile;
+	hm_ctr_t fd_refused;    /* requests answered 503: the descriptor budget lacked their route's fds */
+	hm_ctr_t client_capped; /* connections refused: their address was at net.max_conns_per_client */
 };
 #define HM_INC(x, n) \
 	atomic_store_explicit(&(x), atomic_load_explicit(&(x), memory_order_relaxed) + (n), memory_order_relaxed)
@@ -100,6 +103,17 @@ struct http_server {
 	pool_t *pool;  /* disk work (io.threads) */
 	pool_t *npool; /* work that waits on other nodes (io.net_threads) */
 	atomic_ulong nconns;
+	/* The descriptor budget: what connections (one each) and the requests
+	 * on them (their route's fds, from dispatch to completion) hold, at
+	 * most fd_budget; requests that take descriptors stop fd_headroom
+	 * short of it (nodes of the cluster excepted), so that a connection for
+	 * a request that takes none (health, control) still finds one. */
+	_Atomic uint64_t fds;
+	uint64_t fd_budget, fd_headroom;
+	/* Connections per client address (climit.c). */
+	uint64_t max_per_client;
+	pthread_mutex_t cl_mu;
+	struct cl_entry *cl_tab[CL_BUCKETS];
 	_Atomic uint64_t buffered; /* HTTP_ROUTE_JSON body bytes reserved, all connections */
 	_Atomic int64_t emfile_logged; /* when the last EMFILE line was logged (s) */
 	_Atomic uint64_t emfile_count; /* EMFILE/ENFILE since then */
@@ -191,6 +205,10 @@ struct http_conn {
 	bool local;            /* accepted on the unix socket: file bodies may go as descriptors */
 	bool same_host;        /* TCP from an address of this host: told of the unix socket */
 	bool peer_here;        /* the unix socket, or TCP from an address of this host (served_local) */
+	bool counted;          /* counted in its client address's connections (climit.c) */
+	bool job_counted;      /* the current request counts as one of its address's jobs (climit.c) */
+	signed char is_node;   /* the client is a node of the cluster: 1 yes, 0 no, -1 not asked yet */
+	unsigned fds_held;     /* descriptors of the budget the current request holds (its route's fds) */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */
 	hp_t hp;
@@ -262,6 +280,9 @@ static inline ssize_t conn_send(http_conn_t *c, const void *p, size_t n)
 static inline bool resp_started(const http_conn_t *c) { return c->rstate != RS_IDLE; }
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bool local);
+/* A connection not let in: a 503 (JSON, message why) written as it is
+ * accepted, and closed; the caller has counted nothing for it. */
+void accept_refuse(http_server_t *s, int fd, bool local, const char *why);
 void conn_run(http_conn_t *c);
 void conn_free(http_conn_t *c);
 void conn_close(http_conn_t *c);
@@ -279,6 +300,20 @@ void hm_request_done(http_conn_t *c);
 /* ratelimit.c: true (and a 429 answered) when the client is over the
  * limit; false to go on. */
 bool http_rate_check(http_conn_t *c);
+/* climit.c: counts the connection against its client address; false when
+ * the address is at its cap (and not a node of the cluster): then nothing
+ * is counted. climit_release undoes a take (none: nothing). */
+bool climit_take(http_conn_t *c);
+void climit_release(http_conn_t *c);
+/* Gives back the current request's job (http_req_client_job), if any. */
+void climit_job_release(http_conn_t *c);
+void climit_free(http_server_t *s);
+/* Answers a request the server refuses by itself (code: the S3 error code
+ * for an HTTP_ROUTE_S3 route; else a JSON error). */
+void conn_refuse(http_req_t *req, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Whether the connection's client is a node of the cluster (asked once). */
+bool conn_is_node(http_conn_t *c);
 /* Scrape-time collector for the whole server (registered by server.c). */
 void hm_collect(void *arg, buf_t *out);
 

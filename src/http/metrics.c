@@ -228,12 +228,25 @@ void hm_collect(void *arg, buf_t *out)
 	metrics_family(out, "aisd_http_accept_fd_exhausted_total", "counter",
 		       "accepts that failed for want of descriptors (EMFILE, ENFILE): accepting paused briefly");
 	buf_addf(out, "aisd_http_accept_fd_exhausted_total %llu\n", (unsigned long long)SUM(s, emfile));
+	{
+		uint64_t held, budget = http_server_fd_budget(s, &held);
+		metrics_family(out, "aisd_http_fds_held", "gauge",
+			       "descriptors held by client connections and their requests (the descriptor budget's use)");
+		buf_addf(out, "aisd_http_fds_held %llu\n", (unsigned long long)held);
+		metrics_family(out, "aisd_http_fds_budget", "gauge",
+			       "descriptors client connections and their requests may hold at once");
+		buf_addf(out, "aisd_http_fds_budget %llu\n", (unsigned long long)budget);
+	}
+	metrics_family(out, "aisd_http_connections_capped_total", "counter",
+		       "connections refused with 503 because their client address had net.max_conns_per_client open");
+	buf_addf(out, "aisd_http_connections_capped_total %llu\n", (unsigned long long)SUM(s, client_capped));
 	metrics_family(out, "aisd_http_errors_total", "counter",
 		       "requests that failed before a handler answered: malformed (parse), timed out, "
-		       "aborted by the client, refused by the rate limit or the body size limit");
+		       "aborted by the client, refused by the rate limit, the body size limit or the descriptor budget");
 	buf_addf(out, "aisd_http_errors_total{kind=\"parse\"} %llu\n", (unsigned long long)SUM(s, parse_errors));
 	buf_addf(out, "aisd_http_errors_total{kind=\"timeout\"} %llu\n", (unsigned long long)SUM(s, timeouts));
 	buf_addf(out, "aisd_http_errors_total{kind=\"aborted\"} %llu\n", (unsigned long long)SUM(s, aborted));
 	buf_addf(out, "aisd_http_errors_total{kind=\"rate_limited\"} %llu\n", (unsigned long long)SUM(s, rate_limited));
 	buf_addf(out, "aisd_http_errors_total{kind=\"too_large\"} %llu\n", (unsigned long long)SUM(s, too_large));
+	buf_addf(out, "aisd_http_errors_total{kind=\"fd_budget\"} %llu\n", (unsigned long long)SUM(s, fd_refused));
 }

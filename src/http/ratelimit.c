@@ -89,7 +89,7 @@ bool http_rate_check(http_conn_t *c)
 	HM_INC(w->st.rate_limited, 1);
 	uint64_t wait_s = (uint64_t)((1 - slot->tokens) / (double)rate) + 1;
 	http_resp_header(&c->req, "Retry-After", "%llu", (unsigned long long)wait_s);
-	http_resp_error(&c->req, 429, "too many requests from %s (net.rate_limit is %llu per second)", c->peer,
-			(unsigned long long)rate);
+	conn_refuse(&c->req, 429, "SlowDown", "too many requests from %s (net.rate_limit is %llu per second)",
+		    c->peer, (unsigned long long)rate);
 	return true;
 }

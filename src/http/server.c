@@ -178,6 +178,31 @@ static void accept_pause(struct worker *w, int err)
  * worker to close an idle one (it had none itself). */
 #define EVICT_SLACK 16
 
+/* At the connection limit, or the descriptor budget used up (a connection
+ * takes one)? slack: how far over still counts as not full. */
+static bool server_full(http_server_t *s, uint64_t slack)
+{
+	return atomic_load(&s->nconns) >= s->o.max_conns + slack || atomic_load(&s->fds) >= s->fd_budget + slack;
+}
+
+void accept_refuse(http_server_t *s, int fd, bool local, const char *why)
+{
+	buf_t body = BUF_INIT, msg = BUF_INIT;
+	if (!s->tls || local) { /* over TLS a plain answer would be noise */
+		buf_addstr(&body, "{\"message\":");
+		buf_add_json_str(&body, why, strlen(why));
+		buf_addstr(&body, ",\"status\":503}");
+		buf_addf(&msg, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%.*s",
+			 body.len, (int)body.len, body.ptr);
+		ssize_t n = write(fd, msg.ptr, msg.len);
+		(void)n;
+	}
+	buf_free(&body);
+	buf_free(&msg);
+	close(fd);
+}
+
 /* Has the client sent bytes this server has not read yet? */
 static bool unread_input(const http_conn_t *c)
 {
@@ -219,8 +244,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		HM_INC(w->st.accepted, 1);
-		uint64_t limit = s->o.max_conns;
-		if (atomic_load(&s->nconns) >= limit && !evict_idle(w) && s->nworkers > 1) {
+		uint64_t slack = 0;
+		if (server_full(s, 0) && !evict_idle(w) && s->nworkers > 1) {
 			/* none idle here: the next worker closes one of its own, and
 			 * this one is let in meanwhile (at most EVICT_SLACK over) */
 			struct worker *o = &s->workers[(w->idx + 1) % s->nworkers];
@@ -228,21 +253,14 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			uint64_t one = 1;
 			ssize_t n = write(o->efd, &one, sizeof(one));
 			(void)n;
-			limit += EVICT_SLACK;
+			slack = EVICT_SLACK;
 		}
-		if (atomic_fetch_add(&s->nconns, 1) >= limit) {
+		uint64_t had_conns = atomic_fetch_add(&s->nconns, 1), had_fds = atomic_fetch_add(&s->fds, 1);
+		if (had_conns >= s->o.max_conns + slack || had_fds >= s->fd_budget + slack) {
 			HM_INC(w->st.rejected, 1);
-#define BUSY_BODY "{\"message\":\"too many connections\",\"status\":503}"
-			_Static_assert(sizeof(BUSY_BODY) - 1 == 47, "busy body length");
-			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-						   "Content-Type: application/json\r\nContent-Length: 47\r\n"
-						   "Connection: close\r\n\r\n" BUSY_BODY;
-			if (!s->tls || local) { /* over TLS a plain answer would be noise */
-				ssize_t n = write(fd, busy, sizeof(busy) - 1);
-				(void)n;
-			}
-			close(fd);
+			accept_refuse(s, fd, local, "too many connections");
 			atomic_fetch_sub(&s->nconns, 1);
+			atomic_fetch_sub(&s->fds, 1);
 			continue;
 		}
 		int one = 1;
@@ -381,25 +399,32 @@ static void *worker_main(void *arg)
 }
 
 /*
- * The connection limit: as many as the descriptor limit leaves after
- * fd_reserve (files, databases, calls to peers), or half the limit when it
- * is too small for that; net.max_conns, when set, only lowers it. Without
- * this a limit below net.max_conns is hit in accept(2) (EMFILE), where a
- * client gets no answer, and the node's own calls fail with it.
+ * The descriptor budget and the connection limit. The budget is what the
+ * descriptor limit leaves after fd_reserve (files, databases, calls to
+ * peers, idle connections to peers kept for reuse), or half the limit when
+ * it is too small for that: client connections (one descriptor each) and
+ * what their requests hold (their route's fds) stay within it, so the
+ * node's own work never meets EMFILE. The connection limit is the budget,
+ * or net.max_conns when that is lower. Without this a limit below
+ * net.max_conns is hit in accept(2) (EMFILE), where a client gets no
+ * answer, and the node's own calls fail with it.
  */
-static uint64_t conn_limit(const http_server_opts_t *o)
+static uint64_t fd_budget(const http_server_opts_t *o)
 {
 	struct rlimit rl;
-	uint64_t reserve = o->fd_reserve ? o->fd_reserve : 256, lim = 20000, derived;
+	uint64_t reserve = o->fd_reserve ? o->fd_reserve : 256, lim;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		lim = (uint64_t)rl.rlim_cur;
 	else
 		lim = 1 << 20;
-	derived = lim > 2 * reserve ? lim - reserve : lim / 2;
+	return lim > 2 * reserve ? lim - reserve : lim / 2;
+}
+
+static uint64_t conn_limit(const http_server_opts_t *o, uint64_t derived)
+{
 	if (o->max_conns && o->max_conns > derived)
-		log_warnx("net.max_conns %llu is more than the descriptor limit %llu leaves (%llu): %llu it is",
-			  (unsigned long long)o->max_conns, (unsigned long long)lim, (unsigned long long)derived,
-			  (unsigned long long)derived);
+		log_warnx("net.max_conns %llu is more than the descriptor limit leaves (%llu): %llu it is",
+			  (unsigned long long)o->max_conns, (unsigned long long)derived, (unsigned long long)derived);
 	return o->max_conns ? MIN(o->max_conns, derived) : derived;
 }
 
@@ -411,6 +436,7 @@ void http_server_opts_conf(http_server_opts_t *o, const conf_t *c)
 	o->io_threads = (int)c->io_threads;
 	o->net_threads = (int)c->net_threads;
 	o->max_conns = c->max_conns;
+	o->max_conns_per_client = c->max_conns_per_client;
 	o->max_buffered = c->max_buffered_body;
 	o->max_header_bytes = c->max_header_bytes;
 	o->header_timeout_ms = c->header_timeout_ms;
@@ -432,7 +458,14 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	s->nworkers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->nworkers < 1)
 		s->nworkers = 1;
-	s->o.max_conns = conn_limit(o);
+	s->fd_budget = fd_budget(o);
+	s->fd_headroom = MIN(MAX(s->fd_budget / 16, 4), s->fd_budget / 2);
+	s->o.max_conns = conn_limit(o, s->fd_budget);
+	/* by default a quarter of the connections, at least 16 (so a small
+	 * limit does not leave a client a handful) */
+	s->max_per_client = o->max_conns_per_client ? o->max_conns_per_client
+						    : MAX(s->o.max_conns / 4, MIN(s->o.max_conns, 16));
+	pthread_mutex_init(&s->cl_mu, NULL);
 	if (!s->o.max_buffered)
 		s->o.max_buffered = 256 << 20;
 	if (!s->o.max_header_bytes)
@@ -540,6 +573,14 @@ bool http_server_tls(const http_server_t *s) { return s->tls != NULL; }
 
 int http_server_port(const http_server_t *s) { return s->port; }
 uint64_t http_server_max_conns(const http_server_t *s) { return s->o.max_conns; }
+uint64_t http_server_max_conns_per_client(const http_server_t *s) { return s->max_per_client; }
+
+uint64_t http_server_fd_budget(const http_server_t *s, uint64_t *held)
+{
+	if (held)
+		*held = atomic_load(&((http_server_t *)s)->fds);
+	return s->fd_budget;
+}
 http_server_t *http_req_server(const http_req_t *req) { return req->conn->w->srv; }
 pool_t *http_server_pool(http_server_t *s) { return s->pool; }
 
@@ -602,6 +643,8 @@ void http_server_free(http_server_t *s)
 	}
 	unix_close(s);
 	http_tls_free(s->tls);
+	climit_free(s);
+	pthread_mutex_destroy(&s->cl_mu);
 	free(s->workers);
 	free(s);
 }

@@ -193,3 +193,9 @@ void s3_error_read(s3_rq_t *r, int err, const char *msg)
 {
 	error_of(r, ais_errno_read(err, msg && *msg), err, true, msg);
 }
+
+void s3_refuse(http_req_t *req, int status, const char *code, const char *msg)
+{
+	s3_rq_t r = {.http = req, .resource = req->path};
+	s3_error_status(&r, status, code, msg);
+}

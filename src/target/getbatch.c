@@ -66,6 +66,13 @@
  *     its header is out, nothing can make its bytes right and the stream
  *     is cut (invariant 3). A holder that answers 404 ends the search (the
  *     entry is missing).
+ *  6. Cost: a request lists at most getbatch.max_entries entries (400),
+ *     a client address runs at most getbatch.max_per_client of them on a
+ *     target at once (429; nodes of the cluster, whose sub-requests these
+ *     are, excepted), and an answer holds at most getbatch.max_bytes of
+ *     tar: 400 before the first byte when this target's own entries pass
+ *     it, else the entry that passes it fails (invariant 3: the stream is
+ *     cut there).
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -136,6 +143,24 @@ static int apply_range(const moss_in_t *in, uint64_t *off, uint64_t *size)
 	return AIS_OK;
 }
 
+/* The tar bytes of an entry of size bytes: its header and padded data
+ * (a long name's extra header not counted). */
+static uint64_t tar_bytes(uint64_t size) { return 512 + ((size + 511) & ~(uint64_t)511); }
+
+/* Invariant 6: the next entry, of size bytes, still fits in the answer
+ * (getbatch.max_bytes)? Counts it when it does; else fails e (400). */
+static bool out_take(struct gb *g, struct gb_ent *e, uint64_t size)
+{
+	uint64_t max = g->t->conf->gb_max_bytes;
+	if (max && g->out_bytes + tar_bytes(size) > max) {
+		gb_ent_fail(e, 400, "the answer passes getbatch.max_bytes (%llu bytes) at entry %zu (%.*s)",
+			    (unsigned long long)max, g->cur, (int)MIN(e->in->name.len, 512), e->in->name.ptr);
+		return false;
+	}
+	g->out_bytes += tar_bytes(size);
+	return true;
+}
+
 static void not_found(struct gb_ent *e, store_t *s)
 {
 	store_bucket_t b;
@@ -149,6 +174,15 @@ static void not_found(struct gb_ent *e, store_t *s)
 
 /* --- 2. the local entries (I/O pool, or the loop when no member is asked) -- */
 
+/* prepare_work: a local entry of size bytes (before its range) counts
+ * towards the answer's bytes known before the first is sent. */
+static void local_count(struct gb *g, const moss_in_t *in, uint64_t size)
+{
+	uint64_t off = 0;
+	if (apply_range(in, &off, &size) == AIS_OK)
+		g->local_bytes += tar_bytes(size);
+}
+
 static void prepare_work(http_req_t *req)
 {
 	struct gb *g = req->state;
@@ -159,14 +193,17 @@ static void prepare_work(http_req_t *req)
 	buf_t msg = BUF_INIT;
 	bool fetch = g->t->base.cl != NULL; /* a missing copy (a rebalance under way) is fetched */
 
+	g->local_bytes = 0;
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		moss_in_t *in = e->in;
 		if (e->owner >= 0 || e->status)
 			continue;
 		if (!in->arch.len) {
-			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) == AIS_OK)
+			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) == AIS_OK) {
+				local_count(g, in, m.size);
 				continue;
+			}
 			if (errno == ENOENT && fetch && !g->on_pool) {
 				g->need_fetch = true; /* the copy here is missing: again on the pool */
 				break;
@@ -174,6 +211,7 @@ static void prepare_work(http_req_t *req)
 			int fd;
 			if (errno == ENOENT && fetch && ol_open_sync(g->t, in->bck, in->obj, true, &fd, &m, &msg) == AIS_OK) {
 				close(fd);
+				local_count(g, in, m.size);
 				continue;
 			}
 			if (errno == ENOENT)
@@ -217,6 +255,7 @@ static void prepare_work(http_req_t *req)
 		}
 		e->version = im.version;
 		e->mtime_ns = im.mtime_ns;
+		local_count(g, in, e->size);
 	}
 	store_tar_index_free(idx);
 	buf_free(&msg);
@@ -577,6 +616,10 @@ static int send_local(struct gb *g, struct gb_ent *e, buf_t *out)
 			 (unsigned long long)size);
 		return AIS_ERR;
 	}
+	if (!out_take(g, e, size)) {
+		close(fd);
+		return AIS_ERR;
+	}
 	tarw_header(out, in->name.ptr, in->name.len, size, m.mtime_ns / 1000000000LL);
 	g->sent_size = size;
 	g->phase = PH_PAD;
@@ -634,6 +677,8 @@ static int fill(http_req_t *req, buf_t *out)
 				next_entry(g);
 				break;
 			}
+			if (!out_take(g, e, e->size))
+				return abort_stream(g, e);
 			tarw_header(out, e->in->name.ptr, e->in->name.len, e->size, e->mtime_ns / 1000000000LL);
 			g->sent_size = e->size;
 			g->left = e->size;
@@ -721,6 +766,14 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 static void prepare_done(http_req_t *req)
 {
 	struct gb *g = req->state;
+	uint64_t max = g->t->conf->gb_max_bytes;
+
+	if (max && g->local_bytes > max) {
+		http_resp_error(req, 400, "GetBatch: the answer would pass getbatch.max_bytes (%llu bytes): this "
+				"target's own entries alone make %llu", (unsigned long long)max,
+				(unsigned long long)g->local_bytes);
+		return;
+	}
 
 	if (!g->mr.coer) {
 		for (size_t i = 0; i < g->mr.n; i++) {
@@ -785,11 +838,17 @@ int tgt_getbatch(http_req_t *req)
 		if (tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
 			return AIS_OK;
 	}
+	if (!http_req_client_job(req, t->conf->gb_max_per_client)) {
+		http_resp_header(req, "Retry-After", "1");
+		http_resp_error(req, 429, "GetBatch: this client has %llu running on this target already "
+				"(getbatch.max_per_client): try again", (unsigned long long)t->conf->gb_max_per_client);
+		return AIS_OK;
+	}
 	g = arena_zalloc(req->arena, sizeof(*g));
 	g->t = t;
 	g->req = req;
 	g->mtime_s = time_now_ns() / 1000000000LL;
-	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, &g->mr, &err) != AIS_OK) {
+	if (moss_parse(req->arena, req->body.ptr ? req->body.ptr : "", req->body.len, bck, t->conf->gb_max_entries, &g->mr, &err) != AIS_OK) {
 		http_resp_error(req, 400, "GetBatch: %s", err.ptr ? err.ptr : "invalid request");
 		buf_free(&err);
 		return AIS_OK;

@@ -64,6 +64,8 @@ struct gb {
 	uint64_t sent_size;  /* cur's size as written in its header */
 	bool started;
 	int64_t mtime_s;
+	uint64_t local_bytes; /* tar bytes of this target's own entries (prepare_work) */
+	uint64_t out_bytes;   /* tar bytes of the entries whose headers are out */
 	buf_t spare[GB_SPARES]; /* data buffers of sent entries, for reuse */
 	size_t nspare;
 };

@@ -22,6 +22,7 @@
 #include "aisd/status.h"
 #include "target_int.h"
 #include "ec_int.h"
+#include "getbatch_int.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
@@ -31,31 +32,33 @@ static int tgt_jobs(http_req_t *req);
 
 static const http_route_t routes[] = {
 	{"/v1/objects", M(GET) | M(HEAD) | M(PUT) | M(DELETE) | M(PATCH), HTTP_ROUTE_BODY, 0, tgt_objects,
-	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT; PATCH (metadata) between targets"},
+	 "object data: GET, HEAD, PUT, DELETE /v1/objects/BUCKET/OBJECT; PATCH (metadata) between targets",
+	 5 /* PUT: the file, its pipes (body and copies); GET: the file */},
 	{"/v1/ec", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_BODY, 0, tgt_ec,
-	 "erasure-coded slices, between targets only: GET, PUT, DELETE /v1/ec/BUCKET/OBJECT"},
+	 "erasure-coded slices, between targets only: GET, PUT, DELETE /v1/ec/BUCKET/OBJECT", 3},
 	{"/v1/buckets", M(GET) | M(HEAD) | M(POST) | M(DELETE), HTTP_ROUTE_JSON, 1 << 20, tgt_buckets,
-	 "buckets: list, create-bck, destroy-bck, list objects, props"},
-	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, tgt_health, "health: 200 when serving"},
+	 "buckets: list, create-bck, destroy-bck, list objects, props", 0},
+	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, tgt_health, "health: 200 when serving", 0},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, tgt_getbatch,
-	 "GetBatch: one tar of many objects and shard members, in request order"},
+	 "GetBatch: one tar of many objects and shard members, in request order",
+	 1 + GB_INFLIGHT /* the local entry's file, the fetches from peers */},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
-	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)"},
+	 "cluster: ?what=smap|bmd, PUT node actions: 307 to the primary (when in a cluster)", 0},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
-	 "metadata pushed by the primary"},
+	 "metadata pushed by the primary", 0},
 	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
 	 tgt_mountpaths,
-	 "mountpaths: GET the list; PUT {\"action\":\"attach-mp\",\"value\":PATH}; DELETE {\"action\":\"detach-mp\",..}"},
+	 "mountpaths: GET the list; PUT {\"action\":\"attach-mp\",\"value\":PATH}; DELETE {\"action\":\"detach-mp\",..}", 0},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
-	 "this node: ?what=stats (default)|smap|bmd; PUT set-config"},
-	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics"},
+	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
+	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, tgt_jobs,
-	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}"},
+	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
-	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS"},
-	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)"},
-	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY, 0, s3_h_target,
-	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target"},
+	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
+	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)", 0},
+	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_target,
+	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target", 5},
 };
 
 int tgt_health(http_req_t *req)
@@ -258,6 +261,8 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.unix_optional = usock_auto,
 		.authz = authz_check,
 		.authz_body = authz_check_body,
+		.is_peer = cluster_node_addr,
+		.refuse_s3 = s3_refuse,
 	};
 	http_server_opts_conf(&o, c);
 	t->srv = http_server_new(&o, err);

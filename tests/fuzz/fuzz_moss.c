@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_t err = BUF_INIT, out = BUF_INIT;
 	tar_entry_t e;
 
-	if (moss_parse(a, (const char *)data, size, sv_from("dflt"), &r, &err) != AIS_OK) {
+	if (moss_parse(a, (const char *)data, size, sv_from("dflt"), 0, &r, &err) != AIS_OK) {
 		if (!err.len)
 			abort();
 		goto done;

@@ -18,9 +18,11 @@ worker (net.workers=1): with more, each round spreads connections over
 the workers' malloc arenas differently, and each arena keeps its peak.
 The 10,000 connections need that many descriptors in this process and the
 daemon: the test raises both soft limits to the hard limit (prlimit) and
-scales the count down, saying so, when the hard limits are lower.
+scales the count down, saying so, when the hard limits are lower, and lifts
+net.max_conns_per_client (all of them come from one address).
 """
 # aisd-args: --set net.header_timeout=2s --set net.body_timeout=3s --set net.max_body=1MiB --set net.workers=1
+# aisd-args: --set net.max_conns_per_client=20000
 # timeout: 200
 import json
 import os

@@ -121,10 +121,10 @@ static int h_slow(http_req_t *req)
 }
 
 static const http_route_t routes[] = {
-	{"/data", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_data, "pattern bytes"},
+	{"/data", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_data, "pattern bytes", 0},
 	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST) | HTTP_M(HTTP_GET), HTTP_ROUTE_BODY, 0,
-	 h_echo, "echo"},
-	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "a late answer"},
+	 h_echo, "echo", 0},
+	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "a late answer", 0},
 };
 
 static void start(void)

@@ -56,6 +56,8 @@ static http_server_t *g_srv;
 static int g_port;
 static bool g_tls; /* the server speaks HTTPS; the client too */
 static int g_workers;  /* server worker threads (0: 2) */
+static uint64_t g_per_client; /* net.max_conns_per_client (0: the default) */
+static bool g_all_peers;      /* the is_peer hook says every address is a node */
 static char g_cert[300], g_key[300];
 
 /* Echo: takes the body in windows of ECHO_WINDOW bytes; each full window is
@@ -323,14 +325,14 @@ static int h_splice(http_req_t *req)
 static int h_broken(http_req_t *req) { return AIS_ERR; }
 
 static const http_route_t routes[] = {
-	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body"},
-	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file"},
-	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body"},
-	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body"},
-	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task"},
-	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer"},
-	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "an answer after a pool task"},
-	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe"},
+	{"/echo", HTTP_M(HTTP_PUT) | HTTP_M(HTTP_POST), HTTP_ROUTE_BODY, 0, h_echo, "echo a body", 0},
+	{"/file", HTTP_M(HTTP_GET) | HTTP_M(HTTP_HEAD), 0, 0, h_file, "a file", 0},
+	{"/stream", HTTP_M(HTTP_GET), 0, 0, h_stream, "a streamed body", 0},
+	{"/json", HTTP_M(HTTP_POST), HTTP_ROUTE_JSON, JSON_MAX, h_json, "a small body", 0},
+	{"/later", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_later, "a body asked for after a pool task", 0},
+	{"/broken", HTTP_M(HTTP_GET), 0, 0, h_broken, "AIS_ERR without an answer", 0},
+	{"/slow", HTTP_M(HTTP_GET), 0, 0, h_slow, "an answer after a pool task", 0},
+	{"/splice", HTTP_M(HTTP_PUT), HTTP_ROUTE_BODY, 0, h_splice, "a body spliced into a pipe", 0},
 };
 
 static unsigned char file_byte(size_t i) { return (unsigned char)((i * 131u) ^ (i >> 9)); }
@@ -350,6 +352,12 @@ static void write_file(const char *name, size_t size)
 	/* cold pages where the file system allows: the read-ahead path */
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
+}
+
+static bool all_peers(void *ctx, const char *addr)
+{
+	(void)ctx;
+	return !strcmp(addr, "127.0.0.1");
 }
 
 static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
@@ -389,6 +397,8 @@ static void start(uint64_t header_ms, uint64_t idle_ms, uint64_t max_conns)
 		.ctx = &g_ctx,
 		.tls_cert = g_tls ? g_cert : NULL,
 		.tls_key = g_tls ? g_key : NULL,
+		.max_conns_per_client = g_per_client,
+		.is_peer = g_all_peers ? all_peers : NULL,
 	};
 	g_srv = http_server_new(&o, &err);
 	ck_assert_msg(g_srv != NULL, "server: %s", err.ptr ? err.ptr : "");
@@ -1406,6 +1416,63 @@ START_TEST(test_max_conns)
 }
 END_TEST
 
+START_TEST(test_per_client)
+{
+	cl_t a, b, x, y;
+	resp_t r;
+	g_per_client = 2;
+	start(3000, 3000, 100);
+	g_per_client = 0;
+	cl_open(&a);
+	cl_open(&b);
+	cl_sends(&a, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&a, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* a third from the same address: 503 and closed, the others go on */
+	cl_open(&x);
+	ck_assert(cl_read(&x, &r, false));
+	ck_assert_int_eq(r.status, 503);
+	ck_assert(r.close);
+	ck_assert(has_header(&r, "Retry-After: 1"));
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "too many connections from 127.0.0.1"));
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "net.max_conns_per_client is 2"));
+	resp_free(&r);
+	cl_close(&x);
+	cl_sends(&b, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&b, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* one closes: the count comes back, a new one is let in */
+	cl_close(&a);
+	usleep(50000);
+	cl_open(&y);
+	cl_sends(&y, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&y, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&b);
+	cl_close(&y);
+	stop();
+
+	/* a node of the cluster (the is_peer hook) is not held to the cap */
+	g_per_client = 1;
+	g_all_peers = true;
+	start(3000, 3000, 100);
+	g_per_client = 0;
+	g_all_peers = false;
+	cl_open(&a);
+	cl_open(&b);
+	cl_sends(&b, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&b, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	cl_close(&a);
+	cl_close(&b);
+	stop();
+}
+END_TEST
+
 /* The request and response paths again, over HTTPS. */
 #define TLS_TEST(name) \
 	START_TEST(tls_##name) \
@@ -1523,6 +1590,7 @@ static Suite *server_suite(void)
 		{"header_timeout", test_header_timeout},
 		{"idle_timeout", test_idle_timeout},
 		{"max_conns", test_max_conns},
+		{"per_client", test_per_client},
 		{"tls_keep_alive", tls_test_keep_alive},
 		{"tls_http10_closes", tls_test_http10_closes},
 		{"tls_pipelining", tls_test_pipelining},

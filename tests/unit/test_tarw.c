@@ -172,7 +172,7 @@ END_TEST
 static int parse(arena_t *a, const char *body, const char *dflt, moss_req_t *r, buf_t *err)
 {
 	buf_reset(err);
-	return moss_parse(a, body, strlen(body), sv_from(dflt), r, err);
+	return moss_parse(a, body, strlen(body), sv_from(dflt), 0, r, err);
 }
 
 START_TEST(test_moss_parse)
@@ -203,6 +203,15 @@ START_TEST(test_moss_parse)
 			       "", &r, &err),
 			 AIS_OK);
 	ck_assert(sv_eqstr(r.in[0].name, "o/m"));
+
+	/* the caller's maximum: counted before any entry is read */
+	static const char two[] = "{\"in\":[{\"objname\":\"a\"},{\"objname\":\"b\"}]}";
+	buf_reset(&err);
+	ck_assert_int_eq(moss_parse(a, two, strlen(two), sv_from("bk"), 1, &r, &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "too many entries (2): at most 1"));
+	buf_reset(&err);
+	ck_assert_int_eq(moss_parse(a, two, strlen(two), sv_from("bk"), 2, &r, &err), AIS_OK);
+	ck_assert_uint_eq(r.n, 2);
 
 	static const char *const bad[] = {
 		"", "[]", "{}", "{\"in\":[]}", "{\"in\":{}}", "{\"in\":[1]}", "{\"in\":[{}]}",
