@@ -241,9 +241,11 @@ void httpc_sync_release(void);
 /* e is a shortage of this node's own (descriptors, memory, socket buffers:
  * EMFILE, ENFILE, ENOMEM, ENOBUFS), not a fault of the peer called. */
 bool httpc_local_errno(int e);
-/* Opens and closes a socket: 0 when this node can, else the errno of the
- * shortage (httpc_local_errno) that stops it. A failed call followed by a
- * failed probe was this node's fault, not the peer's. */
+/* Opens and closes a socket and counts the descriptors held: 0 when this
+ * node can open sockets with room to spare, else the errno of the shortage
+ * (httpc_local_errno) that stops it (EMFILE also when the descriptors held
+ * are within a few of RLIMIT_NOFILE). A failed call followed by a failed
+ * probe was this node's fault, not the peer's. */
 int httpc_local_shortage(void);
 
 /* A body handed over piece by piece (xs_get_to in xp.h): AIS_OK, or AIS_ERR

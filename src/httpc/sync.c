@@ -8,11 +8,13 @@
  * connection; the response is bounded (HTTPC_MAX_RESP_DEFAULT); no signals
  * are used (safe in threaded programs).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -277,14 +279,42 @@ bool httpc_local_errno(int e)
 	return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
 }
 
+/* Descriptors this process holds (/proc/self/fd), or -1 when it cannot
+ * tell; *emfile when listing them needed one it could not get. */
+static long open_fds(bool *emfile)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d) {
+		*emfile = errno == EMFILE || errno == ENFILE;
+		return -1;
+	}
+	long n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own */
+}
+
+/* Descriptors below the limit that still count as being out of them: a
+ * failed call and the probe are moments apart, and a descriptor another
+ * thread closed in between must not turn our shortage into a peer's fault. */
+#define FD_HEADROOM 8
+
 int httpc_local_shortage(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	return httpc_local_errno(errno) ? errno : 0;
+	if (fd < 0)
+		return httpc_local_errno(errno) ? errno : 0;
+	close(fd);
+	struct rlimit rl;
+	bool emfile = false;
+	long n = open_fds(&emfile);
+	if (emfile)
+		return EMFILE;
+	if (n >= 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)n + FD_HEADROOM >= rl.rlim_cur)
+		return EMFILE;
+	return 0;
 }
 
 void httpc_sync_release(void)
