@@ -153,7 +153,9 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 }
 
 /* Does any active target hold an object of the bucket? (A list of one
- * entry on each; a target that does not answer counts as holding some.) */
+ * entry on each; a target that does not answer counts as holding some.)
+ * The gateway's own question, as a peer: a bucket whose access leaves
+ * out LIST answers it too (authz.h rule 1). */
 static bool bucket_nonempty(cluster_t *cl, const char *name)
 {
 	const cmap_t *m;
@@ -170,6 +172,7 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s", nd->intra_url, name);
 		calls[n].method = "GET";
 		calls[n].body = &body;
+		calls[n].hdr = "Ais-Intra: list";
 		calls[n++].timeout_ms = 10000;
 	}
 	cluster_read_unlock(cl);

@@ -13,7 +13,9 @@ which are still refused):
    same message; GET, HEAD, list (native and S3) are allowed.
 2. access=get,head: list refused (native and S3), GET and HEAD allowed.
 3. access without GET: GetBatch of one of its objects, an archpath read,
-   S3 GetObject and a CopyObject from it are refused; nothing lands.
+   S3 GetObject and a CopyObject from it are refused; nothing lands. A
+   bucket without LIST still takes set-bprops of ec while empty (the
+   gateway's own emptiness check is a peer's call).
 4. A set-bprops of only "access" works though PATCH is cleared (a locked
    bucket can be unlocked): back to rw, everything works again, and
    nothing a refused request asked for was written or deleted.
@@ -206,6 +208,15 @@ def phase(auth):
     s3denied(s3.copy_object, "GET", "head,put,list", "CopyObject from ab into dst", Bucket="dst", Key="stolen",
              CopySource={"Bucket": "ab", "Key": "a"})
     t.eq(names("dst"), [], "[auth %s] nothing landed in dst" % tag)
+
+    # the gateway's own questions to the targets are a peer's: an empty
+    # bucket without LIST still takes erasure coding (no false "not empty")
+    t.eq(bucket("POST", "ecb", {"action": "create-bck"}).status, 200, "[auth %s] create bucket ecb" % tag)
+    t.eq(set_access("ecb", 127 & ~16).status, 200, "[auth %s] ecb: every access but LIST" % tag)
+    r = bucket("PATCH", "ecb", {"action": "set-bprops",
+                                "value": {"ec": {"enabled": True, "data_slices": 1, "parity_slices": 1}}})
+    t.eq(r.status, 200, "[auth %s] set-bprops of ec on the empty ecb without LIST" % tag)
+    t.eq(bucket("DELETE", "ecb", {"action": "destroy-bck"}).status, 200, "[auth %s] destroy ecb" % tag)
 
     # --- 4. unlock: a bucket admin may set access alone; everything works again ---------------
     t.eq(set_access("ab", "ro").status, 200, "[auth %s] back to ro" % tag)
