@@ -10,7 +10,8 @@ which are still refused):
    operation ("bucket ais://B does not allow PUT (access=ro)"), also
    straight at a target; S3 PutObject, CopyObject into it, multipart,
    DeleteObject(s), DeleteBucket, PutBucketAcl are AccessDenied with the
-   same message; GET, HEAD, list (native and S3) are allowed.
+   same message; GET, HEAD, list (native and S3) are allowed; a target
+   joining then gets its share by rebalance (peers are exempt).
 2. access=get,head: list refused (native and S3), GET and HEAD allowed.
 3. access without GET: GetBatch of one of its objects, an archpath read,
    S3 GetObject and a CopyObject from it are refused; nothing lands. A
@@ -24,6 +25,7 @@ which are still refused):
 import io
 import json
 import os
+import re
 import subprocess
 import tarfile
 import xml.etree.ElementTree as ET
@@ -140,7 +142,9 @@ def phase(auth):
     for n in ("a", "b"):
         t.eq(obj("PUT", "ab", n, b"data " + n.encode()).status, 200, "[auth %s] PUT ab/%s" % (tag, n))
     t.eq(obj("PUT", "ab", "t.tar", tar_of("f.txt", b"member")).status, 200, "[auth %s] PUT ab/t.tar" % tag)
-    ALL = ["a", "b", "t.tar"]
+    many = ["m%02d" % i for i in range(24)]
+    t.check(all(obj("PUT", "ab", n, b"m").status == 200 for n in many), "[auth %s] PUT 24 more objects" % tag)
+    ALL = sorted(["a", "b", "t.tar"] + many)
 
     # --- 1. access=ro ------------------------------------------------------------------------
     env = {**os.environ, "AISCTL_CONFIG": os.devnull}
@@ -152,6 +156,26 @@ def phase(auth):
     hp = bucket("HEAD", "ab", hdrs=H).h("ais-bucket-props") or ""
     t.check('"access":19' in hp, "[auth %s] the bucket's props say access 19 (ro)" % tag, hp)
 
+    # the cluster's own transfers are exempt: a third target joins and the
+    # rebalance moves its share of the read-only bucket to it
+    t3 = Node("t3", "target")
+    cluster.nodes.append(t3)
+    t.check(t3.start(join=g.url), "[auth %s] a third target joins" % tag)
+
+    def t3_names():
+        r = request("GET", t3.url, "/v1/buckets/ab", json.dumps({"action": "list"}), {**JS, **H}, timeout=5)
+        return [e["name"] for e in (r.json() or {}).get("entries", [])] if r.status == 200 else []
+
+    def reb_lines(n):
+        with open(n.log, errors="replace") as f:
+            return [l for l in f if "rebalance (map v" in l]
+
+    def reb_done(n):  # a run that walked the bucket's objects ended clean
+        return any(re.search(r"done: [1-9]\d* objects walked", l) for l in reb_lines(n))
+    t.check(poll(lambda: all(reb_done(x) for x in ts) and len(t3_names()) > 0, 30),
+            "[auth %s] the rebalance moves objects of the read-only bucket to it" % tag, t3_names())
+    errs = [l.strip() for x in ts for l in reb_lines(x) if re.search(r"\): \d+ errors", l)]
+    t.check(not errs, "[auth %s] ... with no refused send" % tag, errs[:2])
     denied(obj("PUT", "ab", "new", b"x"), "PUT", "ro", "native PUT ab/new")
     denied(obj("PUT", "ab", "a", b"overwritten"), "PUT", "ro", "native PUT over ab/a")
     denied(obj("DELETE", "ab", "a"), "DELETE", "ro", "native DELETE ab/a")
@@ -160,7 +184,7 @@ def phase(auth):
     denied(bucket("PATCH", "ab", {"action": "set-bprops", "value": {"access": "rw", "mirror": {"copies": 2}}}),
            "PATCH", "ro", "native set-bprops of access and another property")
     denied(bucket("DELETE", "ab", {"action": "destroy-bck"}), "DESTROY", "ro", "native destroy of ab")
-    for x in ts:  # the same straight at a target (no gateway to ask)
+    for x in ts + [t3]:  # the same straight at a target (no gateway to ask)
         r = request("PUT", x.url, "/v1/objects/ab/direct", b"x", H)
         denied(r, "PUT", "ro", "native PUT straight at %s" % x.name)
     r = obj("GET", "ab", "a")
