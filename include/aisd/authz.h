@@ -16,7 +16,9 @@
  *     object's metadata PATCH) without a valid one, whenever cluster.secret
  *     is set: a stranger cannot join, push a map, vote, or be served as a
  *     peer. Without cluster.secret nothing is checked (trusted networks).
- *  2. With auth.enabled only (the rest is open otherwise):
+ *  2. With auth.enabled only (the rest is open otherwise, but for the
+ *     bucket access property: an object or bucket route is decided by
+ *     authz_request for an AUTHZ_OPEN principal):
  *     - a signed redirect (ais_rexp, ais_rsig in the query) valid for this
  *       method and path: a gateway or target authorised it;
  *     - a bearer token (Authorization: Bearer JWT) whose permissions cover
@@ -90,7 +92,8 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
  * handler compares permissions itself.
  *
  * The rules, in this order for every resource:
- *  1. A peer (a valid intra-cluster call) may do anything: rebalance,
+ *  1. A peer (a valid intra-cluster call; without cluster.secret, one
+ *     that says it is: "Ais-Intra") may do anything: rebalance,
  *     replication, EC and repairs move data whatever the bucket allows.
  *  1a. A bucket's access property (bmd.h BMD_ACCESS_*, "what may be done
  *     with the bucket"): a resource whose res.op is not among its

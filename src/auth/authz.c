@@ -7,7 +7,9 @@
  *
  * The settings are read once at start (authz_init) into this file's
  * statics, before any server thread runs, and only read afterwards; the
- * node's own address (authz_set_self) and the replay cache have locks.
+ * node's own address (authz_set_self) and the replay cache have locks, the
+ * BMD lookup of the bucket access property (authz_set_access_lookup,
+ * installed by the cluster's runtime) is atomic.
  *
  * Invariants:
  *  1. A signature is checked over everything it binds before the handler
@@ -22,6 +24,7 @@
  */
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -125,20 +128,25 @@ enum {
 };
 static const char *const access_names[] = {"GET", "HEAD", "PUT", "DELETE", "LIST", "PATCH", "DESTROY"};
 
-static authz_access_fn access_fn;
-static void *access_ctx;
+/* The node's BMD lookup: the context first, then the function (release);
+ * readers take the function (acquire), then the context. */
+static _Atomic(authz_access_fn) access_fn;
+static void *_Atomic access_ctx;
 
 void authz_set_access_lookup(authz_access_fn fn, void *ctx)
 {
-	access_ctx = ctx;
-	access_fn = fn;
+	atomic_store_explicit(&access_fn, NULL, memory_order_release);
+	atomic_store_explicit(&access_ctx, ctx, memory_order_release);
+	atomic_store_explicit(&access_fn, fn, memory_order_release);
 }
 
 void authz_access_fill(authz_res_t *res, size_t n)
 {
+	authz_access_fn fn = atomic_load_explicit(&access_fn, memory_order_acquire);
+	void *ctx = atomic_load_explicit(&access_ctx, memory_order_acquire);
 	for (size_t i = 0; i < n; i++) {
 		unsigned a = ACCESS_ALL;
-		if (res[i].op && (!access_fn || !res[i].bucket.len || !access_fn(access_ctx, res[i].bucket, &a)))
+		if (res[i].op && (!fn || !res[i].bucket.len || !fn(ctx, res[i].bucket, &a)))
 			a = ACCESS_ALL; /* no such bucket: the handler says so */
 		res[i].access = a;
 	}
