@@ -8,13 +8,15 @@ which are still refused):
 1. access=ro (set by aisctl): native PUT, DELETE, set-bprops of another
    property and destroy are 403 naming the access property and the
    operation ("bucket ais://B does not allow PUT (access=ro)"), also
-   straight at a target; S3 PutObject, CopyObject into it, multipart,
+   straight at a target; S3 PutObject, CopyObject into it, multipart
+   (create, UploadPart and Complete of an upload begun while writable),
    DeleteObject(s), DeleteBucket, PutBucketAcl are AccessDenied with the
    same message; GET, HEAD, list (native and S3) are allowed; a target
    joining then gets its share by rebalance (peers are exempt).
 2. access=get,head: list refused (native and S3), GET and HEAD allowed.
 3. access without GET: GetBatch of one of its objects, an archpath read,
-   S3 GetObject and a CopyObject from it are refused; nothing lands. A
+   S3 GetObject, a CopyObject and an UploadPartCopy from it are refused;
+   nothing lands. A
    bucket without LIST still takes set-bprops of ec while empty (the
    gateway's own emptiness check is a peer's call).
 4. A set-bprops of only "access" works though PATCH is cleared (a locked
@@ -147,17 +149,9 @@ def phase(auth):
     ALL = sorted(["a", "b", "t.tar"] + many)
 
     # --- 1. access=ro ------------------------------------------------------------------------
-    env = {**os.environ, "AISCTL_CONFIG": os.devnull}
-    if auth:
-        env["AIS_AUTHN_TOKEN"] = H["Authorization"][7:]
-    cp = subprocess.run([AISCTL, "bucket", "props", "set", "ab", "access=ro", "-e", EP], stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, env=env)
-    t.check(cp.returncode == 0, "[auth %s] aisctl bucket props set ab access=ro" % tag, cp.stderr.decode()[-300:])
-    hp = bucket("HEAD", "ab", hdrs=H).h("ais-bucket-props") or ""
-    t.check('"access":19' in hp, "[auth %s] the bucket's props say access 19 (ro)" % tag, hp)
-
-    # the cluster's own transfers are exempt: a third target joins and the
-    # rebalance moves its share of the read-only bucket to it
+    # the cluster's own transfers are exempt: a third target joins a
+    # read-only bucket's cluster and the rebalance moves its share to it
+    t.eq(set_access("ab", "ro").status, 200, "[auth %s] set access=ro" % tag)
     t3 = Node("t3", "target")
     cluster.nodes.append(t3)
     t.check(t3.start(join=g.url), "[auth %s] a third target joins" % tag)
@@ -176,6 +170,24 @@ def phase(auth):
             "[auth %s] the rebalance moves objects of the read-only bucket to it" % tag, t3_names())
     errs = [l.strip() for x in ts for l in reb_lines(x) if re.search(r"\): \d+ errors", l)]
     t.check(not errs, "[auth %s] ... with no refused send" % tag, errs[:2])
+    # a multipart upload begun while the bucket is writable (after the
+    # rebalance: uploads in progress stay on their target)
+    t.eq(set_access("ab", "rw").status, 200, "[auth %s] set access=rw" % tag)
+    up = s3ok(s3.create_multipart_upload, "CreateMultipartUpload under rw", Bucket="ab", Key="mpu2")
+    uid = (up or {}).get("UploadId", "none")
+    p1 = s3ok(s3.upload_part, "UploadPart 1 under rw", Bucket="ab", Key="mpu2", UploadId=uid, PartNumber=1,
+              Body=b"part one")
+    parts = {"Parts": [{"PartNumber": 1, "ETag": (p1 or {}).get("ETag", "")}]}
+
+    env = {**os.environ, "AISCTL_CONFIG": os.devnull}
+    if auth:
+        env["AIS_AUTHN_TOKEN"] = H["Authorization"][7:]
+    cp = subprocess.run([AISCTL, "bucket", "props", "set", "ab", "access=ro", "-e", EP], stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, env=env)
+    t.check(cp.returncode == 0, "[auth %s] aisctl bucket props set ab access=ro" % tag, cp.stderr.decode()[-300:])
+    hp = bucket("HEAD", "ab", hdrs=H).h("ais-bucket-props") or ""
+    t.check('"access":19' in hp, "[auth %s] the bucket's props say access 19 (ro)" % tag, hp)
+
     denied(obj("PUT", "ab", "new", b"x"), "PUT", "ro", "native PUT ab/new")
     denied(obj("PUT", "ab", "a", b"overwritten"), "PUT", "ro", "native PUT over ab/a")
     denied(obj("DELETE", "ab", "a"), "DELETE", "ro", "native DELETE ab/a")
@@ -199,6 +211,10 @@ def phase(auth):
     s3denied(s3.copy_object, "PUT", "ro", "CopyObject into ab", Bucket="ab", Key="cp",
              CopySource={"Bucket": "ab", "Key": "a"})
     s3denied(s3.create_multipart_upload, "PUT", "ro", "CreateMultipartUpload", Bucket="ab", Key="mpu")
+    s3denied(s3.upload_part, "PUT", "ro", "UploadPart 2", Bucket="ab", Key="mpu2", UploadId=uid, PartNumber=2,
+             Body=b"part two")
+    s3denied(s3.complete_multipart_upload, "PUT", "ro", "CompleteMultipartUpload", Bucket="ab", Key="mpu2",
+             UploadId=uid, MultipartUpload=parts)
     s3denied(s3.delete_object, "DELETE", "ro", "DeleteObject", Bucket="ab", Key="a")
     s3denied(s3.delete_objects, "DELETE", "ro", "DeleteObjects", Bucket="ab",
              Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
@@ -231,6 +247,12 @@ def phase(auth):
     s3denied(s3.get_object, "GET", "head,put,list", "GetObject", Bucket="ab", Key="a")
     s3denied(s3.copy_object, "GET", "head,put,list", "CopyObject from ab into dst", Bucket="dst", Key="stolen",
              CopySource={"Bucket": "ab", "Key": "a"})
+    mp = s3ok(s3.create_multipart_upload, "CreateMultipartUpload in dst", Bucket="dst", Key="mp")
+    s3denied(s3.upload_part_copy, "GET", "head,put,list", "UploadPartCopy from ab into dst", Bucket="dst",
+             Key="mp", UploadId=(mp or {}).get("UploadId", "none"), PartNumber=1,
+             CopySource={"Bucket": "ab", "Key": "a"})
+    s3ok(s3.abort_multipart_upload, "AbortMultipartUpload in dst", Bucket="dst", Key="mp",
+         UploadId=(mp or {}).get("UploadId", "none"))
     t.eq(names("dst"), [], "[auth %s] nothing landed in dst" % tag)
 
     # the gateway's own questions to the targets are a peer's: an empty
@@ -251,6 +273,10 @@ def phase(auth):
     t.check(r.status == 200 and r.body == b"data a", "[auth %s] ab/a kept its bytes" % tag, r)
     t.eq(obj("PUT", "ab", "new", b"x").status, 200, "[auth %s] native PUT under rw" % tag)
     t.eq(obj("DELETE", "ab", "new").status, 200, "[auth %s] native DELETE under rw" % tag)
+    s3ok(s3.complete_multipart_upload, "CompleteMultipartUpload under rw", Bucket="ab", Key="mpu2",
+         UploadId=uid, MultipartUpload=parts)
+    got = s3ok(s3.get_object, "GetObject of the completed upload", Bucket="ab", Key="mpu2")
+    t.eq(got and got["Body"].read(), b"part one", "[auth %s] ... only the part sent while writable" % tag)
     s3ok(s3.put_object, "PutObject under rw", Bucket="ab", Key="s3new", Body=b"y")
     s3ok(s3.copy_object, "CopyObject from ab under rw", Bucket="dst", Key="c",
          CopySource={"Bucket": "ab", "Key": "a"})
@@ -261,7 +287,7 @@ def phase(auth):
     t.eq(bucket("PATCH", "ab", {"action": "set-bprops", "value": {"versioning": {"enabled": False}}}).status, 200,
          "[auth %s] set-bprops of versioning under rw" % tag)
     s3ok(s3.delete_objects, "DeleteObjects under rw", Bucket="ab",
-         Delete={"Objects": [{"Key": k} for k in ALL]})
+         Delete={"Objects": [{"Key": k} for k in ALL + ["mpu2"]]})
     s3ok(s3.delete_bucket, "DeleteBucket under rw", Bucket="ab")
     t.eq(bucket("DELETE", "dst", {"action": "destroy-bck"}).status, 200, "[auth %s] native destroy under rw" % tag)
     t.eq(error_lines(), [], "[auth %s] no error-level log line on any node" % tag)
