@@ -3,6 +3,9 @@
  * route, signed redirects, the cluster secret on intra-cluster calls, and
  * S3 keys' users (the rules on tokens and signatures are auth.h).
  *
+ * A bucket's access property (BMD access: ro, rw, or bits) is enforced
+ * here too, for every client, auth on or off (rule 1a below).
+ *
  * Who a request is, in the order the hook (authz_check) looks:
  *  1. An intra-cluster call: it carries AUTH_INTRA_HDR, valid under
  *     cluster.secret for this node (its Host is this node's address in the
@@ -13,7 +16,9 @@
  *     object's metadata PATCH) without a valid one, whenever cluster.secret
  *     is set: a stranger cannot join, push a map, vote, or be served as a
  *     peer. Without cluster.secret nothing is checked (trusted networks).
- *  2. With auth.enabled only (the rest is open otherwise):
+ *  2. With auth.enabled only (the rest is open otherwise, but for the
+ *     bucket access property: an object or bucket route is decided by
+ *     authz_request for an AUTHZ_OPEN principal):
  *     - a signed redirect (ais_rexp, ais_rsig in the query) valid for this
  *       method and path: a gateway or target authorised it;
  *     - a bearer token (Authorization: Bearer JWT) whose permissions cover
@@ -87,7 +92,13 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
  * handler compares permissions itself.
  *
  * The rules, in this order for every resource:
- *  1. A peer (a valid intra-cluster call) may do anything.
+ *  1. A peer (a valid intra-cluster call; without cluster.secret, one
+ *     that says it is: "Ais-Intra") may do anything: rebalance,
+ *     replication, EC and repairs move data whatever the bucket allows.
+ *  1a. A bucket's access property (bmd.h BMD_ACCESS_*, "what may be done
+ *     with the bucket"): a resource whose res.op is not among its
+ *     res.access is refused to every other principal, auth on or off, a
+ *     cluster administrator too; no grant or ACL lets it in.
  *  2. AUTHZ_CLUSTER (creating buckets, a bucket's backend, the cluster's
  *     own operations) needs a cluster administrator: an admin token, or a
  *     user with auth.grant USER:*:admin; with auth off, anyone but an
@@ -110,7 +121,8 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
 #define AUTHZ_MONITOR (1u << 8) /* a res.perm: a monitor or an administrator */
 
 typedef enum authz_kind {
-	AUTHZ_PEER = 1, /* an intra-cluster call (or auth off on the native API) */
+	AUTHZ_PEER = 1, /* an intra-cluster call */
+	AUTHZ_OPEN,     /* a native client with auth off: nobody to identify */
 	AUTHZ_TOKEN,    /* a bearer token or the signed redirect made from one */
 	AUTHZ_USER,     /* an S3 key's user (auth.grant) */
 	AUTHZ_ANON,     /* an unsigned S3 request */
@@ -130,6 +142,12 @@ typedef struct authz_res {
 	unsigned acl_have; /* S3ACL_* the ACLs give the principal (rule 4) */
 	bool acl_later;    /* acl_have is an object's, not known yet */
 	const char *role;  /* what it is to the request, for messages ("copy source") */
+	/* The bucket's access property (rule 1a): op, the one BMD_ACCESS_*
+	 * bit the request needs of the bucket (0: none, e.g. creating it or
+	 * a set-bprops of only "access"), declared with the resource;
+	 * access, the bucket's bits, filled from the BMD (authz_access_fill). */
+	unsigned op;
+	unsigned access;
 } authz_res_t;
 
 enum authz_verdict { AUTHZ_ALLOW, AUTHZ_DENY, AUTHZ_LATER };
@@ -138,9 +156,18 @@ enum authz_verdict { AUTHZ_ALLOW, AUTHZ_DENY, AUTHZ_LATER };
  * refused; AUTHZ_LATER when none is refused but one waits for its object
  * ACL (*bad: that one); AUTHZ_ALLOW. Pure: any thread. */
 enum authz_verdict authz_decide(const authz_who_t *who, const authz_res_t *res, size_t n, size_t *bad);
+/* The node's bucket lookup (installed once a node has its maps: the
+ * cluster's runtime): true with *access the BMD access bits of bucket,
+ * false when there is no such bucket. Without one, or for a bucket not in
+ * the BMD, nothing is refused by rule 1a (the handler answers 404). */
+typedef bool (*authz_access_fn)(void *ctx, sv_t bucket, unsigned *access);
+void authz_set_access_lookup(authz_access_fn fn, void *ctx);
+/* Fills res.access of every resource of res[0..n) that declares an op. */
+void authz_access_fill(authz_res_t *res, size_t n);
 /* The same for a native request that passed authz_check, as its
- * principal; on false, 403 with what was refused has been answered. */
-bool authz_request(http_req_t *req, const authz_res_t *res, size_t n);
+ * principal (its resources' access filled first); on false, 403 with
+ * what was refused has been answered. */
+bool authz_request(http_req_t *req, authz_res_t *res, size_t n);
 /* The reason res was refused to who, for a 403's message, into out. */
 void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out);
 /* Is the request a valid intra-cluster call (or, without cluster.secret,

@@ -178,6 +178,7 @@ typedef struct cluster_call {
 	const char *url_long; /* borrowed (copied for the call): a URL longer than url holds; NULL: url */
 	const char *method;
 	const buf_t *body;   /* borrowed (copied for the call); NULL: none. JSON */
+	const char *hdr;     /* a static header line besides ("Ais-Intra: list"); NULL: none */
 	uint64_t timeout_ms;
 	buf_t resp;          /* the answer's body, or the error; the caller frees */
 	int status;          /* HTTP status; 0: no answer */

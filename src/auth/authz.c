@@ -7,7 +7,9 @@
  *
  * The settings are read once at start (authz_init) into this file's
  * statics, before any server thread runs, and only read afterwards; the
- * node's own address (authz_set_self) and the replay cache have locks.
+ * node's own address (authz_set_self) and the replay cache have locks, the
+ * BMD lookup of the bucket access property (authz_set_access_lookup,
+ * installed by the cluster's runtime) is atomic.
  *
  * Invariants:
  *  1. A signature is checked over everything it binds before the handler
@@ -22,6 +24,7 @@
  */
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -110,8 +113,47 @@ static bool wants_stats(http_req_t *req, const char *dflt)
 		 sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver"));
 }
 
-/* The resource a native route declares (authz.h): *res (bucket and
- * perm; n 0: any valid credentials) and *intra_only: only other nodes may
+/* bmd.h's BMD_ACCESS_* bits (the same values; tests/unit/test_auth.c
+ * holds them to it): this subsystem does not include the BMD's header. */
+enum {
+	ACCESS_GET = 1u << 0,
+	ACCESS_HEAD = 1u << 1,
+	ACCESS_PUT = 1u << 2,
+	ACCESS_DELETE = 1u << 3,
+	ACCESS_LIST = 1u << 4,
+	ACCESS_PATCH = 1u << 5,
+	ACCESS_DESTROY = 1u << 6,
+	ACCESS_RO = ACCESS_GET | ACCESS_HEAD | ACCESS_LIST,
+	ACCESS_ALL = (1u << 7) - 1,
+};
+static const char *const access_names[] = {"GET", "HEAD", "PUT", "DELETE", "LIST", "PATCH", "DESTROY"};
+
+/* The node's BMD lookup: the context first, then the function (release);
+ * readers take the function (acquire), then the context. */
+static _Atomic(authz_access_fn) access_fn;
+static void *_Atomic access_ctx;
+
+void authz_set_access_lookup(authz_access_fn fn, void *ctx)
+{
+	atomic_store_explicit(&access_fn, NULL, memory_order_release);
+	atomic_store_explicit(&access_ctx, ctx, memory_order_release);
+	atomic_store_explicit(&access_fn, fn, memory_order_release);
+}
+
+void authz_access_fill(authz_res_t *res, size_t n)
+{
+	authz_access_fn fn = atomic_load_explicit(&access_fn, memory_order_acquire);
+	void *ctx = atomic_load_explicit(&access_ctx, memory_order_acquire);
+	for (size_t i = 0; i < n; i++) {
+		unsigned a = ACCESS_ALL;
+		if (res[i].op && (!fn || !res[i].bucket.len || !fn(ctx, res[i].bucket, &a)))
+			a = ACCESS_ALL; /* no such bucket: the handler says so */
+		res[i].access = a;
+	}
+}
+
+/* The resource a native route declares (authz.h): *res (bucket, perm and
+ * the bucket access op; n 0: any valid credentials) and *intra_only: only other nodes may
  * call it. GetBatch declares its entries' buckets once its body is parsed
  * (tgt_moss_allowed), set-bprops the bucket's backend (AUTHZ_CLUSTER) when
  * its value names one (the gateway); the rest is here. docs/api.md has
@@ -133,17 +175,23 @@ static size_t route_needs(http_req_t *req, authz_res_t *res, bool *intra_only)
 		res->bucket = first;
 		res->object = slash ? (sv_t){slash + 1, sub.len - first.len - 1} : (sv_t){"", 0};
 		res->perm = m == HTTP_PUT ? AUTH_WRITE : m == HTTP_DELETE ? AUTH_DELETE : AUTH_READ;
+		res->op = m == HTTP_GET	     ? ACCESS_GET
+			  : m == HTTP_HEAD   ? ACCESS_HEAD
+			  : m == HTTP_DELETE ? ACCESS_DELETE
+					     : ACCESS_PUT;
 		*intra_only = m == HTTP_PATCH; /* a copy's metadata, between targets */
 	} else if (!strcmp(pfx, "/v1/buckets")) {
 		res->bucket = first;
 		if (!first.len)
 			return m == HTTP_GET ? 0 : 1;
 		else if (m == HTTP_GET)
-			res->perm = AUTH_LIST;
+			res->perm = AUTH_LIST, res->op = ACCESS_LIST;
 		else if (m == HTTP_HEAD)
-			res->perm = AUTH_READ;
-		else if (m == HTTP_DELETE || m == HTTP_PATCH)
-			res->perm = AUTH_ADMIN;
+			res->perm = AUTH_READ, res->op = ACCESS_HEAD;
+		else if (m == HTTP_DELETE)
+			res->perm = AUTH_ADMIN, res->op = ACCESS_DESTROY;
+		else if (m == HTTP_PATCH)
+			res->perm = AUTH_ADMIN; /* its op by its value: the gateway's bprops_allowed */
 		else
 			res->bucket = (sv_t){"", 0}; /* create: administrators */
 	} else if (!strcmp(pfx, "/v1/ml/moss")) {
@@ -292,8 +340,17 @@ int authz_check(http_req_t *req)
 		if (http_req_has_header(req, "Ais-Intra") || (intra_only && !enabled))
 			return deny(req, 401, "intra-cluster request without the cluster's signature");
 	}
-	if (!enabled || req->route->prefix[1] == '\0')
-		return AIS_OK; /* auth off; S3 checks its own (s3.c) */
+	if (req->route->prefix[1] == '\0')
+		return AIS_OK; /* S3 decides its own (s3.c) */
+	if (!enabled) {
+		/* auth off: nobody to identify, but a bucket's access
+		 * property still holds for every client (rule 1a) */
+		if (!nres || !res.op)
+			return AIS_OK;
+		if (res.bucket.len && http_pct_decode(req->arena, res.bucket, false, &res.bucket) != AIS_OK)
+			return AIS_OK; /* the handler answers 400 */
+		return authz_request(req, &res, 1) ? AIS_OK : AIS_ERR;
+	}
 
 	struct principal *p = arena_zalloc(req->arena, sizeof(*p));
 	buf_t err = BUF_INIT;
@@ -383,6 +440,8 @@ static enum authz_verdict decide_one(const authz_who_t *who, const authz_res_t *
 {
 	if (who->kind == AUTHZ_PEER)
 		return AUTHZ_ALLOW;
+	if (r->op && !(r->access & r->op))
+		return AUTHZ_DENY; /* the bucket's access property: whoever asks */
 	if (r->perm == AUTHZ_CLUSTER || r->perm == AUTHZ_MONITOR) {
 		if (!enabled)
 			return who->kind == AUTHZ_ANON ? AUTHZ_DENY : AUTHZ_ALLOW;
@@ -416,8 +475,39 @@ enum authz_verdict authz_decide(const authz_who_t *who, const authz_res_t *res, 
 	return v;
 }
 
+/* "ro", "rw", or the names of the bits ("get,head"), as aisctl sets them. */
+static void access_text(unsigned a, buf_t *out)
+{
+	size_t at = out->len;
+	if (a == ACCESS_RO || a == ACCESS_ALL) {
+		buf_addstr(out, a == ACCESS_RO ? "ro" : "rw");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(access_names); i++) {
+		if (!(a & (1u << i)))
+			continue;
+		buf_addstr(out, out->len > at ? "," : "");
+		for (const char *c = access_names[i]; *c; c++)
+			buf_addf(out, "%c", *c - 'A' + 'a');
+	}
+	if (out->len == at)
+		buf_addstr(out, "0");
+}
+
 void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out)
 {
+	if (who->kind != AUTHZ_PEER && res->op && !(res->access & res->op)) {
+		size_t bit = 0;
+		while (bit + 1 < ARRAY_SIZE(access_names) && !(res->op & (1u << bit)))
+			bit++;
+		buf_addf(out, "bucket ais://%.*s does not allow %s (access=", (int)MIN(res->bucket.len, 64),
+			 res->bucket.ptr, access_names[bit]);
+		access_text(res->access, out);
+		buf_addstr(out, ")");
+		if (res->role)
+			buf_addf(out, " (%s)", res->role);
+		return;
+	}
 	const char *name = who->kind == AUTHZ_TOKEN ? who->tok->user : who->kind == AUTHZ_ANON ? "" : NULL;
 	buf_t what = BUF_INIT;
 	if (who->kind == AUTHZ_ANON)
@@ -444,15 +534,21 @@ static void who_of(const http_req_t *req, authz_who_t *who)
 {
 	const struct principal *p = req->auth;
 	memset(who, 0, sizeof(*who));
-	who->kind = !enabled || !p || p->who == WHO_INTRA ? AUTHZ_PEER : AUTHZ_TOKEN;
+	if (p && p->who == WHO_INTRA)
+		who->kind = AUTHZ_PEER;
+	else if (!enabled) /* without cluster.secret a peer says it is one */
+		who->kind = !csecret_len && http_req_has_header(req, "Ais-Intra") ? AUTHZ_PEER : AUTHZ_OPEN;
+	else
+		who->kind = p ? AUTHZ_TOKEN : AUTHZ_PEER;
 	who->tok = p ? &p->tok : NULL;
 }
 
-bool authz_request(http_req_t *req, const authz_res_t *res, size_t n)
+bool authz_request(http_req_t *req, authz_res_t *res, size_t n)
 {
 	authz_who_t who;
 	size_t bad;
 	who_of(req, &who);
+	authz_access_fill(res, n);
 	if (authz_decide(&who, res, n, &bad) == AUTHZ_ALLOW)
 		return true;
 	buf_t msg = BUF_INIT;

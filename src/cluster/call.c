@@ -67,9 +67,14 @@ static void fan_unref(struct fan *f)
 
 static void call_one(cluster_call_t *c)
 {
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+	const char *hdrs[3] = {NULL, NULL, NULL};
+	size_t nh = 0;
 	const char *url = c->url_long ? c->url_long : c->url;
-	if (httpc_sync(c->method, url, c->body ? hdrs : NULL, c->body ? c->body->ptr : NULL,
+	if (c->body)
+		hdrs[nh++] = "Content-Type: application/json";
+	if (c->hdr)
+		hdrs[nh++] = c->hdr;
+	if (httpc_sync(c->method, url, nh ? hdrs : NULL, c->body ? c->body->ptr : NULL,
 		       c->body ? c->body->len : 0, c->timeout_ms, &c->resp, &c->status) != AIS_OK) {
 		c->err = errno;
 		c->status = 0;

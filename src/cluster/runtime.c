@@ -46,6 +46,19 @@ static void path_of(const cluster_t *cl, const char *name, char *out, size_t out
 	snprintf(out, outsz, "%s/%s", cl->dir, name);
 }
 
+/* authz_access_fn: a bucket's access bits from the BMD in force. */
+static bool bucket_access(void *ctx, sv_t bucket, unsigned *access)
+{
+	cluster_t *cl = ctx;
+	const bmd_t *b;
+	cluster_read_lock(cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, bucket.ptr, bucket.len) : NULL;
+	if (bk)
+		*access = bk->props.access;
+	cluster_read_unlock(cl);
+	return bk != NULL;
+}
+
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err)
 {
 	cluster_t *cl = xcalloc(1, sizeof(*cl));
@@ -86,6 +99,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	pthread_cond_init(&cl->sleep_cv, NULL);
 	pthread_mutex_init(&cl->lease_mu, NULL);
 	pthread_mutex_init(&cl->grant_mu, NULL);
+	authz_set_access_lookup(bucket_access, cl); /* buckets' access property (authz.h rule 1a) */
 	/* it may have granted a lease before it stopped (V5 in cmap.h) */
 	cl->granted.at_ns = time_mono_ns();
 
@@ -866,6 +880,7 @@ void cluster_free(cluster_t *cl)
 	cmap_free(cl->cmap);
 	cmap_free(cl->prev);
 	bmd_free(cl->bmd);
+	authz_set_access_lookup(NULL, NULL);
 	pthread_rwlock_destroy(&cl->rw);
 	pthread_mutex_destroy(&cl->wmu);
 	pthread_mutex_destroy(&cl->refresh_mu);

@@ -153,7 +153,9 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 }
 
 /* Does any active target hold an object of the bucket? (A list of one
- * entry on each; a target that does not answer counts as holding some.) */
+ * entry on each; a target that does not answer counts as holding some.)
+ * The gateway's own question, as a peer: a bucket whose access leaves
+ * out LIST answers it too (authz.h rule 1). */
 static bool bucket_nonempty(cluster_t *cl, const char *name)
 {
 	const cmap_t *m;
@@ -170,6 +172,7 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s", nd->intra_url, name);
 		calls[n].method = "GET";
 		calls[n].body = &body;
+		calls[n].hdr = "Ais-Intra: list";
 		calls[n++].timeout_ms = 10000;
 	}
 	cluster_read_unlock(cl);
@@ -220,20 +223,36 @@ static void redirect_primary(http_req_t *req, cluster_t *cl)
 		http_resp_error(req, 503, "no primary gateway known");
 }
 
-/* set-bprops declares, besides the bucket (admin, authz_check), the
- * bucket's backend when its value names one (provider, remote, bucket):
- * where a bucket's data comes from, with the cluster's credentials for
- * that remote, is a cluster administrator's to change (authz.h rule 2);
- * validate_warm_get and sync stay the bucket admin's. false after
- * answering 403. */
+/* set-bprops declares, besides the bucket (admin, authz_check), what its
+ * value changes: any property but "access" itself needs the bucket's
+ * access property to allow PATCH (authz.h rule 1a; "access" alone stays
+ * possible, or a locked bucket could never be unlocked); and the bucket's
+ * backend when the value names one (provider, remote, bucket): where a
+ * bucket's data comes from, with the cluster's credentials for that
+ * remote, is a cluster administrator's to change (authz.h rule 2);
+ * validate_warm_get and sync stay the bucket admin's. One decision over
+ * both; false after answering 403. */
 static bool bprops_allowed(http_req_t *req, const char *name, json_t *value)
 {
+	authz_res_t res[2];
+	size_t n = 0;
 	json_t *bk = json_object_get(value, "backend");
-	if (!json_is_object(bk) || !(json_object_get(bk, "provider") || json_object_get(bk, "remote") ||
-				     json_object_get(bk, "bucket")))
-		return true;
-	authz_res_t res = {.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER,
-			   .role = "changing the bucket's backend"};
+	if (json_object_size(value) > (json_object_get(value, "access") ? 1u : 0u))
+		res[n++] = (authz_res_t){.bucket = sv_from(name), .object = {"", 0}, .perm = AUTH_ADMIN,
+					 .op = BMD_ACCESS_PATCH};
+	if (json_is_object(bk) &&
+	    (json_object_get(bk, "provider") || json_object_get(bk, "remote") || json_object_get(bk, "bucket")))
+		res[n++] = (authz_res_t){.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER,
+					 .role = "changing the bucket's backend"};
+	return !n || authz_request(req, res, n);
+}
+
+/* A bucket job (prefetch, evict, ec-encode: a cluster administrator's,
+ * authz_check) declares what it does to the bucket (op: BMD_ACCESS_*),
+ * which the bucket's access property must allow. false after 403. */
+static bool bucket_job_allowed(http_req_t *req, const char *name, unsigned op, const char *role)
+{
+	authz_res_t res = {.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER, .op = op, .role = role};
 	return authz_request(req, &res, 1);
 }
 
@@ -565,6 +584,10 @@ static int gw_buckets(http_req_t *req)
 						bk ? "has no remote backend" : "does not exist");
 				break;
 			}
+			/* a prefetch writes into the bucket, an evict deletes from it */
+			if (!bucket_job_allowed(req, o->name, action[0] == 'p' ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE,
+						action))
+				break;
 			json_t *names = json_object_get(value, "list"), *nm;
 			size_t ni;
 			bool bad = false;
@@ -593,7 +616,7 @@ static int gw_buckets(http_req_t *req)
 			} else if (!json_is_object(ec) || json_object_size(value) != 1u + (mi != NULL)) {
 				http_resp_error(req, 400, "ec-encode: value wants {\"ec\":{...}} and, turning erasure "
 							  "coding off, {\"mirror\":{...}}, nothing else");
-			} else {
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_PATCH, "ec-encode")) {
 				o->kind = BOP_SET_PROPS;
 				o->encode = true;
 				set_props_start(req, cl, o, value);

@@ -135,6 +135,7 @@ int s3_decide(s3_rq_t *r)
 	authz_who_t who;
 	size_t bad;
 	s3_who(r, &who);
+	authz_access_fill(r->res, r->nres); /* the buckets' access property (rule 1a) */
 	for (size_t i = 0; i < r->nres; i++) {
 		authz_res_t *x = &r->res[i];
 		s3_bacl_t b;

@@ -405,6 +405,11 @@ static int authenticate(s3_rq_t *r)
  *   PutObject, multipart           write         WRITE (bucket)
  *   DeleteObject / AbortMPU        delete / write WRITE (bucket)
  *   + copy source                  read          READ (source object)
+ * and the bucket access bit (bmd.h, authz.h rule 1a) each needs: HEAD
+ * (HeadBucket, HeadObject), LIST (ListObjects, uploads, parts), GET
+ * (GetObject, tagging, a copy's source), PUT (PutObject, copies,
+ * multipart, PutObjectAcl, AbortMPU), DELETE (DeleteObject(s)), DESTROY
+ * (DeleteBucket), PATCH (PutBucketAcl); none for the ACL reads.
  * AIS_OK with r->res, or AIS_ERR after answering (a bad copy source).
  */
 static int s3_declare(s3_rq_t *r)
@@ -431,14 +436,16 @@ static int s3_declare(s3_rq_t *r)
 		if (acl) {
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
+			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;
 		} else if (m == HTTP_PUT) {
 			x->perm = AUTHZ_CLUSTER; /* CreateBucket */
 		} else if (m == HTTP_DELETE) {
-			x->perm = AUTH_ADMIN, x->acl = S3ACL_FULL;
+			x->perm = AUTH_ADMIN, x->acl = S3ACL_FULL, x->op = BMD_ACCESS_DESTROY;
 		} else if (m == HTTP_POST) {
-			x->perm = AUTH_DELETE, x->acl = S3ACL_WRITE;
+			x->perm = AUTH_DELETE, x->acl = S3ACL_WRITE, x->op = BMD_ACCESS_DELETE;
 		} else {
 			x->perm = m == HTTP_HEAD ? AUTH_READ : AUTH_LIST, x->acl = S3ACL_READ;
+			x->op = m == HTTP_HEAD ? BMD_ACCESS_HEAD : BMD_ACCESS_LIST;
 		}
 		return AIS_OK;
 	}
@@ -447,13 +454,17 @@ static int s3_declare(s3_rq_t *r)
 		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE;
 		x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 		x->acl_later = true;
+		x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PUT;
 	} else if ((m == HTTP_GET || m == HTTP_HEAD) && !upload) {
 		x->perm = AUTH_READ, x->acl = S3ACL_READ;
 		x->acl_later = !s3_query_has(req, "tagging");
+		x->op = m == HTTP_HEAD ? BMD_ACCESS_HEAD : BMD_ACCESS_GET;
 	} else if (m == HTTP_DELETE) {
 		x->perm = upload ? AUTH_WRITE : AUTH_DELETE, x->acl = S3ACL_WRITE;
+		x->op = upload ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE;
 	} else {
 		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE, x->acl = S3ACL_WRITE;
+		x->op = m == HTTP_GET ? BMD_ACCESS_LIST : BMD_ACCESS_PUT;
 	}
 	sv_t src = http_req_header(req, "x-amz-copy-source");
 	if (src.ptr && m == HTTP_PUT) {
@@ -463,6 +474,7 @@ static int s3_declare(s3_rq_t *r)
 		s->perm = AUTH_READ;
 		s->acl = S3ACL_READ;
 		s->acl_later = true;
+		s->op = BMD_ACCESS_GET;
 		s->role = "the copy source";
 		r->nres = 2;
 	}

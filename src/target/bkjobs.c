@@ -36,6 +36,7 @@
 #include "aisd/status.h"
 #include "target_int.h"
 #include "aisd/util.h"
+#include "aisd/authz.h"
 #include "aisd/banned.h"
 
 #define PREFETCH_WORKERS 8
@@ -349,7 +350,20 @@ int bkj_h_target(http_req_t *req, sv_t kind)
 	if (req->method == HTTP_PUT) {
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, NULL);
 		const char *a = json_string_value(json_object_get(doc, "action"));
+		json_t *bk = json_object_get(json_object_get(doc, "value"), "bucket");
 		int status = 0;
+		/* a prefetch writes into the bucket, an evict deletes from it:
+		 * its access property must allow that (authz.h rule 1a; the
+		 * gateway's fan-out is a peer's call) */
+		authz_res_t res = {.bucket = sv_from(json_is_string(bk) ? json_string_value(bk) : ""),
+				   .object = {"", 0},
+				   .perm = AUTHZ_CLUSTER,
+				   .op = !strcmp(j->kind, "prefetch") ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE,
+				   .role = j->kind};
+		if (a && !strcmp(a, "start") && !authz_request(req, &res, 1)) {
+			json_decref(doc);
+			return AIS_OK;
+		}
 		if (a && !strcmp(a, "start"))
 			status = start(j, t, json_object_get(doc, "value"), &out);
 		else if (a && !strcmp(a, "stop"))

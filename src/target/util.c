@@ -116,6 +116,7 @@ bool tgt_moss_allowed(http_req_t *req, const moss_req_t *mr)
 		res[n].bucket = mr->in[i].bck;
 		res[n].object = mr->in[i].obj;
 		res[n].perm = AUTH_READ;
+		res[n].op = BMD_ACCESS_GET;
 		res[n].role = "a GetBatch entry";
 		n++;
 	}

@@ -177,10 +177,17 @@ assert d["access"] == 19 and d["provider"] == "ais", d' "$W/out"
 ctl -e "$GW" bucket props show "$B"
 check "bucket props show: the table" bash -c 'grep -qE "^checksum.type +md5$" "$1" && grep -qE "^versioning.enabled +false$" "$1" && grep -qE "^created +20[0-9-]+T" "$1"' _ "$W/out"
 # mirroring off again: the data checks below count each object once (with
-# copies, the gateway's listing shows a name once per copy)
+# copies, the gateway's listing shows a name once per copy); a read-only
+# bucket takes no other property until its access is set back alone
 ctl -e "$GW" bucket props set "$B" access=rw mirror.enabled=false
-check "bucket props set access=rw mirror.enabled=false" \
-	bash -c '[ '"$RC"' = 0 ] && grep -qE "^access +rw \(127\)$" "$1" && grep -qE "^mirror.enabled +false$" "$1"' _ "$W/out"
+check "bucket props set access=rw mirror.enabled=false of a read-only bucket: refused (patch not allowed)" \
+	bash -c '[ '"$RC"' != 0 ] && grep -q "does not allow PATCH (access=ro)" "$1"' _ "$W/err"
+ctl -e "$GW" bucket props set "$B" access=rw
+check "bucket props set access=rw alone (unlocks it)" \
+	bash -c '[ '"$RC"' = 0 ] && grep -qE "^access +rw \(127\)$" "$1"' _ "$W/out"
+ctl -e "$GW" bucket props set "$B" mirror.enabled=false
+check "bucket props set mirror.enabled=false" \
+	bash -c '[ '"$RC"' = 0 ] && grep -qE "^mirror.enabled +false$" "$1"' _ "$W/out"
 ctl -e "$GW" bucket props set "$B" mirror.enabled=true mirror.copies=9
 check "bucket props set mirror.copies above the targets: exit 1, the server's reason" \
 	bash -c '[ '"$RC"' = 1 ] && [ "$(wc -l <"$1")" = 1 ] && grep -q "^aisctl: .*mirror.copies.*(HTTP 400)$" "$1"' _ "$W/err"

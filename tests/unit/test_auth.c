@@ -11,6 +11,7 @@
 
 #include "aisd/auth.h"
 #include "aisd/authz.h"
+#include "aisd/bmd.h"
 #include "aisd/s3acl.h"
 #include "aisd/conf.h"
 #include "aisd/status.h"
@@ -574,6 +575,80 @@ START_TEST(test_decide)
 }
 END_TEST
 
+/* A bucket's access property (rule 1a): an explicit deny whatever the
+ * principal, auth on or off; peers exempt; the message names it. */
+START_TEST(test_decide_access)
+{
+	conf_t *c = calloc(1, sizeof(*c));
+	buf_t err = BUF_INIT, why = BUF_INIT;
+	size_t bad;
+	conf_defaults(c);
+	ck_assert_int_eq(conf_set(c, "auth.grant", "root:*:admin", &err), AIS_OK);
+	const unsigned ro = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
+	auth_token_t tok = {.user = "adm", .admin = true};
+	authz_who_t root = {.kind = AUTHZ_USER, .user = SV("root")}, peer = {.kind = AUTHZ_PEER};
+	authz_who_t tw = {.kind = AUTHZ_TOKEN, .tok = &tok}, open = {.kind = AUTHZ_OPEN};
+	for (int on = 0; on < 2; on++) {
+		c->auth_enabled = on;
+		authz_init(c);
+		authz_res_t put = {.bucket = SV("b"), .object = SV("o"), .perm = AUTH_WRITE, .op = BMD_ACCESS_PUT,
+				   .access = ro, .acl = S3ACL_WRITE, .acl_have = S3ACL_FULL};
+		authz_res_t get = {.bucket = SV("b"), .object = SV("o"), .perm = AUTH_READ, .op = BMD_ACCESS_GET,
+				   .access = ro};
+		ck_assert_int_eq(authz_decide(&root, &put, 1, &bad), AUTHZ_DENY); /* no grant, no ACL opens it */
+		ck_assert_int_eq(authz_decide(&tw, &put, 1, &bad), AUTHZ_DENY);   /* an admin token neither */
+		ck_assert_int_eq(authz_decide(&peer, &put, 1, &bad), AUTHZ_ALLOW); /* rebalance, replication */
+		ck_assert_int_eq(authz_decide(&root, &get, 1, &bad), AUTHZ_ALLOW);
+		ck_assert_int_eq(authz_decide(&tw, &get, 1, &bad), AUTHZ_ALLOW);
+		if (!on) {
+			ck_assert_int_eq(authz_decide(&open, &put, 1, &bad), AUTHZ_DENY);
+			ck_assert_int_eq(authz_decide(&open, &get, 1, &bad), AUTHZ_ALLOW);
+		}
+		/* deny wins: a copy whose source bucket lacks GET, into a writable one */
+		authz_res_t cp[2] = {{.bucket = SV("d"), .perm = AUTH_WRITE, .op = BMD_ACCESS_PUT, .access = BMD_ACCESS_ALL},
+				     {.bucket = SV("s"), .object = SV("x"), .perm = AUTH_READ, .op = BMD_ACCESS_GET,
+				      .access = BMD_ACCESS_HEAD, .role = "the copy source"}};
+		ck_assert_int_eq(authz_decide(&root, cp, 2, &bad), AUTHZ_DENY);
+		ck_assert_uint_eq(bad, 1);
+		/* an object ACL not read yet does not defer an access deny */
+		get.access = BMD_ACCESS_HEAD;
+		get.acl = S3ACL_READ;
+		get.acl_later = true;
+		ck_assert_int_eq(authz_decide(&root, &get, 1, &bad), AUTHZ_DENY);
+		/* no op declared (a set-bprops of only "access"): not refused by it */
+		authz_res_t unlock = {.bucket = SV("b"), .perm = AUTH_ADMIN, .access = 0};
+		ck_assert_int_eq(authz_decide(&tw, &unlock, 1, &bad), AUTHZ_ALLOW);
+		unlock.op = BMD_ACCESS_PATCH;
+		ck_assert_int_eq(authz_decide(&tw, &unlock, 1, &bad), AUTHZ_DENY);
+	}
+	/* the message: the bucket, the operation, its access property */
+	authz_res_t put = {.bucket = SV("b"), .perm = AUTH_WRITE, .op = BMD_ACCESS_PUT, .access = BMD_ACCESS_GET |
+							 BMD_ACCESS_HEAD | BMD_ACCESS_LIST};
+	authz_why(&tw, &put, &why);
+	ck_assert_str_eq(why.ptr, "bucket ais://b does not allow PUT (access=ro)");
+	buf_reset(&why);
+	put.op = BMD_ACCESS_LIST, put.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD;
+	authz_why(&open, &put, &why);
+	ck_assert_str_eq(why.ptr, "bucket ais://b does not allow LIST (access=get,head)");
+	buf_reset(&why);
+	put.op = BMD_ACCESS_DESTROY, put.access = BMD_ACCESS_ALL & ~(unsigned)BMD_ACCESS_DESTROY;
+	authz_why(&root, &put, &why);
+	ck_assert_str_eq(why.ptr, "bucket ais://b does not allow DESTROY (access=get,head,put,delete,list,patch)");
+	buf_reset(&why);
+	put.op = BMD_ACCESS_PATCH, put.access = 0;
+	authz_why(&root, &put, &why);
+	ck_assert_str_eq(why.ptr, "bucket ais://b does not allow PATCH (access=0)");
+	/* without a lookup (no cluster), nothing is refused by it */
+	authz_set_access_lookup(NULL, NULL);
+	put.access = 0;
+	authz_access_fill(&put, 1);
+	ck_assert_uint_eq(put.access, BMD_ACCESS_ALL);
+	buf_free(&why);
+	buf_free(&err);
+	free(c);
+}
+END_TEST
+
 static Suite *auth_suite(void)
 {
 	Suite *s = suite_create("auth");
@@ -587,6 +662,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_grants);
 	tcase_add_test(tc, test_conf_rules);
 	tcase_add_test(tc, test_decide);
+	tcase_add_test(tc, test_decide_access);
 	suite_add_tcase(s, tc);
 	return s;
 }
