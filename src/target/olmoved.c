@@ -140,11 +140,12 @@ bool ol_moved(http_req_t *req, target_t *t, sv_t bck, sv_t obj, const ol_where_t
 	const bmd_t *b;
 	place_t p, now;
 	store_meta_t meta;
-	const char *self = cluster_self(t->base.cl)->id;
 	const cmap_node_t *to = NULL;
 
-	if (!plain_read(req, w) || w->self < 0 || w->hops + 1 >= OL_MAX_HOPS) /* rule 2: A may send it back */
+	/* rule 2: A may send it back; a standalone target has no previous map */
+	if (!t->base.cl || !plain_read(req, w) || w->self < 0 || w->hops + 1 >= OL_MAX_HOPS)
 		return false;
+	const char *self = cluster_self(t->base.cl)->id;
 	struct mv *v = arena_zalloc(req->arena, sizeof(*v));
 	cluster_read_lock_prev(t->base.cl, &m, &prev, &b);
 	if (m && prev_place(m, prev, b, bck, obj, self, true, &p) && p.self < 0) {
