@@ -1,7 +1,11 @@
 /*
- * server.c - HTTP server threads: one event loop per worker, each with its
- * own SO_REUSEPORT listener (the kernel spreads connections), an eventfd
- * for completions from the I/O pool, and the shared connection limit.
+ * server.c - HTTP server threads: one event loop per worker, each watching
+ * the one listening socket of the server (a dup of it per worker: each
+ * accepts a connection at a time, so a burst spreads over the workers), an
+ * eventfd for completions from the I/O pool, and the shared connection
+ * limit. The socket is bound without SO_REUSEPORT: no other process can
+ * bind the port and take a share of its connections (a second daemon on a
+ * port in use fails to start instead).
  *
  * Guarantees: a connection lives on one worker for its whole life; a
  * request handed to a pool is completed on its own worker; nothing blocks
@@ -64,14 +68,16 @@ static int listen_socket(const char *host, int port, buf_t *err)
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* past TIME_WAIT, not past a listener */
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
 			break;
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0)
+	if (fd < 0 && errno == EADDRINUSE)
+		buf_addf(err, "cannot listen on %s:%d: the port is in use (another aisd, or another program, serves it)",
+			 host && *host ? host : "*", port);
+	else if (fd < 0)
 		buf_addf(err, "cannot listen on %s:%d: %s", host, port, strerror(errno));
 	freeaddrinfo(res);
 	return fd;
@@ -233,8 +239,12 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	struct worker *w = arg;
 	http_server_t *s = w->srv;
 	bool local = lfd == s->ufd;
+	/* the listeners are shared: every worker wakes for a connection and
+	 * takes one at a time (EAGAIN for those too late is normal), so a
+	 * burst spreads over the workers instead of landing on the first */
+	int batch = s->nworkers > 1 ? 1 : 64;
 
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < batch; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -282,7 +292,8 @@ static void start_drain(struct worker *w)
 	event_del(w->pause_ev);
 	/* closed, not just unwatched: a peer's connect is refused at once
 	 * instead of waiting in the backlog for its timeout (every node of a
-	 * cluster may be stopping, each with calls to the others) */
+	 * cluster may be stopping, each with calls to the others); the
+	 * socket closes with the last worker's dup, all stop together */
 	close(w->lfd);
 	w->lfd = -1;
 	for (http_conn_t *c = w->conns, *next; c; c = next) {
@@ -508,9 +519,12 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		struct worker *w = &s->workers[i];
 		w->srv = s;
 		w->idx = i;
-		w->lfd = listen_socket(o->host, s->port, err);
-		if (w->lfd < 0)
+		w->lfd = i == 0 ? listen_socket(o->host, s->port, err) : fcntl(s->workers[0].lfd, F_DUPFD_CLOEXEC, 0);
+		if (w->lfd < 0) {
+			if (i > 0)
+				buf_addf(err, "dup: %s", strerror(errno));
 			goto fail;
+		}
 		if (s->port == 0)
 			s->port = socket_port(w->lfd);
 		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
