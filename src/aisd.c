@@ -114,36 +114,44 @@ struct node_locks {
 
 /* Locks dir's NODE_LOCK (a dir already locked by this process is skipped).
  * AIS_DONE: dir does not exist yet (lock it once the node has made it);
- * AIS_ERR: another process holds it, or it cannot be opened (err says
- * which, with the holder's pid). */
+ * AIS_ERR: another process holds it (err names dir and the holder's pid).
+ * A dir that cannot be read or written is left unguarded with a warning:
+ * the store says what is wrong with it (a faulty mountpath is not a
+ * reason not to start). */
 static int node_lock(struct node_locks *nl, const char *dir, buf_t *err)
 {
 	struct stat st;
 	char path[1200], pid[32];
 	if (!dir[0])
 		return AIS_OK;
-	if (stat(dir, &st) != 0)
-		return errno == ENOENT ? AIS_DONE : (buf_addf(err, "%s: %s", dir, strerror(errno)), AIS_ERR);
+	if (stat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return AIS_DONE;
+		log_warn("%s: not guarded against a second daemon", dir);
+		return AIS_OK;
+	}
 	for (int i = 0; i < nl->n; i++)
 		if (nl->l[i].dev == st.st_dev && nl->l[i].ino == st.st_ino)
 			return AIS_OK;
 	snprintf(path, sizeof(path), "%s/%s", dir, NODE_LOCK);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		buf_addf(err, "cannot open the lock file %s: %s", path, strerror(errno));
-		return AIS_ERR;
+		log_warn("%s: not guarded against a second daemon", path);
+		return AIS_OK;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		int e = errno;
 		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
-		if (e == EWOULDBLOCK)
-			buf_addf(err, "%s is in use by another aisd (pid %s; lock file %s): one node, one process",
-				 dir, pid[0] ? pid : "unknown", path);
-		else
-			buf_addf(err, "cannot lock %s: %s", path, strerror(e));
 		close(fd);
+		if (e != EWOULDBLOCK) {
+			errno = e;
+			log_warn("%s: not guarded against a second daemon", path);
+			return AIS_OK;
+		}
+		buf_addf(err, "%s is in use by another aisd (pid %s; lock file %s): one node, one process", dir,
+			 pid[0] ? pid : "unknown", path);
 		return AIS_ERR;
 	}
 	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
