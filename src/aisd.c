@@ -5,8 +5,11 @@
  * handled synchronously here (sigwait) while worker threads serve: SIGTERM
  * and SIGINT stop gracefully, SIGHUP reopens the log files and reloads the TLS certificate.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -88,6 +91,89 @@ static void set_or_die(conf_t *c, const char *k, const char *v)
 	if (conf_set(c, k, v, &err) != AIS_OK)
 		die_usage(err.ptr, NULL);
 	buf_free(&err);
+}
+
+/*
+ * One node, one process: each of the node's directories (node.dir, the
+ * mountpaths) holds the lock file NODE_LOCK, locked (flock, exclusive)
+ * for the daemon's life and holding its pid. The kernel drops the lock
+ * with the process however it ends (kill -9 too), so a stale file never
+ * keeps a daemon out. Mountpaths attached later (attach-mp) are not
+ * locked.
+ */
+#define NODE_LOCK ".aisd.lock"
+
+struct node_locks {
+	int n;
+	struct {
+		int fd;
+		dev_t dev;
+		ino_t ino;
+	} l[CONF_MAX_MOUNTPATHS + 1];
+};
+
+/* Locks dir's NODE_LOCK (a dir already locked by this process is skipped).
+ * AIS_DONE: dir does not exist yet (lock it once the node has made it);
+ * AIS_ERR: another process holds it (err names dir and the holder's pid).
+ * A dir that cannot be read or written is left unguarded with a warning:
+ * the store says what is wrong with it (a faulty mountpath is not a
+ * reason not to start). */
+static int node_lock(struct node_locks *nl, const char *dir, buf_t *err)
+{
+	struct stat st;
+	char path[1200], pid[32];
+	if (!dir[0])
+		return AIS_OK;
+	if (stat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return AIS_DONE;
+		log_warn("%s: not guarded against a second daemon", dir);
+		return AIS_OK;
+	}
+	for (int i = 0; i < nl->n; i++)
+		if (nl->l[i].dev == st.st_dev && nl->l[i].ino == st.st_ino)
+			return AIS_OK;
+	snprintf(path, sizeof(path), "%s/%s", dir, NODE_LOCK);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		log_warn("%s: not guarded against a second daemon", path);
+		return AIS_OK;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e != EWOULDBLOCK) {
+			errno = e;
+			log_warn("%s: not guarded against a second daemon", path);
+			return AIS_OK;
+		}
+		buf_addf(err, "%s is in use by another aisd (pid %s; lock file %s): one node, one process", dir,
+			 pid[0] ? pid : "unknown", path);
+		return AIS_ERR;
+	}
+	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+		log_warn("%s: cannot write the pid", path);
+	nl->l[nl->n].fd = fd;
+	nl->l[nl->n].dev = st.st_dev;
+	nl->l[nl->n].ino = st.st_ino;
+	nl->n++;
+	return AIS_OK;
+}
+
+/* Locks every directory of the node (node.dir, then the mountpaths); one
+ * not there yet is skipped (the node makes it: called again once started,
+ * when one still missing is a mountpath that failed, nothing to guard).
+ * On AIS_ERR err names the directory and its holder. */
+static int node_lock_all(struct node_locks *nl, const conf_t *c, buf_t *err)
+{
+	for (int i = -1; i < c->n_mountpaths; i++)
+		if (node_lock(nl, i < 0 ? c->node_dir : c->mountpaths[i], err) == AIS_ERR)
+			return AIS_ERR;
+	return AIS_OK;
 }
 
 int main(int argc, char **argv)
@@ -214,11 +300,23 @@ int main(int argc, char **argv)
 	bool gw = !strcmp(conf.role, "gateway");
 	target_t *t = NULL;
 	gateway_t *g = NULL;
+	static struct node_locks locks;
+	if (node_lock_all(&locks, &conf, &err) != AIS_OK) {
+		log_errx("cannot start: %s", err.ptr);
+		buf_free(&err);
+		return 1;
+	}
 	if (gw)
 		g = gateway_start(&conf, &err);
 	else
 		t = target_start(&conf, &err);
 	if (!t && !g) {
+		log_errx("cannot start: %s", err.ptr);
+		buf_free(&err);
+		return 1;
+	}
+	if (node_lock_all(&locks, &conf, &err) != AIS_OK) {
+		/* a directory made meanwhile by another daemon starting on it */
 		log_errx("cannot start: %s", err.ptr);
 		buf_free(&err);
 		return 1;

@@ -174,5 +174,11 @@ void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out);
  * one that says it is: the trusted-network setting)? Only peers may set
  * reserved metadata (s3.* custom keys). */
 bool authz_is_peer(http_req_t *req);
+/* Is the request one of the cluster's own calls, for limits meant for
+ * clients (net.rate_limit)? With cluster.secret: it carries the cluster's
+ * signature (authz_check verifies it right after, 401 if it is not
+ * valid); without: it comes from a node's address (the rule of the
+ * per-client connection cap). The HTTP server's is_cluster_call hook. */
+bool authz_cluster_call(http_req_t *req);
 
 #endif

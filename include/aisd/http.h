@@ -170,6 +170,11 @@ typedef struct http_server_opts {
 	 * of the cluster: its connections are not held to the per-client cap.
 	 * Asked only for a client at its cap; NULL: none is. */
 	bool (*is_peer)(void *ctx, const char *addr);
+	/* Whether a request is the cluster's own call (authz_cluster_call):
+	 * it is not held to the per-client rate (net.rate_limit) and takes
+	 * no token from its address. Asked only while a rate is set; NULL:
+	 * none is. */
+	bool (*is_cluster_call)(http_req_t *req);
 	/* Answers a refusal on an HTTP_ROUTE_S3 route (an S3 error document
 	 * with code and msg). NULL: JSON, as on every other route. */
 	void (*refuse_s3)(http_req_t *req, int status, const char *code, const char *msg);
@@ -225,6 +230,10 @@ http_server_t *http_req_server(const http_req_t *req);
 /* Request helpers. */
 sv_t http_req_header(const http_req_t *req, const char *name);
 bool http_req_has_header(const http_req_t *req, const char *name);
+/* Whether the request's client address is a node of the cluster (the
+ * server's is_peer hook, asked once per connection; never for the unix
+ * socket). */
+bool http_req_from_node(http_req_t *req);
 /* A trailer field of a chunked request body, once the body ended (in
  * on_body_end and later); {NULL, 0} when absent. */
 sv_t http_req_trailer(const http_req_t *req, const char *name);

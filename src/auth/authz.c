@@ -566,6 +566,13 @@ bool authz_is_peer(http_req_t *req)
 	return http_req_has_header(req, "Ais-Intra");
 }
 
+bool authz_cluster_call(http_req_t *req)
+{
+	if (csecret_len)
+		return http_req_has_header(req, AUTH_INTRA_HDR);
+	return http_req_from_node(req);
+}
+
 void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(req, base_url, 0, 0); }
 
 void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uint64_t prev)

@@ -89,6 +89,8 @@ bool conn_is_node(http_conn_t *c)
 	return c->is_node == 1;
 }
 
+bool http_req_from_node(http_req_t *req) { return conn_is_node(req->conn); }
+
 /*
  * The descriptor budget (server.c says how it is sized): a request of a
  * route that holds descriptors takes its route's fds when it is

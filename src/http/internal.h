@@ -122,6 +122,7 @@ struct http_server {
 	_Atomic uint64_t rate, burst; /* per-client rate limit (ratelimit.c) */
 	http_tls_t *tls; /* NULL: plain HTTP (tls.c) */
 	int ufd;         /* the unix socket's listener, or -1 */
+	int port_fd;     /* the port's claim (server.c: port_claim), or -1 */
 	char *unix_path; /* its path, or NULL */
 };
 

@@ -10,6 +10,8 @@
  * in the probe window gives up its slot (so a flood of addresses can cost
  * a client its history, never memory). The limit is per worker: a client
  * whose connections land on k workers may get up to k times the rate.
+ * The cluster's own calls (the server's is_cluster_call hook: a gateway's
+ * fan-out, keepalives) are neither counted nor refused.
  */
 #include <string.h>
 
@@ -51,8 +53,8 @@ bool http_rate_check(http_conn_t *c)
 {
 	struct worker *w = c->w;
 	uint64_t rate = atomic_load_explicit(&w->srv->rate, memory_order_relaxed);
-	if (!rate)
-		return false;
+	if (!rate || (w->srv->o.is_cluster_call && w->srv->o.is_cluster_call(&c->req)))
+		return false; /* the cluster's own calls are not a client's */
 	double burst = (double)atomic_load_explicit(&w->srv->burst, memory_order_relaxed);
 	if (burst < 1)
 		burst = 1;

@@ -2,6 +2,11 @@
  * server.c - HTTP server threads: one event loop per worker, each with its
  * own SO_REUSEPORT listener (the kernel spreads connections), an eventfd
  * for completions from the I/O pool, and the shared connection limit.
+ * The port is this process's alone (port_claim): the kernel lets any
+ * process of the same user join a SO_REUSEPORT group and take a share of
+ * its connections, so before binding, the server holds a name for the
+ * address in the abstract unix namespace (another aisd on the port fails
+ * to take it) and checks with a plain bind that no other program listens.
  *
  * Guarantees: a connection lives on one worker for its whole life; a
  * request handed to a pool is completed on its own worker; nothing blocks
@@ -16,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +52,11 @@ const char *worker_date(struct worker *w)
 	return w->date;
 }
 
-static int listen_socket(const char *host, int port, buf_t *err)
+/* A socket bound to host:port: with listen, in the SO_REUSEPORT group of
+ * the server's listeners, listening; without, a probe: bound only, without
+ * SO_REUSEPORT, so its bind fails (EADDRINUSE) while anything listens on
+ * the port. */
+static int listen_socket(const char *host, int port, bool listen_too, buf_t *err)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -64,16 +74,53 @@ static int listen_socket(const char *host, int port, buf_t *err)
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* past TIME_WAIT, not a listener */
+		if (listen_too)
+			setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && (!listen_too || listen(fd, 1024) == 0))
 			break;
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0)
+	if (fd < 0 && errno == EADDRINUSE)
+		buf_addf(err, "cannot listen on %s:%d: the port is in use (another program listens on it)",
+			 host && *host ? host : "*", port);
+	else if (fd < 0)
 		buf_addf(err, "cannot listen on %s:%d: %s", host, port, strerror(errno));
 	freeaddrinfo(res);
+	return fd;
+}
+
+/* One node, one process, one port: holds "aisd-port <host>:<port>" in the
+ * abstract unix namespace (per network namespace, as ports are; released
+ * by the kernel however the process ends) and probes that nothing else
+ * listens there. Returns the name's socket, kept for the server's life,
+ * or -1 with err. Port 0 (the kernel picks a free one) needs neither. */
+static int port_claim(const char *host, int port, buf_t *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *h = host && *host ? host : "*";
+	if (port == 0)
+		return -1;
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "aisd-port %s:%d", h, port);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				    (size_t)MIN(n, (int)sizeof(sa.sun_path) - 2));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		if (errno == EADDRINUSE)
+			buf_addf(err, "cannot listen on %s:%d: the port is in use by another aisd", h, port);
+		else
+			buf_addf(err, "cannot claim port %d: %s", port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int probe = listen_socket(host, port, false, err);
+	if (probe < 0) {
+		close(fd);
+		return -1;
+	}
+	close(probe);
 	return fd;
 }
 
@@ -104,6 +151,13 @@ static int unix_listen(const char *path, buf_t *err)
 		return -1;
 	}
 	return fd;
+}
+
+static void port_release(http_server_t *s)
+{
+	if (s->port_fd >= 0)
+		close(s->port_fd);
+	s->port_fd = -1;
 }
 
 static void unix_close(http_server_t *s)
@@ -475,12 +529,19 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 	s->workers = xcalloc((size_t)s->nworkers, sizeof(struct worker));
 	s->port = o->port;
 	s->ufd = -1;
+	s->port_fd = port_claim(o->host, o->port, err);
+	if (s->port_fd < 0 && o->port) {
+		free(s->workers);
+		free(s);
+		return NULL;
+	}
 	if (o->unix_path && *o->unix_path) {
 		buf_t uerr = BUF_INIT;
 		s->ufd = unix_listen(o->unix_path, &uerr);
 		if (s->ufd < 0 && !o->unix_optional) {
 			buf_addsv(err, sv_of(&uerr));
 			buf_free(&uerr);
+			port_release(s);
 			free(s->workers);
 			free(s);
 			return NULL;
@@ -498,6 +559,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		s->tls = http_tls_new(o->tls_cert, o->tls_key, o->tls_client_ca, o->tls_ktls, err);
 		if (!s->tls) {
 			unix_close(s);
+			port_release(s);
 			free(s->workers);
 			free(s);
 			return NULL;
@@ -508,7 +570,7 @@ http_server_t *http_server_new(const http_server_opts_t *o, buf_t *err)
 		struct worker *w = &s->workers[i];
 		w->srv = s;
 		w->idx = i;
-		w->lfd = listen_socket(o->host, s->port, err);
+		w->lfd = listen_socket(o->host, s->port, true, err);
 		if (w->lfd < 0)
 			goto fail;
 		if (s->port == 0)
@@ -558,6 +620,7 @@ fail:
 			close(w->efd);
 	}
 	unix_close(s);
+	port_release(s);
 	http_tls_free(s->tls);
 	free(s->workers);
 	free(s);
@@ -642,6 +705,7 @@ void http_server_free(http_server_t *s)
 		free(w->rl);
 	}
 	unix_close(s);
+	port_release(s);
 	http_tls_free(s->tls);
 	climit_free(s);
 	pthread_mutex_destroy(&s->cl_mu);

@@ -262,6 +262,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		.authz = authz_check,
 		.authz_body = authz_check_body,
 		.is_peer = cluster_node_addr,
+		.is_cluster_call = authz_cluster_call,
 		.refuse_s3 = s3_refuse,
 	};
 	http_server_opts_conf(&o, c);
