@@ -54,7 +54,7 @@ static void add_safe(buf_t *b, sv_t s, size_t max)
 void http_target_redact(sv_t t, buf_t *out)
 {
 	static const char *const secret[] = {"x-amz-signature", "x-amz-security-token", "signature", "ais_rsig"};
-	const char *q = memchr(t.ptr, '?', t.len);
+	const char *q = t.len ? memchr(t.ptr, '?', t.len) : NULL; /* (no target: ptr NULL) */
 	if (!q) {
 		buf_addsv(out, t);
 		return;
