@@ -272,6 +272,24 @@ def health(n):
         return False
 
 
+def health_prober(nodes, secs, lat, fails):
+    """Asks every node of nodes for /v1/health (1 s timeout) every 0.2 s for
+    secs seconds: each answer's latency goes to lat, each non-200 answer or
+    error to fails as (name, status or message). A thread's target."""
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        for n in nodes:
+            t0 = time.monotonic()
+            try:
+                st = get(n.url, "/v1/health", timeout=1).status
+                if st != 200:
+                    fails.append((n.name, st))
+            except OSError as e:
+                fails.append((n.name, str(e)))
+            lat.append(time.monotonic() - t0)
+        time.sleep(0.2)
+
+
 def poll(cond, secs):
     """Polls cond() every 0.1 s for at most secs seconds."""
     deadline = time.monotonic() + secs

@@ -90,24 +90,8 @@ def slowloris(node):
 
 lat, fails = [], []
 
-
-def prober():
-    deadline = time.monotonic() + SECS
-    while time.monotonic() < deadline:
-        for n in (g, t1):
-            t0 = time.monotonic()
-            try:
-                st = get(n.url, "/v1/health", timeout=1).status
-                if st != 200:
-                    fails.append((n.name, st))
-            except OSError as e:
-                fails.append((n.name, str(e)))
-            lat.append(time.monotonic() - t0)
-        time.sleep(0.2)
-
-
 ths = [threading.Thread(target=slowloris, args=(g,)), threading.Thread(target=slowloris, args=(t1,)),
-       threading.Thread(target=prober)]
+       threading.Thread(target=clulib.health_prober, args=((g, t1), SECS, lat, fails))]
 for x in ths:
     x.start()
 for x in ths:

@@ -113,23 +113,8 @@ def attacker():
 
 lat, fails = [], []
 
-
-def prober():
-    deadline = time.monotonic() + SECS + 2
-    while time.monotonic() < deadline:
-        for n in (g, t1):
-            t0 = time.monotonic()
-            try:
-                st = get(n.url, "/v1/health", timeout=1).status
-                if st != 200:
-                    fails.append((n.name, st))
-            except OSError as e:
-                fails.append((n.name, str(e)))
-            lat.append(time.monotonic() - t0)
-        time.sleep(0.2)
-
-
-ths = [threading.Thread(target=attacker), threading.Thread(target=prober)]
+ths = [threading.Thread(target=attacker),
+       threading.Thread(target=clulib.health_prober, args=((g, t1), SECS + 2, lat, fails))]
 for x in ths:
     x.start()
 for x in ths:
