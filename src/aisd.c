@@ -268,6 +268,11 @@ int main(int argc, char **argv)
 	enum log_level lv = LOG_INFO;
 	log_parse_level(conf.log_level, &lv);
 	log_init(conf.node_id[0] ? conf.node_id : "aisd", lv, conf.log_file);
+	int64_t clock_off = 0;
+	if (conf_clock_offset(&conf, &clock_off) == AIS_OK && clock_off) { /* the test hook, before any stamp */
+		time_set_offset_ns(clock_off);
+		log_warnx("debug.clock_offset=%s: this node's wall clock is shifted (a test hook)", conf.clock_offset);
+	}
 	if (log_access_init(!strcmp(conf.log_access, "on"), conf.log_access_file) != AIS_OK) {
 		log_err("cannot open the access log %s", conf.log_access_file);
 		return 1;

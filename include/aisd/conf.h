@@ -61,6 +61,7 @@ typedef struct conf {
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
+	char clock_offset[32];      /* debug.clock_offset: [+-]duration this node's wall clock is shifted by */
 	bool verify_on_read;      /* checksum a whole object before serving it */
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
@@ -120,6 +121,9 @@ int conf_load_secrets(conf_t *c, buf_t *err);
 /* A duration: digits and a unit ms, s (or none), m or h, into ms.
  * AIS_OK or AIS_ERR. */
 int conf_parse_ms(const char *v, uint64_t *out);
+/* debug.clock_offset in ns (signed): AIS_OK, or AIS_ERR when it is not
+ * [+|-]DURATION of at most a year. */
+int conf_clock_offset(const conf_t *c, int64_t *ns);
 /* The primary's lease (cluster.lease) and how long a node that granted it
  * refuses votes for another primary: the lease plus a clock-drift margin
  * of 1/8 (conf_validate keeps keepalive < lease and guard < grace).

@@ -36,6 +36,10 @@ int num_parse_size(const char *s, uint64_t *out);
 
 /* Wall clock in nanoseconds since the epoch; monotonic clock in ns. */
 int64_t time_now_ns(void);
+/* Shifts time_now_ns by ns from now on (the test hook debug.clock_offset:
+ * a node whose clock runs ahead or behind; the monotonic clock is not
+ * shifted). */
+void time_set_offset_ns(int64_t ns);
 int64_t time_mono_ns(void);
 /* Seconds since the process started (the one uptime clock). */
 uint64_t time_uptime_s(void);

@@ -30,6 +30,7 @@
 #include <sys/random.h>
 
 #include "aisd/authz.h"
+#include "aisd/hlc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -327,6 +328,21 @@ static int check_intra(http_req_t *req, sv_t ih, int64_t now)
 	return replay_take(req, p, now);
 }
 
+/* A peer's hybrid logical clock (hlc.h) taken from its request: only from
+ * a request the cluster secret's signature vouches for, or, without
+ * cluster.secret, from any that carries one (a peer says it is one). */
+static void peer_clock(http_req_t *req)
+{
+	static _Atomic int64_t warned;
+	sv_t h = http_req_header(req, HLC_HEADER);
+	if (!h.ptr || hlc_observe_text(h.ptr, h.len))
+		return;
+	int64_t now = time_mono_ns(), w = atomic_load(&warned);
+	if (now - w > 60 * 1000000000LL && atomic_compare_exchange_strong(&warned, &w, now))
+		log_warnx("a peer's clock stamp %.*s is not taken: not a number, or more than a day ahead of this "
+			  "node's clock", (int)MIN(h.len, 32), h.ptr);
+}
+
 int authz_check(http_req_t *req)
 {
 	int64_t now = now_s();
@@ -334,9 +350,15 @@ int authz_check(http_req_t *req)
 	authz_res_t res;
 	bool intra_only;
 	size_t nres = route_needs(req, &res, &intra_only);
+	if (!csecret_len)
+		peer_clock(req);
 	if (csecret_len) {
-		if (ih.ptr)
-			return check_intra(req, ih, now);
+		if (ih.ptr) {
+			int rc = check_intra(req, ih, now);
+			if (rc == AIS_OK)
+				peer_clock(req);
+			return rc;
+		}
 		if (http_req_has_header(req, "Ais-Intra") || (intra_only && !enabled))
 			return deny(req, 401, "intra-cluster request without the cluster's signature");
 	}

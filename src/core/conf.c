@@ -146,6 +146,8 @@ static const struct key keys[] = {
 	{"remote.max_cold_reads", K_U64, N(remote_cold_reads), "64",
 	 "cold reads (fetches from the remote) of one remote running at once on a target; more answer 503 (1 to 512)"},
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
+	{"debug.clock_offset", K_STR, S(clock_offset), "0",
+	 "test hook: shift this node's wall clock by [+|-]DURATION (e.g. -10m), to test a cluster whose clocks disagree"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
@@ -196,6 +198,16 @@ int conf_parse_ms(const char *v, uint64_t *out)
 	else
 		return AIS_ERR;
 	*out = x * mult;
+	return AIS_OK;
+}
+
+int conf_clock_offset(const conf_t *c, int64_t *ns)
+{
+	uint64_t ms = 0;
+	const char *v = c->clock_offset + (c->clock_offset[0] == '+' || c->clock_offset[0] == '-');
+	if (conf_parse_ms(v, &ms) != AIS_OK || ms > 365ULL * 24 * 3600 * 1000)
+		return AIS_ERR;
+	*ns = (c->clock_offset[0] == '-' ? -1 : 1) * (int64_t)ms * 1000000;
 	return AIS_OK;
 }
 
@@ -505,6 +517,12 @@ int conf_validate(const conf_t *c, buf_t *err)
 	if (strcmp(c->checksum, "xxhash") && strcmp(c->checksum, "md5") &&
 	    strcmp(c->checksum, "sha256") && strcmp(c->checksum, "none")) {
 		buf_addf(err, "store.checksum must be xxhash, md5, sha256 or none, not '%s'", c->checksum);
+		return AIS_ERR;
+	}
+	int64_t off;
+	if (conf_clock_offset(c, &off) != AIS_OK) {
+		buf_addf(err, "debug.clock_offset must be [+|-]DURATION (e.g. -10m) of at most a year, not '%s'",
+			 c->clock_offset);
 		return AIS_ERR;
 	}
 	enum log_level lv;

@@ -4,6 +4,7 @@
  * num_parse_u64, which accepts digits only and checks the range.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,11 +107,15 @@ int num_parse_size(const char *s, uint64_t *out)
 	return AIS_OK;
 }
 
+static _Atomic int64_t g_clock_offset_ns; /* debug.clock_offset: a test hook */
+
+void time_set_offset_ns(int64_t ns) { atomic_store(&g_clock_offset_ns, ns); }
+
 int64_t time_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + atomic_load_explicit(&g_clock_offset_ns, memory_order_relaxed);
 }
 
 int64_t time_mono_ns(void)

@@ -14,9 +14,12 @@ void httpc_global_init(void);
  * http(s) only, no redirects, the "Expect:" suppression list is the
  * caller's. */
 void httpc_easy_common(CURL *e, const char *user_agent);
-/* Adds (or, on a retry, replaces) the signature of a call with body
- * (NULL: streamed or none) to hl: the registered signer's line
- * (httpc_set_signer), nothing when none signs. */
+/* The line "Ais-Hlc: N" with this node's hybrid logical clock (hlc.h), which
+ * every intra-cluster request carries (httpc_intra_auth, xsync.c). */
+void httpc_hlc_line(char *out, size_t outsz);
+/* Adds (or, on a retry, replaces) the Ais-Hlc line and the signature of a
+ * call with body (NULL: streamed or none) to hl: the registered signer's
+ * line (httpc_set_signer), nothing when none signs. */
 struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
 				    size_t len);
 /* A client TLS session on the connected socket fd (the handshake not yet

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "aisd/hlc.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
@@ -142,24 +144,37 @@ void httpc_easy_common(CURL *e, const char *user_agent)
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 }
 
+/* hl with line set: a line of the same name ("Name:") replaced, else added. */
+static struct curl_slist *slist_set(struct curl_slist *hl, const char *line)
+{
+	const char *colon = strchr(line, ':');
+	size_t name = colon ? (size_t)(colon - line) + 1 : strlen(line);
+	for (struct curl_slist *l = hl; l; l = l->next) {
+		if (!strncmp(l->data, line, name)) {
+			free(l->data);
+			l->data = xstrdup(line);
+			return hl;
+		}
+	}
+	return curl_slist_append(hl, line);
+}
+
+void httpc_hlc_line(char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s: %lld", HLC_HEADER, (long long)hlc_peek());
+}
+
 struct curl_slist *httpc_intra_auth(struct curl_slist *hl, const char *method, const char *url, const void *body,
 				    size_t len)
 {
 	char h[HTTPC_SIGN_MAX];
+	httpc_hlc_line(h, sizeof(h)); /* the sender's clock, anew on a retry (hlc.h) */
+	hl = slist_set(hl, h);
 	if (!httpc_sign(method, url, body, len, h, sizeof(h)))
 		return hl;
 	/* a retry signs anew: the receiver takes each signature once, so the
-	 * line of the same name ("Name:") is replaced */
-	const char *colon = strchr(h, ':');
-	size_t name = colon ? (size_t)(colon - h) + 1 : strlen(h);
-	for (struct curl_slist *l = hl; l; l = l->next) {
-		if (!strncmp(l->data, h, name)) {
-			free(l->data);
-			l->data = xstrdup(h);
-			return hl;
-		}
-	}
-	return curl_slist_append(hl, h);
+	 * line of the same name is replaced */
+	return slist_set(hl, h);
 }
 
 int httpc_idempotent(const char *m)

@@ -488,6 +488,8 @@ static int first_answer(const struct xreq *q, xconn_t *c, buf_t *rb, int *st, bu
 	buf_addf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", q->method, q->target, q->key, q->extra);
 	for (size_t i = 0; q->hdrs && q->hdrs[i]; i++)
 		buf_addf(&head, "%s\r\n", q->hdrs[i]);
+	httpc_hlc_line(auth, sizeof(auth));
+	buf_addf(&head, "%s\r\n", auth);
 	if (httpc_sign(q->method, q->url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
 	buf_addstr(&head, "\r\n");
@@ -651,6 +653,8 @@ xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t t
 	buf_addf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n", target, s->key);
 	for (size_t i = 0; hdrs && hdrs[i]; i++)
 		buf_addf(&head, "%s\r\n", hdrs[i]);
+	httpc_hlc_line(auth, sizeof(auth));
+	buf_addf(&head, "%s\r\n", auth);
 	if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
 	buf_addstr(&head, "\r\n");
