@@ -170,7 +170,8 @@ typedef struct ol_put {
 	enum store_cksum want_type;           /* a checksum the client declared */
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	const char *custom;                   /* custom metadata to store */
-	int64_t origin_ns;                    /* a copy of a write of then (store_writer_origin) */
+	int64_t origin_ns;                    /* a copy of a write of that stamp (store_writer_origin) */
+	int64_t stamp;                        /* a copy's stamp (TGT_STAMP, store_writer_stamp); 0: new */
 	int64_t md_ns;                        /* a copy's metadata time (store_writer_md_time); 0: new */
 	store_writer_t *sw;
 	store_meta_t meta;                    /* after the commit */
@@ -242,11 +243,12 @@ void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
  * A client's delete (all, in a cluster) leaves a tombstone on every target
  * it reaches (ol_tombstone; the intra requests carry TGT_DELETE). */
 int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
-/* Blocking: records that a client deleted bck/obj now (store_tomb_put). */
-void ol_tombstone(struct target *t, sv_t bck, sv_t obj);
-/* Blocking: is a copy of bck/obj last modified at mtime_ns one that a
- * client deleted since (a tombstone here is newer)? */
-bool ol_deleted(struct target *t, sv_t bck, sv_t obj, int64_t mtime_ns);
+/* Blocking: records that a client deleted bck/obj with the delete's stamp
+ * (store_tomb_put; store_stamp says why stamps, not wall clocks). */
+void ol_tombstone(struct target *t, sv_t bck, sv_t obj, int64_t stamp);
+/* Blocking: is a copy of bck/obj of the write stamped stamp (store_stamp)
+ * one that a client deleted since (a tombstone here is stamped later)? */
+bool ol_deleted(struct target *t, sv_t bck, sv_t obj, int64_t stamp);
 /* Blocking: sets the custom metadata (the S3 metadata and ACL) of the copy
  * of bck/obj here, if it is still version `version`, and of every other
  * copy with the same checksum (all = false: here only). AIS_ERR with errno

@@ -51,7 +51,19 @@ typedef struct store_meta {
 	char custom[STORE_CUSTOM_MAX];   /* custom metadata, "k=v,k=v" ("" none) */
 	int64_t md_ns;                   /* when custom was set: by store_set_custom, or on the copy it
 					  * was copied from (store_writer_md_time); 0: with this write */
+	int64_t stamp;                   /* the write's stamp (hlc.h): given by the target that took the
+					  * client's write, kept by every copy of it; 0 in a record
+					  * written before stamps: store_stamp reads its mtime_ns */
 } store_meta_t;
+
+/* Which of two writes (or a write and a delete) of one object came last is
+ * decided by their stamps, never by mtime_ns (the wall clock of whichever
+ * target stored that copy): a stamp is the hybrid logical clock of the
+ * target that took the client's write (hlc.h), carried with every copy
+ * (Ais-Stamp, store_writer_origin/store_writer_stamp), and a tombstone
+ * holds the delete's stamp. A record written before stamps existed reads
+ * its mtime_ns as its stamp. */
+int64_t store_stamp(const store_meta_t *m);
 
 /* When m's custom metadata was set (md_ns, else mtime_ns): copies of the
  * same bytes with different metadata keep the one set last. */
@@ -144,11 +156,21 @@ void store_writer_free(store_writer_t *w);
  * it, commit computes the bucket's type and xxhash only, and fails EINVAL
  * for another want_type. Returns AIS_OK, or AIS_ERR (EINVAL) after a write. */
 int store_writer_also(store_writer_t *w, enum store_cksum type);
-/* The write is a copy of one written at mtime_ns (another target's): the
- * commit fails with ESTALE when, with no copy here, a tombstone younger
- * than that is (checked under the same lock as store_tomb_put, so a delete
- * and a copy racing it cannot both win). */
-void store_writer_origin(store_writer_t *w, int64_t mtime_ns);
+/* The write is a copy of one stamped stamp (another target's, see
+ * store_stamp): the copy keeps that stamp, and the commit fails with ESTALE
+ * when, with no copy here, a tombstone with a later stamp is (checked under
+ * the same lock as store_tomb_put, so a delete and a copy racing it cannot
+ * both win). */
+void store_writer_origin(store_writer_t *w, int64_t stamp);
+/* The write is a copy of one stamped stamp (a replica of a client's write
+ * on its way): the copy keeps that stamp; no tombstone check. */
+void store_writer_stamp(store_writer_t *w, int64_t stamp);
+/* The stamp the write will be committed with: taken at begin (hlc_now) for
+ * a client's write, so that its replicas carry it before the commit; the
+ * sender's for a copy. A client's write committed over a copy with a later
+ * stamp (one from a peer whose clock this node has not seen yet) is
+ * stamped anew above it. */
+int64_t store_writer_stamp_of(const store_writer_t *w);
 /* The write is a copy whose metadata was set at md_ns (the sender's
  * store_md_time): the commit records it, so every copy of the same bytes
  * compares its metadata by when it was set, not by when it landed. */
@@ -176,10 +198,11 @@ int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, si
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		 const store_meta_t *m);
 int store_delete(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
-/* Tombstones (tomb.c): a client deleted bck/obj at when_ns (wall clock).
- * store_tomb_get answers the newest one younger than store.tombstone_ttl,
- * or 0; store_tomb_sweep removes the older ones and returns how many. With
- * a ttl of 0 none is kept. */
+/* Tombstones (tomb.c): a client deleted bck/obj with stamp when_ns (the
+ * delete's hybrid logical clock stamp, store_stamp; a copy with a smaller
+ * stamp is a deleted one). store_tomb_get answers the newest one younger
+ * than store.tombstone_ttl, or 0; store_tomb_sweep removes the older ones
+ * and returns how many. With a ttl of 0 none is kept. */
 int store_tomb_put(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int64_t when_ns);
 int64_t store_tomb_get(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen);
 size_t store_tomb_sweep(store_t *s);

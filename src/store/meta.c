@@ -91,8 +91,11 @@ int store_varint_get(const unsigned char **p, const unsigned char *end, uint64_t
 /* Record, format 1:
  *   u8 format | varint size | varint gen | varint version | varint mtime_ns |
  *   varint atime_ns | u8 cksum type | varint n, n bytes cksum hex |
- *   varint n, n bytes custom
- * Later formats append fields; a reader rejects formats it does not know. */
+ *   varint n, n bytes custom [| varint md_ns [| varint stamp]]
+ * The optional fields were appended later: a record without them decodes
+ * them as 0 (store_md_time and store_stamp then read mtime_ns), and a
+ * reader of before them ignores them. Later formats append fields; a
+ * reader rejects formats it does not know. */
 void store_rec_encode(buf_t *out, const store_rec_t *r)
 {
 	size_t cl = strlen(r->m.cksum), ul = strlen(r->m.custom);
@@ -108,11 +111,15 @@ void store_rec_encode(buf_t *out, const store_rec_t *r)
 	buf_add(out, r->m.cksum, cl);
 	put_varint(out, ul);
 	buf_add(out, r->m.custom, ul);
-	if (r->m.md_ns > 0) /* optional: a record without it decodes as 0 */
-		put_varint(out, (uint64_t)r->m.md_ns);
+	if (r->m.md_ns > 0 || r->m.stamp > 0) /* optional: a record without it decodes as 0 */
+		put_varint(out, (uint64_t)MAX(r->m.md_ns, 0));
+	if (r->m.stamp > 0)
+		put_varint(out, (uint64_t)r->m.stamp);
 }
 
 int64_t store_md_time(const store_meta_t *m) { return m->md_ns > 0 ? m->md_ns : m->mtime_ns; }
+
+int64_t store_stamp(const store_meta_t *m) { return m->stamp > 0 ? m->stamp : m->mtime_ns; }
 
 int store_rec_decode(const char *p, size_t n, store_rec_t *r)
 {
@@ -138,10 +145,13 @@ int store_rec_decode(const char *p, size_t n, store_rec_t *r)
 		goto bad;
 	memcpy(r->m.custom, q, ul);
 	q += ul;
-	uint64_t md = 0;
+	uint64_t md = 0, st = 0;
 	if (q < end && (get_varint(&q, end, &md) || md > INT64_MAX))
 		goto bad;
+	if (q < end && (get_varint(&q, end, &st) || st > INT64_MAX))
+		goto bad;
 	r->m.md_ns = (int64_t)md;
+	r->m.stamp = (int64_t)st;
 	return AIS_OK;
 bad:
 	errno = EIO;

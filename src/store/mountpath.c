@@ -403,7 +403,7 @@ int store_relocate(store_t *s, const char *bck, size_t blen, const char *obj, si
 		if (src == dst || !store_mp_open(s, i) || store_rec_get(s, src, &okey, &r) != AIS_OK)
 			continue;
 		bool dhas = store_rec_get(s, dst, &okey, &d) == AIS_OK;
-		if (dhas && d.m.mtime_ns >= r.m.mtime_ns) { /* the HRW copy is as new: drop this one */
+		if (dhas && store_stamp(&d.m) >= store_stamp(&r.m)) { /* the HRW copy is as new: drop this one */
 			store_delete_on(s, src, bck, blen, obj, olen, r.gen);
 			continue;
 		}

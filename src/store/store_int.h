@@ -200,10 +200,10 @@ int store_db_errno(const char *err);
 int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, leveldb_writebatch_t *b,
 		   const char *what);
 
-/* tomb.c: is there a tombstone of bck/obj on mp newer than mtime_ns (and
+/* tomb.c: is there a tombstone of bck/obj on mp stamped after stamp (and
  * younger than the ttl)? Caller holds mp->commit_mu. */
 bool store_tomb_newer(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
-		      int64_t mtime_ns);
+		      int64_t stamp);
 
 /* cksum.c: streaming checksums. */
 typedef struct store_hasher {

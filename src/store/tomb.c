@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "aisd/hlc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -47,6 +48,7 @@ int store_tomb_put(store_t *s, const char *bck, size_t blen, const char *obj, si
 	buf_t k = BUF_INIT;
 	unsigned char v[8];
 	int rc = AIS_ERR;
+	hlc_observe(when_ns); /* a write here after this delete is stamped after it */
 	if (!s->tomb_ttl_ns)
 		return AIS_OK;
 	for (int i = 0; i < 8; i++)
@@ -82,7 +84,7 @@ static int64_t tomb_on(store_t *s, store_mp_t *mp, const buf_t *k, int64_t oldes
 }
 
 bool store_tomb_newer(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
-		      int64_t mtime_ns)
+		      int64_t stamp)
 {
 	buf_t k = BUF_INIT;
 	if (!s->tomb_ttl_ns)
@@ -90,7 +92,7 @@ bool store_tomb_newer(store_t *s, store_mp_t *mp, const char *bck, size_t blen, 
 	tomb_key(&k, bck, blen, obj, olen);
 	int64_t t = tomb_on(s, mp, &k, time_now_ns() - (int64_t)s->tomb_ttl_ns);
 	buf_free(&k);
-	return t > mtime_ns;
+	return t > stamp;
 }
 
 int64_t store_tomb_get(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen)

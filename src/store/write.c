@@ -57,6 +57,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "aisd/hlc.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -86,7 +87,9 @@ struct store_writer {
 	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2] extra */
 	int n_hs;
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
-	int64_t origin_ns;   /* a copy of a write of then (store_writer_origin); 0: new */
+	int64_t origin_ns;   /* a copy of a write of that stamp (store_writer_origin); 0: new */
+	int64_t stamp;       /* the write's stamp (store_writer_stamp_of) */
+	bool stamp_given;    /* ... the sender's (a copy), kept as it is */
 	int64_t md_ns;       /* a copy's metadata time (store_writer_md_time); 0: new */
 	bool discard;        /* store_writer_discard: checksummed and counted, not kept */
 	char *rb;            /* store_writer_splice: the read-back buffer (WRITER_RB bytes), or NULL */
@@ -217,6 +220,7 @@ int store_writer_begin(store_t *s, const char *bck, size_t blen, const char *obj
 	w->blen = blen;
 	w->olen = olen;
 	w->fd = -1;
+	w->stamp = hlc_now(); /* a client's write: stamped as it begins (store_writer_stamp_of) */
 	buf_t uname = BUF_INIT;
 	buf_add(&uname, bck, blen);
 	buf_addch(&uname, '/');
@@ -269,7 +273,22 @@ int store_writer_also(store_writer_t *w, enum store_cksum type)
 	return AIS_OK;
 }
 
-void store_writer_origin(store_writer_t *w, int64_t mtime_ns) { w->origin_ns = mtime_ns; }
+void store_writer_origin(store_writer_t *w, int64_t stamp)
+{
+	w->origin_ns = stamp;
+	store_writer_stamp(w, stamp);
+}
+
+void store_writer_stamp(store_writer_t *w, int64_t stamp)
+{
+	if (stamp <= 0)
+		return;
+	w->stamp = stamp;
+	w->stamp_given = true;
+	hlc_observe(stamp); /* what this node stamps next comes after it */
+}
+
+int64_t store_writer_stamp_of(const store_writer_t *w) { return w->stamp; }
 
 void store_writer_md_time(store_writer_t *w, int64_t md_ns) { w->md_ns = md_ns > 0 ? md_ns : 0; }
 
@@ -432,6 +451,12 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		errno = ESTALE; /* a client deleted it after this copy was written */
 		goto out_unlock;
 	}
+	if (have_old && !w->stamp_given && nr->m.stamp <= store_stamp(&old.m)) {
+		/* a client's write over a copy stamped later (by a peer whose clock
+		 * this node had not seen yet): this one came last here */
+		hlc_observe(store_stamp(&old.m));
+		nr->m.stamp = hlc_now();
+	}
 	nr->m.version = have_old ? old.m.version + 1 : 1;
 	if (!have_old && store_nmp(s) > 1) { /* a copy the resilver has not moved yet */
 		store_rec_t o2;
@@ -525,6 +550,7 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	nr.m.mtime_ns = time_now_ns();
 	nr.m.atime_ns = nr.m.mtime_ns;
 	nr.m.md_ns = w->md_ns;
+	nr.m.stamp = w->stamp;
 	if (custom)
 		snprintf(nr.m.custom, sizeof(nr.m.custom), "%s", custom);
 	if (writer_record(w, &nr) != AIS_OK) { /* rule 5 */
@@ -556,6 +582,7 @@ int store_writer_seal(store_writer_t *w, enum store_cksum want_type, const char 
 	memset(&w->sealed, 0, sizeof(w->sealed));
 	if (writer_verify(w, want_type, want_hex, &w->sealed) != AIS_OK)
 		return writer_fail(w, errno);
+	w->sealed.stamp = w->stamp; /* its replicas carry it (store_writer_stamp_of) */
 	if (w->s->fsync == CONF_FSYNC_ALWAYS && store_io.fsync(w->fd) != 0) { /* rule 3 */
 		int e = map_errno(errno);
 		log_warn("fsync %s", w->tmp);

@@ -61,6 +61,7 @@
 #include <xxhash.h>
 
 #include "ec_priv.h"
+#include "aisd/hlc.h"
 #include "aisd/ec.h"
 #include "aisd/httpc.h"
 #include "aisd/log.h"
@@ -304,7 +305,7 @@ void ec_meta_template(ec_meta_t *m, const bmd_props_t *bp, const store_meta_t *s
 	m->p = bp->ec_parity;
 	m->cell = EC_CELL;
 	m->size = sm->size;
-	m->version = (uint64_t)time_now_ns();
+	m->version = (uint64_t)hlc_now(); /* a stamp: compared with tombstones' (store_stamp) */
 	snprintf(m->cksum, sizeof(m->cksum), "%s:%s", store_cksum_name(sm->cksum_type),
 		 sm->cksum[0] ? sm->cksum : "-");
 }
@@ -610,11 +611,13 @@ void ec_ask_free(struct ec_ask *a, size_t n)
 	free(a);
 }
 
-size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen)
+size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, int64_t stamp)
 {
 	ec_url_t *u;
+	char sh[64];
 	size_t n = ec_targets(t, bck, blen, obj, olen, &u), gone = 0;
-	struct ec_ask *a = ec_ask_all(u, n, "DELETE", "", NULL, NULL, bck, blen, obj, olen);
+	snprintf(sh, sizeof(sh), "%s: %lld", TGT_STAMP, (long long)stamp);
+	struct ec_ask *a = ec_ask_all(u, n, "DELETE", "", NULL, stamp ? sh : NULL, bck, blen, obj, olen);
 	for (size_t i = 0; i < n; i++)
 		gone += a[i].status == 200;
 	ec_ask_free(a, n);

@@ -135,7 +135,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		   size_t olen, uint64_t cmap_v, uint64_t *bytes, buf_t *msg);
 /* Blocking: deletes every slice of bck/obj on every active target;
  * returns how many were there. */
-size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
+size_t ec_delete_slices(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, int64_t stamp);
 
 /* /v1/ec/BUCKET/OBJECT between targets: PUT a slice, GET it (checked
  * against its checksum first: a damaged slice is deleted and answered

@@ -112,7 +112,7 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 	}
 	int wrote = 0;
 	size_t next = 0;
-	if (ec_deleted_at(t, a, na, bck, blen, obj, olen) > smp->mtime_ns) { /* rule 6 */
+	if (ec_deleted_at(t, a, na, bck, blen, obj, olen) > store_stamp(smp)) { /* rule 6 */
 		log_info("%.*s/%.*s: a client deleted it after the whole copy here was written: dropped, not encoded",
 			 (int)blen, bck, (int)MIN(olen, 200), obj);
 		wrote = EC_GONE;
@@ -140,7 +140,7 @@ static int repair(target_t *t, const bmd_props_t *bpp, const char *bck, size_t b
 		/* the repaired slices join the surviving ones' write; new ones are
 		 * newer than any slice seen (a former layout's: rule 5) and no
 		 * younger than the whole copy otherwise (rule 6) */
-		tmpl.version = ver ? ver : MAX((uint64_t)smp->mtime_ns, seen + 1);
+		tmpl.version = ver ? ver : MAX((uint64_t)store_stamp(smp), seen + 1);
 		ec_layout_t l;
 		bool ok[EC_NSL];
 		ec_layout(smp->size, bp.ec_data, bp.ec_parity, EC_CELL, &l);

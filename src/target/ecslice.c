@@ -46,6 +46,7 @@
 #include <xxhash.h>
 
 #include "ec_int.h"
+#include "aisd/hlc.h"
 #include "aisd/ec.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
@@ -87,6 +88,7 @@ struct slice {
 	char want_hex[STORE_CKSUM_HEX_MAX];
 	char custom[STORE_CUSTOM_MAX];
 	bool meta_only, range, client_delete;
+	int64_t stamp; /* a client's delete: its stamp (TGT_STAMP; 0: none) */
 	bool trailed; /* rule 7: metadata and checksum come in the trailer */
 	int fd;
 	store_meta_t m;
@@ -369,7 +371,7 @@ static void del_work(http_req_t *req)
 {
 	struct slice *s = req->state;
 	if (s->client_delete && /* rule 6 */
-	    store_tomb_put(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, time_now_ns()) != AIS_OK)
+	    store_tomb_put(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, s->stamp ? s->stamp : hlc_now()) != AIS_OK)
 		log_warn("DELETE of the slice of %.*s: no tombstone kept", (int)MIN(s->obj.len, 200), s->obj.ptr);
 	if (store_delete(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len) != AIS_OK)
 		s->err = errno ? errno : EIO;
@@ -412,6 +414,7 @@ int tgt_ec(http_req_t *req)
 	s->meta_only = http_query_get(req, "meta", &v) && sv_eqstr(v, "true");
 	s->range = http_req_has_header(req, "Range");
 	s->client_delete = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
+	s->stamp = tgt_stamp_parse(http_req_header(req, TGT_STAMP)); /* the client's delete's (rule 6) */
 	arena_cleanup_add(req->arena, slice_cleanup, s);
 	req->state = s;
 	if (req->method == HTTP_PUT)

@@ -39,6 +39,12 @@
 #include "aisd/xp.h"
 #include "aisd/banned.h"
 
+int64_t tgt_stamp_parse(sv_t h)
+{
+	uint64_t v;
+	return h.ptr && num_parse_u64(h.ptr, h.len, 1, INT64_MAX, &v) == AIS_OK ? (int64_t)v : 0;
+}
+
 void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen)
 {
 	buf_addf(out, "%s/v1/objects/%.*s/", base, (int)blen, bck);
@@ -94,7 +100,7 @@ void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t 
 /* --- replicated PUT ----------------------------------------------------------- */
 
 /* The headers of an intra-cluster copy of an object described by m. */
-#define COPY_HDRS 7
+#define COPY_HDRS 8
 static void copy_headers(const char *why, uint64_t cmap_v, uint64_t bmd_v, const store_meta_t *m,
 			 char hv[COPY_HDRS][STORE_CUSTOM_MAX + 64], const char *hp[COPY_HDRS + 1])
 {
@@ -117,6 +123,10 @@ static void copy_headers(const char *why, uint64_t cmap_v, uint64_t bmd_v, const
 	}
 	if (store_md_time(m) > 0) {
 		snprintf(hv[n], sizeof(hv[n]), "%s: %lld", TGT_MD_NS, (long long)store_md_time(m));
+		hp[n] = hv[n], n++;
+	}
+	if (store_stamp(m) > 0) { /* the copy keeps the stamp of the write it is of */
+		snprintf(hv[n], sizeof(hv[n]), "%s: %lld", TGT_STAMP, (long long)store_stamp(m));
 		hp[n] = hv[n], n++;
 	}
 	hp[n] = NULL;
@@ -181,16 +191,17 @@ static size_t put_copies(const char *const *urls, size_t n, const char *const *h
 	return ok;
 }
 
-/* DELETE of bck/obj on each url (intra, reason why: only that copy).
- * Errors are logged. */
+/* DELETE of bck/obj on each url (intra, reason why: only that copy; a
+ * client's delete's stamp, 0: none). Errors are logged. */
 static size_t delete_on(const char *why, const char *const *bases, size_t n, const char *bck, size_t blen,
-			const char *obj, size_t olen)
+			const char *obj, size_t olen, int64_t stamp)
 {
-	char hv[64];
-	const char *hp[] = {hv, NULL};
+	char hv[64], sv[64];
+	const char *hp[] = {hv, stamp ? sv : NULL, NULL};
 	buf_t url = BUF_INIT, resp = BUF_INIT;
 	size_t gone = 0;
 	snprintf(hv, sizeof(hv), "%s: %s", TGT_INTRA, why);
+	snprintf(sv, sizeof(sv), "%s: %lld", TGT_STAMP, (long long)stamp);
 	for (size_t i = 0; i < n; i++) {
 		int status = 0;
 		buf_reset(&url);
@@ -248,7 +259,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1],
 				         status[i] ? "HTTP error " : "", msgs[i].ptr ? msgs[i].ptr : "");
 		}
-		delete_on("unreplicate", landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -280,13 +291,14 @@ struct tgt_repl {
 };
 
 tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
-			  size_t olen)
+			  size_t olen, int64_t stamp)
 {
 	store_bucket_t b;
-	char ct[64], cv[64], bv[64];
-	const char *hp[] = {TGT_INTRA ": replica", ct, cv, bv, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	char ct[64], cv[64], bv[64], st[64];
+	const char *hp[] = {TGT_INTRA ": replica", ct, cv, bv, st, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
 	if (!w || !w->cluster || w->n < 2)
 		return NULL;
+	snprintf(st, sizeof(st), "%s: %lld", TGT_STAMP, (long long)stamp);
 	snprintf(cv, sizeof(cv), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)w->cmap_version);
 	snprintf(bv, sizeof(bv), "%s: %llu", TGT_BMD_VERSION, (unsigned long long)w->bmd_version);
 	const bmd_t *bm;
@@ -359,7 +371,7 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 			else
 				buf_addf(msg, "; %s: %.200s", w->urls[i + 1], r->msg[i].ptr ? r->msg[i].ptr : "no answer");
 		}
-		delete_on("unreplicate", landed, nl, bck, blen, obj, olen); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -392,7 +404,7 @@ void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const ch
 	const char **bases = xcalloc(w->n, sizeof(*bases));
 	for (size_t i = 1; i < w->n; i++)
 		bases[i - 1] = w->urls[i];
-	delete_on("unreplicate", bases, w->n - 1, bck, blen, obj, olen);
+	delete_on("unreplicate", bases, w->n - 1, bck, blen, obj, olen, 0);
 	free(bases);
 }
 
@@ -493,10 +505,12 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 	sv_t ct = httpc_header_find(sv_of(&hdrs), "Ais-Checksum-Type"),
 	     cv = httpc_header_find(sv_of(&hdrs), "Ais-Checksum-Value");
 	sv_t md = httpc_header_find(sv_of(&hdrs), "Ais-Custom-Md");
-	sv_t mt = httpc_header_find(sv_of(&hdrs), "Ais-Mtime-Ns");
-	uint64_t mtime = 0;
-	if (mt.ptr && num_parse_u64(mt.ptr, mt.len, 1, INT64_MAX, &mtime) == AIS_OK)
-		store_writer_origin(s.w, (int64_t)mtime); /* a delete since that write wins */
+	/* the stamp of the write it is of (a sender of before stamps: its mtime) */
+	int64_t stamp = tgt_stamp_parse(httpc_header_find(sv_of(&hdrs), TGT_STAMP));
+	if (!stamp)
+		stamp = tgt_stamp_parse(httpc_header_find(sv_of(&hdrs), "Ais-Mtime-Ns"));
+	if (stamp)
+		store_writer_origin(s.w, stamp); /* a delete since that write wins */
 	sv_t mdt = httpc_header_find(sv_of(&hdrs), TGT_MD_NS);
 	uint64_t md_ns = 0;
 	if (mdt.ptr && num_parse_u64(mdt.ptr, mdt.len, 1, INT64_MAX, &md_ns) == AIS_OK)
@@ -554,7 +568,8 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 	return rc;
 }
 
-size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen)
+size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+			    int64_t stamp)
 {
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
 	size_t n = sources(t, bck, blen, obj, olen, &urls);
@@ -562,7 +577,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 	/* every target that may hold one: stray copies go too */
 	for (size_t i = 0; i < n; i++)
 		bases[i] = urls[i];
-	size_t gone = delete_on(TGT_DELETE, bases, n, bck, blen, obj, olen);
+	size_t gone = delete_on(TGT_DELETE, bases, n, bck, blen, obj, olen, stamp);
 	free(bases);
 	free(urls);
 	return gone;
@@ -654,7 +669,7 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 		nh++;
 	if (cond) { /* the receiver answers at once when it has this version or a newer one */
 		snprintf(hv[COPY_HDRS], sizeof(hv[0]), "%s: %s", TGT_HAVE_CKSUM, m.cksum[0] ? m.cksum : "-");
-		snprintf(hv[COPY_HDRS + 1], sizeof(hv[0]), "%s: %lld", TGT_HAVE_MTIME, (long long)m.mtime_ns);
+		snprintf(hv[COPY_HDRS + 1], sizeof(hv[0]), "%s: %lld", TGT_HAVE_MTIME, (long long)store_stamp(&m));
 		hp[nh++] = hv[COPY_HDRS];
 		hp[nh++] = hv[COPY_HDRS + 1];
 		hp[nh] = NULL;

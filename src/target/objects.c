@@ -31,6 +31,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "aisd/hlc.h"
 #include "aisd/authz.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
@@ -64,8 +65,10 @@ static void prop_headers(http_req_t *req, const store_meta_t *m)
 	time_http_date(m->mtime_ns, t, sizeof(t));
 	http_resp_header(req, "Last-Modified", "%s", t);
 	http_resp_header(req, "Ais-Mtime-Ns", "%lld", (long long)m->mtime_ns);
-	if (http_req_has_header(req, TGT_INTRA)) /* another target's: it compares metadata by when set */
+	if (http_req_has_header(req, TGT_INTRA)) { /* another target's: it compares metadata by when set */
 		http_resp_header(req, TGT_MD_NS, "%lld", (long long)store_md_time(m));
+		http_resp_header(req, TGT_STAMP, "%lld", (long long)store_stamp(m)); /* and writes by stamp */
+	}
 	etag_of(m, etag, sizeof(etag));
 	http_resp_header(req, "ETag", "%s", etag);
 }
@@ -364,7 +367,7 @@ static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int64_t *o
 		http_resp_send(req, "", 0);
 		return true;
 	}
-	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && cur.mtime_ns < (int64_t)mt)
+	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && store_stamp(&cur) < (int64_t)mt)
 		return false;
 	/* the same bytes, maybe with metadata set while this copy was away (a
 	 * rare durable write on the loop thread: the repair of a missed ACL) */
@@ -402,6 +405,8 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 		return AIS_OK;
 	p = arena_zalloc(req->arena, sizeof(*p));
 	p->origin_ns = origin;
+	if (http_req_has_header(req, TGT_INTRA)) /* a copy: it keeps the stamp of the write it is of */
+		p->stamp = tgt_stamp_parse(http_req_header(req, TGT_STAMP));
 	sv_t mdh = http_req_header(req, TGT_MD_NS);
 	uint64_t md = 0;
 	if (mdh.ptr && http_req_has_header(req, TGT_INTRA) && num_parse_u64(mdh.ptr, mdh.len, 1, INT64_MAX, &md) == AIS_OK)
@@ -444,14 +449,15 @@ struct del {
 	sv_t bck, obj;
 	bool all;  /* a client's: every copy */
 	bool tomb; /* a client's passed on by another target: a tombstone here too */
+	int64_t stamp; /* ... with the stamp of the client's delete */
 	int err;
 };
 
 static void del_work(http_req_t *req)
 {
 	struct del *d = req->state;
-	if (d->tomb)
-		ol_tombstone(d->t, d->bck, d->obj);
+	if (d->tomb) /* (a sender of before stamps: this node's clock, which its request moved on) */
+		ol_tombstone(d->t, d->bck, d->obj, d->stamp ? d->stamp : hlc_now());
 	if (ol_delete(d->t, d->bck, d->obj, d->all) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
@@ -519,7 +525,7 @@ static int patch_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 	uint64_t md = 0;
 	if (mdh.ptr && num_parse_u64(mdh.ptr, mdh.len, 1, INT64_MAX, &md) != AIS_OK)
 		md = 0;
-	d->md_ns = md ? (int64_t)md : time_now_ns(); /* (a sender without the stamp: now) */
+	d->md_ns = md ? (int64_t)md : hlc_now(); /* (a sender without the stamp: now) */
 	if (!http_req_has_header(req, TGT_INTRA)) {
 		http_resp_error(req, 405, "PATCH of an object is between targets only");
 		return AIS_OK;
@@ -613,6 +619,7 @@ static int objects(http_req_t *req, bool may_doubt)
 		struct del *d = arena_zalloc(req->arena, sizeof(*d));
 		d->all = w->cluster;
 		d->tomb = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
+		d->stamp = d->tomb ? tgt_stamp_parse(http_req_header(req, TGT_STAMP)) : 0;
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;

@@ -33,6 +33,7 @@
 
 #include "ec_int.h"
 #include "ol_int.h"
+#include "aisd/hlc.h"
 #include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/ol.h"
@@ -428,7 +429,7 @@ int ol_set_custom(target_t *t, sv_t bck, sv_t obj, uint64_t version, const char 
 	if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) != AIS_OK)
 		return AIS_ERR;
 	/* stamped: every copy records when, and the one set last wins */
-	int64_t md = MAX(time_now_ns(), store_md_time(&m) + 1);
+	int64_t md = MAX(hlc_now(), store_md_time(&m) + 1);
 	if (store_set_custom(t->store, bck.ptr, bck.len, obj.ptr, obj.len, version, custom, md) != AIS_OK)
 		return AIS_ERR;
 	if (!all || !t->base.cl)
@@ -440,16 +441,16 @@ int ol_set_custom(target_t *t, sv_t bck, sv_t obj, uint64_t version, const char 
 	return AIS_OK;
 }
 
-void ol_tombstone(target_t *t, sv_t bck, sv_t obj)
+void ol_tombstone(target_t *t, sv_t bck, sv_t obj, int64_t stamp)
 {
-	if (store_tomb_put(t->store, bck.ptr, bck.len, obj.ptr, obj.len, time_now_ns()) != AIS_OK)
+	if (store_tomb_put(t->store, bck.ptr, bck.len, obj.ptr, obj.len, stamp) != AIS_OK)
 		log_warn("DELETE %.*s/%.*s: no tombstone kept", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr);
 }
 
-bool ol_deleted(target_t *t, sv_t bck, sv_t obj, int64_t mtime_ns)
+bool ol_deleted(target_t *t, sv_t bck, sv_t obj, int64_t stamp)
 {
 	int64_t when = store_tomb_get(t->store, bck.ptr, bck.len, obj.ptr, obj.len);
-	return when && mtime_ns < when;
+	return when && stamp < when;
 }
 
 int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
@@ -471,17 +472,24 @@ int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 		remote_had = bk && rc == AIS_OK;
 		buf_free(&msg);
 	}
-	/* a client's delete: a copy it misses (its target is away) must not come back */
-	if (all && t->base.cl)
-		ol_tombstone(t, bck, obj);
+	/* a client's delete: a copy it misses (its target is away) must not come
+	 * back; stamped after the copy here, whatever clock stamped that */
+	int64_t stamp = 0;
+	if (all && t->base.cl) {
+		store_meta_t m;
+		if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) == AIS_OK)
+			hlc_observe(store_stamp(&m));
+		stamp = hlc_now();
+		ol_tombstone(t, bck, obj, stamp);
+	}
 	if (store_delete(t->store, bck.ptr, bck.len, obj.ptr, obj.len) != AIS_OK)
 		err = errno ? errno : EIO;
 	if (all && t->base.cl && (!err || err == ENOENT) &&
-	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0)
+	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0)
 		err = 0; /* other copies were there */
 	bmd_props_t bp;
 	if (all && t->base.cl && ec_props(t, bck, &bp) && bp.ec_enabled &&
-	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len) > 0 && err == ENOENT)
+	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0 && err == ENOENT)
 		err = 0; /* every slice of an erasure-coded object goes too */
 	if (err == ENOENT && remote_had)
 		err = 0;

@@ -82,12 +82,15 @@ int ol_put_begin(ol_put_t *p)
 	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK ||
 	    store_writer_also(p->sw, p->want_type) != AIS_OK || (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
 		return AIS_ERR;
+	if (p->stamp) /* a copy: the stamp of the write it is of */
+		store_writer_stamp(p->sw, p->stamp);
 	if (p->origin_ns) /* a delete since that write wins (ol.h invariant 2) */
 		store_writer_origin(p->sw, p->origin_ns);
 	if (p->md_ns) /* the sender's metadata time travels with the copy */
 		store_writer_md_time(p->sw, p->md_ns);
 	/* rule 4: the copies go to the other holders as the bytes come */
-	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+	p->repl = tgt_repl_open(p->t, p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len,
+				store_writer_stamp_of(p->sw));
 	if (!p->repl && p->size && p->w && p->w->cluster) /* or the slices, encoded as they come */
 		p->ecs = ec_stream_open(p, p->size);
 	bmd_props_t bp;
@@ -197,7 +200,7 @@ int ol_put_commit(ol_put_t *p)
 		if (copies)
 			tgt_unreplicate(p->w, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 		else if (ec)
-			ec_delete_slices(p->t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
+			ec_delete_slices(p->t, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, 0);
 		errno = e;
 		return AIS_ERR;
 	}

@@ -105,6 +105,14 @@ void tgt_fmt_time(int64_t ns, char *out, size_t outsz);
 /* The TGT_INTRA value of a client's delete passed on to the other targets
  * (each records a tombstone: ol_delete). */
 #define TGT_DELETE "delete"
+/* The stamp of the write a copy is of (store_stamp: the hybrid logical
+ * clock of the target that took the client's write), on every copy sent
+ * between targets and every answer to another target; and the stamp of a
+ * client's delete on the DELETEs that pass it on (each tombstone holds it).
+ * Writes and deletes are ordered by it, never by a target's wall clock. */
+#define TGT_STAMP "Ais-Stamp"
+/* The stamp in h (a TGT_STAMP value), or 0 when absent or not a number. */
+int64_t tgt_stamp_parse(sv_t h);
 /* On a copy another target sends: the versions of the cluster map and the
  * bucket metadata its sender placed it under (ol_where puts them in
  * w->cmap_version and w->bmd_version). */
@@ -147,7 +155,7 @@ void tgt_placed_check(target_t *t, const ol_where_t *w, const char *bck, size_t 
  * missed: AIS_ERR, errno EAGAIN, msg); free cuts what was not finished. */
 typedef struct tgt_repl tgt_repl_t;
 tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, size_t blen, const char *obj,
-			  size_t olen);
+			  size_t olen, int64_t stamp);
 void tgt_repl_write(tgt_repl_t *r, const void *p, size_t n);
 int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_where_t *w, const char *bck,
 		    size_t blen, const char *obj, size_t olen, enum store_cksum want_type, const char *want_hex,
@@ -161,9 +169,11 @@ void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const ch
  * a tombstone here says a client deleted it), ENOSPC (this target has no
  * space for the copy) or EIO (msg says why). */
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
-/* Pool thread: deletes bck/obj on every other target that may hold it;
- * returns how many had it. */
-size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen);
+/* Pool thread: deletes bck/obj on every other target that may hold it (a
+ * client's delete of that stamp: each keeps a tombstone of it); returns how
+ * many had it. */
+size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
+			    int64_t stamp);
 /* Pool thread: sets the custom metadata of bck/obj to custom, set at
  * md_ns, on every other target that may hold a copy with checksum cksum
  * (intra PATCH; a target without that copy, or with metadata set later,
@@ -193,7 +203,8 @@ bool tgt_md_take_newer(target_t *t, const char *bck, size_t blen, const char *ob
 int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, const char *obj, size_t olen,
 		  const char *why, uint64_t cmap_v, uint64_t bmd_v, bool cond, uint64_t *bytes, buf_t *msg);
 /* The headers of a conditional copy (tgt_send_copy): the sender's checksum
- * value and mtime; a receiver whose copy has that checksum or is as new
+ * value and its copy's stamp (store_stamp; the header keeps its old name);
+ * a receiver whose copy has that checksum or is as new
  * answers 200 with TGT_HAD and reads no body. */
 #define TGT_HAVE_CKSUM "Ais-Have-Cksum"
 #define TGT_HAVE_MTIME "Ais-Have-Mtime-Ns"
