@@ -66,6 +66,7 @@ typedef struct conf {
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */
+	char delete_quorum[16];   /* "all" or "tombstone": holders a client's delete must reach (ol.h inv. 5) */
 	uint64_t gb_max_entries;    /* GetBatch: entries per request at most */
 	uint64_t gb_max_bytes;      /* ... tar bytes per answer at most */
 	uint64_t gb_max_per_client; /* ... requests of one client address at once */

@@ -37,6 +37,14 @@
  *  4. A request from outside the cluster is routed on (redirected or
  *     forwarded) by targets at most OL_MAX_HOPS times; one that would go
  *     further is answered 508 with a message, never looped.
+ *  5. A client's delete is acknowledged only when every holder of the
+ *     object took it: the holders under the current map with the targets
+ *     that left it without a decommission back and those in maintenance
+ *     counted (lost.c); else it answers 503 naming the ones it could not
+ *     reach (the copies it reached are gone). With
+ *     mirror.delete_quorum=tombstone one holder that took it is enough:
+ *     its tombstone, stamped after every copy (hlc.h), makes the others
+ *     drop theirs when they return (their rebalance offers them to it).
  */
 #ifndef AISD_OL_H
 #define AISD_OL_H
@@ -243,6 +251,11 @@ void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
  * A client's delete (all, in a cluster) leaves a tombstone on every target
  * it reaches (ol_tombstone; the intra requests carry TGT_DELETE). */
 int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
+/* The same; when a target that may hold a copy could not be reached and
+ * mirror.delete_quorum does not let the delete complete without it
+ * (invariant 5), AIS_ERR with errno EHOSTDOWN (503) and why (may be NULL)
+ * naming the targets. */
+int ol_delete_msg(struct target *t, sv_t bck, sv_t obj, bool all, buf_t *why);
 /* Blocking: records that a client deleted bck/obj with the delete's stamp
  * (store_tomb_put; store_stamp says why stamps, not wall clocks). */
 void ol_tombstone(struct target *t, sv_t bck, sv_t obj, int64_t stamp);

@@ -119,6 +119,9 @@ static const struct key keys[] = {
 	{"getbatch.max_per_client", K_U64, N(gb_max_per_client), "4",
 	 "GetBatch requests one client address may have running on a target at once (429 beyond; 0 = no limit); "
 	 "nodes of the cluster are not held to it"},
+	{"mirror.delete_quorum", K_STR, S(delete_quorum), "all",
+	 "all: a client's delete answers 503, naming them, unless every holder of a copy took it (a target down and "
+	 "out of the map too); tombstone: one holder that took it is enough (its tombstone wins when the others return)"},
 	{"mirror.write_quorum", K_U64, N(write_quorum), "0",
 	 "copies that must be durable before a replicated PUT is acknowledged (0 = all of them)"},
 	{"rebalance.workers", K_U64, N(rebalance_workers), "4",
@@ -571,6 +574,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	if (c->remote_connect_ms == 0 || c->remote_stall_ms == 0 || c->remote_list_bytes < 4096) {
 		buf_addstr(err, "remote.connect_timeout and remote.stall_timeout must be more than 0, "
 				"remote.max_list_bytes at least 4KiB");
+		return AIS_ERR;
+	}
+	if (strcmp(c->delete_quorum, "all") && strcmp(c->delete_quorum, "tombstone")) {
+		buf_addf(err, "mirror.delete_quorum must be all or tombstone, not '%s'", c->delete_quorum);
 		return AIS_ERR;
 	}
 	if (c->write_quorum > 32) {

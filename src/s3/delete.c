@@ -4,9 +4,12 @@
  * when given). Each key's every copy is deleted by its owner through the
  * object layer (ol_delete): here when this target owns it (or is
  * standalone), else with the native DELETE on the owner target. A missing key counts as deleted,
- * as S3 says; Quiet leaves successes out of the answer.
+ * as S3 says; Quiet leaves successes out of the answer. A key whose delete
+ * could not reach every holder of a copy (ol.h invariant 5) gets an Error
+ * with Code ServiceUnavailable naming the targets.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +32,7 @@ static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
  * key's owner does it through the object layer: this target when it is the
  * owner (or standalone), else the owner target, asked with the native
  * DELETE (which deletes every copy there). */
-static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
+static int del_one(s3_rq_t *r, sv_t key, buf_t *msg, int *status)
 {
 	char url[CMAP_URL_MAX + 1];
 	int self = 0;
@@ -38,18 +41,26 @@ static int del_one(s3_rq_t *r, sv_t key, buf_t *msg)
 		return AIS_ERR;
 	}
 	if (self == 0) {
-		if (ol_delete(r->http->ctx, r->bucket, key, r->node.cl != NULL) != AIS_OK && errno != ENOENT) {
-			buf_addstr(msg, strerror(errno));
-			return AIS_ERR;
+		buf_t why = BUF_INIT;
+		int rc = AIS_OK;
+		if (ol_delete_msg(r->http->ctx, r->bucket, key, r->node.cl != NULL, &why) != AIS_OK && errno != ENOENT) {
+			*status = ais_errno(errno)->status;
+			ais_errno_msg(msg, ais_errno(errno), errno, "object", why.ptr);
+			rc = AIS_ERR;
 		}
-		return AIS_OK;
+		buf_free(&why);
+		return rc;
 	}
 	buf_t u = BUF_INIT, resp = BUF_INIT;
-	int status = 0, rc = AIS_OK;
+	int st = 0, rc = AIS_OK;
 	tgt_url_obj(&u, url, r->bucket.ptr, r->bucket.len, key.ptr, key.len);
-	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK ||
-	    (status != 200 && status != 204 && status != 404)) {
-		buf_addf(msg, "owner target answered %d", status);
+	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &st) != AIS_OK ||
+	    (st != 200 && st != 204 && st != 404)) {
+		json_t *j = st && resp.ptr ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
+		const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+		buf_addf(msg, "owner target %s answered %d%s%s", url, st, m ? ": " : "", m ? m : "");
+		json_decref(j);
+		*status = st;
 		rc = AIS_ERR;
 	}
 	buf_free(&u);
@@ -67,10 +78,11 @@ static void md_work(http_req_t *req)
 		sv_t key = {m->dr.objs[i].key, m->dr.objs[i].len};
 		buf_t msg = BUF_INIT;
 		const char *code = NULL;
+		int st = 0;
 		if (!name_object_valid(key.ptr, key.len))
 			code = key.len > NAME_OBJECT_MAX ? "KeyTooLongError" : "InvalidArgument";
-		else if (del_one(r, key, &msg) != AIS_OK)
-			code = "InternalError";
+		else if (del_one(r, key, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
+			code = st == 503 ? "ServiceUnavailable" : "InternalError";
 		if (code) {
 			buf_addstr(b, "<Error>");
 			s3_xml_elem(b, "Key", key.ptr, key.len);

@@ -192,9 +192,10 @@ static size_t put_copies(const char *const *urls, size_t n, const char *const *h
 }
 
 /* DELETE of bck/obj on each url (intra, reason why: only that copy; a
- * client's delete's stamp, 0: none). Errors are logged. */
+ * client's delete's stamp, 0: none); st (may be NULL): each one's answer
+ * (0: none). Errors are logged. Returns how many had a copy. */
 static size_t delete_on(const char *why, const char *const *bases, size_t n, const char *bck, size_t blen,
-			const char *obj, size_t olen, int64_t stamp)
+			const char *obj, size_t olen, int64_t stamp, int *st)
 {
 	char hv[64], sv[64];
 	const char *hp[] = {hv, stamp ? sv : NULL, NULL};
@@ -206,8 +207,11 @@ static size_t delete_on(const char *why, const char *const *bases, size_t n, con
 		int status = 0;
 		buf_reset(&url);
 		tgt_url_obj(&url, bases[i], bck, blen, obj, olen);
-		if (httpc_sync("DELETE", url.ptr, hp, NULL, 0, 10000, &resp, &status) == AIS_OK &&
-		    (status == 200 || status == 404))
+		if (httpc_sync("DELETE", url.ptr, hp, NULL, 0, 10000, &resp, &status) != AIS_OK)
+			status = 0;
+		if (st)
+			st[i] = status;
+		if (status == 200 || status == 404)
 			gone += status == 200;
 		else
 			log_warnx("deleting the copy of %.*s/%.*s on %s: %s", (int)blen, bck,
@@ -259,7 +263,7 @@ int tgt_replicate(target_t *t, store_writer_t *sw, const char *bck, size_t blen,
 				buf_addf(msg, "; %s: %s%.200s", w->urls[i + 1],
 				         status[i] ? "HTTP error " : "", msgs[i].ptr ? msgs[i].ptr : "");
 		}
-		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0, NULL); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -371,7 +375,7 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 			else
 				buf_addf(msg, "; %s: %.200s", w->urls[i + 1], r->msg[i].ptr ? r->msg[i].ptr : "no answer");
 		}
-		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0); /* rule 2: no copy of a failed write stays */
+		delete_on("unreplicate", landed, nl, bck, blen, obj, olen, 0, NULL); /* rule 2: no copy of a failed write stays */
 		free(landed);
 		errno = EAGAIN;
 		rc = AIS_ERR;
@@ -404,7 +408,7 @@ void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const ch
 	const char **bases = xcalloc(w->n, sizeof(*bases));
 	for (size_t i = 1; i < w->n; i++)
 		bases[i - 1] = w->urls[i];
-	delete_on("unreplicate", bases, w->n - 1, bck, blen, obj, olen, 0);
+	delete_on("unreplicate", bases, w->n - 1, bck, blen, obj, olen, 0, NULL);
 	free(bases);
 }
 
@@ -569,16 +573,40 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 }
 
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
-			    int64_t stamp)
+			    int64_t stamp, buf_t *missed, bool *kept)
 {
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
+	cmap_node_t *hold = xcalloc(HRW_TOP_MAX, sizeof(*hold));
 	size_t n = sources(t, bck, blen, obj, olen, &urls);
-	const char **bases = xcalloc(n + 1, sizeof(*bases));
-	/* every target that may hold one: stray copies go too */
+	size_t nh = tgt_lost_holders(t, bck, blen, obj, olen, hold, HRW_TOP_MAX), nb = n;
+	const char **bases = xcalloc(n + nh + 1, sizeof(*bases));
+	int *st = xcalloc(n + nh + 1, sizeof(*st));
+	/* every target that may hold one: stray copies go too, and the holders
+	 * under the map with the lost targets back (lost.c) */
 	for (size_t i = 0; i < n; i++)
 		bases[i] = urls[i];
-	size_t gone = delete_on(TGT_DELETE, bases, n, bck, blen, obj, olen, stamp);
+	const char *self = cluster_self(t->base.cl)->id;
+	for (size_t i = 0; i < nh; i++) {
+		size_t j;
+		for (j = 0; j < nb && strcmp(bases[j], hold[i].intra_url); j++)
+			;
+		if (j == nb && strcmp(hold[i].id, self))
+			bases[nb++] = hold[i].intra_url;
+	}
+	size_t gone = delete_on(TGT_DELETE, bases, nb, bck, blen, obj, olen, stamp, st);
+	*kept = false;
+	for (size_t i = 0; i < nh; i++) { /* which holders took it (and keep its tombstone) */
+		size_t j;
+		for (j = 0; j < nb && strcmp(bases[j], hold[i].intra_url); j++)
+			;
+		if (!strcmp(hold[i].id, self) || (j < nb && (st[j] == 200 || st[j] == 404)))
+			*kept = true;
+		else
+			buf_addf(missed, "%s%s", missed->len ? ", " : "", hold[i].id);
+	}
+	free(st);
 	free(bases);
+	free(hold);
 	free(urls);
 	return gone;
 }

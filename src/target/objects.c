@@ -451,6 +451,7 @@ struct del {
 	bool tomb; /* a client's passed on by another target: a tombstone here too */
 	int64_t stamp; /* ... with the stamp of the client's delete */
 	int err;
+	buf_t why; /* what err says besides (a holder not reached) */
 };
 
 static void del_work(http_req_t *req)
@@ -458,9 +459,11 @@ static void del_work(http_req_t *req)
 	struct del *d = req->state;
 	if (d->tomb) /* (a sender of before stamps: this node's clock, which its request moved on) */
 		ol_tombstone(d->t, d->bck, d->obj, d->stamp ? d->stamp : hlc_now());
-	if (ol_delete(d->t, d->bck, d->obj, d->all) != AIS_OK)
+	if (ol_delete_msg(d->t, d->bck, d->obj, d->all, &d->why) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
+
+static void del_cleanup(void *arg) { buf_free(&((struct del *)arg)->why); }
 
 static void del_done(http_req_t *req)
 {
@@ -468,7 +471,7 @@ static void del_done(http_req_t *req)
 	if (d->err == ENOENT)
 		tgt_not_found(req, d->bck, d->obj);
 	else if (d->err)
-		tgt_resp_errno(req, d->err, "object");
+		tgt_resp_errmsg(req, ais_errno(d->err), d->err, "object", d->why.ptr);
 	else
 		http_resp_send(req, "", 0);
 }
@@ -620,6 +623,7 @@ static int objects(http_req_t *req, bool may_doubt)
 		d->all = w->cluster;
 		d->tomb = sv_eqstr(http_req_header(req, TGT_INTRA), TGT_DELETE);
 		d->stamp = d->tomb ? tgt_stamp_parse(http_req_header(req, TGT_STAMP)) : 0;
+		arena_cleanup_add(req->arena, del_cleanup, d);
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;

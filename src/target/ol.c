@@ -453,7 +453,9 @@ bool ol_deleted(target_t *t, sv_t bck, sv_t obj, int64_t stamp)
 	return when && stamp < when;
 }
 
-int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
+int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all) { return ol_delete_msg(t, bck, obj, all, NULL); }
+
+int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 {
 	int err = 0;
 	bool remote_had = false;
@@ -484,9 +486,24 @@ int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 	}
 	if (store_delete(t->store, bck.ptr, bck.len, obj.ptr, obj.len) != AIS_OK)
 		err = errno ? errno : EIO;
-	if (all && t->base.cl && (!err || err == ENOENT) &&
-	    tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0)
-		err = 0; /* other copies were there */
+	if (all && t->base.cl && (!err || err == ENOENT)) {
+		bool kept = false;
+		buf_t missed = BUF_INIT;
+		if (tgt_delete_elsewhere(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp, &missed, &kept) > 0)
+			err = 0; /* other copies were there */
+		/* invariant 5: never acknowledged and then undone by a holder's return */
+		if (missed.len && (!kept || !strcmp(t->conf->delete_quorum, "all"))) {
+			log_warnx("DELETE %.*s/%.*s: not complete: %s not reachable", (int)bck.len, bck.ptr,
+				  (int)MIN(obj.len, 256), obj.ptr, missed.ptr);
+			if (why)
+				buf_addf(why, "the target%s %s that may hold a copy could not be reached: the delete is not "
+					 "complete (the copies it reached are deleted; ask again once %s back)",
+					 strchr(missed.ptr, ',') ? "s" : "", missed.ptr,
+					 strchr(missed.ptr, ',') ? "they are" : "it is");
+			err = EHOSTDOWN;
+		}
+		buf_free(&missed);
+	}
 	bmd_props_t bp;
 	if (all && t->base.cl && ec_props(t, bck, &bp) && bp.ec_enabled &&
 	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0 && err == ENOENT)

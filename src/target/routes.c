@@ -197,6 +197,7 @@ static void on_cmap(void *arg, const cmap_t *old, const cmap_t *cur)
 	const cmap_node_t *o = me && old ? cmap_get(old, me, strlen(me)) : NULL;
 	const cmap_node_t *c = me ? cmap_get(cur, me, strlen(me)) : NULL;
 	bool drain_changed = (o && o->drain) != (c && c->drain);
+	tgt_lost_note(old, cur, me); /* targets gone without a decommission (lost.c) */
 	if (!t->reb || (!first && !drain_changed && !place_changed(old, cur)))
 		return;
 	char why[96];

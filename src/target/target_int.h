@@ -170,10 +170,21 @@ void tgt_unreplicate(const ol_where_t *w, const char *bck, size_t blen, const ch
  * space for the copy) or EIO (msg says why). */
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg);
 /* Pool thread: deletes bck/obj on every other target that may hold it (a
- * client's delete of that stamp: each keeps a tombstone of it); returns how
- * many had it. */
+ * client's delete of that stamp: each keeps a tombstone of it), the lost
+ * ones too (lost.c); returns how many had it. Of the holders under the map
+ * with the lost targets back (tgt_lost_holders), the ids of the ones that
+ * did not answer go to missed (", " between), and *kept tells whether one
+ * took it (or is this target). */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
-			    int64_t stamp);
+			    int64_t stamp, buf_t *missed, bool *kept);
+/* Targets this one saw leave the cluster map without a decommission
+ * (lost.c): noted from each new map (on_cmap); tgt_lost_holders fills out
+ * (at most cap) with the holders of bck/obj under the current map with
+ * them back and every target in maintenance counted active, best first,
+ * and returns how many. */
+void tgt_lost_note(const cmap_t *old, const cmap_t *cur, const char *self);
+size_t tgt_lost_holders(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, cmap_node_t *out,
+			size_t cap);
 /* Pool thread: sets the custom metadata of bck/obj to custom, set at
  * md_ns, on every other target that may hold a copy with checksum cksum
  * (intra PATCH; a target without that copy, or with metadata set later,
