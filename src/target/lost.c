@@ -9,8 +9,9 @@
  * it returns. This file remembers, on this target, the targets it saw
  * leave the map without a decommission ("lost"), and places an object
  * under the map with them back and every target in maintenance counted
- * active: those holders are the ones a delete must reach (ol_delete, the
- * rule mirror.delete_quorum).
+ * active: those holders (of its copies; of an erasure-coded bucket's, its
+ * D+P slice holders) are the ones a delete must reach (ol_delete, the rule
+ * mirror.delete_quorum).
  *
  * Guarantees:
  *  1. A target is lost from the first map without it that this target
@@ -84,7 +85,9 @@ size_t tgt_lost_holders(target_t *t, const char *bck, size_t blen, const char *o
 		return 0;
 	cluster_read_lock(t->base.cl, &m, &b);
 	cmap_t *full = m ? cmap_clone(m) : NULL;
-	size_t k = tgt_bucket_copies(b, bck, blen);
+	/* an erasure-coded bucket's: the D+P targets of its slices (and copies) */
+	const bmd_bucket_t *bk = b ? bmd_get(b, bck, blen) : NULL;
+	size_t k = bk && bk->props.ec_enabled ? bk->props.ec_data + bk->props.ec_parity : tgt_bucket_copies(b, bck, blen);
 	cluster_read_unlock(t->base.cl);
 	if (!full)
 		return 0;

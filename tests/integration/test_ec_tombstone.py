@@ -1,7 +1,9 @@
 """test_ec_tombstone.py - an erasure-coded object deleted while one of its
 targets was down does not come back from that target's slices or whole
 copy. 1 gateway + 7 targets on loopback ports (stopped by PID), bucket e
-with EC 4+2 (ec.objsize_limit 64 KiB), a short cluster.grace.
+with EC 4+2 (ec.objsize_limit 64 KiB), a short cluster.grace,
+mirror.delete_quorum=tombstone (a delete the other slice holders took is
+acknowledged).
 
 Checks: 21 objects of 100-300 KiB, chosen so that the target tk is the
 owner (whole copy and a slice) of some, a slice holder of others, and not
@@ -29,7 +31,7 @@ B = "e"
 
 t = T()
 clulib.init(t, "ectomb", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms",
-                          "--set", "store.fsync=never"])
+                          "--set", "store.fsync=never", "--set", "mirror.delete_quorum=tombstone"])
 g, targets = clulib.start_cluster(7)
 tk = targets[3]
 ids = [x.id for x in targets]

@@ -1,6 +1,8 @@
 """test_tombstone.py - a delete that a target missed (it was down) does not
 come back when that target returns. 1 gateway + 3 targets on loopback
-ports (stopped by PID), a copies=2 bucket, a short cluster.grace.
+ports (stopped by PID), a copies=2 bucket, a short cluster.grace,
+mirror.delete_quorum=tombstone (a delete the other holder took is
+acknowledged; test_honest_delete covers the default).
 
 Checks: objects with a copy on t1 are PUT; t1 is killed (kill -9) and
 leaves the map; half of them are deleted through the gateway (200: the
@@ -30,7 +32,7 @@ INTRA = {"Ais-Intra": "test"}
 
 t = T()
 clulib.init(t, "tomb", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1s",
-                        "--set", "store.fsync=never"])
+                        "--set", "store.fsync=never", "--set", "mirror.delete_quorum=tombstone"])
 g, (t1, t2, t3) = clulib.start_cluster(3, secs=20)
 ids = [x.id for x in (t1, t2, t3)]
 t.eq(request("POST", g.url, "/v1/buckets/" + B, '{"action":"create-bck"}', JSON).status, 200, "create " + B)
