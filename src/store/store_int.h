@@ -1,6 +1,7 @@
 /*
  * store_int.h - the store's private types and helpers, shared by the files of
- * src/store/ only. Nothing outside src/store includes it.
+ * src/store/ only. Nothing outside src/store includes it (but the unit test
+ * of the store, for the record codec).
  *
  * On-disk layout of one mountpath:
  *   <mp>/meta/           LevelDB: "o"+bucket+"\0"+object -> object record,

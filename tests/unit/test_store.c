@@ -33,6 +33,7 @@
 #include "aisd/status.h"
 #include "aisd/store.h"
 #include "aisd/util.h"
+#include "../../src/store/store_int.h" /* the record codec */
 #include "aisd/banned.h"
 
 /* ---- fixture ---------------------------------------------------------- */
@@ -631,6 +632,70 @@ START_TEST(test_md_time)
 	put_ok(s, "b", "o", "abcd", 4, &c);
 	ck_assert(c.md_ns == 0 && c.custom[0] == '\0');
 	store_close(s);
+}
+END_TEST
+
+/* Stamps (store_stamp): a client's write is stamped as it begins and keeps
+ * it across a reopen; a copy keeps its sender's (store_writer_origin,
+ * store_writer_stamp); a client's write over a copy stamped later is
+ * stamped above it; a record without a stamp (written before them) reads
+ * its mtime as its stamp, and one with a stamp but no md_ns keeps md_ns 0. */
+START_TEST(test_stamps)
+{
+	store_t *s = open_store();
+	store_meta_t m, c;
+	store_writer_t *w;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("o"), &w), AIS_OK);
+	int64_t st = store_writer_stamp_of(w);
+	ck_assert_int_gt(st, 0);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &m), AIS_OK);
+	store_writer_free(w);
+	ck_assert(m.stamp == st && store_stamp(&m) == st);
+	/* copies keep their sender's stamp */
+	int64_t later = time_now_ns() + 3600 * 1000000000LL;
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("copy"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	store_writer_origin(w, later);
+	ck_assert_int_eq(store_writer_stamp_of(w), later);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &c), AIS_OK);
+	store_writer_free(w);
+	ck_assert_int_eq(c.stamp, later);
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("replica"), &w), AIS_OK);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	store_writer_stamp(w, 77);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &c), AIS_OK);
+	store_writer_free(w);
+	ck_assert_int_eq(store_stamp(&c), 77);
+	/* a client's overwrite of the copy stamped an hour ahead: stamped after it */
+	put_ok(s, "b", "copy", "abcd", 4, &c);
+	ck_assert_int_gt(c.stamp, later);
+	store_close(s);
+	s = open_store();
+	store_reconcile_wait(s);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("o"), &c), AIS_OK);
+	ck_assert_int_eq(c.stamp, st);
+	store_close(s);
+	/* the record codec: old records, and a stamp without md_ns */
+	store_rec_t r, d;
+	buf_t b = BUF_INIT;
+	memset(&r, 0, sizeof(r));
+	r.m.size = 3;
+	r.m.mtime_ns = 1000;
+	store_rec_encode(&b, &r);
+	ck_assert_int_eq(store_rec_decode(b.ptr, b.len, &d), AIS_OK);
+	ck_assert(d.m.stamp == 0 && store_stamp(&d.m) == 1000 && d.m.md_ns == 0);
+	r.m.stamp = 5000;
+	store_rec_encode(&b, &r);
+	ck_assert_int_eq(store_rec_decode(b.ptr, b.len, &d), AIS_OK);
+	ck_assert(d.m.stamp == 5000 && d.m.md_ns == 0 && store_md_time(&d.m) == 1000);
+	r.m.md_ns = 3000;
+	store_rec_encode(&b, &r);
+	ck_assert_int_eq(store_rec_decode(b.ptr, b.len, &d), AIS_OK);
+	ck_assert(d.m.stamp == 5000 && d.m.md_ns == 3000);
+	ck_assert_int_eq(store_rec_decode(b.ptr, b.len - 1, &d), AIS_ERR); /* a stamp cut short */
+	buf_free(&b);
 }
 END_TEST
 
@@ -1457,6 +1522,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_overwrite_delete);
 	tcase_add_test(tc, test_md_time);
+	tcase_add_test(tc, test_stamps);
 	tcase_add_test(tc, test_tombstones);
 	tcase_add_test(tc, test_writer_discard);
 	tcase_add_test(tc, test_writer_splice);

@@ -1,12 +1,14 @@
 /*
- * test_util.c - strict number parsing, sizes, HTTP dates, hex, and the
- * allocation helpers.
+ * test_util.c - strict number parsing, sizes, HTTP dates, hex, the
+ * allocation helpers, the clock offset (debug.clock_offset) and the hybrid
+ * logical clock (hlc.h).
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/hlc.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -247,6 +249,59 @@ START_TEST(test_clocks)
 }
 END_TEST
 
+/* time_set_offset_ns shifts the wall clock, not the monotonic one. */
+START_TEST(test_clock_offset)
+{
+	int64_t a = time_now_ns();
+	time_set_offset_ns(-600 * SEC);
+	int64_t b = time_now_ns();
+	time_set_offset_ns(0);
+	ck_assert_int_lt(b, a - 599 * SEC);
+	ck_assert_int_gt(b, a - 601 * SEC);
+	ck_assert_int_ge(time_now_ns(), a);
+}
+END_TEST
+
+/* hlc.h guarantees 1-4: increasing; above what was observed; the physical
+ * part runs with the fastest clock seen; a stamp a day ahead is refused. */
+START_TEST(test_hlc)
+{
+	hlc_reset();
+	int64_t a = hlc_now(), b = hlc_now(), w = time_now_ns();
+	ck_assert_int_gt(b, a);
+	ck_assert_int_le(a, w);
+	ck_assert_int_eq(hlc_ahead(), 0);
+	/* a peer 10 minutes ahead: every stamp from now on is above its clock */
+	ck_assert(hlc_observe(w + 600 * SEC));
+	int64_t c = hlc_now();
+	ck_assert_int_gt(c, w + 600 * SEC);
+	ck_assert_int_ge(hlc_ahead(), 599 * SEC);
+	ck_assert_int_ge(hlc_peek(), c);
+	/* ... and it advances with this node's clock, not only by one */
+	usleep(20000);
+	ck_assert_int_ge(hlc_now(), c + 10000000);
+	/* older stamps change nothing; garbage and a stamp 2 days ahead are refused */
+	int64_t d = hlc_now();
+	ck_assert(hlc_observe(a));
+	ck_assert_int_gt(hlc_now(), d);
+	ck_assert(!hlc_observe(time_now_ns() + 2 * 86400 * SEC));
+	ck_assert(!hlc_observe(0));
+	ck_assert(!hlc_observe_text("12x", 3));
+	ck_assert(!hlc_observe_text("", 0));
+	ck_assert(hlc_observe_text("5", 1));
+	ck_assert_int_lt(hlc_ahead(), 601 * SEC);
+	/* a node whose clock runs behind (the offset hook) still stamps after it */
+	hlc_reset();
+	ck_assert(hlc_observe(time_now_ns() + 600 * SEC));
+	int64_t ahead_stamp = time_now_ns() + 600 * SEC;
+	time_set_offset_ns(-600 * SEC);
+	ck_assert(hlc_observe(time_now_ns() + 1200 * SEC)); /* as seen from the slow clock */
+	ck_assert_int_gt(hlc_now(), ahead_stamp - SEC);
+	time_set_offset_ns(0);
+	hlc_reset();
+}
+END_TEST
+
 START_TEST(test_hex)
 {
 	static const unsigned char bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xcd, 0xef, 0xff};
@@ -361,6 +416,8 @@ static Suite *util_suite(void)
 	tcase_add_test(tm, test_http_date_bad);
 	tcase_add_test(tm, test_http_date_round_trip);
 	tcase_add_test(tm, test_clocks);
+	tcase_add_test(tm, test_clock_offset);
+	tcase_add_test(tm, test_hlc);
 	suite_add_tcase(s, tm);
 	TCase *misc = tcase_create("misc");
 	tcase_add_test(misc, test_hex);
