@@ -20,6 +20,10 @@
  *     decommissioning (drained) is not lost.
  *  2. tgt_lost_holders never blocks on the network; it copies what it
  *     returns, so the caller holds no lock.
+ *  3. A target lost for longer than store.tombstone_ttl is forgotten: by
+ *     then the tombstones of the deletes it missed are gone too, and a
+ *     target that is never coming back (and never decommissioned) does not
+ *     hold deletes up for ever.
  * Not kept across a restart of this target: a target lost before it
  * restarted is not known here (deletes on the other targets still know it).
  */
@@ -38,11 +42,13 @@
 /* One target per process: the set is the process's. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static cmap_node_t g_lost[LOST_MAX];
+static int64_t g_since[LOST_MAX]; /* when it was lost (monotonic ns) */
 static size_t g_n;
 
 static void lost_drop(size_t i)
 {
 	memmove(&g_lost[i], &g_lost[i + 1], (g_n - i - 1) * sizeof(g_lost[0]));
+	memmove(&g_since[i], &g_since[i + 1], (g_n - i - 1) * sizeof(g_since[0]));
 	g_n--;
 }
 
@@ -66,6 +72,7 @@ void tgt_lost_note(const cmap_t *old, const cmap_t *cur, const char *self)
 			continue;
 		if (g_n == LOST_MAX)
 			lost_drop(0);
+		g_since[g_n] = time_mono_ns();
 		g_lost[g_n++] = *nd;
 		log_info("target %s left the cluster map without a decommission: deletes of objects it may hold "
 			 "wait for it (mirror.delete_quorum)", nd->id);
@@ -97,6 +104,12 @@ size_t tgt_lost_holders(target_t *t, const char *bck, size_t blen, const char *o
 			cmap_set_state(full, nd->id, CMAP_ACTIVE, &err);
 	}
 	pthread_mutex_lock(&g_mu);
+	int64_t oldest = time_mono_ns() - (int64_t)t->conf->tomb_ttl_ms * 1000000;
+	for (size_t i = 0; i < g_n;) /* guarantee 3 */
+		if (g_since[i] < oldest)
+			lost_drop(i);
+		else
+			i++;
 	for (size_t i = 0; i < g_n; i++) {
 		cmap_node_t nd = g_lost[i];
 		nd.state = CMAP_ACTIVE;
