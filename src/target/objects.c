@@ -367,7 +367,13 @@ static bool have_it(http_req_t *req, target_t *t, sv_t bck, sv_t obj, int64_t *o
 		http_resp_send(req, "", 0);
 		return true;
 	}
-	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && store_stamp(&cur) < (int64_t)mt)
+	/* an older write here (by stamp: store.h), or one of the same stamp
+	 * with a smaller checksum (two writes that tie: every holder keeps the same one) */
+	size_t cl = strlen(cur.cksum);
+	int tie = hc.ptr ? memcmp(hc.ptr, cur.cksum, MIN(hc.len, cl)) : 0;
+	bool older = store_stamp(&cur) < (int64_t)mt ||
+		     (store_stamp(&cur) == (int64_t)mt && hc.ptr && (tie > 0 || (tie == 0 && hc.len > cl)));
+	if (!(hc.ptr && cur.cksum[0] && sv_eqstr(hc, cur.cksum)) && older)
 		return false;
 	/* the same bytes, maybe with metadata set while this copy was away (a
 	 * rare durable write on the loop thread: the repair of a missed ACL) */

@@ -64,6 +64,8 @@ class Skewed(Node):
 
 
 t = T()
+if FAKETIME and not t.check(os.path.exists(LIBFT), "libfaketime is installed (CLOCKSKEW_FAKETIME=1)"):
+    t.finish()
 
 clulib.init(t, "skew", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1s", "--set", "store.fsync=never",
                         "--set", "s3.key=aisdtestkey:aisdtestsecret:aisd-test:AIS Test"] +
@@ -72,7 +74,6 @@ g, (t1, t2, t3) = clulib.start_cluster(3, secs=20, node_class=Skewed)
 tgs = [t1, t2, t3]
 ids = [x.id for x in tgs]
 s3 = boto3_client(g.url)
-t.check(not FAKETIME or os.path.exists(LIBFT), "libfaketime is installed (CLOCKSKEW_FAKETIME=1)")
 
 BUCKETS = {"skew1": 1, "skew2": 2}
 for b, k in BUCKETS.items():
