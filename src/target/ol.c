@@ -496,10 +496,8 @@ int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 			log_warnx("DELETE %.*s/%.*s: not complete: %s not reachable", (int)bck.len, bck.ptr,
 				  (int)MIN(obj.len, 256), obj.ptr, missed.ptr);
 			if (why)
-				buf_addf(why, "the target%s %s that may hold a copy could not be reached: the delete is not "
-					 "complete (the copies it reached are deleted; ask again once %s back)",
-					 strchr(missed.ptr, ',') ? "s" : "", missed.ptr,
-					 strchr(missed.ptr, ',') ? "they are" : "it is");
+				buf_addf(why, "%s: the delete is not complete (the copies it reached are deleted; ask again "
+					 "once %s back)", missed.ptr, strchr(missed.ptr, ',') ? "they are" : "it is");
 			err = EHOSTDOWN;
 		}
 		buf_free(&missed);
