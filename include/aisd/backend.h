@@ -85,8 +85,9 @@ struct conf;
 int bk_remotes_init(const char *dir, const struct conf *c, buf_t *err);
 /* A copy of the remote called alias: AIS_OK, or AIS_ERR (EINVAL). */
 int bk_remote_get(const char *alias, size_t len, bk_remote_t *out);
-/* GET/PUT/DELETE /v1/remotes[/ALIAS] on a node. On a gateway a PUT or
- * DELETE from outside the cluster is applied on every node of the map. */
+/* GET/PUT/DELETE /v1/remotes[/ALIAS] on a node (GET: {"remotes":[...]},
+ * bk_remotes_json). On a gateway a PUT or DELETE from outside the cluster
+ * is applied on every node of the map. */
 int bk_h_remotes(http_req_t *req);
 /* Appends the remotes as JSON, secrets left out: [{"alias","kind","url",
  * "region","addressing","ca_file","blob_min","access_key_set"},...]. */
@@ -142,5 +143,12 @@ int bk_head_bucket(const bk_bucket_t *b, buf_t *msg);
  * (EINVAL: its remote is not attached here; msg says which). cl may be NULL. */
 struct cluster;
 int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg);
+/* A bucket about to get backend be (its creation, a change of its
+ * backend): AIS_OK when its remote is attached here and has the bucket
+ * (a HEAD of it); else AIS_ERR, msg saying why: EINVAL (not attached, or
+ * no such bucket there), or the remote's errno when it could not be
+ * asked (unreachable, refused the credentials: nothing was checked). */
+struct bmd_backend;
+int bk_backend_check(const struct bmd_backend *be, buf_t *msg);
 
 #endif

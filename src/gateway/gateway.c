@@ -193,6 +193,13 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
+	/* a new bucket's backend names an attached remote and a bucket it has
+	 * (or the creation fails saying it could not check: backend.h) */
+	if (o->kind == BOP_CREATE && o->props.backend.provider[0] &&
+	    bk_backend_check(&o->props.backend, &o->msg) != AIS_OK) {
+		o->err = errno ? errno : EIO;
+		return;
+	}
 	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec") && !o->encode)
 		o->nonempty = bucket_nonempty(cl_of(req), o->name);
 	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
@@ -378,7 +385,10 @@ static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *
 			buf_addf(&o->msg, "%s", msg ? msg : "target error");
 		else
 			buf_addf(&o->msg, "%s", c->resp.ptr ? c->resp.ptr : "no answer");
-		o->err = c->status == 404 ? ENOENT : c->status == 400 ? EINVAL : EIO;
+		/* a remote bucket's remote failed (the target's answer names
+		 * it): passed on with its status (status.h) */
+		int re = json_is_string(json_object_get(doc, "remote")) ? ais_errno_of_remote(c->status) : 0;
+		o->err = re ? re : c->status == 404 ? ENOENT : c->status == 400 ? EINVAL : EIO;
 		json_decref(doc);
 		return AIS_ERR;
 	}
@@ -475,7 +485,8 @@ static void list_done(http_req_t *req)
 	if (o->err == ENOENT)
 		http_resp_error(req, 404, "%s", o->msg.ptr ? o->msg.ptr : "no such bucket");
 	else if (o->err)
-		http_resp_error(req, o->err == EINVAL ? 400 : 502, "listing: %s", o->msg.ptr ? o->msg.ptr : "");
+		http_resp_error(req, o->err == EINVAL ? 400 : ais_errno(o->err)->remote ? ais_errno_status(o->err) : 502,
+				"listing: %s", o->msg.ptr ? o->msg.ptr : "");
 	else {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &o->out);

@@ -189,6 +189,11 @@ static void error_of(s3_rq_t *r, const ais_errno_t *e, int err, bool object, con
 
 void s3_error_errno(s3_rq_t *r, int err, bool object) { error_of(r, ais_errno(err), err, object, NULL); }
 
+void s3_error_errmsg(s3_rq_t *r, int err, bool object, const char *msg)
+{
+	error_of(r, ais_errno(err), err, object, msg);
+}
+
 void s3_error_read(s3_rq_t *r, int err, const char *msg)
 {
 	error_of(r, ais_errno_read(err, msg && *msg), err, true, msg);

@@ -96,7 +96,8 @@ static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix,
 }
 
 /* The target at base answered c: its page, appended to out. AIS_ERR with
- * errno ENOENT (no such bucket) or EIO (err says why). */
+ * errno ENOENT (no such bucket), a remote backend's errno (the target's
+ * answer names the remote: status.h) or EIO (err says why). */
 static int page_take(const cluster_call_t *c, const char *base, size_t src, struct collect *out, bool *more,
 		     buf_t *err)
 {
@@ -111,9 +112,17 @@ static int page_take(const cluster_call_t *c, const char *base, size_t src, stru
 		errno = ENOENT;
 		return AIS_ERR;
 	}
-	json_t *doc = c->status == 200 ? json_loadb(c->resp.ptr, c->resp.len, 0, &jerr) : NULL;
+	json_t *doc = json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, &jerr);
 	json_t *ents = json_object_get(doc, "entries");
-	if (!json_is_array(ents)) {
+	int re = c->status != 200 && json_is_string(json_object_get(doc, "remote")) ? ais_errno_of_remote(c->status) : 0;
+	if (re) {
+		const char *m = json_string_value(json_object_get(doc, "message"));
+		buf_addstr(err, m ? m : "the remote backend failed");
+		json_decref(doc);
+		errno = re;
+		return AIS_ERR;
+	}
+	if (c->status != 200 || !json_is_array(ents)) {
 		buf_addf(err, "target %s: listing answered %d", base, c->status);
 		json_decref(doc);
 		errno = EIO;
@@ -417,6 +426,8 @@ static void lst_done(http_req_t *req)
 	struct lst *l = r->op;
 	if (l->err == ENOENT)
 		s3_error(r, "NoSuchBucket", NULL);
+	else if (ais_errno(l->err)->remote)
+		s3_error_errmsg(r, l->err, false, l->msg.ptr);
 	else if (l->err)
 		s3_error(r, "InternalError", "%s", l->msg.ptr ? l->msg.ptr : strerror(l->err));
 	else

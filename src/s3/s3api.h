@@ -78,6 +78,9 @@ void s3_error_status(s3_rq_t *r, int status, const char *code, const char *msg);
 /* Answers the S3 error of errno (ais_errno: NoSuchKey or NoSuchBucket,
  * InsufficientStorage, ...). */
 void s3_error_errno(s3_rq_t *r, int err, bool object);
+/* The same with msg (when not empty) saying why (a remote's failure names
+ * the remote). */
+void s3_error_errmsg(s3_rq_t *r, int err, bool object, const char *msg);
 /* The same for a failed read of an object (ais_errno_read), msg (when not
  * empty) saying why. */
 void s3_error_read(s3_rq_t *r, int err, const char *msg);

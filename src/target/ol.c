@@ -271,8 +271,8 @@ static void olo_work(http_req_t *req)
 remote:
 	o->err = 0;
 	if (o->bk) {
-		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
-		    AIS_OK) {
+		bool lazy = o->range || req->method == HTTP_HEAD;
+		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, lazy, &o->fd, &o->m, &o->rd, &o->msg) != AIS_OK) {
 			o->fd = -1;
 			o->err = errno == ENOENT || errno == ENOSPC || ais_errno(errno)->remote ? errno : EIO;
 		}
