@@ -242,6 +242,9 @@ void ol_stream_emit(ol_stream_t *s, const char *p, size_t n);
  * A client's delete (all, in a cluster) leaves a tombstone on every target
  * it reaches (ol_tombstone; the intra requests carry TGT_DELETE). */
 int ol_delete(struct target *t, sv_t bck, sv_t obj, bool all);
+/* The same, with why a remote bucket's delete failed on its remote (the
+ * backend's message, naming the remote) appended to why. */
+int ol_delete_msg(struct target *t, sv_t bck, sv_t obj, bool all, buf_t *why);
 /* Blocking: records that a client deleted bck/obj now (store_tomb_put). */
 void ol_tombstone(struct target *t, sv_t bck, sv_t obj);
 /* Blocking: is a copy of bck/obj last modified at mtime_ns one that a

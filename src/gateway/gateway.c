@@ -190,13 +190,43 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 	return any;
 }
 
+/* The backend a set-bprops gives the bucket when it names another remote
+ * bucket than the bucket has (provider, remote or bucket changed, not
+ * "none"): true with *be. */
+static bool bprops_new_backend(cluster_t *cl, struct bop *o, bmd_backend_t *be)
+{
+	const bmd_t *b;
+	bool changed = false;
+	if (!json_is_object(json_object_get(o->patch, "backend")))
+		return false;
+	cluster_read_lock(cl, NULL, &b);
+	const bmd_bucket_t *k = b ? bmd_get(b, o->name, strlen(o->name)) : NULL;
+	if (k) {
+		bmd_props_t p = k->props;
+		buf_t err = BUF_INIT;
+		if (bmd_props_patch(&p, o->patch, &err) == AIS_OK && p.backend.provider[0] &&
+		    (strcmp(p.backend.provider, k->props.backend.provider) ||
+		     strcmp(p.backend.remote, k->props.backend.remote) ||
+		     strcmp(p.backend.bucket, k->props.backend.bucket))) {
+			*be = p.backend;
+			changed = true;
+		}
+		buf_free(&err);
+	}
+	cluster_read_unlock(cl);
+	return changed;
+}
+
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
-	/* a new bucket's backend names an attached remote and a bucket it has
-	 * (or the creation fails saying it could not check: backend.h) */
-	if (o->kind == BOP_CREATE && o->props.backend.provider[0] &&
-	    bk_backend_check(&o->props.backend, &o->msg) != AIS_OK) {
+	bmd_backend_t nb;
+	/* a bucket's new backend names an attached remote and a bucket it has
+	 * (or the change fails saying it could not check: backend.h) */
+	if ((o->kind == BOP_CREATE && o->props.backend.provider[0] &&
+	     bk_backend_check(&o->props.backend, &o->msg) != AIS_OK) ||
+	    (o->kind == BOP_SET_PROPS && bprops_new_backend(cl_of(req), o, &nb) &&
+	     bk_backend_check(&nb, &o->msg) != AIS_OK)) {
 		o->err = errno ? errno : EIO;
 		return;
 	}

@@ -204,13 +204,16 @@ static int put_object(s3_rq_t *r)
 
 struct del {
 	int err;
+	buf_t msg; /* why (a remote's failure) */
 };
+
+static void del_cleanup(void *arg) { buf_free(&((struct del *)arg)->msg); }
 
 static void del_work(http_req_t *req)
 {
 	s3_rq_t *r = req->state;
 	struct del *d = r->op;
-	if (ol_delete(req->ctx, r->bucket, r->key, r->where && r->where->cluster) != AIS_OK)
+	if (ol_delete_msg(req->ctx, r->bucket, r->key, r->where && r->where->cluster, &d->msg) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
 
@@ -219,7 +222,7 @@ static void del_done(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct del *d = r->op;
 	if (d->err && d->err != ENOENT) {
-		s3_error_errno(r, d->err, true);
+		s3_error_errmsg(r, d->err, true, d->msg.ptr);
 		return;
 	}
 	if (d->err == ENOENT && !s3_bucket_exists(r)) {
@@ -242,6 +245,7 @@ int s3_object(s3_rq_t *r)
 		return put_object(r);
 	case HTTP_DELETE:
 		r->op = arena_zalloc(req->arena, sizeof(struct del));
+		arena_cleanup_add(req->arena, del_cleanup, r->op);
 		s3_offload(r, del_work, del_done);
 		return AIS_OK;
 	default:

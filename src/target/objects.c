@@ -445,14 +445,17 @@ struct del {
 	bool all;  /* a client's: every copy */
 	bool tomb; /* a client's passed on by another target: a tombstone here too */
 	int err;
+	buf_t msg; /* why (a remote's failure) */
 };
+
+static void del_cleanup(void *arg) { buf_free(&((struct del *)arg)->msg); }
 
 static void del_work(http_req_t *req)
 {
 	struct del *d = req->state;
 	if (d->tomb)
 		ol_tombstone(d->t, d->bck, d->obj);
-	if (ol_delete(d->t, d->bck, d->obj, d->all) != AIS_OK)
+	if (ol_delete_msg(d->t, d->bck, d->obj, d->all, &d->msg) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
 
@@ -462,7 +465,7 @@ static void del_done(http_req_t *req)
 	if (d->err == ENOENT)
 		tgt_not_found(req, d->bck, d->obj);
 	else if (d->err)
-		tgt_resp_errno(req, d->err, "object");
+		tgt_resp_errmsg(req, ais_errno(d->err), d->err, "object", d->msg.ptr);
 	else
 		http_resp_send(req, "", 0);
 }
@@ -616,6 +619,7 @@ static int objects(http_req_t *req, bool may_doubt)
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;
+		arena_cleanup_add(req->arena, del_cleanup, d);
 		req->state = d;
 		/* every copy: the other holders are called */
 		(d->all ? http_offload_net : http_offload)(req, del_work, del_done);

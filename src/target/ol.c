@@ -452,7 +452,9 @@ bool ol_deleted(target_t *t, sv_t bck, sv_t obj, int64_t mtime_ns)
 	return when && mtime_ns < when;
 }
 
-int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
+int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all) { return ol_delete_msg(t, bck, obj, all, NULL); }
+
+int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 {
 	int err = 0;
 	bool remote_had = false;
@@ -464,6 +466,8 @@ int ol_delete(target_t *t, sv_t bck, sv_t obj, bool all)
 		free(bk);
 		if (berr || (rc != AIS_OK && e != ENOENT)) {
 			log_warnx("DELETE %.*s/%.*s: %s", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr, msg.ptr);
+			if (why)
+				buf_addsv(why, sv_of(&msg));
 			buf_free(&msg);
 			errno = berr ? EHOSTUNREACH : e;
 			return AIS_ERR;
