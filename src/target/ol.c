@@ -142,7 +142,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 				*fd = -1;
 			struct olr_reader *rd;
 			int rc = bk ? olr_open(t, bk, bck, obj, false, false, fd, m, &rd, msg) : AIS_ERR;
-			int e = bk ? errno : EIO;
+			int e = bk ? errno : EHOSTUNREACH;
 			free(bk);
 			errno = e;
 			return rc;
@@ -322,7 +322,7 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	} else if (berr) { /* a remote bucket whose remote is not attached here */
 		char *msg = arena_strndup(req->arena, bmsg.ptr, bmsg.len);
 		buf_free(&bmsg);
-		done(req, arg, -1, NULL, EIO, msg);
+		done(req, arg, -1, NULL, EHOSTUNREACH, msg); /* 503 naming it, as listings and writes */
 		return;
 	} else if (!cluster) {
 		done(req, arg, -1, NULL, errno ? errno : EIO, "");

@@ -14,8 +14,9 @@ a front aisd cluster (1 gateway + 2 targets):
     with an unknown remote or a missing Swift bucket is 400 naming it.
  6. A backend bucket deleted in Swift: native and S3 listings are 502
     naming the remote and its bucket (not "bucket does not exist").
- 7. A wrong secret: PUT (native, S3) is 403 saying the remote refused the
-    credentials (not 503 "try again"); creating a bucket with it is 403.
+ 7. A wrong secret: PUT, cold GET and listing (native, S3) are 403 saying
+    the remote refused the credentials (not 503 "try again"); creating a
+    bucket with it is 403.
  8. Swift down: native and S3 listings, cold reads, writes and deletes
     all answer 503 naming the remote (S3: ServiceUnavailable); creating
     a backend bucket says it could not check (503).
@@ -198,6 +199,16 @@ t.check(r.status == 403 and "swiftbad" in msg(r) and "credentials" in msg(r),
         "native PUT: 403, the remote refused the credentials", (r.status, r.body[:400]))
 st, code, m = s3err(lambda: s3.put_object(Bucket="badcred", Key="x", Body=b"data"))
 t.check(st == 403 and code == "AccessDenied" and "swiftbad" in m, "S3 PUT: 403 AccessDenied naming the remote",
+        (st, code, m))
+r = follow("GET", "/v1/objects/badcred/other")
+t.check(r.status == 403 and "swiftbad" in msg(r), "native cold GET: 403 naming the remote", (r.status, r.body[:300]))
+st, code, m = s3err(lambda: s3.get_object(Bucket="badcred", Key="other"))
+t.check(st == 403 and code == "AccessDenied" and "swiftbad" in m, "S3 cold GET: 403 AccessDenied", (st, code, m))
+r = listing("badcred")
+t.check(r.status == 403 and "swiftbad" in msg(r) and "credentials" in msg(r), "native listing: 403 naming the remote",
+        (r.status, r.body[:400]))
+st, code, m = s3err(lambda: s3.list_objects_v2(Bucket="badcred"))
+t.check(st == 403 and code == "AccessDenied" and "swiftbad" in m, "S3 ListObjectsV2: 403 AccessDenied naming it",
         (st, code, m))
 r = create("badcred2", "swiftbad", "src")
 t.check(r.status == 403 and "swiftbad" in msg(r), "create with a refused credential: 403 naming the remote",
