@@ -353,6 +353,17 @@ int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg)
 	return AIS_OK;
 }
 
+uint64_t bk_list_call_ms(struct cluster *cl, sv_t bck, uint64_t base_ms)
+{
+	bk_bucket_t b;
+	buf_t msg = BUF_INIT;
+	uint64_t t = bk_limits()->timeout_ms, ms = base_ms;
+	if (t && bk_bucket_of(cl, bck, &b, &msg) == AIS_OK)
+		ms = MAX(base_ms, 2 * t + 5000);
+	buf_free(&msg);
+	return ms;
+}
+
 int bk_backend_check(const bmd_backend_t *be, buf_t *msg)
 {
 	bk_bucket_t b;

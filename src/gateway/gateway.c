@@ -458,6 +458,7 @@ static void list_work(http_req_t *req)
 	char *js = json_dumps(o->value, JSON_COMPACT);
 	buf_t body = BUF_INIT;
 
+	uint64_t call_ms = bk_list_call_ms(cl, sv_from(o->name), 30000);
 	buf_addstr(&body, js);
 	free(js);
 	cluster_read_lock(cl, &m, NULL);
@@ -470,7 +471,7 @@ static void list_work(http_req_t *req)
 			 o->query[0] ? "?" : "", o->query);
 		calls[n].method = "GET";
 		calls[n].body = &body;
-		calls[n++].timeout_ms = 30000;
+		calls[n++].timeout_ms = call_ms;
 	}
 	cluster_read_unlock(cl);
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/backend.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -163,6 +164,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 	char(*bases)[CMAP_URL_MAX + 1];
 	size_t nt = 0;
 	int rc = AIS_OK, e = 0;
+	uint64_t call_ms = bk_list_call_ms(cl, sv_from(bck), 30000);
 
 	cluster_read_lock(cl, &m, NULL);
 	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
@@ -176,7 +178,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 		page_url(&urls[nt], x->intra_url, bck, prefix, after, limit);
 		calls[nt].url_long = urls[nt].ptr;
 		calls[nt].method = "GET";
-		calls[nt++].timeout_ms = 30000;
+		calls[nt++].timeout_ms = call_ms;
 	}
 	cluster_read_unlock(cl);
 

@@ -17,14 +17,17 @@ a front aisd cluster (1 gateway + 2 targets):
  7. A wrong secret: PUT, cold GET and listing (native, S3) are 403 saying
     the remote refused the credentials (not 503 "try again"); creating a
     bucket with it is 403.
- 8. Swift down: native and S3 listings, cold reads, writes and deletes
+ 8. Swift stalled (SIGSTOP): native and S3 listings and a cold read are
+    504 naming the remote (S3: GatewayTimeout).
+ 9. Swift down: native and S3 listings, cold reads, writes and deletes
     all answer 503 naming the remote (S3: ServiceUnavailable); creating
     a backend bucket says it could not check (503).
- 9. No error-level line in any aisd log.
+10. No error-level line in any aisd log.
 """
 # timeout: 240
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.parse
@@ -214,7 +217,22 @@ r = create("badcred2", "swiftbad", "src")
 t.check(r.status == 403 and "swiftbad" in msg(r), "create with a refused credential: 403 naming the remote",
         (r.status, r.body[:300]))
 
-# --- 8. Swift down: the same classes everywhere -------------------------------------------------------
+# --- 8. Swift stalled (SIGSTOP): 504 naming it, native and S3 ----------------------------------------
+os.kill(swift.procs["proxy"].pid, signal.SIGSTOP)
+try:
+    t0 = time.time()
+    r = listing("cache")
+    t.check(r.status == 504 and "swift" in msg(r), "native listing: 504 naming the remote (remote.timeout 5s)",
+            (r.status, r.body[:400], time.time() - t0))
+    st, code, m = s3err(lambda: s3.list_objects_v2(Bucket="cache"))
+    t.check(st == 504 and code == "GatewayTimeout" and "swift" in m, "S3 ListObjectsV2: 504 naming the remote",
+            (st, code, m))
+    r = follow("GET", "/v1/objects/cache/other")
+    t.check(r.status == 504 and b"swift" in r.body, "native cold GET: 504 naming the remote", (r.status, r.body[:300]))
+finally:
+    os.kill(swift.procs["proxy"].pid, signal.SIGCONT)
+
+# --- 9. Swift down: the same classes everywhere -------------------------------------------------------
 swift.stop()
 r = listing("cache")
 t.check(r.status == 503 and "swift" in msg(r), "native listing: 503 naming the remote", (r.status, r.body[:400]))
