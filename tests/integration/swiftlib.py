@@ -88,5 +88,5 @@ class Swift:
         except Exception:
             return False
 
-    def wait_up(self, secs=30):
+    def wait_up(self, secs=90):  # a loaded machine starts Swift's Python servers slowly
         return poll(self.up, secs)

@@ -104,6 +104,8 @@ class Evil(BaseHTTPRequestHandler):
             name = p[len("/v1/objects/rb/"):]
             host = FAR if name == "away" else NEAR
             return self.send(307, b"", {"Location": "http://%s%s" % (host, p)}, head)
+        if p == "/v1/buckets/bomb" and head:  # the bucket's HEAD at creation: at once
+            return self.send(200, b"", {}, head)
         if p == "/v1/buckets/bomb":  # a million empty entries (3 MiB)
             body = b'{"entries":[' + b",".join([b"{}"] * 1000000) + b'],"continuation_token":"x"}'
             return self.send(200, body, {"Content-Type": "application/json"}, head)

@@ -45,10 +45,6 @@ SWURL = swift.url
 swift_start, swift_stop, s3c = swift.start, swift.stop, swiftlib.s3c
 
 
-def swift_up():
-    return swift.up()
-
-
 swift_start()
 sw = swift.client()
 if not t.check(swift.wait_up(), "Swift (s3api) answers"):
@@ -189,7 +185,7 @@ r = get("ranged")
 t.check(r.status in (502, 503) and b"swift" in r.body, "Swift down: cold GET fails cleanly naming it",
         (r.status, r.body[:300]))
 swift_start()
-t.check(poll(swift_up, 30), "Swift back")
+t.check(swift.wait_up(), "Swift back")
 r = get("ranged")
 t.check(r.status == 200 and r.body == BODY["ranged"], "Swift back: cold GET works",
         (r.status, r.body[:300] if r.status != 200 else "%d bytes of %d" % (len(r.body), len(BODY["ranged"]))))
