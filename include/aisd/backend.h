@@ -20,8 +20,11 @@
  *   EHOSTUNREACH the remote could not be reached               -> 503
  *   ETIMEDOUT    the remote did not answer in time             -> 504
  *   ESTALE       the object changed on the remote (If-Match)   -> retry
- *   EREMOTEIO    the remote answered with an error or garbage  -> 502
+ *   EREMOTEIO    the remote answered with an error or garbage,
+ *                or lacks the bucket (S3 NoSuchBucket; a listing) -> 502
+ *   EKEYREJECTED the remote refused the credentials (401, 403)  -> 403
  *   EINVAL       no such remote attached / bad bucket backend
+ * (status.h maps them; the same status on every route and API.)
  */
 #ifndef AISD_BACKEND_H
 #define AISD_BACKEND_H
@@ -85,8 +88,9 @@ struct conf;
 int bk_remotes_init(const char *dir, const struct conf *c, buf_t *err);
 /* A copy of the remote called alias: AIS_OK, or AIS_ERR (EINVAL). */
 int bk_remote_get(const char *alias, size_t len, bk_remote_t *out);
-/* GET/PUT/DELETE /v1/remotes[/ALIAS] on a node. On a gateway a PUT or
- * DELETE from outside the cluster is applied on every node of the map. */
+/* GET/PUT/DELETE /v1/remotes[/ALIAS] on a node (GET: {"remotes":[...]},
+ * bk_remotes_json). On a gateway a PUT or DELETE from outside the cluster
+ * is applied on every node of the map. */
 int bk_h_remotes(http_req_t *req);
 /* Appends the remotes as JSON, secrets left out: [{"alias","kind","url",
  * "region","addressing","ca_file","blob_min","access_key_set"},...]. */
@@ -142,5 +146,18 @@ int bk_head_bucket(const bk_bucket_t *b, buf_t *msg);
  * (EINVAL: its remote is not attached here; msg says which). cl may be NULL. */
 struct cluster;
 int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg);
+/* The bound of a call to a node for a page of bck's listing: base_ms, or
+ * for a bucket with a remote backend long enough for the remote's own
+ * deadline and retries (twice remote.timeout, backend.c rule 1) to come
+ * first, so that a slow remote is its 504 naming it, not a node that did
+ * not answer. */
+uint64_t bk_list_call_ms(struct cluster *cl, sv_t bck, uint64_t base_ms);
+/* A bucket about to get backend be (its creation, a change of its
+ * backend): AIS_OK when its remote is attached here and has the bucket
+ * (a HEAD of it); else AIS_ERR, msg saying why: EINVAL (not attached, or
+ * no such bucket there), or the remote's errno when it could not be
+ * asked (unreachable, refused the credentials: nothing was checked). */
+struct bmd_backend;
+int bk_backend_check(const struct bmd_backend *be, buf_t *msg);
 
 #endif

@@ -37,9 +37,15 @@ typedef struct ais_errno {
  *   mismatch of a write), EINVAL 400, ENOSPC 507, EAGAIN 503, EPERM 503
  *   (cluster_update: not the primary), and a remote backend's
  *   EHOSTUNREACH 503, ETIMEDOUT 504, EREMOTEIO 502, ESTALE 502 (the
- *   object changed while read); anything else 500. */
+ *   object changed while read), EKEYREJECTED 403 (the remote refused the
+ *   cluster's credentials); anything else 500. */
 const ais_errno_t *ais_errno(int err);
 static inline int ais_errno_status(int err) { return ais_errno(err)->status; }
+/* The errno of a remote backend's failure answered with status (a node's
+ * answer that names the remote passed on: 403, 502, 503, 504), 0 for a
+ * status no remote failure has. The first of the map wins (502:
+ * EREMOTEIO). */
+int ais_errno_of_remote(int status);
 /* The same for a failed read of an object (a GET): EBADMSG is data stored
  * here that fails its checksum (500, not the client's 400), and EIO with a
  * message (with_msg) is no good copy fetched from the other holders (502). */

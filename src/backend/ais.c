@@ -68,7 +68,7 @@ int bk_ais_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t page
 {
 	bk_req_t q = {0};
 	buf_t query = BUF_INIT;
-	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1, .follow = true,
+	bk_xfer_t x = {.r = &b->r, .bucket = b->bucket, .method = "GET", .body_fd = -1, .follow = true,
 		       .max_resp = bk_limits()->list_bytes};
 	json_t *doc = NULL;
 	int rc = AIS_ERR;

@@ -23,6 +23,13 @@
  *     always advances: a remote that repeats a page or its continuation
  *     ends the listing with an error, never loops it), and names this
  *     cluster could not hold are left out. Anything else is EREMOTEIO.
+ *  7. A DELETE says whether the object was there: an S3 remote answers
+ *     204 to a DELETE of a key it does not have, so the object is HEADed
+ *     first there and a 404 is ENOENT without a DELETE sent (an aisd
+ *     remote answers 404 itself).
+ *  8. A listing of a bucket the remote does not have is EREMOTEIO naming
+ *     the remote and its bucket, never ENOENT: the bucket of this cluster
+ *     exists, its backend is what is missing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +63,7 @@ static void prepare(const bk_bucket_t *b, const char *method, sv_t obj, const ch
 		bk_ais_prepare(b, obj, "", extra, q);
 	memset(x, 0, sizeof(*x));
 	x->r = &b->r;
+	x->bucket = b->bucket;
 	x->method = method;
 	x->url = q->url.ptr;
 	x->headers = q->hp;
@@ -137,6 +145,11 @@ int bk_head_bucket(const bk_bucket_t *b, buf_t *msg)
 int bk_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg)
 {
 	bk_xfer_t x;
+	if (b->r.kind == BK_S3) { /* rule 7 */
+		bk_obj_t o;
+		if (bk_head(b, obj, &o, msg) != AIS_OK)
+			return AIS_ERR;
+	}
 	int rc = simple(b, "DELETE", obj, &x, msg);
 	if (rc == AIS_OK && x.status != 200 && x.status != 204)
 		rc = bk_status_errno(&x, "DELETE", msg);
@@ -292,11 +305,30 @@ int bk_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pagesize
 			buf_free(&m);
 			continue;
 		}
+		if (rc != AIS_OK && e == ENOENT) { /* rule 8 */
+			buf_reset(&m);
+			buf_addf(&m, "remote \"%s\" (%s) has no bucket \"%s\"", b->r.alias, b->r.url, b->bucket);
+			e = EREMOTEIO;
+		}
 		buf_addsv(msg, sv_of(&m));
 		buf_free(&m);
 		errno = e;
 		return rc;
 	}
+}
+
+/* The backend be with its remote: AIS_ERR when the remote is not attached
+ * here (or is of another kind). */
+static int backend_of(const bmd_backend_t *be, bk_bucket_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (bk_remote_get(be->remote, strlen(be->remote), &out->r) != AIS_OK ||
+	    out->r.kind != bk_kind_parse(be->provider, strlen(be->provider)))
+		return AIS_ERR;
+	snprintf(out->bucket, sizeof(out->bucket), "%s", be->bucket);
+	out->validate_warm_get = be->validate_warm_get;
+	out->sync = be->sync;
+	return AIS_OK;
 }
 
 int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg)
@@ -312,16 +344,50 @@ int bk_bucket_of(struct cluster *cl, sv_t bck, bk_bucket_t *out, buf_t *msg)
 	cluster_read_unlock(cl);
 	if (!k || !be.provider[0])
 		return AIS_DONE;
-	memset(out, 0, sizeof(*out));
-	if (bk_remote_get(be.remote, strlen(be.remote), &out->r) != AIS_OK ||
-	    out->r.kind != bk_kind_parse(be.provider, strlen(be.provider))) {
+	if (backend_of(&be, out) != AIS_OK) {
 		buf_addf(msg, "bucket \"%.*s\": remote \"%s\" (%s) is not attached on this node", (int)bck.len, bck.ptr,
 			 be.remote, be.provider);
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	snprintf(out->bucket, sizeof(out->bucket), "%s", be.bucket);
-	out->validate_warm_get = be.validate_warm_get;
-	out->sync = be.sync;
 	return AIS_OK;
+}
+
+uint64_t bk_list_call_ms(struct cluster *cl, sv_t bck, uint64_t base_ms)
+{
+	bk_bucket_t b;
+	buf_t msg = BUF_INIT;
+	uint64_t t = bk_limits()->timeout_ms, ms = base_ms;
+	if (t && bk_bucket_of(cl, bck, &b, &msg) == AIS_OK)
+		ms = MAX(base_ms, 2 * t + 5000);
+	buf_free(&msg);
+	return ms;
+}
+
+int bk_backend_check(const bmd_backend_t *be, buf_t *msg)
+{
+	bk_bucket_t b;
+	buf_t m = BUF_INIT;
+	if (backend_of(be, &b) != AIS_OK) {
+		buf_addf(msg, "backend %s://@%s/%s: remote \"%s\" is not attached (aisctl remote attach)", be->provider,
+			 be->remote, be->bucket, be->remote);
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	if (bk_head_bucket(&b, &m) == AIS_OK) {
+		buf_free(&m);
+		return AIS_OK;
+	}
+	int e = errno;
+	if (e == ENOENT) {
+		buf_addf(msg, "backend %s://@%s/%s: remote \"%s\" (%s) has no bucket \"%s\"", be->provider, be->remote,
+			 be->bucket, b.r.alias, b.r.url, be->bucket);
+		e = EINVAL;
+	} else {
+		buf_addf(msg, "backend %s://@%s/%s: could not check that the remote bucket exists: %s", be->provider,
+			 be->remote, be->bucket, m.ptr ? m.ptr : "");
+	}
+	buf_free(&m);
+	errno = e;
+	return AIS_ERR;
 }

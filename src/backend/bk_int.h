@@ -14,6 +14,7 @@
 
 typedef struct bk_xfer {
 	const bk_remote_t *r;
+	const char *bucket;         /* the remote bucket, for messages (NULL: unnamed) */
 	const char *method;
 	const char *url;
 	const char *const *headers; /* "Name: value", NULL-terminated; may be NULL */

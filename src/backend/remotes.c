@@ -401,7 +401,9 @@ int bk_h_remotes(http_req_t *req)
 	sv_t local;
 	if (req->method == HTTP_GET) {
 		buf_t out = BUF_INIT;
+		buf_addstr(&out, "{\"remotes\":");
 		bk_remotes_json(&out);
+		buf_addch(&out, '}');
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &out);
 		return AIS_OK;

@@ -190,7 +190,7 @@ int bk_s3_list(const bk_bucket_t *b, sv_t prefix, sv_t start_after, size_t pages
 {
 	bk_req_t q = {0};
 	buf_t query = BUF_INIT;
-	bk_xfer_t x = {.r = &b->r, .method = "GET", .body_fd = -1, .sink = list_sink,
+	bk_xfer_t x = {.r = &b->r, .bucket = b->bucket, .method = "GET", .body_fd = -1, .sink = list_sink,
 		       .max_body = bk_limits()->list_bytes};
 	struct lsx l = {.fn = fn, .arg = arg};
 	int rc = AIS_ERR;

@@ -18,9 +18,14 @@
  *     connect_ms; no transfer slower than min_speed bytes/s for stall_ms;
  *     a request without object data within timeout_ms, a GET or PUT of
  *     object data within xfer_ms, redirects included.
- *  4. Failures are classified once (bk_xfer): could not connect
- *     (EHOSTUNREACH), too slow (ETIMEDOUT), anything else (EREMOTEIO);
- *     the message names the remote's alias and the method, never a
+ *  4. Failures are classified once: an exchange that did not end in an
+ *     answer (bk_xfer): could not connect (EHOSTUNREACH), too slow
+ *     (ETIMEDOUT), anything else (EREMOTEIO); an answer that is an error
+ *     (bk_status_errno): 404 ENOENT (an S3 NoSuchBucket: EREMOTEIO, the
+ *     remote bucket is gone), 412 ESTALE, 401/403 EKEYREJECTED (the remote
+ *     refused the cluster's credentials: 403 to the client, never a "try
+ *     again"), 503 EHOSTUNREACH, 504 ETIMEDOUT, anything else EREMOTEIO.
+ *     The message names the remote's alias and the method, never a
  *     credential.
  *  5. The path is sent as built (no "." or ".." resolved by libcurl), and
  *     redirects are followed only where the caller allows them (an aisd
@@ -288,17 +293,26 @@ out:
 int bk_status_errno(const bk_xfer_t *x, const char *what, buf_t *msg)
 {
 	int s = x->status;
-	if (s == 404) {
-		buf_addf(msg, "%s: not found on remote \"%s\"", what, x->r->alias);
-		errno = ENOENT;
-		return AIS_ERR;
-	}
 	if (s == 412) {
 		buf_addf(msg, "%s changed on remote \"%s\" meanwhile", what, x->r->alias);
 		errno = ESTALE;
 		return AIS_ERR;
 	}
-	buf_addf(msg, "remote \"%s\" (%s) answered %d to %s %s", x->r->alias, x->r->url, s, x->method, what);
+	bool nobucket = s == 404 && x->resp.len && memmem(x->resp.ptr, x->resp.len, "NoSuchBucket", 12);
+	if (s == 404 && !nobucket) {
+		buf_addf(msg, "%s: not found on remote \"%s\"", what, x->r->alias);
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (s == 401 || s == 403)
+		buf_addf(msg, "remote \"%s\" (%s) refused the credentials: answered %d to %s %s", x->r->alias,
+			 x->r->url, s, x->method, what);
+	else if (nobucket)
+		buf_addf(msg, "remote \"%s\" (%s) has no bucket \"%s\": answered 404 to %s %s", x->r->alias,
+			 x->r->url, x->bucket ? x->bucket : "", x->method, what);
+	else
+		buf_addf(msg, "remote \"%s\" (%s) answered %d to %s %s", x->r->alias, x->r->url, s, x->method,
+			 what);
 	if (x->resp.len) {
 		/* the start of its message (an S3 <Code>/<Message> or a JSON one),
 		 * printable ASCII only (rule 2) */
@@ -307,7 +321,7 @@ int bk_status_errno(const bk_xfer_t *x, const char *what, buf_t *msg)
 		for (size_t i = 0; i < b.len; i++)
 			buf_addch(msg, b.ptr[i] >= 0x20 && b.ptr[i] < 0x7f ? b.ptr[i] : ' ');
 	}
-	errno = s == 503 ? EHOSTUNREACH : s == 504 ? ETIMEDOUT : EREMOTEIO;
+	errno = s == 401 || s == 403 ? EKEYREJECTED : s == 503 ? EHOSTUNREACH : s == 504 ? ETIMEDOUT : EREMOTEIO;
 	return AIS_ERR;
 }
 

@@ -105,7 +105,8 @@ int cli_remote_show(struct cli *c, const struct cli_args *a)
 	if (rc == AIS_OK && c->json) {
 		printf("%.*s\n", (int)rs.body.len, rs.body.ptr);
 	} else if (rc == AIS_OK) {
-		json_t *arr = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL), *r;
+		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL), *r;
+		json_t *arr = json_object_get(doc, "remotes"); /* {"remotes":[...]} (docs/api.md) */
 		size_t i;
 		printf("%-16s %-4s %-8s %-10s %s\n", "ALIAS", "KIND", "ADDRESS", "REGION", "URL");
 		json_array_foreach(arr, i, r) {
@@ -115,7 +116,7 @@ int cli_remote_show(struct cli *c, const struct cli_args *a)
 			       *json_string_value(json_object_get(r, "region")) ? json_string_value(json_object_get(r, "region")) : "-",
 			       json_string_value(json_object_get(r, "url")));
 		}
-		json_decref(arr);
+		json_decref(doc);
 	}
 	cli_resp_free(&rs);
 	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;

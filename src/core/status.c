@@ -30,6 +30,7 @@ static const struct {
 	{ETIMEDOUT, {504, "GatewayTimeout", ": the remote backend did not answer in time", true}},
 	{EREMOTEIO, {502, "BadGateway", ": the remote backend failed", true}},
 	{ESTALE, {502, "BadGateway", ": the remote object changed while it was read", true}},
+	{EKEYREJECTED, {403, "AccessDenied", ": the remote backend refused the credentials", true}},
 };
 
 static const ais_errno_t other = {500, "InternalError", NULL, false};
@@ -52,6 +53,14 @@ const ais_errno_t *ais_errno(int err)
 		if (map[i].err == err)
 			return &map[i].e;
 	return &other;
+}
+
+int ais_errno_of_remote(int status)
+{
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].e.remote && map[i].e.status == status)
+			return map[i].err;
+	return 0;
 }
 
 void ais_errno_msg(buf_t *out, const ais_errno_t *e, int err, const char *what, const char *msg)

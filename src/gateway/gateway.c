@@ -190,9 +190,46 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 	return any;
 }
 
+/* The backend a set-bprops gives the bucket when it names another remote
+ * bucket than the bucket has (provider, remote or bucket changed, not
+ * "none"): true with *be. */
+static bool bprops_new_backend(cluster_t *cl, struct bop *o, bmd_backend_t *be)
+{
+	const bmd_t *b;
+	bool changed = false;
+	if (!json_is_object(json_object_get(o->patch, "backend")))
+		return false;
+	cluster_read_lock(cl, NULL, &b);
+	const bmd_bucket_t *k = b ? bmd_get(b, o->name, strlen(o->name)) : NULL;
+	if (k) {
+		bmd_props_t p = k->props;
+		buf_t err = BUF_INIT;
+		if (bmd_props_patch(&p, o->patch, &err) == AIS_OK && p.backend.provider[0] &&
+		    (strcmp(p.backend.provider, k->props.backend.provider) ||
+		     strcmp(p.backend.remote, k->props.backend.remote) ||
+		     strcmp(p.backend.bucket, k->props.backend.bucket))) {
+			*be = p.backend;
+			changed = true;
+		}
+		buf_free(&err);
+	}
+	cluster_read_unlock(cl);
+	return changed;
+}
+
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
+	bmd_backend_t nb;
+	/* a bucket's new backend names an attached remote and a bucket it has
+	 * (or the change fails saying it could not check: backend.h) */
+	if ((o->kind == BOP_CREATE && o->props.backend.provider[0] &&
+	     bk_backend_check(&o->props.backend, &o->msg) != AIS_OK) ||
+	    (o->kind == BOP_SET_PROPS && bprops_new_backend(cl_of(req), o, &nb) &&
+	     bk_backend_check(&nb, &o->msg) != AIS_OK)) {
+		o->err = errno ? errno : EIO;
+		return;
+	}
 	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec") && !o->encode)
 		o->nonempty = bucket_nonempty(cl_of(req), o->name);
 	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
@@ -378,7 +415,10 @@ static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *
 			buf_addf(&o->msg, "%s", msg ? msg : "target error");
 		else
 			buf_addf(&o->msg, "%s", c->resp.ptr ? c->resp.ptr : "no answer");
-		o->err = c->status == 404 ? ENOENT : c->status == 400 ? EINVAL : EIO;
+		/* a remote bucket's remote failed (the target's answer names
+		 * it): passed on with its status (status.h) */
+		int re = json_is_string(json_object_get(doc, "remote")) ? ais_errno_of_remote(c->status) : 0;
+		o->err = re ? re : c->status == 404 ? ENOENT : c->status == 400 ? EINVAL : EIO;
 		json_decref(doc);
 		return AIS_ERR;
 	}
@@ -418,6 +458,7 @@ static void list_work(http_req_t *req)
 	char *js = json_dumps(o->value, JSON_COMPACT);
 	buf_t body = BUF_INIT;
 
+	uint64_t call_ms = bk_list_call_ms(cl, sv_from(o->name), 30000);
 	buf_addstr(&body, js);
 	free(js);
 	cluster_read_lock(cl, &m, NULL);
@@ -430,7 +471,7 @@ static void list_work(http_req_t *req)
 			 o->query[0] ? "?" : "", o->query);
 		calls[n].method = "GET";
 		calls[n].body = &body;
-		calls[n++].timeout_ms = 30000;
+		calls[n++].timeout_ms = call_ms;
 	}
 	cluster_read_unlock(cl);
 
@@ -475,7 +516,8 @@ static void list_done(http_req_t *req)
 	if (o->err == ENOENT)
 		http_resp_error(req, 404, "%s", o->msg.ptr ? o->msg.ptr : "no such bucket");
 	else if (o->err)
-		http_resp_error(req, o->err == EINVAL ? 400 : 502, "listing: %s", o->msg.ptr ? o->msg.ptr : "");
+		http_resp_error(req, o->err == EINVAL ? 400 : ais_errno(o->err)->remote ? ais_errno_status(o->err) : 502,
+				"listing: %s", o->msg.ptr ? o->msg.ptr : "");
 	else {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &o->out);

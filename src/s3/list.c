@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/backend.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -96,7 +97,8 @@ static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix,
 }
 
 /* The target at base answered c: its page, appended to out. AIS_ERR with
- * errno ENOENT (no such bucket) or EIO (err says why). */
+ * errno ENOENT (no such bucket), a remote backend's errno (the target's
+ * answer names the remote: status.h) or EIO (err says why). */
 static int page_take(const cluster_call_t *c, const char *base, size_t src, struct collect *out, bool *more,
 		     buf_t *err)
 {
@@ -111,9 +113,17 @@ static int page_take(const cluster_call_t *c, const char *base, size_t src, stru
 		errno = ENOENT;
 		return AIS_ERR;
 	}
-	json_t *doc = c->status == 200 ? json_loadb(c->resp.ptr, c->resp.len, 0, &jerr) : NULL;
+	json_t *doc = json_loadb(c->resp.ptr ? c->resp.ptr : "", c->resp.len, 0, &jerr);
 	json_t *ents = json_object_get(doc, "entries");
-	if (!json_is_array(ents)) {
+	int re = c->status != 200 && json_is_string(json_object_get(doc, "remote")) ? ais_errno_of_remote(c->status) : 0;
+	if (re) {
+		const char *m = json_string_value(json_object_get(doc, "message"));
+		buf_addstr(err, m ? m : "the remote backend failed");
+		json_decref(doc);
+		errno = re;
+		return AIS_ERR;
+	}
+	if (c->status != 200 || !json_is_array(ents)) {
 		buf_addf(err, "target %s: listing answered %d", base, c->status);
 		json_decref(doc);
 		errno = EIO;
@@ -154,6 +164,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 	char(*bases)[CMAP_URL_MAX + 1];
 	size_t nt = 0;
 	int rc = AIS_OK, e = 0;
+	uint64_t call_ms = bk_list_call_ms(cl, sv_from(bck), 30000);
 
 	cluster_read_lock(cl, &m, NULL);
 	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
@@ -167,7 +178,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 		page_url(&urls[nt], x->intra_url, bck, prefix, after, limit);
 		calls[nt].url_long = urls[nt].ptr;
 		calls[nt].method = "GET";
-		calls[nt++].timeout_ms = 30000;
+		calls[nt++].timeout_ms = call_ms;
 	}
 	cluster_read_unlock(cl);
 
@@ -417,6 +428,8 @@ static void lst_done(http_req_t *req)
 	struct lst *l = r->op;
 	if (l->err == ENOENT)
 		s3_error(r, "NoSuchBucket", NULL);
+	else if (ais_errno(l->err)->remote)
+		s3_error_msg(r, l->err, false, l->msg.ptr);
 	else if (l->err)
 		s3_error(r, "InternalError", "%s", l->msg.ptr ? l->msg.ptr : strerror(l->err));
 	else

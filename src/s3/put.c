@@ -40,7 +40,7 @@ static void p_fail(ol_stream_t *s, int err)
 	else if (err == EAGAIN)
 		s3_error(p->r, "ServiceUnavailable", "object not stored: %s", p->msg ? p->msg : "copies failed");
 	else
-		s3_error_errno(p->r, err, true);
+		s3_error_msg(p->r, err, true, ais_errno(err)->remote ? p->msg : NULL);
 }
 
 static int emit(void *arg, const char *data, size_t n)

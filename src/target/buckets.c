@@ -159,22 +159,22 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	b->last_len = len;
 }
 
-/* One entry of a remote bucket's listing: the copy here when cached, else
- * what the remote says (its ETag as the S3 one). */
+/* One entry of a remote bucket's listing: what the remote says (size,
+ * mtime, its ETag as the S3 one), cached or not, so that every entry
+ * carries the same fields from the same source; a copy here only sets
+ * the cached flag. The remote has no checksum or version of this
+ * cluster's: those props are left out of the whole listing (list_objects). */
 static void remote_entry(void *arg, const bk_entry_t *e)
 {
 	struct bop *b = arg;
 	store_meta_t m;
-	if (store_lookup(b->t->store, b->bck.ptr, b->bck.len, e->name, e->len, &m) == AIS_OK) {
-		b->entry_flags = TGT_ENTRY_CACHED;
-	} else {
-		memset(&m, 0, sizeof(m));
-		m.size = e->size;
-		m.mtime_ns = e->mtime_ns;
-		if (e->etag[0] && strlen(e->etag) < 200 && !strpbrk(e->etag, ",="))
-			snprintf(m.custom, sizeof(m.custom), "s3.etag=%s", e->etag);
-		b->entry_flags = 0;
-	}
+	b->entry_flags =
+		store_lookup(b->t->store, b->bck.ptr, b->bck.len, e->name, e->len, &m) == AIS_OK ? TGT_ENTRY_CACHED : 0;
+	memset(&m, 0, sizeof(m));
+	m.size = e->size;
+	m.mtime_ns = e->mtime_ns;
+	if (e->etag[0] && strlen(e->etag) < 200 && !strpbrk(e->etag, ",="))
+		snprintf(m.custom, sizeof(m.custom), "s3.etag=%s", e->etag);
 	list_entry(b, e->name, e->len, &m);
 	b->entry_flags = 0;
 }
@@ -302,10 +302,36 @@ static void list_work(http_req_t *req)
 	buf_addch(&b->out, '}');
 }
 
+/* A remote bucket's listing failed on its remote: the status of its class
+ * (backend.h) and a JSON error that names the remote ("remote": alias),
+ * by which the gateway tells it from a failure of this target and passes
+ * it on with the same status (native and S3 listings). */
+static void list_remote_failed(http_req_t *req, struct bop *b)
+{
+	const ais_errno_t *e = ais_errno(b->err);
+	int status = e->remote ? e->status : 502;
+	buf_t msg = BUF_INIT, body = BUF_INIT;
+	buf_addf(&msg, "listing %.*s: %s", (int)b->bck.len, b->bck.ptr, b->msg.ptr);
+	buf_addstr(&body, "{\"message\":");
+	buf_add_json_str(&body, msg.ptr, msg.len);
+	buf_addf(&body, ",\"status\":%d,\"remote\":", status);
+	buf_add_json_str(&body, b->bk->r.alias, strlen(b->bk->r.alias));
+	buf_addch(&body, '}');
+	log_warnx("listing %.*s: %d %s", (int)b->bck.len, b->bck.ptr, status, b->msg.ptr);
+	http_resp_status(req, status);
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &body);
+	buf_free(&msg);
+}
+
 static void list_done(http_req_t *req)
 {
 	struct bop *b = req->state;
 	const ais_errno_t *e = ais_errno(b->err);
+	if (b->err && b->bk && !b->cached_only && b->msg.len) {
+		list_remote_failed(req, b);
+		return;
+	}
 	if (e->remote || (b->err && b->err != ENOENT && b->msg.len)) {
 		http_resp_error(req, e->remote ? e->status : 502, "listing %.*s: %s",
 				(int)b->bck.len, b->bck.ptr, b->msg.ptr);
@@ -469,6 +495,8 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 		http_resp_error(req, 503, "%s", b->msg.ptr);
 		return AIS_OK;
 	}
+	if (b->bk && !b->cached_only)
+		b->props &= ~(unsigned)(P_CKSUM | P_VERSION); /* the remote's fields only (remote_entry) */
 	bmd_props_t bp;
 	b->ec = !b->bk && ec_props(b->t, bck, &bp) && bp.ec_enabled;
 	/* a remote bucket's listing asks its remote */

@@ -143,7 +143,7 @@ static int open_sync(target_t *t, sv_t bck, sv_t obj, bool fetch, sv_t range, bo
 				*fd = -1;
 			struct olr_reader *rd;
 			int rc = bk ? olr_open(t, bk, bck, obj, false, false, fd, m, &rd, msg) : AIS_ERR;
-			int e = bk ? errno : EIO;
+			int e = bk ? errno : EHOSTUNREACH;
 			free(bk);
 			errno = e;
 			return rc;
@@ -272,8 +272,8 @@ static void olo_work(http_req_t *req)
 remote:
 	o->err = 0;
 	if (o->bk) {
-		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, o->range, &o->fd, &o->m, &o->rd, &o->msg) !=
-		    AIS_OK) {
+		bool lazy = o->range || req->method == HTTP_HEAD;
+		if (olr_open(o->t, o->bk, o->bck, o->obj, o->stream, lazy, &o->fd, &o->m, &o->rd, &o->msg) != AIS_OK) {
 			o->fd = -1;
 			o->err = errno == ENOENT || errno == ENOSPC || ais_errno(errno)->remote ? errno : EIO;
 		}
@@ -323,7 +323,7 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	} else if (berr) { /* a remote bucket whose remote is not attached here */
 		char *msg = arena_strndup(req->arena, bmsg.ptr, bmsg.len);
 		buf_free(&bmsg);
-		done(req, arg, -1, NULL, EIO, msg);
+		done(req, arg, -1, NULL, EHOSTUNREACH, msg); /* 503 naming it, as listings and writes */
 		return;
 	} else if (!cluster) {
 		done(req, arg, -1, NULL, errno ? errno : EIO, "");
@@ -467,6 +467,8 @@ int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 		free(bk);
 		if (berr || (rc != AIS_OK && e != ENOENT)) {
 			log_warnx("DELETE %.*s/%.*s: %s", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256), obj.ptr, msg.ptr);
+			if (why)
+				buf_addsv(why, sv_of(&msg));
 			buf_free(&msg);
 			errno = berr ? EHOSTUNREACH : e;
 			return AIS_ERR;

@@ -23,10 +23,12 @@ bk_bucket_t *olr_backend(struct target *t, sv_t bck, int *err, buf_t *msg);
  * fetched again; one deleted there is deleted here when sync is on), or
  * fetch a missing one. stream: a GET/HEAD that sends with ol_send, so a
  * cold object may be answered while it is fetched (*rd set, *fd a
- * placeholder and *m the remote's). AIS_OK with *fd; AIS_ERR with errno
+ * placeholder and *m the remote's). lazy (with stream): a Range read or
+ * a HEAD, whose cold object is not fetched now (a range is fetched at
+ * ol_send, a HEAD fetches nothing). AIS_OK with *fd; AIS_ERR with errno
  * (ENOENT, or a backend errno: backend.h) and msg. */
 struct olr_reader;
-int olr_open(struct target *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool range, int *fd,
+int olr_open(struct target *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool lazy, int *fd,
 	     store_meta_t *m, struct olr_reader **rd, buf_t *msg);
 /* Loop: ties rd to req and fd (for ol_send) until req ends. */
 void olr_reader_attach(http_req_t *req, struct olr_reader *rd, int fd);

@@ -24,7 +24,8 @@
  *     short (the client sees fewer bytes than Content-Length).
  *  4. A Range read of a cold object fetches only that range (If-Match
  *     too), into an unnamed temp file: nothing of it is cached; the next
- *     whole read caches the object.
+ *     whole read caches the object. A HEAD of a cold object is the
+ *     remote's HEAD only: nothing is fetched.
  *  5. Warm copies are served without asking the remote unless the
  *     bucket's validate_warm_get is on; then a changed ETag refetches, a
  *     deletion there deletes here when sync is on, and a remote that does
@@ -638,7 +639,7 @@ static int validate(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, int *
 	return AIS_DONE;
 }
 
-int olr_open(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool range, int *fd,
+int olr_open(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool lazy, int *fd,
 	     store_meta_t *m, struct olr_reader **rd, buf_t *msg)
 {
 	bk_obj_t ro;
@@ -662,7 +663,7 @@ int olr_open(target_t *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream,
 	pthread_mutex_unlock(&tbl_mu);
 	if (!have_ro && bk_head(b, obj, &ro, msg) != AIS_OK)
 		return AIS_ERR;
-	if (stream && range) { /* rule 4: the range at ol_send */
+	if (stream && lazy) { /* rule 4: the range at ol_send; a HEAD: nothing */
 		*rd = reader_new(t, b, obj, &ro, NULL);
 	} else {
 		f = fill_whole(t, b, bck, obj, &ro, msg);
@@ -779,7 +780,7 @@ int olr_put(target_t *t, const bk_bucket_t *b, ol_put_t *p, char **custom)
 	if (rc != AIS_OK) {
 		log_warnx("PUT %.*s/%.*s: not written through: %s", (int)p->bck.len, p->bck.ptr,
 			  (int)MIN(p->obj.len, 256), p->obj.ptr, p->msg.ptr);
-		errno = e == EINVAL ? EINVAL : EAGAIN;
+		errno = e; /* the backend's class (backend.h): a refused credential is not a "try again" */
 		return AIS_ERR;
 	}
 	remote_custom(ro.etag, p->custom, &c);

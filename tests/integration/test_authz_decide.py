@@ -175,7 +175,9 @@ t.eq(st, 403, "... of backend.bucket alone: 403")
 st, msg = bprops({"versioning": {"enabled": True}}, BADMIN)
 t.eq(st, 200, "the bucket admin still sets other props")
 st, msg = bprops({"backend": {"provider": "ais", "remote": "elsewhere", "bucket": "theirs"}}, ADMIN)
-t.eq(st, 200, "a cluster admin sets the backend")
+t.check(st == 400 and "elsewhere" in msg and "not attached" in msg,
+        "a cluster admin may set the backend: past authz, the remote is checked (elsewhere: not attached, 400)",
+        (st, msg))
 st, msg = bprops({"backend": {"sync": True, "validate_warm_get": True}}, BADMIN)
 t.eq(st, 200, "the bucket admin sets backend.sync and validate_warm_get")
 st, msg = bprops({"backend": {"provider": "none"}}, BADMIN)

@@ -252,6 +252,18 @@ t.check("ranged" not in (cached("cache") or {"ranged"}), "a cold Range caches no
 o = s3.get_object(Bucket="cache", Key="ranged", Range="bytes=5-9")
 t.check(o["Body"].read() == BODY["ranged"][5:10], "S3 Range of a cold object")
 
+# HEAD of a cold object: the remote's metadata, nothing fetched; DELETE of a
+# name neither side has: 404 (both kinds of remote)
+for bck in ("cache", "cache2"):
+    r = follow("HEAD", g.url, "/v1/objects/%s/killed" % bck)
+    t.check(r.status == 200 and r.h("content-length") == str(len(BODY["killed"])),
+            "%s: HEAD of a cold object: its size" % bck, (r.status, r.h("content-length")))
+    r = follow("DELETE", g.url, "/v1/objects/%s/never-was" % bck)
+    t.check(r.status == 404, "%s: DELETE of a name neither side has: 404" % bck, (r.status, r.body[:200]))
+time.sleep(1)  # a fetch, were one started, ends well within this
+t.check("killed" not in (cached("cache") or {"killed"}) and "killed" not in (cached("cache2") or {"killed"}),
+        "a HEAD caches nothing")
+
 # --- 4. concurrent cold GETs: one remote fetch -----------------------------------------
 before = remote_gets()
 with concurrent.futures.ThreadPoolExecutor(4) as ex:

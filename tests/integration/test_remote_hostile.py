@@ -104,6 +104,8 @@ class Evil(BaseHTTPRequestHandler):
             name = p[len("/v1/objects/rb/"):]
             host = FAR if name == "away" else NEAR
             return self.send(307, b"", {"Location": "http://%s%s" % (host, p)}, head)
+        if p == "/v1/buckets/bomb" and head:  # the bucket's HEAD at creation: at once
+            return self.send(200, b"", {}, head)
         if p == "/v1/buckets/bomb":  # a million empty entries (3 MiB)
             body = b'{"entries":[' + b",".join([b"{}"] * 1000000) + b'],"continuation_token":"x"}'
             return self.send(200, body, {"Content-Type": "application/json"}, head)
@@ -119,7 +121,7 @@ class Evil(BaseHTTPRequestHandler):
             return self.endless(head)
         if bucket == "drip":
             return self.drip(head)
-        if bucket == "hang":  # no answer for 20 s
+        if bucket == "hang" and key:  # no answer for 20 s (the bucket's HEAD at creation is answered)
             time.sleep(20)
             return self.send(200, b"late", {"ETag": '"h1"'}, head)
         body = b"object " + key.encode()

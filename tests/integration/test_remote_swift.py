@@ -23,104 +23,31 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import shutil
-import socket
 import subprocess
-import time
 import urllib.parse
 
 from itlib import T, q
 
 import clulib
+import swiftlib
 from clulib import Node, poll, request
 
 t = T()
 CTL = os.environ["AISCTL"]
 JSON = {"Content-Type": "application/json"}
-AK, SK = "test:tester", "testing"
-for b in ("swift-proxy-server", "swift-object-server", "swift-ring-builder"):
-    if not shutil.which(b):
-        t.fail("%s is installed (tools/install-deps.sh installs Debian's swift packages)" % b)
-        t.finish()
+AK, SK = swiftlib.AK, swiftlib.SK
 
 FAK, FSK = "frontkey", "frontsecret123"  # the front cluster's own S3 user
 clulib.init(t, "swift", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                          "--set", "s3.key=%s:%s:front:Front" % (FAK, FSK)])
-SW = os.path.join(clulib.DIR, "swiftconf")
-os.makedirs(os.path.join(SW, "node", "d1"), exist_ok=True)
-
-
-def free_port():
-    for _ in range(100):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        p = s.getsockname()[1]
-        s.close()
-        if p < 32768:
-            return p
-    return p
-
-
-PORTS = {r: free_port() for r in ("proxy", "account", "container", "object")}
-with open(os.path.join(SW, "swift.conf"), "w") as f:
-    f.write("[swift-hash]\nswift_hash_path_suffix = aisdtest\nswift_hash_path_prefix = aisdtest\n"
-            "[storage-policy:0]\nname = Policy-0\ndefault = yes\n")
-for r in ("account", "container", "object"):
-    b = os.path.join(SW, r + ".builder")
-    for args in (["create", "0", "1", "1"], ["add", "r1z1-127.0.0.1:%d/d1" % PORTS[r], "1"], ["rebalance"]):
-        subprocess.run(["swift-ring-builder", b] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=args[0] != "rebalance")
-    with open(os.path.join(SW, r + "-server.conf"), "w") as f:
-        f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\ndevices = %s\nmount_check = false\n"
-                "swift_dir = %s\nworkers = 0\ndisable_fallocate = true\n[pipeline:main]\npipeline = %s-server\n"
-                "[app:%s-server]\nuse = egg:swift#%s\n" % (PORTS[r], os.path.join(SW, "node"), SW, r, r, r))
-with open(os.path.join(SW, "proxy-server.conf"), "w") as f:
-    f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nswift_dir = %s\nworkers = 0\n"
-            "[pipeline:main]\npipeline = catch_errors cache s3api tempauth proxy-server\n"
-            "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
-            "[filter:tempauth]\nuse = egg:swift#tempauth\nuser_test_tester = testing .admin\n"
-            "[filter:s3api]\nuse = egg:swift#s3api\nlocation = us-east-1\n"
-            "[filter:catch_errors]\nuse = egg:swift#catch_errors\n[filter:cache]\nuse = egg:swift#memcache\n" % (PORTS["proxy"], SW))
-SWURL = "http://127.0.0.1:%d" % PORTS["proxy"]
-swift_procs = {}
-
-
-def swift_start():
-    for r in ("account", "container", "object", "proxy"):
-        log = open(os.path.join(SW, r + ".log"), "ab")
-        p = subprocess.Popen(["swift-%s-server" % r, os.path.join(SW, r + "-server.conf")], stdin=subprocess.DEVNULL,
-                             stdout=log, stderr=log)
-        log.close()
-        swift_procs[r] = p
-        clulib.procs["swift-" + r] = p  # stopped by PID at exit
-
-
-def swift_stop():
-    for p in swift_procs.values():
-        p.terminate()
-    for p in swift_procs.values():
-        p.wait(15)
-
-
-def s3c(endpoint, ak=AK, sk=SK):
-    import boto3
-    import botocore.config
-    c = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
-    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
-                        region_name="us-east-1", config=c)
-
-
-def swift_up():
-    try:
-        sw.list_buckets()
-        return True
-    except Exception:
-        return False
+swift = swiftlib.Swift(t)
+SWURL = swift.url
+swift_start, swift_stop, s3c = swift.start, swift.stop, swiftlib.s3c
 
 
 swift_start()
-sw = s3c(SWURL)
-if not t.check(poll(swift_up, 30), "Swift (s3api) answers"):
+sw = swift.client()
+if not t.check(swift.wait_up(), "Swift (s3api) answers"):
     t.finish()
 
 g = Node("g1", "gateway")
@@ -258,7 +185,7 @@ r = get("ranged")
 t.check(r.status in (502, 503) and b"swift" in r.body, "Swift down: cold GET fails cleanly naming it",
         (r.status, r.body[:300]))
 swift_start()
-t.check(poll(swift_up, 30), "Swift back")
+t.check(swift.wait_up(), "Swift back")
 r = get("ranged")
 t.check(r.status == 200 and r.body == BODY["ranged"], "Swift back: cold GET works",
         (r.status, r.body[:300] if r.status != 200 else "%d bytes of %d" % (len(r.body), len(BODY["ranged"]))))

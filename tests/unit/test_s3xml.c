@@ -247,7 +247,7 @@ END_TEST
 START_TEST(test_errno_map)
 {
 	static const int errs[] = {0,      ENOENT,    EEXIST,    EBUSY,  EBADMSG,   EINVAL, ENOSPC,
-				   EAGAIN, EHOSTUNREACH, ETIMEDOUT, EREMOTEIO, ESTALE, EIO, EPERM};
+				   EAGAIN, EHOSTUNREACH, ETIMEDOUT, EREMOTEIO, ESTALE, EIO, EPERM, EKEYREJECTED};
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
 		const ais_errno_t *e = ais_errno(errs[i]);
 		ck_assert_ptr_nonnull(e);
@@ -264,6 +264,13 @@ START_TEST(test_errno_map)
 	ck_assert_int_eq(ais_errno(EBADMSG)->status, 400);
 	ck_assert_int_eq(ais_errno_read(EIO, true)->status, 502);
 	ck_assert(ais_errno(ETIMEDOUT)->remote && !ais_errno(ENOSPC)->remote);
+	ck_assert_int_eq(ais_errno(EKEYREJECTED)->status, 403);
+	ck_assert(ais_errno(EKEYREJECTED)->remote);
+	ck_assert_int_eq(ais_errno_of_remote(503), EHOSTUNREACH);
+	ck_assert_int_eq(ais_errno_of_remote(504), ETIMEDOUT);
+	ck_assert_int_eq(ais_errno_of_remote(502), EREMOTEIO);
+	ck_assert_int_eq(ais_errno_of_remote(403), EKEYREJECTED);
+	ck_assert_int_eq(ais_errno_of_remote(500), 0);
 }
 END_TEST
 
