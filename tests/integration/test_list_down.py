@@ -8,7 +8,8 @@ in each of three windows:
   A. dead, still in the map;
   B. dropped from the map by the keepalive (the map lists it as "lost"),
      and again once the rebalance that follows is done;
-every listing is checked:
+every listing is checked (and after B, decommission-node of the lost
+victim writes it off: "one" lists the others' objects, unmarked):
   - "two" (each object on 2 targets): complete, each name once: native pages
     of 7 (continuation tokens), S3 ListObjectsV2 (paginated), V1 (Marker)
     and ListObjectVersions, aisctl ls, the Python client;
@@ -242,6 +243,15 @@ def reb_done():
 t.check(poll(reb_done, 60), "the rebalance after the drop is done on both remaining targets")
 short("B (dropped, rebalanced)")
 complete("two", "B (dropped, rebalanced)")
+
+# the administrator writes the victim off: listings stop waiting for it
+body = json.dumps({"action": "decommission-node", "value": {"sid": victim.id}})
+r = request("PUT", g.url, "/v1/cluster", body, JSON)
+t.check(r.status == 200 and not (r.json() or {}).get("lost"), "decommission-node of the lost victim: 200, the map "
+        "lists nothing lost", (r.status, r.body[:300]))
+got, marks, _, r = native("one")
+t.check(got == others and marks and not any(marks), "written off: the listing of one is what the others hold, "
+        "unmarked", got if r is None else status_of(r))
 
 # C: back
 t.check(victim.start(join=g.url), "the victim restarts (same dir and port)")
