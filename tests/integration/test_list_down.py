@@ -204,7 +204,7 @@ def short(when):
     pw = [x.message for x in w if issubclass(x.category, PartialListing)]
     t.check(got == others and pw and all(x.missing == [vid] for x in pw),
             "%s: the Python client's list(partial=True) of one: the others' objects and PartialListing "
-            "warnings naming the victim" % when, (len(got), [str(x.message) for x in w][:3]))
+            "warnings naming the victim" % when, (got if isinstance(got, HTTPError) else len(got), [str(x.message) for x in w][:3]))
 
 
 def smap():
