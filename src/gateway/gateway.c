@@ -8,6 +8,10 @@
  * in byte order are the cluster's page, because every name of it is among the
  * first PAGESIZE of each target holding it (copies of a mirrored object
  * are listed once). The token is the last name returned, as on a target.
+ * A page is never silently short: when the targets not heard from (no
+ * answer, or lost from the map) may hold the only copies of some names
+ * (cluster_lsfan), it is a 503 naming them, or, asked for with partial,
+ * a page marked "partial" with the "missing" targets.
  *
  * Locations (props "location"): each target lists itself on the copies it
  * holds, and the merge joins them, so an entry names every active target
