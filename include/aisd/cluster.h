@@ -194,6 +194,39 @@ size_t cluster_call_all(cluster_call_t *calls, size_t n);
 size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_t grace_ms,
 			   const atomic_bool *cancel, bool *done);
 
+/*
+ * A listing's fan-out (lsfan.c, rules there): one call to every active
+ * target, and whether the union of the answers can lack objects of the
+ * bucket: a target that holds part of it and was not heard from (no
+ * answer, or lost: cmap_drop) may hold the only copies of some. Use:
+ * cluster_lsfan_init (under the read lock: the targets, the bucket's
+ * copies, the map's lost targets), fill calls[i] (url, method, body),
+ * cluster_lsfan_call, read the answers of the targets not gone,
+ * cluster_lsfan_free.
+ */
+typedef struct cluster_lsfan {
+	cluster_call_t *calls;          /* one per active target, map order */
+	char (*ids)[CMAP_ID_MAX + 1];   /* calls[i]'s target */
+	char (*urls)[CMAP_URL_MAX + 1]; /* its intra-cluster URL */
+	bool *gone;                     /* after the call: calls[i] had no answer */
+	size_t n;
+	size_t copies;                  /* the bucket's (place_copies) */
+	bool remote;                    /* every target lists the remote's page */
+	char (*lost)[CMAP_ID_MAX + 1];  /* the map's lost targets */
+	size_t nlost;
+	/* after cluster_lsfan_call */
+	buf_t missing;    /* "ID (why), ..." of the targets not heard from */
+	char (*miss)[CMAP_ID_MAX + 1]; /* their ids */
+	size_t nmissing;
+	bool incomplete;  /* the answers may lack objects */
+} cluster_lsfan_t;
+/* cached_only: the listing asks for the cached copies of a remote bucket
+ * only (as a plain bucket's). */
+void cluster_lsfan_init(cluster_t *cl, const char *bucket, bool cached_only, cluster_lsfan_t *f);
+void cluster_lsfan_call(cluster_lsfan_t *f);
+/* Frees what init allocated and the answers' bodies. */
+void cluster_lsfan_free(cluster_lsfan_t *f);
+
 /* HTTP handlers, for every role's route table. */
 /* GET /v1/cluster?what=smap|bmd|meta, POST /v1/cluster/join, POST
  * /v1/cluster/vote (a ballot: {"vote","stale","term","voted_term","reason"}),

@@ -108,14 +108,34 @@ int cmap_set_state(cmap_t *m, const char *id, enum cmap_state st, buf_t *err);
 int cmap_set_drain(cmap_t *m, const char *id, bool drain, buf_t *err);
 int cmap_set_primary(cmap_t *m, const char *id, buf_t *err);
 int cmap_set_term(cmap_t *m, uint64_t term, buf_t *err);
+/*
+ * Lost targets: a target dropped from the map because it stopped answering
+ * (cmap_drop; not decommissioned, so its objects were never moved off) may
+ * hold the only copies of some objects until it is back. The map keeps its
+ * id on a lost list so that every node knows a listing made without it may
+ * lack objects (gateway.c). cmap_add of that id takes it off (it lists its
+ * objects again); cmap_forget takes it off without it (an administrator
+ * wrote the node off). cmap_remove (decommission, a re-join, the failed
+ * primary) leaves the list alone.
+ *  cmap_drop: cmap_remove, and a target not decommissioning goes on the
+ *    lost list (in the same version).
+ *  cmap_forget: AIS_OK; the version moves only when id was on the list.
+ */
+int cmap_drop(cmap_t *m, const char *id, buf_t *err);
+int cmap_forget(cmap_t *m, const char *id);
+size_t cmap_lost_count(const cmap_t *m);
+/* The i-th lost target's id (id order), NULL past the end. */
+const char *cmap_lost(const cmap_t *m, size_t i);
 
 /* Appends the map as compact JSON, nodes in id order:
  * {"uuid":..,"term":N,"version":N,"primary":..,"nodes":[{"id","role","state",
- *  "public_url","intra_url"[,"drain":true]},..]} ("drain" only when set). Deterministic: equal maps, equal bytes. */
+ *  "public_url","intra_url"[,"drain":true]},..][,"lost":[ID,..]]} ("drain"
+ *  only when set, "lost" only when not empty). Deterministic: equal maps,
+ *  equal bytes. */
 void cmap_encode(const cmap_t *m, buf_t *out);
 /* Parses exactly len bytes (no NUL needed). Strict: every field present and
  * of its type ("term" may be absent: term 1, a map saved before terms
- * existed), no unknown or duplicate keys, known roles and states, unique
+ * existed; "lost" may be absent: none; its ids unique, none a node), no unknown or duplicate keys, known roles and states, unique
  * valid ids, valid URLs, term and version >= 1, a primary that is an active gateway
  * in the map. AIS_OK with *out set (caller frees), or AIS_ERR with errno
  * EINVAL, *out NULL and one line in err. */

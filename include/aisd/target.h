@@ -41,6 +41,9 @@ void tgt_bucket_json(buf_t *out, const char *name, bool first);
 /* The flag of a listing entry that is a member of a shard ("SHARD/MEMBER",
  * listed with the archive flag: target_int.h TGT_LS_ARCH_DIR). */
 #define TGT_ENTRY_IN_ARCH 128
+/* The listing flag of a remote bucket's cached copies only (AIStore's
+ * LsCached): each target lists what it holds, as in a plain bucket. */
+#define TGT_LS_CACHED 1
 /* Appends base + "/v1/objects/BCK/OBJ" with obj percent-encoded. */
 void tgt_url_obj(buf_t *out, const char *base, const char *bck, size_t blen, const char *obj, size_t olen);
 /* Is kind one of the remote buckets' jobs that targets run ("prefetch",

@@ -9,6 +9,11 @@
  * Output: a table whose columns are --props (name first; default name,
  * size, version), or with --json one JSON object per line per object, as
  * the server sent it (the properties asked for; all of them by default).
+ *
+ * While targets holding part of the bucket are down the gateway refuses
+ * the listing (503 naming them); with --partial it lists what the other
+ * targets hold, and each page that may lack objects says so in a warning
+ * on stderr (once per run, with the missing targets).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -248,6 +253,7 @@ int cli_list(struct cli *c, const struct cli_args *a)
 
 	char *token = xstrdup("");
 	int rc = CLI_EXIT_ERR;
+	bool warned = false; /* --partial: the warning is printed */
 	for (;;) {
 		json_t *value = json_object();
 		if (prefix)
@@ -261,6 +267,8 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			json_object_set_new(value, "continuation_token", json_string(token));
 		if (props.len)
 			json_object_set_new(value, "props", json_string(props.ptr));
+		if (cli_opt(a, "partial"))
+			json_object_set_new(value, "partial", json_true());
 		if (archive || cli_opt(a, "cached"))
 			json_object_set_new(value, "flags", json_integer((archive ? 8 : 0) | /* AIStore's LsArchDir */
 									 (cli_opt(a, "cached") ? 1 : 0))); /* LsCached */
@@ -291,6 +299,13 @@ int cli_list(struct cli *c, const struct cli_args *a)
 			cli_err("%s: the server's answer has no entries array", what.ptr);
 			json_decref(page);
 			break;
+		}
+		if (json_is_true(json_object_get(page, "partial")) && !warned) {
+			char *miss = json_dumps(json_object_get(page, "missing"), JSON_COMPACT | JSON_ENCODE_ANY);
+			fprintf(stderr, "aisctl: warning: %s: partial listing, objects on targets not heard from are "
+					"missing: %s\n", what.ptr, miss ? miss : "?");
+			free(miss);
+			warned = true;
 		}
 		int done = print_page(&t, entries);
 		const char *next = json_string_value(json_object_get(page, "continuation_token"));

@@ -70,6 +70,7 @@ static const struct cli_opt opts_ls[] = {
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
 	{"cached", 0, NULL, "a remote bucket: only the objects cached in this cluster"},
+	{"partial", 0, NULL, "while targets holding part of the bucket are down: list what the others hold (a warning names the missing targets) instead of failing"},
 	{0},
 };
 static const struct cli_opt opts_get_batch[] = {

@@ -469,11 +469,54 @@ static int nact_primary(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 	return cmap_set_primary(m, a->sid, err);
 }
 
+/* A node action's answer: the map after it. */
+static void nact_answer(cluster_t *cl, struct nact *a)
+{
+	const cmap_t *m;
+	cluster_read_lock(cl, &m, NULL);
+	if (m)
+		cmap_encode(m, &a->out);
+	cluster_read_unlock(cl);
+}
+
+/* decommission-node of a lost target (dropped from the map while down,
+ * cmap_drop): the administrator writes it off, so listings stop counting
+ * it as missing (objects it held alone are gone). Nothing to drain. */
+static int nact_forget(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
+{
+	struct nact *a = arg;
+	if (cmap_get(m, a->sid, strlen(a->sid)))
+		return cmap_fail(err, EAGAIN, "%s joined again meanwhile; decommission it again", a->sid);
+	return cmap_forget(m, a->sid);
+}
+
+/* Is sid on the map's lost list (and not a node of it)? */
+static bool is_lost(cluster_t *cl, const char *sid)
+{
+	const cmap_t *m;
+	bool lost = false;
+	cluster_read_lock(cl, &m, NULL);
+	for (size_t i = 0; m && !cmap_get(m, sid, strlen(sid)) && i < cmap_lost_count(m); i++)
+		lost |= !strcmp(cmap_lost(m, i), sid);
+	cluster_read_unlock(cl);
+	return lost;
+}
+
 static void nact_work(http_req_t *req)
 {
 	struct nact *a = req->state;
 	cluster_t *cl = cl_of(req);
 	int rc;
+	if (a->act == ACT_DECOMMISSION && is_lost(cl, a->sid)) {
+		rc = cluster_update(cl, nact_forget, a, &a->msg);
+		if (rc != AIS_OK) {
+			a->err = errno ? errno : EIO;
+			return;
+		}
+		log_warnx("decommission %s: a lost target written off (objects it held alone are gone)", a->sid);
+		nact_answer(cl, a);
+		return;
+	}
 	if (a->act == ACT_SET_PRIMARY) {
 		char url[CMAP_URL_MAX + 1] = "";
 		const cmap_t *m;
@@ -519,11 +562,7 @@ static void nact_work(http_req_t *req)
 		return;
 	}
 	log_info("%s %s: done", act_names[a->act], a->sid);
-	const cmap_t *m;
-	cluster_read_lock(cl, &m, NULL);
-	if (m)
-		cmap_encode(m, &a->out);
-	cluster_read_unlock(cl);
+	nact_answer(cl, a);
 }
 
 static void nact_done(http_req_t *req)

@@ -17,8 +17,11 @@
  *  5. tgt/tdig list exactly the active targets in id order, so placement
  *     depends only on the map's content, never on the order of changes.
  *  6. Encoding is deterministic; decode(encode(m)) equals m, and decode
- *     accepts nothing that would break 1-4 (it returns a valid map or a clean
- *     error for any bytes).
+ *     accepts nothing that would break 1-4 or 7 (it returns a valid map or a
+ *     clean error for any bytes).
+ *  7. lost lists, sorted and unique, the ids of targets dropped without a
+ *     decommission (cmap_drop) that have not joined again; none of them is
+ *     a node of the map.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +45,8 @@ struct cmap {
 	size_t *tgt;     /* indices of the active targets, id order */
 	uint64_t *tdig;  /* their digests */
 	size_t ntgt;
+	char (*lost)[CMAP_ID_MAX + 1]; /* targets dropped, not back (rule 7) */
+	size_t nlost;
 };
 
 
@@ -220,6 +225,7 @@ void cmap_free(cmap_t *m)
 	free(m->nodes);
 	free(m->tgt);
 	free(m->tdig);
+	free(m->lost);
 	free(m);
 }
 
@@ -233,6 +239,9 @@ cmap_t *cmap_clone(const cmap_t *m)
 		memcpy(c->nodes, m->nodes, m->n * sizeof(*m->nodes));
 	c->tgt = NULL;
 	c->tdig = NULL;
+	c->lost = xmalloc((m->nlost ? m->nlost : 1) * sizeof(*c->lost));
+	if (m->nlost)
+		memcpy(c->lost, m->lost, m->nlost * sizeof(*m->lost));
 	reindex(c);
 	return c;
 }
@@ -241,7 +250,8 @@ bool cmap_equal(const cmap_t *a, const cmap_t *b)
 {
 	if (strcmp(a->uuid, b->uuid) || a->term != b->term || a->version != b->version ||
 	    strcmp(a->primary, b->primary) ||
-	    a->n != b->n)
+	    a->n != b->n || a->nlost != b->nlost ||
+	    (a->nlost && memcmp(a->lost, b->lost, a->nlost * sizeof(*a->lost))))
 		return false;
 	for (size_t i = 0; i < a->n; i++) {
 		const cmap_node_t *x = &a->nodes[i], *y = &b->nodes[i];
@@ -283,15 +293,68 @@ static void bump(cmap_t *m)
 	reindex(m);
 }
 
+/* Index of id in m->lost, or -(insertion point) - 1. */
+static ptrdiff_t find_lost(const cmap_t *m, const char *id, size_t len)
+{
+	return cmap_sorted_find(m->lost, m->nlost, sizeof(*m->lost), 0, id, len);
+}
+
+/* Takes id off the lost list; true when it was on it. */
+static bool unlose(cmap_t *m, const char *id)
+{
+	ptrdiff_t i = find_lost(m, id, strlen(id));
+	if (i < 0)
+		return false;
+	memmove(&m->lost[i], &m->lost[i + 1], (m->nlost - (size_t)i - 1) * sizeof(*m->lost));
+	m->nlost--;
+	return true;
+}
+
+/* Puts a valid id on the lost list (sorted, once). */
+static void lose(cmap_t *m, const char *id, size_t len)
+{
+	ptrdiff_t at = find_lost(m, id, len);
+	if (at >= 0)
+		return;
+	size_t pos = (size_t)(-at - 1);
+	m->lost = xrealloc(m->lost, (m->nlost + 1) * sizeof(*m->lost));
+	memmove(&m->lost[pos + 1], &m->lost[pos], (m->nlost - pos) * sizeof(*m->lost));
+	memset(m->lost[pos], 0, sizeof(m->lost[pos]));
+	memcpy(m->lost[pos], id, len);
+	m->nlost++;
+}
+
 int cmap_add(cmap_t *m, const cmap_node_t *n, buf_t *err)
 {
 	if (node_check(n, err) != AIS_OK)
 		return AIS_ERR;
 	if (insert(m, n, err) != AIS_OK)
 		return AIS_ERR;
+	unlose(m, n->id); /* back: it lists its objects again (rule 7) */
 	bump(m);
 	return AIS_OK;
 }
+
+int cmap_drop(cmap_t *m, const char *id, buf_t *err)
+{
+	const cmap_node_t *n = cmap_get(m, id, id ? strlen(id) : 0);
+	bool target = n && n->role == CMAP_TARGET && n->state != CMAP_DECOMMISSIONING;
+	if (cmap_remove(m, id, err) != AIS_OK)
+		return AIS_ERR;
+	if (target)
+		lose(m, id, strlen(id));
+	return AIS_OK;
+}
+
+int cmap_forget(cmap_t *m, const char *id)
+{
+	if (id && unlose(m, id))
+		bump(m);
+	return AIS_OK;
+}
+
+size_t cmap_lost_count(const cmap_t *m) { return m->nlost; }
+const char *cmap_lost(const cmap_t *m, size_t i) { return i < m->nlost ? m->lost[i] : NULL; }
 
 int cmap_remove(cmap_t *m, const char *id, buf_t *err)
 {
@@ -384,7 +447,33 @@ void cmap_encode(const cmap_t *m, buf_t *out)
 			buf_addstr(out, ",\"drain\":true");
 		buf_addch(out, '}');
 	}
-	buf_addstr(out, "]}");
+	buf_addch(out, ']');
+	for (size_t i = 0; i < m->nlost; i++) {
+		buf_addstr(out, i ? "," : ",\"lost\":[");
+		buf_add_json_str(out, m->lost[i], strlen(m->lost[i]));
+	}
+	buf_addstr(out, m->nlost ? "]}" : "}");
+}
+
+/* The optional "lost" array of a decoded map: valid ids, unique, none a
+ * node of m (rule 7). */
+static int decode_lost(cmap_t *m, json_t *lost, buf_t *err)
+{
+	if (!json_is_array(lost))
+		return cmap_fail(err, EINVAL, "cmap: \"lost\" is not an array");
+	if (json_array_size(lost) > CMAP_NODES_MAX)
+		return cmap_fail(err, EINVAL, "cmap: more than %d lost targets", CMAP_NODES_MAX);
+	for (size_t i = 0; i < json_array_size(lost); i++) {
+		json_t *v = json_array_get(lost, i);
+		const char *s = json_string_value(v);
+		size_t len = json_string_length(v);
+		if (!s || !cmap_id_valid(s, len))
+			return cmap_fail(err, EINVAL, "cmap: lost[%zu]: bad id", i);
+		if (find(m, s, len) >= 0 || find_lost(m, s, len) >= 0)
+			return cmap_fail(err, EINVAL, "cmap: lost[%zu] (%s): a node of the map or listed twice", i, s);
+		lose(m, s, len);
+	}
+	return AIS_OK;
 }
 
 static int decode_node(json_t *o, size_t idx, cmap_node_t *n, buf_t *err)
@@ -430,7 +519,8 @@ static int decode_node(json_t *o, size_t idx, cmap_node_t *n, buf_t *err)
 
 int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 {
-	static const char *const keys[] = {"uuid", "version", "primary", "nodes", "term"};
+	const char *keys[6] = {"uuid", "version", "primary", "nodes"};
+	size_t nkeys = 4;
 	const char *s, *prim;
 	size_t slen, plen;
 	uint64_t version, term = 1;
@@ -443,7 +533,12 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 		return AIS_ERR;
 	/* "term" may be absent: a map saved before failover existed is term 1 */
 	bool has_term = json_object_get(root, "term") != NULL;
-	if (cmap_json_keys(root, keys, ARRAY_SIZE(keys) - !has_term, "cmap", err) != AIS_OK)
+	json_t *lost = json_object_get(root, "lost"); /* absent: none */
+	if (has_term)
+		keys[nkeys++] = "term";
+	if (lost)
+		keys[nkeys++] = "lost";
+	if (cmap_json_keys(root, keys, nkeys, "cmap", err) != AIS_OK)
 		goto out_root;
 	if (has_term && cmap_json_u64(root, "term", "cmap", 1, INT64_MAX, &term, err) != AIS_OK)
 		goto out_root;
@@ -492,6 +587,8 @@ int cmap_decode(const char *json, size_t len, cmap_t **out, buf_t *err)
 		cmap_fail(err, EINVAL, "cmap: primary %s is not an active gateway", m->primary);
 		goto out_map;
 	}
+	if (lost && decode_lost(m, lost, err) != AIS_OK)
+		goto out_map;
 	reindex(m);
 	*out = m;
 	m = NULL;

@@ -662,9 +662,11 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 
 /* --- keepalive ------------------------------------------------------------- */
 
+/* A node that stopped answering leaves the map; a target is remembered as
+ * lost (cmap_drop): listings know they may lack its objects. */
 static int drop_node(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
-	return cmap_remove(m, arg, err);
+	return cmap_drop(m, arg, err);
 }
 
 static void primary_round(cluster_t *cl)

@@ -8,6 +8,10 @@
  * in byte order are the cluster's page, because every name of it is among the
  * first PAGESIZE of each target holding it (copies of a mirrored object
  * are listed once). The token is the last name returned, as on a target.
+ * A page is never silently short: when the targets not heard from (no
+ * answer, or lost from the map) may hold the only copies of some names
+ * (cluster_lsfan), it is a 503 naming them, or, asked for with partial,
+ * a page marked "partial" with the "missing" targets.
  *
  * Locations (props "location"): each target lists itself on the copies it
  * holds, and the merge joins them, so an entry names every active target
@@ -89,6 +93,9 @@ struct bop {
 	json_t *value;     /* list request (owned) */
 	char query[2048];
 	size_t pagesize;
+	bool partial;      /* asked for: a page without some targets, marked so */
+	bool cached_only;  /* a remote bucket's cached copies only (TGT_LS_CACHED) */
+	json_t *missing;   /* the targets not heard from, when the page may lack names */
 	buf_t out;
 };
 
@@ -99,6 +106,7 @@ static void bop_cleanup(void *arg)
 	buf_free(&o->out);
 	json_decref(o->value);
 	json_decref(o->patch);
+	json_decref(o->missing);
 }
 
 static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
@@ -446,66 +454,73 @@ static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *
 	return AIS_OK;
 }
 
-/* I/O pool: ask every active target for a page (in parallel), merge. */
+/* I/O pool: ask every active target for a page (in parallel), merge. A
+ * target not heard from may hold the only copies of some names
+ * (cluster_lsfan): then the page is refused (503 naming the missing
+ * targets) or, when the request asked for partial, marked so. */
 static void list_work(http_req_t *req)
 {
 	struct bop *o = req->state;
-	cluster_t *cl = cl_of(req);
-	const cmap_t *m;
-	cluster_call_t *calls;
-	size_t n = 0;
+	cluster_lsfan_t f;
 	bool more = false;
 	char *js = json_dumps(o->value, JSON_COMPACT);
 	buf_t body = BUF_INIT;
 
-	uint64_t call_ms = bk_list_call_ms(cl, sv_from(o->name), 30000);
+	uint64_t call_ms = bk_list_call_ms(cl_of(req), sv_from(o->name), 30000);
 	buf_addstr(&body, js);
 	free(js);
-	cluster_read_lock(cl, &m, NULL);
-	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
-	for (size_t i = 0; i < cmap_size(m); i++) {
-		const cmap_node_t *nd = cmap_node(m, i);
-		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
-			continue;
-		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s%s%s", nd->intra_url, o->name,
+	cluster_lsfan_init(cl_of(req), o->name, o->cached_only, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		snprintf(f.calls[i].url, sizeof(f.calls[i].url), "%s/v1/buckets/%s%s%s", f.urls[i], o->name,
 			 o->query[0] ? "?" : "", o->query);
-		calls[n].method = "GET";
-		calls[n].body = &body;
-		calls[n++].timeout_ms = call_ms;
+		f.calls[i].method = "GET";
+		f.calls[i].body = &body;
+		f.calls[i].timeout_ms = call_ms;
 	}
-	cluster_read_unlock(cl);
-
-	cluster_call_all(calls, n);
-	json_t **pages = xcalloc(n + 1, sizeof(*pages));
-	size_t missing = 0;
-	for (size_t i = 0; i < n; i++) {
+	cluster_lsfan_call(&f);
+	json_t **pages = xcalloc(f.n + 1, sizeof(*pages));
+	size_t absent = 0;
+	for (size_t i = 0; i < f.n; i++) {
 		pages[i] = json_array();
 		/* a target that does not know the bucket yet (it joined a moment
 		 * ago, its BMD is on its way) holds none of its objects */
-		if (calls[i].status == 404)
-			missing++;
-		else if (!o->err)
-			list_take(o, &calls[i], pages[i], &more);
-		buf_free(&calls[i].resp);
+		if (f.calls[i].status == 404)
+			absent++;
+		else if (!o->err && !f.gone[i])
+			list_take(o, &f.calls[i], pages[i], &more);
 	}
-	if (!o->err && n && missing == n) {
+	if (!o->err && f.n && absent == f.n) {
 		o->err = ENOENT;
 		buf_addf(&o->msg, "bucket \"%s\" does not exist", o->name);
 	}
-	free(calls);
+	if (!o->err && f.incomplete) {
+		o->missing = json_array();
+		for (size_t i = 0; i < f.nmissing; i++)
+			json_array_append_new(o->missing, json_string(f.miss[i]));
+		buf_addf(&o->msg, "%zu target(s) holding objects of the bucket not heard from: %s (objects have %zu "
+				  "cop%s)", f.nmissing, f.missing.ptr, f.copies, f.copies == 1 ? "y" : "ies");
+		if (!o->partial)
+			o->err = EAGAIN;
+	}
+	size_t npages = f.n;
+	cluster_lsfan_free(&f);
 	buf_free(&body);
 	if (!o->err) {
 		json_t *last;
 		json_t *res = json_object();
-		json_object_set_new(res, "entries", list_merge(pages, n, o->pagesize, &more, &last));
+		json_object_set_new(res, "entries", list_merge(pages, npages, o->pagesize, &more, &last));
 		const char *tok = last && more ? json_string_value(json_object_get(last, "name")) : "";
 		json_object_set_new(res, "continuation_token", json_string(tok));
+		if (o->missing) { /* asked for: what this page may lack, said in it */
+			json_object_set_new(res, "partial", json_true());
+			json_object_set(res, "missing", o->missing);
+		}
 		char *out = json_dumps(res, JSON_COMPACT);
 		buf_addstr(&o->out, out);
 		free(out);
 		json_decref(res);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < npages; i++)
 		json_decref(pages[i]);
 	free(pages);
 }
@@ -513,12 +528,20 @@ static void list_work(http_req_t *req)
 static void list_done(http_req_t *req)
 {
 	struct bop *o = req->state;
-	if (o->err == ENOENT)
+	if (o->err == ENOENT) {
 		http_resp_error(req, 404, "%s", o->msg.ptr ? o->msg.ptr : "no such bucket");
-	else if (o->err)
+	} else if (o->err == EAGAIN) {
+		/* the error body names the missing targets ("missing": [ID, ..]) */
+		json_t *doc = json_pack("{s:s+,s:i,s:O}", "message", "listing incomplete: ", o->msg.ptr, "status", 503,
+					"missing", o->missing);
+		log_warnx("listing %s: 503 %s", o->name, o->msg.ptr);
+		http_resp_status(req, 503);
+		cluster_resp_json(req, doc);
+		json_decref(doc);
+	} else if (o->err) {
 		http_resp_error(req, o->err == EINVAL ? 400 : ais_errno(o->err)->remote ? ais_errno_status(o->err) : 502,
-				"listing: %s", o->msg.ptr ? o->msg.ptr : "");
-	else {
+				 "listing: %s", o->msg.ptr ? o->msg.ptr : "");
+	} else {
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &o->out);
 	}
@@ -615,6 +638,25 @@ static int gw_buckets(http_req_t *req)
 			o->pagesize = v;
 		if (o->pagesize > LIST_PAGE_MAX)
 			o->pagesize = LIST_PAGE_MAX;
+		/* partial: a page without the targets not heard from, marked so
+		 * (else such a page is a 503) */
+		json_t *jp = value ? json_object_get(value, "partial") : NULL;
+		sv_t qp;
+		if (jp && !json_is_boolean(jp)) {
+			http_resp_error(req, 400, "value.partial must be true or false");
+			break;
+		}
+		if (http_query_get(req, "partial", &qp) && !sv_eqstr(qp, "true") && !sv_eqstr(qp, "false")) {
+			http_resp_error(req, 400, "partial must be true or false");
+			break;
+		}
+		o->partial = json_is_true(jp) || (qp.ptr && sv_eqstr(qp, "true"));
+		json_t *jf = value ? json_object_get(value, "flags") : NULL;
+		sv_t qf;
+		if (json_is_integer(jf))
+			o->cached_only = json_integer_value(jf) & TGT_LS_CACHED;
+		else if (http_query_get(req, "flags", &qf) && num_parse_u64(qf.ptr, qf.len, 0, UINT32_MAX, &v) == AIS_OK)
+			o->cached_only = v & TGT_LS_CACHED;
 		snprintf(o->query, sizeof(o->query), "%.*s", (int)MIN(req->query.len, sizeof(o->query) - 1), req->query.ptr);
 		http_offload_net(req, list_work, list_done);
 		break;

@@ -197,6 +197,7 @@ static void via_primary(struct bop *o)
 	}
 
 	if (!cluster_primary_url(o->r->node.cl, base, sizeof(base))) {
+		buf_addstr(&o->msg, "no primary gateway known");
 		o->err = EAGAIN;
 		buf_free(&body);
 		return;
@@ -270,7 +271,7 @@ static void bop_done(http_req_t *req)
 	} else if (o->err == ENOTSUP) {
 		s3_error(r, "NotImplemented", "bucket ACLs need a cluster (a gateway)");
 	} else if (o->err == EAGAIN) {
-		s3_error(r, "ServiceUnavailable", "no primary gateway known");
+		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
 		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
 	} else if (o->set_acl) {

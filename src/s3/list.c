@@ -6,7 +6,8 @@
  * the same name, asked in parallel (cluster_call_all, as the native list),
  * merged (the native list's rule: the union's first N are the cluster's
  * first N; a name listed by several targets, the copies of a mirrored
- * object, is taken once). The S3 layer on top rolls keys up into CommonPrefixes at the
+ * object, is taken once; a listing that may lack objects because a target
+ * holding some was not heard from fails, cluster_lsfan). The S3 layer on top rolls keys up into CommonPrefixes at the
  * delimiter, counts keys and prefixes against max-keys, and resumes after
  * the last item returned: a key, or a common prefix, whose keys are all
  * skipped (the marker's own prefix too, as S3 does). The V2 continuation
@@ -154,55 +155,50 @@ static int page_take(const cluster_call_t *c, const char *base, size_t src, stru
 }
 
 /* Every active target's page, asked in parallel (cluster_call_all, as the
- * native list), appended to out; the first error in map order wins. */
+ * native list), appended to out; the first error in map order wins. When
+ * the answers may lack objects (cluster_lsfan: a target holding part of
+ * the bucket not heard from) it fails with EAGAIN naming the missing
+ * targets: S3 has no way to mark a listing partial. */
 static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size_t limit, struct collect *out,
 		   bool *more, buf_t *err)
 {
-	const cmap_t *m;
-	cluster_call_t *calls;
+	cluster_lsfan_t f;
 	buf_t *urls;
-	char(*bases)[CMAP_URL_MAX + 1];
-	size_t nt = 0;
 	int rc = AIS_OK, e = 0;
 	uint64_t call_ms = bk_list_call_ms(cl, sv_from(bck), 30000);
 
-	cluster_read_lock(cl, &m, NULL);
-	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
-	urls = xcalloc(cmap_size(m) + 1, sizeof(*urls));
-	bases = xcalloc(cmap_size(m) + 1, sizeof(*bases));
-	for (size_t i = 0; i < cmap_size(m); i++) {
-		const cmap_node_t *x = cmap_node(m, i);
-		if (x->role != CMAP_TARGET || x->state != CMAP_ACTIVE)
-			continue;
-		snprintf(bases[nt], sizeof(bases[0]), "%s", x->intra_url);
-		page_url(&urls[nt], x->intra_url, bck, prefix, after, limit);
-		calls[nt].url_long = urls[nt].ptr;
-		calls[nt].method = "GET";
-		calls[nt++].timeout_ms = call_ms;
+	cluster_lsfan_init(cl, bck, false, &f);
+	urls = xcalloc(f.n + 1, sizeof(*urls));
+	for (size_t i = 0; i < f.n; i++) {
+		page_url(&urls[i], f.urls[i], bck, prefix, after, limit);
+		f.calls[i].url_long = urls[i].ptr;
+		f.calls[i].method = "GET";
+		f.calls[i].timeout_ms = call_ms;
 	}
-	cluster_read_unlock(cl);
-
-	cluster_call_all(calls, nt);
+	cluster_lsfan_call(&f);
 	size_t missing = 0;
-	for (size_t i = 0; i < nt; i++) {
+	for (size_t i = 0; i < f.n; i++) {
 		/* a target that does not know the bucket yet (it joined a moment
 		 * ago, its BMD is on its way) holds none of its objects */
-		if (calls[i].status == 404)
+		if (f.calls[i].status == 404)
 			missing++;
-		else if (rc == AIS_OK && page_take(&calls[i], bases[i], i, out, more, err) != AIS_OK) {
+		else if (rc == AIS_OK && !f.gone[i] && page_take(&f.calls[i], f.urls[i], i, out, more, err) != AIS_OK) {
 			rc = AIS_ERR;
 			e = errno;
 		}
-		buf_free(&calls[i].resp);
 		buf_free(&urls[i]);
 	}
-	if (rc == AIS_OK && nt && missing == nt) {
+	if (rc == AIS_OK && f.n && missing == f.n) {
 		rc = AIS_ERR;
 		e = ENOENT;
+	} else if (rc == AIS_OK && f.incomplete) {
+		buf_addf(err, "the listing would be incomplete: %zu target(s) holding objects of the bucket not heard "
+			      "from: %s; try again later", f.nmissing, f.missing.ptr);
+		rc = AIS_ERR;
+		e = EAGAIN;
 	}
-	free(calls);
+	cluster_lsfan_free(&f);
 	free(urls);
-	free(bases);
 	errno = e;
 	return rc;
 }
@@ -428,6 +424,8 @@ static void lst_done(http_req_t *req)
 	struct lst *l = r->op;
 	if (l->err == ENOENT)
 		s3_error(r, "NoSuchBucket", NULL);
+	else if (l->err == EAGAIN)
+		s3_error(r, "ServiceUnavailable", "%s", l->msg.ptr);
 	else if (ais_errno(l->err)->remote)
 		s3_error_msg(r, l->err, false, l->msg.ptr);
 	else if (l->err)

@@ -65,9 +65,9 @@ int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
  * (.tar) is followed by its members, "SHARD/MEMBER", with their sizes and
  * the flag TGT_ENTRY_IN_ARCH; the shard gets TGT_ENTRY_IS_ARCHIVE. */
 #define TGT_LS_ARCH_DIR 8
-/* Remote buckets: flags & TGT_LS_CACHED lists what is cached here only
- * (AIStore's LsCached); an entry that is cached has TGT_ENTRY_CACHED. */
-#define TGT_LS_CACHED 1
+/* Remote buckets: flags & TGT_LS_CACHED (target.h) lists what is cached
+ * here only (AIStore's LsCached); an entry that is cached has
+ * TGT_ENTRY_CACHED. */
 #define TGT_ENTRY_CACHED 64
 #define TGT_ENTRY_IS_ARCHIVE 512
 /* Appends the member entries of shard obj to out (each preceded by a comma).

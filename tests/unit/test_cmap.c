@@ -120,6 +120,54 @@ START_TEST(test_drain)
 }
 END_TEST
 
+/* Lost targets: cmap_drop of a target (not of a gateway or a node
+ * decommissioning) lists it in the same version, a re-add or cmap_forget
+ * takes it off; encoded only when not empty, part of equality. */
+START_TEST(test_lost)
+{
+	cmap_t *m = mkmap(2, 4);
+	buf_t js = BUF_INIT;
+	uint64_t v = cmap_version(m);
+	ck_assert_int_eq(cmap_drop(m, "t2", NULL), AIS_OK);
+	ck_assert_uint_eq(cmap_version(m), v + 1);
+	ck_assert_ptr_null(cmap_get(m, "t2", 2));
+	ck_assert_uint_eq(cmap_lost_count(m), 1);
+	ck_assert_str_eq(cmap_lost(m, 0), "t2");
+	ck_assert_ptr_null(cmap_lost(m, 1));
+	ck_assert_int_eq(cmap_drop(m, "g1", NULL), AIS_OK); /* a gateway: not lost */
+	ck_assert_int_eq(cmap_set_state(m, "t3", CMAP_DECOMMISSIONING, NULL), AIS_OK);
+	ck_assert_int_eq(cmap_drop(m, "t3", NULL), AIS_OK); /* drained: not lost */
+	ck_assert_int_eq(cmap_drop(m, "t0", NULL), AIS_OK);
+	ck_assert_int_eq(cmap_drop(m, "zz", NULL), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_uint_eq(cmap_lost_count(m), 2);
+	ck_assert_str_eq(cmap_lost(m, 0), "t0");
+	ck_assert_str_eq(cmap_lost(m, 1), "t2");
+	cmap_encode(m, &js);
+	ck_assert_ptr_nonnull(strstr(js.ptr, ",\"lost\":[\"t0\",\"t2\"]}"));
+	cmap_t *d = roundtrip(m);
+	ck_assert(cmap_equal(m, d));
+	cmap_t *c = cmap_clone(m);
+	ck_assert(cmap_equal(m, c));
+	v = cmap_version(m);
+	ck_assert_int_eq(cmap_forget(m, "t9"), AIS_OK);
+	ck_assert_uint_eq(cmap_version(m), v);
+	ck_assert_int_eq(cmap_forget(m, "t0"), AIS_OK);
+	ck_assert_uint_eq(cmap_version(m), v + 1);
+	ck_assert(!cmap_equal(m, c));
+	cmap_node_t n = mknode("t2", CMAP_TARGET, CMAP_ACTIVE);
+	ck_assert_int_eq(cmap_add(m, &n, NULL), AIS_OK); /* back */
+	ck_assert_uint_eq(cmap_lost_count(m), 0);
+	buf_reset(&js);
+	cmap_encode(m, &js);
+	ck_assert_ptr_null(strstr(js.ptr, "lost"));
+	buf_free(&js);
+	cmap_free(c);
+	cmap_free(d);
+	cmap_free(m);
+}
+END_TEST
+
 START_TEST(test_roundtrip)
 {
 	cmap_t *m = mkmap(3, 6);
@@ -241,6 +289,10 @@ static const struct {
 	{"{\"uuid\":\"u1\",\"version\":3,\"nodes\":[" N1 "]}", "missing \"primary\""},
 	{"{\"uuid\":\"u1\",\"version\":3,\"primary\":\"g0\"}", "missing \"nodes\""},
 	{HEAD "\"nodes\":[" N1 "],\"extra\":1}", "unknown key \"extra\""},
+	{HEAD "\"nodes\":[" N1 "],\"lost\":\"t1\"}", "\"lost\" is not an array"},
+	{HEAD "\"nodes\":[" N1 "],\"lost\":[\"bad id\"]}", "lost[0]: bad id"},
+	{HEAD "\"nodes\":[" N1 "],\"lost\":[\"t1\",\"t1\"]}", "listed twice"},
+	{HEAD "\"nodes\":[" N1 "],\"lost\":[\"g0\"]}", "a node of the map"},
 	{HEAD "\"nodes\":[" N1 "],\"uuid\":\"u1\"}", "bad JSON"}, /* duplicate key */
 	{"{\"uuid\":\"u1\",\"version\":0,\"primary\":\"g0\",\"nodes\":[" N1 "]}", "\"version\" out of range"},
 	{"{\"uuid\":\"u1\",\"version\":-1,\"primary\":\"g0\",\"nodes\":[" N1 "]}", "\"version\" out of range"},
@@ -963,6 +1015,7 @@ static Suite *cmap_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_drain);
+	tcase_add_test(tc, test_lost);
 	tcase_add_test(tc, test_mutators);
 	tcase_add_test(tc, test_url_rules);
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(bad_maps) / sizeof(bad_maps[0])));

@@ -9,7 +9,7 @@ datasets over WebDataset shards.
 The datasets need torch (Debian: python3-torch); the client does not.
 `python3 -m aisd.shard --help` packs files into WebDataset shards.
 """
-from .client import Client, HTTPError, LocalStream, Props, Stream, iter_tar
+from .client import Client, HTTPError, LocalStream, PartialListing, Props, Stream, iter_tar
 from .tar import TarError, iter_members
 from .wds import index_shards, iter_samples, load_index, wds_split
 
@@ -23,6 +23,6 @@ def __getattr__(name):  # the datasets import torch: only when asked for
     raise AttributeError("module 'aisd' has no attribute %r" % name)
 
 
-__all__ = ["Client", "HTTPError", "LocalStream", "Props", "Stream", "iter_tar", "ShardDataset", "BatchDataset",
+__all__ = ["Client", "HTTPError", "LocalStream", "PartialListing", "Props", "Stream", "iter_tar", "ShardDataset", "BatchDataset",
            "fetch_batch", "index_shards", "iter_members", "TarError", "iter_samples", "load_index", "wds_split"]
 __version__ = "0.1.0"

@@ -19,6 +19,11 @@ What it guarantees:
   never a silent short read.
 - Errors from the server raise HTTPError with the status and the message
   of its JSON body.
+- A listing is never silently short: while targets holding part of the
+  bucket are down the gateway answers 503 naming them (HTTPError .missing,
+  raised after the retries); with list(partial=True) the pages come from
+  the other targets and each one that may lack objects issues a
+  PartialListing warning (.missing: the targets not heard from).
 - Local reads (local=True, the default): a target answering a client on
   its own host names its unix socket ("Ais-Local-Socket"; the first time
   a stream meets a node on this host, a 1-byte read asks); streams
@@ -40,10 +45,11 @@ import ssl
 import threading
 import time
 import urllib.parse
+import warnings
 
 from .tar import iter_members
 
-__all__ = ["Client", "HTTPError", "Stream", "LocalStream", "Props"]
+__all__ = ["Client", "HTTPError", "PartialListing", "Stream", "LocalStream", "Props"]
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 _RETRY_STATUS = (500, 502, 503, 504)
@@ -55,11 +61,31 @@ _DRAIN_MAX = 64 * 1024  # a stream closed this close to its end is read out, kee
 
 class HTTPError(Exception):
     """An error answer: .status (int), .message (the server's text),
-    .url (the last URL asked)."""
+    .url (the last URL asked), .missing (a listing refused for want of
+    targets: their ids; else [])."""
 
-    def __init__(self, status, message, url=""):
+    def __init__(self, status, message, url="", missing=None):
         super().__init__("HTTP %d: %s%s" % (status, message, " (%s)" % url if url else ""))
         self.status, self.message, self.url = status, message, url
+        self.missing = list(missing or [])
+
+
+class PartialListing(UserWarning):
+    """A page of list(partial=True) that may lack the objects of targets
+    not heard from: .bucket, .missing (their ids)."""
+
+    def __init__(self, bucket, missing):
+        super().__init__("listing of %s is partial: targets not heard from: %s" % (bucket, ", ".join(missing)))
+        self.bucket, self.missing = bucket, list(missing)
+
+
+def _missing(body):
+    try:
+        d = json.loads(body)
+        m = d.get("missing") if isinstance(d, dict) else None
+        return [str(x) for x in m] if isinstance(m, list) else []
+    except ValueError:
+        return []
 
 
 def _message(body):
@@ -363,7 +389,7 @@ def _local_get(pool, path, target, headers, url):
         if status in _REDIRECTS:
             return "redirect", hdrs.get("location")
         if status >= 400:
-            raise HTTPError(status, _message(rest) or lines[0], url)
+            raise HTTPError(status, _message(rest) or lines[0], url, _missing(rest))
         if len(fds) == 1 and "ais-local-fd-size" in hdrs:
             fd = fds.pop()
             return LocalStream(fd, int(hdrs["ais-local-fd-offset"]), int(hdrs["ais-local-fd-size"]),
@@ -484,7 +510,8 @@ class Client:
                     conn.close()
                     raise
                 self._finish(hp, conn, resp, sent_body, body)
-                raise HTTPError(resp.status, (_message(data) if method != "HEAD" else "") or resp.reason, url)
+                raise HTTPError(resp.status, (_message(data) if method != "HEAD" else "") or resp.reason, url,
+                                _missing(data) if method != "HEAD" else None)
             if stream and method != "HEAD":
                 return Stream(self._pool, hp, conn, resp, url)
             try:
@@ -654,14 +681,19 @@ class Client:
     def buckets(self):
         return [b["name"] for b in json.loads(self._call("GET", "/v1/buckets/")[2])]
 
-    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False):
+    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False, partial=False):
         """Iterates every entry ({"name","size",...}) of the bucket whose name
         starts with prefix, in name order, a page at a time. archive=True
         (AIStore's LsArchDir, flags=8) puts each shard's members right after
-        it, named SHARD/MEMBER, with "flags" 128 (the shard: 512)."""
+        it, named SHARD/MEMBER, with "flags" 128 (the shard: 512). While
+        targets holding part of the bucket are down: HTTPError 503 (.missing
+        names them), or with partial=True the other targets' entries and a
+        PartialListing warning for each page that may lack objects."""
         token = ""
         while True:
             q = {"prefix": prefix, "pagesize": str(pagesize)}
+            if partial:
+                q["partial"] = "true"
             if archive:
                 q["flags"] = "8"
             if token:
@@ -669,6 +701,8 @@ class Client:
             if props:
                 q["props"] = props
             d = json.loads(self._call("GET", "/v1/buckets/" + bucket, q)[2])
+            if d.get("partial"):
+                warnings.warn(PartialListing(bucket, d.get("missing") or []), stacklevel=2)
             yield from d.get("entries") or []
             token = d.get("continuation_token") or ""
             if not token:
