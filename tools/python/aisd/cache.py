@@ -38,6 +38,7 @@ aisd.model use it.
 """
 import fcntl
 import hashlib
+import heapq
 import itertools
 import json
 import math
@@ -314,9 +315,10 @@ class Fill:
 
 
 class Prefetcher:
-    """Fills cache in the background with items [(bucket, name, size)],
-    given in order of next use, at most budget bytes/s (averaged since
-    start). open_item(bucket, name) returns (stream, version, etag,
+    """Fills cache in the background with items [(bucket, name, size)] or
+    [(bucket, name, size, at)], given in order of next use, at most budget
+    bytes/s (averaged since start); an item whose late(at) is true when
+    its turn comes is skipped (its reader is there first). open_item(bucket, name) returns (stream, version, etag,
     length): a readable the thread reads to its end and closes.
     on_bytes(n) is called for every chunk read (the caller's counters).
     An item already cached is skipped; one the policy would not keep now
@@ -324,11 +326,11 @@ class Prefetcher:
     on) until stop(). One prefetcher per cache directory: start() returns
     False when another holds DIR/prefetch."""
 
-    def __init__(self, cache, items, open_item, budget, on_bytes=None, poll=0.2):
+    def __init__(self, cache, items, open_item, budget, on_bytes=None, poll=0.2, late=None):
         if budget is None or budget <= 0:
             raise ValueError("prefetch budget must be a positive number of bytes/s")
         self.cache, self.items, self.open_item = cache, list(items), open_item
-        self.budget, self.on_bytes, self.poll = float(budget), on_bytes, poll
+        self.budget, self.on_bytes, self.poll, self.late = float(budget), on_bytes, poll, late
         self.stopped = threading.Event()
         self.fetched, self.bytes, self.errors = 0, 0, 0
         self._lock_f, self._thread = None, None
@@ -357,15 +359,17 @@ class Prefetcher:
 
     def _run(self):
         t0 = time.monotonic()
-        for bucket, name, size in self.items:
+        for it in self.items:
+            bucket, name, size = it[:3]
+            at = it[3] if len(it) > 3 else None
             if self.stopped.is_set():
                 return
-            if self.cache.has(bucket, name):
+            if self.cache.has(bucket, name) or size > self.cache.max_bytes:
                 continue
             while not self.cache.keeps(bucket, name, size):
-                if size > self.cache.max_bytes or self.stopped.wait(self.poll):
+                if self.stopped.wait(self.poll) or (self.late is not None and self.late(at)):
                     break
-            if self.stopped.is_set() or size > self.cache.max_bytes:
+            if self.stopped.is_set() or (self.late is not None and self.late(at)) or self.cache.has(bucket, name):
                 continue
             fill, f = None, None
             try:
@@ -409,80 +413,95 @@ def _next_uses(seq):
     return nxt
 
 
-def simulate(seq, sizes, capacity, policy, prefetch=0.0):
+def simulate(seq, sizes, capacity, policy, prefetch=0.0, since=0):
     """Replays the access sequence seq (names) through a cache of capacity
     bytes (sizes[name]); returns {"hits", "misses", "hit_bytes",
-    "miss_bytes", "prefetch_bytes"}. policy: "lru", "belady" (evict the
-    farthest next use; a miss whose next use is the farthest is not kept),
-    or "opt" (the brute-force optimum by search over every choice of what
-    to keep; tiny cases only, sizes equal). prefetch (belady only): bytes
-    that may be fetched ahead after each access, soonest next use first,
-    when the policy keeps them."""
+    "miss_bytes", "prefetch_bytes", "missed"}. policy: "lru", "belady"
+    (evict the farthest next use; a miss whose next use is the farthest is
+    not kept), or "opt" (the brute-force optimum by search over every
+    choice of what to keep; tiny cases only, sizes equal). prefetch
+    (belady only): bytes that may be fetched ahead after each access,
+    soonest next use first, when the policy keeps them. since: the counts
+    cover only the accesses from that index on (the cache is warmed by
+    those before), and "missed" lists the names of those that missed.
+    O(len(seq) log len(seq))."""
     if policy not in POLICIES + ("opt",):
         raise ValueError("unknown policy %r" % policy)
     if policy == "opt":
         return _simulate_opt(seq, sizes, capacity)
     nxt = _next_uses(seq)
-    pos = {}  # name -> sorted future positions (for prefetch)
-    for i, n in enumerate(seq):
-        pos.setdefault(n, []).append(i)
-    cache, used, out = {}, 0, dict(hits=0, misses=0, hit_bytes=0, miss_bytes=0, prefetch_bytes=0)
-    tick = itertools.count()
-    credit = 0.0
+    out = dict(hits=0, misses=0, hit_bytes=0, miss_bytes=0, prefetch_bytes=0, missed=[])
+    cache, used = {}, 0  # name -> its next use (belady) or last use (lru)
+    heap, tick = [], itertools.count()  # belady: (-next use, tick, name), stale entries skipped
 
-    def next_after(n, i):
-        for p in pos[n]:
-            if p > i:
-                return p
-        return math.inf
+    def push(n, nu):
+        cache[n] = nu
+        if policy == "belady":
+            heapq.heappush(heap, (-nu, next(tick), n))
 
+    def farthest():
+        while heap:
+            nu, _, n = heap[0]
+            if cache.get(n) == -nu:
+                return n, -nu
+            heapq.heappop(heap)
+        return None, None
+
+    def evict_one():
+        nonlocal used
+        if policy == "lru":
+            v = next(iter(cache))
+        else:
+            v, _ = farthest()
+            heapq.heappop(heap)
+        used -= sizes[v]
+        del cache[v]
+
+    credit, ptr = 0.0, 0
     for i, n in enumerate(seq):
         sz = sizes[n]
-        if n in cache:
-            out["hits"] += 1
-            out["hit_bytes"] += sz
-            cache[n] = (nxt[i], next(tick))
-        else:
-            out["misses"] += 1
-            out["miss_bytes"] += sz
-            if sz <= capacity:
-                cache[n] = (nxt[i], next(tick))
-                used += sz
-        while used > capacity:
+        counted = i >= since
+        hit = n in cache
+        if counted:
+            out["hits" if hit else "misses"] += 1
+            out["hit_bytes" if hit else "miss_bytes"] += sz
+            if not hit:
+                out["missed"].append(n)
+        if hit:
             if policy == "lru":
-                v = min(cache, key=lambda k: cache[k][1])
+                del cache[n]
+                cache[n] = i
             else:
-                v = max(cache, key=lambda k: (cache[k][0], -cache[k][1]))
-            used -= sizes[v]
-            del cache[v]
-        if policy == "belady" and prefetch:
-            credit += prefetch
-            for j in range(i + 1, len(seq)):
-                m = seq[j]
-                if m in cache:
-                    continue
-                if sizes[m] > credit:
+                push(n, nxt[i])
+        elif sz <= capacity:
+            push(n, nxt[i] if policy == "belady" else i)
+            used += sz
+        while used > capacity:
+            evict_one()
+        if policy != "belady" or not prefetch:
+            continue
+        credit = min(credit + prefetch, float(capacity))
+        ptr = max(ptr, i + 1)
+        while ptr < len(seq):
+            m = seq[ptr]
+            if m in cache:  # already there: its next use is ptr or later
+                ptr += 1
+                continue
+            if sizes[m] > credit or sizes[m] > capacity:
+                break
+            while capacity - used < sizes[m]:
+                v, nu = farthest()
+                if v is None or nu <= ptr:
                     break
-                far = sorted(cache, key=lambda k: -cache[k][0])
-                room, fits = capacity - used, False
-                for k in far:
-                    if room >= sizes[m]:
-                        break
-                    if cache[k][0] <= j:
-                        break
-                    room += sizes[k]
-                fits = room >= sizes[m]
-                if not fits:
-                    break
-                while capacity - used < sizes[m]:
-                    v = max(cache, key=lambda k: cache[k][0])
-                    used -= sizes[v]
-                    del cache[v]
-                cache[m] = (next_after(m, i), next(tick))
-                used += sizes[m]
-                credit -= sizes[m]
+                evict_one()
+            if capacity - used < sizes[m]:
+                break
+            push(m, ptr)
+            used += sizes[m]
+            credit -= sizes[m]
+            if counted:
                 out["prefetch_bytes"] += sizes[m]
-            credit = min(credit, float(capacity))
+            ptr += 1
     return out
 
 

@@ -50,9 +50,11 @@ shard (a read at place i of a rank's list of n counts at epoch + i/n);
 "lru" (the default without locality) removes the least recently used.
 prefetch (bytes/s, with locality and a cache): during epoch E, a thread of
 one rank per node (the first to call set_epoch) fetches the shards the
-node's ranks will read over the network in epoch E+1, soonest first,
-within that many bytes/s, each only if the policy keeps it (it never
-evicts a shard needed sooner); it stops at the next set_epoch.
+node's ranks will read over the network, the rest of epoch E and epoch
+E+1, soonest first, ahead of the readers (a read due within two places of
+the rank's progress is left to its reader), within that many bytes/s,
+each only if the policy keeps it (it never evicts a shard needed sooner);
+it stops at the next set_epoch.
 
 Counters: stats(epoch) gives the bytes this rank's processes read in that
 epoch from a target on their host ("local": the answering target's URL
@@ -203,8 +205,9 @@ class ShardDataset(_Base):
     and workers (aisd.cache), filled with what is read over the network;
     cache_policy: "belady" (evict by the plan's next use; the default with
     locality, which it needs) or "lru"; prefetch: bytes/s for fetching the
-    next epoch's remote shards in the background (locality and a cache;
-    default None: off).
+    shards this node will read over the network (this epoch's ahead of the
+    readers, and the next epoch's) in the background (locality and a
+    cache; default None: off).
     stats(epoch): bytes read "local", "cached", "remote", "prefetched" in
     that epoch; cache_stats(epoch): the same with the cache's hit rate.
     """
@@ -380,14 +383,11 @@ class ShardDataset(_Base):
             self._prefetcher = None
         if not self.prefetch or self.cache is None or not self.locality:
             return
-        nxt = self.epoch + 1
-        first = {}
-        for n, times in self._node_future(self.epoch).items():
-            t = next((x for x in times if x >= nxt), None)
-            if t is not None:
-                first[n] = t
         sizes = {s.name: s.size for s in self._loc_shards}
-        items = [(self.bucket, n, sizes.get(n, 0)) for n in sorted(first, key=lambda n: (first[n], n))]
+        items = sorted((t, n) for n, times in self._node_future(self.epoch).items() for t in times)
+        items = [(self.bucket, n, sizes.get(n, 0), t) for t, n in items]
+        rank, _ = _rank_world(self.rank, self.world_size)
+        lead = 2.0 / max(1, len(self.plan().ranks[rank]))  # a read this close is its reader's own
         cl = Client.__new__(Client)
         cl.__setstate__(self.client.__getstate__())
 
@@ -401,7 +401,8 @@ class ShardDataset(_Base):
             with self._ctr.get_lock():
                 self._ctr[k] += n
 
-        pf = Prefetcher(self.cache, items, open_item, self.prefetch, on_bytes)
+        pf = Prefetcher(self.cache, items, open_item, self.prefetch, on_bytes,
+                        late=lambda at: at < self._clock() + lead)
         if pf.start():
             self._prefetcher = pf
 
