@@ -25,7 +25,6 @@ import random
 import subprocess
 import sys
 import tarfile
-import time
 import zlib
 
 from itlib import T
