@@ -303,7 +303,8 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
         t_io = max(t_n, t_s)
         secs = max(t_io, t_c) + (1 - overlap) * min(t_io, t_c)
         bound = "compute" if t_c >= t_io else "network" if t_n >= t_s else "storage"
-        mean_link = sum(link.values()) / len(link) if link else 0.0
+        group = [h for h in link if (h in tnames) == (busiest in tnames)] if colo is False else list(link)
+        mean_link = sum(link[h] for h in group) / len(group) if group else 0.0
         out[mode] = {"secs": secs, "net_bytes": X, "samples_per_s": D / s / secs if secs else 0.0, "bound": bound,
                      "busiest_link": link.get(busiest, 0.0), "busiest_link_over_mean":
                          link[busiest] / mean_link if mean_link else 1.0,
