@@ -50,7 +50,7 @@ class ModelTest(unittest.TestCase):
         p = one["plain"]
         self.assertGreater(p["busiest_link_over_mean"], 1.1, "32 shards on 4 nodes: an uneven draw")
         self.assertEqual(p["bound"], "network")
-        self.assertAlmostEqual(p["secs"], p["busiest_link"] / 1e6, delta=1e-6)
+        self.assertGreaterEqual(p["secs"], p["busiest_link"] / 1e6 - 1e-6, "never below the busiest link")
         self.assertGreater(one["locality"]["net_bytes"], 0, "one copy: the plan's overflow crosses")
         self.assertLess(one["locality"]["net_bytes"], p["net_bytes"])
         self.assertLess(two["locality"]["net_bytes"], one["locality"]["net_bytes"])

@@ -193,11 +193,16 @@ def main():
             tl = {n: links[ep][n] for n in TS}
             s = D / samples
             per = mrate / (N * k)
-            p = predict(N * k, dataset=D, sample=s, train=per, preprocess=per, **mk)[mode]
+            inputs = dict(learners=N * k, dataset=D, sample=s, train=per, preprocess=per, workers=workers,
+                          modes=[mode], **{x: y for x, y in mk.items() if x != "shards"})
+            p = predict(shards=train, **inputs)[mode]
             row(mode, dict(secs=secs, samples_per_s=samples / secs, cross_bytes=sum(tl.values()) / 2,
-                           busiest_link=max(tl.values()), dataset=D),
+                           busiest_link=max(tl.values()), dataset=D, links=tl,
+                           per_rank=[[round(rk["secs"], 2), rk["stats"]["local"], rk["stats"]["remote"]]
+                                     for rk in res[ep]]),
                 dict(secs=p["secs"], samples_per_s=p["samples_per_s"], cross_bytes=p["net_bytes"],
-                     busiest_link=p["busiest_link"], bound=p["bound"]))
+                     busiest_link=p["busiest_link"], bound=p["bound"]),
+                inputs=inputs, placement=[list(x) for x in train])
         Ds = sum(s.size for s in small)
         ns = sum(1 for _ in small)
         for frac in a.get("caches", []):
@@ -218,14 +223,16 @@ def main():
                         meas.setdefault("link", []).append(links[e]["g0"])
                     samples = sum(len(rk["samples"]) for rk in res[2])
                     s = Ds / samples
-                    p = predict(2, dataset=Ds, sample=s, storage=1e9, network=B, train=mrate2 / 2,
-                                preprocess=mrate2 / 2, cache=frac * Ds, ranks_per_node=2, targets=N,
-                                policy=pol, prefetch=parse_size(pf) if pf else 0.0, shards=small,
-                                efficiency=mk["efficiency"], overlap=mk["overlap"], modes=("locality",))["locality"]
+                    inputs = dict(learners=2, dataset=Ds, sample=s, storage=1e9, network=B, train=mrate2 / 2,
+                                  preprocess=mrate2 / 2, cache=frac * Ds, ranks_per_node=2, targets=N, policy=pol,
+                                  prefetch=parse_size(pf) if pf else 0.0, efficiency=mk["efficiency"],
+                                  overlap=mk["overlap"], workers=workers, modes=["locality"])
+                    p = predict(shards=small, **inputs)["locality"]
                     row("cache", dict(hit_rate=sum(meas["hit"]) / 2, secs=sum(meas["secs"]) / 2,
                                       g0_link_bytes=sum(meas["link"]) / 2, dataset=Ds, shards=ns),
                         dict(hit_rate=p["hit_rate"], secs=p["secs"], g0_link_bytes=p["net_bytes"]),
-                        ranks=2, cache=frac, policy=pol, prefetch=pf, cache_machine_rate=mrate2)
+                        ranks=2, cache=frac, policy=pol, prefetch=pf, cache_machine_rate=mrate2, inputs=inputs,
+                        placement=[list(x) for x in small])
     finally:
         rc, o = netnslib.sh("down", timeout=120)
         if rc:

@@ -3,6 +3,24 @@
 import json
 import sys
 
+from aisd.model import predict
+from aisd.plan import Shard
+
+
+def remodel(r):
+    """The model's column again with the current aisd.model, from the
+    row's recorded inputs and placement (rows without them keep theirs)."""
+    if "inputs" not in r:
+        return r["model"]
+    kw = dict(r["inputs"])
+    N = kw.pop("learners")
+    mode = "locality" if r["kind"] == "cache" else r["kind"]
+    p = predict(N, shards=[Shard(n, sz, tuple(h)) for n, sz, h in r["placement"]], **kw)[mode]
+    if r["kind"] == "cache":
+        return dict(hit_rate=p["hit_rate"], secs=p["secs"], g0_link_bytes=p["net_bytes"])
+    return dict(secs=p["secs"], samples_per_s=p["samples_per_s"], cross_bytes=p["net_bytes"],
+                busiest_link=p["busiest_link"], bound=p["bound"])
+
 
 def err(model, meas):
     return "%+.0f%%" % ((model - meas) / meas * 100) if meas else "-"
@@ -10,6 +28,8 @@ def err(model, meas):
 
 def main():
     rows = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
+    for r in rows:
+        r["model"] = remodel(r)
     lp = [r for r in rows if r["kind"] in ("plain", "locality")]
     plain = {(r["nodes"], r["copies"], r["rate"]): r for r in lp if r["kind"] == "plain"}
     out = ["| nodes | copies | link | mode | s/epoch | samples/s | vs plain | cross-node MB | % of plain | "

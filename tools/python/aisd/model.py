@@ -198,15 +198,76 @@ def _cache_misses(seqs, sizes, cache, policy, prefetch_per_read):
     return missed, (r["hit_bytes"] / through if through else 0.0), r["prefetch_bytes"]
 
 
+def _flow_epoch(lists, rank_nodes, workers, crosses, owner, sizes, link_rate, rank_rate):
+    """The epoch's seconds by a fluid simulation: every DataLoader worker
+    reads its shards of its rank's list (round-robin) one after the other;
+    a read is a flow through the owner's link out and the reader's link in
+    when it crosses (crosses(name, rank)), and through its rank's pipeline
+    (rank_rate bytes/s, shared by the rank's workers) always; rates are
+    max-min fair (progressive filling); the epoch ends with the last
+    flow. None when too large to simulate."""
+    queues = []
+    for r, lst in enumerate(lists):
+        for w in range(workers):
+            q = lst[w::workers]
+            if q:
+                queues.append([r, q, 0])
+    if len(queues) > 4096 or sum(len(lst) for lst in lists) > 20000:
+        return None
+    t = 0.0
+    active = {}  # flow id (queue index) -> [remaining bytes, resources]
+
+    def start(i):
+        r, q, k = queues[i]
+        name = q[k]
+        res = [("cpu", r)]
+        if crosses(name, r):
+            res += [("out", owner[name]), ("in", rank_nodes[r])]
+        active[i] = [float(sizes[name]), res]
+
+    for i in range(len(queues)):
+        start(i)
+    cap = lambda res: rank_rate if res[0] == "cpu" else link_rate  # noqa: E731
+    while active:
+        users = {}
+        for i, (_, res) in active.items():
+            for x in res:
+                users.setdefault(x, set()).add(i)
+        left = {x: cap(x) for x in users}
+        rate, unfixed = {}, set(active)
+        while unfixed:
+            x = min((x for x in users if users[x] & unfixed), key=lambda x: left[x] / len(users[x] & unfixed))
+            share = left[x] / len(users[x] & unfixed)
+            for i in list(users[x] & unfixed):
+                rate[i] = share
+                unfixed.discard(i)
+                for y in active[i][1]:
+                    left[y] -= share
+        dt = min(active[i][0] / rate[i] for i in active if rate[i] > 0)
+        t += dt
+        done = []
+        for i in active:
+            active[i][0] -= rate[i] * dt
+            if active[i][0] <= 1e-6 * sizes[queues[i][1][queues[i][2]]] + 1e-9:
+                done.append(i)
+        for i in done:
+            del active[i]
+            queues[i][2] += 1
+            if queues[i][2] < len(queues[i][1]):
+                start(i)
+    return t
+
+
 def predict(learners, dataset, sample, storage, network, train, preprocess, cache=0.0,
             ranks_per_node=8, targets=0, exchange=0.0, first_epoch=False, batch=1, copies=1,
             shard_size=1 << 20, policy="belady", prefetch=0.0, balance="plan", overlap=1.0,
-            efficiency=1.0, shards=None, seed=0, modes=("plain", "caching", "locality")):
+            efficiency=1.0, shards=None, seed=0, modes=("plain", "caching", "locality"), workers=2):
     """{mode: {"secs", "net_bytes", "samples_per_s", "bound", "busiest_link",
     "busiest_target", "hit_rate", "balance_bytes_per_batch", ...}} for the
     modes at `learners` ranks (steady state unless first_epoch). shards:
     the real placement as aisd.plan.Shard tuples (hosts: target names),
-    else a seeded draw of dataset / shard_size shards."""
+    else a seeded draw of dataset / shard_size shards. workers: DataLoader
+    workers per rank (the flow simulation's streams)."""
     D, s, N = float(dataset), float(sample), int(learners)
     k = int(ranks_per_node)
     n = math.ceil(N / k)
@@ -236,7 +297,7 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
         inb = {h: 0.0 for h in set(nodes) | set(tnames)}
         outb = dict(inb)
         read = {t: 0.0 for t in tnames}
-        hits, bal_batch = [], 0.0
+        hits, bal_batch, crossing = [], 0.0, {}
         if mode in ("plain", "caching"):
             per_ep = [_plain_lists(sizes, N, seed, e) for e in range(_EPOCHS)]
             lists = per_ep[0 if first_epoch else ep_last]
@@ -279,6 +340,7 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
                 missed, hit, pfb = _cache_misses(seqs, sizes, use_cache, pol, pf if pol == "belady" else 0.0)
                 if seqs[-1] and use_cache:
                     hits.append(hit)
+                crossing[h] = missed
                 inb[h] += sum(missed.values()) + pfb
                 for name, b in missed.items():
                     outb[owner[name]] += b
@@ -302,6 +364,11 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
         t_c = max(samples) / rate if samples else 0.0
         t_io = max(t_n, t_s)
         secs = max(t_io, t_c) + (1 - overlap) * min(t_io, t_c)
+        if not (mode == "locality" and balance == "batch"):
+            t_f = _flow_epoch(lists, rank_nodes, workers, lambda x, r: x in crossing.get(rank_nodes[r], ()),
+                              owner, sizes, Bn, rate * s)
+            if t_f is not None:  # the fluid simulation: never below the busiest link or rank
+                secs = max(secs, t_f + (1 - overlap) * min(t_io, t_c))
         bound = "compute" if t_c >= t_io else "network" if t_n >= t_s else "storage"
         group = [h for h in link if (h in tnames) == (busiest in tnames)] if colo is False else list(link)
         mean_link = sum(link[h] for h in group) / len(group) if group else 0.0
