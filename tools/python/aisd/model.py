@@ -335,8 +335,15 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
                 seqs = [_node_reads(pe, rank_nodes, h, remote) for pe in per_ep]
                 seqs = seqs[:1] if first_epoch else seqs
                 use_cache = cache if mode != "plain" else 0.0
+                # prefetch: what the link can carry beyond the misses while the
+                # node's ranks work through the epoch, within the budget
                 reads = max(1, len(seqs[-1]))
-                pf = prefetch * (sum(sizes[x] for x in seqs[-1]) / max(1e-9, Bn)) / reads if prefetch else 0.0
+                pf = 0.0
+                if prefetch and use_cache and seqs[-1]:
+                    t_node = sum(samples[r] for r in range(N) if rank_nodes[r] == h) / (rate * k)
+                    base, _, _ = _cache_misses(seqs, sizes, use_cache, pol, 0.0)
+                    spare = max(0.0, t_node * Bn - sum(base.values()))
+                    pf = min(prefetch * t_node, spare) / reads
                 missed, hit, pfb = _cache_misses(seqs, sizes, use_cache, pol, pf if pol == "belady" else 0.0)
                 if seqs[-1] and use_cache:
                     hits.append(hit)
