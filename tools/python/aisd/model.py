@@ -43,8 +43,10 @@ from .plan import Shard, default_hosts, make_plan
 
 __all__ = ["predict", "parse_size", "balance_fraction", "PAPER"]
 
-_SIM_SHARDS = 20000  # at most this many shards are simulated (larger sets: bigger shards, same bytes)
+_SIM_SHARDS = 2000  # at most this many shards are simulated (larger sets: bigger shards, same bytes;
+# this overstates how uneven the placement is when there are many nodes)
 _EPOCHS = 3  # epochs replayed through the caches; the last one is reported (steady state)
+_FLOW_QUEUES, _FLOW_READS = 256, 2000  # the fluid simulation's limits (beyond: the busiest-link bound)
 
 # The 2019 study's setting as this model reads it (the paper states 256
 # nodes, 1,024 learners, ImageNet-1K); the rest are assumptions, stated in
@@ -89,7 +91,17 @@ Per epoch, per node h (co-located: target h runs on node h):
   storage   t_s = max_t read[t] / S                        the busiest target
   compute   t_c = max_r samples[r] / min(T, P)             the busiest rank
   epoch     t = max(t_io, t_c) + (1 - overlap) * min(t_io, t_c),
-            t_io = max(t_n, t_s)
+            t_io = max(t_n, t_s); and never less than a fluid simulation
+            of the epoch: each DataLoader worker (--workers per rank)
+            reads its shards one after another, a crossing read is a flow
+            through the owner's link out and the reader's link in, every
+            read through its rank's pipeline (T * s bytes/s), rates max-min
+            fair; the last flow ends the epoch (up to 256 workers and 2,000
+            reads; beyond, the bounds alone: the slowest rank's waits are
+            then not modelled)
+  At most 2,000 shards are simulated: a larger data set is simulated as
+  2,000 bigger shards (which overstates the placement's unevenness over
+  many nodes).
 
 Samples/s = D / (s * t). Sizes and rates take suffixes K, M, G, T (powers
 of 1000; Ki, Mi, Gi, Ti powers of 1024); --network also takes bit rates
@@ -212,7 +224,7 @@ def _flow_epoch(lists, rank_nodes, workers, crosses, owner, sizes, link_rate, ra
             q = lst[w::workers]
             if q:
                 queues.append([r, q, 0])
-    if len(queues) > 4096 or sum(len(lst) for lst in lists) > 20000:
+    if len(queues) > _FLOW_QUEUES or sum(len(lst) for lst in lists) > _FLOW_READS:
         return None
     t = 0.0
     active = {}  # flow id (queue index) -> [remaining bytes, resources]
@@ -419,6 +431,7 @@ def main(argv=None):
                     help="locality: plan = aisd.plan (default); batch = per-batch balancing (the study)")
     ap.add_argument("--overlap", type=float, help="how much I/O and compute overlap, 0..1 (default 1)")
     ap.add_argument("--efficiency", type=float, help="payload over link rate, 0..1 (default 1)")
+    ap.add_argument("--workers", type=int, help="DataLoader workers per rank (default 2)")
     ap.add_argument("--seed", type=int, default=0, help="the placement's and the plan's seed (default 0)")
     ap.add_argument("--learners", help="comma-separated learner counts (default powers of 2 to 1024)")
     ap.add_argument("--first-epoch", action="store_true", help="the first epoch (caches empty)")
@@ -426,12 +439,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     base = dict(PAPER) if a.paper else {}
     defaults = dict(cache="0", ranks_per_node=8, targets=0, exchange=0.0, batch=1, copies=1, shard_size=1 << 20,
-                    policy="belady", prefetch="0", balance="plan", overlap=1.0, efficiency=1.0,
+                    policy="belady", prefetch="0", balance="plan", overlap=1.0, efficiency=1.0, workers=2,
                     learners=",".join(str(2 ** i) for i in range(11)))
     opts = {}
     for key in ("dataset", "sample", "storage", "network", "train", "preprocess", "cache", "ranks_per_node",
                 "targets", "exchange", "batch", "copies", "shard_size", "policy", "prefetch", "balance", "overlap",
-                "efficiency", "learners"):
+                "efficiency", "learners", "workers"):
         v = getattr(a, key)
         opts[key] = v if v is not None else base.get(key, defaults.get(key))
     try:
@@ -447,10 +460,10 @@ def main(argv=None):
                   exchange=float(opts["exchange"]), first_epoch=a.first_epoch, batch=int(opts["batch"]),
                   copies=int(opts["copies"]), shard_size=parse_size(opts["shard_size"]), policy=opts["policy"],
                   prefetch=parse_size(opts["prefetch"]), balance=opts["balance"], overlap=float(opts["overlap"]),
-                  efficiency=float(opts["efficiency"]), seed=a.seed)
+                  efficiency=float(opts["efficiency"]), seed=a.seed, workers=int(opts["workers"]))
         if (not learners or min(learners) < 1 or kw["sample"] <= 0 or kw["storage"] <= 0 or kw["network"] <= 0
                 or kw["train"] <= 0 or kw["preprocess"] <= 0 or kw["ranks_per_node"] < 1 or kw["batch"] < 1
-                or kw["copies"] < 1 or kw["shard_size"] <= 0 or kw["targets"] < 0
+                or kw["copies"] < 1 or kw["workers"] < 1 or kw["shard_size"] <= 0 or kw["targets"] < 0
                 or not 0 <= kw["exchange"] <= 1 or not 0 <= kw["overlap"] <= 1 or not 0 < kw["efficiency"] <= 1):
             raise ValueError("learners, sample, storage, network, train, preprocess, ranks-per-node, batch, copies "
                              "and shard-size must be positive; exchange and overlap within 0..1, efficiency "
