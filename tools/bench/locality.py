@@ -152,8 +152,11 @@ def main():
         print(o)
         raise SystemExit("locality.py: cluster up failed")
     try:
-        if request("POST", G, "/v1/buckets/ml", b'{"action":"create-bck"}', JSON).status != 200:
-            raise SystemExit("locality.py: create bucket failed")
+        deadline = time.monotonic() + 60  # the new cluster's primary may not answer yet
+        while request("POST", G, "/v1/buckets/ml", b'{"action":"create-bck"}', JSON).status != 200:
+            if time.monotonic() > deadline:
+                raise SystemExit("locality.py: create bucket failed")
+            time.sleep(1)
         if copies > 1:
             body = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": copies}}})
             request("PATCH", G, "/v1/buckets/ml", body.encode(), JSON)

@@ -37,10 +37,10 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 if [ "${MATRIX:-quick}" = full ]; then
-	: "${NODES:=4 8}" "${COPIES:=1 2}" "${RATES:=4mbit 8mbit 32mbit}" "${CACHES:=0.25,0.5,1,2}"
+	: "${NODES:=4 8}" "${COPIES:=1 2}" "${RATES:=4mbit 8mbit 32mbit}" "${CACHES=0.25,0.5,1,2}"
 	: "${CACHE_RATES:=$RATES}"
 else
-	: "${NODES:=4}" "${COPIES:=2}" "${RATES:=8mbit}" "${CACHES:=0.5}"
+	: "${NODES:=4}" "${COPIES:=2}" "${RATES:=8mbit}" "${CACHES=0.5}"
 	: "${CACHE_RATES:=8mbit}"
 fi
 POLICIES=${POLICIES:-belady lru}
@@ -55,6 +55,7 @@ for n in $NODES; do
 	for c in $COPIES; do
 		for r in $RATES; do
 			caches="[]"
+			[ -n "$CACHES" ] || CACHE_RATES=""
 			# cache rows (a node with no target) do not depend on copies:
 			# once per node count and rate
 			case " $CACHE_RATES " in *" $r "*)
