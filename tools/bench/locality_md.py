@@ -19,7 +19,7 @@ def remodel(r):
     if r["kind"] == "cache":
         return dict(hit_rate=p["hit_rate"], secs=p["secs"], g0_link_bytes=p["net_bytes"])
     return dict(secs=p["secs"], samples_per_s=p["samples_per_s"], cross_bytes=p["net_bytes"],
-                busiest_link=p["busiest_link"], bound=p["bound"])
+                busiest_link=p["busiest_link_both_ways"], bound=p["bound"])
 
 
 def err(model, meas):
@@ -33,7 +33,7 @@ def main():
     lp = [r for r in rows if r["kind"] in ("plain", "locality")]
     plain = {(r["nodes"], r["copies"], r["rate"]): r for r in lp if r["kind"] == "plain"}
     out = ["| nodes | copies | link | mode | s/epoch | samples/s | vs plain | cross-node MB | % of plain | "
-           "busiest link MB | model s/epoch | model samples/s | model cross MB | model busiest MB | model error (time) |",
+           "busiest link MB (in + out) | model s/epoch | model samples/s | model cross MB | model busiest MB | model error (time) |",
            "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in lp:
         m, p = r["measured"], r["model"]

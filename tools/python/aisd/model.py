@@ -394,6 +394,7 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
         out[mode] = {"secs": secs, "net_bytes": X, "samples_per_s": D / s / secs if secs else 0.0, "bound": bound,
                      "busiest_link": link.get(busiest, 0.0), "busiest_link_over_mean":
                          link[busiest] / mean_link if mean_link else 1.0,
+                     "busiest_link_both_ways": max((inb[h] + outb[h] for h in inb), default=0.0),
                      "busiest_target": read.get(bt, 0.0), "hit_rate": sum(hits) / len(hits) if hits else None,
                      "balance_bytes_per_batch": bal_batch, "t_network": t_n, "t_storage": t_s, "t_compute": t_c}
     return out
