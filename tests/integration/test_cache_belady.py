@@ -5,7 +5,7 @@ torch DataLoader with 2 workers each) on 2 hosts that run no target
 ("gpuA", "gpuB": every shard a rank reads comes over the network or from
 its host's cache), locality on, exchange 0, 3 epochs; each host's cache is
 half the host's share of the dataset (the bytes its 2 ranks read per
-epoch); each rank spends 4 ms per sample (its training step), so the
+epoch); each rank spends 8 ms per sample (its training step), so the
 prefetcher has time to run ahead.
 
 1. belady + prefetch (a byte budget per second): every sample exactly
@@ -17,7 +17,7 @@ prefetcher has time to run ahead.
    lru cannot follow: it keeps about (cache/share)^2).
 Skipped (with the reason) only when torch is not installed.
 """
-# timeout: 300
+# timeout: 420
 import io
 import json
 import os
@@ -78,7 +78,7 @@ def run_ranks(epochs, tag, **kw):
     for r in range(len(HOSTS)):
         a = dict(endpoint=g.url, bucket="ml", prefix="train/", rank=r, world=len(HOSTS), hosts=HOSTS, epochs=epochs,
                  workers=2, seed=9, sync_dir=sync, locality=True, cache_dir=os.path.join(TMP, tag + "-%s"),
-                 cache_bytes=share // 2, compute_ms=4, **kw)
+                 cache_bytes=share // 2, compute_ms=8, **kw)
         procs.append(subprocess.Popen(["/usr/bin/python3", os.path.join(os.environ["IT_LIB"], "locrank.py"),
                                        json.dumps(a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     try:
