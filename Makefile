@@ -13,6 +13,8 @@
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
+#   make bench-locality  locality-aware loading and the node cache on rate-limited network namespaces, beside the model
+#                        (root; the full matrix: 4 and 8 nodes, copies 1 and 2, 4/8/32 Mbit/s, caches 0.25-2x)
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs, docs under PREFIX
@@ -73,7 +75,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-list bench-ml bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-list bench-ml bench-locality bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -170,6 +172,11 @@ BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh to
 
 bench-ml: deps all
 	$(Q)for s in $(BENCH_ML); do [ ! -e $$s ] || BUILD=$(BUILD) ./$$s || exit 1; done
+
+# The whole netns matrix (hours on a shared machine; bench-ml runs a quick
+# subset of it). NODES, COPIES, RATES, CACHES, ... narrow it (locality.sh).
+bench-locality: deps all
+	$(Q)MATRIX=full BUILD=$(BUILD) ./tools/bench/locality.sh
 
 # The curves (gnuplot, PNGs under benchmarks/ beside BENCHMARKS.md): throughput
 # against object size, GetBatch's speedup against the batch size, a

@@ -5,11 +5,13 @@ ShardDataset under a torch DataLoader with workers, for a number of epochs.
   /usr/bin/python3 locrank.py '{"endpoint": ..., "bucket": ..., "prefix": ...,
       "rank": R, "world": W, "hosts": [...], "epochs": N, "workers": K,
       "locality": bool, "exchange": x, "cache_dir": ..., "cache_bytes": ...,
-      "seed": S, "sync_dir": DIR, "compute_ms": per-sample sleep}'
+      "seed": S, "sync_dir": DIR, "compute_ms": per-sample sleep,
+      "cache_policy": "lru"|"belady", "prefetch": bytes/s}'
 (a "%s" in cache_dir is replaced by the rank's host: one cache per host).
 
 Prints one JSON line per epoch: {"epoch", "rank", "samples": [[shard, key,
-crc32 of the sample's bytes], ...], "stats": {local, cached, remote}, "secs"}.
+crc32 of the sample's bytes], ...], "stats": {local, cached, remote,
+prefetched}, "secs"}.
 With sync_dir, every epoch starts when every rank has written its
 "ready.E.R" file there (a barrier through the file system), and the rank
 waits for "go.E" (written by the test) before it starts epoch E, so a
@@ -38,7 +40,8 @@ def main():
     ds = ShardDataset(a["endpoint"], bucket=a["bucket"], prefix=a["prefix"], rank=a["rank"], world_size=a["world"],
                       hosts=a.get("hosts"), seed=a.get("seed", 0), locality=a.get("locality", False),
                       exchange=a.get("exchange", 0.0), cache_dir=a.get("cache_dir"),
-                      cache_bytes=a.get("cache_bytes"), timeout=20, retry_for=60)
+                      cache_bytes=a.get("cache_bytes"), timeout=20, retry_for=60,
+                      **{k: a[k] for k in ("cache_policy", "prefetch") if k in a})
     dl = DataLoader(ds, batch_size=None, num_workers=a.get("workers", 2))
     pause = a.get("compute_ms", 0) / 1000.0
     for ep in range(a.get("first_epoch", 0), a.get("first_epoch", 0) + a["epochs"]):

@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
-# locality.sh - make bench-ml: locality-aware loading and the node cache,
-# measured where the network is the bottleneck, beside the predictions of
-# aisd.model (python3 -m aisd.model).
+# locality.sh - make bench-locality (and, as a quick subset, part of make
+# bench-ml): locality-aware loading and the node cache, measured where the
+# network is the bottleneck, beside the predictions of aisd.model.
 #
-# Runs tests/integration/test_netns_locality.py (root: a gateway and 4
-# targets in network namespaces, links limited to 8 Mbit/s each way with tc,
-# 2 ranks x 2 DataLoader workers on every target's node, 32 shards of 1 MiB,
-# 2 copies) with LOC_RESULTS set, then writes $BUILD/bench-locality.md:
-# seconds per epoch and bytes over the links for locality off/on (epochs 1
-# and 2: after the first) and for a node with no target, cache off (its
-# first epoch: every byte comes over its link) and on (its second), each
-# with the model's prediction and the error. The model gets the link rate,
-# the dataset and sample sizes, and one measured rate: the training
-# pipeline's samples/s per rank, taken from the locality run's epoch 1
-# (that row is a calibration, the others are predictions).
-# Without root or namespaces it says so and exits 0 (nothing measured).
+# For every configuration of the matrix (tools/bench/locality.py runs one:
+# an aisd cluster in network namespaces, a gateway and NODES targets, every
+# link limited with tc tbf; ranks in the targets' namespaces; rows appended
+# to $BUILD/bench-locality.jsonl), then writes $BUILD/bench-locality.md:
+# plain vs locality (seconds per epoch, samples/s and the speedup,
+# cross-node bytes and their share of plain's, the busiest link), and the
+# node cache of a node with no target at CACHES x its share under each
+# policy (hit rate, bytes over its link, seconds), each with the model's
+# prediction and its error.
+#
+#   MATRIX=full (make bench-locality): NODES="4 8" COPIES="1 2"
+#     RATES="4mbit 8mbit 32mbit" CACHES=0.25,0.5,1,2, cache rows at every
+#     rate; hours on a shared 2-core machine.
+#   MATRIX=quick (the default; make bench-ml): NODES=4 COPIES=2 RATES=8mbit
+#     CACHES=0.5.
+#   Any of NODES, COPIES, RATES, CACHES, CACHE_RATES (rates that get cache
+#   rows), POLICIES ("belady lru"), PREFETCH (the prefetcher's budget in
+#   the belady rows, default 4mbit; empty: none), RANKS_PER_NODE (2),
+#   WORKERS (2), SHARDS_PER_NODE (8), SHARD_KIB (512) overrides. The
+#   model's training rate is this machine's, measured in each
+#   configuration (locality.py). KEEP_JSONL=1 appends to the previous rows instead of
+#   starting over.
+# Everything runs under nice -n 10. Without root or namespaces it says so
+# and exits 0 (nothing measured).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -24,41 +36,43 @@ if [ "$(id -u)" != 0 ]; then
 	echo "locality.sh: not root (network namespaces): skipped, nothing measured"
 	exit 0
 fi
-out=$BUILD/bench-locality.json
-rm -f "$out"
-ONLY=test_netns_locality LOC_RESULTS=$out BUILD=$BUILD "$REPO/tests/integration/run.sh" | tail -n 30 || true
-[ -s "$out" ] || { echo "locality.sh: no measurements (see the test's output above)" >&2; exit 1; }
-PYTHONPATH=$REPO/tools/python /usr/bin/python3 - "$out" "$BUILD/bench-locality.md" <<'PY'
-import json, sys
-from aisd.model import parse_size, predict
-m = json.load(open(sys.argv[1]))
-B = parse_size(m["rate"])
-D, Ds = m["dataset"], m["small_dataset"]
-n_samples = m["plain"][0]["samples"]
-s = D / n_samples
-per_rank = m["locality"][1]["samples"] / m["locality"][1]["secs"] / m["ranks"]  # calibration
-kw = dict(dataset=D, sample=s, storage=1e9, network=B, train=per_rank, preprocess=per_rank, ranks_per_node=2)
-rows = []
-def row(what, meas_s, meas_b, pred):
-    err = (pred["secs"] - meas_s) / meas_s * 100
-    rows.append("| %s | %.2f | %.1f | %.2f | %.1f | %+.0f%% |" % (what, meas_s, meas_b / 1e6, pred["secs"],
-                                                                 pred["net_bytes"] / 1e6, err))
-for mode, key in (("plain", "plain"), ("locality", "locality")):
-    ep = [m[key][1], m[key][2]]
-    secs = sum(e["secs"] for e in ep) / 2
-    cross = sum(e["link_bytes"] for e in ep) / 2 / 2  # each cross-node byte passes two target links
-    row("locality %s (8 ranks, 4 nodes)" % ("on" if key == "locality" else "off"), secs, cross,
-        predict(8, **kw)[mode])
-cs = dict(kw, dataset=Ds, sample=s, targets=4, cache=1 << 30)
-for ep, label, first in ((0, "cache off (first epoch)", True), (1, "cache on (second epoch)", False)):
-    e = m["cache"][ep]
-    row("no-target node, %s, 2 ranks" % label, e["secs"], e["link_bytes"],
-        predict(2, **dict(cs, first_epoch=first))["locality"])
-md = ["| run | measured s/epoch | measured MB over links | model s/epoch | model MB | model error (time) |",
-      "|---|---:|---:|---:|---:|---:|"] + rows
-md.append("")
-md.append("links %s each way; dataset %.1f MB (%d samples of ~%.0f KB); model training rate %.0f samples/s per "
-          "rank (from the locality-on run: a calibration)" % (m["rate"], D / 1e6, n_samples, s / 1e3, per_rank))
-open(sys.argv[2], "w").write("\n".join(md) + "\n")
-print("\n".join(md))
-PY
+if [ "${MATRIX:-quick}" = full ]; then
+	: "${NODES:=4 8}" "${COPIES:=1 2}" "${RATES:=4mbit 8mbit 32mbit}" "${CACHES=0.25,0.5,1,2}"
+	: "${CACHE_RATES:=$RATES}"
+else
+	: "${NODES:=4}" "${COPIES:=2}" "${RATES:=8mbit}" "${CACHES=0.5}"
+	: "${CACHE_RATES:=8mbit}"
+fi
+POLICIES=${POLICIES:-belady lru}
+PREFETCH=${PREFETCH-4mbit}
+out=$BUILD/bench-locality.jsonl
+[ "${KEEP_JSONL:-0}" = 1 ] || rm -f "$out"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/aisd-locality.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export AISD_BIN=$BUILD/aisd AISD_DIR=$tmp IT_LIB=$REPO/tests/integration TMPDIR=$tmp
+done_cache=""
+for n in $NODES; do
+	for c in $COPIES; do
+		for r in $RATES; do
+			caches="[]"
+			[ -n "$CACHES" ] || CACHE_RATES=""
+			# cache rows (a node with no target) do not depend on copies:
+			# once per node count and rate
+			case " $CACHE_RATES " in *" $r "*)
+				case " $done_cache " in *" $n/$r "*) ;; *)
+					caches="[$CACHES]"
+					done_cache="$done_cache $n/$r" ;;
+				esac ;;
+			esac
+			pols=$(printf '"%s",' $POLICIES)
+			cfg=$(printf '{"nodes": %d, "copies": %d, "rate": "%s", "ranks_per_node": %d, "workers": %d, "shards_per_node": %d, "shard_kib": %d, "caches": %s, "policies": [%s], "prefetch": %s, "out": "%s"}' \
+				"$n" "$c" "$r" "${RANKS_PER_NODE:-2}" "${WORKERS:-2}" "${SHARDS_PER_NODE:-8}" "${SHARD_KIB:-512}" \
+				"$caches" "${pols%,}" "$( [ -n "$PREFETCH" ] && echo "\"$PREFETCH\"" || echo null)" "$out")
+			echo "== $cfg"
+			nice -n 10 /usr/bin/python3 "$HERE/locality.py" "$cfg" || echo "locality.py failed for $cfg" >&2
+		done
+	done
+done
+[ -s "$out" ] || { echo "locality.sh: no measurements" >&2; exit 1; }
+PYTHONPATH=$REPO/tools/python /usr/bin/python3 "$HERE/locality_md.py" "$out" >"$BUILD/bench-locality.md"
+cat "$BUILD/bench-locality.md"

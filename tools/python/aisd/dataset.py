@@ -42,13 +42,29 @@ Node cache (cache_dir, cache_bytes; see aisd.cache): every shard read over
 the network is kept in a directory shared by the node's processes, keyed
 by (bucket, name, version, ETag); before a read the object's current
 version is asked (HEAD) and only that version is served from the cache,
-after its size and CRC-32 are checked.
+after its size and CRC-32 are checked. Eviction (cache_policy): "belady"
+(the default with locality) removes the entry whose next read on this
+node is farthest: every process computes this epoch's and the next one's
+plan, so it knows the order in which the node's ranks will read every
+shard (a read at place i of a rank's list of n counts at epoch + i/n);
+"lru" (the default without locality) removes the least recently used.
+prefetch (bytes/s, with locality and a cache): during epoch E, a thread of
+one rank per node (the first to call set_epoch) fetches the shards the
+node's ranks will read over the network, the rest of epoch E and epoch
+E+1, soonest first, ahead of the readers (a read due within two places of
+the rank's progress is left to its reader), within that many bytes/s,
+each only if the policy keeps it (it never evicts a shard needed sooner);
+it stops at the next set_epoch.
 
 Counters: stats(epoch) gives the bytes this rank's processes read in that
 epoch from a target on their host ("local": the answering target's URL
 host is the rank's host, or an address of this machine when hosts are not
 given), from the node cache ("cached") and from targets elsewhere
-("remote"). Only shards read from a bucket are counted.
+("remote"), and the bytes the prefetcher fetched ahead ("prefetched",
+counted in the epoch they were fetched). cache_stats(epoch) adds the hit
+rate: cached / (cached + remote), the share of the bytes not on a target
+here that came from the node cache. Only shards read from a bucket are
+counted.
 
 Samples follow WebDataset's rules: a member's key is its path up to the
 first dot of its base name, its extension the rest (lower-cased); adjacent
@@ -59,6 +75,8 @@ non-regular members, are skipped.
 import http.client
 import io
 import multiprocessing
+import bisect
+import math
 import random
 import socket
 import shutil
@@ -66,7 +84,7 @@ import tempfile
 import time
 import urllib.parse
 
-from .cache import NodeCache
+from .cache import NodeCache, Prefetcher
 from .client import Client, HTTPError
 from .plan import list_shards, make_plan
 from .wds import index_shards, iter_samples, iter_zip_samples, load_index, wds_split
@@ -87,7 +105,7 @@ __all__ = ["ShardDataset", "BatchDataset", "fetch_batch", "wds_split", "iter_sam
 SHARD_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".zip")
 _ZIP_SPOOL = 64 << 20  # a .zip shard downloaded beyond this goes to a temporary file
 _READBUF = 256 * 1024
-_KINDS = ("local", "cached", "remote")
+_KINDS = ("local", "cached", "remote", "prefetched")
 _EPOCH_SLOTS = 64  # epochs whose counters are kept (a ring)
 _DRAIN_MAX = 1 << 20  # a stream closed this close to its end is read out to complete its cache entry
 
@@ -184,14 +202,21 @@ class ShardDataset(_Base):
     torch.distributed when initialized, else this host alone for one rank;
     without locality it only tells the counters which host is local).
     cache_dir, cache_bytes: a node-local cache shared by the node's ranks
-    and workers (aisd.cache), filled with what is read over the network.
-    stats(epoch): bytes read "local", "cached", "remote" in that epoch.
+    and workers (aisd.cache), filled with what is read over the network;
+    cache_policy: "belady" (evict by the plan's next use; the default with
+    locality, which it needs) or "lru"; prefetch: bytes/s for fetching the
+    shards this node will read over the network (this epoch's ahead of the
+    readers, and the next epoch's) in the background (locality and a
+    cache; default None: off).
+    stats(epoch): bytes read "local", "cached", "remote", "prefetched" in
+    that epoch; cache_stats(epoch): the same with the cache's hit rate.
     """
 
     def __init__(self, client=None, bucket=None, prefix=None, shards=None, urls=None, *,
                  seed=0, shuffle=True, shuffle_buffer=0, rank=None, world_size=None,
                  transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20,
-                 locality=False, exchange=0.0, hosts=None, cache_dir=None, cache_bytes=None):
+                 locality=False, exchange=0.0, hosts=None, cache_dir=None, cache_bytes=None,
+                 cache_policy=None, prefetch=None):
         super().__init__(seed, shuffle, rank, world_size)
         if urls is not None:
             if client is not None or bucket is not None or prefix is not None or shards is not None:
@@ -211,13 +236,23 @@ class ShardDataset(_Base):
         self.locality, self.exchange = bool(locality), float(exchange)
         self._ctr = multiprocessing.Array("q", _EPOCH_SLOTS * len(_KINDS))  # shared with forked/spawned workers
         self._plan = None
+        self._plans = {}  # epoch -> Plan: this epoch's and the next (the cache's future)
         self.cache = None
+        self._future, self._pos_of, self._pos, self._prefetcher = None, None, None, None
+        if cache_policy is None:
+            cache_policy = "belady" if locality else "lru"
+        self.cache_policy, self.prefetch = cache_policy, prefetch
+        if cache_policy == "belady" and not locality and cache_dir is not None:
+            raise ValueError("cache_policy='belady' needs locality=True (the plan's future order)")
+        if prefetch is not None and (prefetch <= 0 or not locality or cache_dir is None):
+            raise ValueError("prefetch is a positive rate in bytes/s and needs locality=True and cache_dir")
         if not 0.0 <= self.exchange <= 1.0:
             raise ValueError("exchange must be within 0..1")
         if (locality or cache_dir is not None) and self.urls:
             raise ValueError("locality and cache_dir need a bucket (client and bucket), not urls")
         if cache_dir is not None:
-            self.cache = NodeCache(cache_dir, cache_bytes)
+            self.cache = NodeCache(cache_dir, cache_bytes, cache_policy,
+                                   self._next_use if cache_policy == "belady" else None)
         elif cache_bytes is not None:
             raise ValueError("cache_bytes needs cache_dir")
         self.hosts = None
@@ -273,25 +308,137 @@ class ShardDataset(_Base):
             raise ValueError("no plan: locality is off")
         epoch = self.epoch if epoch is None else int(epoch)
         if self._plan is None or self._plan.epoch != epoch:
-            self._plan = make_plan(self._loc_shards, self.hosts, self.seed, epoch, self.exchange)
+            p = self._plans.get(epoch)
+            if p is None:
+                p = make_plan(self._loc_shards, self.hosts, self.seed, epoch, self.exchange)
+                self._plans = {e: x for e, x in self._plans.items() if epoch - 1 <= e <= epoch + 1}
+                self._plans[epoch] = p
+            self._plan = p
         return self._plan
+
+    def _node_future(self, epoch):
+        """{shard: sorted times} of the reads this node's ranks make through
+        the cache (shards no target on this host holds) in epoch and
+        epoch + 1; a read at place i of a rank's list of n is at epoch +
+        i/n. Cached per epoch."""
+        if self._future is not None and self._future[0] == epoch:
+            return self._future[1]
+        rank, world = _rank_world(self.rank, self.world_size)
+        me = self.hosts[rank]
+        mine = [r for r in range(world) if self.hosts[r] == me]
+        fut = {}
+        for e in (epoch + 1, epoch):
+            p = self.plan(e)
+            for r in mine:
+                lst = p.ranks[r]
+                for i, n in enumerate(lst):
+                    if me not in self._urls.get(n, {}):
+                        fut.setdefault(n, []).append(e + i / len(lst))
+        for v in fut.values():
+            v.sort()
+        self._future = (epoch, fut)
+        return fut
+
+    def _clock(self):
+        """Where this process is in the plan's time: epoch + the place of
+        the shard a worker reads (or, in the main process, the fraction of
+        the rank's bytes read so far)."""
+        if self._pos is not None and self._pos[0] == self.epoch:
+            return self.epoch + self._pos[1]
+        rank, _ = _rank_world(self.rank, self.world_size)
+        st = self.stats()
+        want = self.plan().bytes[rank]
+        done = st["local"] + st["cached"] + st["remote"]
+        return self.epoch + (min(1.0, done / want) if want else 1.0)
+
+    def _next_use(self, bucket, name):
+        """The cache's belady key: the time of this node's next read of the
+        shard after now, math.inf when none is planned (this epoch or the
+        next)."""
+        if bucket != self.bucket:
+            return math.inf
+        times = self._node_future(self.epoch).get(name)
+        if not times:
+            return math.inf
+        i = bisect.bisect_right(times, self._clock())
+        return times[i] if i < len(times) else math.inf
+
+    def _mark(self, shard):
+        """Records the place of the shard this worker is about to read
+        (the belady clock)."""
+        if self._pos_of is None or self._pos_of[0] != self.epoch:
+            rank, _ = _rank_world(self.rank, self.world_size)
+            lst = self.plan().ranks[rank]
+            self._pos_of = (self.epoch, {n: i / len(lst) for i, n in enumerate(lst)})
+        pos = self._pos_of[1].get(shard)
+        if pos is not None:
+            self._pos = (self.epoch, pos)
+
+    def _start_prefetch(self):
+        """Stops the previous epoch's prefetcher; starts one for the next
+        epoch's shards that this node reads over the network (if no other
+        process of the node holds the cache's prefetch lock)."""
+        if self._prefetcher is not None:
+            self._prefetcher.stop()
+            self._prefetcher = None
+        if not self.prefetch or self.cache is None or not self.locality:
+            return
+        sizes = {s.name: s.size for s in self._loc_shards}
+        items = sorted((t, n) for n, times in self._node_future(self.epoch).items() for t in times)
+        items = [(self.bucket, n, sizes.get(n, 0), t) for t, n in items]
+        rank, _ = _rank_world(self.rank, self.world_size)
+        lead = 2.0 / max(1, len(self.plan().ranks[rank]))  # a read this close is its reader's own
+        cl = Client.__new__(Client)
+        cl.__setstate__(self.client.__getstate__())
+
+        def open_item(bucket, name):
+            f = cl.open(bucket, name)
+            return f, f.headers.get("ais-version"), f.headers.get("etag"), f.length
+
+        k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS) + _KINDS.index("prefetched")
+
+        def on_bytes(n):
+            with self._ctr.get_lock():
+                self._ctr[k] += n
+
+        pf = Prefetcher(self.cache, items, open_item, self.prefetch, on_bytes,
+                        late=lambda at: at < self._clock() + lead)
+        if pf.start():
+            self._prefetcher = pf
+
+    def __getstate__(self):
+        st = super().__getstate__()
+        st["_prefetcher"] = None  # a thread of the process that started it
+        return st
 
     def set_epoch(self, epoch):
         """Selects the epoch whose order the next iteration uses (call it on
         every rank before iterating, as with DistributedSampler); zeroes that
-        epoch's counters."""
+        epoch's counters; starts the prefetch of the epoch after it."""
+        if self._prefetcher is not None:
+            self._prefetcher.stop()
+            self._prefetcher = None
         super().set_epoch(epoch)
         k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS)
         with self._ctr.get_lock():
             for i in range(len(_KINDS)):
                 self._ctr[k + i] = 0
+        self._start_prefetch()
 
     def stats(self, epoch=None):
-        """{"local", "cached", "remote"}: bytes this rank's processes (all its
-        DataLoader workers) read in the epoch (default: the current one)."""
+        """{"local", "cached", "remote", "prefetched"}: bytes this rank's
+        processes (all its DataLoader workers, and its prefetcher) read in
+        the epoch (default: the current one)."""
         k = ((self.epoch if epoch is None else int(epoch)) % _EPOCH_SLOTS) * len(_KINDS)
         with self._ctr.get_lock():
             return {kind: self._ctr[k + i] for i, kind in enumerate(_KINDS)}
+
+    def cache_stats(self, epoch=None):
+        """stats(epoch) with "hit_rate": cached / (cached + remote) bytes
+        (None when nothing was read through the cache), and "policy"."""
+        st = self.stats(epoch)
+        through = st["cached"] + st["remote"]
+        return dict(st, hit_rate=st["cached"] / through if through else None, policy=self.cache_policy)
 
     def _count(self, kind, n):
         k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS) + _KINDS.index(kind)
@@ -428,6 +575,8 @@ class ShardDataset(_Base):
         """(raw file at byte start, ETag) from the nearest source: the node
         cache (that version only), a target on this rank's host, else
         through the gateway (filling the cache from byte 0)."""
+        if self.locality:
+            self._mark(shard)
         for _ in range(3):
             want = etag
             version = None
