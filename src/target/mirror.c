@@ -590,7 +590,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 		size_t j;
 		for (j = 0; j < nb && strcmp(bases[j], hold[i].intra_url); j++)
 			;
-		if (j == nb && strcmp(hold[i].id, self))
+		if (j == nb && strcmp(hold[i].id, self) && hold[i].intra_url[0]) /* (no address: missed) */
 			bases[nb++] = hold[i].intra_url;
 	}
 	size_t gone = delete_on(TGT_DELETE, bases, nb, bck, blen, obj, olen, stamp, st);
@@ -599,7 +599,7 @@ size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const cha
 		size_t j;
 		for (j = 0; j < nb && strcmp(bases[j], hold[i].intra_url); j++)
 			;
-		if (!strcmp(hold[i].id, self) || (j < nb && (st[j] == 200 || st[j] == 404)))
+		if (!strcmp(hold[i].id, self) || (hold[i].intra_url[0] && j < nb && (st[j] == 200 || st[j] == 404)))
 			*kept = true;
 		else
 			buf_addf(missed, "%s%s", missed->len ? ", " : "", hold[i].id);

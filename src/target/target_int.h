@@ -177,11 +177,12 @@ int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t
  * took it (or is this target). */
 size_t tgt_delete_elsewhere(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen,
 			    int64_t stamp, buf_t *missed, bool *kept);
-/* Targets this one saw leave the cluster map without a decommission
- * (lost.c): noted from each new map (on_cmap); tgt_lost_holders fills out
- * (at most cap) with the holders of bck/obj under the current map with
- * them back and every target in maintenance counted active, best first,
- * and returns how many. */
+/* The cluster map's lost targets (cmap_drop; lost.c): tgt_lost_note keeps
+ * the addresses of the ones this target saw leave (on_cmap);
+ * tgt_lost_holders fills out (at most cap) with the holders of bck/obj
+ * under the current map with them back and every target in maintenance
+ * counted active, best first, and returns how many (a lost target whose
+ * address is not known here has an empty intra_url). */
 void tgt_lost_note(const cmap_t *old, const cmap_t *cur, const char *self);
 size_t tgt_lost_holders(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, cmap_node_t *out,
 			size_t cap);
