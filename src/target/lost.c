@@ -120,7 +120,7 @@ size_t tgt_lost_holders(target_t *t, const char *bck, size_t blen, const char *o
 		if (j < g_n)
 			nd = g_lost[j];
 		else { /* placed by its id; the URL only passes cmap_add, out blank */
-			snprintf(nd.id, sizeof(nd.id), "%s", lost[i]);
+			snprintf(nd.id, sizeof(nd.id), "%.*s", CMAP_ID_MAX, lost[i]);
 			snprintf(nd.pub_url, sizeof(nd.pub_url), "%s", UNKNOWN_URL);
 			snprintf(nd.intra_url, sizeof(nd.intra_url), "%s", UNKNOWN_URL);
 		}
