@@ -97,6 +97,14 @@ typedef void (*cluster_bmd_fn)(void *arg, const bmd_t *old, const bmd_t *cur);
  * cluster map is installed; old may be NULL. Both valid during the call. */
 typedef void (*cluster_cmap_fn)(void *arg, const cmap_t *old, const cmap_t *cur);
 
+/* The directory of the node's cluster metadata: cluster.node_dir, else the
+ * first mountpath. */
+const char *cluster_node_dir(const conf_t *c);
+/* Whether this node's decommission was recorded in its node dir (the file
+ * "decommissioned" there); its path goes to marker (may be NULL). A node
+ * so marked does not start (aisd exits 0 saying so): it is no member, and
+ * what a target still holds is stale. */
+bool cluster_was_decommissioned(const conf_t *c, char *marker, size_t markersz);
 /* Loads the persisted cmap/BMD from conf->node_dir. port is the actual
  * listening port (for the default id and URL). NULL + err on failure. */
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err);

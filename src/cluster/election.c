@@ -407,7 +407,8 @@ void clu_follower_round(cluster_t *cl)
 		pm = fetch_smap(url, MIN(cl->conf->keepalive_ms, 2000));
 	pthread_rwlock_rdlock(&cl->rw);
 	size_t n = cl->cmap ? cmap_size(cl->cmap) : 0;
-	bool newer = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap)) && cmap_cmp(pm, cl->cmap) > 0;
+	bool same = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap));
+	bool newer = same && cmap_cmp(pm, cl->cmap) > 0;
 	if (cl->cmap)
 		snprintf(prim, sizeof(prim), "%s", cmap_primary(cl->cmap));
 	pthread_rwlock_unlock(&cl->rw);
@@ -415,6 +416,11 @@ void clu_follower_round(cluster_t *cl)
 	if (!pm && clu_local_shortage(cl, "checking the primary")) {
 		/* this node's own fault: the primary is not blamed, and nothing else
 		 * this round (finding a newer map, joining) could work either */
+		return;
+	}
+	if (same && atomic_load(&cl->decommissioned) && !cmap_get(pm, cl->self.id, strlen(cl->self.id))) {
+		clu_leave(cl, pm); /* drained and removed: nothing more to do here */
+		cmap_free(pm);
 		return;
 	}
 	if (pm) {

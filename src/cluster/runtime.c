@@ -14,8 +14,10 @@
  * Node states: a node in maintenance stays in the map even when it fails its
  * health checks (it may be down for maintenance); cmap_owner skips it. A
  * node that accepts a map with itself decommissioning writes
- * DIR/decommissioned and never rejoins (removing that file and restarting
- * the node undoes it).
+ * DIR/decommissioned and never rejoins; once the primary's map no longer
+ * has it (the drain done, the node removed) it stops the process, and it
+ * does not start again while that file exists (removing the file undoes
+ * it: the node then joins as a new member).
  * The keepalive thread uses blocking HTTP (httpc_sync) with short timeouts:
  * simple, and fine at the scale of tens of nodes.
  */
@@ -23,6 +25,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,13 +62,24 @@ static bool bucket_access(void *ctx, sv_t bucket, unsigned *access)
 	return bk != NULL;
 }
 
+const char *cluster_node_dir(const conf_t *c) { return c->node_dir[0] ? c->node_dir : c->mountpaths[0]; }
+
+bool cluster_was_decommissioned(const conf_t *c, char *marker, size_t markersz)
+{
+	char p[1200];
+	snprintf(p, sizeof(p), "%s/decommissioned", cluster_node_dir(c));
+	if (marker && markersz)
+		snprintf(marker, markersz, "%s", p);
+	return access(p, F_OK) == 0;
+}
+
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err)
 {
 	cluster_t *cl = xcalloc(1, sizeof(*cl));
 	char p[1200];
 
 	cl->conf = c;
-	snprintf(cl->dir, sizeof(cl->dir), "%s", c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
+	snprintf(cl->dir, sizeof(cl->dir), "%s", cluster_node_dir(c));
 	if (mkdir(cl->dir, 0755) == 0) {
 		chmod(cl->dir, 0755); /* past the umask: a target's local-read socket lives here */
 	} else if (errno != EEXIST) {
@@ -310,6 +324,17 @@ void clu_mark_decommissioned(cluster_t *cl)
 		close(fd);
 	log_warnx("the primary decommissioned this node: it leaves the cluster and will not rejoin "
 		  "(remove %s and restart to allow it)", p);
+}
+
+void clu_leave(cluster_t *cl, const cmap_t *pm)
+{
+	if (atomic_exchange(&cl->leaving, true))
+		return;
+	log_warnx("decommission complete: the primary's cluster map v%llu no longer has this node: it exits "
+		  "(and does not start again while %s/decommissioned exists)",
+		  (unsigned long long)cmap_version(pm), cl->dir);
+	/* the main thread's sigwait: the same graceful stop as on SIGTERM */
+	kill(getpid(), SIGTERM);
 }
 
 /* The JSON of a metasync push or join answer: {"cmap":{..},"bmd":{..}}. */

@@ -38,6 +38,7 @@ struct cluster {
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
 	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
+	atomic_bool leaving;        /* its decommission completed: the process is stopping */
 	pthread_mutex_t refresh_mu; /* one cluster_refresh at a time; guards refreshed_ns */
 	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */
 	/* election (election.c) */
@@ -69,6 +70,10 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, const char *sen
 /* Called on a node that accepted a map with itself decommissioning: writes
  * DIR/decommissioned and stops rejoining, now and after restarts. */
 void clu_mark_decommissioned(cluster_t *cl);
+/* The decommission of this node completed: pm, the primary's map, no
+ * longer has it. Logs why and stops the process (SIGTERM to itself: the
+ * daemon's graceful stop), once. */
+void clu_leave(cluster_t *cl, const cmap_t *pm);
 /* Non-primary: joins the primary when this node is not in its map. pm is
  * the primary's map as it answered this round (NULL: no answer). */
 void clu_join_if_needed(cluster_t *cl, const cmap_t *pm);
