@@ -414,6 +414,30 @@ static void req_begin(http_conn_t *c)
 	log_set_request(req->id_str);
 }
 
+bool http_reqid_valid(sv_t id)
+{
+	if (!id.len || id.len > HTTP_REQID_MAX)
+		return false;
+	for (size_t i = 0; i < id.len; i++) {
+		unsigned char ch = (unsigned char)id.ptr[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '.' ||
+		      ch == '_' || ch == ':' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool http_req_adopt_id(http_req_t *req, sv_t id)
+{
+	_Static_assert(HTTP_REQID_MAX < sizeof(req->id_str), "an id fits id_str");
+	if (!http_reqid_valid(id))
+		return false;
+	memcpy(req->id_str, id.ptr, id.len);
+	req->id_str[id.len] = '\0';
+	log_set_request(req->id_str);
+	return true;
+}
+
 /* The authz hook's second look, at the body a signature may bind. */
 static bool authz_body_ok(http_conn_t *c)
 {
