@@ -119,13 +119,15 @@ out:
 }
 
 /* GET base/v1/cluster?what=smap, decoded; NULL when no (valid) answer. */
-static cmap_t *fetch_smap(const char *base_url, uint64_t timeout_ms)
+/* from: this node's id when it asks the primary (its keepalive round: the
+ * call is life the primary counts, runtime.c clu_heard), else NULL. */
+static cmap_t *fetch_smap(const char *base_url, const char *from, uint64_t timeout_ms)
 {
-	char url[CMAP_URL_MAX + 32];
+	char url[CMAP_URL_MAX + CMAP_ID_MAX + 48];
 	buf_t resp = BUF_INIT;
 	int status = 0;
 	cmap_t *m = NULL;
-	snprintf(url, sizeof(url), "%s/v1/cluster?what=smap", base_url);
+	snprintf(url, sizeof(url), "%s/v1/cluster?what=smap%s%s", base_url, from ? "&from=" : "", from ? from : "");
 	if (httpc_sync("GET", url, NULL, NULL, 0, timeout_ms, &resp, &status) == AIS_OK && status == 200)
 		cmap_decode(resp.ptr ? resp.ptr : "", resp.len, &m, NULL);
 	buf_free(&resp);
@@ -404,7 +406,7 @@ void clu_follower_round(cluster_t *cl)
 	size_t asked, answered;
 
 	if (cluster_primary_url(cl, url, sizeof(url)))
-		pm = fetch_smap(url, MIN(cl->conf->keepalive_ms, 2000));
+		pm = fetch_smap(url, cl->self.id, MIN(cl->conf->keepalive_ms, 2000));
 	pthread_rwlock_rdlock(&cl->rw);
 	size_t n = cl->cmap ? cmap_size(cl->cmap) : 0;
 	bool same = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap));

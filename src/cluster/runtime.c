@@ -113,6 +113,7 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	pthread_cond_init(&cl->sleep_cv, NULL);
 	pthread_mutex_init(&cl->lease_mu, NULL);
 	pthread_mutex_init(&cl->grant_mu, NULL);
+	pthread_mutex_init(&cl->heard_mu, NULL);
 	authz_set_access_lookup(bucket_access, cl); /* buckets' access property (authz.h rule 1a) */
 	/* it may have granted a lease before it stopped (V5 in cmap.h) */
 	cl->granted.at_ns = time_mono_ns();
@@ -687,6 +688,33 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 
 /* --- keepalive ------------------------------------------------------------- */
 
+void clu_heard(cluster_t *cl, const char *id, size_t len)
+{
+	struct heard *h = NULL;
+	pthread_mutex_lock(&cl->heard_mu);
+	for (size_t i = 0; i < cl->nheard && !h; i++)
+		if (strlen(cl->heard[i].id) == len && !memcmp(cl->heard[i].id, id, len))
+			h = &cl->heard[i];
+	if (!h && cl->nheard < ARRAY_SIZE(cl->heard)) {
+		h = &cl->heard[cl->nheard++];
+		snprintf(h->id, sizeof(h->id), "%.*s", (int)len, id);
+	}
+	if (h)
+		h->at_ns = time_mono_ns();
+	pthread_mutex_unlock(&cl->heard_mu);
+}
+
+int64_t clu_heard_at(cluster_t *cl, const char *id)
+{
+	int64_t at = 0;
+	pthread_mutex_lock(&cl->heard_mu);
+	for (size_t i = 0; i < cl->nheard; i++)
+		if (!strcmp(cl->heard[i].id, id))
+			at = cl->heard[i].at_ns;
+	pthread_mutex_unlock(&cl->heard_mu);
+	return at;
+}
+
 static int drop_node(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
 	return cmap_remove(m, arg, err);
@@ -702,6 +730,7 @@ static void primary_round(cluster_t *cl)
 	char newer[CMAP_URL_MAX + 1] = "", newer_term[CMAP_URL_MAX + 1] = "", uuid[CMAP_ID_MAX + 1];
 	uint64_t term;
 	bool *ok, *local;
+	const int64_t grace = (int64_t)cl->conf->grace_ms * 1000000;
 
 	clu_lease_note(cl); /* a lease that ran out since the last round */
 	pthread_rwlock_rdlock(&cl->rw);
@@ -747,6 +776,7 @@ static void primary_round(cluster_t *cl)
 				p->cmap_ver = p->bmd_ver = 0; /* back: push again (it may hold a newer map) */
 			p->fail_since = 0;
 			p->kept = false;
+			p->heard_kept = false;
 		} else if (p && !p->fail_since) {
 			p->fail_since = now;
 			log_warnx("node %s failed its health check", nodes[i].id);
@@ -758,10 +788,22 @@ static void primary_round(cluster_t *cl)
 					 "cluster map",
 					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			}
-		} else if (p && majority && acting && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
-			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
+		} else if (p && majority && acting && now - p->fail_since > grace &&
+			   now - clu_heard_at(cl, nodes[i].id) <= grace) {
+			/* its checks starve (a saturated link queues them past their
+			 * timeout), but its own keepalive calls still reach this node:
+			 * it lives; only silence for the whole grace removes it */
+			if (!p->heard_kept)
+				log_info("node %s failed health checks for %llu ms but keeps calling this node: it "
+					 "stays in the cluster map",
+					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
+			p->heard_kept = true;
+		} else if (p && majority && acting && now - p->fail_since > grace) {
+			log_warnx("node %s failed health checks for %llu ms (and made no call here): removing it "
+				  "from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->fail_since = 0;
+			p->heard_kept = false;
 			p->cmap_ver = p->bmd_ver = 0;
 			pthread_mutex_unlock(&cl->wmu);
 			buf_reset(&err);
@@ -913,5 +955,6 @@ void cluster_free(cluster_t *cl)
 	pthread_cond_destroy(&cl->sleep_cv);
 	pthread_mutex_destroy(&cl->lease_mu);
 	pthread_mutex_destroy(&cl->grant_mu);
+	pthread_mutex_destroy(&cl->heard_mu);
 	free(cl);
 }
