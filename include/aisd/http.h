@@ -232,8 +232,8 @@ http_server_t *http_req_server(const http_req_t *req);
 sv_t http_req_header(const http_req_t *req, const char *name);
 bool http_req_has_header(const http_req_t *req, const char *name);
 /* Whether the request's client address is a node of the cluster (the
- * server's is_peer hook, asked once per connection; never for the unix
- * socket). */
+ * server's is_peer hook, asked once per connection, and again at most
+ * every second while the answer is no; never for the unix socket). */
 bool http_req_from_node(http_req_t *req);
 /* The header of request ids: every answer carries the request's id in it,
  * and the node's own calls made for a request send it (httpc), so one id

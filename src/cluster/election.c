@@ -405,8 +405,16 @@ void clu_follower_round(cluster_t *cl)
 	cmap_t *pm = NULL;
 	size_t asked, answered;
 
+	/* a target's call may take most of the grace: on a link saturated with
+	 * its data a short timeout would abort it before it even arrives (a
+	 * lost SYN waits 1 s), and its arrival is what keeps it in the map
+	 * (runtime.c clu_heard); a gateway's stays short: it times the
+	 * primary's failure */
+	uint64_t ka = cl->conf->keepalive_ms, tmo = MIN(ka, 2000);
+	if (cl->self.role == CMAP_TARGET && cl->conf->grace_ms > ka)
+		tmo = MAX(tmo, MIN(cl->conf->grace_ms - ka, 5000));
 	if (cluster_primary_url(cl, url, sizeof(url)))
-		pm = fetch_smap(url, cl->self.id, MIN(cl->conf->keepalive_ms, 2000));
+		pm = fetch_smap(url, cl->self.id, tmo);
 	pthread_rwlock_rdlock(&cl->rw);
 	size_t n = cl->cmap ? cmap_size(cl->cmap) : 0;
 	bool same = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap));

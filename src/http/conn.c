@@ -84,8 +84,15 @@ static void budget_refuse(http_req_t *req)
 bool conn_is_node(http_conn_t *c)
 {
 	http_server_t *s = c->w->srv;
-	if (c->is_node < 0)
+	if (c->is_node == 1)
+		return true;
+	/* a "no" may change: a node's keep-alive connection, opened before
+	 * its join put it in the map, carries its calls after that */
+	int64_t now = time_mono_ns();
+	if (c->is_node < 0 || now - c->is_node_at > 1000000000LL) {
 		c->is_node = !c->local && s->o.is_peer && s->o.is_peer(s->o.ctx, c->peer);
+		c->is_node_at = now;
+	}
 	return c->is_node == 1;
 }
 
