@@ -191,7 +191,13 @@ typedef struct cluster_call {
 	buf_t resp;          /* the answer's body, or the error; the caller frees */
 	int status;          /* HTTP status; 0: no answer */
 	int err;             /* no answer: errno of the failure (httpc_sync), 0 unknown */
+	char heard[CMAP_ID_MAX + 1]; /* a node id: any answer, even after the caller stopped waiting,
+	                              * is life (cluster_heard); "": none */
 } cluster_call_t;
+/* Node id (len bytes) was heard from just now: it answered a health check
+ * (however late) or called for the map itself. Process-wide; the primary's
+ * keepalive removes only nodes not heard from for cluster.grace. */
+void cluster_heard(const char *id, size_t len);
 /* Makes every call and returns when all have ended: how many answered 2xx. */
 size_t cluster_call_all(cluster_call_t *calls, size_t n);
 /* Makes every call and returns once `need` of them answered 2xx and then

@@ -113,7 +113,6 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	pthread_cond_init(&cl->sleep_cv, NULL);
 	pthread_mutex_init(&cl->lease_mu, NULL);
 	pthread_mutex_init(&cl->grant_mu, NULL);
-	pthread_mutex_init(&cl->heard_mu, NULL);
 	authz_set_access_lookup(bucket_access, cl); /* buckets' access property (authz.h rule 1a) */
 	/* it may have granted a lease before it stopped (V5 in cmap.h) */
 	cl->granted.at_ns = time_mono_ns();
@@ -577,11 +576,21 @@ static size_t lease_round(cluster_t *cl, const cmap_node_t *nodes, size_t n, con
 		calls[nc].method = "POST";
 		calls[nc].body = &body;
 		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, all ? 2000 : 1000);
+		if (all) {
+			/* the keepalive: the round waits as long as before, but a check
+			 * goes on for most of the grace, and its answer, however late,
+			 * is life (cluster_heard): a check queued behind data on a
+			 * saturated link is not a dead node */
+			snprintf(calls[nc].heard, sizeof(calls[nc].heard), "%s", nodes[i].id);
+			if (cl->conf->grace_ms > cl->conf->keepalive_ms)
+				calls[nc].timeout_ms = MAX(calls[nc].timeout_ms,
+							   MIN(cl->conf->grace_ms - cl->conf->keepalive_ms, 5000));
+		}
 		idx[nc++] = i;
 	}
 	int64_t start = time_mono_ns(); /* no grant is older than this */
 	if (all)
-		clu_call_all(cl, calls, nc);
+		cluster_call_quorum(calls, nc, 0, MIN(cl->conf->keepalive_ms, 2000), &cl->stop, NULL);
 	else
 		cluster_call_quorum(calls, nc, need > 1 ? need - 1 : 0, 0, &cl->stop, NULL);
 	for (size_t c = 0; c < nc; c++) {
@@ -688,30 +697,40 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 
 /* --- keepalive ------------------------------------------------------------- */
 
-void clu_heard(cluster_t *cl, const char *id, size_t len)
+/* When each node was last heard from: its own map calls (api.c) and its
+ * answers to health checks, the late ones too (call.c, on the fan's
+ * threads, which may outlive a round and the cluster: so process-wide). */
+static pthread_mutex_t heard_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char id[CMAP_ID_MAX + 1];
+	int64_t at_ns; /* monotonic */
+} heard[256];
+static size_t nheard;
+
+void cluster_heard(const char *id, size_t len)
 {
-	struct heard *h = NULL;
-	pthread_mutex_lock(&cl->heard_mu);
-	for (size_t i = 0; i < cl->nheard && !h; i++)
-		if (strlen(cl->heard[i].id) == len && !memcmp(cl->heard[i].id, id, len))
-			h = &cl->heard[i];
-	if (!h && cl->nheard < ARRAY_SIZE(cl->heard)) {
-		h = &cl->heard[cl->nheard++];
-		snprintf(h->id, sizeof(h->id), "%.*s", (int)len, id);
-	}
-	if (h)
-		h->at_ns = time_mono_ns();
-	pthread_mutex_unlock(&cl->heard_mu);
+	size_t i;
+	if (!cmap_id_valid(id, len))
+		return;
+	pthread_mutex_lock(&heard_mu);
+	for (i = 0; i < nheard; i++)
+		if (strlen(heard[i].id) == len && !memcmp(heard[i].id, id, len))
+			break;
+	if (i == nheard && nheard < ARRAY_SIZE(heard))
+		snprintf(heard[nheard++].id, sizeof(heard[0].id), "%.*s", (int)len, id);
+	if (i < nheard)
+		heard[i].at_ns = time_mono_ns();
+	pthread_mutex_unlock(&heard_mu);
 }
 
-int64_t clu_heard_at(cluster_t *cl, const char *id)
+int64_t clu_heard_at(const char *id)
 {
 	int64_t at = 0;
-	pthread_mutex_lock(&cl->heard_mu);
-	for (size_t i = 0; i < cl->nheard; i++)
-		if (!strcmp(cl->heard[i].id, id))
-			at = cl->heard[i].at_ns;
-	pthread_mutex_unlock(&cl->heard_mu);
+	pthread_mutex_lock(&heard_mu);
+	for (size_t i = 0; i < nheard; i++)
+		if (!strcmp(heard[i].id, id))
+			at = heard[i].at_ns;
+	pthread_mutex_unlock(&heard_mu);
 	return at;
 }
 
@@ -789,17 +808,18 @@ static void primary_round(cluster_t *cl)
 					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			}
 		} else if (p && majority && acting && now - p->fail_since > grace &&
-			   now - clu_heard_at(cl, nodes[i].id) <= grace) {
+			   now - clu_heard_at(nodes[i].id) <= grace) {
 			/* its checks starve (a saturated link queues them past their
-			 * timeout), but its own keepalive calls still reach this node:
-			 * it lives; only silence for the whole grace removes it */
+			 * timeout), but it answered one late or its own keepalive calls
+			 * still reach this node: it lives; only silence for the whole
+			 * grace removes it */
 			if (!p->heard_kept)
-				log_info("node %s failed health checks for %llu ms but keeps calling this node: it "
-					 "stays in the cluster map",
+				log_info("node %s failed health checks for %llu ms but was heard from since (a late "
+					 "answer, or a call of its own): it stays in the cluster map",
 					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->heard_kept = true;
 		} else if (p && majority && acting && now - p->fail_since > grace) {
-			log_warnx("node %s failed health checks for %llu ms (and made no call here): removing it "
+			log_warnx("node %s failed health checks for %llu ms (and was not heard from): removing it "
 				  "from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->fail_since = 0;
@@ -955,6 +975,5 @@ void cluster_free(cluster_t *cl)
 	pthread_cond_destroy(&cl->sleep_cv);
 	pthread_mutex_destroy(&cl->lease_mu);
 	pthread_mutex_destroy(&cl->grant_mu);
-	pthread_mutex_destroy(&cl->heard_mu);
 	free(cl);
 }

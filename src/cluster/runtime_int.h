@@ -58,21 +58,11 @@ struct cluster {
 	                           * grant never interleave; guards granted */
 	cmap_lease_rec_t granted; /* the last lease this node granted (a yes vote is one) */
 	bool local_warned;        /* keepalive thread: said its own shortage stops its checks */
-	/* when each node last called this one for the map (its keepalive):
-	 * life the primary counts although its own checks starve (clu_heard) */
-	pthread_mutex_t heard_mu;
-	struct heard {
-		char id[CMAP_ID_MAX + 1];
-		int64_t at_ns; /* monotonic */
-	} heard[256];
-	size_t nheard;
 };
 
-/* Node id (len bytes, a valid cmap id) called this node just now: its own
- * keepalive round asked for the map (GET /v1/cluster?what=smap&from=ID). */
-void clu_heard(cluster_t *cl, const char *id, size_t len);
-/* When node id last called (monotonic ns; 0: never). */
-int64_t clu_heard_at(cluster_t *cl, const char *id);
+/* When node id last called (monotonic ns; 0: never) or answered a health
+ * check, however late (cluster_heard). */
+int64_t clu_heard_at(const char *id);
 
 int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err);
 void clu_encode_meta(cluster_t *cl, buf_t *out);
