@@ -12,6 +12,7 @@ data both ways, for FLAP_SECS (default 25) seconds.
 Checks: the readers moved data (at least half of what the links can carry);
 the cluster map's version did not change and the primary removed no target
 (no "removing it from the cluster map" line); every node still in the map.
+FLAP_SET="-s KEY=VALUE ..." adds node settings (e.g. -s log.access=on).
 Needs root and `ip netns` (else one "ok # skip" line).
 """
 # timeout: 150
