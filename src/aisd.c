@@ -4,6 +4,9 @@
  * One binary, two roles; this version serves the target role. Signals are
  * handled synchronously here (sigwait) while worker threads serve: SIGTERM
  * and SIGINT stop gracefully, SIGHUP reopens the log files and reloads the TLS certificate.
+ * A node whose decommission completed stops the same way (the cluster sends
+ * the SIGTERM), exit status 0; it does not start again while its node dir
+ * holds the "decommissioned" file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/cluster.h"
 #include "aisd/conf.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
@@ -310,6 +314,16 @@ int main(int argc, char **argv)
 		log_errx("cannot start: %s", err.ptr);
 		buf_free(&err);
 		return 1;
+	}
+	char marker[1200];
+	if (cluster_was_decommissioned(&conf, marker, sizeof(marker))) {
+		/* no member any more, and a target's objects moved to others: a
+		 * node that served again would serve stale data */
+		log_warnx("this node was decommissioned (%s exists): it does not start; remove that file (and, on a "
+			  "target, the objects of its mountpaths) to let it join the cluster again as a new node",
+			  marker);
+		buf_free(&err);
+		return 0;
 	}
 	if (gw)
 		g = gateway_start(&conf, &err);

@@ -145,6 +145,10 @@ sv_t auth_url_host(const char *url);
  * secret (auth_prev_sign), since it lets a target serve a copy the current
  * map does not place there. */
 #define AUTH_REDIR_PREV "ais_prev"
+/* The request id a gateway's redirect passes on (http.h HTTP_REQID_HDR):
+ * inside the signed query, so a target takes it only as the gateway wrote
+ * it (authz.c adopt_id). */
+#define AUTH_REDIR_ID "ais_id"
 /* The value of AUTH_REDIR_PREV (and of the Ais-Prev header) under a key:
  * "PREV.SIG", SIG = HMAC(key, "aisd-prev-v1\nPREV\nPATH"), PATH the raw
  * request path it is for. auth_prev_check: true, *prev set, when value is

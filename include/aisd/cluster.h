@@ -97,6 +97,14 @@ typedef void (*cluster_bmd_fn)(void *arg, const bmd_t *old, const bmd_t *cur);
  * cluster map is installed; old may be NULL. Both valid during the call. */
 typedef void (*cluster_cmap_fn)(void *arg, const cmap_t *old, const cmap_t *cur);
 
+/* The directory of the node's cluster metadata: cluster.node_dir, else the
+ * first mountpath. */
+const char *cluster_node_dir(const conf_t *c);
+/* Whether this node's decommission was recorded in its node dir (the file
+ * "decommissioned" there); its path goes to marker (may be NULL). A node
+ * so marked does not start (aisd exits 0 saying so): it is no member, and
+ * what a target still holds is stale. */
+bool cluster_was_decommissioned(const conf_t *c, char *marker, size_t markersz);
 /* Loads the persisted cmap/BMD from conf->node_dir. port is the actual
  * listening port (for the default id and URL). NULL + err on failure. */
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err);
@@ -183,7 +191,13 @@ typedef struct cluster_call {
 	buf_t resp;          /* the answer's body, or the error; the caller frees */
 	int status;          /* HTTP status; 0: no answer */
 	int err;             /* no answer: errno of the failure (httpc_sync), 0 unknown */
+	char heard[CMAP_ID_MAX + 1]; /* a node id: any answer, even after the caller stopped waiting,
+	                              * is life (cluster_heard); "": none */
 } cluster_call_t;
+/* Node id (len bytes) was heard from just now: it answered a health check
+ * (however late) or called for the map itself. Process-wide; the primary's
+ * keepalive removes only nodes not heard from for cluster.grace. */
+void cluster_heard(const char *id, size_t len);
 /* Makes every call and returns when all have ended: how many answered 2xx. */
 size_t cluster_call_all(cluster_call_t *calls, size_t n);
 /* Makes every call and returns once `need` of them answered 2xx and then

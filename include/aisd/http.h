@@ -27,6 +27,7 @@
 
 #include "aisd/arena.h"
 #include "aisd/buf.h"
+#include "aisd/log.h"
 #include "aisd/pool.h"
 
 struct event_base;
@@ -231,9 +232,21 @@ http_server_t *http_req_server(const http_req_t *req);
 sv_t http_req_header(const http_req_t *req, const char *name);
 bool http_req_has_header(const http_req_t *req, const char *name);
 /* Whether the request's client address is a node of the cluster (the
- * server's is_peer hook, asked once per connection; never for the unix
- * socket). */
+ * server's is_peer hook, asked once per connection, and again at most
+ * every second while the answer is no; never for the unix socket). */
 bool http_req_from_node(http_req_t *req);
+/* The header of request ids: every answer carries the request's id in it,
+ * and the node's own calls made for a request send it (httpc), so one id
+ * follows a request through every node it touches. */
+#define HTTP_REQID_HDR LOG_REQID_HDR
+#define HTTP_REQID_MAX 31 /* the longest id (id_str holds it) */
+/* Whether id may be a request's id: 1 to HTTP_REQID_MAX letters, digits
+ * and "._:-" (it goes into log lines and headers as it is). */
+bool http_reqid_valid(sv_t id);
+/* The request takes id (a caller's, whom the authz hook trusts) instead of
+ * the one it was given: its answers and log lines carry it from now on.
+ * False, nothing changed, when id is not valid (http_reqid_valid). */
+bool http_req_adopt_id(http_req_t *req, sv_t id);
 /* A trailer field of a chunked request body, once the body ended (in
  * on_body_end and later); {NULL, 0} when absent. */
 sv_t http_req_trailer(const http_req_t *req, const char *name);

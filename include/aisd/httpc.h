@@ -218,6 +218,13 @@ void httpc_curl_tls(void *curl_easy, const char *ca, const char *cert, const cha
 typedef bool (*httpc_signer_fn)(const char *method, const char *url, const void *body, size_t len, char *out,
 				size_t outsz);
 void httpc_set_signer(httpc_signer_fn fn);
+/* The header line "X-Request-Id: ID" (LOG_REQID_HDR) of the request this
+ * thread serves (log_request) into out, or "" when it serves none: every
+ * call a node makes for a request carries the request's id on (the callee
+ * takes it from a node it trusts: docs/api.md). Made when a call starts,
+ * on the caller's thread. */
+#define HTTPC_REQID_LINE_MAX 64
+void httpc_reqid_line(char out[HTTPC_REQID_LINE_MAX]);
 /* The registered signer's header line for a call, as above; false (out
  * empty) when none is registered or it signs nothing. */
 bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz);

@@ -29,6 +29,11 @@ enum log_level log_get_level(void);
 void log_reopen(void);
 void log_set_action(const char *action);
 void log_set_request(const char *id);
+/* The id log_set_request set on this thread (NULL: none): what the node's
+ * own calls made for that request carry on (httpc). */
+const char *log_request(void);
+/* The header that carries a request's id, to clients and between nodes. */
+#define LOG_REQID_HDR "X-Request-Id"
 /* Access log: on or off, and where ("" the main log, "-" standard error,
  * else a file, reopened by log_reopen). Returns AIS_ERR if the file cannot
  * be opened. log_access_set switches it at run time. */

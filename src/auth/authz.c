@@ -343,7 +343,7 @@ static void peer_clock(http_req_t *req)
 			  "node's clock", (int)MIN(h.len, 32), h.ptr);
 }
 
-int authz_check(http_req_t *req)
+static int check(http_req_t *req)
 {
 	int64_t now = now_s();
 	sv_t ih = http_req_header(req, AUTH_INTRA_HDR);
@@ -416,6 +416,37 @@ int authz_check(http_req_t *req)
 	if (res.bucket.len && http_pct_decode(req->arena, res.bucket, false, &res.bucket) != AIS_OK)
 		return deny(req, 403, "invalid bucket name");
 	return authz_request(req, &res, 1) ? AIS_OK : AIS_ERR;
+}
+
+/* The request id the caller gave, taken when the caller is trusted for it
+ * (docs/api.md, "Request ids"): a redirect signed by a gateway names it in
+ * its signed query (AUTH_REDIR_ID), a node of the cluster in the header
+ * (an intra-cluster call, or a relayed S3 request from a node's address);
+ * with auth off every caller is trusted alike. Anything else keeps the id
+ * this node made: with auth on, a client's own id never replaces it. */
+static void adopt_id(http_req_t *req)
+{
+	const struct principal *p = req->auth;
+	sv_t v;
+	if (p && p->who == WHO_REDIRECT) {
+		if (http_query_get(req, AUTH_REDIR_ID, &v))
+			http_req_adopt_id(req, v);
+		return;
+	}
+	bool node = (p && p->who == WHO_INTRA) || (!csecret_len && http_req_from_node(req));
+	if (node || !enabled) {
+		v = http_req_header(req, HTTP_REQID_HDR);
+		if (!(v.ptr && http_req_adopt_id(req, v)) && !enabled && http_query_get(req, AUTH_REDIR_ID, &v))
+			http_req_adopt_id(req, v);
+	}
+}
+
+int authz_check(http_req_t *req)
+{
+	int rc = check(req);
+	if (rc == AIS_OK)
+		adopt_id(req);
+	return rc;
 }
 
 int authz_check_body(http_req_t *req)
@@ -600,29 +631,40 @@ void authz_redirect(http_req_t *req, const char *base_url) { authz_redirect_hop(
 void authz_redirect_hop(http_req_t *req, const char *base_url, unsigned hop, uint64_t prev)
 {
 	const struct principal *p = req->auth;
-	buf_t q = BUF_INIT;
+	buf_t q = BUF_INIT, rq = BUF_INIT;
+	/* the request id goes on in the query (a client does not send its
+	 * headers again on a redirect): native routes only (an S3 request's
+	 * own signature covers its query), and never added to a redirect
+	 * already signed (its signature covers the id it carries) */
+	bool signed_in = p && p->who == WHO_REDIRECT;
+	bool add_id = sv_startswith(req->path, "/v1/") && !signed_in;
+	sv_t rest = req->query;
+	while (rest.len) {
+		const char *amp = memchr(rest.ptr, '&', rest.len);
+		sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
+		rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
+		if (!kv.len || sv_startswith(kv, AUTH_REDIR_HOP "=") || sv_startswith(kv, AUTH_REDIR_PREV "=") ||
+		    (add_id && sv_startswith(kv, AUTH_REDIR_ID "=")))
+			continue;
+		buf_addstr(&rq, rq.len ? "&" : "");
+		buf_addsv(&rq, kv);
+	}
+	if (add_id)
+		buf_addf(&rq, "%s" AUTH_REDIR_ID "=%s", rq.len ? "&" : "", req->id_str); /* (URL-safe: http_reqid_valid) */
 	http_resp_status(req, 307);
 	if (enabled && csecret_len && p && p->who == WHO_TOKEN) {
 		char body[AUTH_SIG_HEX + 1] = AUTH_BODY_UNSIGNED;
 		int64_t exp = MIN(now_s() + REDIRECT_TTL, p->tok.exp); /* never past the token's own */
 		if (route_buffers(req))
 			auth_body_digest(req->body.ptr, req->body.len, body);
-		auth_redirect_query(csecret, csecret_len, http_method_name(req->method), req->path, req->query, body, exp,
-				    &p->tok, &q);
+		auth_redirect_query(csecret, csecret_len, http_method_name(req->method), req->path, sv_of(&rq), body,
+				    exp, &p->tok, &q);
 	} else {
 		/* auth off, an intra-cluster call, or a signed redirect: that same
 		 * signature goes on (invariant 3); only the hop count changes */
-		sv_t rest = req->query;
-		while (rest.len) {
-			const char *amp = memchr(rest.ptr, '&', rest.len);
-			sv_t kv = {rest.ptr, amp ? (size_t)(amp - rest.ptr) : rest.len};
-			rest = amp ? (sv_t){amp + 1, rest.len - kv.len - 1} : (sv_t){"", 0};
-			if (kv.len && !sv_startswith(kv, AUTH_REDIR_HOP "=") && !sv_startswith(kv, AUTH_REDIR_PREV "=")) {
-				buf_addstr(&q, q.len ? "&" : "");
-				buf_addsv(&q, kv);
-			}
-		}
+		buf_addsv(&q, sv_of(&rq));
 	}
+	buf_free(&rq);
 	if (hop) /* (routing only: no signature covers it) */
 		buf_addf(&q, "%s" AUTH_REDIR_HOP "=%u", q.len ? "&" : "", hop);
 	if (prev) {

@@ -710,6 +710,12 @@ int cluster_h_cluster(http_req_t *req)
 		return AIS_OK;
 	}
 	http_query_get(req, "what", &what);
+	sv_t from;
+	/* a node's keepalive asks for the map: it lives (a client's "from" is
+	 * not a node's word: only a cluster call counts) */
+	if (sv_eqstr(what, "smap") && http_query_get(req, "from", &from) && cmap_id_valid(from.ptr, from.len) &&
+	    authz_cluster_call(req))
+		cluster_heard(from.ptr, from.len);
 	if (sv_eqstr(what, "stats"))
 		return cluster_stats_cluster(req); /* stats.c */
 	if (sv_eqstr(what, "rebalance") || sv_eqstr(what, "jobs") || sv_eqstr(what, "resilver") ||

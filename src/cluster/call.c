@@ -90,6 +90,8 @@ static void *fan_main(void *arg)
 		size_t i = f->next++;
 		pthread_mutex_unlock(&f->mu);
 		call_one(&f->calls[i]);
+		if (f->calls[i].heard[0] && f->calls[i].status)
+			cluster_heard(f->calls[i].heard, strlen(f->calls[i].heard));
 		pthread_mutex_lock(&f->mu);
 		f->ended_at[i] = true;
 		f->ended++;

@@ -119,13 +119,15 @@ out:
 }
 
 /* GET base/v1/cluster?what=smap, decoded; NULL when no (valid) answer. */
-static cmap_t *fetch_smap(const char *base_url, uint64_t timeout_ms)
+/* from: this node's id when it asks the primary (its keepalive round: the
+ * call is life the primary counts, runtime.c clu_heard), else NULL. */
+static cmap_t *fetch_smap(const char *base_url, const char *from, uint64_t timeout_ms)
 {
-	char url[CMAP_URL_MAX + 32];
+	char url[CMAP_URL_MAX + CMAP_ID_MAX + 48];
 	buf_t resp = BUF_INIT;
 	int status = 0;
 	cmap_t *m = NULL;
-	snprintf(url, sizeof(url), "%s/v1/cluster?what=smap", base_url);
+	snprintf(url, sizeof(url), "%s/v1/cluster?what=smap%s%s", base_url, from ? "&from=" : "", from ? from : "");
 	if (httpc_sync("GET", url, NULL, NULL, 0, timeout_ms, &resp, &status) == AIS_OK && status == 200)
 		cmap_decode(resp.ptr ? resp.ptr : "", resp.len, &m, NULL);
 	buf_free(&resp);
@@ -403,11 +405,20 @@ void clu_follower_round(cluster_t *cl)
 	cmap_t *pm = NULL;
 	size_t asked, answered;
 
+	/* a target's call may take most of the grace: on a link saturated with
+	 * its data a short timeout would abort it before it even arrives (a
+	 * lost SYN waits 1 s), and its arrival is what keeps it in the map
+	 * (runtime.c clu_heard); a gateway's stays short: it times the
+	 * primary's failure */
+	uint64_t ka = cl->conf->keepalive_ms, tmo = MIN(ka, 2000);
+	if (cl->self.role == CMAP_TARGET && cl->conf->grace_ms > ka)
+		tmo = MAX(tmo, MIN(cl->conf->grace_ms - ka, 5000));
 	if (cluster_primary_url(cl, url, sizeof(url)))
-		pm = fetch_smap(url, MIN(cl->conf->keepalive_ms, 2000));
+		pm = fetch_smap(url, cl->self.id, tmo);
 	pthread_rwlock_rdlock(&cl->rw);
 	size_t n = cl->cmap ? cmap_size(cl->cmap) : 0;
-	bool newer = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap)) && cmap_cmp(pm, cl->cmap) > 0;
+	bool same = pm && cl->cmap && !strcmp(cmap_uuid(pm), cmap_uuid(cl->cmap));
+	bool newer = same && cmap_cmp(pm, cl->cmap) > 0;
 	if (cl->cmap)
 		snprintf(prim, sizeof(prim), "%s", cmap_primary(cl->cmap));
 	pthread_rwlock_unlock(&cl->rw);
@@ -415,6 +426,11 @@ void clu_follower_round(cluster_t *cl)
 	if (!pm && clu_local_shortage(cl, "checking the primary")) {
 		/* this node's own fault: the primary is not blamed, and nothing else
 		 * this round (finding a newer map, joining) could work either */
+		return;
+	}
+	if (same && atomic_load(&cl->decommissioned) && !cmap_get(pm, cl->self.id, strlen(cl->self.id))) {
+		clu_leave(cl, pm); /* drained and removed: nothing more to do here */
+		cmap_free(pm);
 		return;
 	}
 	if (pm) {

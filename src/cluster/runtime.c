@@ -14,8 +14,10 @@
  * Node states: a node in maintenance stays in the map even when it fails its
  * health checks (it may be down for maintenance); cmap_owner skips it. A
  * node that accepts a map with itself decommissioning writes
- * DIR/decommissioned and never rejoins (removing that file and restarting
- * the node undoes it).
+ * DIR/decommissioned and never rejoins; once the primary's map no longer
+ * has it (the drain done, the node removed) it stops the process, and it
+ * does not start again while that file exists (removing the file undoes
+ * it: the node then joins as a new member).
  * The keepalive thread uses blocking HTTP (httpc_sync) with short timeouts:
  * simple, and fine at the scale of tens of nodes.
  */
@@ -23,6 +25,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,13 +62,24 @@ static bool bucket_access(void *ctx, sv_t bucket, unsigned *access)
 	return bk != NULL;
 }
 
+const char *cluster_node_dir(const conf_t *c) { return c->node_dir[0] ? c->node_dir : c->mountpaths[0]; }
+
+bool cluster_was_decommissioned(const conf_t *c, char *marker, size_t markersz)
+{
+	char p[1200];
+	snprintf(p, sizeof(p), "%s/decommissioned", cluster_node_dir(c));
+	if (marker && markersz)
+		snprintf(marker, markersz, "%s", p);
+	return access(p, F_OK) == 0;
+}
+
 cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *err)
 {
 	cluster_t *cl = xcalloc(1, sizeof(*cl));
 	char p[1200];
 
 	cl->conf = c;
-	snprintf(cl->dir, sizeof(cl->dir), "%s", c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
+	snprintf(cl->dir, sizeof(cl->dir), "%s", cluster_node_dir(c));
 	if (mkdir(cl->dir, 0755) == 0) {
 		chmod(cl->dir, 0755); /* past the umask: a target's local-read socket lives here */
 	} else if (errno != EEXIST) {
@@ -312,6 +326,17 @@ void clu_mark_decommissioned(cluster_t *cl)
 		  "(remove %s and restart to allow it)", p);
 }
 
+void clu_leave(cluster_t *cl, const cmap_t *pm)
+{
+	if (atomic_exchange(&cl->leaving, true))
+		return;
+	log_warnx("decommission complete: the primary's cluster map v%llu no longer has this node: it exits "
+		  "(and does not start again while %s/decommissioned exists)",
+		  (unsigned long long)cmap_version(pm), cl->dir);
+	/* the main thread's sigwait: the same graceful stop as on SIGTERM */
+	kill(getpid(), SIGTERM);
+}
+
 /* The JSON of a metasync push or join answer: {"cmap":{..},"bmd":{..}}. */
 void clu_encode_meta(cluster_t *cl, buf_t *out)
 {
@@ -551,11 +576,21 @@ static size_t lease_round(cluster_t *cl, const cmap_node_t *nodes, size_t n, con
 		calls[nc].method = "POST";
 		calls[nc].body = &body;
 		calls[nc].timeout_ms = MIN(cl->conf->keepalive_ms, all ? 2000 : 1000);
+		if (all) {
+			/* the keepalive: the round waits as long as before, but a check
+			 * goes on for most of the grace, and its answer, however late,
+			 * is life (cluster_heard): a check queued behind data on a
+			 * saturated link is not a dead node */
+			snprintf(calls[nc].heard, sizeof(calls[nc].heard), "%s", nodes[i].id);
+			if (cl->conf->grace_ms > cl->conf->keepalive_ms)
+				calls[nc].timeout_ms = MAX(calls[nc].timeout_ms,
+							   MIN(cl->conf->grace_ms - cl->conf->keepalive_ms, 5000));
+		}
 		idx[nc++] = i;
 	}
 	int64_t start = time_mono_ns(); /* no grant is older than this */
 	if (all)
-		clu_call_all(cl, calls, nc);
+		cluster_call_quorum(calls, nc, 0, MIN(cl->conf->keepalive_ms, 2000), &cl->stop, NULL);
 	else
 		cluster_call_quorum(calls, nc, need > 1 ? need - 1 : 0, 0, &cl->stop, NULL);
 	for (size_t c = 0; c < nc; c++) {
@@ -662,6 +697,43 @@ int cluster_update(cluster_t *cl, cluster_update_fn fn, void *arg, buf_t *err)
 
 /* --- keepalive ------------------------------------------------------------- */
 
+/* When each node was last heard from: its own map calls (api.c) and its
+ * answers to health checks, the late ones too (call.c, on the fan's
+ * threads, which may outlive a round and the cluster: so process-wide). */
+static pthread_mutex_t heard_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char id[CMAP_ID_MAX + 1];
+	int64_t at_ns; /* monotonic */
+} heard[256];
+static size_t nheard;
+
+void cluster_heard(const char *id, size_t len)
+{
+	size_t i;
+	if (!cmap_id_valid(id, len))
+		return;
+	pthread_mutex_lock(&heard_mu);
+	for (i = 0; i < nheard; i++)
+		if (strlen(heard[i].id) == len && !memcmp(heard[i].id, id, len))
+			break;
+	if (i == nheard && nheard < ARRAY_SIZE(heard))
+		snprintf(heard[nheard++].id, sizeof(heard[0].id), "%.*s", (int)len, id);
+	if (i < nheard)
+		heard[i].at_ns = time_mono_ns();
+	pthread_mutex_unlock(&heard_mu);
+}
+
+int64_t clu_heard_at(const char *id)
+{
+	int64_t at = 0;
+	pthread_mutex_lock(&heard_mu);
+	for (size_t i = 0; i < nheard; i++)
+		if (!strcmp(heard[i].id, id))
+			at = heard[i].at_ns;
+	pthread_mutex_unlock(&heard_mu);
+	return at;
+}
+
 /* A node that stopped answering leaves the map; a target is remembered as
  * lost (cmap_drop): listings know they may lack its objects. */
 static int drop_node(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
@@ -679,6 +751,7 @@ static void primary_round(cluster_t *cl)
 	char newer[CMAP_URL_MAX + 1] = "", newer_term[CMAP_URL_MAX + 1] = "", uuid[CMAP_ID_MAX + 1];
 	uint64_t term;
 	bool *ok, *local;
+	const int64_t grace = (int64_t)cl->conf->grace_ms * 1000000;
 
 	clu_lease_note(cl); /* a lease that ran out since the last round */
 	pthread_rwlock_rdlock(&cl->rw);
@@ -724,6 +797,7 @@ static void primary_round(cluster_t *cl)
 				p->cmap_ver = p->bmd_ver = 0; /* back: push again (it may hold a newer map) */
 			p->fail_since = 0;
 			p->kept = false;
+			p->heard_kept = false;
 		} else if (p && !p->fail_since) {
 			p->fail_since = now;
 			log_warnx("node %s failed its health check", nodes[i].id);
@@ -735,10 +809,23 @@ static void primary_round(cluster_t *cl)
 					 "cluster map",
 					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			}
-		} else if (p && majority && acting && now - p->fail_since > (int64_t)cl->conf->grace_ms * 1000000) {
-			log_warnx("node %s failed health checks for %llu ms: removing it from the cluster map",
+		} else if (p && majority && acting && now - p->fail_since > grace &&
+			   now - clu_heard_at(nodes[i].id) <= grace) {
+			/* its checks starve (a saturated link queues them past their
+			 * timeout), but it answered one late or its own keepalive calls
+			 * still reach this node: it lives; only silence for the whole
+			 * grace removes it */
+			if (!p->heard_kept)
+				log_info("node %s failed health checks for %llu ms but was heard from since (a late "
+					 "answer, or a call of its own): it stays in the cluster map",
+					 nodes[i].id, (unsigned long long)cl->conf->grace_ms);
+			p->heard_kept = true;
+		} else if (p && majority && acting && now - p->fail_since > grace) {
+			log_warnx("node %s failed health checks for %llu ms (and was not heard from): removing it "
+				  "from the cluster map",
 				  nodes[i].id, (unsigned long long)cl->conf->grace_ms);
 			p->fail_since = 0;
+			p->heard_kept = false;
 			p->cmap_ver = p->bmd_ver = 0;
 			pthread_mutex_unlock(&cl->wmu);
 			buf_reset(&err);

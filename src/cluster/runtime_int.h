@@ -15,6 +15,7 @@ struct peer {
 	char id[CMAP_ID_MAX + 1];
 	int64_t fail_since;        /* monotonic ns of the first failed check; 0 healthy */
 	bool kept;                 /* in maintenance, past the grace, kept: said once */
+	bool heard_kept;           /* failing its checks but heard from: said once */
 	uint64_t cmap_ver, bmd_ver; /* versions the node acknowledged */
 };
 
@@ -38,6 +39,7 @@ struct cluster {
 	bool joined, join_warned; /* keepalive thread only */
 	atomic_bool stop;
 	atomic_bool decommissioned; /* the primary decommissioned this node (DIR/decommissioned) */
+	atomic_bool leaving;        /* its decommission completed: the process is stopping */
 	pthread_mutex_t refresh_mu; /* one cluster_refresh at a time; guards refreshed_ns */
 	int64_t refreshed_ns;       /* end of the last cluster_refresh (monotonic) */
 	/* election (election.c) */
@@ -58,6 +60,10 @@ struct cluster {
 	bool local_warned;        /* keepalive thread: said its own shortage stops its checks */
 };
 
+/* When node id last called (monotonic ns; 0: never) or answered a health
+ * check, however late (cluster_heard). */
+int64_t clu_heard_at(const char *id);
+
 int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err);
 void clu_encode_meta(cluster_t *cl, buf_t *out);
 /* Accepts {"cmap":..,"bmd":..} if newer (api.c). sender: the node id of a
@@ -69,6 +75,10 @@ int clu_accept_meta(cluster_t *cl, const char *json, size_t len, const char *sen
 /* Called on a node that accepted a map with itself decommissioning: writes
  * DIR/decommissioned and stops rejoining, now and after restarts. */
 void clu_mark_decommissioned(cluster_t *cl);
+/* The decommission of this node completed: pm, the primary's map, no
+ * longer has it. Logs why and stops the process (SIGTERM to itself: the
+ * daemon's graceful stop), once. */
+void clu_leave(cluster_t *cl, const cmap_t *pm);
 /* Non-primary: joins the primary when this node is not in its map. pm is
  * the primary's map as it answered this round (NULL: no answer). */
 void clu_join_if_needed(cluster_t *cl, const cmap_t *pm);

@@ -97,6 +97,7 @@ int log_access_init(bool on, const char *path)
 void log_access_set(bool on) { g_access_on = on; }
 bool log_access_on(void) { return atomic_load_explicit(&g_access_on, memory_order_relaxed); }
 void log_set_request(const char *id) { t_request = id; }
+const char *log_request(void) { return t_request; }
 unsigned long log_warn_count(void) { return g_warns; }
 
 void log_set_level(enum log_level level) { g_level = level; }

@@ -84,8 +84,15 @@ static void budget_refuse(http_req_t *req)
 bool conn_is_node(http_conn_t *c)
 {
 	http_server_t *s = c->w->srv;
-	if (c->is_node < 0)
+	if (c->is_node == 1)
+		return true;
+	/* a "no" may change: a node's keep-alive connection, opened before
+	 * its join put it in the map, carries its calls after that */
+	int64_t now = time_mono_ns();
+	if (c->is_node < 0 || now - c->is_node_at > 1000000000LL) {
 		c->is_node = !c->local && s->o.is_peer && s->o.is_peer(s->o.ctx, c->peer);
+		c->is_node_at = now;
+	}
 	return c->is_node == 1;
 }
 
@@ -412,6 +419,30 @@ static void req_begin(http_conn_t *c)
 	req->id = atomic_fetch_add(&s->next_id, 1) + 1;
 	snprintf(req->id_str, sizeof(req->id_str), "%08x-%llx", s->id_prefix, (unsigned long long)req->id);
 	log_set_request(req->id_str);
+}
+
+bool http_reqid_valid(sv_t id)
+{
+	if (!id.len || id.len > HTTP_REQID_MAX)
+		return false;
+	for (size_t i = 0; i < id.len; i++) {
+		unsigned char ch = (unsigned char)id.ptr[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '.' ||
+		      ch == '_' || ch == ':' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool http_req_adopt_id(http_req_t *req, sv_t id)
+{
+	_Static_assert(HTTP_REQID_MAX < sizeof(req->id_str), "an id fits id_str");
+	if (!http_reqid_valid(id))
+		return false;
+	memcpy(req->id_str, id.ptr, id.len);
+	req->id_str[id.len] = '\0';
+	log_set_request(req->id_str);
+	return true;
 }
 
 /* The authz hook's second look, at the body a signature may bind. */

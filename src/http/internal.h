@@ -209,6 +209,7 @@ struct http_conn {
 	bool counted;          /* counted in its client address's connections (climit.c) */
 	bool job_counted;      /* the current request counts as one of its address's jobs (climit.c) */
 	signed char is_node;   /* the client is a node of the cluster: 1 yes, 0 no, -1 not asked yet */
+	int64_t is_node_at;    /* when a "no" was last asked (monotonic ns): asked again after 1 s */
 	unsigned fds_held;     /* descriptors of the budget the current request holds (its route's fds) */
 	char peer[48];         /* client address, for logs */
 	unsigned char peer_key[16]; /* client address as IPv6 (v4-mapped), for the rate limit */

@@ -136,7 +136,7 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
 	}
 	if (c->req.id)
-		buf_addf(&c->out, "X-Request-Id: %s\r\n", c->req.id_str);
+		buf_addf(&c->out, HTTP_REQID_HDR ": %s\r\n", c->req.id_str);
 	if (c->close_after || !c->keep_alive)
 		buf_addstr(&c->out, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)

@@ -689,6 +689,10 @@ httpc_req_t *httpc_start(httpc_t *c, const httpc_spec_t *s)
 	/* no 100-continue round trip between peers that know each other */
 	if (!has_expect)
 		r->hdrs = curl_slist_append(r->hdrs, "Expect:");
+	char rid[HTTPC_REQID_LINE_MAX];
+	httpc_reqid_line(rid);
+	if (rid[0])
+		r->hdrs = curl_slist_append(r->hdrs, rid);
 
 	r->next = c->reqs;
 	if (c->reqs)

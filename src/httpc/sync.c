@@ -98,6 +98,14 @@ static httpc_signer_fn g_signer;
 
 void httpc_set_signer(httpc_signer_fn fn) { g_signer = fn; }
 
+void httpc_reqid_line(char out[HTTPC_REQID_LINE_MAX])
+{
+	const char *id = log_request();
+	out[0] = '\0';
+	if (id && *id && strlen(id) < HTTPC_REQID_LINE_MAX - sizeof(LOG_REQID_HDR ": "))
+		snprintf(out, HTTPC_REQID_LINE_MAX, LOG_REQID_HDR ": %s", id);
+}
+
 bool httpc_sign(const char *method, const char *url, const void *body, size_t len, char *out, size_t outsz)
 {
 	if (!g_signer) {
@@ -236,6 +244,10 @@ int httpc_sync(const char *method, const char *url, const char *const *headers,
 	}
 	if (!has_expect)
 		hl = curl_slist_append(hl, "Expect:");
+	char rid[HTTPC_REQID_LINE_MAX];
+	httpc_reqid_line(rid);
+	if (rid[0])
+		hl = curl_slist_append(hl, rid);
 	hl = httpc_intra_auth(hl, method, url, body, body ? len : 0);
 
 	httpc_easy_common(e, "aisd");

@@ -883,7 +883,7 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 {
 	xp_req_t *r = xcalloc(1, sizeof(*r));
 	buf_t host = BUF_INIT;
-	bool has_host = false;
+	bool has_host = false, has_id = false;
 
 	r->base = base;
 	r->pool = pool_of(base);
@@ -913,15 +913,25 @@ xp_req_t *xp_start(struct event_base *base, const xp_spec_t *s)
 		buf_addstr(&r->head, s->headers[i]);
 		buf_addstr(&r->head, "\r\n");
 		has_host = has_host || !strncasecmp(s->headers[i], "Host:", 5);
+		has_id = has_id || !strncasecmp(s->headers[i], LOG_REQID_HDR ":", sizeof(LOG_REQID_HDR));
 	}
-	for (sv_t b = s->header_block; b.len && !has_host;) { /* (a line starts at b) */
-		has_host = b.len >= 5 && !strncasecmp(b.ptr, "Host:", 5);
+	for (sv_t b = s->header_block; b.len;) { /* (a line starts at b) */
+		has_host = has_host || (b.len >= 5 && !strncasecmp(b.ptr, "Host:", 5));
+		/* a relayed request's own id line (its signature may cover it) goes as it is */
+		has_id = has_id || (b.len > sizeof(LOG_REQID_HDR) &&
+				    !strncasecmp(b.ptr, LOG_REQID_HDR ":", sizeof(LOG_REQID_HDR)));
 		const char *nl = memchr(b.ptr, '\n', b.len);
 		size_t k = nl ? (size_t)(nl - b.ptr) + 1 : b.len;
 		b.ptr += k;
 		b.len -= k;
 	}
 	buf_addsv(&r->head, s->header_block);
+	char rid[HTTPC_REQID_LINE_MAX];
+	httpc_reqid_line(rid);
+	if (rid[0] && !has_id) {
+		buf_addstr(&r->head, rid);
+		buf_addstr(&r->head, "\r\n");
+	}
 	int rc = xp_supports(s->base) ? parse_base(r, s->base, &host) : AIS_ERR;
 	if (!has_host)
 		buf_addf(&r->head, "Host: %.*s\r\n", (int)host.len, host.ptr ? host.ptr : "");

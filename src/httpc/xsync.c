@@ -482,7 +482,7 @@ struct xreq {
 static int first_answer(const struct xreq *q, xconn_t *c, buf_t *rb, int *st, buf_t *resp_hdrs, buf_t *body,
 			bool *keep, buf_t *msg)
 {
-	char auth[HTTPC_SIGN_MAX];
+	char auth[HTTPC_SIGN_MAX], rid[HTTPC_REQID_LINE_MAX];
 	buf_t head = BUF_INIT;
 	int rc = AIS_OK;
 	buf_addf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", q->method, q->target, q->key, q->extra);
@@ -492,6 +492,9 @@ static int first_answer(const struct xreq *q, xconn_t *c, buf_t *rb, int *st, bu
 	buf_addf(&head, "%s\r\n", auth);
 	if (httpc_sign(q->method, q->url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
+	httpc_reqid_line(rid);
+	if (rid[0])
+		buf_addf(&head, "%s\r\n", rid);
 	buf_addstr(&head, "\r\n");
 	*c = idle_take(q->key, q->tls);
 	bool reused = c->fd >= 0, got = false;
@@ -632,7 +635,7 @@ struct xs_stream {
 
 xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t timeout_ms, buf_t *msg)
 {
-	char auth[HTTPC_SIGN_MAX];
+	char auth[HTTPC_SIGN_MAX], rid[HTTPC_REQID_LINE_MAX];
 	const char *target;
 	xs_stream_t *s = xcalloc(1, sizeof(*s));
 	buf_t head = BUF_INIT;
@@ -657,6 +660,9 @@ xs_stream_t *xs_stream_open(const char *url, const char *const *hdrs, uint64_t t
 	buf_addf(&head, "%s\r\n", auth);
 	if (httpc_sign("PUT", url, NULL, 0, auth, sizeof(auth)))
 		buf_addf(&head, "%s\r\n", auth);
+	httpc_reqid_line(rid);
+	if (rid[0])
+		buf_addf(&head, "%s\r\n", rid);
 	buf_addstr(&head, "\r\n");
 	if (send_all(&s->c, head.ptr, head.len) != AIS_OK)
 		s->dead = true;

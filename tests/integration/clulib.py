@@ -252,6 +252,16 @@ def curl(*args):
     return cp.stdout.decode().strip()
 
 
+def no_id(loc):
+    """A redirect's Location without its ais_id parameter (the request id
+    it passes on: every redirect carries its own)."""
+    if not loc or "?" not in loc:
+        return loc
+    base, query = loc.split("?", 1)
+    kept = [kv for kv in query.split("&") if not kv.startswith("ais_id=")]
+    return base + ("?" + "&".join(kept) if kept else "")
+
+
 def smap_ids(node):
     try:
         r = get(node.url, "/v1/cluster?what=smap", timeout=5)

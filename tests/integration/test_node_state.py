@@ -10,9 +10,11 @@ gateways' smaps, and 100 new objects PUT through the gateway never land on it
 unknown actions -> 400, an unknown node -> 404, the primary into maintenance
 -> 409, a standalone target -> 400; the action sent to g2 or to a target ->
 307 to the primary, and 200 once followed; decommission-node removes a
-still-running target, which stays out for 3+ keepalive periods and after a
-restart (DIR/decommissioned); aisctl node maintenance start|stop and node
-decommission [--yes] (via g2, redirects followed); no error-level log line.
+running target, which then exits 0 (its PID gone, a log line saying why)
+and does not start again (DIR/decommissioned: exit 0 at once, the map
+unchanged); aisctl node maintenance start|stop and node decommission [--yes]
+(via g2, redirects followed) of a target and of the non-primary gateway g2,
+both of which exit 0; no error-level log line.
 """
 # timeout: 150
 import json
@@ -159,7 +161,7 @@ T3 = node_id(t3)
 for via in (g2, t1):
     r1, r2 = follow("PUT", via.url, "/v1/cluster",
                     json.dumps({"action": "start-maintenance", "value": {"sid": T3}}), JSON)
-    t.check(r1.status == 307 and (r1.h("location") or "") == g1.url + "/v1/cluster",
+    t.check(r1.status == 307 and clulib.no_id(r1.h("location") or "") == g1.url + "/v1/cluster",
             "start-maintenance via %s -> 307 to the primary" % via.name, r1)
     t.eq(r2.status, 200, "followed -> 200")
     t.check(poll(lambda: state_of(g2, T3) == "maintenance", 5), "t3 in maintenance in g2's smap")
@@ -182,14 +184,26 @@ t.check(os.path.exists(os.path.join(t3.dir, "mp1", "decommissioned")), "t3 remem
 t.check(poll(lambda: "the primary decommissioned this node" in log_text(t3), 30),
         "t3 logs that it was decommissioned and will not rejoin")
 v_dec = (smap(g1) or {}).get("version")
-t.check(procs["t3"].poll() is None and get(t3.url, "/v1/health").status == 200, "t3 still runs")
-t.check(T3 not in smap_ids(g1) and T3 not in smap_ids(g2), "t3 stays out of both smaps for 3+ keepalive periods",
-        (smap_ids(g1), smap_ids(g2)))
-procs["t3"].terminate()
-procs["t3"].wait(10)
-t.check(t3.start(join=g1.url), "t3 restarts with --join")
-t.check(poll(lambda: "this node was decommissioned: it will not join" in log_text(t3), 30),
-        "the restarted t3 logs that it will not join")
+
+
+def exits(name, secs):
+    """Waits at most secs for the node's process to end; its exit status, or None."""
+    try:
+        return procs[name].wait(secs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+# the decommission done (drained, out of the map), the node has nothing to serve: it exits 0, saying why
+pid3 = procs["t3"].pid
+t.eq(exits("t3", 30), 0, "the decommissioned t3 exits with status 0")
+t.check(not os.path.exists("/proc/%d" % pid3), "t3's PID %d is gone" % pid3)
+t.check("decommission complete" in log_text(t3), "t3 logs why it exits (decommission complete)")
+t.check(T3 not in smap_ids(g1) and T3 not in smap_ids(g2), "t3 stays out of both smaps", (smap_ids(g1), smap_ids(g2)))
+t.check(not t3.start(join=g1.url), "a restarted t3 (--join) does not start: its node dir says decommissioned")
+t.eq(exits("t3", 30), 0, "the restarted t3 exits with status 0")
+t.check("this node was decommissioned" in log_text(t3) and "does not start" in log_text(t3),
+        "the restarted t3 logs that it does not start and why")
 t.check(T3 not in smap_ids(g1) and (smap(g1) or {}).get("version") == v_dec,
         "a restarted decommissioned t3 does not rejoin (g1's map unchanged since the decommission)", smap_ids(g1))
 t.eq(act(g1.url, "decommission-node", T3).status, 404, "decommission t3 again -> 404")
@@ -218,6 +232,20 @@ rc, out, err = ctl("-e", g2.url, "node", "decommission", "--yes", node_id(t2))
 t.check(rc == 0 and "decommissioned" in out, "aisctl -e g2 node decommission --yes t2: exit 0", (rc, out, err))
 t.check(poll(lambda: node_id(t2) not in (smap_ids(g1) or {node_id(t2)}) and
              node_id(t2) not in (smap_ids(g2) or {node_id(t2)}), 5), "t2 gone from both smaps")
+t.eq(exits("t2", 30), 0, "the decommissioned t2 exits with status 0")
+
+# a non-primary gateway: no data to drain, out of the map at once, then it exits
+G2 = node_id(g2)
+rc, out, err = ctl("-e", g1.url, "node", "decommission", "--yes", G2)
+t.check(rc == 0 and "decommissioned" in out, "aisctl node decommission --yes g2: exit 0", (rc, out, err))
+t.check(G2 not in (smap_ids(g1) or {G2}), "g2 gone from g1's smap", smap_ids(g1))
+pid2 = procs["g2"].pid
+t.eq(exits("g2", 30), 0, "the decommissioned g2 exits with status 0")
+t.check(not os.path.exists("/proc/%d" % pid2), "g2's PID %d is gone" % pid2)
+t.check(os.path.exists(os.path.join(g2.dir, "meta", "decommissioned")) and "decommission complete" in log_text(g2),
+        "g2 remembers it (meta/decommissioned) and logs why it exits")
+t.check(get(g1.url, "/v1/health").status == 200 and G2 not in (smap_ids(g1) or {G2}),
+        "g1 stays healthy, g2 stays out of its map")
 
 # --- stop, then the logs -------------------------------------------------------------
 

@@ -339,6 +339,18 @@ START_TEST(test_redirect_sig)
 	ck_assert(u.exp == 1700000060 && !u.admin && u.nb == 2 && u.b[0].perm == 5 && !strcmp(u.b[1].bucket, "*"));
 	ck_assert_str_eq(body, AUTH_BODY_UNSIGNED);
 	ck_assert_int_eq(rverify(q.ptr, 1700000061, &u, body), AIS_ERR); /* expired */
+	{
+		/* the request id a gateway passes on (ais_id) is covered: changed, refused */
+		buf_t qi = BUF_INIT;
+		auth_redirect_query(KEY, KLEN, "GET", sv_from("/v1/ml/moss/a"), sv_from("ais_id=0a4b46cb-ac"),
+				    AUTH_BODY_UNSIGNED, 1700000060, &t, &qi);
+		ck_assert_int_eq(rverify(qi.ptr, 1700000000, &u, body), AIS_OK);
+		char *p = strstr(qi.ptr, "0a4b46cb-ac");
+		ck_assert_ptr_nonnull(p);
+		p[0] = '1';
+		ck_assert_int_eq(rverify(qi.ptr, 1700000000, &u, body), AIS_ERR);
+		buf_free(&qi);
+	}
 	ck_assert_int_eq(rverify("archpath=x", 0, &u, body), AIS_DONE);  /* not a signed redirect */
 	ck_assert_int_eq(rverify("", 0, &u, body), AIS_DONE);
 	/* ais_prev: signed for one path under the key; never under an empty key */

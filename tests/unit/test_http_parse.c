@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "aisd/buf.h"
+#include "aisd/http.h"
 #include "aisd/http_parse.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -181,6 +182,25 @@ static bool hdr_is(const hp_head_t *h, size_t i, const char *name, const char *v
 }
 
 /* ---- heads -------------------------------------------------------------- */
+
+/* request ids a caller may name: bounded, and safe in a log line, a header
+ * and a query as they are */
+START_TEST(test_reqid_valid)
+{
+	ck_assert(http_reqid_valid(SV("0a4b46cb-ac")));
+	ck_assert(http_reqid_valid(SV("client-trace.42:a_b")));
+	ck_assert(http_reqid_valid(SV("x")));
+	ck_assert(http_reqid_valid(SV("0123456789012345678901234567890"))); /* 31 */
+	ck_assert(!http_reqid_valid(SV("01234567890123456789012345678901"))); /* 32 */
+	ck_assert(!http_reqid_valid(SV("")));
+	ck_assert(!http_reqid_valid(SV("a b")));
+	ck_assert(!http_reqid_valid(SV("a\nreq=forged")));
+	ck_assert(!http_reqid_valid(SV("a&ais_rsig=x")));
+	ck_assert(!http_reqid_valid(SV("a%20b")));
+	ck_assert(!http_reqid_valid(SV("\"quoted\"")));
+	ck_assert(!http_reqid_valid((sv_t){"a\0b", 3}));
+}
+END_TEST
 
 START_TEST(test_simple_get)
 {
@@ -759,6 +779,7 @@ static Suite *http_parse_suite(void)
 	tcase_add_test(t, test_bad_lengths);
 	tcase_add_test(t, test_bad_chunks);
 	tcase_add_test(t, test_bad_headers);
+	tcase_add_test(t, test_reqid_valid);
 	suite_add_tcase(s, t);
 	return s;
 }
