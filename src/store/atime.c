@@ -49,6 +49,7 @@ static void atime_write(store_t *s, const struct store_atime *a)
 		r.m.atime_ns = a->now;
 		store_rec_encode(&v, &r);
 		leveldb_put(mp->db, s->wo_lazy, k.ptr, k.len, v.ptr, v.len, &err);
+		store_hot_drop(s, k.ptr, k.len); /* the cached atime is older now (hot.c rule 1) */
 		if (err) {
 			log_warnx("%s: leveldb put (atime): %s", mp->path, err);
 			leveldb_free(err);

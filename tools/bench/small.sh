@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2154  # cleanup runs from a trap; *_PORT are set by printf -v
+# small.sh - small reads: GETs straight to one aisd target (native API,
+# /v1/objects/BUCKET/OBJ) against nginx serving the same files, side by
+# side in one run, the same client, servers alternating first round by
+# round, medians reported:
+#   GET 1 KiB,  random of 10,000, 64 connections      aisloader  ops/s
+#   GET 10 KiB, random of 10,000, 64 connections      aisloader  ops/s
+#   GET 1 MiB,  random of 64, 16 connections          aisloader  ops/s
+#   GET 1 KiB and 10 KiB, one key, 64 connections     wrk -t2    req/s
+# (wrk, a leaner client than aisloader, where installed). Starts nginx
+# (nginx.conf.in: sendfile, access log off, 2 workers) and one aisd target
+# (store.fsync=never, defaults otherwise) on free loopback ports under a
+# mktemp -d dir, preloads identical bytes into both, and writes the table
+# as markdown to $BUILD/bench-small.md. Every process is stopped by its
+# PID and the temp dir removed on exit (KEEP=1 keeps it); every run is
+# bounded in time.
+#
+# Environment: BUILD (default build), ROUNDS (5), DUR (seconds per
+# measurement, 5), THREADS (aisloader threads, 1), AISD_SET (more
+# "--set key=value" arguments for the target, e.g. "store.hot_max=0"),
+# KEEP.
+# Exit status: 0 when every measurement ran without errors, 1 otherwise.
+set -u
+
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-5}
+DUR=${DUR:-5}
+THREADS=${THREADS:-1}
+LOADER=$BUILD/aisloader
+AISD=$BUILD/aisd
+NGINX=/usr/sbin/nginx
+
+# shellcheck source=tools/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+[ -x "$LOADER" ] || die "$LOADER not built (make BUILD=$BUILD)"
+[ -x "$AISD" ] || die "$AISD not built (make BUILD=$BUILD)"
+[ -x "$NGINX" ] || die "$NGINX missing (tools/install-deps.sh installs nginx-light)"
+bench_setup small-bench
+
+start_nginx bench
+mkdir -p "$TMP/aisd/mp"
+AISD_PORT=$(free_port)
+set_args=()
+for kv in ${AISD_SET:-}; do set_args+=(--set "$kv"); done
+"$AISD" --role target --port "$AISD_PORT" --mountpath "$TMP/aisd/mp" --set store.fsync=never \
+	"${set_args[@]}" >"$TMP/aisd/aisd.log" 2>&1 &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$AISD_PORT/v1/health" 10 || {
+	tail -n 20 "$TMP/aisd/aisd.log" >&2
+	die "aisd did not answer GET /v1/health in 10 s"
+}
+create_bucket "http://127.0.0.1:$AISD_PORT" bench || die "no bucket"
+declare -A URL=([aisd]=http://127.0.0.1:$AISD_PORT/v1/objects/bench [nginx]=http://127.0.0.1:$NGINX_PORT/bench)
+SERVERS=(aisd nginx)
+
+# measure TEST SERVER URL ARGS...: one aisloader run, ops/s appended to a file.
+measure() {
+	local test=$1 srv=$2 url=$3 v
+	shift 3
+	v=$(run_loader "$test/$srv" --url "$url" --threads "$THREADS" "$@" | json_field ops_per_s)
+	printf '  %-8s %-7s %s\n' "$test" "$srv" "${v:-failed}" >&2
+	[ -n "$v" ] && echo "$v" >>"$TMP/res.$test.$srv"
+}
+
+# The three sets in their own key spaces (BASE/1k/obj-..., ...), checked
+# after the load: same bytes in both servers.
+for s in "${SERVERS[@]}"; do
+	echo "small-bench: preloading $s: 10,000 x 1 KiB, 10,000 x 10 KiB, 64 x 1 MiB" >&2
+	for set in 1k:1K:10000 10k:10K:10000 1m:1M:64; do
+		IFS=: read -r dir size n <<<"$set"
+		run_loader "prefill-$dir/$s" --url "${URL[$s]}/$dir" --op put --size "$size" --objects "$n" --seq \
+			--count "$n" --workers 16 >/dev/null
+		run_loader "verify-$dir/$s" --url "${URL[$s]}/$dir" --op get --size "$size" --objects "$n" \
+			--count "$((n < 1000 ? n : 1000))" --workers 16 --verify >/dev/null
+	done
+done
+
+echo "small-bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement" >&2
+for r in $(seq "$ROUNDS"); do
+	order=("${SERVERS[@]}")
+	[ $((r % 2)) = 0 ] && order=("${order[1]}" "${order[0]}")
+	echo "small-bench: round $r/$ROUNDS (${order[*]})" >&2
+	for s in "${order[@]}"; do
+		measure get1k "$s" "${URL[$s]}/1k" --op get --size 1K --objects 10000 --random --workers 64 \
+			--duration "$DUR" --seed "$r"
+	done
+	for s in "${order[@]}"; do
+		measure get10k "$s" "${URL[$s]}/10k" --op get --size 10K --objects 10000 --random --workers 64 \
+			--duration "$DUR" --seed "$r"
+	done
+	for s in "${order[@]}"; do
+		measure get1m "$s" "${URL[$s]}/1m" --op get --size 1M --objects 64 --random --workers 16 \
+			--duration "$DUR" --seed "$r"
+	done
+	command -v wrk >/dev/null || continue
+	for k in 1k 10k; do
+		for s in "${order[@]}"; do
+			v=$(timeout 60 wrk -t2 -c64 -d"${DUR}s" "${URL[$s]}/$k/obj-000001" 2>&1 |
+				awk '/^Requests\/sec/ { print $2 }')
+			printf '  %-8s %-7s %s\n' "wrk$k" "$s" "${v:-failed}" >&2
+			[ -n "$v" ] && echo "$v" >>"$TMP/res.wrk$k.$s"
+		done
+	done
+done
+
+med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
+MD=$BUILD/bench-small.md
+{
+	echo "## Small reads, aisd direct vs nginx ($(date -u +%Y-%m-%d))"
+	echo
+	echo "$(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, ${DUR} s each, medians."
+	echo
+	echo "| test | aisd | nginx | aisd/nginx |"
+	echo "|---|---:|---:|---:|"
+	row() {
+		local a n
+		a=$(med "$2" aisd)
+		n=$(med "$2" nginx)
+		[ "$a" = n/a ] && [ "$n" = n/a ] && return
+		echo "| $1 | $a | $n | $(ratio "$a" "$n") |"
+	}
+	row "GET 1 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get1k
+	row "GET 10 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get10k
+	row "GET 1 MiB, random of 64, 16 conns, aisloader (ops/s)" get1m
+	row "GET 1 KiB, one key, 64 conns, wrk -t2 (req/s)" wrk1k
+	row "GET 10 KiB, one key, 64 conns, wrk -t2 (req/s)" wrk10k
+	echo
+	echo "Every run (in round order):"
+	echo
+	for f in "$TMP"/res.*; do
+		[ -e "$f" ] || continue
+		echo "- ${f##*/res.}: $(tr '\n' ' ' <"$f")"
+	done
+} >"$MD"
+echo
+cat "$MD"
+echo
+echo "small-bench: markdown table written to $MD"
+exit $STATUS
