@@ -186,6 +186,9 @@ typedef struct store_hot_stats {
 	uint64_t fills;          /* objects put in */
 } store_hot_stats_t;
 void store_hot_stats(store_t *s, store_hot_stats_t *out);
+/* Tests only (NULL otherwise): called by a fill of the hot cache between
+ * reading the object and putting it in, to let a write race it. */
+extern void (*store_hot_fill_hook)(void);
 
 /* Records an access time (lazily: at most once per minute per object).
  * Never waits (callable from an event loop): the store's atime thread

@@ -326,6 +326,8 @@ static bool read_resident(int fd, uint64_t size, buf_t *body)
 	return true;
 }
 
+void (*store_hot_fill_hook)(void);
+
 int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int *fd,
 		   store_meta_t *m, buf_t *body)
 {
@@ -346,6 +348,8 @@ int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, si
 	int rc = store_open_obj(s, bck, blen, obj, olen, fd, m);
 	if (rc == AIS_OK && m->size <= h->obj_max) {
 		if (read_resident(*fd, m->size, body)) {
+			if (store_hot_fill_hook)
+				store_hot_fill_hook();
 			hot_put(h, name, n, hash, epoch, m, body->ptr + base);
 			close(*fd);
 			*fd = -1;
