@@ -18,8 +18,9 @@
 #
 # Environment: BUILD (default build), ROUNDS (5), DUR (seconds per
 # measurement, 5), THREADS (aisloader threads, 1), AISD_SET (more
-# "--set key=value" arguments for the target, e.g. "store.hot_max=0"),
-# KEEP.
+# "--set key=value" arguments for the target, e.g. "store.hot_cache=0"),
+# BASE (another aisd binary, e.g. an earlier build: a third server in the
+# same rounds, its column "base"), KEEP.
 # Exit status: 0 when every measurement ran without errors, 1 otherwise.
 set -u
 
@@ -39,20 +40,32 @@ NGINX=/usr/sbin/nginx
 bench_setup small-bench
 
 start_nginx bench
-mkdir -p "$TMP/aisd/mp"
-AISD_PORT=$(free_port)
+declare -A URL=([nginx]=http://127.0.0.1:$NGINX_PORT/bench)
+# start_target NAME BINARY [--set K=V...]: a standalone target; sets URL[NAME].
+start_target() {
+	local name=$1 bin=$2 port
+	shift 2
+	mkdir -p "$TMP/$name/mp"
+	port=$(free_port)
+	"$bin" --role target --port "$port" --mountpath "$TMP/$name/mp" --set store.fsync=never "$@" \
+		>"$TMP/$name/aisd.log" 2>&1 &
+	PIDS+=($!)
+	wait_http "http://127.0.0.1:$port/v1/health" 10 || {
+		tail -n 20 "$TMP/$name/aisd.log" >&2
+		die "$name ($bin) did not answer GET /v1/health in 10 s"
+	}
+	create_bucket "http://127.0.0.1:$port" bench || die "no bucket on $name"
+	URL[$name]=http://127.0.0.1:$port/v1/objects/bench
+}
 set_args=()
 for kv in ${AISD_SET:-}; do set_args+=(--set "$kv"); done
-"$AISD" --role target --port "$AISD_PORT" --mountpath "$TMP/aisd/mp" --set store.fsync=never \
-	"${set_args[@]}" >"$TMP/aisd/aisd.log" 2>&1 &
-PIDS+=($!)
-wait_http "http://127.0.0.1:$AISD_PORT/v1/health" 10 || {
-	tail -n 20 "$TMP/aisd/aisd.log" >&2
-	die "aisd did not answer GET /v1/health in 10 s"
-}
-create_bucket "http://127.0.0.1:$AISD_PORT" bench || die "no bucket"
-declare -A URL=([aisd]=http://127.0.0.1:$AISD_PORT/v1/objects/bench [nginx]=http://127.0.0.1:$NGINX_PORT/bench)
+start_target aisd "$AISD" "${set_args[@]}"
 SERVERS=(aisd nginx)
+if [ -n "${BASE:-}" ]; then
+	[ -x "$BASE" ] || die "BASE=$BASE is not an executable"
+	start_target base "$BASE"
+	SERVERS+=(base)
+fi
 
 # measure TEST SERVER URL ARGS...: one aisloader run, ops/s appended to a file.
 measure() {
@@ -78,8 +91,10 @@ done
 
 echo "small-bench: temp dir $TMP, $ROUNDS rounds, ${DUR}s per measurement" >&2
 for r in $(seq "$ROUNDS"); do
-	order=("${SERVERS[@]}")
-	[ $((r % 2)) = 0 ] && order=("${order[1]}" "${order[0]}")
+	# Each server goes first in turn, so none always gets the warmest page cache.
+	n=${#SERVERS[@]}
+	order=()
+	for i in $(seq 0 $((n - 1))); do order+=("${SERVERS[$(((i + r) % n))]}"); done
 	echo "small-bench: round $r/$ROUNDS (${order[*]})" >&2
 	for s in "${order[@]}"; do
 		measure get1k "$s" "${URL[$s]}/1k" --op get --size 1K --objects 10000 --random --workers 64 \
@@ -111,14 +126,26 @@ MD=$BUILD/bench-small.md
 	echo
 	echo "$(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, ${DUR} s each, medians."
 	echo
-	echo "| test | aisd | nginx | aisd/nginx |"
-	echo "|---|---:|---:|---:|"
+	if [ -n "${BASE:-}" ]; then
+		echo "base: $BASE"
+		echo
+		echo "| test | aisd | nginx | aisd/nginx | base | base/nginx |"
+		echo "|---|---:|---:|---:|---:|---:|"
+	else
+		echo "| test | aisd | nginx | aisd/nginx |"
+		echo "|---|---:|---:|---:|"
+	fi
 	row() {
-		local a n
+		local a n b
 		a=$(med "$2" aisd)
 		n=$(med "$2" nginx)
 		[ "$a" = n/a ] && [ "$n" = n/a ] && return
-		echo "| $1 | $a | $n | $(ratio "$a" "$n") |"
+		if [ -n "${BASE:-}" ]; then
+			b=$(med "$2" base)
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $b | $(ratio "$b" "$n") |"
+		else
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") |"
+		fi
 	}
 	row "GET 1 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get1k
 	row "GET 10 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get10k
@@ -137,4 +164,4 @@ echo
 cat "$MD"
 echo
 echo "small-bench: markdown table written to $MD"
-exit $STATUS
+exit "$STATUS"
