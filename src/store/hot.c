@@ -9,10 +9,12 @@
  * say):
  *  1. Every change of an object record ("o" key) or tombstone ("d" key)
  *     goes through store_db_write, which drops the names its batch touches
- *     after the LevelDB write (store_hot_drop_batch); the access-time
- *     writer, the one direct put of an "o" record, drops its name too. A
- *     bucket record change, a mountpath attach, detach or failure clears
- *     the whole cache (store_hot_clear).
+ *     after the LevelDB write (store_hot_drop_batch). The access-time
+ *     writer, the one direct put of an "o" record, changes only the
+ *     atime: it sets the cached copy's atime to the record's instead
+ *     (store_hot_touch; no drop, so hot objects stay hot when their atime
+ *     is written once a minute). A bucket record change, a mountpath
+ *     attach, detach or failure clears the whole cache (store_hot_clear).
  *  2. A drop bumps its shard's epoch under the shard's mutex. A fill takes
  *     the epoch before it reads the record and inserts only if the epoch is
  *     unchanged: a fill that read a record before a write's LevelDB write
@@ -269,6 +271,20 @@ static void hot_drop(struct store_hot *h, const char *name, size_t n)
 	struct hot_ent *e = find(sh, hash, name, n, NULL);
 	if (e)
 		remove_ent(sh, e);
+	pthread_mutex_unlock(&sh->mu);
+}
+
+void store_hot_touch(store_t *s, const char *key, size_t klen, int64_t atime_ns)
+{
+	struct store_hot *h = s->hot;
+	if (!h || klen < 2 || key[0] != 'o')
+		return;
+	uint64_t hash = name_hash(key + 1, klen - 1);
+	struct hot_shard *sh = shard_of(h, hash);
+	pthread_mutex_lock(&sh->mu);
+	struct hot_ent *e = find(sh, hash, key + 1, klen - 1, NULL);
+	if (e && e->atime_ns < atime_ns)
+		e->atime_ns = atime_ns;
 	pthread_mutex_unlock(&sh->mu);
 }
 

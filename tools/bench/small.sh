@@ -40,7 +40,7 @@ NGINX=/usr/sbin/nginx
 bench_setup small-bench
 
 start_nginx bench
-declare -A URL=([nginx]=http://127.0.0.1:$NGINX_PORT/bench)
+declare -A URL=([nginx]=http://127.0.0.1:$NGINX_PORT/bench) SPID=()
 # start_target NAME BINARY [--set K=V...]: a standalone target; sets URL[NAME].
 start_target() {
 	local name=$1 bin=$2 port
@@ -50,6 +50,7 @@ start_target() {
 	"$bin" --role target --port "$port" --mountpath "$TMP/$name/mp" --set store.fsync=never "$@" \
 		>"$TMP/$name/aisd.log" 2>&1 &
 	PIDS+=($!)
+	SPID[$name]=$!
 	wait_http "http://127.0.0.1:$port/v1/health" 10 || {
 		tail -n 20 "$TMP/$name/aisd.log" >&2
 		die "$name ($bin) did not answer GET /v1/health in 10 s"
@@ -67,13 +68,52 @@ if [ -n "${BASE:-}" ]; then
 	SERVERS+=(base)
 fi
 
-# measure TEST SERVER URL ARGS...: one aisloader run, ops/s appended to a file.
-measure() {
-	local test=$1 srv=$2 url=$3 v
-	shift 3
-	v=$(run_loader "$test/$srv" --url "$url" --threads "$THREADS" "$@" | json_field ops_per_s)
-	printf '  %-8s %-7s %s\n' "$test" "$srv" "${v:-failed}" >&2
+# The server's processes (nginx: the master and its workers).
+server_pids() {
+	if [ "$1" = nginx ]; then
+		echo "$NGINX_PID" $(pgrep -P "$NGINX_PID")
+	else
+		echo "${SPID[$1]}"
+	fi
+}
+
+# run TEST SERVER CMD...: runs CMD (which prints the requests it made, then
+# the rate), appends the rate to res.TEST.SERVER and the server's CPU
+# microseconds per request (user + system, all its threads) to
+# cpu.TEST.SERVER: the second number does not depend on how busy the
+# machine is.
+run() {
+	local test=$1 srv=$2 t0 t1 out n v c
+	shift 2
+	# shellcheck disable=SC2046
+	t0=$(cpu_ticks $(server_pids "$srv"))
+	out=$("$@")
+	# shellcheck disable=SC2046
+	t1=$(cpu_ticks $(server_pids "$srv"))
+	read -r n v <<<"$out"
+	c=$(awk -v n="${n:-0}" -v d=$((t1 - t0)) -v h="$(getconf CLK_TCK)" \
+		'BEGIN { if (n > 0) printf "%.1f\n", d * 1e6 / h / n }')
+	printf '  %-8s %-7s %-10s %s us/req\n' "$test" "$srv" "${v:-failed}" "${c:-?}" >&2
 	[ -n "$v" ] && echo "$v" >>"$TMP/res.$test.$srv"
+	[ -n "$c" ] && echo "$c" >>"$TMP/cpu.$test.$srv"
+}
+
+loader() { # prints requests and ops/s of one aisloader run
+	local j
+	j=$(run_loader "$1" --threads "$THREADS" "${@:2}")
+	echo "$(printf '%s\n' "$j" | json_field ops) $(printf '%s\n' "$j" | json_field ops_per_s)"
+}
+
+wrk_run() { # prints requests and req/s of one wrk run
+	timeout 60 wrk -t2 -c64 -d"${DUR}s" "$1" 2>&1 |
+		awk '/requests in/ { n = $1 } /^Requests\/sec/ { r = $2 } END { print n, r }'
+}
+
+# measure TEST SERVER URL ARGS...: one aisloader run.
+measure() {
+	local test=$1 srv=$2 url=$3
+	shift 3
+	run "$test" "$srv" loader "$test/$srv" --url "$url" "$@"
 }
 
 # The three sets in their own key spaces (BASE/1k/obj-..., ...), checked
@@ -110,30 +150,29 @@ for r in $(seq "$ROUNDS"); do
 	done
 	command -v wrk >/dev/null || continue
 	for k in 1k 10k; do
-		for s in "${order[@]}"; do
-			v=$(timeout 60 wrk -t2 -c64 -d"${DUR}s" "${URL[$s]}/$k/obj-000001" 2>&1 |
-				awk '/^Requests\/sec/ { print $2 }')
-			printf '  %-8s %-7s %s\n' "wrk$k" "$s" "${v:-failed}" >&2
-			[ -n "$v" ] && echo "$v" >>"$TMP/res.wrk$k.$s"
-		done
+		for s in "${order[@]}"; do run "wrk$k" "$s" wrk_run "${URL[$s]}/$k/obj-000001"; done
 	done
 done
 
 med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
+cmed() { if [ -s "$TMP/cpu.$1.$2" ]; then median <"$TMP/cpu.$1.$2"; else echo n/a; fi; }
 MD=$BUILD/bench-small.md
 {
 	echo "## Small reads, aisd direct vs nginx ($(date -u +%Y-%m-%d))"
 	echo
 	echo "$(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, ${DUR} s each, medians."
 	echo
+	echo "Rates are medians of the rounds; CPU is the server's CPU time (user + system, all"
+	echo "its processes) per request, median of the rounds: it does not depend on the load."
+	echo
 	if [ -n "${BASE:-}" ]; then
 		echo "base: $BASE"
 		echo
-		echo "| test | aisd | nginx | aisd/nginx | base | base/nginx |"
-		echo "|---|---:|---:|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | base | base/nginx | CPU us/req aisd | nginx | base |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	else
-		echo "| test | aisd | nginx | aisd/nginx |"
-		echo "|---|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | CPU us/req aisd | nginx |"
+		echo "|---|---:|---:|---:|---:|---:|"
 	fi
 	row() {
 		local a n b
@@ -142,9 +181,9 @@ MD=$BUILD/bench-small.md
 		[ "$a" = n/a ] && [ "$n" = n/a ] && return
 		if [ -n "${BASE:-}" ]; then
 			b=$(med "$2" base)
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $b | $(ratio "$b" "$n") |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $b | $(ratio "$b" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) | $(cmed "$2" base) |"
 		else
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) |"
 		fi
 	}
 	row "GET 1 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get1k
@@ -155,9 +194,9 @@ MD=$BUILD/bench-small.md
 	echo
 	echo "Every run (in round order):"
 	echo
-	for f in "$TMP"/res.*; do
+	for f in "$TMP"/res.* "$TMP"/cpu.*; do
 		[ -e "$f" ] || continue
-		echo "- ${f##*/res.}: $(tr '\n' ' ' <"$f")"
+		echo "- ${f##*/}: $(tr '\n' ' ' <"$f")"
 	done
 } >"$MD"
 echo
