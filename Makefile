@@ -10,6 +10,7 @@
 #                        system calls per forwarded request, TLS, auth, and bench-plots (not part of test)
 #   make bench-plots     the curves: throughput vs object size, GetBatch speedup vs batch size,
 #                        a rebalance timeline (gnuplot)
+#   make bench-small     small reads (1 KiB, 10 KiB, 1 MiB) straight to a target vs nginx (tools/bench/small.sh)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
@@ -75,7 +76,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-list bench-ml bench-locality bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-ml bench-locality bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -161,6 +162,9 @@ test: deps
 	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), docs and dependency cycles $$([ $$d = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
 	[ $$u = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$i = 0 ]
 
+bench-small: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/small.sh
+
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
@@ -191,6 +195,7 @@ bench-plots: all
 bench: deps all $(BUILD)/ecenc
 	$(Q)$(MAKE) --no-print-directory bench-plots
 	$(Q)BUILD=$(BUILD) ./tools/bench/bench.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/small.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh

@@ -63,6 +63,8 @@ typedef struct conf {
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
 	char clock_offset[32];      /* debug.clock_offset: [+-]duration this node's wall clock is shifted by */
 	bool verify_on_read;      /* checksum a whole object before serving it */
+	uint64_t hot_cache;       /* bytes of small objects kept in memory (store/hot.c); 0 off */
+	uint64_t hot_object_max;  /* ... objects up to this size */
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */

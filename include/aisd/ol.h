@@ -133,7 +133,11 @@ bool ol_moved_here(http_req_t *req, struct target *t, sv_t bck, sv_t obj, const 
 
 #define OL_VERIFY 1u /* check the copy against its checksum first (store.verify_on_read) */
 #define OL_STREAM 2u /* the caller sends the body with ol_send: a cold object of a remote
-			bucket is given while it is fetched (olremote.c) */
+			bucket is given while it is fetched (olremote.c), a small one
+			may come from memory (OL_FD_MEM) */
+/* With OL_STREAM, the fd a hit of the store's hot cache gives (store_open_hot):
+ * the bytes are held for the request; ol_send sends them, ol_close drops them. */
+#define OL_FD_MEM (-2)
 
 /* Called on the loop with an open copy (err 0: fd and *m; the callee owns
  * fd) or a failure: err ENOENT (no copy anywhere), EBADMSG (damaged, no
@@ -153,6 +157,8 @@ int ol_open_sync(struct target *t, sv_t bck, sv_t obj, bool fetch, int *fd, stor
  * (sendfile), or, for a cold object of a remote bucket, the bytes as the
  * fetch writes them (a Range: only that range, fetched then). Takes fd. */
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len);
+/* Releases an fd ol_open gave that will not be sent (OL_FD_MEM or a descriptor). */
+void ol_close(http_req_t *req, int fd);
 /* Stops the remote fetches in progress and waits for them (target_stop). */
 void olr_stop(void);
 /* Answers a failed open for the native API (404 naming the bucket or the

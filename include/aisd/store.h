@@ -192,6 +192,26 @@ int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size
  * and an open(); callable from an event loop. The caller closes *fd. */
 int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		   int *fd, store_meta_t *out);
+/* Opens an object for reading like store_open_obj, from memory when it can
+ * (hot.c): a small object (store.hot_object_max) read recently is served
+ * from the store's hot cache, its bytes appended to body and *fd set to -1;
+ * else *fd is open as store_open_obj gives it and body is left as it was
+ * (the object is cached on the way, *fd then -1 and its bytes in body, when
+ * it is small and its bytes are in the page cache). Callable from an event
+ * loop. AIS_OK, or AIS_ERR with errno as store_open_obj. */
+int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int *fd,
+		   store_meta_t *m, buf_t *body);
+/* The hot cache's contents and counters since start (all 0 when it is off). */
+typedef struct store_hot_stats {
+	uint64_t entries, bytes; /* objects held now, bytes charged for them */
+	uint64_t hits, misses;   /* reads served from memory, reads that were not */
+	uint64_t fills;          /* objects put in */
+} store_hot_stats_t;
+void store_hot_stats(store_t *s, store_hot_stats_t *out);
+/* Tests only (NULL otherwise): called by a fill of the hot cache between
+ * reading the object and putting it in, to let a write race it. */
+extern void (*store_hot_fill_hook)(void);
+
 /* Records an access time (lazily: at most once per minute per object).
  * Never waits (callable from an event loop): the store's atime thread
  * writes the record soon after; store_close writes what is queued. */

@@ -100,6 +100,16 @@ static void node_metrics(node_base_t *nb, buf_t *out)
 		}
 	}
 	free(st);
+
+	store_hot_stats_t hs;
+	store_hot_stats(nb->store, &hs);
+	gauge1(out, "aisd_hot_objects", "small objects held in memory by the hot cache (store.hot_cache)",
+	       (unsigned long long)hs.entries, "gauge");
+	gauge1(out, "aisd_hot_bytes", "bytes the hot cache holds", (unsigned long long)hs.bytes, "gauge");
+	gauge1(out, "aisd_hot_hits_total", "reads served from the hot cache", (unsigned long long)hs.hits,
+	       "counter");
+	gauge1(out, "aisd_hot_misses_total", "reads of objects not in the hot cache", (unsigned long long)hs.misses,
+	       "counter");
 }
 
 struct scrape {

@@ -111,6 +111,11 @@ static const struct key keys[] = {
 	 "on: attach-mp may add any directory (with auth.enabled only an administrator may attach)"},
 	{"store.verify_on_read", K_BOOL, N(verify_on_read), "false",
 	 "true: a GET of a whole object checksums it first; a bad copy is replaced from another copy"},
+	{"store.hot_cache", K_SIZE, N(hot_cache), "256MiB",
+	 "memory a target keeps recently read small objects in (bytes and metadata), so their GETs read neither "
+	 "LevelDB nor the disk (0: off)"},
+	{"store.hot_object_max", K_SIZE, N(hot_object_max), "64KiB",
+	 "objects up to this size are kept in store.hot_cache (0 to 1MiB)"},
 	{"getbatch.max_entries", K_U64, N(gb_max_entries), "10000",
 	 "entries one GetBatch request may list at most (400 beyond; 1 to 100000)"},
 	{"getbatch.max_bytes", K_SIZE, N(gb_max_bytes), "4GiB",
@@ -543,6 +548,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->hot_object_max > (1 << 20)) {
+		buf_addstr(err, "store.hot_object_max must be between 0 and 1MiB");
 		return AIS_ERR;
 	}
 	if (c->s3_max_skew_ms < 1000 || c->s3_max_skew_ms > 24 * 3600 * 1000) {

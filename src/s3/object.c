@@ -61,18 +61,18 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	sm = *smp;
 	s3_meta_decode(req->arena, sm.custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
-		close(fd);
+		ol_close(req, fd);
 		return;
 	}
 	s3_etag_of(&sm, &m, etag, sizeof(etag));
 	int cond = ol_conditions(req, etag, sm.mtime_ns, "", true);
 	if (cond == 412) {
-		close(fd);
+		ol_close(req, fd);
 		s3_error(r, "PreconditionFailed", NULL);
 		return;
 	}
 	if (cond == 304) {
-		close(fd);
+		ol_close(req, fd);
 		s3_common_headers(r);
 		http_resp_header(req, "ETag", "%s", etag);
 		char t[64];
@@ -84,7 +84,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	}
 	int rr = http_range_parse(http_req_header(req, "Range"), sm.size, &start, &len);
 	if (rr == AIS_ERR) {
-		close(fd);
+		ol_close(req, fd);
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)sm.size);
 		s3_error(r, "InvalidRange", NULL);
 		return;

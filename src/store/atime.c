@@ -44,15 +44,22 @@ static void atime_write(store_t *s, const struct store_atime *a)
 	store_mp_t *mp = store_mp_of(s, bck, a->blen, obj, a->olen);
 	store_key_obj(&k, bck, a->blen, obj, a->olen);
 	pthread_mutex_lock(&mp->commit_mu);
-	if (store_rec_get(s, mp, &k, &r) == AIS_OK && a->now - r.m.atime_ns >= STORE_ATIME_LAZY_NS) {
+	if (store_rec_get(s, mp, &k, &r) == AIS_OK) {
 		char *err = NULL;
-		r.m.atime_ns = a->now;
-		store_rec_encode(&v, &r);
-		leveldb_put(mp->db, s->wo_lazy, k.ptr, k.len, v.ptr, v.len, &err);
-		if (err) {
-			log_warnx("%s: leveldb put (atime): %s", mp->path, err);
-			leveldb_free(err);
+		if (a->now - r.m.atime_ns >= STORE_ATIME_LAZY_NS) {
+			int64_t was = r.m.atime_ns;
+			r.m.atime_ns = a->now;
+			store_rec_encode(&v, &r);
+			leveldb_put(mp->db, s->wo_lazy, k.ptr, k.len, v.ptr, v.len, &err);
+			if (err) {
+				log_warnx("%s: leveldb put (atime): %s", mp->path, err);
+				leveldb_free(err);
+				r.m.atime_ns = was;
+			}
 		}
+		/* the hot cache's copy takes the record's atime, written now or
+		 * by an earlier touch it was filled before (hot.c rule 1) */
+		store_hot_touch(s, k.ptr, k.len, r.m.atime_ns);
 	}
 	pthread_mutex_unlock(&mp->commit_mu);
 	store_unrd(s);

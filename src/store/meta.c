@@ -197,8 +197,8 @@ int store_db_write(store_t *s, store_mp_t *mp, leveldb_writeoptions_t *wo, level
 		   const char *what)
 {
 	char *err = NULL;
-	(void)s;
 	leveldb_write(mp->db, wo, b, &err);
+	store_hot_drop_batch(s, b); /* after the write, written or not (hot.c rule 1) */
 	if (err) {
 		log_warnx("%s: leveldb write (%s): %s", mp->path, what, err);
 		errno = store_db_errno(err);

@@ -115,6 +115,7 @@ int store_mp_attach(store_t *s, const char *path, buf_t *err)
 	if (i >= 0 && s->mp[i].state == MP_DETACHING) { /* a detach in progress is called off */
 		atomic_store(&s->mp[i].state, MP_ACTIVE);
 		atomic_fetch_add(&s->layout_gen, 1);
+		store_hot_clear(s);
 		log_info("mountpath %s: attached again (its detach is called off)", path);
 		rc = AIS_OK;
 		goto out;
@@ -162,6 +163,7 @@ int store_mp_attach(store_t *s, const char *path, buf_t *err)
 		goto out;
 	}
 	atomic_fetch_add(&s->layout_gen, 1);
+	store_hot_clear(s);
 	log_info("mountpath %s attached (%llu objects on it)", path,
 		 (unsigned long long)atomic_load(&mp->base_objects));
 out:
@@ -185,6 +187,7 @@ int store_mp_detach_begin(store_t *s, const char *path, buf_t *err)
 		if (atomic_load(&s->mp[i].users) == 0) {
 			store_mp_close(&s->mp[i]);
 			atomic_store(&s->mp[i].state, MP_OFF);
+			store_hot_clear(s);
 			log_info("mountpath %s (failed: %s) detached", path, s->mp[i].fault);
 			rc = AIS_OK;
 		} else {
@@ -199,6 +202,7 @@ int store_mp_detach_begin(store_t *s, const char *path, buf_t *err)
 		atomic_store(&s->mp[i].state, MP_DETACHING);
 		store_pick_bmp(s);
 		atomic_fetch_add(&s->layout_gen, 1);
+		store_hot_clear(s);
 		log_info("mountpath %s: detaching (its objects move to the other mountpaths)", path);
 		rc = AIS_OK;
 	}
@@ -221,6 +225,7 @@ int store_mp_detach_finish(store_t *s, bool *closed)
 		if (atomic_load(&mp->users) == 0 && objs <= 0) {
 			store_mp_close(mp);
 			atomic_store(&mp->state, MP_OFF);
+			store_hot_clear(s);
 			*closed = true;
 			log_info("mountpath %s detached", mp->path);
 		} else {

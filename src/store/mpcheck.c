@@ -51,6 +51,7 @@ void store_mp_fault(store_t *s, store_mp_t *mp, const char *why)
 	snprintf(mp->fault, sizeof(mp->fault), "%s", why);
 	atomic_store_explicit(&mp->state, MP_FAULTED, memory_order_release);
 	store_pick_bmp(s);
+	store_hot_clear(s);
 	log_errx("mountpath %s failed (%s): it is out of use, the other mountpaths keep serving "
 		   "(detach it; attach it again once repaired)",
 		   mp->path, why);

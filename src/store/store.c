@@ -253,6 +253,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	store_t *s = xcalloc(1, sizeof(*s));
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
+	s->hot = store_hot_new(c->hot_cache, c->hot_object_max);
 	s->check_ms = c->mp_check_ms;
 	s->tomb_ttl_ns = c->tomb_ttl_ms * 1000000ULL;
 	s->start_ns = time_now_ns();
@@ -330,6 +331,7 @@ void store_close(store_t *s)
 	pthread_cond_destroy(&s->at_cond);
 	store_tidx_cache_free(s);
 	pthread_mutex_destroy(&s->tidx_mu);
+	store_hot_free(s->hot);
 	free(s);
 }
 

@@ -134,6 +134,7 @@ struct store {
 	store_tidx_slot_t tidx[STORE_TIDX_SLOTS];
 	uint64_t tidx_tick;
 	size_t tidx_bytes;
+	struct store_hot *hot;   /* hot.c; NULL when store.hot_cache is 0 */
 };
 
 /* Is slot i open (active or detaching)? A faulted slot is not: nothing
@@ -148,6 +149,22 @@ static inline void store_rd(store_t *s) { pthread_rwlock_rdlock(&s->mp_rw); }
 static inline void store_unrd(store_t *s) { pthread_rwlock_unlock(&s->mp_rw); }
 
 void store_tidx_cache_free(store_t *s);
+
+/* hot.c: recently read small objects in memory. store_hot_new returns NULL
+ * for 0 bytes (off). Every change of an object record or tombstone drops
+ * its name (store_db_write calls store_hot_drop_batch after each batch;
+ * store_hot_drop for a key written another way; an atime-only write calls
+ * store_hot_touch); a bucket record change
+ * and any mountpath state change clear the whole cache. Safe from any
+ * thread; no-ops when the cache is off. */
+struct store_hot *store_hot_new(uint64_t bytes, uint64_t obj_max);
+void store_hot_free(struct store_hot *h);
+void store_hot_drop(store_t *s, const char *key, size_t klen);
+void store_hot_drop_batch(store_t *s, leveldb_writebatch_t *b);
+void store_hot_clear(store_t *s);
+/* The access-time writer: the cached copy of the "o" key's object (if any)
+ * takes atime_ns when newer; nothing else changes. */
+void store_hot_touch(store_t *s, const char *key, size_t klen, int64_t atime_ns);
 
 /* mpcheck.c: takes mp out of use (MP_FAULTED) for the reason given, unless
  * it is the last active mountpath (then it only logs). Safe from any

@@ -100,7 +100,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 	etag_of(&m, etag, sizeof(etag));
 	int cond = ol_conditions(req, etag, m.mtime_ns, "", req->method == HTTP_GET || req->method == HTTP_HEAD);
 	if (cond) {
-		close(fd);
+		ol_close(req, fd);
 		prop_headers(req, &m);
 		http_resp_status(req, cond);
 		http_resp_send(req, "", 0);
@@ -109,7 +109,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 	len = m.size;
 	prop_headers(req, &m);
 	if (tgt_resp_range(req, m.size, "application/octet-stream", "an object", &start, &len) != AIS_OK) {
-		close(fd);
+		ol_close(req, fd);
 		return;
 	}
 	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)

@@ -303,6 +303,65 @@ static void olo_done(http_req_t *req)
 	o->done(req, o->arg, fd, fd >= 0 ? &o->m : NULL, fd >= 0 ? 0 : o->err, o->msg.ptr ? o->msg.ptr : "");
 }
 
+/* A hot object's bytes held for a request from ol_open to ol_send (fd
+ * OL_FD_MEM), in this worker's list: the request's arena drops them. */
+struct olm {
+	http_req_t *req;
+	buf_t body;
+	struct olm *next;
+};
+static __thread struct olm *mem_held;
+
+static void olm_cleanup(void *arg)
+{
+	struct olm *x = arg;
+	for (struct olm **pp = &mem_held; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	buf_free(&x->body);
+}
+
+/* Takes body for req until ol_send or the request's end. */
+static void mem_hold(http_req_t *req, buf_t *body)
+{
+	struct olm *x = arena_alloc(req->arena, sizeof(*x));
+	*x = (struct olm){.req = req, .body = *body, .next = mem_held};
+	*body = (buf_t)BUF_INIT;
+	mem_held = x;
+	arena_cleanup_add(req->arena, olm_cleanup, x);
+}
+
+static struct olm *mem_find(http_req_t *req)
+{
+	struct olm *x = mem_held;
+	while (x && x->req != req)
+		x = x->next;
+	return x;
+}
+
+bool ol_mem_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
+{
+	if (fd != OL_FD_MEM)
+		return false;
+	struct olm *x = mem_find(req);
+	if (!x || start > x->body.len || len > x->body.len - start) {
+		log_errx("no bytes held for a read from memory");
+		http_resp_error(req, 500, "internal error: the object's bytes are not held");
+		return true;
+	}
+	http_resp_send(req, x->body.ptr + start, len);
+	return true;
+}
+
+void ol_close(http_req_t *req, int fd)
+{
+	(void)req; /* a held body goes with the request's arena */
+	if (fd >= 0)
+		close(fd);
+}
+
 void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, ol_open_fn done, void *arg)
 {
 	store_meta_t m;
@@ -310,13 +369,25 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	bool cluster = t->base.cl && !http_req_has_header(req, TGT_INTRA);
 	bool verify = (flags & OL_VERIFY) && t->conf->verify_on_read;
 	int berr = 0;
-	buf_t bmsg = BUF_INIT;
+	buf_t bmsg = BUF_INIT, body = BUF_INIT;
 	bk_bucket_t *bk = cluster ? olr_backend(t, bck, &berr, &bmsg) : NULL;
+	/* from memory: a read sent with ol_send, served from the copy here as
+	 * it is, by bytes (not a descriptor handed to a local client) */
+	bool mem = (flags & OL_STREAM) && !verify && !(bk && bk->validate_warm_get) &&
+		   !http_req_has_header(req, HTTP_HDR_LOCAL_FD);
+	int rc = mem ? store_open_hot(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m, &body)
+		     : store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m);
 
-	if (store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m) == AIS_OK) {
+	if (rc == AIS_OK) {
 		if (!verify && !(bk && bk->validate_warm_get)) {
 			free(bk);
 			buf_free(&bmsg);
+			if (fd < 0) { /* the hot cache's copy */
+				if (!body.ptr)
+					buf_grow(&body, 1);
+				mem_hold(req, &body);
+				fd = OL_FD_MEM;
+			}
 			done(req, arg, fd, &m, 0, "");
 			return;
 		}

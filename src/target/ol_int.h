@@ -30,6 +30,9 @@ bk_bucket_t *olr_backend(struct target *t, sv_t bck, int *err, buf_t *msg);
 struct olr_reader;
 int olr_open(struct target *t, const bk_bucket_t *b, sv_t bck, sv_t obj, bool stream, bool lazy, int *fd,
 	     store_meta_t *m, struct olr_reader **rd, buf_t *msg);
+/* Loop (ol.c): sends the bytes ol_open held for req (fd OL_FD_MEM); false
+ * when fd is not OL_FD_MEM. */
+bool ol_mem_send(http_req_t *req, int fd, uint64_t start, uint64_t len);
 /* Loop: ties rd to req and fd (for ol_send) until req ends. */
 void olr_reader_attach(http_req_t *req, struct olr_reader *rd, int fd);
 /* Drops an unattached reader. */

@@ -715,6 +715,8 @@ static void release(void *arg) { fill_unref(arg); }
 
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 {
+	if (ol_mem_send(req, fd, start, len)) /* a hot object, from memory (ol.c) */
+		return;
 	if (ec_read_send(req, fd, start, len)) /* kept as slices only, streamed as read (ecread.c) */
 		return;
 	struct olr_reader *r = NULL;

@@ -1510,6 +1510,181 @@ START_TEST(test_counters)
 }
 END_TEST
 
+
+/* ---- hot cache (hot.c) ------------------------------------------------- */
+
+/* Reads b/o through the hot cache: *hot whether it came from memory; the
+ * bytes (either way) in out, freed by the caller. AIS_ERR with errno. */
+static int read_hot(store_t *s, const char *b, const char *o, store_meta_t *m, bool *hot, buf_t *out)
+{
+	int fd = -1;
+	buf_t body = BUF_INIT;
+	int rc = store_open_hot(s, BCK(b), BCK(o), &fd, m, &body);
+	if (rc != AIS_OK) {
+		buf_free(&body);
+		return rc;
+	}
+	*hot = fd < 0;
+	if (fd >= 0) {
+		ck_assert_uint_eq(body.len, 0);
+		size_t n;
+		char *p = read_fd(fd, &n);
+		close(fd);
+		buf_add(&body, p, n);
+		free(p);
+	}
+	*out = body;
+	return AIS_OK;
+}
+
+static void expect_hot(store_t *s, const char *b, const char *o, const void *p, size_t n, bool want_hot)
+{
+	store_meta_t m, lm;
+	bool hot;
+	buf_t got;
+	ck_assert_int_eq(read_hot(s, b, o, &m, &hot, &got), AIS_OK);
+	ck_assert_msg(hot == want_hot, "%s/%s: from memory %d, want %d", b, o, hot, want_hot);
+	ck_assert_uint_eq(got.len, n);
+	ck_assert(n == 0 || memcmp(got.ptr, p, n) == 0);
+	ck_assert_int_eq(store_lookup(s, BCK(b), BCK(o), &lm), AIS_OK);
+	ck_assert_uint_eq(m.size, lm.size);
+	ck_assert_uint_eq(m.version, lm.version);
+	ck_assert_str_eq(m.cksum, lm.cksum);
+	ck_assert_str_eq(m.custom, lm.custom);
+	ck_assert_int_eq(m.mtime_ns, lm.mtime_ns);
+	ck_assert_int_eq(m.atime_ns, lm.atime_ns);
+	ck_assert_int_eq(m.md_ns, lm.md_ns);
+	buf_free(&got);
+}
+
+START_TEST(test_hot_cache)
+{
+	g_conf.hot_cache = 1 << 20;
+	g_conf.hot_object_max = 16 << 10;
+	store_t *s = open_store();
+	store_hot_stats_t hs;
+	store_meta_t m;
+	bool hot;
+	buf_t got;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "o", "first", 5, NULL);
+	expect_hot(s, "b", "o", "first", 5, true); /* filled on the first read: from memory too */
+	expect_hot(s, "b", "o", "first", 5, true);
+	store_hot_stats(s, &hs);
+	ck_assert_uint_eq(hs.entries, 1);
+	ck_assert_uint_eq(hs.hits, 1);
+	ck_assert_uint_eq(hs.misses, 1);
+	/* every change of the record is seen at once */
+	put_ok(s, "b", "o", "second!", 7, NULL);
+	expect_hot(s, "b", "o", "second!", 7, true);
+	ck_assert_int_eq(store_lookup(s, BCK("b"), BCK("o"), &m), AIS_OK);
+	ck_assert_int_eq(store_set_custom(s, BCK("b"), BCK("o"), m.version, "k=v", 0), AIS_OK);
+	expect_hot(s, "b", "o", "second!", 7, true); /* with custom "k=v" (checked against the record) */
+	put_ok(s, "b", "empty", "", 0, NULL);
+	expect_hot(s, "b", "empty", "", 0, true);
+	expect_hot(s, "b", "empty", "", 0, true);
+	ck_assert_int_eq(store_delete(s, BCK("b"), BCK("o")), AIS_OK);
+	ck_assert_int_eq(read_hot(s, "b", "o", &m, &hot, &got), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(store_tomb_put(s, BCK("b"), BCK("empty"), time_now_ns()), AIS_OK);
+	/* over hot_object_max: a descriptor, never cached */
+	char *big = pattern(20 << 10, 3);
+	put_ok(s, "b", "big", big, 20 << 10, NULL);
+	expect_hot(s, "b", "big", big, 20 << 10, false);
+	expect_hot(s, "b", "big", big, 20 << 10, false);
+	free(big);
+	/* bounded: 300 objects of 8 KiB do not fit in 1 MiB */
+	char name[32];
+	char *d = pattern(8 << 10, 4);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "many%03d", i);
+		put_ok(s, "b", name, d, 8 << 10, NULL);
+		expect_hot(s, "b", name, d, 8 << 10, true);
+	}
+	store_hot_stats(s, &hs);
+	ck_assert_uint_le(hs.bytes, 1 << 20);
+	ck_assert_uint_gt(hs.entries, 50);
+	ck_assert_uint_lt(hs.entries, 128);
+	/* a bucket destroyed: nothing of it is served, also once created again */
+	put_ok(s, "b", "x", "xx", 2, NULL);
+	expect_hot(s, "b", "x", "xx", 2, true);
+	ck_assert_int_eq(store_bucket_destroy(s, BCK("b")), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	ck_assert_int_eq(read_hot(s, "b", "x", &m, &hot, &got), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	/* a mountpath detach empties it */
+	put_ok(s, "b", "y", "yy", 2, NULL);
+	expect_hot(s, "b", "y", "yy", 2, true);
+	buf_t err = BUF_INIT;
+	ck_assert_int_eq(store_mp_detach_begin(s, g_conf.mountpaths[0], &err), AIS_OK);
+	buf_free(&err);
+	store_hot_stats(s, &hs);
+	ck_assert_uint_eq(hs.entries, 0);
+	free(d);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_hot_cache_off)
+{
+	g_conf.hot_cache = 0;
+	store_t *s = open_store();
+	store_hot_stats_t hs;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "o", "abc", 3, NULL);
+	expect_hot(s, "b", "o", "abc", 3, false);
+	expect_hot(s, "b", "o", "abc", 3, false);
+	store_hot_stats(s, &hs);
+	ck_assert_uint_eq(hs.hits + hs.misses + hs.entries, 0);
+	store_close(s);
+}
+END_TEST
+
+/* A fill that read the record before an overwrite, held until the
+ * overwrite is committed: it must not put the old bytes in (hot.c rule 2). */
+static _Atomic int g_hold_fill;
+static void held_fill(void)
+{
+	int one = 1;
+	if (atomic_compare_exchange_strong(&g_hold_fill, &one, 2))
+		for (int i = 0; i < 300 && atomic_load(&g_hold_fill) == 2; i++)
+			usleep(10000); /* at most 3 s */
+}
+
+static void *hot_reader_main(void *arg)
+{
+	store_meta_t m;
+	bool hot;
+	buf_t got;
+	ck_assert_int_eq(read_hot(arg, "b", "obj", &m, &hot, &got), AIS_OK);
+	ck_assert(got.len == 3 && !memcmp(got.ptr, "old", 3)); /* began before the overwrite */
+	buf_free(&got);
+	return NULL;
+}
+
+START_TEST(test_hot_fill_race)
+{
+	g_conf.hot_cache = 1 << 20;
+	store_t *s = open_store();
+	pthread_t th;
+	ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+	put_ok(s, "b", "obj", "old", 3, NULL);
+	store_hot_fill_hook = held_fill;
+	atomic_store(&g_hold_fill, 1);
+	ck_assert_int_eq(pthread_create(&th, NULL, hot_reader_main, s), 0);
+	for (int i = 0; i < 1000 && atomic_load(&g_hold_fill) != 2; i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&g_hold_fill), 2); /* the reader holds "old", not cached yet */
+	put_ok(s, "b", "obj", "new", 3, NULL);
+	atomic_store(&g_hold_fill, 0);
+	pthread_join(th, NULL);
+	store_hot_fill_hook = NULL;
+	expect_hot(s, "b", "obj", "new", 3, true);
+	expect_hot(s, "b", "obj", "new", 3, true);
+	store_close(s);
+}
+END_TEST
+
 /* ---- main ----------------------------------------------------------------- */
 
 static Suite *store_suite(void)
@@ -1537,6 +1712,9 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_crash_leftovers);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_mountpath_attach_detach);
+	tcase_add_test(tc, test_hot_cache);
+	tcase_add_test(tc, test_hot_cache_off);
+	tcase_add_test(tc, test_hot_fill_race);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("faults");
 	tcase_add_checked_fixture(tf, setup, teardown);
