@@ -406,13 +406,19 @@ static int list_take(struct bop *o, const cluster_call_t *c, json_t *all, bool *
 	return AIS_OK;
 }
 
-/* I/O pool: ask every active target for a page (in parallel), merge. */
+/* I/O pool: ask every target in the map for a page (in parallel), merge.
+ * A target in maintenance or decommissioning still holds objects (those not
+ * drained yet, or all of them without a drain): it is asked too, so a
+ * listing never leaves out an object the cluster holds; when it does not
+ * answer (a node in maintenance may be down) it is left out, as its objects
+ * cannot be read either. */
 static void list_work(http_req_t *req)
 {
 	struct bop *o = req->state;
 	cluster_t *cl = cl_of(req);
 	const cmap_t *m;
 	cluster_call_t *calls;
+	bool *optional;
 	size_t n = 0;
 	bool more = false;
 	char *js = json_dumps(o->value, JSON_COMPACT);
@@ -422,10 +428,12 @@ static void list_work(http_req_t *req)
 	free(js);
 	cluster_read_lock(cl, &m, NULL);
 	calls = xcalloc(cmap_size(m) + 1, sizeof(*calls));
+	optional = xcalloc(cmap_size(m) + 1, sizeof(*optional));
 	for (size_t i = 0; i < cmap_size(m); i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
-		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
+		if (nd->role != CMAP_TARGET)
 			continue;
+		optional[n] = nd->state != CMAP_ACTIVE;
 		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s%s%s", nd->intra_url, o->name,
 			 o->query[0] ? "?" : "", o->query);
 		calls[n].method = "GET";
@@ -443,6 +451,8 @@ static void list_work(http_req_t *req)
 		 * ago, its BMD is on its way) holds none of its objects */
 		if (calls[i].status == 404)
 			missing++;
+		else if (optional[i] && calls[i].status == 0)
+			; /* in maintenance and down: nothing of it can be read */
 		else if (!o->err)
 			list_take(o, &calls[i], pages[i], &more);
 		buf_free(&calls[i].resp);
@@ -452,6 +462,7 @@ static void list_work(http_req_t *req)
 		buf_addf(&o->msg, "bucket \"%s\" does not exist", o->name);
 	}
 	free(calls);
+	free(optional);
 	buf_free(&body);
 	if (!o->err) {
 		json_t *last;

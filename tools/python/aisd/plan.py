@@ -521,15 +521,18 @@ def remaining(units, consumed, workers=0, batch_size=None):
 
 
 def resume_plan(shards, old_hosts, new_hosts, positions, seed=0, epoch=0, exchange=0.0, locality=True,
-                workers=0, batch_size=None):
+                workers=0, batch_size=None, old=None):
     """The rest of an epoch after a restart: positions[r] samples consumed
     by old rank r (see consumed_per_worker; workers and batch_size as the
     old ranks' DataLoader had them). With the same ranks on the same hosts
     each rank continues with its own rest; else the rest (every sample of
     the epoch not consumed and not dropped) is dealt over new_hosts by the
     same optimal assignment, rank counts within one of each other.
+    old: the plan being continued (default: make_plan's for these
+    arguments; a resumed epoch's plan when a restart is restarted).
     Returns a Plan whose units hold only what is left."""
-    old = make_plan(shards, old_hosts, seed, epoch, exchange, locality)
+    if old is None:
+        old = make_plan(shards, old_hosts, seed, epoch, exchange, locality)
     if len(positions) != len(old_hosts):
         raise ValueError("%d positions for %d ranks" % (len(positions), len(old_hosts)))
     rest = [remaining(old.units[r], positions[r], workers, batch_size) for r in range(len(old_hosts))]
