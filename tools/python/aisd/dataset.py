@@ -474,7 +474,8 @@ class ShardDataset(_Base):
             raise ValueError("not a ShardDataset state_dict")
         for k in ("seed", "exchange", "locality"):
             if state[k] != getattr(self, k):
-                raise ValueError("the checkpoint was taken with %s=%r, this dataset has %r" % (k, state[k], getattr(self, k)))
+                raise ValueError("the checkpoint was taken with %s=%r, this dataset has %r"
+                                 % (k, state[k], getattr(self, k)))
         if self.shuffle_buffer > 1:
             raise ValueError("resuming mid-epoch needs shuffle_buffer=0 (a shuffle buffer's order is not a position)")
         super().set_epoch(state["epoch"])

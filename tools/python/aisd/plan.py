@@ -682,7 +682,8 @@ def main(argv=None):
             rho = spearman([prev[n] for n in sorted(pos)], [pos[n] for n in sorted(pos)]) if prev else None
             prev = pos
             mean = sum(p.bytes) / len(p.bytes)
-            summ = {"epoch": ep, "shards": len(shards), "bytes": sum(p.bytes), "dropped": sum(u.hi - u.lo for u in p.dropped),
+            summ = {"epoch": ep, "shards": len(shards), "bytes": sum(p.bytes),
+                    "dropped": sum(u.hi - u.lo for u in p.dropped),
                     "balance": round(max(p.bytes) / mean, 4) if mean else 1.0,
                     "local_fraction": round(p.local_fraction(), 4), "exchanged": sum(p.moved),
                     "spearman_prev": None if rho is None else round(rho, 4)}
