@@ -318,6 +318,9 @@ class ShardDataset(_Base):
             shards = [x for x in shards if x.name in want]
         else:
             shards = [x for x in shards if x.name.endswith(SHARD_SUFFIXES) and not x.name.startswith(JOB_PREFIX)]
+        # a shard whose members the cluster cannot list (remote, not cached): counted by reading it once
+        shards = [x._replace(samples=sum(1 for _ in self.samples(x.name))) if x.samples is None else x
+                  for x in shards]
         return {"aisd_listing": 1, "job": self.job, "epoch": epoch, "bucket": self.bucket, "prefix": self.prefix,
                 "names": None if self.prefix is not None else sorted(self._names), "cmap_version": version,
                 "shards": [[x.name, x.size, sorted(x.hosts), x.samples] for x in shards],

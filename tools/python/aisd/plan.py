@@ -595,9 +595,10 @@ def order_positions(plan):
 def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", ".zip"), samples=True):
     """The shards under prefix as (Shard list, urls): one listing with
     props size,version,checksum,location (and with samples, each shard's
-    members: its sample count by WebDataset's rule); urls[name][host] is
-    the public URL of a target on that host holding a copy. Raises
-    HTTPError/OSError as the listing does."""
+    members: its sample count by WebDataset's rule; None for a shard whose
+    members the cluster cannot list: a remote one not cached yet);
+    urls[name][host] is the public URL of a target on that host holding a
+    copy. Raises HTTPError/OSError as the listing does."""
     from .wds import wds_split
     shards, urls, count, last = [], {}, {}, {}
     cur = None
@@ -606,17 +607,15 @@ def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", 
         name = e["name"]
         if cur is not None and name.startswith(cur + "/") and int(e.get("flags", 0)) & 128:
             key, _ = wds_split(name[len(cur) + 1:])
-            if key is not None and key != last.get(cur):
+            if key is not None and key != last.get(cur) and count[cur] is not None:
                 count[cur] += 1
                 last[cur] = key
             continue
         cur = None
         if not name.endswith(tuple(suffixes)):
             continue
-        if samples and not int(e.get("flags", 0)) & 512:
-            raise OSError("%s/%s: not readable as an archive (its samples cannot be counted)" % (bucket, name))
         cur = name
-        count[name] = 0
+        count[name] = 0 if int(e.get("flags", 0)) & 512 else None  # members not listed: a remote shard not cached
         by_host = {}
         for loc in e.get("location") or []:
             if loc.get("host") and loc.get("url"):
@@ -672,6 +671,11 @@ def main(argv=None):
     try:
         hosts = default_hosts(a.world, [h for h in a.hosts.split(",") if h])
         shards, _ = list_shards(Client(a.endpoint, retry_for=10), bucket, prefix)
+        unknown = [s.name for s in shards if s.samples is None]
+        if unknown:
+            print("aisd.plan: members of %s not listed (remote, not cached yet?): counted as 1 sample each"
+                  % ", ".join(unknown[:3]), file=sys.stderr)
+            shards = [s._replace(samples=1) if s.samples is None else s for s in shards]
         if not shards:
             print("aisd.plan: no shards (.tar, .tgz, .tar.gz, .zip) under %s" % a.path, file=sys.stderr)
             return 1
