@@ -11,7 +11,8 @@ on no rank's host keep one cache home; the same plan in another process.
 Resume: consumed_per_worker matches a simulated torch DataLoader (workers
 round-robin, whole batches, exhausted workers skipped); the rest of an
 epoch dealt over fewer, more or the same ranks plus what was consumed
-plus the dropped samples is every sample exactly once.
+plus the dropped samples is every sample exactly once; so is a restart of
+a restarted epoch (8 -> 3 -> 5 ranks).
 Cache: hit after a fill, a new version is a miss (the old entry gone), a
 damaged entry is not served, a fill cut short or not committed leaves no
 entry, LRU eviction keeps the total under the bound.
@@ -275,6 +276,20 @@ class ResumeTest(unittest.TestCase):
                 self.assertLessEqual(max(rest.samples) - min(rest.samples), 1)
                 if new == old:
                     self.assertEqual(rest.samples, [p.samples[r] - pos[r] for r in range(8)])
+
+    def test_resume_twice(self):
+        # 8 ranks -> killed -> 3 ranks -> killed again -> 5 ranks: still every sample once
+        shards, hs = cluster(n=50)
+        h8, h3, h5 = default_hosts(8, hs), hs[:3], (hs * 2)[:5]
+        p = make_plan(shards, h8, seed=2, epoch=1)
+        done = Counter()
+        for r in range(8):
+            done += Counter(x for b in loader_order(p.units[r], 2, 1)[:10] for x in b)
+        mid = resume_plan(shards, h8, h3, [10] * 8, seed=2, epoch=1, workers=2)
+        for r in range(3):
+            done += Counter(x for b in loader_order(mid.units[r], 0, 4)[:5] for x in b)
+        last = resume_plan(shards, h3, h5, [20] * 3, seed=2, epoch=1, workers=0, batch_size=4, old=mid)
+        self.assertEqual(done + read([u for lst in last.units for u in lst]) + read(last.dropped), every_sample(shards))
 
 
 class CacheTest(unittest.TestCase):

@@ -419,14 +419,15 @@ class ShardDataset(_Base):
                 self._plan = make_plan(self._loc_shards, self._rank_hosts(), self.seed, epoch, self.exchange,
                                        self.locality)
             else:
-                self._plan = self._resumed(st)
+                self._plan = self._resumed(st, self._rank_hosts())
         return self._plan
 
-    def _resumed(self, st):
-        """The rest of st's epoch over this job's ranks (a chain of
-        restarts is replayed from the first)."""
-        old = self._resumed(st["resumed"]) if st.get("resumed") else None
-        return resume_plan(self._loc_shards, st["hosts"], self._rank_hosts(), [st["position"]] * len(st["hosts"]),
+    def _resumed(self, st, hosts):
+        """The rest of st's epoch over ranks on hosts (a chain of restarts
+        is replayed from the first: each state's plan was over the hosts of
+        the state after it)."""
+        old = self._resumed(st["resumed"], st["hosts"]) if st.get("resumed") else None
+        return resume_plan(self._loc_shards, st["hosts"], hosts, [st["position"]] * len(st["hosts"]),
                            self.seed, st["epoch"], self.exchange, self.locality, st["workers"], st["batch_size"],
                            old=old)
 
