@@ -7,7 +7,7 @@ each batch of samples with one GetBatch request.
 What ShardDataset guarantees, per epoch:
 - One listing for all ranks: taken once per epoch (in __init__ and
   set_epoch, before DataLoader workers start) while the cluster map stays
-  at one version, with each shard's size, holders and sample count; rank
+  at one version and until two in a row agree, with each shard's size, holders and sample count; rank
   0's is broadcast with torch.distributed; without it several ranks need a
   job name: rank 0 alone stores the listing in the bucket
   (JOB_PREFIX/JOB/epoch-N.json, only when absent; a version above 1 after
@@ -299,17 +299,22 @@ class ShardDataset(_Base):
 
     def _list(self, epoch):
         """A listing of the shards with locations and sample counts, taken
-        while the cluster map stays at one version (asked before and after;
-        up to 5 tries while it changes)."""
+        while the cluster map stays at one version (asked before and after)
+        and the same names twice in a row: a fan-out listing during a
+        rebalance can miss an object that moves between two targets just
+        then (the new holder asked before its copy is in, the old one after
+        it deleted its own). Up to 8 tries."""
         prefix = self.prefix if self.prefix is not None else _common_prefix(self._names)
-        version = None
-        for attempt in range(5):
+        version, prev = None, None
+        for attempt in range(8):
             v1 = self._cmap_version()
             shards, urls = list_shards(self.client, self.bucket, prefix)
             version = self._cmap_version()
-            if v1 == version:
+            names = sorted((x.name, x.samples) for x in shards)
+            if v1 == version and names == prev:
                 break
-            time.sleep(0.2 * (attempt + 1))
+            prev = names if v1 == version else None
+            time.sleep(0.1 * attempt)
         if self.prefix is None:
             want = set(self._names)
             miss = want - {x.name for x in shards}
