@@ -144,6 +144,8 @@ def _check(shards, world):
     for s in shards:
         if s.name in sizes:
             raise ValueError("shard %r listed twice" % s.name)
+        if s.samples is None:
+            raise ValueError("shard %r: sample count unknown (its members were not listed)" % s.name)
         if s.size < 0 or s.samples < 0:
             raise ValueError("shard %r: negative size or sample count" % s.name)
         sizes[s.name] = (s.size, s.samples)
