@@ -209,8 +209,8 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
 			   const atomic_bool *cancel, bool *done);
 
 /*
- * A listing's fan-out (lsfan.c, rules there): one call to every active
- * target, and whether the union of the answers can lack objects of the
+ * A listing's fan-out (lsfan.c, rules there): one call to every target in
+ * the map, and whether the union of the answers can lack objects of the
  * bucket: a target that holds part of it and was not heard from (no
  * answer, or lost: cmap_drop) may hold the only copies of some. Use:
  * cluster_lsfan_init (under the read lock: the targets, the bucket's
@@ -219,10 +219,11 @@ size_t cluster_call_quorum(cluster_call_t *calls, size_t n, size_t need, uint64_
  * cluster_lsfan_free.
  */
 typedef struct cluster_lsfan {
-	cluster_call_t *calls;          /* one per active target, map order */
+	cluster_call_t *calls;          /* one per target in the map, map order */
 	char (*ids)[CMAP_ID_MAX + 1];   /* calls[i]'s target */
 	char (*urls)[CMAP_URL_MAX + 1]; /* its intra-cluster URL */
 	bool *gone;                     /* after the call: calls[i] had no answer */
+	bool *optional;                 /* calls[i] is to a target in maintenance or decommissioning */
 	size_t n;
 	size_t copies;                  /* the bucket's (place_copies) */
 	bool remote;                    /* every target lists the remote's page */

@@ -1,16 +1,19 @@
 /*
  * lsfan.c - a listing's fan-out to the targets, and what the answers may
  * lack (cluster.h: cluster_lsfan_*). The native listing (gateway.c) and
- * the S3 listings (src/s3/list.c) both ask every active target for a page
- * and merge what each target holds; this file decides once, for both,
- * whether that union can be short.
+ * the S3 listings (src/s3/list.c) both ask every target in the map for a
+ * page and merge what each target holds; this file decides once, for
+ * both, whether that union can be short.
  *
  * Rules:
  *  1. A target is missing when the map names it active and it gave no
  *     answer (no connection, timeout: status 0), or when the map lists it
  *     as lost (dropped by the keepalive, not decommissioned: cmap_drop):
  *     its objects were never moved off, and a rebalance cannot read them
- *     from a node that is down.
+ *     from a node that is down. A target in maintenance or decommissioning
+ *     still holds what was not drained (all of it without a drain): it is
+ *     asked too, and left out when it does not answer (an administrator
+ *     took it out; its objects cannot be read either).
  *  2. Every object of a bucket has place_copies(props) copies on distinct
  *     targets (the rebalance deletes a copy only once every new holder has
  *     it). So while fewer targets are missing than that, every object has
@@ -45,12 +48,14 @@ void cluster_lsfan_init(cluster_t *cl, const char *bucket, bool cached_only, clu
 	f->ids = xcalloc(nn + 1, sizeof(*f->ids));
 	f->urls = xcalloc(nn + 1, sizeof(*f->urls));
 	f->gone = xcalloc(nn + 1, sizeof(*f->gone));
+	f->optional = xcalloc(nn + 1, sizeof(*f->optional));
 	f->lost = xcalloc(nl + 1, sizeof(*f->lost));
 	f->miss = xcalloc(nn + nl + 1, sizeof(*f->miss));
 	for (size_t i = 0; i < nn; i++) {
 		const cmap_node_t *nd = cmap_node(m, i);
-		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
+		if (nd->role != CMAP_TARGET)
 			continue;
+		f->optional[f->n] = nd->state != CMAP_ACTIVE; /* rule 1 */
 		snprintf(f->ids[f->n], sizeof(f->ids[0]), "%s", nd->id);
 		snprintf(f->urls[f->n], sizeof(f->urls[0]), "%s", nd->intra_url);
 		f->n++;
@@ -75,7 +80,7 @@ void cluster_lsfan_call(cluster_lsfan_t *f)
 	for (size_t i = 0; i < f->n; i++) {
 		f->gone[i] = f->calls[i].status == 0;
 		answered += !f->gone[i];
-		if (f->gone[i])
+		if (f->gone[i] && !f->optional[i])
 			add_missing(f, f->ids[i], "no answer");
 	}
 	if (f->remote) { /* rule 3 */
@@ -95,6 +100,7 @@ void cluster_lsfan_free(cluster_lsfan_t *f)
 	free(f->ids);
 	free(f->urls);
 	free(f->gone);
+	free(f->optional);
 	free(f->lost);
 	free(f->miss);
 	buf_free(&f->missing);

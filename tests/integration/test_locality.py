@@ -17,7 +17,9 @@ address (127.0.0.2-4 play 3 hosts).
 3. Node cache: 2 ranks on hosts that run no target, a cache_dir each,
    exchange 0, 3 epochs: epoch 0 all remote, epoch 1 all from the cache;
    a shard replaced before epoch 2 is read new (its new samples, never the
-   cached ones) and the rest still from the cache. A cache smaller than a
+   cached ones) and most of the rest still from the cache (the shard has
+   fewer samples, so the plan deals the new listing afresh; an odd count
+   leaves one sample out of the epoch, as the plan says). A cache smaller than a
    rank's share evicts, stays under its bound, and every sample is still
    seen once.
    `python3 -m aisd.plan` prints the same plan; `python3 -m aisd.model`
@@ -59,27 +61,8 @@ BASE = ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=60s", "--set
 JSON = {"Content-Type": "application/json"}
 
 
-class HostNode(clulib.Node):
-    """A node on its own loopback address."""
-    host = "127.0.0.1"
-
-    @property
-    def url(self):
-        return "http://%s:%d" % (self.host, self.port)
-
-    @property
-    def id(self):
-        return "%s:%d" % (self.host, self.port)
-
-    def start(self, join=None):
-        clulib.ARGS = BASE + ["--set", "net.host=" + self.host]
-        try:
-            return super().start(join)
-        finally:
-            clulib.ARGS = BASE
-
-
 clulib.init(t, "locality", BASE)
+HostNode = loclib.HostNode
 g = HostNode("g1", "gateway")
 tg = []
 for i in range(3):
@@ -190,7 +173,7 @@ def run_ranks(world, hosts, epochs, go=None, **kw):
     procs = []
     for r in range(world):
         a = dict(endpoint=g.url, bucket="ml", prefix="train/", rank=r, world=world, hosts=hosts, epochs=epochs,
-                 workers=2, seed=5, sync_dir=sync, **kw)
+                 workers=2, seed=5, sync_dir=sync, job=os.path.basename(sync), **kw)
         procs.append(subprocess.Popen(["/usr/bin/python3", os.path.join(os.environ["IT_LIB"], "locrank.py"),
                                        json.dumps(a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     try:
@@ -282,8 +265,10 @@ def replace(ep):
 cres = run_ranks(2, ["gpuA", "gpuB"], 3, go=replace, locality=True, cache_bytes=1 << 30,
                  cache_dir=os.path.join(TMP, "cache-%s"))  # %s: the rank's host
 if cres:
-    loclib.exactly_once(t, {0: cres[0], 1: cres[1]}, want, "cache")
-    loclib.exactly_once(t, {2: cres[2]}, dict(want, **newer), "cache, shard-0003 replaced")
+    loclib.exactly_once(t, {0: cres[0], 1: cres[1]}, want, "cache")  # 288 samples: none dropped
+    loclib.exactly_once(t, {2: cres[2]}, dict(want, **newer), "cache, shard-0003 replaced",
+                        dropped=loclib.dropped(dict(want, **newer), list_shards(c, "ml", "train/")[0],
+                                               ["gpuA", "gpuB"], 5, (2,)))
     f0, n0 = fractions(cres, 0)
     f1, n1 = fractions(cres, 1)
     f2, n2 = fractions(cres, 2)
@@ -291,13 +276,17 @@ if cres:
     t.check(f1["cached"] == 1.0, "cache, epoch 1: all %d bytes from the node caches, none remote" % n1, f1)
     new_sz = c.head("ml", "train/shard-0003.tar").size
     rem2 = sum(rk["stats"]["remote"] for rk in cres[2])
-    t.check(rem2 == new_sz and f2["local"] == 0, "cache, epoch 2: only the replaced shard (%d bytes) read remote, "
-            "the rest cached" % new_sz, rem2)
+    # the replaced shard has fewer samples: the plan deals the new listing's samples afresh, some move
+    t.check(new_sz <= rem2 and f2["cached"] >= 0.5 and f2["local"] == 0, "cache, epoch 2: the replaced shard "
+            "(%d bytes) read remote (its new version), most of the rest (%.0f%%) cached" % (new_sz, 100 * f2["cached"]),
+            rem2)
 share = total // 2
 small = run_ranks(2, ["gpuA", "gpuB"], 2, locality=True, cache_bytes=share // 2,
                   cache_dir=os.path.join(TMP, "small-%s"))
 if small:
-    loclib.exactly_once(t, small, dict(want, **newer) if newer else want, "small cache (half a rank's share)")
+    cur = dict(want, **newer) if newer else want
+    loclib.exactly_once(t, small, cur, "small cache (half a rank's share)",
+                        dropped=loclib.dropped(cur, list_shards(c, "ml", "train/")[0], ["gpuA", "gpuB"], 5, (0, 1)))
     from aisd.cache import NodeCache  # noqa: E402
     used = [NodeCache(os.path.join(TMP, "small-gpu%s" % h), share // 2).used() for h in "AB"]
     f1, _ = fractions(small, 1)

@@ -708,6 +708,11 @@ class Client:
             if not token:
                 return
 
+    def cluster_map(self):
+        """The cluster map ({"version", "nodes", ...}) as the endpoint
+        knows it; HTTPError 409 from a node outside a cluster."""
+        return json.loads(self._call("GET", "/v1/cluster", {"what": "smap"})[2])
+
     def list_names(self, bucket, prefix=""):
         return [e["name"] for e in self.list(bucket, prefix, pagesize=10000)]
 

@@ -5,10 +5,24 @@ or from local files) and yields one dict per sample. BatchDataset fetches
 each batch of samples with one GetBatch request.
 
 What ShardDataset guarantees, per epoch:
-- Every shard is read by exactly one (rank, DataLoader worker): the shard
-  list, sorted and shuffled with (seed, epoch), is dealt round-robin over
-  world_size x num_workers slots. So every sample is yielded exactly once
-  across all ranks and workers.
+- One listing for all ranks: taken once per epoch (in __init__ and
+  set_epoch, before DataLoader workers start) while the cluster map stays
+  at one version and until two in a row agree, with each shard's size, holders and sample count; rank
+  0's is broadcast with torch.distributed; without it several ranks need a
+  job name: rank 0 alone stores the listing in the bucket
+  (JOB_PREFIX/JOB/epoch-N.json, only when absent; a version above 1 after
+  its write means it replaced one it did not see, and it raises) and the
+  other ranks wait for it. Every rank checks the listing's fingerprint and
+  refuses to start on a mismatch.
+- Every sample is yielded by exactly one (rank, DataLoader worker), every
+  rank the same number (aisd.plan: N // world, the rest dropped for that
+  epoch): a rank's plan units (shard, sample range) are dealt round-robin
+  over its workers. A shard whose sample count is not the listing's raises
+  OSError instead of yielding a sample twice or skipping one. (urls=
+  sources: whole shards dealt round-robin over world_size x num_workers.)
+- A checkpointable position: state_dict(consumed, num_workers,
+  batch_size) / load_state_dict(state) continue an epoch after a restart,
+  on as many or on other numbers of ranks, every sample still once.
 - A shard is read once, as one stream: tar members are parsed as the bytes
   arrive (aisd.tar: one read per member), only the current sample is held
   (plus the optional shuffle buffer).
@@ -27,16 +41,12 @@ What ShardDataset guarantees, per epoch:
   a temporary file that stays in memory up to 64 MiB, then read with
   zipfile (CRCs checked) in the order its members were written.
 
-Locality (locality=True): the shard list is taken once, with each shard's
-size and the hosts of the targets holding a copy (rank 0's listing, sent
-to every rank when torch.distributed is initialized), and each epoch's
-shards are dealt by aisd.plan: every rank computes the same plan alone
-(every shard exactly once; bytes balanced; shards on the rank's own host
-as far as balance allows; a fresh order per epoch; `exchange` of each
-rank's shards moved to other ranks every epoch). A shard on this host is
-read from the target here (over its unix socket as a descriptor when it
-offers one); if that target does not answer, through the gateway like any
-other. Workers split their rank's list round-robin.
+Locality (locality=True): each epoch's plan places the samples by where
+their shards live (aisd.plan: the most local bytes any equal split allows;
+`exchange` of each rank's samples moved to other ranks every epoch). A
+shard on this host is read from the target here (over its unix socket as a
+descriptor when it offers one); if that target does not answer, through
+the gateway like any other.
 
 Node cache (cache_dir, cache_bytes; see aisd.cache): every shard read over
 the network is kept in a directory shared by the node's processes, keyed
@@ -74,6 +84,7 @@ non-regular members, are skipped.
 """
 import http.client
 import io
+import json
 import multiprocessing
 import bisect
 import math
@@ -86,7 +97,7 @@ import urllib.parse
 
 from .cache import NodeCache, Prefetcher
 from .client import Client, HTTPError
-from .plan import list_shards, make_plan
+from .plan import Shard, fingerprint, list_shards, make_plan, resume_plan
 from .wds import index_shards, iter_samples, iter_zip_samples, load_index, wds_split
 
 try:
@@ -108,12 +119,21 @@ _READBUF = 256 * 1024
 _KINDS = ("local", "cached", "remote", "prefetched")
 _EPOCH_SLOTS = 64  # epochs whose counters are kept (a ring)
 _DRAIN_MAX = 1 << 20  # a stream closed this close to its end is read out to complete its cache entry
+JOB_PREFIX = ".aisd/jobs/"  # a job's listings: BUCKET/.aisd/jobs/JOB/epoch-NNNNNN.json
+
+
+def _job_ok(job):
+    return 0 < len(job) <= 128 and job[0] != "." and all(c.isalnum() or c in "._-" for c in job) and job.isascii()
+
+
+def _dist_up():
+    return _dist is not None and _dist.is_available() and _dist.is_initialized()
 
 
 def _rank_world(rank, world_size):
     if rank is not None and world_size is not None:
         return rank, world_size
-    if _dist is not None and _dist.is_available() and _dist.is_initialized():
+    if _dist_up():
         return _dist.get_rank(), _dist.get_world_size()
     return 0, 1
 
@@ -182,8 +202,8 @@ class ShardDataset(_Base):
       ShardDataset("http://gw:8080", bucket="data", prefix="train/")
       ShardDataset(client, bucket="data", shards=["train/shard-000000.tar", ...])
       ShardDataset(urls=["http://host/x.tar", "/local/y.tar", "file:///z.tar"])
-    A prefix lists the bucket once (per process) and keeps names ending in
-    .tar, .tgz, .tar.gz or .zip.
+    A prefix lists the bucket once per epoch (for all ranks, see job) and
+    keeps names ending in .tar, .tgz, .tar.gz or .zip.
 
     seed, shuffle: shard order per epoch (set_epoch); shuffle_buffer: a
     sample shuffle buffer of that many samples per worker (0: none);
@@ -194,10 +214,10 @@ class ShardDataset(_Base):
     descriptors over their unix socket); max_resumes: failed reads in a row, without a sample between them,
     before a shard's error is raised.
 
-    locality=True deals shards by the locality-aware plan (aisd.plan): each
-    rank reads what the targets on its own host hold, balanced by bytes;
-    exchange (0..1): the fraction of each rank's shards moved to other ranks
-    every epoch; hosts: the host of every rank (a list of world_size names,
+    locality=True deals samples by the locality-aware plan (aisd.plan): each
+    rank reads what the targets on its own host hold, the same number of
+    samples per rank; exchange (0..1): the fraction of each rank's samples
+    moved to other ranks every epoch; hosts: the host of every rank (a list of world_size names,
     as the listing's "location" names them; default: gathered with
     torch.distributed when initialized, else this host alone for one rank;
     without locality it only tells the counters which host is local).
@@ -210,13 +230,19 @@ class ShardDataset(_Base):
     cache; default None: off).
     stats(epoch): bytes read "local", "cached", "remote", "prefetched" in
     that epoch; cache_stats(epoch): the same with the cache's hit rate.
+    job: a name for this training run (A-Z a-z 0-9 . _ -); required for
+    several ranks without torch.distributed: rank 0 stores each epoch's
+    listing in the bucket and the other ranks read it (waiting up to
+    job_wait seconds); a restart under the same name reuses them.
+    state_dict(consumed, num_workers, batch_size), load_state_dict(state):
+    the mid-epoch position, to checkpoint and resume.
     """
 
     def __init__(self, client=None, bucket=None, prefix=None, shards=None, urls=None, *,
                  seed=0, shuffle=True, shuffle_buffer=0, rank=None, world_size=None,
                  transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20,
                  locality=False, exchange=0.0, hosts=None, cache_dir=None, cache_bytes=None,
-                 cache_policy=None, prefetch=None):
+                 cache_policy=None, prefetch=None, job=None, job_wait=120.0):
         super().__init__(seed, shuffle, rank, world_size)
         if urls is not None:
             if client is not None or bucket is not None or prefix is not None or shards is not None:
@@ -226,6 +252,7 @@ class ShardDataset(_Base):
             if client is None or bucket is None or (prefix is None) == (shards is None):
                 raise ValueError("give client (or endpoint) and bucket, and one of prefix or shards; or urls")
             self._shards = list(shards) if shards is not None else None
+            self._names = self._shards
         if isinstance(client, str):
             client = Client(client, timeout=timeout, retry_for=retry_for, local=local)
         self.client, self.bucket, self.prefix, self.urls = client, bucket, prefix, urls is not None
@@ -255,66 +282,198 @@ class ShardDataset(_Base):
                                    self._next_use if cache_policy == "belady" else None)
         elif cache_bytes is not None:
             raise ValueError("cache_bytes needs cache_dir")
+        self.job, self.job_wait = job, float(job_wait)
+        self._listing = None  # the epoch's listing: the dict _list makes (same on every rank)
+        self._resume = None   # load_state_dict's state while its epoch is current
         self.hosts = None
+        if self.urls:
+            if job is not None:
+                raise ValueError("job needs a bucket (client and bucket), not urls")
+            if hosts is not None:
+                self.hosts = self._check_hosts(hosts)
+            return
+        if job is not None and (not isinstance(job, str) or not _job_ok(job)):
+            raise ValueError("job: 1..128 of A-Z a-z 0-9 . _ -, not starting with a dot: %r" % (job,))
+        rank, world = _rank_world(self.rank, self.world_size)
+        if world > 1 and job is None and not _dist_up():
+            raise ValueError("%d ranks without torch.distributed: give job= (a name for this training run; its "
+                             "ranks then read one listing per epoch from the bucket) or initialize "
+                             "torch.distributed" % world)
+        self._take_listing(self.epoch)
         if self.locality:
             self._setup_locality(hosts)
         elif hosts is not None:
-            rank, world = _rank_world(self.rank, self.world_size)
-            if len(hosts) != world:
-                raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
-            self.hosts = list(hosts)
+            self.hosts = self._check_hosts(hosts)
+
+    def _check_hosts(self, hosts):
+        _, world = _rank_world(self.rank, self.world_size)
+        if len(hosts) != world:
+            raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
+        return list(hosts)
 
     def _setup_locality(self, hosts):
-        """The listing with locations (rank 0's, broadcast when
-        torch.distributed is up) and the host of every rank."""
+        """The host of every rank: hosts=, else gathered with
+        torch.distributed, else this host for one rank."""
         rank, world = _rank_world(self.rank, self.world_size)
-        dist = _dist is not None and _dist.is_available() and _dist.is_initialized()
-        listing = None
-        if not dist or rank == 0:
-            prefix = self.prefix
-            if prefix is None:  # a shard list: their locations from one listing of their common prefix
-                prefix = _common_prefix(self._shards)
-            shards, urls = list_shards(self.client, self.bucket, prefix)
-            if self.prefix is None:
-                want = set(self._shards)
-                miss = want - {s.name for s in shards}
-                if miss:
-                    raise ValueError("shards not in bucket %s: %s" % (self.bucket, ", ".join(sorted(miss)[:5])))
-                shards = [s for s in shards if s.name in want]
-            listing = (shards, urls)
-        if dist:
-            box = [listing]
-            _dist.broadcast_object_list(box, src=0)
-            listing = box[0]
-        self._loc_shards, self._urls = listing
-        self._shards = [s.name for s in self._loc_shards]
-        me = _this_host(self.client, self._urls)
         if hosts is None:
-            if dist:
+            me = _this_host(self.client, self._urls)
+            if _dist_up():
                 hosts = [None] * world
                 _dist.all_gather_object(hosts, me)
             elif world == 1:
                 hosts = [me]
             else:
                 raise ValueError("locality with %d ranks and no torch.distributed: give hosts= (one per rank)" % world)
-        hosts = list(hosts)
-        if len(hosts) != world:
-            raise ValueError("hosts: %d names for %d ranks" % (len(hosts), world))
-        self.hosts = hosts
+        self.hosts = self._check_hosts(hosts)
+
+    # --- one listing per epoch for every rank -------------------------------------------------
+
+    def _job_object(self, epoch):
+        return "%s%s/epoch-%06d.json" % (JOB_PREFIX, self.job, epoch)
+
+    def _list(self, epoch):
+        """A listing of the shards with locations and sample counts, taken
+        while the cluster map stays at one version (asked before and after)
+        and the same names twice in a row: a fan-out listing during a
+        rebalance can miss an object that moves between two targets just
+        then (the new holder asked before its copy is in, the old one after
+        it deleted its own). Up to 8 tries."""
+        prefix = self.prefix if self.prefix is not None else _common_prefix(self._names)
+        version, prev = None, None
+        for attempt in range(8):
+            v1 = self._cmap_version()
+            shards, urls = list_shards(self.client, self.bucket, prefix)
+            version = self._cmap_version()
+            names = sorted((x.name, x.samples) for x in shards)
+            if v1 == version and names == prev:
+                break
+            prev = names if v1 == version else None
+            time.sleep(0.1 * attempt)
+        if self.prefix is None:
+            want = set(self._names)
+            miss = want - {x.name for x in shards}
+            if miss:
+                raise ValueError("shards not in bucket %s: %s" % (self.bucket, ", ".join(sorted(miss)[:5])))
+            shards = [x for x in shards if x.name in want]
+        else:
+            shards = [x for x in shards if x.name.endswith(SHARD_SUFFIXES) and not x.name.startswith(JOB_PREFIX)]
+        # a shard whose members the cluster cannot list (remote, not cached): counted by reading it once
+        shards = [x._replace(samples=sum(1 for _ in self.samples(x.name))) if x.samples is None else x
+                  for x in shards]
+        return {"aisd_listing": 1, "job": self.job, "epoch": epoch, "bucket": self.bucket, "prefix": self.prefix,
+                "names": None if self.prefix is not None else sorted(self._names), "cmap_version": version,
+                "shards": [[x.name, x.size, sorted(x.hosts), x.samples] for x in shards],
+                "urls": {x.name: urls[x.name] for x in shards}, "fingerprint": fingerprint(shards)}
+
+    def _cmap_version(self):
+        try:
+            return self.client.cluster_map().get("version")
+        except HTTPError as e:
+            if e.status in (404, 409):  # a standalone target: no map
+                return None
+            raise
+
+    def _job_listing(self, epoch, rank):
+        """The job's listing of the epoch, from the bucket: rank 0 stores it
+        when it is not there yet (the only writer, so no two listings can be
+        stored) and checks that its write was the object's first version;
+        the other ranks wait up to job_wait seconds for it."""
+        name = self._job_object(epoch)
+        deadline = time.monotonic() + self.job_wait
+        delay = 0.05
+        while True:
+            try:
+                return json.loads(self.client.get(self.bucket, name))
+            except HTTPError as e:
+                if e.status != 404:
+                    raise
+            except ValueError as e:
+                raise ValueError("job %s: %s/%s is not a listing: %s" % (self.job, self.bucket, name, e)) from e
+            if rank == 0:
+                doc = self._list(epoch)
+                self.client.put(self.bucket, name, json.dumps(doc, separators=(",", ":")).encode())
+                version = self.client.head(self.bucket, name).version
+                if version not in (None, "", "0", "1"):
+                    raise RuntimeError("job %s, epoch %d: %s/%s was written again (version %s) while this rank "
+                                       "found none: other ranks may hold another listing; start the job again under "
+                                       "a new job name" % (self.job, epoch, self.bucket, name, version))
+                return doc
+            if time.monotonic() > deadline:
+                raise TimeoutError("job %s, rank %d: no listing of epoch %d (%s/%s) from rank 0 within %.0f s"
+                                   % (self.job, rank, epoch, self.bucket, name, self.job_wait))
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def _take_listing(self, epoch):
+        """Makes the epoch's listing this rank's: with job, the one stored
+        in the bucket; else rank 0's (sent to every rank with
+        torch.distributed) or this process's own (one rank). Every rank
+        checks the listing's fingerprint (and with torch.distributed that
+        all ranks hold the same) and raises on a mismatch."""
+        if self._listing is not None and self._listing["epoch"] == epoch:
+            return
+        rank, world = _rank_world(self.rank, self.world_size)
+        dist = _dist_up()
+        doc = None
+        if not dist or rank == 0:
+            doc = self._job_listing(epoch, rank) if self.job is not None else self._list(epoch)
+        if dist:
+            box = [doc]
+            _dist.broadcast_object_list(box, src=0)
+            doc = box[0]
+        shards = [Shard(n, size, frozenset(hs), k) for n, size, hs, k in doc.get("shards", [])]
+        fp = fingerprint(shards)
+        if doc.get("fingerprint") != fp or doc.get("epoch") != epoch:
+            raise RuntimeError("job %s, epoch %d: the listing's fingerprint does not match its shards (epoch %s): "
+                               "refusing to start" % (self.job, epoch, doc.get("epoch")))
+        if doc.get("bucket") != self.bucket or doc.get("prefix") != self.prefix or (
+                self.prefix is None and doc.get("names") != sorted(self._names)):
+            raise ValueError("job %s: its listing is of bucket %s prefix %r, this dataset reads %s prefix %r (or "
+                             "other shards): one job name per training run" % (
+                                 self.job, doc.get("bucket"), doc.get("prefix"), self.bucket, self.prefix))
+        if dist:
+            fps = [None] * world
+            _dist.all_gather_object(fps, fp)
+            if len(set(fps)) != 1:
+                raise RuntimeError("epoch %d: the ranks hold %d different listings: refusing to start"
+                                   % (epoch, len(set(fps))))
+        self._listing, self._loc_shards, self._urls = doc, shards, doc["urls"]
+        self._plan, self._plans, self._future, self._pos_of = None, {}, None, None
+
+    def _rank_hosts(self):
+        _, world = _rank_world(self.rank, self.world_size)
+        return list(self.hosts) if self.hosts is not None else [""] * world
 
     def plan(self, epoch=None):
-        """This epoch's plan (aisd.plan.Plan; locality=True only)."""
-        if not self.locality:
-            raise ValueError("no plan: locality is off")
+        """The epoch's plan (aisd.plan.Plan: plan.units[rank] is what each
+        rank reads, in order), from the current epoch's listing (for a
+        later epoch: the forecast as if the listing stayed the same). After
+        load_state_dict, its epoch's plan holds what is left of it."""
+        if self.urls:
+            raise ValueError("no plan: the shards are urls, dealt whole (round-robin)")
         epoch = self.epoch if epoch is None else int(epoch)
         if self._plan is None or self._plan.epoch != epoch:
-            p = self._plans.get(epoch)
-            if p is None:
-                p = make_plan(self._loc_shards, self.hosts, self.seed, epoch, self.exchange)
-                self._plans = {e: x for e, x in self._plans.items() if epoch - 1 <= e <= epoch + 1}
-                self._plans[epoch] = p
-            self._plan = p
+            st = self._resume if self._resume is not None and self._resume["epoch"] == epoch else None
+            if st is not None:
+                self._plan = self._resumed(st, self._rank_hosts())
+            else:
+                p = self._plans.get(epoch)
+                if p is None:
+                    p = make_plan(self._loc_shards, self._rank_hosts(), self.seed, epoch, self.exchange,
+                                  self.locality)
+                    self._plans = {e: x for e, x in self._plans.items() if epoch - 1 <= e <= epoch + 1}
+                    self._plans[epoch] = p
+                self._plan = p
         return self._plan
+
+    def _resumed(self, st, hosts):
+        """The rest of st's epoch over ranks on hosts (a chain of restarts
+        is replayed from the first: each state's plan was over the hosts of
+        the state after it)."""
+        old = self._resumed(st["resumed"], st["hosts"]) if st.get("resumed") else None
+        return resume_plan(self._loc_shards, st["hosts"], hosts, [st["position"]] * len(st["hosts"]),
+                           self.seed, st["epoch"], self.exchange, self.locality, st["workers"], st["batch_size"],
+                           old=old)
 
     def _node_future(self, epoch):
         """{shard: sorted times} of the reads this node's ranks make through
@@ -413,17 +572,68 @@ class ShardDataset(_Base):
 
     def set_epoch(self, epoch):
         """Selects the epoch whose order the next iteration uses (call it on
-        every rank before iterating, as with DistributedSampler); zeroes that
-        epoch's counters; starts the prefetch of the epoch after it."""
+        every rank before iterating, as with DistributedSampler): takes
+        that epoch's listing (with job: rank 0 stores it, the others wait
+        for it), zeroes its counters and starts the prefetch of the epoch
+        after it."""
         if self._prefetcher is not None:
             self._prefetcher.stop()
             self._prefetcher = None
         super().set_epoch(epoch)
+        if not self.urls:
+            if self._resume is not None and self._resume["epoch"] != self.epoch:
+                self._resume = None
+                self._plan = None
+            self._take_listing(self.epoch)
         k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS)
         with self._ctr.get_lock():
             for i in range(len(_KINDS)):
                 self._ctr[k + i] = 0
         self._start_prefetch()
+
+    def state_dict(self, consumed, num_workers=0, batch_size=None):
+        """This rank's position in the current epoch, to checkpoint with the
+        model: consumed = samples the training loop took from the
+        DataLoader this epoch (steps x batch size; the same on every rank
+        under DDP), num_workers and batch_size as the DataLoader has them
+        (batch_size None: samples one by one). A JSON-able dict; give it to
+        load_state_dict after a restart, on any number of ranks."""
+        if self.urls:
+            raise ValueError("state_dict needs a bucket (client and bucket), not urls")
+        p = self.plan()
+        rank, world = _rank_world(self.rank, self.world_size)
+        from .plan import consumed_per_worker
+        consumed_per_worker(p.units[rank], int(consumed), num_workers, batch_size)  # checks the position
+        return {"aisd_position": 1, "epoch": self.epoch, "position": int(consumed), "rank": rank, "world": world,
+                "hosts": self._rank_hosts(), "workers": int(num_workers), "batch_size": batch_size,
+                "seed": self.seed, "exchange": self.exchange, "locality": self.locality, "job": self.job,
+                "fingerprint": self._listing["fingerprint"], "resumed": self._resume}
+
+    def load_state_dict(self, state):
+        """Continues a checkpointed epoch: the next iteration reads what no
+        rank had read at the checkpoint (every old rank at the same
+        position), dealt over this job's ranks, which may be more or fewer
+        than before; later epochs as usual. The epoch's listing must be the
+        one of the checkpoint (with job= it is kept in the bucket): a
+        different one raises RuntimeError."""
+        if self.urls:
+            raise ValueError("load_state_dict needs a bucket (client and bucket), not urls")
+        if not isinstance(state, dict) or state.get("aisd_position") != 1:
+            raise ValueError("not a ShardDataset state_dict")
+        for k in ("seed", "exchange", "locality"):
+            if state[k] != getattr(self, k):
+                raise ValueError("the checkpoint was taken with %s=%r, this dataset has %r"
+                                 % (k, state[k], getattr(self, k)))
+        if self.shuffle_buffer > 1:
+            raise ValueError("resuming mid-epoch needs shuffle_buffer=0 (a shuffle buffer's order is not a position)")
+        super().set_epoch(state["epoch"])
+        self._take_listing(self.epoch)
+        if self._listing["fingerprint"] != state["fingerprint"]:
+            raise RuntimeError("epoch %d's listing is not the one of the checkpoint (fingerprint %s..., was %s...): "
+                               "give job= so the epoch's listing is kept" % (
+                                   self.epoch, self._listing["fingerprint"][:12], state["fingerprint"][:12]))
+        self._resume = state
+        self._plan = None
 
     def stats(self, epoch=None):
         """{"local", "cached", "remote", "prefetched"}: bytes this rank's
@@ -446,23 +656,44 @@ class ShardDataset(_Base):
             self._ctr[k] += n
 
     def shards(self):
-        """The shard list (listed from the bucket the first time)."""
-        if self._shards is None:
-            self._shards = [n for n in self.client.list_names(self.bucket, self.prefix)
-                            if n.endswith(SHARD_SUFFIXES)]
-        return self._shards
+        """The shard names (the current epoch's listing; urls: as given)."""
+        if self.urls:
+            return self._shards
+        return [x.name for x in self._loc_shards]
 
     def __iter__(self):
-        if self.locality:
+        if self.urls:
+            it = (s for shard in self._mine(sorted(self._shards)) for s in self.samples(shard))
+        else:
             rank, _ = _rank_world(self.rank, self.world_size)
             wid, nw = _slot()
-            mine = self.plan().ranks[rank][wid::nw]
-        else:
-            mine = self._mine(sorted(self.shards()))
-        it = (s for shard in mine for s in self.samples(shard))
+            counts = {x.name: x.samples for x in self._loc_shards}
+            mine = self.plan().units[rank][wid::nw]
+            it = (s for u in mine for s in self._unit_samples(u, counts[u.shard]))
         if self.transform is not None:
             it = map(self.transform, it)
         return _shuffle_buffer(it, self.shuffle_buffer, self._rng("buffer"))
+
+    def _unit_samples(self, u, listed):
+        """Samples u.lo..u.hi-1 of u.shard (a shard the listing counted
+        `listed` samples in); a shard found with another count raises
+        OSError (replaced since it was listed) rather than skip or repeat."""
+        i = 0
+        it = self.samples(u.shard)
+        try:
+            for s in it:
+                if i >= listed:
+                    raise OSError("%s: more samples than the %d of the epoch's listing (replaced since?)"
+                                  % (u.shard, listed))
+                if i >= u.lo:
+                    yield s
+                i += 1
+                if i == u.hi and u.hi < listed:
+                    return
+            if i < u.hi:
+                raise OSError("%s: %d samples, the epoch's listing counted %d (replaced since?)" % (u.shard, i, listed))
+        finally:
+            it.close()
 
     def samples(self, shard):
         """Every sample of one shard, resuming after read errors."""

@@ -1,73 +1,110 @@
-"""plan.py - the locality-aware epoch plan: which rank reads which shard.
+"""plan.py - the epoch plan: which rank reads which samples of which shard.
 
-A pure, deterministic function of (seed, epoch, shards with sizes and the
-hosts holding them, the host of every rank, exchange). Every rank computes
-the same plan alone; nothing is exchanged between ranks.
+A pure, deterministic function of (seed, epoch, shards with their sizes,
+sample counts and the hosts holding them, the host of every rank,
+exchange). Every rank computes the same plan from the same listing (the
+dataset makes sure they all have one listing: aisd.dataset).
 
-What a plan guarantees (tests/unit/test_plan.py checks each):
-1. Every shard is in exactly one rank's list, every epoch.
-2. Balance: no rank's bytes exceed total/world by more than the largest
-   shard (the greedy below never puts a shard on a rank above the mean
-   unless every rank is at or above it).
-3. Locality: a shard goes to a rank on a host that holds a copy when that
-   rank has room (below the mean); a shard no rank's host holds gets a
-   cache home (a rank placed for balance, the same every epoch), so a
-   node-local cache there holds it from the second epoch on: the plan
-   counts it as local to that host. Every home is the same every epoch
-   (it depends on the seed and the inputs, not the epoch), so with a node
-   cache the overflow (shards held elsewhere) is read over the network
-   once, then from the cache.
-4. Randomness: each rank's order is a fresh permutation per (seed, epoch,
-   rank); and every epoch at least `exchange` of each rank's home shards
-   (ceil, so at least one when exchange > 0) leave it for other ranks,
-   chosen afresh by (seed, epoch), so no rank keeps a fixed subset: from
-   one epoch to the next a rank's set changes by about exchange x (2 -
-   exchange) (those that leave, replaced by others, and last epoch's
-   leavers coming back).
-   exchange 0 = strict locality; 1 = every shard away from its home (no
-   locality).
+Reading the plan (the accessor other modules rely on):
+  plan.units[r]  rank r's reads this epoch, in reading order: Unit tuples
+                 (shard, lo, hi, local) = samples lo..hi-1 of the shard
+                 (sample i = the i-th sample in the shard's tar order);
+                 local: the rank's host holds a copy (or it is the shard's
+                 cache home, below).
+  make_plan(..., epoch + 1).units[r] is the next epoch's; plan.ranks[r]
+  lists the shard names of units[r] (each once, first-read order).
+  DataLoader workers take the units round-robin: worker w of K reads
+  units[r][w::K] (consumed_per_worker maps a rank's consumed count onto
+  its workers).
 
-The mechanism, in two steps:
-- Homes (the same every epoch): shards by size, largest first (ties by a
-  seeded hash); each goes to the least-loaded rank on one of its local
-  hosts if that rank stays at or below the mean; the rest (overflow, and
-  shards no rank's host holds) go, in the same order, to the least-loaded
-  rank anywhere.
-- Exchange (per epoch): from each rank's homes, ceil(exchange x count)
-  drawn by (seed, epoch) are taken out; they go, largest first, to the
-  least-loaded rank other than their home (ties drawn by (seed, epoch)).
+What a plan guarantees (tests/unit/test_plan.py checks each, optimality
+against a brute force on small cases):
+1. Exactly once: every sample of every shard is in exactly one rank's
+   units, every epoch, except the `dropped` ones (below).
+2. Equal work: every rank reads exactly q = N // world samples (N: all
+   samples), the DDP requirement (max/mean = 1). The N mod world samples
+   left over are dropped for that epoch (plan.dropped; different ones each
+   epoch), never padded with repeats.
+3. Optimal locality: with exchange 0 the local bytes are the most any
+   assignment with equal sample counts can reach (a shard's bytes count
+   pro rata to its samples). Shards no rank's host holds get a cache home
+   (a host chosen for balance, the same every epoch), counted as local
+   there: a node cache holds them from the second epoch on.
+4. Exchange x: every epoch exactly round(x * q) samples of each rank's
+   home samples go to another rank (a contiguous run of its home sequence
+   in that epoch's order, starting at a point drawn by (seed, epoch)); so
+   x means x at sample granularity. exchange 0 = strict locality; 1 =
+   every sample away from its home.
+5. Randomness: each rank's units are in a fresh order per (seed, epoch,
+   rank).
+locality=False (plain): the shards shuffled by (seed, epoch) and dealt as
+contiguous runs of q samples, no placement considered.
 
-Cost: O(n log n + n x ranks per host) per epoch; 100,000 shards over 1,024
-ranks on 128 hosts take about 5 s in CPython (once per epoch and process).
+The mechanism (homes, the same every epoch):
+- The problem is a transportation problem: shards supply samples, hosts
+  take q x (their ranks) samples each plus, in all, the N mod world extra
+  (at most one per rank); a sample read on a host holding its shard earns
+  the shard's bytes per sample. The weight depends only on the shard, so
+  the sets of local amounts form a polymatroid and the greedy is exact
+  (Edmonds): shards by bytes per sample, largest first, each takes as much
+  local capacity as augmenting paths can free (moving samples of shards
+  already placed to another host holding them), then the rest fills the
+  hosts' remaining room. Samples of one shard on one host are one
+  contiguous range; a host's ranges are cut into its ranks' runs of q, so
+  few shards are split.
+Cost: about O(n log n) with copies=1; with copies > 1 an augmenting path
+search is a walk over the hosts (a host set with no way out is not
+searched again).
 """
 import hashlib
-import heapq
+import json
 import math
 import random
-from collections import namedtuple
+from collections import deque, namedtuple
 
-__all__ = ["Shard", "Plan", "make_plan", "default_hosts", "spearman", "order_positions", "list_shards"]
+__all__ = ["Shard", "Unit", "Plan", "make_plan", "resume_plan", "consumed_per_worker", "default_hosts",
+           "spearman", "order_positions", "list_shards", "fingerprint"]
 
-Shard = namedtuple("Shard", "name size hosts")  # hosts: the hosts holding a copy (any iterable)
+# hosts: the hosts holding a copy (any iterable); samples: the shard's sample count (1: plan whole shards)
+Shard = namedtuple("Shard", "name size hosts samples", defaults=(1,))
+Unit = namedtuple("Unit", "shard lo hi local")
 
 
 class Plan:
-    """One epoch's plan. ranks[r]: shard names in rank r's read order;
-    home_moved[r]: how many of them are not at their home (exchanged in);
-    local[name]: whether the shard's rank is on a host that holds it (or
-    its cache home); bytes[r], local_bytes[r]."""
+    """One epoch's plan (see the module comment). units[r], ranks[r];
+    samples[r]: rank r's sample count; bytes[r], local_bytes[r] (a
+    shard's bytes pro rata to its samples); moved[r]: samples exchanged
+    in; dropped: the Units left out this epoch."""
 
-    def __init__(self, epoch, ranks, local, sizes, moved):
-        self.epoch, self.ranks, self.local, self.moved = epoch, ranks, local, moved
-        self.bytes = [sum(sizes[n] for n in lst) for lst in ranks]
-        self.local_bytes = [sum(sizes[n] for n in lst if local[n]) for lst in ranks]
+    def __init__(self, epoch, units, sizes, moved, dropped=()):
+        self.epoch, self.units, self.moved, self.dropped = epoch, units, moved, list(dropped)
+        self.ranks = []
+        for lst in units:
+            seen = {}
+            for u in lst:
+                seen.setdefault(u.shard, None)
+            self.ranks.append(list(seen))
+        self.samples = [sum(u.hi - u.lo for u in lst) for lst in units]
+        self.bytes = [sum(_ubytes(sizes, u) for u in lst) for lst in units]
+        self.local_bytes = [sum(_ubytes(sizes, u) for u in lst if u.local) for lst in units]
 
     def local_fraction(self):
         total = sum(self.bytes)
         return sum(self.local_bytes) / total if total else 1.0
 
     def rank_of(self):
-        return {n: r for r, lst in enumerate(self.ranks) for n in lst}
+        """{shard: the rank reading most of its samples}."""
+        best = {}
+        for r, lst in enumerate(self.units):
+            for u in lst:
+                if u.hi - u.lo > best.get(u.shard, (0, -1))[0]:
+                    best[u.shard] = (u.hi - u.lo, r)
+        return {n: r for n, (_, r) in best.items()}
+
+
+def _ubytes(sizes, u):
+    size, n = sizes[u.shard]
+    return size * (u.hi - u.lo) / n if n else 0
 
 
 def _h(*parts):
@@ -92,101 +129,433 @@ def default_hosts(world, hosts):
     return [h for h in hosts for _ in range(k)]
 
 
-def _homes(shards, rank_hosts, seed):
-    """(home rank per shard name, local-host set per shard name)."""
-    world = len(rank_hosts)
-    by_host = {}
-    for r, h in enumerate(rank_hosts):
-        by_host.setdefault(h, []).append(r)
-    total = sum(s.size for s in shards)
-    mean = total / world
-    load = [0] * world
-    home, lhosts, overflow = {}, {}, []
-    order = sorted(shards, key=lambda s: (-s.size, _h(seed, "order", s.name)))
-    for s in order:
-        hs = {h for h in s.hosts if h in by_host}
-        lhosts[s.name] = hs
-        if not hs:  # held by no rank's host: placed for balance below; that home is its cache home
-            overflow.append(s)
-            continue
-        cands = [r for h in hs for r in by_host[h]]
-        r = min(cands, key=lambda r: (load[r], _h(seed, "tie", s.name, r)))
-        if load[r] + s.size <= mean or load[r] == 0:
-            home[s.name] = r
-            load[r] += s.size
-        else:
-            overflow.append(s)
-    heap = [(load[r], _h(seed, "rank", r), r) for r in range(world)]
-    heapq.heapify(heap)
-    for s in overflow:
-        ld, tie, r = heapq.heappop(heap)
-        home[s.name] = r
-        if not lhosts[s.name]:
-            lhosts[s.name] = {rank_hosts[r]}
-        heapq.heappush(heap, (ld + s.size, tie, r))
-    return home, lhosts
+def fingerprint(shards):
+    """A hex digest of a listing (names, sizes, sample counts, holders):
+    two ranks with the same fingerprint plan alike."""
+    canon = sorted([s.name, s.size, sorted(s.hosts), s.samples] for s in shards)
+    return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()
 
 
-def make_plan(shards, rank_hosts, seed=0, epoch=0, exchange=0.0):
-    """The plan of one epoch. shards: Shard tuples (or (name, size, hosts));
-    rank_hosts: the host of each rank (index = rank); exchange: 0..1.
-    Raises ValueError on duplicate names, no ranks or a bad exchange."""
+def _check(shards, world):
     shards = [s if isinstance(s, Shard) else Shard(*s) for s in shards]
-    world = len(rank_hosts)
     if world < 1:
         raise ValueError("no ranks")
-    if not 0.0 <= exchange <= 1.0:
-        raise ValueError("exchange must be within 0..1")
     sizes = {}
     for s in shards:
         if s.name in sizes:
             raise ValueError("shard %r listed twice" % s.name)
-        if s.size < 0:
-            raise ValueError("shard %r: negative size" % s.name)
-        sizes[s.name] = s.size
-    home, lhosts = _homes(shards, rank_hosts, seed)
+        if s.samples is None:
+            raise ValueError("shard %r: sample count unknown (its members were not listed)" % s.name)
+        if s.size < 0 or s.samples < 0:
+            raise ValueError("shard %r: negative size or sample count" % s.name)
+        sizes[s.name] = (s.size, s.samples)
+    return shards, sizes
 
-    rng = random.Random("%s/exchange/%d" % (seed, epoch))
-    mine = [[] for _ in range(world)]
-    for name in sorted(home):
-        mine[home[name]].append(name)
-    out = set()
-    if exchange > 0 and world > 1:
-        for r in range(world):
-            k = min(len(mine[r]), math.ceil(exchange * len(mine[r])))
-            out.update(rng.sample(mine[r], k))
-    load = [0] * world
-    assign = {}
-    for name, r in home.items():
-        if name not in out:
-            assign[name] = r
-            load[r] += sizes[name]
-    moving = sorted(out)
-    rng.shuffle(moving)
-    moving.sort(key=lambda n: -sizes[n])  # stable: equal sizes keep the drawn order
-    ties = [rng.random() for _ in range(world)]
-    heap = [(load[r], ties[r], r) for r in range(world)]
-    heapq.heapify(heap)
-    for name in moving:
-        skipped = []
-        while True:
-            ld, tie, r = heapq.heappop(heap)
-            if r != home[name]:
+
+class _Flow:
+    """The local-capacity network of _assign: hosts -> T (base room),
+    hosts -> X (one extra per rank) -> T (the extras in all); f[s][h]:
+    samples of shard s placed on its holder h."""
+
+    def __init__(self, base, ext, extras):
+        self.base, self.ext, self.extras = base, ext, extras
+        self.fb = {h: 0 for h in base}
+        self.fe = {h: 0 for h in base}
+        self.fx = 0
+        self.f = {}      # shard -> {host: samples}
+        self.on = {h: {} for h in base}  # host -> {shard with another holder: samples there}
+        self.adj = {h: {} for h in base}  # a -> {b: samples on a of shards b holds too}
+        self.local = {}  # shard -> its holders among the hosts
+        self.cap = sum(base.values()) + min(sum(ext.values()), extras)
+        self.placed = 0
+
+    def room(self):
+        """Local capacity left in all (every placed sample takes one)."""
+        return self.cap - self.placed
+
+    def _path(self, starts):
+        """(start host, steps of a path from it to T), or (None, the hosts
+        reached: full, with no way out)."""
+        prev = {h: None for h in starts}
+        q = deque(starts)
+        xseen = False
+        while q:
+            a = q.popleft()
+            if a == "X":
+                if self.fx < self.extras:
+                    return self._trace(prev, "X", ("XT",))
+                for b in self.base:
+                    if self.fe[b] > 0 and b not in prev:
+                        prev[b] = ("X", ("XH", b))
+                        q.append(b)
+                continue
+            if self.fb[a] < self.base[a]:
+                return self._trace(prev, a, ("HT", a))
+            if self.fe[a] < self.ext[a] and not xseen:
+                xseen = True
+                prev["X"] = (a, ("HX", a))
+                q.append("X")
+            for b in self.adj[a]:
+                if b not in prev:
+                    prev[b] = (a, ("HH", a, b))
+                    q.append(b)
+        return None, {h for h in prev if h != "X"}  # nothing reaches T from these
+
+    def _trace(self, prev, node, last):
+        steps = [last]
+        while prev[node] is not None:
+            node, step = prev[node]
+            steps.append(step)
+        steps.reverse()
+        return node, steps
+
+    def _cap(self, step):
+        k = step[0]
+        if k == "HT":
+            return self.base[step[1]] - self.fb[step[1]]
+        if k == "HX":
+            return self.ext[step[1]] - self.fe[step[1]]
+        if k == "XT":
+            return self.extras - self.fx
+        if k == "XH":
+            return self.fe[step[1]]
+        return self.adj[step[1]][step[2]]  # HH
+
+    def _add(self, s, h, n):
+        fs = self.f.setdefault(s, {})
+        fs[h] = fs.get(h, 0) + n
+        if not fs[h]:
+            del fs[h]
+        if len(self.local[s]) > 1:
+            if fs.get(h):
+                self.on[h][s] = fs[h]
+            else:
+                self.on[h].pop(s, None)
+            adj = self.adj[h]
+            for b in self.local[s]:
+                if b != h:
+                    adj[b] = adj.get(b, 0) + n
+                    if not adj[b]:
+                        del adj[b]
+
+    def _move(self, a, b, n):
+        """Moves n samples of shards held on a and b from a to b."""
+        for t in sorted(self.on[a]):
+            if not n:
+                return
+            if b in self.local[t]:
+                k = min(n, self.on[a][t])
+                self._add(t, a, -k)
+                self._add(t, b, k)
+                n -= k
+
+    def place(self, s, holders, want):
+        """Places up to want samples of s on its holders, moving others'
+        samples along augmenting paths; returns (placed, dead hosts)."""
+        self.local[s] = holders
+        placed = 0
+        for h in sorted(holders):  # room on a holder: no search
+            n = min(want - placed, self.base[h] - self.fb[h])
+            if n > 0:
+                self._add(s, h, n)
+                self.fb[h] += n
+                placed += n
+        while placed < want:
+            start, steps = self._path(sorted(holders))
+            if start is None:
+                self.placed += placed
+                return placed, steps
+            n = min([want - placed] + [self._cap(st) for st in steps])
+            self._add(s, start, n)
+            for st in steps:
+                k = st[0]
+                if k == "HT":
+                    self.fb[st[1]] += n
+                elif k == "HX":
+                    self.fe[st[1]] += n
+                elif k == "XT":
+                    self.fx += n
+                elif k == "XH":
+                    self.fe[st[1]] -= n
+                else:
+                    self._move(st[1], st[2], n)
+            placed += n
+        self.placed += placed
+        return placed, None
+
+
+def _assign(items, rank_hosts, seed, locality=True):
+    """Pieces per rank: ([(name, lo, hi, local), ...] per rank, the ranks
+    given q + 1). items: Shard tuples; every rank gets q = N // world
+    samples, N mod world ranks one more; with locality the local bytes are
+    the most possible (the module comment)."""
+    world = len(rank_hosts)
+    hosts = list(dict.fromkeys(rank_hosts))
+    nr = {h: rank_hosts.count(h) for h in hosts}
+    total = sum(s.samples for s in items)
+    q, extras = divmod(total, world)
+    base = {h: q * nr[h] for h in hosts}
+    ext = {h: (nr[h] if extras else 0) for h in hosts}
+    fl = _Flow(base, ext, extras)
+    hs = set(hosts)
+    order = sorted(items, key=lambda s: (-(s.size / s.samples if s.samples else 0), _h(seed, "order", s.name)))
+    dead = set()
+    if locality:
+        for s in order:
+            holders = frozenset(s.hosts) & hs
+            if not holders or not s.samples:
+                continue
+            if holders <= dead:
+                fl.local[s.name] = holders
+                continue
+            if not fl.room():
                 break
-            skipped.append((ld, tie, r))
-        assign[name] = r
-        heapq.heappush(heap, (ld + sizes[name], rng.random(), r))
-        for x in skipped:
-            heapq.heappush(heap, x)
+            _, d = fl.place(s.name, holders, s.samples)
+            if d:
+                dead |= d
+    # the rest fills the remaining room: base first, then the extras (hosts in a seeded order)
+    hord = sorted(hosts, key=lambda h: _h(seed, "host", h))
+    room = {h: base[h] - fl.fb[h] for h in hosts}
+    left = extras - fl.fx
+    for h in hord:
+        e = min(ext[h] - fl.fe[h], left)
+        room[h] += e
+        fl.fe[h] += e
+        left -= e
+    on_host = {h: [] for h in hosts}  # host -> [(name, samples, local)]
+    rest = []
+    for s in sorted(items, key=lambda s: _h(seed, "rest", s.name)):
+        placed = fl.f.get(s.name, {})
+        for h in sorted(placed):
+            on_host[h].append((s.name, placed[h], True))
+        n = s.samples - sum(placed.values())
+        if n:
+            rest.append((s, n))
+    hi = 0
+    for s, n in rest:
+        home_only = locality and not (frozenset(s.hosts) & hs)  # a cache home: local there from the 2nd epoch
+        while n:
+            while room[hord[hi]] == 0:
+                hi += 1
+            h = hord[hi]
+            k = min(n, room[h])
+            on_host[h].append((s.name, k, home_only))
+            room[h] -= k
+            n -= k
+    # sample ranges: each shard's samples in host order; then each host's ranges cut into its ranks' runs
+    nxt = {}
+    pieces = {h: [] for h in hosts}
+    for h in hord:
+        for name, k, loc in sorted(on_host[h], key=lambda x: _h(seed, "piece", x[0])):
+            lo = nxt.get(name, 0)
+            nxt[name] = lo + k
+            pieces[h].append((name, lo, lo + k, loc))
+    out = [[] for _ in range(world)]
+    plus = set()
+    for h in hosts:
+        rs = [r for r in range(world) if rank_hosts[r] == h]
+        big = set(sorted(rs, key=lambda r: _h(seed, "plus", r))[:fl.fe[h]])
+        plus |= big
+        queue = deque(pieces[h])
+        for r in rs:
+            need = q + (1 if r in big else 0)
+            while need:
+                name, lo, hi_, loc = queue.popleft()
+                k = min(need, hi_ - lo)
+                out[r].append((name, lo, lo + k, loc))
+                if lo + k < hi_:
+                    queue.appendleft((name, lo + k, hi_, loc))
+                need -= k
+    return out, plus
 
-    ranks = [[] for _ in range(world)]
-    for name in sorted(assign):
-        ranks[assign[name]].append(name)
+
+def _merge(pieces):
+    """Adjacent ranges of one shard (same locality) as one."""
+    out = []
+    for p in sorted(pieces):
+        if out and out[-1][0] == p[0] and out[-1][2] == p[1] and out[-1][3] == p[3]:
+            out[-1] = (p[0], out[-1][1], p[2], p[3])
+        else:
+            out.append(tuple(p))
+    return out
+
+
+def _cut(pieces, start, k):
+    """(the run of k samples from sample position start of the pieces'
+    sequence, wrapping around; the rest), both as piece lists."""
+    total = sum(p[2] - p[1] for p in pieces)
+    k = min(k, total)
+    spans = [(start, min(start + k, total))]
+    if start + k > total:
+        spans.append((0, start + k - total))
+    run, rest, pos = [], [], 0
+    for name, lo, hi, loc in pieces:
+        a = pos
+        pos += hi - lo
+        cuts = sorted({a, pos} | {x for sp in spans for x in sp if a < x < pos})
+        for x, y in zip(cuts, cuts[1:]):
+            inside = any(s0 <= x and y <= s1 for s0, s1 in spans)
+            (run if inside else rest).append((name, lo + x - a, lo + y - a, loc))
+    return _merge(run), _merge(rest)
+
+
+_HOMES = {}  # (listing fingerprint, rank hosts, seed) -> _assign's answer
+
+
+def make_plan(shards, rank_hosts, seed=0, epoch=0, exchange=0.0, locality=True):
+    """The plan of one epoch. shards: Shard tuples (or (name, size, hosts[,
+    samples])); rank_hosts: the host of each rank (index = rank); exchange:
+    0..1; locality=False: plain dealing. Raises ValueError on duplicate
+    names, no ranks or a bad exchange."""
+    world = len(rank_hosts)
+    shards, sizes = _check(shards, world)
+    if not 0.0 <= exchange <= 1.0:
+        raise ValueError("exchange must be within 0..1")
+    rank_hosts = list(rank_hosts)
+    hosts_of = {s.name: frozenset(s.hosts) for s in shards}
+    total = sum(s.samples for s in shards)
+    q = total // world
+    if not locality:
+        order = sorted(shards, key=lambda s: s.name)
+        random.Random("%s/%d" % (seed, epoch)).shuffle(order)
+        seq = [(s.name, 0, s.samples, False) for s in order if s.samples]
+        units, pos = [], 0
+        flat = deque(seq)
+        for r in range(world):
+            need, mine = q, []
+            while need:
+                name, lo, hi, loc = flat.popleft()
+                k = min(need, hi - lo)
+                mine.append(Unit(name, lo, lo + k, False))
+                if lo + k < hi:
+                    flat.appendleft((name, lo + k, hi, loc))
+                need -= k
+            units.append(mine)
+        return Plan(epoch, units, sizes, [0] * world, [Unit(*p) for p in flat])
+    key = (fingerprint(shards), tuple(rank_hosts), str(seed))
+    if key not in _HOMES:  # the same every epoch: computed once per process
+        if len(_HOMES) >= 4:
+            _HOMES.pop(next(iter(_HOMES)))
+        _HOMES[key] = _assign(shards, rank_hosts, seed)
+    homes, plus = _HOMES[key]
+    dropped = []
+    seqs = []
     for r in range(world):
-        random.Random("%s/order/%d/%d" % (seed, epoch, r)).shuffle(ranks[r])
-    local = {n: rank_hosts[assign[n]] in lhosts[n] for n in assign}
-    moved = [sum(1 for n in lst if n in out) for lst in ranks]
-    return Plan(epoch, ranks, local, sizes, moved)
+        rng = random.Random("%s/home/%d/%d" % (seed, epoch, r))
+        ps = sorted(homes[r])
+        rng.shuffle(ps)
+        if r in plus:  # one sample over q: this epoch's drop, drawn afresh
+            d, ps = _cut(ps, rng.randrange(q + 1), 1)
+            dropped += d
+            rng.shuffle(ps)
+        seqs.append(ps)
+    moved = [0] * world
+    k = round(exchange * q) if world > 1 else 0
+    if k:
+        rng = random.Random("%s/exchange/%d" % (seed, epoch))
+        shift = rng.randrange(1, world)
+        outs, keeps = [], []
+        for r in range(world):
+            run, rest = _cut(seqs[r], rng.randrange(q), k)
+            outs.append(run)
+            keeps.append(rest)
+        for r in range(world):
+            came = outs[(r - shift) % world]
+            moved[r] = sum(p[2] - p[1] for p in came)
+            here, there = rank_hosts[r], rank_hosts[(r - shift) % world]
+            came = [(n, lo, hi, here in hosts_of[n] or (loc and here == there)) for n, lo, hi, loc in came]
+            seqs[r] = _merge(keeps[r] + came)
+    units = []
+    for r in range(world):
+        ps = _merge(seqs[r])
+        random.Random("%s/order/%d/%d" % (seed, epoch, r)).shuffle(ps)
+        units.append([Unit(*p) for p in ps])
+    return Plan(epoch, units, sizes, moved, [Unit(*p) for p in _merge(dropped)])
+
+
+def consumed_per_worker(units, consumed, workers=0, batch_size=None):
+    """How many samples of each worker's stream a rank's training loop has
+    taken after `consumed` samples from a torch DataLoader (in order, the
+    default) with num_workers=workers and batch_size (None: samples one by
+    one): worker w reads units[w::K] (K = max(workers, 1)) and the loader
+    takes whole batches from the workers in turn, skipping those at their
+    end. Raises ValueError when consumed is not at a batch boundary or
+    beyond the rank's samples."""
+    k = max(int(workers), 1)
+    b = int(batch_size or 1)
+    n = [sum(u.hi - u.lo for u in units[w::k]) for w in range(k)]
+    if consumed < 0 or consumed > sum(n):
+        raise ValueError("position %d: the rank reads %d samples this epoch" % (consumed, sum(n)))
+    c = [0] * k
+    left = consumed
+    while left:
+        for w in range(k):
+            if not left:
+                break
+            take = min(b, n[w] - c[w])
+            if take == 0:
+                continue
+            if left < take:
+                raise ValueError("position %d is not at a batch boundary (batch_size %d, %d workers)"
+                                 % (consumed, b, workers))
+            c[w] += take
+            left -= take
+    return c
+
+
+def _skip(units, n):
+    """The units after their first n samples."""
+    out = []
+    for u in units:
+        k = min(n, u.hi - u.lo)
+        n -= k
+        if u.lo + k < u.hi:
+            out.append(Unit(u.shard, u.lo + k, u.hi, u.local))
+    return out
+
+
+def remaining(units, consumed, workers=0, batch_size=None):
+    """A rank's units not yet consumed (see consumed_per_worker), in its
+    workers' reading order."""
+    k = max(int(workers), 1)
+    c = consumed_per_worker(units, consumed, workers, batch_size)
+    return [u for w in range(k) for u in _skip(units[w::k], c[w])]
+
+
+def resume_plan(shards, old_hosts, new_hosts, positions, seed=0, epoch=0, exchange=0.0, locality=True,
+                workers=0, batch_size=None, old=None):
+    """The rest of an epoch after a restart: positions[r] samples consumed
+    by old rank r (see consumed_per_worker; workers and batch_size as the
+    old ranks' DataLoader had them). With the same ranks on the same hosts
+    each rank continues with its own rest; else the rest (every sample of
+    the epoch not consumed and not dropped) is dealt over new_hosts by the
+    same optimal assignment, rank counts within one of each other.
+    old: the plan being continued (default: make_plan's for these
+    arguments; a resumed epoch's plan when a restart is restarted).
+    Returns a Plan whose units hold only what is left."""
+    if old is None:
+        old = make_plan(shards, old_hosts, seed, epoch, exchange, locality)
+    if len(positions) != len(old_hosts):
+        raise ValueError("%d positions for %d ranks" % (len(positions), len(old_hosts)))
+    rest = [remaining(old.units[r], positions[r], workers, batch_size) for r in range(len(old_hosts))]
+    shards, sizes = _check(shards, len(new_hosts))
+    if list(new_hosts) == list(old_hosts):
+        return Plan(epoch, rest, sizes, [0] * len(new_hosts), old.dropped)
+    info = {s.name: s for s in shards}
+    items, where = [], {}
+    for lst in rest:
+        for u in lst:
+            s = info[u.shard]
+            key = "%s\0%d" % (u.shard, u.lo)
+            items.append(Shard(key, s.size * (u.hi - u.lo) / s.samples if s.samples else 0, s.hosts, u.hi - u.lo))
+            where[key] = u
+    out, _ = _assign(items, list(new_hosts), "%s/resume/%d" % (seed, epoch), locality)
+    units = []
+    for r, ps in enumerate(out):
+        lst = [Unit(where[k].shard, where[k].lo + lo, where[k].lo + hi, loc and locality) for k, lo, hi, loc in ps]
+        random.Random("%s/resume/%d/%d" % (seed, epoch, r)).shuffle(lst)
+        units.append(lst)
+    return Plan(epoch, units, sizes, [0] * len(new_hosts), old.dropped)
 
 
 def spearman(a, b):
@@ -225,34 +594,52 @@ def order_positions(plan):
     return pos
 
 
-def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", ".zip")):
+def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", ".zip"), samples=True):
     """The shards under prefix as (Shard list, urls): one listing with
-    props size,version,checksum,location; urls[name][host] is the public URL
-    of a target on that host holding a copy. Raises HTTPError/OSError as
-    the listing does."""
-    shards, urls = [], {}
-    for e in client.list(bucket, prefix, pagesize=10000, props="name,size,version,checksum,location"):
+    props size,version,checksum,location (and with samples, each shard's
+    members: its sample count by WebDataset's rule; None for a shard whose
+    members the cluster cannot list: a remote one not cached yet);
+    urls[name][host] is the public URL of a target on that host holding a
+    copy. Raises HTTPError/OSError as the listing does."""
+    from .wds import wds_split
+    shards, urls, count, last = [], {}, {}, {}
+    cur = None
+    for e in client.list(bucket, prefix, pagesize=10000, props="name,size,version,checksum,location",
+                         archive=samples):
         name = e["name"]
+        if cur is not None and name.startswith(cur + "/") and int(e.get("flags", 0)) & 128:
+            key, _ = wds_split(name[len(cur) + 1:])
+            if key is not None and key != last.get(cur) and count[cur] is not None:
+                count[cur] += 1
+                last[cur] = key
+            continue
+        cur = None
         if not name.endswith(tuple(suffixes)):
             continue
+        cur = name
+        count[name] = 0 if int(e.get("flags", 0)) & 512 else None  # members not listed: a remote shard not cached
         by_host = {}
         for loc in e.get("location") or []:
             if loc.get("host") and loc.get("url"):
                 by_host.setdefault(loc["host"], loc["url"])
         shards.append(Shard(name, int(e.get("size", 0)), frozenset(by_host)))
         urls[name] = by_host
+    if samples:
+        shards = [s._replace(samples=count[s.name]) for s in shards]
     return shards, urls
 
 
 _USAGE = """python3 -m aisd.plan BUCKET[/PREFIX] --world N --hosts H1,H2,... [options]
 
 Prints the locality-aware epoch plan that ShardDataset(locality=True)
-computes on every rank: per rank its host, shards, bytes, the fraction read
-on its own host (from a target there, or from its node cache), and the
-shards exchanged in; then per epoch the balance (largest rank's bytes over
-the mean), the local fraction, the exchange (shards away from their home)
-and the order correlation with the previous epoch (Spearman of each shard's
-place in the reading order).
+computes on every rank: per rank its host, shards, samples (the same for
+every rank), bytes, the fraction read on its own host (from a target
+there, or from its node cache), and the samples exchanged in; then per
+epoch the balance (largest rank's bytes over the mean), the local
+fraction, the exchange (samples away from their home), the samples
+dropped (N mod ranks) and the order correlation with the previous epoch
+(Spearman of each shard's place in the reading order). --shards lists
+each rank's units: a shard and its sample range [lo, hi).
 
 --hosts: one host per rank, or fewer (ranks in equal contiguous blocks per
 host, as torchrun numbers them); a host is what the listing's "location"
@@ -286,6 +673,11 @@ def main(argv=None):
     try:
         hosts = default_hosts(a.world, [h for h in a.hosts.split(",") if h])
         shards, _ = list_shards(Client(a.endpoint, retry_for=10), bucket, prefix)
+        unknown = [s.name for s in shards if s.samples is None]
+        if unknown:
+            print("aisd.plan: members of %s not listed (remote, not cached yet?): counted as 1 sample each"
+                  % ", ".join(unknown[:3]), file=sys.stderr)
+            shards = [s._replace(samples=1) if s.samples is None else s for s in shards]
         if not shards:
             print("aisd.plan: no shards (.tar, .tgz, .tar.gz, .zip) under %s" % a.path, file=sys.stderr)
             return 1
@@ -297,11 +689,13 @@ def main(argv=None):
             prev = pos
             mean = sum(p.bytes) / len(p.bytes)
             summ = {"epoch": ep, "shards": len(shards), "bytes": sum(p.bytes),
+                    "dropped": sum(u.hi - u.lo for u in p.dropped),
                     "balance": round(max(p.bytes) / mean, 4) if mean else 1.0,
                     "local_fraction": round(p.local_fraction(), 4), "exchanged": sum(p.moved),
                     "spearman_prev": None if rho is None else round(rho, 4)}
             if a.json:
-                summ["ranks"] = [{"rank": r, "host": hosts[r], "shards": p.ranks[r], "bytes": p.bytes[r],
+                summ["ranks"] = [{"rank": r, "host": hosts[r], "shards": p.ranks[r], "samples": p.samples[r],
+                                  "units": [list(u) for u in p.units[r]], "bytes": p.bytes[r],
                                   "local_bytes": p.local_bytes[r], "exchanged_in": p.moved[r]}
                                  for r in range(a.world)]
                 print(json.dumps(summ))
@@ -309,14 +703,16 @@ def main(argv=None):
             print("epoch %d: %d shards, %d bytes; balance %.3f (max/mean); local %.1f%%; exchanged %d%s" % (
                 ep, len(shards), sum(p.bytes), summ["balance"], 100 * p.local_fraction(), sum(p.moved),
                 "" if rho is None else "; order vs previous epoch: Spearman %.3f" % rho))
-            print("  %-5s %-20s %7s %14s %7s %9s" % ("RANK", "HOST", "SHARDS", "BYTES", "LOCAL", "EXCHANGED"))
+            print("  %-5s %-20s %7s %8s %14s %7s %9s" % ("RANK", "HOST", "SHARDS", "SAMPLES", "BYTES", "LOCAL",
+                                                         "EXCHANGED"))
             for r in range(a.world):
                 b = p.bytes[r]
-                print("  %-5d %-20s %7d %14d %6.1f%% %9d" % (r, hosts[r][:20], len(p.ranks[r]), b,
-                                                            100.0 * p.local_bytes[r] / b if b else 100.0, p.moved[r]))
+                print("  %-5d %-20s %7d %8d %14d %6.1f%% %9d" % (
+                    r, hosts[r][:20], len(p.ranks[r]), p.samples[r], b, 100.0 * p.local_bytes[r] / b if b else 100.0,
+                    p.moved[r]))
                 if a.shards:
-                    for n in p.ranks[r]:
-                        print("        %s%s" % (n, "" if p.local[n] else "  (remote)"))
+                    for u in p.units[r]:
+                        print("        %s [%d, %d)%s" % (u.shard, u.lo, u.hi, "" if u.local else "  (remote)"))
     except (HTTPError, OSError, ValueError) as e:
         print("aisd.plan: %s" % e, file=sys.stderr)
         return 1
