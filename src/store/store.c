@@ -361,6 +361,10 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 		}
 		const store_mp_t *mp = &s->mp[i];
 		out[k].counting = !atomic_load(&mp->count_done);
+		out[k].reconciling = !atomic_load(&mp->rc_finished);
+		out[k].rc_walked = atomic_load(&mp->rc_walked);
+		out[k].rc_hints = atomic_load(&mp->rc_hints);
+		out[k].rc_removed = atomic_load(&mp->rc_removed);
 		int64_t o = (int64_t)atomic_load(&mp->base_objects) + atomic_load(&mp->delta_objects);
 		int64_t b = (int64_t)atomic_load(&mp->base_bytes) + atomic_load(&mp->delta_bytes);
 		out[k].objects = o > 0 ? (uint64_t)o : 0; /* < 0 only while counting */

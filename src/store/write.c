@@ -455,6 +455,11 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		store_key_tar(&val, w->bck, w->blen, w->obj, w->olen, old.gen);
 		leveldb_writebatch_delete(batch, val.ptr, val.len);
 	}
+	/* reconcile.c rules 1-2: the new gen is named now; the old one may
+	 * outlive its record until it is unlinked */
+	store_hint_batch(batch, false, w->h, w->gen);
+	if (have_old && old.gen != w->gen)
+		store_hint_batch(batch, true, w->h, old.gen);
 	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
 	leveldb_writebatch_destroy(batch);
 	if (rc == AIS_OK)
@@ -468,6 +473,8 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		store_path_obj(oldpath, sizeof(oldpath), mp, w->h, old.gen);
 		if (store_io.unlink(oldpath) != 0 && errno != ENOENT)
 			log_warn("unlink old version %s (start-up will remove it)", oldpath);
+		else
+			store_hint_done(s, mp, w->h, old.gen);
 	}
 out_unlock:
 	pthread_mutex_unlock(&mp->commit_mu);
@@ -508,9 +515,12 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	}
 
 	store_path_obj(path, sizeof(path), w->mp, w->h, w->gen);
+	if (store_hint_put(s, w->mp, w->h, w->gen) != AIS_OK) /* reconcile.c rule 1 */
+		return writer_fail(w, errno);
 	if (store_io.rename(w->tmp, path) != 0) { /* rule 4 */
 		e = map_errno(errno);
 		log_warn("rename %s -> %s", w->tmp, path);
+		store_hint_done(s, w->mp, w->h, w->gen);
 		return writer_fail(w, e);
 	}
 	w->tmp_exists = false;
@@ -539,6 +549,8 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 out_unlink:
 	if (store_io.unlink(path) != 0 && errno != ENOENT)
 		log_warn("unlink %s (start-up will remove it)", path);
+	else
+		store_hint_done(s, w->mp, w->h, w->gen);
 	return writer_fail(w, e);
 }
 
