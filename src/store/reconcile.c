@@ -28,7 +28,7 @@
  * not O(objects). A store last written by a build without hints (no key
  * "r") is walked once instead, obj/<xx>/ by obj/<xx>/, removing each file
  * of an earlier run that no record uses; "r" is written when that walk
- * completes (and at once on a store with no objects). Files written by
+ * completes (at once on a store that had no records at open). Files written by
  * this process are never touched, so either runs safely beside new
  * writes. store_close stops it early; store_reconcile_wait waits for it.
  * A file that no hint names and no record uses (a power loss under fsync
@@ -138,21 +138,27 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 	return removed;
 }
 
-/* The walk of a store without hints: every obj/<xx>/ of mp, then the key
- * "r" that says hints are kept from now on. */
-static unsigned long reconcile_walk(store_t *s, store_mp_t *mp)
+/* The key "r": crash hints are kept on mp from now on. */
+static void reconcile_mark(store_t *s, store_mp_t *mp)
 {
-	unsigned long n = 0;
 	char *lerr = NULL;
-	for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
-		n += reconcile_dir(s, mp, xx);
-	if (atomic_load(&s->rc_stop))
-		return n; /* walked again at the next start */
 	leveldb_put(mp->db, s->wo_lazy, "r", 1, "1", 1, &lerr);
 	if (lerr) {
 		log_warnx("%s: leveldb put (reconcile marker): %s", mp->path, lerr);
 		leveldb_free(lerr);
 	}
+}
+
+/* The walk of a store without hints: every obj/<xx>/ of mp, then the key
+ * "r" that says hints are kept from now on. */
+static unsigned long reconcile_walk(store_t *s, store_mp_t *mp)
+{
+	unsigned long n = 0;
+	for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
+		n += reconcile_dir(s, mp, xx);
+	if (atomic_load(&s->rc_stop))
+		return n; /* walked again at the next start */
+	reconcile_mark(s, mp);
 	log_info("%s: walked %" PRIu64 " object files once (a store without crash hints)", mp->path,
 		 atomic_load(&mp->rc_walked));
 	return n;
@@ -304,7 +310,13 @@ static void *reconcile_main(void *arg)
 		char *v = store_db_get(s, mp, "r", 1, "reconcile marker", &vl);
 		if (!v && errno != ENOENT)
 			continue; /* logged; looked at again at the next start */
-		unsigned long n = v ? reconcile_hints(s, mp) : reconcile_walk(s, mp);
+		unsigned long n = 0;
+		if (v)
+			n = reconcile_hints(s, mp);
+		else if (atomic_load(&mp->count_done) && atomic_load(&mp->base_objects) == 0)
+			reconcile_mark(s, mp); /* no records at open: a new store, nothing to walk for */
+		else
+			n = reconcile_walk(s, mp);
 		leveldb_free(v);
 		atomic_store(&mp->rc_removed, n);
 		if (n)
