@@ -164,6 +164,11 @@ for cp in "${CPS[@]}"; do
 	curl -fsSL -o /dev/null --max-time 600 -X DELETE "$GW/v1/buckets/put" -d '{"action":"destroy-bck"}' ||
 		die "cannot destroy bucket put"
 	create_bucket "$GW" put || die "cannot create bucket put"
+	total=$((HAVE[big] + HAVE[s1] + HAVE[s2] + HAVE[s3]))
+	for _ in $(seq 1200); do # the destroy runs on the target after the BMD reached it
+		[ "$(stats_field 'd["objects"]')" = "$total" ] && break
+		sleep 0.5
+	done
 	ldb=$(du -sm "$T"/mp1/meta "$T"/mp2/meta | awk '{ s += $1 } END { print s }')
 	objs=$(stats_field 'd["objects"]')
 
