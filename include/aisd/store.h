@@ -74,6 +74,8 @@ typedef struct store_io {
 	int (*close)(int fd);
 	/* moves up to n bytes from the pipe pfd to fd's position (splice(2)) */
 	ssize_t (*splice)(int pfd, int fd, size_t n);
+	/* a second name for a file (link(2)): a write's temp file into obj/ */
+	int (*link)(const char *from, const char *to);
 } store_io_t;
 extern store_io_t store_io; /* the real syscalls by default */
 

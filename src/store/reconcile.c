@@ -8,10 +8,12 @@
  * first records a hint, key "u" + "<h>.<gen>" (the file's name) in the
  * mountpath's LevelDB:
  *
- *  1. Before a new gen's file is renamed into obj/ (a PUT, a resilver
- *     copy), its hint is written with the commit options (synced under
- *     fsync policy "always"), so a file whose name survives a crash has
- *     its hint too. The commit batch deletes it.
+ *  1. A PUT's new gen keeps its temp name tmp/<h>.<gen> beside its
+ *     obj/ name (write.c rule 4) until its commit is done, so a crash
+ *     leaves the temp name of every gen that may have no record; store
+ *     open checks each (store_clean_tmp). A resilver copy renames into
+ *     obj/ instead, after writing its hint with the commit options (synced
+ *     under fsync policy "always"); the commit batch deletes that hint.
  *  2. A commit that replaces or deletes a record puts the old gen's hint
  *     in the same batch (atomic with the record change); once the old
  *     file is unlinked, a lazy write deletes the hint. An unlink that
@@ -51,7 +53,7 @@
 #include "aisd/banned.h"
 
 /* Parses "<32 hex>.<16 hex>". */
-static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen)
+bool store_parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen)
 {
 	unsigned char g[8];
 	if (strlen(name) != STORE_HASH_HEX + 1 + 16 || name[STORE_HASH_HEX] != '.')
@@ -71,7 +73,7 @@ static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *g
 
 /* Is the file h.gen the current version of its object? Caller holds the
  * commit mutex. Returns 1 yes, 0 no, -1 cannot tell (LevelDB error). */
-static int file_is_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
+int store_file_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
 {
 	buf_t k = BUF_INIT;
 	size_t ul = 0;
@@ -114,7 +116,7 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 		if (de->d_name[0] == '.')
 			continue;
 		atomic_fetch_add_explicit(&mp->rc_walked, 1, memory_order_relaxed);
-		if (!parse_name(de->d_name, h, &gen)) {
+		if (!store_parse_name(de->d_name, h, &gen)) {
 			log_warnx("reconcile: %s/%s: not an object file, left alone", dir, de->d_name);
 			continue;
 		}
@@ -124,7 +126,7 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 		if ((int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec >= s->start_ns)
 			continue;
 		pthread_mutex_lock(&mp->commit_mu);
-		if (file_is_live(s, mp, h, gen) == 0) {
+		if (store_file_live(s, mp, h, gen) == 0) {
 			if (unlink(path) == 0) {
 				log_info("reconcile: removed %s (no record uses it)", path);
 				removed++;
@@ -219,7 +221,7 @@ static unsigned long reconcile_hints(store_t *s, store_mp_t *mp)
 		}
 		memcpy(name, k + 1, kl - 1);
 		name[kl - 1] = '\0';
-		if (!parse_name(name, h, &gen)) {
+		if (!store_parse_name(name, h, &gen)) {
 			log_warnx("%s: reconcile: a crash hint that names no object file, ignored", mp->path);
 			continue;
 		}
@@ -228,7 +230,7 @@ static unsigned long reconcile_hints(store_t *s, store_mp_t *mp)
 		atomic_fetch_add_explicit(&mp->rc_hints, 1, memory_order_relaxed);
 		store_path_obj(path, sizeof(path), mp, h, gen);
 		pthread_mutex_lock(&mp->commit_mu);
-		int live = file_is_live(s, mp, h, gen);
+		int live = store_file_live(s, mp, h, gen);
 		bool gone = live == 1;
 		if (live == 0) {
 			if (unlink(path) == 0) {
@@ -318,7 +320,7 @@ static void *reconcile_main(void *arg)
 		else
 			n = reconcile_walk(s, mp);
 		leveldb_free(v);
-		atomic_store(&mp->rc_removed, n);
+		atomic_fetch_add(&mp->rc_removed, n);
 		if (n)
 			log_info("%s: reconcile removed %lu stray object files", mp->path, n);
 		if (!atomic_load(&s->rc_stop))

@@ -254,6 +254,11 @@ void store_reconcile_stop(store_t *s);
  * failure only logs: start-up looks again). */
 void store_key_hint(buf_t *k, const char *h, uint64_t gen);
 void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen);
+/* "<32 hex>.<16 hex>" (an object file's name) into h and gen. */
+bool store_parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen);
+/* Is file h.gen the current version of its object? 1 yes, 0 no, -1 cannot
+ * tell (LevelDB error). Caller holds mp's commit mutex (or is open). */
+int store_file_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
 int store_hint_put(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
 void store_hint_done(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
 
