@@ -548,8 +548,10 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	return AIS_OK;
 
 out_unlink:
-	if (store_io.unlink(path) != 0 && errno != ENOENT)
+	if (store_io.unlink(path) != 0 && errno != ENOENT) {
 		log_warn("unlink %s (start-up will remove it)", path);
+		w->tmp_exists = false; /* the temp name stays: its crash hint */
+	}
 	return writer_fail(w, e);
 }
 

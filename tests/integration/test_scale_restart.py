@@ -6,7 +6,7 @@ mountpaths) started here on a loopback port, stopped by PID.
  1. 100,000 objects of 1 KiB filled by scaleload (the store's own write
     protocol, while the target is stopped); the target starts and reports
     its start-up reconcile done, having walked no file.
- 2. Overwrites and deletes of 300 of them run on 16 connections; the target
+ 2. Overwrites of 300 of them run on 16 connections, deletes of others; the target
     is killed (-9) in their middle. A file no record and no crash hint
     names (as a walk would find it: an old gen of an unknown hash, dated an
     hour back) is planted in mp1/obj/.
@@ -115,7 +115,7 @@ dels = []
 
 
 def deleter():
-    for i in range(300, 600):
+    for i in range(300, 3000):
         try:
             dels.append(clulib.request("DELETE", tg.url, "/v1/objects/%s/obj-%06d" % (B, i)).status)
         except (OSError, http.client.HTTPException):
@@ -143,7 +143,7 @@ walk_deadline = time.monotonic() + 60
 get = loader("get", N, 0, ["--verify", "--count", "3000"])
 out, _ = get.communicate(timeout=120)
 res = json.loads(out.decode().strip().splitlines()[-1]) if out.strip() else {}
-# the first 600 may be overwritten or deleted; the rest are as filled
+# the first 3000 may be overwritten or deleted; the rest are as filled
 t.check(get.returncode != 2 and res.get("ops", 0) > 0, "GETs answer after the restart", res)
 d = poll(reconciled, 120)
 if not t.check(d is not None, "the start-up reconcile ends"):
@@ -158,7 +158,7 @@ files = object_files()
 t.check(files == d["objects"] + 1, "object files on disk: the %d objects it counts and the planted one (%d)"
         % (d["objects"], files), "removed %d" % rc_sum(d, "removed"))
 errs = 0
-for i in range(600, 100000, 997):  # objects the load did not touch read back
+for i in range(3000, 100000, 997):  # objects the load did not touch read back
     r = clulib.get(tg.url, "/v1/objects/%s/obj-%06d" % (B, i))
     errs += r.status != 200 or len(r.body) != SIZE
 t.check(errs == 0, "untouched objects read back whole (%d failed)" % errs)
