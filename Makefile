@@ -12,6 +12,8 @@
 #                        a rebalance timeline (gnuplot)
 #   make bench-small     small reads (1 KiB, 10 KiB, 1 MiB) straight to a target vs nginx (tools/bench/small.sh)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
+#   make bench-scale     one target filled to N=10000000 objects: PUT/GET rate as it fills, listing,
+#                        restart after kill -9, RSS, LevelDB size (SCALE_N scales it down)
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make bench-locality  locality-aware loading and the node cache on rate-limited network namespaces, beside the model
@@ -76,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-ml bench-locality bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -105,6 +107,13 @@ $(BUILD)/aisloader: $(LOADER_OBJ) $(LIB)
 
 # The encode micro-benchmark of tools/bench/ec.sh (not installed).
 $(BUILD)/ecenc: $(BUILD)/tools/bench/ecenc.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The fast filler of tools/bench/scale.sh and the restart test: objects
+# written through the store's own write protocol into a stopped target's
+# mountpaths (not installed).
+$(BUILD)/scaleload: $(BUILD)/tools/bench/scaleload.o $(BUILD)/tools/aisloader/pattern.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -147,7 +156,7 @@ check-docs:
 check-deps:
 	$(Q)python3 tools/subsys-deps.py --check --allow s3,target >/dev/null
 
-check-integration: all
+check-integration: all $(BUILD)/scaleload
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
 
 # Every suite runs even when an earlier one fails; the closing lines say
@@ -167,6 +176,9 @@ bench-small: deps all
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
+
+bench-scale: deps all $(BUILD)/scaleload
+	$(Q)BUILD=$(BUILD) ./tools/bench/scale.sh
 
 bench-rebalance: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh

@@ -86,6 +86,8 @@ typedef struct store_io {
 	int (*close)(int fd);
 	/* moves up to n bytes from the pipe pfd to fd's position (splice(2)) */
 	ssize_t (*splice)(int pfd, int fd, size_t n);
+	/* a second name for a file (link(2)): a write's temp file into obj/ */
+	int (*link)(const char *from, const char *to);
 } store_io_t;
 extern store_io_t store_io; /* the real syscalls by default */
 
@@ -255,6 +257,12 @@ typedef struct store_mp_stats {
 	 * objects/bytes are a lower bound in progress. */
 	uint64_t objects, bytes;
 	bool counting;
+	/* Addition: the start-up reconcile (crash leftovers): object files its
+	 * walk examined (only a store written by a build without crash hints is
+	 * walked, once), crash hints it checked, files it removed;
+	 * reconciling until it is done. */
+	uint64_t rc_walked, rc_hints, rc_removed;
+	bool reconciling;
 	bool detaching; /* being drained by a detach (store_mp_detach_begin) */
 	/* Addition: failed at run time (gone, replaced, read-only, or an I/O
 	 * error on a write): out of use, nothing read from it; fault says why.

@@ -72,6 +72,11 @@ static void node_metrics(node_base_t *nb, buf_t *out)
 		 offsetof(store_mp_stats_t, total_bytes)},
 		{"aisd_mountpath_free_bytes", "free bytes on the mountpath's file system",
 		 offsetof(store_mp_stats_t, free_bytes)},
+		{"aisd_mountpath_reconcile_walked",
+		 "object files the start-up reconcile walked (only a store without crash hints is walked, once)",
+		 offsetof(store_mp_stats_t, rc_walked)},
+		{"aisd_mountpath_reconcile_hints", "crash hints the start-up reconcile checked",
+		 offsetof(store_mp_stats_t, rc_hints)},
 	};
 	for (size_t f = 0; f < ARRAY_SIZE(fams); f++) {
 		metrics_family(out, fams[f].name, "gauge", fams[f].help);

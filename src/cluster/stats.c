@@ -89,6 +89,12 @@ static json_t *node_stats(node_base_t *nb)
 		json_object_set_new(mp, "bytes", json_integer((json_int_t)st[i].bytes));
 		if (st[i].counting)
 			json_object_set_new(mp, "counting", json_true());
+		json_t *rc = json_object();
+		json_object_set_new(rc, "walked", json_integer((json_int_t)st[i].rc_walked));
+		json_object_set_new(rc, "hints", json_integer((json_int_t)st[i].rc_hints));
+		json_object_set_new(rc, "removed", json_integer((json_int_t)st[i].rc_removed));
+		json_object_set_new(rc, "done", json_boolean(!st[i].reconciling));
+		json_object_set_new(mp, "reconcile", rc);
 		json_array_append_new(mps, mp);
 		objs += st[i].objects;
 		bytes += st[i].bytes;

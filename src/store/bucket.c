@@ -211,6 +211,7 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 			store_key_tar(&hk, k + 1, pfx->len - 2, k + pfx->len, kl - pfx->len,
 				      gens[n]);
 			leveldb_writebatch_delete(b, hk.ptr, hk.len);
+			store_hint_batch(b, true, h[n], gens[n]); /* reconcile.c rule 2 */
 		}
 		n++;
 	}
@@ -219,14 +220,19 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 		n = -1;
 	else if (n > 0)
 		store_count(mp, -n, -bytes);
-	leveldb_writebatch_destroy(b);
+	leveldb_writebatch_clear(b);
 	for (long i = 0; i < n; i++) {
 		if (gens[i] == UINT64_MAX)
-			continue; /* corrupt record: the reconcile removes its file */
+			continue; /* corrupt record: its gen, so its file, is unknown (left) */
 		store_path_obj(path, sizeof(path), mp, h[i], gens[i]);
 		if (store_io.unlink(path) != 0 && errno != ENOENT)
 			log_warn("unlink %s (start-up will remove it)", path);
+		else
+			store_hint_batch(b, false, h[i], gens[i]);
 	}
+	if (n > 0)
+		store_db_write(s, mp, s->wo_lazy, b, "crash hints done"); /* a failure logs; start-up looks again */
+	leveldb_writebatch_destroy(b);
 	pthread_mutex_unlock(&mp->commit_mu);
 	free(h);
 	free(gens);

@@ -369,6 +369,9 @@ static int relocate_commit(store_t *s, store_mp_t *src, store_mp_t *dst, const b
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
 	leveldb_writebatch_put(b, okey->ptr, okey->len, val.ptr, val.len);
 	leveldb_writebatch_put(b, hk.ptr, hk.len, uname, ulen);
+	store_hint_batch(b, false, h, gen); /* reconcile.c rules 1-2 */
+	if (dhas)
+		store_hint_batch(b, true, h, dnow.gen);
 	rc = store_db_write(s, dst, s->wo_commit, b, "resilver");
 	leveldb_writebatch_destroy(b);
 	if (rc != AIS_OK)
@@ -378,6 +381,8 @@ static int relocate_commit(store_t *s, store_mp_t *src, store_mp_t *dst, const b
 		store_path_obj(path, sizeof(path), dst, h, dnow.gen);
 		if (store_io.unlink(path) != 0 && errno != ENOENT)
 			log_warn("unlink %s (start-up will remove it)", path);
+		else
+			store_hint_done(s, dst, h, dnow.gen);
 	}
 	rc = AIS_OK;
 out:
@@ -427,6 +432,11 @@ int store_relocate(store_t *s, const char *bck, size_t blen, const char *obj, si
 			rc = AIS_ERR;
 			break;
 		}
+		if (store_hint_put(s, dst, h, gen) != AIS_OK) { /* logged */
+			unlink(tmp);
+			rc = AIS_ERR;
+			break;
+		}
 		if (store_io.rename(tmp, to) != 0) {
 			log_warn("resilver: rename %s -> %s", tmp, to);
 			unlink(tmp);
@@ -435,7 +445,8 @@ int store_relocate(store_t *s, const char *bck, size_t blen, const char *obj, si
 		}
 		int c = relocate_commit(s, src, dst, &okey, h, &r, &d, dhas, gen, uname.ptr, uname.len);
 		if (c != AIS_OK) {
-			unlink(to);
+			if (unlink(to) == 0 || errno == ENOENT)
+				store_hint_done(s, dst, h, gen);
 			if (c == AIS_ERR) {
 				rc = AIS_ERR;
 				break;

@@ -176,6 +176,7 @@ int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, co
 	leveldb_writebatch_delete(b, hk.ptr, hk.len);
 	store_key_tar(&hk, bck, blen, obj, olen, r.gen); /* its tar index, if any */
 	leveldb_writebatch_delete(b, hk.ptr, hk.len);
+	store_hint_batch(b, true, h, r.gen); /* reconcile.c rule 2 */
 	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
 	leveldb_writebatch_destroy(b);
 	if (rc == AIS_OK) {
@@ -183,6 +184,8 @@ int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, co
 		store_path_obj(path, sizeof(path), mp, h, r.gen);
 		if (store_io.unlink(path) != 0 && errno != ENOENT)
 			log_warn("unlink %s (start-up will remove it)", path);
+		else
+			store_hint_done(s, mp, h, r.gen);
 	}
 out_unlock:
 	pthread_mutex_unlock(&mp->commit_mu);

@@ -1,18 +1,40 @@
 /*
- * reconcile.c - the start-up reconcile: remove object files no record uses.
+ * reconcile.c - crash leftovers: object files no record uses, found from a
+ * journal of hints, not by walking the disks.
  *
  * A crash between rename and the LevelDB commit, or between the commit and
  * the unlink of the old version (write.c rules 4-6), leaves a file in obj/
- * that no record points to. After store_open a background thread walks every
- * obj/<xx>/ and removes each file <h>.<gen> that was made before this
- * process started (gen below the mountpath's first gen of this run, and
- * mtime before the open) and whose record ("h"+h -> uname -> "o"-record) is
- * missing or names another gen. Files written by this process are never
- * touched, so the walk runs safely beside new writes; it checks and removes
- * under the commit mutex, so it never races a commit or delete of the same
- * object. store_close stops it early; store_reconcile_wait waits for it.
- * Before the walk it counts each mountpath's objects and bytes as of open
- * (count_mp), which store_stats reports.
+ * that no record points to. Every code path that can leave such a file
+ * first records a hint, key "u" + "<h>.<gen>" (the file's name) in the
+ * mountpath's LevelDB:
+ *
+ *  1. A PUT's new gen keeps its temp name tmp/<h>.<gen> beside its
+ *     obj/ name (write.c rule 4) until its commit is done, so a crash
+ *     leaves the temp name of every gen that may have no record; store
+ *     open checks each (store_clean_tmp). A resilver copy renames into
+ *     obj/ instead, after writing its hint with the commit options (synced
+ *     under fsync policy "always"); the commit batch deletes that hint.
+ *  2. A commit that replaces or deletes a record puts the old gen's hint
+ *     in the same batch (atomic with the record change); once the old
+ *     file is unlinked, a lazy write deletes the hint. An unlink that
+ *     fails keeps it.
+ *  3. A hint is only a "look here": the file it names is removed only when
+ *     the record of its object ("h"+h -> uname -> "o"-record) is missing or
+ *     names another gen, checked under the commit mutex; extra hints cost
+ *     a lookup, never a live file.
+ *
+ * After store_open a background thread first counts each mountpath's
+ * objects and bytes as of open (store_count_mp, which store_stats
+ * reports), then checks the hints of earlier runs (gen below the
+ * mountpath's first gen of this run): O(writes in flight at the crash),
+ * not O(objects). A store last written by a build without hints (no key
+ * "r") is walked once instead, obj/<xx>/ by obj/<xx>/, removing each file
+ * of an earlier run that no record uses; "r" is written when that walk
+ * completes (at once on a store that had no records at open). Files written by
+ * this process are never touched, so either runs safely beside new
+ * writes. store_close stops it early; store_reconcile_wait waits for it.
+ * A file that no hint names and no record uses (a power loss under fsync
+ * policies other than "always", or a file copied in by hand) is left.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,7 +53,7 @@
 #include "aisd/banned.h"
 
 /* Parses "<32 hex>.<16 hex>". */
-static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen)
+bool store_parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen)
 {
 	unsigned char g[8];
 	if (strlen(name) != STORE_HASH_HEX + 1 + 16 || name[STORE_HASH_HEX] != '.')
@@ -51,7 +73,7 @@ static bool parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *g
 
 /* Is the file h.gen the current version of its object? Caller holds the
  * commit mutex. Returns 1 yes, 0 no, -1 cannot tell (LevelDB error). */
-static int file_is_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
+int store_file_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
 {
 	buf_t k = BUF_INIT;
 	size_t ul = 0;
@@ -93,7 +115,8 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 		struct stat st;
 		if (de->d_name[0] == '.')
 			continue;
-		if (!parse_name(de->d_name, h, &gen)) {
+		atomic_fetch_add_explicit(&mp->rc_walked, 1, memory_order_relaxed);
+		if (!store_parse_name(de->d_name, h, &gen)) {
 			log_warnx("reconcile: %s/%s: not an object file, left alone", dir, de->d_name);
 			continue;
 		}
@@ -103,7 +126,7 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 		if ((int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec >= s->start_ns)
 			continue;
 		pthread_mutex_lock(&mp->commit_mu);
-		if (file_is_live(s, mp, h, gen) == 0) {
+		if (store_file_live(s, mp, h, gen) == 0) {
 			if (unlink(path) == 0) {
 				log_info("reconcile: removed %s (no record uses it)", path);
 				removed++;
@@ -114,6 +137,117 @@ static unsigned long reconcile_dir(store_t *s, store_mp_t *mp, int xx)
 		pthread_mutex_unlock(&mp->commit_mu);
 	}
 	closedir(d);
+	return removed;
+}
+
+/* The key "r": crash hints are kept on mp from now on. */
+static void reconcile_mark(store_t *s, store_mp_t *mp)
+{
+	char *lerr = NULL;
+	leveldb_put(mp->db, s->wo_lazy, "r", 1, "1", 1, &lerr);
+	if (lerr) {
+		log_warnx("%s: leveldb put (reconcile marker): %s", mp->path, lerr);
+		leveldb_free(lerr);
+	}
+}
+
+/* The walk of a store without hints: every obj/<xx>/ of mp, then the key
+ * "r" that says hints are kept from now on. */
+static unsigned long reconcile_walk(store_t *s, store_mp_t *mp)
+{
+	unsigned long n = 0;
+	for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
+		n += reconcile_dir(s, mp, xx);
+	if (atomic_load(&s->rc_stop))
+		return n; /* walked again at the next start */
+	reconcile_mark(s, mp);
+	log_info("%s: walked %" PRIu64 " object files once (a store without crash hints)", mp->path,
+		 atomic_load(&mp->rc_walked));
+	return n;
+}
+
+void store_key_hint(buf_t *k, const char *h, uint64_t gen)
+{
+	buf_reset(k);
+	buf_addf(k, "u%s.%016" PRIx64, h, gen);
+}
+
+void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen)
+{
+	buf_t k = BUF_INIT;
+	store_key_hint(&k, h, gen);
+	if (put)
+		leveldb_writebatch_put(b, k.ptr, k.len, "", 0);
+	else
+		leveldb_writebatch_delete(b, k.ptr, k.len);
+	buf_free(&k);
+}
+
+int store_hint_put(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
+{
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	store_hint_batch(b, true, h, gen);
+	int rc = store_db_write(s, mp, s->wo_commit, b, "crash hint");
+	leveldb_writebatch_destroy(b);
+	return rc;
+}
+
+void store_hint_done(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
+{
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	store_hint_batch(b, false, h, gen);
+	store_db_write(s, mp, s->wo_lazy, b, "crash hint done"); /* a failure logs; start-up looks again */
+	leveldb_writebatch_destroy(b);
+}
+
+/* Checks the hints of earlier runs on mp (rule 3): removes each file whose
+ * object's record does not name it, and the hint once its file is known
+ * live or gone. Returns the files removed. */
+static unsigned long reconcile_hints(store_t *s, store_mp_t *mp)
+{
+	char h[STORE_HASH_HEX + 1], name[STORE_HASH_HEX + 18], path[STORE_PATH_MAX];
+	unsigned long removed = 0;
+	leveldb_iterator_t *it = leveldb_create_iterator(mp->db, s->ro_scan);
+	for (leveldb_iter_seek(it, "u", 1); leveldb_iter_valid(it) && !atomic_load(&s->rc_stop);
+	     leveldb_iter_next(it)) {
+		size_t kl;
+		uint64_t gen;
+		const char *k = leveldb_iter_key(it, &kl);
+		if (kl < 1 || k[0] != 'u')
+			break;
+		if (kl - 1 >= sizeof(name)) {
+			log_warnx("%s: reconcile: a crash hint of %zu bytes, ignored", mp->path, kl);
+			continue;
+		}
+		memcpy(name, k + 1, kl - 1);
+		name[kl - 1] = '\0';
+		if (!store_parse_name(name, h, &gen)) {
+			log_warnx("%s: reconcile: a crash hint that names no object file, ignored", mp->path);
+			continue;
+		}
+		if (gen >= mp->gen0)
+			continue; /* a write of this process, in flight */
+		atomic_fetch_add_explicit(&mp->rc_hints, 1, memory_order_relaxed);
+		store_path_obj(path, sizeof(path), mp, h, gen);
+		pthread_mutex_lock(&mp->commit_mu);
+		int live = store_file_live(s, mp, h, gen);
+		bool gone = live == 1;
+		if (live == 0) {
+			if (unlink(path) == 0) {
+				log_info("reconcile: removed %s (a crash left it; no record uses it)", path);
+				removed++;
+				gone = true;
+			} else if (errno == ENOENT) {
+				gone = true;
+			} else {
+				log_warn("reconcile: unlink %s", path);
+			}
+		}
+		if (gone)
+			store_hint_done(s, mp, h, gen);
+		pthread_mutex_unlock(&mp->commit_mu);
+	}
+	leveldb_iter_destroy(it);
 	return removed;
 }
 
@@ -172,12 +306,25 @@ static void *reconcile_main(void *arg)
 			  atomic_load(&s->mp[i].base_objects), atomic_load(&s->mp[i].base_bytes),
 			  (double)(time_now_ns() - t0) / 1e9);
 	}
-	for (int i = 0; i < nmp; i++) {
+	for (int i = 0; i < nmp && !atomic_load(&s->rc_stop); i++) {
+		store_mp_t *mp = &s->mp[i];
+		size_t vl = 0;
+		char *v = store_db_get(s, mp, "r", 1, "reconcile marker", &vl);
+		if (!v && errno != ENOENT)
+			continue; /* logged; looked at again at the next start */
 		unsigned long n = 0;
-		for (int xx = 0; xx < 256 && !atomic_load(&s->rc_stop); xx++)
-			n += reconcile_dir(s, &s->mp[i], xx);
+		if (v)
+			n = reconcile_hints(s, mp);
+		else if (atomic_load(&mp->count_done) && atomic_load(&mp->base_objects) == 0)
+			reconcile_mark(s, mp); /* no records at open: a new store, nothing to walk for */
+		else
+			n = reconcile_walk(s, mp);
+		leveldb_free(v);
+		atomic_fetch_add(&mp->rc_removed, n);
 		if (n)
-			log_info("%s: reconcile removed %lu stray object files", s->mp[i].path, n);
+			log_info("%s: reconcile removed %lu stray object files", mp->path, n);
+		if (!atomic_load(&s->rc_stop))
+			atomic_store(&mp->rc_finished, true);
 	}
 	pthread_mutex_lock(&s->rc_mu);
 	s->rc_done = true;

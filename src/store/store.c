@@ -42,6 +42,7 @@ store_io_t store_io = {
 	.unlink = unlink,
 	.close = close,
 	.splice = io_splice,
+	.link = link,
 };
 
 /* mkdir -p: creates path and its missing parents. */
@@ -76,9 +77,13 @@ check:;
 	return AIS_OK;
 }
 
-/* Removes every file in <mp>/tmp: writes that a crash interrupted. */
-static void clean_tmp(const store_mp_t *mp)
+/* Removes every file in <mp>/tmp: writes that a crash interrupted; and
+ * the obj/ name of each that no record names (reconcile.c rule 1).
+ * Called once mp's database is open, before anything writes. */
+static void clean_tmp(store_mp_t *mp)
 {
+	char h[STORE_HASH_HEX + 1], path[STORE_PATH_MAX];
+	unsigned long gone = 0;
 	char dir[STORE_PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/tmp", mp->path);
 	DIR *d = opendir(dir);
@@ -86,17 +91,31 @@ static void clean_tmp(const store_mp_t *mp)
 		log_warn("opendir %s", dir);
 		return;
 	}
+	store_t *probe = xcalloc(1, sizeof(*probe)); /* the lookups read only its read options */
+	probe->ro = leveldb_readoptions_create();
 	struct dirent *de;
 	unsigned long n = 0;
 	while ((de = readdir(d))) {
+		uint64_t gen;
 		if (de->d_name[0] == '.')
 			continue;
+		if (store_parse_name(de->d_name, h, &gen)) {
+			atomic_fetch_add(&mp->rc_hints, 1);
+			store_path_obj(path, sizeof(path), mp, h, gen);
+			if (store_file_live(probe, mp, h, gen) == 0 && unlink(path) == 0) {
+				log_info("%s: removed %s (a crash cut its write; no record uses it)", mp->path, path);
+				gone++;
+			}
+		}
 		if (unlinkat(dirfd(d), de->d_name, 0) != 0)
 			log_warn("unlink %s/%s", dir, de->d_name);
 		else
 			n++;
 	}
 	closedir(d);
+	leveldb_readoptions_destroy(probe->ro);
+	free(probe);
+	atomic_fetch_add(&mp->rc_removed, gone);
 	if (n)
 		log_info("%s: removed %lu temp files of interrupted writes", mp->path, n);
 }
@@ -138,7 +157,6 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 	mp->dev = st.st_dev;
 	mp->ino = st.st_ino;
 	mp->fault[0] = '\0';
-	clean_tmp(mp);
 
 	mp->opts = leveldb_options_create();
 	mp->cache = leveldb_cache_create_lru(8u << 20);
@@ -154,6 +172,7 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 		mp->db = NULL;
 		return AIS_ERR;
 	}
+	clean_tmp(mp);
 	return gen_init(mp, err);
 }
 
@@ -363,6 +382,10 @@ int store_stats(store_t *s, store_mp_stats_t *out, int max, int *n)
 		}
 		const store_mp_t *mp = &s->mp[i];
 		out[k].counting = !atomic_load(&mp->count_done);
+		out[k].reconciling = !atomic_load(&mp->rc_finished);
+		out[k].rc_walked = atomic_load(&mp->rc_walked);
+		out[k].rc_hints = atomic_load(&mp->rc_hints);
+		out[k].rc_removed = atomic_load(&mp->rc_removed);
 		int64_t o = (int64_t)atomic_load(&mp->base_objects) + atomic_load(&mp->delta_objects);
 		int64_t b = (int64_t)atomic_load(&mp->base_bytes) + atomic_load(&mp->delta_bytes);
 		out[k].objects = o > 0 ? (uint64_t)o : 0; /* < 0 only while counting */

@@ -9,7 +9,9 @@
  *                        "h"+<32 hex> -> uname, "b"+bucket -> bucket record,
  *                        "a"+bucket+"\0"+object+"\0"+gen (8 bytes, big
  *                        endian) -> tar index of that generation (tarindex.c)
- *                        (bucket keys only in mountpath 0)
+ *                        (bucket keys only in mountpath 0),
+ *                        "u"+"<h>.<gen>" -> "" a file a crash may have left
+ *                        unused (reconcile.c), "r" -> "1" hints are kept
  *   <mp>/obj/<xx>/<h>.<gen>  object bytes; h = hex XXH3-128 of the uname,
  *                        xx = its first two hex digits, gen = 16 hex digits
  *   <mp>/tmp/<h>.<gen>   writes in progress (emptied at store_open)
@@ -79,6 +81,11 @@ typedef struct store_mp {
 	_Atomic uint64_t base_objects, base_bytes;
 	_Atomic int64_t delta_objects, delta_bytes;
 	atomic_bool count_done;
+	/* The start-up reconcile of this mountpath (reconcile.c): object files
+	 * its walk examined (a store without hints only), crash hints it
+	 * checked, files it removed; rc_finished once it is done. */
+	_Atomic uint64_t rc_walked, rc_hints, rc_removed;
+	atomic_bool rc_finished;
 } store_mp_t;
 
 /* tarindex.c: decoded tar indexes of recent shard versions (an LRU of
@@ -258,5 +265,19 @@ int store_reconcile_start(store_t *s);
 /* Counts mp's records from mp->count_snap into base_* (then releases it). */
 void store_count_mp(store_t *s, store_mp_t *mp);
 void store_reconcile_stop(store_t *s);
+/* Crash hints (reconcile.c rules 1-3): the key of file h.gen; its put or
+ * delete added to a batch; written alone with the commit options before a
+ * file is renamed into obj/ (AIS_OK, or AIS_ERR with errno as
+ * store_db_write); deleted with a lazy write once the file is gone (a
+ * failure only logs: start-up looks again). */
+void store_key_hint(buf_t *k, const char *h, uint64_t gen);
+void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen);
+/* "<32 hex>.<16 hex>" (an object file's name) into h and gen. */
+bool store_parse_name(const char *name, char h[STORE_HASH_HEX + 1], uint64_t *gen);
+/* Is file h.gen the current version of its object? 1 yes, 0 no, -1 cannot
+ * tell (LevelDB error). Caller holds mp's commit mutex (or is open). */
+int store_file_live(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
+int store_hint_put(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
+void store_hint_done(store_t *s, store_mp_t *mp, const char *h, uint64_t gen);
 
 #endif

@@ -18,9 +18,11 @@
  *     so that tests inject EIO, ENOSPC, short writes and fsync failures.
  *  3. Data is fsynced before the rename (policy "always"): a renamed file is
  *     never a file whose bytes can vanish at a crash.
- *  4. rename(tmp, obj/<xx>/<h>.<gen>), then fsync of obj/<xx>: the name is
+ *  4. link(tmp, obj/<xx>/<h>.<gen>), then fsync of obj/<xx>: the name is
  *     durable before LevelDB points to it. A new gen never replaces an
- *     existing file, so the rename cannot disturb the live version.
+ *     existing file, so the link cannot disturb the live version. The
+ *     temp name is removed only after the commit (rule 5): until then it
+ *     is the crash hint of the new gen (reconcile.c rule 1).
  *  5. The record {o-key, h-key} is written in one LevelDB batch (sync under
  *     policy "always") under the mountpath's commit mutex, which serializes
  *     every read-modify-write of records (version = old + 1). This write is
@@ -480,6 +482,10 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		store_key_tar(&val, w->bck, w->blen, w->obj, w->olen, old.gen);
 		leveldb_writebatch_delete(batch, val.ptr, val.len);
 	}
+	/* reconcile.c rule 2: the old gen may outlive its record until it is
+	 * unlinked */
+	if (have_old && old.gen != w->gen)
+		store_hint_batch(batch, true, w->h, old.gen);
 	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
 	leveldb_writebatch_destroy(batch);
 	if (rc == AIS_OK)
@@ -493,6 +499,8 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 		store_path_obj(oldpath, sizeof(oldpath), mp, w->h, old.gen);
 		if (store_io.unlink(oldpath) != 0 && errno != ENOENT)
 			log_warn("unlink old version %s (start-up will remove it)", oldpath);
+		else
+			store_hint_done(s, mp, w->h, old.gen);
 	}
 out_unlock:
 	pthread_mutex_unlock(&mp->commit_mu);
@@ -533,12 +541,13 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 	}
 
 	store_path_obj(path, sizeof(path), w->mp, w->h, w->gen);
-	if (store_io.rename(w->tmp, path) != 0) { /* rule 4 */
+	/* rule 4; the temp name stays until the commit: the crash hint of this
+	 * gen (reconcile.c rule 1) */
+	if (store_io.link(w->tmp, path) != 0) {
 		e = map_errno(errno);
-		log_warn("rename %s -> %s", w->tmp, path);
+		log_warn("link %s -> %s", w->tmp, path);
 		return writer_fail(w, e);
 	}
-	w->tmp_exists = false;
 	snprintf(dir, sizeof(dir), "%s/obj/%.2s", w->mp->path, w->h);
 	if (s->fsync == CONF_FSYNC_ALWAYS && fsync_dir(dir) != AIS_OK) {
 		e = errno;
@@ -558,13 +567,17 @@ int store_writer_commit(store_writer_t *w, enum store_cksum want_type, const cha
 		goto out_unlink;
 	}
 	w->state = W_COMMITTED;
+	if (store_io.unlink(w->tmp) == 0 || errno == ENOENT) /* named by its record now */
+		w->tmp_exists = false; /* else store_writer_free tries again */
 	if (out)
 		*out = nr.m;
 	return AIS_OK;
 
 out_unlink:
-	if (store_io.unlink(path) != 0 && errno != ENOENT)
+	if (store_io.unlink(path) != 0 && errno != ENOENT) {
 		log_warn("unlink %s (start-up will remove it)", path);
+		w->tmp_exists = false; /* the temp name stays: its crash hint */
+	}
 	return writer_fail(w, e);
 }
 

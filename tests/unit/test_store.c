@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <leveldb/c.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1156,6 +1157,39 @@ static void make_old_file(const char *path, const char *data)
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
+/* The reconcile counters of both mountpaths, summed. */
+static void rc_counts(store_t *s, uint64_t *walked, uint64_t *hints)
+{
+	store_mp_stats_t st[2];
+	int n = 0;
+	ck_assert_int_eq(store_stats(s, st, 2, &n), AIS_OK);
+	ck_assert_int_eq(n, 2);
+	*walked = st[0].rc_walked + st[1].rc_walked;
+	*hints = st[0].rc_hints + st[1].rc_hints;
+	ck_assert(!st[0].reconciling && !st[1].reconciling);
+}
+
+/* Makes the store look written by a build without crash hints: no "r". */
+static void drop_hint_marker(void)
+{
+	for (int i = 0; i < 2; i++) {
+		char p[1400], *err = NULL;
+		snprintf(p, sizeof(p), "%s/mp%d/meta", g_dir, i);
+		leveldb_options_t *o = leveldb_options_create();
+		leveldb_t *db = leveldb_open(o, p, &err);
+		ck_assert_msg(!err, "leveldb_open: %s", err ? err : "");
+		leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+		leveldb_delete(db, wo, "r", 1, &err);
+		ck_assert(!err);
+		leveldb_writeoptions_destroy(wo);
+		leveldb_close(db);
+		leveldb_options_destroy(o);
+	}
+}
+
+/* Crash leftovers: a store with crash hints is never walked (a file no
+ * hint names stays); one without (an older build's) is walked once, and
+ * the walk removes every stray of an earlier run. */
 START_TEST(test_crash_leftovers)
 {
 	store_t *s = open_store();
@@ -1188,10 +1222,27 @@ START_TEST(test_crash_leftovers)
 	ck_assert_int_eq(count_files("obj"), 24);
 	ck_assert_int_eq(count_files("tmp"), 1);
 
+	uint64_t walked, hints;
 	s = open_store();
 	ck_assert_int_eq(count_files("tmp"), 0); /* emptied by store_open */
 	store_reconcile_wait(s);
+	rc_counts(s, &walked, &hints);
+	ck_assert_uint_eq(walked, 0); /* hints kept since the store was made: no walk */
+	ck_assert_uint_eq(hints, 1); /* the temp file */
+	ck_assert_int_eq(count_files("obj"), 24); /* so strays no hint names stay */
+	store_close(s);
+
+	drop_hint_marker();
+	s = open_store();
+	store_reconcile_wait(s);
+	rc_counts(s, &walked, &hints);
+	ck_assert_uint_eq(walked, 24);
 	ck_assert_int_eq(count_files("obj"), 21);
+	store_close(s);
+	s = open_store(); /* walked once only */
+	store_reconcile_wait(s);
+	rc_counts(s, &walked, &hints);
+	ck_assert_uint_eq(walked, 0);
 	ck_assert_int_eq(unlink(p), 0);
 	for (int i = 0; i < 20; i++) {
 		char o[32];
@@ -1280,6 +1331,15 @@ static int f_rename(const char *a, const char *b)
 	return real_io.rename(a, b);
 }
 
+static int f_link(const char *a, const char *b)
+{
+	if (fault_hit(F_RENAME)) { /* the write's "into place" step, as the rename was */
+		errno = EIO;
+		return -1;
+	}
+	return real_io.link(a, b);
+}
+
 static int f_unlink(const char *p)
 {
 	if (fault_hit(F_UNLINK)) {
@@ -1320,7 +1380,7 @@ static void faults_arm(enum fault_kind kind, int k)
 	memset(&F, 0, sizeof(F));
 	F.kind = kind;
 	F.k = k;
-	store_io = (store_io_t){f_open, f_write, f_fsync, f_rename, f_unlink, f_close, f_splice};
+	store_io = (store_io_t){f_open, f_write, f_fsync, f_rename, f_unlink, f_close, f_splice, f_link};
 }
 
 static void faults_disarm(void) { store_io = real_io; }
