@@ -78,7 +78,7 @@ def run_ranks(epochs, tag, **kw):
     for r in range(len(HOSTS)):
         a = dict(endpoint=g.url, bucket="ml", prefix="train/", rank=r, world=len(HOSTS), hosts=HOSTS, epochs=epochs,
                  workers=2, seed=9, sync_dir=sync, locality=True, cache_dir=os.path.join(TMP, tag + "-%s"),
-                 cache_bytes=share // 2, compute_ms=8, **kw)
+                 cache_bytes=share // 2, compute_ms=8, job="belady-" + tag, **kw)
         procs.append(subprocess.Popen(["/usr/bin/python3", os.path.join(os.environ["IT_LIB"], "locrank.py"),
                                        json.dumps(a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     try:

@@ -111,7 +111,7 @@ def main():
         procs = []
         for r, node in enumerate(nodes):
             arg = dict(endpoint=G, bucket="ml", prefix=prefix, rank=r, world=len(nodes), hosts=hosts,
-                       epochs=n_epochs, workers=workers, seed=3, sync_dir=sync, **kw)
+                       epochs=n_epochs, workers=workers, seed=3, sync_dir=sync, job=os.path.basename(sync), **kw)
             procs.append(subprocess.Popen(["nice", "-n", "10", "ip", "netns", "exec", "%s-%s" % (name, node),
                                            "/usr/bin/python3", os.path.join(IT, "locrank.py"), json.dumps(arg)],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
