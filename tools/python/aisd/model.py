@@ -293,6 +293,8 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
         shards = [sh if isinstance(sh, Shard) else Shard(*sh) for sh in shards]
         tnames = sorted({h for sh in shards for h in sh.hosts})
         M = len(tnames)
+    # the plan balances samples: a shard holds its bytes' worth of samples
+    shards = [sh._replace(samples=max(1, round(sh.size / s))) for sh in shards]
     sizes = {sh.name: sh.size for sh in shards}
     owner = {sh.name: tuple(sh.hosts)[0] for sh in shards}
     holders = {sh.name: set(sh.hosts) for sh in shards}
