@@ -501,7 +501,7 @@ static int fetch_from(target_t *t, const char *base, const char *bck, size_t ble
 			errno = ENOSPC;
 			goto out;
 		}
-		errno = status == 404 ? ENOENT : EIO;
+		errno = status == 404 ? ENOENT : status == 0 ? EHOSTDOWN : EIO; /* (0: no answer) */
 		if (status != 404)
 			buf_addf(msg, "%s: %s; ", base, emsg.ptr ? emsg.ptr : "error");
 		goto out;
@@ -553,17 +553,34 @@ out:
 int tgt_fetch(target_t *t, const char *bck, size_t blen, const char *obj, size_t olen, buf_t *msg)
 {
 	char(*urls)[CMAP_URL_MAX + 1] = NULL;
-	size_t n = t->base.cl ? sources(t, bck, blen, obj, olen, &urls) : 0;
+	size_t n = t->base.cl ? sources(t, bck, blen, obj, olen, &urls) : 0, silent = 0, k = 1;
 	int rc = AIS_ERR, e = ENOENT;
+	bool bad = false; /* a source answered with an error or a bad copy */
+	if (t->base.cl) {
+		const bmd_t *b;
+		cluster_read_lock(t->base.cl, NULL, &b);
+		k = tgt_bucket_copies(b, bck, blen);
+		cluster_read_unlock(t->base.cl);
+	}
 	for (size_t i = 0; i < n && rc != AIS_OK && e != ENOSPC; i++) { /* no space: no other source helps */
 		rc = fetch_from(t, urls[i], bck, blen, obj, olen, msg);
-		if (rc != AIS_OK && errno != ENOENT)
+		if (rc != AIS_OK && errno != ENOENT) {
 			e = errno == ENOSPC ? ENOSPC : EIO;
+			silent += errno == EHOSTDOWN;
+			bad |= errno != EHOSTDOWN;
+		}
 	}
 	free(urls);
 	/* some targets did not answer, none had a copy newer than a client's
 	 * delete recorded here: deleted, not unreachable */
 	if (rc != AIS_OK && e == EIO && ol_deleted(t, (sv_t){bck, blen}, (sv_t){obj, olen}, INT64_MIN + 1))
+		e = ENOENT;
+	/* every target was asked; an object has its write quorum of copies on
+	 * distinct targets (a rebalance drops one only once its new holder has
+	 * it): fewer silent targets than that, and no copy anywhere else, is
+	 * no object (not a target that may hold it being down) */
+	size_t quorum = t->conf->write_quorum && t->conf->write_quorum < k ? t->conf->write_quorum : k;
+	if (rc != AIS_OK && e == EIO && !bad && silent < quorum)
 		e = ENOENT;
 	if (rc == AIS_OK)
 		log_info("restored %.*s/%.*s from another target", (int)blen, bck, (int)MIN(olen, 200), obj);

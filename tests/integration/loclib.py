@@ -2,6 +2,7 @@
 addresses, the rank processes' results (locrank.py prints one JSON line
 per epoch) and the exactly-once check."""
 import json
+import os
 
 import clulib
 
@@ -33,7 +34,10 @@ def collect(t, procs, outs):
     res = {}
     for r, (out, err) in enumerate(outs):
         if procs[r].returncode != 0:
-            t.fail("rank %d exited %d" % (r, procs[r].returncode), err.decode(errors="replace")[-1500:])
+            text = err.decode(errors="replace")
+            with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "rank%d.stderr" % r), "w") as f:
+                f.write(text)  # (the whole of it, kept with the test's temp dir)
+            t.fail("rank %d exited %d" % (r, procs[r].returncode), text[-600:])
             return None
         for line in out.decode().splitlines():
             d = json.loads(line)

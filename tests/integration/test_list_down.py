@@ -231,6 +231,20 @@ t.eq(smap().get("lost"), [victim.id], "the map lists the victim as lost")
 short("B (dropped)")
 complete("two", "B (dropped)")
 
+# a read of a name nobody wrote, which the map before the drop placed on the
+# victim: with copies=2 every object has a copy on a target that answered,
+# so 404; with one copy the victim may hold it: 502 naming it, not 404
+never = ["never/%03d" % i for i in range(200)]
+n2 = [n for n in never if victim.id in hrwlib.top("two/" + n, ids, 2)][:3]
+n1 = [n for n in never if hrwlib.top("one/" + n, ids, 1)[0] == victim.id][:3]
+st2 = [clulib.follow("GET", g.url, "/v1/objects/two/" + n)[1].status for n in n2]
+t.check(n2 and st2 == [404] * len(n2), "B: GET of names never written (copies 2, the victim a holder before): 404",
+        st2)
+r1 = [clulib.follow("GET", g.url, "/v1/objects/one/" + n)[1] for n in n1]
+t.check(n1 and all(r.status == 502 and victim.url.split("//")[1].encode() in r.body for r in r1),
+        "B: GET of names never written (copies 1, the victim their holder before): 502 naming it",
+        [(r.status, r.body[:200]) for r in r1])
+
 
 def reb_done():
     r = get(g.url, "/v1/cluster?what=rebalance", timeout=10)

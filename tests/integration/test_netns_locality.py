@@ -104,11 +104,15 @@ def make_shards(n, size, prefix, seed):
     return want
 
 
+JOBS = []  # the job name of each run_ranks, in order
+
+
 def run_ranks(nodes, hosts, epochs, prefix, go=None, **kw):
     """One rank per entry of nodes (its namespace), hosts[r] its host.
     Returns ({epoch: [rank results]}, {epoch: {node: link bytes}})."""
     sync = os.path.join(TMP, "sync%d" % random.randrange(1 << 30))
     os.makedirs(sync)
+    JOBS.append(os.path.basename(sync))
     world = len(nodes)
     procs = []
     for r, node in enumerate(nodes):
@@ -185,11 +189,20 @@ try:
         import sys
         sys.path.insert(0, os.path.join(os.environ["IT_LIB"], "..", "..", "tools", "python"))
         from aisd import Client
-        from aisd.plan import list_shards
-        listed = list_shards(Client(G, timeout=20, retry_for=30), "ml", "train/")[0]
-        # the plan leaves N mod ranks samples out of each epoch
-        dplain = loclib.dropped(want, listed, hosts, 3, range(3), locality=False)
-        dloc = loclib.dropped(want, listed, hosts, 3, range(4))
+        from aisd.plan import Shard
+        cl = Client(G, timeout=20, retry_for=30)
+
+        def job_dropped(job, epochs, **kw):
+            """The samples each epoch's plan left out (N mod ranks), from the
+            listing the job's ranks planned from (stored by rank 0)."""
+            out = {}
+            for ep in epochs:
+                doc = json.loads(cl.get("ml", ".aisd/jobs/%s/epoch-%06d.json" % (job, ep)))
+                listed = [Shard(n, size, frozenset(hs), k) for n, size, hs, k in doc["shards"]]
+                out.update(loclib.dropped(want, listed, hosts, 3, [ep], **kw))
+            return out
+        dplain = job_dropped(JOBS[0], range(3), locality=False)
+        dloc = job_dropped(JOBS[1], range(4))
         loclib.exactly_once(t, plain, want, "plain", dropped=dplain)
         loclib.exactly_once(t, {e: loc[e] for e in (0, 1, 2)}, want, "locality", dropped=dloc)
         for ep in (0, 1, 2):

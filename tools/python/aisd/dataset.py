@@ -393,7 +393,9 @@ class ShardDataset(_Base):
                 doc = self._list(epoch)
                 self.client.put(self.bucket, name, json.dumps(doc, separators=(",", ":")).encode())
                 version = self.client.head(self.bucket, name).version
-                if version not in (None, "", "0", "1"):
+                if version not in (None, "", "0", "1") and \
+                        json.loads(self.client.get(self.bucket, name)).get("fingerprint") != doc["fingerprint"]:
+                    # (a later version with this listing: this rank's own PUT, retried)
                     raise RuntimeError("job %s, epoch %d: %s/%s was written again (version %s) while this rank "
                                        "found none: other ranks may hold another listing; start the job again under "
                                        "a new job name" % (self.job, epoch, self.bucket, name, version))
