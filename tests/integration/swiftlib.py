@@ -12,9 +12,10 @@ endpoint; sw.stop() stops it (sw.start() again brings it back, same data).
 import os
 import shutil
 import subprocess
+import urllib.parse
 
 import clulib
-from clulib import poll
+from clulib import Node, poll, request
 
 AK, SK = "test:tester", "testing"
 
@@ -90,3 +91,31 @@ class Swift:
 
     def wait_up(self, secs=90):  # a loaded machine starts Swift's Python servers slowly
         return poll(self.up, secs)
+
+
+def start_front(t):
+    """The front aisd cluster (gateway g1, targets t1 and t2), started on
+    loopback ports and joined: (g, [t1, t2]); ends the test if it fails."""
+    g = Node("g1", "gateway")
+    ts = [Node("t1", "target"), Node("t2", "target")]
+    for n in [g] + ts:
+        if not t.check(n.start(join=g.url if n.role == "target" else None), "%s starts" % n.name):
+            t.finish()
+    t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the front cluster forms")
+    return g, ts
+
+
+def ctl(g, *args):
+    """aisctl against gateway g: (exit status, stdout + stderr)."""
+    cp = subprocess.run([os.environ["AISCTL"], "-e", g.url] + list(args), stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return cp.returncode, cp.stdout.decode() + cp.stderr.decode()
+
+
+def follow(g, method, path, body=None, headers=None):
+    """One request to gateway g, its 307 followed with the body."""
+    r = request(method, g.url, path, b"" if body else None, headers, timeout=60)
+    if r.status != 307:
+        return r
+    loc = urllib.parse.urlsplit(r.h("location"))
+    return request(method, "http://" + loc.netloc, loc.path + "?" + loc.query, body, headers, timeout=60)

@@ -20,20 +20,18 @@ Checks:
 """
 # timeout: 240
 import concurrent.futures
+import functools
 import hashlib
 import json
 import os
-import subprocess
-import urllib.parse
 
 from itlib import T, q
 
 import clulib
 import swiftlib
-from clulib import Node, poll, request
+from clulib import request
 
 t = T()
-CTL = os.environ["AISCTL"]
 JSON = {"Content-Type": "application/json"}
 AK, SK = swiftlib.AK, swiftlib.SK
 
@@ -50,26 +48,9 @@ sw = swift.client()
 if not t.check(swift.wait_up(), "Swift (s3api) answers"):
     t.finish()
 
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target")]
-for n in [g] + ts:
-    if not t.check(n.start(join=g.url if n.role == "target" else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the front cluster forms")
-
-
-def ctl(*args):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=120)
-    return cp.returncode, cp.stdout.decode() + cp.stderr.decode()
-
-
-def follow(method, path, body=None, headers=None):
-    r = request(method, g.url, path, b"" if body else None, headers, timeout=60)
-    if r.status != 307:
-        return r
-    loc = urllib.parse.urlsplit(r.h("location"))
-    return request(method, "http://" + loc.netloc, loc.path + "?" + loc.query, body, headers, timeout=60)
+g, ts = swiftlib.start_front(t)
+ctl = functools.partial(swiftlib.ctl, g)
+follow = functools.partial(swiftlib.follow, g)
 
 
 def get(name, headers=None):
