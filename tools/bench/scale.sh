@@ -12,7 +12,13 @@
 # a small machine). At each checkpoint, with the target running again:
 #  - PUT and GET rates straight to the target (aisloader, WORKERS
 #    connections, DUR seconds, ROUNDS rounds each, median): GETs of random
-#    objects of "big" (verified), PUTs of new objects into a 5th bucket;
+#    objects of "big" (verified), GETs of random objects of its first HOT
+#    (a working set that fits in memory at every size: what the metadata
+#    costs, apart from the disk), PUTs of new objects into a 5th bucket;
+#  - with the target stopped, the same random reads of "big" through the
+#    store alone (scaleload -r: the LevelDB lookup, open, read and check,
+#    WORKERS threads, DUR seconds, ROUNDS rounds): the floor under the
+#    random GETs once the objects outgrow the page cache (the disk's);
 #  - the target's RSS and the LevelDB size on disk (du of mp*/meta);
 #  - then kill -9 and a restart on the same port and mountpaths: seconds
 #    until it answers health and a GET of a stored object (ready), and
@@ -33,8 +39,8 @@
 # 4 KiB, plus LevelDB) and SCALE_N free inodes: checked before it starts.
 #
 # Environment: BUILD (build), SCALE_N (10000000), CHECKPOINTS, SIZE (1024),
-# DUR (10), ROUNDS (3), WORKERS (16), PAGE (10000), FILL_JOBS (2), PLOTDIR,
-# KEEP, TMPDIR.
+# DUR (10), ROUNDS (3), WORKERS (16), HOT (10000), PAGE (10000), FILL_JOBS (2),
+# PLOTDIR, KEEP, TMPDIR.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -44,6 +50,7 @@ SIZE=${SIZE:-1024}
 DUR=${DUR:-10}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-16}
+HOT=${HOT:-10000}
 PAGE=${PAGE:-10000}
 FILL_JOBS=${FILL_JOBS:-2}
 AISD=$BUILD/aisd
@@ -122,9 +129,9 @@ done
 declare -A HAVE=([big]=0 [s1]=0 [s2]=0 [s3]=0)
 DAT=$BUILD/bench-scale.dat
 MD=$BUILD/bench-scale.md
-echo "# objects put_per_s get_per_s ready_s settle_s rss_mib leveldb_mib" >"$DAT"
-printf '| objects | PUT/s | GET/s | RSS MiB | LevelDB MiB | restart: ready s | start-up work done s | walked | hints | rebalance walked |\n' >"$MD"
-printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n' >>"$MD"
+echo "# objects put_per_s get_per_s ready_s settle_s rss_mib leveldb_mib hot_get_per_s store_read_per_s" >"$DAT"
+printf '| objects | PUT/s | GET/s random | store alone reads/s | GET / store | GET/s hot set | RSS MiB | LevelDB MiB | restart: ready s | start-up work done s | walked | hints | rebalance walked |\n' >"$MD"
+printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n' >>"$MD"
 echo "scale: 1 gateway + 1 target (2 mountpaths), ${SIZE}-byte objects, checkpoints ${CPS[*]}" >&2
 filled_s=0
 
@@ -149,16 +156,21 @@ for cp in "${CPS[@]}"; do
 	for _ in $(seq 1200); do settled && break; sleep 0.5; done
 
 	# --- rates ---------------------------------------------------------------
-	puts=() gets=()
+	puts=() gets=() hots=()
+	hot=$((HAVE[big] < HOT ? HAVE[big] : HOT))
 	for r in $(seq "$ROUNDS"); do
 		g=$(run_loader get --url "$TGT_URL/v1/objects/big" --op get --verify --objects "${HAVE[big]}" --size "$SIZE" \
 			--duration "$DUR" --workers "$WORKERS" --seed "$r$cp" | json_field ops_per_s)
+		h=$(run_loader hot --url "$TGT_URL/v1/objects/big" --op get --verify --objects "$hot" --size "$SIZE" \
+			--duration "$DUR" --workers "$WORKERS" --seed "$r$cp" | json_field ops_per_s)
+		hots+=("$h")
 		p=$(run_loader put --url "$TGT_URL/v1/objects/put" --op put --objects 1000000000 --size "$SIZE" \
 			--duration "$DUR" --workers "$WORKERS" --seed "$r$cp" | json_field ops_per_s)
 		gets+=("$g") puts+=("$p")
 	done
 	put_s=$(printf '%s\n' "${puts[@]}" | median)
 	get_s=$(printf '%s\n' "${gets[@]}" | median)
+	hot_s=$(printf '%s\n' "${hots[@]}" | median)
 	rss=$(awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$TPID/status")
 	# the PUTs' objects go, so the next checkpoint holds what the fill made
 	curl -fsSL -o /dev/null --max-time 600 -X DELETE "$GW/v1/buckets/put" -d '{"action":"destroy-bck"}' ||
@@ -171,6 +183,20 @@ for cp in "${CPS[@]}"; do
 	done
 	ldb=$(du -sm "$T"/mp1/meta "$T"/mp2/meta | awk '{ s += $1 } END { print s }')
 	objs=$(stats_field 'd["objects"]')
+
+	# --- the same random reads through the store alone (target stopped) ------
+	tgt_stop
+	reads=()
+	for r in $(seq "$ROUNDS"); do
+		reads+=("$("$FILL" -m "$T/mp1" -m "$T/mp2" -b big -n "${HAVE[big]}" -s "$SIZE" -j "$WORKERS" -r "$DUR" \
+			2>>"$TMP/fill.err" | sed -n 's/.*"rate":\([0-9.]*\).*/\1/p')")
+		[ -n "${reads[-1]}" ] || die "scaleload -r failed: $(tail -3 "$TMP/fill.err")"
+	done
+	store_s=$(printf '%s\n' "${reads[@]}" | median)
+	tgt_start
+	wait_http "$TGT_URL/v1/health" 120 || die "the target did not come back after the store reads"
+	sleep 1
+	for _ in $(seq 1200); do settled && break; sleep 0.5; done
 
 	# --- kill -9, restart: ready, and the start-up work done ---------------------
 	tgt_stop -9
@@ -198,10 +224,12 @@ for cp in "${CPS[@]}"; do
 	reb_walked=$(job_metric aisd_job_objects_walked)
 	walked=$(stats_field 'sum(m["reconcile"]["walked"] for m in d["mountpaths"])')
 	hints=$(stats_field 'sum(m["reconcile"]["hints"] for m in d["mountpaths"])')
-	printf '%s %s %s %.2f %s %s %s\n' "$objs" "$put_s" "$get_s" "$ready" "${settle:-nan}" "$rss" "$ldb" >>"$DAT"
-	printf '| %s | %.0f | %.0f | %s | %s | %.2f | %s | %s | %s | %s |\n' "$objs" "$put_s" "$get_s" "$rss" "$ldb" "$ready" \
-		"${settle:+$(printf %.1f "$settle")}" "$walked" "$hints" "$reb_walked" >>"$MD"
-	echo "scale: $objs objects: PUT $put_s/s, GET $get_s/s, RSS $rss MiB, LevelDB $ldb MiB;" \
+	printf '%s %s %s %.2f %s %s %s %s %s\n' "$objs" "$put_s" "$get_s" "$ready" "${settle:-nan}" "$rss" "$ldb" \
+		"$hot_s" "$store_s" >>"$DAT"
+	printf '| %s | %.0f | %.0f | %.0f | %s | %.0f | %s | %s | %.2f | %s | %s | %s | %s |\n' "$objs" "$put_s" "$get_s" \
+		"$store_s" "$(ratio "$get_s" "$store_s")" "$hot_s" "$rss" "$ldb" "$ready" "${settle:+$(printf %.1f "$settle")}" \
+		"$walked" "$hints" "$reb_walked" >>"$MD"
+	echo "scale: $objs objects: PUT $put_s/s, GET $get_s/s (store alone $store_s/s, hot set $hot_s/s), RSS $rss MiB, LevelDB $ldb MiB;" \
 		"kill -9 -> ready in $(printf %.2f "$ready") s, start-up work done in $(printf %.1f "${settle:-nan}") s (walked $walked files, $hints hints; rebalance walked $reb_walked objects)" >&2
 done
 
@@ -244,7 +272,7 @@ print(f"\nListing `big` ({got:,} names) through the gateway, pages of {page:,}: 
       f"of the last tenth {statistics.median(pages[-k:])*1000:.0f} ms.")
 PY
 echo "" >>"$MD"
-echo "Fill by scaleload: $(printf %.0f "$filled_s") s in all; aisloader $WORKERS connections, $DUR s x $ROUNDS rounds per rate (median)." >>"$MD"
+echo "Fill by scaleload: $(printf %.0f "$filled_s") s in all; aisloader $WORKERS connections, $DUR s x $ROUNDS rounds per rate (median); hot set: the first $HOT objects of big." >>"$MD"
 cat "$MD"
 if command -v gnuplot >/dev/null; then
 	mkdir -p "${PLOTDIR:-$BUILD}"

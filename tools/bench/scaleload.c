@@ -8,6 +8,7 @@
  *
  * usage: scaleload -m MOUNTPATH [-m MOUNTPATH...] -b BUCKET -n COUNT
  *                  [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never]
+ *                  [-r SECONDS]
  *
  * Objects FIRST .. FIRST + COUNT - 1 of BUCKET are aisloader's: named
  * obj-%06u, SIZE bytes (default 1024) of aisloader's data pattern
@@ -17,6 +18,13 @@
  * the cluster's bucket metadata is not touched: create them through the
  * gateway first. Progress goes to stderr every 100,000 objects; at the end
  * one JSON line: {"objects","seconds","rate"}. Exit 1 on any failure.
+ *
+ * With -r SECONDS it writes nothing: THREADS threads read random objects
+ * of FIRST .. FIRST + COUNT - 1 for SECONDS through the store alone
+ * (store_open_obj: the LevelDB lookup and the open, then a read and a
+ * check of every byte against the pattern, as `aisloader --verify` does),
+ * and the JSON line counts those reads: what a GET costs without HTTP, the
+ * floor under the target's random GETs at the same object count.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aisd/conf.h"
 #include "aisd/log.h"
@@ -43,6 +52,7 @@ static struct {
 	char bck[NAME_BUCKET_MAX + 1];
 	uint64_t first, count, size;
 	int threads;
+	double read_s; /* -r: read for this long instead of writing */
 	_Atomic uint64_t done;
 	atomic_bool failed;
 	double t0;
@@ -58,7 +68,7 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: scaleload -m MOUNTPATH [-m MOUNTPATH...] -b BUCKET -n COUNT\n"
-			"                 [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never]\n");
+			"                 [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never] [-r SECONDS]\n");
 	exit(1);
 }
 
@@ -111,6 +121,44 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* -r: random reads of the range, verified, until the time is up. */
+static void *reader(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL * ((uint64_t)(uintptr_t)arg + 1); /* xorshift64 */
+	char *want = xmalloc(g.size + 1), *got = xmalloc(g.size + 1);
+	char name[NAME_OBJECT_MAX + 1];
+	const char *b = g.bck;
+	while (!atomic_load(&g.failed)) {
+		for (int k = 0; k < 64; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			int nl = snprintf(name, sizeof(name), "obj-%06" PRIu64, g.first + x % g.count);
+			store_meta_t m;
+			int fd;
+			if (store_open_obj(g.s, b, strlen(b), name, (size_t)nl, &fd, &m) != AIS_OK) {
+				log_warn("%s/%s: open", b, name);
+				atomic_store(&g.failed, true);
+				break;
+			}
+			ssize_t n = pread(fd, got, g.size + 1, 0);
+			close(fd);
+			pat_fill(want, g.size, pat_shift(name, (size_t)nl), 0);
+			if (n != (ssize_t)g.size || memcmp(want, got, g.size)) {
+				log_warnx("%s/%s: read %zd bytes, not the %" PRIu64 " written", b, name, n, g.size);
+				atomic_store(&g.failed, true);
+				break;
+			}
+			atomic_fetch_add(&g.done, 1);
+		}
+		if (now_s() - g.t0 >= g.read_s)
+			break;
+	}
+	free(want);
+	free(got);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	conf_t *c = xcalloc(1, sizeof(*c));
@@ -142,6 +190,10 @@ int main(int argc, char **argv)
 			g.size = num(v);
 		} else if (!strcmp(a, "-j")) {
 			g.threads = (int)num(v);
+		} else if (!strcmp(a, "-r")) {
+			g.read_s = (double)num(v);
+			if (g.read_s < 1)
+				usage();
 		} else if (!strcmp(a, "--fsync")) {
 			if (strcmp(v, "always") && strcmp(v, "never"))
 				usage();
@@ -151,7 +203,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!c->n_mountpaths || !g.bck[0] || g.count == UINT64_MAX || g.threads < 1 || g.threads > 64 ||
-	    g.size > (64u << 20))
+	    g.size > (64u << 20) || (g.read_s > 0 && !g.count))
 		usage();
 	pat_init();
 	if (store_open(c, &g.s, &err) != AIS_OK) {
@@ -159,7 +211,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	store_bucket_t sb;
-	if (store_bucket_get(g.s, g.bck, strlen(g.bck), &sb) != AIS_OK &&
+	if (!g.read_s && store_bucket_get(g.s, g.bck, strlen(g.bck), &sb) != AIS_OK &&
 	    store_bucket_create(g.s, g.bck, strlen(g.bck), CKSUM_XXHASH) != AIS_OK) {
 		fprintf(stderr, "scaleload: cannot create bucket %s: %s\n", g.bck, strerror(errno));
 		return 1;
@@ -167,7 +219,7 @@ int main(int argc, char **argv)
 	pthread_t th[64];
 	g.t0 = now_s();
 	for (int t = 0; t < g.threads; t++)
-		if (pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t) != 0)
+		if (pthread_create(&th[t], NULL, g.read_s ? reader : worker, (void *)(uintptr_t)t) != 0)
 			fatalx("pthread_create");
 	for (int t = 0; t < g.threads; t++)
 		pthread_join(th[t], NULL);
