@@ -32,6 +32,7 @@
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -683,6 +684,9 @@ static int gw_buckets(http_req_t *req)
 			}
 			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
 			json_object_set_new(jv, "bucket", json_string(o->name));
+			char id[JREG_ID_MAX + 1]; /* the run's, the same on every target (jobreg.h) */
+			jreg_new_id(id);
+			json_object_set_new(jv, "id", json_string(id));
 			json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
 			char *js = json_dumps(body, JSON_COMPACT);
 			json_decref(body);
@@ -885,6 +889,8 @@ static const http_route_t routes[] = {
 	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)", 0},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)", 0},
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_cluster_runs,
+	 "job runs of every target, one per id: GET ?kind=&id=&all=true, PUT {\"action\":\"stop\",\"id\"|\"kind\"}", 0},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary", 0},
 	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
