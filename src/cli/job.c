@@ -164,16 +164,16 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 {
 	uint64_t limit = 0;
 	const char *kind;
+	const char *to = cli_opt(a, "timeout-s");
+	if (to && cli_parse_u64(to, 1, 86400 * 7, &limit) != AIS_OK)
+		return cli_usage_error(a->cmd, "--timeout-s wants seconds, not '%s'", to);
+	if (!to && c->timeout_s > 0) /* the global --timeout: the wait's limit too */
+		limit = (uint64_t)c->timeout_s;
+	if (a->npos && !is_kind(a->pos[0]))
+		return runs_wait(c, a, a->pos[0], limit);
 	int rc = check_kind(a, true, &kind);
 	if (rc != CLI_EXIT_OK)
 		return rc;
-	const char *to = cli_opt(a, "timeout-s");
-	if (!to)
-		to = cli_opt(a, "timeout");
-	if (to && cli_parse_u64(to, 1, 86400 * 7, &limit) != AIS_OK)
-		return cli_usage_error(a->cmd, "--timeout wants seconds, not '%s'", to);
-	if (a->npos && !is_kind(a->pos[0]))
-		return runs_wait(c, a, a->pos[0], limit);
 	bool tty = c->progress; /* a terminal, and no --no-progress */
 	time_t start = time(NULL);
 	for (;;) {

@@ -108,8 +108,7 @@ static const struct cli_opt opts_token_create[] = {
 };
 
 static const struct cli_opt opts_job_wait[] = {
-	{"timeout", 0, "SECS", "give up (exit 1) after SECS seconds"},
-	{"timeout-s", 0, "SECS", "the same as --timeout"},
+	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds (the global --timeout SECS: the same)"},
 	{0},
 };
 
