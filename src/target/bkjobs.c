@@ -1,9 +1,10 @@
 /*
- * bkjobs.c - the prefetch and evict jobs of remote buckets, one of each
- * per target, with progress and stop (jobs.h job_stats_t): GET and PUT
- * /v1/jobs?what=prefetch|evict on a target; a gateway starts them on
- * every target (POST /v1/buckets/B prefetch-listrange|evict-listrange)
- * and shows them as any job (GET /v1/cluster?what=prefetch).
+ * bkjobs.c - the prefetch and evict jobs of remote buckets, two kinds of
+ * the job registry (jobreg.h): runs of either go on at once, each with its
+ * id, progress and stop: GET and PUT /v1/jobs?what=prefetch|evict on a
+ * target (the newest run); a gateway starts a run on every target under
+ * one id (POST /v1/buckets/B prefetch-listrange|evict-listrange) and
+ * shows it as any job (GET /v1/jobs?id=, GET /v1/cluster?what=prefetch).
  *
  * Guarantees:
  *  1. A run walks names given as a list, a template ("pre{0000..0999}
@@ -18,6 +19,10 @@
  *     never loses data.
  *  4. Stop ends a run between objects (a fetch in flight completes: its
  *     object is whole or absent).
+ *  5. A run cut by a restart (its record says running) resumes from the
+ *     start of its names with the same id: a prefetch counts what it had
+ *     fetched as walked, an evict finds nothing left to drop. A node's
+ *     stop leaves its runs running in their records, to resume.
  */
 #include <errno.h>
 #include <jansson.h>
