@@ -22,7 +22,10 @@ Checks:
  6. Bad input: ?id= not an id -> 400; an id no target knows -> 404 (aisctl
     exit 2); PUT /v1/jobs without id or kind -> 400; stop of a run that
     ended -> 404.
- 7. No error-level line in any node's log.
+ 7. ec-encode of a bucket: the run is named ec-encode-vN; a target killed
+    (-9) right after it started reports it once restarted, and it ends
+    done (aisctl job wait ID).
+ 8. No error-level line in any node's log.
 """
 # timeout: 240
 import json
@@ -205,6 +208,26 @@ t.eq(rc, 2, "aisctl job show of an unknown id: exit 2")
 t.eq(request("PUT", g.url, "/v1/jobs", '{"action":"stop"}', JSON).status, 400, "stop without id or kind: 400")
 t.eq(request("PUT", g.url, "/v1/jobs", json.dumps({"action": "stop", "id": A}), JSON).status, 404,
      "stop of a run that ended: 404")
+
+# --- 7. ec-encode: its run is a record, kept across a kill -9 ---------------------------
+t.eq(request("POST", g.url, "/v1/buckets/e", '{"action":"create-bck"}', JSON).status, 200, "create e")
+bad = [i for i in range(150) if clulib.follow("PUT", g.url, "/v1/objects/e/x%03d" % i, b"e" * (100 + i))[1].status != 200]
+t.check(not bad, "150 PUTs to e", bad[:3])
+r = request("POST", g.url, "/v1/buckets/e", json.dumps(
+    {"action": "ec-encode", "value": {"ec": {"enabled": True, "data_slices": 1, "parity_slices": 1}}}), JSON)
+t.check(r.status == 200, "ec-encode e to 1+1", r.body[:200])
+enc = []
+t.check(poll(lambda: enc.extend(x["id"] for x in runs(None, "?kind=ec-encode&all=true")) or enc, 20),
+        "the re-encode is a run", enc)
+E = enc[0] if enc else "none"
+t.check(E.startswith("ec-encode-v"), "named by the BMD version", E)
+t2.kill9()
+t.check(t2.start(join=g.url), "t2 restarts after kill -9")
+t.check(poll(lambda: run(E, t2.url).get("bucket") == "e", 20), "t2 reports the re-encode after the restart",
+        run(E, t2.url))
+rc, out, err = ctl("job", "wait", E, "--timeout-s", "90", timeout=120)
+t.eq((rc, out.strip()), (0, "%s: done" % E), "aisctl job wait %s: done" % E)
+t.check(run(E, t2.url).get("state") == "done", "t2's run is done", run(E, t2.url))
 
 clulib.check_logs(ALL)
 srv.shutdown()
