@@ -10,7 +10,8 @@ Checks:
  1. Two prefetches of two buckets at once: each POST answers its own id;
     GET /v1/jobs lists both running (kind, bucket, progress); aisctl job
     show ID shows one run with its targets.
- 2. aisctl job stop ID stops that run only (aborted); the other goes on.
+ 2. aisctl job stop ID stops that run only (aborted); the other goes on;
+    later PUT /v1/jobs {"action":"stop","kind":"prefetch"} stops a third.
  3. kill -9 of a target in the middle of the other run; restarted, it
     logs the resume and GET /v1/jobs?id=ID on it reports the run; aisctl
     job wait ID ends 0 ("ID: done") and every object of the template is
@@ -82,11 +83,16 @@ class Slow(BaseHTTPRequestHandler):
         self.answer(False)
 
 
+class Srv(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a connection a killed target reset
+
+
 def serve():
     for _ in range(50):
         port = random.randint(20000, 32000)
         try:
-            s = ThreadingHTTPServer(("127.0.0.1", port), Slow)
+            s = Srv(("127.0.0.1", port), Slow)
         except OSError:
             continue
         s.daemon_threads = True
@@ -177,6 +183,16 @@ def cached(b):
 
 
 t.check({"o%03d" % i for i in range(N)} <= cached("pa"), "every object of the resumed run is cached")
+
+# stop by kind (curl's way): a third run
+r = request("POST", g.url, "/v1/buckets/pb", json.dumps(
+    {"action": "prefetch-listrange", "value": {"template": "o{000..%03d}" % (N - 1)}}), JSON)
+C = (r.json() or {}).get("id") if r.status == 200 else None
+t.check(C and C not in (A, B), "a third prefetch, a third id", r.body[:200])
+r = request("PUT", g.url, "/v1/jobs", json.dumps({"action": "stop", "kind": "prefetch"}), JSON)
+t.check(r.status == 200 and (r.json() or {}).get("stopped") == 2, "PUT /v1/jobs stop kind prefetch: both targets",
+        r.body[:300])
+t.check(poll(lambda: run(C or "x").get("state") == "aborted", 20), "it ends aborted", run(C or "x"))
 
 # --- 4. history ---------------------------------------------------------------------------
 request("PUT", g.url, "/v1/cluster", '{"action":"rebalance"}', JSON)
