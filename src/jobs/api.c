@@ -486,7 +486,8 @@ static json_t *merge_runs(cluster_call_t *calls, char (*ids)[CMAP_ID_MAX + 1], s
 						      json_object_get(r, "last_error")));
 		}
 	}
-	qsort(m, nm, sizeof(*m), mrun_cmp);
+	if (nm) /* (qsort of NULL: undefined even for 0) */
+		qsort(m, nm, sizeof(*m), mrun_cmp);
 	json_t *runs = json_array();
 	int64_t now = time_now_ns();
 	for (size_t j = 0; j < nm; j++) {
