@@ -15,8 +15,9 @@
  *     history; a running one (the node stopped or died under it) is
  *     resumed by jreg_resume with its id and spec when its kind resumes,
  *     else it is recorded aborted ("interrupted by a restart").
- *  3. The history keeps the JREG_HISTORY newest finished runs; an older
- *     one's file is removed.
+ *  3. The history keeps the JREG_HISTORY newest finished runs of each
+ *     kind (the rebalances of many map changes do not push a prefetch
+ *     out); an older one's file is removed.
  *  4. A run that begins with the id of a finished run replaces it.
  *  5. The live progress of a run comes from its kind's progress hook; the
  *     registry's own copy is what jreg_end (or the file) gave.

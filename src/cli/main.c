@@ -113,7 +113,7 @@ static const struct cli_opt opts_job_wait[] = {
 };
 
 static const struct cli_opt opts_job_show[] = {
-	{"all", 0, NULL, "every run, the finished ones too (the last 100 per target)"},
+	{"all", 0, NULL, "every run, the finished ones too (the last 100 of each kind per target)"},
 	{0},
 };
 

@@ -141,7 +141,8 @@ static void unlink_run(struct jrun *r)
 }
 
 /* Inserts r: live runs first, then finished ones by end time, newest
- * first; trims the history to JREG_HISTORY (rule 3). Under mu. */
+ * first; trims the history of r's kind to JREG_HISTORY (rule 3). Under
+ * mu. */
 static void insert_run(struct jrun *r)
 {
 	struct jrun **p = &runs;
@@ -151,8 +152,10 @@ static void insert_run(struct jrun *r)
 	r->next = *p;
 	*p = r;
 	size_t n = 0;
+	char kind[sizeof(r->kind)];
+	memcpy(kind, r->kind, sizeof(kind));
 	for (p = &runs; *p;) {
-		if ((*p)->live || ++n <= JREG_HISTORY) {
+		if ((*p)->live || strcmp((*p)->kind, kind) || ++n <= JREG_HISTORY) {
 			p = &(*p)->next;
 			continue;
 		}

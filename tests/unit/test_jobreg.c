@@ -177,9 +177,15 @@ START_TEST(test_history_bound)
 		job_stats_t fin = {.state = JOB_DONE, .end_ns = 1000 + i};
 		jreg_end(id, &fin);
 	}
-	json_t *l = list(NULL, NULL, true);
+	jreg_begin("copy", "other", "", NULL); /* another kind's history is its own */
+	job_stats_t one = {.state = JOB_DONE, .end_ns = 1};
+	jreg_end("other", &one);
+	json_t *l = list("reb", NULL, true);
 	ck_assert_uint_eq(json_array_size(l), JREG_HISTORY);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "id")), "r119"); /* newest first */
+	json_decref(l);
+	l = list(NULL, "other", false);
+	ck_assert_uint_eq(json_array_size(l), 1);
 	json_decref(l);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/jobs/r000.json", dir);
