@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "aisd/status.h"
+#include "aisd/util.h"
 #include "cli.h"
 #include "aisd/banned.h"
 
@@ -138,7 +139,12 @@ int cli_job_show(struct cli *c, const struct cli_args *a)
 }
 
 /* One line, redrawn: [#####-----] walked/total objects, sent, errors. */
-static void progress(json_t *doc)
+static void fmt_eta(json_int_t s, char *out, size_t outsz);
+
+/* One line, redrawn: [#####-----] walked/total objects, bytes sent, the
+ * rate of the walk since the wait began (from walked0 at t0) and its ETA,
+ * errors. */
+static void progress(json_t *doc, uint64_t *walked0, time_t t0)
 {
 	uint64_t walked = 0, total = 0;
 	const char *id;
@@ -148,14 +154,20 @@ static void progress(json_t *doc)
 		walked += num(v, "walked");
 		total += num(v, "total");
 	}
-	int width = 30, fill = total ? (int)(walked * (uint64_t)width / total) : 0;
-	char bar[64];
+	if (*walked0 > walked) /* a new run began: its rate from here */
+		*walked0 = walked;
+	int width = 30, fill = total ? (int)(MIN(walked, total) * (uint64_t)width / total) : 0;
+	char bar[64], sent[32], eta[24] = "?";
 	for (int i = 0; i < width; i++)
 		bar[i] = i < fill ? '#' : '-';
 	bar[width] = '\0';
 	json_t *tot = json_object_get(doc, "totals");
-	fprintf(stderr, "\r[%s] %llu/%llu objects walked, %llu sent, %llu errors ", bar,
-	        (unsigned long long)walked, (unsigned long long)total, (unsigned long long)num(tot, "moved"),
+	cli_human_size(num(tot, "moved_bytes"), sent, sizeof(sent));
+	double secs = (double)(time(NULL) - t0), rate = secs > 0 ? (double)(walked - *walked0) / secs : 0;
+	if (rate > 0 && total >= walked)
+		fmt_eta((json_int_t)((double)(total - walked) / rate), eta, sizeof(eta));
+	fprintf(stderr, "\r[%s] %llu/%llu objects, %s sent, %.0f objects/s, ETA %s, %llu errors \033[K", bar,
+	        (unsigned long long)walked, (unsigned long long)total, sent, rate, eta,
 	        (unsigned long long)num(tot, "errors"));
 	fflush(stderr);
 }
@@ -176,6 +188,7 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 		return rc;
 	bool tty = c->progress; /* a terminal, and no --no-progress */
 	time_t start = time(NULL);
+	uint64_t walked0 = UINT64_MAX;
 	for (;;) {
 		json_t *doc = fetch_status(c, kind);
 		if (!doc)
@@ -183,7 +196,7 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 		const char *st = json_string_value(json_object_get(doc, "state"));
 		bool running = st && !strcmp(st, "running");
 		if (tty)
-			progress(doc);
+			progress(doc, &walked0, start);
 		if (!running) {
 			if (tty)
 				fputc('\n', stderr);
@@ -389,8 +402,13 @@ static int runs_wait(struct cli *c, const struct cli_args *a, const char *id, ui
 		fmt_eta(json_integer_value(json_object_get(p, "eta_s")), eta, sizeof(eta));
 		snprintf(label, sizeof(label), "%llu/%llu objects  ETA %s", (unsigned long long)num(p, "objects"),
 			 (unsigned long long)num(p, "total"), eta);
+		/* the bar on bytes; a total not known in bytes (a prefetch's names)
+		 * is estimated from the objects walked so far */
+		uint64_t objs = num(p, "objects"), total = num(p, "total"), bytes = num(p, "bytes");
 		bar.total = num(p, "total_bytes");
-		cli_progress_set(&bar, num(p, "bytes"), 0);
+		if (!bar.total && objs && total >= objs)
+			bar.total = (uint64_t)((double)bytes * (double)total / (double)objs);
+		cli_progress_set(&bar, bytes, 0);
 		if (!st || strcmp(st, "running")) {
 			cli_progress_end(&bar);
 			printf("%s: %s\n", id, st ? st : "unknown");

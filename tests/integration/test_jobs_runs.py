@@ -31,6 +31,7 @@ Checks:
 # timeout: 240
 import json
 import os
+import pty
 import random
 import subprocess
 import threading
@@ -171,8 +172,38 @@ t1.kill9()
 t.check(t1.start(join=g.url), "t1 restarts after kill -9")
 t.check(poll(lambda: "resuming the run interrupted" in open(t1.log).read(), 20), "t1 logs the resume of the run")
 t.check(run(A, t1.url).get("kind") == "prefetch", "t1 reports the run after the restart", run(A, t1.url))
-rc, out, err = ctl("--timeout", "120", "job", "wait", A, timeout=150)
-t.eq((rc, out.strip(), err), (0, "%s: done" % A, ""), "aisctl --timeout 120 job wait ID: done")
+
+
+def ctl_tty(*args, timeout=150):
+    """aisctl with stderr on a pseudo-terminal (its progress bar on), drained
+    as it runs: (exit status, stdout, what the terminal got)."""
+    mfd, sfd = pty.openpty()
+    got = []
+
+    def drain():
+        while True:
+            try:
+                b = os.read(mfd, 65536)
+            except OSError:
+                return
+            if not b:
+                return
+            got.append(b)
+
+    th = threading.Thread(target=drain, daemon=True)
+    th.start()
+    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=sfd, timeout=timeout)
+    os.close(sfd)
+    th.join(10)
+    os.close(mfd)
+    return cp.returncode, cp.stdout.decode(), b"".join(got).decode(errors="replace")
+
+
+rc, out, tty = ctl_tty("--timeout", "120", "job", "wait", A)
+t.eq((rc, out.strip()), (0, "%s: done" % A), "aisctl --timeout 120 job wait ID: done")
+t.check("objects" in tty and "ETA" in tty and "/s" in tty, "with a progress bar on a terminal (bytes, rate, objects, ETA)",
+        tty[-400:])
 t.check(run(A, t1.url).get("state") == "done", "t1's resumed run is done", run(A, t1.url))
 
 
