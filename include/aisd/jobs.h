@@ -176,6 +176,12 @@ int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body);
  * one's), "unreachable" {id: why}; 404 for an ?id= no target knows or a
  * stop that stopped nothing. */
 bool jobs_is_runs_req(http_req_t *req);
+/* On a target, a kind of the registry that starts on request (the caller
+ * checked the permission): GET /v1/jobs?what=KIND, its newest run
+ * (job_stats_json's keys and "id"); PUT {"action":"start","value":{..,
+ * "id"}} starts a run under value.id (a gateway's, else a fresh one),
+ * {"action":"stop"} stops every run of the kind. */
+int jobs_h_kind(http_req_t *req, const char *kind);
 int jobs_h_runs(http_req_t *req);
 int jobs_h_cluster_runs(http_req_t *req);
 /* Primary, blocking: waits until the target sid has moved every object off

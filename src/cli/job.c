@@ -138,7 +138,6 @@ int cli_job_show(struct cli *c, const struct cli_args *a)
 	return CLI_EXIT_OK;
 }
 
-/* One line, redrawn: [#####-----] walked/total objects, sent, errors. */
 static void fmt_eta(json_int_t s, char *out, size_t outsz);
 
 /* One line, redrawn: [#####-----] walked/total objects, bytes sent, the
@@ -263,7 +262,8 @@ int cli_job_stop(struct cli *c, const struct cli_args *a)
 /* --- runs by id (GET/PUT /v1/jobs) --------------------------------------------------- */
 
 /* GETs /v1/jobs?QUERY into *doc; CLI_EXIT_OK, or the exit status after
- * printing why (a 404 for an id: exit 2, it names no kind and no run). */
+ * printing why (a 404 for an id: exit 2, it names no kind and no run); a
+ * 404 without id: CLI_EXIT_NOTFOUND, nothing printed. */
 static int runs_get(struct cli *c, const struct cli_args *a, const char *query, const char *id, json_t **doc)
 {
 	char path[256];
@@ -280,6 +280,10 @@ static int runs_get(struct cli *c, const struct cli_args *a, const char *query, 
 		cli_resp_free(&rs);
 		return cli_usage_error(a->cmd, "'%s' is no job kind (%s, %s, %s, %s, %s) and no run id any target knows",
 				       id, kinds[0], kinds[1], kinds[2], kinds[3], kinds[4]);
+	}
+	if (rs.status == 404) { /* the caller says what it means */
+		cli_resp_free(&rs);
+		return CLI_EXIT_NOTFOUND;
 	}
 	if (cli_http_check(&rs, "jobs") == AIS_OK) {
 		*doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
@@ -356,26 +360,35 @@ static void runs_table(json_t *doc, bool targets)
 		printf("%s did not answer: %.80s\n", tid, json_string_value(why) ? json_string_value(why) : "");
 }
 
+/* job show ID | [KIND] --all: a name that is no run id any target knows
+ * is tried as a kind (one aisctl does not know by name: a new job). */
 static int runs_show(struct cli *c, const struct cli_args *a)
 {
 	char query[160];
 	const char *arg = a->npos ? a->pos[0] : NULL;
-	bool all = cli_opt(a, "all") != NULL;
+	bool all = cli_opt(a, "all") != NULL, by_id = arg && !is_kind(arg);
 	if (!arg)
-		snprintf(query, sizeof(query), "all=%s", all ? "true" : "false");
+		snprintf(query, sizeof(query), all ? "all=true" : "list=true");
 	else
-		snprintf(query, sizeof(query), "%s=%s%s", is_kind(arg) ? "kind" : "id", arg, all ? "&all=true" : "");
-	if (!arg && !all)
-		snprintf(query, sizeof(query), "list=true");
+		snprintf(query, sizeof(query), "%s=%s%s", by_id ? "id" : "kind", arg, all ? "&all=true" : "");
 	json_t *doc;
-	int rc = runs_get(c, a, query, arg && !is_kind(arg) ? arg : NULL, &doc);
+	int rc = runs_get(c, a, query, NULL, &doc);
+	if (rc == CLI_EXIT_NOTFOUND && by_id) { /* no such run: a kind? */
+		by_id = false;
+		snprintf(query, sizeof(query), "kind=%s&all=true", arg);
+		rc = runs_get(c, a, query, NULL, &doc);
+		if (rc == CLI_EXIT_OK && !json_array_size(json_object_get(doc, "runs"))) {
+			json_decref(doc);
+			return cli_usage_error(a->cmd, "'%s' is no run id any target knows and no job kind that ran", arg);
+		}
+	}
 	if (rc != CLI_EXIT_OK)
 		return rc;
 	if (c->json) {
 		cli_print_json(doc);
 		return CLI_EXIT_OK;
 	}
-	runs_table(doc, arg && !is_kind(arg));
+	runs_table(doc, by_id);
 	json_decref(doc);
 	return CLI_EXIT_OK;
 }

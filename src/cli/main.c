@@ -112,6 +112,12 @@ static const struct cli_opt opts_job_wait[] = {
 	{0},
 };
 
+static const struct cli_opt opts_bucket_cp[] = {
+	{"prefix", 0, "PREFIX", "copy only the objects whose names start with PREFIX"},
+	{"dry-run", 0, NULL, "count what would be copied, copy nothing"},
+	{0},
+};
+
 static const struct cli_opt opts_job_show[] = {
 	{"all", 0, NULL, "every run, the finished ones too (the last 100 of each kind per target)"},
 	{0},
@@ -134,6 +140,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_listrange, 1, 1, cli_prefetch, false},
 	{"evict", "BUCKET", "drop the cached copies of a remote bucket's objects (the remote keeps them)",
 	 opts_listrange, 1, 1, cli_evict, false},
+	{"bucket cp", "SRC DST",
+	 "copy a bucket's objects into another bucket inside the cluster (a job: aisctl job wait ID)", opts_bucket_cp,
+	 2, 2, cli_bucket_cp, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,

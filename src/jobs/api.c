@@ -311,6 +311,48 @@ int jobs_wait_drained(struct cluster *cl, const char *sid, uint64_t version, uin
 	return AIS_OK;
 }
 
+/* --- a kind started on request: GET/PUT /v1/jobs?what=KIND on a target ------------------ */
+
+int jobs_h_kind(http_req_t *req, const char *kind)
+{
+	buf_t out = BUF_INIT;
+	char id[JREG_ID_MAX + 1] = "";
+	if (req->method == HTTP_PUT) {
+		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, NULL);
+		const char *a = json_string_value(json_object_get(doc, "action"));
+		json_t *value = json_object_get(doc, "value");
+		const char *want_id = json_string_value(json_object_get(value, "id"));
+		int status = 0;
+		if (a && !strcmp(a, "start") && json_is_object(value))
+			status = jreg_start(kind, want_id, value, id, &out);
+		else if (a && !strcmp(a, "stop"))
+			jreg_stop(kind, NULL);
+		else {
+			status = 400;
+			buf_addf(&out, "PUT /v1/jobs?what=%s wants {\"action\":\"start\",\"value\":{...}} or {\"action\":\"stop\"}",
+				 kind);
+		}
+		json_decref(doc);
+		if (status) {
+			http_resp_error(req, status, "%s: %s", kind, out.ptr);
+			buf_free(&out);
+			return AIS_OK;
+		}
+	}
+	job_stats_t st;
+	char latest[JREG_ID_MAX + 1] = "";
+	if (!jreg_latest(kind, &st, latest, sizeof(latest)))
+		memset(&st, 0, sizeof(st));
+	job_stats_json(&st, kind, &out);
+	out.len--; /* the closing brace: the run's id too */
+	buf_addstr(&out, ",\"id\":");
+	buf_add_json_str(&out, id[0] ? id : latest, strlen(id[0] ? id : latest));
+	buf_addch(&out, '}');
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_send_buf(req, &out);
+	return AIS_OK;
+}
+
 /* --- runs: the job registry's view (jobreg.h) ----------------------------------------- */
 
 /* The query's key as a NUL-terminated arena string; NULL when absent or empty. */

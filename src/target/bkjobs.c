@@ -440,15 +440,12 @@ void bkj_register(target_t *t)
 	}
 }
 
-/* GET /v1/jobs?what=KIND: the newest run; PUT {"action":"start","value":
- * {..,"id"}} starts a run (value.id, the gateway's, else a fresh one),
- * {"action":"stop"} stops every run of the kind. */
+/* GET/PUT /v1/jobs?what=KIND (jobs_h_kind), once the bucket's access
+ * allows a start. */
 int bkj_h_target(http_req_t *req, sv_t kind)
 {
 	target_t *t = req->ctx;
 	struct bkkind *k = kind_of(kind);
-	buf_t out = BUF_INIT;
-	char id[JREG_ID_MAX + 1] = "";
 	if (!t->base.cl) {
 		http_resp_error(req, 409, "this target is not in a cluster: no remote buckets");
 		return AIS_OK;
@@ -456,10 +453,7 @@ int bkj_h_target(http_req_t *req, sv_t kind)
 	if (req->method == HTTP_PUT) {
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, NULL);
 		const char *a = json_string_value(json_object_get(doc, "action"));
-		json_t *value = json_object_get(doc, "value");
-		json_t *bk = json_object_get(value, "bucket");
-		const char *want_id = json_string_value(json_object_get(value, "id"));
-		int status = 0;
+		json_t *bk = json_object_get(json_object_get(doc, "value"), "bucket");
 		/* a prefetch writes into the bucket, an evict deletes from it:
 		 * its access property must allow that (authz.h rule 1a; the
 		 * gateway's fan-out is a peer's call) */
@@ -468,38 +462,12 @@ int bkj_h_target(http_req_t *req, sv_t kind)
 				   .perm = AUTHZ_CLUSTER,
 				   .op = k->evict ? BMD_ACCESS_DELETE : BMD_ACCESS_PUT,
 				   .role = k->kind};
-		if (a && !strcmp(a, "start") && !authz_request(req, &res, 1)) {
-			json_decref(doc);
-			return AIS_OK;
-		}
-		if (a && !strcmp(a, "start"))
-			status = jreg_start(k->kind, want_id, value, id, &out);
-		else if (a && !strcmp(a, "stop"))
-			jreg_stop(k->kind, NULL);
-		else {
-			status = 400;
-			buf_addf(&out, "PUT /v1/jobs?what=%s wants {\"action\":\"start\",\"value\":{...}} or {\"action\":\"stop\"}",
-				 k->kind);
-		}
+		bool denied = a && !strcmp(a, "start") && !authz_request(req, &res, 1);
 		json_decref(doc);
-		if (status) {
-			http_resp_error(req, status, "%s: %s", k->kind, out.ptr);
-			buf_free(&out);
+		if (denied)
 			return AIS_OK;
-		}
 	}
-	job_stats_t st;
-	char latest[JREG_ID_MAX + 1] = "";
-	if (!jreg_latest(k->kind, &st, latest, sizeof(latest)))
-		memset(&st, 0, sizeof(st));
-	job_stats_json(&st, k->kind, &out);
-	out.len--; /* the closing brace: the run's id too */
-	buf_addstr(&out, ",\"id\":");
-	buf_add_json_str(&out, id[0] ? id : latest, strlen(id[0] ? id : latest));
-	buf_addch(&out, '}');
-	http_resp_header(req, "Content-Type", "application/json");
-	http_resp_send_buf(req, &out);
-	return AIS_OK;
+	return jobs_h_kind(req, k->kind);
 }
 
 bool bkj_kind(sv_t kind) { return kind_of(kind) != NULL; }

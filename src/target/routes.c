@@ -14,6 +14,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
+#include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
 #include "aisd/place.h"
@@ -76,11 +77,13 @@ int tgt_health(http_req_t *req)
 static int tgt_jobs(http_req_t *req)
 {
 	target_t *t = req->ctx;
-	sv_t what;
+	sv_t what = {NULL, 0};
 	if (http_query_get(req, "what", &what) && bkj_kind(what))
 		return bkj_h_target(req, what);
 	if (jobs_is_runs_req(req))
 		return jobs_h_runs(req); /* the registry's runs, every kind (jobreg.h) */
+	if (what.ptr && sv_eqstr(what, "copy-bck"))
+		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -298,6 +301,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 						 .slice_bucket = ec_slice_bucket};
 			t->reb = reb_new(&t->reb_env);
 			bkj_register(t);
+			xcopy_register(cl, t->store);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();
@@ -330,6 +334,7 @@ void target_stop(target_t *t)
 	olr_stop(); /* remote fetches write into the store */
 	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
+	xcopy_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
