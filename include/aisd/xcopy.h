@@ -11,7 +11,10 @@
  *  2. counts walked objects and bytes, sent objects and bytes, errors (the
  *     last one kept); a dry run walks and counts what it would send;
  *  3. stops between objects; a run a restart cut resumes from the start
- *     of SRC (what it had sent is sent again: a PUT of the same bytes).
+ *     of SRC (what it had sent is sent again: a PUT of the same bytes);
+ *  4. a run waits (30 s at most) until both buckets are in this target's
+ *     BMD, so it never walks under a BMD that lacks them (and finds
+ *     nothing to send): past that it fails.
  * An object whose owner holds only erasure-coded slices of it (whole_copy
  * off) is not copied.
  */

@@ -26,6 +26,7 @@
 
 #define PAGE 500
 #define SEND_TIMEOUT_MS 120000
+#define BMD_WAIT_MS 30000 /* how long a run waits for its buckets in the BMD */
 
 struct xrun {
 	char id[JREG_ID_MAX + 1];
@@ -127,12 +128,31 @@ static void one(struct xrun *x, const char *name)
 	buf_free(&msg);
 }
 
+/* Both buckets in this target's BMD: a resumed run may start before the
+ * BMD came from the primary, a fresh one just before it came here. */
+static bool buckets_known(struct xrun *x)
+{
+	for (int64_t until = time_mono_ns() + (int64_t)BMD_WAIT_MS * 1000000; !atomic_load(&x->abort);) {
+		cluster_where_t a, b;
+		cluster_where(xcl, sv_from(x->src), SV("x"), true, &a, NULL, 0);
+		cluster_where(xcl, sv_from(x->dst), SV("x"), true, &b, NULL, 0);
+		if (a.bucket && b.bucket)
+			return true;
+		if (time_mono_ns() > until)
+			break;
+		usleep(200 * 1000);
+	}
+	return false;
+}
+
 static void *run(void *arg)
 {
 	struct xrun *x = arg;
 	char *after = NULL;
-	bool more = true;
+	bool more = buckets_known(x);
 	log_set_action("copy-bck");
+	if (!more && !atomic_load(&x->abort))
+		fail(x, x->dst, "the source or the destination is not in this target's bucket metadata");
 	while (more && !atomic_load(&x->abort)) {
 		page_free(x);
 		size_t alen = after ? strlen(after) : 0;
