@@ -53,7 +53,7 @@
  * thread ends (then the registry keeps its stats: jobreg.h). */
 struct bkjob {
 	const char *kind;
-	bool evict, resume;
+	bool evict;
 	char id[JREG_ID_MAX + 1];
 	pthread_mutex_t mu;
 	job_stats_t st;
@@ -344,7 +344,6 @@ static int kind_start(void *arg, const char *id, json_t *v, bool resume, buf_t *
 	pthread_mutex_init(&j->mu, NULL);
 	j->kind = k->kind;
 	j->evict = k->evict;
-	j->resume = resume;
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	j->t = k->t;
 	j->bk = b;
