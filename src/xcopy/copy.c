@@ -18,7 +18,6 @@
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
-#include "aisd/target.h"
 #include "aisd/util.h"
 #include "aisd/xcopy.h"
 #include "aisd/xp.h"
@@ -107,7 +106,8 @@ static void one(struct xrun *x, const char *name)
 		return;
 	}
 	buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-	tgt_url_obj(&url, d.owner_intra, x->dst, strlen(x->dst), name, nlen);
+	buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
+	buf_add_pct(&url, (sv_t){name, nlen}, true);
 	int status = 0;
 	bool sent = true;
 	int rc = xs_put_file(url.ptr, NULL, fd, m.size, SEND_TIMEOUT_MS, &status, &sent, &rh, &msg);
