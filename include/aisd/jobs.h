@@ -58,6 +58,8 @@ typedef struct job_stats {
 
 /* "idle", "running", "done", "aborted", "failed"; "unknown" out of range. */
 const char *job_state_name(enum job_state s);
+/* The state of that name; JOB_IDLE for NULL or any other. Pure. */
+enum job_state job_state_of(const char *name);
 /* Appends {"kind","state","cmap_version","runs","total","total_bytes",
  * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
  * "errors","objects","peer_streams_max","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
@@ -165,6 +167,23 @@ int jobs_h_cluster_action(http_req_t *req, bool start);
 /* The same with the body given ({"action":"start","value":{..}}), for the
  * job ?what= names (prefetch, evict of remote buckets). */
 int jobs_h_cluster_start(http_req_t *req, const char *kind, const char *body);
+/* The job registry's runs (jobreg.h) over HTTP. jobs_is_runs_req: does a
+ * GET/PUT /v1/jobs ask for them (?list, ?kind=, ?id=, ?all=)? On a target,
+ * jobs_h_runs: GET {"runs":[..]} (?kind=, ?id=, ?all=true: the finished
+ * ones too), PUT {"action":"stop","id"|"kind"} -> {"stopped":n,"runs":[..]}.
+ * On a gateway, jobs_h_cluster_runs: the same asked of every target, each
+ * run one entry (its targets' runs of that id summed, "targets" each
+ * one's), "unreachable" {id: why}; 404 for an ?id= no target knows or a
+ * stop that stopped nothing. */
+bool jobs_is_runs_req(http_req_t *req);
+/* On a target, a kind of the registry that starts on request (the caller
+ * checked the permission): GET /v1/jobs?what=KIND, its newest run
+ * (job_stats_json's keys and "id"); PUT {"action":"start","value":{..,
+ * "id"}} starts a run under value.id (a gateway's, else a fresh one),
+ * {"action":"stop"} stops every run of the kind. */
+int jobs_h_kind(http_req_t *req, const char *kind);
+int jobs_h_runs(http_req_t *req);
+int jobs_h_cluster_runs(http_req_t *req);
 /* Primary, blocking: waits until the target sid has moved every object off
  * (its run under a map >= version is done and it holds none), at most
  * timeout_ms. AIS_OK; AIS_ERR with errno ETIMEDOUT (msg says what is left)

@@ -521,3 +521,50 @@ int cli_bucket_encode(struct cli *c, const struct cli_args *a)
 	json_decref(value);
 	return rc;
 }
+
+/* "bucket cp SRC DST [--prefix P] [--dry-run]": POST /v1/buckets/SRC?bck_to=DST
+ * {"action":"copy-bck","value":{"prefix","dry_run"}}, a job on every target. */
+int cli_bucket_cp(struct cli *c, const struct cli_args *a)
+{
+	const char *src = a->pos[0], *dst = a->pos[1], *pfx = cli_opt(a, "prefix");
+	bool dry = cli_opt(a, "dry-run") != NULL;
+	if (!strncmp(src, "ais://", 6))
+		src += 6;
+	if (!strncmp(dst, "ais://", 6))
+		dst += 6;
+	if (!*src || strchr(src, '/') || !*dst || strchr(dst, '/'))
+		return cli_usage_error(a->cmd, "two bucket names, not '%s' '%s'", a->pos[0], a->pos[1]);
+	if (!strcmp(src, dst))
+		return cli_usage_error(a->cmd, "the destination is the source");
+	json_t *v = json_pack("{s:b}", "dry_run", dry);
+	if (pfx)
+		json_object_set_new(v, "prefix", json_string(pfx));
+	json_t *body = json_pack("{s:s,s:o}", "action", "copy-bck", "value", v);
+	char *js = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	buf_t path = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	buf_add_pct(&path, sv_from(src), false);
+	buf_addstr(&path, "?bck_to=");
+	buf_add_pct(&path, sv_from(dst), false);
+	struct cli_req rq = CLI_REQ_INIT("POST", path.ptr);
+	rq.json = js;
+	struct cli_resp rs = {0};
+	int rc = cli_http(c, &rq, &rs);
+	if (rc == AIS_OK)
+		rc = cli_http_check(&rs, "copy-bck");
+	if (rc == AIS_OK) {
+		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+		const char *id = json_string_value(json_object_get(doc, "id"));
+		if (c->json)
+			printf("%.*s\n", (int)rs.body.len, rs.body.ptr ? rs.body.ptr : "");
+		else
+			printf("copy %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n", src, dst,
+			       dry ? " (dry run)" : "", id ? id : "?", id ? id : "?");
+		json_decref(doc);
+	}
+	cli_resp_free(&rs);
+	buf_free(&path);
+	free(js);
+	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
+}

@@ -108,7 +108,18 @@ static const struct cli_opt opts_token_create[] = {
 };
 
 static const struct cli_opt opts_job_wait[] = {
-	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds"},
+	{"timeout-s", 0, "SECS", "give up (exit 1) after SECS seconds (the global --timeout SECS: the same)"},
+	{0},
+};
+
+static const struct cli_opt opts_bucket_cp[] = {
+	{"prefix", 0, "PREFIX", "copy only the objects whose names start with PREFIX"},
+	{"dry-run", 0, NULL, "count what would be copied, copy nothing"},
+	{0},
+};
+
+static const struct cli_opt opts_job_show[] = {
+	{"all", 0, NULL, "every run, the finished ones too (the last 100 of each kind per target)"},
 	{0},
 };
 
@@ -129,6 +140,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_listrange, 1, 1, cli_prefetch, false},
 	{"evict", "BUCKET", "drop the cached copies of a remote bucket's objects (the remote keeps them)",
 	 opts_listrange, 1, 1, cli_evict, false},
+	{"bucket cp", "SRC DST",
+	 "copy a bucket's objects into another bucket inside the cluster (a job: aisctl job wait ID)", opts_bucket_cp,
+	 2, 2, cli_bucket_cp, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
@@ -160,17 +174,19 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_maintenance, 2, 2, cli_node_maintenance, false},
 	{"node decommission", "NODE", "remove a node from the cluster for good (asks unless --yes)",
 	 opts_decommission, 1, 1, cli_node_decommission, false},
-	{"job show", "[rebalance|resilver|prefetch|evict|ec-encode]",
-	 "show a job's progress on every target (default: rebalance)", NULL, 0, 1, cli_job_show, false},
-	{"job wait", "[rebalance|resilver|prefetch|evict|ec-encode]",
-	 "wait until the job ends (progress bar on a terminal)", opts_job_wait, 0, 1, cli_job_wait, false},
+	{"job show", "[rebalance|resilver|prefetch|evict|ec-encode|ID]",
+	 "show a job's progress on every target (default: rebalance), or run ID's; --all: every run, finished ones "
+	 "too", opts_job_show, 0, 1, cli_job_show, false},
+	{"job wait", "[rebalance|resilver|prefetch|evict|ec-encode|ID]",
+	 "wait until the job (or run ID) ends (progress bar on a terminal: bytes, objects, rate, ETA)", opts_job_wait,
+	 0, 1, cli_job_wait, false},
 	{"job start", "[rebalance | ec-encode BUCKET KEY=VALUE...]",
 	 "start a rebalance on every target, or re-encode a bucket that holds objects (ec.enabled=true "
 	 "ec.data_slices=D ec.parity_slices=P [ec.whole_copy=false]; or ec.enabled=false mirror.enabled=true "
 	 "mirror.copies=N)",
 	 NULL, 0, -1, cli_job_start, false},
-	{"job stop", "[rebalance|prefetch|evict|ec-encode]", "stop the job on every target", NULL, 0, 1, cli_job_stop,
-	 false},
+	{"job stop", "[rebalance|prefetch|evict|ec-encode|ID]", "stop the job (or run ID) on every target", NULL, 0, 1,
+	 cli_job_stop, false},
 	{"storage mountpath show", "[NODE]",
 	 "every target's mountpaths (or NODE's): state, objects, bytes, capacity, and its resilver", NULL, 0, 1,
 	 cli_mountpath_show, false},

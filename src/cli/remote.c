@@ -185,10 +185,15 @@ static int listrange(struct cli *c, const struct cli_args *a, const char *action
 	int rc = cli_json_call(c, "POST", "/v1/buckets/", bucket, js, action, &out);
 	if (rc == AIS_OK) {
 		const char *kind = action[0] == 'p' ? "prefetch" : "evict";
+		json_t *doc = c->json ? NULL : json_loadb(out.ptr ? out.ptr : "", out.len, 0, NULL);
+		const char *id = json_string_value(json_object_get(doc, "id"));
 		if (c->json)
 			printf("%.*s\n", (int)out.len, out.ptr);
+		else if (id)
+			printf("%s %s: started on every target as job %s (aisctl job wait %s)\n", kind, bucket, id, id);
 		else
 			printf("%s %s: started on every target (aisctl job show %s)\n", kind, bucket, kind);
+		json_decref(doc);
 	}
 	buf_free(&out);
 	free(js);

@@ -32,6 +32,7 @@
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -299,6 +300,26 @@ static bool bucket_job_allowed(http_req_t *req, const char *name, unsigned op, c
 {
 	authz_res_t res = {.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER, .op = op, .role = role};
 	return authz_request(req, &res, 1);
+}
+
+/* Starts a run of kind on every target (jobs_h_cluster_start) under a
+ * fresh id, the same on all (jobreg.h): value (may be NULL) with
+ * "bucket":name, "to":to when given, and "id". */
+static void start_bucket_job(http_req_t *req, const char *kind, const char *name, json_t *value, const char *to)
+{
+	json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
+	json_object_set_new(jv, "bucket", json_string(name));
+	if (to)
+		json_object_set_new(jv, "to", json_string(to));
+	char id[JREG_ID_MAX + 1];
+	jreg_new_id(id);
+	json_object_set_new(jv, "id", json_string(id));
+	json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
+	char *js = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char *ajs = arena_strndup(req->arena, js, strlen(js));
+	free(js);
+	jobs_h_cluster_start(req, kind, ajs);
 }
 
 /* set-bprops and ec-encode: on the primary (else a redirect to it). */
@@ -681,14 +702,33 @@ static int gw_buckets(http_req_t *req)
 				http_resp_error(req, 400, "value.list: object names (UTF-8, no NUL, no \".\" or \"..\" segment)");
 				break;
 			}
-			json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
-			json_object_set_new(jv, "bucket", json_string(o->name));
-			json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
-			char *js = json_dumps(body, JSON_COMPACT);
-			json_decref(body);
-			char *ajs = arena_strndup(req->arena, js, strlen(js));
-			free(js);
-			jobs_h_cluster_start(req, action[0] == 'p' ? "prefetch" : "evict", ajs);
+			start_bucket_job(req, action[0] == 'p' ? "prefetch" : "evict", o->name, value, NULL);
+			break;
+		}
+		if (action && !strcmp(action, "copy-bck")) {
+			/* every target sends the objects of this bucket it owns to
+			 * the owners in the destination (src/xcopy) */
+			sv_t to = {"", 0};
+			http_query_get(req, "bck_to", &to);
+			char dst[NAME_BUCKET_MAX + 1];
+			snprintf(dst, sizeof(dst), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
+			json_t *pfx = json_object_get(value, "prefix"), *dry = json_object_get(value, "dry_run");
+			cluster_read_lock(cl, NULL, &b);
+			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
+			cluster_read_unlock(cl);
+			if (!bk) {
+				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(dst, o->name)) {
+				http_resp_error(req, 400, "copy-bck wants ?bck_to=DST, a bucket other than \"%s\"", o->name);
+			} else if (!dst_ok) {
+				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", dst);
+			} else if ((value && !json_is_object(value)) || (pfx && !json_is_string(pfx)) ||
+				   (dry && !json_is_boolean(dry))) {
+				http_resp_error(req, 400, "copy-bck: value wants {\"prefix\":\"..\",\"dry_run\":bool}");
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "copy-bck") &&
+				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, "copy-bck")) {
+				start_bucket_job(req, "copy-bck", o->name, value, dst);
+			}
 			break;
 		}
 		if (action && !strcmp(action, "ec-encode")) {
@@ -885,6 +925,8 @@ static const http_route_t routes[] = {
 	 "buckets: list, create-bck, destroy-bck, set-bprops (via the primary), HEAD props, list objects (fan-out)", 0},
 	{"/v1/cluster", M(GET) | M(POST) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 1 << 20, cluster_h_cluster,
 	 "cluster: ?what=smap|bmd, POST join, PUT node actions (via the primary)", 0},
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, jobs_h_cluster_runs,
+	 "job runs of every target, one per id: GET ?kind=&id=&all=true, PUT {\"action\":\"stop\",\"id\"|\"kind\"}", 0},
 	{"/v1/metasync", M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, cluster_h_metasync,
 	 "metadata pushed by the primary", 0},
 	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,

@@ -15,6 +15,14 @@ const char *job_state_name(enum job_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
 }
 
+enum job_state job_state_of(const char *name)
+{
+	for (int k = JOB_IDLE; name && k <= JOB_FAILED; k++)
+		if (!strcmp(name, job_state_name((enum job_state)k)))
+			return (enum job_state)k;
+	return JOB_IDLE;
+}
+
 uint64_t job_remaining(const job_stats_t *s)
 {
 	if (s->state != JOB_RUNNING || s->walked >= s->total)

@@ -26,6 +26,7 @@
  *     by a crash resumes at the next start.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 
 #include "aisd/cluster.h"
 #include "aisd/httpc.h"
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/place.h"
@@ -59,6 +61,8 @@ struct qitem {
 	size_t olen;
 };
 
+#define REB_ENC_MAX 16 /* re-encode runs at once; beyond, the oldest is recorded aborted */
+
 /* Sends in flight to one peer (n == 0: a free slot). */
 struct peer_slot {
 	char url[CMAP_URL_MAX + 1];
@@ -80,6 +84,15 @@ struct reb {
 	uint64_t done_bmd_v; /* that of the last run that ended clean */
 	char enc_bck[NAME_BUCKET_MAX + 1]; /* the last re-encode (reb_encode) */
 	uint64_t enc_bmd_v;  /* the BMD that changed its layout; 0: none */
+	/* the re-encode runs not ended yet (jobreg.h kind "ec-encode"): each
+	 * ends done with the first clean run under a BMD at least its own */
+	struct enc_run {
+		char id[JREG_ID_MAX + 1];
+		char bck[NAME_BUCKET_MAX + 1];
+		uint64_t bmd_v;
+	} enc[REB_ENC_MAX];
+	size_t nenc;
+	jreg_kind_t enc_kind;
 };
 
 struct bucket {
@@ -486,11 +499,32 @@ static void run(void *arg, uint64_t gen)
 	walk(r, gen);
 }
 
+/* Ends the re-encode runs a clean run under BMD done_bmd_v covers (all,
+ * state and why given, when forced); jr.mu held. */
+static void enc_end(reb_t *r, const job_stats_t *st, bool force, enum job_state state, const char *why)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < r->nenc; i++) {
+		if (!force && r->enc[i].bmd_v > r->done_bmd_v) {
+			r->enc[k++] = r->enc[i];
+			continue;
+		}
+		job_stats_t fin = *st;
+		fin.state = state;
+		if (why)
+			snprintf(fin.last_error, sizeof(fin.last_error), "%s", why);
+		jreg_end(r->enc[i].id, &fin);
+	}
+	r->nenc = k;
+}
+
 static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
 {
 	reb_t *r = arg;
-	if (st->state == JOB_DONE)
+	if (st->state == JOB_DONE) {
 		r->done_bmd_v = r->run_bmd_v;
+		enc_end(r, st, false, JOB_DONE, NULL);
+	}
 	if (st->state == JOB_FAILED)
 		log_warnx("rebalance (map v%llu): %llu errors, last: %s; again in %llu ms",
 		          (unsigned long long)st->cmap_version, (unsigned long long)st->errors,
@@ -503,6 +537,18 @@ static void report(void *arg, const job_stats_t *st, uint64_t retry_ms)
 		         (unsigned long long)st->deleted);
 }
 
+/* A rebalance run's id: "rebalance-vN" under map version N, the same on
+ * every target (a gateway shows the cluster's run as one). */
+static void reb_run_id(void *arg, char *out, size_t outsz)
+{
+	reb_t *r = arg;
+	const cmap_t *m;
+	cluster_read_lock(r->t->cl, &m, NULL);
+	uint64_t v = m ? cmap_version(m) : 0;
+	cluster_read_unlock(r->t->cl);
+	snprintf(out, outsz, "rebalance-v%llu", (unsigned long long)v);
+}
+
 static const struct job_runner_ops reb_ops = {
 	.name = "rebalance",
 	.retry_first_ms = RETRY_FIRST_MS,
@@ -511,7 +557,84 @@ static const struct job_runner_ops reb_ops = {
 	.idle = place_queued,
 	.report = report,
 	.thread_exit = httpc_sync_release,
+	.run_id = reb_run_id,
 };
+
+/* --- the re-encode job's registry kind (jobreg.h) ------------------------------------ */
+
+/* Records the re-encode run id of bck at BMD bmd_v and kicks the run. */
+static void encode_begin(reb_t *r, const char *id, const char *bck, uint64_t bmd_v)
+{
+	json_t *spec = json_pack("{s:s,s:I}", "bucket", bck, "bmd_version", (json_int_t)bmd_v);
+	pthread_mutex_lock(&r->jr.mu);
+	snprintf(r->enc_bck, sizeof(r->enc_bck), "%s", bck);
+	r->enc_bmd_v = MAX(r->enc_bmd_v, bmd_v);
+	size_t i = 0;
+	while (i < r->nenc && strcmp(r->enc[i].id, id))
+		i++;
+	if (i == REB_ENC_MAX) { /* the oldest gives way */
+		job_stats_t st = {.state = JOB_ABORTED, .end_ns = time_now_ns()};
+		snprintf(st.last_error, sizeof(st.last_error), "superseded by newer re-encodes");
+		jreg_end(r->enc[0].id, &st);
+		memmove(&r->enc[0], &r->enc[1], (REB_ENC_MAX - 1) * sizeof(r->enc[0]));
+		i = --r->nenc;
+	}
+	if (i == r->nenc)
+		r->nenc++;
+	snprintf(r->enc[i].id, sizeof(r->enc[i].id), "%s", id);
+	snprintf(r->enc[i].bck, sizeof(r->enc[i].bck), "%s", bck);
+	r->enc[i].bmd_v = bmd_v;
+	jreg_begin("ec-encode", id, bck, spec);
+	pthread_mutex_unlock(&r->jr.mu);
+	json_decref(spec);
+	char why[NAME_BUCKET_MAX + 64];
+	snprintf(why, sizeof(why), "bucket %s re-encoded (BMD v%llu)", bck, (unsigned long long)bmd_v);
+	reb_kick(r, why);
+}
+
+/* Only a resume: a re-encode starts with the bucket's layout change. */
+static int enc_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
+{
+	const char *bck = json_string_value(json_object_get(spec, "bucket"));
+	json_int_t v = json_integer_value(json_object_get(spec, "bmd_version"));
+	if (!resume) {
+		buf_addstr(err, "a re-encode starts with POST /v1/buckets/BUCKET {\"action\":\"ec-encode\",...}");
+		return 400;
+	}
+	if (!bck || v <= 0) {
+		buf_addstr(err, "its record names no bucket and BMD version");
+		return 400;
+	}
+	encode_begin(arg, id, bck, (uint64_t)v);
+	return 0;
+}
+
+static void enc_stop(void *arg, const char *id)
+{
+	reb_t *r = arg;
+	(void)id; /* the runs share the rebalance: each stops them all */
+	job_runner_abort(&r->jr);
+	job_stats_t st;
+	job_runner_stats(&r->jr, &st);
+	pthread_mutex_lock(&r->jr.mu);
+	enc_end(r, &st, true, JOB_ABORTED, "stopped on request");
+	pthread_mutex_unlock(&r->jr.mu);
+}
+
+static bool enc_progress(void *arg, const char *id, job_stats_t *out)
+{
+	reb_t *r = arg;
+	pthread_mutex_lock(&r->jr.mu);
+	bool mine = false;
+	for (size_t i = 0; i < r->nenc; i++)
+		mine |= !strcmp(r->enc[i].id, id);
+	pthread_mutex_unlock(&r->jr.mu);
+	if (!mine)
+		return false;
+	job_runner_stats(&r->jr, out);
+	out->state = JOB_RUNNING;
+	return true;
+}
 
 reb_t *reb_new(const reb_env_t *env)
 {
@@ -519,6 +642,13 @@ reb_t *reb_new(const reb_env_t *env)
 	const conf_t *c = env->conf;
 	r->t = env;
 	pthread_cond_init(&r->slot_cv, NULL);
+	r->enc_kind = (jreg_kind_t){.name = "ec-encode",
+				    .arg = r,
+				    .start = enc_start,
+				    .stop = enc_stop,
+				    .progress = enc_progress,
+				    .resumes = true};
+	jreg_register(&r->enc_kind);
 	job_runner_start(&r->jr, &reb_ops, r, c->node_dir[0] ? c->node_dir : c->mountpaths[0]);
 	return r;
 }
@@ -533,6 +663,7 @@ void reb_free(reb_t *r)
 {
 	if (!r)
 		return;
+	jreg_unregister("ec-encode");
 	job_runner_destroy(&r->jr);
 	pthread_cond_destroy(&r->slot_cv);
 	while (r->q) {
@@ -583,13 +714,9 @@ void reb_encode(reb_t *r, const char *bck, uint64_t bmd_v)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->jr.mu);
-	snprintf(r->enc_bck, sizeof(r->enc_bck), "%s", bck);
-	r->enc_bmd_v = bmd_v;
-	pthread_mutex_unlock(&r->jr.mu);
-	char why[NAME_BUCKET_MAX + 64];
-	snprintf(why, sizeof(why), "bucket %s re-encoded (BMD v%llu)", bck, (unsigned long long)bmd_v);
-	reb_kick(r, why);
+	char id[JREG_ID_MAX + 1];
+	snprintf(id, sizeof(id), "ec-encode-v%llu", (unsigned long long)bmd_v); /* the same on every target */
+	encode_begin(r, id, bck, bmd_v);
 }
 
 void reb_encode_stats(reb_t *r, job_stats_t *out, char *bck, size_t bsz)

@@ -71,6 +71,18 @@ static void *runner_main(void *arg)
 		jr->st.start_ns = time_now_ns();
 		pthread_mutex_unlock(&jr->mu);
 
+		char id[JREG_ID_MAX + 1];
+		if (ops->run_id) {
+			ops->run_id(jr->arg, id, sizeof(id));
+		} else {
+			char fresh[JREG_ID_MAX + 1];
+			jreg_new_id(fresh);
+			snprintf(id, sizeof(id), "%.40s-%.16s", ops->name, fresh);
+		}
+		pthread_mutex_lock(&jr->mu);
+		snprintf(jr->run_id, sizeof(jr->run_id), "%s", id);
+		pthread_mutex_unlock(&jr->mu);
+		jreg_begin(ops->name, id, "", NULL);
 		job_runner_marker(jr, true);
 		ops->run(jr->arg, gen);
 
@@ -80,6 +92,8 @@ static void *runner_main(void *arg)
 		jr->st.end_ns = time_now_ns();
 		if (jr->gen != gen) {
 			jr->st.state = JOB_ABORTED; /* superseded: pending is set */
+			snprintf(jr->st.last_error, sizeof(jr->st.last_error), "superseded by a newer run");
+			jreg_end(id, &jr->st);
 			continue;
 		}
 		if (jr->abort) {
@@ -87,17 +101,20 @@ static void *runner_main(void *arg)
 			jr->retry_ms = 0;
 			job_runner_marker(jr, false);
 			log_info("%s aborted", ops->name);
+			jreg_end(id, &jr->st);
 		} else if (jr->st.errors) {
 			jr->st.state = JOB_FAILED;
 			jr->retry_ms =
 			        jr->retry_ms ? MIN(jr->retry_ms * 2, ops->retry_max_ms) : ops->retry_first_ms;
 			jr->retry_at = time_mono_ns() + (int64_t)jr->retry_ms * 1000000;
 			ops->report(jr->arg, &jr->st, jr->retry_ms);
+			jreg_end(id, &jr->st);
 		} else {
 			jr->st.state = JOB_DONE;
 			jr->retry_ms = 0;
 			job_runner_marker(jr, false);
 			ops->report(jr->arg, &jr->st, 0);
+			jreg_end(id, &jr->st);
 		}
 	}
 	pthread_mutex_unlock(&jr->mu);
@@ -106,8 +123,33 @@ static void *runner_main(void *arg)
 	return NULL;
 }
 
+/* The registry's hooks (jobreg.h): stop aborts; progress is the stats of
+ * the current run. */
+static void kind_stop(void *arg, const char *id)
+{
+	job_runner_t *jr = arg;
+	pthread_mutex_lock(&jr->mu);
+	bool mine = !id || !strcmp(id, jr->run_id);
+	pthread_mutex_unlock(&jr->mu);
+	if (mine)
+		job_runner_abort(jr);
+}
+
+static bool kind_progress(void *arg, const char *id, job_stats_t *out)
+{
+	job_runner_t *jr = arg;
+	pthread_mutex_lock(&jr->mu);
+	bool mine = !strcmp(id, jr->run_id);
+	if (mine)
+		*out = jr->st;
+	pthread_mutex_unlock(&jr->mu);
+	return mine;
+}
+
 void job_runner_start(job_runner_t *jr, const struct job_runner_ops *ops, void *arg, const char *dir)
 {
+	jr->kind = (jreg_kind_t){.name = ops->name, .arg = jr, .stop = kind_stop, .progress = kind_progress};
+	jreg_register(&jr->kind);
 	jr->ops = ops;
 	jr->arg = arg;
 	pthread_mutex_init(&jr->mu, NULL);
@@ -135,6 +177,7 @@ void job_runner_stop(job_runner_t *jr)
 void job_runner_destroy(job_runner_t *jr)
 {
 	job_runner_stop(jr);
+	jreg_unregister(jr->ops->name);
 	pthread_mutex_destroy(&jr->mu);
 	pthread_cond_destroy(&jr->cv);
 }

@@ -14,6 +14,11 @@
  *     a clean run clears the marker. ops->report logs the end of a failed
  *     or clean run.
  * Between runs ops->idle (optional) may do small work under the lock.
+ * Each run is a run of the job registry's kind NAME (jobreg.h): begun
+ * before ops->run, ended with its state (a superseded run: aborted); a
+ * run cut by a stop or a crash stays running in its record, which the
+ * next start records aborted, as the marker resumes the work under a new
+ * id. A stop through the registry aborts the run.
  * Fields mu, cv and st are the job's to use (under mu); the rest is the
  * runner's.
  */
@@ -24,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/store.h"
 
@@ -42,6 +48,9 @@ struct job_runner_ops {
 	void (*report)(void *arg, const job_stats_t *st, uint64_t retry_ms);
 	/* Runs on the thread as it ends (after mu is released). NULL: none. */
 	void (*thread_exit)(void);
+	/* The id of the run about to start (jobreg.h), without mu; NULL:
+	 * NAME-XXXXXXXX, fresh. */
+	void (*run_id)(void *arg, char *out, size_t outsz);
 };
 
 typedef struct job_runner {
@@ -57,6 +66,8 @@ typedef struct job_runner {
 	uint64_t retry_ms; /* 0: no retry scheduled */
 	int64_t retry_at;  /* monotonic ns */
 	char marker[1100];
+	char run_id[JREG_ID_MAX + 1]; /* the current (or last) run's; under mu */
+	jreg_kind_t kind;             /* registered at start */
 } job_runner_t;
 
 /* Starts the thread; the marker file is DIR/NAME.marker, and when it exists

@@ -1,9 +1,10 @@
 /*
- * bkjobs.c - the prefetch and evict jobs of remote buckets, one of each
- * per target, with progress and stop (jobs.h job_stats_t): GET and PUT
- * /v1/jobs?what=prefetch|evict on a target; a gateway starts them on
- * every target (POST /v1/buckets/B prefetch-listrange|evict-listrange)
- * and shows them as any job (GET /v1/cluster?what=prefetch).
+ * bkjobs.c - the prefetch and evict jobs of remote buckets, two kinds of
+ * the job registry (jobreg.h): runs of either go on at once, each with its
+ * id, progress and stop: GET and PUT /v1/jobs?what=prefetch|evict on a
+ * target (the newest run); a gateway starts a run on every target under
+ * one id (POST /v1/buckets/B prefetch-listrange|evict-listrange) and
+ * shows it as any job (GET /v1/jobs?id=, GET /v1/cluster?what=prefetch).
  *
  * Guarantees:
  *  1. A run walks names given as a list, a template ("pre{0000..0999}
@@ -18,6 +19,10 @@
  *     never loses data.
  *  4. Stop ends a run between objects (a fetch in flight completes: its
  *     object is whole or absent).
+ *  5. A run cut by a restart (its record says running) resumes from the
+ *     start of its names with the same id: a prefetch counts what it had
+ *     fetched as walked, an evict finds nothing left to drop. A node's
+ *     stop leaves its runs running in their records, to resume.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -29,6 +34,7 @@
 #include <unistd.h>
 
 #include "ol_int.h"
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -41,14 +47,18 @@
 
 #define PREFETCH_WORKERS 8
 #define PAGE 1000
+#define RESUME_WAIT_MS 30000 /* a resumed run waits this long for its bucket's backend (the BMD) */
 
+/* One run: a heap record on the list `runs` from its start until its
+ * thread ends (then the registry keeps its stats: jobreg.h). */
 struct bkjob {
 	const char *kind;
 	bool evict;
+	char id[JREG_ID_MAX + 1];
 	pthread_mutex_t mu;
 	job_stats_t st;
-	bool running;
 	atomic_bool abort;
+	struct bkjob *next;
 	/* the run (set at start; the generator's state under mu) */
 	target_t *t;
 	bk_bucket_t *bk;
@@ -66,16 +76,24 @@ struct bkjob {
 	size_t li;
 };
 
-static struct bkjob jobs[2] = {
-	{.kind = "prefetch", .mu = PTHREAD_MUTEX_INITIALIZER},
-	{.kind = "evict", .evict = true, .mu = PTHREAD_MUTEX_INITIALIZER},
-};
+static pthread_mutex_t runs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bkjob *runs; /* under runs_mu */
+static atomic_bool stopping; /* bkj_stop: the runs it cuts stay running in their records, to resume */
 
-static struct bkjob *job_of_kind(sv_t k)
+/* The two kinds as the registry sees them (bkj_register). */
+struct bkkind {
+	const char *kind;
+	bool evict;
+	target_t *t;
+	jreg_kind_t reg;
+};
+static struct bkkind kinds[2] = {{.kind = "prefetch"}, {.kind = "evict", .evict = true}};
+
+static struct bkkind *kind_of(sv_t k)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(jobs); i++)
-		if (sv_eqstr(k, jobs[i].kind))
-			return &jobs[i];
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (sv_eqstr(k, kinds[i].kind))
+			return &kinds[i];
 	return NULL;
 }
 
@@ -230,67 +248,106 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void job_free(struct bkjob *j)
+{
+	page_free(j);
+	json_decref(j->list);
+	free(j->tpl_pre);
+	free(j->tpl_post);
+	free(j->bk);
+	buf_free(&j->prefix);
+	buf_free(&j->after);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+/* A resumed run's backend: the BMD may come from the primary after this
+ * start, so it is asked again for a while. NULL when it never came. */
+static bk_bucket_t *resume_backend(struct bkjob *j, buf_t *msg)
+{
+	int berr;
+	for (int64_t until = time_mono_ns() + (int64_t)RESUME_WAIT_MS * 1000000; !atomic_load(&j->abort);) {
+		buf_reset(msg);
+		bk_bucket_t *b = olr_backend(j->t, sv_from(j->bck), &berr, msg);
+		if (b || time_mono_ns() > until)
+			return b;
+		usleep(200 * 1000);
+	}
+	return NULL;
+}
+
 static void *run(void *arg)
 {
 	struct bkjob *j = arg;
 	int n = j->evict ? 1 : PREFETCH_WORKERS;
 	pthread_t th[PREFETCH_WORKERS];
 	int started = 0;
-	for (int i = 0; i < n; i++)
-		if (pthread_create(&th[started], NULL, worker, j) == 0)
-			started++;
+	buf_t msg = BUF_INIT;
+	if (!j->bk && !(j->bk = resume_backend(j, &msg))) {
+		pthread_mutex_lock(&j->mu);
+		j->st.errors++;
+		snprintf(j->st.last_error, sizeof(j->st.last_error), "resuming: bucket %s: %s", j->bck,
+			 msg.len ? msg.ptr : "no remote backend");
+		pthread_mutex_unlock(&j->mu);
+	} else {
+		for (int i = 0; i < n; i++)
+			if (pthread_create(&th[started], NULL, worker, j) == 0)
+				started++;
+	}
+	buf_free(&msg);
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	pthread_mutex_lock(&j->mu);
 	j->st.state = atomic_load(&j->abort) ? JOB_ABORTED : started ? JOB_DONE : JOB_FAILED;
 	j->st.end_ns = time_now_ns();
-	j->running = false;
-	page_free(j);
-	json_decref(j->list);
-	j->list = NULL;
-	free(j->tpl_pre);
-	free(j->tpl_post);
-	j->tpl_pre = j->tpl_post = NULL;
-	free(j->bk);
-	j->bk = NULL;
-	log_info("%s %s: %s: %llu walked, %llu %s, %llu errors", j->kind, j->bck, job_state_name(j->st.state),
-		 (unsigned long long)j->st.walked, (unsigned long long)(j->evict ? j->st.deleted : j->st.moved),
-		 j->evict ? "evicted" : "fetched", (unsigned long long)j->st.errors);
+	j->st.total = MAX(j->st.total, j->st.walked);
+	log_info("%s %s %s: %s: %llu walked, %llu %s, %llu errors", j->kind, j->id, j->bck,
+		 job_state_name(j->st.state), (unsigned long long)j->st.walked,
+		 (unsigned long long)(j->evict ? j->st.deleted : j->st.moved), j->evict ? "evicted" : "fetched",
+		 (unsigned long long)j->st.errors);
+	job_stats_t fin = j->st;
 	pthread_mutex_unlock(&j->mu);
+	/* the record first: a stop that finds the run gone finds it ended */
+	if (!atomic_load(&stopping))
+		jreg_end(j->id, &fin);
+	pthread_mutex_lock(&runs_mu);
+	for (struct bkjob **p = &runs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
+	pthread_mutex_unlock(&runs_mu);
+	job_free(j);
 	return NULL;
 }
 
-/* Starts a run from value {"bucket","list"|"template"|"prefix"}. */
-static int start(struct bkjob *j, target_t *t, json_t *v, buf_t *err)
+/* The registry's start (jobreg.h): a run id of spec {"bucket","list"|
+ * "template"|"prefix"}; resume: the run a restart cut (its backend is
+ * looked up by the run, as the BMD may not be here yet). */
+static int kind_start(void *arg, const char *id, json_t *v, bool resume, buf_t *err)
 {
+	struct bkkind *k = arg;
 	json_t *bk = json_object_get(v, "bucket"), *list = json_object_get(v, "list");
 	json_t *tpl = json_object_get(v, "template"), *pfx = json_object_get(v, "prefix");
 	int berr;
+	bk_bucket_t *b = NULL;
 	if (!json_is_string(bk) || !name_bucket_valid(json_string_value(bk), json_string_length(bk))) {
 		buf_addstr(err, "value.bucket: a bucket name");
 		return 400;
 	}
-	bk_bucket_t *b = olr_backend(t, sv_from(json_string_value(bk)), &berr, err);
-	if (!b) {
+	if (!resume && !(b = olr_backend(k->t, sv_from(json_string_value(bk)), &berr, err))) {
 		if (!berr)
-			buf_addf(err, "bucket \"%s\" has no remote backend: nothing to %s", json_string_value(bk), j->kind);
+			buf_addf(err, "bucket \"%s\" has no remote backend: nothing to %s", json_string_value(bk), k->kind);
 		return 400;
 	}
-	pthread_mutex_lock(&j->mu);
-	if (j->running) {
-		pthread_mutex_unlock(&j->mu);
-		free(b);
-		buf_addf(err, "a %s run is in progress (stop it first)", j->kind);
-		return 409;
-	}
-	memset(&j->st, 0, sizeof(j->st));
-	j->t = t;
+	struct bkjob *j = xcalloc(1, sizeof(*j));
+	pthread_mutex_init(&j->mu, NULL);
+	j->kind = k->kind;
+	j->evict = k->evict;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->t = k->t;
 	j->bk = b;
 	snprintf(j->bck, sizeof(j->bck), "%s", json_string_value(bk));
-	j->li = 0;
-	j->listed = j->more = j->tpl = false;
-	buf_reset(&j->after);
-	buf_reset(&j->prefix);
 	bool list_ok = json_is_array(list);
 	if (list_ok) {
 		size_t i;
@@ -299,50 +356,95 @@ static int start(struct bkjob *j, target_t *t, json_t *v, buf_t *err)
 						  !name_object_valid(json_string_value(x), json_string_length(x)))
 			list_ok = false;
 	}
-	int status = 0;
 	if (list_ok) {
 		j->list = json_incref(list);
 		j->st.total = json_array_size(list);
 	} else if (list || (tpl && (!json_is_string(tpl) || tpl_parse(j, json_string_value(tpl)) != AIS_OK)) ||
 		   (pfx && !json_is_string(pfx))) {
 		buf_addstr(err, "value: \"list\" (valid object names), \"template\" (\"pre{0000..0999}post\") or \"prefix\"");
-		status = 400;
+		job_free(j);
+		return 400;
 	} else if (pfx) {
 		buf_addstr(&j->prefix, json_string_value(pfx));
 	}
-	if (!status) {
-		pthread_t th;
-		atomic_store(&j->abort, false);
-		j->st.state = JOB_RUNNING;
-		j->st.start_ns = time_now_ns();
-		j->st.runs++;
-		j->running = true;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &a, run, j) != 0) {
-			j->running = false;
-			j->st.state = JOB_FAILED;
-			buf_addstr(err, "cannot start a thread");
-			status = 503;
-		}
-		pthread_attr_destroy(&a);
+	j->st.state = JOB_RUNNING;
+	j->st.start_ns = time_now_ns();
+	j->st.runs = 1;
+	json_t *spec = json_deep_copy(v);
+	json_object_del(spec, "id");
+	jreg_begin(k->kind, id, j->bck, spec);
+	json_decref(spec);
+	pthread_mutex_lock(&runs_mu);
+	j->next = runs;
+	runs = j;
+	pthread_mutex_unlock(&runs_mu);
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &a, run, j);
+	pthread_attr_destroy(&a);
+	if (rc != 0) {
+		pthread_mutex_lock(&runs_mu);
+		runs = j->next; /* (no run ends before its own start) */
+		pthread_mutex_unlock(&runs_mu);
+		j->st.state = JOB_FAILED;
+		snprintf(j->st.last_error, sizeof(j->st.last_error), "cannot start a thread");
+		jreg_end(id, &j->st);
+		job_free(j);
+		buf_addstr(err, "cannot start a thread");
+		return 503;
 	}
-	if (status) {
-		json_decref(j->list);
-		j->list = NULL;
-		free(j->bk);
-		j->bk = NULL;
-	}
-	pthread_mutex_unlock(&j->mu);
-	return status;
+	return 0;
 }
 
+static void kind_stop(void *arg, const char *id)
+{
+	struct bkkind *k = arg;
+	pthread_mutex_lock(&runs_mu);
+	for (struct bkjob *j = runs; j; j = j->next)
+		if (j->kind == k->kind && (!id || !strcmp(id, j->id)))
+			atomic_store(&j->abort, true);
+	pthread_mutex_unlock(&runs_mu);
+}
+
+static bool kind_progress(void *arg, const char *id, job_stats_t *out)
+{
+	(void)arg;
+	bool found = false;
+	pthread_mutex_lock(&runs_mu);
+	for (struct bkjob *j = runs; j && !found; j = j->next)
+		if (!strcmp(id, j->id)) {
+			pthread_mutex_lock(&j->mu);
+			*out = j->st;
+			out->total = MAX(out->total, out->walked);
+			pthread_mutex_unlock(&j->mu);
+			found = true;
+		}
+	pthread_mutex_unlock(&runs_mu);
+	return found;
+}
+
+void bkj_register(target_t *t)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		kinds[i].t = t;
+		kinds[i].reg = (jreg_kind_t){.name = kinds[i].kind,
+					     .arg = &kinds[i],
+					     .start = kind_start,
+					     .stop = kind_stop,
+					     .progress = kind_progress,
+					     .resumes = true};
+		jreg_register(&kinds[i].reg);
+	}
+}
+
+/* GET/PUT /v1/jobs?what=KIND (jobs_h_kind), once the bucket's access
+ * allows a start. */
 int bkj_h_target(http_req_t *req, sv_t kind)
 {
 	target_t *t = req->ctx;
-	struct bkjob *j = job_of_kind(kind);
-	buf_t out = BUF_INIT;
+	struct bkkind *k = kind_of(kind);
 	if (!t->base.cl) {
 		http_resp_error(req, 409, "this target is not in a cluster: no remote buckets");
 		return AIS_OK;
@@ -351,65 +453,44 @@ int bkj_h_target(http_req_t *req, sv_t kind)
 		json_t *doc = json_loadb(req->body.ptr ? req->body.ptr : "", req->body.len, 0, NULL);
 		const char *a = json_string_value(json_object_get(doc, "action"));
 		json_t *bk = json_object_get(json_object_get(doc, "value"), "bucket");
-		int status = 0;
 		/* a prefetch writes into the bucket, an evict deletes from it:
 		 * its access property must allow that (authz.h rule 1a; the
 		 * gateway's fan-out is a peer's call) */
 		authz_res_t res = {.bucket = sv_from(json_is_string(bk) ? json_string_value(bk) : ""),
 				   .object = {"", 0},
 				   .perm = AUTHZ_CLUSTER,
-				   .op = !strcmp(j->kind, "prefetch") ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE,
-				   .role = j->kind};
-		if (a && !strcmp(a, "start") && !authz_request(req, &res, 1)) {
-			json_decref(doc);
-			return AIS_OK;
-		}
-		if (a && !strcmp(a, "start"))
-			status = start(j, t, json_object_get(doc, "value"), &out);
-		else if (a && !strcmp(a, "stop"))
-			atomic_store(&j->abort, true);
-		else {
-			status = 400;
-			buf_addf(&out, "PUT /v1/jobs?what=%s wants {\"action\":\"start\",\"value\":{...}} or {\"action\":\"stop\"}",
-				 j->kind);
-		}
+				   .op = k->evict ? BMD_ACCESS_DELETE : BMD_ACCESS_PUT,
+				   .role = k->kind};
+		bool denied = a && !strcmp(a, "start") && !authz_request(req, &res, 1);
 		json_decref(doc);
-		if (status) {
-			http_resp_error(req, status, "%s: %s", j->kind, out.ptr);
-			buf_free(&out);
+		if (denied)
 			return AIS_OK;
-		}
 	}
-	job_stats_t st;
-	bkj_stats(kind, &st);
-	job_stats_json(&st, j->kind, &out);
-	http_resp_header(req, "Content-Type", "application/json");
-	http_resp_send_buf(req, &out);
-	return AIS_OK;
+	return jobs_h_kind(req, k->kind);
 }
 
-bool bkj_kind(sv_t kind) { return job_of_kind(kind) != NULL; }
+bool bkj_kind(sv_t kind) { return kind_of(kind) != NULL; }
 
 void bkj_stats(sv_t kind, job_stats_t *out)
 {
-	struct bkjob *j = job_of_kind(kind);
-	pthread_mutex_lock(&j->mu);
-	*out = j->st;
-	out->total = MAX(out->total, out->walked);
-	pthread_mutex_unlock(&j->mu);
+	struct bkkind *k = kind_of(kind);
+	if (!jreg_latest(k->kind, out, NULL, 0))
+		memset(out, 0, sizeof(*out));
 }
 
 void bkj_stop(void)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
-		atomic_store(&jobs[i].abort, true);
-		for (int k = 0; k < 300; k++) { /* a run ends between objects */
-			pthread_mutex_lock(&jobs[i].mu);
-			bool r = jobs[i].running;
-			pthread_mutex_unlock(&jobs[i].mu);
-			if (!r)
-				break;
-			usleep(10000);
-		}
+	atomic_store(&stopping, true);
+	pthread_mutex_lock(&runs_mu);
+	for (struct bkjob *j = runs; j; j = j->next)
+		atomic_store(&j->abort, true);
+	pthread_mutex_unlock(&runs_mu);
+	for (int k = 0; k < 300; k++) { /* a run ends between objects */
+		pthread_mutex_lock(&runs_mu);
+		bool r = runs != NULL;
+		pthread_mutex_unlock(&runs_mu);
+		if (!r)
+			break;
+		usleep(10000);
 	}
 }

@@ -12,7 +12,9 @@
 
 #include "aisd/authz.h"
 #include "aisd/httpc.h"
+#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
+#include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
 #include "aisd/place.h"
@@ -53,7 +55,8 @@ static const http_route_t routes[] = {
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, tgt_jobs,
-	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}", 0},
+	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}; "
+	 "?list|kind|id|all: the runs of every kind, PUT {\"action\":\"stop\",\"id\"|\"kind\"}", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)", 0},
@@ -74,9 +77,13 @@ int tgt_health(http_req_t *req)
 static int tgt_jobs(http_req_t *req)
 {
 	target_t *t = req->ctx;
-	sv_t what;
+	sv_t what = {NULL, 0};
 	if (http_query_get(req, "what", &what) && bkj_kind(what))
 		return bkj_h_target(req, what);
+	if (jobs_is_runs_req(req))
+		return jobs_h_runs(req); /* the registry's runs, every kind (jobreg.h) */
+	if (what.ptr && sv_eqstr(what, "copy-bck"))
+		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -125,6 +132,7 @@ static void jobs_collect(void *arg, buf_t *out)
 		kinds[n++] = "evict";
 	}
 	job_metrics(st, kinds, n, out);
+	jreg_metrics(out);
 }
 
 /* Opens the store on the saved mountpath list (DIR/mountpaths) when there
@@ -231,6 +239,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		free(t);
 		return NULL;
 	}
+	jreg_init(tgt_state_dir(c)); /* the runs of jobs before this start (jobreg.h) */
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
 	ec_metrics_init();
@@ -291,8 +300,11 @@ target_t *target_start(const conf_t *c, buf_t *err)
 						 .place_slice = reb_place_slice,
 						 .slice_bucket = ec_slice_bucket};
 			t->reb = reb_new(&t->reb_env);
+			bkj_register(t);
+			xcopy_register(cl, t->store);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
+				jreg_resume();
 				return t;
 			}
 		}
@@ -303,9 +315,11 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		reb_free(t->reb);
 		res_free(t->res);
 		store_close(t->store);
+		jreg_shutdown();
 		free(t);
 		return NULL;
 	}
+	jreg_resume(); /* standalone: the resilver's kind only */
 	return t;
 }
 
@@ -320,6 +334,7 @@ void target_stop(target_t *t)
 	olr_stop(); /* remote fetches write into the store */
 	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
+	xcopy_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
@@ -328,6 +343,7 @@ void target_stop(target_t *t)
 	reb_free(t->reb); /* after it: a map change may still kick it */
 	res_free(t->res);
 	store_close(t->store);
+	jreg_shutdown();
 	free(t);
 }
 

@@ -231,8 +231,11 @@ int tgt_send_copy(target_t *t, const char *base, const char *bck, size_t blen, c
 #define TGT_HAD_DELETED "deleted" /* its value when the receiver has a newer tombstone */
 
 /* The prefetch and evict jobs of remote buckets (bkjobs.c): kind
- * "prefetch" or "evict"; GET/PUT /v1/jobs?what=KIND on a target. */
+ * "prefetch" or "evict"; GET/PUT /v1/jobs?what=KIND on a target. Runs of
+ * either kind go on at once, each with its id (jobreg.h); bkj_register
+ * registers both kinds (once, at start). */
 struct job_stats;
+void bkj_register(target_t *t);
 int bkj_h_target(http_req_t *req, sv_t kind);
 void bkj_stats(sv_t kind, struct job_stats *out);
 /* Stops the runs in progress (target_stop). */

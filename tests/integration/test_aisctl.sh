@@ -481,7 +481,7 @@ check "completion script is valid bash and registers _aisctl" \
 comp "" >"$W/c"
 check "complete: the commands" bash -c 'for w in bucket put get ls rm object cluster node show help; do grep -qx "$w" "$1" || exit 1; done; ! grep -q __complete "$1"' _ "$W/c"
 comp bucket "" >"$W/c"
-check "complete: bucket subcommands" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "create ls props rm " ]' _ "$W/c"
+check "complete: bucket subcommands" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "cp create ls props rm " ]' _ "$W/c"
 comp bucket props s >"$W/c"
 check "complete: bucket props s -> set show" bash -c '[ "$(sort "$1" | tr "\n" " ")" = "set show " ]' _ "$W/c"
 comp ls --p >"$W/c"

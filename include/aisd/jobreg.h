@@ -1,0 +1,109 @@
+/*
+ * jobreg.h - the registry of a node's background jobs (src/jobs/registry.c):
+ * one table of job kinds, and one record per run of a kind.
+ *
+ * A kind (rebalance, resilver, ec-encode, prefetch, evict, ...) registers
+ * once with its hooks; the registry knows nothing else of it, so a new kind
+ * plugs in without touching the others. A run is named by an id, unique on
+ * the node (two prefetches of two buckets are two runs); a run started
+ * through a gateway has the same id on every target, so the gateway shows
+ * it as one. The rules:
+ *  1. jreg_begin records a run as running and writes DIR/jobs/ID.json
+ *     (written to a temporary file, fsynced, renamed); jreg_end records its
+ *     final stats and state and writes the file again.
+ *  2. At start, jreg_init reads those files: a finished run joins the
+ *     history; a running one (the node stopped or died under it) is
+ *     resumed by jreg_resume with its id and spec when its kind resumes,
+ *     else it is recorded aborted ("interrupted by a restart").
+ *  3. The history keeps the JREG_HISTORY newest finished runs of each
+ *     kind (the rebalances of many map changes do not push a prefetch
+ *     out); an older one's file is removed.
+ *  4. A run that begins with the id of a finished run replaces it.
+ *  5. The live progress of a run comes from its kind's progress hook; the
+ *     registry's own copy is what jreg_end (or the file) gave.
+ * Every function is thread-safe. Without jreg_init (tools, unit tests)
+ * the registry works in memory only.
+ */
+#ifndef AISD_JOBREG_H
+#define AISD_JOBREG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aisd/buf.h"
+#include "aisd/jobs.h"
+
+#define JREG_ID_MAX 63
+#define JREG_HISTORY 100
+#define JREG_KINDS_MAX 16
+
+typedef struct jreg_kind {
+	const char *name; /* "prefetch": ?kind=, the metrics' job label, ids it makes */
+	void *arg;        /* the first argument of every hook */
+	/* Starts run id with spec (the start's "value" object), or resumes
+	 * it after a restart (resume: spec as persisted). 0, or an HTTP
+	 * status with err set. NULL: runs start only by themselves (a map
+	 * change, a mountpath change); a start on request is a 400. */
+	int (*start)(void *arg, const char *id, json_t *spec, bool resume, buf_t *err);
+	/* Stops run id between objects; id NULL: every run of the kind. */
+	void (*stop)(void *arg, const char *id);
+	/* The live stats of run id; false when the kind no longer runs it. */
+	bool (*progress)(void *arg, const char *id, job_stats_t *out);
+	bool resumes; /* a run cut by a restart resumes through start (else it is recorded aborted) */
+} jreg_kind_t;
+
+/* Reads DIR/jobs/ (made when missing): the history and the runs to
+ * resume. Once at start, before jreg_resume. */
+void jreg_init(const char *dir);
+/* Registers a kind (k must outlive its registration); again with the same
+ * name replaces it. */
+void jreg_register(const jreg_kind_t *k);
+void jreg_unregister(const char *name);
+/* Resumes the runs that jreg_init found running (rule 2); once, after the
+ * kinds registered. */
+void jreg_resume(void);
+/* Forgets everything (the files stay); for a node that stops. */
+void jreg_shutdown(void);
+
+/* A fresh id for a run of kind: 8 letters and digits. out: JREG_ID_MAX + 1. */
+void jreg_new_id(char *out);
+/* Is s an id (1..JREG_ID_MAX of [A-Za-z0-9._-], not starting with '.')? */
+bool jreg_id_valid(const char *s, size_t len);
+/* Records a run of kind as running (rule 1); bucket "" when none; spec
+ * (may be NULL) is kept, for its resume. */
+void jreg_begin(const char *kind, const char *id, const char *bucket, json_t *spec);
+/* Records its end: st as final (st->state done, aborted or failed). */
+void jreg_end(const char *id, const job_stats_t *st);
+
+/* Starts a run of kind (its start hook) under id (NULL: a fresh one, put
+ * in id_out when given). 0, or an HTTP status with err. */
+int jreg_start(const char *kind, const char *id, json_t *spec, char *id_out, buf_t *err);
+/* Stops run id, or every run of kind (id NULL). How many runs were asked
+ * to stop. */
+size_t jreg_stop(const char *kind, const char *id);
+/* Appends a JSON array of the runs: live ones, and the finished ones too
+ * when all or id is given; only those of kind and/or id when given. Each
+ * {"id","kind","bucket", job_stats_json's keys, "progress":{"objects",
+ * "bytes","total","total_bytes","rate_objects","rate_bytes","eta_s"}},
+ * newest first. How many. */
+size_t jreg_list_json(const char *kind, const char *id, bool all, buf_t *out);
+/* The stats of the newest run of kind (live or finished) and its id; false
+ * when there was none. */
+bool jreg_latest(const char *kind, job_stats_t *st, char *id, size_t idsz);
+/* Is kind registered? */
+bool jreg_kind_known(const char *kind, size_t len);
+/* Appends aisd_job_runs_{started,done,failed,aborted}_total and
+ * aisd_job_run_{objects,bytes}_total per kind (label job="KIND"). */
+void jreg_metrics(buf_t *out);
+
+/* The progress of a run (pure): objects and bytes done, rates per second
+ * over now_ns - start, and the seconds left at that rate (-1: unknown). */
+typedef struct jreg_progress {
+	uint64_t objects, bytes, total, total_bytes;
+	double rate_objects, rate_bytes;
+	int64_t eta_s;
+} jreg_progress_t;
+void jreg_progress_of(const job_stats_t *st, int64_t now_ns, jreg_progress_t *p);
+
+#endif
