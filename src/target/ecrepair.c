@@ -200,9 +200,12 @@ int ec_repair(target_t *t, const char *bck, size_t blen, const char *obj, size_t
 /* --- a slice off its holders (the rebalance) ---------------------------------------- */
 
 /* Deletes the local slice if the map is still cmap_v and the slice still
- * the one decided on (me; NULL: any), under the map lock (rule 3). */
+ * the one decided on (me; NULL: any), under the map lock (rule 3). deleted:
+ * the client's delete it goes for (its stamp; 0: none), kept as the
+ * slice's tombstone, so that delete, asking here a moment later, hears the
+ * slice was there (ecslice.c rule 6). */
 static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen, uint64_t cmap_v,
-		       const ec_meta_t *me)
+		       const ec_meta_t *me, int64_t deleted)
 {
 	const cmap_t *m;
 	store_meta_t sm;
@@ -212,7 +215,9 @@ static bool drop_slice(target_t *t, const char *sb, const char *obj, size_t olen
 	if (m && cmap_version(m) == cmap_v &&
 	    (!me || (store_lookup(t->store, sb, strlen(sb), obj, olen, &sm) == AIS_OK &&
 		     ec_meta_of(sm.custom, &now) == AIS_OK && ec_same_write(&now, me) && now.idx == me->idx)))
-		gone = store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
+		gone = (deleted <= store_tomb_get(t->store, sb, strlen(sb), obj, olen) ||
+			store_tomb_put(t->store, sb, strlen(sb), obj, olen, deleted) == AIS_OK) &&
+		       store_delete(t->store, sb, strlen(sb), obj, olen) == AIS_OK;
 	cluster_read_unlock(t->base.cl);
 	return gone;
 }
@@ -265,7 +270,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	/* rule 5: erasure coding off, or the object now below ec.objsize_limit */
 	bool coded = ec_meta_of(sm.custom, &me) == AIS_OK && place_ec(bp, me.size);
 	if (!coded && (ec_meta_of(sm.custom, &me) != AIS_OK || copies_there(t, bp, bck, blen, obj, olen, me.size, msg)))
-		return drop_slice(t, sb, obj, olen, cmap_v, NULL) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+		return drop_slice(t, sb, obj, olen, cmap_v, NULL, 0) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 	if (!coded) { /* rule 5: kept until the copies are there */
 		store_meta_t *wm = xmalloc(sizeof(*wm));
 		if (bp->ec_no_whole && me.idx == 0 && store_lookup(t->store, bck, blen, obj, olen, wm) != AIS_OK &&
@@ -293,13 +298,14 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		/* rule 6: a holder's slice of a deleted object (this target missed
 		 * the delete) goes; the first other holder knows of the delete */
 		struct ec_ask *a = ec_ask_all(&top[p.self == 0], 1, "GET", "?meta=true", NULL, NULL, bck, blen, obj, olen);
-		bool gone = ec_deleted_at(t, a, 1, bck, blen, obj, olen) > (int64_t)me.version;
+		int64_t del = ec_deleted_at(t, a, 1, bck, blen, obj, olen);
+		bool gone = del > (int64_t)me.version;
 		ec_meta_t om;
 		owner_has = p.self > 0 && a[0].status == 200 && ec_meta_parse(a[0].resp.ptr, a[0].resp.len, &om) == AIS_OK &&
 			    (ec_same_write(&om, &me) || om.version > me.version);
 		ec_ask_free(a, 1);
 		if (gone)
-			return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+			return drop_slice(t, sb, obj, olen, cmap_v, &me, del) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 	}
 	if (current && p.self >= 0 && bp->ec_no_whole) {
 		/* rule 7: the first holder with a slice repairs the others */
@@ -311,7 +317,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		int w = repair(t, bp, bck, blen, obj, olen, -1, om, msg);
 		free(om);
 		if (w == EC_GONE)
-			return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+			return drop_slice(t, sb, obj, olen, cmap_v, &me, 0) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 		return w < 0 ? AIS_ERR : EC_SLICE_KEPT;
 	}
 	if (current && p.self == 0 && !bp->ec_no_whole && store_lookup(t->store, bck, blen, obj, olen, &sm) != AIS_OK) {
@@ -330,9 +336,10 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 	char vh[64];
 	snprintf(vh, sizeof(vh), "%s: %llu", TGT_CMAP_VERSION, (unsigned long long)cmap_v);
 	struct ec_ask *a = ec_ask_all(top, n, "GET", "?meta=true", NULL, vh, bck, blen, obj, olen);
-	if (ec_deleted_at(t, a, n, bck, blen, obj, olen) > (int64_t)me.version) { /* rule 6: not moved */
+	int64_t del = ec_deleted_at(t, a, n, bck, blen, obj, olen);
+	if (del > (int64_t)me.version) { /* rule 6: not moved */
 		ec_ask_free(a, n);
-		return drop_slice(t, sb, obj, olen, cmap_v, &me) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
+		return drop_slice(t, sb, obj, olen, cmap_v, &me, del) ? EC_SLICE_DROPPED : EC_SLICE_KEPT;
 	}
 	bool cand[EC_NSL] = {false}, conf[EC_NSL] = {false}, ok[EC_NSL] = {false};
 	ec_meta_t am[EC_NSL];
@@ -384,7 +391,7 @@ int ec_place_slice(target_t *t, const bmd_props_t *bp, const char *bck, size_t b
 		*bytes = om.size;
 		ec_count(EC_M_MOVED, 1);
 	}
-	if (!drop_slice(t, sb, obj, olen, cmap_v, &me))
+	if (!drop_slice(t, sb, obj, olen, cmap_v, &me, 0))
 		return moved ? EC_SLICE_MOVED : EC_SLICE_KEPT;
 	return moved ? EC_SLICE_MOVED : EC_SLICE_DROPPED;
 }

@@ -26,7 +26,11 @@
  *     under the same map lock as the slice itself, so a slice it answers
  *     for is never being dropped by its own rebalance (ecrepair.c rule 3).
  *  6. Deletes: a DELETE that is a client's (Ais-Intra: TGT_DELETE, from
- *     ol_delete) leaves a tombstone of the slice before removing it; every
+ *     ol_delete) leaves a tombstone of the slice before removing it, and
+ *     answers 200 when the slice was there, or when the rebalance dropped
+ *     it for this same delete (its tombstone already has the delete's
+ *     stamp: ecrepair.c drop_slice), so a delete racing the rebalance that
+ *     its own tombstones started still hears the object existed; every
  *     GET answer carries the newest tombstone here (EC_DELETED_HDR, of the
  *     object or of its slice); a PUT of a slice whose write (its version)
  *     is older than a tombstone here is refused (410) and stores nothing,
@@ -370,10 +374,13 @@ static void get_done(http_req_t *req)
 static void del_work(http_req_t *req)
 {
 	struct slice *s = req->state;
-	if (s->client_delete && /* rule 6 */
-	    store_tomb_put(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len, s->stamp ? s->stamp : hlc_now()) != AIS_OK)
+	size_t sl = strlen(s->sb);
+	/* rule 6: dropped already for this delete? */
+	bool dropped = s->client_delete && s->stamp && store_tomb_get(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len) == s->stamp;
+	if (s->client_delete &&
+	    store_tomb_put(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len, s->stamp ? s->stamp : hlc_now()) != AIS_OK)
 		log_warn("DELETE of the slice of %.*s: no tombstone kept", (int)MIN(s->obj.len, 200), s->obj.ptr);
-	if (store_delete(s->t->store, s->sb, strlen(s->sb), s->obj.ptr, s->obj.len) != AIS_OK)
+	if (store_delete(s->t->store, s->sb, sl, s->obj.ptr, s->obj.len) != AIS_OK && !(errno == ENOENT && dropped))
 		s->err = errno ? errno : EIO;
 }
 
