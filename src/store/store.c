@@ -122,7 +122,7 @@ static void clean_tmp(store_mp_t *mp)
 
 static int gen_init(store_mp_t *mp, buf_t *err);
 
-int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
+int store_mp_open_at(const store_t *s, store_mp_t *mp, const char *path, buf_t *err)
 {
 	char p[STORE_PATH_MAX];
 	char *lerr = NULL;
@@ -159,11 +159,14 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 	mp->fault[0] = '\0';
 
 	mp->opts = leveldb_options_create();
-	mp->cache = leveldb_cache_create_lru(8u << 20);
-	mp->bloom = leveldb_filterpolicy_create_bloom(10);
+	mp->cache = leveldb_cache_create_lru((size_t)s->ldb_cache);
+	mp->bloom = s->ldb_bloom_bits ? leveldb_filterpolicy_create_bloom((int)s->ldb_bloom_bits) : NULL;
 	leveldb_options_set_create_if_missing(mp->opts, 1);
 	leveldb_options_set_cache(mp->opts, mp->cache);
-	leveldb_options_set_filter_policy(mp->opts, mp->bloom);
+	if (mp->bloom)
+		leveldb_options_set_filter_policy(mp->opts, mp->bloom);
+	leveldb_options_set_write_buffer_size(mp->opts, (size_t)s->ldb_write_buffer);
+	leveldb_options_set_max_open_files(mp->opts, (int)s->ldb_max_open_files);
 	snprintf(p, sizeof(p), "%s/meta", path);
 	mp->db = leveldb_open(mp->opts, p, &lerr);
 	if (lerr) {
@@ -273,6 +276,10 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
 	s->hot = store_hot_new(c->hot_cache, c->hot_object_max);
+	s->ldb_cache = c->ldb_cache;
+	s->ldb_write_buffer = c->ldb_write_buffer;
+	s->ldb_bloom_bits = c->ldb_bloom_bits;
+	s->ldb_max_open_files = c->ldb_max_open_files;
 	s->check_ms = c->mp_check_ms;
 	s->tomb_ttl_ns = c->tomb_ttl_ms * 1000000ULL;
 	s->start_ns = time_now_ns();
@@ -296,7 +303,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 				goto out_close;
 			}
 		s->n_mp = i + 1; /* so store_close cleans what was opened */
-		if (store_mp_open_at(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
+		if (store_mp_open_at(s, &s->mp[i], c->mountpaths[i], err) != AIS_OK)
 			goto out_close;
 		s->digests[i] = hrw_digest(c->mountpaths[i], strlen(c->mountpaths[i]));
 		/* The records as of now, for the reconcile thread to count:

@@ -142,6 +142,8 @@ struct store {
 	uint64_t tidx_tick;
 	size_t tidx_bytes;
 	struct store_hot *hot;   /* hot.c; NULL when store.hot_cache is 0 */
+	/* each mountpath's LevelDB options (store.leveldb_*) */
+	uint64_t ldb_cache, ldb_write_buffer, ldb_bloom_bits, ldb_max_open_files;
 };
 
 /* Is slot i open (active or detaching)? A faulted slot is not: nothing
@@ -246,7 +248,7 @@ void store_hasher_free(store_hasher_t *h);
  * reservation cannot be persisted. */
 int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen);
 /* Opens mp at path (directories, LevelDB, generations), or closes it. */
-int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err);
+int store_mp_open_at(const store_t *s, store_mp_t *mp, const char *path, buf_t *err);
 void store_mp_close(store_mp_t *mp);
 /* The bucket records' slot. */
 static inline store_mp_t *store_bmp(store_t *s) { return &s->mp[atomic_load(&s->bmp)]; }
