@@ -116,6 +116,10 @@ static const struct key keys[] = {
 	 "LevelDB nor the disk (0: off)"},
 	{"store.hot_object_max", K_SIZE, N(hot_object_max), "64KiB",
 	 "objects up to this size are kept in store.hot_cache (0 to 1MiB)"},
+	{"store.atime_interval", K_MS, N(atime_ms), "1m",
+	 "a read records the object's access time (Ais-Atime, listings' atime) when the one recorded is older than "
+	 "this: at most one metadata write per object per interval (0: reads write nothing; the access time "
+	 "stays the last write's)"},
 	{"store.leveldb_cache", K_SIZE, N(ldb_cache), "8MiB",
 	 "each mountpath's LevelDB block cache: the object records read most often stay decoded in memory (1MiB to 64GiB)"},
 	{"store.leveldb_write_buffer", K_SIZE, N(ldb_write_buffer), "4MiB",

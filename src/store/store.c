@@ -276,6 +276,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
 	s->hot = store_hot_new(c->hot_cache, c->hot_object_max);
+	s->atime_ns = (int64_t)c->atime_ms * 1000000LL;
 	s->ldb_cache = c->ldb_cache;
 	s->ldb_write_buffer = c->ldb_write_buffer;
 	s->ldb_bloom_bits = c->ldb_bloom_bits;

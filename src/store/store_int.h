@@ -37,7 +37,6 @@
 #define STORE_BREC_FORMAT 1       /* first byte of a bucket record */
 #define STORE_TIDX_FORMAT 1       /* first byte of a tar index */
 #define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
-#define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
 #define STORE_ATIME_QUEUE 4096 /* access times waiting to be written, at most */
 #define STORE_PATH_MAX 1200
 #define STORE_GEN_RESERVE (1ULL << 24) /* gens reserved per LevelDB write */
@@ -142,6 +141,7 @@ struct store {
 	uint64_t tidx_tick;
 	size_t tidx_bytes;
 	struct store_hot *hot;   /* hot.c; NULL when store.hot_cache is 0 */
+	int64_t atime_ns;        /* store.atime_interval (atime.c); 0: reads record none */
 	/* each mountpath's LevelDB options (store.leveldb_*) */
 	uint64_t ldb_cache, ldb_write_buffer, ldb_bloom_bits, ldb_max_open_files;
 };

@@ -119,8 +119,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 		ol_close(req, fd);
 		return;
 	}
-	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
-		store_touch(t->store, names[0].ptr, names[0].len, names[1].ptr, names[1].len, &m);
+	store_touch(t->store, names[0].ptr, names[0].len, names[1].ptr, names[1].len, &m);
 	ol_send(req, fd, start, len);
 }
 
