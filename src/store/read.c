@@ -194,6 +194,7 @@ int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, co
 	store_key_tar(&hk, bck, blen, obj, olen, r.gen); /* its tar index, if any */
 	leveldb_writebatch_delete(b, hk.ptr, hk.len);
 	store_hint_batch(b, true, h, r.gen); /* reconcile.c rule 2 */
+	store_hint_fold(mp, b);
 	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
 	leveldb_writebatch_destroy(b);
 	if (rc == AIS_OK) {

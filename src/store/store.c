@@ -127,7 +127,10 @@ int store_mp_open_at(const store_t *s, store_mp_t *mp, const char *path, buf_t *
 	char p[STORE_PATH_MAX];
 	char *lerr = NULL;
 
-	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0)
+	mp->hint_done = NULL;
+	mp->hint_done_n = 0;
+	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0 ||
+	    pthread_mutex_init(&mp->hint_mu, NULL) != 0)
 		fatalx("pthread_mutex_init");
 	snprintf(mp->path, sizeof(mp->path), "%s", path);
 	bool made = access(path, F_OK) != 0;
@@ -246,11 +249,26 @@ int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen)
 void store_mp_close(store_mp_t *mp)
 {
 	if (mp->db) {
+		if (mp->hint_done_n) { /* the queued hint deletes (reconcile.c rule 2) */
+			char *err = NULL;
+			leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+			leveldb_write(mp->db, wo, mp->hint_done, &err);
+			leveldb_writeoptions_destroy(wo);
+			if (err) {
+				log_warnx("%s: leveldb write (crash hints done): %s", mp->path, err);
+				leveldb_free(err);
+			}
+		}
 		if (mp->count_snap)
 			leveldb_release_snapshot(mp->db, mp->count_snap);
 		leveldb_close(mp->db);
 	}
+	if (mp->hint_done)
+		leveldb_writebatch_destroy(mp->hint_done);
+	mp->hint_done = NULL;
+	mp->hint_done_n = 0;
 	mp->count_snap = NULL;
+	pthread_mutex_destroy(&mp->hint_mu);
 	pthread_mutex_destroy(&mp->commit_mu);
 	pthread_mutex_destroy(&mp->gen_mu);
 	if (mp->opts)

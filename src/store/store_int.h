@@ -65,6 +65,12 @@ typedef struct store_mp {
 	/* Serializes read-modify-write of this mountpath's object records:
 	 * commit, delete, touch, bucket destroy (see write.c). */
 	pthread_mutex_t commit_mu;
+	/* Deletes of crash hints whose files are gone, not written yet
+	 * (reconcile.c rule 2): the next commit batch carries them. Under
+	 * hint_mu, taken after commit_mu when both are. */
+	pthread_mutex_t hint_mu;
+	leveldb_writebatch_t *hint_done;
+	unsigned hint_done_n;
 	_Atomic uint64_t next_gen; /* next file generation to hand out */
 	uint64_t gen0;             /* first generation of this process */
 	/* Generations below gen_limit are reserved for this process: the key
@@ -270,8 +276,13 @@ void store_reconcile_stop(store_t *s);
 /* Crash hints (reconcile.c rules 1-3): the key of file h.gen; its put or
  * delete added to a batch; written alone with the commit options before a
  * file is renamed into obj/ (AIS_OK, or AIS_ERR with errno as
- * store_db_write); deleted with a lazy write once the file is gone (a
- * failure only logs: start-up looks again). */
+ * store_db_write); deleted once the file is gone, by store_hint_done, which
+ * queues the delete for mp's next commit batch (store_hint_fold adds the
+ * queue to a batch; caller holds mp's commit mutex) or writes the queue
+ * lazily once STORE_HINT_DONE_MAX wait (a lost delete only costs start-up
+ * a lookup: rule 3). */
+#define STORE_HINT_DONE_MAX 256
+void store_hint_fold(store_mp_t *mp, leveldb_writebatch_t *b);
 void store_key_hint(buf_t *k, const char *h, uint64_t gen);
 void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen);
 /* "<32 hex>.<16 hex>" (an object file's name) into h and gen. */
