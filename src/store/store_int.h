@@ -281,7 +281,7 @@ void store_reconcile_stop(store_t *s);
  * queue to a batch; caller holds mp's commit mutex) or writes the queue
  * lazily once STORE_HINT_DONE_MAX wait (a lost delete only costs start-up
  * a lookup: rule 3). */
-#define STORE_HINT_DONE_MAX 256
+#define STORE_HINT_DONE_MAX 64
 void store_hint_fold(store_mp_t *mp, leveldb_writebatch_t *b);
 void store_key_hint(buf_t *k, const char *h, uint64_t gen);
 void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen);

@@ -1286,7 +1286,7 @@ static int count_hints(void)
  * replaced file stays. */
 START_TEST(test_hint_deletes_queued)
 {
-	const int rounds[] = {1, 3, 256, 300};
+	const int rounds[] = {1, 3, STORE_HINT_DONE_MAX, 2 * STORE_HINT_DONE_MAX + 5};
 	for (size_t r = 0; r < sizeof(rounds) / sizeof(rounds[0]); r++) {
 		store_t *s = open_store();
 		if (r == 0)
