@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct buf {
@@ -36,6 +37,9 @@ void buf_add(buf_t *b, const void *p, size_t n);
 void buf_addstr(buf_t *b, const char *s);
 void buf_addch(buf_t *b, char c);
 void buf_addsv(buf_t *b, sv_t s);
+/* Appends v in decimal (what "%llu" / "%lld" print, without printf's cost). */
+void buf_addu64(buf_t *b, uint64_t v);
+void buf_addi64(buf_t *b, int64_t v);
 void buf_addf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(buf_t *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included; control bytes are

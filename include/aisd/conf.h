@@ -65,6 +65,11 @@ typedef struct conf {
 	bool verify_on_read;      /* checksum a whole object before serving it */
 	uint64_t hot_cache;       /* bytes of small objects kept in memory (store/hot.c); 0 off */
 	uint64_t hot_object_max;  /* ... objects up to this size */
+	uint64_t atime_ms;        /* a read rewrites an object's recorded atime older than this; 0 never */
+	uint64_t ldb_cache;       /* LevelDB block cache per mountpath, bytes */
+	uint64_t ldb_write_buffer; /* LevelDB memtable size per mountpath, bytes */
+	uint64_t ldb_bloom_bits;  /* LevelDB bloom filter bits per key; 0 none */
+	uint64_t ldb_max_open_files; /* LevelDB table files held open per mountpath */
 	char mountpath_roots[4096]; /* attach-mp only under these (comma-separated; "": the mountpaths' parents) */
 	bool allow_any_path;      /* attach-mp anywhere */
 	uint64_t write_quorum;    /* copies durable before a PUT is acked; 0 = all */

@@ -304,6 +304,10 @@ void http_resp_header(http_req_t *req, const char *name, const char *fmt, ...)
 /* The same, with the value as it is (no formatting; CR, LF and NUL in it
  * become spaces). */
 void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value);
+/* The same with a string or a number, for the headers of every answer:
+ * no printf on the path of a small GET. */
+void http_resp_header_str(http_req_t *req, const char *name, const char *value);
+void http_resp_header_i64(http_req_t *req, const char *name, int64_t value);
 /* Copies len bytes. */
 void http_resp_send(http_req_t *req, const void *body, size_t len);
 /* Takes b's memory. */

@@ -214,7 +214,9 @@ void store_hot_stats(store_t *s, store_hot_stats_t *out);
  * reading the object and putting it in, to let a write race it. */
 extern void (*store_hot_fill_hook)(void);
 
-/* Records an access time (lazily: at most once per minute per object).
+/* Records an access time (lazily: at most once per store.atime_interval per
+ * object, none when it is 0; m, when given, is the object's record: a
+ * recent enough atime costs nothing).
  * Never waits (callable from an event loop): the store's atime thread
  * writes the record soon after; store_close writes what is queued. */
 void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,

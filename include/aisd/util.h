@@ -44,6 +44,13 @@ int64_t time_mono_ns(void);
 /* Seconds since the process started (the one uptime clock). */
 uint64_t time_uptime_s(void);
 
+/* Writes v as exactly width decimal digits (its last width, zero-padded)
+ * at p; returns p + width. No NUL. */
+char *fmt_digits(char *p, uint64_t v, int width);
+/* gmtime_r without its lock: the UTC calendar fields of s (seconds since
+ * the epoch; tm_sec..tm_year and tm_wday; the rest zero). */
+struct tm;
+void time_gmtime(int64_t s, struct tm *tm);
 /* Formats t (ns since epoch) as an RFC 7231 HTTP date into out (>= 30 bytes). */
 void time_http_date(int64_t t_ns, char *out, size_t outsz);
 /* Parses an HTTP date (RFC 7231 IMF-fixdate, RFC 850, asctime).

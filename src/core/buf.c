@@ -36,6 +36,27 @@ void buf_addstr(buf_t *b, const char *s) { buf_add(b, s, strlen(s)); }
 void buf_addch(buf_t *b, char c) { buf_add(b, &c, 1); }
 void buf_addsv(buf_t *b, sv_t s) { buf_add(b, s.ptr, s.len); }
 
+void buf_addi64(buf_t *b, int64_t v)
+{
+	char d[24], *p = d + sizeof(d);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	buf_add(b, p, (size_t)(d + sizeof(d) - p));
+}
+
+void buf_addu64(buf_t *b, uint64_t v)
+{
+	char d[24], *p = d + sizeof(d);
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	buf_add(b, p, (size_t)(d + sizeof(d) - p));
+}
+
 void buf_vaddf(buf_t *b, const char *fmt, va_list ap)
 {
 	va_list cp;

@@ -116,6 +116,20 @@ static const struct key keys[] = {
 	 "LevelDB nor the disk (0: off)"},
 	{"store.hot_object_max", K_SIZE, N(hot_object_max), "64KiB",
 	 "objects up to this size are kept in store.hot_cache (0 to 1MiB)"},
+	{"store.atime_interval", K_MS, N(atime_ms), "1m",
+	 "a read records the object's access time (Ais-Atime, listings' atime) when the one recorded is older than "
+	 "this: at most one metadata write per object per interval (0: reads write nothing; the access time "
+	 "stays the last write's)"},
+	{"store.leveldb_cache", K_SIZE, N(ldb_cache), "8MiB",
+	 "each mountpath's LevelDB block cache: the object records read most often stay decoded in memory (1MiB to 64GiB)"},
+	{"store.leveldb_write_buffer", K_SIZE, N(ldb_write_buffer), "4MiB",
+	 "each mountpath's LevelDB memtable: records written are gathered this much before they go to a table file "
+	 "(1MiB to 1GiB; up to twice this much memory, and as much log to replay at start)"},
+	{"store.leveldb_bloom_bits", K_U64, N(ldb_bloom_bits), "10",
+	 "bits per record in each LevelDB table's bloom filter, so a lookup of a missing name skips most tables "
+	 "(0: no filter; at most 64)"},
+	{"store.leveldb_max_open_files", K_U64, N(ldb_max_open_files), "1000",
+	 "LevelDB table files each mountpath keeps open (64 to 1000000; counts against the process's descriptors)"},
 	{"getbatch.max_entries", K_U64, N(gb_max_entries), "10000",
 	 "entries one GetBatch request may list at most (400 beyond; 1 to 100000)"},
 	{"getbatch.max_bytes", K_SIZE, N(gb_max_bytes), "4GiB",
@@ -548,6 +562,14 @@ int conf_validate(const conf_t *c, buf_t *err)
 	}
 	if (c->put_buffer < 4096 || c->put_buffer > (64 << 20)) {
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
+		return AIS_ERR;
+	}
+	if (c->ldb_cache < (1 << 20) || c->ldb_cache > (64ULL << 30) || c->ldb_write_buffer < (1 << 20) ||
+	    c->ldb_write_buffer > (1ULL << 30) || c->ldb_bloom_bits > 64 || c->ldb_max_open_files < 64 ||
+	    c->ldb_max_open_files > 1000000) {
+		buf_addstr(err, "store.leveldb_cache must be between 1MiB and 64GiB, store.leveldb_write_buffer between "
+				"1MiB and 1GiB, store.leveldb_bloom_bits at most 64 and store.leveldb_max_open_files "
+				"between 64 and 1000000");
 		return AIS_ERR;
 	}
 	if (c->hot_object_max > (1 << 20)) {

@@ -133,13 +133,69 @@ static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "S
 static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
+char *fmt_digits(char *p, uint64_t v, int width)
+{
+	for (int i = width - 1; i >= 0; i--, v /= 10)
+		p[i] = (char)('0' + v % 10);
+	return p + width;
+}
+
+void time_gmtime(int64_t s, struct tm *tm)
+{
+	/* days to a civil date (H. Hinnant's days_from_civil, inverted): pure
+	 * arithmetic, where gmtime_r takes glibc's time zone lock */
+	int64_t days = s / 86400, sec = s % 86400;
+	if (sec < 0)
+		sec += 86400, days--;
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;                                     /* [0, 146096] */
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365], from March 1 */
+	int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11], March first */
+	int64_t mon = mp < 10 ? mp + 3 : mp - 9;                             /* [1, 12] */
+	int64_t year = yoe + era * 400 + (mon <= 2);
+	*tm = (struct tm){.tm_sec = (int)(sec % 60), .tm_min = (int)(sec / 60 % 60), .tm_hour = (int)(sec / 3600),
+			  .tm_mday = (int)(doy - (153 * mp + 2) / 5 + 1), .tm_mon = (int)(mon - 1),
+			  .tm_year = (int)(year - 1900), .tm_wday = (int)(((days % 7) + 11) % 7)};
+}
+
 void time_http_date(int64_t t_ns, char *out, size_t outsz)
 {
-	time_t t = (time_t)(t_ns / 1000000000LL);
 	struct tm tm;
-	gmtime_r(&t, &tm);
-	snprintf(out, outsz, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
-		 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	char b[32], *p = b;
+	int64_t s = t_ns / 1000000000LL;
+	if (t_ns < 0 && t_ns % 1000000000LL)
+		s--; /* the second it falls in */
+	time_gmtime(s, &tm);
+	if (!outsz)
+		return;
+	if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
+		snprintf(out, outsz, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
+			 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		return;
+	}
+	memcpy(p, wdays[tm.tm_wday], 3);
+	p += 3;
+	*p++ = ',';
+	*p++ = ' ';
+	p = fmt_digits(p, (uint64_t)tm.tm_mday, 2);
+	*p++ = ' ';
+	memcpy(p, months[tm.tm_mon], 3);
+	p += 3;
+	*p++ = ' ';
+	p = fmt_digits(p, (uint64_t)tm.tm_year + 1900, 4);
+	*p++ = ' ';
+	p = fmt_digits(p, (uint64_t)tm.tm_hour, 2);
+	*p++ = ':';
+	p = fmt_digits(p, (uint64_t)tm.tm_min, 2);
+	*p++ = ':';
+	p = fmt_digits(p, (uint64_t)tm.tm_sec, 2);
+	memcpy(p, " GMT", 4);
+	p += 4;
+	size_t n = MIN((size_t)(p - b), outsz - 1); /* truncated as snprintf would */
+	memcpy(out, b, n);
+	out[n] = '\0';
 }
 
 int time_parse_http_date(const char *s, size_t len, int64_t *t_ns)

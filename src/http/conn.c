@@ -417,7 +417,18 @@ static void req_begin(http_conn_t *c)
 	http_req_t *req = &c->req;
 	req->start_ns = time_now_ns();
 	req->id = atomic_fetch_add(&s->next_id, 1) + 1;
-	snprintf(req->id_str, sizeof(req->id_str), "%08x-%llx", s->id_prefix, (unsigned long long)req->id);
+	/* "%08x-%llx" of the prefix and the id, digit by digit: every request's */
+	static const char hx[] = "0123456789abcdef";
+	char *p = req->id_str;
+	for (int i = 28; i >= 0; i -= 4)
+		*p++ = hx[(s->id_prefix >> i) & 0xf];
+	*p++ = '-';
+	int top = 60;
+	while (top > 0 && !((req->id >> top) & 0xf))
+		top -= 4;
+	for (int i = top; i >= 0; i -= 4)
+		*p++ = hx[(req->id >> i) & 0xf];
+	*p = '\0';
 	log_set_request(req->id_str);
 }
 

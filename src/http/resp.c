@@ -111,6 +111,20 @@ void http_resp_header_sv(http_req_t *req, sv_t name, sv_t value)
 	header_end(h, start);
 }
 
+void http_resp_header_str(http_req_t *req, const char *name, const char *value)
+{
+	http_resp_header_sv(req, sv_from(name), sv_from(value));
+}
+
+void http_resp_header_i64(http_req_t *req, const char *name, int64_t value)
+{
+	buf_t *h = &req->conn->rhdrs;
+	buf_addstr(h, name);
+	buf_add(h, ": ", 2);
+	buf_addi64(h, value);
+	buf_add(h, "\r\n", 2);
+}
+
 void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 {
 	int st = c->status ? c->status : 200;
@@ -127,22 +141,38 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 		c->close_after = true;
 	}
 	c->chunked = chunked;
-	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: aisd\r\n", st, http_status_text(st),
-		 worker_date(c->w));
+	/* piece by piece, no printf: this is every answer's head */
+	buf_t *o = &c->out;
+	buf_addstr(o, "HTTP/1.1 ");
+	buf_addi64(o, st);
+	buf_addch(o, ' ');
+	buf_addstr(o, http_status_text(st));
+	buf_addstr(o, "\r\nDate: ");
+	buf_addstr(o, worker_date(c->w));
+	buf_addstr(o, "\r\nServer: aisd\r\n");
 	if (!nobody_status) {
-		if (chunked)
-			buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n");
-		else if (c->kind != RB_STREAM || c->stream_sized)
-			buf_addf(&c->out, "Content-Length: %llu\r\n", (unsigned long long)length);
+		if (chunked) {
+			buf_addstr(o, "Transfer-Encoding: chunked\r\n");
+		} else if (c->kind != RB_STREAM || c->stream_sized) {
+			buf_addstr(o, "Content-Length: ");
+			buf_addu64(o, length);
+			buf_addstr(o, "\r\n");
+		}
 	}
-	if (c->req.id)
-		buf_addf(&c->out, HTTP_REQID_HDR ": %s\r\n", c->req.id_str);
+	if (c->req.id) {
+		buf_addstr(o, HTTP_REQID_HDR ": ");
+		buf_addstr(o, c->req.id_str);
+		buf_addstr(o, "\r\n");
+	}
 	if (c->close_after || !c->keep_alive)
-		buf_addstr(&c->out, "Connection: close\r\n");
+		buf_addstr(o, "Connection: close\r\n");
 	else if (c->hp.head.http_minor == 0)
-		buf_addstr(&c->out, "Connection: keep-alive\r\n");
-	if (c->same_host) /* a client on this host: where it may read files locally */
-		buf_addf(&c->out, "%s: %s\r\n", HTTP_HDR_LOCAL_SOCKET, c->w->srv->unix_path);
+		buf_addstr(o, "Connection: keep-alive\r\n");
+	if (c->same_host) { /* a client on this host: where it may read files locally */
+		buf_addstr(o, HTTP_HDR_LOCAL_SOCKET ": ");
+		buf_addstr(o, c->w->srv->unix_path);
+		buf_addstr(o, "\r\n");
+	}
 	buf_addsv(&c->out, sv_of(&c->rhdrs));
 	buf_add(&c->out, "\r\n", 2);
 }

@@ -100,7 +100,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		start = 0;
 		len = sm.size;
 	}
-	if (req->method == HTTP_GET && time_now_ns() - sm.atime_ns > 60LL * 1000000000LL)
+	if (req->method == HTTP_GET)
 		store_touch(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &sm);
 	ol_send(req, fd, start, len);
 }

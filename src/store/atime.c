@@ -13,8 +13,9 @@
  *  2. At most STORE_ATIME_QUEUE updates wait; more are dropped (atime is
  *     lazy: a later read asks again).
  *  3. A record is rewritten under its commit mutex, only while it exists
- *     and its atime is older than STORE_ATIME_LAZY_NS, so an update never
- *     brings back an older gen's record over a newer commit.
+ *     and its atime is older than store.atime_interval, so an update never
+ *     brings back an older gen's record over a newer commit. With the
+ *     interval 0 reads queue nothing: no metadata write on any read.
  *  4. store_close writes what is queued before the databases close.
  */
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static void atime_write(store_t *s, const struct store_atime *a)
 	pthread_mutex_lock(&mp->commit_mu);
 	if (store_rec_get(s, mp, &k, &r) == AIS_OK) {
 		char *err = NULL;
-		if (a->now - r.m.atime_ns >= STORE_ATIME_LAZY_NS) {
+		if (a->now - r.m.atime_ns >= s->atime_ns) {
 			int64_t was = r.m.atime_ns;
 			r.m.atime_ns = a->now;
 			store_rec_encode(&v, &r);
@@ -97,7 +98,7 @@ void store_touch(store_t *s, const char *bck, size_t blen, const char *obj, size
 		 const store_meta_t *m)
 {
 	int64_t now = time_now_ns();
-	if (m && now - m->atime_ns < STORE_ATIME_LAZY_NS)
+	if (!s->atime_ns || (m && now - m->atime_ns < s->atime_ns))
 		return;
 	struct store_atime *a = xmalloc(sizeof(*a) + blen + olen);
 	a->next = NULL;

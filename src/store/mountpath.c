@@ -138,7 +138,7 @@ int store_mp_attach(store_t *s, const char *path, buf_t *err)
 	atomic_store(&mp->delta_objects, 0);
 	atomic_store(&mp->delta_bytes, 0);
 	atomic_store(&mp->count_done, false);
-	if (store_mp_open_at(mp, path, err) != AIS_OK) {
+	if (store_mp_open_at(s, mp, path, err) != AIS_OK) {
 		store_mp_close(mp);
 		atomic_store(&mp->state, MP_OFF);
 		errno = EIO;

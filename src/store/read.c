@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,22 @@ int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size
 	return AIS_OK;
 }
 
+/* Objects are opened with O_NOATIME: a read writes no inode (the access
+ * time the store keeps is its record's, atime.c). Where the kernel refuses
+ * it (EPERM: files of another owner), plain opens from then on. */
+static atomic_bool noatime_refused;
+
+static int open_noatime(const char *path)
+{
+	if (!atomic_load_explicit(&noatime_refused, memory_order_relaxed)) {
+		int f = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		if (f >= 0 || errno != EPERM)
+			return f;
+		atomic_store_explicit(&noatime_refused, true, memory_order_relaxed);
+	}
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static int open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		    int *fd, store_meta_t *out)
 {
@@ -73,7 +90,7 @@ static int open_obj(store_t *s, const char *bck, size_t blen, const char *obj, s
 		if (rec_lookup(s, bck, blen, obj, olen, &r, &mp, h) != AIS_OK)
 			return AIS_ERR;
 		store_path_obj(path, sizeof(path), mp, h, r.gen);
-		int f = open(path, O_RDONLY | O_CLOEXEC);
+		int f = open_noatime(path);
 		if (f >= 0) {
 			*fd = f;
 			*out = r.m;
@@ -177,6 +194,7 @@ int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, co
 	store_key_tar(&hk, bck, blen, obj, olen, r.gen); /* its tar index, if any */
 	leveldb_writebatch_delete(b, hk.ptr, hk.len);
 	store_hint_batch(b, true, h, r.gen); /* reconcile.c rule 2 */
+	store_hint_fold(mp, b);
 	rc = store_db_write(s, mp, s->wo_commit, b, "delete");
 	leveldb_writebatch_destroy(b);
 	if (rc == AIS_OK) {

@@ -16,8 +16,11 @@
  *     under fsync policy "always"); the commit batch deletes that hint.
  *  2. A commit that replaces or deletes a record puts the old gen's hint
  *     in the same batch (atomic with the record change); once the old
- *     file is unlinked, a lazy write deletes the hint. An unlink that
- *     fails keeps it.
+ *     file is unlinked, the hint's delete rides in the mountpath's next
+ *     commit batch (or a lazy write of up to STORE_HINT_DONE_MAX queued
+ *     deletes, or the close), so an overwrite costs one LevelDB write,
+ *     not two. An unlink that fails keeps it. A gen is never reused, so a
+ *     queued delete never meets a newer put of the same hint.
  *  3. A hint is only a "look here": the file it names is removed only when
  *     the record of its object ("h"+h -> uname -> "o"-record) is missing or
  *     names another gen, checked under the commit mutex; extra hints cost
@@ -194,10 +197,28 @@ int store_hint_put(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
 
 void store_hint_done(store_t *s, store_mp_t *mp, const char *h, uint64_t gen)
 {
-	leveldb_writebatch_t *b = leveldb_writebatch_create();
-	store_hint_batch(b, false, h, gen);
-	store_db_write(s, mp, s->wo_lazy, b, "crash hint done"); /* a failure logs; start-up looks again */
-	leveldb_writebatch_destroy(b);
+	pthread_mutex_lock(&mp->hint_mu);
+	if (!mp->hint_done)
+		mp->hint_done = leveldb_writebatch_create();
+	store_hint_batch(mp->hint_done, false, h, gen);
+	if (++mp->hint_done_n >= STORE_HINT_DONE_MAX) {
+		/* a failure logs; start-up looks again */
+		store_db_write(s, mp, s->wo_lazy, mp->hint_done, "crash hints done");
+		leveldb_writebatch_clear(mp->hint_done);
+		mp->hint_done_n = 0;
+	}
+	pthread_mutex_unlock(&mp->hint_mu);
+}
+
+void store_hint_fold(store_mp_t *mp, leveldb_writebatch_t *b)
+{
+	pthread_mutex_lock(&mp->hint_mu);
+	if (mp->hint_done_n) {
+		leveldb_writebatch_append(b, mp->hint_done);
+		leveldb_writebatch_clear(mp->hint_done);
+		mp->hint_done_n = 0;
+	}
+	pthread_mutex_unlock(&mp->hint_mu);
 }
 
 /* Checks the hints of earlier runs on mp (rule 3): removes each file whose

@@ -122,12 +122,15 @@ static void clean_tmp(store_mp_t *mp)
 
 static int gen_init(store_mp_t *mp, buf_t *err);
 
-int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
+int store_mp_open_at(const store_t *s, store_mp_t *mp, const char *path, buf_t *err)
 {
 	char p[STORE_PATH_MAX];
 	char *lerr = NULL;
 
-	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0)
+	mp->hint_done = NULL;
+	mp->hint_done_n = 0;
+	if (pthread_mutex_init(&mp->commit_mu, NULL) != 0 || pthread_mutex_init(&mp->gen_mu, NULL) != 0 ||
+	    pthread_mutex_init(&mp->hint_mu, NULL) != 0)
 		fatalx("pthread_mutex_init");
 	snprintf(mp->path, sizeof(mp->path), "%s", path);
 	bool made = access(path, F_OK) != 0;
@@ -159,11 +162,14 @@ int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err)
 	mp->fault[0] = '\0';
 
 	mp->opts = leveldb_options_create();
-	mp->cache = leveldb_cache_create_lru(8u << 20);
-	mp->bloom = leveldb_filterpolicy_create_bloom(10);
+	mp->cache = leveldb_cache_create_lru((size_t)s->ldb_cache);
+	mp->bloom = s->ldb_bloom_bits ? leveldb_filterpolicy_create_bloom((int)s->ldb_bloom_bits) : NULL;
 	leveldb_options_set_create_if_missing(mp->opts, 1);
 	leveldb_options_set_cache(mp->opts, mp->cache);
-	leveldb_options_set_filter_policy(mp->opts, mp->bloom);
+	if (mp->bloom)
+		leveldb_options_set_filter_policy(mp->opts, mp->bloom);
+	leveldb_options_set_write_buffer_size(mp->opts, (size_t)s->ldb_write_buffer);
+	leveldb_options_set_max_open_files(mp->opts, (int)s->ldb_max_open_files);
 	snprintf(p, sizeof(p), "%s/meta", path);
 	mp->db = leveldb_open(mp->opts, p, &lerr);
 	if (lerr) {
@@ -243,11 +249,26 @@ int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen)
 void store_mp_close(store_mp_t *mp)
 {
 	if (mp->db) {
+		if (mp->hint_done_n) { /* the queued hint deletes (reconcile.c rule 2) */
+			char *err = NULL;
+			leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+			leveldb_write(mp->db, wo, mp->hint_done, &err);
+			leveldb_writeoptions_destroy(wo);
+			if (err) {
+				log_warnx("%s: leveldb write (crash hints done): %s", mp->path, err);
+				leveldb_free(err);
+			}
+		}
 		if (mp->count_snap)
 			leveldb_release_snapshot(mp->db, mp->count_snap);
 		leveldb_close(mp->db);
 	}
+	if (mp->hint_done)
+		leveldb_writebatch_destroy(mp->hint_done);
+	mp->hint_done = NULL;
+	mp->hint_done_n = 0;
 	mp->count_snap = NULL;
+	pthread_mutex_destroy(&mp->hint_mu);
 	pthread_mutex_destroy(&mp->commit_mu);
 	pthread_mutex_destroy(&mp->gen_mu);
 	if (mp->opts)
@@ -273,6 +294,11 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->fsync = c->fsync;
 	s->min_free_bytes = c->min_free_bytes;
 	s->hot = store_hot_new(c->hot_cache, c->hot_object_max);
+	s->atime_ns = (int64_t)c->atime_ms * 1000000LL;
+	s->ldb_cache = c->ldb_cache;
+	s->ldb_write_buffer = c->ldb_write_buffer;
+	s->ldb_bloom_bits = c->ldb_bloom_bits;
+	s->ldb_max_open_files = c->ldb_max_open_files;
 	s->check_ms = c->mp_check_ms;
 	s->tomb_ttl_ns = c->tomb_ttl_ms * 1000000ULL;
 	s->start_ns = time_now_ns();
@@ -296,7 +322,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 				goto out_close;
 			}
 		s->n_mp = i + 1; /* so store_close cleans what was opened */
-		if (store_mp_open_at(&s->mp[i], c->mountpaths[i], err) != AIS_OK)
+		if (store_mp_open_at(s, &s->mp[i], c->mountpaths[i], err) != AIS_OK)
 			goto out_close;
 		s->digests[i] = hrw_digest(c->mountpaths[i], strlen(c->mountpaths[i]));
 		/* The records as of now, for the reconcile thread to count:

@@ -37,7 +37,6 @@
 #define STORE_BREC_FORMAT 1       /* first byte of a bucket record */
 #define STORE_TIDX_FORMAT 1       /* first byte of a tar index */
 #define STORE_OPEN_RETRIES 8      /* store_open_obj: re-reads after a lost race */
-#define STORE_ATIME_LAZY_NS (60LL * 1000000000LL)
 #define STORE_ATIME_QUEUE 4096 /* access times waiting to be written, at most */
 #define STORE_PATH_MAX 1200
 #define STORE_GEN_RESERVE (1ULL << 24) /* gens reserved per LevelDB write */
@@ -66,6 +65,12 @@ typedef struct store_mp {
 	/* Serializes read-modify-write of this mountpath's object records:
 	 * commit, delete, touch, bucket destroy (see write.c). */
 	pthread_mutex_t commit_mu;
+	/* Deletes of crash hints whose files are gone, not written yet
+	 * (reconcile.c rule 2): the next commit batch carries them. Under
+	 * hint_mu, taken after commit_mu when both are. */
+	pthread_mutex_t hint_mu;
+	leveldb_writebatch_t *hint_done;
+	unsigned hint_done_n;
 	_Atomic uint64_t next_gen; /* next file generation to hand out */
 	uint64_t gen0;             /* first generation of this process */
 	/* Generations below gen_limit are reserved for this process: the key
@@ -142,6 +147,9 @@ struct store {
 	uint64_t tidx_tick;
 	size_t tidx_bytes;
 	struct store_hot *hot;   /* hot.c; NULL when store.hot_cache is 0 */
+	int64_t atime_ns;        /* store.atime_interval (atime.c); 0: reads record none */
+	/* each mountpath's LevelDB options (store.leveldb_*) */
+	uint64_t ldb_cache, ldb_write_buffer, ldb_bloom_bits, ldb_max_open_files;
 };
 
 /* Is slot i open (active or detaching)? A faulted slot is not: nothing
@@ -246,7 +254,7 @@ void store_hasher_free(store_hasher_t *h);
  * reservation cannot be persisted. */
 int store_gen_alloc(store_t *s, store_mp_t *mp, uint64_t *gen);
 /* Opens mp at path (directories, LevelDB, generations), or closes it. */
-int store_mp_open_at(store_mp_t *mp, const char *path, buf_t *err);
+int store_mp_open_at(const store_t *s, store_mp_t *mp, const char *path, buf_t *err);
 void store_mp_close(store_mp_t *mp);
 /* The bucket records' slot. */
 static inline store_mp_t *store_bmp(store_t *s) { return &s->mp[atomic_load(&s->bmp)]; }
@@ -268,8 +276,13 @@ void store_reconcile_stop(store_t *s);
 /* Crash hints (reconcile.c rules 1-3): the key of file h.gen; its put or
  * delete added to a batch; written alone with the commit options before a
  * file is renamed into obj/ (AIS_OK, or AIS_ERR with errno as
- * store_db_write); deleted with a lazy write once the file is gone (a
- * failure only logs: start-up looks again). */
+ * store_db_write); deleted once the file is gone, by store_hint_done, which
+ * queues the delete for mp's next commit batch (store_hint_fold adds the
+ * queue to a batch; caller holds mp's commit mutex) or writes the queue
+ * lazily once STORE_HINT_DONE_MAX wait (a lost delete only costs start-up
+ * a lookup: rule 3). */
+#define STORE_HINT_DONE_MAX 64
+void store_hint_fold(store_mp_t *mp, leveldb_writebatch_t *b);
 void store_key_hint(buf_t *k, const char *h, uint64_t gen);
 void store_hint_batch(leveldb_writebatch_t *b, bool put, const char *h, uint64_t gen);
 /* "<32 hex>.<16 hex>" (an object file's name) into h and gen. */

@@ -486,6 +486,7 @@ static int writer_record(store_writer_t *w, store_rec_t *nr)
 	 * unlinked */
 	if (have_old && old.gen != w->gen)
 		store_hint_batch(batch, true, w->h, old.gen);
+	store_hint_fold(mp, batch); /* earlier gens' hints whose files are gone */
 	rc = store_db_write(s, mp, s->wo_commit, batch, "commit");
 	leveldb_writebatch_destroy(batch);
 	if (rc == AIS_OK)

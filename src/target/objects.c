@@ -42,35 +42,42 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
+/* out: >= STORE_CKSUM_HEX_MAX + 2 bytes */
 static void etag_of(const store_meta_t *m, char *out, size_t outsz)
 {
-	if (m->cksum[0])
-		snprintf(out, outsz, "\"%s\"", m->cksum);
-	else
+	size_t n = strnlen(m->cksum, sizeof(m->cksum));
+	if (n) { /* every GET's: no printf */
+		n = MIN(n, outsz - 3);
+		out[0] = '"';
+		memcpy(out + 1, m->cksum, n);
+		out[n + 1] = '"';
+		out[n + 2] = '\0';
+	} else {
 		snprintf(out, outsz, "\"v%llx-%llx\"", (unsigned long long)m->version,
 			 (unsigned long long)m->mtime_ns);
+	}
 }
 
 static void prop_headers(http_req_t *req, const store_meta_t *m)
 {
 	char t[64], etag[96];
-	http_resp_header(req, "Ais-Checksum-Type", "%s", store_cksum_name(m->cksum_type));
+	http_resp_header_str(req, "Ais-Checksum-Type", store_cksum_name(m->cksum_type));
 	if (m->cksum[0])
-		http_resp_header(req, "Ais-Checksum-Value", "%s", m->cksum);
-	http_resp_header(req, "Ais-Version", "%llu", (unsigned long long)m->version);
+		http_resp_header_str(req, "Ais-Checksum-Value", m->cksum);
+	http_resp_header_i64(req, "Ais-Version", (int64_t)m->version);
 	tgt_fmt_time(m->atime_ns ? m->atime_ns : m->mtime_ns, t, sizeof(t));
-	http_resp_header(req, "Ais-Atime", "%s", t);
+	http_resp_header_str(req, "Ais-Atime", t);
 	if (m->custom[0])
-		http_resp_header(req, "Ais-Custom-Md", "%s", m->custom);
+		http_resp_header_str(req, "Ais-Custom-Md", m->custom);
 	time_http_date(m->mtime_ns, t, sizeof(t));
-	http_resp_header(req, "Last-Modified", "%s", t);
-	http_resp_header(req, "Ais-Mtime-Ns", "%lld", (long long)m->mtime_ns);
+	http_resp_header_str(req, "Last-Modified", t);
+	http_resp_header_i64(req, "Ais-Mtime-Ns", m->mtime_ns);
 	if (http_req_has_header(req, TGT_INTRA)) { /* another target's: it compares metadata by when set */
-		http_resp_header(req, TGT_MD_NS, "%lld", (long long)store_md_time(m));
-		http_resp_header(req, TGT_STAMP, "%lld", (long long)store_stamp(m)); /* and writes by stamp */
+		http_resp_header_i64(req, TGT_MD_NS, store_md_time(m));
+		http_resp_header_i64(req, TGT_STAMP, store_stamp(m)); /* and writes by stamp */
 	}
 	etag_of(m, etag, sizeof(etag));
-	http_resp_header(req, "ETag", "%s", etag);
+	http_resp_header_str(req, "ETag", etag);
 }
 
 void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
@@ -112,8 +119,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 		ol_close(req, fd);
 		return;
 	}
-	if (time_now_ns() - m.atime_ns > 60LL * 1000000000LL)
-		store_touch(t->store, names[0].ptr, names[0].len, names[1].ptr, names[1].len, &m);
+	store_touch(t->store, names[0].ptr, names[0].len, names[1].ptr, names[1].len, &m);
 	ol_send(req, fd, start, len);
 }
 

@@ -462,19 +462,28 @@ static bool etag_in(sv_t h, const char *etag)
 	return false;
 }
 
-int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool read)
+/* The header prefix + name of req (no printf: every GET asks for four). */
+static sv_t cond_header(http_req_t *req, const char *prefix, const char *name)
 {
 	char n[64];
+	size_t pl = strlen(prefix), nl = strlen(name);
+	if (!pl)
+		return http_req_header(req, name);
+	if (pl + nl >= sizeof(n))
+		return (sv_t){NULL, 0};
+	memcpy(n, prefix, pl);
+	memcpy(n + pl, name, nl + 1);
+	return http_req_header(req, n);
+}
+
+int ol_conditions(http_req_t *req, const char *etag, int64_t mtime_ns, const char *prefix, bool read)
+{
 	int64_t t;
 	int64_t s = mtime_ns / 1000000000LL;
-	snprintf(n, sizeof(n), "%sIf-Match", prefix);
-	sv_t im = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-None-Match", prefix);
-	sv_t inm = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-Modified-Since", prefix);
-	sv_t ims = http_req_header(req, n);
-	snprintf(n, sizeof(n), "%sIf-Unmodified-Since", prefix);
-	sv_t ius = http_req_header(req, n);
+	sv_t im = cond_header(req, prefix, "If-Match");
+	sv_t inm = cond_header(req, prefix, "If-None-Match");
+	sv_t ims = cond_header(req, prefix, "If-Modified-Since");
+	sv_t ius = cond_header(req, prefix, "If-Unmodified-Since");
 
 	if (im.ptr) {
 		if (!etag_in(im, etag))

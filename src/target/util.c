@@ -72,18 +72,44 @@ void tgt_bucket_json(buf_t *out, const char *name, bool first)
 
 void tgt_fmt_time(int64_t ns, char *out, size_t outsz)
 {
-	time_t s = (time_t)(ns / 1000000000LL);
+	int64_t s = ns / 1000000000LL, frac = ns % 1000000000LL;
 	struct tm tm;
-	gmtime_r(&s, &tm);
-	snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(ns % 1000000000LL));
+	char b[40], *p = b;
+	if (frac < 0)
+		s--, frac += 1000000000LL;
+	time_gmtime(s, &tm);
+	if (!outsz)
+		return;
+	if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
+		snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)frac);
+		return;
+	}
+	/* digit by digit: this is on every GET's answer (Ais-Atime) */
+	p = fmt_digits(p, (uint64_t)tm.tm_year + 1900, 4);
+	*p++ = '-';
+	p = fmt_digits(p, (uint64_t)tm.tm_mon + 1, 2);
+	*p++ = '-';
+	p = fmt_digits(p, (uint64_t)tm.tm_mday, 2);
+	*p++ = 'T';
+	p = fmt_digits(p, (uint64_t)tm.tm_hour, 2);
+	*p++ = ':';
+	p = fmt_digits(p, (uint64_t)tm.tm_min, 2);
+	*p++ = ':';
+	p = fmt_digits(p, (uint64_t)tm.tm_sec, 2);
+	*p++ = '.';
+	p = fmt_digits(p, (uint64_t)frac, 9);
+	*p++ = 'Z';
+	size_t n = MIN((size_t)(p - b), outsz - 1);
+	memcpy(out, b, n);
+	out[n] = '\0';
 }
 
 int tgt_resp_range(http_req_t *req, uint64_t size, const char *ctype, const char *what, uint64_t *start,
 		   uint64_t *len)
 {
-	http_resp_header(req, "Accept-Ranges", "bytes");
-	http_resp_header(req, "Content-Type", "%s", ctype);
+	http_resp_header_str(req, "Accept-Ranges", "bytes");
+	http_resp_header_str(req, "Content-Type", ctype);
 	int r = http_range_parse(http_req_header(req, "Range"), size, start, len);
 	if (r == AIS_ERR) {
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)size);

@@ -121,6 +121,31 @@ START_TEST(test_buf_addf)
 }
 END_TEST
 
+START_TEST(test_buf_addnum)
+{
+	/* the same digits as printf's, at the edges of both ranges */
+	const int64_t iv[] = {0, 1, -1, 9, 10, -10, 99, 100, 1234567890123LL, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+	const uint64_t uv[] = {0, 1, 9, 10, 18446744073709551615ULL, 10000000000000000000ULL};
+	char want[32];
+	for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
+		buf_t b = BUF_INIT;
+		buf_addstr(&b, "x");
+		buf_addi64(&b, iv[i]);
+		snprintf(want, sizeof(want), "x%lld", (long long)iv[i]);
+		ck_assert_str_eq(b.ptr, want);
+		ck_assert_uint_eq(b.len, strlen(want));
+		buf_free(&b);
+	}
+	for (size_t i = 0; i < sizeof(uv) / sizeof(uv[0]); i++) {
+		buf_t b = BUF_INIT;
+		buf_addu64(&b, uv[i]);
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)uv[i]);
+		ck_assert_str_eq(b.ptr, want);
+		buf_free(&b);
+	}
+}
+END_TEST
+
 static void json(buf_t *b, const char *s, size_t n)
 {
 	buf_reset(b);
@@ -969,6 +994,7 @@ static Suite *core_suite(void)
 	tcase_add_test(b, test_buf_growth);
 	tcase_add_test(b, test_buf_add_variants);
 	tcase_add_test(b, test_buf_addf);
+	tcase_add_test(b, test_buf_addnum);
 	tcase_add_test(b, test_buf_json_str);
 	tcase_add_test(b, test_buf_consume);
 	tcase_add_test(b, test_buf_detach);

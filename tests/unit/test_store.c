@@ -1253,6 +1253,71 @@ START_TEST(test_crash_leftovers)
 }
 END_TEST
 
+/* The crash hints ("u" keys) in both mountpaths' LevelDB (store closed). */
+static int count_hints(void)
+{
+	int n = 0;
+	for (int i = 0; i < 2; i++) {
+		char p[1400], *err = NULL;
+		snprintf(p, sizeof(p), "%s/mp%d/meta", g_dir, i);
+		leveldb_options_t *o = leveldb_options_create();
+		leveldb_t *db = leveldb_open(o, p, &err);
+		ck_assert_msg(!err, "leveldb_open: %s", err ? err : "");
+		leveldb_readoptions_t *ro = leveldb_readoptions_create();
+		leveldb_iterator_t *it = leveldb_create_iterator(db, ro);
+		for (leveldb_iter_seek(it, "u", 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+			size_t kl;
+			if (*leveldb_iter_key(it, &kl) != 'u')
+				break;
+			n++;
+		}
+		leveldb_iter_destroy(it);
+		leveldb_readoptions_destroy(ro);
+		leveldb_close(db);
+		leveldb_options_destroy(o);
+	}
+	return n;
+}
+
+/* An overwrite's hint of the replaced gen is deleted by a later commit's
+ * batch, a lazy write of a full queue, or the close: none is left behind
+ * after a clean close, whatever the number of overwrites (below, at and
+ * past STORE_HINT_DONE_MAX), every read returns the last write, and no
+ * replaced file stays. */
+START_TEST(test_hint_deletes_queued)
+{
+	const int rounds[] = {1, 3, STORE_HINT_DONE_MAX, 2 * STORE_HINT_DONE_MAX + 5};
+	for (size_t r = 0; r < sizeof(rounds) / sizeof(rounds[0]); r++) {
+		store_t *s = open_store();
+		if (r == 0)
+			ck_assert_int_eq(store_bucket_create(s, BCK("b"), CKSUM_XXHASH), AIS_OK);
+		char body[32] = "";
+		for (int i = 0; i < rounds[r]; i++) {
+			snprintf(body, sizeof(body), "v%zu.%d", r, i);
+			put_ok(s, "b", i % 2 ? "odd" : "even", body, strlen(body), NULL);
+			check_obj(s, "b", i % 2 ? "odd" : "even", body, strlen(body));
+		}
+		if (rounds[r] > 1) {
+			ck_assert_int_eq(store_delete(s, BCK("b"), "odd", 3), AIS_OK);
+			put_ok(s, "b", "odd", "back", 4, NULL);
+			put_ok(s, "b", "even", "last", 4, NULL); /* its delete queued at the close */
+			check_obj(s, "b", "even", "last", 4);
+		}
+		store_close(s);
+		ck_assert_int_eq(count_hints(), 0);
+		ck_assert_int_eq(count_files("obj"), rounds[r] > 1 ? 2 : 1);
+	}
+	store_t *s = open_store();
+	check_obj(s, "b", "odd", "back", 4);
+	check_obj(s, "b", "even", "last", 4);
+	store_reconcile_wait(s);
+	uint64_t walked, hints;
+	rc_counts(s, &walked, &hints);
+	ck_assert_uint_eq(hints, 0);
+	store_close(s);
+}
+END_TEST
+
 /* ---- fault injection ----------------------------------------------------- */
 
 enum fault_kind {
@@ -1770,6 +1835,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_reopen);
 	tcase_add_test(tc, test_min_free);
 	tcase_add_test(tc, test_crash_leftovers);
+	tcase_add_test(tc, test_hint_deletes_queued);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_mountpath_attach_detach);
 	tcase_add_test(tc, test_hot_cache);

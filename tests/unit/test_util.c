@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aisd/hlc.h"
@@ -161,6 +162,38 @@ START_TEST(test_http_date_format)
 	char small[30];
 	time_http_date(784111777LL * SEC, small, sizeof(small));
 	ck_assert_str_eq(small, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+END_TEST
+
+/* time_gmtime, the lock-free gmtime_r, gives gmtime_r's fields for every
+ * day from 1900 to 2400 (leap centuries both ways) and the seconds at the
+ * edges of days; time_http_date truncates as snprintf. */
+START_TEST(test_gmtime_matches_libc)
+{
+	for (int64_t s = -2208988800LL; s < 13569465600LL; s += 86400 - 1) {
+		for (int64_t d = 0; d < 2; d++) {
+			time_t t = (time_t)(s + d);
+			struct tm a, b;
+			gmtime_r(&t, &a);
+			time_gmtime(s + d, &b);
+			ck_assert_msg(a.tm_year == b.tm_year && a.tm_mon == b.tm_mon && a.tm_mday == b.tm_mday &&
+					      a.tm_hour == b.tm_hour && a.tm_min == b.tm_min && a.tm_sec == b.tm_sec &&
+					      a.tm_wday == b.tm_wday,
+				      "%lld: %d-%d-%d %d:%d:%d wday %d, want %d-%d-%d %d:%d:%d wday %d", (long long)t,
+				      b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min, b.tm_sec, b.tm_wday,
+				      a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min, a.tm_sec, a.tm_wday);
+		}
+	}
+	char out[64], small[10];
+	time_http_date(-1, out, sizeof(out)); /* the second before the epoch */
+	ck_assert_str_eq(out, "Wed, 31 Dec 1969 23:59:59 GMT");
+	time_http_date(784111777LL * SEC, small, sizeof(small));
+	ck_assert_str_eq(small, "Sun, 06 N");
+	char d[8];
+	ck_assert_ptr_eq(fmt_digits(d, 7, 3), d + 3);
+	ck_assert(!memcmp(d, "007", 3));
+	fmt_digits(d, 123456, 4);
+	ck_assert(!memcmp(d, "3456", 4));
 }
 END_TEST
 
@@ -412,6 +445,7 @@ static Suite *util_suite(void)
 	suite_add_tcase(s, num);
 	TCase *tm = tcase_create("time");
 	tcase_add_test(tm, test_http_date_format);
+	tcase_add_test(tm, test_gmtime_matches_libc);
 	tcase_add_test(tm, test_http_date_forms);
 	tcase_add_test(tm, test_http_date_bad);
 	tcase_add_test(tm, test_http_date_round_trip);

@@ -40,7 +40,8 @@
 #
 # Environment: BUILD (build), SCALE_N (10000000), CHECKPOINTS, SIZE (1024),
 # DUR (10), ROUNDS (3), WORKERS (16), HOT (10000), PAGE (10000), FILL_JOBS (2),
-# PLOTDIR, KEEP, TMPDIR.
+# AISD_SET (more "key=value" store settings for the target and the fill,
+# e.g. "store.leveldb_cache=64MiB"), PLOTDIR, KEEP, TMPDIR.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -56,6 +57,8 @@ FILL_JOBS=${FILL_JOBS:-2}
 AISD=$BUILD/aisd
 LOADER=$BUILD/aisloader
 FILL=$BUILD/scaleload
+SET_ARGS=()
+for kv in ${AISD_SET:-}; do SET_ARGS+=(--set "$kv"); done
 # shellcheck source=tools/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 [ -x "$AISD" ] && [ -x "$LOADER" ] && [ -x "$FILL" ] ||
@@ -84,7 +87,7 @@ start_cluster "$TMP" 0 || die "the gateway did not start"
 tgt_start() {
 	rm -f "$T/port"
 	"$AISD" --port "$TPORT" --port-file "$T/port" --dir "$T/node" -m "$T/mp1" -m "$T/mp2" --join "$GW" \
-		--set store.fsync=never --set log.file="$T/aisd.log" >>"$T/stderr" 2>&1 &
+		--set store.fsync=never --set log.file="$T/aisd.log" "${SET_ARGS[@]}" >>"$T/stderr" 2>&1 &
 	TPID=$!
 	PIDS+=("$TPID")
 }
@@ -144,7 +147,7 @@ for cp in "${CPS[@]}"; do
 		n=$((want - HAVE[$b]))
 		[ "$n" -gt 0 ] || continue
 		nice -n 10 "$FILL" -m "$T/mp1" -m "$T/mp2" -b "$b" -f "${HAVE[$b]}" -n "$n" -s "$SIZE" \
-			-j "$FILL_JOBS" >>"$TMP/fill.out" 2>>"$TMP/fill.err" || die "scaleload failed: $(tail -3 "$TMP/fill.err")"
+			-j "$FILL_JOBS" "${SET_ARGS[@]}" >>"$TMP/fill.out" 2>>"$TMP/fill.err" || die "scaleload failed: $(tail -3 "$TMP/fill.err")"
 		HAVE[$b]=$want
 	done
 	t1=$(date +%s.%N)
@@ -188,7 +191,7 @@ for cp in "${CPS[@]}"; do
 	tgt_stop
 	reads=()
 	for r in $(seq "$ROUNDS"); do
-		reads+=("$("$FILL" -m "$T/mp1" -m "$T/mp2" -b big -n "${HAVE[big]}" -s "$SIZE" -j "$WORKERS" -r "$DUR" \
+		reads+=("$("$FILL" -m "$T/mp1" -m "$T/mp2" -b big -n "${HAVE[big]}" -s "$SIZE" -j "$WORKERS" -r "$DUR" "${SET_ARGS[@]}" \
 			2>>"$TMP/fill.err" | sed -n 's/.*"rate":\([0-9.]*\).*/\1/p')")
 		[ -n "${reads[-1]}" ] || die "scaleload -r failed: $(tail -3 "$TMP/fill.err")"
 	done

@@ -8,7 +8,7 @@
  *
  * usage: scaleload -m MOUNTPATH [-m MOUNTPATH...] -b BUCKET -n COUNT
  *                  [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never]
- *                  [-r SECONDS]
+ *                  [-r SECONDS] [--set KEY=VALUE...]
  *
  * Objects FIRST .. FIRST + COUNT - 1 of BUCKET are aisloader's: named
  * obj-%06u, SIZE bytes (default 1024) of aisloader's data pattern
@@ -68,7 +68,8 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: scaleload -m MOUNTPATH [-m MOUNTPATH...] -b BUCKET -n COUNT\n"
-			"                 [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never] [-r SECONDS]\n");
+			"                 [-f FIRST] [-s SIZE] [-j THREADS] [--fsync always|never] [-r SECONDS]\n"
+			"                 [--set KEY=VALUE (an aisd.conf key of the store, e.g. store.leveldb_cache=64MiB)]\n");
 	exit(1);
 }
 
@@ -194,6 +195,17 @@ int main(int argc, char **argv)
 			g.read_s = (double)num(v);
 			if (g.read_s < 1)
 				usage();
+		} else if (!strcmp(a, "--set")) {
+			const char *eq = strchr(v, '=');
+			char key[128];
+			if (!eq || (size_t)(eq - v) >= sizeof(key))
+				usage();
+			memcpy(key, v, (size_t)(eq - v));
+			key[eq - v] = '\0';
+			if (conf_set(c, key, eq + 1, &err) != AIS_OK) {
+				fprintf(stderr, "scaleload: --set %s: %s\n", v, err.ptr ? err.ptr : "bad value");
+				return 2;
+			}
 		} else if (!strcmp(a, "--fsync")) {
 			if (strcmp(v, "always") && strcmp(v, "never"))
 				usage();
