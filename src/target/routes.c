@@ -14,6 +14,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
+#include "aisd/ishard.h"
 #include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
@@ -84,6 +85,8 @@ static int tgt_jobs(http_req_t *req)
 		return jobs_h_runs(req); /* the registry's runs, every kind (jobreg.h) */
 	if (what.ptr && sv_eqstr(what, "copy-bck"))
 		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
+	if (what.ptr && sv_eqstr(what, "ishard"))
+		return jobs_h_kind(req, "ishard"); /* (src/ishard) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -302,6 +305,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			t->reb = reb_new(&t->reb_env);
 			bkj_register(t);
 			xcopy_register(cl, t->store);
+			ishard_register(cl, t->store);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();
@@ -335,6 +339,7 @@ void target_stop(target_t *t)
 	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
 	xcopy_stop();
+	ishard_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);
