@@ -573,7 +573,8 @@ static void list_done(http_req_t *req)
 	}
 }
 
-#define ISHARD_OBJECTS_MAX 2000000 /* names of one listing handed to the targets */
+#define ISHARD_OBJECTS_MAX 500000     /* names of one listing handed to the targets */
+#define ISHARD_SPEC_MAX (60u << 20) /* its JSON (a target's /v1/jobs takes 64 MiB) */
 
 /* I/O pool: lists the source once (every page, list_work's fan-out) into
  * the job's "objects" ([[NAME,SIZE],..], name order), and plans it: a dry
@@ -618,9 +619,14 @@ static void ishard_work(http_req_t *req)
 	json_object_set_new(o->ishard, "objects", objs);
 	if (o->err)
 		return;
-	ishard_plan_t p;
+	ishard_plan_t p = {0};
 	buf_t err = BUF_INIT;
-	if (ishard_plan(o->ishard, &p, &err) != 0) {
+	size_t jlen = json_dumpb(o->ishard, NULL, 0, JSON_COMPACT);
+	if (jlen > ISHARD_SPEC_MAX) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "ishard: the listing is too large to hand to the targets (%zu bytes of names; "
+				  "shard a narrower prefix)", jlen);
+	} else if (ishard_plan(o->ishard, &p, &err) != 0) {
 		o->err = EINVAL;
 		buf_addf(&o->msg, "%s", err.ptr);
 	} else if (json_is_true(json_object_get(o->ishard, "dry_run"))) {
