@@ -27,6 +27,7 @@
 #include "aisd/banned.h"
 
 #define IO_TIMEOUT_MS 120000
+#define RETRY_MS 90000 /* how long a fetch or a PUT is retried while its peer is away (a restart) */
 
 struct irun {
 	char id[JREG_ID_MAX + 1];
@@ -79,28 +80,36 @@ static bool member(struct irun *x, const ishard_member_t *m, FILE *f)
 			;
 		close(fd);
 	} else {
-		cluster_where_t w;
-		cluster_where(icl, sv_from(x->src), (sv_t){m->name, nlen}, true, &w, NULL, 0);
-		if (!w.n || !w.owner_intra[0]) {
-			fail(x, m->name, "no active target holds it");
-			return false;
+		long at = ftell(f);
+		int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
+		char why[200] = "";
+		for (int k = 0;; k++) { /* the holder may be restarting: again, under the map of the moment */
+			cluster_where_t w;
+			cluster_where(icl, sv_from(x->src), (sv_t){m->name, nlen}, true, &w, NULL, 0);
+			buf_t url = BUF_INIT, msg = BUF_INIT;
+			int status = 0, rc = AIS_ERR;
+			if (w.n && w.owner_intra[0]) {
+				buf_addf(&url, "%s/v1/objects/%s/", w.owner_intra, x->src);
+				buf_add_pct(&url, (sv_t){m->name, nlen}, true);
+				s.n = 0;
+				fseek(f, at, SEEK_SET);
+				rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
+			}
+			snprintf(why, sizeof(why), "fetching from %.60s: %d %.120s", w.n ? w.owner_intra : "(no target)",
+				 status, msg.ptr ? msg.ptr : rc == AIS_OK ? "" : strerror(errno));
+			buf_free(&url);
+			buf_free(&msg);
+			if (rc == AIS_OK && status == 200)
+				break;
+			if ((rc == AIS_OK && status < 500) || time_mono_ns() > until ||
+			    atomic_load(&x->abort)) {
+				fail(x, m->name, why);
+				return false;
+			}
+			if (k == 0)
+				log_warnx("ishard %s: %s: %s (trying again)", x->id, m->name, why);
+			usleep(300 * 1000);
 		}
-		buf_t url = BUF_INIT, msg = BUF_INIT;
-		buf_addf(&url, "%s/v1/objects/%s/", w.owner_intra, x->src);
-		buf_add_pct(&url, (sv_t){m->name, nlen}, true);
-		int status = 0;
-		int rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
-		if (rc != AIS_OK || status != 200) {
-			char why[200];
-			snprintf(why, sizeof(why), "fetching from %.60s: %d %.120s", w.owner_intra, status,
-				 msg.ptr ? msg.ptr : strerror(errno));
-			fail(x, m->name, why);
-			s.n = UINT64_MAX;
-		}
-		buf_free(&url);
-		buf_free(&msg);
-		if (s.n == UINT64_MAX)
-			return false;
 	}
 	if (s.n != m->size) {
 		fail(x, m->name, "its size changed since the listing");
@@ -139,34 +148,39 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 	ok = ok && !atomic_load(&x->abort) && fwrite(h.ptr, 1, h.len, f) == h.len && fflush(f) == 0;
 	buf_free(&h);
 	long len = ftell(f);
-	cluster_where_t d;
-	cluster_where(icl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
-	if (ok && (!d.n || !d.owner_intra[0])) {
-		fail(x, name, "no active target holds the destination");
-		ok = false;
-	}
-	if (ok) {
+	int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
+	for (int k = 0; ok; k++) { /* the destination's owner may be restarting: again */
+		cluster_where_t d;
+		cluster_where(icl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
 		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-		buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-		buf_add_pct(&url, sv_from(name), true);
-		int status = 0;
+		int status = 0, rc = AIS_ERR;
 		bool sent = true;
-		int rc = xs_put_file(url.ptr, NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+		if (d.n && d.owner_intra[0]) {
+			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
+			buf_add_pct(&url, sv_from(name), true);
+			rc = xs_put_file(url.ptr, NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+		}
+		char why[200];
+		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
+			 msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
+		buf_free(&url);
+		buf_free(&rh);
+		buf_free(&msg);
 		if (rc == AIS_OK && status == 200) {
 			pthread_mutex_lock(&x->mu);
 			x->st.moved++;
 			x->st.moved_bytes += (uint64_t)len;
 			x->st.walked += files;
 			pthread_mutex_unlock(&x->mu);
-		} else {
-			char why[200];
-			snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
-				 msg.ptr ? msg.ptr : "no answer");
-			fail(x, name, why);
+			break;
 		}
-		buf_free(&url);
-		buf_free(&rh);
-		buf_free(&msg);
+		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->abort)) {
+			fail(x, name, why);
+			break;
+		}
+		if (k == 0)
+			log_warnx("ishard %s: %s: %s (trying again)", x->id, name, why);
+		usleep(300 * 1000);
 	}
 	fclose(f);
 }
