@@ -183,6 +183,11 @@ bench-scale: deps all $(BUILD)/scaleload
 bench-rebalance: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 
+# ishard in the cluster vs python3 -m aisd.shard on a client (N, SIZE).
+bench-ishard: deps all
+	$(Q)d=$$(mktemp -d) && AISD_BIN=$(BUILD)/aisd AISCTL=$(BUILD)/aisctl AISD_DIR=$$d \
+		/usr/bin/python3 tools/bench/ishard.py; rc=$$?; rm -rf $$d; exit $$rc
+
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
 BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh tools/bench/locality.sh
 

@@ -118,6 +118,18 @@ static const struct cli_opt opts_bucket_cp[] = {
 	{0},
 };
 
+static const struct cli_opt opts_ishard[] = {
+	{"shard-size", 0, "SIZE", "at most SIZE bytes of tar per shard: 64MiB, 1GiB (default 64MiB)"},
+	{"template", 0, "TPL", "shard names: shard-%06d.tar or shard-{0000..9999}.tar (default shard-%06d.tar)"},
+	{"prefix", 0, "PREFIX", "shard only the objects whose names start with PREFIX"},
+	{"ext", 0, ".A,.B", "the extensions a sample needs (others are left out)"},
+	{"regex", 0, "REGEX", "the sample key: the regex's first group (default: the name up to its basename's first dot)"},
+	{"missing", 0, "skip|fail|list", "a sample lacking an --ext: left out, fail the job, or left out and listed"},
+	{"shuffle", 0, "SEED", "shuffle the samples' order (the same SEED, the same order)"},
+	{"dry-run", 0, NULL, "print the plan (shards, sizes, samples per shard, skipped files), write nothing"},
+	{0},
+};
+
 static const struct cli_opt opts_job_show[] = {
 	{"all", 0, NULL, "every run, the finished ones too (the last 100 of each kind per target)"},
 	{0},
@@ -143,6 +155,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{"bucket cp", "SRC DST",
 	 "copy a bucket's objects into another bucket inside the cluster (a job: aisctl job wait ID)", opts_bucket_cp,
 	 2, 2, cli_bucket_cp, false},
+	{"ishard", "SRC DST",
+	 "pack a bucket's loose files into tar shards of another bucket, samples never split (a job: aisctl job wait ID)",
+	 opts_ishard, 2, 2, cli_ishard, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,

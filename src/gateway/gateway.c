@@ -32,6 +32,7 @@
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
+#include "aisd/ishard.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -98,6 +99,9 @@ struct bop {
 	bool cached_only;  /* a remote bucket's cached copies only (TGT_LS_CACHED) */
 	json_t *missing;   /* the targets not heard from, when the page may lack names */
 	buf_t out;
+	/* ishard */
+	json_t *ishard;    /* the job's value (owned): the listing goes in it */
+	char to[NAME_BUCKET_MAX + 1];
 };
 
 static void bop_cleanup(void *arg)
@@ -107,6 +111,7 @@ static void bop_cleanup(void *arg)
 	buf_free(&o->out);
 	json_decref(o->value);
 	json_decref(o->patch);
+	json_decref(o->ishard);
 	json_decref(o->missing);
 }
 
@@ -568,6 +573,89 @@ static void list_done(http_req_t *req)
 	}
 }
 
+#define ISHARD_OBJECTS_MAX 500000     /* names of one listing handed to the targets */
+#define ISHARD_SPEC_MAX (60u << 20) /* its JSON (a target's /v1/jobs takes 64 MiB) */
+
+/* I/O pool: lists the source once (every page, list_work's fan-out) into
+ * the job's "objects" ([[NAME,SIZE],..], name order), and plans it: a dry
+ * run's answer is the plan's summary, else the plan is the targets' to
+ * compute again from the same listing (ishard.h). */
+static void ishard_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	json_t *objs = json_array(), *lv = json_object_get(o->value, "value");
+	json_t *pf = json_object_get(o->ishard, "prefix");
+	json_object_set_new(lv, "prefix", json_string(pf ? json_string_value(pf) : ""));
+	json_object_set_new(lv, "props", json_string("name,size"));
+	json_object_set_new(lv, "pagesize", json_integer(LIST_PAGE_MAX));
+	o->pagesize = LIST_PAGE_MAX;
+	for (;;) {
+		o->out.len = 0;
+		list_work(req);
+		if (o->err)
+			break;
+		json_t *doc = json_loadb(o->out.ptr ? o->out.ptr : "", o->out.len, 0, NULL), *e;
+		size_t i;
+		json_array_foreach(json_object_get(doc, "entries"), i, e) {
+			json_t *nm = json_object_get(e, "name"), *sz = json_object_get(e, "size");
+			if (json_is_string(nm))
+				json_array_append_new(objs, json_pack("[O,I]", nm, json_integer_value(sz)));
+		}
+		const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
+		bool more = tok && *tok && json_array_size(json_object_get(doc, "entries"));
+		if (more)
+			json_object_set_new(lv, "continuation_token", json_string(tok));
+		json_decref(doc);
+		if (json_array_size(objs) > ISHARD_OBJECTS_MAX) {
+			o->err = EINVAL;
+			buf_addf(&o->msg, "ishard: more than %d objects under the prefix (shard a narrower prefix)",
+				 ISHARD_OBJECTS_MAX);
+			break;
+		}
+		if (!more)
+			break;
+	}
+	o->out.len = 0;
+	json_object_set_new(o->ishard, "objects", objs);
+	if (o->err)
+		return;
+	ishard_plan_t p = {0};
+	buf_t err = BUF_INIT;
+	size_t jlen = json_dumpb(o->ishard, NULL, 0, JSON_COMPACT);
+	if (jlen > ISHARD_SPEC_MAX) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "ishard: the listing is too large to hand to the targets (%zu bytes of names; "
+				  "shard a narrower prefix)", jlen);
+	} else if (ishard_plan(o->ishard, &p, &err) != 0) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "%s", err.ptr);
+	} else if (json_is_true(json_object_get(o->ishard, "dry_run"))) {
+		json_t *sum = json_object();
+		ishard_plan_summary(&p, sum);
+		char *js = json_dumps(sum, JSON_COMPACT);
+		buf_addstr(&o->out, js);
+		free(js);
+		json_decref(sum);
+	}
+	ishard_plan_free(&p);
+	buf_free(&err);
+}
+
+static void ishard_done(http_req_t *req)
+{
+	struct bop *o = req->state;
+	if (o->err == EINVAL && o->msg.len && !strncmp(o->msg.ptr, "ishard", 6)) {
+		http_resp_error(req, 400, "%s", o->msg.ptr);
+	} else if (o->err) {
+		list_done(req);
+	} else if (o->out.len) { /* the dry run's plan */
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send_buf(req, &o->out);
+	} else {
+		start_bucket_job(req, "ishard", o->name, o->ishard, o->to);
+	}
+}
+
 static void list_buckets(http_req_t *req, const bmd_t *b)
 {
 	buf_t out = BUF_INIT;
@@ -729,6 +817,36 @@ static int gw_buckets(http_req_t *req)
 				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, "copy-bck")) {
 				start_bucket_job(req, "copy-bck", o->name, value, dst);
 			}
+			break;
+		}
+		if (action && !strcmp(action, "ishard")) {
+			/* the gateway lists SRC once; every target plans from that
+			 * listing and builds the shards it owns (src/ishard) */
+			sv_t to = {"", 0};
+			http_query_get(req, "bck_to", &to);
+			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
+			cluster_read_lock(cl, NULL, &b);
+			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
+			cluster_read_unlock(cl);
+			buf_t err = BUF_INIT;
+			if (!bk) {
+				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(o->to, o->name)) {
+				http_resp_error(req, 400, "ishard wants ?bck_to=DST, a bucket other than \"%s\"", o->name);
+			} else if (!dst_ok) {
+				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", o->to);
+			} else if (!json_is_object(value) || json_object_get(value, "objects")) {
+				http_resp_error(req, 400, "ishard: value wants {\"shard_size\":BYTES,\"template\":\"shard-%%06d.tar\", "
+							  "\"prefix\",\"ext\",\"regex\",\"missing\",\"shuffle\",\"dry_run\"}");
+			} else if (ishard_spec_check(value, &err) != 0) {
+				http_resp_error(req, 400, "%s", err.ptr);
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "ishard") &&
+				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "ishard")) {
+				o->ishard = json_deep_copy(value);
+				o->value = json_pack("{s:s,s:{}}", "action", "list", "value");
+				http_offload_net(req, ishard_work, ishard_done);
+			}
+			buf_free(&err);
 			break;
 		}
 		if (action && !strcmp(action, "ec-encode")) {

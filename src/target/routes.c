@@ -14,6 +14,7 @@
 #include "aisd/httpc.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
+#include "aisd/ishard.h"
 #include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
@@ -54,7 +55,8 @@ static const http_route_t routes[] = {
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
 	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
-	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096, tgt_jobs,
+	/* (64 MiB: an ishard start carries the gateway's listing, ishard.h) */
+	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, tgt_jobs,
 	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}; "
 	 "?list|kind|id|all: the runs of every kind, PUT {\"action\":\"stop\",\"id\"|\"kind\"}", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
@@ -84,6 +86,8 @@ static int tgt_jobs(http_req_t *req)
 		return jobs_h_runs(req); /* the registry's runs, every kind (jobreg.h) */
 	if (what.ptr && sv_eqstr(what, "copy-bck"))
 		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
+	if (what.ptr && sv_eqstr(what, "ishard"))
+		return jobs_h_kind(req, "ishard"); /* (src/ishard) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -302,6 +306,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			t->reb = reb_new(&t->reb_env);
 			bkj_register(t);
 			xcopy_register(cl, t->store);
+			ishard_register(cl, t->store);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();
@@ -335,6 +340,7 @@ void target_stop(target_t *t)
 	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
 	xcopy_stop();
+	ishard_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);

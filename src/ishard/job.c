@@ -1,0 +1,354 @@
+/*
+ * job.c - the ishard job of a target (kind "ishard"; ishard.h has the
+ * rules): the plan computed from the listing the gateway handed every
+ * target, and each shard this target owns in DST built into a temporary
+ * file (members read from the store, or fetched from their owners) and
+ * PUT to DST's owner as a client's write. Runs go on at once, each on its
+ * own thread, with progress and stop.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/cluster.h"
+#include "aisd/ishard.h"
+#include "aisd/jobreg.h"
+#include "aisd/log.h"
+#include "aisd/names.h"
+#include "aisd/status.h"
+#include "aisd/tarw.h"
+#include "aisd/util.h"
+#include "aisd/xp.h"
+#include "aisd/banned.h"
+
+#define IO_TIMEOUT_MS 120000
+#define RETRY_MS 90000 /* how long a fetch or a PUT is retried while its peer is away (a restart) */
+
+struct irun {
+	char id[JREG_ID_MAX + 1];
+	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
+	json_t *spec;
+	pthread_mutex_t mu; /* st */
+	job_stats_t st;
+	atomic_bool abort;
+	struct irun *next;
+};
+
+static struct cluster *icl;
+static store_t *istore;
+static pthread_mutex_t runs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct irun *runs; /* under runs_mu */
+static atomic_bool stopping;
+
+static void fail(struct irun *x, const char *name, const char *why)
+{
+	pthread_mutex_lock(&x->mu);
+	x->st.errors++;
+	snprintf(x->st.last_error, sizeof(x->st.last_error), "%.100s: %.140s", name, why);
+	pthread_mutex_unlock(&x->mu);
+}
+
+struct sink {
+	FILE *f;
+	uint64_t n;
+};
+
+static int sink_write(void *arg, const char *p, size_t n)
+{
+	struct sink *s = arg;
+	s->n += n;
+	return fwrite(p, 1, n, s->f) == n ? AIS_OK : AIS_ERR;
+}
+
+/* Appends member m's data to f: from the store when held here, else
+ * from its owner. false (x's error set) when its bytes differ in size. */
+static bool member(struct irun *x, const ishard_member_t *m, FILE *f)
+{
+	size_t nlen = strlen(m->name);
+	store_meta_t meta;
+	int fd;
+	struct sink s = {f, 0};
+	if (store_open_obj(istore, x->src, strlen(x->src), m->name, nlen, &fd, &meta) == AIS_OK) {
+		char b[65536];
+		ssize_t r;
+		while ((r = read(fd, b, sizeof(b))) > 0 && sink_write(&s, b, (size_t)r) == AIS_OK)
+			;
+		close(fd);
+	} else {
+		long at = ftell(f);
+		int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
+		char why[200] = "";
+		for (int k = 0;; k++) { /* the holder may be restarting: again, under the map of the moment */
+			cluster_where_t w;
+			cluster_where(icl, sv_from(x->src), (sv_t){m->name, nlen}, true, &w, NULL, 0);
+			buf_t url = BUF_INIT, msg = BUF_INIT;
+			int status = 0, rc = AIS_ERR;
+			if (w.n && w.owner_intra[0]) {
+				buf_addf(&url, "%s/v1/objects/%s/", w.owner_intra, x->src);
+				buf_add_pct(&url, (sv_t){m->name, nlen}, true);
+				s.n = 0;
+				fseek(f, at, SEEK_SET);
+				rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
+			}
+			snprintf(why, sizeof(why), "fetching from %.60s: %d %.120s", w.n ? w.owner_intra : "(no target)",
+				 status, msg.ptr ? msg.ptr : rc == AIS_OK ? "" : strerror(errno));
+			buf_free(&url);
+			buf_free(&msg);
+			if (rc == AIS_OK && status == 200)
+				break;
+			if ((rc == AIS_OK && status < 500) || time_mono_ns() > until ||
+			    atomic_load(&x->abort)) {
+				fail(x, m->name, why);
+				return false;
+			}
+			if (k == 0)
+				log_warnx("ishard %s: %s: %s (trying again)", x->id, m->name, why);
+			usleep(300 * 1000);
+		}
+	}
+	if (s.n != m->size) {
+		fail(x, m->name, "its size changed since the listing");
+		return false;
+	}
+	return true;
+}
+
+/* Builds shard i of p and PUTs it to DST's owner. */
+static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *name)
+{
+	const ishard_shard_t *sh = &p->shards[i];
+	FILE *f = tmpfile();
+	if (!f) {
+		fail(x, name, "cannot make a temporary file");
+		return;
+	}
+	buf_t h = BUF_INIT;
+	bool ok = true;
+	uint64_t files = 0;
+	for (size_t k = 0; k < sh->n && ok && !atomic_load(&x->abort); k++) {
+		const ishard_sample_t *s = &p->samples[p->order[sh->first + k]];
+		for (size_t j = 0; j < s->n && ok; j++) {
+			const ishard_member_t *m = &p->members[s->first + j];
+			h.len = 0;
+			tarw_header(&h, m->name, strlen(m->name), m->size, 0);
+			ok = fwrite(h.ptr, 1, h.len, f) == h.len && member(x, m, f);
+			h.len = 0;
+			tarw_pad(&h, m->size);
+			ok = ok && fwrite(h.ptr, 1, h.len, f) == h.len;
+			files++;
+		}
+	}
+	h.len = 0;
+	tarw_end(&h);
+	ok = ok && !atomic_load(&x->abort) && fwrite(h.ptr, 1, h.len, f) == h.len && fflush(f) == 0;
+	buf_free(&h);
+	long len = ftell(f);
+	int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
+	for (int k = 0; ok; k++) { /* the destination's owner may be restarting: again */
+		cluster_where_t d;
+		cluster_where(icl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
+		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
+		int status = 0, rc = AIS_ERR;
+		bool sent = true;
+		if (d.n && d.owner_intra[0]) {
+			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
+			buf_add_pct(&url, sv_from(name), true);
+			rc = xs_put_file(url.ptr, NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+		}
+		char why[200];
+		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
+			 msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
+		buf_free(&url);
+		buf_free(&rh);
+		buf_free(&msg);
+		if (rc == AIS_OK && status == 200) {
+			pthread_mutex_lock(&x->mu);
+			x->st.moved++;
+			x->st.moved_bytes += (uint64_t)len;
+			x->st.walked += files;
+			pthread_mutex_unlock(&x->mu);
+			break;
+		}
+		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->abort)) {
+			fail(x, name, why);
+			break;
+		}
+		if (k == 0)
+			log_warnx("ishard %s: %s: %s (trying again)", x->id, name, why);
+		usleep(300 * 1000);
+	}
+	fclose(f);
+}
+
+static void *run(void *arg)
+{
+	struct irun *x = arg;
+	ishard_plan_t p;
+	buf_t err = BUF_INIT;
+	char name[ISHARD_NAME_MAX + 1];
+	log_set_action("ishard");
+	if (ishard_plan(x->spec, &p, &err) != 0) {
+		fail(x, x->src, err.ptr ? err.ptr : "bad spec");
+	} else {
+		/* both buckets in the BMD (a resumed run may start before it came) */
+		for (int k = 0; k < 150 && !atomic_load(&x->abort); k++) {
+			cluster_where_t a, b;
+			cluster_where(icl, sv_from(x->src), SV("x"), true, &a, NULL, 0);
+			cluster_where(icl, sv_from(x->dst), SV("x"), true, &b, NULL, 0);
+			if (a.bucket && b.bucket)
+				break;
+			usleep(200 * 1000);
+		}
+		size_t mine = 0;
+		for (size_t i = 0; i < p.nshards; i++) {
+			cluster_where_t d;
+			ishard_name(p.tpl, i, name);
+			cluster_where(icl, sv_from(x->dst), sv_from(name), true, &d, NULL, 0);
+			mine += d.self == 0;
+		}
+		pthread_mutex_lock(&x->mu);
+		x->st.total = mine;
+		pthread_mutex_unlock(&x->mu);
+		for (size_t i = 0; i < p.nshards && !atomic_load(&x->abort); i++) {
+			cluster_where_t d;
+			ishard_name(p.tpl, i, name);
+			cluster_where(icl, sv_from(x->dst), sv_from(name), true, &d, NULL, 0);
+			if (d.self == 0)
+				shard(x, &p, i, name);
+		}
+		ishard_plan_free(&p);
+	}
+	buf_free(&err);
+	xs_release();
+	pthread_mutex_lock(&x->mu);
+	x->st.state = atomic_load(&x->abort) ? JOB_ABORTED : x->st.errors ? JOB_FAILED : JOB_DONE;
+	x->st.end_ns = time_now_ns();
+	job_stats_t fin = x->st;
+	pthread_mutex_unlock(&x->mu);
+	log_info("ishard %s %s -> %s: %s: %llu shards (%llu bytes) of %llu, %llu files, %llu errors", x->id, x->src,
+		 x->dst, job_state_name(fin.state), (unsigned long long)fin.moved, (unsigned long long)fin.moved_bytes,
+		 (unsigned long long)fin.total, (unsigned long long)fin.walked, (unsigned long long)fin.errors);
+	if (!atomic_load(&stopping))
+		jreg_end(x->id, &fin);
+	pthread_mutex_lock(&runs_mu);
+	for (struct irun **q = &runs; *q; q = &(*q)->next)
+		if (*q == x) {
+			*q = x->next;
+			break;
+		}
+	pthread_mutex_unlock(&runs_mu);
+	pthread_mutex_destroy(&x->mu);
+	json_decref(x->spec);
+	free(x);
+	httpc_sync_release();
+	return NULL;
+}
+
+/* The registry's start: the gateway's spec (ishard.h), with "bucket",
+ * "to" and the listing "objects". */
+static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
+{
+	(void)arg;
+	(void)resume;
+	const char *src = json_string_value(json_object_get(spec, "bucket"));
+	const char *dst = json_string_value(json_object_get(spec, "to"));
+	if (!src || !dst || !name_bucket_valid(src, strlen(src)) || !name_bucket_valid(dst, strlen(dst)) ||
+	    !strcmp(src, dst) || !json_is_array(json_object_get(spec, "objects"))) {
+		buf_addstr(err, "ishard: value wants \"bucket\":SRC,\"to\":DST (another bucket) and the listing");
+		return 400;
+	}
+	int rc = ishard_spec_check(spec, err);
+	if (rc)
+		return rc;
+	struct irun *x = xcalloc(1, sizeof(*x));
+	snprintf(x->id, sizeof(x->id), "%s", id);
+	snprintf(x->src, sizeof(x->src), "%s", src);
+	snprintf(x->dst, sizeof(x->dst), "%s", dst);
+	x->spec = json_deep_copy(spec);
+	json_object_del(x->spec, "id");
+	pthread_mutex_init(&x->mu, NULL);
+	x->st.state = JOB_RUNNING;
+	x->st.start_ns = time_now_ns();
+	x->st.runs = 1;
+	jreg_begin("ishard", id, src, x->spec);
+	pthread_mutex_lock(&runs_mu);
+	x->next = runs;
+	runs = x;
+	pthread_mutex_unlock(&runs_mu);
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &a, run, x);
+	pthread_attr_destroy(&a);
+	if (rc != 0) {
+		pthread_mutex_lock(&runs_mu);
+		runs = x->next;
+		pthread_mutex_unlock(&runs_mu);
+		x->st.state = JOB_FAILED;
+		snprintf(x->st.last_error, sizeof(x->st.last_error), "cannot start a thread");
+		jreg_end(id, &x->st);
+		pthread_mutex_destroy(&x->mu);
+		json_decref(x->spec);
+		free(x);
+		buf_addstr(err, "cannot start a thread");
+		return 503;
+	}
+	return 0;
+}
+
+static void kind_stop(void *arg, const char *id)
+{
+	(void)arg;
+	pthread_mutex_lock(&runs_mu);
+	for (struct irun *x = runs; x; x = x->next)
+		if (!id || !strcmp(id, x->id))
+			atomic_store(&x->abort, true);
+	pthread_mutex_unlock(&runs_mu);
+}
+
+static bool kind_progress(void *arg, const char *id, job_stats_t *out)
+{
+	(void)arg;
+	bool found = false;
+	pthread_mutex_lock(&runs_mu);
+	for (struct irun *x = runs; x && !found; x = x->next)
+		if (!strcmp(id, x->id)) {
+			pthread_mutex_lock(&x->mu);
+			*out = x->st;
+			pthread_mutex_unlock(&x->mu);
+			found = true;
+		}
+	pthread_mutex_unlock(&runs_mu);
+	return found;
+}
+
+static const jreg_kind_t kind = {
+	.name = "ishard", .start = kind_start, .stop = kind_stop, .progress = kind_progress, .resumes = true};
+
+void ishard_register(struct cluster *cl, store_t *store)
+{
+	icl = cl;
+	istore = store;
+	atomic_store(&stopping, false);
+	jreg_register(&kind);
+}
+
+void ishard_stop(void)
+{
+	atomic_store(&stopping, true);
+	kind_stop(NULL, NULL);
+	for (int k = 0; k < 300; k++) {
+		pthread_mutex_lock(&runs_mu);
+		bool r = runs != NULL;
+		pthread_mutex_unlock(&runs_mu);
+		if (!r)
+			break;
+		usleep(10000);
+	}
+}
