@@ -22,7 +22,10 @@
  *     the stripes of its range instead (ec_read_range: a sparse temporary
  *     file with those bytes at their offsets).
  *  4. ol_delete removes every copy and, in an erasure-coded bucket, every
- *     slice on every active target.
+ *     slice on every active target. A client's delete of an object whose
+ *     copy or slice was on this target before its tombstone is not a 404,
+ *     even when a rebalance walk, acting on that tombstone, dropped the
+ *     other copies and slices before the delete's own calls reached them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -559,10 +562,19 @@ int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 	/* a client's delete: a copy it misses (its target is away) must not come
 	 * back; stamped after the copy here, whatever clock stamped that */
 	int64_t stamp = 0;
+	bmd_props_t bp;
+	bool had = false; /* a copy or a slice here before the tombstone */
 	if (all && t->base.cl) {
 		store_meta_t m;
-		if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) == AIS_OK)
+		char sb[24];
+		if (store_lookup(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &m) == AIS_OK) {
 			hlc_observe(store_stamp(&m));
+			had = true;
+		}
+		if (!had && ec_props(t, bck, &bp) && bp.ec_enabled) {
+			ec_slice_bucket(bck.ptr, bck.len, sb);
+			had = store_lookup(t->store, sb, strlen(sb), obj.ptr, obj.len, &m) == AIS_OK;
+		}
 		stamp = hlc_now();
 		ol_tombstone(t, bck, obj, stamp);
 	}
@@ -584,11 +596,13 @@ int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 		}
 		buf_free(&missed);
 	}
-	bmd_props_t bp;
 	if (all && t->base.cl && ec_props(t, bck, &bp) && bp.ec_enabled &&
 	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0 && err == ENOENT)
 		err = 0; /* every slice of an erasure-coded object goes too */
-	if (err == ENOENT && remote_had)
+	/* the tombstone here lets a rebalance or a repair drop the copies and
+	 * slices before the calls above reach them (ecrepair.c rule 6): what
+	 * was here before it says the object existed, whatever they answer */
+	if (err == ENOENT && (remote_had || had))
 		err = 0;
 	if (err) {
 		errno = err;
