@@ -170,6 +170,9 @@ static const struct key keys[] = {
 	{"log.level", K_STR, S(log_level), "info", "debug, info, warn or error"},
 	{"debug.clock_offset", K_STR, S(clock_offset), "0",
 	 "test hook: shift this node's wall clock by [+|-]DURATION (e.g. -10m), to test a cluster whose clocks disagree"},
+	{"debug.delete_pause", K_MS, N(delete_pause_ms), "0",
+	 "test hook: a client's delete waits this long on the target serving it after its tombstones are placed, "
+	 "before it deletes the slices of an erasure-coded object (0: none)"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},

@@ -596,6 +596,8 @@ int ol_delete_msg(target_t *t, sv_t bck, sv_t obj, bool all, buf_t *why)
 		}
 		buf_free(&missed);
 	}
+	if (all && t->base.cl && t->conf->delete_pause_ms) /* debug.delete_pause: a test hook */
+		usleep((useconds_t)MIN(t->conf->delete_pause_ms, 60000) * 1000);
 	if (all && t->base.cl && ec_props(t, bck, &bp) && bp.ec_enabled &&
 	    ec_delete_slices(t, bck.ptr, bck.len, obj.ptr, obj.len, stamp) > 0 && err == ENOENT)
 		err = 0; /* every slice of an erasure-coded object goes too */
