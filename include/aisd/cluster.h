@@ -223,7 +223,7 @@ typedef struct cluster_lsfan {
 	char (*ids)[CMAP_ID_MAX + 1];   /* calls[i]'s target */
 	char (*urls)[CMAP_URL_MAX + 1]; /* its intra-cluster URL */
 	bool *gone;                     /* after the call: calls[i] had no answer */
-	bool *optional;                 /* calls[i] is to a target in maintenance or decommissioning */
+	bool *optional;                 /* calls[i] is to a target in maintenance or decommissioning (named so when missing) */
 	size_t n;
 	size_t copies;                  /* the bucket's (place_copies) */
 	bool remote;                    /* every target lists the remote's page */

@@ -12,8 +12,9 @@
  *     its objects were never moved off, and a rebalance cannot read them
  *     from a node that is down. A target in maintenance or decommissioning
  *     still holds what was not drained (all of it without a drain): it is
- *     asked too, and left out when it does not answer (an administrator
- *     took it out; its objects cannot be read either).
+ *     asked too, and is missing when it does not answer, as an active one
+ *     (the gateway cannot tell that a drain left it empty; being taken
+ *     out by an administrator does not make its objects any less there).
  *  2. Every object of a bucket has place_copies(props) copies on distinct
  *     targets (the rebalance deletes a copy only once every new holder has
  *     it). So while fewer targets are missing than that, every object has
@@ -80,8 +81,8 @@ void cluster_lsfan_call(cluster_lsfan_t *f)
 	for (size_t i = 0; i < f->n; i++) {
 		f->gone[i] = f->calls[i].status == 0;
 		answered += !f->gone[i];
-		if (f->gone[i] && !f->optional[i])
-			add_missing(f, f->ids[i], "no answer");
+		if (f->gone[i])
+			add_missing(f, f->ids[i], f->optional[i] ? "in maintenance, no answer" : "no answer");
 	}
 	if (f->remote) { /* rule 3 */
 		f->incomplete = f->n && !answered;

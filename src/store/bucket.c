@@ -2,11 +2,26 @@
  * bucket.c - the target's local bucket records: create, get, list, destroy.
  *
  * A bucket is the key "b" + name in the LevelDB of mountpath 0, with a small
- * versioned record (format byte, checksum type, creation time). Create is
- * atomic with respect to other creates (mountpath 0's commit mutex). Destroy
- * removes the bucket key first, so that no new write can commit into it
- * (write.c rule 7), then every record and file of the bucket on every
- * mountpath, a chunk at a time under each mountpath's commit mutex.
+ * versioned record (format byte, checksum type, creation time), written on
+ * every mountpath. Create is atomic with respect to other creates
+ * (bucket_mu).
+ *
+ * Destroy rules (crash safety):
+ *  1. A destroy first writes, in one batch on every mountpath, the removal
+ *     of the bucket key and a destroy mark "X" + name. From then on no new
+ *     write can commit into the bucket (write.c rule 7) and the bucket does
+ *     not exist for any read, so its old objects are gone for clients at
+ *     once, crash or not.
+ *  2. Then every record and file of the bucket is removed on every
+ *     mountpath, a chunk at a time under each mountpath's commit mutex (the
+ *     files through crash hints: reconcile.c rule 2), and only then is the
+ *     mark deleted. The removal holds destroy_mu.
+ *  3. A mark found at start-up (a crash cut the removal) is finished by the
+ *     reconcile thread in the background (store_bucket_destroy_resume).
+ *  4. A create of a name that still has a mark finishes the removal first
+ *     (taking destroy_mu, so it waits for one in progress) and then puts
+ *     the bucket key and deletes the mark in one batch: a bucket created
+ *     again never sees an object of the one destroyed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +48,14 @@ static int brec_decode(const char *v, size_t n, store_bucket_t *out)
 	out->cksum_type = (enum store_cksum)p[1];
 	out->created_ns = (int64_t)t;
 	return AIS_OK;
+}
+
+/* The destroy mark of a bucket (rule 1). */
+static void key_mark(buf_t *k, const char *bck, size_t blen)
+{
+	buf_reset(k);
+	buf_addch(k, 'X');
+	buf_add(k, bck, blen);
 }
 
 int store_bucket_get(store_t *s, const char *bck, size_t blen, store_bucket_t *out)
@@ -78,9 +101,10 @@ static int bucket_db_write(store_t *s, leveldb_writebatch_t *wb, const char *wha
 	return rc;
 }
 
-/* Writes the bucket record (caller holds bucket_mu). */
+/* Writes the bucket record, and deletes its destroy mark in the same batch
+ * when unmark (rule 4). Caller holds bucket_mu. */
 static int brec_put(store_t *s, const char *bck, size_t blen, enum store_cksum cksum, int64_t created_ns,
-		    const char *what)
+		    bool unmark, const char *what)
 {
 	buf_t k = BUF_INIT;
 	unsigned char v[10];
@@ -92,11 +116,18 @@ static int brec_put(store_t *s, const char *bck, size_t blen, enum store_cksum c
 	store_key_bucket(&k, bck, blen);
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
 	leveldb_writebatch_put(wb, k.ptr, k.len, (const char *)v, sizeof(v));
+	if (unmark) {
+		key_mark(&k, bck, blen);
+		leveldb_writebatch_delete(wb, k.ptr, k.len);
+	}
 	int rc = bucket_db_write(s, wb, what);
 	leveldb_writebatch_destroy(wb);
 	buf_free(&k);
 	return rc;
 }
+
+static int bucket_marked(store_t *s, const char *bck, size_t blen);
+static int destroy_objects(store_t *s, const char *bck, size_t blen, const atomic_bool *stop);
 
 /* create (must not exist) or set (must exist: keeps its creation time). */
 static int bucket_write(store_t *s, const char *bck, size_t blen, enum store_cksum cksum, bool create)
@@ -108,16 +139,33 @@ static int bucket_write(store_t *s, const char *bck, size_t blen, enum store_cks
 		errno = EINVAL;
 		return AIS_ERR;
 	}
+again:;
+	int marked = create ? bucket_marked(s, bck, blen) : 0;
+	if (marked < 0)
+		return AIS_ERR;
+	if (marked) { /* rule 4: finish the old removal first */
+		pthread_mutex_lock(&s->destroy_mu);
+		if (destroy_objects(s, bck, blen, NULL) != AIS_OK) {
+			pthread_mutex_unlock(&s->destroy_mu);
+			return AIS_ERR;
+		}
+	}
 	pthread_mutex_lock(&s->bucket_mu);
 	if (store_bucket_get(s, bck, blen, &b) == AIS_OK) {
 		if (create)
 			errno = EEXIST;
 		else
-			rc = brec_put(s, bck, blen, cksum, b.created_ns, "set bucket checksum");
+			rc = brec_put(s, bck, blen, cksum, b.created_ns, false, "set bucket checksum");
 	} else if (errno == ENOENT && create) {
-		rc = brec_put(s, bck, blen, cksum, time_now_ns(), "create bucket");
+		if (!marked && bucket_marked(s, bck, blen) != 0) { /* a destroy began meanwhile */
+			pthread_mutex_unlock(&s->bucket_mu);
+			goto again;
+		}
+		rc = brec_put(s, bck, blen, cksum, time_now_ns(), marked, "create bucket");
 	}
 	pthread_mutex_unlock(&s->bucket_mu);
+	if (marked)
+		pthread_mutex_unlock(&s->destroy_mu);
 	return rc;
 }
 
@@ -241,40 +289,139 @@ static long destroy_chunk(store_t *s, store_mp_t *mp, const buf_t *pfx)
 	return n;
 }
 
+/* Is there a destroy mark of bck (on the bucket slot)? 1 yes, 0 no, -1 on
+ * a LevelDB error (errno EIO, logged). */
+static int bucket_marked(store_t *s, const char *bck, size_t blen)
+{
+	buf_t k = BUF_INIT;
+	size_t vl = 0;
+
+	key_mark(&k, bck, blen);
+	store_rd(s);
+	char *v = store_db_get(s, store_bmp(s), k.ptr, k.len, "bucket destroy mark", &vl);
+	store_unrd(s);
+	buf_free(&k);
+	if (v) {
+		leveldb_free(v);
+		return 1;
+	}
+	return errno == ENOENT ? 0 : -1;
+}
+
+/* Rule 2: removes every record and file of bck on every open mountpath;
+ * stops between chunks once *stop (may be NULL). Caller holds destroy_mu.
+ * AIS_OK when all are gone, else AIS_ERR (errno EIO, or EINTR when
+ * stopped). */
+static int destroy_objects(store_t *s, const char *bck, size_t blen, const atomic_bool *stop)
+{
+	buf_t k = BUF_INIT;
+	int rc = AIS_OK;
+
+	store_key_obj(&k, bck, blen, "", 0);
+	store_rd(s);
+	for (int i = 0; i < store_nmp(s) && rc == AIS_OK; i++) {
+		long n;
+		if (!store_mp_open(s, i))
+			continue;
+		while ((n = destroy_chunk(s, &s->mp[i], &k)) == DESTROY_CHUNK)
+			if (stop && atomic_load(stop))
+				break;
+		if (n < 0) {
+			errno = EIO;
+			rc = AIS_ERR;
+		} else if (n == DESTROY_CHUNK) {
+			errno = EINTR;
+			rc = AIS_ERR;
+		}
+	}
+	store_unrd(s);
+	buf_free(&k);
+	return rc;
+}
+
+/* Rule 2's end: deletes the destroy mark on every mountpath. Caller holds
+ * destroy_mu. */
+static int unmark(store_t *s, const char *bck, size_t blen)
+{
+	buf_t k = BUF_INIT;
+
+	key_mark(&k, bck, blen);
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+	leveldb_writebatch_delete(wb, k.ptr, k.len);
+	pthread_mutex_lock(&s->bucket_mu);
+	int rc = bucket_db_write(s, wb, "bucket destroyed");
+	pthread_mutex_unlock(&s->bucket_mu);
+	leveldb_writebatch_destroy(wb);
+	buf_free(&k);
+	return rc;
+}
+
 int store_bucket_destroy(store_t *s, const char *bck, size_t blen)
 {
 	store_bucket_t b;
 	buf_t k = BUF_INIT;
 	int rc;
 
+	pthread_mutex_lock(&s->destroy_mu);
 	pthread_mutex_lock(&s->bucket_mu);
 	rc = store_bucket_get(s, bck, blen, &b);
-	if (rc == AIS_OK) {
-		store_key_bucket(&k, bck, blen);
+	if (rc == AIS_OK) { /* rule 1 */
 		leveldb_writebatch_t *wb = leveldb_writebatch_create();
+		store_key_bucket(&k, bck, blen);
 		leveldb_writebatch_delete(wb, k.ptr, k.len);
+		key_mark(&k, bck, blen);
+		leveldb_writebatch_put(wb, k.ptr, k.len, "", 0);
 		rc = bucket_db_write(s, wb, "destroy bucket");
 		leveldb_writebatch_destroy(wb);
 	}
 	pthread_mutex_unlock(&s->bucket_mu);
-	if (rc != AIS_OK) {
-		buf_free(&k);
-		return AIS_ERR;
-	}
-	store_key_obj(&k, bck, blen, "", 0);
-	store_rd(s);
-	for (int i = 0; i < store_nmp(s); i++) {
-		long n;
-		if (!store_mp_open(s, i))
-			continue;
-		while ((n = destroy_chunk(s, &s->mp[i], &k)) == DESTROY_CHUNK)
-			;
-		if (n < 0)
-			rc = AIS_ERR; /* errno EIO; the bucket key is gone anyway */
-	}
-	store_unrd(s);
 	buf_free(&k);
-	if (rc != AIS_OK)
-		errno = EIO;
+	if (rc == AIS_OK && (rc = destroy_objects(s, bck, blen, NULL)) == AIS_OK)
+		rc = unmark(s, bck, blen); /* a failure leaves the mark: start-up finishes it */
+	pthread_mutex_unlock(&s->destroy_mu);
 	return rc;
+}
+
+void store_bucket_destroy_resume(store_t *s, const atomic_bool *stop)
+{
+	char (*names)[sizeof(((store_bucket_t *)0)->name)] = NULL;
+	size_t n = 0, cap = 0;
+	char *err = NULL;
+
+	pthread_mutex_lock(&s->destroy_mu);
+	store_rd(s);
+	store_mp_t *bmp = store_bmp(s);
+	leveldb_iterator_t *it = leveldb_create_iterator(bmp->db, s->ro_scan);
+	for (leveldb_iter_seek(it, "X", 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl;
+		const char *k = leveldb_iter_key(it, &kl);
+		if (kl < 1 || k[0] != 'X')
+			break;
+		if (kl - 1 >= sizeof(*names))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			names = xrealloc(names, cap * sizeof(*names));
+		}
+		memcpy(names[n], k + 1, kl - 1);
+		names[n++][kl - 1] = '\0';
+	}
+	leveldb_iter_get_error(it, &err);
+	leveldb_iter_destroy(it);
+	store_unrd(s);
+	if (err) {
+		log_warnx("%s: leveldb scan (bucket destroy marks): %s", bmp->path, err);
+		leveldb_free(err);
+	}
+	for (size_t i = 0; i < n && !atomic_load(stop); i++) {
+		size_t len = strlen(names[i]);
+		log_info("finishing the destroy of bucket %s that a restart cut", names[i]);
+		if (destroy_objects(s, names[i], len, stop) == AIS_OK)
+			unmark(s, names[i], len);
+		else if (errno != EINTR)
+			log_warnx("bucket %s: its old objects could not all be removed (the next start tries again)",
+				  names[i]);
+	}
+	pthread_mutex_unlock(&s->destroy_mu);
+	free(names);
 }

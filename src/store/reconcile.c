@@ -30,7 +30,8 @@
  * objects and bytes as of open (store_count_mp, which store_stats
  * reports), then checks the hints of earlier runs (gen below the
  * mountpath's first gen of this run): O(writes in flight at the crash),
- * not O(objects). A store last written by a build without hints (no key
+ * not O(objects). Between the two it finishes the bucket destroys a crash
+ * cut (bucket.c rule 3). A store last written by a build without hints (no key
  * "r") is walked once instead, obj/<xx>/ by obj/<xx>/, removing each file
  * of an earlier run that no record uses; "r" is written when that walk
  * completes (at once on a store that had no records at open). Files written by
@@ -327,6 +328,8 @@ static void *reconcile_main(void *arg)
 			  atomic_load(&s->mp[i].base_objects), atomic_load(&s->mp[i].base_bytes),
 			  (double)(time_now_ns() - t0) / 1e9);
 	}
+	if (!atomic_load(&s->rc_stop))
+		store_bucket_destroy_resume(s, &s->rc_stop); /* after the count: its deltas apply to it */
 	for (int i = 0; i < nmp && !atomic_load(&s->rc_stop); i++) {
 		store_mp_t *mp = &s->mp[i];
 		size_t vl = 0;

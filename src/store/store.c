@@ -313,6 +313,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	if (pthread_mutex_init(&s->rc_mu, NULL) || pthread_cond_init(&s->rc_cond, NULL) ||
 	    pthread_rwlock_init(&s->mp_rw, NULL) || pthread_mutex_init(&s->mp_mu, NULL) ||
 	    pthread_mutex_init(&s->bucket_mu, NULL) || pthread_mutex_init(&s->tidx_mu, NULL) ||
+	    pthread_mutex_init(&s->destroy_mu, NULL) ||
 	    pthread_mutex_init(&s->at_mu, NULL) || pthread_cond_init(&s->at_cond, NULL))
 		fatalx("pthread init");
 	for (int i = 0; i < c->n_mountpaths; i++) {
@@ -372,6 +373,7 @@ void store_close(store_t *s)
 	pthread_rwlock_destroy(&s->mp_rw);
 	pthread_mutex_destroy(&s->mp_mu);
 	pthread_mutex_destroy(&s->bucket_mu);
+	pthread_mutex_destroy(&s->destroy_mu);
 	pthread_mutex_destroy(&s->at_mu);
 	pthread_cond_destroy(&s->at_cond);
 	store_tidx_cache_free(s);

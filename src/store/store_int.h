@@ -110,6 +110,7 @@ struct store {
 	pthread_rwlock_t mp_rw;  /* read: using a slot's database; write: closing one */
 	pthread_mutex_t mp_mu;   /* serializes attach, detach and their bookkeeping */
 	pthread_mutex_t bucket_mu; /* serializes bucket record changes (on every slot) */
+	pthread_mutex_t destroy_mu; /* held while a bucket's objects are removed (bucket.c); before bucket_mu */
 	_Atomic uint64_t layout_gen; /* bumped when objects may sit off their HRW mountpath */
 	/* The mountpath check thread (mpcheck.c). */
 	uint64_t check_ms;
@@ -270,6 +271,9 @@ static inline void store_count(store_mp_t *mp, int64_t objects, int64_t bytes)
 int store_delete_on(store_t *s, store_mp_t *mp, const char *bck, size_t blen, const char *obj, size_t olen,
 		    uint64_t gen);
 int store_reconcile_start(store_t *s);
+/* bucket.c: finishes the destroys a crash cut (bucket.c rule 3); stops
+ * between chunks once *stop. Run by the reconcile thread after its count. */
+void store_bucket_destroy_resume(store_t *s, const atomic_bool *stop);
 /* Counts mp's records from mp->count_snap into base_* (then releases it). */
 void store_count_mp(store_t *s, store_mp_t *mp);
 void store_reconcile_stop(store_t *s);

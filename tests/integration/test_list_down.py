@@ -35,7 +35,9 @@ from itlib import T
 
 import clulib
 import hrwlib
+import lslib
 from clulib import get, poll, request, smap_ids
+from lslib import status_of
 from s3lib import boto3_client, cluster
 
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
@@ -71,71 +73,8 @@ others = sorted(n for n in names if hrwlib.top("one/" + n, ids, 1)[0] != victim.
 t.check(0 < len(others) < N, "the victim owns some of one's objects (%d of %d)" % (N - len(others), N))
 
 
-def native(bck, partial=None, as_query=False):
-    """Every page of a native listing (PAGE names each): (names, marks,
-    missing, None), marks being the "partial" flag of each page, or
-    (None, None, None, response) on an error."""
-    out, marks, missing, token = [], [], set(), ""
-    for _ in range(1000):
-        if as_query:
-            path = "/v1/buckets/%s?pagesize=%d&continuation_token=%s" % (bck, PAGE, token)
-            if partial is not None:
-                path += "&partial=" + ("true" if partial else "false")
-            r = get(g.url, path)
-        else:
-            v = {"pagesize": PAGE, "continuation_token": token}
-            if partial is not None:
-                v["partial"] = partial
-            r = get(g.url, "/v1/buckets/" + bck, body=json.dumps({"action": "list", "value": v}), headers=JSON)
-        if r.status != 200:
-            return None, None, None, r
-        d = r.json()
-        out += [e["name"] for e in d["entries"]]
-        marks.append(bool(d.get("partial")))
-        missing |= set(d.get("missing") or [])
-        token = d.get("continuation_token") or ""
-        if not token:
-            return out, marks, missing, None
-    return None, None, None, "listing did not end"
-
-
-def status_of(r):
-    """A failed listing's answer for a diagnostic: (status, body) or the text."""
-    return (r.status, r.body[:300]) if hasattr(r, "status") else r
-
-
-def s3_v2(bck):
-    out = []
-    for p in s3.get_paginator("list_objects_v2").paginate(Bucket=bck, PaginationConfig={"PageSize": PAGE}):
-        out += [c["Key"] for c in p.get("Contents", [])]
-    return out
-
-
-def s3_v1(bck):
-    out, marker = [], ""
-    for _ in range(100):
-        r = s3.list_objects(Bucket=bck, MaxKeys=PAGE, Marker=marker)
-        out += [c["Key"] for c in r.get("Contents", [])]
-        if not r.get("IsTruncated"):
-            return out
-        marker = out[-1]
-    return None
-
-
-def s3_versions(bck):
-    r = s3.list_object_versions(Bucket=bck)
-    return [v["Key"] for v in r.get("Versions", [])]
-
-
-def s3_error(fn, bck):
-    """(HTTP status, error code, message) of an S3 listing that fails, or
-    (200, what it listed, "")."""
-    try:
-        return 200, fn(bck), ""
-    except Exception as e:  # botocore ClientError
-        rsp = getattr(e, "response", {}) or {}
-        err = rsp.get("Error", {})
-        return rsp.get("ResponseMetadata", {}).get("HTTPStatusCode"), err.get("Code"), err.get("Message", "")
+L = lslib.Lists(g, s3, PAGE)
+native, s3_v2, s3_v1, s3_versions, s3_error = L.native, L.s3_v2, L.s3_v1, L.s3_versions, L.s3_error
 
 
 def aisctl(*args):

@@ -1034,6 +1034,59 @@ END_TEST
 
 /* ---- buckets and restart ----------------------------------------------- */
 
+/* A destroy cut by a crash (bucket.c rules 1-4): the mark written with the
+ * bucket key's removal, none of the objects removed yet. */
+static void cut_destroy(store_t *s, const char *bck)
+{
+	char *err = NULL;
+	char k[64];
+	size_t n = strlen(bck);
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+
+	k[0] = 'b';
+	memcpy(k + 1, bck, n);
+	leveldb_writebatch_delete(wb, k, n + 1);
+	k[0] = 'X';
+	leveldb_writebatch_put(wb, k, n + 1, "", 0);
+	leveldb_write(s->mp[0].db, s->wo_commit, wb, &err);
+	ck_assert_ptr_null(err);
+	leveldb_writebatch_destroy(wb);
+}
+
+START_TEST(test_bucket_destroy_cut)
+{
+	store_t *s = open_store();
+	store_meta_t m;
+
+	ck_assert_int_eq(store_bucket_create(s, BCK("b1"), CKSUM_NONE), AIS_OK);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b2"), CKSUM_NONE), AIS_OK);
+	for (int i = 0; i < 30; i++) {
+		char o[32];
+		snprintf(o, sizeof(o), "obj%d", i);
+		put_ok(s, "b1", o, o, strlen(o), NULL);
+		put_ok(s, "b2", o, o, strlen(o), NULL);
+	}
+	/* created again while the mark is there: the old objects go first */
+	cut_destroy(s, "b1");
+	ck_assert_int_eq(store_bucket_get(s, BCK("b1"), &(store_bucket_t){0}), AIS_ERR);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b1"), CKSUM_NONE), AIS_OK);
+	ck_assert_int_eq(store_lookup(s, BCK("b1"), BCK("obj1"), &m), AIS_ERR);
+	ck_assert_int_eq(count_files("obj"), 30);
+	/* found at the next open: finished in the background */
+	cut_destroy(s, "b2");
+	store_close(s);
+	s = open_store();
+	store_reconcile_wait(s);
+	ck_assert_int_eq(count_files("obj"), 0);
+	ck_assert_int_eq(store_bucket_create(s, BCK("b2"), CKSUM_NONE), AIS_OK);
+	ck_assert_int_eq(store_lookup(s, BCK("b2"), BCK("obj1"), &m), AIS_ERR);
+	size_t vl = 0;
+	char *v = store_db_get(s, &s->mp[0], "Xb2", 3, NULL, &vl);
+	ck_assert_ptr_null(v);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_buckets)
 {
 	store_t *s = open_store();
@@ -1832,6 +1885,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_list_speed);
 	tcase_add_test(tc, test_buckets);
+	tcase_add_test(tc, test_bucket_destroy_cut);
 	tcase_add_test(tc, test_reopen);
 	tcase_add_test(tc, test_min_free);
 	tcase_add_test(tc, test_crash_leftovers);
