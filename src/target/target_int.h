@@ -61,9 +61,6 @@ void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj);
 /* GET ?archregx=PATTERN[&archmode=M] (archive.c): a tar of the matching
  * members of a shard. */
 int tgt_get_archregx(http_req_t *req, sv_t bck, sv_t obj, sv_t pattern);
-/* GET ?etl=NAME (etlget.c): the object transformed by transformer name;
- * s3: errors as S3 XML. AIS_OK (answered or will be). */
-int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, bool s3);
 /* Listing with the archive flag (AIStore's apc.LsArchDir): each shard
  * (.tar) is followed by its members, "SHARD/MEMBER", with their sizes and
  * the flag TGT_ENTRY_IN_ARCH; the shard gets TGT_ENTRY_IS_ARCHIVE. */
