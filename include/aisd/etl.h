@@ -66,7 +66,7 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 /* Whether name is registered here. */
 bool etl_exists(const char *name, size_t nlen);
 /* The biggest object a transform takes (etl.max_input). */
-uint64_t etl_max_input(void);
+uint64_t etl_input_limit(void);
 
 /* The /v1/etl route, gateway and target: GET (list; ?what=logs&name=N:
  * this node's worker logs), PUT /v1/etl/NAME (register), PUT

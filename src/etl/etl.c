@@ -37,7 +37,7 @@ static etl_t *tab[ETL_MAX];
 static size_t ntab;
 static char path[1100];
 
-uint64_t etl_max_input(void) { return etl_cfg.max_input; }
+uint64_t etl_input_limit(void) { return etl_cfg.max_input; }
 
 static bool name_ok(const char *s, size_t len) { return name_ident_valid(s, len, ETL_NAME_MAX); }
 

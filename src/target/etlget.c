@@ -74,11 +74,11 @@ static void tetl_work(http_req_t *req)
 		x->err = errno ? errno : EIO;
 		return;
 	}
-	if (m.size > etl_max_input()) {
+	if (m.size > etl_input_limit()) {
 		close(fd);
 		x->status = 413;
 		buf_addf(&x->msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
-			 (unsigned long long)m.size, (unsigned long long)etl_max_input());
+			 (unsigned long long)m.size, (unsigned long long)etl_input_limit());
 		return;
 	}
 	buf_grow(&x->in, m.size + 1);
