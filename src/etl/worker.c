@@ -164,6 +164,8 @@ static int spawn(etl_t *e, unsigned i, buf_t *msg)
 	w->starts++;
 	fcntl(w->in, F_SETFL, O_NONBLOCK);
 	fcntl(w->out, F_SETFL, O_NONBLOCK);
+	fcntl(w->in, F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups per object; best effort (pipe-max-size) */
+	fcntl(w->out, F_SETPIPE_SZ, 1 << 20);
 	log_info("etl %s: worker %u started (pid %d)", e->spec.name, i, (int)pid);
 	return AIS_OK;
 out_close_out:
