@@ -255,11 +255,13 @@ static int acquire(etl_t *e, int64_t deadline, unsigned *idx, int *status, buf_t
 				wake = MIN(wake, w->next_start_ns);
 				continue;
 			}
+			buf_addf(msg, "transformer \"%s\": worker %u cannot start: ", e->spec.name, i);
 			if (spawn(e, i, msg) != AIS_OK) {
 				*status = 503;
 				pthread_mutex_unlock(&e->mu);
 				return AIS_ERR;
 			}
+			buf_reset(msg);
 			w->busy = true;
 			*idx = i;
 			pthread_mutex_unlock(&e->mu);

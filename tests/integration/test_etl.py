@@ -23,7 +23,8 @@ Checks:
     namespaces fails this check: the feature claims the isolation.
  7. etl logs shows what the worker wrote on standard error; etl stop makes
     GETs 503, etl start brings them back; etl rm makes them 404.
- 8. No error-level line in any node's log (the worker faults are warnings).
+ 8. aisd.etl.transform_members rebuilds a tar shard (no daemon).
+ 9. No error-level line in any node's log (the worker faults are warnings).
 """
 # timeout: 180
 import json
@@ -253,6 +254,24 @@ rc, out, err = aisctl("etl", "rm", "up", token=ADMIN)
 t.check(rc == 0, "etl rm up", out + err)
 r = etl_get("up")
 t.check(r.status == 404, "after etl rm: 404", r)
+
+# --- the per-member helper (no daemon): a shard rebuilt, .txt members changed --------
+import io  # noqa: E402
+import sys  # noqa: E402
+import tarfile  # noqa: E402
+sys.path.insert(0, os.path.abspath(PYDIR))
+from aisd.etl import transform_members  # noqa: E402
+src = io.BytesIO()
+with tarfile.open(fileobj=src, mode="w") as tf:
+    for name, body in (("s1.txt", b"abc"), ("s1.bin", b"\x01abc"), ("s2.txt", b"hello")):
+        ti = tarfile.TarInfo(name)
+        ti.size = len(body)
+        tf.addfile(ti, io.BytesIO(body))
+out = transform_members(lambda n, b, m, a: b.upper() * 2, src.getvalue(), ext=(".txt",))
+with tarfile.open(fileobj=io.BytesIO(out)) as tf:
+    got = [(m.name, tf.extractfile(m).read()) for m in tf]
+t.eq(got, [("s1.txt", b"ABCABC"), ("s1.bin", b"\x01abc"), ("s2.txt", b"HELLOHELLO")],
+     "aisd.etl.transform_members: .txt members transformed, order and others kept")
 
 clulib.stop_all()
 shutil.rmtree(wdir, ignore_errors=True)
