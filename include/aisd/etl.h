@@ -63,6 +63,11 @@ void etl_shutdown(void);
  * msg naming the transformer and the reason. */
 int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
 		  buf_t *out, int *status, buf_t *msg);
+/* A transformer this node lacks (it joined after the registration) taken
+ * from the primary's table; blocking (network pool). AIS_OK when name is
+ * now registered here. */
+struct cluster;
+int etl_pull(struct cluster *cl, const char *name, size_t nlen);
 /* Whether name is registered here. */
 bool etl_exists(const char *name, size_t nlen);
 /* The biggest object a transform takes (etl.max_input). */

@@ -404,6 +404,54 @@ static int logs_json(const char *name, buf_t *out)
 	return AIS_OK;
 }
 
+/* --- pull ------------------------------------------------------------------- */
+
+int etl_pull(cluster_t *cl, const char *name, size_t nlen)
+{
+	const cmap_t *m;
+	cluster_call_t call;
+	int rc = AIS_ERR;
+	char nm[ETL_NAME_MAX + 1];
+	if (!cl || !name_ok(name, nlen))
+		return AIS_ERR;
+	snprintf(nm, sizeof(nm), "%.*s", (int)nlen, name);
+	memset(&call, 0, sizeof(call));
+	cluster_read_lock(cl, &m, NULL);
+	const cmap_node_t *p = m && cmap_primary(m) ? cmap_get(m, cmap_primary(m), strlen(cmap_primary(m))) : NULL;
+	if (p)
+		snprintf(call.url, sizeof(call.url), "%s/v1/etl", p->intra_url);
+	cluster_read_unlock(cl);
+	if (!p)
+		return AIS_ERR;
+	call.method = "GET";
+	call.timeout_ms = 5000;
+	cluster_call_all(&call, 1);
+	json_t *doc = call.status == 200 ? json_loadb(call.resp.ptr ? call.resp.ptr : "", call.resp.len, 0, NULL) : NULL;
+	json_t *e;
+	size_t i;
+	json_array_foreach(json_object_get(doc, "etl"), i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		if (!n || strcmp(n, nm))
+			continue;
+		/* the list adds this node's counters: not part of a spec */
+		json_object_del(e, "running");
+		json_object_del(e, "starts");
+		json_object_del(e, "crashes");
+		etl_spec_t spec;
+		buf_t msg = BUF_INIT;
+		if (spec_parse(e, nm, &spec, &msg) == AIS_OK)
+			rc = etl_exists(name, nlen) ? AIS_OK : apply(OP_PUT, nm, &spec, &msg); /* a race: taken */
+		if (rc == AIS_OK)
+			log_info("etl \"%s\": taken from the primary (registered before this node joined)", nm);
+		else
+			log_warnx("etl \"%s\": the primary's copy was not taken: %s", nm, msg.ptr ? msg.ptr : "");
+		buf_free(&msg);
+	}
+	json_decref(doc);
+	buf_free(&call.resp);
+	return rc;
+}
+
 /* --- HTTP ------------------------------------------------------------------- */
 
 struct eop {

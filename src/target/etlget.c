@@ -70,6 +70,11 @@ static void tetl_work(http_req_t *req)
 	struct tetl *x = req->state;
 	store_meta_t m;
 	int fd = -1;
+	if (!etl_exists(x->name.ptr, x->name.len) && etl_pull(x->t->base.cl, x->name.ptr, x->name.len) != AIS_OK) {
+		x->status = 404; /* not here, nor at the primary */
+		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(x->name.len, 64), x->name.ptr);
+		return;
+	}
 	if (ol_open_sync(x->t, x->bck, x->obj, true, &fd, &m, &x->msg) != AIS_OK) {
 		x->err = errno ? errno : EIO;
 		return;
@@ -136,7 +141,7 @@ int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, boo
 	x->s3 = s3;
 	if (!http_query_get(req, "etl_args", &x->args))
 		x->args = (sv_t){"", 0};
-	if (!etl_exists(name.ptr, name.len)) {
+	if (!etl_exists(name.ptr, name.len) && !t->base.cl) {
 		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(name.len, 64), name.ptr);
 		if (s3)
 			s3_err(req, 404, x->msg.ptr);

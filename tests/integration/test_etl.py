@@ -21,6 +21,8 @@ Checks:
     nobody, sees nothing in a mountpath (its path is covered), and cannot
     connect to the gateway (no network). A machine that cannot make the
     namespaces fails this check: the feature claims the isolation.
+ 6b. A target that joins after the registration serves GETs with it
+    (it takes the transformer from the primary on first use).
  7. etl logs shows what the worker wrote on standard error; etl stop makes
     GETs 503, etl start brings them back; etl rm makes them 404.
  8. aisd.etl.transform_members rebuilds a tar shard (no daemon).
@@ -237,6 +239,23 @@ t.check(all(" mp=0 " in x or " mp=PermissionError " in x for x in results),
 t.check(all(x.endswith("net=OSError") or "net=ConnectionRefusedError" in x or "net=TimeoutError" in x
             for x in results) and not any("net=open" in x for x in results),
         "the worker cannot reach the gateway (no network)", results)
+
+# --- 6b. a target that joins after the registration takes it from the primary ---------
+t3 = Node("t3", "target")
+t.check(t3.start(join=g.url), "t3 starts (after etl init)")
+ts.append(t3)
+t.check(poll(lambda: smap_ids() == {g.id} | {x.id for x in ts}, 60), "t3 joins")
+on_t3 = 0
+for i in range(16):
+    name = "n%02d" % i
+    r1, r = clulib.follow("PUT", g.url, "/v1/objects/eb/" + name, data[:1000], AUTH)
+    t.check(r.status == 200, "PUT eb/%s" % name, r)
+    on_t3 += urllib.parse.urlsplit(r1.h("location") or "").port == t3.port
+    r = etl_get("up", obj=name)
+    t.check(r.status == 200 and r.body == data[:1000].upper(), "GET eb/%s?etl=up" % name, r)
+t.check(on_t3 > 0, "some of those objects live on t3", on_t3)
+t.check("taken from the primary" in open(t3.log, errors="replace").read(),
+        "t3 took the transformer from the primary (its log says so)")
 
 # --- 7. logs, stop/start, rm --------------------------------------------------------
 rc, out, err = aisctl("etl", "logs", "up", token=ADMIN)
