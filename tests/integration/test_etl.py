@@ -18,7 +18,8 @@ Checks:
     then the next GET is right again.
  5. An answer over etl.max_output: 507 naming the transformer.
  6. The sandbox (the target runs as root here): the worker runs as
-    nobody, sees nothing in a mountpath (its path is covered), and cannot
+    nobody with no descriptor of the target's, sees nothing in a mountpath
+    (its path is covered), and cannot
     connect to the gateway (no network). A machine that cannot make the
     namespaces fails this check: the feature claims the isolation.
  6b. A target that joins after the registration serves GETs with it
@@ -66,7 +67,8 @@ def fn(data, meta, args):
         return b"x" * (2 << 20)
     if args.startswith("probe:"):
         mp, port = args[6:].rsplit(",", 1)
-        out = ["uid=%d" % os.getuid()]
+        fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
+        out = ["uid=%d" % os.getuid(), "fds=%d" % len(fds)]  # 0, 1, 2 and listdir's own
         try:
             out.append("mp=%d" % len(os.listdir(mp)))
         except OSError as e:
@@ -234,6 +236,8 @@ for _ in range(2):  # both workers
     results.append(r.body.decode(errors="replace") if r.status == 200 else "status %d" % r.status)
 t.diag("sandbox probes: %s" % results)
 t.check(all(x.startswith("uid=65534") for x in results), "the worker runs as nobody", results)
+t.check(all(" fds=4 " in x for x in results), "the worker inherits no descriptor but its stdin, stdout, stderr",
+        results)
 t.check(all(" mp=0 " in x or " mp=PermissionError " in x for x in results),
         "the worker sees nothing of the mountpaths", results)
 t.check(all(x.endswith("net=OSError") or "net=ConnectionRefusedError" in x or "net=TimeoutError" in x
