@@ -78,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
+.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -176,6 +176,10 @@ bench-small: deps all
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
+
+# Inline transform (GET ?etl=) of a 1 MiB object vs a plain GET (tools/bench/etl.sh).
+bench-etl: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/etl.sh
 
 bench-scale: deps all $(BUILD)/scaleload
 	$(Q)BUILD=$(BUILD) ./tools/bench/scale.sh

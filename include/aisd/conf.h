@@ -102,6 +102,9 @@ typedef struct conf {
 	/* remote backends: every exchange bounded (backend.h bk_limits_t) */
 	uint64_t remote_connect_ms, remote_timeout_ms, remote_xfer_ms, remote_stall_ms;
 	uint64_t remote_min_speed, remote_list_bytes, remote_cold_reads;
+	/* transformers (etl.h) */
+	uint64_t etl_max_input, etl_max_output, etl_memory_limit, etl_cpu_ms;
+	bool etl_weak;
 } conf_t;
 
 /* Fills c with the defaults. */

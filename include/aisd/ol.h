@@ -159,6 +159,10 @@ int ol_open_sync(struct target *t, sv_t bck, sv_t obj, bool fetch, int *fd, stor
 void ol_send(http_req_t *req, int fd, uint64_t start, uint64_t len);
 /* Releases an fd ol_open gave that will not be sent (OL_FD_MEM or a descriptor). */
 void ol_close(http_req_t *req, int fd);
+/* GET ?etl=NAME (target/etlget.c, native and S3): the object read here,
+ * transformed by transformer name (etl.h) and sent; s3: errors as S3 XML
+ * (NoSuchTransformer, TransformFailed, ...). AIS_OK (answered or will be). */
+int tgt_get_etl(http_req_t *req, struct target *t, sv_t bck, sv_t obj, sv_t name, bool s3);
 /* Stops the remote fetches in progress and waits for them (target_stop). */
 void olr_stop(void);
 /* Answers a failed open for the native API (404 naming the bucket or the

@@ -214,6 +214,9 @@ static size_t route_needs(http_req_t *req, authz_res_t *res, bool *intra_only)
 	} else if (!strcmp(pfx, "/v1/daemon/mountpaths") || !strcmp(pfx, "/metrics")) {
 		if (m == HTTP_GET)
 			res->perm = AUTHZ_MONITOR;
+	} else if (!strcmp(pfx, "/v1/etl")) {
+		if (m == HTTP_GET)
+			res->perm = AUTHZ_MONITOR; /* commands, env and logs: PUT/DELETE are cluster admin (runs code) */
 	} else if (!strcmp(pfx, "/v1/jobs")) {
 		if (m == HTTP_GET)
 			return 0;

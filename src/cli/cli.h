@@ -257,6 +257,14 @@ void cli_node_cells(json_t *st, struct cli_node_cells *out);
  * config.c, ml.c, complete.c). */
 int cli_config_set(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
+/* etl.c */
+int cli_etl_init(struct cli *c, const struct cli_args *a);
+int cli_etl_ls(struct cli *c, const struct cli_args *a);
+int cli_etl_show(struct cli *c, const struct cli_args *a);
+int cli_etl_stop(struct cli *c, const struct cli_args *a);
+int cli_etl_start(struct cli *c, const struct cli_args *a);
+int cli_etl_rm(struct cli *c, const struct cli_args *a);
+int cli_etl_logs(struct cli *c, const struct cli_args *a);
 /* remote.c */
 int cli_remote_attach(struct cli *c, const struct cli_args *a);
 int cli_remote_detach(struct cli *c, const struct cli_args *a);

@@ -130,6 +130,16 @@ static const struct cli_opt opts_ishard[] = {
 	{0},
 };
 
+static const struct cli_opt opts_etl_init[] = {
+	{"cmd", 0, "'COMMAND ...'", "the worker's command line (run with /bin/sh -c, in a sandbox; required)"},
+	{"comm", 0, "stdio", "how aisd talks to a worker: stdio (framed requests and answers; the default)"},
+	{"workers", 0, "N", "worker processes per target (1 to 16, default 1)"},
+	{"timeout", 0, "DURATION", "per object: 30s (default), 500ms, 2m; a slower worker is killed (504)"},
+	{"env", 0, "K=V", "an environment variable of the workers (more: K=V arguments after NAME)"},
+	{"net", 0, NULL, "keep the host's network (default: a network namespace of its own, no network)"},
+	{0},
+};
+
 static const struct cli_opt opts_job_show[] = {
 	{"all", 0, NULL, "every run, the finished ones too (the last 100 of each kind per target)"},
 	{0},
@@ -148,6 +158,17 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_remote_attach, 2, 2, cli_remote_attach, false},
 	{"remote detach", "ALIAS", "detach a remote (no bucket may use it)", NULL, 1, 1, cli_remote_detach, false},
 	{"remote show", "", "the attached remotes (never their secrets)", NULL, 0, 0, cli_remote_show, false},
+	{"etl init", "NAME [K=V...]",
+	 "register a transformer on every node (each target runs its workers; GET ...?etl=NAME)", opts_etl_init, 1,
+	 -1, cli_etl_init, false},
+	{"etl ls", "", "list the transformers", NULL, 0, 0, cli_etl_ls, false},
+	{"etl show", "NAME", "a transformer's definition", NULL, 1, 1, cli_etl_show, false},
+	{"etl stop", "NAME", "stop a transformer's workers on every target (kept registered)", NULL, 1, 1,
+	 cli_etl_stop, false},
+	{"etl start", "NAME", "let a stopped transformer run again", NULL, 1, 1, cli_etl_start, false},
+	{"etl rm", "NAME", "remove a transformer (its workers are stopped)", NULL, 1, 1, cli_etl_rm, false},
+	{"etl logs", "NAME [NODE]", "the workers' logs (standard error) of every target, or of NODE", NULL, 1, 2,
+	 cli_etl_logs, false},
 	{"prefetch", "BUCKET", "fetch a remote bucket's objects into the cluster (a job: aisctl job show prefetch)",
 	 opts_listrange, 1, 1, cli_prefetch, false},
 	{"evict", "BUCKET", "drop the cached copies of a remote bucket's objects (the remote keeps them)",

@@ -41,6 +41,7 @@
 #include "aisd/s3.h"
 #include "aisd/moss.h"
 #include "aisd/backend.h"
+#include "aisd/etl.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
@@ -1057,6 +1058,9 @@ static const http_route_t routes[] = {
 	 "GetBatch: 307 to the designated target (the one owning the most entries)", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
+	{"/v1/etl", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, etl_h,
+	 "transformers: GET the list (?what=logs&name=N: every target's worker logs), PUT/DELETE /v1/etl/NAME "
+	 "(on every node; ?action=stop|start)", 0},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_gateway,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY: buckets here, objects streamed to and from the owner target",
 	 5 /* a relay: its socket to the target, a pipe each way */},
@@ -1069,6 +1073,8 @@ gateway_t *gateway_start(const conf_t *c, buf_t *err)
 	if (s3_init(c, err) != AIS_OK)
 		goto fail;
 	if (c->node_dir[0] && bk_remotes_init(c->node_dir, c, err) != AIS_OK)
+		goto fail;
+	if (c->node_dir[0] && etl_init(c->node_dir, c, err) != AIS_OK)
 		goto fail;
 	http_server_opts_t o = {
 		.fd_reserve = 256, /* metadata files, calls to every node */

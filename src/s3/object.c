@@ -108,6 +108,9 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 static int get_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
+	sv_t etl;
+	if (req->method == HTTP_GET && (http_query_get(req, "etl", &etl) || (etl = http_req_header(req, "x-ais-etl")).len))
+		return tgt_get_etl(req, req->ctx, r->bucket, r->key, etl, true); /* transformed (etl.h) */
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
 	return AIS_OK;

@@ -570,6 +570,8 @@ static int read_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 		return z ? tgt_get_zshard(req, bck, obj, ap, false) : get_archpath(req, t, bck, obj, ap);
 	if (http_query_get(req, "archregx", &ap))
 		return z ? tgt_get_zshard(req, bck, obj, ap, true) : tgt_get_archregx(req, bck, obj, ap);
+	if (req->method == HTTP_GET && http_query_get(req, "etl", &ap))
+		return tgt_get_etl(req, t, bck, obj, ap, false);
 	return get_object(req, t, bck, obj);
 }
 

@@ -21,6 +21,7 @@
 #include "aisd/place.h"
 #include "aisd/s3.h"
 #include "aisd/backend.h"
+#include "aisd/etl.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
 #include "target_int.h"
@@ -59,6 +60,9 @@ static const http_route_t routes[] = {
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, tgt_jobs,
 	 "this target's jobs: GET progress (?what=rebalance|resilver), PUT {\"action\":\"start\"|\"stop\"}; "
 	 "?list|kind|id|all: the runs of every kind, PUT {\"action\":\"stop\",\"id\"|\"kind\"}", 0},
+	{"/v1/etl", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, etl_h,
+	 "transformers: GET the list (?what=logs&name=N: this target's worker logs), PUT/DELETE /v1/etl/NAME "
+	 "(?action=stop|start)", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)", 0},
@@ -243,6 +247,11 @@ target_t *target_start(const conf_t *c, buf_t *err)
 		free(t);
 		return NULL;
 	}
+	if (etl_init(tgt_state_dir(c), c, err) != AIS_OK) {
+		store_close(t->store);
+		free(t);
+		return NULL;
+	}
 	jreg_init(tgt_state_dir(c)); /* the runs of jobs before this start (jobreg.h) */
 	t->res = res_new(t->store, tgt_state_dir(c), tgt_mountpaths_save, t);
 	metrics_collector_add(jobs_collect, t);
@@ -337,6 +346,7 @@ void target_stop(target_t *t)
 	http_server_free(t->srv);
 	log_debug("stop: HTTP server stopped");
 	olr_stop(); /* remote fetches write into the store */
+	etl_shutdown(); /* the transformers' workers: killed and reaped */
 	ec_read_stop(); /* reads from slices use the store's temp files */
 	bkj_stop();
 	xcopy_stop();

@@ -1,0 +1,83 @@
+/*
+ * etl.h - transformers that run next to the data (src/etl).
+ *
+ * A transformer is a command registered cluster-wide under a name
+ * (PUT /v1/etl/NAME on a gateway, which applies it on every node, like a
+ * remote). Each target keeps the table in DIR/etl.json and runs up to
+ * `workers` processes of each running transformer, started on first use
+ * and restarted with back-off after a crash. A worker reads framed
+ * requests on its standard input and writes framed answers on its
+ * standard output (the stdio protocol, docs/api.md); its standard error
+ * goes to a bounded log per worker.
+ *
+ * Workers are sandboxed (etl_spawn in worker.c): their own mount and
+ * network namespaces (the network one unless the transformer asked for
+ * `net`), the mountpaths and the node directory hidden under empty
+ * read-only tmpfs, user nobody when the target runs as root, and
+ * RLIMIT_AS / RLIMIT_CPU / RLIMIT_NOFILE limits. Where the namespaces
+ * cannot be made, a worker is not started (the request fails with 503)
+ * unless etl.allow_weak_isolation is set.
+ */
+#ifndef AISD_ETL_H
+#define AISD_ETL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/conf.h"
+#include "aisd/http.h"
+
+#define ETL_NAME_MAX 64
+#define ETL_CMD_MAX 1024
+#define ETL_ENV_MAX 16
+#define ETL_WORKERS_MAX 16
+#define ETL_MAX 32
+
+typedef struct etl_spec {
+	char name[ETL_NAME_MAX + 1];
+	char cmd[ETL_CMD_MAX + 1]; /* run with /bin/sh -c */
+	char comm[8];              /* "stdio" (the only one for now) */
+	uint32_t workers;          /* 1..ETL_WORKERS_MAX */
+	uint64_t timeout_ms;       /* per object */
+	bool net;                  /* keep the host's network */
+	bool stopped;              /* registered, no worker runs */
+	size_t nenv;
+	char env[ETL_ENV_MAX][256]; /* K=V */
+} etl_spec_t;
+
+/* Loads DIR/etl.json (none: an empty table) and keeps c's etl.* limits,
+ * mountpaths and node directory (hidden from workers). AIS_OK or AIS_ERR
+ * (err). */
+int etl_init(const char *dir, const conf_t *c, buf_t *err);
+/* Stops every worker (SIGKILL, reaped). */
+void etl_shutdown(void);
+
+/* Transforms in (inlen bytes) with transformer name; blocking (the I/O
+ * pool). meta is a JSON object sent as the request's metadata, args the
+ * client's etl_args. AIS_OK with *out (the answer's bytes, at most
+ * etl.max_output); else AIS_ERR with *status (404 unknown transformer,
+ * 503 stopped or cannot start, 502 the worker failed or answered an
+ * error, 504 it timed out, 507 its answer is over etl.max_output) and
+ * msg naming the transformer and the reason. */
+int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
+		  buf_t *out, int *status, buf_t *msg);
+/* A transformer this node lacks (it joined after the registration) taken
+ * from the primary's table; blocking (network pool). AIS_OK when name is
+ * now registered here. */
+struct cluster;
+int etl_pull(struct cluster *cl, const char *name, size_t nlen);
+/* Whether name is registered here. */
+bool etl_exists(const char *name, size_t nlen);
+/* The biggest object a transform takes (etl.max_input). */
+uint64_t etl_input_limit(void);
+
+/* The /v1/etl route, gateway and target: GET (list; ?what=logs&name=N:
+ * this node's worker logs), PUT /v1/etl/NAME (register), PUT
+ * /v1/etl/NAME?action=stop|start, DELETE /v1/etl/NAME. A gateway applies
+ * PUT/DELETE on every node of its map (?local=true there) and gathers
+ * logs from every target. */
+int etl_h(http_req_t *req);
+
+#endif

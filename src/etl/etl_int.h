@@ -1,0 +1,53 @@
+/*
+ * etl_int.h - what etl.c (the table, the HTTP side) and worker.c (the
+ * processes) share.
+ */
+#ifndef AISD_ETL_INT_H
+#define AISD_ETL_INT_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "aisd/etl.h"
+
+#define ETL_HIDE_MAX (CONF_MAX_MOUNTPATHS + 2)
+
+typedef struct etl_cfg {
+	char dir[1024];       /* the node's state directory: etl.json, etl-logs/ */
+	uint64_t max_input, max_output, mem, cpu_s;
+	bool weak;            /* etl.allow_weak_isolation */
+	bool ns_ok;           /* etl_probe_ns: namespaces can be made */
+	char ns_why[128];
+	size_t nhide;
+	char hide[ETL_HIDE_MAX][1024]; /* covered by tmpfs in a worker's mount namespace */
+} etl_cfg_t;
+
+extern etl_cfg_t etl_cfg;
+
+typedef struct etl_worker {
+	pid_t pid;                /* 0: not running */
+	int in, out;              /* its stdin (we write), its stdout (we read) */
+	bool busy;                /* one request owns it */
+	unsigned starts, crashes;
+	unsigned backoff_ms;
+	int64_t next_start_ns;    /* monotonic: not started again before */
+} etl_worker_t;
+
+/* A registered transformer. refs: requests using it; a removed one (gone)
+ * is freed by the last. */
+typedef struct etl {
+	etl_spec_t spec;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	etl_worker_t w[ETL_WORKERS_MAX];
+	int refs;
+	bool gone;
+} etl_t;
+
+int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen, buf_t *out, int *status,
+	    buf_t *msg);
+void etl_worker_kill(etl_t *e, unsigned i, const char *why);
+void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz);
+void etl_probe_ns(void);
+
+#endif

@@ -1,0 +1,451 @@
+/*
+ * worker.c - one transformer's worker processes on a target: the sandbox
+ * they start in, the stdio protocol spoken to them, their restarts.
+ *
+ * NOTES ON THE DESIGN
+ *  1. A worker serves one request at a time; a request takes a free live
+ *     worker, else starts a dead one whose back-off has passed, else waits
+ *     (at most the transformer's timeout) for one to be free.
+ *  2. Every exchange is bounded: the request is written and the answer
+ *     read in one poll loop (a worker may answer before it has read all)
+ *     until the transformer's timeout; the answer is at most
+ *     etl.max_output bytes. A worker that fails any of this (exits,
+ *     hangs, writes a malformed or oversize frame) is killed with its
+ *     process group and reaped at once: nothing is left behind, and the
+ *     next request starts a new one after a back-off (100 ms doubling to
+ *     5 s, back to 100 ms after a good answer).
+ *  3. A worker never sees a path of the store: in its mount namespace the
+ *     mountpaths and the node directory are covered by empty read-only
+ *     tmpfs; it gets an object's bytes on a pipe.
+ *  4. Between fork and exec the child makes only system calls (no malloc,
+ *     no lock): argv, envp and paths are built before the fork.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "aisd/log.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "etl_int.h"
+#include "aisd/banned.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define LOG_MAX (1 << 20) /* a worker's log: truncated at a start past half of it; RLIMIT_FSIZE */
+#define NOBODY 65534
+
+static void child_fail(const char *what)
+{
+	static const char pfx[] = "aisd etl: worker sandbox: ";
+	(void)!write(2, pfx, sizeof(pfx) - 1);
+	(void)!write(2, what, strlen(what));
+	(void)!write(2, "\n", 1);
+	_exit(126);
+}
+
+/* Rule 4. Never returns. */
+static void child(const etl_t *e, int in, int out, int logfd, char *const argv[], char *const envp[])
+{
+	const etl_cfg_t *g = &etl_cfg;
+	bool root = getuid() == 0;
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(logfd, 2) < 0)
+		_exit(127);
+	if (close_range(3, ~0U, 0) != 0) { /* before Linux 5.9: every descriptor the limit allows */
+		struct rlimit nf;
+		int top = getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < (1u << 20) ? (int)nf.rlim_cur : 1 << 20;
+		for (int fd = 3; fd < top; fd++)
+			close(fd);
+	}
+	setpgid(0, 0);
+	int flags = CLONE_NEWNS | (e->spec.net ? 0 : CLONE_NEWNET) | (root ? 0 : CLONE_NEWUSER);
+	bool ns = unshare(flags) == 0;
+	if (!ns && !g->weak)
+		child_fail("cannot make mount/network namespaces (etl.allow_weak_isolation is off)");
+	if (ns) {
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 && !g->weak)
+			child_fail("cannot make / private in the mount namespace");
+		for (size_t i = 0; i < g->nhide; i++)
+			if (mount("tmpfs", g->hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=4k,mode=0555") != 0 &&
+			    !g->weak)
+				child_fail("cannot hide a mountpath");
+	}
+	if (root && (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0))
+		child_fail("cannot become nobody");
+	struct rlimit r;
+	if (g->mem) {
+		r.rlim_cur = r.rlim_max = g->mem;
+		setrlimit(RLIMIT_AS, &r);
+	}
+	if (g->cpu_s) {
+		r.rlim_cur = r.rlim_max = g->cpu_s;
+		setrlimit(RLIMIT_CPU, &r);
+	}
+	r.rlim_cur = r.rlim_max = LOG_MAX;
+	setrlimit(RLIMIT_FSIZE, &r);
+	r.rlim_cur = r.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &r);
+	signal(SIGXFSZ, SIG_IGN); /* a full log: writes fail, the worker lives */
+	signal(SIGPIPE, SIG_DFL);
+	if (chdir("/") != 0)
+		_exit(127);
+	execve("/bin/sh", argv, envp);
+	child_fail("cannot exec /bin/sh");
+}
+
+void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s/etl-logs/%s.%u.log", etl_cfg.dir, e->spec.name, i);
+}
+
+/* Starts worker i. Caller holds e->mu. AIS_OK, or AIS_ERR (msg). */
+static int spawn(etl_t *e, unsigned i, buf_t *msg)
+{
+	etl_worker_t *w = &e->w[i];
+	int pin[2], pout[2], logfd;
+	char lp[1200], dir[1100];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/etl-logs", etl_cfg.dir);
+	mkdir(dir, 0700);
+	etl_log_path(e, i, lp, sizeof(lp));
+	logfd = open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (logfd < 0) {
+		buf_addf(msg, "cannot open its log %s: %s", lp, strerror(errno));
+		return AIS_ERR;
+	}
+	if (fstat(logfd, &st) == 0 && st.st_size > LOG_MAX / 2)
+		(void)!ftruncate(logfd, 0);
+	if (getuid() == 0)
+		(void)!fchown(logfd, NOBODY, NOBODY);
+	if (pipe2(pin, O_CLOEXEC) != 0) {
+		close(logfd);
+		buf_addf(msg, "pipe: %s", strerror(errno));
+		return AIS_ERR;
+	}
+	if (pipe2(pout, O_CLOEXEC) != 0) {
+		buf_addf(msg, "pipe: %s", strerror(errno));
+		goto out_close_in;
+	}
+	static char sh[] = "sh", dash_c[] = "-c";
+	static char env0[][40] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8",
+				  "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"};
+	char *argv[] = {sh, dash_c, e->spec.cmd, NULL};
+	char *envp[ETL_ENV_MAX + 8];
+	size_t n = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(env0); k++)
+		envp[n++] = env0[k];
+	for (size_t k = 0; k < e->spec.nenv; k++)
+		envp[n++] = e->spec.env[k];
+	envp[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0) {
+		buf_addf(msg, "fork: %s", strerror(errno));
+		goto out_close_out;
+	}
+	if (pid == 0)
+		child(e, pin[0], pout[1], logfd, argv, envp);
+	setpgid(pid, pid); /* both sides: no race with the kill of the group */
+	close(pin[0]);
+	close(pout[1]);
+	close(logfd);
+	w->pid = pid;
+	w->in = pin[1];
+	w->out = pout[0];
+	w->starts++;
+	fcntl(w->in, F_SETFL, O_NONBLOCK);
+	fcntl(w->out, F_SETFL, O_NONBLOCK);
+	fcntl(w->in, F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups per object; best effort (pipe-max-size) */
+	fcntl(w->out, F_SETPIPE_SZ, 1 << 20);
+	log_info("etl %s: worker %u started (pid %d)", e->spec.name, i, (int)pid);
+	return AIS_OK;
+out_close_out:
+	close(pout[0]);
+	close(pout[1]);
+out_close_in:
+	close(pin[0]);
+	close(pin[1]);
+	close(logfd);
+	return AIS_ERR;
+}
+
+/* Rule 2: kills worker i's group, reaps it, closes its pipes, sets its
+ * back-off. why NULL: a stop (no back-off). Caller holds e->mu or owns
+ * the worker (busy). */
+void etl_worker_kill(etl_t *e, unsigned i, const char *why)
+{
+	etl_worker_t *w = &e->w[i];
+	if (w->pid <= 0)
+		return;
+	int st = 0;
+	pid_t pid = w->pid;
+	kill(-w->pid, SIGKILL);
+	kill(w->pid, SIGKILL);
+	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	close(w->in);
+	close(w->out);
+	w->pid = 0;
+	w->in = w->out = -1;
+	if (why) {
+		w->crashes++;
+		w->backoff_ms = w->backoff_ms ? MIN(w->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
+		w->next_start_ns = time_mono_ns() + (int64_t)w->backoff_ms * 1000000;
+		log_warnx("etl %s: worker %u (pid %d) %s: restarts in %u ms", e->spec.name, i, (int)pid, why,
+			  w->backoff_ms);
+	}
+}
+
+/* A live worker that exited since its last request: reaped (rule 2). */
+static void reap_exited(etl_t *e, unsigned i)
+{
+	etl_worker_t *w = &e->w[i];
+	int st;
+	if (w->pid > 0 && waitpid(w->pid, &st, WNOHANG) == w->pid) {
+		kill(-w->pid, SIGKILL); /* what it left in its group */
+		close(w->in);
+		close(w->out);
+		w->pid = 0;
+		w->in = w->out = -1;
+		w->crashes++;
+		w->backoff_ms = w->backoff_ms ? MIN(w->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
+		w->next_start_ns = time_mono_ns() + (int64_t)w->backoff_ms * 1000000;
+		log_warnx("etl %s: worker %u exited (%s %d): restarts in %u ms", e->spec.name, i,
+			  WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+			  w->backoff_ms);
+	}
+}
+
+/* Rule 1: a worker for one request until deadline. AIS_OK with *idx (busy),
+ * or AIS_ERR with *status and msg. */
+static int acquire(etl_t *e, int64_t deadline, unsigned *idx, int *status, buf_t *msg)
+{
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		if (e->gone || e->spec.stopped) {
+			*status = e->gone ? 404 : 503;
+			buf_addf(msg, "transformer \"%s\" is %s", e->spec.name, e->gone ? "removed" : "stopped");
+			break;
+		}
+		int64_t now = time_mono_ns(), wake = deadline;
+		for (unsigned i = 0; i < e->spec.workers; i++) {
+			if (!e->w[i].busy)
+				reap_exited(e, i);
+			if (!e->w[i].busy && e->w[i].pid > 0) {
+				e->w[i].busy = true;
+				*idx = i;
+				pthread_mutex_unlock(&e->mu);
+				return AIS_OK;
+			}
+		}
+		for (unsigned i = 0; i < e->spec.workers; i++) {
+			etl_worker_t *w = &e->w[i];
+			if (w->busy || w->pid > 0)
+				continue;
+			if (w->next_start_ns > now) {
+				wake = MIN(wake, w->next_start_ns);
+				continue;
+			}
+			buf_addf(msg, "transformer \"%s\": worker %u cannot start: ", e->spec.name, i);
+			if (spawn(e, i, msg) != AIS_OK) {
+				*status = 503;
+				pthread_mutex_unlock(&e->mu);
+				return AIS_ERR;
+			}
+			buf_reset(msg);
+			w->busy = true;
+			*idx = i;
+			pthread_mutex_unlock(&e->mu);
+			return AIS_OK;
+		}
+		if (now >= deadline) {
+			*status = 504;
+			buf_addf(msg, "transformer \"%s\": no worker free within its timeout", e->spec.name);
+			break;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (wake - now);
+		ts.tv_sec = at / 1000000000;
+		ts.tv_nsec = at % 1000000000;
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return AIS_ERR;
+}
+
+static void release(etl_t *e, unsigned i, bool good)
+{
+	pthread_mutex_lock(&e->mu);
+	if (good)
+		e->w[i].backoff_ms = 0;
+	e->w[i].busy = false;
+	if (e->gone || e->spec.stopped)
+		etl_worker_kill(e, i, NULL);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Rule 2: one exchange. AIS_OK with the answer's status in *wst and its
+ * bytes in out; AIS_ERR with *status and msg (the worker must die). */
+static int exchange(etl_t *e, etl_worker_t *w, const buf_t *req, int64_t deadline, buf_t *out, int *wst,
+		    int *status, buf_t *msg)
+{
+	size_t sent = 0, want = 0;
+	char head[64];
+	size_t hl = 0;
+	bool have_head = false;
+	uint64_t max = etl_cfg.max_output;
+
+	for (;;) {
+		if (have_head && out->len == want)
+			return AIS_OK;
+		int64_t left = deadline - time_mono_ns();
+		if (left <= 0) {
+			*status = 504;
+			buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name,
+				 (unsigned long long)e->spec.timeout_ms);
+			return AIS_ERR;
+		}
+		struct pollfd p[2] = {{.fd = w->out, .events = POLLIN}, {.fd = sent < req->len ? w->in : -1, .events = POLLOUT}};
+		int r = poll(p, 2, (int)MIN(left / 1000000 + 1, 1000));
+		if (r < 0 && errno != EINTR) {
+			*status = 500;
+			buf_addf(msg, "poll: %s", strerror(errno));
+			return AIS_ERR;
+		}
+		if (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) {
+			ssize_t n = write(w->in, req->ptr + sent, req->len - sent);
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				*status = 502;
+				buf_addf(msg, "transformer \"%s\": its worker stopped reading (%s)", e->spec.name,
+					 strerror(errno));
+				return AIS_ERR;
+			}
+			if (n > 0)
+				sent += (size_t)n;
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (!have_head) {
+			ssize_t n = read(w->out, head + hl, 1); /* a short line: byte by byte */
+			if (n == 0) {
+				*status = 502;
+				buf_addf(msg, "transformer \"%s\": its worker exited without answering", e->spec.name);
+				return AIS_ERR;
+			}
+			if (n < 0)
+				continue;
+			if (head[hl] != '\n') {
+				if (++hl == sizeof(head) - 1) {
+					*status = 502;
+					buf_addf(msg, "transformer \"%s\": malformed answer (no frame header)", e->spec.name);
+					return AIS_ERR;
+				}
+				continue;
+			}
+			head[hl] = '\0';
+			unsigned st;
+			unsigned long long len;
+			char tail;
+			if (sscanf(head, "%3u %llu%c", &st, &len, &tail) != 2 || st < 100 || st > 599) {
+				*status = 502;
+				buf_addf(msg, "transformer \"%s\": malformed answer header \"%.40s\"", e->spec.name, head);
+				return AIS_ERR;
+			}
+			if (len > max) {
+				*status = 507;
+				buf_addf(msg, "transformer \"%s\": answer of %llu bytes is over etl.max_output (%llu)",
+					 e->spec.name, len, (unsigned long long)max);
+				return AIS_ERR;
+			}
+			*wst = (int)st;
+			want = (size_t)len;
+			have_head = true;
+			buf_grow(out, want + 1);
+			continue;
+		}
+		ssize_t n = read(w->out, out->ptr + out->len, want - out->len);
+		if (n == 0) {
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
+			return AIS_ERR;
+		}
+		if (n > 0)
+			out->len += (size_t)n;
+	}
+}
+
+int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen, buf_t *out, int *status,
+	    buf_t *msg)
+{
+	int64_t deadline = time_mono_ns() + (int64_t)e->spec.timeout_ms * 1000000;
+	unsigned i;
+	if (!etl_cfg.ns_ok && !etl_cfg.weak) {
+		*status = 503;
+		buf_addf(msg, "transformer \"%s\": this machine cannot make the namespaces its workers need (%s); "
+			      "etl.allow_weak_isolation would run them without", e->spec.name, etl_cfg.ns_why);
+		return AIS_ERR;
+	}
+	if (acquire(e, deadline, &i, status, msg) != AIS_OK)
+		return AIS_ERR;
+	buf_t req = BUF_INIT;
+	size_t ml = strlen(meta);
+	buf_addf(&req, "AISETL 1 %zu %zu %zu\n", ml, args.len, inlen);
+	buf_add(&req, meta, ml);
+	buf_add(&req, args.ptr, args.len);
+	buf_add(&req, in, inlen);
+	int wst = 0;
+	buf_reset(out);
+	int rc = exchange(e, &e->w[i], &req, deadline, out, &wst, status, msg);
+	buf_free(&req);
+	if (rc != AIS_OK) {
+		etl_worker_kill(e, i, msg->ptr);
+		buf_reset(out);
+		release(e, i, false);
+		return AIS_ERR;
+	}
+	release(e, i, true);
+	if (wst != 200) {
+		*status = 502;
+		buf_t m = BUF_INIT;
+		buf_addf(&m, "transformer \"%s\" failed (%d): %.*s", e->spec.name, wst, (int)MIN(out->len, 512),
+			 out->ptr ? out->ptr : "");
+		buf_addsv(msg, sv_of(&m));
+		buf_free(&m);
+		buf_reset(out);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+/* Whether this process can make the namespaces a worker starts in: a child
+ * tries. */
+void etl_probe_ns(void)
+{
+	int flags = CLONE_NEWNS | CLONE_NEWNET | (getuid() == 0 ? 0 : CLONE_NEWUSER);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(unshare(flags) == 0 ? 0 : (errno & 0x7f));
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	etl_cfg.ns_ok = pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	snprintf(etl_cfg.ns_why, sizeof(etl_cfg.ns_why), "unshare: %s",
+		 pid < 0 ? "cannot fork" : strerror(WIFEXITED(st) ? WEXITSTATUS(st) : EIO));
+	if (!etl_cfg.ns_ok)
+		log_warnx("etl: workers cannot have their own namespaces here (%s)%s", etl_cfg.ns_why,
+			  etl_cfg.weak ? ": etl.allow_weak_isolation runs them without" : ": transformers will be refused");
+}

@@ -1,0 +1,155 @@
+/*
+ * etlget.c - GET /v1/objects/B/O?etl=NAME[&etl_args=A] (and S3 GET with
+ * ?etl=NAME or the x-ais-etl header): the object read here, handed whole
+ * to a worker of the transformer (etl.h) and its answer sent back.
+ *
+ * The object must be at most etl.max_input bytes (413); the read and the
+ * exchange run on the network pool, since a transformer may take up to
+ * its timeout. Errors come from etl_transform: 404 unknown transformer,
+ * 5xx naming it and the reason.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aisd/etl.h"
+#include "aisd/ol.h"
+#include "aisd/status.h"
+#include "aisd/util.h"
+#include "target_int.h"
+#include "aisd/banned.h"
+
+struct tetl {
+	target_t *t;
+	sv_t bck, obj, name, args;
+	bool s3;
+	int status; /* 0: out holds the answer */
+	int err;    /* the open failed: errno */
+	buf_t in, out, msg;
+};
+
+/* An S3 error document (S3 clients read the code): NoSuchTransformer for
+ * 404, else the status's own. */
+static void s3_err(http_req_t *req, int status, const char *msg)
+{
+	buf_t b = BUF_INIT;
+	const char *code = status == 404   ? "NoSuchTransformer"
+			   : status == 413 ? "EntityTooLarge"
+			   : status == 504 ? "TransformTimeout"
+					   : "TransformFailed";
+	buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>", code);
+	for (const char *p = msg; *p; p++) {
+		if (*p == '<')
+			buf_addstr(&b, "&lt;");
+		else if (*p == '>')
+			buf_addstr(&b, "&gt;");
+		else if (*p == '&')
+			buf_addstr(&b, "&amp;");
+		else
+			buf_addch(&b, *p);
+	}
+	buf_addstr(&b, "</Message></Error>");
+	http_resp_status(req, status);
+	http_resp_header(req, "Content-Type", "application/xml");
+	http_resp_send_buf(req, &b);
+}
+
+static void tetl_cleanup(void *arg)
+{
+	struct tetl *x = arg;
+	buf_free(&x->in);
+	buf_free(&x->out);
+	buf_free(&x->msg);
+}
+
+static void tetl_work(http_req_t *req)
+{
+	struct tetl *x = req->state;
+	store_meta_t m;
+	int fd = -1;
+	if (!etl_exists(x->name.ptr, x->name.len) && etl_pull(x->t->base.cl, x->name.ptr, x->name.len) != AIS_OK) {
+		x->status = 404; /* not here, nor at the primary */
+		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(x->name.len, 64), x->name.ptr);
+		return;
+	}
+	if (ol_open_sync(x->t, x->bck, x->obj, true, &fd, &m, &x->msg) != AIS_OK) {
+		x->err = errno ? errno : EIO;
+		return;
+	}
+	if (m.size > etl_input_limit()) {
+		close(fd);
+		x->status = 413;
+		buf_addf(&x->msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
+			 (unsigned long long)m.size, (unsigned long long)etl_input_limit());
+		return;
+	}
+	buf_grow(&x->in, m.size + 1);
+	while (x->in.len < m.size) {
+		ssize_t n = pread(fd, x->in.ptr + x->in.len, m.size - x->in.len, (off_t)x->in.len);
+		if (n <= 0) {
+			close(fd);
+			x->status = 500;
+			buf_addf(&x->msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
+			return;
+		}
+		x->in.len += (size_t)n;
+	}
+	close(fd);
+	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", x->bck.ptr, x->bck.len, "object", x->obj.ptr,
+			      x->obj.len, "size", (json_int_t)m.size, "version", (json_int_t)m.version);
+	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (etl_transform(x->name.ptr, x->name.len, meta ? meta : "{}", x->args, x->in.ptr ? x->in.ptr : "",
+			  x->in.len, &x->out, &x->status, &x->msg) == AIS_OK)
+		x->status = 0;
+	free(meta);
+}
+
+static void tetl_done(http_req_t *req)
+{
+	struct tetl *x = req->state;
+	if (x->err) {
+		if (x->s3)
+			s3_err(req, x->err == ENOENT ? 404 : 500, x->msg.ptr ? x->msg.ptr : "cannot read the object");
+		else
+			ol_open_failed(req, x->bck, x->obj, x->err, x->msg.ptr);
+		return;
+	}
+	if (x->status) {
+		if (x->s3)
+			s3_err(req, x->status, x->msg.ptr ? x->msg.ptr : "transform failed");
+		else
+			http_resp_error(req, x->status, "%s", x->msg.ptr ? x->msg.ptr : "transform failed");
+		return;
+	}
+	http_resp_header(req, "Content-Type", "application/octet-stream");
+	http_resp_header(req, "Ais-Etl", "%.*s", (int)x->name.len, x->name.ptr);
+	http_resp_send_buf(req, &x->out);
+}
+
+int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, bool s3)
+{
+	struct tetl *x = arena_zalloc(req->arena, sizeof(*x));
+	arena_cleanup_add(req->arena, tetl_cleanup, x);
+	x->t = t;
+	x->bck = bck;
+	x->obj = obj;
+	x->name = name;
+	x->s3 = s3;
+	if (!http_query_get(req, "etl_args", &x->args))
+		x->args = (sv_t){"", 0};
+	if (!etl_exists(name.ptr, name.len) && !t->base.cl) {
+		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(name.len, 64), name.ptr);
+		if (s3)
+			s3_err(req, 404, x->msg.ptr);
+		else
+			http_resp_error(req, 404, "%s", x->msg.ptr);
+		return AIS_OK;
+	}
+	req->state = x;
+	http_offload_net(req, tetl_work, tetl_done);
+	return AIS_OK;
+}
