@@ -28,6 +28,8 @@
 #define AISD_JOBREG_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -105,5 +107,50 @@ typedef struct jreg_progress {
 	int64_t eta_s;
 } jreg_progress_t;
 void jreg_progress_of(const job_stats_t *st, int64_t now_ns, jreg_progress_t *p);
+
+/* --- kinds whose runs are threads of their own (src/jobs/runs.c) ------
+ * prefetch, evict, copy-bck, ishard: one thread per run. The kind embeds a
+ * jtrun_t as the member `r` of its own run record and keeps its runs in one
+ * jtruns_t; these do the rest, the same for every such kind:
+ *  1. jtruns_start records the run (jreg_begin; its spec without "id"),
+ *     links it and starts its thread; a thread that cannot start leaves
+ *     the run recorded failed and unlinked (503), and the caller frees it.
+ *  2. The thread ends with jtruns_end: the final stats recorded (not while
+ *     jtruns_stop stops the node: the run stays running in its record, to
+ *     resume), the run unlinked; the caller frees it after.
+ *  3. jtruns_abort and jtruns_progress find runs by id under the set's lock;
+ *     a run reads its own abort flag between objects. */
+typedef struct jtrun {
+	char id[JREG_ID_MAX + 1];
+	const char *kind;
+	pthread_mutex_t mu; /* st */
+	job_stats_t st;
+	atomic_bool abort;
+	struct jtrun *next; /* under the set's mu */
+} jtrun_t;
+
+typedef struct jtruns {
+	pthread_mutex_t mu;
+	jtrun_t *head;
+	atomic_bool stopping;
+} jtruns_t;
+#define JTRUNS_INIT {.mu = PTHREAD_MUTEX_INITIALIZER}
+
+/* A new run of kind (a static string) under id: running since now. Its
+ * mutex is the caller's to destroy when it frees the run. */
+void jtrun_init(jtrun_t *r, const char *kind, const char *id);
+/* Rule 1: fn(arg) is the run's thread. 0, or 503 with err. */
+int jtruns_start(jtruns_t *s, jtrun_t *r, const char *bucket, json_t *spec, void *(*fn)(void *), void *arg,
+		buf_t *err);
+/* Rule 2: fin, the run's final stats (state set). */
+void jtruns_end(jtruns_t *s, jtrun_t *r, const job_stats_t *fin);
+/* Sets the abort flag of run id (NULL: every run) of kind (NULL: any). */
+void jtruns_abort(jtruns_t *s, const char *kind, const char *id);
+/* The live stats of run id; false when the set has no such run. */
+bool jtruns_progress(jtruns_t *s, const char *id, job_stats_t *out);
+/* The node starts taking runs (again, after jtruns_stop). */
+void jtruns_open(jtruns_t *s);
+/* Aborts every run and waits up to 3 s for their threads to end (rule 2). */
+void jtruns_stop(jtruns_t *s);
 
 #endif

@@ -30,27 +30,21 @@
 #define RETRY_MS 90000 /* how long a fetch or a PUT is retried while its peer is away (a restart) */
 
 struct irun {
-	char id[JREG_ID_MAX + 1];
+	jtrun_t r; /* id, stats, abort (jobreg.h) */
 	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
 	json_t *spec;
-	pthread_mutex_t mu; /* st */
-	job_stats_t st;
-	atomic_bool abort;
-	struct irun *next;
 };
 
 static struct cluster *icl;
 static store_t *istore;
-static pthread_mutex_t runs_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct irun *runs; /* under runs_mu */
-static atomic_bool stopping;
+static jtruns_t runs = JTRUNS_INIT;
 
 static void fail(struct irun *x, const char *name, const char *why)
 {
-	pthread_mutex_lock(&x->mu);
-	x->st.errors++;
-	snprintf(x->st.last_error, sizeof(x->st.last_error), "%.100s: %.140s", name, why);
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_lock(&x->r.mu);
+	x->r.st.errors++;
+	snprintf(x->r.st.last_error, sizeof(x->r.st.last_error), "%.100s: %.140s", name, why);
+	pthread_mutex_unlock(&x->r.mu);
 }
 
 struct sink {
@@ -102,12 +96,12 @@ static bool member(struct irun *x, const ishard_member_t *m, FILE *f)
 			if (rc == AIS_OK && status == 200)
 				break;
 			if ((rc == AIS_OK && status < 500) || time_mono_ns() > until ||
-			    atomic_load(&x->abort)) {
+			    atomic_load(&x->r.abort)) {
 				fail(x, m->name, why);
 				return false;
 			}
 			if (k == 0)
-				log_warnx("ishard %s: %s: %s (trying again)", x->id, m->name, why);
+				log_warnx("ishard %s: %s: %s (trying again)", x->r.id, m->name, why);
 			usleep(300 * 1000);
 		}
 	}
@@ -130,7 +124,7 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t files = 0;
-	for (size_t k = 0; k < sh->n && ok && !atomic_load(&x->abort); k++) {
+	for (size_t k = 0; k < sh->n && ok && !atomic_load(&x->r.abort); k++) {
 		const ishard_sample_t *s = &p->samples[p->order[sh->first + k]];
 		for (size_t j = 0; j < s->n && ok; j++) {
 			const ishard_member_t *m = &p->members[s->first + j];
@@ -145,7 +139,7 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 	}
 	h.len = 0;
 	tarw_end(&h);
-	ok = ok && !atomic_load(&x->abort) && fwrite(h.ptr, 1, h.len, f) == h.len && fflush(f) == 0;
+	ok = ok && !atomic_load(&x->r.abort) && fwrite(h.ptr, 1, h.len, f) == h.len && fflush(f) == 0;
 	buf_free(&h);
 	long len = ftell(f);
 	int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
@@ -167,19 +161,19 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 		buf_free(&rh);
 		buf_free(&msg);
 		if (rc == AIS_OK && status == 200) {
-			pthread_mutex_lock(&x->mu);
-			x->st.moved++;
-			x->st.moved_bytes += (uint64_t)len;
-			x->st.walked += files;
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_lock(&x->r.mu);
+			x->r.st.moved++;
+			x->r.st.moved_bytes += (uint64_t)len;
+			x->r.st.walked += files;
+			pthread_mutex_unlock(&x->r.mu);
 			break;
 		}
-		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->abort)) {
+		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->r.abort)) {
 			fail(x, name, why);
 			break;
 		}
 		if (k == 0)
-			log_warnx("ishard %s: %s: %s (trying again)", x->id, name, why);
+			log_warnx("ishard %s: %s: %s (trying again)", x->r.id, name, why);
 		usleep(300 * 1000);
 	}
 	fclose(f);
@@ -196,7 +190,7 @@ static void *run(void *arg)
 		fail(x, x->src, err.ptr ? err.ptr : "bad spec");
 	} else {
 		/* both buckets in the BMD (a resumed run may start before it came) */
-		for (int k = 0; k < 150 && !atomic_load(&x->abort); k++) {
+		for (int k = 0; k < 150 && !atomic_load(&x->r.abort); k++) {
 			cluster_where_t a, b;
 			cluster_where(icl, sv_from(x->src), SV("x"), true, &a, NULL, 0);
 			cluster_where(icl, sv_from(x->dst), SV("x"), true, &b, NULL, 0);
@@ -211,10 +205,10 @@ static void *run(void *arg)
 			cluster_where(icl, sv_from(x->dst), sv_from(name), true, &d, NULL, 0);
 			mine += d.self == 0;
 		}
-		pthread_mutex_lock(&x->mu);
-		x->st.total = mine;
-		pthread_mutex_unlock(&x->mu);
-		for (size_t i = 0; i < p.nshards && !atomic_load(&x->abort); i++) {
+		pthread_mutex_lock(&x->r.mu);
+		x->r.st.total = mine;
+		pthread_mutex_unlock(&x->r.mu);
+		for (size_t i = 0; i < p.nshards && !atomic_load(&x->r.abort); i++) {
 			cluster_where_t d;
 			ishard_name(p.tpl, i, name);
 			cluster_where(icl, sv_from(x->dst), sv_from(name), true, &d, NULL, 0);
@@ -225,24 +219,16 @@ static void *run(void *arg)
 	}
 	buf_free(&err);
 	xs_release();
-	pthread_mutex_lock(&x->mu);
-	x->st.state = atomic_load(&x->abort) ? JOB_ABORTED : x->st.errors ? JOB_FAILED : JOB_DONE;
-	x->st.end_ns = time_now_ns();
-	job_stats_t fin = x->st;
-	pthread_mutex_unlock(&x->mu);
-	log_info("ishard %s %s -> %s: %s: %llu shards (%llu bytes) of %llu, %llu files, %llu errors", x->id, x->src,
+	pthread_mutex_lock(&x->r.mu);
+	x->r.st.state = atomic_load(&x->r.abort) ? JOB_ABORTED : x->r.st.errors ? JOB_FAILED : JOB_DONE;
+	x->r.st.end_ns = time_now_ns();
+	job_stats_t fin = x->r.st;
+	pthread_mutex_unlock(&x->r.mu);
+	log_info("ishard %s %s -> %s: %s: %llu shards (%llu bytes) of %llu, %llu files, %llu errors", x->r.id, x->src,
 		 x->dst, job_state_name(fin.state), (unsigned long long)fin.moved, (unsigned long long)fin.moved_bytes,
 		 (unsigned long long)fin.total, (unsigned long long)fin.walked, (unsigned long long)fin.errors);
-	if (!atomic_load(&stopping))
-		jreg_end(x->id, &fin);
-	pthread_mutex_lock(&runs_mu);
-	for (struct irun **q = &runs; *q; q = &(*q)->next)
-		if (*q == x) {
-			*q = x->next;
-			break;
-		}
-	pthread_mutex_unlock(&runs_mu);
-	pthread_mutex_destroy(&x->mu);
+	jtruns_end(&runs, &x->r, &fin);
+	pthread_mutex_destroy(&x->r.mu);
 	json_decref(x->spec);
 	free(x);
 	httpc_sync_release();
@@ -266,66 +252,30 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	if (rc)
 		return rc;
 	struct irun *x = xcalloc(1, sizeof(*x));
-	snprintf(x->id, sizeof(x->id), "%s", id);
+	jtrun_init(&x->r, "ishard", id);
 	snprintf(x->src, sizeof(x->src), "%s", src);
 	snprintf(x->dst, sizeof(x->dst), "%s", dst);
 	x->spec = json_deep_copy(spec);
 	json_object_del(x->spec, "id");
-	pthread_mutex_init(&x->mu, NULL);
-	x->st.state = JOB_RUNNING;
-	x->st.start_ns = time_now_ns();
-	x->st.runs = 1;
-	jreg_begin("ishard", id, src, x->spec);
-	pthread_mutex_lock(&runs_mu);
-	x->next = runs;
-	runs = x;
-	pthread_mutex_unlock(&runs_mu);
-	pthread_t th;
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&th, &a, run, x);
-	pthread_attr_destroy(&a);
-	if (rc != 0) {
-		pthread_mutex_lock(&runs_mu);
-		runs = x->next;
-		pthread_mutex_unlock(&runs_mu);
-		x->st.state = JOB_FAILED;
-		snprintf(x->st.last_error, sizeof(x->st.last_error), "cannot start a thread");
-		jreg_end(id, &x->st);
-		pthread_mutex_destroy(&x->mu);
+	rc = jtruns_start(&runs, &x->r, src, x->spec, run, x, err);
+	if (rc) {
+		pthread_mutex_destroy(&x->r.mu);
 		json_decref(x->spec);
 		free(x);
-		buf_addstr(err, "cannot start a thread");
-		return 503;
 	}
-	return 0;
+	return rc;
 }
 
 static void kind_stop(void *arg, const char *id)
 {
 	(void)arg;
-	pthread_mutex_lock(&runs_mu);
-	for (struct irun *x = runs; x; x = x->next)
-		if (!id || !strcmp(id, x->id))
-			atomic_store(&x->abort, true);
-	pthread_mutex_unlock(&runs_mu);
+	jtruns_abort(&runs, NULL, id);
 }
 
 static bool kind_progress(void *arg, const char *id, job_stats_t *out)
 {
 	(void)arg;
-	bool found = false;
-	pthread_mutex_lock(&runs_mu);
-	for (struct irun *x = runs; x && !found; x = x->next)
-		if (!strcmp(id, x->id)) {
-			pthread_mutex_lock(&x->mu);
-			*out = x->st;
-			pthread_mutex_unlock(&x->mu);
-			found = true;
-		}
-	pthread_mutex_unlock(&runs_mu);
-	return found;
+	return jtruns_progress(&runs, id, out);
 }
 
 static const jreg_kind_t kind = {
@@ -335,20 +285,8 @@ void ishard_register(struct cluster *cl, store_t *store)
 {
 	icl = cl;
 	istore = store;
-	atomic_store(&stopping, false);
+	jtruns_open(&runs);
 	jreg_register(&kind);
 }
 
-void ishard_stop(void)
-{
-	atomic_store(&stopping, true);
-	kind_stop(NULL, NULL);
-	for (int k = 0; k < 300; k++) {
-		pthread_mutex_lock(&runs_mu);
-		bool r = runs != NULL;
-		pthread_mutex_unlock(&runs_mu);
-		if (!r)
-			break;
-		usleep(10000);
-	}
-}
+void ishard_stop(void) { jtruns_stop(&runs); }

@@ -52,13 +52,8 @@
 /* One run: a heap record on the list `runs` from its start until its
  * thread ends (then the registry keeps its stats: jobreg.h). */
 struct bkjob {
-	const char *kind;
+	jtrun_t r; /* kind, id, stats, abort (jobreg.h) */
 	bool evict;
-	char id[JREG_ID_MAX + 1];
-	pthread_mutex_t mu;
-	job_stats_t st;
-	atomic_bool abort;
-	struct bkjob *next;
 	/* the run (set at start; the generator's state under mu) */
 	target_t *t;
 	bk_bucket_t *bk;
@@ -76,9 +71,7 @@ struct bkjob {
 	size_t li;
 };
 
-static pthread_mutex_t runs_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct bkjob *runs; /* under runs_mu */
-static atomic_bool stopping; /* bkj_stop: the runs it cuts stay running in their records, to resume */
+static jtruns_t runs = JTRUNS_INIT; /* bkj_stop: the runs it cuts stay running in their records, to resume */
 
 /* The two kinds as the registry sees them (bkj_register). */
 struct bkkind {
@@ -122,7 +115,7 @@ static void page_free(struct bkjob *j)
 	j->npage = j->at = 0;
 }
 
-/* The next name (heap) or NULL at the end; under j->mu. */
+/* The next name (heap) or NULL at the end; under j->r.mu. */
 static char *next_name(struct bkjob *j)
 {
 	if (j->list) {
@@ -146,8 +139,8 @@ static char *next_name(struct bkjob *j)
 				  : bk_list(j->bk, sv_of(&j->prefix), sv_of(&j->after), PAGE, page_add, j, &j->more, &msg);
 		j->listed = true;
 		if (rc != AIS_OK) {
-			j->st.errors++;
-			snprintf(j->st.last_error, sizeof(j->st.last_error), "listing: %s",
+			j->r.st.errors++;
+			snprintf(j->r.st.last_error, sizeof(j->r.st.last_error), "listing: %s",
 				 msg.ptr ? msg.ptr : strerror(errno));
 			buf_free(&msg);
 			j->more = false;
@@ -159,7 +152,7 @@ static char *next_name(struct bkjob *j)
 		buf_reset(&j->after);
 		buf_addstr(&j->after, j->page[j->npage - 1]);
 	}
-	j->st.total = MAX(j->st.total, j->st.walked + (j->npage - j->at));
+	j->r.st.total = MAX(j->r.st.total, j->r.st.walked + (j->npage - j->at));
 	return xstrdup(j->page[j->at++]);
 }
 
@@ -178,7 +171,7 @@ static int tpl_parse(struct bkjob *j, const char *s)
 	j->tpl_end = b;
 	j->tpl_width = (int)(dots - o - 1);
 	j->tpl = true;
-	j->st.total = b - a + 1;
+	j->r.st.total = b - a + 1;
 	return AIS_OK;
 }
 
@@ -215,19 +208,19 @@ static void one(struct bkjob *j, const char *name)
 			bytes = m.size;
 		}
 	}
-	pthread_mutex_lock(&j->mu);
-	j->st.walked++;
+	pthread_mutex_lock(&j->r.mu);
+	j->r.st.walked++;
 	if (rc != AIS_OK) {
-		j->st.errors++;
-		snprintf(j->st.last_error, sizeof(j->st.last_error), "%s: %s", name, msg.ptr ? msg.ptr : strerror(errno));
+		j->r.st.errors++;
+		snprintf(j->r.st.last_error, sizeof(j->r.st.last_error), "%s: %s", name, msg.ptr ? msg.ptr : strerror(errno));
 	} else if (moved && j->evict) {
-		j->st.deleted++;
-		j->st.moved_bytes += bytes;
+		j->r.st.deleted++;
+		j->r.st.moved_bytes += bytes;
 	} else if (moved) {
-		j->st.moved++;
-		j->st.moved_bytes += bytes;
+		j->r.st.moved++;
+		j->r.st.moved_bytes += bytes;
 	}
-	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_unlock(&j->r.mu);
 	buf_free(&msg);
 }
 
@@ -235,11 +228,11 @@ static void *worker(void *arg)
 {
 	struct bkjob *j = arg;
 	for (;;) {
-		if (atomic_load(&j->abort))
+		if (atomic_load(&j->r.abort))
 			break;
-		pthread_mutex_lock(&j->mu);
+		pthread_mutex_lock(&j->r.mu);
 		char *name = next_name(j);
-		pthread_mutex_unlock(&j->mu);
+		pthread_mutex_unlock(&j->r.mu);
 		if (!name)
 			break;
 		one(j, name);
@@ -257,7 +250,7 @@ static void job_free(struct bkjob *j)
 	free(j->bk);
 	buf_free(&j->prefix);
 	buf_free(&j->after);
-	pthread_mutex_destroy(&j->mu);
+	pthread_mutex_destroy(&j->r.mu);
 	free(j);
 }
 
@@ -266,7 +259,7 @@ static void job_free(struct bkjob *j)
 static bk_bucket_t *resume_backend(struct bkjob *j, buf_t *msg)
 {
 	int berr;
-	for (int64_t until = time_mono_ns() + (int64_t)RESUME_WAIT_MS * 1000000; !atomic_load(&j->abort);) {
+	for (int64_t until = time_mono_ns() + (int64_t)RESUME_WAIT_MS * 1000000; !atomic_load(&j->r.abort);) {
 		buf_reset(msg);
 		bk_bucket_t *b = olr_backend(j->t, sv_from(j->bck), &berr, msg);
 		if (b || time_mono_ns() > until)
@@ -284,11 +277,11 @@ static void *run(void *arg)
 	int started = 0;
 	buf_t msg = BUF_INIT;
 	if (!j->bk && !(j->bk = resume_backend(j, &msg))) {
-		pthread_mutex_lock(&j->mu);
-		j->st.errors++;
-		snprintf(j->st.last_error, sizeof(j->st.last_error), "resuming: bucket %s: %s", j->bck,
+		pthread_mutex_lock(&j->r.mu);
+		j->r.st.errors++;
+		snprintf(j->r.st.last_error, sizeof(j->r.st.last_error), "resuming: bucket %s: %s", j->bck,
 			 msg.len ? msg.ptr : "no remote backend");
-		pthread_mutex_unlock(&j->mu);
+		pthread_mutex_unlock(&j->r.mu);
 	} else {
 		for (int i = 0; i < n; i++)
 			if (pthread_create(&th[started], NULL, worker, j) == 0)
@@ -297,26 +290,17 @@ static void *run(void *arg)
 	buf_free(&msg);
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	pthread_mutex_lock(&j->mu);
-	j->st.state = atomic_load(&j->abort) ? JOB_ABORTED : started ? JOB_DONE : JOB_FAILED;
-	j->st.end_ns = time_now_ns();
-	j->st.total = MAX(j->st.total, j->st.walked);
-	log_info("%s %s %s: %s: %llu walked, %llu %s, %llu errors", j->kind, j->id, j->bck,
-		 job_state_name(j->st.state), (unsigned long long)j->st.walked,
-		 (unsigned long long)(j->evict ? j->st.deleted : j->st.moved), j->evict ? "evicted" : "fetched",
-		 (unsigned long long)j->st.errors);
-	job_stats_t fin = j->st;
-	pthread_mutex_unlock(&j->mu);
-	/* the record first: a stop that finds the run gone finds it ended */
-	if (!atomic_load(&stopping))
-		jreg_end(j->id, &fin);
-	pthread_mutex_lock(&runs_mu);
-	for (struct bkjob **p = &runs; *p; p = &(*p)->next)
-		if (*p == j) {
-			*p = j->next;
-			break;
-		}
-	pthread_mutex_unlock(&runs_mu);
+	pthread_mutex_lock(&j->r.mu);
+	j->r.st.state = atomic_load(&j->r.abort) ? JOB_ABORTED : started ? JOB_DONE : JOB_FAILED;
+	j->r.st.end_ns = time_now_ns();
+	j->r.st.total = MAX(j->r.st.total, j->r.st.walked);
+	log_info("%s %s %s: %s: %llu walked, %llu %s, %llu errors", j->r.kind, j->r.id, j->bck,
+		 job_state_name(j->r.st.state), (unsigned long long)j->r.st.walked,
+		 (unsigned long long)(j->evict ? j->r.st.deleted : j->r.st.moved), j->evict ? "evicted" : "fetched",
+		 (unsigned long long)j->r.st.errors);
+	job_stats_t fin = j->r.st;
+	pthread_mutex_unlock(&j->r.mu);
+	jtruns_end(&runs, &j->r, &fin);
 	job_free(j);
 	return NULL;
 }
@@ -341,10 +325,8 @@ static int kind_start(void *arg, const char *id, json_t *v, bool resume, buf_t *
 		return 400;
 	}
 	struct bkjob *j = xcalloc(1, sizeof(*j));
-	pthread_mutex_init(&j->mu, NULL);
-	j->kind = k->kind;
+	jtrun_init(&j->r, k->kind, id);
 	j->evict = k->evict;
-	snprintf(j->id, sizeof(j->id), "%s", id);
 	j->t = k->t;
 	j->bk = b;
 	snprintf(j->bck, sizeof(j->bck), "%s", json_string_value(bk));
@@ -358,7 +340,7 @@ static int kind_start(void *arg, const char *id, json_t *v, bool resume, buf_t *
 	}
 	if (list_ok) {
 		j->list = json_incref(list);
-		j->st.total = json_array_size(list);
+		j->r.st.total = json_array_size(list);
 	} else if (list || (tpl && (!json_is_string(tpl) || tpl_parse(j, json_string_value(tpl)) != AIS_OK)) ||
 		   (pfx && !json_is_string(pfx))) {
 		buf_addstr(err, "value: \"list\" (valid object names), \"template\" (\"pre{0000..0999}post\") or \"prefix\"");
@@ -367,62 +349,25 @@ static int kind_start(void *arg, const char *id, json_t *v, bool resume, buf_t *
 	} else if (pfx) {
 		buf_addstr(&j->prefix, json_string_value(pfx));
 	}
-	j->st.state = JOB_RUNNING;
-	j->st.start_ns = time_now_ns();
-	j->st.runs = 1;
-	json_t *spec = json_deep_copy(v);
-	json_object_del(spec, "id");
-	jreg_begin(k->kind, id, j->bck, spec);
-	json_decref(spec);
-	pthread_mutex_lock(&runs_mu);
-	j->next = runs;
-	runs = j;
-	pthread_mutex_unlock(&runs_mu);
-	pthread_t th;
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&th, &a, run, j);
-	pthread_attr_destroy(&a);
-	if (rc != 0) {
-		pthread_mutex_lock(&runs_mu);
-		runs = j->next; /* (no run ends before its own start) */
-		pthread_mutex_unlock(&runs_mu);
-		j->st.state = JOB_FAILED;
-		snprintf(j->st.last_error, sizeof(j->st.last_error), "cannot start a thread");
-		jreg_end(id, &j->st);
+	int rc = jtruns_start(&runs, &j->r, j->bck, v, run, j, err);
+	if (rc)
 		job_free(j);
-		buf_addstr(err, "cannot start a thread");
-		return 503;
-	}
-	return 0;
+	return rc;
 }
 
 static void kind_stop(void *arg, const char *id)
 {
 	struct bkkind *k = arg;
-	pthread_mutex_lock(&runs_mu);
-	for (struct bkjob *j = runs; j; j = j->next)
-		if (j->kind == k->kind && (!id || !strcmp(id, j->id)))
-			atomic_store(&j->abort, true);
-	pthread_mutex_unlock(&runs_mu);
+	jtruns_abort(&runs, k->kind, id);
 }
 
 static bool kind_progress(void *arg, const char *id, job_stats_t *out)
 {
 	(void)arg;
-	bool found = false;
-	pthread_mutex_lock(&runs_mu);
-	for (struct bkjob *j = runs; j && !found; j = j->next)
-		if (!strcmp(id, j->id)) {
-			pthread_mutex_lock(&j->mu);
-			*out = j->st;
-			out->total = MAX(out->total, out->walked);
-			pthread_mutex_unlock(&j->mu);
-			found = true;
-		}
-	pthread_mutex_unlock(&runs_mu);
-	return found;
+	if (!jtruns_progress(&runs, id, out))
+		return false;
+	out->total = MAX(out->total, out->walked);
+	return true;
 }
 
 void bkj_register(target_t *t)
@@ -478,19 +423,4 @@ void bkj_stats(sv_t kind, job_stats_t *out)
 		memset(out, 0, sizeof(*out));
 }
 
-void bkj_stop(void)
-{
-	atomic_store(&stopping, true);
-	pthread_mutex_lock(&runs_mu);
-	for (struct bkjob *j = runs; j; j = j->next)
-		atomic_store(&j->abort, true);
-	pthread_mutex_unlock(&runs_mu);
-	for (int k = 0; k < 300; k++) { /* a run ends between objects */
-		pthread_mutex_lock(&runs_mu);
-		bool r = runs != NULL;
-		pthread_mutex_unlock(&runs_mu);
-		if (!r)
-			break;
-		usleep(10000);
-	}
-}
+void bkj_stop(void) { jtruns_stop(&runs); }
