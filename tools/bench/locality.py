@@ -160,7 +160,7 @@ def main():
         print(o)
         raise SystemExit("locality.py: cluster up failed")
     try:
-        deadline = time.monotonic() + 60  # the new cluster's primary may not answer yet
+        deadline = time.monotonic() + 240  # the new cluster's primary may not answer yet (8 nodes, busy machine)
         while request("POST", G, "/v1/buckets/ml", b'{"action":"create-bck"}', JSON).status != 200:
             if time.monotonic() > deadline:
                 raise SystemExit("locality.py: create bucket failed")
