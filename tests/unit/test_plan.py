@@ -5,7 +5,9 @@ Plan: every sample exactly once per epoch (or in the plan's dropped list,
 N mod world of them); every rank exactly N // world samples (max/mean 1);
 local bytes equal to a brute-force optimum on small cases (the assignment
 with and without the extra samples, and the issue's uneven case: 3 hosts,
-copies=1, shards 0/2/5 per host); exchange x moves exactly round(x * q)
+copies=1, shards 0/2/5 per host); with copies=1 the remote samples are
+exactly the placement's surplus over each host's share (random HRW-like
+placements, the bench's shapes among them); exchange x moves exactly round(x * q)
 samples of every rank; a fresh order per epoch (Spearman below 0.1); shards
 on no rank's host keep one cache home; the same plan in another process.
 Resume: consumed_per_worker matches a simulated torch DataLoader (workers
@@ -141,6 +143,34 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(p.local_bytes, [0, 8 * 250, 9 * 250], "epoch %d" % ep)
         whole = [s._replace(samples=1) for s in shards]
         self.assertEqual(local_bytes(whole, hs, _assign(whole, hs, 0)[0]), brute(whole, hs))
+
+    def test_copies1_moves_only_the_surplus(self):
+        # copies=1: a host's samples beyond its ranks' share (q each) must leave it, nothing else need;
+        # the plan's remote samples are exactly that surplus, sum max(0, held - share), and no rank idles
+        # (with N mod world dropped samples, up to that many fewer: a drop may fall on the surplus)
+        rng = random.Random(11)
+        exact = 0
+        for case in range(120):
+            nh, k = rng.randint(2, 8), rng.randint(1, 3)
+            hs = ["t%d" % i for i in range(nh)]
+            per, sps = rng.choice([(8, 8), (32, 4), (64, 2), (3, 5)])
+            shards = [Shard("s%04d" % i, 1000 * sps, frozenset([rng.choice(hs)]), sps) for i in range(nh * per)]
+            ranks = default_hosts(nh * k, hs)
+            q = sum(s.samples for s in shards) // len(ranks)
+            held = Counter(next(iter(s.hosts)) for s in shards for _ in range(s.samples))
+            surplus = sum(max(0, held[h] - q * k) for h in hs)
+            p = make_plan(shards, ranks, seed=case, epoch=case % 3)
+            remote = sum(u.hi - u.lo for lst in p.units for u in lst if not u.local)
+            what = "case %d: %d hosts x %d ranks, %d shards/host" % (case, nh, k, per)
+            drop = sum(s.samples for s in shards) % len(ranks)
+            self.assertLessEqual(remote, surplus, what)
+            self.assertGreaterEqual(remote, surplus - drop, what)
+            exact += not drop
+            if not drop:
+                self.assertEqual(remote, surplus, what)
+            self.assertEqual(set(p.samples), {q}, "case %d: every rank reads q samples" % case)
+            self.assertTrue(all(p.units), "case %d: no rank idles" % case)
+        self.assertGreater(exact, 30, "enough cases without dropped samples")
 
     def test_locality_bound(self):
         for copies in (1, 2):

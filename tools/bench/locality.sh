@@ -21,7 +21,10 @@
 #   Any of NODES, COPIES, RATES, CACHES, CACHE_RATES (rates that get cache
 #   rows), POLICIES ("belady lru"), PREFETCH (the prefetcher's budget in
 #   the belady rows, default 4mbit; empty: none), RANKS_PER_NODE (2),
-#   WORKERS (2), SHARDS_PER_NODE (8), SHARD_KIB (512) overrides. The
+#   WORKERS (2), SHARDS_PER_NODE (64), SHARD_KIB (64), SAMPLE_KIB (16)
+#   overrides (the shape: many small shards per target, as a real dataset
+#   has; with few, copies 1 measures HRW's uneven placement, see
+#   locality.py). The
 #   model's training rate is this machine's, measured in each
 #   configuration (locality.py). KEEP_JSONL=1 appends to the previous rows instead of
 #   starting over.
@@ -65,8 +68,8 @@ for n in $NODES; do
 				esac ;;
 			esac
 			pols=$(printf '"%s",' $POLICIES)
-			cfg=$(printf '{"nodes": %d, "copies": %d, "rate": "%s", "ranks_per_node": %d, "workers": %d, "shards_per_node": %d, "shard_kib": %d, "caches": %s, "policies": [%s], "prefetch": %s, "out": "%s"}' \
-				"$n" "$c" "$r" "${RANKS_PER_NODE:-2}" "${WORKERS:-2}" "${SHARDS_PER_NODE:-8}" "${SHARD_KIB:-512}" \
+			cfg=$(printf '{"nodes": %d, "copies": %d, "rate": "%s", "ranks_per_node": %d, "workers": %d, "shards_per_node": %d, "shard_kib": %d, "sample_kib": %d, "caches": %s, "policies": [%s], "prefetch": %s, "out": "%s"}' \
+				"$n" "$c" "$r" "${RANKS_PER_NODE:-2}" "${WORKERS:-2}" "${SHARDS_PER_NODE:-64}" "${SHARD_KIB:-64}" "${SAMPLE_KIB:-16}" \
 				"$caches" "${pols%,}" "$( [ -n "$PREFETCH" ] && echo "\"$PREFETCH\"" || echo null)" "$out")
 			echo "== $cfg"
 			nice -n 10 /usr/bin/python3 "$HERE/locality.py" "$cfg" || echo "locality.py failed for $cfg" >&2

@@ -15,7 +15,7 @@ def remodel(r):
     kw = dict(r["inputs"])
     N = kw.pop("learners")
     mode = "locality" if r["kind"] == "cache" else r["kind"]
-    p = predict(N, shards=[Shard(n, sz, tuple(h)) for n, sz, h in r["placement"]], **kw)[mode]
+    p = predict(N, shards=[Shard(x[0], x[1], tuple(x[2]), *x[3:]) for x in r["placement"]], **kw)[mode]
     if r["kind"] == "cache":
         return dict(hit_rate=p["hit_rate"], secs=p["secs"], g0_link_bytes=p["net_bytes"])
     return dict(secs=p["secs"], samples_per_s=p["samples_per_s"], cross_bytes=p["net_bytes"],
