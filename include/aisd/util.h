@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "aisd/buf.h"
+
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
@@ -60,6 +62,12 @@ int time_parse_http_date(const char *s, size_t len, int64_t *t_ns);
 /* Writes all n bytes to fd, again after a short write or EINTR. Returns
  * AIS_OK, or AIS_ERR with errno from write(2). */
 int fd_write_all(int fd, const void *p, size_t n);
+/* Replaces the file path with len bytes of data, atomically and durably:
+ * a temporary file beside it (mode 0600), written, fsynced, renamed over
+ * path, and the directory fsynced. AIS_OK, or AIS_ERR with errno and err
+ * (may be NULL) saying which step failed; a failed write leaves path as it
+ * was. */
+int file_write_atomic(const char *path, const void *data, size_t len, buf_t *err);
 
 /* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
 void hex_encode(const unsigned char *in, size_t n, char *out);

@@ -156,21 +156,9 @@ static void file_json(buf_t *out)
 /* Rule 1. Caller holds the write lock. */
 static int save(buf_t *err)
 {
-	char tmp[1200];
 	buf_t b = BUF_INIT;
-	int rc = AIS_ERR;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	file_json(&b);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fchmod(fd, 0600) != 0 || fd_write_all(fd, b.ptr, b.len) != AIS_OK || fsync(fd) != 0 ||
-	    rename(tmp, path) != 0)
-		buf_addf(err, "saving %s: %s", path, strerror(errno));
-	else
-		rc = AIS_OK;
-	if (fd >= 0)
-		close(fd);
-	if (rc != AIS_OK)
-		unlink(tmp);
+	int rc = file_write_atomic(path, b.ptr, b.len, err);
 	buf_free(&b);
 	return rc;
 }

@@ -62,9 +62,6 @@ int cmap_json_u64(json_t *obj, const char *key, const char *what, uint64_t min, 
 		  buf_t *err);
 int cmap_json_bool(json_t *obj, const char *key, const char *what, bool *out, buf_t *err);
 
-/* Writes data to path atomically: <path>.tmp (truncated), fsync, rename over
- * path, fsync of the directory. AIS_OK or AIS_ERR (errno, err). */
-int cmap_persist_write(const char *path, const char *data, size_t len, buf_t *err);
 /* Reads the whole file (at most CMAP_JSON_MAX bytes) into out. AIS_ERR with
  * errno ENOENT when missing (no message), EFBIG when too big, else errno of
  * the failing call. */

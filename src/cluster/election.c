@@ -79,7 +79,7 @@ static int vote_record(cluster_t *cl, uint64_t term, const char *candidate)
 	buf_add_json_str(&js, candidate, strlen(candidate));
 	buf_addstr(&js, "}\n");
 	vote_path(cl, p, sizeof(p));
-	int rc = cmap_persist_write(p, js.ptr, js.len, &err);
+	int rc = file_write_atomic(p, js.ptr, js.len, &err);
 	if (rc == AIS_OK) {
 		cl->voted.term = term;
 		snprintf(cl->voted.candidate, sizeof(cl->voted.candidate), "%s", candidate);

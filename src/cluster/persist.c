@@ -41,78 +41,6 @@ static int io_fail(buf_t *err, const char *what, const char *path)
 	return AIS_ERR;
 }
 
-static int fsync_dir(const char *path)
-{
-	char *copy = xstrdup(path);
-	const char *dir = dirname(copy);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = -1;
-	if (fd >= 0) {
-		rc = fsync(fd);
-		int e = errno;
-		close(fd);
-		errno = e;
-	}
-	free(copy);
-	return rc;
-}
-
-int cmap_persist_write(const char *path, const char *data, size_t len, buf_t *err)
-{
-	buf_t tmp = BUF_INIT;
-	int rc = AIS_ERR;
-
-	buf_addf(&tmp, "%s.tmp", path);
-	int fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		io_fail(err, "create", tmp.ptr);
-		goto out_buf;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			io_fail(err, "write", tmp.ptr);
-			goto out_close;
-		}
-		off += (size_t)w;
-	}
-	if (fsync(fd) < 0) {
-		io_fail(err, "fsync", tmp.ptr);
-		goto out_close;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		io_fail(err, "close", tmp.ptr);
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp.ptr, path) < 0) {
-		io_fail(err, "rename to", path);
-		goto out_unlink;
-	}
-	if (fsync_dir(path) < 0) {
-		/* the new file is in place; only its durability is in doubt */
-		io_fail(err, "fsync the directory of", path);
-		goto out_buf;
-	}
-	rc = AIS_OK;
-	goto out_buf;
-out_close:
-	close(fd);
-out_unlink: {
-	int e = errno;
-	unlink(tmp.ptr);
-	errno = e;
-}
-out_buf:
-	buf_free(&tmp);
-	return rc;
-}
-
 int cmap_persist_read(const char *path, buf_t *out, buf_t *err)
 {
 	struct stat st;
@@ -165,7 +93,7 @@ static int bmd_dec(const char *js, size_t len, void *out, buf_t *err) { return b
 static int save_json(buf_t *js, const char *path, buf_t *err)
 {
 	buf_addch(js, '\n');
-	int rc = cmap_persist_write(path, js->ptr, js->len, err);
+	int rc = file_write_atomic(path, js->ptr, js->len, err);
 	buf_free(js);
 	return rc;
 }

@@ -4,11 +4,14 @@
  * num_parse_u64, which accepts digits only and checks the range.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "aisd/log.h"
@@ -273,4 +276,91 @@ int fd_write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return AIS_OK;
+}
+
+/* --- files written whole ------------------------------------------------------------ */
+
+static int write_fail(buf_t *err, const char *what, const char *path)
+{
+	int e = errno;
+	if (err)
+		buf_addf(err, "%s %s: %s", what, path, strerror(e));
+	errno = e;
+	return AIS_ERR;
+}
+
+static int fsync_dir(const char *path)
+{
+	char *copy = xstrdup(path);
+	const char *dir = dirname(copy);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = -1;
+	if (fd >= 0) {
+		rc = fsync(fd);
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	free(copy);
+	return rc;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, buf_t *err)
+{
+	buf_t tmp = BUF_INIT;
+	int rc = AIS_ERR;
+
+	buf_addf(&tmp, "%s.tmp", path);
+	int fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		write_fail(err, "create", tmp.ptr);
+		goto out_buf;
+	}
+	if (fchmod(fd, 0600) < 0) { /* (a temp file a crash left keeps its mode) */
+		write_fail(err, "chmod", tmp.ptr);
+		goto out_close;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, (const char *)data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			write_fail(err, "write", tmp.ptr);
+			goto out_close;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		write_fail(err, "fsync", tmp.ptr);
+		goto out_close;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		write_fail(err, "close", tmp.ptr);
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp.ptr, path) < 0) {
+		write_fail(err, "rename to", path);
+		goto out_unlink;
+	}
+	if (fsync_dir(path) < 0) {
+		/* the new file is in place; only its durability is in doubt */
+		write_fail(err, "fsync the directory of", path);
+		goto out_buf;
+	}
+	rc = AIS_OK;
+	goto out_buf;
+out_close:
+	close(fd);
+out_unlink: {
+	int e = errno;
+	unlink(tmp.ptr);
+	errno = e;
+}
+out_buf:
+	buf_free(&tmp);
+	return rc;
 }

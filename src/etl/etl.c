@@ -119,24 +119,13 @@ static json_t *spec_json(const etl_spec_t *s)
 /* Rule 1. Caller holds tmu. */
 static int save(buf_t *err)
 {
-	char tmp[1200];
 	json_t *arr = json_array();
 	for (size_t i = 0; i < ntab; i++)
 		json_array_append_new(arr, spec_json(&tab[i]->spec));
 	json_t *doc = json_pack("{s:o}", "etl", arr);
 	char *s = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
-	int rc = AIS_ERR;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, s, strlen(s)) != AIS_OK || fsync(fd) != 0 || rename(tmp, path) != 0)
-		buf_addf(err, "saving %s: %s", path, strerror(errno));
-	else
-		rc = AIS_OK;
-	if (fd >= 0)
-		close(fd);
-	if (rc != AIS_OK)
-		unlink(tmp);
+	int rc = file_write_atomic(path, s, strlen(s), err);
 	free(s);
 	return rc;
 }

@@ -94,9 +94,8 @@ static void persist(const struct jrun *r)
 {
 	if (!jdir[0])
 		return;
-	char path[1200], tmp[1210];
+	char path[1200];
 	path_of(r->id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	const job_stats_t *s = &r->st;
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "id", r->id,
 			      "kind", r->kind, "bucket", r->bucket, "state", job_state_name(s->state), "start",
@@ -110,13 +109,10 @@ static void persist(const struct jrun *r)
 		json_object_set(o, "spec", r->spec);
 	char *js = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, js, strlen(js)) != AIS_OK || fsync(fd) != 0 || close(fd) != 0 ||
-	    rename(tmp, path) != 0) {
-		log_warn("%s (the %s run %s will not be reported after a restart)", path, r->kind, r->id);
-		if (fd >= 0)
-			unlink(tmp);
-	}
+	buf_t err = BUF_INIT;
+	if (file_write_atomic(path, js, strlen(js), &err) != AIS_OK)
+		log_warnx("%s (the %s run %s will not be reported after a restart)", err.ptr, r->kind, r->id);
+	buf_free(&err);
 	free(js);
 }
 

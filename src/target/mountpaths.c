@@ -39,19 +39,16 @@ void tgt_mountpaths_save(void *arg)
 	target_t *t = arg;
 	store_mp_info_t *mp = xcalloc(CONF_MAX_MOUNTPATHS, sizeof(*mp));
 	int n = store_mp_list(t->store, mp, CONF_MAX_MOUNTPATHS);
-	char path[1100], tmp[1110];
+	char path[1100];
 	buf_t b = BUF_INIT;
 	for (int i = 0; i < n; i++) /* a faulted one is saved active: a restart tries it again */
 		buf_addf(&b, "%s %s\n", mp[i].detaching ? "detaching" : "active", mp[i].path);
 	free(mp);
 	snprintf(path, sizeof(path), "%s/%s", tgt_state_dir(t->conf), MP_LIST_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, b.ptr ? b.ptr : "", b.len) != (ssize_t)b.len || fsync(fd) != 0 ||
-	    rename(tmp, path) != 0)
-		log_warn("saving the mountpath list in %s (a restart uses store.mountpaths)", path);
-	if (fd >= 0)
-		close(fd);
+	buf_t err = BUF_INIT;
+	if (file_write_atomic(path, b.ptr ? b.ptr : "", b.len, &err) != AIS_OK)
+		log_warnx("saving the mountpath list: %s (a restart uses store.mountpaths)", err.ptr);
+	buf_free(&err);
 	buf_free(&b);
 }
 
