@@ -78,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
+.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -129,6 +129,18 @@ $(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(LI
 # the aisctl config parser lives outside libaisd.a
 $(BUILD)/tests/fuzz/fuzz_aisctl_config: $(BUILD)/src/cli/cfgfile.o
 
+# The Python package as a wheel, built from a copy of tools/python so that
+# setuptools' build/ and egg-info stay out of the source tree.
+PYVER := $(shell sed -n 's/^\#define AISD_VERSION "\(.*\)"/\1/p' include/aisd/version.h)
+WHEEL := $(BUILD)/dist/aisd-$(PYVER)-py3-none-any.whl
+wheel: $(WHEEL)
+$(WHEEL): tools/python/pyproject.toml tools/python/README.md $(wildcard tools/python/aisd/*.py)
+	@$(if $(Q),echo "  WHEEL   $@")
+	$(Q)rm -rf $(BUILD)/pysrc && mkdir -p $(BUILD)/pysrc $(BUILD)/dist && \
+	cp -r tools/python/pyproject.toml tools/python/README.md tools/python/aisd $(BUILD)/pysrc/ && \
+	rm -rf $(BUILD)/pysrc/aisd/__pycache__ && \
+	/usr/bin/python3 -m pip wheel -q --no-deps --no-index --no-build-isolation -w $(BUILD)/dist $(BUILD)/pysrc
+
 run: deps all
 	$(Q)./deploy/local/cluster.sh up -d ./run
 
@@ -156,7 +168,7 @@ check-docs:
 check-deps:
 	$(Q)python3 tools/subsys-deps.py --check --allow s3,target >/dev/null
 
-check-integration: all $(BUILD)/scaleload
+check-integration: all $(BUILD)/scaleload $(WHEEL)
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
 
 # Every suite runs even when an earlier one fails; the closing lines say
