@@ -253,7 +253,14 @@ install: all
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 644 $(wildcard conf/*.conf) $(DESTDIR)$(PREFIX)/etc/aisd/
+	@# configs: every install refreshes NAME.conf.example; NAME.conf is
+	@# written only where there is none, so an edited config is kept
+	$(Q)for f in $(wildcard conf/*.conf); do \
+	    d=$(DESTDIR)$(PREFIX)/etc/aisd/$$(basename $$f); \
+	    install -m 644 $$f $$d.example; \
+	    if [ -e $$d ]; then echo "install: kept $$d (the new default is $$d.example)"; \
+	    else install -m 644 $$f $$d; fi; \
+	done
 	install -m 644 README.md ARCHITECTURE.md $(DESTDIR)$(PREFIX)/share/doc/aisd/
 	install -m 644 $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/aisd/docs/
 	install -m 644 tools/completion/aisctl.bash \
