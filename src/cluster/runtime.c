@@ -11,6 +11,11 @@
  *  2. cl->wmu serializes every writer (metasync accept, primary update,
  *     keepalive removals): read-modify-write of the metadata never races.
  *  3. Network calls are never made under cl->rw.
+ *  4. Every installed BMD reaches the node's callback (the target creates
+ *     and destroys its buckets there), even when the node stops between
+ *     persisting it and the callback: DIR/bmd-applied.json holds the last
+ *     BMD whose callback returned, and cluster_start runs the callback
+ *     from it to bmd.json when they differ.
  * Node states: a node in maintenance stays in the map even when it fails its
  * health checks (it may be down for maintenance); cmap_owner skips it. A
  * node that accepts a map with itself decommissioning writes
@@ -123,6 +128,15 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 	path_of(cl, "bmd.json", p, sizeof(p));
 	if (bmd_load(p, &cl->bmd, err) != AIS_OK && errno != ENOENT)
 		goto fail;
+	/* the metadata a node last acted on (applied_save): older than
+	 * bmd.json when it stopped between persisting a change and acting on
+	 * it; cluster_start catches up */
+	path_of(cl, "bmd-applied.json", p, sizeof(p));
+	if (cl->bmd && bmd_load(p, &cl->applied, err) == AIS_OK &&
+	    bmd_version(cl->applied) >= bmd_version(cl->bmd)) {
+		bmd_free(cl->applied);
+		cl->applied = NULL;
+	}
 	path_of(cl, "decommissioned", p, sizeof(p));
 	if (access(p, F_OK) == 0) {
 		atomic_store(&cl->decommissioned, true);
@@ -133,6 +147,18 @@ cluster_t *cluster_new(const conf_t *c, enum cmap_role role, int port, buf_t *er
 fail:
 	cluster_free(cl);
 	return NULL;
+}
+
+/* Records b as the metadata this node has acted on (its callback returned):
+ * DIR/bmd-applied.json. A failure only costs a repeated callback. */
+static void applied_save(cluster_t *cl, const bmd_t *b)
+{
+	char p[1200];
+	buf_t err = BUF_INIT;
+	path_of(cl, "bmd-applied.json", p, sizeof(p));
+	if (bmd_save(b, p, &err) != AIS_OK)
+		log_warnx("saving %s: %s", p, err.ptr ? err.ptr : "");
+	buf_free(&err);
 }
 
 void cluster_on_bmd(cluster_t *cl, cluster_bmd_fn fn, void *arg)
@@ -258,6 +284,9 @@ bool cluster_primary_url(cluster_t *cl, char *out, size_t outsz)
 /*
  * Installs new metadata (either may be NULL: unchanged). Takes ownership.
  * Caller holds wmu. Persists first (invariant 1). On error frees them.
+ * The BMD callback runs after, and DIR/bmd-applied.json records that it
+ * returned: a node stopped in between acts on the change at its next
+ * cluster_start.
  */
 int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 {
@@ -289,8 +318,12 @@ int clu_install(cluster_t *cl, cmap_t *m, bmd_t *b, buf_t *err)
 	if (b)
 		oldb = cl->bmd, cl->bmd = b;
 	pthread_rwlock_unlock(&cl->rw);
-	if (b && cl->bmd_fn)
+	if (b && cl->bmd_fn) {
+		if (cl->conf->bmd_pause_ms) /* debug.bmd_apply_pause: a test hook */
+			usleep((useconds_t)MIN(cl->conf->bmd_pause_ms, 60000) * 1000);
 		cl->bmd_fn(cl->bmd_arg, oldb, b);
+		applied_save(cl, b);
+	}
 	if (m && cl->cmap_fn)
 		cl->cmap_fn(cl->cmap_arg, oldm, m);
 	if (m) {
@@ -942,6 +975,20 @@ int cluster_start(cluster_t *cl, buf_t *err)
 		buf_addstr(err, "nothing to join: set cluster.join (--join URL)");
 		return AIS_ERR;
 	}
+	if (cl->bmd && cl->bmd_fn) {
+		/* persisted but maybe not acted on (a stop between clu_install's
+		 * save and its callback): act on it now, from what was acted on,
+		 * so that a bucket the cluster removed meanwhile is destroyed */
+		if (cl->applied) {
+			log_info("bucket metadata v%llu was saved but maybe not applied before the stop: applying it "
+				 "(from v%llu)", (unsigned long long)bmd_version(cl->bmd),
+				 (unsigned long long)bmd_version(cl->applied));
+			cl->bmd_fn(cl->bmd_arg, cl->applied, cl->bmd);
+		}
+		applied_save(cl, cl->bmd);
+	}
+	bmd_free(cl->applied);
+	cl->applied = NULL;
 	if (pthread_create(&cl->thread, NULL, keepalive_main, cl))
 		fatal("pthread_create");
 	cl->started = true;
@@ -969,6 +1016,7 @@ void cluster_free(cluster_t *cl)
 	cmap_free(cl->cmap);
 	cmap_free(cl->prev);
 	bmd_free(cl->bmd);
+	bmd_free(cl->applied);
 	authz_set_access_lookup(NULL, NULL);
 	pthread_rwlock_destroy(&cl->rw);
 	pthread_mutex_destroy(&cl->wmu);

@@ -27,6 +27,7 @@ struct cluster {
 	cmap_t *cmap;
 	cmap_t *prev; /* the map before the last change of placement (place.h), or NULL */
 	bmd_t *bmd;
+	bmd_t *applied; /* DIR/bmd-applied.json when older than bmd: its callback may not have run */
 	pthread_mutex_t wmu; /* one writer at a time; guards peers */
 	struct peer peers[256];
 	size_t npeers;

@@ -181,6 +181,9 @@ static const struct key keys[] = {
 	{"debug.delete_pause", K_MS, N(delete_pause_ms), "0",
 	 "test hook: a client's delete waits this long on the target serving it after its tombstones are placed, "
 	 "before it deletes the slices of an erasure-coded object (0: none)"},
+	{"debug.bmd_apply_pause", K_MS, N(bmd_pause_ms), "0",
+	 "test hook: a node waits this long between persisting new bucket metadata and acting on it (creating "
+	 "and destroying its buckets) (0: none)"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
