@@ -588,9 +588,10 @@ static void list_pages(http_req_t *req, const char *bucket, const char *prefix, 
 		       bool (*fn)(void *arg, json_t *entry), void *arg)
 {
 	struct bop *o = req->state;
-	char keep[sizeof(o->name)];
+	char keep[sizeof(o->name)], want[sizeof(o->name)];
 	memcpy(keep, o->name, sizeof(keep));
-	snprintf(o->name, sizeof(o->name), "%s", bucket);
+	snprintf(want, sizeof(want), "%s", bucket); /* (bucket may be o->name) */
+	memcpy(o->name, want, sizeof(want));
 	json_decref(o->value);
 	o->value = json_pack("{s:s,s:{s:s,s:s,s:i}}", "action", "list", "value", "prefix", prefix, "props",
 			     "name,size", "pagesize", LIST_PAGE_MAX);
