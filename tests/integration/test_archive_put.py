@@ -9,7 +9,8 @@ Checks:
     archpath GETs and with Python's tarfile on the downloaded shard; the
     list's order kept; --include-src-bck names members BUCKET/OBJECT.
  2. --append adds members after the old ones (the old ones kept, byte for
-    byte), a new version; append to an absent shard creates it.
+    byte), a new version; to a shard Python's tarfile wrote (pax headers, a
+    directory entry) too; append to an absent shard creates it.
  3. A destination with mirror.copies=2: the shard on two targets.
  4. A .tgz shard from a list (gzip, read with tarfile "r:gz" and archpath).
  5. aisctl ishard with a .tgz template: gzip shards; every sample read back
@@ -150,6 +151,24 @@ t.check(mem and all(d == data[n] for n, d in mem), "append: every member byte fo
 t.eq(by_archpath("dst", "a/list.tar", mem or []), [], "append: every member by archpath (the index of the new version)")
 v2 = get("dst", "a/list.tar").headers.get("ais-version")
 t.check(v1 != v2 or v1 is None, "append: a new version", (v1, v2))
+ext = io.BytesIO()  # a shard Python's tarfile wrote: pax headers (a long non-ASCII name), a directory
+with tarfile.open(fileobj=ext, mode="w", format=tarfile.PAX_FORMAT) as tf:
+    for n, d in (("dir/" + "\u00e9t\u00e9-" * 40 + ".txt", b"pax name"), ("plain.bin", os.urandom(777))):
+        ti = tarfile.TarInfo(n)
+        ti.size = len(d)
+        tf.addfile(ti, io.BytesIO(d))
+    di = tarfile.TarInfo("adir")
+    di.type = tarfile.DIRTYPE
+    tf.addfile(di)
+t.eq(follow("PUT", g.url, "/v1/objects/dst/py.tar", ext.getvalue())[1].status, 200, "PUT a tarfile-made shard")
+wait_job(archive("dst/py.tar", "--from", "src", "--append", "--list", "img/004.jpg,img/004.cls"))
+r = get("dst", "py.tar")
+with tarfile.open(fileobj=io.BytesIO(r.body)) as tf:
+    got = [(m.name, m.isdir()) for m in tf.getmembers()]
+    ok = all(tf.extractfile(m).read() == data[m.name] for m in tf.getmembers() if m.name.startswith("img/"))
+t.eq(got, [("dir/" + "\u00e9t\u00e9-" * 40 + ".txt", False), ("plain.bin", False), ("adir", True),
+           ("img/004.jpg", False), ("img/004.cls", False)], "append to a tarfile-made shard: pax name and directory kept")
+t.check(ok, "... the appended members byte for byte")
 wait_job(archive("dst/a/new.tar", "--from", "src", "--append", "--list", "img/005.jpg"))
 t.eq(members("dst", "a/new.tar"), [("img/005.jpg", data["img/005.jpg"])], "append to an absent shard creates it")
 
