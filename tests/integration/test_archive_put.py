@@ -20,7 +20,9 @@ Checks:
     (400), append to a .tgz (400), append to an object that is not a tar
     (the job fails, the object is left as it was), a bad template (400),
     a missing bucket (404); nothing partial is ever listed.
- 7. The job is in /v1/jobs (kind archive); no error-level line in any log.
+ 7. kill -9 of the shard's owner mid-run: after its restart the run is
+    recorded aborted and no shard (no partial one) is listed.
+ 8. The job is in /v1/jobs (kind archive); no error-level line in any log.
 """
 # timeout: 150
 import gzip
@@ -31,6 +33,7 @@ import random
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.parse
 
 from itlib import T, q
@@ -258,7 +261,42 @@ t.check(r.status == 200 and "not a tar" in r.body.decode(errors="replace"), "the
 t.eq(get("dst", "fake.tar").body, b"this is not a tar archive" * 40, "... and the object is left as it was")
 t.eq(sorted(set(names("dst")) - set(before)), ["fake.tar"], "nothing else written by the bad requests")
 
-# --- 7. the job in /v1/jobs ------------------------------------------------------------------
+# --- 7. kill -9 of the shard's owner mid-run -------------------------------------------------
+big = {"k/%04d.bin" % i: os.urandom(32 << 10) for i in range(300)}
+bad = [n for n, d in big.items() if follow("PUT", g.url, "/v1/objects/src/" + q(n), d)[1].status != 200]
+t.check(not bad, "300 more PUTs to src", bad[:3])
+rid = archive("dst/k.tar", "--from", "src", "--template", "k/{0000..0299}.bin")
+
+
+def run_on(x):
+    r = request("GET", x.url, "/v1/jobs?id=%s&all=true" % (rid or "none"), headers=INTRA)
+    runs = (r.json() or {}).get("runs", []) if r.status == 200 else []
+    return runs[0] if runs else {}
+
+
+owner, at_kill = None, {}
+for _ in range(3000):  # (bounded: 30 s) until the owner has packed a member or more, or ended
+    owner = next((x for x in ts if run_on(x).get("total")), None)
+    at_kill = run_on(owner) if owner else {}
+    if owner and (at_kill.get("state") != "running" or at_kill.get("walked", 0) >= 1):
+        break
+    time.sleep(0.01)
+t.check(owner is not None, "the shard's owner runs the job", at_kill)
+if owner:
+    owner.kill9()
+    t.check(owner.start(join=g.url), "%s restarts" % owner.name)
+    t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "%s rejoins" % owner.name)
+    fin = run_on(owner)
+    cut = at_kill.get("state") == "running"
+    t.check(fin.get("state") == ("aborted" if cut else "done"),
+            "the run cut by kill -9 is recorded aborted (%s when killed)" % at_kill.get("state"), fin)
+    mem = members("dst", "k.tar") if "k.tar" in (names("dst") or []) else None
+    t.check(mem is None if cut else mem and len(mem) == 300,
+            "the shard is absent after the cut run (or whole when it had ended)", None if mem is None else len(mem))
+    if mem:
+        t.check(all(d == big[n] for n, d in mem), "... byte for byte")
+
+# --- 8. the job in /v1/jobs ------------------------------------------------------------------
 r = request("GET", g.url, "/v1/jobs?kind=archive&all=true")
 t.check(r.status == 200 and len(r.json().get("runs", [])) >= 8, "the runs are in /v1/jobs?kind=archive", r.body[:300])
 clulib.check_logs([g] + ts)
