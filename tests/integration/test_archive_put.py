@@ -144,6 +144,13 @@ mem = members("src", "self.tar")
 t.eq([(n, d) for n, d in mem or []], [("src/img/001.jpg", data["img/001.jpg"]), ("src/img/001.cls", data["img/001.cls"])],
      "--include-src-bck, into the source bucket itself: members named src/OBJECT")
 
+r = request("POST", g.url, "/v1/buckets/src", json.dumps({"action": "archive", "value": {
+    "archname": "nodst.tar", "mime": ".tar", "list": ["img/002.jpg"]}}), JSON)
+rid = (r.json() or {}).get("id", "") if r.status == 200 else ""
+t.check(rid, "POST without bck_to: started", r.body[:300])
+wait_job(rid)
+t.eq(members("src", "nodst.tar"), [("img/002.jpg", data["img/002.jpg"])], "without bck_to the shard goes to the source bucket")
+
 # --- 2. append -------------------------------------------------------------------------------
 v1 = get("dst", "a/list.tar").headers.get("ais-version")
 wait_job(archive("dst/a/list.tar", "--from", "src", "--append", "--template", "img/{000..002}.cls"))
