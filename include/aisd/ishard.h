@@ -22,7 +22,9 @@
  *  5. Shard i is named by the template: "p-%06d.tar" (printf's %d with an
  *     optional 0-width) or "p-{0000..9999}.tar" (a brace range: index
  *     start+i, zero-padded to the start's width; a plan with more shards
- *     than the range names fails).
+ *     than the range names fails). A template ending in .tgz or .tar.gz
+ *     makes gzip-compressed shards (tgzw.h); shard_size bounds their tar
+ *     bytes before compression.
  * The job (src/ishard/job.c, kind "ishard"): each target builds the shards
  * it owns in DST by HRW, reading members it holds from its store and the
  * others from their owners (GET /v1/objects on their intra-cluster URL),
@@ -41,6 +43,7 @@
 #include "aisd/store.h"
 
 #define ISHARD_NAME_MAX 1024
+#define ISHARD_RETRY_MS 90000 /* how long a fetch or a PUT is retried while its peer is away (a restart) */
 
 typedef struct ishard_member {
 	const char *name; /* borrowed from the listing */
@@ -94,5 +97,21 @@ struct cluster;
 void ishard_register(struct cluster *cl, store_t *store);
 /* Stops the runs in progress (their records stay running, to resume). */
 void ishard_stop(void);
+
+/* --- the transfers of the jobs that build shards (src/ishard/io.c) ----
+ * ishard and archive (xarch.h). job names the job in log lines. */
+#include <stdatomic.h>
+#include <stdio.h>
+/* Appends object bck/name to f: from store when it holds it, else fetched
+ * from its owner (GET /v1/objects on its intra-cluster URL; a failed fetch
+ * is written over). 0 with *n, the bytes appended; else the HTTP status
+ * of the failure (404: no such object) with why set. */
+int ishard_fetch(struct cluster *cl, store_t *store, const char *bck, const char *name, FILE *f,
+		 atomic_bool *abort, const char *job, uint64_t *n, char *why, size_t whysz);
+/* PUTs the whole of f as bck/name to its owner, as a client's write (its
+ * copies, erasure coding and tar index follow). 0, or the HTTP status of
+ * the failure with why set. */
+int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, atomic_bool *abort,
+	       const char *job, char *why, size_t whysz);
 
 #endif

@@ -207,6 +207,8 @@ void cli_resp_free(struct cli_resp *rs);
  * Returns AIS_OK, or AIS_ERR when the bucket (or the needed object) is empty.
  */
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object);
+/* "a,b" -> ["a","b"] (empty items left out): a new JSON array. */
+json_t *cli_list_of(const char *s);
 
 /* progress.c: a one-line progress bar on stderr, drawn only when on. */
 struct cli_progress {
@@ -272,6 +274,7 @@ int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
 int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
+int cli_archive_put(struct cli *c, const struct cli_args *a); /* archive.c */
 /* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
  * AIS_OK for a 2xx (its body appended to body, may be NULL), else the
  * error printed (cli_http_check). bucket.c. */

@@ -43,6 +43,19 @@ int cli_split_uname(const char *arg, bool need_object, char **bucket, char **obj
 	return AIS_OK;
 }
 
+json_t *cli_list_of(const char *s)
+{
+	json_t *a = json_array();
+	while (s && *s) {
+		const char *c = strchr(s, ',');
+		size_t n = c ? (size_t)(c - s) : strlen(s);
+		if (n)
+			json_array_append_new(a, json_stringn(s, n));
+		s = c ? c + 1 : NULL;
+	}
+	return a;
+}
+
 const char *cli_resp_header(const struct cli_resp *rs, const char *name)
 {
 	for (size_t i = 0; i < rs->nhdrs; i++)

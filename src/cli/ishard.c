@@ -14,20 +14,6 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
-/* "a,b" -> ["a","b"] */
-static json_t *list_of(const char *s)
-{
-	json_t *a = json_array();
-	while (s && *s) {
-		const char *c = strchr(s, ',');
-		size_t n = c ? (size_t)(c - s) : strlen(s);
-		if (n)
-			json_array_append_new(a, json_stringn(s, n));
-		s = c ? c + 1 : NULL;
-	}
-	return a;
-}
-
 int cli_ishard(struct cli *c, const struct cli_args *a)
 {
 	const char *src = a->pos[0], *dst = a->pos[1], *ss = cli_opt(a, "shard-size");
@@ -51,7 +37,7 @@ int cli_ishard(struct cli *c, const struct cli_args *a)
 	if (cli_opt(a, "prefix"))
 		json_object_set_new(v, "prefix", json_string(cli_opt(a, "prefix")));
 	if (cli_opt(a, "ext"))
-		json_object_set_new(v, "ext", list_of(cli_opt(a, "ext")));
+		json_object_set_new(v, "ext", cli_list_of(cli_opt(a, "ext")));
 	if (cli_opt(a, "regex"))
 		json_object_set_new(v, "regex", json_string(cli_opt(a, "regex")));
 	if (cli_opt(a, "missing"))

@@ -130,6 +130,16 @@ static const struct cli_opt opts_ishard[] = {
 	{0},
 };
 
+static const struct cli_opt opts_archive_put[] = {
+	{"list", 0, "OBJ,OBJ,...", "pack these objects, in this order"},
+	{"template", 0, "TEMPLATE", "pack the objects a range names: img-{0000..0999}.jpg"},
+	{"from", 0, "BUCKET", "the objects' bucket (default: the shard's)"},
+	{"append", 0, NULL, "add the objects to the tar shard (created when absent)"},
+	{"overwrite", 0, NULL, "replace the shard when it exists (else that is an error)"},
+	{"include-src-bck", 0, NULL, "name each member BUCKET/OBJECT in the shard (default: OBJECT)"},
+	{0},
+};
+
 static const struct cli_opt opts_etl_init[] = {
 	{"cmd", 0, "'COMMAND ...'", "the worker's command line (run with /bin/sh -c, in a sandbox; required)"},
 	{"comm", 0, "stdio", "how aisd talks to a worker: stdio (framed requests and answers; the default)"},
@@ -179,6 +189,10 @@ static const struct cli_cmd cli_cmds[] = {
 	{"ishard", "SRC DST",
 	 "pack a bucket's loose files into tar shards of another bucket, samples never split (a job: aisctl job wait ID)",
 	 opts_ishard, 2, 2, cli_ishard, false},
+	{"archive put", "BUCKET/SHARD",
+	 "pack objects into a tar (.tar) or compressed tar (.tgz, .tar.gz) shard on the server, or append them to a "
+	 "tar shard (a job: aisctl job wait ID)",
+	 opts_archive_put, 1, 1, cli_archive_put, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,

@@ -164,15 +164,7 @@ static int listrange(struct cli *c, const struct cli_args *a, const char *action
 		return cli_usage_error(a->cmd, "one of --list, --template and --prefix");
 	json_t *v = json_object();
 	if (list) {
-		json_t *arr = json_array();
-		const char *p = list;
-		while (*p) {
-			size_t n = strcspn(p, ",");
-			if (n)
-				json_array_append_new(arr, json_stringn(p, n));
-			p += n + (p[n] == ',');
-		}
-		json_object_set_new(v, "list", arr);
+		json_object_set_new(v, "list", cli_list_of(list));
 	} else if (tpl) {
 		json_object_set_new(v, "template", json_string(tpl));
 	} else if (pfx) {

@@ -33,6 +33,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/ishard.h"
+#include "aisd/xarch.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -100,7 +101,7 @@ struct bop {
 	bool cached_only;  /* a remote bucket's cached copies only (TGT_LS_CACHED) */
 	json_t *missing;   /* the targets not heard from, when the page may lack names */
 	buf_t out;
-	/* ishard */
+	/* ishard, archive */
 	json_t *ishard;    /* the job's value (owned): the listing goes in it */
 	char to[NAME_BUCKET_MAX + 1];
 };
@@ -576,6 +577,62 @@ static void list_done(http_req_t *req)
 
 #define ISHARD_OBJECTS_MAX 500000     /* names of one listing handed to the targets */
 #define ISHARD_SPEC_MAX (60u << 20) /* its JSON (a target's /v1/jobs takes 64 MiB) */
+#define ARCHIVE_LISTED_MAX 2000000  /* names an archive request's check may list */
+
+/* I/O pool: every page of bucket's listing under prefix (list_work's
+ * fan-out, names and sizes), entry by entry to fn, until fn returns false,
+ * the listing ends or (until not NULL) a page ends at or past until. o->err
+ * and o->msg on a listing's failure; o->name, o->value and o->out are
+ * list_work's own meanwhile. */
+static void list_pages(http_req_t *req, const char *bucket, const char *prefix, const char *until,
+		       bool (*fn)(void *arg, json_t *entry), void *arg)
+{
+	struct bop *o = req->state;
+	char keep[sizeof(o->name)], want[sizeof(o->name)];
+	memcpy(keep, o->name, sizeof(keep));
+	snprintf(want, sizeof(want), "%s", bucket); /* (bucket may be o->name) */
+	memcpy(o->name, want, sizeof(want));
+	json_decref(o->value);
+	o->value = json_pack("{s:s,s:{s:s,s:s,s:i}}", "action", "list", "value", "prefix", prefix, "props",
+			     "name,size", "pagesize", LIST_PAGE_MAX);
+	json_t *lv = json_object_get(o->value, "value");
+	o->pagesize = LIST_PAGE_MAX;
+	for (bool go = true; go;) {
+		o->out.len = 0;
+		list_work(req);
+		if (o->err)
+			break;
+		json_t *doc = json_loadb(o->out.ptr ? o->out.ptr : "", o->out.len, 0, NULL), *e;
+		json_t *ents = json_object_get(doc, "entries");
+		size_t i;
+		json_array_foreach(ents, i, e) {
+			if (go && json_is_string(json_object_get(e, "name")))
+				go = fn(arg, e);
+		}
+		const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
+		const char *last = json_string_value(json_object_get(json_array_get(ents, json_array_size(ents) - 1),
+								       "name"));
+		go = go && tok && *tok && json_array_size(ents) && !(until && last && strcmp(last, until) >= 0);
+		if (go)
+			json_object_set_new(lv, "continuation_token", json_string(tok));
+		json_decref(doc);
+	}
+	o->out.len = 0;
+	memcpy(o->name, keep, sizeof(keep));
+}
+
+static bool ishard_entry(void *arg, json_t *e)
+{
+	struct bop *o = arg;
+	json_t *objs = json_object_get(o->ishard, "objects");
+	json_array_append_new(objs, json_pack("[O,I]", json_object_get(e, "name"),
+					      json_integer_value(json_object_get(e, "size"))));
+	if (json_array_size(objs) <= ISHARD_OBJECTS_MAX)
+		return true;
+	o->err = EINVAL;
+	buf_addf(&o->msg, "ishard: more than %d objects under the prefix (shard a narrower prefix)", ISHARD_OBJECTS_MAX);
+	return false;
+}
 
 /* I/O pool: lists the source once (every page, list_work's fan-out) into
  * the job's "objects" ([[NAME,SIZE],..], name order), and plans it: a dry
@@ -584,40 +641,9 @@ static void list_done(http_req_t *req)
 static void ishard_work(http_req_t *req)
 {
 	struct bop *o = req->state;
-	json_t *objs = json_array(), *lv = json_object_get(o->value, "value");
 	json_t *pf = json_object_get(o->ishard, "prefix");
-	json_object_set_new(lv, "prefix", json_string(pf ? json_string_value(pf) : ""));
-	json_object_set_new(lv, "props", json_string("name,size"));
-	json_object_set_new(lv, "pagesize", json_integer(LIST_PAGE_MAX));
-	o->pagesize = LIST_PAGE_MAX;
-	for (;;) {
-		o->out.len = 0;
-		list_work(req);
-		if (o->err)
-			break;
-		json_t *doc = json_loadb(o->out.ptr ? o->out.ptr : "", o->out.len, 0, NULL), *e;
-		size_t i;
-		json_array_foreach(json_object_get(doc, "entries"), i, e) {
-			json_t *nm = json_object_get(e, "name"), *sz = json_object_get(e, "size");
-			if (json_is_string(nm))
-				json_array_append_new(objs, json_pack("[O,I]", nm, json_integer_value(sz)));
-		}
-		const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
-		bool more = tok && *tok && json_array_size(json_object_get(doc, "entries"));
-		if (more)
-			json_object_set_new(lv, "continuation_token", json_string(tok));
-		json_decref(doc);
-		if (json_array_size(objs) > ISHARD_OBJECTS_MAX) {
-			o->err = EINVAL;
-			buf_addf(&o->msg, "ishard: more than %d objects under the prefix (shard a narrower prefix)",
-				 ISHARD_OBJECTS_MAX);
-			break;
-		}
-		if (!more)
-			break;
-	}
-	o->out.len = 0;
-	json_object_set_new(o->ishard, "objects", objs);
+	json_object_set_new(o->ishard, "objects", json_array());
+	list_pages(req, o->name, pf ? json_string_value(pf) : "", NULL, ishard_entry, o);
 	if (o->err)
 		return;
 	ishard_plan_t p = {0};
@@ -655,6 +681,98 @@ static void ishard_done(http_req_t *req)
 	} else {
 		start_bucket_job(req, "ishard", o->name, o->ishard, o->to);
 	}
+}
+
+/* An archive request's listing: the names asked for, each looked up. */
+struct arch_ls {
+	struct bop *o;
+	json_t *found; /* name -> size, of the names asked for */
+	json_t *want;  /* name -> true */
+	size_t listed;
+};
+
+static bool arch_entry(void *arg, json_t *e)
+{
+	struct arch_ls *a = arg;
+	const char *nm = json_string_value(json_object_get(e, "name"));
+	if (json_object_get(a->want, nm))
+		json_object_set(a->found, nm, json_object_get(e, "size"));
+	if (++a->listed <= ARCHIVE_LISTED_MAX)
+		return true;
+	a->o->err = EINVAL;
+	buf_addf(&a->o->msg, "archive: more than %d objects to look through for the names asked for (name objects "
+			     "with a longer common prefix)", ARCHIVE_LISTED_MAX);
+	return false;
+}
+
+/* I/O pool (xarch.h): the names expanded, found in the source's listing
+ * (under their common prefix, up to the greatest of them) with their
+ * sizes into the job's "objects", and the shard looked for in DST's. */
+static void archive_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	json_t *names = xarch_names(o->ishard), *e;
+	struct arch_ls a = {o, json_object(), json_object(), 0};
+	const char *lo = NULL, *hi = NULL;
+	size_t i, pfx = 0;
+	json_array_foreach(names, i, e) {
+		const char *nm = json_string_value(e);
+		json_object_set(a.want, nm, json_true());
+		if (!lo) {
+			lo = hi = nm;
+			pfx = strlen(nm);
+		}
+		while (pfx && strncmp(lo, nm, pfx))
+			pfx--;
+		hi = strcmp(nm, hi) > 0 ? nm : hi;
+	}
+	char *prefix = xstrndup(lo ? lo : "", pfx);
+	list_pages(req, o->name, prefix, hi, arch_entry, &a);
+	free(prefix);
+	json_t *objs = json_array();
+	size_t missing = 0;
+	buf_t miss = BUF_INIT;
+	json_array_foreach(names, i, e) {
+		json_t *sz = json_object_get(a.found, json_string_value(e));
+		if (sz)
+			json_array_append_new(objs, json_pack("[O,O]", e, sz));
+		else if (missing++ < 10)
+			buf_addf(&miss, "%s\"%.200s\"", missing > 1 ? ", " : "", json_string_value(e));
+	}
+	if (!o->err && missing) {
+		o->err = ENOENT;
+		buf_addf(&o->msg, "archive: %zu source object%s missing in bucket \"%s\": %s%s", missing,
+			 missing == 1 ? " is" : "s are", o->name, miss.ptr, missing > 10 ? ", ..." : "");
+	}
+	json_object_set_new(o->ishard, "objects", objs);
+	const char *arch = json_string_value(json_object_get(o->ishard, "archname"));
+	if (!o->err && !json_is_true(json_object_get(o->ishard, "append")) &&
+	    !json_is_true(json_object_get(o->ishard, "overwrite"))) {
+		json_object_clear(a.want);
+		json_object_clear(a.found);
+		json_object_set(a.want, arch, json_true());
+		list_pages(req, o->to, arch, arch, arch_entry, &a);
+		if (!o->err && json_object_size(a.found)) {
+			o->err = EEXIST;
+			buf_addf(&o->msg, "archive: \"%s/%s\" exists (append to it, or overwrite it)", o->to, arch);
+		}
+	}
+	buf_free(&miss);
+	json_decref(a.found);
+	json_decref(a.want);
+	json_decref(names);
+}
+
+static void archive_done(http_req_t *req)
+{
+	struct bop *o = req->state;
+	bool ours = o->msg.len && !strncmp(o->msg.ptr, "archive", 7);
+	if (ours && (o->err == EINVAL || o->err == ENOENT || o->err == EEXIST))
+		http_resp_error(req, o->err == EINVAL ? 400 : o->err == ENOENT ? 404 : 409, "%s", o->msg.ptr);
+	else if (o->err)
+		list_done(req);
+	else
+		start_bucket_job(req, "archive", o->name, o->ishard, o->to);
 }
 
 static void list_buckets(http_req_t *req, const bmd_t *b)
@@ -844,8 +962,33 @@ static int gw_buckets(http_req_t *req)
 			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "ishard") &&
 				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "ishard")) {
 				o->ishard = json_deep_copy(value);
-				o->value = json_pack("{s:s,s:{}}", "action", "list", "value");
 				http_offload_net(req, ishard_work, ishard_done);
+			}
+			buf_free(&err);
+			break;
+		}
+		if (action && !strcmp(action, "archive")) {
+			/* objects of this bucket packed into a shard of DST (default:
+			 * this bucket) by the shard's owner (src/xarch) */
+			sv_t to = {o->name, strlen(o->name)};
+			http_query_get(req, "bck_to", &to);
+			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
+			cluster_read_lock(cl, NULL, &b);
+			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
+			cluster_read_unlock(cl);
+			buf_t err = BUF_INIT;
+			if (!bk) {
+				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			} else if (!to.len || !name_bucket_valid(to.ptr, to.len)) {
+				http_resp_error(req, 400, "archive: ?bck_to wants a bucket name");
+			} else if (!dst_ok) {
+				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", o->to);
+			} else if (xarch_spec_check(value, &err) != 0) {
+				http_resp_error(req, 400, "%s", err.ptr);
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "archive") &&
+				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "archive")) {
+				o->ishard = json_deep_copy(value);
+				http_offload_net(req, archive_work, archive_done);
 			}
 			buf_free(&err);
 			break;

@@ -2,9 +2,10 @@
  * job.c - the ishard job of a target (kind "ishard"; ishard.h has the
  * rules): the plan computed from the listing the gateway handed every
  * target, and each shard this target owns in DST built into a temporary
- * file (members read from the store, or fetched from their owners) and
- * PUT to DST's owner as a client's write. Runs go on at once, each on its
- * own thread, with progress and stop.
+ * file (members read from the store, or fetched from their owners: io.c),
+ * compressed when its name says .tgz, and PUT to DST's owner as a
+ * client's write. Runs go on at once, each on its own thread, with
+ * progress and stop.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,12 +23,10 @@
 #include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/tarw.h"
+#include "aisd/tgzw.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
 #include "aisd/banned.h"
-
-#define IO_TIMEOUT_MS 120000
-#define RETRY_MS 90000 /* how long a fetch or a PUT is retried while its peer is away (a restart) */
 
 struct irun {
 	jtrun_t r; /* id, stats, abort (jobreg.h) */
@@ -47,65 +46,17 @@ static void fail(struct irun *x, const char *name, const char *why)
 	pthread_mutex_unlock(&x->r.mu);
 }
 
-struct sink {
-	FILE *f;
-	uint64_t n;
-};
-
-static int sink_write(void *arg, const char *p, size_t n)
-{
-	struct sink *s = arg;
-	s->n += n;
-	return fwrite(p, 1, n, s->f) == n ? AIS_OK : AIS_ERR;
-}
-
-/* Appends member m's data to f: from the store when held here, else
- * from its owner. false (x's error set) when its bytes differ in size. */
+/* Appends member m's data to f (io.c). false (x's error set) when it
+ * cannot be had or its size changed since the listing. */
 static bool member(struct irun *x, const ishard_member_t *m, FILE *f)
 {
-	size_t nlen = strlen(m->name);
-	store_meta_t meta;
-	int fd;
-	struct sink s = {f, 0};
-	if (store_open_obj(istore, x->src, strlen(x->src), m->name, nlen, &fd, &meta) == AIS_OK) {
-		char b[65536];
-		ssize_t r;
-		while ((r = read(fd, b, sizeof(b))) > 0 && sink_write(&s, b, (size_t)r) == AIS_OK)
-			;
-		close(fd);
-	} else {
-		long at = ftell(f);
-		int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
-		char why[200] = "";
-		for (int k = 0;; k++) { /* the holder may be restarting: again, under the map of the moment */
-			cluster_where_t w;
-			cluster_where(icl, sv_from(x->src), (sv_t){m->name, nlen}, true, &w, NULL, 0);
-			buf_t url = BUF_INIT, msg = BUF_INIT;
-			int status = 0, rc = AIS_ERR;
-			if (w.n && w.owner_intra[0]) {
-				buf_addf(&url, "%s/v1/objects/%s/", w.owner_intra, x->src);
-				buf_add_pct(&url, (sv_t){m->name, nlen}, true);
-				s.n = 0;
-				fseek(f, at, SEEK_SET);
-				rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
-			}
-			snprintf(why, sizeof(why), "fetching from %.60s: %d %.120s", w.n ? w.owner_intra : "(no target)",
-				 status, msg.ptr ? msg.ptr : rc == AIS_OK ? "" : strerror(errno));
-			buf_free(&url);
-			buf_free(&msg);
-			if (rc == AIS_OK && status == 200)
-				break;
-			if ((rc == AIS_OK && status < 500) || time_mono_ns() > until ||
-			    atomic_load(&x->r.abort)) {
-				fail(x, m->name, why);
-				return false;
-			}
-			if (k == 0)
-				log_warnx("ishard %s: %s: %s (trying again)", x->r.id, m->name, why);
-			usleep(300 * 1000);
-		}
+	char why[200];
+	uint64_t n;
+	if (ishard_fetch(icl, istore, x->src, m->name, f, &x->r.abort, "ishard", &n, why, sizeof(why)) != 0) {
+		fail(x, m->name, why);
+		return false;
 	}
-	if (s.n != m->size) {
+	if (n != m->size) {
 		fail(x, m->name, "its size changed since the listing");
 		return false;
 	}
@@ -141,41 +92,28 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 	tarw_end(&h);
 	ok = ok && !atomic_load(&x->r.abort) && fwrite(h.ptr, 1, h.len, f) == h.len && fflush(f) == 0;
 	buf_free(&h);
-	long len = ftell(f);
-	int64_t until = time_mono_ns() + (int64_t)RETRY_MS * 1000000;
-	for (int k = 0; ok; k++) { /* the destination's owner may be restarting: again */
-		cluster_where_t d;
-		cluster_where(icl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
-		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-		int status = 0, rc = AIS_ERR;
-		bool sent = true;
-		if (d.n && d.owner_intra[0]) {
-			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file(url.ptr, NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
-		}
-		char why[200];
-		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
-			 msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
-		buf_free(&url);
-		buf_free(&rh);
-		buf_free(&msg);
-		if (rc == AIS_OK && status == 200) {
-			pthread_mutex_lock(&x->r.mu);
-			x->r.st.moved++;
-			x->r.st.moved_bytes += (uint64_t)len;
-			x->r.st.walked += files;
-			pthread_mutex_unlock(&x->r.mu);
-			break;
-		}
-		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->r.abort)) {
-			fail(x, name, why);
-			break;
-		}
-		if (k == 0)
-			log_warnx("ishard %s: %s: %s (trying again)", x->r.id, name, why);
-		usleep(300 * 1000);
+	FILE *out = f, *z = NULL;
+	if (ok && tgzw_is_tgz(name, strlen(name))) { /* a .tgz: the tar compressed (tgzw.h) */
+		buf_t err = BUF_INIT;
+		z = tmpfile();
+		ok = z && tgzw_compress(fileno(f), (uint64_t)ftell(f), z, &err) == AIS_OK;
+		if (!ok)
+			fail(x, name, err.ptr ? err.ptr : "cannot make a temporary file");
+		buf_free(&err);
+		out = z;
 	}
+	char why[200];
+	if (ok && ishard_put(icl, x->dst, name, out, &x->r.abort, "ishard", why, sizeof(why)) == 0) {
+		pthread_mutex_lock(&x->r.mu);
+		x->r.st.moved++;
+		x->r.st.moved_bytes += (uint64_t)ftell(out);
+		x->r.st.walked += files;
+		pthread_mutex_unlock(&x->r.mu);
+	} else if (ok) {
+		fail(x, name, why);
+	}
+	if (z)
+		fclose(z);
 	fclose(f);
 }
 

@@ -104,11 +104,6 @@ int ishard_spec_check(json_t *spec, buf_t *err)
 				"(e.g. \"shard-%06d.tar\")");
 		return 400;
 	}
-	size_t tl = strlen(t);
-	if ((tl > 4 && !strcmp(t + tl - 4, ".tgz")) || (tl > 3 && !strcmp(t + tl - 3, ".gz"))) {
-		buf_addstr(err, "ishard: value.template: shards are tar (.tar); compressed shards are not made");
-		return 400;
-	}
 	if (ext && !json_is_array(ext)) {
 		buf_addstr(err, "ishard: value.ext wants an array of extensions, e.g. [\".jpg\",\".cls\"]");
 		return 400;

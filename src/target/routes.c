@@ -15,6 +15,7 @@
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/ishard.h"
+#include "aisd/xarch.h"
 #include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
@@ -92,6 +93,8 @@ static int tgt_jobs(http_req_t *req)
 		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
 	if (what.ptr && sv_eqstr(what, "ishard"))
 		return jobs_h_kind(req, "ishard"); /* (src/ishard) */
+	if (what.ptr && sv_eqstr(what, "archive"))
+		return jobs_h_kind(req, "archive"); /* (src/xarch) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -316,6 +319,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			bkj_register(t);
 			xcopy_register(cl, t->store);
 			ishard_register(cl, t->store);
+			xarch_register(cl, t->store);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();
@@ -351,6 +355,7 @@ void target_stop(target_t *t)
 	bkj_stop();
 	xcopy_stop();
 	ishard_stop();
+	xarch_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);

@@ -162,7 +162,6 @@ START_TEST(test_spec_check)
 		"{\"shard_size\":4096,\"template\":\"s-%d.tar\",\"missing\":\"warn\"}",
 		"{\"shard_size\":4096,\"template\":\"s-%d.tar\",\"shuffle\":-1}",
 		"{\"shard_size\":4096,\"template\":\"../s-%d.tar\"}",
-		"{\"shard_size\":4096,\"template\":\"s-%d.tgz\"}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		json_t *s = json_loads(bad[i], 0, NULL);

@@ -1,0 +1,28 @@
+/*
+ * tgzw.h - writing compressed shards (.tgz / .tar.gz): a finished tar file
+ * turned into one gzip member (RFC 1952, zlib's deflate), the format that
+ * GNU tar -z, Python's tarfile "r:gz" and libarchive (larc.h) read.
+ *
+ * The jobs that build shards (ishard, archive) write the tar first, where a
+ * member fetched again after a failure can simply be written over, and
+ * compress the whole file at the end. Memory: zlib's state and two 64 KiB
+ * buffers. Blocking: call from a job's thread.
+ */
+#ifndef AISD_TGZW_H
+#define AISD_TGZW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "aisd/buf.h"
+
+/* Is a shard called name (len bytes) a compressed tar (".tgz", ".tar.gz")? */
+bool tgzw_is_tgz(const char *name, size_t len);
+/* Compresses the first len bytes of fd (read with pread from offset 0; fd
+ * is not taken) into out at its position. AIS_OK, or AIS_ERR with err set
+ * (a read, write or zlib error). */
+int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err);
+
+#endif
