@@ -271,6 +271,7 @@ int cli_remote_detach(struct cli *c, const struct cli_args *a);
 int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
 int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
+int cli_etl_bucket(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
 /* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
  * AIS_OK for a 2xx (its body appended to body, may be NULL), else the

@@ -1,10 +1,13 @@
 /*
- * copy.c - the copy-bck job of a target: SRC's objects this target owns,
- * each sent to DST's owner as a client's PUT, so DST's copies and erasure
- * coding hold (xcopy.h has the rules). A kind of the job registry: runs
- * of it go on at once, each on its own thread, with progress and stop.
+ * copy.c - the copy-bck and etl-bck jobs of a target: SRC's objects this
+ * target owns, each passed through the run's transformer (none: the
+ * identity, a plain copy) and sent to DST's owner as a client's PUT, so
+ * DST's copies and erasure coding hold (xcopy.h has the rules). One job
+ * under two kinds of the job registry: runs go on at once, each on its
+ * own thread, with progress and stop.
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "aisd/cluster.h"
+#include "aisd/etl.h"
 #include "aisd/jobreg.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -32,6 +36,15 @@ struct xrun {
 	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
 	char *prefix;
 	bool dry;
+	bool coer;                     /* continue on an object's error (else the run stops) */
+	char etl[ETL_NAME_MAX + 1];    /* the transformer; "": the identity */
+	char *etl_args;
+	char *tpl_src;                 /* the template ("": none), tpl points into it */
+	name_tpl_t tpl;
+	xcopy_ext_t ext;
+	char halt[256];                /* why the run stopped itself ("": it did not); under r.mu */
+	bool halt_failed;              /* that stop ends it failed (else aborted) */
+	buf_t out, msg;                /* a transform's answer (the run's thread only) */
 	/* the walk's page (the run's thread only) */
 	char **names;
 	size_t n;
@@ -61,65 +74,160 @@ static void page_free(struct xrun *x)
 static void fail(struct xrun *x, const char *name, const char *why)
 {
 	pthread_mutex_lock(&x->r.mu);
-	x->r.st.errors++;
-	snprintf(x->r.st.last_error, sizeof(x->r.st.last_error), "%.100s: %.140s", name, why);
+	job_error_add(&x->r.st, name, why);
 	pthread_mutex_unlock(&x->r.mu);
 }
 
-/* One object of SRC: sent (or counted, dry) when this target owns it. */
+/* The run stops itself: why is its final last_error; failed or aborted. */
+static void halt(struct xrun *x, bool failed, const char *why)
+{
+	pthread_mutex_lock(&x->r.mu);
+	if (!x->halt[0]) {
+		snprintf(x->halt, sizeof(x->halt), "%s", why);
+		x->halt_failed = failed;
+	}
+	pthread_mutex_unlock(&x->r.mu);
+	atomic_store(&x->r.abort, true);
+}
+
+/* An object's error: counted, and under stop-on-error the run's end. */
+static void obj_fail(struct xrun *x, const char *name, const char *why)
+{
+	fail(x, name, why);
+	if (!x->coer) {
+		char h[256];
+		snprintf(h, sizeof(h), "stopped at the first error (stop-on-error): %.80s: %.120s", name, why);
+		halt(x, true, h);
+	}
+}
+
+/* Sends size bytes of fd to DST/dname's owner as a client's PUT: the
+ * receiver commits the object whole or not at all. */
+static void send_obj(struct xrun *x, const char *name, const char *dname, int fd, uint64_t size)
+{
+	cluster_where_t d;
+	size_t dlen = strlen(dname);
+	cluster_where(xcl, sv_from(x->dst), (sv_t){dname, dlen}, false, &d, NULL, 0);
+	if (!d.n || !d.owner_intra[0]) {
+		obj_fail(x, name, "no active target holds the destination");
+		return;
+	}
+	buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
+	buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
+	buf_add_pct(&url, (sv_t){dname, dlen}, true);
+	int status = 0;
+	bool sent = true;
+	int rc = xs_put_file(url.ptr, NULL, fd, size, SEND_TIMEOUT_MS, &status, &sent, &rh, &msg);
+	if (rc == AIS_OK && status == 200) {
+		pthread_mutex_lock(&x->r.mu);
+		x->r.st.moved++;
+		x->r.st.moved_bytes += size;
+		pthread_mutex_unlock(&x->r.mu);
+	} else {
+		char why[200];
+		snprintf(why, sizeof(why), "writing %s/%.60s: %s%d %.100s", x->dst, dname, rc == AIS_OK ? "HTTP " : "",
+			 status, msg.ptr ? msg.ptr : "no answer");
+		obj_fail(x, name, why);
+	}
+	buf_free(&url);
+	buf_free(&rh);
+	buf_free(&msg);
+}
+
+/* The transformer's answer for the object in fd, in a memory file (the
+ * one send path); -1 when the object failed or the run stops. */
+static int transform(struct xrun *x, const char *name, size_t nlen, int fd, const store_meta_t *m)
+{
+	int status = 0;
+	buf_reset(&x->out);
+	buf_reset(&x->msg);
+	if (etl_transform_fd(x->etl, strlen(x->etl), sv_from(x->src), (sv_t){name, nlen}, fd, m->size, m->version,
+			     sv_from(x->etl_args), &x->out, &status, &x->msg) != AIS_OK) {
+		const char *why = x->msg.ptr ? x->msg.ptr : "transform failed";
+		if (status == 404 || status == 503) { /* removed or stopped: no object can be transformed */
+			char h[256];
+			snprintf(h, sizeof(h), "%.200s (aisctl etl ls)", why);
+			halt(x, false, h);
+		} else {
+			obj_fail(x, name, why);
+		}
+		return -1;
+	}
+	int mfd = memfd_create("etl-bck", MFD_CLOEXEC);
+	size_t off = 0;
+	while (mfd >= 0 && off < x->out.len) {
+		ssize_t n = write(mfd, x->out.ptr + off, x->out.len - off);
+		if (n <= 0) {
+			close(mfd);
+			mfd = -1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (mfd < 0)
+		obj_fail(x, name, "cannot keep the transformed object in memory");
+	return mfd;
+}
+
+/* One object of SRC: transformed and sent (or counted, dry) when this
+ * target owns it and the run's filters take it. */
 static void one(struct xrun *x, const char *name)
 {
-	cluster_where_t w, d;
+	cluster_where_t w;
 	size_t nlen = strlen(name);
+	if (x->tpl_src[0] && !name_tpl_match(&x->tpl, name, nlen))
+		return; /* not a name of the template */
 	cluster_where(xcl, sv_from(x->src), (sv_t){name, nlen}, true, &w, NULL, 0);
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.walked++;
 	pthread_mutex_unlock(&x->r.mu);
 	if (w.self != 0)
 		return; /* its owner sends it */
+	char dname[NAME_OBJECT_MAX + 1];
+	if (!xcopy_rename(&x->ext, name, nlen, dname, sizeof(dname))) {
+		obj_fail(x, name, "the renamed object name is not a valid name");
+		return;
+	}
 	store_meta_t m;
 	int fd;
 	if (store_open_obj(xstore, x->src, strlen(x->src), name, nlen, &fd, &m) != AIS_OK) {
 		if (errno != ENOENT) /* deleted since the listing: nothing to copy */
-			fail(x, name, strerror(errno));
+			obj_fail(x, name, strerror(errno));
 		return;
 	}
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.walked_bytes += m.size;
-	if (x->dry)
-		x->r.st.moved++; /* would send */
+	if (x->dry) { /* would send */
+		x->r.st.moved++;
+		x->r.st.moved_bytes += m.size;
+	}
 	pthread_mutex_unlock(&x->r.mu);
 	if (x->dry) {
 		close(fd);
 		return;
 	}
-	cluster_where(xcl, sv_from(x->dst), (sv_t){name, nlen}, false, &d, NULL, 0);
-	if (!d.n || !d.owner_intra[0]) {
+	uint64_t size = m.size;
+	if (x->etl[0]) {
+		int mfd = transform(x, name, nlen, fd, &m);
 		close(fd);
-		fail(x, name, "no active target holds the destination");
-		return;
+		if (mfd < 0)
+			return;
+		fd = mfd;
+		size = x->out.len;
 	}
-	buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-	buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-	buf_add_pct(&url, (sv_t){name, nlen}, true);
-	int status = 0;
-	bool sent = true;
-	int rc = xs_put_file(url.ptr, NULL, fd, m.size, SEND_TIMEOUT_MS, &status, &sent, &rh, &msg);
+	send_obj(x, name, dname, fd, size);
 	close(fd);
-	if (rc == AIS_OK && status == 200) {
-		pthread_mutex_lock(&x->r.mu);
-		x->r.st.moved++;
-		x->r.st.moved_bytes += m.size;
-		pthread_mutex_unlock(&x->r.mu);
-	} else {
-		char why[200];
-		snprintf(why, sizeof(why), "%s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
-			 msg.ptr ? msg.ptr : "no answer");
-		fail(x, name, why);
-	}
-	buf_free(&url);
-	buf_free(&rh);
-	buf_free(&msg);
+}
+
+static void xrun_free(struct xrun *x)
+{
+	pthread_mutex_destroy(&x->r.mu);
+	free(x->prefix);
+	free(x->etl_args);
+	free(x->tpl_src);
+	buf_free(&x->out);
+	buf_free(&x->msg);
+	free(x);
 }
 
 /* Both buckets in this target's BMD: a resumed run may start before the
@@ -144,13 +252,27 @@ static void *run(void *arg)
 	struct xrun *x = arg;
 	char *after = NULL;
 	bool more = buckets_known(x);
-	log_set_action("copy-bck");
+	log_set_action(x->r.kind);
 	if (!more && !atomic_load(&x->r.abort))
 		fail(x, x->dst, "the source or the destination is not in this target's bucket metadata");
+	if (more && x->etl[0] && !etl_exists(x->etl, strlen(x->etl)) && etl_pull(xcl, x->etl, strlen(x->etl)) != AIS_OK) {
+		char h[200];
+		snprintf(h, sizeof(h), "no transformer \"%s\" on this target (aisctl etl ls)", x->etl);
+		halt(x, true, h);
+		more = false;
+	}
+	/* the walk: under the prefix, and under the template's own */
+	const char *walk = x->prefix;
+	if (x->tpl_src[0] && x->tpl.pre_len > strlen(walk)) {
+		walk = x->tpl_src;
+		if (strncmp(x->tpl_src, x->prefix, strlen(x->prefix)))
+			more = false; /* they share no name */
+	}
+	size_t wlen = walk == x->tpl_src ? x->tpl.pre_len : strlen(walk);
 	while (more && !atomic_load(&x->r.abort)) {
 		page_free(x);
 		size_t alen = after ? strlen(after) : 0;
-		if (store_list(xstore, x->src, strlen(x->src), x->prefix, strlen(x->prefix), after ? after : "", alen,
+		if (store_list(xstore, x->src, strlen(x->src), walk, wlen, after ? after : "", alen,
 			       PAGE, page_add, x, &more) != AIS_OK) {
 			if (errno != ENOENT) /* no object of SRC here: nothing to copy */
 				fail(x, x->src, "listing the source");
@@ -170,55 +292,67 @@ static void *run(void *arg)
 	free(after);
 	xs_release();
 	pthread_mutex_lock(&x->r.mu);
-	x->r.st.state = atomic_load(&x->r.abort) ? JOB_ABORTED : x->r.st.errors ? JOB_FAILED : JOB_DONE;
+	x->r.st.state = x->halt[0] ? (x->halt_failed ? JOB_FAILED : JOB_ABORTED)
+			: atomic_load(&x->r.abort) ? JOB_ABORTED
+			: x->r.st.errors ? JOB_FAILED
+					 : JOB_DONE;
+	if (x->halt[0])
+		snprintf(x->r.st.last_error, sizeof(x->r.st.last_error), "%s", x->halt);
 	x->r.st.end_ns = time_now_ns();
 	x->r.st.total = MAX(x->r.st.total, x->r.st.walked);
 	job_stats_t fin = x->r.st;
 	pthread_mutex_unlock(&x->r.mu);
-	log_info("copy-bck %s %s -> %s%s: %s: %llu objects, %llu sent (%llu bytes), %llu errors", x->r.id, x->src,
-		 x->dst, x->dry ? " (dry run)" : "", job_state_name(fin.state), (unsigned long long)fin.walked,
-		 (unsigned long long)fin.moved, (unsigned long long)fin.moved_bytes, (unsigned long long)fin.errors);
+	log_info("%s %s %s -> %s%s%s%s: %s: %llu objects, %llu sent (%llu bytes), %llu errors%s%s", x->r.kind, x->r.id,
+		 x->src, x->dst, x->etl[0] ? " through " : "", x->etl, x->dry ? " (dry run)" : "",
+		 job_state_name(fin.state), (unsigned long long)fin.walked, (unsigned long long)fin.moved,
+		 (unsigned long long)fin.moved_bytes, (unsigned long long)fin.errors, x->halt[0] ? ": " : "", x->halt);
 	jtruns_end(&runs, &x->r, &fin);
-	pthread_mutex_destroy(&x->r.mu);
-	free(x->prefix);
-	free(x);
+	xrun_free(x);
 	httpc_sync_release();
 	return NULL;
 }
 
-/* The registry's start: spec {"bucket":SRC,"to":DST,"prefix","dry_run"}
- * (the gateway checked both buckets). */
+/* The registry's start (both kinds; arg: the kind's name): spec as
+ * xcopy_spec_check, with "bucket":SRC and "to":DST (the gateway checked
+ * both buckets). */
 static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
 {
-	(void)arg;
 	(void)resume;
+	const char *kname = arg; /* (static: the run's kind) */
+	bool etl = !strcmp(kname, "etl-bck");
 	const char *src = json_string_value(json_object_get(spec, "bucket"));
 	const char *dst = json_string_value(json_object_get(spec, "to"));
-	json_t *pfx = json_object_get(spec, "prefix"), *dry = json_object_get(spec, "dry_run");
 	if (!src || !dst || !name_bucket_valid(src, strlen(src)) || !name_bucket_valid(dst, strlen(dst)) ||
-	    !strcmp(src, dst) || (pfx && !json_is_string(pfx)) || (dry && !json_is_boolean(dry))) {
-		buf_addstr(err, "value: {\"bucket\":SRC,\"to\":DST (another bucket),\"prefix\":\"..\",\"dry_run\":bool}");
+	    !strcmp(src, dst)) {
+		buf_addstr(err, "value: {\"bucket\":SRC,\"to\":DST (another bucket),..}");
 		return 400;
 	}
+	if (xcopy_spec_check(spec, etl, err) != 0)
+		return 400;
 	struct xrun *x = xcalloc(1, sizeof(*x));
-	jtrun_init(&x->r, "copy-bck", id);
+	jtrun_init(&x->r, kname, id);
 	snprintf(x->src, sizeof(x->src), "%s", src);
 	snprintf(x->dst, sizeof(x->dst), "%s", dst);
+	json_t *pfx = json_object_get(spec, "prefix"), *tpl = json_object_get(spec, "template");
+	json_t *en = json_object_get(spec, "etl"), *ea = json_object_get(spec, "etl_args");
 	x->prefix = xstrdup(pfx ? json_string_value(pfx) : "");
-	x->dry = json_is_true(dry);
+	x->dry = json_is_true(json_object_get(spec, "dry_run"));
+	x->coer = !json_is_false(json_object_get(spec, "coer"));
+	snprintf(x->etl, sizeof(x->etl), "%s", en ? json_string_value(en) : "");
+	x->etl_args = xstrdup(ea ? json_string_value(ea) : "");
+	x->tpl_src = xstrdup(tpl ? json_string_value(tpl) : "");
+	if (x->tpl_src[0])
+		name_tpl_parse(x->tpl_src, &x->tpl); /* (checked) */
+	xcopy_ext_parse(json_object_get(spec, "ext"), &x->ext, NULL);
 	int rc = jtruns_start(&runs, &x->r, src, spec, run, x, err);
-	if (rc) {
-		pthread_mutex_destroy(&x->r.mu);
-		free(x->prefix);
-		free(x);
-	}
+	if (rc)
+		xrun_free(x);
 	return rc;
 }
 
 static void kind_stop(void *arg, const char *id)
 {
-	(void)arg;
-	jtruns_abort(&runs, NULL, id);
+	jtruns_abort(&runs, arg, id);
 }
 
 static bool kind_progress(void *arg, const char *id, job_stats_t *out)
@@ -227,15 +361,116 @@ static bool kind_progress(void *arg, const char *id, job_stats_t *out)
 	return jtruns_progress(&runs, id, out);
 }
 
-static const jreg_kind_t kind = {
-	.name = "copy-bck", .start = kind_start, .stop = kind_stop, .progress = kind_progress, .resumes = true};
+static char kcopy[] = "copy-bck", ketl[] = "etl-bck";
+static const jreg_kind_t kinds[] = {
+	{.name = kcopy, .arg = kcopy, .start = kind_start, .stop = kind_stop, .progress = kind_progress,
+	 .resumes = true},
+	{.name = ketl, .arg = ketl, .start = kind_start, .stop = kind_stop, .progress = kind_progress,
+	 .resumes = true},
+};
+
+/* --- the spec ---------------------------------------------------------------------- */
+
+/* An extension without its dot: 1..XCOPY_EXT_LEN of anything but '/'
+ * and '.'. */
+static bool ext_ok(const char *s, size_t len)
+{
+	if (len && s[0] == '.')
+		s++, len--;
+	if (!len || len > XCOPY_EXT_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '/' || s[i] == '.' || !s[i])
+			return false;
+	return true;
+}
+
+int xcopy_ext_parse(json_t *o, xcopy_ext_t *out, buf_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!o)
+		return 0;
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o) || json_object_size(o) > XCOPY_EXT_MAX)
+		goto bad;
+	json_object_foreach(o, k, v)
+	{
+		if (!json_is_string(v) || !ext_ok(k, strlen(k)) || !ext_ok(json_string_value(v), json_string_length(v)))
+			goto bad;
+		snprintf(out->from[out->n], sizeof(out->from[0]), "%s", k + (k[0] == '.'));
+		const char *t = json_string_value(v);
+		snprintf(out->to[out->n], sizeof(out->to[0]), "%s", t + (t[0] == '.'));
+		out->n++;
+	}
+	return 0;
+bad:
+	if (err)
+		buf_addf(err, "value.ext: at most %d pairs {\"jpg\":\"npy\"} (extensions of 1..%d bytes, no '/')",
+			 XCOPY_EXT_MAX, XCOPY_EXT_LEN);
+	return -1;
+}
+
+bool xcopy_rename(const xcopy_ext_t *e, const char *name, size_t len, char *out, size_t outsz)
+{
+	const char *slash = memrchr(name, '/', len), *base = slash ? slash + 1 : name;
+	const char *dot = memrchr(base, '.', len - (size_t)(base - name));
+	size_t keep = len;
+	const char *to = NULL;
+	if (dot && dot > base) /* ".hidden" has no extension */
+		for (size_t i = 0; i < e->n && !to; i++)
+			if ((size_t)(name + len - dot - 1) == strlen(e->from[i]) &&
+			    !memcmp(dot + 1, e->from[i], strlen(e->from[i]))) {
+				keep = (size_t)(dot + 1 - name);
+				to = e->to[i];
+			}
+	int n = snprintf(out, outsz, "%.*s%s", (int)keep, name, to ? to : "");
+	return n > 0 && (size_t)n < outsz && name_object_valid(out, (size_t)n);
+}
+
+int xcopy_spec_check(json_t *v, bool etl, buf_t *err)
+{
+	json_t *pfx = json_object_get(v, "prefix"), *dry = json_object_get(v, "dry_run");
+	json_t *tpl = json_object_get(v, "template"), *coer = json_object_get(v, "coer");
+	json_t *en = json_object_get(v, "etl"), *ea = json_object_get(v, "etl_args");
+	name_tpl_t t;
+	xcopy_ext_t e;
+	if (v && !json_is_object(v)) {
+		buf_addstr(err, "value: a JSON object");
+		return -1;
+	}
+	if ((pfx && !json_is_string(pfx)) || (dry && !json_is_boolean(dry)) || (coer && !json_is_boolean(coer))) {
+		buf_addstr(err, "value: {\"prefix\":\"..\",\"dry_run\":bool,\"coer\":bool}");
+		return -1;
+	}
+	if (tpl && (!json_is_string(tpl) || !name_tpl_parse(json_string_value(tpl), &t))) {
+		buf_addstr(err, "value.template: one brace range, \"pre{0000..0999}post\"");
+		return -1;
+	}
+	if (xcopy_ext_parse(json_object_get(v, "ext"), &e, err) != 0)
+		return -1;
+	if (etl && (!json_is_string(en) || !json_string_length(en) || json_string_length(en) > ETL_NAME_MAX)) {
+		buf_addstr(err, "value: the transformer's name (\"id\" or \"etl\")");
+		return -1;
+	}
+	if (!etl && (en || ea)) {
+		buf_addstr(err, "copy-bck takes no transformer (etl-bck does)");
+		return -1;
+	}
+	if (ea && !json_is_string(ea)) {
+		buf_addstr(err, "value.etl_args: a string");
+		return -1;
+	}
+	return 0;
+}
 
 void xcopy_register(struct cluster *cl, store_t *store)
 {
 	xcl = cl;
 	xstore = store;
 	jtruns_open(&runs);
-	jreg_register(&kind);
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		jreg_register(&kinds[i]);
 }
 
 void xcopy_stop(void) { jtruns_stop(&runs); }
