@@ -800,6 +800,7 @@ static int gw_buckets(http_req_t *req)
 			 * through the transformer for etl-bck, to the owners in
 			 * the destination (src/xcopy) */
 			bool etl = action[0] == 'e';
+			const char *kind = etl ? "etl-bck" : "copy-bck"; /* (static: the start is asynchronous) */
 			sv_t to = {"", 0};
 			http_query_get(req, "bck_to", &to);
 			char dst[NAME_BUCKET_MAX + 1];
@@ -818,17 +819,17 @@ static int gw_buckets(http_req_t *req)
 			if (!bk) {
 				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(dst, o->name)) {
-				http_resp_error(req, 400, "%s wants ?bck_to=DST, a bucket other than \"%s\"", action, o->name);
+				http_resp_error(req, 400, "%s wants ?bck_to=DST, a bucket other than \"%s\"", kind, o->name);
 			} else if (!dst_ok) {
 				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", dst);
 			} else if (xcopy_spec_check(jv, etl, &err) != 0) {
-				http_resp_error(req, 400, "%s: %s", action, err.ptr);
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, action) &&
-				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, action)) {
+				http_resp_error(req, 400, "%s: %s", kind, err.ptr);
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, kind) &&
+				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, kind)) {
 				if (etl && !etl_exists(en, strlen(en)))
 					http_resp_error(req, 404, "no transformer \"%.64s\" (aisctl etl ls)", en);
 				else
-					start_bucket_job(req, action, o->name, jv, dst);
+					start_bucket_job(req, kind, o->name, jv, dst);
 			}
 			buf_free(&err);
 			json_decref(jv);
