@@ -29,6 +29,7 @@
 
 #define PAGE 500
 #define SEND_TIMEOUT_MS 120000
+#define SEND_RETRY_MS 30000 /* a destination owner that does not answer: tried again this long */
 #define BMD_WAIT_MS 30000 /* how long a run waits for its buckets in the BMD */
 
 struct xrun {
@@ -102,36 +103,44 @@ static void obj_fail(struct xrun *x, const char *name, const char *why)
 }
 
 /* Sends size bytes of fd to DST/dname's owner as a client's PUT: the
- * receiver commits the object whole or not at all. */
+ * receiver commits the object whole or not at all. A send that got no
+ * answer or a 5xx (the owner restarting, a map change) is tried again,
+ * the owner looked up again, for SEND_RETRY_MS. */
 static void send_obj(struct xrun *x, const char *name, const char *dname, int fd, uint64_t size)
 {
-	cluster_where_t d;
 	size_t dlen = strlen(dname);
-	cluster_where(xcl, sv_from(x->dst), (sv_t){dname, dlen}, false, &d, NULL, 0);
-	if (!d.n || !d.owner_intra[0]) {
-		obj_fail(x, name, "no active target holds the destination");
-		return;
-	}
-	buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-	buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-	buf_add_pct(&url, (sv_t){dname, dlen}, true);
-	int status = 0;
-	bool sent = true;
-	int rc = xs_put_file(url.ptr, NULL, fd, size, SEND_TIMEOUT_MS, &status, &sent, &rh, &msg);
-	if (rc == AIS_OK && status == 200) {
-		pthread_mutex_lock(&x->r.mu);
-		x->r.st.moved++;
-		x->r.st.moved_bytes += size;
-		pthread_mutex_unlock(&x->r.mu);
-	} else {
-		char why[200];
+	int64_t until = time_mono_ns() + (int64_t)SEND_RETRY_MS * 1000000;
+	char why[200] = "";
+	for (int k = 0;; k++) {
+		cluster_where_t d;
+		cluster_where(xcl, sv_from(x->dst), (sv_t){dname, dlen}, false, &d, NULL, 0);
+		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
+		int status = 0, rc = AIS_ERR;
+		bool sent = true;
+		if (d.n && d.owner_intra[0]) {
+			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
+			buf_add_pct(&url, (sv_t){dname, dlen}, true);
+			rc = xs_put_file(url.ptr, NULL, fd, size, SEND_TIMEOUT_MS, &status, &sent, &rh, &msg);
+		}
 		snprintf(why, sizeof(why), "writing %s/%.60s: %s%d %.100s", x->dst, dname, rc == AIS_OK ? "HTTP " : "",
-			 status, msg.ptr ? msg.ptr : "no answer");
-		obj_fail(x, name, why);
+			 status, msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
+		buf_free(&url);
+		buf_free(&rh);
+		buf_free(&msg);
+		if (rc == AIS_OK && status == 200) {
+			pthread_mutex_lock(&x->r.mu);
+			x->r.st.moved++;
+			x->r.st.moved_bytes += size;
+			pthread_mutex_unlock(&x->r.mu);
+			return;
+		}
+		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->r.abort))
+			break;
+		if (k == 0)
+			log_warnx("%s %s: %s (trying again)", x->r.kind, x->r.id, why);
+		usleep(300 * 1000);
 	}
-	buf_free(&url);
-	buf_free(&rh);
-	buf_free(&msg);
+	obj_fail(x, name, why);
 }
 
 /* The transformer's answer for the object in fd, in a memory file (the
