@@ -33,8 +33,6 @@ Checks:
  9. No error-level line in any node's log.
 """
 # timeout: 240
-# log-allow: etl-bck
-# log-allow: connect|refused|reset by peer|no answer|closed the connection|cannot reach|unreachable
 import io
 import json
 import os
