@@ -25,6 +25,7 @@ Checks:
     ends failed, the 10 good objects are in DST, the bad ones are not.
     stop-on-error: the run ends failed, its last_error says it stopped at
     the first error and names a bad object; no bad object in DST.
+ 6b. aisctl job stop ID: the run ends aborted, what it wrote is whole.
  7. kill -9 of a target mid-job ("slow"), restarted: the run resumes and
     ends (done, or failed with its errors listed); every object in DST
     reads back whole and uppercased (nothing partial); when done, all.
@@ -159,7 +160,7 @@ with open(script, "w") as f:
     f.write(WORKER)
 os.chmod(script, 0o644)
 
-for b in ("src", "fb", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_k9", "d_rm", "d_x"):
+for b in ("src", "fb", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_rm", "d_x"):
     r = request("POST", g.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON)
     t.check(r.status == 200, "create bucket " + b, r)
 r = request("PATCH", g.url, "/v1/buckets/d_up",
@@ -279,6 +280,17 @@ t.check(run.get("state") == "failed" and "stop-on-error" in le and any(b in le f
 have = names("d_so")
 t.check(have is not None and not any(n.startswith("bad") for n in have), "d_so: no bad object", have)
 t.check(all(get("d_so", n).body == good[n].upper() for n in have or []), "d_so: what is there is whole", have)
+
+# --- 6b. aisctl job stop ------------------------------------------------------------------
+rid = start("slow", "src", "d_st")
+t.check(poll(lambda: (run_of(rid).get("progress") or {}).get("objects", 0) >= 2, 30), "the slow run progresses")
+rc, out, err = aisctl("job", "stop", rid)
+t.check(rc == 0, "aisctl job stop %s" % rid, out + err)
+t.eq(wait(rid).get("state"), "aborted", "the stopped run ends aborted")
+have = names("d_st") or []
+t.check(len(have) < len(data) + len(shards) and
+        all(get("d_st", n).body == data.get(n, shards.get(n, b"?")).upper() for n in have),
+        "d_st: fewer objects, each whole (%d)" % len(have))
 
 # --- 7. kill -9 of a target mid-job --------------------------------------------------------
 rid = start("slow", "src", "d_k9")
