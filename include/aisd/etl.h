@@ -77,6 +77,8 @@ struct cluster;
 int etl_pull(struct cluster *cl, const char *name, size_t nlen);
 /* Whether name is registered here. */
 bool etl_exists(const char *name, size_t nlen);
+/* How many workers name runs on a target (its --workers); 0 when unknown. */
+unsigned etl_workers(const char *name, size_t nlen);
 /* The biggest object a transform takes (etl.max_input). */
 uint64_t etl_input_limit(void);
 

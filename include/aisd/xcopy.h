@@ -14,7 +14,8 @@
  *  1a. etl-bck: the object goes through the transformer first, with
  *     etl_transform_fd (the inline GET's path: its workers, framing,
  *     limits); what is sent is the worker's answer. NAME's extension may
- *     be renamed ("ext": {"jpg":"npy"});
+ *     be renamed ("ext": {"jpg":"npy"}). A page is handled by as many
+ *     threads as the transformer has workers (a copy: one);
  *  2. counts walked objects and bytes, sent objects and bytes, errors (the
  *     first JOB_ERRORS_LISTED listed, jobs.h); a dry run walks and counts
  *     what it would send, transforming nothing;

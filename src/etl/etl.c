@@ -241,6 +241,15 @@ bool etl_exists(const char *name, size_t nlen)
 	return ok;
 }
 
+unsigned etl_workers(const char *name, size_t nlen)
+{
+	pthread_mutex_lock(&tmu);
+	size_t i = find(name, nlen);
+	unsigned n = i < ntab ? tab[i]->spec.workers : 0;
+	pthread_mutex_unlock(&tmu);
+	return n;
+}
+
 int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
 		  buf_t *out, int *status, buf_t *msg)
 {

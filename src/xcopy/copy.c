@@ -45,7 +45,7 @@ struct xrun {
 	xcopy_ext_t ext;
 	char halt[256];                /* why the run stopped itself ("": it did not); under r.mu */
 	bool halt_failed;              /* that stop ends it failed (else aborted) */
-	buf_t out, msg;                /* a transform's answer (the run's thread only) */
+	unsigned lanes;                /* objects of a page handled at once: the transformer's workers */
 	/* the walk's page (the run's thread only) */
 	char **names;
 	size_t n;
@@ -143,16 +143,24 @@ static void send_obj(struct xrun *x, const char *name, const char *dname, int fd
 	obj_fail(x, name, why);
 }
 
+/* One of the run's threads over a page: names k, k + n, k + 2n, ... and
+ * its own buffers. */
+struct lane {
+	struct xrun *x;
+	unsigned k, n;
+	buf_t out, msg; /* a transform's answer */
+};
+
 /* The transformer's answer for the object in fd, in a memory file (the
  * one send path); -1 when the object failed or the run stops. */
-static int transform(struct xrun *x, const char *name, size_t nlen, int fd, const store_meta_t *m)
+static int transform(struct xrun *x, struct lane *l, const char *name, size_t nlen, int fd, const store_meta_t *m)
 {
 	int status = 0;
-	buf_reset(&x->out);
-	buf_reset(&x->msg);
+	buf_reset(&l->out);
+	buf_reset(&l->msg);
 	if (etl_transform_fd(x->etl, strlen(x->etl), sv_from(x->src), (sv_t){name, nlen}, fd, m->size, m->version,
-			     sv_from(x->etl_args), &x->out, &status, &x->msg) != AIS_OK) {
-		const char *why = x->msg.ptr ? x->msg.ptr : "transform failed";
+			     sv_from(x->etl_args), &l->out, &status, &l->msg) != AIS_OK) {
+		const char *why = l->msg.ptr ? l->msg.ptr : "transform failed";
 		if (status == 404 || status == 503) { /* removed or stopped: no object can be transformed */
 			char h[256];
 			snprintf(h, sizeof(h), "%.200s (aisctl etl ls)", why);
@@ -164,8 +172,8 @@ static int transform(struct xrun *x, const char *name, size_t nlen, int fd, cons
 	}
 	int mfd = memfd_create("etl-bck", MFD_CLOEXEC);
 	size_t off = 0;
-	while (mfd >= 0 && off < x->out.len) {
-		ssize_t n = write(mfd, x->out.ptr + off, x->out.len - off);
+	while (mfd >= 0 && off < l->out.len) {
+		ssize_t n = write(mfd, l->out.ptr + off, l->out.len - off);
 		if (n <= 0) {
 			close(mfd);
 			mfd = -1;
@@ -180,7 +188,7 @@ static int transform(struct xrun *x, const char *name, size_t nlen, int fd, cons
 
 /* One object of SRC: transformed and sent (or counted, dry) when this
  * target owns it and the run's filters take it. */
-static void one(struct xrun *x, const char *name)
+static void one(struct xrun *x, struct lane *l, const char *name)
 {
 	cluster_where_t w;
 	size_t nlen = strlen(name);
@@ -217,12 +225,12 @@ static void one(struct xrun *x, const char *name)
 	}
 	uint64_t size = m.size;
 	if (x->etl[0]) {
-		int mfd = transform(x, name, nlen, fd, &m);
+		int mfd = transform(x, l, name, nlen, fd, &m);
 		close(fd);
 		if (mfd < 0)
 			return;
 		fd = mfd;
-		size = x->out.len;
+		size = l->out.len;
 	}
 	send_obj(x, name, dname, fd, size);
 	close(fd);
@@ -234,9 +242,38 @@ static void xrun_free(struct xrun *x)
 	free(x->prefix);
 	free(x->etl_args);
 	free(x->tpl_src);
-	buf_free(&x->out);
-	buf_free(&x->msg);
 	free(x);
+}
+
+static void lane_page(struct lane *l)
+{
+	struct xrun *x = l->x;
+	for (size_t i = l->k; i < x->n && !atomic_load(&x->r.abort); i += l->n)
+		one(x, l, x->names[i]);
+}
+
+static void *lane_main(void *arg)
+{
+	lane_page(arg);
+	xs_release(); /* this thread's connections */
+	httpc_sync_release();
+	return NULL;
+}
+
+/* A page, by x->lanes threads at once (the run's thread one of them). */
+static void page_run(struct xrun *x, struct lane *lanes)
+{
+	pthread_t th[ETL_WORKERS_MAX];
+	bool started[ETL_WORKERS_MAX] = {false};
+	for (unsigned k = 1; k < x->lanes && k < x->n; k++)
+		started[k] = pthread_create(&th[k], NULL, lane_main, &lanes[k]) == 0;
+	lane_page(&lanes[0]);
+	for (unsigned k = 1; k < x->lanes && k < x->n; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			lane_page(&lanes[k]); /* no thread: its share here */
+	}
 }
 
 /* Both buckets in this target's BMD: a resumed run may start before the
@@ -278,6 +315,11 @@ static void *run(void *arg)
 			more = false; /* they share no name */
 	}
 	size_t wlen = walk == x->tpl_src ? x->tpl.pre_len : strlen(walk);
+	/* as many objects at once as the transformer has workers (a copy: one) */
+	x->lanes = x->etl[0] && !x->dry ? MAX(1u, MIN(etl_workers(x->etl, strlen(x->etl)), ETL_WORKERS_MAX)) : 1;
+	struct lane lanes[ETL_WORKERS_MAX];
+	for (unsigned k = 0; k < x->lanes; k++)
+		lanes[k] = (struct lane){.x = x, .k = k, .n = x->lanes, .out = BUF_INIT, .msg = BUF_INIT};
 	while (more && !atomic_load(&x->r.abort)) {
 		page_free(x);
 		size_t alen = after ? strlen(after) : 0;
@@ -287,11 +329,13 @@ static void *run(void *arg)
 				fail(x, x->src, "listing the source");
 			break;
 		}
+		size_t take = x->n; /* the page's names the run looks at */
+		for (size_t i = 0; x->tpl_src[0] && i < x->n; i++)
+			take -= !name_tpl_match(&x->tpl, x->names[i], strlen(x->names[i]));
 		pthread_mutex_lock(&x->r.mu);
-		x->r.st.total = MAX(x->r.st.total, x->r.st.walked + x->n);
+		x->r.st.total = MAX(x->r.st.total, x->r.st.walked + take);
 		pthread_mutex_unlock(&x->r.mu);
-		for (size_t i = 0; i < x->n && !atomic_load(&x->r.abort); i++)
-			one(x, x->names[i]);
+		page_run(x, lanes);
 		if (!x->n)
 			break;
 		free(after);
@@ -299,6 +343,10 @@ static void *run(void *arg)
 	}
 	page_free(x);
 	free(after);
+	for (unsigned k = 0; k < x->lanes; k++) {
+		buf_free(&lanes[k].out);
+		buf_free(&lanes[k].msg);
+	}
 	xs_release();
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.state = x->halt[0] ? (x->halt_failed ? JOB_FAILED : JOB_ABORTED)

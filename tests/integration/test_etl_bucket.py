@@ -4,8 +4,8 @@ with auth on (an admin token, a read-write token).
 
 Transformers (aisd.etl): "up" uppercases bytes; "ident" returns them;
 "mem" (serve_members) uppercases the .txt members of a tar shard; "slow"
-uppercases after 0.2 s. "up" crashes on objects named *crash*, hangs past
-its 2 s timeout on *hang*, answers a malformed frame on *garbage*.
+uppercases after 0.5 s. "up" crashes on objects named *crash*, hangs past
+its 5 s timeout on *hang*, answers a malformed frame on *garbage*.
 
 Checks:
  1. A read-write (non-admin) token cannot start the job (403); an unknown
@@ -26,8 +26,8 @@ Checks:
     stop-on-error: the run ends failed, its last_error says it stopped at
     the first error and names a bad object; no bad object in DST.
  6b. aisctl job stop ID: the run ends aborted, what it wrote is whole.
- 7. kill -9 of a target mid-job ("slow"), restarted: the run resumes and
-    ends (done, or failed with its errors listed); every object in DST
+ 7. kill -9 of a target mid-job ("slow"), restarted: its part of the run
+    resumes (its log says so) and the run ends (done, or failed with its errors listed); every object in DST
     reads back whole and uppercased (nothing partial); when done, all.
  8. etl rm while a job runs: the job ends aborted, its last_error saying
     the transformer is gone; every object in DST is whole.
@@ -77,7 +77,7 @@ def fn(data, meta, args):
     if MODE == "ident":
         return data
     if MODE == "slow":
-        time.sleep(0.2)
+        time.sleep(0.5)
     return data.upper()
 
 if MODE == "mem":
@@ -173,7 +173,7 @@ data["img/b.jpg"] = b"more jpeg-ish"
 bad = [n for n, d in data.items() if follow("PUT", g.url, "/v1/objects/src/" + n, d, AUTH)[1].status != 200]
 t.check(not bad, "62 PUTs to src", bad[:3])
 
-for name, mode, to in (("up", "up", "2s"), ("ident", "ident", "2s"), ("mem", "mem", "10s"), ("slow", "slow", "10s")):
+for name, mode, to in (("up", "up", "5s"), ("ident", "ident", "30s"), ("mem", "mem", "30s"), ("slow", "slow", "30s")):
     rc, out, err = aisctl("etl", "init", name, "--cmd", "python3 " + script, "--timeout", to, "--workers", "2",
                           "--env", "PYTHONPATH=" + PYDIR, "MODE=" + mode)
     t.check(rc == 0, "etl init %s" % name, out + err)
@@ -294,11 +294,13 @@ t.check(len(have) < len(data) + len(shards) and
 
 # --- 7. kill -9 of a target mid-job --------------------------------------------------------
 rid = start("slow", "src", "d_k9")
-t.check(poll(lambda: (run_of(rid).get("progress") or {}).get("objects", 0) >= 8, 30), "the slow run progresses")
+t.check(poll(lambda: (run_of(rid).get("progress") or {}).get("objects", 0) >= 3, 30), "the slow run progresses")
 victim = ts[1]
 victim.kill9()
 time.sleep(1)
 t.check(victim.start(join=g.url), "%s restarts" % victim.name)
+t.check(poll(lambda: ("etl-bck %s: resuming the run" % rid) in open(victim.log, errors="replace").read(), 30),
+        "the restarted target resumes its part of the run (its log says so)")
 run = wait(rid, 120)
 t.diag("after kill -9: %s, %s errors, last error %s" % (run.get("state"), run.get("errors"), run.get("last_error")))
 t.check(run.get("state") in ("done", "failed") and (run.get("state") == "done" or run.get("error_list")),
