@@ -29,6 +29,7 @@ Checks:
  7. kill -9 of a target mid-job ("slow"), restarted: its part of the run
     resumes (its log says so) and the run ends (done, or failed with its errors listed); every object in DST
     reads back whole and uppercased (nothing partial); when done, all.
+ 7b. etl stop while a job runs: the job ends aborted, saying so.
  8. etl rm while a job runs: the job ends aborted, its last_error saying
     the transformer is gone; every object in DST is whole.
  9. No error-level line in any node's log.
@@ -160,7 +161,7 @@ with open(script, "w") as f:
     f.write(WORKER)
 os.chmod(script, 0o644)
 
-for b in ("src", "fb", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_rm", "d_x"):
+for b in ("src", "fb", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_es", "d_rm", "d_x"):
     r = request("POST", g.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON)
     t.check(r.status == 200, "create bucket " + b, r)
 r = request("PATCH", g.url, "/v1/buckets/d_up",
@@ -310,6 +311,18 @@ wrong = [n for n in have if get("d_k9", n).body != data.get(n, shards.get(n, b"?
 t.check(have and not wrong, "every object in d_k9 is whole and transformed (%d there)" % len(have), wrong[:3])
 if run.get("state") == "done":
     t.eq(have, sorted(list(data) + list(shards)), "done: every object of src is in d_k9")
+
+# --- 7b. etl stop while a job runs ------------------------------------------------------------
+rid = start("slow", "src", "d_es")
+t.check(poll(lambda: (run_of(rid).get("progress") or {}).get("objects", 0) >= 2, 30), "the slow run progresses")
+rc, out, err = aisctl("etl", "stop", "slow")
+t.check(rc == 0, "etl stop slow while its job runs", out + err)
+run = wait(rid, 60)
+le = run.get("last_error", "")
+t.check(run.get("state") == "aborted" and "slow" in le and "stopped" in le,
+        "the job ends aborted, last_error: the transformer is stopped", run)
+rc, out, err = aisctl("etl", "start", "slow")
+t.check(rc == 0, "etl start slow", out + err)
 
 # --- 8. etl rm while a job runs --------------------------------------------------------------
 rid = start("slow", "src", "d_rm")
