@@ -22,7 +22,8 @@
  *  2a. an object's error (the worker crashed, hung, answered garbage or
  *     an error; the write failed) is counted and the run goes on, unless
  *     "coer" is false: then the run stops failed, its last_error naming
- *     the object; a transformer removed or stopped (etl rm, etl stop)
+ *     the object, and asks the primary gateway to stop the run on every
+ *     target (PUT /v1/jobs {"action":"stop","id"}); a transformer removed or stopped (etl rm, etl stop)
  *     stops the run aborted, its last_error saying so;
  *  3. stops between objects; a run a restart cut resumes from the start
  *     of SRC (what it had sent is sent again: a PUT of the same bytes);

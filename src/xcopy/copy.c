@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "aisd/cluster.h"
+#include "aisd/cmap.h"
 #include "aisd/etl.h"
 #include "aisd/jobreg.h"
 #include "aisd/log.h"
@@ -79,26 +80,62 @@ static void fail(struct xrun *x, const char *name, const char *why)
 	pthread_mutex_unlock(&x->r.mu);
 }
 
-/* The run stops itself: why is its final last_error; failed or aborted. */
-static void halt(struct xrun *x, bool failed, const char *why)
+/* The run stops itself: why is its final last_error; failed or aborted.
+ * true for the first stop (the others keep its reason). */
+static bool halt(struct xrun *x, bool failed, const char *why)
 {
+	bool first = false;
 	pthread_mutex_lock(&x->r.mu);
 	if (!x->halt[0]) {
 		snprintf(x->halt, sizeof(x->halt), "%s", why);
 		x->halt_failed = failed;
+		first = true;
 	}
 	pthread_mutex_unlock(&x->r.mu);
 	atomic_store(&x->r.abort, true);
+	return first;
 }
 
-/* An object's error: counted, and under stop-on-error the run's end. */
+/* Stop-on-error: the run stopped on every target, through the primary
+ * gateway (PUT /v1/jobs {"action":"stop","id"}, which reaches this
+ * target too, already stopping); best effort. */
+static void stop_everywhere(struct xrun *x)
+{
+	const cmap_t *m;
+	cluster_call_t call;
+	memset(&call, 0, sizeof(call));
+	cluster_read_lock(xcl, &m, NULL);
+	const cmap_node_t *p = m && cmap_primary(m) ? cmap_get(m, cmap_primary(m), strlen(cmap_primary(m))) : NULL;
+	if (p)
+		snprintf(call.url, sizeof(call.url), "%s/v1/jobs", p->intra_url);
+	cluster_read_unlock(xcl);
+	if (!p)
+		return;
+	buf_t body = BUF_INIT;
+	buf_addstr(&body, "{\"action\":\"stop\",\"id\":");
+	buf_add_json_str(&body, x->r.id, strlen(x->r.id));
+	buf_addch(&body, '}');
+	call.method = "PUT";
+	call.body = &body;
+	call.timeout_ms = 5000;
+	cluster_call_all(&call, 1);
+	if (call.status != 200)
+		log_warnx("%s %s: stopping the run on the other targets: %d %.100s", x->r.kind, x->r.id, call.status,
+			  call.resp.ptr ? call.resp.ptr : "no answer");
+	buf_free(&call.resp);
+	buf_free(&body);
+}
+
+/* An object's error: counted, and under stop-on-error the run's end on
+ * every target. */
 static void obj_fail(struct xrun *x, const char *name, const char *why)
 {
 	fail(x, name, why);
 	if (!x->coer) {
 		char h[256];
 		snprintf(h, sizeof(h), "stopped at the first error (stop-on-error): %.80s: %.120s", name, why);
-		halt(x, true, h);
+		if (halt(x, true, h))
+			stop_everywhere(x);
 	}
 }
 

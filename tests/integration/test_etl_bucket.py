@@ -23,8 +23,10 @@ Checks:
  6. Faults, continue-on-error: the crash, hang and garbage objects are 3
     errors listed in the job record (error_list, aisctl job show), the run
     ends failed, the 10 good objects are in DST, the bad ones are not.
-    stop-on-error: the run ends failed, its last_error says it stopped at
-    the first error and names a bad object; no bad object in DST.
+    stop-on-error (a bucket of slow good objects and one that crashes its
+    worker): the run ends failed, its last_error says it stopped at the
+    first error and names the object; the other targets' parts are
+    stopped too (none done); no bad object in DST, what is there is whole.
  6b. aisctl job stop ID: the run ends aborted, what it wrote is whole.
  7. kill -9 of a target mid-job ("slow"), restarted: its part of the run
     resumes (its log says so) and the run ends (done, or failed with its errors listed); every object in DST
@@ -77,6 +79,8 @@ def fn(data, meta, args):
         time.sleep(60)
     if MODE == "ident":
         return data
+    if "slowgood" in name:
+        time.sleep(0.5)
     if MODE == "slow":
         time.sleep(0.5)
     return data.upper()
@@ -161,7 +165,7 @@ with open(script, "w") as f:
     f.write(WORKER)
 os.chmod(script, 0o644)
 
-for b in ("src", "fb", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_es", "d_rm", "d_x"):
+for b in ("src", "fb", "fb2", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_es", "d_rm", "d_x"):
     r = request("POST", g.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON)
     t.check(r.status == 200, "create bucket " + b, r)
 r = request("PATCH", g.url, "/v1/buckets/d_up",
@@ -273,14 +277,21 @@ t.check(rc == 0 and out.count("\n  error: bad-") == 3, "aisctl job show lists th
 t.eq(names("d_co"), sorted(good), "d_co: the 10 good objects, no bad one")
 t.check(all(get("d_co", n).body == d.upper() for n, d in good.items()), "d_co: the good objects transformed")
 t.diag("continue-on-error run: %.1f s" % (time.monotonic() - t0))
-rid = start("up", "fb", "d_so", "--stop-on-error")
+slow = {"slowgood%02d" % i: b"slow good %d" % i for i in range(24)}
+for n, d in list(slow.items()) + [("bad-crash", b"x")]:
+    t.eq(follow("PUT", g.url, "/v1/objects/fb2/" + n, d, AUTH)[1].status, 200, "PUT fb2/" + n)
+rid = start("up", "fb2", "d_so", "--stop-on-error")
 run = wait(rid, 90)
 le = run.get("last_error", "")
-t.check(run.get("state") == "failed" and "stop-on-error" in le and any(b in le for b in badn),
-        "stop-on-error: ends failed, last_error names the first bad object", run)
+t.check(run.get("state") == "failed" and "stop-on-error" in le and "bad-crash" in le,
+        "stop-on-error: ends failed, last_error names the bad object", run)
+tst = {k: v.get("state") for k, v in run.get("targets", {}).items()}
+t.check(len(tst) == 3 and "done" not in tst.values() and "failed" in tst.values(),
+        "the run stopped on every target (one failed, the others aborted)", tst)
 have = names("d_so")
-t.check(have is not None and not any(n.startswith("bad") for n in have), "d_so: no bad object", have)
-t.check(all(get("d_so", n).body == good[n].upper() for n in have or []), "d_so: what is there is whole", have)
+t.check(have is not None and "bad-crash" not in have and len(have) < len(slow),
+        "d_so: no bad object, and not all of the others (%s)" % (len(have) if have is not None else None))
+t.check(all(get("d_so", n).body == slow[n].upper() for n in have or []), "d_so: what is there is whole", have)
 
 # --- 6b. aisctl job stop ------------------------------------------------------------------
 rid = start("slow", "src", "d_st")
