@@ -63,6 +63,13 @@ void etl_shutdown(void);
  * msg naming the transformer and the reason. */
 int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
 		  buf_t *out, int *status, buf_t *msg);
+/* The one path from a stored object to a transform (inline GET and the
+ * etl-bck job): size bytes of fd (an object's file, read from its start)
+ * given to etl_transform with the metadata {"bucket","object","size",
+ * "version"}. As etl_transform, and 413 when size is over etl.max_input,
+ * 500 when the file cannot be read. fd stays open. */
+int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
+		     sv_t args, buf_t *out, int *status, buf_t *msg);
 /* A transformer this node lacks (it joined after the registration) taken
  * from the primary's table; blocking (network pool). AIS_OK when name is
  * now registered here. */
@@ -70,6 +77,8 @@ struct cluster;
 int etl_pull(struct cluster *cl, const char *name, size_t nlen);
 /* Whether name is registered here. */
 bool etl_exists(const char *name, size_t nlen);
+/* How many workers name runs on a target (its --workers); 0 when unknown. */
+unsigned etl_workers(const char *name, size_t nlen);
 /* The biggest object a transform takes (etl.max_input). */
 uint64_t etl_input_limit(void);
 

@@ -54,7 +54,17 @@ typedef struct job_stats {
 	uint64_t objects; /* objects here now */
 	uint64_t peer_streams_max; /* rebalance: the most sends to one peer at once in the run */
 	char last_error[256];
+	/* the run's first errors, one "NAME: why" per line (job_error_add):
+	 * at most JOB_ERRORS_LISTED, what fits */
+	char error_list[1024];
 } job_stats_t;
+
+#define JOB_ERRORS_LISTED 8
+
+/* Counts an error of a run: errors + 1, last_error = "what: why", and the
+ * line added to error_list while fewer than JOB_ERRORS_LISTED are there
+ * (cut to fit). Pure. */
+void job_error_add(job_stats_t *s, const char *what, const char *why);
 
 /* "idle", "running", "done", "aborted", "failed"; "unknown" out of range. */
 const char *job_state_name(enum job_state s);
@@ -62,7 +72,8 @@ const char *job_state_name(enum job_state s);
 enum job_state job_state_of(const char *name);
 /* Appends {"kind","state","cmap_version","runs","total","total_bytes",
  * "walked","remaining","remaining_bytes","moved","moved_bytes","deleted",
- * "errors","objects","peer_streams_max","start","end","last_error"} (times in ns since the epoch, 0 when none). Pure. */
+ * "errors","objects","peer_streams_max","start","end","last_error","error_list":[..]}
+ * (times in ns since the epoch, 0 when none). Pure. */
 void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out);
 /* Objects left to look at in the current run (0 unless running). */
 uint64_t job_remaining(const job_stats_t *s);

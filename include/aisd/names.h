@@ -36,4 +36,20 @@ bool name_custom_reserved(const char *md, size_t len);
 /* A short identifier (a remote's alias): [A-Za-z0-9_-], 1..max bytes. */
 bool name_ident_valid(const char *s, size_t len, size_t max);
 
+/* A name template "pre{A..B}post": the names pre + N + post for N from A
+ * to B, N zero-padded to the width of A as written ("{0000..0999}").
+ * pre and post point into the parsed string. */
+typedef struct name_tpl {
+	const char *pre, *post;
+	size_t pre_len, post_len;
+	unsigned long long a, b;
+	int width;
+} name_tpl_t;
+#define NAME_TPL_SPAN_MAX 10000000ULL /* B - A at most */
+/* Parses s (NUL-terminated; kept by the caller while t is used): one brace
+ * range, A <= B, B - A <= NAME_TPL_SPAN_MAX. false when it is not one. */
+bool name_tpl_parse(const char *s, name_tpl_t *t);
+/* Whether the template yields the name (len bytes). */
+bool name_tpl_match(const name_tpl_t *t, const char *s, size_t len);
+
 #endif

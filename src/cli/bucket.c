@@ -522,24 +522,54 @@ int cli_bucket_encode(struct cli *c, const struct cli_args *a)
 	return rc;
 }
 
-/* "bucket cp SRC DST [--prefix P] [--dry-run]": POST /v1/buckets/SRC?bck_to=DST
- * {"action":"copy-bck","value":{"prefix","dry_run"}}, a job on every target. */
-int cli_bucket_cp(struct cli *c, const struct cli_args *a)
+/* "bucket cp SRC DST [..]" and "etl bucket NAME SRC DST [..]": POST
+ * /v1/buckets/SRC?bck_to=DST {"action":"copy-bck"|"etl-bck","value":
+ * {"id":NAME,"prefix","template","ext":{"jpg":"npy"},"dry_run","coer"}},
+ * one job on every target (the identity transform for a copy). */
+static int xcopy(struct cli *c, const struct cli_args *a, const char *etl, const char *src, const char *dst)
 {
-	const char *src = a->pos[0], *dst = a->pos[1], *pfx = cli_opt(a, "prefix");
-	bool dry = cli_opt(a, "dry-run") != NULL;
+	const char *pfx = cli_opt(a, "prefix"), *tpl = cli_opt(a, "template"), *ext = cli_opt(a, "ext");
+	bool dry = cli_opt(a, "dry-run") != NULL, cont = cli_opt(a, "continue-on-error") != NULL;
+	bool stop = cli_opt(a, "stop-on-error") != NULL;
+	const char *action = etl ? "etl-bck" : "copy-bck";
 	if (!strncmp(src, "ais://", 6))
 		src += 6;
 	if (!strncmp(dst, "ais://", 6))
 		dst += 6;
 	if (!*src || strchr(src, '/') || !*dst || strchr(dst, '/'))
-		return cli_usage_error(a->cmd, "two bucket names, not '%s' '%s'", a->pos[0], a->pos[1]);
+		return cli_usage_error(a->cmd, "two bucket names, not '%s' '%s'", src, dst);
 	if (!strcmp(src, dst))
 		return cli_usage_error(a->cmd, "the destination is the source");
+	if (cont && stop)
+		return cli_usage_error(a->cmd, "--continue-on-error or --stop-on-error, not both");
 	json_t *v = json_pack("{s:b}", "dry_run", dry);
+	if (etl)
+		json_object_set_new(v, "id", json_string(etl));
 	if (pfx)
 		json_object_set_new(v, "prefix", json_string(pfx));
-	json_t *body = json_pack("{s:s,s:o}", "action", "copy-bck", "value", v);
+	if (tpl)
+		json_object_set_new(v, "template", json_string(tpl));
+	if (cont || stop)
+		json_object_set_new(v, "coer", json_boolean(cont));
+	if (ext) { /* ".jpg:.npy[,.png:.npy]" */
+		json_t *m = json_object();
+		for (const char *p = ext; *p;) {
+			const char *end = strchr(p, ','), *colon;
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+			colon = memchr(p, ':', len);
+			if (!colon || colon == p || colon == p + len - 1) {
+				json_decref(m);
+				json_decref(v);
+				return cli_usage_error(a->cmd, "bad --ext '%s': want .FROM:.TO[,.FROM:.TO]", ext);
+			}
+			char *from = xstrndup(p, (size_t)(colon - p));
+			json_object_set_new(m, from, json_stringn(colon + 1, len - (size_t)(colon - p) - 1));
+			free(from);
+			p += len + (end != NULL);
+		}
+		json_object_set_new(v, "ext", m);
+	}
+	json_t *body = json_pack("{s:s,s:o}", "action", action, "value", v);
 	char *js = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	buf_t path = BUF_INIT;
@@ -552,15 +582,16 @@ int cli_bucket_cp(struct cli *c, const struct cli_args *a)
 	struct cli_resp rs = {0};
 	int rc = cli_http(c, &rq, &rs);
 	if (rc == AIS_OK)
-		rc = cli_http_check(&rs, "copy-bck");
+		rc = cli_http_check(&rs, action);
 	if (rc == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
 		const char *id = json_string_value(json_object_get(doc, "id"));
 		if (c->json)
 			printf("%.*s\n", (int)rs.body.len, rs.body.ptr ? rs.body.ptr : "");
 		else
-			printf("copy %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n", src, dst,
-			       dry ? " (dry run)" : "", id ? id : "?", id ? id : "?");
+			printf("%s%s %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n",
+			       etl ? "transform through " : "copy", etl ? etl : "", src, dst, dry ? " (dry run)" : "",
+			       id ? id : "?", id ? id : "?");
 		json_decref(doc);
 	}
 	cli_resp_free(&rs);
@@ -568,3 +599,7 @@ int cli_bucket_cp(struct cli *c, const struct cli_args *a)
 	free(js);
 	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
 }
+
+int cli_bucket_cp(struct cli *c, const struct cli_args *a) { return xcopy(c, a, NULL, a->pos[0], a->pos[1]); }
+
+int cli_etl_bucket(struct cli *c, const struct cli_args *a) { return xcopy(c, a, a->pos[0], a->pos[1], a->pos[2]); }

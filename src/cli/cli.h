@@ -273,6 +273,7 @@ int cli_remote_detach(struct cli *c, const struct cli_args *a);
 int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
 int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
+int cli_etl_bucket(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
 int cli_archive_put(struct cli *c, const struct cli_args *a); /* archive.c */
 /* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);

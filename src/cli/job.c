@@ -347,6 +347,10 @@ static void runs_table(json_t *doc, bool targets)
 		const char *le = json_string_value(json_object_get(r, "last_error"));
 		if (le && *le)
 			printf("  last error: %.100s\n", le);
+		size_t ei;
+		json_t *ev;
+		json_array_foreach(json_object_get(r, "error_list"), ei, ev)
+			printf("  error: %.200s\n", json_string_value(ev) ? json_string_value(ev) : "");
 		const char *tid;
 		json_t *tv;
 		if (targets)

@@ -118,6 +118,16 @@ static const struct cli_opt opts_bucket_cp[] = {
 	{0},
 };
 
+static const struct cli_opt opts_etl_bucket[] = {
+	{"prefix", 0, "PREFIX", "transform only the objects whose names start with PREFIX"},
+	{"template", 0, "TPL", "transform only the objects of these names: shard-{0000..0999}.tar"},
+	{"ext", 0, ".A:.B", "rename the extension of the results: .jpg:.npy (more: .jpg:.npy,.png:.npy)"},
+	{"dry-run", 0, NULL, "count what would be transformed, transform and write nothing"},
+	{"continue-on-error", 0, NULL, "an object that fails is counted and listed, the job goes on (the default)"},
+	{"stop-on-error", 0, NULL, "the first object that fails stops the job (failed)"},
+	{0},
+};
+
 static const struct cli_opt opts_ishard[] = {
 	{"shard-size", 0, "SIZE", "at most SIZE bytes of tar per shard: 64MiB, 1GiB (default 64MiB)"},
 	{"template", 0, "TPL", "shard names: shard-%06d.tar or shard-{0000..9999}.tar (default shard-%06d.tar)"},
@@ -177,6 +187,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 cli_etl_stop, false},
 	{"etl start", "NAME", "let a stopped transformer run again", NULL, 1, 1, cli_etl_start, false},
 	{"etl rm", "NAME", "remove a transformer (its workers are stopped)", NULL, 1, 1, cli_etl_rm, false},
+	{"etl bucket", "NAME SRC DST",
+	 "transform every object of SRC into DST on the targets that hold them (a job: aisctl job wait ID)",
+	 opts_etl_bucket, 3, 3, cli_etl_bucket, false},
 	{"etl logs", "NAME [NODE]", "the workers' logs (standard error) of every target, or of NODE", NULL, 1, 2,
 	 cli_etl_logs, false},
 	{"prefetch", "BUCKET", "fetch a remote bucket's objects into the cluster (a job: aisctl job show prefetch)",

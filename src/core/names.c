@@ -118,3 +118,46 @@ bool name_object_valid(const char *s, size_t len)
 {
 	return name_archpath_valid(s, len) && !name_has_dot_segment(s, len);
 }
+
+/* Decimal digits, len of them (1..19), into *out. */
+static bool tpl_num(const char *s, size_t len, unsigned long long *out)
+{
+	if (!len || len > 19)
+		return false;
+	unsigned long long v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool name_tpl_parse(const char *s, name_tpl_t *t)
+{
+	const char *o = strchr(s, '{'), *dots = o ? strstr(o, "..") : NULL, *c = dots ? strchr(dots, '}') : NULL;
+	if (!c || !tpl_num(o + 1, (size_t)(dots - o - 1), &t->a) || !tpl_num(dots + 2, (size_t)(c - dots - 2), &t->b) ||
+	    t->b < t->a || t->b - t->a > NAME_TPL_SPAN_MAX)
+		return false;
+	t->pre = s;
+	t->pre_len = (size_t)(o - s);
+	t->post = c + 1;
+	t->post_len = strlen(c + 1);
+	t->width = (int)(dots - o - 1);
+	return true;
+}
+
+bool name_tpl_match(const name_tpl_t *t, const char *s, size_t len)
+{
+	if (len <= t->pre_len + t->post_len || memcmp(s, t->pre, t->pre_len) ||
+	    memcmp(s + len - t->post_len, t->post, t->post_len))
+		return false;
+	const char *d = s + t->pre_len;
+	size_t dl = len - t->pre_len - t->post_len;
+	unsigned long long v;
+	/* zero-padded to the width exactly, or wider without a leading 0 */
+	if (!tpl_num(d, dl, &v) || (int)dl < t->width || ((int)dl > t->width && d[0] == '0' && dl > 1))
+		return false;
+	return v >= t->a && v <= t->b;
+}

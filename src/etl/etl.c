@@ -241,6 +241,15 @@ bool etl_exists(const char *name, size_t nlen)
 	return ok;
 }
 
+unsigned etl_workers(const char *name, size_t nlen)
+{
+	pthread_mutex_lock(&tmu);
+	size_t i = find(name, nlen);
+	unsigned n = i < ntab ? tab[i]->spec.workers : 0;
+	pthread_mutex_unlock(&tmu);
+	return n;
+}
+
 int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
 		  buf_t *out, int *status, buf_t *msg)
 {
@@ -257,6 +266,37 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 	}
 	int rc = etl_run(e, meta, args, in, inlen, out, status, msg);
 	unref(e);
+	return rc;
+}
+
+int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
+		     sv_t args, buf_t *out, int *status, buf_t *msg)
+{
+	if (size > etl_cfg.max_input) {
+		*status = 413;
+		buf_addf(msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
+			 (unsigned long long)size, (unsigned long long)etl_cfg.max_input);
+		return AIS_ERR;
+	}
+	buf_t in = BUF_INIT;
+	buf_grow(&in, size + 1);
+	while (in.len < size) {
+		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)in.len);
+		if (n <= 0) {
+			*status = 500;
+			buf_addf(msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
+			buf_free(&in);
+			return AIS_ERR;
+		}
+		in.len += (size_t)n;
+	}
+	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
+			      (json_int_t)size, "version", (json_int_t)version);
+	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	int rc = etl_transform(name, nlen, meta ? meta : "{}", args, in.ptr ? in.ptr : "", in.len, out, status, msg);
+	free(meta);
+	buf_free(&in);
 	return rc;
 }
 

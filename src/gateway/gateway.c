@@ -46,6 +46,7 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
+#include "aisd/xcopy.h"
 #include "aisd/banned.h"
 
 #define LIST_PAGE_DEFAULT 1000
@@ -912,30 +913,44 @@ static int gw_buckets(http_req_t *req)
 			start_bucket_job(req, action[0] == 'p' ? "prefetch" : "evict", o->name, value, NULL);
 			break;
 		}
-		if (action && !strcmp(action, "copy-bck")) {
-			/* every target sends the objects of this bucket it owns to
-			 * the owners in the destination (src/xcopy) */
+		if (action && (!strcmp(action, "copy-bck") || !strcmp(action, "etl-bck"))) {
+			/* every target sends the objects of this bucket it owns,
+			 * through the transformer for etl-bck, to the owners in
+			 * the destination (src/xcopy) */
+			bool etl = action[0] == 'e';
+			const char *kind = etl ? "etl-bck" : "copy-bck"; /* (static: the start is asynchronous) */
 			sv_t to = {"", 0};
 			http_query_get(req, "bck_to", &to);
 			char dst[NAME_BUCKET_MAX + 1];
 			snprintf(dst, sizeof(dst), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
-			json_t *pfx = json_object_get(value, "prefix"), *dry = json_object_get(value, "dry_run");
 			cluster_read_lock(cl, NULL, &b);
 			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
 			cluster_read_unlock(cl);
+			json_t *jv = json_is_object(value) ? json_deep_copy(value) : value ? json_incref(value) : json_object();
+			json_t *eid = json_object_get(jv, "id"); /* AIStore's name of the transformer */
+			if (etl && json_is_string(eid) && !json_object_get(jv, "etl"))
+				json_object_set(jv, "etl", eid);
+			if (json_is_object(jv))
+				json_object_del(jv, "id"); /* (the run's id is the gateway's) */
+			const char *en = json_string_value(json_object_get(jv, "etl"));
+			buf_t err = BUF_INIT;
 			if (!bk) {
 				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(dst, o->name)) {
-				http_resp_error(req, 400, "copy-bck wants ?bck_to=DST, a bucket other than \"%s\"", o->name);
+				http_resp_error(req, 400, "%s wants ?bck_to=DST, a bucket other than \"%s\"", kind, o->name);
 			} else if (!dst_ok) {
 				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", dst);
-			} else if ((value && !json_is_object(value)) || (pfx && !json_is_string(pfx)) ||
-				   (dry && !json_is_boolean(dry))) {
-				http_resp_error(req, 400, "copy-bck: value wants {\"prefix\":\"..\",\"dry_run\":bool}");
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "copy-bck") &&
-				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, "copy-bck")) {
-				start_bucket_job(req, "copy-bck", o->name, value, dst);
+			} else if (xcopy_spec_check(jv, etl, &err) != 0) {
+				http_resp_error(req, 400, "%s: %s", kind, err.ptr);
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, kind) &&
+				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, kind)) {
+				if (etl && !etl_exists(en, strlen(en)))
+					http_resp_error(req, 404, "no transformer \"%.64s\" (aisctl etl ls)", en);
+				else
+					start_bucket_job(req, kind, o->name, jv, dst);
 			}
+			buf_free(&err);
+			json_decref(jv);
 			break;
 		}
 		if (action && !strcmp(action, "ishard")) {

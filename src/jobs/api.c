@@ -453,7 +453,8 @@ int jobs_h_runs(http_req_t *req)
 /* One run of the cluster: its targets' runs of one id, summed. */
 struct mrun {
 	json_t *first;   /* one target's run (borrowed) */
-	json_t *targets; /* id -> {state,objects,bytes,errors,last_error} */
+	json_t *targets; /* id -> {state,objects,bytes,errors,last_error,error_list} */
+	json_t *errs;    /* the targets' first errors, JOB_ERRORS_LISTED at most */
 	enum job_state *st;
 	size_t nst;
 	job_stats_t sum;
@@ -521,11 +522,17 @@ static json_t *merge_runs(cluster_call_t *calls, char (*ids)[CMAP_ID_MAX + 1], s
 			const char *le = json_string_value(json_object_get(r, "last_error"));
 			if (le && *le)
 				snprintf(x->sum.last_error, sizeof(x->sum.last_error), "%s", le);
+			json_t *el = json_object_get(r, "error_list"), *e;
+			size_t ei;
+			if (!x->errs)
+				x->errs = json_array();
+			json_array_foreach(el, ei, e) if (json_array_size(x->errs) < JOB_ERRORS_LISTED)
+				json_array_append(x->errs, e);
 			json_object_set_new(x->targets, ids[i],
-					    json_pack("{s:s,s:O?,s:O?,s:O?,s:O?}", "state", sn ? sn : "unknown", "objects",
+					    json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?}", "state", sn ? sn : "unknown", "objects",
 						      json_object_get(p, "objects"), "bytes", json_object_get(p, "bytes"),
 						      "errors", json_object_get(r, "errors"), "last_error",
-						      json_object_get(r, "last_error")));
+						      json_object_get(r, "last_error"), "error_list", el));
 		}
 	}
 	if (nm) /* (qsort of NULL: undefined even for 0) */
@@ -548,6 +555,7 @@ static json_t *merge_runs(cluster_call_t *calls, char (*ids)[CMAP_ID_MAX + 1], s
 				      (json_int_t)p.bytes, "total", (json_int_t)p.total, "total_bytes",
 				      (json_int_t)p.total_bytes, "rate_objects", p.rate_objects, "rate_bytes",
 				      p.rate_bytes, "eta_s", (json_int_t)p.eta_s, "targets", x->targets);
+		json_object_set_new(r, "error_list", x->errs ? x->errs : json_array());
 		json_array_append_new(runs, r);
 		free(x->st);
 	}

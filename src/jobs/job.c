@@ -3,6 +3,7 @@
  * progress, and merging the states of many targets. Pure.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "aisd/jobs.h"
@@ -84,7 +85,36 @@ void job_stats_json(const job_stats_t *s, const char *kind, buf_t *out)
 	         (unsigned long long)s->peer_streams_max, (long long)s->start_ns,
 	         (long long)s->end_ns);
 	buf_add_json_str(out, s->last_error, strlen(s->last_error));
-	buf_addch(out, '}');
+	buf_addstr(out, ",\"error_list\":[");
+	for (const char *p = s->error_list, *nl; *p; p = nl + 1) {
+		if (!(nl = strchr(p, '\n')))
+			break;
+		if (p != s->error_list)
+			buf_addch(out, ',');
+		buf_add_json_str(out, p, (size_t)(nl - p));
+	}
+	buf_addstr(out, "]}");
+}
+
+void job_error_add(job_stats_t *s, const char *what, const char *why)
+{
+	s->errors++;
+	snprintf(s->last_error, sizeof(s->last_error), "%.100s: %.150s", what, why);
+	size_t n = 0, len = strlen(s->error_list);
+	for (const char *p = s->error_list; *p; p++)
+		n += *p == '\n';
+	char line[300];
+	int ll = snprintf(line, sizeof(line), "%s", s->last_error);
+	for (char *p = line; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	if (n >= JOB_ERRORS_LISTED || ll <= 0 || len + 2 >= sizeof(s->error_list))
+		return;
+	size_t room = sizeof(s->error_list) - len - 2; /* the line, '\n', NUL */
+	size_t take = (size_t)ll < room ? (size_t)ll : room;
+	memcpy(s->error_list + len, line, take);
+	s->error_list[len + take] = '\n';
+	s->error_list[len + take + 1] = '\0';
 }
 
 enum job_state job_state_merge(const enum job_state *st, size_t n)

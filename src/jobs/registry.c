@@ -105,6 +105,7 @@ static void persist(const struct jrun *r)
 			      "moved_bytes", (json_int_t)s->moved_bytes, "deleted", (json_int_t)s->deleted, "errors",
 			      (json_int_t)s->errors, "cmap_version", (json_int_t)s->cmap_version, "last_error",
 			      s->last_error);
+	json_object_set_new(o, "error_list", json_string(s->error_list));
 	if (r->spec)
 		json_object_set(o, "spec", r->spec);
 	char *js = json_dumps(o, JSON_COMPACT);
@@ -205,6 +206,8 @@ static void load_one(const char *path)
 #undef GETN
 	const char *le = json_string_value(json_object_get(o, "last_error"));
 	snprintf(s->last_error, sizeof(s->last_error), "%s", le ? le : "");
+	const char *el = json_string_value(json_object_get(o, "error_list"));
+	snprintf(s->error_list, sizeof(s->error_list), "%s", el ? el : "");
 	json_t *spec = json_object_get(o, "spec");
 	r->spec = spec ? json_incref(spec) : NULL;
 	json_decref(o);

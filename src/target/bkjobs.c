@@ -156,22 +156,19 @@ static char *next_name(struct bkjob *j)
 	return xstrdup(j->page[j->at++]);
 }
 
-/* "pre{A..B}post": AIS_OK with the parts set. */
+/* "pre{A..B}post" (names.h): AIS_OK with the parts set. */
 static int tpl_parse(struct bkjob *j, const char *s)
 {
-	const char *o = strchr(s, '{'), *dots = o ? strstr(o, "..") : NULL, *c = dots ? strchr(dots, '}') : NULL;
-	uint64_t a, b;
-	if (!c || num_parse_u64(o + 1, (size_t)(dots - o - 1), 0, UINT64_MAX / 2, &a) != AIS_OK ||
-	    num_parse_u64(dots + 2, (size_t)(c - dots - 2), 0, UINT64_MAX / 2, &b) != AIS_OK || b < a ||
-	    b - a > 10000000)
+	name_tpl_t t;
+	if (!name_tpl_parse(s, &t))
 		return AIS_ERR;
-	j->tpl_pre = xstrndup(s, (size_t)(o - s));
-	j->tpl_post = xstrdup(c + 1);
-	j->tpl_at = a;
-	j->tpl_end = b;
-	j->tpl_width = (int)(dots - o - 1);
+	j->tpl_pre = xstrndup(t.pre, t.pre_len);
+	j->tpl_post = xstrdup(t.post);
+	j->tpl_at = t.a;
+	j->tpl_end = t.b;
+	j->tpl_width = t.width;
 	j->tpl = true;
-	j->r.st.total = b - a + 1;
+	j->r.st.total = t.b - t.a + 1;
 	return AIS_OK;
 }
 

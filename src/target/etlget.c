@@ -9,7 +9,6 @@
  * 5xx naming it and the reason.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,7 @@ struct tetl {
 	bool s3;
 	int status; /* 0: out holds the answer */
 	int err;    /* the open failed: errno */
-	buf_t in, out, msg;
+	buf_t out, msg;
 };
 
 /* An S3 error document (S3 clients read the code): NoSuchTransformer for
@@ -60,7 +59,6 @@ static void s3_err(http_req_t *req, int status, const char *msg)
 static void tetl_cleanup(void *arg)
 {
 	struct tetl *x = arg;
-	buf_free(&x->in);
 	buf_free(&x->out);
 	buf_free(&x->msg);
 }
@@ -79,33 +77,10 @@ static void tetl_work(http_req_t *req)
 		x->err = errno ? errno : EIO;
 		return;
 	}
-	if (m.size > etl_input_limit()) {
-		close(fd);
-		x->status = 413;
-		buf_addf(&x->msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
-			 (unsigned long long)m.size, (unsigned long long)etl_input_limit());
-		return;
-	}
-	buf_grow(&x->in, m.size + 1);
-	while (x->in.len < m.size) {
-		ssize_t n = pread(fd, x->in.ptr + x->in.len, m.size - x->in.len, (off_t)x->in.len);
-		if (n <= 0) {
-			close(fd);
-			x->status = 500;
-			buf_addf(&x->msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
-			return;
-		}
-		x->in.len += (size_t)n;
-	}
-	close(fd);
-	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", x->bck.ptr, x->bck.len, "object", x->obj.ptr,
-			      x->obj.len, "size", (json_int_t)m.size, "version", (json_int_t)m.version);
-	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (etl_transform(x->name.ptr, x->name.len, meta ? meta : "{}", x->args, x->in.ptr ? x->in.ptr : "",
-			  x->in.len, &x->out, &x->status, &x->msg) == AIS_OK)
+	if (etl_transform_fd(x->name.ptr, x->name.len, x->bck, x->obj, fd, m.size, m.version, x->args, &x->out,
+			     &x->status, &x->msg) == AIS_OK)
 		x->status = 0;
-	free(meta);
+	close(fd);
 }
 
 static void tetl_done(http_req_t *req)

@@ -91,6 +91,8 @@ static int tgt_jobs(http_req_t *req)
 		return jobs_h_runs(req); /* the registry's runs, every kind (jobreg.h) */
 	if (what.ptr && sv_eqstr(what, "copy-bck"))
 		return jobs_h_kind(req, "copy-bck"); /* (src/xcopy) */
+	if (what.ptr && sv_eqstr(what, "etl-bck"))
+		return jobs_h_kind(req, "etl-bck"); /* (src/xcopy) */
 	if (what.ptr && sv_eqstr(what, "ishard"))
 		return jobs_h_kind(req, "ishard"); /* (src/ishard) */
 	if (what.ptr && sv_eqstr(what, "archive"))

@@ -66,6 +66,7 @@ declare -A SRCS=(
 	[fuzz_jwt]="src/auth/jwt.c src/auth/sign.c"
 	[fuzz_sign]="src/auth/jwt.c src/auth/sign.c"
 	[fuzz_xpanswer]="src/httpc/xp.c src/httpc/httpc.c src/httpc/sync.c src/httpc/xsync.c"
+	[fuzz_tpl]="src/xcopy/spec.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -79,6 +80,7 @@ declare -A LIBS=(
 	[fuzz_jwt]="-ljansson -lcrypto"
 	[fuzz_sign]="-ljansson -lcrypto"
 	[fuzz_xpanswer]="-levent -lhttp_parser -lssl -lcrypto -lcurl"
+	[fuzz_tpl]="-ljansson"
 )
 
 failed=()

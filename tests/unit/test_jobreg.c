@@ -213,6 +213,38 @@ START_TEST(test_progress)
 }
 END_TEST
 
+/* The first JOB_ERRORS_LISTED errors listed, every one counted, one line
+ * each in the JSON. */
+START_TEST(test_error_list)
+{
+	job_stats_t s = {0};
+	char name[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "obj%02d", i);
+		job_error_add(&s, name, i == 3 ? "a\nnewline" : "failed");
+	}
+	ck_assert_uint_eq(s.errors, 20);
+	ck_assert_str_eq(s.last_error, "obj19: failed");
+	buf_t out = BUF_INIT;
+	job_stats_json(&s, "etl-bck", &out);
+	json_t *d = json_loadb(out.ptr, out.len, 0, NULL);
+	json_t *l = json_object_get(d, "error_list");
+	ck_assert_uint_eq(json_array_size(l), JOB_ERRORS_LISTED);
+	ck_assert_str_eq(json_string_value(json_array_get(l, 0)), "obj00: failed");
+	ck_assert_str_eq(json_string_value(json_array_get(l, 3)), "obj03: a newline");
+	json_decref(d);
+	buf_free(&out);
+	job_stats_t big = {0}; /* long lines: cut to fit, never past the buffer */
+	char why[400];
+	memset(why, 'w', sizeof(why) - 1);
+	why[sizeof(why) - 1] = '\0';
+	for (int i = 0; i < 20; i++)
+		job_error_add(&big, "o", why);
+	ck_assert(strlen(big.error_list) < sizeof(big.error_list));
+	ck_assert_uint_eq(big.errors, 20);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobreg");
@@ -222,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, test_runs_and_resume);
 	tcase_add_test(tc, test_history_bound);
 	tcase_add_test(tc, test_progress);
+	tcase_add_test(tc, test_error_list);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);

@@ -244,6 +244,30 @@ START_TEST(test_custom_reserved)
 }
 END_TEST
 
+START_TEST(test_tpl)
+{
+	name_tpl_t t;
+	ck_assert(name_tpl_parse("shards/shard-{0000..0012}.tar", &t));
+	ck_assert_uint_eq(t.a, 0);
+	ck_assert_uint_eq(t.b, 12);
+	ck_assert_int_eq(t.width, 4);
+	ck_assert_uint_eq(t.pre_len, strlen("shards/shard-"));
+	static const char *const yes[] = {"shards/shard-0000.tar", "shards/shard-0012.tar", "shards/shard-0007.tar"};
+	static const char *const no[] = {"shards/shard-0013.tar", "shards/shard-007.tar", "shards/shard-00007.tar",
+					 "shards/shard-000a.tar", "shards/shard-0001.tgz", "shard-0001.tar",
+					 "shards/shard-.tar"};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		ck_assert_msg(name_tpl_match(&t, yes[i], strlen(yes[i])), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		ck_assert_msg(!name_tpl_match(&t, no[i], strlen(no[i])), "%s", no[i]);
+	ck_assert(name_tpl_parse("x{8..12}", &t)); /* width 1: wider numbers without a leading 0 */
+	ck_assert(name_tpl_match(&t, "x12", 3) && name_tpl_match(&t, "x9", 2) && !name_tpl_match(&t, "x09", 3));
+	static const char *const bad[] = {"x", "x{1..}", "x{..2}", "x{5..1}", "x{a..b}", "x{0..99999999}", "x{1.2}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!name_tpl_parse(bad[i], &t), "%s", bad[i]);
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
 	Suite *s = suite_create("names");
@@ -264,6 +288,7 @@ static Suite *names_suite(void)
 	tcase_add_test(o, test_utf8_lone_continuation);
 	tcase_add_test(o, test_utf8_misc);
 	tcase_add_test(o, test_custom_reserved);
+	tcase_add_test(o, test_tpl);
 	suite_add_tcase(s, o);
 	return s;
 }
