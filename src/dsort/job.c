@@ -47,6 +47,7 @@ enum ix_state { IX_BUILDING, IX_READY, IX_FAILED };
 struct ix {
 	char id[JREG_ID_MAX + 1];
 	enum ix_state state;
+	bool built; /* its output shards are built, not yet committed (the barrier of rule 5) */
 	buf_t body;
 	char err[300];
 	int64_t end_ns; /* 0: its run goes on */
@@ -91,6 +92,13 @@ static void ix_set(struct ix *e, enum ix_state st, buf_t *body, const char *err)
 	pthread_mutex_unlock(&ixmu);
 }
 
+static void ix_built(struct ix *e)
+{
+	pthread_mutex_lock(&ixmu);
+	e->built = true;
+	pthread_mutex_unlock(&ixmu);
+}
+
 static void ix_end(struct ix *e)
 {
 	pthread_mutex_lock(&ixmu);
@@ -101,6 +109,8 @@ static void ix_end(struct ix *e)
 int dsort_h_index(struct http_req *req)
 {
 	char id[JREG_ID_MAX + 1];
+	sv_t stage = {NULL, 0};
+	bool want_built = http_query_get(req, "stage", &stage) && sv_eqstr(stage, "built");
 	if (!jreg_id_valid(req->subpath.ptr, req->subpath.len)) {
 		http_resp_error(req, 400, "GET /v1/dsort/ID: a job id");
 		return AIS_OK;
@@ -113,15 +123,19 @@ int dsort_h_index(struct http_req *req)
 	if (!e) {
 		pthread_mutex_unlock(&ixmu);
 		http_resp_error(req, 404, "dsort: no run %s on this target", id);
-	} else if (e->state == IX_BUILDING) {
-		pthread_mutex_unlock(&ixmu);
-		http_resp_header(req, "Retry-After", "1");
-		http_resp_error(req, 503, "dsort %s: the index is being built", id);
 	} else if (e->state == IX_FAILED) {
 		char err[sizeof(e->err)];
 		snprintf(err, sizeof(err), "%s", e->err);
 		pthread_mutex_unlock(&ixmu);
 		http_resp_error(req, 500, "%s", err);
+	} else if (e->state == IX_BUILDING || (want_built && !e->built)) {
+		pthread_mutex_unlock(&ixmu);
+		http_resp_header(req, "Retry-After", "1");
+		http_resp_error(req, 503, "dsort %s: the %s is being built", id, want_built ? "output" : "index");
+	} else if (want_built) {
+		pthread_mutex_unlock(&ixmu);
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send(req, "{}", 2);
 	} else {
 		buf_t out = BUF_INIT;
 		buf_add(&out, e->body.ptr, e->body.len);
@@ -144,6 +158,11 @@ struct drun {
 	json_t *objs; /* the spec's "objects" */
 	int *fds;     /* per input shard: its file here (-1: not here, -2: not opened yet) */
 	json_t *written; /* names of the output shards this run PUT */
+	/* the spool of every output shard this target builds (rule 5) */
+	int spfd;
+	bool spfile; /* spilled to a mountpath */
+	uint64_t splen;
+	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool */
 };
 
 static struct cluster *dcl;
@@ -447,8 +466,9 @@ static int buf_sink(void *arg, const char *p, size_t n)
 }
 
 /* The index of target t (its id and intra URL): parsed, or NULL with x's
- * error set. */
-static json_t *peer_index(struct drun *x, size_t t)
+ * error set. built: waits for t to have built its output shards instead
+ * (an empty object). */
+static json_t *peer_index(struct drun *x, size_t t, bool built)
 {
 	json_t *tg = json_array_get(json_object_get(x->spec, "targets"), t);
 	const char *tid = json_string_value(json_array_get(tg, 0)), *base = json_string_value(json_array_get(tg, 1));
@@ -461,7 +481,7 @@ static json_t *peer_index(struct drun *x, size_t t)
 	int64_t t0 = time_mono_ns(), unreach = 0;
 	char why[300] = "";
 	buf_t url = BUF_INIT;
-	buf_addf(&url, "%s/v1/dsort/%s", base ? base : "", x->r.id);
+	buf_addf(&url, "%s/v1/dsort/%s%s", base ? base : "", x->r.id, built ? "?stage=built" : "");
 	for (int k = 0; !atomic_load(&x->r.abort); k++) {
 		buf_t body = BUF_INIT, msg = BUF_INIT;
 		int status = 0;
@@ -499,51 +519,48 @@ static json_t *peer_index(struct drun *x, size_t t)
 
 /* --- phase 2: the output shards this target builds ------------------------ */
 
-/* The spool of one output shard: a memfd up to the memory limit, then a
- * temporary file on a mountpath (rule 5). */
-struct spool {
-	int fd;
-	bool file;
-	uint64_t len;
-};
-
-static int spool_write(void *arg, const char *p, size_t n)
+/* Appends to the run's spool: a memfd up to the memory limit, then a
+ * temporary file on a mountpath that takes what the memfd held (rule 5). */
+static int spool_write(struct drun *x, const char *p, size_t n)
 {
-	struct spool *s = arg;
-	if (!s->file && s->len + n > dmemlimit) {
+	if (x->spfd < 0 && (x->spfd = memfd_create("dsort", MFD_CLOEXEC)) < 0)
+		return AIS_ERR;
+	if (!x->spfile && x->splen + n > dmemlimit) {
 		int f = mp_tmpfile();
 		off_t o = 0;
 		if (f < 0)
 			return AIS_ERR;
-		while (o < (off_t)s->len) {
-			ssize_t w = sendfile(f, s->fd, &o, (size_t)s->len - (size_t)o);
+		while (o < (off_t)x->splen) {
+			ssize_t w = sendfile(f, x->spfd, &o, (size_t)(x->splen - (uint64_t)o));
 			if (w <= 0) {
 				close(f);
 				return AIS_ERR;
 			}
 		}
-		close(s->fd);
-		s->fd = f;
-		s->file = true;
+		close(x->spfd);
+		x->spfd = f;
+		x->spfile = true;
 	}
-	if (fd_write(s->fd, p, n) != AIS_OK)
+	if (fd_write(x->spfd, p, n) != AIS_OK)
 		return AIS_ERR;
-	s->len += n;
+	x->splen += n;
 	return AIS_OK;
 }
 
-/* Member data: size bytes at off of input shard i, into sp. */
-static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size, struct spool *sp)
+static int spw(void *arg, const char *p, size_t n) { return spool_write(arg, p, n); }
+
+/* Member data: size bytes at off of input shard i, into the spool. */
+static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
 {
 	if (!size)
 		return true;
 	int fd = shard_fd(x, i);
 	if (fd < 0)
-		return fetch(x, i, off, size, spool_write, sp);
+		return fetch(x, i, off, size, spw, x);
 	char b[65536];
 	while (size) {
 		ssize_t r = pread(fd, b, MIN(size, sizeof(b)), (off_t)off);
-		if (r <= 0 || spool_write(sp, b, (size_t)r) != AIS_OK) {
+		if (r <= 0 || spool_write(x, b, (size_t)r) != AIS_OK) {
 			fail(x, obj_name(x, i), r <= 0 ? "reading a member" : "writing the spool");
 			return false;
 		}
@@ -553,7 +570,7 @@ static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size, s
 	return true;
 }
 
-static bool put_shard(struct drun *x, const char *name, struct spool *sp)
+static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t len)
 {
 	int64_t until = time_mono_ns() + (int64_t)PUT_RETRY_MS * 1000000;
 	for (int k = 0;; k++) { /* the destination's owner may be restarting: again */
@@ -565,7 +582,7 @@ static bool put_shard(struct drun *x, const char *name, struct spool *sp)
 		if (d.n && d.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
 			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file(url.ptr, NULL, sp->fd, sp->len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+			rc = xs_put_file_at(url.ptr, NULL, x->spfd, off, len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
 		}
 		char why[200];
 		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
@@ -585,17 +602,13 @@ static bool put_shard(struct drun *x, const char *name, struct spool *sp)
 	}
 }
 
-/* Builds output shard o (named name) and PUTs it. */
+/* Builds output shard o (named name) into the spool. */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
 		  const char *name)
 {
-	struct spool sp = {.fd = memfd_create("dsort", MFD_CLOEXEC)};
-	if (sp.fd < 0) {
-		fail(x, name, "cannot make a spool");
-		return;
-	}
 	buf_t h = BUF_INIT;
 	bool ok = true;
+	uint64_t start = x->splen;
 	for (size_t k = 0; k < o->n && ok && !failed(x); k++) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
@@ -606,29 +619,55 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 			uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
-			ok = spool_write(&sp, h.ptr, h.len) == AIS_OK && member_data(x, r->shard, off, sz, &sp);
+			ok = spool_write(x, h.ptr, h.len) == AIS_OK && member_data(x, r->shard, off, sz);
 			h.len = 0;
 			tarw_pad(&h, sz);
-			ok = ok && spool_write(&sp, h.ptr, h.len) == AIS_OK;
+			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
 			if (!ok)
 				break;
 		}
+		pthread_mutex_lock(&x->r.mu);
+		x->r.st.walked++;
+		pthread_mutex_unlock(&x->r.mu);
 	}
 	h.len = 0;
 	tarw_end(&h);
-	ok = ok && !failed(x) && spool_write(&sp, h.ptr, h.len) == AIS_OK;
+	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
 	buf_free(&h);
-	if (ok && !failed(x) && lseek(sp.fd, 0, SEEK_SET) == 0 && put_shard(x, name, &sp)) {
+	if (ok)
+		json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)start, (json_int_t)(x->splen - start)));
+	else if (!failed(x))
+		fail(x, name, "writing the spool (a temporary file on a mountpath)");
+}
+
+/* The barrier (rule 5): every peer has built its output shards. */
+static void barrier(struct drun *x)
+{
+	size_t nt = json_array_size(json_object_get(x->spec, "targets"));
+	for (size_t t = 0; t < nt && !failed(x); t++)
+		if (t != x->me)
+			json_decref(peer_index(x, t, true));
+}
+
+/* Commits the built output shards: each PUT to DST's owner. */
+static void commit(struct drun *x)
+{
+	json_t *e;
+	size_t i;
+	json_array_foreach(x->built, i, e) {
+		if (failed(x))
+			break;
+		const char *name = json_string_value(json_array_get(e, 0));
+		uint64_t off = (uint64_t)json_integer_value(json_array_get(e, 1));
+		uint64_t len = (uint64_t)json_integer_value(json_array_get(e, 2));
+		if (!put_shard(x, name, off, len))
+			break;
 		json_array_append_new(x->written, json_string(name));
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.moved++;
-		x->r.st.moved_bytes += sp.len;
-		x->r.st.walked += o->n;
+		x->r.st.moved_bytes += len;
 		pthread_mutex_unlock(&x->r.mu);
-	} else if (!failed(x)) {
-		fail(x, name, "writing the spool");
 	}
-	close(sp.fd);
 }
 
 /* Rule 6: the output shards this run wrote go (its run failed). */
@@ -670,7 +709,7 @@ static void phase2(struct drun *x)
 	for (size_t t = 0; t < nt && !failed(x); t++) {
 		const char *tid = json_string_value(json_array_get(json_array_get(targets, t), 0));
 		dig[t] = hrw_digest(tid, strlen(tid));
-		if (!(docs[t] = peer_index(x, t)))
+		if (!(docs[t] = peer_index(x, t, false)))
 			break;
 		json_t *e;
 		size_t i;
@@ -733,6 +772,11 @@ static void phase2(struct drun *x)
 			ishard_name(x->s.tpl, i, name);
 			build(x, recs, order, &outs[i], name);
 		}
+	if (!failed(x)) {
+		ix_built(x->ix);
+		barrier(x);
+		commit(x);
+	}
 	free(own);
 	for (size_t t = 0; t < nt; t++)
 		json_decref(docs[t]);
@@ -758,6 +802,8 @@ static void *run(void *arg)
 	for (size_t i = 0; i < json_array_size(x->objs); i++)
 		if (x->fds[i] >= 0)
 			close(x->fds[i]);
+	if (x->spfd >= 0)
+		close(x->spfd);
 	xs_release();
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.state = atomic_load(&x->r.abort) ? JOB_ABORTED : x->r.st.errors ? JOB_FAILED : JOB_DONE;
@@ -772,6 +818,7 @@ static void *run(void *arg)
 	pthread_mutex_destroy(&x->r.mu);
 	json_decref(x->spec);
 	json_decref(x->written);
+	json_decref(x->built);
 	free(x->fds);
 	free(x);
 	httpc_sync_release();
@@ -832,6 +879,8 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	for (i = 0; i < json_array_size(x->objs); i++)
 		x->fds[i] = -2;
 	x->written = json_array();
+	x->built = json_array();
+	x->spfd = -1;
 	x->ix = ix_add(id);
 	rc = jtruns_start(&runs, &x->r, src, x->spec, run, x, err);
 	if (rc) {
@@ -840,6 +889,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 		pthread_mutex_destroy(&x->r.mu);
 		json_decref(x->spec);
 		json_decref(x->written);
+		json_decref(x->built);
 		free(x->fds);
 		free(x);
 	}
