@@ -28,15 +28,18 @@
  *     samples_per_shard samples; shard i is named by the template
  *     (ishard_name), and a plan with more shards than it names fails.
  *  5. Phase 2: the builder of output shard i is the HRW owner of DST/NAME
- *     among the spec's targets. It writes the shard (members' data read
- *     from its store, or with ranged GETs of the input shard through the
- *     object layer: records move target to target, never through a gateway)
- *     into a spool: memory up to dsort.memory_limit, then a temporary file
- *     on a mountpath. It then PUTs it to DST's owner as a client's write
- *     (copies, erasure coding hold; a listing never shows a partial shard).
- *  6. A run that fails (a peer gone, an input changed or unreadable) ends
- *     failed with the reason, and deletes the output shards it wrote. A
- *     run cut by a restart is recorded aborted (it does not resume).
+ *     among the spec's targets. It writes every shard it builds (members'
+ *     data read from its store, or with ranged GETs of the input shard
+ *     through the object layer: records move target to target, never
+ *     through a gateway) into one spool: memory up to dsort.memory_limit,
+ *     then a temporary file on a mountpath. When every target has built its
+ *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
+ *     shards to DST's owners as a client's writes (copies, erasure coding
+ *     hold; a listing never shows a partial shard).
+ *  6. A run that fails (a peer gone or failed, an input changed or
+ *     unreadable) ends failed with the reason and deletes the output shards
+ *     it committed; a failure before the barrier leaves no output at all.
+ *     A run cut by a restart is recorded aborted (it does not resume).
  */
 #ifndef AISD_DSORT_H
 #define AISD_DSORT_H

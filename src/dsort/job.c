@@ -3,10 +3,11 @@
  * phase 1 indexes the input shards assigned to this target and serves the
  * index to its peers (GET /v1/dsort/ID); every target then reads every
  * index, computes the same global order and cut (plan.c), and builds the
- * output shards it owns: each in a spool (memory up to dsort.memory_limit,
- * then a temporary file on a mountpath), PUT to DST's owner as a client's
- * write. Members' bytes come from this target's store or, with ranged
- * GETs, from the input shard's owner: target to target only.
+ * output shards it owns into one spool (memory up to dsort.memory_limit,
+ * then a temporary file on a mountpath); once every target has built its
+ * shards, each is PUT to DST's owner as a client's write. Members' bytes
+ * come from this target's store or, with ranged GETs, from the input
+ * shard's owner: target to target only.
  */
 #include <errno.h>
 #include <fcntl.h>
