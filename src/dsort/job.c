@@ -40,6 +40,8 @@
 #define INDEX_WAIT_MS 1800000   /* a peer still indexing: waited for this long at most */
 #define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
 #define INDEX_KEEP_NS (600 * 1000000000LL) /* a finished run's index is served this long */
+#define SPAN_SLACK 65536        /* a remote sample's members read in one GET when this little lies between them */
+#define SPAN_MAX (64u << 20)    /* ... and the whole is at most this (and a quarter of the memory limit) */
 
 /* --- the indexes this target serves (rule 2) ----------------------------- */
 
@@ -610,17 +612,41 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t start = x->splen;
+	buf_t span = BUF_INIT;
 	for (size_t k = 0; k < o->n && ok && !failed(x); k++) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
 		size_t j;
+		uint64_t s0 = 0;
+		bool spanned = false;
+		span.len = 0;
+		if (json_array_size(r->members) > 1 && shard_fd(x, r->shard) < 0) {
+			/* a remote sample in one ranged GET when its members lie together */
+			uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+			json_array_foreach(r->members, j, m) {
+				uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
+				uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
+				lo = MIN(lo, off);
+				hi = MAX(hi, off + sz);
+				sum += sz + 2 * TAR_BLOCK;
+			}
+			if (hi > lo && hi - lo <= sum + SPAN_SLACK && hi - lo <= MIN(dmemlimit / 4, SPAN_MAX)) {
+				ok = fetch(x, r->shard, lo, hi - lo, buf_sink, &span);
+				spanned = ok;
+				s0 = lo;
+			}
+		}
 		json_array_foreach(r->members, j, m) {
+			if (!ok)
+				break;
 			const char *mn = json_string_value(json_array_get(m, 0));
 			uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
 			uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
-			ok = spool_write(x, h.ptr, h.len) == AIS_OK && member_data(x, r->shard, off, sz);
+			ok = spool_write(x, h.ptr, h.len) == AIS_OK &&
+			     (spanned ? spool_write(x, span.ptr + (off - s0), sz) == AIS_OK
+				      : member_data(x, r->shard, off, sz));
 			h.len = 0;
 			tarw_pad(&h, sz);
 			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
@@ -631,6 +657,7 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 		x->r.st.walked++;
 		pthread_mutex_unlock(&x->r.mu);
 	}
+	buf_free(&span);
 	h.len = 0;
 	tarw_end(&h);
 	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
