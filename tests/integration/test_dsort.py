@@ -10,7 +10,8 @@ Checks:
     prefix is skipped (the dry run names it).
  2. --dry-run prints the plan (input shards per target, skipped names) and
     writes nothing.
- 3. shuffle (two runs at once, same seed) and a third with another seed:
+ 3. shuffle (two runs at once, same seed, one into a bucket with
+    mirror.copies=2: its shards on two targets) and one with another seed:
     every input sample in exactly one output shard, its members together,
     in their order, byte for byte; shards at most shard_size; the same seed
     gives the same shards, another seed another order, not the key order.
@@ -135,6 +136,9 @@ def check_exact(shards, want, what):
 for b in ("in", "o1", "o2", "o3", "o4", "o6", "o7"):
     t.eq(request("POST", g.url, "/v1/buckets/" + b, '{"action":"create-bck"}', JSON).status, 200, "create " + b)
 
+r = request("PATCH", g.url, "/v1/buckets/o2",
+            json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
+t.eq(r.status, 200, "o2: mirror.copies=2")
 rnd = random.Random(11)
 want = {}  # key -> [(member, bytes)] in the input shard's order
 cls = {}
@@ -221,6 +225,9 @@ k1 = check_exact(sh1, want, "shuffle seed 5")
 big = [(s, size) for s, size, mem in sh1 if size > SIZE and len(samples_of([(s, size, mem)])) > 1]
 t.check(not big, "every shard <= shard_size (a larger sample alone)", big[:3])
 t.check([(s, m) for s, _, m in sh1] == [(s, m) for s, _, m in sh2], "the same seed (two runs at once): the same shards")
+single = [s for s, _, _ in sh2 if sum(request("GET", x.url, "/v1/objects/o2/" + q(s), headers=INTRA).status == 200
+                                      for x in ts) != 2]
+t.check(sh2 and not single, "every shard of o2 on two targets (mirror.copies=2)", single[:3])
 k3 = check_exact(sh3, want, "shuffle seed 6")
 t.check(k1 != k3 and k1 != sorted(k1), "another seed: another order; not the key order")
 r = request("GET", g.url, "/v1/jobs?kind=dsort&all=true")
