@@ -28,7 +28,8 @@ Checks:
     samples_per_shard together, a missing output bucket), 404 for a missing
     source; a plan the targets find the template too small for fails the
     job with the reason and writes nothing.
- 7. kill -9 of a target mid-job (while the targets build their output
+ 7. aisctl job stop: every run aborted, nothing written. kill -9 of a
+    target mid-job (while the targets build their output
     shards): the other targets' runs end failed with the reason, no output
     shard is visible; the restarted target reports its run aborted.
  8. No error-level line in any node's log.
@@ -305,14 +306,23 @@ for s in range(12):
     smp = [[("k%02d/%05d.bin" % (s, i), os.urandom(20000))] for i in range(60)]
     t.eq(follow("PUT", g.url, "/v1/objects/in/kill-%02d.tar" % s, tar_bytes(smp, tarfile.USTAR_FORMAT))[1].status,
          200, "PUT kill-%02d.tar" % s)
-rid = dsort("in", "o7", "--prefix", "kill-", "--template", "z-%05d.tar", "--shard-size", "50000", "--algorithm",
-            "shuffle")
+KILL = ["--prefix", "kill-", "--template", "z-%05d.tar", "--shard-size", "50000", "--algorithm", "shuffle"]
 
 
 def run_of(tg):
     r = request("GET", tg.url, "/v1/jobs?id=%s&all=true" % (rid or "none"), headers=INTRA)
     runs = (r.json() or {}).get("runs", []) if r.status == 200 else []
     return runs[0] if runs else {}
+
+
+rid = dsort("in", "o7", *KILL)
+rc, out, err = ctl("job", "stop", rid or "none")
+t.check(rc == 0, "aisctl job stop %s" % rid, out + err)
+t.check(poll(lambda: all(run_of(x).get("state") not in (None, "running") for x in ts), 60), "the runs end")
+st = [run_of(x).get("state") for x in ts]
+t.eq(st, ["aborted"] * 3, "a stopped dsort: every run aborted")
+t.eq(names("o7"), [], "a stopped dsort writes nothing")
+rid = dsort("in", "o7", *KILL)
 
 
 at_kill = {}
