@@ -26,6 +26,7 @@
 #include "aisd/hrw.h"
 #include "aisd/http.h"
 #include "aisd/jobreg.h"
+#include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/status.h"
@@ -51,6 +52,8 @@ struct ix {
 	char id[JREG_ID_MAX + 1];
 	enum ix_state state;
 	bool built; /* its output shards are built, not yet committed (the barrier of rule 5) */
+	int *tfd;   /* per input shard: its tar when it came compressed and is this target's (else -1) */
+	size_t ntfd;
 	buf_t body;
 	char err[300];
 	int64_t end_ns; /* 0: its run goes on */
@@ -60,6 +63,13 @@ struct ix {
 static pthread_mutex_t ixmu = PTHREAD_MUTEX_INITIALIZER;
 static struct ix *ixhead;
 
+static void ix_free(struct ix *e)
+{
+	buf_free(&e->body);
+	free(e->tfd);
+	free(e);
+}
+
 static struct ix *ix_add(const char *id)
 {
 	int64_t now = time_now_ns();
@@ -68,8 +78,7 @@ static struct ix *ix_add(const char *id)
 		struct ix *e = *p;
 		if (!strcmp(e->id, id) || (e->end_ns && now - e->end_ns > INDEX_KEEP_NS)) {
 			*p = e->next;
-			buf_free(&e->body);
-			free(e);
+			ix_free(e);
 		} else {
 			p = &e->next;
 		}
@@ -102,18 +111,91 @@ static void ix_built(struct ix *e)
 	pthread_mutex_unlock(&ixmu);
 }
 
+/* The run ends: its files close (no peer reads them after the barrier). */
 static void ix_end(struct ix *e)
 {
 	pthread_mutex_lock(&ixmu);
 	e->end_ns = time_now_ns();
+	for (size_t i = 0; i < e->ntfd; i++)
+		if (e->tfd[i] >= 0)
+			close(e->tfd[i]);
+	free(e->tfd);
+	e->tfd = NULL;
+	e->ntfd = 0;
 	pthread_mutex_unlock(&ixmu);
+}
+
+/* GET /v1/dsort/ID?shard=I&off=A&len=N: bytes of the tar this target made
+ * of compressed input shard I (read on the I/O pool). */
+struct rd {
+	int fd;
+	uint64_t off, len;
+	buf_t out;
+	int err;
+};
+
+static void rd_cleanup(void *arg)
+{
+	struct rd *r = arg;
+	if (r->fd >= 0)
+		close(r->fd);
+	buf_free(&r->out);
+}
+
+static void rd_work(http_req_t *req)
+{
+	struct rd *r = req->state;
+	buf_grow(&r->out, (size_t)r->len);
+	ssize_t n = pread(r->fd, r->out.ptr, (size_t)r->len, (off_t)r->off);
+	if (n == (ssize_t)r->len)
+		r->out.len = (size_t)n;
+	else
+		r->err = n < 0 ? errno : EIO;
+}
+
+static void rd_done(http_req_t *req)
+{
+	struct rd *r = req->state;
+	if (r->err) {
+		http_resp_error(req, 500, "dsort: reading a member: %s", strerror(r->err));
+		return;
+	}
+	http_resp_header(req, "Content-Type", "application/octet-stream");
+	http_resp_send_buf(req, &r->out);
+}
+
+static void serve_range(http_req_t *req, struct ix *e, sv_t shard)
+{
+	sv_t so = {NULL, 0}, sl = {NULL, 0};
+	uint64_t i, off, len;
+	http_query_get(req, "off", &so);
+	http_query_get(req, "len", &sl);
+	if (num_parse_u64(shard.ptr, shard.len, 0, UINT32_MAX, &i) != AIS_OK || !so.ptr || !sl.ptr ||
+	    num_parse_u64(so.ptr, so.len, 0, INT64_MAX, &off) != AIS_OK ||
+	    num_parse_u64(sl.ptr, sl.len, 1, SPAN_MAX, &len) != AIS_OK) {
+		pthread_mutex_unlock(&ixmu);
+		http_resp_error(req, 400, "GET /v1/dsort/ID?shard=I&off=A&len=N (N at most %u)", SPAN_MAX);
+		return;
+	}
+	int fd = i < e->ntfd && e->tfd[i] >= 0 ? dup(e->tfd[i]) : -1;
+	pthread_mutex_unlock(&ixmu);
+	if (fd < 0) {
+		http_resp_error(req, 404, "dsort: input shard %llu is not a decompressed shard here", (unsigned long long)i);
+		return;
+	}
+	struct rd *r = arena_zalloc(req->arena, sizeof(*r));
+	*r = (struct rd){.fd = fd, .off = off, .len = len};
+	req->state = r;
+	arena_cleanup_add(req->arena, rd_cleanup, r);
+	http_offload(req, rd_work, rd_done);
 }
 
 int dsort_h_index(struct http_req *req)
 {
 	char id[JREG_ID_MAX + 1];
-	sv_t stage = {NULL, 0};
+	sv_t stage = {NULL, 0}, shard = {NULL, 0};
 	bool want_built = http_query_get(req, "stage", &stage) && sv_eqstr(stage, "built");
+	bool want_data = http_query_get(req, "shard", &shard);
 	if (!jreg_id_valid(req->subpath.ptr, req->subpath.len)) {
 		http_resp_error(req, 400, "GET /v1/dsort/ID: a job id");
 		return AIS_OK;
@@ -131,6 +213,8 @@ int dsort_h_index(struct http_req *req)
 		snprintf(err, sizeof(err), "%s", e->err);
 		pthread_mutex_unlock(&ixmu);
 		http_resp_error(req, 500, "%s", err);
+	} else if (want_data) {
+		serve_range(req, e, shard); /* (unlocks) */
 	} else if (e->state == IX_BUILDING || (want_built && !e->built)) {
 		pthread_mutex_unlock(&ixmu);
 		http_resp_header(req, "Retry-After", "1");
@@ -207,9 +291,18 @@ static int mp_tmpfile(void)
 	return -1;
 }
 
-/* The file of input shard i when this target stores it (-1 else). */
+static bool packed(struct drun *x, size_t i)
+{
+	const char *nm = obj_name(x, i);
+	return larc_kind_of(nm, strlen(nm)) != LARC_NONE;
+}
+
+/* The tar of input shard i when this target can read it: the object in its
+ * store, or the tar it made of a compressed shard (phase 1); -1 else. */
 static int shard_fd(struct drun *x, size_t i)
 {
+	if (packed(x, i))
+		return i < x->ix->ntfd ? x->ix->tfd[i] : -1; /* (this thread alone changes them) */
 	if (x->fds[i] != -2)
 		return x->fds[i];
 	const char *nm = obj_name(x, i);
@@ -267,13 +360,22 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
 		 (unsigned long long)(off + len - 1));
 	const char *hdrs[] = {range, NULL};
+	bool packed = len && larc_kind_of(nm, strlen(nm)) != LARC_NONE;
 	for (int k = 0;; k++) {
 		cluster_where_t wh;
 		cluster_where(dcl, sv_from(x->src), sv_from(nm), true, &wh, NULL, 0);
 		buf_t url = BUF_INIT, msg = BUF_INIT;
 		int status = 0, rc = AIS_ERR;
 		struct sink s = {.max = len ? len : obj_size(x, i), .write = w, .arg = arg};
-		if (wh.n && wh.owner_intra[0]) {
+		if (packed) { /* its tar is its holder's (phase 1) */
+			json_t *tg = json_array_get(json_object_get(x->spec, "targets"),
+						    (size_t)json_integer_value(json_array_get(json_array_get(x->objs, i), 2)));
+			snprintf(wh.owner_intra, sizeof(wh.owner_intra), "%s", json_string_value(json_array_get(tg, 1)));
+			wh.n = 1;
+			buf_addf(&url, "%s/v1/dsort/%s?shard=%zu&off=%llu&len=%llu", wh.owner_intra, x->r.id, i,
+				 (unsigned long long)off, (unsigned long long)len);
+			rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
+		} else if (wh.n && wh.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", wh.owner_intra, x->src);
 			buf_add_pct(&url, sv_from(nm), true);
 			rc = xs_get_to(url.ptr, len ? hdrs : NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
@@ -285,7 +387,7 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 		if (rc == AIS_OK && (status == 200 || status == 206) && s.n == s.max)
 			return true;
 		if (rc == AIS_OK && status / 100 == 2) {
-			fail(x, nm, "its size changed since the listing");
+			fail(x, nm, packed ? "its holder's tar is shorter than its index" : "its size changed since the listing");
 			return false;
 		}
 		/* s.n bytes went to w: no retry once bytes went (w cannot take them back) */
@@ -408,16 +510,101 @@ static bool index_shard(struct drun *x, size_t i, int fd, uint64_t size, json_t 
 	return ok;
 }
 
+/* The file of input shard i as stored here (the compressed bytes of a
+ * compressed one), -1 when this target does not store it. The caller
+ * closes a compressed one's. */
+static int raw_fd(struct drun *x, size_t i)
+{
+	if (!packed(x, i))
+		return shard_fd(x, i);
+	const char *nm = obj_name(x, i);
+	store_meta_t m;
+	int fd;
+	if (store_open_obj(dstore, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) != AIS_OK)
+		return -1;
+	if (m.size != obj_size(x, i)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A tar (a temporary file on a mountpath) of the regular files of
+ * compressed input shard i, read from fd: its descriptor and *size, or -1
+ * with x's error set. */
+static int unpack(struct drun *x, size_t i, int fd, uint64_t *size)
+{
+	const char *nm = obj_name(x, i), *mn;
+	size_t mlen;
+	uint64_t msz;
+	larc_t *a = larc_open(fd, obj_size(x, i), larc_kind_of(nm, strlen(nm)));
+	int out = mp_tmpfile(), rc = AIS_ERR;
+	buf_t h = BUF_INIT;
+	char b[65536];
+	if (!a || out < 0) {
+		fail(x, nm, "cannot decompress it (no memory or no temporary file)");
+		goto out;
+	}
+	while ((rc = larc_next(a, &mn, &mlen, &msz)) == AIS_OK) {
+		h.len = 0;
+		tarw_header(&h, mn, mlen, msz, 0);
+		if (fd_write(out, h.ptr, h.len) != AIS_OK)
+			break;
+		uint64_t got = 0;
+		ssize_t r;
+		while ((r = larc_read(a, b, sizeof(b))) > 0 && fd_write(out, b, (size_t)r) == AIS_OK)
+			got += (uint64_t)r;
+		h.len = 0;
+		tarw_pad(&h, msz);
+		if (r < 0 || got != msz || fd_write(out, h.ptr, h.len) != AIS_OK) {
+			rc = AIS_ERR;
+			break;
+		}
+	}
+	if (rc == AIS_DONE) {
+		h.len = 0;
+		tarw_end(&h);
+		rc = fd_write(out, h.ptr, h.len);
+	} else {
+		rc = AIS_ERR;
+	}
+	if (rc != AIS_OK) {
+		char why[200];
+		snprintf(why, sizeof(why), "decompressing it: %.150s", larc_error(a)[0] ? larc_error(a) : "write error");
+		fail(x, nm, why);
+	}
+out:
+	if (a)
+		larc_close(a);
+	buf_free(&h);
+	if (rc != AIS_OK) {
+		if (out >= 0)
+			close(out);
+		return -1;
+	}
+	off_t end = lseek(out, 0, SEEK_END);
+	*size = end > 0 ? (uint64_t)end : 0;
+	return out;
+}
+
 /* Rule 2: indexes the input shards assigned to this target and publishes
  * the index. false with x's error set. */
 static bool phase1(struct drun *x)
 {
 	json_t *recs = json_array(), *mine = json_array();
 	bool ok = true;
+	size_t nobj = json_array_size(x->objs);
+	int *tfd = xcalloc(nobj + 1, sizeof(*tfd));
+	for (size_t i = 0; i < nobj; i++)
+		tfd[i] = -1;
+	pthread_mutex_lock(&ixmu);
+	x->ix->tfd = tfd;
+	x->ix->ntfd = nobj;
+	pthread_mutex_unlock(&ixmu);
 	for (size_t i = 0; ok && i < json_array_size(x->objs) && !atomic_load(&x->r.abort); i++) {
 		if ((size_t)json_integer_value(json_array_get(json_array_get(x->objs, i), 2)) != x->me)
 			continue;
-		int fd = shard_fd(x, i), tmp = -1;
+		int fd = raw_fd(x, i), tmp = -1;
 		if (fd < 0) { /* not here (a map change since the gateway's): a copy from its owner */
 			tmp = mp_tmpfile();
 			ok = tmp >= 0 && fetch(x, i, 0, 0, fdw, &tmp);
@@ -425,9 +612,18 @@ static bool phase1(struct drun *x)
 				fail(x, obj_name(x, i), "cannot make a temporary file on a mountpath");
 			fd = tmp;
 		}
-		ok = ok && index_shard(x, i, fd, obj_size(x, i), recs);
+		if (ok && packed(x, i)) { /* a tar of it, which peers read here */
+			uint64_t tsize = 0;
+			int tar = unpack(x, i, fd, &tsize);
+			ok = tar >= 0 && index_shard(x, i, tar, tsize, recs);
+			x->ix->tfd[i] = tar;
+		} else {
+			ok = ok && index_shard(x, i, fd, obj_size(x, i), recs);
+		}
 		if (tmp >= 0)
 			close(tmp);
+		else if (fd >= 0 && packed(x, i))
+			close(fd);
 		json_array_append_new(mine, json_integer((json_int_t)i));
 	}
 	buf_t body = BUF_INIT;
@@ -956,8 +1152,7 @@ void dsort_stop(void)
 		struct ix *e = *p;
 		if (e->end_ns) {
 			*p = e->next;
-			buf_free(&e->body);
-			free(e);
+			ix_free(e);
 		} else {
 			p = &e->next;
 		}

@@ -10,6 +10,7 @@
 
 #include "aisd/dsort.h"
 #include "aisd/hrw.h"
+#include "aisd/larc.h"
 #include "aisd/names.h"
 #include "aisd/util.h"
 #include "aisd/banned.h"
@@ -139,7 +140,7 @@ int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets
 		}
 		if (strncmp(nm, s.prefix, strlen(s.prefix)) || (s.in_tpl[0] && !ishard_name_match(s.in_tpl, nm)))
 			continue;
-		if (!has_suffix(nm, ".tar")) {
+		if (!has_suffix(nm, ".tar") && larc_kind_of(nm, strlen(nm)) == LARC_NONE) {
 			if (json_array_size(skipped) < 100)
 				json_array_append_new(skipped, json_string(nm));
 			continue;
@@ -151,7 +152,7 @@ int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets
 		bytes += (uint64_t)sz;
 	}
 	if (!json_array_size(objs)) {
-		buf_addf(err, "dsort: no input shard (a .tar object) under prefix \"%s\"%s%s%s", s.prefix,
+		buf_addf(err, "dsort: no input shard (a .tar, .tgz, .tar.gz or .zip object) under prefix \"%s\"%s%s%s", s.prefix,
 			 s.in_tpl[0] ? " matching \"" : "", s.in_tpl, s.in_tpl[0] ? "\"" : "");
 		rc = 400;
 		goto out;

@@ -6,8 +6,8 @@ and stopped by PID.
 Checks:
  1. Input shards made by Python's tarfile (ustar, GNU and pax formats: odd
     names with spaces and UTF-8, a name over 100 bytes, empty members, a
-    sample of 40 members) and by GNU tar; a non-tar object under the
-    prefix is skipped (the dry run names it).
+    sample of 40 members), by GNU tar, a .tgz and a .zip; a non-shard
+    object under the prefix is skipped (the dry run names it).
  2. --dry-run prints the plan (input shards per target, skipped names) and
     writes nothing.
  3. shuffle (two runs at once, same seed, one into a bucket with
@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 
 from itlib import T, q
 
@@ -192,6 +193,24 @@ for s in (6, 7):  # GNU tar from a directory
     cp = subprocess.run(["tar", "-cf", "-", "-C", d] + files, stdout=subprocess.PIPE, check=True)
     t.eq(follow("PUT", g.url, "/v1/objects/in/in-%03d.tar" % s, cp.stdout)[1].status, 200,
          "PUT in-%03d.tar (GNU tar)" % s)
+smp = [sample("z/%05d" % (n + i), rnd.randint(0, 4)) for i in range(10)]
+n += 10
+bio = io.BytesIO()
+with tarfile.open(fileobj=bio, mode="w:gz") as tf:
+    for mem in smp:
+        for nm, d in mem:
+            ti = tarfile.TarInfo(nm)
+            ti.size = len(d)
+            tf.addfile(ti, io.BytesIO(d))
+t.eq(follow("PUT", g.url, "/v1/objects/in/in-008.tgz", bio.getvalue())[1].status, 200, "PUT in-008.tgz")
+smp = [sample("zip/%05d" % (n + i), rnd.randint(0, 4)) for i in range(10)]
+n += 10
+bio = io.BytesIO()
+with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED) as zf:
+    for mem in smp:
+        for nm, d in mem:
+            zf.writestr(nm, d)
+t.eq(follow("PUT", g.url, "/v1/objects/in/in-009.zip", bio.getvalue())[1].status, 200, "PUT in-009.zip")
 t.eq(follow("PUT", g.url, "/v1/objects/in/in-readme.txt", b"not a shard")[1].status, 200, "PUT a non-tar object")
 NUMS = [7, 10, 100, 3, 55, 1000, 9, 21]
 numwant = {}
@@ -208,9 +227,9 @@ SIZE = 60000
 rc, out, err = ctl("dsort", "in", "o1", "--prefix", "in-", "--template", "x-{000..999}.tar", "--shard-size",
                    str(SIZE), "--algorithm", "shuffle", "--seed", "5", "--dry-run")
 plan = json.loads(out) if rc == 0 else {}
-t.check(plan.get("input_shards") == 8 and plan.get("skipped") == ["in-readme.txt"] and
-        sum(v["shards"] for v in plan.get("targets", {}).values()) == 8 and
-        plan.get("output", {}).get("first") == "x-000.tar", "the dry run's plan: 8 input shards, 1 skipped",
+t.check(plan.get("input_shards") == 10 and plan.get("skipped") == ["in-readme.txt"] and
+        sum(v["shards"] for v in plan.get("targets", {}).values()) == 10 and
+        plan.get("output", {}).get("first") == "x-000.tar", "the dry run's plan: 10 input shards, 1 skipped",
         out + err)
 t.eq(names("o1"), [], "the dry run writes nothing")
 

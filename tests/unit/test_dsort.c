@@ -1,7 +1,8 @@
 /*
  * test_dsort.c - the pure half of dsort (src/dsort/plan.c): the spec's
  * checks (every bad spec a 400 with a message), the gateway's choice of
- * input shards (prefix, input template, non-tar names skipped, output named
+ * input shards (prefix, input template, compressed shards kept and other
+ * names skipped, output named
  * like an input refused, a template too small for the input refused), the
  * numbers compared as text, the global order of every algorithm (ties in
  * canonical order, a seeded shuffle the same for a seed and a permutation)
@@ -213,14 +214,15 @@ START_TEST(test_select)
 	buf_t err = BUF_INIT;
 	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 0);
 	json_t *objs = json_object_get(v, "objects");
-	ck_assert_uint_eq(json_array_size(objs), 2);
+	ck_assert_uint_eq(json_array_size(objs), 3); /* the .tgz too */
 	ck_assert_str_eq(json_string_value(json_array_get(json_array_get(objs, 1), 0)), "in-001.tar");
+	ck_assert_str_eq(json_string_value(json_array_get(json_array_get(objs, 2), 0)), "in-002.tgz");
 	ck_assert_int_lt(json_integer_value(json_array_get(json_array_get(objs, 1), 2)), 3);
-	ck_assert_uint_eq(json_array_size(json_object_get(v, "skipped")), 2);
+	ck_assert_uint_eq(json_array_size(json_object_get(v, "skipped")), 1);
 	json_t *sum = json_object();
 	dsort_dry_summary(v, sum);
-	ck_assert_int_eq(json_integer_value(json_object_get(sum, "input_shards")), 2);
-	ck_assert_int_eq(json_integer_value(json_object_get(sum, "input_bytes")), 40960);
+	ck_assert_int_eq(json_integer_value(json_object_get(sum, "input_shards")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(sum, "input_bytes")), 41060);
 	json_decref(sum);
 	json_decref(v);
 	v = js("{\"template\":\"o-%d.tar\",\"shard_size\":4096,\"input_template\":\"in-{001..009}.tar\"}");
