@@ -16,7 +16,11 @@
  *  2. Phase 1: each target reads the headers of the input shards assigned
  *     to it (and, for "content", the member with content_ext) and keeps its
  *     index: per record its key, sort key and members' offsets and sizes.
- *     Peers read it from GET /v1/dsort/ID (targets only).
+ *     A compressed shard (.tgz, .tar.gz, .zip) is first made a tar (a
+ *     temporary file on a mountpath) through libarchive; offsets are the
+ *     tar's, and peers read its members' bytes from this target
+ *     (GET /v1/dsort/ID?shard=I&off=&len=). Peers read the index from
+ *     GET /v1/dsort/ID (targets only).
  *  3. Every target reads every index and computes the same global order:
  *     records in canonical order (key, input shard, position), then sorted
  *     (alphanumeric: key bytes; numeric: the key's last run of digits as a
