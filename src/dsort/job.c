@@ -42,7 +42,8 @@
 #define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
 #define INDEX_KEEP_NS (600 * 1000000000LL) /* a finished run's index is served this long */
 #define SPAN_SLACK 65536        /* a remote sample's members read in one GET when this little lies between them */
-#define SPAN_MAX (64u << 20)    /* ... and the whole is at most this (and a quarter of the memory limit) */
+#define SPAN_MAX (16u << 20)    /* ... and the whole is at most this (and a quarter of the memory limit); also
+				 * the most one GET reads (a larger member: in pieces) */
 
 /* --- the indexes this target serves (rule 2) ----------------------------- */
 
@@ -754,8 +755,11 @@ static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
 	if (!size)
 		return true;
 	int fd = shard_fd(x, i);
-	if (fd < 0)
-		return fetch(x, i, off, size, spw, x);
+	for (uint64_t n; fd < 0 && size; off += n, size -= n) {
+		n = MIN(size, SPAN_MAX);
+		if (!fetch(x, i, off, n, spw, x))
+			return false;
+	}
 	char b[65536];
 	while (size) {
 		ssize_t r = pread(fd, b, MIN(size, sizeof(b)), (off_t)off);
