@@ -41,9 +41,12 @@
 #define INDEX_WAIT_MS 1800000   /* a peer still indexing: waited for this long at most */
 #define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
 #define INDEX_KEEP_NS (600 * 1000000000LL) /* a finished run's index is served this long */
-#define SPAN_SLACK 65536        /* a remote sample's members read in one GET when this little lies between them */
-#define SPAN_MAX (16u << 20)    /* ... and the whole is at most this (and a quarter of the memory limit); also
-				 * the most one GET reads (a larger member: in pieces) */
+/* A remote sample's members are read in one GET when at most SPAN_SLACK
+ * bytes lie between them and the whole is at most SPAN_MAX (and a quarter
+ * of the memory limit); no GET reads more than SPAN_MAX (a larger member
+ * comes in pieces). */
+#define SPAN_SLACK 65536
+#define SPAN_MAX (16u << 20)
 
 /* --- the indexes this target serves (rule 2) ----------------------------- */
 

@@ -11,7 +11,8 @@ Checks:
  2. --dry-run prints the plan (input shards per target, skipped names) and
     writes nothing.
  3. shuffle (two runs at once, same seed, one into a bucket with
-    mirror.copies=2: its shards on two targets) and one with another seed:
+    mirror.copies=2: its shards on two targets) and one with another seed
+    into an erasure-coded bucket (2+1, its shards in slices):
     every input sample in exactly one output shard, its members together,
     in their order, byte for byte; shards at most shard_size; the same seed
     gives the same shards, another seed another order, not the key order.
@@ -135,12 +136,13 @@ def check_exact(shards, want, what):
 
 
 # --- 1. input shards -------------------------------------------------------------------------
-for b in ("in", "o1", "o2", "o3", "o4", "o6", "o7"):
+for b in ("in", "o1", "o2", "o4", "o6", "o7"):
     t.eq(request("POST", g.url, "/v1/buckets/" + b, '{"action":"create-bck"}', JSON).status, 200, "create " + b)
 
 r = request("PATCH", g.url, "/v1/buckets/o2",
             json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
 t.eq(r.status, 200, "o2: mirror.copies=2")
+clulib.create_ec_bucket(g, ts, "o3", 2, 1, 4096, whole_copy=False)
 rnd = random.Random(11)
 want = {}  # key -> [(member, bytes)] in the input shard's order
 cls = {}
@@ -249,6 +251,8 @@ single = [s for s, _, _ in sh2 if sum(request("GET", x.url, "/v1/objects/o2/" + 
                                       for x in ts) != 2]
 t.check(sh2 and not single, "every shard of o2 on two targets (mirror.copies=2)", single[:3])
 k3 = check_exact(sh3, want, "shuffle seed 6")
+noslice = [s for s, size, _ in sh3 if size > 4096 and sum(clulib.slice_meta(x, "o3", s) is not None for x in ts) != 3]
+t.check(sh3 and not noslice, "every shard of o3 erasure-coded 2+1 (slices on three targets)", noslice[:3])
 t.check(k1 != k3 and k1 != sorted(k1), "another seed: another order; not the key order")
 r = request("GET", g.url, "/v1/jobs?kind=dsort&all=true")
 t.check(r.status == 200 and len((r.json() or {}).get("runs", [])) >= 3, "the runs are in /v1/jobs?kind=dsort",
