@@ -34,208 +34,19 @@
 #include "aisd/tarw.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
+#include "dsort_int.h"
 #include "aisd/banned.h"
 
 #define IO_TIMEOUT_MS 120000
 #define PEER_WAIT_MS 10000      /* a peer unreachable, or not knowing the run, this long: the run fails */
 #define INDEX_WAIT_MS 1800000   /* a peer still indexing: waited for this long at most */
 #define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
-#define INDEX_KEEP_NS (600 * 1000000000LL) /* a finished run's index is served this long */
 /* A remote sample's members are read in one GET when at most SPAN_SLACK
  * bytes lie between them and the whole is at most SPAN_MAX (and a quarter
  * of the memory limit); no GET reads more than SPAN_MAX (a larger member
  * comes in pieces). */
 #define SPAN_SLACK 65536
-#define SPAN_MAX (16u << 20)
-
-/* --- the indexes this target serves (rule 2) ----------------------------- */
-
-enum ix_state { IX_BUILDING, IX_READY, IX_FAILED };
-
-struct ix {
-	char id[JREG_ID_MAX + 1];
-	enum ix_state state;
-	bool built; /* its output shards are built, not yet committed (the barrier of rule 5) */
-	int *tfd;   /* per input shard: its tar when it came compressed and is this target's (else -1) */
-	size_t ntfd;
-	buf_t body;
-	char err[300];
-	int64_t end_ns; /* 0: its run goes on */
-	struct ix *next;
-};
-
-static pthread_mutex_t ixmu = PTHREAD_MUTEX_INITIALIZER;
-static struct ix *ixhead;
-
-static void ix_free(struct ix *e)
-{
-	buf_free(&e->body);
-	free(e->tfd);
-	free(e);
-}
-
-static struct ix *ix_add(const char *id)
-{
-	int64_t now = time_now_ns();
-	pthread_mutex_lock(&ixmu);
-	for (struct ix **p = &ixhead; *p;) { /* the old ones, and a former run of this id, go */
-		struct ix *e = *p;
-		if (!strcmp(e->id, id) || (e->end_ns && now - e->end_ns > INDEX_KEEP_NS)) {
-			*p = e->next;
-			ix_free(e);
-		} else {
-			p = &e->next;
-		}
-	}
-	struct ix *e = xcalloc(1, sizeof(*e));
-	snprintf(e->id, sizeof(e->id), "%s", id);
-	e->next = ixhead;
-	ixhead = e;
-	pthread_mutex_unlock(&ixmu);
-	return e;
-}
-
-static void ix_set(struct ix *e, enum ix_state st, buf_t *body, const char *err)
-{
-	pthread_mutex_lock(&ixmu);
-	e->state = st;
-	if (body) {
-		e->body = *body;
-		*body = (buf_t)BUF_INIT;
-	}
-	if (err)
-		snprintf(e->err, sizeof(e->err), "%s", err);
-	pthread_mutex_unlock(&ixmu);
-}
-
-static void ix_built(struct ix *e)
-{
-	pthread_mutex_lock(&ixmu);
-	e->built = true;
-	pthread_mutex_unlock(&ixmu);
-}
-
-/* The run ends: its files close (no peer reads them after the barrier). */
-static void ix_end(struct ix *e)
-{
-	pthread_mutex_lock(&ixmu);
-	e->end_ns = time_now_ns();
-	for (size_t i = 0; i < e->ntfd; i++)
-		if (e->tfd[i] >= 0)
-			close(e->tfd[i]);
-	free(e->tfd);
-	e->tfd = NULL;
-	e->ntfd = 0;
-	pthread_mutex_unlock(&ixmu);
-}
-
-/* GET /v1/dsort/ID?shard=I&off=A&len=N: bytes of the tar this target made
- * of compressed input shard I (read on the I/O pool). */
-struct rd {
-	int fd;
-	uint64_t off, len;
-	buf_t out;
-	int err;
-};
-
-static void rd_cleanup(void *arg)
-{
-	struct rd *r = arg;
-	if (r->fd >= 0)
-		close(r->fd);
-	buf_free(&r->out);
-}
-
-static void rd_work(http_req_t *req)
-{
-	struct rd *r = req->state;
-	buf_grow(&r->out, (size_t)r->len);
-	ssize_t n = pread(r->fd, r->out.ptr, (size_t)r->len, (off_t)r->off);
-	if (n == (ssize_t)r->len)
-		r->out.len = (size_t)n;
-	else
-		r->err = n < 0 ? errno : EIO;
-}
-
-static void rd_done(http_req_t *req)
-{
-	struct rd *r = req->state;
-	if (r->err) {
-		http_resp_error(req, 500, "dsort: reading a member: %s", strerror(r->err));
-		return;
-	}
-	http_resp_header(req, "Content-Type", "application/octet-stream");
-	http_resp_send_buf(req, &r->out);
-}
-
-static void serve_range(http_req_t *req, struct ix *e, sv_t shard)
-{
-	sv_t so = {NULL, 0}, sl = {NULL, 0};
-	uint64_t i, off, len;
-	http_query_get(req, "off", &so);
-	http_query_get(req, "len", &sl);
-	if (num_parse_u64(shard.ptr, shard.len, 0, UINT32_MAX, &i) != AIS_OK || !so.ptr || !sl.ptr ||
-	    num_parse_u64(so.ptr, so.len, 0, INT64_MAX, &off) != AIS_OK ||
-	    num_parse_u64(sl.ptr, sl.len, 1, SPAN_MAX, &len) != AIS_OK) {
-		pthread_mutex_unlock(&ixmu);
-		http_resp_error(req, 400, "GET /v1/dsort/ID?shard=I&off=A&len=N (N at most %u)", SPAN_MAX);
-		return;
-	}
-	int fd = i < e->ntfd && e->tfd[i] >= 0 ? dup(e->tfd[i]) : -1;
-	pthread_mutex_unlock(&ixmu);
-	if (fd < 0) {
-		http_resp_error(req, 404, "dsort: input shard %llu is not a decompressed shard here", (unsigned long long)i);
-		return;
-	}
-	struct rd *r = arena_zalloc(req->arena, sizeof(*r));
-	*r = (struct rd){.fd = fd, .off = off, .len = len};
-	req->state = r;
-	arena_cleanup_add(req->arena, rd_cleanup, r);
-	http_offload(req, rd_work, rd_done);
-}
-
-int dsort_h_index(struct http_req *req)
-{
-	char id[JREG_ID_MAX + 1];
-	sv_t stage = {NULL, 0}, shard = {NULL, 0};
-	bool want_built = http_query_get(req, "stage", &stage) && sv_eqstr(stage, "built");
-	bool want_data = http_query_get(req, "shard", &shard);
-	if (!jreg_id_valid(req->subpath.ptr, req->subpath.len)) {
-		http_resp_error(req, 400, "GET /v1/dsort/ID: a job id");
-		return AIS_OK;
-	}
-	snprintf(id, sizeof(id), "%.*s", (int)req->subpath.len, req->subpath.ptr);
-	pthread_mutex_lock(&ixmu);
-	struct ix *e = ixhead;
-	while (e && strcmp(e->id, id))
-		e = e->next;
-	if (!e) {
-		pthread_mutex_unlock(&ixmu);
-		http_resp_error(req, 404, "dsort: no run %s on this target", id);
-	} else if (e->state == IX_FAILED) {
-		char err[sizeof(e->err)];
-		snprintf(err, sizeof(err), "%s", e->err);
-		pthread_mutex_unlock(&ixmu);
-		http_resp_error(req, 500, "%s", err);
-	} else if (want_data) {
-		serve_range(req, e, shard); /* (unlocks) */
-	} else if (e->state == IX_BUILDING || (want_built && !e->built)) {
-		pthread_mutex_unlock(&ixmu);
-		http_resp_header(req, "Retry-After", "1");
-		http_resp_error(req, 503, "dsort %s: the %s is being built", id, want_built ? "output" : "index");
-	} else if (want_built) {
-		pthread_mutex_unlock(&ixmu);
-		http_resp_header(req, "Content-Type", "application/json");
-		http_resp_send(req, "{}", 2);
-	} else {
-		buf_t out = BUF_INIT;
-		buf_add(&out, e->body.ptr, e->body.len);
-		pthread_mutex_unlock(&ixmu);
-		http_resp_header(req, "Content-Type", "application/json");
-		http_resp_send_buf(req, &out);
-	}
-	return AIS_OK;
-}
+#define SPAN_MAX DSORT_READ_MAX
 
 /* --- a run ----------------------------------------------------------------- */
 
@@ -244,7 +55,7 @@ struct drun {
 	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
 	json_t *spec;
 	dsort_spec_t s;
-	struct ix *ix;
+	ix_t *ix;
 	size_t me;    /* this target's index in the spec's targets */
 	json_t *objs; /* the spec's "objects" */
 	int *fds;     /* per input shard: its file here (-1: not here, -2: not opened yet) */
@@ -306,7 +117,7 @@ static bool packed(struct drun *x, size_t i)
 static int shard_fd(struct drun *x, size_t i)
 {
 	if (packed(x, i))
-		return i < x->ix->ntfd ? x->ix->tfd[i] : -1; /* (this thread alone changes them) */
+		return ix_file(x->ix, i);
 	if (x->fds[i] != -2)
 		return x->fds[i];
 	const char *nm = obj_name(x, i);
@@ -598,13 +409,7 @@ static bool phase1(struct drun *x)
 	json_t *recs = json_array(), *mine = json_array();
 	bool ok = true;
 	size_t nobj = json_array_size(x->objs);
-	int *tfd = xcalloc(nobj + 1, sizeof(*tfd));
-	for (size_t i = 0; i < nobj; i++)
-		tfd[i] = -1;
-	pthread_mutex_lock(&ixmu);
-	x->ix->tfd = tfd;
-	x->ix->ntfd = nobj;
-	pthread_mutex_unlock(&ixmu);
+	ix_files(x->ix, nobj);
 	for (size_t i = 0; ok && i < json_array_size(x->objs) && !atomic_load(&x->r.abort); i++) {
 		if ((size_t)json_integer_value(json_array_get(json_array_get(x->objs, i), 2)) != x->me)
 			continue;
@@ -620,7 +425,7 @@ static bool phase1(struct drun *x)
 			uint64_t tsize = 0;
 			int tar = unpack(x, i, fd, &tsize);
 			ok = tar >= 0 && index_shard(x, i, tar, tsize, recs);
-			x->ix->tfd[i] = tar;
+			ix_set_file(x->ix, i, tar);
 		} else {
 			ok = ok && index_shard(x, i, fd, obj_size(x, i), recs);
 		}
@@ -676,10 +481,7 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 	json_t *tg = json_array_get(json_object_get(x->spec, "targets"), t);
 	const char *tid = json_string_value(json_array_get(tg, 0)), *base = json_string_value(json_array_get(tg, 1));
 	if (t == x->me) {
-		pthread_mutex_lock(&ixmu);
-		json_t *d = json_loadb(x->ix->body.ptr, x->ix->body.len, 0, NULL);
-		pthread_mutex_unlock(&ixmu);
-		return d;
+		return ix_parse(x->ix);
 	}
 	int64_t t0 = time_mono_ns(), unreach = 0;
 	char why[300] = "";
@@ -1154,15 +956,5 @@ void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit)
 void dsort_stop(void)
 {
 	jtruns_stop(&runs);
-	pthread_mutex_lock(&ixmu); /* the indexes of the runs that ended (one still going keeps its own) */
-	for (struct ix **p = &ixhead; *p;) {
-		struct ix *e = *p;
-		if (e->end_ns) {
-			*p = e->next;
-			ix_free(e);
-		} else {
-			p = &e->next;
-		}
-	}
-	pthread_mutex_unlock(&ixmu);
+	ix_free_ended();
 }
