@@ -16,6 +16,8 @@ Checks:
     every input sample in exactly one output shard, its members together,
     in their order, byte for byte; shards at most shard_size; the same seed
     gives the same shards, another seed another order, not the key order.
+ 3b. a shuffle of 14 MiB under dsort.memory_limit=1MiB (the spools go to
+    mountpath files): every sample once, byte for byte.
  4. alphanumeric with --samples-per-shard: keys sorted across the shards,
     N samples per shard; read back with aisd.ShardDataset (every sample
     once, bytes equal) and by archpath GETs.
@@ -325,10 +327,16 @@ t.check(rc != 0 and "cannot name" in r.body.decode(errors="replace"),
 t.eq(names("o7"), [], "nothing written by the bad specs")
 
 # --- 7. kill -9 of a target mid-job ----------------------------------------------------------
+kwant = {}
 for s in range(12):
     smp = [[("k%02d/%05d.bin" % (s, i), os.urandom(20000))] for i in range(60)]
+    kwant.update({key(m[0][0]): m for m in smp})
     t.eq(follow("PUT", g.url, "/v1/objects/in/kill-%02d.tar" % s, tar_bytes(smp, tarfile.USTAR_FORMAT))[1].status,
          200, "PUT kill-%02d.tar" % s)
+# 14 MiB shuffled with dsort.memory_limit=1MiB: each target's spool goes to a mountpath file
+wait_job(dsort("in", "o6", "--prefix", "kill-", "--template", "big-%05d.tar", "--shard-size", "1000000",
+               "--algorithm", "shuffle"))
+check_exact(read_shards("o6", "big-"), kwant, "a shuffle larger than dsort.memory_limit")
 KILL = ["--prefix", "kill-", "--template", "z-%05d.tar", "--shard-size", "50000", "--algorithm", "shuffle"]
 
 
