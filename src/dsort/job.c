@@ -39,7 +39,7 @@
 
 #define IO_TIMEOUT_MS 120000
 #define PEER_WAIT_MS 10000      /* a peer unreachable, or not knowing the run, this long: the run fails */
-#define INDEX_WAIT_MS 1800000   /* a peer still indexing: waited for this long at most */
+#define INDEX_WAIT_MS (24 * 3600 * 1000LL) /* a peer still indexing or building (503): waited this long at most */
 #define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
 /* A remote sample's members are read in one GET when at most SPAN_SLACK
  * bytes lie between them and the whole is at most SPAN_MAX (and a quarter
@@ -65,6 +65,7 @@ struct drun {
 	bool spfile; /* spilled to a mountpath */
 	uint64_t splen;
 	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool */
+	char cause[300]; /* a peer's failure that failed this run: passed on as it is */
 };
 
 static struct cluster *dcl;
@@ -402,6 +403,18 @@ out:
 	return out;
 }
 
+/* The run failed (or stopped): its peers learn it from its index (500 with
+ * the reason) instead of waiting for it. */
+static void publish_failure(struct drun *x)
+{
+	char why[300];
+	pthread_mutex_lock(&x->r.mu);
+	snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(dcl)->id,
+		 x->r.st.last_error[0] ? x->r.st.last_error : "stopped");
+	pthread_mutex_unlock(&x->r.mu);
+	ix_set(x->ix, IX_FAILED, NULL, x->cause[0] ? x->cause : why);
+}
+
 /* Rule 2: indexes the input shards assigned to this target and publishes
  * the index. false with x's error set. */
 static bool phase1(struct drun *x)
@@ -453,16 +466,8 @@ static bool phase1(struct drun *x)
 		json_decref(recs);
 	}
 	ok = ok && !atomic_load(&x->r.abort);
-	if (ok) {
+	if (ok)
 		ix_set(x->ix, IX_READY, &body, NULL);
-	} else {
-		job_stats_t st;
-		jtruns_progress(&runs, x->r.id, &st);
-		char why[300];
-		snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(dcl)->id,
-			 st.last_error[0] ? st.last_error : "stopped");
-		ix_set(x->ix, IX_FAILED, NULL, why);
-	}
 	buf_free(&body);
 	return ok;
 }
@@ -497,8 +502,8 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 		snprintf(why, sizeof(why), "target %.40s: %s%d %.200s", tid ? tid : "?", rc == AIS_OK ? "HTTP " : "",
 			 status, msg.ptr ? msg.ptr : rc == AIS_OK ? "" : strerror(errno));
 		buf_free(&body);
-		buf_free(&msg);
 		if (d) {
+			buf_free(&msg);
 			buf_free(&url);
 			return d;
 		}
@@ -507,11 +512,22 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 			unreach = 0;
 		} else if (rc != AIS_OK || status == 404) { /* gone, or not (yet) told of the run */
 			unreach = unreach ? unreach : now;
-			if (now - unreach > (int64_t)PEER_WAIT_MS * 1000000)
+			if (now - unreach > (int64_t)PEER_WAIT_MS * 1000000) {
+				buf_free(&msg);
 				break;
-		} else {
-			break; /* its index failed (500), or an answer not understood */
+			}
+		} else { /* its run failed (500: the reason passed on as it is), or an answer not understood */
+			json_t *e = status == 500 ? json_loadb(msg.ptr ? msg.ptr : "", msg.len, 0, NULL) : NULL;
+			const char *m = json_string_value(json_object_get(e, "message"));
+			if (m) {
+				snprintf(x->cause, sizeof(x->cause), "%s", m);
+				snprintf(why, sizeof(why), "%s", m);
+			}
+			json_decref(e);
+			buf_free(&msg);
+			break;
 		}
+		buf_free(&msg);
 		if (now - t0 > (int64_t)INDEX_WAIT_MS * 1000000)
 			break;
 		usleep(k < 10 ? 50 * 1000 : 250 * 1000);
@@ -829,6 +845,8 @@ static void *run(void *arg)
 	log_set_action("dsort");
 	if (phase1(x))
 		phase2(x);
+	if (failed(x))
+		publish_failure(x);
 	if (failed(x) && !atomic_load(&runs.stopping))
 		undo(x);
 	ix_end(x->ix);

@@ -25,7 +25,9 @@ Checks:
     content (sort by the .cls member's number; output into the input
     bucket under another template): numbers ascending, every class
     contiguous.
- 6. Bad specs: 400 with a message (unknown algorithm, template without a
+ 6. A sample without the member to sort by: every target's run fails naming
+    it (the holder's reason reaches the others through its index).
+    Bad specs: 400 with a message (unknown algorithm, template without a
     number, a range that cannot name enough shards, output named like the
     input in the same bucket, content without content_ext, shard_size and
     samples_per_shard together, a missing output bucket), 404 for a missing
@@ -324,6 +326,18 @@ rc, out, err = ctl("job", "wait", rid or "none", "--timeout-s", "60", timeout=90
 r = request("GET", g.url, "/v1/jobs?id=%s&all=true" % rid)
 t.check(rc != 0 and "cannot name" in r.body.decode(errors="replace"),
         "a template the plan outgrows: the job fails, saying so", (rc, out, err, r.body[:400]))
+t.eq(follow("PUT", g.url, "/v1/objects/in/nocls-0.tar", tar_bytes([[("q/1.jpg", b"x")], [("q/2.jpg", b"y"), ("q/2.cls", b"1")]],
+                                                                  tarfile.USTAR_FORMAT))[1].status, 200, "PUT nocls-0.tar")
+rid = dsort("in", "o7", "--prefix", "nocls-", "--template", "c-%d.tar", "--samples-per-shard", "1", "--algorithm",
+            "content", "--content-ext", ".cls")
+rc, out, err = ctl("job", "wait", rid or "none", "--timeout-s", "60", timeout=90)
+runs = []
+for x in ts:
+    r = request("GET", x.url, "/v1/jobs?id=%s&all=true" % rid, headers=INTRA)
+    runs += (r.json() or {}).get("runs", []) if r.status == 200 else []
+t.check(rc != 0 and len(runs) == 3 and all(x.get("state") == "failed" for x in runs) and
+        all("q/1 has no member .cls" in x.get("last_error", "") for x in runs),
+        "a sample without its content member: every target's run fails, naming it", (rc, runs))
 t.eq(names("o7"), [], "nothing written by the bad specs")
 
 # --- 7. kill -9 of a target mid-job ----------------------------------------------------------
