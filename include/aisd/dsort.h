@@ -42,8 +42,12 @@
  *     hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
  *     unreadable) ends failed with the reason and deletes the output shards
- *     it committed; a failure before the barrier leaves no output at all.
- *     A run cut by a restart is recorded aborted (it does not resume).
+ *     it committed; its index then answers 500 with the first failure's
+ *     reason, so its peers fail at once with it (a peer gone: after
+ *     PEER_WAIT_MS without an answer). A failure before the barrier leaves
+ *     no output at all; one during the commits (a target lost then) may
+ *     leave whole shards of the others. A run cut by a restart is recorded
+ *     aborted (it does not resume).
  */
 #ifndef AISD_DSORT_H
 #define AISD_DSORT_H
