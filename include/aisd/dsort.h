@@ -46,8 +46,10 @@
  *     reason, so its peers fail at once with it (a peer gone: after
  *     PEER_WAIT_MS without an answer). A failure before the barrier leaves
  *     no output at all; one during the commits (a target lost then) may
- *     leave whole shards of the others. A run cut by a restart is recorded
- *     aborted (it does not resume).
+ *     leave whole shards of the others. A run cut by a restart starts
+ *     again from its spec (the same index, plan and shards): when its peers
+ *     were still waiting for it (within PEER_WAIT_MS), the job goes on;
+ *     else it fails with their reason.
  */
 #ifndef AISD_DSORT_H
 #define AISD_DSORT_H

@@ -242,6 +242,10 @@ int dsort_h_index(struct http_req *req)
 		snprintf(err, sizeof(err), "%s", e->err);
 		pthread_mutex_unlock(&ixmu);
 		http_resp_error(req, 500, "%s", err);
+	} else if (want_data && e->state == IX_BUILDING) { /* (a resumed run makes its files again) */
+		pthread_mutex_unlock(&ixmu);
+		http_resp_header(req, "Retry-After", "1");
+		http_resp_error(req, 503, "dsort %s: the index is being built", id);
 	} else if (want_data) {
 		serve_range(req, e, shard); /* (unlocks) */
 	} else if (e->state == IX_BUILDING || (want_built && !e->built)) {

@@ -877,8 +877,8 @@ static void *run(void *arg)
 }
 
 /* The registry's start: the gateway's spec (dsort.h), with "bucket", "to",
- * "objects" and "targets". A run cut by a restart does not resume: its
- * peers' indexes of it are gone with it (rule 6). */
+ * "objects" and "targets". A run cut by a restart starts again from its
+ * spec (rule 6): the same index, plan and shards. */
 static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
 {
 	(void)arg;
@@ -960,7 +960,7 @@ static bool kind_progress(void *arg, const char *id, job_stats_t *out)
 }
 
 static const jreg_kind_t kind = {
-	.name = "dsort", .start = kind_start, .stop = kind_stop, .progress = kind_progress, .resumes = false};
+	.name = "dsort", .start = kind_start, .stop = kind_stop, .progress = kind_progress, .resumes = true};
 
 void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit)
 {
