@@ -139,8 +139,8 @@ static const struct key keys[] = {
 	 "GetBatch requests one client address may have running on a target at once (429 beyond; 0 = no limit); "
 	 "nodes of the cluster are not held to it"},
 	{"dsort.memory_limit", K_SIZE, N(dsort_memory_limit), "256MiB",
-	 "memory one dsort run of a target may hold for an output shard in the making (more goes to a temporary file "
-	 "on a mountpath) and for its index (a larger index fails the run); 1MiB to 64GiB"},
+	 "memory one dsort run of a target may hold of the output shards it builds (the rest goes to a temporary file "
+	 "on a mountpath) and of its index (a larger index fails the run); 1MiB to 64GiB"},
 	{"mirror.delete_quorum", K_STR, S(delete_quorum), "all",
 	 "all: a client's delete answers 503, naming them, unless every holder of a copy took it (a target down and "
 	 "out of the map too); tombstone: one holder that took it is enough (its tombstone wins when the others return)"},
