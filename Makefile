@@ -78,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance fuzz style install clean
+.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -203,6 +203,11 @@ bench-rebalance: deps all
 bench-ishard: deps all
 	$(Q)d=$$(mktemp -d) && AISD_BIN=$(BUILD)/aisd AISCTL=$(BUILD)/aisctl AISD_DIR=$$d \
 		/usr/bin/python3 tools/bench/ishard.py; rc=$$?; rm -rf $$d; exit $$rc
+
+# dsort shuffle in the cluster vs the client route (BYTES, SAMPLE, SHARD, MEMLIMIT).
+bench-dsort: deps all
+	$(Q)d=$$(mktemp -d) && AISD_BIN=$(BUILD)/aisd AISCTL=$(BUILD)/aisctl AISD_DIR=$$d \
+		/usr/bin/python3 tools/bench/dsort.py; rc=$$?; rm -rf $$d; exit $$rc
 
 # The ML benchmarks, each a script of its own (results in $(BUILD)/bench-*.md).
 BENCH_ML := tools/bench/ml.sh tools/bench/getbatch.sh tools/bench/archpath.sh tools/bench/locality.sh

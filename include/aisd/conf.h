@@ -78,6 +78,7 @@ typedef struct conf {
 	char delete_quorum[16];   /* "all" or "tombstone": holders a client's delete must reach (ol.h inv. 5) */
 	uint64_t gb_max_entries;    /* GetBatch: entries per request at most */
 	uint64_t gb_max_bytes;      /* ... tar bytes per answer at most */
+	uint64_t dsort_memory_limit; /* dsort: a run's spool in memory and index at most */
 	uint64_t gb_max_per_client; /* ... requests of one client address at once */
 	uint64_t rebalance_workers; /* objects moved at once per target */
 	uint64_t rebalance_peer_streams; /* of them, at most this many to one peer */

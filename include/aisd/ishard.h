@@ -85,6 +85,17 @@ int ishard_spec_check(json_t *spec, buf_t *err);
 /* Names shard i by template tpl into out (ISHARD_NAME_MAX + 1); false
  * when the template cannot name it (a brace range too small). Pure. */
 bool ishard_name(const char *tpl, size_t i, char *out);
+/* The template's number space holds name (its fixed parts around a run of
+ * digits, within a brace range's bounds). Pure. */
+bool ishard_name_match(const char *tpl, const char *name);
+/* WebDataset's sample key of name (rule 1's default): its first *return
+ * bytes, up to the first dot of its basename. Pure. */
+size_t ishard_key_len(const char *name);
+/* The extension of name: from the first dot of its basename ("" none). */
+const char *ishard_ext_of(const char *name);
+/* Shuffles order[0..n) by Fisher-Yates under splitmix64 of seed: the same
+ * seed, the same order, on every node. Pure. */
+void ishard_shuffle(size_t *order, size_t n, uint64_t seed);
 /* The tar bytes of one member (header(s), data, padding). Pure. */
 uint64_t ishard_member_bytes(const char *name, uint64_t size);
 /* Appends the plan's summary: {"shards","samples","files","skipped_files",

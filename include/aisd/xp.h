@@ -124,6 +124,9 @@ void xp_pool_free(struct event_base *base);
 bool xs_supports(const char *url); /* as xp_supports */
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg);
+/* The same, with the len bytes of fd from offset off. */
+int xs_put_file_at(const char *url, const char *const *hdrs, int fd, uint64_t off, uint64_t len, uint64_t timeout_ms,
+		   int *status, bool *sent, buf_t *resp_hdrs, buf_t *msg);
 void xs_release(void);
 /*
  * A GET (blocking side): a 2xx answer's body goes to sink as it arrives

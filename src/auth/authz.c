@@ -197,8 +197,9 @@ static size_t route_needs(http_req_t *req, authz_res_t *res, bool *intra_only)
 			res->bucket = (sv_t){"", 0}; /* create: administrators */
 	} else if (!strcmp(pfx, "/v1/ml/moss")) {
 		return 0; /* every entry's bucket: tgt_moss_allowed */
-	} else if (!strcmp(pfx, "/v1/metasync") || !strcmp(pfx, "/v1/ec") || !strcmp(pfx, "/v1/s3uploads")) {
-		*intra_only = true; /* maps; slices; a target's uploads for a gateway's list */
+	} else if (!strcmp(pfx, "/v1/metasync") || !strcmp(pfx, "/v1/ec") || !strcmp(pfx, "/v1/s3uploads") ||
+		   !strcmp(pfx, "/v1/dsort")) {
+		*intra_only = true; /* maps; slices; a target's uploads for a gateway's list; a dsort index */
 	} else if (!strcmp(pfx, "/v1/cluster")) {
 		if (m == HTTP_POST)
 			*intra_only = true; /* join, vote */

@@ -47,7 +47,7 @@ struct cli_opt {
 	const char *help; /* one line */
 };
 
-#define CLI_MAX_OPTS 8
+#define CLI_MAX_OPTS 16
 
 struct cli_args;
 
@@ -276,6 +276,7 @@ int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_etl_bucket(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
 int cli_archive_put(struct cli *c, const struct cli_args *a); /* archive.c */
+int cli_dsort(struct cli *c, const struct cli_args *a);     /* dsort.c */
 /* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
  * AIS_OK for a 2xx (its body appended to body, may be NULL), else the
  * error printed (cli_http_check). bucket.c. */

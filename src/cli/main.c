@@ -150,6 +150,20 @@ static const struct cli_opt opts_archive_put[] = {
 	{0},
 };
 
+static const struct cli_opt opts_dsort[] = {
+	{"template", 0, "TPL", "output shard names: out-%06d.tar or out-{0000..9999}.tar (default shard-%06d.tar)"},
+	{"shard-size", 0, "SIZE", "at most SIZE bytes of tar per output shard: 64MiB, 1GiB (default 64MiB)"},
+	{"samples-per-shard", 0, "N", "N samples per output shard (instead of --shard-size)"},
+	{"algorithm", 0, "ALG", "shuffle, alphanumeric (default), numeric (the key's last number) or content"},
+	{"seed", 0, "SEED", "shuffle: the same SEED, the same order (default: a fresh one)"},
+	{"content-ext", 0, ".EXT", "content: sort by the member with this extension (e.g. .cls)"},
+	{"content-type", 0, "number|string", "content: the member's text read as a number (default) or a string"},
+	{"prefix", 0, "PREFIX", "the input shards: the .tar objects whose names start with PREFIX"},
+	{"input-template", 0, "TPL", "the input shards: those named like in-{000..099}.tar"},
+	{"dry-run", 0, NULL, "print the plan (input shards per target, estimated output), write nothing"},
+	{0},
+};
+
 static const struct cli_opt opts_etl_init[] = {
 	{"cmd", 0, "'COMMAND ...'", "the worker's command line (run with /bin/sh -c, in a sandbox; required)"},
 	{"comm", 0, "stdio", "how aisd talks to a worker: stdio (framed requests and answers; the default)"},
@@ -206,6 +220,10 @@ static const struct cli_cmd cli_cmds[] = {
 	 "pack objects into a tar (.tar) or compressed tar (.tgz, .tar.gz) shard on the server, or append them to a "
 	 "tar shard (a job: aisctl job wait ID)",
 	 opts_archive_put, 1, 1, cli_archive_put, false},
+	{"dsort", "SRC DST",
+	 "reshard, shuffle or sort the samples of tar shards into new shards of DST (may be SRC), inside the cluster "
+	 "(a job: aisctl job wait ID)",
+	 opts_dsort, 2, 2, cli_dsort, false},
 	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,

@@ -138,6 +138,9 @@ static const struct key keys[] = {
 	{"getbatch.max_per_client", K_U64, N(gb_max_per_client), "4",
 	 "GetBatch requests one client address may have running on a target at once (429 beyond; 0 = no limit); "
 	 "nodes of the cluster are not held to it"},
+	{"dsort.memory_limit", K_SIZE, N(dsort_memory_limit), "256MiB",
+	 "memory one dsort run of a target may hold of the output shards it builds (the rest goes to a temporary file "
+	 "on a mountpath) and of its index (a larger index fails the run); 1MiB to 64GiB"},
 	{"mirror.delete_quorum", K_STR, S(delete_quorum), "all",
 	 "all: a client's delete answers 503, naming them, unless every holder of a copy took it (a target down and "
 	 "out of the map too); tombstone: one holder that took it is enough (its tombstone wins when the others return)"},
@@ -598,6 +601,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 	    strspn(c->s3_region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
 	            strlen(c->s3_region)) {
 		buf_addstr(err, "s3.region must be letters, digits, '-' and '_' (e.g. us-east-1)");
+		return AIS_ERR;
+	}
+	if (c->dsort_memory_limit < (1u << 20) || c->dsort_memory_limit > (64ull << 30)) {
+		buf_addstr(err, "dsort.memory_limit must be between 1MiB and 64GiB");
 		return AIS_ERR;
 	}
 	if (c->gb_max_entries == 0 || c->gb_max_entries > 100000) { /* (MOSS_MAX_ENTRIES) */

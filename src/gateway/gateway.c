@@ -34,6 +34,7 @@
 #include "aisd/httpc.h"
 #include "aisd/ishard.h"
 #include "aisd/xarch.h"
+#include "aisd/dsort.h"
 #include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
@@ -102,9 +103,10 @@ struct bop {
 	bool cached_only;  /* a remote bucket's cached copies only (TGT_LS_CACHED) */
 	json_t *missing;   /* the targets not heard from, when the page may lack names */
 	buf_t out;
-	/* ishard, archive */
+	/* ishard, archive, dsort */
 	json_t *ishard;    /* the job's value (owned): the listing goes in it */
 	char to[NAME_BUCKET_MAX + 1];
+	const char *job;   /* "ishard" or "dsort" */
 };
 
 static void bop_cleanup(void *arg)
@@ -622,31 +624,50 @@ static void list_pages(http_req_t *req, const char *bucket, const char *prefix, 
 	memcpy(o->name, keep, sizeof(keep));
 }
 
-static bool ishard_entry(void *arg, json_t *e)
+/* A listing's entries as [[NAME,SIZE],..] (list_pages' fn), at most
+ * ISHARD_OBJECTS_MAX. */
+struct ls_all {
+	struct bop *o;
+	json_t *objs;
+};
+
+static bool all_entry(void *arg, json_t *e)
 {
-	struct bop *o = arg;
-	json_t *objs = json_object_get(o->ishard, "objects");
-	json_array_append_new(objs, json_pack("[O,I]", json_object_get(e, "name"),
-					      json_integer_value(json_object_get(e, "size"))));
-	if (json_array_size(objs) <= ISHARD_OBJECTS_MAX)
+	struct ls_all *a = arg;
+	json_array_append_new(a->objs, json_pack("[O,I]", json_object_get(e, "name"),
+						 json_integer_value(json_object_get(e, "size"))));
+	if (json_array_size(a->objs) <= ISHARD_OBJECTS_MAX)
 		return true;
-	o->err = EINVAL;
-	buf_addf(&o->msg, "ishard: more than %d objects under the prefix (shard a narrower prefix)", ISHARD_OBJECTS_MAX);
+	a->o->err = EINVAL;
+	buf_addf(&a->o->msg, "%s: more than %d objects under the prefix (a narrower prefix)", a->o->job,
+		 ISHARD_OBJECTS_MAX);
 	return false;
 }
 
-/* I/O pool: lists the source once (every page, list_work's fan-out) into
- * the job's "objects" ([[NAME,SIZE],..], name order), and plans it: a dry
- * run's answer is the plan's summary, else the plan is the targets' to
- * compute again from the same listing (ishard.h). */
-static void ishard_work(http_req_t *req)
+/* I/O pool: lists the source under the job's prefix once (list_pages)
+ * into [[NAME,SIZE],..] (name order); NULL with o->err set. */
+static json_t *list_all(http_req_t *req)
 {
 	struct bop *o = req->state;
 	json_t *pf = json_object_get(o->ishard, "prefix");
-	json_object_set_new(o->ishard, "objects", json_array());
-	list_pages(req, o->name, pf ? json_string_value(pf) : "", NULL, ishard_entry, o);
-	if (o->err)
+	struct ls_all a = {o, json_array()};
+	list_pages(req, o->name, pf ? json_string_value(pf) : "", NULL, all_entry, &a);
+	if (!o->err)
+		return a.objs;
+	json_decref(a.objs);
+	return NULL;
+}
+
+/* I/O pool: the job's "objects" from one listing of the source, planned:
+ * a dry run's answer is the plan's summary, else the plan is the targets'
+ * to compute again from the same listing (ishard.h). */
+static void ishard_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	json_t *objs = list_all(req);
+	if (!objs)
 		return;
+	json_object_set_new(o->ishard, "objects", objs);
 	ishard_plan_t p = {0};
 	buf_t err = BUF_INIT;
 	size_t jlen = json_dumpb(o->ishard, NULL, 0, JSON_COMPACT);
@@ -669,10 +690,53 @@ static void ishard_work(http_req_t *req)
 	buf_free(&err);
 }
 
+/* I/O pool: the dsort's input shards picked from one listing of the
+ * source and assigned to the active targets of the map of the moment
+ * (dsort.h); a dry run's answer is that plan. */
+static void dsort_work(http_req_t *req)
+{
+	struct bop *o = req->state;
+	json_t *objs = list_all(req);
+	if (!objs)
+		return;
+	json_t *targets = json_array();
+	const cmap_t *m;
+	cluster_read_lock(cl_of(req), &m, NULL);
+	for (size_t i = 0; m && i < cmap_size(m); i++) {
+		const cmap_node_t *nd = cmap_node(m, i);
+		if (nd->role == CMAP_TARGET && nd->state == CMAP_ACTIVE)
+			json_array_append_new(targets, json_pack("[s,s]", nd->id, nd->intra_url));
+	}
+	cluster_read_unlock(cl_of(req));
+	buf_t err = BUF_INIT;
+	int rc = dsort_select(o->ishard, o->name, objs, targets, !strcmp(o->name, o->to), &err);
+	if (rc) {
+		o->err = rc == 400 ? EINVAL : EAGAIN;
+		buf_addf(&o->msg, "%s", err.ptr);
+	} else if (json_is_true(json_object_get(o->ishard, "dry_run"))) {
+		json_t *sum = json_object();
+		dsort_dry_summary(o->ishard, sum);
+		char *js = json_dumps(sum, JSON_COMPACT);
+		buf_addstr(&o->out, js);
+		free(js);
+		json_decref(sum);
+	}
+	json_object_del(o->ishard, "skipped");
+	json_decref(objs);
+	json_decref(targets);
+	buf_free(&err);
+	if (!rc && json_dumpb(o->ishard, NULL, 0, JSON_COMPACT) > ISHARD_SPEC_MAX) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "dsort: too many input shards to hand to the targets (a narrower prefix)");
+	}
+}
+
 static void ishard_done(http_req_t *req)
 {
 	struct bop *o = req->state;
-	if (o->err == EINVAL && o->msg.len && !strncmp(o->msg.ptr, "ishard", 6)) {
+	if (o->err == EAGAIN && o->msg.len && !strncmp(o->msg.ptr, o->job, strlen(o->job))) {
+		http_resp_error(req, 503, "%s", o->msg.ptr);
+	} else if (o->err == EINVAL && o->msg.len && !strncmp(o->msg.ptr, o->job, strlen(o->job))) {
 		http_resp_error(req, 400, "%s", o->msg.ptr);
 	} else if (o->err) {
 		list_done(req);
@@ -680,7 +744,7 @@ static void ishard_done(http_req_t *req)
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &o->out);
 	} else {
-		start_bucket_job(req, "ishard", o->name, o->ishard, o->to);
+		start_bucket_job(req, o->job, o->name, o->ishard, o->to);
 	}
 }
 
@@ -977,6 +1041,7 @@ static int gw_buckets(http_req_t *req)
 			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "ishard") &&
 				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "ishard")) {
 				o->ishard = json_deep_copy(value);
+				o->job = "ishard";
 				http_offload_net(req, ishard_work, ishard_done);
 			}
 			buf_free(&err);
@@ -1004,6 +1069,42 @@ static int gw_buckets(http_req_t *req)
 				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "archive")) {
 				o->ishard = json_deep_copy(value);
 				http_offload_net(req, archive_work, archive_done);
+			}
+			buf_free(&err);
+			break;
+		}
+		if (action && !strcmp(action, "dsort")) {
+			/* the gateway lists SRC once and assigns the input shards;
+			 * the targets index, order and build (src/dsort) */
+			sv_t to = {"", 0};
+			http_query_get(req, "bck_to", &to);
+			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
+			if (!to.len)
+				snprintf(o->to, sizeof(o->to), "%s", o->name);
+			cluster_read_lock(cl, NULL, &b);
+			bool dst_ok = b && bmd_get(b, o->to, strlen(o->to));
+			cluster_read_unlock(cl);
+			buf_t err = BUF_INIT;
+			dsort_spec_t ds;
+			if (!bk) {
+				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+			} else if (to.len && (to.len > NAME_BUCKET_MAX || !name_bucket_valid(to.ptr, to.len))) {
+				http_resp_error(req, 400, "dsort: ?bck_to= wants a bucket name");
+			} else if (!dst_ok) {
+				http_resp_error(req, 400, "dsort: the output bucket \"%s\" does not exist (create it first)",
+						o->to);
+			} else if (!json_is_object(value) || json_object_get(value, "objects") ||
+				   json_object_get(value, "targets")) {
+				http_resp_error(req, 400, "dsort: value wants {\"template\":\"out-%%06d.tar\",\"shard_size\":"
+							  "BYTES or \"samples_per_shard\":N,\"algorithm\",\"seed\",\"prefix\","
+							  "\"input_template\",\"content_ext\",\"content_type\",\"dry_run\"}");
+			} else if (dsort_spec_parse(value, &ds, &err) != 0) {
+				http_resp_error(req, 400, "%s", err.ptr);
+			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "dsort") &&
+				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "dsort")) {
+				o->ishard = json_deep_copy(value);
+				o->job = "dsort";
+				http_offload_net(req, dsort_work, ishard_done);
 			}
 			buf_free(&err);
 			break;

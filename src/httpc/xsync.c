@@ -310,10 +310,9 @@ static int send_all(xconn_t *c, const char *p, size_t n)
 	return AIS_OK;
 }
 
-/* len bytes of the file fd from its start onto the connection (rule 2). */
-static int send_file(xconn_t *c, int fd, uint64_t len)
+/* len bytes of the file fd from off onto the connection (rule 2). */
+static int send_file(xconn_t *c, int fd, off_t off, uint64_t len)
 {
-	off_t off = 0;
 	uint64_t left = len;
 	bool ktls = c->ssl && BIO_get_ktls_send(SSL_get_wbio(c->ssl));
 	char *piece = c->ssl && !ktls ? xmalloc(MIN(len, XS_TLS_PIECE)) : NULL;
@@ -534,6 +533,12 @@ static void done_with(const struct xreq *q, xconn_t *c, bool keep, const buf_t *
 int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, uint64_t timeout_ms, int *status,
 		bool *sent, buf_t *resp_hdrs, buf_t *msg)
 {
+	return xs_put_file_at(url, hdrs, fd, 0, len, timeout_ms, status, sent, resp_hdrs, msg);
+}
+
+int xs_put_file_at(const char *url, const char *const *hdrs, int fd, uint64_t off, uint64_t len, uint64_t timeout_ms,
+		   int *status, bool *sent, buf_t *resp_hdrs, buf_t *msg)
+{
 	char key[256], extra[96];
 	buf_t body = BUF_INIT, rb = BUF_INIT;
 	struct xreq q = {.method = "PUT", .url = url, .key = key, .extra = extra, .hdrs = hdrs, .timeout_ms = timeout_ms};
@@ -558,7 +563,7 @@ int xs_put_file(const char *url, const char *const *hdrs, int fd, uint64_t len, 
 		if (r != AIS_OK)
 			break;
 		if (st == 100) { /* the body, then the final answer */
-			if (send_file(&s, fd, len) != AIS_OK ||
+			if (send_file(&s, fd, (off_t)off, len) != AIS_OK ||
 			    read_answer(&s, &rb, timeout_ms, NULL, NULL, &st, resp_hdrs, &body, &keep, &got) != AIS_OK) {
 				int e = errno;
 				c_close(&s);

@@ -200,6 +200,43 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+void ishard_shuffle(size_t *order, size_t n, uint64_t seed)
+{
+	/* Fisher-Yates under splitmix64 of the seed */
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)(splitmix(&seed) % i), t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+}
+
+size_t ishard_key_len(const char *name)
+{
+	size_t koff, klen;
+	key_of(name, NULL, &koff, &klen);
+	return klen;
+}
+
+const char *ishard_ext_of(const char *name) { return ext_of(name); }
+
+bool ishard_name_match(const char *tpl, const char *name)
+{
+	size_t at, len, lo = 0, hi = SIZE_MAX, nl = strlen(name), tl = strlen(tpl);
+	int width;
+	if (!brace(tpl, &at, &len, &lo, &hi, &width) && !pct(tpl, &at, &len, &width))
+		return false;
+	size_t tail = tl - at - len;
+	if (nl < at + tail + 1 || strncmp(name, tpl, at) || strcmp(name + nl - tail, tpl + at + len))
+		return false;
+	uint64_t v = 0;
+	for (size_t i = at; i < nl - tail; i++) {
+		if (name[i] < '0' || name[i] > '9' || v > UINT64_MAX / 10 - 1)
+			return false;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	return v >= lo && v <= hi;
+}
+
 int ishard_plan(json_t *spec, ishard_plan_t *p, buf_t *err)
 {
 	memset(p, 0, sizeof(*p));
@@ -284,14 +321,8 @@ int ishard_plan(json_t *spec, ishard_plan_t *p, buf_t *err)
 	p->order = xcalloc(p->nsamples + 1, sizeof(*p->order));
 	for (i = 0; i < p->nsamples; i++)
 		p->order[i] = i;
-	if (sh) { /* Fisher-Yates under splitmix64 of the seed */
-		uint64_t st = (uint64_t)json_integer_value(sh);
-		for (i = p->nsamples; i > 1; i--) {
-			size_t j = (size_t)(splitmix(&st) % i), t = p->order[i - 1];
-			p->order[i - 1] = p->order[j];
-			p->order[j] = t;
-		}
-	}
+	if (sh)
+		ishard_shuffle(p->order, p->nsamples, (uint64_t)json_integer_value(sh));
 	p->shards = xcalloc(p->nsamples + 1, sizeof(*p->shards));
 	for (i = 0; i < p->nsamples; i++) {
 		uint64_t b = p->samples[p->order[i]].bytes;

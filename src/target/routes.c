@@ -16,6 +16,7 @@
 #include "aisd/jobs.h"
 #include "aisd/ishard.h"
 #include "aisd/xarch.h"
+#include "aisd/dsort.h"
 #include "aisd/xcopy.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
@@ -66,6 +67,8 @@ static const http_route_t routes[] = {
 	 "(?action=stop|start)", 0},
 	{"/v1/remotes", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, bk_h_remotes,
 	 "remote backends: GET the list (no secrets), PUT/DELETE /v1/remotes/ALIAS", 0},
+	{"/v1/dsort", M(GET), 0, 0, dsort_h_index, "a dsort run's index of this target (targets only): GET /v1/dsort/ID",
+	 0},
 	{"/v1/s3uploads", M(GET), 0, 0, s3_h_uploads, "S3 multipart uploads on this target (for a gateway's list)", 0},
 	{"/", S3_ROUTE_METHODS, HTTP_ROUTE_BODY | HTTP_ROUTE_S3, 0, s3_h_target,
 	 "S3: /BUCKET/KEY and /s3/BUCKET/KEY (and BUCKET.<s3.domain>), served from this target", 5},
@@ -97,6 +100,8 @@ static int tgt_jobs(http_req_t *req)
 		return jobs_h_kind(req, "ishard"); /* (src/ishard) */
 	if (what.ptr && sv_eqstr(what, "archive"))
 		return jobs_h_kind(req, "archive"); /* (src/xarch) */
+	if (what.ptr && sv_eqstr(what, "dsort"))
+		return jobs_h_kind(req, "dsort"); /* (src/dsort) */
 	return jobs_h_target(req, t->reb, t->res);
 }
 
@@ -322,6 +327,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			xcopy_register(cl, t->store);
 			ishard_register(cl, t->store);
 			xarch_register(cl, t->store);
+			dsort_register(cl, t->store, c->dsort_memory_limit);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();
@@ -358,6 +364,7 @@ void target_stop(target_t *t)
 	xcopy_stop();
 	ishard_stop();
 	xarch_stop();
+	dsort_stop();
 	reb_stop(t->reb); /* before the cluster: the job reads the map */
 	log_debug("stop: rebalance stopped");
 	cluster_free(t->base.cl);

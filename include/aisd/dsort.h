@@ -1,0 +1,135 @@
+/*
+ * dsort.h - distributed resharding and shuffling of WebDataset shards
+ * inside the cluster: the samples of SRC's tar shards, reordered (a seeded
+ * shuffle, a sort by key or by a member's content) and cut into new shards
+ * of DST named by a template.
+ *
+ * The gateway lists SRC once, keeps the input shards (by prefix or input
+ * template), assigns each to one target of the map of the moment (HRW of
+ * SRC/NAME among the active targets) and hands the same spec to every target
+ * (POST /v1/buckets/SRC?bck_to=DST {"action":"dsort"}); bad specs are 400
+ * there, before any target starts. The rules of a run:
+ *  1. A sample (record) is the set of members of one input shard with one
+ *     WebDataset key (the name up to the first dot of its basename,
+ *     ishard_key_len); members keep their names, bytes and order in the
+ *     shard. A sample of two shards with one key is two records.
+ *  2. Phase 1: each target reads the headers of the input shards assigned
+ *     to it (and, for "content", the member with content_ext) and keeps its
+ *     index: per record its key, sort key and members' offsets and sizes.
+ *     A compressed shard (.tgz, .tar.gz, .zip) is first made a tar (a
+ *     temporary file on a mountpath) through libarchive; offsets are the
+ *     tar's, and peers read its members' bytes from this target
+ *     (GET /v1/dsort/ID?shard=I&off=&len=). Peers read the index from
+ *     GET /v1/dsort/ID (targets only).
+ *  3. Every target reads every index and computes the same global order:
+ *     records in canonical order (key, input shard, position), then sorted
+ *     (alphanumeric: key bytes; numeric: the key's last run of digits as a
+ *     number; content: the member's text as a number or a string; ties in
+ *     canonical order) or shuffled (Fisher-Yates under the seed). Every
+ *     input shard must be indexed exactly once, else the run fails.
+ *  4. The order is cut greedily into output shards: at most shard_size
+ *     tar bytes (a sample is never split; a larger one is alone), or
+ *     samples_per_shard samples; shard i is named by the template
+ *     (ishard_name), and a plan with more shards than it names fails.
+ *  5. Phase 2: the builder of output shard i is the HRW owner of DST/NAME
+ *     among the spec's targets. It writes every shard it builds (members'
+ *     data read from its store, or with ranged GETs of the input shard
+ *     through the object layer: records move target to target, never
+ *     through a gateway) into one spool: memory up to dsort.memory_limit,
+ *     then a temporary file on a mountpath. When every target has built its
+ *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
+ *     shards to DST's owners as a client's writes (copies, erasure coding
+ *     hold; a listing never shows a partial shard).
+ *  6. A run that fails (a peer gone or failed, an input changed or
+ *     unreadable) ends failed with the reason and deletes the output shards
+ *     it committed; its index then answers 500 with the first failure's
+ *     reason, so its peers fail at once with it (a peer gone: after
+ *     PEER_WAIT_MS without an answer). A failure before the barrier leaves
+ *     no output at all; one during the commits (a target lost then) may
+ *     leave whole shards of the others. A run cut by a restart starts
+ *     again from its spec (the same index, plan and shards): when its peers
+ *     were still waiting for it (within PEER_WAIT_MS), the job goes on;
+ *     else it fails with their reason.
+ */
+#ifndef AISD_DSORT_H
+#define AISD_DSORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aisd/buf.h"
+#include "aisd/ishard.h"
+
+enum dsort_alg { DSORT_SHUFFLE, DSORT_ALPHA, DSORT_NUMERIC, DSORT_CONTENT };
+
+#define DSORT_EXT_MAX 63
+#define DSORT_CONTENT_MAX 256 /* bytes of a content_ext member used as its sort key */
+
+typedef struct dsort_spec {
+	enum dsort_alg alg;
+	uint64_t seed;
+	char content_ext[DSORT_EXT_MAX + 1];
+	bool content_num; /* content_type "number" (else "string") */
+	uint64_t shard_size, per_shard; /* exactly one is set */
+	char tpl[ISHARD_NAME_MAX + 1];
+	char in_tpl[ISHARD_NAME_MAX + 1]; /* "" none */
+	char prefix[ISHARD_NAME_MAX + 1];
+} dsort_spec_t;
+
+/* Checks and reads the options of spec ({"algorithm","seed","content_ext",
+ * "content_type","shard_size"|"samples_per_shard","template",
+ * "input_template","prefix","dry_run"}). 0, or 400 with err saying what
+ * to fix. Pure. */
+int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err);
+
+/* The gateway's part (pure): from the listing of SRC ([[NAME,SIZE],..])
+ * and the active targets ([[ID,INTRA_URL],..]), sets spec's "objects"
+ * ([[NAME,SIZE,TARGET],..]: the input shards and the target index each is
+ * assigned to) and "targets". same: DST is SRC (its output must not be
+ * named like an input). 0, or 400 with err. */
+int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets, bool same, buf_t *err);
+/* A dry run's answer: {"input_shards","input_bytes","skipped","targets":
+ * {ID:{"shards","bytes"}},"algorithm","output":{"first","estimated_shards"}}. */
+void dsort_dry_summary(json_t *spec, json_t *out);
+
+/* One record of the global order (rule 1). Strings are borrowed from the
+ * indexes (JSON) they came from. */
+typedef struct dsort_rec {
+	uint32_t shard;   /* input shard: its index in spec's "objects" */
+	uint32_t pos;     /* its first member's position in the shard */
+	const char *key;  /* NUL-terminated */
+	const char *skey; /* content: the member's text (NULL: numeric's from the key) */
+	size_t sklen;
+	json_t *members;  /* [[NAME,OFFSET,SIZE],..] */
+	uint64_t bytes;   /* its tar bytes in an output shard */
+} dsort_rec_t;
+
+typedef struct dsort_out {
+	size_t first, n; /* order[first .. first+n) */
+	uint64_t bytes;  /* tar bytes, end blocks included */
+} dsort_out_t;
+
+/* Rule 3: fills order[0..n) with the records' global order. Pure. */
+void dsort_order(const dsort_spec_t *s, const dsort_rec_t *recs, size_t n, size_t *order);
+/* Compares two decimal numbers given as text (optional sign, digits,
+ * fraction): <0, 0, >0; *ok false when either is not such a number. Pure. */
+int dsort_numcmp(const char *a, size_t alen, const char *b, size_t blen, bool *ok);
+/* Rule 4: the output shards of order (*outs: caller frees). 0, or 400
+ * with err (the template cannot name them all). Pure. */
+int dsort_cut(const dsort_spec_t *s, const dsort_rec_t *recs, const size_t *order, size_t n, dsort_out_t **outs,
+	      size_t *nouts, buf_t *err);
+
+struct cluster;
+struct http_req;
+/* Registers the job kind "dsort" (cl and store kept until dsort_stop);
+ * memory_limit: dsort.memory_limit. */
+void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit);
+void dsort_stop(void);
+/* GET /v1/dsort/ID (targets only): this target's index of run ID (rule 2):
+ * 200 {"target","shards":[..],"records":[[SHARD,POS,KEY,SORTKEY,MEMBERS],..]},
+ * 503 while it is built, 500 with the reason when it failed, 404 for
+ * a run this target does not know. */
+int dsort_h_index(struct http_req *req);
+
+#endif
