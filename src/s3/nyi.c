@@ -122,7 +122,7 @@ static const struct subres {
 	{SUB("restore", ON_OBJECT, "restoring archived objects")},
 	{SUB("select", ON_OBJECT, "S3 Select")},
 	{SUB("torrent", ON_OBJECT, "BitTorrent")},
-	{SUB("attributes", ON_OBJECT, "GetObjectAttributes")},
+	{SUB("attributes", ON_OBJECT, "GetObjectAttributes"), .get = C(PASS)},
 	{SUB("renameObject", ON_OBJECT, "RenameObject")},
 };
 

@@ -404,8 +404,8 @@ static int writer_verify(store_writer_t *w, enum store_cksum want_type, const ch
 	int rc = AIS_OK;
 	for (int i = 0; i < w->n_hs; i++) {
 		store_hasher_final(&w->hs[i], hex[i]);
-		if (w->hs[i].type == CKSUM_MD5)
-			snprintf(w->md5, sizeof(w->md5), "%s", hex[i]);
+		if (w->hs[i].type == CKSUM_MD5 && strlen(hex[i]) == 32)
+			memcpy(w->md5, hex[i], 33);
 	}
 	m->cksum_type = w->bck_type;
 	snprintf(m->cksum, sizeof(m->cksum), "%s", hex[0]);

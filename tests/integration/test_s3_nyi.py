@@ -209,7 +209,7 @@ unchanged("the refused bucket sub-resources (DELETE ?versioning, ?location, ... 
 
 OBJECT_NYI = {
     "tagging": ["PUT"], "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
-    "torrent": ["GET"], "attributes": ["GET"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["GET", "HEAD",
+    "torrent": ["GET"], "attributes": ["PUT"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["GET", "HEAD",
                                                                                                        "DELETE", "PUT"],
     "partNumber=1": ["GET", "HEAD"], "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
     "cors": ["DELETE"], "location": ["GET", "DELETE"], "delete": ["POST", "DELETE"], "acl": ["DELETE"],
@@ -301,7 +301,6 @@ CASES = [
                                                      "Expiration": {"Days": 1}}]})),
     ("GetObject versionId", s3.get_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
     ("DeleteObject versionId", s3.delete_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
-    ("GetObjectAttributes", s3.get_object_attributes, dict(Bucket=B, Key="obj", ObjectAttributes=["ETag"])),
     ("CreateBucket object lock", s3.create_bucket, dict(Bucket="nyi-lock2", ObjectLockEnabledForBucket=True)),
 ]
 CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
