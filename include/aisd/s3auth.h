@@ -87,6 +87,8 @@ typedef struct s3_req {
 	sv_t query;         /* raw query string after '?', may be empty */
 	const http_hdr_t *hdrs;
 	size_t nhdrs;
+	bool ck_of_object;  /* its x-amz-checksum-* header is the object's, not the body's
+			       (CompleteMultipartUpload): the body decoder leaves it */
 } s3_req_t;
 
 /* The view of an HTTP request (borrows from req). */

@@ -235,18 +235,32 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 				 m->user[i].value);
 }
 
-bool s3_meta_ck(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type)
+/* m->ck split: "ALG:VALUE[:TYPE]"; false when malformed or unknown. */
+static bool ck_split(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type)
 {
 	if (!m->ck)
 		return false;
 	const char *c1 = strchr(m->ck, ':');
-	if (!c1 || c1 == m->ck || !c1[1])
+	if (!c1 || c1 == m->ck)
 		return false;
 	const char *c2 = strchr(c1 + 1, ':');
 	*alg = (sv_t){m->ck, (size_t)(c1 - m->ck)};
 	*value = (sv_t){c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)};
 	*type = c2 && !strcmp(c2 + 1, "COMPOSITE") ? "COMPOSITE" : "FULL_OBJECT";
 	return s3_ck_by_name(*alg) != S3_CK_NONE;
+}
+
+bool s3_meta_ck(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type)
+{
+	return ck_split(m, alg, value, type) && value->len > 0;
+}
+
+enum s3_ck s3_meta_ck_pending(const s3_meta_t *m, const char **type)
+{
+	sv_t alg, v;
+	if (!ck_split(m, &alg, &v, type) || v.len)
+		return S3_CK_NONE;
+	return s3_ck_by_name(alg);
 }
 
 void s3_ck_headers(s3_rq_t *r, const s3_meta_t *m)

@@ -247,7 +247,7 @@ static void obj_reply(s3_put_t *p)
 {
 	s3_common_headers(p->r);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
-	s3_put_ck_header(p);
+	s3_put_ck_header(p, true);
 	http_resp_send(p->r->http, "", 0);
 }
 

@@ -89,13 +89,14 @@ static const ol_stream_ops_t s3_stream_ops = {
 	.cleanup = p_cleanup,
 };
 
-void s3_put_ck_header(const s3_put_t *p)
+void s3_put_ck_header(const s3_put_t *p, bool with_type)
 {
 	if (p->ck == S3_CK_NONE)
 		return;
 	http_resp_header(p->r->http, arena_printf(p->r->http->arena, "x-amz-checksum-%s", s3_ck_name(p->ck)), "%s",
 			 p->ck_b64);
-	http_resp_header(p->r->http, "x-amz-checksum-type", "FULL_OBJECT");
+	if (with_type)
+		http_resp_header(p->r->http, "x-amz-checksum-type", "FULL_OBJECT");
 }
 
 void s3_put_start(s3_rq_t *r, s3_put_t *p)

@@ -130,6 +130,7 @@ typedef struct s3_complete_req {
 	struct s3_part_ref {
 		uint64_t num;
 		char etag[33]; /* lower-case hex; "" if not 32 hex digits */
+		char ck[48];   /* <ChecksumALG> as given (base64); "" if none */
 	} *parts;
 } s3_complete_req_t;
 int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
@@ -180,6 +181,10 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m);
 /* The parts of m->ck: its algorithm (s3_ck_by_name), base64 value and
  * type ("FULL_OBJECT" or "COMPOSITE"); false when there is none. */
 bool s3_meta_ck(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type);
+/* A multipart upload's metadata: the algorithm it was created with
+ * ("ALG::TYPE", the value computed at Complete) and its type; S3_CK_NONE
+ * when none. */
+enum s3_ck s3_meta_ck_pending(const s3_meta_t *m, const char **type);
 /* x-amz-checksum-ALG and x-amz-checksum-type of m, when it has a checksum
  * and the request asked for it (x-amz-checksum-mode: ENABLED). */
 void s3_ck_headers(s3_rq_t *r, const s3_meta_t *m);
@@ -298,7 +303,7 @@ struct s3_put {
 void s3_put_start(s3_rq_t *r, s3_put_t *p);
 /* The answer's x-amz-checksum-ALG and -type headers of p's verified
  * checksum, when the client sent one. */
-void s3_put_ck_header(const s3_put_t *p);
+void s3_put_ck_header(const s3_put_t *p, bool with_type);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);

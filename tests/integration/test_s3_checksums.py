@@ -205,5 +205,79 @@ try:
 except ClientError as e:
     t.eq(e.response["Error"]["Code"], "NoSuchKey", "GetObjectAttributes of a missing key: NoSuchKey")
 
+# --- multipart uploads ------------------------------------------------------------------
+
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+s3.upload_file(big, B, "multi-crc32", ExtraArgs={"ChecksumAlgorithm": "CRC32"},
+               Config=boto3.s3.transfer.TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20))
+bigdata = open(big, "rb").read()
+parts = [bigdata[i:i + (5 << 20)] for i in range(0, len(bigdata), 5 << 20)]
+comp = base64.b64encode(DIGEST["crc32"](b"".join(DIGEST["crc32"](p) for p in parts))).decode() + "-3"
+st, h, _ = signed("HEAD", "/%s/multi-crc32" % B, headers={"x-amz-checksum-mode": "ENABLED"})
+t.check(st == 200 and h.get("x-amz-checksum-crc32") == comp and h.get("x-amz-checksum-type") == "COMPOSITE",
+        "boto3 upload_file with CRC32 (3 parts): HEAD answers the composite checksum crc32(crc32(part)..)-3",
+        (st, h.get("x-amz-checksum-crc32"), h.get("x-amz-checksum-type"), comp))
+gb = s3.get_object(Bucket=B, Key="multi-crc32", ChecksumMode="ENABLED")
+t.check(gb["Body"].read() == bigdata and gb.get("ChecksumCRC32") == comp, "GET of it: the bytes, the composite checksum")
+st, _, body = signed("GET", "/%s/multi-crc32?attributes" % B, headers={"x-amz-object-attributes": "Checksum,ObjectParts"})
+d = ET.fromstring(body) if st == 200 else None
+t.check(d is not None and d.findtext(NS + "Checksum/" + NS + "ChecksumCRC32") == comp
+        and d.findtext(NS + "Checksum/" + NS + "ChecksumType") == "COMPOSITE"
+        and d.findtext(NS + "ObjectParts/" + NS + "PartsCount") == "3",
+        "GetObjectAttributes of it: the composite checksum, type COMPOSITE, 3 parts", body[:500])
+
+
+def mpu(key, alg, typ, datas, part_cks=None, whole=None):
+    """Create (raw: this botocore has no ChecksumType), parts with their
+    checksums, Complete; returns (status, headers, body) of the Complete."""
+    st, h, body = signed("POST", "/%s/%s?uploads" % (B, key), b"", {"x-amz-checksum-algorithm": alg.upper(),
+                                                                    "x-amz-checksum-type": typ})
+    if st != 200:
+        return st, h, body
+    if h.get("x-amz-checksum-algorithm") != alg.upper() or h.get("x-amz-checksum-type") != typ:
+        return 0, h, b"Create did not answer the algorithm and type"
+    uid = ET.fromstring(body).findtext(NS + "UploadId")
+    xml = "<CompleteMultipartUpload>"
+    for i, d in enumerate(datas):
+        st, h, body = signed("PUT", "/%s/%s?partNumber=%d&uploadId=%s" % (B, key, i + 1, uid), d,
+                             {"x-amz-checksum-" + alg: b64(alg, d)})
+        if st != 200 or h.get("x-amz-checksum-" + alg) != b64(alg, d):
+            return st, h, b"UploadPart: " + body
+        ck = (part_cks or {}).get(i, b64(alg, d))
+        xml += "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag><Checksum%s>%s</Checksum%s></Part>" % (
+            i + 1, h["etag"], alg.upper(), ck, alg.upper())
+    xml += "</CompleteMultipartUpload>"
+    return signed("POST", "/%s/%s?uploadId=%s" % (B, key, uid), xml.encode(),
+                  {"x-amz-checksum-" + alg: whole} if whole else {})
+
+
+two = [os.urandom(5 << 20), os.urandom(3000)]
+full = b64("crc32", b"".join(two))
+st, h, body = mpu("full-crc32", "crc32", "FULL_OBJECT", two, whole=full)
+d = ET.fromstring(body) if st == 200 else None
+t.check(d is not None and d.findtext(NS + "ChecksumCRC32") == full and d.findtext(NS + "ChecksumType") == "FULL_OBJECT",
+        "a CRC32 FULL_OBJECT upload: Complete (its x-amz-checksum-crc32 verified) answers the whole object's CRC32",
+        (st, body[:500]))
+gb = s3.get_object(Bucket=B, Key="full-crc32", ChecksumMode="ENABLED")
+t.check(gb["Body"].read() == b"".join(two) and gb.get("ChecksumCRC32") == full,
+        "GET of it with the mode: the full-object CRC32 (botocore validated the body)")
+st, h, body = mpu("full-bad", "crc32", "FULL_OBJECT", two, whole=b64("crc32", b"other"))
+t.check(st == 400 and code(body) == "BadDigest", "a FULL_OBJECT Complete with a wrong x-amz-checksum-crc32: BadDigest",
+        (st, body[:300]))
+st, h, body = mpu("comp-bad", "sha256", "COMPOSITE", two, part_cks={1: b64("sha256", b"other")})
+t.check(st == 400 and code(body) == "InvalidPart", "a COMPOSITE Complete naming a wrong part checksum: InvalidPart",
+        (st, body[:300]))
+t.eq(signed("HEAD", "/%s/full-bad" % B)[0], 404, "... nothing stored")
+st, h, body = mpu("comp-sha1", "sha1", "COMPOSITE", two)
+comp1 = base64.b64encode(hashlib.sha1(b"".join(DIGEST["sha1"](p) for p in two)).digest()).decode() + "-2"
+t.check(st == 200 and ET.fromstring(body).findtext(NS + "ChecksumSHA1") == comp1, "a SHA1 COMPOSITE upload: sha1(sha1(part)..)-2",
+        (st, body[:400], comp1))
+for alg, typ in (("sha1", "FULL_OBJECT"), ("crc64nvme", "COMPOSITE"), ("md5", "COMPOSITE")):
+    st, _, body = signed("POST", "/%s/x?uploads" % B, b"", {"x-amz-checksum-algorithm": alg, "x-amz-checksum-type": typ})
+    t.check(st == 400 and code(body) == "InvalidRequest", "CreateMultipartUpload %s %s: 400 InvalidRequest" % (alg, typ),
+            (st, body[:300]))
+st, _, body = signed("POST", "/%s/x?uploads" % B, b"", {"x-amz-checksum-type": "COMPOSITE"})
+t.check(st == 400 and code(body) == "InvalidRequest", "x-amz-checksum-type without an algorithm: 400", (st, body[:300]))
+
 t.eq(error_lines(), [], "no node logged an error")
 t.finish()
