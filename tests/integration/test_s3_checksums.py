@@ -4,6 +4,7 @@ verified, kept with the object and answered.
 On a 1-gateway 3-target cluster: PutObject with each algorithm (CRC32,
 CRC32C, SHA1, SHA256 through boto3's ChecksumAlgorithm; CRC64NVME, which
 this botocore lacks, in a signed raw request) answers the checksum, and
+an aws-chunked PUT's CRC32 trailer is kept the same way;
 HeadObject / GetObject with x-amz-checksum-mode: ENABLED answer it back
 (botocore validates the body against it), with x-amz-checksum-type
 FULL_OBJECT; without the mode, or for a Range, no checksum header. A
@@ -11,7 +12,13 @@ wrong value is refused (400 BadDigest) and stores nothing. An object
 copied with CopyObject keeps its checksum. GetObjectAttributes answers
 ETag, Checksum, ObjectParts (a multipart object's part count),
 StorageClass and ObjectSize (boto3 and the AWS CLI); without
-x-amz-object-attributes it is 400 InvalidArgument. No node logs an error.
+x-amz-object-attributes it is 400 InvalidArgument. Multipart uploads:
+boto3's upload_file with CRC32 gets the composite checksum
+crc32(crc32(part 1)..)-3; raw uploads with CRC32 FULL_OBJECT (the
+Complete's x-amz-checksum-crc32 verified: BadDigest when wrong) and SHA1
+COMPOSITE get theirs; a Complete naming a wrong part checksum is
+InvalidPart; Create refuses the combinations S3 refuses. No node logs an
+error.
 """
 # timeout: 180
 import base64
@@ -30,7 +37,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from itlib import T
-from s3lib import AK, AWS_ENV, REGION, SK, boto3_client, cluster, error_lines, http_raw, make_file, run
+from s3lib import AK, AWS_ENV, REGION, SK, boto3_client, chunked_put, cluster, error_lines, http_raw, make_file, run
 
 t = T()
 EP = cluster(t, "s3ck")
@@ -113,6 +120,10 @@ st, h, body = signed("PUT", "/%s/put/crc64nvme" % B, data, {"x-amz-checksum-crc6
 t.check(st == 200 and h.get("x-amz-checksum-crc64nvme") == b64("crc64nvme", data),
         "PutObject CRC64NVME (raw, signed): 200 with the checksum", (st, h, body[:300]))
 objs["put/crc64nvme"] = ("crc64nvme", data)
+data = os.urandom(200000)
+st, body = chunked_put(EP, B, "put/trailer", data)  # aws-chunked, the CRC32 in a trailer
+t.eq(st, 200, "PutObject aws-chunked with an x-amz-checksum-crc32 trailer")
+objs["put/trailer"] = ("crc32", data)
 
 # --- read back ---------------------------------------------------------------------------
 
