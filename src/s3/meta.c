@@ -6,10 +6,11 @@
  * ("s3.own", "s3.acl": access.c), and the multipart upload that made it
  * ("s3.mpu": a repeated Complete answers its ETag again), and the
  * x-amz-checksum-* the write was verified with ("s3.ck", answered by GET
- * and HEAD with x-amz-checksum-mode: ENABLED and GetObjectAttributes). Encoded as "s3.KEY=VALUE" items joined by ','
- * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
- * any header value survives and the native API sees ordinary custom
- * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
+ * and HEAD with x-amz-checksum-mode: ENABLED and GetObjectAttributes).
+ * Encoded as "s3.KEY=VALUE" items joined by ',' with '%', ',', '=' and
+ * bytes outside printable ASCII percent-encoded, so any header value
+ * survives and the native API sees ordinary custom metadata. Keys other
+ * than "s3.*" are left alone (and not shown by S3).
  */
 #include <stdio.h>
 #include <string.h>

@@ -90,7 +90,8 @@ int ol_put_begin(ol_put_t *p)
 {
 	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK ||
 	    store_writer_also(p->sw, p->want_type) != AIS_OK ||
-	    (p->md5_etag && store_writer_also(p->sw, CKSUM_MD5) != AIS_OK) || (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
+	    (p->md5_etag && store_writer_also(p->sw, CKSUM_MD5) != AIS_OK) ||
+	    (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
 		return AIS_ERR;
 	if (p->stamp) /* a copy: the stamp of the write it is of */
 		store_writer_stamp(p->sw, p->stamp);
