@@ -60,6 +60,7 @@ typedef struct conf {
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
+	bool s3_native_etag;        /* native writes get an MD5 S3 ETag (olput.c rule 7) */
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
 	uint64_t delete_pause_ms;   /* debug.delete_pause: a client's delete waits before its slices go */
 	uint64_t bmd_pause_ms;      /* debug.bmd_apply_pause: a new BMD waits, persisted, before its callback */

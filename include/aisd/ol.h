@@ -197,6 +197,11 @@ typedef struct ol_put {
 	struct tgt_repl *repl;                /* copies streamed as the bytes come (mirror.c) */
 	uint64_t size;                        /* the body's payload bytes when known at begin, else 0 */
 	struct ec_stream *ecs;                /* slices encoded as the bytes come (ec.c) */
+	bool md5_etag;                        /* a client's write through an API without an ETag of
+						 its own (native PUT, copy-bck, ishard): the MD5 of the
+						 bytes is computed as they land and kept as the S3
+						 ETag ("s3.etag" in custom, unless custom has one), so
+						 every copy carries it (olput.c rule 7) */
 } ol_put_t;
 /* Whether the write's steps wait on other nodes: copies go to other
  * holders, erasure-coded slices to other targets, or the object to a

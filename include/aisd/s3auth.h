@@ -87,6 +87,8 @@ typedef struct s3_req {
 	sv_t query;         /* raw query string after '?', may be empty */
 	const http_hdr_t *hdrs;
 	size_t nhdrs;
+	bool ck_of_object;  /* its x-amz-checksum-* header is the object's, not the body's
+			       (CompleteMultipartUpload): the body decoder leaves it */
 } s3_req_t;
 
 /* The view of an HTTP request (borrows from req). */
@@ -209,5 +211,44 @@ bool s3_body_checksum(const s3_body_t *b, const char **name, const char **value)
  */
 void s3_sign(const s3_key_t *key, const char *region, const char *amz_date, const s3_req_t *req,
              const char *payload_hash, buf_t *out);
+
+/* ---- the x-amz-checksum-* algorithms (checksum.c) ------------------------ */
+
+enum s3_ck {
+	S3_CK_NONE = 0,
+	S3_CK_CRC32,     /* zlib's CRC-32 */
+	S3_CK_CRC32C,    /* CRC-32C (Castagnoli, reflected polynomial 0x82f63b78) */
+	S3_CK_CRC64NVME, /* CRC-64/NVME (reflected polynomial 0x9a6c9329ac4bc9b5) */
+	S3_CK_SHA1,
+	S3_CK_SHA256,
+};
+
+/* "crc32" ... as in x-amz-checksum-<name>; by name (case-insensitive). */
+const char *s3_ck_name(enum s3_ck t);
+enum s3_ck s3_ck_by_name(sv_t name);
+/* Digest length in bytes (4, 4, 8, 20, 32). */
+size_t s3_ck_len(enum s3_ck t);
+/* "ChecksumCRC32" ... as in S3's XML documents. */
+const char *s3_ck_xml(enum s3_ck t);
+
+uint32_t s3_crc32c(uint32_t crc, const void *p, size_t n);
+uint64_t s3_crc64nvme(uint64_t crc, const void *p, size_t n);
+
+/* One of them computed over bytes fed in pieces: init, update..., final
+ * (the digest's big-endian bytes, s3_ck_len of them; frees the state).
+ * free: without a final. */
+typedef struct s3_ck_state {
+	enum s3_ck type;
+	uint32_t crc32;
+	uint64_t crc64;
+	struct evp_md_ctx_st *md; /* sha1, sha256 */
+} s3_ck_state_t;
+void s3_ck_init(s3_ck_state_t *st, enum s3_ck type);
+void s3_ck_update(s3_ck_state_t *st, const void *p, size_t n);
+size_t s3_ck_final(s3_ck_state_t *st, unsigned char out[32]);
+void s3_ck_free(s3_ck_state_t *st);
+
+/* Standard base64 with padding (out: 4 * ceil(n / 3) + 1 bytes). */
+void s3_b64_encode(const unsigned char *in, size_t n, char *out);
 
 #endif

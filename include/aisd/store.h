@@ -158,6 +158,10 @@ void store_writer_free(store_writer_t *w);
  * it, commit computes the bucket's type and xxhash only, and fails EINVAL
  * for another want_type. Returns AIS_OK, or AIS_ERR (EINVAL) after a write. */
 int store_writer_also(store_writer_t *w, enum store_cksum type);
+/* Addition: after a seal (or commit), the MD5 of the bytes in lower-case
+ * hex when the writer computed one (an md5 bucket, or store_writer_also);
+ * "" otherwise. */
+const char *store_writer_md5(const store_writer_t *w);
 /* The write is a copy of one stamped stamp (another target's, see
  * store_stamp): the copy keeps that stamp, and the commit fails with ESTALE
  * when, with no copy here, a tombstone with a later stamp is (checked under

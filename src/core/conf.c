@@ -101,6 +101,9 @@ static const struct key keys[] = {
 	 "base domain for virtual-hosted S3 (BUCKET.DOMAIN); empty: path-style only"},
 	{"s3.mpu_max_age", K_MS, N(s3_mpu_max_age_ms), "168h",
 	 "S3 multipart uploads neither completed nor aborted are removed after this long"},
+	{"s3.native_etag", K_BOOL, N(s3_native_etag), "on",
+	 "on: an object written through the native API (or copy-bck, ishard) gets the MD5 of its bytes as its S3 "
+	 "ETag, computed as it is written; off: no MD5 (less CPU), S3 shows its checksum as its ETag"},
 	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
 	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
 	 "TooManyUploads; 0 = no limit)"},

@@ -4,10 +4,13 @@
  * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
  * Expires and x-amz-meta-*, and the object's S3 owner and ACL
  * ("s3.own", "s3.acl": access.c), and the multipart upload that made it
- * ("s3.mpu": a repeated Complete answers its ETag again). Encoded as "s3.KEY=VALUE" items joined by ','
- * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
- * any header value survives and the native API sees ordinary custom
- * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
+ * ("s3.mpu": a repeated Complete answers its ETag again), and the
+ * x-amz-checksum-* the write was verified with ("s3.ck", answered by GET
+ * and HEAD with x-amz-checksum-mode: ENABLED and GetObjectAttributes).
+ * Encoded as "s3.KEY=VALUE" items joined by ',' with '%', ',', '=' and
+ * bytes outside printable ASCII percent-encoded, so any header value
+ * survives and the native API sees ordinary custom metadata. Keys other
+ * than "s3.*" are left alone (and not shown by S3).
  */
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +131,8 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 		item(out, "s3.m.", m->user[i].name, m->user[i].value);
 	if (m->mpu)
 		item(out, "s3.mpu", NULL, m->mpu);
+	if (m->ck)
+		item(out, "s3.ck", NULL, m->ck);
 	if (m->owner) {
 		item(out, "s3.own", NULL, m->owner);
 		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
@@ -168,6 +173,8 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 				snprintf(m->etag, sizeof(m->etag), "%s", unpct(a, v, vl));
 			} else if (sv_eqstr(k, "s3.mpu")) {
 				m->mpu = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.ck")) {
+				m->ck = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.own")) {
 				m->owner = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.acl")) {
@@ -227,4 +234,44 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 	for (size_t i = 0; i < m->nuser; i++)
 		http_resp_header(req, arena_printf(req->arena, "x-amz-meta-%s", m->user[i].name), "%s",
 				 m->user[i].value);
+}
+
+/* m->ck split: "ALG:VALUE[:TYPE]"; false when malformed or unknown. */
+static bool ck_split(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type)
+{
+	if (!m->ck)
+		return false;
+	const char *c1 = strchr(m->ck, ':');
+	if (!c1 || c1 == m->ck)
+		return false;
+	const char *c2 = strchr(c1 + 1, ':');
+	*alg = (sv_t){m->ck, (size_t)(c1 - m->ck)};
+	*value = (sv_t){c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)};
+	*type = c2 && !strcmp(c2 + 1, "COMPOSITE") ? "COMPOSITE" : "FULL_OBJECT";
+	return s3_ck_by_name(*alg) != S3_CK_NONE;
+}
+
+bool s3_meta_ck(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type)
+{
+	return ck_split(m, alg, value, type) && value->len > 0;
+}
+
+enum s3_ck s3_meta_ck_pending(const s3_meta_t *m, const char **type)
+{
+	sv_t alg, v;
+	if (!ck_split(m, &alg, &v, type) || v.len)
+		return S3_CK_NONE;
+	return s3_ck_by_name(alg);
+}
+
+void s3_ck_headers(s3_rq_t *r, const s3_meta_t *m)
+{
+	sv_t alg, v;
+	const char *type;
+	if (!sv_eqcase(sv_trim(http_req_header(r->http, "x-amz-checksum-mode")), SV("ENABLED")) ||
+	    !s3_meta_ck(m, &alg, &v, &type))
+		return;
+	http_resp_header(r->http, arena_printf(r->http->arena, "x-amz-checksum-%.*s", (int)alg.len, alg.ptr), "%.*s",
+			 (int)v.len, v.ptr);
+	http_resp_header(r->http, "x-amz-checksum-type", "%s", type);
 }

@@ -15,6 +15,13 @@
  * once, in order, into an object-layer write (ol_put: temp file, fsync,
  * the bucket's copies on the other holders, rename, LevelDB commit), with
  * the ETag md5(md5(part 1) .. md5(part N))-N, and removes the directory.
+ * An upload created with x-amz-checksum-algorithm keeps "ALG::TYPE" in its
+ * metadata; Complete computes the object's checksum while it streams the
+ * parts: COMPOSITE, ALG(ALG(part 1) .. ALG(part N)) with "-N" (each part's
+ * checked against the <ChecksumALG> the body gives for it), or
+ * FULL_OBJECT, ALG of all the bytes (CRCs only; checked against the
+ * Complete's x-amz-checksum-ALG header when given), and keeps it with the
+ * object (s3.ck).
  * The parts themselves live on the owner only until Complete. Uploads
  * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
  * from Create, and at a target's start); a bucket holds at most
@@ -252,6 +259,10 @@ struct mpu {
 	buf_t msg;        /* why the copies failed */
 	/* list parts */
 	uint64_t marker, max_parts;
+	/* create: the checksum algorithm and type it answers; complete: the object's */
+	enum s3_ck ck;
+	const char *ck_type;
+	char ck_b64[64];
 };
 
 static void mpu_cleanup(void *arg)
@@ -312,8 +323,17 @@ static void mpu_answer(http_req_t *req)
 		s3_error(r, "ServiceUnavailable", "%s", u->msg.ptr);
 	else if (u->err)
 		s3_error_errno(r, u->err, true);
-	else if (u->out.len)
+	else if (u->out.len) {
+		if (u->ck != S3_CK_NONE && !u->ck_b64[0]) { /* Create's */
+			char up[16];
+			snprintf(up, sizeof(up), "%s", s3_ck_name(u->ck));
+			for (char *c = up; *c; c++)
+				*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+			http_resp_header(req, "x-amz-checksum-algorithm", "%s", up);
+			http_resp_header(req, "x-amz-checksum-type", "%s", u->ck_type);
+		}
 		s3_send_xml(r, 200, &u->out);
+	}
 	else {
 		s3_common_headers(r);
 		http_resp_status(req, 204);
@@ -389,6 +409,44 @@ static void create_work(http_req_t *req)
 	s3_xml_close(&u->out, "InitiateMultipartUploadResult");
 }
 
+/* x-amz-checksum-algorithm and x-amz-checksum-type of a Create, as S3
+ * takes them: a type needs an algorithm; FULL_OBJECT only with a CRC;
+ * CRC64NVME only FULL_OBJECT (its default; the others' is COMPOSITE).
+ * Sets u->ck, u->ck_type and the pending "ALG::TYPE" in u->m. AIS_ERR
+ * after answering. */
+static int create_ck(s3_rq_t *r, struct mpu *u)
+{
+	sv_t a = sv_trim(http_req_header(r->http, "x-amz-checksum-algorithm"));
+	sv_t ty = sv_trim(http_req_header(r->http, "x-amz-checksum-type"));
+	if (!a.len && !ty.len)
+		return AIS_OK;
+	if (!a.len) {
+		s3_error(r, "InvalidRequest", "The x-amz-checksum-type header can only be used with the "
+					      "x-amz-checksum-algorithm header.");
+		return AIS_ERR;
+	}
+	u->ck = s3_ck_by_name(a);
+	if (u->ck == S3_CK_NONE) {
+		s3_error(r, "InvalidRequest", "Checksum algorithm provided is unsupported. Please try again with any of "
+					      "the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
+		return AIS_ERR;
+	}
+	bool crc = u->ck == S3_CK_CRC32 || u->ck == S3_CK_CRC32C || u->ck == S3_CK_CRC64NVME;
+	if (!ty.len)
+		u->ck_type = u->ck == S3_CK_CRC64NVME ? "FULL_OBJECT" : "COMPOSITE";
+	else if (sv_eqstr(ty, "FULL_OBJECT") && crc)
+		u->ck_type = "FULL_OBJECT";
+	else if (sv_eqstr(ty, "COMPOSITE") && u->ck != S3_CK_CRC64NVME)
+		u->ck_type = "COMPOSITE";
+	else {
+		s3_error(r, "InvalidRequest", "The %.*s checksum type cannot be used with the %s checksum algorithm.",
+			 (int)MIN(ty.len, 32), ty.ptr, s3_ck_name(u->ck));
+		return AIS_ERR;
+	}
+	u->m.ck = arena_printf(r->http->arena, "%s::%s", s3_ck_name(u->ck), u->ck_type);
+	return AIS_OK;
+}
+
 int s3_mpu_create(s3_rq_t *r)
 {
 	store_bucket_t b;
@@ -397,7 +455,7 @@ int s3_mpu_create(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_meta_from_req(r, &u->m) != AIS_OK)
+	if (s3_meta_from_req(r, &u->m) != AIS_OK || create_ck(r, u) != AIS_OK)
 		return AIS_OK;
 	memset(u->m.etag, 'f', 40);
 	int rc = s3_meta_encode(&u->m, &u->custom);
@@ -478,8 +536,10 @@ static void parts_work(http_req_t *req)
 }
 
 /* The CompleteMultipartUploadResult document for etag (unquoted). */
-static void complete_result(struct mpu *u, const char *etag)
+static void complete_result(struct mpu *u, const char *etag, const s3_meta_t *m)
 {
+	sv_t alg, v;
+	const char *type;
 	s3_rq_t *r = u->r;
 	buf_t loc = BUF_INIT;
 	s3_xml_head(&u->out, "CompleteMultipartUploadResult");
@@ -489,6 +549,10 @@ static void complete_result(struct mpu *u, const char *etag)
 	s3_xml_elem(&u->out, "Bucket", r->bucket.ptr, r->bucket.len);
 	s3_xml_elem(&u->out, "Key", r->key.ptr, r->key.len);
 	s3_xml_elemf(&u->out, "ETag", "\"%s\"", etag);
+	if (m && s3_meta_ck(m, &alg, &v, &type)) {
+		s3_xml_elem(&u->out, s3_ck_xml(s3_ck_by_name(alg)), v.ptr, v.len);
+		s3_xml_elemstr(&u->out, "ChecksumType", type);
+	}
 	s3_xml_close(&u->out, "CompleteMultipartUploadResult");
 }
 
@@ -505,7 +569,7 @@ static bool completed_before(struct mpu *u)
 	s3_meta_decode(r->http->arena, sm.custom, &m);
 	if (!m.mpu || !sv_eqstr(u->id, m.mpu) || !m.etag[0])
 		return false;
-	complete_result(u, m.etag);
+	complete_result(u, m.etag, &m);
 	return true;
 }
 
@@ -519,6 +583,12 @@ static void complete_work(http_req_t *req)
 	ol_put_t op = {.t = req->ctx, .bck = r->bucket, .obj = r->key, .w = r->where};
 	char *chunk = NULL;
 	EVP_MD_CTX *md = NULL;
+	s3_meta_t m;
+	enum s3_ck ck;
+	const char *ck_type = NULL;
+	bool full;
+	s3_ck_state_t whole = {0}, part = {0}; /* FULL_OBJECT: all the bytes; COMPOSITE: each part */
+	unsigned char *comp = NULL;            /* COMPOSITE: the parts' digests, one after another */
 
 	if (mpu_open(u) != AIS_OK) {
 		if (u->err == ENOENT && completed_before(u))
@@ -552,6 +622,15 @@ static void complete_work(http_req_t *req)
 			goto out;
 		}
 	}
+	s3_meta_decode(req->arena, u->in.custom, &m);
+	ck = s3_meta_ck_pending(&m, &ck_type);
+	full = ck != S3_CK_NONE && !strcmp(ck_type, "FULL_OBJECT");
+	if (ck != S3_CK_NONE) {
+		if (full)
+			s3_ck_init(&whole, ck);
+		else
+			comp = xmalloc(u->cr.n * s3_ck_len(ck));
+	}
 	md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
 	if (ol_put_begin(&op) != AIS_OK) {
@@ -570,6 +649,8 @@ static void complete_work(http_req_t *req)
 			u->err = errno == ENOENT ? EIO : errno;
 			break;
 		}
+		if (comp)
+			s3_ck_init(&part, ck);
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 		for (;;) {
 			ssize_t k = read(fd, chunk, COPY_CHUNK);
@@ -581,12 +662,27 @@ static void complete_work(http_req_t *req)
 			}
 			if (k == 0)
 				break;
+			if (full)
+				s3_ck_update(&whole, chunk, (size_t)k);
+			if (comp)
+				s3_ck_update(&part, chunk, (size_t)k);
 			if (ol_put_write(&op, chunk, (size_t)k) != AIS_OK) {
 				u->err = errno ? errno : EIO;
 				break;
 			}
 		}
 		close(fd);
+		if (comp && !u->err) { /* the part's checksum, checked against the one the body gives */
+			unsigned char *d = comp + i * s3_ck_len(ck);
+			char b64[64];
+			s3_b64_encode(d, s3_ck_final(&part, d), b64);
+			if (u->cr.parts[i].ck[0] && strcmp(u->cr.parts[i].ck, b64)) {
+				u->code = "InvalidPart";
+				buf_addf(&u->msg, "One or more of the specified parts could not be found: part %u's %s "
+					 "checksum is %s, not %s", use[i]->num, s3_ck_name(ck), b64, u->cr.parts[i].ck);
+				goto out;
+			}
+		}
 	}
 	if (u->err)
 		goto out;
@@ -596,10 +692,30 @@ static void complete_work(http_req_t *req)
 	EVP_DigestFinal_ex(md, dig, &dl);
 	hex_encode(dig, 16, hex);
 	snprintf(u->etag, sizeof(u->etag), "%s-%zu", hex, u->cr.n);
-	s3_meta_t m;
-	s3_meta_decode(req->arena, u->in.custom, &m);
 	snprintf(m.etag, sizeof(m.etag), "%s", u->etag);
 	m.mpu = arena_strndup(req->arena, u->id.ptr, u->id.len);
+	if (ck != S3_CK_NONE) { /* the object's checksum of the upload's type */
+		unsigned char d[32];
+		char b64[64];
+		if (full) {
+			s3_b64_encode(d, s3_ck_final(&whole, d), b64);
+		} else {
+			s3_ck_init(&part, ck);
+			s3_ck_update(&part, comp, u->cr.n * s3_ck_len(ck));
+			s3_b64_encode(d, s3_ck_final(&part, d), b64);
+		}
+		sv_t given = sv_trim(http_req_header(req, arena_printf(req->arena, "x-amz-checksum-%s", s3_ck_name(ck))));
+		if (given.len && !(sv_eqstr(given, b64) ||
+				   (!full && given.len > strlen(b64) && !strncmp(given.ptr, b64, strlen(b64)) &&
+				    given.ptr[strlen(b64)] == '-'))) {
+			u->code = "BadDigest";
+			buf_addf(&u->msg, "The %s you specified did not match the calculated checksum.",
+				 s3_ck_name(ck));
+			goto out;
+		}
+		snprintf(u->ck_b64, sizeof(u->ck_b64), full ? "%s" : "%s-%zu", b64, u->cr.n);
+		m.ck = arena_printf(req->arena, "%s:%s:%s", s3_ck_name(ck), u->ck_b64, ck_type);
+	}
 	buf_reset(&u->custom);
 	s3_meta_encode(&m, &u->custom);
 	op.custom = u->custom.ptr;
@@ -610,10 +726,13 @@ static void complete_work(http_req_t *req)
 		goto out;
 	}
 	mpu_remove(u->dir);
-	complete_result(u, u->etag);
+	complete_result(u, u->etag, &m);
 out:
 	ol_put_free(&op);
 	EVP_MD_CTX_free(md);
+	s3_ck_free(&whole);
+	s3_ck_free(&part);
+	free(comp);
 	free(chunk);
 	free(use);
 	free(v);
@@ -709,6 +828,7 @@ static void part_reply(s3_put_t *p)
 {
 	s3_common_headers(p->r);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
+	s3_put_ck_header(p, false);
 	http_resp_send(p->r->http, "", 0);
 }
 
@@ -776,6 +896,7 @@ int s3_multipart(s3_rq_t *r, sv_t id)
 		return AIS_OK;
 	}
 	case HTTP_POST:
+		r->areq.ck_of_object = true; /* x-amz-checksum-*: the whole object's (complete_work) */
 		s3_read_body(r, complete_body);
 		return AIS_OK;
 	case HTTP_DELETE:

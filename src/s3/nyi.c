@@ -122,7 +122,7 @@ static const struct subres {
 	{SUB("restore", ON_OBJECT, "restoring archived objects")},
 	{SUB("select", ON_OBJECT, "S3 Select")},
 	{SUB("torrent", ON_OBJECT, "BitTorrent")},
-	{SUB("attributes", ON_OBJECT, "GetObjectAttributes")},
+	{SUB("attributes", ON_OBJECT, "GetObjectAttributes"), .get = C(PASS)},
 	{SUB("renameObject", ON_OBJECT, "RenameObject")},
 };
 
@@ -166,9 +166,6 @@ static const struct hdr_rule {
 	{"If-None-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT, "conditional writes"},
 	{"x-amz-if-match-", ANY, NULL, 0, ON_OBJECT, "conditional deletes"},
 	{"x-amz-write-offset-bytes", ANY, NULL, 0, ON_OBJECT, "appends"},
-	/* parts are verified as they arrive, a whole multipart object is not */
-	{"x-amz-checksum-type", IS_VALUE, "FULL_OBJECT", M(HTTP_POST), ON_OBJECT,
-	 "full-object checksums of multipart uploads"},
 };
 
 static bool rule_matches(const struct hdr_rule *h, const http_hdr_t *x)

@@ -92,6 +92,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	overrides(r, &m);
 	s3_common_headers(r);
 	s3_meta_headers(r, &sm, &m);
+	if (rr != AIS_OK) /* the whole object's checksum, not a range's */
+		s3_ck_headers(r, &m);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
 		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
@@ -113,6 +115,91 @@ static int get_object(s3_rq_t *r)
 		return tgt_get_etl(req, req->ctx, r->bucket, r->key, etl, true); /* transformed (etl.h) */
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
+	return AIS_OK;
+}
+
+/* --- GetObjectAttributes ------------------------------------------------------- */
+
+enum { ATTR_ETAG = 1, ATTR_CK = 2, ATTR_PARTS = 4, ATTR_CLASS = 8, ATTR_SIZE = 16 };
+
+/* x-amz-object-attributes: names separated by commas; 0 when it is
+ * missing, empty or names an unknown attribute. */
+static unsigned attrs_parse(sv_t h)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {{"ETag", ATTR_ETAG},         {"Checksum", ATTR_CK},     {"ObjectParts", ATTR_PARTS},
+		     {"StorageClass", ATTR_CLASS}, {"ObjectSize", ATTR_SIZE}};
+	unsigned out = 0;
+	const char *p = h.ptr, *end = h.ptr + h.len;
+	while (p && p < end) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		sv_t it = sv_trim((sv_t){p, (size_t)((c ? c : end) - p)});
+		size_t i;
+		for (i = 0; i < ARRAY_SIZE(names) && !sv_eqstr(it, names[i].name); i++)
+			;
+		if (i == ARRAY_SIZE(names))
+			return 0;
+		out |= names[i].bit;
+		p = c ? c + 1 : end;
+	}
+	return out;
+}
+
+static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
+{
+	s3_rq_t *r = arg;
+	unsigned want = attrs_parse(http_req_header(req, "x-amz-object-attributes"));
+	s3_meta_t m;
+	char etag[96], t[64];
+	buf_t b = BUF_INIT;
+
+	if (err) {
+		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_read(r, err, msg);
+		return;
+	}
+	ol_close(req, fd);
+	s3_meta_decode(req->arena, smp->custom, &m);
+	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK)
+		return;
+	s3_etag_of(smp, &m, etag, sizeof(etag));
+	s3_xml_head(&b, "GetObjectAttributesResponse");
+	if (want & ATTR_ETAG)
+		s3_xml_elem(&b, "ETag", etag + 1, strlen(etag) - 2); /* without its quotes, as S3 has it */
+	sv_t alg, v;
+	const char *type;
+	if ((want & ATTR_CK) && s3_meta_ck(&m, &alg, &v, &type)) {
+		s3_xml_open(&b, "Checksum");
+		s3_xml_elem(&b, s3_ck_xml(s3_ck_by_name(alg)), v.ptr, v.len);
+		s3_xml_elemstr(&b, "ChecksumType", type);
+		s3_xml_close(&b, "Checksum");
+	}
+	const char *dash = strrchr(etag, '-');
+	if ((want & ATTR_PARTS) && dash && dash - etag == 33) { /* a multipart upload's: "md5-N" */
+		s3_xml_open(&b, "ObjectParts");
+		s3_xml_elem(&b, "PartsCount", dash + 1, strlen(dash + 1) - 1);
+		s3_xml_close(&b, "ObjectParts");
+	}
+	if (want & ATTR_CLASS)
+		s3_xml_elemstr(&b, "StorageClass", "STANDARD");
+	if (want & ATTR_SIZE)
+		s3_xml_elemf(&b, "ObjectSize", "%llu", (unsigned long long)smp->size);
+	s3_xml_close(&b, "GetObjectAttributesResponse");
+	time_http_date(smp->mtime_ns, t, sizeof(t));
+	http_resp_header(req, "Last-Modified", "%s", t);
+	s3_send_xml(r, 200, &b);
+}
+
+int s3_object_attributes(s3_rq_t *r)
+{
+	if (!attrs_parse(http_req_header(r->http, "x-amz-object-attributes"))) {
+		s3_error(r, "InvalidArgument", "x-amz-object-attributes must name one or more of ETag, Checksum, "
+					      "ObjectParts, StorageClass, ObjectSize");
+		return AIS_OK;
+	}
+	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, attrs_opened, r);
 	return AIS_OK;
 }
 
@@ -140,6 +227,8 @@ static int obj_commit(s3_put_t *p)
 {
 	struct obj_sink *s = p->sink;
 	snprintf(s->m.etag, sizeof(s->m.etag), "%s", p->md5hex);
+	if (p->ck != S3_CK_NONE) /* kept for GET/HEAD x-amz-checksum-mode and GetObjectAttributes */
+		s->m.ck = arena_printf(p->r->http->arena, "%s:%s", s3_ck_name(p->ck), p->ck_b64);
 	buf_reset(&s->custom);
 	if (s3_meta_encode(&s->m, &s->custom) != AIS_OK) {
 		p->code = "MetadataTooLarge";
@@ -158,6 +247,7 @@ static void obj_reply(s3_put_t *p)
 {
 	s3_common_headers(p->r);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
+	s3_put_ck_header(p, true);
 	http_resp_send(p->r->http, "", 0);
 }
 
@@ -185,8 +275,11 @@ static int put_object(s3_rq_t *r)
 	if (s3_meta_from_req(r, &s->m) != AIS_OK)
 		return AIS_OK;
 	memset(s->m.etag, 'f', 32);
+	static char longest_ck[] = "sha256:0123456789012345678901234567890123456789012=:FULL_OBJECT";
+	s->m.ck = longest_ck;
 	int rc = s3_meta_encode(&s->m, &probe);
 	s->m.etag[0] = '\0';
+	s->m.ck = NULL;
 	buf_free(&probe);
 	if (rc != AIS_OK) {
 		s3_error(r, "MetadataTooLarge", "S3 metadata over %d bytes encoded", STORE_CUSTOM_MAX - 1);

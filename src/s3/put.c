@@ -70,6 +70,11 @@ static int p_end(ol_stream_t *s)
 	}
 	s3_body_md5(p->dec, p->md5);
 	hex_encode(p->md5, 16, p->md5hex);
+	const char *name, *value;
+	if (s3_body_checksum(p->dec, &name, &value)) {
+		p->ck = s3_ck_by_name(sv_from(name + strlen("x-amz-checksum-")));
+		snprintf(p->ck_b64, sizeof(p->ck_b64), "%s", value);
+	}
 	return AIS_OK;
 }
 
@@ -83,6 +88,16 @@ static const ol_stream_ops_t s3_stream_ops = {
 	.fail = p_fail,
 	.cleanup = p_cleanup,
 };
+
+void s3_put_ck_header(const s3_put_t *p, bool with_type)
+{
+	if (p->ck == S3_CK_NONE)
+		return;
+	http_resp_header(p->r->http, arena_printf(p->r->http->arena, "x-amz-checksum-%s", s3_ck_name(p->ck)), "%s",
+			 p->ck_b64);
+	if (with_type)
+		http_resp_header(p->r->http, "x-amz-checksum-type", "FULL_OBJECT");
+}
 
 void s3_put_start(s3_rq_t *r, s3_put_t *p)
 {

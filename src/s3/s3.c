@@ -333,6 +333,8 @@ static int object_op(s3_rq_t *r)
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
 		if (s3_query_has(req, "tagging"))
 			return req->method == HTTP_GET ? tagging(r) : method_not_allowed(r);
+		if (s3_query_has(req, "attributes"))
+			return req->method == HTTP_GET ? s3_object_attributes(r) : method_not_allowed(r);
 		if (req->method == HTTP_GET && http_query_get(req, "uploadId", &v))
 			return s3_multipart(r, v);
 		return s3_object(r);

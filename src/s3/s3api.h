@@ -130,6 +130,7 @@ typedef struct s3_complete_req {
 	struct s3_part_ref {
 		uint64_t num;
 		char etag[33]; /* lower-case hex; "" if not 32 hex digits */
+		char ck[48];   /* <ChecksumALG> as given (base64); "" if none */
 	} *parts;
 } s3_complete_req_t;
 int s3_parse_complete(arena_t *a, const char *p, size_t n, s3_complete_req_t *out);
@@ -153,6 +154,10 @@ typedef struct s3_meta {
 	char *ctype, *cenc, *cdisp, *cctl, *expires, *clang;
 	char *owner, *acl; /* S3 owner's user id and ACL text (s3acl.h); NULL: none */
 	char *mpu;         /* the multipart upload that made the object; NULL: none */
+	char *ck;          /* the x-amz-checksum-* the client's write was verified with:
+			      "ALG:BASE64[:TYPE]" (ALG crc32, crc32c, crc64nvme, sha1, sha256;
+			      BASE64 with a "-N" for a composite; TYPE FULL_OBJECT (default)
+			      or COMPOSITE); NULL: none ("s3.ck") */
 	size_t nuser;
 	struct {
 		char *name, *value;
@@ -173,6 +178,16 @@ void s3_meta_owner(const char *custom, char *out, size_t outsz);
 void s3_etag_of(const store_meta_t *sm, const s3_meta_t *m, char *out, size_t outsz);
 /* Response headers: ETag, Last-Modified, Content-Type and the others. */
 void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m);
+/* The parts of m->ck: its algorithm (s3_ck_by_name), base64 value and
+ * type ("FULL_OBJECT" or "COMPOSITE"); false when there is none. */
+bool s3_meta_ck(const s3_meta_t *m, sv_t *alg, sv_t *value, const char **type);
+/* A multipart upload's metadata: the algorithm it was created with
+ * ("ALG::TYPE", the value computed at Complete) and its type; S3_CK_NONE
+ * when none. */
+enum s3_ck s3_meta_ck_pending(const s3_meta_t *m, const char **type);
+/* x-amz-checksum-ALG and x-amz-checksum-type of m, when it has a checksum
+ * and the request asked for it (x-amz-checksum-mode: ENABLED). */
+void s3_ck_headers(s3_rq_t *r, const s3_meta_t *m);
 
 /* --- access.c: S3 ACLs applied (rules at the top of access.c) --- */
 /* The user id a request acts as; NULL: anonymous. */
@@ -257,6 +272,7 @@ void s3_entries_free(s3_entry_t *e, size_t n);
 
 /* --- object.c --- */
 int s3_object(s3_rq_t *r);
+int s3_object_attributes(s3_rq_t *r); /* GET ?attributes (GetObjectAttributes) */
 
 /* --- put.c: a request body streamed to a sink by the object layer's
  * pipeline (ol_stream), through the SigV4 body decoder. --- */
@@ -275,6 +291,8 @@ struct s3_put {
 	void *sink;
 	char md5hex[33];     /* after the body */
 	unsigned char md5[16];
+	enum s3_ck ck;       /* after the body: the x-amz-checksum-* verified (S3_CK_NONE: none) */
+	char ck_b64[48];     /* and its value */
 	const char *code;    /* an S3 error code the sink chose */
 	const char *msg;     /* and its message (NULL: the code's) */
 	s3_body_t *dec;
@@ -283,6 +301,9 @@ struct s3_put {
  * decoder; the sink commits only after the decoder's finish succeeded
  * (chunk signatures, payload hash, Content-MD5, x-amz-checksum-*). */
 void s3_put_start(s3_rq_t *r, s3_put_t *p);
+/* The answer's x-amz-checksum-ALG and -type headers of p's verified
+ * checksum, when the client sent one. */
+void s3_put_ck_header(const s3_put_t *p, bool with_type);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);

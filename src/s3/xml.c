@@ -240,6 +240,7 @@ struct cmp_st {
 	bool have_num, have_etag;
 	uint64_t num;
 	char etag[33];
+	char ck[48];
 };
 
 static int cmp_cb(void *arg, const char *path, const char *text, size_t len)
@@ -265,6 +266,13 @@ static int cmp_cb(void *arg, const char *path, const char *text, size_t len)
 			if (hex_decode(v.ptr, v.len, bin, sizeof(bin)) == AIS_OK)
 				hex_encode(bin, sizeof(bin), c->etag);
 		}
+	} else if (!strncmp(path, "CompleteMultipartUpload/Part/Checksum", 37) && strcmp(path + 37, "Type")) {
+		/* ChecksumCRC32 ...: the part's checksum of the upload's algorithm */
+		sv_t v = trimmed(text, len);
+		if (c->ck[0] || v.len >= sizeof(c->ck))
+			return AIS_ERR;
+		memcpy(c->ck, v.ptr, v.len);
+		c->ck[v.len] = '\0';
 	} else if (!strcmp(path, "CompleteMultipartUpload/Part")) {
 		if (!c->have_num || !c->have_etag)
 			return AIS_ERR;
@@ -272,8 +280,10 @@ static int cmp_cb(void *arg, const char *path, const char *text, size_t len)
 			return AIS_ERR;
 		c->out->parts[c->out->n].num = c->num;
 		memcpy(c->out->parts[c->out->n].etag, c->etag, sizeof(c->etag));
+		memcpy(c->out->parts[c->out->n].ck, c->ck, sizeof(c->ck));
 		c->out->n++;
 		c->have_num = c->have_etag = false;
+		c->ck[0] = '\0';
 	}
 	return AIS_OK;
 }

@@ -119,6 +119,7 @@ void s3_req_from_http(const http_req_t *req, s3_req_t *out)
 	out->query = req->query;
 	out->hdrs = req->hdrs;
 	out->nhdrs = req->nhdrs;
+	out->ck_of_object = false;
 }
 
 sv_t s3_req_header(const s3_req_t *r, const char *name)

@@ -12,11 +12,15 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <zlib.h>
+
+#include <openssl/evp.h>
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif
 
+#include "aisd/log.h"
 #include "aisd/status.h"
 #include "s3_int.h"
 #include "aisd/banned.h"
@@ -25,10 +29,22 @@ static const struct {
 	const char *name;
 	enum s3_ck type;
 	size_t len;
+	const char *xml;
 } ck_names[] = {
-        {"crc32", S3_CK_CRC32, 4}, {"crc32c", S3_CK_CRC32C, 4},  {"crc64nvme", S3_CK_CRC64NVME, 8},
-        {"sha1", S3_CK_SHA1, 20},  {"sha256", S3_CK_SHA256, 32},
+        {"crc32", S3_CK_CRC32, 4, "ChecksumCRC32"},
+        {"crc32c", S3_CK_CRC32C, 4, "ChecksumCRC32C"},
+        {"crc64nvme", S3_CK_CRC64NVME, 8, "ChecksumCRC64NVME"},
+        {"sha1", S3_CK_SHA1, 20, "ChecksumSHA1"},
+        {"sha256", S3_CK_SHA256, 32, "ChecksumSHA256"},
 };
+
+const char *s3_ck_xml(enum s3_ck t)
+{
+	for (size_t i = 0; i < sizeof(ck_names) / sizeof(ck_names[0]); i++)
+		if (ck_names[i].type == t)
+			return ck_names[i].xml;
+	return "";
+}
 
 const char *s3_ck_name(enum s3_ck t)
 {
@@ -146,6 +162,65 @@ uint64_t s3_crc64nvme(uint64_t crc, const void *buf, size_t n)
 	for (; n; n--)
 		c = (c >> 8) ^ crc64_tab[0][(c ^ *p++) & 0xff];
 	return ~c;
+}
+
+/* ---- streaming ---------------------------------------------------------- */
+
+void s3_ck_init(s3_ck_state_t *st, enum s3_ck type)
+{
+	memset(st, 0, sizeof(*st));
+	st->type = type;
+	if (type == S3_CK_SHA1 || type == S3_CK_SHA256) {
+		st->md = EVP_MD_CTX_new();
+		if (!st->md || !EVP_DigestInit_ex(st->md, s3_md(type == S3_CK_SHA1 ? S3_MD_SHA1 : S3_MD_SHA256), NULL))
+			fatalx("cannot initialise a digest");
+	}
+}
+
+void s3_ck_update(s3_ck_state_t *st, const void *p, size_t n)
+{
+	switch (st->type) {
+	case S3_CK_CRC32: st->crc32 = (uint32_t)crc32_z(st->crc32, p, n); break;
+	case S3_CK_CRC32C: st->crc32 = s3_crc32c(st->crc32, p, n); break;
+	case S3_CK_CRC64NVME: st->crc64 = s3_crc64nvme(st->crc64, p, n); break;
+	case S3_CK_SHA1:
+	case S3_CK_SHA256:
+		if (!EVP_DigestUpdate(st->md, p, n))
+			fatalx("EVP_DigestUpdate failed");
+		break;
+	case S3_CK_NONE: break;
+	}
+}
+
+size_t s3_ck_final(s3_ck_state_t *st, unsigned char out[32])
+{
+	size_t len = s3_ck_len(st->type);
+	unsigned int dl;
+	switch (st->type) {
+	case S3_CK_CRC32:
+	case S3_CK_CRC32C:
+		for (int k = 0; k < 4; k++)
+			out[k] = (unsigned char)(st->crc32 >> (24 - 8 * k));
+		break;
+	case S3_CK_CRC64NVME:
+		for (int k = 0; k < 8; k++)
+			out[k] = (unsigned char)(st->crc64 >> (56 - 8 * k));
+		break;
+	case S3_CK_SHA1:
+	case S3_CK_SHA256:
+		if (!EVP_DigestFinal_ex(st->md, out, &dl))
+			fatalx("EVP_DigestFinal_ex failed");
+		break;
+	case S3_CK_NONE: break;
+	}
+	s3_ck_free(st);
+	return len;
+}
+
+void s3_ck_free(s3_ck_state_t *st)
+{
+	EVP_MD_CTX_free(st->md);
+	st->md = NULL;
 }
 
 /* ---- base64 ------------------------------------------------------------- */

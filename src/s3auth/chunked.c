@@ -68,7 +68,7 @@ struct s3_body {
 	char prev_sig[65];
 	char chunk_sig[65]; /* the current chunk's claimed signature */
 
-	EVP_MD_CTX *md5, *payload_sha, *chunk_sha, *ck_md;
+	EVP_MD_CTX *md5, *payload_sha, *chunk_sha;
 	unsigned char payload_sha256[32];
 	bool has_md5;
 	unsigned char content_md5[16];
@@ -79,9 +79,7 @@ struct s3_body {
 	bool ck_in_trailer; /* announced by x-amz-trailer */
 	bool ck_value_set;  /* header value, or the trailer seen */
 	unsigned char ck_want[32];
-	uint32_t crc32;
-	uint32_t crc32c;
-	uint64_t crc64;
+	s3_ck_state_t cks;  /* the checksum of the payload, of type ck */
 	char ck_name[40];
 	char ck_b64[48];
 
@@ -97,7 +95,7 @@ static void body_cleanup(void *arg)
 	EVP_MD_CTX_free(b->md5);
 	EVP_MD_CTX_free(b->payload_sha);
 	EVP_MD_CTX_free(b->chunk_sha);
-	EVP_MD_CTX_free(b->ck_md);
+	s3_ck_free(&b->cks);
 	buf_free(&b->trailers);
 	OPENSSL_cleanse(b->signing_key, sizeof(b->signing_key));
 }
@@ -126,6 +124,8 @@ static void md_final(EVP_MD_CTX *m, unsigned char *out)
 /* The x-amz-checksum-* request headers: at most one algorithm. */
 static int header_checksum(s3_body_t *b, const s3_req_t *req, s3_autherr_t *err)
 {
+	if (req->ck_of_object)
+		return AIS_OK;
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		sv_t n = req->hdrs[i].name;
 		/* x-amz-checksum-mode (GET), -type and -algorithm name no value */
@@ -257,8 +257,7 @@ s3_body_t *s3_body_new(arena_t *a, const s3_auth_t *auth, const s3_req_t *req, i
 			return NULL;
 		}
 	}
-	if (b->ck == S3_CK_SHA1 || b->ck == S3_CK_SHA256)
-		b->ck_md = md_new(s3_md(b->ck == S3_CK_SHA1 ? S3_MD_SHA1 : S3_MD_SHA256));
+	s3_ck_init(&b->cks, b->ck);
 	return b;
 }
 
@@ -276,14 +275,7 @@ static int payload(s3_body_t *b, const char *p, size_t n, s3_emit_fn emit, void 
 	md_update(b->md5, p, n);
 	md_update(b->payload_sha, p, n);
 	md_update(b->chunk_sha, p, n);
-	switch (b->ck) {
-	case S3_CK_CRC32: b->crc32 = (uint32_t)crc32_z(b->crc32, (const unsigned char *)p, n); break;
-	case S3_CK_CRC32C: b->crc32c = s3_crc32c(b->crc32c, p, n); break;
-	case S3_CK_CRC64NVME: b->crc64 = s3_crc64nvme(b->crc64, p, n); break;
-	case S3_CK_SHA1:
-	case S3_CK_SHA256: md_update(b->ck_md, p, n); break;
-	case S3_CK_NONE: break;
-	}
+	s3_ck_update(&b->cks, p, n);
 	return emit ? emit(arg, p, n) : AIS_OK;
 }
 
@@ -517,23 +509,7 @@ int s3_body_feed(s3_body_t *b, const char *in, size_t n, s3_emit_fn emit, void *
 
 static void ck_result(s3_body_t *b, unsigned char *d)
 {
-	size_t len = s3_ck_len(b->ck);
-	switch (b->ck) {
-	case S3_CK_CRC32:
-	case S3_CK_CRC32C: {
-		uint32_t c = b->ck == S3_CK_CRC32 ? b->crc32 : b->crc32c;
-		for (int k = 0; k < 4; k++)
-			d[k] = (unsigned char)(c >> (24 - 8 * k));
-		break;
-	}
-	case S3_CK_CRC64NVME:
-		for (int k = 0; k < 8; k++)
-			d[k] = (unsigned char)(b->crc64 >> (56 - 8 * k));
-		break;
-	case S3_CK_SHA1:
-	case S3_CK_SHA256: md_final(b->ck_md, d); break;
-	case S3_CK_NONE: break;
-	}
+	size_t len = s3_ck_final(&b->cks, d);
 	snprintf(b->ck_name, sizeof(b->ck_name), "x-amz-checksum-%s", s3_ck_name(b->ck));
 	s3_b64_encode(d, len, b->ck_b64);
 }

@@ -105,29 +105,8 @@ const struct evp_md_st *s3_md(enum s3_md which);
 void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65]);
 void s3_sha256_hex(const void *p, size_t n, char out[65]);
 
-/* ---- checksums (checksum.c) --------------------------------------------- */
-
-enum s3_ck {
-	S3_CK_NONE = 0,
-	S3_CK_CRC32,
-	S3_CK_CRC32C,
-	S3_CK_CRC64NVME,
-	S3_CK_SHA1,
-	S3_CK_SHA256,
-};
-
-/* "crc32" ... as in x-amz-checksum-<name>; by name (case-insensitive). */
-const char *s3_ck_name(enum s3_ck t);
-enum s3_ck s3_ck_by_name(sv_t name);
-/* Digest length in bytes (4, 4, 8, 20, 32). */
-size_t s3_ck_len(enum s3_ck t);
-
-uint32_t s3_crc32c(uint32_t crc, const void *p, size_t n);
-uint64_t s3_crc64nvme(uint64_t crc, const void *p, size_t n);
-
 /* Standard base64 with padding. s3_b64_decode returns the decoded length,
  * or -1 when in is not canonical base64 or does not fit outsz. */
-void s3_b64_encode(const unsigned char *in, size_t n, char *out);
 long s3_b64_decode(sv_t in, unsigned char *out, size_t outsz);
 
 #endif

@@ -66,7 +66,7 @@
 #include "store_int.h"
 #include "aisd/banned.h"
 
-#define WRITER_HASHERS 3
+#define WRITER_HASHERS 4 /* the bucket's type, xxhash, md5, sha256 at most */
 #define WRITER_RB (256u << 10) /* bytes per read-back of spliced bytes for their checksum */
 #define WRITER_FREE_STEP (8u << 20) /* free space checked again after this many bytes (one statvfs) */
 
@@ -86,8 +86,9 @@ struct store_writer {
 	int err;           /* errno of the failure, when W_FAILED */
 	char tmp[STORE_PATH_MAX];
 	enum store_cksum bck_type;
-	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2] extra */
+	store_hasher_t hs[WRITER_HASHERS]; /* [0] the bucket's type, [1] xxhash, [2..] extra */
 	int n_hs;
+	char md5[33];        /* after the seal: the MD5 in hex when one of hs was MD5, else "" */
 	store_meta_t sealed; /* W_SEALED: checksum and size, verified */
 	int64_t origin_ns;   /* a copy of a write of that stamp (store_writer_origin); 0: new */
 	int64_t stamp;       /* the write's stamp (store_writer_stamp_of) */
@@ -275,6 +276,8 @@ int store_writer_also(store_writer_t *w, enum store_cksum type)
 	return AIS_OK;
 }
 
+const char *store_writer_md5(const store_writer_t *w) { return w->md5; }
+
 void store_writer_origin(store_writer_t *w, int64_t stamp)
 {
 	w->origin_ns = stamp;
@@ -399,8 +402,11 @@ static int writer_verify(store_writer_t *w, enum store_cksum want_type, const ch
 {
 	char hex[WRITER_HASHERS][STORE_CKSUM_HEX_MAX];
 	int rc = AIS_OK;
-	for (int i = 0; i < w->n_hs; i++)
+	for (int i = 0; i < w->n_hs; i++) {
 		store_hasher_final(&w->hs[i], hex[i]);
+		if (w->hs[i].type == CKSUM_MD5 && strlen(hex[i]) == 32)
+			memcpy(w->md5, hex[i], 33);
+	}
 	m->cksum_type = w->bck_type;
 	snprintf(m->cksum, sizeof(m->cksum), "%s", hex[0]);
 	if (want_type == CKSUM_NONE)

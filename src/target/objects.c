@@ -428,6 +428,7 @@ static int put_object(http_req_t *req, target_t *t, sv_t bck, sv_t obj, ol_where
 	p->obj = obj;
 	p->w = w;
 	p->size = !req->chunked && req->content_length > 0 ? (uint64_t)req->content_length : 0;
+	p->md5_etag = t->conf->s3_native_etag && !http_req_has_header(req, TGT_INTRA); /* olput.c rule 7 */
 	sv_t ct = http_req_header(req, "Ais-Checksum-Type"), cv = http_req_header(req, "Ais-Checksum-Value");
 	if (ct.ptr && ct.len) {
 		if (store_cksum_parse(ct.ptr, ct.len, &p->want_type) != AIS_OK) {

@@ -48,6 +48,15 @@
  *     fsync, then visible); a sender that stops or goes mid-body ends the
  *     request as for a read body (the body timeout, the closed connection),
  *     and the writer's temp file is removed with the request.
+ *  7. An object written through an API that has no ETag of its own
+ *     (md5_etag: a native PUT from outside the cluster, copy-bck, ishard)
+ *     gets one as S3 has it: the MD5 of its bytes, computed with the
+ *     bucket's checksum as they land (store_writer_also), recorded as
+ *     "s3.etag" in the custom metadata before the write is sealed out to
+ *     the other holders or slices, so every copy, and every copy of a copy,
+ *     answers S3 with the same MD5 ETag (s3cmd and rclone verify it). A
+ *     write whose custom metadata has an ETag already (S3's, a remote's)
+ *     keeps that one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +89,9 @@ bool ol_put_remote(const ol_put_t *p)
 int ol_put_begin(ol_put_t *p)
 {
 	if (store_writer_begin(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &p->sw) != AIS_OK ||
-	    store_writer_also(p->sw, p->want_type) != AIS_OK || (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
+	    store_writer_also(p->sw, p->want_type) != AIS_OK ||
+	    (p->md5_etag && store_writer_also(p->sw, CKSUM_MD5) != AIS_OK) ||
+	    (p->size && store_writer_reserve(p->sw, p->size) != AIS_OK))
 		return AIS_ERR;
 	if (p->stamp) /* a copy: the stamp of the write it is of */
 		store_writer_stamp(p->sw, p->stamp);
@@ -140,6 +151,29 @@ static void index_tar(ol_put_t *p)
 	buf_free(&msg);
 }
 
+/* Does custom ("k=v,k=v") have an s3.etag item? */
+static bool has_etag(const char *custom)
+{
+	for (const char *p = custom; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (!strncmp(p, "s3.etag=", 8))
+			return true;
+	return false;
+}
+
+/* custom with "s3.etag=md5" added (malloc'd), or NULL when there is no MD5
+ * or no room for it (the object then answers S3 with its checksum). */
+static char *with_etag(const char *custom, const char *md5)
+{
+	size_t cl = custom ? strlen(custom) : 0;
+	if (strlen(md5) != 32 || cl + 42 >= STORE_CUSTOM_MAX)
+		return NULL;
+	buf_t b = BUF_INIT;
+	if (cl)
+		buf_addf(&b, "%s,", custom);
+	buf_addf(&b, "s3.etag=%s", md5);
+	return buf_detach(&b, NULL);
+}
+
 int ol_put_commit(ol_put_t *p)
 {
 	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
@@ -157,6 +191,17 @@ int ol_put_commit(ol_put_t *p)
 		}
 		if (through)
 			custom = through;
+	}
+	if (p->md5_etag && !has_etag(custom)) { /* rule 7 */
+		if (store_writer_seal(p->sw, p->want_type, want, NULL) != AIS_OK) {
+			free(through);
+			return AIS_ERR;
+		}
+		char *c2 = with_etag(custom, store_writer_md5(p->sw));
+		if (c2) {
+			free(through);
+			custom = through = c2;
+		}
 	}
 	bmd_props_t bp;
 	store_meta_t sm;
