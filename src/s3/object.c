@@ -45,6 +45,53 @@ static void overrides(s3_rq_t *r, s3_meta_t *m)
 	}
 }
 
+/* ?partNumber=N of a GET/HEAD: *num 0 when absent. AIS_ERR after
+ * answering (not 1..10000, or with a Range). */
+static int part_param(s3_rq_t *r, uint32_t *num)
+{
+	sv_t v;
+	uint64_t n;
+	*num = 0;
+	if (!http_query_get(r->http, "partNumber", &v))
+		return AIS_OK;
+	if (num_parse_u64(v.ptr, v.len, 1, S3_MAX_PARTS, &n) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+		return AIS_ERR;
+	}
+	if (http_req_has_header(r->http, "Range")) {
+		s3_error(r, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
+		return AIS_ERR;
+	}
+	*num = (uint32_t)n;
+	return AIS_OK;
+}
+
+/* The byte range of part num of the object (its part sizes kept at
+ * Complete; an object not from a multipart upload is its own part 1) and
+ * its part count (0: not multipart). AIS_ERR after answering. */
+static int part_range(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m, uint32_t num, uint64_t *start,
+		      uint64_t *len, uint32_t *count)
+{
+	*count = 0;
+	if (m->parts) {
+		if (s3_part_range(m->parts, num, start, len, count) != AIS_OK) {
+			s3_error(r, "InternalError", "the object's part sizes are damaged");
+			return AIS_ERR;
+		}
+	} else if (m->mpu) {
+		s3_error(r, "NotImplemented", "the part sizes of this multipart object were not kept");
+		return AIS_ERR;
+	} else {
+		*start = 0;
+		*len = sm->size;
+	}
+	if (num > (*count ? *count : 1)) {
+		s3_error(r, "InvalidPartNumber", NULL);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -82,7 +129,15 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		http_resp_send(req, "", 0);
 		return;
 	}
+	uint32_t part, nparts = 0;
+	part_param(r, &part); /* (checked before the open) */
 	int rr = http_range_parse(http_req_header(req, "Range"), sm.size, &start, &len);
+	if (part && part_range(r, &sm, &m, part, &start, &len, &nparts) != AIS_OK) {
+		ol_close(req, fd);
+		return;
+	}
+	if (part)
+		rr = len ? AIS_OK : AIS_DONE; /* a part is a range; an empty object: all of it */
 	if (rr == AIS_ERR) {
 		ol_close(req, fd);
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)sm.size);
@@ -92,6 +147,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	overrides(r, &m);
 	s3_common_headers(r);
 	s3_meta_headers(r, &sm, &m);
+	if (nparts)
+		http_resp_header(req, "x-amz-mp-parts-count", "%u", nparts);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
 		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
@@ -111,8 +168,93 @@ static int get_object(s3_rq_t *r)
 	sv_t etl;
 	if (req->method == HTTP_GET && (http_query_get(req, "etl", &etl) || (etl = http_req_header(req, "x-ais-etl")).len))
 		return tgt_get_etl(req, req->ctx, r->bucket, r->key, etl, true); /* transformed (etl.h) */
-	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
+	uint32_t part;
+	if (part_param(r, &part) != AIS_OK)
+		return AIS_OK;
+	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") && !part ? OL_VERIFY : 0;
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
+	return AIS_OK;
+}
+
+/* --- conditional writes ----------------------------------------------------------- */
+
+struct cond {
+	sv_t if_match;     /* ETags, or "*"; {NULL, 0}: none */
+	bool if_none;      /* If-None-Match: * */
+	const char **code; /* the S3 error code of a failed check goes here */
+};
+
+/* Does the ETag list l ("a", W/"b", *) name etag (quoted)? */
+static bool etag_listed(sv_t l, const char *etag)
+{
+	sv_t want = {etag + 1, strlen(etag) - 2};
+	while (l.len) {
+		const char *c = memchr(l.ptr, ',', l.len);
+		sv_t it = sv_trim((sv_t){l.ptr, c ? (size_t)(c - l.ptr) : l.len});
+		l = c ? (sv_t){c + 1, l.len - (size_t)(c + 1 - l.ptr)} : (sv_t){l.ptr + l.len, 0};
+		if (sv_eqstr(it, "*"))
+			return true;
+		if (sv_startswith(it, "W/"))
+			it = (sv_t){it.ptr + 2, it.len - 2};
+		if (it.len >= 2 && it.ptr[0] == '"' && it.ptr[it.len - 1] == '"')
+			it = (sv_t){it.ptr + 1, it.len - 2};
+		if (sv_eq(it, want))
+			return true;
+	}
+	return false;
+}
+
+/* ol_put_t.precond: the object's current ETag against the request's. */
+static int cond_check(ol_put_t *w, const store_meta_t *cur)
+{
+	struct cond *c = w->precond_arg;
+	if (!cur) {
+		if (!c->if_match.ptr)
+			return AIS_OK;
+		*c->code = "NoSuchKey"; /* S3: If-Match on a missing key */
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	if (c->if_none) {
+		*c->code = "PreconditionFailed";
+		errno = EEXIST;
+		return AIS_ERR;
+	}
+	if (c->if_match.ptr) {
+		arena_t *a = arena_new(4096);
+		s3_meta_t *m = arena_alloc(a, sizeof(*m));
+		char etag[96];
+		s3_meta_decode(a, cur->custom, m);
+		s3_etag_of(cur, m, etag, sizeof(etag));
+		arena_destroy(a);
+		if (!etag_listed(c->if_match, etag)) {
+			*c->code = "PreconditionFailed";
+			errno = EEXIST;
+			return AIS_ERR;
+		}
+	}
+	return AIS_OK;
+}
+
+int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code)
+{
+	sv_t im = http_req_header(r->http, "If-Match"), inm = http_req_header(r->http, "If-None-Match");
+	if (!im.ptr && !inm.ptr)
+		return AIS_OK;
+	if (inm.ptr && !sv_eqstr(sv_trim(inm), "*")) {
+		s3_error(r, "NotImplemented", "If-None-Match: only '*' is implemented on writes");
+		return AIS_ERR;
+	}
+	if (im.ptr && !sv_trim(im).len) {
+		s3_error(r, "InvalidArgument", "If-Match: an empty ETag");
+		return AIS_ERR;
+	}
+	struct cond *c = arena_zalloc(r->http->arena, sizeof(*c));
+	c->if_match = im.ptr ? sv_trim(im) : (sv_t){NULL, 0};
+	c->if_none = inm.ptr != NULL;
+	c->code = code;
+	w->precond = cond_check;
+	w->precond_arg = c;
 	return AIS_OK;
 }
 
@@ -148,7 +290,8 @@ static int obj_commit(s3_put_t *p)
 	}
 	s->op.custom = s->custom.ptr;
 	if (ol_put_commit(&s->op) != AIS_OK) {
-		p->msg = s->op.msg.ptr; /* freed with the sink, after the answer */
+		if (!p->code)
+			p->msg = s->op.msg.ptr; /* freed with the sink, after the answer */
 		return AIS_ERR;
 	}
 	return AIS_OK;
@@ -182,7 +325,8 @@ static int put_object(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_meta_from_req(r, &s->m) != AIS_OK)
+	if (s3_meta_from_req(r, &s->m) != AIS_OK || s3_tags_from_req(r, &s->m.tags) != AIS_OK ||
+	    s3_cond_arm(r, &s->op, &p->code) != AIS_OK)
 		return AIS_OK;
 	memset(s->m.etag, 'f', 32);
 	int rc = s3_meta_encode(&s->m, &probe);

@@ -300,17 +300,6 @@ void s3_user_xml(buf_t *b, const char *tag, const char *uid)
 	user_xml(b, tag, id, name);
 }
 
-/* GET ?tagging of an object: no tags (none can be set: nyi.c). */
-static int tagging(s3_rq_t *r)
-{
-	buf_t b = BUF_INIT;
-	s3_xml_head(&b, "Tagging");
-	buf_addstr(&b, "<TagSet></TagSet>");
-	s3_xml_close(&b, "Tagging");
-	s3_send_xml(r, 200, &b);
-	return AIS_OK;
-}
-
 /* ?acl on a bucket or an object: GET and PUT (aclop.c). */
 static int acl_op(s3_rq_t *r)
 {
@@ -330,9 +319,9 @@ static int object_op(s3_rq_t *r)
 
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
+	if (s3_query_has(req, "tagging"))
+		return req->method == HTTP_HEAD ? method_not_allowed(r) : s3_object_tagging(r);
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
-		if (s3_query_has(req, "tagging"))
-			return req->method == HTTP_GET ? tagging(r) : method_not_allowed(r);
 		if (req->method == HTTP_GET && http_query_get(req, "uploadId", &v))
 			return s3_multipart(r, v);
 		return s3_object(r);
@@ -401,7 +390,8 @@ static int authenticate(s3_rq_t *r)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
  *   GetObject, HeadObject          read          READ (object)
  *   Get/PutObjectAcl               read / write  READ_ACP / WRITE_ACP (object)
- *   ListParts, tagging             read          WRITE / READ (bucket)
+ *   ListParts, GetObjectTagging    read          WRITE / READ (bucket)
+ *   Put/DeleteObjectTagging        write / delete WRITE (bucket)
  *   PutObject, multipart           write         WRITE (bucket)
  *   DeleteObject / AbortMPU        delete / write WRITE (bucket)
  *   + copy source                  read          READ (source object)
