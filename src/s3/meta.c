@@ -291,6 +291,37 @@ int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
 	return s3_access_object(r, S3_RES_NAMED, m);
 }
 
+struct mfetch {
+	s3_meta_fn then;
+	void *arg;
+	s3_meta_t m;
+};
+
+static void fetched(http_req_t *req, void *arg, int fd, store_meta_t *sm, int err, const char *msg)
+{
+	s3_rq_t *r = arg;
+	struct mfetch *f = r->op;
+	if (err) {
+		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_read(r, err, msg);
+		return;
+	}
+	ol_close(req, fd);
+	s3_meta_decode(req->arena, sm->custom, &f->m);
+	if (s3_access_object(r, S3_RES_NAMED, &f->m) != AIS_OK)
+		return;
+	f->then(r, sm, &f->m, f->arg);
+}
+
+void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg)
+{
+	struct mfetch *f = arena_zalloc(r->http->arena, sizeof(*f));
+	f->then = then;
+	f->arg = arg;
+	r->op = f;
+	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, fetched, r);
+}
+
 struct mset {
 	uint64_t version;
 	buf_t custom, msg;

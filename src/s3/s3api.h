@@ -207,6 +207,11 @@ int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, 
  * ?acl) on this target: AIS_ERR after answering (missing, or the
  * object's ACL refuses it). */
 int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m);
+/* The same through the object layer (ol_open: a holder that lacks its copy
+ * fetches it first), then calls then(..., arg) on the loop; answers the error
+ * itself. r->op is its own until then runs. */
+typedef void (*s3_meta_fn)(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg);
+void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg);
 /* Sets m as the object's S3 metadata on every copy (ol_set_custom, on
  * the network pool in a cluster) if the object is still version, and
  * answers status with an empty body; what names the change in errors

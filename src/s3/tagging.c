@@ -33,6 +33,12 @@ static void tag_add(arena_t *a, s3_tags_t *t, sv_t k, sv_t v)
 	t->n++;
 }
 
+/* The parser's text lives until its next callback only. */
+static sv_t keep(arena_t *a, const char *text, size_t len)
+{
+	return (sv_t){arena_strndup(a, text, len), len};
+}
+
 int s3_tags_from_query(arena_t *a, sv_t q, s3_tags_t *out)
 {
 	sv_t k, v, dk, dv;
@@ -62,10 +68,10 @@ static int tx_cb(void *arg, const char *path, const char *text, size_t len)
 	} else if (!strcmp(path, "Tagging/TagSet/Tag/Key")) {
 		if (c->key_seen)
 			return AIS_ERR;
-		c->key = (sv_t){text, len};
+		c->key = keep(c->a, text, len);
 		c->key_seen = true;
 	} else if (!strcmp(path, "Tagging/TagSet/Tag/Value")) {
-		c->value = (sv_t){text, len};
+		c->value = keep(c->a, text, len);
 	} else if (!strcmp(path, "Tagging/TagSet/Tag")) {
 		if (!c->key_seen)
 			return AIS_ERR;
@@ -165,10 +171,29 @@ int s3_tags_from_req(s3_rq_t *r, s3_tags_t *out)
 
 /* --- GET, PUT and DELETE ?tagging of an object --------------------------------------- */
 
+static void get_then(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
+{
+	buf_t b = BUF_INIT;
+	(void)sm, (void)arg;
+	s3_tags_xml(&m->tags, &b);
+	s3_send_xml(r, 200, &b);
+}
+
+static void del_then(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
+{
+	(void)arg;
+	m->tags.n = 0;
+	s3_meta_set(r, sm->version, m, 204, "tags");
+}
+
+static void put_then(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
+{
+	m->tags = *(s3_tags_t *)arg;
+	s3_meta_set(r, sm->version, m, 200, "tags");
+}
+
 static void put_body(s3_rq_t *r, buf_t *body)
 {
-	store_meta_t sm;
-	s3_meta_t *m = arena_alloc(r->http->arena, sizeof(*m));
 	s3_tags_t *t = arena_alloc(r->http->arena, sizeof(*t));
 	if (s3_tags_from_xml(r->http->arena, body->ptr ? body->ptr : "", body->len, t) != AIS_OK) {
 		s3_error(r, "MalformedXML", NULL);
@@ -179,33 +204,20 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		s3_error(r, "InvalidTag", "%s", why);
 		return;
 	}
-	if (s3_meta_lookup(r, &sm, m) != AIS_OK)
-		return;
-	m->tags = *t;
-	s3_meta_set(r, sm.version, m, 200, "tags");
+	s3_meta_fetch(r, put_then, t);
 }
 
 int s3_object_tagging(s3_rq_t *r)
 {
-	store_meta_t sm;
-	s3_meta_t *m = arena_alloc(r->http->arena, sizeof(*m));
-	buf_t b = BUF_INIT;
-
 	switch (r->http->method) {
 	case HTTP_GET:
-		if (s3_meta_lookup(r, &sm, m) != AIS_OK)
-			return AIS_OK;
-		s3_tags_xml(&m->tags, &b);
-		s3_send_xml(r, 200, &b);
+		s3_meta_fetch(r, get_then, NULL);
 		return AIS_OK;
 	case HTTP_PUT:
 		s3_read_body(r, put_body);
 		return AIS_OK;
 	case HTTP_DELETE:
-		if (s3_meta_lookup(r, &sm, m) != AIS_OK)
-			return AIS_OK;
-		m->tags.n = 0;
-		s3_meta_set(r, sm.version, m, 204, "tags");
+		s3_meta_fetch(r, del_then, NULL);
 		return AIS_OK;
 	default:
 		s3_error(r, "MethodNotAllowed", NULL);
