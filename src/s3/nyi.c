@@ -3,7 +3,9 @@
  * dispatcher (s3_serve) checks once, after authorization and before any
  * handler runs: the sub-resources (?versioning, ?policy, ...) by scope and
  * method, and the request headers that ask for a feature (encryption,
- * object lock, tags, storage classes, conditional writes, ...).
+ * object lock, storage classes, ...), with the operations that do serve
+ * some of them (served_by: x-amz-tagging on PutObject, conditional
+ * writes on PutObject and CompleteMultipartUpload, ...).
  *
  * Guarantee: a request that asks for something aisd does not do is never
  * answered 2xx with the request's point ignored. It is answered either
@@ -69,10 +71,9 @@ static const struct subres {
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
 	{SUB("versionId", ON_OBJECT, "versioning (a versionId other than \"null\")"), .pass_value = "null"},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
+	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
 	{SUB("versioning", ON_BUCKET, "versioning"), .get = CA(DOC, "VersioningConfiguration", "")},
-	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = CA(ABSENT, "NoSuchTagSet", "The TagSet does not exist"),
-	 .del = C(NONE)},
 	{SUB("policy", ON_BUCKET, "bucket policies"),
 	 .get = CA(ABSENT, "NoSuchBucketPolicy", "The bucket policy does not exist"), .del = C(NONE)},
 	{SUB("policyStatus", ON_BUCKET, "bucket policies"),

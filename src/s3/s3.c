@@ -353,6 +353,8 @@ static int bucket_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
+	if (s3_query_has(req, "tagging"))
+		return s3_bucket_tagging(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -383,8 +385,8 @@ static int authenticate(s3_rq_t *r)
  *   operation                      perm          ACL need (on)
  *   ListBuckets                    -             -
  *   CreateBucket                   cluster admin -
- *   PutBucketAcl                   admin         WRITE_ACP (bucket)
- *   GetBucketAcl                   list          READ_ACP (bucket)
+ *   PutBucketAcl, Put/DeleteBucketTagging admin  WRITE_ACP (bucket)
+ *   GetBucketAcl, GetBucketTagging list          READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
@@ -423,7 +425,7 @@ static int s3_declare(s3_rq_t *r)
 	x->object = r->key;
 	r->nres = 1;
 	if (!r->key.len) {
-		if (acl) {
+		if (acl || s3_query_has(req, "tagging")) { /* the bucket's ACL or tags: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

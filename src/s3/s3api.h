@@ -285,6 +285,9 @@ int s3_service(s3_rq_t *r);     /* GET / */
 int s3_bucket(s3_rq_t *r);      /* /BUCKET */
 bool s3_bucket_exists(s3_rq_t *r);
 bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
+/* GET, PUT, DELETE ?tagging of a bucket (its tags live in the BMD,
+ * props.s3tags, changed through the primary like its ACL). */
+int s3_bucket_tagging(s3_rq_t *r);
 /* PutBucketAcl's change: the BMD through the primary; answers 200. */
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
 

@@ -7,8 +7,8 @@ GET ?versioning an empty VersioningConfiguration, DELETE ?cors 204).
 
 Walks the whole table with signed raw requests (botocore's SigV4 signer,
 so nothing in an SDK drops or rewrites a header) and the common cases with
-boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, bucket
-tags, storage classes), on a 1-gateway 3-target cluster with auth on: after
+boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, storage
+classes), on a 1-gateway 3-target cluster with auth on: after
 each refused request the bucket's objects are the same bytes and ETags
 and no new key exists. Also: versionId=null is served (every object is
 its key's null version), DELETE /bucket?versioning no longer deletes the
@@ -195,7 +195,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 # --- sub-resources -------------------------------------------------------------------------------------------------
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
-    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["PUT", "POST"], "policy": ["PUT", "POST"],
+    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
     "object-lock": ["PUT", "DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
@@ -294,7 +294,6 @@ CASES = [
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
     ("PutObjectLockConfiguration", s3.put_object_lock_configuration,
      dict(Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})),
-    ("PutBucketTagging", s3.put_bucket_tagging, dict(Bucket=B, Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})),
     ("PutBucketPolicy", s3.put_bucket_policy, dict(Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}')),
     ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
         {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),

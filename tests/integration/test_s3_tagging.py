@@ -17,13 +17,17 @@ Checks:
     400), the same through x-amz-tagging on PUT (nothing stored), a body
     that is not XML or not <Tagging> (MalformedXML); 10 tags of 128/256
     characters are fine. Tags of a missing key: NoSuchKey.
- 4. copies=2: both holders' copies carry the same tags (their custom
+ 4. Bucket tags (Put/Get/DeleteBucketTagging, boto3 and the AWS CLI):
+    NoSuchTagSet before and after; the same set read through the gateway
+    and straight from every target (the BMD); 50 tags fine, 51, an aws:
+    key, a key twice, a 129-character key InvalidTag.
+ 5. copies=2: both holders' copies carry the same tags (their custom
     metadata, asked with Ais-Intra on each target) after a Put and after a
     Delete of the tag set.
- 5. kill -9 of each holder in turn (once the map drops it): the tags read
+ 6. kill -9 of each holder in turn (once the map drops it): the tags read
     from the other copy; the target restarts and rejoins, and both copies
     still carry the tags.
- 6. No error-level line in any node's log.
+ 7. No error-level line in any node's log.
 """
 # timeout: 240
 import http.client
@@ -189,7 +193,40 @@ for what, doc in {"not XML": b"<Tagging><TagSet>", "not <Tagging>": b"<Other><Ta
     t.check(st == 400 and b"MalformedXML" in b, "PutObjectTagging with a body %s: 400 MalformedXML" % what,
             (st, b[:200]))
 
-# 4. every copy
+# 4. bucket tags: in the BMD, seen by every node
+t.eq(code_of(s3.get_bucket_tagging, Bucket=B), (404, "NoSuchTagSet"), "GetBucketTagging of an untagged bucket: "
+     "404 NoSuchTagSet")
+r = s3.put_bucket_tagging(Bucket=B, Tagging=tagset([("project", "x y"), ("cost-center", "42&1")]))
+t.eq(r["ResponseMetadata"]["HTTPStatusCode"], 200, "PutBucketTagging: 200")
+want_bt = [("cost-center", "42&1"), ("project", "x y")]
+t.eq([(x["Key"], x["Value"]) for x in s3.get_bucket_tagging(Bucket=B)["TagSet"]], want_bt,
+     "GetBucketTagging through the gateway: the tags, sorted")
+seen = []
+for tg in targets:
+    c = boto3_client(tg.url)
+    seen.append([(x["Key"], x["Value"]) for x in c.get_bucket_tagging(Bucket=B)["TagSet"]])
+t.eq(seen, [want_bt] * 3, "GetBucketTagging sent straight to each target: the same tags (the BMD)")
+for what, pairs in {"51 tags": [("k%d" % i, "v") for i in range(51)], "an aws: key": [("aws:x", "1")],
+                    "a key twice": [("a", "1"), ("a", "2")], "a key of 129 characters": [("k" * 129, "v")]}.items():
+    t.eq(code_of(s3.put_bucket_tagging, Bucket=B, Tagging=tagset(pairs)), (400, "InvalidTag"),
+         "PutBucketTagging with %s: 400 InvalidTag" % what)
+fifty = [("k%02d" % i, "v%d" % i) for i in range(50)]
+s3.put_bucket_tagging(Bucket=B, Tagging=tagset(fifty))
+t.eq([(x["Key"], x["Value"]) for x in s3.get_bucket_tagging(Bucket=B)["TagSet"]], fifty, "50 bucket tags are fine")
+rc, out = run(["/usr/bin/aws", "--endpoint-url", EP, "s3api", "put-bucket-tagging", "--bucket", B, "--tagging",
+               "TagSet=[{Key=env,Value=test}]"], env=env)
+t.check(rc == 0, "aws s3api put-bucket-tagging", out[-300:])
+rc, out = run(["/usr/bin/aws", "--endpoint-url", EP, "s3api", "get-bucket-tagging", "--bucket", B], env=env)
+t.eq(json.loads(out).get("TagSet") if rc == 0 else out[-300:], [{"Key": "env", "Value": "test"}],
+     "aws s3api get-bucket-tagging")
+r = s3.delete_bucket_tagging(Bucket=B)
+t.eq(r["ResponseMetadata"]["HTTPStatusCode"], 204, "DeleteBucketTagging: 204")
+t.eq(code_of(s3.get_bucket_tagging, Bucket=B), (404, "NoSuchTagSet"), "after the delete: NoSuchTagSet")
+t.eq(code_of(s3.get_bucket_tagging, Bucket="no-such-bucket"), (404, "NoSuchBucket"),
+     "GetBucketTagging of a missing bucket: NoSuchBucket")
+t.eq(s3.get_object(Bucket=B, Key="obj")["Body"].read(), b"payload", "the bucket's objects are untouched")
+
+# 5. every copy
 s3.put_object(Bucket=B, Key="rep", Body=b"r" * 5000)
 s3.put_object_tagging(Bucket=B, Key="rep", Tagging=tagset([("color", "blue"), ("size", "5k")]))
 mds = copies_md("rep")
@@ -200,7 +237,7 @@ mds = copies_md("rep")
 t.check(len(mds) == 2 and not any("s3.t." in m for m in mds), "after the Delete neither copy has tags", mds)
 s3.put_object_tagging(Bucket=B, Key="rep", Tagging=tagset([("color", "green")]))
 
-# 5. a dead holder
+# 6. a dead holder
 
 
 def ids():
