@@ -150,7 +150,6 @@ static bool is_copy(http_req_t *q)
 static bool is_complete(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploadId"); }
 static bool is_create(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploads"); }
 static bool tags_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_create(q); }
-static bool copy_served(http_req_t *q) { return is_copy(q); }
 static bool cond_served(http_req_t *q) { return is_put_object(q) || is_complete(q); }
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
@@ -160,7 +159,6 @@ static const struct {
 	bool (*served)(http_req_t *q);
 } served_by[] = {
 	{"x-amz-tagging", tags_served},
-	{"x-amz-tagging-directive", copy_served},
 	{"If-Match", cond_served},
 	{"If-None-Match", cond_served},
 };
@@ -195,7 +193,6 @@ static const struct hdr_rule {
 	{"x-amz-bucket-object-lock-enabled", IS_TRUE, NULL, 0, ON_BUCKET, "object lock"},
 	{"x-amz-tagging", NONEMPTY, NULL, 0, ON_OBJECT, "object tagging (other than on PutObject, CopyObject and "
 	 "CreateMultipartUpload)"},
-	{"x-amz-tagging-directive", ANY, NULL, 0, ON_OBJECT, "object tagging (other than on CopyObject)"},
 	{"x-amz-website-redirect-location", ANY, NULL, 0, ON_OBJECT, "website redirects"},
 	{"x-amz-storage-class", NOT_VALUE, "STANDARD", 0, ON_OBJECT, "storage classes other than STANDARD"},
 	{"x-amz-object-ownership", NOT_VALUE, "ObjectWriter", 0, ON_BUCKET,

@@ -134,14 +134,12 @@ for h, v in HEADERS:
     nyi(st, body, h, "CopyObject with %s" % h)
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
-# conditional writes are served on PutObject and CompleteMultipartUpload only, x-amz-tagging-directive on copies
+# conditional writes are served on PutObject and CompleteMultipartUpload only
 for h, v in (("If-None-Match", "*"), ("If-Match", ETAGS["obj"])):
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
     nyi(st, body, h, "CopyObject with %s" % h)
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
-st, _, body = signed("PUT", "/%s/obj" % B, b"overwritten", {"x-amz-tagging-directive": "REPLACE"})
-nyi(st, body, "x-amz-tagging-directive", "PUT (no copy) with x-amz-tagging-directive")
 st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {"x-amz-checksum-algorithm": "CRC64NVME",
                                                              "x-amz-checksum-type": "FULL_OBJECT"})
 nyi(st, body, "x-amz-checksum-type", "CreateMultipartUpload with a full-object checksum")
