@@ -48,6 +48,11 @@
  *     fsync, then visible); a sender that stops or goes mid-body ends the
  *     request as for a read body (the body timeout, the closed connection),
  *     and the writer's temp file is removed with the request.
+ *  7. A conditional write (p->precond, ol.h invariant 6) is checked and
+ *     committed under a lock of its name's hash that every conditional
+ *     write of the name takes, against the copy here (or, for an object
+ *     kept as slices only, its slices' metadata), before any copy or slice
+ *     commits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -241,13 +246,19 @@ int ol_put_commit(ol_put_t *p)
 			    PRECOND_LOCKS];
 	store_meta_t cur;
 	int rc;
+	bmd_props_t bp;
 	pthread_mutex_lock(mu);
-	if (store_lookup(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &cur) == AIS_OK)
+	if (store_lookup(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &cur) == AIS_OK) {
 		rc = p->precond(p, &cur);
-	else if (errno == ENOENT)
-		rc = p->precond(p, NULL);
-	else
+	} else if (errno != ENOENT) {
 		rc = AIS_ERR;
+	} else if (p->w && p->w->cluster && ec_props(p->t, p->bck, &bp) && bp.ec_enabled && bp.ec_no_whole) {
+		/* an object kept as slices only has no whole copy here: its slices' metadata */
+		rc = ec_stat(p->t, p->bck, p->obj, &cur, &p->msg);
+		rc = rc == AIS_OK ? p->precond(p, &cur) : errno == ENOENT ? p->precond(p, NULL) : AIS_ERR;
+	} else {
+		rc = p->precond(p, NULL);
+	}
 	if (rc == AIS_OK)
 		rc = put_commit(p);
 	int e = errno;

@@ -14,6 +14,8 @@ Checks:
     different 256 KiB bodies on a new key, sent at once through the
     gateway: each round exactly one answers 200 and the other 412, and
     both copies hold the winner's bytes.
+ 2b. The same checks in an erasure-coded bucket that keeps slices only
+    (the owner has no whole copy: its slices' metadata is checked).
  3. CompleteMultipartUpload If-None-Match: * on an existing key: 412, the
     upload stays and completes without the condition; If-Match with the
     current ETag: 200; with another: 412.
@@ -137,6 +139,18 @@ for rnd in range(ROUNDS):
         wrong.append("round %d: the copies do not hold the winner's bytes" % rnd)
 t.check(not wrong, "%d rounds of two If-None-Match: * PUTs at once: exactly one 200 and one 412 each, both copies "
         "the winner's bytes" % ROUNDS, wrong)
+
+# 2b. an erasure-coded bucket that keeps slices only: the owner has no whole copy to look at
+clulib.create_ec_bucket(g, targets, "condec", 1, 1, 1024, whole_copy=False)
+first = os.urandom(64 << 10)
+st, h, b = signed("PUT", "/condec/e", first, {"If-None-Match": "*"})
+t.eq(st, 200, "EC (slices only): PUT If-None-Match: * of a missing key: 200")
+st, h, b = signed("PUT", "/condec/e", os.urandom(64 << 10), {"If-None-Match": "*"})
+t.check(st == 412, "EC (slices only): PUT If-None-Match: * of an existing key: 412", (st, b[:200]))
+t.eq(s3.get_object(Bucket="condec", Key="e")["Body"].read(), first, "the first write's bytes stay")
+ec_etag = s3.head_object(Bucket="condec", Key="e")["ETag"]
+st, h, b = signed("PUT", "/condec/e", b"y" * 4096, {"If-Match": ec_etag})
+t.eq(st, 200, "EC (slices only): PUT If-Match with its ETag: 200")
 
 # 3. CompleteMultipartUpload
 def mpu(key, data):
