@@ -180,7 +180,7 @@ static int get_object(s3_rq_t *r)
 
 struct cond {
 	sv_t if_match;     /* ETags, or "*"; {NULL, 0}: none */
-	bool if_none;      /* If-None-Match: * */
+	sv_t if_none;      /* the same for If-None-Match */
 	const char **code; /* the S3 error code of a failed check goes here */
 };
 
@@ -215,23 +215,16 @@ static int cond_check(ol_put_t *w, const store_meta_t *cur)
 		errno = ENOENT;
 		return AIS_ERR;
 	}
-	if (c->if_none) {
+	arena_t *a = arena_new(4096);
+	s3_meta_t *m = arena_alloc(a, sizeof(*m));
+	char etag[96];
+	s3_meta_decode(a, cur->custom, m);
+	s3_etag_of(cur, m, etag, sizeof(etag));
+	arena_destroy(a);
+	if ((c->if_none.ptr && etag_listed(c->if_none, etag)) || (c->if_match.ptr && !etag_listed(c->if_match, etag))) {
 		*c->code = "PreconditionFailed";
 		errno = EEXIST;
 		return AIS_ERR;
-	}
-	if (c->if_match.ptr) {
-		arena_t *a = arena_new(4096);
-		s3_meta_t *m = arena_alloc(a, sizeof(*m));
-		char etag[96];
-		s3_meta_decode(a, cur->custom, m);
-		s3_etag_of(cur, m, etag, sizeof(etag));
-		arena_destroy(a);
-		if (!etag_listed(c->if_match, etag)) {
-			*c->code = "PreconditionFailed";
-			errno = EEXIST;
-			return AIS_ERR;
-		}
 	}
 	return AIS_OK;
 }
@@ -241,17 +234,13 @@ int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code)
 	sv_t im = http_req_header(r->http, "If-Match"), inm = http_req_header(r->http, "If-None-Match");
 	if (!im.ptr && !inm.ptr)
 		return AIS_OK;
-	if (inm.ptr && !sv_eqstr(sv_trim(inm), "*")) {
-		s3_error(r, "NotImplemented", "If-None-Match: only '*' is implemented on writes");
-		return AIS_ERR;
-	}
-	if (im.ptr && !sv_trim(im).len) {
-		s3_error(r, "InvalidArgument", "If-Match: an empty ETag");
+	if ((im.ptr && !sv_trim(im).len) || (inm.ptr && !sv_trim(inm).len)) {
+		s3_error(r, "InvalidArgument", "%s: an empty ETag", im.ptr && !sv_trim(im).len ? "If-Match" : "If-None-Match");
 		return AIS_ERR;
 	}
 	struct cond *c = arena_zalloc(r->http->arena, sizeof(*c));
 	c->if_match = im.ptr ? sv_trim(im) : (sv_t){NULL, 0};
-	c->if_none = inm.ptr != NULL;
+	c->if_none = inm.ptr ? sv_trim(inm) : (sv_t){NULL, 0};
 	c->code = code;
 	w->precond = cond_check;
 	w->precond_arg = c;

@@ -311,11 +311,13 @@ void s3_entries_free(s3_entry_t *e, size_t n);
 /* --- object.c --- */
 int s3_object(s3_rq_t *r);
 /* Makes w a conditional write (ol_put_t.precond) for the request's
- * If-Match / If-None-Match (PutObject, CompleteMultipartUpload), checked
- * on the owner at the commit: a failed check sets *code (PreconditionFailed,
- * or NoSuchKey for If-Match on a missing key) and fails the commit.
- * AIS_OK (no condition, or armed), AIS_ERR after answering
- * (If-None-Match other than "*": NotImplemented). */
+ * If-Match / If-None-Match (PutObject, CompleteMultipartUpload; "*" or a
+ * list of ETags, quoted or not), checked on the owner at the commit: a
+ * failed check sets *code (PreconditionFailed: the object exists and
+ * If-None-Match names it or is "*", or If-Match does not name it;
+ * NoSuchKey: If-Match of a missing key) and fails the commit.
+ * AIS_OK (no condition, or armed), AIS_ERR after answering (an empty
+ * value: InvalidArgument). */
 int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code);
 
 /* --- put.c: a request body streamed to a sink by the object layer's

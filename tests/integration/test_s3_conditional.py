@@ -9,7 +9,8 @@ Checks:
     on an existing one (412 PreconditionFailed, the object unchanged on
     both copies); If-Match with the ETag (quoted or not, or in a list)
     writes, with another ETag 412, on a missing key 404 NoSuchKey;
-    If-None-Match with an ETag (not "*") 501 NotImplemented.
+    If-None-Match with the current ETag 412, with another one 200 (as
+    HTTP has it); an empty If-Match 400.
  2. The race: 10 rounds of two PutObjects with If-None-Match: * of
     different 256 KiB bodies on a new key, sent at once through the
     gateway: each round exactly one answers 200 and the other 412, and
@@ -113,8 +114,14 @@ t.eq(copies("k"), [b"fifth", b"fifth"], "the object is the last acknowledged wri
 st, b = put("missing", b"x", **{"If-Match": etag})
 t.check(st == 404 and b"NoSuchKey" in b, "PUT If-Match of a missing key: 404 NoSuchKey", (st, b[:200]))
 t.eq(copies("missing"), [], "and nothing was stored")
+etag = s3.head_object(Bucket=B, Key="k")["ETag"]
 st, b = put("k", b"x", **{"If-None-Match": etag})
-t.check(st == 501 and b"NotImplemented" in b, "PUT If-None-Match with an ETag: 501 NotImplemented", (st, b[:200]))
+t.check(st == 412 and b"PreconditionFailed" in b, "PUT If-None-Match with the current ETag: 412", (st, b[:200]))
+st, b = put("k", b"seventh", **{"If-None-Match": '"0123"'})
+t.eq(st, 200, "PUT If-None-Match with another ETag: 200")
+t.eq(copies("k"), [b"seventh", b"seventh"], "the object is that write's bytes on both copies")
+st, b = put("k", b"x", **{"If-Match": ""})
+t.check(st == 400 and b"InvalidArgument" in b, "PUT with an empty If-Match: 400 InvalidArgument", (st, b[:200]))
 # 2. the race
 ROUNDS = 10
 wrong = []
