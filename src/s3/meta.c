@@ -248,32 +248,37 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 
 int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count)
 {
-	uint64_t off = 0, total = 0;
+	uint64_t off = 0, total = 0, next = 1; /* the number a run starts at without "N:" */
 	bool found = false;
 	const char *p = ps, *end = ps + strlen(ps);
 	*start = *len = 0;
 	*count = 0;
 	while (p < end) {
 		const char *plus = memchr(p, '+', (size_t)(end - p)), *stop = plus ? plus : end;
-		const char *star = memchr(p, '*', (size_t)(stop - p));
-		uint64_t size, n;
-		if (!star || num_parse_u64(p, (size_t)(star - p), 0, UINT64_MAX, &size) != AIS_OK ||
-		    num_parse_u64(star + 1, (size_t)(stop - star - 1), 1, S3_MAX_PARTS, &n) != AIS_OK ||
-		    total + n > S3_MAX_PARTS)
+		const char *colon = memchr(p, ':', (size_t)(stop - p));
+		uint64_t first = next, size, n;
+		if (colon && (num_parse_u64(p, (size_t)(colon - p), next, S3_MAX_PARTS, &first) != AIS_OK))
 			return AIS_ERR;
-		if (!found && num > total && num <= total + n) {
-			*start = off + (num - total - 1) * size;
+		const char *q = colon ? colon + 1 : p;
+		const char *star = memchr(q, '*', (size_t)(stop - q));
+		if (!star || num_parse_u64(q, (size_t)(star - q), 0, UINT64_MAX, &size) != AIS_OK ||
+		    num_parse_u64(star + 1, (size_t)(stop - star - 1), 1, S3_MAX_PARTS, &n) != AIS_OK ||
+		    total + n > S3_MAX_PARTS || first + n - 1 > S3_MAX_PARTS)
+			return AIS_ERR;
+		if (!found && num >= first && num < first + n) {
+			*start = off + (num - first) * size;
 			*len = size;
 			found = true;
 		}
 		off += n * size;
 		total += n;
+		next = first + n;
 		p = stop + 1;
 	}
 	if (!total)
 		return AIS_ERR;
 	*count = (uint32_t)total;
-	return AIS_OK;
+	return found ? AIS_OK : AIS_DONE;
 }
 
 /* --- the object's metadata read and set, for ?tagging and ?acl ---------------------- */

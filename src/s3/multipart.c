@@ -510,16 +510,23 @@ static bool completed_before(struct mpu *u)
 	return true;
 }
 
-/* The part sizes of a completed upload for its S3 metadata (s3_part_range):
- * runs of equal sizes, "SIZE*COUNT+...". */
+/* The part numbers and sizes of a completed upload for its S3 metadata
+ * (s3_part_range): runs of consecutive numbers of equal sizes,
+ * "[N:]SIZE*COUNT+...", N only where a run does not go on from the last. */
 static char *part_sizes(arena_t *a, part_t **use, size_t n)
 {
 	buf_t b = BUF_INIT;
+	uint32_t next = 1;
 	for (size_t i = 0; i < n;) {
 		size_t k = i + 1;
-		while (k < n && use[k]->size == use[i]->size)
+		while (k < n && use[k]->size == use[i]->size && use[k]->num == use[k - 1]->num + 1)
 			k++;
-		buf_addf(&b, "%s%llu*%zu", i ? "+" : "", (unsigned long long)use[i]->size, k - i);
+		if (i)
+			buf_addch(&b, '+');
+		if (use[i]->num != next)
+			buf_addf(&b, "%u:", use[i]->num);
+		buf_addf(&b, "%llu*%zu", (unsigned long long)use[i]->size, k - i);
+		next = use[k - 1]->num + 1;
 		i = k;
 	}
 	char *s = arena_strndup(a, b.ptr ? b.ptr : "", b.len);

@@ -73,19 +73,23 @@ static int part_range(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m, ui
 		      uint64_t *len, uint32_t *count)
 {
 	*count = 0;
+	int rc = AIS_OK;
 	if (m->parts) {
-		if (s3_part_range(m->parts, num, start, len, count) != AIS_OK) {
+		rc = s3_part_range(m->parts, num, start, len, count);
+		if (rc == AIS_ERR) {
 			s3_error(r, "InternalError", "the object's part sizes are damaged");
 			return AIS_ERR;
 		}
 	} else if (m->mpu) {
 		s3_error(r, "NotImplemented", "the part sizes of this multipart object were not kept");
 		return AIS_ERR;
-	} else {
+	} else if (num == 1) {
 		*start = 0;
 		*len = sm->size;
+	} else {
+		rc = AIS_DONE;
 	}
-	if (num > (*count ? *count : 1)) {
+	if (rc == AIS_DONE) {
 		s3_error(r, "InvalidPartNumber", NULL);
 		return AIS_ERR;
 	}

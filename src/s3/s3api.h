@@ -187,7 +187,7 @@ typedef struct s3_meta {
 		char *name, *value;
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
 	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
-	char *parts;    /* a multipart object's part sizes ("s3.ps", s3_part_range); NULL: none */
+	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
 } s3_meta_t;
 /* From request headers (PUT, CreateMultipartUpload, Copy REPLACE),
  * with the owner and ACL of s3_meta_acl_from_req.
@@ -198,10 +198,11 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m);
 int s3_meta_encode(const s3_meta_t *m, buf_t *out);
 /* Decodes custom into arena memory; unknown keys are ignored. */
 void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
-/* Pure: the byte range of part num (1-based) of an object whose part
- * sizes are ps ("SIZE*COUNT+SIZE*COUNT...", runs of equal sizes in
- * order), and the number of parts. AIS_ERR: ps malformed; num > *count
- * is left to the caller. */
+/* Pure: the byte range of part number num of a multipart object whose
+ * parts are ps ("[N:]SIZE*COUNT+...": runs of COUNT parts of SIZE bytes
+ * in order, numbered on from the previous run, or from N), and its part
+ * count. AIS_OK; AIS_DONE: no part has that number (*count set);
+ * AIS_ERR: ps malformed. */
 int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count);
 /* The object's metadata for a request on the object named (?tagging,
  * ?acl) on this target: AIS_ERR after answering (missing, or the

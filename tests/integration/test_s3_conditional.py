@@ -25,7 +25,9 @@ Checks:
     its Content-Length, a 206 with Content-Range, x-amz-mp-parts-count 3
     and the object's ETag; partNumber 4: 416 InvalidPartNumber; 0 or
     10001: 400 InvalidArgument; with a Range: 400. A plain object's part
-    1 is the whole object, part 2 416. The aws CLI get-object
+    1 is the whole object, part 2 416. An upload completed with parts 2,
+    3 and 7: those numbers read their parts, 1, 4 and 8 are 416. The aws
+    CLI get-object
     --part-number.
  5. No error-level line in any node's log.
 """
@@ -216,6 +218,16 @@ for bad in ("0", "10001", "x"):
     t.check(st == 400 and b"InvalidArgument" in b, "partNumber=%s: 400 InvalidArgument" % bad, (st, b[:200]))
 st, h, b = signed("GET", "/%s/parts?partNumber=1" % B, headers={"Range": "bytes=0-9"})
 t.check(st == 400, "partNumber with a Range: 400", (st, b[:200]))
+# parts numbered with gaps (2, 3, 7): each part by its own number
+u = s3.create_multipart_upload(Bucket=B, Key="sparse")["UploadId"]
+sp = {2: os.urandom(5 << 20), 3: os.urandom(5 << 20), 7: b"tail part"}
+pl = [{"PartNumber": k, "ETag": s3.upload_part(Bucket=B, Key="sparse", UploadId=u, PartNumber=k, Body=d)["ETag"]}
+      for k, d in sp.items()]
+s3.complete_multipart_upload(Bucket=B, Key="sparse", UploadId=u, MultipartUpload={"Parts": pl})
+got = {k: s3.get_object(Bucket=B, Key="sparse", PartNumber=k)["Body"].read() for k in sp}
+t.check(got == sp, "parts 2, 3 and 7 of an upload completed with those numbers: each its bytes")
+miss = [k for k in (1, 4, 8) if signed("GET", "/%s/sparse?partNumber=%d" % (B, k))[0] != 416]
+t.eq(miss, [], "parts 1, 4 and 8 of it: 416 InvalidPartNumber")
 s3.put_object(Bucket=B, Key="plain", Body=b"plain body")
 r = s3.get_object(Bucket=B, Key="plain", PartNumber=1)
 t.eq(r["Body"].read(), b"plain body", "a plain object's part 1 is the whole object")

@@ -356,8 +356,17 @@ START_TEST(test_part_range)
 	ck_assert(start == 10 && len == 5);
 	ck_assert_int_eq(s3_part_range("5*3+2*1", 4, &start, &len, &n), AIS_OK);
 	ck_assert(start == 15 && len == 2);
-	ck_assert_int_eq(s3_part_range("5*3+2*1", 5, &start, &len, &n), AIS_OK); /* past the end: the caller's */
+	ck_assert_int_eq(s3_part_range("5*3+2*1", 5, &start, &len, &n), AIS_DONE); /* past the end */
 	ck_assert(n == 4 && len == 0);
+	/* numbers with gaps (Complete with parts 2, 3 and 7) */
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 3, &start, &len, &n), AIS_OK);
+	ck_assert(start == 5 && len == 5 && n == 3);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 7, &start, &len, &n), AIS_OK);
+	ck_assert(start == 10 && len == 3);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 1, &start, &len, &n), AIS_DONE);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 4, &start, &len, &n), AIS_DONE);
+	ck_assert_int_eq(s3_part_range("3:5*2+2:3*1", 1, &start, &len, &n), AIS_ERR); /* numbers going back */
+	ck_assert_int_eq(s3_part_range("10000:5*2", 1, &start, &len, &n), AIS_ERR);   /* past 10000 */
 	ck_assert_int_eq(s3_part_range("7*1", 1, &start, &len, &n), AIS_OK);
 	ck_assert(start == 0 && len == 7 && n == 1);
 	ck_assert_int_eq(s3_part_range("", 1, &start, &len, &n), AIS_ERR);
