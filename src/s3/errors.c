@@ -42,7 +42,6 @@ static const struct {
 	{"InvalidRequest", 400, "Invalid Request"},
 	{"InvalidTag", 400, "The tag provided was not a valid tag."},
 	{"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
-	{"ConditionalRequestConflict", 409, "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part."},
 	{"KeyTooLongError", 400, "Your key is too long"},
 	{"MalformedACLError", 400, "The XML you provided was not well-formed or did not validate against our published schema."},
 	{"MissingSecurityHeader", 400, "Your request was missing a required header."},

@@ -233,6 +233,21 @@ static int cond_check(ol_put_t *w, const store_meta_t *cur)
 	return AIS_OK;
 }
 
+/* Does r's bucket cache a remote bucket (its props name a backend)? Its
+ * objects may be at the remote only, where the owner cannot check them. */
+static bool remote_bucket(s3_rq_t *r)
+{
+	const bmd_t *b;
+	bool remote = false;
+	if (!r->node.cl)
+		return false;
+	cluster_read_lock(r->node.cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, r->bucket.ptr, r->bucket.len) : NULL;
+	remote = bk && bk->props.backend.provider[0];
+	cluster_read_unlock(r->node.cl);
+	return remote;
+}
+
 int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code)
 {
 	sv_t im = http_req_header(r->http, "If-Match"), inm = http_req_header(r->http, "If-None-Match");
@@ -240,6 +255,11 @@ int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code)
 		return AIS_OK;
 	if ((im.ptr && !sv_trim(im).len) || (inm.ptr && !sv_trim(inm).len)) {
 		s3_error(r, "InvalidArgument", "%s: an empty ETag", im.ptr && !sv_trim(im).len ? "If-Match" : "If-None-Match");
+		return AIS_ERR;
+	}
+	if (remote_bucket(r)) {
+		s3_error(r, "NotImplemented", "%s on a bucket in front of a remote bucket is not implemented",
+			 im.ptr ? "If-Match" : "If-None-Match");
 		return AIS_ERR;
 	}
 	struct cond *c = arena_zalloc(r->http->arena, sizeof(*c));

@@ -17,6 +17,9 @@ Checks:
     both copies hold the winner's bytes.
  2b. The same checks in an erasure-coded bucket that keeps slices only
     (the owner has no whole copy: its slices' metadata is checked).
+ 2c. A bucket in front of a remote bucket (another aisd): conditional
+    writes answer 501 (the object may be at the remote only), nothing
+    written there.
  3. CompleteMultipartUpload If-None-Match: * on an existing key: 412, the
     upload stays and completes without the condition; If-Match with the
     current ETag: 200; with another: 412.
@@ -160,6 +163,23 @@ t.eq(s3.get_object(Bucket="condec", Key="e")["Body"].read(), first, "the first w
 ec_etag = s3.head_object(Bucket="condec", Key="e")["ETag"]
 st, h, b = signed("PUT", "/condec/e", b"y" * 4096, {"If-Match": ec_etag})
 t.eq(st, 200, "EC (slices only): PUT If-Match with its ETag: 200")
+
+# 2c. a bucket in front of a remote bucket (the runner's standalone target): the object may be at the remote
+# only, where the owner cannot check it: refused
+RU = os.environ["AISD_URL"]
+t.eq(request("POST", RU, "/v1/buckets/far", json.dumps({"action": "create-bck"}), JSON).status, 200,
+     "the remote's bucket far")
+t.eq(request("PUT", RU, "/v1/objects/far/k", b"remote bytes").status, 200, "far/k at the remote")
+r = request("PUT", g.url, "/v1/remotes/r", json.dumps({"kind": "ais", "url": RU}), JSON)
+t.check(r.status == 200, "remote r attached", r.body[:200])
+r = request("POST", g.url, "/v1/buckets/near", json.dumps({"action": "create-bck", "value": {
+    "backend": {"provider": "ais", "remote": "r", "bucket": "far"}}}), JSON)
+t.check(r.status == 200, "bucket near in front of ais://@r/far", r.body[:200])
+for h in ({"If-None-Match": "*"}, {"If-Match": '"0123"'}):
+    st, _, b = signed("PUT", "/near/k", b"local bytes", h)
+    t.check(st == 501 and b"NotImplemented" in b, "PUT %s to a bucket in front of a remote: 501" % list(h)[0],
+            (st, b[:200]))
+t.eq(request("GET", RU, "/v1/objects/far/k").body, b"remote bytes", "the remote's object is unchanged")
 
 # 3. CompleteMultipartUpload
 def mpu(key, data):
