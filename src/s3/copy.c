@@ -393,6 +393,7 @@ static void cp_work(http_req_t *req)
 		dm.acl = c->dacl.acl;
 	}
 	dm.tags = c->tag_replace ? c->dacl.tags : c->m.tags;
+	dm.mpu = dm.parts = NULL; /* a copy is one part, whatever its source was */
 	snprintf(dm.etag, sizeof(dm.etag), "%s", c->md5hex);
 	if (s3_meta_encode(&dm, &c->custom) != AIS_OK) {
 		c->code = "MetadataTooLarge";

@@ -29,7 +29,8 @@ Checks:
     and the object's ETag; partNumber 4: 416 InvalidPartNumber; 0 or
     10001: 400 InvalidArgument; with a Range: 400. A plain object's part
     1 is the whole object, part 2 416. An upload completed with parts 2,
-    3 and 7: those numbers read their parts, 1, 4 and 8 are 416. The aws
+    3 and 7: those numbers read their parts, 1, 4 and 8 are 416. A copy
+    of a multipart object is one part. The aws
     CLI get-object
     --part-number.
  5. No error-level line in any node's log.
@@ -238,6 +239,10 @@ for bad in ("0", "10001", "x"):
     t.check(st == 400 and b"InvalidArgument" in b, "partNumber=%s: 400 InvalidArgument" % bad, (st, b[:200]))
 st, h, b = signed("GET", "/%s/parts?partNumber=1" % B, headers={"Range": "bytes=0-9"})
 t.check(st == 400, "partNumber with a Range: 400", (st, b[:200]))
+s3.copy_object(Bucket=B, Key="parts-copy", CopySource={"Bucket": B, "Key": "parts"})
+r = s3.get_object(Bucket=B, Key="parts-copy", PartNumber=1)
+t.check(r["Body"].read() == b"".join(data) and "PartsCount" not in r,
+        "a copy of the multipart object is one part: part 1 is all of it, no PartsCount")
 # parts numbered with gaps (2, 3, 7): each part by its own number
 u = s3.create_multipart_upload(Bucket=B, Key="sparse")["UploadId"]
 sp = {2: os.urandom(5 << 20), 3: os.urandom(5 << 20), 7: b"tail part"}
