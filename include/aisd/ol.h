@@ -45,6 +45,12 @@
  *     mirror.delete_quorum=tombstone one holder that took it is enough:
  *     its tombstone, stamped after every copy (hlc.h), makes the others
  *     drop theirs when they return (their rebalance offers them to it).
+ *  6. A conditional write (ol_put_t.precond) is checked against the copy
+ *     on the owner and committed there before another conditional write
+ *     of the same object is checked: of two writes that both require the
+ *     object to be absent (If-None-Match: *), exactly one commits. A plain
+ *     write does not wait for them (it may land between the check and the
+ *     commit of a conditional one, as with any two writes racing).
  */
 #ifndef AISD_OL_H
 #define AISD_OL_H
@@ -202,6 +208,14 @@ typedef struct ol_put {
 						 bytes is computed as they land and kept as the S3
 						 ETag ("s3.etag" in custom, unless custom has one), so
 						 every copy carries it (olput.c rule 7) */
+	/* A conditional write (S3's If-Match / If-None-Match), NULL: none.
+	 * ol_put_commit calls it before any copy or slice commits, with the
+	 * metadata of the object's copy here (NULL: none), and no other
+	 * conditional write of the same bck/obj on this target passes its
+	 * check until this one committed or failed (invariant 6); AIS_ERR
+	 * (errno set) fails the write with nothing of it visible. */
+	int (*precond)(struct ol_put *p, const store_meta_t *cur);
+	void *precond_arg;                    /* the caller's, for precond */
 } ol_put_t;
 /* Whether the write's steps wait on other nodes: copies go to other
  * holders, erasure-coded slices to other targets, or the object to a

@@ -15,7 +15,8 @@
  *     1 <= mirror copies <= BMD_COPIES_MAX, access within BMD_ACCESS_ALL,
  *     created_ns >= 0, region empty or bmd_region_valid, s3owner a
  *     valid user id or empty, ec slices in range and ec not with mirror, s3owner a
- *     valid user id or empty, s3acl valid text (s3acl.h) when set; a
+ *     valid user id or empty, s3acl valid text (s3acl.h) when set, s3tags
+ *     printable ASCII without spaces (bmd_s3tags_valid); a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
@@ -73,9 +74,21 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: bad S3 ACL");
 	if (!p->s3acl_set && p->s3acl[0])
 		return cmap_fail(err, EINVAL, "bmd: an S3 ACL that is not set");
+	if (!bmd_s3tags_valid(p->s3tags, strlen(p->s3tags)))
+		return cmap_fail(err, EINVAL, "bmd: bad S3 tags");
 	if (bmd_ec_check(p, err) != AIS_OK)
 		return AIS_ERR;
 	return bmd_backend_check(&p->backend, err);
+}
+
+bool bmd_s3tags_valid(const char *s, size_t len)
+{
+	if (len > BMD_S3TAGS_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e)
+			return false;
+	return true;
 }
 
 bool bmd_region_valid(const char *s, size_t len)
@@ -98,7 +111,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
 		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
 	bmd_ec_encode(p, true, out);
-	if (p->region[0] || p->s3owner[0] || p->s3acl_set) {
+	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0]) {
 		const char *sep = "";
 		buf_addstr(out, ",\"s3\":{");
 		if (p->region[0]) /* [A-Za-z0-9-] only */
@@ -108,8 +121,12 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 			buf_add_json_str(out, p->s3owner, strlen(p->s3owner));
 		}
 		if (p->s3acl_set) {
-			buf_addf(out, "%s\"acl\":", sep);
+			buf_addf(out, "%s\"acl\":", sep), sep = ",";
 			buf_add_json_str(out, p->s3acl, strlen(p->s3acl));
+		}
+		if (p->s3tags[0]) {
+			buf_addf(out, "%s\"tags\":", sep);
+			buf_add_json_str(out, p->s3tags, strlen(p->s3tags));
 		}
 		buf_addch(out, '}');
 	}
@@ -151,7 +168,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled"};
-	static const char *const skeys[] = {"acl"};
+	static const char *const skeys[] = {"acl", "tags"};
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
@@ -193,6 +210,13 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 				memset(n.s3acl, 0, sizeof(n.s3acl));
 				memcpy(n.s3acl, json_string_value(v), json_string_length(v));
 				n.s3acl_set = true;
+			}
+			if ((v = json_object_get(g, "tags"))) {
+				if (!json_is_string(v) || !bmd_s3tags_valid(json_string_value(v), json_string_length(v)))
+					return cmap_fail(err, EINVAL, "set-bprops: \"s3.tags\" must be a URL-encoded query "
+								 "string (\"k=v&k=v\") of at most %d bytes", BMD_S3TAGS_MAX);
+				memset(n.s3tags, 0, sizeof(n.s3tags));
+				memcpy(n.s3tags, json_string_value(v), json_string_length(v));
 			}
 		} else if (!strcmp(k, "access")) {
 			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
@@ -292,6 +316,7 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
 	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
+	       !strcmp(x->s3tags, y->s3tags) &&
 	       !memcmp(&x->backend, &y->backend, sizeof(x->backend)) && !bmd_ec_differs(x, y) &&
 	       x->ec_objsize_limit == y->ec_objsize_limit;
 }
@@ -393,6 +418,10 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			buf_addstr(out, ",\"s3acl\":");
 			buf_add_json_str(out, k->props.s3acl, strlen(k->props.s3acl));
 		}
+		if (k->props.s3tags[0]) {
+			buf_addstr(out, ",\"s3tags\":");
+			buf_add_json_str(out, k->props.s3tags, strlen(k->props.s3tags));
+		}
 		bmd_backend_encode(&k->props.backend, out);
 		bmd_ec_encode(&k->props, false, out);
 		buf_addch(out, '}');
@@ -403,7 +432,8 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
-					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec"};
+					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec",
+					  "s3tags"};
 	const char *keys[ARRAY_SIZE(all)];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
@@ -472,6 +502,13 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 			return cmap_fail(err, EINVAL, "%s: bad s3acl", what);
 		memcpy(p.s3acl, s, len);
 		p.s3acl_set = true;
+	}
+	if (json_object_get(o, "s3tags")) {
+		if (cmap_json_str(o, "s3tags", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		if (!len || !bmd_s3tags_valid(s, len) || strlen(s) != len)
+			return cmap_fail(err, EINVAL, "%s: bad s3tags", what);
+		memcpy(p.s3tags, s, len);
 	}
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)

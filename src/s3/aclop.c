@@ -18,21 +18,6 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-/* The object's metadata for an object ACL request; AIS_ERR after
- * answering (missing, or not allowed). */
-static int object_meta(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
-{
-	if (!r->node.store ||
-	    store_lookup(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, sm) != AIS_OK) {
-		int e = r->node.store ? errno : ENOENT;
-		if (e != ENOENT || s3_access_missing(r) == AIS_OK)
-			s3_error_errno(r, e, true);
-		return AIS_ERR;
-	}
-	s3_meta_decode(r->http->arena, sm->custom, m);
-	return s3_access_object(r, S3_RES_NAMED, m);
-}
-
 int s3_acl_get(s3_rq_t *r)
 {
 	s3_bacl_t b;
@@ -49,7 +34,7 @@ int s3_acl_get(s3_rq_t *r)
 	if (r->key.len) {
 		store_meta_t sm;
 		s3_meta_t m;
-		if (object_meta(r, &sm, &m) != AIS_OK)
+		if (s3_meta_lookup(r, &sm, &m) != AIS_OK)
 			return AIS_OK;
 		if (m.owner) { /* else: the bucket's */
 			owner = m.owner;
@@ -64,54 +49,14 @@ int s3_acl_get(s3_rq_t *r)
 
 /* --- PUT ------------------------------------------------------------------------- */
 
-struct objacl {
-	uint64_t version;
-	buf_t custom, msg;
-	int err;
-};
-
-static void objacl_cleanup(void *arg)
-{
-	struct objacl *o = arg;
-	buf_free(&o->custom);
-	buf_free(&o->msg);
-}
-
-static void objacl_work(http_req_t *req)
-{
-	s3_rq_t *r = req->state;
-	struct objacl *o = r->op;
-	if (ol_set_custom(req->ctx, r->bucket, r->key, o->version, o->custom.ptr, r->node.cl != NULL, &o->msg) !=
-	    AIS_OK)
-		o->err = errno ? errno : EIO;
-}
-
-static void objacl_done(http_req_t *req)
-{
-	s3_rq_t *r = req->state;
-	struct objacl *o = r->op;
-	if (o->err == ESTALE)
-		s3_error(r, "OperationAborted", "the object was overwritten while its ACL was being set; try again");
-	else if (o->err == EIO && o->msg.len)
-		s3_error(r, "ServiceUnavailable", "the ACL is set on this copy but not on every copy (%s); try again",
-			 o->msg.ptr);
-	else if (o->err)
-		s3_error_errno(r, o->err, true);
-	else {
-		s3_common_headers(r);
-		http_resp_send(req, "", 0);
-	}
-}
-
 static void object_set(s3_rq_t *r, const s3acl_t *acl)
 {
 	store_meta_t sm;
 	s3_meta_t m;
 	s3_bacl_t b;
 	buf_t t = BUF_INIT;
-	struct objacl *o;
 
-	if (object_meta(r, &sm, &m) != AIS_OK)
+	if (s3_meta_lookup(r, &sm, &m) != AIS_OK)
 		return;
 	if (!m.owner) /* an object without an owner gets its bucket's */
 		m.owner = s3_bucket_acl_get(r, r->bucket, &b) == AIS_OK ? arena_strndup(r->http->arena, b.owner, strlen(b.owner))
@@ -119,16 +64,7 @@ static void object_set(s3_rq_t *r, const s3acl_t *acl)
 	s3acl_encode(acl, &t);
 	m.acl = arena_strndup(r->http->arena, t.ptr ? t.ptr : "", t.len);
 	buf_free(&t);
-	o = arena_zalloc(r->http->arena, sizeof(*o));
-	arena_cleanup_add(r->http->arena, objacl_cleanup, o);
-	o->version = sm.version;
-	if (s3_meta_encode(&m, &o->custom) != AIS_OK) {
-		s3_error(r, "MetadataTooLarge", "the object's metadata and ACL are over %d bytes", STORE_CUSTOM_MAX - 1);
-		return;
-	}
-	r->op = o;
-	r->http->state = r;
-	s3_offload(r, objacl_work, objacl_done); /* every copy: the network pool in a cluster */
+	s3_meta_set(r, sm.version, &m, 200, "ACL grants");
 }
 
 static void put_body(s3_rq_t *r, buf_t *body)
@@ -159,7 +95,7 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		if (r->key.len) {
 			store_meta_t sm;
 			s3_meta_t m;
-			if (object_meta(r, &sm, &m) != AIS_OK)
+			if (s3_meta_lookup(r, &sm, &m) != AIS_OK)
 				return;
 			if (m.owner)
 				owner = m.owner;

@@ -137,6 +137,8 @@ struct bop {
 	s3_rq_t *r;
 	bool create;
 	bool set_acl; /* PutBucketAcl: props.s3acl */
+	bool set_tags; /* Put/DeleteBucketTagging: props.s3tags */
+	int status;    /* set_tags: the answer's status (200 or 204) */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -162,6 +164,16 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
+	if (o->set_tags) {
+		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
+		if (!bk) {
+			errno = ENOENT;
+			return AIS_ERR;
+		}
+		bmd_props_t p = bk->props;
+		memcpy(p.s3tags, o->props.s3tags, sizeof(p.s3tags));
+		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
+	}
 	return bmd_remove(b, o->name, strlen(o->name), err);
 }
 
@@ -179,6 +191,10 @@ static void via_primary(struct bop *o)
 	if (o->set_acl) {
 		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"acl\":");
 		buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
+		buf_addstr(&body, "}}}");
+	} else if (o->set_tags) {
+		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"tags\":");
+		buf_add_json_str(&body, p->s3tags, strlen(p->s3tags));
 		buf_addstr(&body, "}}}");
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
@@ -203,7 +219,7 @@ static void via_primary(struct bop *o)
 		return;
 	}
 	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
-	const char *method = o->set_acl ? "PATCH" : o->create ? "POST" : "DELETE";
+	const char *method = o->set_acl || o->set_tags ? "PATCH" : o->create ? "POST" : "DELETE";
 	int rc = httpc_sync(method, url, hdrs, body.ptr, body.len, 30000, &resp, &status);
 	buf_free(&body);
 	if (rc != AIS_OK)
@@ -225,7 +241,7 @@ static void bop_work(http_req_t *req)
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
-	if (!o->create && !o->set_acl) {
+	if (!o->create && !o->set_acl && !o->set_tags) {
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
@@ -248,7 +264,7 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
-	if (o->set_acl) { /* a standalone target keeps no ACLs */
+	if (o->set_acl || o->set_tags) { /* a standalone target keeps no ACLs or tags */
 		o->err = ENOTSUP;
 		return;
 	}
@@ -269,13 +285,17 @@ static void bop_done(http_req_t *req)
 	} else if (o->err == ENOENT) {
 		s3_error(r, "NoSuchBucket", NULL);
 	} else if (o->err == ENOTSUP) {
-		s3_error(r, "NotImplemented", "bucket ACLs need a cluster (a gateway)");
+		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)", o->set_tags ? "tags" : "ACLs");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
 		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
 	} else if (o->set_acl) {
 		s3_common_headers(r);
+		http_resp_send(req, "", 0);
+	} else if (o->set_tags) {
+		s3_common_headers(r);
+		http_resp_status(req, o->status);
 		http_resp_send(req, "", 0);
 	} else if (o->create) {
 		s3_common_headers(r);
@@ -341,6 +361,97 @@ void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl)
 	buf_free(&t);
 	r->http->state = r;
 	s3_offload(r, bop_work, bop_done);
+}
+
+/* --- bucket tags: props.s3tags in the BMD, changed through the primary --------------- */
+
+/* The bucket's tags into t; AIS_ERR: no such bucket. */
+static int bucket_tags(s3_rq_t *r, s3_tags_t *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (!r->node.cl)
+		return s3_bucket_exists(r) ? AIS_OK : AIS_ERR; /* a standalone target keeps none */
+	const bmd_t *b;
+	char *text = NULL;
+	cluster_read_lock(r->node.cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, r->bucket.ptr, r->bucket.len) : NULL;
+	if (bk)
+		text = arena_strndup(r->http->arena, bk->props.s3tags, strlen(bk->props.s3tags));
+	cluster_read_unlock(r->node.cl);
+	if (!bk)
+		return AIS_ERR;
+	if (s3_tags_from_query(r->http->arena, sv_from(text), t) != AIS_OK)
+		t->n = 0; /* (bmd_props_check keeps it printable; PUT wrote it encoded) */
+	return AIS_OK;
+}
+
+static void set_tags(s3_rq_t *r, const s3_tags_t *t, int status)
+{
+	struct bop *o = bop_new(r, false);
+	buf_t q = BUF_INIT;
+	o->set_tags = true;
+	o->status = status;
+	for (size_t i = 0; i < t->n; i++) {
+		if (i)
+			buf_addch(&q, '&');
+		buf_add_pct(&q, sv_from(t->t[i].key), false);
+		buf_addch(&q, '=');
+		buf_add_pct(&q, sv_from(t->t[i].value), false);
+	}
+	if (q.len > BMD_S3TAGS_MAX) {
+		buf_free(&q);
+		s3_error(r, "InvalidTag", "the bucket's tags are over %d bytes URL-encoded", BMD_S3TAGS_MAX);
+		return;
+	}
+	memcpy(o->props.s3tags, q.ptr ? q.ptr : "", q.len);
+	buf_free(&q);
+	r->http->state = r;
+	s3_offload(r, bop_work, bop_done);
+}
+
+static void tags_body(s3_rq_t *r, buf_t *body)
+{
+	s3_tags_t *t = arena_alloc(r->http->arena, sizeof(*t));
+	if (s3_tags_from_xml(r->http->arena, body->ptr ? body->ptr : "", body->len, t) != AIS_OK) {
+		s3_error(r, "MalformedXML", NULL);
+		return;
+	}
+	const char *why = s3_tags_check(t, S3_BUCKET_TAGS_MAX);
+	if (why) {
+		s3_error(r, "InvalidTag", "%s", why);
+		return;
+	}
+	set_tags(r, t, 200);
+}
+
+int s3_bucket_tagging(s3_rq_t *r)
+{
+	s3_tags_t *t = arena_alloc(r->http->arena, sizeof(*t));
+	buf_t b = BUF_INIT;
+	if (bucket_tags(r, t) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return AIS_OK;
+	}
+	switch (r->http->method) {
+	case HTTP_GET:
+		if (!t->n) {
+			s3_error(r, "NoSuchTagSet", "The TagSet does not exist");
+			return AIS_OK;
+		}
+		s3_tags_xml(t, &b);
+		s3_send_xml(r, 200, &b);
+		return AIS_OK;
+	case HTTP_PUT:
+		s3_read_body(r, tags_body);
+		return AIS_OK;
+	case HTTP_DELETE:
+		t->n = 0;
+		set_tags(r, t, 204);
+		return AIS_OK;
+	default:
+		s3_error(r, "MethodNotAllowed", NULL);
+		return AIS_OK;
+	}
 }
 
 static void create_body(s3_rq_t *r, buf_t *body)

@@ -9,7 +9,8 @@
  * into the destination; nothing is buffered whole. The source's
  * conditionals (x-amz-copy-source-if-*) are checked against the source's
  * ETag and time before the first byte is written. CopyObject keeps the
- * source's S3 metadata (directive COPY) or takes the request's (REPLACE);
+ * source's S3 metadata (directive COPY) or takes the request's (REPLACE),
+ * and the same for its tags (x-amz-tagging-directive, x-amz-tagging);
  * copying an object onto itself needs REPLACE (else InvalidRequest), as on
  * S3. The destination ETag is the MD5 of the bytes copied, and it is
  * committed with the bucket's copies (ol_put_commit).
@@ -79,7 +80,8 @@ struct cp {
 	/* the source as found */
 	store_meta_t sm;
 	s3_meta_t m;
-	s3_meta_t dacl; /* the destination's owner and ACL (from the request) */
+	s3_meta_t dacl; /* the destination's owner and ACL, and its tags when tag_replace (from the request) */
+	bool tag_replace; /* x-amz-tagging-directive: REPLACE (else the source's tags) */
 	char etag[96];
 	bool checked;
 	/* destination */
@@ -390,6 +392,8 @@ static void cp_work(http_req_t *req)
 		dm.owner = c->dacl.owner;
 		dm.acl = c->dacl.acl;
 	}
+	dm.tags = c->tag_replace ? c->dacl.tags : c->m.tags;
+	dm.mpu = dm.parts = NULL; /* a copy is one part, whatever its source was */
 	snprintf(dm.etag, sizeof(dm.etag), "%s", c->md5hex);
 	if (s3_meta_encode(&dm, &c->custom) != AIS_OK) {
 		c->code = "MetadataTooLarge";
@@ -461,6 +465,12 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 		return AIS_OK;
 	}
 	c->replace = d.ptr && sv_eqstr(d, "REPLACE");
+	sv_t td = http_req_header(req, "x-amz-tagging-directive");
+	if (td.ptr && !sv_eqstr(td, "COPY") && !sv_eqstr(td, "REPLACE")) {
+		s3_error(r, "InvalidArgument", "Unknown tagging directive.");
+		return AIS_OK;
+	}
+	c->tag_replace = td.ptr && sv_eqstr(td, "REPLACE");
 	if (!c->replace && sv_eq(c->sb, r->bucket) && sv_eq(c->sk, r->key)) {
 		s3_error(r, "InvalidRequest",
 			 "This copy request is illegal because it is trying to copy an object to itself without "
@@ -468,7 +478,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 			 "attributes.");
 		return AIS_OK;
 	}
-	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK)
+	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK ||
+	    (c->tag_replace && s3_tags_from_req(r, &c->dacl.tags) != AIS_OK))
 		return AIS_OK;
 	if (c->replace) {
 		s3_meta_t probe = {0};

@@ -40,6 +40,8 @@ static const struct {
 	{"InvalidURI", 400, "Couldn't parse the specified URI."},
 	{"InvalidRange", 416, "The requested range is not satisfiable"},
 	{"InvalidRequest", 400, "Invalid Request"},
+	{"InvalidTag", 400, "The tag provided was not a valid tag."},
+	{"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
 	{"KeyTooLongError", 400, "Your key is too long"},
 	{"MalformedACLError", 400, "The XML you provided was not well-formed or did not validate against our published schema."},
 	{"MissingSecurityHeader", 400, "Your request was missing a required header."},

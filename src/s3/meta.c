@@ -3,15 +3,17 @@
  * ETag (MD5 hex, or "hex-N" after a multipart upload), Content-Type,
  * Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
  * Expires and x-amz-meta-*, and the object's S3 owner and ACL
- * ("s3.own", "s3.acl": access.c), and the multipart upload that made it
- * ("s3.mpu": a repeated Complete answers its ETag again), and the
- * x-amz-checksum-* the write was verified with ("s3.ck", answered by GET
- * and HEAD with x-amz-checksum-mode: ENABLED and GetObjectAttributes).
- * Encoded as "s3.KEY=VALUE" items joined by ',' with '%', ',', '=' and
- * bytes outside printable ASCII percent-encoded, so any header value
- * survives and the native API sees ordinary custom metadata. Keys other
- * than "s3.*" are left alone (and not shown by S3).
+ * ("s3.own", "s3.acl": access.c), the multipart upload that made it
+ * ("s3.mpu": a repeated Complete answers its ETag again) and its part
+ * sizes ("s3.ps": GET ?partNumber), the object's tags ("s3.t.KEY",
+ * tagging.c), and the x-amz-checksum-* the write was verified with
+ * ("s3.ck", answered by GET and HEAD with x-amz-checksum-mode: ENABLED and
+ * GetObjectAttributes). Encoded as "s3.KEY=VALUE" items joined by ','
+ * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
+ * any header value survives and the native API sees ordinary custom
+ * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -133,6 +135,10 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 		item(out, "s3.mpu", NULL, m->mpu);
 	if (m->ck)
 		item(out, "s3.ck", NULL, m->ck);
+	if (m->parts)
+		item(out, "s3.ps", NULL, m->parts);
+	for (size_t i = 0; i < m->tags.n && i < ARRAY_SIZE(m->tags.t); i++)
+		item(out, "s3.t.", m->tags.t[i].key, m->tags.t[i].value);
 	if (m->owner) {
 		item(out, "s3.own", NULL, m->owner);
 		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
@@ -175,6 +181,14 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 				m->mpu = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.ck")) {
 				m->ck = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.ps")) {
+				m->parts = unpct(a, v, vl);
+			} else if (sv_startswith(k, "s3.t.")) {
+				if (m->tags.n < S3_OBJECT_TAGS_MAX) {
+					m->tags.t[m->tags.n].key = unpct(a, k.ptr + 5, k.len - 5);
+					m->tags.t[m->tags.n].value = unpct(a, v, vl);
+					m->tags.n++;
+				}
 			} else if (sv_eqstr(k, "s3.own")) {
 				m->owner = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.acl")) {
@@ -234,6 +248,148 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 	for (size_t i = 0; i < m->nuser; i++)
 		http_resp_header(req, arena_printf(req->arena, "x-amz-meta-%s", m->user[i].name), "%s",
 				 m->user[i].value);
+	if (m->tags.n)
+		http_resp_header(req, "x-amz-tagging-count", "%zu", m->tags.n);
+}
+
+int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count)
+{
+	uint64_t off = 0, total = 0, next = 1; /* the number a run starts at without "N:" */
+	bool found = false;
+	const char *p = ps, *end = ps + strlen(ps);
+	*start = *len = 0;
+	*count = 0;
+	while (p < end) {
+		const char *plus = memchr(p, '+', (size_t)(end - p)), *stop = plus ? plus : end;
+		const char *colon = memchr(p, ':', (size_t)(stop - p));
+		uint64_t first = next, size, n;
+		if (colon && (num_parse_u64(p, (size_t)(colon - p), next, S3_MAX_PARTS, &first) != AIS_OK))
+			return AIS_ERR;
+		const char *q = colon ? colon + 1 : p;
+		const char *star = memchr(q, '*', (size_t)(stop - q));
+		if (!star || num_parse_u64(q, (size_t)(star - q), 0, UINT64_MAX, &size) != AIS_OK ||
+		    num_parse_u64(star + 1, (size_t)(stop - star - 1), 1, S3_MAX_PARTS, &n) != AIS_OK ||
+		    total + n > S3_MAX_PARTS || first + n - 1 > S3_MAX_PARTS)
+			return AIS_ERR;
+		if (!found && num >= first && num < first + n) {
+			*start = off + (num - first) * size;
+			*len = size;
+			found = true;
+		}
+		off += n * size;
+		total += n;
+		next = first + n;
+		p = stop + 1;
+	}
+	if (!total)
+		return AIS_ERR;
+	*count = (uint32_t)total;
+	return found ? AIS_OK : AIS_DONE;
+}
+
+/* --- the object's metadata read and set, for ?tagging and ?acl ---------------------- */
+
+int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
+{
+	if (!r->node.store ||
+	    store_lookup(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, sm) != AIS_OK) {
+		int e = r->node.store ? errno : ENOENT;
+		if (e != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_errno(r, e, true);
+		return AIS_ERR;
+	}
+	s3_meta_decode(r->http->arena, sm->custom, m);
+	return s3_access_object(r, S3_RES_NAMED, m);
+}
+
+struct mfetch {
+	s3_meta_fn then;
+	void *arg;
+	s3_meta_t m;
+};
+
+static void fetched(http_req_t *req, void *arg, int fd, store_meta_t *sm, int err, const char *msg)
+{
+	s3_rq_t *r = arg;
+	struct mfetch *f = r->op;
+	if (err) {
+		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
+			s3_error_read(r, err, msg);
+		return;
+	}
+	ol_close(req, fd);
+	s3_meta_decode(req->arena, sm->custom, &f->m);
+	if (s3_access_object(r, S3_RES_NAMED, &f->m) != AIS_OK)
+		return;
+	f->then(r, sm, &f->m, f->arg);
+}
+
+void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg)
+{
+	struct mfetch *f = arena_zalloc(r->http->arena, sizeof(*f));
+	f->then = then;
+	f->arg = arg;
+	r->op = f;
+	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, fetched, r);
+}
+
+struct mset {
+	uint64_t version;
+	buf_t custom, msg;
+	int err, status;
+	const char *what;
+};
+
+static void mset_cleanup(void *arg)
+{
+	struct mset *o = arg;
+	buf_free(&o->custom);
+	buf_free(&o->msg);
+}
+
+static void mset_work(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mset *o = r->op;
+	if (ol_set_custom(req->ctx, r->bucket, r->key, o->version, o->custom.ptr, r->node.cl != NULL, &o->msg) !=
+	    AIS_OK)
+		o->err = errno ? errno : EIO;
+}
+
+static void mset_done(http_req_t *req)
+{
+	s3_rq_t *r = req->state;
+	struct mset *o = r->op;
+	if (o->err == ESTALE)
+		s3_error(r, "OperationAborted", "the object was overwritten while its %s were being set; try again",
+			 o->what);
+	else if (o->err == EIO && o->msg.len)
+		s3_error(r, "ServiceUnavailable", "the %s are set on this copy but not on every copy (%s); try again",
+			 o->what, o->msg.ptr);
+	else if (o->err)
+		s3_error_errno(r, o->err, true);
+	else {
+		s3_common_headers(r);
+		http_resp_status(req, o->status);
+		http_resp_send(req, "", 0);
+	}
+}
+
+void s3_meta_set(s3_rq_t *r, uint64_t version, const s3_meta_t *m, int status, const char *what)
+{
+	struct mset *o = arena_zalloc(r->http->arena, sizeof(*o));
+	arena_cleanup_add(r->http->arena, mset_cleanup, o);
+	o->version = version;
+	o->status = status;
+	o->what = what;
+	if (s3_meta_encode(m, &o->custom) != AIS_OK) {
+		s3_error(r, "MetadataTooLarge", "the object's metadata with its %s is over %d bytes", what,
+			 STORE_CUSTOM_MAX - 1);
+		return;
+	}
+	r->op = o;
+	r->http->state = r;
+	s3_offload(r, mset_work, mset_done); /* every copy: the network pool in a cluster */
 }
 
 /* m->ck split: "ALG:VALUE[:TYPE]"; false when malformed or unknown. */

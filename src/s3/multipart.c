@@ -257,6 +257,7 @@ struct mpu {
 	s3_complete_req_t cr;
 	char etag[80];
 	buf_t msg;        /* why the copies failed */
+	ol_put_t cond;    /* its precond: If-Match / If-None-Match (s3_cond_arm) */
 	/* list parts */
 	uint64_t marker, max_parts;
 	/* create: the checksum algorithm and type it answers; complete: the object's */
@@ -455,7 +456,8 @@ int s3_mpu_create(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_meta_from_req(r, &u->m) != AIS_OK || create_ck(r, u) != AIS_OK)
+	if (s3_meta_from_req(r, &u->m) != AIS_OK || create_ck(r, u) != AIS_OK ||
+	    s3_tags_from_req(r, &u->m.tags) != AIS_OK)
 		return AIS_OK;
 	memset(u->m.etag, 'f', 40);
 	int rc = s3_meta_encode(&u->m, &u->custom);
@@ -571,6 +573,30 @@ static bool completed_before(struct mpu *u)
 		return false;
 	complete_result(u, m.etag, &m);
 	return true;
+}
+
+/* The part numbers and sizes of a completed upload for its S3 metadata
+ * (s3_part_range): runs of consecutive numbers of equal sizes,
+ * "[N:]SIZE*COUNT+...", N only where a run does not go on from the last. */
+static char *part_sizes(arena_t *a, part_t **use, size_t n)
+{
+	buf_t b = BUF_INIT;
+	uint32_t next = 1;
+	for (size_t i = 0; i < n;) {
+		size_t k = i + 1;
+		while (k < n && use[k]->size == use[i]->size && use[k]->num == use[k - 1]->num + 1)
+			k++;
+		if (i)
+			buf_addch(&b, '+');
+		if (use[i]->num != next)
+			buf_addf(&b, "%u:", use[i]->num);
+		buf_addf(&b, "%llu*%zu", (unsigned long long)use[i]->size, k - i);
+		next = use[k - 1]->num + 1;
+		i = k;
+	}
+	char *s = arena_strndup(a, b.ptr ? b.ptr : "", b.len);
+	buf_free(&b);
+	return s;
 }
 
 /* Complete */
@@ -716,11 +742,20 @@ static void complete_work(http_req_t *req)
 		snprintf(u->ck_b64, sizeof(u->ck_b64), full ? "%s" : "%s-%zu", b64, u->cr.n);
 		m.ck = arena_printf(req->arena, "%s:%s:%s", s3_ck_name(ck), u->ck_b64, ck_type);
 	}
+	m.parts = part_sizes(req->arena, use, u->cr.n);
 	buf_reset(&u->custom);
-	s3_meta_encode(&m, &u->custom);
+	if (s3_meta_encode(&m, &u->custom) != AIS_OK) { /* no room for the sizes: no part reads */
+		m.parts = NULL;
+		buf_reset(&u->custom);
+		s3_meta_encode(&m, &u->custom);
+	}
 	op.custom = u->custom.ptr;
+	op.precond = u->cond.precond;
+	op.precond_arg = u->cond.precond_arg;
 	if (ol_put_commit(&op) != AIS_OK) {
 		u->err = errno ? errno : EIO;
+		if (u->code) /* the condition failed: the upload stays */
+			goto out;
 		if (u->err == EAGAIN)
 			buf_addf(&u->msg, "object not stored: %s", op.msg.ptr ? op.msg.ptr : "copies failed");
 		goto out;
@@ -746,6 +781,8 @@ static void complete_body(s3_rq_t *r, buf_t *body)
 		s3_error(r, "MalformedXML", NULL);
 		return;
 	}
+	if (s3_cond_arm(r, &u->cond, &u->code) != AIS_OK)
+		return;
 	r->http->state = r;
 	ol_put_t probe = {.t = r->http->ctx, .bck = r->bucket, .obj = r->key, .w = r->where};
 	(ol_put_remote(&probe) ? http_offload_net : http_offload)(r->http, complete_work, mpu_answer);

@@ -3,7 +3,9 @@
  * dispatcher (s3_serve) checks once, after authorization and before any
  * handler runs: the sub-resources (?versioning, ?policy, ...) by scope and
  * method, and the request headers that ask for a feature (encryption,
- * object lock, tags, storage classes, conditional writes, ...).
+ * object lock, storage classes, ...), with the operations that do serve
+ * some of them (served_by: x-amz-tagging on PutObject, conditional
+ * writes on PutObject and CompleteMultipartUpload, ...).
  *
  * Guarantee: a request that asks for something aisd does not do is never
  * answered 2xx with the request's point ignored. It is answered either
@@ -63,16 +65,15 @@ static const struct subres {
 	{SUB("uploads", ON_OBJECT, "CreateMultipartUpload"), .post = C(PASS)},
 	{SUB("uploadId", ON_OBJECT, "multipart uploads"), .get = C(PASS), .put = C(PASS), .post = C(PASS),
 	 .del = C(PASS)},
-	{SUB("partNumber", ON_OBJECT, "reading one part of an object (partNumber)"), .put = C(PASS)},
+	{SUB("partNumber", ON_OBJECT, "reading one part of an object (partNumber)"), .get = C(PASS), .put = C(PASS)},
 	{SUB("delete", ON_BUCKET, "DeleteObjects"), .post = C(PASS)},
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
 	{SUB("versionId", ON_OBJECT, "versioning (a versionId other than \"null\")"), .pass_value = "null"},
-	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .del = C(NONE)}, /* no object has tags */
+	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
+	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
 	{SUB("versioning", ON_BUCKET, "versioning"), .get = CA(DOC, "VersioningConfiguration", "")},
-	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = CA(ABSENT, "NoSuchTagSet", "The TagSet does not exist"),
-	 .del = C(NONE)},
 	{SUB("policy", ON_BUCKET, "bucket policies"),
 	 .get = CA(ABSENT, "NoSuchBucketPolicy", "The bucket policy does not exist"), .del = C(NONE)},
 	{SUB("policyStatus", ON_BUCKET, "bucket policies"),
@@ -135,9 +136,45 @@ enum when {
 	IS_VALUE,  /* arg (any case) */
 };
 
+/* The operations that serve a header the table names: PutObject (a PUT
+ * that is no copy and no part), CompleteMultipartUpload, CopyObject,
+ * CreateMultipartUpload. */
+static bool is_put_object(http_req_t *q)
+{
+	return q->method == HTTP_PUT && !s3_query_has(q, "uploadId") && !http_req_header(q, "x-amz-copy-source").ptr;
+}
+static bool is_copy(http_req_t *q)
+{
+	return q->method == HTTP_PUT && !s3_query_has(q, "uploadId") && http_req_header(q, "x-amz-copy-source").ptr;
+}
+static bool is_complete(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploadId"); }
+static bool is_create(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploads"); }
+static bool tags_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_create(q); }
+static bool cond_served(http_req_t *q) { return is_put_object(q) || is_complete(q); }
+
+/* Headers of hdr_rules that some operations do serve (the rule does not
+ * apply to them). */
+static const struct {
+	const char *name;
+	bool (*served)(http_req_t *q);
+} served_by[] = {
+	{"x-amz-tagging", tags_served},
+	{"If-Match", cond_served},
+	{"If-None-Match", cond_served},
+};
+
+static bool served(const char *name, http_req_t *q)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(served_by); i++)
+		if (!strcmp(served_by[i].name, name))
+			return served_by[i].served(q);
+	return false;
+}
+
 /* Request headers that ask for a feature aisd does not have. A name
  * ending in '-' is a prefix. methods: bits of (1 << HTTP_x), 0 for any;
- * scope: ON_BUCKET / ON_OBJECT. The first row that matches answers. */
+ * scope: ON_BUCKET / ON_OBJECT. The first row that matches answers,
+ * unless the operation serves the header (served_by). */
 #define M(x) (1u << (x))
 static const struct hdr_rule {
 	const char *name;
@@ -154,7 +191,8 @@ static const struct hdr_rule {
 	{"x-amz-server-side-encryption-", ANY, NULL, 0, ON_BUCKET | ON_OBJECT, "server-side encryption (SSE-S3, SSE-KMS)"},
 	{"x-amz-object-lock-", ANY, NULL, 0, ON_BUCKET | ON_OBJECT, "object lock"},
 	{"x-amz-bucket-object-lock-enabled", IS_TRUE, NULL, 0, ON_BUCKET, "object lock"},
-	{"x-amz-tagging", NONEMPTY, NULL, 0, ON_OBJECT, "object tagging"},
+	{"x-amz-tagging", NONEMPTY, NULL, 0, ON_OBJECT, "object tagging (other than on PutObject, CopyObject and "
+	 "CreateMultipartUpload)"},
 	{"x-amz-website-redirect-location", ANY, NULL, 0, ON_OBJECT, "website redirects"},
 	{"x-amz-storage-class", NOT_VALUE, "STANDARD", 0, ON_OBJECT, "storage classes other than STANDARD"},
 	{"x-amz-object-ownership", NOT_VALUE, "ObjectWriter", 0, ON_BUCKET,
@@ -162,8 +200,10 @@ static const struct hdr_rule {
 	{"x-amz-expected-bucket-owner", ANY, NULL, 0, ON_BUCKET | ON_OBJECT, "bucket owner conditions"},
 	{"x-amz-source-expected-bucket-owner", ANY, NULL, 0, ON_BUCKET | ON_OBJECT, "bucket owner conditions"},
 	{"x-amz-mfa", ANY, NULL, 0, ON_BUCKET | ON_OBJECT, "MFA delete"},
-	{"If-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT, "conditional writes"},
-	{"If-None-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT, "conditional writes"},
+	{"If-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT,
+	 "conditional writes (other than on PutObject and CompleteMultipartUpload)"},
+	{"If-None-Match", ANY, NULL, M(HTTP_PUT) | M(HTTP_POST) | M(HTTP_DELETE), ON_OBJECT,
+	 "conditional writes (other than on PutObject and CompleteMultipartUpload)"},
 	{"x-amz-if-match-", ANY, NULL, 0, ON_OBJECT, "conditional deletes"},
 	{"x-amz-write-offset-bytes", ANY, NULL, 0, ON_OBJECT, "appends"},
 };
@@ -263,7 +303,7 @@ bool s3_nyi_answered(s3_rq_t *r)
 			const struct hdr_rule *h = &hdr_rules[k];
 			if (!(h->scope & scope) || (h->methods && !(h->methods & M(m))))
 				continue;
-			if (rule_matches(h, &req->hdrs[i])) {
+			if (rule_matches(h, &req->hdrs[i]) && !served(h->name, req)) {
 				s3_error(r, "NotImplemented", "%.*s: %s is not implemented", (int)MIN(req->hdrs[i].name.len, 128),
 					 req->hdrs[i].name.ptr, h->what);
 				return true;

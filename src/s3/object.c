@@ -45,6 +45,57 @@ static void overrides(s3_rq_t *r, s3_meta_t *m)
 	}
 }
 
+/* ?partNumber=N of a GET/HEAD: *num 0 when absent. AIS_ERR after
+ * answering (not 1..10000, or with a Range). */
+static int part_param(s3_rq_t *r, uint32_t *num)
+{
+	sv_t v;
+	uint64_t n;
+	*num = 0;
+	if (!http_query_get(r->http, "partNumber", &v))
+		return AIS_OK;
+	if (num_parse_u64(v.ptr, v.len, 1, S3_MAX_PARTS, &n) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+		return AIS_ERR;
+	}
+	if (http_req_has_header(r->http, "Range")) {
+		s3_error(r, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
+		return AIS_ERR;
+	}
+	*num = (uint32_t)n;
+	return AIS_OK;
+}
+
+/* The byte range of part num of the object (its part sizes kept at
+ * Complete; an object not from a multipart upload is its own part 1) and
+ * its part count (0: not multipart). AIS_ERR after answering. */
+static int part_range(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m, uint32_t num, uint64_t *start,
+		      uint64_t *len, uint32_t *count)
+{
+	*count = 0;
+	int rc = AIS_OK;
+	if (m->parts) {
+		rc = s3_part_range(m->parts, num, start, len, count);
+		if (rc == AIS_ERR) {
+			s3_error(r, "InternalError", "the object's part sizes are damaged");
+			return AIS_ERR;
+		}
+	} else if (m->mpu) {
+		s3_error(r, "NotImplemented", "the part sizes of this multipart object were not kept");
+		return AIS_ERR;
+	} else if (num == 1) {
+		*start = 0;
+		*len = sm->size;
+	} else {
+		rc = AIS_DONE;
+	}
+	if (rc == AIS_DONE) {
+		s3_error(r, "InvalidPartNumber", NULL);
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -82,7 +133,15 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		http_resp_send(req, "", 0);
 		return;
 	}
+	uint32_t part, nparts = 0;
+	part_param(r, &part); /* (checked before the open) */
 	int rr = http_range_parse(http_req_header(req, "Range"), sm.size, &start, &len);
+	if (part && part_range(r, &sm, &m, part, &start, &len, &nparts) != AIS_OK) {
+		ol_close(req, fd);
+		return;
+	}
+	if (part)
+		rr = len ? AIS_OK : AIS_DONE; /* a part is a range; an empty object: all of it */
 	if (rr == AIS_ERR) {
 		ol_close(req, fd);
 		http_resp_header(req, "Content-Range", "bytes */%llu", (unsigned long long)sm.size);
@@ -94,6 +153,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	s3_meta_headers(r, &sm, &m);
 	if (rr != AIS_OK) /* the whole object's checksum, not a range's */
 		s3_ck_headers(r, &m);
+	if (nparts)
+		http_resp_header(req, "x-amz-mp-parts-count", "%u", nparts);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
 		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
@@ -113,7 +174,10 @@ static int get_object(s3_rq_t *r)
 	sv_t etl;
 	if (req->method == HTTP_GET && (http_query_get(req, "etl", &etl) || (etl = http_req_header(req, "x-ais-etl")).len))
 		return tgt_get_etl(req, req->ctx, r->bucket, r->key, etl, true); /* transformed (etl.h) */
-	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
+	uint32_t part;
+	if (part_param(r, &part) != AIS_OK)
+		return AIS_OK;
+	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") && !part ? OL_VERIFY : 0;
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
 	return AIS_OK;
 }
@@ -203,6 +267,97 @@ int s3_object_attributes(s3_rq_t *r)
 	return AIS_OK;
 }
 
+/* --- conditional writes ----------------------------------------------------------- */
+
+struct cond {
+	sv_t if_match;     /* ETags, or "*"; {NULL, 0}: none */
+	sv_t if_none;      /* the same for If-None-Match */
+	const char **code; /* the S3 error code of a failed check goes here */
+};
+
+/* Does the ETag list l ("a", W/"b", *) name etag (quoted)? */
+static bool etag_listed(sv_t l, const char *etag)
+{
+	sv_t want = {etag + 1, strlen(etag) - 2};
+	while (l.len) {
+		const char *c = memchr(l.ptr, ',', l.len);
+		sv_t it = sv_trim((sv_t){l.ptr, c ? (size_t)(c - l.ptr) : l.len});
+		l = c ? (sv_t){c + 1, l.len - (size_t)(c + 1 - l.ptr)} : (sv_t){l.ptr + l.len, 0};
+		if (sv_eqstr(it, "*"))
+			return true;
+		if (sv_startswith(it, "W/"))
+			it = (sv_t){it.ptr + 2, it.len - 2};
+		if (it.len >= 2 && it.ptr[0] == '"' && it.ptr[it.len - 1] == '"')
+			it = (sv_t){it.ptr + 1, it.len - 2};
+		if (sv_eq(it, want))
+			return true;
+	}
+	return false;
+}
+
+/* ol_put_t.precond: the object's current ETag against the request's. */
+static int cond_check(ol_put_t *w, const store_meta_t *cur)
+{
+	struct cond *c = w->precond_arg;
+	if (!cur) {
+		if (!c->if_match.ptr)
+			return AIS_OK;
+		*c->code = "NoSuchKey"; /* S3: If-Match on a missing key */
+		errno = ENOENT;
+		return AIS_ERR;
+	}
+	arena_t *a = arena_new(4096);
+	s3_meta_t *m = arena_alloc(a, sizeof(*m));
+	char etag[96];
+	s3_meta_decode(a, cur->custom, m);
+	s3_etag_of(cur, m, etag, sizeof(etag));
+	arena_destroy(a);
+	if ((c->if_none.ptr && etag_listed(c->if_none, etag)) || (c->if_match.ptr && !etag_listed(c->if_match, etag))) {
+		*c->code = "PreconditionFailed";
+		errno = EEXIST;
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+/* Does r's bucket cache a remote bucket (its props name a backend)? Its
+ * objects may be at the remote only, where the owner cannot check them. */
+static bool remote_bucket(s3_rq_t *r)
+{
+	const bmd_t *b;
+	bool remote = false;
+	if (!r->node.cl)
+		return false;
+	cluster_read_lock(r->node.cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, r->bucket.ptr, r->bucket.len) : NULL;
+	remote = bk && bk->props.backend.provider[0];
+	cluster_read_unlock(r->node.cl);
+	return remote;
+}
+
+int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code)
+{
+	sv_t im = http_req_header(r->http, "If-Match"), inm = http_req_header(r->http, "If-None-Match");
+	if (!im.ptr && !inm.ptr)
+		return AIS_OK;
+	if ((im.ptr && !sv_trim(im).len) || (inm.ptr && !sv_trim(inm).len)) {
+		s3_error(r, "InvalidArgument", "%s: an empty ETag", im.ptr && !sv_trim(im).len ? "If-Match" : "If-None-Match");
+		return AIS_ERR;
+	}
+	if (remote_bucket(r)) {
+		s3_error(r, "NotImplemented", "%s on a bucket in front of a remote bucket is not implemented",
+			 im.ptr ? "If-Match" : "If-None-Match");
+		return AIS_ERR;
+	}
+	struct cond *c = arena_zalloc(r->http->arena, sizeof(*c));
+	c->if_match = im.ptr ? sv_trim(im) : (sv_t){NULL, 0};
+	c->if_none = inm.ptr ? sv_trim(inm) : (sv_t){NULL, 0};
+	c->code = code;
+	w->precond = cond_check;
+	w->precond_arg = c;
+	return AIS_OK;
+}
+
 /* --- PUT ------------------------------------------------------------------------ */
 
 struct obj_sink {
@@ -237,7 +392,8 @@ static int obj_commit(s3_put_t *p)
 	}
 	s->op.custom = s->custom.ptr;
 	if (ol_put_commit(&s->op) != AIS_OK) {
-		p->msg = s->op.msg.ptr; /* freed with the sink, after the answer */
+		if (!p->code)
+			p->msg = s->op.msg.ptr; /* freed with the sink, after the answer */
 		return AIS_ERR;
 	}
 	return AIS_OK;
@@ -272,7 +428,8 @@ static int put_object(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_meta_from_req(r, &s->m) != AIS_OK)
+	if (s3_meta_from_req(r, &s->m) != AIS_OK || s3_tags_from_req(r, &s->m.tags) != AIS_OK ||
+	    s3_cond_arm(r, &s->op, &p->code) != AIS_OK)
 		return AIS_OK;
 	memset(s->m.etag, 'f', 32);
 	static char longest_ck[] = "sha256:0123456789012345678901234567890123456789012=:FULL_OBJECT";

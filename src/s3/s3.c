@@ -300,17 +300,6 @@ void s3_user_xml(buf_t *b, const char *tag, const char *uid)
 	user_xml(b, tag, id, name);
 }
 
-/* GET ?tagging of an object: no tags (none can be set: nyi.c). */
-static int tagging(s3_rq_t *r)
-{
-	buf_t b = BUF_INIT;
-	s3_xml_head(&b, "Tagging");
-	buf_addstr(&b, "<TagSet></TagSet>");
-	s3_xml_close(&b, "Tagging");
-	s3_send_xml(r, 200, &b);
-	return AIS_OK;
-}
-
 /* ?acl on a bucket or an object: GET and PUT (aclop.c). */
 static int acl_op(s3_rq_t *r)
 {
@@ -330,9 +319,9 @@ static int object_op(s3_rq_t *r)
 
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
+	if (s3_query_has(req, "tagging"))
+		return req->method == HTTP_HEAD ? method_not_allowed(r) : s3_object_tagging(r);
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
-		if (s3_query_has(req, "tagging"))
-			return req->method == HTTP_GET ? tagging(r) : method_not_allowed(r);
 		if (s3_query_has(req, "attributes"))
 			return req->method == HTTP_GET ? s3_object_attributes(r) : method_not_allowed(r);
 		if (req->method == HTTP_GET && http_query_get(req, "uploadId", &v))
@@ -366,6 +355,8 @@ static int bucket_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
+	if (s3_query_has(req, "tagging"))
+		return s3_bucket_tagging(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -396,14 +387,15 @@ static int authenticate(s3_rq_t *r)
  *   operation                      perm          ACL need (on)
  *   ListBuckets                    -             -
  *   CreateBucket                   cluster admin -
- *   PutBucketAcl                   admin         WRITE_ACP (bucket)
- *   GetBucketAcl                   list          READ_ACP (bucket)
+ *   PutBucketAcl, Put/DeleteBucketTagging admin  WRITE_ACP (bucket)
+ *   GetBucketAcl, GetBucketTagging list          READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
  *   GetObject, HeadObject          read          READ (object)
  *   Get/PutObjectAcl               read / write  READ_ACP / WRITE_ACP (object)
- *   ListParts, tagging             read          WRITE / READ (bucket)
+ *   ListParts, GetObjectTagging    read          WRITE / READ (bucket)
+ *   Put/DeleteObjectTagging        write / delete WRITE (bucket)
  *   PutObject, multipart           write         WRITE (bucket)
  *   DeleteObject / AbortMPU        delete / write WRITE (bucket)
  *   + copy source                  read          READ (source object)
@@ -435,7 +427,7 @@ static int s3_declare(s3_rq_t *r)
 	x->object = r->key;
 	r->nres = 1;
 	if (!r->key.len) {
-		if (acl) {
+		if (acl || s3_query_has(req, "tagging")) { /* the bucket's ACL or tags: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

@@ -148,6 +148,35 @@ typedef struct s3_acl_req {
 } s3_acl_req_t;
 int s3_parse_acl(const char *p, size_t n, s3_acl_req_t *out);
 
+/* --- tagging.c: tag sets and ?tagging of objects --- */
+#define S3_OBJECT_TAGS_MAX 10
+#define S3_BUCKET_TAGS_MAX 50
+#define S3_TAG_KEY_MAX 128   /* characters */
+#define S3_TAG_VALUE_MAX 256 /* characters */
+typedef struct s3_tags {
+	size_t n; /* tags given; at most ARRAY_SIZE(t) kept */
+	struct s3_tag {
+		char *key, *value;
+	} t[S3_BUCKET_TAGS_MAX];
+} s3_tags_t;
+/* Pure: the tags of "k1=v1&k2&..." (percent-encoded, '+' a space; a key
+ * without '=' has the empty value). AIS_ERR: a malformed escape. */
+int s3_tags_from_query(arena_t *a, sv_t q, s3_tags_t *out);
+/* Pure: the tags of a <Tagging><TagSet><Tag><Key/><Value/></Tag>...
+ * document. AIS_ERR: malformed, or not that document. */
+int s3_tags_from_xml(arena_t *a, const char *p, size_t n, s3_tags_t *out);
+/* S3's limits (max tags, key and value lengths, no duplicate key, no
+ * "aws:" prefix, no control characters): NULL when t is fine (then sorted
+ * by key), else the message of S3's InvalidTag. */
+const char *s3_tags_check(s3_tags_t *t, size_t max);
+/* <Tagging><TagSet>...: GetObjectTagging's and GetBucketTagging's answer. */
+void s3_tags_xml(const s3_tags_t *t, buf_t *b);
+/* The x-amz-tagging header's tags (none when absent); AIS_ERR after
+ * answering (InvalidArgument, InvalidTag). */
+int s3_tags_from_req(s3_rq_t *r, s3_tags_t *out);
+/* GET, PUT, DELETE ?tagging of an object, on its owner (reads: a holder). */
+int s3_object_tagging(s3_rq_t *r);
+
 /* --- meta.c: S3 metadata in the object's custom metadata --- */
 typedef struct s3_meta {
 	char etag[80];   /* hex, or hex-N for multipart; no quotes */
@@ -162,6 +191,8 @@ typedef struct s3_meta {
 	struct {
 		char *name, *value;
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
+	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
+	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
 } s3_meta_t;
 /* From request headers (PUT, CreateMultipartUpload, Copy REPLACE),
  * with the owner and ACL of s3_meta_acl_from_req.
@@ -172,6 +203,26 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m);
 int s3_meta_encode(const s3_meta_t *m, buf_t *out);
 /* Decodes custom into arena memory; unknown keys are ignored. */
 void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
+/* Pure: the byte range of part number num of a multipart object whose
+ * parts are ps ("[N:]SIZE*COUNT+...": runs of COUNT parts of SIZE bytes
+ * in order, numbered on from the previous run, or from N), and its part
+ * count. AIS_OK; AIS_DONE: no part has that number (*count set);
+ * AIS_ERR: ps malformed. */
+int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count);
+/* The object's metadata for a request on the object named (?tagging,
+ * ?acl) on this target: AIS_ERR after answering (missing, or the
+ * object's ACL refuses it). */
+int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m);
+/* The same through the object layer (ol_open: a holder that lacks its copy
+ * fetches it first), then calls then(..., arg) on the loop; answers the error
+ * itself. r->op is its own until then runs. */
+typedef void (*s3_meta_fn)(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg);
+void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg);
+/* Sets m as the object's S3 metadata on every copy (ol_set_custom, on
+ * the network pool in a cluster) if the object is still version, and
+ * answers status with an empty body; what names the change in errors
+ * ("the ACL", "tags"). */
+void s3_meta_set(s3_rq_t *r, uint64_t version, const s3_meta_t *m, int status, const char *what);
 /* Only the S3 owner's user id of custom into out ("" when none). */
 void s3_meta_owner(const char *custom, char *out, size_t outsz);
 /* The ETag of an object (quoted), from its S3 metadata or its checksum. */
@@ -250,6 +301,9 @@ int s3_service(s3_rq_t *r);     /* GET / */
 int s3_bucket(s3_rq_t *r);      /* /BUCKET */
 bool s3_bucket_exists(s3_rq_t *r);
 bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
+/* GET, PUT, DELETE ?tagging of a bucket (its tags live in the BMD,
+ * props.s3tags, changed through the primary like its ACL). */
+int s3_bucket_tagging(s3_rq_t *r);
 /* PutBucketAcl's change: the BMD through the primary; answers 200. */
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
 
@@ -273,6 +327,15 @@ void s3_entries_free(s3_entry_t *e, size_t n);
 /* --- object.c --- */
 int s3_object(s3_rq_t *r);
 int s3_object_attributes(s3_rq_t *r); /* GET ?attributes (GetObjectAttributes) */
+/* Makes w a conditional write (ol_put_t.precond) for the request's
+ * If-Match / If-None-Match (PutObject, CompleteMultipartUpload; "*" or a
+ * list of ETags, quoted or not), checked on the owner at the commit: a
+ * failed check sets *code (PreconditionFailed: the object exists and
+ * If-None-Match names it or is "*", or If-Match does not name it;
+ * NoSuchKey: If-Match of a missing key) and fails the commit.
+ * AIS_OK (no condition, or armed), AIS_ERR after answering (an empty
+ * value: InvalidArgument). */
+int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code);
 
 /* --- put.c: a request body streamed to a sink by the object layer's
  * pipeline (ol_stream), through the SigV4 body decoder. --- */

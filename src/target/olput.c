@@ -57,9 +57,15 @@
  *     answers S3 with the same MD5 ETag (s3cmd and rclone verify it). A
  *     write whose custom metadata has an ETag already (S3's, a remote's)
  *     keeps that one.
+ *  8. A conditional write (p->precond, ol.h invariant 6) is checked and
+ *     committed under a lock of its name's hash that every conditional
+ *     write of the name takes, against the copy here (or, for an object
+ *     kept as slices only, its slices' metadata), before any copy or slice
+ *     commits.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +75,7 @@
 #include "ol_int.h"
 #include "aisd/log.h"
 #include "aisd/metrics.h"
+#include "aisd/hrw.h"
 #include "aisd/ol.h"
 #include "aisd/place.h"
 #include "aisd/status.h"
@@ -174,7 +181,7 @@ static char *with_etag(const char *custom, const char *md5)
 	return buf_detach(&b, NULL);
 }
 
-int ol_put_commit(ol_put_t *p)
+static int put_commit(ol_put_t *p)
 {
 	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
 	bool copies = p->w && p->w->cluster && p->w->n > 1;
@@ -259,6 +266,50 @@ int ol_put_commit(ol_put_t *p)
 		 * drops it (ecrepair.c rule 7) */
 		reb_enqueue(p->t->reb, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len);
 	return AIS_OK;
+}
+
+/* ol.h invariant 6: a conditional write's check and commit under one of
+ * PRECOND_LOCKS locks, by the hash of the name (writes of two names may
+ * share one: they only wait). */
+#define PRECOND_LOCKS 64
+static pthread_mutex_t precond_mu[PRECOND_LOCKS];
+static pthread_once_t precond_once = PTHREAD_ONCE_INIT;
+
+static void precond_init(void)
+{
+	for (size_t i = 0; i < PRECOND_LOCKS; i++)
+		pthread_mutex_init(&precond_mu[i], NULL);
+}
+
+int ol_put_commit(ol_put_t *p)
+{
+	if (!p->precond)
+		return put_commit(p);
+	pthread_once(&precond_once, precond_init);
+	pthread_mutex_t *mu =
+		&precond_mu[(hrw_name_hash(p->bck.ptr, p->bck.len) ^ hrw_mix(hrw_name_hash(p->obj.ptr, p->obj.len))) %
+			    PRECOND_LOCKS];
+	store_meta_t cur;
+	int rc;
+	bmd_props_t bp;
+	pthread_mutex_lock(mu);
+	if (store_lookup(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &cur) == AIS_OK) {
+		rc = p->precond(p, &cur);
+	} else if (errno != ENOENT) {
+		rc = AIS_ERR;
+	} else if (p->w && p->w->cluster && ec_props(p->t, p->bck, &bp) && bp.ec_enabled && bp.ec_no_whole) {
+		/* an object kept as slices only has no whole copy here: its slices' metadata */
+		rc = ec_stat(p->t, p->bck, p->obj, &cur, &p->msg);
+		rc = rc == AIS_OK ? p->precond(p, &cur) : errno == ENOENT ? p->precond(p, NULL) : AIS_ERR;
+	} else {
+		rc = p->precond(p, NULL);
+	}
+	if (rc == AIS_OK)
+		rc = put_commit(p);
+	int e = errno;
+	pthread_mutex_unlock(mu);
+	errno = e;
+	return rc;
 }
 
 void ol_put_free(ol_put_t *p)

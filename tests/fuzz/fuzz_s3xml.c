@@ -1,9 +1,12 @@
 /*
  * fuzz_s3xml.c - libFuzzer driver for the S3 request-body parsers
  * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket,
- * s3_parse_acl over expat) and the ACL text form (s3acl_decode/encode).
+ * s3_parse_acl over expat), the ACL text form (s3acl_decode/encode), tag
+ * sets (s3_tags_from_xml, s3_tags_from_query, s3_tags_check) and part
+ * sizes (s3_part_range).
  *
- * The first byte picks the parser, the rest is the body. Checks the
+ * The first byte picks the parser (0xfd..0xff: tags from XML, tags from a
+ * query, part sizes; else by its value mod 5), the rest is the body. Checks the
  * contracts: counts within bounds, keys inside the arena and of the length
  * said, part ETags empty or 32 lower-case hex digits.
  */
@@ -25,6 +28,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	arena_t *a = arena_new(4096);
 	const char *p = (const char *)data + 1;
 	size_t n = size - 1;
+	if (data[0] >= 0xfd) {
+		s3_tags_t *t = arena_alloc(a, sizeof(*t));
+		char *z = arena_strndup(a, p, n); /* (stops at a NUL, as a header would) */
+		uint64_t start, len;
+		uint32_t count;
+		if (data[0] == 0xff) {
+			if (s3_part_range(z, 1 + (uint32_t)(n % 10000), &start, &len, &count) == AIS_OK &&
+			    (count < 1 || count > S3_MAX_PARTS))
+				abort();
+		} else if ((data[0] == 0xfd ? s3_tags_from_xml(a, p, n, t) : s3_tags_from_query(a, sv_from(z), t)) == AIS_OK &&
+			   !s3_tags_check(t, S3_BUCKET_TAGS_MAX)) {
+			/* a set that passed is sorted, unique, within the limits */
+			for (size_t i = 0; i < t->n; i++)
+				if (!t->t[i].key[0] || strlen(t->t[i].key) > 4 * S3_TAG_KEY_MAX ||
+				    (i && strcmp(t->t[i - 1].key, t->t[i].key) >= 0))
+					abort();
+		}
+		arena_destroy(a);
+		return 0;
+	}
 	switch (data[0] % 5) {
 	case 0: {
 		s3_delete_req_t d;

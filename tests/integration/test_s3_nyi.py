@@ -7,8 +7,8 @@ GET ?versioning an empty VersioningConfiguration, DELETE ?cors 204).
 
 Walks the whole table with signed raw requests (botocore's SigV4 signer,
 so nothing in an SDK drops or rewrites a header) and the common cases with
-boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, tags,
-storage classes), on a 1-gateway 3-target cluster with auth on: after
+boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, storage
+classes), on a 1-gateway 3-target cluster with auth on: after
 each refused request the bucket's objects are the same bytes and ETags
 and no new key exists. Also: versionId=null is served (every object is
 its key's null version), DELETE /bucket?versioning no longer deletes the
@@ -118,14 +118,11 @@ HEADERS = [  # (header, value) asking for what aisd does not do
     ("x-amz-object-lock-mode", "GOVERNANCE"),
     ("x-amz-object-lock-retain-until-date", "2099-01-01T00:00:00Z"),
     ("x-amz-object-lock-legal-hold", "ON"),
-    ("x-amz-tagging", "a=b"),
     ("x-amz-website-redirect-location", "/elsewhere"),
     ("x-amz-storage-class", "GLACIER"),
     ("x-amz-storage-class", "STANDARD_IA"),
     ("x-amz-expected-bucket-owner", "111122223333"),
     ("x-amz-mfa", "SERIAL 123456"),
-    ("If-None-Match", "*"),
-    ("If-Match", ETAGS["obj"]),
     ("x-amz-write-offset-bytes", "0"),
 ]
 for h, v in HEADERS:
@@ -133,6 +130,12 @@ for h, v in HEADERS:
     nyi(st, body, h, "PUT new key with %s: %s" % (h, v))
     st, _, body = signed("PUT", "/%s/obj" % B, b"overwritten", {h: v})
     nyi(st, body, h, "PUT over obj with %s" % h)
+    st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
+    nyi(st, body, h, "CopyObject with %s" % h)
+    st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
+    nyi(st, body, h, "CreateMultipartUpload with %s" % h)
+# conditional writes are served on PutObject and CompleteMultipartUpload only
+for h, v in (("If-None-Match", "*"), ("If-Match", ETAGS["obj"])):
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
     nyi(st, body, h, "CopyObject with %s" % h)
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
@@ -193,7 +196,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 # --- sub-resources -------------------------------------------------------------------------------------------------
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
-    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["PUT", "POST"], "policy": ["PUT", "POST"],
+    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
     "object-lock": ["PUT", "DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
@@ -211,10 +214,10 @@ for sub, methods in BUCKET_NYI.items():
 unchanged("the refused bucket sub-resources (DELETE ?versioning, ?location, ... of an empty bucket)")
 
 OBJECT_NYI = {
-    "tagging": ["PUT"], "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
+    "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
     "torrent": ["GET"], "attributes": ["PUT"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["GET", "HEAD",
                                                                                                        "DELETE", "PUT"],
-    "partNumber=1": ["GET", "HEAD"], "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
+    "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
     "cors": ["DELETE"], "location": ["GET", "DELETE"], "delete": ["POST", "DELETE"], "acl": ["DELETE"],
 }
 for sub, methods in OBJECT_NYI.items():
@@ -280,7 +283,6 @@ CASES = [
                                               SSEKMSKeyId="k")),
     ("GetObject SSE-C", s3.get_object, dict(Bucket=B, Key="obj", SSECustomerAlgorithm="AES256",
                                             SSECustomerKey="0123456789abcdef0123456789abcdef")),
-    ("PutObject tagging", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", Tagging="k=v")),
     ("PutObject object lock", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", ObjectLockLegalHoldStatus="ON")),
     ("PutObject GLACIER", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", StorageClass="GLACIER")),
     ("CopyObject SSE-S3", s3.copy_object, dict(Bucket=B, Key="new", CopySource={"Bucket": B, "Key": "obj"},
@@ -293,9 +295,6 @@ CASES = [
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
     ("PutObjectLockConfiguration", s3.put_object_lock_configuration,
      dict(Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})),
-    ("PutBucketTagging", s3.put_bucket_tagging, dict(Bucket=B, Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})),
-    ("PutObjectTagging", s3.put_object_tagging, dict(Bucket=B, Key="obj", Tagging={"TagSet": [{"Key": "a",
-                                                                                               "Value": "b"}]})),
     ("PutBucketPolicy", s3.put_bucket_policy, dict(Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}')),
     ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
         {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),

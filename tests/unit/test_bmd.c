@@ -108,6 +108,17 @@ START_TEST(test_roundtrip)
 	ck_assert_str_eq(bmd_get(ds, "s3b", 3)->props.s3owner, "o \"1\"");
 	ck_assert(bmd_get(ds, "s3c", 3)->props.s3acl_set);
 	ck_assert(!bmd_get(ds, "bck-5", 5)->props.s3acl_set);
+	/* the S3 bucket tags round trip; a space or a control byte is refused */
+	sp = bmd_get(ds, "s3c", 3)->props;
+	snprintf(sp.s3tags, sizeof(sp.s3tags), "%s", "a%20b=c&d=%22e%22");
+	ck_assert_int_eq(bmd_set_props(ds, "s3c", 3, &sp, NULL), AIS_OK);
+	bmd_t *dt = roundtrip(ds);
+	ck_assert(bmd_equal(ds, dt));
+	ck_assert_str_eq(bmd_get(dt, "s3c", 3)->props.s3tags, "a%20b=c&d=%22e%22");
+	ck_assert_str_eq(bmd_get(dt, "s3b", 3)->props.s3tags, "");
+	bmd_free(dt);
+	snprintf(sp.s3tags, sizeof(sp.s3tags), "%s", "a b=c");
+	ck_assert_int_eq(bmd_set_props(ds, "s3c", 3, &sp, NULL), AIS_ERR);
 	/* set_props changes the ACL, never the owner */
 	sp = bmd_get(ds, "s3b", 3)->props;
 	snprintf(sp.s3acl, sizeof(sp.s3acl), "%s", "uFx");
@@ -299,6 +310,12 @@ START_TEST(test_props_patch)
 	ck_assert_str_eq(q.s3acl, "aR:uFme");
 	ck_assert_int_eq(patch(&q, "{\"s3\":{\"acl\":\"aQ\"}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&q, "{\"s3\":{\"owner\":\"me\"}}", &err), AIS_ERR); /* never by set-bprops */
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"tags\":\"k=v&x=%20\"}}", &err), AIS_OK);
+	ck_assert_str_eq(q.s3tags, "k=v&x=%20");
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"tags\":\"\"}}", &err), AIS_OK); /* none */
+	ck_assert_str_eq(q.s3tags, "");
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"tags\":\"a b\"}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"tags\":7}}", &err), AIS_ERR);
 	ck_assert_str_eq(out.ptr, "{\"provider\":\"ais\",\"checksum\":{\"type\":\"sha256\"},\"mirror\":{\"enabled\":true,"
 				  "\"copies\":3},\"versioning\":{\"enabled\":false},\"access\":127,\"created\":42,"
 				  "\"ec\":{\"enabled\":false,\"data_slices\":2,\"parity_slices\":2,\"objsize_limit\":262144,"

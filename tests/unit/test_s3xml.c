@@ -2,8 +2,9 @@
  * test_s3xml.c - the S3 API's pure pieces: the request-body parsers
  * (Delete, CompleteMultipartUpload, CreateBucketConfiguration: shapes,
  * entities, namespaces, refusals of DOCTYPE, bad nesting and bad values),
- * the XML writer's escaping (its output parses back to the same text), and
- * S3 metadata's encoding in custom metadata (any value round-trips).
+ * the XML writer's escaping (its output parses back to the same text),
+ * S3 metadata's encoding in custom metadata (any value round-trips), tag
+ * sets (x-amz-tagging, <Tagging>, S3's limits) and part ranges.
  */
 #include <check.h>
 #include <errno.h>
@@ -274,6 +275,108 @@ START_TEST(test_errno_map)
 }
 END_TEST
 
+START_TEST(test_tags)
+{
+	arena_t *a = arena_new(4096);
+	s3_tags_t *t = arena_alloc(a, sizeof(*t));
+	/* the x-amz-tagging header: a key without '=' is empty, '+' a space */
+	ck_assert_int_eq(s3_tags_from_query(a, SV("foo=bar&bar&a%20b=c+d%26e&&"), t), AIS_OK);
+	ck_assert_uint_eq(t->n, 3);
+	ck_assert_str_eq(t->t[1].key, "bar");
+	ck_assert_str_eq(t->t[1].value, "");
+	ck_assert_str_eq(t->t[2].key, "a b");
+	ck_assert_str_eq(t->t[2].value, "c d&e");
+	ck_assert_ptr_null(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	ck_assert_str_eq(t->t[0].key, "a b"); /* sorted */
+	ck_assert_str_eq(t->t[2].key, "foo");
+	ck_assert_int_eq(s3_tags_from_query(a, SV("a=%zz"), t), AIS_ERR);
+	/* the <Tagging> body: the texts outlive the parser's buffer */
+	ck_assert_int_eq(s3_tags_from_xml(a, S("<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet>"
+					    "<Tag><Key>k1</Key><Value>v &amp; 1</Value></Tag>"
+					    "<Tag><Key>k0</Key><Value></Value></Tag></TagSet></Tagging>"),
+					  t),
+			 AIS_OK);
+	ck_assert_uint_eq(t->n, 2);
+	ck_assert_str_eq(t->t[0].key, "k1");
+	ck_assert_str_eq(t->t[0].value, "v & 1");
+	ck_assert_str_eq(t->t[1].value, "");
+	ck_assert_int_eq(s3_tags_from_xml(a, S("<Tagging><TagSet><Tag><Value>v</Value></Tag></TagSet></Tagging>"), t),
+			 AIS_ERR); /* no Key */
+	ck_assert_int_eq(s3_tags_from_xml(a, S("<Other/>"), t), AIS_ERR);
+	ck_assert_int_eq(s3_tags_from_xml(a, S("<Tagging><TagSet><Tag><Key>a</Key><Key>b</Key></Tag></TagSet></Tagging>"), t),
+			 AIS_ERR);
+	/* the limits: 10 tags, 128/256 characters (UTF-8 counted as characters), no duplicate, no aws: */
+	char key[300], val[300];
+	memset(key, 'k', 128), key[128] = '\0';
+	memset(val, 'v', 256), val[256] = '\0';
+	t->n = 1, t->t[0].key = key, t->t[0].value = val;
+	ck_assert_ptr_null(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	key[128] = 'k', key[129] = '\0';
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	key[128] = '\0', val[256] = 'v', val[257] = '\0';
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	for (int i = 0; i < 128; i++) /* 128 two-byte characters are fine */
+		key[2 * i] = (char)0xc3, key[2 * i + 1] = (char)0xa9;
+	key[256] = '\0';
+	val[0] = '\0';
+	ck_assert_ptr_null(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	char aws[] = "aws:x", dup[] = "d", empty[] = "";
+	t->t[0].key = aws;
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	t->t[0].key = empty;
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	t->n = 2, t->t[0].key = dup, t->t[1].key = dup, t->t[1].value = val;
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	t->n = 11;
+	ck_assert_ptr_nonnull(s3_tags_check(t, S3_OBJECT_TAGS_MAX));
+	/* in the object's metadata: any text round-trips */
+	s3_meta_t m = {0}, d;
+	buf_t enc = BUF_INIT;
+	char k0[] = "a,b=c%", v0[] = "x=y,z \xc3\xa9";
+	m.tags.n = 1, m.tags.t[0].key = k0, m.tags.t[0].value = v0;
+	m.parts = (char[]){"5242880*2+7"};
+	ck_assert_int_eq(s3_meta_encode(&m, &enc), AIS_OK);
+	s3_meta_decode(a, enc.ptr, &d);
+	ck_assert_uint_eq(d.tags.n, 1);
+	ck_assert_str_eq(d.tags.t[0].key, k0);
+	ck_assert_str_eq(d.tags.t[0].value, v0);
+	ck_assert_str_eq(d.parts, "5242880*2+7");
+	buf_free(&enc);
+	arena_destroy(a);
+}
+END_TEST
+
+START_TEST(test_part_range)
+{
+	uint64_t start, len;
+	uint32_t n;
+	ck_assert_int_eq(s3_part_range("5*3+2*1", 1, &start, &len, &n), AIS_OK);
+	ck_assert(start == 0 && len == 5 && n == 4);
+	ck_assert_int_eq(s3_part_range("5*3+2*1", 3, &start, &len, &n), AIS_OK);
+	ck_assert(start == 10 && len == 5);
+	ck_assert_int_eq(s3_part_range("5*3+2*1", 4, &start, &len, &n), AIS_OK);
+	ck_assert(start == 15 && len == 2);
+	ck_assert_int_eq(s3_part_range("5*3+2*1", 5, &start, &len, &n), AIS_DONE); /* past the end */
+	ck_assert(n == 4 && len == 0);
+	/* numbers with gaps (Complete with parts 2, 3 and 7) */
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 3, &start, &len, &n), AIS_OK);
+	ck_assert(start == 5 && len == 5 && n == 3);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 7, &start, &len, &n), AIS_OK);
+	ck_assert(start == 10 && len == 3);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 1, &start, &len, &n), AIS_DONE);
+	ck_assert_int_eq(s3_part_range("2:5*2+7:3*1", 4, &start, &len, &n), AIS_DONE);
+	ck_assert_int_eq(s3_part_range("3:5*2+2:3*1", 1, &start, &len, &n), AIS_ERR); /* numbers going back */
+	ck_assert_int_eq(s3_part_range("10000:5*2", 1, &start, &len, &n), AIS_ERR);   /* past 10000 */
+	ck_assert_int_eq(s3_part_range("7*1", 1, &start, &len, &n), AIS_OK);
+	ck_assert(start == 0 && len == 7 && n == 1);
+	ck_assert_int_eq(s3_part_range("", 1, &start, &len, &n), AIS_ERR);
+	ck_assert_int_eq(s3_part_range("5", 1, &start, &len, &n), AIS_ERR);
+	ck_assert_int_eq(s3_part_range("5*0", 1, &start, &len, &n), AIS_ERR);
+	ck_assert_int_eq(s3_part_range("5*x", 1, &start, &len, &n), AIS_ERR);
+	ck_assert_int_eq(s3_part_range("5*9999+1*2", 1, &start, &len, &n), AIS_ERR); /* over 10000 parts */
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -286,6 +389,8 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_acl);
 	tcase_add_test(tc, test_acl_body);
 	tcase_add_test(tc, test_errno_map);
+	tcase_add_test(tc, test_tags);
+	tcase_add_test(tc, test_part_range);
 	suite_add_tcase(s, tc);
 	return s;
 }
