@@ -154,6 +154,33 @@ out:
 	return rc;
 }
 
+/*
+ * Whether bucket holds any object: one list page of one entry. AIS_OK with
+ * *any set; AIS_ERR after the error was printed (a 404 included).
+ */
+static int bucket_has_objects(struct cli *c, const char *bucket, bool *any)
+{
+	buf_t path = BUF_INIT, what = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	buf_add_pct(&path, sv_from(bucket), false);
+	buf_addf(&what, "destroy bucket %s", bucket);
+	struct cli_req rq = CLI_REQ_INIT("GET", path.ptr);
+	rq.json = "{\"action\":\"list\",\"value\":{\"pagesize\":1,\"props\":\"name\"}}";
+	struct cli_resp rs = {0};
+	int rc = cli_http(c, &rq, &rs);
+	if (rc == AIS_OK)
+		rc = cli_http_check(&rs, what.ptr);
+	if (rc == AIS_OK) {
+		json_t *page = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+		*any = json_array_size(json_object_get(page, "entries")) > 0;
+		json_decref(page);
+	}
+	cli_resp_free(&rs);
+	buf_free(&what);
+	buf_free(&path);
+	return rc;
+}
+
 int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
@@ -169,8 +196,18 @@ int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 		}
 		buf_t what = BUF_INIT;
 		buf_addf(&what, "destroy bucket %s", bucket);
-		if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) !=
-		    AIS_OK)
+		bool any = false;
+		int crc = CLI_EXIT_OK;
+		if (!cli_opt(a, "yes") && bucket_has_objects(c, bucket, &any) != AIS_OK)
+			crc = CLI_EXIT_ERR;
+		else if (any)
+			crc = cli_confirm(a, what.ptr, "Bucket %s is not empty: destroy it and every object in it?",
+					  bucket);
+		if (crc != CLI_EXIT_OK) {
+			if (rc == CLI_EXIT_OK || crc == CLI_EXIT_USAGE)
+				rc = crc;
+		} else if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) !=
+			   AIS_OK)
 			rc = CLI_EXIT_ERR;
 		else if (c->json)
 			json_array_append_new(done, json_string(bucket));

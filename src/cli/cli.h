@@ -85,6 +85,15 @@ int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, for a thing that does not exist (HTTP 404): see CLI_EXIT_NOTFOUND. */
 void cli_err_notfound(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Asks before something that cannot be undone: CLI_EXIT_OK when the command
+ * has --yes, or stdin is a terminal and the user types "yes" after the
+ * question (fmt). Otherwise says why with what ("destroy bucket b") and
+ * returns CLI_EXIT_USAGE (no terminal: pass --yes) or CLI_EXIT_ERR (not
+ * confirmed).
+ */
+int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Prints j on one line of stdout (compact, keys in their order; "{}" when
  * it cannot be encoded) and frees it. */
 void cli_print_json(json_t *j);
@@ -184,6 +193,15 @@ void cli_tls(const struct cli *c, CURL *h);
 void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,
 		    struct cli_xfer *x);
 int cli_xfer_finish(struct cli_xfer *x, CURLcode cc);
+/*
+ * When libcurl's failure cc (its text err) on a request to endpoint is one
+ * users can fix (the cluster down, http against https and the reverse, a
+ * CA not given, a client certificate required), writes a message saying
+ * what to pass into out and returns true; else false. have_cacert,
+ * have_cert: whether --cacert and --cert were given.
+ */
+bool cli_curl_hint(CURLcode cc, const char *err, const char *endpoint, bool have_cacert, bool have_cert,
+		   buf_t *out);
 
 /*
  * cli_http sends one request, following redirects with the method and body
@@ -291,6 +309,21 @@ int cli_object_put(struct cli *c, const struct cli_args *a);
 int cli_object_get(struct cli *c, const struct cli_args *a);
 int cli_object_rm(struct cli *c, const struct cli_args *a);
 int cli_object_stat(struct cli *c, const struct cli_args *a);
+/* recursive.c: rm -r/--prefix/--template and get -r (called by rm and get). */
+int cli_object_rm_many(struct cli *c, const struct cli_args *a);
+int cli_object_get_dir(struct cli *c, const struct cli_args *a);
+/*
+ * Calls fn(entry, arg) for every object of bucket whose name starts with
+ * prefix (NULL or "": all), in listing order, page by page; props: the
+ * properties to list ("name,size,checksum"). Entries without a name are
+ * skipped. Stops when fn returns other than AIS_OK. AIS_OK when the whole
+ * listing was walked, else AIS_ERR (a listing error is printed).
+ */
+int cli_list_each(struct cli *c, const char *bucket, const char *prefix, const char *props,
+		  int (*fn)(json_t *entry, void *arg), void *arg);
+/* Whether the '/'-separated relative name rel stays under the folder it is
+ * joined to: not empty, not absolute, no empty, "." or ".." part. */
+bool cli_rel_name_safe(const char *rel);
 int cli_list(struct cli *c, const struct cli_args *a);
 int cli_cluster_show(struct cli *c, const struct cli_args *a);
 int cli_cluster_primary(struct cli *c, const struct cli_args *a);

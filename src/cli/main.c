@@ -60,6 +60,14 @@ static const struct cli_opt opts_put[] = {
 };
 static const struct cli_opt opts_get[] = {
 	{"range", 0, "START-END", "fetch only bytes START..END (inclusive; END may be empty)"},
+	{"recursive", 'r', NULL, "BUCKET[/PREFIX] DIR: every object under PREFIX as a file under DIR"},
+	{0},
+};
+static const struct cli_opt opts_rm[] = {
+	{"recursive", 'r', NULL, "BUCKET[/PREFIX]: every object whose name starts with PREFIX"},
+	{"prefix", 0, "PREFIX", "BUCKET: the objects whose names start with PREFIX"},
+	{"template", 0, "TEMPLATE", "BUCKET: the objects named by a range: shard-{0000..0999}.tar"},
+	{"yes", 'y', NULL, "do not ask before deleting more than one object"},
 	{0},
 };
 static const struct cli_opt opts_ls[] = {
@@ -179,7 +187,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{"ishard", "SRC DST",
 	 "pack a bucket's loose files into tar shards of another bucket, samples never split (a job: aisctl job wait ID)",
 	 opts_ishard, 2, 2, cli_ishard, false},
-	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
+	{"bucket rm", "BUCKET...", "destroy buckets and every object in them (a non-empty one: asks unless --yes)",
+	 opts_decommission, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
 	 cli_bucket_props_show, false},
@@ -189,12 +198,14 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, -1, cli_bucket_props_set, false},
 	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
 	 "upload a file, standard input, or a directory with -r", opts_put, 2, 2, cli_object_put, false},
-	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
+	{"get", "BUCKET/OBJECT [FILE|DIR|-]",
+	 "download an object to a file (or standard output), or with -r every object under a prefix",
 	 opts_get, 1, 2, cli_object_get, false},
 	{"ls", "[BUCKET[/PREFIX]]",
 	 "list the objects of a bucket (no BUCKET: list buckets; --archive BUCKET/SHARD: a shard's files)",
 	 opts_ls, 0, 1, cli_list, false},
-	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm, false},
+	{"rm", "BUCKET/OBJECT...", "delete objects (-r BUCKET/PREFIX, --prefix, --template: many; asks unless --yes)",
+	 opts_rm, 1, -1, cli_object_rm, false},
 	{"object head", "BUCKET/OBJECT",
 	 "show an object's size, checksum, version, times and custom metadata", NULL, 1, 1,
 	 cli_object_stat, false},
@@ -318,6 +329,28 @@ void cli_err_notfound(const char *fmt, ...)
 	err_v(fmt, ap);
 	va_end(ap);
 	cli_nnotfound++;
+}
+
+int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...)
+{
+	if (cli_opt(a, "yes"))
+		return CLI_EXIT_OK;
+	if (!isatty(STDIN_FILENO)) {
+		cli_err("%s: not a terminal to confirm on; pass --yes to go on", what);
+		return CLI_EXIT_USAGE;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" Type yes to go on: ", stderr);
+	fflush(stderr);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin) || strcmp(line, "yes\n")) {
+		cli_err("%s: not confirmed, nothing done", what);
+		return CLI_EXIT_ERR;
+	}
+	return CLI_EXIT_OK;
 }
 
 void cli_print_json(json_t *j)

@@ -136,6 +136,8 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 	const char *range = cli_opt(a, "range");
 	int rc = CLI_EXIT_ERR;
 
+	if (cli_opt(a, "recursive"))
+		return cli_object_get_dir(c, a);
 	if (cli_split_uname(a->pos[0], true, &bucket, &object) != AIS_OK)
 		return cli_usage_error(a->cmd, "want BUCKET/OBJECT, got '%s'", a->pos[0]);
 	if (range && !range_valid(range)) {
@@ -237,6 +239,8 @@ out_free_names:
 int cli_object_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
+	if (cli_opt(a, "recursive") || cli_opt(a, "prefix") || cli_opt(a, "template"))
+		return cli_object_rm_many(c, a);
 	json_t *done = json_array();
 	for (int i = 0; i < a->npos; i++) {
 		char *bucket, *object;

@@ -253,7 +253,7 @@ ctl -e "$GW" node maintenance start no-such-node
 check "node maintenance start of an unknown node: exit 3" [ "$RC" = 3 ]
 ctl -e "$GW" node decommission "$T3_ID" </dev/null
 check "node decommission without a terminal or --yes: exit 2, nothing done" \
-	bash -c '[ '"$RC"' = 2 ] && grep -q "add --yes" "$1"' _ "$W/err"
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
 ctl -e "$GW" --json node decommission --yes "$T3_ID"
 check "node decommission --yes --json" /usr/bin/python3 -c '
 import json, sys
