@@ -101,6 +101,8 @@ run_fail "BUCKET/OBJECT without object exits 2" 2 - get "$B"
 RC=$?
 check "connection refused: exit 1 and a clear message" \
 	bash -c '[ '"$RC"' = 1 ] && grep -q "^aisctl: cannot connect to http://127.0.0.1:1" "$1"' _ "$W/err"
+check "connection refused: says what to check (--endpoint / AIS_ENDPOINT)" \
+	grep -q "is the cluster running at http://127.0.0.1:1? (--endpoint / AIS_ENDPOINT)" "$W/err"
 
 
 # every command answers --help with its usage line, and "help CMD" too
@@ -528,8 +530,46 @@ run rm "$B/one" "$B/no-such-object" "$B/empty"
 check "rm goes on after a missing object and exits 3 (not found)" bash -c '[ '"$RC"' = 3 ] && grep -q "(HTTP 404)" "$1"' _ "$W/err"
 run_fail "get object removed after the failure: HTTP 404" 3 404 get "$B/empty" -
 
+# --- get -r, rm -r / --prefix / --template ------------------------------------
+R="$W/rtree"
+mkdir -p "$R/sub dir/deep"
+head -c 70001 /dev/urandom >"$R/sub dir/deep/a b.bin"
+printf 'top' >"$R/top.txt"
+: >"$R/sub dir/empty"
+run_ok "put -r a tree (spaces, subfolders)" put -r "$R" "$B/gtree"
+run_ok "get -r BUCKET/PREFIX DIR" get -r "$B/gtree" "$W/rgot"
+check "get -r: the tree back byte for byte" diff -r "$R" "$W/rgot"
+check "get -r: says how many files" grep -q "^got 3 files" "$W/out"
+printf 'evil' >"$W/evil"
+run_ok "put an object named evil//x (an absolute path under the prefix evil/)" put "$W/evil" "$B/evil//x"
+mkdir -p "$W/esc/in"
+run get -r "$B/evil" "$W/esc/in/dl"
+check "get -r refuses a name that is absolute under DIR: exit 1, said, nothing written" \
+	bash -c '[ '"$RC"' = 1 ] && grep -q "outside" "$1" && [ -z "$(ls -A "$2/esc/in/dl")" ]' _ "$W/err" "$W"
+run rm -r "$B/gtree" </dev/null
+check "rm -r of 3 objects without a terminal or --yes: exit 2, says --yes" \
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
+run ls --json "$B/gtree/"
+check "rm -r refused: nothing deleted" bash -c '[ "$(grep -c name "$1")" = 3 ]' _ "$W/out"
+run_ok "rm -r --yes BUCKET/PREFIX" rm -r --yes "$B/gtree"
+check "rm -r: says how many" grep -q "^deleted 3 objects from $B" "$W/out"
+run ls --json "$B/gtree/"
+check "rm -r: the prefix is empty" bash -c '! grep -q name "$1"' _ "$W/out"
+run_ok "rm --prefix (one object: no question)" rm --prefix evil/ "$B" </dev/null
+for k in 01 02; do "$AISCTL" --endpoint "$AISD_URL" put "$W/evil" "$B/t/s-$k" >/dev/null 2>&1; done
+run_ok "rm --template --yes" rm --yes --template "t/s-{01..03}" "$B"
+check "rm --template: 2 deleted, 1 not there" grep -q "^deleted 2 objects from $B, 1 not there" "$W/out"
+run_fail "rm --template bad template: exit 2" 2 - rm --yes --template "t/s-{03..01}" "$B"
+
 # --- bucket rm ------------------------------------------------------------
-run_ok "bucket rm $B $B2" bucket rm "$B" "$B2"
+run bucket rm "$B" </dev/null
+check "bucket rm of a non-empty bucket without a terminal or --yes: exit 2, says --yes" \
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "not a terminal to confirm on; pass --yes" "$1" && [ ! -s "$2" ]' _ "$W/err" "$W/out"
+run_ok "bucket ls after the refused bucket rm" bucket ls
+check "bucket rm refused: the bucket is still there" grep -qx "$B" "$W/out"
+"$AISCTL" --endpoint "$AISD_URL" bucket create "e$B" >/dev/null 2>&1
+run_ok "bucket rm of an empty bucket needs no --yes" bucket rm "e$B" </dev/null
+run_ok "bucket rm --yes $B $B2" bucket rm --yes "$B" "$B2"
 run_ok "bucket ls after rm" bucket ls
 check "bucket ls no longer lists them" bash -c '! grep -qx -e "$1" -e "$2" "$3"' _ "$B" "$B2" "$W/out"
 run_fail "bucket rm missing bucket: HTTP 404" 3 404 bucket rm "$B"

@@ -274,7 +274,7 @@ comp node maintenance start "" >"$W/c"
 check "complete: node ids from the cluster map" bash -c 'grep -qx "$2" "$1" && grep -qx "$3" "$1"' _ "$W/c" "$T1_ID" "$GW2_ID"
 comp get "${B:0:10}" >"$W/c"
 check "complete: buckets through a gateway" grep -qx "$B/" "$W/c"
-ctl -e "$GW2" bucket rm "$B"
+ctl -e "$GW2" bucket rm --yes "$B"
 check "bucket rm through gw2" [ "$RC" = 0 ]
 
 # --- a dead target, a hung one ------------------------------------------------
