@@ -274,6 +274,7 @@ void cli_node_cells(json_t *st, struct cli_node_cells *out);
 /* Handlers (bucket.c, object.c, put.c, list.c, cluster.c, node.c, stats.c,
  * config.c, ml.c, complete.c). */
 int cli_config_set(struct cli *c, const struct cli_args *a);
+int cli_config_show(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
 /* etl.c */
 int cli_etl_init(struct cli *c, const struct cli_args *a);

@@ -93,6 +93,10 @@ static const struct cli_opt opts_config_set[] = {
 	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
 	{0},
 };
+static const struct cli_opt opts_config_show[] = {
+	{"node", 0, "NODE", "the node NODE of the cluster map (default: the node at the endpoint)"},
+	{0},
+};
 static const struct cli_opt opts_stats[] = {
 	{"refresh", 0, "SECS", "show again every SECS seconds (until --count or Ctrl-C)"},
 	{"count", 0, "K", "with --refresh: stop after K reports"},
@@ -248,6 +252,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{"config set", "KEY=VALUE...",
 	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
 	 opts_config_set, 1, -1, cli_config_set, false},
+	{"config show", "[KEY-PREFIX]",
+	 "a node's running configuration (secrets masked), or the keys starting with KEY-PREFIX",
+	 opts_config_show, 0, 1, cli_config_show, false},
 	{"ml get-batch", "BUCKET OUT.tar|-",
 	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
 	 opts_get_batch, 2, 2, cli_ml_get_batch, false},

@@ -103,6 +103,10 @@ check "connection refused: exit 1 and a clear message" \
 	bash -c '[ '"$RC"' = 1 ] && grep -q "^aisctl: cannot connect to http://127.0.0.1:1" "$1"' _ "$W/err"
 check "connection refused: says what to check (--endpoint / AIS_ENDPOINT)" \
 	grep -q "is the cluster running at http://127.0.0.1:1? (--endpoint / AIS_ENDPOINT)" "$W/err"
+"$AISCTL" --endpoint "${AISD_URL/http:/https:}" bucket ls >"$W/out" 2>"$W/err"
+RC=$?
+check "https:// to a plain HTTP node: exit 1, says to use http://" \
+	bash -c '[ '"$RC"' = 1 ] && grep -q "does not speak TLS (.*): use http:// in --endpoint" "$1"' _ "$W/err"
 
 
 # every command answers --help with its usage line, and "help CMD" too
@@ -529,6 +533,13 @@ check "rm left other objects alone" cmp -s "$W/out" "$D/small"
 run rm "$B/one" "$B/no-such-object" "$B/empty"
 check "rm goes on after a missing object and exits 3 (not found)" bash -c '[ '"$RC"' = 3 ] && grep -q "(HTTP 404)" "$1"' _ "$W/err"
 run_fail "get object removed after the failure: HTTP 404" 3 404 get "$B/empty" -
+
+# --- config show ---------------------------------------------------------------
+run_ok "config show" config show
+check "config show: KEY VALUE lines of the running configuration" grep -qE "^net\.port +[0-9]+$" "$W/out"
+run_ok "config show KEY-PREFIX" config show store.
+check "config show store.: only store.* keys" bash -c '[ -s "$1" ] && ! grep -qv "^store\." "$1"' _ "$W/out"
+run_fail "config show of no such key: exit 3" 3 - config show no.such.key
 
 # --- get -r, rm -r / --prefix / --template ------------------------------------
 R="$W/rtree"
