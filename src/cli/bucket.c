@@ -100,7 +100,7 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a)
 	buf_addf(&what, "create bucket %s", bucket);
 	int rc = bucket_action(c, "POST", bucket, json, what.ptr);
 	if (rc == AIS_OK && c->json)
-		printf("{\"created\":\"%s\"}\n", bucket); /* a valid name needs no escaping */
+		cli_print_json(json_pack("{s:s}", "created", bucket));
 	else if (rc == AIS_OK)
 		printf("created bucket %s\n", bucket);
 	buf_free(&what);
@@ -132,9 +132,10 @@ int cli_bucket_ls(struct cli *c, const struct cli_args *a)
 	}
 	(void)a;
 	if (c->json) {
-		char *s = arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
-		puts(s ? s : "[]");
-		free(s);
+		size_t i;
+		json_t *b;
+		json_array_foreach(arr, i, b)
+			cli_print_json(json_is_object(b) ? json_incref(b) : json_pack("{s:O}", "name", b));
 	} else {
 		size_t i;
 		json_t *b;
@@ -358,11 +359,9 @@ static void props_print(json_t *j, const char *prefix)
 
 static void props_show(struct cli *c, json_t *props)
 {
-	if (c->json) {
-		char *s = json_dumps(props, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		puts(s ? s : "{}");
-		free(s);
-	} else {
+	if (c->json)
+		cli_print_json(json_incref(props));
+	else {
 		props_print(props, "");
 	}
 }
@@ -594,7 +593,7 @@ int cli_bucket_cp(struct cli *c, const struct cli_args *a)
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
 		const char *id = json_string_value(json_object_get(doc, "id"));
 		if (c->json)
-			printf("%.*s\n", (int)rs.body.len, rs.body.ptr ? rs.body.ptr : "");
+			cli_print_json_text(rs.body.ptr, rs.body.len);
 		else
 			printf("copy %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n", src, dst,
 			       dry ? " (dry run)" : "", id ? id : "?", id ? id : "?");

@@ -94,9 +94,17 @@ void cli_err_notfound(const char *fmt, ...) __attribute__((format(printf, 1, 2))
  */
 int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Prints j on one line of stdout (compact, keys in their order; "{}" when
- * it cannot be encoded) and frees it. */
+/*
+ * --json output, one shape for every command (aisctl(1), JSON OUTPUT): JSON
+ * Lines, each line of stdout one complete compact JSON object. A command
+ * about one thing prints one line; a list prints one object per line (ls,
+ * bucket ls, etl ls); a repeated report one line per report.
+ * cli_print_json prints j so (keys in their order; "{}" when it cannot be
+ * encoded) and frees it; cli_print_json_text does it for a server's JSON
+ * answer of n bytes (not JSON: {"text": ...}).
+ */
 void cli_print_json(json_t *j);
+void cli_print_json_text(const char *p, size_t n);
 /* The command table (main.c), for completion: *n entries. */
 const struct cli_cmd *cli_commands(size_t *n);
 const struct cli_opt *cli_global_options(void);

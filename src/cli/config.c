@@ -66,11 +66,8 @@ int cli_config_set(struct cli *c, const struct cli_args *a)
 	if (!node && json_is_object(nodes)) {
 		const char *id;
 		json_t *r;
-		if (c->json) {
-			char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-			puts(s ? s : "{}");
-			free(s);
-		}
+		if (c->json)
+			cli_print_json(json_incref(doc));
 		json_object_foreach(nodes, id, r) {
 			const char *e = json_string_value(json_object_get(r, "error"));
 			if (!c->json)

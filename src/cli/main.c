@@ -362,10 +362,18 @@ int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...
 
 void cli_print_json(json_t *j)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	puts(s ? s : "{}");
 	free(s);
 	json_decref(j);
+}
+
+void cli_print_json_text(const char *p, size_t n)
+{
+	json_t *j = json_loadb(p ? p : "", n, 0, NULL);
+	if (!j)
+		j = json_pack("{s:s%}", "text", p ? p : "", n);
+	cli_print_json(j);
 }
 
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)

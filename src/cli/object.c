@@ -313,10 +313,7 @@ int cli_object_stat(struct cli *c, const struct cli_args *a)
 		json_object_set_new(j, "atime", atime ? json_string(atime) : json_null());
 		json_object_set_new(j, "mtime", mtime ? json_string(mtime) : json_null());
 		json_object_set_new(j, "custom", custom ? json_string(custom) : json_null());
-		char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		puts(s);
-		free(s);
-		json_decref(j);
+		cli_print_json(j);
 		rc = CLI_EXIT_OK;
 		goto out;
 	}

@@ -170,10 +170,10 @@ check "bucket ls lists both buckets" bash -c 'grep -qx "$1" "$3" && grep -qx "$2
 run_ok "ls (no bucket) = bucket ls" ls
 check "ls (no bucket) lists $B" grep -qx "$B" "$W/out"
 run_ok "bucket ls --json" bucket ls --json
-check "bucket ls --json is an array naming $B" /usr/bin/python3 -c '
+check "bucket ls --json: one object per line, one naming $B" /usr/bin/python3 -c '
 import json, sys
-a = json.load(open(sys.argv[1]))
-sys.exit(0 if any(b.get("name") == sys.argv[2] for b in a) else 1)' "$W/out" "$B"
+a = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if all(isinstance(b, dict) for b in a) and any(b.get("name") == sys.argv[2] for b in a) else 1)' "$W/out" "$B"
 AIS_ENDPOINT="$AISD_URL" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
 check "AIS_ENDPOINT sets the endpoint" grep -qx "$B" "$W/out"
 run_fail "bucket create existing bucket fails" 1 4[0-9][0-9] bucket create "$B"
@@ -412,9 +412,27 @@ if command -v script >/dev/null; then
 fi
 
 # --- --json on every command --------------------------------------------------
-jcheck() { # jcheck WHAT PYTHON-EXPR: the expression holds for d = json of $W/out (B: the bucket)
-	check "$1" /usr/bin/python3 -c 'import json, sys; B = sys.argv[2]; d = json.load(open(sys.argv[1])); assert '"$2"', d' "$W/out" "$B"
+# --json prints JSON Lines (aisctl(1), JSON OUTPUT): every line one compact object.
+# jlines: $W/out is that shape, with at least one line.
+JLINES='import json, sys
+ls = open(sys.argv[1]).read().split("\n")
+assert ls[-1] == "" and len(ls) > 1, "not newline-terminated lines"
+ds = [json.loads(l) for l in ls[:-1]]
+assert all(isinstance(d, dict) for d in ds), ds
+d = ds[0] if len(ds) == 1 else ds
+B = sys.argv[2]
+'
+jcheck() { # jcheck WHAT PYTHON-EXPR: $W/out is JSON Lines and the expression holds for d (one line: the object; more: the list)
+	check "$1" /usr/bin/python3 -c "$JLINES"'
+assert '"$2"', d' "$W/out" "$B"
 }
+# every command that prints --json: the same one shape
+for args in "bucket ls" "ls $B" "ls $B --archive" "object head $B/big.bin" "bucket props show $B" "show stats" \
+	"config show" "config show net." "job show --all" "remote show" "stat $B/big.bin"; do
+	# shellcheck disable=SC2086
+	run --json $args
+	jcheck "--json $args: JSON Lines" 'True'
+done
 run_ok "put --json" put --json "$D/small" "$B/j/one"
 jcheck "put --json: bucket, name, file, size" 'd["bucket"] == B and d["name"] == "j/one" and d["size"] == 100000 and d["file"].endswith("/small")'
 run_ok "get FILE --json" get --json "$B/j/one" "$G/j1"
