@@ -1,6 +1,6 @@
 /*
  * stats.c - what a node and the cluster report about themselves:
- *   GET /v1/daemon?what=stats (default) | smap | bmd   on every node
+ *   GET /v1/daemon?what=stats (default) | config | smap | bmd   on every node
  *   GET /v1/cluster?what=stats                          on a gateway
  *
  * A node's stats: {"id","role","version","uptime_s","cmap_term","cmap_version",
