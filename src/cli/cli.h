@@ -234,6 +234,32 @@ void cli_resp_free(struct cli_resp *rs);
  */
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object);
 
+/* put.c: the regular files under a folder (links to regular files
+ * followed), sorted by their '/'-separated path under it. */
+struct cli_file {
+	char *rel; /* path under the directory, '/'-separated */
+	uint64_t size;
+};
+struct cli_walk {
+	struct cli_file *files;
+	size_t n, cap;
+	uint64_t bytes; /* the files' total size */
+	bool failed;    /* some entry could not be read (said on stderr) */
+};
+void cli_walk_dir(struct cli_walk *w, const char *root);
+void cli_walk_free(struct cli_walk *w);
+/* xxhash64 (seed 0) of fd from its offset to the end as 16 hex digits
+ * (the offset restored). AIS_OK, or AIS_ERR with errno. */
+int cli_file_xxhash(int fd, char out[17]);
+/*
+ * Uploads the files of w (under dir) as bucket/prefix+rel, conc at a time
+ * (put -r's machinery: streamed, --checksum sends each xxhash64). prefix is
+ * "" or ends with '/'. Counts what was uploaded and what failed (each
+ * failure said). AIS_OK, or AIS_ERR when libcurl itself failed.
+ */
+int cli_put_files(struct cli *c, const char *dir, const char *bucket, const char *prefix, struct cli_walk *w,
+		  size_t conc, bool checksum, uint64_t *files, uint64_t *bytes, uint64_t *failed);
+
 /* progress.c: a one-line progress bar on stderr, drawn only when on. */
 struct cli_progress {
 	bool on;
@@ -321,6 +347,7 @@ int cli_object_stat(struct cli *c, const struct cli_args *a);
 /* recursive.c: rm -r/--prefix/--template and get -r (called by rm and get). */
 int cli_object_rm_many(struct cli *c, const struct cli_args *a);
 int cli_object_get_dir(struct cli *c, const struct cli_args *a);
+int cli_sync(struct cli *c, const struct cli_args *a); /* sync.c */
 /*
  * Calls fn(entry, arg) for every object of bucket whose name starts with
  * prefix (NULL or "": all), in listing order, page by page; props: the
@@ -333,6 +360,12 @@ int cli_list_each(struct cli *c, const char *bucket, const char *prefix, const c
 /* Whether the '/'-separated relative name rel stays under the folder it is
  * joined to: not empty, not absolute, no empty, "." or ".." part. */
 bool cli_rel_name_safe(const char *rel);
+/* mkdir -p of the folders of dir/rel above its last part. AIS_OK, or
+ * AIS_ERR after a message. */
+int cli_make_parents(const char *dir, const char *rel);
+/* Downloads bucket/name into the file dest through a temporary file next to
+ * it (renamed when complete); *size: the bytes. AIS_OK, or AIS_ERR said. */
+int cli_get_to_file(struct cli *c, const char *bucket, const char *name, const char *dest, uint64_t *size);
 int cli_list(struct cli *c, const struct cli_args *a);
 int cli_cluster_show(struct cli *c, const struct cli_args *a);
 int cli_cluster_primary(struct cli *c, const struct cli_args *a);

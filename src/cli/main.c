@@ -70,6 +70,13 @@ static const struct cli_opt opts_rm[] = {
 	{"yes", 'y', NULL, "do not ask before deleting more than one object"},
 	{0},
 };
+static const struct cli_opt opts_sync[] = {
+	{"delete", 0, NULL, "also delete what the source lacks (asks unless --yes)"},
+	{"dry-run", 'n', NULL, "print what would be uploaded, downloaded or deleted; change nothing"},
+	{"conc", 'c', "N", "uploads in parallel (default 8, at most 256)"},
+	{"yes", 'y', NULL, "do not ask before --delete deletes"},
+	{0},
+};
 static const struct cli_opt opts_ls[] = {
 	{"prefix", 0, "PREFIX", "list only objects whose names start with PREFIX"},
 	{"props", 'p', "LIST", "columns: comma-separated name, size, checksum, atime, version, location"},
@@ -210,6 +217,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_ls, 0, 1, cli_list, false},
 	{"rm", "BUCKET/OBJECT...", "delete objects (-r BUCKET/PREFIX, --prefix, --template: many; asks unless --yes)",
 	 opts_rm, 1, -1, cli_object_rm, false},
+	{"sync", "DIR BUCKET[/PREFIX] | BUCKET[/PREFIX] DIR",
+	 "make the destination hold what the source holds, moving only files and objects that differ (size, xxhash)",
+	 opts_sync, 2, 2, cli_sync, false},
 	{"object head", "BUCKET/OBJECT",
 	 "show an object's size, checksum, version, times and custom metadata", NULL, 1, 1,
 	 cli_object_stat, false},

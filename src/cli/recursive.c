@@ -242,7 +242,7 @@ bool cli_rel_name_safe(const char *rel)
 
 /* Creates the folders of path dir/rel above its last part (mkdir -p).
  * AIS_OK, or AIS_ERR after a message. */
-static int make_parents(const char *dir, const char *rel)
+int cli_make_parents(const char *dir, const char *rel)
 {
 	buf_t p = BUF_INIT;
 	buf_addstr(&p, dir);
@@ -265,7 +265,7 @@ static int make_parents(const char *dir, const char *rel)
 }
 
 /* Downloads bucket/name into dest (through a temporary file). *size: bytes. */
-static int get_to(struct cli *c, const char *bucket, const char *name, const char *dest, uint64_t *size)
+int cli_get_to_file(struct cli *c, const char *bucket, const char *name, const char *dest, uint64_t *size)
 {
 	buf_t tmp = BUF_INIT, path = BUF_INIT, what = BUF_INIT;
 	int fd = cli_tmp_open(dest, &tmp);
@@ -326,7 +326,7 @@ int cli_object_get_dir(struct cli *c, const struct cli_args *a)
 		buf_t dest = BUF_INIT;
 		buf_addf(&dest, "%s/%s", dir, rel);
 		uint64_t n = 0;
-		if (make_parents(dir, rel) == AIS_OK && get_to(c, bucket, ns.v[i], dest.ptr, &n) == AIS_OK) {
+		if (cli_make_parents(dir, rel) == AIS_OK && cli_get_to_file(c, bucket, ns.v[i], dest.ptr, &n) == AIS_OK) {
 			files++;
 			bytes += n;
 		} else {

@@ -590,6 +590,43 @@ run_ok "rm --template --yes" rm --yes --template "t/s-{01..03}" "$B"
 check "rm --template: 2 deleted, 1 not there" grep -q "^deleted 2 objects from $B, 1 not there" "$W/out"
 run_fail "rm --template bad template: exit 2" 2 - rm --yes --template "t/s-{03..01}" "$B"
 
+# --- sync ----------------------------------------------------------------------
+S="$W/sync"
+mkdir -p "$S/d 1"
+printf 'aaa' >"$S/a"
+head -c 50000 /dev/urandom >"$S/d 1/b"
+printf 'ccc' >"$S/c"
+run_ok "sync DIR BUCKET/PREFIX" sync "$S" "$B/sync"
+check "sync: 3 uploaded" grep -q ": uploaded 3 (.*), skipped 0, deleted 0$" "$W/out"
+run_ok "sync again" sync "$S" "$B/sync"
+check "sync again: nothing uploaded, 3 skipped" grep -q ": uploaded 0 (0B), skipped 3, deleted 0$" "$W/out"
+printf 'AAA' >"$S/a" # the same size, other bytes: the checksum tells
+run_ok "sync after a change" sync "$S" "$B/sync"
+check "sync: the changed file uploaded (same size), 2 skipped" grep -q ": uploaded 1 (3B), skipped 2, deleted 0$" "$W/out"
+run get "$B/sync/a" -
+check "sync: the object has the new bytes" bash -c '[ "$(cat "$1")" = AAA ]' _ "$W/out"
+rm "$S/c"
+run_ok "sync --dry-run --delete" sync --dry-run --delete "$S" "$B/sync"
+check "sync --dry-run --delete: says what it would delete" grep -qx "delete $B/sync/c" "$W/out"
+run get "$B/sync/c" -
+check "sync --dry-run: nothing deleted" bash -c '[ "$(cat "$1")" = ccc ]' _ "$W/out"
+run sync --delete "$S" "$B/sync" </dev/null
+check "sync --delete without a terminal or --yes: exit 2" bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
+run_ok "sync --delete --yes" sync --delete --yes "$S" "$B/sync"
+check "sync --delete: 1 deleted, 2 skipped" grep -q ": uploaded 0 (0B), skipped 2, deleted 1$" "$W/out"
+run_fail "sync --delete: the object is gone" 3 404 get "$B/sync/c" -
+run_ok "sync BUCKET/PREFIX DIR" sync "$B/sync" "$W/sback"
+check "sync down: the tree byte for byte" diff -r "$S" "$W/sback"
+run_ok "sync down again" --json sync "$B/sync" "$W/sback"
+jcheck "sync down again --json: 0 downloaded, 2 skipped" 'd["downloaded"] == 0 and d["skipped"] == 2 and d["failed"] == 0'
+printf 'x' >"$W/sback/extra"
+printf 'BBB' >"$W/sback/a"
+run_ok "sync down --dry-run --delete" sync --dry-run --delete "$B/sync" "$W/sback"
+check "sync down --dry-run: would download a, delete extra, wrote nothing" \
+	bash -c 'grep -qx "delete $2/extra" "$1" && grep -q "^download .*/sync/a to $2/a$" "$1" && [ -e "$2/extra" ] && [ "$(cat "$2/a")" = BBB ]' _ "$W/out" "$W/sback"
+run_ok "sync down --delete --yes" sync --delete --yes "$B/sync" "$W/sback"
+check "sync down --delete: a fixed, extra gone" bash -c '[ ! -e "$1/extra" ] && diff -r "$2" "$1"' _ "$W/sback" "$S"
+
 # --- bucket rm ------------------------------------------------------------
 run bucket rm "$B" </dev/null
 check "bucket rm of a non-empty bucket without a terminal or --yes: exit 2, says --yes" \
