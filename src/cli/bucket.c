@@ -558,22 +558,17 @@ int cli_bucket_encode(struct cli *c, const struct cli_args *a)
 	return rc;
 }
 
-/* "bucket cp SRC DST [--prefix P] [--dry-run]": POST /v1/buckets/SRC?bck_to=DST
- * {"action":"copy-bck","value":{"prefix","dry_run"}}, a job on every target. */
-int cli_bucket_cp(struct cli *c, const struct cli_args *a)
+/*
+ * POST /v1/buckets/SRC?bck_to=DST {"action":"copy-bck","value":{"prefix",
+ * "dry_run"}}: the copy-bck job on every target. The job's id goes to *id
+ * and the server's answer to answer (may be NULL). AIS_OK or AIS_ERR
+ * (said).
+ */
+int cli_copy_bck(struct cli *c, const char *src, const char *dst, const char *pfx, bool dry, char **id,
+		 buf_t *answer)
 {
-	const char *src = a->pos[0], *dst = a->pos[1], *pfx = cli_opt(a, "prefix");
-	bool dry = cli_opt(a, "dry-run") != NULL;
-	if (!strncmp(src, "ais://", 6))
-		src += 6;
-	if (!strncmp(dst, "ais://", 6))
-		dst += 6;
-	if (!*src || strchr(src, '/') || !*dst || strchr(dst, '/'))
-		return cli_usage_error(a->cmd, "two bucket names, not '%s' '%s'", a->pos[0], a->pos[1]);
-	if (!strcmp(src, dst))
-		return cli_usage_error(a->cmd, "the destination is the source");
 	json_t *v = json_pack("{s:b}", "dry_run", dry);
-	if (pfx)
+	if (pfx && *pfx)
 		json_object_set_new(v, "prefix", json_string(pfx));
 	json_t *body = json_pack("{s:s,s:o}", "action", "copy-bck", "value", v);
 	char *js = json_dumps(body, JSON_COMPACT);
@@ -591,16 +586,41 @@ int cli_bucket_cp(struct cli *c, const struct cli_args *a)
 		rc = cli_http_check(&rs, "copy-bck");
 	if (rc == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
-		const char *id = json_string_value(json_object_get(doc, "id"));
-		if (c->json)
-			cli_print_json_text(rs.body.ptr, rs.body.len);
-		else
-			printf("copy %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n", src, dst,
-			       dry ? " (dry run)" : "", id ? id : "?", id ? id : "?");
+		const char *s = json_string_value(json_object_get(doc, "id"));
+		if (id)
+			*id = xstrdup(s ? s : "?");
+		if (answer)
+			buf_addsv(answer, sv_of(&rs.body));
 		json_decref(doc);
 	}
 	cli_resp_free(&rs);
 	buf_free(&path);
 	free(js);
+	return rc;
+}
+
+/* "bucket cp SRC DST [--prefix P] [--dry-run]": cli_copy_bck. */
+int cli_bucket_cp(struct cli *c, const struct cli_args *a)
+{
+	const char *src = a->pos[0], *dst = a->pos[1], *pfx = cli_opt(a, "prefix");
+	bool dry = cli_opt(a, "dry-run") != NULL;
+	if (!strncmp(src, "ais://", 6))
+		src += 6;
+	if (!strncmp(dst, "ais://", 6))
+		dst += 6;
+	if (!*src || strchr(src, '/') || !*dst || strchr(dst, '/'))
+		return cli_usage_error(a->cmd, "two bucket names, not '%s' '%s'", a->pos[0], a->pos[1]);
+	if (!strcmp(src, dst))
+		return cli_usage_error(a->cmd, "the destination is the source");
+	char *id = NULL;
+	buf_t ans = BUF_INIT;
+	int rc = cli_copy_bck(c, src, dst, pfx, dry, &id, &ans);
+	if (rc == AIS_OK && c->json)
+		cli_print_json_text(ans.ptr, ans.len);
+	else if (rc == AIS_OK)
+		printf("copy %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n", src, dst,
+		       dry ? " (dry run)" : "", id, id);
+	free(id);
+	buf_free(&ans);
 	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
 }

@@ -324,6 +324,12 @@ int cli_remote_detach(struct cli *c, const struct cli_args *a);
 int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
 int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
+/* Starts the copy-bck job SRC -> DST (the objects starting with pfx, NULL:
+ * all); its id in *id (newly allocated), the server's answer appended to
+ * answer (may be NULL). AIS_OK or AIS_ERR (said). bucket.c. */
+int cli_copy_bck(struct cli *c, const char *src, const char *dst, const char *pfx, bool dry, char **id,
+		 buf_t *answer);
+int cli_object_cp(struct cli *c, const struct cli_args *a); /* recursive.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
 /* method BASE+NAME (percent-encoded) with a JSON body (may be NULL);
  * AIS_OK for a 2xx (its body appended to body, may be NULL), else the

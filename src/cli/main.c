@@ -70,6 +70,10 @@ static const struct cli_opt opts_rm[] = {
 	{"yes", 'y', NULL, "do not ask before deleting more than one object"},
 	{0},
 };
+static const struct cli_opt opts_cp[] = {
+	{"recursive", 'r', NULL, "every object whose name starts with PREFIX (the copy-bck job; waits for it)"},
+	{0},
+};
 static const struct cli_opt opts_sync[] = {
 	{"delete", 0, NULL, "also delete what the source lacks (asks unless --yes)"},
 	{"dry-run", 'n', NULL, "print what would be uploaded, downloaded or deleted; change nothing"},
@@ -217,6 +221,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 opts_ls, 0, 1, cli_list, false},
 	{"rm", "BUCKET/OBJECT...", "delete objects (-r BUCKET/PREFIX, --prefix, --template: many; asks unless --yes)",
 	 opts_rm, 1, -1, cli_object_rm, false},
+	{"cp", "BUCKET[/PREFIX] BUCKET2",
+	 "copy objects inside the cluster: -r every object under PREFIX, names kept (server-side, a job)", opts_cp,
+	 2, 2, cli_object_cp, false},
 	{"sync", "DIR BUCKET[/PREFIX] | BUCKET[/PREFIX] DIR",
 	 "make the destination hold what the source holds, moving only files and objects that differ (size, xxhash)",
 	 opts_sync, 2, 2, cli_sync, false},

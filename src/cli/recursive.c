@@ -361,3 +361,63 @@ out:
 	free(prefix);
 	return rc;
 }
+
+/* --- cp ------------------------------------------------------------------------- */
+
+int cli_object_cp(struct cli *c, const struct cli_args *a)
+{
+	char *sb, *sp, *db, *dp;
+	if (cli_split_uname(a->pos[0], false, &sb, &sp) != AIS_OK)
+		return cli_usage_error(a->cmd, "want BUCKET[/PREFIX], got '%s'", a->pos[0]);
+	if (cli_split_uname(a->pos[1], false, &db, &dp) != AIS_OK) {
+		free(sb);
+		free(sp);
+		return cli_usage_error(a->cmd, "want BUCKET2[/PREFIX], got '%s'", a->pos[1]);
+	}
+	int rc = CLI_EXIT_USAGE;
+	buf_t pfx = BUF_INIT;
+	buf_addstr(&pfx, sp);
+	if (pfx.len && pfx.ptr[pfx.len - 1] != '/')
+		buf_addch(&pfx, '/');
+	size_t dl = strlen(dp);
+	if (!cli_opt(a, "recursive")) {
+		/* no native route copies one object inside the cluster (S3
+		 * CopyObject does, but wants SigV4); moving its bytes through
+		 * here would be a download and an upload: not done */
+		rc = cli_usage_error(a->cmd,
+				     "the cluster has no native server-side copy of one object: copy by prefix with "
+				     "'aisctl cp -r BUCKET/PREFIX BUCKET2' (the copy-bck job, names kept), or use an S3 "
+				     "client's CopyObject (aws s3 cp s3://B/O s3://B2/O2)");
+		goto out;
+	}
+	if (dl && (strncmp(dp, pfx.ptr ? pfx.ptr : "", dl) || (pfx.len != dl && pfx.len != dl + 1))) {
+		rc = cli_usage_error(a->cmd, "the cluster's copy keeps names: the destination is BUCKET2 (or "
+					     "BUCKET2/%s), not '%s'", sp, a->pos[1]);
+		goto out;
+	}
+	if (!strcmp(sb, db)) {
+		rc = cli_usage_error(a->cmd, "the destination bucket is the source");
+		goto out;
+	}
+	char *id = NULL;
+	rc = CLI_EXIT_ERR;
+	if (cli_copy_bck(c, sb, db, pfx.ptr, false, &id, NULL) != AIS_OK)
+		goto out;
+	if (!c->json)
+		fprintf(stderr, "copy %s/%s -> %s: job %s on every target\n", sb, pfx.ptr ? pfx.ptr : "", db, id);
+	/* wait for it as "job wait ID" does */
+	char w0[] = "job", w1[] = "wait";
+	char *argv[] = {w0, w1};
+	int used = 0;
+	const struct cli_cmd *wait = cli_cmd_lookup(2, argv, &used);
+	struct cli_args wa = {.cmd = wait, .pos = &id, .npos = 1};
+	rc = wait ? wait->fn(c, &wa) : CLI_EXIT_ERR;
+	free(id);
+out:
+	buf_free(&pfx);
+	free(sb);
+	free(sp);
+	free(db);
+	free(dp);
+	return rc;
+}

@@ -627,6 +627,11 @@ check "sync down --dry-run: would download a, delete extra, wrote nothing" \
 run_ok "sync down --delete --yes" sync --delete --yes "$B/sync" "$W/sback"
 check "sync down --delete: a fixed, extra gone" bash -c '[ ! -e "$1/extra" ] && diff -r "$2" "$1"' _ "$W/sback" "$S"
 
+# --- cp -------------------------------------------------------------------------
+run_fail "cp of one object: exit 2 (no server-side copy of one object), says what to use" 2 - cp "$B/sync/a" "$B2/a"
+check "cp of one object: names cp -r and CopyObject" bash -c 'grep -q "cp -r BUCKET/PREFIX BUCKET2" "$1" && grep -q CopyObject "$1"' _ "$W/err"
+run_fail "cp -r to another prefix: exit 2 (the copy keeps names)" 2 - cp -r "$B/sync" "$B2/other"
+
 # --- bucket rm ------------------------------------------------------------
 run bucket rm "$B" </dev/null
 check "bucket rm of a non-empty bucket without a terminal or --yes: exit 2, says --yes" \

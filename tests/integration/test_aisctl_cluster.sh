@@ -274,6 +274,16 @@ comp node maintenance start "" >"$W/c"
 check "complete: node ids from the cluster map" bash -c 'grep -qx "$2" "$1" && grep -qx "$3" "$1"' _ "$W/c" "$T1_ID" "$GW2_ID"
 comp get "${B:0:10}" >"$W/c"
 check "complete: buckets through a gateway" grep -qx "$B/" "$W/c"
+# cp -r: the copy-bck job with a prefix, waited for; get -r of the copies
+ctl -e "$GW" cp -r "$B/t/x/y" "cp$B"
+check "cp -r to a missing bucket: exit 3" [ "$RC" = 3 ]
+ctl -e "$GW" bucket create "cp$B"
+ctl -e "$GW" cp -r "$B/t/x/y" "cp$B"
+check "cp -r BUCKET/PREFIX BUCKET2: server-side, waits for the job" bash -c '[ '"$RC"' = 0 ] && grep -q ": done$" "$1"' _ "$W/out"
+ctl -e "$GW2" get -r "cp$B/t/x" "$W/cpgot"
+check "cp -r: only the prefix copied, names kept, byte for byte" diff -r "$T/x/y" "$W/cpgot/y"
+check "cp -r: nothing outside the prefix" bash -c '[ "$(ls "$1")" = y ]' _ "$W/cpgot"
+ctl -e "$GW" bucket rm --yes "cp$B"
 ctl -e "$GW2" bucket rm --yes "$B"
 check "bucket rm through gw2" [ "$RC" = 0 ]
 
