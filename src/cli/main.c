@@ -61,6 +61,7 @@ static const struct cli_opt opts_put[] = {
 static const struct cli_opt opts_get[] = {
 	{"range", 0, "START-END", "fetch only bytes START..END (inclusive; END may be empty)"},
 	{"recursive", 'r', NULL, "BUCKET[/PREFIX] DIR: every object under PREFIX as a file under DIR"},
+	{"conc", 'c', "N", "downloads in parallel with -r (default 8, at most 256)"},
 	{0},
 };
 static const struct cli_opt opts_rm[] = {

@@ -138,6 +138,8 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 
 	if (cli_opt(a, "recursive"))
 		return cli_object_get_dir(c, a);
+	if (cli_opt(a, "conc"))
+		return cli_usage_error(a->cmd, "--conc goes with -r");
 	if (cli_split_uname(a->pos[0], true, &bucket, &object) != AIS_OK)
 		return cli_usage_error(a->cmd, "want BUCKET/OBJECT, got '%s'", a->pos[0]);
 	if (range && !range_valid(range)) {

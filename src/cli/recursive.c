@@ -10,6 +10,9 @@
  * absolute name, a ".." or "." part, an empty part) is refused with a line
  * on stderr and counts as failed: nothing is ever written outside DIR.
  *
+ * get -r downloads --conc objects at a time on one curl multi handle
+ * (connections kept and reused), as put -r uploads.
+ *
  * Guarantees: each file is downloaded to a temporary file next to it and
  * renamed into place when its whole body arrived (cli_tmp_open/finish); one
  * failed object does not stop the others; the exit status is non-zero when
@@ -17,6 +20,7 @@
  * --yes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +34,9 @@
 #include "cli.h"
 #include "aisd/banned.h"
 
-#define TPL_MAX_NAMES 1000000
+#define TPL_MAX_NAMES    1000000
+#define GET_CONC_DEFAULT 8
+#define GET_CONC_MAX     256
 
 int cli_list_each(struct cli *c, const char *bucket, const char *prefix, const char *props,
 		  int (*fn)(json_t *entry, void *arg), void *arg)
@@ -288,6 +294,137 @@ int cli_get_to_file(struct cli *c, const char *bucket, const char *name, const c
 	return ok ? AIS_OK : AIS_ERR;
 }
 
+/* get -r's downloads, conc at a time on one curl multi handle. */
+struct dget {
+	struct cli *c;
+	const char *bucket, *dir;
+	struct names *ns;
+	size_t plen; /* the prefix stripped from each name */
+	size_t next;
+	uint64_t files, bytes, failed;
+};
+
+struct dslot {
+	CURL *h;
+	bool busy;
+	int fd;
+	buf_t tmp, dest, path, name;
+	struct cli_req rq;
+	struct cli_resp rs;
+	struct cli_xfer x;
+};
+
+/* Starts name g->next on slot s: AIS_OK, or AIS_ERR (counted, said). */
+static int dslot_start(struct dget *g, struct dslot *s, CURLM *m)
+{
+	const char *name = g->ns->v[g->next++], *rel = name + g->plen;
+	if (!cli_rel_name_safe(rel)) {
+		cli_err("skipping %s/%s: its name would be written outside %s", g->bucket, name, g->dir);
+		g->failed++;
+		return AIS_ERR;
+	}
+	buf_reset(&s->dest);
+	buf_reset(&s->tmp);
+	buf_reset(&s->path);
+	buf_reset(&s->name);
+	buf_addf(&s->dest, "%s/%s", g->dir, rel);
+	buf_addstr(&s->name, name);
+	if (cli_make_parents(g->dir, rel) != AIS_OK || (s->fd = cli_tmp_open(s->dest.ptr, &s->tmp)) < 0) {
+		g->failed++;
+		return AIS_ERR;
+	}
+	cli_object_path(&s->path, g->bucket, name);
+	s->rq = CLI_REQ_INIT("GET", s->path.ptr);
+	s->rq.sink_fd = s->fd;
+	s->rs = (struct cli_resp){0};
+	cli_xfer_setup(g->c, s->h, &s->rq, &s->rs, &s->x);
+	if (curl_multi_add_handle(m, s->h) != CURLM_OK) {
+		cli_xfer_finish(&s->x, CURLE_FAILED_INIT);
+		cli_resp_free(&s->rs);
+		cli_tmp_finish(s->fd, s->tmp.ptr, s->dest.ptr, false);
+		g->failed++;
+		return AIS_ERR;
+	}
+	s->busy = true;
+	return AIS_OK;
+}
+
+/* The download of slot s ended with cc: checked, renamed into place (or removed). */
+static void dslot_done(struct dget *g, struct dslot *s, CURLM *m, CURLcode cc)
+{
+	curl_multi_remove_handle(m, s->h);
+	buf_t what = BUF_INIT;
+	buf_addf(&what, "get %s/%s", g->bucket, s->name.ptr);
+	bool ok = cli_xfer_finish(&s->x, cc) == AIS_OK && cli_http_check(&s->rs, what.ptr) == AIS_OK;
+	if (cli_tmp_finish(s->fd, s->tmp.ptr, s->dest.ptr, ok)) {
+		g->files++;
+		g->bytes += s->rs.sunk;
+	} else {
+		g->failed++;
+	}
+	buf_free(&what);
+	cli_resp_free(&s->rs);
+	s->fd = -1;
+	s->busy = false;
+}
+
+/* Runs every download of g, conc at a time. AIS_OK, or AIS_ERR if libcurl failed. */
+static int dget_run(struct dget *g, size_t conc, struct cli_progress *prog)
+{
+	CURLM *m = curl_multi_init();
+	if (!m)
+		return AIS_ERR;
+	struct dslot *slots = xcalloc(conc, sizeof(*slots));
+	int rc = AIS_OK;
+	for (size_t k = 0; k < conc; k++) {
+		slots[k].fd = -1;
+		if (!(slots[k].h = curl_easy_init()))
+			rc = AIS_ERR;
+	}
+	size_t active = 0;
+	while (rc == AIS_OK && (g->next < g->ns->n || active > 0)) {
+		for (size_t k = 0; k < conc && g->next < g->ns->n; k++)
+			if (!slots[k].busy && dslot_start(g, &slots[k], m) == AIS_OK)
+				active++;
+		int running;
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			rc = AIS_ERR;
+			break;
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(m, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct cli_xfer *x = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+			struct dslot *s = (struct dslot *)((char *)x - offsetof(struct dslot, x));
+			dslot_done(g, s, m, msg->data.result);
+			active--;
+		}
+		cli_progress_set(prog, g->bytes, g->files);
+		if (active && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK)
+			rc = AIS_ERR;
+	}
+	for (size_t k = 0; k < conc; k++) {
+		if (slots[k].busy) {
+			curl_multi_remove_handle(m, slots[k].h);
+			cli_xfer_finish(&slots[k].x, CURLE_ABORTED_BY_CALLBACK);
+			cli_resp_free(&slots[k].rs);
+			cli_tmp_finish(slots[k].fd, slots[k].tmp.ptr, slots[k].dest.ptr, false);
+		}
+		if (slots[k].h)
+			curl_easy_cleanup(slots[k].h);
+		buf_free(&slots[k].tmp);
+		buf_free(&slots[k].dest);
+		buf_free(&slots[k].path);
+		buf_free(&slots[k].name);
+	}
+	free(slots);
+	curl_multi_cleanup(m);
+	return rc;
+}
+
 int cli_object_get_dir(struct cli *c, const struct cli_args *a)
 {
 	if (a->npos != 2)
@@ -298,6 +435,13 @@ int cli_object_get_dir(struct cli *c, const struct cli_args *a)
 	if (cli_split_uname(a->pos[0], false, &bucket, &prefix) != AIS_OK)
 		return cli_usage_error(a->cmd, "want BUCKET[/PREFIX], got '%s'", a->pos[0]);
 	const char *dir = a->pos[1];
+	uint64_t conc = GET_CONC_DEFAULT;
+	const char *cs = cli_opt(a, "conc");
+	if (cs && cli_parse_u64(cs, 1, GET_CONC_MAX, &conc) != AIS_OK) {
+		free(bucket);
+		free(prefix);
+		return cli_usage_error(a->cmd, "bad --conc '%s': want 1..%d", cs, GET_CONC_MAX);
+	}
 	buf_t pfx = BUF_INIT;
 	buf_addstr(&pfx, prefix);
 	if (pfx.len && pfx.ptr[pfx.len - 1] != '/')
@@ -315,27 +459,14 @@ int cli_object_get_dir(struct cli *c, const struct cli_args *a)
 	int64_t t0 = time_mono_ns();
 	struct cli_progress prog;
 	cli_progress_start(&prog, c->progress, a->pos[0], 0, ns.n);
-	for (size_t i = 0; i < ns.n; i++) {
-		const char *rel = ns.v[i] + pfx.len;
-		if (!cli_rel_name_safe(rel)) {
-			cli_progress_end(&prog);
-			cli_err("skipping %s/%s: its name would be written outside %s", bucket, ns.v[i], dir);
-			failed++;
-			continue;
-		}
-		buf_t dest = BUF_INIT;
-		buf_addf(&dest, "%s/%s", dir, rel);
-		uint64_t n = 0;
-		if (cli_make_parents(dir, rel) == AIS_OK && cli_get_to_file(c, bucket, ns.v[i], dest.ptr, &n) == AIS_OK) {
-			files++;
-			bytes += n;
-		} else {
-			cli_progress_end(&prog);
-			failed++;
-		}
-		cli_progress_set(&prog, bytes, files);
-		buf_free(&dest);
+	struct dget g = {.c = c, .bucket = bucket, .dir = dir, .ns = &ns, .plen = pfx.len};
+	if (dget_run(&g, (size_t)MIN(conc, (uint64_t)(ns.n ? ns.n : 1)), &prog) != AIS_OK) {
+		cli_err("get -r: libcurl failed");
+		g.failed++;
 	}
+	files = g.files;
+	bytes = g.bytes;
+	failed = g.failed;
 	cli_progress_end(&prog);
 	int64_t ns_el = time_mono_ns() - t0;
 	if (c->json) {

@@ -274,6 +274,12 @@ comp node maintenance start "" >"$W/c"
 check "complete: node ids from the cluster map" bash -c 'grep -qx "$2" "$1" && grep -qx "$3" "$1"' _ "$W/c" "$T1_ID" "$GW2_ID"
 comp get "${B:0:10}" >"$W/c"
 check "complete: buckets through a gateway" grep -qx "$B/" "$W/c"
+ctl -e "$GW2" ls "$B/t/" -H -p name
+n_left=$(wc -l <"$W/out")
+ctl -e "$GW2" get -r --conc 3 "$B/t" "$W/tgot"
+check "get -r --conc 3 through the other gateway: every object under the prefix, byte for byte" \
+	bash -c '[ '"$RC"' = 0 ] && [ "$4" -gt 20 ] && grep -q "^got $4 files" "$1" && [ "$(find "$3" -type f | wc -l)" = "$4" ] &&
+		(cd "$3" && find . -type f | while read -r f; do cmp -s "$f" "$2/$f" || exit 1; done)' _ "$W/out" "$T" "$W/tgot" "$n_left"
 # cp -r: the copy-bck job with a prefix, waited for; get -r of the copies
 ctl -e "$GW" cp -r "$B/t/x/y" "cp$B"
 check "cp -r to a missing bucket: exit 3" [ "$RC" = 3 ]
