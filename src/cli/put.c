@@ -235,7 +235,8 @@ static int file_cmp(const void *x, const void *y)
 void cli_walk_dir(struct cli_walk *w, const char *root)
 {
 	walk_dir(w, root, "", 0);
-	qsort(w->files, w->n, sizeof(*w->files), file_cmp);
+	if (w->n)
+		qsort(w->files, w->n, sizeof(*w->files), file_cmp);
 }
 
 void cli_walk_free(struct cli_walk *w)

@@ -153,10 +153,11 @@ static int sync_up(struct cli *c, const struct cli_args *a, const char *dir, con
 		n.failed++;
 	if (cli_list_each(c, bucket, pfx, "name,size,checksum", collect_obj, &l) != AIS_OK)
 		goto out;
-	qsort(l.v, l.n, sizeof(*l.v), sobj_cmp);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), sobj_cmp);
 	for (size_t i = 0; i < w.n; i++) {
 		struct sobj key = {.rel = w.files[i].rel};
-		struct sobj *o = bsearch(&key, l.v, l.n, sizeof(*l.v), sobj_cmp);
+		struct sobj *o = l.n ? bsearch(&key, l.v, l.n, sizeof(*l.v), sobj_cmp) : NULL;
 		buf_t path = BUF_INIT;
 		buf_addf(&path, "%s/%s", dir, w.files[i].rel);
 		if (o)
