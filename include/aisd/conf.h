@@ -162,5 +162,14 @@ static inline uint64_t conf_lease_guard_ms(const conf_t *c)
 }
 /* Writes every key with its documentation (for --help-config). */
 void conf_describe(buf_t *out);
+/*
+ * Appends c as one JSON object {"KEY": VALUE, ...}, every key of the table
+ * in its order: counts and sizes as numbers, durations as "Nms", flags as
+ * booleans, lists (mountpaths, s3.key, auth.grant) as arrays of strings,
+ * the rest as strings. Secrets never appear: auth.secret and
+ * cluster.secret are "****" when set ("" when not), and each s3.key shows
+ * "ACCESS:****:USERID:DISPLAY NAME".
+ */
+void conf_encode(const conf_t *c, buf_t *out);
 
 #endif

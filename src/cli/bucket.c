@@ -100,7 +100,7 @@ int cli_bucket_create(struct cli *c, const struct cli_args *a)
 	buf_addf(&what, "create bucket %s", bucket);
 	int rc = bucket_action(c, "POST", bucket, json, what.ptr);
 	if (rc == AIS_OK && c->json)
-		printf("{\"created\":\"%s\"}\n", bucket); /* a valid name needs no escaping */
+		cli_print_json(json_pack("{s:s}", "created", bucket));
 	else if (rc == AIS_OK)
 		printf("created bucket %s\n", bucket);
 	buf_free(&what);
@@ -132,9 +132,10 @@ int cli_bucket_ls(struct cli *c, const struct cli_args *a)
 	}
 	(void)a;
 	if (c->json) {
-		char *s = arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
-		puts(s ? s : "[]");
-		free(s);
+		size_t i;
+		json_t *b;
+		json_array_foreach(arr, i, b)
+			cli_print_json(json_is_object(b) ? json_incref(b) : json_pack("{s:O}", "name", b));
 	} else {
 		size_t i;
 		json_t *b;
@@ -154,6 +155,33 @@ out:
 	return rc;
 }
 
+/*
+ * Whether bucket holds any object: one list page of one entry. AIS_OK with
+ * *any set; AIS_ERR after the error was printed (a 404 included).
+ */
+static int bucket_has_objects(struct cli *c, const char *bucket, bool *any)
+{
+	buf_t path = BUF_INIT, what = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	buf_add_pct(&path, sv_from(bucket), false);
+	buf_addf(&what, "destroy bucket %s", bucket);
+	struct cli_req rq = CLI_REQ_INIT("GET", path.ptr);
+	rq.json = "{\"action\":\"list\",\"value\":{\"pagesize\":1,\"props\":\"name\"}}";
+	struct cli_resp rs = {0};
+	int rc = cli_http(c, &rq, &rs);
+	if (rc == AIS_OK)
+		rc = cli_http_check(&rs, what.ptr);
+	if (rc == AIS_OK) {
+		json_t *page = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+		*any = json_array_size(json_object_get(page, "entries")) > 0;
+		json_decref(page);
+	}
+	cli_resp_free(&rs);
+	buf_free(&what);
+	buf_free(&path);
+	return rc;
+}
+
 int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
@@ -169,8 +197,18 @@ int cli_bucket_rm(struct cli *c, const struct cli_args *a)
 		}
 		buf_t what = BUF_INIT;
 		buf_addf(&what, "destroy bucket %s", bucket);
-		if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) !=
-		    AIS_OK)
+		bool any = false;
+		int crc = CLI_EXIT_OK;
+		if (!cli_opt(a, "yes") && bucket_has_objects(c, bucket, &any) != AIS_OK)
+			crc = CLI_EXIT_ERR;
+		else if (any)
+			crc = cli_confirm(a, what.ptr, "Bucket %s is not empty: destroy it and every object in it?",
+					  bucket);
+		if (crc != CLI_EXIT_OK) {
+			if (rc == CLI_EXIT_OK || crc == CLI_EXIT_USAGE)
+				rc = crc;
+		} else if (bucket_action(c, "DELETE", bucket, "{\"action\":\"destroy-bck\"}", what.ptr) !=
+			   AIS_OK)
 			rc = CLI_EXIT_ERR;
 		else if (c->json)
 			json_array_append_new(done, json_string(bucket));
@@ -321,11 +359,9 @@ static void props_print(json_t *j, const char *prefix)
 
 static void props_show(struct cli *c, json_t *props)
 {
-	if (c->json) {
-		char *s = json_dumps(props, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		puts(s ? s : "{}");
-		free(s);
-	} else {
+	if (c->json)
+		cli_print_json(json_incref(props));
+	else {
 		props_print(props, "");
 	}
 }
@@ -522,10 +558,47 @@ int cli_bucket_encode(struct cli *c, const struct cli_args *a)
 	return rc;
 }
 
-/* "bucket cp SRC DST [..]" and "etl bucket NAME SRC DST [..]": POST
- * /v1/buckets/SRC?bck_to=DST {"action":"copy-bck"|"etl-bck","value":
- * {"id":NAME,"prefix","template","ext":{"jpg":"npy"},"dry_run","coer"}},
- * one job on every target (the identity transform for a copy). */
+/*
+ * POST /v1/buckets/SRC?bck_to=DST {"action":ACTION,"value":v} (v is
+ * taken): the copy-bck or etl-bck job on every target. The job's id goes
+ * to *id and the server's answer to answer (either may be NULL). AIS_OK or
+ * AIS_ERR (said).
+ */
+int cli_copy_bck(struct cli *c, const char *action, const char *src, const char *dst, json_t *v, char **id,
+		 buf_t *answer)
+{
+	json_t *body = json_pack("{s:s,s:o}", "action", action, "value", v);
+	char *js = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	buf_t path = BUF_INIT;
+	buf_addstr(&path, "/v1/buckets/");
+	buf_add_pct(&path, sv_from(src), false);
+	buf_addstr(&path, "?bck_to=");
+	buf_add_pct(&path, sv_from(dst), false);
+	struct cli_req rq = CLI_REQ_INIT("POST", path.ptr);
+	rq.json = js;
+	struct cli_resp rs = {0};
+	int rc = cli_http(c, &rq, &rs);
+	if (rc == AIS_OK)
+		rc = cli_http_check(&rs, action);
+	if (rc == AIS_OK) {
+		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+		const char *s = json_string_value(json_object_get(doc, "id"));
+		if (id)
+			*id = xstrdup(s ? s : "?");
+		if (answer)
+			buf_addsv(answer, sv_of(&rs.body));
+		json_decref(doc);
+	}
+	cli_resp_free(&rs);
+	buf_free(&path);
+	free(js);
+	return rc;
+}
+
+/* "bucket cp SRC DST [..]" and "etl bucket NAME SRC DST [..]": the value
+ * {"id":NAME,"prefix","template","ext":{"jpg":"npy"},"dry_run","coer"}
+ * of cli_copy_bck (the identity transform for a copy). */
 static int xcopy(struct cli *c, const struct cli_args *a, const char *etl, const char *src, const char *dst)
 {
 	const char *pfx = cli_opt(a, "prefix"), *tpl = cli_opt(a, "template"), *ext = cli_opt(a, "ext");
@@ -569,34 +642,16 @@ static int xcopy(struct cli *c, const struct cli_args *a, const char *etl, const
 		}
 		json_object_set_new(v, "ext", m);
 	}
-	json_t *body = json_pack("{s:s,s:o}", "action", action, "value", v);
-	char *js = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	buf_t path = BUF_INIT;
-	buf_addstr(&path, "/v1/buckets/");
-	buf_add_pct(&path, sv_from(src), false);
-	buf_addstr(&path, "?bck_to=");
-	buf_add_pct(&path, sv_from(dst), false);
-	struct cli_req rq = CLI_REQ_INIT("POST", path.ptr);
-	rq.json = js;
-	struct cli_resp rs = {0};
-	int rc = cli_http(c, &rq, &rs);
-	if (rc == AIS_OK)
-		rc = cli_http_check(&rs, action);
-	if (rc == AIS_OK) {
-		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
-		const char *id = json_string_value(json_object_get(doc, "id"));
-		if (c->json)
-			printf("%.*s\n", (int)rs.body.len, rs.body.ptr ? rs.body.ptr : "");
-		else
-			printf("%s%s %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n",
-			       etl ? "transform through " : "copy", etl ? etl : "", src, dst, dry ? " (dry run)" : "",
-			       id ? id : "?", id ? id : "?");
-		json_decref(doc);
-	}
-	cli_resp_free(&rs);
-	buf_free(&path);
-	free(js);
+	char *id = NULL;
+	buf_t ans = BUF_INIT;
+	int rc = cli_copy_bck(c, action, src, dst, v, &id, &ans);
+	if (rc == AIS_OK && c->json)
+		cli_print_json_text(ans.ptr, ans.len);
+	else if (rc == AIS_OK)
+		printf("%s%s %s -> %s%s: started on every target as job %s (aisctl job wait %s)\n",
+		       etl ? "transform through " : "copy", etl ? etl : "", src, dst, dry ? " (dry run)" : "", id, id);
+	free(id);
+	buf_free(&ans);
 	return rc == AIS_OK ? CLI_EXIT_OK : CLI_EXIT_ERR;
 }
 

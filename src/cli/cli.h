@@ -85,9 +85,26 @@ int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, for a thing that does not exist (HTTP 404): see CLI_EXIT_NOTFOUND. */
 void cli_err_notfound(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints j on one line of stdout (compact, keys in their order; "{}" when
- * it cannot be encoded) and frees it. */
+/*
+ * Asks before something that cannot be undone: CLI_EXIT_OK when the command
+ * has --yes, or stdin is a terminal and the user types "yes" after the
+ * question (fmt). Otherwise says why with what ("destroy bucket b") and
+ * returns CLI_EXIT_USAGE (no terminal: pass --yes) or CLI_EXIT_ERR (not
+ * confirmed).
+ */
+int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * --json output, one shape for every command (aisctl(1), JSON OUTPUT): JSON
+ * Lines, each line of stdout one complete compact JSON object. A command
+ * about one thing prints one line; a list prints one object per line (ls,
+ * bucket ls, etl ls); a repeated report one line per report.
+ * cli_print_json prints j so (keys in their order; "{}" when it cannot be
+ * encoded) and frees it; cli_print_json_text does it for a server's JSON
+ * answer of n bytes (not JSON: {"text": ...}).
+ */
 void cli_print_json(json_t *j);
+void cli_print_json_text(const char *p, size_t n);
 /* The command table (main.c), for completion: *n entries. */
 const struct cli_cmd *cli_commands(size_t *n);
 const struct cli_opt *cli_global_options(void);
@@ -184,6 +201,15 @@ void cli_tls(const struct cli *c, CURL *h);
 void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli_resp *rs,
 		    struct cli_xfer *x);
 int cli_xfer_finish(struct cli_xfer *x, CURLcode cc);
+/*
+ * When libcurl's failure cc (its text err) on a request to endpoint is one
+ * users can fix (the cluster down, http against https and the reverse, a
+ * CA not given, a client certificate required), writes a message saying
+ * what to pass into out and returns true; else false. have_cacert,
+ * have_cert: whether --cacert and --cert were given.
+ */
+bool cli_curl_hint(CURLcode cc, const char *err, const char *endpoint, bool have_cacert, bool have_cert,
+		   buf_t *out);
 
 /*
  * cli_http sends one request, following redirects with the method and body
@@ -209,6 +235,32 @@ void cli_resp_free(struct cli_resp *rs);
 int cli_split_uname(const char *arg, bool need_object, char **bucket, char **object);
 /* "a,b" -> ["a","b"] (empty items left out): a new JSON array. */
 json_t *cli_list_of(const char *s);
+
+/* put.c: the regular files under a folder (links to regular files
+ * followed), sorted by their '/'-separated path under it. */
+struct cli_file {
+	char *rel; /* path under the directory, '/'-separated */
+	uint64_t size;
+};
+struct cli_walk {
+	struct cli_file *files;
+	size_t n, cap;
+	uint64_t bytes; /* the files' total size */
+	bool failed;    /* some entry could not be read (said on stderr) */
+};
+void cli_walk_dir(struct cli_walk *w, const char *root);
+void cli_walk_free(struct cli_walk *w);
+/* xxhash64 (seed 0) of fd from its offset to the end as 16 hex digits
+ * (the offset restored). AIS_OK, or AIS_ERR with errno. */
+int cli_file_xxhash(int fd, char out[17]);
+/*
+ * Uploads the files of w (under dir) as bucket/prefix+rel, conc at a time
+ * (put -r's machinery: streamed, --checksum sends each xxhash64). prefix is
+ * "" or ends with '/'. Counts what was uploaded and what failed (each
+ * failure said). AIS_OK, or AIS_ERR when libcurl itself failed.
+ */
+int cli_put_files(struct cli *c, const char *dir, const char *bucket, const char *prefix, struct cli_walk *w,
+		  size_t conc, bool checksum, uint64_t *files, uint64_t *bytes, uint64_t *failed);
 
 /* progress.c: a one-line progress bar on stderr, drawn only when on. */
 struct cli_progress {
@@ -258,6 +310,7 @@ void cli_node_cells(json_t *st, struct cli_node_cells *out);
 /* Handlers (bucket.c, object.c, put.c, list.c, cluster.c, node.c, stats.c,
  * config.c, ml.c, complete.c). */
 int cli_config_set(struct cli *c, const struct cli_args *a);
+int cli_config_show(struct cli *c, const struct cli_args *a);
 int cli_bucket_create(struct cli *c, const struct cli_args *a);
 /* etl.c */
 int cli_etl_init(struct cli *c, const struct cli_args *a);
@@ -274,6 +327,12 @@ int cli_remote_show(struct cli *c, const struct cli_args *a);
 int cli_prefetch(struct cli *c, const struct cli_args *a);
 int cli_bucket_cp(struct cli *c, const struct cli_args *a); /* bucket.c */
 int cli_etl_bucket(struct cli *c, const struct cli_args *a); /* bucket.c */
+/* Starts the copy-bck or etl-bck job (action) SRC -> DST with its value v
+ * (taken); its id in *id (newly allocated), the server's answer appended
+ * to answer (either may be NULL). AIS_OK or AIS_ERR (said). bucket.c. */
+int cli_copy_bck(struct cli *c, const char *action, const char *src, const char *dst, json_t *v, char **id,
+		 buf_t *answer);
+int cli_object_cp(struct cli *c, const struct cli_args *a); /* recursive.c */
 int cli_ishard(struct cli *c, const struct cli_args *a);    /* ishard.c */
 int cli_archive_put(struct cli *c, const struct cli_args *a); /* archive.c */
 int cli_dsort(struct cli *c, const struct cli_args *a);     /* dsort.c */
@@ -296,6 +355,28 @@ int cli_object_put(struct cli *c, const struct cli_args *a);
 int cli_object_get(struct cli *c, const struct cli_args *a);
 int cli_object_rm(struct cli *c, const struct cli_args *a);
 int cli_object_stat(struct cli *c, const struct cli_args *a);
+/* recursive.c: rm -r/--prefix/--template and get -r (called by rm and get). */
+int cli_object_rm_many(struct cli *c, const struct cli_args *a);
+int cli_object_get_dir(struct cli *c, const struct cli_args *a);
+int cli_sync(struct cli *c, const struct cli_args *a); /* sync.c */
+/*
+ * Calls fn(entry, arg) for every object of bucket whose name starts with
+ * prefix (NULL or "": all), in listing order, page by page; props: the
+ * properties to list ("name,size,checksum"). Entries without a name are
+ * skipped. Stops when fn returns other than AIS_OK. AIS_OK when the whole
+ * listing was walked, else AIS_ERR (a listing error is printed).
+ */
+int cli_list_each(struct cli *c, const char *bucket, const char *prefix, const char *props,
+		  int (*fn)(json_t *entry, void *arg), void *arg);
+/* Whether the '/'-separated relative name rel stays under the folder it is
+ * joined to: not empty, not absolute, no empty, "." or ".." part. */
+bool cli_rel_name_safe(const char *rel);
+/* mkdir -p of the folders of dir/rel above its last part. AIS_OK, or
+ * AIS_ERR after a message. */
+int cli_make_parents(const char *dir, const char *rel);
+/* Downloads bucket/name into the file dest through a temporary file next to
+ * it (renamed when complete); *size: the bytes. AIS_OK, or AIS_ERR said. */
+int cli_get_to_file(struct cli *c, const char *bucket, const char *name, const char *dest, uint64_t *size);
 int cli_list(struct cli *c, const struct cli_args *a);
 int cli_cluster_show(struct cli *c, const struct cli_args *a);
 int cli_cluster_primary(struct cli *c, const struct cli_args *a);

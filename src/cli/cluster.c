@@ -318,10 +318,7 @@ int cli_cluster_show(struct cli *c, const struct cli_args *a)
 			if (st)
 				json_object_set(pr[i].node, "stats", st);
 		}
-		char *s = json_dumps(smap, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		if (s)
-			puts(s);
-		free(s);
+		cli_print_json(json_incref(smap));
 	} else {
 		print_table(smap, stats, pr, n);
 	}

@@ -8,6 +8,12 @@
  * log.level, log.access, net.rate_limit, net.rate_burst. Prints "ID: ok"
  * (or the node's error) per node, or "ok"; with --json the server's answer
  * ({"nodes":{ID:{..}}}) or {"ok":true}.
+ *
+ * "aisctl config show [--node NODE] [KEY-PREFIX]": the running configuration
+ * of the node at the endpoint, or of NODE (found in the cluster map and
+ * asked directly), from GET /v1/daemon?what=config; secrets come masked
+ * from the node. KEY-PREFIX keeps the keys that start with it ("net.",
+ * "store.fsync"). Text: "KEY  VALUE" lines; --json: one object.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,7 @@
 #include <jansson.h>
 
 #include "aisd/status.h"
+#include "aisd/util.h"
 #include "cli.h"
 #include "aisd/banned.h"
 
@@ -59,11 +66,8 @@ int cli_config_set(struct cli *c, const struct cli_args *a)
 	if (!node && json_is_object(nodes)) {
 		const char *id;
 		json_t *r;
-		if (c->json) {
-			char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-			puts(s ? s : "{}");
-			free(s);
-		}
+		if (c->json)
+			cli_print_json(json_incref(doc));
 		json_object_foreach(nodes, id, r) {
 			const char *e = json_string_value(json_object_get(r, "error"));
 			if (!c->json)
@@ -80,5 +84,88 @@ int cli_config_set(struct cli *c, const struct cli_args *a)
 out:
 	cli_resp_free(&rs);
 	free(json);
+	return rc;
+}
+
+/* The public URL of node id from the endpoint's cluster map, or NULL after
+ * a message (CLI_EXIT_NOTFOUND's kind when the map lacks it). */
+static char *node_url(struct cli *c, const char *id)
+{
+	struct cli_req rq = CLI_REQ_INIT("GET", "/v1/cluster?what=smap");
+	struct cli_resp rs = {0};
+	char *url = NULL;
+	if (cli_http(c, &rq, &rs) != AIS_OK || cli_http_check(&rs, "cluster map") != AIS_OK)
+		goto out;
+	json_t *m = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+	size_t i;
+	json_t *n;
+	json_array_foreach(json_object_get(m, "nodes"), i, n) {
+		const char *u = json_string_value(json_object_get(n, "public_url"));
+		const char *nid = json_string_value(json_object_get(n, "id"));
+		if (nid && !strcmp(nid, id) && u && *u)
+			url = xstrdup(u);
+	}
+	json_decref(m);
+	if (!url)
+		cli_err_notfound("config show: no node %s in the cluster map", id);
+out:
+	cli_resp_free(&rs);
+	return url;
+}
+
+int cli_config_show(struct cli *c, const struct cli_args *a)
+{
+	const char *node = cli_opt(a, "node"), *pfx = a->npos ? a->pos[0] : "";
+	char *saved = NULL;
+	int rc = CLI_EXIT_ERR;
+	if (node) {
+		char *url = node_url(c, node);
+		if (!url)
+			return CLI_EXIT_ERR;
+		saved = c->endpoint;
+		c->endpoint = url;
+		while (*url && url[strlen(url) - 1] == '/')
+			url[strlen(url) - 1] = '\0';
+	}
+	struct cli_req rq = CLI_REQ_INIT("GET", "/v1/daemon?what=config");
+	struct cli_resp rs = {0};
+	if (cli_http(c, &rq, &rs) != AIS_OK || cli_http_check(&rs, "config show") != AIS_OK)
+		goto out;
+	json_t *cfg = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
+	if (!json_is_object(cfg)) {
+		cli_err("config show: the node's answer is not a JSON object");
+		json_decref(cfg);
+		goto out;
+	}
+	json_t *keep = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(cfg, k, v) {
+		if (!strncmp(k, pfx, strlen(pfx)))
+			json_object_set(keep, k, v);
+	}
+	json_decref(cfg);
+	if (!json_object_size(keep)) {
+		cli_err_notfound("config show: no key starts with '%s'", pfx);
+		json_decref(keep);
+		goto out;
+	}
+	if (c->json) {
+		cli_print_json(keep);
+	} else {
+		json_object_foreach(keep, k, v) {
+			char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+			printf("%-30s %s\n", k, json_is_string(v) ? json_string_value(v) : (t ? t : "?"));
+			free(t);
+		}
+		json_decref(keep);
+	}
+	rc = CLI_EXIT_OK;
+out:
+	cli_resp_free(&rs);
+	if (saved) {
+		free(c->endpoint);
+		c->endpoint = saved;
+	}
 	return rc;
 }

@@ -112,9 +112,7 @@ static int list(struct cli *c, const char *name)
 			continue;
 		found = true;
 		if (c->json) {
-			char *s = json_dumps(e, JSON_COMPACT);
-			printf("%s\n", s);
-			free(s);
+			cli_print_json(json_incref(e));
 		} else if (!name) {
 			printf("%-20s %-7s %-5d %-7llds %s\n", n,
 			       json_is_true(json_object_get(e, "stopped")) ? "stopped" : "ready",

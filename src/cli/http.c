@@ -293,6 +293,83 @@ void cli_xfer_setup(struct cli *c, CURL *h, const struct cli_req *rq, struct cli
 	x->t0 = time_mono_ns();
 }
 
+/* Does the libcurl error text err contain any of the needles? */
+static bool err_has(const char *err, const char *const *needles)
+{
+	for (; *needles; needles++)
+		if (strcasestr(err, *needles))
+			return true;
+	return false;
+}
+
+/*
+ * The one place that turns a libcurl failure into what the user should do.
+ * The code alone does not tell a missing client certificate from a server
+ * that closed the connection, so the text of the error (OpenSSL's alerts)
+ * is read too; an error this does not know gets no hint (returns false).
+ */
+bool cli_curl_hint(CURLcode cc, const char *err, const char *endpoint, bool have_cacert, bool have_cert,
+		   buf_t *out)
+{
+	static const char *const plain_answer[] = {"wrong version number", "packet length too long",
+						   "http request", "unknown protocol", NULL};
+	static const char *const cert_needed[] = {"certificate required", "alert handshake failure",
+						  "alert bad certificate", "peer did not return a certificate",
+						  "unknown ca", "certificate unknown", NULL};
+	static const char *const not_trusted[] = {"unable to get local issuer", "self signed", "self-signed",
+						  "certificate verify failed", "unknown issuer",
+						  "certificate has expired", NULL};
+	static const char *const wrong_name[] = {"does not match", "no alternative certificate subject name",
+						 NULL};
+	bool https = strncmp(endpoint, "https://", 8) == 0;
+
+	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {
+		buf_addf(out, "cannot connect to %s (%s): is the cluster running at %s? (--endpoint / AIS_ENDPOINT)",
+			 endpoint, err, endpoint);
+		return true;
+	}
+	if (cc == CURLE_SSL_CACERT_BADFILE) {
+		buf_addf(out, "cannot use the CA bundle (%s): --cacert / AIS_CACERT must name a readable PEM file", err);
+		return true;
+	}
+	if (cc == CURLE_SSL_CERTPROBLEM) {
+		buf_addf(out, "cannot use the client certificate (%s): --cert FILE and --key FILE (AIS_CERT, AIS_KEY) "
+			      "must name a PEM certificate and its private key", err);
+		return true;
+	}
+	if (!https && (cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_WEIRD_SERVER_REPLY ||
+		       cc == CURLE_UNSUPPORTED_PROTOCOL)) {
+		buf_addf(out, "%s gave no HTTP answer (%s): does the cluster serve HTTPS? then use https:// in "
+			      "--endpoint / AIS_ENDPOINT", endpoint, err);
+		return true;
+	}
+	if (!https)
+		return false;
+	if (err_has(err, plain_answer)) {
+		buf_addf(out, "%s does not speak TLS (%s): use http:// in --endpoint / AIS_ENDPOINT", endpoint, err);
+		return true;
+	}
+	if (cc == CURLE_PEER_FAILED_VERIFICATION && err_has(err, wrong_name)) {
+		buf_addf(out, "the cluster's certificate is not for this host name (%s): use the name or address "
+			      "the certificate was made for in --endpoint", err);
+		return true;
+	}
+	if (cc == CURLE_PEER_FAILED_VERIFICATION || err_has(err, not_trusted)) {
+		buf_addf(out, "the cluster's certificate is not trusted (%s): pass --cacert FILE or set AIS_CACERT "
+			      "(the CA that signed it)%s", err, have_cacert ? "; the --cacert given did not sign it" : "");
+		return true;
+	}
+	if (err_has(err, cert_needed) ||
+	    (!have_cert && (cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
+			    cc == CURLE_GOT_NOTHING))) {
+		buf_addf(out, "the cluster refused the TLS connection (%s): it requires a client certificate: "
+			      "pass --cert FILE --key FILE (or set AIS_CERT, AIS_KEY)%s", err,
+			 have_cert ? "; the one given was not accepted (signed by a CA the cluster trusts?)" : "");
+		return true;
+	}
+	return false;
+}
+
 int cli_xfer_finish(struct cli_xfer *x, CURLcode cc)
 {
 	const struct cli_req *rq = x->rq;
@@ -314,9 +391,6 @@ int cli_xfer_finish(struct cli_xfer *x, CURLcode cc)
 		rc = AIS_OK; /* the caller sees the status (not 206) and says why */
 	} else if (rs->sink_errno) {
 		cli_err("writing the download: %s", strerror(rs->sink_errno));
-	} else if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {
-		cli_err("cannot connect to %s: %s (is the cluster up? set --endpoint or AIS_ENDPOINT)",
-			x->c->endpoint, err);
 	} else if (cc == CURLE_OPERATION_TIMEDOUT) {
 		cli_err("%s %s: timed out: %s", rq->method, url, err);
 	} else if (cc == CURLE_SEND_FAIL_REWIND) {
@@ -324,7 +398,12 @@ int cli_xfer_finish(struct cli_xfer *x, CURLcode cc)
 			"and standard input cannot be sent again; upload from a file instead",
 			rq->method, url);
 	} else {
-		cli_err("%s %s: %s", rq->method, url, err);
+		buf_t hint = BUF_INIT;
+		if (cli_curl_hint(cc, err, x->c->endpoint, x->c->cacert != NULL, x->c->cert != NULL, &hint))
+			cli_err("%s", hint.ptr);
+		else
+			cli_err("%s %s: %s", rq->method, url, err);
+		buf_free(&hint);
 	}
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;

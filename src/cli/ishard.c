@@ -61,7 +61,9 @@ int cli_ishard(struct cli *c, const struct cli_args *a)
 	if (rc == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL);
 		const char *id = json_string_value(json_object_get(doc, "id"));
-		if (c->json || dry) {
+		if (c->json) {
+			cli_print_json_text(rs.body.ptr, rs.body.len);
+		} else if (dry) {
 			printf("%.*s\n", (int)rs.body.len, rs.body.ptr ? rs.body.ptr : "");
 		} else {
 			printf("ishard %s -> %s: started on every target as job %s (aisctl job wait %s)\n", src, dst,

@@ -199,7 +199,10 @@ int cli_job_wait(struct cli *c, const struct cli_args *a)
 		if (!running) {
 			if (tty)
 				fputc('\n', stderr);
-			printf("%s: %s\n", kind, st ? st : "unknown");
+			if (c->json)
+				cli_print_json(json_pack("{s:s,s:s}", "job", kind, "state", st ? st : "unknown"));
+			else
+				printf("%s: %s\n", kind, st ? st : "unknown");
 			rc = st && (!strcmp(st, "done") || !strcmp(st, "idle")) ? CLI_EXIT_OK : CLI_EXIT_ERR;
 			json_decref(doc);
 			return rc;
@@ -428,7 +431,10 @@ static int runs_wait(struct cli *c, const struct cli_args *a, const char *id, ui
 		cli_progress_set(&bar, bytes, 0);
 		if (!st || strcmp(st, "running")) {
 			cli_progress_end(&bar);
-			printf("%s: %s\n", id, st ? st : "unknown");
+			if (c->json)
+				cli_print_json(json_pack("{s:s,s:s}", "job", id, "state", st ? st : "unknown"));
+			else
+				printf("%s: %s\n", id, st ? st : "unknown");
 			rc = st && !strcmp(st, "done") ? CLI_EXIT_OK : CLI_EXIT_ERR;
 			const char *le = json_string_value(json_object_get(r, "last_error"));
 			if (rc && le && *le)

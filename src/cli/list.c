@@ -145,10 +145,7 @@ static bool in_shard(const struct table *t, json_t *e)
 static void print_entry(struct table *t, json_t *e)
 {
 	if (t->json) {
-		char *s = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		if (s)
-			puts(s);
-		free(s);
+		cli_print_json(json_incref(e));
 		return;
 	}
 	char buf[MAX_COLS][1024];

@@ -60,6 +60,26 @@ static const struct cli_opt opts_put[] = {
 };
 static const struct cli_opt opts_get[] = {
 	{"range", 0, "START-END", "fetch only bytes START..END (inclusive; END may be empty)"},
+	{"recursive", 'r', NULL, "BUCKET[/PREFIX] DIR: every object under PREFIX as a file under DIR"},
+	{"conc", 'c', "N", "downloads in parallel with -r (default 8, at most 256)"},
+	{0},
+};
+static const struct cli_opt opts_rm[] = {
+	{"recursive", 'r', NULL, "BUCKET[/PREFIX]: every object whose name starts with PREFIX"},
+	{"prefix", 0, "PREFIX", "BUCKET: the objects whose names start with PREFIX"},
+	{"template", 0, "TEMPLATE", "BUCKET: the objects named by a range: shard-{0000..0999}.tar"},
+	{"yes", 'y', NULL, "do not ask before deleting more than one object"},
+	{0},
+};
+static const struct cli_opt opts_cp[] = {
+	{"recursive", 'r', NULL, "every object whose name starts with PREFIX (the copy-bck job; waits for it)"},
+	{0},
+};
+static const struct cli_opt opts_sync[] = {
+	{"delete", 0, NULL, "also delete what the source lacks (asks unless --yes)"},
+	{"dry-run", 'n', NULL, "print what would be uploaded, downloaded or deleted; change nothing"},
+	{"conc", 'c', "N", "uploads in parallel (default 8, at most 256)"},
+	{"yes", 'y', NULL, "do not ask before --delete deletes"},
 	{0},
 };
 static const struct cli_opt opts_ls[] = {
@@ -83,6 +103,10 @@ static const struct cli_opt opts_get_batch[] = {
 
 static const struct cli_opt opts_config_set[] = {
 	{"node", 0, NULL, "only the node at the endpoint (default: every node, through the primary)"},
+	{0},
+};
+static const struct cli_opt opts_config_show[] = {
+	{"node", 0, "NODE", "the node NODE of the cluster map (default: the node at the endpoint)"},
 	{0},
 };
 static const struct cli_opt opts_stats[] = {
@@ -224,7 +248,8 @@ static const struct cli_cmd cli_cmds[] = {
 	 "reshard, shuffle or sort the samples of tar shards into new shards of DST (may be SRC), inside the cluster "
 	 "(a job: aisctl job wait ID)",
 	 opts_dsort, 2, 2, cli_dsort, false},
-	{"bucket rm", "BUCKET...", "destroy buckets and every object in them", NULL, 1, -1,
+	{"bucket rm", "BUCKET...", "destroy buckets and every object in them (a non-empty one: asks unless --yes)",
+	 opts_decommission, 1, -1,
 	 cli_bucket_rm, false},
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
 	 cli_bucket_props_show, false},
@@ -234,12 +259,20 @@ static const struct cli_cmd cli_cmds[] = {
 	 NULL, 2, -1, cli_bucket_props_set, false},
 	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
 	 "upload a file, standard input, or a directory with -r", opts_put, 2, 2, cli_object_put, false},
-	{"get", "BUCKET/OBJECT [FILE|DIR|-]", "download an object to a file (or standard output)",
+	{"get", "BUCKET/OBJECT [FILE|DIR|-]",
+	 "download an object to a file (or standard output), or with -r every object under a prefix",
 	 opts_get, 1, 2, cli_object_get, false},
 	{"ls", "[BUCKET[/PREFIX]]",
 	 "list the objects of a bucket (no BUCKET: list buckets; --archive BUCKET/SHARD: a shard's files)",
 	 opts_ls, 0, 1, cli_list, false},
-	{"rm", "BUCKET/OBJECT...", "delete objects", NULL, 1, -1, cli_object_rm, false},
+	{"rm", "BUCKET/OBJECT...", "delete objects (-r BUCKET/PREFIX, --prefix, --template: many; asks unless --yes)",
+	 opts_rm, 1, -1, cli_object_rm, false},
+	{"cp", "BUCKET[/PREFIX] BUCKET2",
+	 "copy objects inside the cluster: -r every object under PREFIX, names kept (server-side, a job)", opts_cp,
+	 2, 2, cli_object_cp, false},
+	{"sync", "DIR BUCKET[/PREFIX] | BUCKET[/PREFIX] DIR",
+	 "make the destination hold what the source holds, moving only files and objects that differ (size, xxhash)",
+	 opts_sync, 2, 2, cli_sync, false},
 	{"object head", "BUCKET/OBJECT",
 	 "show an object's size, checksum, version, times and custom metadata", NULL, 1, 1,
 	 cli_object_stat, false},
@@ -282,6 +315,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{"config set", "KEY=VALUE...",
 	 "change log.level, log.access, net.rate_limit or net.rate_burst on every node while it runs",
 	 opts_config_set, 1, -1, cli_config_set, false},
+	{"config show", "[KEY-PREFIX]",
+	 "a node's running configuration (secrets masked), or the keys starting with KEY-PREFIX",
+	 opts_config_show, 0, 1, cli_config_show, false},
 	{"ml get-batch", "BUCKET OUT.tar|-",
 	 "fetch many objects (or files in shards) as one tar, in the order given (GetBatch)",
 	 opts_get_batch, 2, 2, cli_ml_get_batch, false},
@@ -305,7 +341,7 @@ static const struct cli_opt cli_global_opts[] = {
 	[G_CERT] = {"cert", 0, "FILE", "https: present this PEM client certificate (clusters requiring mTLS)"},
 	[G_KEY] = {"key", 0, "FILE", "https: the private key of --cert (default: in --cert's file)"},
 	[G_INSECURE] = {"insecure", 'k', NULL, "https: do not verify the cluster's certificates (tests only)"},
-	[G_JSON] = {"json", 'j', NULL, "print JSON on standard output instead of text"},
+	[G_JSON] = {"json", 'j', NULL, "print JSON Lines on standard output (one object a line; aisctl(1), JSON OUTPUT)"},
 	[G_NO_PROGRESS] = {"no-progress", 0, NULL, "no progress bar, even on a terminal"},
 	[G_VERBOSE] = {"verbose", 'v', NULL, "trace requests on stderr (twice: also libcurl's trace)"},
 	[G_HELP] = {"help", 'h', NULL, "show help"},
@@ -365,12 +401,42 @@ void cli_err_notfound(const char *fmt, ...)
 	cli_nnotfound++;
 }
 
+int cli_confirm(const struct cli_args *a, const char *what, const char *fmt, ...)
+{
+	if (cli_opt(a, "yes"))
+		return CLI_EXIT_OK;
+	if (!isatty(STDIN_FILENO)) {
+		cli_err("%s: not a terminal to confirm on; pass --yes to go on", what);
+		return CLI_EXIT_USAGE;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" Type yes to go on: ", stderr);
+	fflush(stderr);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin) || strcmp(line, "yes\n")) {
+		cli_err("%s: not confirmed, nothing done", what);
+		return CLI_EXIT_ERR;
+	}
+	return CLI_EXIT_OK;
+}
+
 void cli_print_json(json_t *j)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	puts(s ? s : "{}");
 	free(s);
 	json_decref(j);
+}
+
+void cli_print_json_text(const char *p, size_t n)
+{
+	json_t *j = json_loadb(p ? p : "", n, 0, NULL);
+	if (!j)
+		j = json_pack("{s:s%}", "text", p ? p : "", n);
+	cli_print_json(j);
 }
 
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)

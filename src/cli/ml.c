@@ -122,8 +122,8 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 	if (!to_stdout) {
 		ok = cli_tmp_finish(fd, tmp.ptr, out, ok);
 		if (ok && c->json)
-			printf("{\"bucket\":\"%s\",\"entries\":%zu,\"size\":%" PRIu64 "}\n", bucket, n,
-			       rs.sunk); /* a bucket name needs no escaping */
+			cli_print_json(json_pack("{s:s,s:I,s:I}", "bucket", bucket, "entries", (json_int_t)n, "size",
+						 (json_int_t)rs.sunk));
 		else if (ok && c->verbose)
 			fprintf(stderr, "got %zu entries as %s (%" PRIu64 " bytes)\n", n, out, rs.sunk);
 	}

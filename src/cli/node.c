@@ -88,21 +88,14 @@ int cli_node_maintenance(struct cli *c, const struct cli_args *a)
 int cli_node_decommission(struct cli *c, const struct cli_args *a)
 {
 	const char *node = a->pos[0];
-	if (!cli_opt(a, "yes")) {
-		if (!isatty(STDIN_FILENO)) {
-			cli_err("decommission %s: not a terminal to confirm on; add --yes", node);
-			return CLI_EXIT_USAGE;
-		}
-		fprintf(stderr,
-			"Decommission node %s? Its objects move to other targets, then it leaves the\n"
-			"cluster for good and will not rejoin by itself. Type yes to go on: ",
-			node);
-		fflush(stderr);
-		char line[64];
-		if (!fgets(line, sizeof(line), stdin) || strcmp(line, "yes\n")) {
-			cli_err("decommission %s: not confirmed, nothing done", node);
-			return CLI_EXIT_ERR;
-		}
-	}
+	buf_t what = BUF_INIT;
+	buf_addf(&what, "decommission %s", node);
+	int rc = cli_confirm(a, what.ptr,
+			     "Decommission node %s? Its objects move to other targets, then it leaves the\n"
+			     "cluster for good and will not rejoin by itself.",
+			     node);
+	buf_free(&what);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	return node_action(c, "decommission-node", node, false);
 }

@@ -136,6 +136,10 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 	const char *range = cli_opt(a, "range");
 	int rc = CLI_EXIT_ERR;
 
+	if (cli_opt(a, "recursive"))
+		return cli_object_get_dir(c, a);
+	if (cli_opt(a, "conc"))
+		return cli_usage_error(a->cmd, "--conc goes with -r");
 	if (cli_split_uname(a->pos[0], true, &bucket, &object) != AIS_OK)
 		return cli_usage_error(a->cmd, "want BUCKET/OBJECT, got '%s'", a->pos[0]);
 	if (range && !range_valid(range)) {
@@ -237,6 +241,8 @@ out_free_names:
 int cli_object_rm(struct cli *c, const struct cli_args *a)
 {
 	int rc = CLI_EXIT_OK;
+	if (cli_opt(a, "recursive") || cli_opt(a, "prefix") || cli_opt(a, "template"))
+		return cli_object_rm_many(c, a);
 	json_t *done = json_array();
 	for (int i = 0; i < a->npos; i++) {
 		char *bucket, *object;
@@ -309,10 +315,7 @@ int cli_object_stat(struct cli *c, const struct cli_args *a)
 		json_object_set_new(j, "atime", atime ? json_string(atime) : json_null());
 		json_object_set_new(j, "mtime", mtime ? json_string(mtime) : json_null());
 		json_object_set_new(j, "custom", custom ? json_string(custom) : json_null());
-		char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		puts(s);
-		free(s);
-		json_decref(j);
+		cli_print_json(j);
 		rc = CLI_EXIT_OK;
 		goto out;
 	}

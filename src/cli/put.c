@@ -43,7 +43,7 @@
  * digits (canonical, big-endian) into out; the offset is restored.
  * Returns AIS_OK, or AIS_ERR with errno set.
  */
-static int file_xxhash(int fd, char out[17])
+int cli_file_xxhash(int fd, char out[17])
 {
 	off_t start = lseek(fd, 0, SEEK_CUR);
 	if (start < 0)
@@ -78,7 +78,7 @@ out:
 static int checksum_headers(int fd, struct curl_slist **hdrs)
 {
 	char hex[17];
-	if (file_xxhash(fd, hex) != AIS_OK)
+	if (cli_file_xxhash(fd, hex) != AIS_OK)
 		return AIS_ERR;
 	buf_t h = BUF_INIT;
 	buf_addf(&h, "Ais-Checksum-Value: %s", hex);
@@ -175,20 +175,8 @@ out_close:
 
 /* --- a directory ------------------------------------------------------------- */
 
-struct file {
-	char *rel; /* path under the directory, '/'-separated */
-	uint64_t size;
-};
-
-struct walk {
-	struct file *files;
-	size_t n, cap;
-	uint64_t bytes;
-	bool failed;
-};
-
 /* Adds every regular file under dir/rel to w, depth first. */
-static void walk_dir(struct walk *w, const char *root, const char *rel, int depth)
+static void walk_dir(struct cli_walk *w, const char *root, const char *rel, int depth)
 {
 	buf_t path = BUF_INIT;
 	buf_addstr(&path, root);
@@ -229,7 +217,7 @@ static void walk_dir(struct walk *w, const char *root, const char *rel, int dept
 				w->files = xrealloc(w->files, w->cap * sizeof(*w->files));
 			}
 			w->files[w->n++] =
-			        (struct file){.rel = buf_detach(&sub, NULL), .size = (uint64_t)st.st_size};
+			        (struct cli_file){.rel = buf_detach(&sub, NULL), .size = (uint64_t)st.st_size};
 			w->bytes += (uint64_t)st.st_size;
 		}
 		buf_free(&sub);
@@ -241,7 +229,22 @@ static void walk_dir(struct walk *w, const char *root, const char *rel, int dept
 
 static int file_cmp(const void *x, const void *y)
 {
-	return strcmp(((const struct file *)x)->rel, ((const struct file *)y)->rel);
+	return strcmp(((const struct cli_file *)x)->rel, ((const struct cli_file *)y)->rel);
+}
+
+void cli_walk_dir(struct cli_walk *w, const char *root)
+{
+	walk_dir(w, root, "", 0);
+	if (w->n)
+		qsort(w->files, w->n, sizeof(*w->files), file_cmp);
+}
+
+void cli_walk_free(struct cli_walk *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->files[i].rel);
+	free(w->files);
+	*w = (struct cli_walk){0};
 }
 
 /* One upload in flight. */
@@ -263,7 +266,7 @@ struct batch {
 	const char *bucket;
 	const char *prefix; /* "" or ends with '/' */
 	bool checksum;
-	struct walk w;
+	struct cli_walk w;
 	size_t next;
 	uint64_t done_files, done_bytes, failed;
 };
@@ -403,6 +406,20 @@ static int batch_run(struct batch *b, size_t conc, struct cli_progress *prog)
 	}
 	free(slots);
 	curl_multi_cleanup(m);
+	return rc;
+}
+
+int cli_put_files(struct cli *c, const char *dir, const char *bucket, const char *prefix, struct cli_walk *w,
+		  size_t conc, bool checksum, uint64_t *files, uint64_t *bytes, uint64_t *failed)
+{
+	struct batch b = {.c = c, .dir = dir, .bucket = bucket, .prefix = prefix, .checksum = checksum, .w = *w};
+	struct cli_progress prog;
+	cli_progress_start(&prog, c->progress, dir, w->bytes, w->n);
+	int rc = w->n ? batch_run(&b, MIN(conc, w->n), &prog) : AIS_OK;
+	cli_progress_end(&prog);
+	*files = b.done_files;
+	*bytes = b.done_bytes;
+	*failed = b.failed;
 	return rc;
 }
 

@@ -103,7 +103,7 @@ int cli_remote_show(struct cli *c, const struct cli_args *a)
 	if (rc == AIS_OK)
 		rc = cli_http_check(&rs, "show remotes");
 	if (rc == AIS_OK && c->json) {
-		printf("%.*s\n", (int)rs.body.len, rs.body.ptr);
+		cli_print_json_text(rs.body.ptr, rs.body.len);
 	} else if (rc == AIS_OK) {
 		json_t *doc = json_loadb(rs.body.ptr ? rs.body.ptr : "", rs.body.len, 0, NULL), *r;
 		json_t *arr = json_object_get(doc, "remotes"); /* {"remotes":[...]} (docs/api.md) */
@@ -180,7 +180,7 @@ static int listrange(struct cli *c, const struct cli_args *a, const char *action
 		json_t *doc = c->json ? NULL : json_loadb(out.ptr ? out.ptr : "", out.len, 0, NULL);
 		const char *id = json_string_value(json_object_get(doc, "id"));
 		if (c->json)
-			printf("%.*s\n", (int)out.len, out.ptr);
+			cli_print_json_text(out.ptr, out.len);
 		else if (id)
 			printf("%s %s: started on every target as job %s (aisctl job wait %s)\n", kind, bucket, id, id);
 		else

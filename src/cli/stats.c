@@ -10,8 +10,8 @@
  * With --refresh the report repeats every SECS seconds, each headed by its
  * UTC time, until K reports were printed (or forever); a failed report is
  * one error line and the next one is tried, and the exit status is 1 if
- * any report failed. With --json each report is one JSON document (one line
- * each when refreshing). NODE that is not in the map exits 3.
+ * any report failed. With --json each report is one JSON line (aisctl(1),
+ * JSON OUTPUT). NODE that is not in the map exits 3.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,13 +239,11 @@ int cli_show_stats(struct cli *c, const struct cli_args *a)
 			doc = one;
 		}
 		if (c->json) {
-			char *s = json_dumps(doc, (rs ? JSON_COMPACT : JSON_INDENT(2)) | JSON_SORT_KEYS);
-			puts(s ? s : "{}");
-			free(s);
+			cli_print_json(doc);
 		} else {
 			print_report(doc, rs != NULL);
+			json_decref(doc);
 		}
-		json_decref(doc);
 	}
 	return failed ? CLI_EXIT_ERR : CLI_EXIT_OK;
 }

@@ -1,6 +1,6 @@
 /*
  * stats.c - what a node and the cluster report about themselves:
- *   GET /v1/daemon?what=stats (default) | smap | bmd   on every node
+ *   GET /v1/daemon?what=stats (default) | config | smap | bmd   on every node
  *   GET /v1/cluster?what=stats                          on a gateway
  *
  * A node's stats: {"id","role","version","uptime_s","cmap_term","cmap_version",
@@ -133,6 +133,35 @@ static void daemon_work(http_req_t *req)
 	j->doc = node_stats(req->ctx);
 }
 
+/*
+ * GET /v1/daemon?what=config: the node's running configuration
+ * (conf_encode: secrets masked), with the keys that change at run time
+ * (PUT set-config) as they are now.
+ */
+static void daemon_config(http_req_t *req)
+{
+	node_base_t *nb = req->ctx;
+	static const char *const levels[] = {"debug", "info", "warn", "error"};
+	buf_t out = BUF_INIT;
+	conf_encode(nb->conf, &out);
+	json_t *j = json_loadb(out.ptr, out.len, JSON_ALLOW_NUL, NULL);
+	buf_free(&out);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		http_resp_error(req, 500, "cannot encode the configuration");
+		return;
+	}
+	uint64_t rate, burst;
+	http_server_rate_limit(http_req_server(req), &rate, &burst);
+	unsigned lv = (unsigned)log_get_level();
+	json_object_set_new(j, "log.level", json_string(lv < ARRAY_SIZE(levels) ? levels[lv] : "info"));
+	json_object_set_new(j, "log.access", json_string(log_access_on() ? "on" : "off"));
+	json_object_set_new(j, "net.rate_limit", json_integer((json_int_t)rate));
+	json_object_set_new(j, "net.rate_burst", json_integer((json_int_t)burst));
+	cluster_resp_json(req, j);
+	json_decref(j);
+}
+
 int cluster_h_daemon(http_req_t *req)
 {
 	node_base_t *nb = req->ctx;
@@ -167,8 +196,12 @@ int cluster_h_daemon(http_req_t *req)
 		http_resp_send_buf(req, &out);
 		return AIS_OK;
 	}
+	if (sv_eqstr(what, "config")) {
+		daemon_config(req);
+		return AIS_OK;
+	}
 	if (!sv_eqstr(what, "stats")) {
-		http_resp_error(req, 400, "what= must be stats, smap or bmd");
+		http_resp_error(req, 400, "what= must be stats, config, smap or bmd");
 		return AIS_OK;
 	}
 	struct stats_job *j = arena_zalloc(req->arena, sizeof(*j));

@@ -704,6 +704,74 @@ int conf_load_secrets(conf_t *c, buf_t *err)
 	return AIS_OK;
 }
 
+/* Keys whose values are secrets: shown only as whether they are set. */
+static bool key_secret(const struct key *k)
+{
+	return !strcmp(k->name, "auth.secret") || !strcmp(k->name, "cluster.secret");
+}
+
+void conf_encode(const conf_t *c, buf_t *out)
+{
+	const char *base = (const char *)c;
+	buf_addch(out, '{');
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const struct key *k = &keys[i];
+		const void *f = base + k->off;
+		if (i)
+			buf_addch(out, ',');
+		buf_add_json_str(out, k->name, strlen(k->name));
+		buf_addch(out, ':');
+		switch (k->type) {
+		case K_STR:
+			if (key_secret(k))
+				buf_addstr(out, *(const char *)f ? "\"****\"" : "\"\"");
+			else
+				buf_add_json_str(out, f, strnlen(f, k->size));
+			break;
+		case K_U64:
+		case K_SIZE: buf_addu64(out, *(const uint64_t *)f); break;
+		case K_MS: buf_addf(out, "\"%llums\"", (unsigned long long)*(const uint64_t *)f); break;
+		case K_FSYNC: buf_addstr(out, c->fsync == CONF_FSYNC_NEVER ? "\"never\"" : "\"always\""); break;
+		case K_BOOL: buf_addstr(out, *(const bool *)f ? "true" : "false"); break;
+		case K_MPATHS:
+			buf_addch(out, '[');
+			for (int m = 0; m < c->n_mountpaths; m++) {
+				if (m)
+					buf_addch(out, ',');
+				buf_add_json_str(out, c->mountpaths[m], strlen(c->mountpaths[m]));
+			}
+			buf_addch(out, ']');
+			break;
+		case K_S3KEY:
+			/* ACCESS:****:USERID:DISPLAY NAME: the secret never leaves */
+			buf_addch(out, '[');
+			for (int m = 0; m < c->n_s3_keys; m++) {
+				const char *ak = c->s3_keys[m], *c1 = strchr(ak, ':');
+				const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+				buf_t v = BUF_INIT;
+				buf_add(&v, ak, c1 ? (size_t)(c1 - ak) : strlen(ak));
+				buf_addf(&v, ":****%s", c2 ? c2 : "");
+				if (m)
+					buf_addch(out, ',');
+				buf_add_json_str(out, v.ptr, v.len);
+				buf_free(&v);
+			}
+			buf_addch(out, ']');
+			break;
+		case K_GRANT:
+			buf_addch(out, '[');
+			for (int m = 0; m < c->n_auth_grants; m++) {
+				if (m)
+					buf_addch(out, ',');
+				buf_add_json_str(out, c->auth_grants[m], strlen(c->auth_grants[m]));
+			}
+			buf_addch(out, ']');
+			break;
+		}
+	}
+	buf_addch(out, '}');
+}
+
 void conf_describe(buf_t *out)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)

@@ -1310,7 +1310,7 @@ static const http_route_t routes[] = {
 	{"/v1/daemon/mountpaths", M(GET) | M(PUT) | M(DELETE), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 4096,
 	 gw_mountpaths, "a target's mountpaths (?node=ID or Ais-Node-Id): 307 to that target", 0},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
-	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
+	 "this node: ?what=stats (default)|config|smap|bmd; PUT set-config", 0},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
 	{"/v1/health", M(GET) | M(HEAD), HTTP_ROUTE_NOLIMIT | HTTP_ROUTE_PUBLIC, 0, gw_health, "health: 200 when serving", 0},
 	{"/v1/ml/moss", M(GET), HTTP_ROUTE_JSON, 64 << 20, gw_getbatch,

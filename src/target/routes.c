@@ -56,7 +56,7 @@ static const http_route_t routes[] = {
 	 tgt_mountpaths,
 	 "mountpaths: GET the list; PUT {\"action\":\"attach-mp\",\"value\":PATH}; DELETE {\"action\":\"detach-mp\",..}", 0},
 	{"/v1/daemon", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 10, cluster_h_daemon,
-	 "this node: ?what=stats (default)|smap|bmd; PUT set-config", 0},
+	 "this node: ?what=stats (default)|config|smap|bmd; PUT set-config", 0},
 	{"/metrics", M(GET), HTTP_ROUTE_NOLIMIT, 0, cluster_h_metrics, "Prometheus metrics", 0},
 	/* (64 MiB: an ishard start carries the gateway's listing, ishard.h) */
 	{"/v1/jobs", M(GET) | M(PUT), HTTP_ROUTE_JSON | HTTP_ROUTE_NOLIMIT, 64 << 20, tgt_jobs,

@@ -101,6 +101,12 @@ run_fail "BUCKET/OBJECT without object exits 2" 2 - get "$B"
 RC=$?
 check "connection refused: exit 1 and a clear message" \
 	bash -c '[ '"$RC"' = 1 ] && grep -q "^aisctl: cannot connect to http://127.0.0.1:1" "$1"' _ "$W/err"
+check "connection refused: says what to check (--endpoint / AIS_ENDPOINT)" \
+	grep -q "is the cluster running at http://127.0.0.1:1? (--endpoint / AIS_ENDPOINT)" "$W/err"
+"$AISCTL" --endpoint "${AISD_URL/http:/https:}" bucket ls >"$W/out" 2>"$W/err"
+RC=$?
+check "https:// to a plain HTTP node: exit 1, says to use http://" \
+	bash -c '[ '"$RC"' = 1 ] && grep -q "does not speak TLS (.*): use http:// in --endpoint" "$1"' _ "$W/err"
 
 
 # every command answers --help with its usage line, and "help CMD" too
@@ -164,10 +170,10 @@ check "bucket ls lists both buckets" bash -c 'grep -qx "$1" "$3" && grep -qx "$2
 run_ok "ls (no bucket) = bucket ls" ls
 check "ls (no bucket) lists $B" grep -qx "$B" "$W/out"
 run_ok "bucket ls --json" bucket ls --json
-check "bucket ls --json is an array naming $B" /usr/bin/python3 -c '
+check "bucket ls --json: one object per line, one naming $B" /usr/bin/python3 -c '
 import json, sys
-a = json.load(open(sys.argv[1]))
-sys.exit(0 if any(b.get("name") == sys.argv[2] for b in a) else 1)' "$W/out" "$B"
+a = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if all(isinstance(b, dict) for b in a) and any(b.get("name") == sys.argv[2] for b in a) else 1)' "$W/out" "$B"
 AIS_ENDPOINT="$AISD_URL" "$AISCTL" bucket ls >"$W/out" 2>"$W/err"
 check "AIS_ENDPOINT sets the endpoint" grep -qx "$B" "$W/out"
 run_fail "bucket create existing bucket fails" 1 4[0-9][0-9] bucket create "$B"
@@ -406,9 +412,27 @@ if command -v script >/dev/null; then
 fi
 
 # --- --json on every command --------------------------------------------------
-jcheck() { # jcheck WHAT PYTHON-EXPR: the expression holds for d = json of $W/out (B: the bucket)
-	check "$1" /usr/bin/python3 -c 'import json, sys; B = sys.argv[2]; d = json.load(open(sys.argv[1])); assert '"$2"', d' "$W/out" "$B"
+# --json prints JSON Lines (aisctl(1), JSON OUTPUT): every line one compact object.
+# jlines: $W/out is that shape, with at least one line.
+JLINES='import json, sys
+ls = open(sys.argv[1]).read().split("\n")
+assert ls[-1] == "" and len(ls) > 1, "not newline-terminated lines"
+ds = [json.loads(l) for l in ls[:-1]]
+assert all(isinstance(d, dict) for d in ds), ds
+d = ds[0] if len(ds) == 1 else ds
+B = sys.argv[2]
+'
+jcheck() { # jcheck WHAT PYTHON-EXPR: $W/out is JSON Lines and the expression holds for d (one line: the object; more: the list)
+	check "$1" /usr/bin/python3 -c "$JLINES"'
+assert '"$2"', d' "$W/out" "$B"
 }
+# every command that prints --json: the same one shape
+for args in "bucket ls" "ls $B" "ls $B --archive" "object head $B/big.bin" "bucket props show $B" "show stats" \
+	"config show" "config show net." "job show --all" "remote show" "stat $B/big.bin"; do
+	# shellcheck disable=SC2086
+	run --json $args
+	jcheck "--json $args: JSON Lines" 'True'
+done
 run_ok "put --json" put --json "$D/small" "$B/j/one"
 jcheck "put --json: bucket, name, file, size" 'd["bucket"] == B and d["name"] == "j/one" and d["size"] == 100000 and d["file"].endswith("/small")'
 run_ok "get FILE --json" get --json "$B/j/one" "$G/j1"
@@ -528,8 +552,96 @@ run rm "$B/one" "$B/no-such-object" "$B/empty"
 check "rm goes on after a missing object and exits 3 (not found)" bash -c '[ '"$RC"' = 3 ] && grep -q "(HTTP 404)" "$1"' _ "$W/err"
 run_fail "get object removed after the failure: HTTP 404" 3 404 get "$B/empty" -
 
+# --- config show ---------------------------------------------------------------
+run_ok "config show" config show
+check "config show: KEY VALUE lines of the running configuration" grep -qE "^net\.port +[0-9]+$" "$W/out"
+run_ok "config show KEY-PREFIX" config show store.
+check "config show store.: only store.* keys" bash -c '[ -s "$1" ] && ! grep -qv "^store\." "$1"' _ "$W/out"
+run_fail "config show of no such key: exit 3" 3 - config show no.such.key
+
+# --- get -r, rm -r / --prefix / --template ------------------------------------
+R="$W/rtree"
+mkdir -p "$R/sub dir/deep"
+head -c 70001 /dev/urandom >"$R/sub dir/deep/a b.bin"
+printf 'top' >"$R/top.txt"
+: >"$R/sub dir/empty"
+run_ok "put -r a tree (spaces, subfolders)" put -r "$R" "$B/gtree"
+run_ok "get -r BUCKET/PREFIX DIR" get -r "$B/gtree" "$W/rgot"
+check "get -r: the tree back byte for byte" diff -r "$R" "$W/rgot"
+check "get -r: says how many files" grep -q "^got 3 files" "$W/out"
+run_fail "get --conc without -r: exit 2" 2 - get --conc 2 "$B/gtree/top.txt" "$W/x"
+printf 'evil' >"$W/evil"
+run_ok "put an object named evil//x (an absolute path under the prefix evil/)" put "$W/evil" "$B/evil//x"
+mkdir -p "$W/esc/in"
+run get -r "$B/evil" "$W/esc/in/dl"
+check "get -r refuses a name that is absolute under DIR: exit 1, said, nothing written" \
+	bash -c '[ '"$RC"' = 1 ] && grep -q "outside" "$1" && [ -z "$(ls -A "$2/esc/in/dl")" ]' _ "$W/err" "$W"
+run rm -r "$B/gtree" </dev/null
+check "rm -r of 3 objects without a terminal or --yes: exit 2, says --yes" \
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
+run ls --json "$B/gtree/"
+check "rm -r refused: nothing deleted" bash -c '[ "$(grep -c name "$1")" = 3 ]' _ "$W/out"
+run_ok "rm -r --yes BUCKET/PREFIX" rm -r --yes "$B/gtree"
+check "rm -r: says how many" grep -q "^deleted 3 objects from $B" "$W/out"
+run ls --json "$B/gtree/"
+check "rm -r: the prefix is empty" bash -c '! grep -q name "$1"' _ "$W/out"
+run_ok "rm --prefix (one object: no question)" rm --prefix evil/ "$B" </dev/null
+for k in 01 02; do "$AISCTL" --endpoint "$AISD_URL" put "$W/evil" "$B/t/s-$k" >/dev/null 2>&1; done
+run_ok "rm --template --yes" rm --yes --template "t/s-{01..03}" "$B"
+check "rm --template: 2 deleted, 1 not there" grep -q "^deleted 2 objects from $B, 1 not there" "$W/out"
+run_fail "rm --template bad template: exit 2" 2 - rm --yes --template "t/s-{03..01}" "$B"
+
+# --- sync ----------------------------------------------------------------------
+S="$W/sync"
+mkdir -p "$S/d 1"
+printf 'aaa' >"$S/a"
+head -c 50000 /dev/urandom >"$S/d 1/b"
+printf 'ccc' >"$S/c"
+run_ok "sync DIR BUCKET/PREFIX" sync "$S" "$B/sync"
+check "sync: 3 uploaded" grep -q ": uploaded 3 (.*), skipped 0, deleted 0$" "$W/out"
+run_ok "sync again" sync "$S" "$B/sync"
+check "sync again: nothing uploaded, 3 skipped" grep -q ": uploaded 0 (0B), skipped 3, deleted 0$" "$W/out"
+printf 'AAA' >"$S/a" # the same size, other bytes: the checksum tells
+run_ok "sync after a change" sync "$S" "$B/sync"
+check "sync: the changed file uploaded (same size), 2 skipped" grep -q ": uploaded 1 (3B), skipped 2, deleted 0$" "$W/out"
+run get "$B/sync/a" -
+check "sync: the object has the new bytes" bash -c '[ "$(cat "$1")" = AAA ]' _ "$W/out"
+rm "$S/c"
+run_ok "sync --dry-run --delete" sync --dry-run --delete "$S" "$B/sync"
+check "sync --dry-run --delete: says what it would delete" grep -qx "delete $B/sync/c" "$W/out"
+run get "$B/sync/c" -
+check "sync --dry-run: nothing deleted" bash -c '[ "$(cat "$1")" = ccc ]' _ "$W/out"
+run sync --delete "$S" "$B/sync" </dev/null
+check "sync --delete without a terminal or --yes: exit 2" bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
+run_ok "sync --delete --yes" sync --delete --yes "$S" "$B/sync"
+check "sync --delete: 1 deleted, 2 skipped" grep -q ": uploaded 0 (0B), skipped 2, deleted 1$" "$W/out"
+run_fail "sync --delete: the object is gone" 3 404 get "$B/sync/c" -
+run_ok "sync BUCKET/PREFIX DIR" sync "$B/sync" "$W/sback"
+check "sync down: the tree byte for byte" diff -r "$S" "$W/sback"
+run_ok "sync down again" --json sync "$B/sync" "$W/sback"
+jcheck "sync down again --json: 0 downloaded, 2 skipped" 'd["downloaded"] == 0 and d["skipped"] == 2 and d["failed"] == 0'
+printf 'x' >"$W/sback/extra"
+printf 'BBB' >"$W/sback/a"
+run_ok "sync down --dry-run --delete" sync --dry-run --delete "$B/sync" "$W/sback"
+check "sync down --dry-run: would download a, delete extra, wrote nothing" \
+	bash -c 'grep -qx "delete $2/extra" "$1" && grep -q "^download .*/sync/a to $2/a$" "$1" && [ -e "$2/extra" ] && [ "$(cat "$2/a")" = BBB ]' _ "$W/out" "$W/sback"
+run_ok "sync down --delete --yes" sync --delete --yes "$B/sync" "$W/sback"
+check "sync down --delete: a fixed, extra gone" bash -c '[ ! -e "$1/extra" ] && diff -r "$2" "$1"' _ "$W/sback" "$S"
+
+# --- cp -------------------------------------------------------------------------
+run_fail "cp of one object: exit 2 (no server-side copy of one object), says what to use" 2 - cp "$B/sync/a" "$B2/a"
+check "cp of one object: names cp -r and CopyObject" bash -c 'grep -q "cp -r BUCKET/PREFIX BUCKET2" "$1" && grep -q CopyObject "$1"' _ "$W/err"
+run_fail "cp -r to another prefix: exit 2 (the copy keeps names)" 2 - cp -r "$B/sync" "$B2/other"
+
 # --- bucket rm ------------------------------------------------------------
-run_ok "bucket rm $B $B2" bucket rm "$B" "$B2"
+run bucket rm "$B" </dev/null
+check "bucket rm of a non-empty bucket without a terminal or --yes: exit 2, says --yes" \
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "not a terminal to confirm on; pass --yes" "$1" && [ ! -s "$2" ]' _ "$W/err" "$W/out"
+run_ok "bucket ls after the refused bucket rm" bucket ls
+check "bucket rm refused: the bucket is still there" grep -qx "$B" "$W/out"
+"$AISCTL" --endpoint "$AISD_URL" bucket create "e$B" >/dev/null 2>&1
+run_ok "bucket rm of an empty bucket needs no --yes" bucket rm "e$B" </dev/null
+run_ok "bucket rm --yes $B $B2" bucket rm --yes "$B" "$B2"
 run_ok "bucket ls after rm" bucket ls
 check "bucket ls no longer lists them" bash -c '! grep -qx -e "$1" -e "$2" "$3"' _ "$B" "$B2" "$W/out"
 run_fail "bucket rm missing bucket: HTTP 404" 3 404 bucket rm "$B"

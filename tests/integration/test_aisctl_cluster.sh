@@ -253,7 +253,7 @@ ctl -e "$GW" node maintenance start no-such-node
 check "node maintenance start of an unknown node: exit 3" [ "$RC" = 3 ]
 ctl -e "$GW" node decommission "$T3_ID" </dev/null
 check "node decommission without a terminal or --yes: exit 2, nothing done" \
-	bash -c '[ '"$RC"' = 2 ] && grep -q "add --yes" "$1"' _ "$W/err"
+	bash -c '[ '"$RC"' = 2 ] && grep -q -- "pass --yes" "$1"' _ "$W/err"
 ctl -e "$GW" --json node decommission --yes "$T3_ID"
 check "node decommission --yes --json" /usr/bin/python3 -c '
 import json, sys
@@ -274,7 +274,23 @@ comp node maintenance start "" >"$W/c"
 check "complete: node ids from the cluster map" bash -c 'grep -qx "$2" "$1" && grep -qx "$3" "$1"' _ "$W/c" "$T1_ID" "$GW2_ID"
 comp get "${B:0:10}" >"$W/c"
 check "complete: buckets through a gateway" grep -qx "$B/" "$W/c"
-ctl -e "$GW2" bucket rm "$B"
+ctl -e "$GW2" ls "$B/t/" -H -p name
+n_left=$(wc -l <"$W/out")
+ctl -e "$GW2" get -r --conc 3 "$B/t" "$W/tgot"
+check "get -r --conc 3 through the other gateway: every object under the prefix, byte for byte" \
+	bash -c '[ '"$RC"' = 0 ] && [ "$4" -gt 20 ] && grep -q "^got $4 files" "$1" && [ "$(find "$3" -type f | wc -l)" = "$4" ] &&
+		(cd "$3" && find . -type f | while read -r f; do cmp -s "$f" "$2/$f" || exit 1; done)' _ "$W/out" "$T" "$W/tgot" "$n_left"
+# cp -r: the copy-bck job with a prefix, waited for; get -r of the copies
+ctl -e "$GW" cp -r "$B/t/x/y" "cp$B"
+check "cp -r to a missing bucket: exit 3" [ "$RC" = 3 ]
+ctl -e "$GW" bucket create "cp$B"
+ctl -e "$GW" cp -r "$B/t/x/y" "cp$B"
+check "cp -r BUCKET/PREFIX BUCKET2: server-side, waits for the job" bash -c '[ '"$RC"' = 0 ] && grep -q ": done$" "$1"' _ "$W/out"
+ctl -e "$GW2" get -r "cp$B/t/x" "$W/cpgot"
+check "cp -r: only the prefix copied, names kept, byte for byte" diff -r "$T/x/y" "$W/cpgot/y"
+check "cp -r: nothing outside the prefix" bash -c '[ "$(ls "$1")" = y ]' _ "$W/cpgot"
+ctl -e "$GW" bucket rm --yes "cp$B"
+ctl -e "$GW2" bucket rm --yes "$B"
 check "bucket rm through gw2" [ "$RC" = 0 ]
 
 # --- a dead target, a hung one ------------------------------------------------

@@ -35,6 +35,7 @@ cluster that curl --cacert DIR/tls/ca.pem uses.
 # timeout: 120
 import filecmp
 import glob
+import json
 import os
 import random
 import re
@@ -202,8 +203,31 @@ t.check(r.returncode == 0 and "ctl-big" in r.stdout.decode(), "aisctl ls with ca
         r.stderr.decode()[-300:])
 r = sh(ctl, "-e", g.url, "--cert", CLI, "--key", CLIKEY, "ls", B, env=dict(env, AISCTL_CONFIG=os.devnull))
 t.check(r.returncode != 0, "aisctl without --cacert does not trust the cluster", r.stdout.decode()[-200:])
+t.check("pass --cacert FILE or set AIS_CACERT" in r.stderr.decode() and "issuer" not in r.stderr.decode().split(":")[1],
+        "aisctl without --cacert says to pass --cacert FILE or set AIS_CACERT", r.stderr.decode()[-300:])
+noconf = dict(env, AISCTL_CONFIG=os.devnull)
+r = sh(ctl, "-e", g.url, "--cacert", CA, "ls", B, env=noconf)
+t.check(r.returncode != 0 and "--cert FILE --key FILE" in r.stderr.decode(),
+        "aisctl without a client certificate (mTLS) says to pass --cert/--key", r.stderr.decode()[-300:])
+r = sh(ctl, "-e", g.url.replace("https://", "http://"), "ls", B, env=noconf)
+t.check(r.returncode != 0 and "use https://" in r.stderr.decode(),
+        "aisctl with http:// to an https port says to use https://", r.stderr.decode()[-300:])
 r = sh(ctl, "-e", g.url, "-k", "--cert", CLI, "--key", CLIKEY, "ls", B, env=dict(env, AISCTL_CONFIG=os.devnull))
 t.check(r.returncode == 0, "aisctl --insecure skips the verification", r.stderr.decode()[-300:])
+
+# config show: the running configuration, secrets masked (the whole output searched)
+r = sh(ctl, "-e", g.url, *TLS_ARGS, "--json", "config", "show", env=noconf)
+out = r.stdout.decode()
+cfg = json.loads(out) if r.returncode == 0 else {}
+t.check(cfg.get("cluster.secret") == "****" and cfg.get("s3.key") == ["%s:****:tls-test:TLS Test" % AK]
+        and cfg.get("net.tls.cert") == NODE and SK not in out and "tls-test-cluster-secret" not in out,
+        "aisctl config show: the running configuration, cluster.secret and the S3 secret masked",
+        (r.returncode, r.stderr.decode()[-300:], cfg.get("cluster.secret"), cfg.get("s3.key")))
+r = sh(ctl, "-e", g.url, *TLS_ARGS, "config", "show", "--node", ts[0].id, "net.tls.", env=noconf)
+out = r.stdout.decode()
+t.check(r.returncode == 0 and out.startswith("net.tls.") and all(l.startswith("net.tls.") for l in out.splitlines())
+        and "net.tls.client_ca" in out, "aisctl config show --node NODE KEY-PREFIX: that node's keys under the prefix",
+        (r.returncode, out[-300:], r.stderr.decode()[-300:]))
 
 # --- replica writes and GetBatch peers: target to target over https ------------------
 

@@ -2,6 +2,7 @@
  * test_core.c - the small core libraries: buf/sv, arena, conf, log.
  */
 #include <check.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -477,6 +478,42 @@ static void conf_with_mp(conf_t *c)
 	ck_assert_int_eq(conf_set(c, "store.mountpaths", "/tmp/mp1", &err), AIS_OK);
 	buf_free(&err);
 }
+
+/* conf_encode: every key once, valid JSON, typed values, no secret. */
+START_TEST(test_conf_encode)
+{
+	conf_t c;
+	buf_t err = BUF_INIT, out = BUF_INIT;
+	conf_with_mp(&c);
+	ck_assert_int_eq(conf_set(&c, "cluster.secret", "s3cr3t-cluster-0123456789", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "auth.secret", "s3cr3t-auth-0123456789", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "s3.key", "AKIDTEST:s3cr3tSKEY99:user1:The User", &err), AIS_OK);
+	ck_assert_int_eq(conf_set(&c, "store.fsync", "never", &err), AIS_OK);
+	conf_encode(&c, &out);
+	ck_assert_ptr_null(strstr(out.ptr, "s3cr3t"));
+	json_t *j = json_loadb(out.ptr, out.len, 0, NULL);
+	ck_assert(json_is_object(j));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "cluster.secret")), "****");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "auth.secret")), "****");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "s3.key"), 0)),
+			 "AKIDTEST:****:user1:The User");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "store.mountpaths"), 0)), "/tmp/mp1");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "net.port")), 8080);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "net.header_timeout")), "10000ms");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "store.fsync")), "never");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "role")), "target");
+	json_decref(j);
+	/* unset secrets: "" */
+	conf_defaults(&c);
+	buf_reset(&out);
+	conf_encode(&c, &out);
+	j = json_loadb(out.ptr, out.len, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "cluster.secret")), "");
+	json_decref(j);
+	buf_free(&out);
+	buf_free(&err);
+}
+END_TEST
 
 START_TEST(test_conf_defaults)
 {
@@ -1012,6 +1049,7 @@ static Suite *core_suite(void)
 	suite_add_tcase(s, a);
 	TCase *c = tcase_create("conf");
 	tcase_add_test(c, test_conf_defaults);
+	tcase_add_test(c, test_conf_encode);
 	tcase_add_test(c, test_conf_tls);
 	tcase_add_test(c, test_conf_parse);
 	tcase_add_test(c, test_conf_durations);
