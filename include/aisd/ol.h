@@ -197,6 +197,7 @@ typedef struct ol_put {
 	struct tgt_repl *repl;                /* copies streamed as the bytes come (mirror.c) */
 	uint64_t size;                        /* the body's payload bytes when known at begin, else 0 */
 	struct ec_stream *ecs;                /* slices encoded as the bytes come (ec.c) */
+	char *vcustom;                        /* custom with the version id (olver.c), owned */
 } ol_put_t;
 /* Whether the write's steps wait on other nodes: copies go to other
  * holders, erasure-coded slices to other targets, or the object to a
