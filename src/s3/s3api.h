@@ -13,6 +13,7 @@
 #include "aisd/conf.h"
 #include "aisd/http.h"
 #include "aisd/ol.h"
+#include "aisd/olver.h"
 #include "aisd/s3.h"
 #include "aisd/s3acl.h"
 #include "aisd/s3auth.h"
@@ -122,8 +123,16 @@ typedef struct s3_delete_req {
 	struct s3_del_obj {
 		char *key;
 		size_t len;
+		sv_t vid; /* VersionId; ptr NULL when none */
 	} *objs; /* at most S3_MAX_KEYS + 1 kept; n counts all */
 } s3_delete_req_t;
+/* PutBucketVersioning's body: status 0 (none given), 1 Enabled, 2
+ * Suspended; mfa when MfaDelete is Enabled. AIS_ERR: malformed. */
+typedef struct s3_versioning_req {
+	unsigned status;
+	bool mfa;
+} s3_versioning_req_t;
+int s3_parse_versioning(const char *p, size_t n, s3_versioning_req_t *out);
 int s3_parse_delete(arena_t *a, const char *p, size_t n, s3_delete_req_t *out);
 typedef struct s3_complete_req {
 	size_t n;
@@ -250,9 +259,15 @@ typedef struct s3_entry {
 	int64_t mtime_ns;
 	char etag[80]; /* quoted */
 	size_t src;    /* the target it came from (map order): the first copy wins */
+	/* s3_list_page_v with versions: the version (olver.h) */
+	char vid[NAME_VER_ID_LEN + 1]; /* "" when none (a "null" current version) */
+	bool vnull, dm;                /* the "null" version; a delete marker */
 } s3_entry_t;
 int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
 		 s3_entry_t **out, size_t *n, bool *more, buf_t *err);
+/* The same with kept versions too (versions true: olver.h). */
+int s3_list_page_v(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit, bool versions,
+		   s3_entry_t **out, size_t *n, bool *more, buf_t *err);
 void s3_entries_free(s3_entry_t *e, size_t n);
 
 /* --- object.c --- */
