@@ -67,10 +67,11 @@ static const struct subres {
 	{SUB("delete", ON_BUCKET, "DeleteObjects"), .post = C(PASS)},
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
-	{SUB("versionId", ON_OBJECT, "versioning (a versionId other than \"null\")"), .pass_value = "null"},
+	{SUB("versionId", ON_OBJECT, "versionId on this operation"), .get = C(PASS), .del = C(PASS),
+	 .pass_value = "null"},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .del = C(NONE)}, /* no object has tags */
 	/* configurations no bucket has: GET answers so, PUT is refused */
-	{SUB("versioning", ON_BUCKET, "versioning"), .get = CA(DOC, "VersioningConfiguration", "")},
+	{SUB("versioning", ON_BUCKET, "versioning"), .get = C(PASS), .put = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = CA(ABSENT, "NoSuchTagSet", "The TagSet does not exist"),
 	 .del = C(NONE)},
 	{SUB("policy", ON_BUCKET, "bucket policies"),

@@ -328,6 +328,9 @@ static int object_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	sv_t v;
 
+	if (http_query_get(req, "versionId", &v) && !sv_eqstr(v, "null") &&
+	    (s3_query_has(req, "acl") || s3_query_has(req, "tagging") || s3_query_has(req, "uploadId")))
+		return not_implemented(r, "versionId with ?acl, ?tagging or ?uploadId");
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
@@ -364,6 +367,8 @@ static int bucket_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
+	if (s3_query_has(req, "versioning"))
+		return s3_versioning(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);

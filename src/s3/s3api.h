@@ -39,6 +39,7 @@ typedef struct s3_rq {
 	s3_node_t node;
 	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
 	sv_t key;      /* decoded; empty: a bucket request */
+	sv_t vid;      /* a GET/HEAD of one version: its versionId (versions.c); ptr NULL: none */
 	sv_t resource; /* "/bucket/key" for error documents */
 	void *op;      /* the operation's own state */
 	s3_req_t areq; /* the request as SigV4 sees it */
@@ -246,6 +247,18 @@ bool s3_bucket_exists(s3_rq_t *r);
 bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
 /* PutBucketAcl's change: the BMD through the primary; answers 200. */
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
+/* PutBucketVersioning's change: props.history through the primary. */
+void s3_bucket_set_history(s3_rq_t *r, unsigned history);
+
+/* --- versions.c: S3 versioning over the object layer's versions (olver.h) --- */
+/* The bucket's history (bmd.h BMD_HIST_*): OFF when unknown. */
+unsigned s3_history(s3_rq_t *r);
+/* GET/PUT /bucket?versioning. */
+int s3_versioning(s3_rq_t *r);
+/* ListObjectVersions of a bucket whose history is not off. */
+int s3_list_versions(s3_rq_t *r);
+/* x-amz-version-id for an object's custom metadata, when it has one. */
+void s3_version_header(s3_rq_t *r, const char *custom);
 
 /* --- list.c --- */
 int s3_list_objects(s3_rq_t *r, int version); /* 1, 2, or 0: versions */
