@@ -117,7 +117,7 @@ static int get_object(s3_rq_t *r)
 	if (req->method == HTTP_GET && (http_query_get(req, "etl", &etl) || (etl = http_req_header(req, "x-ais-etl")).len))
 		return tgt_get_etl(req, req->ctx, r->bucket, r->key, etl, true); /* transformed (etl.h) */
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") ? OL_VERIFY : 0;
-	sv_t vid;
+	sv_t vid = {NULL, 0};
 	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
 		s3_error(r, "InvalidArgument", "Invalid version id specified");
 		return AIS_OK;

@@ -185,8 +185,8 @@ static unsigned history_of(target_t *t, sv_t bck)
 int olver_put_prepare(ol_put_t *p, char **custom)
 {
 	*custom = NULL;
-	if (!p->w || name_version_of(p->obj.ptr, p->obj.len))
-		return AIS_OK;
+	if (!p->w || !p->w->cluster || name_version_of(p->obj.ptr, p->obj.len))
+		return AIS_OK; /* a copy from another target, or a version itself */
 	unsigned h = history_of(p->t, p->bck);
 	if (h == BMD_HIST_OFF)
 		return AIS_OK;
