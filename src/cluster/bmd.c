@@ -109,9 +109,10 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 {
 	buf_addf(out,
 		 "{\"provider\":\"" BMD_PROVIDER "\",\"checksum\":{\"type\":\"%s\"},\"mirror\":{\"enabled\":%s,"
-		 "\"copies\":%u},\"versioning\":{\"enabled\":%s,\"history\":\"%s\"},\"access\":%u,\"created\":%lld",
+		 "\"copies\":%u},\"versioning\":{\"enabled\":%s%s%s%s},\"access\":%u,\"created\":%lld",
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
-		 p->versioning ? "true" : "false", bmd_history_name(p->history), p->access, (long long)p->created_ns);
+		 p->versioning ? "true" : "false", p->history ? ",\"history\":\"" : "",
+		 p->history ? bmd_history_name(p->history) : "", p->history ? "\"" : "", p->access, (long long)p->created_ns);
 	bmd_ec_encode(p, true, out);
 	if (p->region[0] || p->s3owner[0] || p->s3acl_set) {
 		const char *sep = "";
