@@ -474,7 +474,7 @@ static int s3_declare(s3_rq_t *r)
 	sv_t src = http_req_header(req, "x-amz-copy-source");
 	if (src.ptr && m == HTTP_PUT) {
 		authz_res_t *s = &r->res[S3_RES_SOURCE];
-		if (s3_copy_source(r, src, &s->bucket, &s->object) != AIS_OK)
+		if (s3_copy_source(r, src, &s->bucket, &s->object, NULL) != AIS_OK)
 			return AIS_ERR;
 		s->perm = AUTH_READ;
 		s->acl = S3ACL_READ;

@@ -315,8 +315,10 @@ void s3_put_start(s3_rq_t *r, s3_put_t *p);
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);
 int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src);
-/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded). */
-int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key);
+/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded); *vid (vid may
+ * be NULL) the versionId other than "null" (ptr NULL: none, or "null").
+ * A malformed versionId answers InvalidArgument (AIS_ERR). */
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key, sv_t *vid);
 
 /* --- multipart.c --- */
 int s3_multipart(s3_rq_t *r, sv_t upload_id);

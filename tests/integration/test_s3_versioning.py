@@ -174,6 +174,14 @@ s3.copy_object(Bucket=B, Key="k/cp", CopySource={"Bucket": B, "Key": "k/a"})
 lv = [v for v in s3.list_object_versions(Bucket=B, Prefix="k/cp").get("Versions", [])]
 t.check(len(lv) == 2 and body("k/cp", lv[1]["VersionId"]) == p1 and body("k/cp") == datas[0],
         "CopyObject twice: two versions of the copy", lv)
+for i, (v, d) in enumerate(want["k/b"][:2]):  # CopyObject of one version, from k/b's holder or not
+    r = s3.copy_object(Bucket=B, Key="k/cv%d" % i, CopySource={"Bucket": B, "Key": "k/b", "VersionId": v})
+    t.check(r.get("CopySourceVersionId") == v and len(r.get("VersionId") or "") == 32 and body("k/cv%d" % i) == d,
+            "CopyObject with a source versionId: that version's bytes, both version ids", r.get("CopySourceVersionId"))
+    want["k/cv%d" % i] = [(r["VersionId"], d)]
+t.eq(err_code(lambda: s3.copy_object(Bucket=B, Key="k/x", CopySource={"Bucket": B, "Key": "k/b",
+                                                                     "VersionId": "d" * 32}))[0],
+     "NoSuchVersion", "CopyObject of an unknown source version: NoSuchVersion")
 
 # --- 5. suspended -------------------------------------------------------------------------
 s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Suspended"})
