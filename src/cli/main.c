@@ -60,6 +60,7 @@ static const struct cli_opt opts_put[] = {
 };
 static const struct cli_opt opts_get[] = {
 	{"range", 0, "START-END", "fetch only bytes START..END (inclusive; END may be empty)"},
+	{"version", 0, "ID", "a bucket that keeps versions: that version (an id from ls --versions, or null)"},
 	{0},
 };
 static const struct cli_opt opts_ls[] = {
@@ -70,6 +71,7 @@ static const struct cli_opt opts_ls[] = {
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
 	{"cached", 0, NULL, "a remote bucket: only the objects cached in this cluster"},
+	{"versions", 0, NULL, "a bucket that keeps versions: the kept versions too, each as NAME~ais.v~ID"},
 	{"partial", 0, NULL, "while targets holding part of the bucket are down: list what the others hold (a warning names the missing targets) instead of failing"},
 	{0},
 };
@@ -184,7 +186,7 @@ static const struct cli_cmd cli_cmds[] = {
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
 	 cli_bucket_props_show, false},
 	{"bucket props set", "BUCKET KEY=VALUE...",
-	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, checksum.type, access, "
+	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, versioning.history, checksum.type, access, "
 	 "ec.enabled, ec.data_slices, ec.parity_slices, ec.objsize_limit, ec.whole_copy)",
 	 NULL, 2, -1, cli_bucket_props_set, false},
 	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
