@@ -33,6 +33,10 @@ struct ol_where;
  * ("null" too) into name, *dm when it is a delete marker. AIS_ERR with
  * errno ENOENT when there is no such version. */
 int olver_resolve(struct target *t, sv_t bck, sv_t obj, sv_t id, buf_t *name, bool *dm);
+/* Blocking, on a holder of obj that has no current copy of it: true when
+ * its newest kept version is a delete marker, whose id goes to id_out
+ * (NAME_VER_ID_LEN + 1 bytes). */
+bool olver_marker_current(struct target *t, sv_t bck, sv_t obj, char *id_out);
 /* Blocking, on obj's owner (rule 7): a delete marker as obj's current
  * version; its id into id_out (NAME_VER_ID_LEN + 1 bytes). AIS_ERR with
  * errno EAGAIN and msg. */

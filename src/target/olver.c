@@ -300,6 +300,20 @@ out:
 	return rc;
 }
 
+bool olver_marker_current(struct target *t, sv_t bck, sv_t obj, char *id_out)
+{
+	struct vlist l;
+	bool dm = false;
+	if (vlist_load(t, bck, obj, &l) != AIS_OK)
+		return false;
+	if (l.n && l.dm[l.n - 1]) {
+		dm = true;
+		snprintf(id_out, NAME_VER_ID_LEN + 1, "%s", l.id[l.n - 1]);
+	}
+	vlist_free(&l);
+	return dm;
+}
+
 /* The newest kept version becomes the current one when there is none and
  * it is not a delete marker: its bytes and metadata written as obj (with
  * its id), then the kept copy removed. */

@@ -109,7 +109,14 @@ r = s3.delete_object(Bucket=B, Key="k/a")
 t.check(r.get("DeleteMarker") is True and len(r.get("VersionId", "")) == 32,
         "DeleteObject: a delete marker with its id", r)
 dm = r["VersionId"]
-t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a"))[1], 404, "GET after the marker: 404")
+try:
+    s3.get_object(Bucket=B, Key="k/a")
+    hd = {}
+except Exception as e:  # noqa: BLE001 - botocore's ClientError
+    hd = e.response["ResponseMetadata"]["HTTPHeaders"]
+    hd["status"] = e.response["ResponseMetadata"]["HTTPStatusCode"]
+t.check(hd.get("status") == 404 and hd.get("x-amz-delete-marker") == "true" and hd.get("x-amz-version-id") == dm,
+        "GET after the marker: 404 with x-amz-delete-marker and the marker's id", hd)
 t.eq(follow("GET", g.url, "/v1/objects/%s/k/a" % B)[1].status, 404, "native GET after the marker: 404")
 t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a", VersionId=dm)), ("MethodNotAllowed", 405),
      "GET of the marker by id: 405 MethodNotAllowed")
