@@ -1,7 +1,7 @@
 /*
  * fuzz_s3xml.c - libFuzzer driver for the S3 request-body parsers
  * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket,
- * s3_parse_acl over expat) and the ACL text form (s3acl_decode/encode).
+ * s3_parse_acl, s3_parse_versioning over expat) and the ACL text form (s3acl_decode/encode).
  *
  * The first byte picks the parser, the rest is the body. Checks the
  * contracts: counts within bounds, keys inside the arena and of the length
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	arena_t *a = arena_new(4096);
 	const char *p = (const char *)data + 1;
 	size_t n = size - 1;
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0: {
 		s3_delete_req_t d;
 		if (s3_parse_delete(a, p, n, &d) == AIS_OK) {
@@ -69,6 +69,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < acl->n; i++)
 				if (!acl->g[i].perm || (acl->g[i].kind == S3ACL_USER && !acl->g[i].id[0]))
 					abort();
+		break;
+	}
+	case 4: {
+		s3_versioning_req_t v;
+		if (s3_parse_versioning(p, n, &v) == AIS_OK && v.status > 2)
+			abort();
 		break;
 	}
 	default: {
