@@ -205,6 +205,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 					return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\" must be "
 								 "enabled or suspended (off only while never enabled)");
 				n.history = h;
+				if (h != BMD_HIST_OFF && n.backend.provider[0])
+					return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\": not for a "
+								 "bucket with a remote backend");
 			}
 		} else if (!strcmp(k, "s3")) {
 			if (patch_group(g, k, skeys, ARRAY_SIZE(skeys), err) != AIS_OK)

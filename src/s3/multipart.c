@@ -249,6 +249,7 @@ struct mpu {
 	buf_t body;
 	s3_complete_req_t cr;
 	char etag[80];
+	char vid[NAME_VER_ID_LEN + 1]; /* the version Complete made ("": none) */
 	buf_t msg;        /* why the copies failed */
 	/* list parts */
 	uint64_t marker, max_parts;
@@ -312,9 +313,11 @@ static void mpu_answer(http_req_t *req)
 		s3_error(r, "ServiceUnavailable", "%s", u->msg.ptr);
 	else if (u->err)
 		s3_error_errno(r, u->err, true);
-	else if (u->out.len)
+	else if (u->out.len) {
+		if (u->vid[0])
+			http_resp_header(r->http, "x-amz-version-id", "%s", u->vid);
 		s3_send_xml(r, 200, &u->out);
-	else {
+	} else {
 		s3_common_headers(r);
 		http_resp_status(req, 204);
 		http_resp_send(req, "", 0);
@@ -610,6 +613,9 @@ static void complete_work(http_req_t *req)
 		goto out;
 	}
 	mpu_remove(u->dir);
+	bool null;
+	if (!olver_id_of(op.meta.custom, u->vid, &null) || null)
+		u->vid[0] = '\0';
 	complete_result(u, u->etag);
 out:
 	ol_put_free(&op);

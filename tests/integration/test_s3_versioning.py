@@ -171,8 +171,9 @@ p1 = os.urandom(5 << 20)
 e1 = s3.upload_part(Bucket=B, Key="k/b", UploadId=mp["UploadId"], PartNumber=1, Body=p1)["ETag"]
 r = s3.complete_multipart_upload(Bucket=B, Key="k/b", UploadId=mp["UploadId"],
                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}]})
-t.check(len(r.get("VersionId") or "") == 32 or s3.head_object(Bucket=B, Key="k/b")["VersionId"] not in
-        [v for v, _ in want["k/b"]], "multipart Complete: a new version")
+t.check(len(r.get("VersionId") or "") == 32 and r["VersionId"] == s3.head_object(Bucket=B, Key="k/b")["VersionId"]
+        and r["VersionId"] not in [v for v, _ in want["k/b"]], "multipart Complete: a new version, its id answered",
+        r.get("VersionId"))
 t.eq(body("k/b"), p1, "multipart: the current version")
 t.eq(body("k/b", want["k/b"][1][0]), want["k/b"][1][1], "multipart: the previous version kept")
 want["k/b"].append((s3.head_object(Bucket=B, Key="k/b")["VersionId"], p1))

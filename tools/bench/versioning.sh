@@ -33,16 +33,20 @@ die() { echo "versioning-bench: $*" >&2; exit 1; }
 bench_setup versioning-bench
 start_cluster "$TMP" 1 --set s3.auth=on --set "s3.key=$AK:$SK:bench:Bench User" ||
 	die "the cluster did not start (see $TMP)"
-for b in plain vers; do
+for b in plain-s plain-l vers-s vers-l; do
 	create_bucket "$GW" "$b" || die "create bucket $b failed"
 done
-curl -sf -X PATCH -H 'Content-Type: application/json' \
-	-d '{"action":"set-bprops","value":{"versioning":{"history":"enabled"}}}' "$GW/v1/buckets/vers" >/dev/null ||
-	die "enabling versioning failed"
+for b in vers-s vers-l; do
+	curl -sf -X PATCH -H 'Content-Type: application/json' \
+		-d '{"action":"set-bprops","value":{"versioning":{"history":"enabled"}}}' "$GW/v1/buckets/$b" >/dev/null ||
+		die "enabling versioning failed"
+done
 
-# load BUCKET SIZE WORKERS OBJECTS OP [ARGS]: prints "ops/s bytes/s" of one run.
+# load plain|vers SIZE WORKERS OBJECTS OP [ARGS]: prints "ops/s bytes/s" of
+# one run (buckets KIND-s for 10K, KIND-l for 64M).
 load() {
-	local b=$1 size=$2 workers=$3 objects=$4 op=$5
+	local b=$1-s size=$2 workers=$3 objects=$4 op=$5
+	[ "$size" = 64M ] && b=$1-l
 	shift 5
 	timeout $((DUR + 120)) "$LOADER" --s3 "$AK:$SK" --url "$GW/$b" --op "$op" --size "$size" --objects "$objects" \
 		--workers "$workers" --threads "$THREADS" --duration "$DUR" --json "$@" 2>"$TMP/loader.err" |
