@@ -243,6 +243,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
 	}
+	if (n.history != BMD_HIST_OFF && n.ec_enabled && n.ec_no_whole)
+		return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\" needs the whole copy of an "
+					 "erasure-coded object (ec.whole_copy=true)");
 	if (bmd_props_check(&n, err) != AIS_OK)
 		return AIS_ERR;
 	*p = n;

@@ -224,6 +224,19 @@ r = get(g.url, "/v1/buckets/%s?versions=true&prefix=k/a" % B)
 n = len([e for e in r.json().get("entries", []) if "~ais.v~" in e["name"]])
 t.check(r.status == 200 and n >= 1, "native listing ?versions=true names the kept versions (%d)" % n)
 
+# an erasure-coded bucket (1+1, with the whole copy): versions are objects of it too
+clulib.t = t
+clulib.create_ec_bucket(g, targets, "ecv", 1, 1, 1024, whole_copy=True)
+s3.put_bucket_versioning(Bucket="ecv", VersioningConfiguration={"Status": "Enabled"})
+time.sleep(0.3)
+ecd = [os.urandom(20000 + i) for i in range(3)]
+ecv = [s3.put_object(Bucket="ecv", Key="e", Body=d)["VersionId"] for d in ecd]
+t.eq([body("e", v, "ecv") for v in ecv], ecd, "EC bucket: every version reads by id, byte for byte")
+ecm = s3.delete_object(Bucket="ecv", Key="e")["VersionId"]
+t.eq(err_code(lambda: s3.get_object(Bucket="ecv", Key="e"))[1], 404, "EC bucket: a delete marker")
+s3.delete_object(Bucket="ecv", Key="e", VersionId=ecm)
+t.eq(body("e", None, "ecv"), ecd[2], "EC bucket: the marker removed, the newest version current")
+
 # aisctl: ls --versions, get --version, bucket props set versioning.history
 CTL = os.environ["AISCTL"]
 rc, out = run([CTL, "-e", g.url, "ls", "--versions", "-H", B + "/k/a"])
@@ -257,6 +270,7 @@ def all_versions(tag):
             bad.append((k, v, str(e)[:80]))
     t.check(not bad, "%s: all %d versions read by id, byte for byte" % (tag, len(every)), bad[:5])
     t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="z", VersionId=dmz))[1], 405, tag + ": z's marker still there")
+    t.eq([body("e", v, "ecv") for v in ecv], ecd, tag + ": the EC bucket's versions read")
 
 
 def copies(name):

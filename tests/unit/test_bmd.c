@@ -299,6 +299,11 @@ START_TEST(test_props_patch)
 	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":1}}", &err), AIS_ERR);
 	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"suspended\"}}", &err), AIS_OK);
 	ck_assert_uint_eq(p.history, BMD_HIST_SUSPENDED);
+	bmd_props_t ecp = p; /* not with erasure-coded slices only */
+	ecp.ec_enabled = true;
+	ecp.mirror_enabled = false;
+	ecp.ec_no_whole = true;
+	ck_assert_int_eq(patch(&ecp, "{\"versioning\":{\"history\":\"enabled\"}}", &err), AIS_ERR);
 	p.history = BMD_HIST_OFF;
 	ck_assert_int_eq(patch(&p, "{\"access\":\"ro\"}", &err), AIS_OK);
 	ck_assert_uint_eq(p.access, BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST);
