@@ -58,6 +58,8 @@
 #include "aisd/util.h"
 #include "aisd/banned.h"
 
+#define COPY_CHUNK (1u << 20) /* a version's bytes copied this much at a time */
+
 /* The value of item key in custom ("k=v,k=v"), or an empty view. */
 static sv_t item(const char *custom, const char *key)
 {
@@ -118,7 +120,7 @@ void olver_new_id(char out[NAME_VER_ID_LEN + 1]) { id_from(hlc_now(), true, out)
 static int keep(ol_put_t *p, int fd, const store_meta_t *m, const char *id, bool null)
 {
 	buf_t name = BUF_INIT, custom = BUF_INIT;
-	char buf[1 << 16];
+	char *buf = xmalloc(COPY_CHUNK);
 	olver_name(&name, p->obj, sv_from(id));
 	buf_addstr(&custom, m->custom);
 	if (null)
@@ -127,7 +129,7 @@ static int keep(ol_put_t *p, int fd, const store_meta_t *m, const char *id, bool
 		      .size = m->size};
 	int rc = ol_put_begin(&q);
 	for (uint64_t off = 0; rc == AIS_OK && off < m->size;) {
-		ssize_t n = pread(fd, buf, (size_t)MIN(sizeof(buf), m->size - off), (off_t)off);
+		ssize_t n = pread(fd, buf, (size_t)MIN(COPY_CHUNK, m->size - off), (off_t)off);
 		if (n <= 0) {
 			errno = n < 0 ? errno : EIO;
 			rc = AIS_ERR;
@@ -136,6 +138,7 @@ static int keep(ol_put_t *p, int fd, const store_meta_t *m, const char *id, bool
 		rc = ol_put_write(&q, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
+	free(buf);
 	if (rc == AIS_OK)
 		rc = ol_put_commit(&q);
 	int e = errno;
@@ -329,7 +332,7 @@ static int promote(ol_put_t *p)
 	}
 	if (l.n && !l.dm[l.n - 1]) {
 		buf_t vn = BUF_INIT, msg = BUF_INIT;
-		char buf[1 << 16];
+		char *buf = xmalloc(COPY_CHUNK);
 		int fd;
 		olver_name(&vn, p->obj, sv_from(l.id[l.n - 1]));
 		rc = ol_open_sync(p->t, p->bck, sv_of(&vn), false, &fd, m, &msg);
@@ -338,7 +341,7 @@ static int promote(ol_put_t *p)
 			q.vcustom = xstrdup(m->custom); /* as it is: no version kept, no new id */
 			rc = ol_put_begin(&q);
 			for (uint64_t off = 0; rc == AIS_OK && off < m->size;) {
-				ssize_t n = pread(fd, buf, (size_t)MIN(sizeof(buf), m->size - off), (off_t)off);
+				ssize_t n = pread(fd, buf, (size_t)MIN(COPY_CHUNK, m->size - off), (off_t)off);
 				if (n <= 0) {
 					errno = n < 0 ? errno : EIO;
 					rc = AIS_ERR;
@@ -359,6 +362,7 @@ static int promote(ol_put_t *p)
 			log_warn("%.*s: the kept copy of the version made current stays", (int)vn.len, vn.ptr);
 		buf_free(&vn);
 		buf_free(&msg);
+		free(buf);
 	}
 	vlist_free(&l);
 	free(m);
