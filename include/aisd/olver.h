@@ -30,7 +30,10 @@ void olver_new_id(char out[NAME_VER_ID_LEN + 1]);
 struct target;
 struct ol_where;
 /* Blocking, on a holder of obj: the stored name of obj's version id
- * ("null" too) into name, *dm when it is a delete marker. AIS_ERR with
+ * ("null" too) into name, *dm when it is a delete marker here. A kept
+ * version this target holds no whole copy of (erasure-coded, or a copy
+ * still to come) is named unchecked: the read of it says whether it is
+ * there, and a read of obj itself may then find it current. AIS_ERR with
  * errno ENOENT when there is no such version. */
 int olver_resolve(struct target *t, sv_t bck, sv_t obj, sv_t id, buf_t *name, bool *dm);
 /* Blocking, on a holder of obj that has no current copy of it: true when

@@ -354,7 +354,7 @@ void cli_human_size(uint64_t n, char *out, size_t outsz)
 const char *cli_opt(const struct cli_args *a, const char *name)
 {
 	const struct cli_opt *o = a->cmd->opts;
-	for (size_t i = 0; o && o[i].name; i++)
+	for (size_t i = 0; o && o[i].name && i < CLI_MAX_OPTS; i++)
 		if (strcmp(o[i].name, name) == 0)
 			return a->val[i];
 	return NULL;
@@ -633,15 +633,19 @@ static int parse_args(const struct cli_cmd *cmd, int argc, char **argv, struct c
 				}
 				if (bglobal)
 					global_set(g, j, "");
-				else
+				else if (j < CLI_MAX_OPTS)
 					a->val[j] = "";
 			}
 			continue;
 		}
-		if (global)
+		if (global) {
 			global_set(g, idx, val);
-		else
+		} else if (idx >= CLI_MAX_OPTS) { /* a command table longer than cli_args holds */
+			cli_usage_error(cmd, "option '--%s': more than %d options", o->name, CLI_MAX_OPTS);
+			return AIS_ERR;
+		} else {
 			a->val[idx] = val;
+		}
 	}
 	if (stop)
 		*stop = argc;

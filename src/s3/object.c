@@ -54,6 +54,14 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
+		if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
+			/* not kept under its own name: maybe the current version,
+			 * which this holder has no whole copy of (olver.h) */
+			r->vcur = true;
+			r->key = r->vkey;
+			ol_open(req, req->ctx, r->bucket, r->key, OL_STREAM, get_opened, r);
+			return;
+		}
 		if (err == ENOENT && r->vid.ptr) {
 			s3_error(r, "NoSuchVersion", NULL);
 			return;
@@ -69,6 +77,24 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		return;
 	}
 	sm = *smp;
+	if (r->vid.ptr) { /* one version: the one asked for, and not a marker */
+		char id[NAME_VER_ID_LEN + 1];
+		bool null;
+		bool has = olver_id_of(sm.custom, id, &null);
+		if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
+			ol_close(req, fd);
+			s3_error(r, "NoSuchVersion", NULL);
+			return;
+		}
+		if (strstr(sm.custom, OLVER_DM_KEY "=1")) {
+			ol_close(req, fd);
+			http_resp_header(req, "x-amz-delete-marker", "true");
+			http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
+			http_resp_header(req, "Allow", "DELETE");
+			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+			return;
+		}
+	}
 	s3_meta_decode(req->arena, sm.custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
 		ol_close(req, fd);
@@ -149,6 +175,8 @@ static int get_object(s3_rq_t *r)
 			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
 			return AIS_OK;
 		}
+		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
+			r->vkey = r->key;
 		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
 		buf_free(&name);
 	}

@@ -40,6 +40,8 @@ typedef struct s3_rq {
 	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
 	sv_t key;      /* decoded; empty: a bucket request */
 	sv_t vid;      /* a GET/HEAD of one version: its versionId (versions.c); ptr NULL: none */
+	sv_t vkey;     /* ... read under its kept name: the key itself (object.c) */
+	bool vcur;     /* ... then read as the key's current version */
 	sv_t resource; /* "/bucket/key" for error documents */
 	void *op;      /* the operation's own state */
 	s3_req_t areq; /* the request as SigV4 sees it */

@@ -276,10 +276,11 @@ int olver_resolve(target_t *t, sv_t bck, sv_t obj, sv_t id, buf_t *name, bool *d
 	}
 	if (olver_id_valid(id)) {
 		olver_name(name, obj, id);
-		if (store_lookup(t->store, bck.ptr, bck.len, name->ptr, name->len, m) == AIS_OK) {
+		if (store_lookup(t->store, bck.ptr, bck.len, name->ptr, name->len, m) == AIS_OK)
 			*dm = strstr(m->custom, OLVER_DM_KEY "=1") != NULL;
-			goto out;
-		}
+		/* else not here as a whole copy (erasure-coded slices, a copy
+		 * still to come): the read finds it or says it is not there */
+		goto out;
 	} else if (sv_eqstr(id, "null")) { /* a kept "null" version */
 		struct vlist l;
 		if (vlist_load(t, bck, obj, &l) == AIS_OK)
