@@ -12,9 +12,9 @@
  *     changed; or
  *   - what S3 answers for a bucket or object without that configuration,
  *     when that is the truth here: GET ?policy is 404 NoSuchBucketPolicy
- *     because no bucket has a policy, GET ?versioning an empty
- *     VersioningConfiguration because no bucket is versioned, DELETE
- *     ?cors 204 because there is no CORS configuration to delete.
+ *     because no bucket has a policy, GET ?logging an empty
+ *     BucketLoggingStatus, DELETE ?cors 204 because there is no CORS
+ *     configuration to delete.
  * Sub-resources aisd implements are listed too (PASS), so that the table
  * is the inventory: a method a row does not name is refused, so DELETE
  * /bucket?versioning can never fall through to DeleteBucket.
@@ -49,7 +49,7 @@ enum { ON_BUCKET = 1, ON_OBJECT = 2 };
 
 /* One sub-resource at one scope: its answer per method (HEAD as GET).
  * pass_value: a value that is served as if the parameter were absent
- * ("versionId=null": every object is the null version of its key). */
+ * ("versionId=null" on a method the row refuses). */
 static const struct subres {
 	const char *name;
 	unsigned scope;
