@@ -78,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
+.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -186,6 +186,10 @@ test: deps
 bench-small: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/small.sh
 
+# S3 PUT/GET of 10 KiB and 64 MiB into a versioned bucket vs a plain one.
+bench-versioning: deps all
+	$(Q)BUILD=$(BUILD) ./tools/bench/versioning.sh
+
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
@@ -237,6 +241,7 @@ bench: deps all $(BUILD)/ecenc
 	$(Q)BUILD=$(BUILD) ./tools/bench/gateway.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/rebalance.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/s3.sh
+	$(Q)BUILD=$(BUILD) ./tools/bench/versioning.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/syscalls.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/tls.sh
 	$(Q)BUILD=$(BUILD) ./tools/bench/auth.sh

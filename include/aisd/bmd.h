@@ -59,11 +59,20 @@ typedef struct bmd_backend {
 	bool sync;                             /* remote deletions are reflected here */
 } bmd_backend_t;
 
+enum { BMD_HIST_OFF = 0, BMD_HIST_ENABLED = 1, BMD_HIST_SUSPENDED = 2 };
+/* "off", "enabled", "suspended" */
+const char *bmd_history_name(unsigned h);
+
 typedef struct bmd_props {
 	enum store_cksum cksum; /* checksum of new objects */
 	bool mirror_enabled;
 	uint32_t mirror_copies; /* 1..BMD_COPIES_MAX, kept when disabled */
 	bool versioning;
+	/* S3 versioning (olver.h): BMD_HIST_OFF (never enabled: one version
+	 * per name, as without it), ENABLED (every write and delete keeps the
+	 * previous version), SUSPENDED (versions kept stay; new writes are the
+	 * "null" version). Never back to OFF, as on S3. set_props changes it. */
+	uint8_t history;
 	uint32_t access;    /* BMD_ACCESS_* bits */
 	int64_t created_ns; /* set by bmd_add; never changed by set_props */
 	/* The S3 LocationConstraint the bucket was created with ("": none,

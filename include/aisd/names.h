@@ -23,6 +23,17 @@
 
 bool name_bucket_valid(const char *s, size_t len);
 bool name_object_valid(const char *s, size_t len);
+
+/* Versions (olver.h): a kept version of object NAME is the object
+ * NAME NAME_VER_TAG ID, ID NAME_VER_ID_LEN lowercase hex digits. Such a
+ * name is placed by NAME (cmap.h), so every version lives on the holders
+ * of its object and moves with it. */
+#define NAME_VER_TAG "~ais.v~"
+#define NAME_VER_TAG_LEN 7
+#define NAME_VER_ID_LEN 32
+/* The length of the object name a version name s is of (s itself may be
+ * an intra-cluster name "bucket/object"); 0 when s is no version name. */
+size_t name_version_of(const char *s, size_t len);
 bool name_archpath_valid(const char *s, size_t len);
 /* s has a "." or ".." segment ('/'-separated). */
 bool name_has_dot_segment(const char *s, size_t len);

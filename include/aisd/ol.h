@@ -216,6 +216,7 @@ typedef struct ol_put {
 	 * (errno set) fails the write with nothing of it visible. */
 	int (*precond)(struct ol_put *p, const store_meta_t *cur);
 	void *precond_arg;                    /* the caller's, for precond */
+	char *vcustom;                        /* custom with the version id (olver.c), owned */
 } ol_put_t;
 /* Whether the write's steps wait on other nodes: copies go to other
  * holders, erasure-coded slices to other targets, or the object to a

@@ -251,6 +251,11 @@ typedef void (*store_list_fn)(void *arg, const char *name, size_t len, const sto
 int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
 	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
 	       bool *more);
+/* The same, for a client's listing: kept versions (names.h
+ * name_version_of) are skipped and not counted unless versions. */
+int store_list_objects(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+		       const char *start_after, size_t salen, size_t limit, bool versions, store_list_fn fn,
+		       void *arg, bool *more);
 
 /* Per-mountpath capacity and counts, for stats and health. */
 typedef struct store_mp_stats {

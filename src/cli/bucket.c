@@ -397,6 +397,12 @@ static json_t *prop_value(const char *key, const char *val, buf_t *why)
 		}
 		return json_integer((json_int_t)n);
 	}
+	if (!strcmp(key, "versioning.history")) {
+		if (!strcmp(val, "enabled") || !strcmp(val, "suspended"))
+			return json_string(val);
+		buf_addf(why, "%s takes enabled or suspended", key);
+		return NULL;
+	}
 	if (!strcmp(key, "checksum.type")) {
 		for (size_t i = 0; i < ARRAY_SIZE(checksum_types); i++)
 			if (!strcmp(val, checksum_types[i]))

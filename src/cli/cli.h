@@ -47,7 +47,7 @@ struct cli_opt {
 	const char *help; /* one line */
 };
 
-#define CLI_MAX_OPTS 16
+#define CLI_MAX_OPTS 16 /* options of one command, at most (cli_parse refuses more) */
 
 struct cli_args;
 

@@ -30,7 +30,7 @@
 #define COMPLETE_TIMEOUT_S   3L
 #define COMPLETE_MAX_OBJECTS 200
 
-static const char *const prop_keys[] = {"mirror.enabled", "mirror.copies", "versioning.enabled",
+static const char *const prop_keys[] = {"mirror.enabled", "mirror.copies", "versioning.enabled", "versioning.history",
                                         "checksum.type", "access"};
 static const char *const config_keys[] = {"log.level", "log.access", "net.rate_limit",
                                           "net.rate_burst"};

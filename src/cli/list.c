@@ -245,6 +245,8 @@ int cli_list(struct cli *c, const struct cli_args *a)
 	buf_t path = BUF_INIT;
 	buf_addstr(&path, "/v1/buckets/");
 	buf_add_pct(&path, sv_from(bname), false);
+	if (cli_opt(a, "versions"))
+		buf_addstr(&path, "?versions=true");
 	buf_t what = BUF_INIT;
 	buf_addf(&what, "list %s", bname);
 

@@ -62,6 +62,7 @@ static const struct cli_opt opts_get[] = {
 	{"range", 0, "START-END", "fetch only bytes START..END (inclusive; END may be empty)"},
 	{"recursive", 'r', NULL, "BUCKET[/PREFIX] DIR: every object under PREFIX as a file under DIR"},
 	{"conc", 'c', "N", "downloads in parallel with -r (default 8, at most 256)"},
+	{"version", 0, "ID", "a bucket that keeps versions: that version (an id from ls --versions, or null)"},
 	{0},
 };
 static const struct cli_opt opts_rm[] = {
@@ -90,6 +91,7 @@ static const struct cli_opt opts_ls[] = {
 	{"no-headers", 'H', NULL, "omit the table header"},
 	{"archive", 0, NULL, "also list the files inside shards (BUCKET/SHARD: that shard's only)"},
 	{"cached", 0, NULL, "a remote bucket: only the objects cached in this cluster"},
+	{"versions", 0, NULL, "a bucket that keeps versions: the kept versions too, each as NAME~ais.v~ID"},
 	{"partial", 0, NULL, "while targets holding part of the bucket are down: list what the others hold (a warning names the missing targets) instead of failing"},
 	{0},
 };
@@ -254,7 +256,7 @@ static const struct cli_cmd cli_cmds[] = {
 	{"bucket props show", "BUCKET", "show a bucket's properties", NULL, 1, 1,
 	 cli_bucket_props_show, false},
 	{"bucket props set", "BUCKET KEY=VALUE...",
-	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, checksum.type, access, "
+	 "change bucket properties (mirror.enabled, mirror.copies, versioning.enabled, versioning.history, checksum.type, access, "
 	 "ec.enabled, ec.data_slices, ec.parity_slices, ec.objsize_limit, ec.whole_copy)",
 	 NULL, 2, -1, cli_bucket_props_set, false},
 	{"put", "FILE|DIR|- BUCKET[/OBJECT]",
@@ -463,7 +465,7 @@ void cli_human_size(uint64_t n, char *out, size_t outsz)
 const char *cli_opt(const struct cli_args *a, const char *name)
 {
 	const struct cli_opt *o = a->cmd->opts;
-	for (size_t i = 0; o && o[i].name; i++)
+	for (size_t i = 0; o && o[i].name && i < CLI_MAX_OPTS; i++)
 		if (strcmp(o[i].name, name) == 0)
 			return a->val[i];
 	return NULL;
@@ -742,15 +744,19 @@ static int parse_args(const struct cli_cmd *cmd, int argc, char **argv, struct c
 				}
 				if (bglobal)
 					global_set(g, j, "");
-				else
+				else if (j < CLI_MAX_OPTS)
 					a->val[j] = "";
 			}
 			continue;
 		}
-		if (global)
+		if (global) {
 			global_set(g, idx, val);
-		else
+		} else if (idx >= CLI_MAX_OPTS) { /* a command table longer than cli_args holds */
+			cli_usage_error(cmd, "option '--%s': more than %d options", o->name, CLI_MAX_OPTS);
+			return AIS_ERR;
+		} else {
 			a->val[idx] = val;
+		}
 	}
 	if (stop)
 		*stop = argc;

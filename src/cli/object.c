@@ -189,6 +189,10 @@ int cli_object_get(struct cli *c, const struct cli_args *a)
 
 	buf_t path = BUF_INIT;
 	cli_object_path(&path, bucket, object);
+	if (cli_opt(a, "version")) {
+		buf_addstr(&path, "?version=");
+		buf_add_pct(&path, sv_from(cli_opt(a, "version")), false);
+	}
 	struct cli_req rq = CLI_REQ_INIT("GET", path.ptr);
 	rq.sink_fd = fd;
 	rq.range = range;

@@ -42,6 +42,21 @@ struct bmd {
 };
 
 
+const char *bmd_history_name(unsigned h)
+{
+	return h == BMD_HIST_ENABLED ? "enabled" : h == BMD_HIST_SUSPENDED ? "suspended" : "off";
+}
+
+static int history_parse(const char *s, uint8_t *out)
+{
+	for (unsigned h = BMD_HIST_OFF; h <= BMD_HIST_SUSPENDED; h++)
+		if (!strcmp(s, bmd_history_name(h))) {
+			*out = (uint8_t)h;
+			return AIS_OK;
+		}
+	return AIS_ERR;
+}
+
 void bmd_props_default(bmd_props_t *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -107,9 +122,10 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 {
 	buf_addf(out,
 		 "{\"provider\":\"" BMD_PROVIDER "\",\"checksum\":{\"type\":\"%s\"},\"mirror\":{\"enabled\":%s,"
-		 "\"copies\":%u},\"versioning\":{\"enabled\":%s},\"access\":%u,\"created\":%lld",
+		 "\"copies\":%u},\"versioning\":{\"enabled\":%s%s%s%s},\"access\":%u,\"created\":%lld",
 		 store_cksum_name(p->cksum), p->mirror_enabled ? "true" : "false", p->mirror_copies,
-		 p->versioning ? "true" : "false", p->access, (long long)p->created_ns);
+		 p->versioning ? "true" : "false", p->history ? ",\"history\":\"" : "",
+		 p->history ? bmd_history_name(p->history) : "", p->history ? "\"" : "", p->access, (long long)p->created_ns);
 	bmd_ec_encode(p, true, out);
 	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0]) {
 		const char *sep = "";
@@ -167,7 +183,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 {
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
-	static const char *const vkeys[] = {"enabled"};
+	static const char *const vkeys[] = {"enabled", "history"};
 	static const char *const skeys[] = {"acl", "tags"};
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
@@ -199,6 +215,17 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 			if (patch_group(g, k, vkeys, ARRAY_SIZE(vkeys), err) != AIS_OK ||
 			    patch_bool(g, k, "enabled", &n.versioning, err) != AIS_OK)
 				return AIS_ERR;
+			if ((v = json_object_get(g, "history"))) {
+				uint8_t h;
+				if (!json_is_string(v) || history_parse(json_string_value(v), &h) != AIS_OK ||
+				    (h == BMD_HIST_OFF && p->history != BMD_HIST_OFF))
+					return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\" must be "
+								 "enabled or suspended (off only while never enabled)");
+				n.history = h;
+				if (h != BMD_HIST_OFF && n.backend.provider[0])
+					return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\": not for a "
+								 "bucket with a remote backend");
+			}
 		} else if (!strcmp(k, "s3")) {
 			if (patch_group(g, k, skeys, ARRAY_SIZE(skeys), err) != AIS_OK)
 				return AIS_ERR;
@@ -240,6 +267,9 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
 	}
+	if (n.history != BMD_HIST_OFF && n.ec_enabled && n.ec_no_whole)
+		return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\" needs the whole copy of an "
+					 "erasure-coded object (ec.whole_copy=true)");
 	if (bmd_props_check(&n, err) != AIS_OK)
 		return AIS_ERR;
 	*p = n;
@@ -313,7 +343,8 @@ bmd_t *bmd_clone(const bmd_t *b)
 static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 {
 	return x->cksum == y->cksum && x->mirror_enabled == y->mirror_enabled &&
-	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning && x->access == y->access &&
+	       x->mirror_copies == y->mirror_copies && x->versioning == y->versioning &&
+	       x->history == y->history && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
 	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
 	       !strcmp(x->s3tags, y->s3tags) &&
@@ -408,6 +439,8 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			 store_cksum_name(k->props.cksum), k->props.mirror_enabled ? "true" : "false",
 			 k->props.mirror_copies, k->props.versioning ? "true" : "false", k->props.access,
 			 (long long)k->props.created_ns);
+		if (k->props.history) /* absent when off: older BMDs decode as they are */
+			buf_addf(out, ",\"history\":\"%s\"", bmd_history_name(k->props.history));
 		if (k->props.region[0]) /* absent when none: older BMDs decode as they are */
 			buf_addf(out, ",\"region\":\"%s\"", k->props.region);
 		if (k->props.s3owner[0]) {
@@ -433,7 +466,7 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
 					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec",
-					  "s3tags"};
+					  "s3tags", "history"};
 	const char *keys[ARRAY_SIZE(all)];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
@@ -509,6 +542,14 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		if (!len || !bmd_s3tags_valid(s, len) || strlen(s) != len)
 			return cmap_fail(err, EINVAL, "%s: bad s3tags", what);
 		memcpy(p.s3tags, s, len);
+	}
+	if (json_object_get(o, "history")) {
+		if (cmap_json_str(o, "history", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		char hs[16];
+		snprintf(hs, sizeof(hs), "%.*s", (int)MIN(len, sizeof(hs) - 1), s);
+		if (history_parse(hs, &p.history) != AIS_OK)
+			return cmap_fail(err, EINVAL, "%s: bad history", what);
 	}
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "aisd/cmap.h"
+#include "aisd/names.h"
 #include "aisd/hrw.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -628,11 +629,19 @@ int cmap_accept(const cmap_t *cur, const cmap_t *incoming, buf_t *err)
 			 (unsigned long long)incoming->term, (unsigned long long)incoming->version);
 }
 
+/* What an object is placed by: its uname, a kept version's that of its
+ * object (names.h), so every version lives where the object does. */
+static size_t place_len(const char *uname, size_t len)
+{
+	size_t k = name_version_of(uname, len);
+	return k ? k : len;
+}
+
 const cmap_node_t *cmap_owner(const cmap_t *m, const char *uname, size_t len)
 {
 	if (!m->ntgt)
 		return NULL;
-	size_t i = hrw_owner(hrw_name_hash(uname, len), m->tdig, m->ntgt);
+	size_t i = hrw_owner(hrw_name_hash(uname, place_len(uname, len)), m->tdig, m->ntgt);
 	return &m->nodes[m->tgt[i]];
 }
 
@@ -641,7 +650,7 @@ size_t cmap_top(const cmap_t *m, const char *uname, size_t len, size_t k, const 
 	size_t idx[HRW_TOP_MAX];
 	if (!m->ntgt || !k)
 		return 0;
-	k = hrw_top(hrw_name_hash(uname, len), m->tdig, m->ntgt, idx, k);
+	k = hrw_top(hrw_name_hash(uname, place_len(uname, len)), m->tdig, m->ntgt, idx, k);
 	for (size_t i = 0; i < k; i++)
 		out[i] = &m->nodes[m->tgt[idx[i]]];
 	return k;

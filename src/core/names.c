@@ -114,6 +114,19 @@ bool name_has_dot_segment(const char *s, size_t len)
 	return false;
 }
 
+size_t name_version_of(const char *s, size_t len)
+{
+	if (len <= NAME_VER_TAG_LEN + NAME_VER_ID_LEN)
+		return 0;
+	size_t k = len - NAME_VER_ID_LEN - NAME_VER_TAG_LEN;
+	if (memcmp(s + k, NAME_VER_TAG, NAME_VER_TAG_LEN))
+		return 0;
+	for (size_t i = len - NAME_VER_ID_LEN; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return k;
+}
+
 bool name_object_valid(const char *s, size_t len)
 {
 	return name_archpath_valid(s, len) && !name_has_dot_segment(s, len);

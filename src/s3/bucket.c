@@ -139,6 +139,7 @@ struct bop {
 	bool set_acl; /* PutBucketAcl: props.s3acl */
 	bool set_tags; /* Put/DeleteBucketTagging: props.s3tags */
 	int status;    /* set_tags: the answer's status (200 or 204) */
+	bool set_hist; /* PutBucketVersioning: props.history */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -164,14 +165,17 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
-	if (o->set_tags) {
+	if (o->set_tags || o->set_hist) {
 		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
 		if (!bk) {
 			errno = ENOENT;
 			return AIS_ERR;
 		}
 		bmd_props_t p = bk->props;
-		memcpy(p.s3tags, o->props.s3tags, sizeof(p.s3tags));
+		if (o->set_tags)
+			memcpy(p.s3tags, o->props.s3tags, sizeof(p.s3tags));
+		else
+			p.history = o->props.history;
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
 	return bmd_remove(b, o->name, strlen(o->name), err);
@@ -188,7 +192,10 @@ static void via_primary(struct bop *o)
 	buf_t body = BUF_INIT;
 	const bmd_props_t *p = &o->props;
 
-	if (o->set_acl) {
+	if (o->set_hist) {
+		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"versioning\":{\"history\":\"%s\"}}}",
+			 bmd_history_name(p->history));
+	} else if (o->set_acl) {
 		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"acl\":");
 		buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
 		buf_addstr(&body, "}}}");
@@ -219,7 +226,7 @@ static void via_primary(struct bop *o)
 		return;
 	}
 	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
-	const char *method = o->set_acl || o->set_tags ? "PATCH" : o->create ? "POST" : "DELETE";
+	const char *method = o->set_acl || o->set_tags || o->set_hist ? "PATCH" : o->create ? "POST" : "DELETE";
 	int rc = httpc_sync(method, url, hdrs, body.ptr, body.len, 30000, &resp, &status);
 	buf_free(&body);
 	if (rc != AIS_OK)
@@ -241,7 +248,7 @@ static void bop_work(http_req_t *req)
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
-	if (!o->create && !o->set_acl && !o->set_tags) {
+	if (!o->create && !o->set_acl && !o->set_tags && !o->set_hist) {
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
@@ -264,7 +271,7 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
-	if (o->set_acl || o->set_tags) { /* a standalone target keeps no ACLs or tags */
+	if (o->set_acl || o->set_tags || o->set_hist) { /* a standalone target keeps no ACLs, tags or versions */
 		o->err = ENOTSUP;
 		return;
 	}
@@ -285,12 +292,13 @@ static void bop_done(http_req_t *req)
 	} else if (o->err == ENOENT) {
 		s3_error(r, "NoSuchBucket", NULL);
 	} else if (o->err == ENOTSUP) {
-		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)", o->set_tags ? "tags" : "ACLs");
+		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)",
+			 o->set_tags ? "tags" : o->set_hist ? "versioning" : "ACLs");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
 		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
-	} else if (o->set_acl) {
+	} else if (o->set_acl || o->set_hist) {
 		s3_common_headers(r);
 		http_resp_send(req, "", 0);
 	} else if (o->set_tags) {
@@ -405,6 +413,15 @@ static void set_tags(s3_rq_t *r, const s3_tags_t *t, int status)
 	}
 	memcpy(o->props.s3tags, q.ptr ? q.ptr : "", q.len);
 	buf_free(&q);
+	r->http->state = r;
+	s3_offload(r, bop_work, bop_done);
+}
+
+void s3_bucket_set_history(s3_rq_t *r, unsigned history)
+{
+	struct bop *o = bop_new(r, false);
+	o->set_hist = true;
+	o->props.history = (uint8_t)history;
 	r->http->state = r;
 	s3_offload(r, bop_work, bop_done);
 }
@@ -617,7 +634,7 @@ int s3_bucket(s3_rq_t *r)
 	if (s3_query_has(req, "uploads"))
 		return s3_mpu_list_uploads(r);
 	if (s3_query_has(req, "versions"))
-		return s3_list_objects(r, 0);
+		return s3_history(r) != BMD_HIST_OFF ? s3_list_versions(r) : s3_list_objects(r, 0);
 	if (http_query_get(req, "list-type", &lt)) {
 		if (!sv_eqstr(lt, "2")) {
 			s3_error(r, "InvalidArgument", "list-type must be 2");

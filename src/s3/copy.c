@@ -38,16 +38,21 @@
 #define CHUNK (1u << 20)
 
 
-int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key)
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key, sv_t *vid)
 {
 	sv_t s = sv_trim(h);
 	const char *q = memchr(s.ptr, '?', s.len);
+	if (vid)
+		*vid = (sv_t){NULL, 0};
 	if (q) {
 		sv_t qs = {q + 1, s.len - (size_t)(q + 1 - s.ptr)};
-		if (!sv_eqstr(qs, "versionId=null")) {
-			s3_error(r, "InvalidArgument", "versionId: only \"null\" (unversioned) exists here");
+		sv_t v = {qs.ptr + 10, qs.len > 10 ? qs.len - 10 : 0};
+		if (qs.len < 10 || memcmp(qs.ptr, "versionId=", 10) || (!sv_eqstr(v, "null") && !olver_id_valid(v))) {
+			s3_error(r, "InvalidArgument", "Invalid version id specified");
 			return AIS_ERR;
 		}
+		if (vid && !sv_eqstr(v, "null"))
+			*vid = v;
 		s.len = (size_t)(q - s.ptr);
 	}
 	if (s.len && s.ptr[0] == '/')
@@ -70,6 +75,7 @@ int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key)
 struct cp {
 	s3_rq_t *r;
 	sv_t sb, sk;          /* source */
+	sv_t svid;            /* the source's versionId (olver.h); ptr NULL: the current one */
 	bool replace;
 	bool part;            /* UploadPartCopy */
 	sv_t upload_id;
@@ -157,7 +163,19 @@ static int copy_local(struct cp *c)
 {
 	int fd;
 	buf_t msg = BUF_INIT;
-	int rc = ol_open_sync(c->r->http->ctx, c->sb, c->sk, c->r->node.cl != NULL, &fd, &c->sm, &msg);
+	sv_t sk = c->sk;
+	if (c->svid.ptr) { /* one version of the source, here (olver.c rule 5) */
+		bool dm = false;
+		if (olver_resolve(c->r->http->ctx, c->sb, c->sk, c->svid, &msg, &dm) != AIS_OK || dm) {
+			c->code = dm ? "InvalidRequest" : "NoSuchVersion";
+			buf_free(&msg);
+			errno = ENOENT;
+			return AIS_ERR;
+		}
+		sk = (sv_t){arena_strndup(c->r->http->arena, msg.ptr, msg.len), msg.len};
+		buf_reset(&msg);
+	}
+	int rc = ol_open_sync(c->r->http->ctx, c->sb, sk, c->r->node.cl != NULL, &fd, &c->sm, &msg);
 	buf_free(&msg);
 	if (rc != AIS_OK)
 		return AIS_ERR;
@@ -266,6 +284,8 @@ static int copy_remote(struct cp *c, const char *base)
 
 	buf_addf(&url, "%s/v1/objects/%.*s/", base, (int)c->sb.len, c->sb.ptr);
 	buf_add_pct(&url, c->sk, true);
+	if (c->svid.ptr) /* one version, found by its holder (olver.h) */
+		buf_addf(&url, "?version=%.*s", (int)c->svid.len, c->svid.ptr);
 	x.e = curl_easy_init();
 	if (c->has_range) {
 		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)c->rstart,
@@ -424,14 +444,19 @@ static void cp_done(http_req_t *req)
 		s3_rq_t src = *r;
 		src.bucket = c->sb;
 		src.key = c->sk;
-		s3_error(r, s3_bucket_exists(&src) ? "NoSuchKey" : "NoSuchBucket", NULL);
+		s3_error(r, !s3_bucket_exists(&src) ? "NoSuchBucket" : c->svid.ptr ? "NoSuchVersion" : "NoSuchKey", NULL);
 	} else if (c->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "object not stored: %s", c->op.msg.ptr ? c->op.msg.ptr : "copies failed");
 	} else if (c->err) {
 		s3_error_errno(r, c->err, true);
 	} else {
-		if (!c->part)
-			http_resp_header(req, "x-amz-copy-source-version-id", "null");
+		if (!c->part) {
+			char id[NAME_VER_ID_LEN + 1];
+			bool null;
+			bool has = olver_id_of(c->sm.custom, id, &null);
+			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
+			s3_version_header(r, c->op.meta.custom);
+		}
 		s3_send_xml(r, 200, &c->out);
 	}
 }
@@ -443,7 +468,7 @@ static struct cp *cp_new(s3_rq_t *r, sv_t src)
 	c->pfd = -1;
 	arena_cleanup_add(r->http->arena, cp_cleanup, c);
 	r->op = c;
-	if (s3_copy_source(r, src, &c->sb, &c->sk) != AIS_OK)
+	if (s3_copy_source(r, src, &c->sb, &c->sk, &c->svid) != AIS_OK)
 		return NULL;
 	return c;
 }

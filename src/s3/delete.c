@@ -32,7 +32,7 @@ static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
  * key's owner does it through the object layer: this target when it is the
  * owner (or standalone), else the owner target, asked with the native
  * DELETE (which deletes every copy there). */
-static int del_one(s3_rq_t *r, sv_t key, buf_t *msg, int *status)
+static int del_one(s3_rq_t *r, sv_t key, bool versioned, sv_t vid, buf_t *msg, int *status)
 {
 	char url[CMAP_URL_MAX + 1];
 	int self = 0;
@@ -40,7 +40,7 @@ static int del_one(s3_rq_t *r, sv_t key, buf_t *msg, int *status)
 		buf_addstr(msg, "no owner target");
 		return AIS_ERR;
 	}
-	if (self == 0) {
+	if (self == 0 && !versioned) { /* (a versioned bucket's: the native DELETE, olver.c rule 7) */
 		buf_t why = BUF_INIT;
 		int rc = AIS_OK;
 		if (ol_delete_msg(r->http->ctx, r->bucket, key, r->node.cl != NULL, &why) != AIS_OK && errno != ENOENT) {
@@ -54,6 +54,10 @@ static int del_one(s3_rq_t *r, sv_t key, buf_t *msg, int *status)
 	buf_t u = BUF_INIT, resp = BUF_INIT;
 	int st = 0, rc = AIS_OK;
 	tgt_url_obj(&u, url, r->bucket.ptr, r->bucket.len, key.ptr, key.len);
+	if (vid.ptr) {
+		buf_addstr(&u, "?version=");
+		buf_add_pct(&u, vid, false);
+	}
 	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &st) != AIS_OK ||
 	    (st != 200 && st != 204 && st != 404)) {
 		json_t *j = st && resp.ptr ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
@@ -73,15 +77,21 @@ static void md_work(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct md *m = r->op;
 	buf_t *b = &m->out;
+	bool versioned = s3_history(r) != BMD_HIST_OFF;
 	s3_xml_head(b, "DeleteResult");
 	for (size_t i = 0; i < m->dr.n; i++) {
 		sv_t key = {m->dr.objs[i].key, m->dr.objs[i].len};
+		sv_t vid = m->dr.objs[i].vid;
 		buf_t msg = BUF_INIT;
 		const char *code = NULL;
 		int st = 0;
+		if (vid.ptr && !versioned && sv_eqstr(vid, "null"))
+			vid = (sv_t){NULL, 0}; /* the null version: the object */
 		if (!name_object_valid(key.ptr, key.len))
 			code = key.len > NAME_OBJECT_MAX ? "KeyTooLongError" : "InvalidArgument";
-		else if (del_one(r, key, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
+		else if (vid.ptr && ((!versioned || !olver_id_valid(vid)) && !sv_eqstr(vid, "null")))
+			code = "InvalidArgument", buf_addstr(&msg, "Invalid version id specified");
+		else if (del_one(r, key, versioned, vid, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
 			code = st == 503 ? "ServiceUnavailable" : "InternalError";
 		if (code) {
 			buf_addstr(b, "<Error>");
@@ -92,6 +102,10 @@ static void md_work(http_req_t *req)
 		} else if (!m->dr.quiet) {
 			buf_addstr(b, "<Deleted>");
 			s3_xml_elem(b, "Key", key.ptr, key.len);
+			if (vid.ptr)
+				s3_xml_elem(b, "VersionId", vid.ptr, vid.len);
+			else if (versioned)
+				s3_xml_elemstr(b, "DeleteMarker", "true");
 			buf_addstr(b, "</Deleted>");
 		}
 		buf_free(&msg);

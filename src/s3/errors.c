@@ -53,6 +53,7 @@ static const struct {
 	{"MissingContentLength", 411, "You must provide the Content-Length HTTP header."},
 	{"NoSuchBucket", 404, "The specified bucket does not exist"},
 	{"NoSuchKey", 404, "The specified key does not exist."},
+	{"NoSuchVersion", 404, "The specified version does not exist."},
 	/* configurations no bucket has (nyi.c): the message comes with the answer */
 	{"NoSuchTagSet", 404, NULL},
 	{"NoSuchBucketPolicy", 404, NULL},

@@ -22,6 +22,7 @@
 
 #include "aisd/backend.h"
 #include "aisd/log.h"
+#include "aisd/olver.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
@@ -57,6 +58,13 @@ struct collect {
 	size_t n, cap;
 };
 
+/* The entry's version from its custom metadata (olver.h). */
+static void entry_version(s3_entry_t *e, const char *custom)
+{
+	olver_id_of(custom, e->vid, &e->vnull);
+	e->dm = strstr(custom, OLVER_DM_KEY "=1") != NULL;
+}
+
 static s3_entry_t *collect_add(struct collect *c)
 {
 	if (c->n == c->cap) {
@@ -75,6 +83,7 @@ static void local_entry(void *arg, const char *name, size_t len, const store_met
 	e->size = m->size;
 	e->mtime_ns = m->mtime_ns;
 	entry_etag(e, m->custom, m->cksum, m->version, m->mtime_ns);
+	entry_version(e, m->custom);
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -87,11 +96,13 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 /* The URL of one target's page. */
-static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit)
+static void page_url(buf_t *url, const char *base, const char *bck, sv_t prefix, sv_t after, size_t limit,
+		     bool versions)
 {
 	buf_addf(url, "%s/v1/buckets/", base);
 	buf_add_pct(url, sv_from(bck), false);
-	buf_addf(url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu&prefix=", limit);
+	buf_addf(url, "?props=name,size,checksum,version,custom,mtime&pagesize=%zu%s&prefix=", limit,
+		 versions ? "&versions=true" : "");
 	buf_add_pct(url, prefix, false);
 	buf_addstr(url, "&start_after=");
 	buf_add_pct(url, after, false);
@@ -146,6 +157,7 @@ static int page_take(const cluster_call_t *c, const char *base, size_t src, stru
 		const char *ver = json_string_value(json_object_get(it, "version"));
 		entry_etag(e, custom ? custom : "", json_string_value(json_object_get(it, "checksum")),
 			   ver ? strtoull(ver, NULL, 10) : 0, e->mtime_ns);
+		entry_version(e, custom ? custom : "");
 	}
 	const char *tok = json_string_value(json_object_get(doc, "continuation_token"));
 	if (tok && *tok)
@@ -159,8 +171,8 @@ static int page_take(const cluster_call_t *c, const char *base, size_t src, stru
  * the answers may lack objects (cluster_lsfan: a target holding part of
  * the bucket not heard from) it fails with EAGAIN naming the missing
  * targets: S3 has no way to mark a listing partial. */
-static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size_t limit, struct collect *out,
-		   bool *more, buf_t *err)
+static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size_t limit, bool versions,
+		   struct collect *out, bool *more, buf_t *err)
 {
 	cluster_lsfan_t f;
 	buf_t *urls;
@@ -170,7 +182,7 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 	cluster_lsfan_init(cl, bck, false, &f);
 	urls = xcalloc(f.n + 1, sizeof(*urls));
 	for (size_t i = 0; i < f.n; i++) {
-		page_url(&urls[i], f.urls[i], bck, prefix, after, limit);
+		page_url(&urls[i], f.urls[i], bck, prefix, after, limit, versions);
 		f.calls[i].url_long = urls[i].ptr;
 		f.calls[i].method = "GET";
 		f.calls[i].timeout_ms = call_ms;
@@ -206,11 +218,17 @@ static int fan_out(cluster_t *cl, const char *bck, sv_t prefix, sv_t after, size
 int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
 		 s3_entry_t **out, size_t *n, bool *more, buf_t *err)
 {
+	return s3_list_page_v(nd, bck, prefix, start_after, limit, false, out, n, more, err);
+}
+
+int s3_list_page_v(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit, bool versions,
+		   s3_entry_t **out, size_t *n, bool *more, buf_t *err)
+{
 	struct collect c = {0};
 	*more = false;
 	if (!nd->cl) {
-		if (store_list(nd->store, bck, strlen(bck), prefix.ptr, prefix.len, start_after.ptr, start_after.len,
-			       limit, local_entry, &c, more) != AIS_OK) {
+		if (store_list_objects(nd->store, bck, strlen(bck), prefix.ptr, prefix.len, start_after.ptr,
+				       start_after.len, limit, versions, local_entry, &c, more) != AIS_OK) {
 			int e = errno;
 			s3_entries_free(c.e, c.n);
 			errno = e;
@@ -220,7 +238,7 @@ int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, 
 		*n = c.n;
 		return AIS_OK;
 	}
-	if (fan_out(nd->cl, bck, prefix, start_after, limit, &c, more, err) != AIS_OK) {
+	if (fan_out(nd->cl, bck, prefix, start_after, limit, versions, &c, more, err) != AIS_OK) {
 		int e = errno;
 		s3_entries_free(c.e, c.n);
 		errno = e;

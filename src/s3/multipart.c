@@ -256,6 +256,7 @@ struct mpu {
 	buf_t body;
 	s3_complete_req_t cr;
 	char etag[80];
+	char vid[NAME_VER_ID_LEN + 1]; /* the version Complete made ("": none) */
 	buf_t msg;        /* why the copies failed */
 	ol_put_t cond;    /* its precond: If-Match / If-None-Match (s3_cond_arm) */
 	/* list parts */
@@ -333,9 +334,10 @@ static void mpu_answer(http_req_t *req)
 			http_resp_header(req, "x-amz-checksum-algorithm", "%s", up);
 			http_resp_header(req, "x-amz-checksum-type", "%s", u->ck_type);
 		}
+		if (u->vid[0])
+			http_resp_header(r->http, "x-amz-version-id", "%s", u->vid);
 		s3_send_xml(r, 200, &u->out);
-	}
-	else {
+	} else {
 		s3_common_headers(r);
 		http_resp_status(req, 204);
 		http_resp_send(req, "", 0);
@@ -761,6 +763,9 @@ static void complete_work(http_req_t *req)
 		goto out;
 	}
 	mpu_remove(u->dir);
+	bool null;
+	if (!olver_id_of(op.meta.custom, u->vid, &null) || null)
+		u->vid[0] = '\0';
 	complete_result(u, u->etag, &m);
 out:
 	ol_put_free(&op);

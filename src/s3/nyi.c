@@ -14,9 +14,9 @@
  *     changed; or
  *   - what S3 answers for a bucket or object without that configuration,
  *     when that is the truth here: GET ?policy is 404 NoSuchBucketPolicy
- *     because no bucket has a policy, GET ?versioning an empty
- *     VersioningConfiguration because no bucket is versioned, DELETE
- *     ?cors 204 because there is no CORS configuration to delete.
+ *     because no bucket has a policy, GET ?logging an empty
+ *     BucketLoggingStatus, DELETE ?cors 204 because there is no CORS
+ *     configuration to delete.
  * Sub-resources aisd implements are listed too (PASS), so that the table
  * is the inventory: a method a row does not name is refused, so DELETE
  * /bucket?versioning can never fall through to DeleteBucket.
@@ -51,7 +51,7 @@ enum { ON_BUCKET = 1, ON_OBJECT = 2 };
 
 /* One sub-resource at one scope: its answer per method (HEAD as GET).
  * pass_value: a value that is served as if the parameter were absent
- * ("versionId=null": every object is the null version of its key). */
+ * ("versionId=null" on a method the row refuses). */
 static const struct subres {
 	const char *name;
 	unsigned scope;
@@ -69,11 +69,12 @@ static const struct subres {
 	{SUB("delete", ON_BUCKET, "DeleteObjects"), .post = C(PASS)},
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
-	{SUB("versionId", ON_OBJECT, "versioning (a versionId other than \"null\")"), .pass_value = "null"},
+	{SUB("versionId", ON_OBJECT, "versionId on this operation"), .get = C(PASS), .del = C(PASS),
+	 .pass_value = "null"},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
-	{SUB("versioning", ON_BUCKET, "versioning"), .get = CA(DOC, "VersioningConfiguration", "")},
+	{SUB("versioning", ON_BUCKET, "versioning"), .get = C(PASS), .put = C(PASS)},
 	{SUB("policy", ON_BUCKET, "bucket policies"),
 	 .get = CA(ABSENT, "NoSuchBucketPolicy", "The bucket policy does not exist"), .del = C(NONE)},
 	{SUB("policyStatus", ON_BUCKET, "bucket policies"),

@@ -105,11 +105,47 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
+		if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
+			/* not kept under its own name: maybe the current version,
+			 * which this holder has no whole copy of (olver.h) */
+			r->vcur = true;
+			r->key = r->vkey;
+			ol_open(req, req->ctx, r->bucket, r->key, OL_STREAM, get_opened, r);
+			return;
+		}
+		if (err == ENOENT && r->vid.ptr) {
+			s3_error(r, "NoSuchVersion", NULL);
+			return;
+		}
+		char id[NAME_VER_ID_LEN + 1];
+		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF &&
+		    olver_marker_current(req->ctx, r->bucket, r->key, id)) { /* S3: the current version is a marker */
+			http_resp_header(req, "x-amz-delete-marker", "true");
+			http_resp_header(req, "x-amz-version-id", "%s", id);
+		}
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
 		return;
 	}
 	sm = *smp;
+	if (r->vid.ptr) { /* one version: the one asked for, and not a marker */
+		char id[NAME_VER_ID_LEN + 1];
+		bool null;
+		bool has = olver_id_of(sm.custom, id, &null);
+		if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
+			ol_close(req, fd);
+			s3_error(r, "NoSuchVersion", NULL);
+			return;
+		}
+		if (strstr(sm.custom, OLVER_DM_KEY "=1")) {
+			ol_close(req, fd);
+			http_resp_header(req, "x-amz-delete-marker", "true");
+			http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
+			http_resp_header(req, "Allow", "DELETE");
+			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+			return;
+		}
+	}
 	s3_meta_decode(req->arena, sm.custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
 		ol_close(req, fd);
@@ -155,6 +191,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		s3_ck_headers(r, &m);
 	if (nparts)
 		http_resp_header(req, "x-amz-mp-parts-count", "%u", nparts);
+	s3_version_header(r, sm.custom);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
 		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
@@ -178,6 +215,37 @@ static int get_object(s3_rq_t *r)
 	if (part_param(r, &part) != AIS_OK)
 		return AIS_OK;
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") && !part ? OL_VERIFY : 0;
+	sv_t vid = {NULL, 0};
+	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
+		s3_error(r, "InvalidArgument", "Invalid version id specified");
+		return AIS_OK;
+	}
+	if (vid.ptr && s3_history(r) != BMD_HIST_OFF) { /* one version (olver.h) */
+		buf_t name = BUF_INIT;
+		bool dm = false;
+		if (!sv_eqstr(vid, "null") && !olver_id_valid(vid)) {
+			s3_error(r, "InvalidArgument", "Invalid version id specified");
+			return AIS_OK;
+		}
+		r->vid = vid;
+		if (olver_resolve(req->ctx, r->bucket, r->key, vid, &name, &dm) != AIS_OK) {
+			buf_free(&name);
+			s3_error(r, "NoSuchVersion", NULL);
+			return AIS_OK;
+		}
+		if (dm) { /* S3: a delete marker is not an object */
+			buf_free(&name);
+			http_resp_header(req, "x-amz-delete-marker", "true");
+			http_resp_header(req, "x-amz-version-id", "%.*s", (int)vid.len, vid.ptr);
+			http_resp_header(req, "Allow", "DELETE");
+			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+			return AIS_OK;
+		}
+		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
+			r->vkey = r->key;
+		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
+		buf_free(&name);
+	}
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
 	return AIS_OK;
 }
@@ -401,7 +469,9 @@ static int obj_commit(s3_put_t *p)
 
 static void obj_reply(s3_put_t *p)
 {
+	struct obj_sink *s = p->sink;
 	s3_common_headers(p->r);
+	s3_version_header(p->r, s->op.meta.custom);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
 	s3_put_ck_header(p, true);
 	http_resp_send(p->r->http, "", 0);
@@ -458,6 +528,10 @@ static int put_object(s3_rq_t *r)
 struct del {
 	int err;
 	buf_t why; /* what err says besides (a holder not reached) */
+	unsigned history; /* the bucket's (olver.h) */
+	sv_t vid;         /* versionId; ptr NULL: none */
+	bool dm;          /* the answer: a delete marker made or removed */
+	char id[NAME_VER_ID_LEN + 1]; /* the marker made */
 };
 
 static void del_cleanup(void *arg) { buf_free(&((struct del *)arg)->why); }
@@ -466,6 +540,15 @@ static void del_work(http_req_t *req)
 {
 	s3_rq_t *r = req->state;
 	struct del *d = r->op;
+	if (d->history != BMD_HIST_OFF) { /* olver.c rule 7 */
+		int rc = d->vid.ptr ? olver_delete_version(req->ctx, r->where, r->bucket, r->key, d->vid, &d->dm, &d->why)
+				    : olver_delete(req->ctx, r->where, r->bucket, r->key, d->id, &d->why);
+		if (rc != AIS_OK)
+			d->err = errno ? errno : EIO;
+		if (!d->vid.ptr)
+			d->dm = true;
+		return;
+	}
 	if (ol_delete_msg(req->ctx, r->bucket, r->key, r->where && r->where->cluster, &d->why) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
@@ -483,6 +566,12 @@ static void del_done(http_req_t *req)
 		return;
 	}
 	s3_common_headers(r);
+	if (d->dm)
+		http_resp_header(req, "x-amz-delete-marker", "true");
+	if (d->vid.ptr)
+		http_resp_header(req, "x-amz-version-id", "%.*s", (int)d->vid.len, d->vid.ptr);
+	else if (d->history != BMD_HIST_OFF)
+		http_resp_header(req, "x-amz-version-id", "%s", d->history == BMD_HIST_SUSPENDED ? "null" : d->id);
 	http_resp_status(req, 204);
 	http_resp_send(req, "", 0);
 }
@@ -496,11 +585,26 @@ int s3_object(s3_rq_t *r)
 		return get_object(r);
 	case HTTP_PUT:
 		return put_object(r);
-	case HTTP_DELETE:
-		r->op = arena_zalloc(req->arena, sizeof(struct del));
+	case HTTP_DELETE: {
+		struct del *d = arena_zalloc(req->arena, sizeof(struct del));
+		r->op = d;
 		arena_cleanup_add(req->arena, del_cleanup, r->op);
+		d->history = r->where && r->where->cluster ? s3_history(r) : BMD_HIST_OFF;
+		if (http_query_get(req, "versionId", &d->vid)) {
+			if (d->history == BMD_HIST_OFF) {
+				if (!sv_eqstr(d->vid, "null")) {
+					s3_error(r, "InvalidArgument", "Invalid version id specified");
+					return AIS_OK;
+				}
+				d->vid = (sv_t){NULL, 0}; /* the null version: the object */
+			} else if (!sv_eqstr(d->vid, "null") && !olver_id_valid(d->vid)) {
+				s3_error(r, "InvalidArgument", "Invalid version id specified");
+				return AIS_OK;
+			}
+		}
 		s3_offload(r, del_work, del_done);
 		return AIS_OK;
+	}
 	default:
 		s3_error(r, "MethodNotAllowed", NULL);
 		return AIS_OK;

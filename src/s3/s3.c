@@ -317,6 +317,9 @@ static int object_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	sv_t v;
 
+	if (http_query_get(req, "versionId", &v) && !sv_eqstr(v, "null") &&
+	    (s3_query_has(req, "acl") || s3_query_has(req, "tagging") || s3_query_has(req, "uploadId")))
+		return not_implemented(r, "versionId with ?acl, ?tagging or ?uploadId");
 	if (s3_query_has(req, "acl"))
 		return acl_op(r);
 	if (s3_query_has(req, "tagging"))
@@ -357,6 +360,8 @@ static int bucket_op(s3_rq_t *r)
 		return acl_op(r);
 	if (s3_query_has(req, "tagging"))
 		return s3_bucket_tagging(r);
+	if (s3_query_has(req, "versioning"))
+		return s3_versioning(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -463,7 +468,7 @@ static int s3_declare(s3_rq_t *r)
 	sv_t src = http_req_header(req, "x-amz-copy-source");
 	if (src.ptr && m == HTTP_PUT) {
 		authz_res_t *s = &r->res[S3_RES_SOURCE];
-		if (s3_copy_source(r, src, &s->bucket, &s->object) != AIS_OK)
+		if (s3_copy_source(r, src, &s->bucket, &s->object, NULL) != AIS_OK)
 			return AIS_ERR;
 		s->perm = AUTH_READ;
 		s->acl = S3ACL_READ;

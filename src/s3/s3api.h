@@ -13,6 +13,7 @@
 #include "aisd/conf.h"
 #include "aisd/http.h"
 #include "aisd/ol.h"
+#include "aisd/olver.h"
 #include "aisd/s3.h"
 #include "aisd/s3acl.h"
 #include "aisd/s3auth.h"
@@ -38,6 +39,9 @@ typedef struct s3_rq {
 	s3_node_t node;
 	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
 	sv_t key;      /* decoded; empty: a bucket request */
+	sv_t vid;      /* a GET/HEAD of one version: its versionId (versions.c); ptr NULL: none */
+	sv_t vkey;     /* ... read under its kept name: the key itself (object.c) */
+	bool vcur;     /* ... then read as the key's current version */
 	sv_t resource; /* "/bucket/key" for error documents */
 	void *op;      /* the operation's own state */
 	s3_req_t areq; /* the request as SigV4 sees it */
@@ -122,8 +126,16 @@ typedef struct s3_delete_req {
 	struct s3_del_obj {
 		char *key;
 		size_t len;
+		sv_t vid; /* VersionId; ptr NULL when none */
 	} *objs; /* at most S3_MAX_KEYS + 1 kept; n counts all */
 } s3_delete_req_t;
+/* PutBucketVersioning's body: status 0 (none given), 1 Enabled, 2
+ * Suspended; mfa when MfaDelete is Enabled. AIS_ERR: malformed. */
+typedef struct s3_versioning_req {
+	unsigned status;
+	bool mfa;
+} s3_versioning_req_t;
+int s3_parse_versioning(const char *p, size_t n, s3_versioning_req_t *out);
 int s3_parse_delete(arena_t *a, const char *p, size_t n, s3_delete_req_t *out);
 typedef struct s3_complete_req {
 	size_t n;
@@ -306,6 +318,18 @@ bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
 int s3_bucket_tagging(s3_rq_t *r);
 /* PutBucketAcl's change: the BMD through the primary; answers 200. */
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
+/* PutBucketVersioning's change: props.history through the primary. */
+void s3_bucket_set_history(s3_rq_t *r, unsigned history);
+
+/* --- versions.c: S3 versioning over the object layer's versions (olver.h) --- */
+/* The bucket's history (bmd.h BMD_HIST_*): OFF when unknown. */
+unsigned s3_history(s3_rq_t *r);
+/* GET/PUT /bucket?versioning. */
+int s3_versioning(s3_rq_t *r);
+/* ListObjectVersions of a bucket whose history is not off. */
+int s3_list_versions(s3_rq_t *r);
+/* x-amz-version-id for an object's custom metadata, when it has one. */
+void s3_version_header(s3_rq_t *r, const char *custom);
 
 /* --- list.c --- */
 int s3_list_objects(s3_rq_t *r, int version); /* 1, 2, or 0: versions */
@@ -319,9 +343,15 @@ typedef struct s3_entry {
 	int64_t mtime_ns;
 	char etag[80]; /* quoted */
 	size_t src;    /* the target it came from (map order): the first copy wins */
+	/* s3_list_page_v with versions: the version (olver.h) */
+	char vid[NAME_VER_ID_LEN + 1]; /* "" when none (a "null" current version) */
+	bool vnull, dm;                /* the "null" version; a delete marker */
 } s3_entry_t;
 int s3_list_page(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit,
 		 s3_entry_t **out, size_t *n, bool *more, buf_t *err);
+/* The same with kept versions too (versions true: olver.h). */
+int s3_list_page_v(s3_node_t *nd, const char *bck, sv_t prefix, sv_t start_after, size_t limit, bool versions,
+		   s3_entry_t **out, size_t *n, bool *more, buf_t *err);
 void s3_entries_free(s3_entry_t *e, size_t n);
 
 /* --- object.c --- */
@@ -371,8 +401,10 @@ void s3_put_ck_header(const s3_put_t *p, bool with_type);
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);
 int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src);
-/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded). */
-int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key);
+/* Parses "[/]bucket/key[?versionId=..]" (percent-encoded); *vid (vid may
+ * be NULL) the versionId other than "null" (ptr NULL: none, or "null").
+ * A malformed versionId answers InvalidArgument (AIS_ERR). */
+int s3_copy_source(s3_rq_t *r, sv_t h, sv_t *bck, sv_t *key, sv_t *vid);
 
 /* --- multipart.c --- */
 int s3_multipart(s3_rq_t *r, sv_t upload_id);

@@ -191,7 +191,7 @@ struct del_st {
 	s3_delete_req_t *out;
 	size_t cap;
 	bool have_key, root_ok;
-	sv_t key;
+	sv_t key, vid;
 };
 
 static int del_cb(void *arg, const char *path, const char *text, size_t len)
@@ -205,6 +205,8 @@ static int del_cb(void *arg, const char *path, const char *text, size_t len)
 			d->out->quiet = true;
 		else if (!sv_eqstr(v, "false"))
 			return AIS_ERR;
+	} else if (!strcmp(path, "Delete/Object/VersionId")) {
+		d->vid = (sv_t){arena_strndup(d->a, text, len), len};
 	} else if (!strcmp(path, "Delete/Object/Key")) {
 		if (d->have_key)
 			return AIS_ERR;
@@ -217,7 +219,9 @@ static int del_cb(void *arg, const char *path, const char *text, size_t len)
 		if (d->out->n < d->cap) {
 			d->out->objs[d->out->n].key = (char *)d->key.ptr;
 			d->out->objs[d->out->n].len = d->key.len;
+			d->out->objs[d->out->n].vid = d->vid;
 		}
+		d->vid = (sv_t){NULL, 0};
 		d->out->n++;
 	}
 	return AIS_OK;
@@ -383,6 +387,43 @@ int s3_parse_acl(const char *p, size_t n, s3_acl_req_t *out)
 	struct acl_st c = {.out = out};
 	memset(out, 0, sizeof(*out));
 	if (s3_xml_parse(p, n, acl_cb, &c) != AIS_OK || !c.root_ok)
+		return AIS_ERR;
+	return AIS_OK;
+}
+
+/* VersioningConfiguration: Status and MfaDelete. */
+struct ver_st {
+	s3_versioning_req_t *out;
+	bool root_ok;
+};
+
+static int ver_cb(void *arg, const char *path, const char *text, size_t len)
+{
+	struct ver_st *c = arg;
+	sv_t v = trimmed(text, len);
+	if (!strcmp(path, "VersioningConfiguration")) {
+		c->root_ok = true;
+	} else if (!strcmp(path, "VersioningConfiguration/Status")) {
+		if (sv_eqstr(v, "Enabled"))
+			c->out->status = 1;
+		else if (sv_eqstr(v, "Suspended"))
+			c->out->status = 2;
+		else
+			return AIS_ERR;
+	} else if (!strcmp(path, "VersioningConfiguration/MfaDelete")) {
+		if (sv_eqstr(v, "Enabled"))
+			c->out->mfa = true;
+		else if (!sv_eqstr(v, "Disabled"))
+			return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
+int s3_parse_versioning(const char *p, size_t n, s3_versioning_req_t *out)
+{
+	struct ver_st c = {.out = out};
+	memset(out, 0, sizeof(*out));
+	if (s3_xml_parse(p, n, ver_cb, &c) != AIS_OK || !c.root_ok)
 		return AIS_ERR;
 	return AIS_OK;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "aisd/log.h"
+#include "aisd/names.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "store_int.h"
@@ -255,9 +256,9 @@ static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
 	return c ? c : (al > bl) - (al < bl);
 }
 
-int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
-	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
-	       bool *more)
+static int list_impl(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+		     const char *start_after, size_t salen, size_t limit, bool versions, store_list_fn fn,
+		     void *arg, bool *more)
 {
 	buf_t pfx = BUF_INIT, seek = BUF_INIT;
 	list_cur_t cur[CONF_MAX_MOUNTPATHS];
@@ -304,7 +305,9 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 		size_t vlen;
 		const char *v = leveldb_iter_value(cur[best].it, &vlen);
 		store_rec_t r;
-		if (store_rec_decode(v, vlen, &r) != AIS_OK) {
+		if (!versions && name_version_of(cur[best].key + name_off, cur[best].klen - name_off)) {
+			/* a kept version: not an object of the listing, not counted */
+		} else if (store_rec_decode(v, vlen, &r) != AIS_OK) {
 			log_warnx("%s: corrupt record of %.*s in listing", s->mp[best].path,
 				  (int)(cur[best].klen - name_off), cur[best].key + name_off);
 		} else {
@@ -339,4 +342,18 @@ int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, siz
 	buf_free(&pfx);
 	buf_free(&seek);
 	return rc;
+}
+
+int store_list(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+	       const char *start_after, size_t salen, size_t limit, store_list_fn fn, void *arg,
+	       bool *more)
+{
+	return list_impl(s, bck, blen, prefix, plen, start_after, salen, limit, true, fn, arg, more);
+}
+
+int store_list_objects(store_t *s, const char *bck, size_t blen, const char *prefix, size_t plen,
+		       const char *start_after, size_t salen, size_t limit, bool versions, store_list_fn fn,
+		       void *arg, bool *more)
+{
+	return list_impl(s, bck, blen, prefix, plen, start_after, salen, limit, versions, fn, arg, more);
 }

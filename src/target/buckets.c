@@ -51,6 +51,7 @@ struct bop {
 	size_t pagesize;
 	unsigned props;
 	bool arch;         /* flags & LS_ARCH_DIR: shards' members too */
+	bool versions;     /* ?versions=true: kept versions too (olver.h) */
 	buf_t out, members;
 	buf_t loc;         /* P_LOCATION: ',"location":[{this target}]' */
 	size_t n;
@@ -253,8 +254,9 @@ static int list_ec(struct bop *b)
 	int rc = AIS_ERR;
 	store_meta_t *m = xmalloc(sizeof(*m));
 	ec_slice_bucket(b->bck.ptr, b->bck.len, sb);
-	if (store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len, b->start_after.ptr,
-		       b->start_after.len, b->pagesize, lent_add, &w, &mw) != AIS_OK)
+	if (store_list_objects(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len,
+			       b->start_after.ptr, b->start_after.len, b->pagesize, b->versions, lent_add, &w,
+			       &mw) != AIS_OK)
 		goto out;
 	if (store_list(b->t->store, sb, strlen(sb), b->prefix.ptr, b->prefix.len, b->start_after.ptr,
 		       b->start_after.len, b->pagesize, lent_add, &sl, &ms) != AIS_OK)
@@ -288,9 +290,9 @@ static void list_work(http_req_t *req)
 			return;
 		}
 	} else if (b->ec ? list_ec(b) != AIS_OK
-			 : store_list(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len,
-				      b->start_after.ptr, b->start_after.len, b->pagesize, list_entry, b,
-				      &b->more) != AIS_OK) {
+			 : store_list_objects(b->t->store, b->bck.ptr, b->bck.len, b->prefix.ptr, b->prefix.len,
+					      b->start_after.ptr, b->start_after.len, b->pagesize, b->versions,
+					      list_entry, b, &b->more) != AIS_OK) {
 		b->err = errno ? errno : EIO;
 		return;
 	}
@@ -475,6 +477,8 @@ static int list_objects(http_req_t *req, sv_t bck, json_t *value)
 			ps = LIST_PAGE_DEFAULT;
 	}
 	b->pagesize = ps > LIST_PAGE_MAX ? LIST_PAGE_MAX : ps;
+	sv_t qv;
+	b->versions = http_query_get(req, "versions", &qv) && sv_eqstr(qv, "true");
 	b->props = P_ALL;
 	if (props.ptr && props.len && parse_props(props, &b->props) != AIS_OK) {
 		http_resp_error(req, 400, "props: a comma-separated list of name, size, checksum, atime, version, custom, "

@@ -31,12 +31,14 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "ec_int.h"
 #include "aisd/hlc.h"
 #include "aisd/authz.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
 #include "aisd/ol.h"
+#include "aisd/olver.h"
 #include "aisd/status.h"
 #include "target_int.h"
 #include "aisd/util.h"
@@ -463,6 +465,9 @@ struct del {
 	bool all;  /* a client's: every copy */
 	bool tomb; /* a client's passed on by another target: a tombstone here too */
 	int64_t stamp; /* ... with the stamp of the client's delete */
+	const ol_where_t *w;
+	bool versioned; /* a client's in a bucket whose history is not off (olver.h) */
+	sv_t version;   /* ?version=ID: that version for good; ptr NULL: none */
 	int err;
 	buf_t why; /* what err says besides (a holder not reached) */
 };
@@ -472,6 +477,15 @@ static void del_work(http_req_t *req)
 	struct del *d = req->state;
 	if (d->tomb) /* (a sender of before stamps: this node's clock, which its request moved on) */
 		ol_tombstone(d->t, d->bck, d->obj, d->stamp ? d->stamp : hlc_now());
+	if (d->versioned) { /* a delete marker, or one version for good (olver.c rule 7) */
+		char id[NAME_VER_ID_LEN + 1];
+		bool dm;
+		const ol_where_t *w = d->w;
+		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, &dm, &d->why)
+				    : olver_delete(d->t, w, d->bck, d->obj, id, &d->why)) != AIS_OK)
+			d->err = errno ? errno : EIO;
+		return;
+	}
 	if (ol_delete_msg(d->t, d->bck, d->obj, d->all, &d->why) != AIS_OK)
 		d->err = errno ? errno : EIO;
 }
@@ -573,6 +587,22 @@ static int read_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 		return z ? tgt_get_zshard(req, bck, obj, ap, true) : tgt_get_archregx(req, bck, obj, ap);
 	if (req->method == HTTP_GET && http_query_get(req, "etl", &ap))
 		return tgt_get_etl(req, t, bck, obj, ap, false);
+	if (http_query_get(req, "version", &ap)) { /* one version (olver.h) */
+		buf_t name = BUF_INIT;
+		bool dm = false;
+		if (!olver_id_valid(ap) && !sv_eqstr(ap, "null")) {
+			http_resp_error(req, 400, "version: not a version id");
+			return AIS_OK;
+		}
+		if (olver_resolve(t, bck, obj, ap, &name, &dm) != AIS_OK || dm) {
+			buf_free(&name);
+			http_resp_error(req, 404, "%.*s/%.*s: %s %.*s", (int)bck.len, bck.ptr, (int)MIN(obj.len, 256),
+					obj.ptr, dm ? "a delete marker is version" : "no version", (int)ap.len, ap.ptr);
+			return AIS_OK;
+		}
+		obj = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
+		buf_free(&name);
+	}
 	return get_object(req, t, bck, obj);
 }
 
@@ -642,6 +672,18 @@ static int objects(http_req_t *req, bool may_doubt)
 		d->t = t;
 		d->bck = bck;
 		d->obj = obj;
+		d->w = w;
+		bmd_props_t bp;
+		d->versioned = d->all && ec_props(t, bck, &bp) && bp.history != BMD_HIST_OFF;
+		sv_t ver;
+		if (http_query_get(req, "version", &ver)) {
+			if (!d->versioned || (!olver_id_valid(ver) && !sv_eqstr(ver, "null"))) {
+				http_resp_error(req, 400, "version: %s", d->versioned ? "not a version id" :
+							 "the bucket keeps no versions");
+				return AIS_OK;
+			}
+			d->version = ver;
+		}
 		req->state = d;
 		/* every copy: the other holders are called */
 		(d->all ? http_offload_net : http_offload)(req, del_work, del_done);

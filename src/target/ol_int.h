@@ -45,4 +45,11 @@ int olr_put(struct target *t, const bk_bucket_t *b, ol_put_t *p, char **custom);
 /* Pool: DELETE on the remote (ENOENT: not there). */
 int olr_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg);
 
+/* Pool (olver.c), at the start of ol_put_commit: in a bucket whose
+ * history is not off, keeps the current version of p's object (rule 4)
+ * and sets *custom (heap) to the metadata to commit with (its version id
+ * when enabled); *custom NULL otherwise. AIS_ERR with errno EAGAIN and
+ * p->msg when the current version could not be kept. */
+int olver_put_prepare(ol_put_t *p, char **custom);
+
 #endif

@@ -183,6 +183,11 @@ static char *with_etag(const char *custom, const char *md5)
 
 static int put_commit(ol_put_t *p)
 {
+	/* a versioned bucket: the current version kept first (olver.c) */
+	if (!p->vcustom && olver_put_prepare(p, &p->vcustom) != AIS_OK)
+		return AIS_ERR;
+	if (p->vcustom)
+		p->custom = p->vcustom;
 	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
 	bool copies = p->w && p->w->cluster && p->w->n > 1;
 	const char *custom = p->custom;
@@ -320,6 +325,8 @@ void ol_put_free(ol_put_t *p)
 	p->ecs = NULL;
 	store_writer_free(p->sw);
 	p->sw = NULL;
+	free(p->vcustom);
+	p->vcustom = NULL;
 	buf_free(&p->msg);
 }
 

@@ -77,6 +77,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool o = size >= 1 && size <= NAME_OBJECT_MAX && !memchr(data, 0, size) && u;
 	if (name_object_valid(s, size) != o)
 		abort();
+	/* a version name: its object's name is a prefix, the tag and 32 hex
+	 * digits the rest */
+	size_t k = name_version_of(s, size);
+	if (k && (k + NAME_VER_TAG_LEN + NAME_VER_ID_LEN != size || !k ||
+		  memcmp(s + k, NAME_VER_TAG, NAME_VER_TAG_LEN)))
+		abort();
 	if (name_bucket_valid(s, size) != ref_bucket(data, size))
 		abort();
 	/* every prefix too: truncated sequences */

@@ -1,9 +1,9 @@
 /*
  * fuzz_s3xml.c - libFuzzer driver for the S3 request-body parsers
  * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket,
- * s3_parse_acl over expat), the ACL text form (s3acl_decode/encode), tag
- * sets (s3_tags_from_xml, s3_tags_from_query, s3_tags_check) and part
- * sizes (s3_part_range).
+ * s3_parse_acl, s3_parse_versioning over expat), the ACL text form
+ * (s3acl_decode/encode), tag sets (s3_tags_from_xml, s3_tags_from_query,
+ * s3_tags_check) and part sizes (s3_part_range).
  *
  * The first byte picks the parser (0xfd..0xff: tags from XML, tags from a
  * query, part sizes; else by its value mod 5), the rest is the body. Checks the
@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		arena_destroy(a);
 		return 0;
 	}
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0: {
 		s3_delete_req_t d;
 		if (s3_parse_delete(a, p, n, &d) == AIS_OK) {
@@ -92,6 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < acl->n; i++)
 				if (!acl->g[i].perm || (acl->g[i].kind == S3ACL_USER && !acl->g[i].id[0]))
 					abort();
+		break;
+	}
+	case 4: {
+		s3_versioning_req_t v;
+		if (s3_parse_versioning(p, n, &v) == AIS_OK && v.status > 2)
+			abort();
 		break;
 	}
 	default: {

@@ -7,7 +7,7 @@ GET ?versioning an empty VersioningConfiguration, DELETE ?cors 204).
 
 Walks the whole table with signed raw requests (botocore's SigV4 signer,
 so nothing in an SDK drops or rewrites a header) and the common cases with
-boto3 (SSE-C, SSE-S3, SSE-KMS, PutBucketVersioning, object lock, storage
+boto3 (SSE-C, SSE-S3, SSE-KMS, MFA delete, object lock, storage
 classes), on a 1-gateway 3-target cluster with auth on: after
 each refused request the bucket's objects are the same bytes and ETags
 and no new key exists. Also: versionId=null is served (every object is
@@ -196,7 +196,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 # --- sub-resources -------------------------------------------------------------------------------------------------
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
-    "versioning": ["PUT", "DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
+    "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
     "object-lock": ["PUT", "DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
@@ -215,8 +215,7 @@ unchanged("the refused bucket sub-resources (DELETE ?versioning, ?location, ... 
 
 OBJECT_NYI = {
     "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
-    "torrent": ["GET"], "attributes": ["PUT"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["GET", "HEAD",
-                                                                                                       "DELETE", "PUT"],
+    "torrent": ["GET"], "attributes": ["PUT"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["PUT"],
     "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
     "cors": ["DELETE"], "location": ["GET", "DELETE"], "delete": ["POST", "DELETE"], "acl": ["DELETE"],
 }
@@ -229,6 +228,16 @@ for sub, methods in OBJECT_NYI.items():
         else:
             nyi(st, body, name, "%s /obj?%s" % (m, sub))
 unchanged("the refused object sub-resources")
+# versioning is built (test_s3_versioning.py): on this unversioned bucket a
+# made-up versionId is refused as S3 refuses it, never served as the object
+for m in ("GET", "DELETE"):
+    st, _, body = signed(m, "/%s/obj?versionId=3HL4kqtJlcpXroDTDmJ" % B)
+    t.check(st == 400 and err_of(body)[0] == "InvalidArgument",
+            "%s /obj?versionId=(made up) of an unversioned bucket: 400 InvalidArgument" % m, (st, body[:300]))
+st, _, body = signed("PUT", "/%s?versioning" % B, XML)
+t.check(st == 400 and err_of(body)[0] == "MalformedXML", "PUT ?versioning with a bad body: 400 MalformedXML",
+        (st, body[:300]))
+unchanged("the refused versionId reads and deletes")
 
 st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "multipart/form-data; boundary=z"})
 nyi(st, body, "POST Object", "POST /bucket (browser form upload)")
@@ -289,8 +298,8 @@ CASES = [
                                               ServerSideEncryption="AES256")),
     ("CreateMultipartUpload SSE-C", s3.create_multipart_upload,
      dict(Bucket=B, Key="new", SSECustomerAlgorithm="AES256", SSECustomerKey="0123456789abcdef0123456789abcdef")),
-    ("PutBucketVersioning", s3.put_bucket_versioning,
-     dict(Bucket=B, VersioningConfiguration={"Status": "Enabled"})),
+    ("PutBucketVersioning MfaDelete", s3.put_bucket_versioning,
+     dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
     ("PutObjectLockConfiguration", s3.put_object_lock_configuration,
@@ -301,8 +310,6 @@ CASES = [
     ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
         Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
                                                      "Expiration": {"Days": 1}}]})),
-    ("GetObject versionId", s3.get_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
-    ("DeleteObject versionId", s3.delete_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
     ("CreateBucket object lock", s3.create_bucket, dict(Bucket="nyi-lock2", ObjectLockEnabledForBucket=True)),
 ]
 CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
@@ -310,6 +317,9 @@ CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3
 for what, fn, kw in CASES:
     t.eq(code_of(fn, **kw), (501, "NotImplemented"), "boto3 %s: 501 NotImplemented" % what)
 t.eq(s3.get_bucket_versioning(Bucket=B).get("Status"), None, "GetBucketVersioning after the refused Put: never enabled")
+for what, fn, kw in [("GetObject", s3.get_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
+                     ("DeleteObject", s3.delete_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ"))]:
+    t.eq(code_of(fn, **kw), (400, "InvalidArgument"), "boto3 %s with a made-up versionId: 400 InvalidArgument" % what)
 t.eq(code_of(s3.head_bucket, Bucket="nyi-lock2"), (404, "404"), "CreateBucket with object lock: no bucket")
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "boto3 GetBucketPolicy: NoSuchBucketPolicy")
 t.eq(code_of(s3.get_bucket_encryption, Bucket=B), (404, "ServerSideEncryptionConfigurationNotFoundError"),

@@ -28,6 +28,7 @@ static bmd_t *mkbmd(int n)
 		p.mirror_enabled = i % 2;
 		p.mirror_copies = (uint32_t)(1 + i % 3);
 		p.versioning = i % 3 == 0;
+		p.history = (uint8_t)(i % 3);
 		p.access = (uint32_t)(BMD_ACCESS_ALL & ~(1u << (i % 7)));
 		p.created_ns = 1700000000000000000LL + i;
 		if (i % 5 == 2) { /* some erasure-coded buckets round trip too */
@@ -91,6 +92,7 @@ START_TEST(test_roundtrip)
 	ck_assert(k->props.mirror_enabled);
 	ck_assert_uint_eq(k->props.mirror_copies, 3);
 	ck_assert(!k->props.versioning);
+	ck_assert_uint_eq(k->props.history, BMD_HIST_SUSPENDED);
 	ck_assert_int_eq(k->props.created_ns, 1700000000000000005LL);
 	/* the S3 owner and ACL (a user id with a quote and a space) round trip */
 	bmd_props_t sp;
@@ -298,6 +300,22 @@ START_TEST(test_props_patch)
 	ck_assert_int_eq(p.cksum, CKSUM_SHA256);
 	ck_assert(!p.versioning);
 	ck_assert(p.mirror_enabled); /* untouched fields keep their values */
+	/* versioning.history: off -> enabled -> suspended, never back to off */
+	ck_assert_uint_eq(p.history, BMD_HIST_OFF);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"off\"}}", &err), AIS_OK);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"enabled\"}}", &err), AIS_OK);
+	ck_assert_uint_eq(p.history, BMD_HIST_ENABLED);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"off\"}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"on\"}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":1}}", &err), AIS_ERR);
+	ck_assert_int_eq(patch(&p, "{\"versioning\":{\"history\":\"suspended\"}}", &err), AIS_OK);
+	ck_assert_uint_eq(p.history, BMD_HIST_SUSPENDED);
+	bmd_props_t ecp = p; /* not with erasure-coded slices only */
+	ecp.ec_enabled = true;
+	ecp.mirror_enabled = false;
+	ecp.ec_no_whole = true;
+	ck_assert_int_eq(patch(&ecp, "{\"versioning\":{\"history\":\"enabled\"}}", &err), AIS_ERR);
+	p.history = BMD_HIST_OFF;
 	ck_assert_int_eq(patch(&p, "{\"access\":\"ro\"}", &err), AIS_OK);
 	ck_assert_uint_eq(p.access, BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST);
 	ck_assert_int_eq(patch(&p, "{\"access\":127}", &err), AIS_OK);

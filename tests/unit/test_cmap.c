@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "aisd/cmap.h"
+#include "aisd/names.h"
 #include "aisd/hrw.h"
 #include "aisd/status.h"
 #include "aisd/banned.h"
@@ -87,6 +88,28 @@ static cmap_t *roundtrip(const cmap_t *m)
 
 /* The maintenance drain flag: only in maintenance, encoded only when set,
  * cleared by any other state, part of equality. */
+/* A kept version (names.h) is placed by its object's name: same owner,
+ * same holders, under every map. */
+START_TEST(test_version_placed_with_object)
+{
+	for (int nt = 1; nt <= 6; nt++) {
+		cmap_t *m = mkmap(1, nt);
+		for (int i = 0; i < 200; i++) {
+			char o[64], v[128];
+			int ol = snprintf(o, sizeof(o), "bck/obj-%d", i);
+			int vl = snprintf(v, sizeof(v), "%s" NAME_VER_TAG "%016x%016x", o, i * 7919, i);
+			ck_assert_ptr_eq(cmap_owner(m, o, (size_t)ol), cmap_owner(m, v, (size_t)vl));
+			const cmap_node_t *a[HRW_TOP_MAX], *b[HRW_TOP_MAX];
+			size_t na = cmap_top(m, o, (size_t)ol, 3, a), nb = cmap_top(m, v, (size_t)vl, 3, b);
+			ck_assert_uint_eq(na, nb);
+			for (size_t k = 0; k < na; k++)
+				ck_assert_ptr_eq(a[k], b[k]);
+		}
+		cmap_free(m);
+	}
+}
+END_TEST
+
 START_TEST(test_drain)
 {
 	cmap_t *m = mkmap(2, 3);
@@ -1013,6 +1036,7 @@ static Suite *cmap_suite(void)
 	Suite *s = suite_create("cmap");
 	TCase *tc = tcase_create("cmap");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_version_placed_with_object);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_drain);
 	tcase_add_test(tc, test_lost);

@@ -3,6 +3,7 @@
  * behind object names.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,28 @@ START_TEST(test_bucket_invalid)
 	ck_assert(!B("\xff"));
 	/* length is what counts, not the C string: a NUL inside is rejected */
 	ck_assert(!name_bucket_valid("ab", 3));
+}
+END_TEST
+
+/* A kept version's name (olver.h): NAME NAME_VER_TAG 32 hex digits; the
+ * length of NAME, or 0 for any other name. */
+START_TEST(test_version_of)
+{
+	const char *id = "0123456789abcdef0123456789abcdef";
+	char s[256];
+	snprintf(s, sizeof(s), "dir/obj" NAME_VER_TAG "%s", id);
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 7);
+	snprintf(s, sizeof(s), "bck/dir/obj" NAME_VER_TAG "%s", id); /* an intra-cluster uname */
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 11);
+	ck_assert_uint_eq(name_version_of("dir/obj", 7), 0);
+	snprintf(s, sizeof(s), NAME_VER_TAG "%s", id); /* no object name */
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 0);
+	snprintf(s, sizeof(s), "o" NAME_VER_TAG "%.31s", id); /* short id */
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 0);
+	snprintf(s, sizeof(s), "o" NAME_VER_TAG "%.31sA", id); /* upper case */
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 0);
+	snprintf(s, sizeof(s), "o~ais.w~%s", id); /* another tag */
+	ck_assert_uint_eq(name_version_of(s, strlen(s)), 0);
 }
 END_TEST
 
@@ -273,6 +296,7 @@ static Suite *names_suite(void)
 	Suite *s = suite_create("names");
 	TCase *b = tcase_create("bucket");
 	tcase_add_test(b, test_bucket_valid);
+	tcase_add_test(b, test_version_of);
 	tcase_add_test(b, test_bucket_length);
 	tcase_add_test(b, test_bucket_invalid);
 	suite_add_tcase(s, b);
