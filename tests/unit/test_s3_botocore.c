@@ -48,9 +48,11 @@ static const char *run_case(const s3_authcfg_t *cfg, json_t *c, struct counts *k
 		h[i].name = sv_from(json_string_value(json_array_get(json_array_get(hs, i), 0)));
 		h[i].value = sv_from(json_string_value(json_array_get(json_array_get(hs, i), 1)));
 	}
-	s3_req_t r = {json_string_value(json_object_get(c, "method")),
-	              sv_from(json_string_value(json_object_get(c, "path"))),
-	              sv_from(json_string_value(json_object_get(c, "query"))), h, nh};
+	s3_req_t r = {.method = json_string_value(json_object_get(c, "method")),
+		      .path = sv_from(json_string_value(json_object_get(c, "path"))),
+		      .query = sv_from(json_string_value(json_object_get(c, "query"))),
+		      .hdrs = h,
+		      .nhdrs = nh};
 	const char *b64 = json_string_value(json_object_get(c, "body"));
 	size_t blen = strlen(b64);
 	unsigned char *body = xmalloc(blen + 1);
