@@ -79,9 +79,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* a version name: its object's name is a prefix, the tag and 32 hex
 	 * digits the rest */
-	size_t k = name_version_of(s, size);
-	if (k && (k + NAME_VER_TAG_LEN + NAME_VER_ID_LEN != size || !k ||
-		  memcmp(s + k, NAME_VER_TAG, NAME_VER_TAG_LEN)))
+	size_t vk = name_version_of(s, size);
+	if (vk && (vk + NAME_VER_TAG_LEN + NAME_VER_ID_LEN != size ||
+		   memcmp(s + vk, NAME_VER_TAG, NAME_VER_TAG_LEN)))
 		abort();
 	if (name_bucket_valid(s, size) != ref_bucket(data, size))
 		abort();
