@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	} else {
 		http_hdr_t h[32];
-		s3_req_t r = {"PUT", {p, 0}, {"", 0}, h, 0};
+		s3_req_t r = {.method = "PUT", .path = {p, 0}, .query = {"", 0}, .hdrs = h, .nhdrs = 0};
 		const char *nl = memchr(p, '\n', n);
 		size_t first = nl ? (size_t)(nl - p) : n;
 		const char *q = memchr(p, '?', first);

@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	http_hdr_t h[3] = {{SV("x-amz-decoded-content-length"), sv_from(dl)},
 	                   {SV("x-amz-trailer"), SV("x-amz-checksum-crc32")},
 	                   {SV("x-amz-checksum-crc32"), SV("AAAAAA==")}};
-	s3_req_t r = {"PUT", SV("/b/k"), SV(""), h, (mode & 16) ? 3u : 2u};
+	s3_req_t r = {.method = "PUT", .path = SV("/b/k"), .query = SV(""), .hdrs = h, .nhdrs = (mode & 16) ? 3u : 2u};
 	if (mode & 32)
 		r.nhdrs = 1;
 
