@@ -934,7 +934,7 @@ static int gw_buckets(http_req_t *req)
 		/* partial: a page without the targets not heard from, marked so
 		 * (else such a page is a 503) */
 		json_t *jp = value ? json_object_get(value, "partial") : NULL;
-		sv_t qp;
+		sv_t qp = {NULL, 0}; /* (http_query_get leaves it as it is when absent) */
 		if (jp && !json_is_boolean(jp)) {
 			http_resp_error(req, 400, "value.partial must be true or false");
 			break;
