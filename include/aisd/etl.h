@@ -38,7 +38,7 @@
 typedef struct etl_spec {
 	char name[ETL_NAME_MAX + 1];
 	char cmd[ETL_CMD_MAX + 1]; /* run with /bin/sh -c */
-	char comm[8];              /* "stdio" (the only one for now) */
+	char comm[8];              /* "stdio" (framed pipes) or "http" (a server on a unix socket) */
 	uint32_t workers;          /* 1..ETL_WORKERS_MAX */
 	uint64_t timeout_ms;       /* per object */
 	bool net;                  /* keep the host's network */

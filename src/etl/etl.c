@@ -70,10 +70,13 @@ static int spec_parse(json_t *o, const char *name, etl_spec_t *s, buf_t *err)
 	}
 	memcpy(s->cmd, json_string_value(cmd), json_string_length(cmd) + 1);
 	snprintf(s->comm, sizeof(s->comm), "stdio");
-	if (comm && (!json_is_string(comm) || strcmp(json_string_value(comm), "stdio"))) {
-		buf_addstr(err, "etl: \"comm\" must be \"stdio\" (the only protocol of this version)");
+	if (comm && (!json_is_string(comm) ||
+		     (strcmp(json_string_value(comm), "stdio") && strcmp(json_string_value(comm), "http")))) {
+		buf_addstr(err, "etl: \"comm\" must be \"stdio\" or \"http\"");
 		return AIS_ERR;
 	}
+	if (comm)
+		snprintf(s->comm, sizeof(s->comm), "%s", json_string_value(comm));
 	s->workers = 1;
 	if (wk && (!json_is_integer(wk) || json_integer_value(wk) < 1 || json_integer_value(wk) > ETL_WORKERS_MAX)) {
 		buf_addf(err, "etl: \"workers\" must be 1..%d", ETL_WORKERS_MAX);
@@ -231,6 +234,7 @@ void etl_shutdown(void)
 	for (size_t i = 0; i < ntab; i++)
 		retire(tab[i], false);
 	pthread_mutex_unlock(&tmu);
+	etl_sockdir_remove();
 }
 
 bool etl_exists(const char *name, size_t nlen)
