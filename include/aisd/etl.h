@@ -70,6 +70,11 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
  * 500 when the file cannot be read. fd stays open. */
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
 		     sv_t args, buf_t *out, int *status, buf_t *msg);
+/* etl_transform_fd of size bytes at off in fd: a member of a tar shard
+ * (archpath reads, GetBatch entries); the metadata adds "archpath":
+ * member when member.len. As etl_transform_fd. */
+int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg);
 /* A transformer this node lacks (it joined after the registration) taken
  * from the primary's table; blocking (network pool). AIS_OK when name is
  * now registered here. */

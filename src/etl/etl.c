@@ -276,16 +276,22 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
 		     sv_t args, buf_t *out, int *status, buf_t *msg)
 {
+	return etl_transform_at(name, nlen, bck, obj, (sv_t){NULL, 0}, fd, 0, size, version, args, out, status, msg);
+}
+
+int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg)
+{
 	if (size > etl_cfg.max_input) {
 		*status = 413;
-		buf_addf(msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
+		buf_addf(msg, "%s of %llu bytes is over etl.max_input (%llu) for a transform", member.len ? "member" : "object",
 			 (unsigned long long)size, (unsigned long long)etl_cfg.max_input);
 		return AIS_ERR;
 	}
 	buf_t in = BUF_INIT;
 	buf_grow(&in, size + 1);
 	while (in.len < size) {
-		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)in.len);
+		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)(off + in.len));
 		if (n <= 0) {
 			*status = 500;
 			buf_addf(msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
@@ -296,6 +302,8 @@ int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, 
 	}
 	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
 			      (json_int_t)size, "version", (json_int_t)version);
+	if (o && member.len)
+		json_object_set_new(o, "archpath", json_stringn(member.ptr, member.len));
 	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	int rc = etl_transform(name, nlen, meta ? meta : "{}", args, in.ptr ? in.ptr : "", in.len, out, status, msg);

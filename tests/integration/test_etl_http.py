@@ -13,6 +13,9 @@ Checks:
     that need encoding reach the worker unchanged.
  3. Offline: aisctl etl bucket with each: the two destination buckets
     hold the same objects, byte for byte.
+ 3b. archpath with a transform: ?archpath=MEMBER&etl=NAME transforms the
+    member alone (both modes, the metadata names it); a missing member is
+    404, a compressed shard 400, an invalid archpath 400.
  4. HTTP-mode faults, each a 5xx naming the transformer, the next GET
     right again: the worker exits mid-request (502), answers 500 (502
     with its text), hangs (504 after its timeout), a worker that never
@@ -42,7 +45,7 @@ clulib.init(t, "etlh", ["--set", "cluster.keepalive=500ms", "--set", "store.fsyn
 PYDIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
 
 WORKER = r'''
-import os, sys, time
+import json, os, sys, time
 from aisd.etl import serve
 
 def fn(data, meta, args):
@@ -54,6 +57,8 @@ def fn(data, meta, args):
         raise ValueError("worker says no")
     if args == "big":
         return b"x" * (2 << 20)
+    if args == "meta":
+        return json.dumps(meta, sort_keys=True).encode()
     if args:
         return ("%s|%s|" % (meta.get("object"), args)).encode() + data.upper()
     return data.upper()
@@ -121,7 +126,7 @@ up = "python3 %s/upper.py" % wdir
 rc, out, err = aisctl("etl", "init", "bad", "--cmd", up, "--comm", "grpc")
 t.check(rc != 0 and "comm" in err, "etl init --comm grpc: refused", out + err)
 for name, comm in (("us", "stdio"), ("uh", "http")):
-    rc, out, err = aisctl("etl", "init", name, "--cmd", up, "--comm", comm, "--timeout", "2s", "--env", env)
+    rc, out, err = aisctl("etl", "init", name, "--cmd", up, "--comm", comm, "--timeout", "5s", "--env", env)
     t.check(rc == 0, "etl init %s --comm %s" % (name, comm), out + err)
 rc, out, err = aisctl("etl", "show", "uh")
 t.check(rc == 0 and '"comm": "http"' in out, "etl show uh: comm http", out + err)
@@ -156,6 +161,47 @@ for name, d in data.items():
     _, b = clulib.follow("GET", g.url, "/v1/objects/dh/" + name)
     t.check(a.status == b.status == 200 and a.body == b.body == d.upper(),
             "offline: ds/%s and dh/%s the same uppercased bytes" % (name, name), (a.status, b.status))
+
+# --- 3b. archpath with a transform ---------------------------------------------------
+import io  # noqa: E402
+import tarfile  # noqa: E402
+members = {"s/a.txt": b"alpha member", "s/b.bin": bytes(range(97, 123)) * 300, "s/c.txt": b""}
+tb = io.BytesIO()
+with tarfile.open(fileobj=tb, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+    for mn, md in members.items():
+        ti = tarfile.TarInfo(mn)
+        ti.size = len(md)
+        tf.addfile(ti, io.BytesIO(md))
+for sname in ("shard.tar", "shard.tgz"):
+    _, r = clulib.follow("PUT", g.url, "/v1/objects/eb/" + sname, tb.getvalue())
+    t.check(r.status == 200, "PUT eb/" + sname, r)
+
+
+def arch_get(name, member, shard="shard.tar", args=None):
+    p = "/v1/objects/eb/%s?archpath=%s&etl=%s" % (shard, urllib.parse.quote(member, safe=""), name)
+    if args:
+        p += "&etl_args=" + args
+    _, r = clulib.follow("GET", g.url, p)
+    return r
+
+
+for name in ("us", "uh"):
+    for mn, md in members.items():
+        r = arch_get(name, mn)
+        t.check(r.status == 200 and r.body == md.upper(), "GET shard.tar?archpath=%s&etl=%s: the member uppercased"
+                % (mn, name), (r.status, r.body[:100]))
+    r = arch_get(name, "s/a.txt", args="meta")
+    m = json.loads(r.body) if r.status == 200 else {}
+    t.check(m.get("archpath") == "s/a.txt" and m.get("object") == "shard.tar" and m.get("size") == 12,
+            "archpath+etl=%s: the worker's metadata names the member" % name, (r.status, r.body[:200]))
+    r = arch_get(name, "s/nosuch")
+    t.check(r.status == 404 and b"s/nosuch" in r.body, "archpath+etl=%s of a missing member: 404" % name, r)
+r = arch_get("uh", "s/a.txt", shard="shard.tgz")
+t.check(r.status == 400, "archpath+etl over a compressed shard: 400", r)
+r = arch_get("uh", "")
+t.check(r.status == 400, "archpath+etl with an empty archpath: 400", r)
+r = arch_get("uh", "s/a.txt", shard="o2")
+t.check(r.status == 400 and b"not a valid tar" in r.body, "archpath+etl over an object that is no tar: 400", r)
 
 # --- 4. faults over http, descriptors and threads ------------------------------------
 pid = clulib.procs[tg.name].pid
