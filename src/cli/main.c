@@ -77,6 +77,8 @@ static const struct cli_opt opts_get_batch[] = {
 	{"list", 0, "OBJ,OBJ,...", "the objects, in order, comma-separated"},
 	{"file", 0, "LIST", "the entries, one a line: OBJECT or OBJECT<TAB>ARCHPATH (- : stdin)"},
 	{"coer", 0, NULL, "continue on error: a missing entry becomes __404__/NAME (0 bytes)"},
+	{"etl", 0, "NAME", "every entry through transformer NAME, on the target that holds it"},
+	{"etl-args", 0, "ARGS", "the transformer's arguments (with --etl)"},
 	{"onob", 0, NULL, "name entries OBJECT[/ARCHPATH] instead of BUCKET/OBJECT[/ARCHPATH]"},
 	{0},
 };
