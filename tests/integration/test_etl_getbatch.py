@@ -18,6 +18,10 @@ Checks:
     bad object, the batch fails with 502 naming the transformer.
  4. An unknown transformer: 404 naming it; start/length with etl: 400.
  5. aisctl ml get-batch --etl NAME --etl-args A: the same tar.
+ 5b. aisd.ShardDataset(etl="mem", etl_args=...) over a bucket of tar shards
+    (a per-member worker, aisd.etl.serve_members, uppercasing the .txt
+    members, over http): every sample exactly once, its .txt transformed,
+    its .cls untouched; the plain ShardDataset reads the stored bytes.
  6. No error-level line in any node's log.
 """
 # timeout: 150
@@ -51,6 +55,11 @@ def fn(data, meta, args):
     return args.encode() + data.upper()
 
 serve(fn)
+'''
+
+MEMBERS = r'''
+from aisd.etl import serve_members
+serve_members(lambda name, data, meta, args: args.encode() + data.upper(), ext=(".txt",))
 '''
 
 
@@ -102,9 +111,10 @@ t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 60), "th
 
 wdir = tempfile.mkdtemp(prefix="aisd-etlgb-")
 os.chmod(wdir, 0o755)
-with open(os.path.join(wdir, "up.py"), "w") as f:
-    f.write(WORKER)
-os.chmod(os.path.join(wdir, "up.py"), 0o644)
+for fname, text in (("up.py", WORKER), ("mem.py", MEMBERS)):
+    with open(os.path.join(wdir, fname), "w") as f:
+        f.write(text)
+    os.chmod(os.path.join(wdir, fname), 0o644)
 d = wdir  # traversable by nobody (the worker's user when the target runs as root)
 while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
     os.chmod(d, os.stat(d).st_mode | 0o011)
@@ -196,7 +206,53 @@ rc, out, err = aisctl("ml", "get-batch", "eb", "--list", ",".join(sel), "--etl",
 t.check(rc == 0 and members(out) == [("eb/" + n, ARGS.encode() + data[n].upper()) for n in sel],
         "aisctl ml get-batch --etl uh --etl-args: the transformed tar", err)
 
-for name in ("us", "uh"):
+# --- 5b. ShardDataset(etl=) ------------------------------------------------------------------
+import sys  # noqa: E402
+sys.path.insert(0, PYDIR)
+from aisd import ShardDataset  # noqa: E402
+r = request("POST", g.url, "/v1/buckets/wds", json.dumps({"action": "create-bck"}).encode(), JSON)
+t.check(r.status == 200, "create bucket wds", r)
+samples = {}
+for s in range(4):
+    tb = io.BytesIO()
+    with tarfile.open(fileobj=tb, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for k in range(5):
+            key = "s%d/%03d" % (s, k)
+            for ext, body in (("txt", b"caption %d of shard %d" % (k, s)), ("cls", b"%d" % k)):
+                ti = tarfile.TarInfo(key + "." + ext)
+                ti.size = len(body)
+                tf.addfile(ti, io.BytesIO(body))
+                samples[(key, ext)] = body
+    _, r = clulib.follow("PUT", g.url, "/v1/objects/wds/sh-%d.tar" % s, tb.getvalue())
+    t.check(r.status == 200, "PUT wds/sh-%d.tar" % s, r)
+rc, out, err = aisctl("etl", "init", "mem", "--cmd", "python3 %s/mem.py" % wdir, "--comm", "http", "--timeout", "10s",
+                      "--env", env)
+t.check(rc == 0, "etl init mem --comm http (serve_members)", out.decode() + err)
+
+
+def read_all(**kw):
+    got = []
+    for smp in ShardDataset(g.url, bucket="wds", prefix="sh-", shuffle=False, timeout=20, retry_for=20, **kw):
+        for ext, d in smp.items():
+            if not ext.startswith("__"):
+                got.append(((smp["__key__"], ext), bytes(d)))
+    return got
+
+
+got = read_all(etl="mem", etl_args="T:")
+want = {k: (b"T:" + v.upper() if k[1] == "txt" else v) for k, v in samples.items()}
+t.check(len(got) == len(want) and dict(got) == want,
+        "ShardDataset(etl=mem, etl_args=T:): every sample once, .txt transformed, .cls untouched",
+        (len(got), len(want), sorted(set(dict(got).items()) ^ set(want.items()))[:3]))
+got = read_all()
+t.check(dict(got) == samples and len(got) == len(samples), "ShardDataset without etl: the stored samples")
+try:
+    ShardDataset(g.url, bucket="wds", prefix="sh-", etl="mem", cache_dir=wdir)
+    t.fail("ShardDataset(etl=, cache_dir=): refused")
+except ValueError as e:
+    t.check("etl" in str(e), "ShardDataset(etl=, cache_dir=): ValueError", e)
+
+for name in ("us", "uh", "mem"):
     aisctl("etl", "rm", name)
 clulib.check_logs([g] + ts)
 t.finish()
