@@ -7,8 +7,9 @@
  * `workers` processes of each running transformer, started on first use
  * and restarted with back-off after a crash. A worker reads framed
  * requests on its standard input and writes framed answers on its
- * standard output (the stdio protocol, docs/api.md); its standard error
- * goes to a bounded log per worker.
+ * standard output (comm "stdio"), or serves HTTP on a unix socket aisd
+ * hands it (comm "http"; both in docs/api.md); its standard error goes to
+ * a bounded log per worker.
  *
  * Workers are sandboxed (etl_spawn in worker.c): their own mount and
  * network namespaces (the network one unless the transformer asked for
