@@ -311,6 +311,8 @@ void etl_worker_kill(etl_t *e, unsigned i, const char *why)
 	kill(w->pid, SIGKILL);
 	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (w->sock[0])
+		unlink(w->sock); /* http: a new one at the next start */
 	if (w->in >= 0)
 		close(w->in);
 	if (w->out >= 0)
@@ -333,6 +335,8 @@ static void reap_exited(etl_t *e, unsigned i)
 	int st;
 	if (w->pid > 0 && waitpid(w->pid, &st, WNOHANG) == w->pid) {
 		kill(-w->pid, SIGKILL); /* what it left in its group */
+		if (w->sock[0])
+			unlink(w->sock);
 		if (w->in >= 0)
 			close(w->in);
 		if (w->out >= 0)

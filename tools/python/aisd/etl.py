@@ -46,13 +46,16 @@ __all__ = ["serve", "serve_http", "serve_members", "transform_members"]
 
 
 def _read_exact(f, n):
-    out = bytearray()
-    while len(out) < n:
-        b = f.read(n - len(out))
-        if not b:
+    """n bytes of f, read into one buffer (a socket's reader hands out small
+    pieces: appending them costs more than the transform)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
             raise EOFError
-        out += b
-    return bytes(out)
+        got += k
+    return bytes(buf)
 
 
 def _call(fn, data, meta, args):
