@@ -7,8 +7,9 @@
  * `workers` processes of each running transformer, started on first use
  * and restarted with back-off after a crash. A worker reads framed
  * requests on its standard input and writes framed answers on its
- * standard output (the stdio protocol, docs/api.md); its standard error
- * goes to a bounded log per worker.
+ * standard output (comm "stdio"), or serves HTTP on a unix socket aisd
+ * hands it (comm "http"; both in docs/api.md); its standard error goes to
+ * a bounded log per worker.
  *
  * Workers are sandboxed (etl_spawn in worker.c): their own mount and
  * network namespaces (the network one unless the transformer asked for
@@ -38,7 +39,7 @@
 typedef struct etl_spec {
 	char name[ETL_NAME_MAX + 1];
 	char cmd[ETL_CMD_MAX + 1]; /* run with /bin/sh -c */
-	char comm[8];              /* "stdio" (the only one for now) */
+	char comm[8];              /* "stdio" (framed pipes) or "http" (a server on a unix socket) */
 	uint32_t workers;          /* 1..ETL_WORKERS_MAX */
 	uint64_t timeout_ms;       /* per object */
 	bool net;                  /* keep the host's network */
@@ -70,6 +71,11 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
  * 500 when the file cannot be read. fd stays open. */
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
 		     sv_t args, buf_t *out, int *status, buf_t *msg);
+/* etl_transform_fd of size bytes at off in fd: a member of a tar shard
+ * (archpath reads, GetBatch entries); the metadata adds "archpath":
+ * member when member.len. As etl_transform_fd. */
+int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg);
 /* A transformer this node lacks (it joined after the registration) taken
  * from the primary's table; blocking (network pool). AIS_OK when name is
  * now registered here. */

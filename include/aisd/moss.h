@@ -36,6 +36,7 @@ typedef struct moss_req {
 	moss_in_t *in;
 	size_t n;
 	bool coer, onob, strm;
+	sv_t etl, etl_args; /* "etl": every entry through this transformer (len 0: none) */
 } moss_req_t;
 
 /*

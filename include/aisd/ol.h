@@ -169,6 +169,9 @@ void ol_close(http_req_t *req, int fd);
  * transformed by transformer name (etl.h) and sent; s3: errors as S3 XML
  * (NoSuchTransformer, TransformFailed, ...). AIS_OK (answered or will be). */
 int tgt_get_etl(http_req_t *req, struct target *t, sv_t bck, sv_t obj, sv_t name, bool s3);
+/* The same over one member of a plain tar shard (?archpath=MEMBER&etl=NAME):
+ * 400 for an invalid archpath, 404 when the shard lacks it. */
+int tgt_get_etl_member(http_req_t *req, struct target *t, sv_t bck, sv_t obj, sv_t member, sv_t name);
 /* Stops the remote fetches in progress and waits for them (target_stop). */
 void olr_stop(void);
 /* Answers a failed open for the native API (404 naming the bucket or the

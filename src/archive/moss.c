@@ -96,6 +96,15 @@ int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, size_t max, mos
 	if (opt_bool(req, "coer", &out->coer) != AIS_OK || opt_bool(req, "onob", &out->onob) != AIS_OK ||
 	    opt_bool(req, "strm", &out->strm) != AIS_OK)
 		return fail(err, doc, "\"coer\", \"onob\" and \"strm\" must be booleans");
+	sv_t etl, eargs;
+	if (opt_str(req, "etl", &etl) != AIS_OK || opt_str(req, "etl_args", &eargs) != AIS_OK)
+		return fail(err, doc, "\"etl\" and \"etl_args\" must be strings");
+	if (etl.len && !name_ident_valid(etl.ptr, etl.len, 64))
+		return fail(err, doc, "invalid \"etl\": a transformer's name");
+	if (!etl.len && eargs.len)
+		return fail(err, doc, "\"etl_args\" without \"etl\"");
+	out->etl = (sv_t){etl.len ? arena_svdup(a, etl) : "", etl.len};
+	out->etl_args = (sv_t){eargs.len ? arena_svdup(a, eargs) : "", eargs.len};
 
 	out->n = json_array_size(in);
 	out->in = arena_zalloc(a, out->n * sizeof(*out->in));
@@ -124,6 +133,8 @@ int moss_parse(arena_t *a, const char *p, size_t len, sv_t dflt, size_t max, mos
 			return fail(err, doc, "entry %zu: invalid archpath", i);
 		if (opt_u64(e, "start", &m->start) != AIS_OK || opt_u64(e, "length", &m->length) != AIS_OK)
 			return fail(err, doc, "entry %zu: \"start\" and \"length\" must be non-negative integers", i);
+		if (out->etl.len && (m->start || m->length))
+			return fail(err, doc, "entry %zu: \"start\" and \"length\" cannot be combined with \"etl\"", i);
 		m->bck = (sv_t){arena_svdup(a, bck), bck.len};
 		m->obj = (sv_t){arena_svdup(a, obj), obj.len};
 		m->arch = (sv_t){arch.len ? arena_svdup(a, arch) : "", arch.len};

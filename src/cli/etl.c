@@ -22,8 +22,8 @@ int cli_etl_init(struct cli *c, const struct cli_args *a)
 	uint64_t workers = 1, ms = 30000;
 	if (!cmd || !*cmd)
 		return cli_usage_error(a->cmd, "--cmd 'COMMAND ...' is required");
-	if (comm && strcmp(comm, "stdio"))
-		return cli_usage_error(a->cmd, "bad --comm '%s': stdio is the only protocol of this version", comm);
+	if (comm && strcmp(comm, "stdio") && strcmp(comm, "http"))
+		return cli_usage_error(a->cmd, "bad --comm '%s': stdio or http", comm);
 	if (wk && num_parse_u64(wk, strlen(wk), 1, 16, &workers) != AIS_OK)
 		return cli_usage_error(a->cmd, "bad --workers '%s': 1 to 16", wk);
 	if (to && (conf_parse_ms(to, &ms) != AIS_OK || ms == 0 || ms > 3600000))
@@ -40,7 +40,7 @@ int cli_etl_init(struct cli *c, const struct cli_args *a)
 			return cli_usage_error(a->cmd, "bad environment entry '%s': want K=V", e);
 		}
 	}
-	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:b,s:o}", "cmd", cmd, "comm", "stdio", "workers", (json_int_t)workers,
+	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:b,s:o}", "cmd", cmd, "comm", comm ? comm : "stdio", "workers", (json_int_t)workers,
 			      "timeout_ms", (json_int_t)ms, "net", cli_opt(a, "net") != NULL, "env", envs);
 	char *js = json_dumps(o, JSON_COMPACT);
 	json_decref(o);

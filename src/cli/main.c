@@ -99,6 +99,8 @@ static const struct cli_opt opts_get_batch[] = {
 	{"list", 0, "OBJ,OBJ,...", "the objects, in order, comma-separated"},
 	{"file", 0, "LIST", "the entries, one a line: OBJECT or OBJECT<TAB>ARCHPATH (- : stdin)"},
 	{"coer", 0, NULL, "continue on error: a missing entry becomes __404__/NAME (0 bytes)"},
+	{"etl", 0, "NAME", "every entry through transformer NAME, on the target that holds it"},
+	{"etl-args", 0, "ARGS", "the transformer's arguments (with --etl)"},
 	{"onob", 0, NULL, "name entries OBJECT[/ARCHPATH] instead of BUCKET/OBJECT[/ARCHPATH]"},
 	{0},
 };
@@ -192,7 +194,7 @@ static const struct cli_opt opts_dsort[] = {
 
 static const struct cli_opt opts_etl_init[] = {
 	{"cmd", 0, "'COMMAND ...'", "the worker's command line (run with /bin/sh -c, in a sandbox; required)"},
-	{"comm", 0, "stdio", "how aisd talks to a worker: stdio (framed requests and answers; the default)"},
+	{"comm", 0, "stdio|http", "how aisd talks to a worker: stdio (framed requests and answers; the default) or http (a server on a unix socket)"},
 	{"workers", 0, "N", "worker processes per target (1 to 16, default 1)"},
 	{"timeout", 0, "DURATION", "per object: 30s (default), 500ms, 2m; a slower worker is killed (504)"},
 	{"env", 0, "K=V", "an environment variable of the workers (more: K=V arguments after NAME)"},

@@ -98,8 +98,17 @@ int cli_ml_get_batch(struct cli *c, const struct cli_args *a)
 		rc = cli_usage_error(a->cmd, "no objects given");
 		goto out;
 	}
-	buf_addf(&j, "],\"mime\":\".tar\",\"strm\":true,\"coer\":%s,\"onob\":%s}",
+	buf_addf(&j, "],\"mime\":\".tar\",\"strm\":true,\"coer\":%s,\"onob\":%s",
 		 cli_opt(a, "coer") ? "true" : "false", cli_opt(a, "onob") ? "true" : "false");
+	if (cli_opt(a, "etl")) {
+		buf_addstr(&j, ",\"etl\":");
+		buf_add_json_str(&j, cli_opt(a, "etl"), strlen(cli_opt(a, "etl")));
+		if (cli_opt(a, "etl-args")) {
+			buf_addstr(&j, ",\"etl_args\":");
+			buf_add_json_str(&j, cli_opt(a, "etl-args"), strlen(cli_opt(a, "etl-args")));
+		}
+	}
+	buf_addch(&j, '}');
 
 	if (!to_stdout) {
 		fd = cli_tmp_open(out, &tmp);

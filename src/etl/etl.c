@@ -70,10 +70,13 @@ static int spec_parse(json_t *o, const char *name, etl_spec_t *s, buf_t *err)
 	}
 	memcpy(s->cmd, json_string_value(cmd), json_string_length(cmd) + 1);
 	snprintf(s->comm, sizeof(s->comm), "stdio");
-	if (comm && (!json_is_string(comm) || strcmp(json_string_value(comm), "stdio"))) {
-		buf_addstr(err, "etl: \"comm\" must be \"stdio\" (the only protocol of this version)");
+	if (comm && (!json_is_string(comm) ||
+		     (strcmp(json_string_value(comm), "stdio") && strcmp(json_string_value(comm), "http")))) {
+		buf_addstr(err, "etl: \"comm\" must be \"stdio\" or \"http\"");
 		return AIS_ERR;
 	}
+	if (comm)
+		snprintf(s->comm, sizeof(s->comm), "%s", json_string_value(comm));
 	s->workers = 1;
 	if (wk && (!json_is_integer(wk) || json_integer_value(wk) < 1 || json_integer_value(wk) > ETL_WORKERS_MAX)) {
 		buf_addf(err, "etl: \"workers\" must be 1..%d", ETL_WORKERS_MAX);
@@ -231,6 +234,7 @@ void etl_shutdown(void)
 	for (size_t i = 0; i < ntab; i++)
 		retire(tab[i], false);
 	pthread_mutex_unlock(&tmu);
+	etl_sockdir_remove();
 }
 
 bool etl_exists(const char *name, size_t nlen)
@@ -272,16 +276,22 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
 		     sv_t args, buf_t *out, int *status, buf_t *msg)
 {
+	return etl_transform_at(name, nlen, bck, obj, (sv_t){NULL, 0}, fd, 0, size, version, args, out, status, msg);
+}
+
+int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg)
+{
 	if (size > etl_cfg.max_input) {
 		*status = 413;
-		buf_addf(msg, "object of %llu bytes is over etl.max_input (%llu) for a transform",
+		buf_addf(msg, "%s of %llu bytes is over etl.max_input (%llu) for a transform", member.len ? "member" : "object",
 			 (unsigned long long)size, (unsigned long long)etl_cfg.max_input);
 		return AIS_ERR;
 	}
 	buf_t in = BUF_INIT;
 	buf_grow(&in, size + 1);
 	while (in.len < size) {
-		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)in.len);
+		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)(off + in.len));
 		if (n <= 0) {
 			*status = 500;
 			buf_addf(msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
@@ -292,6 +302,8 @@ int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, 
 	}
 	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
 			      (json_int_t)size, "version", (json_int_t)version);
+	if (o && member.len)
+		json_object_set_new(o, "archpath", json_stringn(member.ptr, member.len));
 	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	int rc = etl_transform(name, nlen, meta ? meta : "{}", args, in.ptr ? in.ptr : "", in.len, out, status, msg);

@@ -26,7 +26,8 @@ extern etl_cfg_t etl_cfg;
 
 typedef struct etl_worker {
 	pid_t pid;                /* 0: not running */
-	int in, out;              /* its stdin (we write), its stdout (we read) */
+	int in, out;              /* stdio: its stdin (we write), its stdout (we read); http: -1 */
+	char sock[108];           /* http: the unix socket it serves on (we connect) */
 	bool busy;                /* one request owns it */
 	unsigned starts, crashes;
 	unsigned backoff_ms;
@@ -49,5 +50,7 @@ int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen,
 void etl_worker_kill(etl_t *e, unsigned i, const char *why);
 void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz);
 void etl_probe_ns(void);
+/* Removes the directory of the http workers' sockets (etl_shutdown). */
+void etl_sockdir_remove(void);
 
 #endif

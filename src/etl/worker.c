@@ -1,6 +1,18 @@
 /*
  * worker.c - one transformer's worker processes on a target: the sandbox
- * they start in, the stdio protocol spoken to them, their restarts.
+ * they start in, the protocol spoken to them, their restarts.
+ *
+ * One supervisor for both protocols (spec.comm): only the exchange
+ * differs. stdio: a framed request on the worker's stdin, a framed answer
+ * on its stdout. http: aisd binds a unix socket for each worker (in a
+ * private 0700 directory under $TMPDIR or /tmp) and hands the listening
+ * socket to the worker as descriptor 3 (env AISD_ETL_FD=3, its path in
+ * AISD_ETL_SOCKET); each request is one connection: "PUT / HTTP/1.1" with
+ * the object's bytes and the headers Ais-Etl-Meta and Ais-Etl-Args
+ * (percent-encoded), "Connection: close"; the answer is an HTTP/1.x
+ * response whose status and body play the stdio frame's parts. A worker
+ * that is not serving (exited: the connect is refused), answers garbage,
+ * or hangs fails the request exactly as in stdio.
  *
  * NOTES ON THE DESIGN
  *  1. A worker serves one request at a time; a request takes a free live
@@ -22,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <grp.h>
 #include <poll.h>
 #include <sched.h>
@@ -29,9 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +61,13 @@
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (1 << 20) /* a worker's log: truncated at a start past half of it; RLIMIT_FSIZE */
 #define NOBODY 65534
+#define HTTP_HEAD_MAX 16384 /* an http worker's status line and headers */
+
+static pthread_mutex_t sockdir_mu = PTHREAD_MUTEX_INITIALIZER;
+static char sockdir[40]; /* http workers' sockets; made on first use */
+static unsigned sockseq;  /* their names: w<seq>.sock, never reused */
+
+static bool is_http(const etl_t *e) { return e->spec.comm[0] == 'h'; }
 
 static void child_fail(const char *what)
 {
@@ -56,16 +79,19 @@ static void child_fail(const char *what)
 }
 
 /* Rule 4. Never returns. */
-static void child(const etl_t *e, int in, int out, int logfd, char *const argv[], char *const envp[])
+static void child(const etl_t *e, int in, int out, int logfd, int lfd, char *const argv[], char *const envp[])
 {
 	const etl_cfg_t *g = &etl_cfg;
 	bool root = getuid() == 0;
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(logfd, 2) < 0)
 		_exit(127);
-	if (close_range(3, ~0U, 0) != 0) { /* before Linux 5.9: every descriptor the limit allows */
+	if (lfd >= 0 && (lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0) /* http: its listening socket */
+		_exit(127);
+	int first = lfd >= 0 ? 4 : 3;
+	if (close_range((unsigned)first, ~0U, 0) != 0) { /* before Linux 5.9: every descriptor the limit allows */
 		struct rlimit nf;
 		int top = getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < (1u << 20) ? (int)nf.rlim_cur : 1 << 20;
-		for (int fd = 3; fd < top; fd++)
+		for (int fd = first; fd < top; fd++)
 			close(fd);
 	}
 	setpgid(0, 0);
@@ -110,11 +136,79 @@ void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz)
 	snprintf(out, outsz, "%s/etl-logs/%s.%u.log", etl_cfg.dir, e->spec.name, i);
 }
 
+/* The directory of the http workers' sockets, made once. AIS_OK or AIS_ERR
+ * (msg). */
+static int sockdir_make(buf_t *msg)
+{
+	pthread_mutex_lock(&sockdir_mu);
+	if (!sockdir[0]) {
+		const char *t = getenv("TMPDIR");
+		char tmpl[40];
+		if (!t || !*t || strlen(t) > 24)
+			t = "/tmp";
+		snprintf(tmpl, sizeof(tmpl), "%s/aisd-etl-XXXXXX", t);
+		if (mkdtemp(tmpl))
+			snprintf(sockdir, sizeof(sockdir), "%s", tmpl);
+		else
+			buf_addf(msg, "cannot make a directory for its socket (%s): %s", tmpl, strerror(errno));
+	}
+	int rc = sockdir[0] ? AIS_OK : AIS_ERR;
+	pthread_mutex_unlock(&sockdir_mu);
+	return rc;
+}
+
+void etl_sockdir_remove(void)
+{
+	pthread_mutex_lock(&sockdir_mu);
+	if (sockdir[0]) {
+		DIR *d = opendir(sockdir);
+		struct dirent *de;
+		char p[320];
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				snprintf(p, sizeof(p), "%s/%s", sockdir, de->d_name);
+				unlink(p);
+			}
+		if (d)
+			closedir(d);
+		rmdir(sockdir);
+		sockdir[0] = '\0';
+	}
+	pthread_mutex_unlock(&sockdir_mu);
+}
+
+/* http: worker i's listening socket, bound at w->sock. The descriptor, or
+ * -1 (msg). */
+static int http_listen(etl_t *e, unsigned i, buf_t *msg)
+{
+	etl_worker_t *w = &e->w[i];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (sockdir_make(msg) != AIS_OK)
+		return -1;
+	pthread_mutex_lock(&sockdir_mu);
+	if (w->sock[0])
+		unlink(w->sock); /* the previous one of this worker */
+	snprintf(w->sock, sizeof(w->sock), "%s/w%u.sock", sockdir, ++sockseq);
+	pthread_mutex_unlock(&sockdir_mu);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		buf_addf(msg, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0) {
+		buf_addf(msg, "cannot listen on %s: %s", w->sock, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Starts worker i. Caller holds e->mu. AIS_OK, or AIS_ERR (msg). */
 static int spawn(etl_t *e, unsigned i, buf_t *msg)
 {
 	etl_worker_t *w = &e->w[i];
-	int pin[2], pout[2], logfd;
+	int pin[2], pout[2], logfd, lfd = -1;
 	char lp[1200], dir[1100];
 	struct stat st;
 
@@ -130,8 +224,14 @@ static int spawn(etl_t *e, unsigned i, buf_t *msg)
 		(void)!ftruncate(logfd, 0);
 	if (getuid() == 0)
 		(void)!fchown(logfd, NOBODY, NOBODY);
+	if (is_http(e) && (lfd = http_listen(e, i, msg)) < 0) {
+		close(logfd);
+		return AIS_ERR;
+	}
 	if (pipe2(pin, O_CLOEXEC) != 0) {
 		close(logfd);
+		if (lfd >= 0)
+			close(lfd);
 		buf_addf(msg, "pipe: %s", strerror(errno));
 		return AIS_ERR;
 	}
@@ -143,20 +243,28 @@ static int spawn(etl_t *e, unsigned i, buf_t *msg)
 	static char env0[][40] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8",
 				  "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"};
 	char *argv[] = {sh, dash_c, e->spec.cmd, NULL};
-	char *envp[ETL_ENV_MAX + 8];
+	char *envp[ETL_ENV_MAX + 12];
+	char env_sock[160];
+	static char env_comm[] = "AISD_ETL_COMM=http", env_fd[] = "AISD_ETL_FD=3";
 	size_t n = 0;
 	for (size_t k = 0; k < ARRAY_SIZE(env0); k++)
 		envp[n++] = env0[k];
 	for (size_t k = 0; k < e->spec.nenv; k++)
 		envp[n++] = e->spec.env[k];
+	if (lfd >= 0) {
+		snprintf(env_sock, sizeof(env_sock), "AISD_ETL_SOCKET=%s", w->sock);
+		envp[n++] = env_comm;
+		envp[n++] = env_fd;
+		envp[n++] = env_sock;
+	}
 	envp[n] = NULL;
 	pid_t pid = fork();
 	if (pid < 0) {
 		buf_addf(msg, "fork: %s", strerror(errno));
 		goto out_close_out;
 	}
-	if (pid == 0)
-		child(e, pin[0], pout[1], logfd, argv, envp);
+	if (pid == 0) /* http: nothing on stdin, stdout to the log */
+		child(e, pin[0], lfd >= 0 ? logfd : pout[1], logfd, lfd, argv, envp);
 	setpgid(pid, pid); /* both sides: no race with the kill of the group */
 	close(pin[0]);
 	close(pout[1]);
@@ -169,6 +277,12 @@ static int spawn(etl_t *e, unsigned i, buf_t *msg)
 	fcntl(w->out, F_SETFL, O_NONBLOCK);
 	fcntl(w->in, F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups per object; best effort (pipe-max-size) */
 	fcntl(w->out, F_SETPIPE_SZ, 1 << 20);
+	if (lfd >= 0) { /* the worker alone holds its socket: when it dies, a connect is refused */
+		close(lfd);
+		close(w->in);
+		close(w->out);
+		w->in = w->out = -1;
+	}
 	log_info("etl %s: worker %u started (pid %d)", e->spec.name, i, (int)pid);
 	return AIS_OK;
 out_close_out:
@@ -178,6 +292,8 @@ out_close_in:
 	close(pin[0]);
 	close(pin[1]);
 	close(logfd);
+	if (lfd >= 0)
+		close(lfd);
 	return AIS_ERR;
 }
 
@@ -195,8 +311,12 @@ void etl_worker_kill(etl_t *e, unsigned i, const char *why)
 	kill(w->pid, SIGKILL);
 	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	close(w->in);
-	close(w->out);
+	if (w->sock[0])
+		unlink(w->sock); /* http: a new one at the next start */
+	if (w->in >= 0)
+		close(w->in);
+	if (w->out >= 0)
+		close(w->out);
 	w->pid = 0;
 	w->in = w->out = -1;
 	if (why) {
@@ -215,8 +335,12 @@ static void reap_exited(etl_t *e, unsigned i)
 	int st;
 	if (w->pid > 0 && waitpid(w->pid, &st, WNOHANG) == w->pid) {
 		kill(-w->pid, SIGKILL); /* what it left in its group */
-		close(w->in);
-		close(w->out);
+		if (w->sock[0])
+			unlink(w->sock);
+		if (w->in >= 0)
+			close(w->in);
+		if (w->out >= 0)
+			close(w->out);
 		w->pid = 0;
 		w->in = w->out = -1;
 		w->crashes++;
@@ -388,6 +512,178 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *req, int64_t deadlin
 	}
 }
 
+/* A header value: bytes outside printable ASCII, and '%', percent-encoded. */
+static void pct_add(buf_t *b, const char *p, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c > 0x20 && c < 0x7f && c != '%')
+			buf_add(b, p + i, 1);
+		else
+			buf_addf(b, "%%%c%c", hex[c >> 4], hex[c & 15]);
+	}
+}
+
+/* An http worker's answer in a (EOF seen when eof): AIS_AGAIN while
+ * incomplete; AIS_OK with *wst and the body moved to a's start; AIS_ERR
+ * with *status and msg. */
+static int http_answer(const etl_t *e, buf_t *a, bool eof, int *wst, int *status, buf_t *msg)
+{
+	const char *end = a->len ? memmem(a->ptr, MIN(a->len, HTTP_HEAD_MAX), "\r\n\r\n", 4) : NULL;
+	if (!end) {
+		if (a->len < HTTP_HEAD_MAX && !eof)
+			return AIS_AGAIN;
+		*status = 502;
+		buf_addf(msg, "transformer \"%s\": %s", e->spec.name,
+			 a->len ? "malformed answer (no HTTP response head)" : "its worker closed the connection without answering");
+		return AIS_ERR;
+	}
+	size_t hl = (size_t)(end - a->ptr) + 4, clen = SIZE_MAX;
+	const char *p = a->ptr;
+	if (hl < 14 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' ||
+	    p[10] > '9' || p[11] < '0' || p[11] > '9' || (p[12] != ' ' && p[12] != '\r')) {
+		*status = 502;
+		buf_addf(msg, "transformer \"%s\": malformed answer status line \"", e->spec.name);
+		for (size_t k = 0; k < MIN(a->len, 40) && p[k] != '\r'; k++)
+			buf_addf(msg, "%c", (unsigned char)p[k] >= 0x20 && (unsigned char)p[k] < 0x7f ? p[k] : '?');
+		buf_addstr(msg, "\"");
+		return AIS_ERR;
+	}
+	unsigned st = (unsigned)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+	for (const char *h = (const char *)memchr(p, '\n', hl) + 1; h < end;
+	     h = (const char *)memchr(h, '\n', (size_t)(end - h) + 2) + 1) {
+		if (strncasecmp(h, "content-length:", 15))
+			continue;
+		const char *q = h + 15;
+		uint64_t v = 0;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		const char *d = q;
+		while (*q >= '0' && *q <= '9' && q - d < 19)
+			v = v * 10 + (uint64_t)(*q++ - '0');
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (q == d || *q != '\r') {
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": malformed Content-Length in its answer", e->spec.name);
+			return AIS_ERR;
+		}
+		clen = (size_t)v;
+	}
+	size_t body = a->len - hl;
+	if ((clen != SIZE_MAX && clen > etl_cfg.max_output) || body > etl_cfg.max_output) {
+		*status = 507;
+		buf_addf(msg, "transformer \"%s\": answer over etl.max_output (%llu)", e->spec.name,
+			 (unsigned long long)etl_cfg.max_output);
+		return AIS_ERR;
+	}
+	if (clen == SIZE_MAX ? !eof : body < clen) {
+		if (!eof)
+			return AIS_AGAIN;
+		*status = 502;
+		buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
+		return AIS_ERR;
+	}
+	if (clen != SIZE_MAX)
+		body = clen;
+	memmove(a->ptr, a->ptr + hl, body);
+	a->len = body;
+	*wst = (int)st;
+	return AIS_OK;
+}
+
+/* Rule 2, http: one connection to worker w. As exchange. */
+static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args, const char *in, size_t inlen,
+			 int64_t deadline, buf_t *out, int *wst, int *status, buf_t *msg)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	buf_t head = BUF_INIT;
+	size_t sent = 0, total;
+	int rc = AIS_ERR;
+	bool eof = false;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		*status = 500;
+		buf_addf(msg, "socket: %s", strerror(errno));
+		return AIS_ERR;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) { /* AF_UNIX: at once, or the backlog is full */
+		*status = 502;
+		buf_addf(msg, "transformer \"%s\": its worker is not serving on its socket (%s)", e->spec.name,
+			 strerror(errno));
+		goto out_close;
+	}
+	buf_addf(&head, "PUT / HTTP/1.1\r\nHost: aisd-etl\r\nConnection: close\r\nContent-Length: %zu\r\n"
+			"Content-Type: application/octet-stream\r\nAis-Etl-Meta: ",
+		 inlen);
+	pct_add(&head, meta, strlen(meta));
+	buf_addstr(&head, "\r\nAis-Etl-Args: ");
+	pct_add(&head, args.ptr, args.len);
+	buf_addstr(&head, "\r\n\r\n");
+	total = head.len + inlen;
+	for (;;) {
+		if (sent == total || eof) {
+			int r = http_answer(e, out, eof, wst, status, msg);
+			if (r != AIS_AGAIN) {
+				rc = r;
+				break;
+			}
+		}
+		int64_t left = deadline - time_mono_ns();
+		if (left <= 0) {
+			*status = 504;
+			buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name,
+				 (unsigned long long)e->spec.timeout_ms);
+			break;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
+		int r = poll(&p, 1, (int)MIN(left / 1000000 + 1, 1000));
+		if (r < 0 && errno != EINTR) {
+			*status = 500;
+			buf_addf(msg, "poll: %s", strerror(errno));
+			break;
+		}
+		if (sent < total && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n = sent < head.len ? send(fd, head.ptr + sent, head.len - sent, MSG_NOSIGNAL)
+						    : send(fd, in + (sent - head.len), total - sent, MSG_NOSIGNAL);
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				if (errno == EPIPE || errno == ECONNRESET) { /* it may have answered first */
+					sent = total;
+					continue;
+				}
+				*status = 502;
+				buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name, strerror(errno));
+				break;
+			}
+			if (n > 0)
+				sent += (size_t)n;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		size_t limit = etl_cfg.max_output + HTTP_HEAD_MAX, want = MIN((size_t)1 << 20, limit - MIN(limit, out->len));
+		if (out->cap < out->len + want + 1)
+			buf_grow(out, want + 1);
+		size_t room = MIN(out->cap - out->len - 1, limit - MIN(limit, out->len));
+		if (room == 0) {
+			*status = 507;
+			buf_addf(msg, "transformer \"%s\": answer over etl.max_output (%llu)", e->spec.name,
+				 (unsigned long long)etl_cfg.max_output);
+			break;
+		}
+		ssize_t n = recv(fd, out->ptr + out->len, room, 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			eof = true;
+		else if (n > 0)
+			out->len += (size_t)n;
+	}
+out_close:
+	close(fd);
+	buf_free(&head);
+	return rc;
+}
+
 int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen, buf_t *out, int *status,
 	    buf_t *msg)
 {
@@ -401,16 +697,20 @@ int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen,
 	}
 	if (acquire(e, deadline, &i, status, msg) != AIS_OK)
 		return AIS_ERR;
-	buf_t req = BUF_INIT;
-	size_t ml = strlen(meta);
-	buf_addf(&req, "AISETL 1 %zu %zu %zu\n", ml, args.len, inlen);
-	buf_add(&req, meta, ml);
-	buf_add(&req, args.ptr, args.len);
-	buf_add(&req, in, inlen);
-	int wst = 0;
+	int wst = 0, rc;
 	buf_reset(out);
-	int rc = exchange(e, &e->w[i], &req, deadline, out, &wst, status, msg);
-	buf_free(&req);
+	if (is_http(e)) {
+		rc = exchange_http(e, &e->w[i], meta, args, in, inlen, deadline, out, &wst, status, msg);
+	} else {
+		buf_t req = BUF_INIT;
+		size_t ml = strlen(meta);
+		buf_addf(&req, "AISETL 1 %zu %zu %zu\n", ml, args.len, inlen);
+		buf_add(&req, meta, ml);
+		buf_add(&req, args.ptr, args.len);
+		buf_add(&req, in, inlen);
+		rc = exchange(e, &e->w[i], &req, deadline, out, &wst, status, msg);
+		buf_free(&req);
+	}
 	if (rc != AIS_OK) {
 		etl_worker_kill(e, i, msg->ptr);
 		buf_reset(out);

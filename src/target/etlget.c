@@ -3,7 +3,10 @@
  * ?etl=NAME or the x-ais-etl header): the object read here, handed whole
  * to a worker of the transformer (etl.h) and its answer sent back.
  *
- * The object must be at most etl.max_input bytes (413); the read and the
+ * With ?archpath=MEMBER (a plain tar shard) the member alone is handed to
+ * the worker, found through the shard's tar index as archpath reads do.
+ *
+ * The object (member) must be at most etl.max_input bytes (413); the read and the
  * exchange run on the network pool, since a transformer may take up to
  * its timeout. Errors come from etl_transform: 404 unknown transformer,
  * 5xx naming it and the reason.
@@ -15,6 +18,8 @@
 #include <unistd.h>
 
 #include "aisd/etl.h"
+#include "aisd/names.h"
+#include "aisd/store.h"
 #include "aisd/ol.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -24,6 +29,7 @@
 struct tetl {
 	target_t *t;
 	sv_t bck, obj, name, args;
+	sv_t member; /* archpath: the member transformed; len 0: the object */
 	bool s3;
 	int status; /* 0: out holds the answer */
 	int err;    /* the open failed: errno */
@@ -77,9 +83,33 @@ static void tetl_work(http_req_t *req)
 		x->err = errno ? errno : EIO;
 		return;
 	}
-	if (etl_transform_fd(x->name.ptr, x->name.len, x->bck, x->obj, fd, m.size, m.version, x->args, &x->out,
-			     &x->status, &x->msg) == AIS_OK)
+	uint64_t off = 0, size = m.size;
+	if (x->member.len) {
+		store_tar_index_t *idx;
+		if (store_tar_index(x->t->store, x->bck.ptr, x->bck.len, x->obj.ptr, x->obj.len, &m, fd, &idx,
+				    &x->msg) != AIS_OK) {
+			x->status = errno == EINVAL ? 400 : 500;
+			buf_t b = BUF_INIT;
+			buf_addf(&b, "%.*s/%.*s is not a valid tar archive: %s", (int)x->bck.len, x->bck.ptr,
+				 (int)MIN(x->obj.len, 512), x->obj.ptr, x->msg.ptr ? x->msg.ptr : "bad header");
+			buf_reset(&x->msg);
+			buf_addsv(&x->msg, sv_of(&b));
+			buf_free(&b);
+			goto out_close;
+		}
+		int found = store_tar_index_find(idx, x->member.ptr, x->member.len, &off, &size);
+		store_tar_index_free(idx);
+		if (found != AIS_OK) {
+			x->status = 404;
+			buf_addf(&x->msg, "archpath \"%.*s\" not found in %.*s/%.*s", (int)MIN(x->member.len, 512),
+				 x->member.ptr, (int)x->bck.len, x->bck.ptr, (int)MIN(x->obj.len, 512), x->obj.ptr);
+			goto out_close;
+		}
+	}
+	if (etl_transform_at(x->name.ptr, x->name.len, x->bck, x->obj, x->member, fd, off, size, m.version, x->args,
+			     &x->out, &x->status, &x->msg) == AIS_OK)
 		x->status = 0;
+out_close:
 	close(fd);
 }
 
@@ -105,9 +135,10 @@ static void tetl_done(http_req_t *req)
 	http_resp_send_buf(req, &x->out);
 }
 
-int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, bool s3)
+static int get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member, sv_t name, bool s3)
 {
 	struct tetl *x = arena_zalloc(req->arena, sizeof(*x));
+	x->member = member;
 	arena_cleanup_add(req->arena, tetl_cleanup, x);
 	x->t = t;
 	x->bck = bck;
@@ -127,4 +158,18 @@ int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, boo
 	req->state = x;
 	http_offload_net(req, tetl_work, tetl_done);
 	return AIS_OK;
+}
+
+int tgt_get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t name, bool s3)
+{
+	return get_etl(req, t, bck, obj, (sv_t){NULL, 0}, name, s3);
+}
+
+int tgt_get_etl_member(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member, sv_t name)
+{
+	if (!name_archpath_valid(member.ptr, member.len)) {
+		http_resp_error(req, 400, "invalid archpath: 1 to %d bytes of UTF-8 without NUL bytes", NAME_OBJECT_MAX);
+		return AIS_OK;
+	}
+	return get_etl(req, t, bck, obj, member, name, false);
 }

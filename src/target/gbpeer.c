@@ -388,7 +388,14 @@ void gb_peers_start(struct gb *g)
 					 (unsigned long long)in->length);
 			buf_addch(&p->body, '}');
 		}
-		buf_addstr(&p->body, "],\"mime\":\".tar\",\"coer\":true,\"onob\":false,\"strm\":true}");
+		buf_addstr(&p->body, "],\"mime\":\".tar\",\"coer\":true,\"onob\":false,\"strm\":true");
+		if (g->mr.etl.len) { /* transformed on the owner (getbatch.c, invariant 7) */
+			buf_addstr(&p->body, ",\"etl\":");
+			buf_add_json_str(&p->body, g->mr.etl.ptr, g->mr.etl.len);
+			buf_addstr(&p->body, ",\"etl_args\":");
+			buf_add_json_str(&p->body, g->mr.etl_args.ptr, g->mr.etl_args.len);
+		}
+		buf_addch(&p->body, '}');
 		/* the cluster's signature binds the body (a JSON route buffers it) */
 		char auth[AUTHZ_INTRA_HDR_MAX], url[CMAP_URL_MAX + 16];
 		snprintf(url, sizeof(url), "%s/v1/ml/moss", p->url);

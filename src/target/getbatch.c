@@ -66,6 +66,15 @@
  *     its header is out, nothing can make its bytes right and the stream
  *     is cut (invariant 3). A holder that answers 404 ends the search (the
  *     entry is missing).
+ *  7. Transforms ("etl" in the request): each target transforms its own
+ *     entries (a peer gets "etl" in its sub-request, a holder of a copy
+ *     ?etl= on its GET) through etl_transform_at, the one path from stored
+ *     bytes to a worker. Local entries are transformed in prepare_work (on
+ *     the pool) and held whole (each at most etl.max_output) until sent; a
+ *     failed transform follows invariant 3 as a missing entry does: with
+ *     coer=true a "__404__/NAME" entry, else the request fails with the
+ *     transform's status and reason (a peer, whose sub-request runs with
+ *     coer, reports it as missing).
  *  6. Cost: a request lists at most getbatch.max_entries entries (400),
  *     a client address runs at most getbatch.max_per_client of them on a
  *     target at once (429; nodes of the cluster, whose sub-requests these
@@ -84,6 +93,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "aisd/etl.h"
 #include "aisd/httpc.h"
 #include "aisd/larc.h"
 #include "aisd/log.h"
@@ -183,6 +193,46 @@ static void local_count(struct gb *g, const moss_in_t *in, uint64_t size)
 		g->local_bytes += tar_bytes(size);
 }
 
+/* Invariant 7: local entry e (its member at e->off/e->size when it names
+ * one) through the request's transformer; its answer becomes e's data. */
+static void xform(struct gb *g, struct gb_ent *e, buf_t *msg)
+{
+	moss_in_t *in = e->in;
+	store_meta_t m;
+	int fd, status = 0;
+	buf_reset(msg);
+	if (ol_open_sync(g->t, in->bck, in->obj, g->t->base.cl != NULL, &fd, &m, msg) != AIS_OK) {
+		if (errno == ENOENT)
+			not_found(e, g->t->store);
+		else
+			gb_ent_fail(e, 500, "%.*s: %s", (int)in->name.len, in->name.ptr, strerror(errno));
+		return;
+	}
+	if (in->arch.len && m.version != e->version) {
+		close(fd);
+		gb_ent_fail(e, 409, "%.*s/%.*s changed during the batch", (int)in->bck.len, in->bck.ptr,
+			 (int)MIN(in->obj.len, 512), in->obj.ptr);
+		return;
+	}
+	buf_reset(msg);
+	buf_t out = BUF_INIT;
+	int rc = etl_transform_at(g->mr.etl.ptr, g->mr.etl.len, in->bck, in->obj, in->arch, fd, in->arch.len ? e->off : 0,
+				  in->arch.len ? e->size : m.size, m.version, g->mr.etl_args, &out, &status, msg);
+	close(fd);
+	if (rc != AIS_OK) {
+		buf_free(&out);
+		gb_ent_fail(e, status, "%s", msg->ptr ? msg->ptr : "transform failed");
+		e->xfail = true;
+		return;
+	}
+	e->xf = true;
+	e->data = out;
+	e->size = out.len;
+	e->mtime_ns = m.mtime_ns;
+	g->buffered += out.len;
+	g->local_bytes += tar_bytes(out.len);
+}
+
 static void prepare_work(http_req_t *req)
 {
 	struct gb *g = req->state;
@@ -194,12 +244,22 @@ static void prepare_work(http_req_t *req)
 	bool fetch = g->t->base.cl != NULL; /* a missing copy (a rebalance under way) is fetched */
 
 	g->local_bytes = 0;
+	bool etl = g->mr.etl.len > 0;
+	if (etl && !etl_exists(g->mr.etl.ptr, g->mr.etl.len) &&
+	    (!g->t->base.cl || etl_pull(g->t->base.cl, g->mr.etl.ptr, g->mr.etl.len) != AIS_OK)) {
+		g->etl_unknown = true;
+		return;
+	}
 	for (size_t i = 0; i < g->mr.n; i++) {
 		struct gb_ent *e = &g->e[i];
 		moss_in_t *in = e->in;
 		if (e->owner >= 0 || e->status)
 			continue;
 		if (!in->arch.len) {
+			if (etl) { /* (on the pool: a missing copy is fetched there) */
+				xform(g, e, &msg);
+				continue;
+			}
 			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) == AIS_OK) {
 				local_count(g, in, m.size);
 				continue;
@@ -255,7 +315,10 @@ static void prepare_work(http_req_t *req)
 		}
 		e->version = im.version;
 		e->mtime_ns = im.mtime_ns;
-		local_count(g, in, e->size);
+		if (etl)
+			xform(g, e, &msg);
+		else
+			local_count(g, in, e->size);
 	}
 	store_tar_index_free(idx);
 	buf_free(&msg);
@@ -429,6 +492,12 @@ static void fetch_start(struct gb *g, size_t i)
 	if (in->arch.len) {
 		buf_addstr(&path, "?archpath=");
 		buf_add_pct(&path, in->arch, false);
+	}
+	if (g->mr.etl.len) { /* invariant 7: transformed where it is read */
+		buf_addstr(&path, in->arch.len ? "&etl=" : "?etl=");
+		buf_add_pct(&path, g->mr.etl, false);
+		buf_addstr(&path, "&etl_args=");
+		buf_add_pct(&path, g->mr.etl_args, false);
 	}
 	e->rhead = false;
 	e->resumed = e->head; /* its size is known: the rest of it from another holder (invariant 5) */
@@ -659,7 +728,7 @@ static int fill(http_req_t *req, buf_t *out)
 				pump(g);
 				return out->len ? AIS_OK : AIS_AGAIN;
 			}
-			if (!e->failed && e->owner < 0) {
+			if (!e->failed && e->owner < 0 && !e->xf) {
 				int r = send_local(g, e, out);
 				if (r == AIS_AGAIN)
 					return AIS_OK; /* the file segment follows */
@@ -667,7 +736,7 @@ static int fill(http_req_t *req, buf_t *out)
 					break;
 			}
 			if (e->failed) {
-				if (!g->mr.coer || (e->status != 404 && !e->lost))
+				if (!g->mr.coer || (e->status != 404 && !e->lost && !e->xfail))
 					return abort_stream(g, e);
 				buf_t nm = BUF_INIT;
 				buf_addstr(&nm, MOSS_MISSING_PREFIX);
@@ -693,7 +762,7 @@ static int fill(http_req_t *req, buf_t *out)
 			}
 			if (e->failed)
 				return abort_stream(g, e);
-			if (e->data.len == 0) {
+			if (e->data.len == 0 && e->owner >= 0) {
 				if (g->peers[e->owner].batch) {
 					gb_peer_kick(g, &g->peers[e->owner]);
 				} else if (e->paused && e->r) {
@@ -705,6 +774,8 @@ static int fill(http_req_t *req, buf_t *out)
 				if (e->data.len == 0)
 					return out->len ? AIS_OK : AIS_AGAIN;
 			}
+			if (e->data.len == 0)
+				return abort_stream(g, e); /* (a transformed entry has all its bytes) */
 			size_t n = (size_t)MIN((uint64_t)e->data.len, g->left);
 			if (!out->len && n == e->data.len && n >= GB_HANDOFF_MIN) {
 				/* hand the buffer over as the piece; the entry gets
@@ -719,7 +790,9 @@ static int fill(http_req_t *req, buf_t *out)
 			}
 			g->buffered -= n;
 			g->left -= n;
-			if (g->peers[e->owner].batch) {
+			if (e->owner < 0) {
+				/* transformed here: nothing to resume */
+			} else if (g->peers[e->owner].batch) {
 				struct gb_peer *pr = &g->peers[e->owner];
 				if (pr->blocked || pr->paused)
 					gb_peer_kick(g, pr);
@@ -753,7 +826,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	if (!ent_ready(g, 0))
 		return;
 	struct gb_ent *e = &g->e[0];
-	if (e->failed && (!g->mr.coer || (e->status != 404 && !e->lost))) {
+	if (e->failed && (!g->mr.coer || (e->status != 404 && !e->lost && !e->xfail))) {
 		http_resp_error(req, e->status, "GetBatch entry 0 (%.*s): %s", (int)MIN(e->in->name.len, 512),
 				e->in->name.ptr, e->msg ? e->msg : "failed");
 		return;
@@ -768,6 +841,11 @@ static void prepare_done(http_req_t *req)
 	struct gb *g = req->state;
 	uint64_t max = g->t->conf->gb_max_bytes;
 
+	if (g->etl_unknown) {
+		http_resp_error(req, 404, "GetBatch: no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(g->mr.etl.len, 64),
+				g->mr.etl.ptr);
+		return;
+	}
 	if (max && g->local_bytes > max) {
 		http_resp_error(req, 400, "GetBatch: the answer would pass getbatch.max_bytes (%llu bytes): this "
 				"target's own entries alone make %llu", (unsigned long long)max,
@@ -900,7 +978,7 @@ int tgt_getbatch(http_req_t *req)
 			gb_peer_add(&g->peers[g->e[i].owner], i);
 	/* plain objects are checked on the loop (a LevelDB get each, as a GET
 	 * does); shard members need their index: on the I/O pool */
-	bool members = false;
+	bool members = g->mr.etl.len > 0; /* transforms: on the pool (invariant 7) */
 	for (size_t i = 0; i < g->mr.n && !members; i++)
 		members = g->e[i].owner < 0 && g->e[i].in->arch.len;
 	if (!members) {

@@ -42,6 +42,8 @@ struct gb_ent {
 	bool rhead;          /* this fetch's answer head was checked */
 	bool resumed;        /* this fetch asks the rest of a partly received entry */
 	bool lost;           /* failed: no holder of a copy could be reached */
+	bool xf;             /* local, transformed (etl): all its size bytes in data */
+	bool xfail;          /* failed: its transform did (coer sends it as missing) */
 	uint64_t recvd;
 };
 
@@ -55,6 +57,7 @@ struct gb {
 	bool routed;         /* entries were placed by the cluster map (not a peer's sub-request) */
 	bool on_pool;        /* prepare_work runs on the I/O pool: it may fetch missing copies */
 	bool need_fetch;     /* prepare_work on the loop found a local entry missing */
+	bool etl_unknown;    /* prepare_work: mr.etl is registered nowhere (404) */
 	struct event *wake;
 	size_t next_fetch, inflight;
 	uint64_t buffered;

@@ -581,6 +581,14 @@ static int read_here(http_req_t *req, target_t *t, sv_t bck, sv_t obj)
 {
 	sv_t ap;
 	bool z = larc_kind_of(obj.ptr, obj.len) != LARC_NONE;
+	sv_t en;
+	if (req->method == HTTP_GET && http_query_get(req, "etl", &en) && http_query_get(req, "archpath", &ap)) {
+		if (!z)
+			return tgt_get_etl_member(req, t, bck, obj, ap, en);
+		http_resp_error(req, 400, "archpath with etl reads members of plain tar shards only (not %.*s)",
+				(int)MIN(obj.len, 512), obj.ptr);
+		return AIS_OK;
+	}
 	if (http_query_get(req, "archpath", &ap))
 		return z ? tgt_get_zshard(req, bck, obj, ap, false) : get_archpath(req, t, bck, obj, ap);
 	if (http_query_get(req, "archregx", &ap))

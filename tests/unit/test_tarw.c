@@ -204,6 +204,14 @@ START_TEST(test_moss_parse)
 			 AIS_OK);
 	ck_assert(sv_eqstr(r.in[0].name, "o/m"));
 
+	/* a transformer for every entry */
+	ck_assert_int_eq(parse(a, "{\"in\":[{\"objname\":\"a\"}],\"etl\":\"up\",\"etl_args\":\"k=v\"}", "bk", &r, &err),
+			 AIS_OK);
+	ck_assert(r.etl.len == 2 && !memcmp(r.etl.ptr, "up", 2));
+	ck_assert(r.etl_args.len == 3 && !memcmp(r.etl_args.ptr, "k=v", 3));
+	ck_assert_int_eq(parse(a, "{\"in\":[{\"objname\":\"a\"}]}", "bk", &r, &err), AIS_OK);
+	ck_assert_uint_eq(r.etl.len, 0);
+
 	/* the caller's maximum: counted before any entry is read */
 	static const char two[] = "{\"in\":[{\"objname\":\"a\"},{\"objname\":\"b\"}]}";
 	buf_reset(&err);
@@ -222,6 +230,9 @@ START_TEST(test_moss_parse)
 		"{\"in\":[{\"objname\":\"a\",\"provider\":\"s3\"}]}", "{\"in\":[{\"objname\":\"a\",\"archpath\":7}]}",
 		"{\"action\":\"list\",\"value\":{\"in\":[{\"objname\":\"a\"}]}}",
 		"{\"in\":[{\"objname\":\"a\"}],\"in\":[]}", "{\"in\":[{\"objname\":\"a\"}]", "{\"in\":[{\"objname\":\"\\u0000\"}]}",
+		"{\"in\":[{\"objname\":\"a\"}],\"etl\":5}", "{\"in\":[{\"objname\":\"a\"}],\"etl\":\"a b\"}",
+		"{\"in\":[{\"objname\":\"a\"}],\"etl_args\":\"x\"}",
+		"{\"in\":[{\"objname\":\"a\",\"start\":1}],\"etl\":\"up\"}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		ck_assert_msg(parse(a, bad[i], "bk", &r, &err) == AIS_ERR, "accepted: %s", bad[i]);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # etl.sh - inline transform cost: GET of a 1 MiB object through an identity
-# transformer (a Python worker, aisd.etl.serve, stdio protocol) vs a plain
+# transformer (a Python worker, aisd.etl.serve, over stdio and over http:
+# the same file registered twice, --comm stdio and --comm http) vs a plain
 # GET, on a cluster of 1 gateway + 1 target on this host. Each round times
 # N sequential GETs of each kind on one keep-alive connection to the target
 # (the gateway's 307 is resolved once), workers warm; prints MiB/s per
-# round, the medians and their ratio (etl / plain).
+# round, the medians and their ratios (etl / plain, per mode).
 #
 # Then the offline row: a cluster of 1 gateway + 3 targets, NOBJ objects
 # of OSIZE bytes transformed by a CPU-bound Python stand-in for a decode +
@@ -35,6 +36,8 @@ PY
 chmod 644 "$TMP/identity.py"
 "$BUILD/aisctl" -e "$GW" etl init ident --cmd "python3 $TMP/identity.py" --workers "$WORKERS" \
 	"PYTHONPATH=$ROOT/tools/python" >/dev/null || die "etl init failed"
+"$BUILD/aisctl" -e "$GW" etl init identh --comm http --cmd "python3 $TMP/identity.py" --workers "$WORKERS" \
+	"PYTHONPATH=$ROOT/tools/python" >/dev/null || die "etl init --comm http failed"
 python3 - "$GW" "$ROUNDS" "$N" <<'PY'
 import http.client, statistics, sys, time, urllib.parse, urllib.request
 gw, rounds, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -56,13 +59,15 @@ def run(q):
         t.request("GET", "/v1/objects/eb/obj" + q); r = t.getresponse(); b = r.read()
         assert r.status == 200 and b == data, (r.status, len(b))
     return n / (time.monotonic() - t0)  # MiB/s
-run("?etl=ident")  # start the workers
-plain, etl = [], []
+run("?etl=ident"); run("?etl=identh")  # start the workers
+plain, etl, etlh = [], [], []
 for i in range(rounds):
-    plain.append(run("")); etl.append(run("?etl=ident"))
-    print("round %d: plain %.1f MiB/s, etl %.1f MiB/s" % (i + 1, plain[-1], etl[-1]))
-mp, me = statistics.median(plain), statistics.median(etl)
+    plain.append(run("")); etl.append(run("?etl=ident")); etlh.append(run("?etl=identh"))
+    print("round %d: plain %.1f MiB/s, etl stdio %.1f MiB/s, etl http %.1f MiB/s"
+          % (i + 1, plain[-1], etl[-1], etlh[-1]))
+mp, me, mh = statistics.median(plain), statistics.median(etl), statistics.median(etlh)
 print("median: plain %.1f MiB/s, etl (stdio, identity, Python) %.1f MiB/s, ratio %.2f" % (mp, me, me / mp))
+print("median: plain %.1f MiB/s, etl (http, identity, Python) %.1f MiB/s, ratio %.2f" % (mp, mh, mh / mp))
 PY
 
 [ "${OFFLINE:-1}" = 0 ] && exit 0

@@ -601,18 +601,26 @@ class Client:
     def _opath(bucket, name):
         return "/v1/objects/%s/%s" % (bucket, quote(name))
 
-    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None, node=None):
+    def open(self, bucket, name, start=0, length=None, archpath=None, if_match=None, node=None, etl=None,
+             etl_args=None):
         """GET as a Stream from byte `start` (and at most `length` bytes);
         with if_match (an ETag), HTTPError 412 unless the object still has
         it. The caller reads the stream and closes it. From a target on this
         host that named its unix socket before, a LocalStream (the file as a
         descriptor; the client's local=True). node: a target's URL (a
         listing's "location") asked once, directly; its errors are raised
-        (the caller then asks the endpoint)."""
-        q = {"archpath": archpath} if archpath else None
+        (the caller then asks the endpoint). etl, etl_args: the object as
+        transformer etl answers it (?etl=; always over HTTP, whole: a Range
+        is not applied to the transformed bytes)."""
+        q = {"archpath": archpath} if archpath else {}
+        if etl:
+            q["etl"] = etl
+            if etl_args:
+                q["etl_args"] = etl_args
         start_url = node.rstrip("/") + self._opath(bucket, name) if node else None
-        return self._call("GET", self._opath(bucket, name), q, headers=_range(start, length, if_match),
-                          stream=True, local=True, retry=node is None, start_url=start_url)
+        return self._call("GET", self._opath(bucket, name), q or None,
+                          headers=_range(0, None, if_match) if etl else _range(start, length, if_match),
+                          stream=True, local=not etl, retry=node is None, start_url=start_url)
 
     def open_url(self, url, start=0, length=None, if_match=None):
         """The same for any http(s) URL (a plain web server)."""

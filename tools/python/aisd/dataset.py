@@ -36,6 +36,11 @@ What ShardDataset guarantees, per epoch:
   A resumed read asks for the version it started with (If-Match with the
   first answer's ETag): a shard overwritten meanwhile raises HTTPError 412
   rather than mixing two versions.
+- etl=NAME (etl_args=A): each shard is read as transformer NAME answers
+  GET ?etl= on the target that holds it (a per-member worker, e.g.
+  aisd.etl.serve_members, keeps the member names, so the samples are the
+  listing's, each yielded exactly once); a resumed read asks the whole
+  transformed shard again (no Range) and skips the samples already yielded.
 - A .zip shard cannot be parsed as a stream (its directory is at its end):
   it is downloaded once (resumed by Range after an error, like a tar) into
   a temporary file that stays in memory up to 64 MiB, then read with
@@ -236,14 +241,25 @@ class ShardDataset(_Base):
     job_wait seconds); a restart under the same name reuses them.
     state_dict(consumed, num_workers, batch_size), load_state_dict(state):
     the mid-epoch position, to checkpoint and resume.
+    etl, etl_args: every .tar shard read through transformer etl on the
+    target that holds it (GET ?etl=, the shard transformed whole, e.g. by a
+    worker of aisd.etl.serve_members, which keeps member names, so the
+    samples are the listing's); a bucket source only, without locality or
+    cache_dir (they read the stored bytes); a resumed read asks the
+    transformed shard again and skips what was yielded.
     """
 
     def __init__(self, client=None, bucket=None, prefix=None, shards=None, urls=None, *,
                  seed=0, shuffle=True, shuffle_buffer=0, rank=None, world_size=None,
                  transform=None, timeout=60.0, retry_for=60.0, local=True, max_resumes=20,
                  locality=False, exchange=0.0, hosts=None, cache_dir=None, cache_bytes=None,
-                 cache_policy=None, prefetch=None, job=None, job_wait=120.0):
+                 cache_policy=None, prefetch=None, job=None, job_wait=120.0, etl=None, etl_args=None):
         super().__init__(seed, shuffle, rank, world_size)
+        if etl is not None and (urls is not None or locality or cache_dir is not None):
+            raise ValueError("etl reads through the cluster: a bucket source, without locality or cache_dir")
+        if etl_args is not None and etl is None:
+            raise ValueError("etl_args needs etl")
+        self.etl, self.etl_args = etl, etl_args
         if urls is not None:
             if client is not None or bucket is not None or prefix is not None or shards is not None:
                 raise ValueError("urls= is a source of its own: no client, bucket, prefix or shards")
@@ -776,7 +792,11 @@ class ShardDataset(_Base):
             f, etag = self._open_near(shard, start, etag)
             return io.BufferedReader(f, _READBUF), etag
         if not self.urls:
-            f = self.client.open(self.bucket, shard, start=start, if_match=etag)
+            if self.etl is not None:
+                f = self.client.open(self.bucket, shard, start=start, if_match=etag, etl=self.etl,
+                                     etl_args=self.etl_args)
+            else:
+                f = self.client.open(self.bucket, shard, start=start, if_match=etag)
             f = _Counted(f, self, self._kind(f), None, start)
         elif shard.startswith(("http://", "https://")):
             if self.client is None:

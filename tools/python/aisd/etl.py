@@ -10,6 +10,12 @@ on standard output (the stdio protocol of docs/api.md):
               (STATUS 200: BODY is the transformed object; else BODY is
                an error message the client sees, with 502)
 
+or, with `aisctl etl init NAME --comm http`, an HTTP/1.1 server on a unix
+socket aisd made for the worker (its listening descriptor is 3, AISD_ETL_FD;
+its path AISD_ETL_SOCKET): each request is `PUT /` with the object's bytes as
+the body and the headers Ais-Etl-Meta and Ais-Etl-Args (percent-encoded);
+the answer's status and body play the frame's parts.
+
 Usage, in a file given to `aisctl etl init NAME --cmd 'python3 FILE'`:
 
     from aisd.etl import serve
@@ -21,31 +27,96 @@ in order, names and modes unchanged):
     from aisd.etl import serve_members
     serve_members(lambda name, data, meta, args: data.upper(), ext=(".txt",))
 
-Standard library only. An exception in the function answers 500 with its
+serve() and serve_members() speak the protocol the worker was started for
+(AISD_ETL_COMM, set by aisd: "http" or absent for stdio); comm="http" or
+comm="stdio" forces one. Standard library only. An exception in the function answers 500 with its
 text; the worker keeps serving.
 """
+import http.server
 import io
 import json
+import os
+import socket
+import socketserver
 import sys
 import tarfile
 import traceback
 
-__all__ = ["serve", "serve_members", "transform_members"]
+__all__ = ["serve", "serve_http", "serve_members", "transform_members"]
 
 
 def _read_exact(f, n):
-    out = bytearray()
-    while len(out) < n:
-        b = f.read(n - len(out))
-        if not b:
+    """n bytes of f, read into one buffer (a socket's reader hands out small
+    pieces: appending them costs more than the transform)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
             raise EOFError
-        out += b
-    return bytes(out)
+        got += k
+    return bytes(buf)
 
 
-def serve(fn, stdin=None, stdout=None):
-    """Runs fn(data: bytes, meta: dict, args: str) -> bytes on every request
-    until standard input closes."""
+def _call(fn, data, meta, args):
+    """(status, bytes) of fn on one request; an exception answers 500."""
+    try:
+        out = fn(data, meta, args)
+        if isinstance(out, str):
+            out = out.encode()
+        return 200, out
+    except Exception as e:  # the client sees it; the worker lives on
+        traceback.print_exc(file=sys.stderr)
+        return 500, ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # one request per connection, as aisd sends
+
+    def do_PUT(self):
+        from urllib.parse import unquote_to_bytes
+        n = int(self.headers.get("Content-Length") or 0)
+        data = _read_exact(self.rfile, n) if n else b""
+        meta = json.loads(unquote_to_bytes(self.headers.get("Ais-Etl-Meta", "")) or b"{}")
+        args = unquote_to_bytes(self.headers.get("Ais-Etl-Args", "")).decode("utf-8", "replace")
+        status, out = _call(self.server.fn, data, meta, args)
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    do_POST = do_PUT
+
+    def log_message(self, fmt, *a):  # the log is for errors
+        pass
+
+
+class _UnixServer(socketserver.UnixStreamServer):
+    def __init__(self, fn, sock):
+        super().__init__(None, _Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+        self.fn = fn
+
+    def get_request(self):
+        conn, _ = self.socket.accept()
+        return conn, ("aisd", 0)
+
+
+def serve_http(fn, fd=None):
+    """Serves fn over HTTP on the listening unix socket aisd gave the worker
+    (descriptor fd, default AISD_ETL_FD or 3) until the worker is killed."""
+    fd = int(os.environ.get("AISD_ETL_FD", "3")) if fd is None else fd
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    _UnixServer(fn, sock).serve_forever()
+
+
+def serve(fn, stdin=None, stdout=None, comm=None):
+    """Runs fn(data: bytes, meta: dict, args: str) -> bytes on every request:
+    over stdio until standard input closes, or over HTTP (comm="http", or
+    AISD_ETL_COMM=http in the environment)."""
+    if (comm or os.environ.get("AISD_ETL_COMM", "stdio")) == "http":
+        return serve_http(fn)
     rd = stdin or sys.stdin.buffer
     wr = stdout or sys.stdout.buffer
     while True:
@@ -63,15 +134,7 @@ def serve(fn, stdin=None, stdout=None):
             data = _read_exact(rd, dl)
         except EOFError:
             return
-        try:
-            out = fn(data, meta, args)
-            if isinstance(out, str):
-                out = out.encode()
-            status = 200
-        except Exception as e:  # the client sees it; the worker lives on
-            traceback.print_exc(file=sys.stderr)
-            out = ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")
-            status = 500
+        status, out = _call(fn, data, meta, args)
         wr.write(b"%d %d\n" % (status, len(out)))
         wr.write(out)
         wr.flush()
@@ -93,6 +156,6 @@ def transform_members(fn, data, meta=None, args="", ext=None):
     return buf.getvalue()
 
 
-def serve_members(fn, ext=None, stdin=None, stdout=None):
+def serve_members(fn, ext=None, stdin=None, stdout=None, comm=None):
     """serve() over tar shards: fn(name, bytes, meta, args) -> bytes per member."""
-    serve(lambda data, meta, args: transform_members(fn, data, meta, args, ext), stdin, stdout)
+    serve(lambda data, meta, args: transform_members(fn, data, meta, args, ext), stdin, stdout, comm)
