@@ -123,6 +123,10 @@ static int cp_check(struct cp *c)
 		c->code = "AccessDenied";
 		return AIS_ERR;
 	}
+	if (c->m.sse) { /* its bytes are ciphertext under its own key (sse.c rule 6) */
+		c->code = "NotImplemented";
+		return AIS_ERR;
+	}
 	if (ol_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
 		c->code = "PreconditionFailed";
 		return AIS_ERR;
@@ -416,6 +420,10 @@ static void cp_done(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	if (c->code) {
+		if (!strcmp(c->code, "NotImplemented")) {
+			s3_error(r, c->code, "copying a server-side encrypted object is not implemented");
+			return;
+		}
 		s3_error(r, c->code, NULL);
 	} else if (c->err == ENOENT && s3_decide_missing(r, S3_RES_SOURCE) != AIS_OK) {
 		s3_error(r, "AccessDenied", NULL); /* not told whether it exists */

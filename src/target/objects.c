@@ -91,6 +91,14 @@ void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 				(int)MIN(obj.len, 512), obj.ptr);
 }
 
+/* Whether custom metadata carries an S3 server-side encryption record
+ * (src/s3/sse.c): the stored bytes are ciphertext whose key the native
+ * API does not have, so a native GET never sends them. */
+static bool sse_encrypted(const char *custom)
+{
+	return !strncmp(custom, "s3.sse=", 7) || strstr(custom, ",s3.sse=");
+}
+
 static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int err, const char *msg)
 {
 	target_t *t = req->ctx;
@@ -111,6 +119,14 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 		prop_headers(req, &m);
 		http_resp_status(req, cond);
 		http_resp_send(req, "", 0);
+		return;
+	}
+	if (req->method == HTTP_GET && sse_encrypted(m.custom)) {
+		ol_close(req, fd);
+		http_resp_error(req, 403,
+				"%.*s/%.*s is stored with S3 server-side encryption: read it through the S3 API "
+				"with its key",
+				(int)names[0].len, names[0].ptr, (int)MIN(names[1].len, 256), names[1].ptr);
 		return;
 	}
 	len = m.size;
