@@ -279,6 +279,7 @@ static int copy_remote(struct cp *c, const char *base)
 	char ah[AUTHZ_INTRA_HDR_MAX];
 	if (authz_intra_header("GET", url.ptr, NULL, 0, ah, sizeof(ah)))
 		hl = curl_slist_append(hl, ah);
+	hl = curl_slist_append(hl, "Ais-Intra: s3-copy"); /* a peer's read: an encrypted source's ciphertext too */
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
 	curl_easy_setopt(x.e, CURLOPT_PATH_AS_IS, 1L);
 	httpc_easy_tls(x.e);

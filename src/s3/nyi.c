@@ -171,7 +171,7 @@ static const struct {
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
 	{"x-amz-server-side-encryption", is_put_object, ON_OBJECT},
-	{"x-amz-server-side-encryption-", is_put_object, ON_OBJECT},
+	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };
 
 static bool served(const char *name, http_req_t *q, unsigned scope)

@@ -123,7 +123,8 @@ static int key_get(struct keyfile *f, const char *path, const char *id, unsigned
 		goto out;
 	}
 	memcpy(key, k, SSE_KEY);
-	snprintf(idout, SSE_ID_MAX + 1, "%s", id);
+	if (idout != id)
+		snprintf(idout, SSE_ID_MAX + 1, "%s", id);
 	rc = AIS_OK;
 out:
 	if (fd >= 0)
@@ -147,8 +148,6 @@ static s3_sse_t *sse_new(s3_rq_t *r)
 	arena_cleanup_add(r->http->arena, sse_cleanup, s);
 	return s;
 }
-
-static bool has(s3_rq_t *r, const char *h) { return http_req_header(r->http, h).ptr != NULL; }
 
 static bool name_is(sv_t n, const char *h) { return n.len == strlen(h) && !strncasecmp(n.ptr, h, n.len); }
 
@@ -229,7 +228,7 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 		s->mode = 'C';
 	} else if (alg.ptr && sv_eqstr(alg, "AES256") && !kid.ptr) {
 		if (!c->s3_sse_key_file[0]) {
-			s3_error(r, "NotImplemented", "SSE-S3 is not configured on this cluster (s3.sse_key_file)");
+			s3_error(r, "NotImplemented", "x-amz-server-side-encryption: SSE-S3 is not configured on this cluster (s3.sse_key_file)");
 			return AIS_ERR;
 		}
 		if (key_get(&kf_master, c->s3_sse_key_file, NULL, kek, s->kid) != AIS_OK)
@@ -237,7 +236,7 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 		s->mode = 'S';
 	} else if (alg.ptr && sv_eqstr(alg, "aws:kms")) {
 		if (!c->s3_kms_key_file[0]) {
-			s3_error(r, "NotImplemented", "SSE-KMS is not configured on this cluster (s3.kms_key_file)");
+			s3_error(r, "NotImplemented", "x-amz-server-side-encryption: SSE-KMS is not configured on this cluster (s3.kms_key_file)");
 			return AIS_ERR;
 		}
 		char id[SSE_ID_MAX + 1];
@@ -282,6 +281,14 @@ int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 	int rc;
 
 	*out = NULL;
+	for (size_t i = 0; i < r->http->nhdrs; i++) { /* a read takes only the customer key */
+		sv_t n = r->http->hdrs[i].name;
+		if (n.len >= strlen(H_ALG) && !strncasecmp(n.ptr, H_ALG, strlen(H_ALG)) && !name_is(n, H_C_ALG) &&
+		    !name_is(n, H_C_KEY) && !name_is(n, H_C_MD5)) {
+			s3_error(r, "InvalidArgument", "%.*s is not valid on a read", (int)MIN(n.len, 128), n.ptr);
+			return AIS_ERR;
+		}
+	}
 	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
 		return AIS_ERR;
 	if (!meta) {
@@ -341,7 +348,15 @@ int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 	return AIS_OK;
 }
 
-bool s3_sse_asked(s3_rq_t *r) { return has(r, H_C_ALG) || has(r, H_C_KEY) || has(r, H_C_MD5); }
+bool s3_sse_asked(s3_rq_t *r)
+{
+	for (size_t i = 0; i < r->http->nhdrs; i++) {
+		sv_t n = r->http->hdrs[i].name;
+		if (n.len > strlen(H_ALG) && !strncasecmp(n.ptr, H_ALG "-", strlen(H_ALG) + 1))
+			return true;
+	}
+	return false;
+}
 
 void s3_sse_headers(s3_rq_t *r, const s3_sse_t *s)
 {
