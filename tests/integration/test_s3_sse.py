@@ -12,6 +12,7 @@ Checks:
     odd offsets (one across a 1 MiB boundary, a suffix); HeadObject the
     same headers; the SSE-S3 ETag is the plaintext MD5, SSE-C's and
     SSE-KMS's are not.
+ 1b. An empty SSE-C object; ?partNumber=1 of an SSE-KMS object.
  2. SSE-C: GET without the key 400 InvalidRequest, with another key 403
     AccessDenied, a key whose MD5 does not match 400 InvalidArgument;
     SSE-C headers on a plain object's GET 400; SSE-KMS with an unknown key
@@ -127,6 +128,12 @@ for bck in ("ssecp", "sseec"):
             t.eq(h.get("SSEKMSKeyId"), "app-key", what + ": HEAD names the KMS key id")
         t.eq(h.get("ServerSideEncryption") or h.get("SSECustomerAlgorithm"),
              "AES256" if mode != "kms" else "aws:kms", what + ": HEAD names the mode")
+
+# an empty object, and ?partNumber=1 of an encrypted one (its whole, decrypted)
+s3.put_object(Bucket="sseec", Key="empty", Body=b"", **MODES["c"])
+t.eq(s3.get_object(Bucket="sseec", Key="empty", **READ["c"])["Body"].read(), b"", "an empty SSE-C object reads empty")
+g_ = s3.get_object(Bucket="ssecp", Key="obj-kms", PartNumber=1)
+t.check(g_["Body"].read() == DATA, "partNumber=1 of an SSE-KMS object: its plaintext")
 
 # 2. refused keys
 t.eq(err_of(lambda: s3.get_object(Bucket="ssecp", Key="obj-c")), (400, "InvalidRequest"),
