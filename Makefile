@@ -188,7 +188,8 @@ bench-small: deps all
 
 # S3 GET/PUT of 64 MiB and 10 KiB with SSE-C vs plain (tools/bench/sse.py).
 bench-sse: deps all
-	$(Q)AISD_BIN=$(BUILD)/aisd AISD_DIR=$$(mktemp -d) /usr/bin/python3 tools/bench/sse.py
+	$(Q)d=$$(mktemp -d); AISD_BIN=$(BUILD)/aisd AISD_DIR=$$d /usr/bin/python3 tools/bench/sse.py; rc=$$?; \
+	rm -rf $$d; exit $$rc
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
