@@ -77,6 +77,12 @@ static void tetl_work(http_req_t *req)
 		x->err = errno ? errno : EIO;
 		return;
 	}
+	if (tgt_sse_encrypted(m.custom)) {
+		close(fd);
+		x->status = 403;
+		buf_addstr(&x->msg, "the object is stored with S3 server-side encryption: a transformer gets no key");
+		return;
+	}
 	if (etl_transform_fd(x->name.ptr, x->name.len, x->bck, x->obj, fd, m.size, m.version, x->args, &x->out,
 			     &x->status, &x->msg) == AIS_OK)
 		x->status = 0;

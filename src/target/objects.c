@@ -91,14 +91,6 @@ void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 				(int)MIN(obj.len, 512), obj.ptr);
 }
 
-/* Whether custom metadata carries an S3 server-side encryption record
- * (src/s3/sse.c): the stored bytes are ciphertext whose key the native
- * API does not have, so a native GET from a client never sends them (a
- * peer's does: copies, repairs and S3 copies move ciphertext). */
-static bool sse_encrypted(const char *custom)
-{
-	return !strncmp(custom, "s3.sse=", 7) || strstr(custom, ",s3.sse=");
-}
 
 static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int err, const char *msg)
 {
@@ -122,7 +114,7 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 		http_resp_send(req, "", 0);
 		return;
 	}
-	if (req->method == HTTP_GET && sse_encrypted(m.custom) && !authz_is_peer(req)) {
+	if (req->method == HTTP_GET && tgt_sse_encrypted(m.custom) && !authz_is_peer(req)) {
 		ol_close(req, fd);
 		http_resp_error(req, 403,
 				"%.*s/%.*s is stored with S3 server-side encryption: read it through the S3 API "

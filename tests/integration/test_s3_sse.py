@@ -24,7 +24,7 @@ Checks:
     file the first is refused (500) and the second reads, with k1 back
     both read.
  5. The native API refuses a GET of an encrypted object (403), serves a
-    plain one; SSE headers on CreateMultipartUpload and a CopyObject of
+    plain one; GetBatch does not send an encrypted entry; SSE headers on CreateMultipartUpload and a CopyObject of
     an encrypted source answer 501 (not built), nothing stored.
  6. The AWS CLI: aws s3 cp --sse-c / --sse aws:kms up and down.
  7. No log line of any node holds a key (base64 or hex); no error-level
@@ -205,6 +205,12 @@ t.eq(r.status, 403, "native GET of an encrypted object: 403")
 t.check(MARK not in (r.body or b""), "the native refusal carries no plaintext")
 _, r = clulib.follow("GET", g.url, "/v1/objects/ssecp/plain")
 t.eq(r.status, 200, "native GET of a plain object: 200")
+for coer in (False, True):
+    mb = json.dumps({"in": [{"objname": "obj-s3"}, {"objname": "plain"}], "mime": ".tar", "coer": coer})
+    _, r = clulib.follow("GET", g.url, "/v1/ml/moss/ssecp", mb, JSON)
+    t.check(r.status == 403 and b"server-side encryption" in r.body and MARK[:24] not in r.body,
+            "GetBatch (coer %s) with an encrypted entry: 403 naming it, no plaintext" % coer,
+            (r.status, (r.body or b"")[:200]))
 t.eq(err_of(lambda: s3.create_multipart_upload(Bucket="ssecp", Key="mp", ServerSideEncryption="AES256"))[0], 501,
      "SSE on CreateMultipartUpload: 501")
 t.eq(err_of(lambda: s3.copy_object(Bucket="ssecp", Key="cp", CopySource={"Bucket": "ssecp", "Key": "obj-s3"}))[0],
