@@ -5,7 +5,8 @@
  * method, and the request headers that ask for a feature (encryption,
  * object lock, storage classes, ...), with the operations that do serve
  * some of them (served_by: x-amz-tagging on PutObject, conditional
- * writes on PutObject and CompleteMultipartUpload, ...).
+ * writes on PutObject and CompleteMultipartUpload, server-side encryption
+ * on PutObject, GetObject and HeadObject (sse.c), ...).
  *
  * Guarantee: a request that asks for something aisd does not do is never
  * answered 2xx with the request's point ignored. It is answered either
