@@ -78,7 +78,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
+.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -189,6 +189,11 @@ bench-small: deps all
 # S3 PUT/GET of 10 KiB and 64 MiB into a versioned bucket vs a plain one.
 bench-versioning: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/versioning.sh
+
+# S3 GET/PUT of 64 MiB and 10 KiB with SSE-C vs plain (tools/bench/sse.py).
+bench-sse: deps all
+	$(Q)d=$$(mktemp -d); AISD_BIN=$(BUILD)/aisd AISD_DIR=$$d /usr/bin/python3 tools/bench/sse.py; rc=$$?; \
+	rm -rf $$d; exit $$rc
 
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh

@@ -60,6 +60,9 @@ typedef struct conf {
 	char s3_domain[256];      /* virtual-hosted S3: BUCKET.<s3_domain> */
 	uint64_t s3_mpu_max_age_ms; /* multipart uploads older than this are removed */
 	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
+	char s3_sse_key_file[1024]; /* SSE-S3 master keys (src/s3/sse.c); empty: SSE-S3 off */
+	char s3_kms_key_file[1024]; /* SSE-KMS local key store; empty: SSE-KMS off */
+	bool s3_sse_c_plain_http;   /* SSE-C accepted without TLS */
 	bool s3_native_etag;        /* native writes get an MD5 S3 ETag (olput.c rule 7) */
 	uint64_t tomb_ttl_ms;       /* a deleted object's tombstone is kept this long */
 	uint64_t delete_pause_ms;   /* debug.delete_pause: a client's delete waits before its slices go */

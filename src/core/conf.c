@@ -104,6 +104,15 @@ static const struct key keys[] = {
 	{"s3.native_etag", K_BOOL, N(s3_native_etag), "on",
 	 "on: an object written through the native API (or copy-bck, ishard) gets the MD5 of its bytes as its S3 "
 	 "ETag, computed as it is written; off: no MD5 (less CPU), S3 shows its checksum as its ETag"},
+	{"s3.sse_key_file", K_STR, S(s3_sse_key_file), "",
+	 "SSE-S3 master keys: \"ID BASE64KEY\" lines (32-byte keys), mode 0600; the last is used for new writes; "
+	 "empty: SSE-S3 answers 501"},
+	{"s3.kms_key_file", K_STR, S(s3_kms_key_file), "",
+	 "SSE-KMS local key store: \"NAME BASE64KEY\" lines, the KMS key id is the NAME (the last is the default), "
+	 "mode 0600; empty: SSE-KMS answers 501"},
+	{"s3.sse_c_plain_http", K_BOOL, N(s3_sse_c_plain_http), "off",
+	 "on: SSE-C (customer keys) accepted over plain HTTP; off: only when the node listens with TLS (else 400 "
+	 "InvalidRequest, as S3)"},
 	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
 	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
 	 "TooManyUploads; 0 = no limit)"},

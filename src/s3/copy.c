@@ -129,6 +129,10 @@ static int cp_check(struct cp *c)
 		c->code = "AccessDenied";
 		return AIS_ERR;
 	}
+	if (c->m.sse) { /* its bytes are ciphertext under its own key (sse.c rule 6) */
+		c->code = "NotImplemented";
+		return AIS_ERR;
+	}
 	if (ol_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
 		c->code = "PreconditionFailed";
 		return AIS_ERR;
@@ -295,6 +299,7 @@ static int copy_remote(struct cp *c, const char *base)
 	char ah[AUTHZ_INTRA_HDR_MAX];
 	if (authz_intra_header("GET", url.ptr, NULL, 0, ah, sizeof(ah)))
 		hl = curl_slist_append(hl, ah);
+	hl = curl_slist_append(hl, "Ais-Intra: s3-copy"); /* a peer's read: an encrypted source's ciphertext too */
 	curl_easy_setopt(x.e, CURLOPT_URL, url.ptr);
 	curl_easy_setopt(x.e, CURLOPT_PATH_AS_IS, 1L);
 	httpc_easy_tls(x.e);
@@ -436,6 +441,10 @@ static void cp_done(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	if (c->code) {
+		if (!strcmp(c->code, "NotImplemented")) {
+			s3_error(r, c->code, "copying a server-side encrypted object is not implemented");
+			return;
+		}
 		s3_error(r, c->code, NULL);
 	} else if (c->err == ENOENT && s3_decide_missing(r, S3_RES_SOURCE) != AIS_OK) {
 		s3_error(r, "AccessDenied", NULL); /* not told whether it exists */

@@ -137,6 +137,8 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 		item(out, "s3.ck", NULL, m->ck);
 	if (m->parts)
 		item(out, "s3.ps", NULL, m->parts);
+	if (m->sse)
+		item(out, "s3.sse", NULL, m->sse);
 	for (size_t i = 0; i < m->tags.n && i < ARRAY_SIZE(m->tags.t); i++)
 		item(out, "s3.t.", m->tags.t[i].key, m->tags.t[i].value);
 	if (m->owner) {
@@ -183,6 +185,8 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 				m->ck = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.ps")) {
 				m->parts = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.sse")) {
+				m->sse = unpct(a, v, vl);
 			} else if (sv_startswith(k, "s3.t.")) {
 				if (m->tags.n < S3_OBJECT_TAGS_MAX) {
 					m->tags.t[m->tags.n].key = unpct(a, k.ptr + 5, k.len - 5);

@@ -5,7 +5,8 @@
  * method, and the request headers that ask for a feature (encryption,
  * object lock, storage classes, ...), with the operations that do serve
  * some of them (served_by: x-amz-tagging on PutObject, conditional
- * writes on PutObject and CompleteMultipartUpload, ...).
+ * writes on PutObject and CompleteMultipartUpload, server-side encryption
+ * on PutObject, GetObject and HeadObject (sse.c), ...).
  *
  * Guarantee: a request that asks for something aisd does not do is never
  * answered 2xx with the request's point ignored. It is answered either
@@ -152,23 +153,34 @@ static bool is_complete(http_req_t *q) { return q->method == HTTP_POST && s3_que
 static bool is_create(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploads"); }
 static bool tags_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_create(q); }
 static bool cond_served(http_req_t *q) { return is_put_object(q) || is_complete(q); }
+static bool is_read(http_req_t *q)
+{
+	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
+}
+/* SSE-C keys on PutObject and on GetObject/HeadObject (sse.c); the SSE-S3
+ * and SSE-KMS request headers on PutObject only. */
+static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_read(q); }
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
  * apply to them). */
 static const struct {
 	const char *name;
 	bool (*served)(http_req_t *q);
+	unsigned scope; /* where it is served (0: wherever the rule applies) */
 } served_by[] = {
-	{"x-amz-tagging", tags_served},
-	{"If-Match", cond_served},
-	{"If-None-Match", cond_served},
+	{"x-amz-tagging", tags_served, 0},
+	{"If-Match", cond_served, 0},
+	{"If-None-Match", cond_served, 0},
+	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
+	{"x-amz-server-side-encryption", is_put_object, ON_OBJECT},
+	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };
 
-static bool served(const char *name, http_req_t *q)
+static bool served(const char *name, http_req_t *q, unsigned scope)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(served_by); i++)
 		if (!strcmp(served_by[i].name, name))
-			return served_by[i].served(q);
+			return (!served_by[i].scope || (served_by[i].scope & scope)) && served_by[i].served(q);
 	return false;
 }
 
@@ -304,7 +316,7 @@ bool s3_nyi_answered(s3_rq_t *r)
 			const struct hdr_rule *h = &hdr_rules[k];
 			if (!(h->scope & scope) || (h->methods && !(h->methods & M(m))))
 				continue;
-			if (rule_matches(h, &req->hdrs[i]) && !served(h->name, req)) {
+			if (rule_matches(h, &req->hdrs[i]) && !served(h->name, req, scope)) {
 				s3_error(r, "NotImplemented", "%.*s: %s is not implemented", (int)MIN(req->hdrs[i].name.len, 128),
 					 req->hdrs[i].name.ptr, h->what);
 				return true;

@@ -96,6 +96,68 @@ static int part_range(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m, ui
 	return AIS_OK;
 }
 
+/* --- the decrypting send (sse.c rule 2) ----------------------------------------------- */
+
+#define DEC_PIECE (256u << 10)
+
+/* An encrypted object's bytes from start, read and decrypted a piece at a
+ * time (reads of the owner's own file: a cold one blocks the loop for
+ * one piece's read). In r->op from the send on. */
+struct dsend {
+	s3_sse_t *sse;
+	int fd;
+	uint64_t off, end;
+};
+
+static void dsend_cleanup(void *arg)
+{
+	struct dsend *d = arg;
+	if (d->fd >= 0)
+		close(d->fd);
+}
+
+static int dsend_fill(http_req_t *req, buf_t *out)
+{
+	s3_rq_t *r = req->state;
+	struct dsend *d = r->op;
+	if (d->off == d->end)
+		return AIS_DONE;
+	size_t want = (size_t)MIN((uint64_t)DEC_PIECE, d->end - d->off);
+	buf_grow(out, want);
+	ssize_t n = pread(d->fd, out->ptr + out->len, want, (off_t)d->off);
+	if (n <= 0) {
+		log_warn("s3: reading %.*s/%.*s for decryption", (int)r->bucket.len, r->bucket.ptr,
+			 (int)MIN(r->key.len, 256), r->key.ptr);
+		return AIS_ERR;
+	}
+	if (s3_sse_xor(d->sse, d->off, out->ptr + out->len, out->ptr + out->len, (size_t)n) != AIS_OK)
+		return AIS_ERR;
+	out->len += (size_t)n;
+	d->off += (uint64_t)n;
+	return d->off == d->end ? AIS_DONE : AIS_OK;
+}
+
+static void dsend(s3_rq_t *r, s3_sse_t *sse, int fd, uint64_t start, uint64_t len)
+{
+	struct dsend *d = arena_zalloc(r->http->arena, sizeof(*d));
+	d->sse = sse;
+	d->fd = fd;
+	d->off = start;
+	d->end = start + len;
+	arena_cleanup_add(r->http->arena, dsend_cleanup, d);
+	r->op = d;
+	r->http->state = r;
+	if (!len) {
+		http_resp_send(r->http, "", 0);
+		return;
+	}
+	http_resp_send_stream_len(r->http, dsend_fill, len);
+}
+
+/* r->op of a GET reopened for decryption: its fd is the file itself
+ * (opened without OL_STREAM: no bytes from memory, slices or a fetch). */
+static char whole_file;
+
 static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -151,6 +213,18 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		ol_close(req, fd);
 		return;
 	}
+	s3_sse_t *sse = NULL;
+	if ((m.sse || s3_sse_asked(r)) && s3_sse_get(r, m.sse, &sse) != AIS_OK) {
+		ol_close(req, fd);
+		return;
+	}
+	if (sse && req->method == HTTP_GET && r->op != &whole_file) {
+		ol_close(req, fd);
+		r->op = &whole_file;
+		unsigned f = !http_req_has_header(req, "Range") && !s3_query_has(req, "partNumber") ? OL_VERIFY : 0;
+		ol_open(req, req->ctx, r->bucket, r->key, f, get_opened, r);
+		return;
+	}
 	s3_etag_of(&sm, &m, etag, sizeof(etag));
 	int cond = ol_conditions(req, etag, sm.mtime_ns, "", true);
 	if (cond == 412) {
@@ -187,6 +261,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	overrides(r, &m);
 	s3_common_headers(r);
 	s3_meta_headers(r, &sm, &m);
+	s3_sse_headers(r, sse);
 	if (rr != AIS_OK) /* the whole object's checksum, not a range's */
 		s3_ck_headers(r, &m);
 	if (nparts)
@@ -202,7 +277,10 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	}
 	if (req->method == HTTP_GET)
 		store_touch(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, &sm);
-	ol_send(req, fd, start, len);
+	if (sse && req->method == HTTP_GET)
+		dsend(r, sse, fd, start, len);
+	else
+		ol_send(req, fd, start, len);
 }
 
 static int get_object(s3_rq_t *r)
@@ -245,6 +323,11 @@ static int get_object(s3_rq_t *r)
 			r->vkey = r->key;
 		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
 		buf_free(&name);
+	}
+	if (req->method == HTTP_GET && s3_sse_asked(r)) { /* SSE-C: the file itself, decrypted (dsend) */
+		r->op = &whole_file;
+		ol_open(req, req->ctx, r->bucket, r->key, f, get_opened, r);
+		return AIS_OK;
 	}
 	ol_open(req, req->ctx, r->bucket, r->key, f | OL_STREAM, get_opened, r);
 	return AIS_OK;
@@ -472,6 +555,7 @@ static void obj_reply(s3_put_t *p)
 	struct obj_sink *s = p->sink;
 	s3_common_headers(p->r);
 	s3_version_header(p->r, s->op.meta.custom);
+	s3_sse_headers(p->r, p->sse);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
 	s3_put_ck_header(p, true);
 	http_resp_send(p->r->http, "", 0);
@@ -499,8 +583,10 @@ static int put_object(s3_rq_t *r)
 		return AIS_OK;
 	}
 	if (s3_meta_from_req(r, &s->m) != AIS_OK || s3_tags_from_req(r, &s->m.tags) != AIS_OK ||
-	    s3_cond_arm(r, &s->op, &p->code) != AIS_OK)
+	    s3_cond_arm(r, &s->op, &p->code) != AIS_OK || s3_sse_put(r, &p->sse) != AIS_OK)
 		return AIS_OK;
+	if (p->sse)
+		s->m.sse = p->sse->meta;
 	memset(s->m.etag, 'f', 32);
 	static char longest_ck[] = "sha256:0123456789012345678901234567890123456789012=:FULL_OBJECT";
 	s->m.ck = longest_ck;

@@ -45,7 +45,22 @@ static void p_fail(ol_stream_t *s, int err)
 
 static int emit(void *arg, const char *data, size_t n)
 {
-	ol_stream_emit(arg, data, n);
+	ol_stream_t *s = arg;
+	s3_put_t *p = put_of(s);
+	if (!p->sse) {
+		ol_stream_emit(s, data, n);
+		return AIS_OK;
+	}
+	char enc[16 * 1024]; /* sse.c rule 2: ciphertext is what enters the object layer */
+	while (n) {
+		size_t k = MIN(n, sizeof(enc));
+		if (s3_sse_xor(p->sse, p->off, data, enc, k) != AIS_OK)
+			return AIS_ERR;
+		ol_stream_emit(s, enc, k);
+		p->off += k;
+		data += k;
+		n -= k;
+	}
 	return AIS_OK;
 }
 
@@ -70,6 +85,8 @@ static int p_end(ol_stream_t *s)
 	}
 	s3_body_md5(p->dec, p->md5);
 	hex_encode(p->md5, 16, p->md5hex);
+	if (p->sse)
+		s3_sse_etag(p->sse, p->md5, p->md5hex);
 	const char *name, *value;
 	if (s3_body_checksum(p->dec, &name, &value)) {
 		p->ck = s3_ck_by_name(sv_from(name + strlen("x-amz-checksum-")));

@@ -17,6 +17,7 @@
 #include "aisd/s3.h"
 #include "aisd/s3acl.h"
 #include "aisd/s3auth.h"
+#include "aisd/sse.h"
 #include "aisd/store.h"
 
 #define S3_MAX_KEYS 1000
@@ -205,6 +206,7 @@ typedef struct s3_meta {
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
 	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
 	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
+	char *sse;      /* server-side encryption record ("s3.sse", sse.c); NULL: stored as sent */
 } s3_meta_t;
 /* From request headers (PUT, CreateMultipartUpload, Copy REPLACE),
  * with the owner and ACL of s3_meta_acl_from_req.
@@ -369,6 +371,7 @@ int s3_cond_arm(s3_rq_t *r, ol_put_t *w, const char **code);
 
 /* --- put.c: a request body streamed to a sink by the object layer's
  * pipeline (ol_stream), through the SigV4 body decoder. --- */
+typedef struct s3_sse s3_sse_t;
 typedef struct s3_put s3_put_t;
 typedef struct s3_put_ops {
 	int (*begin)(s3_put_t *p);                          /* pool; errno */
@@ -389,6 +392,8 @@ struct s3_put {
 	const char *code;    /* an S3 error code the sink chose */
 	const char *msg;     /* and its message (NULL: the code's) */
 	s3_body_t *dec;
+	s3_sse_t *sse;       /* encrypt what the decoder emits (NULL: store as sent) */
+	uint64_t off;        /* the bytes emitted so far */
 };
 /* Starts streaming the request body to p's sink through the SigV4 body
  * decoder; the sink commits only after the decoder's finish succeeded
@@ -397,6 +402,35 @@ void s3_put_start(s3_rq_t *r, s3_put_t *p);
 /* The answer's x-amz-checksum-ALG and -type headers of p's verified
  * checksum, when the client sent one. */
 void s3_put_ck_header(const s3_put_t *p, bool with_type);
+
+/* --- sse.c: server-side encryption (design rules at the top of sse.c) --- */
+struct s3_sse {
+	char mode;                 /* 'C' SSE-C, 'S' SSE-S3, 'K' SSE-KMS */
+	char kid[SSE_ID_MAX + 1];  /* the master or KMS key's id */
+	char keymd5[25];           /* SSE-C: the key's MD5, base64 (answered back) */
+	unsigned char dk[SSE_KEY], iv[SSE_IV];
+	sse_ctr_t ctr;
+	char *meta;                /* the record for s3_meta_t.sse (s3_sse_put) */
+};
+/* A write's encryption from its headers: AIS_OK with *out (NULL: not
+ * encrypted), or AIS_ERR after answering (400 InvalidArgument/
+ * InvalidRequest, 501 for a mode not configured). Keys are wiped with the
+ * request. */
+int s3_sse_put(s3_rq_t *r, s3_sse_t **out);
+/* A read of an object whose record is meta (NULL: not encrypted) with the
+ * request's SSE-C headers: AIS_OK with *out (NULL: plain), or AIS_ERR after
+ * answering (400 InvalidRequest: key missing or given for a plain object,
+ * 403 AccessDenied: another key, 500: key file unusable). */
+int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out);
+/* Whether the request carries SSE-C headers. */
+bool s3_sse_asked(s3_rq_t *r);
+/* The answer's x-amz-server-side-encryption* headers (s NULL: none). */
+void s3_sse_headers(s3_rq_t *r, const s3_sse_t *s);
+/* En/decrypts n bytes at object offset off. AIS_OK or AIS_ERR. */
+int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n);
+/* The S3 ETag of an encrypted object from its plaintext MD5 (rule 3):
+ * SSE-S3 leaves hex as it is. */
+void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33]);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);

@@ -83,6 +83,12 @@ static void tetl_work(http_req_t *req)
 		x->err = errno ? errno : EIO;
 		return;
 	}
+	if (tgt_sse_encrypted(m.custom)) {
+		close(fd);
+		x->status = 403;
+		buf_addstr(&x->msg, "the object is stored with S3 server-side encryption: a transformer gets no key");
+		return;
+	}
 	uint64_t off = 0, size = m.size;
 	if (x->member.len) {
 		store_tar_index_t *idx;

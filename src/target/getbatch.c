@@ -261,6 +261,11 @@ static void prepare_work(http_req_t *req)
 				continue;
 			}
 			if (store_lookup(s, in->bck.ptr, in->bck.len, in->obj.ptr, in->obj.len, &m) == AIS_OK) {
+				if (tgt_sse_encrypted(m.custom)) {
+					gb_ent_fail(e, 403, "%.*s: stored with S3 server-side encryption", (int)in->name.len,
+						    in->name.ptr);
+					continue;
+				}
 				local_count(g, in, m.size);
 				continue;
 			}
@@ -271,6 +276,11 @@ static void prepare_work(http_req_t *req)
 			int fd;
 			if (errno == ENOENT && fetch && ol_open_sync(g->t, in->bck, in->obj, true, &fd, &m, &msg) == AIS_OK) {
 				close(fd);
+				if (tgt_sse_encrypted(m.custom)) {
+					gb_ent_fail(e, 403, "%.*s: stored with S3 server-side encryption", (int)in->name.len,
+						    in->name.ptr);
+					continue;
+				}
 				local_count(g, in, m.size);
 				continue;
 			}

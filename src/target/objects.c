@@ -93,6 +93,7 @@ void tgt_not_found(http_req_t *req, sv_t bck, sv_t obj)
 				(int)MIN(obj.len, 512), obj.ptr);
 }
 
+
 static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int err, const char *msg)
 {
 	target_t *t = req->ctx;
@@ -113,6 +114,14 @@ static void serve_open(http_req_t *req, void *arg, int fd, store_meta_t *mp, int
 		prop_headers(req, &m);
 		http_resp_status(req, cond);
 		http_resp_send(req, "", 0);
+		return;
+	}
+	if (req->method == HTTP_GET && tgt_sse_encrypted(m.custom) && !authz_is_peer(req)) {
+		ol_close(req, fd);
+		http_resp_error(req, 403,
+				"%.*s/%.*s is stored with S3 server-side encryption: read it through the S3 API "
+				"with its key",
+				(int)names[0].len, names[0].ptr, (int)MIN(names[1].len, 256), names[1].ptr);
 		return;
 	}
 	len = m.size;

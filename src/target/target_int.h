@@ -241,4 +241,11 @@ void bkj_stats(sv_t kind, struct job_stats *out);
 /* Stops the runs in progress (target_stop). */
 void bkj_stop(void);
 
+/* Whether custom metadata carries an S3 server-side encryption record
+ * (src/s3/sse.c: "s3.sse"): the stored bytes are ciphertext whose key only
+ * the S3 API gets from its client or key file, so the native GET, ETL and
+ * GetBatch refuse to send them to a client (403) rather than send
+ * ciphertext as if it were the object. */
+bool tgt_sse_encrypted(const char *custom);
+
 #endif

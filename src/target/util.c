@@ -148,3 +148,8 @@ bool tgt_moss_allowed(http_req_t *req, const moss_req_t *mr)
 	}
 	return authz_request(req, res, n);
 }
+
+bool tgt_sse_encrypted(const char *custom)
+{
+	return !strncmp(custom, "s3.sse=", 7) || strstr(custom, ",s3.sse=");
+}
