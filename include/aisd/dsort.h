@@ -31,12 +31,17 @@
  *     tar bytes (a sample is never split; a larger one is alone), or
  *     samples_per_shard samples; shard i is named by the template
  *     (ishard_name), and a plan with more shards than it names fails.
+ *     Algorithm "order" cuts by the order file instead: each shard it
+ *     names gets the samples it lists, the others go to unlisted_shard
+ *     (or fail the run). The gateway reads the file (order_file) once and
+ *     hands its text to the targets in the spec ("order_text").
  *  5. Phase 2: the builder of output shard i is the HRW owner of DST/NAME
  *     among the spec's targets. It writes every shard it builds (members'
  *     data read from its store, or with ranged GETs of the input shard
  *     through the object layer: records move target to target, never
  *     through a gateway) into one spool: memory up to dsort.memory_limit,
- *     then a temporary file on a mountpath. When every target has built its
+ *     then a temporary file on a mountpath. A shard named ".tgz" or
+ *     ".tar.gz" is gzip-compressed there once built (tgzw.h). When every target has built its
  *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
  *     shards to DST's owners as a client's writes (copies, erasure coding
  *     hold; a listing never shows a partial shard).
@@ -60,11 +65,47 @@
 
 #include "aisd/buf.h"
 #include "aisd/ishard.h"
+#include "aisd/names.h"
 
-enum dsort_alg { DSORT_SHUFFLE, DSORT_ALPHA, DSORT_NUMERIC, DSORT_CONTENT };
+enum dsort_alg { DSORT_SHUFFLE, DSORT_ALPHA, DSORT_NUMERIC, DSORT_CONTENT, DSORT_ORDER };
 
 #define DSORT_EXT_MAX 63
 #define DSORT_CONTENT_MAX 256 /* bytes of a content_ext member used as its sort key */
+#define DSORT_ORDER_MAX (16u << 20) /* bytes of an order file */
+
+/*
+ * An order file (algorithm "order"): text, one sample per line,
+ * "KEY<TAB>OUTPUT-SHARD-NAME" (a trailing CR ignored; empty lines and lines
+ * starting with '#' skipped). The samples of a shard are in the file's
+ * order (several records of one key: in canonical order), shards in the
+ * order of their first line. A key listed twice, a line without a TAB or
+ * with an empty key, and a shard name that is not an object name ending in
+ * .tar, .tgz or .tar.gz (or, with a template, that the template does not
+ * name) are errors. Keys listed that no input holds are ignored.
+ */
+typedef struct dsort_okey {
+	const char *key; /* into text */
+	uint32_t shard;  /* index in shards */
+	uint32_t line;   /* its rank in the file */
+} dsort_okey_t;
+
+typedef struct dsort_ofile {
+	char *text;          /* the file, NULs put in */
+	const char **shards; /* into text, in the order of their first line */
+	size_t nshards;
+	dsort_okey_t *keys;  /* sorted by key */
+	size_t nkeys;
+} dsort_ofile_t;
+
+/* Parses an order file of len bytes (copied); tpl: "" or the template
+ * shard names must match. 0, or 400 with err naming the line. Pure. */
+int dsort_ofile_parse(const char *text, size_t len, const char *tpl, dsort_ofile_t *of, buf_t *err);
+void dsort_ofile_free(dsort_ofile_t *of);
+/* The entry of key, or NULL when the file does not list it. */
+const dsort_okey_t *dsort_ofile_find(const dsort_ofile_t *of, const char *key);
+/* Is name a dsort output shard name (an object name ending in .tar, .tgz
+ * or .tar.gz)? .tgz and .tar.gz shards are gzip-compressed tars. */
+bool dsort_out_name_ok(const char *name);
 
 typedef struct dsort_spec {
 	enum dsort_alg alg;
@@ -75,19 +116,28 @@ typedef struct dsort_spec {
 	char tpl[ISHARD_NAME_MAX + 1];
 	char in_tpl[ISHARD_NAME_MAX + 1]; /* "" none */
 	char prefix[ISHARD_NAME_MAX + 1];
+	/* algorithm "order": "order_file" (BUCKET/OBJECT), "unlisted_shard"
+	 * ("": a sample the file does not list fails the run) */
+	char order_file[NAME_BUCKET_MAX + 1 + ISHARD_NAME_MAX + 1];
+	char unlisted[ISHARD_NAME_MAX + 1];
+	const dsort_ofile_t *of; /* set by the caller before dsort_order and dsort_cut */
 } dsort_spec_t;
 
 /* Checks and reads the options of spec ({"algorithm","seed","content_ext",
  * "content_type","shard_size"|"samples_per_shard","template",
- * "input_template","prefix","dry_run"}). 0, or 400 with err saying what
- * to fix. Pure. */
+ * "input_template","prefix","dry_run","order_file","unlisted_shard"}).
+ * Algorithm "order" takes no shard_size nor samples_per_shard (the file
+ * names the shards) and its template is optional. 0, or 400 with err
+ * saying what to fix. Pure. */
 int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err);
 
 /* The gateway's part (pure): from the listing of SRC ([[NAME,SIZE],..])
  * and the active targets ([[ID,INTRA_URL],..]), sets spec's "objects"
  * ([[NAME,SIZE,TARGET],..]: the input shards and the target index each is
  * assigned to) and "targets". same: DST is SRC (its output must not be
- * named like an input). 0, or 400 with err. */
+ * named like an input). Algorithm "order": spec's "order_text" (the order
+ * file, put there by the gateway) is parsed and checked too. 0, or 400
+ * with err. */
 int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets, bool same, buf_t *err);
 /* A dry run's answer: {"input_shards","input_bytes","skipped","targets":
  * {ID:{"shards","bytes"}},"algorithm","output":{"first","estimated_shards"}}. */
@@ -108,17 +158,25 @@ typedef struct dsort_rec {
 typedef struct dsort_out {
 	size_t first, n; /* order[first .. first+n) */
 	uint64_t bytes;  /* tar bytes, end blocks included */
+	uint32_t oshard; /* "order": its index in the file's shards (nshards: unlisted_shard) */
 } dsort_out_t;
 
-/* Rule 3: fills order[0..n) with the records' global order. Pure. */
+/* Rule 3: fills order[0..n) with the records' global order ("order": by
+ * the file's shard and line, unlisted records last in canonical order).
+ * Pure. */
 void dsort_order(const dsort_spec_t *s, const dsort_rec_t *recs, size_t n, size_t *order);
 /* Compares two decimal numbers given as text (optional sign, digits,
  * fraction): <0, 0, >0; *ok false when either is not such a number. Pure. */
 int dsort_numcmp(const char *a, size_t alen, const char *b, size_t blen, bool *ok);
-/* Rule 4: the output shards of order (*outs: caller frees). 0, or 400
- * with err (the template cannot name them all). Pure. */
+/* Rule 4: the output shards of order (*outs: caller frees); "order":
+ * one per shard of the file that holds a sample, the unlisted_shard last.
+ * 0, or 400 with err (the template cannot name them all; a sample the
+ * order file does not list, without unlisted_shard). Pure. */
 int dsort_cut(const dsort_spec_t *s, const dsort_rec_t *recs, const size_t *order, size_t n, dsort_out_t **outs,
 	      size_t *nouts, buf_t *err);
+
+/* The name of output shard i of outs into nm (ISHARD_NAME_MAX + 1). */
+void dsort_out_name(const dsort_spec_t *s, const dsort_out_t *outs, size_t i, char *nm);
 
 struct cluster;
 struct http_req;

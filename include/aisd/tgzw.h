@@ -24,5 +24,7 @@ bool tgzw_is_tgz(const char *name, size_t len);
  * is not taken) into out at its position. AIS_OK, or AIS_ERR with err set
  * (a read, write or zlib error). */
 int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err);
+/* The same, with the len bytes of fd from offset off. */
+int tgzw_compress_at(int fd, uint64_t off, uint64_t len, FILE *out, buf_t *err);
 
 #endif

@@ -21,7 +21,9 @@ bool tgzw_is_tgz(const char *name, size_t len)
 	return (len > 4 && !memcmp(name + len - 4, ".tgz", 4)) || (len > 7 && !memcmp(name + len - 7, ".tar.gz", 7));
 }
 
-int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err)
+int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err) { return tgzw_compress_at(fd, 0, len, out, err); }
+
+int tgzw_compress_at(int fd, uint64_t off, uint64_t len, FILE *out, buf_t *err)
 {
 	unsigned char *in = xmalloc(PIECE), *z = xmalloc(PIECE);
 	z_stream s;
@@ -36,7 +38,7 @@ int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err)
 	int rc = AIS_OK, flush = Z_NO_FLUSH;
 	do {
 		size_t want = len - at < PIECE ? (size_t)(len - at) : PIECE;
-		ssize_t r = want ? pread(fd, in, want, (off_t)at) : 0;
+		ssize_t r = want ? pread(fd, in, want, (off_t)(off + at)) : 0;
 		if (r < 0 || (size_t)r != want) {
 			buf_addf(err, "gzip: reading the tar: %s", r < 0 ? strerror(errno) : "short read");
 			rc = AIS_ERR;

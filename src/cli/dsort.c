@@ -35,18 +35,22 @@ int cli_dsort(struct cli *c, const struct cli_args *a)
 		return cli_usage_error(a->cmd, "--samples-per-shard: a number, not '%s'", ps);
 	if (sd && num_parse_u64(sd, strlen(sd), 0, INT64_MAX, &seed) != AIS_OK)
 		return cli_usage_error(a->cmd, "--seed: a number, not '%s'", sd);
-	json_t *v = json_pack("{s:s,s:s,s:b}", "template", tpl ? tpl : "shard-%06d.tar", "algorithm",
-			      alg ? alg : "alphanumeric", "dry_run", dry);
+	bool ord = alg && !strcmp(alg, "order"); /* the order file names the shards */
+	json_t *v = json_pack("{s:s,s:b}", "algorithm", alg ? alg : "alphanumeric", "dry_run", dry);
+	if (tpl || !ord)
+		json_object_set_new(v, "template", json_string(tpl ? tpl : "shard-%06d.tar"));
 	if (ps)
 		json_object_set_new(v, "samples_per_shard", json_integer((json_int_t)per));
-	else
+	else if (ss || !ord)
 		json_object_set_new(v, "shard_size", json_integer((json_int_t)(ss ? size : 64u << 20)));
 	if (sd)
 		json_object_set_new(v, "seed", json_integer((json_int_t)seed));
 	const char *str[][2] = {{"prefix", "prefix"},
 				{"input-template", "input_template"},
 				{"content-ext", "content_ext"},
-				{"content-type", "content_type"}};
+				{"content-type", "content_type"},
+				{"order-file", "order_file"},
+				{"unlisted-shard", "unlisted_shard"}};
 	for (size_t i = 0; i < ARRAY_SIZE(str); i++)
 		if (cli_opt(a, str[i][0]))
 			json_object_set_new(v, str[i][1], json_string(cli_opt(a, str[i][0])));

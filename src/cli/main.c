@@ -179,10 +179,14 @@ static const struct cli_opt opts_archive_put[] = {
 };
 
 static const struct cli_opt opts_dsort[] = {
-	{"template", 0, "TPL", "output shard names: out-%06d.tar or out-{0000..9999}.tar (default shard-%06d.tar)"},
+	{"template", 0, "TPL", "output shard names: out-%06d.tar or out-{0000..9999}.tar, .tgz or .tar.gz for "
+			      "gzip-compressed shards (default shard-%06d.tar)"},
 	{"shard-size", 0, "SIZE", "at most SIZE bytes of tar per output shard: 64MiB, 1GiB (default 64MiB)"},
 	{"samples-per-shard", 0, "N", "N samples per output shard (instead of --shard-size)"},
-	{"algorithm", 0, "ALG", "shuffle, alphanumeric (default), numeric (the key's last number) or content"},
+	{"algorithm", 0, "ALG", "shuffle, alphanumeric (default), numeric (the key's last number), content or order"},
+	{"order-file", 0, "BUCKET/OBJ", "order: the file of lines KEY<TAB>OUTPUT-SHARD that places the samples"},
+	{"unlisted-shard", 0, "NAME", "order: the output shard of the samples the file does not list (default: "
+				      "such a sample fails the job)"},
 	{"seed", 0, "SEED", "shuffle: the same SEED, the same order (default: a fresh one)"},
 	{"content-ext", 0, ".EXT", "content: sort by the member with this extension (e.g. .cls)"},
 	{"content-type", 0, "number|string", "content: the member's text read as a number (default) or a string"},

@@ -32,6 +32,7 @@
 #include "aisd/status.h"
 #include "aisd/tar.h"
 #include "aisd/tarw.h"
+#include "aisd/tgzw.h"
 #include "aisd/util.h"
 #include "aisd/xp.h"
 #include "dsort_int.h"
@@ -66,6 +67,7 @@ struct drun {
 	uint64_t splen;
 	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool */
 	char cause[300]; /* a peer's failure that failed this run: passed on as it is */
+	dsort_ofile_t of; /* "order": the order file (the spec's "order_text") */
 };
 
 static struct cluster *dcl;
@@ -626,6 +628,43 @@ static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t l
 	}
 }
 
+static ssize_t spool_cookie_write(void *arg, const char *p, size_t n)
+{
+	return spool_write(arg, p, n) == AIS_OK ? (ssize_t)n : -1;
+}
+
+/* A .tgz/.tar.gz output shard: the tar just built at [start, splen) of the
+ * spool is compressed (tgzw.h) and takes its place. false with x's error
+ * set. */
+static bool compress_built(struct drun *x, const char *name, uint64_t start)
+{
+	uint64_t tlen = x->splen - start, zat = x->splen;
+	int rfd = dup(x->spfd); /* the spool may move to a file while it grows: the tar stays readable here */
+	cookie_io_functions_t io = {.write = spool_cookie_write};
+	FILE *out = rfd >= 0 ? fopencookie(x, "w", io) : NULL;
+	buf_t err = BUF_INIT;
+	bool ok = out && tgzw_compress_at(rfd, start, tlen, out, &err) == AIS_OK;
+	if (out && fclose(out) != 0)
+		ok = false;
+	if (rfd >= 0)
+		close(rfd);
+	uint64_t zlen = x->splen - zat, done = 0;
+	char b[65536];
+	while (ok && done < zlen) { /* moved down over the tar (zat > start: no overlap forward) */
+		size_t k = (size_t)MIN(zlen - done, sizeof(b));
+		ok = pread(x->spfd, b, k, (off_t)(zat + done)) == (ssize_t)k &&
+		     pwrite(x->spfd, b, k, (off_t)(start + done)) == (ssize_t)k;
+		done += k;
+	}
+	ok = ok && ftruncate(x->spfd, (off_t)(start + zlen)) == 0 && lseek(x->spfd, 0, SEEK_END) == (off_t)(start + zlen);
+	if (ok)
+		x->splen = start + zlen;
+	else
+		fail(x, name, err.len ? err.ptr : "compressing the shard in the spool");
+	buf_free(&err);
+	return ok;
+}
+
 /* Builds output shard o (named name) into the spool. */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
 		  const char *name)
@@ -683,6 +722,8 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 	tarw_end(&h);
 	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
 	buf_free(&h);
+	if (ok && tgzw_is_tgz(name, strlen(name)) && !compress_built(x, name, start))
+		return;
 	if (ok)
 		json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)start, (json_int_t)(x->splen - start)));
 	else if (!failed(x))
@@ -806,7 +847,7 @@ static void phase2(struct drun *x)
 	size_t mine = 0;
 	bool *own = xcalloc(nouts + 1, sizeof(*own));
 	for (size_t i = 0; i < nouts && !failed(x); i++) {
-		ishard_name(x->s.tpl, i, name);
+		dsort_out_name(&x->s, outs, i, name);
 		un.len = 0;
 		buf_addf(&un, "%s/%s", x->dst, name);
 		size_t b = hrw_owner(hrw_name_hash(un.ptr, un.len), dig, nt);
@@ -818,7 +859,7 @@ static void phase2(struct drun *x)
 	pthread_mutex_unlock(&x->r.mu);
 	for (size_t i = 0; i < nouts && !failed(x); i++)
 		if (own[i]) {
-			ishard_name(x->s.tpl, i, name);
+			dsort_out_name(&x->s, outs, i, name);
 			build(x, recs, order, &outs[i], name);
 		}
 	if (!failed(x)) {
@@ -870,6 +911,7 @@ static void *run(void *arg)
 	json_decref(x->spec);
 	json_decref(x->written);
 	json_decref(x->built);
+	dsort_ofile_free(&x->of);
 	free(x->fds);
 	free(x);
 	httpc_sync_release();
@@ -914,8 +956,22 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 		free(x);
 		return rc;
 	}
+	if (x->s.alg == DSORT_ORDER) {
+		json_t *ot = json_object_get(spec, "order_text");
+		if (!json_is_string(ot)) {
+			buf_addstr(err, "dsort: algorithm \"order\" without the order file's text");
+			free(x);
+			return 400;
+		}
+		if ((rc = dsort_ofile_parse(json_string_value(ot), json_string_length(ot), x->s.tpl, &x->of, err))) {
+			free(x);
+			return rc;
+		}
+	}
+	x->s.of = &x->of;
 	if (me == SIZE_MAX) { /* joined after the gateway's start: the others do without it */
 		buf_addstr(err, "dsort: this target is not among the job's targets");
+		dsort_ofile_free(&x->of);
 		free(x);
 		return 409;
 	}
@@ -941,6 +997,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 		json_decref(x->spec);
 		json_decref(x->written);
 		json_decref(x->built);
+		dsort_ofile_free(&x->of);
 		free(x->fds);
 		free(x);
 	}

@@ -18,12 +18,23 @@
 #define END_BYTES 1024u  /* two zero blocks */
 #define TAR_RECORD 10240u /* GNU tar and tarfile pad an archive to this */
 
-static const char *const alg_names[] = {"shuffle", "alphanumeric", "numeric", "content"};
+static const char *const alg_names[] = {"shuffle", "alphanumeric", "numeric", "content", "order"};
 
 static bool has_suffix(const char *s, const char *sfx)
 {
 	size_t n = strlen(s), m = strlen(sfx);
 	return n >= m && !strcmp(s + n - m, sfx);
+}
+
+static bool out_suffix(const char *s)
+{
+	return has_suffix(s, ".tar") || has_suffix(s, ".tgz") || has_suffix(s, ".tar.gz");
+}
+
+bool dsort_out_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n <= ISHARD_NAME_MAX && name_object_valid(name, n) && out_suffix(name);
 }
 
 int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err)
@@ -44,7 +55,8 @@ int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err)
 	for (k = 0; a && k < ARRAY_SIZE(alg_names) && strcmp(a, alg_names[k]); k++)
 		;
 	if (!a || k == ARRAY_SIZE(alg_names)) {
-		buf_addstr(err, "dsort: value.algorithm wants \"shuffle\", \"alphanumeric\", \"numeric\" or \"content\"");
+		buf_addstr(err, "dsort: value.algorithm wants \"shuffle\", \"alphanumeric\", \"numeric\", \"content\" "
+				"or \"order\"");
 		return 400;
 	}
 	s->alg = (enum dsort_alg)k;
@@ -53,7 +65,13 @@ int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err)
 		return 400;
 	}
 	s->seed = sd ? (uint64_t)json_integer_value(sd) : 0;
-	if ((ss != NULL) == (ps != NULL) || (ss && (!json_is_integer(ss) || json_integer_value(ss) < 2048)) ||
+	bool ord = s->alg == DSORT_ORDER;
+	if (ord && (ss || ps)) {
+		buf_addstr(err, "dsort: algorithm \"order\": the order file names the output shards (no shard_size "
+				"nor samples_per_shard)");
+		return 400;
+	}
+	if ((!ord && (ss != NULL) == (ps != NULL)) || (ss && (!json_is_integer(ss) || json_integer_value(ss) < 2048)) ||
 	    (ps && (!json_is_integer(ps) || json_integer_value(ps) < 1))) {
 		buf_addstr(err, "dsort: value wants one of \"shard_size\" (bytes of tar, at least 2048) and "
 				"\"samples_per_shard\" (at least 1)");
@@ -63,17 +81,39 @@ int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err)
 	s->per_shard = ps ? (uint64_t)json_integer_value(ps) : 0;
 	const char *t = json_string_value(tp);
 	char nm[ISHARD_NAME_MAX + 1];
-	if (!t || strlen(t) > ISHARD_NAME_MAX || !ishard_name(t, 0, nm) || !name_object_valid(nm, strlen(nm)) ||
-	    !ishard_name_match(t, nm)) {
+	if ((tp || !ord) &&
+	    (!t || strlen(t) > ISHARD_NAME_MAX || !ishard_name(t, 0, nm) || !name_object_valid(nm, strlen(nm)) ||
+	     !ishard_name_match(t, nm))) {
 		buf_addstr(err, "dsort: value.template wants an object name with %d, %06d or {0000..9999} "
 				"(e.g. \"out-%06d.tar\")");
 		return 400;
 	}
-	if (!has_suffix(t, ".tar")) {
-		buf_addstr(err, "dsort: value.template: output shards are tar, named \"....tar\"");
+	if (t && !out_suffix(t)) {
+		buf_addstr(err, "dsort: value.template: output shards are tar, named \"....tar\" (or gzip-compressed "
+				"tar, \"....tgz\" or \"....tar.gz\")");
 		return 400;
 	}
-	snprintf(s->tpl, sizeof(s->tpl), "%s", t);
+	snprintf(s->tpl, sizeof(s->tpl), "%s", t ? t : "");
+	json_t *of = json_object_get(spec, "order_file"), *ul = json_object_get(spec, "unlisted_shard");
+	const char *o = json_string_value(of), *u = json_string_value(ul), *sl = o ? strchr(o, '/') : NULL;
+	if (!ord && (of || ul)) {
+		buf_addstr(err, "dsort: value.order_file and unlisted_shard go with algorithm \"order\"");
+		return 400;
+	}
+	if (ord && (!sl || sl == o || (size_t)(sl - o) > NAME_BUCKET_MAX || !name_bucket_valid(o, (size_t)(sl - o)) ||
+		    !sl[1] || strlen(sl + 1) > ISHARD_NAME_MAX || !name_object_valid(sl + 1, strlen(sl + 1)))) {
+		buf_addstr(err, "dsort: algorithm \"order\" wants value.order_file, the order file's BUCKET/OBJECT "
+				"(lines KEY<TAB>OUTPUT-SHARD)");
+		return 400;
+	}
+	if (ul && (!u || !dsort_out_name_ok(u) || (s->tpl[0] && !ishard_name_match(s->tpl, u)))) {
+		buf_addstr(err, "dsort: value.unlisted_shard wants the name of the output shard of the samples the "
+				"order file does not list (ending .tar, .tgz or .tar.gz, named by the template when "
+				"there is one)");
+		return 400;
+	}
+	snprintf(s->order_file, sizeof(s->order_file), "%s", o ? o : "");
+	snprintf(s->unlisted, sizeof(s->unlisted), "%s", u ? u : "");
 	const char *i = json_string_value(it);
 	if (it && (!i || strlen(i) > ISHARD_NAME_MAX || !ishard_name(i, 0, nm))) {
 		buf_addstr(err, "dsort: value.input_template wants shard names with %d or {0000..9999} "
@@ -108,6 +148,8 @@ int dsort_spec_parse(json_t *spec, dsort_spec_t *s, buf_t *err)
 	return 0;
 }
 
+static int str_qcmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets, bool same, buf_t *err)
 {
 	dsort_spec_t s;
@@ -127,14 +169,38 @@ int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets
 	json_t *objs = json_array(), *e, *skipped = json_array();
 	uint64_t bytes = 0;
 	buf_t un = BUF_INIT;
+	dsort_ofile_t of = {0};
+	const char **names = NULL; /* "order": the file's shard names, sorted */
+	if (s.alg == DSORT_ORDER) {
+		json_t *ot = json_object_get(spec, "order_text");
+		if (!json_is_string(ot)) {
+			buf_addf(err, "dsort: the order file %s was not read", s.order_file);
+			rc = 400;
+			goto out;
+		}
+		if (dsort_ofile_parse(json_string_value(ot), json_string_length(ot), s.tpl, &of, err) != 0) {
+			rc = 400;
+			goto out;
+		}
+		names = xcalloc(of.nshards + 1, sizeof(*names));
+		memcpy(names, of.shards, of.nshards * sizeof(*names));
+		qsort(names, of.nshards, sizeof(*names), str_qcmp);
+	}
 	json_array_foreach(listing, i, e) {
 		const char *nm = json_string_value(json_array_get(e, 0));
 		json_int_t sz = json_integer_value(json_array_get(e, 1));
 		if (!nm)
 			continue;
-		if (same && ishard_name_match(s.tpl, nm)) {
+		if (same && s.tpl[0] && ishard_name_match(s.tpl, nm)) {
 			buf_addf(err, "dsort: the output template \"%s\" names \"%s\", an object of the input bucket "
 				      "(choose another template or another destination bucket)", s.tpl, nm);
+			rc = 400;
+			goto out;
+		}
+		if (same && (!strcmp(nm, s.unlisted) ||
+			     (names && bsearch(&nm, names, of.nshards, sizeof(*names), str_qcmp)))) {
+			buf_addf(err, "dsort: the order file or unlisted_shard names \"%s\", an object of the input "
+				      "bucket (choose other names or another destination bucket)", nm);
 			rc = 400;
 			goto out;
 		}
@@ -176,6 +242,8 @@ int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets
 	if (!json_object_get(spec, "seed") && s.alg == DSORT_SHUFFLE)
 		json_object_set_new(spec, "seed", json_integer((json_int_t)(time_now_ns() & 0x7fffffffffffll)));
 out:
+	free(names);
+	dsort_ofile_free(&of);
 	buf_free(&un);
 	free(dig);
 	json_decref(objs);
@@ -205,8 +273,17 @@ void dsort_dry_summary(json_t *spec, json_t *out)
 	buf_t err = BUF_INIT;
 	dsort_spec_parse(spec, &s, &err);
 	char nm[ISHARD_NAME_MAX + 1] = "";
-	ishard_name(s.tpl, 0, nm);
+	dsort_ofile_t of = {0};
+	json_t *ot = json_object_get(spec, "order_text");
+	if (s.alg == DSORT_ORDER && dsort_ofile_parse(json_string_value(ot) ? json_string_value(ot) : "",
+						      json_string_length(ot), s.tpl, &of, &err) == 0)
+		snprintf(nm, sizeof(nm), "%s", of.shards[0]);
+	else if (s.tpl[0])
+		ishard_name(s.tpl, 0, nm);
 	json_t *o = json_pack("{s:s}", "first", nm);
+	if (s.alg == DSORT_ORDER)
+		json_object_set_new(o, "shards_named", json_integer((json_int_t)of.nshards));
+	dsort_ofile_free(&of);
 	if (s.shard_size)
 		json_object_set_new(o, "estimated_shards", json_integer((json_int_t)((bytes + s.shard_size - 1) /
 										      s.shard_size)));
@@ -221,6 +298,129 @@ void dsort_dry_summary(json_t *spec, json_t *out)
 	buf_free(&err);
 	free(tb);
 	free(tn);
+}
+
+/* --- order files ------------------------------------------------------------ */
+
+static uint64_t fnv(const char *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+static int okey_cmp(const void *a, const void *b)
+{
+	return strcmp(((const dsort_okey_t *)a)->key, ((const dsort_okey_t *)b)->key);
+}
+
+int dsort_ofile_parse(const char *text, size_t len, const char *tpl, dsort_ofile_t *of, buf_t *err)
+{
+	memset(of, 0, sizeof(*of));
+	if (len > DSORT_ORDER_MAX) {
+		buf_addf(err, "dsort: the order file has more than %u bytes", DSORT_ORDER_MAX);
+		return 400;
+	}
+	if (memchr(text, '\0', len)) {
+		buf_addstr(err, "dsort: the order file is not text (a NUL byte)");
+		return 400;
+	}
+	of->text = xmalloc(len + 1);
+	memcpy(of->text, text, len);
+	of->text[len] = '\0';
+	size_t lines = 1, tcap = 16, line = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	while (tcap < 2 * lines)
+		tcap *= 2;
+	uint32_t *tab = xcalloc(tcap, sizeof(*tab)); /* shard name -> its index + 1 */
+	of->shards = xcalloc(lines, sizeof(*of->shards));
+	of->keys = xcalloc(lines, sizeof(*of->keys));
+	int rc = 0;
+	for (char *p = of->text, *nl; p && *p && !rc; p = nl) {
+		line++;
+		if ((nl = strchr(p, '\n')))
+			*nl++ = '\0';
+		size_t n = strlen(p);
+		if (n && p[n - 1] == '\r')
+			p[--n] = '\0';
+		if (!n || p[0] == '#')
+			continue;
+		char *t = strchr(p, '\t');
+		if (!t || t == p) {
+			buf_addf(err, "dsort: order file line %zu: wants KEY<TAB>OUTPUT-SHARD", line);
+			rc = 400;
+			break;
+		}
+		*t++ = '\0';
+		if (!dsort_out_name_ok(t) || (tpl[0] && !ishard_name_match(tpl, t))) {
+			buf_addf(err, "dsort: order file line %zu: \"%.200s\" is not an output shard name (an object name "
+				      "ending .tar, .tgz or .tar.gz%s%s%s)", line, t, tpl[0] ? " named by the template \"" : "",
+				 tpl, tpl[0] ? "\"" : "");
+			rc = 400;
+			break;
+		}
+		size_t h = (size_t)fnv(t) & (tcap - 1);
+		while (tab[h] && strcmp(of->shards[tab[h] - 1], t))
+			h = (h + 1) & (tcap - 1);
+		if (!tab[h]) {
+			of->shards[of->nshards++] = t;
+			tab[h] = (uint32_t)of->nshards;
+		}
+		of->keys[of->nkeys++] = (dsort_okey_t){.key = p, .shard = tab[h] - 1, .line = (uint32_t)line};
+	}
+	free(tab);
+	if (!rc && !of->nkeys) {
+		buf_addstr(err, "dsort: the order file lists no sample (lines KEY<TAB>OUTPUT-SHARD)");
+		rc = 400;
+	}
+	if (!rc) {
+		qsort(of->keys, of->nkeys, sizeof(*of->keys), okey_cmp);
+		for (size_t i = 1; i < of->nkeys && !rc; i++)
+			if (!strcmp(of->keys[i - 1].key, of->keys[i].key)) {
+				buf_addf(err, "dsort: order file lines %u and %u: key \"%.200s\" listed twice",
+					 MIN(of->keys[i - 1].line, of->keys[i].line), MAX(of->keys[i - 1].line, of->keys[i].line),
+					 of->keys[i].key);
+				rc = 400;
+			}
+	}
+	if (rc)
+		dsort_ofile_free(of);
+	return rc;
+}
+
+void dsort_ofile_free(dsort_ofile_t *of)
+{
+	free(of->text);
+	free(of->shards);
+	free(of->keys);
+	memset(of, 0, sizeof(*of));
+}
+
+const dsort_okey_t *dsort_ofile_find(const dsort_ofile_t *of, const char *key)
+{
+	dsort_okey_t k = {.key = key};
+	return of && of->nkeys ? bsearch(&k, of->keys, of->nkeys, sizeof(k), okey_cmp) : NULL;
+}
+
+/* "order": the file's shard index of unlisted_shard (nshards: a shard of
+ * its own). */
+static uint32_t unlisted_idx(const dsort_spec_t *s)
+{
+	uint32_t i = 0;
+	while (i < s->of->nshards && strcmp(s->of->shards[i], s->unlisted))
+		i++;
+	return i;
+}
+
+/* "order": record r's shard and rank; false when the file does not list it. */
+static bool placed(const dsort_spec_t *s, uint32_t unl, const dsort_rec_t *r, uint32_t *shard, uint32_t *line)
+{
+	const dsort_okey_t *k = dsort_ofile_find(s->of, r->key);
+	*shard = k ? k->shard : unl;
+	*line = k ? k->line : UINT32_MAX;
+	return k != NULL;
 }
 
 /* A decimal number's parts: sign, integer digits (no leading zeros) and
@@ -336,6 +536,23 @@ static int canon_qcmp(const void *a, const void *b)
 	return canon_cmp(&cmp_recs[*(const size_t *)a], &cmp_recs[*(const size_t *)b]);
 }
 
+/* "order": records by the file's shard and line, then canonical. */
+struct place {
+	uint32_t shard, line;
+};
+static _Thread_local const struct place *cmp_place;
+
+static int place_qcmp(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct place *x = &cmp_place[i], *y = &cmp_place[j];
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return canon_cmp(&cmp_recs[i], &cmp_recs[j]);
+}
+
 void dsort_order(const dsort_spec_t *s, const dsort_rec_t *recs, size_t n, size_t *order)
 {
 	for (size_t i = 0; i < n; i++)
@@ -345,6 +562,15 @@ void dsort_order(const dsort_spec_t *s, const dsort_rec_t *recs, size_t n, size_
 	if (s->alg == DSORT_SHUFFLE) {
 		qsort(order, n, sizeof(*order), canon_qcmp);
 		ishard_shuffle(order, n, s->seed);
+	} else if (s->alg == DSORT_ORDER) {
+		struct place *pl = xcalloc(n + 1, sizeof(*pl));
+		uint32_t unl = unlisted_idx(s);
+		for (size_t i = 0; i < n; i++)
+			placed(s, unl, &recs[i], &pl[i].shard, &pl[i].line);
+		cmp_place = pl;
+		qsort(order, n, sizeof(*order), place_qcmp);
+		cmp_place = NULL;
+		free(pl);
 	} else {
 		qsort(order, n, sizeof(*order), order_cmp);
 	}
@@ -357,19 +583,30 @@ int dsort_cut(const dsort_spec_t *s, const dsort_rec_t *recs, const size_t *orde
 {
 	dsort_out_t *o = xcalloc(n + 1, sizeof(*o));
 	size_t no = 0;
+	bool ord = s->alg == DSORT_ORDER;
+	uint32_t unl = ord ? unlisted_idx(s) : 0, sh = 0, line;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t b = recs[order[i]].bytes;
+		const dsort_rec_t *r = &recs[order[i]];
+		uint64_t b = r->bytes;
 		dsort_out_t *cur = no ? &o[no - 1] : NULL;
-		if (!cur || (s->shard_size ? cur->bytes + b > s->shard_size : cur->n >= s->per_shard)) {
+		if (ord && !placed(s, unl, r, &sh, &line) && !s->unlisted[0]) {
+			buf_addf(err, "dsort: sample \"%.200s\" is not in the order file (list it, or name a shard for "
+				      "such samples with unlisted_shard)", r->key);
+			free(o);
+			return 400;
+		}
+		if (!cur || (ord ? cur->oshard != sh
+				 : s->shard_size ? cur->bytes + b > s->shard_size : cur->n >= s->per_shard)) {
 			cur = &o[no++];
 			cur->first = i;
 			cur->bytes = END_BYTES;
+			cur->oshard = sh;
 		}
 		cur->n++;
 		cur->bytes += b;
 	}
 	char nm[ISHARD_NAME_MAX + 1];
-	if (no && !ishard_name(s->tpl, no - 1, nm)) {
+	if (!ord && no && !ishard_name(s->tpl, no - 1, nm)) {
 		buf_addf(err, "dsort: the template \"%s\" cannot name the %zu output shards (widen its range, or raise "
 			      "shard_size or samples_per_shard)", s->tpl, no);
 		free(o);
@@ -378,4 +615,14 @@ int dsort_cut(const dsort_spec_t *s, const dsort_rec_t *recs, const size_t *orde
 	*outs = o;
 	*nouts = no;
 	return 0;
+}
+
+void dsort_out_name(const dsort_spec_t *s, const dsort_out_t *outs, size_t i, char *nm)
+{
+	if (s->alg != DSORT_ORDER) {
+		ishard_name(s->tpl, i, nm);
+		return;
+	}
+	uint32_t k = outs[i].oshard;
+	snprintf(nm, ISHARD_NAME_MAX + 1, "%s", k < s->of->nshards ? s->of->shards[k] : s->unlisted);
 }

@@ -693,9 +693,60 @@ static void ishard_work(http_req_t *req)
 /* I/O pool: the dsort's input shards picked from one listing of the
  * source and assigned to the active targets of the map of the moment
  * (dsort.h); a dry run's answer is that plan. */
+/* I/O pool: algorithm "order": the order file (BUCKET/OBJECT) read from
+ * its owner into the spec's "order_text", which the targets parse (dsort.h).
+ * false with o->err set. */
+static bool dsort_order_file(http_req_t *req)
+{
+	struct bop *o = req->state;
+	const char *of = json_string_value(json_object_get(o->ishard, "order_file")), *sl = of ? strchr(of, '/') : NULL;
+	if (!sl)
+		return true; /* another algorithm (dsort_spec_parse checked) */
+	cluster_where_t w;
+	cluster_where(cl_of(req), (sv_t){of, (size_t)(sl - of)}, sv_from(sl + 1), false, &w, NULL, 0);
+	buf_t url = BUF_INIT, resp = BUF_INIT;
+	int status = 0, rc = AIS_ERR;
+	if (w.bucket && w.n && w.owner_intra[0]) {
+		buf_addf(&url, "%s/v1/objects/%.*s/", w.owner_intra, (int)(sl - of), of);
+		buf_add_pct(&url, sv_from(sl + 1), true);
+		rc = httpc_sync("GET", url.ptr, NULL, NULL, 0, 60000, &resp, &status);
+	}
+	bool ok = false;
+	if (!w.bucket || (rc == AIS_OK && status == 404)) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "dsort: the order file %s does not exist", of);
+	} else if (rc != AIS_OK || status != 200) {
+		o->err = EAGAIN;
+		buf_addf(&o->msg, "dsort: cannot read the order file %s (%s %d)", of, rc == AIS_OK ? "HTTP" : "error",
+			 status);
+	} else if (resp.len > DSORT_ORDER_MAX) {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "dsort: the order file %s has more than %u bytes", of, DSORT_ORDER_MAX);
+	} else if (!json_object_set_new(o->ishard, "order_text", json_stringn(resp.ptr ? resp.ptr : "", resp.len)) &&
+		   json_object_get(o->ishard, "order_text")) {
+		ok = true;
+	} else {
+		o->err = EINVAL;
+		buf_addf(&o->msg, "dsort: the order file %s is not text (UTF-8)", of);
+	}
+	buf_free(&url);
+	buf_free(&resp);
+	return ok;
+}
+
+/* The bucket of an order file's BUCKET/OBJECT into b. */
+static const char *order_bucket(const char *of, char b[NAME_BUCKET_MAX + 1])
+{
+	const char *sl = strchr(of, '/');
+	snprintf(b, NAME_BUCKET_MAX + 1, "%.*s", (int)MIN(sl ? (size_t)(sl - of) : 0, NAME_BUCKET_MAX), of);
+	return b;
+}
+
 static void dsort_work(http_req_t *req)
 {
 	struct bop *o = req->state;
+	if (!dsort_order_file(req))
+		return;
 	json_t *objs = list_all(req);
 	if (!objs)
 		return;
@@ -1086,6 +1137,7 @@ static int gw_buckets(http_req_t *req)
 			cluster_read_unlock(cl);
 			buf_t err = BUF_INIT;
 			dsort_spec_t ds;
+			char ob[NAME_BUCKET_MAX + 1];
 			if (!bk) {
 				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
 			} else if (to.len && (to.len > NAME_BUCKET_MAX || !name_bucket_valid(to.ptr, to.len))) {
@@ -1094,14 +1146,17 @@ static int gw_buckets(http_req_t *req)
 				http_resp_error(req, 400, "dsort: the output bucket \"%s\" does not exist (create it first)",
 						o->to);
 			} else if (!json_is_object(value) || json_object_get(value, "objects") ||
-				   json_object_get(value, "targets")) {
+				   json_object_get(value, "targets") || json_object_get(value, "order_text")) {
 				http_resp_error(req, 400, "dsort: value wants {\"template\":\"out-%%06d.tar\",\"shard_size\":"
 							  "BYTES or \"samples_per_shard\":N,\"algorithm\",\"seed\",\"prefix\","
-							  "\"input_template\",\"content_ext\",\"content_type\",\"dry_run\"}");
+							  "\"input_template\",\"content_ext\",\"content_type\",\"order_file\","
+							  "\"unlisted_shard\",\"dry_run\"}");
 			} else if (dsort_spec_parse(value, &ds, &err) != 0) {
 				http_resp_error(req, 400, "%s", err.ptr);
 			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "dsort") &&
-				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "dsort")) {
+				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "dsort") &&
+				   (!ds.order_file[0] || bucket_job_allowed(req, order_bucket(ds.order_file, ob),
+									     BMD_ACCESS_GET, "dsort"))) {
 				o->ishard = json_deep_copy(value);
 				o->job = "dsort";
 				http_offload_net(req, dsort_work, ishard_done);

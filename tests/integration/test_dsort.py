@@ -21,6 +21,14 @@ Checks:
  4. alphanumeric with --samples-per-shard: keys sorted across the shards,
     N samples per shard; read back with aisd.ShardDataset (every sample
     once, bytes equal) and by archpath GETs.
+ 4b. A .tgz output template: gzip-compressed tar shards, read back by
+    tarfile, ShardDataset and archpath. The order file (--algorithm order
+    --order-file BUCKET/OBJ, lines KEY<TAB>SHARD): listed samples in the
+    shards it names, in its order, a .tgz one among them; the unlisted into
+    --unlisted-shard; without it the job fails naming a sample; bad files
+    (no TAB, a name not ending .tar/.tgz/.tar.gz, a key twice, a name of
+    the input bucket's) and specs (a missing file, shard_size, a template
+    the names do not match) are 400.
  5. numeric (keys' numbers unpadded, chosen by --input-template) and
     content (sort by the .cls member's number; output into the input
     bucket under another template): numbers ascending, every class
@@ -41,7 +49,7 @@ Checks:
     restarted later, its run starts again and fails with their reason.
  8. No error-level line in any node's log.
 """
-# timeout: 200
+# timeout: 260
 import io
 import json
 import os
@@ -292,6 +300,76 @@ for s, _, mem in sh4[:3]:
             bad.append((s, n, r.status))
 t.check(not bad, "archpath GETs of output members: bytes equal", bad[:3])
 
+def post(src, dst, value):
+    r = request("POST", g.url, "/v1/buckets/%s?bck_to=%s" % (src, dst), json.dumps({"action": "dsort", "value": value}),
+                JSON)
+    return r.status, (r.json() or {}).get("message", "") if r.body else ""
+
+
+# --- 4b. gzip-compressed output; the order file ---------------------------------------------
+for b in ("o8", "o9"):
+    t.eq(request("POST", g.url, "/v1/buckets/" + b, '{"action":"create-bck"}', JSON).status, 200, "create " + b)
+wait_job(dsort("in", "o8", "--prefix", "in-", "--template", "c-%03d.tgz", "--samples-per-shard", "40"))
+sh8 = read_shards("o8")
+raw8 = [follow("GET", g.url, "/v1/objects/o8/" + q(s))[1].body[:2] for s, _, _ in sh8]
+t.check(sh8 and all(s.endswith(".tgz") for s, _, _ in sh8) and all(m == b"\x1f\x8b" for m in raw8),
+        "a .tgz template: gzip-compressed tar shards", ([s for s, _, _ in sh8], raw8[:3]))
+k8 = check_exact(sh8, want, "compressed output")
+t.eq(k8, sorted(k8, key=lambda k: k.encode()), "compressed output: keys sorted across the shards")
+seen, bad = {}, []
+for smp in ShardDataset(g.url, bucket="o8", prefix="c-", shuffle=False):
+    k = smp["__key__"]
+    bad += [k + " twice"] if k in seen else []
+    seen[k] = smp
+    bad += [n for n, d in want.get(k, []) if smp.get(n[len(k) + 1:], smp.get("." + n[len(k) + 1:])) != d]
+t.check(not bad and sorted(seen) == sorted(want), "ShardDataset on .tgz output: every sample once, bytes equal",
+        (bad[:3], len(seen), len(want)))
+bad = []
+for s, _, mem in sh8[:2]:
+    for n, d in mem[:4] + mem[-2:]:
+        r = follow("GET", g.url, "/v1/objects/o8/%s?archpath=%s" % (q(s), q(n)))[1]
+        if r.status != 200 or r.body != d:
+            bad.append((s, n, r.status))
+t.check(not bad, "archpath GETs of .tgz output members: bytes equal", bad[:3])
+
+# the order file: listed samples in its order into the shards it names, the others into --unlisted-shard
+keys_all = sorted(want)
+listed = [k for k in keys_all if not k.startswith("zip/")][::-1]  # reversed key order; zip/ samples unlisted
+placed = {"ord-a.tar": [k for k in listed if cls[k] % 2 == 0], "ord-b.tgz": [k for k in listed if cls[k] % 2]}
+lines = ["# key<TAB>shard"] + ["%s\t%s" % (k, "ord-a.tar" if cls[k] % 2 == 0 else "ord-b.tgz") for k in listed]
+t.eq(follow("PUT", g.url, "/v1/objects/in/ord/order.txt", ("\n".join(lines) + "\n").encode())[1].status, 200,
+     "PUT the order file")
+wait_job(dsort("in", "o9", "--prefix", "in-", "--algorithm", "order", "--order-file", "in/ord/order.txt",
+               "--unlisted-shard", "ord-rest.tar"))
+sh9 = read_shards("o9")
+check_exact(sh9, want, "order file")
+got9 = {s: [k for k, _ in samples_of([(s, z, m)])] for s, z, m in sh9}
+t.eq(sorted(got9), ["ord-a.tar", "ord-b.tgz", "ord-rest.tar"], "order file: the shards it names and the unlisted one")
+t.check(got9.get("ord-a.tar") == placed["ord-a.tar"] and got9.get("ord-b.tgz") == placed["ord-b.tgz"],
+        "order file: each listed sample in its shard, in the file's order", {s: v[:3] for s, v in got9.items()})
+t.eq(got9.get("ord-rest.tar"), sorted(k for k in keys_all if k.startswith("zip/")),
+     "order file: the unlisted samples in --unlisted-shard, in key order")
+rid = dsort("in", "o7", "--prefix", "in-", "--algorithm", "order", "--order-file", "in/ord/order.txt")
+rc, out, err = ctl("job", "wait", rid or "none", "--timeout-s", "60", timeout=90)
+r = request("GET", g.url, "/v1/jobs?id=%s&all=true" % rid)
+t.check(rc != 0 and "is not in the order file" in r.body.decode(errors="replace"),
+        "order file without --unlisted-shard: a sample it does not list fails the job, saying so",
+        (rc, out, err, r.body[:400]))
+t.eq(names("o7"), [], "order file: the failed job writes nothing")
+for body, want_msg in ((b"s/00000 ord-a.tar\n", "line 1"), (b"s/00000\tord-a.zip\n", "not an output shard"),
+                       (b"s/00000\ta.tar\ns/00000\tb.tar\n", "listed twice"),
+                       (b"s/00000\tin-000.tar\n", "names \"in-000.tar\"")):
+    t.eq(follow("PUT", g.url, "/v1/objects/in/ord/bad.txt", body)[1].status, 200, "PUT a bad order file")
+    st, msg = post("in", "in", {"algorithm": "order", "order_file": "in/ord/bad.txt", "prefix": "in-"})
+    t.check(st == 400 and want_msg in msg, "bad order file %r: 400 naming %s" % (body, want_msg), (st, msg))
+for v, want_msg in (({"order_file": "in/ord/none.txt"}, "does not exist"),
+                    ({"order_file": "in/ord/order.txt", "shard_size": 100000}, "no shard_size"),
+                    ({"order_file": "in/ord/order.txt", "template": "o-%d.tar"}, "named by the template"),
+                    ({"order_file": "nobucket"}, "order_file")):
+    st, msg = post("in", "o7", dict(v, algorithm="order", prefix="in-"))
+    t.check(st == 400 and want_msg in msg, "bad order spec %s: 400 naming %s" % (json.dumps(v), want_msg), (st, msg))
+t.eq(names("o7"), [], "nothing written by the bad order specs")
+
 # --- 5. numeric; content into the input bucket ----------------------------------------------
 wait_job(dsort("in", "o6", "--input-template", "num-{0..1}.tar", "--template", "n-%d.tar",
                "--samples-per-shard", "3", "--algorithm", "numeric"))
@@ -303,12 +381,6 @@ k5 = check_exact(read_shards("in", "sorted-"), want, "content")
 t.eq([cls[k] for k in k5], sorted(cls[k] for k in k5), "content: classes ascending, every class contiguous")
 
 # --- 6. bad specs ----------------------------------------------------------------------------
-def post(src, dst, value):
-    r = request("POST", g.url, "/v1/buckets/%s?bck_to=%s" % (src, dst), json.dumps({"action": "dsort", "value": value}),
-                JSON)
-    return r.status, (r.json() or {}).get("message", "") if r.body else ""
-
-
 ok = {"shard_size": 100000, "template": "b-%04d.tar", "prefix": "in-"}
 for v, dst, want_msg in ((dict(ok, algorithm="bogus"), "o7", "algorithm"),
                          (dict(ok, template="b.tar"), "o7", "template"),

@@ -32,12 +32,25 @@ START_TEST(test_spec)
 		"{\"template\":\"o-{000..999}.tar\",\"samples_per_shard\":10,\"algorithm\":\"shuffle\",\"seed\":3}",
 		"{\"template\":\"o/%d.tar\",\"shard_size\":4096,\"algorithm\":\"content\",\"content_ext\":\".cls\","
 		"\"content_type\":\"string\",\"input_template\":\"in-{0..9}.tar\",\"prefix\":\"in-\"}",
+		"{\"template\":\"o-%06d.tgz\",\"shard_size\":1048576}",
+		"{\"template\":\"o-%06d.tar.gz\",\"samples_per_shard\":4}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b/dir/o.txt\",\"unlisted_shard\":\"rest.tgz\"}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b/o.txt\",\"template\":\"o-%d.tar\","
+		"\"unlisted_shard\":\"o-99.tar\"}",
 	};
 	static const char *const bad[] = {
 		"{\"template\":\"o-%06d.tar\",\"shard_size\":1048576,\"algorithm\":\"bogus\"}",
 		"{\"template\":\"o.tar\",\"shard_size\":1048576}",
-		"{\"template\":\"o-%06d.tgz\",\"shard_size\":1048576}",
+		"{\"template\":\"o-%06d.zip\",\"shard_size\":1048576}",
 		"{\"template\":\"o-%06d.tar\"}",
+		"{\"algorithm\":\"order\"}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b\"}",
+		"{\"algorithm\":\"order\",\"order_file\":\"/o.txt\"}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b/o.txt\",\"shard_size\":4096}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b/o.txt\",\"unlisted_shard\":\"rest.zip\"}",
+		"{\"algorithm\":\"order\",\"order_file\":\"b/o.txt\",\"template\":\"o-%d.tar\","
+		"\"unlisted_shard\":\"rest.tar\"}",
+		"{\"template\":\"o-%06d.tar\",\"shard_size\":4096,\"order_file\":\"b/o.txt\"}",
 		"{\"template\":\"o-%06d.tar\",\"shard_size\":100}",
 		"{\"template\":\"o-%06d.tar\",\"shard_size\":4096,\"samples_per_shard\":3}",
 		"{\"template\":\"o-%06d.tar\",\"samples_per_shard\":0}",
@@ -251,6 +264,120 @@ START_TEST(test_select)
 }
 END_TEST
 
+START_TEST(test_ofile)
+{
+	dsort_ofile_t of;
+	buf_t err = BUF_INIT;
+	const char *t = "# comment\r\nk2\tb.tar\r\n\nk1\ta.tgz\nx/k3\tb.tar\n";
+	ck_assert_int_eq(dsort_ofile_parse(t, strlen(t), "", &of, &err), 0);
+	ck_assert_uint_eq(of.nshards, 2);
+	ck_assert_str_eq(of.shards[0], "b.tar");
+	ck_assert_str_eq(of.shards[1], "a.tgz");
+	ck_assert_uint_eq(of.nkeys, 3);
+	const dsort_okey_t *k = dsort_ofile_find(&of, "x/k3");
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(k->shard, 0);
+	ck_assert_uint_eq(k->line, 5);
+	ck_assert_ptr_null(dsort_ofile_find(&of, "k4"));
+	dsort_ofile_free(&of);
+	static const char *const bad[][2] = {
+		{"k1 a.tar\n", "line 1"},
+		{"\ta.tar\n", "line 1"},
+		{"k1\ta.tar\nk2\ta.zip\n", "line 2"},
+		{"k1\ta.tar\nk2\t\n", "line 2"},
+		{"k1\ta.tar\nk1\tb.tar\n", "lines 1 and 2"},
+		{"# nothing\n\n", "no sample"},
+		{"k1\tx-1.tar\n", "template"}, /* with the template o-%d.tar */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		err.len = 0;
+		ck_assert_int_eq(dsort_ofile_parse(bad[i][0], strlen(bad[i][0]), i == 6 ? "o-%d.tar" : "", &of, &err), 400);
+		ck_assert_msg(strstr(err.ptr, bad[i][1]) != NULL, "%s: %s", bad[i][0], err.ptr);
+		ck_assert_ptr_null(of.text);
+	}
+	err.len = 0;
+	ck_assert_int_eq(dsort_ofile_parse("k\0\ta.tar", 9, "", &of, &err), 400);
+	buf_free(&err);
+}
+END_TEST
+
+START_TEST(test_order_file)
+{
+	dsort_rec_t r[] = {rec(0, 0, "a", NULL, 100), rec(0, 1, "b", NULL, 100), rec(1, 0, "c", NULL, 100),
+			   rec(1, 1, "a", NULL, 100), rec(2, 0, "d", NULL, 100)};
+	const char *t = "c\tx.tar\na\ty.tgz\nb\tx.tar\n";
+	json_t *v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\"}");
+	dsort_spec_t s;
+	dsort_ofile_t of;
+	buf_t err = BUF_INIT;
+	ck_assert_int_eq(dsort_spec_parse(v, &s, &err), 0);
+	ck_assert_int_eq(dsort_ofile_parse(t, strlen(t), s.tpl, &of, &err), 0);
+	s.of = &of;
+	size_t o[5], n = 0;
+	dsort_out_t *outs = NULL;
+	dsort_order(&s, r, 5, o);
+	size_t want[] = {2, 1, 0, 3, 4}; /* x.tar: c, b; y.tgz: a (shard 0), a (shard 1); d unlisted, last */
+	for (size_t i = 0; i < 5; i++)
+		ck_assert_uint_eq(o[i], want[i]);
+	ck_assert_int_eq(dsort_cut(&s, r, o, 5, &outs, &n, &err), 400); /* d is not listed */
+	ck_assert_ptr_nonnull(strstr(err.ptr, "\"d\""));
+	json_decref(v);
+	v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\",\"unlisted_shard\":\"rest.tar\"}");
+	ck_assert_int_eq(dsort_spec_parse(v, &s, &err), 0);
+	s.of = &of;
+	ck_assert_int_eq(dsort_cut(&s, r, o, 5, &outs, &n, &err), 0);
+	ck_assert_uint_eq(n, 3);
+	char nm[ISHARD_NAME_MAX + 1];
+	const char *names[] = {"x.tar", "y.tgz", "rest.tar"};
+	size_t counts[] = {2, 2, 1};
+	for (size_t i = 0; i < 3; i++) {
+		dsort_out_name(&s, outs, i, nm);
+		ck_assert_str_eq(nm, names[i]);
+		ck_assert_uint_eq(outs[i].n, counts[i]);
+	}
+	free(outs);
+	json_decref(v);
+	/* the catch-all may be a shard of the file: its unlisted samples after its listed ones */
+	v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\",\"unlisted_shard\":\"x.tar\"}");
+	ck_assert_int_eq(dsort_spec_parse(v, &s, &err), 0);
+	s.of = &of;
+	dsort_order(&s, r, 5, o);
+	ck_assert_int_eq(dsort_cut(&s, r, o, 5, &outs, &n, &err), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(outs[0].n, 3);
+	ck_assert_uint_eq(o[2], 4);
+	free(outs);
+	json_decref(v);
+	dsort_ofile_free(&of);
+	/* the gateway's part: the text checked, an output named like an input refused */
+	json_t *listing = js("[[\"in-0.tar\",20480],[\"x.tar\",10240]]");
+	json_t *targets = js("[[\"t1\",\"http://a\"]]");
+	v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\",\"order_text\":\"a\\tx.tar\\n\"}");
+	err.len = 0;
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, true, &err), 400);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "x.tar"));
+	err.len = 0;
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 0);
+	json_t *sum = json_object();
+	dsort_dry_summary(v, sum);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "output"), "first")), "x.tar");
+	json_decref(sum);
+	json_decref(v);
+	v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\",\"order_text\":\"a x.tar\\n\"}");
+	err.len = 0;
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 400);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "line 1"));
+	json_decref(v);
+	v = js("{\"algorithm\":\"order\",\"order_file\":\"b/o\"}");
+	err.len = 0;
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 400);
+	json_decref(v);
+	json_decref(listing);
+	json_decref(targets);
+	buf_free(&err);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dsort");
@@ -262,6 +389,8 @@ int main(void)
 	tcase_add_test(tc, test_shuffle);
 	tcase_add_test(tc, test_cut);
 	tcase_add_test(tc, test_select);
+	tcase_add_test(tc, test_ofile);
+	tcase_add_test(tc, test_order_file);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
