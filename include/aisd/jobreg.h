@@ -148,6 +148,10 @@ void jtruns_end(jtruns_t *s, jtrun_t *r, const job_stats_t *fin);
 void jtruns_abort(jtruns_t *s, const char *kind, const char *id);
 /* The live stats of run id; false when the set has no such run. */
 bool jtruns_progress(jtruns_t *s, const char *id, job_stats_t *out);
+/* The stop and progress hooks of a kind that has a set of its own
+ * (jreg_kind_t.arg: the jtruns_t): jtruns_abort and jtruns_progress. */
+void jtruns_kind_stop(void *set, const char *id);
+bool jtruns_kind_progress(void *set, const char *id, job_stats_t *out);
 /* The node starts taking runs (again, after jtruns_stop). */
 void jtruns_open(jtruns_t *s);
 /* Aborts every run and waits up to 3 s for their threads to end (rule 2). */

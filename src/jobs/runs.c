@@ -108,3 +108,7 @@ void jtruns_stop(jtruns_t *s)
 		usleep(10000);
 	}
 }
+
+void jtruns_kind_stop(void *set, const char *id) { jtruns_abort(set, NULL, id); }
+
+bool jtruns_kind_progress(void *set, const char *id, job_stats_t *out) { return jtruns_progress(set, id, out); }

@@ -239,21 +239,10 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	return rc;
 }
 
-static void kind_stop(void *arg, const char *id)
-{
-	(void)arg;
-	jtruns_abort(&runs, NULL, id);
-}
-
-static bool kind_progress(void *arg, const char *id, job_stats_t *out)
-{
-	(void)arg;
-	return jtruns_progress(&runs, id, out);
-}
-
 /* rule 6: not resumed */
 static const jreg_kind_t kind = {
-	.name = "archive", .start = kind_start, .stop = kind_stop, .progress = kind_progress, .resumes = false};
+	.name = "archive", .arg = &runs, .start = kind_start, .stop = jtruns_kind_stop,
+	.progress = jtruns_kind_progress, .resumes = false};
 
 void xarch_register(struct cluster *cl, store_t *store)
 {
