@@ -335,7 +335,7 @@ static void peer_done(xp_req_t *r, void *arg, int err, const char *msg)
 			peer_lost(c->g, p, 502, why.ptr);
 			buf_free(&why);
 		} else {
-			peer_fail(c->g, p, st == 400 ? 400 : 502, m ? m : "the owner target answered with an error");
+			peer_fail(c->g, p, st == 400 || st == 403 ? st : 502, m ? m : "the owner target answered with an error");
 		}
 		json_decref(doc);
 	} else if (!p->stash.len) {

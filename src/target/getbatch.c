@@ -470,7 +470,7 @@ static void on_fetch_done(xp_req_t *r, void *arg, int err, const char *msg)
 			gb_ent_reroute(g, f->i, &g->peers[e->owner], 502, why.ptr);
 			buf_free(&why);
 		} else {
-			gb_ent_fail(e, st == 404 || st == 416 || st == 400 ? st : 502, "%s",
+			gb_ent_fail(e, st == 404 || st == 416 || st == 400 || st == 403 ? st : 502, "%s",
 				 m ? m : "the owner target answered with an error");
 		}
 		json_decref(doc);
