@@ -236,6 +236,17 @@ int dsort_select(json_t *spec, const char *src, json_t *listing, json_t *targets
 			goto out;
 		}
 	}
+	if (s.per_shard) { /* every input shard holds a sample at least */
+		uint64_t need = ((uint64_t)json_array_size(objs) + s.per_shard - 1) / s.per_shard;
+		char nm[ISHARD_NAME_MAX + 1];
+		if (need > 1 && !ishard_name(s.tpl, need - 1, nm)) {
+			buf_addf(err, "dsort: the template \"%s\" cannot name the at least %llu shards of %llu samples "
+				      "that %zu input shards make (widen its range, or raise samples_per_shard)",
+				 s.tpl, (unsigned long long)need, (unsigned long long)s.per_shard, json_array_size(objs));
+			rc = 400;
+			goto out;
+		}
+	}
 	json_object_set(spec, "objects", objs);
 	json_object_set(spec, "targets", targets);
 	json_object_set(spec, "skipped", skipped);

@@ -36,7 +36,8 @@ Checks:
  6. A sample without the member to sort by: every target's run fails naming
     it (the holder's reason reaches the others through its index).
     Bad specs: 400 with a message (unknown algorithm, template without a
-    number, a range that cannot name enough shards, output named like the
+    number, a range that cannot name enough shards (by shard_size, or by
+    samples_per_shard: one sample per input shard at least), output named like the
     input in the same bucket, content without content_ext, shard_size and
     samples_per_shard together, a missing output bucket), 404 for a missing
     source; a plan the targets find the template too small for fails the
@@ -385,6 +386,8 @@ ok = {"shard_size": 100000, "template": "b-%04d.tar", "prefix": "in-"}
 for v, dst, want_msg in ((dict(ok, algorithm="bogus"), "o7", "algorithm"),
                          (dict(ok, template="b.tar"), "o7", "template"),
                          (dict(ok, shard_size=2048, template="b-{0..1}.tar"), "o7", "cannot name"),
+                         ({"samples_per_shard": 1, "template": "b-{0..1}.tar", "prefix": "in-"}, "o7",
+                          "raise samples_per_shard"),
                          (dict(ok, template="in-%03d.tar"), "in", "names \"in-000.tar\""),
                          (dict(ok, algorithm="content"), "o7", "content_ext"),
                          (dict(ok, samples_per_shard=3), "o7", "one of"),

@@ -251,6 +251,15 @@ START_TEST(test_select)
 	v = js("{\"template\":\"o-%d.tar\",\"shard_size\":4096,\"prefix\":\"none-\"}");
 	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 400);
 	json_decref(v);
+	v = js("{\"template\":\"o-{0..1}.tar\",\"samples_per_shard\":2,\"prefix\":\"in-\"}");
+	err.len = 0; /* 3 input shards, a sample each at least: 2 shards of 2 at least; 2 names: fine */
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 0);
+	json_decref(v);
+	v = js("{\"template\":\"o-{0..1}.tar\",\"samples_per_shard\":1,\"prefix\":\"in-\"}");
+	err.len = 0; /* 3 shards of 1 at least, 2 names */
+	ck_assert_int_eq(dsort_select(v, "src", listing, targets, false, &err), 400);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "samples_per_shard"));
+	json_decref(v);
 	json_decref(listing);
 	listing = js("[[\"in-000.tar\",104857600]]");
 	v = js("{\"template\":\"o-{0..9}.tar\",\"shard_size\":1048576}"); /* 100 MiB into 1 MiB: 10 names */

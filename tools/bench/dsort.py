@@ -8,7 +8,12 @@ ratio, the peak RSS of each target during the dsort (against
 dsort.memory_limit + 64 MiB), and the shuffle's quality: Spearman's rank
 correlation between the samples' input and output positions, and the
 largest chi-square statistic (9 degrees of freedom) of an output shard's
-label histogram against the global one.
+label histogram against the global one; and, in the same run, the
+machine's bound: the input's files on the mountpaths read once with dd
+(O_DIRECT where the file system has it), the same amount written with dd
+conv=fsync, and (T-1)/T of it fetched over loopback through the targets'
+HTTP (curl GETs), summed (serial) and maxed (overlapped), with dsort's
+throughput as a fraction of each.
 
 Environment: AISD_BIN, AISCTL, AISD_DIR (a scratch folder), BYTES (2GiB),
 SAMPLE (102400), SHARD (100000000), MEMLIMIT (256MiB).
@@ -73,7 +78,8 @@ for s in range(0, nsamples, per_shard):
                 tf.addfile(ti, io.BytesIO(d))
 subprocess.run([CTL, "-e", g.url, "put", "-r", "--conc", "8", indir, "src"], check=True, stdout=subprocess.DEVNULL)
 inputs = sorted(os.listdir(indir))
-in_bytes = sum(os.path.getsize(os.path.join(indir, f)) for f in inputs)
+in_sizes = {f: os.path.getsize(os.path.join(indir, f)) for f in inputs}
+in_bytes = sum(in_sizes.values())
 subprocess.run(["rm", "-rf", indir], check=True)
 
 # --- in the cluster -------------------------------------------------------------------------
@@ -100,6 +106,45 @@ t_dsort = time.monotonic() - t0
 stop.set()
 th.join()
 ok = w.returncode == 0 and b"done" in w.stdout
+
+# --- the machine's bound: each byte read once from disk, written once, (T-1)/T sent between targets
+def timed(cmds):
+    t0 = time.monotonic()
+    for c in cmds:
+        subprocess.run(c, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - t0
+
+
+want_sizes = {}
+for v in in_sizes.values():
+    want_sizes[v] = want_sizes.get(v, 0) + 1
+stored = []  # the input shards' files on the targets' mountpaths (found by size)
+for x in ts:
+    for root, _, files in os.walk(x.dir):
+        for f in files:
+            p = os.path.join(root, f)
+            z = os.path.getsize(p)
+            if want_sizes.get(z, 0) > 0:
+                want_sizes[z] -= 1
+                stored.append(p)
+direct = subprocess.run(["dd", "if=" + stored[0], "of=/dev/null", "bs=4M", "count=1", "iflag=direct"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0 if stored else False
+t_read = timed([["dd", "if=" + p, "of=/dev/null", "bs=4M"] + (["iflag=direct"] if direct else []) for p in stored])
+read_bytes = sum(os.path.getsize(p) for p in stored)
+wfile = os.path.join(DIR, "bound-write")
+t_write = timed([["dd", "if=/dev/zero", "of=" + wfile, "bs=4M", "count=%d" % max(1, in_bytes >> 22),
+                  "conv=fsync"]])
+os.unlink(wfile)
+net_want, net_list, net_bytes = in_bytes * (len(ts) - 1) // len(ts), [], 0
+for f in inputs:  # GETs through the cluster's own transport (a target's HTTP), redirected by the gateway
+    if net_bytes >= net_want:
+        break
+    net_list.append(["curl", "-sfL", "-o", "/dev/null", g.url + "/v1/objects/src/" + q(f)])
+    net_bytes += in_sizes[f]
+t_net = timed(net_list)
+t_net = t_net * net_want / max(1, net_bytes)
+t_bound_serial = t_read * in_bytes / max(1, read_bytes) + t_write + t_net
+t_bound_overlap = max(t_read * in_bytes / max(1, read_bytes), t_write, t_net)
 
 # --- the client route -----------------------------------------------------------------------
 env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "python"))
@@ -151,8 +196,25 @@ print("| ratio client / dsort | %.1fx | |" % (t_client / t_dsort))
 print()
 print("%d input shards, %.0f MiB, %d samples of %d bytes (+ a .cls), %d output shards; every sample once: %s"
       % (len(inputs), mib, nsamples, SAMPLE, len(outs), "yes" if exact else "NO"))
-print("Spearman rho (input position vs output position): %+.4f; largest per-shard chi-square of the labels "
-      "(9 dof, 10 classes): %.1f" % (rho, chi))
-print("peak target RSS during the dsort (MiB; before it): %s; dsort.memory_limit %s"
-      % (", ".join("%s %.0f (%.0f)" % (k, v / 1024, base[k] / 1024) for k, v in sorted(peak.items())), MEMLIMIT))
+sd = 1 / (n - 1) ** 0.5 if n > 1 else 1.0
+print("Spearman rho (input position vs output position): %+.4f (a random permutation of %d samples: sd %.4f, "
+      "|rho| = %.1f sd: %s); largest per-shard chi-square of the labels (9 dof, 10 classes): %.1f"
+      % (rho, n, sd, abs(rho) / sd, "within noise" if abs(rho) <= 3 * sd else "NOT within 3 sd", chi))
+cap = parse_size(MEMLIMIT) + (64 << 20)
+print("peak target RSS during the dsort (MiB; before it): %s; dsort.memory_limit %s + 64 MiB = %.0f MiB: %s"
+      % (", ".join("%s %.0f (%.0f)" % (k, v / 1024, base[k] / 1024) for k, v in sorted(peak.items())), MEMLIMIT,
+         cap / (1 << 20), "under" if max(peak.values()) * 1024 < cap else "OVER"))
+print()
+print("| the machine's bound (same run) | s | MiB/s |")
+print("|---|---:|---:|")
+print("| read the input once (`dd` of its %d files on the mountpaths%s) | %.1f | %.1f |"
+      % (len(stored), ", O_DIRECT" if direct else ", page cache", t_read, read_bytes / (1 << 20) / t_read))
+print("| write + fsync the same amount (`dd conv=fsync`) | %.1f | %.1f |" % (t_write, mib / t_write))
+print("| (T-1)/T = %d/%d of it over loopback (GETs of input shards from the targets with curl, scaled) | %.1f | %.1f |"
+      % (len(ts) - 1, len(ts), t_net, net_want / (1 << 20) / t_net))
+print("| serial bound (the sum: on this host the three compete for the same cores and disk) | %.1f | %.1f |"
+      % (t_bound_serial, mib / t_bound_serial))
+print("| overlapped bound (the max: were they independent) | %.1f | %.1f |" % (t_bound_overlap, mib / t_bound_overlap))
+print("| dsort's throughput as a fraction of the serial bound (goal >= 0.5) | %.2f | |" % (t_bound_serial / t_dsort))
+print("| ... of the overlapped bound | %.2f | |" % (t_bound_overlap / t_dsort))
 clulib.stop_all()
