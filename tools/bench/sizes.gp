@@ -14,7 +14,7 @@ set style data linespoints
 info = system("sed -n '1s/^# //p' " . dat)
 do for [op in "get put"] {
 	set output outdir . "/sizes-" . op . ".png"
-	set title sprintf("%s throughput against object size\n{/*0.8 %s}", op eq "get" ? "GET" : "PUT", info)
+	set title (op eq "get" ? "GET" : "PUT") . " throughput against object size\n{/*0.8 " . info . "}"
 	c = op eq "get" ? 3 : 7
 	plot dat using 1:c:xtic(2) title "aisd direct" lw 2, \
 	     ''  using 1:c+1 title "aisd via gateway" lw 2, \

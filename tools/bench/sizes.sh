@@ -89,7 +89,7 @@ MD=$BUILD/bench-sizes.md
 	echo
 	echo "| size | GET direct | GET gateway | GET S3 | GET nginx | PUT direct | PUT gateway | PUT S3 | PUT nginx |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-	awk '!/^#/ { printf "| %s |", $2; for (i = 3; i <= NF; i++) printf " %s |", ($i == "n/a" ? $i : sprintf("%.0f", $i)); print "" }' "$DAT"
+	awk '!/^#/ { printf "| %s |", $2; for (i = 3; i <= NF; i++) if ($i == "n/a") printf " %s |", $i; else printf " %.0f |", $i; print "" }' "$DAT"
 } >"$MD"
 cat "$MD"
 mkdir -p "$PLOTDIR"

@@ -64,10 +64,10 @@ measure() {
 		$1 ~ /^[0-9.]+$/ && $NF != "total" { name[++k] = $NF; cnt[k] = $4 + 0 }
 		END {
 			if (!total) { print "| " label " | strace saw nothing | | |"; exit 1 }
-			top = ""
-			for (i = 1; i <= k; i++) if (cnt[i] > total * 0.02) top = top sprintf("%s %.1f, ", name[i], cnt[i] / n)
-			sub(/, $/, "", top)
-			printf "| %s | %.1f | %s | %.1f |\n", label, total / n, top, cpu * 1e6 / hz / n }' "$out" || STATUS=1
+			printf "| %s | %.1f | ", label, total / n
+			sep = ""
+			for (i = 1; i <= k; i++) if (cnt[i] > total * 0.02) { printf "%s%s %.1f", sep, name[i], cnt[i] / n; sep = ", " }
+			printf " | %.1f |\n", cpu * 1e6 / hz / n }' "$out" || STATUS=1
 }
 
 printf '\nThe gateway per forwarded S3 request (strace -c -f, %s; load average %s)\n' "$("$AISD" --version 2>/dev/null | head -1)" \
