@@ -452,12 +452,6 @@ static void lst_done(http_req_t *req)
 		s3_send_xml(r, 200, &l->body);
 }
 
-static sv_t qv(http_req_t *req, const char *k)
-{
-	sv_t v;
-	return http_query_get(req, k, &v) ? v : (sv_t){"", 0};
-}
-
 int s3_list_objects(s3_rq_t *r, int version)
 {
 	http_req_t *req = r->http;
@@ -469,8 +463,8 @@ int s3_list_objects(s3_rq_t *r, int version)
 	r->op = l;
 	l->version = version;
 	snprintf(l->bck, sizeof(l->bck), "%.*s", (int)r->bucket.len, r->bucket.ptr);
-	l->prefix = qv(req, "prefix");
-	l->delim = qv(req, "delimiter");
+	l->prefix = s3_query_str(req, "prefix");
+	l->delim = s3_query_str(req, "delimiter");
 	if (http_query_get(req, "max-keys", &mk) &&
 	    num_parse_u64(mk.ptr, mk.len, 0, INT32_MAX, &v) != AIS_OK) {
 		s3_error(r, "InvalidArgument", "max-keys must be an integer from 0 to 2147483647");
@@ -486,7 +480,7 @@ int s3_list_objects(s3_rq_t *r, int version)
 	}
 	if (version == 2) {
 		sv_t fo, tok = {NULL, 0};
-		l->start_after = qv(req, "start-after");
+		l->start_after = s3_query_str(req, "start-after");
 		l->fetch_owner = http_query_get(req, "fetch-owner", &fo) && sv_eqstr(fo, "true");
 		l->start = l->start_after;
 		if (http_query_get(req, "continuation-token", &tok) && !tok.len) {
@@ -505,7 +499,7 @@ int s3_list_objects(s3_rq_t *r, int version)
 			l->start = (sv_t){(char *)raw, (size_t)n};
 		}
 	} else {
-		l->marker = qv(req, version == 1 ? "marker" : "key-marker");
+		l->marker = s3_query_str(req, version == 1 ? "marker" : "key-marker");
 		l->start = l->marker;
 	}
 	s3_owner_xml(r, &l->owner, "Owner");

@@ -67,6 +67,12 @@ bool s3_query_has(http_req_t *req, const char *key)
 	return http_query_get(req, key, &v);
 }
 
+sv_t s3_query_str(http_req_t *req, const char *key)
+{
+	sv_t v;
+	return http_query_get(req, key, &v) ? v : (sv_t){"", 0};
+}
+
 void s3_time_iso(int64_t ns, char *out, size_t outsz)
 {
 	time_t s = (time_t)(ns / 1000000000LL);

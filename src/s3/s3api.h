@@ -492,5 +492,7 @@ typedef void (*s3_body_fn)(s3_rq_t *r, buf_t *body);
 void s3_read_body(s3_rq_t *r, s3_body_fn done);
 void s3_time_iso(int64_t ns, char *out, size_t outsz); /* 2006-01-02T15:04:05.000Z */
 bool s3_query_has(http_req_t *req, const char *key);
+/* The query parameter key's value, "" when absent. */
+sv_t s3_query_str(http_req_t *req, const char *key);
 
 #endif

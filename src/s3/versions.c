@@ -305,12 +305,6 @@ static void vls_done(http_req_t *req)
 		s3_send_xml(r, 200, &l->body);
 }
 
-static sv_t qv(http_req_t *req, const char *k)
-{
-	sv_t v;
-	return http_query_get(req, k, &v) ? v : (sv_t){"", 0};
-}
-
 int s3_list_versions(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
@@ -321,10 +315,10 @@ int s3_list_versions(s3_rq_t *r)
 	arena_cleanup_add(req->arena, vls_cleanup, l);
 	r->op = l;
 	snprintf(l->bck, sizeof(l->bck), "%.*s", (int)r->bucket.len, r->bucket.ptr);
-	l->prefix = qv(req, "prefix");
-	l->delim = qv(req, "delimiter");
-	l->kmarker = qv(req, "key-marker");
-	l->vmarker = qv(req, "version-id-marker");
+	l->prefix = s3_query_str(req, "prefix");
+	l->delim = s3_query_str(req, "delimiter");
+	l->kmarker = s3_query_str(req, "key-marker");
+	l->vmarker = s3_query_str(req, "version-id-marker");
 	if (l->vmarker.len && !l->kmarker.len) {
 		s3_error(r, "InvalidArgument", "A version-id marker cannot be specified without a key marker.");
 		return AIS_OK;
