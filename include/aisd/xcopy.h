@@ -30,6 +30,16 @@
  *  4. a run waits (30 s at most) until both buckets are in this target's
  *     BMD, so it never walks under a BMD that lacks them (and finds
  *     nothing to send): past that it fails.
+ *  5. Across providers: a SRC with a remote backend is walked through its
+ *     remote's listing (each target lists it, and sends the names it owns),
+ *     so objects not cached in SRC are copied too: the owner reads a cached
+ *     one from its store and an uncached one through the object layer's
+ *     cold GET (a GET to itself: the same fill, commit and one-fetch rule
+ *     as a client's GET), which caches it in SRC as any cold GET does
+ *     (aisctl bucket evict drops them again). A dry run reads nothing: it
+ *     counts the listing's sizes. A DST with a remote backend takes each
+ *     object as any client's PUT (rule 1): written through to its remote
+ *     first, then committed here. One path for every pair of providers.
  * An object whose owner holds only erasure-coded slices of it (whole_copy
  * off) is not copied.
  */

@@ -142,6 +142,7 @@ static const struct cli_opt opts_job_wait[] = {
 
 static const struct cli_opt opts_bucket_cp[] = {
 	{"prefix", 0, "PREFIX", "copy only the objects whose names start with PREFIX"},
+	{"template", 0, "TPL", "copy only the objects of these names: shard-{0000..0999}.tar"},
 	{"dry-run", 0, NULL, "count what would be copied, copy nothing"},
 	{0},
 };

@@ -16,9 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aisd/backend.h"
 #include "aisd/cluster.h"
 #include "aisd/cmap.h"
 #include "aisd/etl.h"
+#include "aisd/ishard.h"
 #include "aisd/jobreg.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -47,8 +49,10 @@ struct xrun {
 	char halt[256];                /* why the run stopped itself ("": it did not); under r.mu */
 	bool halt_failed;              /* that stop ends it failed (else aborted) */
 	unsigned lanes;                /* objects of a page handled at once: the transformer's workers */
-	/* the walk's page (the run's thread only) */
+	bk_bucket_t *sbk;              /* SRC's remote backend (rule 5); NULL: a bucket of this cluster */
+	/* the walk's page (the run's thread only): names and their sizes */
 	char **names;
+	uint64_t *sizes;
 	size_t n;
 };
 
@@ -56,12 +60,22 @@ static struct cluster *xcl;
 static store_t *xstore;
 static jtruns_t runs = JTRUNS_INIT;
 
+static void page_add_sized(struct xrun *x, const char *name, size_t len, uint64_t size)
+{
+	x->names = xrealloc(x->names, (x->n + 1) * sizeof(*x->names));
+	x->sizes = xrealloc(x->sizes, (x->n + 1) * sizeof(*x->sizes));
+	x->sizes[x->n] = size;
+	x->names[x->n++] = xstrndup(name, len);
+}
+
 static void page_add(void *arg, const char *name, size_t len, const store_meta_t *m)
 {
-	(void)m;
-	struct xrun *x = arg;
-	x->names = xrealloc(x->names, (x->n + 1) * sizeof(*x->names));
-	x->names[x->n++] = xstrndup(name, len);
+	page_add_sized(arg, name, len, m->size);
+}
+
+static void page_add_remote(void *arg, const bk_entry_t *e)
+{
+	page_add_sized(arg, e->name, e->len, e->size);
 }
 
 static void page_free(struct xrun *x)
@@ -69,7 +83,9 @@ static void page_free(struct xrun *x)
 	for (size_t i = 0; i < x->n; i++)
 		free(x->names[i]);
 	free(x->names);
+	free(x->sizes);
 	x->names = NULL;
+	x->sizes = NULL;
 	x->n = 0;
 }
 
@@ -223,19 +239,61 @@ static int transform(struct xrun *x, struct lane *l, const char *name, size_t nl
 	return mfd;
 }
 
-/* One object of SRC: transformed and sent (or counted, dry) when this
- * target owns it and the run's filters take it. */
-static void one(struct xrun *x, struct lane *l, const char *name)
+/* Is name this target's to send (HRW rank 0 in SRC)? */
+static bool owned(struct xrun *x, const char *name)
 {
 	cluster_where_t w;
+	cluster_where(xcl, sv_from(x->src), sv_from(name), true, &w, NULL, 0);
+	return w.self == 0;
+}
+
+/* Does the run count name of its page walked: a name of the template
+ * (when it has one) that this target holds, or for a remote SRC (every
+ * target lists all of it) that this target owns. */
+static bool walks(struct xrun *x, const char *name)
+{
+	if (x->tpl_src[0] && !name_tpl_match(&x->tpl, name, strlen(name)))
+		return false;
+	return !x->sbk || owned(x, name);
+}
+
+/* Rule 5: an object of a remote SRC that this target (its owner) has not
+ * cached, read through the object layer as a client's GET would read it
+ * (ishard_fetch: a GET to the owner, here, whose cold read fetches it
+ * from the remote and caches it in SRC) into an unnamed temporary file.
+ * Its fd at offset 0 and *size, or -1: gone from the remote since the
+ * listing (nothing to copy), or the object's error counted. */
+static int cold_open(struct xrun *x, const char *name, uint64_t *size)
+{
+	char why[200];
+	FILE *f = tmpfile();
+	if (!f) {
+		obj_fail(x, name, "cannot make a temporary file");
+		return -1;
+	}
+	int rc = ishard_fetch(xcl, xstore, x->src, name, f, &x->r.abort, x->r.kind, size, why, sizeof(why));
+	int fd = rc == 0 && fflush(f) == 0 ? dup(fileno(f)) : -1;
+	fclose(f);
+	if (fd >= 0 && lseek(fd, 0, SEEK_SET) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	if (rc != 404 && !atomic_load(&x->r.abort))
+		obj_fail(x, name, rc ? why : strerror(errno));
+	return -1;
+}
+
+/* One object of SRC: transformed and sent (or counted, dry) when this
+ * target owns it and the run's filters take it. */
+static void one(struct xrun *x, struct lane *l, const char *name, uint64_t lsize)
+{
 	size_t nlen = strlen(name);
-	if (x->tpl_src[0] && !name_tpl_match(&x->tpl, name, nlen))
-		return; /* not a name of the template */
-	cluster_where(xcl, sv_from(x->src), (sv_t){name, nlen}, true, &w, NULL, 0);
+	if (!walks(x, name))
+		return;
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.walked++;
 	pthread_mutex_unlock(&x->r.mu);
-	if (w.self != 0)
+	if (!owned(x, name))
 		return; /* its owner sends it */
 	char dname[NAME_OBJECT_MAX + 1];
 	if (!xcopy_rename(&x->ext, name, nlen, dname, sizeof(dname))) {
@@ -245,9 +303,17 @@ static void one(struct xrun *x, struct lane *l, const char *name)
 	store_meta_t m;
 	int fd;
 	if (store_open_obj(xstore, x->src, strlen(x->src), name, nlen, &fd, &m) != AIS_OK) {
-		if (errno != ENOENT) /* deleted since the listing: nothing to copy */
+		if (errno != ENOENT) {
 			obj_fail(x, name, strerror(errno));
-		return;
+			return;
+		}
+		if (!x->sbk)
+			return; /* deleted since the listing: nothing to copy */
+		memset(&m, 0, sizeof(m)); /* rule 5: not cached here, the remote's listing has it */
+		m.size = lsize;
+		fd = -1;
+		if (!x->dry && (fd = cold_open(x, name, &m.size)) < 0)
+			return;
 	}
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.walked_bytes += m.size;
@@ -257,7 +323,8 @@ static void one(struct xrun *x, struct lane *l, const char *name)
 	}
 	pthread_mutex_unlock(&x->r.mu);
 	if (x->dry) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	uint64_t size = m.size;
@@ -279,6 +346,7 @@ static void xrun_free(struct xrun *x)
 	free(x->prefix);
 	free(x->etl_args);
 	free(x->tpl_src);
+	free(x->sbk);
 	free(x);
 }
 
@@ -286,7 +354,7 @@ static void lane_page(struct lane *l)
 {
 	struct xrun *x = l->x;
 	for (size_t i = l->k; i < x->n && !atomic_load(&x->r.abort); i += l->n)
-		one(x, l, x->names[i]);
+		one(x, l, x->names[i], x->sizes[i]);
 }
 
 static void *lane_main(void *arg)
@@ -311,6 +379,53 @@ static void page_run(struct xrun *x, struct lane *lanes)
 		else
 			lane_page(&lanes[k]); /* no thread: its share here */
 	}
+}
+
+/* The next page of SRC's names after `after` (NULL: the first) under
+ * walk (wlen bytes) into x's page: this target's store, or for a remote
+ * SRC the remote's listing (rule 5). false when the walk ends here (an
+ * error counted). */
+static bool walk_page(struct xrun *x, const char *walk, size_t wlen, const char *after, bool *more)
+{
+	size_t alen = after ? strlen(after) : 0;
+	if (x->sbk) {
+		buf_t msg = BUF_INIT;
+		int rc = bk_list(x->sbk, (sv_t){walk, wlen}, (sv_t){after ? after : "", alen}, PAGE, page_add_remote, x,
+				 more, &msg);
+		if (rc != AIS_OK) {
+			char h[256];
+			snprintf(h, sizeof(h), "listing the source's remote: %.200s", msg.ptr ? msg.ptr : strerror(errno));
+			halt(x, true, h);
+		}
+		buf_free(&msg);
+		return rc == AIS_OK;
+	}
+	if (store_list(xstore, x->src, strlen(x->src), walk, wlen, after ? after : "", alen, PAGE, page_add, x,
+		       more) != AIS_OK) {
+		if (errno != ENOENT) /* no object of SRC here: nothing to copy */
+			fail(x, x->src, "listing the source");
+		return false;
+	}
+	return true;
+}
+
+/* SRC's remote backend into x->sbk (none: a bucket of this cluster).
+ * false when it has one that is not attached here. */
+static bool source_backend(struct xrun *x)
+{
+	bk_bucket_t b;
+	buf_t msg = BUF_INIT;
+	int rc = bk_bucket_of(xcl, sv_from(x->src), &b, &msg);
+	if (rc == AIS_OK) {
+		x->sbk = xmalloc(sizeof(*x->sbk));
+		*x->sbk = b;
+	} else if (rc != AIS_DONE) {
+		char h[256];
+		snprintf(h, sizeof(h), "the source's remote backend: %.200s", msg.ptr ? msg.ptr : "not attached here");
+		halt(x, true, h);
+	}
+	buf_free(&msg);
+	return rc != AIS_ERR;
 }
 
 /* Both buckets in this target's BMD: a resumed run may start before the
@@ -338,6 +453,7 @@ static void *run(void *arg)
 	log_set_action(x->r.kind);
 	if (!more && !atomic_load(&x->r.abort))
 		fail(x, x->dst, "the source or the destination is not in this target's bucket metadata");
+	more = more && source_backend(x);
 	if (more && x->etl[0] && !etl_exists(x->etl, strlen(x->etl)) && etl_pull(xcl, x->etl, strlen(x->etl)) != AIS_OK) {
 		char h[200];
 		snprintf(h, sizeof(h), "no transformer \"%s\" on this target (aisctl etl ls)", x->etl);
@@ -359,16 +475,11 @@ static void *run(void *arg)
 		lanes[k] = (struct lane){.x = x, .k = k, .n = x->lanes, .out = BUF_INIT, .msg = BUF_INIT};
 	while (more && !atomic_load(&x->r.abort)) {
 		page_free(x);
-		size_t alen = after ? strlen(after) : 0;
-		if (store_list(xstore, x->src, strlen(x->src), walk, wlen, after ? after : "", alen,
-			       PAGE, page_add, x, &more) != AIS_OK) {
-			if (errno != ENOENT) /* no object of SRC here: nothing to copy */
-				fail(x, x->src, "listing the source");
+		if (!walk_page(x, walk, wlen, after, &more))
 			break;
-		}
-		size_t take = x->n; /* the page's names the run looks at */
-		for (size_t i = 0; x->tpl_src[0] && i < x->n; i++)
-			take -= !name_tpl_match(&x->tpl, x->names[i], strlen(x->names[i]));
+		size_t take = 0; /* the page's names the run looks at */
+		for (size_t i = 0; i < x->n; i++)
+			take += walks(x, x->names[i]);
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.total = MAX(x->r.st.total, x->r.st.walked + take);
 		pthread_mutex_unlock(&x->r.mu);
