@@ -120,9 +120,10 @@ void ishard_stop(void);
 int ishard_fetch(struct cluster *cl, store_t *store, const char *bck, const char *name, FILE *f,
 		 atomic_bool *abort, const char *job, uint64_t *n, char *why, size_t whysz);
 /* PUTs the whole of f as bck/name to its owner, as a client's write (its
- * copies, erasure coding and tar index follow). 0, or the HTTP status of
- * the failure with why set. */
-int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, atomic_bool *abort,
-	       const char *job, char *why, size_t whysz);
+ * copies, erasure coding and tar index follow), with custom metadata
+ * custom ("k=v,..", NULL: none). 0, or the HTTP status of the failure with
+ * why set. */
+int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, const char *custom,
+	       atomic_bool *abort, const char *job, char *why, size_t whysz);
 
 #endif

@@ -5,8 +5,10 @@
  *
  * The jobs that build shards (ishard, archive) write the tar first, where a
  * member fetched again after a failure can simply be written over, and
- * compress the whole file at the end. Memory: zlib's state and two 64 KiB
- * buffers. Blocking: call from a job's thread.
+ * compress the whole file at the end; an append to such a shard inflates
+ * the old one back to its tar first (tgzw_decompress). Memory: zlib's
+ * state and two 64 KiB buffers (inflate: its 32 KiB window too).
+ * Blocking: call from a job's thread.
  */
 #ifndef AISD_TGZW_H
 #define AISD_TGZW_H
@@ -26,5 +28,11 @@ bool tgzw_is_tgz(const char *name, size_t len);
 int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err);
 /* The same, with the len bytes of fd from offset off. */
 int tgzw_compress_at(int fd, uint64_t off, uint64_t len, FILE *out, buf_t *err);
+/* Inflates the len bytes of fd (pread from offset 0), one gzip member or
+ * several concatenated (as gzip -d does), into out at its position; *n
+ * the bytes written. AIS_OK, or AIS_ERR with err set: not gzip, a corrupt
+ * or truncated stream (a CRC or length that does not match), bytes after
+ * the last member that are not gzip, a read or write error. */
+int tgzw_decompress(int fd, uint64_t len, FILE *out, uint64_t *n, buf_t *err);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * xarch.h - archive create in the cluster: a list or a template of objects
  * of a bucket packed into a new shard (tar, or gzip-compressed tar), or
- * appended to an existing tar shard, by the target that owns the shard.
+ * appended to an existing one, by the target that owns the shard.
  *
  * POST /v1/buckets/SRC?bck_to=DST {"action":"archive","value":{..}} (the
  * value below; bck_to may be left out or be SRC itself). The gateway
@@ -17,10 +17,13 @@
  *  2. The shard's format is its name's: ".tar" a tar, ".tgz" or ".tar.gz"
  *     the tar compressed (tgzw.h); "mime", when given, must agree. Any
  *     other name is a 400.
- *  3. Append (tar only): the shard as it is (fetched whole), cut before
- *     its end-of-archive blocks, the new members after it; a shard that
- *     is absent is created. A shard that is not a valid tar fails the run
- *     and is left as it was.
+ *  3. Append: the shard as it is (fetched whole; a .tgz inflated back to
+ *     its tar), cut before its end-of-archive blocks, the new members
+ *     after it, then (a .tgz) compressed again: a new version, written
+ *     whole as in rule 4. A shard that is absent is created. A shard that
+ *     is not a valid tar (a .tgz: not gzip, or not a tar inside) fails the
+ *     run and is left as it was. Only tar formats are appended to: any
+ *     other name (.zip) is a 400 that says so.
  *  4. The finished file is PUT to the shard's owner as a client's write
  *     (ishard_put): a new version committed atomically, with its copies,
  *     erasure coding and tar index; a listing never shows a partial
@@ -28,9 +31,13 @@
  *  5. A member's name in the shard is the object's name, or "SRC/NAME"
  *     with "inclsrcname". A member whose size changed since the listing
  *     fails the run.
- *  6. A run cut by a restart is recorded aborted, not resumed (an append
- *     run again would append twice): the shard is the old one or the new
- *     one, whole.
+ *  6. A run cut by a restart (its record says running) resumes under its
+ *     id: the owner builds the shard again from the start (for an append:
+ *     from the shard as it is, still the old version). The version a run
+ *     commits carries the custom metadata archive.run=ID, so a run cut
+ *     after its commit finds it there and ends done without building
+ *     again: an append is never applied twice. Until the commit the
+ *     shard is the old version (or absent), whole.
  */
 #ifndef AISD_XARCH_H
 #define AISD_XARCH_H
@@ -42,6 +49,7 @@
 #include "aisd/store.h"
 
 #define XARCH_NAMES_MAX 100000 /* objects of one archive request */
+#define XARCH_RUN_KEY "archive.run" /* custom metadata of a shard: the run that wrote it (rule 6) */
 
 /* Checks an archive request's value: {"archname":SHARD,"mime":".tar"|
  * ".tgz"|".tar.gz" (optional),"list":[NAME,..] | "template":"p{000..099}s",
@@ -54,8 +62,9 @@ json_t *xarch_names(json_t *v);
 bool xarch_is_tgz(json_t *v);
 
 struct cluster;
-/* Registers the job kind "archive" (src/xarch/job.c). */
-void xarch_register(struct cluster *cl, store_t *store);
+/* Registers the job kind "archive" (src/xarch/job.c); each member packed
+ * waits member_pause_ms (debug.archive_pause, a test hook; 0: none). */
+void xarch_register(struct cluster *cl, store_t *store, uint64_t member_pause_ms);
 /* Stops the runs in progress. */
 void xarch_stop(void);
 

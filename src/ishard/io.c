@@ -85,14 +85,18 @@ int ishard_fetch(struct cluster *cl, store_t *store, const char *bck, const char
 	}
 }
 
-int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, atomic_bool *abort,
-	       const char *job, char *why, size_t whysz)
+int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, const char *custom,
+	       atomic_bool *abort, const char *job, char *why, size_t whysz)
 {
 	if (fflush(f) != 0 || fseek(f, 0, SEEK_END) != 0) {
 		snprintf(why, whysz, "writing the temporary file: %s", strerror(errno));
 		return 500;
 	}
 	long len = ftell(f);
+	buf_t md = BUF_INIT;
+	if (custom)
+		buf_addf(&md, "Ais-Custom-Md: %s", custom);
+	const char *hdrs[] = {md.ptr, NULL};
 	int64_t until = time_mono_ns() + (int64_t)ISHARD_RETRY_MS * 1000000;
 	for (int k = 0;; k++) { /* the destination's owner may be restarting: again */
 		cluster_where_t d;
@@ -103,7 +107,8 @@ int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, a
 		if (d.n && d.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, bck);
 			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file(url.ptr, NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+			rc = xs_put_file(url.ptr, custom ? hdrs : NULL, fileno(f), (uint64_t)len, IO_TIMEOUT_MS, &status,
+					 &sent, &rh, &msg);
 		}
 		snprintf(why, whysz, "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
 			 msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
@@ -111,11 +116,15 @@ int ishard_put(struct cluster *cl, const char *bck, const char *name, FILE *f, a
 		buf_free(&rh);
 		buf_free(&msg);
 		if (rc == AIS_OK && status == 200)
-			return 0;
-		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(abort))
+			break;
+		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(abort)) {
+			buf_free(&md);
 			return rc == AIS_OK && status >= 400 ? status : 503;
+		}
 		if (k == 0)
 			log_warnx("%s: %s: %s (trying again)", job, name, why);
 		usleep(300 * 1000);
 	}
+	buf_free(&md);
+	return 0;
 }

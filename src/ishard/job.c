@@ -103,7 +103,7 @@ static void shard(struct irun *x, const ishard_plan_t *p, size_t i, const char *
 		out = z;
 	}
 	char why[200];
-	if (ok && ishard_put(icl, x->dst, name, out, &x->r.abort, "ishard", why, sizeof(why)) == 0) {
+	if (ok && ishard_put(icl, x->dst, name, out, NULL, &x->r.abort, "ishard", why, sizeof(why)) == 0) {
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.moved++;
 		x->r.st.moved_bytes += (uint64_t)ftell(out);

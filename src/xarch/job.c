@@ -4,8 +4,9 @@
  * (the old shard first when appending, cut before its end blocks; then
  * each member read here or fetched from its owner: ishard's io.c),
  * compresses it when its name says .tgz and PUTs it to itself as a
- * client's write; every other target ends its run at once. A run has its
- * id, progress (members and bytes) and stop.
+ * client's write, marked with the run's id; every other target ends its
+ * run at once. A run has its id, progress (members and bytes) and stop; a
+ * run a restart cut resumes under its id (rule 6).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -34,10 +35,12 @@ struct xrun {
 	jtrun_t r; /* id, stats, abort (jobreg.h) */
 	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
 	json_t *spec;
+	bool resumed; /* started again by a restart (rule 6) */
 };
 
 static struct cluster *xcl;
 static store_t *xstore;
+static uint64_t pause_ms; /* debug.archive_pause: a test hook */
 static jtruns_t runs = JTRUNS_INIT;
 
 static void fail(struct xrun *x, const char *name, const char *why)
@@ -48,20 +51,44 @@ static void fail(struct xrun *x, const char *name, const char *why)
 	pthread_mutex_unlock(&x->r.mu);
 }
 
-/* Rule 3: the shard as it is into f, cut before its end-of-archive
- * blocks, f positioned there. true when f holds it or it is absent. */
+/* Rule 3: the shard as it is (a .tgz: inflated back to its tar) into f,
+ * cut before its end-of-archive blocks, f positioned there. true when f
+ * holds it or it is absent. */
 static bool old_shard(struct xrun *x, const char *arch, FILE *f)
 {
 	char why[200];
 	uint64_t n;
-	int rc = ishard_fetch(xcl, xstore, x->dst, arch, f, &x->r.abort, "archive", &n, why, sizeof(why));
+	bool tgz = xarch_is_tgz(x->spec);
+	FILE *g = tgz ? tmpfile() : f; /* where the shard's bytes land */
+	if (!g) {
+		fail(x, arch, "cannot make a temporary file");
+		return false;
+	}
+	int rc = ishard_fetch(xcl, xstore, x->dst, arch, g, &x->r.abort, "archive", &n, why, sizeof(why));
 	if (rc == 404) {
+		if (tgz)
+			fclose(g);
 		rewind(f);
 		return ftruncate(fileno(f), 0) == 0;
 	}
-	if (rc != 0 || fflush(f) != 0) {
+	if (rc != 0 || fflush(g) != 0) {
 		fail(x, arch, rc ? why : strerror(errno));
+		if (tgz)
+			fclose(g);
 		return false;
+	}
+	if (tgz) {
+		buf_t err = BUF_INIT;
+		uint64_t zn = n;
+		rc = tgzw_decompress(fileno(g), zn, f, &n, &err);
+		fclose(g);
+		if (rc != AIS_OK) {
+			snprintf(why, sizeof(why), "%.150s (nothing appended)", err.ptr);
+			fail(x, arch, why);
+		}
+		buf_free(&err);
+		if (rc != AIS_OK)
+			return false;
 	}
 	tar_iter_t it;
 	tar_member_t m;
@@ -99,6 +126,8 @@ static bool member(struct xrun *x, const char *name, uint64_t size, const char *
 		fail(x, name, "its size changed since the listing");
 		return false;
 	}
+	if (pause_ms) /* debug.archive_pause: a window for a test to cut the run */
+		usleep((useconds_t)MIN(pause_ms, 10000) * 1000);
 	h->len = 0;
 	tarw_pad(h, size);
 	if (fwrite(h->ptr, 1, h->len, f) != h->len) {
@@ -147,7 +176,9 @@ static void build(struct xrun *x, const char *arch)
 			fail(x, arch, err.ptr ? err.ptr : "cannot make a temporary file");
 		out = z;
 	}
-	if (ok && ishard_put(xcl, x->dst, arch, out, &x->r.abort, "archive", why, sizeof(why)) == 0) {
+	char mark[JREG_ID_MAX + 32];
+	snprintf(mark, sizeof(mark), "%s=%s", XARCH_RUN_KEY, x->r.id);
+	if (ok && ishard_put(xcl, x->dst, arch, out, mark, &x->r.abort, "archive", why, sizeof(why)) == 0) {
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.moved++;
 		pthread_mutex_unlock(&x->r.mu);
@@ -160,6 +191,25 @@ static void build(struct xrun *x, const char *arch)
 	buf_free(&h);
 	buf_free(&tn);
 	buf_free(&err);
+}
+
+/* Rule 6: did an earlier start of this run commit the shard (the shard's
+ * owner, here, holds a version marked with the run's id)? */
+static bool committed(struct xrun *x, const char *arch)
+{
+	store_meta_t m;
+	if (store_lookup(xstore, x->dst, strlen(x->dst), arch, strlen(arch), &m) != AIS_OK)
+		return false;
+	size_t klen = strlen(XARCH_RUN_KEY), ilen = strlen(x->r.id);
+	for (const char *p = m.custom; *p;) { /* "k=v,k=v" */
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == klen + 1 + ilen && !memcmp(p, XARCH_RUN_KEY, klen) && p[klen] == '=' &&
+		    !memcmp(p + klen + 1, x->r.id, ilen))
+			return true;
+		p += len + (end != NULL);
+	}
+	return false;
 }
 
 static void *run(void *arg)
@@ -180,7 +230,18 @@ static void *run(void *arg)
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.total = json_array_size(json_object_get(x->spec, "objects"));
 		pthread_mutex_unlock(&x->r.mu);
-		build(x, arch);
+		if (x->resumed && committed(x, arch)) { /* rule 6: cut after its commit */
+			log_info("archive %s: %s/%s was committed before the restart: nothing left to do", x->r.id,
+				 x->dst, arch);
+			pthread_mutex_lock(&x->r.mu);
+			x->r.st.walked = x->r.st.total;
+			x->r.st.moved = 1;
+			pthread_mutex_unlock(&x->r.mu);
+		} else {
+			if (x->resumed)
+				log_info("archive %s: building %s/%s again (cut by a restart)", x->r.id, x->dst, arch);
+			build(x, arch);
+		}
 	} else if (!d.bucket) {
 		fail(x, x->dst, "no such bucket");
 	}
@@ -208,7 +269,6 @@ static void *run(void *arg)
 static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
 {
 	(void)arg;
-	(void)resume;
 	const char *src = json_string_value(json_object_get(spec, "bucket"));
 	const char *dst = json_string_value(json_object_get(spec, "to"));
 	json_t *objs = json_object_get(spec, "objects"), *e;
@@ -229,6 +289,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	snprintf(x->src, sizeof(x->src), "%s", src);
 	snprintf(x->dst, sizeof(x->dst), "%s", dst);
 	x->spec = json_deep_copy(spec);
+	x->resumed = resume;
 	json_object_del(x->spec, "id");
 	rc = jtruns_start(&runs, &x->r, src, x->spec, run, x, err);
 	if (rc) {
@@ -239,15 +300,16 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	return rc;
 }
 
-/* rule 6: not resumed */
+/* rule 6: resumed */
 static const jreg_kind_t kind = {
 	.name = "archive", .arg = &runs, .start = kind_start, .stop = jtruns_kind_stop,
-	.progress = jtruns_kind_progress, .resumes = false};
+	.progress = jtruns_kind_progress, .resumes = true};
 
-void xarch_register(struct cluster *cl, store_t *store)
+void xarch_register(struct cluster *cl, store_t *store, uint64_t member_pause_ms)
 {
 	xcl = cl;
 	xstore = store;
+	pause_ms = member_pause_ms;
 	jtruns_open(&runs);
 	jreg_register(&kind);
 }

@@ -52,6 +52,11 @@ int xarch_spec_check(json_t *v, buf_t *err)
 		return 400;
 	}
 	bool tgz = tgzw_is_tgz(a, alen), tar = alen > 4 && !strcmp(a + alen - 4, ".tar");
+	if (!tgz && !tar && json_is_true(json_object_get(v, "append"))) {
+		buf_addf(err, "archive: append: \"%.200s\" is not a shard this cluster can append to: only tar "
+			      "(.tar) and gzip-compressed tar (.tgz, .tar.gz) shards are appended to", a);
+		return 400;
+	}
 	if (!tgz && !tar) {
 		buf_addf(err, "archive: unknown format of \"%.200s\": shards are tar (.tar) or gzip-compressed tar "
 			      "(.tgz, .tar.gz), named so", a);
@@ -75,10 +80,6 @@ int xarch_spec_check(json_t *v, buf_t *err)
 	if (!is_bool_or_absent(json_object_get(v, "append")) || !is_bool_or_absent(json_object_get(v, "overwrite")) ||
 	    !is_bool_or_absent(json_object_get(v, "inclsrcname"))) {
 		buf_addstr(err, "archive: value.append, value.overwrite and value.inclsrcname are true or false");
-		return 400;
-	}
-	if (json_is_true(json_object_get(v, "append")) && tgz) {
-		buf_addf(err, "archive: append: \"%.200s\" is not a tar shard (only .tar shards are appended to)", a);
 		return 400;
 	}
 	if (!list == !tpl) {

@@ -12,16 +12,24 @@ Checks:
     byte), a new version; to a shard Python's tarfile wrote (pax headers, a
     directory entry) too; append to an absent shard creates it.
  3. A destination with mirror.copies=2: the shard on two targets.
- 4. A .tgz shard from a list (gzip, read with tarfile "r:gz" and archpath).
+ 4. A .tgz shard from a list (gzip, read with tarfile "r:gz" and archpath);
+    --append to it (inflated, the new members added, compressed again: a
+    new version) and to a .tar.gz Python's tarfile wrote (pax header,
+    directory, empty file kept); an append to a .tgz that is not gzip
+    fails the run and leaves it as it was.
  5. aisctl ishard with a .tgz template: gzip shards; every sample read back
     with tarfile, with archpath and with aisd.ShardDataset.
  6. Bad input: missing source objects (404 naming them), the shard exists
     without --append (409; --overwrite replaces it), an unknown format
-    (400), append to a .tgz (400), append to an object that is not a tar
+    (400), append to a .zip (400), append to an object that is not a tar
     (the job fails, the object is left as it was), a bad template (400),
     a missing bucket (404); nothing partial is ever listed.
- 7. kill -9 of the shard's owner mid-run: after its restart the run is
-    recorded aborted and no shard (no partial one) is listed.
+ 7. kill -9 of the shard's owner in the middle of an append (debug.archive_pause
+    makes the run last): after its restart the run resumes under its id and
+    ends done; the shard holds every member exactly once, byte for byte. A
+    run whose record says running after its commit (the record edited, as
+    a kill between the commit and the record's end would leave it) resumes
+    and appends nothing twice.
  8. The job is in /v1/jobs (kind archive); no error-level line in any log.
 """
 # timeout: 150
@@ -48,7 +56,8 @@ ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 
 t = T()
-clulib.init(t, "archput", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
+clulib.init(t, "archput", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                           "--set", "debug.archive_pause=30ms"])
 g = Node("g1", "gateway")
 ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
 for n, j in [(g, None)] + [(x, g) for x in ts]:
@@ -198,6 +207,44 @@ mem = members("dst", "z/list.tgz", "r:gz")
 t.check(mem and [n for n, _ in mem] == lst and all(d == data[n] for n, d in mem),
         "the .tgz shard: every member byte for byte (tarfile r:gz)")
 t.eq(by_archpath("dst", "z/list.tgz", mem or []), [], "the .tgz shard: every member by archpath")
+v1 = get("dst", "z/list.tgz").h("etag")
+wait_job(archive("dst/z/list.tgz", "--from", "src", "--append", "--template", "img/{000..002}.cls"))
+raw = get("dst", "z/list.tgz")
+want = lst + ["img/%03d.cls" % i for i in range(3)]
+mem = members("dst", "z/list.tgz", "r:gz")
+t.check(raw.body[:2] == b"\x1f\x8b" and mem and [n for n, _ in mem] == want and all(d == data[n] for n, d in mem),
+        "append to a .tgz: still gzip, the old members first, byte for byte (tarfile r:gz)",
+        [n for n, _ in mem or []])
+t.eq(by_archpath("dst", "z/list.tgz", mem or []), [], "append to a .tgz: every member by archpath")
+t.check(raw.h("etag") != v1, "append to a .tgz: a new version", (v1, raw.h("etag")))
+# a .tar.gz that Python's tarfile wrote: a pax header (a long non-ASCII name), a directory, an empty file
+bio = io.BytesIO()
+pyold = [("py/" + "ü-" * 60 + ".txt", b"pax named"), ("py/empty", b"")]
+with tarfile.open(fileobj=bio, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
+    ti = tarfile.TarInfo("py/dir")
+    ti.type = tarfile.DIRTYPE
+    tf.addfile(ti)
+    for n, d in pyold:
+        ti = tarfile.TarInfo(n)
+        ti.size = len(d)
+        tf.addfile(ti, io.BytesIO(d))
+t.eq(follow("PUT", g.url, "/v1/objects/dst/py.tar.gz", bio.getvalue())[1].status, 200, "PUT a tarfile-made py.tar.gz")
+wait_job(archive("dst/py.tar.gz", "--from", "src", "--append", "--list", "img/009.jpg,odd/empty.bin"))
+r = get("dst", "py.tar.gz")
+with tarfile.open(fileobj=io.BytesIO(r.body), mode="r:gz") as tf:
+    got = [(m.name, m.isdir(), None if m.isdir() else tf.extractfile(m).read()) for m in tf.getmembers()]
+t.eq(got, [("py/dir", True, None)] + [(n, False, d) for n, d in pyold] +
+     [("img/009.jpg", False, data["img/009.jpg"]), ("odd/empty.bin", False, b"")],
+     "append to a tarfile-made .tar.gz: pax name, directory and empty file kept, the new members after")
+t.eq(by_archpath("dst", "py.tar.gz", [(n, d) for n, isdir, d in got if not isdir]), [],
+     "... every file member by archpath")
+t.eq(follow("PUT", g.url, "/v1/objects/dst/fake.tgz", b"gzip? no" * 100)[1].status, 200, "PUT fake.tgz (not gzip)")
+rid = archive("dst/fake.tgz", "--from", "src", "--append", "--list", "img/000.jpg")
+wait_job(rid, "failed")
+r = request("GET", g.url, "/v1/jobs?id=%s&all=true" % rid)
+t.check(r.status == 200 and "not a gzip" in r.body.decode(errors="replace"),
+        "append to a .tgz that is not gzip: the run fails saying so", r.body[:400])
+t.eq(get("dst", "fake.tgz").body, b"gzip? no" * 100, "... and the object is left as it was")
 
 # --- 5. ishard .tgz --------------------------------------------------------------------------
 rc, out, err = ctl("ishard", "src", "zsh", "--prefix", "img/", "--shard-size", "30000", "--template", "s-{000..999}.tgz")
@@ -249,7 +296,7 @@ t.eq(members("dst", "a/tpl.tar"), [("img/000.jpg", data["img/000.jpg"])], "--ove
 for v, what in (({"archname": "x.zip", "list": ["img/000.jpg"]}, "unknown format"),
                 ({"archname": "x.tar", "mime": ".zip", "list": ["img/000.jpg"]}, "unknown format"),
                 ({"archname": "x.tgz", "mime": ".tar", "list": ["img/000.jpg"]}, "does not agree"),
-                ({"archname": "x.tgz", "append": True, "list": ["img/000.jpg"]}, "not a tar shard"),
+                ({"archname": "x.zip", "append": True, "list": ["img/000.jpg"]}, "can append to"),
                 ({"archname": "x.tar", "template": "img/%03d.jpg"}, "template"),
                 ({"archname": "x.tar"}, "one of"),
                 ({"archname": "x.tar", "list": ["img/000.jpg"], "template": "a{0..1}"}, "one of"),
@@ -268,40 +315,71 @@ t.check(r.status == 200 and "not a tar" in r.body.decode(errors="replace"), "the
 t.eq(get("dst", "fake.tar").body, b"this is not a tar archive" * 40, "... and the object is left as it was")
 t.eq(sorted(set(names("dst")) - set(before)), ["fake.tar"], "nothing else written by the bad requests")
 
-# --- 7. kill -9 of the shard's owner mid-run -------------------------------------------------
-big = {"k/%04d.bin" % i: os.urandom(32 << 10) for i in range(300)}
+# --- 7. kill -9 of the shard's owner mid-run: the run resumes --------------------------------------
+# (debug.archive_pause: each member waits 30 ms, so a run of 100 members lasts 3 s or more)
+big = {"k/%04d.bin" % i: os.urandom(32 << 10) for i in range(100)}
 bad = [n for n, d in big.items() if follow("PUT", g.url, "/v1/objects/src/" + q(n), d)[1].status != 200]
-t.check(not bad, "300 more PUTs to src", bad[:3])
-rid = archive("dst/k.tar", "--from", "src", "--template", "k/{0000..0299}.bin")
+t.check(not bad, "100 more PUTs to src", bad[:3])
+wait_job(archive("dst/k.tar", "--from", "src", "--list", "img/000.jpg"))
+kwant = [("img/000.jpg", data["img/000.jpg"])] + sorted(big.items())
+rid = archive("dst/k.tar", "--from", "src", "--append", "--template", "k/{0000..0099}.bin")
 
 
-def run_on(x):
-    r = request("GET", x.url, "/v1/jobs?id=%s&all=true" % (rid or "none"), headers=INTRA)
+def run_on(x, r=None):
+    r = request("GET", x.url, "/v1/jobs?id=%s&all=true" % (r or rid or "none"), headers=INTRA)
     runs = (r.json() or {}).get("runs", []) if r.status == 200 else []
     return runs[0] if runs else {}
 
 
 owner, at_kill = None, {}
-for _ in range(3000):  # (bounded: 30 s) until the owner has packed a member or more, or ended
+for _ in range(3000):  # (bounded: 30 s) until the owner has packed some members, or ended
     owner = next((x for x in ts if run_on(x).get("total")), None)
     at_kill = run_on(owner) if owner else {}
-    if owner and (at_kill.get("state") != "running" or at_kill.get("walked", 0) >= 1):
+    if owner and (at_kill.get("state") != "running" or at_kill.get("walked", 0) >= 10):
         break
     time.sleep(0.01)
-t.check(owner is not None, "the shard's owner runs the job", at_kill)
+t.check(owner is not None and at_kill.get("state") == "running" and 10 <= at_kill.get("walked", 0) < 100,
+        "the shard's owner is in the middle of the append when killed", at_kill)
 if owner:
     owner.kill9()
     t.check(owner.start(join=g.url), "%s restarts" % owner.name)
     t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "%s rejoins" % owner.name)
+    wait_job(rid, "done")
     fin = run_on(owner)
-    cut = at_kill.get("state") == "running"
-    t.check(fin.get("state") == ("aborted" if cut else "done"),
-            "the run cut by kill -9 is recorded aborted (%s when killed)" % at_kill.get("state"), fin)
-    mem = members("dst", "k.tar") if "k.tar" in (names("dst") or []) else None
-    t.check(mem is None if cut else mem and len(mem) == 300,
-            "the shard is absent after the cut run (or whole when it had ended)", None if mem is None else len(mem))
-    if mem:
-        t.check(all(d == big[n] for n, d in mem), "... byte for byte")
+    t.check(fin.get("state") == "done" and fin.get("walked") == 100, "the run cut by kill -9 resumed, same id, done",
+            fin)
+    t.eq(names("dst").count("k.tar"), 1, "one shard k.tar listed")
+    mem = members("dst", "k.tar")
+    t.check(mem == kwant, "the resumed append: the old member, then the 100 new ones exactly once, byte for byte",
+            [n for n, _ in mem or []][:5])
+    t.eq(by_archpath("dst", "k.tar", mem or [])[:3], [], "... every member by archpath")
+    logs = open(owner.log, errors="replace").read()
+    t.check("building dst/k.tar again (cut by a restart)" in logs, "the owner's log says the run was built again")
+
+    # a run cut after its commit (its record still says running): resumed, it finds its
+    # version committed (archive.run=ID) and appends nothing again
+    rid2 = archive("dst/k.tar", "--from", "src", "--append", "--list", "img/001.jpg")
+    wait_job(rid2)
+    kwant.append(("img/001.jpg", data["img/001.jpg"]))
+    t.eq(members("dst", "k.tar"), kwant, "one more member appended")
+    owner2 = next((x for x in ts if run_on(x, rid2).get("total")), None)
+    recs = [os.path.join(d, f) for d, _, fs in os.walk(owner2.dir if owner2 else "/nonexistent") for f in fs
+            if f == rid2 + ".json"]
+    t.eq(len(recs), 1, "the run's record on the shard's owner")
+    if owner2 and recs:
+        owner2.kill9()
+        with open(recs[0]) as f:
+            rec = json.load(f)
+        rec["state"] = "running"
+        with open(recs[0], "w") as f:
+            json.dump(rec, f)
+        t.check(owner2.start(join=g.url), "%s restarts with the run recorded running" % owner2.name)
+        t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "%s rejoins" % owner2.name)
+        t.check(poll(lambda: run_on(owner2, rid2).get("state") == "done", 30), "the resumed run ends done",
+                run_on(owner2, rid2))
+        t.eq(members("dst", "k.tar"), kwant, "... and img/001.jpg is not appended twice")
+        t.check("was committed before the restart" in open(owner2.log, errors="replace").read(),
+                "the owner's log says the shard was committed before the restart")
 
 # --- 8. the job in /v1/jobs ------------------------------------------------------------------
 r = request("GET", g.url, "/v1/jobs?kind=archive&all=true")

@@ -1,9 +1,11 @@
 /*
  * test_xarch.c - the spec of an archive request (src/xarch/spec.c): good
- * and bad values (format by name and mime, list or template, append only
- * to a tar), the names a template expands to; and the .tgz writer
- * (src/archive/tgzw.c): a tar compressed and inflated back byte for byte,
- * empty and multi-piece inputs.
+ * and bad values (format by name and mime, list or template, append to a
+ * tar or a .tgz only), the names a template expands to; and the .tgz
+ * writer and reader (src/archive/tgzw.c): a tar compressed and inflated
+ * back byte for byte (zlib, and tgzw_decompress: one member or two
+ * concatenated), empty and multi-piece inputs; truncated, trailing garbage
+ * and not gzip: errors.
  */
 #include <check.h>
 #include <jansson.h>
@@ -38,6 +40,8 @@ START_TEST(test_spec)
 		"{\"archname\":\"s.tar.gz\",\"mime\":\".tgz\",\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\",\"mime\":\"tar\",\"append\":true,\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\",\"overwrite\":true,\"inclsrcname\":false,\"list\":[\"x\"]}",
+		"{\"archname\":\"s.tgz\",\"append\":true,\"list\":[\"x\"]}",
+		"{\"archname\":\"s.tar.gz\",\"append\":true,\"list\":[\"x\"]}",
 	};
 	static const char *const bad[] = {
 		"{\"list\":[\"x\"]}",
@@ -45,7 +49,7 @@ START_TEST(test_spec)
 		"{\"archname\":\"s\",\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\",\"mime\":\".zip\",\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\",\"mime\":\".tgz\",\"list\":[\"x\"]}",
-		"{\"archname\":\"s.tgz\",\"append\":true,\"list\":[\"x\"]}",
+		"{\"archname\":\"s.zip\",\"append\":true,\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\",\"append\":1,\"list\":[\"x\"]}",
 		"{\"archname\":\"s.tar\"}",
 		"{\"archname\":\"s.tar\",\"list\":[\"x\"],\"template\":\"a{0..1}\"}",
@@ -112,6 +116,36 @@ static void roundtrip(size_t len)
 	ck_assert_int_eq(s.total_out, len);
 	ck_assert(memcmp(src, back, len) == 0);
 	inflateEnd(&s);
+	/* and back with tgzw_decompress: once, and as two members concatenated */
+	for (int twice = 0; twice < 2; twice++) {
+		FILE *dz = tmpfile();
+		uint64_t n = 0;
+		if (twice) {
+			fseek(out, 0, SEEK_END);
+			ck_assert_int_eq(fwrite(z, 1, (size_t)zn, out), (size_t)zn);
+			fflush(out);
+		}
+		ck_assert_int_eq(tgzw_decompress(fileno(out), (uint64_t)zn * (twice + 1), dz, &n, &err), AIS_OK);
+		ck_assert_int_eq(n, len * (twice + 1));
+		ck_assert_int_eq(ftell(dz), (long)n);
+		for (int k = 0; k <= twice; k++) {
+			ck_assert_int_eq(pread(fileno(dz), back, len, (off_t)(len * (size_t)k)), (ssize_t)len);
+			ck_assert(memcmp(src, back, len) == 0);
+		}
+		fclose(dz);
+	}
+	/* a truncated one, and one with garbage after it: errors */
+	for (int bad = 0; bad < 2; bad++) {
+		FILE *dz = tmpfile();
+		uint64_t n;
+		buf_reset(&err);
+		if (bad)
+			ck_assert_int_eq(pwrite(fileno(out), "garbage!", 8, zn), 8);
+		ck_assert_int_eq(tgzw_decompress(fileno(out), bad ? (uint64_t)zn + 8 : (uint64_t)zn - 5, dz, &n, &err),
+				 AIS_ERR);
+		ck_assert(err.len > 0);
+		fclose(dz);
+	}
 	buf_free(&err);
 	free(z);
 	free(src);
@@ -131,6 +165,17 @@ START_TEST(test_tgzw)
 	FILE *out = tmpfile();
 	ck_assert_int_eq(tgzw_compress(-1, 10, out, &err), AIS_ERR); /* a read error */
 	ck_assert(err.len > 0);
+	uint64_t n;
+	FILE *plain = tmpfile();
+	ck_assert_int_eq(fwrite("not gzip at all", 1, 15, plain), 15);
+	fflush(plain);
+	buf_reset(&err);
+	ck_assert_int_eq(tgzw_decompress(fileno(plain), 15, out, &n, &err), AIS_ERR); /* not gzip */
+	ck_assert(strstr(err.ptr, "not a gzip"));
+	buf_reset(&err);
+	ck_assert_int_eq(tgzw_decompress(fileno(plain), 0, out, &n, &err), AIS_ERR); /* empty */
+	ck_assert(err.len > 0);
+	fclose(plain);
 	fclose(out);
 	buf_free(&err);
 }
