@@ -1,8 +1,10 @@
 /*
  * io.c - the object transfers of the jobs that build shards in the cluster
- * (ishard, archive): one object's bytes appended to a temporary file, read
- * from this target's store or fetched from its holder, and a finished file
- * PUT to its owner as a client's write. Both retry while the peer is away
+ * (ishard, archive) and of copy-bck's uncached remote objects: one
+ * object's bytes appended to a temporary file, read from this target's
+ * store or fetched from its holder (a GET through the holder's object
+ * layer: for a remote bucket, its cold read), and a finished file PUT to
+ * its owner as a client's write. Both retry while the peer is away
  * (a restart: the map of the moment is asked again), up to ISHARD_RETRY_MS,
  * and give up at once on an answer that will not change (a 4xx) or when the
  * job is stopped.

@@ -2,7 +2,10 @@
  * copy.c - the copy-bck and etl-bck jobs of a target: SRC's objects this
  * target owns, each passed through the run's transformer (none: the
  * identity, a plain copy) and sent to DST's owner as a client's PUT, so
- * DST's copies and erasure coding hold (xcopy.h has the rules). One job
+ * DST's copies and erasure coding hold (xcopy.h has the rules). Either
+ * bucket may have a remote backend: a remote SRC is walked through its
+ * remote's listing and an object not cached here is read through the
+ * cold GET; a remote DST writes through on its owner's PUT. One job
  * under two kinds of the job registry: runs go on at once, each on its
  * own thread, with progress and stop.
  */

@@ -14,7 +14,9 @@ Checks:
  3. remote -> native, --template: exactly the template's names.
  4. native -> remote: every object reaches Swift (read back with boto3
     straight from Swift), byte for byte; a --prefix run sends only those.
- 5. No error-level line in any aisd log.
+ 5. Swift stopped: a copy from rsrc fails, its last_error naming the
+    source's remote listing; nothing written.
+ 6. No error-level line in any aisd log.
 """
 # timeout: 240
 import functools
@@ -125,6 +127,20 @@ wrong = [n for n in ndata if sw.get_object(Bucket="dst", Key=n)["Body"].read() !
 t.check(not wrong, "each byte for byte, read from Swift itself", wrong[:3])
 t.eq(listing("rdst"), set(ndata), "and listed in rdst")
 
+# --- 5. the source's remote away: the run fails, saying so -------------------------------------
 swift.stop()
+rc, out = ctl("bucket", "create", "n4")
+rc, out = ctl("bucket", "cp", "rsrc", "n4")
+words = out.split()
+rid = words[words.index("job") + 1] if rc == 0 and "job" in words else ""
+t.check(rid, "aisctl bucket cp rsrc n4 (Swift stopped): started", out)
+rc, out = ctl("job", "wait", rid or "none", "--timeout-s", "90")
+t.check(out.startswith("%s: failed" % rid) and "listing the source's remote" in out and "swift" in out,
+        "... the run fails, aisctl job wait saying why", out)
+r = request("GET", g.url, "/v1/jobs?id=%s&all=true" % (rid or "none"))
+t.check(r.status == 200 and "listing the source's remote" in r.body.decode(errors="replace"),
+        "... its last_error names the source's remote listing", r.body[:500])
+t.eq(listing("n4"), set(), "... and n4 stays empty")
+
 clulib.check_logs([g] + ts)
 t.finish()
