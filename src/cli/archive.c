@@ -2,7 +2,7 @@
  * archive.c - "aisctl archive put BUCKET/SHARD": objects of a bucket packed
  * into a shard on the server (POST /v1/buckets/SRC?bck_to=BUCKET
  * {"action":"archive","value":{"archname":SHARD,"list"|"template",..}}),
- * or appended to a tar shard, as a job (aisctl job wait ID).
+ * or appended to an existing one, as a job (aisctl job wait ID).
  */
 #include <jansson.h>
 #include <stdio.h>

@@ -173,7 +173,7 @@ static const struct cli_opt opts_archive_put[] = {
 	{"list", 0, "OBJ,OBJ,...", "pack these objects, in this order"},
 	{"template", 0, "TEMPLATE", "pack the objects a range names: img-{0000..0999}.jpg"},
 	{"from", 0, "BUCKET", "the objects' bucket (default: the shard's)"},
-	{"append", 0, NULL, "add the objects to the tar shard (created when absent)"},
+	{"append", 0, NULL, "add the objects after the shard's members (.tar, .tgz, .tar.gz; created when absent)"},
 	{"overwrite", 0, NULL, "replace the shard when it exists (else that is an error)"},
 	{"include-src-bck", 0, NULL, "name each member BUCKET/OBJECT in the shard (default: OBJECT)"},
 	{0},
@@ -244,14 +244,15 @@ static const struct cli_cmd cli_cmds[] = {
 	{"evict", "BUCKET", "drop the cached copies of a remote bucket's objects (the remote keeps them)",
 	 opts_listrange, 1, 1, cli_evict, false},
 	{"bucket cp", "SRC DST",
-	 "copy a bucket's objects into another bucket inside the cluster (a job: aisctl job wait ID)", opts_bucket_cp,
-	 2, 2, cli_bucket_cp, false},
+	 "copy a bucket's objects into another bucket inside the cluster, either of them with a remote backend or "
+	 "none (a job: aisctl job wait ID)",
+	 opts_bucket_cp, 2, 2, cli_bucket_cp, false},
 	{"ishard", "SRC DST",
 	 "pack a bucket's loose files into tar shards of another bucket, samples never split (a job: aisctl job wait ID)",
 	 opts_ishard, 2, 2, cli_ishard, false},
 	{"archive put", "BUCKET/SHARD",
-	 "pack objects into a tar (.tar) or compressed tar (.tgz, .tar.gz) shard on the server, or append them to a "
-	 "tar shard (a job: aisctl job wait ID)",
+	 "pack objects into a tar (.tar) or compressed tar (.tgz, .tar.gz) shard on the server, or append them to an "
+	 "existing one (a job: aisctl job wait ID)",
 	 opts_archive_put, 1, 1, cli_archive_put, false},
 	{"dsort", "SRC DST",
 	 "reshard, shuffle or sort the samples of tar shards into new shards of DST (may be SRC), inside the cluster "
