@@ -30,9 +30,11 @@ int tgzw_compress(int fd, uint64_t len, FILE *out, buf_t *err);
 int tgzw_compress_at(int fd, uint64_t off, uint64_t len, FILE *out, buf_t *err);
 /* Inflates the len bytes of fd (pread from offset 0), one gzip member or
  * several concatenated (as gzip -d does), into out at its position; *n
- * the bytes written. AIS_OK, or AIS_ERR with err set: not gzip, a corrupt
- * or truncated stream (a CRC or length that does not match), bytes after
- * the last member that are not gzip, a read or write error. */
-int tgzw_decompress(int fd, uint64_t len, FILE *out, uint64_t *n, buf_t *err);
+ * the bytes written, never more than max (a hostile shard cannot inflate
+ * past what a client may write). AIS_OK, or AIS_ERR with err set: not
+ * gzip, a corrupt or truncated stream (a CRC or length that does not
+ * match), bytes after the last member that are not gzip, more than max
+ * bytes inflated, a read or write error. */
+int tgzw_decompress(int fd, uint64_t len, uint64_t max, FILE *out, uint64_t *n, buf_t *err);
 
 #endif

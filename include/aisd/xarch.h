@@ -46,6 +46,7 @@
 #include <stdbool.h>
 
 #include "aisd/buf.h"
+#include "aisd/conf.h"
 #include "aisd/store.h"
 
 #define XARCH_NAMES_MAX 100000 /* objects of one archive request */
@@ -62,9 +63,10 @@ json_t *xarch_names(json_t *v);
 bool xarch_is_tgz(json_t *v);
 
 struct cluster;
-/* Registers the job kind "archive" (src/xarch/job.c); each member packed
- * waits member_pause_ms (debug.archive_pause, a test hook; 0: none). */
-void xarch_register(struct cluster *cl, store_t *store, uint64_t member_pause_ms);
+/* Registers the job kind "archive" (src/xarch/job.c). From c: each member
+ * packed waits debug.archive_pause (a test hook; 0: none); an appended
+ * .tgz inflates to at most net.max_body. */
+void xarch_register(struct cluster *cl, store_t *store, const conf_t *c);
 /* Stops the runs in progress. */
 void xarch_stop(void);
 

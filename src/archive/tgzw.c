@@ -72,7 +72,7 @@ int tgzw_compress_at(int fd, uint64_t off, uint64_t len, FILE *out, buf_t *err)
 	return rc;
 }
 
-int tgzw_decompress(int fd, uint64_t len, FILE *out, uint64_t *n, buf_t *err)
+int tgzw_decompress(int fd, uint64_t len, uint64_t max, FILE *out, uint64_t *n, buf_t *err)
 {
 	unsigned char *in = xmalloc(PIECE), *z = xmalloc(PIECE);
 	z_stream s;
@@ -114,11 +114,15 @@ int tgzw_decompress(int fd, uint64_t len, FILE *out, uint64_t *n, buf_t *err)
 		if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && !have)) {
 			buf_addf(err, "not a gzip-compressed shard (%s)", s.msg ? s.msg : "corrupt");
 			rc = AIS_ERR;
+		} else if (have > max - *n) {
+			buf_addf(err, "the shard inflates past %llu bytes (net.max_body)", (unsigned long long)max);
+			rc = AIS_ERR;
 		} else if (have && fwrite(z, 1, have, out) != have) {
 			buf_addf(err, "gunzip: %s", strerror(errno));
 			rc = AIS_ERR;
 		}
-		*n += have;
+		if (rc == AIS_OK)
+			*n += have;
 		if (zr == Z_STREAM_END)
 			member = false;
 	}

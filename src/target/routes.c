@@ -326,7 +326,7 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			bkj_register(t);
 			xcopy_register(cl, t->store);
 			ishard_register(cl, t->store);
-			xarch_register(cl, t->store, t->conf->archive_pause_ms);
+			xarch_register(cl, t->store, t->conf);
 			dsort_register(cl, t->store, c->dsort_memory_limit);
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);

@@ -41,6 +41,7 @@ struct xrun {
 static struct cluster *xcl;
 static store_t *xstore;
 static uint64_t pause_ms; /* debug.archive_pause: a test hook */
+static uint64_t max_body; /* net.max_body: an appended .tgz inflates to at most this */
 static jtruns_t runs = JTRUNS_INIT;
 
 static void fail(struct xrun *x, const char *name, const char *why)
@@ -80,7 +81,7 @@ static bool old_shard(struct xrun *x, const char *arch, FILE *f)
 	if (tgz) {
 		buf_t err = BUF_INIT;
 		uint64_t zn = n;
-		rc = tgzw_decompress(fileno(g), zn, f, &n, &err);
+		rc = tgzw_decompress(fileno(g), zn, max_body, f, &n, &err);
 		fclose(g);
 		if (rc != AIS_OK) {
 			snprintf(why, sizeof(why), "%.150s (nothing appended)", err.ptr);
@@ -305,11 +306,12 @@ static const jreg_kind_t kind = {
 	.name = "archive", .arg = &runs, .start = kind_start, .stop = jtruns_kind_stop,
 	.progress = jtruns_kind_progress, .resumes = true};
 
-void xarch_register(struct cluster *cl, store_t *store, uint64_t member_pause_ms)
+void xarch_register(struct cluster *cl, store_t *store, const conf_t *c)
 {
 	xcl = cl;
 	xstore = store;
-	pause_ms = member_pause_ms;
+	pause_ms = c->archive_pause_ms;
+	max_body = c->max_body;
 	jtruns_open(&runs);
 	jreg_register(&kind);
 }

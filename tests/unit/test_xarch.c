@@ -4,8 +4,8 @@
  * tar or a .tgz only), the names a template expands to; and the .tgz
  * writer and reader (src/archive/tgzw.c): a tar compressed and inflated
  * back byte for byte (zlib, and tgzw_decompress: one member or two
- * concatenated), empty and multi-piece inputs; truncated, trailing garbage
- * and not gzip: errors.
+ * concatenated), empty and multi-piece inputs; truncated, trailing garbage,
+ * not gzip and past the bound: errors.
  */
 #include <check.h>
 #include <jansson.h>
@@ -125,13 +125,24 @@ static void roundtrip(size_t len)
 			ck_assert_int_eq(fwrite(z, 1, (size_t)zn, out), (size_t)zn);
 			fflush(out);
 		}
-		ck_assert_int_eq(tgzw_decompress(fileno(out), (uint64_t)zn * (twice + 1), dz, &n, &err), AIS_OK);
+		ck_assert_int_eq(tgzw_decompress(fileno(out), (uint64_t)zn * (twice + 1), UINT64_MAX, dz, &n, &err), AIS_OK);
 		ck_assert_int_eq(n, len * (twice + 1));
 		ck_assert_int_eq(ftell(dz), (long)n);
 		for (int k = 0; k <= twice; k++) {
 			ck_assert_int_eq(pread(fileno(dz), back, len, (off_t)(len * (size_t)k)), (ssize_t)len);
 			ck_assert(memcmp(src, back, len) == 0);
 		}
+		fclose(dz);
+	}
+	/* a bound one byte short of what it inflates to: an error, no more
+	 * written than the bound */
+	if (len) {
+		FILE *dz = tmpfile();
+		uint64_t n = 0;
+		buf_reset(&err);
+		ck_assert_int_eq(tgzw_decompress(fileno(out), (uint64_t)zn, (uint64_t)len - 1, dz, &n, &err), AIS_ERR);
+		ck_assert(strstr(err.ptr, "inflates past"));
+		ck_assert(n < len);
 		fclose(dz);
 	}
 	/* a truncated one, and one with garbage after it: errors */
@@ -141,7 +152,7 @@ static void roundtrip(size_t len)
 		buf_reset(&err);
 		if (bad)
 			ck_assert_int_eq(pwrite(fileno(out), "garbage!", 8, zn), 8);
-		ck_assert_int_eq(tgzw_decompress(fileno(out), bad ? (uint64_t)zn + 8 : (uint64_t)zn - 5, dz, &n, &err),
+		ck_assert_int_eq(tgzw_decompress(fileno(out), bad ? (uint64_t)zn + 8 : (uint64_t)zn - 5, UINT64_MAX, dz, &n, &err),
 				 AIS_ERR);
 		ck_assert(err.len > 0);
 		fclose(dz);
@@ -170,10 +181,10 @@ START_TEST(test_tgzw)
 	ck_assert_int_eq(fwrite("not gzip at all", 1, 15, plain), 15);
 	fflush(plain);
 	buf_reset(&err);
-	ck_assert_int_eq(tgzw_decompress(fileno(plain), 15, out, &n, &err), AIS_ERR); /* not gzip */
+	ck_assert_int_eq(tgzw_decompress(fileno(plain), 15, UINT64_MAX, out, &n, &err), AIS_ERR); /* not gzip */
 	ck_assert(strstr(err.ptr, "not a gzip"));
 	buf_reset(&err);
-	ck_assert_int_eq(tgzw_decompress(fileno(plain), 0, out, &n, &err), AIS_ERR); /* empty */
+	ck_assert_int_eq(tgzw_decompress(fileno(plain), 0, UINT64_MAX, out, &n, &err), AIS_ERR); /* empty */
 	ck_assert(err.len > 0);
 	fclose(plain);
 	fclose(out);
