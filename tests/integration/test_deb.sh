@@ -18,7 +18,8 @@
 # /var/log/aisd aisd:aisd 0750, the unit, logrotate, man pages and the
 # completion; a gateway and two targets (processes of user aisd, data and
 # logs under /var/lib/aisd and /var/log/aisd) form a cluster in which the
-# installed aisctl puts and gets objects (bytes compared); remove keeps the
+# installed aisctl puts and gets objects (bytes compared); installing the
+# packages again keeps an edited config and the secret; remove keeps the
 # configs, the data and the user and removes every other packaged file;
 # purge leaves nothing: no user, no group, no /etc/aisd, /var/lib/aisd or
 # /var/log/aisd, no file or directory of `dpkg -L` that was not there
@@ -246,6 +247,17 @@ for f in gateway target target2; do
 	cp "/var/log/aisd/$f.log" "$AISD_DIR/deb-logs/$f/aisd.log" 2>/dev/null
 done
 for f in gw t1 t2; do cp "$W/$f.stderr" "$AISD_DIR/deb-logs/$f.stderr"; done
+
+# --- the same packages again over an edited config (an upgrade's path) -------------
+printf '\n# edited by the operator\nlog.level = debug\n' >>/etc/aisd/target.conf
+cp -p /etc/aisd/target.conf /etc/aisd/cluster.secret "$W/"
+if dpkg_retry -i "$DEB_AISD" "$DEB_CTL"; then ok "dpkg -i again over the installed packages"; else
+	fail "dpkg -i again over the installed packages"
+	sed 's/^/#   /' "$W/dpkg.out" | tail -10
+fi
+check "reinstall keeps the edited target.conf and the cluster secret" \
+	bash -c 'cmp -s "$1/target.conf" /etc/aisd/target.conf && cmp -s "$1/cluster.secret" /etc/aisd/cluster.secret' _ "$W"
+check_eq "reinstall keeps the modes" "$(mode /etc/aisd) $(mode /etc/aisd/cluster.secret)" "root:aisd 750 aisd:aisd 600"
 
 # --- remove: configs, data, logs and the user stay ---------------------------------
 if dpkg_retry -r aisd aisctl; then ok "dpkg -r aisd aisctl"; else
