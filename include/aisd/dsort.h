@@ -72,6 +72,7 @@ enum dsort_alg { DSORT_SHUFFLE, DSORT_ALPHA, DSORT_NUMERIC, DSORT_CONTENT, DSORT
 #define DSORT_EXT_MAX 63
 #define DSORT_CONTENT_MAX 256 /* bytes of a content_ext member used as its sort key */
 #define DSORT_ORDER_MAX (16u << 20) /* bytes of an order file */
+#define DSORT_TAG "dsort.run" /* custom metadata of an output shard: DSORT_TAG=ID of its run (rule 6) */
 
 /*
  * An order file (algorithm "order"): text, one sample per line,
@@ -180,9 +181,20 @@ void dsort_out_name(const dsort_spec_t *s, const dsort_out_t *outs, size_t i, ch
 
 struct cluster;
 struct http_req;
-/* Registers the job kind "dsort" (cl and store kept until dsort_stop);
- * memory_limit: dsort.memory_limit. */
-void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit);
+/* What a target gives its dsort runs (kept until dsort_stop). */
+typedef struct dsort_env {
+	struct cluster *cl;
+	store_t *store;
+	uint64_t memory_limit; /* dsort.memory_limit */
+	uint64_t pause_ms;     /* debug.dsort_commit_pause */
+	/* Deletes bck/obj through the object layer: every copy, wherever it
+	 * is (a client's delete). 0, 1 when there was none, or -1 with why
+	 * (may be NULL) set. */
+	int (*del)(void *arg, const char *bck, const char *obj, buf_t *why);
+	void *arg;
+} dsort_env_t;
+/* Registers the job kind "dsort" (env copied). */
+void dsort_register(const dsort_env_t *env);
 void dsort_stop(void);
 /* GET /v1/dsort/ID (targets only): this target's index of run ID (rule 2):
  * 200 {"target","shards":[..],"records":[[SHARD,POS,KEY,SORTKEY,MEMBERS],..]},
