@@ -46,15 +46,24 @@
  *     shards to DST's owners as a client's writes (copies, erasure coding
  *     hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
- *     unreadable) ends failed with the reason and deletes the output shards
- *     it committed; its index then answers 500 with the first failure's
- *     reason, so its peers fail at once with it (a peer gone: after
- *     PEER_WAIT_MS without an answer). A failure before the barrier leaves
- *     no output at all; one during the commits (a target lost then) may
- *     leave whole shards of the others. A run cut by a restart starts
- *     again from its spec (the same index, plan and shards): when its peers
- *     were still waiting for it (within PEER_WAIT_MS), the job goes on;
- *     else it fails with their reason.
+ *     unreadable) ends failed with the reason; its index then answers 500
+ *     with the first failure's reason, so its peers fail at once with it
+ *     (a peer gone: after PEER_WAIT_MS without an answer). A failure
+ *     before the barrier leaves no output at all. Past the barrier, every
+ *     output shard is PUT with the custom metadata DSORT_TAG=ID, and a run
+ *     is done only when every peer has committed its shards too
+ *     (?stage=committed), so a target lost during the commits fails the
+ *     others' runs. A failed run deletes (through the object layer: every
+ *     copy) the shards it committed and, once past the barrier, every
+ *     object of DST it holds tagged with its id: its peers' commits, a
+ *     lost target's. A run cut by a restart starts again from its spec
+ *     (the same index, plan and shards): when its peers were still waiting
+ *     for it (within PEER_WAIT_MS), the job goes on; else it fails with
+ *     their reason and deletes the tagged shards it holds (those its
+ *     former self committed). So once every target of a failed run is
+ *     back, DST holds no output shard of it. (A target lost after every
+ *     peer saw it commit, before one confirmed it, can still leave the
+ *     others' runs done and that one's failed.)
  */
 #ifndef AISD_DSORT_H
 #define AISD_DSORT_H
