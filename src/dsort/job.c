@@ -63,6 +63,7 @@ struct drun {
 	json_t *written; /* names of the output shards this run PUT */
 	bool committing; /* past the barrier: output shards of the run may be anywhere (rule 6) */
 	bool resumed;    /* started again after a restart: its former self may have committed some */
+	int64_t ms[6];   /* when each step ended: index, plan, build, barrier, commit, confirmation (the log's) */
 	/* the spool of every output shard this target builds (rule 5) */
 	int spfd;
 	bool spfile; /* spilled to a mountpath */
@@ -674,36 +675,182 @@ static bool compress_built(struct drun *x, const char *name, uint64_t start)
 	return ok;
 }
 
-/* Builds output shard o (named name) into the spool. */
+/* --- read-ahead: the remote samples of the shards this target builds,
+ * fetched by AHEAD_THREADS threads in build order ahead of the builder
+ * (each sample's members in one ranged GET: span_of), at most AHEAD_SLOTS
+ * samples and ahead_max() bytes ahead; the builder takes them in order.
+ * Local samples are read by the builder meanwhile, so peers' disks, the
+ * loopback and this target's spool work at once. */
+#define AHEAD_THREADS 4
+#define AHEAD_SLOTS 32
+
+/* The range [*lo, *hi) of input shard r->shard that holds r's members
+ * when one GET may read them (they lie together and it is small). */
+static bool span_of(const dsort_rec_t *r, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t a = UINT64_MAX, b = 0, sum = 0;
+	json_t *m;
+	size_t j;
+	json_array_foreach(r->members, j, m) {
+		uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
+		uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
+		a = MIN(a, off);
+		b = MAX(b, off + sz);
+		sum += sz + 2 * TAR_BLOCK;
+	}
+	*lo = a;
+	*hi = b;
+	return b > a && b - a <= sum + SPAN_SLACK && b - a <= MIN(denv.memory_limit / 4, SPAN_MAX);
+}
+
+static uint64_t ahead_max(void) { return MIN(denv.memory_limit / 4, 32u << 20); }
+
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY, SLOT_FAILED };
+
+struct ahead {
+	struct drun *x;
+	const dsort_rec_t **seq; /* the records in build order */
+	uint64_t *lo, *hi;       /* per record: its span, hi 0: not fetched ahead */
+	size_t n, pos;           /* pos: the builder's record (it alone moves it) */
+	pthread_mutex_t mu;      /* what follows */
+	pthread_cond_t cv;
+	size_t next;             /* the next record to fetch */
+	uint64_t inflight;       /* bytes fetched or fetching, not yet taken */
+	bool stop;
+	struct {
+		size_t k; /* its record */
+		int state;
+		buf_t b;
+	} slot[AHEAD_SLOTS];
+	pthread_t th[AHEAD_THREADS];
+	int nth;
+};
+
+static void *ahead_main(void *arg)
+{
+	struct ahead *a = arg;
+	log_set_action("dsort read-ahead");
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		while (a->next < a->n && !a->hi[a->next])
+			a->next++;
+		if (a->next >= a->n)
+			break;
+		size_t k = a->next;
+		uint64_t sz = a->hi[k] - a->lo[k];
+		if (k - a->pos >= AHEAD_SLOTS || (a->inflight && a->inflight + sz > ahead_max())) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		a->next++;
+		a->inflight += sz;
+		size_t s = k % AHEAD_SLOTS;
+		a->slot[s].k = k;
+		a->slot[s].state = SLOT_FETCHING;
+		a->slot[s].b.len = 0;
+		pthread_mutex_unlock(&a->mu);
+		bool ok = fetch(a->x, a->seq[k]->shard, a->lo[k], sz, buf_sink, &a->slot[s].b);
+		pthread_mutex_lock(&a->mu);
+		a->slot[s].state = ok ? SLOT_READY : SLOT_FAILED;
+		pthread_cond_broadcast(&a->cv);
+		if (!ok)
+			break;
+	}
+	pthread_mutex_unlock(&a->mu);
+	xs_release();
+	return NULL;
+}
+
+/* The read-ahead of records seq[0..n) (started when any is remote). */
+static void ahead_start(struct ahead *a, struct drun *x, const dsort_rec_t **seq, size_t n)
+{
+	*a = (struct ahead){.x = x, .seq = seq, .n = n};
+	a->lo = xcalloc(n + 1, sizeof(*a->lo));
+	a->hi = xcalloc(n + 1, sizeof(*a->hi));
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	for (size_t s = 0; s < AHEAD_SLOTS; s++)
+		a->slot[s].k = SIZE_MAX;
+	size_t remote = 0;
+	for (size_t k = 0; k < n; k++) /* (shard_fd opens files: here, before the threads) */
+		if (shard_fd(x, seq[k]->shard) >= 0 || !span_of(seq[k], &a->lo[k], &a->hi[k]))
+			a->hi[k] = 0;
+		else
+			remote++;
+	for (int i = 0; remote && i < AHEAD_THREADS; i++)
+		if (pthread_create(&a->th[a->nth], NULL, ahead_main, a) == 0)
+			a->nth++;
+}
+
+/* The builder's record a->pos: its span's bytes (at *lo of its shard) when
+ * fetched ahead, else NULL (the builder reads it itself); *failed when the
+ * fetch failed (x's error set). */
+static const buf_t *ahead_take(struct ahead *a, uint64_t *lo, bool *failed_)
+{
+	size_t k = a->pos;
+	*failed_ = false;
+	if (k >= a->n || !a->hi[k] || !a->nth)
+		return NULL;
+	size_t s = k % AHEAD_SLOTS;
+	pthread_mutex_lock(&a->mu);
+	while (!(a->slot[s].k == k && a->slot[s].state >= SLOT_READY) && !a->stop && !failed(a->x))
+		pthread_cond_wait(&a->cv, &a->mu);
+	bool ok = a->slot[s].k == k && a->slot[s].state == SLOT_READY;
+	pthread_mutex_unlock(&a->mu);
+	*failed_ = !ok;
+	*lo = a->lo[k];
+	return ok ? &a->slot[s].b : NULL;
+}
+
+/* The builder is done with record a->pos: the next. */
+static void ahead_next(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	size_t k = a->pos++;
+	if (k < a->n && a->hi[k] && a->nth) {
+		a->inflight -= a->hi[k] - a->lo[k];
+		if (a->slot[k % AHEAD_SLOTS].k == k)
+			a->slot[k % AHEAD_SLOTS].state = SLOT_FREE;
+	}
+	if (a->nth) /* (a fetcher may wait for the builder to move, past a local record too) */
+		pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	for (int i = 0; i < a->nth; i++)
+		pthread_join(a->th[i], NULL);
+	for (size_t s = 0; s < AHEAD_SLOTS; s++)
+		buf_free(&a->slot[s].b);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a->lo);
+	free(a->hi);
+}
+
+/* Builds output shard o (named name) into the spool, its records taken
+ * from the read-ahead a (whose position is o's first record). */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
-		  const char *name)
+		  const char *name, struct ahead *a)
 {
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t start = x->splen;
-	buf_t span = BUF_INIT;
-	for (size_t k = 0; k < o->n && ok && !failed(x); k++) {
+	for (size_t k = 0; k < o->n && ok && !failed(x); k++, ahead_next(a)) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
 		size_t j;
 		uint64_t s0 = 0;
-		bool spanned = false;
-		span.len = 0;
-		if (json_array_size(r->members) > 1 && shard_fd(x, r->shard) < 0) {
-			/* a remote sample in one ranged GET when its members lie together */
-			uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
-			json_array_foreach(r->members, j, m) {
-				uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
-				uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
-				lo = MIN(lo, off);
-				hi = MAX(hi, off + sz);
-				sum += sz + 2 * TAR_BLOCK;
-			}
-			if (hi > lo && hi - lo <= sum + SPAN_SLACK && hi - lo <= MIN(denv.memory_limit / 4, SPAN_MAX)) {
-				ok = fetch(x, r->shard, lo, hi - lo, buf_sink, &span);
-				spanned = ok;
-				s0 = lo;
-			}
+		bool bad;
+		const buf_t *span = ahead_take(a, &s0, &bad);
+		if (bad) {
+			ok = false;
+			break;
 		}
 		json_array_foreach(r->members, j, m) {
 			if (!ok)
@@ -714,8 +861,8 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
 			ok = spool_write(x, h.ptr, h.len) == AIS_OK &&
-			     (spanned ? spool_write(x, span.ptr + (off - s0), sz) == AIS_OK
-				      : member_data(x, r->shard, off, sz));
+			     (span ? spool_write(x, span->ptr + (off - s0), sz) == AIS_OK
+				   : member_data(x, r->shard, off, sz));
 			h.len = 0;
 			tarw_pad(&h, sz);
 			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
@@ -726,7 +873,6 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 		x->r.st.walked++;
 		pthread_mutex_unlock(&x->r.mu);
 	}
-	buf_free(&span);
 	h.len = 0;
 	tarw_end(&h);
 	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
@@ -758,13 +904,25 @@ static void debug_pause(struct drun *x)
 		usleep(20 * 1000);
 }
 
-/* Commits the built output shards: each PUT to DST's owner. */
-static void commit(struct drun *x)
+/* The committers: COMMIT_THREADS PUTs at once (one with the debug pause),
+ * so that one shard's bytes leave the spool while another's land. */
+#define COMMIT_THREADS 3
+
+struct committers {
+	struct drun *x;
+	pthread_mutex_t mu; /* next, x->written */
+	size_t next;
+};
+
+static void *commit_main(void *arg)
 {
-	json_t *e;
-	size_t i;
-	json_array_foreach(x->built, i, e) {
-		if (failed(x))
+	struct committers *c = arg;
+	struct drun *x = c->x;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		json_t *e = json_array_get(x->built, c->next++);
+		pthread_mutex_unlock(&c->mu);
+		if (!e || failed(x))
 			break;
 		const char *name = json_string_value(json_array_get(e, 0));
 		uint64_t off = (uint64_t)json_integer_value(json_array_get(e, 1));
@@ -772,12 +930,38 @@ static void commit(struct drun *x)
 		debug_pause(x);
 		if (!put_shard(x, name, off, len))
 			break;
+		pthread_mutex_lock(&c->mu);
 		json_array_append_new(x->written, json_string(name));
+		pthread_mutex_unlock(&c->mu);
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.moved++;
 		x->r.st.moved_bytes += len;
 		pthread_mutex_unlock(&x->r.mu);
 	}
+	return NULL;
+}
+
+static void *committer(void *arg)
+{
+	commit_main(arg);
+	xs_release();
+	return NULL;
+}
+
+/* Commits the built output shards: each PUT to DST's owner. */
+static void commit(struct drun *x)
+{
+	struct committers c = {.x = x};
+	pthread_t th[COMMIT_THREADS];
+	int n = 0;
+	pthread_mutex_init(&c.mu, NULL);
+	for (int i = 1; i < COMMIT_THREADS && !denv.pause_ms && i < (int)json_array_size(x->built); i++)
+		if (pthread_create(&th[n], NULL, committer, &c) == 0)
+			n++;
+	commit_main(&c); /* (this thread's connections go at the run's end) */
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&c.mu);
 }
 
 /* Is custom metadata cm ("k=v,k=v") tagged with run id (rule 6)? */
@@ -919,22 +1103,36 @@ static void phase2(struct drun *x)
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.total = mine;
 	pthread_mutex_unlock(&x->r.mu);
+	x->ms[1] = time_mono_ns();
+	size_t nseq = 0;
+	const dsort_rec_t **seq = xcalloc(n + 1, sizeof(*seq));
 	for (size_t i = 0; i < nouts && !failed(x); i++)
+		for (size_t k = 0; own[i] && k < outs[i].n; k++)
+			seq[nseq++] = &recs[order[outs[i].first + k]];
+	struct ahead ah;
+	ahead_start(&ah, x, seq, nseq);
+	for (size_t i = 0; i < nouts && !failed(x); i++) /* (one cut short by a failure ends the run) */
 		if (own[i]) {
 			dsort_out_name(&x->s, outs, i, name);
-			build(x, recs, order, &outs[i], name);
+			build(x, recs, order, &outs[i], name, &ah);
 		}
+	ahead_stop(&ah);
+	free(seq);
+	x->ms[2] = time_mono_ns();
 	if (!failed(x)) {
 		ix_reach(x->ix, IX_STAGE_BUILT);
 		await_peers(x, IX_STAGE_BUILT);
 	}
+	x->ms[3] = time_mono_ns();
 	if (!failed(x)) { /* rule 6: done only once every peer committed too */
 		x->committing = true;
 		commit(x);
+		x->ms[4] = time_mono_ns();
 		if (!failed(x))
 			ix_reach(x->ix, IX_STAGE_COMMITTED);
 		await_peers(x, IX_STAGE_COMMITTED);
 	}
+	x->ms[5] = time_mono_ns();
 	free(own);
 	for (size_t t = 0; t < nt; t++)
 		json_decref(docs[t]);
@@ -952,8 +1150,11 @@ static void *run(void *arg)
 {
 	struct drun *x = arg;
 	log_set_action("dsort");
-	if (phase1(x))
+	int64_t t0 = time_mono_ns();
+	if (phase1(x)) {
+		x->ms[0] = time_mono_ns();
 		phase2(x);
+	}
 	if (failed(x))
 		publish_failure(x);
 	if (failed(x) && !atomic_load(&runs.stopping))
@@ -974,6 +1175,12 @@ static void *run(void *arg)
 		 x->src, x->dst, job_state_name(fin.state), (unsigned long long)fin.moved,
 		 (unsigned long long)fin.moved_bytes, (unsigned long long)fin.total, (unsigned long long)fin.walked,
 		 (unsigned long long)fin.errors, fin.errors ? ": " : "", fin.errors ? fin.last_error : "");
+	char steps[160] = "";
+	for (int k = 0, at = 0; k < 6 && x->ms[k] && at < (int)sizeof(steps); k++) {
+		at += snprintf(steps + at, sizeof(steps) - (size_t)at, "%s%lld", k ? " " : "",
+			       (long long)((x->ms[k] - (k ? x->ms[k - 1] : t0)) / 1000000));
+	}
+	log_info("dsort %s: steps (ms: index, plan, build, barrier, commit, confirmation): %s", x->r.id, steps);
 	jtruns_end(&runs, &x->r, &fin);
 	pthread_mutex_destroy(&x->r.mu);
 	json_decref(x->spec);
