@@ -39,11 +39,13 @@
  *     among the spec's targets. It writes every shard it builds (members'
  *     data read from its store, or with ranged GETs of the input shard
  *     through the object layer: records move target to target, never
- *     through a gateway) into one spool: memory up to dsort.memory_limit,
- *     then a temporary file on a mountpath. A shard named ".tgz" or
+ *     through a gateway; a few threads read the remote samples ahead of
+ *     the builder, within a quarter of dsort.memory_limit and 32 MiB)
+ *     into one spool: memory up to the rest of dsort.memory_limit, then a
+ *     temporary file on a mountpath. A shard named ".tgz" or
  *     ".tar.gz" is gzip-compressed there once built (tgzw.h). When every target has built its
  *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
- *     shards to DST's owners as a client's writes (copies, erasure coding
+ *     shards (a few at once) to DST's owners as a client's writes (copies, erasure coding
  *     hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
  *     unreadable) ends failed with the reason; its index then answers 500

@@ -74,6 +74,9 @@ struct drun {
 };
 
 static dsort_env_t denv;
+
+/* Bytes the read-ahead holds at most (phase 2), out of dsort.memory_limit. */
+static uint64_t ahead_max(void) { return MIN(denv.memory_limit / 4, 32u << 20); }
 static jtruns_t runs = JTRUNS_INIT;
 
 static void fail(struct drun *x, const char *name, const char *why)
@@ -555,7 +558,7 @@ static int spool_write(struct drun *x, const char *p, size_t n)
 {
 	if (x->spfd < 0 && (x->spfd = memfd_create("dsort", MFD_CLOEXEC)) < 0)
 		return AIS_ERR;
-	if (!x->spfile && x->splen + n > denv.memory_limit) {
+	if (!x->spfile && x->splen + n > denv.memory_limit - ahead_max()) { /* (the read-ahead's share) */
 		int f = mp_tmpfile();
 		off_t o = 0;
 		if (f < 0)
@@ -702,8 +705,6 @@ static bool span_of(const dsort_rec_t *r, uint64_t *lo, uint64_t *hi)
 	*hi = b;
 	return b > a && b - a <= sum + SPAN_SLACK && b - a <= MIN(denv.memory_limit / 4, SPAN_MAX);
 }
-
-static uint64_t ahead_max(void) { return MIN(denv.memory_limit / 4, 32u << 20); }
 
 enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY, SLOT_FAILED };
 
