@@ -1,7 +1,7 @@
 """test_dsort_commit.py - a dsort whose target dies past the barrier (while the
 targets commit their output shards) leaves no output shard of the run, on any
 target. 1 gateway + 3 targets, started here on loopback ports and stopped by
-PID; debug.dsort_commit_pause=400ms makes every target wait before each
+PID; debug.dsort_commit_pause=1s makes every target wait before each
 shard it commits, so that t2 can be killed between two of its commits.
 
 Checks:
@@ -32,7 +32,7 @@ INTRA = {"Ais-Intra": "test"}
 
 t = T()
 clulib.init(t, "dsort_commit", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
-                                "--set", "debug.dsort_commit_pause=400ms"])
+                                "--set", "debug.dsort_commit_pause=1s"])
 g = Node("g1", "gateway")
 ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
 for n, j in [(g, None)] + [(x, g) for x in ts]:
