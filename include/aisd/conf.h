@@ -68,6 +68,7 @@ typedef struct conf {
 	uint64_t delete_pause_ms;   /* debug.delete_pause: a client's delete waits before its slices go */
 	uint64_t bmd_pause_ms;      /* debug.bmd_apply_pause: a new BMD waits, persisted, before its callback */
 	uint64_t archive_pause_ms;  /* debug.archive_pause: the archive job waits after each member */
+	uint64_t dsort_pause_ms;    /* debug.dsort_commit_pause: a dsort run waits before each commit */
 	char clock_offset[32];      /* debug.clock_offset: [+-]duration this node's wall clock is shifted by */
 	bool verify_on_read;      /* checksum a whole object before serving it */
 	uint64_t hot_cache;       /* bytes of small objects kept in memory (store/hot.c); 0 off */

@@ -39,22 +39,33 @@
  *     among the spec's targets. It writes every shard it builds (members'
  *     data read from its store, or with ranged GETs of the input shard
  *     through the object layer: records move target to target, never
- *     through a gateway) into one spool: memory up to dsort.memory_limit,
- *     then a temporary file on a mountpath. A shard named ".tgz" or
+ *     through a gateway; a few threads read the remote samples ahead of
+ *     the builder, within a quarter of dsort.memory_limit and 32 MiB)
+ *     into one spool: memory up to the rest of dsort.memory_limit, then a
+ *     temporary file on a mountpath. A shard named ".tgz" or
  *     ".tar.gz" is gzip-compressed there once built (tgzw.h). When every target has built its
  *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
- *     shards to DST's owners as a client's writes (copies, erasure coding
+ *     shards (a few at once) to DST's owners as a client's writes (copies, erasure coding
  *     hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
- *     unreadable) ends failed with the reason and deletes the output shards
- *     it committed; its index then answers 500 with the first failure's
- *     reason, so its peers fail at once with it (a peer gone: after
- *     PEER_WAIT_MS without an answer). A failure before the barrier leaves
- *     no output at all; one during the commits (a target lost then) may
- *     leave whole shards of the others. A run cut by a restart starts
- *     again from its spec (the same index, plan and shards): when its peers
- *     were still waiting for it (within PEER_WAIT_MS), the job goes on;
- *     else it fails with their reason.
+ *     unreadable) ends failed with the reason; its index then answers 500
+ *     with the first failure's reason, so its peers fail at once with it
+ *     (a peer gone: after PEER_WAIT_MS without an answer). A failure
+ *     before the barrier leaves no output at all. Past the barrier, every
+ *     output shard is PUT with the custom metadata DSORT_TAG=ID, and a run
+ *     is done only when every peer has committed its shards too
+ *     (?stage=committed), so a target lost during the commits fails the
+ *     others' runs. A failed run deletes (through the object layer: every
+ *     copy) the shards it committed and, once past the barrier, every
+ *     object of DST it holds tagged with its id: its peers' commits, a
+ *     lost target's. A run cut by a restart starts again from its spec
+ *     (the same index, plan and shards): when its peers were still waiting
+ *     for it (within PEER_WAIT_MS), the job goes on; else it fails with
+ *     their reason and deletes the tagged shards it holds (those its
+ *     former self committed). So once every target of a failed run is
+ *     back, DST holds no output shard of it. (A target lost after every
+ *     peer saw it commit, before one confirmed it, can still leave the
+ *     others' runs done and that one's failed.)
  */
 #ifndef AISD_DSORT_H
 #define AISD_DSORT_H
@@ -72,6 +83,7 @@ enum dsort_alg { DSORT_SHUFFLE, DSORT_ALPHA, DSORT_NUMERIC, DSORT_CONTENT, DSORT
 #define DSORT_EXT_MAX 63
 #define DSORT_CONTENT_MAX 256 /* bytes of a content_ext member used as its sort key */
 #define DSORT_ORDER_MAX (16u << 20) /* bytes of an order file */
+#define DSORT_TAG "dsort.run" /* custom metadata of an output shard: DSORT_TAG=ID of its run (rule 6) */
 
 /*
  * An order file (algorithm "order"): text, one sample per line,
@@ -180,9 +192,20 @@ void dsort_out_name(const dsort_spec_t *s, const dsort_out_t *outs, size_t i, ch
 
 struct cluster;
 struct http_req;
-/* Registers the job kind "dsort" (cl and store kept until dsort_stop);
- * memory_limit: dsort.memory_limit. */
-void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit);
+/* What a target gives its dsort runs (kept until dsort_stop). */
+typedef struct dsort_env {
+	struct cluster *cl;
+	store_t *store;
+	uint64_t memory_limit; /* dsort.memory_limit */
+	uint64_t pause_ms;     /* debug.dsort_commit_pause */
+	/* Deletes bck/obj through the object layer: every copy, wherever it
+	 * is (a client's delete). 0, 1 when there was none, or -1 with why
+	 * (may be NULL) set. */
+	int (*del)(void *arg, const char *bck, const char *obj, buf_t *why);
+	void *arg;
+} dsort_env_t;
+/* Registers the job kind "dsort" (env copied). */
+void dsort_register(const dsort_env_t *env);
 void dsort_stop(void);
 /* GET /v1/dsort/ID (targets only): this target's index of run ID (rule 2):
  * 200 {"target","shards":[..],"records":[[SHARD,POS,KEY,SORTKEY,MEMBERS],..]},

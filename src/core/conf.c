@@ -202,6 +202,9 @@ static const struct key keys[] = {
 	{"debug.archive_pause", K_MS, N(archive_pause_ms), "0",
 	 "test hook: the archive job waits this long after each member it packs (at most 10 s), so that a test "
 	 "can cut a run (0: none)"},
+	{"debug.dsort_commit_pause", K_MS, N(dsort_pause_ms), "0",
+	 "test hook: a dsort run of a target waits this long before each output shard it commits (past its "
+	 "barrier) (0: none)"},
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},

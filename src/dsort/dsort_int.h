@@ -33,8 +33,11 @@ json_t *ix_parse(ix_t *e);
 void ix_files(ix_t *e, size_t n);
 void ix_set_file(ix_t *e, size_t i, int fd);
 int ix_file(ix_t *e, size_t i);
-/* Its output shards are built (the barrier of rule 5). */
-void ix_built(ix_t *e);
+/* The stages a run reaches past its index, which peers wait for
+ * (GET /v1/dsort/ID?stage=built|committed): its output shards built (the
+ * barrier of rule 5), then committed (the confirmation of rule 6). */
+enum ix_stage { IX_STAGE_NONE, IX_STAGE_BUILT, IX_STAGE_COMMITTED };
+void ix_reach(ix_t *e, enum ix_stage st);
 /* The run ended: its files close; the index is served a while yet. */
 void ix_end(ix_t *e);
 /* Frees the indexes of the runs that ended (at the node's stop). */

@@ -1,7 +1,7 @@
 /*
  * index.c - the indexes a target's dsort runs serve to their peers
  * (dsort.h, rule 2): GET /v1/dsort/ID (the index, once built),
- * ?stage=built (the barrier of rule 5) and ?shard=I&off=&len= (bytes of the
+ * ?stage=built (the barrier of rule 5), ?stage=committed (rule 6) and ?shard=I&off=&len= (bytes of the
  * tar this target made of a compressed input shard, read on the I/O pool).
  * A finished run's index is served for INDEX_KEEP_NS more, for peers slower
  * than it.
@@ -27,7 +27,7 @@
 struct ix {
 	char id[JREG_ID_MAX + 1];
 	enum ix_state state;
-	bool built; /* its output shards are built, not yet committed (the barrier of rule 5) */
+	enum ix_stage stage; /* what its run reached past the index (stage=built|committed) */
 	int *tfd;   /* per input shard: its tar when it came compressed and is this target's (else -1) */
 	size_t ntfd;
 	buf_t body;
@@ -133,10 +133,10 @@ void ix_free_ended(void)
 	pthread_mutex_unlock(&ixmu);
 }
 
-void ix_built(struct ix *e)
+void ix_reach(struct ix *e, enum ix_stage st)
 {
 	pthread_mutex_lock(&ixmu);
-	e->built = true;
+	e->stage = st;
 	pthread_mutex_unlock(&ixmu);
 }
 
@@ -223,10 +223,12 @@ int dsort_h_index(struct http_req *req)
 {
 	char id[JREG_ID_MAX + 1];
 	sv_t stage = {NULL, 0}, shard = {NULL, 0};
-	bool want_built = http_query_get(req, "stage", &stage) && sv_eqstr(stage, "built");
+	int want = IX_STAGE_NONE;
+	if (http_query_get(req, "stage", &stage))
+		want = sv_eqstr(stage, "built") ? IX_STAGE_BUILT : sv_eqstr(stage, "committed") ? IX_STAGE_COMMITTED : 99;
 	bool want_data = http_query_get(req, "shard", &shard);
-	if (!jreg_id_valid(req->subpath.ptr, req->subpath.len)) {
-		http_resp_error(req, 400, "GET /v1/dsort/ID: a job id");
+	if (!jreg_id_valid(req->subpath.ptr, req->subpath.len) || want == 99) {
+		http_resp_error(req, 400, "GET /v1/dsort/ID[?stage=built|committed]: a job id");
 		return AIS_OK;
 	}
 	snprintf(id, sizeof(id), "%.*s", (int)req->subpath.len, req->subpath.ptr);
@@ -248,11 +250,14 @@ int dsort_h_index(struct http_req *req)
 		http_resp_error(req, 503, "dsort %s: the index is being built", id);
 	} else if (want_data) {
 		serve_range(req, e, shard); /* (unlocks) */
-	} else if (e->state == IX_BUILDING || (want_built && !e->built)) {
+	} else if (e->state == IX_BUILDING || (int)e->stage < want) {
 		pthread_mutex_unlock(&ixmu);
 		http_resp_header(req, "Retry-After", "1");
-		http_resp_error(req, 503, "dsort %s: the %s is being built", id, want_built ? "output" : "index");
-	} else if (want_built) {
+		http_resp_error(req, 503, "dsort %s: the %s", id,
+				e->state == IX_BUILDING	   ? "index is being built"
+				: want == IX_STAGE_BUILT ? "output is being built"
+							   : "output is being committed");
+	} else if (want) {
 		pthread_mutex_unlock(&ixmu);
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send(req, "{}", 2);

@@ -61,6 +61,9 @@ struct drun {
 	json_t *objs; /* the spec's "objects" */
 	int *fds;     /* per input shard: its file here (-1: not here, -2: not opened yet) */
 	json_t *written; /* names of the output shards this run PUT */
+	bool committing; /* past the barrier: output shards of the run may be anywhere (rule 6) */
+	bool resumed;    /* started again after a restart: its former self may have committed some */
+	int64_t ms[6];   /* when each step ended: index, plan, build, barrier, commit, confirmation (the log's) */
 	/* the spool of every output shard this target builds (rule 5) */
 	int spfd;
 	bool spfile; /* spilled to a mountpath */
@@ -70,9 +73,10 @@ struct drun {
 	dsort_ofile_t of; /* "order": the order file (the spec's "order_text") */
 };
 
-static struct cluster *dcl;
-static store_t *dstore;
-static uint64_t dmemlimit;
+static dsort_env_t denv;
+
+/* Bytes the read-ahead holds at most (phase 2), out of dsort.memory_limit. */
+static uint64_t ahead_max(void) { return MIN(denv.memory_limit / 4, 32u << 20); }
 static jtruns_t runs = JTRUNS_INIT;
 
 static void fail(struct drun *x, const char *name, const char *why)
@@ -98,7 +102,7 @@ static uint64_t obj_size(struct drun *x, size_t i) { return (uint64_t)json_integ
 static int mp_tmpfile(void)
 {
 	store_mp_info_t mp[16];
-	int n = store_mp_list(dstore, mp, 16);
+	int n = store_mp_list(denv.store, mp, 16);
 	for (int i = 0; i < n; i++) {
 		if (mp[i].faulted || mp[i].detaching)
 			continue;
@@ -127,7 +131,7 @@ static int shard_fd(struct drun *x, size_t i)
 	store_meta_t m;
 	int fd;
 	x->fds[i] = -1;
-	if (store_open_obj(dstore, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) == AIS_OK) {
+	if (store_open_obj(denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) == AIS_OK) {
 		if (m.size == obj_size(x, i))
 			x->fds[i] = fd;
 		else
@@ -181,7 +185,7 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 	bool packed = len && larc_kind_of(nm, strlen(nm)) != LARC_NONE;
 	for (int k = 0;; k++) {
 		cluster_where_t wh;
-		cluster_where(dcl, sv_from(x->src), sv_from(nm), true, &wh, NULL, 0);
+		cluster_where(denv.cl, sv_from(x->src), sv_from(nm), true, &wh, NULL, 0);
 		buf_t url = BUF_INIT, msg = BUF_INIT;
 		int status = 0, rc = AIS_ERR;
 		struct sink s = {.max = len ? len : obj_size(x, i), .write = w, .arg = arg};
@@ -338,7 +342,7 @@ static int raw_fd(struct drun *x, size_t i)
 	const char *nm = obj_name(x, i);
 	store_meta_t m;
 	int fd;
-	if (store_open_obj(dstore, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) != AIS_OK)
+	if (store_open_obj(denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) != AIS_OK)
 		return -1;
 	if (m.size != obj_size(x, i)) {
 		close(fd);
@@ -411,7 +415,7 @@ static void publish_failure(struct drun *x)
 {
 	char why[300];
 	pthread_mutex_lock(&x->r.mu);
-	snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(dcl)->id,
+	snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(denv.cl)->id,
 		 x->r.st.last_error[0] ? x->r.st.last_error : "stopped");
 	pthread_mutex_unlock(&x->r.mu);
 	ix_set(x->ix, IX_FAILED, NULL, x->cause[0] ? x->cause : why);
@@ -452,12 +456,12 @@ static bool phase1(struct drun *x)
 	}
 	buf_t body = BUF_INIT;
 	if (ok && !atomic_load(&x->r.abort)) {
-		json_t *doc = json_pack("{s:s,s:o,s:o}", "target", cluster_self(dcl)->id, "shards", mine, "records", recs);
+		json_t *doc = json_pack("{s:s,s:o,s:o}", "target", cluster_self(denv.cl)->id, "shards", mine, "records", recs);
 		char *js = json_dumps(doc, JSON_COMPACT);
 		json_decref(doc);
 		buf_addstr(&body, js);
 		free(js);
-		if (body.len > dmemlimit) {
+		if (body.len > denv.memory_limit) {
 			char why[200];
 			snprintf(why, sizeof(why), "its index (%zu bytes) exceeds dsort.memory_limit", body.len);
 			fail(x, x->src, why);
@@ -481,10 +485,11 @@ static int buf_sink(void *arg, const char *p, size_t n)
 }
 
 /* The index of target t (its id and intra URL): parsed, or NULL with x's
- * error set. built: waits for t to have built its output shards instead
- * (an empty object). */
-static json_t *peer_index(struct drun *x, size_t t, bool built)
+ * error set. stage: waits for t to have reached it instead (an empty
+ * object). */
+static json_t *peer_index(struct drun *x, size_t t, enum ix_stage stage)
 {
+	static const char *const what[] = {"index", "barrier", "commit"};
 	json_t *tg = json_array_get(json_object_get(x->spec, "targets"), t);
 	const char *tid = json_string_value(json_array_get(tg, 0)), *base = json_string_value(json_array_get(tg, 1));
 	if (t == x->me) {
@@ -493,7 +498,8 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 	int64_t t0 = time_mono_ns(), unreach = 0;
 	char why[300] = "";
 	buf_t url = BUF_INIT;
-	buf_addf(&url, "%s/v1/dsort/%s%s", base ? base : "", x->r.id, built ? "?stage=built" : "");
+	buf_addf(&url, "%s/v1/dsort/%s%s", base ? base : "", x->r.id,
+		 stage == IX_STAGE_BUILT ? "?stage=built" : stage == IX_STAGE_COMMITTED ? "?stage=committed" : "");
 	for (int k = 0; !atomic_load(&x->r.abort); k++) {
 		buf_t body = BUF_INIT, msg = BUF_INIT;
 		int status = 0;
@@ -515,6 +521,10 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 		} else if (rc != AIS_OK || status == 404) { /* gone, or not (yet) told of the run */
 			unreach = unreach ? unreach : now;
 			if (now - unreach > (int64_t)PEER_WAIT_MS * 1000000) {
+				char was[sizeof(why)];
+				snprintf(was, sizeof(was), "%s", why);
+				snprintf(why, sizeof(why), "lost (%s for %d s): %.240s",
+					 rc == AIS_OK ? "not in the run" : "no answer", PEER_WAIT_MS / 1000, was);
 				buf_free(&msg);
 				break;
 			}
@@ -536,7 +546,7 @@ static json_t *peer_index(struct drun *x, size_t t, bool built)
 	}
 	buf_free(&url);
 	if (!atomic_load(&x->r.abort))
-		fail(x, "index", why);
+		fail(x, what[stage], why);
 	return NULL;
 }
 
@@ -548,7 +558,7 @@ static int spool_write(struct drun *x, const char *p, size_t n)
 {
 	if (x->spfd < 0 && (x->spfd = memfd_create("dsort", MFD_CLOEXEC)) < 0)
 		return AIS_ERR;
-	if (!x->spfile && x->splen + n > dmemlimit) {
+	if (!x->spfile && x->splen + n > denv.memory_limit - ahead_max()) { /* (the read-ahead's share) */
 		int f = mp_tmpfile();
 		off_t o = 0;
 		if (f < 0)
@@ -601,14 +611,17 @@ static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t l
 	int64_t until = time_mono_ns() + (int64_t)PUT_RETRY_MS * 1000000;
 	for (int k = 0;; k++) { /* the destination's owner may be restarting: again */
 		cluster_where_t d;
-		cluster_where(dcl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
+		cluster_where(denv.cl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
 		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
 		int status = 0, rc = AIS_ERR;
 		bool sent = true;
+		char tag[JREG_ID_MAX + 64];
+		snprintf(tag, sizeof(tag), "Ais-Custom-Md: " DSORT_TAG "=%s", x->r.id);
+		const char *hdrs[] = {tag, NULL};
 		if (d.n && d.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
 			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file_at(url.ptr, NULL, x->spfd, off, len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+			rc = xs_put_file_at(url.ptr, hdrs, x->spfd, off, len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
 		}
 		char why[200];
 		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
@@ -665,36 +678,180 @@ static bool compress_built(struct drun *x, const char *name, uint64_t start)
 	return ok;
 }
 
-/* Builds output shard o (named name) into the spool. */
+/* --- read-ahead: the remote samples of the shards this target builds,
+ * fetched by AHEAD_THREADS threads in build order ahead of the builder
+ * (each sample's members in one ranged GET: span_of), at most AHEAD_SLOTS
+ * samples and ahead_max() bytes ahead; the builder takes them in order.
+ * Local samples are read by the builder meanwhile, so peers' disks, the
+ * loopback and this target's spool work at once. */
+#define AHEAD_THREADS 4
+#define AHEAD_SLOTS 32
+
+/* The range [*lo, *hi) of input shard r->shard that holds r's members
+ * when one GET may read them (they lie together and it is small). */
+static bool span_of(const dsort_rec_t *r, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t a = UINT64_MAX, b = 0, sum = 0;
+	json_t *m;
+	size_t j;
+	json_array_foreach(r->members, j, m) {
+		uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
+		uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
+		a = MIN(a, off);
+		b = MAX(b, off + sz);
+		sum += sz + 2 * TAR_BLOCK;
+	}
+	*lo = a;
+	*hi = b;
+	return b > a && b - a <= sum + SPAN_SLACK && b - a <= MIN(denv.memory_limit / 4, SPAN_MAX);
+}
+
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY, SLOT_FAILED };
+
+struct ahead {
+	struct drun *x;
+	const dsort_rec_t **seq; /* the records in build order */
+	uint64_t *lo, *hi;       /* per record: its span, hi 0: not fetched ahead */
+	size_t n, pos;           /* pos: the builder's record (it alone moves it) */
+	pthread_mutex_t mu;      /* what follows */
+	pthread_cond_t cv;
+	size_t next;             /* the next record to fetch */
+	uint64_t inflight;       /* bytes fetched or fetching, not yet taken */
+	bool stop;
+	struct {
+		size_t k; /* its record */
+		int state;
+		buf_t b;
+	} slot[AHEAD_SLOTS];
+	pthread_t th[AHEAD_THREADS];
+	int nth;
+};
+
+static void *ahead_main(void *arg)
+{
+	struct ahead *a = arg;
+	log_set_action("dsort read-ahead");
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		while (a->next < a->n && !a->hi[a->next])
+			a->next++;
+		if (a->next >= a->n)
+			break;
+		size_t k = a->next;
+		uint64_t sz = a->hi[k] - a->lo[k];
+		if (k - a->pos >= AHEAD_SLOTS || (a->inflight && a->inflight + sz > ahead_max())) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		a->next++;
+		a->inflight += sz;
+		size_t s = k % AHEAD_SLOTS;
+		a->slot[s].k = k;
+		a->slot[s].state = SLOT_FETCHING;
+		a->slot[s].b.len = 0;
+		pthread_mutex_unlock(&a->mu);
+		bool ok = fetch(a->x, a->seq[k]->shard, a->lo[k], sz, buf_sink, &a->slot[s].b);
+		pthread_mutex_lock(&a->mu);
+		a->slot[s].state = ok ? SLOT_READY : SLOT_FAILED;
+		pthread_cond_broadcast(&a->cv);
+		if (!ok)
+			break;
+	}
+	pthread_mutex_unlock(&a->mu);
+	xs_release();
+	return NULL;
+}
+
+/* The read-ahead of records seq[0..n) (started when any is remote). */
+static void ahead_start(struct ahead *a, struct drun *x, const dsort_rec_t **seq, size_t n)
+{
+	*a = (struct ahead){.x = x, .seq = seq, .n = n};
+	a->lo = xcalloc(n + 1, sizeof(*a->lo));
+	a->hi = xcalloc(n + 1, sizeof(*a->hi));
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	for (size_t s = 0; s < AHEAD_SLOTS; s++)
+		a->slot[s].k = SIZE_MAX;
+	size_t remote = 0;
+	for (size_t k = 0; k < n; k++) /* (shard_fd opens files: here, before the threads) */
+		if (shard_fd(x, seq[k]->shard) >= 0 || !span_of(seq[k], &a->lo[k], &a->hi[k]))
+			a->hi[k] = 0;
+		else
+			remote++;
+	for (int i = 0; remote && i < AHEAD_THREADS; i++)
+		if (pthread_create(&a->th[a->nth], NULL, ahead_main, a) == 0)
+			a->nth++;
+}
+
+/* The builder's record a->pos: its span's bytes (at *lo of its shard) when
+ * fetched ahead, else NULL (the builder reads it itself); *failed when the
+ * fetch failed (x's error set). */
+static const buf_t *ahead_take(struct ahead *a, uint64_t *lo, bool *failed_)
+{
+	size_t k = a->pos;
+	*failed_ = false;
+	if (k >= a->n || !a->hi[k] || !a->nth)
+		return NULL;
+	size_t s = k % AHEAD_SLOTS;
+	pthread_mutex_lock(&a->mu);
+	while (!(a->slot[s].k == k && a->slot[s].state >= SLOT_READY) && !a->stop && !failed(a->x))
+		pthread_cond_wait(&a->cv, &a->mu);
+	bool ok = a->slot[s].k == k && a->slot[s].state == SLOT_READY;
+	pthread_mutex_unlock(&a->mu);
+	*failed_ = !ok;
+	*lo = a->lo[k];
+	return ok ? &a->slot[s].b : NULL;
+}
+
+/* The builder is done with record a->pos: the next. */
+static void ahead_next(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	size_t k = a->pos++;
+	if (k < a->n && a->hi[k] && a->nth) {
+		a->inflight -= a->hi[k] - a->lo[k];
+		if (a->slot[k % AHEAD_SLOTS].k == k)
+			a->slot[k % AHEAD_SLOTS].state = SLOT_FREE;
+	}
+	if (a->nth) /* (a fetcher may wait for the builder to move, past a local record too) */
+		pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	for (int i = 0; i < a->nth; i++)
+		pthread_join(a->th[i], NULL);
+	for (size_t s = 0; s < AHEAD_SLOTS; s++)
+		buf_free(&a->slot[s].b);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a->lo);
+	free(a->hi);
+}
+
+/* Builds output shard o (named name) into the spool, its records taken
+ * from the read-ahead a (whose position is o's first record). */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
-		  const char *name)
+		  const char *name, struct ahead *a)
 {
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t start = x->splen;
-	buf_t span = BUF_INIT;
-	for (size_t k = 0; k < o->n && ok && !failed(x); k++) {
+	for (size_t k = 0; k < o->n && ok && !failed(x); k++, ahead_next(a)) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
 		size_t j;
 		uint64_t s0 = 0;
-		bool spanned = false;
-		span.len = 0;
-		if (json_array_size(r->members) > 1 && shard_fd(x, r->shard) < 0) {
-			/* a remote sample in one ranged GET when its members lie together */
-			uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
-			json_array_foreach(r->members, j, m) {
-				uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
-				uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
-				lo = MIN(lo, off);
-				hi = MAX(hi, off + sz);
-				sum += sz + 2 * TAR_BLOCK;
-			}
-			if (hi > lo && hi - lo <= sum + SPAN_SLACK && hi - lo <= MIN(dmemlimit / 4, SPAN_MAX)) {
-				ok = fetch(x, r->shard, lo, hi - lo, buf_sink, &span);
-				spanned = ok;
-				s0 = lo;
-			}
+		bool bad;
+		const buf_t *span = ahead_take(a, &s0, &bad);
+		if (bad) {
+			ok = false;
+			break;
 		}
 		json_array_foreach(r->members, j, m) {
 			if (!ok)
@@ -705,8 +862,8 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
 			ok = spool_write(x, h.ptr, h.len) == AIS_OK &&
-			     (spanned ? spool_write(x, span.ptr + (off - s0), sz) == AIS_OK
-				      : member_data(x, r->shard, off, sz));
+			     (span ? spool_write(x, span->ptr + (off - s0), sz) == AIS_OK
+				   : member_data(x, r->shard, off, sz));
 			h.len = 0;
 			tarw_pad(&h, sz);
 			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
@@ -717,7 +874,6 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 		x->r.st.walked++;
 		pthread_mutex_unlock(&x->r.mu);
 	}
-	buf_free(&span);
 	h.len = 0;
 	tarw_end(&h);
 	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
@@ -730,56 +886,147 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 		fail(x, name, "writing the spool (a temporary file on a mountpath)");
 }
 
-/* The barrier (rule 5): every peer has built its output shards. */
-static void barrier(struct drun *x)
+/* Waits for every peer to reach stage: built (the barrier of rule 5),
+ * committed (the confirmation of rule 6). x's error set when one fails
+ * or is lost. */
+static void await_peers(struct drun *x, enum ix_stage stage)
 {
 	size_t nt = json_array_size(json_object_get(x->spec, "targets"));
 	for (size_t t = 0; t < nt && !failed(x); t++)
 		if (t != x->me)
-			json_decref(peer_index(x, t, true));
+			json_decref(peer_index(x, t, stage));
 }
 
-/* Commits the built output shards: each PUT to DST's owner. */
-static void commit(struct drun *x)
+/* debug.dsort_commit_pause: a test hook, before each commit (a stop
+ * still ends it). */
+static void debug_pause(struct drun *x)
 {
-	json_t *e;
-	size_t i;
-	json_array_foreach(x->built, i, e) {
-		if (failed(x))
+	for (uint64_t w = 0; w < MIN(denv.pause_ms, 60000) && !atomic_load(&x->r.abort); w += 20)
+		usleep(20 * 1000);
+}
+
+/* The committers: COMMIT_THREADS PUTs at once (one with the debug pause),
+ * so that one shard's bytes leave the spool while another's land. */
+#define COMMIT_THREADS 3
+
+struct committers {
+	struct drun *x;
+	pthread_mutex_t mu; /* next, x->written */
+	size_t next;
+};
+
+static void *commit_main(void *arg)
+{
+	struct committers *c = arg;
+	struct drun *x = c->x;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		json_t *e = json_array_get(x->built, c->next++);
+		pthread_mutex_unlock(&c->mu);
+		if (!e || failed(x))
 			break;
 		const char *name = json_string_value(json_array_get(e, 0));
 		uint64_t off = (uint64_t)json_integer_value(json_array_get(e, 1));
 		uint64_t len = (uint64_t)json_integer_value(json_array_get(e, 2));
+		debug_pause(x);
 		if (!put_shard(x, name, off, len))
 			break;
+		pthread_mutex_lock(&c->mu);
 		json_array_append_new(x->written, json_string(name));
+		pthread_mutex_unlock(&c->mu);
 		pthread_mutex_lock(&x->r.mu);
 		x->r.st.moved++;
 		x->r.st.moved_bytes += len;
 		pthread_mutex_unlock(&x->r.mu);
 	}
+	return NULL;
 }
 
-/* Rule 6: the output shards this run wrote go (its run failed). */
+static void *committer(void *arg)
+{
+	commit_main(arg);
+	xs_release();
+	return NULL;
+}
+
+/* Commits the built output shards: each PUT to DST's owner. */
+static void commit(struct drun *x)
+{
+	struct committers c = {.x = x};
+	pthread_t th[COMMIT_THREADS];
+	int n = 0;
+	pthread_mutex_init(&c.mu, NULL);
+	for (int i = 1; i < COMMIT_THREADS && !denv.pause_ms && i < (int)json_array_size(x->built); i++)
+		if (pthread_create(&th[n], NULL, committer, &c) == 0)
+			n++;
+	commit_main(&c); /* (this thread's connections go at the run's end) */
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&c.mu);
+}
+
+/* Is custom metadata cm ("k=v,k=v") tagged with run id (rule 6)? */
+static bool tagged(const char *cm, const char *id)
+{
+	size_t tl = strlen(DSORT_TAG), il = strlen(id);
+	for (const char *p = cm; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, DSORT_TAG, tl) && p[tl] == '=' && !strncmp(p + tl + 1, id, il) &&
+		    (p[tl + 1 + il] == ',' || !p[tl + 1 + il]))
+			return true;
+	return false;
+}
+
+struct sweep {
+	const char *id;
+	json_t *names; /* this run's, found here */
+	char last[NAME_OBJECT_MAX + 1];
+	size_t n;
+};
+
+static void sweep_one(void *arg, const char *name, size_t len, const store_meta_t *m)
+{
+	struct sweep *w = arg;
+	snprintf(w->last, sizeof(w->last), "%.*s", (int)len, name);
+	w->n++;
+	if (tagged(m->custom, w->id))
+		json_array_append_new(w->names, json_stringn(name, len));
+}
+
+/* Deletes DST/nm through the object layer (every copy). */
+static void undo_one(struct drun *x, const char *nm)
+{
+	buf_t why = BUF_INIT;
+	if (denv.del(denv.arg, x->dst, nm, &why) < 0)
+		log_warnx("dsort %s: removing %s/%s of the failed run: %s", x->r.id, x->dst, nm,
+			  why.len ? why.ptr : "not every copy");
+	buf_free(&why);
+}
+
+/* Rule 6: the output shards of a failed run go: those this run wrote, and,
+ * once it was past the barrier (or started again after a restart), every
+ * object of DST this target holds that carries the run's tag (a peer's
+ * commits, and a former self's). */
 static void undo(struct drun *x)
 {
 	json_t *e;
 	size_t i;
-	json_array_foreach(x->written, i, e) {
-		cluster_where_t d;
-		const char *nm = json_string_value(e);
-		cluster_where(dcl, sv_from(x->dst), sv_from(nm), false, &d, NULL, 0);
-		if (!d.n || !d.owner_intra[0])
-			continue;
-		buf_t url = BUF_INIT, resp = BUF_INIT;
-		int status = 0;
-		buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-		buf_add_pct(&url, sv_from(nm), true);
-		if (httpc_sync("DELETE", url.ptr, NULL, NULL, 0, 30000, &resp, &status) != AIS_OK || status / 100 != 2)
-			log_warnx("dsort %s: removing %s/%s of the failed run: %d", x->r.id, x->dst, nm, status);
-		buf_free(&url);
-		buf_free(&resp);
+	json_array_foreach(x->written, i, e) undo_one(x, json_string_value(e));
+	if (!x->committing && !x->resumed)
+		return;
+	struct sweep w = {.id = x->r.id, .names = json_array()};
+	for (bool more = true; more;) {
+		size_t before = w.n;
+		more = false;
+		if (store_list_objects(denv.store, x->dst, strlen(x->dst), "", 0, w.last, strlen(w.last), 1000, false,
+				       sweep_one, &w, &more) != AIS_OK ||
+		    w.n == before)
+			break;
 	}
+	json_array_foreach(w.names, i, e) undo_one(x, json_string_value(e));
+	if (json_array_size(w.names))
+		log_info("dsort %s: %zu output shards of the failed run removed from %s", x->r.id,
+			 json_array_size(w.names), x->dst);
+	json_decref(w.names);
 }
 
 /* Rules 3-5: every index read, the order computed and cut, the output
@@ -799,7 +1046,7 @@ static void phase2(struct drun *x)
 	for (size_t t = 0; t < nt && !failed(x); t++) {
 		const char *tid = json_string_value(json_array_get(json_array_get(targets, t), 0));
 		dig[t] = hrw_digest(tid, strlen(tid));
-		if (!(docs[t] = peer_index(x, t, false)))
+		if (!(docs[t] = peer_index(x, t, IX_STAGE_NONE)))
 			break;
 		json_t *e;
 		size_t i;
@@ -843,7 +1090,7 @@ static void phase2(struct drun *x)
 			fail(x, x->s.tpl, err.ptr);
 	}
 	char name[ISHARD_NAME_MAX + 1];
-	const char *self = cluster_self(dcl)->id;
+	const char *self = cluster_self(denv.cl)->id;
 	size_t mine = 0;
 	bool *own = xcalloc(nouts + 1, sizeof(*own));
 	for (size_t i = 0; i < nouts && !failed(x); i++) {
@@ -857,16 +1104,36 @@ static void phase2(struct drun *x)
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.total = mine;
 	pthread_mutex_unlock(&x->r.mu);
+	x->ms[1] = time_mono_ns();
+	size_t nseq = 0;
+	const dsort_rec_t **seq = xcalloc(n + 1, sizeof(*seq));
 	for (size_t i = 0; i < nouts && !failed(x); i++)
+		for (size_t k = 0; own[i] && k < outs[i].n; k++)
+			seq[nseq++] = &recs[order[outs[i].first + k]];
+	struct ahead ah;
+	ahead_start(&ah, x, seq, nseq);
+	for (size_t i = 0; i < nouts && !failed(x); i++) /* (one cut short by a failure ends the run) */
 		if (own[i]) {
 			dsort_out_name(&x->s, outs, i, name);
-			build(x, recs, order, &outs[i], name);
+			build(x, recs, order, &outs[i], name, &ah);
 		}
+	ahead_stop(&ah);
+	free(seq);
+	x->ms[2] = time_mono_ns();
 	if (!failed(x)) {
-		ix_built(x->ix);
-		barrier(x);
-		commit(x);
+		ix_reach(x->ix, IX_STAGE_BUILT);
+		await_peers(x, IX_STAGE_BUILT);
 	}
+	x->ms[3] = time_mono_ns();
+	if (!failed(x)) { /* rule 6: done only once every peer committed too */
+		x->committing = true;
+		commit(x);
+		x->ms[4] = time_mono_ns();
+		if (!failed(x))
+			ix_reach(x->ix, IX_STAGE_COMMITTED);
+		await_peers(x, IX_STAGE_COMMITTED);
+	}
+	x->ms[5] = time_mono_ns();
 	free(own);
 	for (size_t t = 0; t < nt; t++)
 		json_decref(docs[t]);
@@ -884,8 +1151,11 @@ static void *run(void *arg)
 {
 	struct drun *x = arg;
 	log_set_action("dsort");
-	if (phase1(x))
+	int64_t t0 = time_mono_ns();
+	if (phase1(x)) {
+		x->ms[0] = time_mono_ns();
 		phase2(x);
+	}
 	if (failed(x))
 		publish_failure(x);
 	if (failed(x) && !atomic_load(&runs.stopping))
@@ -906,6 +1176,12 @@ static void *run(void *arg)
 		 x->src, x->dst, job_state_name(fin.state), (unsigned long long)fin.moved,
 		 (unsigned long long)fin.moved_bytes, (unsigned long long)fin.total, (unsigned long long)fin.walked,
 		 (unsigned long long)fin.errors, fin.errors ? ": " : "", fin.errors ? fin.last_error : "");
+	char steps[160] = "";
+	for (int k = 0, at = 0; k < 6 && x->ms[k] && at < (int)sizeof(steps); k++) {
+		at += snprintf(steps + at, sizeof(steps) - (size_t)at, "%s%lld", k ? " " : "",
+			       (long long)((x->ms[k] - (k ? x->ms[k - 1] : t0)) / 1000000));
+	}
+	log_info("dsort %s: steps (ms: index, plan, build, barrier, commit, confirmation): %s", x->r.id, steps);
 	jtruns_end(&runs, &x->r, &fin);
 	pthread_mutex_destroy(&x->r.mu);
 	json_decref(x->spec);
@@ -924,7 +1200,6 @@ static void *run(void *arg)
 static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
 {
 	(void)arg;
-	(void)resume;
 	const char *src = json_string_value(json_object_get(spec, "bucket"));
 	const char *dst = json_string_value(json_object_get(spec, "to"));
 	json_t *objs = json_object_get(spec, "objects"), *targets = json_object_get(spec, "targets"), *e;
@@ -940,7 +1215,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 			buf_addstr(err, "dsort: value.targets wants [[ID,URL],..]");
 			return 400;
 		}
-		if (!strcmp(tid, cluster_self(dcl)->id))
+		if (!strcmp(tid, cluster_self(denv.cl)->id))
 			me = i;
 	}
 	json_array_foreach(objs, i, e) {
@@ -988,6 +1263,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 	x->written = json_array();
 	x->built = json_array();
 	x->spfd = -1;
+	x->resumed = resume;
 	x->ix = ix_add(id);
 	rc = jtruns_start(&runs, &x->r, src, x->spec, run, x, err);
 	if (rc) {
@@ -1008,11 +1284,9 @@ static const jreg_kind_t kind = {
 	.name = "dsort", .arg = &runs, .start = kind_start, .stop = jtruns_kind_stop,
 	.progress = jtruns_kind_progress, .resumes = true};
 
-void dsort_register(struct cluster *cl, store_t *store, uint64_t memory_limit)
+void dsort_register(const dsort_env_t *env)
 {
-	dcl = cl;
-	dstore = store;
-	dmemlimit = memory_limit;
+	denv = *env;
 	jtruns_open(&runs);
 	jreg_register(&kind);
 }

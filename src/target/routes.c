@@ -131,6 +131,14 @@ static int reb_place_slice(void *arg, const bmd_props_t *bp, const char *bck, si
 }
 
 /* /metrics: the progress of this target's jobs. */
+/* dsort's delete of a failed run's output (dsort_env_t.del). */
+static int dsort_del(void *arg, const char *bck, const char *obj, buf_t *why)
+{
+	if (ol_delete_msg(arg, sv_from(bck), sv_from(obj), true, why) == AIS_OK)
+		return 0;
+	return errno == ENOENT ? 1 : -1;
+}
+
 static void jobs_collect(void *arg, buf_t *out)
 {
 	target_t *t = arg;
@@ -327,7 +335,12 @@ target_t *target_start(const conf_t *c, buf_t *err)
 			xcopy_register(cl, t->store);
 			ishard_register(cl, t->store);
 			xarch_register(cl, t->store, t->conf);
-			dsort_register(cl, t->store, c->dsort_memory_limit);
+			dsort_register(&(dsort_env_t){.cl = cl,
+						      .store = t->store,
+						      .memory_limit = c->dsort_memory_limit,
+						      .pause_ms = c->dsort_pause_ms,
+						      .del = dsort_del,
+						      .arg = t});
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
 				jreg_resume();

@@ -4,16 +4,77 @@
  * WebDataset's key rule (nested names, a dot in a directory) and by a
  * regex; the missing-extension policies; shards never over shard_size
  * (except one oversize sample alone), every sample once, whole, in key
- * order; a seeded shuffle deterministic for a seed, another for another.
+ * order; a seeded shuffle deterministic for a seed, another for another,
+ * and uniform: over many seeds every element lands in every position
+ * equally often (chi-square), and input and output ranks do not correlate.
  */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aisd/ishard.h"
 #include "aisd/banned.h"
+
+/* Over SEEDS consecutive seeds (0, 1, ..: what users pass), how often
+ * each of n elements lands in each position: the chi-square statistic
+ * against the uniform SEEDS/n, with (n-1)^2 degrees of freedom. */
+static double position_chi2(size_t n, uint64_t seed0, size_t seeds)
+{
+	enum { NMAX = 16 };
+	static unsigned cnt[NMAX][NMAX];
+	size_t o[NMAX];
+	memset(cnt, 0, sizeof(cnt));
+	for (size_t s = 0; s < seeds; s++) {
+		for (size_t i = 0; i < n; i++)
+			o[i] = i;
+		ishard_shuffle(o, n, seed0 + s);
+		for (size_t p = 0; p < n; p++)
+			cnt[o[p]][p]++;
+	}
+	double e = (double)seeds / (double)n, chi = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t p = 0; p < n; p++)
+			chi += ((double)cnt[i][p] - e) * ((double)cnt[i][p] - e) / e;
+	return chi;
+}
+
+START_TEST(test_shuffle_uniform)
+{
+	/* 5 sd above the mean (df) fails: a biased shuffle goes far past it */
+	static const size_t ns[] = {2, 3, 7, 8, 13, 16};
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+		size_t n = ns[k];
+		double df = (double)((n - 1) * (n - 1));
+		double lim = df + 5 * sqrt(2 * df);
+		double c0 = position_chi2(n, 0, 40000), c1 = position_chi2(n, (uint64_t)1 << 40, 40000);
+		ck_assert_msg(c0 < lim && c1 < lim, "n %zu: position chi-square %.1f, %.1f over %.1f (df %.0f)", n, c0,
+			      c1, lim, df);
+	}
+	/* Spearman's rho of a shuffle of 1,000 over 2,000 seeds: mean ~0 (its
+	 * sd over seeds 1/sqrt(n-1) = 0.032, so the mean's is 0.0007), and
+	 * that sd itself */
+	enum { N = 1000, S = 2000 };
+	static size_t o[N];
+	double sum = 0, sum2 = 0;
+	for (size_t s = 0; s < S; s++) {
+		for (size_t i = 0; i < N; i++)
+			o[i] = i;
+		ishard_shuffle(o, N, s);
+		double d2 = 0;
+		for (size_t p = 0; p < N; p++)
+			d2 += ((double)p - (double)o[p]) * ((double)p - (double)o[p]);
+		double rho = 1 - 6 * d2 / ((double)N * ((double)N * N - 1));
+		sum += rho;
+		sum2 += rho * rho;
+	}
+	double mean = sum / S, sd = sqrt(sum2 / S - mean * mean), want = 1 / sqrt(N - 1.0);
+	ck_assert_msg(fabs(mean) < 5 * want / sqrt((double)S), "mean rho %.5f", mean);
+	ck_assert_msg(sd > 0.9 * want && sd < 1.1 * want, "sd of rho %.5f, want %.5f", sd, want);
+}
+END_TEST
 
 START_TEST(test_names)
 {
@@ -182,6 +243,7 @@ int main(void)
 	tcase_add_test(tc, test_plan_missing);
 	tcase_add_test(tc, test_plan_regex_and_range);
 	tcase_add_test(tc, test_shuffle);
+	tcase_add_test(tc, test_shuffle_uniform);
 	tcase_add_test(tc, test_spec_check);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
