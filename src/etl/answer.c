@@ -90,28 +90,6 @@ void etl_answer_init(etl_answer_t *a, buf_t *out, uint64_t max)
 	buf_reset(out);
 }
 
-static int result(etl_answer_t *a, size_t used, size_t n)
-{
-	if (a->err)
-		return AIS_ERR;
-	if (a->done) {
-		if (used < n)
-			a->keep_alive = false; /* rule 4: bytes past the answer */
-		return AIS_OK;
-	}
-	if (HTTP_PARSER_ERRNO(&a->hp) != HPE_OK) {
-		a->err = 502;
-		a->why = "malformed answer (not an HTTP response)";
-		return AIS_ERR;
-	}
-	if (!a->head_done && a->fed > ETL_ANSWER_HEAD_MAX) {
-		a->err = 502;
-		a->why = "malformed answer (its head is over 16 KiB)";
-		return AIS_ERR;
-	}
-	return AIS_AGAIN;
-}
-
 int etl_answer_feed(etl_answer_t *a, const char *p, size_t n)
 {
 	if (a->err)
@@ -120,11 +98,37 @@ int etl_answer_feed(etl_answer_t *a, const char *p, size_t n)
 		a->keep_alive = a->keep_alive && n == 0;
 		return AIS_OK;
 	}
-	if (!n)
-		return AIS_AGAIN;
-	size_t used = http_parser_execute(&a->hp, &settings, p, n);
-	a->fed += used;
-	return result(a, used, n);
+	size_t used = 0;
+	while (used < n && !a->err && !a->done) {
+		size_t k = n - used;
+		if (!a->head_done && a->fed + k > ETL_ANSWER_HEAD_MAX) /* rule 2: the same verdict in any split */
+			k = ETL_ANSWER_HEAD_MAX + 1 - (size_t)a->fed;
+		size_t u = http_parser_execute(&a->hp, &settings, p + used, k);
+		a->fed += u;
+		used += u;
+		if (a->err || a->done)
+			break;
+		if (HTTP_PARSER_ERRNO(&a->hp) != HPE_OK) {
+			a->err = 502;
+			a->why = "malformed answer (not an HTTP response)";
+			break;
+		}
+		if (!a->head_done && a->fed > ETL_ANSWER_HEAD_MAX) {
+			a->err = 502;
+			a->why = "malformed answer (its head is over 16 KiB)";
+			break;
+		}
+		if (u < k)
+			break; /* not reached: http-parser takes all it is given or fails */
+	}
+	if (a->err)
+		return AIS_ERR;
+	if (a->done) {
+		if (used < n)
+			a->keep_alive = false; /* rule 4: bytes past the answer */
+		return AIS_OK;
+	}
+	return AIS_AGAIN;
 }
 
 int etl_answer_eof(etl_answer_t *a)
