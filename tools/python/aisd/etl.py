@@ -56,8 +56,11 @@ class _Reader:
     def __init__(self, fd, sock=None):
         self.fd, self.sock, self.buf = fd, sock, b""
 
-    def _read(self, n):
-        b = self.sock.recv(n) if self.sock else os.read(self.fd, n)
+    def _read(self, n, whole=False):
+        if self.sock:  # whole: one buffer filled by the kernel, no pieces to join
+            b = self.sock.recv(n, socket.MSG_WAITALL if whole else 0)
+        else:
+            b = os.read(self.fd, n)
         if not b:
             raise EOFError
         return b
@@ -85,7 +88,7 @@ class _Reader:
         parts, got = [self.buf] if self.buf else [], len(self.buf)
         self.buf = b""
         while got < n:
-            b = self._read(n - got)
+            b = self._read(n - got, True)
             parts.append(b)
             got += len(b)
         return parts[0] if len(parts) == 1 else b"".join(parts)
