@@ -48,7 +48,7 @@ typedef struct etl {
 } etl_t;
 
 /* A request's input: len bytes at ptr, or (ptr NULL) at off in the file
- * fd, streamed to the worker from the page cache (splice, sendfile). */
+ * fd, streamed to the worker (worker.c rule 6). */
 typedef struct etl_in {
 	const char *ptr;
 	int fd;

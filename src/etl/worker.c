@@ -39,9 +39,10 @@
  *     whole request read); closed otherwise, and closed with the worker
  *     when it is killed or found exited. A kept connection the worker
  *     closed before answering is replaced by a new one, once per request.
- *  6. An object goes to a worker from the page cache (splice to a pipe,
- *     sendfile to a socket) while its answer is read straight into the
- *     buffer sent to the client: no copy of the input in aisd's memory.
+ *  6. An object goes to a worker from its file while the answer is read
+ *     straight into the buffer sent to the client: never the whole input
+ *     in aisd's memory (sendfile to a socket; to a pipe through a 64 KiB
+ *     bounce buffer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -438,22 +439,25 @@ static void release(etl_t *e, unsigned i, bool good)
 }
 
 /* Sends the next piece of in (done bytes of it sent) to fd, a pipe or
- * (sock) a socket: from memory, or from the file by splice (a pipe) or
- * sendfile (a socket), the bytes never copied to user space; a file
- * system with neither: pread through a bounce buffer. The bytes sent;
- * 0: the file ended early; -1 with errno (EAGAIN: fd is full). */
+ * (sock) a socket: from memory; from the file by sendfile to a socket
+ * (the bytes never copied to user space); to a pipe, and where sendfile
+ * cannot, read through a bounce buffer (a non-blocking splice from a file
+ * whose pages are not cached does not progress). Called when poll found
+ * fd writable. The bytes sent; 0: the file ended early; -1 with errno
+ * (EAGAIN: fd is full). */
 static ssize_t in_send(const etl_in_t *in, uint64_t done, int fd, bool sock)
 {
 	size_t chunk = (size_t)MIN(in->len - done, (uint64_t)1 << 20);
 	if (in->ptr)
 		return sock ? send(fd, in->ptr + done, chunk, MSG_NOSIGNAL) : write(fd, in->ptr + done, chunk);
-	loff_t off = (loff_t)(in->off + done);
-	ssize_t n = sock ? sendfile(fd, in->fd, &off, chunk)
-			 : splice(in->fd, &off, fd, NULL, chunk, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-	if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP))
-		return n;
+	if (sock) {
+		off_t off = (off_t)(in->off + done);
+		ssize_t n = sendfile(fd, in->fd, &off, chunk);
+		if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP))
+			return n;
+	}
 	char b[65536];
-	n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
+	ssize_t n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
 	if (n <= 0)
 		return n;
 	return sock ? send(fd, b, (size_t)n, MSG_NOSIGNAL) : write(fd, b, (size_t)n);
