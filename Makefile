@@ -227,7 +227,8 @@ bench-sse: deps all
 bench-list: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/list.sh
 
-# Inline transform (GET ?etl=) of a 1 MiB object vs a plain GET (tools/bench/etl.sh).
+# Inline transform (GET ?etl=) of a 1 MiB object vs a plain GET, and an offline
+# JPEG resize over a WebDataset vs the same on a client (tools/bench/etl.sh).
 bench-etl: deps all
 	$(Q)BUILD=$(BUILD) ./tools/bench/etl.sh
 

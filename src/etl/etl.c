@@ -140,7 +140,7 @@ static etl_t *etl_new(const etl_spec_t *s)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	for (unsigned i = 0; i < ETL_WORKERS_MAX; i++)
-		e->w[i].in = e->w[i].out = -1;
+		e->w[i].in = e->w[i].out = e->w[i].conn = -1;
 	return e;
 }
 
@@ -254,8 +254,9 @@ unsigned etl_workers(const char *name, size_t nlen)
 	return n;
 }
 
-int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
-		  buf_t *out, int *status, buf_t *msg)
+/* etl_transform of in. */
+static int transform_in(const char *name, size_t nlen, const char *meta, sv_t args, const etl_in_t *in, buf_t *out,
+			int *status, buf_t *msg)
 {
 	pthread_mutex_lock(&tmu);
 	size_t i = find(name, nlen);
@@ -268,9 +269,16 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 		buf_addf(msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(nlen, 64), name);
 		return AIS_ERR;
 	}
-	int rc = etl_run(e, meta, args, in, inlen, out, status, msg);
+	int rc = etl_run(e, meta, args, in, out, status, msg);
 	unref(e);
 	return rc;
+}
+
+int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, const char *in, size_t inlen,
+		  buf_t *out, int *status, buf_t *msg)
+{
+	etl_in_t src = {.ptr = in ? in : "", .fd = -1, .len = inlen};
+	return transform_in(name, nlen, meta, args, &src, out, status, msg);
 }
 
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
@@ -288,27 +296,15 @@ int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t mem
 			 (unsigned long long)size, (unsigned long long)etl_cfg.max_input);
 		return AIS_ERR;
 	}
-	buf_t in = BUF_INIT;
-	buf_grow(&in, size + 1);
-	while (in.len < size) {
-		ssize_t n = pread(fd, in.ptr + in.len, size - in.len, (off_t)(off + in.len));
-		if (n <= 0) {
-			*status = 500;
-			buf_addf(msg, "reading the object: %s", n < 0 ? strerror(errno) : "short file");
-			buf_free(&in);
-			return AIS_ERR;
-		}
-		in.len += (size_t)n;
-	}
 	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
 			      (json_int_t)size, "version", (json_int_t)version);
 	if (o && member.len)
 		json_object_set_new(o, "archpath", json_stringn(member.ptr, member.len));
 	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
-	int rc = etl_transform(name, nlen, meta ? meta : "{}", args, in.ptr ? in.ptr : "", in.len, out, status, msg);
+	etl_in_t in = {.ptr = NULL, .fd = fd, .off = off, .len = size}; /* streamed from the file (worker.c rule 6) */
+	int rc = transform_in(name, nlen, meta ? meta : "{}", args, &in, out, status, msg);
 	free(meta);
-	buf_free(&in);
 	return rc;
 }
 

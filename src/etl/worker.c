@@ -7,12 +7,13 @@
  * on its stdout. http: aisd binds a unix socket for each worker (in a
  * private 0700 directory under $TMPDIR or /tmp) and hands the listening
  * socket to the worker as descriptor 3 (env AISD_ETL_FD=3, its path in
- * AISD_ETL_SOCKET); each request is one connection: "PUT / HTTP/1.1" with
- * the object's bytes and the headers Ais-Etl-Meta and Ais-Etl-Args
- * (percent-encoded), "Connection: close"; the answer is an HTTP/1.x
- * response whose status and body play the stdio frame's parts. A worker
- * that is not serving (exited: the connect is refused), answers garbage,
- * or hangs fails the request exactly as in stdio.
+ * AISD_ETL_SOCKET); each request is "PUT / HTTP/1.1" with the object's
+ * bytes and the headers Ais-Etl-Meta and Ais-Etl-Args (percent-encoded),
+ * on a connection kept open across requests (rule 5); the answer is an
+ * HTTP/1.x response (answer.c reads it) whose status and body play the
+ * stdio frame's parts. A worker that is not serving (exited: the connect
+ * is refused), answers garbage, or hangs fails the request exactly as in
+ * stdio.
  *
  * NOTES ON THE DESIGN
  *  1. A worker serves one request at a time; a request takes a free live
@@ -31,6 +32,17 @@
  *     tmpfs; it gets an object's bytes on a pipe.
  *  4. Between fork and exec the child makes only system calls (no malloc,
  *     no lock): argv, envp and paths are built before the fork.
+ *  5. http: each worker has a pool of at most one idle connection (it
+ *     serves one request at a time, rule 1, so one is all a request can
+ *     use). It is kept after an answer that allows it (HTTP/1.1 without
+ *     "Connection: close", a length-delimited body, nothing past it, the
+ *     whole request read); closed otherwise, and closed with the worker
+ *     when it is killed or found exited. A kept connection the worker
+ *     closed before answering is replaced by a new one, once per request.
+ *  6. An object goes to a worker from its file while the answer is read
+ *     straight into the buffer sent to the client: never the whole input
+ *     in aisd's memory (sendfile to a socket; to a pipe through a 64 KiB
+ *     bounce buffer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +57,7 @@
 #include <strings.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -61,7 +74,6 @@
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (1 << 20) /* a worker's log: truncated at a start past half of it; RLIMIT_FSIZE */
 #define NOBODY 65534
-#define HTTP_HEAD_MAX 16384 /* an http worker's status line and headers */
 
 static pthread_mutex_t sockdir_mu = PTHREAD_MUTEX_INITIALIZER;
 static char sockdir[40]; /* http workers' sockets; made on first use */
@@ -317,8 +329,10 @@ void etl_worker_kill(etl_t *e, unsigned i, const char *why)
 		close(w->in);
 	if (w->out >= 0)
 		close(w->out);
+	if (w->conn >= 0)
+		close(w->conn); /* rule 5: a dead worker's connection goes with it */
 	w->pid = 0;
-	w->in = w->out = -1;
+	w->in = w->out = w->conn = -1;
 	if (why) {
 		w->crashes++;
 		w->backoff_ms = w->backoff_ms ? MIN(w->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
@@ -341,8 +355,10 @@ static void reap_exited(etl_t *e, unsigned i)
 			close(w->in);
 		if (w->out >= 0)
 			close(w->out);
+		if (w->conn >= 0)
+			close(w->conn);
 		w->pid = 0;
-		w->in = w->out = -1;
+		w->in = w->out = w->conn = -1;
 		w->crashes++;
 		w->backoff_ms = w->backoff_ms ? MIN(w->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
 		w->next_start_ns = time_mono_ns() + (int64_t)w->backoff_ms * 1000000;
@@ -422,28 +438,72 @@ static void release(etl_t *e, unsigned i, bool good)
 	pthread_mutex_unlock(&e->mu);
 }
 
-/* Rule 2: one exchange. AIS_OK with the answer's status in *wst and its
- * bytes in out; AIS_ERR with *status and msg (the worker must die). */
-static int exchange(etl_t *e, etl_worker_t *w, const buf_t *req, int64_t deadline, buf_t *out, int *wst,
-		    int *status, buf_t *msg)
+/* Sends the next piece of in (done bytes of it sent) to fd, a pipe or
+ * (sock) a socket: from memory; from the file by sendfile to a socket
+ * (the bytes never copied to user space); to a pipe, and where sendfile
+ * cannot, read through a bounce buffer (a non-blocking splice from a file
+ * whose pages are not cached does not progress). Called when poll found
+ * fd writable. The bytes sent; 0: the file ended early; -1 with errno
+ * (EAGAIN: fd is full). */
+static ssize_t in_send(const etl_in_t *in, uint64_t done, int fd, bool sock)
 {
-	size_t sent = 0, want = 0;
+	size_t chunk = (size_t)MIN(in->len - done, (uint64_t)1 << 20);
+	if (in->ptr)
+		return sock ? send(fd, in->ptr + done, chunk, MSG_NOSIGNAL) : write(fd, in->ptr + done, chunk);
+	if (sock) {
+		off_t off = (off_t)(in->off + done);
+		ssize_t n = sendfile(fd, in->fd, &off, chunk);
+		if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP))
+			return n;
+	}
+	char b[65536];
+	ssize_t n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
+	if (n <= 0)
+		return n;
+	return sock ? send(fd, b, (size_t)n, MSG_NOSIGNAL) : write(fd, b, (size_t)n);
+}
+
+/* in_send's failures other than a full fd: AIS_ERR with *status and msg,
+ * or AIS_AGAIN (nothing sent now). n is what in_send returned. */
+static int in_failed(const etl_t *e, ssize_t n, int *status, buf_t *msg)
+{
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return AIS_AGAIN;
+	*status = n == 0 ? 500 : 502;
+	if (n == 0)
+		buf_addstr(msg, "reading the object: short file");
+	else
+		buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name, strerror(errno));
+	return AIS_ERR;
+}
+
+static int timed_out(const etl_t *e, int *status, buf_t *msg)
+{
+	*status = 504;
+	buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name, (unsigned long long)e->spec.timeout_ms);
+	return AIS_ERR;
+}
+
+/* Rule 2: one stdio exchange: the frame's header hdr, then in, written
+ * while the answer is read ("STATUS LEN\n" BODY, straight into out).
+ * AIS_OK with the answer's status in *wst; AIS_ERR with *status and msg
+ * (the worker must die). */
+static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t *in, int64_t deadline, buf_t *out,
+		    int *wst, int *status, buf_t *msg)
+{
+	uint64_t sent = 0, total = hdr->len + in->len;
+	size_t want = 0, hl = 0;
 	char head[64];
-	size_t hl = 0;
 	bool have_head = false;
 	uint64_t max = etl_cfg.max_output;
 
 	for (;;) {
-		if (have_head && out->len == want)
+		if (have_head && out->len == want && sent == total) /* the whole frame read: in step for the next */
 			return AIS_OK;
 		int64_t left = deadline - time_mono_ns();
-		if (left <= 0) {
-			*status = 504;
-			buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name,
-				 (unsigned long long)e->spec.timeout_ms);
-			return AIS_ERR;
-		}
-		struct pollfd p[2] = {{.fd = w->out, .events = POLLIN}, {.fd = sent < req->len ? w->in : -1, .events = POLLOUT}};
+		if (left <= 0)
+			return timed_out(e, status, msg);
+		struct pollfd p[2] = {{.fd = w->out, .events = POLLIN}, {.fd = sent < total ? w->in : -1, .events = POLLOUT}};
 		int r = poll(p, 2, (int)MIN(left / 1000000 + 1, 1000));
 		if (r < 0 && errno != EINTR) {
 			*status = 500;
@@ -451,64 +511,76 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *req, int64_t deadlin
 			return AIS_ERR;
 		}
 		if (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) {
-			ssize_t n = write(w->in, req->ptr + sent, req->len - sent);
-			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				*status = 502;
-				buf_addf(msg, "transformer \"%s\": its worker stopped reading (%s)", e->spec.name,
-					 strerror(errno));
+			ssize_t n = sent < hdr->len ? write(w->in, hdr->ptr + sent, hdr->len - sent)
+						    : in_send(in, sent - hdr->len, w->in, false);
+			if (n > 0)
+				sent += (uint64_t)n;
+			else if (sent < hdr->len ? n < 0 && errno != EAGAIN && errno != EINTR
+						 : in_failed(e, n, status, msg) == AIS_ERR) {
+				if (sent < hdr->len) {
+					*status = 502;
+					buf_addf(msg, "transformer \"%s\": its worker stopped reading (%s)", e->spec.name,
+						 strerror(errno));
+				}
 				return AIS_ERR;
 			}
-			if (n > 0)
-				sent += (size_t)n;
 		}
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		if (!have_head) {
-			ssize_t n = read(w->out, head + hl, 1); /* a short line: byte by byte */
+		if (have_head) {
+			ssize_t n = read(w->out, out->ptr + out->len, want - out->len);
 			if (n == 0) {
 				*status = 502;
-				buf_addf(msg, "transformer \"%s\": its worker exited without answering", e->spec.name);
+				buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
 				return AIS_ERR;
 			}
-			if (n < 0)
-				continue;
-			if (head[hl] != '\n') {
-				if (++hl == sizeof(head) - 1) {
-					*status = 502;
-					buf_addf(msg, "transformer \"%s\": malformed answer (no frame header)", e->spec.name);
-					return AIS_ERR;
-				}
-				continue;
-			}
-			head[hl] = '\0';
-			unsigned st;
-			unsigned long long len;
-			char tail;
-			if (sscanf(head, "%3u %llu%c", &st, &len, &tail) != 2 || st < 100 || st > 599) {
-				*status = 502;
-				buf_addf(msg, "transformer \"%s\": malformed answer header \"%.40s\"", e->spec.name, head);
-				return AIS_ERR;
-			}
-			if (len > max) {
-				*status = 507;
-				buf_addf(msg, "transformer \"%s\": answer of %llu bytes is over etl.max_output (%llu)",
-					 e->spec.name, len, (unsigned long long)max);
-				return AIS_ERR;
-			}
-			*wst = (int)st;
-			want = (size_t)len;
-			have_head = true;
-			buf_grow(out, want + 1);
+			if (n > 0)
+				out->len += (size_t)n;
 			continue;
 		}
-		ssize_t n = read(w->out, out->ptr + out->len, want - out->len);
+		ssize_t n = read(w->out, head + hl, sizeof(head) - 1 - hl); /* the line and maybe some body */
 		if (n == 0) {
 			*status = 502;
-			buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
+			buf_addf(msg, "transformer \"%s\": its worker exited without answering", e->spec.name);
 			return AIS_ERR;
 		}
-		if (n > 0)
-			out->len += (size_t)n;
+		if (n < 0)
+			continue;
+		hl += (size_t)n;
+		const char *nl = memchr(head, '\n', hl);
+		if (!nl) {
+			if (hl < sizeof(head) - 1)
+				continue;
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": malformed answer (no frame header)", e->spec.name);
+			return AIS_ERR;
+		}
+		size_t line = (size_t)(nl - head), extra = hl - line - 1;
+		head[line] = '\0';
+		unsigned st;
+		unsigned long long len;
+		char tail;
+		if (sscanf(head, "%3u %llu%c", &st, &len, &tail) != 2 || st < 100 || st > 599) {
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": malformed answer header \"%.40s\"", e->spec.name, head);
+			return AIS_ERR;
+		}
+		if (len > max) {
+			*status = 507;
+			buf_addf(msg, "transformer \"%s\": answer of %llu bytes is over etl.max_output (%llu)", e->spec.name,
+				 len, (unsigned long long)max);
+			return AIS_ERR;
+		}
+		if (extra > len) { /* its next frame before our next request */
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": malformed answer (bytes past its frame)", e->spec.name);
+			return AIS_ERR;
+		}
+		*wst = (int)st;
+		want = (size_t)len;
+		have_head = true;
+		buf_grow(out, want + 1);
+		buf_add(out, nl + 1, extra);
 	}
 }
 
@@ -525,167 +597,141 @@ static void pct_add(buf_t *b, const char *p, size_t n)
 	}
 }
 
-/* An http worker's answer in a (EOF seen when eof): AIS_AGAIN while
- * incomplete; AIS_OK with *wst and the body moved to a's start; AIS_ERR
- * with *status and msg. */
-static int http_answer(const etl_t *e, buf_t *a, bool eof, int *wst, int *status, buf_t *msg)
-{
-	const char *end = a->len ? memmem(a->ptr, MIN(a->len, HTTP_HEAD_MAX), "\r\n\r\n", 4) : NULL;
-	if (!end) {
-		if (a->len < HTTP_HEAD_MAX && !eof)
-			return AIS_AGAIN;
-		*status = 502;
-		buf_addf(msg, "transformer \"%s\": %s", e->spec.name,
-			 a->len ? "malformed answer (no HTTP response head)" : "its worker closed the connection without answering");
-		return AIS_ERR;
-	}
-	size_t hl = (size_t)(end - a->ptr) + 4, clen = SIZE_MAX;
-	const char *p = a->ptr;
-	if (hl < 14 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' ||
-	    p[10] > '9' || p[11] < '0' || p[11] > '9' || (p[12] != ' ' && p[12] != '\r')) {
-		*status = 502;
-		buf_addf(msg, "transformer \"%s\": malformed answer status line \"", e->spec.name);
-		for (size_t k = 0; k < MIN(a->len, 40) && p[k] != '\r'; k++)
-			buf_addf(msg, "%c", (unsigned char)p[k] >= 0x20 && (unsigned char)p[k] < 0x7f ? p[k] : '?');
-		buf_addstr(msg, "\"");
-		return AIS_ERR;
-	}
-	unsigned st = (unsigned)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
-	for (const char *h = (const char *)memchr(p, '\n', hl) + 1; h < end;
-	     h = (const char *)memchr(h, '\n', (size_t)(end - h) + 2) + 1) {
-		if (strncasecmp(h, "content-length:", 15))
-			continue;
-		const char *q = h + 15;
-		uint64_t v = 0;
-		while (*q == ' ' || *q == '\t')
-			q++;
-		const char *d = q;
-		while (*q >= '0' && *q <= '9' && q - d < 19)
-			v = v * 10 + (uint64_t)(*q++ - '0');
-		while (*q == ' ' || *q == '\t')
-			q++;
-		if (q == d || *q != '\r') {
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": malformed Content-Length in its answer", e->spec.name);
-			return AIS_ERR;
-		}
-		clen = (size_t)v;
-	}
-	size_t body = a->len - hl;
-	if ((clen != SIZE_MAX && clen > etl_cfg.max_output) || body > etl_cfg.max_output) {
-		*status = 507;
-		buf_addf(msg, "transformer \"%s\": answer over etl.max_output (%llu)", e->spec.name,
-			 (unsigned long long)etl_cfg.max_output);
-		return AIS_ERR;
-	}
-	if (clen == SIZE_MAX ? !eof : body < clen) {
-		if (!eof)
-			return AIS_AGAIN;
-		*status = 502;
-		buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
-		return AIS_ERR;
-	}
-	if (clen != SIZE_MAX)
-		body = clen;
-	memmove(a->ptr, a->ptr + hl, body);
-	a->len = body;
-	*wst = (int)st;
-	return AIS_OK;
-}
-
-/* Rule 2, http: one connection to worker w. As exchange. */
-static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args, const char *in, size_t inlen,
-			 int64_t deadline, buf_t *out, int *wst, int *status, buf_t *msg)
+/* A new connection to worker w's socket: the descriptor, or -1 with
+ * *status and msg. */
+static int http_connect(const etl_t *e, const etl_worker_t *w, int *status, buf_t *msg)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	buf_t head = BUF_INIT;
-	size_t sent = 0, total;
-	int rc = AIS_ERR;
-	bool eof = false;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		*status = 500;
 		buf_addf(msg, "socket: %s", strerror(errno));
-		return AIS_ERR;
+		return -1;
 	}
+	int sz = 1 << 20; /* fewer wake-ups per object; best effort (wmem_max, rmem_max) */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->sock);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) { /* AF_UNIX: at once, or the backlog is full */
 		*status = 502;
 		buf_addf(msg, "transformer \"%s\": its worker is not serving on its socket (%s)", e->spec.name,
 			 strerror(errno));
-		goto out_close;
+		close(fd);
+		return -1;
 	}
-	buf_addf(&head, "PUT / HTTP/1.1\r\nHost: aisd-etl\r\nConnection: close\r\nContent-Length: %zu\r\n"
-			"Content-Type: application/octet-stream\r\nAis-Etl-Meta: ",
-		 inlen);
-	pct_add(&head, meta, strlen(meta));
-	buf_addstr(&head, "\r\nAis-Etl-Args: ");
-	pct_add(&head, args.ptr, args.len);
-	buf_addstr(&head, "\r\n\r\n");
-	total = head.len + inlen;
+	return fd;
+}
+
+/* Rule 2, http: one request (head, then in) on connection fd, the answer
+ * read while it is sent. AIS_OK with *wst and *reuse (the connection may
+ * carry the next request); AIS_AGAIN: the connection was closed before
+ * any byte of an answer (a kept one the worker had dropped: *status and
+ * msg say so should no retry follow); AIS_ERR with *status and msg. */
+static int http_once(etl_t *e, int fd, const buf_t *head, const etl_in_t *in, int64_t deadline, buf_t *out, int *wst,
+		     bool *reuse, int *status, buf_t *msg)
+{
+	uint64_t sent = 0, total = head->len + in->len;
+	bool broken = false; /* it stopped reading: it may still answer */
+	etl_answer_t a;
+	etl_answer_init(&a, out, etl_cfg.max_output);
 	for (;;) {
-		if (sent == total || eof) {
-			int r = http_answer(e, out, eof, wst, status, msg);
-			if (r != AIS_AGAIN) {
-				rc = r;
-				break;
-			}
-		}
 		int64_t left = deadline - time_mono_ns();
-		if (left <= 0) {
-			*status = 504;
-			buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name,
-				 (unsigned long long)e->spec.timeout_ms);
-			break;
-		}
+		if (left <= 0)
+			return timed_out(e, status, msg);
 		struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
 		int r = poll(&p, 1, (int)MIN(left / 1000000 + 1, 1000));
 		if (r < 0 && errno != EINTR) {
 			*status = 500;
 			buf_addf(msg, "poll: %s", strerror(errno));
-			break;
+			return AIS_ERR;
 		}
 		if (sent < total && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t n = sent < head.len ? send(fd, head.ptr + sent, head.len - sent, MSG_NOSIGNAL)
-						    : send(fd, in + (sent - head.len), total - sent, MSG_NOSIGNAL);
-			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				if (errno == EPIPE || errno == ECONNRESET) { /* it may have answered first */
-					sent = total;
-					continue;
+			ssize_t n = sent < head->len ? send(fd, head->ptr + sent, head->len - sent, MSG_NOSIGNAL)
+						     : in_send(in, sent - head->len, fd, true);
+			if (n > 0) {
+				sent += (uint64_t)n;
+			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				sent = total; /* it may have answered first */
+				broken = true;
+			} else if (sent < head->len ? n < 0 && errno != EAGAIN && errno != EINTR
+						    : in_failed(e, n, status, msg) == AIS_ERR) {
+				if (sent < head->len) {
+					*status = 502;
+					buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name,
+						 strerror(errno));
 				}
-				*status = 502;
-				buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name, strerror(errno));
-				break;
+				return AIS_ERR;
 			}
-			if (n > 0)
-				sent += (size_t)n;
 		}
 		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		size_t limit = etl_cfg.max_output + HTTP_HEAD_MAX, want = MIN((size_t)1 << 20, limit - MIN(limit, out->len));
-		if (out->cap < out->len + want + 1)
-			buf_grow(out, want + 1);
-		size_t room = MIN(out->cap - out->len - 1, limit - MIN(limit, out->len));
-		if (room == 0) {
-			*status = 507;
-			buf_addf(msg, "transformer \"%s\": answer over etl.max_output (%llu)", e->spec.name,
-				 (unsigned long long)etl_cfg.max_output);
-			break;
-		}
+		size_t room = a.head_done ? (size_t)1 << 20 : 4096; /* rule 3 of answer.c: the body read in place */
+		buf_grow(out, room + 1);
 		ssize_t n = recv(fd, out->ptr + out->len, room, 0);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			eof = true;
-		else if (n > 0)
-			out->len += (size_t)n;
+		if (n < 0 && errno != ECONNRESET)
+			continue;
+		if (n <= 0 && a.fed == 0) {
+			*status = 502;
+			buf_addf(msg, "transformer \"%s\": its worker closed the connection without answering", e->spec.name);
+			return AIS_AGAIN;
+		}
+		r = n > 0 ? etl_answer_feed(&a, out->ptr + out->len, (size_t)n) : etl_answer_eof(&a);
+		if (r == AIS_AGAIN)
+			continue;
+		if (r == AIS_ERR) {
+			*status = a.err;
+			buf_addf(msg, "transformer \"%s\": %s", e->spec.name, a.why);
+			if (a.err == 507)
+				buf_addf(msg, " (%llu)", (unsigned long long)etl_cfg.max_output);
+			return AIS_ERR;
+		}
+		*wst = a.status;
+		*reuse = a.keep_alive && sent == total && !broken;
+		return AIS_OK;
 	}
-out_close:
-	close(fd);
-	buf_free(&head);
-	return rc;
 }
 
-int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen, buf_t *out, int *status,
-	    buf_t *msg)
+/* Rule 2, http: one request to worker w, on the connection kept open to
+ * it (rule 5), else a new one. A kept connection the worker closed before
+ * answering is replaced once by a new one (the worker dropped an idle
+ * connection; the request is sent again). As exchange. */
+static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args, const etl_in_t *in, int64_t deadline,
+			 buf_t *out, int *wst, int *status, buf_t *msg)
+{
+	buf_t head = BUF_INIT;
+	bool reuse = false, kept = w->conn >= 0;
+	int rc = AIS_ERR, fd = kept ? w->conn : http_connect(e, w, status, msg);
+	w->conn = -1;
+	if (fd < 0)
+		return AIS_ERR;
+	buf_addf(&head, "PUT / HTTP/1.1\r\nHost: aisd-etl\r\nContent-Length: %llu\r\n"
+			"Content-Type: application/octet-stream\r\nAis-Etl-Meta: ",
+		 (unsigned long long)in->len);
+	pct_add(&head, meta, strlen(meta));
+	buf_addstr(&head, "\r\nAis-Etl-Args: ");
+	pct_add(&head, args.ptr, args.len);
+	buf_addstr(&head, "\r\n\r\n");
+	for (;;) {
+		rc = http_once(e, fd, &head, in, deadline, out, wst, &reuse, status, msg);
+		if (rc != AIS_AGAIN || !kept)
+			break;
+		close(fd); /* a kept connection gone stale: once more on a new one */
+		kept = false;
+		buf_reset(msg);
+		if ((fd = http_connect(e, w, status, msg)) < 0) {
+			rc = AIS_ERR;
+			break;
+		}
+	}
+	if (rc == AIS_OK && reuse)
+		w->conn = fd;
+	else if (fd >= 0)
+		close(fd);
+	buf_free(&head);
+	return rc == AIS_OK ? AIS_OK : AIS_ERR;
+}
+
+int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, int *status, buf_t *msg)
 {
 	int64_t deadline = time_mono_ns() + (int64_t)e->spec.timeout_ms * 1000000;
 	unsigned i;
@@ -700,16 +746,15 @@ int etl_run(etl_t *e, const char *meta, sv_t args, const char *in, size_t inlen,
 	int wst = 0, rc;
 	buf_reset(out);
 	if (is_http(e)) {
-		rc = exchange_http(e, &e->w[i], meta, args, in, inlen, deadline, out, &wst, status, msg);
+		rc = exchange_http(e, &e->w[i], meta, args, in, deadline, out, &wst, status, msg);
 	} else {
-		buf_t req = BUF_INIT;
+		buf_t hdr = BUF_INIT;
 		size_t ml = strlen(meta);
-		buf_addf(&req, "AISETL 1 %zu %zu %zu\n", ml, args.len, inlen);
-		buf_add(&req, meta, ml);
-		buf_add(&req, args.ptr, args.len);
-		buf_add(&req, in, inlen);
-		rc = exchange(e, &e->w[i], &req, deadline, out, &wst, status, msg);
-		buf_free(&req);
+		buf_addf(&hdr, "AISETL 1 %zu %zu %llu\n", ml, args.len, (unsigned long long)in->len);
+		buf_add(&hdr, meta, ml);
+		buf_add(&hdr, args.ptr, args.len);
+		rc = exchange(e, &e->w[i], &hdr, in, deadline, out, &wst, status, msg);
+		buf_free(&hdr);
 	}
 	if (rc != AIS_OK) {
 		etl_worker_kill(e, i, msg->ptr);

@@ -9,7 +9,8 @@
  * pool, then sent from the cache. So one client's cold read never delays
  * other clients of the same worker.
  *
- * A stream's pieces are not copied again: a piece of HTTP_PIECE_REF bytes
+ * A stream's pieces are not copied again (nor a buffer handed over whole,
+ * http_resp_send_buf): a piece of HTTP_PIECE_REF bytes
  * or more is written from the producer's buffer by one sendmsg with its
  * chunk framing around it (c->out, the piece, c->after); bytes that a file
  * segment follows go with MSG_MORE, so a header and the file's first bytes
@@ -202,10 +203,31 @@ void http_resp_send(http_req_t *req, const void *body, size_t len)
 	conn_run(c);
 }
 
+/* A body of HTTP_PIECE_REF bytes or more is not copied: its buffer becomes
+ * the pending piece (spiece) and goes out after the head in one sendmsg,
+ * as a stream's big pieces do. */
 void http_resp_send_buf(http_req_t *req, buf_t *b)
 {
-	http_resp_send(req, b->ptr ? b->ptr : "", b->len);
+	http_conn_t *c = req->conn;
+	if (b->len < HTTP_PIECE_REF) {
+		http_resp_send(req, b->ptr ? b->ptr : "", b->len);
+		buf_free(b);
+		return;
+	}
+	if (!begin(req, RB_MEM)) {
+		buf_free(b);
+		return;
+	}
+	resp_build_head(c, b->len, false);
+	if (!c->head_only) {
+		buf_free(&c->spiece);
+		c->spiece = *b;
+		*b = (buf_t)BUF_INIT;
+		c->spend = true;
+		c->spoff = 0;
+	}
 	buf_free(b);
+	conn_run(c);
 }
 
 void http_resp_send_head(http_req_t *req, uint64_t len)

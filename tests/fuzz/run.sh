@@ -67,6 +67,7 @@ declare -A SRCS=(
 	[fuzz_sign]="src/auth/jwt.c src/auth/sign.c"
 	[fuzz_xpanswer]="src/httpc/xp.c src/httpc/httpc.c src/httpc/sync.c src/httpc/xsync.c"
 	[fuzz_tpl]="src/xcopy/spec.c"
+	[fuzz_etl_answer]="src/etl/answer.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -81,6 +82,7 @@ declare -A LIBS=(
 	[fuzz_sign]="-ljansson -lcrypto"
 	[fuzz_xpanswer]="-levent -lhttp_parser -lssl -lcrypto -lcurl"
 	[fuzz_tpl]="-ljansson"
+	[fuzz_etl_answer]="-lhttp_parser"
 )
 
 failed=()

@@ -1,102 +1,190 @@
 #!/usr/bin/env bash
-# etl.sh - inline transform cost: GET of a 1 MiB object through an identity
-# transformer (a Python worker, aisd.etl.serve, over stdio and over http:
-# the same file registered twice, --comm stdio and --comm http) vs a plain
-# GET, on a cluster of 1 gateway + 1 target on this host. Each round times
-# N sequential GETs of each kind on one keep-alive connection to the target
-# (the gateway's 307 is resolved once), workers warm; prints MiB/s per
-# round, the medians and their ratios (etl / plain, per mode).
+# etl.sh - transforms next to the data, two rows of numbers in one run.
 #
-# Then the offline row: a cluster of 1 gateway + 3 targets, NOBJ objects
-# of OSIZE bytes transformed by a CPU-bound Python stand-in for a decode +
-# resize (zlib level 9 over the bytes, then every 4th byte kept: a quarter
-# of the size; Debian's python3-pil is not a dependency) two ways, in one
-# run: aisctl etl bucket (each target transforms what it holds) vs a
-# client doing plain GETs and the same function, in 3 processes. Prints
-# objects/s and the bytes sent to the client for each.
+# Inline: GET of a 1 MiB object through an identity transformer (a Python
+# worker, aisd.etl.serve, over stdio and over http: the same file
+# registered twice, --comm stdio and --comm http) vs a plain GET, on a
+# cluster of 1 gateway + 1 target on this host. Each round times N
+# sequential GETs of each kind on one keep-alive connection to the target
+# (the gateway's 307 resolved once), workers warm; prints MiB/s per round,
+# the medians and their ratios (etl / plain, per mode), and the CPU time
+# per GET of the target, the workers and the client (/proc: what a loaded
+# host's wall clock hides). With BASE=DIR (a checkout of an earlier tree,
+# built: DIR/build/aisd, DIR/tools/python) a second cluster runs that
+# build and its aisd.etl, its rounds interleaved with this one's: before
+# and after side by side under the same load.
+#
+# Offline: a cluster of 1 gateway + 3 targets, a WebDataset of NSHARD tar
+# shards of NPER real JPEG files each (made with Debian's python3-pil in
+# the bench: 640x480 gradients and noise, quality 90), transformed per
+# member (decode, resize to 224x224, re-encode at quality 85) two ways, in
+# one run: aisctl etl bucket (each target transforms the shards it holds,
+# aisd.etl.serve_members) vs a client doing plain GETs and the same
+# function in 3 processes. Prints samples/s and the bytes sent to the
+# client for each.
 #
 # usage: BUILD=build tools/bench/etl.sh      (make bench-etl)
-#   ROUNDS (default 5), N GETs per round and kind (default 100),
-#   WORKERS (default 1), NOBJ (default 120), OSIZE (default 262144),
-#   OFFLINE=0 skips the offline row, KEEP=1 keeps the temp dir.
+#   ROUNDS (default 5), N GETs per round and kind (default 50),
+#   WORKERS (default 1), NSHARD (default 12), NPER (default 16),
+#   BASE=DIR (before/after), OFFLINE=0 skips the offline row,
+#   INLINE=0 the inline one, KEEP=1 keeps the temp dir.
 set -euo pipefail
 BENCH_NAME=etl
 . "$(dirname "$0")/lib.sh"
 BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-5} N=${N:-100} WORKERS=${WORKERS:-1} NOBJ=${NOBJ:-120} OSIZE=${OSIZE:-262144}
+ROUNDS=${ROUNDS:-5} N=${N:-50} WORKERS=${WORKERS:-1} NSHARD=${NSHARD:-12} NPER=${NPER:-16}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PY=/usr/bin/python3 # Debian's: python3-pil (the workers run it too: their PATH)
+[ -x "$PY" ] || PY=python3
 bench_setup etl
-chmod 755 "$TMP" # the worker runs as nobody: its script must be readable
-start_cluster "$TMP" 1 --set store.fsync=never || die "no cluster"
-create_bucket "$GW" eb || die "no bucket"
+chmod 755 "$TMP" # the worker runs as nobody: its scripts must be readable
 cat >"$TMP/identity.py" <<'PY'
 from aisd.etl import serve
 serve(lambda data, meta, args: data)
 PY
 chmod 644 "$TMP/identity.py"
-"$BUILD/aisctl" -e "$GW" etl init ident --cmd "python3 $TMP/identity.py" --workers "$WORKERS" \
-	"PYTHONPATH=$ROOT/tools/python" >/dev/null || die "etl init failed"
-"$BUILD/aisctl" -e "$GW" etl init identh --comm http --cmd "python3 $TMP/identity.py" --workers "$WORKERS" \
-	"PYTHONPATH=$ROOT/tools/python" >/dev/null || die "etl init --comm http failed"
-python3 - "$GW" "$ROUNDS" "$N" <<'PY'
-import http.client, statistics, sys, time, urllib.parse, urllib.request
-gw, rounds, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+# inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with both
+# identity transformers; appends "LABEL GW TARGETPID" to $TMP/clusters.
+inline_cluster() {
+	mkdir -p "$2"
+	AISD=$3 start_cluster "$2" 1 --set store.fsync=never || die "no cluster ($1)"
+	create_bucket "$GW" eb || die "no bucket"
+	"$BUILD/aisctl" -e "$GW" etl init ident --cmd "$PY $TMP/identity.py" --workers "$WORKERS" \
+		"PYTHONPATH=$4" >/dev/null || die "etl init failed"
+	"$BUILD/aisctl" -e "$GW" etl init identh --comm http --cmd "$PY $TMP/identity.py" --workers "$WORKERS" \
+		"PYTHONPATH=$4" >/dev/null || die "etl init --comm http failed"
+	echo "$1 $GW ${TGTPID[1]}" >>"$TMP/clusters"
+}
+
+if [ "${INLINE:-1}" != 0 ]; then
+	: >"$TMP/clusters"
+	if [ -n "${BASE:-}" ]; then
+		inline_cluster before "$TMP/base" "$BASE/build/aisd" "$BASE/tools/python"
+	fi
+	inline_cluster "$([ -n "${BASE:-}" ] && echo after || echo this)" "$TMP/inl" "$BUILD/aisd" "$ROOT/tools/python"
+	"$PY" - "$TMP/clusters" "$ROUNDS" "$N" <<'PY'
+import http.client, os, statistics, sys, time, urllib.parse
+clusters = [l.split() for l in open(sys.argv[1])]
+rounds, n = int(sys.argv[2]), int(sys.argv[3])
 data = bytes(range(256)) * 4096  # 1 MiB
-u = urllib.parse.urlsplit(gw)
-c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-c.request("PUT", "/v1/objects/eb/obj", body=data); r = c.getresponse(); r.read()
-if r.status == 307:
-    loc = urllib.parse.urlsplit(r.getheader("location"))
-    t = http.client.HTTPConnection(loc.hostname, loc.port, timeout=60)
-    t.request("PUT", loc.path + ("?" + loc.query if loc.query else ""), body=data); r = t.getresponse(); r.read()
-assert r.status == 200, r.status
-c.request("GET", "/v1/objects/eb/obj"); r = c.getresponse(); r.read()
-loc = urllib.parse.urlsplit(r.getheader("location")) if r.status == 307 else u
-t = http.client.HTTPConnection(loc.hostname, loc.port, timeout=60)
-def run(q):
+TICK = os.sysconf("SC_CLK_TCK")
+
+def own(pid):
+    """utime + stime of pid (every thread), in seconds; 0 once gone."""
+    try:
+        f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+def below(pid):
+    """own() of every process below pid (its workers, their shells)."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    todo, t = list(kids.get(pid, [])), 0.0
+    while todo:
+        p = todo.pop()
+        t += own(p)
+        todo += kids.get(p, [])
+    return t
+
+conns = []
+for label, gw, tpid in clusters:
+    u = urllib.parse.urlsplit(gw)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    c.request("PUT", "/v1/objects/eb/obj", body=data); r = c.getresponse(); r.read()
+    if r.status == 307:
+        loc = urllib.parse.urlsplit(r.getheader("location"))
+        t = http.client.HTTPConnection(loc.hostname, loc.port, timeout=60)
+        t.request("PUT", loc.path + ("?" + loc.query if loc.query else ""), body=data); r = t.getresponse(); r.read()
+    assert r.status == 200, r.status
+    c.request("GET", "/v1/objects/eb/obj"); r = c.getresponse(); r.read()
+    loc = urllib.parse.urlsplit(r.getheader("location")) if r.status == 307 else u
+    conns.append((label, http.client.HTTPConnection(loc.hostname, loc.port, timeout=60), int(tpid)))
+
+KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"))
+res = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}
+use = {(l, k): [0.0, 0.0, 0.0] for l, _, _ in conns for k, _ in KINDS}  # target, workers, client (s)
+
+def run(t, q, tpid, acc):
+    a = (own(tpid), below(tpid), time.process_time())
     t0 = time.monotonic()
     for _ in range(n):
         t.request("GET", "/v1/objects/eb/obj" + q); r = t.getresponse(); b = r.read()
-        assert r.status == 200 and b == data, (r.status, len(b))
-    return n / (time.monotonic() - t0)  # MiB/s
-run("?etl=ident"); run("?etl=identh")  # start the workers
-plain, etl, etlh = [], [], []
+        assert r.status == 200 and b == data, (r.status, len(b), b[:200])
+    dt = time.monotonic() - t0
+    pt = time.process_time()
+    z = (own(tpid), below(tpid), pt)
+    for i in range(3):
+        acc[i] += z[i] - a[i]
+    return n / dt  # MiB/s
+
+for label, t, tpid in conns:  # start the workers
+    for _, q in KINDS[1:]:
+        run(t, q, tpid, [0.0, 0.0, 0.0])
 for i in range(rounds):
-    plain.append(run("")); etl.append(run("?etl=ident")); etlh.append(run("?etl=identh"))
-    print("round %d: plain %.1f MiB/s, etl stdio %.1f MiB/s, etl http %.1f MiB/s"
-          % (i + 1, plain[-1], etl[-1], etlh[-1]))
-mp, me, mh = statistics.median(plain), statistics.median(etl), statistics.median(etlh)
-print("median: plain %.1f MiB/s, etl (stdio, identity, Python) %.1f MiB/s, ratio %.2f" % (mp, me, me / mp))
-print("median: plain %.1f MiB/s, etl (http, identity, Python) %.1f MiB/s, ratio %.2f" % (mp, mh, mh / mp))
+    for label, t, tpid in conns:
+        line = []
+        for k, q in KINDS:
+            res[(label, k)].append(run(t, q, tpid, use[(label, k)]))
+            line.append("%s %.1f" % (k, res[(label, k)][-1]))
+        print("round %d (%s): %s MiB/s" % (i + 1, label, ", ".join(line)))
+print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | CPU ms per GET: target | workers | client |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+for label, _, _ in conns:
+    mp = statistics.median(res[(label, "plain")])
+    u = use[(label, "plain")]
+    print("| %s | plain | %.1f | | | %.2f | %.2f | %.2f |" % (label, mp, *(x * 1000 / (n * rounds) for x in u)))
+    for k in ("stdio", "http"):
+        me = statistics.median(res[(label, k)])
+        u = use[(label, k)]
+        print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f |"
+              % (label, k, mp, me, me / mp, *(x * 1000 / (n * rounds) for x in u)))
 PY
+	stop_all
+fi
 
 [ "${OFFLINE:-1}" = 0 ] && exit 0
 # --- offline: etl bucket on 3 targets vs plain GETs + the transform on a client ---
+"$PY" -c 'import PIL' 2>/dev/null || die "python3-pil is missing (make deps installs it)"
 mkdir -p "$TMP/off"
 start_cluster "$TMP/off" 3 --set store.fsync=never || die "no 3-target cluster"
-create_bucket "$GW" osrc || die "no bucket"
-create_bucket "$GW" odst || die "no bucket"
-cat >"$TMP/shrink.py" <<'PY'
-import zlib
-def shrink(data, *_):
-    zlib.compress(data, 9)  # the CPU of a decode
-    return data[::4]        # a resize: a quarter of the bytes
+create_bucket "$GW" wsrc || die "no bucket"
+create_bucket "$GW" wdst || die "no bucket"
+cat >"$TMP/resize.py" <<'PY'
+import io
+from PIL import Image
+def resize(name, data, *_):
+    """A JPEG decoded, resized to 224x224 and encoded again."""
+    im = Image.open(io.BytesIO(data)).convert("RGB").resize((224, 224), Image.BILINEAR)
+    out = io.BytesIO()
+    im.save(out, "JPEG", quality=85)
+    return out.getvalue()
 if __name__ == "__main__":
-    from aisd.etl import serve
-    serve(shrink)
+    from aisd.etl import serve_members
+    serve_members(resize, ext=(".jpg",))
 PY
-chmod 644 "$TMP/shrink.py"
-"$BUILD/aisctl" -e "$GW" etl init shrink --cmd "python3 $TMP/shrink.py" --workers 1 --timeout 60s \
+chmod 644 "$TMP/resize.py"
+"$BUILD/aisctl" -e "$GW" etl init resize --cmd "$PY $TMP/resize.py" --workers 1 --timeout 120s \
 	"PYTHONPATH=$ROOT/tools/python" >/dev/null || die "etl init failed"
-PYTHONPATH="$TMP:$ROOT/tools/python" python3 - "$GW" "$NOBJ" "$OSIZE" "$BUILD/aisctl" <<'PY'
-import http.client, json, multiprocessing, os, subprocess, sys, time, urllib.parse
-from shrink import shrink
-gw, nobj, osize, ctl = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+PYTHONPATH="$TMP:$ROOT/tools/python" "$PY" - "$GW" "$NSHARD" "$NPER" "$BUILD/aisctl" <<'PY'
+import http.client, io, json, multiprocessing, os, random, subprocess, sys, tarfile, time, urllib.parse
+from PIL import Image
+from resize import resize
+from aisd.etl import transform_members
+gw, nshard, nper, ctl = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 
 def req(method, path, body=None):
     u = urllib.parse.urlsplit(gw)
     for _ in range(3):
-        c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
         c.request(method, path, body=body)
         r = c.getresponse(); b = r.read(); c.close()
         if r.status != 307:
@@ -105,13 +193,37 @@ def req(method, path, body=None):
         path = u.path + ("?" + u.query if u.query else "")
     return r.status, b
 
-names = ["o%05d.bin" % i for i in range(nobj)]
-for n in names:
-    st, _ = req("PUT", "/v1/objects/osrc/" + n, os.urandom(osize))
+def jpeg(seed):
+    """A real JPEG: a 640x480 gradient under noise, quality 90."""
+    rnd = random.Random(seed)
+    im = Image.merge("RGB", [Image.linear_gradient("L").resize((640, 480)).rotate(rnd.randrange(360)),
+                             Image.effect_noise((640, 480), rnd.randrange(20, 80)),
+                             Image.radial_gradient("L").resize((640, 480))])
+    out = io.BytesIO()
+    im.save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+names, src_bytes, t0 = [], 0, time.monotonic()
+for s in range(nshard):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for k in range(nper):
+            for ext, body in ((".jpg", jpeg(s * 1000 + k)), (".cls", b"%d" % (k % 10))):
+                ti = tarfile.TarInfo("s%05d%s" % (s * nper + k, ext))
+                ti.size = len(body)
+                tf.addfile(ti, io.BytesIO(body))
+    name = "shard-%05d.tar" % s
+    st, _ = req("PUT", "/v1/objects/wsrc/" + name, buf.getvalue())
     assert st == 200, st
-out = subprocess.run([ctl, "-e", gw, "etl", "bucket", "shrink", "osrc", "odst"], capture_output=True, text=True)
+    names.append(name)
+    src_bytes += len(buf.getvalue())
+nsamp = nshard * nper
+print("dataset: %d shards, %d JPEGs, %.1f MiB (made in %.1f s)" % (nshard, nsamp, src_bytes / 1048576, time.monotonic() - t0))
+
+out = subprocess.run([ctl, "-e", gw, "etl", "bucket", "resize", "wsrc", "wdst"], capture_output=True, text=True)
 t0 = time.monotonic()
 w = out.stdout.split()
+assert "job" in w, out.stdout + out.stderr
 rid = w[w.index("job") + 1]
 while True:
     st, b = req("GET", "/v1/jobs?id=" + rid)
@@ -121,20 +233,23 @@ while True:
     time.sleep(0.05)
 dt_off = time.monotonic() - t0
 assert run.get("state") == "done", run
+st, b = req("GET", "/v1/objects/wdst/" + names[0])
+assert st == 200 and Image.open(io.BytesIO(tarfile.open(fileobj=io.BytesIO(b)).extractfile("s00000.jpg").read())).size == (224, 224)
 
 def client(n):
-    st, b = req("GET", "/v1/objects/osrc/" + n)
+    st, b = req("GET", "/v1/objects/wsrc/" + n)
     assert st == 200
-    return len(b), len(shrink(b))
+    return len(b), len(transform_members(resize, b, ext=(".jpg",)))
 
 t0 = time.monotonic()
 with multiprocessing.Pool(3) as p:
     res = p.map(client, names)
 dt_cli = time.monotonic() - t0
 got = sum(r[0] for r in res)
-print("offline (etl bucket, 3 targets): %d objects of %d KiB in %.2f s: %.1f objects/s, 0 bytes to the client"
-      % (nobj, osize >> 10, dt_off, nobj / dt_off))
-print("client (plain GET + transform, 3 processes): %.2f s: %.1f objects/s, %.1f MiB to the client"
-      % (dt_cli, nobj / dt_cli, got / 1048576))
-print("offline / client objects/s: %.2f" % (dt_cli / dt_off))
+print("| way | samples | time (s) | samples/s | bytes to the client |")
+print("|---|---:|---:|---:|---:|")
+print("| etl bucket, 3 targets, 1 worker each | %d | %.2f | %.1f | 0 |" % (nsamp, dt_off, nsamp / dt_off))
+print("| client: plain GET + the same transform, 3 processes | %d | %.2f | %.1f | %.1f MiB |"
+      % (nsamp, dt_cli, nsamp / dt_cli, got / 1048576))
+print("offline / client samples/s: %.2f" % (dt_cli / dt_off))
 PY

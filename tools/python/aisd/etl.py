@@ -32,30 +32,78 @@ serve() and serve_members() speak the protocol the worker was started for
 comm="stdio" forces one. Standard library only. An exception in the function answers 500 with its
 text; the worker keeps serving.
 """
-import http.server
 import io
 import json
 import os
 import socket
-import socketserver
 import sys
 import tarfile
 import traceback
+from urllib.parse import unquote_to_bytes
 
 __all__ = ["serve", "serve_http", "serve_members", "transform_members"]
 
+_HEAD_READ = 32  # a head's read: little of the body comes with it
+_HEAD_MAX = 65536  # an HTTP request's head
 
-def _read_exact(f, n):
-    """n bytes of f, read into one buffer (a socket's reader hands out small
-    pieces: appending them costs more than the transform)."""
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
-        k = f.readinto(view[got:])
-        if not k:
+
+class _Reader:
+    """Reads of a descriptor (a pipe or a socket): a line or a head from
+    small reads; a body in reads of all that is left, each a bytes object
+    of its own, joined only when it came in pieces (a file object's small
+    pieces, copied and appended, cost more than the transform)."""
+
+    def __init__(self, fd, sock=None):
+        self.fd, self.sock, self.buf = fd, sock, b""
+
+    def _read(self, n, whole=False):
+        if self.sock:  # whole: one buffer filled by the kernel, no pieces to join
+            b = self.sock.recv(n, socket.MSG_WAITALL if whole else 0)
+        else:
+            b = os.read(self.fd, n)
+        if not b:
             raise EOFError
-        got += k
-    return bytes(buf)
+        return b
+
+    def until(self, sep, limit):
+        """The bytes up to and including sep; None at EOF before any byte."""
+        while True:
+            i = self.buf.find(sep, 0, limit)
+            if i >= 0:
+                out, self.buf = self.buf[: i + len(sep)], self.buf[i + len(sep):]
+                return out
+            if len(self.buf) >= limit:
+                raise ValueError("no %r in the first %d bytes" % (sep, limit))
+            try:
+                self.buf += self._read(_HEAD_READ)
+            except EOFError:
+                if self.buf:
+                    raise
+                return None
+
+    def exact(self, n):
+        if len(self.buf) >= n:
+            out, self.buf = self.buf[:n], self.buf[n:]
+            return out
+        parts, got = [self.buf] if self.buf else [], len(self.buf)
+        self.buf = b""
+        while got < n:
+            b = self._read(n - got, True)
+            parts.append(b)
+            got += len(b)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _write_all(fd, parts, sock=None):
+    """parts written whole, in as few system calls as the kernel allows."""
+    parts = [memoryview(p).cast("B") for p in parts if len(p)]
+    while parts:
+        n = sock.sendmsg(parts) if sock else os.writev(fd, parts)
+        while parts and n >= len(parts[0]):
+            n -= len(parts[0])
+            parts.pop(0)
+        if parts and n:
+            parts[0] = parts[0][n:]
 
 
 def _call(fn, data, meta, args):
@@ -70,58 +118,82 @@ def _call(fn, data, meta, args):
         return 500, ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"  # one request per connection, as aisd sends
-
-    def do_PUT(self):
-        from urllib.parse import unquote_to_bytes
-        n = int(self.headers.get("Content-Length") or 0)
-        data = _read_exact(self.rfile, n) if n else b""
-        meta = json.loads(unquote_to_bytes(self.headers.get("Ais-Etl-Meta", "")) or b"{}")
-        args = unquote_to_bytes(self.headers.get("Ais-Etl-Args", "")).decode("utf-8", "replace")
-        status, out = _call(self.server.fn, data, meta, args)
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    do_POST = do_PUT
-
-    def log_message(self, fmt, *a):  # the log is for errors
-        pass
+_REASON = {200: b"OK", 400: b"Bad Request", 500: b"Internal Server Error"}
 
 
-class _UnixServer(socketserver.UnixStreamServer):
-    def __init__(self, fn, sock):
-        super().__init__(None, _Handler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = sock
-        self.fn = fn
-
-    def get_request(self):
-        conn, _ = self.socket.accept()
-        return conn, ("aisd", 0)
+def _serve_conn(fn, conn):
+    """HTTP/1.1 requests on one connection until the peer closes it (aisd
+    keeps it open across requests) or asks for Connection: close."""
+    rd = _Reader(None, conn)
+    while True:
+        head = rd.until(b"\r\n\r\n", _HEAD_MAX)
+        if head is None:
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        hdrs = {}
+        for ln in lines[1:]:
+            k, sep, v = ln.partition(":")
+            if sep:
+                hdrs[k.strip().lower()] = v.strip()
+        n = int(hdrs.get("content-length") or 0)
+        data = rd.exact(n) if n else b""
+        meta = json.loads(unquote_to_bytes(hdrs.get("ais-etl-meta", "")) or b"{}")
+        args = unquote_to_bytes(hdrs.get("ais-etl-args", "")).decode("utf-8", "replace")
+        status, out = _call(fn, data, meta, args)
+        close = hdrs.get("connection", "").lower() == "close" or lines[0].endswith("HTTP/1.0")
+        _write_all(None, [b"HTTP/1.1 %d %s\r\nContent-Length: %d\r\n%s\r\n"
+                          % (status, _REASON.get(status, b"Error"), len(out),
+                             b"Connection: close\r\n" if close else b""), out], conn)
+        if close:
+            return
 
 
 def serve_http(fn, fd=None):
-    """Serves fn over HTTP on the listening unix socket aisd gave the worker
-    (descriptor fd, default AISD_ETL_FD or 3) until the worker is killed."""
+    """Serves fn over HTTP/1.1 on the listening unix socket aisd gave the
+    worker (descriptor fd, default AISD_ETL_FD or 3) until the worker is
+    killed: one connection at a time, kept open across requests until aisd
+    closes it."""
     fd = int(os.environ.get("AISD_ETL_FD", "3")) if fd is None else fd
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-    _UnixServer(fn, sock).serve_forever()
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    while True:
+        conn, _ = lsock.accept()
+        try:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 << 20)  # an answer in one handoff
+            _serve_conn(fn, conn)
+        except (OSError, EOFError, ValueError) as e:
+            sys.stderr.write("aisd.etl: connection dropped: %s\n" % e)
+        finally:
+            conn.close()
+
+
+def _keep_heap():
+    """glibc hands the heap back after every freed object of a MiB and
+    faults it in again for the next (most of a worker's time, on small
+    objects): kept up to 256 MiB. Best effort; other C libraries as they are."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
 
 
 def serve(fn, stdin=None, stdout=None, comm=None):
     """Runs fn(data: bytes, meta: dict, args: str) -> bytes on every request:
     over stdio until standard input closes, or over HTTP (comm="http", or
     AISD_ETL_COMM=http in the environment)."""
+    _keep_heap()
     if (comm or os.environ.get("AISD_ETL_COMM", "stdio")) == "http":
         return serve_http(fn)
-    rd = stdin or sys.stdin.buffer
-    wr = stdout or sys.stdout.buffer
+    rd = _Reader((stdin or sys.stdin.buffer).fileno())
+    wfd = (stdout or sys.stdout.buffer).fileno()
     while True:
-        line = rd.readline(128)
-        if not line:
+        try:
+            line = rd.until(b"\n", 128)
+        except (EOFError, ValueError):
+            line = b"?"
+        if line is None:
             return
         parts = line.split()
         if len(parts) != 5 or parts[0] != b"AISETL" or parts[1] != b"1":
@@ -129,15 +201,13 @@ def serve(fn, stdin=None, stdout=None, comm=None):
             return
         ml, al, dl = (int(x) for x in parts[2:])
         try:
-            meta = json.loads(_read_exact(rd, ml) or b"{}")
-            args = _read_exact(rd, al).decode("utf-8", "replace")
-            data = _read_exact(rd, dl)
+            meta = json.loads(rd.exact(ml) or b"{}")
+            args = rd.exact(al).decode("utf-8", "replace")
+            data = rd.exact(dl)
         except EOFError:
             return
         status, out = _call(fn, data, meta, args)
-        wr.write(b"%d %d\n" % (status, len(out)))
-        wr.write(out)
-        wr.flush()
+        _write_all(wfd, [b"%d %d\n" % (status, len(out)), out])
 
 
 def transform_members(fn, data, meta=None, args="", ext=None):
