@@ -1233,6 +1233,17 @@ static int gw_buckets(http_req_t *req)
 			http_resp_error(req, 400, "s3.acl must be an S3 ACL in its text form");
 			break;
 		}
+		/* S3 object lock (CreateBucket with x-amz-bucket-object-lock-enabled): history on */
+		json_t *lk = value ? json_object_get(json_object_get(value, "s3"), "lock") : NULL;
+		if (lk && (!json_is_string(lk) || !json_string_length(lk) ||
+			   !bmd_s3lock_valid(json_string_value(lk), json_string_length(lk)))) {
+			http_resp_error(req, 400, "s3.lock must be \"Enabled\" or \"Enabled:GOVERNANCE|COMPLIANCE:N(d|y)\"");
+			break;
+		}
+		if (lk) {
+			memcpy(o->props.s3lock, json_string_value(lk), json_string_length(lk));
+			o->props.history = BMD_HIST_ENABLED;
+		}
 		if (ow)
 			memcpy(o->props.s3owner, json_string_value(ow), json_string_length(ow));
 		if (acl) {

@@ -477,6 +477,7 @@ struct del {
 	const ol_where_t *w;
 	bool versioned; /* a client's in a bucket whose history is not off (olver.h) */
 	sv_t version;   /* ?version=ID: that version for good; ptr NULL: none */
+	bool bypass;    /* ... &bypass_governance=true: a GOVERNANCE retention does not hold (olver.c rule 8) */
 	int err;
 	buf_t why; /* what err says besides (a holder not reached) */
 };
@@ -490,7 +491,7 @@ static void del_work(http_req_t *req)
 		char id[NAME_VER_ID_LEN + 1];
 		bool dm;
 		const ol_where_t *w = d->w;
-		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, &dm, &d->why)
+		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, d->bypass, &dm, &d->why)
 				    : olver_delete(d->t, w, d->bck, d->obj, id, &d->why)) != AIS_OK)
 			d->err = errno ? errno : EIO;
 		return;
@@ -700,6 +701,15 @@ static int objects(http_req_t *req, bool may_doubt)
 				return AIS_OK;
 			}
 			d->version = ver;
+			sv_t bp_v;
+			if (http_query_get(req, "bypass_governance", &bp_v) && sv_eqstr(bp_v, "true")) {
+				/* S3's s3:BypassGovernanceRetention: the bucket's administrators */
+				authz_res_t res = {.bucket = bck, .object = obj, .perm = AUTH_ADMIN,
+						   .role = "bypassing a GOVERNANCE retention"};
+				if (!authz_request(req, &res, 1))
+					return AIS_OK;
+				d->bypass = true;
+			}
 		}
 		req->state = d;
 		/* every copy: the other holders are called */
