@@ -54,13 +54,16 @@ enum { ON_BUCKET = 1, ON_OBJECT = 2 };
 
 /* One sub-resource at one scope: its answer per method (HEAD as GET).
  * pass_value: a value that is served as if the parameter were absent
- * ("versionId=null" on a method the row refuses). */
+ * ("versionId=null" on a method the row refuses).
+ * pass_with: sub-resources whose handlers serve this one, on any method
+ * (?retention&versionId=ID: objlock.c). */
 static const struct subres {
 	const char *name;
 	unsigned scope;
 	const char *what; /* the feature, for the 501 message */
 	cell_t get, put, post, del;
 	const char *pass_value;
+	const char *pass_with[2]; /* sub-resources whose handlers serve this one on any method */
 } subres[] = {
 	/* implemented */
 	{SUB("acl", ON_BUCKET | ON_OBJECT, "ACLs"), .get = C(PASS), .put = C(PASS)},
@@ -73,7 +76,7 @@ static const struct subres {
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
 	{SUB("versionId", ON_OBJECT, "versionId on this operation"), .get = C(PASS), .del = C(PASS),
-	 .pass_value = "null"},
+	 .pass_value = "null", .pass_with = {"retention", "legal-hold"}},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
@@ -339,6 +342,9 @@ bool s3_nyi_answered(s3_rq_t *r)
 			return true;
 		}
 		if (s->pass_value && sv_eqstr(v, s->pass_value))
+			continue;
+		if ((s->pass_with[0] && s3_query_has(req, s->pass_with[0])) ||
+		    (s->pass_with[1] && s3_query_has(req, s->pass_with[1])))
 			continue;
 		const cell_t *c = cell_of(s, m);
 		if (c->act == PASS)

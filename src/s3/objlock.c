@@ -254,11 +254,12 @@ int s3_lock_from_req(s3_rq_t *r, s3_meta_t *m)
 			s3_error(r, "InvalidArgument", "Legal Hold must be either of 'ON' or 'OFF'");
 			return AIS_ERR;
 		}
-		if (sv_eqstr(hold, "ON"))
-			m->lock_hold = arena_strndup(req->arena, "1", 1);
+		m->lock_hold = arena_strndup(req->arena, sv_eqstr(hold, "ON") ? "1" : "0", 1);
 	}
 	return AIS_OK;
 }
+
+static bool hold_on(const s3_meta_t *m) { return m->lock_hold && !strcmp(m->lock_hold, "1"); }
 
 static int64_t until_of(const s3_meta_t *m)
 {
@@ -279,7 +280,7 @@ void s3_lock_headers(s3_rq_t *r, const s3_meta_t *m)
 		http_resp_header(r->http, "x-amz-object-lock-retain-until-date", "%s", t);
 	}
 	if (m->lock_hold || u)
-		http_resp_header(r->http, "x-amz-object-lock-legal-hold", "%s", m->lock_hold ? "ON" : "OFF");
+		http_resp_header(r->http, "x-amz-object-lock-legal-hold", "%s", hold_on(m) ? "ON" : "OFF");
 }
 
 /* --- GET/PUT ?object-lock of a bucket --------------------------------------------- */
@@ -417,13 +418,13 @@ static void lop_work(http_req_t *req)
 	int64_t now = time_now_ns() / 1000000000LL, u = until_of(m);
 	if (!o->put) {
 		char ts[64];
-		if (o->hold ? !m->lock_hold && !u : !u) {
+		if (o->hold ? !m->lock_hold : !u) {
 			o->code = "NoSuchObjectLockConfiguration";
 			goto out;
 		}
 		s3_xml_head(&o->out, o->hold ? "LegalHold" : "Retention");
 		if (o->hold) {
-			s3_xml_elemstr(&o->out, "Status", m->lock_hold ? "ON" : "OFF");
+			s3_xml_elemstr(&o->out, "Status", hold_on(m) ? "ON" : "OFF");
 		} else {
 			s3_time_iso(u * 1000000000LL, ts, sizeof(ts));
 			s3_xml_elemstr(&o->out, "Mode", m->lock_mode);
@@ -433,7 +434,7 @@ static void lop_work(http_req_t *req)
 		goto out;
 	}
 	if (o->hold) {
-		m->lock_hold = o->on ? arena_strndup(req->arena, "1", 1) : NULL;
+		m->lock_hold = arena_strndup(req->arena, o->on ? "1" : "0", 1); /* "0": OFF, as set */
 	} else {
 		const char *why = retention_change(m, o, s3_lock_bypass(r), now);
 		if (why) {

@@ -210,7 +210,7 @@ typedef struct s3_meta {
 	/* S3 object lock of the version (objlock.c; olver.h's OLVER_LOCK_*
 	 * items, which the object layer enforces): the retention's mode
 	 * (GOVERNANCE, COMPLIANCE) and its end (Unix seconds, decimal), a legal
-	 * hold "1"; NULL: none */
+	 * hold "1" (ON) or "0" (OFF, as set); NULL: none */
 	char *lock_mode, *lock_until, *lock_hold;
 	/* the items of custom that are not S3's ("ver.id", ...), as they were:
 	 * kept by a change of the S3 metadata (s3_meta_set); NULL: none */
