@@ -261,7 +261,10 @@ static void bop_work(http_req_t *req)
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
-		if (s3_list_page(nd, o->name, (sv_t){"", 0}, (sv_t){"", 0}, 1, &e, &n, &more, &o->msg) != AIS_OK) {
+		/* kept versions and delete markers count, as on S3: a bucket of
+		 * locked versions (objlock.c) is never destroyed from under them */
+		if (s3_list_page_v(nd, o->name, (sv_t){"", 0}, (sv_t){"", 0}, 1, true, &e, &n, &more, &o->msg) !=
+		    AIS_OK) {
 			o->err = errno ? errno : EIO;
 			return;
 		}

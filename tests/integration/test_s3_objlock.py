@@ -28,7 +28,9 @@ Checks:
     hold and the refusals are all still there.
  7. A retention that ran out (3 s) and a legal hold set OFF no longer hold
     the version: its delete succeeds.
- 8. No error-level line in any node's log.
+ 8. DeleteBucket (409 BucketNotEmpty) and the native destroy-bck (409)
+    refuse a bucket with object lock while it holds versions.
+ 9. No error-level line in any node's log.
 """
 # timeout: 240
 import datetime
@@ -254,6 +256,14 @@ s3.put_object_legal_hold(Bucket=B, Key="h", LegalHold={"Status": "OFF"})
 t.eq(s3.get_object_legal_hold(Bucket=B, Key="h")["LegalHold"], {"Status": "OFF"}, "legal hold set OFF")
 t.eq(code_of(s3.delete_object, Bucket=B, Key="h", VersionId=v_h), (200, ""), "h deleted once its hold is off")
 t.eq(holders("h"), [], "... from both holders")
+
+# --- 8. the bucket stays while it holds versions -----------------------------------------------------------------
+for key in ("d", "g"):  # only delete markers and kept versions are left
+    s3.delete_object(Bucket=B, Key=key)
+t.eq(code_of(s3.delete_bucket, Bucket=B), (409, "BucketNotEmpty"), "DeleteBucket with locked versions: BucketNotEmpty")
+r = request("DELETE", g.url, "/v1/buckets/" + B)
+t.eq(r.status, 409, "native destroy of a bucket with S3 object lock and versions: 409")
+t.eq(body("k", v_k), DATA["k"], "... k's locked version still reads")
 
 t.eq(error_lines(), [], "no error-level log lines on any node")
 t.finish()
