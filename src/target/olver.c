@@ -41,8 +41,10 @@
  *     its bytes: kept (rule 4), made current again (promote), rebalanced,
  *     restarted. The one removal of a version for good,
  *     olver_delete_version, refuses a locked one (EACCES, olver_locked)
- *     whichever API asked; moving a version between its kept name and NAME
- *     (rules 4 and 7) is not a removal. A bucket with S3 object lock keeps
+ *     whichever API asked, and a client's write of a kept version's own
+ *     name is refused over a locked one (olver_put_prepare); moving a
+ *     version between its kept name and NAME (rules 4 and 7, with
+ *     vcustom: the object layer's own writes) is neither. A bucket with S3 object lock keeps
  *     its history enabled (bmd.h), so a write never replaces a version.
  *  6. Writes of one name are not serialized against each other: of two
  *     writes of NAME that overlap, both keep the same previous version
@@ -135,8 +137,8 @@ static int keep(ol_put_t *p, int fd, const store_meta_t *m, const char *id, bool
 	buf_addstr(&custom, m->custom);
 	if (null)
 		buf_addf(&custom, "%s" OLVER_ID_KEY "=%s," OLVER_NULL_KEY "=1", custom.len ? "," : "", id);
-	ol_put_t q = {.t = p->t, .bck = p->bck, .obj = sv_of(&name), .w = p->w, .custom = custom.ptr ? custom.ptr : "",
-		      .size = m->size};
+	ol_put_t q = {.t = p->t, .bck = p->bck, .obj = sv_of(&name), .w = p->w, .size = m->size};
+	q.vcustom = xstrdup(custom.ptr ? custom.ptr : ""); /* as it is: the object layer's own write */
 	int rc = ol_put_begin(&q);
 	for (uint64_t off = 0; rc == AIS_OK && off < m->size;) {
 		ssize_t n = pread(fd, buf, (size_t)MIN(COPY_CHUNK, m->size - off), (off_t)off);
@@ -195,11 +197,17 @@ static unsigned history_of(target_t *t, sv_t bck)
 	return ec_props(t, bck, &bp) ? bp.history : BMD_HIST_OFF;
 }
 
+static int lock_check(target_t *t, sv_t bck, sv_t name, bool bypass, buf_t *msg);
+
 int olver_put_prepare(ol_put_t *p, char **custom)
 {
 	*custom = NULL;
-	if (!p->w || !p->w->cluster || name_version_of(p->obj.ptr, p->obj.len))
-		return AIS_OK; /* a copy from another target, or a version itself */
+	if (!p->w || !p->w->cluster)
+		return AIS_OK; /* a copy from another target */
+	/* a client's write of a kept version's own name (the object layer's
+	 * own, keep and promote, come with vcustom): never over a locked one */
+	if (name_version_of(p->obj.ptr, p->obj.len))
+		return lock_check(p->t, p->bck, p->obj, false, &p->msg);
 	unsigned h = history_of(p->t, p->bck);
 	if (h == BMD_HIST_OFF)
 		return AIS_OK;
@@ -433,7 +441,7 @@ int olver_delete(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, char *id_
 	ol_put_t q = {.t = t, .bck = bck, .obj = sv_of(&vn), .w = w};
 	buf_t c = BUF_INIT;
 	buf_addf(&c, OLVER_ID_KEY "=%s," OLVER_DM_KEY "=1%s", id, h == BMD_HIST_SUSPENDED ? "," OLVER_NULL_KEY "=1" : "");
-	q.custom = c.ptr;
+	q.vcustom = xstrdup(c.ptr); /* as it is: the object layer's own write */
 	rc = ol_put_begin(&q);
 	if (rc == AIS_OK)
 		rc = ol_put_commit(&q);

@@ -19,7 +19,8 @@ Checks:
     an AccessDenied Error for the locked key and deletes the others.
  4. A delete without versionId makes a delete marker (allowed); the
     locked version, now kept under its version name, is still refused on
-    every target and reads back.
+    every target and reads back; a PUT of that name (S3 and native) is
+    refused too.
  5. PutObjectRetention: a COMPLIANCE retention cannot be shortened nor a
     GOVERNANCE one changed to COMPLIANCE without the bypass (403); with
     `aws s3api delete-object --bypass-governance-retention` the GOVERNANCE
@@ -205,6 +206,12 @@ t.check(len(errs) == 1 and errs[0].get("Key") == "k" and errs[0].get("Code") == 
 r = s3.delete_object(Bucket=B, Key="k")
 t.check(r.get("DeleteMarker") is True, "DELETE k without versionId: a delete marker", r)
 refused_everywhere("k", v_k, "k~ais.v~" + v_k, "k kept under its version name")
+kept = "k~ais.v~" + v_k
+t.eq(code_of(s3.put_object, Bucket=B, Key=kept, Body=b"forged"), (403, "AccessDenied"),
+     "S3 PUT over the kept version's own name: 403 AccessDenied")
+r = follow("PUT", g.url, "/v1/objects/%s/%s" % (B, q(kept)), b"forged")[1]
+t.eq(r.status, 403, "native PUT over the kept version's own name: 403")
+t.eq(body("k", v_k), DATA["k"], "... the locked version is unchanged")
 
 # --- 5. retention changes -----------------------------------------------------------------------------------------
 t.eq(code_of(s3.put_object_retention, Bucket=B, Key="k", VersionId=v_k,
