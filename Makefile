@@ -80,7 +80,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel deb test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
+.PHONY: all deps run stop wheel deb test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort s3-tests fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -199,6 +199,13 @@ check-deps:
 
 check-integration: all $(BUILD)/scaleload $(WHEEL)
 	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
+
+# ceph/s3-tests against a local 1-gateway 3-target cluster; the suite is a
+# checkout the developer points S3TESTS at (nothing is fetched), extra
+# pytest arguments in S3TESTS_ARGS (e.g. -k object_lock). Not part of test.
+s3-tests: all
+	$(Q)[ -n "$(S3TESTS)" ] || { echo "usage: make s3-tests S3TESTS=/path/to/s3-tests [S3TESTS_ARGS='-k object_lock']"; exit 2; }
+	$(Q)BUILD=$(BUILD) ./tools/s3tests.sh $(S3TESTS) $(S3TESTS_ARGS)
 
 # Every suite runs even when an earlier one fails; the closing lines say
 # which failed, and the target fails if any did.

@@ -32,6 +32,7 @@
 #define BMD_BUCKETS_MAX 65536
 #define BMD_REGION_MAX 32 /* an S3 LocationConstraint */
 #define BMD_S3TAGS_MAX 2048 /* a bucket's S3 tags, URL-encoded */
+#define BMD_S3LOCK_MAX 32   /* a bucket's S3 object lock configuration (bmd_s3lock_valid) */
 #define BMD_EC_SLICES_MAX 32 /* ec.data_slices and ec.parity_slices: 1..this */
 #define BMD_EC_LIMIT_DEFAULT (256 << 10) /* ec.objsize_limit */
 
@@ -89,6 +90,12 @@ typedef struct bmd_props {
 	/* The S3 bucket tags (PutBucketTagging) as a URL-encoded query string
 	 * "k=v&k=v" (bytes 0x21..0x7e only; "": none); changed by set_props. */
 	char s3tags[BMD_S3TAGS_MAX + 1];
+	/* S3 object lock (olver.h): "" off, else "Enabled" with the default
+	 * retention of new versions ":GOVERNANCE:Nd", ":COMPLIANCE:Ny" (N
+	 * days or years) when there is one (bmd_s3lock_valid). Needs history
+	 * ENABLED; once on, never off again and history never suspended, as
+	 * on S3. Set by bmd_add (CreateBucket) or set_props. */
+	char s3lock[BMD_S3LOCK_MAX + 1];
 
 	/* --- remote backend (bmdbk.c): set by bmd_add or set-bprops --- */
 	bmd_backend_t backend;
@@ -120,6 +127,10 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err);
 /* True if s can be a bucket's s3tags: at most BMD_S3TAGS_MAX bytes of
  * 0x21..0x7e. */
 bool bmd_s3tags_valid(const char *s, size_t len);
+/* True if s can be a bucket's s3lock: "", "Enabled", or
+ * "Enabled:MODE:N(d|y)" with MODE GOVERNANCE or COMPLIANCE and N 1..36500
+ * days or 1..100 years. Pure. */
+bool bmd_s3lock_valid(const char *s, size_t len);
 /* True if s is a LocationConstraint we keep: 1..BMD_REGION_MAX of
  * [A-Za-z0-9-], not starting or ending with '-' ("EU", "eu-west-1"). */
 bool bmd_region_valid(const char *s, size_t len);
@@ -155,12 +166,13 @@ int bmd_set_props(bmd_t *b, const char *name, size_t len, const bmd_props_t *pro
  * {"provider":"ais","checksum":{"type":T},"mirror":{"enabled":B,"copies":N},
  *  "versioning":{"enabled":B},"access":N,"created":NS,"ec":{"enabled":B,
  *  "data_slices":D,"parity_slices":P,"objsize_limit":N}[,"s3":{"region":R,
- *  "owner":ID,"acl":TEXT,"tags":"k=v&.."}]} (each s3 field only when set) */
+ *  "owner":ID,"acl":TEXT,"tags":"k=v&..","lock":S3LOCK}]} (each s3 field only when set) */
 void bmd_props_encode(const bmd_props_t *p, buf_t *out);
 /* Applies the value of a set-bprops request (AIStore's form, any subset of
  * the fields above but provider and created; access may also be "ro" or
- * "rw"; and "s3":{"acl":TEXT,"tags":"k=v&.."}, s3acl.h's text form and the
- * S3 bucket tags URL-encoded, "" for none) to *p. The result is range checked; unknown fields and wrong types
+ * "rw"; and "s3":{"acl":TEXT,"tags":"k=v&..","lock":S3LOCK}, s3acl.h's text form, the
+ * S3 bucket tags URL-encoded, "" for none, and the object lock configuration:
+ * a bucket with history enabled may turn it on, never off) to *p. The result is range checked; unknown fields and wrong types
  * are EINVAL with a message naming the field, and *p is then untouched. */
 struct json_t;
 int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
@@ -168,8 +180,8 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
 /* Compact JSON, buckets in name order; deterministic:
  * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
  *  "mirror":{"enabled","copies"},"versioning","access","created"
- *  [,"region"][,"s3owner"][,"s3acl"][,"s3tags"][,"ec":{...}]},..]} (the
- *  last five only when set; ec when not the defaults) */
+ *  [,"region"][,"s3owner"][,"s3acl"][,"s3tags"][,"s3lock"][,"ec":{...}]},..]} (the
+ *  last six only when set; ec when not the defaults) */
 void bmd_encode(const bmd_t *b, buf_t *out);
 /* Strict, like cmap_decode: AIS_OK with *out (caller frees) or AIS_ERR
  * (EINVAL, *out NULL, err). */

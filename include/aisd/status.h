@@ -35,7 +35,8 @@ typedef struct ais_errno {
  * InternalError with no phrase. The map:
  *   ENOENT 404, EEXIST 409, EBUSY 409, ENOTEMPTY 409, EBADMSG 400 (checksum
  *   mismatch of a write), EINVAL 400, ENOSPC 507, EAGAIN 503, EPERM 503
- *   (cluster_update: not the primary), and a remote backend's
+ *   (cluster_update: not the primary), EACCES 403 (a version under S3 object
+ *   lock, olver.h), and a remote backend's
  *   EHOSTUNREACH 503, ETIMEDOUT 504, EREMOTEIO 502, ESTALE 502 (the
  *   object changed while read), EKEYREJECTED 403 (the remote refused the
  *   cluster's credentials); anything else 500. */

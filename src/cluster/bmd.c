@@ -16,7 +16,8 @@
  *     created_ns >= 0, region empty or bmd_region_valid, s3owner a
  *     valid user id or empty, ec slices in range and ec not with mirror, s3owner a
  *     valid user id or empty, s3acl valid text (s3acl.h) when set, s3tags
- *     printable ASCII without spaces (bmd_s3tags_valid); a
+ *     printable ASCII without spaces (bmd_s3tags_valid), s3lock
+ *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
@@ -91,6 +92,10 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: an S3 ACL that is not set");
 	if (!bmd_s3tags_valid(p->s3tags, strlen(p->s3tags)))
 		return cmap_fail(err, EINVAL, "bmd: bad S3 tags");
+	if (!bmd_s3lock_valid(p->s3lock, strlen(p->s3lock)))
+		return cmap_fail(err, EINVAL, "bmd: bad S3 object lock configuration");
+	if (p->s3lock[0] && p->history != BMD_HIST_ENABLED)
+		return cmap_fail(err, EINVAL, "bmd: S3 object lock needs versioning.history enabled");
 	if (bmd_ec_check(p, err) != AIS_OK)
 		return AIS_ERR;
 	return bmd_backend_check(&p->backend, err);
@@ -104,6 +109,32 @@ bool bmd_s3tags_valid(const char *s, size_t len)
 		if (s[i] < 0x21 || s[i] > 0x7e)
 			return false;
 	return true;
+}
+
+bool bmd_s3lock_valid(const char *s, size_t len)
+{
+	static const char *const modes[] = {"GOVERNANCE", "COMPLIANCE"};
+	if (!len)
+		return true;
+	if (len < 7 || len > BMD_S3LOCK_MAX || strncmp(s, "Enabled", 7))
+		return false;
+	if (len == 7)
+		return true;
+	const char *p = s + 7, *end = s + len;
+	if (*p++ != ':')
+		return false;
+	size_t i;
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
+		size_t ml = strlen(modes[i]);
+		if ((size_t)(end - p) > ml && !strncmp(p, modes[i], ml) && p[ml] == ':') {
+			p += ml + 1;
+			break;
+		}
+	}
+	if (i == ARRAY_SIZE(modes) || end - p < 2 || (end[-1] != 'd' && end[-1] != 'y'))
+		return false;
+	uint64_t n;
+	return num_parse_u64(p, (size_t)(end - 1 - p), 1, end[-1] == 'd' ? 36500 : 100, &n) == AIS_OK;
 }
 
 bool bmd_region_valid(const char *s, size_t len)
@@ -127,7 +158,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 p->versioning ? "true" : "false", p->history ? ",\"history\":\"" : "",
 		 p->history ? bmd_history_name(p->history) : "", p->history ? "\"" : "", p->access, (long long)p->created_ns);
 	bmd_ec_encode(p, true, out);
-	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0]) {
+	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0] || p->s3lock[0]) {
 		const char *sep = "";
 		buf_addstr(out, ",\"s3\":{");
 		if (p->region[0]) /* [A-Za-z0-9-] only */
@@ -141,9 +172,11 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 			buf_add_json_str(out, p->s3acl, strlen(p->s3acl));
 		}
 		if (p->s3tags[0]) {
-			buf_addf(out, "%s\"tags\":", sep);
+			buf_addf(out, "%s\"tags\":", sep), sep = ",";
 			buf_add_json_str(out, p->s3tags, strlen(p->s3tags));
 		}
+		if (p->s3lock[0]) /* letters, digits and ':' only */
+			buf_addf(out, "%s\"lock\":\"%s\"", sep, p->s3lock);
 		buf_addch(out, '}');
 	}
 	bmd_backend_encode(&p->backend, out);
@@ -184,7 +217,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled", "history"};
-	static const char *const skeys[] = {"acl", "tags"};
+	static const char *const skeys[] = {"acl", "tags", "lock"};
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
@@ -245,6 +278,14 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 				memset(n.s3tags, 0, sizeof(n.s3tags));
 				memcpy(n.s3tags, json_string_value(v), json_string_length(v));
 			}
+			if ((v = json_object_get(g, "lock"))) {
+				if (!json_is_string(v) || !json_string_length(v) ||
+				    !bmd_s3lock_valid(json_string_value(v), json_string_length(v)))
+					return cmap_fail(err, EINVAL, "set-bprops: \"s3.lock\" must be \"Enabled\" or "
+								 "\"Enabled:GOVERNANCE|COMPLIANCE:N(d|y)\"");
+				memset(n.s3lock, 0, sizeof(n.s3lock));
+				memcpy(n.s3lock, json_string_value(v), json_string_length(v));
+			}
 		} else if (!strcmp(k, "access")) {
 			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
 				n.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
@@ -267,6 +308,11 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 			return cmap_fail(err, EINVAL, "set-bprops: unknown property \"%s\"", k);
 		}
 	}
+	if (p->s3lock[0] && n.history != BMD_HIST_ENABLED)
+		return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\": a bucket with S3 object lock "
+					 "stays enabled");
+	if (n.s3lock[0] && n.history != BMD_HIST_ENABLED)
+		return cmap_fail(err, EINVAL, "set-bprops: \"s3.lock\" needs versioning.history enabled");
 	if (n.history != BMD_HIST_OFF && n.ec_enabled && n.ec_no_whole)
 		return cmap_fail(err, EINVAL, "set-bprops: \"versioning.history\" needs the whole copy of an "
 					 "erasure-coded object (ec.whole_copy=true)");
@@ -347,7 +393,7 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 	       x->history == y->history && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
 	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
-	       !strcmp(x->s3tags, y->s3tags) &&
+	       !strcmp(x->s3tags, y->s3tags) && !strcmp(x->s3lock, y->s3lock) &&
 	       !memcmp(&x->backend, &y->backend, sizeof(x->backend)) && !bmd_ec_differs(x, y) &&
 	       x->ec_objsize_limit == y->ec_objsize_limit;
 }
@@ -455,6 +501,8 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			buf_addstr(out, ",\"s3tags\":");
 			buf_add_json_str(out, k->props.s3tags, strlen(k->props.s3tags));
 		}
+		if (k->props.s3lock[0]) /* absent when off: older BMDs decode as they are */
+			buf_addf(out, ",\"s3lock\":\"%s\"", k->props.s3lock);
 		bmd_backend_encode(&k->props.backend, out);
 		bmd_ec_encode(&k->props, false, out);
 		buf_addch(out, '}');
@@ -466,7 +514,7 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
 					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec",
-					  "s3tags", "history"};
+					  "s3tags", "history", "s3lock"};
 	const char *keys[ARRAY_SIZE(all)];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
@@ -550,6 +598,13 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		snprintf(hs, sizeof(hs), "%.*s", (int)MIN(len, sizeof(hs) - 1), s);
 		if (history_parse(hs, &p.history) != AIS_OK)
 			return cmap_fail(err, EINVAL, "%s: bad history", what);
+	}
+	if (json_object_get(o, "s3lock")) {
+		if (cmap_json_str(o, "s3lock", what, &s, &len, err) != AIS_OK)
+			return AIS_ERR;
+		if (!len || !bmd_s3lock_valid(s, len) || strlen(s) != len)
+			return cmap_fail(err, EINVAL, "%s: bad s3lock", what);
+		memcpy(p.s3lock, s, len);
 	}
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)

@@ -25,6 +25,7 @@ static const struct {
 	{ENOTEMPTY, {409, "BucketNotEmpty", " is not empty", false}},
 	{EAGAIN, {503, "ServiceUnavailable", ": not now, try again", false}},
 	{EPERM, {503, "ServiceUnavailable", ": refused by this node", false}},
+	{EACCES, {403, "AccessDenied", ": locked (S3 object lock: a retention period or a legal hold)", false}},
 	{EHOSTDOWN, {503, "ServiceUnavailable", ": a target that may hold a copy could not be reached", false}},
 	{EHOSTUNREACH, {503, "ServiceUnavailable", ": the remote backend could not be reached", true}},
 	{ETIMEDOUT, {504, "GatewayTimeout", ": the remote backend did not answer in time", true}},

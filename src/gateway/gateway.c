@@ -91,7 +91,8 @@ struct bop {
 	enum bop_kind kind;
 	bmd_props_t props; /* create: the new bucket's */
 	json_t *patch;     /* set-bprops: the request's value (borrowed from doc) */
-	bool nonempty;     /* set-bprops of ec.*: some target listed an object */
+	bool nonempty;     /* set-bprops of ec.*: some target listed an object; destroy of a bucket
+			      with S3 object lock: some target listed a version */
 	bool encode;       /* ec-encode: a layout change of a bucket that may hold objects */
 	int err;
 	buf_t msg;
@@ -127,6 +128,11 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 	case BOP_CREATE:
 		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
 	case BOP_DESTROY:
+		if (o->nonempty) { /* (asked only of a bucket with S3 object lock) */
+			buf_addstr(err, "a bucket with S3 object lock is destroyed only once it holds no version");
+			errno = ENOTEMPTY;
+			return AIS_ERR;
+		}
 		return bmd_remove(b, o->name, strlen(o->name), err);
 	case BOP_SET_PROPS:
 		break;
@@ -171,11 +177,12 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 	return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 }
 
-/* Does any active target hold an object of the bucket? (A list of one
- * entry on each; a target that does not answer counts as holding some.)
- * The gateway's own question, as a peer: a bucket whose access leaves
- * out LIST answers it too (authz.h rule 1). */
-static bool bucket_nonempty(cluster_t *cl, const char *name)
+/* Does any active target hold an object of the bucket (versions: or a
+ * kept version, olver.h)? (A list of one entry on each; a target that
+ * does not answer counts as holding some.) The gateway's own question, as
+ * a peer: a bucket whose access leaves out LIST answers it too (authz.h
+ * rule 1). */
+static bool bucket_nonempty(cluster_t *cl, const char *name, bool versions)
 {
 	const cmap_t *m;
 	buf_t body = BUF_INIT;
@@ -188,7 +195,8 @@ static bool bucket_nonempty(cluster_t *cl, const char *name)
 		const cmap_node_t *nd = cmap_node(m, i);
 		if (nd->role != CMAP_TARGET || nd->state != CMAP_ACTIVE)
 			continue;
-		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s", nd->intra_url, name);
+		snprintf(calls[n].url, sizeof(calls[n].url), "%s/v1/buckets/%s%s", nd->intra_url, name,
+			 versions ? "?versions=true" : "");
 		calls[n].method = "GET";
 		calls[n].body = &body;
 		calls[n].hdr = "Ais-Intra: list";
@@ -236,6 +244,17 @@ static bool bprops_new_backend(cluster_t *cl, struct bop *o, bmd_backend_t *be)
 	return changed;
 }
 
+/* Has the bucket S3 object lock (bmd.h props.s3lock)? */
+static bool bucket_locked(cluster_t *cl, const char *name)
+{
+	const bmd_t *b;
+	cluster_read_lock(cl, NULL, &b);
+	const bmd_bucket_t *bk = b ? bmd_get(b, name, strlen(name)) : NULL;
+	bool locked = bk && bk->props.s3lock[0];
+	cluster_read_unlock(cl);
+	return locked;
+}
+
 static void bucket_work(http_req_t *req)
 {
 	struct bop *o = req->state;
@@ -250,7 +269,9 @@ static void bucket_work(http_req_t *req)
 		return;
 	}
 	if (o->kind == BOP_SET_PROPS && json_object_get(o->patch, "ec") && !o->encode)
-		o->nonempty = bucket_nonempty(cl_of(req), o->name);
+		o->nonempty = bucket_nonempty(cl_of(req), o->name, false);
+	if (o->kind == BOP_DESTROY && bucket_locked(cl_of(req), o->name))
+		o->nonempty = bucket_nonempty(cl_of(req), o->name, true);
 	if (cluster_update(cl_of(req), bucket_update, o, &o->msg) != AIS_OK)
 		o->err = errno ? errno : EIO;
 }
@@ -1232,6 +1253,17 @@ static int gw_buckets(http_req_t *req)
 		if (acl && (!json_is_string(acl) || !s3acl_text_valid(json_string_value(acl), json_string_length(acl)))) {
 			http_resp_error(req, 400, "s3.acl must be an S3 ACL in its text form");
 			break;
+		}
+		/* S3 object lock (CreateBucket with x-amz-bucket-object-lock-enabled): history on */
+		json_t *lk = value ? json_object_get(json_object_get(value, "s3"), "lock") : NULL;
+		if (lk && (!json_is_string(lk) || !json_string_length(lk) ||
+			   !bmd_s3lock_valid(json_string_value(lk), json_string_length(lk)))) {
+			http_resp_error(req, 400, "s3.lock must be \"Enabled\" or \"Enabled:GOVERNANCE|COMPLIANCE:N(d|y)\"");
+			break;
+		}
+		if (lk) {
+			memcpy(o->props.s3lock, json_string_value(lk), json_string_length(lk));
+			o->props.history = BMD_HIST_ENABLED;
 		}
 		if (ow)
 			memcpy(o->props.s3owner, json_string_value(ow), json_string_length(ow));

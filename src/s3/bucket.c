@@ -140,6 +140,7 @@ struct bop {
 	bool set_tags; /* Put/DeleteBucketTagging: props.s3tags */
 	int status;    /* set_tags: the answer's status (200 or 204) */
 	bool set_hist; /* PutBucketVersioning: props.history */
+	bool set_lock; /* PutObjectLockConfiguration: props.s3lock */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -165,7 +166,7 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
-	if (o->set_tags || o->set_hist) {
+	if (o->set_tags || o->set_hist || o->set_lock) {
 		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
 		if (!bk) {
 			errno = ENOENT;
@@ -174,6 +175,8 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		bmd_props_t p = bk->props;
 		if (o->set_tags)
 			memcpy(p.s3tags, o->props.s3tags, sizeof(p.s3tags));
+		else if (o->set_lock)
+			memcpy(p.s3lock, o->props.s3lock, sizeof(p.s3lock));
 		else
 			p.history = o->props.history;
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
@@ -203,6 +206,8 @@ static void via_primary(struct bop *o)
 		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"tags\":");
 		buf_add_json_str(&body, p->s3tags, strlen(p->s3tags));
 		buf_addstr(&body, "}}}");
+	} else if (o->set_lock) { /* letters, digits and ':' (bmd_s3lock_valid) */
+		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"lock\":\"%s\"}}}", p->s3lock);
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
 	} else {
@@ -216,6 +221,8 @@ static void via_primary(struct bop *o)
 			buf_addstr(&body, ",\"acl\":");
 			buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
 		}
+		if (p->s3lock[0])
+			buf_addf(&body, ",\"lock\":\"%s\"", p->s3lock);
 		buf_addstr(&body, "}}}");
 	}
 
@@ -226,7 +233,9 @@ static void via_primary(struct bop *o)
 		return;
 	}
 	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
-	const char *method = o->set_acl || o->set_tags || o->set_hist ? "PATCH" : o->create ? "POST" : "DELETE";
+	const char *method = o->set_acl || o->set_tags || o->set_hist || o->set_lock ? "PATCH"
+			     : o->create				       ? "POST"
+									       : "DELETE";
 	int rc = httpc_sync(method, url, hdrs, body.ptr, body.len, 30000, &resp, &status);
 	buf_free(&body);
 	if (rc != AIS_OK)
@@ -248,11 +257,14 @@ static void bop_work(http_req_t *req)
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
-	if (!o->create && !o->set_acl && !o->set_tags && !o->set_hist) {
+	if (!o->create && !o->set_acl && !o->set_tags && !o->set_hist && !o->set_lock) {
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
-		if (s3_list_page(nd, o->name, (sv_t){"", 0}, (sv_t){"", 0}, 1, &e, &n, &more, &o->msg) != AIS_OK) {
+		/* kept versions and delete markers count, as on S3: a bucket of
+		 * locked versions (objlock.c) is never destroyed from under them */
+		if (s3_list_page_v(nd, o->name, (sv_t){"", 0}, (sv_t){"", 0}, 1, true, &e, &n, &more, &o->msg) !=
+		    AIS_OK) {
 			o->err = errno ? errno : EIO;
 			return;
 		}
@@ -271,7 +283,8 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
-	if (o->set_acl || o->set_tags || o->set_hist) { /* a standalone target keeps no ACLs, tags or versions */
+	if (o->set_acl || o->set_tags || o->set_hist || o->set_lock || o->props.s3lock[0]) {
+		/* a standalone target keeps no ACLs, tags, versions or locks */
 		o->err = ENOTSUP;
 		return;
 	}
@@ -293,12 +306,12 @@ static void bop_done(http_req_t *req)
 		s3_error(r, "NoSuchBucket", NULL);
 	} else if (o->err == ENOTSUP) {
 		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)",
-			 o->set_tags ? "tags" : o->set_hist ? "versioning" : "ACLs");
+			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_lock || o->create ? "object lock" : "ACLs");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
 		s3_error(r, "InternalError", "%s", o->msg.ptr ? o->msg.ptr : strerror(o->err));
-	} else if (o->set_acl || o->set_hist) {
+	} else if (o->set_acl || o->set_hist || o->set_lock) {
 		s3_common_headers(r);
 		http_resp_send(req, "", 0);
 	} else if (o->set_tags) {
@@ -417,6 +430,15 @@ static void set_tags(s3_rq_t *r, const s3_tags_t *t, int status)
 	s3_offload(r, bop_work, bop_done);
 }
 
+void s3_bucket_set_lock(s3_rq_t *r, const char *conf)
+{
+	struct bop *o = bop_new(r, false);
+	o->set_lock = true;
+	snprintf(o->props.s3lock, sizeof(o->props.s3lock), "%s", conf);
+	r->http->state = r;
+	s3_offload(r, bop_work, bop_done);
+}
+
 void s3_bucket_set_history(s3_rq_t *r, unsigned history)
 {
 	struct bop *o = bop_new(r, false);
@@ -512,6 +534,10 @@ static void create_body(s3_rq_t *r, buf_t *body)
 		memcpy(o->props.region, loc.ptr, MIN(loc.len, BMD_REGION_MAX));
 	if (owner_acl(r, &o->props) != AIS_OK)
 		return;
+	if (sv_eqcase(sv_trim(http_req_header(r->http, "x-amz-bucket-object-lock-enabled")), SV("true"))) {
+		snprintf(o->props.s3lock, sizeof(o->props.s3lock), "Enabled"); /* objlock.c: with versioning */
+		o->props.history = BMD_HIST_ENABLED;
+	}
 	r->http->state = r;
 	s3_offload(r, bop_work, bop_done);
 }

@@ -416,6 +416,11 @@ static void cp_work(http_req_t *req)
 		dm = c->m;
 		dm.owner = c->dacl.owner;
 		dm.acl = c->dacl.acl;
+		dm.other = NULL; /* the source's version and other items stay its own */
+		if (s3_lock_from_req(r, &dm) != AIS_OK) { /* the source's lock too: the copy's is its own */
+			c->err = EINVAL;
+			return;
+		}
 	}
 	dm.tags = c->tag_replace ? c->dacl.tags : c->m.tags;
 	dm.mpu = dm.parts = NULL; /* a copy is one part, whatever its source was */
@@ -513,7 +518,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 		return AIS_OK;
 	}
 	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK ||
-	    (c->tag_replace && s3_tags_from_req(r, &c->dacl.tags) != AIS_OK))
+	    (c->tag_replace && s3_tags_from_req(r, &c->dacl.tags) != AIS_OK) ||
+	    s3_lock_from_req(r, &c->dacl) != AIS_OK) /* checked here, applied by cp_work */
 		return AIS_OK;
 	if (c->replace) {
 		s3_meta_t probe = {0};

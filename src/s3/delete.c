@@ -6,7 +6,8 @@
  * standalone), else with the native DELETE on the owner target. A missing key counts as deleted,
  * as S3 says; Quiet leaves successes out of the answer. A key whose delete
  * could not reach every holder of a copy (ol.h invariant 5) gets an Error
- * with Code ServiceUnavailable naming the targets.
+ * with Code ServiceUnavailable naming the targets; a version under S3
+ * object lock one with Code AccessDenied (olver.c rule 8).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -57,6 +58,8 @@ static int del_one(s3_rq_t *r, sv_t key, bool versioned, sv_t vid, buf_t *msg, i
 	if (vid.ptr) {
 		buf_addstr(&u, "?version=");
 		buf_add_pct(&u, vid, false);
+		if (s3_lock_bypass(r)) /* decided here for the request (s3_declare) */
+			buf_addstr(&u, "&bypass_governance=true");
 	}
 	if (httpc_sync("DELETE", u.ptr, NULL, NULL, 0, 30000, &resp, &st) != AIS_OK ||
 	    (st != 200 && st != 204 && st != 404)) {
@@ -92,10 +95,12 @@ static void md_work(http_req_t *req)
 		else if (vid.ptr && ((!versioned || !olver_id_valid(vid)) && !sv_eqstr(vid, "null")))
 			code = "InvalidArgument", buf_addstr(&msg, "Invalid version id specified");
 		else if (del_one(r, key, versioned, vid, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
-			code = st == 503 ? "ServiceUnavailable" : "InternalError";
+			code = st == 503 ? "ServiceUnavailable" : st == 403 ? "AccessDenied" : "InternalError";
 		if (code) {
 			buf_addstr(b, "<Error>");
 			s3_xml_elem(b, "Key", key.ptr, key.len);
+			if (vid.ptr)
+				s3_xml_elem(b, "VersionId", vid.ptr, vid.len);
 			s3_xml_elemstr(b, "Code", code);
 			s3_xml_elemstr(b, "Message", msg.ptr ? msg.ptr : code);
 			buf_addstr(b, "</Error>");

@@ -54,6 +54,10 @@ static const struct {
 	{"NoSuchBucket", 404, "The specified bucket does not exist"},
 	{"NoSuchKey", 404, "The specified key does not exist."},
 	{"NoSuchVersion", 404, "The specified version does not exist."},
+	/* object lock (objlock.c) */
+	{"InvalidBucketState", 409, "The request is not valid with the current state of the bucket."},
+	{"InvalidRetentionPeriod", 400, "Default retention period must be a positive integer value."},
+	{"NoSuchObjectLockConfiguration", 404, "The specified object does not have a ObjectLock configuration."},
 	/* configurations no bucket has (nyi.c): the message comes with the answer */
 	{"NoSuchTagSet", 404, NULL},
 	{"NoSuchBucketPolicy", 404, NULL},

@@ -11,7 +11,10 @@
  * GetObjectAttributes). Encoded as "s3.KEY=VALUE" items joined by ','
  * with '%', ',', '=' and bytes outside printable ASCII percent-encoded, so
  * any header value survives and the native API sees ordinary custom
- * metadata. Keys other than "s3.*" are left alone (and not shown by S3).
+ * metadata. The version's S3 object lock is kept in the object layer's
+ * own items (olver.h OLVER_LOCK_*: it enforces them). Other keys than
+ * these ("ver.id", ...) are left alone: kept as they are through a change
+ * of the S3 metadata (m->other), and not shown by S3.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,6 +98,8 @@ int s3_meta_from_req(s3_rq_t *r, s3_meta_t *m)
 						"(%zu bytes; at most %d)", total, S3_META_MAX);
 		return AIS_ERR;
 	}
+	if (s3_lock_from_req(r, m) != AIS_OK)
+		return AIS_ERR;
 	return s3_meta_acl_from_req(r, m);
 }
 
@@ -144,6 +149,17 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 	if (m->owner) {
 		item(out, "s3.own", NULL, m->owner);
 		item(out, "s3.acl", NULL, m->acl ? m->acl : "");
+	}
+	if (m->lock_mode && m->lock_until) {
+		item(out, OLVER_LOCK_MODE_KEY, NULL, m->lock_mode);
+		item(out, OLVER_LOCK_UNTIL_KEY, NULL, m->lock_until);
+	}
+	if (m->lock_hold)
+		item(out, OLVER_LOCK_HOLD_KEY, NULL, m->lock_hold);
+	if (m->other && *m->other) { /* as they were */
+		if (out->len)
+			buf_addch(out, ',');
+		buf_addstr(out, m->other);
 	}
 	return out->len < sizeof(((store_meta_t *)0)->custom) ? AIS_OK : AIS_ERR;
 }
@@ -203,6 +219,20 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 					m->user[m->nuser].value = unpct(a, v, vl);
 					m->nuser++;
 				}
+			} else if (sv_eqstr(k, OLVER_LOCK_MODE_KEY)) {
+				m->lock_mode = unpct(a, v, vl);
+			} else if (sv_eqstr(k, OLVER_LOCK_UNTIL_KEY)) {
+				m->lock_until = unpct(a, v, vl);
+			} else if (sv_eqstr(k, OLVER_LOCK_HOLD_KEY)) {
+				m->lock_hold = unpct(a, v, vl);
+			} else if (!sv_startswith(k, "s3.")) { /* not S3's: kept as it is */
+				size_t ol = m->other ? strlen(m->other) : 0, il = (size_t)(stop - p);
+				char *o = arena_alloc(a, ol + il + 2);
+				if (ol)
+					memcpy(o, m->other, ol), o[ol++] = ',';
+				memcpy(o + ol, p, il);
+				o[ol + il] = '\0';
+				m->other = o;
 			} else {
 				for (size_t i = 0; i < ARRAY_SIZE(std_hdrs); i++)
 					if (sv_eqstr(k, std_hdrs[i].key))
@@ -254,6 +284,7 @@ void s3_meta_headers(s3_rq_t *r, const store_meta_t *sm, const s3_meta_t *m)
 				 m->user[i].value);
 	if (m->tags.n)
 		http_resp_header(req, "x-amz-tagging-count", "%zu", m->tags.n);
+	s3_lock_headers(r, m);
 }
 
 int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count)

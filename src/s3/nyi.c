@@ -6,7 +6,9 @@
  * object lock, storage classes, ...), with the operations that do serve
  * some of them (served_by: x-amz-tagging on PutObject, conditional
  * writes on PutObject and CompleteMultipartUpload, server-side encryption
- * on PutObject, GetObject and HeadObject (sse.c), ...).
+ * on PutObject, GetObject and HeadObject (sse.c), the object lock headers
+ * on PutObject, CopyObject, CreateMultipartUpload and CreateBucket
+ * (objlock.c), ...).
  *
  * Guarantee: a request that asks for something aisd does not do is never
  * answered 2xx with the request's point ignored. It is answered either
@@ -52,13 +54,16 @@ enum { ON_BUCKET = 1, ON_OBJECT = 2 };
 
 /* One sub-resource at one scope: its answer per method (HEAD as GET).
  * pass_value: a value that is served as if the parameter were absent
- * ("versionId=null" on a method the row refuses). */
+ * ("versionId=null" on a method the row refuses).
+ * pass_with: sub-resources whose handlers serve this one, on any method
+ * (?retention&versionId=ID: objlock.c). */
 static const struct subres {
 	const char *name;
 	unsigned scope;
 	const char *what; /* the feature, for the 501 message */
 	cell_t get, put, post, del;
 	const char *pass_value;
+	const char *pass_with[2]; /* sub-resources whose handlers serve this one on any method */
 } subres[] = {
 	/* implemented */
 	{SUB("acl", ON_BUCKET | ON_OBJECT, "ACLs"), .get = C(PASS), .put = C(PASS)},
@@ -71,7 +76,7 @@ static const struct subres {
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
 	{SUB("versionId", ON_OBJECT, "versionId on this operation"), .get = C(PASS), .del = C(PASS),
-	 .pass_value = "null"},
+	 .pass_value = "null", .pass_with = {"retention", "legal-hold"}},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
@@ -89,9 +94,7 @@ static const struct subres {
 	 .get = CA(ABSENT, "ServerSideEncryptionConfigurationNotFoundError",
 		   "The server side encryption configuration was not found"),
 	 .del = C(NONE)},
-	{SUB("object-lock", ON_BUCKET, "object lock"),
-	 .get = CA(ABSENT, "ObjectLockConfigurationNotFoundError",
-		   "Object Lock configuration does not exist for this bucket")},
+	{SUB("object-lock", ON_BUCKET, "object lock"), .get = C(PASS), .put = C(PASS)},
 	{SUB("website", ON_BUCKET, "static websites"),
 	 .get = CA(ABSENT, "NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration"),
 	 .del = C(NONE)},
@@ -110,10 +113,8 @@ static const struct subres {
 	{SUB("accelerate", ON_BUCKET, "transfer acceleration"), .get = CA(DOC, "AccelerateConfiguration", "")},
 	{SUB("requestPayment", ON_BUCKET, "requester pays"),
 	 .get = CA(DOC, "RequestPaymentConfiguration", "<Payer>BucketOwner</Payer>")},
-	{SUB("retention", ON_OBJECT, "object lock (retention)"),
-	 .get = CA(ABSENT, "InvalidRequest", "Bucket is missing Object Lock Configuration")},
-	{SUB("legal-hold", ON_OBJECT, "object lock (legal hold)"),
-	 .get = CA(ABSENT, "InvalidRequest", "Bucket is missing Object Lock Configuration")},
+	{SUB("retention", ON_OBJECT, "object lock (retention)"), .get = C(PASS), .put = C(PASS)},
+	{SUB("legal-hold", ON_OBJECT, "object lock (legal hold)"), .get = C(PASS), .put = C(PASS)},
 	/* not implemented at all */
 	{SUB("analytics", ON_BUCKET, "analytics configurations")},
 	{SUB("inventory", ON_BUCKET, "inventory configurations")},
@@ -152,6 +153,9 @@ static bool is_copy(http_req_t *q)
 static bool is_complete(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploadId"); }
 static bool is_create(http_req_t *q) { return q->method == HTTP_POST && s3_query_has(q, "uploads"); }
 static bool tags_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_create(q); }
+/* The object lock headers of a new version (objlock.c), and CreateBucket's. */
+static bool lock_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_create(q); }
+static bool is_create_bucket(http_req_t *q) { return q->method == HTTP_PUT && !q->query.len; }
 static bool cond_served(http_req_t *q) { return is_put_object(q) || is_complete(q); }
 static bool is_read(http_req_t *q)
 {
@@ -169,6 +173,8 @@ static const struct {
 	unsigned scope; /* where it is served (0: wherever the rule applies) */
 } served_by[] = {
 	{"x-amz-tagging", tags_served, 0},
+	{"x-amz-object-lock-", lock_served, ON_OBJECT},
+	{"x-amz-bucket-object-lock-enabled", is_create_bucket, ON_BUCKET},
 	{"If-Match", cond_served, 0},
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
@@ -336,6 +342,9 @@ bool s3_nyi_answered(s3_rq_t *r)
 			return true;
 		}
 		if (s->pass_value && sv_eqstr(v, s->pass_value))
+			continue;
+		if ((s->pass_with[0] && s3_query_has(req, s->pass_with[0])) ||
+		    (s->pass_with[1] && s3_query_has(req, s->pass_with[1])))
 			continue;
 		const cell_t *c = cell_of(s, m);
 		if (c->act == PASS)

@@ -627,7 +627,8 @@ static void del_work(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct del *d = r->op;
 	if (d->history != BMD_HIST_OFF) { /* olver.c rule 7 */
-		int rc = d->vid.ptr ? olver_delete_version(req->ctx, r->where, r->bucket, r->key, d->vid, &d->dm, &d->why)
+		int rc = d->vid.ptr ? olver_delete_version(req->ctx, r->where, r->bucket, r->key, d->vid,
+							   s3_lock_bypass(r), &d->dm, &d->why)
 				    : olver_delete(req->ctx, r->where, r->bucket, r->key, d->id, &d->why);
 		if (rc != AIS_OK)
 			d->err = errno ? errno : EIO;

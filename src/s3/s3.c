@@ -323,6 +323,10 @@ static int object_op(s3_rq_t *r)
 	http_req_t *req = r->http;
 	sv_t v;
 
+	if (s3_query_has(req, "retention")) /* objlock.c: versionId too */
+		return s3_object_retention(r);
+	if (s3_query_has(req, "legal-hold"))
+		return s3_object_legal_hold(r);
 	if (http_query_get(req, "versionId", &v) && !sv_eqstr(v, "null") &&
 	    (s3_query_has(req, "acl") || s3_query_has(req, "tagging") || s3_query_has(req, "uploadId")))
 		return not_implemented(r, "versionId with ?acl, ?tagging or ?uploadId");
@@ -368,6 +372,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_tagging(r);
 	if (s3_query_has(req, "versioning"))
 		return s3_versioning(r);
+	if (s3_query_has(req, "object-lock"))
+		return s3_bucket_lock(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -438,7 +444,8 @@ static int s3_declare(s3_rq_t *r)
 	x->object = r->key;
 	r->nres = 1;
 	if (!r->key.len) {
-		if (acl || s3_query_has(req, "tagging")) { /* the bucket's ACL or tags: as its owner's */
+		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock")) {
+			/* the bucket's ACL, tags or lock configuration: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;
@@ -448,6 +455,8 @@ static int s3_declare(s3_rq_t *r)
 			x->perm = AUTH_ADMIN, x->acl = S3ACL_FULL, x->op = BMD_ACCESS_DESTROY;
 		} else if (m == HTTP_POST) {
 			x->perm = AUTH_DELETE, x->acl = S3ACL_WRITE, x->op = BMD_ACCESS_DELETE;
+			if (s3_lock_bypass(r)) /* DeleteObjects bypassing GOVERNANCE retentions */
+				x->perm |= AUTH_ADMIN;
 		} else {
 			x->perm = m == HTTP_HEAD ? AUTH_READ : AUTH_LIST, x->acl = S3ACL_READ;
 			x->op = m == HTTP_HEAD ? BMD_ACCESS_HEAD : BMD_ACCESS_LIST;
@@ -471,6 +480,8 @@ static int s3_declare(s3_rq_t *r)
 		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE, x->acl = S3ACL_WRITE;
 		x->op = m == HTTP_GET ? BMD_ACCESS_LIST : BMD_ACCESS_PUT;
 	}
+	if (s3_lock_bypass(r) && (m == HTTP_DELETE || (m == HTTP_PUT && s3_query_has(req, "retention"))))
+		x->perm |= AUTH_ADMIN; /* s3:BypassGovernanceRetention: the bucket's administrators (objlock.c) */
 	sv_t src = http_req_header(req, "x-amz-copy-source");
 	if (src.ptr && m == HTTP_PUT) {
 		authz_res_t *s = &r->res[S3_RES_SOURCE];

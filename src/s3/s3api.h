@@ -207,6 +207,14 @@ typedef struct s3_meta {
 	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
 	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
 	char *sse;      /* server-side encryption record ("s3.sse", sse.c); NULL: stored as sent */
+	/* S3 object lock of the version (objlock.c; olver.h's OLVER_LOCK_*
+	 * items, which the object layer enforces): the retention's mode
+	 * (GOVERNANCE, COMPLIANCE) and its end (Unix seconds, decimal), a legal
+	 * hold "1" (ON) or "0" (OFF, as set); NULL: none */
+	char *lock_mode, *lock_until, *lock_hold;
+	/* the items of custom that are not S3's ("ver.id", ...), as they were:
+	 * kept by a change of the S3 metadata (s3_meta_set); NULL: none */
+	char *other;
 } s3_meta_t;
 /* From request headers (PUT, CreateMultipartUpload, Copy REPLACE),
  * with the owner and ACL of s3_meta_acl_from_req.
@@ -320,6 +328,8 @@ bool s3_bucket_name_valid(sv_t name); /* S3's rules for new buckets */
 int s3_bucket_tagging(s3_rq_t *r);
 /* PutBucketAcl's change: the BMD through the primary; answers 200. */
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
+/* PutObjectLockConfiguration's change: props.s3lock through the primary. */
+void s3_bucket_set_lock(s3_rq_t *r, const char *conf);
 /* PutBucketVersioning's change: props.history through the primary. */
 void s3_bucket_set_history(s3_rq_t *r, unsigned history);
 
@@ -332,6 +342,35 @@ int s3_versioning(s3_rq_t *r);
 int s3_list_versions(s3_rq_t *r);
 /* x-amz-version-id for an object's custom metadata, when it has one. */
 void s3_version_header(s3_rq_t *r, const char *custom);
+
+/* --- objlock.c: S3 object lock (the object layer enforces it: olver.c rule 8) --- */
+/* The bucket's object lock configuration (bmd.h props.s3lock) into out
+ * (when not NULL); true when the bucket has object lock. */
+bool s3_bucket_lock_conf(s3_rq_t *r, char *out, size_t outsz);
+/* GET/PUT /bucket?object-lock. */
+int s3_bucket_lock(s3_rq_t *r);
+/* GET/PUT ?retention and ?legal-hold of an object (versionId too). */
+int s3_object_retention(s3_rq_t *r);
+int s3_object_legal_hold(s3_rq_t *r);
+/* The x-amz-object-lock-* headers of PutObject, CopyObject and
+ * CreateMultipartUpload, else the bucket's default retention, into m's
+ * lock fields (cleared first). AIS_ERR after answering (InvalidArgument,
+ * InvalidRequest: the bucket has no object lock). */
+int s3_lock_from_req(s3_rq_t *r, s3_meta_t *m);
+/* x-amz-object-lock-mode, -retain-until-date and -legal-hold of m. */
+void s3_lock_headers(s3_rq_t *r, const s3_meta_t *m);
+/* Does the request carry x-amz-bypass-governance-retention: true? (The
+ * permission it needs, the bucket's admin, was decided with the request:
+ * s3_declare.) */
+bool s3_lock_bypass(const s3_rq_t *r);
+/* Pure: an ISO 8601 date-time ("2030-01-01T00:00:00Z", fractions and
+ * "+HH:MM" offsets too) into Unix seconds (fractions dropped). AIS_ERR:
+ * malformed. */
+int s3_time_parse_iso(const char *s, size_t len, int64_t *out);
+/* Pure: PutObjectLockConfiguration's body into a props.s3lock value
+ * (bmd_s3lock_valid), out of at least BMD_S3LOCK_MAX + 1 bytes. NULL, or
+ * the S3 error code: MalformedXML, InvalidRetentionPeriod. */
+const char *s3_parse_lock_conf(const char *p, size_t n, char *out, size_t outsz);
 
 /* --- list.c --- */
 int s3_list_objects(s3_rq_t *r, int version); /* 1, 2, or 0: versions */

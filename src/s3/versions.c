@@ -61,6 +61,11 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		s3_error(r, "NotImplemented", "MfaDelete is not implemented");
 		return;
 	}
+	if (v.status != 1 && s3_bucket_lock_conf(r, NULL, 0)) { /* objlock.c: history stays enabled */
+		s3_error(r, "InvalidBucketState", "An Object Lock configuration is present on this bucket, so the "
+						  "versioning state cannot be changed.");
+		return;
+	}
 	s3_bucket_set_history(r, v.status == 1 ? BMD_HIST_ENABLED : BMD_HIST_SUSPENDED);
 }
 

@@ -15,7 +15,10 @@
  * TGT_SPLICE_MIN bytes or more on plain TCP is spliced from the socket
  * into the temp file (olput.c rule 6), verified against the sender's
  * Ais-Checksum-Value like any other.
- * DELETE is ol_delete (every copy).
+ * DELETE is ol_delete (every copy); in a bucket that keeps versions a
+ * delete marker, or with ?version=ID (or the kept version's own name) the
+ * removal of that version, which S3 object lock may refuse (403; olver.c
+ * rule 8; &bypass_governance=true for the bucket's administrators).
  *
  * GET/HEAD with ?archpath=MEMBER serve one file of a tar shard: the shard
  * is opened through ol_open, its tar index (in memory, else
@@ -477,6 +480,7 @@ struct del {
 	const ol_where_t *w;
 	bool versioned; /* a client's in a bucket whose history is not off (olver.h) */
 	sv_t version;   /* ?version=ID: that version for good; ptr NULL: none */
+	bool bypass;    /* ... &bypass_governance=true: a GOVERNANCE retention does not hold (olver.c rule 8) */
 	int err;
 	buf_t why; /* what err says besides (a holder not reached) */
 };
@@ -490,7 +494,7 @@ static void del_work(http_req_t *req)
 		char id[NAME_VER_ID_LEN + 1];
 		bool dm;
 		const ol_where_t *w = d->w;
-		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, &dm, &d->why)
+		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, d->bypass, &dm, &d->why)
 				    : olver_delete(d->t, w, d->bck, d->obj, id, &d->why)) != AIS_OK)
 			d->err = errno ? errno : EIO;
 		return;
@@ -693,6 +697,13 @@ static int objects(http_req_t *req, bool may_doubt)
 		bmd_props_t bp;
 		d->versioned = d->all && ec_props(t, bck, &bp) && bp.history != BMD_HIST_OFF;
 		sv_t ver;
+		size_t base = d->versioned ? name_version_of(obj.ptr, obj.len) : 0;
+		if (base && !http_req_has_header(req, TGT_INTRA)) {
+			/* a client naming a kept version (NAME NAME_VER_TAG ID): the
+			 * removal of that version (olver.c rules 7 and 8) */
+			d->obj = (sv_t){obj.ptr, base};
+			d->version = (sv_t){obj.ptr + base + NAME_VER_TAG_LEN, obj.len - base - NAME_VER_TAG_LEN};
+		}
 		if (http_query_get(req, "version", &ver)) {
 			if (!d->versioned || (!olver_id_valid(ver) && !sv_eqstr(ver, "null"))) {
 				http_resp_error(req, 400, "version: %s", d->versioned ? "not a version id" :
@@ -700,6 +711,15 @@ static int objects(http_req_t *req, bool may_doubt)
 				return AIS_OK;
 			}
 			d->version = ver;
+		}
+		sv_t bp_v;
+		if (d->version.ptr && http_query_get(req, "bypass_governance", &bp_v) && sv_eqstr(bp_v, "true")) {
+			/* S3's s3:BypassGovernanceRetention: the bucket's administrators */
+			authz_res_t res = {.bucket = bck, .object = obj, .perm = AUTH_ADMIN,
+					   .role = "bypassing a GOVERNANCE retention"};
+			if (!authz_request(req, &res, 1))
+				return AIS_OK;
+			d->bypass = true;
 		}
 		req->state = d;
 		/* every copy: the other holders are called */

@@ -49,7 +49,9 @@ int olr_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg);
  * history is not off, keeps the current version of p's object (rule 4)
  * and sets *custom (heap) to the metadata to commit with (its version id
  * when enabled); *custom NULL otherwise. AIS_ERR with errno EAGAIN and
- * p->msg when the current version could not be kept. */
+ * p->msg when the current version could not be kept; EACCES and p->msg
+ * for a client's write of the name of a kept version that S3 object lock
+ * holds (rule 8). The object layer's own writes come with vcustom. */
 int olver_put_prepare(ol_put_t *p, char **custom);
 
 #endif

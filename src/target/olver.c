@@ -34,6 +34,18 @@
  *     (ol_delete of the kept name, or of NAME when it is the current
  *     one); when NAME is then absent, the newest kept version becomes
  *     current unless it is a marker.
+ *  8. S3 object lock: a version's custom metadata may hold a retention
+ *     (OLVER_LOCK_MODE_KEY, OLVER_LOCK_UNTIL_KEY) and a legal hold
+ *     (OLVER_LOCK_HOLD_KEY), written with the version (its API's custom)
+ *     or later on every copy (ol_set_custom), so they move with it like
+ *     its bytes: kept (rule 4), made current again (promote), rebalanced,
+ *     restarted. The one removal of a version for good,
+ *     olver_delete_version, refuses a locked one (EACCES, olver_locked)
+ *     whichever API asked, and a client's write of a kept version's own
+ *     name is refused over a locked one (olver_put_prepare); moving a
+ *     version between its kept name and NAME (rules 4 and 7, with
+ *     vcustom: the object layer's own writes) is neither. A bucket with S3 object lock keeps
+ *     its history enabled (bmd.h), so a write never replaces a version.
  *  6. Writes of one name are not serialized against each other: of two
  *     writes of NAME that overlap, both keep the same previous version
  *     and the first committed is replaced by the second without being
@@ -125,8 +137,8 @@ static int keep(ol_put_t *p, int fd, const store_meta_t *m, const char *id, bool
 	buf_addstr(&custom, m->custom);
 	if (null)
 		buf_addf(&custom, "%s" OLVER_ID_KEY "=%s," OLVER_NULL_KEY "=1", custom.len ? "," : "", id);
-	ol_put_t q = {.t = p->t, .bck = p->bck, .obj = sv_of(&name), .w = p->w, .custom = custom.ptr ? custom.ptr : "",
-		      .size = m->size};
+	ol_put_t q = {.t = p->t, .bck = p->bck, .obj = sv_of(&name), .w = p->w, .size = m->size};
+	q.vcustom = xstrdup(custom.ptr ? custom.ptr : ""); /* as it is: the object layer's own write */
 	int rc = ol_put_begin(&q);
 	for (uint64_t off = 0; rc == AIS_OK && off < m->size;) {
 		ssize_t n = pread(fd, buf, (size_t)MIN(COPY_CHUNK, m->size - off), (off_t)off);
@@ -185,11 +197,17 @@ static unsigned history_of(target_t *t, sv_t bck)
 	return ec_props(t, bck, &bp) ? bp.history : BMD_HIST_OFF;
 }
 
+static int lock_check(target_t *t, sv_t bck, sv_t name, bool bypass, buf_t *msg);
+
 int olver_put_prepare(ol_put_t *p, char **custom)
 {
 	*custom = NULL;
-	if (!p->w || !p->w->cluster || name_version_of(p->obj.ptr, p->obj.len))
-		return AIS_OK; /* a copy from another target, or a version itself */
+	if (!p->w || !p->w->cluster)
+		return AIS_OK; /* a copy from another target */
+	/* a client's write of a kept version's own name (the object layer's
+	 * own, keep and promote, come with vcustom): never over a locked one */
+	if (name_version_of(p->obj.ptr, p->obj.len))
+		return lock_check(p->t, p->bck, p->obj, false, &p->msg);
 	unsigned h = history_of(p->t, p->bck);
 	if (h == BMD_HIST_OFF)
 		return AIS_OK;
@@ -213,6 +231,44 @@ int olver_put_prepare(ol_put_t *p, char **custom)
 	*custom = xstrndup(c.ptr ? c.ptr : "", c.len);
 	buf_free(&c);
 	return AIS_OK;
+}
+
+const char *olver_locked(const char *custom, bool bypass, int64_t now_s)
+{
+	if (sv_eqstr(item(custom, OLVER_LOCK_HOLD_KEY), "1"))
+		return "it is under a legal hold";
+	sv_t mode = item(custom, OLVER_LOCK_MODE_KEY), until = item(custom, OLVER_LOCK_UNTIL_KEY);
+	uint64_t u;
+	if (!mode.len || num_parse_u64(until.ptr, until.len, 0, INT64_MAX, &u) != AIS_OK || (int64_t)u <= now_s)
+		return NULL;
+	if (sv_eqstr(mode, "COMPLIANCE"))
+		return "its COMPLIANCE retention period is not over";
+	if (!bypass)
+		return "its GOVERNANCE retention period is not over (x-amz-bypass-governance-retention)";
+	return NULL;
+}
+
+/* Rule 8: AIS_ERR (EACCES, msg) when the version stored as name may not
+ * be removed; its metadata from the copy here, else from a holder. */
+static int lock_check(target_t *t, sv_t bck, sv_t name, bool bypass, buf_t *msg)
+{
+	store_meta_t *m = xmalloc(sizeof(*m));
+	buf_t why = BUF_INIT;
+	int rc = AIS_OK, fd;
+	bool have = store_lookup(t->store, bck.ptr, bck.len, name.ptr, name.len, m) == AIS_OK;
+	if (!have && ol_open_sync(t, bck, name, true, &fd, m, &why) == AIS_OK) {
+		close(fd);
+		have = true;
+	}
+	const char *locked = have ? olver_locked(m->custom, bypass, time_now_ns() / 1000000000LL) : NULL;
+	if (locked) {
+		buf_addf(msg, "the version is locked: %s", locked);
+		rc = AIS_ERR;
+	}
+	buf_free(&why);
+	free(m);
+	errno = rc == AIS_OK ? 0 : EACCES;
+	return rc;
 }
 
 /* --- the kept versions of one object, on its holder ---------------------------------- */
@@ -385,7 +441,7 @@ int olver_delete(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, char *id_
 	ol_put_t q = {.t = t, .bck = bck, .obj = sv_of(&vn), .w = w};
 	buf_t c = BUF_INIT;
 	buf_addf(&c, OLVER_ID_KEY "=%s," OLVER_DM_KEY "=1%s", id, h == BMD_HIST_SUSPENDED ? "," OLVER_NULL_KEY "=1" : "");
-	q.custom = c.ptr;
+	q.vcustom = xstrdup(c.ptr); /* as it is: the object layer's own write */
 	rc = ol_put_begin(&q);
 	if (rc == AIS_OK)
 		rc = ol_put_commit(&q);
@@ -410,15 +466,25 @@ out:
 	return rc;
 }
 
-int olver_delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, sv_t id, bool *dm, buf_t *msg)
+int olver_delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, sv_t id, bool bypass, bool *dm,
+			 buf_t *msg)
 {
 	buf_t name = BUF_INIT;
 	ol_put_t p = {.t = t, .bck = bck, .obj = obj, .w = w};
 	int rc = AIS_OK;
 	*dm = false;
-	if (olver_resolve(t, bck, obj, id, &name, dm) == AIS_OK &&
-	    ol_delete_msg(t, bck, sv_of(&name), w && w->cluster, &p.msg) != AIS_OK && errno != ENOENT)
-		rc = AIS_ERR;
+	if (olver_resolve(t, bck, obj, id, &name, dm) == AIS_OK) {
+		if (lock_check(t, bck, sv_of(&name), bypass, &p.msg) != AIS_OK) { /* rule 8 */
+			if (msg)
+				buf_addsv(msg, sv_of(&p.msg));
+			buf_free(&p.msg);
+			buf_free(&name);
+			errno = EACCES;
+			return AIS_ERR;
+		}
+		if (ol_delete_msg(t, bck, sv_of(&name), w && w->cluster, &p.msg) != AIS_OK && errno != ENOENT)
+			rc = AIS_ERR;
+	}
 	if (rc == AIS_OK)
 		rc = promote(&p);
 	if (rc != AIS_OK && msg)

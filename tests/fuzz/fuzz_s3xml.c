@@ -3,10 +3,12 @@
  * (s3_parse_delete, s3_parse_complete, s3_parse_create_bucket,
  * s3_parse_acl, s3_parse_versioning over expat), the ACL text form
  * (s3acl_decode/encode), tag sets (s3_tags_from_xml, s3_tags_from_query,
- * s3_tags_check) and part sizes (s3_part_range).
+ * s3_tags_check), part sizes (s3_part_range) and object lock's
+ * configuration and dates (s3_parse_lock_conf, s3_time_parse_iso).
  *
- * The first byte picks the parser (0xfd..0xff: tags from XML, tags from a
- * query, part sizes; else by its value mod 5), the rest is the body. Checks the
+ * The first byte picks the parser (0xfc: object lock; 0xfd..0xff: tags
+ * from XML, tags from a query, part sizes; else by its value mod 5), the
+ * rest is the body. Checks the
  * contracts: counts within bounds, keys inside the arena and of the length
  * said, part ETags empty or 32 lower-case hex digits.
  */
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "aisd/arena.h"
+#include "aisd/bmd.h"
 #include "aisd/status.h"
 #include "../../src/s3/s3api.h"
 #include "aisd/banned.h"
@@ -28,6 +31,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	arena_t *a = arena_new(4096);
 	const char *p = (const char *)data + 1;
 	size_t n = size - 1;
+	if (data[0] == 0xfc) { /* a configuration that passed is one the BMD takes */
+		char out[BMD_S3LOCK_MAX + 1];
+		int64_t t;
+		if (!s3_parse_lock_conf(p, n, out, sizeof(out)) && !bmd_s3lock_valid(out, strlen(out)))
+			abort();
+		(void)s3_time_parse_iso(p, n, &t);
+		arena_destroy(a);
+		return 0;
+	}
 	if (data[0] >= 0xfd) {
 		s3_tags_t *t = arena_alloc(a, sizeof(*t));
 		char *z = arena_strndup(a, p, n); /* (stops at a NUL, as a header would) */

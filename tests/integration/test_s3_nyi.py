@@ -7,8 +7,9 @@ GET ?versioning an empty VersioningConfiguration, DELETE ?cors 204).
 
 Walks the whole table with signed raw requests (botocore's SigV4 signer,
 so nothing in an SDK drops or rewrites a header) and the common cases with
-boto3 (SSE-C, SSE-S3, SSE-KMS, MFA delete, object lock, storage
-classes), on a 1-gateway 3-target cluster with auth on: after
+boto3 (SSE-C, SSE-S3, SSE-KMS, MFA delete, storage
+classes; object lock headers are refused on a bucket without it),
+on a 1-gateway 3-target cluster with auth on: after
 each refused request the bucket's objects are the same bytes and ETags
 and no new key exists. Also: versionId=null is served (every object is
 its key's null version), DELETE /bucket?versioning no longer deletes the
@@ -115,9 +116,6 @@ HEADERS = [  # (header, value) asking for what aisd does not do
     ("x-amz-server-side-encryption-context", "e30="),
     ("x-amz-server-side-encryption-bucket-key-enabled", "true"),
     ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
-    ("x-amz-object-lock-mode", "GOVERNANCE"),
-    ("x-amz-object-lock-retain-until-date", "2099-01-01T00:00:00Z"),
-    ("x-amz-object-lock-legal-hold", "ON"),
     ("x-amz-website-redirect-location", "/elsewhere"),
     ("x-amz-storage-class", "GLACIER"),
     ("x-amz-storage-class", "STANDARD_IA"),
@@ -138,6 +136,16 @@ def refused(st, body, h, what):
         nyi(st, body, h, what)
 
 
+# the object lock headers are served (test_s3_objlock.py): refused on a bucket without object lock
+LOCK = [("x-amz-object-lock-mode", "GOVERNANCE"), ("x-amz-object-lock-retain-until-date", "2099-01-01T00:00:00Z"),
+        ("x-amz-object-lock-legal-hold", "ON")]
+for h, v in LOCK:
+    for what, m, path, hdrs in (("PUT", "PUT", "/%s/new-key" % B, {}),
+                                ("CopyObject", "PUT", "/%s/copy-key" % B, {"x-amz-copy-source": "/%s/obj" % B}),
+                                ("CreateMultipartUpload", "POST", "/%s/mpu-key?uploads" % B, {})):
+        st, _, body = signed(m, path, b"x" if m == "PUT" and not hdrs else b"", dict(hdrs, **{h: v}))
+        t.check(st == 400 and err_of(body)[0] in ("InvalidRequest", "InvalidArgument"),
+                "%s with %s on a bucket without object lock: 400" % (what, h), (st, body[:300]))
 for h, v in HEADERS:
     st, _, body = signed("PUT", "/%s/new-key" % B, b"new bytes", {h: v})
     refused(st, body, h, "PUT new key with %s: %s" % (h, v))
@@ -187,8 +195,8 @@ st, _, body = signed("PUT", "/%s/std" % B, b"std", {"x-amz-storage-class": "STAN
 t.check(st == 200, "PUT with x-amz-storage-class: STANDARD, an empty x-amz-tagging and x-amz-meta-mtime: 200", body)
 s3.delete_object(Bucket=B, Key="std")
 
-# CreateBucket with object lock or an ownership other than ObjectWriter: refused, no bucket
-for h, v in (("x-amz-bucket-object-lock-enabled", "true"), ("x-amz-object-ownership", "BucketOwnerEnforced")):
+# CreateBucket with an ownership other than ObjectWriter: refused, no bucket (object lock is served)
+for h, v in (("x-amz-object-ownership", "BucketOwnerEnforced"),):
     st, _, body = signed("PUT", "/nyi-lock", b"", {h: v})
     nyi(st, body, h, "CreateBucket with %s: %s" % (h, v))
     t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with %s: no bucket" % h)
@@ -211,7 +219,7 @@ XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
-    "object-lock": ["PUT", "DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
+    "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
     "metrics": ["GET", "PUT", "DELETE"], "intelligent-tiering": ["GET", "PUT", "DELETE"],
@@ -227,7 +235,7 @@ for sub, methods in BUCKET_NYI.items():
 unchanged("the refused bucket sub-resources (DELETE ?versioning, ?location, ... of an empty bucket)")
 
 OBJECT_NYI = {
-    "retention": ["PUT"], "legal-hold": ["PUT"], "restore": ["POST"], "select": ["POST"],
+    "retention": ["DELETE"], "legal-hold": ["DELETE"], "restore": ["POST"], "select": ["POST"],
     "torrent": ["GET"], "attributes": ["PUT"], "renameObject": ["PUT"], "versionId=3HL4kqtJlcpXroDTDmJ": ["PUT"],
     "versioning": ["PUT", "GET", "DELETE"], "policy": ["DELETE"],
     "cors": ["DELETE"], "location": ["GET", "DELETE"], "delete": ["POST", "DELETE"], "acl": ["DELETE"],
@@ -276,9 +284,10 @@ for sub, root in DOCS.items():
     t.check(st == 200 and ET.fromstring(body).tag.endswith(root) and b"<Status>" not in body and b"Enabled" not in body,
             "GET ?%s: 200, an empty %s" % (sub, root), (st, body[:300]))
 for sub in ("retention", "legal-hold"):
-    st, _, body = signed("GET", "/%s/obj?%s" % (B, sub))
-    t.check(st == 400 and err_of(body)[0] == "InvalidRequest" and "Object Lock" in err_of(body)[1],
-            "GET /obj?%s: 400 InvalidRequest, the bucket has no object lock" % sub, (st, body[:300]))
+    for m in ("GET", "PUT"):
+        st, _, body = signed(m, "/%s/obj?%s" % (B, sub), XML if m == "PUT" else b"")
+        t.check(st == 400 and err_of(body)[0] == "InvalidRequest" and "Object Lock" in err_of(body)[1],
+                "%s /obj?%s: 400 InvalidRequest, the bucket has no object lock" % (m, sub), (st, body[:300]))
 for sub in ("policy", "cors", "lifecycle", "encryption", "website", "replication", "ownershipControls",
             "publicAccessBlock", "tagging"):
     st, _, body = signed("DELETE", "/%s?%s" % (E, sub))
@@ -305,7 +314,6 @@ CASES = [
                                               SSEKMSKeyId="k")),
     ("GetObject SSE-C", s3.get_object, dict(Bucket=B, Key="obj", SSECustomerAlgorithm="AES256",
                                             SSECustomerKey="0123456789abcdef0123456789abcdef")),
-    ("PutObject object lock", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", ObjectLockLegalHoldStatus="ON")),
     ("PutObject GLACIER", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", StorageClass="GLACIER")),
     ("CopyObject SSE-S3", s3.copy_object, dict(Bucket=B, Key="new", CopySource={"Bucket": B, "Key": "obj"},
                                               ServerSideEncryption="AES256")),
@@ -315,15 +323,12 @@ CASES = [
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
-    ("PutObjectLockConfiguration", s3.put_object_lock_configuration,
-     dict(Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})),
     ("PutBucketPolicy", s3.put_bucket_policy, dict(Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}')),
     ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
         {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),
     ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
         Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
                                                      "Expiration": {"Days": 1}}]})),
-    ("CreateBucket object lock", s3.create_bucket, dict(Bucket="nyi-lock2", ObjectLockEnabledForBucket=True)),
 ]
 CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
               dict(Bucket=B, Key="big", Body=b"z" * (16 << 20), ServerSideEncryption="AES256")))
@@ -336,7 +341,8 @@ t.eq(s3.get_bucket_versioning(Bucket=B).get("Status"), None, "GetBucketVersionin
 for what, fn, kw in [("GetObject", s3.get_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ")),
                      ("DeleteObject", s3.delete_object, dict(Bucket=B, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ"))]:
     t.eq(code_of(fn, **kw), (400, "InvalidArgument"), "boto3 %s with a made-up versionId: 400 InvalidArgument" % what)
-t.eq(code_of(s3.head_bucket, Bucket="nyi-lock2"), (404, "404"), "CreateBucket with object lock: no bucket")
+t.eq(code_of(s3.put_object_lock_configuration, Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"}),
+     (409, "InvalidBucketState"), "boto3 PutObjectLockConfiguration on an unversioned bucket: 409 InvalidBucketState")
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "boto3 GetBucketPolicy: NoSuchBucketPolicy")
 t.eq(code_of(s3.get_bucket_encryption, Bucket=B), (404, "ServerSideEncryptionConfigurationNotFoundError"),
      "boto3 GetBucketEncryption: not found")

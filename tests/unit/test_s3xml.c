@@ -4,7 +4,9 @@
  * entities, namespaces, refusals of DOCTYPE, bad nesting and bad values),
  * the XML writer's escaping (its output parses back to the same text),
  * S3 metadata's encoding in custom metadata (any value round-trips), tag
- * sets (x-amz-tagging, <Tagging>, S3's limits) and part ranges.
+ * sets (x-amz-tagging, <Tagging>, S3's limits), part ranges, and object
+ * lock's pieces (ObjectLockConfiguration, ISO 8601 dates, the BMD's
+ * s3lock form, which versions the object layer refuses to remove).
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 
 #include "aisd/arena.h"
+#include "aisd/bmd.h"
+#include "aisd/olver.h"
 #include "aisd/status.h"
 #include "../../src/s3/s3api.h"
 #include "aisd/banned.h"
@@ -377,6 +381,104 @@ START_TEST(test_part_range)
 }
 END_TEST
 
+START_TEST(test_objlock)
+{
+	char out[BMD_S3LOCK_MAX + 1];
+	int64_t t;
+	/* ISO 8601 as boto3, the AWS CLI and S3 write it */
+	ck_assert_int_eq(s3_time_parse_iso(S("2030-01-01T00:00:00Z"), &t), AIS_OK);
+	ck_assert_int_eq(t, 1893456000);
+	ck_assert_int_eq(s3_time_parse_iso(S("2030-01-01T00:00:00.123456Z"), &t), AIS_OK);
+	ck_assert_int_eq(t, 1893456000);
+	ck_assert_int_eq(s3_time_parse_iso(S("2030-01-01T01:00:00+01:00"), &t), AIS_OK);
+	ck_assert_int_eq(t, 1893456000);
+	ck_assert_int_eq(s3_time_parse_iso(S("1969-12-31T23:59:59Z"), &t), AIS_OK);
+	ck_assert_int_eq(t, -1);
+	ck_assert_int_eq(s3_time_parse_iso(S("2024-02-29T12:00:00.000Z"), &t), AIS_OK);
+	ck_assert_int_eq(t, 1709208000);
+	static const char *const bad[] = {"", "2030-01-01", "2030-01-01T00:00:00", "2030-13-01T00:00:00Z",
+					  "2030-01-01T24:00:00Z", "2030-01-01T00:00:00.Z", "2030-01-01T00:00:00ZZ",
+					  "2030-01-01T00:00:00+0100", "2030-01-01 00:00:00Z", "x030-01-01T00:00:00Z"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(s3_time_parse_iso(bad[i], strlen(bad[i]), &t) == AIS_ERR, "'%s'", bad[i]);
+
+	/* PutObjectLockConfiguration's body, with the codes s3-tests expects */
+	ck_assert_ptr_null(s3_parse_lock_conf(S("<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>"
+						"</ObjectLockConfiguration>"), out, sizeof(out)));
+	ck_assert_str_eq(out, "Enabled");
+	ck_assert_ptr_null(s3_parse_lock_conf(S("<ObjectLockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+						"<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention>"
+						"<Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule>"
+						"</ObjectLockConfiguration>"), out, sizeof(out)));
+	ck_assert_str_eq(out, "Enabled:GOVERNANCE:1d");
+	ck_assert(bmd_s3lock_valid(out, strlen(out)));
+	ck_assert_ptr_null(s3_parse_lock_conf(S("<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>"
+						"<Rule><DefaultRetention><Mode>COMPLIANCE</Mode><Years>100</Years>"
+						"</DefaultRetention></Rule></ObjectLockConfiguration>"), out, sizeof(out)));
+	ck_assert_str_eq(out, "Enabled:COMPLIANCE:100y");
+	ck_assert(bmd_s3lock_valid(out, strlen(out)));
+#define LC(rule) "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention>" \
+		rule "</DefaultRetention></Rule></ObjectLockConfiguration>"
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Mode>GOVERNANCE</Mode><Days>1</Days><Years>1</Years>")), out, sizeof(out)),
+			 "MalformedXML");
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Mode>GOVERNANCE</Mode><Days>0</Days>")), out, sizeof(out)),
+			 "InvalidRetentionPeriod");
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Mode>GOVERNANCE</Mode><Years>-1</Years>")), out, sizeof(out)),
+			 "InvalidRetentionPeriod");
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Mode>governance</Mode><Years>1</Years>")), out, sizeof(out)),
+			 "MalformedXML");
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Mode>GOVERNANCE</Mode><Days>x</Days>")), out, sizeof(out)),
+			 "MalformedXML");
+	ck_assert_str_eq(s3_parse_lock_conf(S(LC("<Days>3</Days>")), out, sizeof(out)), "MalformedXML");
+	ck_assert_str_eq(s3_parse_lock_conf(S("<ObjectLockConfiguration><ObjectLockEnabled>Disabled</ObjectLockEnabled>"
+					      "</ObjectLockConfiguration>"), out, sizeof(out)),
+			 "MalformedXML");
+	ck_assert_str_eq(s3_parse_lock_conf(S("<Other/>"), out, sizeof(out)), "MalformedXML");
+
+	/* the BMD's form */
+	static const char *const good[] = {"", "Enabled", "Enabled:GOVERNANCE:1d", "Enabled:COMPLIANCE:36500d",
+					   "Enabled:GOVERNANCE:100y"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(bmd_s3lock_valid(good[i], strlen(good[i])), "'%s'", good[i]);
+	static const char *const nope[] = {"enabled", "Enabled:", "Enabled:GOVERNANCE", "Enabled:GOVERNANCE:0d",
+					   "Enabled:GOVERNANCE:101y", "Enabled:OTHER:1d", "Enabled:GOVERNANCE:1w",
+					   "Enabled:GOVERNANCE:d", "EnabledX", "Enabled:GOVERNANCE:1d:"};
+	for (size_t i = 0; i < sizeof(nope) / sizeof(nope[0]); i++)
+		ck_assert_msg(!bmd_s3lock_valid(nope[i], strlen(nope[i])), "'%s'", nope[i]);
+
+	/* which versions the object layer refuses to remove (olver.c rule 8) */
+	ck_assert_ptr_null(olver_locked("", false, 100));
+	ck_assert_ptr_null(olver_locked("ver.id=x," OLVER_LOCK_HOLD_KEY "=0", false, 100));
+	ck_assert_ptr_nonnull(olver_locked(OLVER_LOCK_HOLD_KEY "=1", true, 100));
+	ck_assert_ptr_nonnull(olver_locked(OLVER_LOCK_MODE_KEY "=COMPLIANCE," OLVER_LOCK_UNTIL_KEY "=200", true, 100));
+	ck_assert_ptr_null(olver_locked(OLVER_LOCK_MODE_KEY "=COMPLIANCE," OLVER_LOCK_UNTIL_KEY "=200", false, 200));
+	ck_assert_ptr_nonnull(olver_locked(OLVER_LOCK_MODE_KEY "=GOVERNANCE," OLVER_LOCK_UNTIL_KEY "=200", false, 100));
+	ck_assert_ptr_null(olver_locked(OLVER_LOCK_MODE_KEY "=GOVERNANCE," OLVER_LOCK_UNTIL_KEY "=200", true, 100));
+	ck_assert_ptr_nonnull(olver_locked(OLVER_LOCK_MODE_KEY "=GOVERNANCE," OLVER_LOCK_UNTIL_KEY "=200,"
+					   OLVER_LOCK_HOLD_KEY "=1", true, 100));
+}
+END_TEST
+
+START_TEST(test_meta_lock_roundtrip)
+{
+	/* a change of the S3 metadata keeps the lock and the items that are not S3's */
+	arena_t *a = arena_new(4096);
+	s3_meta_t m;
+	buf_t b = BUF_INIT;
+	s3_meta_decode(a, "s3.etag=abc,ver.id=0123,lock.mode=GOVERNANCE,lock.until=1893456000,lock.hold=1,bk.x=y",
+		       &m);
+	ck_assert_str_eq(m.lock_mode, "GOVERNANCE");
+	ck_assert_str_eq(m.lock_until, "1893456000");
+	ck_assert_str_eq(m.lock_hold, "1");
+	ck_assert_str_eq(m.other, "ver.id=0123,bk.x=y");
+	m.lock_hold = NULL;
+	ck_assert_int_eq(s3_meta_encode(&m, &b), AIS_OK);
+	ck_assert_str_eq(b.ptr, "s3.etag=abc,lock.mode=GOVERNANCE,lock.until=1893456000,ver.id=0123,bk.x=y");
+	buf_free(&b);
+	arena_destroy(a);
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -391,6 +493,8 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_errno_map);
 	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_part_range);
+	tcase_add_test(tc, test_objlock);
+	tcase_add_test(tc, test_meta_lock_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;
 }
