@@ -165,7 +165,7 @@ int s3_decide(s3_rq_t *r)
 		s3_bacl_t b;
 		bool have = x->bucket.len && s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK;
 		if (have && who.kind != AUTHZ_PEER)
-			x->pol = (unsigned char)s3_policy_verdict(r, i, s3_action(r, i), &b, NULL, true);
+			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, true);
 		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
 			x->acl_later = false; /* its own permissions or the policy: no ACL to read */
 			continue;
@@ -206,7 +206,7 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
 		return AIS_ERR; /* the bucket went away meanwhile */
 	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags */
-		x->pol = (unsigned char)s3_policy_verdict(r, i, s3_action(r, i), &b, m, false);
+		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, false);
 	x->acl_have = s3_object_perms(r, &b, m);
 	x->acl_later = false;
 	if (authz_decide(&who, x, 1, &bad) != AUTHZ_ALLOW || authz_decide(&who, r->res, r->nres, &bad) == AUTHZ_DENY)
@@ -239,6 +239,24 @@ int s3_access_missing(s3_rq_t *r)
 		return AIS_OK;
 	s3_error(r, "AccessDenied", NULL);
 	return AIS_ERR;
+}
+
+int s3_decide_key(s3_rq_t *r, sv_t key, bool version)
+{
+	authz_who_t who;
+	s3_bacl_t b;
+	size_t bad;
+	if (!r->nres || s3_bucket_acl_get(r, r->res[S3_RES_NAMED].bucket, &b) != AIS_OK || !b.policy)
+		return AIS_OK; /* no policy: the bucket's decision is each key's */
+	authz_res_t x = r->res[S3_RES_NAMED];
+	s3_who(r, &who);
+	x.object = key;
+	x.pol = (unsigned char)s3_policy_verdict(r, &x, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", &b,
+						  NULL, false);
+	if (x.pol == AUTHZ_POL_NONE)
+		return AIS_OK; /* the policy says nothing of the key: the bucket's decision stands */
+	x.acl_have = s3_bucket_perms(r, &b);
+	return authz_decide(&who, &x, 1, &bad) == AUTHZ_DENY ? AIS_ERR : AIS_OK;
 }
 
 /* --- the ACL a request sets ------------------------------------------------------ */

@@ -191,10 +191,9 @@ static bool ctx_key(void *arg, const char *key, sv_t *val)
 	return false;
 }
 
-unsigned s3_policy_verdict(s3_rq_t *r, size_t i, const char *action, const s3_bacl_t *b, const s3_meta_t *m,
-			   bool later_ok)
+unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
+			   const s3_meta_t *m, bool later_ok)
 {
-	const authz_res_t *x = &r->res[i];
 	const char *uid = s3_requester(r);
 	bool owner = uid && !strcmp(uid, b->owner);
 	const s3pol_t *p;

@@ -294,6 +294,11 @@ int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 int s3_decide_missing(s3_rq_t *r, size_t i);
 /* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
+/* One key of DeleteObjects (the bucket was decided by s3_decide): the
+ * bucket's resource as that key, asked of the bucket policy with
+ * s3:DeleteObject (s3:DeleteObjectVersion with version) and decided
+ * again. AIS_OK, or AIS_ERR (that key is AccessDenied). Any thread. */
+int s3_decide_key(s3_rq_t *r, sv_t key, bool version);
 /* The ACL the request sets (x-amz-acl or x-amz-grant-*; else private of
  * owner) into out; *given says whether the request named one. AIS_ERR
  * after answering (both forms, unknown canned ACL, unknown user, e-mail
@@ -317,12 +322,12 @@ void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b);
 void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls);
 /* The S3 action ("s3:GetObject") resource i of r asks for. */
 const char *s3_action(s3_rq_t *r, size_t i);
-/* The bucket policy's verdict (authz.h AUTHZ_POL_*) on resource i of r
+/* The bucket policy's verdict (authz.h AUTHZ_POL_*) on resource x of r
  * asking action, its bucket b (policy, owner, public access block) and,
  * for an object read, its metadata m (tags; NULL: not read yet: a policy
  * that needs them answers AUTHZ_POL_LATER when later_ok). */
-unsigned s3_policy_verdict(s3_rq_t *r, size_t i, const char *action, const s3_bacl_t *b, const s3_meta_t *m,
-			   bool later_ok);
+unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
+			   const s3_meta_t *m, bool later_ok);
 /* ?policy (GET, PUT, DELETE), ?policyStatus (GET), ?publicAccessBlock
  * (GET, PUT, DELETE) of a bucket. */
 int s3_bucket_policy(s3_rq_t *r);
