@@ -24,6 +24,10 @@
  *   NotIpAddress, Arn{Equals,Like,NotEquals,NotLike}, Null; each but Null
  *   also with the suffix "IfExists". Keys: "aws:..." and "s3:..." (the
  *   caller answers which it knows; an unknown one is absent).
+ *   Not supported, and refused rather than taken literally: policy
+ *   variables ("${aws:username}"), the ForAnyValue:/ForAllValues:
+ *   qualifiers, Date* and Binary operators, Service and Federated
+ *   principals.
  *
  * Evaluation (s3pol_eval) as S3 does it: a statement applies when its
  * principal, action, resource and every condition match; any Deny that

@@ -217,6 +217,9 @@ static int resource_parse(struct pctx *c, json_t *v, const char *what, list_t *o
 		if (!sv_startswith(r, ARN_S3))
 			return fail(c, "Statement %zu: Policy has invalid resource \"%.64s\" (arn:aws:s3:::BUCKET[/KEY])",
 				    c->si, r.ptr);
+		if (strstr(r.ptr, "${"))
+			return fail(c, "Statement %zu: policy variables (${...}) are not supported: \"%.64s\"", c->si,
+				    r.ptr);
 		sv_t rest = {r.ptr + strlen(ARN_S3), r.len - strlen(ARN_S3)};
 		const char *slash = memchr(rest.ptr, '/', rest.len);
 		sv_t b = {rest.ptr, slash ? (size_t)(slash - rest.ptr) : rest.len};
@@ -341,6 +344,9 @@ static int cond_block(struct pctx *c, const char *opname, json_t *blk, stmt_t *s
 					    "booleans", c->si, opname, k);
 			}
 			cd->vals[j] = (sv_t){arena_strndup(c->a, s, sl), sl};
+			if (strstr(cd->vals[j].ptr, "${"))
+				return fail(c, "Statement %zu: Condition %s: %.64s: policy variables (${...}) are not "
+					    "supported", c->si, opname, k);
 			if (cd->nums && !num_parse(s, sl, &cd->nums[j]))
 				return fail(c, "Statement %zu: Condition %s: %.64s: \"%.64s\" is not a number", c->si,
 					    opname, k, s);

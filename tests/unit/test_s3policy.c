@@ -78,6 +78,13 @@ START_TEST(test_parse_refusals)
 		{STMT(ALLOW_ALL ",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"yes\"}}}"), "true or false"},
 		{STMT(ALLOW_ALL ",\"Colour\":\"red\"}"), "Colour"},
 		{STMT(ALLOW_ALL ",\"Sid\":3}"), "Sid"},
+		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+		      "\"Resource\":\"arn:aws:s3:::b/${aws:username}/*\"}"),
+		 "variables"},
+		{STMT(ALLOW_ALL ",\"Condition\":{\"StringLike\":{\"s3:prefix\":\"${aws:username}/*\"}}}"), "variables"},
+		{STMT(ALLOW_ALL ",\"Condition\":{\"ForAnyValue:StringLike\":{\"s3:prefix\":\"a\"}}}"), "ForAnyValue"},
+		{STMT(ALLOW_ALL ",\"Condition\":{\"DateLessThan\":{\"aws:CurrentTime\":\"2030-01-01T00:00:00Z\"}}}"),
+		 "DateLessThan"},
 	};
 	arena_t *a = arena_new(4096);
 	const s3pol_t *p;
