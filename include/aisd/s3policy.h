@@ -13,7 +13,8 @@
  *     "Statement": statement | [statement, ...] }
  *   statement: "Sid" (string), "Effect" ("Allow" | "Deny"), exactly one of
  *   "Principal"/"NotPrincipal" ("*", or {"AWS": v, "CanonicalUser": v}
- *   with v a string or an array of strings), exactly one of
+ *   with v a string or an array of strings; NotPrincipal only in a Deny),
+ *   exactly one of
  *   "Action"/"NotAction" ("s3:Name" with * and ? wildcards, or "*"),
  *   exactly one of "Resource"/"NotResource" ("arn:aws:s3:::BUCKET" or
  *   "arn:aws:s3:::BUCKET/KEY" with * and ?, of the policy's own bucket,

@@ -305,13 +305,15 @@ int s3_bucket_policy_status(s3_rq_t *r)
 		return AIS_OK;
 	}
 	snprintf(bucket, sizeof(bucket), "%.*s", (int)r->bucket.len, r->bucket.ptr);
-	if (!b.policy || s3pol_parse(r->http->arena, bucket, b.policy, strlen(b.policy), &p, &err) != AIS_OK) {
-		buf_free(&err);
-		s3_error(r, "NoSuchBucketPolicy", "The bucket policy does not exist");
-		return AIS_OK;
-	}
+	bool pub = false;
+	if (b.policy && s3pol_parse(r->http->arena, bucket, b.policy, strlen(b.policy), &p, &err) == AIS_OK)
+		pub = s3pol_public(p);
+	buf_free(&err);
+	/* public too: a bucket ACL that grants a group (AllUsers, AuthenticatedUsers) */
+	for (size_t i = 0; b.acl_set && !(b.pab & BMD_PAB_IGNORE_ACLS) && i < b.acl.n; i++)
+		pub |= b.acl.g[i].kind == S3ACL_ALL || b.acl.g[i].kind == S3ACL_AUTHED;
 	s3_xml_head(&x, "PolicyStatus");
-	s3_xml_elemstr(&x, "IsPublic", s3pol_public(p) ? "true" : "false");
+	s3_xml_elemstr(&x, "IsPublic", pub ? "true" : "false");
 	s3_xml_close(&x, "PolicyStatus");
 	s3_send_xml(r, 200, &x);
 	return AIS_OK;

@@ -419,6 +419,8 @@ static int stmt_parse(struct pctx *c, json_t *o, stmt_t *st)
 	if (!(v = either(c, o, "Principal", "NotPrincipal", &st->not_principal)) ||
 	    principal_parse(c, v, &st->principal) != AIS_OK)
 		return AIS_ERR;
+	if (st->not_principal && !st->deny)
+		return fail(c, "Statement %zu: NotPrincipal only with \"Effect\": \"Deny\"", c->si);
 	if (!(v = either(c, o, "Action", "NotAction", &st->not_action)) ||
 	    action_parse(c, v, st->not_action ? "NotAction" : "Action", &st->action) != AIS_OK)
 		return AIS_ERR;

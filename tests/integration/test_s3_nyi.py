@@ -256,7 +256,7 @@ st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "multi
 nyi(st, body, "POST Object", "POST /bucket (browser form upload)")
 
 # GET of configurations no bucket has: what S3 answers for a bucket without one
-ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy", "policyStatus": "NoSuchBucketPolicy",
+ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy",
           "cors": "NoSuchCORSConfiguration", "lifecycle": "NoSuchLifecycleConfiguration",
           "encryption": "ServerSideEncryptionConfigurationNotFoundError",
           "object-lock": "ObjectLockConfigurationNotFoundError", "website": "NoSuchWebsiteConfiguration",

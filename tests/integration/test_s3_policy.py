@@ -99,7 +99,8 @@ s3.put_object(Bucket="pol", Key="tag/n", Body=b"tagged no", Tagging="public=no")
 t.eq(anon("GET", "/pol/pub/a")[0], 403, "no policy: anonymous GET of a private object 403")
 t.eq(code_of(s3b.get_object, Bucket="pol", Key="pub/a"), (403, "AccessDenied"), "no policy: the other user 403")
 t.eq(code_of(s3.get_bucket_policy, Bucket="pol"), (404, "NoSuchBucketPolicy"), "GetBucketPolicy: none yet")
-t.eq(code_of(s3.get_bucket_policy_status, Bucket="pol"), (404, "NoSuchBucketPolicy"), "GetBucketPolicyStatus: none")
+t.eq(s3.get_bucket_policy_status(Bucket="pol")["PolicyStatus"]["IsPublic"], False,
+     "GetBucketPolicyStatus without a policy: not public")
 
 # --- allow and deny per action and prefix ----------------------------------------------------------------------
 P1 = doc({"Sid": "PublicRead", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
@@ -242,6 +243,9 @@ t.eq(code_of(s3.put_bucket_policy, Bucket="pol", Policy=P1), (403, "AccessDenied
 PRIV = doc({"Effect": "Allow", "Principal": OTHER, "Action": "s3:GetObject", "Resource": ARN + "pol/*"})
 t.eq(code_of(s3.put_bucket_policy, Bucket="pol", Policy=PRIV), (204, None), "  a policy for one user is not public")
 t.eq(s3.get_bucket_policy_status(Bucket="pol")["PolicyStatus"]["IsPublic"], False, "  PolicyStatus: not public")
+s3.create_bucket(Bucket="pubacl", ACL="public-read")
+t.eq(s3.get_bucket_policy_status(Bucket="pubacl")["PolicyStatus"]["IsPublic"], True,
+     "GetBucketPolicyStatus of a public-read bucket without a policy: public (its ACL)")
 t.eq(pab(), (200, None), "PutPublicAccessBlock all false")
 t.eq(put_policy("pol", P1), (204, None), "  the public policy again")
 t.eq(pab(RestrictPublicBuckets=True), (200, None), "RestrictPublicBuckets")

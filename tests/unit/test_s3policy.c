@@ -78,6 +78,8 @@ START_TEST(test_parse_refusals)
 		{STMT(ALLOW_ALL ",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"yes\"}}}"), "true or false"},
 		{STMT(ALLOW_ALL ",\"Colour\":\"red\"}"), "Colour"},
 		{STMT(ALLOW_ALL ",\"Sid\":3}"), "Sid"},
+		{STMT("{\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"u\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"),
+		 "NotPrincipal"},
 		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
 		      "\"Resource\":\"arn:aws:s3:::b/${aws:username}/*\"}"),
 		 "variables"},
