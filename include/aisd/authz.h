@@ -99,6 +99,10 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
  *     with the bucket"): a resource whose res.op is not among its
  *     res.access is refused to every other principal, auth on or off, a
  *     cluster administrator too; no grant or ACL lets it in.
+ *  1b. A bucket policy's explicit Deny (res.pol AUTHZ_POL_DENY, the S3
+ *     door's evaluation, access.c) refuses the resource to every other
+ *     principal, owner and administrators too; AUTHZ_POL_LATER: the
+ *     policy waits for the object's metadata (its tags), like acl_later.
  *  2. AUTHZ_CLUSTER (creating buckets, a bucket's backend, the cluster's
  *     own operations) needs a cluster administrator: an admin token, or a
  *     user with auth.grant USER:*:admin; with auth off, anyone but an
@@ -106,6 +110,7 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
  *  3. Otherwise the principal's own permissions: a token's (or the
  *     token's a signed redirect was issued for), or an S3 user's
  *     auth.grant lines. With auth off there are none to ask.
+ *  3a. Else a bucket policy's Allow (res.pol AUTHZ_POL_ALLOW).
  *  4. Else the ACL: res.acl (an S3ACL_* need; 0: no ACL grants it) against
  *     res.acl_have, what the ACLs give this principal (access.c, which
  *     with auth.enabled counts only group grants for signed users).
@@ -148,7 +153,11 @@ typedef struct authz_res {
 	 * access, the bucket's bits, filled from the BMD (authz_access_fill). */
 	unsigned op;
 	unsigned access;
+	/* The bucket policy's verdict on this resource for this principal
+	 * (rules 1b and 3a; S3 only): AUTHZ_POL_* */
+	unsigned char pol;
 } authz_res_t;
+enum { AUTHZ_POL_NONE, AUTHZ_POL_ALLOW, AUTHZ_POL_DENY, AUTHZ_POL_LATER };
 
 enum authz_verdict { AUTHZ_ALLOW, AUTHZ_DENY, AUTHZ_LATER };
 

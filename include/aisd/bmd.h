@@ -33,6 +33,15 @@
 #define BMD_REGION_MAX 32 /* an S3 LocationConstraint */
 #define BMD_S3TAGS_MAX 2048 /* a bucket's S3 tags, URL-encoded */
 #define BMD_S3LOCK_MAX 32   /* a bucket's S3 object lock configuration (bmd_s3lock_valid) */
+/* bmd_props_t.s3pab: S3's four public access block settings */
+enum {
+	BMD_PAB_BLOCK_ACLS = 1 << 0,    /* BlockPublicAcls */
+	BMD_PAB_IGNORE_ACLS = 1 << 1,   /* IgnorePublicAcls */
+	BMD_PAB_BLOCK_POLICY = 1 << 2,  /* BlockPublicPolicy */
+	BMD_PAB_RESTRICT = 1 << 3,      /* RestrictPublicBuckets */
+	BMD_PAB_SET = 1 << 4,           /* a configuration exists (all four may be false) */
+	BMD_PAB_ALL = (1 << 5) - 1,
+};
 #define BMD_EC_SLICES_MAX 32 /* ec.data_slices and ec.parity_slices: 1..this */
 #define BMD_EC_LIMIT_DEFAULT (256 << 10) /* ec.objsize_limit */
 
@@ -96,6 +105,11 @@ typedef struct bmd_props {
 	 * ENABLED; once on, never off again and history never suspended, as
 	 * on S3. Set by bmd_add (CreateBucket) or set_props. */
 	char s3lock[BMD_S3LOCK_MAX + 1];
+	/* The S3 public access block (PutPublicAccessBlock): BMD_PAB_* bits,
+	 * BMD_PAB_SET once configured (0: none); changed by set_props. The
+	 * bucket's policy is not a property: it lives beside the entry
+	 * (bmd_policy), so that an entry stays small. */
+	uint8_t s3pab;
 
 	/* --- remote backend (bmdbk.c): set by bmd_add or set-bprops --- */
 	bmd_backend_t backend;
@@ -118,6 +132,17 @@ typedef struct bmd_bucket {
 } bmd_bucket_t;
 
 typedef struct bmd bmd_t;
+
+/* A bucket's S3 policy (s3policy.h text, at most S3POL_MAX bytes), or NULL
+ * when it has none (or there is no such bucket). Kept out of the bucket's
+ * entry: only buckets with a policy pay for it, in memory and in the BMD's
+ * JSON (the bucket's "s3policy"), which is persisted and pushed with it.
+ * Valid while b is. */
+const char *bmd_policy(const bmd_t *b, const char *name, size_t len);
+/* Sets (text, tlen: a valid policy of the bucket) or removes (text NULL)
+ * a bucket's policy; the version goes up by one when it changes. AIS_ERR
+ * with errno ENOENT (no bucket) or EINVAL (not a valid policy) and err. */
+int bmd_set_policy(bmd_t *b, const char *name, size_t len, const char *text, size_t tlen, buf_t *err);
 
 /* Defaults: xxhash, mirror off with 2 copies, versioning on, all access,
  * erasure coding off with 2 data, 2 parity slices, limit 256 KiB. */

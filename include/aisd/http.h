@@ -235,6 +235,11 @@ bool http_req_has_header(const http_req_t *req, const char *name);
  * server's is_peer hook, asked once per connection, and again at most
  * every second while the answer is no; never for the unix socket). */
 bool http_req_from_node(http_req_t *req);
+/* The request's client address, numeric as inet_ntop writes it ("unix"
+ * for the unix socket); valid while the request is. */
+const char *http_req_peer(const http_req_t *req);
+/* Whether the request came over TLS. */
+bool http_req_tls(const http_req_t *req);
 /* The header of request ids: every answer carries the request's id in it,
  * and the node's own calls made for a request send it (httpc), so one id
  * follows a request through every node it touches. */

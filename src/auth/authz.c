@@ -499,12 +499,18 @@ static enum authz_verdict decide_one(const authz_who_t *who, const authz_res_t *
 		return AUTHZ_ALLOW;
 	if (r->op && !(r->access & r->op))
 		return AUTHZ_DENY; /* the bucket's access property: whoever asks */
+	if (r->pol == AUTHZ_POL_DENY)
+		return AUTHZ_DENY; /* a bucket policy's explicit Deny: whoever asks */
+	if (r->pol == AUTHZ_POL_LATER)
+		return AUTHZ_LATER;
 	if (r->perm == AUTHZ_CLUSTER || r->perm == AUTHZ_MONITOR) {
 		if (!enabled)
 			return who->kind == AUTHZ_ANON ? AUTHZ_DENY : AUTHZ_ALLOW;
 		return own_perm(who, r->bucket, r->perm) ? AUTHZ_ALLOW : AUTHZ_DENY;
 	}
 	if (enabled && own_perm(who, r->bucket, r->perm))
+		return AUTHZ_ALLOW;
+	if (r->pol == AUTHZ_POL_ALLOW)
 		return AUTHZ_ALLOW;
 	if (r->acl) {
 		if (r->acl_later)
@@ -567,6 +573,13 @@ void authz_why(const authz_who_t *who, const authz_res_t *res, buf_t *out)
 	}
 	const char *name = who->kind == AUTHZ_TOKEN ? who->tok->user : who->kind == AUTHZ_ANON ? "" : NULL;
 	buf_t what = BUF_INIT;
+	if (who->kind != AUTHZ_PEER && res->pol == AUTHZ_POL_DENY) {
+		buf_addf(out, "explicit deny in the bucket policy of \"%.*s\"", (int)MIN(res->bucket.len, 64),
+			 res->bucket.ptr);
+		if (res->role)
+			buf_addf(out, " (%s)", res->role);
+		return;
+	}
 	if (who->kind == AUTHZ_ANON)
 		buf_addstr(out, "an anonymous request");
 	else

@@ -19,6 +19,10 @@
  *     printable ASCII without spaces (bmd_s3tags_valid), s3lock
  *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
+ *  3a. A bucket's S3 policy, if any, is beside its entry (pol[i] for
+ *     bck[i], NULL: none), valid (s3pol_valid) and at most S3POL_MAX
+ *     bytes; it goes with its bucket (bmd_remove) and changes only by
+ *     bmd_set_policy.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
  */
@@ -30,6 +34,7 @@
 
 #include "aisd/bmd.h"
 #include "aisd/cmap.h"
+#include "aisd/s3policy.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "cluster_int.h"
@@ -39,6 +44,7 @@ struct bmd {
 	char uuid[CMAP_ID_MAX + 1];
 	uint64_t version;
 	bmd_bucket_t *bck; /* sorted by name */
+	char **pol;        /* pol[i]: bck[i]'s S3 policy (malloc'd), or NULL (invariant 3a) */
 	size_t n, cap;
 };
 
@@ -96,6 +102,8 @@ int bmd_props_check(const bmd_props_t *p, buf_t *err)
 		return cmap_fail(err, EINVAL, "bmd: bad S3 object lock configuration");
 	if (p->s3lock[0] && p->history != BMD_HIST_ENABLED)
 		return cmap_fail(err, EINVAL, "bmd: S3 object lock needs versioning.history enabled");
+	if (p->s3pab & ~(unsigned)BMD_PAB_ALL)
+		return cmap_fail(err, EINVAL, "bmd: bad S3 public access block");
 	if (bmd_ec_check(p, err) != AIS_OK)
 		return AIS_ERR;
 	return bmd_backend_check(&p->backend, err);
@@ -158,7 +166,7 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		 p->versioning ? "true" : "false", p->history ? ",\"history\":\"" : "",
 		 p->history ? bmd_history_name(p->history) : "", p->history ? "\"" : "", p->access, (long long)p->created_ns);
 	bmd_ec_encode(p, true, out);
-	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0] || p->s3lock[0]) {
+	if (p->region[0] || p->s3owner[0] || p->s3acl_set || p->s3tags[0] || p->s3lock[0] || p->s3pab) {
 		const char *sep = "";
 		buf_addstr(out, ",\"s3\":{");
 		if (p->region[0]) /* [A-Za-z0-9-] only */
@@ -177,6 +185,8 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out)
 		}
 		if (p->s3lock[0]) /* letters, digits and ':' only */
 			buf_addf(out, "%s\"lock\":\"%s\"", sep, p->s3lock);
+		if (p->s3pab)
+			buf_addf(out, "%s\"pab\":%u", sep, p->s3pab);
 		buf_addch(out, '}');
 	}
 	bmd_backend_encode(&p->backend, out);
@@ -217,7 +227,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled", "history"};
-	static const char *const skeys[] = {"acl", "tags", "lock"};
+	static const char *const skeys[] = {"acl", "tags", "lock", "pab", "policy"};
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
@@ -286,6 +296,15 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 				memset(n.s3lock, 0, sizeof(n.s3lock));
 				memcpy(n.s3lock, json_string_value(v), json_string_length(v));
 			}
+			if ((v = json_object_get(g, "pab"))) {
+				if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > BMD_PAB_ALL)
+					return cmap_fail(err, EINVAL, "set-bprops: \"s3.pab\" must be a bit mask 0..%d",
+						    BMD_PAB_ALL);
+				n.s3pab = (uint8_t)json_integer_value(v);
+			}
+			/* "policy" is not a property: bmd_set_policy (the caller) */
+			if ((v = json_object_get(g, "policy")) && !json_is_string(v))
+				return cmap_fail(err, EINVAL, "set-bprops: \"s3.policy\" must be a string (\"\": none)");
 		} else if (!strcmp(k, "access")) {
 			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
 				n.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
@@ -337,11 +356,14 @@ static int insert(bmd_t *b, const char *name, size_t len, const bmd_props_t *p, 
 	if (b->n >= BMD_BUCKETS_MAX)
 		return cmap_fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
 	size_t pos = (size_t)(-at - 1);
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 8;
+	if (b->n == b->cap || !b->pol) {
+		b->cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 8) : b->cap;
 		b->bck = xrealloc(b->bck, b->cap * sizeof(*b->bck));
+		b->pol = xrealloc(b->pol, b->cap * sizeof(*b->pol));
 	}
 	memmove(&b->bck[pos + 1], &b->bck[pos], (b->n - pos) * sizeof(*b->bck));
+	memmove(&b->pol[pos + 1], &b->pol[pos], (b->n - pos) * sizeof(*b->pol));
+	b->pol[pos] = NULL;
 	memset(&b->bck[pos], 0, sizeof(b->bck[pos]));
 	memcpy(b->bck[pos].name, name, len);
 	b->bck[pos].props = *p;
@@ -371,6 +393,9 @@ void bmd_free(bmd_t *b)
 {
 	if (!b)
 		return;
+	for (size_t i = 0; b->pol && i < b->n; i++)
+		free(b->pol[i]);
+	free(b->pol);
 	free(b->bck);
 	free(b);
 }
@@ -383,6 +408,9 @@ bmd_t *bmd_clone(const bmd_t *b)
 	c->bck = xmalloc(c->cap * sizeof(*c->bck));
 	if (b->n) /* an empty BMD has no array: memcpy(NULL) is undefined even for 0 bytes */
 		memcpy(c->bck, b->bck, b->n * sizeof(*b->bck));
+	c->pol = xcalloc(c->cap, sizeof(*c->pol));
+	for (size_t i = 0; i < b->n; i++)
+		c->pol[i] = b->pol && b->pol[i] ? xstrdup(b->pol[i]) : NULL;
 	return c;
 }
 
@@ -393,7 +421,7 @@ static bool props_equal(const bmd_props_t *x, const bmd_props_t *y)
 	       x->history == y->history && x->access == y->access &&
 	       x->created_ns == y->created_ns && !strcmp(x->region, y->region) &&
 	       !strcmp(x->s3owner, y->s3owner) && x->s3acl_set == y->s3acl_set && !strcmp(x->s3acl, y->s3acl) &&
-	       !strcmp(x->s3tags, y->s3tags) && !strcmp(x->s3lock, y->s3lock) &&
+	       !strcmp(x->s3tags, y->s3tags) && !strcmp(x->s3lock, y->s3lock) && x->s3pab == y->s3pab &&
 	       !memcmp(&x->backend, &y->backend, sizeof(x->backend)) && !bmd_ec_differs(x, y) &&
 	       x->ec_objsize_limit == y->ec_objsize_limit;
 }
@@ -403,9 +431,36 @@ bool bmd_equal(const bmd_t *a, const bmd_t *b)
 	if (strcmp(a->uuid, b->uuid) || a->version != b->version || a->n != b->n)
 		return false;
 	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->bck[i].name, b->bck[i].name) || !props_equal(&a->bck[i].props, &b->bck[i].props))
+		if (strcmp(a->bck[i].name, b->bck[i].name) || !props_equal(&a->bck[i].props, &b->bck[i].props) ||
+		    strcmp(a->pol[i] ? a->pol[i] : "", b->pol[i] ? b->pol[i] : ""))
 			return false;
 	return true;
+}
+
+const char *bmd_policy(const bmd_t *b, const char *name, size_t len)
+{
+	ptrdiff_t i = name ? find(b, name, len) : -1;
+	return i >= 0 ? b->pol[i] : NULL;
+}
+
+int bmd_set_policy(bmd_t *b, const char *name, size_t len, const char *text, size_t tlen, buf_t *err)
+{
+	ptrdiff_t i = name ? find(b, name, len) : -1;
+	char bname[NAME_BUCKET_MAX + 1];
+	if (i < 0)
+		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+	snprintf(bname, sizeof(bname), "%s", b->bck[i].name);
+	if (text && (memchr(text, '\0', tlen) || !s3pol_valid(bname, text, tlen, err))) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
+	const char *cur = b->pol[i];
+	if ((!text && !cur) || (text && cur && strlen(cur) == tlen && !memcmp(cur, text, tlen)))
+		return AIS_OK;
+	free(b->pol[i]);
+	b->pol[i] = text ? xstrndup(text, tlen) : NULL;
+	b->version++;
+	return AIS_OK;
 }
 
 const char *bmd_uuid(const bmd_t *b) { return b->uuid; }
@@ -446,7 +501,9 @@ int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err)
 	ptrdiff_t i = name ? find(b, name, len) : -1;
 	if (i < 0)
 		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+	free(b->pol[i]);
 	memmove(&b->bck[i], &b->bck[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->bck));
+	memmove(&b->pol[i], &b->pol[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->pol));
 	b->n--;
 	b->version++;
 	return AIS_OK;
@@ -503,6 +560,12 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 		}
 		if (k->props.s3lock[0]) /* absent when off: older BMDs decode as they are */
 			buf_addf(out, ",\"s3lock\":\"%s\"", k->props.s3lock);
+		if (k->props.s3pab)
+			buf_addf(out, ",\"s3pab\":%u", k->props.s3pab);
+		if (b->pol[i]) {
+			buf_addstr(out, ",\"s3policy\":");
+			buf_add_json_str(out, b->pol[i], strlen(b->pol[i]));
+		}
 		bmd_backend_encode(&k->props.backend, out);
 		bmd_ec_encode(&k->props, false, out);
 		buf_addch(out, '}');
@@ -514,7 +577,7 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
 					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec",
-					  "s3tags", "history", "s3lock"};
+					  "s3tags", "history", "s3lock", "s3pab", "s3policy"};
 	const char *keys[ARRAY_SIZE(all)];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
@@ -606,6 +669,15 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 			return cmap_fail(err, EINVAL, "%s: bad s3lock", what);
 		memcpy(p.s3lock, s, len);
 	}
+	if (json_object_get(o, "s3pab")) {
+		if (cmap_json_u64(o, "s3pab", what, 1, BMD_PAB_ALL, &v, err) != AIS_OK)
+			return AIS_ERR;
+		p.s3pab = (uint8_t)v;
+	}
+	const char *pol = NULL;
+	size_t pollen = 0;
+	if (json_object_get(o, "s3policy") && cmap_json_str(o, "s3policy", what, &pol, &pollen, err) != AIS_OK)
+		return AIS_ERR;
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)
 		return AIS_ERR;
@@ -616,6 +688,10 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		return AIS_ERR;
 	if (insert(b, name, nlen, &p, err) != AIS_OK) {
 		errno = EINVAL;
+		return AIS_ERR;
+	}
+	if (pol && bmd_set_policy(b, name, nlen, pol, pollen, err) != AIS_OK) {
+		buf_addf(err, " (%s)", what);
 		return AIS_ERR;
 	}
 	return AIS_OK;
@@ -658,6 +734,7 @@ int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err)
 	for (size_t i = 0; i < json_array_size(bcks); i++)
 		if (decode_bucket(json_array_get(bcks, i), i, b, err) != AIS_OK)
 			goto out_bmd;
+	b->version = version; /* (bmd_set_policy counted each policy as a change) */
 	*out = b;
 	b = NULL;
 	rc = AIS_OK;

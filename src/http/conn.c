@@ -97,6 +97,8 @@ bool conn_is_node(http_conn_t *c)
 }
 
 bool http_req_from_node(http_req_t *req) { return conn_is_node(req->conn); }
+const char *http_req_peer(const http_req_t *req) { return req->conn->peer; }
+bool http_req_tls(const http_req_t *req) { return req->conn->ssl != NULL; }
 
 /*
  * The descriptor budget (server.c says how it is sized): a request of a

@@ -19,6 +19,12 @@
  *  5. With auth.enabled, auth.grant decides for signed requests; ACLs add
  *     only their group grants (AllUsers, AuthenticatedUsers), so that a
  *     public bucket stays public, and setting a group grant needs admin.
+ *  5a. A bucket policy (policy.c) is asked for every resource a request
+ *     declares, with its S3 action: its verdict goes with the resource
+ *     (res.pol) to the same decision, where an explicit Deny wins over
+ *     every grant and ACL and an Allow adds to them. IgnorePublicAcls
+ *     makes group grants count for nothing here; BlockPublicAcls refuses
+ *     setting one (s3_acl_check_users).
  *  6. This file only says what the ACLs give (acl_have of the resources
  *     s3.c declares); authz_decide decides, over every resource of the
  *     request at once (a copy's source included): deny wins.
@@ -77,6 +83,9 @@ int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
 		out->owned = bk->props.s3owner[0] != '\0';
 		snprintf(out->owner, sizeof(out->owner), "%s", out->owned ? bk->props.s3owner : default_owner());
 		out->acl_set = bk->props.s3acl_set;
+		out->pab = bk->props.s3pab;
+		const char *pol = bmd_policy(b, bucket.ptr, bucket.len);
+		out->policy = pol ? arena_strndup(r->http->arena, pol, strlen(pol)) : NULL;
 		if (out->acl_set && s3acl_decode(bk->props.s3acl, strlen(bk->props.s3acl), &out->acl) != AIS_OK)
 			out->acl.n = 0; /* bmd_props_check keeps it valid */
 		rc = AIS_OK;
@@ -85,15 +94,29 @@ int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
 	return rc;
 }
 
+/* IgnorePublicAcls: a's grants but its group ones. */
+static const s3acl_t *sans_public(const s3_rq_t *r, const s3acl_t *a, unsigned pab)
+{
+	if (!(pab & BMD_PAB_IGNORE_ACLS))
+		return a;
+	s3acl_t *o = arena_alloc(r->http->arena, sizeof(*o));
+	o->n = 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->g[i].kind == S3ACL_USER)
+			o->g[o->n++] = a->g[i];
+	return o;
+}
+
 unsigned s3_bucket_perms(const s3_rq_t *r, const s3_bacl_t *b)
 {
 	const char *uid = s3_requester(r);
+	const s3acl_t *acl = sans_public(r, &b->acl, b->pab);
 	if (authz_enabled() && uid)
-		return b->acl_set ? s3acl_perms(&b->acl, uid, true) : 0;
+		return b->acl_set ? s3acl_perms(acl, uid, true) : 0;
 	if (!b->owned && uid)
 		return S3ACL_FULL;
 	bool owner = uid && !strcmp(uid, b->owner);
-	unsigned p = b->acl_set ? s3acl_perms(&b->acl, uid, false) : owner ? S3ACL_FULL : 0;
+	unsigned p = b->acl_set ? s3acl_perms(acl, uid, false) : owner ? S3ACL_FULL : 0;
 	return owner ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
 }
 
@@ -108,9 +131,10 @@ unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *
 	acl = arena_alloc(r->http->arena, sizeof(*acl));
 	if (s3acl_decode(m->acl ? m->acl : "", m->acl ? strlen(m->acl) : 0, acl) != AIS_OK)
 		acl->n = 0;
+	const s3acl_t *eff = sans_public(r, acl, b->pab);
 	if (authz_enabled() && uid)
-		return s3acl_perms(acl, uid, true);
-	unsigned p = s3acl_perms(acl, uid, false);
+		return s3acl_perms(eff, uid, true);
+	unsigned p = s3acl_perms(eff, uid, false);
 	return uid && !strcmp(uid, m->owner) ? p | S3ACL_READ_ACP | S3ACL_WRITE_ACP : p;
 }
 
@@ -139,13 +163,16 @@ int s3_decide(s3_rq_t *r)
 	for (size_t i = 0; i < r->nres; i++) {
 		authz_res_t *x = &r->res[i];
 		s3_bacl_t b;
+		bool have = x->bucket.len && s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK;
+		if (have && who.kind != AUTHZ_PEER)
+			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, true);
 		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
-			x->acl_later = false; /* its own permissions: no ACL to read */
+			x->acl_later = false; /* its own permissions or the policy: no ACL to read */
 			continue;
 		}
 		if (!x->acl || x->acl_later)
 			continue;
-		if (s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK) {
+		if (have) {
 			x->acl_have = s3_bucket_perms(r, &b);
 		} else if (who.kind == AUTHZ_ANON && i == S3_RES_NAMED) {
 			s3_error(r, "NoSuchBucket", NULL);
@@ -178,6 +205,8 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 	s3_who(r, &who);
 	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
 		return AIS_ERR; /* the bucket went away meanwhile */
+	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags */
+		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, false);
 	x->acl_have = s3_object_perms(r, &b, m);
 	x->acl_later = false;
 	if (authz_decide(&who, x, 1, &bad) != AUTHZ_ALLOW || authz_decide(&who, r->res, r->nres, &bad) == AUTHZ_DENY)
@@ -212,6 +241,24 @@ int s3_access_missing(s3_rq_t *r)
 	return AIS_ERR;
 }
 
+int s3_decide_key(s3_rq_t *r, sv_t key, bool version)
+{
+	authz_who_t who;
+	s3_bacl_t b;
+	size_t bad;
+	if (!r->nres || s3_bucket_acl_get(r, r->res[S3_RES_NAMED].bucket, &b) != AIS_OK || !b.policy)
+		return AIS_OK; /* no policy: the bucket's decision is each key's */
+	authz_res_t x = r->res[S3_RES_NAMED];
+	s3_who(r, &who);
+	x.object = key;
+	x.pol = (unsigned char)s3_policy_verdict(r, &x, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", &b,
+						  NULL, false);
+	if (x.pol == AUTHZ_POL_NONE)
+		return AIS_OK; /* the policy says nothing of the key: the bucket's decision stands */
+	x.acl_have = s3_bucket_perms(r, &b);
+	return authz_decide(&who, &x, 1, &bad) == AUTHZ_DENY ? AIS_ERR : AIS_OK;
+}
+
 /* --- the ACL a request sets ------------------------------------------------------ */
 
 static const struct {
@@ -226,6 +273,7 @@ static const struct {
 int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a)
 {
 	bool groups = false;
+	s3_bacl_t b;
 	for (size_t i = 0; i < a->n; i++) {
 		if (a->g[i].kind != S3ACL_USER) {
 			groups = true;
@@ -240,6 +288,11 @@ int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a)
 	authz_who_t who;
 	size_t bad;
 	s3_who(r, &who);
+	if (groups && s3_bucket_acl_get(r, r->bucket, &b) == AIS_OK && (b.pab & BMD_PAB_BLOCK_ACLS)) {
+		s3_error(r, "AccessDenied", "Access Denied: the bucket's public access block (BlockPublicAcls) "
+					    "refuses a public ACL");
+		return AIS_ERR;
+	}
 	if (groups && authz_enabled() && authz_decide(&who, &x, 1, &bad) != AUTHZ_ALLOW) {
 		s3_error(r, "AccessDenied", "Access Denied: a grant to a group needs admin on the bucket (auth.enabled)");
 		return AIS_ERR;

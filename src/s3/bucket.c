@@ -141,12 +141,18 @@ struct bop {
 	int status;    /* set_tags: the answer's status (200 or 204) */
 	bool set_hist; /* PutBucketVersioning: props.history */
 	bool set_lock; /* PutObjectLockConfiguration: props.s3lock */
+	bool set_pab;  /* Put/DeletePublicAccessBlock: props.s3pab (status as set_tags) */
+	bool set_pol;  /* Put/DeleteBucketPolicy: policy (NULL: remove; status as set_tags) */
+	const char *policy; /* (the request's arena) */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
 	bool not_empty; /* delete: the bucket has objects */
 	buf_t msg;
 };
+
+/* a change of a property (not create or destroy) */
+#define SETS(o) ((o)->set_acl || (o)->set_tags || (o)->set_hist || (o)->set_lock || (o)->set_pab || (o)->set_pol)
 
 static void bop_cleanup(void *arg) { buf_free(&((struct bop *)arg)->msg); }
 
@@ -166,7 +172,9 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
-	if (o->set_tags || o->set_hist || o->set_lock) {
+	if (o->set_pol)
+		return bmd_set_policy(b, o->name, strlen(o->name), o->policy, o->policy ? strlen(o->policy) : 0, err);
+	if (o->set_tags || o->set_hist || o->set_lock || o->set_pab) {
 		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
 		if (!bk) {
 			errno = ENOENT;
@@ -177,6 +185,8 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 			memcpy(p.s3tags, o->props.s3tags, sizeof(p.s3tags));
 		else if (o->set_lock)
 			memcpy(p.s3lock, o->props.s3lock, sizeof(p.s3lock));
+		else if (o->set_pab)
+			p.s3pab = o->props.s3pab;
 		else
 			p.history = o->props.history;
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
@@ -208,6 +218,12 @@ static void via_primary(struct bop *o)
 		buf_addstr(&body, "}}}");
 	} else if (o->set_lock) { /* letters, digits and ':' (bmd_s3lock_valid) */
 		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"lock\":\"%s\"}}}", p->s3lock);
+	} else if (o->set_pab) {
+		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"pab\":%u}}}", p->s3pab);
+	} else if (o->set_pol) {
+		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"policy\":");
+		buf_add_json_str(&body, o->policy ? o->policy : "", o->policy ? strlen(o->policy) : 0);
+		buf_addstr(&body, "}}}");
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
 	} else {
@@ -233,9 +249,7 @@ static void via_primary(struct bop *o)
 		return;
 	}
 	snprintf(url, sizeof(url), "%s/v1/buckets/%s", base, o->name);
-	const char *method = o->set_acl || o->set_tags || o->set_hist || o->set_lock ? "PATCH"
-			     : o->create				       ? "POST"
-									       : "DELETE";
+	const char *method = SETS(o) ? "PATCH" : o->create ? "POST" : "DELETE";
 	int rc = httpc_sync(method, url, hdrs, body.ptr, body.len, 30000, &resp, &status);
 	buf_free(&body);
 	if (rc != AIS_OK)
@@ -257,7 +271,7 @@ static void bop_work(http_req_t *req)
 	struct bop *o = r->op;
 	s3_node_t *nd = &r->node;
 
-	if (!o->create && !o->set_acl && !o->set_tags && !o->set_hist && !o->set_lock) {
+	if (!o->create && !SETS(o)) {
 		s3_entry_t *e = NULL;
 		size_t n = 0;
 		bool more = false;
@@ -283,8 +297,8 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
-	if (o->set_acl || o->set_tags || o->set_hist || o->set_lock || o->props.s3lock[0]) {
-		/* a standalone target keeps no ACLs, tags, versions or locks */
+	if (SETS(o) || o->props.s3lock[0]) {
+		/* a standalone target keeps no ACLs, tags, versions, locks or policies */
 		o->err = ENOTSUP;
 		return;
 	}
@@ -306,7 +320,8 @@ static void bop_done(http_req_t *req)
 		s3_error(r, "NoSuchBucket", NULL);
 	} else if (o->err == ENOTSUP) {
 		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)",
-			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_lock || o->create ? "object lock" : "ACLs");
+			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_pol ? "policies" :
+			 o->set_pab ? "public access blocks" : o->set_lock || o->create ? "object lock" : "ACLs");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
@@ -314,7 +329,7 @@ static void bop_done(http_req_t *req)
 	} else if (o->set_acl || o->set_hist || o->set_lock) {
 		s3_common_headers(r);
 		http_resp_send(req, "", 0);
-	} else if (o->set_tags) {
+	} else if (o->set_tags || o->set_pab || o->set_pol) {
 		s3_common_headers(r);
 		http_resp_status(req, o->status);
 		http_resp_send(req, "", 0);
@@ -435,6 +450,26 @@ void s3_bucket_set_lock(s3_rq_t *r, const char *conf)
 	struct bop *o = bop_new(r, false);
 	o->set_lock = true;
 	snprintf(o->props.s3lock, sizeof(o->props.s3lock), "%s", conf);
+	r->http->state = r;
+	s3_offload(r, bop_work, bop_done);
+}
+
+void s3_bucket_set_policy(s3_rq_t *r, const char *text, int status)
+{
+	struct bop *o = bop_new(r, false);
+	o->set_pol = true;
+	o->policy = text;
+	o->status = status;
+	r->http->state = r;
+	s3_offload(r, bop_work, bop_done);
+}
+
+void s3_bucket_set_pab(s3_rq_t *r, unsigned pab, int status)
+{
+	struct bop *o = bop_new(r, false);
+	o->set_pab = true;
+	o->props.s3pab = (uint8_t)pab;
+	o->status = status;
 	r->http->state = r;
 	s3_offload(r, bop_work, bop_done);
 }

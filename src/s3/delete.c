@@ -7,7 +7,8 @@
  * as S3 says; Quiet leaves successes out of the answer. A key whose delete
  * could not reach every holder of a copy (ol.h invariant 5) gets an Error
  * with Code ServiceUnavailable naming the targets; a version under S3
- * object lock one with Code AccessDenied (olver.c rule 8).
+ * object lock one with Code AccessDenied (olver.c rule 8); a key the
+ * bucket policy denies (s3_decide_key) an Error AccessDenied.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -94,6 +95,8 @@ static void md_work(http_req_t *req)
 			code = key.len > NAME_OBJECT_MAX ? "KeyTooLongError" : "InvalidArgument";
 		else if (vid.ptr && ((!versioned || !olver_id_valid(vid)) && !sv_eqstr(vid, "null")))
 			code = "InvalidArgument", buf_addstr(&msg, "Invalid version id specified");
+		else if (s3_decide_key(r, key, vid.ptr != NULL) != AIS_OK) /* the bucket policy, per key */
+			code = "AccessDenied", buf_addstr(&msg, "Access Denied: explicit deny in the bucket policy");
 		else if (del_one(r, key, versioned, vid, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
 			code = st == 503 ? "ServiceUnavailable" : st == 403 ? "AccessDenied" : "InternalError";
 		if (code) {

@@ -16,8 +16,7 @@
  *     for unsupported functionality); nothing was read, written or
  *     changed; or
  *   - what S3 answers for a bucket or object without that configuration,
- *     when that is the truth here: GET ?policy is 404 NoSuchBucketPolicy
- *     because no bucket has a policy, GET ?logging an empty
+ *     when that is the truth here: GET ?logging an empty
  *     BucketLoggingStatus, DELETE ?cors 204 because there is no CORS
  *     configuration to delete.
  * Sub-resources aisd implements are listed too (PASS), so that the table
@@ -79,12 +78,12 @@ static const struct subres {
 	 .pass_value = "null", .pass_with = {"retention", "legal-hold"}},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
+	{SUB("policy", ON_BUCKET, "bucket policies"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
+	{SUB("policyStatus", ON_BUCKET, "bucket policies"), .get = C(PASS)},
+	{SUB("publicAccessBlock", ON_BUCKET, "public access blocks"), .get = C(PASS), .put = C(PASS),
+	 .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
 	{SUB("versioning", ON_BUCKET, "versioning"), .get = C(PASS), .put = C(PASS)},
-	{SUB("policy", ON_BUCKET, "bucket policies"),
-	 .get = CA(ABSENT, "NoSuchBucketPolicy", "The bucket policy does not exist"), .del = C(NONE)},
-	{SUB("policyStatus", ON_BUCKET, "bucket policies"),
-	 .get = CA(ABSENT, "NoSuchBucketPolicy", "The bucket policy does not exist")},
 	{SUB("cors", ON_BUCKET, "CORS"),
 	 .get = CA(ABSENT, "NoSuchCORSConfiguration", "The CORS configuration does not exist"), .del = C(NONE)},
 	{SUB("lifecycle", ON_BUCKET, "lifecycle"),
@@ -103,10 +102,6 @@ static const struct subres {
 	 .del = C(NONE)},
 	{SUB("ownershipControls", ON_BUCKET, "ownership controls"),
 	 .get = CA(ABSENT, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found"),
-	 .del = C(NONE)},
-	{SUB("publicAccessBlock", ON_BUCKET, "public access blocks"),
-	 .get = CA(ABSENT, "NoSuchPublicAccessBlockConfiguration",
-		   "The public access block configuration was not found"),
 	 .del = C(NONE)},
 	{SUB("logging", ON_BUCKET, "bucket logging"), .get = CA(DOC, "BucketLoggingStatus", "")},
 	{SUB("notification", ON_BUCKET, "event notifications"), .get = CA(DOC, "NotificationConfiguration", "")},

@@ -4,6 +4,8 @@
  * query and headers (Host included, so a SigV4 signature still verifies
  * there), and relays the answer's status, headers and body (but the
  * hop-by-hop ones and the target's Ais-Local-Socket, a path on its host).
+ * It adds who the client is (S3_CLIENT_HDR: address, TLS) for the
+ * target's bucket policy, replacing any the client sent.
  *
  * The bytes go over the node-to-node transport (xp.h, on this worker's
  * event loop; TLS to https peers). Both directions are bounded (PX_BUF
@@ -296,9 +298,15 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
 		authz_prev_value(prev, req->path, &hb);
 		buf_addstr(&hb, "\r\n");
 	}
+	{ /* who the client is, for the serving target's bucket policy (policy.c) */
+		char addr[64];
+		bool tls;
+		s3_client(r, addr, sizeof(addr), &tls);
+		buf_addf(&hb, "%s: %s %d\r\n", S3_CLIENT_HDR, addr, tls ? 1 : 0);
+	}
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)) ||
-		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)))
+		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)) || sv_eqcase(req->hdrs[i].name, SV(S3_CLIENT_HDR)))
 			continue;
 		buf_addsv(&hb, req->hdrs[i].name);
 		buf_add(&hb, ": ", 2);

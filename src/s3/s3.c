@@ -374,6 +374,12 @@ static int bucket_op(s3_rq_t *r)
 		return s3_versioning(r);
 	if (s3_query_has(req, "object-lock"))
 		return s3_bucket_lock(r);
+	if (s3_query_has(req, "policy"))
+		return s3_bucket_policy(r);
+	if (s3_query_has(req, "policyStatus"))
+		return s3_bucket_policy_status(r);
+	if (s3_query_has(req, "publicAccessBlock"))
+		return s3_bucket_pab(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -405,7 +411,9 @@ static int authenticate(s3_rq_t *r)
  *   ListBuckets                    -             -
  *   CreateBucket                   cluster admin -
  *   PutBucketAcl, Put/DeleteBucketTagging admin  WRITE_ACP (bucket)
+ *   Put/DeleteBucketPolicy, ...PublicAccessBlock admin WRITE_ACP (bucket)
  *   GetBucketAcl, GetBucketTagging list          READ_ACP (bucket)
+ *   GetBucketPolicy(Status), ...PublicAccessBlock list READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
@@ -421,6 +429,8 @@ static int authenticate(s3_rq_t *r)
  * (GetObject, tagging, a copy's source), PUT (PutObject, copies,
  * multipart, PutObjectAcl, AbortMPU), DELETE (DeleteObject(s)), DESTROY
  * (DeleteBucket), PATCH (PutBucketAcl); none for the ACL reads.
+ * Each resource is also the bucket policy's (policy.c: its S3 action,
+ * access.c: the verdict, authz.h rules 1b and 3a).
  * AIS_OK with r->res, or AIS_ERR after answering (a bad copy source).
  */
 static int s3_declare(s3_rq_t *r)
@@ -444,8 +454,9 @@ static int s3_declare(s3_rq_t *r)
 	x->object = r->key;
 	r->nres = 1;
 	if (!r->key.len) {
-		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock")) {
-			/* the bucket's ACL, tags or lock configuration: as its owner's */
+		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
+		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock")) {
+			/* the bucket's ACL, tags, lock configuration, policy or public access block: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

@@ -272,6 +272,8 @@ typedef struct s3_bacl {
 	char owner[S3ACL_UID_MAX + 1]; /* its owner, else the first key's user */
 	bool acl_set;
 	s3acl_t acl;
+	unsigned pab;       /* its public access block (bmd.h BMD_PAB_*) */
+	const char *policy; /* its policy (the request's arena), or NULL */
 } s3_bacl_t;
 /* A bucket's owner and ACL; AIS_ERR: no such bucket. */
 int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out);
@@ -300,6 +302,11 @@ int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 int s3_decide_missing(s3_rq_t *r, size_t i);
 /* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
+/* One key of DeleteObjects (the bucket was decided by s3_decide): the
+ * bucket's resource as that key, asked of the bucket policy with
+ * s3:DeleteObject (s3:DeleteObjectVersion with version) and decided
+ * again. AIS_OK, or AIS_ERR (that key is AccessDenied). Any thread. */
+int s3_decide_key(s3_rq_t *r, sv_t key, bool version);
 /* The ACL the request sets (x-amz-acl or x-amz-grant-*; else private of
  * owner) into out; *given says whether the request named one. AIS_ERR
  * after answering (both forms, unknown canned ACL, unknown user, e-mail
@@ -313,6 +320,27 @@ int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a);
 int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m);
 /* The AccessControlPolicy document. */
 void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b);
+
+/* --- policy.c: bucket policies and public access blocks --- */
+/* A node that forwards an S3 request (proxy.c) tells the serving target
+ * who the client is: "ADDR TLS" (TLS 0 or 1); taken only from a node of
+ * the cluster (http_req_from_node), dropped from anyone else. */
+#define S3_CLIENT_HDR "Ais-S3-Client"
+/* The client's address and whether it used TLS (see S3_CLIENT_HDR). */
+void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls);
+/* The S3 action ("s3:GetObject") resource i of r asks for. */
+const char *s3_action(s3_rq_t *r, size_t i);
+/* The bucket policy's verdict (authz.h AUTHZ_POL_*) on resource x of r
+ * asking action, its bucket b (policy, owner, public access block) and,
+ * for an object read, its metadata m (tags; NULL: not read yet: a policy
+ * that needs them answers AUTHZ_POL_LATER when later_ok). */
+unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
+			   const s3_meta_t *m, bool later_ok);
+/* ?policy (GET, PUT, DELETE), ?policyStatus (GET), ?publicAccessBlock
+ * (GET, PUT, DELETE) of a bucket. */
+int s3_bucket_policy(s3_rq_t *r);
+int s3_bucket_policy_status(s3_rq_t *r);
+int s3_bucket_pab(s3_rq_t *r);
 
 /* --- aclop.c: GET and PUT ?acl on buckets and objects --- */
 int s3_acl_get(s3_rq_t *r);
@@ -330,6 +358,10 @@ int s3_bucket_tagging(s3_rq_t *r);
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
 /* PutObjectLockConfiguration's change: props.s3lock through the primary. */
 void s3_bucket_set_lock(s3_rq_t *r, const char *conf);
+/* Put/DeleteBucketPolicy's change (text NULL: remove) and Put/Delete
+ * PublicAccessBlock's (props.s3pab) through the primary; answer status. */
+void s3_bucket_set_policy(s3_rq_t *r, const char *text, int status);
+void s3_bucket_set_pab(s3_rq_t *r, unsigned pab, int status);
 /* PutBucketVersioning's change: props.history through the primary. */
 void s3_bucket_set_history(s3_rq_t *r, unsigned history);
 

@@ -217,10 +217,10 @@ s3.delete_bucket(Bucket="nyi-nolock")
 # --- sub-resources -------------------------------------------------------------------------------------------------
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
-    "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["PUT", "POST"],
+    "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
-    "publicAccessBlock": ["PUT"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
+    "publicAccessBlock": ["POST"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
     "metrics": ["GET", "PUT", "DELETE"], "intelligent-tiering": ["GET", "PUT", "DELETE"],
     "metadataTable": ["GET", "POST", "DELETE"], "session": ["GET"],
@@ -264,7 +264,7 @@ st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "multi
 nyi(st, body, "POST Object", "POST /bucket (browser form upload)")
 
 # GET of configurations no bucket has: what S3 answers for a bucket without one
-ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy", "policyStatus": "NoSuchBucketPolicy",
+ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy",
           "cors": "NoSuchCORSConfiguration", "lifecycle": "NoSuchLifecycleConfiguration",
           "encryption": "ServerSideEncryptionConfigurationNotFoundError",
           "object-lock": "ObjectLockConfigurationNotFoundError", "website": "NoSuchWebsiteConfiguration",
@@ -323,7 +323,6 @@ CASES = [
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
-    ("PutBucketPolicy", s3.put_bucket_policy, dict(Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}')),
     ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
         {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),
     ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
@@ -344,6 +343,9 @@ for what, fn, kw in [("GetObject", s3.get_object, dict(Bucket=B, Key="obj", Vers
 t.eq(code_of(s3.put_object_lock_configuration, Bucket=B, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"}),
      (409, "InvalidBucketState"), "boto3 PutObjectLockConfiguration on an unversioned bucket: 409 InvalidBucketState")
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "boto3 GetBucketPolicy: NoSuchBucketPolicy")
+# bucket policies are built (test_s3_policy.py): one without statements is malformed, never stored
+t.eq(code_of(s3.put_bucket_policy, Bucket=B, Policy='{"Version":"2012-10-17","Statement":[]}'),
+     (400, "MalformedPolicy"), "boto3 PutBucketPolicy without statements: 400 MalformedPolicy")
 t.eq(code_of(s3.get_bucket_encryption, Bucket=B), (404, "ServerSideEncryptionConfigurationNotFoundError"),
      "boto3 GetBucketEncryption: not found")
 t.eq(code_of(s3.get_object_lock_configuration, Bucket=B), (404, "ObjectLockConfigurationNotFoundError"),
