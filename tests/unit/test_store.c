@@ -1697,14 +1697,21 @@ static int read_hot(store_t *s, const char *b, const char *o, store_meta_t *m, b
 {
 	int fd = -1;
 	buf_t body = BUF_INIT;
-	int rc = store_open_hot(s, BCK(b), BCK(o), &fd, m, &body);
+	store_hot_ref_t ref;
+	int rc = store_open_hot(s, BCK(b), BCK(o), &fd, m, &ref);
 	if (rc != AIS_OK) {
-		buf_free(&body);
+		ck_assert_ptr_null(ref.ent);
 		return rc;
 	}
 	*hot = fd < 0;
+	ck_assert(*hot == (ref.ent != NULL));
+	if (ref.ent) {
+		ck_assert_uint_eq(ref.len, m->size);
+		buf_add(&body, ref.ptr, ref.len);
+		store_hot_release(&ref);
+		ck_assert_ptr_null(ref.ent);
+	}
 	if (fd >= 0) {
-		ck_assert_uint_eq(body.len, 0);
 		size_t n;
 		char *p = read_fd(fd, &n);
 		close(fd);

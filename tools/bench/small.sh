@@ -165,6 +165,17 @@ done
 
 med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
 cmed() { if [ -s "$TMP/cpu.$1.$2" ]; then median <"$TMP/cpu.$1.$2"; else echo n/a; fi; }
+# rmed TEST SERVER: the median over the rounds of SERVER's rate / nginx's in
+# the same round (the servers of a round run seconds apart, so a load that
+# drifts over the run moves both alike).
+rmed() {
+	if [ -s "$TMP/res.$1.$2" ] && [ -s "$TMP/res.$1.nginx" ]; then
+		paste "$TMP/res.$1.$2" "$TMP/res.$1.nginx" | awk 'NF == 2 && $2 > 0 { printf "%.4f\n", $1 / $2 }' |
+			median | awk '{ if ($1 == "n/a") print; else printf "%.2f\n", $1 }'
+	else
+		echo n/a
+	fi
+}
 MD=$BUILD/bench-small.md
 {
 	echo "## Small reads, aisd direct vs nginx ($(date -u +%Y-%m-%d))"
@@ -173,15 +184,16 @@ MD=$BUILD/bench-small.md
 	echo
 	echo "Rates are medians of the rounds; CPU is the server's CPU time (user + system, all"
 	echo "its processes) per request, median of the rounds: it does not depend on the load."
+	echo "\"per round\": the median of the rounds' own ratios (each round's runs seconds apart)."
 	echo
 	if [ -n "${BASE:-}" ]; then
 		echo "base: $BASE"
 		echo
-		echo "| test | aisd | nginx | aisd/nginx | base | base/nginx | CPU us/req aisd | nginx | base |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | per round | base | base/nginx | per round | CPU us/req aisd | nginx | base |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	else
-		echo "| test | aisd | nginx | aisd/nginx | CPU us/req aisd | nginx |"
-		echo "|---|---:|---:|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | per round | CPU us/req aisd | nginx |"
+		echo "|---|---:|---:|---:|---:|---:|---:|"
 	fi
 	row() {
 		local a n b
@@ -190,9 +202,9 @@ MD=$BUILD/bench-small.md
 		[ "$a" = n/a ] && [ "$n" = n/a ] && return
 		if [ -n "${BASE:-}" ]; then
 			b=$(med "$2" base)
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $b | $(ratio "$b" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) | $(cmed "$2" base) |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(rmed "$2" aisd) | $b | $(ratio "$b" "$n") | $(rmed "$2" base) | $(cmed "$2" aisd) | $(cmed "$2" nginx) | $(cmed "$2" base) |"
 		else
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(rmed "$2" aisd) | $(cmed "$2" aisd) | $(cmed "$2" nginx) |"
 		fi
 	}
 	row "GET 1 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get1k
