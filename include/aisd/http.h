@@ -317,6 +317,11 @@ void http_resp_header_i64(http_req_t *req, const char *name, int64_t value);
 void http_resp_send(http_req_t *req, const void *body, size_t len);
 /* Takes b's memory. */
 void http_resp_send_buf(http_req_t *req, buf_t *b);
+/* Sends len bytes from body without copying them (plain connections: the
+ * head and they go in one sendmsg; over TLS they are copied): body must
+ * stay valid and unchanged until the request ends (its arena is reset), e.g.
+ * memory an arena cleanup of the request lets go of. */
+void http_resp_send_ref(http_req_t *req, const void *body, size_t len);
 /* Sends len bytes of fd from off with sendfile; takes fd (closes it).
  * Disk reads never block the event loop (page-cache residency is checked
  * and cold ranges are read ahead on the I/O pool). */

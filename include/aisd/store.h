@@ -198,15 +198,26 @@ int store_lookup(store_t *s, const char *bck, size_t blen, const char *obj, size
  * and an open(); callable from an event loop. The caller closes *fd. */
 int store_open_obj(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen,
 		   int *fd, store_meta_t *out);
+/* A hot object's bytes, held (not copied) until store_hot_release: they
+ * stay valid and unchanged while held, even if the object is overwritten,
+ * deleted or evicted meanwhile (a later read then no longer finds them). */
+typedef struct store_hot_ref {
+	const char *ptr;
+	uint64_t len;
+	void *ent; /* the cache's entry (hot.c); NULL: nothing held */
+} store_hot_ref_t;
 /* Opens an object for reading like store_open_obj, from memory when it can
  * (hot.c): a small object (store.hot_object_max) read recently is served
- * from the store's hot cache, its bytes appended to body and *fd set to -1;
- * else *fd is open as store_open_obj gives it and body is left as it was
- * (the object is cached on the way, *fd then -1 and its bytes in body, when
- * it is small and its bytes are in the page cache). Callable from an event
- * loop. AIS_OK, or AIS_ERR with errno as store_open_obj. */
+ * from the store's hot cache: *ref holds its bytes and *fd is -1; else *fd
+ * is open as store_open_obj gives it and *ref holds nothing (the object is
+ * cached on the way, *fd then -1 and *ref holding its bytes, when it is
+ * small and its bytes are in the page cache). Callable from an event loop.
+ * AIS_OK, or AIS_ERR with errno as store_open_obj. The caller releases
+ * *ref (store_hot_release) in every case. */
 int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int *fd,
-		   store_meta_t *m, buf_t *body);
+		   store_meta_t *m, store_hot_ref_t *ref);
+/* Lets go of what *ref holds (nothing: no-op) and clears it. */
+void store_hot_release(store_hot_ref_t *ref);
 /* The hot cache's contents and counters since start (all 0 when it is off). */
 typedef struct store_hot_stats {
 	uint64_t entries, bytes; /* objects held now, bytes charged for them */

@@ -132,9 +132,10 @@ static const struct key keys[] = {
 	 "a read records the object's access time (Ais-Atime, listings' atime) when the one recorded is older than "
 	 "this: at most one metadata write per object per interval (0: reads write nothing; the access time "
 	 "stays the last write's)"},
-	{"store.leveldb_cache", K_SIZE, N(ldb_cache), "8MiB",
-	 "each mountpath's LevelDB block cache: the object records read most often stay decoded in memory (1MiB to 64GiB)"},
-	{"store.leveldb_write_buffer", K_SIZE, N(ldb_write_buffer), "4MiB",
+	{"store.leveldb_cache", K_SIZE, N(ldb_cache), "0",
+	 "each mountpath's LevelDB block cache: the object records read most often stay decoded in memory (1MiB to "
+	 "64GiB; 0: 1/32 of the machine's memory shared by the mountpaths, 8MiB to 1GiB each)"},
+	{"store.leveldb_write_buffer", K_SIZE, N(ldb_write_buffer), "16MiB",
 	 "each mountpath's LevelDB memtable: records written are gathered this much before they go to a table file "
 	 "(1MiB to 1GiB; up to twice this much memory, and as much log to replay at start)"},
 	{"store.leveldb_bloom_bits", K_U64, N(ldb_bloom_bits), "10",
@@ -599,10 +600,10 @@ int conf_validate(const conf_t *c, buf_t *err)
 		buf_addstr(err, "store.put_buffer must be between 4KiB and 64MiB");
 		return AIS_ERR;
 	}
-	if (c->ldb_cache < (1 << 20) || c->ldb_cache > (64ULL << 30) || c->ldb_write_buffer < (1 << 20) ||
+	if ((c->ldb_cache && c->ldb_cache < (1 << 20)) || c->ldb_cache > (64ULL << 30) || c->ldb_write_buffer < (1 << 20) ||
 	    c->ldb_write_buffer > (1ULL << 30) || c->ldb_bloom_bits > 64 || c->ldb_max_open_files < 64 ||
 	    c->ldb_max_open_files > 1000000) {
-		buf_addstr(err, "store.leveldb_cache must be between 1MiB and 64GiB, store.leveldb_write_buffer between "
+		buf_addstr(err, "store.leveldb_cache must be 0 or between 1MiB and 64GiB, store.leveldb_write_buffer between "
 				"1MiB and 1GiB, store.leveldb_bloom_bits at most 64 and store.leveldb_max_open_files "
 				"between 64 and 1000000");
 		return AIS_ERR;

@@ -233,6 +233,8 @@ struct http_conn {
 	enum resp_kind kind;
 	buf_t out;        /* bytes to write: head, memory body, chunks */
 	size_t out_off;
+	const char *mref; /* RB_MEM: a body written from the caller's memory after out */
+	size_t mref_len, mref_off;
 	int ffd;          /* RB_FILE */
 	int pass_fd;      /* a descriptor sent with the head (SCM_RIGHTS), or -1 */
 	off_t foff;

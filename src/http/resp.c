@@ -68,6 +68,8 @@ void resp_reset(http_conn_t *c)
 	c->head_only = false;
 	c->kind = RB_NONE;
 	c->out_off = 0;
+	c->mref = NULL;
+	c->mref_len = c->mref_off = 0;
 	c->bytes_out = 0;
 	buf_reset(&c->out);
 	buf_reset(&c->rhdrs);
@@ -200,6 +202,23 @@ void http_resp_send(http_req_t *req, const void *body, size_t len)
 	resp_build_head(c, len, false);
 	if (!c->head_only)
 		buf_add(&c->out, body, len);
+	conn_run(c);
+}
+
+void http_resp_send_ref(http_req_t *req, const void *body, size_t len)
+{
+	http_conn_t *c = req->conn;
+	if (c->ssl) { /* tls_write takes one buffer */
+		http_resp_send(req, body, len);
+		return;
+	}
+	if (!begin(req, RB_MEM))
+		return;
+	resp_build_head(c, len, false);
+	if (!c->head_only && len) {
+		c->mref = body;
+		c->mref_len = len;
+	}
 	conn_run(c);
 }
 
@@ -654,7 +673,7 @@ static void stream_flatten(http_conn_t *c)
  * Returns the bytes written, or -1 (errno). */
 static ssize_t out_write(http_conn_t *c)
 {
-	struct iovec iov[3];
+	struct iovec iov[4];
 	struct msghdr mh = {.msg_iov = iov};
 	int flags = MSG_NOSIGNAL;
 
@@ -675,6 +694,8 @@ static ssize_t out_write(http_conn_t *c)
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &c->pass_fd, sizeof(int));
 	}
+	if (c->mref_off < c->mref_len) /* RB_MEM by reference: after the head */
+		iov[mh.msg_iovlen++] = (struct iovec){(void *)(c->mref + c->mref_off), c->mref_len - c->mref_off};
 	if (c->spend) {
 		if (c->spoff < c->spiece.len)
 			iov[mh.msg_iovlen++] = (struct iovec){c->spiece.ptr + c->spoff, c->spiece.len - c->spoff};
@@ -695,6 +716,9 @@ static ssize_t out_write(http_conn_t *c)
 	size_t k = (size_t)n, m;
 	m = MIN(k, c->out.len - c->out_off);
 	c->out_off += m;
+	k -= m;
+	m = MIN(k, c->mref_len - c->mref_off);
+	c->mref_off += m;
 	k -= m;
 	if (c->spend) {
 		m = MIN(k, c->spiece.len - c->spoff);
@@ -728,7 +752,7 @@ int resp_flush(http_conn_t *c)
 			if (r != AIS_OK)
 				return r;
 		}
-		if (c->out_off < c->out.len || c->spend) {
+		if (c->out_off < c->out.len || c->mref_off < c->mref_len || c->spend) {
 			ssize_t n = out_write(c);
 			if (n < 0) {
 				if (errno == EINTR)

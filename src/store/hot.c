@@ -27,13 +27,21 @@
  *     with preadv2(RWF_NOWAIT): a fill never waits on the disk; bytes not in
  *     the page cache are not cached (the next read, after the usual path
  *     brought them in, caches them).
- *  5. A hit copies the bytes and metadata out under the shard's mutex; the
- *     caller owns its copy, nothing is shared past the call.
+ *  5. A hit copies the metadata out under the shard's mutex and takes a
+ *     reference on the entry: its bytes are sent from the entry itself (no
+ *     copy), and an entry dropped, evicted or replaced meanwhile is freed
+ *     by its last reference (store_hot_release), never under a reader. A
+ *     committed generation's bytes never change (rule 4), so bytes a reader
+ *     still holds are those of the record it read; a read that starts
+ *     after a drop no longer finds the entry (rule 3). Entries held past
+ *     their removal are not charged to the cache: at most one per request
+ *     in flight, each at most store.hot_object_max.
  * What the cache does not see: object files changed or removed behind the
  * daemon's back (outside the records), as any open-file cache.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -52,6 +60,7 @@ struct hot_ent {
 	struct hot_ent *next;          /* hash chain */
 	struct hot_ent *lprev, *lnext; /* LRU list, most recently used first */
 	uint64_t hash;
+	atomic_int refs;               /* the cache's (while linked) and readers' (rule 5) */
 	size_t klen, clen, cost;       /* name, custom metadata (no NUL), bytes charged */
 	uint64_t size;
 	enum store_cksum cksum_type;
@@ -92,12 +101,19 @@ struct store_hot *store_hot_new(uint64_t bytes, uint64_t obj_max)
 	return h;
 }
 
+/* Drops a reference to e; the last one frees it (rule 5). */
+static void ent_unref(struct hot_ent *e)
+{
+	if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+		free(e);
+}
+
 /* Empties a shard. Caller holds its mutex. */
 static void shard_empty(struct hot_shard *sh)
 {
 	for (struct hot_ent *e = sh->head, *nx; e; e = nx) {
 		nx = e->lnext;
-		free(e);
+		ent_unref(e);
 	}
 	memset(sh->tab, 0, sh->nb * sizeof(*sh->tab));
 	sh->head = sh->tail = NULL;
@@ -156,7 +172,7 @@ static void lru_front(struct hot_shard *sh, struct hot_ent *e)
 		sh->tail = e;
 }
 
-/* Removes and frees e. Caller holds the shard's mutex. */
+/* Removes e and drops the cache's reference. Caller holds the shard's mutex. */
 static void remove_ent(struct hot_shard *sh, struct hot_ent *e)
 {
 	struct hot_ent **p = &sh->tab[e->hash & (sh->nb - 1)];
@@ -166,7 +182,7 @@ static void remove_ent(struct hot_shard *sh, struct hot_ent *e)
 	lru_unlink(sh, e);
 	sh->n--;
 	sh->bytes -= e->cost;
-	free(e);
+	ent_unref(e);
 }
 
 /* Doubles the chains when the entries outnumber them. */
@@ -187,10 +203,13 @@ static void maybe_grow(struct hot_shard *sh)
 	sh->nb = nb;
 }
 
-/* Rule 5: copies a hit out; false on a miss (*epoch then the shard's
- * epoch, for the fill). */
-static bool hot_get(struct store_hot *h, const char *name, size_t n, uint64_t hash, store_meta_t *m, buf_t *body,
-		    uint64_t *epoch)
+/* The bytes of e (after its name and custom metadata). */
+static char *ent_bytes(struct hot_ent *e) { return e->data + e->klen + e->clen + 1; }
+
+/* Rule 5: a hit's metadata and a reference to its entry; NULL on a miss
+ * (*epoch then the shard's epoch, for the fill). */
+static struct hot_ent *hot_get(struct store_hot *h, const char *name, size_t n, uint64_t hash, store_meta_t *m,
+			       uint64_t *epoch)
 {
 	struct hot_shard *sh = shard_of(h, hash);
 	pthread_mutex_lock(&sh->mu);
@@ -199,7 +218,7 @@ static bool hot_get(struct store_hot *h, const char *name, size_t n, uint64_t ha
 		sh->misses++;
 		*epoch = sh->epoch;
 		pthread_mutex_unlock(&sh->mu);
-		return false;
+		return NULL;
 	}
 	sh->hits++;
 	if (sh->head != e) {
@@ -214,37 +233,46 @@ static bool hot_get(struct store_hot *h, const char *name, size_t n, uint64_t ha
 	m->atime_ns = e->atime_ns;
 	m->md_ns = e->md_ns;
 	memcpy(m->custom, e->data + e->klen, e->clen + 1);
-	buf_add(body, e->data + e->klen + e->clen + 1, e->size);
+	atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&sh->mu);
-	return true;
+	return e;
 }
 
-/* Rule 2: inserts name's bytes unless a drop moved the shard's epoch since
- * the caller's hot_get. */
-static void hot_put(struct store_hot *h, const char *name, size_t n, uint64_t hash, uint64_t epoch,
-		    const store_meta_t *m, const char *bytes)
+/* A new entry for name and m, its bytes still to be read (ent_bytes), one
+ * reference (the caller's). */
+static struct hot_ent *ent_new(const char *name, size_t n, uint64_t hash, const store_meta_t *m)
 {
 	size_t clen = strnlen(m->custom, sizeof(m->custom) - 1);
 	size_t cost = sizeof(struct hot_ent) + n + clen + 1 + m->size;
-	if (cost > h->cap)
-		return;
 	struct hot_ent *e = xmalloc(cost);
 	*e = (struct hot_ent){.hash = hash, .klen = n, .clen = clen, .cost = cost, .size = m->size,
 			      .cksum_type = m->cksum_type, .version = m->version, .mtime_ns = m->mtime_ns,
 			      .atime_ns = m->atime_ns, .md_ns = m->md_ns};
+	atomic_init(&e->refs, 1);
 	memcpy(e->cksum, m->cksum, sizeof(e->cksum));
 	memcpy(e->data, name, n);
 	memcpy(e->data + n, m->custom, clen);
 	e->data[n + clen] = '\0';
-	memcpy(e->data + n + clen + 1, bytes, m->size);
+	return e;
+}
 
+/* Rule 2: inserts e (its bytes read) unless a drop moved the shard's epoch
+ * since the caller's hot_get; the caller keeps its own reference either
+ * way. */
+static void hot_put(struct store_hot *h, struct hot_ent *e, uint64_t epoch)
+{
+	if (e->cost > h->cap)
+		return;
+	uint64_t hash = e->hash;
+	const char *name = e->data;
+	size_t n = e->klen, cost = e->cost;
 	struct hot_shard *sh = shard_of(h, hash);
 	pthread_mutex_lock(&sh->mu);
 	if (sh->epoch != epoch) { /* written, deleted or dropped meanwhile */
 		pthread_mutex_unlock(&sh->mu);
-		free(e);
 		return;
 	}
+	atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed); /* the cache's */
 	struct hot_ent **p, *old = find(sh, hash, name, n, &p);
 	if (old) /* another reader filled it first: same record (the epoch did not move) */
 		remove_ent(sh, old);
@@ -325,29 +353,35 @@ void store_hot_drop_batch(store_t *s, leveldb_writebatch_t *b)
 		leveldb_writebatch_iterate(b, s, batch_put, batch_del);
 }
 
-/* Rule 4: reads all of fd's m->size bytes into body if they are in the page
+/* Rule 4: reads all of fd's size bytes into p if they are in the page
  * cache. */
-static bool read_resident(int fd, uint64_t size, buf_t *body)
+static bool read_resident(int fd, uint64_t size, char *p)
 {
-	buf_grow(body, size ? size : 1);
 	size_t got = 0;
 	while (got < size) {
-		struct iovec iov = {body->ptr + body->len + got, size - got};
+		struct iovec iov = {p + got, size - got};
 		ssize_t n = preadv2(fd, &iov, 1, (off_t)got, RWF_NOWAIT);
 		if (n <= 0)
 			return false; /* would block, short file, or an error: the usual path reports it */
 		got += (size_t)n;
 	}
-	body->len += got;
 	return true;
+}
+
+void store_hot_release(store_hot_ref_t *r)
+{
+	if (r->ent)
+		ent_unref(r->ent);
+	*r = (store_hot_ref_t){0};
 }
 
 void (*store_hot_fill_hook)(void);
 
 int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, size_t olen, int *fd,
-		   store_meta_t *m, buf_t *body)
+		   store_meta_t *m, store_hot_ref_t *ref)
 {
 	struct store_hot *h = s->hot;
+	*ref = (store_hot_ref_t){0};
 	if (!h)
 		return store_open_obj(s, bck, blen, obj, olen, fd, m);
 	buf_t k = BUF_INIT;
@@ -355,27 +389,30 @@ int store_open_hot(store_t *s, const char *bck, size_t blen, const char *obj, si
 	const char *name = k.ptr + 1;
 	size_t n = k.len - 1;
 	uint64_t hash = name_hash(name, n), epoch;
-	size_t base = body->len;
-	if (hot_get(h, name, n, hash, m, body, &epoch)) {
+	struct hot_ent *e = hot_get(h, name, n, hash, m, &epoch);
+	if (e) {
 		buf_free(&k);
 		*fd = -1;
+		*ref = (store_hot_ref_t){.ptr = ent_bytes(e), .len = e->size, .ent = e};
 		return AIS_OK;
 	}
 	int rc = store_open_obj(s, bck, blen, obj, olen, fd, m);
 	if (rc == AIS_OK && m->size <= h->obj_max) {
-		if (read_resident(*fd, m->size, body)) {
+		e = ent_new(name, n, hash, m);
+		if (read_resident(*fd, m->size, ent_bytes(e))) {
 			if (store_hot_fill_hook)
 				store_hot_fill_hook();
-			hot_put(h, name, n, hash, epoch, m, body->ptr + base);
+			hot_put(h, e, epoch);
 			close(*fd);
 			*fd = -1;
+			*ref = (store_hot_ref_t){.ptr = ent_bytes(e), .len = e->size, .ent = e};
 		} else {
-			body->len = base;
+			ent_unref(e);
 		}
 	}
-	int e = errno;
+	int err = errno;
 	buf_free(&k);
-	errno = e;
+	errno = err;
 	return rc;
 }
 

@@ -283,6 +283,19 @@ void store_mp_close(store_mp_t *mp)
 	mp->cache = NULL;
 }
 
+uint64_t store_ldb_cache_auto(uint64_t phys, int nmp)
+{
+	uint64_t v = phys / 32 / (uint64_t)(nmp > 0 ? nmp : 1);
+	return MIN(MAX(v, STORE_LDB_CACHE_MIN), STORE_LDB_CACHE_MAX);
+}
+
+/* The machine's memory in bytes (0 if unknown). */
+static uint64_t phys_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
 int store_open(const conf_t *c, store_t **out, buf_t *err)
 {
 	if (c->n_mountpaths < 1 || c->n_mountpaths > CONF_MAX_MOUNTPATHS) {
@@ -295,7 +308,7 @@ int store_open(const conf_t *c, store_t **out, buf_t *err)
 	s->min_free_bytes = c->min_free_bytes;
 	s->hot = store_hot_new(c->hot_cache, c->hot_object_max);
 	s->atime_ns = (int64_t)c->atime_ms * 1000000LL;
-	s->ldb_cache = c->ldb_cache;
+	s->ldb_cache = c->ldb_cache ? c->ldb_cache : store_ldb_cache_auto(phys_bytes(), c->n_mountpaths);
 	s->ldb_write_buffer = c->ldb_write_buffer;
 	s->ldb_bloom_bits = c->ldb_bloom_bits;
 	s->ldb_max_open_files = c->ldb_max_open_files;

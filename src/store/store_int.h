@@ -166,6 +166,15 @@ static inline void store_unrd(store_t *s) { pthread_rwlock_unlock(&s->mp_rw); }
 
 void store_tidx_cache_free(store_t *s);
 
+/* store.leveldb_cache 0 (auto): each mountpath's block cache for a machine
+ * of phys bytes of memory and nmp mountpaths: 1/32 of the memory shared
+ * by the mountpaths, within [STORE_LDB_CACHE_MIN, STORE_LDB_CACHE_MAX].
+ * The cache holds only blocks read, so a small store pays for what it
+ * reads, not for the bound. */
+#define STORE_LDB_CACHE_MIN (8ULL << 20)
+#define STORE_LDB_CACHE_MAX (1ULL << 30)
+uint64_t store_ldb_cache_auto(uint64_t phys, int nmp);
+
 /* hot.c: recently read small objects in memory. store_hot_new returns NULL
  * for 0 bytes (off). Every change of an object record or tombstone drops
  * its name (store_db_write calls store_hot_drop_batch after each batch;

@@ -306,11 +306,12 @@ static void olo_done(http_req_t *req)
 	o->done(req, o->arg, fd, fd >= 0 ? &o->m : NULL, fd >= 0 ? 0 : o->err, o->msg.ptr ? o->msg.ptr : "");
 }
 
-/* A hot object's bytes held for a request from ol_open to ol_send (fd
- * OL_FD_MEM), in this worker's list: the request's arena drops them. */
+/* A hot object's bytes held for a request from ol_open to the end of its
+ * answer (fd OL_FD_MEM: sent from the cache's own copy, http_resp_send_ref),
+ * in this worker's list: the request's arena lets go of them. */
 struct olm {
 	http_req_t *req;
-	buf_t body;
+	store_hot_ref_t ref;
 	struct olm *next;
 };
 static __thread struct olm *mem_held;
@@ -323,15 +324,15 @@ static void olm_cleanup(void *arg)
 			*pp = x->next;
 			break;
 		}
-	buf_free(&x->body);
+	store_hot_release(&x->ref);
 }
 
-/* Takes body for req until ol_send or the request's end. */
-static void mem_hold(http_req_t *req, buf_t *body)
+/* Takes ref for req until the request's end. */
+static void mem_hold(http_req_t *req, store_hot_ref_t *ref)
 {
 	struct olm *x = arena_alloc(req->arena, sizeof(*x));
-	*x = (struct olm){.req = req, .body = *body, .next = mem_held};
-	*body = (buf_t)BUF_INIT;
+	*x = (struct olm){.req = req, .ref = *ref, .next = mem_held};
+	*ref = (store_hot_ref_t){0};
 	mem_held = x;
 	arena_cleanup_add(req->arena, olm_cleanup, x);
 }
@@ -349,12 +350,12 @@ bool ol_mem_send(http_req_t *req, int fd, uint64_t start, uint64_t len)
 	if (fd != OL_FD_MEM)
 		return false;
 	struct olm *x = mem_find(req);
-	if (!x || start > x->body.len || len > x->body.len - start) {
+	if (!x || start > x->ref.len || len > x->ref.len - start) {
 		log_errx("no bytes held for a read from memory");
 		http_resp_error(req, 500, "internal error: the object's bytes are not held");
 		return true;
 	}
-	http_resp_send(req, x->body.ptr + start, len);
+	http_resp_send_ref(req, x->ref.ptr + start, len);
 	return true;
 }
 
@@ -372,13 +373,14 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	bool cluster = t->base.cl && !http_req_has_header(req, TGT_INTRA);
 	bool verify = (flags & OL_VERIFY) && t->conf->verify_on_read;
 	int berr = 0;
-	buf_t bmsg = BUF_INIT, body = BUF_INIT;
+	buf_t bmsg = BUF_INIT;
+	store_hot_ref_t ref = {0};
 	bk_bucket_t *bk = cluster ? olr_backend(t, bck, &berr, &bmsg) : NULL;
 	/* from memory: a read sent with ol_send, served from the copy here as
 	 * it is, by bytes (not a descriptor handed to a local client) */
 	bool mem = (flags & OL_STREAM) && !verify && !(bk && bk->validate_warm_get) &&
 		   !http_req_has_header(req, HTTP_HDR_LOCAL_FD);
-	int rc = mem ? store_open_hot(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m, &body)
+	int rc = mem ? store_open_hot(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m, &ref)
 		     : store_open_obj(t->store, bck.ptr, bck.len, obj.ptr, obj.len, &fd, &m);
 
 	if (rc == AIS_OK) {
@@ -386,9 +388,7 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 			free(bk);
 			buf_free(&bmsg);
 			if (fd < 0) { /* the hot cache's copy */
-				if (!body.ptr)
-					buf_grow(&body, 1);
-				mem_hold(req, &body);
+				mem_hold(req, &ref);
 				fd = OL_FD_MEM;
 			}
 			done(req, arg, fd, &m, 0, "");
@@ -405,6 +405,7 @@ void ol_open(http_req_t *req, target_t *t, sv_t bck, sv_t obj, unsigned flags, o
 	} else {
 		fd = -1;
 	}
+	store_hot_release(&ref); /* (holds nothing here: a hit or fill returned above) */
 	struct olo *o = arena_zalloc(req->arena, sizeof(*o));
 	o->t = t;
 	o->bck = bck;

@@ -19,9 +19,17 @@ acknowledged before the read started and at most the last one started
 before it ended, and a 404 only when a DELETE falls in that window. Ends
 with every key as its last operation left it, read twice.
 
-Last, a bucket destroyed while its objects are hot answers 404 for them,
-also after it is created again under the same name. Bounded: 12 s of load,
-each thread capped in requests.
+Then a bucket destroyed while its objects are hot answers 404 for them,
+also after it is created again under the same name.
+
+Last, answers a slow client holds: a hit is sent from the cache's own
+copy, so an answer that waits for the client to read (1024 pipelined GETs
+of a hot 8000-byte object on a connection with a tiny receive buffer)
+must still send the bytes it started with after the object is
+overwritten, deleted and its memory's place taken by other objects
+filling the cache: each answer is the first write whole, until the ones
+read after the delete, which are 404. Bounded: 12 s of load, each thread
+capped in requests.
 """
 # aisd-args: --set s3.auth=off --set store.hot_cache=2MiB --set store.hot_object_max=8KiB
 # timeout: 180
@@ -36,7 +44,9 @@ import boto3
 import botocore.config
 from botocore.exceptions import ClientError
 
-from itlib import URL, T, conn, create_bucket, obj_path, req, xxh64
+import socket
+
+from itlib import HOST, PORT, URL, Reader, T, conn, create_bucket, obj_path, req, xxh64
 
 t = T()
 B = "hot"
@@ -282,4 +292,43 @@ t.eq(req("DELETE", "/v1/buckets/" + D, b'{"action":"destroy-bck"}').status, 200,
 t.eq(req("GET", PD).status, 404, "its hot object answers 404")
 t.eq(create_bucket(D).status, 200, "create bucket hotgone again")
 t.eq(req("GET", PD).status, 404, "the new bucket does not have the old object")
+
+# --- 4. a hot answer held by a slow client while the object changes ------------------------------
+K = "slowly"
+PK = obj_path(B, K)
+v1 = (b"first write of slowly|" * 400)[:8000]
+v2 = (b"SECOND write of slowly|" * 400)[:8000]
+t.eq(req("PUT", PK, v1).status, 200, "PUT slowly (8000 bytes)")
+t.check(req("GET", PK).body == v1 and req("GET", PK).body == v1, "slowly read twice (hot)")
+N = 1024  # answers: 8 MB, twice the most a loopback socket's send buffer grows to (tcp_wmem 4 MiB)
+sk = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+sk.settimeout(30)
+sk.connect((HOST, PORT))
+one = ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (PK, HOST)).encode()
+sk.sendall(one * N)
+time.sleep(1.0)  # the target writes what the buffers take, then waits for the client
+t.eq(req("PUT", PK, v2).status, 200, "overwrite slowly while its answers wait")
+t.eq(req("DELETE", PK).status, 200, "delete slowly while its answers wait")
+filler = [(b"filler %03d|" % i) * 700 for i in range(150)]  # 7.7 KB each: 1.1 MiB, the cache's place
+fill_ok = True
+for i, fb in enumerate(filler):
+    fp = obj_path(B, "fill%03d" % i)
+    fill_ok = fill_ok and req("PUT", fp, fb).status == 200 and req("GET", fp).body == fb
+t.check(fill_ok, "150 other hot objects PUT and read (the freed memory's place is taken)")
+rd = Reader(sk)
+seen = []
+try:
+    for _ in range(N):
+        r = rd.response()
+        seen.append("v1" if r.status == 200 and r.body == v1 else
+                    "v2" if r.status == 200 and r.body == v2 else
+                    "404" if r.status == 404 else "bad %d %r" % (r.status, r.body[:40]))
+except (OSError, EOFError, ValueError) as e:
+    seen.append("error %r" % e)
+sk.close()
+k1 = seen.count("v1")
+t.check(len(seen) == N and 1 <= k1 < N and seen == ["v1"] * k1 + ["404"] * (N - k1),
+        "each answer the first write whole, then 404 once deleted (%d v1)" % k1,
+        " ".join(seen[:8]) + " ... " + " ".join(seen[-4:]))
 t.finish()

@@ -1697,14 +1697,21 @@ static int read_hot(store_t *s, const char *b, const char *o, store_meta_t *m, b
 {
 	int fd = -1;
 	buf_t body = BUF_INIT;
-	int rc = store_open_hot(s, BCK(b), BCK(o), &fd, m, &body);
+	store_hot_ref_t ref;
+	int rc = store_open_hot(s, BCK(b), BCK(o), &fd, m, &ref);
 	if (rc != AIS_OK) {
-		buf_free(&body);
+		ck_assert_ptr_null(ref.ent);
 		return rc;
 	}
 	*hot = fd < 0;
+	ck_assert(*hot == (ref.ent != NULL));
+	if (ref.ent) {
+		ck_assert_uint_eq(ref.len, m->size);
+		buf_add(&body, ref.ptr, ref.len);
+		store_hot_release(&ref);
+		ck_assert_ptr_null(ref.ent);
+	}
 	if (fd >= 0) {
-		ck_assert_uint_eq(body.len, 0);
 		size_t n;
 		char *p = read_fd(fd, &n);
 		close(fd);
@@ -1803,6 +1810,20 @@ START_TEST(test_hot_cache)
 }
 END_TEST
 
+/* store.leveldb_cache 0: 1/32 of the memory shared by the mountpaths,
+ * between 8MiB and 1GiB each. */
+START_TEST(test_ldb_cache_auto)
+{
+	const uint64_t G = 1ULL << 30, M = 1ULL << 20;
+	ck_assert_uint_eq(store_ldb_cache_auto(16 * G, 1), 512 * M);
+	ck_assert_uint_eq(store_ldb_cache_auto(16 * G, 2), 256 * M);
+	ck_assert_uint_eq(store_ldb_cache_auto(256 * G, 1), G);       /* capped */
+	ck_assert_uint_eq(store_ldb_cache_auto(256 * M, 4), 8 * M);   /* floor */
+	ck_assert_uint_eq(store_ldb_cache_auto(0, 1), 8 * M);         /* memory unknown */
+	ck_assert_uint_eq(store_ldb_cache_auto(64 * G, 0), G);        /* no mountpath counted as one */
+}
+END_TEST
+
 START_TEST(test_hot_cache_off)
 {
 	g_conf.hot_cache = 0;
@@ -1894,6 +1915,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_mountpath_attach_detach);
 	tcase_add_test(tc, test_hot_cache);
 	tcase_add_test(tc, test_hot_cache_off);
+	tcase_add_test(tc, test_ldb_cache_auto);
 	tcase_add_test(tc, test_hot_fill_race);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("faults");

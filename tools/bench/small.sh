@@ -20,7 +20,8 @@
 # measurement, 5), THREADS (aisloader threads, 1), AISD_SET (more
 # "--set key=value" arguments for the target, e.g. "store.hot_cache=0"),
 # BASE (another aisd binary, e.g. an earlier build: a third server in the
-# same rounds, its column "base"), KEEP.
+# same rounds, its column "base"), TESTS (the tests to run, of get1k get10k
+# get1m wrk1k wrk10k; all by default), KEEP.
 # Exit status: 0 when every measurement ran without errors, 1 otherwise.
 set -u
 
@@ -28,6 +29,7 @@ BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-5}
 DUR=${DUR:-5}
 THREADS=${THREADS:-1}
+TESTS=${TESTS:-get1k get10k get1m wrk1k wrk10k}
 LOADER=$BUILD/aisloader
 AISD=$BUILD/aisd
 NGINX=/usr/sbin/nginx
@@ -109,10 +111,15 @@ wrk_run() { # prints requests and req/s of one wrk run
 		awk '/requests in/ { n = $1 } /^Requests\/sec/ { r = $2 } END { print n, r }'
 }
 
-# measure TEST SERVER URL ARGS...: one aisloader run.
+# wanted TEST: whether TEST is in TESTS.
+wanted() { [[ " $TESTS " == *" $1 "* ]]; }
+
+# measure TEST SERVER URL ARGS...: one aisloader run (none if TEST is not
+# wanted).
 measure() {
 	local test=$1 srv=$2 url=$3
 	shift 3
+	wanted "$test" || return 0
 	run "$test" "$srv" loader "$test/$srv" --url "$url" "$@"
 }
 
@@ -122,6 +129,7 @@ for s in "${SERVERS[@]}"; do
 	echo "small-bench: preloading $s: 10,000 x 1 KiB, 10,000 x 10 KiB, 64 x 1 MiB" >&2
 	for set in 1k:1K:10000 10k:10K:10000 1m:1M:64; do
 		IFS=: read -r dir size n <<<"$set"
+		wanted "get$dir" || wanted "wrk$dir" || continue
 		run_loader "prefill-$dir/$s" --url "${URL[$s]}/$dir" --op put --size "$size" --objects "$n" --seq \
 			--count "$n" --workers 16 >/dev/null
 		run_loader "verify-$dir/$s" --url "${URL[$s]}/$dir" --op get --size "$size" --objects "$n" \
@@ -150,12 +158,24 @@ for r in $(seq "$ROUNDS"); do
 	done
 	command -v wrk >/dev/null || continue
 	for k in 1k 10k; do
+		wanted "wrk$k" || continue
 		for s in "${order[@]}"; do run "wrk$k" "$s" wrk_run "${URL[$s]}/$k/obj-000001"; done
 	done
 done
 
 med() { if [ -s "$TMP/res.$1.$2" ]; then median <"$TMP/res.$1.$2"; else echo n/a; fi; }
 cmed() { if [ -s "$TMP/cpu.$1.$2" ]; then median <"$TMP/cpu.$1.$2"; else echo n/a; fi; }
+# rmed TEST SERVER: the median over the rounds of SERVER's rate / nginx's in
+# the same round (the servers of a round run seconds apart, so a load that
+# drifts over the run moves both alike).
+rmed() {
+	if [ -s "$TMP/res.$1.$2" ] && [ -s "$TMP/res.$1.nginx" ]; then
+		paste "$TMP/res.$1.$2" "$TMP/res.$1.nginx" | awk 'NF == 2 && $2 > 0 { printf "%.4f\n", $1 / $2 }' |
+			median | awk '{ if ($1 == "n/a") print; else printf "%.2f\n", $1 }'
+	else
+		echo n/a
+	fi
+}
 MD=$BUILD/bench-small.md
 {
 	echo "## Small reads, aisd direct vs nginx ($(date -u +%Y-%m-%d))"
@@ -164,15 +184,16 @@ MD=$BUILD/bench-small.md
 	echo
 	echo "Rates are medians of the rounds; CPU is the server's CPU time (user + system, all"
 	echo "its processes) per request, median of the rounds: it does not depend on the load."
+	echo "\"per round\": the median of the rounds' own ratios (each round's runs seconds apart)."
 	echo
 	if [ -n "${BASE:-}" ]; then
 		echo "base: $BASE"
 		echo
-		echo "| test | aisd | nginx | aisd/nginx | base | base/nginx | CPU us/req aisd | nginx | base |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | per round | base | base/nginx | per round | CPU us/req aisd | nginx | base |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	else
-		echo "| test | aisd | nginx | aisd/nginx | CPU us/req aisd | nginx |"
-		echo "|---|---:|---:|---:|---:|---:|"
+		echo "| test | aisd | nginx | aisd/nginx | per round | CPU us/req aisd | nginx |"
+		echo "|---|---:|---:|---:|---:|---:|---:|"
 	fi
 	row() {
 		local a n b
@@ -181,9 +202,9 @@ MD=$BUILD/bench-small.md
 		[ "$a" = n/a ] && [ "$n" = n/a ] && return
 		if [ -n "${BASE:-}" ]; then
 			b=$(med "$2" base)
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $b | $(ratio "$b" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) | $(cmed "$2" base) |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(rmed "$2" aisd) | $b | $(ratio "$b" "$n") | $(rmed "$2" base) | $(cmed "$2" aisd) | $(cmed "$2" nginx) | $(cmed "$2" base) |"
 		else
-			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(cmed "$2" aisd) | $(cmed "$2" nginx) |"
+			echo "| $1 | $a | $n | $(ratio "$a" "$n") | $(rmed "$2" aisd) | $(cmed "$2" aisd) | $(cmed "$2" nginx) |"
 		fi
 	}
 	row "GET 1 KiB, random of 10,000, 64 conns, aisloader (ops/s)" get1k
