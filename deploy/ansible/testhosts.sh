@@ -130,6 +130,9 @@ UsePAM no
 Subsystem sftp /usr/lib/openssh/sftp-server
 EOF
 	echo "$ip $(cut -d' ' -f1,2 "$up/etc/ssh/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts"
+	# root's shell starts clean, not with this machine's root dot-files.
+	echo "# root's .bashrc on test host $h" >"$up/root/.bashrc"
+	echo "# root's .profile on test host $h" >"$up/root/.profile"
 	# Boot to sshd and journald only.
 	cat >"$up/etc/systemd/system/testhost.target" <<EOF
 [Unit]

@@ -166,6 +166,7 @@ cat >"$W/inventory.yml" <<EOF
 aisd:
   vars:
     ansible_user: root
+    ansible_python_interpreter: /usr/bin/python3
     ansible_ssh_private_key_file: $W/id_ed25519
     ansible_ssh_common_args: -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$HOSTS_DIR/known_hosts
     aisd_tls: true
@@ -197,12 +198,14 @@ aisd:
       aisd_tls_key_file: $W/tls/h3.key
 EOF
 export ANSIBLE_CONFIG=$ANS/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+# each task's time in the logs
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 # play NAME ARGS...: ansible-playbook ARGS, its output in $W/NAME.log;
 # returns its status and prints the recap's tail when it failed.
 play() {
 	local log=$W/$1.log rc
 	shift
-	timeout 240 ansible-playbook -i "$W/inventory.yml" "$@" </dev/null >"$log" 2>&1
+	timeout "${PLAY_TIMEOUT:-240}" ansible-playbook -i "$W/inventory.yml" "$@" </dev/null >"$log" 2>&1
 	rc=$?
 	[ $rc = 0 ] || grep -E 'FAILED|fatal|ERROR|msg' "$log" | head -15 | sed 's/^/#   /'
 	return $rc
