@@ -21,11 +21,13 @@
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
 #   make install         binaries, man pages, example configs, docs under PREFIX
+#   make deb             the Debian packages aisd and aisctl under build/deb (debhelper, lintian)
 #
 #   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
 #   KEEP=1 keeps integration temp dirs.
 
 PREFIX     ?= /usr/local
+SYSCONFDIR ?= $(PREFIX)/etc
 BUILD      ?= build
 CC         ?= cc
 PKGS       := libevent libevent_pthreads libcurl jansson openssl libxxhash zlib libarchive
@@ -78,7 +80,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
+.PHONY: all deps run stop wheel deb test check-unit check-fuzz check-docs check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -140,6 +142,27 @@ $(WHEEL): tools/python/pyproject.toml tools/python/README.md $(wildcard tools/py
 	cp -r tools/python/pyproject.toml tools/python/README.md tools/python/aisd $(BUILD)/pysrc/ && \
 	rm -rf $(BUILD)/pysrc/aisd/__pycache__ && \
 	/usr/bin/python3 -m pip wheel -q --no-deps --no-index --no-build-isolation -w $(BUILD)/dist $(BUILD)/pysrc
+
+# The Debian packages (deploy/debian): a copy of deploy/debian with a
+# changelog of the daemon's version, built by dpkg-buildpackage (binaries
+# only, unsigned) with the programs compiled under build/deb/obj with
+# Debian's hardening flags; lintian fails the rule on an error. The files:
+#   $(BUILD)/deb/aisd_VERSION_ARCH.deb, $(BUILD)/deb/aisctl_VERSION_ARCH.deb
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_DIR  := $(BUILD)/deb
+DEBS     := $(DEB_DIR)/aisd_$(PYVER)_$(DEB_ARCH).deb $(DEB_DIR)/aisctl_$(PYVER)_$(DEB_ARCH).deb
+deb:
+	@$(if $(Q),echo "  DEB     $(DEBS)")
+	$(Q)rm -rf $(DEB_DIR)/aisd-$(PYVER) $(DEBS) && mkdir -p $(DEB_DIR)/aisd-$(PYVER) && \
+	cp -r deploy/debian $(DEB_DIR)/aisd-$(PYVER)/debian && \
+	when=$$(git log -1 --format=%aD 2>/dev/null || date -R) && \
+	printf 'aisd (%s) unstable; urgency=medium\n\n  * Built from the source tree by make deb.\n\n -- aisd developers <aisd@example.org>  %s\n' \
+	    "$(PYVER)" "$$when" >$(DEB_DIR)/aisd-$(PYVER)/debian/changelog
+	$(Q)cd $(DEB_DIR)/aisd-$(PYVER) && \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL AISD_TOP=$(CURDIR) AISD_OBJ=$(abspath $(DEB_DIR))/obj \
+	    DEB_BUILD_OPTIONS="parallel=$$(nproc) noddebs" dpkg-buildpackage -b -us -uc \
+	    $(if $(Q),>../build.log 2>&1 || { tail -40 ../build.log; exit 1; })
+	$(Q)lintian --fail-on error $(DEBS)
 
 run: deps all
 	$(Q)./deploy/local/cluster.sh up -d ./run
@@ -262,7 +285,7 @@ style:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/etc/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	    $(DESTDIR)$(SYSCONFDIR)/aisd $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 	    $(DESTDIR)$(PREFIX)/share/doc/aisd/docs
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -271,7 +294,7 @@ install: all
 	@# configs: every install refreshes NAME.conf.example; NAME.conf is
 	@# written only where there is none, so an edited config is kept
 	$(Q)for f in $(wildcard conf/*.conf); do \
-	    d=$(DESTDIR)$(PREFIX)/etc/aisd/$$(basename $$f); \
+	    d=$(DESTDIR)$(SYSCONFDIR)/aisd/$$(basename $$f); \
 	    install -m 644 $$f $$d.example; \
 	    if [ -e $$d ]; then echo "install: kept $$d (the new default is $$d.example)"; \
 	    else install -m 644 $$f $$d; fi; \
@@ -284,4 +307,4 @@ install: all
 clean:
 	rm -rf build build-san
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

@@ -10,7 +10,7 @@ set -e
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev libarchive-dev libexpat1-dev libisal-dev \
 curl python3 python3-botocore python3-boto3 awscli s3cmd rclone s3fs procps iproute2 nginx-light wrk strace prometheus \
-python3-torch python3-venv python3-pip python3-setuptools python3-wheel openssl nodejs npm swift swift-proxy swift-object swift-container swift-account \
+python3-torch python3-venv python3-pip python3-setuptools python3-wheel debhelper dpkg-dev lintian openssl nodejs npm swift swift-proxy swift-object swift-container swift-account \
 ansible openssh-client openssh-server systemd-container"
 BENCH_PKGS="gnuplot-nox"
 [ "${1:-}" = --bench ] && PKGS="$PKGS $BENCH_PKGS"
