@@ -133,6 +133,13 @@ EOF
 	# root's shell starts clean, not with this machine's root dot-files.
 	echo "# root's .bashrc on test host $h" >"$up/root/.bashrc"
 	echo "# root's .profile on test host $h" >"$up/root/.profile"
+	# Its own copies of the package database and of the users and groups,
+	# taken now: this machine's may change under it (an install of its own),
+	# and dpkg's journal starts empty (opaque over this machine's).
+	mkdir -p "$up/var/lib/dpkg/updates"
+	cp -p /var/lib/dpkg/status "$up/var/lib/dpkg/status"
+	cp -p /etc/passwd /etc/group /etc/shadow /etc/gshadow "$up/etc/"
+	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y")' "$up/var/lib/dpkg/updates"
 	# Boot to sshd and journald only.
 	cat >"$up/etc/systemd/system/testhost.target" <<EOF
 [Unit]

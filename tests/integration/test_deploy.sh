@@ -5,7 +5,9 @@
 # its own sshd and host key; root logs in with a key made here, host keys
 # checked against the known_hosts testhosts.sh writes).
 #
-# site.yml deploys, from Debian packages, an HTTPS cluster with a cluster
+# site.yml deploys, from the Debian packages of `make deb` ($BUILD/deb:
+# `make test` builds them first; run `make deb` before ONLY=test_deploy;
+# without them the test fails), an HTTPS cluster with a cluster
 # secret (a CA and per-host certificates made here): gateway g0 on host 1,
 # targets t0 and t1 (two mountpaths each) on hosts 2 and 3, as the
 # inventory written here says. Checks: every node runs as the packages'
@@ -23,7 +25,7 @@
 # namespaces (not root, or no `ip netns`); everything else missing fails.
 # The containers, namespaces and bridge go by their recorded pid and names
 # (testhosts.sh down) and the load by its pid, in the EXIT trap.
-# timeout: 300
+# timeout: 600
 set -u
 source "$IT_LIB/lib.sh"
 unset AIS_ENDPOINT
@@ -74,53 +76,28 @@ trap cleanup EXIT
 
 # ---- packages --------------------------------------------------------------
 
-# mkdeb DIR VERSION: aisd and aisctl packages of VERSION from $BINDIR, the
-# system user, /etc/aisd and the unit aisd@.service, into DIR.
-mkdeb() {
-	local out=$1 ver=$2 r=$W/debroot
+# The packages of `make deb` ($BUILD/deb) are version V1; V2, for the
+# upgrade, is the same packages with a later version.
+DEBS_DIR=$BINDIR/deb
+V1=$(dpkg-deb -f "$(ls "$DEBS_DIR"/aisd_*.deb 2>/dev/null | head -1)" Version 2>/dev/null)
+if [ -z "$V1" ] || ! ls "$DEBS_DIR"/aisctl_"$V1"_*.deb >/dev/null 2>&1; then
+	fail "no aisd and aisctl packages under $DEBS_DIR (make deb)"
+	finish
+fi
+V2=$V1+deploytest1
+# reversion DEB VERSION DIR: DEB with another version, into DIR.
+reversion() {
+	local r=$W/debroot
 	rm -rf "$r"
-	mkdir -p "$r/aisd/DEBIAN" "$r/aisd/usr/bin" "$r/aisd/lib/systemd/system" "$r/aisd/etc/aisd" \
-		"$r/aisctl/DEBIAN" "$r/aisctl/usr/bin"
-	install -m 755 "$BINDIR/aisd" "$BINDIR/aisloader" "$r/aisd/usr/bin/"
-	install -m 755 "$BINDIR/aisctl" "$r/aisctl/usr/bin/"
-	cat >"$r/aisd/lib/systemd/system/aisd@.service" <<-'EOF'
-		[Unit]
-		Description=aisd object storage node (%i)
-		After=network-online.target local-fs.target
-		[Service]
-		User=aisd
-		Group=aisd
-		ExecStart=/usr/bin/aisd --config /etc/aisd/%i.conf
-		ExecReload=/bin/kill -HUP $MAINPID
-		TimeoutStopSec=30
-		Restart=on-failure
-		LimitNOFILE=1048576
-		NoNewPrivileges=yes
-		ProtectSystem=strict
-		ReadWritePaths=/var/lib/aisd /var/log/aisd
-		[Install]
-		WantedBy=multi-user.target
-	EOF
-	printf 'Package: aisd\nVersion: %s\nArchitecture: amd64\nMaintainer: aisd <aisd@localhost>\nDepends: adduser\nDescription: aisd object storage\n' \
-		"$ver" >"$r/aisd/DEBIAN/control"
-	cat >"$r/aisd/DEBIAN/postinst" <<-'EOF'
-		#!/bin/sh
-		set -e
-		getent passwd aisd >/dev/null || adduser --system --group --home /var/lib/aisd --no-create-home aisd >/dev/null
-		install -d -o aisd -g aisd -m 750 /var/lib/aisd /var/log/aisd
-		systemctl daemon-reload >/dev/null 2>&1 || true
-	EOF
-	chmod 755 "$r/aisd/DEBIAN/postinst"
-	printf 'Package: aisctl\nVersion: %s\nArchitecture: amd64\nMaintainer: aisd <aisd@localhost>\nDescription: aisd command line\n' \
-		"$ver" >"$r/aisctl/DEBIAN/control"
-	dpkg-deb -Zgzip -b "$r/aisd" "$out/aisd_${ver}_amd64.deb" >/dev/null &&
-		dpkg-deb -Zgzip -b "$r/aisctl" "$out/aisctl_${ver}_amd64.deb" >/dev/null
+	dpkg-deb -R "$1" "$r" &&
+		sed -i "s/^Version: .*/Version: $2/" "$r/DEBIAN/control" &&
+		dpkg-deb -Zgzip -b "$r" "$3/$(dpkg-deb -f "$1" Package)_$2_$(dpkg-deb -f "$1" Architecture).deb" >/dev/null
 }
-V1=0.1.0-1 V2=0.1.0-2
-if mkdeb "$W/debs/v1" "$V1" && mkdeb "$W/debs/v2" "$V2"; then
-	ok "packages $V1 and $V2 built"
+cp "$DEBS_DIR"/aisd_"$V1"_*.deb "$DEBS_DIR"/aisctl_"$V1"_*.deb "$W/debs/v1/"
+if reversion "$W"/debs/v1/aisd_*.deb "$V2" "$W/debs/v2" && reversion "$W"/debs/v1/aisctl_*.deb "$V2" "$W/debs/v2"; then
+	ok "packages of make deb ($V1) and the same as $V2"
 else
-	fail "packages built"
+	fail "packages $V2 made"
 	finish
 fi
 
