@@ -146,12 +146,18 @@ $(WHEEL): tools/python/pyproject.toml tools/python/README.md $(wildcard tools/py
 # The Debian packages (deploy/debian): a copy of deploy/debian with a
 # changelog of the daemon's version, built by dpkg-buildpackage (binaries
 # only, unsigned) with the programs compiled under build/deb/obj with
-# Debian's hardening flags; lintian fails the rule on an error. The files:
+# Debian's hardening flags; lintian fails the rule on an error. Rebuilt
+# when a source, man page, config, doc or packaging file changes. The files:
 #   $(BUILD)/deb/aisd_VERSION_ARCH.deb, $(BUILD)/deb/aisctl_VERSION_ARCH.deb
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_DIR  := $(BUILD)/deb
 DEBS     := $(DEB_DIR)/aisd_$(PYVER)_$(DEB_ARCH).deb $(DEB_DIR)/aisctl_$(PYVER)_$(DEB_ARCH).deb
-deb:
+DEB_INPUTS := Makefile $(LIB_SRC) $(AISCTL_SRC) $(LOADER_SRC) $(AISD_OBJ:$(BUILD)/%.o=%.c) \
+	$(wildcard include/aisd/*.h src/*/*.h tools/aisloader/*.h) $(wildcard man/*.[158]) $(wildcard conf/*.conf) \
+	$(wildcard deploy/debian/* deploy/debian/source/*) tools/completion/aisctl.bash \
+	README.md ARCHITECTURE.md $(wildcard docs/*.md) include/aisd/version.h
+deb: $(DEBS)
+$(DEBS) &: $(DEB_INPUTS)
 	@$(if $(Q),echo "  DEB     $(DEBS)")
 	$(Q)rm -rf $(DEB_DIR)/aisd-$(PYVER) $(DEBS) && mkdir -p $(DEB_DIR)/aisd-$(PYVER) && \
 	cp -r deploy/debian $(DEB_DIR)/aisd-$(PYVER)/debian && \
@@ -162,7 +168,7 @@ deb:
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL AISD_TOP=$(CURDIR) AISD_OBJ=$(abspath $(DEB_DIR))/obj \
 	    DEB_BUILD_OPTIONS="parallel=$$(nproc) noddebs" dpkg-buildpackage -b -us -uc \
 	    $(if $(Q),>../build.log 2>&1 || { tail -40 ../build.log; exit 1; })
-	$(Q)lintian --fail-on error $(DEBS)
+	$(Q)lintian --fail-on error $(DEBS) || { rm -f $(DEBS); exit 1; }
 
 run: deps all
 	$(Q)./deploy/local/cluster.sh up -d ./run
