@@ -215,6 +215,7 @@ test: deps
 	$(MAKE) --no-print-directory check-unit || u=1; \
 	$(MAKE) --no-print-directory check-fuzz || f=1; \
 	$(MAKE) --no-print-directory check-docs check-deps || d=1; \
+	$(MAKE) --no-print-directory deb || i=1; \
 	$(MAKE) --no-print-directory check-integration || i=1; \
 	echo "test: unit $$([ $$u = 0 ] && echo ok || echo FAILED), fuzz replay $$([ $$f = 0 ] && echo ok || echo FAILED), docs and dependency cycles $$([ $$d = 0 ] && echo ok || echo FAILED), integration $$([ $$i = 0 ] && echo ok || echo FAILED)"; \
 	[ $$u = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$i = 0 ]

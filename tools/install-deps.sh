@@ -10,7 +10,8 @@ set -e
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
 libssl-dev libxxhash-dev zlib1g-dev check libsubunit-dev libhttp-parser-dev libjansson-dev libarchive-dev libexpat1-dev libisal-dev \
 curl python3 python3-botocore python3-boto3 awscli s3cmd rclone s3fs procps iproute2 nginx-light wrk strace prometheus \
-python3-torch python3-pil python3-venv python3-pip python3-setuptools python3-wheel debhelper dpkg-dev lintian openssl nodejs npm swift swift-proxy swift-object swift-container swift-account"
+python3-torch python3-pil python3-venv python3-pip python3-setuptools python3-wheel debhelper dpkg-dev lintian openssl nodejs npm swift swift-proxy swift-object swift-container swift-account \
+ansible openssh-client openssh-server systemd-container"
 BENCH_PKGS="gnuplot-nox"
 [ "${1:-}" = --bench ] && PKGS="$PKGS $BENCH_PKGS"
 
@@ -45,8 +46,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# nginx and prometheus must not start as system services just because they were
-# installed.
+# nginx, prometheus and sshd must not start as system services just because
+# they were installed (sshd runs only inside test_deploy's test hosts).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
 	$SUDO chmod +x /usr/sbin/policy-rc.d
