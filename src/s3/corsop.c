@@ -193,7 +193,13 @@ void s3_cors_actual(s3_rq_t *r)
 	c = arena_alloc(req->arena, sizeof(*c));
 	if (bucket_cors(r, c) != AIS_OK || !c->n)
 		return;
-	const s3_cors_rule_t *u = s3_cors_match(c, origin, sv_from(http_method_name(req->method)), (sv_t){"", 0});
+	/* the method a rule must allow: the request's, or the one it names in
+	 * Access-Control-Request-Method (as Ceph's RGW and s3-tests have it;
+	 * browsers send that header on preflights only) */
+	sv_t method = http_req_header(req, "Access-Control-Request-Method");
+	if (!method.len)
+		method = sv_from(http_method_name(req->method));
+	const s3_cors_rule_t *u = s3_cors_match(c, origin, method, (sv_t){"", 0});
 	if (u)
 		rule_headers(req, u, origin, (sv_t){NULL, 0});
 }

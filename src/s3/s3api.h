@@ -582,7 +582,8 @@ int s3_bucket_cors(s3_rq_t *r);
 /* Answers a preflight OPTIONS (no authentication, as S3). */
 int s3_cors_preflight(s3_rq_t *r);
 /* Adds the Access-Control-* headers of the rule matching the request's
- * Origin and method, if any (corsop.c rule 2). */
+ * Origin and method (its Access-Control-Request-Method if it has one),
+ * if any (corsop.c rule 2). */
 void s3_cors_actual(s3_rq_t *r);
 
 /* --- nyi.c: what S3 has and aisd does not (yet) --- */

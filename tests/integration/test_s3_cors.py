@@ -20,7 +20,8 @@ Checks:
     Allow-Origin / Expose-Headers on a 200, once only when relayed from
     the owner (sent to the gateway and to every target); on an error
     (NoSuchKey 404, an anonymous 403): the headers too; a non-matching
-    Origin: none.
+    Origin: none; a request with Access-Control-Request-Method is matched
+    by that method.
  5. S3's refusals: an unsupported method, two wildcards, a wildcard
     ExposeHeader (InvalidRequest), no AllowedOrigin, not XML (MalformedXML),
     101 rules (InvalidRequest).
@@ -143,6 +144,15 @@ t.eq(h.get("access-control-allow-origin"), "http://app.test", "NoSuchKey with Or
 c = with_origin(boto3_client(EP), "http://evil.test")
 h = c.get_object(Bucket=B, Key="obj")["ResponseMetadata"]["HTTPHeaders"]
 t.check("access-control-allow-origin" not in h, "GET from an origin no rule has: no CORS headers", h)
+# an actual request naming another method in Access-Control-Request-Method
+# is matched by that method (as Ceph's RGW, s3-tests' test_cors_origin_response)
+st, hl, _ = http_raw(EP, "PUT", "/%s/obj2" % B, headers={"Origin": "http://other.test",
+                                                         "Access-Control-Request-Method": "HEAD"})
+t.check(st == 403 and hl.get("access-control-allow-origin") == "*" and hl.get("access-control-allow-methods") == "HEAD",
+        "anonymous PUT with Access-Control-Request-Method HEAD: 403 with the HEAD rule's headers", (st, hl))
+st, hl, _ = http_raw(EP, "PUT", "/%s/obj2" % B, headers={"Origin": "http://other.test"})
+t.check(st == 403 and "access-control-allow-origin" not in hl, "anonymous PUT from that origin: no CORS headers",
+        (st, hl))
 # once only on a relayed answer: a raw GET to the gateway proxies to the owner
 u = urllib.parse.urlsplit(EP)
 hc = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
