@@ -261,13 +261,19 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled", "history"};
-	static const char *const skeys[] = {"acl", "tags", "lock", "pab", "policy", "cors"}; /* (docs[].key) */
+	static const char *const s3props[] = {"acl", "tags", "lock", "pab"};
+	const char *skeys[ARRAY_SIZE(s3props) + BMD_DOC_KINDS]; /* and the documents' keys */
+	size_t nskeys = 0;
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
 
 	if (!json_is_object(val))
 		return cmap_fail(err, EINVAL, "set-bprops: value must be an object of properties");
+	for (size_t i = 0; i < ARRAY_SIZE(s3props); i++)
+		skeys[nskeys++] = s3props[i];
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+		skeys[nskeys++] = docs[d].key;
 	json_object_foreach(val, k, g) {
 		if (!strcmp(k, "mirror")) {
 			if (patch_group(g, k, mkeys, ARRAY_SIZE(mkeys), err) != AIS_OK ||
@@ -304,7 +310,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 								 "bucket with a remote backend");
 			}
 		} else if (!strcmp(k, "s3")) {
-			if (patch_group(g, k, skeys, ARRAY_SIZE(skeys), err) != AIS_OK)
+			if (patch_group(g, k, skeys, nskeys, err) != AIS_OK)
 				return AIS_ERR;
 			if ((v = json_object_get(g, "acl"))) {
 				if (!json_is_string(v) || json_string_length(v) >= sizeof(n.s3acl) ||
