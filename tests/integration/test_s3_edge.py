@@ -112,7 +112,7 @@ t.eq(code_of(bad.list_objects_v2, Bucket=B), (403, "SignatureDoesNotMatch"), "wr
 unk = boto3.client("s3", endpoint_url=EP, aws_access_key_id="nobodykey", aws_secret_access_key=SK, region_name=REGION, config=CFG)
 t.eq(code_of(unk.list_objects_v2, Bucket=B), (403, "InvalidAccessKeyId"), "unknown key: InvalidAccessKeyId")
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "GET ?policy: 404 NoSuchBucketPolicy")
-t.eq(code_of(s3.put_bucket_policy, Bucket=B, Policy="{}"), (501, "NotImplemented"), "PUT ?policy: 501 NotImplemented")
+t.eq(code_of(s3.put_bucket_policy, Bucket=B, Policy="{}"), (400, "MalformedPolicy"), "PUT ?policy of {}: 400 MalformedPolicy")
 t.eq(code_of(s3.get_bucket_tagging, Bucket=B), (404, "NoSuchTagSet"), "GET ?tagging: 404 NoSuchTagSet")
 t.eq(s3.get_bucket_acl(Bucket=B)["Grants"][0]["Permission"], "FULL_CONTROL", "GET ?acl: owner FULL_CONTROL")
 
