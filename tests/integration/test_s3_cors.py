@@ -30,7 +30,8 @@ Checks:
     entry, bmd_doc): a configuration of 100 rules and about 30 KiB (more
     than an entry could hold) is kept and read back from every target;
     deleting the CORS rules keeps the policy, deleting the policy keeps
-    the rules; a bucket deleted and created again has neither.
+    the rules; a target killed and started again has them; a bucket
+    deleted and created again has neither.
  8. No error-level line in any node's log.
 """
 # timeout: 120
@@ -207,6 +208,12 @@ s3.put_bucket_cors(Bucket=B, CORSConfiguration={"CORSRules": RULES})
 s3.delete_bucket_policy(Bucket=B)
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"), "DeleteBucketPolicy: no policy")
 t.eq(s3.get_bucket_cors(Bucket=B)["CORSRules"], RULES, "DeleteBucketPolicy keeps the CORS rules")
+# a target killed and started again reads them from its saved metadata
+tk = targets[0]
+tk.kill9()
+t.check(tk.start(join=g.url), "a target killed and started again")
+t.eq(boto3_client(tk.url).get_bucket_cors(Bucket=B)["CORSRules"], RULES,
+     "the CORS rules straight from the restarted target")
 s3.put_bucket_policy(Bucket=B, Policy=POLICY)
 s3.delete_object(Bucket=B, Key="obj")
 s3.delete_bucket(Bucket=B)
