@@ -30,7 +30,8 @@ Checks:
     entry, bmd_doc): a configuration of 100 rules and about 30 KiB (more
     than an entry could hold) is kept and read back from every target;
     deleting the CORS rules keeps the policy, deleting the policy keeps
-    the rules; a target killed and started again has them; a bucket
+    the rules; a policy denying s3:PutBucketCORS refuses Put and Delete
+    (403); a target killed and started again has them; a bucket
     deleted and created again has neither.
  8. No error-level line in any node's log.
 """
@@ -214,6 +215,14 @@ tk.kill9()
 t.check(tk.start(join=g.url), "a target killed and started again")
 t.eq(boto3_client(tk.url).get_bucket_cors(Bucket=B)["CORSRules"], RULES,
      "the CORS rules straight from the restarted target")
+# a policy that denies s3:PutBucketCORS (S3's action for Put and Delete) refuses both, GetBucketCors answers
+DENY = ('{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutBucketCORS",'
+        '"Resource":"arn:aws:s3:::%s"}]}' % B)
+s3.put_bucket_policy(Bucket=B, Policy=DENY)
+t.eq(code_of(s3.put_bucket_cors, Bucket=B, CORSConfiguration={"CORSRules": BIG[:1]}), (403, "AccessDenied"),
+     "PutBucketCors denied by the bucket policy: 403")
+t.eq(code_of(s3.delete_bucket_cors, Bucket=B), (403, "AccessDenied"), "DeleteBucketCors denied by the bucket policy: 403")
+t.eq(s3.get_bucket_cors(Bucket=B)["CORSRules"], RULES, "GetBucketCors under that policy: the rules, unchanged")
 s3.put_bucket_policy(Bucket=B, Policy=POLICY)
 s3.delete_object(Bucket=B, Key="obj")
 s3.delete_bucket(Bucket=B)
