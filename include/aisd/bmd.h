@@ -107,8 +107,8 @@ typedef struct bmd_props {
 	char s3lock[BMD_S3LOCK_MAX + 1];
 	/* The S3 public access block (PutPublicAccessBlock): BMD_PAB_* bits,
 	 * BMD_PAB_SET once configured (0: none); changed by set_props. The
-	 * bucket's policy is not a property: it lives beside the entry
-	 * (bmd_policy), so that an entry stays small. */
+	 * bucket's policy and CORS rules are not properties: they live beside
+	 * the entry (bmd_doc), so that an entry stays small. */
 	uint8_t s3pab;
 
 	/* --- remote backend (bmdbk.c): set by bmd_add or set-bprops --- */
@@ -133,16 +133,44 @@ typedef struct bmd_bucket {
 
 typedef struct bmd bmd_t;
 
-/* A bucket's S3 policy (s3policy.h text, at most S3POL_MAX bytes), or NULL
- * when it has none (or there is no such bucket). Kept out of the bucket's
- * entry: only buckets with a policy pay for it, in memory and in the BMD's
- * JSON (the bucket's "s3policy"), which is persisted and pushed with it.
- * Valid while b is. */
-const char *bmd_policy(const bmd_t *b, const char *name, size_t len);
-/* Sets (text, tlen: a valid policy of the bucket) or removes (text NULL)
- * a bucket's policy; the version goes up by one when it changes. AIS_ERR
- * with errno ENOENT (no bucket) or EINVAL (not a valid policy) and err. */
-int bmd_set_policy(bmd_t *b, const char *name, size_t len, const char *text, size_t tlen, buf_t *err);
+/* A bucket's S3 documents: variable-size configurations (a policy, CORS
+ * rules, ...) kept out of the bucket's entry, beside it, so that only the
+ * buckets that have one pay for it, in memory and in the BMD's JSON (one
+ * key per kind: "s3policy", "s3cors"), which is persisted and pushed with
+ * the BMD. A new kind is a row of bmd.c's table (its JSON key, its
+ * set-bprops key "s3":{KEY:TEXT}, its size limit and check) and an enum
+ * value here; storage, encoding, clone, removal with the bucket and the
+ * change through the primary come with it. */
+typedef enum bmd_doc_kind {
+	BMD_DOC_POLICY, /* s3policy.h text, at most S3POL_MAX bytes, valid for its bucket */
+	BMD_DOC_CORS,   /* S3 CORS rules in canonical XML (src/s3/cors.c): BMD_S3CORS_MAX
+			 * bytes of 0x20..0x7e */
+	BMD_DOC_KINDS
+} bmd_doc_kind_t;
+#define BMD_S3CORS_MAX 65536 /* a bucket's CORS rules, canonical XML */
+
+/* The kind's set-bprops key ("policy", "cors": "s3":{KEY:TEXT}, "" removes)
+ * and the name users read ("policy", "CORS configuration"). */
+const char *bmd_doc_key(bmd_doc_kind_t kind);
+const char *bmd_doc_what(bmd_doc_kind_t kind);
+/* A bucket's document of that kind, or NULL when it has none (or there is
+ * no such bucket). Valid while b is. */
+const char *bmd_doc(const bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len);
+/* Sets (text, tlen: a valid document of the kind for the bucket) or
+ * removes (text NULL) a bucket's document; the version goes up by one
+ * when it changes. AIS_ERR with errno ENOENT (no bucket) or EINVAL (not
+ * valid, too large) and err. */
+int bmd_set_doc(bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len, const char *text, size_t tlen,
+		buf_t *err);
+/* The bucket's S3 policy (bmd_doc of BMD_DOC_POLICY). */
+static inline const char *bmd_policy(const bmd_t *b, const char *name, size_t len)
+{
+	return bmd_doc(b, BMD_DOC_POLICY, name, len);
+}
+static inline int bmd_set_policy(bmd_t *b, const char *name, size_t len, const char *text, size_t tlen, buf_t *err)
+{
+	return bmd_set_doc(b, BMD_DOC_POLICY, name, len, text, tlen, err);
+}
 
 /* Defaults: xxhash, mirror off with 2 copies, versioning on, all access,
  * erasure coding off with 2 data, 2 parity slices, limit 256 KiB. */
@@ -198,15 +226,19 @@ void bmd_props_encode(const bmd_props_t *p, buf_t *out);
  * "rw"; and "s3":{"acl":TEXT,"tags":"k=v&..","lock":S3LOCK}, s3acl.h's text form, the
  * S3 bucket tags URL-encoded, "" for none, and the object lock configuration:
  * a bucket with history enabled may turn it on, never off) to *p. The result is range checked; unknown fields and wrong types
- * are EINVAL with a message naming the field, and *p is then untouched. */
+ * are EINVAL with a message naming the field, and *p is then untouched.
+ * The documents' keys ("s3":{"policy":TEXT,"cors":XML}) are only checked to
+ * be strings: they are not properties, the caller applies them with
+ * bmd_set_doc. */
 struct json_t;
 int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err);
 
 /* Compact JSON, buckets in name order; deterministic:
  * {"uuid":..,"version":N,"buckets":[{"name","provider":"ais","checksum",
  *  "mirror":{"enabled","copies"},"versioning","access","created"
- *  [,"region"][,"s3owner"][,"s3acl"][,"s3tags"][,"s3lock"][,"ec":{...}]},..]} (the
- *  last six only when set; ec when not the defaults) */
+ *  [,"region"][,"s3owner"][,"s3acl"][,"s3tags"][,"s3lock"][,"s3pab"]
+ *  [,"s3policy"][,"s3cors"][,"ec":{...}]},..]} (the optional keys only
+ *  when set; ec when not the defaults; one key per document kind) */
 void bmd_encode(const bmd_t *b, buf_t *out);
 /* Strict, like cmap_decode: AIS_OK with *out (caller frees) or AIS_ERR
  * (EINVAL, *out NULL, err). */

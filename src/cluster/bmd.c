@@ -19,10 +19,11 @@
  *     printable ASCII without spaces (bmd_s3tags_valid), s3lock
  *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
- *  3a. A bucket's S3 policy, if any, is beside its entry (pol[i] for
- *     bck[i], NULL: none), valid (s3pol_valid) and at most S3POL_MAX
- *     bytes; it goes with its bucket (bmd_remove) and changes only by
- *     bmd_set_policy.
+ *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS) are beside
+ *     its entry (doc[i].d[kind] for bck[i], NULL: none), each valid for
+ *     its kind (docs[kind].valid) and at most docs[kind].max bytes, no
+ *     NUL; they go with their bucket (bmd_remove) and change only by
+ *     bmd_set_doc.
  *  4. Encoding is deterministic; decode(encode(b)) equals b, and decode
  *     returns a BMD that keeps 1-3 or a clean error, for any bytes.
  */
@@ -40,11 +41,44 @@
 #include "cluster_int.h"
 #include "aisd/banned.h"
 
+/* One bucket's documents: malloc'd text per kind, NULL: none. */
+typedef struct bmd_docs {
+	char *d[BMD_DOC_KINDS];
+} bmd_docs_t;
+
+/* The kinds of documents (bmd.h): how each is named, limited and checked. */
+static bool doc_policy_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	return s3pol_valid(bucket, text, len, err);
+}
+
+static bool doc_cors_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	for (size_t i = 0; i < len; i++) /* its content: src/s3/cors.c (corsop.c rule 4) */
+		if (text[i] < 0x20 || text[i] > 0x7e) {
+			cmap_fail(err, EINVAL, "bmd: a CORS configuration is one line of printable ASCII");
+			return false;
+		}
+	return true;
+}
+
+static const struct doc_kind {
+	const char *json; /* the bucket's key in the BMD's JSON */
+	const char *key;  /* set-bprops "s3":{key:TEXT} */
+	const char *what; /* for messages */
+	size_t max;       /* bytes */
+	bool (*valid)(const char *bucket, const char *text, size_t len, buf_t *err);
+} docs[BMD_DOC_KINDS] = {
+	[BMD_DOC_POLICY] = {"s3policy", "policy", "policy", S3POL_MAX, doc_policy_valid},
+	[BMD_DOC_CORS] = {"s3cors", "cors", "CORS configuration", BMD_S3CORS_MAX, doc_cors_valid},
+};
+
 struct bmd {
 	char uuid[CMAP_ID_MAX + 1];
 	uint64_t version;
 	bmd_bucket_t *bck; /* sorted by name */
-	char **pol;        /* pol[i]: bck[i]'s S3 policy (malloc'd), or NULL (invariant 3a) */
+	bmd_docs_t *doc;   /* doc[i]: bck[i]'s S3 documents (invariant 3a) */
 	size_t n, cap;
 };
 
@@ -227,13 +261,19 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 	static const char *const mkeys[] = {"enabled", "copies"};
 	static const char *const ckeys[] = {"type"};
 	static const char *const vkeys[] = {"enabled", "history"};
-	static const char *const skeys[] = {"acl", "tags", "lock", "pab", "policy"};
+	static const char *const s3props[] = {"acl", "tags", "lock", "pab"};
+	const char *skeys[ARRAY_SIZE(s3props) + BMD_DOC_KINDS]; /* and the documents' keys */
+	size_t nskeys = 0;
 	json_t *val = (json_t *)value, *g, *v;
 	bmd_props_t n = *p;
 	const char *k;
 
 	if (!json_is_object(val))
 		return cmap_fail(err, EINVAL, "set-bprops: value must be an object of properties");
+	for (size_t i = 0; i < ARRAY_SIZE(s3props); i++)
+		skeys[nskeys++] = s3props[i];
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+		skeys[nskeys++] = docs[d].key;
 	json_object_foreach(val, k, g) {
 		if (!strcmp(k, "mirror")) {
 			if (patch_group(g, k, mkeys, ARRAY_SIZE(mkeys), err) != AIS_OK ||
@@ -270,7 +310,7 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 								 "bucket with a remote backend");
 			}
 		} else if (!strcmp(k, "s3")) {
-			if (patch_group(g, k, skeys, ARRAY_SIZE(skeys), err) != AIS_OK)
+			if (patch_group(g, k, skeys, nskeys, err) != AIS_OK)
 				return AIS_ERR;
 			if ((v = json_object_get(g, "acl"))) {
 				if (!json_is_string(v) || json_string_length(v) >= sizeof(n.s3acl) ||
@@ -302,9 +342,11 @@ int bmd_props_patch(bmd_props_t *p, const struct json_t *value, buf_t *err)
 						    BMD_PAB_ALL);
 				n.s3pab = (uint8_t)json_integer_value(v);
 			}
-			/* "policy" is not a property: bmd_set_policy (the caller) */
-			if ((v = json_object_get(g, "policy")) && !json_is_string(v))
-				return cmap_fail(err, EINVAL, "set-bprops: \"s3.policy\" must be a string (\"\": none)");
+			/* the documents are not properties: bmd_set_doc (the caller) */
+			for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+				if ((v = json_object_get(g, docs[d].key)) && !json_is_string(v))
+					return cmap_fail(err, EINVAL, "set-bprops: \"s3.%s\" must be a string (\"\": none)",
+						    docs[d].key);
 		} else if (!strcmp(k, "access")) {
 			if (json_is_string(g) && !strcmp(json_string_value(g), "ro"))
 				n.access = BMD_ACCESS_GET | BMD_ACCESS_HEAD | BMD_ACCESS_LIST;
@@ -356,14 +398,14 @@ static int insert(bmd_t *b, const char *name, size_t len, const bmd_props_t *p, 
 	if (b->n >= BMD_BUCKETS_MAX)
 		return cmap_fail(err, EINVAL, "bmd: more than %d buckets", BMD_BUCKETS_MAX);
 	size_t pos = (size_t)(-at - 1);
-	if (b->n == b->cap || !b->pol) {
+	if (b->n == b->cap || !b->doc) {
 		b->cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 8) : b->cap;
 		b->bck = xrealloc(b->bck, b->cap * sizeof(*b->bck));
-		b->pol = xrealloc(b->pol, b->cap * sizeof(*b->pol));
+		b->doc = xrealloc(b->doc, b->cap * sizeof(*b->doc));
 	}
 	memmove(&b->bck[pos + 1], &b->bck[pos], (b->n - pos) * sizeof(*b->bck));
-	memmove(&b->pol[pos + 1], &b->pol[pos], (b->n - pos) * sizeof(*b->pol));
-	b->pol[pos] = NULL;
+	memmove(&b->doc[pos + 1], &b->doc[pos], (b->n - pos) * sizeof(*b->doc));
+	memset(&b->doc[pos], 0, sizeof(b->doc[pos]));
 	memset(&b->bck[pos], 0, sizeof(b->bck[pos]));
 	memcpy(b->bck[pos].name, name, len);
 	b->bck[pos].props = *p;
@@ -393,9 +435,10 @@ void bmd_free(bmd_t *b)
 {
 	if (!b)
 		return;
-	for (size_t i = 0; b->pol && i < b->n; i++)
-		free(b->pol[i]);
-	free(b->pol);
+	for (size_t i = 0; b->doc && i < b->n; i++)
+		for (unsigned k = 0; k < BMD_DOC_KINDS; k++)
+			free(b->doc[i].d[k]);
+	free(b->doc);
 	free(b->bck);
 	free(b);
 }
@@ -408,9 +451,10 @@ bmd_t *bmd_clone(const bmd_t *b)
 	c->bck = xmalloc(c->cap * sizeof(*c->bck));
 	if (b->n) /* an empty BMD has no array: memcpy(NULL) is undefined even for 0 bytes */
 		memcpy(c->bck, b->bck, b->n * sizeof(*b->bck));
-	c->pol = xcalloc(c->cap, sizeof(*c->pol));
-	for (size_t i = 0; i < b->n; i++)
-		c->pol[i] = b->pol && b->pol[i] ? xstrdup(b->pol[i]) : NULL;
+	c->doc = xcalloc(c->cap, sizeof(*c->doc));
+	for (size_t i = 0; b->doc && i < b->n; i++)
+		for (unsigned k = 0; k < BMD_DOC_KINDS; k++)
+			c->doc[i].d[k] = b->doc[i].d[k] ? xstrdup(b->doc[i].d[k]) : NULL;
 	return c;
 }
 
@@ -430,35 +474,50 @@ bool bmd_equal(const bmd_t *a, const bmd_t *b)
 {
 	if (strcmp(a->uuid, b->uuid) || a->version != b->version || a->n != b->n)
 		return false;
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->bck[i].name, b->bck[i].name) || !props_equal(&a->bck[i].props, &b->bck[i].props) ||
-		    strcmp(a->pol[i] ? a->pol[i] : "", b->pol[i] ? b->pol[i] : ""))
+	for (size_t i = 0; i < a->n; i++) {
+		if (strcmp(a->bck[i].name, b->bck[i].name) || !props_equal(&a->bck[i].props, &b->bck[i].props))
 			return false;
+		for (unsigned k = 0; k < BMD_DOC_KINDS; k++)
+			if (strcmp(a->doc[i].d[k] ? a->doc[i].d[k] : "", b->doc[i].d[k] ? b->doc[i].d[k] : ""))
+				return false;
+	}
 	return true;
 }
 
-const char *bmd_policy(const bmd_t *b, const char *name, size_t len)
+const char *bmd_doc_key(bmd_doc_kind_t kind) { return kind < BMD_DOC_KINDS ? docs[kind].key : ""; }
+const char *bmd_doc_what(bmd_doc_kind_t kind) { return kind < BMD_DOC_KINDS ? docs[kind].what : ""; }
+
+const char *bmd_doc(const bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len)
 {
-	ptrdiff_t i = name ? find(b, name, len) : -1;
-	return i >= 0 ? b->pol[i] : NULL;
+	ptrdiff_t i = name && kind < BMD_DOC_KINDS ? find(b, name, len) : -1;
+	return i >= 0 ? b->doc[i].d[kind] : NULL;
 }
 
-int bmd_set_policy(bmd_t *b, const char *name, size_t len, const char *text, size_t tlen, buf_t *err)
+int bmd_set_doc(bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len, const char *text, size_t tlen,
+		buf_t *err)
 {
 	ptrdiff_t i = name ? find(b, name, len) : -1;
 	char bname[NAME_BUCKET_MAX + 1];
+	if (kind >= BMD_DOC_KINDS)
+		return cmap_fail(err, EINVAL, "bmd: unknown document kind %u", (unsigned)kind);
 	if (i < 0)
 		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
+	const struct doc_kind *dk = &docs[kind];
 	snprintf(bname, sizeof(bname), "%s", b->bck[i].name);
-	if (text && (memchr(text, '\0', tlen) || !s3pol_valid(bname, text, tlen, err))) {
+	if (text && memchr(text, '\0', tlen))
+		return cmap_fail(err, EINVAL, "bmd: a NUL byte in a bucket's %s", dk->what);
+	if (text && !dk->valid(bname, text, tlen, err)) {
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	const char *cur = b->pol[i];
-	if ((!text && !cur) || (text && cur && strlen(cur) == tlen && !memcmp(cur, text, tlen)))
+	if (text && tlen > dk->max)
+		return cmap_fail(err, EINVAL, "bmd: a bucket's %s is at most %zu bytes (this one has %zu)", dk->what,
+				 dk->max, tlen);
+	char **slot = &b->doc[i].d[kind];
+	if ((!text && !*slot) || (text && *slot && strlen(*slot) == tlen && !memcmp(*slot, text, tlen)))
 		return AIS_OK;
-	free(b->pol[i]);
-	b->pol[i] = text ? xstrndup(text, tlen) : NULL;
+	free(*slot);
+	*slot = text ? xstrndup(text, tlen) : NULL;
 	b->version++;
 	return AIS_OK;
 }
@@ -501,9 +560,10 @@ int bmd_remove(bmd_t *b, const char *name, size_t len, buf_t *err)
 	ptrdiff_t i = name ? find(b, name, len) : -1;
 	if (i < 0)
 		return cmap_fail(err, ENOENT, "bmd: no bucket %.*s", name ? (int)len : 0, name ? name : "");
-	free(b->pol[i]);
+	for (unsigned k = 0; k < BMD_DOC_KINDS; k++)
+		free(b->doc[i].d[k]);
 	memmove(&b->bck[i], &b->bck[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->bck));
-	memmove(&b->pol[i], &b->pol[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->pol));
+	memmove(&b->doc[i], &b->doc[i + 1], (b->n - (size_t)i - 1) * sizeof(*b->doc));
 	b->n--;
 	b->version++;
 	return AIS_OK;
@@ -562,10 +622,11 @@ void bmd_encode(const bmd_t *b, buf_t *out)
 			buf_addf(out, ",\"s3lock\":\"%s\"", k->props.s3lock);
 		if (k->props.s3pab)
 			buf_addf(out, ",\"s3pab\":%u", k->props.s3pab);
-		if (b->pol[i]) {
-			buf_addstr(out, ",\"s3policy\":");
-			buf_add_json_str(out, b->pol[i], strlen(b->pol[i]));
-		}
+		for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+			if (b->doc[i].d[d]) {
+				buf_addf(out, ",\"%s\":", docs[d].json);
+				buf_add_json_str(out, b->doc[i].d[d], strlen(b->doc[i].d[d]));
+			}
 		bmd_backend_encode(&k->props.backend, out);
 		bmd_ec_encode(&k->props, false, out);
 		buf_addch(out, '}');
@@ -577,8 +638,8 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 {
 	static const char *const all[] = {"name",    "provider", "checksum", "mirror", "versioning", "access",
 					  "created", "region",   "s3owner",  "s3acl",  "backend", "ec",
-					  "s3tags", "history", "s3lock", "s3pab", "s3policy"};
-	const char *keys[ARRAY_SIZE(all)];
+					  "s3tags", "history", "s3lock", "s3pab"};
+	const char *keys[ARRAY_SIZE(all) + BMD_DOC_KINDS];
 	size_t nkeys = 0;
 	static const char *const mkeys[] = {"enabled", "copies"};
 	char what[64];
@@ -593,6 +654,9 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
 		if (i < 7 || json_object_get(o, all[i]))
 			keys[nkeys++] = all[i];
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+		if (json_object_get(o, docs[d].json))
+			keys[nkeys++] = docs[d].json;
 	if (cmap_json_keys(o, keys, nkeys, what, err) != AIS_OK)
 		return AIS_ERR;
 	if (cmap_json_str(o, "name", what, &name, &nlen, err) != AIS_OK)
@@ -674,10 +738,12 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 			return AIS_ERR;
 		p.s3pab = (uint8_t)v;
 	}
-	const char *pol = NULL;
-	size_t pollen = 0;
-	if (json_object_get(o, "s3policy") && cmap_json_str(o, "s3policy", what, &pol, &pollen, err) != AIS_OK)
-		return AIS_ERR;
+	const char *doc[BMD_DOC_KINDS] = {NULL};
+	size_t doclen[BMD_DOC_KINDS] = {0};
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+		if (json_object_get(o, docs[d].json) &&
+		    cmap_json_str(o, docs[d].json, what, &doc[d], &doclen[d], err) != AIS_OK)
+			return AIS_ERR;
 	json_t *bk = json_object_get(o, "backend");
 	if (bk && bmd_backend_decode(bk, what, &p.backend, err) != AIS_OK)
 		return AIS_ERR;
@@ -690,10 +756,11 @@ static int decode_bucket(json_t *o, size_t idx, bmd_t *b, buf_t *err)
 		errno = EINVAL;
 		return AIS_ERR;
 	}
-	if (pol && bmd_set_policy(b, name, nlen, pol, pollen, err) != AIS_OK) {
-		buf_addf(err, " (%s)", what);
-		return AIS_ERR;
-	}
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++)
+		if (doc[d] && bmd_set_doc(b, d, name, nlen, doc[d], doclen[d], err) != AIS_OK) {
+			buf_addf(err, " (%s)", what);
+			return AIS_ERR;
+		}
 	return AIS_OK;
 }
 
@@ -734,7 +801,7 @@ int bmd_decode(const char *json, size_t len, bmd_t **out, buf_t *err)
 	for (size_t i = 0; i < json_array_size(bcks); i++)
 		if (decode_bucket(json_array_get(bcks, i), i, b, err) != AIS_OK)
 			goto out_bmd;
-	b->version = version; /* (bmd_set_policy counted each policy as a change) */
+	b->version = version; /* (bmd_set_doc counted each document as a change) */
 	*out = b;
 	b = NULL;
 	rc = AIS_OK;

@@ -150,12 +150,15 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		p.mirror_enabled = false; /* ec-encode from copies to slices */
 	if (bmd_props_patch(&p, o->patch, err) != AIS_OK)
 		return AIS_ERR;
-	/* an S3 bucket policy ("s3": {"policy": TEXT}, "" removes it) lives
-	 * beside the props (bmd_policy) */
-	json_t *pol = json_object_get(json_object_get(o->patch, "s3"), "policy");
-	if (pol && bmd_set_policy(b, o->name, strlen(o->name), json_string_length(pol) ? json_string_value(pol) : NULL,
-				  json_string_length(pol), err) != AIS_OK)
-		return AIS_ERR;
+	/* a bucket's S3 documents ("s3": {"policy": TEXT, "cors": XML}, ""
+	 * removes one) live beside the props (bmd_doc) */
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++) {
+		json_t *doc = json_object_get(json_object_get(o->patch, "s3"), bmd_doc_key(d));
+		if (doc && bmd_set_doc(b, d, o->name, strlen(o->name),
+				       json_string_length(doc) ? json_string_value(doc) : NULL, json_string_length(doc),
+				       err) != AIS_OK)
+			return AIS_ERR;
+	}
 	size_t targets = cmap_count(m, CMAP_TARGET, CMAP_ANY);
 	if (p.mirror_enabled && p.mirror_copies > targets) {
 		buf_addf(err, "mirror.copies %u is more than the %zu targets of the cluster", p.mirror_copies,

@@ -142,8 +142,9 @@ struct bop {
 	bool set_hist; /* PutBucketVersioning: props.history */
 	bool set_lock; /* PutObjectLockConfiguration: props.s3lock */
 	bool set_pab;  /* Put/DeletePublicAccessBlock: props.s3pab (status as set_tags) */
-	bool set_pol;  /* Put/DeleteBucketPolicy: policy (NULL: remove; status as set_tags) */
-	const char *policy; /* (the request's arena) */
+	bool set_doc;  /* Put/Delete of a document (bmd_doc): doc (NULL: remove; status as set_tags) */
+	bmd_doc_kind_t kind; /* set_doc: which */
+	const char *doc;     /* (the request's arena) */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -152,7 +153,7 @@ struct bop {
 };
 
 /* a change of a property (not create or destroy) */
-#define SETS(o) ((o)->set_acl || (o)->set_tags || (o)->set_hist || (o)->set_lock || (o)->set_pab || (o)->set_pol)
+#define SETS(o) ((o)->set_acl || (o)->set_tags || (o)->set_hist || (o)->set_lock || (o)->set_pab || (o)->set_doc)
 
 static void bop_cleanup(void *arg) { buf_free(&((struct bop *)arg)->msg); }
 
@@ -172,8 +173,8 @@ static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		memcpy(p.s3acl, o->props.s3acl, sizeof(p.s3acl));
 		return bmd_set_props(b, o->name, strlen(o->name), &p, err);
 	}
-	if (o->set_pol)
-		return bmd_set_policy(b, o->name, strlen(o->name), o->policy, o->policy ? strlen(o->policy) : 0, err);
+	if (o->set_doc)
+		return bmd_set_doc(b, o->kind, o->name, strlen(o->name), o->doc, o->doc ? strlen(o->doc) : 0, err);
 	if (o->set_tags || o->set_hist || o->set_lock || o->set_pab) {
 		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
 		if (!bk) {
@@ -220,9 +221,9 @@ static void via_primary(struct bop *o)
 		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"lock\":\"%s\"}}}", p->s3lock);
 	} else if (o->set_pab) {
 		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"pab\":%u}}}", p->s3pab);
-	} else if (o->set_pol) {
-		buf_addstr(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"policy\":");
-		buf_add_json_str(&body, o->policy ? o->policy : "", o->policy ? strlen(o->policy) : 0);
+	} else if (o->set_doc) { /* (a key of letters) */
+		buf_addf(&body, "{\"action\":\"set-bprops\",\"value\":{\"s3\":{\"%s\":", bmd_doc_key(o->kind));
+		buf_add_json_str(&body, o->doc ? o->doc : "", o->doc ? strlen(o->doc) : 0);
 		buf_addstr(&body, "}}}");
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
@@ -319,9 +320,9 @@ static void bop_done(http_req_t *req)
 	} else if (o->err == ENOENT) {
 		s3_error(r, "NoSuchBucket", NULL);
 	} else if (o->err == ENOTSUP) {
-		s3_error(r, "NotImplemented", "bucket %s need a cluster (a gateway)",
-			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_pol ? "policies" :
-			 o->set_pab ? "public access blocks" : o->set_lock || o->create ? "object lock" : "ACLs");
+		s3_error(r, "NotImplemented", "a bucket's %s needs a cluster (a gateway)",
+			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_doc ? bmd_doc_what(o->kind) :
+			 o->set_pab ? "public access block" : o->set_lock || o->create ? "object lock" : "ACL");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
@@ -329,7 +330,7 @@ static void bop_done(http_req_t *req)
 	} else if (o->set_acl || o->set_hist || o->set_lock) {
 		s3_common_headers(r);
 		http_resp_send(req, "", 0);
-	} else if (o->set_tags || o->set_pab || o->set_pol) {
+	} else if (o->set_tags || o->set_pab || o->set_doc) {
 		s3_common_headers(r);
 		http_resp_status(req, o->status);
 		http_resp_send(req, "", 0);
@@ -454,11 +455,12 @@ void s3_bucket_set_lock(s3_rq_t *r, const char *conf)
 	s3_offload(r, bop_work, bop_done);
 }
 
-void s3_bucket_set_policy(s3_rq_t *r, const char *text, int status)
+void s3_bucket_set_doc(s3_rq_t *r, bmd_doc_kind_t kind, const char *text, int status)
 {
 	struct bop *o = bop_new(r, false);
-	o->set_pol = true;
-	o->policy = text;
+	o->set_doc = true;
+	o->kind = kind;
+	o->doc = text;
 	o->status = status;
 	r->http->state = r;
 	s3_offload(r, bop_work, bop_done);

@@ -258,7 +258,7 @@ static void policy_body(s3_rq_t *r, buf_t *body)
 					    "refuses a public policy");
 		return;
 	}
-	s3_bucket_set_policy(r, arena_strndup(r->http->arena, body->ptr, body->len), 204);
+	s3_bucket_set_doc(r, BMD_DOC_POLICY, arena_strndup(r->http->arena, body->ptr, body->len), 204);
 }
 
 int s3_bucket_policy(s3_rq_t *r)
@@ -282,7 +282,7 @@ int s3_bucket_policy(s3_rq_t *r)
 		s3_read_body(r, policy_body);
 		return AIS_OK;
 	case HTTP_DELETE:
-		s3_bucket_set_policy(r, NULL, 204);
+		s3_bucket_set_doc(r, BMD_DOC_POLICY, NULL, 204);
 		return AIS_OK;
 	default:
 		s3_error(r, "MethodNotAllowed", NULL);

@@ -173,6 +173,7 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 	http_req_t *req = x->r->http;
 	int64_t clen = -1;
 	uint64_t v;
+	bool cors = http_req_header(req, "Origin").ptr != NULL;
 
 	x->head_sent = true;
 	http_resp_status(req, status);
@@ -180,6 +181,8 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 		if (sv_eqcase(n, SV("Content-Length"))) {
 			if (num_parse_u64(val.ptr, val.len, 0, INT64_MAX, &v) == AIS_OK)
 				clen = (int64_t)v;
+		} else if (cors && (sv_casestartswith(n, "Access-Control-") || sv_eqcase(n, SV("Vary")))) {
+			/* this node set the request's CORS headers (corsop.c rule 2) */
 		} else if (!hop_by_hop(n) && !sv_eqcase(n, SV(HTTP_HDR_LOCAL_SOCKET))) {
 			/* (the target's unix socket means something on its host only:
 			 * this node's server names its own to its same-host clients) */

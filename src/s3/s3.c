@@ -380,6 +380,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_policy_status(r);
 	if (s3_query_has(req, "publicAccessBlock"))
 		return s3_bucket_pab(r);
+	if (s3_query_has(req, "cors"))
+		return s3_bucket_cors(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -412,8 +414,10 @@ static int authenticate(s3_rq_t *r)
  *   CreateBucket                   cluster admin -
  *   PutBucketAcl, Put/DeleteBucketTagging admin  WRITE_ACP (bucket)
  *   Put/DeleteBucketPolicy, ...PublicAccessBlock admin WRITE_ACP (bucket)
+ *   Put/DeleteBucketCors           admin         WRITE_ACP (bucket)
  *   GetBucketAcl, GetBucketTagging list          READ_ACP (bucket)
  *   GetBucketPolicy(Status), ...PublicAccessBlock list READ_ACP (bucket)
+ *   GetBucketCors                  list          READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
@@ -455,8 +459,8 @@ static int s3_declare(s3_rq_t *r)
 	r->nres = 1;
 	if (!r->key.len) {
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
-		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock")) {
-			/* the bucket's ACL, tags, lock configuration, policy or public access block: as its owner's */
+		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors")) {
+			/* the bucket's ACL, tags, lock configuration, policy, public access block or CORS: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;
@@ -638,14 +642,10 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
-	/* a CORS preflight: aisd has no CORS configuration (S3 without one) */
-	if (req->method == HTTP_OPTIONS) {
-		if (http_req_header(req, "Origin").ptr)
-			s3_error(r, "AccessDenied", "CORSResponse: CORS is not enabled for this bucket.");
-		else
-			s3_error_status(r, 400, "BadRequest", "Insufficient information. Origin request header needed.");
-		return AIS_OK;
-	}
+	/* a CORS preflight: answered here, from the BMD (corsop.c) */
+	if (req->method == HTTP_OPTIONS)
+		return s3_cors_preflight(r);
+	s3_cors_actual(r); /* before any answer, errors included (corsop.c rule 2) */
 	if (r->key.len && r->node.cl)
 		return s3_route(r, true);
 	if (r->key.len && gateway) {

@@ -358,9 +358,10 @@ int s3_bucket_tagging(s3_rq_t *r);
 void s3_bucket_set_acl(s3_rq_t *r, const s3acl_t *acl);
 /* PutObjectLockConfiguration's change: props.s3lock through the primary. */
 void s3_bucket_set_lock(s3_rq_t *r, const char *conf);
-/* Put/DeleteBucketPolicy's change (text NULL: remove) and Put/Delete
+/* The change of a bucket's document (bmd_doc: Put/DeleteBucketPolicy,
+ * Put/DeleteBucketCors; text NULL: remove) and Put/Delete
  * PublicAccessBlock's (props.s3pab) through the primary; answer status. */
-void s3_bucket_set_policy(s3_rq_t *r, const char *text, int status);
+void s3_bucket_set_doc(s3_rq_t *r, bmd_doc_kind_t kind, const char *text, int status);
 void s3_bucket_set_pab(s3_rq_t *r, unsigned pab, int status);
 /* PutBucketVersioning's change: props.history through the primary. */
 void s3_bucket_set_history(s3_rq_t *r, unsigned history);
@@ -547,11 +548,49 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev);
  * on a gateway). false if the bucket or an active target is missing. */
 bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self);
 
+/* --- cors.c: bucket CORS configurations (kept in the BMD: bmd_doc BMD_DOC_CORS) --- */
+#define S3_CORS_RULES_MAX 100
+#define S3_CORS_XML_MAX (64u << 10) /* a PutBucketCors body */
+#define S3_CORS_ID_MAX 255
+typedef struct s3_cors_list {
+	sv_t *v; /* arena memory */
+	size_t n, cap;
+} s3_cors_list_t;
+typedef struct s3_cors_rule {
+	sv_t id;
+	s3_cors_list_t origins, methods, headers, expose;
+	int64_t max_age; /* -1: none */
+} s3_cors_rule_t;
+typedef struct s3_cors {
+	s3_cors_rule_t *rules; /* arena memory */
+	size_t n;
+} s3_cors_t;
+/* Pure parser of a <CORSConfiguration> with S3's checks: AIS_OK, or
+ * AIS_ERR with *why NULL (MalformedXML: not the schema, no rule, a rule
+ * without AllowedOrigin or AllowedMethod, a bad MaxAgeSeconds) or the
+ * message of an InvalidRequest (a method S3 does not allow, two
+ * wildcards, a wildcard ExposeHeader, over 100 rules or 64 KiB, an ID
+ * over 255 characters, a value not printable ASCII). */
+int s3_cors_parse(arena_t *a, const char *p, size_t n, s3_cors_t *out, const char **why);
+/* The canonical form: one line, no XML declaration (what the BMD keeps). */
+void s3_cors_xml(const s3_cors_t *c, buf_t *b);
+/* The first rule that allows origin, method and every header of the
+ * comma-separated req_headers (may be empty); NULL if none. */
+const s3_cors_rule_t *s3_cors_match(const s3_cors_t *c, sv_t origin, sv_t method, sv_t req_headers);
+/* corsop.c: GET, PUT, DELETE ?cors of a bucket. */
+int s3_bucket_cors(s3_rq_t *r);
+/* Answers a preflight OPTIONS (no authentication, as S3). */
+int s3_cors_preflight(s3_rq_t *r);
+/* Adds the Access-Control-* headers of the rule matching the request's
+ * Origin and method (its Access-Control-Request-Method if it has one),
+ * if any (corsop.c rule 2). */
+void s3_cors_actual(s3_rq_t *r);
+
 /* --- nyi.c: what S3 has and aisd does not (yet) --- */
 /* Answers a request for a sub-resource or header aisd does not implement
  * (501 NotImplemented naming it), or one whose truthful answer is "not
  * configured" (GET ?policy: 404 NoSuchBucketPolicy, GET ?versioning: an
- * empty configuration, DELETE ?cors: 204). true when answered. */
+ * empty configuration, DELETE ?policy: 204). true when answered. */
 bool s3_nyi_answered(s3_rq_t *r);
 
 /* --- util --- */

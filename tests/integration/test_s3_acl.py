@@ -250,7 +250,10 @@ for ce, want in (("deflate, gzip", "deflate, gzip"), ("gzip, aws-chunked", "gzip
     t.eq(s3.head_object(Bucket="pub", Key="enc").get("ContentEncoding"), want, "Content-Encoding %r stored as %r" % (ce, want))
 url = s3.generate_presigned_url("get_object", Params={"Bucket": "pub", "Key": "a"}, ExpiresIn=100000)
 t.eq(raw("OPTIONS", None, url=url)[0], 400, "OPTIONS on a presigned URL (no Origin): 400")
-t.eq(raw("OPTIONS", None, url=url, headers={"Origin": "http://x"})[0], 403, "OPTIONS with an Origin (no CORS): 403")
+t.eq(raw("OPTIONS", None, url=url, headers={"Origin": "http://x"})[0], 400,
+     "OPTIONS with an Origin, no Access-Control-Request-Method: 400")
+t.eq(raw("OPTIONS", None, url=url, headers={"Origin": "http://x", "Access-Control-Request-Method": "GET"})[0], 403,
+     "OPTIONS with an Origin and a method (no CORS): 403")
 t.eq(raw("GET", None, url=url)[0], 200, "the presigned GET itself: 200")
 for exp in ("0", "-7", "609901"):
     st, h, body = raw("GET", None, url=url.replace("X-Amz-Expires=100000", "X-Amz-Expires=" + exp))

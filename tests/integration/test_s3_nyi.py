@@ -218,7 +218,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
-    "policyStatus": ["PUT", "DELETE"], "cors": ["PUT"], "lifecycle": ["PUT"], "encryption": ["PUT"],
+    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["PUT"], "encryption": ["PUT"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["POST"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
@@ -323,8 +323,6 @@ CASES = [
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
-    ("PutBucketCors", s3.put_bucket_cors, dict(Bucket=B, CORSConfiguration={"CORSRules": [
-        {"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})),
     ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
         Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
                                                      "Expiration": {"Days": 1}}]})),

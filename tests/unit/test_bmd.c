@@ -568,6 +568,107 @@ START_TEST(test_persist)
 }
 END_TEST
 
+/* A bucket's documents (bmd_doc): each kind beside the entry, independent
+ * of the others, encoded under its own key, removed with the bucket, with
+ * its size limit; the entry's size does not depend on them. */
+START_TEST(test_docs)
+{
+	buf_t err = BUF_INIT, enc = BUF_INIT;
+	bmd_t *b = bmd_new("uuid-1", &err), *d;
+	const char *pol = "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+			  "\"Resource\":\"arn:aws:s3:::b2/*\"}}";
+	const char *cors = "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
+			   "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>";
+	ck_assert_int_eq(bmd_add(b, "b1", 2, NULL, &err), AIS_OK);
+	ck_assert_int_eq(bmd_add(b, "b2", 2, NULL, &err), AIS_OK);
+	ck_assert_str_eq(bmd_doc_key(BMD_DOC_POLICY), "policy");
+	ck_assert_str_eq(bmd_doc_key(BMD_DOC_CORS), "cors");
+	uint64_t v = bmd_version(b);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b2", 2, cors, strlen(cors), &err), AIS_OK);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_POLICY, "b2", 2, pol, strlen(pol), &err), AIS_OK);
+	ck_assert_uint_eq(bmd_version(b), v + 2);
+	ck_assert_str_eq(bmd_doc(b, BMD_DOC_CORS, "b2", 2), cors);
+	ck_assert_str_eq(bmd_policy(b, "b2", 2), pol);
+	ck_assert_ptr_null(bmd_doc(b, BMD_DOC_CORS, "b1", 2));
+	ck_assert_ptr_null(bmd_doc(b, BMD_DOC_KINDS, "b2", 2));
+	/* refusals leave the BMD as it was: a control byte, a NUL, over the
+	 * limit, an unknown kind, no bucket */
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b2", 2, "<a>\n</a>", 8, &err), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b2", 2, "<a>\0</a>", 8, &err), AIS_ERR);
+	char *big = malloc(BMD_S3CORS_MAX + 2);
+	memset(big, 'x', BMD_S3CORS_MAX + 1);
+	big[BMD_S3CORS_MAX + 1] = '\0';
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b1", 2, big, BMD_S3CORS_MAX + 1, &err), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b1", 2, big, BMD_S3CORS_MAX, &err), AIS_OK); /* at it */
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_KINDS, "b1", 2, "x", 1, &err), AIS_ERR);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b9", 2, "x", 1, &err), AIS_ERR);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_str_eq(bmd_doc(b, BMD_DOC_CORS, "b2", 2), cors);
+	/* one key per kind in the JSON; decode(encode) equals */
+	bmd_encode(b, &enc);
+	ck_assert_ptr_nonnull(strstr(enc.ptr, "\"s3cors\":\"<CORSConfiguration>"));
+	ck_assert_ptr_nonnull(strstr(enc.ptr, "\"s3policy\":"));
+	d = roundtrip(b);
+	ck_assert(bmd_equal(b, d));
+	ck_assert_str_eq(bmd_doc(d, BMD_DOC_CORS, "b2", 2), cors);
+	ck_assert_uint_eq(strlen(bmd_doc(d, BMD_DOC_CORS, "b1", 2)), BMD_S3CORS_MAX);
+	/* the kinds are independent: removing one keeps the other */
+	ck_assert_int_eq(bmd_set_doc(d, BMD_DOC_CORS, "b2", 2, NULL, 0, &err), AIS_OK);
+	ck_assert(!bmd_equal(b, d));
+	ck_assert_ptr_null(bmd_doc(d, BMD_DOC_CORS, "b2", 2));
+	ck_assert_str_eq(bmd_policy(d, "b2", 2), pol);
+	bmd_free(d);
+	/* a clone is its own copy */
+	d = bmd_clone(b);
+	ck_assert_int_eq(bmd_set_doc(d, BMD_DOC_POLICY, "b2", 2, NULL, 0, &err), AIS_OK);
+	ck_assert_str_eq(bmd_policy(b, "b2", 2), pol);
+	ck_assert_str_eq(bmd_doc(d, BMD_DOC_CORS, "b2", 2), cors);
+	bmd_free(d);
+	/* gone with the bucket */
+	ck_assert_int_eq(bmd_remove(b, "b2", 2, &err), AIS_OK);
+	ck_assert_int_eq(bmd_add(b, "b2", 2, NULL, &err), AIS_OK);
+	ck_assert_ptr_null(bmd_doc(b, BMD_DOC_CORS, "b2", 2));
+	ck_assert_ptr_null(bmd_policy(b, "b2", 2));
+	/* a BMD written before CORS (only "s3policy") still decodes; a stored
+	 * CORS document with a control character is refused */
+	static const char *const old = "{\"uuid\":\"u\",\"version\":3,\"buckets\":[{\"name\":\"b2\",\"provider\":\"ais\","
+				       "\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+				       "\"versioning\":true,\"access\":127,\"created\":1,\"s3policy\":\"{\\\"Statement\\\":"
+				       "{\\\"Effect\\\":\\\"Deny\\\",\\\"Principal\\\":\\\"*\\\",\\\"Action\\\":"
+				       "\\\"s3:GetObject\\\",\\\"Resource\\\":\\\"arn:aws:s3:::b2/*\\\"}}\"}]}";
+	ck_assert_msg(bmd_decode(old, strlen(old), &d, &err) == AIS_OK, "%s", err.ptr);
+	ck_assert_uint_eq(bmd_version(d), 3);
+	ck_assert_str_eq(bmd_policy(d, "b2", 2), pol);
+	ck_assert_ptr_null(bmd_doc(d, BMD_DOC_CORS, "b2", 2));
+	bmd_free(d);
+	static const char *const badc = "{\"uuid\":\"u\",\"version\":3,\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\","
+					"\"checksum\":\"xxhash\",\"mirror\":{\"enabled\":false,\"copies\":2},"
+					"\"versioning\":true,\"access\":127,\"created\":1,\"s3cors\":\"a\\tb\"}]}";
+	ck_assert_int_eq(bmd_decode(badc, strlen(badc), &d, &err), AIS_ERR);
+	ck_assert_ptr_null(d);
+	/* set-bprops: a document's key is a string (the caller applies it) */
+	bmd_props_t q;
+	buf_t pe = BUF_INIT, pe2 = BUF_INIT;
+	bmd_props_default(&q);
+	bmd_props_encode(&q, &pe);
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"cors\":\"<C/>\",\"policy\":\"\"}}", &err), AIS_OK);
+	bmd_props_encode(&q, &pe2);
+	ck_assert_str_eq(pe.ptr, pe2.ptr); /* not properties */
+	buf_free(&pe);
+	buf_free(&pe2);
+	ck_assert_int_eq(patch(&q, "{\"s3\":{\"cors\":7}}", &err), AIS_ERR);
+	ck_assert_ptr_nonnull(strstr(err.ptr, "s3.cors"));
+	/* the documents never grow an entry */
+	ck_assert_uint_lt(sizeof(bmd_props_t), 4096);
+	free(big);
+	buf_free(&enc);
+	buf_free(&err);
+	bmd_free(b);
+}
+END_TEST
+
 static Suite *bmd_suite(void)
 {
 	Suite *s = suite_create("bmd");
@@ -581,6 +682,7 @@ static Suite *bmd_suite(void)
 	tcase_add_test(tc, test_decode_truncate_and_flip);
 	tcase_add_test(tc, test_accept);
 	tcase_add_test(tc, test_persist);
+	tcase_add_test(tc, test_docs);
 	suite_add_tcase(s, tc);
 	return s;
 }

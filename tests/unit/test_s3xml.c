@@ -4,9 +4,10 @@
  * entities, namespaces, refusals of DOCTYPE, bad nesting and bad values),
  * the XML writer's escaping (its output parses back to the same text),
  * S3 metadata's encoding in custom metadata (any value round-trips), tag
- * sets (x-amz-tagging, <Tagging>, S3's limits), part ranges, and object
+ * sets (x-amz-tagging, <Tagging>, S3's limits), part ranges, object
  * lock's pieces (ObjectLockConfiguration, ISO 8601 dates, the BMD's
- * s3lock form, which versions the object layer refuses to remove).
+ * s3lock form, which versions the object layer refuses to remove) and
+ * CORS configurations (parse, canonical form, matching, S3's refusals).
  */
 #include <check.h>
 #include <errno.h>
@@ -279,6 +280,89 @@ START_TEST(test_errno_map)
 }
 END_TEST
 
+START_TEST(test_cors)
+{
+	arena_t *a = arena_new(4096);
+	s3_cors_t c, back;
+	const char *why;
+	buf_t x = BUF_INIT;
+	const char *doc = "<CORSConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><CORSRule>"
+			  "<AllowedOrigin>http://*.example.com</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+			  "<AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>"
+			  "<MaxAgeSeconds> 60 </MaxAgeSeconds><ID>r1</ID></CORSRule>"
+			  "<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>HEAD</AllowedMethod></CORSRule>"
+			  "</CORSConfiguration>";
+	ck_assert_int_eq(s3_cors_parse(a, doc, strlen(doc), &c, &why), AIS_OK);
+	ck_assert_uint_eq(c.n, 2);
+	ck_assert_int_eq(c.rules[0].max_age, 60);
+	ck_assert_int_eq(c.rules[1].max_age, -1);
+	/* the canonical form is one printable line that parses to the same */
+	s3_cors_xml(&c, &x);
+	ck_assert_ptr_null(memchr(x.ptr, '\n', x.len));
+	ck_assert_int_eq(s3_cors_parse(a, x.ptr, x.len, &back, &why), AIS_OK);
+	ck_assert_uint_eq(back.n, 2);
+	ck_assert(sv_eqstr(back.rules[0].id, "r1"));
+	/* matching: the first rule whose origin, method and every header match */
+	ck_assert_ptr_eq(s3_cors_match(&c, SV("http://a.example.com"), SV("GET"), SV("X-Amz-Date, x-amz-acl")),
+			 &c.rules[0]);
+	ck_assert_ptr_null(s3_cors_match(&c, SV("http://a.example.com"), SV("GET"), SV("x-other")));
+	ck_assert_ptr_null(s3_cors_match(&c, SV("http://example.com"), SV("GET"), SV("")));
+	ck_assert_ptr_null(s3_cors_match(&c, SV("HTTP://A.EXAMPLE.COM"), SV("GET"), SV(""))); /* origins: case */
+	ck_assert_ptr_eq(s3_cors_match(&c, SV("http://x"), SV("HEAD"), SV("")), &c.rules[1]);
+	ck_assert_ptr_null(s3_cors_match(&c, SV("http://x"), SV("PUT"), SV("")));
+	/* S3's refusals: MalformedXML (why NULL) or InvalidRequest (why) */
+	static const struct {
+		const char *doc;
+		bool invalid;
+	} bad[] = {
+		{"<CORSConfiguration/>", false},
+		{"<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>", false},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin></CORSRule></CORSConfiguration>", false},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+		 "<MaxAgeSeconds>-1</MaxAgeSeconds></CORSRule></CORSConfiguration>",
+		 false},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+		 "<Other/></CORSRule></CORSConfiguration>",
+		 false},
+		{"<Tagging/>", false},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod>"
+		 "</CORSRule></CORSConfiguration>",
+		 true},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*.*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+		 "</CORSRule></CORSConfiguration>",
+		 true},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+		 "<ExposeHeader>x-*</ExposeHeader></CORSRule></CORSConfiguration>",
+		 true},
+		{"<CORSConfiguration><CORSRule><AllowedOrigin>\xc3\xa9</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+		 "</CORSRule></CORSConfiguration>",
+		 true},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(s3_cors_parse(a, bad[i].doc, strlen(bad[i].doc), &c, &why), AIS_ERR);
+		ck_assert_msg((why != NULL) == bad[i].invalid, "case %zu: %s", i, why ? why : "(malformed)");
+	}
+	/* 100 rules are fine, 101 are not */
+	buf_t many = BUF_INIT;
+	buf_addstr(&many, "<CORSConfiguration>");
+	for (int i = 0; i < 101; i++) {
+		if (i == 100) {
+			buf_addstr(&many, "</CORSConfiguration>");
+			ck_assert_int_eq(s3_cors_parse(a, many.ptr, many.len, &c, &why), AIS_OK);
+			ck_assert_uint_eq(c.n, 100);
+			many.len -= strlen("</CORSConfiguration>");
+		}
+		buf_addstr(&many, "<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>");
+	}
+	buf_addstr(&many, "</CORSConfiguration>");
+	ck_assert_int_eq(s3_cors_parse(a, many.ptr, many.len, &c, &why), AIS_ERR);
+	ck_assert_ptr_nonnull(why);
+	buf_free(&many);
+	buf_free(&x);
+	arena_destroy(a);
+}
+END_TEST
+
 START_TEST(test_tags)
 {
 	arena_t *a = arena_new(4096);
@@ -492,6 +576,7 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_acl_body);
 	tcase_add_test(tc, test_errno_map);
 	tcase_add_test(tc, test_tags);
+	tcase_add_test(tc, test_cors);
 	tcase_add_test(tc, test_part_range);
 	tcase_add_test(tc, test_objlock);
 	tcase_add_test(tc, test_meta_lock_roundtrip);
