@@ -315,10 +315,12 @@ void http_resp_header_str(http_req_t *req, const char *name, const char *value);
 void http_resp_header_i64(http_req_t *req, const char *name, int64_t value);
 /* Copies len bytes. */
 void http_resp_send(http_req_t *req, const void *body, size_t len);
-/* Takes b's memory. */
+/* Takes b's memory; a big body is sent from it as http_resp_send_ref
+ * sends (not copied). */
 void http_resp_send_buf(http_req_t *req, buf_t *b);
 /* Sends len bytes from body without copying them (plain connections: the
- * head and they go in one sendmsg; over TLS they are copied): body must
+ * head and they go in one sendmsg; over TLS a body under 16 KiB is
+ * copied, a bigger one written after the head): body must
  * stay valid and unchanged until the request ends (its arena is reset), e.g.
  * memory an arena cleanup of the request lets go of. */
 void http_resp_send_ref(http_req_t *req, const void *body, size_t len);

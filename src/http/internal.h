@@ -233,7 +233,8 @@ struct http_conn {
 	enum resp_kind kind;
 	buf_t out;        /* bytes to write: head, memory body, chunks */
 	size_t out_off;
-	const char *mref; /* RB_MEM: a body written from the caller's memory after out */
+	const char *mref; /* RB_MEM: a body written by reference after out (the request's
+			   * memory, or spiece that http_resp_send_buf took) */
 	size_t mref_len, mref_off;
 	int ffd;          /* RB_FILE */
 	int pass_fd;      /* a descriptor sent with the head (SCM_RIGHTS), or -1 */
@@ -244,7 +245,8 @@ struct http_conn {
 	off_t checked_end; /* file bytes known resident up to here */
 	bool fsmall_read;  /* RB_FILE small: bytes copied into out */
 	http_fill_fn fill; /* RB_STREAM */
-	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused) */
+	buf_t spiece;      /* RB_STREAM: the buffer fill appends to (reused); RB_MEM: a body
+			    * http_resp_send_buf took, sent as mref */
 	bool spend;        /* RB_STREAM: spiece (from spoff) then after are still to write */
 	size_t spoff;
 	buf_t after;       /* RB_STREAM: chunk framing that follows a pending spiece */

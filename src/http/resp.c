@@ -9,8 +9,16 @@
  * pool, then sent from the cache. So one client's cold read never delays
  * other clients of the same worker.
  *
- * A stream's pieces are not copied again (nor a buffer handed over whole,
- * http_resp_send_buf): a piece of HTTP_PIECE_REF bytes
+ * A memory body is not copied when it is big or held elsewhere: the body
+ * by reference (c->mref) goes out after the head in one sendmsg. It is the
+ * one such mechanism: http_resp_send_ref points it at memory the request
+ * holds until its end (a hot-cache entry, let go of by the request's arena
+ * cleanup, once, whether the answer ends or the connection dies), and
+ * http_resp_send_buf at a big buffer it hands to the connection (c->spiece,
+ * kept as the next stream's piece buffer). Over TLS a small body is copied
+ * after the head instead (one SSL_write, not two).
+ *
+ * A stream's pieces are not copied again: a piece of HTTP_PIECE_REF bytes
  * or more is written from the producer's buffer by one sendmsg with its
  * chunk framing around it (c->out, the piece, c->after); bytes that a file
  * segment follows go with MSG_MORE, so a header and the file's first bytes
@@ -75,6 +83,7 @@ void resp_reset(http_conn_t *c)
 	buf_reset(&c->rhdrs);
 	if (c->out.cap > (1 << 20))
 		buf_free(&c->out);
+	c->spiece.len = 0; /* a body sent by http_resp_send_buf */
 	if (c->spiece.cap > (1 << 20))
 		buf_free(&c->spiece);
 }
@@ -208,7 +217,7 @@ void http_resp_send(http_req_t *req, const void *body, size_t len)
 void http_resp_send_ref(http_req_t *req, const void *body, size_t len)
 {
 	http_conn_t *c = req->conn;
-	if (c->ssl) { /* tls_write takes one buffer */
+	if (c->ssl && len < HTTP_PIECE_REF) { /* one SSL_write with the head */
 		http_resp_send(req, body, len);
 		return;
 	}
@@ -222,31 +231,21 @@ void http_resp_send_ref(http_req_t *req, const void *body, size_t len)
 	conn_run(c);
 }
 
-/* A body of HTTP_PIECE_REF bytes or more is not copied: its buffer becomes
- * the pending piece (spiece) and goes out after the head in one sendmsg,
- * as a stream's big pieces do. */
+/* A body of HTTP_PIECE_REF bytes or more is not copied: the connection
+ * takes its buffer (as c->spiece, which outlives the request) and sends it
+ * by reference. */
 void http_resp_send_buf(http_req_t *req, buf_t *b)
 {
 	http_conn_t *c = req->conn;
-	if (b->len < HTTP_PIECE_REF) {
-		http_resp_send(req, b->ptr ? b->ptr : "", b->len);
-		buf_free(b);
-		return;
-	}
-	if (!begin(req, RB_MEM)) {
-		buf_free(b);
-		return;
-	}
-	resp_build_head(c, b->len, false);
-	if (!c->head_only) {
+	if (b->len >= HTTP_PIECE_REF && !resp_started(c)) {
 		buf_free(&c->spiece);
 		c->spiece = *b;
 		*b = (buf_t)BUF_INIT;
-		c->spend = true;
-		c->spoff = 0;
+		http_resp_send_ref(req, c->spiece.ptr, c->spiece.len);
+		return;
 	}
+	http_resp_send(req, b->ptr ? b->ptr : "", b->len); /* twice: logged there */
 	buf_free(b);
-	conn_run(c);
 }
 
 void http_resp_send_head(http_req_t *req, uint64_t len)
@@ -694,7 +693,7 @@ static ssize_t out_write(http_conn_t *c)
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &c->pass_fd, sizeof(int));
 	}
-	if (c->mref_off < c->mref_len) /* RB_MEM by reference: after the head */
+	if (c->mref_off < c->mref_len) /* RB_MEM by reference: after the head (TLS: once out is written) */
 		iov[mh.msg_iovlen++] = (struct iovec){(void *)(c->mref + c->mref_off), c->mref_len - c->mref_off};
 	if (c->spend) {
 		if (c->spoff < c->spiece.len)

@@ -7,7 +7,9 @@ cluster.secret as well).
 
 Checks: the map's node URLs are https://; curl --cacert/--cert PUTs and
 GETs objects byte for byte through the gateway, following its 307 to an
-https:// target URL; aisctl --cacert/--cert/--key (and the AIS_CACERT,
+https:// target URL; a target's /metrics (over 16 KiB) comes back whole,
+and on a standalone HTTPS target a 40000-byte object read 4 times comes
+back whole from the hot cache; aisctl --cacert/--cert/--key (and the AIS_CACERT,
 AIS_CERT, AIS_KEY environment, and its config file) puts and gets; a
 2-copy bucket gets both copies (replica writes between targets over
 https) and a GetBatch spanning both targets comes back whole (peer
@@ -147,6 +149,41 @@ for name, path in (("big", big), ("small", small)):
     r = sh("curl", "-sS", "-m", "30", "-L", *TLS_ARGS, "-o", out, "%s/v1/objects/%s/%s" % (g.url, B, name))
     t.check(r.returncode == 0 and filecmp.cmp(path, out, shallow=False),
             "curl GET %s through the gateway: byte for byte" % name, r.stderr.decode()[-300:])
+def hot_hits(node):
+    m = re.search(r"^aisd_hot_hits_total (\d+)$", get(node.url, "/metrics").body.decode(errors="replace"), re.M)
+    return int(m.group(1)) if m else -1
+
+
+# A memory body of 16 KiB or more is written after the head, not copied
+# behind it: a target's /metrics comes back whole over https.
+for tg in ts:
+    r = get(tg.url, "/metrics")
+    txt = r.body.decode(errors="replace")
+    t.check(r.status == 200 and len(r.body) > 16384 and txt.endswith("\n") and
+            re.search(r"^aisd_hot_hits_total \d+$", txt, re.M) is not None,
+            "%s /metrics over https: a body over 16 KiB, whole" % tg.id, (r.status, len(r.body), txt[-200:]))
+
+# A hot object of 16 KiB or more is written from the hot cache's own copy
+# after the head (a standalone target: verify_on_read keeps reads off the
+# cache); 40000 bytes, read 4 times, whole, with hits.
+h = Node("h1", "target")
+clulib.ARGS.extend(["--set", "store.verify_on_read=false"])
+if t.check(h.start(), "a standalone HTTPS target without verify_on_read starts"):
+    r = request("POST", h.url, "/v1/buckets/hotb", b'{"action":"create-bck"}', {"Content-Type": "application/json"})
+    t.eq(r.status, 200, "create bucket hotb on it")
+    mid = os.urandom(40000)
+    t.eq(request("PUT", h.url, "/v1/objects/hotb/mid", mid).status, 200, "PUT a 40000-byte object")
+    hits0 = hot_hits(h)
+    got = [request("GET", h.url, "/v1/objects/hotb/mid") for _ in range(4)]
+    t.check(all(x.status == 200 and x.body == mid for x in got),
+            "GET a hot 40000-byte object 4 times over https: byte for byte", [(x.status, len(x.body)) for x in got])
+    t.check(hot_hits(h) > hits0, "served from the hot cache", (hits0, hot_hits(h)))
+hp = procs.pop("h1", None)  # stopped by its PID now, its exit checked by stop_all
+if hp is not None:
+    hp.terminate()
+    hp.wait(20)
+del clulib.ARGS[-2:]
+
 r1 = request("GET", g.url, "/v1/objects/%s/big" % B)
 loc = r1.h("location") or ""
 t.check(r1.status == 307 and loc.startswith("https://127.0.0.1:"), "the gateway's 307 points at an https:// target",
