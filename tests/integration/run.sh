@@ -23,6 +23,20 @@
 # "# timeout:" it raises that too, for long runs like REB_N=20000); ONLY=PATTERN runs the
 # tests whose file name contains PATTERN.
 #
+# JOBS=N (default 1) runs up to N tests at once, each with its own temp dir
+# and target as above; a test's report (its output, then its PASS, FAIL or
+# SKIP line) is collected in a file and printed whole when it ends, so
+# reports come in the order tests end, never interleaved, and the totals
+# count every test once. Each running test gets a port range of its own,
+# AISD_PORT_RANGE=LO-HI (a share of 20000..31999), from which lib.sh's
+# free_port and clulib.py's free_port and low_port draw (checked free by
+# binding), so tests running at once never pick the same port. A test that
+# must run alone (network namespaces, nspawn hosts, systemd, packages
+# installed into the system, tmpfs mounts, a 4 GiB file) has a line
+#   # serial: WHY
+# and runs with nothing else running. JOBS=1 runs the tests one after
+# another with their output as it comes, and no AISD_PORT_RANGE.
+#
 # Each test gets AISD_URL, AISD_PID, AISD_DIR, AISD_PORT, AISD_BIN, AISCTL,
 # AISD_ARGS and TMPDIR=AISD_DIR/tmp; shell tests source lib.sh, Python
 # tests import itlib.py (run with /usr/bin/python3, standard library only).
