@@ -23,7 +23,7 @@
 # "# timeout:" it raises that too, for long runs like REB_N=20000); ONLY=PATTERN runs the
 # tests whose file name contains PATTERN.
 #
-# JOBS=N (default 1) runs up to N tests at once, each with its own temp dir
+# JOBS=N (1 to 99, default 1) runs up to N tests at once, each with its own temp dir
 # and target as above; a test's report (its output, then its PASS, FAIL or
 # SKIP line) is collected in a file and printed whole when it ends, so
 # reports come in the order tests end, never interleaved, and the totals
@@ -98,7 +98,7 @@ c_ok=0
 c_fail=0
 c_skip=0
 JOBS=${JOBS:-1}
-[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: JOBS must be a positive integer, not '$JOBS'" >&2; exit 2; }
+[[ $JOBS =~ ^[1-9][0-9]?$ ]] || { echo "run.sh: JOBS must be 1 to 99, not '$JOBS'" >&2; exit 2; }
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/aisd-it-run.XXXXXX") # per-test output and result files
 trap 'rm -rf "$RUN"' EXIT
 shopt -s nullglob
