@@ -358,7 +358,10 @@ PROMETHEUS = "/usr/bin/prometheus"
 
 
 def free_port():
-    """A loopback TCP port nobody listens on right now."""
+    """A loopback TCP port nobody listens on right now; from this test's own
+    range when run.sh hands one (AISD_PORT_RANGE, tests running at once)."""
+    if os.environ.get("AISD_PORT_RANGE"):
+        return low_port()
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -369,12 +372,18 @@ def free_port():
 
 def low_port():
     """A free loopback port below 32768 (outside the ephemeral range): for a
-    node whose id must be known before it starts (Node.port before start)."""
+    node whose id must be known before it starts (Node.port before start).
+    Drawn from AISD_PORT_RANGE ("LO-HI") when run.sh hands this test a range
+    of its own (JOBS>1), so that tests running at once never collide."""
     import random
     import socket
+    lo, hi = 20000, 32000
+    rng = os.environ.get("AISD_PORT_RANGE", "")
+    if rng:
+        lo, hi = (int(x) for x in rng.split("-"))
     rnd = random.Random()
     for _ in range(200):
-        p = rnd.randint(20000, 32000)
+        p = rnd.randint(lo, hi)
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", p))

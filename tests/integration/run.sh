@@ -23,6 +23,20 @@
 # "# timeout:" it raises that too, for long runs like REB_N=20000); ONLY=PATTERN runs the
 # tests whose file name contains PATTERN.
 #
+# JOBS=N (1 to 99, default 1) runs up to N tests at once, each with its own temp dir
+# and target as above; a test's report (its output, then its PASS, FAIL or
+# SKIP line) is collected in a file and printed whole when it ends, so
+# reports come in the order tests end, never interleaved, and the totals
+# count every test once. Each running test gets a port range of its own,
+# AISD_PORT_RANGE=LO-HI (a share of 20000..31999), from which lib.sh's
+# free_port and clulib.py's free_port and low_port draw (checked free by
+# binding), so tests running at once never pick the same port. A test that
+# must run alone (network namespaces, nspawn hosts, systemd, packages
+# installed into the system, tmpfs mounts, a 4 GiB file) has a line
+#   # serial: WHY
+# and runs with nothing else running. JOBS=1 runs the tests one after
+# another with their output as it comes, and no AISD_PORT_RANGE.
+#
 # Each test gets AISD_URL, AISD_PID, AISD_DIR, AISD_PORT, AISD_BIN, AISCTL,
 # AISD_ARGS and TMPDIR=AISD_DIR/tmp; shell tests source lib.sh, Python
 # tests import itlib.py (run with /usr/bin/python3, standard library only).
@@ -83,15 +97,20 @@ skipped=0
 c_ok=0
 c_fail=0
 c_skip=0
+JOBS=${JOBS:-1}
+[[ $JOBS =~ ^[1-9][0-9]?$ ]] || { echo "run.sh: JOBS must be 1 to 99, not '$JOBS'" >&2; exit 2; }
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/aisd-it-run.XXXXXX") # per-test output and result files
+trap 'rm -rf "$RUN"' EXIT
 shopt -s nullglob
 tests=("$HERE"/test_*.sh "$HERE"/test_*.py)
 mapfile -t tests < <(printf '%s\n' "${tests[@]}" | LC_ALL=C sort)
 
-for t in "${tests[@]}"; do
+# run_one TEST RESFILE: one test as described above, its report on stdout;
+# writes "OUTCOME N_OK N_FAIL N_SKIP" (OUTCOME pass, fail or skip; N_OK
+# counts the skipped checks too) to RESFILE for collect.
+run_one() {
+	local t=$1 res=$2 name dir args tmo start why pid i port url cmd rc probs secs n_skip n_ok n_fail extra
 	name=$(basename "$t")
-	if [ -n "${ONLY:-}" ] && [[ $name != *$ONLY* ]]; then
-		continue
-	fi
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/aisd-it.${name%.*}.XXXXXX")
 	mkdir -p "$dir/tmp"
 	args=$(sed -n 's/^# aisd-args: *//p' "$t" | tr '\n' ' ')
@@ -155,19 +174,16 @@ for t in "${tests[@]}"; do
 	n_skip=$(grep -c -E '^ok .*# *(SKIP|skip)' "$dir/test.out" 2>/dev/null)
 	n_ok=$(grep -c '^ok' "$dir/test.out" 2>/dev/null)
 	n_fail=$(grep -c '^not ok' "$dir/test.out" 2>/dev/null)
-	c_ok=$((c_ok + ${n_ok:-0} - ${n_skip:-0}))
-	c_fail=$((c_fail + ${n_fail:-0}))
-	c_skip=$((c_skip + ${n_skip:-0}))
 	if [ -z "$why" ] && [ "${n_skip:-0}" -gt 0 ] && [ "${n_skip:-0}" = "${n_ok:-0}" ]; then
-		skipped=$((skipped + 1))
+		echo skip "${n_ok:-0} ${n_fail:-0} ${n_skip:-0}" >"$res"
 		echo "SKIP $name (${secs}s): $(grep -m1 -E '^ok .*# *(SKIP|skip)' "$dir/test.out" | sed -E 's/.*# *(SKIP|skip) *//')"
 	elif [ -z "$why" ]; then
-		passed=$((passed + 1))
+		echo pass "${n_ok:-0} ${n_fail:-0} ${n_skip:-0}" >"$res"
 		extra=""
 		[ "${n_skip:-0}" -gt 0 ] && extra=", $n_skip checks skipped"
 		echo "PASS $name (${secs}s$extra)"
 	else
-		failed=$((failed + 1))
+		echo fail "${n_ok:-0} ${n_fail:-0} ${n_skip:-0}" >"$res"
 		echo "FAIL $name (${secs}s): $why"
 	fi
 	if [ "${KEEP:-0}" = 1 ] || { [ -n "$why" ] && [ "${KEEP:-0}" = failed ]; }; then
@@ -183,7 +199,73 @@ for t in "${tests[@]}"; do
 			rm -rf "$dir"
 		fi
 	fi
+}
+
+# collect RESFILE: adds one test's outcome and check counts to the totals.
+collect() {
+	local outcome n_ok n_fail n_skip
+	read -r outcome n_ok n_fail n_skip <"$1" 2>/dev/null || { outcome=fail n_ok=0 n_fail=0 n_skip=0; }
+	case $outcome in
+	pass) passed=$((passed + 1)) ;;
+	skip) skipped=$((skipped + 1)) ;;
+	*) failed=$((failed + 1)) ;;
+	esac
+	c_ok=$((c_ok + n_ok - n_skip))
+	c_fail=$((c_fail + n_fail))
+	c_skip=$((c_skip + n_skip))
+}
+
+# JOBS>1: job_idx[PID] is the test number of a running background test,
+# job_slot[PID] its slot (0..JOBS-1), which hands it a port range of its
+# own (AISD_PORT_RANGE, used by free_port and low_port in lib.sh and
+# clulib.py) so that tests running at once never pick the same port.
+declare -A job_idx=() job_slot=()
+declare -a slot_busy=()
+span=$((12000 / JOBS))
+
+# reap: waits for one running background test to end, prints its whole
+# report and adds it to the totals.
+reap() {
+	local done_pid="" i
+	wait -n -p done_pid "${!job_idx[@]}"
+	[ -n "$done_pid" ] || return 1
+	i=${job_idx[$done_pid]}
+	cat "$RUN/$i.out"
+	collect "$RUN/$i.res"
+	slot_busy[${job_slot[$done_pid]}]=0
+	unset "job_idx[$done_pid]" "job_slot[$done_pid]"
+}
+
+n=0
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	if [ -n "${ONLY:-}" ] && [[ $name != *$ONLY* ]]; then
+		continue
+	fi
+	n=$((n + 1))
+	if [ "$JOBS" = 1 ]; then
+		run_one "$t" "$RUN/$n.res"
+		collect "$RUN/$n.res"
+		continue
+	fi
+	if grep -q -E '^# serial( |:|$)' "$t"; then
+		# runs alone: wait for the others, then in the foreground
+		while [ ${#job_idx[@]} -gt 0 ]; do reap || break; done
+		run_one "$t" "$RUN/$n.res"
+		collect "$RUN/$n.res"
+		continue
+	fi
+	while [ ${#job_idx[@]} -ge "$JOBS" ]; do reap || break; done
+	for ((k = 0; k < JOBS; k++)); do
+		[ "${slot_busy[k]:-0}" = 1 ] || break
+	done
+	slot_busy[k]=1
+	AISD_PORT_RANGE="$((20000 + k * span))-$((20000 + (k + 1) * span - 1))" \
+		run_one "$t" "$RUN/$n.res" >"$RUN/$n.out" 2>&1 &
+	job_idx[$!]=$n
+	job_slot[$!]=$k
 done
+while [ ${#job_idx[@]} -gt 0 ]; do reap || break; done
 
 echo "integration checks: $c_ok passed, $c_fail failed, $c_skip skipped"
 echo "integration: $passed passed, $failed failed, $skipped skipped"

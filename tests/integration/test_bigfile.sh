@@ -7,6 +7,7 @@
 # must stay under its idle RSS + 64 MiB during both transfers; a Range read
 # past 2^32 returns the generator's last bytes. Skipped (a SKIP line) only
 # when the disk has under 5 GiB free (the object plus 1 GiB).
+# serial: a 4 GiB object fills the disk
 # timeout: 600
 set -u
 source "$(dirname "$0")/lib.sh"

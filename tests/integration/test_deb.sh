@@ -26,6 +26,7 @@
 # before. On any failure the trap stops the nodes by PID and purges, so
 # the machine is left as found. The nodes' logs are copied under the test
 # dir for the runner's error-line scan.
+# serial: packages installed into the system (dpkg)
 # timeout: 600
 set -u
 source "$IT_LIB/lib.sh"

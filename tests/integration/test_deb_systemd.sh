@@ -20,6 +20,7 @@
 # instances; dpkg -r stops them and keeps configs and data; dpkg --purge
 # leaves no user, /etc/aisd, /var/lib/aisd or /var/log/aisd. Skips when
 # systemd-nspawn is missing or cannot boot a container here.
+# serial: packages installed into the system (dpkg, systemd)
 # timeout: 600
 set -u
 source "$IT_LIB/lib.sh"

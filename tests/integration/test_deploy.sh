@@ -24,6 +24,7 @@
 # namespaces (not root, or no `ip netns`); everything else missing fails.
 # The containers, namespaces and bridge go by their recorded pid and names
 # (testhosts.sh down) and the load by its pid, in the EXIT trap.
+# serial: nspawn hosts and systemd
 # timeout: 600
 set -u
 source "$IT_LIB/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# serial: tmpfs mounts and a full disk
 # test_disk_full.sh - running out of space.
 # (a) store.min_free above the disk's free space: PUTs are refused with a 507
 #     JSON body (plain and chunked), earlier objects still read back, no temp

@@ -25,6 +25,7 @@ Checks:
  4. No error-level log line; the tmpfs is
     unmounted at the end.
 """
+# serial: tmpfs mounts and a full disk
 # timeout: 240
 import glob
 import json

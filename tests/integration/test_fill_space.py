@@ -17,6 +17,7 @@ Checks:
     PUT of 1 MiB is 200.
  3. No error-level log line.
 """
+# serial: tmpfs mounts and free-space accounting
 # timeout: 180
 import os
 import subprocess

@@ -10,6 +10,7 @@ Checks:
     refreshes the examples.
  3. The installed aisd prints the daemon's version.
 """
+# serial: installs into the system
 # timeout: 120
 import os
 import re

@@ -15,6 +15,7 @@ the cluster map's version did not change and the primary removed no target
 FLAP_SET="-s KEY=VALUE ..." adds node settings (e.g. -s log.access=on).
 Needs root and `ip netns` (else one "ok # skip" line).
 """
+# serial: network namespaces (ip netns)
 # timeout: 150
 import os
 import subprocess

@@ -21,6 +21,7 @@ Needs root and `ip netns` (else one "ok # skip" line) and torch.
 With LOC_RESULTS=FILE the measurements go there as JSON (make bench-ml:
 tools/bench/locality.sh).
 """
+# serial: network namespaces (ip netns)
 # timeout: 360
 import io
 import json

@@ -14,6 +14,7 @@ Bucket r has mirror.copies=2; 300 objects (1-20 KiB) are PUT before.
     exactly its 2 HRW holders among the 3 targets and reads back with its
     bytes: no acknowledged PUT lost.
 """
+# serial: network namespaces (ip netns)
 # timeout: 180
 import json
 import os

@@ -16,6 +16,7 @@ and `ip netns`; without them it prints one "ok # skip" line.
    not primary, the refused bucket exists nowhere and the new one on every
    node. No error-level log line.
 """
+# serial: network namespaces (ip netns)
 # timeout: 150
 import json
 import os

@@ -19,6 +19,7 @@ Checks:
     once.
  5. `pip uninstall` leaves no aisd behind: import fails, scripts gone.
 """
+# serial: installs Python packages
 # timeout: 240
 import glob
 import os

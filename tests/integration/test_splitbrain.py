@@ -24,6 +24,7 @@ measures the longest time two gateways overlap; 0 ms is allowed.
    primary, 5 nodes.
 No error-level log line.
 """
+# serial: network namespaces (ip netns)
 # timeout: 150
 import json
 import os
