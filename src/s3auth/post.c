@@ -197,6 +197,8 @@ static int part_headers(s3_form_t *f)
 		const char *nl = memchr(p, '\n', (size_t)(e - p));
 		sv_t line = {p, nl ? (size_t)(nl - p) : (size_t)(e - p)};
 		p = nl ? nl + 1 : e;
+		if (line.len && line.ptr[line.len - 1] == '\r')
+			line.len--;
 		line = sv_trim(line);
 		if (!line.len)
 			continue;
@@ -564,19 +566,19 @@ int s3_post_policy_check(arena_t *a, const s3_form_t *f, sv_t bucket, sv_t key, 
 		const char *name = "", *want = "", *op = "eq";
 		sv_t have;
 		if (json_is_object(c)) {
-			json_t *v;
-			if (json_object_size(c) != 1) {
+			void *it = json_object_iter(c);
+			json_t *v = it ? json_object_iter_value(it) : NULL;
+			if (json_object_size(c) != 1 || !v) {
 				bad_policy(err, "a condition object must have one field.");
 				goto out;
 			}
-			json_object_foreach(c, name, v) {
-				if (!json_is_string(v)) {
-					bad_policy(err, "a condition's value must be a string.");
-					goto out;
-				}
-				want = json_string_value(v);
-				op = "eq";
+			if (!json_is_string(v)) {
+				bad_policy(err, "a condition's value must be a string.");
+				goto out;
 			}
+			name = json_object_iter_key(it);
+			want = json_string_value(v);
+			op = "eq";
 		} else if (json_is_array(c) && json_array_size(c) == 3 && json_is_string(json_array_get(c, 0))) {
 			op = json_string_value(json_array_get(c, 0));
 			if (!strcasecmp(op, "content-length-range")) {
