@@ -96,6 +96,8 @@ static void post_reply(s3_put_t *p)
 		redir = s3_form_get(&x->f, "redirect", NULL);
 	s3_common_headers(r);
 	http_resp_header(req, "ETag", "%s", etag);
+	s3_sse_headers(r, p->sse);
+	s3_put_ck_header(p, true);
 	if (redir && *redir) {
 		buf_t u = BUF_INIT;
 		buf_addstr(&u, redir);
@@ -199,7 +201,7 @@ static bool form_header(const char *n)
 	for (size_t i = 0; i < ARRAY_SIZE(auth); i++)
 		if (!strcasecmp(n, auth[i]))
 			return false;
-	return true;
+	return strncasecmp(n, "x-amz-copy-source", 17) != 0; /* (a form uploads; it copies nothing) */
 }
 
 /* The request's headers become the form's: the client's own but its body's

@@ -516,7 +516,8 @@ static bool field_exempt(const char *n)
 	for (size_t i = 0; i < ARRAY_SIZE(ex); i++)
 		if (!strcasecmp(n, ex[i]))
 			return true;
-	return !strncasecmp(n, "x-ignore-", 9);
+	/* (a checksum of the file is checked on its bytes, as S3 does without the policy) */
+	return !strncasecmp(n, "x-ignore-", 9) || !strncasecmp(n, "x-amz-checksum-", 15);
 }
 
 int s3_post_policy_check(arena_t *a, const s3_form_t *f, sv_t bucket, sv_t key, int64_t now_s, uint64_t *lmin,

@@ -148,6 +148,12 @@ st, h, b = post("/upl", body_of(presigned("tagged", fields={"tagging": tag}, con
 t.eq(st, 204, "a form with a tagging document: 204")
 t.eq(s3.get_object_tagging(Bucket="upl", Key="tagged")["TagSet"], [{"Key": "k 1", "Value": "v&1"}], "  its tags set")
 
+ck = base64.b64encode(hashlib.sha256(b"summed").digest()).decode()
+st, h, b = post("/upl", body_of(presigned("ck") + [("x-amz-checksum-sha256", ck)], b"summed"))
+t.eq((st, h.get("x-amz-checksum-sha256")), (204, ck), "an x-amz-checksum-sha256 field of the file: verified, answered")
+st, h, b = post("/upl", body_of(presigned("ckbad") + [("x-amz-checksum-sha256", ck)], b"not summed"))
+t.eq((st, code(b)[0]), (400, "BadDigest"), "  a wrong one: 400 BadDigest")
+
 # --- answers ------------------------------------------------------------------------------------------------------------
 st, h, b = post("/upl", body_of(presigned("s201", fields={"success_action_status": "201"},
                                          conditions=[{"success_action_status": "201"}]), b"x"))
@@ -190,7 +196,7 @@ f = [(k, ("0" * 64) if k == "x-amz-signature" else v) for k, v in presigned("bad
 t.eq(code(post("/upl", body_of(f, b"no"))[2])[0], "SignatureDoesNotMatch", "a bad signature: SignatureDoesNotMatch")
 f = [(k, "nosuchkey" + v[len(AK):] if k == "x-amz-credential" else v) for k, v in presigned("badkey")]
 t.eq(code(post("/upl", body_of(f, b"no"))[2])[0], "InvalidAccessKeyId", "an unknown key: InvalidAccessKeyId")
-for k in ("expired", "badsig", "badkey", "extra", "ct"):
+for k in ("expired", "badsig", "badkey", "extra", "ct", "ckbad"):
     try:
         s3.head_object(Bucket="upl", Key=k)
         t.fail("refused form %s left an object" % k)
@@ -211,6 +217,9 @@ t.eq((st, get("v2/obj")), (204, b"v2"), "a SigV2-signed form: 204, stored")
 st, h, b = post("/upl", body_of([("key", "anon")], b"a"))
 t.eq((st, code(b)[0]), (403, "AccessDenied"), "an anonymous form to a private bucket: 403")
 s3.create_bucket(Bucket="pub", ACL="public-read-write")
+st, h, b = post("/pub", body_of([("key", "anon"), ("acl", "public-read")], b"a"))
+t.check((st, code(b)[0]) == (403, "AccessDenied") and "cannot set an ACL" in code(b)[1],
+        "an anonymous form with an acl field: 403, as an anonymous PutObject with x-amz-acl", (st, b[:300]))
 st, h, b = post("/pub", body_of([("key", "anon")], b"anon bytes"))
 t.eq((st, get("anon", "pub")), (204, b"anon bytes"), "an anonymous form to a public-read-write bucket: stored")
 
