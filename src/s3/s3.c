@@ -385,7 +385,7 @@ static int bucket_op(s3_rq_t *r)
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
-		return not_implemented(r, "POST Object (browser form uploads)");
+		return not_implemented(r, "POST Object without a multipart/form-data body");
 	}
 	return s3_bucket(r);
 }
