@@ -18,6 +18,7 @@ a form at all) answered 400 with the node still serving; a copies=2
 bucket holding the posted object on both holders.
 """
 # timeout: 180
+# aisd-args: --set s3.auth=off
 import base64
 import datetime
 import hashlib
@@ -36,6 +37,7 @@ from botocore.exceptions import ClientError
 
 import clulib
 import hrwlib
+import itlib
 from itlib import T
 from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
 
@@ -255,6 +257,16 @@ intra = [n.name for n in ts
 t.eq(sorted(intra), sorted(n.name for i in hrwlib.top("mir/m/obj", [n.id for n in ts], 2) for n in ts if n.id == i),
      "  a copy on exactly its two HRW holders (asked with Ais-Intra on every target)")
 t.check(all(get("m/obj", "mir", client(n.url)) == data for n in ts), "  read back byte for byte through every target")
+
+# --- a standalone target (the runner's, s3.auth off): served where it is received -------------------------------------
+SA = os.environ["AISD_URL"]
+t.eq(itlib.create_bucket("solo").status, 200, "standalone target: bucket solo created")
+st, h, b = post("/solo", body_of([("key", "alone/${filename}")], small, filename="s.bin"), ep=SA)
+t.check((st, itlib.req("GET", "/v1/objects/solo/alone/s.bin").body) == (204, small),
+     "a form to a standalone target with s3.auth off: stored, read back natively", (st, b[:300]))
+late = base64.b64encode(json.dumps({"expiration": "2020-01-01T00:00:00Z", "conditions": []}).encode())
+st, h, b = post("/solo", body_of([("key", "late"), ("policy", late)], b"x"), ep=SA)
+t.eq((st, code(b)[0]), (403, "AccessDenied"), "  a policy is still checked with s3.auth off (expired: 403)")
 
 t.eq(error_lines(), [], "no error-level log line on any node")
 t.finish()
