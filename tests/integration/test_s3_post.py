@@ -15,7 +15,9 @@ a bad signature, an unknown key; anonymous forms refused on a private
 bucket and taken on a public-read-write one; hostile bodies (no
 boundary, no file, no key, a truncated form, fields over the limit, not
 a form at all) answered 400 with the node still serving; a copies=2
-bucket holding the posted object on both holders.
+bucket holding the posted object on both holders; x-amz-checksum-*
+fields verified; the runner's standalone target (s3.auth off) storing a
+form itself, its policy still checked.
 """
 # timeout: 180
 # aisd-args: --set s3.auth=off
