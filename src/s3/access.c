@@ -356,7 +356,9 @@ int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 	m->owner = m->acl = NULL;
 	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
 		snprintf(b.owner, sizeof(b.owner), "%s", default_owner());
-	if (s3_acl_from_req(r, uid ? uid : "", b.owner, acl, &given) != AIS_OK)
+	/* (anonymous: a canned ACL is read as the bucket owner's, so that it is
+	 * refused as an anonymous ACL, not as an unknown one) */
+	if (s3_acl_from_req(r, uid ? uid : b.owner, b.owner, acl, &given) != AIS_OK)
 		return AIS_ERR;
 	if (!uid) /* anonymous (a public-read-write bucket): the bucket's permissions */
 		return AIS_OK;

@@ -48,6 +48,8 @@ static const struct {
 	{"OperationAborted", 409, "A conflicting conditional operation is currently in progress against this resource. Try again."},
 	{"UnresolvableGrantByEmailAddress", 400, "The e-mail address you provided does not match any account on record."},
 	{"MalformedPolicy", 400, "Policies must be valid JSON and the first byte must be '{'"},
+	{"MalformedPOSTRequest", 400, "The body of your POST request is not well-formed multipart/form-data."},
+	{"InvalidPolicyDocument", 400, "The content of the form does not meet the conditions specified in the policy document."},
 	{"MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema"},
 	{"MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size."},
 	{"MethodNotAllowed", 405, "The specified method is not allowed against this resource."},

@@ -276,7 +276,7 @@ static void xp_fin(xp_req_t *r, void *arg, int err, const char *msg)
 	http_resp_stream_wake(rq->http);
 }
 
-int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
+static int px_start(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev, sv_t pre)
 {
 	http_req_t *req = r->http;
 	struct px *x = arena_zalloc(req->arena, sizeof(*x));
@@ -339,11 +339,25 @@ int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
 	arena_cleanup_add(req->arena, px_cleanup, x);
 	x->xr = xp_start(http_req_base(req), &xs); /* (copies the header lines) */
 	buf_free(&hb);
+	if (pre.len) { /* (copied into the transport's buffer) */
+		xp_send(x->xr, pre.ptr, pre.len);
+		return AIS_OK;
+	}
 	/* a large sized body between two plain TCP sockets: spliced */
 	if (req->content_length >= PX_SPLICE && http_resp_can_splice(req) && !strncmp(url_base, "http://", 7) &&
 	    px_pipe(x->upipe) && xp_splice_from(x->xr, x->upipe[0]) && !http_req_splice_to(req, x->upipe[1]))
 		log_errx("S3 proxy: the request body cannot be spliced after all");
 	return AIS_OK;
+}
+
+int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev)
+{
+	return px_start(r, url_base, hops, prev, (sv_t){"", 0});
+}
+
+int s3_proxy_pre(s3_rq_t *r, const char *url_base, unsigned hops, sv_t pre)
+{
+	return px_start(r, url_base, hops, 0, pre);
 }
 
 bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self)

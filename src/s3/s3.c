@@ -45,7 +45,9 @@ int s3_init(const conf_t *c, buf_t *err)
 s3_body_t *s3_body_for(s3_rq_t *r)
 {
 	s3_autherr_t e;
-	s3_body_t *b = s3_body_new(r->http->arena, &r->auth, &r->areq, r->http->content_length, &e);
+	/* (a browser POST's file is a part of the body: its length is known at the end) */
+	int64_t clen = r->post ? -1 : r->http->content_length;
+	s3_body_t *b = s3_body_new(r->http->arena, &r->auth, &r->areq, clen, &e);
 	if (!b)
 		s3_error_auth(r, &e);
 	return b;
@@ -385,7 +387,7 @@ static int bucket_op(s3_rq_t *r)
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
-		return not_implemented(r, "POST Object (browser form uploads)");
+		return not_implemented(r, "POST Object without a multipart/form-data body");
 	}
 	return s3_bucket(r);
 }
@@ -515,7 +517,7 @@ static int s3_declare(s3_rq_t *r)
 /* Declares the request's resources and decides over them (access.c,
  * authz_decide); an object's ACL is decided by the handler that reads
  * its metadata. AIS_ERR after answering. */
-static int authorize(s3_rq_t *r)
+int s3_authorize(s3_rq_t *r)
 {
 	if (s3_declare(r) != AIS_OK)
 		return AIS_ERR;
@@ -618,7 +620,9 @@ static int s3_route(s3_rq_t *r, bool may_doubt)
 static int s3_serve(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
-	if (authenticate(r) != AIS_OK || authorize(r) != AIS_OK)
+	if (s3_post_is(r)) /* authenticated by its form (post.c) */
+		return s3_post(r);
+	if (authenticate(r) != AIS_OK || s3_authorize(r) != AIS_OK)
 		return AIS_OK;
 	if (s3_nyi_answered(r))
 		return AIS_OK;

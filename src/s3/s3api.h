@@ -54,6 +54,7 @@ typedef struct s3_rq {
 	 * by the handler that reads its metadata (s3_decide_object). */
 	authz_res_t res[2];
 	size_t nres;
+	struct s3_post *post; /* a browser POST upload's form (post.c); NULL: none */
 } s3_rq_t;
 enum { S3_RES_NAMED, S3_RES_SOURCE };
 
@@ -535,6 +536,17 @@ int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char 
 int s3_mpu_list_uploads(s3_rq_t *r);
 
 
+/* --- post.c: browser-based uploads (POST Object with a form) --- */
+/* Is r a POST of an HTML form to a bucket? */
+bool s3_post_is(s3_rq_t *r);
+/* Serves it: reads the form's fields, routes it to the key's owner,
+ * verifies the policy and its signature and writes the file as a PutObject
+ * of the key (the fields its headers). AIS_OK (answered or will be). */
+int s3_post(s3_rq_t *r);
+/* s3.c: declares the request's resources and decides over them (one
+ * decision, authz_decide). AIS_ERR after answering. */
+int s3_authorize(s3_rq_t *r);
+
 /* --- delete.c --- */
 int s3_delete_objects(s3_rq_t *r);
 
@@ -543,6 +555,9 @@ int s3_delete_objects(s3_rq_t *r);
  * OL_HOP_HDR set to hops (0: none) and OL_PREV_HDR to prev (0: none: see
  * ol_moved), and streams the answer back. */
 int s3_proxy(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t prev);
+/* The same for a request whose first body bytes were read already (pre,
+ * copied): they go first, then the rest of the body as it comes. */
+int s3_proxy_pre(s3_rq_t *r, const char *url_base, unsigned hops, sv_t pre);
 /* The holders of bck/key (place_object): the owner's intra-cluster URL in
  * out, this node's rank among the holders in *self (-1: none; always -1
  * on a gateway). false if the bucket or an active target is missing. */

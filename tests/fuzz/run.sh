@@ -70,6 +70,7 @@ declare -A SRCS=(
 	[fuzz_tpl]="src/xcopy/spec.c"
 	[fuzz_etl_answer]="src/etl/answer.c"
 	[fuzz_s3policy]="src/s3auth/policy.c"
+	[fuzz_s3post]="src/s3auth/post.c src/s3auth/auth.c src/s3auth/sigv4.c src/s3auth/checksum.c src/http/url.c"
 )
 declare -A LIBS=(
 	[fuzz_http_parse]="-lhttp_parser"
@@ -79,6 +80,7 @@ declare -A LIBS=(
 	[fuzz_s3xml]="-lexpat"
 	[fuzz_s3policy]="-ljansson"
 	[fuzz_s3cors]="-lexpat"
+	[fuzz_s3post]="-ljansson -lcrypto -lz -lhttp_parser"
 	[fuzz_cfgset]="-ljansson"
 	[fuzz_moss]="-ljansson"
 	[fuzz_larc]="-larchive"

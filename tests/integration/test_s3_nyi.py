@@ -261,7 +261,11 @@ t.check(st == 400 and err_of(body)[0] == "MalformedXML", "PUT ?versioning with a
 unchanged("the refused versionId reads and deletes")
 
 st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "multipart/form-data; boundary=z"})
-nyi(st, body, "POST Object", "POST /bucket (browser form upload)")
+t.check(st == 400 and err_of(body)[0] == "MalformedPOSTRequest",
+        "POST /bucket with a form body that is not multipart: 400 MalformedPOSTRequest (test_s3_post.py)",
+        (st, body[:300]))
+st, _, body = signed("POST", "/%s" % B, b"key=x&file=y", {"Content-Type": "application/x-www-form-urlencoded"})
+nyi(st, body, "POST Object", "POST /bucket that is not a multipart/form-data form")
 
 # GET of configurations no bucket has: what S3 answers for a bucket without one
 ABSENT = {"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy",
