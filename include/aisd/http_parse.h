@@ -55,6 +55,7 @@ typedef struct hp {
 	size_t off_target, len_target;
 	int last_cb;        /* 0 none, 1 field, 2 value */
 	bool too_many;
+	bool trailer_over;  /* trailer fields past max_head: 431 at the message's end */
 	bool got_head, got_end;
 	hp_body_fn body_fn;
 	void *body_arg;

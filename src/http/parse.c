@@ -52,14 +52,20 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 /* A chunked body's trailer field (the head must not move: kept apart). */
 static int trailer_add(hp_t *p, int cb, const char *at, size_t len)
 {
-	if (cb == 1 && p->last_cb == 2 && p->trailers.len)
-		buf_addch(&p->trailers, '\n');
-	if (p->trailers.len + len + 2 > p->max_head) {
-		fail(p, 431, "chunked trailer fields too large");
-		return -1;
+	if (p->trailer_over)
+		return 0;
+	/* a field after a value starts a line; a value after its field, ':' */
+	char sep = cb == 1 && p->last_cb == 2 && p->trailers.len ? '\n' : cb == 2 && p->last_cb == 1 ? ':' : 0;
+	if (p->trailers.len + (sep != 0) + len > p->max_head) {
+		/* 431 at the message's end, not here (as for too many headers):
+		 * a partial name or value is reported at the end of each read,
+		 * so failing now would let the split decide between 431 and a
+		 * later 400; the count is exact for the same reason */
+		p->trailer_over = true;
+		return 0;
 	}
-	if (cb == 2 && p->last_cb == 1)
-		buf_addch(&p->trailers, ':');
+	if (sep)
+		buf_addch(&p->trailers, sep);
 	buf_add(&p->trailers, at, len);
 	p->last_cb = cb;
 	return 0;
@@ -222,6 +228,10 @@ static int on_body(http_parser *hp, const char *at, size_t len)
 static int on_message_complete(http_parser *hp)
 {
 	hp_t *p = self(hp);
+	if (p->trailer_over) {
+		fail(p, 431, "chunked trailer fields too large");
+		return -1;
+	}
 	p->got_end = true;
 	http_parser_pause(hp, 1);
 	return 0;
@@ -259,6 +269,7 @@ void hp_reset(hp_t *p)
 	p->last_cb = 0;
 	p->got_head = p->got_end = false;
 	p->too_many = false;
+	p->trailer_over = false;
 	p->status = 0;
 	p->why = NULL;
 	p->chunk_left = 0;

@@ -64,6 +64,20 @@ static bool ref_bucket(const unsigned char *s, size_t n)
 	return true;
 }
 
+/* Whether a "/"-separated segment of s is "." or "..": written apart from
+ * name_has_dot_segment, by the segments' ends. */
+static bool ref_dot_segment(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '.' || (i > 0 && s[i - 1] != '/'))
+			continue;
+		size_t e = i + 1 < n && s[i + 1] == '.' ? i + 2 : i + 1;
+		if (e == n || s[e] == '/')
+			return true;
+	}
+	return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -74,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool u = ref_utf8(data, size);
 	if (utf8_valid(s, size) != u)
 		abort();
-	bool o = size >= 1 && size <= NAME_OBJECT_MAX && !memchr(data, 0, size) && u;
+	bool o = size >= 1 && size <= NAME_OBJECT_MAX && !memchr(data, 0, size) && u && !ref_dot_segment(data, size);
 	if (name_object_valid(s, size) != o)
 		abort();
 	/* a version name: its object's name is a prefix, the tag and 32 hex
