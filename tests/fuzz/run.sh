@@ -47,6 +47,12 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Wall -Wextra -Wno-unused-parame
 read -r -a PKG_CFLAGS <<<"$(pkg-config --cflags libxxhash 2>/dev/null)"
 read -r -a PKG_LIBS <<<"$(pkg-config --libs libxxhash 2>/dev/null || echo -lxxhash)"
 CORE=(src/core/*.c)
+# What a driver's own sources leave undefined (the list below names what
+# the fuzzer instruments, not every callee) comes from the project's
+# library, not instrumented, with every library it needs: `make all` first.
+LIBAISD=${BUILD:-build}/libaisd.a
+[ -f "$LIBAISD" ] || { echo "fuzz: $LIBAISD missing: run make all first" >&2; exit 2; }
+read -r -a ALL_LIBS <<<"$(pkg-config --libs libevent libevent_pthreads libcurl jansson openssl libxxhash zlib libarchive) -lleveldb -lhttp_parser -lexpat"
 
 # driver -> the sources and libraries it needs besides src/core
 declare -A SRCS=(
@@ -100,7 +106,7 @@ for src in tests/fuzz/fuzz_*.c; do
 	read -r -a extra <<<"${SRCS[$name]-}"
 	read -r -a libs <<<"${LIBS[$name]-}"
 	if ! clang "${CFLAGS[@]}" "${PKG_CFLAGS[@]}" -o "$out/$name" "$src" "${extra[@]}" "${CORE[@]}" \
-		"${libs[@]}" "${PKG_LIBS[@]}" -lisal -lpthread -lm; then
+		"${libs[@]}" "$LIBAISD" "${ALL_LIBS[@]}" "${PKG_LIBS[@]}" -lisal -lpthread -lm; then
 		echo "fuzz: $name: build failed"
 		failed+=("$name")
 		continue
