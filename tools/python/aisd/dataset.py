@@ -263,7 +263,12 @@ class ShardDataset(_Base):
     job: a name for this training run (A-Z a-z 0-9 . _ -); required for
     several ranks without torch.distributed: rank 0 stores each epoch's
     listing in the bucket and the other ranks read it (waiting up to
-    job_wait seconds); a restart under the same name reuses them.
+    job_wait seconds); a restart under the same name reuses them. The
+    plan's settings (hosts, seed, exchange, locality, world_size, the
+    checkpoint loaded) must be rank 0's: with torch.distributed they are
+    all-gathered, with job rank 0 stores its own when it starts reading
+    an epoch and the others wait for a match; a rank that differs raises
+    RuntimeError naming what differs, before it reads a sample.
     state_dict(consumed, num_workers, batch_size), load_state_dict(state):
     the mid-epoch position, to checkpoint and resume.
     etl, etl_args: every .tar shard read through transformer etl on the
