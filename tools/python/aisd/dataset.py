@@ -87,6 +87,7 @@ members with the same key form one sample: {"__key__": key, "__shard__":
 shard, ext: bytes, ...}. Members whose base name has no dot, and
 non-regular members, are skipped.
 """
+import hashlib
 import http.client
 import io
 import json
@@ -147,6 +148,30 @@ def _slot():
     """(this process's slot, slots) over ranks x DataLoader workers."""
     wi = get_worker_info()
     return (wi.id, wi.num_workers) if wi is not None else (0, 1)
+
+
+def _resume_key(st):
+    """The parts of a load_state_dict state that its plan depends on (not
+    the rank that saved it: every old rank was at the same position)."""
+    if st is None:
+        return None
+    return {"epoch": st["epoch"], "position": st["position"], "hosts": st["hosts"], "workers": st["workers"],
+            "batch_size": st["batch_size"], "resumed": _resume_key(st.get("resumed"))}
+
+
+def _settings_key(settings):
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _settings_diff(a, b, who_a, who_b):
+    """'field: A on who_a, B on who_b; ...' for the plan settings that
+    differ between a and b."""
+    def show(v):
+        v = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        return v if len(v) <= 120 else v[:117] + "..."
+    out = ["%s: %s on %s, %s on %s" % (k, show(a.get(k)), who_a, show(b.get(k)), who_b)
+           for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "; ".join(out) or "the same"
 
 
 def _shuffle_buffer(it, size, rng):
@@ -238,7 +263,12 @@ class ShardDataset(_Base):
     job: a name for this training run (A-Z a-z 0-9 . _ -); required for
     several ranks without torch.distributed: rank 0 stores each epoch's
     listing in the bucket and the other ranks read it (waiting up to
-    job_wait seconds); a restart under the same name reuses them.
+    job_wait seconds); a restart under the same name reuses them. The
+    plan's settings (hosts, seed, exchange, locality, world_size, the
+    checkpoint loaded) must be rank 0's: with torch.distributed they are
+    all-gathered, with job rank 0 stores its own when it starts reading
+    an epoch and the others wait for a match; a rank that differs raises
+    RuntimeError naming what differs, before it reads a sample.
     state_dict(consumed, num_workers, batch_size), load_state_dict(state):
     the mid-epoch position, to checkpoint and resume.
     etl, etl_args: every .tar shard read through transformer etl on the
@@ -301,6 +331,7 @@ class ShardDataset(_Base):
         self.job, self.job_wait = job, float(job_wait)
         self._listing = None  # the epoch's listing: the dict _list makes (same on every rank)
         self._resume = None   # load_state_dict's state while its epoch is current
+        self._agreed = None   # the digest of the plan settings every rank was found to share (_agree)
         self.hosts = None
         if self.urls:
             if job is not None:
@@ -320,6 +351,7 @@ class ShardDataset(_Base):
             self._setup_locality(hosts)
         elif hosts is not None:
             self.hosts = self._check_hosts(hosts)
+        self._agree()
 
     def _check_hosts(self, hosts):
         _, world = _rank_world(self.rank, self.world_size)
@@ -457,6 +489,89 @@ class ShardDataset(_Base):
                                    % (epoch, len(set(fps))))
         self._listing, self._loc_shards, self._urls = doc, shards, doc["urls"]
         self._plan, self._plans, self._future, self._pos_of = None, {}, None, None
+
+    def _plan_settings(self):
+        """What the current epoch's plan is made of besides the listing: the
+        same on every rank of a job, or samples are read twice and never
+        (a rank given other hosts, another seed, or not resumed like the
+        others). Checked by _agree (torch.distributed) and _agree_job."""
+        _, world = _rank_world(self.rank, self.world_size)
+        st = self._resume if self._resume is not None and self._resume["epoch"] == self.epoch else None
+        return {"epoch": self.epoch, "listing": self._listing["fingerprint"], "world": world,
+                "hosts": self._rank_hosts(), "seed": str(self.seed), "exchange": self.exchange,
+                "locality": self.locality, "resumed": _resume_key(st)}
+
+    def _agree(self):
+        """With torch.distributed: every rank's plan settings are rank 0's
+        (all-gathered; a collective, so called where every rank calls:
+        __init__, set_epoch, load_state_dict), else RuntimeError naming
+        what differs."""
+        self._agreed = None
+        if self.urls or not _dist_up() or _dist.get_world_size() < 2:
+            return
+        mine = self._plan_settings()
+        every = [None] * _dist.get_world_size()
+        _dist.all_gather_object(every, mine)
+        bad = [r for r, x in enumerate(every) if x != every[0]]
+        if bad:
+            raise RuntimeError("epoch %d: rank %d plans with other settings than rank 0 (%s): refusing to start, "
+                               "or samples would be read twice and never" % (
+                                   self.epoch, bad[0],
+                                   _settings_diff(every[bad[0]], every[0], "rank %d" % bad[0], "rank 0")))
+        self._agreed = _settings_key(mine)
+
+    def _agree_job(self):
+        """Without torch.distributed (job=): before a process reads the
+        epoch, its plan settings must be rank 0's. Rank 0 stores its own
+        as BUCKET/.aisd/jobs/JOB/epoch-N.plan-KEY.json (KEY: their
+        digest) when it starts reading the epoch; the other ranks wait up
+        to job_wait seconds for the object their own settings name, and
+        on timeout raise RuntimeError naming what differs from the
+        settings rank 0 stored for the epoch."""
+        rank, world = _rank_world(self.rank, self.world_size)
+        if self.urls or world < 2 or self.job is None:
+            return
+        mine = self._plan_settings()
+        key = _settings_key(mine)
+        if self._agreed == key:
+            return
+        pre = "%s%s/epoch-%06d.plan-" % (JOB_PREFIX, self.job, self.epoch)
+        name = pre + key[:32] + ".json"
+        if rank == 0:
+            try:
+                self.client.head(self.bucket, name)
+            except HTTPError as e:
+                if e.status != 404:
+                    raise
+                self.client.put(self.bucket, name, json.dumps(mine, sort_keys=True).encode())
+            self._agreed = key
+            return
+        deadline = time.monotonic() + self.job_wait
+        delay = 0.05
+        while True:
+            try:
+                if json.loads(self.client.get(self.bucket, name)) == mine:
+                    self._agreed = key
+                    return
+            except HTTPError as e:
+                if e.status != 404:
+                    raise
+            except ValueError:
+                pass
+            if time.monotonic() > deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        theirs = []
+        for e in self.client.list(self.bucket, prefix=pre):
+            try:
+                theirs.append(json.loads(self.client.get(self.bucket, e["name"])))
+            except (HTTPError, ValueError):
+                continue
+        what = " | ".join(_settings_diff(mine, x, "rank %d" % rank, "rank 0") for x in theirs[:3]) or "none stored"
+        raise RuntimeError("job %s, rank %d: rank 0 did not start epoch %d with this rank's plan settings within "
+                           "%.0f s (%s): give every rank the same hosts, seed, exchange, locality, "
+                           "world_size and checkpoint" % (self.job, rank, self.epoch, self.job_wait, what))
 
     def _rank_hosts(self):
         _, world = _rank_world(self.rank, self.world_size)
@@ -603,6 +718,7 @@ class ShardDataset(_Base):
                 self._resume = None
                 self._plan = None
             self._take_listing(self.epoch)
+            self._agree()
         k = (self.epoch % _EPOCH_SLOTS) * len(_KINDS)
         with self._ctr.get_lock():
             for i in range(len(_KINDS)):
@@ -652,6 +768,7 @@ class ShardDataset(_Base):
                                    self.epoch, self._listing["fingerprint"][:12], state["fingerprint"][:12]))
         self._resume = state
         self._plan = None
+        self._agree()
 
     def stats(self, epoch=None):
         """{"local", "cached", "remote", "prefetched"}: bytes this rank's
@@ -686,6 +803,7 @@ class ShardDataset(_Base):
             rank, _ = _rank_world(self.rank, self.world_size)
             wid, nw = _slot()
             counts = {x.name: x.samples for x in self._loc_shards}
+            self._agree_job()
             mine = self.plan().units[rank][wid::nw]
             it = (s for u in mine for s in self._unit_samples(u, counts[u.shard]))
         if self.transform is not None:
