@@ -24,7 +24,14 @@ the line before its fence, which readers of the source see:
 
   <!-- norun: WHY -->
 
-It is reported as a skip with its reason, never as a pass. A block fails
+It is reported as a skip with its reason, never as a pass. A block that
+the text asks the reader to save as a file (a policy document, a config)
+is marked
+
+  <!-- file: NAME -->
+
+and written to NAME in the current working directory when the blocks
+before it have run. A block fails
 when it exits non-zero or runs past BLOCK_TIMEOUT seconds; the file's
 later blocks still run. Afterwards the cluster is stopped (by the pids
 cluster.sh recorded) and its logs must hold no error-level line.
@@ -56,7 +63,8 @@ RAN = set()  # the blocks that ran (not skipped), by their "FILE:LINE (LANG)"
 
 
 def blocks(path):
-    """The fenced blocks of a Markdown file: (line, lang, text, norun)."""
+    """The fenced blocks of a Markdown file: (line, lang, text, norun);
+    lang is "file:NAME" for a block marked to be saved as NAME."""
     out = []
     lines = path.read_text(encoding="utf-8").split("\n")
     i = 0
@@ -68,12 +76,15 @@ def blocks(path):
         indent, lang, start = len(m.group(1)), m.group(2), i
         prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         nr = re.match(r"^\s*<!--\s*norun:\s*(.*?)\s*-->\s*$", prev)
+        fm = re.match(r"^\s*<!--\s*file:\s*([\w.-]+)\s*-->\s*$", prev)
         body = []
         i += 1
         while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
             body.append(lines[i][indent:] if lines[i][:indent].strip() == "" else lines[i])
             i += 1
         i += 1
+        if fm:
+            lang = "file:" + fm.group(1)
         out.append((start + 1, lang, "\n".join(body) + "\n", nr.group(1) if nr else None))
     return out
 
@@ -140,6 +151,9 @@ def run_file(md, build, results):
                "LANG": "C.UTF-8", "TERM": "dumb", "USER": os.environ.get("USER", "root")}
         for line, lang, text, norun in blocks(ROOT / md):
             what = f"{md}:{line} ({lang})"
+            if lang.startswith("file:"):
+                Path((tmp / ".cwd").read_text().strip(), lang[5:]).write_text(text)
+                continue
             if lang not in ("sh", "bash", "python"):
                 continue
             if norun is not None:
