@@ -12,8 +12,9 @@ standard PATH, HOME, TMPDIR and the working directory in the temp dir
 (the cluster's directory is ./run there, as for `make run` in the
 checkout). Then every fenced block of the file, in order:
 
-  ```sh / ```bash   run with bash -e -o pipefail; the variables it exports
-                    and its working directory carry on to the next block
+  ```sh / ```bash   run with bash -e -o pipefail; the variables it exports,
+                    the functions it defines and its working directory
+                    carry on to the next block
   ```python         run with the python3 of that PATH, in that environment
   anything else     (```console, ```text, ```json, ```yaml, no language):
                     not a command block; printed examples, output, config
@@ -162,7 +163,7 @@ def run_file(md, build, results):
             if lang == "python":
                 text = "python3 - <<'AISD_DOCS_PY'\n" + text + "AISD_DOCS_PY\n"
             script = ("set -eo pipefail\n. \"$AISD_DOCS_STATE\"\ncd \"$(cat \"$AISD_DOCS_CWD\")\"\n" + text +
-                      "\nexport -p >\"$AISD_DOCS_STATE.new\" && mv \"$AISD_DOCS_STATE.new\" \"$AISD_DOCS_STATE\""
+                      "\n{ export -p; declare -f; } >\"$AISD_DOCS_STATE.new\" && mv \"$AISD_DOCS_STATE.new\" \"$AISD_DOCS_STATE\""
                       " && pwd >\"$AISD_DOCS_CWD\"\n")
             benv = dict(env, AISD_DOCS_STATE=str(state), AISD_DOCS_CWD=str(tmp / ".cwd"))
             try:
