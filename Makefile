@@ -7,7 +7,7 @@
 #   make check-fuzz      replay every committed fuzz corpus through its driver (no libFuzzer needed)
 #   make check-docs      the documented config keys, aisctl commands and routes against the code,
 #                        and the links between the README and the guides (docs/)
-#   make check-docs-run  the command blocks of the README's tour and docs/getting-started.md,
+#   make check-docs-run  the command blocks of the README and the guides under docs/,
 #                        run in order against a fresh local cluster (part of test)
 #   make bench           aisd vs nginx, gateway costs, S3 vs native (and vs nginx proxy_pass),
 #                        system calls per forwarded request, TLS, auth, and bench-plots (not part of test)
@@ -195,12 +195,13 @@ check-fuzz: $(FUZZ_BIN)
 check-docs:
 	$(Q)python3 tests/check-docs.py
 
-# The README's tour and the getting-started guide as a user runs them:
+# The README and the guides (docs/) as a user runs them:
 # their command blocks in order against a fresh local cluster each, on free
 # ports, under a temp dir (tests/check-docs-run.py; blocks marked
-# <!-- norun: WHY --> are skipped, saying why).
+# <!-- norun: WHY --> are skipped, saying why). DOCS="README.md docs/s3.md"
+# runs only those files.
 check-docs-run: all
-	$(Q)BUILD=$(BUILD) /usr/bin/python3 tests/check-docs-run.py
+	$(Q)BUILD=$(BUILD) /usr/bin/python3 tests/check-docs-run.py $(DOCS)
 
 # No new dependency cycle between the subsystems of src/ (s3 <-> target is
 # the one left: S3 reaches the target role's object layer).
