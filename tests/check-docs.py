@@ -17,7 +17,11 @@ the differences as # lines below a failure):
      roles serve it;
   4. every relative link of README.md and the guides (docs/*.md) names a
      file of the tree, and its #anchor a heading of that file (the
-     guides link each other's sections since the README was split).
+     guides link each other's sections since the README was split);
+  5. every `KEY` or `KEY=VALUE` in backticks in README.md and the guides
+     whose first word is a configuration section (net., store., s3., ...)
+     is a key of the table, or one of the few bucket properties and
+     object metadata names that share those sections (NOT_CONFIG).
 Exit status 0 when every check passed, 1 otherwise. Standard library only;
 run from anywhere (paths are relative to the repository root), or with
 --root DIR to check another tree.
@@ -226,6 +230,21 @@ for g in GUIDES:
             elif anchor and dest.suffix == ".md" and anchor not in anchors_of(dest.read_text(encoding="utf-8")):
                 bad_links.append(f"{g}:{ln}: {target}: no such heading in {dest.relative_to(ROOT)}")
 results.append((f"links of README.md and the guides ({len(GUIDES) - 1} under docs/) resolve", bad_links))
+
+# 5. configuration keys named in the README and the guides ---------------
+# Bucket properties (PATCH /v1/buckets) and object metadata keys whose
+# first word is also a configuration section.
+NOT_CONFIG = {"mirror.enabled", "mirror.copies", "s3.lock", "s3.etag", "s3.ps", "dsort.run"}
+sections = {k.split(".")[0] for k in code_keys if "." in k}
+named = {}
+for g in GUIDES:
+    for mk in re.finditer(r"`([a-z0-9_]+(?:\.[a-z0-9_]+)+)(?:\s*=[^`]*)?`", read(g)):
+        k = mk.group(1)
+        if k.split(".")[0] in sections and k not in NOT_CONFIG:
+            named.setdefault(k, set()).add(g)
+check(f"configuration keys named in README.md and the guides ({len(named)}): the key table",
+      set(), {f"{k} ({', '.join(sorted(named[k]))})" for k in named if k not in code_keys},
+      "the guides", "src/core/conf.c")
 
 failed = 0
 print(f"1..{len(results)}")
