@@ -7,12 +7,21 @@ the differences as # lines below a failure):
      in man/aisd.conf.5, and every entry there is a key of the table;
   2. every aisctl command of src/cli/main.c's cli_cmds[] (hidden ones
      aside) is documented in man/aisctl.1's COMMANDS and named in the
-     README's aisctl section, and every command aisctl(1) documents exists;
+     aisctl section's command list (the "- **Commands**:" item of the
+     user guides, docs/getting-started.md), and every command aisctl(1)
+     documents exists;
   3. every native route (method and path prefix) of the target's table
      (src/target/routes.c) and the gateway's (src/gateway/gateway.c) has a
      section "### METHOD PATH" in docs/api.md, every section names a route
      that exists, and its "Where" line (both, target or gateway) says which
-     roles serve it.
+     roles serve it;
+  4. every relative link of README.md and the guides (docs/*.md) names a
+     file of the tree, and its #anchor a heading of that file (the
+     guides link each other's sections since the README was split);
+  5. every `KEY` or `KEY=VALUE` in backticks in README.md and the guides
+     whose first word is a configuration section (net., store., s3., ...)
+     is a key of the table, or one of the few bucket properties and
+     object metadata names that share those sections (NOT_CONFIG).
 Exit status 0 when every check passed, 1 otherwise. Standard library only;
 run from anywhere (paths are relative to the repository root), or with
 --root DIR to check another tree.
@@ -125,8 +134,13 @@ check(f"aisctl commands ({len(code_cmds)}): aisctl(1) COMMANDS and cli_cmds[] in
       {c for c in code_cmds if not covered(c, doc_cmds)},
       {d for d in doc_cmds if not exists(d, code_cmds)}, "aisctl(1)", "src/cli/main.c")
 
-readme = read("README.md")
-m = re.search(r"^- \*\*Commands\*\*:(.*?)(?=^- \*\*)", readme, re.M | re.S)
+GUIDES = ["README.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))
+m = cmds_in = None
+for g in GUIDES:
+    m = re.search(r"^- \*\*Commands\*\*:(.*?)(?=^- \*\*)", read(g), re.M | re.S)
+    if m:
+        cmds_in = g
+        break
 readme_cmds = set()
 if m:
     for span in re.findall(r"`([^`]+)`", m.group(1)):
@@ -135,8 +149,8 @@ if m:
         lead = list(itertools.takewhile(lambda x: re.fullmatch(r"[a-z][a-z|-]*", x), w))
         for combo in itertools.product(*[x.split("|") for x in lead]):
             readme_cmds.add(" ".join(combo))
-check("aisctl commands: the README's aisctl section and cli_cmds[]",
-      {c for c in code_cmds if not covered(c, readme_cmds)}, set(), "README.md", "src/cli/main.c")
+check(f"aisctl commands: the aisctl section's list ({cmds_in or 'not found in README.md or docs/'}) and cli_cmds[]",
+      {c for c in code_cmds if not covered(c, readme_cmds)}, set(), cmds_in or "the guides", "src/cli/main.c")
 
 # 3. routes ----------------------------------------------------------------
 
@@ -179,6 +193,58 @@ check(f"native routes ({len(tgt | gw)} method+path pairs): docs/api.md and the r
       {f"{m} {p}" for m, p in code_routes - doc_routes},
       {f"{m} {p}" for m, p in doc_routes - code_routes}, "docs/api.md", "the route tables")
 results.append(("native routes: the roles in docs/api.md's Where lines", where_bad))
+
+# 4. links between the README and the guides ---------------------------
+
+
+def anchors_of(text):
+    """GitHub's anchors of a Markdown text's headings (outside fences)."""
+    out, fence, seen = set(), False, {}
+    for line in text.split("\n"):
+        if re.match(r"^\s*```", line):
+            fence = not fence
+        hm = None if fence else re.match(r"^#{1,6} +(.*?)\s*#*\s*$", line)
+        if hm:
+            a = re.sub(r"[^\w\- ]", "", hm.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(a, 0)
+            seen[a] = n + 1
+            out.add(a if n == 0 else f"{a}-{n}")
+    return out
+
+
+bad_links = []
+for g in GUIDES:
+    text, fence = read(g), False
+    for ln, line in enumerate(text.split("\n"), 1):
+        if re.match(r"^\s*```", line):
+            fence = not fence
+        if fence:
+            continue
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (ROOT / g).parent / path if path else ROOT / g
+            if not dest.exists():
+                bad_links.append(f"{g}:{ln}: {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors_of(dest.read_text(encoding="utf-8")):
+                bad_links.append(f"{g}:{ln}: {target}: no such heading in {dest.relative_to(ROOT)}")
+results.append((f"links of README.md and the guides ({len(GUIDES) - 1} under docs/) resolve", bad_links))
+
+# 5. configuration keys named in the README and the guides ---------------
+# Bucket properties (PATCH /v1/buckets) and object metadata keys whose
+# first word is also a configuration section.
+NOT_CONFIG = {"mirror.enabled", "mirror.copies", "s3.lock", "s3.etag", "s3.ps", "dsort.run"}
+sections = {k.split(".")[0] for k in code_keys if "." in k}
+named = {}
+for g in GUIDES:
+    for mk in re.finditer(r"`([a-z0-9_]+(?:\.[a-z0-9_]+)+)(?:\s*=[^`]*)?`", read(g)):
+        k = mk.group(1)
+        if k.split(".")[0] in sections and k not in NOT_CONFIG:
+            named.setdefault(k, set()).add(g)
+check(f"configuration keys named in README.md and the guides ({len(named)}): the key table",
+      set(), {f"{k} ({', '.join(sorted(named[k]))})" for k in named if k not in code_keys},
+      "the guides", "src/core/conf.c")
 
 failed = 0
 print(f"1..{len(results)}")

@@ -554,7 +554,24 @@ primary):
 
 Status: deploy/local/cluster.sh status -d $dir
 Stop:   $stop
+
+Paste these lines into your shell: aisctl, aisloader, the aisd Python
+package and the S3 clients (aws, boto3, s3cmd) then use this cluster:
+
+$(paste_lines "$ep")
 EOF
+}
+
+# paste_lines EP: the shell lines `up` ends with (PATH, endpoint, Python
+# package, S3 key pair, and with TLS the CA), each indented by two spaces;
+# tests/check-docs-run.py reads them from there as a user pastes them.
+paste_lines() {
+	echo "  export PATH=\"$bindir:\$PATH\" AIS_ENDPOINT=$1 EP=$1"
+	echo "  export PYTHONPATH=\"$REPO/tools/python\""
+	echo "  export AWS_ACCESS_KEY_ID=$(s3_key_field 1) AWS_SECRET_ACCESS_KEY=$(s3_key_field 2) AWS_DEFAULT_REGION=$(s3_region)"
+	if [ "$(scheme)" = https ]; then
+		echo "  export AIS_CACERT=$dir/tls/ca.pem AWS_CA_BUNDLE=$dir/tls/ca.pem CURL_CA_BUNDLE=$dir/tls/ca.pem"
+	fi
 }
 
 # ---- down -----------------------------------------------------------------

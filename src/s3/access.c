@@ -4,7 +4,7 @@
  * metadata), the permission each operation needs, the ACL a request sets
  * (x-amz-acl, x-amz-grant-*), and GetBucketAcl/GetObjectAcl's document.
  *
- * The rules (README "S3 access control"):
+ * The rules (docs/s3.md, "S3 keys and signatures"; docs/deploying.md, "Access control"):
  *  1. A bucket made through S3 is owned by its creator's user id and gets
  *     an ACL (default private: the owner has FULL_CONTROL). A bucket made
  *     by the native API has no owner: every key has full control, and only

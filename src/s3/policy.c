@@ -16,7 +16,7 @@
  * moment the change is confirmed), and it goes with the bucket. A stored
  * policy is parsed again for each request that touches its bucket.
  *
- * Rules (README "S3 bucket policies"):
+ * Rules (docs/s3.md, "Bucket policies"):
  *  1. Explicit Deny wins over everything but a peer (replication,
  *     rebalance); then a token's or auth.grant's own permissions, then a
  *     policy's Allow, then the ACLs; so a policy adds to the ACLs and a

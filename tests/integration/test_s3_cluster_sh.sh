@@ -12,7 +12,10 @@
 # adds no line; s3.region in g0's config shows in the line; aisd refuses a
 # malformed s3.key, s3.auth, s3.max_skew or s3.region at start-up with a
 # message that names the key and never echoes the secret; --help-config
-# lists the s3 keys.
+# lists the s3 keys. `up` ends with the lines to paste (PATH, AIS_ENDPOINT
+# and EP, PYTHONPATH, the key pair): pasted into a shell with a bare PATH,
+# aisctl runs from PATH against the cluster and the AWS variables are the
+# printed pair.
 # timeout: 120
 set -u
 source "$IT_LIB/lib.sh"
@@ -50,6 +53,13 @@ for n in g0 t0; do
 		"$(grep -c "^s3.key = $ak:$sk:local:Local Admin\$" "$D/$n/aisd.conf")" 1
 done
 check "the gateway answers" curl -fsS -o /dev/null --max-time 5 "$ep/v1/health"
+grep '^  export ' "$TMPDIR/up1" | sed 's/^  //' >"$TMPDIR/paste.sh"
+check_eq "three lines to paste" "$(wc -l <"$TMPDIR/paste.sh")" 3
+pasted=$(env -i HOME="$TMPDIR" PATH=/usr/bin:/bin bash -c '. "$1" && command -v aisctl && echo "$EP $AIS_ENDPOINT $AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" && aisctl cluster show >/dev/null && echo listed' _ "$TMPDIR/paste.sh" 2>&1)
+check_eq "pasted: aisctl from PATH, the endpoint, the key pair, the cluster answers" "$pasted" \
+	"$BIN/aisctl
+$ep $ep $ak:$sk
+listed"
 
 # a restart keeps the key; a region set in g0's config shows
 "$CSH" down -d "$D" >/dev/null 2>&1
