@@ -9,8 +9,8 @@ Checks: a bucket policy that denies anonymous GetObject to aws:SourceIp
 127.0.0.1/32 (and to plain HTTP for one prefix) refuses a client on
 127.0.0.1 that claims to be 127.0.0.2 (or TLS) with its own
 Ais-S3-Client header, sent through the gateway, straight to the owner
-target and to the other target (which relays it); a forged Ais-Fwd-Auth
-beside it is 401; the real 127.0.0.2 is still let in through the gateway
+target and to the other target (which relays it), and on a browser POST form
+relayed by the gateway; a forged Ais-Fwd-Auth beside it is 401; the real 127.0.0.2 is still let in through the gateway
 and through a target that relays to the owner (the relay's signed
 header); a GetBatch with the client's own Ais-Moss-Peer is served whole
 (the header dropped), not as a peer's local-only sub-request.
@@ -53,7 +53,10 @@ POL = {"Version": "2012-10-17", "Statement": [
     {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": ARN + "nhb/ip/*",
      "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.1/32"}}},
     {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": ARN + "nhb/tls/*",
-     "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}
+     "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+    {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject", "Resource": ARN + "nhb/up/*"},
+    {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": ARN + "nhb/up/*",
+     "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.1/32"}}}]}
 s3.put_bucket_policy(Bucket="nhb", Policy=json.dumps(POL))
 
 owner_id = hrwlib.top("nhb/ip/o", [n.id for n in ts], 1)[0]
@@ -79,6 +82,21 @@ t.eq(curl_from("127.0.0.1", owner.url + "/nhb/ip/o", [CLAIM, forged]), 401,
      "the claim with a forged Ais-Fwd-Auth, straight to the owner: 401")
 t.eq(curl_from("127.0.0.2", owner.url + "/nhb/ip/o", [forged]), 200,
      "a forged Ais-Fwd-Auth alone (no node header) changes nothing")
+
+# a browser POST form, relayed by the gateway to the key's owner (s3_proxy_pre): the same rule
+def post_from(src, url, key, headers=()):
+    args = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "--interface", src,
+            "-F", "key=" + key, "-F", "file=@" + __file__]
+    for h in headers:
+        args += ["-H", h]
+    r = subprocess.run(args + [url], capture_output=True, text=True, timeout=30)
+    return int(r.stdout or 0)
+
+
+t.eq(post_from("127.0.0.2", EP + "/nhb", "up/a"), 204, "an anonymous POST form from 127.0.0.2 through the gateway: 204")
+t.eq(post_from("127.0.0.1", EP + "/nhb", "up/b"), 403, "  from 127.0.0.1: 403 (IpAddress Deny)")
+t.eq(post_from("127.0.0.1", EP + "/nhb", "up/c", [CLAIM]), 403,
+     "  from 127.0.0.1 claiming 127.0.0.2 (Ais-S3-Client on the form's request): still 403")
 
 # a GetBatch that says it is a peer's sub-request: the header is not believed
 keys = ["gb/%02d" % i for i in range(8)]
