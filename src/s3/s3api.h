@@ -594,6 +594,10 @@ void s3_cors_xml(const s3_cors_t *c, buf_t *b);
 /* The first rule that allows origin, method and every header of the
  * comma-separated req_headers (may be empty); NULL if none. */
 const s3_cors_rule_t *s3_cors_match(const s3_cors_t *c, sv_t origin, sv_t method, sv_t req_headers);
+/* Does rule u (which matched origin) let origin in only by its AllowedOrigin
+ * "*" (any origin: answered "*", never with credentials), not by a
+ * pattern that names it? */
+bool s3_cors_origin_any(const s3_cors_rule_t *u, sv_t origin);
 /* corsop.c: GET, PUT, DELETE ?cors of a bucket. */
 int s3_bucket_cors(s3_rq_t *r);
 /* Answers a preflight OPTIONS (no authentication, as S3). */
