@@ -83,7 +83,7 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 PROGS := $(BUILD)/aisd $(BUILD)/aisctl $(BUILD)/aisloader
 
 .SECONDARY:
-.PHONY: all deps run stop wheel deb test check-unit check-fuzz check-docs check-docs-run check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort s3-tests fuzz style install clean
+.PHONY: all deps run stop wheel deb test check-unit check-fuzz check-docs check-docs-run check-deps check-integration bench bench-plots bench-small bench-versioning bench-list bench-sse bench-policy bench-etl bench-scale bench-ml bench-locality bench-rebalance bench-ishard bench-dsort s3-tests fuzz style install clean
 all: $(PROGS)
 
 deps:
@@ -241,6 +241,11 @@ bench-versioning: deps all
 # S3 GET/PUT of 64 MiB and 10 KiB with SSE-C vs plain (tools/bench/sse.py).
 bench-sse: deps all
 	$(Q)d=$$(mktemp -d); AISD_BIN=$(BUILD)/aisd AISD_DIR=$$d /usr/bin/python3 tools/bench/sse.py; rc=$$?; \
+	rm -rf $$d; exit $$rc
+
+# Anonymous S3 GETs under a bucket policy of 21 statements, wrk at the target (tools/bench/policy.py).
+bench-policy: deps all
+	$(Q)d=$$(mktemp -d); AISD_BIN=$(BUILD)/aisd AISD_DIR=$$d /usr/bin/python3 tools/bench/policy.py; rc=$$?; \
 	rm -rf $$d; exit $$rc
 
 bench-list: deps all

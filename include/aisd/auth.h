@@ -115,6 +115,25 @@ void auth_intra_sign(const void *key, size_t klen, const char *method, const cha
 		     int64_t now, const char *nonce, char *out, size_t outsz);
 bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
 		      int64_t now, auth_intra_val_t *out);
+/*
+ * Headers a node forwards on a client's request (a gateway's relay of an S3
+ * request: who the client is) are vouched for by AUTH_FWD_HDR:
+ * "TS.NONCE.LINES.SIG", LINES the digest (auth_body_digest) of the
+ * canonical lines "name:value\n" (name lower case) of those headers, and
+ *   SIG = HMAC(secret, "aisd-fwd-v1\nTS\nNONCE\nMETHOD\nHOST\nTARGET\nLINES")
+ * (auth_intra_canon's form under another first line, so neither signature
+ * passes for the other: a forwarded client's request is not a peer's).
+ * auth_fwd_check accepts a value within AUTH_INTRA_SKEW seconds of now
+ * for this method, receiving host, request-target and those lines; an
+ * empty key verifies nothing. Not taken once (a relay may send its head
+ * twice on a new connection): a sniffer replaying one within its window
+ * claims only what the node claimed for that same request.
+ */
+#define AUTH_FWD_HDR "Ais-Fwd-Auth"
+void auth_fwd_sign(const void *key, size_t klen, const char *method, sv_t host, sv_t target, sv_t lines,
+		   int64_t now, const char *nonce, char *out, size_t outsz);
+bool auth_fwd_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
+		    sv_t lines, int64_t now);
 /* The request-target part of url ("/path?query"; "/" when none). */
 sv_t auth_url_target(const char *url);
 /* The authority of url ("host:port"; empty when none). */

@@ -85,6 +85,34 @@ bool authz_intra_header(const char *method, const char *url, const void *body, s
 			size_t outsz);
 
 /*
+ * Node headers: request headers that state a fact the receiver believes
+ * and a client must not state itself (who the client of a relayed S3
+ * request is; that a GetBatch is a peer's sub-request). Every one is
+ * listed here, in this order (the order their signature covers them).
+ * The hook (authz_check) keeps them, before any handler runs, only when
+ *  - the request is an intra-cluster call (AUTH_INTRA_HDR, rule 1 above),
+ *  - or, with cluster.secret, it carries AUTH_FWD_HDR valid for this
+ *    node, method, request-target, now and exactly the node headers it
+ *    has (authz_fwd_lines); an invalid one is 401,
+ *  - or, without cluster.secret, it comes from a node's address in the
+ *    cluster map (trusted networks: anyone on a node's host may);
+ * and drops them from the request otherwise, so a handler that reads one
+ * reads what a node of the cluster said.
+ */
+#define AUTHZ_HDR_S3_CLIENT "Ais-S3-Client" /* "ADDR TLS": a relayed S3 request's client (s3api.h) */
+#define AUTHZ_HDR_MOSS_PEER "Ais-Moss-Peer" /* a GetBatch sub-request: served here, never forwarded */
+#define AUTHZ_NODE_HDRS 2
+/* Is name a node header, or AUTH_FWD_HDR (a relay copies neither from
+ * the request it relays: authz_fwd_lines writes its own)? */
+bool authz_node_header(sv_t name);
+/* Appends to hb the header lines "Name: value\r\n" of the node headers
+ * vals names (vals[i] for the i-th of the list above; NULL: not sent) and,
+ * with cluster.secret, the AUTH_FWD_HDR line that vouches for them on the
+ * request method target to the node at base_url ("http://host:port"). */
+void authz_fwd_lines(const char *method, const char *base_url, sv_t target, const char *const vals[AUTHZ_NODE_HDRS],
+		     buf_t *hb);
+
+/*
  * One authorization decision per request. A route (native: route_needs
  * here; S3: its codec, s3.c) or a parser of a body (GetBatch entries, a
  * set-bprops value) declares every resource the request touches as an

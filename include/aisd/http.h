@@ -231,6 +231,9 @@ http_server_t *http_req_server(const http_req_t *req);
 /* Request helpers. */
 sv_t http_req_header(const http_req_t *req, const char *name);
 bool http_req_has_header(const http_req_t *req, const char *name);
+/* Removes every header named name from the request (the authz hook's
+ * node headers that nobody vouched for): later lookups do not find it. */
+void http_req_header_drop(http_req_t *req, const char *name);
 /* Whether the request's client address is a node of the cluster (the
  * server's is_peer hook, asked once per connection, and again at most
  * every second while the answer is no; never for the unix socket). */

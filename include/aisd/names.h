@@ -40,9 +40,12 @@ bool name_has_dot_segment(const char *s, size_t len);
 bool utf8_valid(const char *s, size_t len);
 /* Does custom metadata ("k=v,k=v", store.h) name a key the cluster
  * reserves for itself: "s3." (S3's owner, ACL, ETag, user metadata: the
- * S3 API's meta.c) or "bk." (a remote backend's ETag: the object layer),
- * in any case, blanks around a key ignored? Only the cluster's own nodes
- * write those; a client's PUT naming one is refused. */
+ * S3 API's meta.c), "bk." (a remote backend's ETag: the object layer),
+ * "ver." and "lock." (versions, object locks: olver.h), "archive." and
+ * "dsort." (the run that wrote a shard: xarch.h, dsort.h) or "ais." (kept
+ * for the cluster's keys to come), in any case, blanks around a key
+ * ignored? Only the cluster's own nodes write those; a client's PUT
+ * naming one is refused. */
 bool name_custom_reserved(const char *md, size_t len);
 /* A short identifier (a remote's alias): [A-Za-z0-9_-], 1..max bytes. */
 bool name_ident_valid(const char *s, size_t len, size_t max);

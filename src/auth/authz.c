@@ -21,6 +21,11 @@
  *  3. A redirect never extends what it came from: a token's 307 expires
  *     with the token at the latest; a request let in by a signed redirect
  *     is redirected with that same signature, never a new one.
+ *  4. A node header (authz.h) reaches a handler only when a node vouched
+ *     for it: an intra-cluster call, a relay's AUTH_FWD_HDR over exactly
+ *     the node headers the request has, or (without cluster.secret) a
+ *     node's address. The hook drops it otherwise; the sender's address
+ *     alone never vouches once there is a secret.
  */
 #include <openssl/crypto.h>
 #include <pthread.h>
@@ -445,9 +450,107 @@ static void adopt_id(http_req_t *req)
 	}
 }
 
+/* --- node headers (authz.h) ---------------------------------------------- */
+
+static const char *const node_hdrs[AUTHZ_NODE_HDRS] = {AUTHZ_HDR_S3_CLIENT, AUTHZ_HDR_MOSS_PEER};
+
+bool authz_node_header(sv_t name)
+{
+	for (size_t i = 0; i < AUTHZ_NODE_HDRS; i++)
+		if (sv_eqcase(name, sv_from(node_hdrs[i])))
+			return true;
+	return sv_eqcase(name, SV(AUTH_FWD_HDR));
+}
+
+static void node_line(buf_t *canon, const char *name, sv_t value)
+{
+	for (const char *c = name; *c; c++)
+		buf_addch(canon, *c >= 'A' && *c <= 'Z' ? (char)(*c + 32) : *c);
+	buf_addch(canon, ':');
+	buf_addsv(canon, value);
+	buf_addch(canon, '\n');
+}
+
+/* The canonical lines of the node headers req carries (every one, in the
+ * list's order, then the request's): how many. */
+static size_t node_lines(const http_req_t *req, buf_t *canon)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < AUTHZ_NODE_HDRS; i++)
+		for (size_t k = 0; k < req->nhdrs; k++)
+			if (sv_eqcase(req->hdrs[k].name, sv_from(node_hdrs[i]))) {
+				node_line(canon, node_hdrs[i], req->hdrs[k].value);
+				n++;
+			}
+	return n;
+}
+
+void authz_fwd_lines(const char *method, const char *base_url, sv_t target, const char *const vals[AUTHZ_NODE_HDRS],
+		     buf_t *hb)
+{
+	buf_t canon = BUF_INIT;
+	for (size_t i = 0; i < AUTHZ_NODE_HDRS; i++) {
+		if (!vals[i])
+			continue;
+		buf_addf(hb, "%s: %s\r\n", node_hdrs[i], vals[i]);
+		node_line(&canon, node_hdrs[i], sv_from(vals[i]));
+	}
+	if (csecret_len && canon.len) {
+		unsigned char rnd[AUTH_NONCE_HEX / 2];
+		char nonce[AUTH_NONCE_HEX + 1], v[AUTHZ_INTRA_HDR_MAX];
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			fatal("getrandom");
+		hex_encode(rnd, sizeof(rnd), nonce);
+		auth_fwd_sign(csecret, csecret_len, method, auth_url_host(base_url), target, sv_of(&canon), now_s(), nonce,
+			      v, sizeof(v));
+		buf_addf(hb, "%s: %s\r\n", AUTH_FWD_HDR, v);
+	}
+	buf_free(&canon);
+}
+
+/* Keeps the request's node headers when a node vouches for them, drops
+ * them otherwise (authz.h): AIS_OK, or AIS_ERR answered (a forged
+ * AUTH_FWD_HDR). */
+static int node_headers(http_req_t *req)
+{
+	const struct principal *p = req->auth;
+	buf_t canon = BUF_INIT;
+	bool keep;
+	if (!node_lines(req, &canon)) {
+		buf_free(&canon);
+		return AIS_OK;
+	}
+	if (p && p->who == WHO_INTRA) {
+		keep = true;
+	} else if (!csecret_len) {
+		keep = http_req_from_node(req); /* (trusted networks: README) */
+	} else {
+		sv_t v = http_req_header(req, AUTH_FWD_HDR);
+		char host[sizeof(self_host)];
+		self_authority(req, host, sizeof(host));
+		keep = v.ptr && auth_fwd_check(csecret, csecret_len, v, http_method_name(req->method), sv_from(host),
+					       req->target, sv_of(&canon), now_s());
+		if (v.ptr && !keep) {
+			buf_free(&canon);
+			return deny(req, 401, "forwarded node headers with an invalid or stale cluster signature (or "
+					      "signed for another node or request)");
+		}
+	}
+	buf_free(&canon);
+	if (!keep) {
+		log_debug("%s %.*s: node headers from a client dropped", http_method_name(req->method),
+			  (int)MIN(req->path.len, 256), req->path.ptr);
+		for (size_t i = 0; i < AUTHZ_NODE_HDRS; i++)
+			http_req_header_drop(req, node_hdrs[i]);
+	}
+	return AIS_OK;
+}
+
 int authz_check(http_req_t *req)
 {
 	int rc = check(req);
+	if (rc == AIS_OK)
+		rc = node_headers(req);
 	if (rc == AIS_OK)
 		adopt_id(req);
 	return rc;

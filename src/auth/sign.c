@@ -97,9 +97,13 @@ static void add_lower(buf_t *m, sv_t s)
 	}
 }
 
-void auth_intra_canon(int64_t ts, sv_t nonce, const char *method, sv_t host, sv_t target, sv_t body, buf_t *out)
+#define INTRA_DOMAIN "aisd-intra-v2"
+#define FWD_DOMAIN "aisd-fwd-v1"
+
+static void canon(const char *domain, int64_t ts, sv_t nonce, const char *method, sv_t host, sv_t target,
+		  sv_t body, buf_t *out)
 {
-	buf_addf(out, "aisd-intra-v2\n%lld\n", (long long)ts);
+	buf_addf(out, "%s\n%lld\n", domain, (long long)ts);
 	buf_addsv(out, nonce);
 	buf_addf(out, "\n%s\n", method);
 	add_lower(out, host);
@@ -109,11 +113,16 @@ void auth_intra_canon(int64_t ts, sv_t nonce, const char *method, sv_t host, sv_
 	buf_addsv(out, body);
 }
 
-static void intra_sig(const void *key, size_t klen, int64_t ts, sv_t nonce, const char *method, sv_t host,
-		      sv_t target, sv_t body, char out[AUTH_SIG_HEX + 1])
+void auth_intra_canon(int64_t ts, sv_t nonce, const char *method, sv_t host, sv_t target, sv_t body, buf_t *out)
+{
+	canon(INTRA_DOMAIN, ts, nonce, method, host, target, body, out);
+}
+
+static void intra_sig(const void *key, size_t klen, const char *domain, int64_t ts, sv_t nonce,
+		      const char *method, sv_t host, sv_t target, sv_t body, char out[AUTH_SIG_HEX + 1])
 {
 	buf_t m = BUF_INIT;
-	auth_intra_canon(ts, nonce, method, host, target, body, &m);
+	canon(domain, ts, nonce, method, host, target, body, &m);
 	auth_hmac_hex(key, klen, m.ptr, m.len, out);
 	buf_free(&m);
 }
@@ -122,8 +131,8 @@ void auth_intra_sign(const void *key, size_t klen, const char *method, const cha
 		     int64_t now, const char *nonce, char *out, size_t outsz)
 {
 	char sig[AUTH_SIG_HEX + 1];
-	intra_sig(key, klen, now, sv_from(nonce), method, auth_url_host(url), auth_url_target(url), sv_from(body),
-		  sig);
+	intra_sig(key, klen, INTRA_DOMAIN, now, sv_from(nonce), method, auth_url_host(url), auth_url_target(url),
+		  sv_from(body), sig);
 	snprintf(out, outsz, "%lld.%s.%s.%s", (long long)now, nonce, body, sig);
 }
 
@@ -141,8 +150,9 @@ static bool split4(sv_t v, sv_t f[4])
 	return !memchr(f[3].ptr, '.', f[3].len);
 }
 
-bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
-		      int64_t now, auth_intra_val_t *out)
+/* A "TS.NONCE.BODY.SIG" value under domain, valid for the rest and now. */
+static bool sig_check(const void *key, size_t klen, const char *domain, sv_t value, const char *method, sv_t host,
+		      sv_t target, int64_t now, auth_intra_val_t *out)
 {
 	uint64_t ts;
 	sv_t f[4];
@@ -152,12 +162,40 @@ bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *meth
 		return false;
 	if ((int64_t)ts > now + AUTH_INTRA_SKEW || (int64_t)ts < now - AUTH_INTRA_SKEW)
 		return false;
-	intra_sig(key, klen, (int64_t)ts, f[1], method, host, target, f[2], want);
+	intra_sig(key, klen, domain, (int64_t)ts, f[1], method, host, target, f[2], want);
 	if (!auth_sig_eq(f[3], want))
 		return false;
 	if (out)
 		*out = (auth_intra_val_t){(int64_t)ts, f[1], f[2], f[3]};
 	return true;
+}
+
+bool auth_intra_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
+		      int64_t now, auth_intra_val_t *out)
+{
+	return sig_check(key, klen, INTRA_DOMAIN, value, method, host, target, now, out);
+}
+
+/* --- headers a node forwards ---------------------------------------------- */
+
+void auth_fwd_sign(const void *key, size_t klen, const char *method, sv_t host, sv_t target, sv_t lines,
+		   int64_t now, const char *nonce, char *out, size_t outsz)
+{
+	char digest[AUTH_SIG_HEX + 1], sig[AUTH_SIG_HEX + 1];
+	auth_body_digest(lines.ptr, lines.len, digest);
+	intra_sig(key, klen, FWD_DOMAIN, now, sv_from(nonce), method, host, target, sv_from(digest), sig);
+	snprintf(out, outsz, "%lld.%s.%s.%s", (long long)now, nonce, digest, sig);
+}
+
+bool auth_fwd_check(const void *key, size_t klen, sv_t value, const char *method, sv_t host, sv_t target,
+		    sv_t lines, int64_t now)
+{
+	auth_intra_val_t v;
+	char digest[AUTH_SIG_HEX + 1];
+	if (!sig_check(key, klen, FWD_DOMAIN, value, method, host, target, now, &v))
+		return false;
+	auth_body_digest(lines.ptr, lines.len, digest);
+	return auth_sig_eq(v.body, digest); /* (the lines this node got are the ones signed) */
 }
 
 /* --- the previous map's holder ------------------------------------------------ */

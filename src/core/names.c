@@ -83,7 +83,12 @@ bool name_archpath_valid(const char *s, size_t len)
 
 bool name_custom_reserved(const char *md, size_t len)
 {
-	static const char *const reserved[] = {"s3.", "bk."};
+	/* the cluster's own keys (tests/unit/test_names.c holds every one of
+	 * them here): S3's metadata, owner and ACL (s3.), a remote's ETag
+	 * (bk.), versions and object locks (ver., lock.: olver.h), the run
+	 * that wrote a shard (archive.run: xarch.h; dsort.run: dsort.h), and
+	 * ais. for keys to come */
+	static const char *const reserved[] = {"s3.", "bk.", "ver.", "lock.", "archive.", "dsort.", "ais."};
 	const char *p = md, *end = md + len;
 	while (p < end) {
 		const char *c = memchr(p, ',', (size_t)(end - p));
@@ -92,9 +97,11 @@ bool name_custom_reserved(const char *md, size_t len)
 		const char *k = p, *ke = eq ? eq : stop;
 		while (k < ke && (*k == ' ' || *k == '\t'))
 			k++;
-		for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-			if ((size_t)(ke - k) >= 3 && !strncasecmp(k, reserved[i], 3))
+		for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+			size_t rl = strlen(reserved[i]);
+			if ((size_t)(ke - k) >= rl && !strncasecmp(k, reserved[i], rl))
 				return true;
+		}
 		p = stop + 1;
 	}
 	return false;

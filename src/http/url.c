@@ -23,6 +23,16 @@ bool http_req_has_header(const http_req_t *req, const char *name)
 	return http_req_header(req, name).ptr != NULL;
 }
 
+void http_req_header_drop(http_req_t *req, const char *name)
+{
+	sv_t n = sv_from(name);
+	size_t k = 0;
+	for (size_t i = 0; i < req->nhdrs; i++)
+		if (!sv_eqcase(req->hdrs[i].name, n))
+			req->hdrs[k++] = req->hdrs[i];
+	req->nhdrs = k;
+}
+
 static int hexv(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -224,3 +224,10 @@ const s3_cors_rule_t *s3_cors_match(const s3_cors_t *c, sv_t origin, sv_t method
 	return NULL;
 }
 
+bool s3_cors_origin_any(const s3_cors_rule_t *u, sv_t origin)
+{
+	for (size_t i = 0; i < u->origins.n; i++)
+		if (!sv_eqstr(u->origins.v[i], "*") && glob1(u->origins.v[i], origin, false))
+			return false;
+	return true;
+}

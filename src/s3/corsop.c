@@ -16,6 +16,12 @@
  *  3. A preflight needs no signature (browsers send none), as in S3; it
  *     reads the BMD only.
  *  4. A stored configuration that no longer parses is treated as none.
+ *  5. Access-Control-Allow-Origin echoes the Origin, with
+ *     Allow-Credentials, only for an origin a rule's AllowedOrigin names
+ *     (exactly or by a pattern with one '*' in it, "*.example.com"); an origin
+ *     let in by "*" alone gets "*" and no credentials, so a rule that
+ *     lists "*" beside a trusted site never hands credentialed reads to
+ *     every site.
  */
 #include <string.h>
 
@@ -123,8 +129,9 @@ static void list_header(http_req_t *req, const char *name, const s3_cors_list_t 
  * Access-Control-Request-Headers (NULL ptr for an actual request). */
 static void rule_headers(http_req_t *req, const s3_cors_rule_t *u, sv_t origin, sv_t req_headers)
 {
-	bool any = u->origins.n == 1 && sv_eqstr(u->origins.v[0], "*");
-	if (any) {
+	/* an origin let in only by "*" is answered "*", without credentials,
+	 * also when the rule names other origins beside it (rule 5) */
+	if (s3_cors_origin_any(u, origin)) {
 		http_resp_header_str(req, "Access-Control-Allow-Origin", "*");
 	} else {
 		http_resp_header_sv(req, SV("Access-Control-Allow-Origin"), origin);

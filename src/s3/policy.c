@@ -14,7 +14,8 @@
  * by the primary (metasync), so that every target decides with the same
  * version of it as the bucket (a Deny holds on every holder of a copy the
  * moment the change is confirmed), and it goes with the bucket. A stored
- * policy is parsed again for each request that touches its bucket.
+ * policy is parsed once per thread and document (polc_get below), not
+ * per request.
  *
  * Rules (docs/s3.md, "Bucket policies"):
  *  1. Explicit Deny wins over everything but a peer (replication,
@@ -32,10 +33,13 @@
  *     only for the bucket's owner.
  *  4. The client's address (aws:SourceIp) and TLS (aws:SecureTransport)
  *     are the connection's where the request arrived; a gateway or target
- *     that forwards it says them in S3_CLIENT_HDR, believed only from a
- *     node of the cluster.
+ *     that forwards it says them in S3_CLIENT_HDR, a node header
+ *     (authz.h): believed only under the cluster secret's signature of
+ *     the relay (without cluster.secret: from a node's address).
  */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -50,9 +54,10 @@
 
 void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls)
 {
+	/* (a node header: authz_check dropped it unless a node vouched for it) */
 	sv_t h = http_req_header(r->http, S3_CLIENT_HDR);
 	const char *sp = h.ptr ? memchr(h.ptr, ' ', h.len) : NULL;
-	if (sp && http_req_from_node(r->http)) {
+	if (sp) {
 		snprintf(addr, addrsz, "%.*s", (int)(sp - h.ptr), h.ptr);
 		*tls = h.len > (size_t)(sp - h.ptr) + 1 && sp[1] == '1';
 		return;
@@ -191,6 +196,102 @@ static bool ctx_key(void *arg, const char *key, sv_t *val)
 	return false;
 }
 
+/* --- parsed policies, kept per thread ------------------------------------------------ */
+
+/*
+ * A stored policy is parsed once per thread, not once per request: each
+ * thread keeps the last POLC_N documents it parsed, keyed by the bucket
+ * and the document's bytes themselves, so a changed policy (a new BMD) is
+ * a new key and can never be answered with an old parse, and nothing has
+ * to be invalidated. Per thread, so that no lock is taken and an entry is
+ * replaced only by its own thread, never while a verdict of that thread
+ * still reads it (the parse is used within one call). Memory: at most
+ * POLC_N x (S3POL_MAX + its parse) per thread that decides S3 requests,
+ * freed when the thread ends.
+ */
+#define POLC_N 8
+
+struct polc_ent {
+	uint64_t hash; /* of bucket and text; 0: empty */
+	char *key;     /* bucket '\0' text */
+	size_t klen;
+	arena_t *a; /* holds p */
+	const s3pol_t *p;
+	uint64_t used;
+};
+
+struct polc {
+	struct polc_ent e[POLC_N];
+	uint64_t tick;
+};
+
+static pthread_key_t polc_key;
+static pthread_once_t polc_once = PTHREAD_ONCE_INIT;
+
+static void polc_free(void *arg)
+{
+	struct polc *c = arg;
+	for (size_t i = 0; i < POLC_N; i++) {
+		free(c->e[i].key);
+		if (c->e[i].a)
+			arena_destroy(c->e[i].a);
+	}
+	free(c);
+}
+
+static void polc_init(void)
+{
+	if (pthread_key_create(&polc_key, polc_free))
+		fatal("pthread_key_create");
+}
+
+static uint64_t polc_hash(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* The parse of policy text of bucket: this thread's kept one, or a new
+ * one kept. NULL with err when the text does not parse (not kept). Valid
+ * until this thread asks again. */
+static const s3pol_t *polc_get(const char *bucket, const char *text, buf_t *err)
+{
+	size_t bl = strlen(bucket), tl = strlen(text), kl = bl + 1 + tl;
+	uint64_t h = polc_hash(text, tl, polc_hash(bucket, bl + 1, 14695981039346656037ULL)) | 1;
+	pthread_once(&polc_once, polc_init);
+	struct polc *c = pthread_getspecific(polc_key);
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		if (pthread_setspecific(polc_key, c))
+			fatal("pthread_setspecific");
+	}
+	struct polc_ent *lru = &c->e[0];
+	for (size_t i = 0; i < POLC_N; i++) {
+		struct polc_ent *e = &c->e[i];
+		if (e->hash == h && e->klen == kl && !memcmp(e->key, bucket, bl + 1) && !memcmp(e->key + bl + 1, text, tl)) {
+			e->used = ++c->tick;
+			return e->p;
+		}
+		if (e->used < lru->used)
+			lru = e;
+	}
+	arena_t *a = arena_new(4096);
+	const s3pol_t *p;
+	if (s3pol_parse(a, bucket, text, tl, &p, err) != AIS_OK) {
+		arena_destroy(a);
+		return NULL;
+	}
+	free(lru->key);
+	if (lru->a)
+		arena_destroy(lru->a);
+	lru->key = xmalloc(kl);
+	memcpy(lru->key, bucket, bl + 1);
+	memcpy(lru->key + bl + 1, text, tl);
+	*lru = (struct polc_ent){h, lru->key, kl, a, p, ++c->tick};
+	return p;
+}
+
 unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
 			   const s3_meta_t *m, bool later_ok)
 {
@@ -205,7 +306,7 @@ unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action,
 	if (owner && strstr(action, "BucketPolicy")) /* rule 2 */
 		return AUTHZ_POL_NONE;
 	snprintf(bucket, sizeof(bucket), "%.*s", (int)x->bucket.len, x->bucket.ptr);
-	if (s3pol_parse(r->http->arena, bucket, b->policy, strlen(b->policy), &p, &err) != AIS_OK) {
+	if (!(p = polc_get(bucket, b->policy, &err))) {
 		/* checked when stored: refuse rather than guess */
 		log_warnx("S3 bucket %s: its stored policy does not parse (%s): requests refused", bucket, err.ptr);
 		buf_free(&err);

@@ -5,7 +5,9 @@
  * there), and relays the answer's status, headers and body (but the
  * hop-by-hop ones and the target's Ais-Local-Socket, a path on its host).
  * It adds who the client is (S3_CLIENT_HDR: address, TLS) for the
- * target's bucket policy, replacing any the client sent.
+ * target's bucket policy, a node header signed for that target under
+ * cluster.secret (authz_fwd_lines), and copies no node header nor
+ * signature of them from the client's request.
  *
  * The bytes go over the node-to-node transport (xp.h, on this worker's
  * event loop; TLS to https peers). Both directions are bounded (PX_BUF
@@ -301,15 +303,19 @@ static int px_start(s3_rq_t *r, const char *url_base, unsigned hops, uint64_t pr
 		authz_prev_value(prev, req->path, &hb);
 		buf_addstr(&hb, "\r\n");
 	}
-	{ /* who the client is, for the serving target's bucket policy (policy.c) */
-		char addr[64];
+	{ /* who the client is, for the serving target's bucket policy (policy.c):
+	   * a node header, signed for the target (authz.h) */
+		char addr[64], client[80];
 		bool tls;
+		const char *vals[AUTHZ_NODE_HDRS] = {NULL};
 		s3_client(r, addr, sizeof(addr), &tls);
-		buf_addf(&hb, "%s: %s %d\r\n", S3_CLIENT_HDR, addr, tls ? 1 : 0);
+		snprintf(client, sizeof(client), "%s %d", addr, tls ? 1 : 0);
+		vals[0] = client; /* AUTHZ_HDR_S3_CLIENT */
+		authz_fwd_lines(http_method_name(req->method), url_base, req->target, vals, &hb);
 	}
 	for (size_t i = 0; i < req->nhdrs; i++) {
 		if (hop_by_hop(req->hdrs[i].name) || sv_eqcase(req->hdrs[i].name, SV(OL_HOP_HDR)) ||
-		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)) || sv_eqcase(req->hdrs[i].name, SV(S3_CLIENT_HDR)))
+		    sv_eqcase(req->hdrs[i].name, SV(OL_PREV_HDR)) || authz_node_header(req->hdrs[i].name))
 			continue;
 		buf_addsv(&hb, req->hdrs[i].name);
 		buf_add(&hb, ": ", 2);

@@ -324,9 +324,11 @@ void s3_acl_xml(const char *owner, const s3acl_t *a, buf_t *b);
 
 /* --- policy.c: bucket policies and public access blocks --- */
 /* A node that forwards an S3 request (proxy.c) tells the serving target
- * who the client is: "ADDR TLS" (TLS 0 or 1); taken only from a node of
- * the cluster (http_req_from_node), dropped from anyone else. */
-#define S3_CLIENT_HDR "Ais-S3-Client"
+ * who the client is: "ADDR TLS" (TLS 0 or 1). A node header (authz.h):
+ * with cluster.secret believed only under the relay's signature, without
+ * it only from a node's address; dropped from anyone else before the
+ * request reaches S3. */
+#define S3_CLIENT_HDR AUTHZ_HDR_S3_CLIENT
 /* The client's address and whether it used TLS (see S3_CLIENT_HDR). */
 void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls);
 /* The S3 action ("s3:GetObject") resource i of r asks for. */
@@ -592,6 +594,10 @@ void s3_cors_xml(const s3_cors_t *c, buf_t *b);
 /* The first rule that allows origin, method and every header of the
  * comma-separated req_headers (may be empty); NULL if none. */
 const s3_cors_rule_t *s3_cors_match(const s3_cors_t *c, sv_t origin, sv_t method, sv_t req_headers);
+/* Does rule u (which matched origin) let origin in only by its AllowedOrigin
+ * "*" (any origin: answered "*", never with credentials), not by a
+ * pattern that names it? */
+bool s3_cors_origin_any(const s3_cors_rule_t *u, sv_t origin);
 /* corsop.c: GET, PUT, DELETE ?cors of a bucket. */
 int s3_bucket_cors(s3_rq_t *r);
 /* Answers a preflight OPTIONS (no authentication, as S3). */

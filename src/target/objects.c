@@ -332,11 +332,15 @@ static int set_custom(http_req_t *req, ol_put_t *p, sv_t md)
 		http_resp_error(req, 400, "custom metadata longer than %zu bytes", sizeof(p->meta.custom) - 1);
 		return AIS_ERR;
 	}
-	/* S3's keys (owner, ACL, ETag) and a remote's ETag are written by the
-	 * cluster only: a client's would make any object it may write public */
-	if (!authz_is_peer(req) && name_custom_reserved(md.ptr, md.len)) {
-		http_resp_error(req, 400, "custom metadata keys starting with \"s3.\" or \"bk.\" are reserved (S3's "
-					  "owner, ACL and ETag; a remote's ETag)");
+	/* the cluster's own keys are written by its nodes only (a replica, a
+	 * job's shard): a client's S3 ACL would make any object it may write
+	 * public, a version id or lock would lie about the object, a run's
+	 * mark would make a resumed archive skip its write or a failed dsort
+	 * delete the client's object */
+	if (!authz_is_peer(req) && !authz_cluster_call(req) && name_custom_reserved(md.ptr, md.len)) {
+		http_resp_error(req, 400, "custom metadata keys starting with \"s3.\", \"bk.\", \"ver.\", \"lock.\", "
+					  "\"archive.\", \"dsort.\" or \"ais.\" are reserved (the cluster's own: S3 "
+					  "metadata and ACL, a remote's ETag, versions and locks, a job run's mark)");
 		return AIS_ERR;
 	}
 	p->custom = arena_svdup(req->arena, md);

@@ -292,7 +292,7 @@ static void vlist_add(void *arg, const char *name, size_t len, const store_meta_
 	}
 	memcpy(l->id[l->n], name + l->base, NAME_VER_ID_LEN);
 	l->id[l->n][NAME_VER_ID_LEN] = 0;
-	l->dm[l->n] = strstr(m->custom, OLVER_DM_KEY "=1") != NULL;
+	l->dm[l->n] = sv_eqstr(item(m->custom, OLVER_DM_KEY), "1");
 	l->n++;
 }
 
@@ -333,7 +333,7 @@ int olver_resolve(target_t *t, sv_t bck, sv_t obj, sv_t id, buf_t *name, bool *d
 	if (olver_id_valid(id)) {
 		olver_name(name, obj, id);
 		if (store_lookup(t->store, bck.ptr, bck.len, name->ptr, name->len, m) == AIS_OK)
-			*dm = strstr(m->custom, OLVER_DM_KEY "=1") != NULL;
+			*dm = sv_eqstr(item(m->custom, OLVER_DM_KEY), "1");
 		/* else not here as a whole copy (erasure-coded slices, a copy
 		 * still to come): the read finds it or says it is not there */
 		goto out;
@@ -344,8 +344,8 @@ int olver_resolve(target_t *t, sv_t bck, sv_t obj, sv_t id, buf_t *name, bool *d
 				buf_reset(name);
 				olver_name(name, obj, sv_from(l.id[i]));
 				if (store_lookup(t->store, bck.ptr, bck.len, name->ptr, name->len, m) == AIS_OK &&
-				    strstr(m->custom, OLVER_NULL_KEY "=1")) {
-					*dm = strstr(m->custom, OLVER_DM_KEY "=1") != NULL;
+				    sv_eqstr(item(m->custom, OLVER_NULL_KEY), "1")) {
+					*dm = sv_eqstr(item(m->custom, OLVER_DM_KEY), "1");
 					vlist_free(&l);
 					goto out;
 				}

@@ -1,7 +1,8 @@
 /*
  * fuzz_sign.c - libFuzzer driver for the verifiers of the cluster secret's
  * signatures (auth.h): signed redirects (auth_redirect_verify on a query
- * string) and intra-cluster headers (auth_intra_check).
+ * string), intra-cluster headers (auth_intra_check) and a relay's over
+ * node headers (auth_fwd_check).
  *
  * Input: a query string (also read as a header value). Checks the
  * contracts: a verdict is AIS_OK, AIS_ERR with a reason, or AIS_DONE only
@@ -101,6 +102,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	auth_intra_sign(KEY, KL, "PUT", "http://h:1/v1/objects/b/o", AUTH_BODY_UNSIGNED, NOW, "0123456789abcdef", h,
 			sizeof(h));
 	if (!auth_intra_check(KEY, KL, (sv_t){h, strlen(h)}, "PUT", (sv_t){"H:1", 3}, path, NOW, NULL))
+		abort();
+
+	/* a relay's header over node headers (the input as the lines): its own
+	 * value passes, for those lines only; never as an intra-cluster one */
+	(void)auth_fwd_check(KEY, KL, q, "GET", (sv_t){"h:1", 3}, path, q, NOW);
+	auth_fwd_sign(KEY, KL, "GET", (sv_t){"h:1", 3}, path, q, NOW, "0123456789abcdef", h, sizeof(h));
+	if (!auth_fwd_check(KEY, KL, (sv_t){h, strlen(h)}, "GET", (sv_t){"H:1", 3}, path, q, NOW) ||
+	    auth_intra_check(KEY, KL, (sv_t){h, strlen(h)}, "GET", (sv_t){"h:1", 3}, path, NOW, NULL) ||
+	    (q.len && auth_fwd_check(KEY, KL, (sv_t){h, strlen(h)}, "GET", (sv_t){"h:1", 3}, path,
+				     (sv_t){q.ptr, q.len - 1}, NOW)))
 		abort();
 	buf_free(&err);
 	buf_free(&mine);

@@ -34,6 +34,10 @@ Checks:
     (403); a target killed and started again has them; a bucket
     deleted and created again has neither.
  8. No error-level line in any node's log.
+ 9. A rule whose AllowedOrigin lists "*" beside a named origin: another
+    origin gets Allow-Origin "*" without Allow-Credentials (preflight at
+    the gateway and a target, and an actual GET); the named one is
+    echoed with credentials.
 """
 # timeout: 120
 import http.client
@@ -231,6 +235,23 @@ t.eq(code_of(s3.get_bucket_cors, Bucket=B), (404, "NoSuchCORSConfiguration"),
      "a bucket deleted and created again: no CORS rules")
 t.eq(code_of(s3.get_bucket_policy, Bucket=B), (404, "NoSuchBucketPolicy"),
      "a bucket deleted and created again: no policy")
+
+# 9. "*" beside a named origin: any other origin gets "*", never its own name with credentials
+s3.put_bucket_cors(Bucket=B, CORSConfiguration={"CORSRules": [
+    {"AllowedOrigins": ["https://trusted.test", "*"], "AllowedMethods": ["GET"]}]})
+s3.put_object(Bucket=B, Key="obj", Body=b"x")
+for base in (EP, targets[0].url):
+    st, h, _ = preflight(base, "https://evil.test", "GET")
+    t.check(st == 200 and h.get("access-control-allow-origin") == "*" and
+            "access-control-allow-credentials" not in h,
+            "preflight from an origin only \"*\" lets in: Allow-Origin *, no credentials (%s)" % base, (st, h))
+    st, h, _ = preflight(base, "https://trusted.test", "GET")
+    t.check(st == 200 and h.get("access-control-allow-origin") == "https://trusted.test" and
+            h.get("access-control-allow-credentials") == "true",
+            "  from the named origin: echoed, with credentials", (st, h))
+st, h, _ = http_raw(EP, "GET", "/%s/obj" % B, headers={"Origin": "https://evil.test"})
+t.check(h.get("access-control-allow-origin") == "*" and "access-control-allow-credentials" not in h,
+        "an actual request from that origin: Allow-Origin *, no credentials", (st, h))
 
 clulib.check_logs(cluster.nodes)
 t.finish()

@@ -233,6 +233,32 @@ START_TEST(test_jwt_strict)
 }
 END_TEST
 
+/* A relay's signature over the node headers it forwards (auth_fwd_*). */
+START_TEST(test_fwd_sig)
+{
+	char key[] = "kkkkkkkkkkkkkkkkkkkk", h[AUTHZ_HDR_TEST], in[AUTHZ_HDR_TEST];
+	sv_t host = sv_from("127.0.0.1:1"), tgt = sv_from("/b/o?x=1"), lines = sv_from("ais-s3-client:10.0.0.1 0\n");
+	auth_fwd_sign(key, 20, "GET", host, tgt, lines, 1700000000, "0123456789abcdef", h, sizeof(h));
+	ck_assert(auth_fwd_check(key, 20, sv_from(h), "GET", host, tgt, lines, 1700000000));
+	ck_assert(auth_fwd_check(key, 20, sv_from(h), "GET", sv_from("127.0.0.1:1"), tgt, lines, 1700000000 + 30));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "GET", host, tgt, lines, 1700000000 + AUTH_INTRA_SKEW + 1));
+	/* another claim, node, request or key */
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "GET", host, tgt, sv_from("ais-s3-client:127.0.0.2 0\n"),
+				  1700000000));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "GET", host, tgt, sv_from(""), 1700000000));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "PUT", host, tgt, lines, 1700000000));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "GET", sv_from("127.0.0.1:2"), tgt, lines, 1700000000));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(h), "GET", host, sv_from("/b/p?x=1"), lines, 1700000000));
+	ck_assert(!auth_fwd_check("other-key-000000", 16, sv_from(h), "GET", host, tgt, lines, 1700000000));
+	ck_assert(!auth_fwd_check("", 0, sv_from(h), "GET", host, tgt, lines, 1700000000));
+	/* neither signature passes for the other */
+	ck_assert(!auth_intra_check(key, 20, sv_from(h), "GET", host, tgt, 1700000000, NULL));
+	auth_intra_sign(key, 20, "GET", "http://127.0.0.1:1/b/o?x=1", AUTH_BODY_UNSIGNED, 1700000000, "0123456789abcdef",
+			in, sizeof(in));
+	ck_assert(!auth_fwd_check(key, 20, sv_from(in), "GET", host, tgt, sv_from(""), 1700000000));
+}
+END_TEST
+
 START_TEST(test_intra_sig)
 {
 	char key[21], h[AUTHZ_HDR_TEST], body[AUTH_SIG_HEX + 1];
@@ -670,6 +696,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_jwt_make_roundtrip);
 	tcase_add_test(tc, test_jwt_strict);
 	tcase_add_test(tc, test_intra_sig);
+	tcase_add_test(tc, test_fwd_sig);
 	tcase_add_test(tc, test_redirect_sig);
 	tcase_add_test(tc, test_grants);
 	tcase_add_test(tc, test_conf_rules);

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/dsort.h"
 #include "aisd/names.h"
+#include "aisd/olver.h"
+#include "aisd/xarch.h"
 #include "aisd/banned.h"
 
 #define B(lit) name_bucket_valid((lit), sizeof(lit) - 1)
@@ -257,9 +260,14 @@ END_TEST
 START_TEST(test_custom_reserved)
 {
 	static const char *const bad[] = {"s3.acl=aR", "s3.own=x,s3.acl=aR", "color=red, s3.acl=aR", "S3.ACL=aR",
-					  "\ts3.etag=0", "a=1,bk.etag=e", "BK.x=1", "s3.", "x=1,s3.m.k"};
+					  "\ts3.etag=0", "a=1,bk.etag=e", "BK.x=1", "s3.", "x=1,s3.m.k",
+					  /* every key the cluster writes itself */
+					  XARCH_RUN_KEY "=r1", "a=1," DSORT_TAG "=r2", OLVER_ID_KEY "=x", OLVER_NULL_KEY "=1",
+					  OLVER_DM_KEY "=1", OLVER_LOCK_MODE_KEY "=COMPLIANCE", OLVER_LOCK_UNTIL_KEY "=9",
+					  OLVER_LOCK_HOLD_KEY "=1", " Archive.Run=x", "ais.x=1"};
 	static const char *const good[] = {"", "color=blue", "s3x=1", "color=s3.acl", "a=1,b=s3.own", "s3=1",
-					   "bk=2,k=bk.etag", "x.s3.acl=1"};
+					   "bk=2,k=bk.etag", "x.s3.acl=1", "archive=1", "run=dsort.run", "aver.dm=1",
+					   "locker=1", "aisle=3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(name_custom_reserved(bad[i], strlen(bad[i])), "%s", bad[i]);
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
