@@ -140,7 +140,7 @@ static etl_t *etl_new(const etl_spec_t *s)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	for (unsigned i = 0; i < ETL_WORKERS_MAX; i++)
-		e->w[i].in = e->w[i].out = e->w[i].conn = -1;
+		e->w[i].in = e->w[i].out = e->w[i].conn = e->w[i].spipe[0] = e->w[i].spipe[1] = -1;
 	return e;
 }
 

@@ -30,6 +30,7 @@ typedef struct etl_worker {
 	int in, out;              /* stdio: its stdin (we write), its stdout (we read); http: -1 */
 	char sock[108];           /* http: the unix socket it serves on (we connect) */
 	int conn;                 /* http: the connection kept open to it across requests; -1 none */
+	int spipe[2];             /* http: the empty pipe its answers are spliced through (stream.c); -1 none */
 	bool busy;                /* one request owns it */
 	unsigned starts, crashes;
 	unsigned backoff_ms;
@@ -74,7 +75,7 @@ struct etl_stream {
 	size_t pre_off;
 	uint64_t len;        /* the body's declared length */
 	uint64_t left;       /* its bytes still in fd */
-	int pipe[2];         /* http to a plain client: socket -> this pipe -> client, by splice; else -1 */
+	int *pipe;           /* http to a plain client: socket -> the worker's spipe -> client, by splice */
 	int64_t budget_ns;   /* what is left of the transformer's timeout, spent only waiting on the worker */
 	int64_t wait_ns;     /* monotonic: the wait on fd began; 0 none */
 	struct event *ev;    /* readable fd, or the budget spent: wakes the response */
@@ -98,6 +99,8 @@ void etl_worker_release(etl_t *e, unsigned i, bool good);
 /* Drops a reference taken by a request (etl.c). */
 void etl_unref(etl_t *e);
 void etl_worker_kill(etl_t *e, unsigned i, const char *why);
+/* Closes w's spipe (killed, or a stream left bytes in it). */
+void etl_worker_spipe_close(etl_worker_t *w);
 void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz);
 void etl_probe_ns(void);
 /* Removes the directory of the http workers' sockets (etl_shutdown). */

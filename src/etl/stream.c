@@ -11,7 +11,8 @@
  *  1. No copy through user space where the client's connection is plain
  *     TCP: a stdio worker's stdout is itself the pipe the body is spliced
  *     from (http_resp_stream_pipe); an http worker's socket is spliced
- *     into a pipe of the stream's own, and from there to the client. Over
+ *     into a pipe kept with the worker (empty between its answers), and
+ *     from there to the client. Over
  *     TLS, a bounded copy: at most STREAM_PIECE bytes read per fill.
  *  2. Exactly LEN bytes reach the client, never a byte past the frame: a
  *     splice or read takes at most what is still owed. A worker that
@@ -55,7 +56,6 @@ etl_stream_t *etl_stream_new(void)
 {
 	etl_stream_t *st = xcalloc(1, sizeof(*st));
 	st->fd = -1;
-	st->pipe[0] = st->pipe[1] = -1;
 	return st;
 }
 
@@ -160,13 +160,17 @@ static int fill_pipe(etl_stream_t *st, http_req_t *req)
  * pipe (empty: its last segment is out), the pipe to the client. */
 static int fill_sock(etl_stream_t *st, http_req_t *req, buf_t *out)
 {
-	if (st->pipe[0] < 0) {
-		if (pipe2(st->pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
-			st->pipe[0] = st->pipe[1] = -1;
-			st->copy = true;
-			return fill_copy(st, req, out);
+	if (!st->pipe) {
+		int *p = st->e->w[st->wi].spipe; /* kept across the worker's requests: empty after each */
+		if (p[0] < 0) {
+			if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) {
+				p[0] = p[1] = -1;
+				st->copy = true;
+				return fill_copy(st, req, out);
+			}
+			fcntl(p[1], F_SETPIPE_SZ, STREAM_PIPE); /* best effort (pipe-max-size) */
 		}
-		fcntl(st->pipe[1], F_SETPIPE_SZ, STREAM_PIPE); /* best effort (pipe-max-size) */
+		st->pipe = p;
 	}
 	ssize_t n = splice(st->fd, NULL, st->pipe[1], NULL, (size_t)MIN(st->left, (uint64_t)STREAM_PIPE),
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -222,6 +226,8 @@ void etl_stream_close(etl_stream_t *st)
 				w->conn = st->fd; /* worker.c rule 5 */
 			else
 				close(st->fd);
+			if (!st->done)
+				etl_worker_spipe_close(w); /* bytes may be left in it */
 		} else if (!st->done && !st->failed && w->pid > 0) {
 			log_info("etl %s: worker %u stopped: its answer was not read whole (the client went away)",
 				 st->e->spec.name, st->wi);
@@ -232,9 +238,6 @@ void etl_stream_close(etl_stream_t *st)
 	} else if (st->fd >= 0 && st->http) {
 		close(st->fd);
 	}
-	for (int i = 0; i < 2; i++)
-		if (st->pipe[i] >= 0)
-			close(st->pipe[i]);
 	buf_free(&st->pre);
 	free(st);
 }

@@ -313,6 +313,14 @@ out_close_in:
 	return AIS_ERR;
 }
 
+void etl_worker_spipe_close(etl_worker_t *w)
+{
+	for (int k = 0; k < 2; k++)
+		if (w->spipe[k] >= 0)
+			close(w->spipe[k]);
+	w->spipe[0] = w->spipe[1] = -1;
+}
+
 /* Rule 2: kills worker i's group, reaps it, closes its pipes, sets its
  * back-off. why NULL: a stop (no back-off). Caller holds e->mu or owns
  * the worker (busy). */
@@ -335,6 +343,7 @@ void etl_worker_kill(etl_t *e, unsigned i, const char *why)
 		close(w->out);
 	if (w->conn >= 0)
 		close(w->conn); /* rule 5: a dead worker's connection goes with it */
+	etl_worker_spipe_close(w);
 	w->pid = 0;
 	w->in = w->out = w->conn = -1;
 	if (why) {
@@ -361,6 +370,7 @@ static void reap_exited(etl_t *e, unsigned i)
 			close(w->out);
 		if (w->conn >= 0)
 			close(w->conn);
+		etl_worker_spipe_close(w);
 		w->pid = 0;
 		w->in = w->out = w->conn = -1;
 		w->crashes++;

@@ -27,6 +27,9 @@ Checks:
     a byte past the frame. Through the gateway's S3 proxy, a cut before
     it relayed any byte of the body is a 5xx S3 error instead (no worse).
     The next GET right (the worker replaced).
+ 1c. o1's pages dropped from the page cache (POSIX_FADV_DONTNEED on its
+    file): GET ?etl=fs (the object spliced into the worker's pipe, a
+    piece the splice cannot take read through memory) is right.
  2. Native GET ?etl=&etl_args=half of o2 (read whole), both modes: 502
     naming the transformer and "mid-answer"; the next GET right again.
  3. GetBatch {"etl": NAME, "etl_args": FAULT} over two objects, each
@@ -268,6 +271,18 @@ for name in ("fs", "fh"):
                         and dt < 30, "%s GET %s, %s: 200, Content-Length %d, the connection cut short of it "
                         "(%.1f s)" % (kind, name, args, len(UP), dt), (st, clen, len(body), cut))
             t.check(poll(lambda: etl_get(name).body == UP, 15), "after it, ?etl=%s is right again" % name)
+
+# --- 1c. a cold object: its pages dropped from the page cache, spliced into fs's pipe -----
+cold = [os.path.join(dp, f) for dp, _, fs in os.walk(tg.dir) for f in fs
+        if os.path.getsize(os.path.join(dp, f)) == len(data["o1"]) and open(os.path.join(dp, f), "rb").read() == data["o1"]]
+t.check(len(cold) >= 1, "o1's file on the target", cold)
+for p in cold:
+    with open(p, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+t0 = time.monotonic()
+r = etl_get("fs")
+t.check(r.status == 200 and r.body == UP and time.monotonic() - t0 < 30,
+        "GET ?etl=fs of o1 with its pages out of the cache: the right bytes (%.1f s)" % (time.monotonic() - t0), r)
 
 # --- 2. native, a worker dying mid-answer ----------------------------------------------
 for name in ("fs", "fh"):
