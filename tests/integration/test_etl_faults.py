@@ -246,8 +246,11 @@ for name in ("fs", "fh"):
                                    ("hang", 504, b"TransformTimeout", b"timed out"),
                                    ("garbage", 502, b"TransformFailed", b"malformed")):
         r = s3_get(name, args)
+        # (http: a worker that exits on the kept connection may have closed its listening socket by the
+        # time aisd connects again, "not serving", or not yet, "without answering": a race of its exit)
+        whys = (why, b"not serving") if name == "fh" and args == "crash" else (why,)
         t.check(r.status == code and b"<Code>" + xcode + b"</Code>" in r.body and name.encode() in r.body
-                and why in r.body, "S3 GET x-ais-etl: %s, %s: %d %s naming it and %s"
+                and any(w in r.body for w in whys), "S3 GET x-ais-etl: %s, %s: %d %s naming it and %s"
                 % (name, args, code, xcode.decode(), why.decode()), r)
         t.check(poll(lambda: s3_get(name).body == UP, 15), "after it, the S3 GET through %s is right again" % name)
 
