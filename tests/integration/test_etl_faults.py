@@ -52,8 +52,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -64,7 +62,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 clulib.init(t, "etlf", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
 JSON = {"Content-Type": "application/json"}
 
@@ -145,11 +142,7 @@ while True:
 
 
 def aisctl(*args):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=90)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args)
 
 
 def etl_get(name, args=None, obj="o1"):
@@ -216,15 +209,7 @@ for n in (g, tg):
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id, tg.id}, 60), "the cluster forms")
 tpid = clulib.procs[tg.name].pid
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlf-")
-os.chmod(wdir, 0o755)
-with open(os.path.join(wdir, "fw.py"), "w") as f:
-    f.write(WORKER)
-os.chmod(os.path.join(wdir, "fw.py"), 0o644)
-d = wdir  # its parents traversable by nobody (the worker's user when the target runs as root)
-while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
-    os.chmod(d, os.stat(d).st_mode | 0o011)
-    d = os.path.dirname(d)
+wdir = clulib.etl_scripts("aisd-etlf-", {"fw.py": WORKER})
 r = request("POST", g.url, "/v1/buckets/eb", json.dumps({"action": "create-bck"}).encode(), JSON)
 t.check(r.status == 200, "create bucket eb", r)
 data = {"o1": bytes((i * 7 + 97) % 26 + 97 for i in range(200000)), "o2": b"the second object"}
