@@ -76,6 +76,30 @@ int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, 
  * member when member.len. As etl_transform_fd. */
 int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
 		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg);
+/* An answer streamed to a client as it leaves the worker (src/etl/stream.c). */
+typedef struct etl_stream etl_stream_t;
+/* etl_transform_at for a client's GET: AIS_OK with *st (its body not read
+ * yet: a 200 answer of a declared length big enough to stream), or with
+ * *st NULL and the whole answer in out. As etl_transform_at otherwise. */
+int etl_transform_open(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		       uint64_t size, uint64_t version, sv_t args, buf_t *out, etl_stream_t **st, int *status,
+		       buf_t *msg);
+/* The body's length (the response's Content-Length). */
+uint64_t etl_stream_len(const etl_stream_t *st);
+/* An http_fill_fn's work for a response sent with http_resp_send_stream_len
+ * (req's worker): the next bytes, spliced from the worker where req's
+ * connection allows (http_resp_stream_pipe), else read into out, at most
+ * 256 KiB at a time. AIS_OK, AIS_AGAIN (it wakes the response once the
+ * worker wrote more), AIS_DONE (exactly the declared bytes sent, the
+ * framing checked), AIS_ERR (the worker died, hung past its timeout, or
+ * wrote more or less than it declared: it is killed, and the client's
+ * connection is cut). */
+int etl_stream_fill(etl_stream_t *st, http_req_t *req, buf_t *out);
+/* Ends a stream, finished or not (an arena cleanup of the request): the
+ * worker is kept after a body read whole, else killed (stdio) or its
+ * connection closed (http); the reference to the transformer dropped. */
+void etl_stream_close(etl_stream_t *st);
+
 /* A transformer this node lacks (it joined after the registration) taken
  * from the primary's table; blocking (network pool). AIS_OK when name is
  * now registered here. */

@@ -20,6 +20,11 @@
  *  4. keep_alive says whether the connection may carry the next request:
  *     HTTP/1.1 without "Connection: close" (or 1.0 with keep-alive), a
  *     body not delimited by the close, and no byte after the answer.
+ *  5. Once the head is read, etl_answer_stream says whether the rest of a
+ *     200 answer may be taken by the caller as raw bytes (streamed to a
+ *     client, stream.c): only a body of a declared Content-Length, not
+ *     chunked, at most max; the bytes it names are exactly those still
+ *     owed, so the caller counts them as the parser would.
  */
 #include <string.h>
 
@@ -46,6 +51,8 @@ static int on_headers_complete(http_parser *hp)
 		return fail(a, 502, "malformed answer (status not 2xx..5xx)");
 	if ((hp->flags & F_CONTENTLENGTH) && hp->content_length > a->max)
 		return fail(a, 507, "answer over etl.max_output");
+	a->sized = (hp->flags & F_CONTENTLENGTH) && !(hp->flags & F_CHUNKED);
+	a->clen = a->sized ? hp->content_length : 0;
 	return 0;
 }
 
@@ -152,4 +159,14 @@ int etl_answer_eof(etl_answer_t *a)
 	a->err = 502;
 	a->why = a->head_done ? "its worker closed the connection mid-answer" : "malformed answer (no HTTP response head)";
 	return AIS_ERR;
+}
+
+bool etl_answer_stream(const etl_answer_t *a, uint64_t *left, bool *keep_alive)
+{
+	if (!a->head_done || a->done || a->err || a->status != 200 || !a->sized || a->clen > a->max ||
+	    a->out->len >= a->clen)
+		return false;
+	*left = a->clen - a->out->len;
+	*keep_alive = http_should_keep_alive(&a->hp) != 0;
+	return true;
 }

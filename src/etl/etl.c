@@ -140,7 +140,7 @@ static etl_t *etl_new(const etl_spec_t *s)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	for (unsigned i = 0; i < ETL_WORKERS_MAX; i++)
-		e->w[i].in = e->w[i].out = e->w[i].conn = -1;
+		e->w[i].in = e->w[i].out = e->w[i].conn = e->w[i].spipe[0] = e->w[i].spipe[1] = -1;
 	return e;
 }
 
@@ -165,7 +165,7 @@ static void retire(etl_t *e, bool gone)
 	pthread_mutex_unlock(&e->mu);
 }
 
-static void unref(etl_t *e)
+void etl_unref(etl_t *e)
 {
 	pthread_mutex_lock(&tmu);
 	bool last = --e->refs == 0 && e->gone;
@@ -254,9 +254,9 @@ unsigned etl_workers(const char *name, size_t nlen)
 	return n;
 }
 
-/* etl_transform of in. */
+/* etl_transform of in; st as etl_run's (a stream keeps the reference). */
 static int transform_in(const char *name, size_t nlen, const char *meta, sv_t args, const etl_in_t *in, buf_t *out,
-			int *status, buf_t *msg)
+			etl_stream_t *st, int *status, buf_t *msg)
 {
 	pthread_mutex_lock(&tmu);
 	size_t i = find(name, nlen);
@@ -269,8 +269,9 @@ static int transform_in(const char *name, size_t nlen, const char *meta, sv_t ar
 		buf_addf(msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(nlen, 64), name);
 		return AIS_ERR;
 	}
-	int rc = etl_run(e, meta, args, in, out, status, msg);
-	unref(e);
+	int rc = etl_run(e, meta, args, in, out, st, status, msg);
+	if (rc != AIS_OK || !st || st->fd < 0)
+		etl_unref(e);
 	return rc;
 }
 
@@ -278,7 +279,7 @@ int etl_transform(const char *name, size_t nlen, const char *meta, sv_t args, co
 		  buf_t *out, int *status, buf_t *msg)
 {
 	etl_in_t src = {.ptr = in ? in : "", .fd = -1, .len = inlen};
-	return transform_in(name, nlen, meta, args, &src, out, status, msg);
+	return transform_in(name, nlen, meta, args, &src, out, NULL, status, msg);
 }
 
 int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size, uint64_t version,
@@ -290,6 +291,15 @@ int etl_transform_fd(const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, 
 int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
 		     uint64_t size, uint64_t version, sv_t args, buf_t *out, int *status, buf_t *msg)
 {
+	return etl_transform_open(name, nlen, bck, obj, member, fd, off, size, version, args, out, NULL, status, msg);
+}
+
+int etl_transform_open(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
+		       uint64_t size, uint64_t version, sv_t args, buf_t *out, etl_stream_t **stp, int *status,
+		       buf_t *msg)
+{
+	if (stp)
+		*stp = NULL;
 	if (size > etl_cfg.max_input) {
 		*status = 413;
 		buf_addf(msg, "%s of %llu bytes is over etl.max_input (%llu) for a transform", member.len ? "member" : "object",
@@ -303,8 +313,13 @@ int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t mem
 	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	etl_in_t in = {.ptr = NULL, .fd = fd, .off = off, .len = size}; /* streamed from the file (worker.c rule 6) */
-	int rc = transform_in(name, nlen, meta ? meta : "{}", args, &in, out, status, msg);
+	etl_stream_t *st = stp ? etl_stream_new() : NULL;
+	int rc = transform_in(name, nlen, meta ? meta : "{}", args, &in, out, st, status, msg);
 	free(meta);
+	if (st && rc == AIS_OK && st->fd >= 0)
+		*stp = st;
+	else if (st)
+		etl_stream_close(st);
 	return rc;
 }
 

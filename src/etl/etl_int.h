@@ -30,6 +30,7 @@ typedef struct etl_worker {
 	int in, out;              /* stdio: its stdin (we write), its stdout (we read); http: -1 */
 	char sock[108];           /* http: the unix socket it serves on (we connect) */
 	int conn;                 /* http: the connection kept open to it across requests; -1 none */
+	int spipe[2];             /* http: the empty pipe its answers are spliced through (stream.c); -1 none */
 	bool busy;                /* one request owns it */
 	unsigned starts, crashes;
 	unsigned backoff_ms;
@@ -55,8 +56,51 @@ typedef struct etl_in {
 	uint64_t off, len;
 } etl_in_t;
 
-int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, int *status, buf_t *msg);
+/* The smallest body streamed (etl_transform_open): a smaller one is read
+ * whole, then sent in one write. */
+#define ETL_STREAM_MIN (64u << 10)
+
+struct event;
+
+/* An answer whose head is read and whose body is still in its worker's
+ * pipe or socket (stream.c). The worker stays busy (rule 1 of worker.c)
+ * and e referenced until etl_stream_close. */
+struct etl_stream {
+	etl_t *e;
+	unsigned wi;         /* the worker */
+	int fd;              /* the body's source: stdio the worker's stdout, http the connection */
+	bool http;
+	bool keep;           /* http: the connection may carry the next request once the body is read */
+	buf_t pre;           /* body bytes read with the head: sent first */
+	size_t pre_off;
+	uint64_t len;        /* the body's declared length */
+	uint64_t left;       /* its bytes still in fd */
+	int *pipe;           /* http to a plain client: socket -> the worker's spipe -> client, by splice */
+	int64_t budget_ns;   /* what is left of the transformer's timeout, spent only waiting on the worker */
+	int64_t wait_ns;     /* monotonic: the wait on fd began; 0 none */
+	struct event *ev;    /* readable fd, or the budget spent: wakes the response */
+	http_req_t *req;
+	bool copy;           /* read through memory (TLS, or a socket splice refused) */
+	bool done;           /* every byte sent, the framing checked */
+	bool failed;         /* the worker was killed: the client's connection is cut */
+};
+
+/* A stream not started (fd -1, no pipe): etl_run fills it in. */
+etl_stream_t *etl_stream_new(void);
+
+/* etl_run: st NULL, the whole answer in out; st set, the caller takes a
+ * stream: AIS_OK with st->fd >= 0 when a 200 answer of at least
+ * ETL_STREAM_MIN bytes is streamed (out empty), st->fd -1 when out holds
+ * the whole answer. */
+int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, etl_stream_t *st, int *status,
+	    buf_t *msg);
+/* A worker's request ends (busy cleared): good resets its back-off. */
+void etl_worker_release(etl_t *e, unsigned i, bool good);
+/* Drops a reference taken by a request (etl.c). */
+void etl_unref(etl_t *e);
 void etl_worker_kill(etl_t *e, unsigned i, const char *why);
+/* Closes w's spipe (killed, or a stream left bytes in it). */
+void etl_worker_spipe_close(etl_worker_t *w);
 void etl_log_path(const etl_t *e, unsigned i, char *out, size_t outsz);
 void etl_probe_ns(void);
 /* Removes the directory of the http workers' sockets (etl_shutdown). */
@@ -73,6 +117,8 @@ typedef struct etl_answer {
 	int status;      /* the worker's HTTP status, once head_done */
 	bool head_done, done;
 	bool keep_alive; /* once done: the connection may carry the next request */
+	bool sized;      /* once head_done: the body has a Content-Length (clen), not chunked */
+	uint64_t clen;
 	int err;         /* 502 malformed, 507 over max: with why */
 	const char *why;
 } etl_answer_t;
@@ -86,5 +132,10 @@ int etl_answer_feed(etl_answer_t *a, const char *p, size_t n);
 /* The connection ended: AIS_OK when that completes the answer, else
  * AIS_ERR (err, why). */
 int etl_answer_eof(etl_answer_t *a);
+/* Rule 5 of answer.c: after the head of a 200 answer whose body has a
+ * Content-Length and is not complete yet, true with *left (the body's
+ * bytes not fed yet) and *keep_alive (the connection may carry the next
+ * request once they are read, nothing past them); else false. */
+bool etl_answer_stream(const etl_answer_t *a, uint64_t *left, bool *keep_alive);
 
 #endif

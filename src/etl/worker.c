@@ -39,10 +39,14 @@
  *     whole request read); closed otherwise, and closed with the worker
  *     when it is killed or found exited. A kept connection the worker
  *     closed before answering is replaced by a new one, once per request.
- *  6. An object goes to a worker from its file while the answer is read
- *     straight into the buffer sent to the client: never the whole input
- *     in aisd's memory (sendfile to a socket; to a pipe through a 64 KiB
- *     bounce buffer).
+ *  6. An object goes to a worker from its file: never the whole input in
+ *     aisd's memory (sendfile to a socket, splice to a pipe; a piece whose
+ *     pages are not cached through a 64 KiB bounce buffer). The answer is
+ *     read straight into the buffer sent to the client, or, for a client's
+ *     GET (a 200 answer of ETL_STREAM_MIN bytes or more, with a declared
+ *     length, the whole request sent), left in the worker's pipe or
+ *     socket once its head is read and streamed to the client from there
+ *     (stream.c): the worker stays busy until its last byte is out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +313,14 @@ out_close_in:
 	return AIS_ERR;
 }
 
+void etl_worker_spipe_close(etl_worker_t *w)
+{
+	for (int k = 0; k < 2; k++)
+		if (w->spipe[k] >= 0)
+			close(w->spipe[k]);
+	w->spipe[0] = w->spipe[1] = -1;
+}
+
 /* Rule 2: kills worker i's group, reaps it, closes its pipes, sets its
  * back-off. why NULL: a stop (no back-off). Caller holds e->mu or owns
  * the worker (busy). */
@@ -331,6 +343,7 @@ void etl_worker_kill(etl_t *e, unsigned i, const char *why)
 		close(w->out);
 	if (w->conn >= 0)
 		close(w->conn); /* rule 5: a dead worker's connection goes with it */
+	etl_worker_spipe_close(w);
 	w->pid = 0;
 	w->in = w->out = w->conn = -1;
 	if (why) {
@@ -357,6 +370,7 @@ static void reap_exited(etl_t *e, unsigned i)
 			close(w->out);
 		if (w->conn >= 0)
 			close(w->conn);
+		etl_worker_spipe_close(w);
 		w->pid = 0;
 		w->in = w->out = w->conn = -1;
 		w->crashes++;
@@ -426,7 +440,7 @@ static int acquire(etl_t *e, int64_t deadline, unsigned *idx, int *status, buf_t
 	return AIS_ERR;
 }
 
-static void release(etl_t *e, unsigned i, bool good)
+void etl_worker_release(etl_t *e, unsigned i, bool good)
 {
 	pthread_mutex_lock(&e->mu);
 	if (good)
@@ -439,25 +453,25 @@ static void release(etl_t *e, unsigned i, bool good)
 }
 
 /* Sends the next piece of in (done bytes of it sent) to fd, a pipe or
- * (sock) a socket: from memory; from the file by sendfile to a socket
- * (the bytes never copied to user space); to a pipe, and where sendfile
- * cannot, read through a bounce buffer (a non-blocking splice from a file
- * whose pages are not cached does not progress). Called when poll found
- * fd writable. The bytes sent; 0: the file ended early; -1 with errno
- * (EAGAIN: fd is full). */
+ * (sock) a socket: from memory; from the file by sendfile to a socket or
+ * splice to a pipe (the bytes never copied to user space); where those
+ * cannot, read through a bounce buffer. A non-blocking splice from a file
+ * whose pages are not cached may not progress (EAGAIN into a pipe poll
+ * found writable): that piece is read through the bounce buffer, which
+ * waits for the disk. Called when poll found fd writable. The bytes sent;
+ * 0: the file ended early; -1 with errno (EAGAIN: fd is full). */
 static ssize_t in_send(const etl_in_t *in, uint64_t done, int fd, bool sock)
 {
 	size_t chunk = (size_t)MIN(in->len - done, (uint64_t)1 << 20);
 	if (in->ptr)
 		return sock ? send(fd, in->ptr + done, chunk, MSG_NOSIGNAL) : write(fd, in->ptr + done, chunk);
-	if (sock) {
-		off_t off = (off_t)(in->off + done);
-		ssize_t n = sendfile(fd, in->fd, &off, chunk);
-		if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP))
-			return n;
-	}
+	off_t off = (off_t)(in->off + done);
+	ssize_t n = sock ? sendfile(fd, in->fd, &off, chunk)
+			 : splice(in->fd, &off, fd, NULL, chunk, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && (sock || errno != EAGAIN)))
+		return n;
 	char b[65536];
-	ssize_t n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
+	n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
 	if (n <= 0)
 		return n;
 	return sock ? send(fd, b, (size_t)n, MSG_NOSIGNAL) : write(fd, b, (size_t)n);
@@ -489,7 +503,7 @@ static int timed_out(const etl_t *e, int *status, buf_t *msg)
  * AIS_OK with the answer's status in *wst; AIS_ERR with *status and msg
  * (the worker must die). */
 static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t *in, int64_t deadline, buf_t *out,
-		    int *wst, int *status, buf_t *msg)
+		    etl_stream_t *st, int *wst, int *status, buf_t *msg)
 {
 	uint64_t sent = 0, total = hdr->len + in->len;
 	size_t want = 0, hl = 0;
@@ -500,6 +514,12 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 	for (;;) {
 		if (have_head && out->len == want && sent == total) /* the whole frame read: in step for the next */
 			return AIS_OK;
+		if (st && have_head && sent == total && *wst == 200 && want - out->len >= ETL_STREAM_MIN) {
+			st->fd = w->out; /* rule 6: the rest of the frame stays in the pipe */
+			st->len = want;
+			st->left = want - out->len;
+			return AIS_OK;
+		}
 		int64_t left = deadline - time_mono_ns();
 		if (left <= 0)
 			return timed_out(e, status, msg);
@@ -528,6 +548,7 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		if (have_head) {
+			buf_grow(out, want - out->len + 1);
 			ssize_t n = read(w->out, out->ptr + out->len, want - out->len);
 			if (n == 0) {
 				*status = 502;
@@ -557,10 +578,10 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 		}
 		size_t line = (size_t)(nl - head), extra = hl - line - 1;
 		head[line] = '\0';
-		unsigned st;
+		unsigned code;
 		unsigned long long len;
 		char tail;
-		if (sscanf(head, "%3u %llu%c", &st, &len, &tail) != 2 || st < 100 || st > 599) {
+		if (sscanf(head, "%3u %llu%c", &code, &len, &tail) != 2 || code < 100 || code > 599) {
 			*status = 502;
 			buf_addf(msg, "transformer \"%s\": malformed answer header \"%.40s\"", e->spec.name, head);
 			return AIS_ERR;
@@ -576,10 +597,9 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 			buf_addf(msg, "transformer \"%s\": malformed answer (bytes past its frame)", e->spec.name);
 			return AIS_ERR;
 		}
-		*wst = (int)st;
+		*wst = (int)code;
 		want = (size_t)len;
 		have_head = true;
-		buf_grow(out, want + 1);
 		buf_add(out, nl + 1, extra);
 	}
 }
@@ -627,14 +647,24 @@ static int http_connect(const etl_t *e, const etl_worker_t *w, int *status, buf_
  * carry the next request); AIS_AGAIN: the connection was closed before
  * any byte of an answer (a kept one the worker had dropped: *status and
  * msg say so should no retry follow); AIS_ERR with *status and msg. */
-static int http_once(etl_t *e, int fd, const buf_t *head, const etl_in_t *in, int64_t deadline, buf_t *out, int *wst,
-		     bool *reuse, int *status, buf_t *msg)
+static int http_once(etl_t *e, int fd, const buf_t *head, const etl_in_t *in, int64_t deadline, buf_t *out,
+		     etl_stream_t *st, int *wst, bool *reuse, int *status, buf_t *msg)
 {
-	uint64_t sent = 0, total = head->len + in->len;
+	uint64_t sent = 0, total = head->len + in->len, rest;
 	bool broken = false; /* it stopped reading: it may still answer */
 	etl_answer_t a;
 	etl_answer_init(&a, out, etl_cfg.max_output);
 	for (;;) {
+		bool keep;
+		if (st && sent == total && etl_answer_stream(&a, &rest, &keep) && rest >= ETL_STREAM_MIN) {
+			st->fd = fd; /* rule 6: the rest of the body stays in the socket */
+			st->http = true;
+			st->keep = keep && !broken;
+			st->len = a.clen;
+			st->left = rest;
+			*wst = 200;
+			return AIS_OK;
+		}
 		int64_t left = deadline - time_mono_ns();
 		if (left <= 0)
 			return timed_out(e, status, msg);
@@ -696,7 +726,7 @@ static int http_once(etl_t *e, int fd, const buf_t *head, const etl_in_t *in, in
  * answering is replaced once by a new one (the worker dropped an idle
  * connection; the request is sent again). As exchange. */
 static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args, const etl_in_t *in, int64_t deadline,
-			 buf_t *out, int *wst, int *status, buf_t *msg)
+			 buf_t *out, etl_stream_t *st, int *wst, int *status, buf_t *msg)
 {
 	buf_t head = BUF_INIT;
 	bool reuse = false, kept = w->conn >= 0;
@@ -712,7 +742,7 @@ static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args,
 	pct_add(&head, args.ptr, args.len);
 	buf_addstr(&head, "\r\n\r\n");
 	for (;;) {
-		rc = http_once(e, fd, &head, in, deadline, out, wst, &reuse, status, msg);
+		rc = http_once(e, fd, &head, in, deadline, out, st, wst, &reuse, status, msg);
 		if (rc != AIS_AGAIN || !kept)
 			break;
 		close(fd); /* a kept connection gone stale: once more on a new one */
@@ -723,7 +753,9 @@ static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args,
 			break;
 		}
 	}
-	if (rc == AIS_OK && reuse)
+	if (rc == AIS_OK && st && st->fd == fd)
+		; /* streamed: the stream has it */
+	else if (rc == AIS_OK && reuse)
 		w->conn = fd;
 	else if (fd >= 0)
 		close(fd);
@@ -731,7 +763,8 @@ static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args,
 	return rc == AIS_OK ? AIS_OK : AIS_ERR;
 }
 
-int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, int *status, buf_t *msg)
+int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, etl_stream_t *st, int *status,
+	    buf_t *msg)
 {
 	int64_t deadline = time_mono_ns() + (int64_t)e->spec.timeout_ms * 1000000;
 	unsigned i;
@@ -745,24 +778,34 @@ int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *ou
 		return AIS_ERR;
 	int wst = 0, rc;
 	buf_reset(out);
+	if (st)
+		st->fd = -1;
 	if (is_http(e)) {
-		rc = exchange_http(e, &e->w[i], meta, args, in, deadline, out, &wst, status, msg);
+		rc = exchange_http(e, &e->w[i], meta, args, in, deadline, out, st, &wst, status, msg);
 	} else {
 		buf_t hdr = BUF_INIT;
 		size_t ml = strlen(meta);
 		buf_addf(&hdr, "AISETL 1 %zu %zu %llu\n", ml, args.len, (unsigned long long)in->len);
 		buf_add(&hdr, meta, ml);
 		buf_add(&hdr, args.ptr, args.len);
-		rc = exchange(e, &e->w[i], &hdr, in, deadline, out, &wst, status, msg);
+		rc = exchange(e, &e->w[i], &hdr, in, deadline, out, st, &wst, status, msg);
 		buf_free(&hdr);
 	}
 	if (rc != AIS_OK) {
 		etl_worker_kill(e, i, msg->ptr);
 		buf_reset(out);
-		release(e, i, false);
+		etl_worker_release(e, i, false);
 		return AIS_ERR;
 	}
-	release(e, i, true);
+	if (st && st->fd >= 0) { /* the worker stays busy until etl_stream_close */
+		st->e = e;
+		st->wi = i;
+		st->budget_ns = deadline - time_mono_ns();
+		st->pre = *out; /* what came with the head */
+		*out = (buf_t)BUF_INIT;
+		return AIS_OK;
+	}
+	etl_worker_release(e, i, true);
 	if (wst != 200) {
 		*status = 502;
 		buf_t m = BUF_INIT;

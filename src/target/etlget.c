@@ -9,7 +9,10 @@
  * The object (member) must be at most etl.max_input bytes (413); the read and the
  * exchange run on the network pool, since a transformer may take up to
  * its timeout. Errors come from etl_transform: 404 unknown transformer,
- * 5xx naming it and the reason.
+ * 5xx naming it and the reason. A big answer is not read there: once its
+ * head says 200 and its length, the response streams its body from the
+ * worker (src/etl/stream.c: spliced on a plain connection); a worker that
+ * fails after that cuts the client's connection short of the length.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@ struct tetl {
 	int status; /* 0: out holds the answer */
 	int err;    /* the open failed: errno */
 	buf_t out, msg;
+	etl_stream_t *st; /* status 0: the answer's body still with its worker, else out holds it */
 };
 
 /* An S3 error document (S3 clients read the code): NoSuchTransformer for
@@ -65,8 +69,15 @@ static void s3_err(http_req_t *req, int status, const char *msg)
 static void tetl_cleanup(void *arg)
 {
 	struct tetl *x = arg;
+	etl_stream_close(x->st);
 	buf_free(&x->out);
 	buf_free(&x->msg);
+}
+
+static int tetl_fill(http_req_t *req, buf_t *out)
+{
+	struct tetl *x = req->state;
+	return etl_stream_fill(x->st, req, out);
 }
 
 static void tetl_work(http_req_t *req)
@@ -112,8 +123,8 @@ static void tetl_work(http_req_t *req)
 			goto out_close;
 		}
 	}
-	if (etl_transform_at(x->name.ptr, x->name.len, x->bck, x->obj, x->member, fd, off, size, m.version, x->args,
-			     &x->out, &x->status, &x->msg) == AIS_OK)
+	if (etl_transform_open(x->name.ptr, x->name.len, x->bck, x->obj, x->member, fd, off, size, m.version, x->args,
+			       &x->out, &x->st, &x->status, &x->msg) == AIS_OK)
 		x->status = 0;
 out_close:
 	close(fd);
@@ -138,7 +149,10 @@ static void tetl_done(http_req_t *req)
 	}
 	http_resp_header(req, "Content-Type", "application/octet-stream");
 	http_resp_header(req, "Ais-Etl", "%.*s", (int)x->name.len, x->name.ptr);
-	http_resp_send_buf(req, &x->out);
+	if (x->st)
+		http_resp_send_stream_len(req, tetl_fill, etl_stream_len(x->st));
+	else
+		http_resp_send_buf(req, &x->out);
 }
 
 static int get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member, sv_t name, bool s3)

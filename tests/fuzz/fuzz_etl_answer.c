@@ -13,7 +13,11 @@
  * the three agree on the verdict, the status, the body and keep_alive; a
  * body is at most max bytes; an error is 502 or 507 with a reason; a
  * complete answer's status is 200..599; keep_alive never holds for an
- * answer the end of the connection delimited.
+ * answer the end of the connection delimited. Where etl_answer_stream
+ * says the rest may be streamed (answer.c rule 5), the bytes it owes are
+ * exactly those the parser, fed on, takes into the body: a complete
+ * answer's body is the part read so far and the next `left` input bytes;
+ * an incomplete one had fewer than `left` left.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,7 +43,9 @@ static void run(const char *d, size_t n, size_t step, bool inplace, uint64_t max
 	buf_t out = BUF_INIT;
 	etl_answer_init(&a, &out, max);
 	int rc = AIS_AGAIN;
-	size_t off = 0;
+	size_t off = 0, s_off = 0, s_pre = 0;
+	uint64_t s_left = 0;
+	bool streamable = false, keep;
 	do {
 		size_t k = step ? (n - off < step ? n - off : step) : n - off;
 		if (inplace) {
@@ -50,6 +56,13 @@ static void run(const char *d, size_t n, size_t step, bool inplace, uint64_t max
 			rc = etl_answer_feed(&a, d + off, k);
 		}
 		off += k;
+		if (rc == AIS_AGAIN && !streamable && etl_answer_stream(&a, &s_left, &keep)) {
+			streamable = true;
+			s_off = off;
+			s_pre = out.len;
+			if (a.status != 200 || s_left == 0 || s_pre + s_left > max || s_pre + s_left != a.clen)
+				abort();
+		}
 	} while (off < n && rc == AIS_AGAIN);
 	if (rc == AIS_OK && off < n) /* what the worker sent past its answer */
 		rc = etl_answer_feed(&a, d + off, n - off);
@@ -62,6 +75,11 @@ static void run(const char *d, size_t n, size_t step, bool inplace, uint64_t max
 	if (rc == AIS_ERR && (!a.why || (a.err != 502 && a.err != 507)))
 		abort();
 	if (rc == AIS_OK && (a.status < 200 || a.status > 599 || out.len > max))
+		abort();
+	if (streamable && rc == AIS_OK &&
+	    (out.len != s_pre + s_left || n - s_off < s_left || memcmp(out.ptr + s_pre, d + s_off, (size_t)s_left)))
+		abort();
+	if (streamable && rc != AIS_OK && n - s_off >= s_left)
 		abort();
 	v->body = out;
 }

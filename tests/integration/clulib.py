@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -219,6 +220,43 @@ def follow(method, url, path, body=None, headers=None, redirects=3):
         p = loc.path + ("?" + loc.query if loc.query else "")
         r = request(method, "%s://%s" % (loc.scheme, loc.netloc), p, body, headers)
     return r1, r
+
+
+def aisctl(url, *args, token=None, timeout=90, text=True):
+    """aisctl -e URL ARGS (the aisctl beside AISD_BIN) with no config file:
+    (exit status, stdout, stderr), stdout decoded unless text is False.
+    token: AIS_AUTHN_TOKEN for the call ("": none); None keeps the
+    environment's."""
+    e = dict(os.environ)
+    e["AISCTL_CONFIG"] = os.devnull
+    if token is not None:
+        e.pop("AIS_AUTHN_TOKEN", None)
+        if token:
+            e["AIS_AUTHN_TOKEN"] = token
+    cp = subprocess.run([os.environ.get("AISCTL") or os.path.join(os.path.dirname(BIN), "aisctl"), "-e", url]
+                        + list(args),
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                        timeout=timeout)
+    return cp.returncode, cp.stdout.decode(errors="replace") if text else cp.stdout, \
+        cp.stderr.decode(errors="replace")
+
+
+def etl_scripts(prefix, files):
+    """A new temp dir (prefix) holding the ETL worker scripts files ({name:
+    text}) where a worker can read them: it runs as nobody when the target
+    runs as root, so the dir is 0755, the files 0644 and the dirs above it
+    up to AISD_DIR traversable by others. Returns its path."""
+    wdir = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(wdir, 0o755)
+    for name, text in files.items():
+        with open(os.path.join(wdir, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(wdir, name), 0o644)
+    d = wdir
+    while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
+        os.chmod(d, os.stat(d).st_mode | 0o011)
+        d = os.path.dirname(d)
+    return wdir
 
 
 def rss_kib(pid):

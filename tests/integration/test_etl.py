@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.parse
 
@@ -44,7 +43,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 tsf, csf = clulib.secret_files("etl")
 AK, SK = "etlkey", "etlsecret123"
 clulib.init(t, "etl", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
@@ -86,14 +84,7 @@ serve(fn)
 
 
 def aisctl(*args, token=None):
-    e = dict(os.environ)
-    e.pop("AIS_AUTHN_TOKEN", None)
-    e["AISCTL_CONFIG"] = os.devnull
-    if token:
-        e["AIS_AUTHN_TOKEN"] = token
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=60)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args, token=token or "", timeout=60)
 
 
 def token(*args):
@@ -135,12 +126,8 @@ t.check(poll(lambda: smap_ids() == {g.id} | {x.id for x in ts}, 60), "the cluste
 RW = token("--user", "alice", "--bucket", "eb", "--perm", "rw", "--ttl", "1h")
 AUTH = {"Authorization": "Bearer " + ADMIN}
 
-wdir = tempfile.mkdtemp(prefix="aisd-etl-")
-os.chmod(wdir, 0o755)
+wdir = clulib.etl_scripts("aisd-etl-", {"upper.py": WORKER})
 script = os.path.join(wdir, "upper.py")
-with open(script, "w") as f:
-    f.write(WORKER)
-os.chmod(script, 0o644)
 # the mountpaths' parents traversable by others: only the sandbox hides them
 d = ts[0].dir
 while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):

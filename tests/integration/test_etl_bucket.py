@@ -41,10 +41,8 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.parse
 
@@ -54,7 +52,6 @@ import clulib
 from clulib import Node, follow, poll, request
 
 t = T()
-AISCTL = os.environ["AISCTL"]
 tsf, csf = clulib.secret_files("etlb")
 clulib.init(t, "etlb", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                         "--set", "auth.enabled=on", "--set", "auth.secret_file=" + tsf,
@@ -93,12 +90,7 @@ else:
 
 
 def aisctl(*args, token=None, timeout=60):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    e["AIS_AUTHN_TOKEN"] = token or ADMIN
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args, token=token or ADMIN, timeout=timeout)
 
 
 def token(*args):
@@ -157,13 +149,8 @@ def wait(rid, secs=60):
     return run_of(rid)
 
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlb-")
-for d in (os.environ["AISD_DIR"], os.path.dirname(wdir), wdir):  # readable by the workers (nobody)
-    os.chmod(d, os.stat(d).st_mode | 0o055)
+wdir = clulib.etl_scripts("aisd-etlb-", {"w.py": WORKER})
 script = os.path.join(wdir, "w.py")
-with open(script, "w") as f:
-    f.write(WORKER)
-os.chmod(script, 0o644)
 
 for b in ("src", "fb", "fb2", "d_id", "d_up", "d_ext", "d_dry", "d_sh", "d_co", "d_so", "d_st", "d_k9", "d_es", "d_rm", "d_x"):
     r = request("POST", g.url, "/v1/buckets/" + b, json.dumps({"action": "create-bck"}), JSON)

@@ -7,16 +7,31 @@ aisd.etl, so that it can misbehave at any byte) speaking stdio or http,
 whichever aisd started it for; etl_args picks what it does: crash (exits
 before answering), hang (past the 3 s timeout), garbage (answers bytes
 that are no frame or response), half (announces the whole answer, sends
-half, exits), slow (answers after 1.5 s), pid (answers its process id);
-none: the bytes uppercased. Registered over stdio ("fs") and http ("fh").
+half, exits), stall (announces the whole answer, sends half, hangs),
+more (the whole answer, then bytes past it), slow (answers after 1.5 s),
+pid (answers its process id); none: the bytes uppercased. Registered over
+stdio ("fs") and http ("fh"). o1 (200,000 bytes) is big enough that its
+answer is streamed to the client once the worker's head is read; o2 (17
+bytes) is read whole first.
 
 Checks:
  1. S3 GET /s3/eb/o1 with the x-ais-etl header and ?etl_args=: each fault
-    of each mode is a 5xx S3 error document (TransformFailed or
-    TransformTimeout) naming the transformer and the reason; the next S3
-    GET is right again.
- 2. Native GET ?etl=&etl_args=half, both modes: 502 naming the
-    transformer and "mid-answer"; the next GET right again.
+    before the answer's head, of each mode, is a 5xx S3 error document
+    (TransformFailed or TransformTimeout) naming the transformer and the
+    reason; the next S3 GET is right again.
+ 1b. Faults after a streamed answer's head (half, stall, more), native
+    and S3, both modes: 200 with the announced Content-Length and the
+    connection cut short of it, within 30 s (stall: the 3 s timeout) --
+    never a body that looks complete but is wrong; http's "more" (bytes
+    after a complete response) gives the right body; stdio's "more" never
+    a byte past the frame. Through the gateway's S3 proxy, a cut before
+    it relayed any byte of the body is a 5xx S3 error instead (no worse).
+    The next GET right (the worker replaced).
+ 1c. o1's pages dropped from the page cache (POSIX_FADV_DONTNEED on its
+    file): GET ?etl=fs (the object spliced into the worker's pipe, a
+    piece the splice cannot take read through memory) is right.
+ 2. Native GET ?etl=&etl_args=half of o2 (read whole), both modes: 502
+    naming the transformer and "mid-answer"; the next GET right again.
  3. GetBatch {"etl": NAME, "etl_args": FAULT} over two objects, each
     fault, both modes: 502 or 504 naming the transformer; the next
     GetBatch is the uppercased objects.
@@ -32,12 +47,11 @@ Checks:
 """
 # timeout: 240
 import concurrent.futures
+import http.client
 import json
 import os
 import re
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -48,7 +62,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 clulib.init(t, "etlf", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
 JSON = {"Content-Type": "application/json"}
 
@@ -72,10 +85,14 @@ def answer(args, data, write):
         write(b"this is not HTTP\r\n\r\n" if HTTP else b"garbage, no frame\n")
         return
     body = b"%d" % os.getpid() if args == "pid" else data.upper()
-    if args == "half":
+    if args in ("half", "stall"):
         write(head(len(body)) + body[: len(body) // 2])
-        time.sleep(0.2)
+        time.sleep(0.2 if args == "half" else 60)
         os._exit(0)
+    if args == "more":
+        body += b"BYTES PAST THE ANSWER"
+        write(head(len(body) - 21) + body)
+        return
     write(head(len(body)) + body)
 
 
@@ -125,11 +142,7 @@ while True:
 
 
 def aisctl(*args):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=90)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args)
 
 
 def etl_get(name, args=None, obj="o1"):
@@ -144,6 +157,33 @@ def s3_get(name, args=None, obj="o1"):
     path = "/s3/eb/" + obj + ("?etl_args=" + args if args else "")
     _, r = clulib.follow("GET", g.url, path, headers={"x-ais-etl": name})
     return r
+
+
+def cut_get(path, headers=None):
+    """A GET through the gateway (its 307s followed) that tells a cut
+    connection from an answer: (status, Content-Length or -1, the body
+    bytes read, cut, seconds)."""
+    url, t0 = g.url, time.monotonic()
+    for _ in range(3):
+        u = urllib.parse.urlsplit(url)
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        try:
+            c.request("GET", path, headers=headers or {})
+            r = c.getresponse()
+            try:
+                body, cut = r.read(), False
+            except http.client.IncompleteRead as e:
+                body, cut = e.partial, True
+            except OSError:
+                body, cut = b"", True
+            if r.status == 307:
+                loc = urllib.parse.urlsplit(r.getheader("location"))
+                url, path = "%s://%s" % (loc.scheme, loc.netloc), loc.path + ("?" + loc.query if loc.query else "")
+                continue
+            return r.status, int(r.getheader("content-length") or -1), body, cut, time.monotonic() - t0
+        finally:
+            c.close()
+    return 0, -1, b"", False, time.monotonic() - t0
 
 
 def moss(name, args=None, objs=("o1", "o2")):
@@ -169,15 +209,7 @@ for n in (g, tg):
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id, tg.id}, 60), "the cluster forms")
 tpid = clulib.procs[tg.name].pid
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlf-")
-os.chmod(wdir, 0o755)
-with open(os.path.join(wdir, "fw.py"), "w") as f:
-    f.write(WORKER)
-os.chmod(os.path.join(wdir, "fw.py"), 0o644)
-d = wdir  # its parents traversable by nobody (the worker's user when the target runs as root)
-while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
-    os.chmod(d, os.stat(d).st_mode | 0o011)
-    d = os.path.dirname(d)
+wdir = clulib.etl_scripts("aisd-etlf-", {"fw.py": WORKER})
 r = request("POST", g.url, "/v1/buckets/eb", json.dumps({"action": "create-bck"}).encode(), JSON)
 t.check(r.status == 200, "create bucket eb", r)
 data = {"o1": bytes((i * 7 + 97) % 26 + 97 for i in range(200000)), "o2": b"the second object"}
@@ -197,20 +229,56 @@ for name in ("fs", "fh"):
     t.check(r.status == 200 and r.body == UP, "S3 GET x-ais-etl: %s: the uppercased bytes" % name, r)
     for args, code, xcode, why in (("crash", 502, b"TransformFailed", b"without answering"),
                                    ("hang", 504, b"TransformTimeout", b"timed out"),
-                                   ("garbage", 502, b"TransformFailed", b"malformed"),
-                                   ("half", 502, b"TransformFailed", b"mid-answer")):
+                                   ("garbage", 502, b"TransformFailed", b"malformed")):
         r = s3_get(name, args)
+        # (http: a worker that exits on the kept connection may have closed its listening socket by the
+        # time aisd connects again, "not serving", or not yet, "without answering": a race of its exit)
+        whys = (why, b"not serving") if name == "fh" and args == "crash" else (why,)
         t.check(r.status == code and b"<Code>" + xcode + b"</Code>" in r.body and name.encode() in r.body
-                and why in r.body, "S3 GET x-ais-etl: %s, %s: %d %s naming it and %s"
+                and any(w in r.body for w in whys), "S3 GET x-ais-etl: %s, %s: %d %s naming it and %s"
                 % (name, args, code, xcode.decode(), why.decode()), r)
         t.check(poll(lambda: s3_get(name).body == UP, 15), "after it, the S3 GET through %s is right again" % name)
 
+# --- 1b. faults after a streamed answer's head ------------------------------------------
+for name in ("fs", "fh"):
+    for kind, path, hdrs in (("native", "/v1/objects/eb/o1?etl=%s&etl_args=%%s" % name, None),
+                             ("S3", "/s3/eb/o1?etl_args=%s", {"x-ais-etl": name})):
+        for args in ("half", "stall", "more"):
+            st, clen, body, cut, dt = cut_get(path % args, hdrs)
+            if args == "more" and name == "fh":  # a complete response, then bytes of no answer: not kept
+                t.check(st == 200 and body == UP and not cut, "%s GET %s, more: 200 with the right body"
+                        % (kind, name), (st, clen, len(body), cut))
+            elif kind == "S3" and st >= 500:  # the gateway's proxy had no byte of the body yet: a clean error
+                t.check(b"<Code>" in body and dt < 30, "S3 GET %s, %s: a 5xx S3 error (%.1f s)" % (name, args, dt),
+                        (st, body[:300]))
+            elif args == "more":  # cut when the bytes past the frame are seen before its end, else after it
+                t.check(st == 200 and clen == len(UP) and (body == UP or (cut and UP.startswith(body))),
+                        "%s GET %s, more: 200, never a byte past the frame" % (kind, name), (st, clen, len(body), cut))
+            else:
+                t.check(st == 200 and clen == len(UP) and cut and len(body) < clen and UP.startswith(body)
+                        and dt < 30, "%s GET %s, %s: 200, Content-Length %d, the connection cut short of it "
+                        "(%.1f s)" % (kind, name, args, len(UP), dt), (st, clen, len(body), cut))
+            t.check(poll(lambda: etl_get(name).body == UP, 15), "after it, ?etl=%s is right again" % name)
+
+# --- 1c. a cold object: its pages dropped from the page cache, spliced into fs's pipe -----
+cold = [os.path.join(dp, f) for dp, _, fs in os.walk(tg.dir) for f in fs
+        if os.path.getsize(os.path.join(dp, f)) == len(data["o1"]) and open(os.path.join(dp, f), "rb").read() == data["o1"]]
+t.check(len(cold) >= 1, "o1's file on the target", cold)
+for p in cold:
+    with open(p, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+t0 = time.monotonic()
+r = etl_get("fs")
+t.check(r.status == 200 and r.body == UP and time.monotonic() - t0 < 30,
+        "GET ?etl=fs of o1 with its pages out of the cache: the right bytes (%.1f s)" % (time.monotonic() - t0), r)
+
 # --- 2. native, a worker dying mid-answer ----------------------------------------------
 for name in ("fs", "fh"):
-    r = etl_get(name, "half")
+    r = etl_get(name, "half", obj="o2")
     t.check(r.status == 502 and name.encode() in r.body and b"mid-answer" in r.body,
-            "GET ?etl=%s&etl_args=half: 502 naming it and mid-answer" % name, r)
-    t.check(poll(lambda: etl_get(name).body == UP, 15), "after it, ?etl=%s is right again" % name)
+            "GET o2?etl=%s&etl_args=half: 502 naming it and mid-answer" % name, r)
+    t.check(poll(lambda: etl_get(name, obj="o2").body == data["o2"].upper(), 15),
+            "after it, ?etl=%s is right again" % name)
 
 # --- 3. GetBatch -----------------------------------------------------------------------
 for name in ("fs", "fh"):

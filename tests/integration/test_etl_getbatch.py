@@ -29,9 +29,7 @@ import http.client
 import io
 import json
 import os
-import subprocess
 import tarfile
-import tempfile
 import urllib.parse
 
 from itlib import T
@@ -40,7 +38,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 clulib.init(t, "etlgb", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                          "--set", "etl.max_output=4MiB"])
 PYDIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
@@ -64,11 +61,7 @@ serve_members(lambda name, data, meta, args: args.encode() + data.upper(), ext=(
 
 
 def aisctl(*args):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=90)
-    return cp.returncode, cp.stdout, cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args, text=False)
 
 
 def fetch(base, path, raw):
@@ -109,16 +102,7 @@ for n in [g] + ts:
         t.finish()
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 60), "the cluster forms")
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlgb-")
-os.chmod(wdir, 0o755)
-for fname, text in (("up.py", WORKER), ("mem.py", MEMBERS)):
-    with open(os.path.join(wdir, fname), "w") as f:
-        f.write(text)
-    os.chmod(os.path.join(wdir, fname), 0o644)
-d = wdir  # traversable by nobody (the worker's user when the target runs as root)
-while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
-    os.chmod(d, os.stat(d).st_mode | 0o011)
-    d = os.path.dirname(d)
+wdir = clulib.etl_scripts("aisd-etlgb-", {"up.py": WORKER, "mem.py": MEMBERS})
 r = request("POST", g.url, "/v1/buckets/eb", json.dumps({"action": "create-bck"}).encode(), JSON)
 t.check(r.status == 200, "create bucket eb", r)
 data = {"o%02d" % i: (b"obj%d-" % i) * (i * 997 + 1) for i in range(12)}

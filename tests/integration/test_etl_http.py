@@ -28,8 +28,6 @@ Checks:
 # timeout: 150
 import json
 import os
-import subprocess
-import tempfile
 import time
 import urllib.parse
 
@@ -39,7 +37,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 clulib.init(t, "etlh", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                         "--set", "etl.max_output=1MiB"])
 PYDIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
@@ -78,11 +75,7 @@ while True:
 
 
 def aisctl(*args):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=90)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args)
 
 
 def etl_get(name, obj="o1", args=None):
@@ -100,16 +93,7 @@ for n in (g, tg):
         t.finish()
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id, tg.id}, 60), "the cluster forms")
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlh-")
-os.chmod(wdir, 0o755)
-for fname, text in (("upper.py", WORKER), ("garbage.py", GARBAGE)):
-    with open(os.path.join(wdir, fname), "w") as f:
-        f.write(text)
-    os.chmod(os.path.join(wdir, fname), 0o644)
-d = wdir  # its parents traversable by nobody (the worker's user when the target runs as root)
-while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
-    os.chmod(d, os.stat(d).st_mode | 0o011)
-    d = os.path.dirname(d)
+wdir = clulib.etl_scripts("aisd-etlh-", {"upper.py": WORKER, "garbage.py": GARBAGE})
 JSON = {"Content-Type": "application/json"}
 r = request("POST", g.url, "/v1/buckets/eb", json.dumps({"action": "create-bck"}).encode(), JSON)
 t.check(r.status == 200, "create bucket eb", r)

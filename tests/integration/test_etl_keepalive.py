@@ -33,8 +33,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import tempfile
 
 from itlib import T
 
@@ -42,7 +40,6 @@ import clulib
 from clulib import Node, poll, request
 
 t = T()
-AISCTL = os.path.join(os.path.dirname(os.environ["AISD_BIN"]), "aisctl")
 clulib.init(t, "etlka", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
 
 WORKER = r'''
@@ -91,11 +88,7 @@ while True:
 
 
 def aisctl(*args):
-    e = dict(os.environ)
-    e["AISCTL_CONFIG"] = os.devnull
-    cp = subprocess.run([AISCTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=e, timeout=90)
-    return cp.returncode, cp.stdout.decode(errors="replace"), cp.stderr.decode(errors="replace")
+    return clulib.aisctl(g.url, *args)
 
 
 def etl_get(name, obj="o1"):
@@ -117,15 +110,7 @@ for n in (g, tg):
         t.finish()
 t.check(poll(lambda: clulib.smap_ids(g) == {g.id, tg.id}, 60), "the cluster forms")
 
-wdir = tempfile.mkdtemp(prefix="aisd-etlka-")
-os.chmod(wdir, 0o755)
-with open(os.path.join(wdir, "w.py"), "w") as f:
-    f.write(WORKER)
-os.chmod(os.path.join(wdir, "w.py"), 0o644)
-d = wdir  # its parents traversable by nobody (the worker's user when the target runs as root)
-while d.startswith(os.environ["AISD_DIR"]) and len(d) >= len(os.environ["AISD_DIR"]):
-    os.chmod(d, os.stat(d).st_mode | 0o011)
-    d = os.path.dirname(d)
+wdir = clulib.etl_scripts("aisd-etlka-", {"w.py": WORKER})
 JSON = {"Content-Type": "application/json"}
 r = request("POST", g.url, "/v1/buckets/eb", json.dumps({"action": "create-bck"}).encode(), JSON)
 t.check(r.status == 200, "create bucket eb", r)
