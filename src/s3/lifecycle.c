@@ -21,6 +21,7 @@
  *  3. A stored configuration that no longer parses is treated as none.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "aisd/bmd.h"
@@ -403,4 +404,34 @@ void s3_lc_header(s3_rq_t *r, uint64_t size, int64_t start_ns, const s3_tags_t *
 	buf_addstr(&v, "\"");
 	http_resp_header_sv(r->http, SV("x-amz-expiration"), sv_of(&v));
 	buf_free(&v);
+}
+
+/* --- for the lifecycle job (s3.h) ----------------------------------------------------- */
+
+size_t s3_lc_tags(arena_t *a, const char *custom, s3lc_tag_t **out)
+{
+	s3_meta_t *m = arena_alloc(a, sizeof(*m));
+	s3_meta_decode(a, custom, m);
+	*out = arena_alloc(a, (m->tags.n + 1) * sizeof(**out));
+	for (size_t i = 0; i < m->tags.n; i++)
+		(*out)[i] = (s3lc_tag_t){m->tags.t[i].key, m->tags.t[i].value};
+	return m->tags.n;
+}
+
+uint64_t s3_lc_uploads(const conf_t *c, const char *bck, const s3lc_t *lc, int64_t now_ns, int64_t day_ns)
+{
+	s3_upload_t *v;
+	size_t n;
+	uint64_t removed = 0;
+	if (s3_mpu_local_uploads(c, bck, (sv_t){"", 0}, &v, &n) != AIS_OK)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s3lc_upload_due(lc, v[i].key, v[i].klen, v[i].initiated, now_ns, day_ns)) {
+			s3_mpu_local_remove(c, v[i].id);
+			removed++;
+		}
+		free(v[i].key);
+	}
+	free(v);
+	return removed;
 }

@@ -526,6 +526,8 @@ typedef struct s3_upload {
 /* This target's uploads in bck whose keys start with prefix (malloc'd,
  * unordered). Blocking. */
 int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
+/* Removes this target's upload id (an abort). Blocking. */
+void s3_mpu_local_remove(const conf_t *c, const char *id);
 /* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
  * and fills its directory; then installs a finished temp file as part
  * num. Blocking. */
