@@ -270,9 +270,9 @@ static void bucket(struct lcrun *j, const char *bck, unsigned history, const s3l
 		if (!p.n)
 			more = false;
 		for (size_t i = 0; i < p.n && !atomic_load(&j->r.abort); i++) {
-			size_t len = strlen(p.names[i]), vo = name_version_of(p.names[i], len);
-			sv_t base = {p.names[i], vo < len ? vo : len};
-			if (vo < len) { /* a kept version: judged with its current copy, if any */
+			size_t len = strlen(p.names[i]), vo = name_version_of(p.names[i], len); /* 0: none */
+			sv_t base = {p.names[i], vo ? vo : len};
+			if (vo) { /* a kept version: judged with its current copy, if any */
 				if (sv_eq(base, sv_of(&last)) ||
 				    store_lookup(st, bck, strlen(bck), base.ptr, base.len, m) == AIS_OK)
 					continue;
