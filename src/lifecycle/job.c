@@ -1,8 +1,8 @@
 /*
  * job.c - the S3 lifecycle job of a target (lifecycle.h): kind "lifecycle"
- * of the job registry, a run every s3.lifecycle_period (and on request:
- * PUT /v1/jobs start kind=lifecycle), each over the buckets whose BMD
- * entry has lifecycle rules (s3lc.h, kept by src/s3/lifecycle.c).
+ * of the job registry, a run every s3.lifecycle_period, each over the
+ * buckets whose BMD entry has lifecycle rules (s3lc.h, kept by
+ * src/s3/lcop.c); stopped like any run (PUT /v1/jobs stop).
  *
  * Guarantees:
  *  1. A run acts only on what this target owns: an object name (with its
@@ -367,7 +367,8 @@ static int64_t day_ns(void)
 	return d >= 1000000000 ? d : 1000000000; /* at least a second */
 }
 
-/* The registry's start (jobreg.h): a run now, spec ignored. */
+/* The registry's start (jobreg.h; the schedule's jreg_start): a run now,
+ * spec ignored. */
 static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_t *err)
 {
 	(void)arg;
