@@ -180,10 +180,11 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 			return;
 		}
 		char id[NAME_VER_ID_LEN + 1];
-		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF &&
-		    olver_marker_current(req->ctx, r->bucket, r->key, id)) { /* S3: the current version is a marker */
-			http_resp_header(req, "x-amz-delete-marker", "true");
-			http_resp_header(req, "x-amz-version-id", "%s", id);
+		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF) { /* whether the current version is a marker */
+			bool dm = olver_marker_current(req->ctx, r->bucket, r->key, id);
+			http_resp_header(req, "x-amz-delete-marker", dm ? "true" : "false");
+			if (dm)
+				http_resp_header(req, "x-amz-version-id", "%s", id);
 		}
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
