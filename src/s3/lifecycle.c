@@ -32,7 +32,7 @@ struct lx_st {
 	const char *code, *why;
 };
 
-#define R "LifecycleConfiguration/Rule/"
+#define RULE "LifecycleConfiguration/Rule/" /* a rule's elements' paths start so */
 
 static int lx_fail(struct lx_st *c, const char *code, const char *why)
 {
@@ -141,7 +141,7 @@ static int lx_cb(void *arg, const char *path, const char *text, size_t len)
 		c->root = true;
 		return AIS_OK;
 	}
-	if (strncmp(path, R, sizeof(R) - 1)) {
+	if (strncmp(path, RULE, sizeof(RULE) - 1)) {
 		if (!strcmp(path, "LifecycleConfiguration/Rule")) {
 			if (!c->status)
 				return AIS_ERR; /* Status is required */
@@ -161,7 +161,7 @@ static int lx_cb(void *arg, const char *path, const char *text, size_t len)
 		}
 		return AIS_ERR;
 	}
-	const char *p = path + sizeof(R) - 1;
+	const char *p = path + sizeof(RULE) - 1;
 	if (!strcmp(p, "ID")) {
 		u->id = arena_strndup(c->a, t.ptr, t.len);
 	} else if (!strcmp(p, "Status")) {

@@ -246,7 +246,18 @@ static int rule_from(arena_t *a, json_t *o, s3lc_rule_t *u)
 {
 	json_t *id = json_object_get(o, "id"), *st = json_object_get(o, "status"), *p = json_object_get(o, "prefix");
 	json_t *f = json_object_get(o, "filter"), *dm = json_object_get(o, "exp_dm");
+	static const char *const known[] = {"id",	"status",  "prefix",   "filter",  "exp_days",
+					    "exp_date", "exp_dm", "nc_days", "nc_newer", "mpu_days"};
+	const char *k;
+	json_t *x;
 	s3lc_rule_init(u);
+	json_object_foreach(o, k, x) {
+		size_t i = 0;
+		while (i < ARRAY_SIZE(known) && strcmp(k, known[i]))
+			i++;
+		if (i == ARRAY_SIZE(known))
+			return AIS_ERR; /* strict: a key no configuration has */
+	}
 	if (!json_is_object(o) || !json_is_string(id) || !json_is_string(st) || (p && !json_is_string(p)) ||
 	    (f && !json_is_object(f)) || (dm && !json_is_boolean(dm)))
 		return AIS_ERR;

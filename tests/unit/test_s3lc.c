@@ -72,6 +72,16 @@ START_TEST(test_parse_roundtrip)
 					 NULL),
 			 AIS_ERR);
 	ck_assert_int_eq(s3lc_parse_json(a, S("[1"), &back, NULL), AIS_ERR);
+	ck_assert_int_eq(s3lc_parse_json(a, S("{\"rules\":[{\"id\":\"x\",\"status\":\"Enabled\",\"exp_days\":1}]}"),
+					 &back, NULL),
+			 AIS_OK);
+	ck_assert_int_eq(s3lc_parse_json(a, S("{\"rules\":[{\"id\":\"x\",\"status\":\"Enabled\",\"exp_days\":1,"
+					      "\"more\":1}]}"),
+					 &back, NULL),
+			 AIS_ERR);
+	ck_assert_int_eq(s3lc_parse_json(a, S("{\"rules\":[{\"id\":\"x\",\"status\":\"Enabled\",\"exp_days\":0}]}"),
+					 &back, NULL),
+			 AIS_ERR);
 	buf_free(&j);
 	buf_free(&j2);
 	buf_free(&x);
