@@ -25,6 +25,7 @@
 #include "aisd/gateway.h"
 #include "aisd/httpc.h"
 #include "aisd/jobs.h"
+#include "aisd/lifecycle.h"
 #include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/target.h"
@@ -334,6 +335,8 @@ int main(int argc, char **argv)
 		buf_free(&err);
 		return 1;
 	}
+	if (t)
+		lc_start(t); /* the S3 lifecycle job (src/lifecycle: it depends on the target, not the reverse) */
 	if (node_lock_all(&locks, &conf, &err) != AIS_OK) {
 		/* a directory made meanwhile by another daemon starting on it */
 		log_errx("cannot start: %s", err.ptr);
@@ -384,8 +387,10 @@ int main(int argc, char **argv)
 	}
 	if (gw)
 		gateway_stop(g);
-	else
+	else {
+		lc_stop();
 		target_stop(t);
+	}
 	buf_free(&err);
 	return 0;
 }

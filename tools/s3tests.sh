@@ -17,7 +17,9 @@
 # Environment: BUILD (default build/) holds aisd; PYTHON (default
 # /usr/bin/python3) must have boto3, pytest and the suite's requirements;
 # KEEP=1 keeps the temp dir (logs, junit.xml, s3tests.conf); OUT=FILE
-# copies the junit XML there. Exit status: pytest's (0 only when every
+# copies the junit XML there; LC_DAY (default 4) the seconds a lifecycle
+# rule's day lasts (s3.lifecycle_day on every node, lc_debug_interval in
+# s3tests.conf). Exit status: pytest's (0 only when every
 # selected test passed or was skipped).
 set -uo pipefail
 
@@ -71,6 +73,9 @@ USERS=(
 	"iam alt root|S3TIAMALTROOTKEY0006|s3tests-iamaltroot-secret-0000000000006|RGW22222222222222222|iam alt root"
 )
 
+# The length of a lifecycle rule's day on the cluster (s3.lifecycle_day) and
+# in the suite (lc_debug_interval), in seconds.
+LC_DAY=${LC_DAY:-4}
 port=$((20000 + RANDOM % 10000))
 # The first `up` writes each node's config and the cluster's own key;
 # the users are added to the configs, and a second `up` restarts the
@@ -83,6 +88,9 @@ fi
 "$CSH" down -d "$D/c" >/dev/null 2>&1
 for conf in "$D"/c/*/aisd.conf; do
 	{
+		# the lifecycle tests count a rule's day as lc_debug_interval seconds
+		echo "s3.lifecycle_day = ${LC_DAY}s"
+		echo "s3.lifecycle_period = 500ms"
 		echo "# s3-tests users (tools/s3tests.sh)"
 		for u in "${USERS[@]}"; do
 			IFS='|' read -r _ ak sk uid dn <<<"$u"
@@ -119,6 +127,7 @@ ep_port=${ep##*:}
 		echo "access_key = $ak"
 		echo "secret_key = $sk"
 		[ "$sec" = "s3 main" ] && echo "api_name = default"
+		[ "$sec" = "s3 main" ] && echo "lc_debug_interval = $LC_DAY"
 		[ "$sec" = "s3 tenant" ] && echo "tenant = testx"
 	done
 } >"$D/s3tests.conf"

@@ -108,6 +108,11 @@ enum ol_route {
  * writes (write true) on the owner, reads on any holder. */
 enum ol_route ol_where(http_req_t *req, struct target *t, sv_t bck, sv_t obj, bool write, bool may_doubt,
 		       ol_where_t *w);
+/* The same for the object layer's own work on this target (a job that
+ * writes or deletes as the owner): w filled from the current map, this
+ * target ranked among the holders; urls (HRW_TOP_MAX of them) holds
+ * w->urls. Not in a cluster: w->cluster false. */
+void ol_where_job(struct target *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1]);
 /* Answers OL_OWNER/OL_NONE/OL_LOOP for the native API: 307 to the owner
  * (as hop w->hops + 1), 503, or 508. */
 void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w);

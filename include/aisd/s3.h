@@ -54,4 +54,15 @@ void s3_refuse(http_req_t *req, int status, const char *code, const char *msg);
  * its housekeeping. Returns how many were removed. */
 int s3_mpu_gc(const struct conf *c);
 
+/* For the lifecycle job (src/lifecycle/, s3lc.h): the tags of an object's
+ * S3 metadata (its custom metadata) in arena memory, and how many; and the
+ * abort of this target's multipart uploads in bucket bck that lc's rules
+ * make due at now_ns with days of day_ns (how many were removed).
+ * Blocking. */
+struct arena;
+struct s3lc;
+struct s3lc_tag;
+size_t s3_lc_tags(struct arena *a, const char *custom, struct s3lc_tag **out);
+uint64_t s3_lc_uploads(const struct conf *c, const char *bck, const struct s3lc *lc, int64_t now_ns, int64_t day_ns);
+
 #endif

@@ -19,7 +19,7 @@
  *     printable ASCII without spaces (bmd_s3tags_valid), s3lock
  *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
- *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS) are beside
+ *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS, lifecycle) are beside
  *     its entry (doc[i].d[kind] for bck[i], NULL: none), each valid for
  *     its kind (docs[kind].valid) and at most docs[kind].max bytes, no
  *     NUL; they go with their bucket (bmd_remove) and change only by
@@ -35,6 +35,7 @@
 
 #include "aisd/bmd.h"
 #include "aisd/cmap.h"
+#include "aisd/s3lc.h"
 #include "aisd/s3policy.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
@@ -63,6 +64,18 @@ static bool doc_cors_valid(const char *bucket, const char *text, size_t len, buf
 	return true;
 }
 
+static bool doc_lifecycle_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	arena_t *a = arena_new(0);
+	s3lc_t c;
+	int rc = s3lc_parse_json(a, text, len, &c, err);
+	arena_destroy(a);
+	if (rc != AIS_OK)
+		errno = EINVAL;
+	return rc == AIS_OK;
+}
+
 static const struct doc_kind {
 	const char *json; /* the bucket's key in the BMD's JSON */
 	const char *key;  /* set-bprops "s3":{key:TEXT} */
@@ -72,6 +85,8 @@ static const struct doc_kind {
 } docs[BMD_DOC_KINDS] = {
 	[BMD_DOC_POLICY] = {"s3policy", "policy", "policy", S3POL_MAX, doc_policy_valid},
 	[BMD_DOC_CORS] = {"s3cors", "cors", "CORS configuration", BMD_S3CORS_MAX, doc_cors_valid},
+	[BMD_DOC_LIFECYCLE] = {"s3lifecycle", "lifecycle", "lifecycle configuration", BMD_S3LC_MAX,
+			       doc_lifecycle_valid},
 };
 
 struct bmd {

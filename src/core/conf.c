@@ -113,6 +113,11 @@ static const struct key keys[] = {
 	{"s3.sse_c_plain_http", K_BOOL, N(s3_sse_c_plain_http), "off",
 	 "on: SSE-C (customer keys) accepted over plain HTTP; off: only when the node listens with TLS (else 400 "
 	 "InvalidRequest, as S3)"},
+	{"s3.lifecycle_day", K_MS, N(s3_lifecycle_day_ms), "24h",
+	 "the length of a day of S3 lifecycle rules (Days, NoncurrentDays, DaysAfterInitiation); 24h counts "
+	 "calendar days as S3 does, a shorter one (a test cluster's) counts exact multiples"},
+	{"s3.lifecycle_period", K_MS, N(s3_lifecycle_period_ms), "1h",
+	 "how often each target runs the lifecycle job over the buckets that have lifecycle rules (0: never)"},
 	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
 	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
 	 "TooManyUploads; 0 = no limit)"},

@@ -968,6 +968,16 @@ int s3_multipart(s3_rq_t *r, sv_t id)
 
 /* --- ListMultipartUploads: this target's share ------------------------------------ */
 
+void s3_mpu_local_remove(const conf_t *c, const char *id)
+{
+	char root[DIR_MAX - 40], dir[DIR_MAX];
+	if (!id_valid(sv_from(id)))
+		return;
+	mpu_root(c, root, sizeof(root));
+	snprintf(dir, sizeof(dir), "%s/%s", root, id);
+	mpu_remove(dir);
+}
+
 int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n)
 {
 	char root[DIR_MAX - 40], dir[DIR_MAX];

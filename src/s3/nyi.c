@@ -17,8 +17,8 @@
  *     changed; or
  *   - what S3 answers for a bucket or object without that configuration,
  *     when that is the truth here: GET ?logging an empty
- *     BucketLoggingStatus, DELETE ?lifecycle 204 because there is no
- *     lifecycle configuration to delete.
+ *     BucketLoggingStatus, DELETE ?website 204 because there is no
+ *     website configuration to delete.
  * Sub-resources aisd implements are listed too (PASS), so that the table
  * is the inventory: a method a row does not name is refused, so DELETE
  * /bucket?versioning can never fall through to DeleteBucket.
@@ -85,9 +85,7 @@ static const struct subres {
 	{SUB("cors", ON_BUCKET, "CORS"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
 	{SUB("versioning", ON_BUCKET, "versioning"), .get = C(PASS), .put = C(PASS)},
-	{SUB("lifecycle", ON_BUCKET, "lifecycle"),
-	 .get = CA(ABSENT, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist"),
-	 .del = C(NONE)},
+	{SUB("lifecycle", ON_BUCKET, "lifecycle"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("encryption", ON_BUCKET, "server-side encryption"),
 	 .get = CA(ABSENT, "ServerSideEncryptionConfigurationNotFoundError",
 		   "The server side encryption configuration was not found"),

@@ -180,10 +180,11 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 			return;
 		}
 		char id[NAME_VER_ID_LEN + 1];
-		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF &&
-		    olver_marker_current(req->ctx, r->bucket, r->key, id)) { /* S3: the current version is a marker */
-			http_resp_header(req, "x-amz-delete-marker", "true");
-			http_resp_header(req, "x-amz-version-id", "%s", id);
+		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF) { /* whether the current version is a marker */
+			bool dm = olver_marker_current(req->ctx, r->bucket, r->key, id);
+			http_resp_header(req, "x-amz-delete-marker", dm ? "true" : "false");
+			if (dm)
+				http_resp_header(req, "x-amz-version-id", "%s", id);
 		}
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
@@ -267,6 +268,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	if (nparts)
 		http_resp_header(req, "x-amz-mp-parts-count", "%u", nparts);
 	s3_version_header(r, sm.custom);
+	s3_lc_header(r, sm.size, sm.mtime_ns, &m.tags);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
 		http_resp_header(req, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)start,
@@ -555,6 +557,7 @@ static void obj_reply(s3_put_t *p)
 	struct obj_sink *s = p->sink;
 	s3_common_headers(p->r);
 	s3_version_header(p->r, s->op.meta.custom);
+	s3_lc_header(p->r, s->op.meta.size, s->op.meta.mtime_ns, &s->m.tags);
 	s3_sse_headers(p->r, p->sse);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
 	s3_put_ck_header(p, true);

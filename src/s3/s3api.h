@@ -528,6 +528,8 @@ typedef struct s3_upload {
 /* This target's uploads in bck whose keys start with prefix (malloc'd,
  * unordered). Blocking. */
 int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
+/* Removes this target's upload id (an abort). Blocking. */
+void s3_mpu_local_remove(const conf_t *c, const char *id);
 /* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
  * and fills its directory; then installs a finished temp file as part
  * num. Blocking. */
@@ -564,6 +566,22 @@ int s3_proxy_pre(s3_rq_t *r, const char *url_base, unsigned hops, sv_t pre);
  * out, this node's rank among the holders in *self (-1: none; always -1
  * on a gateway). false if the bucket or an active target is missing. */
 bool s3_place(s3_node_t *nd, sv_t bck, sv_t key, char *out, size_t outsz, int *self);
+
+/* --- lifecycle.c: bucket lifecycle configurations (s3lc.h values; kept in the BMD: bmd_doc BMD_DOC_LIFECYCLE) --- */
+struct s3lc;
+/* Pure: a <LifecycleConfiguration> (PutBucketLifecycleConfiguration) into
+ * out with S3's checks (s3lc_check). AIS_ERR with *code (MalformedXML,
+ * InvalidArgument, InvalidRequest, InvalidTag) and *why (NULL: the code's
+ * standard message). */
+int s3_lc_parse(arena_t *a, const char *p, size_t n, struct s3lc *out, const char **code, const char **why);
+/* GetBucketLifecycleConfiguration's document. */
+void s3_lc_xml(const struct s3lc *c, buf_t *b);
+/* GET, PUT, DELETE ?lifecycle of a bucket. */
+int s3_bucket_lifecycle(s3_rq_t *r);
+/* x-amz-expiration of the named object (its current version: none for a
+ * versionId) of size bytes written at start_ns with tags, when a rule
+ * expires it. */
+void s3_lc_header(s3_rq_t *r, uint64_t size, int64_t start_ns, const s3_tags_t *tags);
 
 /* --- cors.c: bucket CORS configurations (kept in the BMD: bmd_doc BMD_DOC_CORS) --- */
 #define S3_CORS_RULES_MAX 100

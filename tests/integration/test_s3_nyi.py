@@ -218,7 +218,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
-    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["PUT"], "encryption": ["PUT"],
+    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["POST"], "encryption": ["PUT"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["POST"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
@@ -327,9 +327,10 @@ CASES = [
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
-    ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
+    ("PutBucketLifecycleConfiguration with a Transition (test_s3_lifecycle.py)",
+     s3.put_bucket_lifecycle_configuration, dict(
         Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
-                                                     "Expiration": {"Days": 1}}]})),
+                                                     "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]})),
 ]
 CASES.append(("PutObject SSE-S3 of 16 MiB (refused before the body is read)", s3.put_object,
               dict(Bucket=B, Key="big", Body=b"z" * (16 << 20), ServerSideEncryption="AES256")))
