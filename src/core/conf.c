@@ -113,6 +113,12 @@ static const struct key keys[] = {
 	{"s3.sse_c_plain_http", K_BOOL, N(s3_sse_c_plain_http), "off",
 	 "on: SSE-C (customer keys) accepted over plain HTTP; off: only when the node listens with TLS (else 400 "
 	 "InvalidRequest, as S3)"},
+	{"s3.logging_roll_time", K_MS, N(s3_logging_roll_ms), "300s",
+	 "S3 server access logging: a batch of a bucket's records is delivered as a log object this long after its "
+	 "first record (a bucket's ObjectRollTime overrides it); the batch not yet delivered is what a crash loses"},
+	{"s3.logging_max_pending", K_SIZE, N(s3_logging_max_pending), "64MiB",
+	 "S3 server access logging: records held in memory on a node, all buckets together, before delivery; "
+	 "records beyond are dropped and counted"},
 	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
 	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
 	 "TooManyUploads; 0 = no limit)"},
