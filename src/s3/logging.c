@@ -264,7 +264,11 @@ static char *deliver(struct batch *b, bool once)
 		pthread_mutex_lock(&lg.mu);
 		uint64_t seq = ++lg.seq;
 		pthread_mutex_unlock(&lg.mu);
-		snprintf(uniq, sizeof(uniq), "%s%llX%llX", self ? self->id : "node",
+		size_t u = 0; /* the node's id (its letters and digits), then a number unique on it */
+		for (const char *q = self ? self->id : "node"; *q && u < 40; q++)
+			if ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))
+				uniq[u++] = *q;
+		snprintf(uniq + u, sizeof(uniq) - u, "-%llX%llX",
 			 (unsigned long long)(time_now_ns() / 1000000 % 0xFFFFFFFFull), (unsigned long long)seq);
 		s3log_cfg_t c = {.enabled = true, .prefix = sv_from(b->prefix), .partitioned = b->partitioned,
 				 .event_time = b->event_time};
