@@ -206,7 +206,12 @@ static uint32_t roll_of(const struct batch *b)
 static void append(sv_t bucket, const char *owner, const s3log_cfg_t *c, const buf_t *line)
 {
 	pthread_mutex_lock(&lg.mu);
-	if (lg.stop || lg.bytes + line->len > lg.max_pending) {
+	if (lg.stop) { /* (the node stops: what it held is delivered already) */
+		pthread_mutex_unlock(&lg.mu);
+		atomic_fetch_add(&lg.dropped, 1);
+		return;
+	}
+	if (lg.bytes + line->len > lg.max_pending) {
 		pthread_mutex_unlock(&lg.mu);
 		if (atomic_fetch_add(&lg.dropped, 1) % 10000 == 0)
 			log_warnx("S3 access log: records of %.*s dropped: %llu bytes wait for delivery (s3.logging_max_pending)",
