@@ -15,13 +15,15 @@
  *     from a node) is not recorded again where it is served. The record
  *     is made when the answer is complete (status, bytes sent, the
  *     serving target's relayed x-amz-request-id, ETag and version id).
- *  3. Records wait in memory per source bucket on that node, in one batch
- *     per bucket, at most s3.logging_max_pending bytes for all buckets
+ *  3. Records wait in memory on that node, in one batch per target bucket
+ *     and prefix (and source bucket, for PartitionedPrefix names, which
+ *     name it), as Ceph's RGW batches them, at most
+ *     s3.logging_max_pending bytes for all buckets
  *     together (records beyond are dropped and counted, never blocking a
  *     request). A batch is delivered as one log object when it is
  *     ObjectRollTime (else s3.logging_roll_time) old, when it holds
- *     RecordsBatchSize records or S3LOG_OBJECT_MAX bytes, when its
- *     bucket's target or prefix changes, on PostBucketLogging, and when
+ *     RecordsBatchSize records or S3LOG_OBJECT_MAX bytes, on
+ *     PostBucketLogging of a bucket whose records it holds, and when
  *     the node stops. A crash loses the batch not yet delivered, nothing
  *     else; a delivery that fails after its retries is dropped with a
  *     warning.
@@ -63,7 +65,8 @@
 #define S3LOG_OBJECT_MAX (4u << 20) /* a batch is delivered once it holds this many bytes */
 #define S3LOG_TICK_MS 100          /* how often the delivery thread looks at the batches' ages */
 
-/* One source bucket's records waiting on this node. */
+/* Records waiting on this node for one target bucket and prefix (rule 3);
+ * bucket and owner: of its first record (the partitioned name's). */
 struct batch {
 	struct batch *next;
 	char *bucket, *owner, *target, *prefix;
@@ -77,7 +80,7 @@ struct batch {
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct batch *pending; /* one per source bucket */
+	struct batch *pending; /* one per target and prefix (rule 3) */
 	struct batch *due;     /* taken off pending, for the thread to deliver */
 	size_t bytes;          /* pending + due */
 	bool started, stop;
@@ -202,6 +205,14 @@ static uint32_t roll_of(const struct batch *b)
 	return b->roll_s ? b->roll_s : (uint32_t)MAX(lg.roll_ms / 1000, 1);
 }
 
+/* Is b the batch of bucket's records under configuration c (rule 3: one
+ * per target and prefix, and per source bucket for partitioned names)? */
+static bool batch_is(const struct batch *b, sv_t bucket, const s3log_cfg_t *c)
+{
+	return sv_eqstr(c->target, b->target) && sv_eqstr(c->prefix, b->prefix) && b->partitioned == c->partitioned &&
+	       (!c->partitioned || sv_eqstr(bucket, b->bucket));
+}
+
 /* Appends one record line to bucket's batch (rule 3). */
 static void append(sv_t bucket, const char *owner, const s3log_cfg_t *c, const buf_t *line)
 {
@@ -219,15 +230,8 @@ static void append(sv_t bucket, const char *owner, const s3log_cfg_t *c, const b
 		return;
 	}
 	struct batch **pp = &lg.pending;
-	while (*pp && !sv_eqstr(bucket, (*pp)->bucket))
+	while (*pp && !batch_is(*pp, bucket, c))
 		pp = &(*pp)->next;
-	if (*pp && (strcmp((*pp)->target, c->target.ptr) || strcmp((*pp)->prefix, c->prefix.ptr ? c->prefix.ptr : "") ||
-		    (*pp)->partitioned != c->partitioned)) {
-		do_make_due(pp); /* the configuration changed: the old records go where they were meant to */
-		pp = &lg.pending;
-		while (*pp)
-			pp = &(*pp)->next;
-	}
 	if (!*pp) {
 		struct batch *b = xcalloc(1, sizeof(*b));
 		b->bucket = dup_sv(bucket);
@@ -417,7 +421,42 @@ struct logctx {
 	char ip[64];
 	bool tls;
 	char err[48]; /* the S3 error code this node answered (s3_log_error) */
+	struct keyrec *keys, **ktail; /* DeleteObjects: each key's outcome (s3_log_key) */
 };
+
+/* One key of a DeleteObjects. */
+struct keyrec {
+	struct keyrec *next;
+	sv_t key, vid;
+	const char *code; /* NULL: deleted */
+};
+
+void s3_log_key(s3_rq_t *r, sv_t key, sv_t vid, const char *code)
+{
+	struct logctx *x = r->log;
+	if (!x)
+		return;
+	arena_t *a = r->http->arena;
+	struct keyrec *k = arena_zalloc(a, sizeof(*k));
+	k->key = (sv_t){arena_strndup(a, key.ptr, key.len), key.len};
+	if (vid.ptr)
+		k->vid = (sv_t){arena_strndup(a, vid.ptr, vid.len), vid.len};
+	k->code = code;
+	*x->ktail = k;
+	x->ktail = &k->next;
+}
+
+/* Appends rec to its batch, unless a Journal configuration leaves it out. */
+static void emit(struct logctx *x, const s3log_rec_t *rec)
+{
+	if (x->cfg.type == S3LOG_JOURNAL &&
+	    (!s3log_journal_op(rec->operation, rec->status) || !s3log_filter_pass(&x->cfg, rec->key)))
+		return;
+	buf_t line = BUF_INIT;
+	s3log_rec_format(rec, x->cfg.type, &line);
+	append(rec->bucket, x->owner, &x->cfg, &line);
+	buf_free(&line);
+}
 
 void s3_log_error(s3_rq_t *r, const char *code)
 {
@@ -479,8 +518,6 @@ static void log_done(http_req_t *req, void *arg)
 	http_resp_info(req, &in);
 	s3log_operation(method, r->key.len > 0, req->query, http_req_header(req, "x-amz-copy-source").ptr != NULL, op,
 			sizeof(op));
-	if (x->cfg.type == S3LOG_JOURNAL && (!s3log_journal_op(op, in.status) || !s3log_filter_pass(&x->cfg, r->key)))
-		return;
 	rec.owner = x->owner;
 	rec.bucket = r->bucket;
 	rec.time_ns = x->wall_ns;
@@ -522,10 +559,19 @@ static void log_done(http_req_t *req, void *arg)
 	rec.host_id = req->id_str;
 	rec.host = http_req_header(req, "Host");
 	rec.tls_version = x->tls ? "TLS" : NULL;
-	buf_t line = BUF_INIT;
-	s3log_rec_format(&rec, x->cfg.type, &line);
-	append(r->bucket, x->owner, &x->cfg, &line);
-	buf_free(&line);
+	emit(x, &rec);
+	for (const struct keyrec *k = x->keys; k; k = k->next) { /* a record per key, as Ceph's RGW */
+		s3log_rec_t kr = rec;
+		kr.operation = "REST.POST.DELETE_MULTI_OBJECT";
+		kr.key = k->key;
+		kr.version_id = k->vid;
+		kr.status = k->code ? s3_error_http_status(k->code) : 204;
+		kr.error_code = k->code;
+		kr.bytes_sent = 0;
+		kr.object_size = -1;
+		kr.etag = (sv_t){NULL, 0};
+		emit(x, &kr);
+	}
 }
 
 void s3_log_arm(s3_rq_t *r)
@@ -549,6 +595,7 @@ void s3_log_arm(s3_rq_t *r)
 	pthread_mutex_lock(&lg.mu);
 	do_start(r->node.cl);
 	pthread_mutex_unlock(&lg.mu);
+	x->ktail = &x->keys;
 	r->log = x;
 	http_req_on_done(req, log_done, x);
 }
@@ -730,7 +777,7 @@ int s3_bucket_logging(s3_rq_t *r)
 		f->r = r;
 		pthread_mutex_lock(&lg.mu);
 		for (struct batch **pp = &lg.pending; *pp; pp = &(*pp)->next)
-			if (sv_eqstr(r->bucket, (*pp)->bucket)) {
+			if (batch_is(*pp, r->bucket, &v.cfg)) {
 				f->b = *pp;
 				*pp = f->b->next;
 				f->b->next = NULL;

@@ -222,6 +222,7 @@ bool s3log_journal_op(const char *op, int status)
 	if (status < 200 || status > 299)
 		return false;
 	return !strcmp(op, "REST.PUT.OBJECT") || !strcmp(op, "REST.DELETE.OBJECT") || !strcmp(op, "REST.POST.UPLOAD") ||
+	       !strcmp(op, "REST.POST.DELETE_MULTI_OBJECT") ||
 	       !strcmp(op, "REST.PUT.OBJECT_TAGGING") || !strcmp(op, "REST.DELETE.OBJECT_TAGGING") ||
 	       !strcmp(op, "REST.PUT.ACL") || !strcmp(op, "REST.PUT.RETENTION") || !strcmp(op, "REST.PUT.LEGAL_HOLD");
 }

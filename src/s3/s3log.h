@@ -128,6 +128,9 @@ int s3_bucket_logging(struct s3_rq *r);
  * a request on a bucket that logs gets its record appended when it
  * completes. */
 void s3_log_arm(struct s3_rq *r);
+/* One key of r's DeleteObjects, deleted (code NULL) or not: a record of
+ * its own (REST.POST.DELETE_MULTI_OBJECT, as Ceph's RGW writes them). */
+void s3_log_key(struct s3_rq *r, sv_t key, sv_t vid, const char *code);
 /* The S3 error code r is answered with, for its record (errors.c). */
 void s3_log_error(struct s3_rq *r, const char *code);
 /* Settings (s3_init); s3_log_stop (aisd/s3.h) delivers what is pending. */

@@ -16,7 +16,8 @@ Checks:
     (defaults filled in: SimplePrefix, Standard, ObjectRollTime 3) with a
     Last-Modified that the same configuration put again keeps.
  3. PUT, GET, HEAD, DELETE of a key, a GET of a missing key, a listing,
-    GetBucketCors without CORS, a presigned GET: POST ?logging answers the
+    GetBucketCors without CORS, a presigned GET, a DeleteObjects (a record
+    for the request and one per key): POST ?logging answers the
     flushed log object's name; the target bucket holds exactly it, named
     log/YYYY-mm-DD-HH-MM-SS-UNIQ; each line splits into the 26 fields of
     AWS's format; the records carry the operation, key, status, error
@@ -169,7 +170,7 @@ before = set(log_keys())
 # 3. requests, flush, records
 ids = {}
 s3.meta.events.register("after-call.s3.PutObject",
-                        lambda **kw: ids.__setitem__("put", kw["http_response"].headers.get("x-amz-request-id")))
+                        lambda **kw: ids.setdefault("put", kw["http_response"].headers.get("x-amz-request-id")))
 s3.put_object(Bucket=SRC, Key="dir/a b.txt", Body=b"z" * 1000)
 s3.get_object(Bucket=SRC, Key="dir/a b.txt")["Body"].read()
 s3.head_object(Bucket=SRC, Key="dir/a b.txt")
@@ -180,6 +181,8 @@ url = boto3_client(EP, signature_version="s3v4").generate_presigned_url("get_obj
 u = urllib.parse.urlsplit(url)
 t.eq(http_raw(EP, "GET", u.path + "?" + u.query)[0], 200, "a presigned GET")
 s3.delete_object(Bucket=SRC, Key="dir/a b.txt")
+s3.put_object(Bucket=SRC, Key="m1", Body=b"1")
+s3.delete_objects(Bucket=SRC, Delete={"Objects": [{"Key": "m1"}, {"Key": "m2"}]})
 st, name = flush(SRC)
 t.eq(st, 200, "POST ?logging: 200")
 t.check(re.match(r"^log/\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\S+$", name), "the log object's name: %r" % name)
@@ -214,6 +217,9 @@ t.check(find("REST.DELETE.OBJECT", K, "204"), "DELETE record")
 t.check(find("REST.GET.OBJECT", "missing", "404"), "GET of a missing key: a 404 record")
 t.check(find("REST.GET.BUCKET"), "listing record")
 t.eq(find("REST.GET.CORS").get("ErrorCode"), "NoSuchCORSConfiguration", "an error's code")
+t.check(find("REST.POST.MULTI_OBJECT_DELETE", "-", "200"), "DeleteObjects: the request's record")
+t.check(find("REST.POST.DELETE_MULTI_OBJECT", "m1", "204") and find("REST.POST.DELETE_MULTI_OBJECT", "m2", "204"),
+        "DeleteObjects: a record per key")
 pq = [r for r in recs if r["Operation"] == "REST.GET.OBJECT" and r["AuthType"] == "QueryString"]
 t.check(pq and pq[0]["SigVersion"] == "SigV4", "presigned GET: QueryString, SigV4")
 
