@@ -421,6 +421,7 @@ struct logctx {
 	char ip[64];
 	bool tls;
 	char err[48]; /* the S3 error code this node answered (s3_log_error) */
+	bool acl_required; /* s3_log_acl_required */
 	struct keyrec *keys, **ktail; /* DeleteObjects: each key's outcome (s3_log_key) */
 };
 
@@ -430,6 +431,12 @@ struct keyrec {
 	sv_t key, vid;
 	const char *code; /* NULL: deleted */
 };
+
+void s3_log_acl_required(s3_rq_t *r)
+{
+	if (r->log)
+		r->log->acl_required = true;
+}
 
 void s3_log_key(s3_rq_t *r, sv_t key, sv_t vid, const char *code)
 {
@@ -559,6 +566,7 @@ static void log_done(http_req_t *req, void *arg)
 	rec.host_id = req->id_str;
 	rec.host = http_req_header(req, "Host");
 	rec.tls_version = x->tls ? "TLS" : NULL;
+	rec.acl_required = x->acl_required && in.status / 100 == 2;
 	emit(x, &rec);
 	for (const struct keyrec *k = x->keys; k; k = k->next) { /* a record per key, as Ceph's RGW */
 		s3log_rec_t kr = rec;

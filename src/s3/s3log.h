@@ -131,6 +131,10 @@ void s3_log_arm(struct s3_rq *r);
 /* One key of r's DeleteObjects, deleted (code NULL) or not: a record of
  * its own (REST.POST.DELETE_MULTI_OBJECT, as Ceph's RGW writes them). */
 void s3_log_key(struct s3_rq *r, sv_t key, sv_t vid, const char *code);
+/* An ACL decides r for a requester not the bucket's owner: its record's
+ * aclRequired is Yes (access.c; bucket permissions only: an object's ACL
+ * is decided where the object is served). */
+void s3_log_acl_required(struct s3_rq *r);
 /* The S3 error code r is answered with, for its record (errors.c). */
 void s3_log_error(struct s3_rq *r, const char *code);
 /* Settings (s3_init); s3_log_stop (aisd/s3.h) delivers what is pending. */

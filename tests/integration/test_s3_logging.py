@@ -17,7 +17,9 @@ Checks:
     Last-Modified that the same configuration put again keeps.
  3. PUT, GET, HEAD, DELETE of a key, a GET of a missing key, a listing,
     GetBucketCors without CORS, a presigned GET, a DeleteObjects (a record
-    for the request and one per key): POST ?logging answers the
+    for the request and one per key), a listing by another user that the
+    bucket's public-read ACL allows (ACLRequired Yes; the owner's: -):
+    POST ?logging answers the
     flushed log object's name; the target bucket holds exactly it, named
     log/YYYY-mm-DD-HH-MM-SS-UNIQ; each line splits into the 26 fields of
     AWS's format; the records carry the operation, key, status, error
@@ -43,6 +45,8 @@ import signal
 import time
 import urllib.parse
 
+import boto3
+import botocore.config
 import clulib
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -51,7 +55,8 @@ from itlib import T
 from s3lib import AK, REGION, SK, boto3_client, cluster, http_raw
 
 t = T()
-EP = cluster(t, "s3log", targets=3, args=["--set", "s3.logging_roll_time=3s"])
+EP = cluster(t, "s3log", targets=3, args=["--set", "s3.logging_roll_time=3s",
+                                          "--set", "s3.key=ALTKEY0000000001:altsecret0000000001:alt-user:Alt User"])
 g = cluster.nodes[0]
 s3 = boto3_client(EP)
 SRC, LOGS, JSRC = "srcb", "logsb", "jsrcb"
@@ -181,6 +186,12 @@ url = boto3_client(EP, signature_version="s3v4").generate_presigned_url("get_obj
 u = urllib.parse.urlsplit(url)
 t.eq(http_raw(EP, "GET", u.path + "?" + u.query)[0], 200, "a presigned GET")
 s3.delete_object(Bucket=SRC, Key="dir/a b.txt")
+s3.put_bucket_acl(Bucket=SRC, ACL="public-read")
+alt = boto3.client("s3", endpoint_url=EP, aws_access_key_id="ALTKEY0000000001",
+                   aws_secret_access_key="altsecret0000000001", region_name=REGION,
+                   config=botocore.config.Config(s3={"addressing_style": "path"}))
+alt.list_objects_v2(Bucket=SRC, Prefix="by-alt")
+s3.list_objects_v2(Bucket=SRC, Prefix="by-owner")
 s3.put_object(Bucket=SRC, Key="m1", Body=b"1")
 s3.delete_objects(Bucket=SRC, Delete={"Objects": [{"Key": "m1"}, {"Key": "m2"}]})
 st, name = flush(SRC)
@@ -216,6 +227,10 @@ t.check(find("REST.HEAD.OBJECT", K, "200"), "HEAD record")
 t.check(find("REST.DELETE.OBJECT", K, "204"), "DELETE record")
 t.check(find("REST.GET.OBJECT", "missing", "404"), "GET of a missing key: a 404 record")
 t.check(find("REST.GET.BUCKET"), "listing record")
+la = [r for r in recs if r["Operation"] == "REST.GET.BUCKET" and "by-alt" in r["RequestURI"]]
+lo = [r for r in recs if r["Operation"] == "REST.GET.BUCKET" and "by-owner" in r["RequestURI"]]
+t.eq([(r["Requester"], r["ACLRequired"]) for r in la + lo], [("alt-user", "Yes"), (OWNER, "-")],
+     "a listing the bucket's ACL allowed another user: ACLRequired Yes; the owner's: -")
 t.eq(find("REST.GET.CORS").get("ErrorCode"), "NoSuchCORSConfiguration", "an error's code")
 t.check(find("REST.POST.MULTI_OBJECT_DELETE", "-", "200"), "DeleteObjects: the request's record")
 t.check(find("REST.POST.DELETE_MULTI_OBJECT", "m1", "204") and find("REST.POST.DELETE_MULTI_OBJECT", "m2", "204"),
