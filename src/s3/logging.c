@@ -90,6 +90,7 @@ static struct {
 	char region[64];
 	uint64_t seq;
 	atomic_ullong dropped, delivered, failed;
+	atomic_bool stopping; /* s3_log_stop: a delivery in progress makes no more attempts */
 } lg = {.mu = PTHREAD_MUTEX_INITIALIZER, .roll_ms = 300000, .max_pending = 64u << 20};
 
 /* --- the bucket's configuration --------------------------------------------------------- */
@@ -254,8 +255,9 @@ static void append(sv_t bucket, const char *owner, const s3log_cfg_t *c, const b
 }
 
 /* Writes b as a log object. Returns its name (malloc'd) or NULL when it
- * could not be delivered (logged). once: one attempt (the node stops). */
-static char *deliver(struct batch *b, bool once)
+ * could not be delivered (logged). Attempts again while the target's
+ * owner is away (ishard_put), but once the node stops. */
+static char *deliver(struct batch *b)
 {
 	arena_t *a = arena_new(4096);
 	struct bck_view t;
@@ -295,9 +297,8 @@ static char *deliver(struct batch *b, bool once)
 			goto out;
 		}
 		char why[256];
-		atomic_bool abort = once;
 		int st = fwrite(b->data.ptr, 1, b->data.len, f) == b->data.len
-				 ? ishard_put(lg.cl, b->target, nm.ptr, f, NULL, &abort, "S3 access log", why, sizeof(why))
+				 ? ishard_put(lg.cl, b->target, nm.ptr, f, NULL, &lg.stopping, "S3 access log", why, sizeof(why))
 				 : (snprintf(why, sizeof(why), "writing memory: %s", strerror(errno)), 500);
 		fclose(f);
 		if (st) {
@@ -345,7 +346,7 @@ static void *log_thread(void *arg)
 		while (due) {
 			struct batch *b = due;
 			due = b->next;
-			free(deliver(b, false));
+			free(deliver(b));
 			batch_free(b);
 		}
 		pthread_mutex_lock(&lg.mu);
@@ -386,6 +387,7 @@ void s3_log_stop(void)
 	pthread_mutex_lock(&lg.mu);
 	bool started = lg.started;
 	lg.stop = true;
+	atomic_store(&lg.stopping, true);
 	if (started)
 		pthread_cond_signal(&lg.cv);
 	pthread_mutex_unlock(&lg.mu);
@@ -404,7 +406,7 @@ void s3_log_stop(void)
 	while (all) {
 		struct batch *b = all;
 		all = b->next;
-		free(deliver(b, true));
+		free(deliver(b));
 		batch_free(b);
 	}
 	lg.started = false;
@@ -714,7 +716,7 @@ static void flush_work(http_req_t *req)
 {
 	struct flush *f = ((s3_rq_t *)req->state)->op;
 	if (f->b)
-		f->name = deliver(f->b, false);
+		f->name = deliver(f->b);
 }
 
 static void flush_done(http_req_t *req)
