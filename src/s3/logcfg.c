@@ -52,7 +52,10 @@ static bool printable(sv_t t)
 	return true;
 }
 
-static sv_t keep(struct lc_st *c, sv_t t) { return (sv_t){arena_strndup(c->a, t.ptr, t.len), t.len}; }
+static sv_t keep(struct lc_st *c, sv_t t)
+{
+	return (sv_t){arena_strndup(c->a, t.ptr, t.len), t.len};
+}
 
 static int num(struct lc_st *c, sv_t t, uint64_t max, uint32_t *out)
 {
@@ -70,7 +73,8 @@ static int lc_cb(void *arg, const char *path, const char *text, size_t len)
 	sv_t t = sv_trim((sv_t){text, len});
 
 	if (!strncmp(path, LE, strlen(LE)) && !printable(t))
-		return lc_fail(c, S3LOG_INVALID, "only printable ASCII is supported in a logging configuration");
+		return lc_fail(c, S3LOG_INVALID,
+		               "only printable ASCII is supported in a logging configuration");
 	if (!strcmp(path, "BucketLoggingStatus")) {
 		c->root = true;
 	} else if (!strcmp(path, "BucketLoggingStatus/LoggingEnabled")) {
@@ -82,9 +86,11 @@ static int lc_cb(void *arg, const char *path, const char *text, size_t len)
 			return lc_fail(c, S3LOG_INVALID, "TargetBucket is empty");
 		o->target = keep(c, t), c->has_target = true;
 	} else if (!strcmp(path, LE "TargetPrefix")) {
-		o->prefix = keep(c, (sv_t){text, len}), c->has_prefix = true; /* as given: spaces are a prefix's */
+		o->prefix = keep(c, (sv_t){text, len}),
+		c->has_prefix = true; /* as given: spaces are a prefix's */
 		if (!printable(o->prefix))
-			return lc_fail(c, S3LOG_INVALID, "only printable ASCII is supported in a logging configuration");
+			return lc_fail(c, S3LOG_INVALID,
+			               "only printable ASCII is supported in a logging configuration");
 	} else if (!strncmp(path, LE "TargetGrants", strlen(LE "TargetGrants"))) {
 		return lc_fail(c, S3LOG_NYI, "TargetGrants (grants on delivered log objects)");
 	} else if (!strcmp(path, LE "TargetObjectKeyFormat/SimplePrefix")) {
@@ -111,19 +117,24 @@ static int lc_cb(void *arg, const char *path, const char *text, size_t len)
 		return num(c, t, S3LOG_ROLL_MAX, &o->roll_s);
 	} else if (!strcmp(path, LE "RecordsBatchSize")) {
 		return num(c, t, S3LOG_BATCH_MAX, &o->batch);
-	} else if (!strcmp(path, LE "Filter/Key/FilterRule/Name") || !strcmp(path, LE "Filter/S3Key/FilterRule/Name")) {
+	} else if (!strcmp(path, LE "Filter/Key/FilterRule/Name") ||
+	           !strcmp(path, LE "Filter/S3Key/FilterRule/Name")) {
 		c->rule_name = keep(c, t);
-	} else if (!strcmp(path, LE "Filter/Key/FilterRule/Value") || !strcmp(path, LE "Filter/S3Key/FilterRule/Value")) {
+	} else if (!strcmp(path, LE "Filter/Key/FilterRule/Value") ||
+	           !strcmp(path, LE "Filter/S3Key/FilterRule/Value")) {
 		c->rule_value = keep(c, t);
 	} else if (!strcmp(path, LE "Filter/Key/FilterRule") || !strcmp(path, LE "Filter/S3Key/FilterRule")) {
-		if (!strncasecmp(c->rule_name.ptr ? c->rule_name.ptr : "", "prefix", 7) && c->rule_name.len == 6)
+		if (!strncasecmp(c->rule_name.ptr ? c->rule_name.ptr : "", "prefix", 7) &&
+		    c->rule_name.len == 6)
 			o->fprefix = c->rule_value;
-		else if (!strncasecmp(c->rule_name.ptr ? c->rule_name.ptr : "", "suffix", 7) && c->rule_name.len == 6)
+		else if (!strncasecmp(c->rule_name.ptr ? c->rule_name.ptr : "", "suffix", 7) &&
+		         c->rule_name.len == 6)
 			o->fsuffix = c->rule_value;
 		else
 			return lc_fail(c, S3LOG_NYI, "filter rules other than prefix and suffix");
 		c->rule_name = c->rule_value = (sv_t){NULL, 0};
-	} else if (!strcmp(path, LE "Filter/Key") || !strcmp(path, LE "Filter/S3Key") || !strcmp(path, LE "Filter")) {
+	} else if (!strcmp(path, LE "Filter/Key") || !strcmp(path, LE "Filter/S3Key") ||
+	           !strcmp(path, LE "Filter")) {
 		/* (containers) */
 	} else {
 		return lc_fail(c, S3LOG_MALFORMED, NULL); /* an element S3's schema does not have */
@@ -157,8 +168,10 @@ static void cfg_xml(const s3log_cfg_t *c, uint32_t roll_default, buf_t *b)
 		s3_xml_elem(b, "TargetPrefix", c->prefix.ptr ? c->prefix.ptr : "", c->prefix.len);
 		s3_xml_open(b, "TargetObjectKeyFormat");
 		if (c->partitioned)
-			buf_addf(b, "<PartitionedPrefix><PartitionDateSource>%s</PartitionDateSource></PartitionedPrefix>",
-				 c->event_time ? "EventTime" : "DeliveryTime");
+			buf_addf(b,
+			         "<PartitionedPrefix><PartitionDateSource>%s</PartitionDateSource></"
+			         "PartitionedPrefix>",
+			         c->event_time ? "EventTime" : "DeliveryTime");
 		else
 			buf_addstr(b, "<SimplePrefix></SimplePrefix>");
 		s3_xml_close(b, "TargetObjectKeyFormat");
@@ -185,7 +198,10 @@ static void cfg_xml(const s3log_cfg_t *c, uint32_t roll_default, buf_t *b)
 	s3_xml_close(b, "BucketLoggingStatus");
 }
 
-void s3log_cfg_xml(const s3log_cfg_t *c, uint32_t roll_default, buf_t *b) { cfg_xml(c, roll_default, b); }
+void s3log_cfg_xml(const s3log_cfg_t *c, uint32_t roll_default, buf_t *b)
+{
+	cfg_xml(c, roll_default, b);
+}
 
 void s3log_cfg_store(const s3log_cfg_t *c, buf_t *b)
 {
@@ -208,7 +224,10 @@ int s3log_cfg_load(arena_t *a, const char *text, size_t n, s3log_cfg_t *out)
 	return AIS_OK;
 }
 
-static bool sv_same(sv_t x, sv_t y) { return x.len == y.len && (!x.len || !memcmp(x.ptr, y.ptr, x.len)); }
+static bool sv_same(sv_t x, sv_t y)
+{
+	return x.len == y.len && (!x.len || !memcmp(x.ptr, y.ptr, x.len));
+}
 
 bool s3log_cfg_same(const s3log_cfg_t *x, const s3log_cfg_t *y)
 {
@@ -222,8 +241,8 @@ bool s3log_filter_pass(const s3log_cfg_t *c, sv_t key)
 {
 	if (c->fprefix.len && !sv_startswith(key, c->fprefix.ptr ? c->fprefix.ptr : ""))
 		return false;
-	if (c->fsuffix.len &&
-	    (key.len < c->fsuffix.len || memcmp(key.ptr + key.len - c->fsuffix.len, c->fsuffix.ptr, c->fsuffix.len)))
+	if (c->fsuffix.len && (key.len < c->fsuffix.len ||
+	                       memcmp(key.ptr + key.len - c->fsuffix.len, c->fsuffix.ptr, c->fsuffix.len)))
 		return false;
 	return true;
 }

@@ -63,7 +63,7 @@
 #include "aisd/banned.h"
 
 #define S3LOG_OBJECT_MAX (4u << 20) /* a batch is delivered once it holds this many bytes */
-#define S3LOG_TICK_MS 100          /* how often the delivery thread looks at the batches' ages */
+#define S3LOG_TICK_MS    100        /* how often the delivery thread looks at the batches' ages */
 
 /* Records waiting on this node for one target bucket and prefix (rule 3);
  * bucket and owner: of its first record (the partitioned name's). */
@@ -151,8 +151,8 @@ static bool pol_key(void *arg, const char *key, sv_t *val)
 
 /* Does the target bucket's policy let the log service put TARGET/PREFIX
  * for source bucket src of owner (rule 4)? */
-static bool delivery_allowed(arena_t *a, const char *target, const char *policy, const char *prefix, const char *src,
-			     const char *owner)
+static bool delivery_allowed(arena_t *a, const char *target, const char *policy, const char *prefix,
+                             const char *src, const char *owner)
 {
 	const s3pol_t *p;
 	buf_t err = BUF_INIT;
@@ -163,8 +163,12 @@ static bool delivery_allowed(arena_t *a, const char *target, const char *policy,
 	if (rc != AIS_OK)
 		return false;
 	struct pctx c = {arena_printf(a, "arn:aws:s3:::%s", src), owner};
-	s3pol_req_t q = {.service = S3LOG_SERVICE, .action = "s3:PutObject", .bucket = sv_from(target),
-			 .key = sv_from(prefix), .ctx = pol_key, .arg = &c};
+	s3pol_req_t q = {.service = S3LOG_SERVICE,
+	                 .action = "s3:PutObject",
+	                 .bucket = sv_from(target),
+	                 .key = sv_from(prefix),
+	                 .ctx = pol_key,
+	                 .arg = &c};
 	return s3pol_eval(p, &q, false) == S3POL_ALLOW;
 }
 
@@ -210,8 +214,8 @@ static uint32_t roll_of(const struct batch *b)
  * per target and prefix, and per source bucket for partitioned names)? */
 static bool batch_is(const struct batch *b, sv_t bucket, const s3log_cfg_t *c)
 {
-	return sv_eqstr(c->target, b->target) && sv_eqstr(c->prefix, b->prefix) && b->partitioned == c->partitioned &&
-	       (!c->partitioned || sv_eqstr(bucket, b->bucket));
+	return sv_eqstr(c->target, b->target) && sv_eqstr(c->prefix, b->prefix) &&
+	       b->partitioned == c->partitioned && (!c->partitioned || sv_eqstr(bucket, b->bucket));
 }
 
 /* Appends one record line to bucket's batch (rule 3). */
@@ -226,8 +230,9 @@ static void append(sv_t bucket, const char *owner, const s3log_cfg_t *c, const b
 	if (lg.bytes + line->len > lg.max_pending) {
 		pthread_mutex_unlock(&lg.mu);
 		if (atomic_fetch_add(&lg.dropped, 1) % 10000 == 0)
-			log_warnx("S3 access log: records of %.*s dropped: %llu bytes wait for delivery (s3.logging_max_pending)",
-				  (int)MIN(bucket.len, 64), bucket.ptr, (unsigned long long)lg.max_pending);
+			log_warnx("S3 access log: records of %.*s dropped: %llu bytes wait for delivery "
+			          "(s3.logging_max_pending)",
+			          (int)MIN(bucket.len, 64), bucket.ptr, (unsigned long long)lg.max_pending);
 		return;
 	}
 	struct batch **pp = &lg.pending;
@@ -264,8 +269,10 @@ static char *deliver(struct batch *b)
 	char *name = NULL;
 	bck_view(lg.cl, a, sv_from(b->target), &t);
 	if (!t.found || !delivery_allowed(a, b->target, t.policy, b->prefix, b->bucket, b->owner)) {
-		log_warnx("S3 access log of %s: %zu records not delivered: bucket %s %s", b->bucket, b->n, b->target,
-			  t.found ? "does not allow " S3LOG_SERVICE " s3:PutObject (its policy)" : "does not exist");
+		log_warnx("S3 access log of %s: %zu records not delivered: bucket %s %s", b->bucket, b->n,
+		          b->target,
+		          t.found ? "does not allow " S3LOG_SERVICE " s3:PutObject (its policy)"
+		                  : "does not exist");
 		atomic_fetch_add(&lg.failed, 1);
 		goto out;
 	}
@@ -280,30 +287,35 @@ static char *deliver(struct batch *b)
 			if ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))
 				uniq[u++] = *q;
 		snprintf(uniq + u, sizeof(uniq) - u, "-%llX%llX",
-			 (unsigned long long)(time_now_ns() / 1000000 % 0xFFFFFFFFull), (unsigned long long)seq);
-		s3log_cfg_t c = {.enabled = true, .prefix = sv_from(b->prefix), .partitioned = b->partitioned,
-				 .event_time = b->event_time};
+		         (unsigned long long)(time_now_ns() / 1000000 % 0xFFFFFFFFull),
+		         (unsigned long long)seq);
+		s3log_cfg_t c = {.enabled = true,
+		                 .prefix = sv_from(b->prefix),
+		                 .partitioned = b->partitioned,
+		                 .event_time = b->event_time};
 		buf_t nm = BUF_INIT;
 		s3log_object_name(&c, b->owner, lg.region, sv_from(b->bucket), time_now_ns() / 1000000000LL,
-				  b->first_wall_s, uniq, &nm);
+		                  b->first_wall_s, uniq, &nm);
 		int fd = memfd_create("s3log", MFD_CLOEXEC);
 		FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
 		if (!f) {
 			if (fd >= 0)
 				close(fd);
-			log_warnx("S3 access log of %s: %zu records not delivered: %s", b->bucket, b->n, strerror(errno));
+			log_warnx("S3 access log of %s: %zu records not delivered: %s", b->bucket, b->n,
+			          strerror(errno));
 			atomic_fetch_add(&lg.failed, 1);
 			buf_free(&nm);
 			goto out;
 		}
 		char why[256];
 		int st = fwrite(b->data.ptr, 1, b->data.len, f) == b->data.len
-				 ? ishard_put(lg.cl, b->target, nm.ptr, f, NULL, &lg.stopping, "S3 access log", why, sizeof(why))
-				 : (snprintf(why, sizeof(why), "writing memory: %s", strerror(errno)), 500);
+		                 ? ishard_put(lg.cl, b->target, nm.ptr, f, NULL, &lg.stopping,
+		                              "S3 access log", why, sizeof(why))
+		                 : (snprintf(why, sizeof(why), "writing memory: %s", strerror(errno)), 500);
 		fclose(f);
 		if (st) {
-			log_warnx("S3 access log of %s: %zu records not delivered to %s/%s: %s", b->bucket, b->n, b->target,
-				  nm.ptr, why);
+			log_warnx("S3 access log of %s: %zu records not delivered to %s/%s: %s", b->bucket,
+			          b->n, b->target, nm.ptr, why);
 			atomic_fetch_add(&lg.failed, 1);
 			buf_free(&nm);
 			goto out;
@@ -422,8 +434,8 @@ struct logctx {
 	int64_t wall_ns, mono_ns;
 	char ip[64];
 	bool tls;
-	char err[48]; /* the S3 error code this node answered (s3_log_error) */
-	bool acl_required; /* s3_log_acl_required */
+	char err[48];                 /* the S3 error code this node answered (s3_log_error) */
+	bool acl_required;            /* s3_log_acl_required */
 	struct keyrec *keys, **ktail; /* DeleteObjects: each key's outcome (s3_log_key) */
 };
 
@@ -525,8 +537,8 @@ static void log_done(http_req_t *req, void *arg)
 	const char *method = http_method_name(req->method);
 
 	http_resp_info(req, &in);
-	s3log_operation(method, r->key.len > 0, req->query, http_req_header(req, "x-amz-copy-source").ptr != NULL, op,
-			sizeof(op));
+	s3log_operation(method, r->key.len > 0, req->query,
+	                http_req_header(req, "x-amz-copy-source").ptr != NULL, op, sizeof(op));
 	rec.owner = x->owner;
 	rec.bucket = r->bucket;
 	rec.time_ns = x->wall_ns;
@@ -543,12 +555,14 @@ static void log_done(http_req_t *req, void *arg)
 	rec.bytes_sent = in.body_out;
 	rec.object_size = -1;
 	uint64_t v;
-	sv_t cl = http_resp_header_get(req, "Content-Length"), cr = http_resp_header_get(req, "Content-Range");
+	sv_t cl = http_resp_header_get(req, "Content-Length"),
+	     cr = http_resp_header_get(req, "Content-Range");
 	const char *slash = cr.ptr ? memchr(cr.ptr, '/', cr.len) : NULL;
-	if (slash && num_parse_u64(slash + 1, (size_t)(cr.ptr + cr.len - slash - 1), 0, INT64_MAX, &v) == AIS_OK)
+	if (slash &&
+	    num_parse_u64(slash + 1, (size_t)(cr.ptr + cr.len - slash - 1), 0, INT64_MAX, &v) == AIS_OK)
 		rec.object_size = (int64_t)v;
-	else if (in.status / 100 == 2 && (req->method == HTTP_GET || req->method == HTTP_HEAD) && r->key.len &&
-		 cl.ptr && num_parse_u64(cl.ptr, cl.len, 0, INT64_MAX, &v) == AIS_OK)
+	else if (in.status / 100 == 2 && (req->method == HTTP_GET || req->method == HTTP_HEAD) &&
+	         r->key.len && cl.ptr && num_parse_u64(cl.ptr, cl.len, 0, INT64_MAX, &v) == AIS_OK)
 		rec.object_size = (int64_t)v;
 	else if (in.status == 200 && req->method == HTTP_GET && r->key.len && !req->query.len)
 		rec.object_size = (int64_t)in.body_out;
@@ -618,8 +632,7 @@ static void put_body(s3_rq_t *r, buf_t *body)
 	s3log_cfg_t c;
 	const char *why;
 	switch (s3log_cfg_parse(a, body->ptr ? body->ptr : "", body->len, &c, &why)) {
-	case S3LOG_OK:
-		break;
+	case S3LOG_OK: break;
 	case S3LOG_INVALID:
 		s3_error(r, "InvalidArgument", "%s", why ? why : "invalid logging configuration");
 		return;
@@ -627,9 +640,7 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		s3_error(r, "NotImplemented", "%s is not implemented", why ? why : "this logging setting");
 		return;
 	case S3LOG_MALFORMED:
-	default:
-		s3_error(r, "MalformedXML", NULL);
-		return;
+	default: s3_error(r, "MalformedXML", NULL); return;
 	}
 	struct bck_view src, tgt;
 	bck_view(r->node.cl, a, r->bucket, &src);
@@ -639,8 +650,8 @@ static void put_body(s3_rq_t *r, buf_t *body)
 	}
 	const char *owner = owner_or_default(src.owner);
 	/* only the bucket's owner, whatever its policy or ACL say (as S3) */
-	if (s3_cfg.keys && s3_keys_count(s3_cfg.keys) && (!r->auth.key || !r->auth.key->user_id ||
-							   strcmp(r->auth.key->user_id, owner))) {
+	if (s3_cfg.keys && s3_keys_count(s3_cfg.keys) &&
+	    (!r->auth.key || !r->auth.key->user_id || strcmp(r->auth.key->user_id, owner))) {
 		s3_error(r, "AccessDenied", "only the bucket's owner may change its logging");
 		return;
 	}
@@ -657,7 +668,8 @@ static void put_body(s3_rq_t *r, buf_t *body)
 	}
 	bck_view(r->node.cl, a, c.target, &tgt);
 	if (!tgt.found) {
-		s3_error_status(r, 400, "InvalidTargetBucketForLogging", "The target bucket for logging does not exist");
+		s3_error_status(r, 400, "InvalidTargetBucketForLogging",
+		                "The target bucket for logging does not exist");
 		return;
 	}
 	if (tgt.cfg.enabled) {
@@ -673,11 +685,12 @@ static void put_body(s3_rq_t *r, buf_t *body)
 			const char *d = bmd_doc(b, BMD_DOC_LOGGING, bk->name, strlen(bk->name));
 			const char *t = d ? strstr(d, "<TargetBucket>") : NULL;
 			is_target = t && !strncmp(t + 14, r->bucket.ptr, r->bucket.len) &&
-				    t[14 + r->bucket.len] == '<';
+			            t[14 + r->bucket.len] == '<';
 		}
 		cluster_read_unlock(r->node.cl);
 		if (is_target) {
-			s3_error(r, "InvalidArgument", "the bucket is a logging target: a target bucket cannot log");
+			s3_error(r, "InvalidArgument",
+			         "the bucket is a logging target: a target bucket cannot log");
 			return;
 		}
 	}
@@ -685,8 +698,9 @@ static void put_body(s3_rq_t *r, buf_t *body)
 	char *sname = arena_strndup(a, r->bucket.ptr, r->bucket.len);
 	if (!delivery_allowed(a, tname, tgt.policy, c.prefix.ptr ? c.prefix.ptr : "", sname, owner)) {
 		s3_error(r, "AccessDenied",
-			 "the target bucket's policy does not allow " S3LOG_SERVICE " s3:PutObject on %s/%.*s", tname,
-			 (int)c.prefix.len, c.prefix.ptr ? c.prefix.ptr : "");
+		         "the target bucket's policy does not allow " S3LOG_SERVICE
+		         " s3:PutObject on %s/%.*s",
+		         tname, (int)c.prefix.len, c.prefix.ptr ? c.prefix.ptr : "");
 		return;
 	}
 	if (src.cfg.enabled && s3log_cfg_same(&src.cfg, &c)) { /* rule 1: unchanged */
@@ -698,7 +712,8 @@ static void put_body(s3_rq_t *r, buf_t *body)
 	s3log_cfg_store(&c, &doc);
 	if (doc.len > BMD_S3LOGGING_MAX) {
 		buf_free(&doc);
-		s3_error(r, "InvalidArgument", "the logging configuration is over %d bytes", BMD_S3LOGGING_MAX);
+		s3_error(r, "InvalidArgument", "the logging configuration is over %d bytes",
+		         BMD_S3LOGGING_MAX);
 		return;
 	}
 	s3_bucket_set_doc(r, BMD_DOC_LOGGING, arena_strndup(a, doc.ptr, doc.len), 200);
@@ -727,7 +742,8 @@ static void flush_done(http_req_t *req)
 	batch_free(f->b);
 	f->b = NULL;
 	if (had && !f->name) {
-		s3_error(r, "ServiceUnavailable", "the pending log records could not be delivered (see the node's log)");
+		s3_error(r, "ServiceUnavailable",
+		         "the pending log records could not be delivered (see the node's log)");
 		return;
 	}
 	buf_t b = BUF_INIT;
@@ -775,9 +791,7 @@ int s3_bucket_logging(s3_rq_t *r)
 		s3_send_xml(r, 200, &b);
 		return AIS_OK;
 	}
-	case HTTP_PUT:
-		s3_read_body(r, put_body);
-		return AIS_OK;
+	case HTTP_PUT: s3_read_body(r, put_body); return AIS_OK;
 	case HTTP_POST: {
 		if (!v.cfg.enabled) {
 			s3_error(r, "InvalidArgument", "the bucket does not log (PutBucketLogging)");
@@ -800,8 +814,6 @@ int s3_bucket_logging(s3_rq_t *r)
 		s3_offload(r, flush_work, flush_done);
 		return AIS_OK;
 	}
-	default:
-		s3_error(r, "MethodNotAllowed", NULL);
-		return AIS_OK;
+	default: s3_error(r, "MethodNotAllowed", NULL); return AIS_OK;
 	}
 }

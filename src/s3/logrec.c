@@ -37,7 +37,8 @@ static void token(buf_t *b, sv_t s, bool last)
 		buf_addch(b, '-');
 	for (size_t i = 0; i < s.len; i++) {
 		unsigned char ch = (unsigned char)s.ptr[i];
-		if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '[' || ch == ']' || ch == '\\' || ch == '%')
+		if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '[' || ch == ']' || ch == '\\' ||
+		    ch == '%')
 			buf_addf(b, "%%%02X", ch);
 		else
 			buf_addch(b, (char)ch);
@@ -76,12 +77,12 @@ static void key(buf_t *b, sv_t k)
 static void when(buf_t *b, int64_t ns)
 {
 	static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+	                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 	time_t t = (time_t)(ns / 1000000000LL);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	buf_addf(b, "[%02d/%s/%04d:%02d:%02d:%02d +0000] ", tm.tm_mday, mon[tm.tm_mon % 12], tm.tm_year + 1900,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	buf_addf(b, "[%02d/%s/%04d:%02d:%02d:%02d +0000] ", tm.tm_mday, mon[tm.tm_mon % 12],
+	         tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 static void number(buf_t *b, int64_t v)
@@ -145,36 +146,38 @@ void s3log_rec_format(const s3log_rec_t *r, s3log_type_t type, buf_t *out)
  * order they are tested (the first one the query has wins). */
 static const struct {
 	const char *sub, *name;
-} bucket_subs[] = {
-	{"acl", "ACL"},
-	{"versioning", "VERSIONING"},
-	{"logging", "LOGGING_STATUS"},
-	{"policyStatus", "BUCKETPOLICYSTATUS"},
-	{"policy", "BUCKETPOLICY"},
-	{"cors", "CORS"},
-	{"tagging", "TAGGING"},
-	{"location", "LOCATION"},
-	{"uploads", "UPLOADS"},
-	{"versions", "BUCKETVERSIONS"},
-	{"delete", "MULTI_OBJECT_DELETE"},
-	{"lifecycle", "LIFECYCLE"},
-	{"object-lock", "OBJECT_LOCK_CONFIGURATION"},
-	{"encryption", "ENCRYPTION"},
-	{"publicAccessBlock", "PUBLIC_ACCESS_BLOCK"},
-	{"notification", "NOTIFICATION"},
-	{"website", "WEBSITE"},
-	{"replication", "REPLICATION"},
-	{"requestPayment", "REQUEST_PAYMENT"},
-	{"ownershipControls", "OWNERSHIP_CONTROLS"},
-	{"accelerate", "ACCELERATE"},
-}, object_subs[] = {
-	{"acl", "ACL"},
-	{"tagging", "OBJECT_TAGGING"},
-	{"retention", "RETENTION"},
-	{"legal-hold", "LEGAL_HOLD"},
-	{"attributes", "OBJECT_ATTRIBUTES"},
-	{"restore", "RESTORE"},
-	{"select", "SELECT"},
+} bucket_subs[] =
+        {
+                {"acl", "ACL"},
+                {"versioning", "VERSIONING"},
+                {"logging", "LOGGING_STATUS"},
+                {"policyStatus", "BUCKETPOLICYSTATUS"},
+                {"policy", "BUCKETPOLICY"},
+                {"cors", "CORS"},
+                {"tagging", "TAGGING"},
+                {"location", "LOCATION"},
+                {"uploads", "UPLOADS"},
+                {"versions", "BUCKETVERSIONS"},
+                {"delete", "MULTI_OBJECT_DELETE"},
+                {"lifecycle", "LIFECYCLE"},
+                {"object-lock", "OBJECT_LOCK_CONFIGURATION"},
+                {"encryption", "ENCRYPTION"},
+                {"publicAccessBlock", "PUBLIC_ACCESS_BLOCK"},
+                {"notification", "NOTIFICATION"},
+                {"website", "WEBSITE"},
+                {"replication", "REPLICATION"},
+                {"requestPayment", "REQUEST_PAYMENT"},
+                {"ownershipControls", "OWNERSHIP_CONTROLS"},
+                {"accelerate", "ACCELERATE"},
+},
+  object_subs[] = {
+          {"acl", "ACL"},
+          {"tagging", "OBJECT_TAGGING"},
+          {"retention", "RETENTION"},
+          {"legal-hold", "LEGAL_HOLD"},
+          {"attributes", "OBJECT_ATTRIBUTES"},
+          {"restore", "RESTORE"},
+          {"select", "SELECT"},
 };
 
 static bool q_has(sv_t q, const char *k)
@@ -221,14 +224,15 @@ bool s3log_journal_op(const char *op, int status)
 {
 	if (status < 200 || status > 299)
 		return false;
-	return !strcmp(op, "REST.PUT.OBJECT") || !strcmp(op, "REST.DELETE.OBJECT") || !strcmp(op, "REST.POST.UPLOAD") ||
-	       !strcmp(op, "REST.POST.DELETE_MULTI_OBJECT") ||
+	return !strcmp(op, "REST.PUT.OBJECT") || !strcmp(op, "REST.DELETE.OBJECT") ||
+	       !strcmp(op, "REST.POST.UPLOAD") || !strcmp(op, "REST.POST.DELETE_MULTI_OBJECT") ||
 	       !strcmp(op, "REST.PUT.OBJECT_TAGGING") || !strcmp(op, "REST.DELETE.OBJECT_TAGGING") ||
-	       !strcmp(op, "REST.PUT.ACL") || !strcmp(op, "REST.PUT.RETENTION") || !strcmp(op, "REST.PUT.LEGAL_HOLD");
+	       !strcmp(op, "REST.PUT.ACL") || !strcmp(op, "REST.PUT.RETENTION") ||
+	       !strcmp(op, "REST.PUT.LEGAL_HOLD");
 }
 
-void s3log_object_name(const s3log_cfg_t *c, const char *owner, const char *region, sv_t bucket, int64_t now_s,
-		       int64_t event_s, const char *uniq, buf_t *out)
+void s3log_object_name(const s3log_cfg_t *c, const char *owner, const char *region, sv_t bucket,
+                       int64_t now_s, int64_t event_s, const char *uniq, buf_t *out)
 {
 	struct tm tm, pt;
 	time_t t = (time_t)now_s, et = (time_t)(c->event_time && event_s > 0 ? event_s : now_s);
@@ -237,8 +241,8 @@ void s3log_object_name(const s3log_cfg_t *c, const char *owner, const char *regi
 	buf_addsv(out, c->prefix);
 	if (c->partitioned)
 		buf_addf(out, "%s/%s/%.*s/%04d/%02d/%02d/", owner && *owner ? owner : "-",
-			 region && *region ? region : "default", (int)bucket.len, bucket.ptr, pt.tm_year + 1900,
-			 pt.tm_mon + 1, pt.tm_mday);
-	buf_addf(out, "%04d-%02d-%02d-%02d-%02d-%02d-%s", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, uniq);
+		         region && *region ? region : "default", (int)bucket.len, bucket.ptr,
+		         pt.tm_year + 1900, pt.tm_mon + 1, pt.tm_mday);
+	buf_addf(out, "%04d-%02d-%02d-%02d-%02d-%02d-%s", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	         tm.tm_hour, tm.tm_min, tm.tm_sec, uniq);
 }

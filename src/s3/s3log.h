@@ -17,24 +17,24 @@
 
 typedef enum s3log_type { S3LOG_STANDARD, S3LOG_JOURNAL } s3log_type_t;
 
-#define S3LOG_XML_MAX 8192      /* bytes of a PutBucketLogging body */
-#define S3LOG_ROLL_MAX 86400    /* ObjectRollTime, seconds */
-#define S3LOG_BATCH_MAX 1000000 /* RecordsBatchSize */
-#define S3LOG_SERVICE "logging.s3.amazonaws.com" /* the principal that delivers logs */
+#define S3LOG_XML_MAX   8192                       /* bytes of a PutBucketLogging body */
+#define S3LOG_ROLL_MAX  86400                      /* ObjectRollTime, seconds */
+#define S3LOG_BATCH_MAX 1000000                    /* RecordsBatchSize */
+#define S3LOG_SERVICE   "logging.s3.amazonaws.com" /* the principal that delivers logs */
 
 /* A bucket's logging configuration (all views point into the arena of
  * the parse). enabled false: logging off (the other fields unset). */
 typedef struct s3log_cfg {
 	bool enabled;
-	sv_t target;          /* TargetBucket */
-	sv_t prefix;          /* TargetPrefix (may be empty) */
-	bool partitioned;     /* TargetObjectKeyFormat: PartitionedPrefix, else SimplePrefix */
-	bool event_time;      /* PartitionDateSource EventTime (else DeliveryTime) */
-	s3log_type_t type;    /* LoggingType (extension) */
-	uint32_t roll_s;      /* ObjectRollTime (extension); 0: the node's s3.logging_roll_time */
-	uint32_t batch;       /* RecordsBatchSize (extension); 0: no limit by count */
+	sv_t target;           /* TargetBucket */
+	sv_t prefix;           /* TargetPrefix (may be empty) */
+	bool partitioned;      /* TargetObjectKeyFormat: PartitionedPrefix, else SimplePrefix */
+	bool event_time;       /* PartitionDateSource EventTime (else DeliveryTime) */
+	s3log_type_t type;     /* LoggingType (extension) */
+	uint32_t roll_s;       /* ObjectRollTime (extension); 0: the node's s3.logging_roll_time */
+	uint32_t batch;        /* RecordsBatchSize (extension); 0: no limit by count */
 	sv_t fprefix, fsuffix; /* Filter key rules (extension; Journal records only) */
-	int64_t mtime_s;      /* when it was set (GetBucketLogging's Last-Modified) */
+	int64_t mtime_s;       /* when it was set (GetBucketLogging's Last-Modified) */
 } s3log_cfg_t;
 
 /* What a PutBucketLogging body is. */
@@ -64,9 +64,9 @@ bool s3log_cfg_same(const s3log_cfg_t *x, const s3log_cfg_t *y);
 
 /* One request, as a record says it. Strings may be NULL or empty: "-". */
 typedef struct s3log_rec {
-	const char *owner;     /* the source bucket's owner */
+	const char *owner; /* the source bucket's owner */
 	sv_t bucket;
-	int64_t time_ns;       /* when the request arrived (wall clock) */
+	int64_t time_ns; /* when the request arrived (wall clock) */
 	const char *remote_ip;
 	const char *requester; /* user id; NULL: anonymous */
 	const char *request_id;
@@ -75,8 +75,8 @@ typedef struct s3log_rec {
 	sv_t method, target;   /* the request line's method and target (as received) */
 	int status;
 	const char *error_code;
-	uint64_t bytes_sent;   /* body bytes; 0: "-" */
-	int64_t object_size;   /* < 0: "-" */
+	uint64_t bytes_sent;             /* body bytes; 0: "-" */
+	int64_t object_size;             /* < 0: "-" */
 	int64_t total_ms, turnaround_ms; /* < 0: "-" */
 	sv_t referer, user_agent, version_id, etag;
 	const char *host_id;     /* the node */
@@ -116,8 +116,8 @@ bool s3log_filter_pass(const s3log_cfg_t *c, sv_t key);
  * EventTime partitions, whose first record is from event_s), unique by
  * uniq: SimplePrefix PREFIX + YYYY-mm-DD-HH-MM-SS-UNIQ, PartitionedPrefix
  * PREFIX + OWNER/REGION/BUCKET/YYYY/mm/DD/YYYY-mm-DD-HH-MM-SS-UNIQ. */
-void s3log_object_name(const s3log_cfg_t *c, const char *owner, const char *region, sv_t bucket, int64_t now_s,
-		       int64_t event_s, const char *uniq, buf_t *out);
+void s3log_object_name(const s3log_cfg_t *c, const char *owner, const char *region, sv_t bucket,
+                       int64_t now_s, int64_t event_s, const char *uniq, buf_t *out);
 
 /* --- logging.c: the node's side (s3api.h types) --------------------------------- */
 struct s3_rq;

@@ -69,13 +69,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < x.len; i++)
 			if (x.ptr[i] < 0x20 || x.ptr[i] > 0x7e)
 				abort();
-		if (s3log_cfg_load(a, x.ptr, x.len, &back) != AIS_OK || !s3log_cfg_same(&c, &back) || back.mtime_s != 1234)
+		if (s3log_cfg_load(a, x.ptr, x.len, &back) != AIS_OK || !s3log_cfg_same(&c, &back) ||
+		    back.mtime_s != 1234)
 			abort();
 	}
 	sv_t in = {(const char *)data, size};
-	s3log_rec_t r = {.owner = "o", .bucket = SV("b"), .time_ns = 1, .key = in, .method = SV("GET"), .target = in,
-			 .status = 200, .object_size = -1, .total_ms = 1, .turnaround_ms = 1, .user_agent = in,
-			 .referer = in, .etag = in, .version_id = in, .host = in};
+	s3log_rec_t r = {.owner = "o",
+	                 .bucket = SV("b"),
+	                 .time_ns = 1,
+	                 .key = in,
+	                 .method = SV("GET"),
+	                 .target = in,
+	                 .status = 200,
+	                 .object_size = -1,
+	                 .total_ms = 1,
+	                 .turnaround_ms = 1,
+	                 .user_agent = in,
+	                 .referer = in,
+	                 .etag = in,
+	                 .version_id = in,
+	                 .host = in};
 	for (int type = S3LOG_STANDARD; type <= S3LOG_JOURNAL; type++) {
 		buf_reset(&line);
 		s3log_rec_format(&r, (s3log_type_t)type, &line);

@@ -13,8 +13,9 @@
 #include "../../src/s3/s3log.h"
 #include "aisd/banned.h"
 
-#define DOC(x)                                                                                                          \
-	"<BucketLoggingStatus xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LoggingEnabled><TargetBucket>logs"     \
+#define DOC(x)                                                                                               \
+	"<BucketLoggingStatus "                                                                              \
+	"xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LoggingEnabled><TargetBucket>logs"               \
 	"</TargetBucket><TargetPrefix>log/</TargetPrefix>" x "</LoggingEnabled></BucketLoggingStatus>"
 
 static enum s3log_verdict parse(arena_t *a, const char *doc, s3log_cfg_t *c, const char **why)
@@ -35,15 +36,17 @@ START_TEST(test_cfg_parse)
 	ck_assert(sv_eqstr(c.target, "logs") && sv_eqstr(c.prefix, "log/"));
 	ck_assert(!c.partitioned && c.type == S3LOG_STANDARD && c.roll_s == 0 && c.batch == 0);
 	/* every field */
-	ck_assert_int_eq(parse(a,
-			       DOC("<TargetObjectKeyFormat><PartitionedPrefix><PartitionDateSource>EventTime"
-				   "</PartitionDateSource></PartitionedPrefix></TargetObjectKeyFormat>"
-				   "<LoggingType>Journal</LoggingType><ObjectRollTime>5</ObjectRollTime>"
-				   "<RecordsBatchSize>7</RecordsBatchSize><Filter><Key><FilterRule><Name>prefix</Name>"
-				   "<Value>test/</Value></FilterRule><FilterRule><Name>suffix</Name><Value>.txt</Value>"
-				   "</FilterRule></Key></Filter>"),
-			       &c, &why),
-			 S3LOG_OK);
+	ck_assert_int_eq(
+	        parse(a,
+	              DOC("<TargetObjectKeyFormat><PartitionedPrefix><PartitionDateSource>EventTime"
+	                  "</PartitionDateSource></PartitionedPrefix></TargetObjectKeyFormat>"
+	                  "<LoggingType>Journal</LoggingType><ObjectRollTime>5</ObjectRollTime>"
+	                  "<RecordsBatchSize>7</RecordsBatchSize><Filter><Key><FilterRule><Name>prefix</Name>"
+	                  "<Value>test/</Value></FilterRule><FilterRule><Name>suffix</Name><Value>.txt</"
+	                  "Value>"
+	                  "</FilterRule></Key></Filter>"),
+	              &c, &why),
+	        S3LOG_OK);
 	ck_assert(c.partitioned && c.event_time && c.type == S3LOG_JOURNAL && c.roll_s == 5 && c.batch == 7);
 	ck_assert(sv_eqstr(c.fprefix, "test/") && sv_eqstr(c.fsuffix, ".txt"));
 	ck_assert(s3log_filter_pass(&c, SV("test/a.txt")));
@@ -64,33 +67,39 @@ START_TEST(test_cfg_parse)
 	ck_assert_ptr_nonnull(strstr(x.ptr, "<LoggingType>Journal</LoggingType>"));
 	buf_free(&x);
 	/* empty status: off */
-	ck_assert_int_eq(parse(a, "<BucketLoggingStatus xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>", &c, &why),
-			 S3LOG_OK);
+	ck_assert_int_eq(parse(a, "<BucketLoggingStatus xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>",
+	                       &c, &why),
+	                 S3LOG_OK);
 	ck_assert(!c.enabled);
 	/* refusals */
 	ck_assert_int_eq(parse(a, DOC("<LoggingType>kaboom</LoggingType>"), &c, &why), S3LOG_MALFORMED);
 	ck_assert(!c.enabled);
 	ck_assert_int_eq(parse(a,
-			       DOC("<TargetObjectKeyFormat><PartitionedPrefix><PartitionDateSource>kaboom"
-				   "</PartitionDateSource></PartitionedPrefix></TargetObjectKeyFormat>"),
-			       &c, &why),
-			 S3LOG_MALFORMED);
+	                       DOC("<TargetObjectKeyFormat><PartitionedPrefix><PartitionDateSource>kaboom"
+	                           "</PartitionDateSource></PartitionedPrefix></TargetObjectKeyFormat>"),
+	                       &c, &why),
+	                 S3LOG_MALFORMED);
 	ck_assert_int_eq(parse(a, DOC("<Bogus>1</Bogus>"), &c, &why), S3LOG_MALFORMED);
-	ck_assert_int_eq(parse(a, "<BucketLoggingStatus><LoggingEnabled><TargetBucket>b</TargetBucket></LoggingEnabled>"
-				  "</BucketLoggingStatus>",
-			       &c, &why),
-			 S3LOG_MALFORMED); /* no TargetPrefix */
+	ck_assert_int_eq(
+	        parse(a,
+	              "<BucketLoggingStatus><LoggingEnabled><TargetBucket>b</TargetBucket></LoggingEnabled>"
+	              "</BucketLoggingStatus>",
+	              &c, &why),
+	        S3LOG_MALFORMED); /* no TargetPrefix */
 	ck_assert_int_eq(parse(a, DOC("<ObjectRollTime>-1</ObjectRollTime>"), &c, &why), S3LOG_INVALID);
-	ck_assert_int_eq(parse(a,
-			       DOC("<TargetGrants><Grant><Grantee><ID>x</ID></Grantee><Permission>READ</Permission>"
-				   "</Grant></TargetGrants>"),
-			       &c, &why),
-			 S3LOG_NYI);
+	ck_assert_int_eq(
+	        parse(a,
+	              DOC("<TargetGrants><Grant><Grantee><ID>x</ID></Grantee><Permission>READ</Permission>"
+	                  "</Grant></TargetGrants>"),
+	              &c, &why),
+	        S3LOG_NYI);
 	ck_assert_ptr_nonnull(why);
-	ck_assert_int_eq(parse(a, DOC("<Filter><Key><FilterRule><Name>regex</Name><Value>.*</Value></FilterRule></Key>"
-				      "</Filter>"),
-			       &c, &why),
-			 S3LOG_NYI);
+	ck_assert_int_eq(
+	        parse(a,
+	              DOC("<Filter><Key><FilterRule><Name>regex</Name><Value>.*</Value></FilterRule></Key>"
+	                  "</Filter>"),
+	              &c, &why),
+	        S3LOG_NYI);
 	ck_assert_int_eq(parse(a, "not xml", &c, &why), S3LOG_MALFORMED);
 	arena_destroy(a);
 }
@@ -131,14 +140,30 @@ START_TEST(test_record)
 {
 	buf_t b = BUF_INIT;
 	char f[32][256];
-	s3log_rec_t r = {.owner = "owner1", .bucket = SV("src"), .time_ns = 1549411238LL * 1000000000LL,
-			 .remote_ip = "192.0.2.3", .requester = "owner1", .request_id = "3E57427F3EXAMPLE",
-			 .operation = "REST.GET.OBJECT", .key = SV("dir/a b\"[x].txt"), .method = SV("GET"),
-			 .target = SV("/src/dir/a%20b?x=\"1\""), .status = 206, .error_code = NULL, .bytes_sent = 113,
-			 .object_size = 4096, .total_ms = 7, .turnaround_ms = 6, .referer = {NULL, 0},
-			 .user_agent = SV("Boto3/1.0 [x] \"q\""), .version_id = {NULL, 0}, .host_id = "h1",
-			 .sig_version = "SigV4", .auth_type = "AuthHeader", .host = SV("127.0.0.1:8080"),
-			 .acl_required = true};
+	s3log_rec_t r = {.owner = "owner1",
+	                 .bucket = SV("src"),
+	                 .time_ns = 1549411238LL * 1000000000LL,
+	                 .remote_ip = "192.0.2.3",
+	                 .requester = "owner1",
+	                 .request_id = "3E57427F3EXAMPLE",
+	                 .operation = "REST.GET.OBJECT",
+	                 .key = SV("dir/a b\"[x].txt"),
+	                 .method = SV("GET"),
+	                 .target = SV("/src/dir/a%20b?x=\"1\""),
+	                 .status = 206,
+	                 .error_code = NULL,
+	                 .bytes_sent = 113,
+	                 .object_size = 4096,
+	                 .total_ms = 7,
+	                 .turnaround_ms = 6,
+	                 .referer = {NULL, 0},
+	                 .user_agent = SV("Boto3/1.0 [x] \"q\""),
+	                 .version_id = {NULL, 0},
+	                 .host_id = "h1",
+	                 .sig_version = "SigV4",
+	                 .auth_type = "AuthHeader",
+	                 .host = SV("127.0.0.1:8080"),
+	                 .acl_required = true};
 	s3log_rec_format(&r, S3LOG_STANDARD, &b);
 	ck_assert_int_eq(b.ptr[b.len - 1], '\n');
 	ck_assert_int_eq(split(b.ptr, f), 26);
@@ -196,20 +221,26 @@ START_TEST(test_operation)
 	ck_assert_str_eq(s3log_operation("GET", true, SV(""), false, op, sizeof(op)), "REST.GET.OBJECT");
 	ck_assert_str_eq(s3log_operation("PUT", true, SV(""), true, op, sizeof(op)), "REST.PUT.OBJECT");
 	ck_assert_str_eq(s3log_operation("PUT", true, SV("partNumber=1&uploadId=x"), false, op, sizeof(op)),
-			 "REST.PUT.PART");
-	ck_assert_str_eq(s3log_operation("POST", true, SV("uploadId=x"), false, op, sizeof(op)), "REST.POST.UPLOAD");
-	ck_assert_str_eq(s3log_operation("POST", true, SV("uploads"), false, op, sizeof(op)), "REST.POST.UPLOADS");
-	ck_assert_str_eq(s3log_operation("PUT", true, SV("tagging"), false, op, sizeof(op)), "REST.PUT.OBJECT_TAGGING");
+	                 "REST.PUT.PART");
+	ck_assert_str_eq(s3log_operation("POST", true, SV("uploadId=x"), false, op, sizeof(op)),
+	                 "REST.POST.UPLOAD");
+	ck_assert_str_eq(s3log_operation("POST", true, SV("uploads"), false, op, sizeof(op)),
+	                 "REST.POST.UPLOADS");
+	ck_assert_str_eq(s3log_operation("PUT", true, SV("tagging"), false, op, sizeof(op)),
+	                 "REST.PUT.OBJECT_TAGGING");
 	ck_assert_str_eq(s3log_operation("PUT", true, SV("acl"), false, op, sizeof(op)), "REST.PUT.ACL");
-	ck_assert_str_eq(s3log_operation("PUT", true, SV("legal-hold"), false, op, sizeof(op)), "REST.PUT.LEGAL_HOLD");
+	ck_assert_str_eq(s3log_operation("PUT", true, SV("legal-hold"), false, op, sizeof(op)),
+	                 "REST.PUT.LEGAL_HOLD");
 	ck_assert_str_eq(s3log_operation("GET", false, SV("list-type=2&prefix="), false, op, sizeof(op)),
-			 "REST.GET.BUCKET");
-	ck_assert_str_eq(s3log_operation("GET", false, SV("versioning"), false, op, sizeof(op)), "REST.GET.VERSIONING");
+	                 "REST.GET.BUCKET");
+	ck_assert_str_eq(s3log_operation("GET", false, SV("versioning"), false, op, sizeof(op)),
+	                 "REST.GET.VERSIONING");
 	ck_assert_str_eq(s3log_operation("POST", false, SV("delete"), false, op, sizeof(op)),
-			 "REST.POST.MULTI_OBJECT_DELETE");
+	                 "REST.POST.MULTI_OBJECT_DELETE");
 	ck_assert_str_eq(s3log_operation("GET", false, SV("policyStatus"), false, op, sizeof(op)),
-			 "REST.GET.BUCKETPOLICYSTATUS");
-	ck_assert_str_eq(s3log_operation("GET", false, SV("aclx=1"), false, op, sizeof(op)), "REST.GET.BUCKET");
+	                 "REST.GET.BUCKETPOLICYSTATUS");
+	ck_assert_str_eq(s3log_operation("GET", false, SV("aclx=1"), false, op, sizeof(op)),
+	                 "REST.GET.BUCKET");
 	ck_assert(s3log_journal_op("REST.PUT.OBJECT", 200));
 	ck_assert(!s3log_journal_op("REST.PUT.OBJECT", 403));
 	ck_assert(!s3log_journal_op("REST.GET.OBJECT", 200));
