@@ -32,7 +32,9 @@
  *     the service S3LOG_SERVICE: the target bucket's policy must allow it
  *     s3:PutObject on TARGET/PREFIX (with aws:SourceArn and
  *     aws:SourceAccount of the source bucket), checked when the
- *     configuration is put (AccessDenied) and again at each delivery.
+ *     configuration is put (AccessDenied) and again at each delivery (for
+ *     the batch's first source bucket: a batch of several sources, all
+ *     checked when their configurations were put, is one object).
  *  5. A bucket that is a logging target cannot log itself, nor be its own
  *     target, and a bucket that logs cannot be a target (InvalidArgument),
  *     so a delivery never makes records.
