@@ -62,6 +62,8 @@ typedef struct conf {
 	uint64_t s3_max_uploads;    /* uploads in progress per bucket on a target; 0 = no limit */
 	uint64_t s3_lifecycle_day_ms;    /* the length of a lifecycle rule's day (src/lifecycle) */
 	uint64_t s3_lifecycle_period_ms; /* how often a target runs the lifecycle job; 0: never */
+	uint64_t s3_logging_roll_ms;     /* server access logs: a batch's age at delivery (src/s3/logging.c) */
+	uint64_t s3_logging_max_pending; /* server access logs: bytes of records held per node */
 	char s3_sse_key_file[1024]; /* SSE-S3 master keys (src/s3/sse.c); empty: SSE-S3 off */
 	char s3_kms_key_file[1024]; /* SSE-KMS local key store; empty: SSE-KMS off */
 	bool s3_sse_c_plain_http;   /* SSE-C accepted without TLS */

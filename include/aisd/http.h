@@ -120,6 +120,8 @@ struct http_req {
 	http_conn_t *conn;
 	pool_task_t task;
 	http_work_fn work_fn, done_fn;
+	void (*on_done)(http_req_t *req, void *arg); /* http_req_on_done */
+	void *on_done_arg;
 };
 
 /* Local descriptor hand-over (see http_server_opts_t.unix_path). */
@@ -304,6 +306,22 @@ void http_offload(http_req_t *req, http_work_fn work, http_work_fn done);
  * to peers, fan-outs, copies sent), so that stalled peers never hold the
  * I/O pool's threads. */
 void http_offload_net(http_req_t *req, http_work_fn work, http_work_fn done);
+
+/* Calls fn(req, arg) on the request's worker once it is complete (its
+ * answer sent), before its arena is reset: what was answered is still
+ * readable then (http_resp_info). One per request (a second replaces the
+ * first); not called for a request whose connection closed before its
+ * answer was complete. */
+void http_req_on_done(http_req_t *req, void (*fn)(http_req_t *req, void *arg), void *arg);
+/* The answer so far: status (0: none yet), body bytes sent (the head not
+ * counted), and the value of a header it set (relayed ones too; ptr NULL
+ * when none). */
+typedef struct http_resp_info {
+	int status;
+	uint64_t body_out;
+} http_resp_info_t;
+void http_resp_info(const http_req_t *req, http_resp_info_t *out);
+sv_t http_resp_header_get(const http_req_t *req, const char *name);
 
 /* Response. Set status and headers, then exactly one of the send calls. */
 void http_resp_status(http_req_t *req, int status);

@@ -29,6 +29,9 @@
  * malformed s3.key). */
 struct conf;
 int s3_init(const struct conf *c, buf_t *err);
+/* Delivers the server access log records this node holds (one attempt
+ * each: peers may be stopping too); before the node leaves its cluster. */
+void s3_log_stop(void);
 
 /* Catch-all routes ("/"), the last entry of each role's table; req->ctx is
  * a target_t or a gateway_t. */

@@ -13,7 +13,9 @@
  *     "Statement": statement | [statement, ...] }
  *   statement: "Sid" (string), "Effect" ("Allow" | "Deny"), exactly one of
  *   "Principal"/"NotPrincipal" ("*", or {"AWS": v, "CanonicalUser": v}
- *   with v a string or an array of strings; NotPrincipal only in a Deny),
+ *   with v a string or an array of strings, or {"Service": v}, which
+ *   matches only a request made by that service (s3pol_req_t.service:
+ *   server access log delivery); NotPrincipal only in a Deny),
  *   exactly one of
  *   "Action"/"NotAction" ("s3:Name" with * and ? wildcards, or "*"),
  *   exactly one of "Resource"/"NotResource" ("arn:aws:s3:::BUCKET" or
@@ -27,8 +29,7 @@
  *   caller answers which it knows; an unknown one is absent).
  *   Not supported, and refused rather than taken literally: policy
  *   variables ("${aws:username}"), the ForAnyValue:/ForAllValues:
- *   qualifiers, Date* and Binary operators, Service and Federated
- *   principals.
+ *   qualifiers, Date* and Binary operators, Federated principals.
  *
  * Evaluation (s3pol_eval) as S3 does it: a statement applies when its
  * principal, action, resource and every condition match; any Deny that
@@ -66,6 +67,8 @@ typedef bool (*s3pol_key_fn)(void *arg, const char *key, sv_t *val);
 typedef struct s3pol_req {
 	const char *user;      /* the requester's user id; NULL: anonymous */
 	const char *user_name; /* its display name, or NULL */
+	const char *service;   /* a service principal asking ("logging.s3.amazonaws.com"), or NULL: a
+				* service matches only a {"Service": NAME} principal, never "*" or a user */
 	const char *action;    /* "s3:GetObject" */
 	sv_t bucket;
 	sv_t key;              /* empty: the bucket itself */

@@ -19,7 +19,8 @@
  *     printable ASCII without spaces (bmd_s3tags_valid), s3lock
  *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
- *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS, lifecycle) are beside
+ *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS, lifecycle,
+ *     logging) are beside
  *     its entry (doc[i].d[kind] for bck[i], NULL: none), each valid for
  *     its kind (docs[kind].valid) and at most docs[kind].max bytes, no
  *     NUL; they go with their bucket (bmd_remove) and change only by
@@ -76,6 +77,17 @@ static bool doc_lifecycle_valid(const char *bucket, const char *text, size_t len
 	return rc == AIS_OK;
 }
 
+static bool doc_logging_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	for (size_t i = 0; i < len; i++) /* its content: src/s3/logcfg.c */
+		if (text[i] < 0x20 || text[i] > 0x7e) {
+			cmap_fail(err, EINVAL, "bmd: a logging configuration is one line of printable ASCII");
+			return false;
+		}
+	return true;
+}
+
 static const struct doc_kind {
 	const char *json; /* the bucket's key in the BMD's JSON */
 	const char *key;  /* set-bprops "s3":{key:TEXT} */
@@ -87,6 +99,7 @@ static const struct doc_kind {
 	[BMD_DOC_CORS] = {"s3cors", "cors", "CORS configuration", BMD_S3CORS_MAX, doc_cors_valid},
 	[BMD_DOC_LIFECYCLE] = {"s3lifecycle", "lifecycle", "lifecycle configuration", BMD_S3LC_MAX,
 			       doc_lifecycle_valid},
+	[BMD_DOC_LOGGING] = {"s3logging", "logging", "logging configuration", BMD_S3LOGGING_MAX, doc_logging_valid},
 };
 
 struct bmd {

@@ -118,6 +118,12 @@ static const struct key keys[] = {
 	 "calendar days as S3 does, a shorter one (a test cluster's) counts exact multiples"},
 	{"s3.lifecycle_period", K_MS, N(s3_lifecycle_period_ms), "1h",
 	 "how often each target runs the lifecycle job over the buckets that have lifecycle rules (0: never)"},
+	{"s3.logging_roll_time", K_MS, N(s3_logging_roll_ms), "300s",
+	 "S3 server access logging: a batch of a bucket's records is delivered as a log object this long after its "
+	 "first record (a bucket's ObjectRollTime overrides it); the batch not yet delivered is what a crash loses"},
+	{"s3.logging_max_pending", K_SIZE, N(s3_logging_max_pending), "64MiB",
+	 "S3 server access logging: records held in memory on a node, all buckets together, before delivery; "
+	 "records beyond are dropped and counted"},
 	{"s3.max_uploads", K_U64, N(s3_max_uploads), "1000",
 	 "S3 multipart uploads in progress per bucket on each target (CreateMultipartUpload beyond: 400 "
 	 "TooManyUploads; 0 = no limit)"},

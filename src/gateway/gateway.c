@@ -1465,6 +1465,7 @@ void gateway_stop(gateway_t *g)
 {
 	if (!g)
 		return;
+	s3_log_stop(); /* pending access log records delivered while the map is known */
 	cluster_stop(g->base.cl); /* no keepalive rounds to peers that are stopping too */
 	http_server_free(g->srv);
 	cluster_free(g->base.cl);

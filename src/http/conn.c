@@ -97,6 +97,12 @@ bool conn_is_node(http_conn_t *c)
 }
 
 bool http_req_from_node(http_req_t *req) { return conn_is_node(req->conn); }
+
+void http_req_on_done(http_req_t *req, void (*fn)(http_req_t *req, void *arg), void *arg)
+{
+	req->on_done = fn;
+	req->on_done_arg = arg;
+}
 const char *http_req_peer(const http_req_t *req) { return req->conn->peer; }
 bool http_req_tls(const http_req_t *req) { return req->conn->ssl != NULL; }
 
@@ -638,6 +644,8 @@ static void request_done(http_conn_t *c)
 {
 	http_req_t *req = &c->req;
 	hm_request_done(c);
+	if (req->on_done)
+		req->on_done(req, req->on_done_arg);
 	if (log_get_level() <= LOG_DEBUG) {
 		buf_t t = BUF_INIT;
 		http_target_redact(req->target, &t);

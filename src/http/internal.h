@@ -258,6 +258,7 @@ struct http_conn {
 	int pfd;
 	uint64_t pleft;
 	uint64_t bytes_out;
+	uint64_t head_out; /* of bytes_out, the head's (resp_build_head) */
 };
 
 /*

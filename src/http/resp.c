@@ -38,6 +38,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <strings.h>
+
 #include "internal.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -79,6 +81,7 @@ void resp_reset(http_conn_t *c)
 	c->mref = NULL;
 	c->mref_len = c->mref_off = 0;
 	c->bytes_out = 0;
+	c->head_out = 0;
 	buf_reset(&c->out);
 	buf_reset(&c->rhdrs);
 	if (c->out.cap > (1 << 20))
@@ -89,6 +92,29 @@ void resp_reset(http_conn_t *c)
 }
 
 void http_resp_status(http_req_t *req, int status) { req->conn->status = status; }
+
+void http_resp_info(const http_req_t *req, http_resp_info_t *out)
+{
+	const http_conn_t *c = req->conn;
+	out->status = c->status;
+	out->body_out = c->bytes_out > c->head_out ? c->bytes_out - c->head_out : 0;
+}
+
+sv_t http_resp_header_get(const http_req_t *req, const char *name)
+{
+	const buf_t *h = &req->conn->rhdrs;
+	size_t nl = strlen(name);
+	const char *p = h->ptr, *end = h->ptr + h->len;
+	while (p && p < end) {
+		const char *eol = memchr(p, '\r', (size_t)(end - p));
+		if (!eol)
+			break;
+		if ((size_t)(eol - p) > nl && p[nl] == ':' && !strncasecmp(p, name, nl))
+			return sv_trim((sv_t){p + nl + 1, (size_t)(eol - p) - nl - 1});
+		p = eol + 2;
+	}
+	return (sv_t){NULL, 0};
+}
 bool http_resp_started(const http_req_t *req) { return resp_started(req->conn); }
 
 /* Ends a header line whose value starts at start. */
@@ -187,6 +213,7 @@ void resp_build_head(http_conn_t *c, uint64_t length, bool chunked)
 	}
 	buf_addsv(&c->out, sv_of(&c->rhdrs));
 	buf_add(&c->out, "\r\n", 2);
+	c->head_out = c->out.len;
 }
 
 static bool begin(http_req_t *req, enum resp_kind kind)

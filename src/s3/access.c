@@ -36,6 +36,7 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
+#include "s3log.h"
 #include "aisd/banned.h"
 
 /* The default owner: the first key's user (what owner_of answers for an
@@ -174,6 +175,8 @@ int s3_decide(s3_rq_t *r)
 			continue;
 		if (have) {
 			x->acl_have = s3_bucket_perms(r, &b);
+			if (i == S3_RES_NAMED && (!r->auth.key || !r->auth.key->user_id || strcmp(b.owner, r->auth.key->user_id)))
+				s3_log_acl_required(r); /* an ACL decides for someone not the owner: its access log says so */
 		} else if (who.kind == AUTHZ_ANON && i == S3_RES_NAMED) {
 			s3_error(r, "NoSuchBucket", NULL);
 			return AIS_ERR;

@@ -21,6 +21,7 @@
 #include "aisd/target.h"
 #include "aisd/util.h"
 #include "s3api.h"
+#include "s3log.h"
 #include "aisd/banned.h"
 
 struct md {
@@ -99,6 +100,7 @@ static void md_work(http_req_t *req)
 			code = "AccessDenied", buf_addstr(&msg, "Access Denied: explicit deny in the bucket policy");
 		else if (del_one(r, key, versioned, vid, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
 			code = st == 503 ? "ServiceUnavailable" : st == 403 ? "AccessDenied" : "InternalError";
+		s3_log_key(r, key, vid, code); /* its access log record (logging.c) */
 		if (code) {
 			buf_addstr(b, "<Error>");
 			s3_xml_elem(b, "Key", key.ptr, key.len);

@@ -14,6 +14,7 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
+#include "s3log.h"
 #include "aisd/banned.h"
 
 static const struct {
@@ -121,6 +122,7 @@ static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg,
 	http_req_t *req = r->http;
 	buf_t b = BUF_INIT;
 
+	s3_log_error(r, code); /* its access log record (logging.c) */
 	if (http_resp_started(req))
 		return;
 	if (!msg || !*msg)

@@ -16,8 +16,7 @@
  *     for unsupported functionality); nothing was read, written or
  *     changed; or
  *   - what S3 answers for a bucket or object without that configuration,
- *     when that is the truth here: GET ?logging an empty
- *     BucketLoggingStatus, DELETE ?website 204 because there is no
+ *     when that is the truth here: DELETE ?website 204 because there is no
  *     website configuration to delete.
  * Sub-resources aisd implements are listed too (PASS), so that the table
  * is the inventory: a method a row does not name is refused, so DELETE
@@ -66,6 +65,7 @@ static const struct subres {
 } subres[] = {
 	/* implemented */
 	{SUB("acl", ON_BUCKET | ON_OBJECT, "ACLs"), .get = C(PASS), .put = C(PASS)},
+	{SUB("logging", ON_BUCKET, "bucket logging"), .get = C(PASS), .put = C(PASS), .post = C(PASS)},
 	{SUB("uploads", ON_BUCKET, "ListMultipartUploads"), .get = C(PASS)},
 	{SUB("uploads", ON_OBJECT, "CreateMultipartUpload"), .post = C(PASS)},
 	{SUB("uploadId", ON_OBJECT, "multipart uploads"), .get = C(PASS), .put = C(PASS), .post = C(PASS),
@@ -100,7 +100,6 @@ static const struct subres {
 	{SUB("ownershipControls", ON_BUCKET, "ownership controls"),
 	 .get = CA(ABSENT, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found"),
 	 .del = C(NONE)},
-	{SUB("logging", ON_BUCKET, "bucket logging"), .get = CA(DOC, "BucketLoggingStatus", "")},
 	{SUB("notification", ON_BUCKET, "event notifications"), .get = CA(DOC, "NotificationConfiguration", "")},
 	{SUB("accelerate", ON_BUCKET, "transfer acceleration"), .get = CA(DOC, "AccelerateConfiguration", "")},
 	{SUB("requestPayment", ON_BUCKET, "requester pays"),

@@ -24,6 +24,7 @@
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3api.h"
+#include "s3log.h"
 #include "aisd/banned.h"
 
 s3_authcfg_t s3_cfg;
@@ -37,6 +38,7 @@ int s3_init(const conf_t *c, buf_t *err)
 	if (!cfg_done) {
 		rc = s3_authcfg_init(&s3_cfg, c, err);
 		cfg_done = rc == AIS_OK;
+		s3_log_init(c);
 	}
 	pthread_mutex_unlock(&cfg_mu);
 	return rc;
@@ -386,6 +388,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_cors(r);
 	if (s3_query_has(req, "lifecycle"))
 		return s3_bucket_lifecycle(r);
+	if (s3_query_has(req, "logging"))
+		return s3_bucket_logging(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -419,6 +423,8 @@ static int authenticate(s3_rq_t *r)
  *   PutBucketAcl, Put/DeleteBucketTagging admin  WRITE_ACP (bucket)
  *   Put/DeleteBucketPolicy, ...PublicAccessBlock admin WRITE_ACP (bucket)
  *   Put/DeleteBucketCors           admin         WRITE_ACP (bucket)
+ *   Put/PostBucketLogging          admin         WRITE_ACP (bucket; Put: its owner only, logging.c)
+ *   GetBucketLogging               list          READ_ACP (bucket)
  *   GetBucketAcl, GetBucketTagging list          READ_ACP (bucket)
  *   GetBucketPolicy(Status), ...PublicAccessBlock list READ_ACP (bucket)
  *   GetBucketCors                  list          READ_ACP (bucket)
@@ -465,9 +471,9 @@ static int s3_declare(s3_rq_t *r)
 	if (!r->key.len) {
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
 		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors") ||
-		    s3_query_has(req, "lifecycle")) {
-			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS or lifecycle: as
-			 * its owner's */
+		    s3_query_has(req, "lifecycle") || s3_query_has(req, "logging")) {
+			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS, lifecycle or
+			 * logging: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;
@@ -651,6 +657,7 @@ static int s3_handle(http_req_t *req, bool gateway)
 	}
 	if (parse_addr(r) != AIS_OK)
 		return AIS_OK;
+	s3_log_arm(r); /* its server access log record, where it arrived (logging.c) */
 	/* a CORS preflight: answered here, from the BMD (corsop.c) */
 	if (req->method == HTTP_OPTIONS)
 		return s3_cors_preflight(r);

@@ -55,6 +55,7 @@ typedef struct s3_rq {
 	authz_res_t res[2];
 	size_t nres;
 	struct s3_post *post; /* a browser POST upload's form (post.c); NULL: none */
+	struct logctx *log;   /* its server access log record to be (logging.c); NULL: none */
 } s3_rq_t;
 enum { S3_RES_NAMED, S3_RES_SOURCE };
 

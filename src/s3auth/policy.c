@@ -27,6 +27,7 @@
 #include "aisd/banned.h"
 
 #define ARN_S3 "arn:aws:s3:::"
+#define SERVICE_TAG "\001service:" /* a Service principal in a statement's list */
 
 enum op_kind { OP_STR, OP_STR_NOCASE, OP_LIKE, OP_NUM_EQ, OP_NUM_LT, OP_NUM_LE, OP_NUM_GT, OP_NUM_GE, OP_BOOL, OP_IP, OP_NULL };
 
@@ -167,8 +168,8 @@ static int principal_parse(struct pctx *c, json_t *v, list_t *out)
 	if (!json_is_object(v) || !json_object_size(v))
 		return fail(c, "Statement %zu: Principal must be \"*\" or an object ({\"AWS\": ...})", c->si);
 	json_object_foreach(v, k, x) {
-		if (strcmp(k, "AWS") && strcmp(k, "CanonicalUser"))
-			return fail(c, "Statement %zu: unsupported principal type \"%.64s\" (AWS or CanonicalUser)",
+		if (strcmp(k, "AWS") && strcmp(k, "CanonicalUser") && strcmp(k, "Service"))
+			return fail(c, "Statement %zu: unsupported principal type \"%.64s\" (AWS, CanonicalUser or Service)",
 				    c->si, k);
 		total += json_is_array(x) ? json_array_size(x) : 1;
 	}
@@ -181,6 +182,10 @@ static int principal_parse(struct pctx *c, json_t *v, list_t *out)
 		for (size_t i = 0; i < l.n && out->n < total; i++) {
 			if (!l.v[i].len)
 				return fail(c, "Statement %zu: Principal: an empty principal", c->si);
+			if (!strcmp(k, "Service")) { /* kept as SERVICE_TAG + name: never a user's */
+				char *t = arena_printf(c->a, SERVICE_TAG "%.*s", (int)l.v[i].len, l.v[i].ptr);
+				l.v[i] = (sv_t){t, strlen(t)};
+			}
 			out->v[out->n++] = l.v[i];
 		}
 	}
@@ -503,6 +508,13 @@ static bool principal_match(const list_t *l, const s3pol_req_t *q)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		sv_t p = l->v[i];
+		bool svc = sv_startswith(p, SERVICE_TAG);
+		if (q->service || svc) { /* a service only by its name, never by "*" or a user's */
+			if (q->service && svc && p.len - strlen(SERVICE_TAG) == strlen(q->service) &&
+			    !memcmp(p.ptr + strlen(SERVICE_TAG), q->service, strlen(q->service)))
+				return true;
+			continue;
+		}
 		if (sv_eqstr(p, "*"))
 			return true;
 		if (!q->user)

@@ -366,6 +366,7 @@ void target_stop(target_t *t)
 {
 	if (!t)
 		return;
+	s3_log_stop(); /* pending access log records delivered while the map is known */
 	httpc_stream_abort(); /* copies to and from peers that may be stopping too */
 	cluster_stop(t->base.cl); /* and no keepalive rounds to them */
 	http_server_free(t->srv);

@@ -220,7 +220,7 @@ BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["POST"], "encryption": ["PUT"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
-    "publicAccessBlock": ["POST"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
+    "publicAccessBlock": ["POST"], "logging": ["DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
     "metrics": ["GET", "PUT", "DELETE"], "intelligent-tiering": ["GET", "PUT", "DELETE"],
     "metadataTable": ["GET", "POST", "DELETE"], "session": ["GET"],

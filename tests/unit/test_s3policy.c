@@ -53,8 +53,8 @@ START_TEST(test_parse_refusals)
 		{STMT("{\"Effect\":\"Allow\",\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"), "Principal"},
 		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"me\",\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"),
 		 "Principal"},
-		{STMT("{\"Effect\":\"Allow\",\"Principal\":{\"Service\":\"x\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"),
-		 "Service"},
+		{STMT("{\"Effect\":\"Allow\",\"Principal\":{\"Federated\":\"x\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"),
+		 "Federated"},
 		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":7,\"Resource\":\"*\"}"), "Action"},
 		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":[],\"Resource\":\"*\"}"), "Action"},
 		{STMT("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"iam:Get\",\"Resource\":\"*\"}"), "action"},
@@ -281,6 +281,34 @@ START_TEST(test_public_glob)
 }
 END_TEST
 
+/* A Service principal (server access log delivery) matches that service
+ * only: never "*", a user or another service; users never match it. */
+START_TEST(test_service_principal)
+{
+	arena_t *a = arena_new(4096);
+	const s3pol_t *p;
+	char msg[512];
+	ck_assert_int_eq(parse(a, STMT("{\"Effect\":\"Allow\",\"Principal\":{\"Service\":\"logging.s3.amazonaws.com\"},"
+				       "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/log/\"},"
+				       "{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}"),
+			       &p, msg, sizeof(msg)),
+			 AIS_OK);
+	s3pol_req_t q = {.service = "logging.s3.amazonaws.com", .action = "s3:PutObject", .bucket = SV("b"),
+			 .key = SV("log/")};
+	ck_assert_int_eq(s3pol_eval(p, &q, false), S3POL_ALLOW);
+	q.key = SV("other/");
+	ck_assert_int_eq(s3pol_eval(p, &q, false), S3POL_NONE);
+	q.key = SV("log/"), q.service = "logging.s3.amazonaws.comX";
+	ck_assert_int_eq(s3pol_eval(p, &q, false), S3POL_NONE);
+	q.service = "logging.s3.amazonaws.com", q.action = "s3:GetObject"; /* "*" is not a service */
+	ck_assert_int_eq(s3pol_eval(p, &q, false), S3POL_NONE);
+	s3pol_req_t u = {.user = "\001service:logging.s3.amazonaws.com", .action = "s3:PutObject", .bucket = SV("b"),
+			 .key = SV("log/")};
+	ck_assert_int_eq(s3pol_eval(p, &u, false), S3POL_NONE);
+	arena_destroy(a);
+}
+END_TEST
+
 /* The verdict in the one decision: a Deny wins over grants, owner ACLs
  * and administrators; an Allow adds to the ACLs; a peer is never refused. */
 START_TEST(test_decide_with_policy)
@@ -374,6 +402,7 @@ static Suite *s3policy_suite(void)
 	tcase_add_test(tc, test_eval_tables);
 	tcase_add_test(tc, test_eval_conditions);
 	tcase_add_test(tc, test_public_glob);
+	tcase_add_test(tc, test_service_principal);
 	tcase_add_test(tc, test_decide_with_policy);
 	tcase_add_test(tc, test_bmd_policy);
 	suite_add_tcase(s, tc);
