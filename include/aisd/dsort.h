@@ -202,6 +202,18 @@ typedef struct dsort_env {
 	 * is (a client's delete). 0, 1 when there was none, or -1 with why
 	 * (may be NULL) set. */
 	int (*del)(void *arg, const char *bck, const char *obj, buf_t *why);
+	/* A staged write of bck/obj (rule 5: an output shard built where the
+	 * object layer puts it): open (NULL with why set), write (AIS_OK or
+	 * AIS_ERR), commit with custom metadata as a client's write by the
+	 * object layer's rename, with the bucket's checksum, copies or slices
+	 * (AIS_OK, or AIS_ERR with why; nothing visible then), fd: the staged
+	 * bytes to read (a write that could not commit here, sent to its owner
+	 * instead; -1 on failure), free (what was not committed goes). */
+	void *(*stage_open)(void *arg, const char *bck, const char *obj, buf_t *why);
+	int (*stage_write)(void *st, const void *p, size_t n);
+	int (*stage_commit)(void *st, const char *custom, buf_t *why);
+	int (*stage_fd)(void *st);
+	void (*stage_free)(void *st);
 	void *arg;
 } dsort_env_t;
 /* Registers the job kind "dsort" (env copied). */

@@ -1,8 +1,10 @@
 /*
  * commit.c - the commit and the undo of a dsort run (dsort.h rules 5 and
  * 6): once every target has built its output shards (the barrier
- * ?stage=built), each shard is written to DST's owner as a client's write
- * tagged DSORT_TAG=ID (COMMIT_THREADS at once); the run is done only when
+ * ?stage=built), each shard is committed as a client's write tagged
+ * DSORT_TAG=ID (COMMIT_THREADS at once): one built in place (a staged
+ * write of the object layer) by its rename, one in the spool by a PUT to
+ * DST's owner; the run is done only when
  * every peer confirms its commits (?stage=committed, job.c). A failed run
  * deletes through the object layer (every copy) the shards it committed
  * and, once past the barrier or when started again after a restart, every
@@ -27,7 +29,8 @@
 
 #define PUT_RETRY_MS 30000 /* a PUT retried this long while the owner is away */
 
-static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t len)
+/* PUTs [off, off+len) of fd to DST/name's owner as a client's write. */
+static bool put_shard(struct drun *x, const char *name, int fd, uint64_t off, uint64_t len)
 {
 	int64_t until = time_mono_ns() + (int64_t)PUT_RETRY_MS * 1000000;
 	for (int k = 0;; k++) { /* the destination's owner may be restarting: again */
@@ -42,7 +45,7 @@ static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t l
 		if (d.n && d.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
 			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file_at(url.ptr, hdrs, x->spfd, off, len, DSORT_IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
+			rc = xs_put_file_at(url.ptr, hdrs, fd, off, len, DSORT_IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
 		}
 		char why[200];
 		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
@@ -60,6 +63,31 @@ static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t l
 			log_warnx("dsort %s: %s: %s (trying again)", x->r.id, name, why);
 		usleep(300 * 1000);
 	}
+}
+
+/* Commits output shard name built in place (st, len bytes): the object
+ * layer's rename, tagged; when this target is no longer its owner (the map
+ * changed) or its copies missed the write quorum, its bytes are PUT to the
+ * owner instead, as a spooled one's. */
+static bool commit_staged(struct drun *x, void *st, const char *name, uint64_t len)
+{
+	char tag[JREG_ID_MAX + 64];
+	buf_t why = BUF_INIT;
+	snprintf(tag, sizeof(tag), DSORT_TAG "=%s", x->r.id);
+	bool ok = dsort_denv.stage_commit(st, tag, &why) == AIS_OK;
+	if (!ok) {
+		int fd = dsort_denv.stage_fd(st);
+		if (fd >= 0) {
+			log_info("dsort %s: %s/%s: not committed in place (%s): PUT to its owner", x->r.id, x->dst, name,
+				 why.len ? why.ptr : "?");
+			ok = put_shard(x, name, fd, 0, len);
+			close(fd);
+		} else {
+			dsort_fail(x, name, why.len ? why.ptr : "committing it in place");
+		}
+	}
+	buf_free(&why);
+	return ok;
 }
 
 /* debug.dsort_commit_pause: a test hook, before each commit (a stop
@@ -86,7 +114,8 @@ static void *commit_main(void *arg)
 	struct drun *x = c->x;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		json_t *e = json_array_get(x->built, c->next++);
+		size_t i = c->next++;
+		json_t *e = json_array_get(x->built, i);
 		pthread_mutex_unlock(&c->mu);
 		if (!e || dsort_failed(x))
 			break;
@@ -94,7 +123,7 @@ static void *commit_main(void *arg)
 		uint64_t off = (uint64_t)json_integer_value(json_array_get(e, 1));
 		uint64_t len = (uint64_t)json_integer_value(json_array_get(e, 2));
 		debug_pause(x);
-		if (!put_shard(x, name, off, len))
+		if (!(x->stage[i] ? commit_staged(x, x->stage[i], name, len) : put_shard(x, name, x->spfd, off, len)))
 			break;
 		pthread_mutex_lock(&c->mu);
 		json_array_append_new(x->written, json_string(name));

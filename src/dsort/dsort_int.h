@@ -69,7 +69,15 @@ struct drun {
 	int spfd;
 	bool spfile; /* spilled to a mountpath */
 	uint64_t splen;
-	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool */
+	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool (or staged: stage) */
+	/* output shards built in place (rule 5): stage[i], the staged write
+	 * (dsort_env_t.stage_*) of built[i] (OFFSET 0), NULL: in the spool;
+	 * cur: the one being built, its bytes gathered in wb, curlen in all */
+	void **stage;
+	size_t nstaged;
+	void *cur;
+	buf_t wb;
+	uint64_t curlen;
 	char cause[300]; /* a peer's failure that failed this run: passed on as it is */
 	dsort_ofile_t of; /* "order": the order file (the spec's "order_text") */
 };

@@ -548,7 +548,35 @@ static int spool_write(struct drun *x, const char *p, size_t n)
 	return AIS_OK;
 }
 
-static int spw(void *arg, const char *p, size_t n) { return spool_write(arg, p, n); }
+/* Bytes gathered before one write to a staged output shard. */
+#define STAGE_BUF (1u << 20)
+/* Output shards of a run built in place at most (each holds a file open
+ * until the commit); the others go to the spool. */
+#define STAGE_MAX 512
+
+static bool stage_flush(struct drun *x)
+{
+	bool ok = !x->wb.len || dsort_denv.stage_write(x->cur, x->wb.ptr, x->wb.len) == AIS_OK;
+	x->wb.len = 0;
+	return ok;
+}
+
+/* Appends to the output shard being built: its staged write (x->cur), or
+ * the spool. */
+static int out_write(struct drun *x, const char *p, size_t n)
+{
+	if (!x->cur)
+		return spool_write(x, p, n);
+	x->curlen += n;
+	if (x->wb.len + n > STAGE_BUF && !stage_flush(x))
+		return AIS_ERR;
+	if (n >= STAGE_BUF)
+		return dsort_denv.stage_write(x->cur, p, n);
+	buf_add(&x->wb, p, n);
+	return AIS_OK;
+}
+
+static int spw(void *arg, const char *p, size_t n) { return out_write(arg, p, n); }
 
 /* Member data: size bytes at off of input shard i, into the spool. */
 static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
@@ -564,7 +592,7 @@ static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
 	char b[65536];
 	while (size) {
 		ssize_t r = pread(fd, b, MIN(size, sizeof(b)), (off_t)off);
-		if (r <= 0 || spool_write(x, b, (size_t)r) != AIS_OK) {
+		if (r <= 0 || out_write(x, b, (size_t)r) != AIS_OK) {
 			dsort_fail(x, obj_name(x, i), r <= 0 ? "reading a member" : "writing the spool");
 			return false;
 		}
@@ -611,14 +639,40 @@ static bool compress_built(struct drun *x, const char *name, uint64_t start)
 	return ok;
 }
 
-/* Builds output shard o (named name) into the spool, its records taken
- * from the read-ahead a (whose position is o's first record). */
+/* Records built shard name: staged (x->cur, curlen bytes) or at [start,
+ * splen) of the spool. */
+static void built(struct drun *x, const char *name, uint64_t start)
+{
+	size_t i = json_array_size(x->built);
+	x->stage = xrealloc(x->stage, (i + 1) * sizeof(*x->stage));
+	x->stage[i] = x->cur;
+	json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)(x->cur ? 0 : start),
+						  (json_int_t)(x->cur ? x->curlen : x->splen - start)));
+	x->cur = NULL;
+}
+
+/* Builds output shard o (named name) in place (a staged write of DST/name:
+ * rule 5) or, for a compressed one or past STAGE_MAX, into the spool; its
+ * records taken from the read-ahead a (whose position is o's first
+ * record). */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
 		  const char *name, struct ahead *a)
 {
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t start = x->splen;
+	x->cur = NULL;
+	x->curlen = 0;
+	x->wb.len = 0;
+	if (!tgzw_is_tgz(name, strlen(name)) && x->nstaged < STAGE_MAX) {
+		buf_t why = BUF_INIT;
+		if ((x->cur = dsort_denv.stage_open(dsort_denv.arg, x->dst, name, &why)))
+			x->nstaged++;
+		else /* (the commit's PUT says what is wrong, if anything) */
+			log_info("dsort %s: %s/%s: built in the spool: %s", x->r.id, x->dst, name,
+				 why.len ? why.ptr : "no staged write");
+		buf_free(&why);
+	}
 	for (size_t k = 0; k < o->n && ok && !dsort_failed(x); k++, dsort_ahead_next(a)) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
@@ -638,12 +692,12 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 			uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
-			ok = spool_write(x, h.ptr, h.len) == AIS_OK &&
-			     (span ? spool_write(x, span->ptr + (off - s0), sz) == AIS_OK
+			ok = out_write(x, h.ptr, h.len) == AIS_OK &&
+			     (span ? out_write(x, span->ptr + (off - s0), sz) == AIS_OK
 				   : member_data(x, r->shard, off, sz));
 			h.len = 0;
 			tarw_pad(&h, sz);
-			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
+			ok = ok && out_write(x, h.ptr, h.len) == AIS_OK;
 			if (!ok)
 				break;
 		}
@@ -653,14 +707,20 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 	}
 	h.len = 0;
 	tarw_end(&h);
-	ok = ok && !dsort_failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
+	ok = ok && !dsort_failed(x) && out_write(x, h.ptr, h.len) == AIS_OK && (!x->cur || stage_flush(x));
 	buf_free(&h);
-	if (ok && tgzw_is_tgz(name, strlen(name)) && !compress_built(x, name, start))
+	if (ok && !x->cur && tgzw_is_tgz(name, strlen(name)) && !compress_built(x, name, start))
 		return;
-	if (ok)
-		json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)start, (json_int_t)(x->splen - start)));
-	else if (!dsort_failed(x))
-		dsort_fail(x, name, "writing the spool (a temporary file on a mountpath)");
+	if (ok) {
+		built(x, name, start);
+		return;
+	}
+	if (!dsort_failed(x))
+		dsort_fail(x, name, x->cur ? "writing it in place (a staged object)" : "writing the spool (a temporary file on a mountpath)");
+	if (x->cur) {
+		dsort_denv.stage_free(x->cur);
+		x->cur = NULL;
+	}
 }
 
 /* Waits for every peer to reach stage: built (the barrier of rule 5),
@@ -811,6 +871,11 @@ static void *run(void *arg)
 			close(x->fds[i]);
 	if (x->spfd >= 0)
 		close(x->spfd);
+	for (size_t i = 0; x->stage && i < json_array_size(x->built); i++)
+		if (x->stage[i])
+			dsort_denv.stage_free(x->stage[i]); /* (one not committed goes) */
+	free(x->stage);
+	buf_free(&x->wb);
 	xs_release();
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.state = atomic_load(&x->r.abort) ? JOB_ABORTED : x->r.st.errors ? JOB_FAILED : JOB_DONE;

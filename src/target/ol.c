@@ -60,11 +60,27 @@ unsigned ol_hops(http_req_t *req)
 	return (unsigned)MAX(q, h);
 }
 
+void ol_where_of(target_t *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1])
+{
+	cluster_where_t cw;
+	memset(w, 0, sizeof(*w));
+	cluster_where(t->base.cl, bck, obj, true, &cw, urls, HRW_TOP_MAX);
+	w->cluster = true;
+	w->cmap_version = cw.cmap_version;
+	w->bmd_version = cw.bmd_version;
+	w->n = cw.n;
+	w->self = cw.self;
+	if (cw.n) {
+		memcpy(w->owner, cw.owner, sizeof(w->owner));
+		memcpy(w->owner_intra, cw.owner_intra, sizeof(w->owner_intra));
+		w->urls = urls;
+	}
+}
+
 enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool write, bool may_doubt,
 		       ol_where_t *w)
 {
 	cluster_t *cl = t->base.cl;
-	cluster_where_t cw;
 	char urls[HRW_TOP_MAX][CMAP_URL_MAX + 1];
 
 	memset(w, 0, sizeof(*w));
@@ -79,18 +95,11 @@ enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool wr
 			w->bmd_version = 0;
 		return OL_HERE;
 	}
+	ol_where_of(t, bck, obj, w, urls);
 	w->hops = ol_hops(req);
-	cluster_where(cl, bck, obj, true, &cw, urls, HRW_TOP_MAX);
-	w->cluster = true;
-	w->cmap_version = cw.cmap_version;
-	w->bmd_version = cw.bmd_version;
-	w->n = cw.n;
-	w->self = cw.self;
-	if (cw.n) {
-		memcpy(w->owner, cw.owner, sizeof(w->owner));
-		memcpy(w->owner_intra, cw.owner_intra, sizeof(w->owner_intra));
-		w->urls = arena_alloc(req->arena, cw.n * sizeof(*w->urls));
-		memcpy(w->urls, urls, cw.n * sizeof(*w->urls));
+	if (w->n) {
+		w->urls = arena_alloc(req->arena, w->n * sizeof(*w->urls));
+		memcpy(w->urls, urls, w->n * sizeof(*w->urls));
 	}
 
 	if (write ? w->self == 0 : w->self >= 0)
