@@ -41,12 +41,17 @@
  *     through the object layer: records move target to target, never
  *     through a gateway; a few threads read the remote samples ahead of
  *     the builder, within a quarter of dsort.memory_limit and 32 MiB)
- *     into one spool: memory up to the rest of dsort.memory_limit, then a
- *     temporary file on a mountpath. A shard named ".tgz" or
- *     ".tar.gz" is gzip-compressed there once built (tgzw.h). When every target has built its
- *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
- *     shards (a few at once) to DST's owners as a client's writes (copies, erasure coding
- *     hold; a listing never shows a partial shard).
+ *     in place: a staged write of the object layer (dsort_env_t.stage_*),
+ *     where it keeps DST/NAME, invisible until committed. A shard named
+ *     ".tgz" or ".tar.gz" (gzip-compressed once built, tgzw.h), and those
+ *     past STAGE_MAX, go to one spool instead: memory up to the rest of
+ *     dsort.memory_limit, then a temporary file on a mountpath. When every
+ *     target has built its shards (a barrier: GET /v1/dsort/ID?stage=built),
+ *     each commits its shards (a few at once) as a client's writes: the
+ *     object layer's rename of a staged one (its copies or slices made
+ *     then; one whose owner is another target by the map of the moment is
+ *     PUT there instead), a PUT to DST's owner of a spooled one (copies,
+ *     erasure coding hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
  *     unreadable) ends failed with the reason; its index then answers 500
  *     with the first failure's reason, so its peers fail at once with it

@@ -3,9 +3,10 @@
  * phase 1 indexes the input shards assigned to this target and serves the
  * index to its peers (GET /v1/dsort/ID); every target then reads every
  * index, computes the same global order and cut (plan.c), and builds the
- * output shards it owns into one spool (memory up to dsort.memory_limit,
- * then a temporary file on a mountpath); once every target has built its
- * shards, each is PUT to DST's owner as a client's write. Members' bytes
+ * output shards it owns in place (staged writes of the object layer; a
+ * .tgz one into a spool: memory up to dsort.memory_limit, then a temporary
+ * file on a mountpath); once every target has built its shards, each is
+ * committed as a client's write (commit.c). Members' bytes
  * come from this target's store or, with ranged GETs, from the input
  * shard's owner: target to target only.
  */
