@@ -13,9 +13,14 @@ Checks:
  2. Into a bucket with mirror.copies=2: the replicas are still written
     (one intra-cluster PUT per output shard, none more: the owner's copy
     is not PUT), and every shard is on two targets.
- 3. No error-level line in any node's log.
+ 3. A target joins while the targets commit (debug.dsort_commit_pause
+    spaces the commits): the shards whose owner it became are sent to it
+    instead of committed in place (the targets' logs say so), the job is
+    done, and every input sample is in exactly one output shard, byte for
+    byte.
+ 4. No error-level line in any node's log.
 """
-# timeout: 120
+# timeout: 150
 import io
 import json
 import os
@@ -33,7 +38,8 @@ INTRA = {"Ais-Intra": "test"}
 CTL = os.environ["AISCTL"]
 
 t = T()
-clulib.init(t, "dsortip", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
+clulib.init(t, "dsortip", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
+                           "--set", "debug.dsort_commit_pause=500ms"])
 g = Node("g1", "gateway")
 ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
 for n, j in [(g, None)] + [(x, g) for x in ts]:
@@ -66,15 +72,39 @@ def object_puts():
     return n
 
 
-def dsort_done(src, dst):
-    rc, out, err = ctl("dsort", src, dst, "--algorithm", "shuffle", "--seed", "7", "--shard-size", "60KiB",
+def dsort_start(src, dst, size="60KiB"):
+    rc, out, err = ctl("dsort", src, dst, "--algorithm", "shuffle", "--seed", "7", "--shard-size", size,
                        "--template", "out-{0000..9999}.tar")
     words = out.split()
     rid = words[words.index("job") + 1] if rc == 0 and "job" in words else ""
     t.check(rc == 0 and rid, "aisctl dsort %s %s: started" % (src, dst), out + err)
+    return rid
+
+
+def dsort_done(src, dst, size="60KiB"):
+    rid = dsort_start(src, dst, size)
+    return job_done(rid)
+
+
+def job_done(rid):
     rc, out, err = ctl("job", "wait", rid or "none", "--timeout-s", "60", timeout=90)
     t.check((rc, out.strip()) == (0, "%s: done" % rid), "aisctl job wait %s: done" % rid, out + err)
     return rid
+
+
+def read_back(b):
+    """The samples of b's shards: [(key, [(member, bytes)], shard)]."""
+    got = []
+    for s in names(b):
+        resp = follow("GET", g.url, "/v1/objects/%s/%s" % (b, q(s)))[1]
+        with tarfile.open(fileobj=io.BytesIO(resp.body)) as tf:
+            mem = [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
+        for n, data in mem:
+            if got and got[-1][0] == key(n) and got[-1][2] == s:
+                got[-1][1].append((n, data))
+            else:
+                got.append((key(n), [(n, data)], s))
+    return got
 
 
 def key(n):
@@ -82,7 +112,7 @@ def key(n):
 
 
 # --- input: 6 shards of 20 samples -----------------------------------------------------------
-for b in ("in", "o1", "o2"):
+for b in ("in", "o1", "o2", "o3"):
     t.eq(request("POST", g.url, "/v1/buckets/" + b, '{"action":"create-bck"}', JSON).status, 200, "create " + b)
 r = request("PATCH", g.url, "/v1/buckets/o2",
             json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
@@ -109,16 +139,7 @@ puts = object_puts() - before
 out = names("o1")
 t.check(len(out) >= 3, "o1: several output shards", out)
 t.eq(puts, 0, "o1: no PUT of /v1/objects during the job (the shards committed in place)")
-got = []
-for s in out:
-    resp = follow("GET", g.url, "/v1/objects/o1/" + q(s))[1]
-    with tarfile.open(fileobj=io.BytesIO(resp.body)) as tf:
-        mem = [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
-    for n, data in mem:
-        if got and got[-1][0] == key(n) and got[-1][2] == s:
-            got[-1][1].append((n, data))
-        else:
-            got.append((key(n), [(n, data)], s))
+got = read_back("o1")
 keys = [k for k, _, _ in got]
 t.eq(sorted(keys), sorted(want), "o1: every input sample exactly once")
 t.check(all(want.get(k) == m for k, m, _ in got), "o1: every sample's members in order, byte for byte")
@@ -145,5 +166,33 @@ for s in out2:
         single.append((s, held))
 t.check(not single, "o2: every shard on two targets", single[:3])
 
+# --- 3. a target joins during the commits -------------------------------------------------------
+rid = dsort_start("in", "o3", "10KiB")
+
+
+def moved_any():
+    for x in ts:
+        r = request("GET", x.url, "/v1/jobs?id=%s&all=true" % (rid or "none"), headers=INTRA)
+        runs = (r.json() or {}).get("runs", []) if r.status == 200 else []
+        if runs and (runs[0].get("moved", 0) >= 1 or runs[0].get("state") != "running"):
+            return True
+    return False
+
+
+t.check(poll(moved_any, 60), "o3: the targets commit")
+t4 = Node("t4", "target")
+t.check(t4.start(join=g.url), "t4 starts and joins during the commits")
+t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts + [t4]}, 20), "the map has t4")
+job_done(rid)
+sent = 0
+for x in ts:
+    with open(x.log, errors="replace") as f:
+        sent += sum(1 for line in f if "not committed in place" in line)
+t.check(sent >= 1, "o3: shards whose owner t4 became were sent to it (%d)" % sent)
+got = read_back("o3")
+t.eq(sorted(k for k, _, _ in got), sorted(want), "o3: every input sample exactly once")
+t.check(all(want.get(k) == m for k, m, _ in got), "o3: every sample's members in order, byte for byte")
+
+ts.append(t4)
 clulib.check_logs([g] + ts)
 t.finish()
