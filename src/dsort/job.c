@@ -594,7 +594,9 @@ static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
 	while (size) {
 		ssize_t r = pread(fd, b, MIN(size, sizeof(b)), (off_t)off);
 		if (r <= 0 || out_write(x, b, (size_t)r) != AIS_OK) {
-			dsort_fail(x, obj_name(x, i), r <= 0 ? "reading a member" : "writing the spool");
+			dsort_fail(x, obj_name(x, i), r <= 0 ? "reading a member"
+						       : x->cur ? "writing it in place (a staged object)"
+								: "writing the spool");
 			return false;
 		}
 		off += (uint64_t)r;
@@ -717,7 +719,8 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 		return;
 	}
 	if (!dsort_failed(x))
-		dsort_fail(x, name, x->cur ? "writing it in place (a staged object)" : "writing the spool (a temporary file on a mountpath)");
+		dsort_fail(x, name, x->cur ? "writing it in place (a staged object)"
+					   : "writing the spool (a temporary file on a mountpath)");
 	if (x->cur) {
 		dsort_denv.stage_free(x->cur);
 		x->cur = NULL;
