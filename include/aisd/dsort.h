@@ -41,12 +41,17 @@
  *     through the object layer: records move target to target, never
  *     through a gateway; a few threads read the remote samples ahead of
  *     the builder, within a quarter of dsort.memory_limit and 32 MiB)
- *     into one spool: memory up to the rest of dsort.memory_limit, then a
- *     temporary file on a mountpath. A shard named ".tgz" or
- *     ".tar.gz" is gzip-compressed there once built (tgzw.h). When every target has built its
- *     shards (a barrier: GET /v1/dsort/ID?stage=built), each PUTs its
- *     shards (a few at once) to DST's owners as a client's writes (copies, erasure coding
- *     hold; a listing never shows a partial shard).
+ *     in place: a staged write of the object layer (dsort_env_t.stage_*),
+ *     where it keeps DST/NAME, invisible until committed. A shard named
+ *     ".tgz" or ".tar.gz" (gzip-compressed once built, tgzw.h), and those
+ *     past STAGE_MAX, go to one spool instead: memory up to the rest of
+ *     dsort.memory_limit, then a temporary file on a mountpath. When every
+ *     target has built its shards (a barrier: GET /v1/dsort/ID?stage=built),
+ *     each commits its shards (a few at once) as a client's writes: the
+ *     object layer's rename of a staged one (its copies or slices made
+ *     then; one whose owner is another target by the map of the moment is
+ *     PUT there instead), a PUT to DST's owner of a spooled one (copies,
+ *     erasure coding hold; a listing never shows a partial shard).
  *  6. A run that fails (a peer gone or failed, an input changed or
  *     unreadable) ends failed with the reason; its index then answers 500
  *     with the first failure's reason, so its peers fail at once with it
@@ -202,6 +207,18 @@ typedef struct dsort_env {
 	 * is (a client's delete). 0, 1 when there was none, or -1 with why
 	 * (may be NULL) set. */
 	int (*del)(void *arg, const char *bck, const char *obj, buf_t *why);
+	/* A staged write of bck/obj (rule 5: an output shard built where the
+	 * object layer puts it): open (NULL with why set), write (AIS_OK or
+	 * AIS_ERR), commit with custom metadata as a client's write by the
+	 * object layer's rename, with the bucket's checksum, copies or slices
+	 * (AIS_OK, or AIS_ERR with why; nothing visible then), fd: the staged
+	 * bytes to read (a write that could not commit here, sent to its owner
+	 * instead; -1 on failure), free (what was not committed goes). */
+	void *(*stage_open)(void *arg, const char *bck, const char *obj, buf_t *why);
+	int (*stage_write)(void *st, const void *p, size_t n);
+	int (*stage_commit)(void *st, const char *custom, buf_t *why);
+	int (*stage_fd)(void *st);
+	void (*stage_free)(void *st);
 	void *arg;
 } dsort_env_t;
 /* Registers the job kind "dsort" (env copied). */

@@ -108,11 +108,6 @@ enum ol_route {
  * writes (write true) on the owner, reads on any holder. */
 enum ol_route ol_where(http_req_t *req, struct target *t, sv_t bck, sv_t obj, bool write, bool may_doubt,
 		       ol_where_t *w);
-/* The same for the object layer's own work on this target (a job that
- * writes or deletes as the owner): w filled from the current map, this
- * target ranked among the holders; urls (HRW_TOP_MAX of them) holds
- * w->urls. Not in a cluster: w->cluster false. */
-void ol_where_job(struct target *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1]);
 /* Answers OL_OWNER/OL_NONE/OL_LOOP for the native API: 307 to the owner
  * (as hop w->hops + 1), 503, or 508. */
 void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w);
@@ -120,6 +115,12 @@ void ol_answer_native(http_req_t *req, enum ol_route r, const ol_where_t *w);
 void ol_loop_msg(const ol_where_t *w, buf_t *out);
 /* Times req was routed between nodes (its hop parameter or header). */
 unsigned ol_hops(http_req_t *req);
+/* The holders of bck/obj by the current map, as ol_where finds them for a
+ * request from outside the cluster (w->cluster true, hops 0), for the
+ * object layer's own work on this target (a job that writes or deletes as
+ * the owner, a staged write's commit); w->urls is urls (HRW_TOP_MAX
+ * entries, the caller's). Not in a cluster: w->cluster false. */
+void ol_where_of(struct target *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1]);
 
 /* --- reads ----------------------------------------------------------------------- */
 
@@ -240,6 +241,27 @@ int ol_put_splice(ol_put_t *p, int pfd, size_t n);
  * write quorum was missed, msg says why; nothing stays visible). */
 int ol_put_commit(ol_put_t *p);
 void ol_put_free(ol_put_t *p);
+
+/* A staged write (olstage.c): an object a job builds in place, bytes
+ * written where the object layer puts them (its temporary object on the
+ * object's mountpath, invisible), committed long after, once, by the
+ * object layer as a client's write: ol_put_commit (the bucket's checksum,
+ * copies or erasure-coded slices, made then from the staged bytes; the
+ * rename that makes it visible), so the owner's bytes are written once. */
+typedef struct ol_stage ol_stage_t;
+/* A staged write of bck/obj (NULL with why set: no bucket, no space). */
+ol_stage_t *ol_stage_open(struct target *t, const char *bck, const char *obj, buf_t *why);
+int ol_stage_write(ol_stage_t *st, const void *p, size_t n);
+/* Commits it with custom metadata custom ("k=v,.."): AIS_OK, or AIS_ERR
+ * with errno and why: EXDEV when this target is not the object's owner by
+ * the map of the moment (nothing done), EAGAIN when its copies missed the
+ * write quorum (nothing visible). */
+int ol_stage_commit(ol_stage_t *st, const char *custom, buf_t *why);
+/* The staged bytes, sealed, open for reading (the caller closes it; a
+ * write that could not commit here is sent elsewhere), or -1 with errno. */
+int ol_stage_fd(ol_stage_t *st);
+/* Frees st; what was not committed goes. */
+void ol_stage_free(ol_stage_t *st);
 
 /* A request body streamed to a sink: the loop fills one of two buffers
  * while a pool thread hands the other to the sink, so memory is bounded and a

@@ -3,9 +3,10 @@
  * phase 1 indexes the input shards assigned to this target and serves the
  * index to its peers (GET /v1/dsort/ID); every target then reads every
  * index, computes the same global order and cut (plan.c), and builds the
- * output shards it owns into one spool (memory up to dsort.memory_limit,
- * then a temporary file on a mountpath); once every target has built its
- * shards, each is PUT to DST's owner as a client's write. Members' bytes
+ * output shards it owns in place (staged writes of the object layer; a
+ * .tgz one into a spool: memory up to dsort.memory_limit, then a temporary
+ * file on a mountpath); once every target has built its shards, each is
+ * committed as a client's write (commit.c). Members' bytes
  * come from this target's store or, with ranged GETs, from the input
  * shard's owner: target to target only.
  */
@@ -38,48 +39,16 @@
 #include "dsort_int.h"
 #include "aisd/banned.h"
 
-#define IO_TIMEOUT_MS 120000
 #define PEER_WAIT_MS 10000      /* a peer unreachable, or not knowing the run, this long: the run fails */
 #define INDEX_WAIT_MS (24 * 3600 * 1000LL) /* a peer still indexing or building (503): waited this long at most */
-#define PUT_RETRY_MS 30000      /* a PUT retried this long while the owner is away */
-/* A remote sample's members are read in one GET when at most SPAN_SLACK
- * bytes lie between them and the whole is at most SPAN_MAX (and a quarter
- * of the memory limit); no GET reads more than SPAN_MAX (a larger member
- * comes in pieces). */
-#define SPAN_SLACK 65536
-#define SPAN_MAX DSORT_READ_MAX
 
 /* --- a run ----------------------------------------------------------------- */
 
-struct drun {
-	jtrun_t r; /* id, stats, abort (jobreg.h) */
-	char src[NAME_BUCKET_MAX + 1], dst[NAME_BUCKET_MAX + 1];
-	json_t *spec;
-	dsort_spec_t s;
-	ix_t *ix;
-	size_t me;    /* this target's index in the spec's targets */
-	json_t *objs; /* the spec's "objects" */
-	int *fds;     /* per input shard: its file here (-1: not here, -2: not opened yet) */
-	json_t *written; /* names of the output shards this run PUT */
-	bool committing; /* past the barrier: output shards of the run may be anywhere (rule 6) */
-	bool resumed;    /* started again after a restart: its former self may have committed some */
-	int64_t ms[6];   /* when each step ended: index, plan, build, barrier, commit, confirmation (the log's) */
-	/* the spool of every output shard this target builds (rule 5) */
-	int spfd;
-	bool spfile; /* spilled to a mountpath */
-	uint64_t splen;
-	json_t *built; /* [[NAME,OFFSET,LENGTH],..] in the spool */
-	char cause[300]; /* a peer's failure that failed this run: passed on as it is */
-	dsort_ofile_t of; /* "order": the order file (the spec's "order_text") */
-};
+dsort_env_t dsort_denv;
 
-static dsort_env_t denv;
-
-/* Bytes the read-ahead holds at most (phase 2), out of dsort.memory_limit. */
-static uint64_t ahead_max(void) { return MIN(denv.memory_limit / 4, 32u << 20); }
 static jtruns_t runs = JTRUNS_INIT;
 
-static void fail(struct drun *x, const char *name, const char *why)
+void dsort_fail(struct drun *x, const char *name, const char *why)
 {
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.errors++;
@@ -87,7 +56,7 @@ static void fail(struct drun *x, const char *name, const char *why)
 	pthread_mutex_unlock(&x->r.mu);
 }
 
-static bool failed(struct drun *x)
+bool dsort_failed(struct drun *x)
 {
 	pthread_mutex_lock(&x->r.mu);
 	bool f = x->r.st.errors != 0;
@@ -102,7 +71,7 @@ static uint64_t obj_size(struct drun *x, size_t i) { return (uint64_t)json_integ
 static int mp_tmpfile(void)
 {
 	store_mp_info_t mp[16];
-	int n = store_mp_list(denv.store, mp, 16);
+	int n = store_mp_list(dsort_denv.store, mp, 16);
 	for (int i = 0; i < n; i++) {
 		if (mp[i].faulted || mp[i].detaching)
 			continue;
@@ -121,7 +90,7 @@ static bool packed(struct drun *x, size_t i)
 
 /* The tar of input shard i when this target can read it: the object in its
  * store, or the tar it made of a compressed shard (phase 1); -1 else. */
-static int shard_fd(struct drun *x, size_t i)
+int dsort_shard_fd(struct drun *x, size_t i)
 {
 	if (packed(x, i))
 		return ix_file(x->ix, i);
@@ -131,7 +100,7 @@ static int shard_fd(struct drun *x, size_t i)
 	store_meta_t m;
 	int fd;
 	x->fds[i] = -1;
-	if (store_open_obj(denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) == AIS_OK) {
+	if (store_open_obj(dsort_denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) == AIS_OK) {
 		if (m.size == obj_size(x, i))
 			x->fds[i] = fd;
 		else
@@ -173,7 +142,7 @@ static int sink_write(void *arg, const char *p, size_t n)
 /* GETs bytes [off, off+len) of input shard i from its owner (the object
  * layer's map of the moment) into w(arg); len 0: the whole object. false
  * with x's error set. */
-static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)(void *, const char *, size_t),
+bool dsort_fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)(void *, const char *, size_t),
 		  void *arg)
 {
 	const char *nm = obj_name(x, i);
@@ -185,7 +154,7 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 	bool packed = len && larc_kind_of(nm, strlen(nm)) != LARC_NONE;
 	for (int k = 0;; k++) {
 		cluster_where_t wh;
-		cluster_where(denv.cl, sv_from(x->src), sv_from(nm), true, &wh, NULL, 0);
+		cluster_where(dsort_denv.cl, sv_from(x->src), sv_from(nm), true, &wh, NULL, 0);
 		buf_t url = BUF_INIT, msg = BUF_INIT;
 		int status = 0, rc = AIS_ERR;
 		struct sink s = {.max = len ? len : obj_size(x, i), .write = w, .arg = arg};
@@ -196,11 +165,11 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 			wh.n = 1;
 			buf_addf(&url, "%s/v1/dsort/%s?shard=%zu&off=%llu&len=%llu", wh.owner_intra, x->r.id, i,
 				 (unsigned long long)off, (unsigned long long)len);
-			rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
+			rc = xs_get_to(url.ptr, NULL, DSORT_IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
 		} else if (wh.n && wh.owner_intra[0]) {
 			buf_addf(&url, "%s/v1/objects/%s/", wh.owner_intra, x->src);
 			buf_add_pct(&url, sv_from(nm), true);
-			rc = xs_get_to(url.ptr, len ? hdrs : NULL, IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
+			rc = xs_get_to(url.ptr, len ? hdrs : NULL, DSORT_IO_TIMEOUT_MS, sink_write, &s, NULL, &status, &msg);
 		}
 		snprintf(why, sizeof(why), "reading it from %.60s: %s%d %.120s", wh.n ? wh.owner_intra : "(no target)",
 			 rc == AIS_OK ? "HTTP " : "", status, msg.ptr ? msg.ptr : rc == AIS_OK ? "" : strerror(errno));
@@ -209,12 +178,12 @@ static bool fetch(struct drun *x, size_t i, uint64_t off, uint64_t len, int (*w)
 		if (rc == AIS_OK && (status == 200 || status == 206) && s.n == s.max)
 			return true;
 		if (rc == AIS_OK && status / 100 == 2) {
-			fail(x, nm, packed ? "its holder's tar is shorter than its index" : "its size changed since the listing");
+			dsort_fail(x, nm, packed ? "its holder's tar is shorter than its index" : "its size changed since the listing");
 			return false;
 		}
 		/* s.n bytes went to w: no retry once bytes went (w cannot take them back) */
 		if ((rc == AIS_OK && status < 500) || s.n || time_mono_ns() > until || atomic_load(&x->r.abort)) {
-			fail(x, nm, why);
+			dsort_fail(x, nm, why);
 			return false;
 		}
 		if (k == 0)
@@ -250,11 +219,11 @@ static json_t *content_key(struct drun *x, int fd, const char *shard, const stru
 	char why[200];
 	if (m->size > DSORT_CONTENT_MAX) {
 		snprintf(why, sizeof(why), "member %.100s: more than %d bytes to sort by", m->name, DSORT_CONTENT_MAX);
-		fail(x, shard, why);
+		dsort_fail(x, shard, why);
 		return NULL;
 	}
 	if (pread(fd, b, m->size, (off_t)m->off) != (ssize_t)m->size) {
-		fail(x, shard, "reading a member to sort by");
+		dsort_fail(x, shard, "reading a member to sort by");
 		return NULL;
 	}
 	size_t a = 0, e = m->size;
@@ -269,7 +238,7 @@ static json_t *content_key(struct drun *x, int fd, const char *shard, const stru
 	if (!v) {
 		snprintf(why, sizeof(why), "member %.100s: its content is not %s", m->name,
 			 x->s.content_num ? "a number (content_type \"number\")" : "text (UTF-8)");
-		fail(x, shard, why);
+		dsort_fail(x, shard, why);
 	}
 	return v;
 }
@@ -296,7 +265,7 @@ static bool index_shard(struct drun *x, size_t i, int fd, uint64_t size, json_t 
 	}
 	bool ok = rc == AIS_DONE;
 	if (!ok)
-		fail(x, nm, it.err[0] ? it.err : "not a tar");
+		dsort_fail(x, nm, it.err[0] ? it.err : "not a tar");
 	tar_iter_free(&it);
 	if (ok)
 		qsort(v, n, sizeof(*v), mem_cmp);
@@ -320,7 +289,7 @@ static bool index_shard(struct drun *x, size_t i, int fd, uint64_t size, json_t 
 			char why[200];
 			snprintf(why, sizeof(why), "sample %.*s has no member %s to sort by", (int)MIN(v[a].klen, 100),
 				 v[a].name, x->s.content_ext);
-			fail(x, nm, why);
+			dsort_fail(x, nm, why);
 			ok = false;
 		}
 		json_array_append_new(recs, json_pack("[I,I,s%,o,o]", (json_int_t)i, (json_int_t)v[a].pos, v[a].name,
@@ -338,11 +307,11 @@ static bool index_shard(struct drun *x, size_t i, int fd, uint64_t size, json_t 
 static int raw_fd(struct drun *x, size_t i)
 {
 	if (!packed(x, i))
-		return shard_fd(x, i);
+		return dsort_shard_fd(x, i);
 	const char *nm = obj_name(x, i);
 	store_meta_t m;
 	int fd;
-	if (store_open_obj(denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) != AIS_OK)
+	if (store_open_obj(dsort_denv.store, x->src, strlen(x->src), nm, strlen(nm), &fd, &m) != AIS_OK)
 		return -1;
 	if (m.size != obj_size(x, i)) {
 		close(fd);
@@ -364,7 +333,7 @@ static int unpack(struct drun *x, size_t i, int fd, uint64_t *size)
 	buf_t h = BUF_INIT;
 	char b[65536];
 	if (!a || out < 0) {
-		fail(x, nm, "cannot decompress it (no memory or no temporary file)");
+		dsort_fail(x, nm, "cannot decompress it (no memory or no temporary file)");
 		goto out;
 	}
 	while ((rc = larc_next(a, &mn, &mlen, &msz)) == AIS_OK) {
@@ -393,7 +362,7 @@ static int unpack(struct drun *x, size_t i, int fd, uint64_t *size)
 	if (rc != AIS_OK) {
 		char why[200];
 		snprintf(why, sizeof(why), "decompressing it: %.150s", larc_error(a)[0] ? larc_error(a) : "write error");
-		fail(x, nm, why);
+		dsort_fail(x, nm, why);
 	}
 out:
 	if (a)
@@ -415,7 +384,7 @@ static void publish_failure(struct drun *x)
 {
 	char why[300];
 	pthread_mutex_lock(&x->r.mu);
-	snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(denv.cl)->id,
+	snprintf(why, sizeof(why), "dsort %.20s: target %.40s: %.200s", x->r.id, cluster_self(dsort_denv.cl)->id,
 		 x->r.st.last_error[0] ? x->r.st.last_error : "stopped");
 	pthread_mutex_unlock(&x->r.mu);
 	ix_set(x->ix, IX_FAILED, NULL, x->cause[0] ? x->cause : why);
@@ -435,9 +404,9 @@ static bool phase1(struct drun *x)
 		int fd = raw_fd(x, i), tmp = -1;
 		if (fd < 0) { /* not here (a map change since the gateway's): a copy from its owner */
 			tmp = mp_tmpfile();
-			ok = tmp >= 0 && fetch(x, i, 0, 0, fdw, &tmp);
+			ok = tmp >= 0 && dsort_fetch(x, i, 0, 0, fdw, &tmp);
 			if (tmp < 0)
-				fail(x, obj_name(x, i), "cannot make a temporary file on a mountpath");
+				dsort_fail(x, obj_name(x, i), "cannot make a temporary file on a mountpath");
 			fd = tmp;
 		}
 		if (ok && packed(x, i)) { /* a tar of it, which peers read here */
@@ -456,15 +425,15 @@ static bool phase1(struct drun *x)
 	}
 	buf_t body = BUF_INIT;
 	if (ok && !atomic_load(&x->r.abort)) {
-		json_t *doc = json_pack("{s:s,s:o,s:o}", "target", cluster_self(denv.cl)->id, "shards", mine, "records", recs);
+		json_t *doc = json_pack("{s:s,s:o,s:o}", "target", cluster_self(dsort_denv.cl)->id, "shards", mine, "records", recs);
 		char *js = json_dumps(doc, JSON_COMPACT);
 		json_decref(doc);
 		buf_addstr(&body, js);
 		free(js);
-		if (body.len > denv.memory_limit) {
+		if (body.len > dsort_denv.memory_limit) {
 			char why[200];
 			snprintf(why, sizeof(why), "its index (%zu bytes) exceeds dsort.memory_limit", body.len);
-			fail(x, x->src, why);
+			dsort_fail(x, x->src, why);
 			ok = false;
 		}
 	} else {
@@ -478,7 +447,7 @@ static bool phase1(struct drun *x)
 	return ok;
 }
 
-static int buf_sink(void *arg, const char *p, size_t n)
+int dsort_buf_sink(void *arg, const char *p, size_t n)
 {
 	buf_add(arg, p, n);
 	return AIS_OK;
@@ -503,7 +472,7 @@ static json_t *peer_index(struct drun *x, size_t t, enum ix_stage stage)
 	for (int k = 0; !atomic_load(&x->r.abort); k++) {
 		buf_t body = BUF_INIT, msg = BUF_INIT;
 		int status = 0;
-		int rc = xs_get_to(url.ptr, NULL, IO_TIMEOUT_MS, buf_sink, &body, NULL, &status, &msg);
+		int rc = xs_get_to(url.ptr, NULL, DSORT_IO_TIMEOUT_MS, dsort_buf_sink, &body, NULL, &status, &msg);
 		json_t *d = NULL;
 		if (rc == AIS_OK && status == 200)
 			d = json_loadb(body.ptr ? body.ptr : "", body.len, 0, NULL);
@@ -546,7 +515,7 @@ static json_t *peer_index(struct drun *x, size_t t, enum ix_stage stage)
 	}
 	buf_free(&url);
 	if (!atomic_load(&x->r.abort))
-		fail(x, what[stage], why);
+		dsort_fail(x, what[stage], why);
 	return NULL;
 }
 
@@ -558,7 +527,7 @@ static int spool_write(struct drun *x, const char *p, size_t n)
 {
 	if (x->spfd < 0 && (x->spfd = memfd_create("dsort", MFD_CLOEXEC)) < 0)
 		return AIS_ERR;
-	if (!x->spfile && x->splen + n > denv.memory_limit - ahead_max()) { /* (the read-ahead's share) */
+	if (!x->spfile && x->splen + n > dsort_denv.memory_limit - dsort_ahead_max()) { /* (the read-ahead's share) */
 		int f = mp_tmpfile();
 		off_t o = 0;
 		if (f < 0)
@@ -580,65 +549,60 @@ static int spool_write(struct drun *x, const char *p, size_t n)
 	return AIS_OK;
 }
 
-static int spw(void *arg, const char *p, size_t n) { return spool_write(arg, p, n); }
+/* Bytes gathered before one write to a staged output shard. */
+#define STAGE_BUF (1u << 20)
+/* Output shards of a run built in place at most (each holds a file open
+ * until the commit); the others go to the spool. */
+#define STAGE_MAX 512
+
+static bool stage_flush(struct drun *x)
+{
+	bool ok = !x->wb.len || dsort_denv.stage_write(x->cur, x->wb.ptr, x->wb.len) == AIS_OK;
+	x->wb.len = 0;
+	return ok;
+}
+
+/* Appends to the output shard being built: its staged write (x->cur), or
+ * the spool. */
+static int out_write(struct drun *x, const char *p, size_t n)
+{
+	if (!x->cur)
+		return spool_write(x, p, n);
+	x->curlen += n;
+	if (x->wb.len + n > STAGE_BUF && !stage_flush(x))
+		return AIS_ERR;
+	if (n >= STAGE_BUF)
+		return dsort_denv.stage_write(x->cur, p, n);
+	buf_add(&x->wb, p, n);
+	return AIS_OK;
+}
+
+static int spw(void *arg, const char *p, size_t n) { return out_write(arg, p, n); }
 
 /* Member data: size bytes at off of input shard i, into the spool. */
 static bool member_data(struct drun *x, size_t i, uint64_t off, uint64_t size)
 {
 	if (!size)
 		return true;
-	int fd = shard_fd(x, i);
+	int fd = dsort_shard_fd(x, i);
 	for (uint64_t n; fd < 0 && size; off += n, size -= n) {
-		n = MIN(size, SPAN_MAX);
-		if (!fetch(x, i, off, n, spw, x))
+		n = MIN(size, DSORT_READ_MAX);
+		if (!dsort_fetch(x, i, off, n, spw, x))
 			return false;
 	}
 	char b[65536];
 	while (size) {
 		ssize_t r = pread(fd, b, MIN(size, sizeof(b)), (off_t)off);
-		if (r <= 0 || spool_write(x, b, (size_t)r) != AIS_OK) {
-			fail(x, obj_name(x, i), r <= 0 ? "reading a member" : "writing the spool");
+		if (r <= 0 || out_write(x, b, (size_t)r) != AIS_OK) {
+			dsort_fail(x, obj_name(x, i), r <= 0 ? "reading a member"
+						       : x->cur ? "writing it in place (a staged object)"
+								: "writing the spool");
 			return false;
 		}
 		off += (uint64_t)r;
 		size -= (uint64_t)r;
 	}
 	return true;
-}
-
-static bool put_shard(struct drun *x, const char *name, uint64_t off, uint64_t len)
-{
-	int64_t until = time_mono_ns() + (int64_t)PUT_RETRY_MS * 1000000;
-	for (int k = 0;; k++) { /* the destination's owner may be restarting: again */
-		cluster_where_t d;
-		cluster_where(denv.cl, sv_from(x->dst), sv_from(name), false, &d, NULL, 0);
-		buf_t url = BUF_INIT, rh = BUF_INIT, msg = BUF_INIT;
-		int status = 0, rc = AIS_ERR;
-		bool sent = true;
-		char tag[JREG_ID_MAX + 64];
-		snprintf(tag, sizeof(tag), "Ais-Custom-Md: " DSORT_TAG "=%s", x->r.id);
-		const char *hdrs[] = {tag, NULL};
-		if (d.n && d.owner_intra[0]) {
-			buf_addf(&url, "%s/v1/objects/%s/", d.owner_intra, x->dst);
-			buf_add_pct(&url, sv_from(name), true);
-			rc = xs_put_file_at(url.ptr, hdrs, x->spfd, off, len, IO_TIMEOUT_MS, &status, &sent, &rh, &msg);
-		}
-		char why[200];
-		snprintf(why, sizeof(why), "writing the shard: %s%d %.150s", rc == AIS_OK ? "HTTP " : "", status,
-			 msg.ptr ? msg.ptr : d.n ? "no answer" : "no active target");
-		buf_free(&url);
-		buf_free(&rh);
-		buf_free(&msg);
-		if (rc == AIS_OK && status == 200)
-			return true;
-		if ((rc == AIS_OK && status < 500) || time_mono_ns() > until || atomic_load(&x->r.abort)) {
-			fail(x, name, why);
-			return false;
-		}
-		if (k == 0)
-			log_warnx("dsort %s: %s: %s (trying again)", x->r.id, name, why);
-		usleep(300 * 1000);
-	}
 }
 
 static ssize_t spool_cookie_write(void *arg, const char *p, size_t n)
@@ -673,182 +637,52 @@ static bool compress_built(struct drun *x, const char *name, uint64_t start)
 	if (ok)
 		x->splen = start + zlen;
 	else
-		fail(x, name, err.len ? err.ptr : "compressing the shard in the spool");
+		dsort_fail(x, name, err.len ? err.ptr : "compressing the shard in the spool");
 	buf_free(&err);
 	return ok;
 }
 
-/* --- read-ahead: the remote samples of the shards this target builds,
- * fetched by AHEAD_THREADS threads in build order ahead of the builder
- * (each sample's members in one ranged GET: span_of), at most AHEAD_SLOTS
- * samples and ahead_max() bytes ahead; the builder takes them in order.
- * Local samples are read by the builder meanwhile, so peers' disks, the
- * loopback and this target's spool work at once. */
-#define AHEAD_THREADS 4
-#define AHEAD_SLOTS 32
-
-/* The range [*lo, *hi) of input shard r->shard that holds r's members
- * when one GET may read them (they lie together and it is small). */
-static bool span_of(const dsort_rec_t *r, uint64_t *lo, uint64_t *hi)
+/* Records built shard name: staged (x->cur, curlen bytes) or at [start,
+ * splen) of the spool. */
+static void built(struct drun *x, const char *name, uint64_t start)
 {
-	uint64_t a = UINT64_MAX, b = 0, sum = 0;
-	json_t *m;
-	size_t j;
-	json_array_foreach(r->members, j, m) {
-		uint64_t off = (uint64_t)json_integer_value(json_array_get(m, 1));
-		uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
-		a = MIN(a, off);
-		b = MAX(b, off + sz);
-		sum += sz + 2 * TAR_BLOCK;
-	}
-	*lo = a;
-	*hi = b;
-	return b > a && b - a <= sum + SPAN_SLACK && b - a <= MIN(denv.memory_limit / 4, SPAN_MAX);
+	size_t i = json_array_size(x->built);
+	x->stage = xrealloc(x->stage, (i + 1) * sizeof(*x->stage));
+	x->stage[i] = x->cur;
+	json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)(x->cur ? 0 : start),
+						  (json_int_t)(x->cur ? x->curlen : x->splen - start)));
+	x->cur = NULL;
 }
 
-enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY, SLOT_FAILED };
-
-struct ahead {
-	struct drun *x;
-	const dsort_rec_t **seq; /* the records in build order */
-	uint64_t *lo, *hi;       /* per record: its span, hi 0: not fetched ahead */
-	size_t n, pos;           /* pos: the builder's record (it alone moves it) */
-	pthread_mutex_t mu;      /* what follows */
-	pthread_cond_t cv;
-	size_t next;             /* the next record to fetch */
-	uint64_t inflight;       /* bytes fetched or fetching, not yet taken */
-	bool stop;
-	struct {
-		size_t k; /* its record */
-		int state;
-		buf_t b;
-	} slot[AHEAD_SLOTS];
-	pthread_t th[AHEAD_THREADS];
-	int nth;
-};
-
-static void *ahead_main(void *arg)
-{
-	struct ahead *a = arg;
-	log_set_action("dsort read-ahead");
-	pthread_mutex_lock(&a->mu);
-	while (!a->stop) {
-		while (a->next < a->n && !a->hi[a->next])
-			a->next++;
-		if (a->next >= a->n)
-			break;
-		size_t k = a->next;
-		uint64_t sz = a->hi[k] - a->lo[k];
-		if (k - a->pos >= AHEAD_SLOTS || (a->inflight && a->inflight + sz > ahead_max())) {
-			pthread_cond_wait(&a->cv, &a->mu);
-			continue;
-		}
-		a->next++;
-		a->inflight += sz;
-		size_t s = k % AHEAD_SLOTS;
-		a->slot[s].k = k;
-		a->slot[s].state = SLOT_FETCHING;
-		a->slot[s].b.len = 0;
-		pthread_mutex_unlock(&a->mu);
-		bool ok = fetch(a->x, a->seq[k]->shard, a->lo[k], sz, buf_sink, &a->slot[s].b);
-		pthread_mutex_lock(&a->mu);
-		a->slot[s].state = ok ? SLOT_READY : SLOT_FAILED;
-		pthread_cond_broadcast(&a->cv);
-		if (!ok)
-			break;
-	}
-	pthread_mutex_unlock(&a->mu);
-	xs_release();
-	return NULL;
-}
-
-/* The read-ahead of records seq[0..n) (started when any is remote). */
-static void ahead_start(struct ahead *a, struct drun *x, const dsort_rec_t **seq, size_t n)
-{
-	*a = (struct ahead){.x = x, .seq = seq, .n = n};
-	a->lo = xcalloc(n + 1, sizeof(*a->lo));
-	a->hi = xcalloc(n + 1, sizeof(*a->hi));
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->cv, NULL);
-	for (size_t s = 0; s < AHEAD_SLOTS; s++)
-		a->slot[s].k = SIZE_MAX;
-	size_t remote = 0;
-	for (size_t k = 0; k < n; k++) /* (shard_fd opens files: here, before the threads) */
-		if (shard_fd(x, seq[k]->shard) >= 0 || !span_of(seq[k], &a->lo[k], &a->hi[k]))
-			a->hi[k] = 0;
-		else
-			remote++;
-	for (int i = 0; remote && i < AHEAD_THREADS; i++)
-		if (pthread_create(&a->th[a->nth], NULL, ahead_main, a) == 0)
-			a->nth++;
-}
-
-/* The builder's record a->pos: its span's bytes (at *lo of its shard) when
- * fetched ahead, else NULL (the builder reads it itself); *failed when the
- * fetch failed (x's error set). */
-static const buf_t *ahead_take(struct ahead *a, uint64_t *lo, bool *failed_)
-{
-	size_t k = a->pos;
-	*failed_ = false;
-	if (k >= a->n || !a->hi[k] || !a->nth)
-		return NULL;
-	size_t s = k % AHEAD_SLOTS;
-	pthread_mutex_lock(&a->mu);
-	while (!(a->slot[s].k == k && a->slot[s].state >= SLOT_READY) && !a->stop && !failed(a->x))
-		pthread_cond_wait(&a->cv, &a->mu);
-	bool ok = a->slot[s].k == k && a->slot[s].state == SLOT_READY;
-	pthread_mutex_unlock(&a->mu);
-	*failed_ = !ok;
-	*lo = a->lo[k];
-	return ok ? &a->slot[s].b : NULL;
-}
-
-/* The builder is done with record a->pos: the next. */
-static void ahead_next(struct ahead *a)
-{
-	pthread_mutex_lock(&a->mu);
-	size_t k = a->pos++;
-	if (k < a->n && a->hi[k] && a->nth) {
-		a->inflight -= a->hi[k] - a->lo[k];
-		if (a->slot[k % AHEAD_SLOTS].k == k)
-			a->slot[k % AHEAD_SLOTS].state = SLOT_FREE;
-	}
-	if (a->nth) /* (a fetcher may wait for the builder to move, past a local record too) */
-		pthread_cond_broadcast(&a->cv);
-	pthread_mutex_unlock(&a->mu);
-}
-
-static void ahead_stop(struct ahead *a)
-{
-	pthread_mutex_lock(&a->mu);
-	a->stop = true;
-	pthread_cond_broadcast(&a->cv);
-	pthread_mutex_unlock(&a->mu);
-	for (int i = 0; i < a->nth; i++)
-		pthread_join(a->th[i], NULL);
-	for (size_t s = 0; s < AHEAD_SLOTS; s++)
-		buf_free(&a->slot[s].b);
-	pthread_cond_destroy(&a->cv);
-	pthread_mutex_destroy(&a->mu);
-	free(a->lo);
-	free(a->hi);
-}
-
-/* Builds output shard o (named name) into the spool, its records taken
- * from the read-ahead a (whose position is o's first record). */
+/* Builds output shard o (named name) in place (a staged write of DST/name:
+ * rule 5) or, for a compressed one or past STAGE_MAX, into the spool; its
+ * records taken from the read-ahead a (whose position is o's first
+ * record). */
 static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, const dsort_out_t *o,
 		  const char *name, struct ahead *a)
 {
 	buf_t h = BUF_INIT;
 	bool ok = true;
 	uint64_t start = x->splen;
-	for (size_t k = 0; k < o->n && ok && !failed(x); k++, ahead_next(a)) {
+	x->cur = NULL;
+	x->curlen = 0;
+	x->wb.len = 0;
+	if (!tgzw_is_tgz(name, strlen(name)) && x->nstaged < STAGE_MAX) {
+		buf_t why = BUF_INIT;
+		if ((x->cur = dsort_denv.stage_open(dsort_denv.arg, x->dst, name, &why)))
+			x->nstaged++;
+		else /* (the commit's PUT says what is wrong, if anything) */
+			log_info("dsort %s: %s/%s: built in the spool: %s", x->r.id, x->dst, name,
+				 why.len ? why.ptr : "no staged write");
+		buf_free(&why);
+	}
+	for (size_t k = 0; k < o->n && ok && !dsort_failed(x); k++, dsort_ahead_next(a)) {
 		const dsort_rec_t *r = &recs[order[o->first + k]];
 		json_t *m;
 		size_t j;
 		uint64_t s0 = 0;
 		bool bad;
-		const buf_t *span = ahead_take(a, &s0, &bad);
+		const buf_t *span = dsort_ahead_take(a, &s0, &bad);
 		if (bad) {
 			ok = false;
 			break;
@@ -861,12 +695,12 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 			uint64_t sz = (uint64_t)json_integer_value(json_array_get(m, 2));
 			h.len = 0;
 			tarw_header(&h, mn, strlen(mn), sz, 0);
-			ok = spool_write(x, h.ptr, h.len) == AIS_OK &&
-			     (span ? spool_write(x, span->ptr + (off - s0), sz) == AIS_OK
+			ok = out_write(x, h.ptr, h.len) == AIS_OK &&
+			     (span ? out_write(x, span->ptr + (off - s0), sz) == AIS_OK
 				   : member_data(x, r->shard, off, sz));
 			h.len = 0;
 			tarw_pad(&h, sz);
-			ok = ok && spool_write(x, h.ptr, h.len) == AIS_OK;
+			ok = ok && out_write(x, h.ptr, h.len) == AIS_OK;
 			if (!ok)
 				break;
 		}
@@ -876,14 +710,21 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 	}
 	h.len = 0;
 	tarw_end(&h);
-	ok = ok && !failed(x) && spool_write(x, h.ptr, h.len) == AIS_OK;
+	ok = ok && !dsort_failed(x) && out_write(x, h.ptr, h.len) == AIS_OK && (!x->cur || stage_flush(x));
 	buf_free(&h);
-	if (ok && tgzw_is_tgz(name, strlen(name)) && !compress_built(x, name, start))
+	if (ok && !x->cur && tgzw_is_tgz(name, strlen(name)) && !compress_built(x, name, start))
 		return;
-	if (ok)
-		json_array_append_new(x->built, json_pack("[s,I,I]", name, (json_int_t)start, (json_int_t)(x->splen - start)));
-	else if (!failed(x))
-		fail(x, name, "writing the spool (a temporary file on a mountpath)");
+	if (ok) {
+		built(x, name, start);
+		return;
+	}
+	if (!dsort_failed(x))
+		dsort_fail(x, name, x->cur ? "writing it in place (a staged object)"
+					   : "writing the spool (a temporary file on a mountpath)");
+	if (x->cur) {
+		dsort_denv.stage_free(x->cur);
+		x->cur = NULL;
+	}
 }
 
 /* Waits for every peer to reach stage: built (the barrier of rule 5),
@@ -892,141 +733,9 @@ static void build(struct drun *x, const dsort_rec_t *recs, const size_t *order, 
 static void await_peers(struct drun *x, enum ix_stage stage)
 {
 	size_t nt = json_array_size(json_object_get(x->spec, "targets"));
-	for (size_t t = 0; t < nt && !failed(x); t++)
+	for (size_t t = 0; t < nt && !dsort_failed(x); t++)
 		if (t != x->me)
 			json_decref(peer_index(x, t, stage));
-}
-
-/* debug.dsort_commit_pause: a test hook, before each commit (a stop
- * still ends it). */
-static void debug_pause(struct drun *x)
-{
-	for (uint64_t w = 0; w < MIN(denv.pause_ms, 60000) && !atomic_load(&x->r.abort); w += 20)
-		usleep(20 * 1000);
-}
-
-/* The committers: COMMIT_THREADS PUTs at once (one with the debug pause),
- * so that one shard's bytes leave the spool while another's land. */
-#define COMMIT_THREADS 3
-
-struct committers {
-	struct drun *x;
-	pthread_mutex_t mu; /* next, x->written */
-	size_t next;
-};
-
-static void *commit_main(void *arg)
-{
-	struct committers *c = arg;
-	struct drun *x = c->x;
-	for (;;) {
-		pthread_mutex_lock(&c->mu);
-		json_t *e = json_array_get(x->built, c->next++);
-		pthread_mutex_unlock(&c->mu);
-		if (!e || failed(x))
-			break;
-		const char *name = json_string_value(json_array_get(e, 0));
-		uint64_t off = (uint64_t)json_integer_value(json_array_get(e, 1));
-		uint64_t len = (uint64_t)json_integer_value(json_array_get(e, 2));
-		debug_pause(x);
-		if (!put_shard(x, name, off, len))
-			break;
-		pthread_mutex_lock(&c->mu);
-		json_array_append_new(x->written, json_string(name));
-		pthread_mutex_unlock(&c->mu);
-		pthread_mutex_lock(&x->r.mu);
-		x->r.st.moved++;
-		x->r.st.moved_bytes += len;
-		pthread_mutex_unlock(&x->r.mu);
-	}
-	return NULL;
-}
-
-static void *committer(void *arg)
-{
-	commit_main(arg);
-	xs_release();
-	return NULL;
-}
-
-/* Commits the built output shards: each PUT to DST's owner. */
-static void commit(struct drun *x)
-{
-	struct committers c = {.x = x};
-	pthread_t th[COMMIT_THREADS];
-	int n = 0;
-	pthread_mutex_init(&c.mu, NULL);
-	for (int i = 1; i < COMMIT_THREADS && !denv.pause_ms && i < (int)json_array_size(x->built); i++)
-		if (pthread_create(&th[n], NULL, committer, &c) == 0)
-			n++;
-	commit_main(&c); /* (this thread's connections go at the run's end) */
-	for (int i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&c.mu);
-}
-
-/* Is custom metadata cm ("k=v,k=v") tagged with run id (rule 6)? */
-static bool tagged(const char *cm, const char *id)
-{
-	size_t tl = strlen(DSORT_TAG), il = strlen(id);
-	for (const char *p = cm; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, DSORT_TAG, tl) && p[tl] == '=' && !strncmp(p + tl + 1, id, il) &&
-		    (p[tl + 1 + il] == ',' || !p[tl + 1 + il]))
-			return true;
-	return false;
-}
-
-struct sweep {
-	const char *id;
-	json_t *names; /* this run's, found here */
-	char last[NAME_OBJECT_MAX + 1];
-	size_t n;
-};
-
-static void sweep_one(void *arg, const char *name, size_t len, const store_meta_t *m)
-{
-	struct sweep *w = arg;
-	snprintf(w->last, sizeof(w->last), "%.*s", (int)len, name);
-	w->n++;
-	if (tagged(m->custom, w->id))
-		json_array_append_new(w->names, json_stringn(name, len));
-}
-
-/* Deletes DST/nm through the object layer (every copy). */
-static void undo_one(struct drun *x, const char *nm)
-{
-	buf_t why = BUF_INIT;
-	if (denv.del(denv.arg, x->dst, nm, &why) < 0)
-		log_warnx("dsort %s: removing %s/%s of the failed run: %s", x->r.id, x->dst, nm,
-			  why.len ? why.ptr : "not every copy");
-	buf_free(&why);
-}
-
-/* Rule 6: the output shards of a failed run go: those this run wrote, and,
- * once it was past the barrier (or started again after a restart), every
- * object of DST this target holds that carries the run's tag (a peer's
- * commits, and a former self's). */
-static void undo(struct drun *x)
-{
-	json_t *e;
-	size_t i;
-	json_array_foreach(x->written, i, e) undo_one(x, json_string_value(e));
-	if (!x->committing && !x->resumed)
-		return;
-	struct sweep w = {.id = x->r.id, .names = json_array()};
-	for (bool more = true; more;) {
-		size_t before = w.n;
-		more = false;
-		if (store_list_objects(denv.store, x->dst, strlen(x->dst), "", 0, w.last, strlen(w.last), 1000, false,
-				       sweep_one, &w, &more) != AIS_OK ||
-		    w.n == before)
-			break;
-	}
-	json_array_foreach(w.names, i, e) undo_one(x, json_string_value(e));
-	if (json_array_size(w.names))
-		log_info("dsort %s: %zu output shards of the failed run removed from %s", x->r.id,
-			 json_array_size(w.names), x->dst);
-	json_decref(w.names);
 }
 
 /* Rules 3-5: every index read, the order computed and cut, the output
@@ -1043,7 +752,7 @@ static void phase2(struct drun *x)
 	size_t nouts = 0;
 	uint64_t *dig = xcalloc(nt + 1, sizeof(*dig));
 	buf_t err = BUF_INIT, un = BUF_INIT;
-	for (size_t t = 0; t < nt && !failed(x); t++) {
+	for (size_t t = 0; t < nt && !dsort_failed(x); t++) {
 		const char *tid = json_string_value(json_array_get(json_array_get(targets, t), 0));
 		dig[t] = hrw_digest(tid, strlen(tid));
 		if (!(docs[t] = peer_index(x, t, IX_STAGE_NONE)))
@@ -1069,7 +778,7 @@ static void phase2(struct drun *x)
 			r->members = json_array_get(e, 4);
 			r->bytes = 0;
 			if (!r->key || r->shard >= nobj || !json_is_array(r->members)) {
-				fail(x, "index", "a peer's index is not understood");
+				dsort_fail(x, "index", "a peer's index is not understood");
 				break;
 			}
 			json_array_foreach(r->members, j, m) r->bytes += ishard_member_bytes(
@@ -1078,22 +787,22 @@ static void phase2(struct drun *x)
 			n++;
 		}
 	}
-	for (size_t s = 0; s < nobj && !failed(x); s++)
+	for (size_t s = 0; s < nobj && !dsort_failed(x); s++)
 		if (seen[s] != 1) {
-			fail(x, obj_name(x, s), seen[s] ? "indexed twice" : "indexed by no target (the cluster changed?)");
+			dsort_fail(x, obj_name(x, s), seen[s] ? "indexed twice" : "indexed by no target (the cluster changed?)");
 			break;
 		}
-	if (!failed(x)) {
+	if (!dsort_failed(x)) {
 		order = xcalloc(n + 1, sizeof(*order));
 		dsort_order(&x->s, recs, n, order);
 		if (dsort_cut(&x->s, recs, order, n, &outs, &nouts, &err) != 0)
-			fail(x, x->s.tpl, err.ptr);
+			dsort_fail(x, x->s.tpl, err.ptr);
 	}
 	char name[ISHARD_NAME_MAX + 1];
-	const char *self = cluster_self(denv.cl)->id;
+	const char *self = cluster_self(dsort_denv.cl)->id;
 	size_t mine = 0;
 	bool *own = xcalloc(nouts + 1, sizeof(*own));
-	for (size_t i = 0; i < nouts && !failed(x); i++) {
+	for (size_t i = 0; i < nouts && !dsort_failed(x); i++) {
 		dsort_out_name(&x->s, outs, i, name);
 		un.len = 0;
 		buf_addf(&un, "%s/%s", x->dst, name);
@@ -1107,29 +816,29 @@ static void phase2(struct drun *x)
 	x->ms[1] = time_mono_ns();
 	size_t nseq = 0;
 	const dsort_rec_t **seq = xcalloc(n + 1, sizeof(*seq));
-	for (size_t i = 0; i < nouts && !failed(x); i++)
+	for (size_t i = 0; i < nouts && !dsort_failed(x); i++)
 		for (size_t k = 0; own[i] && k < outs[i].n; k++)
 			seq[nseq++] = &recs[order[outs[i].first + k]];
 	struct ahead ah;
-	ahead_start(&ah, x, seq, nseq);
-	for (size_t i = 0; i < nouts && !failed(x); i++) /* (one cut short by a failure ends the run) */
+	dsort_ahead_start(&ah, x, seq, nseq);
+	for (size_t i = 0; i < nouts && !dsort_failed(x); i++) /* (one cut short by a failure ends the run) */
 		if (own[i]) {
 			dsort_out_name(&x->s, outs, i, name);
 			build(x, recs, order, &outs[i], name, &ah);
 		}
-	ahead_stop(&ah);
+	dsort_ahead_stop(&ah);
 	free(seq);
 	x->ms[2] = time_mono_ns();
-	if (!failed(x)) {
+	if (!dsort_failed(x)) {
 		ix_reach(x->ix, IX_STAGE_BUILT);
 		await_peers(x, IX_STAGE_BUILT);
 	}
 	x->ms[3] = time_mono_ns();
-	if (!failed(x)) { /* rule 6: done only once every peer committed too */
+	if (!dsort_failed(x)) { /* rule 6: done only once every peer committed too */
 		x->committing = true;
-		commit(x);
+		dsort_commit(x);
 		x->ms[4] = time_mono_ns();
-		if (!failed(x))
+		if (!dsort_failed(x))
 			ix_reach(x->ix, IX_STAGE_COMMITTED);
 		await_peers(x, IX_STAGE_COMMITTED);
 	}
@@ -1156,16 +865,21 @@ static void *run(void *arg)
 		x->ms[0] = time_mono_ns();
 		phase2(x);
 	}
-	if (failed(x))
+	if (dsort_failed(x))
 		publish_failure(x);
-	if (failed(x) && !atomic_load(&runs.stopping))
-		undo(x);
+	if (dsort_failed(x) && !atomic_load(&runs.stopping))
+		dsort_undo(x);
 	ix_end(x->ix);
 	for (size_t i = 0; i < json_array_size(x->objs); i++)
 		if (x->fds[i] >= 0)
 			close(x->fds[i]);
 	if (x->spfd >= 0)
 		close(x->spfd);
+	for (size_t i = 0; x->stage && i < json_array_size(x->built); i++)
+		if (x->stage[i])
+			dsort_denv.stage_free(x->stage[i]); /* (one not committed goes) */
+	free(x->stage);
+	buf_free(&x->wb);
 	xs_release();
 	pthread_mutex_lock(&x->r.mu);
 	x->r.st.state = atomic_load(&x->r.abort) ? JOB_ABORTED : x->r.st.errors ? JOB_FAILED : JOB_DONE;
@@ -1215,7 +929,7 @@ static int kind_start(void *arg, const char *id, json_t *spec, bool resume, buf_
 			buf_addstr(err, "dsort: value.targets wants [[ID,URL],..]");
 			return 400;
 		}
-		if (!strcmp(tid, cluster_self(denv.cl)->id))
+		if (!strcmp(tid, cluster_self(dsort_denv.cl)->id))
 			me = i;
 	}
 	json_array_foreach(objs, i, e) {
@@ -1286,7 +1000,7 @@ static const jreg_kind_t kind = {
 
 void dsort_register(const dsort_env_t *env)
 {
-	denv = *env;
+	dsort_denv = *env;
 	jtruns_open(&runs);
 	jreg_register(&kind);
 }

@@ -147,7 +147,7 @@ static void one(struct lcrun *j, const char *bck, unsigned history, const s3lc_t
 	bool has_cur, more;
 	uint64_t removed = 0;
 
-	ol_where_job(t, sv_from(bck), base, &w, urls);
+	ol_where_of(t, sv_from(bck), base, &w, urls);
 	if (w.self != 0)
 		goto out; /* not the owner (rule 1) */
 	has_cur = store_lookup(st, bck, strlen(bck), base.ptr, base.len, m) == AIS_OK;

@@ -60,7 +60,7 @@ unsigned ol_hops(http_req_t *req)
 	return (unsigned)MAX(q, h);
 }
 
-void ol_where_job(target_t *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1])
+void ol_where_of(target_t *t, sv_t bck, sv_t obj, ol_where_t *w, char (*urls)[CMAP_URL_MAX + 1])
 {
 	cluster_where_t cw;
 	memset(w, 0, sizeof(*w));
@@ -97,7 +97,7 @@ enum ol_route ol_where(http_req_t *req, target_t *t, sv_t bck, sv_t obj, bool wr
 			w->bmd_version = 0;
 		return OL_HERE;
 	}
-	ol_where_job(t, bck, obj, w, urls);
+	ol_where_of(t, bck, obj, w, urls);
 	w->hops = ol_hops(req);
 	if (w->n) {
 		w->urls = arena_alloc(req->arena, w->n * sizeof(*w->urls));

@@ -139,6 +139,17 @@ static int dsort_del(void *arg, const char *bck, const char *obj, buf_t *why)
 	return errno == ENOENT ? 1 : -1;
 }
 
+/* dsort's output shards built in place (dsort_env_t.stage_*: olstage.c). */
+static void *dsort_stage_open(void *arg, const char *bck, const char *obj, buf_t *why)
+{
+	return ol_stage_open(arg, bck, obj, why);
+}
+
+static int dsort_stage_write(void *st, const void *p, size_t n) { return ol_stage_write(st, p, n); }
+static int dsort_stage_commit(void *st, const char *custom, buf_t *why) { return ol_stage_commit(st, custom, why); }
+static int dsort_stage_fd(void *st) { return ol_stage_fd(st); }
+static void dsort_stage_free(void *st) { ol_stage_free(st); }
+
 static void jobs_collect(void *arg, buf_t *out)
 {
 	target_t *t = arg;
@@ -340,6 +351,11 @@ target_t *target_start(const conf_t *c, buf_t *err)
 						      .memory_limit = c->dsort_memory_limit,
 						      .pause_ms = c->dsort_pause_ms,
 						      .del = dsort_del,
+						      .stage_open = dsort_stage_open,
+						      .stage_write = dsort_stage_write,
+						      .stage_commit = dsort_stage_commit,
+						      .stage_fd = dsort_stage_fd,
+						      .stage_free = dsort_stage_free,
 						      .arg = t});
 			if (cluster_start(cl, err) == AIS_OK) {
 				__atomic_store_n(&t->base.cl, cl, __ATOMIC_RELEASE);
