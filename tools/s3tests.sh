@@ -14,8 +14,18 @@
 # line per family (passed/failed/skipped/total, tools/s3tests_summary.py)
 # and stops the cluster by the pids it recorded.
 #
+# The cluster serves HTTPS (cluster.sh -s: a CA and a certificate for
+# 127.0.0.1 made under the temp dir) and the suite verifies it against
+# that CA (is_secure, ssl_verify; AWS_CA_BUNDLE and REQUESTS_CA_BUNDLE),
+# as SSE-C must travel over TLS. Server-side encryption is configured as
+# the suite expects: an SSE-S3 master key file (s3.sse_key_file) and an
+# SSE-KMS key file (s3.kms_key_file) holding the suite's default key ids
+# testkey-1 and testkey-2 (written to s3tests.conf as kms_keyid and
+# kms_keyid2); the keys are random, made per run, mode 0600.
+#
 # Environment: BUILD (default build/) holds aisd; PYTHON (default
 # /usr/bin/python3) must have boto3, pytest and the suite's requirements;
+# S3TESTS_TLS=0 runs over plain HTTP (SSE-C then answers 400, as S3);
 # KEEP=1 keeps the temp dir (logs, junit.xml, s3tests.conf); OUT=FILE
 # copies the junit XML there. Exit status: pytest's (0 only when every
 # selected test passed or was skipped).
@@ -71,23 +81,36 @@ USERS=(
 	"iam alt root|S3TIAMALTROOTKEY0006|s3tests-iamaltroot-secret-0000000000006|RGW22222222222222222|iam alt root"
 )
 
+tls=-s
+[ "${S3TESTS_TLS:-1}" = 0 ] && tls=
 port=$((20000 + RANDOM % 10000))
 # The first `up` writes each node's config and the cluster's own key;
 # the users are added to the configs, and a second `up` restarts the
 # nodes with them (cluster.sh keeps edited configs).
-if ! "$CSH" up -g 1 -t 3 -d "$D/c" -p "$port" -b "$BUILD" >"$D/up1.log" 2>&1; then
+if ! "$CSH" up -g 1 -t 3 $tls -d "$D/c" -p "$port" -b "$BUILD" >"$D/up1.log" 2>&1; then
 	cat "$D/up1.log" >&2
 	echo "s3tests.sh: the cluster did not start" >&2
 	exit 1
 fi
 "$CSH" down -d "$D/c" >/dev/null 2>&1
+# The SSE key files: "ID BASE64" lines of 32 random bytes, mode 0600.
+KMS_IDS=(testkey-1 testkey-2)
+(
+	umask 077
+	echo "s3t-master $(head -c 32 /dev/urandom | base64)" >"$D/sse.keys"
+	for id in "${KMS_IDS[@]}"; do
+		echo "$id $(head -c 32 /dev/urandom | base64)"
+	done >"$D/kms.keys"
+)
 for conf in "$D"/c/*/aisd.conf; do
 	{
-		echo "# s3-tests users (tools/s3tests.sh)"
+		echo "# s3-tests users and encryption keys (tools/s3tests.sh)"
 		for u in "${USERS[@]}"; do
 			IFS='|' read -r _ ak sk uid dn <<<"$u"
 			echo "s3.key = $ak:$sk:$uid:$dn"
 		done
+		echo "s3.sse_key_file = $D/sse.keys"
+		echo "s3.kms_key_file = $D/kms.keys"
 	} >>"$conf"
 done
 if ! "$CSH" up -d "$D/c" -b "$BUILD" >"$D/up2.log" 2>&1; then
@@ -106,8 +129,13 @@ ep_port=${ep##*:}
 	echo "[DEFAULT]"
 	echo "host = 127.0.0.1"
 	echo "port = $ep_port"
-	echo "is_secure = False"
-	echo "ssl_verify = False"
+	if [ -n "$tls" ]; then
+		echo "is_secure = True"
+		echo "ssl_verify = True"
+	else
+		echo "is_secure = False"
+		echo "ssl_verify = False"
+	fi
 	echo "[fixtures]"
 	echo "bucket prefix = s3t-{random}-"
 	for u in "${USERS[@]}"; do
@@ -118,7 +146,11 @@ ep_port=${ep##*:}
 		echo "email = ${uid:0:16}@example.com"
 		echo "access_key = $ak"
 		echo "secret_key = $sk"
-		[ "$sec" = "s3 main" ] && echo "api_name = default"
+		if [ "$sec" = "s3 main" ]; then
+			echo "api_name = default"
+			echo "kms_keyid = ${KMS_IDS[0]}"
+			echo "kms_keyid2 = ${KMS_IDS[1]}"
+		fi
 		[ "$sec" = "s3 tenant" ] && echo "tenant = testx"
 	done
 } >"$D/s3tests.conf"
@@ -127,7 +159,9 @@ echo "s3tests.sh: cluster at $ep (dir $D), suite $S3T"
 if [ $# -eq 0 ]; then
 	set -- s3tests/functional/test_s3.py s3tests/functional/test_headers.py
 fi
-(cd "$S3T" && S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true \
+envs=(S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true)
+[ -n "$tls" ] && envs+=(AWS_CA_BUNDLE="$D/c/tls/ca.pem" REQUESTS_CA_BUNDLE="$D/c/tls/ca.pem")
+(cd "$S3T" && env "${envs[@]}" \
 	"$PYTHON" -m pytest -q -p no:cacheprovider -o junit_family=xunit1 \
 		--junitxml="$D/junit.xml" "$@" >"$D/pytest.log" 2>&1)
 rc=$?

@@ -30,7 +30,8 @@
  *     append a new key line; new writes use the last key, reads find the
  *     key by the id in the record. Never remove a key objects still use.
  *  5. SSE-C is refused over plain HTTP (400 InvalidRequest, as S3) unless
- *     the node listens with TLS or s3.sse_c_plain_http is on.
+ *     s3.sse_c_plain_http is on: the client's connection must be TLS
+ *     (where it arrived: a forwarding node says so, s3_client).
  *  6. Not served (501 by nyi.c): SSE headers on CopyObject and multipart;
  *     a CopyObject or UploadPartCopy whose source is encrypted is refused
  *     here too (s3_sse_copy_source).
@@ -159,7 +160,10 @@ static int customer_key(s3_rq_t *r, s3_sse_t *s, unsigned char kek[SSE_KEY])
 	     md5 = http_req_header(r->http, H_C_MD5);
 	if (!alg.ptr && !key.ptr && !md5.ptr)
 		return AIS_DONE;
-	if (!r->node.conf->s3_sse_c_plain_http && !r->node.conf->tls_cert[0]) {
+	char addr[64];
+	bool tls;
+	s3_client(r, addr, sizeof(addr), &tls); /* the client's connection, where it arrived */
+	if (!r->node.conf->s3_sse_c_plain_http && !tls) {
 		s3_error(r, "InvalidRequest", "Requests specifying Server Side Encryption with Customer provided keys "
 					      "must be made over a secure connection.");
 		return AIS_ERR;
