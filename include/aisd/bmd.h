@@ -145,9 +145,12 @@ typedef enum bmd_doc_kind {
 	BMD_DOC_POLICY, /* s3policy.h text, at most S3POL_MAX bytes, valid for its bucket */
 	BMD_DOC_CORS,   /* S3 CORS rules in canonical XML (src/s3/cors.c): BMD_S3CORS_MAX
 			 * bytes of 0x20..0x7e */
+	BMD_DOC_SSE,    /* S3 default encryption (PutBucketEncryption) in canonical XML
+			 * (src/s3/ssecfg.c): BMD_S3SSE_MAX bytes of 0x20..0x7e */
 	BMD_DOC_KINDS
 } bmd_doc_kind_t;
 #define BMD_S3CORS_MAX 65536 /* a bucket's CORS rules, canonical XML */
+#define BMD_S3SSE_MAX 1024   /* a bucket's default encryption, canonical XML */
 
 /* The kind's set-bprops key ("policy", "cors": "s3":{KEY:TEXT}, "" removes)
  * and the name users read ("policy", "CORS configuration"). */

@@ -63,6 +63,17 @@ static bool doc_cors_valid(const char *bucket, const char *text, size_t len, buf
 	return true;
 }
 
+static bool doc_sse_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	for (size_t i = 0; i < len; i++) /* its content: src/s3/ssecfg.c (one that no longer parses: none) */
+		if (text[i] < 0x20 || text[i] > 0x7e) {
+			cmap_fail(err, EINVAL, "bmd: an encryption configuration is one line of printable ASCII");
+			return false;
+		}
+	return true;
+}
+
 static const struct doc_kind {
 	const char *json; /* the bucket's key in the BMD's JSON */
 	const char *key;  /* set-bprops "s3":{key:TEXT} */
@@ -72,6 +83,7 @@ static const struct doc_kind {
 } docs[BMD_DOC_KINDS] = {
 	[BMD_DOC_POLICY] = {"s3policy", "policy", "policy", S3POL_MAX, doc_policy_valid},
 	[BMD_DOC_CORS] = {"s3cors", "cors", "CORS configuration", BMD_S3CORS_MAX, doc_cors_valid},
+	[BMD_DOC_SSE] = {"s3sse", "encryption", "encryption configuration", BMD_S3SSE_MAX, doc_sse_valid},
 };
 
 struct bmd {

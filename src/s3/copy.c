@@ -498,6 +498,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
+	if (s3_sse_default_unserved(r, "CopyObject") != AIS_OK)
+		return AIS_OK;
 	sv_t d = http_req_header(req, "x-amz-metadata-directive");
 	if (d.ptr && !sv_eqstr(d, "COPY") && !sv_eqstr(d, "REPLACE")) {
 		s3_error(r, "InvalidArgument", "Unknown metadata directive.");

@@ -384,6 +384,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_pab(r);
 	if (s3_query_has(req, "cors"))
 		return s3_bucket_cors(r);
+	if (s3_query_has(req, "encryption"))
+		return s3_bucket_encryption(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -461,8 +463,10 @@ static int s3_declare(s3_rq_t *r)
 	r->nres = 1;
 	if (!r->key.len) {
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
-		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors")) {
-			/* the bucket's ACL, tags, lock configuration, policy, public access block or CORS: as its owner's */
+		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors") ||
+		    s3_query_has(req, "encryption")) {
+			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS or
+			 * default encryption: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

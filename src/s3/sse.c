@@ -32,7 +32,9 @@
  *  5. SSE-C is refused over plain HTTP (400 InvalidRequest, as S3) unless
  *     s3.sse_c_plain_http is on: the client's connection must be TLS
  *     (where it arrived: a forwarding node says so, s3_client).
- *  6. Not served (501 by nyi.c): SSE headers on CopyObject and multipart;
+ *  6. A write that names no encryption takes its bucket's default
+ *     (PutBucketEncryption, ssecfg.c) as if it had named it.
+ *  7. Not served (501 by nyi.c): SSE headers on CopyObject and multipart;
  *     a CopyObject or UploadPartCopy whose source is encrypted is refused
  *     here too (s3_sse_copy_source).
  */
@@ -222,6 +224,14 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 	}
 	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
 		return AIS_ERR;
+	if (rc == AIS_DONE && !alg.ptr && !kid.ptr) { /* the bucket's default, if it has one (ssecfg.c) */
+		s3_ssecfg_t d;
+		if (s3_ssecfg_of_bucket(r, &d) == AIS_OK && d.mode) {
+			alg = sv_from(d.mode == 'S' ? "AES256" : "aws:kms");
+			if (d.kid[0])
+				kid = sv_from(arena_strndup(r->http->arena, d.kid, strlen(d.kid)));
+		}
+	}
 	if (rc == AIS_OK) {
 		if (alg.ptr || kid.ptr) {
 			OPENSSL_cleanse(kek, sizeof(kek));
