@@ -218,7 +218,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
-    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["PUT"], "encryption": ["PUT"],
+    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["PUT"], "encryption": ["POST"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["POST"], "logging": ["PUT", "DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
@@ -325,7 +325,7 @@ CASES = [
      dict(Bucket=B, Key="new", SSECustomerAlgorithm="AES256", SSECustomerKey="0123456789abcdef0123456789abcdef")),
     ("PutBucketVersioning MfaDelete", s3.put_bucket_versioning,
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
-    ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
+    ("PutBucketEncryption (SSE-S3 without s3.sse_key_file)", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
     ("PutBucketLifecycleConfiguration", s3.put_bucket_lifecycle_configuration, dict(
         Bucket=B, LifecycleConfiguration={"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
