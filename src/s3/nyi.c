@@ -153,7 +153,8 @@ static bool is_read(http_req_t *q)
 	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
 }
 /* SSE-C keys on PutObject and on GetObject/HeadObject (sse.c); the SSE-S3
- * and SSE-KMS request headers on PutObject only. */
+ * and SSE-KMS request headers on PutObject, and refused by GetObject/
+ * HeadObject with S3's 400 InvalidArgument (sse.c). */
 static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_read(q); }
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
@@ -169,7 +170,7 @@ static const struct {
 	{"If-Match", cond_served, 0},
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
-	{"x-amz-server-side-encryption", is_put_object, ON_OBJECT},
+	{"x-amz-server-side-encryption", ssec_served, ON_OBJECT}, /* a read refuses it: 400 (sse.c) */
 	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };
 

@@ -10,7 +10,8 @@ Checks:
     ServerSideEncryptionConfigurationNotFoundError, Delete 204.
  2. SSE-S3 default: Get answers it (AES256); PutObject without SSE headers
     answers AES256, GET and HEAD say so and return the bytes (a range
-    too); an explicit SSE-KMS or SSE-C PUT uses its own mode; no file under
+    too); a GET or HEAD that declares x-amz-server-side-encryption is 400
+    (as S3); an explicit SSE-KMS or SSE-C PUT uses its own mode; no file under
     any target holds the plaintext (a plain object's marker is found: the
     search can fail).
  3. SSE-KMS default with a KMSMasterKeyID: PutObject answers aws:kms and
@@ -120,6 +121,15 @@ t.eq(g_.get("ServerSideEncryption"), "AES256", "GET names AES256")
 g_ = s3.get_object(Bucket="dflt", Key="s3obj", Range="bytes=1000003-1048600")
 t.check(g_["Body"].read() == DATA[1000003:1048601], "a range of it")
 t.eq(s3.head_object(Bucket="dflt", Key="s3obj").get("ServerSideEncryption"), "AES256", "HEAD names AES256")
+decl = boto3_client(EP)
+decl.meta.events.register("before-call.s3.HeadObject", lambda **kw: kw["params"]["headers"].update(
+    {"x-amz-server-side-encryption": "AES256"}))
+decl.meta.events.register("before-call.s3.GetObject", lambda **kw: kw["params"]["headers"].update(
+    {"x-amz-server-side-encryption": "aws:kms"}))
+t.eq(err_of(lambda: decl.head_object(Bucket="dflt", Key="s3obj"))[0], 400,
+     "HEAD declaring x-amz-server-side-encryption: 400 (a read takes no SSE-S3 header)")
+t.eq(err_of(lambda: decl.get_object(Bucket="dflt", Key="s3obj")), (400, "InvalidArgument"),
+     "GET declaring x-amz-server-side-encryption: 400 InvalidArgument")
 r = s3.put_object(Bucket="dflt", Key="kmsobj", Body=DATA, ServerSideEncryption="aws:kms", SSEKMSKeyId="other-key")
 t.eq((r.get("ServerSideEncryption"), r.get("SSEKMSKeyId")), ("aws:kms", "other-key"),
      "an explicit SSE-KMS PUT keeps its own mode")
