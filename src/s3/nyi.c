@@ -152,10 +152,11 @@ static bool is_read(http_req_t *q)
 {
 	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
 }
-/* SSE-C keys on PutObject and on GetObject/HeadObject (sse.c); the SSE-S3
- * and SSE-KMS request headers on PutObject, and refused by GetObject/
- * HeadObject with S3's 400 InvalidArgument (sse.c). */
-static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_read(q); }
+/* SSE-C keys on PutObject, CopyObject (the copy's) and GetObject/
+ * HeadObject (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject
+ * and CopyObject, and refused by GetObject/HeadObject with S3's 400
+ * InvalidArgument (sse.c). */
+static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_read(q); }
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
  * apply to them). */

@@ -523,7 +523,7 @@ int s3_bucket_encryption(s3_rq_t *r);
 
 /* AIS_OK when the bucket has no default encryption; else answers 501
  * NotImplemented naming op (a write the default does not reach yet:
- * CopyObject, CreateMultipartUpload) and AIS_ERR, so that nothing is
+ * CreateMultipartUpload) and AIS_ERR, so that nothing is
  * stored unencrypted in a bucket that says it encrypts. */
 int s3_sse_default_unserved(s3_rq_t *r, const char *op);
 

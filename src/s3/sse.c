@@ -34,9 +34,10 @@
  *     (where it arrived: a forwarding node says so, s3_client).
  *  6. A write that names no encryption takes its bucket's default
  *     (PutBucketEncryption, ssecfg.c) as if it had named it.
- *  7. Not served (501 by nyi.c): SSE headers on CopyObject and multipart;
- *     a CopyObject or UploadPartCopy whose source is encrypted is refused
- *     here too (s3_sse_copy_source).
+ *  7. CopyObject encrypts its copy like a PutObject (copy.c, the bytes
+ *     read from a plain source). Not served (501 by nyi.c): SSE headers on
+ *     multipart uploads; a CopyObject or UploadPartCopy whose source is
+ *     encrypted is refused by copy.c (cp_check).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -16,9 +16,9 @@
  *     A mode the cluster has no key file for is refused at Put (501), so a
  *     bucket never claims a default it cannot apply.
  *  3. The default applies to every write that names no encryption itself
- *     and that sse.c serves: PutObject and browser POST; a write that
- *     names one (SSE-C included) uses its own. CopyObject and
- *     CreateMultipartUpload, which sse.c does not encrypt yet, are refused
+ *     and that sse.c serves: PutObject, browser POST and CopyObject; a
+ *     write that names one (SSE-C included) uses its own.
+ *     CreateMultipartUpload, which sse.c does not encrypt yet, is refused
  *     (501) in a bucket with a default rather than stored in plaintext.
  *     A stored configuration that no longer parses is treated as none.
  */

@@ -123,7 +123,7 @@ HEADERS = [  # (header, value) asking for what aisd does not do
     ("x-amz-mfa", "SERIAL 123456"),
     ("x-amz-write-offset-bytes", "0"),
 ]
-# PutObject serves server-side encryption (test_s3_sse.py); on this cluster SSE-S3 and SSE-KMS are not
+# PutObject and CopyObject serve server-side encryption (test_s3_sse.py, test_s3_ssebucket.py); on this cluster SSE-S3 and SSE-KMS are not
 # configured (501 naming the header), SSE-C is refused over plain HTTP and a KMS key id needs aws:kms (400)
 PUT_SERVED = {"x-amz-server-side-encryption-aws-kms-key-id": (400, "InvalidArgument"),
               "x-amz-server-side-encryption-customer-algorithm": (400, "InvalidRequest")}
@@ -152,13 +152,13 @@ for h, v in HEADERS:
     st, _, body = signed("PUT", "/%s/obj" % B, b"overwritten", {h: v})
     refused(st, body, h, "PUT over obj with %s" % h)
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
-    nyi(st, body, h, "CopyObject with %s" % h)
+    refused(st, body, h, "CopyObject with %s" % h)  # CopyObject serves them as PutObject does
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
 # conditional writes are served on PutObject and CompleteMultipartUpload only
 for h, v in (("If-None-Match", "*"), ("If-Match", ETAGS["obj"])):
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
-    nyi(st, body, h, "CopyObject with %s" % h)
+    refused(st, body, h, "CopyObject with %s" % h)  # CopyObject serves them as PutObject does
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
 for h, v in SSEC.items():  # GetObject serves SSE-C keys, refused over plain HTTP here

@@ -19,8 +19,11 @@ Checks:
  4. Bad configurations: an unknown algorithm, a key id with AES256
     (400 InvalidArgument), a rule without a default (400 MalformedXML), the
     configuration kept unchanged.
- 5. CopyObject and CreateMultipartUpload into a bucket with a default:
-    501 (not stored in plaintext), nothing stored.
+ 5. CopyObject of a plain source into the bucket takes the default; one
+    with SSE-C headers (into a bucket without a default) encrypts with the
+    customer key; an encrypted source is 501; CreateMultipartUpload into a
+    bucket with a default is 501 (not stored in plaintext), nothing
+    stored; with the plain source deleted no plaintext is left on disk.
  6. DeleteBucketEncryption: 204, Get 404, a new PutObject is plain (no
     encryption header) and stays readable; the older objects still read.
 """
@@ -158,7 +161,6 @@ rc, out = run(["/usr/bin/aws", "--endpoint-url", EP, "s3api", "get-bucket-encryp
               env=dict(AWS_ENV))
 t.check(rc == 0 and '"KMSMasterKeyID": "app-key"' in out and '"BucketKeyEnabled": true' in out,
         "aws s3api get-bucket-encryption", out[-300:])
-t.eq(disk_has(MARK[:24]), [], "still no plaintext on disk")
 
 # 4. bad configurations
 for what, rules, want in (
@@ -176,12 +178,27 @@ t.eq(err_of(lambda: s3.put_bucket_encryption(Bucket="dflt", ServerSideEncryption
 t.eq(default_of("dflt").get("KMSMasterKeyID"), "app-key", "the configuration is unchanged")
 
 # 5. what the default does not reach yet is refused, not stored plain
-t.eq(err_of(lambda: s3.copy_object(Bucket="dflt", Key="copied", CopySource={"Bucket": "dflt", "Key": "before"}))[0],
-     501, "CopyObject into a bucket with a default: 501")
-t.eq(err_of(lambda: s3.head_object(Bucket="dflt", Key="copied"))[0], 404, "nothing copied")
+s3.create_bucket(Bucket="plainsrc")
+s3.put_object(Bucket="plainsrc", Key="src", Body=DATA)
+r = s3.copy_object(Bucket="dflt", Key="copied", CopySource={"Bucket": "plainsrc", "Key": "src"})
+t.eq((r.get("ServerSideEncryption"), r.get("SSEKMSKeyId")), ("aws:kms", "app-key"),
+     "CopyObject of a plain source into the bucket takes its default (aws:kms)")
+g_ = s3.get_object(Bucket="dflt", Key="copied")
+t.check(g_["Body"].read() == DATA and g_.get("SSEKMSKeyId") == "app-key", "the copy reads byte for byte, aws:kms")
+r = s3.copy_object(Bucket="plainsrc", Key="c-copy", CopySource={"Bucket": "plainsrc", "Key": "src"},
+                   SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY)
+t.eq(r.get("SSECustomerAlgorithm"), "AES256", "CopyObject with SSE-C headers encrypts the copy (no default)")
+t.eq(err_of(lambda: s3.get_object(Bucket="plainsrc", Key="c-copy"))[0], 400, "the SSE-C copy needs its key")
+t.check(s3.get_object(Bucket="plainsrc", Key="c-copy", SSECustomerAlgorithm="AES256",
+                      SSECustomerKey=CKEY)["Body"].read() == DATA, "the SSE-C copy reads with its key")
+t.eq(err_of(lambda: s3.copy_object(Bucket="dflt", Key="copied2", CopySource={"Bucket": "dflt", "Key": "dkms"}))[0],
+     501, "CopyObject of an encrypted source: 501 (not built)")
+t.eq(err_of(lambda: s3.head_object(Bucket="dflt", Key="copied2"))[0], 404, "nothing copied")
 t.eq(err_of(lambda: s3.create_multipart_upload(Bucket="dflt", Key="mp"))[0], 501,
      "CreateMultipartUpload into a bucket with a default: 501")
 t.eq(s3.list_multipart_uploads(Bucket="dflt").get("Uploads", []), [], "no upload made")
+s3.delete_object(Bucket="plainsrc", Key="src")
+t.eq(disk_has(MARK[:24]), [], "no plaintext on disk (the plain source deleted)")
 
 # 6. removed
 t.eq(s3.delete_bucket_encryption(Bucket="dflt")["ResponseMetadata"]["HTTPStatusCode"], 204,
