@@ -18,7 +18,9 @@
 # 127.0.0.1 made under the temp dir), as SSE-C must travel over TLS; the
 # suite connects with is_secure = True and ssl_verify = False (its
 # ssl_verify is a boolean, and botocore given verify=True checks against
-# its own CA bundle, never AWS_CA_BUNDLE, so the run's CA cannot be named). Server-side encryption is configured as
+# its own CA bundle, never AWS_CA_BUNDLE, so the run's CA cannot be named);
+# the tests that POST with requests and its default verify=True check the
+# run's CA (REQUESTS_CA_BUNDLE). Server-side encryption is configured as
 # the suite expects: an SSE-S3 master key file (s3.sse_key_file) and an
 # SSE-KMS key file (s3.kms_key_file) holding the suite's default key ids
 # testkey-1 and testkey-2 (written to s3tests.conf as kms_keyid and
@@ -155,7 +157,9 @@ echo "s3tests.sh: cluster at $ep (dir $D), suite $S3T"
 if [ $# -eq 0 ]; then
 	set -- s3tests/functional/test_s3.py s3tests/functional/test_headers.py
 fi
-(cd "$S3T" && S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true \
+envs=(S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true)
+[ -n "$tls" ] && envs+=(REQUESTS_CA_BUNDLE="$D/c/tls/ca.pem") # the browser POST tests' requests.post
+(cd "$S3T" && env "${envs[@]}" \
 	"$PYTHON" -m pytest -q -p no:cacheprovider -o junit_family=xunit1 \
 		--junitxml="$D/junit.xml" "$@" >"$D/pytest.log" 2>&1)
 rc=$?
