@@ -11,7 +11,8 @@ Checks:
  2. SSE-S3 default: Get answers it (AES256); PutObject without SSE headers
     answers AES256, GET and HEAD say so and return the bytes (a range
     too); a GET or HEAD that declares x-amz-server-side-encryption is 400
-    (as S3); an explicit SSE-KMS or SSE-C PUT uses its own mode; no file under
+    (as S3); an explicit SSE-KMS or SSE-C PUT uses its own mode (the SSE-C
+    object's GetObjectAttributes needs its key, 400 without); no file under
     any target holds the plaintext (a plain object's marker is found: the
     search can fail).
  3. SSE-KMS default with a KMSMasterKeyID: PutObject answers aws:kms and
@@ -142,6 +143,14 @@ t.check(r.get("SSECustomerAlgorithm") == "AES256" and not r.get("ServerSideEncry
 t.eq(err_of(lambda: s3.get_object(Bucket="dflt", Key="cobj"))[0], 400, "the SSE-C object needs its key")
 t.check(s3.get_object(Bucket="dflt", Key="cobj", SSECustomerAlgorithm="AES256",
                       SSECustomerKey=CKEY)["Body"].read() == DATA, "the SSE-C object reads with its key")
+t.eq(err_of(lambda: s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["ObjectSize"])),
+     (400, "InvalidRequest"), "GetObjectAttributes of the SSE-C object without its key: 400")
+t.eq(s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["ObjectSize"], SSECustomerAlgorithm="AES256",
+                              SSECustomerKey=base64.b64encode(CKEY).decode(),  # not encoded by botocore here
+                              SSECustomerKeyMD5=base64.b64encode(hashlib.md5(CKEY).digest()).decode())["ObjectSize"],
+     len(DATA), "GetObjectAttributes with its key")
+t.eq(s3.get_object_attributes(Bucket="dflt", Key="s3obj", ObjectAttributes=["ObjectSize"])["ObjectSize"], len(DATA),
+     "GetObjectAttributes of the SSE-S3 object needs no key")
 t.check(disk_has(PLAIN_MARK), "the plain object's marker is found on disk (the search works)")
 t.eq(disk_has(MARK[:24]), [], "no file under any target holds the plaintext")
 
