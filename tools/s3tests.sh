@@ -15,8 +15,21 @@
 # line per family (passed/failed/skipped/total, tools/s3tests_summary.py)
 # and stops the cluster by the pids it recorded.
 #
+# The cluster serves HTTPS (cluster.sh -s: a CA and a certificate for
+# 127.0.0.1 made under the temp dir), as SSE-C must travel over TLS; the
+# suite connects with is_secure = True and ssl_verify = False (its
+# ssl_verify is a boolean, and botocore given verify=True checks against
+# its own CA bundle, never AWS_CA_BUNDLE, so the run's CA cannot be named);
+# the tests that POST with requests and its default verify=True check the
+# run's CA (REQUESTS_CA_BUNDLE). Server-side encryption is configured as
+# the suite expects: an SSE-S3 master key file (s3.sse_key_file) and an
+# SSE-KMS key file (s3.kms_key_file) holding the suite's default key ids
+# testkey-1 and testkey-2 (written to s3tests.conf as kms_keyid and
+# kms_keyid2); the keys are random, made per run, mode 0600.
+#
 # Environment: BUILD (default build/) holds aisd; PYTHON (default
 # /usr/bin/python3) must have boto3, pytest and the suite's requirements;
+# S3TESTS_TLS=0 runs over plain HTTP (SSE-C then answers 400, as S3);
 # KEEP=1 keeps the temp dir (logs, junit.xml, s3tests.conf); OUT=FILE
 # copies the junit XML there; LC_DAY (default 4) the seconds a lifecycle
 # rule's day lasts (s3.lifecycle_day on every node, lc_debug_interval in
@@ -77,22 +90,33 @@ USERS=(
 # The length of a lifecycle rule's day on the cluster (s3.lifecycle_day) and
 # in the suite (lc_debug_interval), in seconds.
 LC_DAY=${LC_DAY:-4}
+tls=-s
+[ "${S3TESTS_TLS:-1}" = 0 ] && tls=
 port=$((20000 + RANDOM % 10000))
 # The first `up` writes each node's config and the cluster's own key;
 # the users are added to the configs, and a second `up` restarts the
 # nodes with them (cluster.sh keeps edited configs).
-if ! "$CSH" up -g 1 -t 3 -d "$D/c" -p "$port" -b "$BUILD" >"$D/up1.log" 2>&1; then
+if ! "$CSH" up -g 1 -t 3 $tls -d "$D/c" -p "$port" -b "$BUILD" >"$D/up1.log" 2>&1; then
 	cat "$D/up1.log" >&2
 	echo "s3tests.sh: the cluster did not start" >&2
 	exit 1
 fi
 "$CSH" down -d "$D/c" >/dev/null 2>&1
+# The SSE key files: "ID BASE64" lines of 32 random bytes, mode 0600.
+KMS_IDS=(testkey-1 testkey-2)
+(
+	umask 077
+	echo "s3t-master $(head -c 32 /dev/urandom | base64)" >"$D/sse.keys"
+	for id in "${KMS_IDS[@]}"; do
+		echo "$id $(head -c 32 /dev/urandom | base64)"
+	done >"$D/kms.keys"
+)
 for conf in "$D"/c/*/aisd.conf; do
 	{
 		# the lifecycle tests count a rule's day as lc_debug_interval seconds
 		echo "s3.lifecycle_day = ${LC_DAY}s"
 		echo "s3.lifecycle_period = 500ms"
-		echo "# s3-tests users (tools/s3tests.sh)"
+		echo "# s3-tests users and encryption keys (tools/s3tests.sh)"
 		for u in "${USERS[@]}"; do
 			IFS='|' read -r _ ak sk uid dn <<<"$u"
 			echo "s3.key = $ak:$sk:$uid:$dn"
@@ -100,6 +124,8 @@ for conf in "$D"/c/*/aisd.conf; do
 		# the suite's bucket logging tests without Ceph's client extension
 		# wait 5.5 s for a log object to roll (its README: roll time 5)
 		echo "s3.logging_roll_time = 5s"
+		echo "s3.sse_key_file = $D/sse.keys"
+		echo "s3.kms_key_file = $D/kms.keys"
 	} >>"$conf"
 done
 if ! "$CSH" up -d "$D/c" -b "$BUILD" >"$D/up2.log" 2>&1; then
@@ -118,7 +144,7 @@ ep_port=${ep##*:}
 	echo "[DEFAULT]"
 	echo "host = 127.0.0.1"
 	echo "port = $ep_port"
-	echo "is_secure = False"
+	[ -n "$tls" ] && echo "is_secure = True" || echo "is_secure = False"
 	echo "ssl_verify = False"
 	echo "[fixtures]"
 	echo "bucket prefix = s3t-{random}-"
@@ -130,8 +156,12 @@ ep_port=${ep##*:}
 		echo "email = ${uid:0:16}@example.com"
 		echo "access_key = $ak"
 		echo "secret_key = $sk"
-		[ "$sec" = "s3 main" ] && echo "api_name = default"
-		[ "$sec" = "s3 main" ] && echo "lc_debug_interval = $LC_DAY"
+		if [ "$sec" = "s3 main" ]; then
+			echo "api_name = default"
+			echo "lc_debug_interval = $LC_DAY"
+			echo "kms_keyid = ${KMS_IDS[0]}"
+			echo "kms_keyid2 = ${KMS_IDS[1]}"
+		fi
 		[ "$sec" = "s3 tenant" ] && echo "tenant = testx"
 	done
 } >"$D/s3tests.conf"
@@ -140,7 +170,9 @@ echo "s3tests.sh: cluster at $ep (dir $D), suite $S3T"
 if [ $# -eq 0 ]; then
 	set -- s3tests/functional/test_s3.py s3tests/functional/test_headers.py
 fi
-(cd "$S3T" && S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true \
+envs=(S3TEST_CONF="$D/s3tests.conf" BOTO_DISABLE_CRT=true)
+[ -n "$tls" ] && envs+=(REQUESTS_CA_BUNDLE="$D/c/tls/ca.pem") # the browser POST tests' requests.post
+(cd "$S3T" && env "${envs[@]}" \
 	"$PYTHON" -m pytest -q -p no:cacheprovider -o junit_family=xunit1 \
 		--junitxml="$D/junit.xml" "$@" >"$D/pytest.log" 2>&1)
 rc=$?

@@ -88,6 +88,17 @@ static bool doc_logging_valid(const char *bucket, const char *text, size_t len, 
 	return true;
 }
 
+static bool doc_sse_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	for (size_t i = 0; i < len; i++) /* its content: src/s3/ssecfg.c (one that no longer parses: none) */
+		if (text[i] < 0x20 || text[i] > 0x7e) {
+			cmap_fail(err, EINVAL, "bmd: an encryption configuration is one line of printable ASCII");
+			return false;
+		}
+	return true;
+}
+
 static const struct doc_kind {
 	const char *json; /* the bucket's key in the BMD's JSON */
 	const char *key;  /* set-bprops "s3":{key:TEXT} */
@@ -100,6 +111,7 @@ static const struct doc_kind {
 	[BMD_DOC_LIFECYCLE] = {"s3lifecycle", "lifecycle", "lifecycle configuration", BMD_S3LC_MAX,
 			       doc_lifecycle_valid},
 	[BMD_DOC_LOGGING] = {"s3logging", "logging", "logging configuration", BMD_S3LOGGING_MAX, doc_logging_valid},
+	[BMD_DOC_SSE] = {"s3sse", "encryption", "encryption configuration", BMD_S3SSE_MAX, doc_sse_valid},
 };
 
 struct bmd {

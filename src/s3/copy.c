@@ -13,7 +13,10 @@
  * and the same for its tags (x-amz-tagging-directive, x-amz-tagging);
  * copying an object onto itself needs REPLACE (else InvalidRequest), as on
  * S3. The destination ETag is the MD5 of the bytes copied, and it is
- * committed with the bucket's copies (ol_put_commit).
+ * committed with the bucket's copies (ol_put_commit). CopyObject encrypts
+ * the copy as its SSE headers or its bucket's default say (sse.c,
+ * s3_sse_put), whatever the source's directive; an encrypted source is
+ * refused (501), as is UploadPartCopy into an encrypted upload.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -102,6 +105,7 @@ struct cp {
 	buf_t custom, out;
 	/* remote fetch */
 	buf_t hdrs;
+	s3_sse_t *dsse; /* CopyObject: the destination's encryption (sse.c; NULL: plain) */
 };
 
 static void cp_cleanup(void *arg)
@@ -147,6 +151,18 @@ static int cp_check(struct cp *c)
 static int cp_sink(struct cp *c, const char *p, size_t n)
 {
 	EVP_DigestUpdate(c->md5, p, n);
+	if (c->dsse) { /* sse.c rule 2: ciphertext is what enters the object layer */
+		char enc[16 * 1024];
+		while (n) {
+			size_t k = MIN(n, sizeof(enc));
+			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || ol_put_write(&c->op, enc, k) != AIS_OK)
+				return AIS_ERR;
+			p += k;
+			n -= k;
+			c->copied += k;
+		}
+		return AIS_OK;
+	}
 	c->copied += n;
 	if (c->part) {
 		while (n) {
@@ -424,6 +440,9 @@ static void cp_work(http_req_t *req)
 	}
 	dm.tags = c->tag_replace ? c->dacl.tags : c->m.tags;
 	dm.mpu = dm.parts = NULL; /* a copy is one part, whatever its source was */
+	dm.sse = c->dsse ? c->dsse->meta : NULL; /* the copy's own encryption, never the source's */
+	if (c->dsse)
+		s3_sse_etag(c->dsse, dig, c->md5hex);
 	snprintf(dm.etag, sizeof(dm.etag), "%s", c->md5hex);
 	if (s3_meta_encode(&dm, &c->custom) != AIS_OK) {
 		c->code = "MetadataTooLarge";
@@ -470,6 +489,7 @@ static void cp_done(http_req_t *req)
 			bool has = olver_id_of(c->sm.custom, id, &null);
 			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
 			s3_version_header(r, c->op.meta.custom);
+			s3_sse_headers(r, c->dsse);
 		}
 		s3_send_xml(r, 200, &c->out);
 	}
@@ -519,7 +539,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 	}
 	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK ||
 	    (c->tag_replace && s3_tags_from_req(r, &c->dacl.tags) != AIS_OK) ||
-	    s3_lock_from_req(r, &c->dacl) != AIS_OK) /* checked here, applied by cp_work */
+	    s3_lock_from_req(r, &c->dacl) != AIS_OK || /* checked here, applied by cp_work */
+	    s3_sse_put(r, &c->dsse) != AIS_OK) /* the copy's encryption: its headers or the bucket's default */
 		return AIS_OK;
 	if (c->replace) {
 		s3_meta_t probe = {0};

@@ -458,8 +458,8 @@ int s3_mpu_create(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_meta_from_req(r, &u->m) != AIS_OK || create_ck(r, u) != AIS_OK ||
-	    s3_tags_from_req(r, &u->m.tags) != AIS_OK)
+	if (s3_sse_default_unserved(r, "CreateMultipartUpload") != AIS_OK || s3_meta_from_req(r, &u->m) != AIS_OK ||
+	    create_ck(r, u) != AIS_OK || s3_tags_from_req(r, &u->m.tags) != AIS_OK)
 		return AIS_OK;
 	memset(u->m.etag, 'f', 40);
 	int rc = s3_meta_encode(&u->m, &u->custom);

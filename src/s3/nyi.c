@@ -83,13 +83,10 @@ static const struct subres {
 	{SUB("publicAccessBlock", ON_BUCKET, "public access blocks"), .get = C(PASS), .put = C(PASS),
 	 .del = C(PASS)},
 	{SUB("cors", ON_BUCKET, "CORS"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
+	{SUB("encryption", ON_BUCKET, "default encryption"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	/* configurations no bucket has: GET answers so, PUT is refused */
 	{SUB("versioning", ON_BUCKET, "versioning"), .get = C(PASS), .put = C(PASS)},
 	{SUB("lifecycle", ON_BUCKET, "lifecycle"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
-	{SUB("encryption", ON_BUCKET, "server-side encryption"),
-	 .get = CA(ABSENT, "ServerSideEncryptionConfigurationNotFoundError",
-		   "The server side encryption configuration was not found"),
-	 .del = C(NONE)},
 	{SUB("object-lock", ON_BUCKET, "object lock"), .get = C(PASS), .put = C(PASS)},
 	{SUB("website", ON_BUCKET, "static websites"),
 	 .get = CA(ABSENT, "NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration"),
@@ -152,9 +149,11 @@ static bool is_read(http_req_t *q)
 {
 	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
 }
-/* SSE-C keys on PutObject and on GetObject/HeadObject (sse.c); the SSE-S3
- * and SSE-KMS request headers on PutObject only. */
-static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_read(q); }
+/* SSE-C keys on PutObject, CopyObject (the copy's) and GetObject/
+ * HeadObject (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject
+ * and CopyObject, and refused by GetObject/HeadObject with S3's 400
+ * InvalidArgument (sse.c). */
+static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_read(q); }
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
  * apply to them). */
@@ -169,7 +168,7 @@ static const struct {
 	{"If-Match", cond_served, 0},
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
-	{"x-amz-server-side-encryption", is_put_object, ON_OBJECT},
+	{"x-amz-server-side-encryption", ssec_served, ON_OBJECT}, /* a read refuses it: 400 (sse.c) */
 	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };
 

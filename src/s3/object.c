@@ -381,6 +381,9 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 	s3_meta_decode(req->arena, smp->custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK)
 		return;
+	s3_sse_t *sse; /* an SSE-C object's attributes need its key, as on S3 */
+	if (((m.sse && m.sse[0] == 'C') || s3_sse_asked(r)) && s3_sse_get(r, m.sse, &sse) != AIS_OK)
+		return;
 	s3_etag_of(smp, &m, etag, sizeof(etag));
 	s3_xml_head(&b, "GetObjectAttributesResponse");
 	if (want & ATTR_ETAG)

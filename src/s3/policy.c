@@ -83,6 +83,8 @@ static const struct sub_act {
 	{"versions", "s3:ListBucketVersions", NULL, NULL, NULL},
 	{"delete", NULL, NULL, "s3:DeleteObject", NULL},
 	{"cors", "s3:GetBucketCORS", "s3:PutBucketCORS", NULL, "s3:PutBucketCORS"},
+	{"encryption", "s3:GetEncryptionConfiguration", "s3:PutEncryptionConfiguration", NULL,
+	 "s3:PutEncryptionConfiguration"},
 	{"lifecycle", "s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration", NULL,
 	 "s3:PutLifecycleConfiguration"},
 	{"logging", "s3:GetBucketLogging", "s3:PutBucketLogging", NULL, NULL},

@@ -390,6 +390,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_lifecycle(r);
 	if (s3_query_has(req, "logging"))
 		return s3_bucket_logging(r);
+	if (s3_query_has(req, "encryption"))
+		return s3_bucket_encryption(r);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -471,9 +473,10 @@ static int s3_declare(s3_rq_t *r)
 	if (!r->key.len) {
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
 		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors") ||
-		    s3_query_has(req, "lifecycle") || s3_query_has(req, "logging")) {
-			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS, lifecycle or
-			 * logging: as its owner's */
+		    s3_query_has(req, "lifecycle") || s3_query_has(req, "logging") ||
+		    s3_query_has(req, "encryption")) {
+			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS, lifecycle,
+			 * logging or default encryption: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

@@ -508,6 +508,28 @@ int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n);
  * SSE-S3 leaves hex as it is. */
 void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33]);
 
+/* --- ssecfg.c: a bucket's default encryption (rules at the top of ssecfg.c) --- */
+typedef struct s3_ssecfg {
+	char mode;                /* 'S' SSE-S3, 'K' SSE-KMS; 0: none */
+	char kid[SSE_ID_MAX + 1]; /* SSE-KMS: the KMSMasterKeyID ("": the newest key) */
+	bool bucket_key;          /* BucketKeyEnabled (kept, answered, no effect) */
+} s3_ssecfg_t;
+/* Pure parser of a ServerSideEncryptionConfiguration: AIS_OK, or AIS_ERR
+ * with *why (NULL: malformed XML) and out zeroed. */
+int s3_ssecfg_parse(const char *p, size_t n, s3_ssecfg_t *out, const char **why);
+/* The canonical one-line XML of c (no declaration). */
+void s3_ssecfg_xml(const s3_ssecfg_t *c, buf_t *b);
+/* The bucket's default (out->mode 0: none); AIS_ERR: no such bucket. */
+int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out);
+/* ?encryption on a bucket: GET, PUT, DELETE. */
+int s3_bucket_encryption(s3_rq_t *r);
+
+/* AIS_OK when the bucket has no default encryption; else answers 501
+ * NotImplemented naming op (a write the default does not reach yet:
+ * CreateMultipartUpload) and AIS_ERR, so that nothing is
+ * stored unencrypted in a bucket that says it encrypts. */
+int s3_sse_default_unserved(s3_rq_t *r, const char *op);
+
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);
 int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src);

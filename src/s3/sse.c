@@ -30,10 +30,14 @@
  *     append a new key line; new writes use the last key, reads find the
  *     key by the id in the record. Never remove a key objects still use.
  *  5. SSE-C is refused over plain HTTP (400 InvalidRequest, as S3) unless
- *     the node listens with TLS or s3.sse_c_plain_http is on.
- *  6. Not served (501 by nyi.c): SSE headers on CopyObject and multipart;
- *     a CopyObject or UploadPartCopy whose source is encrypted is refused
- *     here too (s3_sse_copy_source).
+ *     s3.sse_c_plain_http is on: the client's connection must be TLS
+ *     (where it arrived: a forwarding node says so, s3_client).
+ *  6. A write that names no encryption takes its bucket's default
+ *     (PutBucketEncryption, ssecfg.c) as if it had named it.
+ *  7. CopyObject encrypts its copy like a PutObject (copy.c, the bytes
+ *     read from a plain source). Not served (501 by nyi.c): SSE headers on
+ *     multipart uploads; a CopyObject or UploadPartCopy whose source is
+ *     encrypted is refused by copy.c (cp_check).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +163,10 @@ static int customer_key(s3_rq_t *r, s3_sse_t *s, unsigned char kek[SSE_KEY])
 	     md5 = http_req_header(r->http, H_C_MD5);
 	if (!alg.ptr && !key.ptr && !md5.ptr)
 		return AIS_DONE;
-	if (!r->node.conf->s3_sse_c_plain_http && !r->node.conf->tls_cert[0]) {
+	char addr[64];
+	bool tls;
+	s3_client(r, addr, sizeof(addr), &tls); /* the client's connection, where it arrived */
+	if (!r->node.conf->s3_sse_c_plain_http && !tls) {
 		s3_error(r, "InvalidRequest", "Requests specifying Server Side Encryption with Customer provided keys "
 					      "must be made over a secure connection.");
 		return AIS_ERR;
@@ -218,6 +225,14 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 	}
 	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
 		return AIS_ERR;
+	if (rc == AIS_DONE && !alg.ptr && !kid.ptr) { /* the bucket's default, if it has one (ssecfg.c) */
+		s3_ssecfg_t d;
+		if (s3_ssecfg_of_bucket(r, &d) == AIS_OK && d.mode) {
+			alg = sv_from(d.mode == 'S' ? "AES256" : "aws:kms");
+			if (d.kid[0])
+				kid = sv_from(arena_strndup(r->http->arena, d.kid, strlen(d.kid)));
+		}
+	}
 	if (rc == AIS_OK) {
 		if (alg.ptr || kid.ptr) {
 			OPENSSL_cleanse(kek, sizeof(kek));

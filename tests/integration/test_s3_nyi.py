@@ -123,7 +123,7 @@ HEADERS = [  # (header, value) asking for what aisd does not do
     ("x-amz-mfa", "SERIAL 123456"),
     ("x-amz-write-offset-bytes", "0"),
 ]
-# PutObject serves server-side encryption (test_s3_sse.py); on this cluster SSE-S3 and SSE-KMS are not
+# PutObject and CopyObject serve server-side encryption (test_s3_sse.py, test_s3_ssebucket.py); on this cluster SSE-S3 and SSE-KMS are not
 # configured (501 naming the header), SSE-C is refused over plain HTTP and a KMS key id needs aws:kms (400)
 PUT_SERVED = {"x-amz-server-side-encryption-aws-kms-key-id": (400, "InvalidArgument"),
               "x-amz-server-side-encryption-customer-algorithm": (400, "InvalidRequest")}
@@ -152,13 +152,13 @@ for h, v in HEADERS:
     st, _, body = signed("PUT", "/%s/obj" % B, b"overwritten", {h: v})
     refused(st, body, h, "PUT over obj with %s" % h)
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
-    nyi(st, body, h, "CopyObject with %s" % h)
+    refused(st, body, h, "CopyObject with %s" % h)  # CopyObject serves them as PutObject does
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
 # conditional writes are served on PutObject and CompleteMultipartUpload only
 for h, v in (("If-None-Match", "*"), ("If-Match", ETAGS["obj"])):
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
-    nyi(st, body, h, "CopyObject with %s" % h)
+    refused(st, body, h, "CopyObject with %s" % h)  # CopyObject serves them as PutObject does
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
     nyi(st, body, h, "CreateMultipartUpload with %s" % h)
 for h, v in SSEC.items():  # GetObject serves SSE-C keys, refused over plain HTTP here
@@ -218,7 +218,7 @@ s3.delete_bucket(Bucket="nyi-nolock")
 XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
-    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["POST"], "encryption": ["PUT"],
+    "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["POST"], "encryption": ["POST"],
     "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
     "publicAccessBlock": ["POST"], "logging": ["DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
@@ -325,7 +325,7 @@ CASES = [
      dict(Bucket=B, Key="new", SSECustomerAlgorithm="AES256", SSECustomerKey="0123456789abcdef0123456789abcdef")),
     ("PutBucketVersioning MfaDelete", s3.put_bucket_versioning,
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
-    ("PutBucketEncryption", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
+    ("PutBucketEncryption (SSE-S3 without s3.sse_key_file)", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})),
     ("PutBucketLifecycleConfiguration with a Transition (test_s3_lifecycle.py)",
      s3.put_bucket_lifecycle_configuration, dict(

@@ -563,6 +563,68 @@ START_TEST(test_meta_lock_roundtrip)
 }
 END_TEST
 
+/* PutBucketEncryption's configuration (ssecfg.c): one rule, the canonical
+ * form parses back to the same, S3's refusals. */
+START_TEST(test_ssecfg)
+{
+	s3_ssecfg_t c, back;
+	const char *why;
+	buf_t x = BUF_INIT;
+	const char *doc = "<?xml version=\"1.0\"?><ServerSideEncryptionConfiguration xmlns=\"http://s3.amazonaws.com/"
+			  "doc/2006-03-01/\"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms"
+			  "</SSEAlgorithm><KMSMasterKeyID> app-key </KMSMasterKeyID></ApplyServerSideEncryptionByDefault>"
+			  "<BucketKeyEnabled>true</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>";
+	ck_assert_int_eq(s3_ssecfg_parse(doc, strlen(doc), &c, &why), AIS_OK);
+	ck_assert_int_eq(c.mode, 'K');
+	ck_assert_str_eq(c.kid, "app-key");
+	ck_assert(c.bucket_key);
+	s3_ssecfg_xml(&c, &x);
+	ck_assert_ptr_null(memchr(x.ptr, '\n', x.len));
+	ck_assert_int_eq(s3_ssecfg_parse(x.ptr, x.len, &back, &why), AIS_OK);
+	ck_assert(!memcmp(&c, &back, sizeof(c)));
+	buf_free(&x);
+	const char *s3 = "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>"
+			 "AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>"
+			 "</ServerSideEncryptionConfiguration>";
+	ck_assert_int_eq(s3_ssecfg_parse(s3, strlen(s3), &c, &why), AIS_OK);
+	ck_assert_int_eq(c.mode, 'S');
+	ck_assert_str_eq(c.kid, "");
+	ck_assert(!c.bucket_key);
+	/* refusals: MalformedXML (why NULL) or InvalidArgument (why) */
+#define R0 "<ServerSideEncryptionConfiguration><Rule>"
+#define D0 "<ApplyServerSideEncryptionByDefault>"
+#define D1 "</ApplyServerSideEncryptionByDefault>"
+#define R1 "</Rule></ServerSideEncryptionConfiguration>"
+	static const struct {
+		const char *doc;
+		bool invalid;
+	} bad[] = {
+		{"", false},
+		{"<ServerSideEncryptionConfiguration></ServerSideEncryptionConfiguration>", false},
+		{R0 R1, false},
+		{R0 D0 D1 R1, false},
+		{R0 D0 "<SSEAlgorithm>DES</SSEAlgorithm>" D1 R1, true},
+		{R0 D0 "<SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID>" D1 R1, true},
+		{R0 D0 "<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID></KMSMasterKeyID>" D1 R1, true},
+		{R0 D0 "<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>a b</KMSMasterKeyID>" D1 R1, true},
+		{R0 D0 "<SSEAlgorithm>AES256</SSEAlgorithm>" D1 "<BucketKeyEnabled>yes</BucketKeyEnabled>" R1, false},
+		{R0 D0 "<SSEAlgorithm>AES256</SSEAlgorithm><Other>1</Other>" D1 R1, false},
+		{R0 D0 "<SSEAlgorithm>AES256</SSEAlgorithm>" D1 "</Rule><Rule>" D0 "<SSEAlgorithm>AES256</SSEAlgorithm>" D1
+		 R1, true},
+		{"<CORSConfiguration></CORSConfiguration>", false},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(s3_ssecfg_parse(bad[i].doc, strlen(bad[i].doc), &c, &why), AIS_ERR);
+		ck_assert_msg((why != NULL) == bad[i].invalid, "case %zu: %s", i, why ? why : "(malformed)");
+		ck_assert_int_eq(c.mode, 0);
+	}
+#undef R0
+#undef D0
+#undef D1
+#undef R1
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -577,6 +639,7 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_errno_map);
 	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_cors);
+	tcase_add_test(tc, test_ssecfg);
 	tcase_add_test(tc, test_part_range);
 	tcase_add_test(tc, test_objlock);
 	tcase_add_test(tc, test_meta_lock_roundtrip);
