@@ -23,7 +23,7 @@
 #                        (root; the full matrix: 4 and 8 nodes, copies 1 and 2, 4/8/32 Mbit/s, caches 0.25-2x)
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
-#   make install         binaries, man pages, example configs, docs under PREFIX
+#   make install         binaries, man pages, example configs, docs, the systemd unit under PREFIX
 #   make deb             the Debian packages aisd and aisctl under build/deb (debhelper, lintian)
 #
 #   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
@@ -334,6 +334,12 @@ install: all
 	install -m 644 $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/aisd/docs/
 	install -m 644 tools/completion/aisctl.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/aisctl
+	@# the package's hardened unit (user aisd), with this install's paths
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed -e 's|/usr/bin/aisd|$(PREFIX)/bin/aisd|g' -e 's|/etc/aisd/|$(SYSCONFDIR)/aisd/|g' \
+	    -e 's|^# Installed by the aisd Debian package;|# Installed by make install (PREFIX $(PREFIX));|' \
+	    deploy/debian/aisd@.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/aisd@.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/aisd@.service
 
 clean:
 	rm -rf build build-san

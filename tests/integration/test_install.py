@@ -9,6 +9,9 @@ Checks:
     install keeps the edit (and says so), writes gateway.conf again, and
     refreshes the examples.
  3. The installed aisd prints the daemon's version.
+ 4. The systemd unit installed is the package's hardened one with this
+    install's paths: aisd and its configs under PREFIX, user aisd, the
+    sandbox kept.
 """
 # serial: installs into the system
 # timeout: 120
@@ -69,5 +72,17 @@ with open(os.path.join(ROOT, "include", "aisd", "version.h")) as f:
     ver = re.search(r'#define AISD_VERSION "([^"]+)"', f.read()).group(1)
 t.check(r.returncode == 0 and ver in r.stdout + r.stderr, "the installed aisd prints version %s" % ver,
         (r.stdout, r.stderr))
+unit = read(os.path.join(DEST, "usr", "local", "lib", "systemd", "system", "aisd@.service")).decode()
+pkg = read(os.path.join(ROOT, "deploy", "debian", "aisd@.service")).decode()
+t.check("ExecStart=/usr/local/bin/aisd --config /usr/local/etc/aisd/%i.conf\n" in unit,
+        "the unit runs the installed aisd with its config under PREFIX", unit[:600])
+t.check("/usr/bin/aisd" not in unit and " /etc/aisd/" not in unit and "=/etc/aisd/" not in unit,
+        "no path of the package's layout is left in the installed unit")
+sandbox = [l for l in pkg.splitlines() if l.split("=")[0] in
+           ("User", "NoNewPrivileges", "ProtectSystem", "CapabilityBoundingSet", "SystemCallFilter",
+            "ReadWritePaths", "PrivateDevices")]
+t.check(len(sandbox) >= 7 and all(l in unit.splitlines() for l in sandbox),
+        "the installed unit keeps the package's user and sandbox (%d lines)" % len(sandbox),
+        [l for l in sandbox if l not in unit.splitlines()])
 subprocess.run(["rm", "-rf", DEST])
 t.finish()
