@@ -185,6 +185,16 @@ run_one() {
 	else
 		echo fail "${n_ok:-0} ${n_fail:-0} ${n_skip:-0}" >"$res"
 		echo "FAIL $name (${secs}s): $why"
+		# the summary at the end names it again, with its failed checks
+		# (or, with none, the last lines it printed)
+		{
+			echo "FAIL $name (${secs}s): $why"
+			if grep -q '^not ok' "$dir/test.out" 2>/dev/null; then
+				grep '^not ok' "$dir/test.out" | head -20
+			else
+				tail -n 8 "$dir/test.out" 2>/dev/null
+			fi | sed 's/^/    /'
+		} >>"$RUN/failed.txt"
 	fi
 	if [ "${KEEP:-0}" = 1 ] || { [ -n "$why" ] && [ "${KEEP:-0}" = failed ]; }; then
 		echo "#   kept $dir"
@@ -267,6 +277,10 @@ for t in "${tests[@]}"; do
 done
 while [ ${#job_idx[@]} -gt 0 ]; do reap || break; done
 
+if [ -s "$RUN/failed.txt" ]; then
+	echo "integration failures:"
+	cat "$RUN/failed.txt"
+fi
 echo "integration checks: $c_ok passed, $c_fail failed, $c_skip skipped"
 echo "integration: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
