@@ -154,6 +154,11 @@ static bool is_read(http_req_t *q)
  * and CopyObject, and refused by GetObject/HeadObject with S3's 400
  * InvalidArgument (sse.c). */
 static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_read(q); }
+/* The source's SSE-C key of CopyObject and UploadPartCopy (copy.c). */
+static bool ssec_source_served(http_req_t *q)
+{
+	return q->method == HTTP_PUT && http_req_header(q, "x-amz-copy-source").ptr;
+}
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
  * apply to them). */
@@ -168,6 +173,7 @@ static const struct {
 	{"If-Match", cond_served, 0},
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
+	{"x-amz-copy-source-server-side-encryption-customer-", ssec_source_served, ON_OBJECT},
 	{"x-amz-server-side-encryption", ssec_served, ON_OBJECT}, /* a read refuses it: 400 (sse.c) */
 	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };

@@ -487,6 +487,8 @@ struct s3_sse {
 	unsigned char dk[SSE_KEY], iv[SSE_IV];
 	sse_ctr_t ctr;
 	char *meta;                /* the record for s3_meta_t.sse (s3_sse_put) */
+	unsigned char kek[SSE_KEY]; /* s3_sse_source_key: the copy source's customer key, until opened */
+	bool has_kek;
 };
 /* A write's encryption from its headers: AIS_OK with *out (NULL: not
  * encrypted), or AIS_ERR after answering (400 InvalidArgument/
@@ -498,6 +500,18 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out);
  * answering (400 InvalidRequest: key missing or given for a plain object,
  * 403 AccessDenied: another key, 500: key file unusable). */
 int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out);
+/* A copy's source (CopyObject, UploadPartCopy), in two steps, as its
+ * record is known only where the source is read (copy.c): on the event
+ * loop, the x-amz-copy-source-server-side-encryption-customer-* headers:
+ * AIS_OK with *out (holding the key if given) or AIS_ERR after answering
+ * (400 as s3_sse_put's SSE-C checks); then, on any thread, the source's
+ * record meta (NULL: plain) opened with it: AIS_OK with *out (NULL: a
+ * plain source), or AIS_ERR with the S3 error *code and *msg (static) to
+ * answer: as s3_sse_get's. The key is wiped once used or with the
+ * request. */
+int s3_sse_source_key(s3_rq_t *r, s3_sse_t **out);
+int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t **out, const char **code,
+		       const char **msg);
 /* Whether the request carries SSE-C headers. */
 bool s3_sse_asked(s3_rq_t *r);
 /* The answer's x-amz-server-side-encryption* headers (s NULL: none). */

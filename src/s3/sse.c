@@ -34,10 +34,19 @@
  *     (where it arrived: a forwarding node says so, s3_client).
  *  6. A write that names no encryption takes its bucket's default
  *     (PutBucketEncryption, ssecfg.c) as if it had named it.
- *  7. CopyObject encrypts its copy like a PutObject (copy.c, the bytes
- *     read from a plain source). Not served (501 by nyi.c): SSE headers on
- *     multipart uploads; a CopyObject or UploadPartCopy whose source is
- *     encrypted is refused by copy.c (cp_check).
+ *  7. Copies: CopyObject encrypts its copy like a PutObject (copy.c). An
+ *     encrypted source of CopyObject or UploadPartCopy is read as its
+ *     plaintext on the destination's owner, the one node that decrypts:
+ *     the source's bytes come as stored (ciphertext) with its record in
+ *     its metadata, from this target's copy or from its holder by the
+ *     peer's native GET under the intra-cluster signature, and are
+ *     decrypted from their offset in the source (a range too). So no key
+ *     travels between targets: an SSE-C source's key (x-amz-copy-source-
+ *     server-side-encryption-customer-*) stays with the request that
+ *     brought it, which rule 5 checks like any SSE-C key; SSE-S3 and
+ *     SSE-KMS keys are found in this node's key files by the record's id
+ *     (every target has the same files). Not served (501 by nyi.c): SSE
+ *     headers on multipart uploads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,12 +164,17 @@ static s3_sse_t *sse_new(s3_rq_t *r)
 
 static bool name_is(sv_t n, const char *h) { return n.len == strlen(h) && !strncasecmp(n.ptr, h, n.len); }
 
-/* The SSE-C headers into kek (and the key's MD5 in s->keymd5): AIS_OK,
- * AIS_DONE when none was given, AIS_ERR after answering. */
-static int customer_key(s3_rq_t *r, s3_sse_t *s, unsigned char kek[SSE_KEY])
+/* The SSE-C headers named pfx + "server-side-encryption-customer-*" (pfx
+ * "x-amz-" for the object's own key, "x-amz-copy-source-" for a copy's
+ * source) into kek (and the key's MD5 in s->keymd5): AIS_OK, AIS_DONE when
+ * none was given, AIS_ERR after answering. */
+static int customer_key(s3_rq_t *r, const char *pfx, s3_sse_t *s, unsigned char kek[SSE_KEY])
 {
-	sv_t alg = http_req_header(r->http, H_C_ALG), key = http_req_header(r->http, H_C_KEY),
-	     md5 = http_req_header(r->http, H_C_MD5);
+	char na[96], nk[96], nm[96];
+	snprintf(na, sizeof(na), "%s%s", pfx, H_C_ALG + 6); /* past "x-amz-" */
+	snprintf(nk, sizeof(nk), "%s%s", pfx, H_C_KEY + 6);
+	snprintf(nm, sizeof(nm), "%s%s", pfx, H_C_MD5 + 6);
+	sv_t alg = http_req_header(r->http, na), key = http_req_header(r->http, nk), md5 = http_req_header(r->http, nm);
 	if (!alg.ptr && !key.ptr && !md5.ptr)
 		return AIS_DONE;
 	char addr[64];
@@ -223,7 +237,7 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 			return AIS_ERR;
 		}
 	}
-	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
+	if ((rc = customer_key(r, "x-amz-", s, kek)) == AIS_ERR)
 		return AIS_ERR;
 	if (rc == AIS_DONE && !alg.ptr && !kid.ptr) { /* the bucket's default, if it has one (ssecfg.c) */
 		s3_ssecfg_t d;
@@ -288,11 +302,82 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 	return AIS_OK;
 }
 
+/* Opens the record meta (NULL: a plain object) for reading into s, with
+ * the customer key kek when have_kek (wiped here). Answers nothing, so any
+ * thread may call it: AIS_OK (s->mode 0: plain), or AIS_ERR with the S3
+ * error's *code and *msg (static text). */
+static int sse_open(const conf_t *c, const char *meta, bool have_kek, unsigned char kek[SSE_KEY], s3_sse_t *s,
+		    const char **code, const char **msg)
+{
+	unsigned char w[SSE_WRAPPED];
+	int rc;
+
+	*code = "InternalError";
+	*msg = "the server-side encryption keys are unavailable (see the node's log)";
+	if (!meta) {
+		if (have_kek) {
+			OPENSSL_cleanse(kek, SSE_KEY);
+			*code = "InvalidRequest";
+			*msg = "The encryption parameters are not applicable to this object.";
+			return AIS_ERR;
+		}
+		return AIS_OK;
+	}
+	/* MODE:KEYID:IV:WRAPPED */
+	const char *p1 = strchr(meta, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL, *p3 = p2 ? strchr(p2 + 1, ':') : NULL;
+	if (!p1 || p1 != meta + 1 || !p2 || !p3 || (size_t)(p2 - p1 - 1) > SSE_ID_MAX ||
+	    hex_decode(p2 + 1, (size_t)(p3 - p2 - 1), s->iv, SSE_IV) != AIS_OK ||
+	    hex_decode(p3 + 1, strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK) {
+		if (have_kek)
+			OPENSSL_cleanse(kek, SSE_KEY);
+		*msg = "the object's encryption record is damaged";
+		return AIS_ERR;
+	}
+	s->mode = meta[0];
+	snprintf(s->kid, sizeof(s->kid), "%.*s", (int)(p2 - p1 - 1), p1 + 1);
+	if (s->mode == 'C') {
+		if (!have_kek) {
+			*code = "InvalidRequest";
+			*msg = "The object was stored using a form of Server Side Encryption. The correct parameters "
+			       "must be provided to retrieve the object.";
+			return AIS_ERR;
+		}
+	} else {
+		if (have_kek) {
+			OPENSSL_cleanse(kek, SSE_KEY);
+			*code = "InvalidRequest";
+			*msg = "The encryption parameters are not applicable to this object.";
+			return AIS_ERR;
+		}
+		const char *path = s->mode == 'S' ? c->s3_sse_key_file : c->s3_kms_key_file;
+		rc = path[0] ? key_get(s->mode == 'S' ? &kf_master : &kf_kms, path, s->kid, kek, s->kid) : AIS_ERR;
+		if (rc != AIS_OK) {
+			if (rc == AIS_DONE)
+				log_warnx("server-side encryption: key id \"%s\" is not in %s", s->kid, path);
+			return AIS_ERR;
+		}
+	}
+	rc = sse_unwrap(kek, w, s->dk);
+	OPENSSL_cleanse(kek, SSE_KEY);
+	if (rc != AIS_OK) {
+		if (s->mode == 'C') {
+			*code = "AccessDenied";
+			*msg = "The provided customer key does not match the object's key.";
+		}
+		return AIS_ERR;
+	}
+	if (sse_ctr_init(&s->ctr, s->dk, s->iv) != AIS_OK) {
+		*msg = "server-side encryption failed";
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 {
 	s3_sse_t *s = sse_new(r);
-	unsigned char kek[SSE_KEY], w[SSE_WRAPPED];
-	const conf_t *c = r->node.conf;
+	unsigned char kek[SSE_KEY];
+	const char *code, *msg;
 	int rc;
 
 	*out = NULL;
@@ -304,62 +389,38 @@ int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 			return AIS_ERR;
 		}
 	}
-	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
+	if ((rc = customer_key(r, "x-amz-", s, kek)) == AIS_ERR)
 		return AIS_ERR;
-	if (!meta) {
-		if (rc == AIS_OK) {
-			OPENSSL_cleanse(kek, sizeof(kek));
-			s3_error(r, "InvalidRequest", "The encryption parameters are not applicable to this object.");
-			return AIS_ERR;
-		}
-		return AIS_OK;
-	}
-	/* MODE:KEYID:IV:WRAPPED */
-	const char *p1 = strchr(meta, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL, *p3 = p2 ? strchr(p2 + 1, ':') : NULL;
-	if (!p1 || p1 != meta + 1 || !p2 || !p3 || (size_t)(p2 - p1 - 1) > SSE_ID_MAX ||
-	    hex_decode(p2 + 1, (size_t)(p3 - p2 - 1), s->iv, SSE_IV) != AIS_OK ||
-	    hex_decode(p3 + 1, strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK) {
-		if (rc == AIS_OK)
-			OPENSSL_cleanse(kek, sizeof(kek));
-		s3_error(r, "InternalError", "the object's encryption record is damaged");
+	if (sse_open(r->node.conf, meta, rc == AIS_OK, kek, s, &code, &msg) != AIS_OK) {
+		s3_error(r, code, "%s", msg);
 		return AIS_ERR;
 	}
-	s->mode = meta[0];
-	snprintf(s->kid, sizeof(s->kid), "%.*s", (int)(p2 - p1 - 1), p1 + 1);
-	if (s->mode == 'C') {
-		if (rc != AIS_OK) {
-			s3_error(r, "InvalidRequest", "The object was stored using a form of Server Side Encryption. The "
-						      "correct parameters must be provided to retrieve the object.");
-			return AIS_ERR;
-		}
-	} else {
-		if (rc == AIS_OK) {
-			OPENSSL_cleanse(kek, sizeof(kek));
-			s3_error(r, "InvalidRequest", "The encryption parameters are not applicable to this object.");
-			return AIS_ERR;
-		}
-		const char *path = s->mode == 'S' ? c->s3_sse_key_file : c->s3_kms_key_file;
-		rc = path[0] ? key_get(s->mode == 'S' ? &kf_master : &kf_kms, path, s->kid, kek, s->kid) : AIS_ERR;
-		if (rc != AIS_OK) {
-			if (rc == AIS_DONE)
-				log_warnx("server-side encryption: key id \"%s\" is not in %s", s->kid, path);
-			return keys_unavailable(r);
-		}
-	}
-	rc = sse_unwrap(kek, w, s->dk);
-	OPENSSL_cleanse(kek, sizeof(kek));
-	if (rc != AIS_OK) {
-		if (s->mode == 'C') {
-			s3_error(r, "AccessDenied", "The provided customer key does not match the object's key.");
-			return AIS_ERR;
-		}
-		return keys_unavailable(r);
-	}
-	if (sse_ctr_init(&s->ctr, s->dk, s->iv) != AIS_OK) {
-		s3_error(r, "InternalError", "server-side encryption failed");
-		return AIS_ERR;
-	}
+	*out = s->mode ? s : NULL;
+	return AIS_OK;
+}
+
+int s3_sse_source_key(s3_rq_t *r, s3_sse_t **out)
+{
+	s3_sse_t *s = sse_new(r);
+	int rc = customer_key(r, "x-amz-copy-source-", s, s->kek);
 	*out = s;
+	s->has_kek = rc == AIS_OK;
+	return rc == AIS_ERR ? AIS_ERR : AIS_OK;
+}
+
+int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t **out, const char **code,
+		       const char **msg)
+{
+	bool have = k->has_kek;
+	const char *cd, *ms;
+	k->has_kek = false; /* one use: sse_open wipes it */
+	*out = NULL;
+	if (sse_open(c, meta, have, k->kek, k, &cd, &ms) != AIS_OK) {
+		*code = cd;
+		*msg = ms;
+		return AIS_ERR;
+	}
+	*out = k->mode ? k : NULL;
 	return AIS_OK;
 }
 
