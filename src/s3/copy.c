@@ -109,6 +109,7 @@ struct cp {
 	buf_t hdrs;
 	s3_sse_t *dsse; /* CopyObject: the destination's encryption (sse.c; NULL: plain) */
 	s3_sse_t *skey; /* the source's SSE-C key, if given (s3_sse_source_key) */
+	s3_sse_t *pkey; /* UploadPartCopy: the request's SSE-C key (s3_sse_part_key); dsse its part's encryption */
 	s3_sse_t *ssse; /* the source's decryption (NULL: a plain source) */
 	const char *msg; /* with code: the answer's message */
 };
@@ -128,6 +129,7 @@ static void cp_cleanup(void *arg)
 }
 
 static int cp_plain(struct cp *c, const char *p, size_t n);
+static int cp_out(struct cp *c, const char *p, size_t n);
 
 /* The source's metadata is known: check conditionals and the range. */
 static int cp_check(struct cp *c)
@@ -177,11 +179,11 @@ static int cp_sink(struct cp *c, const char *p, size_t n)
 static int cp_plain(struct cp *c, const char *p, size_t n)
 {
 	EVP_DigestUpdate(c->md5, p, n);
-	if (c->dsse) { /* sse.c rule 2: ciphertext is what enters the object layer */
+	if (c->dsse) { /* sse.c rules 2 and 8: ciphertext is what is stored */
 		char enc[16 * 1024];
 		while (n) {
 			size_t k = MIN(n, sizeof(enc));
-			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || ol_put_write(&c->op, enc, k) != AIS_OK)
+			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || cp_out(c, enc, k) != AIS_OK)
 				return AIS_ERR;
 			p += k;
 			n -= k;
@@ -190,18 +192,14 @@ static int cp_plain(struct cp *c, const char *p, size_t n)
 		return AIS_OK;
 	}
 	c->copied += n;
-	if (c->part) {
-		while (n) {
-			ssize_t w = write(c->pfd, p, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return AIS_ERR;
-			p += w;
-			n -= (size_t)w;
-		}
-		return AIS_OK;
-	}
+	return cp_out(c, p, n);
+}
+
+/* Bytes as stored into the destination: the part's file or the object. */
+static int cp_out(struct cp *c, const char *p, size_t n)
+{
+	if (c->part)
+		return fd_write_all(c->pfd, p, n) == AIS_OK ? AIS_OK : AIS_ERR;
 	return ol_put_write(&c->op, p, n);
 }
 
@@ -389,6 +387,11 @@ static int open_dest(struct cp *c)
 		errno = ENOENT;
 		return AIS_ERR;
 	}
+	if (s3_sse_part_open(r->node.conf, s3_mpu_sse(c->upload), c->pkey, c->num, &c->dsse, &c->code, &c->msg) !=
+	    AIS_OK) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return AIS_ERR;
 	hex_encode(rnd, sizeof(rnd), rh);
@@ -433,6 +436,8 @@ static void cp_work(http_req_t *req)
 			return;
 		}
 		c->pfd = -1;
+		if (c->dsse) /* its ETag as an encrypted object's (sse.c rule 3) */
+			s3_sse_etag(c->dsse, dig, c->md5hex);
 		if (s3_mpu_install_part(c->upload, c->num, c->tmp, c->md5hex) != AIS_OK) {
 			c->err = errno ? errno : EIO;
 			if (c->err == ENOENT)
@@ -514,8 +519,8 @@ static void cp_done(http_req_t *req)
 			bool has = olver_id_of(c->sm.custom, id, &null);
 			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
 			s3_version_header(r, c->op.meta.custom);
-			s3_sse_headers(r, c->dsse);
 		}
+		s3_sse_headers(r, c->dsse);
 		s3_send_xml(r, 200, &c->out);
 	}
 }
@@ -609,7 +614,7 @@ int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src)
 		}
 		c->has_range = true;
 	}
-	if (s3_sse_source_key(r, &c->skey) != AIS_OK)
+	if (s3_sse_source_key(r, &c->skey) != AIS_OK || s3_sse_part_key(r, &c->pkey) != AIS_OK)
 		return AIS_OK;
 	s3_offload(r, cp_work, cp_done);
 	return AIS_OK;

@@ -149,11 +149,17 @@ static bool is_read(http_req_t *q)
 {
 	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
 }
-/* SSE-C keys on PutObject, CopyObject (the copy's) and GetObject/
- * HeadObject (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject
- * and CopyObject, and refused by GetObject/HeadObject with S3's 400
- * InvalidArgument (sse.c). */
-static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_read(q); }
+/* UploadPart and UploadPartCopy. */
+static bool is_part(http_req_t *q) { return q->method == HTTP_PUT && s3_query_has(q, "uploadId"); }
+/* SSE-C keys on PutObject, CopyObject (the copy's), GetObject/HeadObject,
+ * CreateMultipartUpload, UploadPart(Copy) and CompleteMultipartUpload
+ * (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject,
+ * CopyObject and CreateMultipartUpload, and refused by the others with
+ * S3's 400 InvalidArgument (sse.c). */
+static bool ssec_served(http_req_t *q)
+{
+	return is_put_object(q) || is_copy(q) || is_read(q) || is_create(q) || is_part(q) || is_complete(q);
+}
 /* The source's SSE-C key of CopyObject and UploadPartCopy (copy.c). */
 static bool ssec_source_served(http_req_t *q)
 {

@@ -489,6 +489,8 @@ struct s3_sse {
 	char *meta;                /* the record for s3_meta_t.sse (s3_sse_put) */
 	unsigned char kek[SSE_KEY]; /* s3_sse_source_key: the copy source's customer key, until opened */
 	bool has_kek;
+	uint64_t base;             /* a part's: its CTR stream offset (rule 8) */
+	sse_parts_t parts;         /* an object completed from encrypted parts: its layout (rule 8) */
 };
 /* A write's encryption from its headers: AIS_OK with *out (NULL: not
  * encrypted), or AIS_ERR after answering (400 InvalidArgument/
@@ -512,6 +514,20 @@ int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out);
 int s3_sse_source_key(s3_rq_t *r, s3_sse_t **out);
 int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t **out, const char **code,
 		       const char **msg);
+/* A multipart upload's part (UploadPart, UploadPartCopy: rule 8), in two
+ * steps as a copy's source: on the loop, the request's own SSE-C headers
+ * (x-amz-server-side-encryption-customer-*; any other SSE header 400
+ * InvalidArgument): AIS_OK with *out or AIS_ERR after answering; then,
+ * with the upload's record (NULL: a plain upload), part num's encryption:
+ * AIS_OK with *out (NULL: plain), or AIS_ERR with *code, *msg (400
+ * InvalidRequest: the key missing for an SSE-C upload or given for
+ * another, 400 InvalidArgument: another key). */
+int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out);
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+		     const char **code, const char **msg);
+/* The record of an object completed from an upload of record meta, with
+ * the parts' layout (sse.h: sse_parts_t's text). */
+char *s3_sse_record_parts(arena_t *a, const char *meta, const char *layout);
 /* Whether the request carries SSE-C headers. */
 bool s3_sse_asked(s3_rq_t *r);
 /* The answer's x-amz-server-side-encryption* headers (s NULL: none). */
@@ -538,11 +554,6 @@ int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out);
 /* ?encryption on a bucket: GET, PUT, DELETE. */
 int s3_bucket_encryption(s3_rq_t *r);
 
-/* AIS_OK when the bucket has no default encryption; else answers 501
- * NotImplemented naming op (a write the default does not reach yet:
- * CreateMultipartUpload) and AIS_ERR, so that nothing is
- * stored unencrypted in a bucket that says it encrypts. */
-int s3_sse_default_unserved(s3_rq_t *r, const char *op);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);
@@ -571,6 +582,8 @@ void s3_mpu_local_remove(const conf_t *c, const char *id);
  * and fills its directory; then installs a finished temp file as part
  * num. Blocking. */
 int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload);
+/* The upload's encryption record (sse.c rule 8), NULL: a plain upload. */
+const char *s3_mpu_sse(void *upload);
 int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
 
 /* --- uploads.c: ListMultipartUploads (local or fanned out) --- */

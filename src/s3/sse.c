@@ -45,8 +45,20 @@
  *     server-side-encryption-customer-*) stays with the request that
  *     brought it, which rule 5 checks like any SSE-C key; SSE-S3 and
  *     SSE-KMS keys are found in this node's key files by the record's id
- *     (every target has the same files). Not served (501 by nyi.c): SSE
- *     headers on multipart uploads.
+ *     (every target has the same files).
+ *  8. Multipart uploads: CreateMultipartUpload takes the headers (or the
+ *     bucket's default) as a PutObject and keeps the record with the
+ *     upload; every part is encrypted by its UploadPart or UploadPartCopy
+ *     (an SSE-C upload's parts carry its key; parts are ciphertext on disk
+ *     from the start) with the upload's data key at the CTR stream offset
+ *     NUM * SSE_PART_STRIDE, as its place in the object is known only at
+ *     Complete, which joins the parts' bytes as they are and writes the
+ *     object's record with the layout of its parts (sse.h) appended, so a
+ *     read maps each byte to its part's stream (s3_sse_xor): ranges across
+ *     parts, partNumber reads, copies of it. No key is needed at Complete
+ *     (an SSE-C key given there is checked). A part uploaded again under
+ *     the same number reuses that number's key stream for the bytes that
+ *     replace the removed part file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,6 +164,7 @@ static void sse_cleanup(void *arg)
 {
 	s3_sse_t *s = arg;
 	sse_ctr_free(&s->ctr);
+	sse_parts_free(&s->parts);
 	OPENSSL_cleanse(s, sizeof(*s));
 }
 
@@ -323,11 +336,13 @@ static int sse_open(const conf_t *c, const char *meta, bool have_kek, unsigned c
 		}
 		return AIS_OK;
 	}
-	/* MODE:KEYID:IV:WRAPPED */
+	/* MODE:KEYID:IV:WRAPPED[:LAYOUT] */
 	const char *p1 = strchr(meta, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL, *p3 = p2 ? strchr(p2 + 1, ':') : NULL;
+	const char *p4 = p3 ? strchr(p3 + 1, ':') : NULL;
 	if (!p1 || p1 != meta + 1 || !p2 || !p3 || (size_t)(p2 - p1 - 1) > SSE_ID_MAX ||
 	    hex_decode(p2 + 1, (size_t)(p3 - p2 - 1), s->iv, SSE_IV) != AIS_OK ||
-	    hex_decode(p3 + 1, strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK) {
+	    hex_decode(p3 + 1, p4 ? (size_t)(p4 - p3 - 1) : strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK ||
+	    (p4 && sse_parts_parse(p4 + 1, &s->parts) != AIS_OK)) {
 		if (have_kek)
 			OPENSSL_cleanse(kek, SSE_KEY);
 		*msg = "the object's encryption record is damaged";
@@ -450,7 +465,59 @@ void s3_sse_headers(s3_rq_t *r, const s3_sse_t *s)
 
 int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n)
 {
-	return sse_ctr_xor(&s->ctr, off, in, out, n);
+	if (!s->parts.n)
+		return sse_ctr_xor(&s->ctr, s->base + off, in, out, n);
+	const char *i = in; /* rule 8: each part from its own stream offset */
+	char *o = out;
+	while (n) {
+		uint64_t seg, at = sse_parts_map(&s->parts, off, &seg);
+		size_t k = (size_t)MIN((uint64_t)n, seg);
+		if (!k || sse_ctr_xor(&s->ctr, at, i, o, k) != AIS_OK)
+			return AIS_ERR;
+		i += k;
+		o += k;
+		off += k;
+		n -= k;
+	}
+	return AIS_OK;
+}
+
+int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out)
+{
+	for (size_t i = 0; i < r->http->nhdrs; i++) { /* a part takes only the customer key */
+		sv_t n = r->http->hdrs[i].name;
+		if (n.len >= strlen(H_ALG) && !strncasecmp(n.ptr, H_ALG, strlen(H_ALG)) && !name_is(n, H_C_ALG) &&
+		    !name_is(n, H_C_KEY) && !name_is(n, H_C_MD5)) {
+			s3_error(r, "InvalidArgument", "%.*s is not valid on a part; the upload's encryption is "
+				 "named by CreateMultipartUpload", (int)MIN(n.len, 128), n.ptr);
+			return AIS_ERR;
+		}
+	}
+	s3_sse_t *s = sse_new(r);
+	int rc = customer_key(r, "x-amz-", s, s->kek);
+	*out = s;
+	s->has_kek = rc == AIS_OK;
+	return rc == AIS_ERR ? AIS_ERR : AIS_OK;
+}
+
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+		     const char **code, const char **msg)
+{
+	if (s3_sse_source_open(c, meta, k, out, code, msg) != AIS_OK) {
+		if (!strcmp(*code, "AccessDenied")) { /* a write's argument, as S3 */
+			*code = "InvalidArgument";
+			*msg = "The provided customer key does not match the upload's key.";
+		}
+		return AIS_ERR;
+	}
+	if (*out)
+		(*out)->base = (uint64_t)num * SSE_PART_STRIDE;
+	return AIS_OK;
+}
+
+char *s3_sse_record_parts(arena_t *a, const char *meta, const char *layout)
+{
+	return arena_printf(a, "%s:%s", meta, layout);
 }
 
 void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33])
