@@ -661,7 +661,7 @@ static void complete_work(http_req_t *req)
 	if (m.sse) { /* an SSE-C key given is checked; none is needed (sse.c rule 8) */
 		const char *code, *msg;
 		bool keyless = m.sse[0] == 'C' && !u->skey->has_kek;
-		if (!keyless && s3_sse_source_open(r->node.conf, m.sse, u->skey, &u->sse, &code, &msg) != AIS_OK) {
+		if (!keyless && s3_sse_part_open(r->node.conf, m.sse, u->skey, 0, &u->sse, &code, &msg) != AIS_OK) {
 			u->code = code;
 			buf_addstr(&u->msg, msg);
 			goto out;

@@ -490,6 +490,7 @@ struct s3_sse {
 	unsigned char kek[SSE_KEY]; /* s3_sse_source_key: the copy source's customer key, until opened */
 	bool has_kek;
 	uint64_t base;             /* a part's: its CTR stream offset (rule 8) */
+	char want;                 /* s3_sse_part_key: the mode a part's x-amz-server-side-encryption names (0: none) */
 	sse_parts_t parts;         /* an object completed from encrypted parts: its layout (rule 8) */
 };
 /* A write's encryption from its headers: AIS_OK with *out (NULL: not
@@ -516,12 +517,14 @@ int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t 
 		       const char **msg);
 /* A multipart upload's part (UploadPart, UploadPartCopy: rule 8), in two
  * steps as a copy's source: on the loop, the request's own SSE-C headers
- * (x-amz-server-side-encryption-customer-*; any other SSE header 400
- * InvalidArgument): AIS_OK with *out or AIS_ERR after answering; then,
- * with the upload's record (NULL: a plain upload), part num's encryption:
- * AIS_OK with *out (NULL: plain), or AIS_ERR with *code, *msg (400
- * InvalidRequest: the key missing for an SSE-C upload or given for
- * another, 400 InvalidArgument: another key). */
+ * (x-amz-server-side-encryption-customer-*, and x-amz-server-side-
+ * encryption with -aws-kms-key-id as a restatement of the upload's mode;
+ * any other SSE header 400 InvalidArgument): AIS_OK with *out or AIS_ERR
+ * after answering; then, with the upload's record (NULL: a plain upload),
+ * part num's encryption: AIS_OK with *out (NULL: plain), or AIS_ERR with
+ * *code, *msg (400 InvalidRequest: the key missing for an SSE-C upload or
+ * given for another, 400 InvalidArgument: another key, or a mode that is
+ * not the upload's). */
 int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out);
 int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
 		     const char **code, const char **msg);

@@ -484,16 +484,19 @@ int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n)
 
 int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out)
 {
-	for (size_t i = 0; i < r->http->nhdrs; i++) { /* a part takes only the customer key */
+	s3_sse_t *s = sse_new(r);
+	sv_t alg = http_req_header(r->http, H_ALG);
+	if (alg.ptr) /* the upload's mode said again (rule 8): checked by s3_sse_part_open */
+		s->want = sv_eqstr(alg, "AES256") ? 'S' : sv_eqstr(alg, "aws:kms") ? 'K' : '?';
+	for (size_t i = 0; i < r->http->nhdrs; i++) { /* a part takes the customer key, or the mode */
 		sv_t n = r->http->hdrs[i].name;
 		if (n.len >= strlen(H_ALG) && !strncasecmp(n.ptr, H_ALG, strlen(H_ALG)) && !name_is(n, H_C_ALG) &&
-		    !name_is(n, H_C_KEY) && !name_is(n, H_C_MD5)) {
+		    !name_is(n, H_C_KEY) && !name_is(n, H_C_MD5) && !name_is(n, H_ALG) && !name_is(n, H_KMS)) {
 			s3_error(r, "InvalidArgument", "%.*s is not valid on a part; the upload's encryption is "
 				 "named by CreateMultipartUpload", (int)MIN(n.len, 128), n.ptr);
 			return AIS_ERR;
 		}
 	}
-	s3_sse_t *s = sse_new(r);
 	int rc = customer_key(r, "x-amz-", s, s->kek);
 	*out = s;
 	s->has_kek = rc == AIS_OK;
@@ -503,6 +506,13 @@ int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out)
 int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
 		     const char **code, const char **msg)
 {
+	char want = k->want;
+	if (want && (!meta || meta[0] != want)) {
+		*out = NULL;
+		*code = "InvalidArgument";
+		*msg = "x-amz-server-side-encryption does not name the upload's encryption (CreateMultipartUpload's)";
+		return AIS_ERR;
+	}
 	if (s3_sse_source_open(c, meta, k, out, code, msg) != AIS_OK) {
 		if (!strcmp(*code, "AccessDenied")) { /* a write's argument, as S3 */
 			*code = "InvalidArgument";

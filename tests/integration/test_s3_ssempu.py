@@ -16,7 +16,8 @@ Checks:
  2. UploadPartCopy into an SSE-KMS upload from an SSE-C source (with its
     key) and from the completed SSE-C multipart object: byte for byte.
  3. A bucket with default encryption (aws:kms): CreateMultipartUpload
-    without headers takes it; the object reads back as SSE-KMS.
+    without headers takes it; a part naming another mode 400, one naming
+    aws:kms 200; the object reads back as SSE-KMS.
  4. No file under any target holds the plaintext marker, while a plain
     upload's control marker is found (the search can fail).
  5. The AWS CLI: aws s3 cp of a 9 MiB file (multipart) with --sse-c up
@@ -182,7 +183,19 @@ s3.put_bucket_encryption(Bucket="mpudflt", ServerSideEncryptionConfiguration={"R
 cr = s3.create_multipart_upload(Bucket="mpudflt", Key="d")
 t.eq((mode_of(cr), cr.get("SSEKMSKeyId")), ("kms", "app-key"), "CreateMultipartUpload takes the bucket's default")
 r1 = s3.upload_part(Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], PartNumber=1, Body=WHOLE["kms"][:5 * MIB])
-r2 = s3.upload_part(Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], PartNumber=2, Body=b"tail" * 10)
+def with_headers(h):
+    c = boto3_client(EP)
+    c.meta.events.register("before-sign.s3.UploadPart",
+                           lambda request, **_: [request.headers.__setitem__(k, v) for k, v in h.items()])
+    return c
+
+
+t.eq(err_of(lambda: with_headers({"x-amz-server-side-encryption": "AES256"}).upload_part(
+    Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], PartNumber=2, Body=b"x")), (400, "InvalidArgument"),
+     "a part naming another mode than the upload's: 400 InvalidArgument")
+r2 = with_headers({"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "app-key"}
+                  ).upload_part(Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], PartNumber=2, Body=b"tail" * 10)
+t.eq(mode_of(r2), "kms", "a part restating the upload's mode (aws:kms): 200")
 s3.complete_multipart_upload(Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], MultipartUpload={"Parts": [
     {"PartNumber": 1, "ETag": r1["ETag"]}, {"PartNumber": 2, "ETag": r2["ETag"]}]})
 got = s3.get_object(Bucket="mpudflt", Key="d")
