@@ -660,7 +660,7 @@ static void complete_work(http_req_t *req)
 	s3_meta_decode(req->arena, u->in.custom, &m);
 	if (m.sse) { /* an SSE-C key given is checked; none is needed (sse.c rule 8) */
 		const char *code, *msg;
-		bool keyless = m.sse[0] == 'C' && !u->skey->has_kek;
+		bool keyless = m.sse[0] == 'C' && !u->skey->has_kek && !u->skey->want;
 		if (!keyless && s3_sse_part_open(r->node.conf, m.sse, u->skey, 0, &u->sse, &code, &msg) != AIS_OK) {
 			u->code = code;
 			buf_addstr(&u->msg, msg);
