@@ -3,7 +3,8 @@ encrypted source (SSE-C, SSE-S3, SSE-KMS): the copy reads the source's
 plaintext wherever it lives (on the destination's owner or fetched from
 the source's holder, as ciphertext with its encryption record), and
 encrypts the copy as the destination asks. 1 gateway + 3 targets on
-loopback ports, stopped by PID; SSE-C over plain HTTP is allowed by
+loopback ports with a cluster secret (a peer's read of the source is
+signed by it), stopped by PID; SSE-C over plain HTTP is allowed by
 s3.sse_c_plain_http.
 
 Checks:
@@ -60,8 +61,10 @@ def write_keys(path, keys):
 
 write_keys(master, [("k1", K1)])
 write_keys(kms, [("app-key", KMS_A), ("other-key", KMS_B)])
+_, csecret = clulib.secret_files("s3ssecopy")  # peers' reads signed by the cluster secret
 EP = cluster(t, "s3ssecopy", targets=3, args=["--set", "s3.sse_key_file=" + master, "--set",
-                                               "s3.kms_key_file=" + kms, "--set", "s3.sse_c_plain_http=on"])
+                                               "s3.kms_key_file=" + kms, "--set", "s3.sse_c_plain_http=on",
+                                               "--set", "cluster.secret_file=" + csecret])
 g = cluster.nodes[0]
 targets = list(cluster.nodes[1:])
 s3 = boto3_client(EP)
@@ -178,6 +181,9 @@ for sm in ("c", "s3", "kms"):
         t.check(got["Body"].read() == DATA[sm] and "ServerSideEncryption" not in got,
                 "copy %s -> plain (%s): plaintext, not encrypted" % (sm, "local" if local else "fetched"))
 t.check(disk_has(MARK[:24]), "the decrypted copies' marker is on disk now")
+r = request("GET", targets[owner("cpsrc", "src-c")].url, "/v1/objects/cpsrc/src-c", headers={"Ais-Intra": "test"})
+t.check(r.status in (401, 403) and MARK[:24] not in (r.body or b""),
+        "an unsigned native GET of the encrypted source that says it is a peer: refused", r.status)
 
 # 3. refusals
 cp = dict(Bucket="cpdst", Key="refused")
