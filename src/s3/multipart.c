@@ -22,6 +22,11 @@
  * FULL_OBJECT, ALG of all the bytes (CRCs only; checked against the
  * Complete's x-amz-checksum-ALG header when given), and keeps it with the
  * object (s3.ck).
+ * An upload with server-side encryption (its headers or the bucket's
+ * default at Create) keeps its record in its metadata; each part is
+ * encrypted as it is written (part_write, and copy.c for UploadPartCopy)
+ * and Complete keeps the parts' layout with the object's record (sse.c
+ * rule 8).
  * The parts themselves live on the owner only until Complete. Uploads
  * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
  * from Create, and at a target's start); a bucket holds at most

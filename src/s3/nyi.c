@@ -6,7 +6,8 @@
  * object lock, storage classes, ...), with the operations that do serve
  * some of them (served_by: x-amz-tagging on PutObject, conditional
  * writes on PutObject and CompleteMultipartUpload, server-side encryption
- * on PutObject, GetObject and HeadObject (sse.c), the object lock headers
+ * on PutObject, CopyObject (and its source), multipart uploads, GetObject
+ * and HeadObject (sse.c), the object lock headers
  * on PutObject, CopyObject, CreateMultipartUpload and CreateBucket
  * (objlock.c), ...).
  *
