@@ -72,6 +72,31 @@ const unsigned char *sse_keys_find(const sse_keys_t *ks, const char *id);
 /* Wipes the keys. */
 void sse_keys_wipe(sse_keys_t *ks);
 
+/* The part layout of an object completed from a multipart upload whose
+ * parts were encrypted one by one (src/s3/sse.c rule 8): part NUM's bytes
+ * are the CTR stream from offset NUM * SSE_PART_STRIDE, so a part is
+ * encrypted before its place in the object is known. The text is the S3
+ * metadata's part sizes, "[N:]SIZE*COUNT+...": runs of COUNT consecutive
+ * parts of SIZE bytes, the first numbered N (else the number after the
+ * last run's; 1 at the start). */
+#define SSE_PART_STRIDE (1ull << 33) /* 8 GiB: more than S3's largest part */
+typedef struct sse_parts {
+	size_t n; /* runs */
+	struct sse_run {
+		uint64_t start; /* the run's offset in the object */
+		uint64_t size;  /* each part's */
+		uint32_t first, count;
+	} *runs; /* malloc'd */
+} sse_parts_t;
+/* Parses the layout into *out (out->runs malloc'd: sse_parts_free):
+ * AIS_OK, or AIS_ERR when it is not one (numbers not ascending, over
+ * 10000 parts, a size over SSE_PART_STRIDE). */
+int sse_parts_parse(const char *p, sse_parts_t *out);
+/* The CTR stream offset of the object's byte off, and in *seg how many
+ * bytes from off are in the same part (0: off is past the end). */
+uint64_t sse_parts_map(const sse_parts_t *ps, uint64_t off, uint64_t *seg);
+void sse_parts_free(sse_parts_t *ps);
+
 /* Canonical padded base64 (the customer key and its MD5): the decoded
  * length, or -1 when in is not that or does not fit outsz. */
 long sse_b64_decode(const char *in, size_t n, unsigned char *out, size_t outsz);

@@ -15,8 +15,10 @@
  * S3. The destination ETag is the MD5 of the bytes copied, and it is
  * committed with the bucket's copies (ol_put_commit). CopyObject encrypts
  * the copy as its SSE headers or its bucket's default say (sse.c,
- * s3_sse_put), whatever the source's directive; an encrypted source is
- * refused (501), as is UploadPartCopy into an encrypted upload.
+ * s3_sse_put), whatever the source's directive. An encrypted source is
+ * copied as its plaintext: its bytes arrive as stored, ciphertext, with
+ * its record in its metadata, and are decrypted here (cp_sink) with the
+ * x-amz-copy-source-* SSE-C key or this node's key files (sse.c rule 7).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -106,6 +108,10 @@ struct cp {
 	/* remote fetch */
 	buf_t hdrs;
 	s3_sse_t *dsse; /* CopyObject: the destination's encryption (sse.c; NULL: plain) */
+	s3_sse_t *skey; /* the source's SSE-C key, if given (s3_sse_source_key) */
+	s3_sse_t *pkey; /* UploadPartCopy: the request's SSE-C key (s3_sse_part_key); dsse its part's encryption */
+	s3_sse_t *ssse; /* the source's decryption (NULL: a plain source) */
+	const char *msg; /* with code: the answer's message */
 };
 
 static void cp_cleanup(void *arg)
@@ -122,6 +128,9 @@ static void cp_cleanup(void *arg)
 	buf_free(&c->hdrs);
 }
 
+static int cp_plain(struct cp *c, const char *p, size_t n);
+static int cp_out(struct cp *c, const char *p, size_t n);
+
 /* The source's metadata is known: check conditionals and the range. */
 static int cp_check(struct cp *c)
 {
@@ -133,10 +142,10 @@ static int cp_check(struct cp *c)
 		c->code = "AccessDenied";
 		return AIS_ERR;
 	}
-	if (c->m.sse) { /* its bytes are ciphertext under its own key (sse.c rule 6) */
-		c->code = "NotImplemented";
+	/* an encrypted source is read as plaintext: its record travels with
+	 * its bytes (sse.c rule 7) */
+	if (s3_sse_source_open(c->r->node.conf, c->m.sse, c->skey, &c->ssse, &c->code, &c->msg) != AIS_OK)
 		return AIS_ERR;
-	}
 	if (ol_conditions(c->r->http, c->etag, c->sm.mtime_ns, "x-amz-copy-source-", false)) {
 		c->code = "PreconditionFailed";
 		return AIS_ERR;
@@ -150,12 +159,31 @@ static int cp_check(struct cp *c)
 
 static int cp_sink(struct cp *c, const char *p, size_t n)
 {
+	if (c->ssse) { /* the source's plaintext, from its offset in the source */
+		char dec[16 * 1024];
+		uint64_t soff = (c->has_range ? c->rstart : 0) + c->copied;
+		while (n) {
+			size_t k = MIN(n, sizeof(dec));
+			if (s3_sse_xor(c->ssse, soff, p, dec, k) != AIS_OK || cp_plain(c, dec, k) != AIS_OK)
+				return AIS_ERR;
+			p += k;
+			n -= k;
+			soff += k;
+		}
+		return AIS_OK;
+	}
+	return cp_plain(c, p, n);
+}
+
+/* Plaintext of the source into the destination. */
+static int cp_plain(struct cp *c, const char *p, size_t n)
+{
 	EVP_DigestUpdate(c->md5, p, n);
-	if (c->dsse) { /* sse.c rule 2: ciphertext is what enters the object layer */
+	if (c->dsse) { /* sse.c rules 2 and 8: ciphertext is what is stored */
 		char enc[16 * 1024];
 		while (n) {
 			size_t k = MIN(n, sizeof(enc));
-			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || ol_put_write(&c->op, enc, k) != AIS_OK)
+			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || cp_out(c, enc, k) != AIS_OK)
 				return AIS_ERR;
 			p += k;
 			n -= k;
@@ -164,18 +192,14 @@ static int cp_sink(struct cp *c, const char *p, size_t n)
 		return AIS_OK;
 	}
 	c->copied += n;
-	if (c->part) {
-		while (n) {
-			ssize_t w = write(c->pfd, p, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return AIS_ERR;
-			p += w;
-			n -= (size_t)w;
-		}
-		return AIS_OK;
-	}
+	return cp_out(c, p, n);
+}
+
+/* Bytes as stored into the destination: the part's file or the object. */
+static int cp_out(struct cp *c, const char *p, size_t n)
+{
+	if (c->part)
+		return fd_write_all(c->pfd, p, n) == AIS_OK ? AIS_OK : AIS_ERR;
 	return ol_put_write(&c->op, p, n);
 }
 
@@ -363,6 +387,11 @@ static int open_dest(struct cp *c)
 		errno = ENOENT;
 		return AIS_ERR;
 	}
+	if (s3_sse_part_open(r->node.conf, s3_mpu_sse(c->upload), c->pkey, c->num, &c->dsse, &c->code, &c->msg) !=
+	    AIS_OK) {
+		errno = EINVAL;
+		return AIS_ERR;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return AIS_ERR;
 	hex_encode(rnd, sizeof(rnd), rh);
@@ -407,6 +436,8 @@ static void cp_work(http_req_t *req)
 			return;
 		}
 		c->pfd = -1;
+		if (c->dsse) /* its ETag as an encrypted object's (sse.c rule 3) */
+			s3_sse_etag(c->dsse, dig, c->md5hex);
 		if (s3_mpu_install_part(c->upload, c->num, c->tmp, c->md5hex) != AIS_OK) {
 			c->err = errno ? errno : EIO;
 			if (c->err == ENOENT)
@@ -465,11 +496,10 @@ static void cp_done(http_req_t *req)
 	s3_rq_t *r = req->state;
 	struct cp *c = r->op;
 	if (c->code) {
-		if (!strcmp(c->code, "NotImplemented")) {
-			s3_error(r, c->code, "copying a server-side encrypted object is not implemented");
-			return;
-		}
-		s3_error(r, c->code, NULL);
+		if (c->msg)
+			s3_error(r, c->code, "%s", c->msg);
+		else
+			s3_error(r, c->code, NULL);
 	} else if (c->err == ENOENT && s3_decide_missing(r, S3_RES_SOURCE) != AIS_OK) {
 		s3_error(r, "AccessDenied", NULL); /* not told whether it exists */
 	} else if (c->err == ENOENT) {
@@ -489,8 +519,8 @@ static void cp_done(http_req_t *req)
 			bool has = olver_id_of(c->sm.custom, id, &null);
 			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
 			s3_version_header(r, c->op.meta.custom);
-			s3_sse_headers(r, c->dsse);
 		}
+		s3_sse_headers(r, c->dsse);
 		s3_send_xml(r, 200, &c->out);
 	}
 }
@@ -540,7 +570,8 @@ int s3_copy_object(s3_rq_t *r, sv_t src)
 	if (s3_meta_acl_from_req(r, &c->dacl) != AIS_OK ||
 	    (c->tag_replace && s3_tags_from_req(r, &c->dacl.tags) != AIS_OK) ||
 	    s3_lock_from_req(r, &c->dacl) != AIS_OK || /* checked here, applied by cp_work */
-	    s3_sse_put(r, &c->dsse) != AIS_OK) /* the copy's encryption: its headers or the bucket's default */
+	    s3_sse_put(r, &c->dsse) != AIS_OK || /* the copy's encryption: its headers or the bucket's default */
+	    s3_sse_source_key(r, &c->skey) != AIS_OK)
 		return AIS_OK;
 	if (c->replace) {
 		s3_meta_t probe = {0};
@@ -583,6 +614,8 @@ int s3_upload_part_copy(s3_rq_t *r, sv_t id, uint32_t num, sv_t src)
 		}
 		c->has_range = true;
 	}
+	if (s3_sse_source_key(r, &c->skey) != AIS_OK || s3_sse_part_key(r, &c->pkey) != AIS_OK)
+		return AIS_OK;
 	s3_offload(r, cp_work, cp_done);
 	return AIS_OK;
 }

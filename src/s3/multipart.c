@@ -22,6 +22,11 @@
  * FULL_OBJECT, ALG of all the bytes (CRCs only; checked against the
  * Complete's x-amz-checksum-ALG header when given), and keeps it with the
  * object (s3.ck).
+ * An upload with server-side encryption (its headers or the bucket's
+ * default at Create) keeps its record in its metadata; each part is
+ * encrypted as it is written (part_write, and copy.c for UploadPartCopy)
+ * and Complete keeps the parts' layout with the object's record (sse.c
+ * rule 8).
  * The parts themselves live on the owner only until Complete. Uploads
  * older than s3.mpu_max_age are removed (s3_mpu_gc, at most once a minute
  * from Create, and at a target's start); a bucket holds at most
@@ -265,6 +270,10 @@ struct mpu {
 	enum s3_ck ck;
 	const char *ck_type;
 	char ck_b64[64];
+	/* create: the upload's encryption (sse.c rule 8); complete: the
+	 * request's SSE-C key (s3_sse_part_key) and then the object's */
+	s3_sse_t *sse;
+	s3_sse_t *skey;
 };
 
 static void mpu_cleanup(void *arg)
@@ -336,6 +345,7 @@ static void mpu_answer(http_req_t *req)
 		}
 		if (u->vid[0])
 			http_resp_header(r->http, "x-amz-version-id", "%s", u->vid);
+		s3_sse_headers(r, u->sse);
 		s3_send_xml(r, 200, &u->out);
 	} else {
 		s3_common_headers(r);
@@ -458,9 +468,11 @@ int s3_mpu_create(s3_rq_t *r)
 		s3_error(r, "NoSuchBucket", NULL);
 		return AIS_OK;
 	}
-	if (s3_sse_default_unserved(r, "CreateMultipartUpload") != AIS_OK || s3_meta_from_req(r, &u->m) != AIS_OK ||
-	    create_ck(r, u) != AIS_OK || s3_tags_from_req(r, &u->m.tags) != AIS_OK)
+	if (s3_meta_from_req(r, &u->m) != AIS_OK || create_ck(r, u) != AIS_OK ||
+	    s3_tags_from_req(r, &u->m.tags) != AIS_OK || s3_sse_put(r, &u->sse) != AIS_OK)
 		return AIS_OK;
+	if (u->sse) /* the record the parts are encrypted with (sse.c rule 8) */
+		u->m.sse = u->sse->meta;
 	memset(u->m.etag, 'f', 40);
 	int rc = s3_meta_encode(&u->m, &u->custom);
 	u->m.etag[0] = '\0';
@@ -651,6 +663,19 @@ static void complete_work(http_req_t *req)
 		}
 	}
 	s3_meta_decode(req->arena, u->in.custom, &m);
+	if (m.sse) { /* an SSE-C key given is checked; none is needed (sse.c rule 8) */
+		const char *code, *msg;
+		bool keyless = m.sse[0] == 'C' && !u->skey->has_kek && !u->skey->want;
+		if (!keyless && s3_sse_part_open(r->node.conf, m.sse, u->skey, 0, &u->sse, &code, &msg) != AIS_OK) {
+			u->code = code;
+			buf_addstr(&u->msg, msg);
+			goto out;
+		}
+	} else if (u->skey->has_kek) {
+		u->code = "InvalidRequest";
+		buf_addstr(&u->msg, "The encryption parameters are not applicable to this object.");
+		goto out;
+	}
 	ck = s3_meta_ck_pending(&m, &ck_type);
 	full = ck != S3_CK_NONE && !strcmp(ck_type, "FULL_OBJECT");
 	if (ck != S3_CK_NONE) {
@@ -745,9 +770,17 @@ static void complete_work(http_req_t *req)
 		m.ck = arena_printf(req->arena, "%s:%s:%s", s3_ck_name(ck), u->ck_b64, ck_type);
 	}
 	m.parts = part_sizes(req->arena, use, u->cr.n);
+	if (m.sse) /* the parts' layout, to decrypt each from its stream (sse.c rule 8) */
+		m.sse = s3_sse_record_parts(req->arena, m.sse, m.parts);
 	buf_reset(&u->custom);
-	if (s3_meta_encode(&m, &u->custom) != AIS_OK) { /* no room for the sizes: no part reads */
-		m.parts = NULL;
+	if (s3_meta_encode(&m, &u->custom) != AIS_OK) {
+		if (m.sse) { /* the layout is needed to read it */
+			u->code = "InvalidPart";
+			buf_addstr(&u->msg, "the encrypted parts' sizes do not fit the object's metadata: upload "
+				   "parts of fewer distinct sizes");
+			goto out;
+		}
+		m.parts = NULL; /* no room for the sizes: no part reads */
 		buf_reset(&u->custom);
 		s3_meta_encode(&m, &u->custom);
 	}
@@ -800,6 +833,9 @@ struct part_sink {
 	uint32_t num;
 	char tmp[PATH_MAX_S3];
 	int fd;
+	s3_sse_t *key; /* the request's SSE-C key (s3_sse_part_key) */
+	s3_sse_t *sse; /* the part's encryption (sse.c rule 8; NULL: plain) */
+	uint64_t off;  /* bytes written */
 };
 
 static int part_begin(s3_put_t *p)
@@ -810,6 +846,12 @@ static int part_begin(s3_put_t *p)
 	if (mpu_open(s->u) != AIS_OK) {
 		p->code = "NoSuchUpload";
 		errno = ENOENT;
+		return AIS_ERR;
+	}
+	s3_meta_t m;
+	s3_meta_decode(p->r->http->arena, s->u->in.custom, &m);
+	if (s3_sse_part_open(p->r->node.conf, m.sse, s->key, s->num, &s->sse, &p->code, &p->msg) != AIS_OK) {
+		errno = EINVAL;
 		return AIS_ERR;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -823,7 +865,18 @@ static int part_begin(s3_put_t *p)
 static int part_write(s3_put_t *p, const char *b, size_t n)
 {
 	struct part_sink *s = p->sink;
-	return fd_write_all(s->fd, b, n);
+	if (!s->sse)
+		return fd_write_all(s->fd, b, n);
+	char enc[16 * 1024]; /* sse.c rule 8: a part is ciphertext from its first byte on disk */
+	while (n) {
+		size_t k = MIN(n, sizeof(enc));
+		if (s3_sse_xor(s->sse, s->off, b, enc, k) != AIS_OK || fd_write_all(s->fd, enc, k) != AIS_OK)
+			return AIS_ERR;
+		s->off += k;
+		b += k;
+		n -= k;
+	}
+	return AIS_OK;
 }
 
 /* Renames the finished temp file to its part name, replacing an older
@@ -857,6 +910,8 @@ static int part_commit(s3_put_t *p)
 		return AIS_ERR;
 	}
 	s->fd = -1;
+	if (s->sse) /* its ETag as an encrypted object's (sse.c rule 3) */
+		s3_sse_etag(s->sse, p->md5, p->md5hex);
 	if (part_install(s->u, s->num, s->tmp, p->md5hex) != AIS_OK) {
 		if (errno == ENOENT)
 			p->code = "NoSuchUpload";
@@ -871,6 +926,7 @@ static void part_reply(s3_put_t *p)
 	s3_common_headers(p->r);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
 	s3_put_ck_header(p, false);
+	s3_sse_headers(p->r, ((struct part_sink *)p->sink)->sse);
 	http_resp_send(p->r->http, "", 0);
 }
 
@@ -895,6 +951,14 @@ int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload)
 	snprintf(dir, dsz, "%s", u->dir);
 	*upload = u;
 	return AIS_OK;
+}
+
+const char *s3_mpu_sse(void *upload)
+{
+	struct mpu *u = upload;
+	s3_meta_t m;
+	s3_meta_decode(u->r->http->arena, u->in.custom, &m);
+	return m.sse;
 }
 
 int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex)
@@ -932,6 +996,8 @@ int s3_multipart(s3_rq_t *r, sv_t id)
 		s->u = u;
 		s->num = (uint32_t)num;
 		s->fd = -1;
+		if (s3_sse_part_key(r, &s->key) != AIS_OK)
+			return AIS_OK;
 		p->ops = &part_ops;
 		p->sink = s;
 		s3_put_start(r, p);
@@ -939,6 +1005,8 @@ int s3_multipart(s3_rq_t *r, sv_t id)
 	}
 	case HTTP_POST:
 		r->areq.ck_of_object = true; /* x-amz-checksum-*: the whole object's (complete_work) */
+		if (s3_sse_part_key(r, &u->skey) != AIS_OK)
+			return AIS_OK;
 		s3_read_body(r, complete_body);
 		return AIS_OK;
 	case HTTP_DELETE:

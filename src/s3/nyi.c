@@ -6,7 +6,8 @@
  * object lock, storage classes, ...), with the operations that do serve
  * some of them (served_by: x-amz-tagging on PutObject, conditional
  * writes on PutObject and CompleteMultipartUpload, server-side encryption
- * on PutObject, GetObject and HeadObject (sse.c), the object lock headers
+ * on PutObject, CopyObject (and its source), multipart uploads, GetObject
+ * and HeadObject (sse.c), the object lock headers
  * on PutObject, CopyObject, CreateMultipartUpload and CreateBucket
  * (objlock.c), ...).
  *
@@ -149,11 +150,22 @@ static bool is_read(http_req_t *q)
 {
 	return (q->method == HTTP_GET || q->method == HTTP_HEAD) && !s3_query_has(q, "uploadId");
 }
-/* SSE-C keys on PutObject, CopyObject (the copy's) and GetObject/
- * HeadObject (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject
- * and CopyObject, and refused by GetObject/HeadObject with S3's 400
- * InvalidArgument (sse.c). */
-static bool ssec_served(http_req_t *q) { return is_put_object(q) || is_copy(q) || is_read(q); }
+/* UploadPart and UploadPartCopy. */
+static bool is_part(http_req_t *q) { return q->method == HTTP_PUT && s3_query_has(q, "uploadId"); }
+/* SSE-C keys on PutObject, CopyObject (the copy's), GetObject/HeadObject,
+ * CreateMultipartUpload, UploadPart(Copy) and CompleteMultipartUpload
+ * (sse.c); the SSE-S3 and SSE-KMS request headers on PutObject,
+ * CopyObject and CreateMultipartUpload, and refused by the others with
+ * S3's 400 InvalidArgument (sse.c). */
+static bool ssec_served(http_req_t *q)
+{
+	return is_put_object(q) || is_copy(q) || is_read(q) || is_create(q) || is_part(q) || is_complete(q);
+}
+/* The source's SSE-C key of CopyObject and UploadPartCopy (copy.c). */
+static bool ssec_source_served(http_req_t *q)
+{
+	return q->method == HTTP_PUT && http_req_header(q, "x-amz-copy-source").ptr;
+}
 
 /* Headers of hdr_rules that some operations do serve (the rule does not
  * apply to them). */
@@ -168,6 +180,7 @@ static const struct {
 	{"If-Match", cond_served, 0},
 	{"If-None-Match", cond_served, 0},
 	{"x-amz-server-side-encryption-customer-", ssec_served, ON_OBJECT},
+	{"x-amz-copy-source-server-side-encryption-customer-", ssec_source_served, ON_OBJECT},
 	{"x-amz-server-side-encryption", ssec_served, ON_OBJECT}, /* a read refuses it: 400 (sse.c) */
 	{"x-amz-server-side-encryption-", ssec_served, ON_OBJECT}, /* a read refuses all but -customer-* */
 };

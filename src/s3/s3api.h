@@ -487,6 +487,11 @@ struct s3_sse {
 	unsigned char dk[SSE_KEY], iv[SSE_IV];
 	sse_ctr_t ctr;
 	char *meta;                /* the record for s3_meta_t.sse (s3_sse_put) */
+	unsigned char kek[SSE_KEY]; /* s3_sse_source_key: the copy source's customer key, until opened */
+	bool has_kek;
+	uint64_t base;             /* a part's: its CTR stream offset (rule 8) */
+	char want;                 /* s3_sse_part_key: the mode a part's x-amz-server-side-encryption names (0: none) */
+	sse_parts_t parts;         /* an object completed from encrypted parts: its layout (rule 8) */
 };
 /* A write's encryption from its headers: AIS_OK with *out (NULL: not
  * encrypted), or AIS_ERR after answering (400 InvalidArgument/
@@ -498,6 +503,34 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out);
  * answering (400 InvalidRequest: key missing or given for a plain object,
  * 403 AccessDenied: another key, 500: key file unusable). */
 int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out);
+/* A copy's source (CopyObject, UploadPartCopy), in two steps, as its
+ * record is known only where the source is read (copy.c): on the event
+ * loop, the x-amz-copy-source-server-side-encryption-customer-* headers:
+ * AIS_OK with *out (holding the key if given) or AIS_ERR after answering
+ * (400 as s3_sse_put's SSE-C checks); then, on any thread, the source's
+ * record meta (NULL: plain) opened with it: AIS_OK with *out (NULL: a
+ * plain source), or AIS_ERR with the S3 error *code and *msg (static) to
+ * answer: as s3_sse_get's. The key is wiped once used or with the
+ * request. */
+int s3_sse_source_key(s3_rq_t *r, s3_sse_t **out);
+int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t **out, const char **code,
+		       const char **msg);
+/* A multipart upload's part (UploadPart, UploadPartCopy: rule 8), in two
+ * steps as a copy's source: on the loop, the request's own SSE-C headers
+ * (x-amz-server-side-encryption-customer-*, and x-amz-server-side-
+ * encryption with -aws-kms-key-id as a restatement of the upload's mode;
+ * any other SSE header 400 InvalidArgument): AIS_OK with *out or AIS_ERR
+ * after answering; then, with the upload's record (NULL: a plain upload),
+ * part num's encryption: AIS_OK with *out (NULL: plain), or AIS_ERR with
+ * *code, *msg (400 InvalidRequest: the key missing for an SSE-C upload or
+ * given for another, 400 InvalidArgument: another key, or a mode that is
+ * not the upload's). */
+int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out);
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+		     const char **code, const char **msg);
+/* The record of an object completed from an upload of record meta, with
+ * the parts' layout (sse.h: sse_parts_t's text). */
+char *s3_sse_record_parts(arena_t *a, const char *meta, const char *layout);
 /* Whether the request carries SSE-C headers. */
 bool s3_sse_asked(s3_rq_t *r);
 /* The answer's x-amz-server-side-encryption* headers (s NULL: none). */
@@ -524,11 +557,6 @@ int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out);
 /* ?encryption on a bucket: GET, PUT, DELETE. */
 int s3_bucket_encryption(s3_rq_t *r);
 
-/* AIS_OK when the bucket has no default encryption; else answers 501
- * NotImplemented naming op (a write the default does not reach yet:
- * CreateMultipartUpload) and AIS_ERR, so that nothing is
- * stored unencrypted in a bucket that says it encrypts. */
-int s3_sse_default_unserved(s3_rq_t *r, const char *op);
 
 /* --- copy.c --- */
 int s3_copy_object(s3_rq_t *r, sv_t src);
@@ -557,6 +585,8 @@ void s3_mpu_local_remove(const conf_t *c, const char *id);
  * and fills its directory; then installs a finished temp file as part
  * num. Blocking. */
 int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload);
+/* The upload's encryption record (sse.c rule 8), NULL: a plain upload. */
+const char *s3_mpu_sse(void *upload);
 int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
 
 /* --- uploads.c: ListMultipartUploads (local or fanned out) --- */

@@ -34,10 +34,31 @@
  *     (where it arrived: a forwarding node says so, s3_client).
  *  6. A write that names no encryption takes its bucket's default
  *     (PutBucketEncryption, ssecfg.c) as if it had named it.
- *  7. CopyObject encrypts its copy like a PutObject (copy.c, the bytes
- *     read from a plain source). Not served (501 by nyi.c): SSE headers on
- *     multipart uploads; a CopyObject or UploadPartCopy whose source is
- *     encrypted is refused by copy.c (cp_check).
+ *  7. Copies: CopyObject encrypts its copy like a PutObject (copy.c). An
+ *     encrypted source of CopyObject or UploadPartCopy is read as its
+ *     plaintext on the destination's owner, the one node that decrypts:
+ *     the source's bytes come as stored (ciphertext) with its record in
+ *     its metadata, from this target's copy or from its holder by the
+ *     peer's native GET under the intra-cluster signature, and are
+ *     decrypted from their offset in the source (a range too). So no key
+ *     travels between targets: an SSE-C source's key (x-amz-copy-source-
+ *     server-side-encryption-customer-*) stays with the request that
+ *     brought it, which rule 5 checks like any SSE-C key; SSE-S3 and
+ *     SSE-KMS keys are found in this node's key files by the record's id
+ *     (every target has the same files).
+ *  8. Multipart uploads: CreateMultipartUpload takes the headers (or the
+ *     bucket's default) as a PutObject and keeps the record with the
+ *     upload; every part is encrypted by its UploadPart or UploadPartCopy
+ *     (an SSE-C upload's parts carry its key; parts are ciphertext on disk
+ *     from the start) with the upload's data key at the CTR stream offset
+ *     NUM * SSE_PART_STRIDE, as its place in the object is known only at
+ *     Complete, which joins the parts' bytes as they are and writes the
+ *     object's record with the layout of its parts (sse.h) appended, so a
+ *     read maps each byte to its part's stream (s3_sse_xor): ranges across
+ *     parts, partNumber reads, copies of it. No key is needed at Complete
+ *     (an SSE-C key given there is checked). A part uploaded again under
+ *     the same number reuses that number's key stream for the bytes that
+ *     replace the removed part file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +164,7 @@ static void sse_cleanup(void *arg)
 {
 	s3_sse_t *s = arg;
 	sse_ctr_free(&s->ctr);
+	sse_parts_free(&s->parts);
 	OPENSSL_cleanse(s, sizeof(*s));
 }
 
@@ -155,12 +177,17 @@ static s3_sse_t *sse_new(s3_rq_t *r)
 
 static bool name_is(sv_t n, const char *h) { return n.len == strlen(h) && !strncasecmp(n.ptr, h, n.len); }
 
-/* The SSE-C headers into kek (and the key's MD5 in s->keymd5): AIS_OK,
- * AIS_DONE when none was given, AIS_ERR after answering. */
-static int customer_key(s3_rq_t *r, s3_sse_t *s, unsigned char kek[SSE_KEY])
+/* The SSE-C headers named pfx + "server-side-encryption-customer-*" (pfx
+ * "x-amz-" for the object's own key, "x-amz-copy-source-" for a copy's
+ * source) into kek (and the key's MD5 in s->keymd5): AIS_OK, AIS_DONE when
+ * none was given, AIS_ERR after answering. */
+static int customer_key(s3_rq_t *r, const char *pfx, s3_sse_t *s, unsigned char kek[SSE_KEY])
 {
-	sv_t alg = http_req_header(r->http, H_C_ALG), key = http_req_header(r->http, H_C_KEY),
-	     md5 = http_req_header(r->http, H_C_MD5);
+	char na[96], nk[96], nm[96];
+	snprintf(na, sizeof(na), "%s%s", pfx, H_C_ALG + 6); /* past "x-amz-" */
+	snprintf(nk, sizeof(nk), "%s%s", pfx, H_C_KEY + 6);
+	snprintf(nm, sizeof(nm), "%s%s", pfx, H_C_MD5 + 6);
+	sv_t alg = http_req_header(r->http, na), key = http_req_header(r->http, nk), md5 = http_req_header(r->http, nm);
 	if (!alg.ptr && !key.ptr && !md5.ptr)
 		return AIS_DONE;
 	char addr[64];
@@ -223,7 +250,7 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 			return AIS_ERR;
 		}
 	}
-	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
+	if ((rc = customer_key(r, "x-amz-", s, kek)) == AIS_ERR)
 		return AIS_ERR;
 	if (rc == AIS_DONE && !alg.ptr && !kid.ptr) { /* the bucket's default, if it has one (ssecfg.c) */
 		s3_ssecfg_t d;
@@ -288,11 +315,84 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 	return AIS_OK;
 }
 
+/* Opens the record meta (NULL: a plain object) for reading into s, with
+ * the customer key kek when have_kek (wiped here). Answers nothing, so any
+ * thread may call it: AIS_OK (s->mode 0: plain), or AIS_ERR with the S3
+ * error's *code and *msg (static text). */
+static int sse_open(const conf_t *c, const char *meta, bool have_kek, unsigned char kek[SSE_KEY], s3_sse_t *s,
+		    const char **code, const char **msg)
+{
+	unsigned char w[SSE_WRAPPED];
+	int rc;
+
+	*code = "InternalError";
+	*msg = "the server-side encryption keys are unavailable (see the node's log)";
+	if (!meta) {
+		if (have_kek) {
+			OPENSSL_cleanse(kek, SSE_KEY);
+			*code = "InvalidRequest";
+			*msg = "The encryption parameters are not applicable to this object.";
+			return AIS_ERR;
+		}
+		return AIS_OK;
+	}
+	/* MODE:KEYID:IV:WRAPPED[:LAYOUT] */
+	const char *p1 = strchr(meta, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL, *p3 = p2 ? strchr(p2 + 1, ':') : NULL;
+	const char *p4 = p3 ? strchr(p3 + 1, ':') : NULL;
+	if (!p1 || p1 != meta + 1 || !p2 || !p3 || (size_t)(p2 - p1 - 1) > SSE_ID_MAX ||
+	    hex_decode(p2 + 1, (size_t)(p3 - p2 - 1), s->iv, SSE_IV) != AIS_OK ||
+	    hex_decode(p3 + 1, p4 ? (size_t)(p4 - p3 - 1) : strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK ||
+	    (p4 && sse_parts_parse(p4 + 1, &s->parts) != AIS_OK)) {
+		if (have_kek)
+			OPENSSL_cleanse(kek, SSE_KEY);
+		*msg = "the object's encryption record is damaged";
+		return AIS_ERR;
+	}
+	s->mode = meta[0];
+	snprintf(s->kid, sizeof(s->kid), "%.*s", (int)(p2 - p1 - 1), p1 + 1);
+	if (s->mode == 'C') {
+		if (!have_kek) {
+			*code = "InvalidRequest";
+			*msg = "The object was stored using a form of Server Side Encryption. The correct parameters "
+			       "must be provided to retrieve the object.";
+			return AIS_ERR;
+		}
+	} else {
+		if (have_kek) {
+			OPENSSL_cleanse(kek, SSE_KEY);
+			*code = "InvalidRequest";
+			*msg = "The encryption parameters are not applicable to this object.";
+			return AIS_ERR;
+		}
+		const char *path = s->mode == 'S' ? c->s3_sse_key_file : c->s3_kms_key_file;
+		rc = path[0] ? key_get(s->mode == 'S' ? &kf_master : &kf_kms, path, s->kid, kek, s->kid) : AIS_ERR;
+		if (rc != AIS_OK) {
+			if (rc == AIS_DONE)
+				log_warnx("server-side encryption: key id \"%s\" is not in %s", s->kid, path);
+			return AIS_ERR;
+		}
+	}
+	rc = sse_unwrap(kek, w, s->dk);
+	OPENSSL_cleanse(kek, SSE_KEY);
+	if (rc != AIS_OK) {
+		if (s->mode == 'C') {
+			*code = "AccessDenied";
+			*msg = "The provided customer key does not match the object's key.";
+		}
+		return AIS_ERR;
+	}
+	if (sse_ctr_init(&s->ctr, s->dk, s->iv) != AIS_OK) {
+		*msg = "server-side encryption failed";
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 {
 	s3_sse_t *s = sse_new(r);
-	unsigned char kek[SSE_KEY], w[SSE_WRAPPED];
-	const conf_t *c = r->node.conf;
+	unsigned char kek[SSE_KEY];
+	const char *code, *msg;
 	int rc;
 
 	*out = NULL;
@@ -304,62 +404,38 @@ int s3_sse_get(s3_rq_t *r, const char *meta, s3_sse_t **out)
 			return AIS_ERR;
 		}
 	}
-	if ((rc = customer_key(r, s, kek)) == AIS_ERR)
+	if ((rc = customer_key(r, "x-amz-", s, kek)) == AIS_ERR)
 		return AIS_ERR;
-	if (!meta) {
-		if (rc == AIS_OK) {
-			OPENSSL_cleanse(kek, sizeof(kek));
-			s3_error(r, "InvalidRequest", "The encryption parameters are not applicable to this object.");
-			return AIS_ERR;
-		}
-		return AIS_OK;
-	}
-	/* MODE:KEYID:IV:WRAPPED */
-	const char *p1 = strchr(meta, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL, *p3 = p2 ? strchr(p2 + 1, ':') : NULL;
-	if (!p1 || p1 != meta + 1 || !p2 || !p3 || (size_t)(p2 - p1 - 1) > SSE_ID_MAX ||
-	    hex_decode(p2 + 1, (size_t)(p3 - p2 - 1), s->iv, SSE_IV) != AIS_OK ||
-	    hex_decode(p3 + 1, strlen(p3 + 1), w, SSE_WRAPPED) != AIS_OK) {
-		if (rc == AIS_OK)
-			OPENSSL_cleanse(kek, sizeof(kek));
-		s3_error(r, "InternalError", "the object's encryption record is damaged");
+	if (sse_open(r->node.conf, meta, rc == AIS_OK, kek, s, &code, &msg) != AIS_OK) {
+		s3_error(r, code, "%s", msg);
 		return AIS_ERR;
 	}
-	s->mode = meta[0];
-	snprintf(s->kid, sizeof(s->kid), "%.*s", (int)(p2 - p1 - 1), p1 + 1);
-	if (s->mode == 'C') {
-		if (rc != AIS_OK) {
-			s3_error(r, "InvalidRequest", "The object was stored using a form of Server Side Encryption. The "
-						      "correct parameters must be provided to retrieve the object.");
-			return AIS_ERR;
-		}
-	} else {
-		if (rc == AIS_OK) {
-			OPENSSL_cleanse(kek, sizeof(kek));
-			s3_error(r, "InvalidRequest", "The encryption parameters are not applicable to this object.");
-			return AIS_ERR;
-		}
-		const char *path = s->mode == 'S' ? c->s3_sse_key_file : c->s3_kms_key_file;
-		rc = path[0] ? key_get(s->mode == 'S' ? &kf_master : &kf_kms, path, s->kid, kek, s->kid) : AIS_ERR;
-		if (rc != AIS_OK) {
-			if (rc == AIS_DONE)
-				log_warnx("server-side encryption: key id \"%s\" is not in %s", s->kid, path);
-			return keys_unavailable(r);
-		}
-	}
-	rc = sse_unwrap(kek, w, s->dk);
-	OPENSSL_cleanse(kek, sizeof(kek));
-	if (rc != AIS_OK) {
-		if (s->mode == 'C') {
-			s3_error(r, "AccessDenied", "The provided customer key does not match the object's key.");
-			return AIS_ERR;
-		}
-		return keys_unavailable(r);
-	}
-	if (sse_ctr_init(&s->ctr, s->dk, s->iv) != AIS_OK) {
-		s3_error(r, "InternalError", "server-side encryption failed");
-		return AIS_ERR;
-	}
+	*out = s->mode ? s : NULL;
+	return AIS_OK;
+}
+
+int s3_sse_source_key(s3_rq_t *r, s3_sse_t **out)
+{
+	s3_sse_t *s = sse_new(r);
+	int rc = customer_key(r, "x-amz-copy-source-", s, s->kek);
 	*out = s;
+	s->has_kek = rc == AIS_OK;
+	return rc == AIS_ERR ? AIS_ERR : AIS_OK;
+}
+
+int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t **out, const char **code,
+		       const char **msg)
+{
+	bool have = k->has_kek;
+	const char *cd, *ms;
+	k->has_kek = false; /* one use: sse_open wipes it */
+	*out = NULL;
+	if (sse_open(c, meta, have, k->kek, k, &cd, &ms) != AIS_OK) {
+		*code = cd;
+		*msg = ms;
+		return AIS_ERR;
+	}
+	*out = k->mode ? k : NULL;
 	return AIS_OK;
 }
 
@@ -389,7 +465,69 @@ void s3_sse_headers(s3_rq_t *r, const s3_sse_t *s)
 
 int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n)
 {
-	return sse_ctr_xor(&s->ctr, off, in, out, n);
+	if (!s->parts.n)
+		return sse_ctr_xor(&s->ctr, s->base + off, in, out, n);
+	const char *i = in; /* rule 8: each part from its own stream offset */
+	char *o = out;
+	while (n) {
+		uint64_t seg, at = sse_parts_map(&s->parts, off, &seg);
+		size_t k = (size_t)MIN((uint64_t)n, seg);
+		if (!k || sse_ctr_xor(&s->ctr, at, i, o, k) != AIS_OK)
+			return AIS_ERR;
+		i += k;
+		o += k;
+		off += k;
+		n -= k;
+	}
+	return AIS_OK;
+}
+
+int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out)
+{
+	s3_sse_t *s = sse_new(r);
+	sv_t alg = http_req_header(r->http, H_ALG);
+	if (alg.ptr) /* the upload's mode said again (rule 8): checked by s3_sse_part_open */
+		s->want = sv_eqstr(alg, "AES256") ? 'S' : sv_eqstr(alg, "aws:kms") ? 'K' : '?';
+	for (size_t i = 0; i < r->http->nhdrs; i++) { /* a part takes the customer key, or the mode */
+		sv_t n = r->http->hdrs[i].name;
+		if (n.len >= strlen(H_ALG) && !strncasecmp(n.ptr, H_ALG, strlen(H_ALG)) && !name_is(n, H_C_ALG) &&
+		    !name_is(n, H_C_KEY) && !name_is(n, H_C_MD5) && !name_is(n, H_ALG) && !name_is(n, H_KMS)) {
+			s3_error(r, "InvalidArgument", "%.*s is not valid on a part; the upload's encryption is "
+				 "named by CreateMultipartUpload", (int)MIN(n.len, 128), n.ptr);
+			return AIS_ERR;
+		}
+	}
+	int rc = customer_key(r, "x-amz-", s, s->kek);
+	*out = s;
+	s->has_kek = rc == AIS_OK;
+	return rc == AIS_ERR ? AIS_ERR : AIS_OK;
+}
+
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+		     const char **code, const char **msg)
+{
+	char want = k->want;
+	if (want && (!meta || meta[0] != want)) {
+		*out = NULL;
+		*code = "InvalidArgument";
+		*msg = "x-amz-server-side-encryption does not name the upload's encryption (CreateMultipartUpload's)";
+		return AIS_ERR;
+	}
+	if (s3_sse_source_open(c, meta, k, out, code, msg) != AIS_OK) {
+		if (!strcmp(*code, "AccessDenied")) { /* a write's argument, as S3 */
+			*code = "InvalidArgument";
+			*msg = "The provided customer key does not match the upload's key.";
+		}
+		return AIS_ERR;
+	}
+	if (*out)
+		(*out)->base = (uint64_t)num * SSE_PART_STRIDE;
+	return AIS_OK;
+}
+
+char *s3_sse_record_parts(arena_t *a, const char *meta, const char *layout)
+{
+	return arena_printf(a, "%s:%s", meta, layout);
 }
 
 void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33])

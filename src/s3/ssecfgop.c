@@ -16,10 +16,9 @@
  *     A mode the cluster has no key file for is refused at Put (501), so a
  *     bucket never claims a default it cannot apply.
  *  3. The default applies to every write that names no encryption itself
- *     and that sse.c serves: PutObject, browser POST and CopyObject; a
- *     write that names one (SSE-C included) uses its own.
- *     CreateMultipartUpload, which sse.c does not encrypt yet, is refused
- *     (501) in a bucket with a default rather than stored in plaintext.
+ *     and that sse.c serves: PutObject, browser POST, CopyObject and
+ *     CreateMultipartUpload (its parts then); a write that names one
+ *     (SSE-C included) uses its own.
  *     A stored configuration that no longer parses is treated as none.
  */
 #include <string.h>
@@ -50,16 +49,6 @@ int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out)
 	if (text && s3_ssecfg_parse(text, strlen(text), out, &why) != AIS_OK)
 		memset(out, 0, sizeof(*out)); /* rule 3 */
 	return AIS_OK;
-}
-
-int s3_sse_default_unserved(s3_rq_t *r, const char *op)
-{
-	s3_ssecfg_t d;
-	if (s3_ssecfg_of_bucket(r, &d) != AIS_OK || !d.mode)
-		return AIS_OK; /* no bucket: the caller answers */
-	s3_error(r, "NotImplemented", "%s into a bucket with default encryption (PutBucketEncryption) is not "
-				      "implemented", op);
-	return AIS_ERR;
 }
 
 static void put_body(s3_rq_t *r, buf_t *body)

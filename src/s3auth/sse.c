@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -19,6 +20,7 @@
 
 #include "aisd/sse.h"
 #include "aisd/status.h"
+#include "aisd/util.h"
 #include "s3_int.h"
 #include "aisd/banned.h"
 
@@ -203,3 +205,76 @@ const unsigned char *sse_keys_find(const sse_keys_t *ks, const char *id)
 }
 
 void sse_keys_wipe(sse_keys_t *ks) { OPENSSL_cleanse(ks, sizeof(*ks)); }
+
+/* --- the part layout of an object completed from encrypted parts ----------------- */
+
+int sse_parts_parse(const char *p, sse_parts_t *out)
+{
+	const char *end = p + strlen(p);
+	uint64_t off = 0, next = 1, total = 0;
+	size_t cap = 0;
+	memset(out, 0, sizeof(*out));
+	while (p < end) {
+		const char *plus = memchr(p, '+', (size_t)(end - p)), *stop = plus ? plus : end;
+		const char *colon = memchr(p, ':', (size_t)(stop - p));
+		uint64_t first = next, size, n;
+		if (colon && num_parse_u64(p, (size_t)(colon - p), next, 10000, &first) != AIS_OK)
+			goto bad;
+		const char *q = colon ? colon + 1 : p;
+		const char *star = memchr(q, '*', (size_t)(stop - q));
+		if (!star || num_parse_u64(q, (size_t)(star - q), 0, SSE_PART_STRIDE, &size) != AIS_OK ||
+		    num_parse_u64(star + 1, (size_t)(stop - star - 1), 1, 10000, &n) != AIS_OK || total + n > 10000 ||
+		    first + n - 1 > 10000)
+			goto bad;
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 8;
+			out->runs = xrealloc(out->runs, cap * sizeof(*out->runs));
+		}
+		out->runs[out->n++] = (struct sse_run){off, size, (uint32_t)first, (uint32_t)n};
+		off += n * size;
+		total += n;
+		next = first + n;
+		p = stop + 1;
+		if (!plus)
+			break;
+		if (p >= end) /* a trailing '+' */
+			goto bad;
+	}
+	if (!out->n)
+		goto bad;
+	return AIS_OK;
+bad:
+	sse_parts_free(out);
+	return AIS_ERR;
+}
+
+uint64_t sse_parts_map(const sse_parts_t *ps, uint64_t off, uint64_t *seg)
+{
+	size_t lo = 0, hi = ps->n; /* the last run starting at or before off */
+	*seg = 0;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (ps->runs[mid].start <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* runs of empty parts take no bytes: go on to one that holds off */
+	for (; lo < ps->n; lo++) {
+		const struct sse_run *r = &ps->runs[lo];
+		if (off < r->start)
+			return 0;
+		if (r->size && off < r->start + (uint64_t)r->count * r->size) {
+			uint64_t i = (off - r->start) / r->size, in = (off - r->start) % r->size;
+			*seg = r->size - in;
+			return (uint64_t)(r->first + i) * SSE_PART_STRIDE + in;
+		}
+	}
+	return 0;
+}
+
+void sse_parts_free(sse_parts_t *ps)
+{
+	free(ps->runs);
+	memset(ps, 0, sizeof(*ps));
+}

@@ -123,7 +123,8 @@ HEADERS = [  # (header, value) asking for what aisd does not do
     ("x-amz-mfa", "SERIAL 123456"),
     ("x-amz-write-offset-bytes", "0"),
 ]
-# PutObject and CopyObject serve server-side encryption (test_s3_sse.py, test_s3_ssebucket.py); on this cluster SSE-S3 and SSE-KMS are not
+# PutObject, CopyObject and CreateMultipartUpload serve server-side encryption (test_s3_sse.py, test_s3_ssebucket.py,
+# test_s3_ssempu.py); on this cluster SSE-S3 and SSE-KMS are not
 # configured (501 naming the header), SSE-C is refused over plain HTTP and a KMS key id needs aws:kms (400)
 PUT_SERVED = {"x-amz-server-side-encryption-aws-kms-key-id": (400, "InvalidArgument"),
               "x-amz-server-side-encryption-customer-algorithm": (400, "InvalidRequest")}
@@ -154,7 +155,10 @@ for h, v in HEADERS:
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
     refused(st, body, h, "CopyObject with %s" % h)  # CopyObject serves them as PutObject does
     st, _, body = signed("POST", "/%s/mpu-key?uploads" % B, b"", {h: v})
-    nyi(st, body, h, "CreateMultipartUpload with %s" % h)
+    if h.startswith("x-amz-server-side-encryption"):  # CreateMultipartUpload serves them as PutObject does
+        refused(st, body, h, "CreateMultipartUpload with %s" % h)
+    else:
+        nyi(st, body, h, "CreateMultipartUpload with %s" % h)
 # conditional writes are served on PutObject and CompleteMultipartUpload only
 for h, v in (("If-None-Match", "*"), ("If-Match", ETAGS["obj"])):
     st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {h: v, "x-amz-copy-source": "/%s/obj" % B})
@@ -166,7 +170,8 @@ for h, v in SSEC.items():  # GetObject serves SSE-C keys, refused over plain HTT
     t.eq((st, err_of(body)[0]), (400, "InvalidRequest"), "GET with %s over plain HTTP: 400 InvalidRequest" % h)
 st, _, body = signed("PUT", "/%s/copy-key" % B, b"", {"x-amz-copy-source": "/%s/obj" % B,
                                                      "x-amz-copy-source-server-side-encryption-customer-algorithm": "AES256"})
-nyi(st, body, "x-amz-copy-source-server-side-encryption-customer-algorithm", "CopyObject from an SSE-C source")
+t.eq((st, err_of(body)[0]), (400, "InvalidRequest"),
+     "CopyObject with an SSE-C source key over plain HTTP: 400 InvalidRequest")  # served (test_s3_ssecopy.py)
 st, _, body = signed("DELETE", "/%s/obj" % B, b"", {"If-Match": ETAGS["obj"]})
 nyi(st, body, "If-Match", "DeleteObject with If-Match (conditional delete)")
 st, _, body = signed("DELETE", "/%s/obj" % B, b"", {"x-amz-if-match-size": "1900"})
@@ -321,8 +326,8 @@ CASES = [
     ("PutObject GLACIER", s3.put_object, dict(Bucket=B, Key="obj", Body=b"x", StorageClass="GLACIER")),
     ("CopyObject SSE-S3", s3.copy_object, dict(Bucket=B, Key="new", CopySource={"Bucket": B, "Key": "obj"},
                                               ServerSideEncryption="AES256")),
-    ("CreateMultipartUpload SSE-C", s3.create_multipart_upload,
-     dict(Bucket=B, Key="new", SSECustomerAlgorithm="AES256", SSECustomerKey="0123456789abcdef0123456789abcdef")),
+    ("CreateMultipartUpload SSE-S3 (not configured here)", s3.create_multipart_upload,
+     dict(Bucket=B, Key="new", ServerSideEncryption="AES256")),
     ("PutBucketVersioning MfaDelete", s3.put_bucket_versioning,
      dict(Bucket=B, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})),
     ("PutBucketEncryption (SSE-S3 without s3.sse_key_file)", s3.put_bucket_encryption, dict(Bucket=B, ServerSideEncryptionConfiguration={

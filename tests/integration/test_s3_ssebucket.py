@@ -22,9 +22,10 @@ Checks:
     configuration kept unchanged.
  5. CopyObject of a plain source into the bucket takes the default; one
     with SSE-C headers (into a bucket without a default) encrypts with the
-    customer key; an encrypted source is 501; CreateMultipartUpload into a
-    bucket with a default is 501 (not stored in plaintext), nothing
-    stored; with the plain source deleted no plaintext is left on disk.
+    customer key; an encrypted source is copied as its plaintext, encrypted
+    with the default (multipart uploads into such a
+    bucket: test_s3_ssempu.py); with the plain source deleted no plaintext
+    is left on disk.
  6. DeleteBucketEncryption: 204, Get 404, a new PutObject is plain (no
     encryption header) and stays readable; the older objects still read.
 """
@@ -200,12 +201,10 @@ t.eq(r.get("SSECustomerAlgorithm"), "AES256", "CopyObject with SSE-C headers enc
 t.eq(err_of(lambda: s3.get_object(Bucket="plainsrc", Key="c-copy"))[0], 400, "the SSE-C copy needs its key")
 t.check(s3.get_object(Bucket="plainsrc", Key="c-copy", SSECustomerAlgorithm="AES256",
                       SSECustomerKey=CKEY)["Body"].read() == DATA, "the SSE-C copy reads with its key")
-t.eq(err_of(lambda: s3.copy_object(Bucket="dflt", Key="copied2", CopySource={"Bucket": "dflt", "Key": "dkms"}))[0],
-     501, "CopyObject of an encrypted source: 501 (not built)")
-t.eq(err_of(lambda: s3.head_object(Bucket="dflt", Key="copied2"))[0], 404, "nothing copied")
-t.eq(err_of(lambda: s3.create_multipart_upload(Bucket="dflt", Key="mp"))[0], 501,
-     "CreateMultipartUpload into a bucket with a default: 501")
-t.eq(s3.list_multipart_uploads(Bucket="dflt").get("Uploads", []), [], "no upload made")
+r = s3.copy_object(Bucket="dflt", Key="copied2", CopySource={"Bucket": "dflt", "Key": "dkms"})
+t.eq(r.get("ServerSideEncryption"), "aws:kms", "CopyObject of an encrypted source takes the bucket's default")
+t.check(s3.get_object(Bucket="dflt", Key="copied2")["Body"].read() ==
+        s3.get_object(Bucket="dflt", Key="dkms")["Body"].read(), "the copy of an encrypted source reads as its source")
 s3.delete_object(Bucket="plainsrc", Key="src")
 t.eq(disk_has(MARK[:24]), [], "no plaintext on disk (the plain source deleted)")
 

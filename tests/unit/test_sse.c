@@ -118,6 +118,42 @@ START_TEST(test_keys)
 }
 END_TEST
 
+START_TEST(test_parts)
+{
+	sse_parts_t ps;
+	uint64_t seg, o;
+	/* parts 1-2 of 10 bytes, 3 of 4, then 7-8 of 6 (4-6 not used) */
+	ck_assert_int_eq(sse_parts_parse("10*2+4*1+7:6*2", &ps), AIS_OK);
+	ck_assert_uint_eq(ps.n, 3);
+	o = sse_parts_map(&ps, 0, &seg);
+	ck_assert(o == 1 * SSE_PART_STRIDE && seg == 10);
+	o = sse_parts_map(&ps, 13, &seg);
+	ck_assert(o == 2 * SSE_PART_STRIDE + 3 && seg == 7);
+	o = sse_parts_map(&ps, 20, &seg);
+	ck_assert(o == 3 * SSE_PART_STRIDE && seg == 4);
+	o = sse_parts_map(&ps, 23, &seg);
+	ck_assert(o == 3 * SSE_PART_STRIDE + 3 && seg == 1);
+	o = sse_parts_map(&ps, 24, &seg);
+	ck_assert(o == 7 * SSE_PART_STRIDE && seg == 6);
+	o = sse_parts_map(&ps, 35, &seg);
+	ck_assert(o == 8 * SSE_PART_STRIDE + 5 && seg == 1);
+	sse_parts_map(&ps, 36, &seg);
+	ck_assert_uint_eq(seg, 0); /* past the end */
+	sse_parts_free(&ps);
+	/* an empty last part takes no bytes */
+	ck_assert_int_eq(sse_parts_parse("5*1+0*1", &ps), AIS_OK);
+	o = sse_parts_map(&ps, 4, &seg);
+	ck_assert(o == SSE_PART_STRIDE + 4 && seg == 1);
+	sse_parts_map(&ps, 5, &seg);
+	ck_assert_uint_eq(seg, 0);
+	sse_parts_free(&ps);
+	const char *bad[] = {"", "+", "5*1+", "5", "5*0", "2:5*1+1:5*1", "10001:5*1", "5*10001", "9999:5*3",
+			     "8589934593*1", "x*1", "1:2:3*1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(sse_parts_parse(bad[i], &ps) == AIS_ERR && !ps.runs, "bad %zu: %s", i, bad[i]);
+}
+END_TEST
+
 static Suite *sse_suite(void)
 {
 	Suite *s = suite_create("sse");
@@ -126,6 +162,7 @@ static Suite *sse_suite(void)
 	tcase_add_test(t, test_ctr_carry);
 	tcase_add_test(t, test_wrap);
 	tcase_add_test(t, test_keys);
+	tcase_add_test(t, test_parts);
 	suite_add_tcase(s, t);
 	return s;
 }
