@@ -21,7 +21,11 @@ Checks:
     key-marker/version-id-marker (boto3 paginator, 2 a page) and the AWS
     CLI; ListObjectsV2 lists current objects only.
  5. Suspended: a PUT writes the "null" version, replaced by the next,
-    older versions kept; DeleteObjects with VersionId entries.
+    older versions kept; DeleteObjects with VersionId entries. Enabled
+    again: DeleteObjects without a VersionId names each delete marker it
+    wrote (DeleteMarker, DeleteMarkerVersionId, as ListObjectVersions
+    lists it); with the marker's VersionId it removes it and says so; an
+    object version removed so has no DeleteMarker.
  6. Multipart Complete and CopyObject create versions.
  7. Native API: GET ?version=ID, listing ?versions=true names the kept
     versions, a plain listing does not.
@@ -212,6 +216,27 @@ t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/c/d", VersionId=want["k/c/d
 want["k/c/d"] = want["k/c/d"][1:]
 s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Enabled"})
 time.sleep(0.3)
+
+# DeleteObjects names the delete markers it writes, and the ones a VersionId removes
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "k/b"}, {"Key": "k/dm-none"}]})
+got = {d["Key"]: (d.get("DeleteMarker"), d.get("DeleteMarkerVersionId")) for d in r.get("Deleted", [])}
+dms = {m["Key"]: m["VersionId"] for m in s3.list_object_versions(Bucket=B, Prefix="k/").get("DeleteMarkers", [])
+       if m.get("IsLatest")}
+t.check(set(got) == {"k/b", "k/dm-none"} and all(got[k][0] is True and got[k][1] == dms.get(k) for k in got),
+        "DeleteObjects on an enabled bucket: DeleteMarker and the marker's DeleteMarkerVersionId per key",
+        (got, dms))
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k, "VersionId": dms.get(k, "")} for k in got]})
+got2 = {d["Key"]: (d.get("VersionId"), d.get("DeleteMarker"), d.get("DeleteMarkerVersionId"))
+        for d in r.get("Deleted", [])}
+t.check(set(got2) == set(got) and all(got2[k] == (dms.get(k), True, dms.get(k)) for k in got2),
+        "DeleteObjects of a marker by VersionId: DeleteMarker, DeleteMarkerVersionId = that id", (got2, r))
+t.eq(body("k/b"), want["k/b"][-1][1], "the marker removed, k/b reads its newest version again")
+s3.put_object(Bucket=B, Key="k/scratch", Body=b"scratch")
+sv = s3.list_object_versions(Bucket=B, Prefix="k/scratch")["Versions"][0]["VersionId"]
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "k/scratch", "VersionId": sv}]})
+d = (r.get("Deleted") or [{}])[0]
+t.check(d.get("VersionId") == sv and "DeleteMarker" not in d and "DeleteMarkerVersionId" not in d,
+        "DeleteObjects of an object version by VersionId: no DeleteMarker", r)
 
 # --- 7. native API -----------------------------------------------------------------------
 r = follow("GET", g.url, "/v1/objects/%s/k/a?version=%s" % (B, vids[0]))[1]
