@@ -19,7 +19,8 @@ Checks:
  4. ListObjectVersions: every version and marker with IsLatest, newest
     first per key, prefix and delimiter, paging by max-keys with
     key-marker/version-id-marker (boto3 paginator, 2 a page) and the AWS
-    CLI; ListObjectsV2 lists current objects only.
+    CLI; ListObjectsV2 lists current objects only; every entry has its
+    Owner.
  5. Suspended: a PUT writes the "null" version, replaced by the next,
     older versions kept; DeleteObjects with VersionId entries. Enabled
     again: DeleteObjects without a VersionId names each delete marker it
@@ -153,6 +154,11 @@ for key in sorted(want):
 t.eq(got, exp, "ListObjectVersions: every version, newest first per key, IsLatest")
 t.eq([(m["Key"], m["VersionId"], m["IsLatest"]) for m in lv.get("DeleteMarkers", [])], [("z", dmz, True)],
      "ListObjectVersions: the delete marker, latest")
+own = s3.get_object_acl(Bucket=B, Key="k/b")["Owner"]
+t.check(all(v.get("Owner", {}).get("ID") == own["ID"] and v["Owner"].get("DisplayName") == own.get("DisplayName")
+            for v in lv.get("Versions", []) + lv.get("DeleteMarkers", [])),
+        "ListObjectVersions: each version and marker names its Owner (ID, DisplayName) as GetObjectAcl does",
+        (own, [v.get("Owner") for v in lv.get("Versions", [])][:2]))
 lv = s3.list_object_versions(Bucket=B, Prefix="k/", Delimiter="/")
 t.eq(([v["Key"] for v in lv.get("Versions", [])], [p["Prefix"] for p in lv.get("CommonPrefixes", [])]),
      (["k/a", "k/b", "k/b"], ["k/c/"]), "prefix k/ and delimiter /: versions and a common prefix")
