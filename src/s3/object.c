@@ -364,6 +364,60 @@ static unsigned attrs_parse(sv_t h)
 	return out;
 }
 
+/* x-amz-max-parts (0..1000, default 1000) and x-amz-part-number-marker
+ * (0..10000, default 0) of ObjectParts' page. AIS_ERR: one is malformed. */
+static int attrs_page(http_req_t *req, uint64_t *max, uint64_t *marker)
+{
+	sv_t v = http_req_header(req, "x-amz-max-parts");
+	*max = 1000;
+	*marker = 0;
+	if (v.ptr && num_parse_u64(v.ptr, v.len, 0, 1000, max) != AIS_OK)
+		return AIS_ERR;
+	v = http_req_header(req, "x-amz-part-number-marker");
+	if (v.ptr && num_parse_u64(v.ptr, v.len, 0, S3_MAX_PARTS, marker) != AIS_OK)
+		return AIS_ERR;
+	return AIS_OK;
+}
+
+/* ObjectParts of a multipart object whose part sizes were kept (m->parts):
+ * its part count, then the page of parts after the marker (number and
+ * size), with the paging elements as S3 has them. The parts' own
+ * checksums are not kept, so a Part names none. */
+static void attrs_parts(s3_rq_t *r, const s3_meta_t *m, buf_t *b)
+{
+	uint64_t max, marker, start, len;
+	uint32_t count = 0, next = 0, shown = 0;
+	bool more = false;
+	buf_t parts = BUF_INIT;
+	attrs_page(r->http, &max, &marker); /* (checked before the open) */
+	s3_part_range(m->parts, 1, &start, &len, &count);
+	for (uint32_t n = (uint32_t)marker + 1; n <= S3_MAX_PARTS; n++) {
+		if (s3_part_range(m->parts, n, &start, &len, &count) != AIS_OK)
+			continue;
+		if (shown == max) {
+			more = true;
+			break;
+		}
+		s3_xml_open(&parts, "Part");
+		s3_xml_elemf(&parts, "PartNumber", "%u", n);
+		s3_xml_elemf(&parts, "Size", "%llu", (unsigned long long)len);
+		s3_xml_close(&parts, "Part");
+		shown++;
+		next = n;
+	}
+	s3_xml_open(b, "ObjectParts");
+	s3_xml_elemf(b, "PartsCount", "%u", count);
+	s3_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)marker);
+	if (next)
+		s3_xml_elemf(b, "NextPartNumberMarker", "%u", next);
+	s3_xml_elemf(b, "MaxParts", "%llu", (unsigned long long)max);
+	s3_xml_elemstr(b, "IsTruncated", more ? "true" : "false");
+	if (parts.len)
+		buf_add(b, parts.ptr, parts.len);
+	s3_xml_close(b, "ObjectParts");
+	buf_free(&parts);
+}
+
 static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -397,7 +451,9 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 		s3_xml_close(&b, "Checksum");
 	}
 	const char *dash = strrchr(etag, '-');
-	if ((want & ATTR_PARTS) && dash && dash - etag == 33) { /* a multipart upload's: "md5-N" */
+	if ((want & ATTR_PARTS) && m.parts) /* a multipart upload's, its part sizes kept */
+		attrs_parts(r, &m, &b);
+	else if ((want & ATTR_PARTS) && dash && dash - etag == 33) { /* ... kept before them: "md5-N" */
 		s3_xml_open(&b, "ObjectParts");
 		s3_xml_elem(&b, "PartsCount", dash + 1, strlen(dash + 1) - 1);
 		s3_xml_close(&b, "ObjectParts");
@@ -417,6 +473,12 @@ int s3_object_attributes(s3_rq_t *r)
 	if (!attrs_parse(http_req_header(r->http, "x-amz-object-attributes"))) {
 		s3_error(r, "InvalidArgument", "x-amz-object-attributes must name one or more of ETag, Checksum, "
 					      "ObjectParts, StorageClass, ObjectSize");
+		return AIS_OK;
+	}
+	uint64_t max, marker;
+	if (attrs_page(r->http, &max, &marker) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "x-amz-max-parts must be an integer from 0 to 1000, "
+					      "x-amz-part-number-marker one from 0 to 10000");
 		return AIS_OK;
 	}
 	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, attrs_opened, r);
