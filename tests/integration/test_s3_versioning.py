@@ -10,7 +10,8 @@ Checks:
  2. Three PUTs of one key: three distinct version ids (x-amz-version-id),
     GET of each by versionId byte for byte, GET without one the newest;
     HEAD by versionId; a bad id InvalidArgument, an unknown one
-    NoSuchVersion.
+    NoSuchVersion; GetObjectAttributes by versionId answers that
+    version's (and its id), never the current one's.
  3. DeleteObject without versionId writes a delete marker
     (x-amz-delete-marker, its id); GET then 404 (native too), GET of the
     marker by id 405; the old versions still read; DELETE of the marker by
@@ -108,6 +109,18 @@ t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a", VersionId="nope")), ("I
      "a malformed versionId: 400 InvalidArgument")
 t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a", VersionId="f" * 32)), ("NoSuchVersion", 404),
      "an unknown versionId: 404 NoSuchVersion")
+ATTRS = ["ETag", "ObjectSize"]
+a = [s3.get_object_attributes(Bucket=B, Key="k/a", VersionId=v, ObjectAttributes=ATTRS) for v in vids[:2]]
+t.check([(x.get("ObjectSize"), x.get("VersionId")) for x in a] == [(1000, vids[0]), (70000, vids[1])]
+        and a[0].get("ETag") != a[1].get("ETag"),
+        "GetObjectAttributes by versionId: that version's size, ETag and id", [(x.get("ObjectSize"), x.get("VersionId")) for x in a])
+a = s3.get_object_attributes(Bucket=B, Key="k/a", ObjectAttributes=ATTRS)
+t.check((a.get("ObjectSize"), a.get("VersionId")) == (3, vids[2]), "GetObjectAttributes: the current version's, its id",
+        (a.get("ObjectSize"), a.get("VersionId")))
+t.eq(err_code(lambda: s3.get_object_attributes(Bucket=B, Key="k/a", VersionId="f" * 32, ObjectAttributes=ATTRS)),
+     ("NoSuchVersion", 404), "GetObjectAttributes of an unknown versionId: 404 NoSuchVersion")
+t.eq(err_code(lambda: s3.get_object_attributes(Bucket=U, Key="u", VersionId="f" * 32, ObjectAttributes=ATTRS)),
+     ("InvalidArgument", 400), "GetObjectAttributes of a made-up versionId in an unversioned bucket: 400")
 
 # --- 3. delete markers -------------------------------------------------------------------
 r = s3.delete_object(Bucket=B, Key="k/a")
