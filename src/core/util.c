@@ -214,15 +214,30 @@ int time_parse_http_date(const char *s, size_t len, int64_t *t_ns)
 		return AIS_ERR;
 	memcpy(tmp, s, len);
 	tmp[len] = '\0';
-	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(fmts) + 1; i++) {
 		struct tm tm;
+		int64_t off = 0;
 		memset(&tm, 0, sizeof(tm));
-		const char *end = strptime(tmp, fmts[i], &tm);
+		const char *end = strptime(tmp, i < ARRAY_SIZE(fmts) ? fmts[i] : "%a, %d %b %Y %H:%M:%S ", &tm);
+		if (end && i == ARRAY_SIZE(fmts)) {
+			/* RFC 5322 numeric zone "+hhmm" / "-hhmm" (-0000: UTC) */
+			if (strlen(end) != 5 || (end[0] != '+' && end[0] != '-'))
+				continue;
+			int d[4];
+			for (int k = 0; k < 4; k++)
+				d[k] = end[1 + k] >= '0' && end[1 + k] <= '9' ? end[1 + k] - '0' : -1;
+			if (d[0] < 0 || d[1] < 0 || d[2] < 0 || d[3] < 0 || d[2] > 5)
+				continue;
+			off = (int64_t)((d[0] * 10 + d[1]) * 3600 + (d[2] * 10 + d[3]) * 60);
+			if (end[0] == '-')
+				off = -off;
+			end += 5;
+		}
 		if (end && *end == '\0') {
 			time_t t = timegm(&tm);
 			if (t == (time_t)-1)
 				return AIS_ERR;
-			*t_ns = (int64_t)t * 1000000000LL;
+			*t_ns = ((int64_t)t - off) * 1000000000LL;
 			return AIS_OK;
 		}
 	}

@@ -152,6 +152,8 @@ static int on_headers_complete(http_parser *hp)
 			return -1;
 		}
 		if (sv_eqcase(h->hdrs[i].name, SV("expect"))) {
+			if (!h->hdrs[i].value.len)
+				continue; /* an empty list: no expectation (RFC 9110 10.1.1, "#expectation") */
 			if (!sv_eqcase(h->hdrs[i].value, SV("100-continue"))) {
 				fail(p, 417, "unsupported Expect header");
 				return -1;

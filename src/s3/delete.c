@@ -8,7 +8,10 @@
  * could not reach every holder of a copy (ol.h invariant 5) gets an Error
  * with Code ServiceUnavailable naming the targets; a version under S3
  * object lock one with Code AccessDenied (olver.c rule 8); a key the
- * bucket policy denies (s3_decide_key) an Error AccessDenied.
+ * bucket policy denies (s3_decide_key) an Error AccessDenied. In a bucket
+ * that keeps versions a Deleted entry names the delete marker the delete
+ * wrote (DeleteMarker, DeleteMarkerVersionId), or the one a VersionId
+ * removed, as the owner's native DELETE answered.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -35,7 +38,7 @@ static void md_cleanup(void *arg) { buf_free(&((struct md *)arg)->out); }
  * key's owner does it through the object layer: this target when it is the
  * owner (or standalone), else the owner target, asked with the native
  * DELETE (which deletes every copy there). */
-static int del_one(s3_rq_t *r, sv_t key, bool versioned, sv_t vid, buf_t *msg, int *status)
+static int del_one(s3_rq_t *r, sv_t key, bool versioned, sv_t vid, buf_t *msg, int *status, char *dm_id)
 {
 	char url[CMAP_URL_MAX + 1];
 	int self = 0;
@@ -71,6 +74,12 @@ static int del_one(s3_rq_t *r, sv_t key, bool versioned, sv_t vid, buf_t *msg, i
 		json_decref(j);
 		*status = st;
 		rc = AIS_ERR;
+	} else if (st == 200 && resp.ptr) { /* the version it wrote or removed, and whether a delete marker */
+		json_t *j = json_loadb(resp.ptr, resp.len, 0, NULL);
+		const char *id = j ? json_string_value(json_object_get(j, "version")) : NULL;
+		if (id && json_is_true(json_object_get(j, "delete_marker")))
+			snprintf(dm_id, NAME_VER_ID_LEN + 1, "%s", id);
+		json_decref(j);
 	}
 	buf_free(&u);
 	buf_free(&resp);
@@ -89,6 +98,7 @@ static void md_work(http_req_t *req)
 		sv_t vid = m->dr.objs[i].vid;
 		buf_t msg = BUF_INIT;
 		const char *code = NULL;
+		char dm_id[NAME_VER_ID_LEN + 1] = ""; /* the delete marker written or removed */
 		int st = 0;
 		if (vid.ptr && !versioned && sv_eqstr(vid, "null"))
 			vid = (sv_t){NULL, 0}; /* the null version: the object */
@@ -98,7 +108,7 @@ static void md_work(http_req_t *req)
 			code = "InvalidArgument", buf_addstr(&msg, "Invalid version id specified");
 		else if (s3_decide_key(r, key, vid.ptr != NULL) != AIS_OK) /* the bucket policy, per key */
 			code = "AccessDenied", buf_addstr(&msg, "Access Denied: explicit deny in the bucket policy");
-		else if (del_one(r, key, versioned, vid, &msg, &st) != AIS_OK) /* a holder not reached: ServiceUnavailable */
+		else if (del_one(r, key, versioned, vid, &msg, &st, dm_id) != AIS_OK) /* a holder not reached: ServiceUnavailable */
 			code = st == 503 ? "ServiceUnavailable" : st == 403 ? "AccessDenied" : "InternalError";
 		s3_log_key(r, key, vid, code); /* its access log record (logging.c) */
 		if (code) {
@@ -114,8 +124,11 @@ static void md_work(http_req_t *req)
 			s3_xml_elem(b, "Key", key.ptr, key.len);
 			if (vid.ptr)
 				s3_xml_elem(b, "VersionId", vid.ptr, vid.len);
-			else if (versioned)
+			if (dm_id[0]) { /* a marker written (its id; a suspended bucket's: null), or one removed */
 				s3_xml_elemstr(b, "DeleteMarker", "true");
+				s3_xml_elemstr(b, "DeleteMarkerVersionId",
+					       !vid.ptr && s3_history(r) == BMD_HIST_SUSPENDED ? "null" : dm_id);
+			}
 			buf_addstr(b, "</Deleted>");
 		}
 		buf_free(&msg);

@@ -158,6 +158,54 @@ static void dsend(s3_rq_t *r, s3_sse_t *sse, int fd, uint64_t start, uint64_t le
  * (opened without OL_STREAM: no bytes from memory, slices or a fetch). */
 static char whole_file;
 
+/* An open of the version version_select chose failed with err: when the
+ * version is not kept under its own name, opens the key's current object
+ * instead (flags, then cb: this holder may have no whole copy of it,
+ * olver.h) and returns true; a version still missing answers
+ * NoSuchVersion and returns true. false: no version asked, or another
+ * error (the caller answers). */
+static bool version_missing(s3_rq_t *r, int err, unsigned flags, ol_open_fn cb)
+{
+	if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
+		r->vcur = true;
+		r->key = r->vkey;
+		ol_open(r->http, r->http->ctx, r->bucket, r->key, flags, cb, r);
+		return true;
+	}
+	if (err == ENOENT && r->vid.ptr) {
+		s3_error(r, "NoSuchVersion", NULL);
+		return true;
+	}
+	return false;
+}
+
+/* The object opened for a version (sm): the one asked for, and not a
+ * delete marker. AIS_ERR after closing fd and answering (NoSuchVersion,
+ * or 405 MethodNotAllowed for a marker, as S3). */
+static int version_opened(s3_rq_t *r, int fd, const store_meta_t *sm)
+{
+	http_req_t *req = r->http;
+	if (!r->vid.ptr)
+		return AIS_OK;
+	char id[NAME_VER_ID_LEN + 1];
+	bool null;
+	bool has = olver_id_of(sm->custom, id, &null);
+	if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
+		ol_close(req, fd);
+		s3_error(r, "NoSuchVersion", NULL);
+		return AIS_ERR;
+	}
+	if (strstr(sm->custom, OLVER_DM_KEY "=1")) {
+		ol_close(req, fd);
+		http_resp_header(req, "x-amz-delete-marker", "true");
+		http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
+		http_resp_header(req, "Allow", "DELETE");
+		s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+		return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -167,18 +215,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
-		if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
-			/* not kept under its own name: maybe the current version,
-			 * which this holder has no whole copy of (olver.h) */
-			r->vcur = true;
-			r->key = r->vkey;
-			ol_open(req, req->ctx, r->bucket, r->key, OL_STREAM, get_opened, r);
+		if (version_missing(r, err, OL_STREAM, get_opened))
 			return;
-		}
-		if (err == ENOENT && r->vid.ptr) {
-			s3_error(r, "NoSuchVersion", NULL);
-			return;
-		}
 		char id[NAME_VER_ID_LEN + 1];
 		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF) { /* whether the current version is a marker */
 			bool dm = olver_marker_current(req->ctx, r->bucket, r->key, id);
@@ -191,24 +229,8 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		return;
 	}
 	sm = *smp;
-	if (r->vid.ptr) { /* one version: the one asked for, and not a marker */
-		char id[NAME_VER_ID_LEN + 1];
-		bool null;
-		bool has = olver_id_of(sm.custom, id, &null);
-		if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
-			ol_close(req, fd);
-			s3_error(r, "NoSuchVersion", NULL);
-			return;
-		}
-		if (strstr(sm.custom, OLVER_DM_KEY "=1")) {
-			ol_close(req, fd);
-			http_resp_header(req, "x-amz-delete-marker", "true");
-			http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
-			http_resp_header(req, "Allow", "DELETE");
-			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
-			return;
-		}
-	}
+	if (version_opened(r, fd, &sm) != AIS_OK)
+		return;
 	s3_meta_decode(req->arena, sm.custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
 		ol_close(req, fd);
@@ -285,6 +307,48 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		ol_send(req, fd, start, len);
 }
 
+/* ?versionId=ID of a GET, HEAD or GetObjectAttributes: r->key becomes
+ * the name of that version (olver_resolve; r->vid and r->vkey set), so
+ * the open reads it. AIS_ERR after answering: a bad or unknown id
+ * (InvalidArgument, NoSuchVersion), or a delete marker's (405
+ * MethodNotAllowed, as S3). */
+static int version_select(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	sv_t vid = {NULL, 0};
+	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
+		s3_error(r, "InvalidArgument", "Invalid version id specified");
+		return AIS_ERR;
+	}
+	if (vid.ptr && s3_history(r) != BMD_HIST_OFF) { /* one version (olver.h) */
+		buf_t name = BUF_INIT;
+		bool dm = false;
+		if (!sv_eqstr(vid, "null") && !olver_id_valid(vid)) {
+			s3_error(r, "InvalidArgument", "Invalid version id specified");
+			return AIS_ERR;
+		}
+		r->vid = vid;
+		if (olver_resolve(req->ctx, r->bucket, r->key, vid, &name, &dm) != AIS_OK) {
+			buf_free(&name);
+			s3_error(r, "NoSuchVersion", NULL);
+			return AIS_ERR;
+		}
+		if (dm) { /* S3: a delete marker is not an object */
+			buf_free(&name);
+			http_resp_header(req, "x-amz-delete-marker", "true");
+			http_resp_header(req, "x-amz-version-id", "%.*s", (int)vid.len, vid.ptr);
+			http_resp_header(req, "Allow", "DELETE");
+			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+			return AIS_ERR;
+		}
+		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
+			r->vkey = r->key;
+		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
+		buf_free(&name);
+	}
+	return AIS_OK;
+}
+
 static int get_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
@@ -295,37 +359,8 @@ static int get_object(s3_rq_t *r)
 	if (part_param(r, &part) != AIS_OK)
 		return AIS_OK;
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") && !part ? OL_VERIFY : 0;
-	sv_t vid = {NULL, 0};
-	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
-		s3_error(r, "InvalidArgument", "Invalid version id specified");
+	if (version_select(r) != AIS_OK)
 		return AIS_OK;
-	}
-	if (vid.ptr && s3_history(r) != BMD_HIST_OFF) { /* one version (olver.h) */
-		buf_t name = BUF_INIT;
-		bool dm = false;
-		if (!sv_eqstr(vid, "null") && !olver_id_valid(vid)) {
-			s3_error(r, "InvalidArgument", "Invalid version id specified");
-			return AIS_OK;
-		}
-		r->vid = vid;
-		if (olver_resolve(req->ctx, r->bucket, r->key, vid, &name, &dm) != AIS_OK) {
-			buf_free(&name);
-			s3_error(r, "NoSuchVersion", NULL);
-			return AIS_OK;
-		}
-		if (dm) { /* S3: a delete marker is not an object */
-			buf_free(&name);
-			http_resp_header(req, "x-amz-delete-marker", "true");
-			http_resp_header(req, "x-amz-version-id", "%.*s", (int)vid.len, vid.ptr);
-			http_resp_header(req, "Allow", "DELETE");
-			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
-			return AIS_OK;
-		}
-		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
-			r->vkey = r->key;
-		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
-		buf_free(&name);
-	}
 	if (req->method == HTTP_GET && s3_sse_asked(r)) { /* SSE-C: the file itself, decrypted (dsend) */
 		r->op = &whole_file;
 		ol_open(req, req->ctx, r->bucket, r->key, f, get_opened, r);
@@ -336,6 +371,8 @@ static int get_object(s3_rq_t *r)
 }
 
 /* --- GetObjectAttributes ------------------------------------------------------- */
+
+static int version_select(s3_rq_t *r);
 
 enum { ATTR_ETAG = 1, ATTR_CK = 2, ATTR_PARTS = 4, ATTR_CLASS = 8, ATTR_SIZE = 16 };
 
@@ -364,6 +401,60 @@ static unsigned attrs_parse(sv_t h)
 	return out;
 }
 
+/* x-amz-max-parts (0..1000, default 1000) and x-amz-part-number-marker
+ * (0..10000, default 0) of ObjectParts' page. AIS_ERR: one is malformed. */
+static int attrs_page(http_req_t *req, uint64_t *max, uint64_t *marker)
+{
+	sv_t v = http_req_header(req, "x-amz-max-parts");
+	*max = 1000;
+	*marker = 0;
+	if (v.ptr && num_parse_u64(v.ptr, v.len, 0, 1000, max) != AIS_OK)
+		return AIS_ERR;
+	v = http_req_header(req, "x-amz-part-number-marker");
+	if (v.ptr && num_parse_u64(v.ptr, v.len, 0, S3_MAX_PARTS, marker) != AIS_OK)
+		return AIS_ERR;
+	return AIS_OK;
+}
+
+/* ObjectParts of a multipart object whose part sizes were kept (m->parts):
+ * its part count, then the page of parts after the marker (number and
+ * size), with the paging elements as S3 has them. The parts' own
+ * checksums are not kept, so a Part names none. */
+static void attrs_parts(s3_rq_t *r, const s3_meta_t *m, buf_t *b)
+{
+	uint64_t max, marker, start, len;
+	uint32_t count = 0, next = 0, shown = 0;
+	bool more = false;
+	buf_t parts = BUF_INIT;
+	attrs_page(r->http, &max, &marker); /* (checked before the open) */
+	s3_part_range(m->parts, 1, &start, &len, &count);
+	for (uint32_t n = (uint32_t)marker + 1; n <= S3_MAX_PARTS; n++) {
+		if (s3_part_range(m->parts, n, &start, &len, &count) != AIS_OK)
+			continue;
+		if (shown == max) {
+			more = true;
+			break;
+		}
+		s3_xml_open(&parts, "Part");
+		s3_xml_elemf(&parts, "PartNumber", "%u", n);
+		s3_xml_elemf(&parts, "Size", "%llu", (unsigned long long)len);
+		s3_xml_close(&parts, "Part");
+		shown++;
+		next = n;
+	}
+	s3_xml_open(b, "ObjectParts");
+	s3_xml_elemf(b, "PartsCount", "%u", count);
+	s3_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)marker);
+	if (next)
+		s3_xml_elemf(b, "NextPartNumberMarker", "%u", next);
+	s3_xml_elemf(b, "MaxParts", "%llu", (unsigned long long)max);
+	s3_xml_elemstr(b, "IsTruncated", more ? "true" : "false");
+	if (parts.len)
+		buf_add(b, parts.ptr, parts.len);
+	s3_xml_close(b, "ObjectParts");
+	buf_free(&parts);
+}
+
 static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -373,10 +464,14 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 	buf_t b = BUF_INIT;
 
 	if (err) {
+		if (version_missing(r, err, 0, attrs_opened))
+			return;
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
 		return;
 	}
+	if (version_opened(r, fd, smp) != AIS_OK)
+		return;
 	ol_close(req, fd);
 	s3_meta_decode(req->arena, smp->custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK)
@@ -397,7 +492,9 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 		s3_xml_close(&b, "Checksum");
 	}
 	const char *dash = strrchr(etag, '-');
-	if ((want & ATTR_PARTS) && dash && dash - etag == 33) { /* a multipart upload's: "md5-N" */
+	if ((want & ATTR_PARTS) && m.parts) /* a multipart upload's, its part sizes kept */
+		attrs_parts(r, &m, &b);
+	else if ((want & ATTR_PARTS) && dash && dash - etag == 33) { /* ... kept before them: "md5-N" */
 		s3_xml_open(&b, "ObjectParts");
 		s3_xml_elem(&b, "PartsCount", dash + 1, strlen(dash + 1) - 1);
 		s3_xml_close(&b, "ObjectParts");
@@ -409,6 +506,7 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 	s3_xml_close(&b, "GetObjectAttributesResponse");
 	time_http_date(smp->mtime_ns, t, sizeof(t));
 	http_resp_header(req, "Last-Modified", "%s", t);
+	s3_version_header(r, smp->custom);
 	s3_send_xml(r, 200, &b);
 }
 
@@ -419,6 +517,14 @@ int s3_object_attributes(s3_rq_t *r)
 					      "ObjectParts, StorageClass, ObjectSize");
 		return AIS_OK;
 	}
+	uint64_t max, marker;
+	if (attrs_page(r->http, &max, &marker) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "x-amz-max-parts must be an integer from 0 to 1000, "
+					      "x-amz-part-number-marker one from 0 to 10000");
+		return AIS_OK;
+	}
+	if (version_select(r) != AIS_OK) /* ?versionId: that version's attributes */
+		return AIS_OK;
 	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, attrs_opened, r);
 	return AIS_OK;
 }

@@ -70,15 +70,24 @@ struct px {
 	size_t rhdrs_len;
 };
 
+/* The headers of one hop, which the transport (or this node's server)
+ * writes itself. A request's Date is not one of them: it travels, as a
+ * SigV4 signature may date the request by it and sign it. */
 static bool hop_by_hop(sv_t n)
 {
 	static const char *const h[] = {"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
-					"Expect", "Proxy-Connection", "TE", "Trailer", "Upgrade", "Date",
-					"Server"};
+					"Expect", "Proxy-Connection", "TE", "Trailer", "Upgrade"};
 	for (size_t i = 0; i < ARRAY_SIZE(h); i++)
 		if (sv_eqcase(n, sv_from(h[i])))
 			return true;
 	return false;
+}
+
+/* An answer's header this node does not relay: the hop's own, and Date and
+ * Server, which this node's server sets on every answer. */
+static bool resp_own(sv_t n)
+{
+	return hop_by_hop(n) || sv_eqcase(n, SV("Date")) || sv_eqcase(n, SV("Server"));
 }
 
 static void px_cleanup(void *arg)
@@ -185,7 +194,7 @@ static void send_head(struct px *x, int status, sv_t all, bool ended)
 				clen = (int64_t)v;
 		} else if (cors && (sv_casestartswith(n, "Access-Control-") || sv_eqcase(n, SV("Vary")))) {
 			/* this node set the request's CORS headers (corsop.c rule 2) */
-		} else if (!hop_by_hop(n) && !sv_eqcase(n, SV(HTTP_HDR_LOCAL_SOCKET))) {
+		} else if (!resp_own(n) && !sv_eqcase(n, SV(HTTP_HDR_LOCAL_SOCKET))) {
 			/* (the target's unix socket means something on its host only:
 			 * this node's server names its own to its same-host clients) */
 			http_resp_header_sv(req, n, val);

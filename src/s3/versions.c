@@ -105,6 +105,7 @@ struct vls {
 	size_t max_keys;
 	bool url_enc;
 	buf_t body;
+	buf_t owner; /* <Owner>...</Owner>: the request's user, as ListObjects shows it (list.c) */
 	int err;
 	buf_t msg;
 	s3_entry_t *e;
@@ -115,6 +116,7 @@ static void vls_cleanup(void *arg)
 {
 	struct vls *l = arg;
 	buf_free(&l->body);
+	buf_free(&l->owner);
 	buf_free(&l->msg);
 	s3_entries_free(l->e, l->n);
 }
@@ -181,6 +183,7 @@ static void one(struct vls *l, const struct ver *v, bool latest)
 		s3_xml_elemf(b, "Size", "%llu", (unsigned long long)v->e->size);
 		s3_xml_elemstr(b, "StorageClass", "STANDARD");
 	}
+	buf_addsv(b, (sv_t){l->owner.ptr, l->owner.len});
 	buf_addstr(b, v->e->dm ? "</DeleteMarker>" : "</Version>");
 }
 
@@ -344,6 +347,7 @@ int s3_list_versions(s3_rq_t *r)
 		}
 		l->url_enc = true;
 	}
+	s3_owner_xml(r, &l->owner, "Owner");
 	s3_offload(r, vls_work, vls_done);
 	return AIS_OK;
 }

@@ -485,6 +485,8 @@ struct del {
 	bool versioned; /* a client's in a bucket whose history is not off (olver.h) */
 	sv_t version;   /* ?version=ID: that version for good; ptr NULL: none */
 	bool bypass;    /* ... &bypass_governance=true: a GOVERNANCE retention does not hold (olver.c rule 8) */
+	char id[NAME_VER_ID_LEN + 1]; /* versioned: the marker written, or the version removed */
+	bool dm;                      /* ... which is (was) a delete marker */
 	int err;
 	buf_t why; /* what err says besides (a holder not reached) */
 };
@@ -495,12 +497,14 @@ static void del_work(http_req_t *req)
 	if (d->tomb) /* (a sender of before stamps: this node's clock, which its request moved on) */
 		ol_tombstone(d->t, d->bck, d->obj, d->stamp ? d->stamp : hlc_now());
 	if (d->versioned) { /* a delete marker, or one version for good (olver.c rule 7) */
-		char id[NAME_VER_ID_LEN + 1];
-		bool dm;
 		const ol_where_t *w = d->w;
-		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, d->bypass, &dm, &d->why)
-				    : olver_delete(d->t, w, d->bck, d->obj, id, &d->why)) != AIS_OK)
+		if ((d->version.ptr ? olver_delete_version(d->t, w, d->bck, d->obj, d->version, d->bypass, &d->dm, &d->why)
+				    : olver_delete(d->t, w, d->bck, d->obj, d->id, &d->why)) != AIS_OK)
 			d->err = errno ? errno : EIO;
+		if (d->version.ptr)
+			snprintf(d->id, sizeof(d->id), "%.*s", (int)d->version.len, d->version.ptr);
+		else
+			d->dm = true;
 		return;
 	}
 	if (ol_delete_msg(d->t, d->bck, d->obj, d->all, &d->why) != AIS_OK)
@@ -516,7 +520,14 @@ static void del_done(http_req_t *req)
 		tgt_not_found(req, d->bck, d->obj);
 	else if (d->err)
 		tgt_resp_errmsg(req, ais_errno(d->err), d->err, "object", d->why.ptr);
-	else
+	else if (d->versioned) { /* which version the delete wrote or removed (DeleteObjects reads it) */
+		buf_t b = BUF_INIT;
+		buf_addstr(&b, "{\"version\":");
+		buf_add_json_str(&b, d->id, strlen(d->id));
+		buf_addf(&b, ",\"delete_marker\":%s}", d->dm ? "true" : "false");
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_send_buf(req, &b);
+	} else
 		http_resp_send(req, "", 0);
 }
 

@@ -1,6 +1,7 @@
 """test_protocol.py - HTTP/1.1 on the wire, with raw sockets: keep-alive,
 pipelining, a request split at every byte, malformed requests, framing
-conflicts, size limits (431/414), HTTP/1.0, 405 with Allow, 404, and the
+conflicts, size limits (431/414), an unknown Expect 417 but an empty one
+served, HTTP/1.0, 405 with Allow, 404, and the
 header, idle and body timeouts; an abrupt disconnect mid-PUT leaves nothing
 behind and the daemon keeps serving.
 """
@@ -146,6 +147,10 @@ refused(b"PUT %s HTTP/1.1\r\n%sTransfer-Encoding: gzip\r\n\r\n" % (obj_path(B, "
 refused(b"PUT %s HTTP/1.1\r\n%sTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"
         % (obj_path(B, "badchunk").encode(), H), (400,), "a bad chunk size")
 refused(b"GET /v1/health HTTP/1.1\r\n" + H + b"Expect: teapot\r\n\r\n", (417,), "an unknown Expect")
+# an empty Expect lists no expectation (RFC 9110 10.1.1): served, not 417
+r, _ = exchange(put(obj_path(B, "expect-empty"), b"hello", b"Expect: \r\n"), method="PUT")
+t.check(not isinstance(r, Exception) and r.status == 200 and req("GET", obj_path(B, "expect-empty")).status == 200,
+        "a PUT with an empty Expect: 200, stored", r)
 refused(("GET /v1/health HTTP/1.1\r\n" + "X-Big: %s\r\n" % ("x" * 20000) + "\r\n").encode(), (431,),
         "a 20 KB header")
 refused(("GET /v1/health HTTP/1.1\r\n" + "".join("X-H%d: %s\r\n" % (i, "v" * 100) for i in range(200))
@@ -273,5 +278,5 @@ t.eq(left, [], "and no temp file")
 healthy("abandoned PUTs")
 r = req("GET", "/v1/buckets/%s?props=name" % B)
 names = [e["name"] for e in (r.json() or {}).get("entries", [])]
-t.eq(names, ["bytewise", "bytewise2", "ka", "p2"], "the bucket holds exactly the objects that were stored")
+t.eq(names, ["bytewise", "bytewise2", "expect-empty", "ka", "p2"], "the bucket holds exactly the objects that were stored")
 t.finish()

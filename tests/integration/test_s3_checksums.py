@@ -10,7 +10,9 @@ HeadObject / GetObject with x-amz-checksum-mode: ENABLED answer it back
 FULL_OBJECT; without the mode, or for a Range, no checksum header. A
 wrong value is refused (400 BadDigest) and stores nothing. An object
 copied with CopyObject keeps its checksum. GetObjectAttributes answers
-ETag, Checksum, ObjectParts (a multipart object's part count),
+ETag, Checksum, ObjectParts (a multipart object's part count and its
+parts' numbers and sizes, paged by MaxParts and PartNumberMarker; a bad
+one 400),
 StorageClass and ObjectSize (boto3 and the AWS CLI); without
 x-amz-object-attributes it is 400 InvalidArgument. Multipart uploads:
 boto3's upload_file with CRC32 gets the composite checksum
@@ -196,6 +198,20 @@ t.check(a.get("ObjectParts", {}).get("TotalPartsCount") == 3 and a.get("ETag", "
         and a.get("ObjectSize") == 11 << 20,
         "GetObjectAttributes of a multipart object: TotalPartsCount 3, ETag md5-3",
         {k: v for k, v in a.items() if k != "ResponseMetadata"})
+op = a.get("ObjectParts", {})
+t.check([(p.get("PartNumber"), p.get("Size")) for p in op.get("Parts", [])] == [(1, 5 << 20), (2, 5 << 20), (3, 1 << 20)]
+        and op.get("IsTruncated") is False and op.get("MaxParts") == 1000 and op.get("PartNumberMarker") == 0,
+        "GetObjectAttributes ObjectParts: every part's number and size, not truncated", op)
+op = s3.get_object_attributes(Bucket=B, Key="multi", ObjectAttributes=["ObjectParts"], MaxParts=1,
+                              PartNumberMarker=1).get("ObjectParts", {})
+t.check([(p.get("PartNumber"), p.get("Size")) for p in op.get("Parts", [])] == [(2, 5 << 20)]
+        and op.get("IsTruncated") is True and op.get("NextPartNumberMarker") == 2 and op.get("MaxParts") == 1
+        and op.get("PartNumberMarker") == 1 and op.get("TotalPartsCount") == 3,
+        "ObjectParts paged: MaxParts 1 after marker 1 is part 2, truncated, next marker 2", op)
+op = s3.get_object_attributes(Bucket=B, Key="multi", ObjectAttributes=["ObjectParts"], MaxParts=10,
+                              PartNumberMarker=2).get("ObjectParts", {})
+t.check([p.get("PartNumber") for p in op.get("Parts", [])] == [3] and op.get("IsTruncated") is False,
+        "ObjectParts after marker 2: part 3, the last page", op)
 rc, out = run(["/usr/bin/aws", "--endpoint-url", EP, "s3api", "get-object-attributes", "--bucket", B, "--key",
                "put/sha256", "--object-attributes", "ETag", "Checksum", "ObjectSize"], env=AWS_ENV)
 try:
@@ -207,6 +223,10 @@ t.check(rc == 0 and j.get("Checksum", {}).get("ChecksumSHA256") == b64("sha256",
 st, _, body = signed("GET", "/%s/put/sha1?attributes" % B)
 t.check(st == 400 and code(body) == "InvalidArgument", "GetObjectAttributes without x-amz-object-attributes: 400",
         (st, body[:300]))
+for h, v in (("x-amz-max-parts", "1001"), ("x-amz-max-parts", "-1"), ("x-amz-part-number-marker", "x")):
+    st, _, body = signed("GET", "/%s/multi?attributes" % B, headers={"x-amz-object-attributes": "ObjectParts", h: v})
+    t.check(st == 400 and code(body) == "InvalidArgument", "GetObjectAttributes with %s: %s: 400" % (h, v),
+            (st, body[:300]))
 st, _, body = signed("GET", "/%s/put/sha1?attributes" % B, headers={"x-amz-object-attributes": "ETag,Owner"})
 t.check(st == 400 and code(body) == "InvalidArgument", "GetObjectAttributes of an unknown attribute: 400",
         (st, body[:300]))

@@ -16,6 +16,11 @@ Checks:
     each; the same request as signed: 200, private.
  4. A header-signed request that leaves x-amz-content-sha256 out of its
     SignedHeaders is still accepted (its value is the signed payload hash).
+ 5. A request dated by its Date header instead of x-amz-date (botocore
+    does so when the caller sets Date, writing an RFC 5322 date with a
+    numeric zone, "-0000"): 200, PUT and GET; the same request with a
+    Date an hour off: 403 RequestTimeTooSkewed (or 400 for the credential's
+    day near midnight), never 200.
 """
 # timeout: 120
 import hashlib
@@ -120,6 +125,29 @@ h4["x-amz-content-sha256"] = hashlib.sha256(b"").hexdigest()  # (botocore's SigV
 t.check("x-amz-content-sha256" not in h4["Authorization"], "the header is not among the signed ones", h4["Authorization"])
 st, _, body = http_raw(EP, "GET", "/drop/hdr", None, h4)
 t.check(st == 200 and body == b"header-signed", "a GET with an unsigned x-amz-content-sha256: 200", (st, body[:200]))
+
+# 5. dated by Date (RFC 5322, numeric zone), no x-amz-date
+def date_signed(method, key, body, date_hdr=None):
+    rq = AWSRequest(method=method, url="%s/drop/%s" % (EP, key), data=body,
+                    headers={"Date": "", "x-amz-content-sha256": hashlib.sha256(body).hexdigest()})
+    SigV4Auth(Credentials(AK, SK), "s3", REGION).add_auth(rq)
+    h = dict(rq.headers)
+    if date_hdr:
+        h["Date"] = date_hdr(h["Date"])
+    return h
+
+
+h5 = date_signed("PUT", "dated", b"dated by Date")
+t.check("X-Amz-Date" not in h5 and h5["Date"].endswith("-0000"), "botocore dates it by Date, zone -0000", h5)
+st, _, body = http_raw(EP, "PUT", "/drop/dated", b"dated by Date", h5)
+t.check(st == 200, "a PUT dated by an RFC 5322 Date header: 200", (st, body[:300]))
+st, _, body = http_raw(EP, "GET", "/drop/dated", None, date_signed("GET", "dated", b""))
+t.check(st == 200 and body == b"dated by Date", "and a GET dated so reads it back", (st, body[:300]))
+h5 = date_signed("PUT", "skewed", b"x", lambda d: d[:-5] + "+0100")
+st, _, body = http_raw(EP, "PUT", "/drop/skewed", b"x", h5)
+# (near midnight the hour moves the day too: the credential's date then mismatches, 400)
+t.check((st, b"RequestTimeTooSkewed" in body) == (403, True) or (st, b"AuthorizationHeaderMalformed" in body) == (400, True),
+        "a Date one hour off (+0100): 403 RequestTimeTooSkewed", (st, body[:300]))
 
 t.eq(error_lines(), [], "no error-level log lines")
 t.finish()

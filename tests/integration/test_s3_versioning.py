@@ -10,7 +10,8 @@ Checks:
  2. Three PUTs of one key: three distinct version ids (x-amz-version-id),
     GET of each by versionId byte for byte, GET without one the newest;
     HEAD by versionId; a bad id InvalidArgument, an unknown one
-    NoSuchVersion.
+    NoSuchVersion; GetObjectAttributes by versionId answers that
+    version's (and its id), never the current one's.
  3. DeleteObject without versionId writes a delete marker
     (x-amz-delete-marker, its id); GET then 404 (native too), GET of the
     marker by id 405; the old versions still read; DELETE of the marker by
@@ -19,9 +20,14 @@ Checks:
  4. ListObjectVersions: every version and marker with IsLatest, newest
     first per key, prefix and delimiter, paging by max-keys with
     key-marker/version-id-marker (boto3 paginator, 2 a page) and the AWS
-    CLI; ListObjectsV2 lists current objects only.
+    CLI; ListObjectsV2 lists current objects only; every entry has its
+    Owner.
  5. Suspended: a PUT writes the "null" version, replaced by the next,
-    older versions kept; DeleteObjects with VersionId entries.
+    older versions kept; DeleteObjects with VersionId entries. Enabled
+    again: DeleteObjects without a VersionId names each delete marker it
+    wrote (DeleteMarker, DeleteMarkerVersionId, as ListObjectVersions
+    lists it); with the marker's VersionId it removes it and says so; an
+    object version removed so has no DeleteMarker.
  6. Multipart Complete and CopyObject create versions.
  7. Native API: GET ?version=ID, listing ?versions=true names the kept
     versions, a plain listing does not.
@@ -103,6 +109,18 @@ t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a", VersionId="nope")), ("I
      "a malformed versionId: 400 InvalidArgument")
 t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/a", VersionId="f" * 32)), ("NoSuchVersion", 404),
      "an unknown versionId: 404 NoSuchVersion")
+ATTRS = ["ETag", "ObjectSize"]
+a = [s3.get_object_attributes(Bucket=B, Key="k/a", VersionId=v, ObjectAttributes=ATTRS) for v in vids[:2]]
+t.check([(x.get("ObjectSize"), x.get("VersionId")) for x in a] == [(1000, vids[0]), (70000, vids[1])]
+        and a[0].get("ETag") != a[1].get("ETag"),
+        "GetObjectAttributes by versionId: that version's size, ETag and id", [(x.get("ObjectSize"), x.get("VersionId")) for x in a])
+a = s3.get_object_attributes(Bucket=B, Key="k/a", ObjectAttributes=ATTRS)
+t.check((a.get("ObjectSize"), a.get("VersionId")) == (3, vids[2]), "GetObjectAttributes: the current version's, its id",
+        (a.get("ObjectSize"), a.get("VersionId")))
+t.eq(err_code(lambda: s3.get_object_attributes(Bucket=B, Key="k/a", VersionId="f" * 32, ObjectAttributes=ATTRS)),
+     ("NoSuchVersion", 404), "GetObjectAttributes of an unknown versionId: 404 NoSuchVersion")
+t.eq(err_code(lambda: s3.get_object_attributes(Bucket=U, Key="u", VersionId="f" * 32, ObjectAttributes=ATTRS)),
+     ("InvalidArgument", 400), "GetObjectAttributes of a made-up versionId in an unversioned bucket: 400")
 
 # --- 3. delete markers -------------------------------------------------------------------
 r = s3.delete_object(Bucket=B, Key="k/a")
@@ -149,6 +167,11 @@ for key in sorted(want):
 t.eq(got, exp, "ListObjectVersions: every version, newest first per key, IsLatest")
 t.eq([(m["Key"], m["VersionId"], m["IsLatest"]) for m in lv.get("DeleteMarkers", [])], [("z", dmz, True)],
      "ListObjectVersions: the delete marker, latest")
+own = s3.get_object_acl(Bucket=B, Key="k/b")["Owner"]
+t.check(all(v.get("Owner", {}).get("ID") == own["ID"] and v["Owner"].get("DisplayName") == own.get("DisplayName")
+            for v in lv.get("Versions", []) + lv.get("DeleteMarkers", [])),
+        "ListObjectVersions: each version and marker names its Owner (ID, DisplayName) as GetObjectAcl does",
+        (own, [v.get("Owner") for v in lv.get("Versions", [])][:2]))
 lv = s3.list_object_versions(Bucket=B, Prefix="k/", Delimiter="/")
 t.eq(([v["Key"] for v in lv.get("Versions", [])], [p["Prefix"] for p in lv.get("CommonPrefixes", [])]),
      (["k/a", "k/b", "k/b"], ["k/c/"]), "prefix k/ and delimiter /: versions and a common prefix")
@@ -212,6 +235,27 @@ t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="k/c/d", VersionId=want["k/c/d
 want["k/c/d"] = want["k/c/d"][1:]
 s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Enabled"})
 time.sleep(0.3)
+
+# DeleteObjects names the delete markers it writes, and the ones a VersionId removes
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "k/b"}, {"Key": "k/dm-none"}]})
+got = {d["Key"]: (d.get("DeleteMarker"), d.get("DeleteMarkerVersionId")) for d in r.get("Deleted", [])}
+dms = {m["Key"]: m["VersionId"] for m in s3.list_object_versions(Bucket=B, Prefix="k/").get("DeleteMarkers", [])
+       if m.get("IsLatest")}
+t.check(set(got) == {"k/b", "k/dm-none"} and all(got[k][0] is True and got[k][1] == dms.get(k) for k in got),
+        "DeleteObjects on an enabled bucket: DeleteMarker and the marker's DeleteMarkerVersionId per key",
+        (got, dms))
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k, "VersionId": dms.get(k, "")} for k in got]})
+got2 = {d["Key"]: (d.get("VersionId"), d.get("DeleteMarker"), d.get("DeleteMarkerVersionId"))
+        for d in r.get("Deleted", [])}
+t.check(set(got2) == set(got) and all(got2[k] == (dms.get(k), True, dms.get(k)) for k in got2),
+        "DeleteObjects of a marker by VersionId: DeleteMarker, DeleteMarkerVersionId = that id", (got2, r))
+t.eq(body("k/b"), want["k/b"][-1][1], "the marker removed, k/b reads its newest version again")
+s3.put_object(Bucket=B, Key="k/scratch", Body=b"scratch")
+sv = s3.list_object_versions(Bucket=B, Prefix="k/scratch")["Versions"][0]["VersionId"]
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "k/scratch", "VersionId": sv}]})
+d = (r.get("Deleted") or [{}])[0]
+t.check(d.get("VersionId") == sv and "DeleteMarker" not in d and "DeleteMarkerVersionId" not in d,
+        "DeleteObjects of an object version by VersionId: no DeleteMarker", r)
 
 # --- 7. native API -----------------------------------------------------------------------
 r = follow("GET", g.url, "/v1/objects/%s/k/a?version=%s" % (B, vids[0]))[1]

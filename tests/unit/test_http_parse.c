@@ -686,7 +686,7 @@ END_TEST
 START_TEST(test_bad_headers)
 {
 	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nExpect: 200-ok\r\n\r\n"), 417);
-	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nExpect: \r\n\r\n"), 417);
+	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nExpect: 100-continue, x\r\n\r\n"), 417);
 	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nX-\0A: v\r\n\r\n"), 400);
 	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nX-A: v\0w\r\n\r\n"), 400);
 	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nX-A: v\x01w\r\n\r\n"), 400);
@@ -743,6 +743,12 @@ START_TEST(test_expect_continue)
 	hp_free(&p);
 	h = head_of(&p, "PUT / HTTP/1.1\r\nContent-Length: 4\r\n\r\n");
 	ck_assert(!h->expect_continue);
+	hp_free(&p);
+	/* an empty Expect lists no expectation: none, not 417 */
+	ck_assert_int_eq(STATUS("GET / HTTP/1.1\r\nExpect: \r\n\r\n"), 0);
+	h = head_of(&p, "PUT / HTTP/1.1\r\nContent-Length: 4\r\nExpect:   \r\n\r\n");
+	ck_assert(!h->expect_continue);
+	ck_assert(h->has_body);
 	hp_free(&p);
 }
 END_TEST

@@ -214,6 +214,11 @@ START_TEST(test_http_date_forms)
 	ck_assert_int_eq(parse_date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
 	ck_assert_int_eq(parse_date("Tue, 29 Feb 2000 00:00:00 GMT"), 951782400LL * SEC);
 	ck_assert_int_eq(parse_date("Wed Dec 31 23:59:59 2099"), 4102444799LL * SEC);
+	/* RFC 5322 numeric zones */
+	ck_assert_int_eq(parse_date("Sun, 06 Nov 1994 08:49:37 -0000"), want);
+	ck_assert_int_eq(parse_date("Sun, 06 Nov 1994 08:49:37 +0000"), want);
+	ck_assert_int_eq(parse_date("Sun, 06 Nov 1994 10:19:37 +0130"), want);
+	ck_assert_int_eq(parse_date("Sun, 06 Nov 1994 03:49:37 -0500"), want);
 	/* exactly len bytes */
 	int64_t t = 0;
 	const char *s = "Sun, 06 Nov 1994 08:49:37 GMTxyz";
@@ -229,6 +234,11 @@ START_TEST(test_http_date_bad)
 		"yesterday",
 		"Sun, 06 Nov 1994 08:49:37",
 		"Sun, 06 Nov 1994 08:49:37 GMT trailing",
+		"Sun, 06 Nov 1994 08:49:37 +000",
+		"Sun, 06 Nov 1994 08:49:37 +00000",
+		"Sun, 06 Nov 1994 08:49:37 +0a00",
+		"Sun, 06 Nov 1994 08:49:37 +0060",
+		"Sun, 06 Nov 1994 08:49:37 0000",
 		"Sun, 06 Nov 1994 08:49 GMT",
 		"Sun, 32 Nov 1994 08:49:37 GMT",
 		"Sun, 06 Foo 1994 08:49:37 GMT",
