@@ -1,11 +1,17 @@
 /*
- * bkjobs.c - the gateway's side of the bucket job actions ishard, dsort and
- * archive (PUT /v1/buckets/SRC {"action": ...}): on the I/O pool, one
- * listing of the source (gw_list_pages) checked and planned into the job's
- * value (names and sizes, the input shards, an order file's text), a dry
- * run answered with its plan, else the job started on every target under
- * one id (gw_start_bucket_job). Bad values are 400 naming the fix, a
- * missing source object 404, an existing archive 409.
+ * bkjobs.c - the gateway's side of the bucket job actions (POST
+ * /v1/buckets/SRC {"action": ...}): prefetch-listrange and evict-listrange
+ * of a remote bucket, copy-bck and etl-bck, ishard, archive and dsort. One
+ * table maps each action to its check; every action that writes elsewhere
+ * names its destination the same way (?bck_to=DST, job_buckets) and
+ * declares what it does to both buckets (gw_job_allowed). Prefetch, evict
+ * and the copies start on every target at once; ishard, dsort and archive
+ * first, on the I/O pool, list the source once (gw_list_pages), check and
+ * plan into the job's value (names and sizes, the input shards, an order
+ * file's text), answer a dry run with its plan, else start the job on
+ * every target under one id (start_job). Bad values are 400 naming the
+ * fix, a missing source or destination bucket or source object 404, an
+ * existing archive 409.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -14,16 +20,40 @@
 #include <string.h>
 
 #include "aisd/dsort.h"
+#include "aisd/etl.h"
 #include "aisd/httpc.h"
 #include "aisd/ishard.h"
+#include "aisd/jobreg.h"
+#include "aisd/jobs.h"
 #include "aisd/status.h"
 #include "aisd/xarch.h"
+#include "aisd/xcopy.h"
 #include "gw_int.h"
 #include "aisd/banned.h"
 
 #define ISHARD_OBJECTS_MAX 500000     /* names of one listing handed to the targets */
 #define ISHARD_SPEC_MAX (60u << 20) /* its JSON (a target's /v1/jobs takes 64 MiB) */
 #define ARCHIVE_LISTED_MAX 2000000  /* names an archive request's check may list */
+
+/* Starts a run of kind on every target (jobs_h_cluster_start) under a
+ * fresh id, the same on all (jobreg.h): value (may be NULL) with
+ * "bucket":name, "to":to when given, and "id". */
+static void start_job(http_req_t *req, const char *kind, const char *name, json_t *value, const char *to)
+{
+	json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
+	json_object_set_new(jv, "bucket", json_string(name));
+	if (to)
+		json_object_set_new(jv, "to", json_string(to));
+	char id[JREG_ID_MAX + 1];
+	jreg_new_id(id);
+	json_object_set_new(jv, "id", json_string(id));
+	json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
+	char *js = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char *ajs = arena_strndup(req->arena, js, strlen(js));
+	free(js);
+	jobs_h_cluster_start(req, kind, ajs);
+}
 
 /* A listing's entries as [[NAME,SIZE],..] (list_pages' fn), at most
  * ISHARD_OBJECTS_MAX. */
@@ -62,7 +92,7 @@ static json_t *list_all(http_req_t *req)
 /* I/O pool: the job's "objects" from one listing of the source, planned:
  * a dry run's answer is the plan's summary, else the plan is the targets'
  * to compute again from the same listing (ishard.h). */
-void gw_ishard_work(http_req_t *req)
+static void ishard_work(http_req_t *req)
 {
 	struct bop *o = req->state;
 	json_t *objs = list_all(req);
@@ -136,14 +166,14 @@ static bool dsort_order_file(http_req_t *req)
 }
 
 /* The bucket of an order file's BUCKET/OBJECT into b. */
-const char *gw_order_bucket(const char *of, char b[NAME_BUCKET_MAX + 1])
+static const char *order_bucket(const char *of, char b[NAME_BUCKET_MAX + 1])
 {
 	const char *sl = strchr(of, '/');
 	snprintf(b, NAME_BUCKET_MAX + 1, "%.*s", (int)MIN(sl ? (size_t)(sl - of) : 0, NAME_BUCKET_MAX), of);
 	return b;
 }
 
-void gw_dsort_work(http_req_t *req)
+static void dsort_work(http_req_t *req)
 {
 	struct bop *o = req->state;
 	if (!dsort_order_file(req))
@@ -183,7 +213,7 @@ void gw_dsort_work(http_req_t *req)
 	}
 }
 
-void gw_ishard_done(http_req_t *req)
+static void ishard_done(http_req_t *req)
 {
 	struct bop *o = req->state;
 	if (o->err == EAGAIN && o->msg.len && !strncmp(o->msg.ptr, o->job, strlen(o->job))) {
@@ -196,7 +226,7 @@ void gw_ishard_done(http_req_t *req)
 		http_resp_header(req, "Content-Type", "application/json");
 		http_resp_send_buf(req, &o->out);
 	} else {
-		gw_start_bucket_job(req, o->job, o->name, o->ishard, o->to);
+		start_job(req, o->job, o->name, o->ishard, o->to);
 	}
 }
 
@@ -225,7 +255,7 @@ static bool arch_entry(void *arg, json_t *e)
 /* I/O pool (xarch.h): the names expanded, found in the source's listing
  * (under their common prefix, up to the greatest of them) with their
  * sizes into the job's "objects", and the shard looked for in DST's. */
-void gw_archive_work(http_req_t *req)
+static void archive_work(http_req_t *req)
 {
 	struct bop *o = req->state;
 	json_t *names = xarch_names(o->ishard), *e;
@@ -280,7 +310,7 @@ void gw_archive_work(http_req_t *req)
 	json_decref(names);
 }
 
-void gw_archive_done(http_req_t *req)
+static void archive_done(http_req_t *req)
 {
 	struct bop *o = req->state;
 	bool ours = o->msg.len && !strncmp(o->msg.ptr, "archive", 7);
@@ -289,5 +319,191 @@ void gw_archive_done(http_req_t *req)
 	else if (o->err)
 		gw_list_done(req);
 	else
-		gw_start_bucket_job(req, "archive", o->name, o->ishard, o->to);
+		start_job(req, "archive", o->name, o->ishard, o->to);
+}
+
+/* --- the actions' checks ---------------------------------------------------- */
+
+/* The buckets of an action that writes into DST: SRC must exist (404), and
+ * DST is ?bck_to= (SRC itself when same_ok and the query names none): a
+ * valid bucket name (400), not SRC unless same_ok (400), an existing
+ * bucket (404), kept in o->to. false after answering. */
+static bool job_buckets(struct bck_call *c, const char *kind, bool same_ok)
+{
+	struct bop *o = c->o;
+	sv_t to = {"", 0};
+	if (!c->exists) {
+		http_resp_error(c->req, 404, "bucket \"%s\" does not exist", o->name);
+		return false;
+	}
+	if ((!http_query_get(c->req, "bck_to", &to) || !to.len) && same_ok)
+		to = sv_from(o->name);
+	snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
+	if (!to.len || to.len > NAME_BUCKET_MAX || !name_bucket_valid(to.ptr, to.len) ||
+	    (!same_ok && !strcmp(o->to, o->name))) {
+		if (same_ok)
+			http_resp_error(c->req, 400, "%s: ?bck_to= wants a bucket name", kind);
+		else
+			http_resp_error(c->req, 400, "%s wants ?bck_to=DST, a bucket other than \"%s\"", kind, o->name);
+		return false;
+	}
+	const bmd_t *b;
+	cluster_read_lock(c->cl, NULL, &b);
+	bool dst_ok = b && bmd_get(b, o->to, strlen(o->to));
+	cluster_read_unlock(c->cl);
+	if (!dst_ok)
+		http_resp_error(c->req, 404, "destination bucket \"%s\" does not exist (create it first)", o->to);
+	return dst_ok;
+}
+
+/* What an action that reads SRC and writes DST declares (false after 403). */
+static bool job_read_write_allowed(struct bck_call *c, const char *kind)
+{
+	return gw_job_allowed(c->req, c->o->name, BMD_ACCESS_GET, kind) &&
+	       gw_job_allowed(c->req, c->o->to, BMD_ACCESS_PUT, kind);
+}
+
+/* prefetch-listrange / evict-listrange: a remote bucket's named objects
+ * fetched into or dropped from the cache, on every target
+ * (src/target/bkjobs.c). */
+static void act_prefetch_evict(struct bck_call *c)
+{
+	struct bop *o = c->o;
+	bool prefetch = c->action[0] == 'p';
+	if (!c->exists || !c->bk.props.backend.provider[0]) {
+		http_resp_error(c->req, c->exists ? 400 : 404, "bucket \"%s\" %s", o->name,
+				c->exists ? "has no remote backend" : "does not exist");
+		return;
+	}
+	/* a prefetch writes into the bucket, an evict deletes from it */
+	if (!gw_job_allowed(c->req, o->name, prefetch ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE, c->action))
+		return;
+	json_t *names = json_object_get(c->value, "list"), *nm;
+	size_t ni;
+	bool bad = false;
+	json_array_foreach(names, ni, nm) bad |= !json_is_string(nm) ||
+						 !name_object_valid(json_string_value(nm), json_string_length(nm));
+	if (bad) { /* (targets check it too: this is for one clear answer) */
+		http_resp_error(c->req, 400, "value.list: object names (UTF-8, no NUL, no \".\" or \"..\" segment)");
+		return;
+	}
+	start_job(c->req, prefetch ? "prefetch" : "evict", o->name, c->value, NULL);
+}
+
+/* copy-bck / etl-bck: every target sends the objects of SRC it owns,
+ * through the transformer for etl-bck, to their owners in DST (src/xcopy). */
+static void act_copy(struct bck_call *c)
+{
+	bool etl = c->action[0] == 'e';
+	const char *kind = etl ? "etl-bck" : "copy-bck"; /* (static: the start is asynchronous) */
+	if (!job_buckets(c, kind, false))
+		return;
+	json_t *jv = json_is_object(c->value) ? json_deep_copy(c->value) : c->value ? json_incref(c->value) : json_object();
+	json_t *eid = json_object_get(jv, "id"); /* AIStore's name of the transformer */
+	if (etl && json_is_string(eid) && !json_object_get(jv, "etl"))
+		json_object_set(jv, "etl", eid);
+	if (json_is_object(jv))
+		json_object_del(jv, "id"); /* (the run's id is the gateway's) */
+	const char *en = json_string_value(json_object_get(jv, "etl"));
+	buf_t err = BUF_INIT;
+	if (xcopy_spec_check(jv, etl, &err) != 0)
+		http_resp_error(c->req, 400, "%s: %s", kind, err.ptr);
+	else if (!job_read_write_allowed(c, kind))
+		; /* (answered) */
+	else if (etl && !etl_exists(en, strlen(en)))
+		http_resp_error(c->req, 404, "no transformer \"%.64s\" (aisctl etl ls)", en);
+	else
+		start_job(c->req, kind, c->o->name, jv, c->o->to);
+	buf_free(&err);
+	json_decref(jv);
+}
+
+/* ishard: the gateway lists SRC once; every target plans from that listing
+ * and builds the shards it owns (src/ishard). */
+static void act_ishard(struct bck_call *c)
+{
+	struct bop *o = c->o;
+	buf_t err = BUF_INIT;
+	if (!job_buckets(c, "ishard", false))
+		return;
+	if (!json_is_object(c->value) || json_object_get(c->value, "objects")) {
+		http_resp_error(c->req, 400, "ishard: value wants {\"shard_size\":BYTES,\"template\":\"shard-%%06d.tar\", "
+					     "\"prefix\",\"ext\",\"regex\",\"missing\",\"shuffle\",\"dry_run\"}");
+	} else if (ishard_spec_check(c->value, &err) != 0) {
+		http_resp_error(c->req, 400, "%s", err.ptr);
+	} else if (job_read_write_allowed(c, "ishard")) {
+		o->ishard = json_deep_copy(c->value);
+		o->job = "ishard";
+		http_offload_net(c->req, ishard_work, ishard_done);
+	}
+	buf_free(&err);
+}
+
+/* archive: objects of SRC packed into a shard of DST (default: SRC) by the
+ * shard's owner (src/xarch). */
+static void act_archive(struct bck_call *c)
+{
+	buf_t err = BUF_INIT;
+	if (!job_buckets(c, "archive", true))
+		return;
+	if (xarch_spec_check(c->value, &err) != 0) {
+		http_resp_error(c->req, 400, "%s", err.ptr);
+	} else if (job_read_write_allowed(c, "archive")) {
+		c->o->ishard = json_deep_copy(c->value);
+		http_offload_net(c->req, archive_work, archive_done);
+	}
+	buf_free(&err);
+}
+
+/* dsort: the gateway lists SRC once and assigns the input shards; the
+ * targets index, order and build (src/dsort). DST defaults to SRC; an order
+ * file's bucket is read too. */
+static void act_dsort(struct bck_call *c)
+{
+	struct bop *o = c->o;
+	buf_t err = BUF_INIT;
+	dsort_spec_t ds;
+	char ob[NAME_BUCKET_MAX + 1];
+	if (!job_buckets(c, "dsort", true))
+		return;
+	if (!json_is_object(c->value) || json_object_get(c->value, "objects") ||
+	    json_object_get(c->value, "targets") || json_object_get(c->value, "order_text")) {
+		http_resp_error(c->req, 400, "dsort: value wants {\"template\":\"out-%%06d.tar\",\"shard_size\":"
+					     "BYTES or \"samples_per_shard\":N,\"algorithm\",\"seed\",\"prefix\","
+					     "\"input_template\",\"content_ext\",\"content_type\",\"order_file\","
+					     "\"unlisted_shard\",\"dry_run\"}");
+	} else if (dsort_spec_parse(c->value, &ds, &err) != 0) {
+		http_resp_error(c->req, 400, "%s", err.ptr);
+	} else if (job_read_write_allowed(c, "dsort") &&
+		   (!ds.order_file[0] ||
+		    gw_job_allowed(c->req, order_bucket(ds.order_file, ob), BMD_ACCESS_GET, "dsort"))) {
+		o->ishard = json_deep_copy(c->value);
+		o->job = "dsort";
+		http_offload_net(c->req, dsort_work, ishard_done);
+	}
+	buf_free(&err);
+}
+
+static const struct {
+	const char *action;
+	void (*fn)(struct bck_call *c);
+} job_actions[] = {
+	{"prefetch-listrange", act_prefetch_evict},
+	{"evict-listrange", act_prefetch_evict},
+	{"copy-bck", act_copy},
+	{"etl-bck", act_copy},
+	{"ishard", act_ishard},
+	{"archive", act_archive},
+	{"dsort", act_dsort},
+};
+
+bool gw_job_action(struct bck_call *c)
+{
+	for (size_t i = 0; c->action && i < ARRAY_SIZE(job_actions); i++) {
+		if (!strcmp(c->action, job_actions[i].action)) {
+			job_actions[i].fn(c);
+			return true;
+		}
+	}
+	return false;
 }

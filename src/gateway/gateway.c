@@ -31,10 +31,6 @@
 
 #include "aisd/authz.h"
 #include "aisd/gateway.h"
-#include "aisd/ishard.h"
-#include "aisd/xarch.h"
-#include "aisd/dsort.h"
-#include "aisd/jobreg.h"
 #include "aisd/jobs.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -46,7 +42,6 @@
 #include "aisd/status.h"
 #include "aisd/target.h"
 #include "aisd/util.h"
-#include "aisd/xcopy.h"
 #include "gw_int.h"
 #include "aisd/banned.h"
 
@@ -306,33 +301,13 @@ static bool bprops_allowed(http_req_t *req, const char *name, json_t *value)
 	return !n || authz_request(req, res, n);
 }
 
-/* A bucket job (prefetch, evict, ec-encode: a cluster administrator's,
- * authz_check) declares what it does to the bucket (op: BMD_ACCESS_*),
- * which the bucket's access property must allow. false after 403. */
-static bool bucket_job_allowed(http_req_t *req, const char *name, unsigned op, const char *role)
+/* A bucket job (a cluster administrator's, authz_check) declares what it
+ * does to the bucket (op: BMD_ACCESS_*), which the bucket's access
+ * property must allow. false after 403. */
+bool gw_job_allowed(http_req_t *req, const char *name, unsigned op, const char *role)
 {
 	authz_res_t res = {.bucket = sv_from(name), .object = {"", 0}, .perm = AUTHZ_CLUSTER, .op = op, .role = role};
 	return authz_request(req, &res, 1);
-}
-
-/* Starts a run of kind on every target (jobs_h_cluster_start) under a
- * fresh id, the same on all (jobreg.h): value (may be NULL) with
- * "bucket":name, "to":to when given, and "id". */
-void gw_start_bucket_job(http_req_t *req, const char *kind, const char *name, json_t *value, const char *to)
-{
-	json_t *jv = json_is_object(value) ? json_deep_copy(value) : json_object();
-	json_object_set_new(jv, "bucket", json_string(name));
-	if (to)
-		json_object_set_new(jv, "to", json_string(to));
-	char id[JREG_ID_MAX + 1];
-	jreg_new_id(id);
-	json_object_set_new(jv, "id", json_string(id));
-	json_t *body = json_pack("{s:s,s:o}", "action", "start", "value", jv);
-	char *js = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	char *ajs = arena_strndup(req->arena, js, strlen(js));
-	free(js);
-	jobs_h_cluster_start(req, kind, ajs);
 }
 
 /* set-bprops and ec-encode: on the primary (else a redirect to it). */
@@ -635,12 +610,185 @@ static void list_buckets(http_req_t *req, const bmd_t *b)
 	http_resp_send_buf(req, &out);
 }
 
+/* HEAD /v1/buckets/B: the bucket's properties in Ais-Bucket-Props. */
+static void bck_head(struct bck_call *c)
+{
+	if (!c->exists) {
+		http_resp_error(c->req, 404, "bucket \"%s\" does not exist", c->o->name);
+		return;
+	}
+	buf_t props = BUF_INIT;
+	bmd_props_encode(&c->bk.props, &props);
+	http_resp_header(c->req, "Ais-Bucket-Props", "%s", props.ptr);
+	buf_free(&props);
+	http_resp_send_head(c->req, 0);
+}
+
+/* GET /v1/buckets/B ({"action":"list"}, or none): one page of the listing,
+ * its size, partial and flags from the value or the query. */
+static void bck_list(struct bck_call *c)
+{
+	http_req_t *req = c->req;
+	struct bop *o = c->o;
+	if (c->action && strcmp(c->action, "list")) {
+		http_resp_error(req, 400, "unknown action \"%s\" for GET (want \"list\")", c->action);
+		return;
+	}
+	if (!c->exists) {
+		http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
+		return;
+	}
+	json_t *value = c->value;
+	o->value = c->doc ? json_incref(c->doc) : json_pack("{s:s}", "action", "list");
+	o->pagesize = LIST_PAGE_DEFAULT;
+	json_t *ps = value ? json_object_get(value, "pagesize") : NULL;
+	sv_t qps;
+	uint64_t v;
+	if (json_is_integer(ps) && json_integer_value(ps) > 0)
+		o->pagesize = (size_t)json_integer_value(ps);
+	else if (http_query_get(req, "pagesize", &qps) && num_parse_u64(qps.ptr, qps.len, 1, UINT32_MAX, &v) == AIS_OK)
+		o->pagesize = v;
+	if (o->pagesize > LIST_PAGE_MAX)
+		o->pagesize = LIST_PAGE_MAX;
+	/* partial: a page without the targets not heard from, marked so
+	 * (else such a page is a 503) */
+	json_t *jp = value ? json_object_get(value, "partial") : NULL;
+	sv_t qp = {NULL, 0}; /* (http_query_get leaves it as it is when absent) */
+	if (jp && !json_is_boolean(jp)) {
+		http_resp_error(req, 400, "value.partial must be true or false");
+		return;
+	}
+	if (http_query_get(req, "partial", &qp) && !sv_eqstr(qp, "true") && !sv_eqstr(qp, "false")) {
+		http_resp_error(req, 400, "partial must be true or false");
+		return;
+	}
+	o->partial = json_is_true(jp) || (qp.ptr && sv_eqstr(qp, "true"));
+	json_t *jf = value ? json_object_get(value, "flags") : NULL;
+	sv_t qf;
+	if (json_is_integer(jf))
+		o->cached_only = json_integer_value(jf) & TGT_LS_CACHED;
+	else if (http_query_get(req, "flags", &qf) && num_parse_u64(qf.ptr, qf.len, 0, UINT32_MAX, &v) == AIS_OK)
+		o->cached_only = v & TGT_LS_CACHED;
+	snprintf(o->query, sizeof(o->query), "%.*s", (int)MIN(req->query.len, sizeof(o->query) - 1), req->query.ptr);
+	http_offload_net(req, list_work, gw_list_done);
+}
+
+/* POST {"action":"ec-encode"}: the re-encode job: the layout changes
+ * through the BMD, and every target's rebalance converts what it holds
+ * (jobs.h). */
+static void bck_ec_encode(struct bck_call *c)
+{
+	json_t *ec = json_object_get(c->value, "ec"), *mi = json_object_get(c->value, "mirror");
+	if (!c->exists) {
+		http_resp_error(c->req, 404, "bucket \"%s\" does not exist", c->o->name);
+	} else if (!json_is_object(ec) || json_object_size(c->value) != 1u + (mi != NULL)) {
+		http_resp_error(c->req, 400, "ec-encode: value wants {\"ec\":{...}} and, turning erasure "
+					     "coding off, {\"mirror\":{...}}, nothing else");
+	} else if (gw_job_allowed(c->req, c->o->name, BMD_ACCESS_PATCH, "ec-encode")) {
+		c->o->kind = BOP_SET_PROPS;
+		c->o->encode = true;
+		set_props_start(c->req, c->cl, c->o, c->value);
+	}
+}
+
+/* create-bck's value into o->props: the cluster's checksum unless
+ * checksum.type, and the S3 parts (region, owner, ACL, object lock) and a
+ * remote backend. false after a 400. */
+static bool create_props(struct bck_call *c)
+{
+	http_req_t *req = c->req;
+	struct bop *o = c->o;
+	json_t *value = c->value, *s3 = json_object_get(value, "s3");
+	bmd_props_default(&o->props);
+	store_cksum_parse(((gateway_t *)req->ctx)->conf->checksum, strlen(((gateway_t *)req->ctx)->conf->checksum),
+			  &o->props.cksum);
+	json_t *ck = json_object_get(json_object_get(value, "checksum"), "type");
+	if (ck && (!json_is_string(ck) ||
+		   store_cksum_parse(json_string_value(ck), json_string_length(ck), &o->props.cksum) != AIS_OK)) {
+		http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
+		return false;
+	}
+	/* the S3 LocationConstraint (S3 CreateBucket on another gateway) */
+	json_t *rg = json_object_get(s3, "region");
+	if (rg && (!json_is_string(rg) || !bmd_region_valid(json_string_value(rg), json_string_length(rg)))) {
+		http_resp_error(req, 400, "s3.region must be 1..%d of [A-Za-z0-9-]", BMD_REGION_MAX);
+		return false;
+	}
+	if (rg)
+		memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
+	/* and its S3 owner and ACL (s3acl.h text) */
+	json_t *ow = json_object_get(s3, "owner"), *acl = json_object_get(s3, "acl");
+	if (ow && (!json_is_string(ow) || !json_string_length(ow) || json_string_length(ow) > S3ACL_UID_MAX ||
+		   strchr(json_string_value(ow), ':'))) {
+		http_resp_error(req, 400, "s3.owner must be an S3 user id (1..%d bytes, no ':')", S3ACL_UID_MAX);
+		return false;
+	}
+	if (acl && (!json_is_string(acl) || !s3acl_text_valid(json_string_value(acl), json_string_length(acl)))) {
+		http_resp_error(req, 400, "s3.acl must be an S3 ACL in its text form");
+		return false;
+	}
+	/* S3 object lock (CreateBucket with x-amz-bucket-object-lock-enabled): history on */
+	json_t *lk = json_object_get(s3, "lock");
+	if (lk && (!json_is_string(lk) || !json_string_length(lk) ||
+		   !bmd_s3lock_valid(json_string_value(lk), json_string_length(lk)))) {
+		http_resp_error(req, 400, "s3.lock must be \"Enabled\" or \"Enabled:GOVERNANCE|COMPLIANCE:N(d|y)\"");
+		return false;
+	}
+	if (lk) {
+		memcpy(o->props.s3lock, json_string_value(lk), json_string_length(lk));
+		o->props.history = BMD_HIST_ENABLED;
+	}
+	if (ow)
+		memcpy(o->props.s3owner, json_string_value(ow), json_string_length(ow));
+	if (acl) {
+		memcpy(o->props.s3acl, json_string_value(acl), json_string_length(acl));
+		o->props.s3acl_set = true;
+	}
+	/* a remote backend: {"backend":{"provider","remote","bucket",...}} */
+	json_t *bkv = json_object_get(value, "backend");
+	if (bkv && bmd_backend_patch(bkv, &o->props.backend, &o->msg) != AIS_OK) {
+		http_resp_error(req, 400, "%s", o->msg.ptr);
+		return false;
+	}
+	return true;
+}
+
+/* POST create-bck, DELETE (destroy-bck or no body), PATCH set-bprops: BMD
+ * changes, made by the primary. */
+static void bck_change(struct bck_call *c)
+{
+	static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};
+	http_req_t *req = c->req;
+	struct bop *o = c->o;
+	o->kind = req->method == HTTP_POST ? BOP_CREATE : req->method == HTTP_DELETE ? BOP_DESTROY : BOP_SET_PROPS;
+	/* DELETE may come without a body; the others need their action. */
+	if ((c->action || o->kind != BOP_DESTROY) && (!c->action || strcmp(c->action, want[o->kind]))) {
+		http_resp_error(req, 400, "unknown action \"%s\" (want \"%s\")", c->action ? c->action : "",
+				want[o->kind]);
+		return;
+	}
+	if (o->kind == BOP_SET_PROPS) {
+		if (!json_is_object(c->value))
+			http_resp_error(req, 400, "set-bprops: value must be an object of properties");
+		else if (bprops_allowed(req, o->name, c->value))
+			set_props_start(req, c->cl, o, c->value);
+		return;
+	}
+	if (!cluster_is_primary(c->cl)) {
+		redirect_primary(req, c->cl);
+		return;
+	}
+	if (create_props(c))
+		http_offload_net(req, bucket_work, bucket_done);
+}
+
+/* /v1/buckets[/B]: the list of buckets, or B's request parsed once (the
+ * name, the body's action and value, B's entry) and handed to the handler
+ * of its method and action. */
 static int gw_buckets(http_req_t *req)
 {
 	cluster_t *cl = cl_of(req);
 	sv_t bck, obj;
-	json_t *doc = NULL, *value = NULL;
-	const char *action = NULL;
 	json_error_t jerr;
 	const bmd_t *b;
 
@@ -660,342 +808,55 @@ static int gw_buckets(http_req_t *req)
 	}
 	if (tgt_parse_names(req, &bck, &obj, false) != AIS_OK)
 		return AIS_OK;
+	struct bck_call c = {.req = req, .cl = cl};
 	if (req->body.len) {
-		doc = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
-		json_t *ja = doc ? json_object_get(doc, "action") : NULL;
-		if (!doc || !json_is_object(doc) || !json_is_string(ja)) {
+		c.doc = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+		json_t *ja = c.doc ? json_object_get(c.doc, "action") : NULL;
+		if (!c.doc || !json_is_object(c.doc) || !json_is_string(ja)) {
 			http_resp_error(req, 400, "invalid JSON body: want {\"action\": ..., \"value\": ...}");
-			goto out;
+			json_decref(c.doc);
+			return AIS_OK;
 		}
-		action = json_string_value(ja);
-		value = json_object_get(doc, "value");
+		c.action = json_string_value(ja);
+		c.value = json_object_get(c.doc, "value");
 	}
-	struct bop *o = arena_zalloc(req->arena, sizeof(*o));
-	snprintf(o->name, sizeof(o->name), "%.*s", (int)bck.len, bck.ptr);
-	req->state = o;
-	arena_cleanup_add(req->arena, bop_cleanup, o);
+	c.o = arena_zalloc(req->arena, sizeof(*c.o));
+	snprintf(c.o->name, sizeof(c.o->name), "%.*s", (int)bck.len, bck.ptr);
+	req->state = c.o;
+	arena_cleanup_add(req->arena, bop_cleanup, c.o);
 
 	cluster_read_lock(cl, NULL, &b);
 	const bmd_bucket_t *bk = b ? bmd_get(b, bck.ptr, bck.len) : NULL;
-	bmd_bucket_t copy;
-	if (bk)
-		copy = *bk;
+	if (bk) {
+		c.exists = true;
+		c.bk = *bk;
+	}
 	cluster_read_unlock(cl);
 
 	switch (req->method) {
 	case HTTP_HEAD:
-		if (!bk) {
-			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			break;
-		}
-		buf_t props = BUF_INIT;
-		bmd_props_encode(&copy.props, &props);
-		http_resp_header(req, "Ais-Bucket-Props", "%s", props.ptr);
-		buf_free(&props);
-		http_resp_send_head(req, 0);
+		bck_head(&c);
 		break;
 	case HTTP_GET:
-		if (action && strcmp(action, "list")) {
-			http_resp_error(req, 400, "unknown action \"%s\" for GET (want \"list\")", action);
-			break;
-		}
-		if (!bk) {
-			http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			break;
-		}
-		o->value = doc ? json_incref(doc) : json_pack("{s:s}", "action", "list");
-		o->pagesize = LIST_PAGE_DEFAULT;
-		json_t *ps = value ? json_object_get(value, "pagesize") : NULL;
-		sv_t qps;
-		uint64_t v;
-		if (json_is_integer(ps) && json_integer_value(ps) > 0)
-			o->pagesize = (size_t)json_integer_value(ps);
-		else if (http_query_get(req, "pagesize", &qps) && num_parse_u64(qps.ptr, qps.len, 1, UINT32_MAX, &v) == AIS_OK)
-			o->pagesize = v;
-		if (o->pagesize > LIST_PAGE_MAX)
-			o->pagesize = LIST_PAGE_MAX;
-		/* partial: a page without the targets not heard from, marked so
-		 * (else such a page is a 503) */
-		json_t *jp = value ? json_object_get(value, "partial") : NULL;
-		sv_t qp = {NULL, 0}; /* (http_query_get leaves it as it is when absent) */
-		if (jp && !json_is_boolean(jp)) {
-			http_resp_error(req, 400, "value.partial must be true or false");
-			break;
-		}
-		if (http_query_get(req, "partial", &qp) && !sv_eqstr(qp, "true") && !sv_eqstr(qp, "false")) {
-			http_resp_error(req, 400, "partial must be true or false");
-			break;
-		}
-		o->partial = json_is_true(jp) || (qp.ptr && sv_eqstr(qp, "true"));
-		json_t *jf = value ? json_object_get(value, "flags") : NULL;
-		sv_t qf;
-		if (json_is_integer(jf))
-			o->cached_only = json_integer_value(jf) & TGT_LS_CACHED;
-		else if (http_query_get(req, "flags", &qf) && num_parse_u64(qf.ptr, qf.len, 0, UINT32_MAX, &v) == AIS_OK)
-			o->cached_only = v & TGT_LS_CACHED;
-		snprintf(o->query, sizeof(o->query), "%.*s", (int)MIN(req->query.len, sizeof(o->query) - 1), req->query.ptr);
-		http_offload_net(req, list_work, gw_list_done);
+		bck_list(&c);
 		break;
 	case HTTP_POST:
-		if (action && (!strcmp(action, "prefetch-listrange") || !strcmp(action, "evict-listrange"))) {
-			/* remote buckets: a prefetch or evict run on every target (src/target/bkjobs.c) */
-			if (!bk || !copy.props.backend.provider[0]) {
-				http_resp_error(req, bk ? 400 : 404, "bucket \"%s\" %s", o->name,
-						bk ? "has no remote backend" : "does not exist");
-				break;
-			}
-			/* a prefetch writes into the bucket, an evict deletes from it */
-			if (!bucket_job_allowed(req, o->name, action[0] == 'p' ? BMD_ACCESS_PUT : BMD_ACCESS_DELETE,
-						action))
-				break;
-			json_t *names = json_object_get(value, "list"), *nm;
-			size_t ni;
-			bool bad = false;
-			json_array_foreach(names, ni, nm) bad |= !json_is_string(nm) ||
-								 !name_object_valid(json_string_value(nm), json_string_length(nm));
-			if (bad) { /* (targets check it too: this is for one clear answer) */
-				http_resp_error(req, 400, "value.list: object names (UTF-8, no NUL, no \".\" or \"..\" segment)");
-				break;
-			}
-			gw_start_bucket_job(req, action[0] == 'p' ? "prefetch" : "evict", o->name, value, NULL);
+		if (c.action && !strcmp(c.action, "ec-encode")) {
+			bck_ec_encode(&c);
 			break;
 		}
-		if (action && (!strcmp(action, "copy-bck") || !strcmp(action, "etl-bck"))) {
-			/* every target sends the objects of this bucket it owns,
-			 * through the transformer for etl-bck, to the owners in
-			 * the destination (src/xcopy) */
-			bool etl = action[0] == 'e';
-			const char *kind = etl ? "etl-bck" : "copy-bck"; /* (static: the start is asynchronous) */
-			sv_t to = {"", 0};
-			http_query_get(req, "bck_to", &to);
-			char dst[NAME_BUCKET_MAX + 1];
-			snprintf(dst, sizeof(dst), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
-			cluster_read_lock(cl, NULL, &b);
-			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
-			cluster_read_unlock(cl);
-			json_t *jv = json_is_object(value) ? json_deep_copy(value) : value ? json_incref(value) : json_object();
-			json_t *eid = json_object_get(jv, "id"); /* AIStore's name of the transformer */
-			if (etl && json_is_string(eid) && !json_object_get(jv, "etl"))
-				json_object_set(jv, "etl", eid);
-			if (json_is_object(jv))
-				json_object_del(jv, "id"); /* (the run's id is the gateway's) */
-			const char *en = json_string_value(json_object_get(jv, "etl"));
-			buf_t err = BUF_INIT;
-			if (!bk) {
-				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(dst, o->name)) {
-				http_resp_error(req, 400, "%s wants ?bck_to=DST, a bucket other than \"%s\"", kind, o->name);
-			} else if (!dst_ok) {
-				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", dst);
-			} else if (xcopy_spec_check(jv, etl, &err) != 0) {
-				http_resp_error(req, 400, "%s: %s", kind, err.ptr);
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, kind) &&
-				   bucket_job_allowed(req, dst, BMD_ACCESS_PUT, kind)) {
-				if (etl && !etl_exists(en, strlen(en)))
-					http_resp_error(req, 404, "no transformer \"%.64s\" (aisctl etl ls)", en);
-				else
-					gw_start_bucket_job(req, kind, o->name, jv, dst);
-			}
-			buf_free(&err);
-			json_decref(jv);
+		if (gw_job_action(&c))
 			break;
-		}
-		if (action && !strcmp(action, "ishard")) {
-			/* the gateway lists SRC once; every target plans from that
-			 * listing and builds the shards it owns (src/ishard) */
-			sv_t to = {"", 0};
-			http_query_get(req, "bck_to", &to);
-			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
-			cluster_read_lock(cl, NULL, &b);
-			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
-			cluster_read_unlock(cl);
-			buf_t err = BUF_INIT;
-			if (!bk) {
-				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			} else if (!to.len || !name_bucket_valid(to.ptr, to.len) || !strcmp(o->to, o->name)) {
-				http_resp_error(req, 400, "ishard wants ?bck_to=DST, a bucket other than \"%s\"", o->name);
-			} else if (!dst_ok) {
-				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", o->to);
-			} else if (!json_is_object(value) || json_object_get(value, "objects")) {
-				http_resp_error(req, 400, "ishard: value wants {\"shard_size\":BYTES,\"template\":\"shard-%%06d.tar\", "
-							  "\"prefix\",\"ext\",\"regex\",\"missing\",\"shuffle\",\"dry_run\"}");
-			} else if (ishard_spec_check(value, &err) != 0) {
-				http_resp_error(req, 400, "%s", err.ptr);
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "ishard") &&
-				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "ishard")) {
-				o->ishard = json_deep_copy(value);
-				o->job = "ishard";
-				http_offload_net(req, gw_ishard_work, gw_ishard_done);
-			}
-			buf_free(&err);
-			break;
-		}
-		if (action && !strcmp(action, "archive")) {
-			/* objects of this bucket packed into a shard of DST (default:
-			 * this bucket) by the shard's owner (src/xarch) */
-			sv_t to = {o->name, strlen(o->name)};
-			http_query_get(req, "bck_to", &to);
-			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
-			cluster_read_lock(cl, NULL, &b);
-			bool dst_ok = b && bmd_get(b, to.ptr, to.len);
-			cluster_read_unlock(cl);
-			buf_t err = BUF_INIT;
-			if (!bk) {
-				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			} else if (!to.len || !name_bucket_valid(to.ptr, to.len)) {
-				http_resp_error(req, 400, "archive: ?bck_to wants a bucket name");
-			} else if (!dst_ok) {
-				http_resp_error(req, 404, "destination bucket \"%s\" does not exist (create it first)", o->to);
-			} else if (xarch_spec_check(value, &err) != 0) {
-				http_resp_error(req, 400, "%s", err.ptr);
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "archive") &&
-				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "archive")) {
-				o->ishard = json_deep_copy(value);
-				http_offload_net(req, gw_archive_work, gw_archive_done);
-			}
-			buf_free(&err);
-			break;
-		}
-		if (action && !strcmp(action, "dsort")) {
-			/* the gateway lists SRC once and assigns the input shards;
-			 * the targets index, order and build (src/dsort) */
-			sv_t to = {"", 0};
-			http_query_get(req, "bck_to", &to);
-			snprintf(o->to, sizeof(o->to), "%.*s", (int)MIN(to.len, NAME_BUCKET_MAX), to.ptr);
-			if (!to.len)
-				snprintf(o->to, sizeof(o->to), "%s", o->name);
-			cluster_read_lock(cl, NULL, &b);
-			bool dst_ok = b && bmd_get(b, o->to, strlen(o->to));
-			cluster_read_unlock(cl);
-			buf_t err = BUF_INIT;
-			dsort_spec_t ds;
-			char ob[NAME_BUCKET_MAX + 1];
-			if (!bk) {
-				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			} else if (to.len && (to.len > NAME_BUCKET_MAX || !name_bucket_valid(to.ptr, to.len))) {
-				http_resp_error(req, 400, "dsort: ?bck_to= wants a bucket name");
-			} else if (!dst_ok) {
-				http_resp_error(req, 400, "dsort: the output bucket \"%s\" does not exist (create it first)",
-						o->to);
-			} else if (!json_is_object(value) || json_object_get(value, "objects") ||
-				   json_object_get(value, "targets") || json_object_get(value, "order_text")) {
-				http_resp_error(req, 400, "dsort: value wants {\"template\":\"out-%%06d.tar\",\"shard_size\":"
-							  "BYTES or \"samples_per_shard\":N,\"algorithm\",\"seed\",\"prefix\","
-							  "\"input_template\",\"content_ext\",\"content_type\",\"order_file\","
-							  "\"unlisted_shard\",\"dry_run\"}");
-			} else if (dsort_spec_parse(value, &ds, &err) != 0) {
-				http_resp_error(req, 400, "%s", err.ptr);
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_GET, "dsort") &&
-				   bucket_job_allowed(req, o->to, BMD_ACCESS_PUT, "dsort") &&
-				   (!ds.order_file[0] || bucket_job_allowed(req, gw_order_bucket(ds.order_file, ob),
-									     BMD_ACCESS_GET, "dsort"))) {
-				o->ishard = json_deep_copy(value);
-				o->job = "dsort";
-				http_offload_net(req, gw_dsort_work, gw_ishard_done);
-			}
-			buf_free(&err);
-			break;
-		}
-		if (action && !strcmp(action, "ec-encode")) {
-			/* the re-encode job: the layout changes through the BMD, and
-			 * every target's rebalance converts what it holds (jobs.h) */
-			json_t *ec = json_object_get(value, "ec"), *mi = json_object_get(value, "mirror");
-			if (!bk) {
-				http_resp_error(req, 404, "bucket \"%s\" does not exist", o->name);
-			} else if (!json_is_object(ec) || json_object_size(value) != 1u + (mi != NULL)) {
-				http_resp_error(req, 400, "ec-encode: value wants {\"ec\":{...}} and, turning erasure "
-							  "coding off, {\"mirror\":{...}}, nothing else");
-			} else if (bucket_job_allowed(req, o->name, BMD_ACCESS_PATCH, "ec-encode")) {
-				o->kind = BOP_SET_PROPS;
-				o->encode = true;
-				set_props_start(req, cl, o, value);
-			}
-			break;
-		}
+		/* (else create-bck) */
 		/* fall through */
 	case HTTP_DELETE:
-	case HTTP_PATCH: {
-		static const char *const want[] = {"create-bck", "destroy-bck", "set-bprops"};
-		o->kind = req->method == HTTP_POST ? BOP_CREATE : req->method == HTTP_DELETE ? BOP_DESTROY : BOP_SET_PROPS;
-		/* DELETE may come without a body; the others need their action. */
-		if ((action || o->kind != BOP_DESTROY) && (!action || strcmp(action, want[o->kind]))) {
-			http_resp_error(req, 400, "unknown action \"%s\" (want \"%s\")", action ? action : "",
-					want[o->kind]);
-			break;
-		}
-		if (o->kind == BOP_SET_PROPS && !json_is_object(value)) {
-			http_resp_error(req, 400, "set-bprops: value must be an object of properties");
-			break;
-		}
-		if (o->kind == BOP_SET_PROPS) {
-			if (bprops_allowed(req, o->name, value))
-				set_props_start(req, cl, o, value);
-			break;
-		}
-		if (!cluster_is_primary(cl)) {
-			redirect_primary(req, cl);
-			break;
-		}
-		bmd_props_default(&o->props);
-		store_cksum_parse(((gateway_t *)req->ctx)->conf->checksum,
-				  strlen(((gateway_t *)req->ctx)->conf->checksum), &o->props.cksum);
-		json_t *ck = value ? json_object_get(json_object_get(value, "checksum"), "type") : NULL;
-		if (ck && (!json_is_string(ck) ||
-			   store_cksum_parse(json_string_value(ck), json_string_length(ck), &o->props.cksum) != AIS_OK)) {
-			http_resp_error(req, 400, "checksum.type must be xxhash, md5, sha256 or none");
-			break;
-		}
-		/* the S3 LocationConstraint (S3 CreateBucket on another gateway) */
-		json_t *rg = value ? json_object_get(json_object_get(value, "s3"), "region") : NULL;
-		if (rg && (!json_is_string(rg) || !bmd_region_valid(json_string_value(rg), json_string_length(rg)))) {
-			http_resp_error(req, 400, "s3.region must be 1..%d of [A-Za-z0-9-]", BMD_REGION_MAX);
-			break;
-		}
-		if (rg)
-			memcpy(o->props.region, json_string_value(rg), json_string_length(rg));
-		/* and its S3 owner and ACL (s3acl.h text) */
-		json_t *ow = value ? json_object_get(json_object_get(value, "s3"), "owner") : NULL;
-		json_t *acl = value ? json_object_get(json_object_get(value, "s3"), "acl") : NULL;
-		if (ow && (!json_is_string(ow) || !json_string_length(ow) || json_string_length(ow) > S3ACL_UID_MAX ||
-			   strchr(json_string_value(ow), ':'))) {
-			http_resp_error(req, 400, "s3.owner must be an S3 user id (1..%d bytes, no ':')", S3ACL_UID_MAX);
-			break;
-		}
-		if (acl && (!json_is_string(acl) || !s3acl_text_valid(json_string_value(acl), json_string_length(acl)))) {
-			http_resp_error(req, 400, "s3.acl must be an S3 ACL in its text form");
-			break;
-		}
-		/* S3 object lock (CreateBucket with x-amz-bucket-object-lock-enabled): history on */
-		json_t *lk = value ? json_object_get(json_object_get(value, "s3"), "lock") : NULL;
-		if (lk && (!json_is_string(lk) || !json_string_length(lk) ||
-			   !bmd_s3lock_valid(json_string_value(lk), json_string_length(lk)))) {
-			http_resp_error(req, 400, "s3.lock must be \"Enabled\" or \"Enabled:GOVERNANCE|COMPLIANCE:N(d|y)\"");
-			break;
-		}
-		if (lk) {
-			memcpy(o->props.s3lock, json_string_value(lk), json_string_length(lk));
-			o->props.history = BMD_HIST_ENABLED;
-		}
-		if (ow)
-			memcpy(o->props.s3owner, json_string_value(ow), json_string_length(ow));
-		if (acl) {
-			memcpy(o->props.s3acl, json_string_value(acl), json_string_length(acl));
-			o->props.s3acl_set = true;
-		}
-		/* a remote backend: {"backend":{"provider","remote","bucket",...}} */
-		json_t *bkv = value ? json_object_get(value, "backend") : NULL;
-		if (bkv && bmd_backend_patch(bkv, &o->props.backend, &o->msg) != AIS_OK) {
-			http_resp_error(req, 400, "%s", o->msg.ptr);
-			break;
-		}
-		http_offload_net(req, bucket_work, bucket_done);
+	case HTTP_PATCH:
+		bck_change(&c);
 		break;
-	}
 	default:
 		http_resp_error(req, 405, "method not allowed");
 	}
-out:
-	json_decref(doc);
+	json_decref(c.doc);
 	return AIS_OK;
 }
 

@@ -41,24 +41,34 @@ struct bop {
 	const char *job;   /* "ishard" or "dsort" */
 };
 
+/* One request to /v1/buckets/B, parsed once by gw_buckets and handed to
+ * the handler of its method and action: the bucket's entry as it was
+ * (exists false: no bucket B), the body's "action" (NULL: none) and
+ * "value" (both borrowed from doc). */
+struct bck_call {
+	http_req_t *req;
+	cluster_t *cl;
+	struct bop *o;
+	bool exists;
+	bmd_bucket_t bk;
+	const char *action;
+	json_t *doc, *value;
+};
+
 static inline cluster_t *cl_of(http_req_t *req) { return ((gateway_t *)req->ctx)->base.cl; }
 
 /* gateway.c: every page of bucket's listing under prefix, entry by entry to
  * fn (its comment there); a listing's answer or its failure's; a bucket
- * job started on every target under one fresh id. */
+ * job's declaration of what it does to bucket name (op: BMD_ACCESS_*, its
+ * access property must allow it), false after a 403. */
 void gw_list_pages(http_req_t *req, const char *bucket, const char *prefix, const char *until,
 		   bool (*fn)(void *arg, json_t *entry), void *arg);
 void gw_list_done(http_req_t *req);
-void gw_start_bucket_job(http_req_t *req, const char *kind, const char *name, json_t *value, const char *to);
+bool gw_job_allowed(http_req_t *req, const char *name, unsigned op, const char *role);
 
-/* bkjobs.c: the I/O-pool work and the answers of the bucket job actions
- * ishard, dsort (gw_ishard_done answers both) and archive; the bucket of a
- * dsort order file's BUCKET/OBJECT into b. */
-void gw_ishard_work(http_req_t *req);
-void gw_ishard_done(http_req_t *req);
-void gw_dsort_work(http_req_t *req);
-void gw_archive_work(http_req_t *req);
-void gw_archive_done(http_req_t *req);
-const char *gw_order_bucket(const char *of, char b[NAME_BUCKET_MAX + 1]);
+/* bkjobs.c: a POST of a bucket job action (prefetch-listrange,
+ * evict-listrange, copy-bck, etl-bck, ishard, archive, dsort) checked,
+ * answered or started; false when c->action is none of them. */
+bool gw_job_action(struct bck_call *c);
 
 #endif

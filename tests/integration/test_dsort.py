@@ -39,7 +39,7 @@ Checks:
     number, a range that cannot name enough shards (by shard_size, or by
     samples_per_shard: one sample per input shard at least), output named like the
     input in the same bucket, content without content_ext, shard_size and
-    samples_per_shard together, a missing output bucket), 404 for a missing
+    samples_per_shard together), 404 for a missing output bucket or
     source; a plan the targets find the template too small for fails the
     job with the reason and writes nothing.
  7. aisctl job stop: every run aborted, nothing written. kill -9 of a
@@ -391,11 +391,12 @@ for v, dst, want_msg in ((dict(ok, algorithm="bogus"), "o7", "algorithm"),
                          (dict(ok, template="in-%03d.tar"), "in", "names \"in-000.tar\""),
                          (dict(ok, algorithm="content"), "o7", "content_ext"),
                          (dict(ok, samples_per_shard=3), "o7", "one of"),
-                         (dict(ok, prefix="nothing-here/"), "o7", "no input shard"),
-                         (ok, "nosuch", "does not exist")):
+                         (dict(ok, prefix="nothing-here/"), "o7", "no input shard")):
     st, msg = post("in", dst, v)
     t.check(st == 400 and want_msg in msg, "bad spec %s -> %s: 400 naming %s" % (json.dumps(v), dst, want_msg),
             (st, msg))
+st, msg = post("in", "nosuch", ok)
+t.check(st == 404 and "does not exist" in msg, "a missing output bucket: 404 naming it", (st, msg))
 t.eq(post("nosuch", "o7", ok)[0], 404, "a missing source: 404")
 rid = dsort("in", "o7", "--prefix", "in-", "--template", "y-{0..9}.tar", "--samples-per-shard", "1")
 rc, out, err = ctl("job", "wait", rid or "none", "--timeout-s", "60", timeout=90)
