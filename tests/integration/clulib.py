@@ -351,7 +351,8 @@ def poll(cond, secs):
 
 def start_cluster(targets, secs=15, node_class=None):
     """Starts gateway g1 and targets t1..tN that join it (node_class: Node
-    or a subclass); returns (g, [targets]) once g's map lists every node,
+    or a subclass); returns (g, [targets]) once every node's map lists
+    every node (so no write lands under a map some target has not seen),
     or finishes the test."""
     cls = node_class or Node
     g = cls("g1", "gateway")
@@ -361,9 +362,24 @@ def start_cluster(targets, secs=15, node_class=None):
     if not t.check(all(x.start(join=g.url) for x in ts), "%d targets start and join" % targets):
         t.finish()
     want = {g.id} | {x.id for x in ts}
-    if not t.check(poll(lambda: smap_ids(g) == want, secs), "the cluster map lists every node", smap_ids(g)):
+    if not t.check(poll(lambda: all(smap_ids(n) == want for n in [g] + ts), secs),
+                   "the cluster map lists every node, on every node", smap_ids(g)):
         t.finish()
     return g, ts
+
+
+def in_map(g, nodes):
+    """Whether g's cluster map lists g and nodes, no other."""
+    return smap_ids(g) == {g.id} | {n.id for n in nodes}
+
+
+def names(url, bck, prefix="", partial=False):
+    """The sorted names of bck's first listing page of up to 10,000 under
+    prefix (JSON body; partial: a page without the targets not heard
+    from), or None when it is not a 200."""
+    body = json.dumps({"action": "list", "value": {"pagesize": 10000, "prefix": prefix, "partial": partial}})
+    r = get(url, "/v1/buckets/" + bck, body=body, headers={"Content-Type": "application/json"})
+    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else None
 
 
 def bucket_names(node):

@@ -38,7 +38,6 @@ import io
 import json
 import os
 import random
-import subprocess
 import sys
 import tarfile
 import time
@@ -47,35 +46,25 @@ import urllib.parse
 from itlib import T, q
 
 import clulib
-from clulib import Node, follow, poll, request
+from clulib import follow, poll, request
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
-CTL = os.environ["AISCTL"]
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 
 t = T()
 clulib.init(t, "archput", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                            "--set", "debug.archive_pause=30ms"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
-for n, j in [(g, None)] + [(x, g) for x in ts]:
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(3)
 
 
 def ctl(*args, timeout=60):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
+    return clulib.aisctl(g.url, *args, timeout=timeout)
 
 
 def names(b):
-    body = json.dumps({"action": "list", "value": {"pagesize": 10000}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else None
+    return clulib.names(g.url, b)
 
 
 def wait_job(rid, want="done", secs=90):
@@ -343,7 +332,7 @@ t.check(owner is not None and at_kill.get("state") == "running" and 10 <= at_kil
 if owner:
     owner.kill9()
     t.check(owner.start(join=g.url), "%s restarts" % owner.name)
-    t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "%s rejoins" % owner.name)
+    t.check(poll(lambda: clulib.in_map(g, ts), 20), "%s rejoins" % owner.name)
     wait_job(rid, "done")
     fin = run_on(owner)
     t.check(fin.get("state") == "done" and fin.get("walked") == 100, "the run cut by kill -9 resumed, same id, done",
@@ -374,7 +363,7 @@ if owner:
         with open(recs[0], "w") as f:
             json.dump(rec, f)
         t.check(owner2.start(join=g.url), "%s restarts with the run recorded running" % owner2.name)
-        t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "%s rejoins" % owner2.name)
+        t.check(poll(lambda: clulib.in_map(g, ts), 20), "%s rejoins" % owner2.name)
         t.check(poll(lambda: run_on(owner2, rid2).get("state") == "done", 30), "the resumed run ends done",
                 run_on(owner2, rid2))
         t.eq(members("dst", "k.tar"), kwant, "... and img/001.jpg is not appended twice")

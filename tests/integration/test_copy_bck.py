@@ -17,37 +17,27 @@ Checks:
 # timeout: 120
 import json
 import os
-import subprocess
 
 from itlib import T, q
 
 import clulib
-from clulib import Node, follow, poll, request
+from clulib import follow, request
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
-CTL = os.environ["AISCTL"]
 
 t = T()
 clulib.init(t, "copybck", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target")]
-for n, j in ((g, None), (ts[0], g), (ts[1], g)):
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(2)
 
 
 def ctl(*args, timeout=60):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
+    return clulib.aisctl(g.url, *args, timeout=timeout)
 
 
 def names(b):
-    body = json.dumps({"action": "list", "value": {"pagesize": 1000}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return {e["name"] for e in (r.json() or {}).get("entries", [])} if r.status == 200 else None
+    n = clulib.names(g.url, b)
+    return set(n) if n is not None else None
 
 
 def start_copy(*args):

@@ -64,37 +64,27 @@ import zipfile
 from itlib import T, q
 
 import clulib
-from clulib import Node, follow, poll, request
+from clulib import follow, poll, request
 
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
-CTL = os.environ["AISCTL"]
 TMP = os.environ.get("TMPDIR", "/tmp")
 
 t = T()
 clulib.init(t, "dsort", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                          "--set", "dsort.memory_limit=1MiB"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
-for n, j in [(g, None)] + [(x, g) for x in ts]:
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(3)
 
 
 def ctl(*args, timeout=60):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
+    return clulib.aisctl(g.url, *args, timeout=timeout)
 
 
 def names(b, prefix="", partial=False):
-    body = json.dumps({"action": "list", "value": {"pagesize": 10000, "prefix": prefix, "partial": partial}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else None
+    return clulib.names(g.url, b, prefix, partial)
 
 
 def key(n):
@@ -466,7 +456,7 @@ kill_t2_building()
 t.check(ts[1].start(join=g.url), "t2 restarts at once")
 wait_job(rid, 120)
 check_exact(read_shards("o6", "r-"), kwant, "after kill -9 and a restart at once")
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "t2 is in the map")
+t.check(poll(lambda: clulib.in_map(g, ts), 20), "t2 is in the map")
 
 # kill -9 without a restart: the others fail, nothing is written
 rid = dsort("in", "o7", *KILL)
@@ -485,7 +475,7 @@ t.check(all(v.get("state") == "failed" and v.get("last_error") for v in fin.valu
         "they end failed, with the reason", fin)
 t.eq(names("o7", partial=True), [], "no output shard of the failed job is visible (none was committed)")
 t.check(ts[1].start(join=g.url), "t2 restarts")
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "t2 rejoins")
+t.check(poll(lambda: clulib.in_map(g, ts), 20), "t2 rejoins")
 r2 = {}
 
 

@@ -25,7 +25,7 @@ import time
 from itlib import T
 
 import clulib
-from clulib import Node, follow, poll, request
+from clulib import follow, poll, request
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -33,18 +33,11 @@ INTRA = {"Ais-Intra": "test"}
 t = T()
 clulib.init(t, "dsort_commit", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                                 "--set", "debug.dsort_commit_pause=1s"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
-for n, j in [(g, None)] + [(x, g) for x in ts]:
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(3)
 
 
 def names(b, partial=False):
-    body = json.dumps({"action": "list", "value": {"pagesize": 10000, "partial": partial}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else None
+    return clulib.names(g.url, b, partial=partial)
 
 
 def tar_bytes(samples):
@@ -109,7 +102,7 @@ t.eq(names("out", partial=True), [], "no output shard of the failed run is visib
 
 # --- 3. t2 restarts: its run fails too and removes what it had committed ----------------------
 t.check(ts[1].start(join=g.url), "t2 restarts")
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "t2 rejoins")
+t.check(poll(lambda: clulib.in_map(g, ts), 20), "t2 rejoins")
 r2 = {}
 
 

@@ -23,9 +23,7 @@ Checks:
 # timeout: 150
 import io
 import json
-import os
 import random
-import subprocess
 import tarfile
 
 from itlib import T, q
@@ -35,29 +33,19 @@ from clulib import Node, follow, poll, request
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
-CTL = os.environ["AISCTL"]
 
 t = T()
 clulib.init(t, "dsortip", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never",
                            "--set", "debug.dsort_commit_pause=500ms"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
-for n, j in [(g, None)] + [(x, g) for x in ts]:
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(3)
 
 
 def ctl(*args, timeout=60):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
+    return clulib.aisctl(g.url, *args, timeout=timeout)
 
 
 def names(b):
-    body = json.dumps({"action": "list", "value": {"pagesize": 10000}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else []
+    return clulib.names(g.url, b) or []
 
 
 def object_puts():
@@ -182,7 +170,7 @@ def moved_any():
 t.check(poll(moved_any, 60), "o3: the targets commit")
 t4 = Node("t4", "target")
 t.check(t4.start(join=g.url), "t4 starts and joins during the commits")
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts + [t4]}, 20), "the map has t4")
+t.check(poll(lambda: clulib.in_map(g, ts + [t4]), 20), "the map has t4")
 job_done(rid)
 sent = 0
 for x in ts:

@@ -28,40 +28,28 @@ import io
 import json
 import os
 import random
-import re
-import subprocess
 import tarfile
 import time
 
 from itlib import T, q
 
 import clulib
-from clulib import Node, follow, poll, request
+from clulib import follow, poll, request
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
-CTL = os.environ["AISCTL"]
 
 t = T()
 clulib.init(t, "ishard", ["--set", "cluster.keepalive=500ms", "--set", "store.fsync=never"])
-g = Node("g1", "gateway")
-ts = [Node("t1", "target"), Node("t2", "target"), Node("t3", "target")]
-for n, j in [(g, None)] + [(x, g) for x in ts]:
-    if not t.check(n.start(join=j.url if j else None), "%s starts" % n.name):
-        t.finish()
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "the cluster forms")
+g, ts = clulib.start_cluster(3)
 
 
 def ctl(*args, timeout=60):
-    cp = subprocess.run([CTL, "-e", g.url] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=timeout)
-    return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
+    return clulib.aisctl(g.url, *args, timeout=timeout)
 
 
 def names(b):
-    body = json.dumps({"action": "list", "value": {"pagesize": 10000}})
-    r = request("GET", g.url, "/v1/buckets/" + b, body, JSON)
-    return sorted(e["name"] for e in (r.json() or {}).get("entries", [])) if r.status == 200 else None
+    return clulib.names(g.url, b)
 
 
 def key(n):
@@ -221,7 +209,7 @@ ts[1].kill9()
 t.check(at_kill.get("state") == "running" and 1 <= at_kill.get("moved", 0) < at_kill.get("total", 0),
         "t2 killed mid-job (some of its shards written, not all)", at_kill)
 t.check(ts[1].start(join=g.url), "t2 restarts")
-t.check(poll(lambda: clulib.smap_ids(g) == {g.id} | {x.id for x in ts}, 20), "t2 rejoins")
+t.check(poll(lambda: clulib.in_map(g, ts), 20), "t2 rejoins")
 wait_job(rid, 180)
 fin = t2_run()
 t.check(fin.get("state") == "done" and fin.get("moved") == fin.get("total"),
