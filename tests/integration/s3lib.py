@@ -218,3 +218,55 @@ def chunked_put(base, bck, key, data, ak=AK, sk=SK, ctx=None, signed=False, chun
         return resp.status, resp.read()
     finally:
         c.close()
+
+
+# --- server-side encryption tests ------------------------------------------------------------
+def write_keys(path, keys):
+    """A key file (s3.sse_key_file, s3.kms_key_file) of [(ID, 32 bytes)],
+    0600, replaced atomically (a running daemon may reload it)."""
+    with open(path + ".tmp", "w") as f:
+        f.write("# test keys\n" + "".join("%s %s\n" % (i, base64.b64encode(k).decode()) for i, k in keys))
+    os.chmod(path + ".tmp", 0o600)
+    os.replace(path + ".tmp", path)
+
+
+def status_code(fn):
+    """(HTTP status, S3 error code) of a boto3 call: (200, None) when it
+    succeeds."""
+    try:
+        fn()
+    except Exception as e:  # botocore ClientError
+        r = getattr(e, "response", {})
+        return r.get("ResponseMetadata", {}).get("HTTPStatusCode"), r.get("Error", {}).get("Code")
+    return 200, None
+
+
+def disk_has(nodes, marker):
+    """The files under the nodes' dirs that hold marker (plaintext on disk)."""
+    found = []
+    for n in nodes:
+        for root, _, files in os.walk(n.dir):
+            for f in files:
+                p = os.path.join(root, f)
+                try:
+                    with open(p, "rb") as fh:
+                        if marker in fh.read():
+                            found.append(p)
+                except OSError:
+                    pass
+    return found
+
+
+def keys_in_logs(nodes, keys):
+    """The indexes of keys found (base64 or hex, either case) in any
+    node's log or stderr."""
+    texts = []
+    for n in nodes:
+        for f in (n.log, os.path.join(n.dir, "stderr")):
+            try:
+                texts.append(open(f, "rb").read())
+            except OSError:
+                pass
+    blob = b"".join(texts)
+    return [i for i, k in enumerate(keys)
+            if base64.b64encode(k) in blob or k.hex().encode() in blob or k.hex().upper().encode() in blob]

@@ -37,11 +37,11 @@ import json
 import os
 import time
 
-from itlib import T, q
+from itlib import T
 
 import clulib
 from clulib import request
-from s3lib import AK, AWS_ENV, REGION, SK, boto3_client, cluster, run
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, keys_in_logs, run, status_code, write_keys
 
 JSON = {"Content-Type": "application/json"}
 INTRA = {"Ais-Intra": "test"}
@@ -55,13 +55,6 @@ KMS_A, KMS_B = os.urandom(32), os.urandom(32)
 CKEY, CKEY2 = os.urandom(32), os.urandom(32)
 ALL_KEYS = [K1, K2, KMS_A, KMS_B, CKEY, CKEY2]
 master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-def write_keys(path, keys):
-    with open(path + ".tmp", "w") as f:
-        f.write("# test keys\n" + "".join("%s %s\n" % (i, base64.b64encode(k).decode()) for i, k in keys))
-    os.chmod(path + ".tmp", 0o600)
-    os.replace(path + ".tmp", path)
 
 
 write_keys(master, [("k1", K1)])
@@ -81,15 +74,6 @@ MODES = {
     "kms": dict(ServerSideEncryption="aws:kms", SSEKMSKeyId="app-key"),
 }
 READ = {"c": dict(SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY), "s3": {}, "kms": {}}
-
-
-def err_of(fn):
-    try:
-        fn()
-    except Exception as e:  # botocore ClientError
-        r = getattr(e, "response", {})
-        return r.get("ResponseMetadata", {}).get("HTTPStatusCode"), r.get("Error", {}).get("Code")
-    return 200, None
 
 
 s3.create_bucket(Bucket="ssecp")
@@ -136,18 +120,18 @@ g_ = s3.get_object(Bucket="ssecp", Key="obj-kms", PartNumber=1)
 t.check(g_["Body"].read() == DATA, "partNumber=1 of an SSE-KMS object: its plaintext")
 
 # 2. refused keys
-t.eq(err_of(lambda: s3.get_object(Bucket="ssecp", Key="obj-c")), (400, "InvalidRequest"),
+t.eq(status_code(lambda: s3.get_object(Bucket="ssecp", Key="obj-c")), (400, "InvalidRequest"),
      "SSE-C object without its key: 400 InvalidRequest")
-t.eq(err_of(lambda: s3.get_object(Bucket="sseec", Key="obj-c", SSECustomerAlgorithm="AES256",
+t.eq(status_code(lambda: s3.get_object(Bucket="sseec", Key="obj-c", SSECustomerAlgorithm="AES256",
                                   SSECustomerKey=CKEY2)), (403, "AccessDenied"),
      "SSE-C object with another key: 403 AccessDenied")
 
-t.eq(err_of(lambda: s3.head_object(Bucket="ssecp", Key="obj-c"))[0], 400, "HEAD of an SSE-C object without its key: 400")
+t.eq(status_code(lambda: s3.head_object(Bucket="ssecp", Key="obj-c"))[0], 400, "HEAD of an SSE-C object without its key: 400")
 s3.put_object(Bucket="ssecp", Key="plain", Body=PLAIN_MARK * 100)
-t.eq(err_of(lambda: s3.get_object(Bucket="ssecp", Key="plain", SSECustomerAlgorithm="AES256",
+t.eq(status_code(lambda: s3.get_object(Bucket="ssecp", Key="plain", SSECustomerAlgorithm="AES256",
                                   SSECustomerKey=CKEY)), (400, "InvalidRequest"),
      "SSE-C headers on a plain object: 400 InvalidRequest")
-t.eq(err_of(lambda: s3.put_object(Bucket="ssecp", Key="nokms", Body=b"x", ServerSideEncryption="aws:kms",
+t.eq(status_code(lambda: s3.put_object(Bucket="ssecp", Key="nokms", Body=b"x", ServerSideEncryption="aws:kms",
                                   SSEKMSKeyId="no-such-key")), (400, "KMS.NotFoundException"),
      "SSE-KMS with an unknown key id: 400")
 bad_md5 = {"x-amz-server-side-encryption-customer-algorithm": "AES256",
@@ -164,28 +148,13 @@ def add_headers(hdrs):
 
 raw = boto3_client(EP)
 raw.meta.events.register("before-sign.s3.PutObject", add_headers(bad_md5))
-t.eq(err_of(lambda: raw.put_object(Bucket="ssecp", Key="badmd5", Body=b"x")), (400, "InvalidArgument"),
+t.eq(status_code(lambda: raw.put_object(Bucket="ssecp", Key="badmd5", Body=b"x")), (400, "InvalidArgument"),
      "SSE-C key whose MD5 does not match: 400 InvalidArgument")
-t.eq(err_of(lambda: s3.head_object(Bucket="ssecp", Key="badmd5"))[0], 404, "nothing stored")
+t.eq(status_code(lambda: s3.head_object(Bucket="ssecp", Key="badmd5"))[0], 404, "nothing stored")
 
 # 3. nothing on disk holds the plaintext
-def disk_has(marker):
-    found = []
-    for tg in targets:
-        for root, _, files in os.walk(tg.dir):
-            for f in files:
-                p = os.path.join(root, f)
-                try:
-                    with open(p, "rb") as fh:
-                        if marker in fh.read():
-                            found.append(p)
-                except OSError:
-                    pass
-    return found
-
-
-t.check(disk_has(PLAIN_MARK), "the plain object's marker is found on disk (the search works)")
-t.eq(disk_has(MARK[:24]), [], "no file under any target holds the encrypted objects' plaintext")
+t.check(disk_has(targets, PLAIN_MARK), "the plain object's marker is found on disk (the search works)")
+t.eq(disk_has(targets, MARK[:24]), [], "no file under any target holds the encrypted objects' plaintext")
 
 # 4. rotation
 s3.put_object(Bucket="ssecp", Key="rot1", Body=b"rot1 " * 1000, ServerSideEncryption="AES256")
@@ -194,7 +163,7 @@ s3.put_object(Bucket="ssecp", Key="rot2", Body=b"rot2 " * 1000, ServerSideEncryp
 t.eq(s3.get_object(Bucket="ssecp", Key="rot1")["Body"].read(), b"rot1 " * 1000, "old key's object after rotation")
 t.eq(s3.get_object(Bucket="ssecp", Key="rot2")["Body"].read(), b"rot2 " * 1000, "new key's object")
 write_keys(master, [("k2", K2)])
-t.eq(err_of(lambda: s3.get_object(Bucket="ssecp", Key="rot1"))[0], 500, "k1 gone: its object is refused")
+t.eq(status_code(lambda: s3.get_object(Bucket="ssecp", Key="rot1"))[0], 500, "k1 gone: its object is refused")
 t.eq(s3.get_object(Bucket="ssecp", Key="rot2")["Body"].read(), b"rot2 " * 1000, "k1 gone: k2's object reads")
 write_keys(master, [("k1", K1), ("k2", K2)])
 t.eq(s3.get_object(Bucket="ssecp", Key="rot1")["Body"].read(), b"rot1 " * 1000, "k1 back: its object reads")
@@ -232,19 +201,10 @@ rc, out = run(base_cmd + ["s3://sseec/cli-kms", back], env=env)
 t.check(rc == 0 and open(back, "rb").read() == MARK * 40000, "aws s3 cp down of an SSE-KMS object", out[-300:])
 h = s3.head_object(Bucket="sseec", Key="cli-kms")
 t.eq(h.get("SSEKMSKeyId"), "other-key", "the CLI's KMS key id kept")
-t.eq(disk_has(MARK[:24]), [], "still no plaintext on disk")
+t.eq(disk_has(targets, MARK[:24]), [], "still no plaintext on disk")
 
 # 7. no key in any log
-texts = []
-for n in cluster.nodes:
-    for f in (n.log, os.path.join(n.dir, "stderr")):
-        try:
-            texts.append(open(f, "rb").read())
-        except OSError:
-            pass
-blob = b"".join(texts)
-leaks = [i for i, k in enumerate(ALL_KEYS)
-         if base64.b64encode(k) in blob or k.hex().encode() in blob or k.hex().upper().encode() in blob]
+leaks = keys_in_logs(cluster.nodes, ALL_KEYS)
 t.eq(leaks, [], "no key (base64 or hex) in any node's log")
 
 clulib.check_logs(cluster.nodes)

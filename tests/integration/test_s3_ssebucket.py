@@ -40,7 +40,7 @@ from itlib import T
 
 from clulib import request
 import clulib
-from s3lib import AWS_ENV, boto3_client, cluster, run
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, run, status_code, write_keys
 
 JSON = {"Content-Type": "application/json"}
 os.environ["BOTO_DISABLE_CRT"] = "true"
@@ -49,12 +49,6 @@ t = T()
 base = os.path.join(os.environ["AISD_DIR"], "ssebucket")
 os.makedirs(base, exist_ok=True)
 master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-def write_keys(path, keys):
-    with open(path, "w") as f:
-        f.write("".join("%s %s\n" % (i, base64.b64encode(k).decode()) for i, k in keys))
-    os.chmod(path, 0o600)
 
 
 write_keys(master, [("m1", os.urandom(32))])
@@ -71,33 +65,9 @@ DATA = (MARK * ((1 << 20) // len(MARK) + 1))[:(1 << 20) + 77]
 CKEY = os.urandom(32)
 
 
-def err_of(fn):
-    try:
-        fn()
-    except Exception as e:  # botocore ClientError
-        r = getattr(e, "response", {})
-        return r.get("ResponseMetadata", {}).get("HTTPStatusCode"), r.get("Error", {}).get("Code")
-    return 200, None
-
-
 def default_of(bucket):
     return s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0][
         "ApplyServerSideEncryptionByDefault"]
-
-
-def disk_has(marker):
-    found = []
-    for tg in targets:
-        for root, _, files in os.walk(tg.dir):
-            for f in files:
-                p = os.path.join(root, f)
-                try:
-                    with open(p, "rb") as fh:
-                        if marker in fh.read():
-                            found.append(p)
-                except OSError:
-                    pass
-    return found
 
 
 s3.create_bucket(Bucket="dflt")
@@ -105,7 +75,7 @@ body = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True,
 t.eq(request("PATCH", g.url, "/v1/buckets/dflt", body, JSON).status, 200, "set-bprops mirror.copies=2")
 
 # 1. none yet
-t.eq(err_of(lambda: s3.get_bucket_encryption(Bucket="dflt")),
+t.eq(status_code(lambda: s3.get_bucket_encryption(Bucket="dflt")),
      (404, "ServerSideEncryptionConfigurationNotFoundError"), "a new bucket has no default encryption")
 t.eq(s3.delete_bucket_encryption(Bucket="dflt")["ResponseMetadata"]["HTTPStatusCode"], 204,
      "DeleteBucketEncryption with none: 204")
@@ -131,9 +101,9 @@ decl.meta.events.register("before-call.s3.HeadObject", lambda **kw: kw["params"]
     {"x-amz-server-side-encryption": "AES256"}))
 decl.meta.events.register("before-call.s3.GetObject", lambda **kw: kw["params"]["headers"].update(
     {"x-amz-server-side-encryption": "aws:kms"}))
-t.eq(err_of(lambda: decl.head_object(Bucket="dflt", Key="s3obj"))[0], 400,
+t.eq(status_code(lambda: decl.head_object(Bucket="dflt", Key="s3obj"))[0], 400,
      "HEAD declaring x-amz-server-side-encryption: 400 (a read takes no SSE-S3 header)")
-t.eq(err_of(lambda: decl.get_object(Bucket="dflt", Key="s3obj")), (400, "InvalidArgument"),
+t.eq(status_code(lambda: decl.get_object(Bucket="dflt", Key="s3obj")), (400, "InvalidArgument"),
      "GET declaring x-amz-server-side-encryption: 400 InvalidArgument")
 r = s3.put_object(Bucket="dflt", Key="kmsobj", Body=DATA, ServerSideEncryption="aws:kms", SSEKMSKeyId="other-key")
 t.eq((r.get("ServerSideEncryption"), r.get("SSEKMSKeyId")), ("aws:kms", "other-key"),
@@ -141,10 +111,10 @@ t.eq((r.get("ServerSideEncryption"), r.get("SSEKMSKeyId")), ("aws:kms", "other-k
 r = s3.put_object(Bucket="dflt", Key="cobj", Body=DATA, SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY)
 t.check(r.get("SSECustomerAlgorithm") == "AES256" and not r.get("ServerSideEncryption"),
         "an explicit SSE-C PUT keeps its own mode", r.get("ServerSideEncryption"))
-t.eq(err_of(lambda: s3.get_object(Bucket="dflt", Key="cobj"))[0], 400, "the SSE-C object needs its key")
+t.eq(status_code(lambda: s3.get_object(Bucket="dflt", Key="cobj"))[0], 400, "the SSE-C object needs its key")
 t.check(s3.get_object(Bucket="dflt", Key="cobj", SSECustomerAlgorithm="AES256",
                       SSECustomerKey=CKEY)["Body"].read() == DATA, "the SSE-C object reads with its key")
-t.eq(err_of(lambda: s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["ObjectSize"])),
+t.eq(status_code(lambda: s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["ObjectSize"])),
      (400, "InvalidRequest"), "GetObjectAttributes of the SSE-C object without its key: 400")
 t.eq(s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["ObjectSize"], SSECustomerAlgorithm="AES256",
                               SSECustomerKey=base64.b64encode(CKEY).decode(),  # not encoded by botocore here
@@ -152,8 +122,8 @@ t.eq(s3.get_object_attributes(Bucket="dflt", Key="cobj", ObjectAttributes=["Obje
      len(DATA), "GetObjectAttributes with its key")
 t.eq(s3.get_object_attributes(Bucket="dflt", Key="s3obj", ObjectAttributes=["ObjectSize"])["ObjectSize"], len(DATA),
      "GetObjectAttributes of the SSE-S3 object needs no key")
-t.check(disk_has(PLAIN_MARK), "the plain object's marker is found on disk (the search works)")
-t.eq(disk_has(MARK[:24]), [], "no file under any target holds the plaintext")
+t.check(disk_has(targets, PLAIN_MARK), "the plain object's marker is found on disk (the search works)")
+t.eq(disk_has(targets, MARK[:24]), [], "no file under any target holds the plaintext")
 
 # 3. SSE-KMS default with a key id
 s3.put_bucket_encryption(Bucket="dflt", ServerSideEncryptionConfiguration={
@@ -179,10 +149,10 @@ for what, rules, want in (
         ("a key id with AES256", [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256",
                                                                          "KMSMasterKeyID": "app-key"}}],
          (400, "InvalidArgument"))):
-    t.eq(err_of(lambda: s3.put_bucket_encryption(Bucket="dflt",
+    t.eq(status_code(lambda: s3.put_bucket_encryption(Bucket="dflt",
                                                  ServerSideEncryptionConfiguration={"Rules": rules})),
          want, "PutBucketEncryption with " + what)
-t.eq(err_of(lambda: s3.put_bucket_encryption(Bucket="dflt", ServerSideEncryptionConfiguration={
+t.eq(status_code(lambda: s3.put_bucket_encryption(Bucket="dflt", ServerSideEncryptionConfiguration={
     "Rules": [{"BucketKeyEnabled": True}]})), (400, "MalformedXML"),
      "PutBucketEncryption of a rule without ApplyServerSideEncryptionByDefault: MalformedXML")
 t.eq(default_of("dflt").get("KMSMasterKeyID"), "app-key", "the configuration is unchanged")
@@ -198,7 +168,7 @@ t.check(g_["Body"].read() == DATA and g_.get("SSEKMSKeyId") == "app-key", "the c
 r = s3.copy_object(Bucket="plainsrc", Key="c-copy", CopySource={"Bucket": "plainsrc", "Key": "src"},
                    SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY)
 t.eq(r.get("SSECustomerAlgorithm"), "AES256", "CopyObject with SSE-C headers encrypts the copy (no default)")
-t.eq(err_of(lambda: s3.get_object(Bucket="plainsrc", Key="c-copy"))[0], 400, "the SSE-C copy needs its key")
+t.eq(status_code(lambda: s3.get_object(Bucket="plainsrc", Key="c-copy"))[0], 400, "the SSE-C copy needs its key")
 t.check(s3.get_object(Bucket="plainsrc", Key="c-copy", SSECustomerAlgorithm="AES256",
                       SSECustomerKey=CKEY)["Body"].read() == DATA, "the SSE-C copy reads with its key")
 r = s3.copy_object(Bucket="dflt", Key="copied2", CopySource={"Bucket": "dflt", "Key": "dkms"})
@@ -206,13 +176,13 @@ t.eq(r.get("ServerSideEncryption"), "aws:kms", "CopyObject of an encrypted sourc
 t.check(s3.get_object(Bucket="dflt", Key="copied2")["Body"].read() ==
         s3.get_object(Bucket="dflt", Key="dkms")["Body"].read(), "the copy of an encrypted source reads as its source")
 s3.delete_object(Bucket="plainsrc", Key="src")
-t.eq(disk_has(MARK[:24]), [], "no plaintext on disk (the plain source deleted)")
+t.eq(disk_has(targets, MARK[:24]), [], "no plaintext on disk (the plain source deleted)")
 
 # 6. removed
 t.eq(s3.delete_bucket_encryption(Bucket="dflt")["ResponseMetadata"]["HTTPStatusCode"], 204,
      "DeleteBucketEncryption: 204")
 time.sleep(0.3)
-t.eq(err_of(lambda: s3.get_bucket_encryption(Bucket="dflt"))[0], 404, "GetBucketEncryption after: 404")
+t.eq(status_code(lambda: s3.get_bucket_encryption(Bucket="dflt"))[0], 404, "GetBucketEncryption after: 404")
 r = s3.put_object(Bucket="dflt", Key="after", Body=PLAIN_MARK * 3)
 t.check(not r.get("ServerSideEncryption"), "a PutObject after the delete is plain (no encryption header)",
         r.get("ServerSideEncryption"))

@@ -40,7 +40,7 @@ from itlib import T, q
 
 import clulib
 from clulib import request
-from s3lib import AWS_ENV, boto3_client, cluster, run
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, keys_in_logs, run, status_code, write_keys
 
 os.environ["BOTO_DISABLE_CRT"] = "true"
 
@@ -51,12 +51,6 @@ K1, KMS_A, KMS_B = os.urandom(32), os.urandom(32), os.urandom(32)
 CKEY, CKEY2 = os.urandom(32), os.urandom(32)
 ALL_KEYS = [K1, KMS_A, KMS_B, CKEY, CKEY2]
 master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-def write_keys(path, keys):
-    with open(path, "w") as f:
-        f.write("".join("%s %s\n" % (i, base64.b64encode(k).decode()) for i, k in keys))
-    os.chmod(path, 0o600)
 
 
 write_keys(master, [("k1", K1)])
@@ -94,34 +88,10 @@ DST = {  # destination mode -> (copy args, read args)
 DATA = {m: data_of(PLAIN_MARK if m == "plain" else MARK) for m in SRC}
 
 
-def err_of(fn):
-    try:
-        fn()
-    except Exception as e:  # botocore ClientError
-        r = getattr(e, "response", {})
-        return r.get("ResponseMetadata", {}).get("HTTPStatusCode"), r.get("Error", {}).get("Code")
-    return 200, None
-
-
 def owner(bck, name):
     """The index in targets of bck/name's owner (the gateway's 307)."""
     loc = request("HEAD", g.url, "/v1/objects/%s/%s" % (bck, q(name))).h("location") or ""
     return next((i for i, x in enumerate(targets) if loc.startswith(x.url + "/")), -1)
-
-
-def disk_has(marker):
-    found = []
-    for tg in targets:
-        for root, _, files in os.walk(tg.dir):
-            for f in files:
-                p = os.path.join(root, f)
-                try:
-                    with open(p, "rb") as fh:
-                        if marker in fh.read():
-                            found.append(p)
-                except OSError:
-                    pass
-    return found
 
 
 for b in ("cpsrc", "cpdst"):
@@ -171,8 +141,8 @@ t.eq({m: sorted(v) for m, v in seen.items()}, {m: [False, True] for m in SRC},
      "every source mode copied both locally and from another target")
 
 # 2. ciphertext on disk, plaintext once copied into plain destinations
-t.check(disk_has(PLAIN_MARK[:24]), "the plain source's marker is found on disk (the search works)")
-t.eq(disk_has(MARK[:24]), [], "no file under any target holds the encrypted sources' plaintext")
+t.check(disk_has(targets, PLAIN_MARK[:24]), "the plain source's marker is found on disk (the search works)")
+t.eq(disk_has(targets, MARK[:24]), [], "no file under any target holds the encrypted sources' plaintext")
 for sm in ("c", "s3", "kms"):
     for local in (True, False):
         name = dest_name(sm, "plain", local)
@@ -180,7 +150,7 @@ for sm in ("c", "s3", "kms"):
         got = s3.get_object(Bucket="cpdst", Key=name)
         t.check(got["Body"].read() == DATA[sm] and "ServerSideEncryption" not in got,
                 "copy %s -> plain (%s): plaintext, not encrypted" % (sm, "local" if local else "fetched"))
-t.check(disk_has(MARK[:24]), "the decrypted copies' marker is on disk now")
+t.check(disk_has(targets, MARK[:24]), "the decrypted copies' marker is on disk now")
 r = request("GET", targets[owner("cpsrc", "src-c")].url, "/v1/objects/cpsrc/src-c", headers={"Ais-Intra": "test"})
 t.check(r.status in (401, 403) and MARK[:24] not in (r.body or b""),
         "an unsigned native GET of the encrypted source that says it is a peer: refused", r.status)
@@ -188,12 +158,12 @@ t.check(r.status in (401, 403) and MARK[:24] not in (r.body or b""),
 # 3. refusals
 cp = dict(Bucket="cpdst", Key="refused")
 srcc = {"Bucket": "cpsrc", "Key": "src-c"}
-t.eq(err_of(lambda: s3.copy_object(CopySource=srcc, **cp)), (400, "InvalidRequest"),
+t.eq(status_code(lambda: s3.copy_object(CopySource=srcc, **cp)), (400, "InvalidRequest"),
      "SSE-C source without the copy-source key: 400 InvalidRequest")
-t.eq(err_of(lambda: s3.copy_object(CopySource=srcc, CopySourceSSECustomerAlgorithm="AES256",
+t.eq(status_code(lambda: s3.copy_object(CopySource=srcc, CopySourceSSECustomerAlgorithm="AES256",
                                    CopySourceSSECustomerKey=CKEY2, **cp)), (403, "AccessDenied"),
      "SSE-C source with another key: 403 AccessDenied")
-t.eq(err_of(lambda: s3.copy_object(CopySource={"Bucket": "cpsrc", "Key": "src-plain"}, **cp, **SRC["c"][1])),
+t.eq(status_code(lambda: s3.copy_object(CopySource={"Bucket": "cpsrc", "Key": "src-plain"}, **cp, **SRC["c"][1])),
      (400, "InvalidRequest"), "a copy-source key on a plain source: 400 InvalidRequest")
 bad_md5 = {"x-amz-copy-source-server-side-encryption-customer-algorithm": "AES256",
            "x-amz-copy-source-server-side-encryption-customer-key": base64.b64encode(CKEY).decode(),
@@ -202,9 +172,9 @@ bad_md5 = {"x-amz-copy-source-server-side-encryption-customer-algorithm": "AES25
 raw = boto3_client(EP)
 raw.meta.events.register("before-sign.s3.CopyObject",
                          lambda request, **_: [request.headers.__setitem__(k, v) for k, v in bad_md5.items()])
-t.eq(err_of(lambda: raw.copy_object(CopySource=srcc, **cp)), (400, "InvalidArgument"),
+t.eq(status_code(lambda: raw.copy_object(CopySource=srcc, **cp)), (400, "InvalidArgument"),
      "a copy-source key whose MD5 does not match: 400 InvalidArgument")
-t.eq(err_of(lambda: s3.head_object(**cp))[0], 404, "nothing stored by the refused copies")
+t.eq(status_code(lambda: s3.head_object(**cp))[0], 404, "nothing stored by the refused copies")
 
 # 4. UploadPartCopy from encrypted sources
 BIG = data_of(MARK, (5 << 20) + 5000)
@@ -224,7 +194,7 @@ lo = (5 << 20) - 777
 t.check(s3.get_object(Bucket="cpdst", Key="mp", Range="bytes=%d-%d" % (lo, lo + 2000))["Body"].read() ==
         WANT[lo:lo + 2001], "a range across the part boundary")
 up2 = s3.create_multipart_upload(Bucket="cpdst", Key="mp2")["UploadId"]
-t.eq(err_of(lambda: s3.upload_part_copy(Bucket="cpdst", Key="mp2", UploadId=up2, PartNumber=1,
+t.eq(status_code(lambda: s3.upload_part_copy(Bucket="cpdst", Key="mp2", UploadId=up2, PartNumber=1,
                                         CopySource={"Bucket": "cpsrc", "Key": "big-c"})), (400, "InvalidRequest"),
      "UploadPartCopy of an SSE-C source without its key: 400 InvalidRequest")
 t.eq(s3.list_parts(Bucket="cpdst", Key="mp2", UploadId=up2).get("Parts", []), [], "no part stored")
@@ -244,16 +214,7 @@ t.check(rc == 0 and open(back, "rb").read() == DATA["c"], "aws s3 cp down: byte 
 t.eq(s3.head_object(Bucket="cpdst", Key="cli").get("SSEKMSKeyId"), "app-key", "the CLI copy is SSE-KMS")
 
 # 6. no key in any log
-texts = []
-for n in cluster.nodes:
-    for f in (n.log, os.path.join(n.dir, "stderr")):
-        try:
-            texts.append(open(f, "rb").read())
-        except OSError:
-            pass
-blob = b"".join(texts)
-leaks = [i for i, k in enumerate(ALL_KEYS)
-         if base64.b64encode(k) in blob or k.hex().encode() in blob or k.hex().upper().encode() in blob]
+leaks = keys_in_logs(cluster.nodes, ALL_KEYS)
 t.eq(leaks, [], "no key (base64 or hex) in any node's log")
 
 clulib.check_logs(cluster.nodes)

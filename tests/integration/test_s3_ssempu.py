@@ -25,7 +25,6 @@ Checks:
  6. No log line of any node holds a key; no error-level line.
 """
 # timeout: 240
-import base64
 import json
 import os
 
@@ -33,7 +32,7 @@ from itlib import T
 
 from clulib import request
 import clulib
-from s3lib import AWS_ENV, boto3_client, cluster, run
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, keys_in_logs, run, status_code, write_keys
 
 os.environ["BOTO_DISABLE_CRT"] = "true"
 
@@ -44,12 +43,6 @@ K1, KMS_A, KMS_B = os.urandom(32), os.urandom(32), os.urandom(32)
 CKEY, CKEY2 = os.urandom(32), os.urandom(32)
 ALL_KEYS = [K1, KMS_A, KMS_B, CKEY, CKEY2]
 master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-def write_keys(path, keys):
-    with open(path, "w") as f:
-        f.write("".join("%s %s\n" % (i, base64.b64encode(k).decode()) for i, k in keys))
-    os.chmod(path, 0o600)
 
 
 write_keys(master, [("k1", K1)])
@@ -77,32 +70,8 @@ MODES = {
 }
 
 
-def err_of(fn):
-    try:
-        fn()
-    except Exception as e:  # botocore ClientError
-        r = getattr(e, "response", {})
-        return r.get("ResponseMetadata", {}).get("HTTPStatusCode"), r.get("Error", {}).get("Code")
-    return 200, None
-
-
 def mode_of(r):
     return r.get("SSECustomerAlgorithm") and "c" or {"AES256": "s3", "aws:kms": "kms"}.get(r.get("ServerSideEncryption"))
-
-
-def disk_has(marker):
-    found = []
-    for tg in targets:
-        for root, _, files in os.walk(tg.dir):
-            for f in files:
-                p = os.path.join(root, f)
-                try:
-                    with open(p, "rb") as fh:
-                        if marker in fh.read():
-                            found.append(p)
-                except OSError:
-                    pass
-    return found
 
 
 s3.create_bucket(Bucket="mpu")
@@ -126,13 +95,13 @@ for mode, (wargs, rargs) in MODES.items():
         etags[num] = r["ETag"]
     t.eq(mode_of(r), mode, "%s: UploadPart answers the mode" % mode)
     if mode == "c":
-        t.eq(err_of(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x"))[0], 400,
+        t.eq(status_code(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x"))[0], 400,
              "c: a part without the key: 400")
-        t.eq(err_of(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x",
+        t.eq(status_code(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x",
                                            SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY2))[0], 400,
              "c: a part with another key: 400")
     else:
-        t.eq(err_of(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x",
+        t.eq(status_code(lambda: s3.upload_part(Bucket="mpu", Key=key, UploadId=up, PartNumber=4, Body=b"x",
                                            SSECustomerAlgorithm="AES256", SSECustomerKey=CKEY))[0], 400,
              "%s: an SSE-C key on a part of another mode: 400" % mode)
     lp = s3.list_parts(Bucket="mpu", Key=key, UploadId=up)
@@ -153,8 +122,8 @@ for mode, (wargs, rargs) in MODES.items():
     got = s3.get_object(Bucket="mpu", Key=key, PartNumber=2, **rargs)
     t.check(got["Body"].read() == parts[1], "%s: ?partNumber=2 its bytes" % mode)
     if mode == "c":
-        t.eq(err_of(lambda: s3.get_object(Bucket="mpu", Key=key))[0], 400, "c: GET without the key: 400")
-        t.eq(err_of(lambda: s3.get_object(Bucket="mpu", Key=key, SSECustomerAlgorithm="AES256",
+        t.eq(status_code(lambda: s3.get_object(Bucket="mpu", Key=key))[0], 400, "c: GET without the key: 400")
+        t.eq(status_code(lambda: s3.get_object(Bucket="mpu", Key=key, SSECustomerAlgorithm="AES256",
                                           SSECustomerKey=CKEY2))[0], 403, "c: GET with another key: 403")
 
 # 2. UploadPartCopy into an encrypted upload, from encrypted sources
@@ -190,7 +159,7 @@ def with_headers(h):
     return c
 
 
-t.eq(err_of(lambda: with_headers({"x-amz-server-side-encryption": "AES256"}).upload_part(
+t.eq(status_code(lambda: with_headers({"x-amz-server-side-encryption": "AES256"}).upload_part(
     Bucket="mpudflt", Key="d", UploadId=cr["UploadId"], PartNumber=2, Body=b"x")), (400, "InvalidArgument"),
      "a part naming another mode than the upload's: 400 InvalidArgument")
 r2 = with_headers({"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "app-key"}
@@ -207,8 +176,8 @@ up = s3.create_multipart_upload(Bucket="mpu", Key="plain")["UploadId"]
 r = s3.upload_part(Bucket="mpu", Key="plain", UploadId=up, PartNumber=1, Body=PLAIN_MARK * 1000)
 s3.complete_multipart_upload(Bucket="mpu", Key="plain", UploadId=up,
                              MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": r["ETag"]}]})
-t.check(disk_has(PLAIN_MARK[:24]), "the plain upload's marker is found on disk (the search works)")
-t.eq(disk_has(MARK[:24]), [], "no file under any target holds the encrypted uploads' plaintext")
+t.check(disk_has(targets, PLAIN_MARK[:24]), "the plain upload's marker is found on disk (the search works)")
+t.eq(disk_has(targets, MARK[:24]), [], "no file under any target holds the encrypted uploads' plaintext")
 
 # 5. the AWS CLI (multipart above 8 MiB)
 work = os.environ["TMPDIR"]
@@ -225,19 +194,10 @@ h = s3.head_object(Bucket="mpu", Key="cli", **MODES["c"][1])
 t.check(h["ETag"].strip('"').split("-")[-1] in ("2", "3"), "the CLI uploaded it in parts", h["ETag"])
 rc, out = run(cmd + ["s3://mpu/cli", back, "--sse-c", "AES256", "--sse-c-key", "fileb://" + keyf], env=dict(AWS_ENV))
 t.check(rc == 0 and open(back, "rb").read() == CLI, "aws s3 cp --sse-c down: byte for byte", out[-300:])
-t.eq(disk_has(MARK[:24]), [], "still no plaintext on disk")
+t.eq(disk_has(targets, MARK[:24]), [], "still no plaintext on disk")
 
 # 6. no key in any log
-texts = []
-for n in cluster.nodes:
-    for f in (n.log, os.path.join(n.dir, "stderr")):
-        try:
-            texts.append(open(f, "rb").read())
-        except OSError:
-            pass
-blob = b"".join(texts)
-leaks = [i for i, k in enumerate(ALL_KEYS)
-         if base64.b64encode(k) in blob or k.hex().encode() in blob or k.hex().upper().encode() in blob]
+leaks = keys_in_logs(cluster.nodes, ALL_KEYS)
 t.eq(leaks, [], "no key (base64 or hex) in any node's log")
 
 clulib.check_logs(cluster.nodes)
