@@ -84,49 +84,121 @@ bool s3_bucket_exists(s3_rq_t *r)
 
 /* --- ListBuckets ----------------------------------------------------------------- */
 
+/* A LocationConstraint as a region's code: none is us-east-1, "EU"
+ * eu-west-1's old name. */
+static const char *region_code(const char *constraint)
+{
+	return !constraint[0] ? "us-east-1" : !strcmp(constraint, "EU") ? "eu-west-1" : constraint;
+}
+
+struct lsb_entry {
+	char name[NAME_BUCKET_MAX + 1];
+	int64_t created_ns;
+	char region[64]; /* its code (BMD_REGION_MAX, or s3.region standalone) */
+};
+
+/* name against a query's bytes, in byte order */
+static int name_cmp_sv(const char *name, sv_t v)
+{
+	size_t n = strlen(name);
+	int c = memcmp(name, v.ptr, MIN(n, v.len));
+	return c ? c : n < v.len ? -1 : n > v.len;
+}
+
+static int lsb_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lsb_entry *)a)->name, ((const struct lsb_entry *)b)->name);
+}
+
+/* GET /: the requester's buckets (and those without an S3 owner) in name
+ * order. Paged as S3 pages it: max-buckets (1..10000) a page, prefix and
+ * bucket-region filter, continuation-token resumes after the last name of
+ * the page before (ContinuationToken in a page that has more). Without any
+ * of the four, every bucket in one answer (as S3 answers an account of at
+ * most 10,000 buckets); with one, pages of 10,000 at most. */
 int s3_service(s3_rq_t *r)
 {
-	buf_t b = BUF_INIT;
-	char t[40];
+	http_req_t *req = r->http;
+	sv_t mb, tok = {NULL, 0}, after = {"", 0};
+	sv_t prefix = s3_query_str(req, "prefix"), want_region = s3_query_str(req, "bucket-region");
+	uint64_t max = S3_MAX_BUCKETS;
+	bool paged = s3_query_has(req, "max-buckets") || s3_query_has(req, "continuation-token") ||
+		     s3_query_has(req, "prefix") || s3_query_has(req, "bucket-region");
+	if (http_query_get(req, "max-buckets", &mb) && num_parse_u64(mb.ptr, mb.len, 1, S3_MAX_BUCKETS, &max) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "max-buckets must be an integer from 1 to %d", S3_MAX_BUCKETS);
+		return AIS_OK;
+	}
+	if (http_query_get(req, "continuation-token", &tok) && tok.len && s3_token_decode(req, tok, &after) != AIS_OK) {
+		s3_error(r, "InvalidArgument", "The continuation token provided is incorrect");
+		return AIS_OK;
+	}
 
-	s3_xml_head(&b, "ListAllMyBucketsResult");
-	s3_owner_xml(r, &b, "Owner");
-	buf_addstr(&b, "<Buckets>");
+	struct lsb_entry *es = NULL;
+	size_t n = 0;
 	if (r->node.cl) {
 		const bmd_t *bmd;
 		cluster_read_lock(r->node.cl, NULL, &bmd);
 		const char *uid = s3_requester(r);
+		es = xcalloc(bmd ? bmd_size(bmd) + 1 : 1, sizeof(*es));
 		for (size_t i = 0; bmd && i < bmd_size(bmd); i++) {
 			const bmd_bucket_t *bk = bmd_bucket(bmd, i);
 			/* the requester's buckets and those without an S3 owner */
 			if (!uid || (!authz_enabled() && bk->props.s3owner[0] && strcmp(uid, bk->props.s3owner)))
 				continue;
-			s3_time_iso(bk->props.created_ns, t, sizeof(t));
-			buf_addstr(&b, "<Bucket>");
-			s3_xml_elemstr(&b, "Name", bk->name);
-			s3_xml_elemstr(&b, "CreationDate", t);
-			buf_addstr(&b, "</Bucket>");
+			snprintf(es[n].name, sizeof(es[n].name), "%s", bk->name);
+			snprintf(es[n].region, sizeof(es[n].region), "%s", region_code(bk->props.region));
+			es[n++].created_ns = bk->props.created_ns;
 		}
 		cluster_read_unlock(r->node.cl);
 	} else if (r->node.store) {
 		store_bucket_t *bs = NULL;
-		size_t n = 0;
-		if (store_bucket_list(r->node.store, &bs, &n) != AIS_OK) {
-			buf_free(&b);
+		size_t nb = 0;
+		if (store_bucket_list(r->node.store, &bs, &nb) != AIS_OK) {
 			s3_error_errno(r, errno, false);
 			return AIS_OK;
 		}
-		for (size_t i = 0; i < n; i++) {
-			s3_time_iso(bs[i].created_ns, t, sizeof(t));
-			buf_addstr(&b, "<Bucket>");
-			s3_xml_elemstr(&b, "Name", bs[i].name);
-			s3_xml_elemstr(&b, "CreationDate", t);
-			buf_addstr(&b, "</Bucket>");
+		es = xcalloc(nb + 1, sizeof(*es));
+		for (; n < nb; n++) {
+			snprintf(es[n].name, sizeof(es[n].name), "%s", bs[n].name);
+			snprintf(es[n].region, sizeof(es[n].region), "%s", r->node.conf->s3_region);
+			es[n].created_ns = bs[n].created_ns;
 		}
 		free(bs);
 	}
+	qsort(es, n, sizeof(*es), lsb_cmp);
+
+	buf_t b = BUF_INIT;
+	char t[40];
+	size_t listed = 0, last = 0;
+	bool more = false;
+	s3_xml_head(&b, "ListAllMyBucketsResult");
+	s3_owner_xml(r, &b, "Owner");
+	buf_addstr(&b, "<Buckets>");
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(es[i].name, prefix.ptr ? prefix.ptr : "", prefix.len) ||
+		    (want_region.len && !sv_eqstr(want_region, es[i].region)) ||
+		    (after.len && name_cmp_sv(es[i].name, after) <= 0))
+			continue;
+		if (paged && listed == max) {
+			more = true;
+			break;
+		}
+		s3_time_iso(es[i].created_ns, t, sizeof(t));
+		buf_addstr(&b, "<Bucket>");
+		s3_xml_elemstr(&b, "Name", es[i].name);
+		s3_xml_elemstr(&b, "CreationDate", t);
+		s3_xml_elemstr(&b, "BucketRegion", es[i].region);
+		buf_addstr(&b, "</Bucket>");
+		listed++;
+		last = i;
+	}
 	buf_addstr(&b, "</Buckets>");
+	if (more)
+		s3_token_xml(&b, "ContinuationToken", sv_from(es[last].name));
+	if (s3_query_has(req, "prefix"))
+		s3_xml_elem(&b, "Prefix", prefix.ptr, prefix.len);
 	s3_xml_close(&b, "ListAllMyBucketsResult");
+	free(es);
 	s3_send_xml(r, 200, &b);
 	return AIS_OK;
 }
@@ -674,9 +746,7 @@ int s3_bucket(s3_rq_t *r)
 		char region[64];
 		bucket_region(r, region, sizeof(region));
 		s3_common_headers(r);
-		/* "EU" is eu-west-1's old name; none is us-east-1 */
-		http_resp_header(req, "x-amz-bucket-region", "%s",
-				 !region[0] ? "us-east-1" : !strcmp(region, "EU") ? "eu-west-1" : region);
+		http_resp_header(req, "x-amz-bucket-region", "%s", region_code(region));
 		http_resp_send_head(req, 0);
 		return AIS_OK;
 	}

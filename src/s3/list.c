@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,12 +404,8 @@ static void lst_work(http_req_t *req)
 				enc_elem(l, b, "StartAfter", l->start_after.ptr, l->start_after.len);
 			if (l->token.ptr)
 				s3_xml_elem(b, "ContinuationToken", l->token.ptr, l->token.len);
-			if (l->truncated) {
-				unsigned char *tok = xmalloc(4 * (l->last.len / 3 + 1) + 1);
-				int tl = EVP_EncodeBlock(tok, (const unsigned char *)l->last.ptr, (int)l->last.len);
-				s3_xml_elem(b, "NextContinuationToken", (char *)tok, (size_t)tl);
-				free(tok);
-			}
+			if (l->truncated)
+				s3_token_xml(b, "NextContinuationToken", (sv_t){l->last.ptr, l->last.len});
 			s3_xml_elemf(b, "KeyCount", "%zu", l->count);
 		} else {
 			enc_elem(l, b, "KeyMarker", l->marker.ptr, l->marker.len);
@@ -486,17 +481,11 @@ int s3_list_objects(s3_rq_t *r, int version)
 		if (http_query_get(req, "continuation-token", &tok) && !tok.len) {
 			l->token = tok; /* empty: from the start, echoed (as S3) */
 		} else if (tok.ptr) {
-			unsigned char *raw = arena_alloc(req->arena, tok.len + 4);
-			int n = EVP_DecodeBlock(raw, (const unsigned char *)tok.ptr, (int)tok.len);
-			if (n < 0) {
+			if (s3_token_decode(req, tok, &l->start) != AIS_OK) {
 				s3_error(r, "InvalidArgument", "The continuation token provided is incorrect");
 				return AIS_OK;
 			}
-			/* EVP_DecodeBlock counts the padding's zero bytes */
-			for (size_t i = tok.len; i > 0 && tok.ptr[i - 1] == '='; i--)
-				n--;
 			l->token = tok;
-			l->start = (sv_t){(char *)raw, (size_t)n};
 		}
 	} else {
 		l->marker = s3_query_str(req, version == 1 ? "marker" : "key-marker");

@@ -18,6 +18,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "aisd/authz.h"
 #include "aisd/log.h"
 #include "aisd/names.h"
@@ -75,6 +77,27 @@ sv_t s3_query_str(http_req_t *req, const char *key)
 {
 	sv_t v;
 	return http_query_get(req, key, &v) ? v : (sv_t){"", 0};
+}
+
+void s3_token_xml(buf_t *b, const char *elem, sv_t last)
+{
+	unsigned char *tok = xmalloc(4 * (last.len / 3 + 1) + 1);
+	int tl = EVP_EncodeBlock(tok, (const unsigned char *)last.ptr, (int)last.len);
+	s3_xml_elem(b, elem, (char *)tok, (size_t)tl);
+	free(tok);
+}
+
+int s3_token_decode(http_req_t *req, sv_t tok, sv_t *out)
+{
+	unsigned char *raw = arena_alloc(req->arena, tok.len + 4);
+	int n = EVP_DecodeBlock(raw, (const unsigned char *)tok.ptr, (int)tok.len);
+	if (n < 0)
+		return AIS_ERR;
+	/* EVP_DecodeBlock counts the padding's zero bytes */
+	for (size_t i = tok.len; i > 0 && tok.ptr[i - 1] == '='; i--)
+		n--;
+	*out = (sv_t){(char *)raw, (size_t)(n < 0 ? 0 : n)};
+	return AIS_OK;
 }
 
 void s3_time_iso(int64_t ns, char *out, size_t outsz)

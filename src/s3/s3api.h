@@ -21,6 +21,7 @@
 #include "aisd/store.h"
 
 #define S3_MAX_KEYS 1000
+#define S3_MAX_BUCKETS 10000 /* ListBuckets' largest page (max-buckets) */
 #define S3_XML_BODY_MAX (1u << 20) /* Delete, Complete, CreateBucket bodies */
 #define S3_MIN_PART (5ull << 20)
 #define S3_MAX_PARTS 10000
@@ -696,5 +697,11 @@ void s3_time_iso(int64_t ns, char *out, size_t outsz); /* 2006-01-02T15:04:05.00
 bool s3_query_has(http_req_t *req, const char *key);
 /* The query parameter key's value, "" when absent. */
 sv_t s3_query_str(http_req_t *req, const char *key);
+/* A listing's continuation token (ListObjectsV2, ListBuckets): the last
+ * name of the page before, base64-encoded (opaque to clients, as S3's),
+ * written as element elem; and a token decoded into *out (the request's
+ * arena), AIS_ERR when it is not base64. */
+void s3_token_xml(buf_t *b, const char *elem, sv_t last);
+int s3_token_decode(http_req_t *req, sv_t tok, sv_t *out);
 
 #endif

@@ -63,6 +63,17 @@ def http_raw(base, method, path, body=None, headers=None):
         c.close()
 
 
+def signed(base, method, path, body=b"", headers=None, ak=AK, sk=SK):
+    """One raw request to base signed with SigV4 (the payload hash of body),
+    for what an SDK would not send: (status, lower-case headers, body)."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    r = AWSRequest(method=method, url=base + path, data=body, headers=dict(headers or {}))
+    S3SigV4Auth(Credentials(ak, sk), "s3", REGION).add_auth(r)
+    return http_raw(base, method, path, body or None, dict(r.prepare().headers))
+
+
 def error_lines():
     """Error-level lines in every node's log (the runner checks only its own
     standalone target)."""

@@ -27,19 +27,15 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
-import urllib.parse
 import xml.etree.ElementTree as ET
 import zlib
 
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from itlib import T
-from s3lib import AK, AWS_ENV, REGION, SK, boto3_client, chunked_put, cluster, error_lines, http_raw, make_file, run
+import s3lib
+from s3lib import AWS_ENV, boto3_client, chunked_put, cluster, error_lines, make_file, run
 
 t = T()
 EP = cluster(t, "s3ck")
@@ -93,11 +89,7 @@ def b64(alg, data):
 
 
 def signed(method, path, body=b"", headers=None):
-    """A raw request signed with SigV4 (payload hash of body): (status,
-    lower-case headers, body)."""
-    r = AWSRequest(method=method, url=EP + path, data=body, headers=dict(headers or {}))
-    S3SigV4Auth(Credentials(AK, SK), "s3", REGION).add_auth(r)
-    return http_raw(EP, method, path, body or None, dict(r.prepare().headers))
+    return s3lib.signed(EP, method, path, body, headers)
 
 
 def code(body):

@@ -26,7 +26,7 @@ import botocore.config
 from botocore.exceptions import ClientError
 
 from itlib import T
-from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
+from s3lib import AK, REGION, SK, cluster, error_lines, http_raw, signed
 
 t = T()
 AK2, SK2 = "aisdsecondkey", "aisdsecondsecret"
@@ -98,6 +98,52 @@ t.eq(code_of(s3.delete_bucket, Bucket="v1x"), (409, "BucketNotEmpty"), "DeleteBu
 s3.delete_object(Bucket="v1x", Key="k")
 t.eq(code_of(s3.delete_bucket, Bucket="v1x"), (204, None), "DeleteBucket empty: 204")
 t.check("v1x" not in [b["Name"] for b in s3.list_buckets()["Buckets"]], "ListBuckets no longer shows it")
+
+# --- ListBuckets pages (max-buckets, continuation-token, prefix, bucket-region) -----------------
+PG = ["pg-%02d" % i for i in range(7)]
+for b in PG:
+    s3.create_bucket(Bucket=b)
+s3.create_bucket(Bucket="pgeu-1", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+
+
+def lsb(query):
+    """ListBuckets with query: (status, names, ContinuationToken, Prefix, regions, error code)."""
+    st, _, body = signed(EP, "GET", "/" + query)
+    d = ET.fromstring(body)
+    ns = {"s": d.tag[1:].split("}")[0]} if d.tag.startswith("{") else {}
+
+    def f(x):
+        return ("s:" + x) if ns else x
+    names = [e.findtext(f("Name"), namespaces=ns) for e in d.iter(("{%s}" % ns["s"] if ns else "") + "Bucket")]
+    regions = [e.findtext(f("BucketRegion"), namespaces=ns) for e in d.iter(("{%s}" % ns["s"] if ns else "") + "Bucket")]
+    return (st, names, d.findtext(f("ContinuationToken"), namespaces=ns), d.findtext(f("Prefix"), namespaces=ns),
+            regions, d.findtext("Code"))
+
+
+st, every, tok, _, _, _ = lsb("")
+t.check(st == 200 and set(PG) <= set(every) and every == sorted(every) and tok is None,
+        "ListBuckets without paging: every bucket in name order, no token", every)
+pages, tok = [], None
+for _ in range(10):
+    st, names, tok, pfx, _, _ = lsb("?max-buckets=3&prefix=pg-" + ("&continuation-token=" + urllib.parse.quote(tok)
+                                                                    if tok else ""))
+    pages.append(names)
+    if st != 200 or not tok:
+        break
+t.eq(pages, [PG[0:3], PG[3:6], PG[6:7]], "max-buckets=3, prefix=pg-: pages of 3, 3 and 1 in name order, resumed by "
+     "the continuation token")
+t.eq(pfx, "pg-", "each page echoes Prefix")
+st, names, tok, _, regions, _ = lsb("?bucket-region=eu-west-1&prefix=pg")
+t.check(st == 200 and names == ["pgeu-1"] and regions == ["eu-west-1"] and tok is None,
+        "bucket-region=eu-west-1: only that region's bucket, with its BucketRegion", (names, regions))
+st, names, _, _, regions, _ = lsb("?prefix=pg-0&max-buckets=10000")
+t.check(st == 200 and names == PG and set(regions) == {"us-east-1"}, "BucketRegion us-east-1 of the others", regions)
+for q_, why in (("?max-buckets=0", "0"), ("?max-buckets=10001", "over 10000"), ("?max-buckets=x", "not a number"),
+                ("?continuation-token=%25%25", "a token this server did not make")):
+    st, _, _, _, _, code = lsb(q_)
+    t.eq((st, code), (400, "InvalidArgument"), "ListBuckets %s: 400 InvalidArgument" % why)
+for b in PG + ["pgeu-1"]:
+    s3.delete_bucket(Bucket=b)
 st, h, body = raw("GET", "/%s/nokey" % B, headers={"Authorization": "x"})
 t.check(st == 400, "a malformed Authorization header: 400", (st, body))
 st, h, body = raw("GET", "/%s/nokey" % B)

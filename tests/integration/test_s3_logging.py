@@ -48,11 +48,9 @@ import urllib.parse
 import boto3
 import botocore.config
 import clulib
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from itlib import T
-from s3lib import AK, REGION, SK, boto3_client, cluster, http_raw
+import s3lib
+from s3lib import REGION, boto3_client, cluster, http_raw
 
 t = T()
 EP = cluster(t, "s3log", targets=3, args=["--set", "s3.logging_roll_time=3s",
@@ -75,11 +73,7 @@ def code_of(fn, **kw):
 
 
 def signed(method, path, body=b""):
-    """A SigV4-signed raw request to the gateway: (status, headers, body)."""
-    url = EP + path
-    req = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/xml"})
-    S3SigV4Auth(Credentials(AK, SK), "s3", REGION).add_auth(req)
-    return http_raw(EP, method, path, body=body, headers=dict(req.headers))
+    return s3lib.signed(EP, method, path, body, {"Content-Type": "application/xml"})
 
 
 def put_xml(bucket, xml):

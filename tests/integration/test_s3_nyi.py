@@ -18,18 +18,15 @@ as Initiator and Owner, not the caller.
 """
 # timeout: 240
 import hashlib
-import urllib.parse
 import xml.etree.ElementTree as ET
 
 import boto3
 import botocore.config
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from itlib import T
-from s3lib import AK, REGION, SK, cluster, error_lines, http_raw
+import s3lib
+from s3lib import AK, REGION, SK, cluster, error_lines
 
 t = T()
 AK2, SK2 = "aisdnyikey2", "aisdnyisecret2"
@@ -41,12 +38,7 @@ s3b = boto3.client("s3", endpoint_url=EP, aws_access_key_id=AK2, aws_secret_acce
 
 
 def signed(method, path, body=b"", headers=None, ak=AK, sk=SK):
-    """A raw request signed with SigV4 (payload hash of body): (status,
-    lower-case headers, body)."""
-    r = AWSRequest(method=method, url=EP + path, data=body, headers=dict(headers or {}))
-    S3SigV4Auth(Credentials(ak, sk), "s3", REGION).add_auth(r)
-    p = r.prepare()
-    return http_raw(EP, method, path, body or None, dict(p.headers))
+    return s3lib.signed(EP, method, path, body, headers, ak, sk)
 
 
 def err_of(body):
