@@ -161,6 +161,8 @@ typedef enum bmd_doc_kind {
  * and the name users read ("policy", "CORS configuration"). */
 const char *bmd_doc_key(bmd_doc_kind_t kind);
 const char *bmd_doc_what(bmd_doc_kind_t kind);
+/* The largest document of the kind the BMD keeps, in bytes. */
+size_t bmd_doc_max(bmd_doc_kind_t kind);
 /* A bucket's document of that kind, or NULL when it has none (or there is
  * no such bucket). Valid while b is. */
 const char *bmd_doc(const bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len);

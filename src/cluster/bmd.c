@@ -527,6 +527,8 @@ bool bmd_equal(const bmd_t *a, const bmd_t *b)
 const char *bmd_doc_key(bmd_doc_kind_t kind) { return kind < BMD_DOC_KINDS ? docs[kind].key : ""; }
 const char *bmd_doc_what(bmd_doc_kind_t kind) { return kind < BMD_DOC_KINDS ? docs[kind].what : ""; }
 
+size_t bmd_doc_max(bmd_doc_kind_t kind) { return docs[kind].max; }
+
 const char *bmd_doc(const bmd_t *b, bmd_doc_kind_t kind, const char *name, size_t len)
 {
 	ptrdiff_t i = name && kind < BMD_DOC_KINDS ? find(b, name, len) : -1;

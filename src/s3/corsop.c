@@ -1,6 +1,6 @@
 /*
  * corsop.c - S3 CORS served: ?cors on a bucket (Get/Put/DeleteBucketCors,
- * changed through the primary like the bucket's tags), the preflight
+ * by docop.c with this file's row, s3_cors_ops), the preflight
  * OPTIONS /bucket[/key], and the Access-Control-* headers of every other
  * answer to a request that carries Origin (cors.c parses and matches).
  *
@@ -32,83 +32,46 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-/* --- the bucket's configuration -------------------------------------------------------- */
+/* --- the bucket's configuration (docop.c serves ?cors) ---------------------------------- */
 
-/* The bucket's configuration into c (none: c->n 0); AIS_ERR: no such
- * bucket. */
-static int bucket_cors(s3_rq_t *r, s3_cors_t *c)
+static int cors_load(arena_t *a, const char *text, size_t n, void *c)
 {
 	const char *why;
-	char *text = NULL;
-	memset(c, 0, sizeof(*c));
-	if (!r->node.cl)
-		return s3_bucket_exists(r) ? AIS_OK : AIS_ERR; /* a standalone target keeps none */
-	const bmd_t *b;
-	cluster_read_lock(r->node.cl, NULL, &b);
-	bool found = b && bmd_get(b, r->bucket.ptr, r->bucket.len);
-	const char *doc = found ? bmd_doc(b, BMD_DOC_CORS, r->bucket.ptr, r->bucket.len) : NULL;
-	if (doc)
-		text = arena_strndup(r->http->arena, doc, strlen(doc));
-	cluster_read_unlock(r->node.cl);
-	if (!found)
-		return AIS_ERR;
-	if (text && s3_cors_parse(r->http->arena, text, strlen(text), c, &why) != AIS_OK)
-		memset(c, 0, sizeof(*c)); /* rule 4 */
-	return AIS_OK;
+	return s3_cors_parse(a, text, n, c, &why);
 }
 
-static void cors_body(s3_rq_t *r, buf_t *body)
+static int cors_parse(s3_rq_t *r, const char *p, size_t n, void *c, const char **code, const char **why)
 {
-	s3_cors_t *c = arena_alloc(r->http->arena, sizeof(*c));
-	const char *why;
-	buf_t x = BUF_INIT;
-	if (s3_cors_parse(r->http->arena, body->ptr ? body->ptr : "", body->len, c, &why) != AIS_OK) {
-		if (why)
-			s3_error(r, "InvalidRequest", "%s", why);
-		else
-			s3_error(r, "MalformedXML", NULL);
-		return;
-	}
-	s3_cors_xml(c, &x);
-	if (x.len > BMD_S3CORS_MAX) {
-		buf_free(&x);
-		s3_error(r, "InvalidRequest", "The CORS configuration is over %d bytes in its canonical form",
-			 BMD_S3CORS_MAX);
-		return;
-	}
-	s3_bucket_set_doc(r, BMD_DOC_CORS, arena_strndup(r->http->arena, x.ptr, x.len), 200);
-	buf_free(&x);
+	if (s3_cors_parse(r->http->arena, p, n, c, why) == AIS_OK)
+		return AIS_OK;
+	if (*why)
+		*code = "InvalidRequest";
+	return AIS_ERR;
 }
 
-int s3_bucket_cors(s3_rq_t *r)
+static void cors_answer(const void *c, buf_t *b)
 {
-	s3_cors_t *c = arena_alloc(r->http->arena, sizeof(*c));
-	buf_t b = BUF_INIT;
-	if (bucket_cors(r, c) != AIS_OK) {
-		s3_error(r, "NoSuchBucket", NULL);
-		return AIS_OK;
-	}
-	switch (r->http->method) {
-	case HTTP_GET:
-		if (!c->n) {
-			s3_error(r, "NoSuchCORSConfiguration", "The CORS configuration does not exist");
-			return AIS_OK;
-		}
-		buf_addstr(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-		s3_cors_xml(c, &b);
-		s3_send_xml(r, 200, &b);
-		return AIS_OK;
-	case HTTP_PUT:
-		s3_read_body(r, cors_body);
-		return AIS_OK;
-	case HTTP_DELETE:
-		s3_bucket_set_doc(r, BMD_DOC_CORS, NULL, 204);
-		return AIS_OK;
-	default:
-		s3_error(r, "MethodNotAllowed", NULL);
-		return AIS_OK;
-	}
+	buf_addstr(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	s3_cors_xml(c, b);
 }
+
+static void cors_canonical(const void *c, buf_t *b) { s3_cors_xml(c, b); }
+static bool cors_none(const void *c) { return !((const s3_cors_t *)c)->n; }
+
+const s3_doc_ops_t s3_cors_ops = {
+	.kind = BMD_DOC_CORS,
+	.size = sizeof(s3_cors_t),
+	.none_code = "NoSuchCORSConfiguration",
+	.none_msg = "The CORS configuration does not exist",
+	.load = cors_load,
+	.parse = cors_parse,
+	.canonical = cors_canonical,
+	.answer = cors_answer,
+	.none = cors_none,
+};
+
+/* The bucket's rules into c (none: c->n 0); AIS_ERR: no such bucket. */
+static int bucket_cors(s3_rq_t *r, s3_cors_t *c) { return s3_doc_of_bucket(r, &s3_cors_ops, c); }
 
 /* --- preflight and the headers of actual requests -------------------------------------- */
 

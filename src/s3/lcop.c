@@ -1,6 +1,7 @@
 /*
  * lcop.c - S3 bucket lifecycle served (lifecycle.c parses and writes the
  * XML): ?lifecycle of a bucket (Put/Get/DeleteBucketLifecycleConfiguration,
+ * by docop.c with this file's row s3_lc_ops;
  * kept as the canonical JSON of s3lc.h in the BMD beside the bucket,
  * bmd_doc BMD_DOC_LIFECYCLE, changed through the primary like its CORS
  * rules), the x-amz-expiration header of an object's answers, and what
@@ -33,94 +34,46 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-/* --- ?lifecycle ----------------------------------------------------------------------- */
+/* --- ?lifecycle (served by docop.c) ------------------------------------------------------ */
 
-/* The bucket's configuration into c (none: c->n 0); AIS_ERR: no such
- * bucket. */
-static int bucket_lc(s3_rq_t *r, s3lc_t *c)
+static int lc_load(arena_t *a, const char *text, size_t n, void *c) { return s3lc_parse_json(a, text, n, c, NULL); }
+
+static int lc_parse(s3_rq_t *r, const char *p, size_t n, void *c, const char **code, const char **why)
 {
-	char *text = NULL;
-	memset(c, 0, sizeof(*c));
-	if (!r->node.cl)
-		return s3_bucket_exists(r) ? AIS_OK : AIS_ERR; /* a standalone target keeps none */
-	const bmd_t *b;
-	cluster_read_lock(r->node.cl, NULL, &b);
-	bool found = b && bmd_get(b, r->bucket.ptr, r->bucket.len);
-	const char *doc = found ? bmd_doc(b, BMD_DOC_LIFECYCLE, r->bucket.ptr, r->bucket.len) : NULL;
-	if (doc)
-		text = arena_strndup(r->http->arena, doc, strlen(doc));
-	cluster_read_unlock(r->node.cl);
-	if (!found)
+	s3lc_t *lc = c;
+	if (s3_lc_parse(r->http->arena, p, n, lc, code, why) != AIS_OK)
 		return AIS_ERR;
-	if (text && s3lc_parse_json(r->http->arena, text, strlen(text), c, NULL) != AIS_OK)
-		memset(c, 0, sizeof(*c)); /* rule 3 */
+	for (size_t i = 0; i < lc->n; i++)
+		if (lc->rules[i].transitions) { /* rule 1 */
+			*code = "NotImplemented";
+			*why = "lifecycle transitions are not implemented: aisd has one storage class (STANDARD)";
+			return AIS_ERR;
+		}
 	return AIS_OK;
 }
 
-static void lc_body(s3_rq_t *r, buf_t *body)
-{
-	s3lc_t *c = arena_alloc(r->http->arena, sizeof(*c));
-	const char *code, *why;
-	buf_t x = BUF_INIT;
-	if (s3_lc_parse(r->http->arena, body->ptr ? body->ptr : "", body->len, c, &code, &why) != AIS_OK) {
-		if (why)
-			s3_error(r, code, "%s", why);
-		else
-			s3_error(r, code, NULL);
-		return;
-	}
-	for (size_t i = 0; i < c->n; i++)
-		if (c->rules[i].transitions) { /* rule 1 */
-			s3_error(r, "NotImplemented",
-				 "lifecycle transitions are not implemented: aisd has one storage class (STANDARD)");
-			return;
-		}
-	s3lc_json(c, &x);
-	if (x.len > BMD_S3LC_MAX) {
-		buf_free(&x);
-		s3_error(r, "InvalidRequest", "The lifecycle configuration is over %d bytes in its canonical form",
-			 BMD_S3LC_MAX);
-		return;
-	}
-	s3_bucket_set_doc(r, BMD_DOC_LIFECYCLE, arena_strndup(r->http->arena, x.ptr, x.len), 200);
-	buf_free(&x);
-}
+static void lc_canonical(const void *c, buf_t *b) { s3lc_json(c, b); }
+static void lc_answer(const void *c, buf_t *b) { s3_lc_xml(c, b); }
+static bool lc_none(const void *c) { return !((const s3lc_t *)c)->n; }
 
-int s3_bucket_lifecycle(s3_rq_t *r)
-{
-	s3lc_t *c = arena_alloc(r->http->arena, sizeof(*c));
-	buf_t b = BUF_INIT;
-	if (bucket_lc(r, c) != AIS_OK) {
-		s3_error(r, "NoSuchBucket", NULL);
-		return AIS_OK;
-	}
-	switch (r->http->method) {
-	case HTTP_GET:
-		if (!c->n) {
-			s3_error(r, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist");
-			return AIS_OK;
-		}
-		s3_lc_xml(c, &b);
-		s3_send_xml(r, 200, &b);
-		return AIS_OK;
-	case HTTP_PUT:
-		s3_read_body(r, lc_body);
-		return AIS_OK;
-	case HTTP_DELETE:
-		s3_bucket_set_doc(r, BMD_DOC_LIFECYCLE, NULL, 204);
-		return AIS_OK;
-	default:
-		s3_error(r, "MethodNotAllowed", NULL);
-		return AIS_OK;
-	}
-}
+const s3_doc_ops_t s3_lc_ops = {
+	.kind = BMD_DOC_LIFECYCLE,
+	.size = sizeof(s3lc_t),
+	.none_code = "NoSuchLifecycleConfiguration",
+	.none_msg = "The lifecycle configuration does not exist",
+	.load = lc_load,
+	.parse = lc_parse,
+	.canonical = lc_canonical,
+	.answer = lc_answer,
+	.none = lc_none,
+};
 
 /* --- x-amz-expiration ----------------------------------------------------------------- */
 
 void s3_lc_header(s3_rq_t *r, uint64_t size, int64_t start_ns, const s3_tags_t *tags)
 {
 	s3lc_t *c = arena_alloc(r->http->arena, sizeof(*c));
-	if (r->vid.ptr || bucket_lc(r, c) != AIS_OK || !c->n)
+	if (r->vid.ptr || s3_doc_of_bucket(r, &s3_lc_ops, c) != AIS_OK || !c->n)
 		return;
 	s3lc_tag_t *t = arena_alloc(r->http->arena, (tags->n + 1) * sizeof(*t));
 	for (size_t i = 0; i < tags->n && i < ARRAY_SIZE(tags->t); i++)

@@ -408,13 +408,13 @@ static int bucket_op(s3_rq_t *r)
 	if (s3_query_has(req, "publicAccessBlock"))
 		return s3_bucket_pab(r);
 	if (s3_query_has(req, "cors"))
-		return s3_bucket_cors(r);
+		return s3_doc_serve(r, &s3_cors_ops);
 	if (s3_query_has(req, "lifecycle"))
-		return s3_bucket_lifecycle(r);
+		return s3_doc_serve(r, &s3_lc_ops);
 	if (s3_query_has(req, "logging"))
 		return s3_bucket_logging(r);
 	if (s3_query_has(req, "encryption"))
-		return s3_bucket_encryption(r);
+		return s3_doc_serve(r, &s3_ssecfg_ops);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);

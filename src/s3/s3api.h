@@ -542,6 +542,33 @@ int s3_sse_xor(s3_sse_t *s, uint64_t off, const void *in, void *out, size_t n);
  * SSE-S3 leaves hex as it is. */
 void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33]);
 
+/* --- docop.c: a bucket's stored S3 documents (bmd_doc) served by one
+ * handler, GET (HEAD where head_ok), PUT and DELETE, each kind described
+ * by its row: CORS (corsop.c), lifecycle (lcop.c), default encryption
+ * (ssecfgop.c). The policy and logging documents have answers of their
+ * own (policy.c, logging.c). --- */
+typedef struct s3_doc_ops {
+	bmd_doc_kind_t kind;
+	size_t size;           /* of the parsed form c */
+	const char *none_code; /* GET of a bucket without one: S3's error code and message */
+	const char *none_msg;
+	bool head_ok;
+	/* the stored (canonical) text into c: AIS_ERR treats it as none */
+	int (*load)(arena_t *a, const char *text, size_t n, void *c);
+	/* a PUT body into c with the kind's checks: AIS_ERR with the S3 error
+	 * *code (preset MalformedXML) and *why (NULL: the code's message) */
+	int (*parse)(s3_rq_t *r, const char *p, size_t n, void *c, const char **code, const char **why);
+	void (*canonical)(const void *c, buf_t *b); /* what the BMD keeps */
+	void (*answer)(const void *c, buf_t *b);    /* GET's XML */
+	bool (*none)(const void *c);                /* c holds no configuration */
+} s3_doc_ops_t;
+/* The bucket's document into c (ops->none(c) when it has none or it no
+ * longer parses; a standalone target keeps none); AIS_ERR: no such bucket. */
+int s3_doc_of_bucket(s3_rq_t *r, const s3_doc_ops_t *ops, void *c);
+/* The document's sub-resource on a bucket: GET, PUT, DELETE. */
+int s3_doc_serve(s3_rq_t *r, const s3_doc_ops_t *ops);
+extern const s3_doc_ops_t s3_cors_ops, s3_lc_ops, s3_ssecfg_ops;
+
 /* --- ssecfg.c: a bucket's default encryption (rules at the top of ssecfg.c) --- */
 typedef struct s3_ssecfg {
 	char mode;                /* 'S' SSE-S3, 'K' SSE-KMS; 0: none */
@@ -553,10 +580,6 @@ typedef struct s3_ssecfg {
 int s3_ssecfg_parse(const char *p, size_t n, s3_ssecfg_t *out, const char **why);
 /* The canonical one-line XML of c (no declaration). */
 void s3_ssecfg_xml(const s3_ssecfg_t *c, buf_t *b);
-/* The bucket's default (out->mode 0: none); AIS_ERR: no such bucket. */
-int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out);
-/* ?encryption on a bucket: GET, PUT, DELETE. */
-int s3_bucket_encryption(s3_rq_t *r);
 
 
 /* --- copy.c --- */
@@ -630,8 +653,6 @@ struct s3lc;
 int s3_lc_parse(arena_t *a, const char *p, size_t n, struct s3lc *out, const char **code, const char **why);
 /* GetBucketLifecycleConfiguration's document. */
 void s3_lc_xml(const struct s3lc *c, buf_t *b);
-/* GET, PUT, DELETE ?lifecycle of a bucket. */
-int s3_bucket_lifecycle(s3_rq_t *r);
 /* x-amz-expiration of the named object (its current version: none for a
  * versionId) of size bytes written at start_ns with tags, when a rule
  * expires it. */
@@ -670,8 +691,6 @@ const s3_cors_rule_t *s3_cors_match(const s3_cors_t *c, sv_t origin, sv_t method
  * "*" (any origin: answered "*", never with credentials), not by a
  * pattern that names it? */
 bool s3_cors_origin_any(const s3_cors_rule_t *u, sv_t origin);
-/* corsop.c: GET, PUT, DELETE ?cors of a bucket. */
-int s3_bucket_cors(s3_rq_t *r);
 /* Answers a preflight OPTIONS (no authentication, as S3). */
 int s3_cors_preflight(s3_rq_t *r);
 /* Adds the Access-Control-* headers of the rule matching the request's

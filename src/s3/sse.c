@@ -254,7 +254,7 @@ int s3_sse_put(s3_rq_t *r, s3_sse_t **out)
 		return AIS_ERR;
 	if (rc == AIS_DONE && !alg.ptr && !kid.ptr) { /* the bucket's default, if it has one (ssecfg.c) */
 		s3_ssecfg_t d;
-		if (s3_ssecfg_of_bucket(r, &d) == AIS_OK && d.mode) {
+		if (s3_doc_of_bucket(r, &s3_ssecfg_ops, &d) == AIS_OK && d.mode) {
 			alg = sv_from(d.mode == 'S' ? "AES256" : "aws:kms");
 			if (d.kid[0])
 				kid = sv_from(arena_strndup(r->http->arena, d.kid, strlen(d.kid)));

@@ -1,8 +1,8 @@
 /*
- * ssecfgop.c - a bucket's default server-side encryption served: ?encryption
- * on a bucket (Put/Get/DeleteBucketEncryption; the XML: ssecfg.c), and the
- * lookup that s3_sse_put (sse.c) makes for a write that
- * names no encryption.
+ * ssecfgop.c - a bucket's default server-side encryption: its row of the
+ * bucket documents (s3_ssecfg_ops), by which docop.c serves ?encryption
+ * (Put/Get/DeleteBucketEncryption; the XML: ssecfg.c) and s3_sse_put
+ * (sse.c) looks up the default of a write that names no encryption.
  *
  * Rules:
  *  1. The configuration lives in the BMD, beside the bucket's entry
@@ -30,78 +30,50 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-int s3_ssecfg_of_bucket(s3_rq_t *r, s3_ssecfg_t *out)
+static int ssecfg_load(arena_t *a, const char *text, size_t n, void *c)
 {
-	char *text = NULL;
 	const char *why;
-	memset(out, 0, sizeof(*out));
-	if (!r->node.cl)
-		return s3_bucket_exists(r) ? AIS_OK : AIS_ERR; /* a standalone target keeps none */
-	const bmd_t *b;
-	cluster_read_lock(r->node.cl, NULL, &b);
-	bool found = b && bmd_get(b, r->bucket.ptr, r->bucket.len);
-	const char *doc = found ? bmd_doc(b, BMD_DOC_SSE, r->bucket.ptr, r->bucket.len) : NULL;
-	if (doc)
-		text = arena_strndup(r->http->arena, doc, strlen(doc));
-	cluster_read_unlock(r->node.cl);
-	if (!found)
+	(void)a;
+	return s3_ssecfg_parse(text, n, c, &why);
+}
+
+static int ssecfg_parse(s3_rq_t *r, const char *p, size_t n, void *out, const char **code, const char **why)
+{
+	s3_ssecfg_t *c = out;
+	if (s3_ssecfg_parse(p, n, c, why) != AIS_OK) {
+		if (*why)
+			*code = "InvalidArgument";
 		return AIS_ERR;
-	if (text && s3_ssecfg_parse(text, strlen(text), out, &why) != AIS_OK)
-		memset(out, 0, sizeof(*out)); /* rule 3 */
+	}
+	const conf_t *cf = r->node.conf;
+	if (c->mode == 'S' ? !cf->s3_sse_key_file[0] : !cf->s3_kms_key_file[0]) { /* rule 2 */
+		*code = "NotImplemented";
+		*why = c->mode == 'S' ? "SSE-S3 is not configured on this cluster (s3.sse_key_file)"
+				      : "SSE-KMS is not configured on this cluster (s3.kms_key_file)";
+		return AIS_ERR;
+	}
 	return AIS_OK;
 }
 
-static void put_body(s3_rq_t *r, buf_t *body)
+static void ssecfg_canonical(const void *c, buf_t *b) { s3_ssecfg_xml(c, b); }
+
+static void ssecfg_answer(const void *c, buf_t *b)
 {
-	s3_ssecfg_t c;
-	const char *why;
-	buf_t x = BUF_INIT;
-	if (s3_ssecfg_parse(body->ptr ? body->ptr : "", body->len, &c, &why) != AIS_OK) {
-		if (why)
-			s3_error(r, "InvalidArgument", "%s", why);
-		else
-			s3_error(r, "MalformedXML", NULL);
-		return;
-	}
-	const conf_t *cf = r->node.conf;
-	if (c.mode == 'S' ? !cf->s3_sse_key_file[0] : !cf->s3_kms_key_file[0]) { /* rule 2 */
-		s3_error(r, "NotImplemented", "%s is not configured on this cluster (%s)",
-			 c.mode == 'S' ? "SSE-S3" : "SSE-KMS", c.mode == 'S' ? "s3.sse_key_file" : "s3.kms_key_file");
-		return;
-	}
-	s3_ssecfg_xml(&c, &x);
-	s3_bucket_set_doc(r, BMD_DOC_SSE, arena_strndup(r->http->arena, x.ptr, x.len), 200);
-	buf_free(&x);
+	buf_addstr(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	s3_ssecfg_xml(c, b);
 }
 
-int s3_bucket_encryption(s3_rq_t *r)
-{
-	s3_ssecfg_t c;
-	buf_t b = BUF_INIT;
-	if (s3_ssecfg_of_bucket(r, &c) != AIS_OK) {
-		s3_error(r, "NoSuchBucket", NULL);
-		return AIS_OK;
-	}
-	switch (r->http->method) {
-	case HTTP_GET:
-	case HTTP_HEAD:
-		if (!c.mode) {
-			s3_error(r, "ServerSideEncryptionConfigurationNotFoundError",
-				 "The server side encryption configuration was not found");
-			return AIS_OK;
-		}
-		buf_addstr(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-		s3_ssecfg_xml(&c, &b);
-		s3_send_xml(r, 200, &b);
-		return AIS_OK;
-	case HTTP_PUT:
-		s3_read_body(r, put_body);
-		return AIS_OK;
-	case HTTP_DELETE:
-		s3_bucket_set_doc(r, BMD_DOC_SSE, NULL, 204);
-		return AIS_OK;
-	default:
-		s3_error(r, "MethodNotAllowed", NULL);
-		return AIS_OK;
-	}
-}
+static bool ssecfg_none(const void *c) { return !((const s3_ssecfg_t *)c)->mode; }
+
+const s3_doc_ops_t s3_ssecfg_ops = {
+	.kind = BMD_DOC_SSE,
+	.size = sizeof(s3_ssecfg_t),
+	.none_code = "ServerSideEncryptionConfigurationNotFoundError",
+	.none_msg = "The server side encryption configuration was not found",
+	.head_ok = true,
+	.load = ssecfg_load,
+	.parse = ssecfg_parse,
+	.canonical = ssecfg_canonical,
+	.answer = ssecfg_answer,
+	.none = ssecfg_none,
+};
