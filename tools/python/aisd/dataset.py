@@ -299,7 +299,7 @@ class ShardDataset(_Base):
                 raise ValueError("give client (or endpoint) and bucket, and one of prefix or shards; or urls")
             self._shards = list(shards) if shards is not None else None
             self._names = self._shards
-        if isinstance(client, str):
+        if isinstance(client, (str, list, tuple)):  # endpoint(s)
             client = Client(client, timeout=timeout, retry_for=retry_for, local=local)
         self.client, self.bucket, self.prefix, self.urls = client, bucket, prefix, urls is not None
         self.shuffle_buffer, self.transform = shuffle_buffer, transform
@@ -1115,7 +1115,7 @@ class BatchDataset(_Base):
     def __init__(self, client, bucket, index, batch_size, *, seed=0, shuffle=True, drop_last=False,
                  rank=None, world_size=None, coer=False, transform=None, timeout=60.0, retry_for=60.0):
         super().__init__(seed, shuffle, rank, world_size)
-        if isinstance(client, str):
+        if isinstance(client, (str, list, tuple)):  # endpoint(s)
             client = Client(client, timeout=timeout, retry_for=retry_for)
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
