@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_deploy.sh - the Ansible playbooks of deploy/ansible end to end, on
-# three test hosts made here (deploy/ansible/testhosts.sh: systemd-nspawn
+# four test hosts made here (deploy/ansible/testhosts.sh: systemd-nspawn
 # containers booted with systemd, each in its own network namespace with
 # its own sshd and host key; root logs in with a key made here, host keys
 # checked against the known_hosts testhosts.sh writes).
@@ -8,17 +8,22 @@
 # site.yml deploys, from the Debian packages of `make deb` ($BUILD/deb:
 # `make test` builds them first; run `make deb` before ONLY=test_deploy;
 # without them the test fails), an HTTPS cluster with a cluster
-# secret (a CA and per-host certificates made here): gateway g0 on host 1,
-# targets t0 and t1 (two mountpaths each) on hosts 2 and 3, as the
-# inventory written here says. Checks: every node runs as the packages'
-# system user from the installed unit, secrets are 0600, a bucket with two
-# copies takes a PUT and gives it back through the gateway. Then upgrade.yml rolls packages of a newer
-# version out to the targets, one by one in maintenance, while a load runs
-# through the gateway (PUT + GET-and-compare of new objects, GETs of the
-# objects written before, bounded in count and time): zero failed requests,
-# each target restarted and back, then the gateway's turn (no load: one
-# gateway is the cluster's only endpoint while it restarts) and every
-# object acknowledged during the load read back whole at the end.
+# secret (a CA and per-host certificates made here): the primary gateway g0
+# on host 1, gateway g1 on host 4, targets t0 and t1 (two mountpaths each)
+# on hosts 2 and 3, as the inventory written here says. (g1 has a host of
+# its own, as in a real deployment: on a target's host it would share that
+# host's package installs, which site.yml runs on the hosts at once.)
+# Checks: every node runs as the packages' system user from the installed
+# unit, secrets are 0600, a bucket with two copies takes a PUT and gives it
+# back through the gateway. Then upgrade.yml rolls packages of a newer
+# version out to the targets, one by one in maintenance, then to g1, then to
+# the primary g0, while a load runs through both gateways (the Python
+# client with both endpoints, two clients that start on different gateways:
+# PUT of new objects through one, GET-and-compare through the other, GETs
+# of the objects written before; bounded in count and time): zero failed
+# requests, each node restarted and back, each client failed over from a
+# gateway that stopped, every object acknowledged during the load read back
+# whole at the end, and the map has the 4 nodes and a primary.
 #
 # Skips, saying why loudly, only where this machine cannot make network
 # namespaces (not root, or no `ip netns`); everything else missing fails.
@@ -110,14 +115,14 @@ fi
 
 ssh-keygen -q -t ed25519 -N '' -C deploy-test -f "$W/id_ed25519"
 t0=$SECONDS
-if "$ANS/testhosts.sh" up -n "$NAME" -d "$HOSTS_DIR" -a "$NET" -k "$W/id_ed25519.pub" 3 >"$W/testhosts.log" 2>&1; then
-	ok "3 test hosts booted with systemd, sshd answering ($((SECONDS - t0)) s)"
+if "$ANS/testhosts.sh" up -n "$NAME" -d "$HOSTS_DIR" -a "$NET" -k "$W/id_ed25519.pub" 4 >"$W/testhosts.log" 2>&1; then
+	ok "4 test hosts booted with systemd, sshd answering ($((SECONDS - t0)) s)"
 else
 	fail "test hosts up"
 	sed 's/^/#   /' "$W/testhosts.log" | tail -20
 	finish
 fi
-H1=$NET.11 H2=$NET.12 H3=$NET.13
+H1=$NET.11 H2=$NET.12 H3=$NET.13 H4=$NET.14
 SSH=(ssh -i "$W/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$HOSTS_DIR/known_hosts"
 	-o ConnectTimeout=5)
 on() {
@@ -130,7 +135,7 @@ on() {
 	cd "$W/tls" || exit 1
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=deploy-test-ca \
 		-keyout ca.key -out ca.pem 2>/dev/null || exit 1
-	for i in 1 2 3; do
+	for i in 1 2 3 4; do
 		ip=$NET.$((10 + i))
 		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$ip" \
 			-keyout "h$i.key" -out "h$i.csr" 2>/dev/null || exit 1
@@ -144,7 +149,7 @@ on() {
 }
 SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat >"$W/inventory.yml" <<EOF
-# The test's inventory: 1 gateway, 2 targets, HTTPS, a cluster secret.
+# The test's inventory: 2 gateways, 2 targets, HTTPS, a cluster secret.
 aisd:
   vars:
     ansible_user: root
@@ -178,6 +183,12 @@ aisd:
       aisd_mountpaths: [/var/lib/aisd/mp1, /srv/aisd/mp2]
       aisd_tls_cert_file: $W/tls/h3.pem
       aisd_tls_key_file: $W/tls/h3.key
+    $NAME-4:
+      ansible_host: $H4
+      aisd_role: gateway
+      aisd_node_id: g1
+      aisd_tls_cert_file: $W/tls/h4.pem
+      aisd_tls_key_file: $W/tls/h4.key
 EOF
 export ANSIBLE_CONFIG=$ANS/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
 # each task's time in the logs
@@ -199,6 +210,7 @@ play() {
 # ---- deploy ----------------------------------------------------------------
 
 EP=https://$H1:8080
+EP1=https://$H4:8080
 CTL=("$AISCTL" --endpoint "$EP" --cacert "$W/tls/ca.pem")
 t0=$SECONDS
 if play site "$ANS/site.yml" -e "aisd_deb_dir=$W/debs/v1"; then
@@ -209,7 +221,7 @@ else
 fi
 show=$("${CTL[@]}" cluster show 2>&1)
 n_ok=$(echo "$show" | grep -cE '^(gateway|target) .* active .* ok$')
-check_eq "cluster show: 3 nodes active and healthy" "$n_ok" 3
+check_eq "cluster show: 4 nodes active and healthy" "$n_ok" 4
 echo "$show" | grep -q "https://$H2:8081" && ok "t0 in the map at its https URL" || fail "t0's URL (got: $show)"
 users=$(on "$H2" 'ps -o user= -C aisd; stat -c "%a %U" /etc/aisd/cluster.secret /etc/aisd/tls/node.key; dpkg-query -W -f="\${Version}" aisd')
 check_eq "t0: aisd runs as aisd, secrets 0600, package $V1" "$(echo $users)" "aisd 600 aisd 600 aisd $V1"
@@ -236,80 +248,128 @@ done
 
 # ---- rolling upgrade under load --------------------------------------------
 
-# The load: until $W/load.stop appears (at most 3000 rounds, 400 s), a new
-# object PUT and read back, and one of the earlier ones read and compared;
-# each request's failure is a line in load.fail, each acknowledged PUT a
-# line in load.acked.
-load() {
-	local i=0 f t_end=$((SECONDS + 400)) k
-	mkdir -p "$W/load"
-	while [ $i -lt 3000 ] && [ $SECONDS -lt $t_end ] && [ ! -e "$W/load.stop" ]; do
-		i=$((i + 1))
-		f=$W/load/o$i
-		{
-			echo "object $i"
-			head -c $((RANDOM * 2)) /dev/urandom
-		} >"$f"
-		if "${CURL[@]}" -T "$f" "$EP/v1/objects/data/load/o$i" -o /dev/null 2>>"$W/load.err"; then
-			echo "o$i" >>"$W/load.acked"
-		else
-			echo "PUT o$i" >>"$W/load.fail"
-			continue
-		fi
-		"${CURL[@]}" "$EP/v1/objects/data/load/o$i" -o "$f.got" 2>>"$W/load.err" && cmp -s "$f" "$f.got" ||
-			echo "GET o$i" >>"$W/load.fail"
-		k=$((i % 20 + 1))
-		"${CURL[@]}" "$EP/v1/objects/data/pre/p$k" -o "$W/load/p.got" 2>>"$W/load.err" &&
-			cmp -s "$W/pre/p$k" "$W/load/p.got" || echo "GET pre/p$k" >>"$W/load.fail"
-		echo "$i" >"$W/load.rounds"
-	done
-}
+# The load (the Python client, tools/python/aisd): until $W/load.stop
+# appears (at most 5000 rounds, 500 s, at most 10 rounds a second), a new
+# object PUT through client A (endpoints g0, g1) and read back through
+# client B (g1, g0), and one of the earlier ones read and compared through
+# A or B in turn. Each failed request is a line in load.fail, each
+# acknowledged PUT a line in load.acked (its bytes in load/); load.rounds:
+# rounds done, then each client's failovers (its endpoint in use changed).
+# `load.py W EP0 EP1 CA verify` reads every acknowledged object back and
+# prints "ACKED LOST".
+cat >"$W/load.py" <<'EOF'
+import os, sys, time
+from aisd import Client
+W, ep0, ep1, ca = sys.argv[1:5]
+a = Client([ep0, ep1], cafile=ca, timeout=20, retry_for=60, local=False)
+b = Client([ep1, ep0], cafile=ca, timeout=20, retry_for=60, local=False)
+if sys.argv[5:] == ["verify"]:
+    names, lost = open(W + "/load.acked").read().split(), 0
+    for o in names:
+        try:
+            ok = a.get("data", "load/" + o) == open("%s/load/%s" % (W, o), "rb").read()
+        except Exception as e:
+            ok = False
+            print("# %s: %r" % (o, e), file=sys.stderr)
+        lost += not ok
+    print(len(names), lost)
+    sys.exit(0)
+pre = {k: open("%s/pre/p%d" % (W, k), "rb").read() for k in range(1, 21)}
+last, moves = [a.endpoint, b.endpoint], [0, 0]
+fail, acked = open(W + "/load.fail", "a", buffering=1), open(W + "/load.acked", "a", buffering=1)
+i, t_end = 0, time.monotonic() + 500
+while i < 5000 and time.monotonic() < t_end and not os.path.exists(W + "/load.stop"):
+    i += 1
+    t_round = time.monotonic()
+    data = b"object %d\n" % i + os.urandom(i * 7919 % 32768)
+    try:
+        a.put("data", "load/o%d" % i, data)
+        with open("%s/load/o%d" % (W, i), "wb") as f:
+            f.write(data)
+        acked.write("o%d\n" % i)
+    except Exception as e:
+        fail.write("PUT o%d: %r\n" % (i, e))
+        continue
+    try:
+        if b.get("data", "load/o%d" % i) != data:
+            fail.write("GET o%d: other bytes\n" % i)
+    except Exception as e:
+        fail.write("GET o%d: %r\n" % (i, e))
+    k = i % 20 + 1
+    try:
+        if (a, b)[i % 2].get("data", "pre/p%d" % k) != pre[k]:
+            fail.write("GET pre/p%d: other bytes\n" % k)
+    except Exception as e:
+        fail.write("GET pre/p%d: %r\n" % (k, e))
+    for j, c in enumerate((a, b)):
+        if c.endpoint != last[j]:
+            last[j], moves[j] = c.endpoint, moves[j] + 1
+    with open(W + "/load.rounds.new", "w") as f:
+        f.write("%d %d %d\n" % (i, moves[0], moves[1]))
+    os.replace(W + "/load.rounds.new", W + "/load.rounds")
+    time.sleep(max(0.0, t_round + 0.1 - time.monotonic()))
+EOF
 : >"$W/load.fail"
 : >"$W/load.acked"
-load &
+mkdir -p "$W/load"
+PYTHONPATH=$REPO/tools/python /usr/bin/python3 "$W/load.py" "$W" "$EP" "$EP1" "$W/tls/ca.pem" 2>"$W/load.err" &
 LOAD_PID=$!
 t0=$SECONDS
 play upgrade-targets "$ANS/upgrade.yml" -e aisd_upgrade_roles=target -e "aisd_deb_dir=$W/debs/v2"
 rc=$?
-touch "$W/load.stop"
-wait_gone "$LOAD_PID" 60 || kill "$LOAD_PID" 2>/dev/null
-wait "$LOAD_PID" 2>/dev/null
-LOAD_PID=
-rounds=$(cat "$W/load.rounds" 2>/dev/null || echo 0)
+read -r rounds _ < <(cat "$W/load.rounds" 2>/dev/null || echo 0)
 if [ $rc = 0 ]; then
-	ok "upgrade.yml for the targets: both targets upgraded in turn ($((SECONDS - t0)) s, $rounds load rounds)"
+	ok "upgrade.yml for the targets: both targets upgraded in turn ($((SECONDS - t0)) s, $rounds load rounds so far)"
 else
 	fail "upgrade.yml for the targets"
 fi
 maint=$(grep -A3 'TASK \[aisd : maintenance start\]' "$W/upgrade-targets.log" | grep -c '^changed:')
 check_eq "each target went into maintenance" "$maint" 2
-[ "$rounds" -ge 5 ] && ok "the load ran $rounds rounds during the upgrade" || fail "the load ran only $rounds rounds"
-if [ -s "$W/load.fail" ]; then
-	fail "zero failed requests under the upgrade: $(wc -l <"$W/load.fail") failed, e.g. $(head -3 "$W/load.fail" | tr '\n' ' ')"
-	head -5 "$W/load.err" | sed 's/^/#   /'
-else
-	ok "zero failed requests during the rolling upgrade ($rounds rounds of PUT, GET, GET)"
-fi
 for ip in "$H2" "$H3"; do
 	check_eq "target at $ip runs package $V2" "$(on "$ip" 'dpkg-query -W -f="\${Version}" aisd')" "$V2"
 done
 
-# ---- the gateway, then nothing lost ----------------------------------------
+# ---- the gateways under the same load, then nothing lost -------------------
 
+read -r rounds_gw0 _ < <(cat "$W/load.rounds" 2>/dev/null || echo 0)
+t0=$SECONDS
 if play upgrade-gateways "$ANS/upgrade.yml" -e aisd_upgrade_roles=gateway -e "aisd_deb_dir=$W/debs/v2"; then
-	ok "upgrade.yml for the gateway"
+	ok "upgrade.yml for the gateways: g1, then the primary g0, under the load ($((SECONDS - t0)) s)"
 else
-	fail "upgrade.yml for the gateway"
+	fail "upgrade.yml for the gateways"
 fi
-check_eq "the gateway runs package $V2" "$(on "$H1" 'dpkg-query -W -f="\${Version}" aisd')" "$V2"
-lost=0
-while read -r o; do
-	"${CURL[@]}" "$EP/v1/objects/data/load/$o" -o "$W/load/check" 2>/dev/null && cmp -s "$W/load/$o" "$W/load/check" ||
-		lost=$((lost + 1))
-done <"$W/load.acked"
-acked=$(wc -l <"$W/load.acked")
-[ "$acked" -ge 5 ] && [ "$lost" = 0 ] && ok "all $acked objects acknowledged during the upgrade read back whole" ||
+read -r rounds_gw1 _ < <(cat "$W/load.rounds" 2>/dev/null || echo 0)
+touch "$W/load.stop"
+wait_gone "$LOAD_PID" 60 || kill "$LOAD_PID" 2>/dev/null
+wait "$LOAD_PID" 2>/dev/null
+LOAD_PID=
+read -r rounds moves_a moves_b < <(cat "$W/load.rounds" 2>/dev/null || echo 0 0 0)
+order=$(awk '/^TASK \[aisd : node restarted\]/ { f = 1; next } f && /^(changed|ok): / { print $2; f = 0 }' \
+	"$W/upgrade-gateways.log" | grep -oE "$NAME-[0-9]+" | tr '\n' ' ')
+check_eq "the gateways restarted in turn: g1 (host 4), then the primary g0 (host 1)" "$order" "$NAME-4 $NAME-1 "
+[ "$rounds" -ge 5 ] && [ $((rounds_gw1 - rounds_gw0)) -ge 5 ] &&
+	ok "the load ran $rounds rounds during the upgrade, $((rounds_gw1 - rounds_gw0)) during the gateways'" ||
+	fail "the load ran only $rounds rounds, $((rounds_gw1 - rounds_gw0)) during the gateways' upgrade"
+if [ -s "$W/load.fail" ]; then
+	fail "zero failed requests under the upgrade: $(wc -l <"$W/load.fail") failed, e.g. $(head -3 "$W/load.fail" | tr '\n' ' ')"
+	head -5 "$W/load.err" | sed 's/^/#   /'
+else
+	ok "zero failed requests during the rolling upgrade of targets and gateways ($rounds rounds of PUT, GET, GET)"
+fi
+[ "${moves_a:-0}" -ge 1 ] && [ "${moves_b:-0}" -ge 1 ] &&
+	ok "both clients failed over from a stopping gateway (A $moves_a times, B $moves_b times)" ||
+	fail "each client failed over at least once (A ${moves_a:-0}, B ${moves_b:-0} times)"
+for ip in "$H1" "$H4"; do
+	check_eq "gateway at $ip runs package $V2" "$(on "$ip" 'dpkg-query -W -f="\${Version}" aisd')" "$V2"
+done
+read -r acked lost < <(PYTHONPATH=$REPO/tools/python timeout 300 /usr/bin/python3 "$W/load.py" "$W" "$EP" "$EP1" \
+	"$W/tls/ca.pem" verify 2>>"$W/load.err" || echo 0 0)
+[ "${acked:-0}" -ge 5 ] && [ "$lost" = 0 ] && [ "$acked" = "$(wc -l <"$W/load.acked")" ] &&
+	ok "all $acked objects acknowledged during the upgrade read back whole" ||
 	fail "$lost of $acked acknowledged objects lost or changed"
-n_ok=$("${CTL[@]}" cluster show 2>&1 | grep -cE '^(gateway|target) .* active .* ok$')
-check_eq "after the upgrade: 3 nodes active and healthy" "$n_ok" 3
+show=$("${CTL[@]}" cluster show 2>&1)
+n_ok=$(echo "$show" | grep -cE '^(gateway|target) .* active .* ok$')
+check_eq "after the upgrade: 4 nodes active and healthy" "$n_ok" 4
+n_prim=$(echo "$show" | grep -cE '^gateway +g[01]\* ')
+check_eq "after the upgrade: the map has a primary gateway" "$n_prim" 1
 finish

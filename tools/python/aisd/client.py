@@ -9,12 +9,19 @@ What it guarantees:
   the object, with the same method, headers and body. A large PUT body is
   sent once: the request carries "Expect: 100-continue" and the body goes
   only to the node that asks for it.
-- Idempotent requests (GET, HEAD, DELETE, listing) are retried on
-  connection errors, timeouts and 5xx answers, with exponential backoff for
-  at most `retry_for` seconds, each time resolving the owner afresh through
-  the gateway. A stream (`open`) is retried until its first byte; reads
-  that fail later raise, and the caller resumes with a Range (ShardDataset
-  does).
+- Idempotent requests (GET, HEAD, DELETE, listing, and a PUT of a whole
+  object: the same bytes again) are retried on connection errors, timeouts
+  and 5xx answers, with exponential backoff for at most `retry_for`
+  seconds, each time resolving the owner afresh through the gateway. A
+  stream (`open`) is retried until its first byte; reads that fail later
+  raise, and the caller resumes with a Range (ShardDataset does).
+- Several gateways (a list, or one string of comma-separated URLs): a
+  request that fails as above is sent at once to the next gateway, and the
+  client stays with the one that answered; the backoff starts only when
+  every gateway failed in a row. So a gateway that stops (a refused
+  connect, a reset, a 503 while it drains) or restarts costs no failed
+  request. Requests that are not retried (bucket create, a node given to
+  `open`) fail over only from a refused connect (nothing was sent).
 - A response that ends before its Content-Length raises ConnectionError,
   never a silent short read.
 - Errors from the server raise HTTPError with the status and the message
@@ -402,8 +409,25 @@ def _local_get(pool, path, target, headers, url):
             sock.close()
 
 
+def _endpoints(endpoint):
+    """The endpoint list from a URL, comma-separated URLs or a sequence of
+    them; each checked. Raises ValueError when there is none or one is not
+    an http(s) URL."""
+    parts = endpoint.split(",") if isinstance(endpoint, str) else list(endpoint)
+    eps = [p.strip().rstrip("/") for p in parts if p and p.strip()]
+    if not eps:
+        raise ValueError("no endpoint given")
+    for e in eps:
+        _hostport(e)  # validates
+    return eps
+
+
 class Client:
-    """A client of one aisd endpoint (a gateway, or a standalone target).
+    """A client of aisd endpoints: one gateway (or a standalone target), or
+    several gateways of one cluster, as a list or one string of
+    comma-separated URLs ("https://g0:8080,https://g1:8080", e.g. from
+    $AIS_ENDPOINT): retried requests fail over from one to the next (see
+    above). .endpoint is the one in use, .endpoints all of them.
 
     timeout: seconds per socket operation; retry_for: how long idempotent
     requests are retried (connection errors, timeouts, 5xx) before the last
@@ -420,8 +444,8 @@ class Client:
 
     def __init__(self, endpoint, timeout=60.0, retry_for=60.0, cafile=None, certfile=None, keyfile=None,
                  ssl_context=None, token=None, local=True):
-        self.endpoint = endpoint.rstrip("/")
-        _hostport(self.endpoint)  # validates
+        self.endpoints = _endpoints(endpoint)
+        self._ep = 0  # index of the endpoint in use (shared by threads: a plain int)
         self.timeout, self.retry_for = timeout, retry_for
         # a bearer token (aisctl auth token create) for a cluster with
         # auth.enabled; default $AIS_AUTHN_TOKEN, as aisctl and AIStore
@@ -434,11 +458,16 @@ class Client:
         self.local = local
         self._pool = _Pool(timeout, ssl_context, local)
 
+    @property
+    def endpoint(self):
+        """The endpoint requests go to now."""
+        return self.endpoints[self._ep]
+
     def __repr__(self):
-        return "Client(%r)" % self.endpoint
+        return "Client(%r)" % (self.endpoint if len(self.endpoints) == 1 else self.endpoints)
 
     def __getstate__(self):  # picklable for DataLoader workers (spawn)
-        return {"endpoint": self.endpoint, "timeout": self.timeout, "retry_for": self.retry_for,
+        return {"endpoint": self.endpoints, "timeout": self.timeout, "retry_for": self.retry_for,
                 "cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile, "token": self.token, "local": self.local}
 
     def __setstate__(self, st):
@@ -574,24 +603,40 @@ class Client:
     def _call(self, method, path, query=None, body=None, headers=None, stream=False,
               retry=True, start_url=None, local=False):
         """A request with retries; path is the URL path on the endpoint;
-        local: see _once."""
-        url = start_url or self.endpoint + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        local: see _once. A retry goes to the next endpoint at once while
+        some endpoint has not failed since the last backoff pause (the one
+        that answers stays in use); start_url requests stay on their URL."""
+        qs = "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote) if query else ""
         headers = dict(headers or {})
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
         deadline = time.monotonic() + self.retry_for
         delay = 0.05
+        failed = 0  # endpoints failed in a row since the last pause
+        n = 1 if start_url else len(self.endpoints)
         while True:
+            i = self._ep
+            url = (start_url or self.endpoints[i] + path) + qs
             try:
                 return self._once(method, url, body, headers, stream, local)
             except HTTPError as e:
-                if not retry or e.status not in _RETRY_STATUS or time.monotonic() + delay > deadline:
+                if not retry or e.status not in _RETRY_STATUS:
                     raise
-            except (OSError, http.client.HTTPException):
-                if not retry or time.monotonic() + delay > deadline:
+                err = e
+            except (OSError, http.client.HTTPException) as e:
+                # a refused connect sent nothing: even a request that is not
+                # retried may go to the next endpoint
+                if not retry and not (isinstance(e, ConnectionRefusedError) and failed + 1 < n):
                     raise
+                err = e
+            failed += 1
+            if n > 1 and self._ep == i:  # another thread may have moved on already
+                self._ep = (i + 1) % n
+            if failed < n and time.monotonic() <= deadline:
+                continue  # the next endpoint, at once
+            if time.monotonic() + delay > deadline:
+                raise err
+            failed = 0
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
 

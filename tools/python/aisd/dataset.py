@@ -240,7 +240,7 @@ class ShardDataset(_Base):
     rank, world_size: the distributed split (default: torch.distributed's
     when initialized, else one rank); transform: called on each sample in
     the worker; timeout, retry_for, local: the Client's (when given an
-    endpoint; local=True reads shards of targets on this host as open
+    endpoint, or several gateways as a list or comma-separated; local=True reads shards of targets on this host as open
     descriptors over their unix socket); max_resumes: failed reads in a row, without a sample between them,
     before a shard's error is raised.
 
@@ -299,7 +299,7 @@ class ShardDataset(_Base):
                 raise ValueError("give client (or endpoint) and bucket, and one of prefix or shards; or urls")
             self._shards = list(shards) if shards is not None else None
             self._names = self._shards
-        if isinstance(client, str):
+        if isinstance(client, (str, list, tuple)):  # endpoint(s)
             client = Client(client, timeout=timeout, retry_for=retry_for, local=local)
         self.client, self.bucket, self.prefix, self.urls = client, bucket, prefix, urls is not None
         self.shuffle_buffer, self.transform = shuffle_buffer, transform
@@ -1110,12 +1110,13 @@ class BatchDataset(_Base):
     tool). Per epoch the index is shuffled with (seed, epoch), cut into
     batches of batch_size (the last one shorter unless drop_last), and the
     batches are dealt over ranks x workers like ShardDataset's shards. Use
-    with DataLoader(ds, batch_size=None)."""
+    with DataLoader(ds, batch_size=None). client: a Client, or its
+    endpoint(s) as ShardDataset takes them."""
 
     def __init__(self, client, bucket, index, batch_size, *, seed=0, shuffle=True, drop_last=False,
                  rank=None, world_size=None, coer=False, transform=None, timeout=60.0, retry_for=60.0):
         super().__init__(seed, shuffle, rank, world_size)
-        if isinstance(client, str):
+        if isinstance(client, (str, list, tuple)):  # endpoint(s)
             client = Client(client, timeout=timeout, retry_for=retry_for)
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
