@@ -208,8 +208,12 @@ check-docs-run: all
 check-deps:
 	$(Q)python3 tools/subsys-deps.py --check --allow s3,target >/dev/null
 
+# Integration tests JOBS at a time (those marked "# serial" alone): most
+# wait on daemons, sleeps and the network, so 2 fit 2 cores; JOBS=1 runs
+# them one after another with their output as it comes.
+JOBS ?= 2
 check-integration: all $(BUILD)/scaleload $(WHEEL)
-	$(Q)BUILD=$(BUILD) ./tests/integration/run.sh
+	$(Q)BUILD=$(BUILD) JOBS=$(JOBS) ./tests/integration/run.sh
 
 # ceph/s3-tests against a local 1-gateway 3-target cluster; the suite is a
 # checkout the developer points S3TESTS at (nothing is fetched), extra
