@@ -300,12 +300,21 @@ def no_id(loc):
     return base + ("?" + "&".join(kept) if kept else "")
 
 
-def smap_ids(node):
+def smap(node, timeout=5):
+    """node's cluster map (GET /v1/cluster?what=smap), None when it does not answer 200."""
     try:
-        r = get(node.url, "/v1/cluster?what=smap", timeout=5)
-        d = r.json() if r.status == 200 else None
+        r = get(node.url, "/v1/cluster?what=smap", timeout=timeout)
+        return r.json() if r.status == 200 else None
+    except OSError:
+        return None
+
+
+def smap_ids(node):
+    """The ids of the nodes in node's cluster map, or None."""
+    try:
+        d = smap(node)
         return {n["id"] for n in d["nodes"]} if d else None
-    except (OSError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 

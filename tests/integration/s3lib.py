@@ -241,6 +241,21 @@ def write_keys(path, keys):
     os.replace(path + ".tmp", path)
 
 
+def sse_cluster(t, subdir, master_keys, kms_keys, args=()):
+    """A 1-gateway 3-target cluster (cluster()) serving SSE-S3 and SSE-KMS
+    from key files written under AISD_DIR/subdir (master_keys and kms_keys:
+    [(ID, 32 bytes)]), SSE-C over plain HTTP allowed, args added: (endpoint,
+    master key file, KMS key file); a test may rewrite the files (rotation)."""
+    base = os.path.join(os.environ["AISD_DIR"], subdir)
+    os.makedirs(base, exist_ok=True)
+    master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
+    write_keys(master, master_keys)
+    write_keys(kms, kms_keys)
+    ep = cluster(t, subdir, targets=3, args=["--set", "s3.sse_key_file=" + master, "--set", "s3.kms_key_file=" + kms,
+                                             "--set", "s3.sse_c_plain_http=on"] + list(args))
+    return ep, master, kms
+
+
 def status_code(fn):
     """(HTTP status, S3 error code) of a boto3 call: (200, None) when it
     succeeds."""

@@ -27,21 +27,13 @@ import time
 from itlib import T
 
 import clulib
-from clulib import Node, follow, get, node_id, poll, procs, request, smap_ids
+from clulib import Node, follow, get, node_id, poll, request, smap, smap_ids
 
 JSON = {"Content-Type": "application/json"}
 CTL = os.environ["AISCTL"]
 t = T()
 clulib.init(t, "fo", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms",
                       "--set", "store.fsync=never"])
-
-
-def smap(node, timeout=3):
-    try:
-        r = get(node.url, "/v1/cluster?what=smap", timeout=timeout)
-        return r.json() if r.status == 200 else None
-    except OSError:
-        return None
 
 
 def primary_of(node):

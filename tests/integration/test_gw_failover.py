@@ -25,7 +25,7 @@ import time
 from itlib import T
 
 import clulib
-from clulib import Node, get, node_id, poll, procs, smap_ids
+from clulib import Node, node_id, poll, procs, smap, smap_ids
 
 ROOT = os.path.abspath(os.path.join(os.environ["IT_LIB"], "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
@@ -34,14 +34,6 @@ from aisd import Client  # noqa: E402
 t = T()
 clulib.init(t, "gwfo", ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms",
                         "--set", "store.fsync=never"])
-
-
-def smap(node):
-    try:
-        r = get(node.url, "/v1/cluster?what=smap", timeout=3)
-        return r.json() if r.status == 200 else None
-    except OSError:
-        return None
 
 
 def primary_of(node):

@@ -22,12 +22,11 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 from itlib import T, q
 
 import clulib
-from clulib import Node, curl, follow, get, node_id, poll, procs, request, smap_ids
+from clulib import Node, curl, follow, get, node_id, poll, procs, request, smap, smap_ids
 
 B = "ns"
 CTL = os.environ["AISCTL"]
@@ -35,14 +34,6 @@ JSON = {"Content-Type": "application/json"}
 
 t = T()
 clulib.init(t, 'ns', ["--set", "cluster.keepalive=300ms", "--set", "cluster.grace=1500ms", "--set", "store.fsync=never"])
-
-
-def smap(node):
-    try:
-        r = get(node.url, "/v1/cluster?what=smap", timeout=5)
-        return r.json() if r.status == 200 else None
-    except OSError:
-        return None
 
 
 def log_text(node):

@@ -40,21 +40,14 @@ from itlib import T
 
 from clulib import request
 import clulib
-from s3lib import AWS_ENV, boto3_client, cluster, disk_has, run, status_code, write_keys
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, run, sse_cluster, status_code
 
 JSON = {"Content-Type": "application/json"}
 os.environ["BOTO_DISABLE_CRT"] = "true"
 
 t = T()
-base = os.path.join(os.environ["AISD_DIR"], "ssebucket")
-os.makedirs(base, exist_ok=True)
-master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-write_keys(master, [("m1", os.urandom(32))])
-write_keys(kms, [("app-key", os.urandom(32)), ("other-key", os.urandom(32))])
-EP = cluster(t, "ssebucket", targets=3, args=["--set", "s3.sse_key_file=" + master, "--set",
-                                              "s3.kms_key_file=" + kms, "--set", "s3.sse_c_plain_http=on"])
+EP, master, kms = sse_cluster(t, "ssebucket", [("m1", os.urandom(32))],
+                               [("app-key", os.urandom(32)), ("other-key", os.urandom(32))])
 g = cluster.nodes[0]
 targets = list(cluster.nodes[1:])
 s3 = boto3_client(EP)

@@ -32,23 +32,15 @@ from itlib import T
 
 from clulib import request
 import clulib
-from s3lib import AWS_ENV, boto3_client, cluster, disk_has, keys_in_logs, run, status_code, write_keys
+from s3lib import AWS_ENV, boto3_client, cluster, disk_has, keys_in_logs, run, sse_cluster, status_code
 
 os.environ["BOTO_DISABLE_CRT"] = "true"
 
 t = T()
-base = os.path.join(os.environ["AISD_DIR"], "s3ssempu")
-os.makedirs(base, exist_ok=True)
 K1, KMS_A, KMS_B = os.urandom(32), os.urandom(32), os.urandom(32)
 CKEY, CKEY2 = os.urandom(32), os.urandom(32)
 ALL_KEYS = [K1, KMS_A, KMS_B, CKEY, CKEY2]
-master, kms = os.path.join(base, "sse.keys"), os.path.join(base, "kms.keys")
-
-
-write_keys(master, [("k1", K1)])
-write_keys(kms, [("app-key", KMS_A), ("other-key", KMS_B)])
-EP = cluster(t, "s3ssempu", targets=3, args=["--set", "s3.sse_key_file=" + master, "--set",
-                                              "s3.kms_key_file=" + kms, "--set", "s3.sse_c_plain_http=on"])
+EP, master, kms = sse_cluster(t, "s3ssempu", [("k1", K1)], [("app-key", KMS_A), ("other-key", KMS_B)])
 g = cluster.nodes[0]
 targets = list(cluster.nodes[1:])
 s3 = boto3_client(EP)
