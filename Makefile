@@ -220,6 +220,7 @@ check-integration: all $(BUILD)/scaleload $(WHEEL)
 # pytest arguments in S3TESTS_ARGS (e.g. -k object_lock). Not part of test.
 s3-tests: all
 	$(Q)[ -n "$(S3TESTS)" ] || { echo "usage: make s3-tests S3TESTS=/path/to/s3-tests [S3TESTS_ARGS='-k object_lock']"; exit 2; }
+	$(Q)./tools/install-deps.sh --s3tests
 	$(Q)BUILD=$(BUILD) ./tools/s3tests.sh $(S3TESTS) $(S3TESTS_ARGS)
 
 # Every suite runs even when an earlier one fails; the closing lines say

@@ -3,8 +3,9 @@
 # needs to build, test and benchmark, and only those that are missing.
 # Runs as root (or via sudo when available). Safe to run again.
 #
-# usage: install-deps.sh [--bench]
-#   --bench  also what only `make bench` needs (gnuplot-nox draws its curves)
+# usage: install-deps.sh [--bench] [--s3tests]
+#   --bench    also what only `make bench` needs (gnuplot-nox draws its curves)
+#   --s3tests  also what ceph/s3-tests needs to run (`make s3-tests`)
 set -e
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev libleveldb-dev \
@@ -13,7 +14,15 @@ curl python3 python3-botocore python3-boto3 awscli s3cmd rclone s3fs procps ipro
 python3-torch python3-pil python3-venv python3-pip python3-setuptools python3-wheel debhelper dpkg-dev lintian openssl nodejs npm swift swift-proxy swift-object swift-container swift-account \
 ansible openssh-client openssh-server systemd-container"
 BENCH_PKGS="gnuplot-nox"
-[ "${1:-}" = --bench ] && PKGS="$PKGS $BENCH_PKGS"
+S3TESTS_PKGS="python3-pytest python3-isodate python3-munch python3-gevent python3-yaml python3-tz python3-httplib2 \
+python3-lxml python3-requests"
+for a in "$@"; do
+	case $a in
+	--bench) PKGS="$PKGS $BENCH_PKGS" ;;
+	--s3tests) PKGS="$PKGS $S3TESTS_PKGS" ;;
+	*) echo "usage: install-deps.sh [--bench] [--s3tests]" >&2; exit 2 ;;
+	esac
+done
 
 missing=""
 for p in $PKGS; do

@@ -73,24 +73,33 @@ const unsigned char *sse_keys_find(const sse_keys_t *ks, const char *id);
 void sse_keys_wipe(sse_keys_t *ks);
 
 /* The part layout of an object completed from a multipart upload whose
- * parts were encrypted one by one (src/s3/sse.c rule 8): part NUM's bytes
- * are the CTR stream from offset NUM * SSE_PART_STRIDE, so a part is
- * encrypted before its place in the object is known. The text is the S3
- * metadata's part sizes, "[N:]SIZE*COUNT+...": runs of COUNT consecutive
- * parts of SIZE bytes, the first numbered N (else the number after the
- * last run's; 1 at the start). */
+ * parts were encrypted one by one (src/s3/sse.c rule 8): part NUM's bytes,
+ * uploaded for the GEN-th time under that number (0: the first), are the
+ * CTR stream from offset sse_part_stream(NUM, GEN), so a part is encrypted
+ * before its place in the object is known and no two uploads of a part
+ * share key stream. The text is the S3 metadata's part sizes,
+ * "[N:]SIZE*COUNT[@GEN]+...": runs of COUNT consecutive parts of SIZE
+ * bytes, the first numbered N (else the number after the last run's; 1 at
+ * the start), all of generation GEN (else 0). */
 #define SSE_PART_STRIDE (1ull << 33) /* 8 GiB: more than S3's largest part */
+#define SSE_PART_NUMS 10000          /* S3's part numbers: 1..10000 */
+#define SSE_PART_GEN_MAX 214747      /* (GEN_MAX + 1) * NUMS * STRIDE < 2^64 */
+static inline uint64_t sse_part_stream(uint32_t num, uint32_t gen)
+{
+	return ((uint64_t)gen * SSE_PART_NUMS + num) * SSE_PART_STRIDE;
+}
 typedef struct sse_parts {
 	size_t n; /* runs */
 	struct sse_run {
 		uint64_t start; /* the run's offset in the object */
 		uint64_t size;  /* each part's */
-		uint32_t first, count;
+		uint32_t first, count, gen;
 	} *runs; /* malloc'd */
 } sse_parts_t;
 /* Parses the layout into *out (out->runs malloc'd: sse_parts_free):
  * AIS_OK, or AIS_ERR when it is not one (numbers not ascending, over
- * 10000 parts, a size over SSE_PART_STRIDE). */
+ * 10000 parts, a size over SSE_PART_STRIDE, a generation over
+ * SSE_PART_GEN_MAX). */
 int sse_parts_parse(const char *p, sse_parts_t *out);
 /* The CTR stream offset of the object's byte off, and in *seg how many
  * bytes from off are in the same part (0: off is past the end). */

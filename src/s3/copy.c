@@ -84,7 +84,6 @@ struct cp {
 	bool replace;
 	bool part;            /* UploadPartCopy */
 	sv_t upload_id;
-	void *upload;
 	uint32_t num;
 	bool has_range;
 	uint64_t rstart, rlast;
@@ -97,8 +96,7 @@ struct cp {
 	bool checked;
 	/* destination */
 	ol_put_t op;
-	int pfd;
-	char tmp[1200];
+	s3_part_file_t pf; /* UploadPartCopy's part */
 	EVP_MD_CTX *md5;
 	char md5hex[33];
 	uint64_t copied;
@@ -109,7 +107,7 @@ struct cp {
 	buf_t hdrs;
 	s3_sse_t *dsse; /* CopyObject: the destination's encryption (sse.c; NULL: plain) */
 	s3_sse_t *skey; /* the source's SSE-C key, if given (s3_sse_source_key) */
-	s3_sse_t *pkey; /* UploadPartCopy: the request's SSE-C key (s3_sse_part_key); dsse its part's encryption */
+	s3_sse_t *pkey; /* UploadPartCopy: the request's SSE-C key (s3_sse_part_key) */
 	s3_sse_t *ssse; /* the source's decryption (NULL: a plain source) */
 	const char *msg; /* with code: the answer's message */
 };
@@ -118,10 +116,7 @@ static void cp_cleanup(void *arg)
 {
 	struct cp *c = arg;
 	ol_put_free(&c->op);
-	if (c->pfd >= 0)
-		close(c->pfd);
-	if (c->tmp[0])
-		unlink(c->tmp);
+	s3_mpu_part_drop(&c->pf);
 	EVP_MD_CTX_free(c->md5);
 	buf_free(&c->custom);
 	buf_free(&c->out);
@@ -129,7 +124,6 @@ static void cp_cleanup(void *arg)
 }
 
 static int cp_plain(struct cp *c, const char *p, size_t n);
-static int cp_out(struct cp *c, const char *p, size_t n);
 
 /* The source's metadata is known: check conditionals and the range. */
 static int cp_check(struct cp *c)
@@ -179,11 +173,15 @@ static int cp_sink(struct cp *c, const char *p, size_t n)
 static int cp_plain(struct cp *c, const char *p, size_t n)
 {
 	EVP_DigestUpdate(c->md5, p, n);
+	if (c->part) {
+		c->copied += n;
+		return s3_mpu_part_write(&c->pf, p, n);
+	}
 	if (c->dsse) { /* sse.c rules 2 and 8: ciphertext is what is stored */
 		char enc[16 * 1024];
 		while (n) {
 			size_t k = MIN(n, sizeof(enc));
-			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || cp_out(c, enc, k) != AIS_OK)
+			if (s3_sse_xor(c->dsse, c->copied, p, enc, k) != AIS_OK || ol_put_write(&c->op, enc, k) != AIS_OK)
 				return AIS_ERR;
 			p += k;
 			n -= k;
@@ -192,14 +190,6 @@ static int cp_plain(struct cp *c, const char *p, size_t n)
 		return AIS_OK;
 	}
 	c->copied += n;
-	return cp_out(c, p, n);
-}
-
-/* Bytes as stored into the destination: the part's file or the object. */
-static int cp_out(struct cp *c, const char *p, size_t n)
-{
-	if (c->part)
-		return fd_write_all(c->pfd, p, n) == AIS_OK ? AIS_OK : AIS_ERR;
 	return ol_put_write(&c->op, p, n);
 }
 
@@ -380,24 +370,7 @@ static int open_dest(struct cp *c)
 		c->op.w = r->where;
 		return ol_put_begin(&c->op);
 	}
-	char dir[1100], rh[17];
-	unsigned char rnd[8];
-	if (s3_mpu_part_open(r, c->upload_id, dir, sizeof(dir), &c->upload) != AIS_OK) {
-		c->code = "NoSuchUpload";
-		errno = ENOENT;
-		return AIS_ERR;
-	}
-	if (s3_sse_part_open(r->node.conf, s3_mpu_sse(c->upload), c->pkey, c->num, &c->dsse, &c->code, &c->msg) !=
-	    AIS_OK) {
-		errno = EINVAL;
-		return AIS_ERR;
-	}
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return AIS_ERR;
-	hex_encode(rnd, sizeof(rnd), rh);
-	snprintf(c->tmp, sizeof(c->tmp), "%s/t%05u.%s", dir, c->num, rh);
-	c->pfd = open(c->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	return c->pfd < 0 ? AIS_ERR : AIS_OK;
+	return s3_mpu_part_begin(r, c->upload_id, c->num, c->pkey, &c->pf, &c->code, &c->msg);
 }
 
 static void cp_work(http_req_t *req)
@@ -430,21 +403,12 @@ static void cp_work(http_req_t *req)
 	hex_encode(dig, 16, c->md5hex);
 	char t[40];
 	if (c->part) {
-		if (fsync(c->pfd) || close(c->pfd)) {
-			c->pfd = -1;
-			c->err = errno ? errno : EIO;
-			return;
-		}
-		c->pfd = -1;
-		if (c->dsse) /* its ETag as an encrypted object's (sse.c rule 3) */
-			s3_sse_etag(c->dsse, dig, c->md5hex);
-		if (s3_mpu_install_part(c->upload, c->num, c->tmp, c->md5hex) != AIS_OK) {
+		if (s3_mpu_part_commit(&c->pf, true, dig, c->md5hex) != AIS_OK) {
 			c->err = errno ? errno : EIO;
 			if (c->err == ENOENT)
 				c->code = "NoSuchUpload";
 			return;
 		}
-		c->tmp[0] = '\0';
 		s3_time_iso(time_now_ns(), t, sizeof(t));
 		s3_xml_head(&c->out, "CopyPartResult");
 		s3_xml_elemstr(&c->out, "LastModified", t);
@@ -520,7 +484,7 @@ static void cp_done(http_req_t *req)
 			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
 			s3_version_header(r, c->op.meta.custom);
 		}
-		s3_sse_headers(r, c->dsse);
+		s3_sse_headers(r, c->part ? c->pf.sse : c->dsse);
 		s3_send_xml(r, 200, &c->out);
 	}
 }
@@ -529,7 +493,7 @@ static struct cp *cp_new(s3_rq_t *r, sv_t src)
 {
 	struct cp *c = arena_zalloc(r->http->arena, sizeof(*c));
 	c->r = r;
-	c->pfd = -1;
+	c->pf.fd = -1;
 	arena_cleanup_add(r->http->arena, cp_cleanup, c);
 	r->op = c;
 	if (s3_copy_source(r, src, &c->sb, &c->sk, &c->svid) != AIS_OK)

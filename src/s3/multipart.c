@@ -195,10 +195,20 @@ int s3_mpu_gc(const conf_t *c)
 
 typedef struct part {
 	uint32_t num;
+	uint32_t gen; /* an encrypted upload's: which upload of this number (sse.h) */
 	char md5[33];
 	uint64_t size;
 	int64_t mtime_ns;
 } part_t;
+
+/* A part's file: "pNNNNN.MD5", ".GEN" appended where GEN is not 0. */
+static void part_file(char *path, size_t cap, const char *dir, uint32_t num, const char *md5, uint32_t gen)
+{
+	if (gen)
+		snprintf(path, cap, "%s/p%05u.%s.%u", dir, num, md5, gen);
+	else
+		snprintf(path, cap, "%s/p%05u.%s", dir, num, md5);
+}
 
 static int part_cmp(const void *a, const void *b)
 {
@@ -217,11 +227,14 @@ static int parts_list(const char *dir, part_t **out, size_t *n)
 		return AIS_ERR;
 	while ((e = readdir(d))) {
 		const char *nm = e->d_name;
-		uint64_t num;
+		size_t len = strlen(nm), base = 1 + 5 + 1 + 32;
+		uint64_t num, gen = 0;
 		struct stat st;
 		char p[PATH_MAX_S3];
-		if (nm[0] != 'p' || strlen(nm) != 1 + 5 + 1 + 32 || nm[6] != '.' ||
-		    num_parse_u64(nm + 1, 5, 1, S3_MAX_PARTS, &num) != AIS_OK)
+		if (nm[0] != 'p' || len < base || nm[6] != '.' ||
+		    num_parse_u64(nm + 1, 5, 1, S3_MAX_PARTS, &num) != AIS_OK ||
+		    (len > base && (nm[base] != '.' ||
+				    num_parse_u64(nm + base + 1, len - base - 1, 1, SSE_PART_GEN_MAX, &gen) != AIS_OK)))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, nm);
 		if (stat(p, &st))
@@ -229,6 +242,7 @@ static int parts_list(const char *dir, part_t **out, size_t *n)
 		if (k == cap)
 			v = xrealloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
 		v[k].num = (uint32_t)num;
+		v[k].gen = (uint32_t)gen;
 		memcpy(v[k].md5, nm + 7, 32);
 		v[k].md5[32] = '\0';
 		v[k].size = (uint64_t)st.st_size;
@@ -591,20 +605,25 @@ static bool completed_before(struct mpu *u)
 
 /* The part numbers and sizes of a completed upload for its S3 metadata
  * (s3_part_range): runs of consecutive numbers of equal sizes,
- * "[N:]SIZE*COUNT+...", N only where a run does not go on from the last. */
-static char *part_sizes(arena_t *a, part_t **use, size_t n)
+ * "[N:]SIZE*COUNT+...", N only where a run does not go on from the last;
+ * with gens, an encrypted upload's layout (sse.h): runs of one generation
+ * too, "@GEN" after those not of 0. */
+static char *part_sizes(arena_t *a, part_t **use, size_t n, bool gens)
 {
 	buf_t b = BUF_INIT;
 	uint32_t next = 1;
 	for (size_t i = 0; i < n;) {
 		size_t k = i + 1;
-		while (k < n && use[k]->size == use[i]->size && use[k]->num == use[k - 1]->num + 1)
+		while (k < n && use[k]->size == use[i]->size && use[k]->num == use[k - 1]->num + 1 &&
+		       (!gens || use[k]->gen == use[i]->gen))
 			k++;
 		if (i)
 			buf_addch(&b, '+');
 		if (use[i]->num != next)
 			buf_addf(&b, "%u:", use[i]->num);
 		buf_addf(&b, "%llu*%zu", (unsigned long long)use[i]->size, k - i);
+		if (gens && use[i]->gen)
+			buf_addf(&b, "@%u", use[i]->gen);
 		next = use[k - 1]->num + 1;
 		i = k;
 	}
@@ -650,6 +669,10 @@ static void complete_work(http_req_t *req)
 		}
 		part_t key = {.num = (uint32_t)pr->num};
 		part_t *p = n ? bsearch(&key, v, n, sizeof(*v), part_cmp) : NULL;
+		while (p && p > v && p[-1].num == key.num) /* two uploads of it: the one with its ETag */
+			p--;
+		while (p && strcmp(p->md5, pr->etag) && p + 1 < v + n && p[1].num == key.num)
+			p++;
 		if (!p || pr->num < 1 || pr->num > S3_MAX_PARTS || strcmp(p->md5, pr->etag)) {
 			u->code = "InvalidPart";
 			goto out;
@@ -666,7 +689,7 @@ static void complete_work(http_req_t *req)
 	if (m.sse) { /* an SSE-C key given is checked; none is needed (sse.c rule 8) */
 		const char *code, *msg;
 		bool keyless = m.sse[0] == 'C' && !u->skey->has_kek && !u->skey->want;
-		if (!keyless && s3_sse_part_open(r->node.conf, m.sse, u->skey, 0, &u->sse, &code, &msg) != AIS_OK) {
+		if (!keyless && s3_sse_part_open(r->node.conf, m.sse, u->skey, 0, 0, &u->sse, &code, &msg) != AIS_OK) {
 			u->code = code;
 			buf_addstr(&u->msg, msg);
 			goto out;
@@ -694,7 +717,7 @@ static void complete_work(http_req_t *req)
 	for (size_t i = 0; i < u->cr.n && !u->err; i++) {
 		char path[PATH_MAX_S3];
 		unsigned char bin[16];
-		snprintf(path, sizeof(path), "%s/p%05u.%s", u->dir, use[i]->num, use[i]->md5);
+		part_file(path, sizeof(path), u->dir, use[i]->num, use[i]->md5, use[i]->gen);
 		hex_decode(use[i]->md5, 32, bin, sizeof(bin));
 		EVP_DigestUpdate(md, bin, sizeof(bin));
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -769,9 +792,9 @@ static void complete_work(http_req_t *req)
 		snprintf(u->ck_b64, sizeof(u->ck_b64), full ? "%s" : "%s-%zu", b64, u->cr.n);
 		m.ck = arena_printf(req->arena, "%s:%s:%s", s3_ck_name(ck), u->ck_b64, ck_type);
 	}
-	m.parts = part_sizes(req->arena, use, u->cr.n);
+	m.parts = part_sizes(req->arena, use, u->cr.n, false);
 	if (m.sse) /* the parts' layout, to decrypt each from its stream (sse.c rule 8) */
-		m.sse = s3_sse_record_parts(req->arena, m.sse, m.parts);
+		m.sse = s3_sse_record_parts(req->arena, m.sse, part_sizes(req->arena, use, u->cr.n, true));
 	buf_reset(&u->custom);
 	if (s3_meta_encode(&m, &u->custom) != AIS_OK) {
 		if (m.sse) { /* the layout is needed to read it */
@@ -828,51 +851,85 @@ static void complete_body(s3_rq_t *r, buf_t *body)
 
 /* --- UploadPart ------------------------------------------------------------------ */
 
-struct part_sink {
-	struct mpu *u;
-	uint32_t num;
-	char tmp[PATH_MAX_S3];
-	int fd;
-	s3_sse_t *key; /* the request's SSE-C key (s3_sse_part_key) */
-	s3_sse_t *sse; /* the part's encryption (sse.c rule 8; NULL: plain) */
-	uint64_t off;  /* bytes written */
-};
+/* --- a part being written: UploadPart here, UploadPartCopy in copy.c ------------- */
 
-static int part_begin(s3_put_t *p)
+/* The generation of a new upload of part num of an encrypted upload, so
+ * that it has key stream of its own (sse.c rule 8): the first free
+ * "gNNNNN.GEN" marker, taken by creating it (O_EXCL: two uploads of a part
+ * at once get two), kept until the upload ends so that no generation is
+ * used twice, not even after an upload that failed once it wrote. */
+static int part_gen(const char *dir, uint32_t num, uint32_t *gen)
 {
-	struct part_sink *s = p->sink;
+	char path[PATH_MAX_S3];
+	for (uint32_t g = 0; g <= SSE_PART_GEN_MAX; g++) {
+		snprintf(path, sizeof(path), "%s/g%05u.%u", dir, num, g);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			close(fd);
+			*gen = g;
+			return AIS_OK;
+		}
+		if (errno != EEXIST)
+			return AIS_ERR;
+	}
+	errno = EMLINK;
+	return AIS_ERR;
+}
+
+static int part_begin_in(struct mpu *u, uint32_t num, s3_sse_t *key, s3_part_file_t *pf, const char **code,
+			 const char **msg)
+{
 	unsigned char rnd[8];
 	char rh[17];
-	if (mpu_open(s->u) != AIS_OK) {
-		p->code = "NoSuchUpload";
+	s3_meta_t m;
+	pf->upload = u;
+	pf->num = num;
+	pf->fd = -1;
+	if (mpu_open(u) != AIS_OK) {
+		*code = "NoSuchUpload";
 		errno = ENOENT;
 		return AIS_ERR;
 	}
-	s3_meta_t m;
-	s3_meta_decode(p->r->http->arena, s->u->in.custom, &m);
-	if (s3_sse_part_open(p->r->node.conf, m.sse, s->key, s->num, &s->sse, &p->code, &p->msg) != AIS_OK) {
+	s3_meta_decode(u->r->http->arena, u->in.custom, &m);
+	if (m.sse && part_gen(u->dir, num, &pf->gen) != AIS_OK) {
+		if (errno == EMLINK) {
+			*code = "InvalidRequest";
+			*msg = "this part number was uploaded too many times; start a new upload";
+		}
+		return AIS_ERR;
+	}
+	if (s3_sse_part_open(u->r->node.conf, m.sse, key, num, pf->gen, &pf->sse, code, msg) != AIS_OK) {
 		errno = EINVAL;
 		return AIS_ERR;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return AIS_ERR;
 	hex_encode(rnd, sizeof(rnd), rh);
-	snprintf(s->tmp, sizeof(s->tmp), "%s/t%05u.%s", s->u->dir, s->num, rh);
-	s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	return s->fd < 0 ? AIS_ERR : AIS_OK;
+	snprintf(pf->tmp, sizeof(pf->tmp), "%s/t%05u.%s", u->dir, num, rh);
+	pf->fd = open(pf->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (pf->fd < 0)
+		pf->tmp[0] = '\0';
+	return pf->fd < 0 ? AIS_ERR : AIS_OK;
 }
 
-static int part_write(s3_put_t *p, const char *b, size_t n)
+int s3_mpu_part_begin(s3_rq_t *r, sv_t id, uint32_t num, s3_sse_t *key, s3_part_file_t *pf, const char **code,
+		      const char **msg)
 {
-	struct part_sink *s = p->sink;
-	if (!s->sse)
-		return fd_write_all(s->fd, b, n);
+	return part_begin_in(mpu_alloc(r, id), num, key, pf, code, msg);
+}
+
+int s3_mpu_part_write(s3_part_file_t *pf, const char *b, size_t n)
+{
+	if (!pf->sse) {
+		pf->off += n;
+		return fd_write_all(pf->fd, b, n);
+	}
 	char enc[16 * 1024]; /* sse.c rule 8: a part is ciphertext from its first byte on disk */
 	while (n) {
 		size_t k = MIN(n, sizeof(enc));
-		if (s3_sse_xor(s->sse, s->off, b, enc, k) != AIS_OK || fd_write_all(s->fd, enc, k) != AIS_OK)
+		if (s3_sse_xor(pf->sse, pf->off, b, enc, k) != AIS_OK || fd_write_all(pf->fd, enc, k) != AIS_OK)
 			return AIS_ERR;
-		s->off += k;
+		pf->off += k;
 		b += k;
 		n -= k;
 	}
@@ -881,19 +938,19 @@ static int part_write(s3_put_t *p, const char *b, size_t n)
 
 /* Renames the finished temp file to its part name, replacing an older
  * upload of the same number. */
-static int part_install(struct mpu *u, uint32_t num, const char *tmp, const char *md5hex)
+static int part_install(struct mpu *u, uint32_t num, uint32_t gen, const char *tmp, const char *md5hex)
 {
 	char fin[PATH_MAX_S3];
 	part_t *v = NULL;
 	size_t n = 0;
-	snprintf(fin, sizeof(fin), "%s/p%05u.%s", u->dir, num, md5hex);
+	part_file(fin, sizeof(fin), u->dir, num, md5hex, gen);
 	if (rename(tmp, fin))
 		return AIS_ERR;
 	if (parts_list(u->dir, &v, &n) == AIS_OK) {
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].num == num && strcmp(v[i].md5, md5hex)) {
+			if (v[i].num == num && (strcmp(v[i].md5, md5hex) || v[i].gen != gen)) {
 				char old[PATH_MAX_S3];
-				snprintf(old, sizeof(old), "%s/p%05u.%s", u->dir, num, v[i].md5);
+				part_file(old, sizeof(old), u->dir, num, v[i].md5, v[i].gen);
 				unlink(old);
 			}
 		}
@@ -902,22 +959,58 @@ static int part_install(struct mpu *u, uint32_t num, const char *tmp, const char
 	return fsync_path(u->dir);
 }
 
+int s3_mpu_part_commit(s3_part_file_t *pf, bool sync, const unsigned char md5[16], char md5hex[33])
+{
+	int fd = pf->fd;
+	pf->fd = -1;
+	if ((sync && fsync(fd)) || close(fd))
+		return AIS_ERR;
+	if (pf->sse) /* its ETag as an encrypted object's (sse.c rule 3) */
+		s3_sse_etag(pf->sse, md5, md5hex);
+	else
+		hex_encode(md5, 16, md5hex);
+	if (part_install(pf->upload, pf->num, pf->gen, pf->tmp, md5hex) != AIS_OK)
+		return AIS_ERR;
+	pf->tmp[0] = '\0';
+	return AIS_OK;
+}
+
+void s3_mpu_part_drop(s3_part_file_t *pf)
+{
+	if (pf->fd >= 0)
+		close(pf->fd);
+	pf->fd = -1;
+	if (pf->tmp[0])
+		unlink(pf->tmp);
+	pf->tmp[0] = '\0';
+}
+
+/* UploadPart: the s3_put sink of a part */
+struct part_sink {
+	struct mpu *u;
+	s3_sse_t *key; /* the request's SSE-C key (s3_sse_part_key) */
+	s3_part_file_t pf;
+};
+
+static int part_begin(s3_put_t *p)
+{
+	struct part_sink *s = p->sink;
+	return part_begin_in(s->u, s->pf.num, s->key, &s->pf, &p->code, &p->msg);
+}
+
+static int part_write(s3_put_t *p, const char *b, size_t n)
+{
+	return s3_mpu_part_write(&((struct part_sink *)p->sink)->pf, b, n);
+}
+
 static int part_commit(s3_put_t *p)
 {
 	struct part_sink *s = p->sink;
-	if ((s->u->r->node.conf->fsync == CONF_FSYNC_ALWAYS && fsync(s->fd)) || close(s->fd)) {
-		s->fd = -1;
-		return AIS_ERR;
-	}
-	s->fd = -1;
-	if (s->sse) /* its ETag as an encrypted object's (sse.c rule 3) */
-		s3_sse_etag(s->sse, p->md5, p->md5hex);
-	if (part_install(s->u, s->num, s->tmp, p->md5hex) != AIS_OK) {
+	if (s3_mpu_part_commit(&s->pf, s->u->r->node.conf->fsync == CONF_FSYNC_ALWAYS, p->md5, p->md5hex) != AIS_OK) {
 		if (errno == ENOENT)
 			p->code = "NoSuchUpload";
 		return AIS_ERR;
 	}
-	s->tmp[0] = '\0';
 	return AIS_OK;
 }
 
@@ -926,45 +1019,16 @@ static void part_reply(s3_put_t *p)
 	s3_common_headers(p->r);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);
 	s3_put_ck_header(p, false);
-	s3_sse_headers(p->r, ((struct part_sink *)p->sink)->sse);
+	s3_sse_headers(p->r, ((struct part_sink *)p->sink)->pf.sse);
 	http_resp_send(p->r->http, "", 0);
 }
 
 static void part_cleanup(s3_put_t *p)
 {
-	struct part_sink *s = p->sink;
-	if (s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
-	if (s->tmp[0])
-		unlink(s->tmp);
-	s->tmp[0] = '\0';
+	s3_mpu_part_drop(&((struct part_sink *)p->sink)->pf);
 }
 
 static const s3_put_ops_t part_ops = {part_begin, part_write, part_commit, part_reply, part_cleanup};
-
-int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload)
-{
-	struct mpu *u = mpu_alloc(r, id);
-	if (mpu_open(u) != AIS_OK)
-		return AIS_ERR;
-	snprintf(dir, dsz, "%s", u->dir);
-	*upload = u;
-	return AIS_OK;
-}
-
-const char *s3_mpu_sse(void *upload)
-{
-	struct mpu *u = upload;
-	s3_meta_t m;
-	s3_meta_decode(u->r->http->arena, u->in.custom, &m);
-	return m.sse;
-}
-
-int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex)
-{
-	return part_install(upload, num, tmp, md5hex);
-}
 
 int s3_multipart(s3_rq_t *r, sv_t id)
 {
@@ -994,8 +1058,8 @@ int s3_multipart(s3_rq_t *r, sv_t id)
 		s3_put_t *p = arena_zalloc(req->arena, sizeof(*p));
 		struct part_sink *s = arena_zalloc(req->arena, sizeof(*s));
 		s->u = u;
-		s->num = (uint32_t)num;
-		s->fd = -1;
+		s->pf.num = (uint32_t)num;
+		s->pf.fd = -1;
 		if (s3_sse_part_key(r, &s->key) != AIS_OK)
 			return AIS_OK;
 		p->ops = &part_ops;

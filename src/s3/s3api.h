@@ -522,12 +522,12 @@ int s3_sse_source_open(const conf_t *c, const char *meta, s3_sse_t *k, s3_sse_t 
  * encryption with -aws-kms-key-id as a restatement of the upload's mode;
  * any other SSE header 400 InvalidArgument): AIS_OK with *out or AIS_ERR
  * after answering; then, with the upload's record (NULL: a plain upload),
- * part num's encryption: AIS_OK with *out (NULL: plain), or AIS_ERR with
+ * the encryption of upload gen of part num (sse.h): AIS_OK with *out (NULL: plain), or AIS_ERR with
  * *code, *msg (400 InvalidRequest: the key missing for an SSE-C upload or
  * given for another, 400 InvalidArgument: another key, or a mode that is
  * not the upload's). */
 int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out);
-int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, uint32_t gen, s3_sse_t **out,
 		     const char **code, const char **msg);
 /* The record of an object completed from an upload of record meta, with
  * the parts' layout (sse.h: sse_parts_t's text). */
@@ -605,13 +605,31 @@ typedef struct s3_upload {
 int s3_mpu_local_uploads(const conf_t *c, const char *bck, sv_t prefix, s3_upload_t **out, size_t *n);
 /* Removes this target's upload id (an abort). Blocking. */
 void s3_mpu_local_remove(const conf_t *c, const char *id);
-/* For UploadPartCopy (copy.c): opens the upload (AIS_ERR: NoSuchUpload)
- * and fills its directory; then installs a finished temp file as part
- * num. Blocking. */
-int s3_mpu_part_open(s3_rq_t *r, sv_t id, char *dir, size_t dsz, void **upload);
-/* The upload's encryption record (sse.c rule 8), NULL: a plain upload. */
-const char *s3_mpu_sse(void *upload);
-int s3_mpu_install_part(void *upload, uint32_t num, const char *tmp, const char *md5hex);
+/* A part being written, by UploadPart or UploadPartCopy (copy.c). */
+typedef struct s3_part_file {
+	void *upload; /* the upload's state (multipart.c) */
+	uint32_t num;
+	uint32_t gen;   /* an encrypted upload's: which upload of num this is (sse.c rule 8) */
+	int fd;         /* the temp file; -1: none */
+	char tmp[1200]; /* its path; "": none */
+	s3_sse_t *sse;  /* the part's encryption (sse.c rule 8); NULL: a plain upload */
+	uint64_t off;   /* bytes written */
+} s3_part_file_t;
+/* Opens upload id (AIS_ERR, *code NoSuchUpload: none of this bucket and
+ * key), takes the part's encryption with the request's SSE-C key
+ * (s3_sse_part_key; AIS_ERR with *code and *msg when it does not fit) and
+ * creates the part's temp file. Blocking, as the three below. */
+int s3_mpu_part_begin(s3_rq_t *r, sv_t id, uint32_t num, s3_sse_t *key, s3_part_file_t *pf, const char **code,
+		      const char **msg);
+/* Appends n bytes of plaintext (ciphertext on disk in an encrypted upload). */
+int s3_mpu_part_write(s3_part_file_t *pf, const char *b, size_t n);
+/* Closes the temp file (synced first when sync), puts the part's ETag in
+ * md5hex (of its plaintext's md5; sse.c rule 3 when encrypted) and
+ * installs it as part num in place of an older upload of num. AIS_ERR:
+ * errno (ENOENT: the upload is gone). */
+int s3_mpu_part_commit(s3_part_file_t *pf, bool sync, const unsigned char md5[16], char md5hex[33]);
+/* Closes and removes the temp file of a part not committed. */
+void s3_mpu_part_drop(s3_part_file_t *pf);
 
 /* --- uploads.c: ListMultipartUploads (local or fanned out) --- */
 int s3_mpu_list_uploads(s3_rq_t *r);

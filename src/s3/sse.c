@@ -50,15 +50,17 @@
  *     bucket's default) as a PutObject and keeps the record with the
  *     upload; every part is encrypted by its UploadPart or UploadPartCopy
  *     (an SSE-C upload's parts carry its key; parts are ciphertext on disk
- *     from the start) with the upload's data key at the CTR stream offset
- *     NUM * SSE_PART_STRIDE, as its place in the object is known only at
- *     Complete, which joins the parts' bytes as they are and writes the
- *     object's record with the layout of its parts (sse.h) appended, so a
- *     read maps each byte to its part's stream (s3_sse_xor): ranges across
- *     parts, partNumber reads, copies of it. No key is needed at Complete
- *     (an SSE-C key given there is checked). A part uploaded again under
- *     the same number reuses that number's key stream for the bytes that
- *     replace the removed part file.
+ *     from the start) with the upload's data key, from a CTR stream
+ *     offset of its own: sse_part_stream(NUM, GEN), GEN counting the
+ *     uploads of part NUM (multipart.c part_gen), so a part uploaded again,
+ *     or twice at once, never reuses key stream (two ciphertexts of one
+ *     stream give away the XOR of their plaintexts to whoever reads the
+ *     disk). Its place in the object is known only at Complete, which
+ *     joins the parts' bytes as they are and writes the object's record
+ *     with the layout of its parts (sse.h: sizes and generations)
+ *     appended, so a read maps each byte to its part's stream
+ *     (s3_sse_xor): ranges across parts, partNumber reads, copies of it.
+ *     No key is needed at Complete (an SSE-C key given there is checked).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -503,7 +505,7 @@ int s3_sse_part_key(s3_rq_t *r, s3_sse_t **out)
 	return rc == AIS_ERR ? AIS_ERR : AIS_OK;
 }
 
-int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, s3_sse_t **out,
+int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t num, uint32_t gen, s3_sse_t **out,
 		     const char **code, const char **msg)
 {
 	char want = k->want;
@@ -521,7 +523,7 @@ int s3_sse_part_open(const conf_t *c, const char *meta, s3_sse_t *k, uint32_t nu
 		return AIS_ERR;
 	}
 	if (*out)
-		(*out)->base = (uint64_t)num * SSE_PART_STRIDE;
+		(*out)->base = sse_part_stream(num, gen);
 	return AIS_OK;
 }
 

@@ -218,19 +218,22 @@ int sse_parts_parse(const char *p, sse_parts_t *out)
 		const char *plus = memchr(p, '+', (size_t)(end - p)), *stop = plus ? plus : end;
 		const char *colon = memchr(p, ':', (size_t)(stop - p));
 		uint64_t first = next, size, n;
-		if (colon && num_parse_u64(p, (size_t)(colon - p), next, 10000, &first) != AIS_OK)
+		if (colon && num_parse_u64(p, (size_t)(colon - p), next, SSE_PART_NUMS, &first) != AIS_OK)
 			goto bad;
 		const char *q = colon ? colon + 1 : p;
 		const char *star = memchr(q, '*', (size_t)(stop - q));
+		const char *at = star ? memchr(star, '@', (size_t)(stop - star)) : NULL, *cend = at ? at : stop;
+		uint64_t gen = 0;
 		if (!star || num_parse_u64(q, (size_t)(star - q), 0, SSE_PART_STRIDE, &size) != AIS_OK ||
-		    num_parse_u64(star + 1, (size_t)(stop - star - 1), 1, 10000, &n) != AIS_OK || total + n > 10000 ||
-		    first + n - 1 > 10000)
+		    num_parse_u64(star + 1, (size_t)(cend - star - 1), 1, SSE_PART_NUMS, &n) != AIS_OK ||
+		    total + n > SSE_PART_NUMS || first + n - 1 > SSE_PART_NUMS ||
+		    (at && num_parse_u64(at + 1, (size_t)(stop - at - 1), 0, SSE_PART_GEN_MAX, &gen) != AIS_OK))
 			goto bad;
 		if (out->n == cap) {
 			cap = cap ? cap * 2 : 8;
 			out->runs = xrealloc(out->runs, cap * sizeof(*out->runs));
 		}
-		out->runs[out->n++] = (struct sse_run){off, size, (uint32_t)first, (uint32_t)n};
+		out->runs[out->n++] = (struct sse_run){off, size, (uint32_t)first, (uint32_t)n, (uint32_t)gen};
 		off += n * size;
 		total += n;
 		next = first + n;
@@ -267,7 +270,7 @@ uint64_t sse_parts_map(const sse_parts_t *ps, uint64_t off, uint64_t *seg)
 		if (r->size && off < r->start + (uint64_t)r->count * r->size) {
 			uint64_t i = (off - r->start) / r->size, in = (off - r->start) % r->size;
 			*seg = r->size - in;
-			return (uint64_t)(r->first + i) * SSE_PART_STRIDE + in;
+			return sse_part_stream(r->first + (uint32_t)i, r->gen) + in;
 		}
 	}
 	return 0;

@@ -20,9 +20,13 @@ Checks:
     aws:kms 200; the object reads back as SSE-KMS.
  4. No file under any target holds the plaintext marker, while a plain
     upload's control marker is found (the search can fail).
- 5. The AWS CLI: aws s3 cp of a 9 MiB file (multipart) with --sse-c up
+ 5. A part uploaded three times under one number (twice by UploadPart,
+    once by UploadPartCopy), zeros each time: three different ciphertexts
+    on disk (no key stream used twice); the completed object reads back
+    whole, in a range across the part's end, and by part number.
+ 6. The AWS CLI: aws s3 cp of a 9 MiB file (multipart) with --sse-c up
     and down, byte for byte.
- 6. No log line of any node holds a key; no error-level line.
+ 7. No log line of any node holds a key; no error-level line.
 """
 # timeout: 240
 import json
@@ -171,7 +175,46 @@ s3.complete_multipart_upload(Bucket="mpu", Key="plain", UploadId=up,
 t.check(disk_has(targets, PLAIN_MARK[:24]), "the plain upload's marker is found on disk (the search works)")
 t.eq(disk_has(targets, MARK[:24]), [], "no file under any target holds the encrypted uploads' plaintext")
 
-# 5. the AWS CLI (multipart above 8 MiB)
+# 5. a part uploaded again (or by UploadPartCopy) gets key stream of its own: zeros uploaded
+#    three times under one number are three different ciphertexts (the key stream itself)
+def part_files(up, num):
+    found = []
+    for n in targets:
+        for root, _, files in os.walk(n.dir):
+            if root.endswith("/s3mpu/" + up):
+                found += [os.path.join(root, f) for f in files if f.startswith("p%05d." % num)]
+    return found
+
+
+ZERO = bytes(5 * MIB)  # a part but the last is at least 5 MiB
+s3.put_object(Bucket="mpu", Key="zeros", Body=ZERO, ServerSideEncryption="AES256")
+up = s3.create_multipart_upload(Bucket="mpu", Key="again", ServerSideEncryption="AES256")["UploadId"]
+streams, etags = [], []
+for how in ("put", "put", "copy"):
+    if how == "put":
+        r = s3.upload_part(Bucket="mpu", Key="again", UploadId=up, PartNumber=7, Body=ZERO)
+        etags.append(r["ETag"])
+    else:
+        r = s3.upload_part_copy(Bucket="mpu", Key="again", UploadId=up, PartNumber=7,
+                                CopySource={"Bucket": "mpu", "Key": "zeros"})
+        etags.append(r["CopyPartResult"]["ETag"])
+    f = part_files(up, 7)
+    streams.append(open(f[0], "rb").read() if len(f) == 1 else None)
+t.check(all(s is not None and len(s) == len(ZERO) for s in streams), "one part file after each upload of part 7",
+        [len(s) if s else s for s in streams])
+t.check(len(set(streams)) == 3 and ZERO not in streams, "three uploads of zeros as part 7: three different "
+        "ciphertexts (no key stream used twice)", [s[:8].hex() if s else s for s in streams])
+r2 = s3.upload_part(Bucket="mpu", Key="again", UploadId=up, PartNumber=8, Body=b"end")
+s3.complete_multipart_upload(Bucket="mpu", Key="again", UploadId=up, MultipartUpload={
+    "Parts": [{"PartNumber": 7, "ETag": etags[-1]}, {"PartNumber": 8, "ETag": r2["ETag"]}]})
+got = s3.get_object(Bucket="mpu", Key="again")["Body"].read()
+t.check(got == ZERO + b"end", "the object of the re-uploaded part reads back: its zeros, then part 8", len(got))
+got = s3.get_object(Bucket="mpu", Key="again", Range="bytes=%d-%d" % (len(ZERO) - 2, len(ZERO) + 1))["Body"].read()
+t.eq(got, b"\0\0en", "a range across the re-uploaded part's end")
+got = s3.get_object(Bucket="mpu", Key="again", PartNumber=7)["Body"].read()
+t.check(got == ZERO, "?partNumber=7 reads the re-uploaded part", len(got))
+
+# 6. the AWS CLI (multipart above 8 MiB)
 work = os.environ["TMPDIR"]
 src, back, keyf = os.path.join(work, "cli.src"), os.path.join(work, "cli.back"), os.path.join(work, "cli.key")
 CLI = data_of(MARK, 9 * MIB + 5, b"cli/")
@@ -188,7 +231,7 @@ rc, out = run(cmd + ["s3://mpu/cli", back, "--sse-c", "AES256", "--sse-c-key", "
 t.check(rc == 0 and open(back, "rb").read() == CLI, "aws s3 cp --sse-c down: byte for byte", out[-300:])
 t.eq(disk_has(targets, MARK[:24]), [], "still no plaintext on disk")
 
-# 6. no key in any log
+# 7. no key in any log
 leaks = keys_in_logs(cluster.nodes, ALL_KEYS)
 t.eq(leaks, [], "no key (base64 or hex) in any node's log")
 

@@ -147,8 +147,25 @@ START_TEST(test_parts)
 	sse_parts_map(&ps, 5, &seg);
 	ck_assert_uint_eq(seg, 0);
 	sse_parts_free(&ps);
+	/* generations: part 2 uploaded again (1), part 3 twice more (2), and the
+	 * largest generation at part 10000 stays inside 64 bits */
+	ck_assert_int_eq(sse_parts_parse("10*1+10*1@1+4*1@2+10000:1*1@214747", &ps), AIS_OK);
+	ck_assert_uint_eq(ps.n, 4);
+	o = sse_parts_map(&ps, 5, &seg);
+	ck_assert(o == sse_part_stream(1, 0) + 5 && o == SSE_PART_STRIDE + 5 && seg == 5);
+	o = sse_parts_map(&ps, 12, &seg);
+	ck_assert(o == sse_part_stream(2, 1) + 2 && o == (10000ull + 2) * SSE_PART_STRIDE + 2 && seg == 8);
+	o = sse_parts_map(&ps, 21, &seg);
+	ck_assert(o == sse_part_stream(3, 2) + 1 && seg == 3);
+	o = sse_parts_map(&ps, 24, &seg);
+	ck_assert(o == sse_part_stream(10000, SSE_PART_GEN_MAX) && seg == 1);
+	ck_assert(o / SSE_PART_STRIDE == 214747ull * 10000 + 10000 && o > sse_part_stream(9999, SSE_PART_GEN_MAX));
+	/* no two (number, generation) pairs share a stream */
+	ck_assert(sse_part_stream(10000, 0) < sse_part_stream(1, 1));
+	sse_parts_free(&ps);
 	const char *bad[] = {"", "+", "5*1+", "5", "5*0", "2:5*1+1:5*1", "10001:5*1", "5*10001", "9999:5*3",
-			     "8589934593*1", "x*1", "1:2:3*1"};
+			     "8589934593*1", "x*1", "1:2:3*1", "5*1@", "5*1@x", "5*1@214748", "5*1@1@2", "5@1*1",
+			     "5*1@-1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(sse_parts_parse(bad[i], &ps) == AIS_ERR && !ps.runs, "bad %zu: %s", i, bad[i]);
 }
