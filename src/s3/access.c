@@ -341,8 +341,8 @@ int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3a
 	} else {
 		s3acl_canned("private", 7, owner, bucket_owner, out);
 	}
-	if (*given && !s3_requester(r)) {
-		s3_error(r, "AccessDenied", "Access Denied: anonymous requests cannot set an ACL");
+	if (grants && !s3_requester(r)) { /* a canned ACL is kept, owned by the bucket's owner */
+		s3_error(r, "AccessDenied", "Access Denied: anonymous requests cannot grant by header (x-amz-grant-*)");
 		return AIS_ERR;
 	}
 	return *given ? s3_acl_check_users(r, out) : AIS_OK;
@@ -359,12 +359,14 @@ int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 	m->owner = m->acl = NULL;
 	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
 		snprintf(b.owner, sizeof(b.owner), "%s", default_owner());
-	/* (anonymous: a canned ACL is read as the bucket owner's, so that it is
-	 * refused as an anonymous ACL, not as an unknown one) */
+	/* anonymous (a public-read-write bucket): an object of the bucket's
+	 * owner, with the canned ACL asked for, else the bucket's permissions */
 	if (s3_acl_from_req(r, uid ? uid : b.owner, b.owner, acl, &given) != AIS_OK)
 		return AIS_ERR;
-	if (!uid) /* anonymous (a public-read-write bucket): the bucket's permissions */
+	if (!uid && !given)
 		return AIS_OK;
+	if (!uid)
+		uid = b.owner;
 	s3acl_encode(acl, &t);
 	m->owner = arena_strndup(r->http->arena, uid, strlen(uid));
 	m->acl = arena_strndup(r->http->arena, t.ptr ? t.ptr : "", t.len);

@@ -221,9 +221,16 @@ t.eq((st, get("v2/obj")), (204, b"v2"), "a SigV2-signed form: 204, stored")
 st, h, b = post("/upl", body_of([("key", "anon")], b"a"))
 t.eq((st, code(b)[0]), (403, "AccessDenied"), "an anonymous form to a private bucket: 403")
 s3.create_bucket(Bucket="pub", ACL="public-read-write")
-st, h, b = post("/pub", body_of([("key", "anon"), ("acl", "public-read")], b"a"))
-t.check((st, code(b)[0]) == (403, "AccessDenied") and "cannot set an ACL" in code(b)[1],
-        "an anonymous form with an acl field: 403, as an anonymous PutObject with x-amz-acl", (st, b[:300]))
+st, h, b = post("/pub", body_of([("key", "anon-acl"), ("acl", "public-read")], b"a"))
+t.eq((st, get("anon-acl", "pub")), (204, b"a"), "an anonymous form with a canned acl field: stored")
+grants = s3.get_object_acl(Bucket="pub", Key="anon-acl")["Grants"]
+t.eq(sorted((x["Grantee"].get("URI", x["Grantee"].get("ID")), x["Permission"]) for x in grants),
+     sorted([("http://acs.amazonaws.com/groups/global/AllUsers", "READ"), (s3.list_buckets()["Owner"]["ID"],
+                                                                           "FULL_CONTROL")]),
+     "... with that ACL, owned by the bucket's owner")
+st, h, b = post("/pub", body_of([("key", "anon-grant"), ("x-amz-grant-read", 'id="x"')], b"a"))
+t.check((st, code(b)[0]) == (403, "AccessDenied") and "grant by header" in code(b)[1],
+        "an anonymous form granting by header: 403", (st, b[:300]))
 st, h, b = post("/pub", body_of([("key", "anon")], b"anon bytes"))
 t.eq((st, get("anon", "pub")), (204, b"anon bytes"), "an anonymous form to a public-read-write bucket: stored")
 
