@@ -473,6 +473,11 @@ int s3_list_objects(s3_rq_t *r, int version)
 		}
 		l->url_enc = true;
 	}
+	sv_t un; /* Ceph's extension: an order is not needed (ours is kept), but a delimiter needs one */
+	if (http_query_get(req, "allow-unordered", &un) && sv_eqstr(un, "true") && l->delim.len) {
+		s3_error(r, "InvalidArgument", "allow-unordered cannot be used with a delimiter");
+		return AIS_OK;
+	}
 	if (version == 2) {
 		sv_t fo, tok = {NULL, 0};
 		l->start_after = s3_query_str(req, "start-after");

@@ -305,6 +305,11 @@ r = s3.list_objects(Bucket=L, Prefix="z", EncodingType="url")  # asked for: boto
 t.eq([o["Key"] for o in r["Contents"]], ["z%20z", "z%25z", "z%2Bz", "zz/%C3%A4/1"], "encoding-type=url: keys URL-encoded")
 r = s3.list_objects(Bucket=L, Prefix="z")  # botocore adds encoding-type=url itself and decodes
 t.eq([o["Key"] for o in r["Contents"]], ["z z", "z%z", "z+z", "zz/ä/1"], "encoding-type=url round trip (botocore decodes)")
+st, _, body = signed(EP, "GET", "/%s?allow-unordered=true&prefix=z" % L)
+t.check(st == 200 and body.count(b"<Key>") == 4, "allow-unordered=true: the listing (in order)", (st, body[:200]))
+st, _, body = signed(EP, "GET", "/%s?allow-unordered=true&delimiter=%%2F" % L)
+t.check(st == 400 and b"InvalidArgument" in body, "allow-unordered=true with a delimiter: 400 InvalidArgument",
+        (st, body[:200]))
 r = s3.list_object_versions(Bucket=L, Prefix="a")
 t.check(all(v["VersionId"] == "null" and v["IsLatest"] for v in r["Versions"]) and len(r["Versions"]) == 3,
         "ListObjectVersions: VersionId null", r)
