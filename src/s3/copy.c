@@ -482,7 +482,7 @@ static void cp_done(http_req_t *req)
 			bool null;
 			bool has = olver_id_of(c->sm.custom, id, &null);
 			http_resp_header(req, "x-amz-copy-source-version-id", "%s", has && !null ? id : "null");
-			s3_version_header(r, c->op.meta.custom);
+			s3_version_header(r, c->op.meta.custom, true);
 		}
 		s3_sse_headers(r, c->part ? c->pf.sse : c->dsse);
 		s3_send_xml(r, 200, &c->out);

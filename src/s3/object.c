@@ -289,7 +289,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		s3_ck_headers(r, &m);
 	if (nparts)
 		http_resp_header(req, "x-amz-mp-parts-count", "%u", nparts);
-	s3_version_header(r, sm.custom);
+	s3_version_header(r, sm.custom, false);
 	s3_lc_header(r, sm.size, sm.mtime_ns, &m.tags);
 	if (rr == AIS_OK) {
 		http_resp_status(req, 206);
@@ -506,7 +506,7 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 	s3_xml_close(&b, "GetObjectAttributesResponse");
 	time_http_date(smp->mtime_ns, t, sizeof(t));
 	http_resp_header(req, "Last-Modified", "%s", t);
-	s3_version_header(r, smp->custom);
+	s3_version_header(r, smp->custom, false);
 	s3_send_xml(r, 200, &b);
 }
 
@@ -665,7 +665,7 @@ static void obj_reply(s3_put_t *p)
 {
 	struct obj_sink *s = p->sink;
 	s3_common_headers(p->r);
-	s3_version_header(p->r, s->op.meta.custom);
+	s3_version_header(p->r, s->op.meta.custom, true);
 	s3_lc_header(p->r, s->op.meta.size, s->op.meta.mtime_ns, &s->m.tags);
 	s3_sse_headers(p->r, p->sse);
 	http_resp_header(p->r->http, "ETag", "\"%s\"", p->md5hex);

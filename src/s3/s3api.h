@@ -378,8 +378,10 @@ unsigned s3_history(s3_rq_t *r);
 int s3_versioning(s3_rq_t *r);
 /* ListObjectVersions of a bucket whose history is not off. */
 int s3_list_versions(s3_rq_t *r);
-/* x-amz-version-id for an object's custom metadata, when it has one. */
-void s3_version_header(s3_rq_t *r, const char *custom);
+/* x-amz-version-id for an object's custom metadata, when it has one; of a
+ * write (PUT, copy, POST) only a version id that is not null, as S3 (a
+ * write into a suspended bucket answers none). */
+void s3_version_header(s3_rq_t *r, const char *custom, bool write);
 
 /* --- objlock.c: S3 object lock (the object layer enforces it: olver.c rule 8) --- */
 /* The bucket's object lock configuration (bmd.h props.s3lock) into out

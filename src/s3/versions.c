@@ -40,11 +40,12 @@ unsigned s3_history(s3_rq_t *r)
 	return h;
 }
 
-void s3_version_header(s3_rq_t *r, const char *custom)
+void s3_version_header(s3_rq_t *r, const char *custom, bool write)
 {
 	char id[NAME_VER_ID_LEN + 1];
 	bool null;
-	if (olver_id_of(custom, id, &null) || s3_history(r) != BMD_HIST_OFF)
+	bool has = olver_id_of(custom, id, &null);
+	if (write ? has && !null : has || s3_history(r) != BMD_HIST_OFF)
 		http_resp_header(r->http, "x-amz-version-id", "%s", null ? "null" : id);
 }
 
