@@ -19,6 +19,9 @@
  *   x-amz-a:v1,v2 \n ...   (lower-cased, sorted, values trimmed)
  *   [/bucket-of-Host]/raw/path[?sub=v&sub2]   (signed sub-resources, sorted)
  *
+ * A path-style bucket "/b" verifies signed as "/b" (AWS's rule) or "/b/"
+ * (botocore's clients); both name the same resource.
+ *
  * Date is "" when x-amz-date is present and Expires in the query form.
  */
 #include <openssl/crypto.h>
@@ -164,7 +167,14 @@ static void subresource_query(buf_t *out, sv_t q)
 	}
 }
 
-void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date)
+/* Whether the path names a bucket path-style ("/b"). */
+static bool bucket_path(const s3_req_t *req)
+{
+	sv_t p = req->path;
+	return !req->vhost_bucket.len && p.len > 1 && !memchr(p.ptr + 1, '/', p.len - 1);
+}
+
+void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, bool bucket_slash)
 {
 	static const char *const std[] = {"content-md5", "content-type"};
 	buf_addstr(out, req->method);
@@ -182,6 +192,8 @@ void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date)
 		buf_addsv(out, req->vhost_bucket);
 	}
 	buf_addsv(out, req->path.len ? req->path : SV("/"));
+	if (bucket_slash && bucket_path(req))
+		buf_addch(out, '/');
 	subresource_query(out, req->query);
 }
 
@@ -310,8 +322,15 @@ int s3_v2_verify(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t authz, int64
 	const s3_key_t *key = s3_find_key(cfg, ak, err);
 	if (!key || payload_mode(req, out, err) != AIS_OK)
 		return AIS_ERR;
-	s3_v2_string_to_sign(&sts, req, date);
+	s3_v2_string_to_sign(&sts, req, date, false);
 	bool ok = s3_v2_match(key->secret_key, sts.ptr, sts.len, sig);
+	if (!ok && bucket_path(req)) {
+		/* botocore's clients sign a path-style bucket as "/b/" (the
+		 * virtual-hosted form), others as sent: the same resource */
+		sts.len = 0;
+		s3_v2_string_to_sign(&sts, req, date, true);
+		ok = s3_v2_match(key->secret_key, sts.ptr, sts.len, sig);
+	}
 	buf_free(&sts);
 	if (!ok) {
 		s3_err(err, 403, "SignatureDoesNotMatch",

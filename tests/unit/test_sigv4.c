@@ -1205,7 +1205,7 @@ static void v2_case(treq_t *t, const char *vhost, const char *date, const char *
 	buf_t sts = BUF_INIT;
 	char got[S3_V2_SIG_LEN + 1];
 	t->r.vhost_bucket = sv_from(vhost);
-	s3_v2_string_to_sign(&sts, &t->r, sv_from(date));
+	s3_v2_string_to_sign(&sts, &t->r, sv_from(date), false);
 	buf_addch(&sts, '\0');
 	ck_assert_str_eq(sts.ptr, want);
 	s3_v2_sign(SK, sts.ptr, sts.len - 1, got);
@@ -1290,10 +1290,25 @@ START_TEST(test_v2_canonical)
 	mkreq(&t, "GET", "/b/k?versionId=v%2B1&uploads&response-content-type=text%2Fplain&prefix=x&acl=",
 	      (const char *const[]){"x-amz-date: Tue, 27 Mar 2007 19:36:42 +0000", "Date: whatever", NULL});
 	buf_t sts = BUF_INIT;
-	s3_v2_string_to_sign(&sts, &t.r, SV(""));
+	s3_v2_string_to_sign(&sts, &t.r, SV(""), false);
 	buf_addch(&sts, '\0');
 	ck_assert_str_eq(sts.ptr, "GET\n\n\n\nx-amz-date:Tue, 27 Mar 2007 19:36:42 +0000\n"
 	                          "/b/k?acl=&response-content-type=text/plain&uploads&versionId=v+1");
+	buf_free(&sts);
+	/* a path-style bucket: "/b" as sent, or "/b/" as botocore signs it;
+	 * Host's bucket: "/b/" */
+	mkreq(&t, "PUT", "/b", NULL);
+	for (int slash = 0; slash < 2; slash++) {
+		s3_v2_string_to_sign(&sts, &t.r, SV("d"), slash);
+		buf_addch(&sts, '\0');
+		ck_assert_str_eq(sts.ptr, slash ? "PUT\n\n\nd\n/b/" : "PUT\n\n\nd\n/b");
+		sts.len = 0;
+	}
+	mkreq(&t, "PUT", "/", NULL);
+	t.r.vhost_bucket = SV("b");
+	s3_v2_string_to_sign(&sts, &t.r, SV("d"), true);
+	buf_addch(&sts, '\0');
+	ck_assert_str_eq(sts.ptr, "PUT\n\n\nd\n/b/");
 	buf_free(&sts);
 }
 END_TEST
@@ -1303,7 +1318,7 @@ static void v2_sign_req(treq_t *t, const char *date)
 {
 	buf_t sts = BUF_INIT;
 	char sig[S3_V2_SIG_LEN + 1], h[128];
-	s3_v2_string_to_sign(&sts, &t->r, sv_from(date));
+	s3_v2_string_to_sign(&sts, &t->r, sv_from(date), false);
 	s3_v2_sign(SK, sts.ptr, sts.len, sig);
 	snprintf(h, sizeof(h), "Authorization: AWS %s:%s", AK, sig);
 	addhdr(t, h);
