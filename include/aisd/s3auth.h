@@ -152,8 +152,9 @@ typedef struct s3_auth {
  * AuthorizationQueryParametersError
  * (400), InvalidArgument (400), InvalidRequest (400: also a SigV2 request
  * with s3.sigv2 off), MissingSecurityHeader (400). SigV2 gives the same
- * kinds and key as SigV4, with no SigV4 signing context. With cfg->enabled false it still reads x-amz-content-sha256 (the
- * body framing) and never fails on credentials.
+ * kinds and key as SigV4, with no SigV4 signing context. With cfg->enabled
+ * false it still reads x-amz-content-sha256 (the body framing) and never
+ * fails on credentials.
  */
 int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, s3_auth_t *out,
                    s3_autherr_t *err);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aisd/log.h"
 #include "aisd/status.h"
 #include "aisd/util.h"
 #include "s3_int.h"
@@ -79,7 +80,7 @@ void s3_v2_sign(const char *secret, const void *msg, size_t n, char out[S3_V2_SI
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned dl = 0;
 	if (!HMAC(s3_md(S3_MD_SHA1), secret, (int)strlen(secret), msg, n, d, &dl) || dl != 20)
-		abort(); /* OpenSSL without SHA-1 is caught at start (s3_md) */
+		fatalx("HMAC-SHA1 failed");
 	s3_b64_encode(d, 20, out);
 	OPENSSL_cleanse(d, sizeof(d));
 }
@@ -261,10 +262,17 @@ static int verify_query(const s3_req_t *req, int64_t now, char expires[24], char
 	size_t dsz[3] = {128, 24, 64};
 	uint64_t x;
 
-	while (http_query_next(&q, &k, &v))
-		for (int i = 0; i < 3; i++)
-			if (sv_eqstr(k, names[i]))
-				val[i] = v;
+	while (http_query_next(&q, &k, &v)) {
+		for (int i = 0; i < 3; i++) {
+			if (!sv_eqstr(k, names[i]))
+				continue;
+			if (val[i].ptr) {
+				s3_err(err, 403, "AccessDenied", "%s is given more than once.", names[i]);
+				return AIS_ERR;
+			}
+			val[i] = v;
+		}
+	}
 	for (int i = 0; i < 3; i++) {
 		if (!val[i].ptr) {
 			s3_err(err, 403, "AccessDenied",

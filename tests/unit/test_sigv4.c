@@ -1390,6 +1390,7 @@ START_TEST(test_v2_errors)
 	                                      "/b/k?AWSAccessKeyId=&Expires=1175139620&Signature=x",
 	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=soon&Signature=x",
 	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=-1&Signature=x",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=1175139620&Signature=x&Signature=y",
 	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=1175139620&Signature=%zz", NULL};
 	for (int i = 0; queries[i]; i++) {
 		mkreq(&t, "GET", queries[i], NULL);
