@@ -115,9 +115,10 @@ static void amz_headers(buf_t *out, const s3_req_t *req)
 	/* lower-case copies to sort by */
 	buf_t low = BUF_INIT;
 	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < names[i].len; k++)
-			buf_addch(&low, (char)(names[i].ptr[k] >= 'A' && names[i].ptr[k] <= 'Z' ? names[i].ptr[k] | 0x20
-			                                                                        : names[i].ptr[k]));
+		for (size_t k = 0; k < names[i].len; k++) {
+			char c = names[i].ptr[k];
+			buf_addch(&low, c >= 'A' && c <= 'Z' ? (char)(c | 0x20) : c);
+		}
 	for (size_t i = 0, off = 0; i < n; off += names[i].len, i++)
 		names[i].ptr = low.ptr + off;
 	qsort(names, n, sizeof(*names), name_cmp);
@@ -157,7 +158,8 @@ static void subresource_query(buf_t *out, sv_t q)
 			buf_addch(out, '=');
 			for (size_t i = 0; i < v.len; i++) {
 				unsigned char b;
-				if (v.ptr[i] == '%' && i + 2 < v.len && hex_decode(v.ptr + i + 1, 2, &b, 1) == AIS_OK) {
+				if (v.ptr[i] == '%' && i + 2 < v.len &&
+				    hex_decode(v.ptr + i + 1, 2, &b, 1) == AIS_OK) {
 					buf_addch(out, (char)b);
 					i += 2;
 				} else {
@@ -213,7 +215,8 @@ int s3_v2_parse_authz(sv_t h, sv_t *access_key, sv_t *signature, s3_autherr_t *e
 		goto bad;
 	return AIS_OK;
 bad:
-	s3_err(err, 400, "InvalidArgument", "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature");
+	s3_err(err, 400, "InvalidArgument",
+	       "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature");
 	return AIS_ERR;
 }
 
@@ -224,7 +227,8 @@ static int payload_mode(const s3_req_t *req, s3_auth_t *out, s3_autherr_t *err)
 	if (s3_parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err) != AIS_OK)
 		return AIS_ERR;
 	if (out->payload == S3_PAYLOAD_STREAM_SIGNED || out->payload == S3_PAYLOAD_STREAM_SIGNED_TRAILER) {
-		s3_err(err, 400, "InvalidRequest", "Signed aws-chunked payloads need AWS4-HMAC-SHA256 (Signature Version 4).");
+		s3_err(err, 400, "InvalidRequest",
+		       "Signed aws-chunked payloads need AWS4-HMAC-SHA256 (Signature Version 4).");
 		return AIS_ERR;
 	}
 	return AIS_OK;
@@ -240,7 +244,8 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 		return AIS_ERR;
 	sv_t xd = s3_req_header(req, "x-amz-date"), d = xd.ptr ? xd : s3_req_header(req, "date");
 	if (!d.ptr || time_parse_http_date(d.ptr, d.len, &ns) != AIS_OK || ns < 0) {
-		s3_err(err, 403, "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
+		s3_err(err, 403, "AccessDenied",
+		       "AWS authentication requires a valid Date or x-amz-date header");
 		return AIS_ERR;
 	}
 	if (ns / 1000000000 > now + cfg->max_skew_s || ns / 1000000000 < now - cfg->max_skew_s) {
@@ -276,7 +281,8 @@ static int verify_query(const s3_req_t *req, int64_t now, char expires[24], char
 	for (int i = 0; i < 3; i++) {
 		if (!val[i].ptr) {
 			s3_err(err, 403, "AccessDenied",
-			       "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters");
+			       "Query-string authentication requires the Signature, Expires and "
+			       "AWSAccessKeyId parameters");
 			return AIS_ERR;
 		}
 		/* '+' is kept: a base64 signature has no spaces, and clients that
@@ -315,7 +321,8 @@ int s3_v2_verify(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t authz, int64
 
 	if (!cfg->sigv2) {
 		s3_err(err, 400, "InvalidRequest",
-		       "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256 "
+		       "The authorization mechanism you have provided is not supported. Please use "
+		       "AWS4-HMAC-SHA256 "
 		       "(Signature Version 2 is off: s3.sigv2).");
 		return AIS_ERR;
 	}
@@ -342,7 +349,8 @@ int s3_v2_verify(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t authz, int64
 	buf_free(&sts);
 	if (!ok) {
 		s3_err(err, 403, "SignatureDoesNotMatch",
-		       "The request signature we calculated does not match the signature you provided. Check your key "
+		       "The request signature we calculated does not match the signature you provided. Check "
+		       "your key "
 		       "and signing method.");
 		return AIS_ERR;
 	}
