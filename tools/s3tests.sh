@@ -9,7 +9,8 @@
 # temp dir (first port picked at random in 20000-29999; cluster.sh moves
 # off busy ones), gives every node the s3-tests users (main, alt, tenant
 # and the iam ones, as s3.key lines, and s3.logging_roll_time 5s as the
-# suite's bucket logging tests expect), writes s3tests.conf for them, runs
+# suite's bucket logging tests expect, and s3.sigv2 on for its auth_aws2
+# tests), writes s3tests.conf for them, runs
 # `python3 -m pytest` on s3tests/functional/test_s3.py and test_headers.py
 # (or on what PYTEST_ARGS names) with BOTO_DISABLE_CRT=true, prints one
 # line per family (passed/failed/skipped/total, tools/s3tests_summary.py)
@@ -125,6 +126,8 @@ for conf in "$D"/c/*/aisd.conf; do
 		# wait 5.5 s for a log object to roll (its README: roll time 5)
 		echo "s3.logging_roll_time = 5s"
 		echo "s3.sse_key_file = $D/sse.keys"
+		# the suite's auth_aws2 tests sign with Signature Version 2
+		echo "s3.sigv2 = on"
 		echo "s3.kms_key_file = $D/kms.keys"
 	} >>"$conf"
 done

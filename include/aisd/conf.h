@@ -98,6 +98,7 @@ typedef struct conf {
 	char log_level[16];
 	char log_file[1024];
 	bool s3_auth;             /* S3 requests must be signed (SigV4) */
+	bool s3_sigv2;            /* S3 Signature Version 2 accepted too */
 	char s3_region[64];       /* the cluster's S3 region */
 	uint64_t s3_max_skew_ms;  /* allowed client clock difference */
 	char s3_keys[CONF_MAX_S3_KEYS][512]; /* "AK:SK:USERID:DISPLAY NAME" */

@@ -1,6 +1,7 @@
 /*
  * s3auth.h - S3 request authentication: AWS Signature Version 4 (header and
- * presigned-URL forms), the aws-chunked body decoder with chunk and trailer
+ * presigned-URL forms), Signature Version 2 for older clients (the same two
+ * forms, when s3.sigv2 is on), the aws-chunked body decoder with chunk and trailer
  * signatures, and the payload checks (x-amz-content-sha256, Content-MD5,
  * x-amz-checksum-*).
  *
@@ -69,6 +70,7 @@ const s3_key_t *s3_keys_at(const s3_keys_t *k, size_t i);
 
 typedef struct s3_authcfg {
 	bool enabled;       /* s3.auth: false = trusted network, nothing checked */
+	bool sigv2;         /* s3.sigv2: Signature Version 2 accepted (else 400 InvalidRequest) */
 	int64_t max_skew_s; /* s3.max_skew: allowed clock difference, seconds */
 	char region[64];    /* s3.region: the cluster's region name */
 	s3_keys_t *keys;    /* s3.key entries */
@@ -87,6 +89,7 @@ typedef struct s3_req {
 	sv_t query;         /* raw query string after '?', may be empty */
 	const http_hdr_t *hdrs;
 	size_t nhdrs;
+	sv_t vhost_bucket;  /* the bucket Host names (virtual-hosted), else empty: SigV2 signs it */
 	bool ck_of_object;  /* its x-amz-checksum-* header is the object's, not the body's
 			       (CompleteMultipartUpload): the body decoder leaves it */
 } s3_req_t;
@@ -109,8 +112,8 @@ typedef struct s3_autherr {
 
 enum s3_auth_kind {
 	S3_AUTH_ANON = 0,  /* no credentials at all */
-	S3_AUTH_HEADER,    /* Authorization: AWS4-HMAC-SHA256, verified */
-	S3_AUTH_PRESIGNED, /* X-Amz-Algorithm=... query, verified, not expired */
+	S3_AUTH_HEADER,    /* Authorization: AWS4-HMAC-SHA256 or SigV2's AWS, verified */
+	S3_AUTH_PRESIGNED, /* X-Amz-Algorithm=... or SigV2's AWSAccessKeyId=... query, verified, not expired */
 	S3_AUTH_OFF,       /* s3.auth off: credentials not looked at */
 };
 
@@ -147,9 +150,11 @@ typedef struct s3_auth {
  * AccessDenied (403, a header that must be signed is not: its name in
  * err->headers_not_signed), AuthorizationHeaderMalformed (400),
  * AuthorizationQueryParametersError
- * (400), InvalidArgument (400), InvalidRequest (400), MissingSecurityHeader
- * (400). With cfg->enabled false it still reads x-amz-content-sha256 (the
- * body framing) and never fails on credentials.
+ * (400), InvalidArgument (400), InvalidRequest (400: also a SigV2 request
+ * with s3.sigv2 off), MissingSecurityHeader (400). SigV2 gives the same
+ * kinds and key as SigV4, with no SigV4 signing context. With cfg->enabled
+ * false it still reads x-amz-content-sha256 (the body framing) and never
+ * fails on credentials.
  */
 int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, s3_auth_t *out,
                    s3_autherr_t *err);

@@ -58,7 +58,8 @@ void time_http_date(int64_t t_ns, char *out, size_t outsz);
 /* Parses an HTTP date (RFC 7231 IMF-fixdate, RFC 850, asctime), or an
  * RFC 5322 date with a numeric zone ("Sun, 06 Nov 1994 08:49:37 -0000",
  * what Python's email.utils.formatdate and so botocore send as Date).
- * Returns AIS_OK with *t_ns set, or AIS_ERR. */
+ * Returns AIS_OK with *t_ns set (past the years 1677..2262 that nanoseconds
+ * hold: saturated to +-INT64_MAX), or AIS_ERR. */
 int time_parse_http_date(const char *s, size_t len, int64_t *t_ns);
 
 /* Writes all n bytes to fd, again after a short write or EINTR. Returns

@@ -220,6 +220,10 @@ static const struct key keys[] = {
 	{"log.file", K_STR, S(log_file), "", "log file (default: standard error)"},
 	{"s3.auth", K_BOOL, N(s3_auth), "on",
 	 "on: S3 requests must be signed (SigV4) with an s3.key; off: no checks (trusted networks only)"},
+	{"s3.sigv2", K_BOOL, N(s3_sigv2), "off",
+	 "on: S3 also accepts AWS Signature Version 2 (HMAC-SHA1, header and presigned URL) from older clients; "
+	 "off: such a request answers 400 InvalidRequest naming this key (SigV2 is weaker than SigV4: SHA-1, "
+	 "no scope, and AWS retired it)"},
 	{"s3.region", K_STR, S(s3_region), "us-east-1", "the cluster's S3 region: GetBucketLocation answers it, CreateBucket accepts it as LocationConstraint (clients may sign for any)"},
 	{"s3.max_skew", K_MS, N(s3_max_skew_ms), "15m",
 	 "largest difference between a signed request's time and the clock"},

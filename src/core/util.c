@@ -237,7 +237,8 @@ int time_parse_http_date(const char *s, size_t len, int64_t *t_ns)
 			time_t t = timegm(&tm);
 			if (t == (time_t)-1)
 				return AIS_ERR;
-			*t_ns = ((int64_t)t - off) * 1000000000LL;
+			int64_t sec = (int64_t)t - off, lim = INT64_MAX / 1000000000LL;
+			*t_ns = sec > lim ? INT64_MAX : sec < -lim ? -INT64_MAX : sec * 1000000000LL;
 			return AIS_OK;
 		}
 	}

@@ -252,7 +252,7 @@ static int parse_addr(s3_rq_t *r)
 		const char *colon = memchr(host.ptr, ':', host.len);
 		sv_t h = {host.ptr, colon ? (size_t)(colon - host.ptr) : host.len};
 		if (h.len > dl + 1 && h.ptr[h.len - dl - 1] == '.' && !strncasecmp(h.ptr + h.len - dl, dom, dl)) {
-			rb = (sv_t){h.ptr, h.len - dl - 1};
+			rb = r->vhost = (sv_t){h.ptr, h.len - dl - 1};
 			rk = (sv_t){path.ptr + 1, path.len - 1};
 			goto decode;
 		}
@@ -423,11 +423,12 @@ static int bucket_op(s3_rq_t *r)
 	return s3_bucket(r);
 }
 
-/* SigV4 (s3auth.h). An anonymous request goes on to authorize (ACLs). */
+/* SigV4 or SigV2 (s3auth.h). An anonymous request goes on to authorize (ACLs). */
 static int authenticate(s3_rq_t *r)
 {
 	s3_autherr_t e;
 	s3_req_from_http(r->http, &r->areq);
+	r->areq.vhost_bucket = r->vhost;
 	if (s3_auth_verify(&s3_cfg, &r->areq, time_now_ns() / 1000000000LL, &r->auth, &e) != AIS_OK) {
 		s3_error_auth(r, &e);
 		return AIS_ERR;

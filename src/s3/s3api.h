@@ -45,6 +45,7 @@ typedef struct s3_rq {
 	sv_t vkey;     /* ... read under its kept name: the key itself (object.c) */
 	bool vcur;     /* ... then read as the key's current version */
 	sv_t resource; /* "/bucket/key" for error documents */
+	sv_t vhost;    /* the bucket as Host names it (virtual-hosted), raw; else empty */
 	void *op;      /* the operation's own state */
 	s3_req_t areq; /* the request as SigV4 sees it */
 	s3_auth_t auth; /* who signed it and how the body is signed */

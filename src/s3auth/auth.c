@@ -90,6 +90,7 @@ int s3_authcfg_init(s3_authcfg_t *cfg, const conf_t *c, buf_t *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->enabled = c->s3_auth;
+	cfg->sigv2 = c->s3_sigv2;
 	cfg->max_skew_s = (int64_t)(c->s3_max_skew_ms / 1000);
 	if (strlen(c->s3_region) >= sizeof(cfg->region)) {
 		buf_addstr(err, "s3.region is too long");
@@ -119,6 +120,7 @@ void s3_req_from_http(const http_req_t *req, s3_req_t *out)
 	out->query = req->query;
 	out->hdrs = req->hdrs;
 	out->nhdrs = req->nhdrs;
+	out->vhost_bucket = (sv_t){"", 0};
 	out->ck_of_object = false;
 }
 
@@ -209,12 +211,6 @@ int s3_parse_authz(sv_t h, s3_authz_t *out, s3_autherr_t *err)
 {
 	sv_t cred = {NULL, 0}, sh = {NULL, 0}, sig = {NULL, 0};
 	h = sv_trim(h);
-	if (sv_startswith(h, "AWS ")) {
-		s3_err(err, 400, "InvalidRequest",
-		       "The authorization mechanism you have provided is not supported. Please use "
-		       "AWS4-HMAC-SHA256.");
-		return AIS_ERR;
-	}
 	if (!sv_startswith(h, S3_ALGO) || h.len == strlen(S3_ALGO) ||
 	    (h.ptr[strlen(S3_ALGO)] != ' ' && h.ptr[strlen(S3_ALGO)] != '\t')) {
 		s3_err(err, 400, "InvalidArgument", "Unsupported Authorization Type");
@@ -257,9 +253,7 @@ bad:
 	return AIS_ERR;
 }
 
-/* Decodes v into dst (size dstsz, NUL-terminated). AIS_ERR if it does not
- * fit or has a bad escape. */
-static int qdecode(sv_t v, char *dst, size_t dstsz)
+int s3_qdecode(sv_t v, bool plus_space, char *dst, size_t dstsz)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < v.len; i++) {
@@ -270,7 +264,7 @@ static int qdecode(sv_t v, char *dst, size_t dstsz)
 				return AIS_ERR;
 			c = (char)b;
 			i += 2;
-		} else if (c == '+') {
+		} else if (c == '+' && plus_space) {
 			c = ' ';
 		}
 		if (n + 1 >= dstsz || c == '\0')
@@ -289,12 +283,9 @@ int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err)
 	        "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",          "X-Amz-Expires",
 	        "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Content-Sha256"};
 	sv_t val[P_N] = {{NULL, 0}};
-	bool v2 = false;
 	sv_t q = query, k, v;
 
 	while (http_query_next(&q, &k, &v)) {
-		if (sv_eqstr(k, "AWSAccessKeyId"))
-			v2 = true;
 		for (int i = 0; i < P_N; i++) {
 			if (!sv_eqstr(k, names[i]))
 				continue;
@@ -305,15 +296,8 @@ int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err)
 			val[i] = v;
 		}
 	}
-	if (!val[P_ALGO].ptr) {
-		if (v2) {
-			s3_err(err, 400, "InvalidRequest",
-			       "The authorization mechanism you have provided is not supported. Please use "
-			       "AWS4-HMAC-SHA256.");
-			return AIS_ERR;
-		}
+	if (!val[P_ALGO].ptr)
 		return AIS_DONE;
-	}
 	memset(out, 0, sizeof(*out));
 	if (!sv_eqstr(val[P_ALGO], S3_ALGO)) {
 		s3_err(err, 400, QUERY_ERR, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
@@ -330,12 +314,12 @@ int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err)
 		}
 	}
 	char expires[32];
-	if (qdecode(val[P_CRED], out->credential, sizeof(out->credential)) ||
-	    qdecode(val[P_DATE], out->amz_date, sizeof(out->amz_date)) ||
-	    qdecode(val[P_SH], out->signed_headers, sizeof(out->signed_headers)) ||
-	    qdecode(val[P_SIG], out->signature, sizeof(out->signature)) ||
-	    qdecode(val[P_EXPIRES], expires, sizeof(expires)) ||
-	    (val[P_SHA].ptr && qdecode(val[P_SHA], out->content_sha256, sizeof(out->content_sha256)))) {
+	if (s3_qdecode(val[P_CRED], true, out->credential, sizeof(out->credential)) ||
+	    s3_qdecode(val[P_DATE], true, out->amz_date, sizeof(out->amz_date)) ||
+	    s3_qdecode(val[P_SH], true, out->signed_headers, sizeof(out->signed_headers)) ||
+	    s3_qdecode(val[P_SIG], true, out->signature, sizeof(out->signature)) ||
+	    s3_qdecode(val[P_EXPIRES], true, expires, sizeof(expires)) ||
+	    (val[P_SHA].ptr && s3_qdecode(val[P_SHA], true, out->content_sha256, sizeof(out->content_sha256)))) {
 		s3_err(err, 400, QUERY_ERR, "A presign parameter is malformed or too long.");
 		return AIS_ERR;
 	}
@@ -369,7 +353,7 @@ int s3_parse_presign(sv_t query, s3_presign_t *out, s3_autherr_t *err)
 
 /* ---- verification ------------------------------------------------------- */
 
-static int parse_payload_mode(sv_t v, s3_auth_t *out, s3_autherr_t *err)
+int s3_parse_payload_mode(sv_t v, s3_auth_t *out, s3_autherr_t *err)
 {
 	if (!v.ptr || sv_eqstr(v, "UNSIGNED-PAYLOAD")) {
 		out->payload = S3_PAYLOAD_UNSIGNED;
@@ -480,7 +464,7 @@ int s3_check_signed_headers(const s3_req_t *req, sv_t signed_headers, s3_autherr
 	return AIS_OK;
 }
 
-static const s3_key_t *find_key(const s3_authcfg_t *cfg, sv_t ak, s3_autherr_t *err)
+const s3_key_t *s3_find_key(const s3_authcfg_t *cfg, sv_t ak, s3_autherr_t *err)
 {
 	const s3_key_t *key = s3_keys_find(cfg->keys, ak);
 	if (!key)
@@ -498,7 +482,7 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 
 	if (s3_parse_authz(authz, &a, err) != AIS_OK)
 		return AIS_ERR;
-	const s3_key_t *key = find_key(cfg, a.cred.access_key, err);
+	const s3_key_t *key = s3_find_key(cfg, a.cred.access_key, err);
 	if (!key)
 		return AIS_ERR;
 	sv_t xd = s3_req_header(req, "x-amz-date"), d = s3_req_header(req, "date");
@@ -533,7 +517,7 @@ static int verify_header(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t auth
 		       "Missing required header for this request: x-amz-content-sha256");
 		return AIS_ERR;
 	}
-	if (parse_payload_mode(ph, out, err) != AIS_OK)
+	if (s3_parse_payload_mode(ph, out, err) != AIS_OK)
 		return AIS_ERR;
 	if (check_signature(req, key, &a.cred, amz_date, a.signed_headers, false, ph, a.signature, out,
 	                    err) != AIS_OK ||
@@ -552,7 +536,7 @@ static int verify_presigned(const s3_authcfg_t *cfg, const s3_req_t *req, const 
                             s3_auth_t *out, s3_autherr_t *err)
 {
 	int64_t t;
-	const s3_key_t *key = find_key(cfg, p->cred.access_key, err);
+	const s3_key_t *key = s3_find_key(cfg, p->cred.access_key, err);
 	if (!key)
 		return AIS_ERR;
 	if (s3_parse_amz_date(sv_from(p->amz_date), &t) != AIS_OK) {
@@ -575,7 +559,7 @@ static int verify_presigned(const s3_authcfg_t *cfg, const s3_req_t *req, const 
 		return AIS_ERR;
 	}
 	sv_t ph = p->content_sha256[0] ? sv_from(p->content_sha256) : SV("UNSIGNED-PAYLOAD");
-	if (parse_payload_mode(ph, out, err) != AIS_OK)
+	if (s3_parse_payload_mode(ph, out, err) != AIS_OK)
 		return AIS_ERR;
 	if (check_signature(req, key, &p->cred, p->amz_date, sv_from(p->signed_headers), true, ph,
 	                    sv_from(p->signature), out, err) != AIS_OK ||
@@ -596,13 +580,14 @@ int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, 
 
 	if (!cfg->enabled) {
 		out->kind = S3_AUTH_OFF;
-		return parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
+		return s3_parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
 	}
 	s3_presign_t *p = xmalloc(sizeof(*p));
 	int rc = s3_parse_presign(req->query, p, err);
 	if (rc == AIS_ERR)
 		goto out;
-	if (rc == AIS_OK && authz.ptr) {
+	bool v2q = rc == AIS_DONE && s3_v2_presigned(req->query);
+	if ((rc == AIS_OK || v2q) && authz.ptr) {
 		s3_err(err, 400, "InvalidArgument",
 		       "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature "
 		       "query "
@@ -610,11 +595,13 @@ int s3_auth_verify(const s3_authcfg_t *cfg, const s3_req_t *req, int64_t now_s, 
 		rc = AIS_ERR;
 	} else if (rc == AIS_OK) {
 		rc = verify_presigned(cfg, req, p, now_s, out, err);
+	} else if (v2q || sv_startswith(authz, "AWS ")) {
+		rc = s3_v2_verify(cfg, req, authz, now_s, out, err);
 	} else if (authz.ptr) {
 		rc = verify_header(cfg, req, authz, now_s, out, err);
 	} else {
 		out->kind = S3_AUTH_ANON;
-		rc = parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
+		rc = s3_parse_payload_mode(s3_req_header(req, "x-amz-content-sha256"), out, err);
 	}
 out:
 	OPENSSL_cleanse(p, sizeof(*p));

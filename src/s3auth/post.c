@@ -18,7 +18,6 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -375,25 +374,14 @@ int s3_post_verify(const s3_authcfg_t *cfg, const s3_form_t *f, int64_t now_s, s
 	}
 	if (v2key && !algo) {
 		const char *sig = s3_form_get(f, "signature", &sl);
-		const s3_key_t *k = s3_keys_find(cfg->keys, sv_from(v2key));
-		unsigned char d[20];
-		unsigned dl = 0;
-		char b64[32];
 		if (!sig) {
 			s3_err(err, 400, "InvalidArgument", "Bucket POST must contain a field named 'signature'.");
 			return AIS_ERR;
 		}
-		if (!k) {
-			s3_err(err, 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+		const s3_key_t *k = s3_find_key(cfg, sv_from(v2key), err);
+		if (!k)
 			return AIS_ERR;
-		}
-		if (!HMAC(EVP_sha1(), k->secret_key, (int)strlen(k->secret_key), (const unsigned char *)policy, plen, d,
-			  &dl) || dl != 20) {
-			s3_err(err, 500, "InternalError", "HMAC-SHA1 failed");
-			return AIS_ERR;
-		}
-		s3_b64_encode(d, 20, b64);
-		if (!ct_eq(b64, strlen(b64), sig, sl)) {
+		if (!s3_v2_match(k->secret_key, policy, plen, (sv_t){sig, sl})) {
 			s3_err(err, 403, "SignatureDoesNotMatch",
 			       "The request signature we calculated does not match the signature you provided.");
 			return AIS_ERR;
@@ -424,11 +412,9 @@ int s3_post_verify(const s3_authcfg_t *cfg, const s3_form_t *f, int64_t now_s, s
 		s3_err(err, 400, "InvalidArgument", "malformed x-amz-date, or not the credential's day");
 		return AIS_ERR;
 	}
-	const s3_key_t *k = s3_keys_find(cfg->keys, c.access_key);
-	if (!k) {
-		s3_err(err, 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+	const s3_key_t *k = s3_find_key(cfg, c.access_key, err);
+	if (!k)
 		return AIS_ERR;
-	}
 	unsigned char sk[32];
 	char hex[65];
 	s3_signing_key(k->secret_key, c.date, c.region, sk);

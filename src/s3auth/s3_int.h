@@ -45,7 +45,7 @@ int s3_parse_cred(sv_t c, s3_cred_t *out, s3_autherr_t *err);
  * s3_parse_authz parses an Authorization header value of the form
  * "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...".
  * Returns AIS_OK, or AIS_ERR with err (AuthorizationHeaderMalformed, or
- * InvalidRequest for another algorithm such as SigV2's "AWS ").
+ * InvalidArgument for another algorithm; SigV2's "AWS " is s3_v2_verify's).
  */
 int s3_parse_authz(sv_t h, s3_authz_t *out, s3_autherr_t *err);
 
@@ -62,7 +62,7 @@ typedef struct s3_presign {
 
 /*
  * s3_parse_presign reads the presign parameters from a raw query string.
- * Returns AIS_DONE when X-Amz-Algorithm is absent (not a presigned URL),
+ * Returns AIS_DONE when X-Amz-Algorithm is absent (not a SigV4 presigned URL),
  * AIS_OK with out filled, or AIS_ERR with err (AuthorizationQueryParameters
  * Error for a missing, repeated or malformed parameter).
  */
@@ -104,6 +104,46 @@ const struct evp_md_st *s3_md(enum s3_md which);
 /* Lower-case hex HMAC-SHA256(key, msg) into out (65 bytes). */
 void s3_hmac_hex(const unsigned char key[32], const void *msg, size_t n, char out[65]);
 void s3_sha256_hex(const void *p, size_t n, char out[65]);
+
+/* The payload mode x-amz-content-sha256 names (absent: unsigned) into
+ * out->payload (and payload_sha256). AIS_ERR with 400 InvalidArgument for
+ * another value. */
+int s3_parse_payload_mode(sv_t v, s3_auth_t *out, s3_autherr_t *err);
+/* The key named access_key, or NULL with 403 InvalidAccessKeyId in err. */
+const s3_key_t *s3_find_key(const s3_authcfg_t *cfg, sv_t access_key, s3_autherr_t *err);
+/* Percent-decodes a query value into dst (dstsz bytes, NUL-terminated),
+ * '+' as a space when plus_space. AIS_ERR if it does not fit, has a bad
+ * escape or a NUL. */
+int s3_qdecode(sv_t v, bool plus_space, char *dst, size_t dstsz);
+
+/* ---- Signature Version 2 (sigv2.c) ---- */
+
+#define S3_V2_SIG_LEN 28 /* base64 of an HMAC-SHA1 */
+
+/* Base64(HMAC-SHA1(secret, msg)), NUL-terminated. */
+void s3_v2_sign(const char *secret, const void *msg, size_t n, char out[S3_V2_SIG_LEN + 1]);
+/* Whether sig is s3_v2_sign's of msg (constant time). */
+bool s3_v2_match(const char *secret, const void *msg, size_t n, sv_t sig);
+/* Appends the SigV2 string to sign of req, with date as its Date line (""
+ * when x-amz-date is sent, Expires for the query form); bucket_slash: a
+ * path-style bucket's path "/b" as "/b/". */
+void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, bool bucket_slash);
+/* Splits "AWS AK:SIG" (views into h). AIS_ERR with 400 InvalidArgument
+ * when it is not of that form or a part is empty. */
+int s3_v2_parse_authz(sv_t h, sv_t *access_key, sv_t *signature, s3_autherr_t *err);
+/* Whether the raw query carries AWSAccessKeyId (a SigV2 presigned URL). */
+bool s3_v2_presigned(sv_t query);
+/*
+ * s3_v2_verify checks a SigV2 request: the header form when authz.ptr,
+ * else the presigned query. Returns AIS_OK with out->kind S3_AUTH_HEADER
+ * or S3_AUTH_PRESIGNED and out->key, or AIS_ERR with err: InvalidRequest
+ * (400: s3.sigv2 off, or a signed aws-chunked payload), InvalidArgument
+ * (400: a malformed header), AccessDenied (403: no valid date, a missing
+ * query parameter, "Request has expired"), RequestTimeTooSkewed,
+ * InvalidAccessKeyId, SignatureDoesNotMatch (403).
+ */
+int s3_v2_verify(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t authz, int64_t now, s3_auth_t *out,
+                 s3_autherr_t *err);
 
 /* Standard base64 with padding. s3_b64_decode returns the decoded length,
  * or -1 when in is not canonical base64 or does not fit outsz. */

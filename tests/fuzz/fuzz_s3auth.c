@@ -1,7 +1,8 @@
 /*
- * fuzz_s3auth.c - libFuzzer driver for the SigV4 request parsers: the
- * Authorization header parser, the presigned-URL parameter parser and the
- * whole s3_auth_verify over a fuzzed request.
+ * fuzz_s3auth.c - libFuzzer driver for the S3 request parsers: the SigV4
+ * Authorization header parser, the presigned-URL parameter parser, SigV2's
+ * "AWS AK:SIG" parser and the whole s3_auth_verify over a fuzzed request
+ * (SigV2 on or off by a bit of the first byte).
  *
  * Input: one byte choosing the target, then the bytes. For the full
  * verification the bytes are "path?query" up to the first '\n', then
@@ -47,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 1)
 		return 0;
-	uint8_t mode = data[0] % 3;
+	uint8_t mode = data[0] % 4;
+	cfg.sigv2 = data[0] & 4;
 	size_t n = size - 1;
 	char *p = malloc(n ? n : 1); /* no terminator: parsers stay inside n */
 	memcpy(p, data + 1, n);
@@ -75,6 +77,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_err(&e);
 		} else if (rc != AIS_DONE) {
 			abort();
+		}
+	} else if (mode == 3) {
+		sv_t ak, sig;
+		if (s3_v2_parse_authz((sv_t){p, n}, &ak, &sig, &e) == AIS_OK) {
+			if (!ak.len || !sig.len || !inside(ak, p, n) || !inside(sig, p, n))
+				abort();
+		} else {
+			check_err(&e);
 		}
 	} else {
 		http_hdr_t h[32];

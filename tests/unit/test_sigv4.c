@@ -4,7 +4,8 @@
  * (GET with Range, PUT, GET ?lifecycle, list, the presigned URL, the
  * streaming upload with chunk signatures and the one with a signed
  * trailer), every error code s3_auth_verify and the body checker answer,
- * and the checksums.
+ * and the checksums; SigV2: the examples of AWS's SigV2 documentation
+ * (string to sign and signature), its canonical form and its errors.
  */
 #include <check.h>
 #include <stdint.h>
@@ -475,7 +476,7 @@ START_TEST(test_doc_presigned)
 	      "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=10&X-Amz-SignedHeaders=host&X-Amz-Signature=" EMPTY,
 	      (const char *const[]){"Host: h", NULL});
 	AUTH_ERR(&t, T20130524, 403, "InvalidAccessKeyId");
-	/* SigV2 presigned, and both mechanisms at once */
+	/* SigV2 presigned (s3.sigv2 off), and both mechanisms at once */
 	mkreq(&t, "GET", "/t?AWSAccessKeyId=" AK "&Expires=1&Signature=x",
 	      (const char *const[]){"Host: h", NULL});
 	AUTH_ERR(&t, T20130524, 400, "InvalidRequest");
@@ -531,7 +532,7 @@ START_TEST(test_header_errors)
 	base[1] = "Authorization: " CRED ", SignedHeaders=host, Signature=" EMPTY;
 	mkreq(&t, "GET", "/b/k", base);
 	AUTH_ERR(&t, T20130524, 403, "SignatureDoesNotMatch");
-	/* SigV2, and an unknown scheme */
+	/* SigV2 (s3.sigv2 off), and an unknown scheme */
 	base[1] = "Authorization: AWS " AK ":frJIUN8DYpKDtOLCwo//yllqDzg=";
 	mkreq(&t, "GET", "/b/k", base);
 	AUTH_ERR(&t, T20130524, 400, "InvalidRequest");
@@ -1193,6 +1194,215 @@ START_TEST(test_keys)
 }
 END_TEST
 
+/* ---- Signature Version 2 ------------------------------------------------- */
+
+#define T2007 1175024202 /* Tue, 27 Mar 2007 19:36:42 +0000 */
+
+/* The string to sign of t (with vhost as Host's bucket) is want, and
+ * signed with SK it gives sig. */
+static void v2_case(treq_t *t, const char *vhost, const char *date, const char *want, const char *sig)
+{
+	buf_t sts = BUF_INIT;
+	char got[S3_V2_SIG_LEN + 1];
+	t->r.vhost_bucket = sv_from(vhost);
+	s3_v2_string_to_sign(&sts, &t->r, sv_from(date), false);
+	buf_addch(&sts, '\0');
+	ck_assert_str_eq(sts.ptr, want);
+	s3_v2_sign(SK, sts.ptr, sts.len - 1, got);
+	ck_assert_str_eq(got, sig);
+	buf_free(&sts);
+}
+
+/* The examples of AWS's "Signing and authenticating REST requests". */
+START_TEST(test_v2_doc_examples)
+{
+	treq_t t;
+	s3_auth_t a;
+	mkreq(&t, "GET", "/photos/puppy.jpg",
+	      (const char *const[]){"Host: johnsmith.s3.amazonaws.com", "Date: Tue, 27 Mar 2007 19:36:42 +0000",
+	                            "Authorization: AWS " AK ":bWq2s1WEIj+Ydj0vQ697zp+IXMU=", NULL});
+	v2_case(&t, "johnsmith", "Tue, 27 Mar 2007 19:36:42 +0000",
+	        "GET\n\n\nTue, 27 Mar 2007 19:36:42 +0000\n/johnsmith/photos/puppy.jpg", "bWq2s1WEIj+Ydj0vQ697zp+IXMU=");
+	cfg.sigv2 = true;
+	AUTH_OK(&t, T2007, &a);
+	ck_assert_int_eq(a.kind, S3_AUTH_HEADER);
+	ck_assert_str_eq(a.key->user_id, "uid-1");
+	ck_assert_int_eq(a.payload, S3_PAYLOAD_UNSIGNED);
+	ck_assert(!a.verify_chunks);
+	t.r.vhost_bucket = SV(""); /* path-style: the path alone is the resource */
+	AUTH_ERR(&t, T2007, 403, "SignatureDoesNotMatch");
+
+	mkreq(&t, "PUT", "/photos/puppy.jpg",
+	      (const char *const[]){"Content-Type: image/jpeg", "Content-Length: 94328",
+	                            "Host: johnsmith.s3.amazonaws.com", "Date: Tue, 27 Mar 2007 21:15:45 +0000", NULL});
+	v2_case(&t, "johnsmith", "Tue, 27 Mar 2007 21:15:45 +0000",
+	        "PUT\n\nimage/jpeg\nTue, 27 Mar 2007 21:15:45 +0000\n/johnsmith/photos/puppy.jpg",
+	        "MyyxeRY7whkBe+bq8fHCL/2kKUg=");
+	/* a query that names no sub-resource is not signed; one that does is */
+	mkreq(&t, "GET", "/?prefix=photos&max-keys=50&marker=puppy",
+	      (const char *const[]){"User-Agent: Mozilla/5.0", "Host: johnsmith.s3.amazonaws.com", NULL});
+	v2_case(&t, "johnsmith", "Tue, 27 Mar 2007 19:42:41 +0000", "GET\n\n\nTue, 27 Mar 2007 19:42:41 +0000\n/johnsmith/",
+	        "htDYFYduRNen8P9ZfE/s9SuKy0U=");
+	mkreq(&t, "GET", "/?acl", (const char *const[]){"Host: johnsmith.s3.amazonaws.com", NULL});
+	v2_case(&t, "johnsmith", "Tue, 27 Mar 2007 19:44:46 +0000",
+	        "GET\n\n\nTue, 27 Mar 2007 19:44:46 +0000\n/johnsmith/?acl", "c2WLPFtWHVgbEmeEG93a4cG37dM=");
+	/* x-amz-* headers: lower-cased, sorted, repeats joined, values trimmed;
+	 * a CNAME host is the bucket */
+	mkreq(&t, "PUT", "/db-backup.dat.gz",
+	      (const char *const[]){"User-Agent: curl/7.15.5", "Host: static.johnsmith.net:8080",
+	                            "Date: Tue, 27 Mar 2007 21:06:08 +0000", "x-amz-acl: public-read",
+	                            "content-type: application/x-download", "Content-MD5: 4gJE4saaMU4BqNR0kLY+lw==",
+	                            "X-Amz-Meta-ReviewedBy: joe@johnsmith.net", "X-Amz-Meta-ReviewedBy: jane@johnsmith.net",
+	                            "X-Amz-Meta-FileChecksum: 0x02661779", "X-Amz-Meta-ChecksumAlgorithm:  crc32 ",
+	                            "Content-Disposition: attachment; filename=database.dat", NULL});
+	v2_case(&t, "static.johnsmith.net", "Tue, 27 Mar 2007 21:06:08 +0000",
+	        "PUT\n4gJE4saaMU4BqNR0kLY+lw==\napplication/x-download\nTue, 27 Mar 2007 21:06:08 +0000\n"
+	        "x-amz-acl:public-read\nx-amz-meta-checksumalgorithm:crc32\nx-amz-meta-filechecksum:0x02661779\n"
+	        "x-amz-meta-reviewedby:joe@johnsmith.net,jane@johnsmith.net\n/static.johnsmith.net/db-backup.dat.gz",
+	        "ilyl83RwaSoYIEdixDQcA4OnAnc=");
+	mkreq(&t, "GET", "/", (const char *const[]){"Host: s3.amazonaws.com", NULL});
+	v2_case(&t, "", "Wed, 28 Mar 2007 01:29:59 +0000", "GET\n\n\nWed, 28 Mar 2007 01:29:59 +0000\n/",
+	        "qGdzdERIC03wnaRNKh6OqZehG9s=");
+	/* the path as sent, escapes untouched */
+	mkreq(&t, "GET", "/dictionary/fran%C3%A7ais/pr%c3%a9f%c3%a8re", (const char *const[]){"Host: s3.amazonaws.com", NULL});
+	v2_case(&t, "", "Wed, 28 Mar 2007 01:49:49 +0000",
+	        "GET\n\n\nWed, 28 Mar 2007 01:49:49 +0000\n/dictionary/fran%C3%A7ais/pr%c3%a9f%c3%a8re",
+	        "DNEZGsoieTZ92F3bUfSPQcbGmlM=");
+	/* the presigned URL: Expires for the date, the signature escaped */
+	mkreq(&t, "GET",
+	      "/photos/puppy.jpg?AWSAccessKeyId=" AK "&Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D&Expires=1175139620",
+	      (const char *const[]){"Host: johnsmith.s3.amazonaws.com", NULL});
+	v2_case(&t, "johnsmith", "1175139620", "GET\n\n\n1175139620\n/johnsmith/photos/puppy.jpg",
+	        "NpgCjnDzrM+WFzoENXmpNDUsSn8=");
+	AUTH_OK(&t, T2007, &a);
+	ck_assert_int_eq(a.kind, S3_AUTH_PRESIGNED);
+	AUTH_OK(&t, 1175139620, &a);
+	AUTH_ERR(&t, 1175139621, 403, "AccessDenied"); /* expired */
+	cfg.sigv2 = false;
+	AUTH_ERR(&t, T2007, 400, "InvalidRequest");
+}
+END_TEST
+
+/* Sub-resources signed sorted with decoded values; x-amz-date blanks Date. */
+START_TEST(test_v2_canonical)
+{
+	treq_t t;
+	mkreq(&t, "GET", "/b/k?versionId=v%2B1&uploads&response-content-type=text%2Fplain&prefix=x&acl=",
+	      (const char *const[]){"x-amz-date: Tue, 27 Mar 2007 19:36:42 +0000", "Date: whatever", NULL});
+	buf_t sts = BUF_INIT;
+	s3_v2_string_to_sign(&sts, &t.r, SV(""), false);
+	buf_addch(&sts, '\0');
+	ck_assert_str_eq(sts.ptr, "GET\n\n\n\nx-amz-date:Tue, 27 Mar 2007 19:36:42 +0000\n"
+	                          "/b/k?acl=&response-content-type=text/plain&uploads&versionId=v+1");
+	buf_free(&sts);
+	/* a path-style bucket: "/b" as sent, or "/b/" as botocore signs it;
+	 * Host's bucket: "/b/" */
+	mkreq(&t, "PUT", "/b", NULL);
+	for (int slash = 0; slash < 2; slash++) {
+		s3_v2_string_to_sign(&sts, &t.r, SV("d"), slash);
+		buf_addch(&sts, '\0');
+		ck_assert_str_eq(sts.ptr, slash ? "PUT\n\n\nd\n/b/" : "PUT\n\n\nd\n/b");
+		sts.len = 0;
+	}
+	mkreq(&t, "PUT", "/", NULL);
+	t.r.vhost_bucket = SV("b");
+	s3_v2_string_to_sign(&sts, &t.r, SV("d"), true);
+	buf_addch(&sts, '\0');
+	ck_assert_str_eq(sts.ptr, "PUT\n\n\nd\n/b/");
+	buf_free(&sts);
+}
+END_TEST
+
+/* Signs t with SK at its headers (Date or x-amz-date) and sets Authorization. */
+static void v2_sign_req(treq_t *t, const char *date)
+{
+	buf_t sts = BUF_INIT;
+	char sig[S3_V2_SIG_LEN + 1], h[128];
+	s3_v2_string_to_sign(&sts, &t->r, sv_from(date), false);
+	s3_v2_sign(SK, sts.ptr, sts.len, sig);
+	snprintf(h, sizeof(h), "Authorization: AWS %s:%s", AK, sig);
+	addhdr(t, h);
+	buf_free(&sts);
+}
+
+START_TEST(test_v2_errors)
+{
+	treq_t t;
+	s3_auth_t a;
+	const char *date = "Date: Tue, 27 Mar 2007 19:36:42 +0000";
+	cfg.sigv2 = true;
+	static const char *const malformed[] = {"AWS", "AWS ", "AWS " AK, "AWS :sig", "AWS " AK ":", "AWS  :", NULL};
+	for (int i = 0; malformed[i]; i++) {
+		char h[128];
+		snprintf(h, sizeof(h), "Authorization: %s", malformed[i]);
+		mkreq(&t, "PUT", "/b/k", (const char *const[]){date, h, NULL});
+		AUTH_ERR(&t, T2007, 400, "InvalidArgument");
+	}
+	/* signed right, then each part spoiled */
+	mkreq(&t, "PUT", "/b/k", (const char *const[]){date, "x-amz-meta-a: 1", NULL});
+	v2_sign_req(&t, "Tue, 27 Mar 2007 19:36:42 +0000");
+	AUTH_OK(&t, T2007, &a);
+	AUTH_OK(&t, T2007 + 900, &a);
+	AUTH_ERR(&t, T2007 + 901, 403, "RequestTimeTooSkewed");
+	AUTH_ERR(&t, T2007 - 901, 403, "RequestTimeTooSkewed");
+	addhdr(&t, "x-amz-meta-b: 2"); /* an x-amz-* header is always signed */
+	AUTH_ERR(&t, T2007, 403, "SignatureDoesNotMatch");
+	static const char *const badsig[] = {
+	        "Authorization: AWS " AK ":bWq2s1WEIj+Ydj0vQ697zp+IXMU=", /* another request's */
+	        "Authorization: AWS " AK ":!!!not base64!!!",
+	        "Authorization: AWS " AK ":bWq2s1WEIj+Ydj0vQ697zp+IXMU=bWq2s1WEIj+Ydj0vQ697zp+IXMU=", NULL};
+	for (int i = 0; badsig[i]; i++) {
+		mkreq(&t, "PUT", "/b/k", (const char *const[]){date, badsig[i], NULL});
+		AUTH_ERR(&t, T2007, 403, "SignatureDoesNotMatch");
+	}
+	mkreq(&t, "PUT", "/b/k", (const char *const[]){date, "Authorization: AWS NOPE:bWq2s1WEIj+Ydj0vQ697zp+IXMU=", NULL});
+	AUTH_ERR(&t, T2007, 403, "InvalidAccessKeyId");
+	/* the date: none, garbage, empty x-amz-date (over Date), before 1970,
+	 * past the nanosecond range */
+	static const char *const dates[] = {"User-Agent: no date", "Date: Bad Date", "x-amz-date: ",
+	                                    "x-amz-date: Tue, 07 Jul 1950 21:53:04 GMT", NULL};
+	for (int i = 0; dates[i]; i++) {
+		mkreq(&t, "PUT", "/b/k", (const char *const[]){dates[i], "Authorization: AWS " AK ":x", NULL});
+		if (i == 2)
+			addhdr(&t, date); /* x-amz-date wins over Date */
+		AUTH_ERR(&t, T2007, 403, "AccessDenied");
+	}
+	mkreq(&t, "PUT", "/b/k",
+	      (const char *const[]){"x-amz-date: Tue, 07 Jul 9999 21:53:04 GMT", "Authorization: AWS " AK ":x", NULL});
+	AUTH_ERR(&t, T2007, 403, "RequestTimeTooSkewed");
+	/* a signed aws-chunked body needs SigV4's signing key */
+	mkreq(&t, "PUT", "/b/k",
+	      (const char *const[]){date, "x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD", NULL});
+	v2_sign_req(&t, "Tue, 27 Mar 2007 19:36:42 +0000");
+	AUTH_ERR(&t, T2007, 400, "InvalidRequest");
+	/* a huge header: refused, no crash */
+	static char big[8192];
+	memset(big, 'A', sizeof(big) - 1);
+	memcpy(big, "x-amz-meta-big: ", 16);
+	mkreq(&t, "PUT", "/b/k", (const char *const[]){date, "Authorization: AWS " AK ":x", NULL});
+	t.h[2].name = SV("x-amz-meta-big");
+	t.h[2].value = sv_from(big + 16);
+	t.r.nhdrs = 3;
+	AUTH_ERR(&t, T2007, 403, "SignatureDoesNotMatch");
+	/* the query form: a parameter missing, Expires not a number, both forms */
+	static const char *const queries[] = {"/b/k?AWSAccessKeyId=" AK "&Expires=1175139620",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Signature=x",
+	                                      "/b/k?AWSAccessKeyId=&Expires=1175139620&Signature=x",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=soon&Signature=x",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=-1&Signature=x",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=1175139620&Signature=x&Signature=y",
+	                                      "/b/k?AWSAccessKeyId=" AK "&Expires=1175139620&Signature=%zz", NULL};
+	for (int i = 0; queries[i]; i++) {
+		mkreq(&t, "GET", queries[i], NULL);
+		AUTH_ERR(&t, T2007, 403, "AccessDenied");
+	}
+	mkreq(&t, "GET", "/b/k?AWSAccessKeyId=" AK "&Expires=1175139620&Signature=x",
+	      (const char *const[]){"Authorization: AWS " AK ":x", NULL});
+	AUTH_ERR(&t, T2007, 400, "InvalidArgument");
+	cfg.sigv2 = false;
+}
+END_TEST
+
 static Suite *sigv4_suite(void)
 {
 	Suite *s = suite_create("sigv4");
@@ -1215,6 +1425,9 @@ static Suite *sigv4_suite(void)
 	tcase_add_test(tc, test_checksum_values);
 	tcase_add_test(tc, test_checksum_stream);
 	tcase_add_test(tc, test_keys);
+	tcase_add_test(tc, test_v2_doc_examples);
+	tcase_add_test(tc, test_v2_canonical);
+	tcase_add_test(tc, test_v2_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -260,6 +260,12 @@ START_TEST(test_http_date_bad)
 	memcpy(longs, "Sun, 06 Nov 1994 08:49:37 GMT", 29);
 	int64_t t = -42;
 	ck_assert_int_eq(time_parse_http_date(longs, sizeof(longs), &t), AIS_ERR);
+	/* past what nanoseconds hold: saturated, never an overflow */
+	const char *far = "Tue, 07 Jul 9999 21:53:04 GMT", *early = "Tue, 07 Jul 1950 21:53:04 GMT";
+	ck_assert_int_eq(time_parse_http_date(far, strlen(far), &t), AIS_OK);
+	ck_assert(t == INT64_MAX);
+	ck_assert_int_eq(time_parse_http_date(early, strlen(early), &t), AIS_OK);
+	ck_assert(t == -614916416LL * 1000000000LL);
 }
 END_TEST
 
