@@ -303,20 +303,30 @@ static void via_primary(struct bop *o)
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
 	} else {
-		/* region: [A-Za-z0-9-], no JSON escaping needed */
-		buf_addf(&body, "{\"action\":\"create-bck\",\"value\":{\"s3\":{\"region\":\"%s\"", p->region);
+		/* region: [A-Za-z0-9-], no JSON escaping needed; us-east-1 (the
+		 * empty one) is the default and not sent */
+		const char *sep = "";
+		buf_addstr(&body, "{\"action\":\"create-bck\",\"value\":{\"s3\":{");
+		if (p->region[0]) {
+			buf_addf(&body, "\"region\":\"%s\"", p->region);
+			sep = ",";
+		}
 		if (p->s3owner[0]) {
-			buf_addstr(&body, ",\"owner\":");
+			buf_addf(&body, "%s\"owner\":", sep);
 			buf_add_json_str(&body, p->s3owner, strlen(p->s3owner));
+			sep = ",";
 		}
 		if (p->s3acl_set) {
-			buf_addstr(&body, ",\"acl\":");
+			buf_addf(&body, "%s\"acl\":", sep);
 			buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
+			sep = ",";
 		}
-		if (p->s3lock[0])
-			buf_addf(&body, ",\"lock\":\"%s\"", p->s3lock);
+		if (p->s3lock[0]) {
+			buf_addf(&body, "%s\"lock\":\"%s\"", sep, p->s3lock);
+			sep = ",";
+		}
 		if (o->doc) { /* (a key of letters) */
-			buf_addf(&body, ",\"%s\":", bmd_doc_key(o->kind));
+			buf_addf(&body, "%s\"%s\":", sep, bmd_doc_key(o->kind));
 			buf_add_json_str(&body, o->doc, strlen(o->doc));
 		}
 		buf_addstr(&body, "}}}");
