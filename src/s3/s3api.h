@@ -592,7 +592,8 @@ void s3_ssecfg_xml(const s3_ssecfg_t *c, buf_t *b);
 /* --- owncfg.c: a bucket's ownership controls (PutBucketOwnershipControls) --- */
 /* Pure parser of an OwnershipControls document: exactly one Rule with one
  * ObjectOwnership. AIS_OK with *out, or AIS_ERR with *out NONE and *why
- * (NULL: malformed XML, answered MalformedXML; else InvalidArgument). */
+ * (NULL: malformed XML; else what is wrong; both answered MalformedXML,
+ * as S3 answers a value its schema does not have). */
 int s3_owncfg_parse(const char *p, size_t n, s3acl_own_t *out, const char **why);
 /* The OwnershipControls document of own (not NONE), one line, no XML
  * declaration. */
