@@ -25,6 +25,14 @@
  *     every grant and ACL and an Allow adds to them. IgnorePublicAcls
  *     makes group grants count for nothing here; BlockPublicAcls refuses
  *     setting one (s3_acl_check_users).
+ *  5b. A bucket's object ownership (ownop.c) says who owns what is
+ *     written: the writer (ObjectWriter, and a bucket without controls),
+ *     the bucket owner when the write names x-amz-acl
+ *     bucket-owner-full-control (BucketOwnerPreferred), or always the
+ *     bucket owner (BucketOwnerEnforced). BucketOwnerEnforced disables
+ *     ACLs: the bucket's ACL reads as its owner's full control, an
+ *     object's permissions are its bucket's, and a request may set no ACL
+ *     but the bucket owner's full control (s3_acl_enforced_check).
  *  6. This file only says what the ACLs give (acl_have of the resources
  *     s3.c declares); authz_decide decides, over every resource of the
  *     request at once (a copy's source included): deny wins.
@@ -87,11 +95,17 @@ int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
 		out->pab = bk->props.s3pab;
 		const char *pol = bmd_policy(b, bucket.ptr, bucket.len);
 		out->policy = pol ? arena_strndup(r->http->arena, pol, strlen(pol)) : NULL;
+		const char *own = bmd_doc(b, BMD_DOC_OWNERSHIP, bucket.ptr, bucket.len);
+		out->own = own ? s3acl_own_parse(own, strlen(own)) : S3ACL_OWN_NONE;
 		if (out->acl_set && s3acl_decode(bk->props.s3acl, strlen(bk->props.s3acl), &out->acl) != AIS_OK)
 			out->acl.n = 0; /* bmd_props_check keeps it valid */
 		rc = AIS_OK;
 	}
 	cluster_read_unlock(r->node.cl);
+	if (rc == AIS_OK && out->own == S3ACL_OWN_OWNER_ENFORCED) { /* rule 5b */
+		out->acl_set = true;
+		s3acl_canned("private", 7, out->owner, NULL, &out->acl);
+	}
 	return rc;
 }
 
@@ -125,7 +139,7 @@ unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *
 {
 	const char *uid = s3_requester(r);
 	s3acl_t *acl;
-	if (!m || !m->owner)
+	if (!m || !m->owner || b->own == S3ACL_OWN_OWNER_ENFORCED) /* (rule 5b) */
 		return s3_bucket_perms(r, b);
 	if (!b->owned && uid && !authz_enabled())
 		return S3ACL_FULL;
@@ -348,6 +362,22 @@ int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3a
 	return *given ? s3_acl_check_users(r, out) : AIS_OK;
 }
 
+/* Whether the request's x-amz-acl is bucket-owner-full-control. */
+static bool canned_bofc(const s3_rq_t *r)
+{
+	return sv_eqstr(sv_trim(http_req_header(r->http, "x-amz-acl")), "bucket-owner-full-control");
+}
+
+int s3_acl_enforced_check(s3_rq_t *r, const s3_bacl_t *b, const s3acl_t *acl)
+{
+	if (b->own != S3ACL_OWN_OWNER_ENFORCED)
+		return AIS_OK;
+	if (http_req_header(r->http, "x-amz-acl").ptr ? canned_bofc(r) : s3acl_owner_only(acl, b->owner))
+		return AIS_OK;
+	s3_error(r, "AccessControlListNotSupported", "The bucket does not allow ACLs (BucketOwnerEnforced)");
+	return AIS_ERR;
+}
+
 int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 {
 	s3_bacl_t b;
@@ -357,12 +387,21 @@ int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 	buf_t t = BUF_INIT;
 
 	m->owner = m->acl = NULL;
-	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
 		snprintf(b.owner, sizeof(b.owner), "%s", default_owner());
+		b.own = S3ACL_OWN_NONE;
+	}
 	/* anonymous (a public-read-write bucket): an object of the bucket's
 	 * owner, with the canned ACL asked for, else the bucket's permissions */
 	if (s3_acl_from_req(r, uid ? uid : b.owner, b.owner, acl, &given) != AIS_OK)
 		return AIS_ERR;
+	if (given && s3_acl_enforced_check(r, &b, acl) != AIS_OK)
+		return AIS_ERR;
+	/* the bucket owner owns it (rule 5b), with full control */
+	if (b.own == S3ACL_OWN_OWNER_ENFORCED || (b.own == S3ACL_OWN_OWNER_PREFERRED && uid && canned_bofc(r))) {
+		uid = b.owner;
+		s3acl_canned("private", 7, uid, NULL, acl);
+	}
 	if (!uid && !given)
 		return AIS_OK;
 	if (!uid)

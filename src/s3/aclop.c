@@ -36,7 +36,7 @@ int s3_acl_get(s3_rq_t *r)
 		s3_meta_t m;
 		if (s3_meta_lookup(r, &sm, &m) != AIS_OK)
 			return AIS_OK;
-		if (m.owner) { /* else: the bucket's */
+		if (m.owner && b.own != S3ACL_OWN_OWNER_ENFORCED) { /* else: the bucket's */
 			owner = m.owner;
 			if (s3acl_decode(m.acl ? m.acl : "", m.acl ? strlen(m.acl) : 0, acl) != AIS_OK)
 				acl->n = 0;
@@ -70,8 +70,13 @@ static void object_set(s3_rq_t *r, const s3acl_t *acl)
 static void put_body(s3_rq_t *r, buf_t *body)
 {
 	s3acl_t *acl;
+	s3_bacl_t b;
 	bool given = false;
 
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return;
+	}
 	if (body->len) {
 		s3_acl_req_t *q = arena_alloc(r->http->arena, sizeof(*q));
 		if (s3_parse_acl(body->ptr, body->len, q) != AIS_OK) {
@@ -81,16 +86,11 @@ static void put_body(s3_rq_t *r, buf_t *body)
 				s3_error(r, "MalformedACLError", NULL);
 			return;
 		}
-		if (s3_acl_check_users(r, &q->acl) != AIS_OK)
+		if (s3_acl_enforced_check(r, &b, &q->acl) != AIS_OK || s3_acl_check_users(r, &q->acl) != AIS_OK)
 			return;
 		acl = &q->acl;
 	} else {
-		s3_bacl_t b;
 		acl = arena_alloc(r->http->arena, sizeof(*acl));
-		if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
-			s3_error(r, "NoSuchBucket", NULL);
-			return;
-		}
 		const char *owner = b.owner;
 		if (r->key.len) {
 			store_meta_t sm;
@@ -100,12 +100,16 @@ static void put_body(s3_rq_t *r, buf_t *body)
 			if (m.owner)
 				owner = m.owner;
 		}
-		if (s3_acl_from_req(r, owner, r->key.len ? b.owner : NULL, acl, &given) != AIS_OK)
+		/* (with ACLs disabled a bucket takes bucket-owner-full-control too) */
+		bool bo = r->key.len || b.own == S3ACL_OWN_OWNER_ENFORCED;
+		if (s3_acl_from_req(r, owner, bo ? b.owner : NULL, acl, &given) != AIS_OK)
 			return;
 		if (!given) {
 			s3_error(r, "MissingSecurityHeader", "Your request was missing a required header: x-amz-acl");
 			return;
 		}
+		if (s3_acl_enforced_check(r, &b, acl) != AIS_OK)
+			return;
 	}
 	if (r->key.len)
 		object_set(r, acl);

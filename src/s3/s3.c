@@ -415,6 +415,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_logging(r);
 	if (s3_query_has(req, "encryption"))
 		return s3_doc_serve(r, &s3_ssecfg_ops);
+	if (s3_query_has(req, "ownershipControls"))
+		return s3_doc_serve(r, &s3_own_ops);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -455,6 +457,8 @@ static int authenticate(s3_rq_t *r)
  *   GetBucketPolicy(Status), ...PublicAccessBlock list READ_ACP (bucket)
  *   GetBucketCors                  list          READ_ACP (bucket)
  *   GetBucketLifecycle(Configuration) list       READ_ACP (bucket)
+ *   Put/DeleteBucketOwnershipControls admin      WRITE_ACP (bucket)
+ *   GetBucketOwnershipControls     list          READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
@@ -498,9 +502,9 @@ static int s3_declare(s3_rq_t *r)
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
 		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors") ||
 		    s3_query_has(req, "lifecycle") || s3_query_has(req, "logging") ||
-		    s3_query_has(req, "encryption")) {
+		    s3_query_has(req, "encryption") || s3_query_has(req, "ownershipControls")) {
 			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS, lifecycle,
-			 * logging or default encryption: as its owner's */
+			 * logging, default encryption or ownership controls: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;

@@ -278,8 +278,10 @@ typedef struct s3_bacl {
 	s3acl_t acl;
 	unsigned pab;       /* its public access block (bmd.h BMD_PAB_*) */
 	const char *policy; /* its policy (the request's arena), or NULL */
+	s3acl_own_t own;    /* its object ownership (BMD_DOC_OWNERSHIP) */
 } s3_bacl_t;
-/* A bucket's owner and ACL; AIS_ERR: no such bucket. */
+/* A bucket's owner and ACL (with BucketOwnerEnforced: its owner's full
+ * control, whatever it was set to before); AIS_ERR: no such bucket. */
 int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out);
 /* The bucket's ACL, or the private one of its owner when it has none. */
 void s3_bucket_acl_effective(const s3_bacl_t *b, s3acl_t *out);
@@ -319,6 +321,12 @@ int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3a
 /* Checks a's user grants name configured keys and its group grants are
  * allowed (auth.enabled: admin); AIS_ERR after answering. */
 int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a);
+/* With BucketOwnerEnforced ACLs are disabled: a request may set only an
+ * ACL that gives the bucket owner full control and nothing else, named as
+ * x-amz-acl bucket-owner-full-control or as grants (acl: what the request
+ * sets). AIS_OK (also for any other ownership), or AIS_ERR after
+ * answering 400 AccessControlListNotSupported. */
+int s3_acl_enforced_check(s3_rq_t *r, const s3_bacl_t *b, const s3acl_t *acl);
 /* Sets m->owner (the requester) and m->acl from the request; anonymous:
  * none. AIS_ERR after answering. */
 int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m);
@@ -548,7 +556,7 @@ void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33]);
 /* --- docop.c: a bucket's stored S3 documents (bmd_doc) served by one
  * handler, GET (HEAD where head_ok), PUT and DELETE, each kind described
  * by its row: CORS (corsop.c), lifecycle (lcop.c), default encryption
- * (ssecfgop.c). The policy and logging documents have answers of their
+ * (ssecfgop.c), object ownership (ownop.c). The policy and logging documents have answers of their
  * own (policy.c, logging.c). --- */
 typedef struct s3_doc_ops {
 	bmd_doc_kind_t kind;
@@ -570,7 +578,7 @@ typedef struct s3_doc_ops {
 int s3_doc_of_bucket(s3_rq_t *r, const s3_doc_ops_t *ops, void *c);
 /* The document's sub-resource on a bucket: GET, PUT, DELETE. */
 int s3_doc_serve(s3_rq_t *r, const s3_doc_ops_t *ops);
-extern const s3_doc_ops_t s3_cors_ops, s3_lc_ops, s3_ssecfg_ops;
+extern const s3_doc_ops_t s3_cors_ops, s3_lc_ops, s3_ssecfg_ops, s3_own_ops;
 
 /* --- ssecfg.c: a bucket's default encryption (rules at the top of ssecfg.c) --- */
 typedef struct s3_ssecfg {
@@ -583,6 +591,16 @@ typedef struct s3_ssecfg {
 int s3_ssecfg_parse(const char *p, size_t n, s3_ssecfg_t *out, const char **why);
 /* The canonical one-line XML of c (no declaration). */
 void s3_ssecfg_xml(const s3_ssecfg_t *c, buf_t *b);
+
+/* --- owncfg.c: a bucket's ownership controls (PutBucketOwnershipControls) --- */
+/* Pure parser of an OwnershipControls document: exactly one Rule with one
+ * ObjectOwnership. AIS_OK with *out, or AIS_ERR with *out NONE and *why
+ * (NULL: malformed XML; else what is wrong; both answered MalformedXML,
+ * as S3 answers a value its schema does not have). */
+int s3_owncfg_parse(const char *p, size_t n, s3acl_own_t *out, const char **why);
+/* The OwnershipControls document of own (not NONE), one line, no XML
+ * declaration. */
+void s3_owncfg_xml(s3acl_own_t own, buf_t *b);
 
 
 /* --- copy.c --- */
