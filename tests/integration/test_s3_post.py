@@ -186,6 +186,10 @@ t.check("Extra input fields" in code(b)[1], "  'Extra input fields'", code(b)[1]
 f = presigned("ct", fields={"Content-Type": "text/plain"}, conditions=[["eq", "$Content-Type", "text/plain"]])
 f = [(k, "text/html" if k == "Content-Type" else v) for k, v in f]
 t.eq(code(post("/upl", body_of(f, b"no"))[2])[0], "AccessDenied", "an eq condition not met: AccessDenied")
+f = presigned("any-sse", conditions=[["starts-with", "$x-amz-server-side-encryption", ""]])
+t.eq(post("/upl", body_of(f, b"any"))[0], 204, "starts-with \"\" of a field the form lacks: met (any value)")
+f = presigned("some-sse", conditions=[["starts-with", "$x-amz-server-side-encryption", "AES"]])
+t.eq(code(post("/upl", body_of(f, b"no"))[2])[0], "AccessDenied", "starts-with \"AES\" of a field the form lacks: 403")
 rng = presigned("range", conditions=[["content-length-range", 10, 20]])
 st, h, b = post("/upl", body_of(rng, b"y" * 100))
 t.eq((st, code(b)[0]), (400, "EntityTooLarge"), "over content-length-range: 400 EntityTooLarge")
