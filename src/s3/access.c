@@ -180,7 +180,8 @@ int s3_decide(s3_rq_t *r)
 		s3_bacl_t b;
 		bool have = x->bucket.len && s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK;
 		if (have && who.kind != AUTHZ_PEER)
-			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, true);
+			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, (sv_t){NULL, 0},
+								  r->meta_later[i]);
 		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
 			x->acl_later = false; /* its own permissions or the policy: no ACL to read */
 			continue;
@@ -217,14 +218,15 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 	if (i >= r->nres)
 		return AIS_ERR; /* not declared: never allowed */
 	authz_res_t *x = &r->res[i];
-	if (!x->acl_later)
+	if (!x->acl_later && x->pol != AUTHZ_POL_LATER)
 		return AIS_OK; /* decided already (s3_decide) */
 	s3_who(r, &who);
 	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
 		return AIS_ERR; /* the bucket went away meanwhile */
-	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags */
-		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, false);
-	x->acl_have = s3_object_perms(r, &b, m);
+	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags or the body's */
+		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, (sv_t){NULL, 0}, false);
+	if (x->acl_later) /* else the bucket's ACL, filled by s3_decide */
+		x->acl_have = s3_object_perms(r, &b, m);
 	x->acl_later = false;
 	if (authz_decide(&who, x, 1, &bad) != AUTHZ_ALLOW || authz_decide(&who, r->res, r->nres, &bad) == AUTHZ_DENY)
 		return AIS_ERR;
@@ -243,11 +245,19 @@ int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 
 int s3_decide_missing(s3_rq_t *r, size_t i)
 {
+	authz_who_t who;
 	s3_bacl_t b;
-	if (i >= r->nres || !r->res[i].acl_later || s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
+	size_t bad;
+	if (i >= r->nres || (!r->res[i].acl_later && r->res[i].pol != AUTHZ_POL_LATER) ||
+	    s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
 		return AIS_OK;
-	/* without READ on the bucket, S3 does not say whether a key exists */
-	return s3_bucket_perms(r, &b) & S3ACL_READ ? AIS_OK : AIS_ERR;
+	/* S3 says whether a key exists only to who may list its bucket: the
+	 * bucket as ListBucket's resource, the key its s3:prefix */
+	authz_res_t x = {.bucket = r->res[i].bucket, .perm = AUTH_LIST, .acl = S3ACL_READ, .role = r->res[i].role};
+	s3_who(r, &who);
+	x.pol = (unsigned char)s3_policy_verdict(r, &x, "s3:ListBucket", &b, NULL, r->res[i].object, false);
+	x.acl_have = s3_bucket_perms(r, &b);
+	return authz_decide(&who, &x, 1, &bad) == AUTHZ_ALLOW ? AIS_OK : AIS_ERR;
 }
 
 int s3_access_missing(s3_rq_t *r)
@@ -269,7 +279,7 @@ int s3_decide_key(s3_rq_t *r, sv_t key, bool version)
 	s3_who(r, &who);
 	x.object = key;
 	x.pol = (unsigned char)s3_policy_verdict(r, &x, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", &b,
-						  NULL, false);
+						  NULL, (sv_t){NULL, 0}, false);
 	if (x.pol == AUTHZ_POL_NONE)
 		return AIS_OK; /* the policy says nothing of the key: the bucket's decision stands */
 	x.acl_have = s3_bucket_perms(r, &b);

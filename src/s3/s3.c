@@ -487,6 +487,7 @@ static int s3_declare(s3_rq_t *r)
 	bool acl = s3_query_has(req, "acl");
 
 	memset(r->res, 0, sizeof(r->res));
+	memset(r->meta_later, 0, sizeof(r->meta_later));
 	r->nres = 0;
 	if (!r->bucket.len) {
 		if (m == HTTP_GET || m == HTTP_HEAD)
@@ -539,6 +540,9 @@ static int s3_declare(s3_rq_t *r)
 		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE, x->acl = S3ACL_WRITE;
 		x->op = m == HTTP_GET ? BMD_ACCESS_LIST : BMD_ACCESS_PUT;
 	}
+	/* the handlers that read the object's metadata and decide again (s3_decide_object) */
+	r->meta_later[S3_RES_NAMED] = x->acl_later || s3_query_has(req, "tagging") || s3_query_has(req, "retention") ||
+				      s3_query_has(req, "legal-hold");
 	if (s3_lock_bypass(r) && (m == HTTP_DELETE || (m == HTTP_PUT && s3_query_has(req, "retention"))))
 		x->perm |= AUTH_ADMIN; /* s3:BypassGovernanceRetention: the bucket's administrators (objlock.c) */
 	sv_t src = http_req_header(req, "x-amz-copy-source");
@@ -549,6 +553,7 @@ static int s3_declare(s3_rq_t *r)
 		s->perm = AUTH_READ;
 		s->acl = S3ACL_READ;
 		s->acl_later = true;
+		r->meta_later[S3_RES_SOURCE] = true;
 		s->op = BMD_ACCESS_GET;
 		s->role = "the copy source";
 		r->nres = 2;

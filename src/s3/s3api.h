@@ -56,6 +56,13 @@ typedef struct s3_rq {
 	 * by the handler that reads its metadata (s3_decide_object). */
 	authz_res_t res[2];
 	size_t nres;
+	/* Resource i's handler reads its object's S3 metadata and decides it
+	 * again with it (s3_decide_object): a policy on the object's tags or
+	 * on a tag set in the body waits for them (AUTHZ_POL_LATER). */
+	bool meta_later[2];
+	/* The tag set a PutObjectTagging body sets (s3:RequestObjectTag/ of the
+	 * policy, policy.c); NULL: the x-amz-tagging header's. */
+	const struct s3_tags *req_tags;
 	struct s3_post *post; /* a browser POST upload's form (post.c); NULL: none */
 	struct logctx *log;   /* its server access log record to be (logging.c); NULL: none */
 } s3_rq_t;
@@ -304,7 +311,9 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* The same, answering AccessDenied on AIS_ERR. */
 int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* Resource i's object is missing: AIS_ERR (AccessDenied) unless the
- * requester may read its bucket (then NoSuchKey is fine) or needs no ACL. */
+ * requester may list its bucket (then NoSuchKey is fine: READ by the ACL,
+ * its own list permission, or the policy's s3:ListBucket with the key as
+ * s3:prefix, one decision) or was let in already (no object ACL to wait for). */
 int s3_decide_missing(s3_rq_t *r, size_t i);
 /* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
@@ -346,10 +355,13 @@ void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls);
 const char *s3_action(s3_rq_t *r, size_t i);
 /* The bucket policy's verdict (authz.h AUTHZ_POL_*) on resource x of r
  * asking action, its bucket b (policy, owner, public access block) and,
- * for an object read, its metadata m (tags; NULL: not read yet: a policy
- * that needs them answers AUTHZ_POL_LATER when later_ok). */
+ * for an object whose metadata was read, m (s3:ExistingObjectTag/; NULL:
+ * not read yet: a policy on the object's tags or on the request's
+ * (s3:RequestObjectTag/) answers AUTHZ_POL_LATER when later_ok, the
+ * caller deciding again with m). prefix: s3:prefix as the caller states
+ * it (a missing key's name); ptr NULL: the request's query. */
 unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
-			   const s3_meta_t *m, bool later_ok);
+			   const s3_meta_t *m, sv_t prefix, bool later_ok);
 /* ?policy (GET, PUT, DELETE), ?policyStatus (GET), ?publicAccessBlock
  * (GET, PUT, DELETE) of a bucket. */
 int s3_bucket_policy(s3_rq_t *r);
