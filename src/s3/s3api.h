@@ -217,6 +217,8 @@ typedef struct s3_meta {
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
 	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
 	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
+	char *pcks;     /* a COMPOSITE multipart object's part checksums (ck's algorithm), base64 in part
+			   order joined by '.' ("s3.pck", s3_part_ck); NULL: not kept (none, or no room) */
 	char *sse;      /* server-side encryption record ("s3.sse", sse.c); NULL: stored as sent */
 	/* S3 object lock of the version (objlock.c; olver.h's OLVER_LOCK_*
 	 * items, which the object layer enforces): the retention's mode
@@ -242,6 +244,9 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
  * count. AIS_OK; AIS_DONE: no part has that number (*count set);
  * AIS_ERR: ps malformed. */
 int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count);
+/* The checksum of the object's ord-th part (0: the first) of m->pcks:
+ * true with it in *out; false: not kept. */
+bool s3_part_ck(const s3_meta_t *m, uint32_t ord, sv_t *out);
 /* The object's metadata for a request on the object named (?tagging,
  * ?acl) on this target: AIS_ERR after answering (missing, or the
  * object's ACL refuses it). */
