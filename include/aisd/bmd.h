@@ -150,12 +150,15 @@ typedef enum bmd_doc_kind {
 			  * BMD_S3LOGGING_MAX bytes of 0x20..0x7e */
 	BMD_DOC_SSE,    /* S3 default encryption (PutBucketEncryption) in canonical XML
 			 * (src/s3/ssecfg.c): BMD_S3SSE_MAX bytes of 0x20..0x7e */
+	BMD_DOC_OWNERSHIP, /* S3 object ownership (PutBucketOwnershipControls): its
+			    * ObjectOwnership name (s3acl_own_name), e.g. "BucketOwnerEnforced" */
 	BMD_DOC_KINDS
 } bmd_doc_kind_t;
 #define BMD_S3CORS_MAX 65536 /* a bucket's CORS rules, canonical XML */
 #define BMD_S3LC_MAX 262144  /* a bucket's lifecycle rules, canonical JSON */
 #define BMD_S3LOGGING_MAX 4096 /* a bucket's logging configuration */
 #define BMD_S3SSE_MAX 1024   /* a bucket's default encryption, canonical XML */
+#define BMD_S3OWN_MAX 32     /* a bucket's object ownership name */
 
 /* The kind's set-bprops key ("policy", "cors": "s3":{KEY:TEXT}, "" removes)
  * and the name users read ("policy", "CORS configuration"). */

@@ -83,5 +83,26 @@ int s3acl_parse_grant_header(const char *v, size_t len, unsigned perm, s3acl_t *
  * (AllUsers only); groups_only ignores user grants and AuthenticatedUsers
  * counts for any uid. */
 unsigned s3acl_perms(const s3acl_t *a, const char *uid, bool groups_only);
+/* True if a gives uid FULL_CONTROL and nothing else to anyone. */
+bool s3acl_owner_only(const s3acl_t *a, const char *uid);
+
+/* A bucket's object ownership (S3's ObjectOwnership, kept by its name):
+ * who owns an object written to it and whether ACLs count at all.
+ *   OBJECT_WRITER   the writer owns it (also a bucket without controls);
+ *   OWNER_PREFERRED the bucket owner when written with x-amz-acl
+ *                   bucket-owner-full-control, else the writer;
+ *   OWNER_ENFORCED  ACLs are disabled: the bucket owner owns every
+ *                   object, only policies and grants decide. */
+typedef enum s3acl_own {
+	S3ACL_OWN_NONE, /* no ownership controls: as OBJECT_WRITER */
+	S3ACL_OWN_OBJECT_WRITER,
+	S3ACL_OWN_OWNER_PREFERRED,
+	S3ACL_OWN_OWNER_ENFORCED,
+} s3acl_own_t;
+/* "ObjectWriter", "BucketOwnerPreferred", "BucketOwnerEnforced" into their
+ * value; S3ACL_OWN_NONE for any other text. */
+s3acl_own_t s3acl_own_parse(const char *s, size_t len);
+/* The S3 name of a value other than NONE ("" for NONE). */
+const char *s3acl_own_name(s3acl_own_t own);
 
 #endif

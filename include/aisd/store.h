@@ -177,6 +177,10 @@ void store_writer_stamp(store_writer_t *w, int64_t stamp);
  * stamp (one from a peer whose clock this node has not seen yet) is
  * stamped anew above it. */
 int64_t store_writer_stamp_of(const store_writer_t *w);
+/* A client's write (no stamp given), before its commit, that a delete with
+ * stamp came before (its tombstone here): the write is stamped anew above
+ * it, since it commits after that delete; else nothing changes. */
+void store_writer_after(store_writer_t *w, int64_t stamp);
 /* The write is a copy whose metadata was set at md_ns (the sender's
  * store_md_time): the commit records it, so every copy of the same bytes
  * compares its metadata by when it was set, not by when it landed. */

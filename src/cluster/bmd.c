@@ -20,7 +20,7 @@
  *     bmd_s3lock_valid and only with history enabled; a
  *     bucket's created_ns, region and s3owner never change after bmd_add.
  *  3a. A bucket's S3 documents (bmd_doc_kind_t: policy, CORS, lifecycle,
- *     logging) are beside
+ *     logging, default encryption, object ownership) are beside
  *     its entry (doc[i].d[kind] for bck[i], NULL: none), each valid for
  *     its kind (docs[kind].valid) and at most docs[kind].max bytes, no
  *     NUL; they go with their bucket (bmd_remove) and change only by
@@ -36,6 +36,7 @@
 
 #include "aisd/bmd.h"
 #include "aisd/cmap.h"
+#include "aisd/s3acl.h"
 #include "aisd/s3lc.h"
 #include "aisd/s3policy.h"
 #include "aisd/status.h"
@@ -99,6 +100,16 @@ static bool doc_sse_valid(const char *bucket, const char *text, size_t len, buf_
 	return true;
 }
 
+static bool doc_ownership_valid(const char *bucket, const char *text, size_t len, buf_t *err)
+{
+	(void)bucket;
+	if (s3acl_own_parse(text, len) != S3ACL_OWN_NONE)
+		return true;
+	cmap_fail(err, EINVAL, "bmd: an object ownership is ObjectWriter, BucketOwnerPreferred or "
+			       "BucketOwnerEnforced");
+	return false;
+}
+
 static const struct doc_kind {
 	const char *json; /* the bucket's key in the BMD's JSON */
 	const char *key;  /* set-bprops "s3":{key:TEXT} */
@@ -112,6 +123,7 @@ static const struct doc_kind {
 			       doc_lifecycle_valid},
 	[BMD_DOC_LOGGING] = {"s3logging", "logging", "logging configuration", BMD_S3LOGGING_MAX, doc_logging_valid},
 	[BMD_DOC_SSE] = {"s3sse", "encryption", "encryption configuration", BMD_S3SSE_MAX, doc_sse_valid},
+	[BMD_DOC_OWNERSHIP] = {"s3ownership", "ownership", "object ownership", BMD_S3OWN_MAX, doc_ownership_valid},
 };
 
 struct bmd {

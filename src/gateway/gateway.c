@@ -89,12 +89,29 @@ static void bop_cleanup(void *arg)
 	json_decref(o->missing);
 }
 
+/* A bucket's S3 documents ("s3": {"policy": TEXT, "cors": XML}, ""
+ * removes one) of create-bck's or set-bprops' value: they live beside
+ * the props (bmd_doc). */
+static int set_docs(bmd_t *b, struct bop *o, buf_t *err)
+{
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++) {
+		json_t *doc = json_object_get(json_object_get(o->patch, "s3"), bmd_doc_key(d));
+		if (doc && bmd_set_doc(b, d, o->name, strlen(o->name),
+				       json_string_length(doc) ? json_string_value(doc) : NULL, json_string_length(doc),
+				       err) != AIS_OK)
+			return AIS_ERR;
+	}
+	return AIS_OK;
+}
+
 static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
 	struct bop *o = arg;
 	switch (o->kind) {
 	case BOP_CREATE:
-		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
+		if (bmd_add(b, o->name, strlen(o->name), &o->props, err) != AIS_OK)
+			return AIS_ERR;
+		return set_docs(b, o, err);
 	case BOP_DESTROY:
 		if (o->nonempty) { /* (asked only of a bucket with S3 object lock) */
 			buf_addstr(err, "a bucket with S3 object lock is destroyed only once it holds no version");
@@ -118,15 +135,8 @@ static int bucket_update(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 		p.mirror_enabled = false; /* ec-encode from copies to slices */
 	if (bmd_props_patch(&p, o->patch, err) != AIS_OK)
 		return AIS_ERR;
-	/* a bucket's S3 documents ("s3": {"policy": TEXT, "cors": XML}, ""
-	 * removes one) live beside the props (bmd_doc) */
-	for (unsigned d = 0; d < BMD_DOC_KINDS; d++) {
-		json_t *doc = json_object_get(json_object_get(o->patch, "s3"), bmd_doc_key(d));
-		if (doc && bmd_set_doc(b, d, o->name, strlen(o->name),
-				       json_string_length(doc) ? json_string_value(doc) : NULL, json_string_length(doc),
-				       err) != AIS_OK)
-			return AIS_ERR;
-	}
+	if (set_docs(b, o, err) != AIS_OK)
+		return AIS_ERR;
 	size_t targets = cmap_count(m, CMAP_TARGET, CMAP_ANY);
 	if (p.mirror_enabled && p.mirror_copies > targets) {
 		buf_addf(err, "mirror.copies %u is more than the %zu targets of the cluster", p.mirror_copies,
@@ -692,8 +702,9 @@ static void bck_ec_encode(struct bck_call *c)
 }
 
 /* create-bck's value into o->props: the cluster's checksum unless
- * checksum.type, and the S3 parts (region, owner, ACL, object lock) and a
- * remote backend. false after a 400. */
+ * checksum.type, and the S3 parts (region, owner, ACL, object lock; its
+ * documents are checked to be strings, set by set_docs) and a remote
+ * backend. false after a 400. */
 static bool create_props(struct bck_call *c)
 {
 	http_req_t *req = c->req;
@@ -744,6 +755,14 @@ static bool create_props(struct bck_call *c)
 		memcpy(o->props.s3acl, json_string_value(acl), json_string_length(acl));
 		o->props.s3acl_set = true;
 	}
+	/* its S3 documents, set with it (set_docs) */
+	for (unsigned d = 0; d < BMD_DOC_KINDS; d++) {
+		json_t *doc = json_object_get(s3, bmd_doc_key(d));
+		if (doc && (!json_is_string(doc) || !json_string_length(doc))) {
+			http_resp_error(req, 400, "s3.%s must be a non-empty string", bmd_doc_key(d));
+			return false;
+		}
+	}
 	/* a remote backend: {"backend":{"provider","remote","bucket",...}} */
 	json_t *bkv = json_object_get(value, "backend");
 	if (bkv && bmd_backend_patch(bkv, &o->props.backend, &o->msg) != AIS_OK) {
@@ -778,8 +797,10 @@ static void bck_change(struct bck_call *c)
 		redirect_primary(req, c->cl);
 		return;
 	}
-	if (create_props(c))
-		http_offload_net(req, bucket_work, bucket_done);
+	if (!create_props(c))
+		return;
+	o->patch = json_incref(c->value); /* its S3 documents (set_docs) */
+	http_offload_net(req, bucket_work, bucket_done);
 }
 
 /* /v1/buckets[/B]: the list of buckets, or B's request parsed once (the

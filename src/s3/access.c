@@ -25,6 +25,14 @@
  *     every grant and ACL and an Allow adds to them. IgnorePublicAcls
  *     makes group grants count for nothing here; BlockPublicAcls refuses
  *     setting one (s3_acl_check_users).
+ *  5b. A bucket's object ownership (ownop.c) says who owns what is
+ *     written: the writer (ObjectWriter, and a bucket without controls),
+ *     the bucket owner when the write names x-amz-acl
+ *     bucket-owner-full-control (BucketOwnerPreferred), or always the
+ *     bucket owner (BucketOwnerEnforced). BucketOwnerEnforced disables
+ *     ACLs: the bucket's ACL reads as its owner's full control, an
+ *     object's permissions are its bucket's, and a request may set no ACL
+ *     but the bucket owner's full control (s3_acl_enforced_check).
  *  6. This file only says what the ACLs give (acl_have of the resources
  *     s3.c declares); authz_decide decides, over every resource of the
  *     request at once (a copy's source included): deny wins.
@@ -87,11 +95,17 @@ int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out)
 		out->pab = bk->props.s3pab;
 		const char *pol = bmd_policy(b, bucket.ptr, bucket.len);
 		out->policy = pol ? arena_strndup(r->http->arena, pol, strlen(pol)) : NULL;
+		const char *own = bmd_doc(b, BMD_DOC_OWNERSHIP, bucket.ptr, bucket.len);
+		out->own = own ? s3acl_own_parse(own, strlen(own)) : S3ACL_OWN_NONE;
 		if (out->acl_set && s3acl_decode(bk->props.s3acl, strlen(bk->props.s3acl), &out->acl) != AIS_OK)
 			out->acl.n = 0; /* bmd_props_check keeps it valid */
 		rc = AIS_OK;
 	}
 	cluster_read_unlock(r->node.cl);
+	if (rc == AIS_OK && out->own == S3ACL_OWN_OWNER_ENFORCED) { /* rule 5b */
+		out->acl_set = true;
+		s3acl_canned("private", 7, out->owner, NULL, &out->acl);
+	}
 	return rc;
 }
 
@@ -125,7 +139,7 @@ unsigned s3_object_perms(const s3_rq_t *r, const s3_bacl_t *b, const s3_meta_t *
 {
 	const char *uid = s3_requester(r);
 	s3acl_t *acl;
-	if (!m || !m->owner)
+	if (!m || !m->owner || b->own == S3ACL_OWN_OWNER_ENFORCED) /* (rule 5b) */
 		return s3_bucket_perms(r, b);
 	if (!b->owned && uid && !authz_enabled())
 		return S3ACL_FULL;
@@ -166,7 +180,8 @@ int s3_decide(s3_rq_t *r)
 		s3_bacl_t b;
 		bool have = x->bucket.len && s3_bucket_acl_get(r, x->bucket, &b) == AIS_OK;
 		if (have && who.kind != AUTHZ_PEER)
-			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, true);
+			x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, NULL, (sv_t){NULL, 0},
+								  r->meta_later[i]);
 		if (authz_decide(&who, x, 1, &bad) == AUTHZ_ALLOW) {
 			x->acl_later = false; /* its own permissions or the policy: no ACL to read */
 			continue;
@@ -203,14 +218,15 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 	if (i >= r->nres)
 		return AIS_ERR; /* not declared: never allowed */
 	authz_res_t *x = &r->res[i];
-	if (!x->acl_later)
+	if (!x->acl_later && x->pol != AUTHZ_POL_LATER)
 		return AIS_OK; /* decided already (s3_decide) */
 	s3_who(r, &who);
 	if (s3_bucket_acl_get(r, x->bucket, &b) != AIS_OK)
 		return AIS_ERR; /* the bucket went away meanwhile */
-	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags */
-		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, false);
-	x->acl_have = s3_object_perms(r, &b, m);
+	if (x->pol == AUTHZ_POL_LATER) /* a policy on the object's tags or the body's */
+		x->pol = (unsigned char)s3_policy_verdict(r, x, s3_action(r, i), &b, m, (sv_t){NULL, 0}, false);
+	if (x->acl_later) /* else the bucket's ACL, filled by s3_decide */
+		x->acl_have = s3_object_perms(r, &b, m);
 	x->acl_later = false;
 	if (authz_decide(&who, x, 1, &bad) != AUTHZ_ALLOW || authz_decide(&who, r->res, r->nres, &bad) == AUTHZ_DENY)
 		return AIS_ERR;
@@ -229,11 +245,19 @@ int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m)
 
 int s3_decide_missing(s3_rq_t *r, size_t i)
 {
+	authz_who_t who;
 	s3_bacl_t b;
-	if (i >= r->nres || !r->res[i].acl_later || s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
+	size_t bad;
+	if (i >= r->nres || (!r->res[i].acl_later && r->res[i].pol != AUTHZ_POL_LATER) ||
+	    s3_bucket_acl_get(r, r->res[i].bucket, &b) != AIS_OK)
 		return AIS_OK;
-	/* without READ on the bucket, S3 does not say whether a key exists */
-	return s3_bucket_perms(r, &b) & S3ACL_READ ? AIS_OK : AIS_ERR;
+	/* S3 says whether a key exists only to who may list its bucket: the
+	 * bucket as ListBucket's resource, the key its s3:prefix */
+	authz_res_t x = {.bucket = r->res[i].bucket, .perm = AUTH_LIST, .acl = S3ACL_READ, .role = r->res[i].role};
+	s3_who(r, &who);
+	x.pol = (unsigned char)s3_policy_verdict(r, &x, "s3:ListBucket", &b, NULL, r->res[i].object, false);
+	x.acl_have = s3_bucket_perms(r, &b);
+	return authz_decide(&who, &x, 1, &bad) == AUTHZ_ALLOW ? AIS_OK : AIS_ERR;
 }
 
 int s3_access_missing(s3_rq_t *r)
@@ -255,7 +279,7 @@ int s3_decide_key(s3_rq_t *r, sv_t key, bool version)
 	s3_who(r, &who);
 	x.object = key;
 	x.pol = (unsigned char)s3_policy_verdict(r, &x, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", &b,
-						  NULL, false);
+						  NULL, (sv_t){NULL, 0}, false);
 	if (x.pol == AUTHZ_POL_NONE)
 		return AIS_OK; /* the policy says nothing of the key: the bucket's decision stands */
 	x.acl_have = s3_bucket_perms(r, &b);
@@ -348,6 +372,22 @@ int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3a
 	return *given ? s3_acl_check_users(r, out) : AIS_OK;
 }
 
+/* Whether the request's x-amz-acl is bucket-owner-full-control. */
+static bool canned_bofc(const s3_rq_t *r)
+{
+	return sv_eqstr(sv_trim(http_req_header(r->http, "x-amz-acl")), "bucket-owner-full-control");
+}
+
+int s3_acl_enforced_check(s3_rq_t *r, const s3_bacl_t *b, const s3acl_t *acl)
+{
+	if (b->own != S3ACL_OWN_OWNER_ENFORCED)
+		return AIS_OK;
+	if (http_req_header(r->http, "x-amz-acl").ptr ? canned_bofc(r) : s3acl_owner_only(acl, b->owner))
+		return AIS_OK;
+	s3_error(r, "AccessControlListNotSupported", "The bucket does not allow ACLs (BucketOwnerEnforced)");
+	return AIS_ERR;
+}
+
 int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 {
 	s3_bacl_t b;
@@ -357,12 +397,21 @@ int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m)
 	buf_t t = BUF_INIT;
 
 	m->owner = m->acl = NULL;
-	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK)
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
 		snprintf(b.owner, sizeof(b.owner), "%s", default_owner());
+		b.own = S3ACL_OWN_NONE;
+	}
 	/* anonymous (a public-read-write bucket): an object of the bucket's
 	 * owner, with the canned ACL asked for, else the bucket's permissions */
 	if (s3_acl_from_req(r, uid ? uid : b.owner, b.owner, acl, &given) != AIS_OK)
 		return AIS_ERR;
+	if (given && s3_acl_enforced_check(r, &b, acl) != AIS_OK)
+		return AIS_ERR;
+	/* the bucket owner owns it (rule 5b), with full control */
+	if (b.own == S3ACL_OWN_OWNER_ENFORCED || (b.own == S3ACL_OWN_OWNER_PREFERRED && uid && canned_bofc(r))) {
+		uid = b.owner;
+		s3acl_canned("private", 7, uid, NULL, acl);
+	}
 	if (!uid && !given)
 		return AIS_OK;
 	if (!uid)

@@ -20,7 +20,8 @@
 #include "s3api.h"
 #include "aisd/banned.h"
 
-/* The object's (or version's) ACL: its own, else its bucket's (arg). */
+/* The object's (or version's) ACL: its own, else (none, or ACLs disabled
+ * by BucketOwnerEnforced) its bucket's (arg). */
 static void object_get(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
 {
 	s3_bacl_t *b = arg;
@@ -29,7 +30,7 @@ static void object_get(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
 	buf_t x = BUF_INIT;
 
 	s3_bucket_acl_effective(b, acl);
-	if (m->owner) {
+	if (m->owner && b->own != S3ACL_OWN_OWNER_ENFORCED) {
 		owner = m->owner;
 		if (s3acl_decode(m->acl ? m->acl : "", m->acl ? strlen(m->acl) : 0, acl) != AIS_OK)
 			acl->n = 0;
@@ -61,9 +62,11 @@ int s3_acl_get(s3_rq_t *r)
 
 /* --- PUT ------------------------------------------------------------------------- */
 
-/* The ACL of x-amz-acl / x-amz-grant-* (one of them required) into *out;
- * AIS_ERR after answering. */
-static int from_headers(s3_rq_t *r, const char *owner, const char *bucket_owner, s3acl_t **out)
+/* The ACL of x-amz-acl / x-amz-grant-* (one of them required) into *out,
+ * owned by owner, bucket-owner-* canned ACLs granting bucket_owner (NULL:
+ * none); one that b's ownership controls refuse is refused. AIS_ERR after
+ * answering. */
+static int from_headers(s3_rq_t *r, const s3_bacl_t *b, const char *owner, const char *bucket_owner, s3acl_t **out)
 {
 	bool given = false;
 	*out = arena_alloc(r->http->arena, sizeof(**out));
@@ -73,7 +76,7 @@ static int from_headers(s3_rq_t *r, const char *owner, const char *bucket_owner,
 		s3_error(r, "MissingSecurityHeader", "Your request was missing a required header: x-amz-acl");
 		return AIS_ERR;
 	}
-	return AIS_OK;
+	return s3_acl_enforced_check(r, b, *out);
 }
 
 /* The object's (or version's) new ACL: arg, from the body, or NULL: from
@@ -88,7 +91,7 @@ static void object_set(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
 		s3_error(r, "NoSuchBucket", NULL);
 		return;
 	}
-	if (!acl && from_headers(r, m->owner ? m->owner : b.owner, b.owner, &acl) != AIS_OK)
+	if (!acl && from_headers(r, &b, m->owner ? m->owner : b.owner, b.owner, &acl) != AIS_OK)
 		return;
 	if (!m->owner) /* an object without an owner gets its bucket's */
 		m->owner = arena_strndup(r->http->arena, b.owner, strlen(b.owner));
@@ -101,7 +104,12 @@ static void object_set(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
 static void put_body(s3_rq_t *r, buf_t *body)
 {
 	s3acl_t *acl = NULL;
+	s3_bacl_t b;
 
+	if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
+		s3_error(r, "NoSuchBucket", NULL);
+		return;
+	}
 	if (body->len) {
 		s3_acl_req_t *q = arena_alloc(r->http->arena, sizeof(*q));
 		if (s3_parse_acl(body->ptr, body->len, q) != AIS_OK) {
@@ -111,7 +119,7 @@ static void put_body(s3_rq_t *r, buf_t *body)
 				s3_error(r, "MalformedACLError", NULL);
 			return;
 		}
-		if (s3_acl_check_users(r, &q->acl) != AIS_OK)
+		if (s3_acl_enforced_check(r, &b, &q->acl) != AIS_OK || s3_acl_check_users(r, &q->acl) != AIS_OK)
 			return;
 		acl = &q->acl;
 	}
@@ -119,15 +127,9 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		s3_meta_fetch(r, object_set, acl);
 		return;
 	}
-	if (!acl) {
-		s3_bacl_t b;
-		if (s3_bucket_acl_get(r, r->bucket, &b) != AIS_OK) {
-			s3_error(r, "NoSuchBucket", NULL);
-			return;
-		}
-		if (from_headers(r, b.owner, NULL, &acl) != AIS_OK)
-			return;
-	}
+	/* (with ACLs disabled a bucket takes bucket-owner-full-control too) */
+	if (!acl && from_headers(r, &b, b.owner, b.own == S3ACL_OWN_OWNER_ENFORCED ? b.owner : NULL, &acl) != AIS_OK)
+		return;
 	s3_bucket_set_acl(r, acl);
 }
 

@@ -215,8 +215,8 @@ struct bop {
 	bool set_lock; /* PutObjectLockConfiguration: props.s3lock */
 	bool set_pab;  /* Put/DeletePublicAccessBlock: props.s3pab (status as set_tags) */
 	bool set_doc;  /* Put/Delete of a document (bmd_doc): doc (NULL: remove; status as set_tags) */
-	bmd_doc_kind_t kind; /* set_doc: which */
-	const char *doc;     /* (the request's arena) */
+	bmd_doc_kind_t kind; /* set_doc, and create with doc: which */
+	const char *doc;     /* (the request's arena; create: the object ownership or NULL) */
 	char name[NAME_BUCKET_MAX + 1];
 	bmd_props_t props;
 	int err;        /* errno of the change */
@@ -232,8 +232,11 @@ static void bop_cleanup(void *arg) { buf_free(&((struct bop *)arg)->msg); }
 static int bmd_change(cmap_t *m, bmd_t *b, void *arg, buf_t *err)
 {
 	struct bop *o = arg;
-	if (o->create)
-		return bmd_add(b, o->name, strlen(o->name), &o->props, err);
+	if (o->create) {
+		if (bmd_add(b, o->name, strlen(o->name), &o->props, err) != AIS_OK)
+			return AIS_ERR;
+		return o->doc ? bmd_set_doc(b, o->kind, o->name, strlen(o->name), o->doc, strlen(o->doc), err) : AIS_OK;
+	}
 	if (o->set_acl) {
 		const bmd_bucket_t *bk = bmd_get(b, o->name, strlen(o->name));
 		if (!bk) {
@@ -300,18 +303,32 @@ static void via_primary(struct bop *o)
 	} else if (!o->create) {
 		buf_addstr(&body, "{\"action\":\"destroy-bck\"}");
 	} else {
-		/* region: [A-Za-z0-9-], no JSON escaping needed */
-		buf_addf(&body, "{\"action\":\"create-bck\",\"value\":{\"s3\":{\"region\":\"%s\"", p->region);
+		/* region: [A-Za-z0-9-], no JSON escaping needed; us-east-1 (the
+		 * empty one) is the default and not sent */
+		const char *sep = "";
+		buf_addstr(&body, "{\"action\":\"create-bck\",\"value\":{\"s3\":{");
+		if (p->region[0]) {
+			buf_addf(&body, "\"region\":\"%s\"", p->region);
+			sep = ",";
+		}
 		if (p->s3owner[0]) {
-			buf_addstr(&body, ",\"owner\":");
+			buf_addf(&body, "%s\"owner\":", sep);
 			buf_add_json_str(&body, p->s3owner, strlen(p->s3owner));
+			sep = ",";
 		}
 		if (p->s3acl_set) {
-			buf_addstr(&body, ",\"acl\":");
+			buf_addf(&body, "%s\"acl\":", sep);
 			buf_add_json_str(&body, p->s3acl, strlen(p->s3acl));
+			sep = ",";
 		}
-		if (p->s3lock[0])
-			buf_addf(&body, ",\"lock\":\"%s\"", p->s3lock);
+		if (p->s3lock[0]) {
+			buf_addf(&body, "%s\"lock\":\"%s\"", sep, p->s3lock);
+			sep = ",";
+		}
+		if (o->doc) { /* (a key of letters) */
+			buf_addf(&body, "%s\"%s\":", sep, bmd_doc_key(o->kind));
+			buf_add_json_str(&body, o->doc, strlen(o->doc));
+		}
 		buf_addstr(&body, "}}}");
 	}
 
@@ -370,7 +387,7 @@ static void bop_work(http_req_t *req)
 		}
 		return;
 	}
-	if (SETS(o) || o->props.s3lock[0]) {
+	if (SETS(o) || o->props.s3lock[0] || o->doc) {
 		/* a standalone target keeps no ACLs, tags, versions, locks or policies */
 		o->err = ENOTSUP;
 		return;
@@ -394,7 +411,8 @@ static void bop_done(http_req_t *req)
 	} else if (o->err == ENOTSUP) {
 		s3_error(r, "NotImplemented", "a bucket's %s needs a cluster (a gateway)",
 			 o->set_tags ? "tags" : o->set_hist ? "versioning" : o->set_doc ? bmd_doc_what(o->kind) :
-			 o->set_pab ? "public access block" : o->set_lock || o->create ? "object lock" : "ACL");
+			 o->set_pab ? "public access block" : o->create && o->doc ? "object ownership" :
+			 o->set_lock || o->create ? "object lock" : "ACL");
 	} else if (o->err == EAGAIN) {
 		s3_error(r, "ServiceUnavailable", "%s", o->msg.ptr); /* no primary; a listing short of targets */
 	} else if (o->err) {
@@ -602,6 +620,34 @@ int s3_bucket_tagging(s3_rq_t *r)
 	}
 }
 
+/* x-amz-object-ownership: the bucket's ownership controls, set with it
+ * (ownop.c); with BucketOwnerEnforced its ACL must be its owner's alone.
+ * AIS_ERR after answering. */
+static int create_ownership(s3_rq_t *r, struct bop *o)
+{
+	sv_t v = http_req_header(r->http, "x-amz-object-ownership");
+	s3acl_t *acl;
+	if (!v.ptr)
+		return AIS_OK;
+	v = sv_trim(v);
+	s3acl_own_t own = s3acl_own_parse(v.ptr, v.len);
+	if (own == S3ACL_OWN_NONE) {
+		s3_error(r, "InvalidArgument", "x-amz-object-ownership is ObjectWriter, BucketOwnerPreferred or "
+					       "BucketOwnerEnforced");
+		return AIS_ERR;
+	}
+	acl = arena_alloc(r->http->arena, sizeof(*acl));
+	if (own == S3ACL_OWN_OWNER_ENFORCED &&
+	    (s3acl_decode(o->props.s3acl, strlen(o->props.s3acl), acl) != AIS_OK ||
+	     !s3acl_owner_only(acl, o->props.s3owner))) {
+		s3_error(r, "InvalidBucketAclWithObjectOwnership", NULL);
+		return AIS_ERR;
+	}
+	o->kind = BMD_DOC_OWNERSHIP;
+	o->doc = s3acl_own_name(own);
+	return AIS_OK;
+}
+
 static void create_body(s3_rq_t *r, buf_t *body)
 {
 	struct bop *o = r->op;
@@ -641,7 +687,7 @@ static void create_body(s3_rq_t *r, buf_t *body)
 		o->props.cksum = CKSUM_XXHASH;
 	if (!sv_eqstr(loc, "us-east-1")) /* us-east-1 is the empty constraint */
 		memcpy(o->props.region, loc.ptr, MIN(loc.len, BMD_REGION_MAX));
-	if (owner_acl(r, &o->props) != AIS_OK)
+	if (owner_acl(r, &o->props) != AIS_OK || create_ownership(r, o) != AIS_OK)
 		return;
 	if (sv_eqcase(sv_trim(http_req_header(r->http, "x-amz-bucket-object-lock-enabled")), SV("true"))) {
 		snprintf(o->props.s3lock, sizeof(o->props.s3lock), "Enabled"); /* objlock.c: with versioning */

@@ -44,6 +44,8 @@ static const struct {
 	{"InvalidTag", 400, "The tag provided was not a valid tag."},
 	{"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
 	{"KeyTooLongError", 400, "Your key is too long"},
+	{"AccessControlListNotSupported", 400, "The bucket does not allow ACLs"},
+	{"InvalidBucketAclWithObjectOwnership", 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"},
 	{"MalformedACLError", 400, "The XML you provided was not well-formed or did not validate against our published schema."},
 	{"MissingSecurityHeader", 400, "Your request was missing a required header."},
 	{"OperationAborted", 409, "A conflicting conditional operation is currently in progress against this resource. Try again."},

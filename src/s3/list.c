@@ -394,7 +394,10 @@ static void lst_work(http_req_t *req)
 		const char *root = l->version == 0 ? "ListVersionsResult" : "ListBucketResult";
 		s3_xml_head(b, root);
 		s3_xml_elemstr(b, "Name", l->bck);
-		enc_elem(l, b, "Prefix", l->prefix.ptr, l->prefix.len);
+		if (l->version == 1) /* V1 echoes its prefix as given, encoding-type or not (as S3; botocore reads it so) */
+			s3_xml_elem(b, "Prefix", l->prefix.ptr, l->prefix.len);
+		else
+			enc_elem(l, b, "Prefix", l->prefix.ptr, l->prefix.len);
 		if (l->version == 1) {
 			enc_elem(l, b, "Marker", l->marker.ptr, l->marker.len);
 			if (l->truncated)

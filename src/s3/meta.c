@@ -142,6 +142,8 @@ int s3_meta_encode(const s3_meta_t *m, buf_t *out)
 		item(out, "s3.ck", NULL, m->ck);
 	if (m->parts)
 		item(out, "s3.ps", NULL, m->parts);
+	if (m->pcks)
+		item(out, "s3.pck", NULL, m->pcks);
 	if (m->sse)
 		item(out, "s3.sse", NULL, m->sse);
 	for (size_t i = 0; i < m->tags.n && i < ARRAY_SIZE(m->tags.t); i++)
@@ -201,6 +203,8 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m)
 				m->ck = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.ps")) {
 				m->parts = unpct(a, v, vl);
+			} else if (sv_eqstr(k, "s3.pck")) {
+				m->pcks = unpct(a, v, vl);
 			} else if (sv_eqstr(k, "s3.sse")) {
 				m->sse = unpct(a, v, vl);
 			} else if (sv_startswith(k, "s3.t.")) {
@@ -320,6 +324,20 @@ int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, 
 		return AIS_ERR;
 	*count = (uint32_t)total;
 	return found ? AIS_OK : AIS_DONE;
+}
+
+bool s3_part_ck(const s3_meta_t *m, uint32_t ord, sv_t *out)
+{
+	const char *p = m->pcks;
+	for (; p && ord; ord--) {
+		p = strchr(p, '.');
+		p = p ? p + 1 : NULL;
+	}
+	if (!p || !*p || *p == '.')
+		return false;
+	const char *dot = strchr(p, '.');
+	*out = (sv_t){p, dot ? (size_t)(dot - p) : strlen(p)};
+	return true;
 }
 
 /* --- the metadata of an object or a version, read and set (?tagging, ?acl) ------------ */

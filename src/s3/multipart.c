@@ -648,6 +648,7 @@ static void complete_work(http_req_t *req)
 	bool full;
 	s3_ck_state_t whole = {0}, part = {0}; /* FULL_OBJECT: all the bytes; COMPOSITE: each part */
 	unsigned char *comp = NULL;            /* COMPOSITE: the parts' digests, one after another */
+	buf_t pcks = BUF_INIT;                 /* COMPOSITE: their base64, for GetObjectAttributes */
 
 	if (mpu_open(u) != AIS_OK) {
 		if (u->err == ENOENT && completed_before(u))
@@ -752,6 +753,7 @@ static void complete_work(http_req_t *req)
 			unsigned char *d = comp + i * s3_ck_len(ck);
 			char b64[64];
 			s3_b64_encode(d, s3_ck_final(&part, d), b64);
+			buf_addf(&pcks, "%s%s", i ? "." : "", b64);
 			if (u->cr.parts[i].ck[0] && strcmp(u->cr.parts[i].ck, b64)) {
 				u->code = "InvalidPart";
 				buf_addf(&u->msg, "One or more of the specified parts could not be found: part %u's %s "
@@ -795,8 +797,15 @@ static void complete_work(http_req_t *req)
 	m.parts = part_sizes(req->arena, use, u->cr.n, false);
 	if (m.sse) /* the parts' layout, to decrypt each from its stream (sse.c rule 8) */
 		m.sse = s3_sse_record_parts(req->arena, m.sse, part_sizes(req->arena, use, u->cr.n, true));
+	m.pcks = pcks.ptr;
 	buf_reset(&u->custom);
-	if (s3_meta_encode(&m, &u->custom) != AIS_OK) {
+	int rc = s3_meta_encode(&m, &u->custom);
+	if (rc != AIS_OK && m.pcks) { /* no room for the part checksums: kept without them */
+		m.pcks = NULL;
+		buf_reset(&u->custom);
+		rc = s3_meta_encode(&m, &u->custom);
+	}
+	if (rc != AIS_OK) {
 		if (m.sse) { /* the layout is needed to read it */
 			u->code = "InvalidPart";
 			buf_addstr(&u->msg, "the encrypted parts' sizes do not fit the object's metadata: upload "
@@ -829,6 +838,7 @@ out:
 	s3_ck_free(&whole);
 	s3_ck_free(&part);
 	free(comp);
+	buf_free(&pcks);
 	free(chunk);
 	free(use);
 	free(v);

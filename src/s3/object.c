@@ -326,18 +326,22 @@ static int attrs_page(http_req_t *req, uint64_t *max, uint64_t *marker)
 
 /* ObjectParts of a multipart object whose part sizes were kept (m->parts):
  * its part count, then the page of parts after the marker (number and
- * size), with the paging elements as S3 has them. The parts' own
- * checksums are not kept, so a Part names none. */
+ * size, and its checksum where a COMPOSITE upload's part checksums were
+ * kept), with the paging elements as S3 has them. */
 static void attrs_parts(s3_rq_t *r, const s3_meta_t *m, buf_t *b)
 {
 	uint64_t max, marker, start, len;
 	uint32_t count = 0, next = 0, shown = 0;
 	bool more = false;
 	buf_t parts = BUF_INIT;
+	sv_t alg, v, pck;
+	const char *type, *tag = m->pcks && s3_meta_ck(m, &alg, &v, &type) ? s3_ck_xml(s3_ck_by_name(alg)) : NULL;
 	attrs_page(r->http, &max, &marker); /* (checked before the open) */
 	s3_part_range(m->parts, 1, &start, &len, &count);
-	for (uint32_t n = (uint32_t)marker + 1; n <= S3_MAX_PARTS; n++) {
+	for (uint32_t n = 1, ord = 0; n <= S3_MAX_PARTS; n++) {
 		if (s3_part_range(m->parts, n, &start, &len, &count) != AIS_OK)
+			continue;
+		if (ord++, n <= marker)
 			continue;
 		if (shown == max) {
 			more = true;
@@ -346,6 +350,8 @@ static void attrs_parts(s3_rq_t *r, const s3_meta_t *m, buf_t *b)
 		s3_xml_open(&parts, "Part");
 		s3_xml_elemf(&parts, "PartNumber", "%u", n);
 		s3_xml_elemf(&parts, "Size", "%llu", (unsigned long long)len);
+		if (tag && s3_part_ck(m, ord - 1, &pck))
+			s3_xml_elem(&parts, tag, pck.ptr, pck.len);
 		s3_xml_close(&parts, "Part");
 		shown++;
 		next = n;

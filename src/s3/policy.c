@@ -159,9 +159,40 @@ const char *s3_action(s3_rq_t *r, size_t i)
 struct qctx {
 	s3_rq_t *r;
 	const s3_meta_t *m;
+	sv_t prefix; /* ptr NULL: the query's */
+	const s3_tags_t *req_tags; /* NULL: not parsed yet */
 	char addr[64];
 	bool tls;
 };
+
+/* Tag key's value in t. */
+static bool tag_value(const s3_tags_t *t, const char *key, sv_t *val)
+{
+	for (size_t i = 0; i < t->n && i < ARRAY_SIZE(t->t); i++)
+		if (!strcmp(t->t[i].key, key)) {
+			*val = sv_from(t->t[i].value);
+			return true;
+		}
+	return false;
+}
+
+/* The tag set the request sets: a PutObjectTagging body's, else the
+ * x-amz-tagging header's (PutObject, CopyObject, CreateMultipartUpload);
+ * a malformed header sets none here (its handler answers InvalidArgument). */
+static const s3_tags_t *req_tags(struct qctx *c)
+{
+	http_req_t *req = c->r->http;
+	if (c->r->req_tags)
+		return c->r->req_tags;
+	if (!c->req_tags) {
+		s3_tags_t *t = arena_zalloc(req->arena, sizeof(*t));
+		sv_t h = http_req_header(req, "x-amz-tagging");
+		if (h.ptr && s3_tags_from_query(req->arena, sv_trim(h), t) != AIS_OK)
+			t->n = 0;
+		c->req_tags = t;
+	}
+	return c->req_tags;
+}
 
 static bool ctx_key(void *arg, const char *key, sv_t *val)
 {
@@ -193,6 +224,10 @@ static bool ctx_key(void *arg, const char *key, sv_t *val)
 		*val = sv_from(arena_printf(req->arena, "%lld", (long long)(time_now_ns() / 1000000000LL)));
 		return true;
 	}
+	if (!strcasecmp(key, "s3:prefix") && c->prefix.ptr) {
+		*val = c->prefix;
+		return true;
+	}
 	if (!strcasecmp(key, "s3:prefix") || !strcasecmp(key, "s3:delimiter") || !strcasecmp(key, "s3:max-keys") ||
 	    !strcasecmp(key, "s3:VersionId")) {
 		return http_query_get(req, !strcasecmp(key, "s3:VersionId") ? "versionId" : key + 3, val);
@@ -201,13 +236,10 @@ static bool ctx_key(void *arg, const char *key, sv_t *val)
 		*val = http_req_header(req, key + 3);
 		return val->ptr != NULL;
 	}
-	if (!strncasecmp(key, "s3:ExistingObjectTag/", 21) && c->m) {
-		for (size_t i = 0; i < c->m->tags.n && i < ARRAY_SIZE(c->m->tags.t); i++)
-			if (!strcmp(c->m->tags.t[i].key, key + 21)) {
-				*val = sv_from(c->m->tags.t[i].value);
-				return true;
-			}
-	}
+	if (!strncasecmp(key, "s3:ExistingObjectTag/", 21))
+		return c->m && tag_value(&c->m->tags, key + 21, val);
+	if (!strncasecmp(key, "s3:RequestObjectTag/", 20))
+		return tag_value(req_tags(c), key + 20, val);
 	return false;
 }
 
@@ -308,7 +340,7 @@ static const s3pol_t *polc_get(const char *bucket, const char *text, buf_t *err)
 }
 
 unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
-			   const s3_meta_t *m, bool later_ok)
+			   const s3_meta_t *m, sv_t prefix, bool later_ok)
 {
 	const char *uid = s3_requester(r);
 	bool owner = uid && !strcmp(uid, b->owner);
@@ -327,9 +359,9 @@ unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action,
 		buf_free(&err);
 		return AUTHZ_POL_DENY;
 	}
-	if (later_ok && x->acl_later && s3pol_uses_key(p, "s3:ExistingObjectTag/"))
-		return AUTHZ_POL_LATER; /* decided with the object's tags (s3_decide_object) */
-	struct qctx c = {.r = r, .m = m};
+	if (later_ok && (s3pol_uses_key(p, "s3:ExistingObjectTag/") || s3pol_uses_key(p, "s3:RequestObjectTag/")))
+		return AUTHZ_POL_LATER; /* decided with the object's tags, a body's (s3_decide_object) */
+	struct qctx c = {.r = r, .m = m, .prefix = prefix};
 	s3_client(r, c.addr, sizeof(c.addr), &c.tls);
 	s3pol_req_t q = {
 		.user = uid,

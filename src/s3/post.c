@@ -121,7 +121,8 @@ static void post_reply(s3_put_t *p)
 		buf_addstr(&loc, "/");
 		pct_add(&loc, x->key.ptr, x->key.len);
 		http_resp_header(req, "Location", "%s", loc.ptr);
-		s3_xml_head(&b, "PostResponse");
+		s3_xml_head(&b, NULL); /* S3's PostResponse has no namespace */
+		s3_xml_open(&b, "PostResponse");
 		s3_xml_elem(&b, "Location", loc.ptr, loc.len);
 		s3_xml_elem(&b, "Bucket", r->bucket.ptr, r->bucket.len);
 		s3_xml_elem(&b, "Key", x->key.ptr, x->key.len);

@@ -414,6 +414,8 @@ static int bucket_op(s3_rq_t *r)
 		return s3_bucket_logging(r);
 	if (s3_query_has(req, "encryption"))
 		return s3_doc_serve(r, &s3_ssecfg_ops);
+	if (s3_query_has(req, "ownershipControls"))
+		return s3_doc_serve(r, &s3_own_ops);
 	if (req->method == HTTP_POST) {
 		if (s3_query_has(req, "delete"))
 			return s3_delete_objects(r);
@@ -454,6 +456,8 @@ static int authenticate(s3_rq_t *r)
  *   GetBucketPolicy(Status), ...PublicAccessBlock list READ_ACP (bucket)
  *   GetBucketCors                  list          READ_ACP (bucket)
  *   GetBucketLifecycle(Configuration) list       READ_ACP (bucket)
+ *   Put/DeleteBucketOwnershipControls admin      WRITE_ACP (bucket)
+ *   GetBucketOwnershipControls     list          READ_ACP (bucket)
  *   DeleteBucket                   admin         FULL_CONTROL (bucket)
  *   DeleteObjects (POST ?delete)   delete        WRITE (bucket)
  *   HeadBucket / ListObjects       read / list   READ (bucket)
@@ -482,6 +486,7 @@ static int s3_declare(s3_rq_t *r)
 	bool acl = s3_query_has(req, "acl");
 
 	memset(r->res, 0, sizeof(r->res));
+	memset(r->meta_later, 0, sizeof(r->meta_later));
 	r->nres = 0;
 	if (!r->bucket.len) {
 		if (m == HTTP_GET || m == HTTP_HEAD)
@@ -497,9 +502,9 @@ static int s3_declare(s3_rq_t *r)
 		if (acl || s3_query_has(req, "tagging") || s3_query_has(req, "object-lock") || s3_query_has(req, "policy") ||
 		    s3_query_has(req, "policyStatus") || s3_query_has(req, "publicAccessBlock") || s3_query_has(req, "cors") ||
 		    s3_query_has(req, "lifecycle") || s3_query_has(req, "logging") ||
-		    s3_query_has(req, "encryption")) {
+		    s3_query_has(req, "encryption") || s3_query_has(req, "ownershipControls")) {
 			/* the bucket's ACL, tags, lock configuration, policy, public access block, CORS, lifecycle,
-			 * logging or default encryption: as its owner's */
+			 * logging, default encryption or ownership controls: as its owner's */
 			x->perm = m == HTTP_GET ? AUTH_LIST : AUTH_ADMIN;
 			x->acl = m == HTTP_GET ? S3ACL_READ_ACP : S3ACL_WRITE_ACP;
 			x->op = m == HTTP_GET ? 0 : BMD_ACCESS_PATCH;
@@ -534,6 +539,9 @@ static int s3_declare(s3_rq_t *r)
 		x->perm = m == HTTP_GET ? AUTH_READ : AUTH_WRITE, x->acl = S3ACL_WRITE;
 		x->op = m == HTTP_GET ? BMD_ACCESS_LIST : BMD_ACCESS_PUT;
 	}
+	/* the handlers that read the object's metadata and decide again (s3_decide_object) */
+	r->meta_later[S3_RES_NAMED] = x->acl_later || s3_query_has(req, "tagging") || s3_query_has(req, "retention") ||
+				      s3_query_has(req, "legal-hold");
 	if (s3_lock_bypass(r) && (m == HTTP_DELETE || (m == HTTP_PUT && s3_query_has(req, "retention"))))
 		x->perm |= AUTH_ADMIN; /* s3:BypassGovernanceRetention: the bucket's administrators (objlock.c) */
 	sv_t src = http_req_header(req, "x-amz-copy-source");
@@ -544,6 +552,7 @@ static int s3_declare(s3_rq_t *r)
 		s->perm = AUTH_READ;
 		s->acl = S3ACL_READ;
 		s->acl_later = true;
+		r->meta_later[S3_RES_SOURCE] = true;
 		s->op = BMD_ACCESS_GET;
 		s->role = "the copy source";
 		r->nres = 2;

@@ -56,6 +56,13 @@ typedef struct s3_rq {
 	 * by the handler that reads its metadata (s3_decide_object). */
 	authz_res_t res[2];
 	size_t nres;
+	/* Resource i's handler reads its object's S3 metadata and decides it
+	 * again with it (s3_decide_object): a policy on the object's tags or
+	 * on a tag set in the body waits for them (AUTHZ_POL_LATER). */
+	bool meta_later[2];
+	/* The tag set a PutObjectTagging body sets (s3:RequestObjectTag/ of the
+	 * policy, policy.c); NULL: the x-amz-tagging header's. */
+	const struct s3_tags *req_tags;
 	struct s3_post *post; /* a browser POST upload's form (post.c); NULL: none */
 	struct logctx *log;   /* its server access log record to be (logging.c); NULL: none */
 } s3_rq_t;
@@ -210,6 +217,8 @@ typedef struct s3_meta {
 	} user[64]; /* x-amz-meta-NAME (name lower-case, without the prefix) */
 	s3_tags_t tags; /* the object's tags ("s3.t.KEY"), sorted by key */
 	char *parts;    /* a multipart object's part numbers and sizes ("s3.ps", s3_part_range); NULL: none */
+	char *pcks;     /* a COMPOSITE multipart object's part checksums (ck's algorithm), base64 in part
+			   order joined by '.' ("s3.pck", s3_part_ck); NULL: not kept (none, or no room) */
 	char *sse;      /* server-side encryption record ("s3.sse", sse.c); NULL: stored as sent */
 	/* S3 object lock of the version (objlock.c; olver.h's OLVER_LOCK_*
 	 * items, which the object layer enforces): the retention's mode
@@ -235,6 +244,9 @@ void s3_meta_decode(arena_t *a, const char *custom, s3_meta_t *m);
  * count. AIS_OK; AIS_DONE: no part has that number (*count set);
  * AIS_ERR: ps malformed. */
 int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, uint32_t *count);
+/* The checksum of the object's ord-th part (0: the first) of m->pcks:
+ * true with it in *out; false: not kept. */
+bool s3_part_ck(const s3_meta_t *m, uint32_t ord, sv_t *out);
 /* The S3 metadata of the object named (?tagging, ?acl), or of the version
  * ?versionId names (s3_version_select), through the object layer (ol_open:
  * a holder that lacks its copy fetches it first); then calls then(...,
@@ -277,8 +289,10 @@ typedef struct s3_bacl {
 	s3acl_t acl;
 	unsigned pab;       /* its public access block (bmd.h BMD_PAB_*) */
 	const char *policy; /* its policy (the request's arena), or NULL */
+	s3acl_own_t own;    /* its object ownership (BMD_DOC_OWNERSHIP) */
 } s3_bacl_t;
-/* A bucket's owner and ACL; AIS_ERR: no such bucket. */
+/* A bucket's owner and ACL (with BucketOwnerEnforced: its owner's full
+ * control, whatever it was set to before); AIS_ERR: no such bucket. */
 int s3_bucket_acl_get(s3_rq_t *r, sv_t bucket, s3_bacl_t *out);
 /* The bucket's ACL, or the private one of its owner when it has none. */
 void s3_bucket_acl_effective(const s3_bacl_t *b, s3acl_t *out);
@@ -301,7 +315,9 @@ int s3_decide_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* The same, answering AccessDenied on AIS_ERR. */
 int s3_access_object(s3_rq_t *r, size_t i, const s3_meta_t *m);
 /* Resource i's object is missing: AIS_ERR (AccessDenied) unless the
- * requester may read its bucket (then NoSuchKey is fine) or needs no ACL. */
+ * requester may list its bucket (then NoSuchKey is fine: READ by the ACL,
+ * its own list permission, or the policy's s3:ListBucket with the key as
+ * s3:prefix, one decision) or was let in already (no object ACL to wait for). */
 int s3_decide_missing(s3_rq_t *r, size_t i);
 /* The same, answering AccessDenied on AIS_ERR, for the named object. */
 int s3_access_missing(s3_rq_t *r);
@@ -318,6 +334,12 @@ int s3_acl_from_req(s3_rq_t *r, const char *owner, const char *bucket_owner, s3a
 /* Checks a's user grants name configured keys and its group grants are
  * allowed (auth.enabled: admin); AIS_ERR after answering. */
 int s3_acl_check_users(s3_rq_t *r, const s3acl_t *a);
+/* With BucketOwnerEnforced ACLs are disabled: a request may set only an
+ * ACL that gives the bucket owner full control and nothing else, named as
+ * x-amz-acl bucket-owner-full-control or as grants (acl: what the request
+ * sets). AIS_OK (also for any other ownership), or AIS_ERR after
+ * answering 400 AccessControlListNotSupported. */
+int s3_acl_enforced_check(s3_rq_t *r, const s3_bacl_t *b, const s3acl_t *acl);
 /* Sets m->owner (the requester) and m->acl from the request; anonymous:
  * none. AIS_ERR after answering. */
 int s3_meta_acl_from_req(s3_rq_t *r, s3_meta_t *m);
@@ -337,10 +359,13 @@ void s3_client(s3_rq_t *r, char *addr, size_t addrsz, bool *tls);
 const char *s3_action(s3_rq_t *r, size_t i);
 /* The bucket policy's verdict (authz.h AUTHZ_POL_*) on resource x of r
  * asking action, its bucket b (policy, owner, public access block) and,
- * for an object read, its metadata m (tags; NULL: not read yet: a policy
- * that needs them answers AUTHZ_POL_LATER when later_ok). */
+ * for an object whose metadata was read, m (s3:ExistingObjectTag/; NULL:
+ * not read yet: a policy on the object's tags or on the request's
+ * (s3:RequestObjectTag/) answers AUTHZ_POL_LATER when later_ok, the
+ * caller deciding again with m). prefix: s3:prefix as the caller states
+ * it (a missing key's name); ptr NULL: the request's query. */
 unsigned s3_policy_verdict(s3_rq_t *r, const authz_res_t *x, const char *action, const s3_bacl_t *b,
-			   const s3_meta_t *m, bool later_ok);
+			   const s3_meta_t *m, sv_t prefix, bool later_ok);
 /* ?policy (GET, PUT, DELETE), ?policyStatus (GET), ?publicAccessBlock
  * (GET, PUT, DELETE) of a bucket. */
 int s3_bucket_policy(s3_rq_t *r);
@@ -571,7 +596,7 @@ void s3_sse_etag(const s3_sse_t *s, const unsigned char md5[16], char hex[33]);
 /* --- docop.c: a bucket's stored S3 documents (bmd_doc) served by one
  * handler, GET (HEAD where head_ok), PUT and DELETE, each kind described
  * by its row: CORS (corsop.c), lifecycle (lcop.c), default encryption
- * (ssecfgop.c). The policy and logging documents have answers of their
+ * (ssecfgop.c), object ownership (ownop.c). The policy and logging documents have answers of their
  * own (policy.c, logging.c). --- */
 typedef struct s3_doc_ops {
 	bmd_doc_kind_t kind;
@@ -593,7 +618,7 @@ typedef struct s3_doc_ops {
 int s3_doc_of_bucket(s3_rq_t *r, const s3_doc_ops_t *ops, void *c);
 /* The document's sub-resource on a bucket: GET, PUT, DELETE. */
 int s3_doc_serve(s3_rq_t *r, const s3_doc_ops_t *ops);
-extern const s3_doc_ops_t s3_cors_ops, s3_lc_ops, s3_ssecfg_ops;
+extern const s3_doc_ops_t s3_cors_ops, s3_lc_ops, s3_ssecfg_ops, s3_own_ops;
 
 /* --- ssecfg.c: a bucket's default encryption (rules at the top of ssecfg.c) --- */
 typedef struct s3_ssecfg {
@@ -606,6 +631,16 @@ typedef struct s3_ssecfg {
 int s3_ssecfg_parse(const char *p, size_t n, s3_ssecfg_t *out, const char **why);
 /* The canonical one-line XML of c (no declaration). */
 void s3_ssecfg_xml(const s3_ssecfg_t *c, buf_t *b);
+
+/* --- owncfg.c: a bucket's ownership controls (PutBucketOwnershipControls) --- */
+/* Pure parser of an OwnershipControls document: exactly one Rule with one
+ * ObjectOwnership. AIS_OK with *out, or AIS_ERR with *out NONE and *why
+ * (NULL: malformed XML; else what is wrong; both answered MalformedXML,
+ * as S3 answers a value its schema does not have). */
+int s3_owncfg_parse(const char *p, size_t n, s3acl_own_t *out, const char **why);
+/* The OwnershipControls document of own (not NONE), one line, no XML
+ * declaration. */
+void s3_owncfg_xml(s3acl_own_t own, buf_t *b);
 
 
 /* --- copy.c --- */

@@ -207,6 +207,7 @@ static void put_body(s3_rq_t *r, buf_t *body)
 		s3_error(r, "InvalidTag", "%s", why);
 		return;
 	}
+	r->req_tags = t; /* s3:RequestObjectTag/, decided with the object's metadata */
 	s3_meta_fetch(r, put_then, t);
 }
 

@@ -238,3 +238,33 @@ unsigned s3acl_perms(const s3acl_t *a, const char *uid, bool groups_only)
 	}
 	return p;
 }
+
+bool s3acl_owner_only(const s3acl_t *a, const char *uid)
+{
+	unsigned p = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->g[i].kind != S3ACL_USER || strcmp(a->g[i].id, uid))
+			return false;
+		p |= a->g[i].perm;
+	}
+	return p == S3ACL_FULL;
+}
+
+static const char *const own_names[] = {
+	[S3ACL_OWN_OBJECT_WRITER] = "ObjectWriter",
+	[S3ACL_OWN_OWNER_PREFERRED] = "BucketOwnerPreferred",
+	[S3ACL_OWN_OWNER_ENFORCED] = "BucketOwnerEnforced",
+};
+
+s3acl_own_t s3acl_own_parse(const char *s, size_t len)
+{
+	for (size_t i = S3ACL_OWN_OBJECT_WRITER; i < ARRAY_SIZE(own_names); i++)
+		if (sv_eqstr((sv_t){s, len}, own_names[i]))
+			return (s3acl_own_t)i;
+	return S3ACL_OWN_NONE;
+}
+
+const char *s3acl_own_name(s3acl_own_t own)
+{
+	return own > S3ACL_OWN_NONE && (size_t)own < ARRAY_SIZE(own_names) ? own_names[own] : "";
+}

@@ -595,6 +595,8 @@ int s3_post_policy_check(arena_t *a, const s3_form_t *f, sv_t bucket, sv_t key, 
 				named[k] = true;
 		bool ok = cond_value(f, bucket, key, name, &have);
 		size_t wl = strlen(want);
+		if (!ok && !wl && strcasecmp(op, "eq")) /* starts-with "": any value, none too */
+			ok = true, have = (sv_t){"", 0};
 		if (ok && !strcasecmp(op, "eq"))
 			ok = have.len == wl && !memcmp(have.ptr, want, wl);
 		else if (ok)

@@ -125,9 +125,11 @@ void s3_v2_sign(const char *secret, const void *msg, size_t n, char out[S3_V2_SI
 /* Whether sig is s3_v2_sign's of msg (constant time). */
 bool s3_v2_match(const char *secret, const void *msg, size_t n, sv_t sig);
 /* Appends the SigV2 string to sign of req, with date as its Date line (""
- * when x-amz-date is sent, Expires for the query form); bucket_slash: a
- * path-style bucket's path "/b" as "/b/". */
-void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, bool bucket_slash);
+ * when x-amz-date is sent, Expires for the query form), in one of the
+ * forms clients sign (sigv2.c): as sent (0), or with these set: */
+#define S3_V2_BUCKET_SLASH 1u /* a path-style bucket's path "/b" as "/b/" */
+#define S3_V2_SUB_TWICE 2u    /* a leading sub-resource said twice: "/b?acl?acl" */
+void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, unsigned form);
 /* Splits "AWS AK:SIG" (views into h). AIS_ERR with 400 InvalidArgument
  * when it is not of that form or a part is empty. */
 int s3_v2_parse_authz(sv_t h, sv_t *access_key, sv_t *signature, s3_autherr_t *err);

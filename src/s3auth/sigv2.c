@@ -20,7 +20,12 @@
  *   [/bucket-of-Host]/raw/path[?sub=v&sub2]   (signed sub-resources, sorted)
  *
  * A path-style bucket "/b" verifies signed as "/b" (AWS's rule) or "/b/"
- * (botocore's clients); both name the same resource.
+ * (botocore's clients); both name the same resource. And a request whose
+ * query starts with a sub-resource without a value ("?acl", "?cors") also
+ * verifies with it said twice, "/b/k?acl?acl" (botocore 1.29, Debian 12's,
+ * signs path-style requests so: the operation's "?acl" kept in the path,
+ * then the signed sub-resources): the same request, its parts in the same
+ * places, so neither form names another request.
  *
  * Date is "" when x-amz-date is present and Expires in the query form.
  */
@@ -177,7 +182,20 @@ static bool bucket_path(const s3_req_t *req)
 	return !req->vhost_bucket.len && p.len > 1 && !memchr(p.ptr + 1, '/', p.len - 1);
 }
 
-void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, bool bucket_slash)
+/* The query's first parameter when it is a signed sub-resource without a
+ * value ("acl" of "?acl&versionId=v"), else empty. */
+static sv_t leading_sub(sv_t q)
+{
+	sv_t k, v;
+	if (!http_query_next(&q, &k, &v) || v.ptr != k.ptr + k.len)
+		return (sv_t){NULL, 0};
+	for (size_t s = 0; s < ARRAY_SIZE(subresources); s++)
+		if (sv_eqstr(k, subresources[s]))
+			return k;
+	return (sv_t){NULL, 0};
+}
+
+void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, unsigned form)
 {
 	static const char *const std[] = {"content-md5", "content-type"};
 	buf_addstr(out, req->method);
@@ -195,8 +213,13 @@ void s3_v2_string_to_sign(buf_t *out, const s3_req_t *req, sv_t date, bool bucke
 		buf_addsv(out, req->vhost_bucket);
 	}
 	buf_addsv(out, req->path.len ? req->path : SV("/"));
-	if (bucket_slash && bucket_path(req))
+	if ((form & S3_V2_BUCKET_SLASH) && bucket_path(req))
 		buf_addch(out, '/');
+	sv_t twice = form & S3_V2_SUB_TWICE ? leading_sub(req->query) : (sv_t){NULL, 0};
+	if (twice.len) {
+		buf_addch(out, '?');
+		buf_addsv(out, twice);
+	}
 	subresource_query(out, req->query);
 }
 
@@ -337,13 +360,15 @@ int s3_v2_verify(const s3_authcfg_t *cfg, const s3_req_t *req, sv_t authz, int64
 	const s3_key_t *key = s3_find_key(cfg, ak, err);
 	if (!key || payload_mode(req, out, err) != AIS_OK)
 		return AIS_ERR;
-	s3_v2_string_to_sign(&sts, req, date, false);
-	bool ok = s3_v2_match(key->secret_key, sts.ptr, sts.len, sig);
-	if (!ok && bucket_path(req)) {
-		/* botocore's clients sign a path-style bucket as "/b/" (the
-		 * virtual-hosted form), others as sent: the same resource */
+	/* as sent; botocore's forms: a path-style bucket as "/b/" (the
+	 * virtual-hosted form), a leading sub-resource twice (see the top) */
+	bool ok = false;
+	for (unsigned form = 0; form < 4 && !ok; form++) {
+		if (((form & S3_V2_BUCKET_SLASH) && !bucket_path(req)) ||
+		    ((form & S3_V2_SUB_TWICE) && !leading_sub(req->query).len))
+			continue;
 		sts.len = 0;
-		s3_v2_string_to_sign(&sts, req, date, true);
+		s3_v2_string_to_sign(&sts, req, date, form);
 		ok = s3_v2_match(key->secret_key, sts.ptr, sts.len, sig);
 	}
 	buf_free(&sts);

@@ -295,6 +295,16 @@ void store_writer_stamp(store_writer_t *w, int64_t stamp)
 
 int64_t store_writer_stamp_of(const store_writer_t *w) { return w->stamp; }
 
+void store_writer_after(store_writer_t *w, int64_t stamp)
+{
+	if (w->stamp_given || (w->state != W_OPEN && w->state != W_SEALED) || stamp < w->stamp)
+		return;
+	hlc_observe(stamp);
+	w->stamp = hlc_now();
+	if (w->state == W_SEALED)
+		w->sealed.stamp = w->stamp;
+}
+
 void store_writer_md_time(store_writer_t *w, int64_t md_ns) { w->md_ns = md_ns > 0 ? md_ns : 0; }
 
 int store_writer_write(store_writer_t *w, const void *p, size_t n)

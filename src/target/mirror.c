@@ -299,7 +299,7 @@ tgt_repl_t *tgt_repl_open(target_t *t, const ol_where_t *w, const char *bck, siz
 {
 	store_bucket_t b;
 	char ct[64], cv[64], bv[64], st[64];
-	const char *hp[] = {TGT_INTRA ": replica", ct, cv, bv, st, "Trailer: Ais-Checksum-Value, Ais-Custom-Md", NULL};
+	const char *hp[] = {TGT_INTRA ": replica", ct, cv, bv, st, "Trailer: Ais-Checksum-Value, Ais-Custom-Md, " TGT_STAMP, NULL};
 	if (!w || !w->cluster || w->n < 2)
 		return NULL;
 	snprintf(st, sizeof(st), "%s: %lld", TGT_STAMP, (long long)stamp);
@@ -341,8 +341,8 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 		    const char *custom, buf_t *msg)
 {
 	store_meta_t m;
-	char cv[STORE_CKSUM_HEX_MAX + 32], md[STORE_CUSTOM_MAX + 32];
-	const char *tr[3] = {NULL, NULL, NULL};
+	char cv[STORE_CKSUM_HEX_MAX + 32], md[STORE_CUSTOM_MAX + 32], st[64];
+	const char *tr[4] = {NULL, NULL, NULL, NULL};
 	size_t nt = 0, ok = 0, quorum = t->conf->write_quorum ? MIN(t->conf->write_quorum, w->n) : w->n;
 	int rc = AIS_OK;
 
@@ -356,6 +356,8 @@ int tgt_repl_commit(target_t *t, tgt_repl_t *r, store_writer_t *sw, const ol_whe
 		snprintf(md, sizeof(md), "Ais-Custom-Md: %s", custom);
 		tr[nt++] = md;
 	}
+	snprintf(st, sizeof(st), "%s: %lld", TGT_STAMP, (long long)m.stamp); /* olput.c rule 9 */
+	tr[nt++] = st;
 	int *status = xcalloc(r->n, sizeof(*status));
 	buf_t rh = BUF_INIT;
 	for (size_t i = 0; i < r->n; i++) {

@@ -355,6 +355,11 @@ static int put_end(ol_stream_t *s)
 	if (!trailed(req))
 		return AIS_OK;
 	sv_t cv = http_req_trailer(req, "Ais-Checksum-Value");
+	int64_t st = tgt_stamp_parse(http_req_trailer(req, TGT_STAMP));
+	if (st && p->stamp && p->sw) { /* the write's stamp at its commit (olput.c rule 9) */
+		p->stamp = st;
+		store_writer_stamp(p->sw, st);
+	}
 	if (p->want_type != CKSUM_NONE && !p->want_hex[0] && set_want(req, p, cv) != AIS_OK)
 		return AIS_ERR;
 	return set_custom(req, p, http_req_trailer(req, "Ais-Custom-Md"));

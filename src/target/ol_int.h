@@ -53,5 +53,17 @@ int olr_delete(const bk_bucket_t *b, sv_t obj, buf_t *msg);
  * for a client's write of the name of a kept version that S3 object lock
  * holds (rule 8). The object layer's own writes come with vcustom. */
 int olver_put_prepare(ol_put_t *p, char **custom);
+/* Is p a client's write of an object's own name in a bucket whose history
+ * is not off, whose keep and commit run under the name's lock (olver.c
+ * rule 6)? */
+bool olver_put_serial(const ol_put_t *p);
+
+/* The lock a name's writes that must not overlap take (olput.c rule 8,
+ * olver.c rule 6): one of a fixed set, by the hash of bucket and name
+ * (two names may share one: they only wait). Held across the commit,
+ * copies and slices included; never taken twice by one thread (the object
+ * layer's own writes under it, with vcustom, take none). */
+void ol_name_lock(sv_t bck, sv_t obj);
+void ol_name_unlock(sv_t bck, sv_t obj);
 
 #endif

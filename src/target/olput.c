@@ -58,10 +58,18 @@
  *     write whose custom metadata has an ETag already (S3's, a remote's)
  *     keeps that one.
  *  8. A conditional write (p->precond, ol.h invariant 6) is checked and
- *     committed under a lock of its name's hash that every conditional
- *     write of the name takes, against the copy here (or, for an object
- *     kept as slices only, its slices' metadata), before any copy or slice
- *     commits.
+ *     committed under its name's lock (ol_name_lock), which every
+ *     conditional write of the name and every client write of a versioned
+ *     bucket's object (olver.c rule 6) takes, against the copy here (or,
+ *     for an object kept as slices only, its slices' metadata), before any
+ *     copy or slice commits.
+ *  9. A client's write is stamped as it begins (its copies stream with
+ *     that stamp), but it is committed after a delete of its name that
+ *     came while its body did: at the commit it is stamped anew above that
+ *     delete's tombstone (store_writer_after), and every copy takes the
+ *     new stamp from the stream's trailer (Ais-Stamp), so no holder, no
+ *     rebalance and no repair takes the acknowledged write for a deleted
+ *     one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -188,6 +196,8 @@ static int put_commit(ol_put_t *p)
 		return AIS_ERR;
 	if (p->vcustom)
 		p->custom = p->vcustom;
+	if (p->w && p->w->cluster && !p->stamp) /* rule 9 */
+		store_writer_after(p->sw, store_tomb_get(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len));
 	const char *want = p->want_type != CKSUM_NONE ? p->want_hex : NULL;
 	bool copies = p->w && p->w->cluster && p->w->n > 1;
 	const char *custom = p->custom;
@@ -273,46 +283,53 @@ static int put_commit(ol_put_t *p)
 	return AIS_OK;
 }
 
-/* ol.h invariant 6: a conditional write's check and commit under one of
- * PRECOND_LOCKS locks, by the hash of the name (writes of two names may
- * share one: they only wait). */
-#define PRECOND_LOCKS 64
-static pthread_mutex_t precond_mu[PRECOND_LOCKS];
-static pthread_once_t precond_once = PTHREAD_ONCE_INIT;
+#define NAME_LOCKS 64
+static pthread_mutex_t name_mu[NAME_LOCKS];
+static pthread_once_t name_once = PTHREAD_ONCE_INIT;
 
-static void precond_init(void)
+static void name_init(void)
 {
-	for (size_t i = 0; i < PRECOND_LOCKS; i++)
-		pthread_mutex_init(&precond_mu[i], NULL);
+	for (size_t i = 0; i < NAME_LOCKS; i++)
+		pthread_mutex_init(&name_mu[i], NULL);
+}
+
+static pthread_mutex_t *name_lock_of(sv_t bck, sv_t obj)
+{
+	pthread_once(&name_once, name_init);
+	return &name_mu[(hrw_name_hash(bck.ptr, bck.len) ^ hrw_mix(hrw_name_hash(obj.ptr, obj.len))) % NAME_LOCKS];
+}
+
+void ol_name_lock(sv_t bck, sv_t obj) { pthread_mutex_lock(name_lock_of(bck, obj)); }
+
+void ol_name_unlock(sv_t bck, sv_t obj) { pthread_mutex_unlock(name_lock_of(bck, obj)); }
+
+/* Rule 8: a conditional write's check, against the copy here (or an
+ * object kept as slices only: its slices' metadata). */
+static int precond_check(ol_put_t *p)
+{
+	store_meta_t cur;
+	bmd_props_t bp;
+	if (store_lookup(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &cur) == AIS_OK)
+		return p->precond(p, &cur);
+	if (errno != ENOENT)
+		return AIS_ERR;
+	if (p->w && p->w->cluster && ec_props(p->t, p->bck, &bp) && bp.ec_enabled && bp.ec_no_whole) {
+		int rc = ec_stat(p->t, p->bck, p->obj, &cur, &p->msg);
+		return rc == AIS_OK ? p->precond(p, &cur) : errno == ENOENT ? p->precond(p, NULL) : AIS_ERR;
+	}
+	return p->precond(p, NULL);
 }
 
 int ol_put_commit(ol_put_t *p)
 {
-	if (!p->precond)
+	if (!p->precond && !olver_put_serial(p))
 		return put_commit(p);
-	pthread_once(&precond_once, precond_init);
-	pthread_mutex_t *mu =
-		&precond_mu[(hrw_name_hash(p->bck.ptr, p->bck.len) ^ hrw_mix(hrw_name_hash(p->obj.ptr, p->obj.len))) %
-			    PRECOND_LOCKS];
-	store_meta_t cur;
-	int rc;
-	bmd_props_t bp;
-	pthread_mutex_lock(mu);
-	if (store_lookup(p->t->store, p->bck.ptr, p->bck.len, p->obj.ptr, p->obj.len, &cur) == AIS_OK) {
-		rc = p->precond(p, &cur);
-	} else if (errno != ENOENT) {
-		rc = AIS_ERR;
-	} else if (p->w && p->w->cluster && ec_props(p->t, p->bck, &bp) && bp.ec_enabled && bp.ec_no_whole) {
-		/* an object kept as slices only has no whole copy here: its slices' metadata */
-		rc = ec_stat(p->t, p->bck, p->obj, &cur, &p->msg);
-		rc = rc == AIS_OK ? p->precond(p, &cur) : errno == ENOENT ? p->precond(p, NULL) : AIS_ERR;
-	} else {
-		rc = p->precond(p, NULL);
-	}
+	ol_name_lock(p->bck, p->obj); /* rule 8; olver.c rule 6 */
+	int rc = p->precond ? precond_check(p) : AIS_OK;
 	if (rc == AIS_OK)
 		rc = put_commit(p);
 	int e = errno;
-	pthread_mutex_unlock(mu);
+	ol_name_unlock(p->bck, p->obj);
 	errno = e;
 	return rc;
 }

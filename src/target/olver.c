@@ -27,6 +27,13 @@
  *     (it walks stored names like any other). Client listings skip kept
  *     versions unless asked (store_list_objects, ?versions=true); stats
  *     count them as the objects they are.
+ *  6. The changes of one name that keep its current version (a client's
+ *     write of NAME, its delete, the delete of one of its versions) run
+ *     one at a time on the owner, under the name's lock (ol_name_lock):
+ *     keep, then commit (or the marker, or the promotion), so of two that
+ *     overlap the second keeps what the first made current and no version
+ *     a client was told of is lost. The object layer's own writes under
+ *     it (keep, marker, promote: with vcustom) take no lock.
  *  7. A delete of NAME in a bucket whose history is not off keeps the
  *     current version (rule 4), writes a delete marker (a kept version
  *     without bytes, OLVER_DM_KEY) and deletes NAME: a read of NAME finds
@@ -52,11 +59,6 @@
  *     may be undone by it, as of any two overlapping metadata changes the
  *     later write stands). A bucket with S3 object lock keeps
  *     its history enabled (bmd.h), so a write never replaces a version.
- *  6. Writes of one name are not serialized against each other: of two
- *     writes of NAME that overlap, both keep the same previous version
- *     and the first committed is replaced by the second without being
- *     kept (the version the client was told of is lost). Clients that
- *     need every version write one name from one writer at a time.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -204,6 +206,12 @@ static unsigned history_of(target_t *t, sv_t bck)
 }
 
 static int lock_check(target_t *t, sv_t bck, sv_t name, bool bypass, buf_t *msg);
+
+bool olver_put_serial(const ol_put_t *p)
+{
+	return p->w && p->w->cluster && !p->vcustom && !name_version_of(p->obj.ptr, p->obj.len) &&
+	       history_of(p->t, p->bck) != BMD_HIST_OFF;
+}
 
 int olver_put_prepare(ol_put_t *p, char **custom)
 {
@@ -432,7 +440,7 @@ static int promote(ol_put_t *p)
 	return rc;
 }
 
-int olver_delete(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, char *id_out, buf_t *msg)
+static int delete_current(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, char *id_out, buf_t *msg)
 {
 	unsigned h = history_of(t, bck);
 	ol_put_t p = {.t = t, .bck = bck, .obj = obj, .w = w};
@@ -472,8 +480,17 @@ out:
 	return rc;
 }
 
-int olver_delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, sv_t id, bool bypass, bool *dm,
-			 buf_t *msg)
+int olver_delete(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, char *id_out, buf_t *msg)
+{
+	ol_name_lock(bck, obj); /* rule 6 */
+	int rc = delete_current(t, w, bck, obj, id_out, msg), e = errno;
+	ol_name_unlock(bck, obj);
+	errno = e;
+	return rc;
+}
+
+static int delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, sv_t id, bool bypass, bool *dm,
+			  buf_t *msg)
 {
 	buf_t name = BUF_INIT;
 	ol_put_t p = {.t = t, .bck = bck, .obj = obj, .w = w};
@@ -499,5 +516,15 @@ int olver_delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, s
 	buf_free(&name);
 	if (rc != AIS_OK)
 		errno = EAGAIN;
+	return rc;
+}
+
+int olver_delete_version(target_t *t, const ol_where_t *w, sv_t bck, sv_t obj, sv_t id, bool bypass, bool *dm,
+			 buf_t *msg)
+{
+	ol_name_lock(bck, obj); /* rule 6 */
+	int rc = delete_version(t, w, bck, obj, id, bypass, dm, msg), e = errno;
+	ol_name_unlock(bck, obj);
+	errno = e;
 	return rc;
 }

@@ -11,8 +11,8 @@ FULL_OBJECT; without the mode, or for a Range, no checksum header. A
 wrong value is refused (400 BadDigest) and stores nothing. An object
 copied with CopyObject keeps its checksum. GetObjectAttributes answers
 ETag, Checksum, ObjectParts (a multipart object's part count and its
-parts' numbers and sizes, paged by MaxParts and PartNumberMarker; a bad
-one 400),
+parts' numbers, sizes and, for a COMPOSITE upload, checksums, paged by
+MaxParts and PartNumberMarker; a bad one 400),
 StorageClass and ObjectSize (boto3 and the AWS CLI); without
 x-amz-object-attributes it is 400 InvalidArgument. Multipart uploads:
 boto3's upload_file with CRC32 gets the composite checksum
@@ -204,6 +204,22 @@ op = s3.get_object_attributes(Bucket=B, Key="multi", ObjectAttributes=["ObjectPa
                               PartNumberMarker=2).get("ObjectParts", {})
 t.check([p.get("PartNumber") for p in op.get("Parts", [])] == [3] and op.get("IsTruncated") is False,
         "ObjectParts after marker 2: part 3, the last page", op)
+# a COMPOSITE upload's part checksums: every part's in ObjectParts, paged too
+pd = [os.urandom(5 << 20), os.urandom(5 << 20), b"tail" * 100]
+up = s3.create_multipart_upload(Bucket=B, Key="multi-sha256", ChecksumAlgorithm="SHA256")["UploadId"]
+pl = []
+for i, d in enumerate(pd):
+    r = s3.upload_part(Bucket=B, Key="multi-sha256", UploadId=up, PartNumber=i + 1, Body=d,
+                       ChecksumAlgorithm="SHA256", ChecksumSHA256=b64("sha256", d))
+    pl.append({"PartNumber": i + 1, "ETag": r["ETag"], "ChecksumSHA256": b64("sha256", d)})
+s3.complete_multipart_upload(Bucket=B, Key="multi-sha256", UploadId=up, MultipartUpload={"Parts": pl})
+op = s3.get_object_attributes(Bucket=B, Key="multi-sha256", ObjectAttributes=["ObjectParts"]).get("ObjectParts", {})
+t.eq([(p.get("PartNumber"), p.get("ChecksumSHA256")) for p in op.get("Parts", [])],
+     [(i + 1, b64("sha256", d)) for i, d in enumerate(pd)], "ObjectParts of a SHA256 upload: each part's checksum")
+op = s3.get_object_attributes(Bucket=B, Key="multi-sha256", ObjectAttributes=["ObjectParts"], MaxParts=1,
+                              PartNumberMarker=1).get("ObjectParts", {})
+t.eq([(p.get("PartNumber"), p.get("ChecksumSHA256")) for p in op.get("Parts", [])], [(2, b64("sha256", pd[1]))],
+     "... paged after marker 1: part 2 with its own checksum")
 rc, out = run(["/usr/bin/aws", "--endpoint-url", EP, "s3api", "get-object-attributes", "--bucket", B, "--key",
                "put/sha256", "--object-attributes", "ETag", "Checksum", "ObjectSize"], env=AWS_ENV)
 try:

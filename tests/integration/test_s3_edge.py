@@ -305,6 +305,12 @@ r = s3.list_objects(Bucket=L, Prefix="z", EncodingType="url")  # asked for: boto
 t.eq([o["Key"] for o in r["Contents"]], ["z%20z", "z%25z", "z%2Bz", "zz/%C3%A4/1"], "encoding-type=url: keys URL-encoded")
 r = s3.list_objects(Bucket=L, Prefix="z")  # botocore adds encoding-type=url itself and decodes
 t.eq([o["Key"] for o in r["Contents"]], ["z z", "z%z", "z+z", "zz/ä/1"], "encoding-type=url round trip (botocore decodes)")
+st, _, body = signed(EP, "GET", "/%s?encoding-type=url&prefix=%%0Az%%20" % L)
+t.check(st == 200 and b"<Prefix>&#xA;z </Prefix>" in body, "V1 with encoding-type=url: its Prefix as given (as S3)",
+        (st, body[:300]))
+st, _, body = signed(EP, "GET", "/%s?list-type=2&encoding-type=url&prefix=%%0Az%%20" % L)
+t.check(st == 200 and b"<Prefix>%0Az%20</Prefix>" in body, "V2 with encoding-type=url: its Prefix encoded",
+        (st, body[:300]))
 st, _, body = signed(EP, "GET", "/%s?allow-unordered=true&prefix=z" % L)
 t.check(st == 200 and body.count(b"<Key>") == 4, "allow-unordered=true: the listing (in order)", (st, body[:200]))
 st, _, body = signed(EP, "GET", "/%s?allow-unordered=true&delimiter=%%2F" % L)

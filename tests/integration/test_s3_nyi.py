@@ -192,11 +192,6 @@ st, _, body = signed("PUT", "/%s/std" % B, b"std", {"x-amz-storage-class": "STAN
 t.check(st == 200, "PUT with x-amz-storage-class: STANDARD, an empty x-amz-tagging and x-amz-meta-mtime: 200", body)
 s3.delete_object(Bucket=B, Key="std")
 
-# CreateBucket with an ownership other than ObjectWriter: refused, no bucket (object lock is served)
-for h, v in (("x-amz-object-ownership", "BucketOwnerEnforced"),):
-    st, _, body = signed("PUT", "/nyi-lock", b"", {h: v})
-    nyi(st, body, h, "CreateBucket with %s: %s" % (h, v))
-    t.eq(code_of(s3.head_bucket, Bucket="nyi-lock"), (404, "404"), "CreateBucket with %s: no bucket" % h)
 # a CreateBucketConfiguration field other than LocationConstraint (directory buckets, tags): refused, no bucket
 for field in (b"<Bucket><Type>Directory</Type><DataRedundancy>SingleAvailabilityZone</DataRedundancy></Bucket>",
               b"<Location><Name>usw2-az1</Name><Type>AvailabilityZone</Type></Location>",
@@ -216,7 +211,7 @@ XML = b"<x/>"
 BUCKET_NYI = {  # sub-resource: methods refused
     "versioning": ["DELETE", "POST"], "tagging": ["POST"], "policy": ["POST"],
     "policyStatus": ["PUT", "DELETE"], "cors": ["POST"], "lifecycle": ["POST"], "encryption": ["POST"],
-    "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["PUT"],
+    "object-lock": ["DELETE"], "website": ["PUT"], "replication": ["PUT"], "ownershipControls": ["POST"],
     "publicAccessBlock": ["POST"], "logging": ["DELETE"], "notification": ["PUT"], "accelerate": ["PUT"],
     "requestPayment": ["PUT"], "analytics": ["GET", "PUT", "DELETE"], "inventory": ["GET", "PUT", "DELETE"],
     "metrics": ["GET", "PUT", "DELETE"], "intelligent-tiering": ["GET", "PUT", "DELETE"],

@@ -12,7 +12,11 @@ policy; malformed policies (not JSON, wrong types, unknown operators and
 fields, another bucket's resource, over 20 KiB) are 400 MalformedPolicy
 saying what is wrong and change nothing; aws:SourceIp seen through the
 gateway's forwarding (curl from 127.0.0.2), a forged client header
-ignored; aws:SecureTransport false over plain HTTP; s3:ExistingObjectTag;
+ignored; aws:SecureTransport false over plain HTTP; s3:ExistingObjectTag of
+GetObject and of Get/Put/DeleteObjectTagging (a non-matching tag 403);
+s3:RequestObjectTag of PutObject's x-amz-tagging (Allow and Deny) and of a
+PutObjectTagging body; StringLikeIfExists with and without the key; a
+missing key 404 to who may list it by the policy (s3:prefix), else 403;
 a Deny on a copies=2 bucket refused by both holders of the object (each
 asked directly, signed and anonymous); PublicAccessBlock (Put/Get/
 Delete; BlockPublicPolicy, RestrictPublicBuckets, IgnorePublicAcls,
@@ -159,6 +163,110 @@ t.eq(code_of(s3.get_object, Bucket="pol", Key="tls2/o"), (200, None),
      "Deny when aws:SecureTransport is true: a plain-HTTP GET is not")
 t.eq(anon("GET", "/pol/tag/y"), (200, b"tagged yes"), "anonymous GET of an object tagged public=yes: allowed")
 t.eq(anon("GET", "/pol/tag/n")[0], 403, "  tagged public=no: 403 (s3:ExistingObjectTag)")
+
+# tag conditions of the tagging actions and of writes, IfExists, a missing key to who may list the bucket
+s3.create_bucket(Bucket="ptag")
+TAGS = {"pub": [("security", "public"), ("foo", "bar")], "priv": [("security", "private")],
+        "none": [("security1", "public")]}
+for pre in ("g/", "p/", "d/"):
+    for k, tags in TAGS.items():
+        s3.put_object(Bucket="ptag", Key=pre + k, Body=b"tagged " + k.encode())
+        s3.put_object_tagging(Bucket="ptag", Key=pre + k, Tagging={"TagSet": [{"Key": a, "Value": b}
+                                                                            for a, b in tags]})
+for k in ("rt/o", "ref/o"):
+    s3.put_object(Bucket="ptag", Key=k, Body=b"bytes of " + k.encode())
+PUBLIC = {"StringEquals": {"s3:ExistingObjectTag/security": "public"}}
+t.eq(put_policy("ptag", doc(
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:GetObjectTagging", "Resource": ARN + "ptag/g/*",
+     "Condition": PUBLIC},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:PutObjectTagging", "Resource": ARN + "ptag/p/*",
+     "Condition": PUBLIC},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:DeleteObjectTagging", "Resource": ARN + "ptag/d/*",
+     "Condition": PUBLIC},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:PutObject", "Resource": ARN + "ptag/r/*",
+     "Condition": {"StringEquals": {"s3:RequestObjectTag/security": "public"}}},
+    {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": ARN + "ptag/r/*",
+     "Condition": {"StringEquals": {"s3:RequestObjectTag/security": "secret"}}},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:PutObjectTagging", "Resource": ARN + "ptag/rt/*",
+     "Condition": {"StringEquals": {"s3:RequestObjectTag/security": "public"}}},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:GetObject", "Resource": ARN + "ptag/ref/*",
+     "Condition": {"StringLikeIfExists": {"aws:Referer": "http://www.example.com/*"}}},
+    {"Effect": "Allow", "Principal": OTHER, "Action": "s3:ListBucket", "Resource": ARN + "ptag",
+     "Condition": {"StringLike": {"s3:prefix": "list/*"}}})), (204, None), "ptag: a policy of tag conditions")
+
+
+def tagset(*kv):
+    return {"TagSet": [{"Key": k, "Value": v} for k, v in kv]}
+
+
+r = s3b.get_object_tagging(Bucket="ptag", Key="g/pub")
+t.eq(sorted((x["Key"], x["Value"]) for x in r["TagSet"]), [("foo", "bar"), ("security", "public")],
+     "the other user's GetObjectTagging of an object tagged security=public: allowed (s3:ExistingObjectTag)")
+t.eq(code_of(s3b.get_object_tagging, Bucket="ptag", Key="g/priv"), (403, "AccessDenied"),
+     "  of one tagged security=private: 403")
+t.eq(code_of(s3b.get_object_tagging, Bucket="ptag", Key="g/none"), (403, "AccessDenied"),
+     "  of one without the tag: 403")
+t.eq(code_of(s3b.get_object, Bucket="ptag", Key="g/pub"), (403, "AccessDenied"),
+     "  its GetObject: 403 (only s3:GetObjectTagging allowed)")
+t.eq(code_of(s3b.get_object_tagging, Bucket="ptag", Key="g/missing"), (403, "AccessDenied"),
+     "  of a missing key, without s3:ListBucket: 403")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="p/pub",
+             Tagging=tagset(("security", "public"), ("foo", "baz"))), (200, None),
+     "the other user's PutObjectTagging of an object tagged security=public: allowed")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="p/priv", Tagging=tagset(("security", "public"))),
+     (403, "AccessDenied"), "  of one tagged security=private: 403, its tags unchanged")
+t.eq(s3.get_object_tagging(Bucket="ptag", Key="p/priv")["TagSet"], [{"Key": "security", "Value": "private"}],
+     "  (p/priv still security=private)")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="p/pub", Tagging=tagset(("security", "private"))),
+     (200, None), "  p/pub retagged security=private (its tags were public)")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="p/pub", Tagging=tagset(("security", "public"))),
+     (403, "AccessDenied"), "  then refused: the existing tags decide")
+t.eq(code_of(s3b.delete_object_tagging, Bucket="ptag", Key="d/priv"), (403, "AccessDenied"),
+     "the other user's DeleteObjectTagging of an object tagged security=private: 403")
+t.eq(code_of(s3b.delete_object_tagging, Bucket="ptag", Key="d/pub"), (204, None), "  of one tagged public: 204")
+t.eq(s3.get_object_tagging(Bucket="ptag", Key="d/pub")["TagSet"], [], "  its tags are gone")
+
+# s3:RequestObjectTag: x-amz-tagging of PutObject, the body of PutObjectTagging
+t.eq(code_of(s3b.put_object, Bucket="ptag", Key="r/o", Body=b"r"), (403, "AccessDenied"),
+     "the other user's PutObject without x-amz-tagging: 403 (s3:RequestObjectTag absent)")
+t.eq(code_of(s3b.put_object, Bucket="ptag", Key="r/o", Body=b"r", Tagging="security=private"), (403, "AccessDenied"),
+     "  with security=private: 403")
+t.eq(code_of(s3b.put_object, Bucket="ptag", Key="r/o", Body=b"r", Tagging="foo=1&security=public"), (200, None),
+     "  with security=public: allowed")
+t.eq(s3.get_object_tagging(Bucket="ptag", Key="r/o")["TagSet"],
+     [{"Key": "foo", "Value": "1"}, {"Key": "security", "Value": "public"}], "  the object has those tags")
+t.eq(code_of(s3.put_object, Bucket="ptag", Key="r/s", Body=b"s", Tagging="security=secret"), (403, "AccessDenied"),
+     "the owner's PutObject tagged security=secret: 403 (a Deny on s3:RequestObjectTag)")
+t.eq(code_of(s3.put_object, Bucket="ptag", Key="r/s", Body=b"s", Tagging="security=other"), (200, None),
+     "  tagged otherwise: allowed")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="rt/o", Tagging=tagset(("security", "private"))),
+     (403, "AccessDenied"), "the other user's PutObjectTagging setting security=private: 403")
+t.eq(code_of(s3b.put_object_tagging, Bucket="ptag", Key="rt/o", Tagging=tagset(("security", "public"))),
+     (200, None), "  setting security=public: allowed (s3:RequestObjectTag of the body)")
+
+
+def referer_client(value):
+    c = client(AK2, SK2)
+    if value is not None:
+        c.meta.events.register("before-call.s3.GetObject",
+                               lambda **kw: kw["params"]["headers"].update({"Referer": value}))
+    return c
+
+
+t.eq(code_of(referer_client(None).get_object, Bucket="ptag", Key="ref/o"), (200, None),
+     "StringLikeIfExists aws:Referer: a GET without Referer allowed (the key is absent)")
+t.eq(code_of(referer_client("http://www.example.com/a.html").get_object, Bucket="ptag", Key="ref/o"), (200, None),
+     "  with a Referer that matches: allowed")
+t.eq(code_of(referer_client("http://example.com").get_object, Bucket="ptag", Key="ref/o"), (403, "AccessDenied"),
+     "  with one that does not: 403")
+
+# a missing key: 404 to who may list the bucket (s3:ListBucket with the key as s3:prefix), else 403
+t.eq(code_of(s3b.head_object, Bucket="ptag", Key="list/nothing"), (404, "404"),
+     "the other user's HEAD of a missing key under list/: 404 (s3:ListBucket, s3:prefix list/*)")
+t.eq(code_of(s3b.get_object, Bucket="ptag", Key="list/nothing"), (404, "NoSuchKey"), "  its GET: 404 NoSuchKey")
+t.eq(code_of(s3b.head_object, Bucket="ptag", Key="other/nothing"), (403, "403"),
+     "  of a missing key elsewhere: 403")
+t.eq(code_of(s3.head_object, Bucket="ptag", Key="other/nothing"), (404, "404"), "  the owner's: 404")
 
 # the owner keeps control of the policy, whatever it says
 LOCK = doc({"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": [ARN + "pol", ARN + "pol/*"]})

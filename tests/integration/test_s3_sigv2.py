@@ -7,7 +7,9 @@ Checks:
     bucket, PUT 0 B, 1 KiB and 6 MiB objects (and a key with spaces,
     unicode and '+'), GET each back byte for byte, a Range GET, list with a
     prefix, copy, delete one, and the bucket; ?acl, ?tagging and ?delete
-    (signed sub-resources) signed by botocore's HmacV1Auth directly.
+    (signed sub-resources) signed by botocore's HmacV1Auth directly, and
+    through boto3's own calls (GetBucketAcl, GetObjectAcl,
+    PutObjectTagging, Put/GetBucketCors), which sign "/b?acl?acl".
  2. A presigned v2 URL (generate_presigned_url, ?AWSAccessKeyId&Expires&
     Signature) fetched with curl: the bytes; the same URL with one byte of
     the signature changed: 403 SignatureDoesNotMatch; one already expired:
@@ -104,6 +106,16 @@ t.eq(v4.get_object_tagging(Bucket="v2b", Key="small")["TagSet"], [{"Key": "k", "
      "v2: the tags are there (read by SigV4)")
 st, code, _, _ = v2_raw("GET", "/v2b/small?tagging&versionId=null")
 t.eq((st, code), (200, None), "v2: GET ?tagging&versionId (two sub-resources, sorted)")
+# botocore's own clients: path-style operations whose model URI has a query
+# are signed with it twice ("/b?acl?acl"), taken as the same request
+t.check(v2.get_bucket_acl(Bucket="v2b")["ResponseMetadata"]["HTTPStatusCode"] == 200 and
+        v2.get_object_acl(Bucket="v2b", Key="small")["Owner"], "boto3 v2: GetBucketAcl, GetObjectAcl")
+v2.put_object_tagging(Bucket="v2b", Key="small", Tagging={"TagSet": [{"Key": "by", "Value": "boto3"}]})
+t.eq(v4.get_object_tagging(Bucket="v2b", Key="small")["TagSet"], [{"Key": "by", "Value": "boto3"}],
+     "boto3 v2: PutObjectTagging (read back by SigV4)")
+v2.put_bucket_cors(Bucket="v2b", CORSConfiguration={"CORSRules": [{"AllowedMethods": ["GET"],
+                                                                    "AllowedOrigins": ["*"]}]})
+t.eq(v2.get_bucket_cors(Bucket="v2b")["CORSRules"][0]["AllowedMethods"], ["GET"], "boto3 v2: Put/GetBucketCors")
 v2.copy_object(Bucket="v2b", Key="copy", CopySource={"Bucket": "v2b", "Key": "small"})
 t.eq(v4.get_object(Bucket="v2b", Key="copy")["Body"].read(), DATA["small"], "boto3 v2: copy (read back by SigV4)")
 

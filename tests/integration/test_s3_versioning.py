@@ -28,7 +28,12 @@ Checks:
     wrote (DeleteMarker, DeleteMarkerVersionId, as ListObjectVersions
     lists it); with the marker's VersionId it removes it and says so; an
     object version removed so has no DeleteMarker.
- 6. Multipart Complete and CopyObject create versions.
+ 6. Multipart Complete and CopyObject create versions. PUTs of one key
+    at once (6 clients, 3 rounds), and PUTs with DELETEs at once: every
+    version and delete marker a client was answered is listed and reads
+    byte for byte (none lost to an overlapping write). A PUT whose body
+    is still coming when a DELETE of its key completes (unversioned
+    bucket) stays once acknowledged, through the kills and rebalance of 8.
  7. Native API: GET ?version=ID, listing ?versions=true names the kept
     versions, a plain listing does not.
  8. Every version and marker has 2 copies (on the key's holders); kill -9
@@ -37,9 +42,11 @@ Checks:
     gateway.
  9. No error-level line in any node's log.
 """
-# timeout: 240
+# timeout: 300
+import http.client
 import json
 import os
+import threading
 import time
 import urllib.parse
 
@@ -72,6 +79,17 @@ def err_code(fn):
 def body(key, vid=None, bck=B):
     kw = {"VersionId": vid} if vid else {}
     return s3.get_object(Bucket=bck, Key=key, **kw)["Body"].read()
+
+
+def reads(bck, key, want):
+    try:
+        return body(key, None, bck) == want
+    except Exception:  # noqa: BLE001 - any failure is a failed read
+        return False
+
+
+def copies_of(bck, name):
+    return sum(get(tg.url, "/v1/objects/%s/%s" % (bck, q(name)), headers=INTRA).status == 200 for tg in targets)
 
 
 # --- 1. the bucket's versioning ----------------------------------------------------------
@@ -214,6 +232,84 @@ t.eq(err_code(lambda: s3.copy_object(Bucket=B, Key="k/x", CopySource={"Bucket": 
                                                                      "VersionId": "d" * 32}))[0],
      "NoSuchVersion", "CopyObject of an unknown source version: NoSuchVersion")
 
+# --- 6b. overlapping writes and deletes of one key ---------------------------------------------
+
+
+def race(key, puts, dels):
+    """puts PUTs and dels DELETEs of key at once, each from a client of
+    its own: the versions and markers answered."""
+    acked, markers, errs = [], [], []
+    go = threading.Barrier(puts + dels)
+
+    def put(i):
+        c = boto3_client(EP)
+        d = ("%s %d " % (key, i)).encode() + os.urandom(2000 + 97 * i)
+        go.wait()
+        try:
+            acked.append((c.put_object(Bucket=B, Key=key, Body=d)["VersionId"], d))
+        except Exception as e:  # noqa: BLE001 - any failure is reported
+            errs.append(str(e)[:120])
+
+    def dele(i):
+        c = boto3_client(EP)
+        go.wait()
+        try:
+            markers.append(c.delete_object(Bucket=B, Key=key)["VersionId"])
+        except Exception as e:  # noqa: BLE001 - any failure is reported
+            errs.append(str(e)[:120])
+
+    ths = [threading.Thread(target=put, args=(i,)) for i in range(puts)]
+    ths += [threading.Thread(target=dele, args=(i,)) for i in range(dels)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(60)
+    t.check(not errs, "%s: %d PUTs and %d DELETEs at once all succeed" % (key, puts, dels), errs[:3])
+    return acked, markers
+
+
+for key, rounds, puts, dels in (("k/race", 3, 6, 0), ("k/race-dm", 2, 4, 2)):
+    acked, markers = [], []
+    for _ in range(rounds):
+        a, m = race(key, puts, dels)
+        acked += a
+        markers += m
+    lv = s3.list_object_versions(Bucket=B, Prefix=key)
+    have = sorted(v["VersionId"] for v in lv.get("Versions", []) if v["Key"] == key)
+    dms = sorted(v["VersionId"] for v in lv.get("DeleteMarkers", []) if v["Key"] == key)
+    t.eq(have, sorted(v for v, _ in acked), "%s: every version answered is listed, no other (%d)" % (key, len(acked)))
+    t.eq(dms, sorted(markers), "%s: every delete marker answered is listed (%d)" % (key, len(markers)))
+    bad = [v for v, d in acked if body(key, v) != d]
+    t.check(not bad, "%s: every version reads by id, byte for byte" % key, bad[:3])
+    want[key] = acked
+
+# a PUT whose body is still coming when a DELETE of its key completes
+# (no versioning): acknowledged after the delete, it stays, on both copies
+# and through the kills and the rebalance below
+P = "plainr"
+s3.create_bucket(Bucket=P)
+r = request("PATCH", g.url, "/v1/buckets/" + P,
+            json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}}), JSON)
+t.eq(r.status, 200, "set-bprops mirror.copies=2 on " + P)
+late = os.urandom(2 << 20)
+for k in ("late/a", "late/b"):
+    r = request("PUT", g.url, "/v1/objects/%s/%s" % (P, k), b"")
+    loc = urllib.parse.urlsplit(r.h("location") or "")
+    c = http.client.HTTPConnection(loc.hostname, loc.port, timeout=30)
+    c.putrequest("PUT", loc.path + ("?" + loc.query if loc.query else ""))
+    c.putheader("Content-Length", str(len(late)))
+    c.endheaders()
+    c.send(late[:1 << 20])
+    time.sleep(0.3)
+    d = s3.delete_object(Bucket=P, Key=k)["ResponseMetadata"]["HTTPStatusCode"]
+    c.send(late[1 << 20:])
+    st = c.getresponse().status
+    c.close()
+    t.check(r.status == 307 and d == 204 and st == 200, "%s: a PUT acknowledged after a DELETE that came during "
+            "its body" % k, (r.status, d, st))
+    t.check(copies_of(P, k) == 2 and reads(P, k, late), "%s: the PUT's object is there, 2 copies" % k)
+
+
 # --- 5. suspended -------------------------------------------------------------------------
 s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Suspended"})
 t.eq(s3.get_bucket_versioning(Bucket=B).get("Status"), "Suspended", "GetBucketVersioning: Suspended")
@@ -316,10 +412,11 @@ def all_versions(tag):
     t.check(not bad, "%s: all %d versions read by id, byte for byte" % (tag, len(every)), bad[:5])
     t.eq(err_code(lambda: s3.get_object(Bucket=B, Key="z", VersionId=dmz))[1], 405, tag + ": z's marker still there")
     t.eq([body("e", v, "ecv") for v in ecv], ecd, tag + ": the EC bucket's versions read")
+    t.check(all(reads(P, k, late) for k in ("late/a", "late/b")), tag + ": the PUTs acknowledged after a DELETE read")
 
 
 def copies(name):
-    return sum(get(tg.url, "/v1/objects/%s/%s" % (B, q(name)), headers=INTRA).status == 200 for tg in targets)
+    return copies_of(B, name)
 
 
 ls = get(g.url, "/v1/buckets/%s?versions=true" % B).json().get("entries", [])

@@ -606,14 +606,22 @@ START_TEST(test_docs)
 	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_CORS, "b9", 2, "x", 1, &err), AIS_ERR);
 	ck_assert_int_eq(errno, ENOENT);
 	ck_assert_str_eq(bmd_doc(b, BMD_DOC_CORS, "b2", 2), cors);
+	/* an object ownership is one of S3's three names (s3acl_own_parse) */
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_OWNERSHIP, "b2", 2, "BucketOwnerEnforced", 19, &err), AIS_OK);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_OWNERSHIP, "b1", 2, "BucketOwner", 11, &err), AIS_ERR);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(bmd_set_doc(b, BMD_DOC_OWNERSHIP, "b1", 2, "objectwriter", 12, &err), AIS_ERR);
+	ck_assert_ptr_null(bmd_doc(b, BMD_DOC_OWNERSHIP, "b1", 2));
 	/* one key per kind in the JSON; decode(encode) equals */
 	bmd_encode(b, &enc);
+	ck_assert_ptr_nonnull(strstr(enc.ptr, "\"s3ownership\":\"BucketOwnerEnforced\""));
 	ck_assert_ptr_nonnull(strstr(enc.ptr, "\"s3cors\":\"<CORSConfiguration>"));
 	ck_assert_ptr_nonnull(strstr(enc.ptr, "\"s3policy\":"));
 	d = roundtrip(b);
 	ck_assert(bmd_equal(b, d));
 	ck_assert_str_eq(bmd_doc(d, BMD_DOC_CORS, "b2", 2), cors);
 	ck_assert_uint_eq(strlen(bmd_doc(d, BMD_DOC_CORS, "b1", 2)), BMD_S3CORS_MAX);
+	ck_assert_str_eq(bmd_doc(d, BMD_DOC_OWNERSHIP, "b2", 2), "BucketOwnerEnforced");
 	/* the kinds are independent: removing one keeps the other */
 	ck_assert_int_eq(bmd_set_doc(d, BMD_DOC_CORS, "b2", 2, NULL, 0, &err), AIS_OK);
 	ck_assert(!bmd_equal(b, d));

@@ -203,6 +203,10 @@ START_TEST(test_policy_conditions)
 	ck_assert_int_eq(check(ok, kv, "user/a.txt", &e, &lo, &hi), AIS_OK);
 	ck_assert_uint_eq(lo, 1);
 	ck_assert_uint_eq(hi, 100);
+	/* starts-with "" allows any value, the field's absence too (not eq "", nor another prefix) */
+	const char *any = "{" EXP ",\"conditions\":[[\"starts-with\",\"$key\",\"\"],[\"eq\",\"$Content-Type\",\"image/png\"],"
+			  "{\"x-amz-meta-tag\":\"v1\"},[\"starts-with\",\"$x-amz-server-side-encryption\",\"\"]]}";
+	ck_assert_int_eq(check(any, kv, "user/a.txt", &e, NULL, NULL), AIS_OK);
 
 	static const struct {
 		const char *doc, *key, *code, *word;
@@ -217,6 +221,8 @@ START_TEST(test_policy_conditions)
 		{"{" EXP ",\"conditions\":[[\"starts-with\",\"$key\",\"\"],[\"eq\",\"$Content-Type\",\"image/png\"]]}",
 		 "user/a.txt", "AccessDenied", "Extra input fields: x-amz-meta-tag", 403},
 		{"{" EXP ",\"conditions\":[[\"starts-with\",\"$key\",\"\"],[\"eq\",\"$Content-Type\",\"image/png\"],{\"x-amz-meta-tag\":\"v1\"},{\"x-amz-meta-missing\":\"\"}]}",
+		 "user/a.txt", "AccessDenied", "Condition failed", 403},
+		{"{" EXP ",\"conditions\":[[\"starts-with\",\"$key\",\"\"],[\"eq\",\"$Content-Type\",\"image/png\"],{\"x-amz-meta-tag\":\"v1\"},[\"starts-with\",\"$x-amz-meta-missing\",\"a\"]]}",
 		 "user/a.txt", "AccessDenied", "Condition failed", 403},
 		{"{\"expiration\":\"2020-01-01T00:00:00Z\",\"conditions\":[]}", "k", "AccessDenied", "Policy expired", 403},
 		{"{\"conditions\":[]}", "k", "InvalidPolicyDocument", "missing expiration", 400},

@@ -625,6 +625,81 @@ START_TEST(test_ssecfg)
 }
 END_TEST
 
+/* PutBucketOwnershipControls' document (owncfg.c): exactly one Rule with
+ * one of the three ObjectOwnership names; the written form parses back;
+ * and the values' names and the owner-only ACL test (s3acl.h). */
+START_TEST(test_owncfg)
+{
+	s3acl_own_t own, back;
+	const char *why;
+	buf_t x = BUF_INIT;
+	static const char *const names[] = {"ObjectWriter", "BucketOwnerPreferred", "BucketOwnerEnforced"};
+	for (size_t i = 0; i < 3; i++) {
+		char doc[256];
+		snprintf(doc, sizeof(doc),
+			 "<?xml version=\"1.0\"?><OwnershipControls xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+			 "<Rule><ObjectOwnership> %s </ObjectOwnership></Rule></OwnershipControls>",
+			 names[i]);
+		ck_assert_int_eq(s3_owncfg_parse(doc, strlen(doc), &own, &why), AIS_OK);
+		ck_assert_int_eq(own, S3ACL_OWN_OBJECT_WRITER + (int)i);
+		ck_assert_str_eq(s3acl_own_name(own), names[i]);
+		ck_assert_int_eq(s3acl_own_parse(names[i], strlen(names[i])), own);
+		buf_reset(&x);
+		s3_owncfg_xml(own, &x);
+		ck_assert_ptr_null(memchr(x.ptr, '\n', x.len));
+		ck_assert_int_eq(s3_owncfg_parse(x.ptr, x.len, &back, &why), AIS_OK);
+		ck_assert_int_eq(back, own);
+	}
+	buf_free(&x);
+	ck_assert_int_eq(s3acl_own_parse("bucketownerenforced", 19), S3ACL_OWN_NONE);
+	ck_assert_int_eq(s3acl_own_parse("", 0), S3ACL_OWN_NONE);
+	ck_assert_str_eq(s3acl_own_name(S3ACL_OWN_NONE), "");
+	/* refusals: malformed (why NULL) or a wrong value or count (why) */
+#define O0 "<OwnershipControls><Rule>"
+#define O1 "</Rule></OwnershipControls>"
+	static const struct {
+		const char *doc;
+		bool why;
+	} bad[] = {
+		{"", false},
+		{"<OwnershipControls/>", false},
+		{O0 O1, false},
+		{O0 "<ObjectOwnership>Mine</ObjectOwnership>" O1, true},
+		{O0 "<ObjectOwnership></ObjectOwnership>" O1, true},
+		{O0 "<ObjectOwnership>ObjectWriter</ObjectOwnership><ObjectOwnership>ObjectWriter</ObjectOwnership>" O1,
+		 true},
+		{O0 "<ObjectOwnership>ObjectWriter</ObjectOwnership></Rule><Rule>"
+		    "<ObjectOwnership>ObjectWriter</ObjectOwnership>" O1,
+		 true},
+		{O0 "<ObjectOwnership>ObjectWriter</ObjectOwnership><Other/>" O1, false},
+		{"<Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule>", false},
+		{O0 "<ObjectOwnership>ObjectWriter</ObjectOwnership>", false},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(s3_owncfg_parse(bad[i].doc, strlen(bad[i].doc), &own, &why), AIS_ERR);
+		ck_assert_msg((why != NULL) == bad[i].why, "case %zu: %s", i, why ? why : "(malformed)");
+		ck_assert_int_eq(own, S3ACL_OWN_NONE);
+	}
+#undef O0
+#undef O1
+	/* the owner's full control and nothing else */
+	s3acl_t a;
+	ck_assert_int_eq(s3acl_canned("private", 7, "u1", NULL, &a), AIS_OK);
+	ck_assert(s3acl_owner_only(&a, "u1"));
+	ck_assert(!s3acl_owner_only(&a, "u2"));
+	ck_assert_int_eq(s3acl_canned("bucket-owner-full-control", 25, "u1", "u1", &a), AIS_OK);
+	ck_assert(s3acl_owner_only(&a, "u1"));
+	ck_assert_int_eq(s3acl_canned("bucket-owner-full-control", 25, "u2", "u1", &a), AIS_OK);
+	ck_assert(!s3acl_owner_only(&a, "u1"));
+	ck_assert_int_eq(s3acl_canned("public-read", 11, "u1", NULL, &a), AIS_OK);
+	ck_assert(!s3acl_owner_only(&a, "u1"));
+	a.n = 0;
+	ck_assert(!s3acl_owner_only(&a, "u1"));
+	ck_assert_int_eq(s3acl_add(&a, S3ACL_USER, S3ACL_READ, "u1", 2), AIS_OK);
+	ck_assert(!s3acl_owner_only(&a, "u1"));
+}
+END_TEST
+
 static Suite *s3xml_suite(void)
 {
 	Suite *s = suite_create("s3xml");
@@ -640,6 +715,7 @@ static Suite *s3xml_suite(void)
 	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_cors);
 	tcase_add_test(tc, test_ssecfg);
+	tcase_add_test(tc, test_owncfg);
 	tcase_add_test(tc, test_part_range);
 	tcase_add_test(tc, test_objlock);
 	tcase_add_test(tc, test_meta_lock_roundtrip);

@@ -638,8 +638,8 @@ END_TEST
 
 /* Stamps (store_stamp): a client's write is stamped as it begins and keeps
  * it across a reopen; a copy keeps its sender's (store_writer_origin,
- * store_writer_stamp); a client's write over a copy stamped later is
- * stamped above it; a record without a stamp (written before them) reads
+ * store_writer_stamp); a client's write over a copy stamped later, or
+ * after a later delete (store_writer_after), is stamped above it; a record without a stamp (written before them) reads
  * its mtime as its stamp, and one with a stamp but no md_ns keeps md_ns 0. */
 START_TEST(test_stamps)
 {
@@ -672,6 +672,24 @@ START_TEST(test_stamps)
 	/* a client's overwrite of the copy stamped an hour ahead: stamped after it */
 	put_ok(s, "b", "copy", "abcd", 4, &c);
 	ck_assert_int_gt(c.stamp, later);
+	/* a client's write that a delete came before (its tombstone's stamp):
+	 * stamped above it, sealed or not; an older delete or a copy: unchanged */
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("after"), &w), AIS_OK);
+	int64_t st2 = store_writer_stamp_of(w);
+	store_writer_after(w, st2 - 10);
+	ck_assert_int_eq(store_writer_stamp_of(w), st2);
+	ck_assert_int_eq(store_writer_write(w, "abc", 3), AIS_OK);
+	ck_assert_int_eq(store_writer_seal(w, CKSUM_NONE, NULL, NULL), AIS_OK);
+	store_writer_after(w, later + 5);
+	ck_assert_int_gt(store_writer_stamp_of(w), later + 5);
+	ck_assert_int_eq(store_writer_commit(w, CKSUM_NONE, NULL, NULL, &c), AIS_OK);
+	store_writer_free(w);
+	ck_assert_int_gt(c.stamp, later + 5);
+	ck_assert_int_eq(store_writer_begin(s, BCK("b"), BCK("replica2"), &w), AIS_OK);
+	store_writer_stamp(w, 99);
+	store_writer_after(w, later + 10);
+	ck_assert_int_eq(store_writer_stamp_of(w), 99);
+	store_writer_free(w);
 	store_close(s);
 	s = open_store();
 	store_reconcile_wait(s);
