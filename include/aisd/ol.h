@@ -50,7 +50,11 @@
  *     of the same object is checked: of two writes that both require the
  *     object to be absent (If-None-Match: *), exactly one commits. A plain
  *     write does not wait for them (it may land between the check and the
- *     commit of a conditional one, as with any two writes racing).
+ *     commit of a conditional one, as with any two writes racing), except
+ *     in a bucket with versions, where every client write and delete of
+ *     the name is ordered so (olver.c rule 6). A write committed after a
+ *     delete of its name is newer than that delete on every copy (olput.c
+ *     rule 9).
  */
 #ifndef AISD_OL_H
 #define AISD_OL_H
