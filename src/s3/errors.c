@@ -150,8 +150,10 @@ static void error_doc(s3_rq_t *r, int status, const char *code, const char *msg,
 		s3_xml_elemstr(&b, tag, val);
 	if (r->bucket.len)
 		s3_xml_elem(&b, "BucketName", r->bucket.ptr, r->bucket.len);
-	if (r->key.len)
-		s3_xml_elem(&b, "Key", r->key.ptr, r->key.len);
+	if (r->key.len) {
+		sv_t key = s3_key_named(r); /* never a version's stored name */
+		s3_xml_elem(&b, "Key", key.ptr, key.len);
+	}
 	s3_xml_elem(&b, "Resource", r->resource.ptr ? r->resource.ptr : "/", r->resource.ptr ? r->resource.len : 1);
 	s3_xml_elemstr(&b, "RequestId", req->id_str);
 	s3_xml_close(&b, "Error");

@@ -549,7 +549,7 @@ static void log_done(http_req_t *req, void *arg)
 	sv_t rid = http_resp_header_get(req, "x-amz-request-id");
 	rec.request_id = rid.ptr ? arena_strndup(req->arena, rid.ptr, rid.len) : req->id_str;
 	rec.operation = op;
-	rec.key = r->key;
+	rec.key = s3_key_named(r);
 	rec.method = sv_from(method);
 	rec.target = req->target;
 	rec.status = in.status;

@@ -340,20 +340,7 @@ bool s3_part_ck(const s3_meta_t *m, uint32_t ord, sv_t *out)
 	return true;
 }
 
-/* --- the object's metadata read and set, for ?tagging and ?acl ---------------------- */
-
-int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m)
-{
-	if (!r->node.store ||
-	    store_lookup(r->node.store, r->bucket.ptr, r->bucket.len, r->key.ptr, r->key.len, sm) != AIS_OK) {
-		int e = r->node.store ? errno : ENOENT;
-		if (e != ENOENT || s3_access_missing(r) == AIS_OK)
-			s3_error_errno(r, e, true);
-		return AIS_ERR;
-	}
-	s3_meta_decode(r->http->arena, sm->custom, m);
-	return s3_access_object(r, S3_RES_NAMED, m);
-}
+/* --- the metadata of an object or a version, read and set (?tagging, ?acl) ------------ */
 
 struct mfetch {
 	s3_meta_fn then;
@@ -366,10 +353,14 @@ static void fetched(http_req_t *req, void *arg, int fd, store_meta_t *sm, int er
 	s3_rq_t *r = arg;
 	struct mfetch *f = r->op;
 	if (err) {
+		if (s3_version_missing(r, err, 0, fetched))
+			return;
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
 		return;
 	}
+	if (s3_version_opened(r, fd, sm) != AIS_OK)
+		return;
 	ol_close(req, fd);
 	s3_meta_decode(req->arena, sm->custom, &f->m);
 	if (s3_access_object(r, S3_RES_NAMED, &f->m) != AIS_OK)
@@ -383,6 +374,8 @@ void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg)
 	f->then = then;
 	f->arg = arg;
 	r->op = f;
+	if (s3_version_select(r) != AIS_OK)
+		return;
 	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, fetched, r);
 }
 
@@ -419,10 +412,13 @@ static void mset_done(http_req_t *req)
 	else if (o->err == EIO && o->msg.len)
 		s3_error(r, "ServiceUnavailable", "the %s are set on this copy but not on every copy (%s); try again",
 			 o->what, o->msg.ptr);
+	else if (o->err == ENOENT && r->vid.ptr) /* the version was removed meanwhile */
+		s3_error(r, "NoSuchVersion", NULL);
 	else if (o->err)
 		s3_error_errno(r, o->err, true);
 	else {
 		s3_common_headers(r);
+		s3_version_header(r, o->custom.ptr, false);
 		http_resp_status(req, o->status);
 		http_resp_send(req, "", 0);
 	}

@@ -55,14 +55,14 @@ enum { ON_BUCKET = 1, ON_OBJECT = 2 };
  * pass_value: a value that is served as if the parameter were absent
  * ("versionId=null" on a method the row refuses).
  * pass_with: sub-resources whose handlers serve this one, on any method
- * (?retention&versionId=ID: objlock.c). */
+ * (?retention&versionId=ID: objlock.c; ?acl, ?tagging: versions.c). */
 static const struct subres {
 	const char *name;
 	unsigned scope;
 	const char *what; /* the feature, for the 501 message */
 	cell_t get, put, post, del;
 	const char *pass_value;
-	const char *pass_with[2]; /* sub-resources whose handlers serve this one on any method */
+	const char *pass_with[4]; /* sub-resources whose handlers serve this one on any method */
 } subres[] = {
 	/* implemented */
 	{SUB("acl", ON_BUCKET | ON_OBJECT, "ACLs"), .get = C(PASS), .put = C(PASS)},
@@ -76,7 +76,7 @@ static const struct subres {
 	{SUB("location", ON_BUCKET, "GetBucketLocation"), .get = C(PASS)},
 	{SUB("versions", ON_BUCKET, "ListObjectVersions"), .get = C(PASS)},
 	{SUB("versionId", ON_OBJECT, "versionId on this operation"), .get = C(PASS), .del = C(PASS),
-	 .pass_value = "null", .pass_with = {"retention", "legal-hold"}},
+	 .pass_value = "null", .pass_with = {"retention", "legal-hold", "acl", "tagging"}},
 	{SUB("tagging", ON_OBJECT, "object tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("tagging", ON_BUCKET, "bucket tagging"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
 	{SUB("policy", ON_BUCKET, "bucket policies"), .get = C(PASS), .put = C(PASS), .del = C(PASS)},
@@ -276,6 +276,15 @@ static const cell_t *cell_of(const struct subres *s, enum http_method m)
 	}
 }
 
+/* Is one of s's pass_with sub-resources in the request? */
+static bool passed_with(http_req_t *req, const struct subres *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(s->pass_with) && s->pass_with[i]; i++)
+		if (s3_query_has(req, s->pass_with[i]))
+			return true;
+	return false;
+}
+
 /* Answers a cell other than PASS. */
 static void answer(s3_rq_t *r, const struct subres *s, const cell_t *c)
 {
@@ -342,8 +351,7 @@ bool s3_nyi_answered(s3_rq_t *r)
 		}
 		if (s->pass_value && sv_eqstr(v, s->pass_value))
 			continue;
-		if ((s->pass_with[0] && s3_query_has(req, s->pass_with[0])) ||
-		    (s->pass_with[1] && s3_query_has(req, s->pass_with[1])))
+		if (passed_with(req, s))
 			continue;
 		const cell_t *c = cell_of(s, m);
 		if (c->act == PASS)

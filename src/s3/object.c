@@ -158,54 +158,6 @@ static void dsend(s3_rq_t *r, s3_sse_t *sse, int fd, uint64_t start, uint64_t le
  * (opened without OL_STREAM: no bytes from memory, slices or a fetch). */
 static char whole_file;
 
-/* An open of the version version_select chose failed with err: when the
- * version is not kept under its own name, opens the key's current object
- * instead (flags, then cb: this holder may have no whole copy of it,
- * olver.h) and returns true; a version still missing answers
- * NoSuchVersion and returns true. false: no version asked, or another
- * error (the caller answers). */
-static bool version_missing(s3_rq_t *r, int err, unsigned flags, ol_open_fn cb)
-{
-	if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
-		r->vcur = true;
-		r->key = r->vkey;
-		ol_open(r->http, r->http->ctx, r->bucket, r->key, flags, cb, r);
-		return true;
-	}
-	if (err == ENOENT && r->vid.ptr) {
-		s3_error(r, "NoSuchVersion", NULL);
-		return true;
-	}
-	return false;
-}
-
-/* The object opened for a version (sm): the one asked for, and not a
- * delete marker. AIS_ERR after closing fd and answering (NoSuchVersion,
- * or 405 MethodNotAllowed for a marker, as S3). */
-static int version_opened(s3_rq_t *r, int fd, const store_meta_t *sm)
-{
-	http_req_t *req = r->http;
-	if (!r->vid.ptr)
-		return AIS_OK;
-	char id[NAME_VER_ID_LEN + 1];
-	bool null;
-	bool has = olver_id_of(sm->custom, id, &null);
-	if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
-		ol_close(req, fd);
-		s3_error(r, "NoSuchVersion", NULL);
-		return AIS_ERR;
-	}
-	if (strstr(sm->custom, OLVER_DM_KEY "=1")) {
-		ol_close(req, fd);
-		http_resp_header(req, "x-amz-delete-marker", "true");
-		http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
-		http_resp_header(req, "Allow", "DELETE");
-		s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
-		return AIS_ERR;
-	}
-	return AIS_OK;
-}
-
 static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, int err, const char *msg)
 {
 	s3_rq_t *r = arg;
@@ -215,7 +167,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 	uint64_t start = 0, len;
 
 	if (err) {
-		if (version_missing(r, err, OL_STREAM, get_opened))
+		if (s3_version_missing(r, err, OL_STREAM, get_opened))
 			return;
 		char id[NAME_VER_ID_LEN + 1];
 		if (err == ENOENT && s3_history(r) != BMD_HIST_OFF) { /* whether the current version is a marker */
@@ -229,7 +181,7 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		return;
 	}
 	sm = *smp;
-	if (version_opened(r, fd, &sm) != AIS_OK)
+	if (s3_version_opened(r, fd, &sm) != AIS_OK)
 		return;
 	s3_meta_decode(req->arena, sm.custom, &m);
 	if (s3_access_object(r, S3_RES_NAMED, &m) != AIS_OK) {
@@ -307,48 +259,6 @@ static void get_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, in
 		ol_send(req, fd, start, len);
 }
 
-/* ?versionId=ID of a GET, HEAD or GetObjectAttributes: r->key becomes
- * the name of that version (olver_resolve; r->vid and r->vkey set), so
- * the open reads it. AIS_ERR after answering: a bad or unknown id
- * (InvalidArgument, NoSuchVersion), or a delete marker's (405
- * MethodNotAllowed, as S3). */
-static int version_select(s3_rq_t *r)
-{
-	http_req_t *req = r->http;
-	sv_t vid = {NULL, 0};
-	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
-		s3_error(r, "InvalidArgument", "Invalid version id specified");
-		return AIS_ERR;
-	}
-	if (vid.ptr && s3_history(r) != BMD_HIST_OFF) { /* one version (olver.h) */
-		buf_t name = BUF_INIT;
-		bool dm = false;
-		if (!sv_eqstr(vid, "null") && !olver_id_valid(vid)) {
-			s3_error(r, "InvalidArgument", "Invalid version id specified");
-			return AIS_ERR;
-		}
-		r->vid = vid;
-		if (olver_resolve(req->ctx, r->bucket, r->key, vid, &name, &dm) != AIS_OK) {
-			buf_free(&name);
-			s3_error(r, "NoSuchVersion", NULL);
-			return AIS_ERR;
-		}
-		if (dm) { /* S3: a delete marker is not an object */
-			buf_free(&name);
-			http_resp_header(req, "x-amz-delete-marker", "true");
-			http_resp_header(req, "x-amz-version-id", "%.*s", (int)vid.len, vid.ptr);
-			http_resp_header(req, "Allow", "DELETE");
-			s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
-			return AIS_ERR;
-		}
-		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
-			r->vkey = r->key;
-		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
-		buf_free(&name);
-	}
-	return AIS_OK;
-}
-
 static int get_object(s3_rq_t *r)
 {
 	http_req_t *req = r->http;
@@ -359,7 +269,7 @@ static int get_object(s3_rq_t *r)
 	if (part_param(r, &part) != AIS_OK)
 		return AIS_OK;
 	unsigned f = req->method == HTTP_GET && !http_req_has_header(req, "Range") && !part ? OL_VERIFY : 0;
-	if (version_select(r) != AIS_OK)
+	if (s3_version_select(r) != AIS_OK)
 		return AIS_OK;
 	if (req->method == HTTP_GET && s3_sse_asked(r)) { /* SSE-C: the file itself, decrypted (dsend) */
 		r->op = &whole_file;
@@ -371,8 +281,6 @@ static int get_object(s3_rq_t *r)
 }
 
 /* --- GetObjectAttributes ------------------------------------------------------- */
-
-static int version_select(s3_rq_t *r);
 
 enum { ATTR_ETAG = 1, ATTR_CK = 2, ATTR_PARTS = 4, ATTR_CLASS = 8, ATTR_SIZE = 16 };
 
@@ -470,13 +378,13 @@ static void attrs_opened(http_req_t *req, void *arg, int fd, store_meta_t *smp, 
 	buf_t b = BUF_INIT;
 
 	if (err) {
-		if (version_missing(r, err, 0, attrs_opened))
+		if (s3_version_missing(r, err, 0, attrs_opened))
 			return;
 		if (err != ENOENT || s3_access_missing(r) == AIS_OK)
 			s3_error_read(r, err, msg);
 		return;
 	}
-	if (version_opened(r, fd, smp) != AIS_OK)
+	if (s3_version_opened(r, fd, smp) != AIS_OK)
 		return;
 	ol_close(req, fd);
 	s3_meta_decode(req->arena, smp->custom, &m);
@@ -529,7 +437,7 @@ int s3_object_attributes(s3_rq_t *r)
 					      "x-amz-part-number-marker one from 0 to 10000");
 		return AIS_OK;
 	}
-	if (version_select(r) != AIS_OK) /* ?versionId: that version's attributes */
+	if (s3_version_select(r) != AIS_OK) /* ?versionId: that version's attributes */
 		return AIS_OK;
 	ol_open(r->http, r->http->ctx, r->bucket, r->key, 0, attrs_opened, r);
 	return AIS_OK;

@@ -110,6 +110,20 @@ static const struct sub_act {
 	{"restore", NULL, NULL, "s3:RestoreObject", NULL},
 };
 
+/* The object sub-resources whose actions S3 names in their version form
+ * with ?versionId (s3:GetObjectVersionAcl, s3:DeleteObjectVersionTagging,
+ * ...), as GetObject's and DeleteObject's; retention, legal hold and
+ * multipart have none. */
+static const char *const version_subs[] = {"acl", "tagging", "attributes"};
+
+static bool version_sub(const char *sub)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(version_subs); i++)
+		if (!strcmp(sub, version_subs[i]))
+			return true;
+	return false;
+}
+
 static const char *by_method(const struct sub_act *a, enum http_method m)
 {
 	return m == HTTP_GET || m == HTTP_HEAD ? a->get : m == HTTP_PUT ? a->put : m == HTTP_POST ? a->post : a->del;
@@ -120,6 +134,7 @@ const char *s3_action(s3_rq_t *r, size_t i)
 	http_req_t *req = r->http;
 	enum http_method m = req->method;
 	const char *act = NULL;
+	bool ver = m == HTTP_GET || m == HTTP_HEAD || m == HTTP_DELETE; /* s3:GetObject, s3:DeleteObject */
 	if (i == S3_RES_SOURCE)
 		return "s3:GetObject";
 	if (!r->bucket.len)
@@ -127,8 +142,8 @@ const char *s3_action(s3_rq_t *r, size_t i)
 	const struct sub_act *t = r->key.len ? object_acts : bucket_acts;
 	size_t n = r->key.len ? ARRAY_SIZE(object_acts) : ARRAY_SIZE(bucket_acts);
 	for (size_t k = 0; k < n && !act; k++)
-		if (s3_query_has(req, t[k].sub))
-			act = by_method(&t[k], m);
+		if (s3_query_has(req, t[k].sub) && (act = by_method(&t[k], m)))
+			ver = version_sub(t[k].sub);
 	if (!act && !r->key.len)
 		act = m == HTTP_GET || m == HTTP_HEAD ? "s3:ListBucket" : m == HTTP_PUT ? "s3:CreateBucket"
 					    : m == HTTP_DELETE ? "s3:DeleteBucket" : "s3:PutObject";
@@ -136,9 +151,7 @@ const char *s3_action(s3_rq_t *r, size_t i)
 		act = m == HTTP_GET || m == HTTP_HEAD ? "s3:GetObject" : m == HTTP_DELETE ? "s3:DeleteObject" : "s3:PutObject";
 	/* a version's: s3:GetObjectVersion, s3:DeleteObjectVersionTagging, ... */
 	const char *obj = strstr(act, "Object");
-	if (r->key.len && s3_query_has(req, "versionId") && obj && !strstr(act, "Version") &&
-	    (!strncmp(act, "s3:Get", 6) || !strncmp(act, "s3:Put", 6) || !strncmp(act, "s3:Delete", 9)) &&
-	    strcmp(act, "s3:PutObject"))
+	if (r->key.len && ver && obj && s3_query_has(req, "versionId"))
 		act = arena_printf(req->arena, "%.*sObjectVersion%s", (int)(obj - act), act, obj + 6);
 	return act;
 }

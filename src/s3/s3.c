@@ -354,13 +354,12 @@ static int object_op(s3_rq_t *r)
 		return s3_object_retention(r);
 	if (s3_query_has(req, "legal-hold"))
 		return s3_object_legal_hold(r);
-	if (http_query_get(req, "versionId", &v) && !sv_eqstr(v, "null") &&
-	    (s3_query_has(req, "acl") || s3_query_has(req, "tagging") || s3_query_has(req, "uploadId")))
-		return not_implemented(r, "versionId with ?acl, ?tagging or ?uploadId");
-	if (s3_query_has(req, "acl"))
+	if (s3_query_has(req, "acl")) /* ?acl and ?tagging: versionId too (versions.c) */
 		return acl_op(r);
 	if (s3_query_has(req, "tagging"))
 		return req->method == HTTP_HEAD ? method_not_allowed(r) : s3_object_tagging(r);
+	if (http_query_get(req, "versionId", &v) && !sv_eqstr(v, "null") && s3_query_has(req, "uploadId"))
+		return not_implemented(r, "versionId with ?uploadId");
 	if (req->method == HTTP_GET || req->method == HTTP_HEAD) {
 		if (s3_query_has(req, "attributes"))
 			return req->method == HTTP_GET ? s3_object_attributes(r) : method_not_allowed(r);

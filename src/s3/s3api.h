@@ -41,8 +41,8 @@ typedef struct s3_rq {
 	s3_node_t node;
 	sv_t bucket;   /* decoded; empty: the service (ListBuckets) */
 	sv_t key;      /* decoded; empty: a bucket request */
-	sv_t vid;      /* a GET/HEAD of one version: its versionId (versions.c); ptr NULL: none */
-	sv_t vkey;     /* ... read under its kept name: the key itself (object.c) */
+	sv_t vid;      /* a request on one version: its versionId (s3_version_select); ptr NULL: none */
+	sv_t vkey;     /* ... read under its kept name: the key itself (s3_key_named) */
 	bool vcur;     /* ... then read as the key's current version */
 	sv_t resource; /* "/bucket/key" for error documents */
 	sv_t vhost;    /* the bucket as Host names it (virtual-hosted), raw; else empty */
@@ -247,19 +247,18 @@ int s3_part_range(const char *ps, uint32_t num, uint64_t *start, uint64_t *len, 
 /* The checksum of the object's ord-th part (0: the first) of m->pcks:
  * true with it in *out; false: not kept. */
 bool s3_part_ck(const s3_meta_t *m, uint32_t ord, sv_t *out);
-/* The object's metadata for a request on the object named (?tagging,
- * ?acl) on this target: AIS_ERR after answering (missing, or the
- * object's ACL refuses it). */
-int s3_meta_lookup(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m);
-/* The same through the object layer (ol_open: a holder that lacks its copy
- * fetches it first), then calls then(..., arg) on the loop; answers the error
- * itself. r->op is its own until then runs. */
+/* The S3 metadata of the object named (?tagging, ?acl), or of the version
+ * ?versionId names (s3_version_select), through the object layer (ol_open:
+ * a holder that lacks its copy fetches it first); then calls then(...,
+ * arg) on the loop. Answers the error itself: missing (NoSuchKey,
+ * NoSuchVersion), a delete marker (405), or the object's ACL refuses it.
+ * r->op is its own until then runs. */
 typedef void (*s3_meta_fn)(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg);
 void s3_meta_fetch(s3_rq_t *r, s3_meta_fn then, void *arg);
-/* Sets m as the object's S3 metadata on every copy (ol_set_custom, on
- * the network pool in a cluster) if the object is still version, and
- * answers status with an empty body; what names the change in errors
- * ("the ACL", "tags"). */
+/* Sets m as the S3 metadata of the object (or the version) s3_meta_fetch
+ * read, on every copy (ol_set_custom, on the network pool in a cluster) if
+ * it is still version, and answers status with an empty body and its
+ * x-amz-version-id; what names the change in errors ("the ACL", "tags"). */
 void s3_meta_set(s3_rq_t *r, uint64_t version, const s3_meta_t *m, int status, const char *what);
 /* Only the S3 owner's user id of custom into out ("" when none). */
 void s3_meta_owner(const char *custom, char *out, size_t outsz);
@@ -408,6 +407,30 @@ int s3_list_versions(s3_rq_t *r);
  * write (PUT, copy, POST) only a version id that is not null, as S3 (a
  * write into a suspended bucket answers none). */
 void s3_version_header(s3_rq_t *r, const char *custom, bool write);
+/* ?versionId=ID of a request on one version (GET, HEAD, GetObjectAttributes,
+ * ?acl, ?tagging): r->key becomes the stored name of that version
+ * (olver_resolve: the key itself for the current one, else its kept name;
+ * r->vid set, and r->vkey to the key when the name is a kept one), so the
+ * open reads it and a metadata change (s3_meta_set) writes it. Without
+ * versionId, or versionId=null on a bucket never versioned: the key, as
+ * it is. AIS_ERR after answering: a bad id or one on a bucket never
+ * versioned (400 InvalidArgument), an unknown one (404 NoSuchVersion), a
+ * delete marker (405 MethodNotAllowed, as S3). */
+int s3_version_select(s3_rq_t *r);
+/* An open of the version s3_version_select chose failed with err: when
+ * the version is not kept under its own name, opens the key's current
+ * object instead (flags, then cb with r: this holder may have no whole
+ * copy of the kept one, olver.h) and returns true; a version still
+ * missing answers NoSuchVersion and returns true. false: no version
+ * asked, or another error (the caller answers). */
+bool s3_version_missing(s3_rq_t *r, int err, unsigned flags, ol_open_fn cb);
+/* The object opened for a version (sm): the one asked for, and not a
+ * delete marker. AIS_ERR after closing fd and answering (NoSuchVersion,
+ * or 405 MethodNotAllowed for a marker, as S3). */
+int s3_version_opened(s3_rq_t *r, int fd, const store_meta_t *sm);
+/* The key the client named: r->key, or the key itself when
+ * s3_version_select made r->key a kept version's stored name. */
+static inline sv_t s3_key_named(const s3_rq_t *r) { return r->vkey.ptr ? r->vkey : r->key; }
 
 /* --- objlock.c: S3 object lock (the object layer enforces it: olver.c rule 8) --- */
 /* The bucket's object lock configuration (bmd.h props.s3lock) into out

@@ -7,7 +7,9 @@
  * An object's tags live in its S3 metadata (meta.c: items "s3.t.KEY=VALUE"
  * of the custom metadata), so they are written with the object in one
  * record (PUT, copy, Complete) and changed on every copy through the
- * object layer like an ACL (s3_meta_set: ol_set_custom, the bytes stay).
+ * object layer like an ACL (s3_meta_set: ol_set_custom, the bytes stay),
+ * each version its own (?versionId names one: s3_version_select; every
+ * answer names the version's x-amz-version-id, as S3).
  * A tag set is kept sorted by key, so GET answers the same order on every
  * copy whatever order the client sent. Limits as S3 has them: at most 10
  * tags on an object, keys of 1 to 128 characters, values of at most 256
@@ -174,7 +176,8 @@ int s3_tags_from_req(s3_rq_t *r, s3_tags_t *out)
 static void get_then(s3_rq_t *r, store_meta_t *sm, s3_meta_t *m, void *arg)
 {
 	buf_t b = BUF_INIT;
-	(void)sm, (void)arg;
+	(void)arg;
+	s3_version_header(r, sm->custom, false);
 	s3_tags_xml(&m->tags, &b);
 	s3_send_xml(r, 200, &b);
 }

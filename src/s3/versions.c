@@ -2,7 +2,9 @@
  * versions.c - S3 versioning over the object layer's versions (olver.h,
  * whose rules say where versions live): GetBucketVersioning and
  * PutBucketVersioning (the bucket's history in the BMD, through the
- * primary), the x-amz-version-id of an object, and ListObjectVersions.
+ * primary), the x-amz-version-id of an object, the one version a request
+ * with ?versionId reads or changes (GET, HEAD, GetObjectAttributes, ?acl,
+ * ?tagging: s3_version_select), and ListObjectVersions.
  *
  * ListObjectVersions reads the bucket's listing under the prefix with the
  * kept versions (s3_list_page_v, every target's page merged), up to
@@ -47,6 +49,87 @@ void s3_version_header(s3_rq_t *r, const char *custom, bool write)
 	bool has = olver_id_of(custom, id, &null);
 	if (write ? has && !null : has || s3_history(r) != BMD_HIST_OFF)
 		http_resp_header(r->http, "x-amz-version-id", "%s", null ? "null" : id);
+}
+
+/* --- one version of an object, for the requests that take ?versionId ---------------- */
+
+/* S3: a delete marker is not an object (405, the marker's id, Allow: DELETE). */
+static void marker_refused(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	http_resp_header(req, "x-amz-delete-marker", "true");
+	http_resp_header(req, "x-amz-version-id", "%.*s", (int)r->vid.len, r->vid.ptr);
+	http_resp_header(req, "Allow", "DELETE");
+	s3_error(r, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+}
+
+int s3_version_select(s3_rq_t *r)
+{
+	http_req_t *req = r->http;
+	sv_t vid = {NULL, 0};
+	if (http_query_get(req, "versionId", &vid) && !sv_eqstr(vid, "null") && s3_history(r) == BMD_HIST_OFF) {
+		s3_error(r, "InvalidArgument", "Invalid version id specified");
+		return AIS_ERR;
+	}
+	if (vid.ptr && s3_history(r) != BMD_HIST_OFF) { /* one version (olver.h) */
+		buf_t name = BUF_INIT;
+		bool dm = false;
+		if (!sv_eqstr(vid, "null") && !olver_id_valid(vid)) {
+			s3_error(r, "InvalidArgument", "Invalid version id specified");
+			return AIS_ERR;
+		}
+		r->vid = vid;
+		if (olver_resolve(req->ctx, r->bucket, r->key, vid, &name, &dm) != AIS_OK) {
+			buf_free(&name);
+			s3_error(r, "NoSuchVersion", NULL);
+			return AIS_ERR;
+		}
+		if (dm) {
+			buf_free(&name);
+			marker_refused(r);
+			return AIS_ERR;
+		}
+		if (name.len != r->key.len) /* a kept version: the object itself if not kept */
+			r->vkey = r->key;
+		r->key = (sv_t){arena_strndup(req->arena, name.ptr, name.len), name.len};
+		buf_free(&name);
+	}
+	return AIS_OK;
+}
+
+bool s3_version_missing(s3_rq_t *r, int err, unsigned flags, ol_open_fn cb)
+{
+	if (err == ENOENT && r->vid.ptr && !r->vcur && r->vkey.ptr) {
+		r->vcur = true;
+		r->key = r->vkey;
+		ol_open(r->http, r->http->ctx, r->bucket, r->key, flags, cb, r);
+		return true;
+	}
+	if (err == ENOENT && r->vid.ptr) {
+		s3_error(r, "NoSuchVersion", NULL);
+		return true;
+	}
+	return false;
+}
+
+int s3_version_opened(s3_rq_t *r, int fd, const store_meta_t *sm)
+{
+	if (!r->vid.ptr)
+		return AIS_OK;
+	char id[NAME_VER_ID_LEN + 1];
+	bool null;
+	bool has = olver_id_of(sm->custom, id, &null);
+	if (r->vcur && (sv_eqstr(r->vid, "null") ? !null : !has || !sv_eqstr(r->vid, id))) {
+		ol_close(r->http, fd);
+		s3_error(r, "NoSuchVersion", NULL);
+		return AIS_ERR;
+	}
+	if (strstr(sm->custom, OLVER_DM_KEY "=1")) {
+		ol_close(r->http, fd);
+		marker_refused(r);
+		return AIS_ERR;
+	}
+	return AIS_OK;
 }
 
 /* --- ?versioning ---------------------------------------------------------------- */

@@ -51,7 +51,13 @@
  *     whichever API asked, and a client's write of a kept version's own
  *     name is refused over a locked one (olver_put_prepare); moving a
  *     version between its kept name and NAME (rules 4 and 7, with
- *     vcustom: the object layer's own writes) is neither. A bucket with S3 object lock keeps
+ *     vcustom: the object layer's own writes) is neither. A change of a
+ *     version's other metadata (S3 tags and ACL of the current or a kept
+ *     version: ol_set_custom of its whole custom) carries the lock items
+ *     as it read them (S3's meta.c decodes and encodes them), so it
+ *     neither removes nor shortens a lock (a lock change that overlaps it
+ *     may be undone by it, as of any two overlapping metadata changes the
+ *     later write stands). A bucket with S3 object lock keeps
  *     its history enabled (bmd.h), so a write never replaces a version.
  */
 #include <errno.h>
