@@ -43,7 +43,8 @@ from urllib.parse import unquote_to_bytes
 
 __all__ = ["serve", "serve_http", "serve_members", "transform_members"]
 
-_HEAD_READ = 32  # a head's read: little of the body comes with it
+_HEAD_READ = 32  # a pipe's head read: little of the body comes with it
+_HEAD_PEEK = 4096  # a socket's head: bytes peeked at once to find its end
 _HEAD_MAX = 65536  # an HTTP request's head
 
 
@@ -66,7 +67,10 @@ class _Reader:
         return b
 
     def until(self, sep, limit):
-        """The bytes up to and including sep; None at EOF before any byte."""
+        """The bytes up to and including sep; None at EOF before any byte.
+        On a socket nothing past sep is taken (the kernel's bytes are
+        peeked first), so the body that follows comes whole from exact()
+        in one read, never in pieces joined by a copy."""
         while True:
             i = self.buf.find(sep, 0, limit)
             if i >= 0:
@@ -75,11 +79,26 @@ class _Reader:
             if len(self.buf) >= limit:
                 raise ValueError("no %r in the first %d bytes" % (sep, limit))
             try:
-                self.buf += self._read(_HEAD_READ)
+                self.buf += self._head_read(sep, limit)
             except EOFError:
                 if self.buf:
                     raise
                 return None
+
+    def _head_read(self, sep, limit):
+        """The next bytes of a head: a pipe's small read; on a socket, the
+        bytes waiting there up to the end of sep (or all of them, when sep
+        is not among them: every one belongs to the head)."""
+        if not self.sock:
+            return self._read(_HEAD_READ)
+        peek = self.sock.recv(min(_HEAD_PEEK, limit - len(self.buf)), socket.MSG_PEEK)
+        if not peek:
+            raise EOFError
+        back = len(sep) - 1  # sep may begin in bytes already taken
+        start = max(0, len(self.buf) - back)
+        i = (self.buf[start:] + peek).find(sep)
+        n = len(peek) if i < 0 else i + len(sep) - (len(self.buf) - start)
+        return self._read(n, True)
 
     def exact(self, n):
         if len(self.buf) >= n:
