@@ -50,10 +50,11 @@ _HEAD_MAX = 65536  # an HTTP request's head
 
 
 class _Reader:
-    """Reads of a descriptor (a pipe or a socket): a line or a head from
-    small reads; a body in reads of all that is left, each a bytes object
-    of its own, joined only when it came in pieces (a file object's small
-    pieces, copied and appended, cost more than the transform)."""
+    """Reads of a descriptor (a pipe or a socket): a line from small reads
+    (a pipe), a head found in the socket's peeked bytes; a body in reads of
+    all that is left, each a bytes object of its own, joined only when it
+    came in pieces (a file object's small pieces, copied and appended, cost
+    more than the transform)."""
 
     def __init__(self, fd, sock=None):
         self.fd, self.sock, self.buf = fd, sock, b""
