@@ -80,8 +80,8 @@
 #define NOBODY 65534
 /* A stdio answer's first read: its frame line and the body's first bytes,
  * a whole pipe page. The page leaves the pipe with the read, so a worker
- * whose frame is one page over the pipe's size (a 1 MiB body in a 1 MiB
- * pipe) writes its last bytes at once, and the body is spliced to the
+ * whose frame is a few bytes over the pipe's size (a 1 MiB body in a 1
+ * MiB pipe) writes its last bytes at once, and the body is spliced to the
  * client in one piece instead of one more wake-up, splice and packet for
  * a few bytes. */
 #define HEAD_READ 4096
@@ -567,7 +567,7 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 				out->len += (size_t)n;
 			continue;
 		}
-		ssize_t n = read(w->out, head + hl, sizeof(head) - 1 - hl); /* the line and maybe some body (HEAD_READ) */
+		ssize_t n = read(w->out, head + hl, sizeof(head) - 1 - hl); /* the line and maybe some body */
 		if (n == 0) {
 			*status = 502;
 			buf_addf(msg, "transformer \"%s\": its worker exited without answering", e->spec.name);
