@@ -78,6 +78,14 @@
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (1 << 20) /* a worker's log: truncated at a start past half of it; RLIMIT_FSIZE */
 #define NOBODY 65534
+/* A stdio answer's first read: its frame line and the body's first bytes,
+ * a whole pipe page. The page leaves the pipe with the read, so a worker
+ * whose frame is a few bytes over the pipe's size (a 1 MiB body in a 1
+ * MiB pipe) writes its last bytes at once, and the body is spliced to the
+ * client in one piece instead of one more wake-up, splice and packet for
+ * a few bytes. */
+#define HEAD_READ 4096
+#define HEAD_LINE_MAX 63 /* "STATUS LEN": a longer first line is malformed */
 
 static pthread_mutex_t sockdir_mu = PTHREAD_MUTEX_INITIALIZER;
 static char sockdir[40]; /* http workers' sockets; made on first use */
@@ -507,7 +515,7 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 {
 	uint64_t sent = 0, total = hdr->len + in->len;
 	size_t want = 0, hl = 0;
-	char head[64];
+	char head[HEAD_READ + 1];
 	bool have_head = false;
 	uint64_t max = etl_cfg.max_output;
 
@@ -568,9 +576,9 @@ static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t 
 		if (n < 0)
 			continue;
 		hl += (size_t)n;
-		const char *nl = memchr(head, '\n', hl);
+		const char *nl = memchr(head, '\n', MIN(hl, (size_t)HEAD_LINE_MAX + 1));
 		if (!nl) {
-			if (hl < sizeof(head) - 1)
+			if (hl <= HEAD_LINE_MAX)
 				continue;
 			*status = 502;
 			buf_addf(msg, "transformer \"%s\": malformed answer (no frame header)", e->spec.name);

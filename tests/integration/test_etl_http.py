@@ -11,6 +11,11 @@ Checks:
  2. Inline GET ?etl= through the gateway: both modes give the same bytes
     (the uppercased 1 MiB object and a small one), etl_args with bytes
     that need encoding reach the worker unchanged.
+ 2b. aisd.etl's HTTP side alone, over a socketpair: a request whose head
+    comes a byte at a time, then its body, then two requests in one send
+    (the second's head right after the first's body): each answered
+    with its own body; a head read takes no byte of the body after it
+    (so the body comes whole in one read).
  3. Offline: aisctl etl bucket with each: the two destination buckets
     hold the same objects, byte for byte.
  3b. archpath with a transform: ?archpath=MEMBER&etl=NAME transforms the
@@ -129,6 +134,65 @@ rs, rh = etl_get("us", "o2", odd), etl_get("uh", "o2", odd)
 want = ("o2|%s|" % odd).encode() + b"SMALL ONE"
 t.check(rs.body == rh.body == want, "etl_args with spaces, %, CR LF and UTF-8 reach both workers unchanged",
         (rs.status, rs.body, rh.status, rh.body))
+
+# --- 2b. aisd.etl's HTTP reader alone ----------------------------------------------
+def worker_conn():
+    """aisd.etl's connection loop on one end of a socketpair (a thread);
+    the other end returned."""
+    import socket
+    import sys
+    import threading
+    sys.path.insert(0, PYDIR)
+    from aisd import etl as aisd_etl
+    a, b = socket.socketpair()
+    th = threading.Thread(target=aisd_etl._serve_conn, args=(lambda d, m, x: d.upper(), a), daemon=True)
+    th.start()
+    return b
+
+
+def put_req(body):
+    return b"PUT / HTTP/1.1\r\nHost: aisd-etl\r\nContent-Length: %d\r\nAis-Etl-Meta: %%7B%%7D\r\n\r\n" % len(body) + body
+
+
+def read_answer(f):
+    line = f.readline()
+    hdrs = {}
+    while True:
+        ln = f.readline()
+        if ln in (b"\r\n", b""):
+            break
+        k, _, v = ln.decode().partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return line, f.read(int(hdrs.get("content-length", 0)))
+
+
+c = worker_conn()
+c.settimeout(10)
+cf = c.makefile("rb")
+b1, b2, b3 = b"first body " * 3000, b"second", b"third body " * 50
+for ch in put_req(b1)[:-len(b1)]:
+    c.sendall(bytes([ch]))
+    time.sleep(0.001)
+c.sendall(b1)
+ans = read_answer(cf)
+t.check(ans == (b"HTTP/1.1 200 OK\r\n", b1.upper()), "aisd.etl: a head a byte at a time, then the body: its answer",
+        (ans[0], len(ans[1])))
+c.sendall(put_req(b2) + put_req(b3))
+a2, a3 = read_answer(cf), read_answer(cf)
+t.check(a2[1] == b2.upper() and a3[1] == b3.upper(), "aisd.etl: two requests in one send: each its own answer",
+        (a2[0], a2[1][:40], a3[0], len(a3[1])))
+cf.close()
+c.close()
+import socket  # noqa: E402
+from aisd.etl import _Reader  # noqa: E402 (PYDIR on the path: worker_conn)
+a, b = socket.socketpair()
+b.sendall(put_req(b1))
+rd = _Reader(None, a)
+head = rd.until(b"\r\n\r\n", 65536)
+t.check(head == put_req(b1)[:-len(b1)] and rd.buf == b"", "aisd.etl: a head read takes no byte of the body after it",
+        (head[-20:], rd.buf[:20]))
+a.close()
+b.close()
 
 # --- 3. offline, both modes ---------------------------------------------------------
 for name, dst in (("us", "ds"), ("uh", "dh")):

@@ -8,8 +8,10 @@
 # sequential GETs of each kind on one keep-alive connection to the target
 # (the gateway's 307 resolved once), workers warm; prints MiB/s per round,
 # the medians and their ratios (etl / plain, per mode), and the CPU time
-# per GET of the target, the workers and the client (/proc: what a loaded
-# host's wall clock hides). With BASE=DIR (a checkout of an earlier tree,
+# per GET of the target, the workers and the client and their sum (/proc:
+# what a loaded host's wall clock hides; medians over the rounds), with
+# the ratio of the sums, plain / etl: the speed ratio where CPU is the
+# limit. With BASE=DIR (a checkout of an earlier tree,
 # built: DIR/build/aisd, DIR/tools/python) a second cluster runs that
 # build and its aisd.etl, its rounds interleaved with this one's: before
 # and after side by side under the same load.
@@ -111,7 +113,7 @@ for label, gw, tpid in clusters:
 
 KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"))
 res = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}
-use = {(l, k): [0.0, 0.0, 0.0] for l, _, _ in conns for k, _ in KINDS}  # target, workers, client (s)
+use = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}  # per round: target, workers, client (s)
 
 def run(t, q, tpid, acc):
     a = (own(tpid), below(tpid), time.process_time())
@@ -122,13 +124,18 @@ def run(t, q, tpid, acc):
     dt = time.monotonic() - t0
     pt = time.process_time()
     z = (own(tpid), below(tpid), pt)
-    for i in range(3):
-        acc[i] += z[i] - a[i]
+    acc.append([z[i] - a[i] for i in range(3)])
     return n / dt  # MiB/s
+
+def ms(rounds):
+    """The medians over rounds of the CPU ms per GET: target, workers,
+    client, their sum (the sum's own median, not the parts' sum)."""
+    per = [[x * 1000 / n for x in u] + [sum(u) * 1000 / n] for u in rounds]
+    return [statistics.median(c) for c in zip(*per)]
 
 for label, t, tpid in conns:  # start the workers
     for _, q in KINDS[1:]:
-        run(t, q, tpid, [0.0, 0.0, 0.0])
+        run(t, q, tpid, [])
 for i in range(rounds):
     for label, t, tpid in conns:
         line = []
@@ -136,17 +143,18 @@ for i in range(rounds):
             res[(label, k)].append(run(t, q, tpid, use[(label, k)]))
             line.append("%s %.1f" % (k, res[(label, k)][-1]))
         print("round %d (%s): %s MiB/s" % (i + 1, label, ", ".join(line)))
-print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | CPU ms per GET: target | workers | client |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | CPU ms per GET: target | workers | client "
+      "| all | CPU plain/etl |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for label, _, _ in conns:
     mp = statistics.median(res[(label, "plain")])
-    u = use[(label, "plain")]
-    print("| %s | plain | %.1f | | | %.2f | %.2f | %.2f |" % (label, mp, *(x * 1000 / (n * rounds) for x in u)))
+    cp = ms(use[(label, "plain")])
+    print("| %s | plain | %.1f | | | %.2f | %.2f | %.2f | %.2f | |" % (label, mp, *cp))
     for k in ("stdio", "http"):
         me = statistics.median(res[(label, k)])
-        u = use[(label, k)]
-        print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f |"
-              % (label, k, mp, me, me / mp, *(x * 1000 / (n * rounds) for x in u)))
+        ce = ms(use[(label, k)])
+        print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
+              % (label, k, mp, me, me / mp, *ce, cp[3] / ce[3]))
 PY
 	stop_all
 fi

@@ -35,6 +35,7 @@ text; the worker keeps serving.
 import io
 import json
 import os
+import select
 import socket
 import sys
 import tarfile
@@ -43,18 +44,23 @@ from urllib.parse import unquote_to_bytes
 
 __all__ = ["serve", "serve_http", "serve_members", "transform_members"]
 
-_HEAD_READ = 32  # a head's read: little of the body comes with it
+_HEAD_READ = 32  # a pipe's head read: little of the body comes with it
+_HEAD_PEEK = 4096  # a socket's head: bytes peeked at once to find its end
 _HEAD_MAX = 65536  # an HTTP request's head
 
 
 class _Reader:
-    """Reads of a descriptor (a pipe or a socket): a line or a head from
-    small reads; a body in reads of all that is left, each a bytes object
-    of its own, joined only when it came in pieces (a file object's small
-    pieces, copied and appended, cost more than the transform)."""
+    """Reads of a descriptor (a pipe or a socket): a line from small reads
+    (a pipe), a head found in the socket's peeked bytes; a body in reads of
+    all that is left, each a bytes object of its own, joined only when it
+    came in pieces (a file object's small pieces, copied and appended, cost
+    more than the transform)."""
 
     def __init__(self, fd, sock=None):
         self.fd, self.sock, self.buf = fd, sock, b""
+        if sock:
+            self.poll = select.poll()
+            self.poll.register(sock, select.POLLIN)
 
     def _read(self, n, whole=False):
         if self.sock:  # whole: one buffer filled by the kernel, no pieces to join
@@ -66,7 +72,10 @@ class _Reader:
         return b
 
     def until(self, sep, limit):
-        """The bytes up to and including sep; None at EOF before any byte."""
+        """The bytes up to and including sep; None at EOF before any byte.
+        On a socket nothing past sep is taken (the kernel's bytes are
+        peeked first), so the body that follows comes whole from exact()
+        in one read, never in pieces joined by a copy."""
         while True:
             i = self.buf.find(sep, 0, limit)
             if i >= 0:
@@ -75,11 +84,31 @@ class _Reader:
             if len(self.buf) >= limit:
                 raise ValueError("no %r in the first %d bytes" % (sep, limit))
             try:
-                self.buf += self._read(_HEAD_READ)
+                self.buf += self._head_read(sep, limit)
             except EOFError:
                 if self.buf:
                     raise
                 return None
+
+    def _head_read(self, sep, limit):
+        """The next bytes of a head: a pipe's small read; on a socket, the
+        bytes waiting there up to the end of sep (or all of them, when sep
+        is not among them: every one belongs to the head)."""
+        if not self.sock:
+            return self._read(_HEAD_READ)
+        # Waits in poll, not in recv: a recv asleep on a unix socket is woken
+        # each time aisd takes one of the last answer's buffers off it (the
+        # socket's write space is signalled on the queue recv sleeps on),
+        # some 30 wake-ups per MiB; poll wakes for input only.
+        self.poll.poll()
+        peek = self.sock.recv(min(_HEAD_PEEK, limit - len(self.buf)), socket.MSG_PEEK)
+        if not peek:
+            raise EOFError
+        back = len(sep) - 1  # sep may begin in bytes already taken
+        start = max(0, len(self.buf) - back)
+        i = (self.buf[start:] + peek).find(sep)
+        n = len(peek) if i < 0 else i + len(sep) - (len(self.buf) - start)
+        return self._read(n, True)
 
     def exact(self, n):
         if len(self.buf) >= n:
