@@ -10,7 +10,9 @@ GETs objects byte for byte through the gateway, following its 307 to an
 https:// target URL; a target's /metrics (over 16 KiB) comes back whole,
 and on a standalone HTTPS target a 40000-byte object read 4 times comes
 back whole from the hot cache; aisctl --cacert/--cert/--key (and the AIS_CACERT,
-AIS_CERT, AIS_KEY environment, and its config file) puts and gets; a
+AIS_CERT, AIS_KEY environment, and its config file) puts and gets, and
+its errors name what to pass (no --cacert, no client certificate, http://
+to an HTTPS port, a CA or certificate file that is not there); a
 2-copy bucket gets both copies (replica writes between targets over
 https) and a GetBatch spanning both targets comes back whole (peer
 requests over https); boto3 over https with
