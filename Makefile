@@ -23,7 +23,8 @@
 #                        (root; the full matrix: 4 and 8 nodes, copies 1 and 2, 4/8/32 Mbit/s, caches 0.25-2x)
 #   make fuzz            run every libFuzzer driver for FUZZ_SECONDS each
 #   make style           clang-format the tree
-#   make install         binaries, man pages, example configs, docs, the systemd unit under PREFIX
+#   make install         binaries, man pages, example configs, docs, the systemd unit and the
+#                        system user aisd (sysusers.d, tmpfiles.d) under PREFIX
 #   make deb             the Debian packages aisd and aisctl under build/deb (debhelper, lintian)
 #
 #   V=1 verbose, SANITIZE=address,undefined, DEVELOPER=1 (or CI=true) -Werror,
@@ -345,6 +346,18 @@ install: all
 	    -e 's|^# Installed by the aisd Debian package;|# Installed by make install (PREFIX $(PREFIX));|' \
 	    deploy/debian/aisd@.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/aisd@.service
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/aisd@.service
+	@# the package's system user and directories (sysusers.d, tmpfiles.d),
+	@# applied at once when installing into this system as root
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
+	install -m 644 deploy/debian/aisd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/aisd.conf
+	sed -e 's| /etc/aisd | $(SYSCONFDIR)/aisd |' deploy/debian/aisd.tmpfiles >$(DESTDIR)$(PREFIX)/lib/tmpfiles.d/aisd.conf
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/aisd.conf
+	$(Q)if [ -n "$(DESTDIR)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v systemd-sysusers >/dev/null && command -v systemd-tmpfiles >/dev/null; then \
+	    systemd-sysusers $(PREFIX)/lib/sysusers.d/aisd.conf && \
+	    systemd-tmpfiles --create $(PREFIX)/lib/tmpfiles.d/aisd.conf && \
+	    echo "install: user aisd, $(SYSCONFDIR)/aisd root:aisd 0750, /var/lib/aisd and /var/log/aisd aisd:aisd 0750"; \
+	else echo "install: as root, make the user aisd and its directories: systemd-sysusers $(PREFIX)/lib/sysusers.d/aisd.conf && systemd-tmpfiles --create $(PREFIX)/lib/tmpfiles.d/aisd.conf"; fi
 
 clean:
 	rm -rf build build-san

@@ -3,10 +3,10 @@
 getting-started guide, run as written, in order (make check-docs-run).
 
 For each Markdown file named (default: README.md and the guides,
-GUIDES below; not docs/api.md, whose examples name placeholder buckets,
-nor docs/ansible.md, which needs hosts), a fresh local cluster is started the way `make
-run` starts one (deploy/local/cluster.sh up: 1 gateway, 3 targets) on
-free loopback ports below 32768, with its data under a temp dir, and the
+GUIDES below; not docs/api.md, whose examples name placeholder buckets), a
+fresh local cluster is started the way `make run` starts one
+(deploy/local/cluster.sh up: 1 gateway, 3 targets) on free loopback ports
+below 32768, with its data under a temp dir, and the
 lines it prints to paste (PATH, AIS_ENDPOINT and EP, PYTHONPATH, the S3
 key pair) are taken into a shell environment that starts bare: a
 standard PATH, HOME, TMPDIR and the working directory in the temp dir
@@ -26,7 +26,8 @@ the line before its fence, which readers of the source see:
 
   <!-- norun: WHY -->
 
-It is reported as a skip with its reason, never as a pass. A block that
+It is reported as a skip with its reason, never as a pass (a file whose
+every command block is marked so starts no cluster). A block that
 the text asks the reader to save as a file (a policy document, a config)
 is marked
 
@@ -68,7 +69,7 @@ UP_TIMEOUT = 120
 BARE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 RAN = set()  # the blocks that ran (not skipped), by their "FILE:LINE (LANG)"
 GUIDES = ["README.md", "docs/getting-started.md", "docs/ml-data.md", "docs/s3.md",
-          "docs/remote-ec.md", "docs/deploying.md", "docs/operating.md"]
+          "docs/remote-ec.md", "docs/deploying.md", "docs/operating.md", "docs/ansible.md"]
 PORTS_LOCK = threading.Lock()
 PORTS_TAKEN = set()  # bases handed to files running at once
 
@@ -146,6 +147,10 @@ def log_errors(rundir):
 
 
 def run_file(md, build, results):
+    cmds = [(line, lang, norun) for line, lang, _, norun in blocks(ROOT / md) if lang in ("sh", "bash", "python")]
+    if cmds and all(norun is not None for _, _, norun in cmds):  # nothing to run: no cluster
+        results.extend((f"{md}:{line} ({lang})", [], norun) for line, lang, norun in cmds)
+        return False
     tmp = Path(tempfile.mkdtemp(prefix="aisd-docs-run."))
     for d in ("home", "tmp"):
         (tmp / d).mkdir()

@@ -641,6 +641,21 @@ run_ok "bucket ls after the refused bucket rm" bucket ls
 check "bucket rm refused: the bucket is still there" grep -qx "$B" "$W/out"
 "$AISCTL" --endpoint "$AISD_URL" bucket create "e$B" >/dev/null 2>&1
 run_ok "bucket rm of an empty bucket needs no --yes" bucket rm "e$B" </dev/null
+if command -v script >/dev/null; then
+	# on a terminal bucket rm asks; only "yes" goes on
+	printf 'no\n' | script -qec "'$AISCTL' --endpoint '$AISD_URL' bucket rm '$B'" /dev/null >"$W/tty" 2>&1
+	check "bucket rm of a non-empty bucket on a terminal asks; answered no: nothing done" \
+		bash -c 'grep -aq "Bucket $2 is not empty: destroy it and every object in it? Type yes to go on:" "$1" &&
+			grep -aq "not confirmed, nothing done" "$1"' _ "$W/tty" "$B"
+	run_ok "bucket ls after the answer no" bucket ls
+	check "answered no: the bucket is still there" grep -qx "$B" "$W/out"
+	"$AISCTL" --endpoint "$AISD_URL" bucket create "y$B" >/dev/null 2>&1
+	run_ok "put into a bucket to destroy on a terminal" put "$D/small" "y$B/o"
+	printf 'yes\n' | script -qec "'$AISCTL' --endpoint '$AISD_URL' bucket rm 'y$B'" /dev/null >"$W/tty" 2>&1
+	run_ok "bucket ls after the answer yes" bucket ls
+	check "bucket rm on a terminal answered yes: destroyed" \
+		bash -c 'grep -aq "Type yes to go on:" "$1" && ! grep -qx "$2" "$3"' _ "$W/tty" "y$B" "$W/out"
+fi
 run_ok "bucket rm --yes $B $B2" bucket rm --yes "$B" "$B2"
 run_ok "bucket ls after rm" bucket ls
 check "bucket ls no longer lists them" bash -c '! grep -qx -e "$1" -e "$2" "$3"' _ "$B" "$B2" "$W/out"

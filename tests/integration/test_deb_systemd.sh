@@ -18,7 +18,11 @@
 # a seccomp filter, `systemd-analyze security` below 3; logrotate rotates
 # and the nodes reopen their logs; a second dpkg -i restarts the running
 # instances; dpkg -r stops them and keeps configs and data; dpkg --purge
-# leaves no user, /etc/aisd, /var/lib/aisd or /var/log/aisd. Skips when
+# leaves no user, /etc/aisd, /var/lib/aisd or /var/log/aisd. Then
+# `make install` of the checkout into the container's system as root (no
+# package): it makes the user aisd and its folders, and its unit runs a
+# gateway and a target (systemctl) as that user, sandboxed (security below
+# 3), that take a put and a get. Skips when
 # systemd-nspawn is missing or cannot boot a container here.
 # serial: packages installed into the system (dpkg, systemd)
 # timeout: 600
@@ -80,6 +84,8 @@ EOF
 cat >"$W/share/check.sh" <<EOF
 VER=$VER
 ARCH=$ARCH
+SRC=$ROOT
+OBJ=$BUILD
 EOF
 cat >>"$W/share/check.sh" <<'EOF'
 # Runs inside the container: one line per check in /debns/out/results.
@@ -161,6 +167,38 @@ res $? "dpkg --purge aisd aisctl"
 ! getent passwd aisd && ! getent group aisd && [ ! -e /etc/aisd ] && [ ! -e /var/lib/aisd ] && [ ! -e /var/log/aisd ] &&
 	[ ! -e /lib/systemd/system/aisd@.service ]
 res $? "purge left no user, group, /etc/aisd, /var/lib/aisd, /var/log/aisd or unit"
+# make install without the packages, as root into the system (the
+# checkout's build, in the container's overlay): the user, its folders
+# and the hardened unit, started through systemctl
+make -s -C "$SRC" install BUILD="$OBJ" PREFIX=/usr/local >/debns/out/install.log 2>&1
+res $? "make install (root, no DESTDIR, no package)"
+tail -3 /debns/out/install.log
+getent passwd aisd | grep -q ':/usr/sbin/nologin$' &&
+	[ "$(stat -c '%U:%G:%a' /var/lib/aisd /var/log/aisd /usr/local/etc/aisd | tr '\n' ' ')" = "aisd:aisd:750 aisd:aisd:750 root:aisd:750 " ]
+res $? "make install made the user aisd, /var/lib/aisd, /var/log/aisd and /usr/local/etc/aisd"
+systemctl daemon-reload
+systemctl start aisd@gateway
+for i in $(seq 1 50); do curl -sf -o /dev/null http://127.0.0.1:8080/v1/health && break; sleep 0.2; done
+systemctl start aisd@target
+for i in $(seq 1 100); do
+	[ "$(/usr/local/bin/aisctl cluster show 2>/dev/null | grep -cE '^target +t1 .* ok$')" = 1 ] && break
+	sleep 0.2
+done
+chk "make install's aisd@gateway and aisd@target active" systemctl is-active aisd@gateway aisd@target
+systemctl show -p FragmentPath --value aisd@target | grep -qx /usr/local/lib/systemd/system/aisd@.service
+res $? "the unit is make install's (/usr/local/lib/systemd/system)"
+/usr/local/bin/aisctl bucket create mi && /usr/local/bin/aisctl put /tmp/obj mi/o &&
+	/usr/local/bin/aisctl get mi/o /tmp/back3 && cmp /tmp/obj /tmp/back3
+res $? "make install's cluster: put and get"
+pid=$(systemctl show -p MainPID --value aisd@target)
+st=$(grep -E '^(Uid|CapEff|NoNewPrivs|Seccomp):' /proc/$pid/status | awk '{print $1, $2}' | tr '\n' ' ')
+[ "$st" = "Uid: $(id -u aisd) CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 " ]
+res $? "make install's aisd@target runs as aisd, no capability, no new privileges, seccomp ($st)"
+score=$(systemd-analyze security aisd@target.service 2>&1 | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p')
+awk -v s="${score:-99}" 'BEGIN { exit !(s + 0 < 3) }'
+res $? "systemd-analyze security of make install's aisd@target below 3 ($score)"
+cp /var/log/aisd/gateway.log /debns/out/logs/mi-gateway.log; cp /var/log/aisd/target.log /debns/out/logs/mi-target.log
+systemctl stop aisd@gateway aisd@target
 echo "done" >>$R
 EOF
 

@@ -8,8 +8,8 @@ Checks:
  2. A fresh venv without the system's packages (no torch): `pip install
     --no-index` of the wheel; `import aisd` works from another directory
     with no PYTHONPATH; the scripts aisd-shard, aisd-plan, aisd-model and
-    `python -m aisd.shard` answer --help; the installed files are under
-    the venv only.
+    `python -m aisd.shard|plan|model` answer --help; the installed files
+    are under the venv only.
  3. From that venv: the shard tool packs a directory of samples into a
     bucket; the Client lists them; ShardDataset (a plain iterable without
     torch) yields every sample once, byte for byte.
@@ -76,8 +76,9 @@ t.check(r.returncode == 0 and out[:2] == ["no", "torch"] and out[2] == VERSION a
 for s in ("aisd-shard", "aisd-plan", "aisd-model"):
     r = run([os.path.join(b1, s), "--help"])
     t.check(r.returncode == 0 and "usage:" in r.stdout, "%s --help" % s, (r.returncode, r.stderr[-300:]))
-r = run([os.path.join(b1, "python"), "-m", "aisd.shard", "--help"])
-t.check(r.returncode == 0 and "usage:" in r.stdout, "python -m aisd.shard --help", r.stderr[-300:])
+for m in ("aisd.shard", "aisd.plan", "aisd.model"):
+    r = run([os.path.join(b1, "python"), "-m", m, "--help"])
+    t.check(r.returncode == 0 and "usage:" in r.stdout, "python -m %s --help" % m, r.stderr[-300:])
 
 # 3. the shard tool, the client and ShardDataset from that venv
 src = os.path.join(TMP, "samples")

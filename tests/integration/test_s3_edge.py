@@ -455,6 +455,11 @@ t.eq(s3.head_object(Bucket=B, Key="obj-000007")["ContentLength"], 3072, "an aisl
 lb = subprocess.run([LOADER, "--s3", "%s:wrong" % AK, "--url", EP + "/" + B, "--op", "get", "--size", "3K",
                      "--objects", "8", "--count", "2", "--duration", "0"], capture_output=True, text=True, timeout=60)
 t.check(lb.returncode == 1 and "403" in lb.stderr, "aisloader --s3 with a wrong secret: 403s, exit 1", lb.stderr[-400:])
+s3.create_bucket(Bucket="edge-empty")
+ln = subprocess.run([LOADER, "--url", EP + "/v1/objects/edge-empty", "--op", "get", "--objects", "8", "--count", "4",
+                     "--duration", "0"], capture_output=True, text=True, timeout=60)
+t.check(ln.returncode == 1 and "404" in ln.stdout + ln.stderr,
+        "aisloader GETs of objects never written (no --prefill): 404s, exit 1", (ln.stdout[-400:], ln.stderr[-400:]))
 
 errs = error_lines()
 t.check(not errs, "no node logged an error", "\n".join(errs[:10]))

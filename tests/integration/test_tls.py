@@ -10,7 +10,9 @@ GETs objects byte for byte through the gateway, following its 307 to an
 https:// target URL; a target's /metrics (over 16 KiB) comes back whole,
 and on a standalone HTTPS target a 40000-byte object read 4 times comes
 back whole from the hot cache; aisctl --cacert/--cert/--key (and the AIS_CACERT,
-AIS_CERT, AIS_KEY environment, and its config file) puts and gets; a
+AIS_CERT, AIS_KEY environment, and its config file) puts and gets, and
+its errors name what to pass (no --cacert, no client certificate, http://
+to an HTTPS port, a CA or certificate file that is not there); a
 2-copy bucket gets both copies (replica writes between targets over
 https) and a GetBatch spanning both targets comes back whole (peer
 requests over https); boto3 over https with
@@ -249,6 +251,15 @@ t.check(r.returncode != 0 and "--cert FILE --key FILE" in r.stderr.decode(),
 r = sh(ctl, "-e", g.url.replace("https://", "http://"), "ls", B, env=noconf)
 t.check(r.returncode != 0 and "use https://" in r.stderr.decode(),
         "aisctl with http:// to an https port says to use https://", r.stderr.decode()[-300:])
+missing = os.path.join(os.path.dirname(CA), "no-such.pem")
+r = sh(ctl, "-e", g.url, "--cacert", missing, "--cert", CLI, "--key", CLIKEY, "ls", B, env=noconf)
+t.check(r.returncode != 0 and "--cacert / AIS_CACERT must name a readable PEM file" in r.stderr.decode(),
+        "aisctl with a --cacert file that is not there says --cacert must name a readable PEM file",
+        r.stderr.decode()[-300:])
+r = sh(ctl, "-e", g.url, "--cacert", CA, "--cert", missing, "--key", CLIKEY, "ls", B, env=noconf)
+t.check(r.returncode != 0 and "--cert FILE and --key FILE" in r.stderr.decode(),
+        "aisctl with a --cert file that is not there says --cert/--key must name a certificate and its key",
+        r.stderr.decode()[-300:])
 r = sh(ctl, "-e", g.url, "-k", "--cert", CLI, "--key", CLIKEY, "ls", B, env=dict(env, AISCTL_CONFIG=os.devnull))
 t.check(r.returncode == 0, "aisctl --insecure skips the verification", r.stderr.decode()[-300:])
 

@@ -6,7 +6,8 @@ datasets over WebDataset shards.
     c.put("data", "a.txt", b"hi"); c.get("data", "a.txt")
     ds = ShardDataset(c, bucket="data", prefix="train/", seed=1)
 
-The datasets need torch (Debian: python3-torch); the client does not.
+The datasets are torch IterableDatasets when torch is there (Debian:
+python3-torch) and plain iterables without it; the client never needs it.
 `python3 -m aisd.shard --help` packs files into WebDataset shards.
 """
 from .client import Client, HTTPError, LocalStream, PartialListing, Props, Stream, iter_tar
