@@ -283,7 +283,7 @@ static int put_commit(ol_put_t *p)
 	return AIS_OK;
 }
 
-#define NAME_LOCKS 64
+#define NAME_LOCKS 1024 /* (a long commit, an EC encode or a large version kept, holds 1 in 1024 of the names) */
 static pthread_mutex_t name_mu[NAME_LOCKS];
 static pthread_once_t name_once = PTHREAD_ONCE_INIT;
 

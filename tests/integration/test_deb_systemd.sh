@@ -84,8 +84,8 @@ EOF
 cat >"$W/share/check.sh" <<EOF
 VER=$VER
 ARCH=$ARCH
-SRC=$ROOT
-OBJ=$BUILD
+SRC=/debns/src
+OBJ=/debns/obj
 EOF
 cat >>"$W/share/check.sh" <<'EOF'
 # Runs inside the container: one line per check in /debns/out/results.
@@ -213,6 +213,7 @@ timeout -k 10 480 systemd-nspawn -q -b -D "$W/root" --volatile=overlay --private
 	--keep-unit --link-journal=no --uuid="$uuid" -M "aisd-deb-$$" \
 	--bind="$W/share:/debns" \
 	--bind-ro="$ROOT/tools/python:/debns/python" \
+	--bind-ro="$ROOT:/debns/src" --bind-ro="$(cd "$BUILD" && pwd):/debns/obj" \
 	--bind-ro="$W/share/debcheck.service:/etc/systemd/system/debcheck.service" \
 	systemd.unit=debcheck.service </dev/null >"$W/console.log" 2>&1 &
 NSPID=$!
