@@ -316,10 +316,23 @@ t.check(all(r.status == 200 and r.body == adata[n] for n, (r, _) in res.items())
         [(n, r.status, seen) for n, (r, seen) in res.items() if r.status != 200][:3])
 via = [n for n, (r, seen) in res.items() if seen[1:2] == [ta4.id] and len(seen) == 3 and seen[2] != ta4.id]
 t.check(len(via) >= len(anames) // 2, "  %d of %d through the 4th target to the old holder" % (len(via), len(anames)))
-if via:
-    r = request("GET", ga.url, "/v1/objects/ba/" + via[0], headers=RO)
-    base, path = urllib.parse.urlsplit(r.h("location")), None
-    r = request("GET", "http://" + base.netloc, base.path + "?" + base.query)
+
+
+def moved_on(n):
+    """The second hop of a read of n (the 4th target's answer) while it
+    still sends n on to its old holder, else None (its copy came)."""
+    r = request("GET", ga.url, "/v1/objects/ba/" + n, headers=RO)
+    base = urllib.parse.urlsplit(r.h("location") or "")
+    r = request("GET", "http://" + base.netloc, base.path + "?" + base.query) if base.netloc else r
+    return r if r.status == 307 and r.h("location") else None
+
+
+# one the rebalance has not brought to the 4th target yet (it goes on meanwhile)
+sent_on = [(n, moved_on(n)) for n in via]
+sent_on = [(n, r) for n, r in sent_on if r]
+t.check(sent_on, "  an object the 4th target still sends on to its old holder", via)
+if sent_on:
+    via[0], r = sent_on[0]
     loc = urllib.parse.urlsplit(r.h("location") or "")
     other = [n for n in anames if n != via[0]][0]
     forged = loc.path.replace(via[0], other) + "?" + loc.query
