@@ -294,6 +294,31 @@ if small:
             "small cache: each holds at most its bound (%s of %d), epoch 1 partly cached (%.0f%%)"
             % (used, share // 2, 100 * f1["cached"]))
 
+# --- listings per epoch: members listed once, an unchanged bucket re-listed by its shards alone ---
+from aisd.dataset import ShardDataset  # noqa: E402
+
+
+class CountingClient(Client):
+    calls = []
+
+    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False, partial=False):
+        CountingClient.calls.append(archive)
+        return super().list(bucket, prefix, pagesize, props, archive, partial)
+
+
+cc = CountingClient(g.url, timeout=20, retry_for=30)
+ds = ShardDataset(cc, "ml", prefix="train/", rank=0, world_size=1, shuffle=True, seed=5)
+first = list(CountingClient.calls)
+CountingClient.calls.clear()
+ds.set_epoch(1)
+ds.plan()
+second = list(CountingClient.calls)
+full = {x.name: x.samples for x in list_shards(c, "ml", "train/")[0]}
+mine = {x[0]: x[3] for x in ds._listing["shards"]}
+t.check(first.count(True) == 1 and second == [False] and mine == full,
+        "listing per epoch: the members listed once (epoch 0: %s), epoch 1 one listing of the shards alone (%s); "
+        "sample counts as a full listing's" % (first, second), (mine, full))
+
 # --- 4. /metrics --------------------------------------------------------------------------------
 served = 0
 for x in tg:

@@ -25,6 +25,7 @@ tools/bench/locality.sh).
 """
 # serial: network namespaces (ip netns)
 # timeout: 360
+import gzip
 import io
 import json
 import os
@@ -204,7 +205,7 @@ try:
             listing the job's ranks planned from (stored by rank 0)."""
             out = {}
             for ep in epochs:
-                doc = json.loads(cl.get("ml", ".aisd/jobs/%s/epoch-%06d.json" % (job, ep)))
+                doc = json.loads(gzip.decompress(cl.get("ml", ".aisd/jobs/%s/epoch-%06d.json.gz" % (job, ep))))
                 listed = [Shard(n, size, frozenset(hs), k) for n, size, hs, k in doc["shards"]]
                 out.update(loclib.dropped(want, listed, hosts, 3, [ep], **kw))
             return out

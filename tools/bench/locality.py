@@ -161,9 +161,14 @@ def main():
         raise SystemExit("locality.py: cluster up failed")
     try:
         deadline = time.monotonic() + 240  # the new cluster's primary may not answer yet (8 nodes, busy machine)
-        while request("POST", G, "/v1/buckets/ml", b'{"action":"create-bck"}', JSON).status != 200:
+        while True:
+            r = request("POST", G, "/v1/buckets/ml", b'{"action":"create-bck"}', JSON)
+            if r.status == 200:
+                break
             if time.monotonic() > deadline:
-                raise SystemExit("locality.py: create bucket failed")
+                m = request("GET", G, "/v1/cluster?what=smap")
+                raise SystemExit("locality.py: create bucket failed: %s %s; cluster map: %s %s"
+                                 % (r.status, r.body[:300], m.status, m.body[:2000]))
             time.sleep(1)
         if copies > 1:
             body = json.dumps({"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": copies}}})

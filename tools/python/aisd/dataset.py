@@ -87,6 +87,7 @@ members with the same key form one sample: {"__key__": key, "__shard__":
 shard, ext: bytes, ...}. Members whose base name has no dot, and
 non-regular members, are skipped.
 """
+import gzip
 import hashlib
 import http.client
 import io
@@ -125,7 +126,7 @@ _READBUF = 256 * 1024
 _KINDS = ("local", "cached", "remote", "prefetched")
 _EPOCH_SLOTS = 64  # epochs whose counters are kept (a ring)
 _DRAIN_MAX = 1 << 20  # a stream closed this close to its end is read out to complete its cache entry
-JOB_PREFIX = ".aisd/jobs/"  # a job's listings: BUCKET/.aisd/jobs/JOB/epoch-NNNNNN.json
+JOB_PREFIX = ".aisd/jobs/"  # a job's listings: BUCKET/.aisd/jobs/JOB/epoch-NNNNNN.json.gz
 
 
 def _job_ok(job):
@@ -330,6 +331,8 @@ class ShardDataset(_Base):
             raise ValueError("cache_bytes needs cache_dir")
         self.job, self.job_wait = job, float(job_wait)
         self._listing = None  # the epoch's listing: the dict _list makes (same on every rank)
+        self._counts = {}     # shard signature (list_shards) -> its sample count, from this process's listings
+        self._last = None     # (map version, shards) of this process's last listing (_list)
         self._resume = None   # load_state_dict's state while its epoch is current
         self._agreed = None   # the digest of the plan settings every rank was found to share (_agree)
         self.hosts = None
@@ -377,26 +380,49 @@ class ShardDataset(_Base):
     # --- one listing per epoch for every rank -------------------------------------------------
 
     def _job_object(self, epoch):
-        return "%s%s/epoch-%06d.json" % (JOB_PREFIX, self.job, epoch)
+        return "%s%s/epoch-%06d.json.gz" % (JOB_PREFIX, self.job, epoch)
+
+    def _get_job_listing(self, name):
+        """The stored listing NAME (gzip'd JSON: every rank but rank 0
+        reads it, each from the one target that holds it), as a dict."""
+        data = self.client.get(self.bucket, name)
+        try:
+            return json.loads(gzip.decompress(data))
+        except (OSError, EOFError, ValueError) as e:
+            raise ValueError("job %s: %s/%s is not a listing: %s" % (self.job, self.bucket, name, e)) from e
 
     def _list(self, epoch):
         """A listing of the shards with locations and sample counts, taken
         while the cluster map stays at one version (asked before and after)
-        and the same names twice in a row: a fan-out listing during a
-        rebalance can miss an object that moves between two targets just
-        then (the new holder asked before its copy is in, the old one after
-        it deleted its own). Up to 8 tries."""
+        and the same shards (names, sizes, versions, checksums, holders)
+        twice in a row: a fan-out listing during a rebalance can miss an
+        object that moves between two targets just then (the new holder
+        asked before its copy is in, the old one after it deleted its own).
+        Each try lists the shards alone; only when one is new to this
+        process does it list their members too (the sample counts: a shard
+        of the same signature has the same members). The previous epoch's
+        listing at the same map version counts as the first of the two, so
+        an epoch over an unchanged bucket costs one listing of the shards
+        alone. Up to 8 tries."""
         prefix = self.prefix if self.prefix is not None else _common_prefix(self._names)
+        counts = self._counts
         version, prev = None, None
         for attempt in range(8):
             v1 = self._cmap_version()
-            shards, urls = list_shards(self.client, self.bucket, prefix)
+            sigs = {}
+            shards, urls = list_shards(self.client, self.bucket, prefix, samples=False, sigs=sigs)
+            if any(sigs[x.name] not in counts for x in shards):
+                sigs = {}
+                shards, urls = list_shards(self.client, self.bucket, prefix, sigs=sigs)
+                counts.update((sigs[x.name], x.samples) for x in shards if x.samples is not None)
             version = self._cmap_version()
-            names = sorted((x.name, x.samples) for x in shards)
-            if v1 == version and names == prev:
+            state = sorted((sigs[x.name], sorted(x.hosts)) for x in shards)
+            if v1 == version and (state == prev or (attempt == 0 and self._last == (version, state))):
+                self._last = (version, state)  # seen twice: the next epoch's first try may match it
                 break
-            prev = names if v1 == version else None
+            prev = state if v1 == version else None
             time.sleep(0.1 * attempt)
+        shards = [x._replace(samples=counts.get(sigs[x.name])) for x in shards]
         if self.prefix is None:
             want = set(self._names)
             miss = want - {x.name for x in shards}
@@ -431,18 +457,16 @@ class ShardDataset(_Base):
         delay = 0.05
         while True:
             try:
-                return json.loads(self.client.get(self.bucket, name))
+                return self._get_job_listing(name)
             except HTTPError as e:
                 if e.status != 404:
                     raise
-            except ValueError as e:
-                raise ValueError("job %s: %s/%s is not a listing: %s" % (self.job, self.bucket, name, e)) from e
             if rank == 0:
                 doc = self._list(epoch)
-                self.client.put(self.bucket, name, json.dumps(doc, separators=(",", ":")).encode())
+                self.client.put(self.bucket, name, gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 6))
                 version = self.client.head(self.bucket, name).version
                 if version not in (None, "", "0", "1") and \
-                        json.loads(self.client.get(self.bucket, name)).get("fingerprint") != doc["fingerprint"]:
+                        self._get_job_listing(name).get("fingerprint") != doc["fingerprint"]:
                     # (a later version with this listing: this rank's own PUT, retried)
                     raise RuntimeError("job %s, epoch %d: %s/%s was written again (version %s) while this rank "
                                        "found none: other ranks may hold another listing; start the job again under "

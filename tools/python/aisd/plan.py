@@ -594,13 +594,15 @@ def order_positions(plan):
     return pos
 
 
-def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", ".zip"), samples=True):
+def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", ".zip"), samples=True, sigs=None):
     """The shards under prefix as (Shard list, urls): one listing with
     props size,version,checksum,location (and with samples, each shard's
     members: its sample count by WebDataset's rule; None for a shard whose
-    members the cluster cannot list: a remote one not cached yet);
-    urls[name][host] is the public URL of a target on that host holding a
-    copy. Raises HTTPError/OSError as the listing does."""
+    members the cluster cannot list: a remote one not cached yet; without,
+    the Shard's default); urls[name][host] is the public URL of a target on
+    that host holding a copy. sigs, a dict, gets name -> (name, size,
+    version, checksum) for each shard: the same signature, the same bytes
+    and so the same members. Raises HTTPError/OSError as the listing does."""
     from .wds import wds_split
     shards, urls, count, last = [], {}, {}, {}
     cur = None
@@ -624,6 +626,8 @@ def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", 
                 by_host.setdefault(loc["host"], loc["url"])
         shards.append(Shard(name, int(e.get("size", 0)), frozenset(by_host)))
         urls[name] = by_host
+        if sigs is not None:
+            sigs[name] = (name, int(e.get("size", 0)), str(e.get("version", "")), str(e.get("checksum", "")))
     if samples:
         shards = [s._replace(samples=count[s.name]) for s in shards]
     return shards, urls
