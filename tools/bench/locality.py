@@ -9,7 +9,7 @@ row to OUT.
 
   python3 locality.py '{"nodes": 4, "copies": 2, "rate": "8mbit", "ranks_per_node": 2,
       "workers": 2, "shards_per_node": 64, "shard_kib": 64, "sample_kib": 16, "epochs": 2,
-      "caches": [0.25, 0.5, 1, 2], "policies": ["belady", "lru"], "prefetch": "4mbit",
+      "caches": [0.25, 0.5, 1, 2], "policies": ["belady", "lru"], "prefetch": "half",
       "out": FILE}'
 
 Rows: "plain" and "locality" (epoch 1: after the first; seconds = the
@@ -35,6 +35,7 @@ import io
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -153,6 +154,9 @@ def main():
         out.flush()
         print(json.dumps(d), flush=True)
 
+    # a fresh cluster: the previous configuration's (down, under the same
+    # dir) left its nodes' data and metadata, its bucket among them
+    shutil.rmtree(netnslib.DIR, ignore_errors=True)
     rc, o = netnslib.sh("up", "-g", "1", "-t", str(N), "-n", name, "-a", net, "-b", netnslib.BINDIR,
                         "-s", "cluster.keepalive=1s", "-s", "cluster.grace=20s", "-s", "store.fsync=never",
                         timeout=300)
@@ -223,7 +227,10 @@ def main():
         ns = sum(1 for _ in small)
         for frac in a.get("caches", []):
             for pol in a.get("policies", ["belady", "lru"]):
-                for pf in ([None, a["prefetch"]] if a.get("prefetch") and pol == "belady" else [None]):
+                pfa = a.get("prefetch")
+                if pfa == "half":  # half the link: the other half for the reads that miss
+                    pfa = "%gmbit" % (parse_size(RATE) * 8 / 2e6)
+                for pf in ([None, pfa] if pfa and pol == "belady" else [None]):
                     kw = dict(locality=True, cache_dir=os.path.join(tmp, "c-%s-%s-%s" % (frac, pol, pf)),
                               cache_bytes=int(frac * Ds), cache_policy=pol)
                     if pf:

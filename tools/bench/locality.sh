@@ -20,7 +20,8 @@
 #     CACHES=0.5.
 #   Any of NODES, COPIES, RATES, CACHES, CACHE_RATES (rates that get cache
 #   rows), POLICIES ("belady lru"), PREFETCH (the prefetcher's budget in
-#   the belady rows, default 4mbit; empty: none), RANKS_PER_NODE (2),
+#   the belady rows, a rate or "half" of the link's, the default; empty:
+#   none), RANKS_PER_NODE (2),
 #   WORKERS (2), SHARDS_PER_NODE (64), SHARD_KIB (64), SAMPLE_KIB (16)
 #   overrides (the shape: many small shards per target, as a real dataset
 #   has; with few, copies 1 measures HRW's uneven placement, see
@@ -47,7 +48,7 @@ else
 	: "${CACHE_RATES:=8mbit}"
 fi
 POLICIES=${POLICIES:-belady lru}
-PREFETCH=${PREFETCH-4mbit}
+PREFETCH=${PREFETCH-half}
 out=$BUILD/bench-locality.jsonl
 [ "${KEEP_JSONL:-0}" = 1 ] || rm -f "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/aisd-locality.XXXXXX")
