@@ -33,6 +33,7 @@ See --help for the formulas and the assumptions. No I/O; the simulations
 are seeded (the same answer every run).
 """
 import argparse
+import hashlib
 import json
 import math
 import random
@@ -172,6 +173,18 @@ def _placement(nshards, size, targets, copies, seed):
     return [Shard("s%06d" % i, size, tuple(rng.sample(hs, c))) for i in range(nshards)]
 
 
+def _owner(sh):
+    """The holder a plain read of a listed shard goes to: the gateway sends
+    it to the first in HRW order, which a listing does not give (it names
+    the copies in the map's order, and taking its first would make the
+    map's first target the owner of every shard it holds): a hash of
+    (name, holder) picks one as evenly as HRW does."""
+    hs = sorted(sh.hosts)
+    if len(hs) < 2:
+        return hs[0] if hs else None
+    return max(hs, key=lambda h: hashlib.sha256(("%s\0%s" % (sh.name, h)).encode()).digest())
+
+
 def _node_reads(lists, rank_nodes, node, remote):
     """A node's reads of one epoch in time order (place i of a list of n
     at i/n), only those remote(name, rank) says come over the network."""
@@ -285,6 +298,7 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
     n = math.ceil(N / k)
     colo = not targets
     M = n if colo else int(targets)
+    given = shards
     if shards is None:
         ns = max(1, min(_SIM_SHARDS, round(D / shard_size)))
         shards = _placement(ns, D / ns, M, copies, seed)
@@ -296,7 +310,7 @@ def predict(learners, dataset, sample, storage, network, train, preprocess, cach
     # the plan balances samples: a shard holds its bytes' worth of samples
     shards = [sh._replace(samples=max(1, round(sh.size / s))) for sh in shards]
     sizes = {sh.name: sh.size for sh in shards}
-    owner = {sh.name: tuple(sh.hosts)[0] for sh in shards}
+    owner = {sh.name: tuple(sh.hosts)[0] if given is None else _owner(sh) for sh in shards}
     holders = {sh.name: set(sh.hosts) for sh in shards}
     D = float(sum(sizes.values()))
     nodes = (tnames + ["n%d" % i for i in range(M, n)])[:n] if colo else ["n%d" % i for i in range(n)]
