@@ -7,7 +7,8 @@ GET (byte for byte) runs from 4 threads while the gateway in use dies
 mid-run (its listening socket and every connection closed: the client sees
 resets, then refused connects): no request fails and every acknowledged
 PUT reads back. A gateway that answers 503 (draining) is left for the
-other at once, with no backoff pause. Endpoints from a list or one
+other at once, with no backoff pause; a 508 (a request between nodes whose
+maps disagree for a moment) is asked again. Endpoints from a list or one
 comma-separated string, a pickled client keeps them all, bad endpoints
 are refused, a bucket create (not retried) fails over only from a refused
 connect, and with every gateway down a GET raises within its retry_for.
@@ -72,6 +73,9 @@ class FakeGateway:
                 body = self.rfile.read(n) if n else b""
                 if gw.mode == "503":
                     return self.answer(503, b'{"message":"shutting down"}')
+                if gw.mode == "508once":
+                    gw.mode = "ok"
+                    return self.answer(508, b'{"message":"request routed 2 times between nodes that disagree"}')
                 if self.command == "PUT":
                     gw.store[self.path] = body
                     return self.answer(200)
@@ -189,6 +193,22 @@ class Failover(unittest.TestCase):
         self.assertEqual((self.g[0].hits, c.endpoint), (1, self.g[1].url))
         self.assertEqual(c.get("b", "x"), b"abc")
         self.assertEqual(self.g[0].hits, 1)  # stays with the one that answered
+
+    def test_loop_508_retried(self):
+        """508: two nodes' maps disagreed for a moment and the request was
+        not routed again; the answer says to retry once the map settles."""
+        self.store["/v1/objects/b/y"] = b"xyz"
+        c = Client([self.g[0].url], timeout=5, retry_for=20)
+        self.addCleanup(c.close)
+        self.g[0].mode = "508once"
+        self.assertEqual(c.get("b", "y"), b"xyz")
+        self.assertEqual(self.g[0].hits, 2)
+        c0 = Client([self.g[0].url], timeout=5, retry_for=0)
+        self.addCleanup(c0.close)
+        self.g[0].mode = "508once"
+        with self.assertRaises(HTTPError) as e:
+            c0.get("b", "y")  # retry_for=0: no retries
+        self.assertEqual(e.exception.status, 508)
 
     def test_not_retried_fails_over_only_when_refused(self):
         c = Client([dead_url(), self.g[1].url], timeout=5, retry_for=20)

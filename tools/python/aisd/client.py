@@ -11,7 +11,7 @@ What it guarantees:
   only to the node that asks for it.
 - Idempotent requests (GET, HEAD, DELETE, listing, and a PUT of a whole
   object: the same bytes again) are retried on connection errors, timeouts
-  and 5xx answers, with exponential backoff for at most `retry_for`
+  and 500, 502, 503, 504 and 508 answers, with exponential backoff for at most `retry_for`
   seconds, each time resolving the owner afresh through the gateway. A
   stream (`open`) is retried until its first byte; reads that fail later
   raise, and the caller resumes with a Range (ShardDataset does).
@@ -59,7 +59,9 @@ from .tar import iter_members
 __all__ = ["Client", "HTTPError", "PartialListing", "Stream", "LocalStream", "Props"]
 
 _REDIRECTS = (301, 302, 303, 307, 308)
-_RETRY_STATUS = (500, 502, 503, 504)
+# 508: routed between nodes whose cluster maps disagreed for a moment (the
+# answer says to retry once the map settles)
+_RETRY_STATUS = (500, 502, 503, 504, 508)
 _SMALL_BODY = 64 * 1024   # at most this much is sent without 100-continue
 _POOL_IDLE_MAX = 32       # idle connections kept per host
 _CHUNK = 1 << 20
