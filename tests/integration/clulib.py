@@ -421,15 +421,12 @@ PROMETHEUS = "/usr/bin/prometheus"
 
 
 def free_port():
-    """A loopback TCP port nobody listens on right now; from this test's own
-    range when run.sh hands one (AISD_PORT_RANGE, tests running at once)."""
-    if os.environ.get("AISD_PORT_RANGE"):
-        return low_port()
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
+    """A loopback TCP port nobody listens on right now, below 32768; from
+    this test's own range when run.sh hands one (AISD_PORT_RANGE, tests
+    running at once)."""
+    p = low_port()
+    if not p:
+        raise RuntimeError("no free loopback port below 32768")
     return p
 
 
@@ -437,25 +434,14 @@ def low_port():
     """A free loopback port below 32768 (outside the ephemeral range): for a
     node whose id must be known before it starts (Node.port before start).
     Drawn from AISD_PORT_RANGE ("LO-HI") when run.sh hands this test a range
-    of its own (JOBS>1), so that tests running at once never collide."""
-    import random
-    import socket
-    lo, hi = 20000, 32000
-    rng = os.environ.get("AISD_PORT_RANGE", "")
-    if rng:
-        lo, hi = (int(x) for x in rng.split("-"))
-    rnd = random.Random()
-    for _ in range(200):
-        p = rnd.randint(lo, hi)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    return 0
+    of its own (JOBS>1), so that tests running at once never collide; 0 when
+    none is free (tools/free_port.py)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("free_port", os.path.join(here, "..", "..", "tools", "free_port.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.pick()
 
 
 def start_prometheus(nodes):

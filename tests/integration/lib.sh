@@ -70,28 +70,12 @@ wait_health() {
 	return 1
 }
 
-# free_port: prints a TCP port free on 127.0.0.1 right now; when run.sh
-# hands this test a port range of its own (AISD_PORT_RANGE=LO-HI, tests
-# running at once) a port from it, checked free by binding it.
+# free_port: prints a TCP port free on 127.0.0.1 right now, below 32768
+# (the ephemeral range starts there); when run.sh hands this test a port
+# range of its own (AISD_PORT_RANGE=LO-HI, tests running at once) a port
+# from it (tools/free_port.py).
 free_port() {
-	if [ -n "${AISD_PORT_RANGE:-}" ]; then
-		/usr/bin/python3 -c 'import os, random, socket
-lo, hi = (int(x) for x in os.environ["AISD_PORT_RANGE"].split("-"))
-for _ in range(200):
-    p = random.randint(lo, hi)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break'
-		return
-	fi
-	/usr/bin/python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+	/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/../../tools/free_port.py"
 }
 
 # start_target [ARGS...]: starts the target on $AISD_PORT with the test's

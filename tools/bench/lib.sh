@@ -89,9 +89,10 @@ cpu_ticks() {
 	for p in "$@"; do sed 's/^.*) //' "/proc/$p/stat"; done | awk '{ t += $12 + $13 } END { print t }'
 }
 
-# free_port: a TCP port on 127.0.0.1 that nobody listens on right now.
+# free_port: a TCP port on 127.0.0.1 that nobody listens on right now,
+# below 32768 (the ephemeral range starts there: tools/free_port.py).
 free_port() {
-	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+	python3 "$LIB_DIR/../free_port.py"
 }
 
 # run_loader LABEL ARGS...: aisloader (LOADER, default $BUILD/aisloader)
