@@ -16,7 +16,8 @@
 #   make bench-small     small reads (1 KiB, 10 KiB, 1 MiB) straight to a target vs nginx (tools/bench/small.sh)
 #   make bench-list      listing speed over a bucket of N=1000000 objects
 #   make bench-scale     one target filled to N=10000000 objects: PUT/GET rate as it fills, listing,
-#                        restart after kill -9, RSS, LevelDB size (SCALE_N scales it down)
+#                        restart after kill -9, RSS, LevelDB size (SCALE_N scales it down;
+#                        SCALE_IMG=FILE, as root: on a loop-mounted file system, deleted in seconds)
 #   make bench-rebalance rebalance speed, GET during it, PUT with 2 copies vs 1
 #   make bench-ml        the ML data path: ShardDataset from aisd vs nginx vs local files, GetBatch vs GETs, archpath vs plain GETs
 #   make bench-locality  locality-aware loading and the node cache on rate-limited network namespaces, beside the model
