@@ -117,6 +117,11 @@ $(BUILD)/ecenc: $(BUILD)/tools/bench/ecenc.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The identity transformer in C of tools/bench/etl.sh (not installed).
+$(BUILD)/etlident: $(BUILD)/tools/bench/etlident.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
 # The fast filler of tools/bench/scale.sh and the restart test: objects
 # written through the store's own write protocol into a stopped target's
 # mountpaths (not installed).
@@ -260,7 +265,7 @@ bench-list: deps all
 
 # Inline transform (GET ?etl=) of a 1 MiB object vs a plain GET, and an offline
 # JPEG resize over a WebDataset vs the same on a client (tools/bench/etl.sh).
-bench-etl: deps all
+bench-etl: deps all $(BUILD)/etlident
 	$(Q)BUILD=$(BUILD) ./tools/bench/etl.sh
 
 bench-scale: deps all $(BUILD)/scaleload

@@ -3,7 +3,10 @@
 #
 # Inline: GET of a 1 MiB object through an identity transformer (a Python
 # worker, aisd.etl.serve, over stdio and over http: the same file
-# registered twice, --comm stdio and --comm http) vs a plain GET, on a
+# registered twice, --comm stdio and --comm http; and stdio-c, the
+# identity in C, $BUILD/etlident, which splices the bytes from its input
+# to its output: what the transform path costs apart from the worker's
+# own work) vs a plain GET, on a
 # cluster of 1 gateway + 1 target on this host. Each round times N
 # sequential GETs of each kind on one keep-alive connection to the target
 # (the gateway's 307 resolved once), workers warm; prints MiB/s per round,
@@ -45,6 +48,8 @@ from aisd.etl import serve
 serve(lambda data, meta, args: data)
 PY
 chmod 644 "$TMP/identity.py"
+[ -x "$BUILD/etlident" ] || die "$BUILD/etlident not built (make $BUILD/etlident)"
+install -m 755 "$BUILD/etlident" "$TMP/etlident" # where the workers' user may run it
 
 # inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with both
 # identity transformers; appends "LABEL GW TARGETPID" to $TMP/clusters.
@@ -56,6 +61,8 @@ inline_cluster() {
 		"PYTHONPATH=$4" >/dev/null || die "etl init failed"
 	"$BUILD/aisctl" -e "$GW" etl init identh --comm http --cmd "$PY $TMP/identity.py" --workers "$WORKERS" \
 		"PYTHONPATH=$4" >/dev/null || die "etl init --comm http failed"
+	"$BUILD/aisctl" -e "$GW" etl init identc --cmd "$TMP/etlident" --workers "$WORKERS" >/dev/null ||
+		die "etl init of the C identity failed"
 	echo "$1 $GW ${TGTPID[1]}" >>"$TMP/clusters"
 }
 
@@ -111,7 +118,7 @@ for label, gw, tpid in clusters:
     loc = urllib.parse.urlsplit(r.getheader("location")) if r.status == 307 else u
     conns.append((label, http.client.HTTPConnection(loc.hostname, loc.port, timeout=60), int(tpid)))
 
-KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"))
+KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"), ("stdio-c", "?etl=identc"))
 res = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}
 use = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}  # per round: target, workers, client (s)
 
@@ -150,7 +157,7 @@ for label, _, _ in conns:
     mp = statistics.median(res[(label, "plain")])
     cp = ms(use[(label, "plain")])
     print("| %s | plain | %.1f | | | %.2f | %.2f | %.2f | %.2f | |" % (label, mp, *cp))
-    for k in ("stdio", "http"):
+    for k, _ in KINDS[1:]:
         me = statistics.median(res[(label, k)])
         ce = ms(use[(label, k)])
         print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
