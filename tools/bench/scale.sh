@@ -84,10 +84,14 @@ img_cleanup() {
 		echo "scale: could not remove the image: umount $IMG_MNT; losetup -d $IMG_DEV; rm $SCALE_IMG" >&2
 }
 if [ -n "${SCALE_IMG:-}" ]; then
+	# shellcheck disable=SC2034 # die names it; bench_setup has not run yet
 	BENCH_NAME=scale
 	[ "$(id -u)" = 0 ] || die "SCALE_IMG needs root (losetup, mount)"
 	[ ! -e "$SCALE_IMG" ] || die "SCALE_IMG=$SCALE_IMG exists: name a file to create (it is deleted at the end)"
-	truncate -s "$((SCALE_N * 42 / 10 / 1024 / 1024 + 8))G" "$SCALE_IMG" || die "cannot create $SCALE_IMG"
+	img_gib=$((SCALE_N * 42 / 10 / 1024 / 1024 + 8))
+	host_gib=$(df -Pk "$(dirname "$SCALE_IMG")" | awk 'NR == 2 { print int($4 / 1024 / 1024) }')
+	[ "$host_gib" -ge "$img_gib" ] || die "SCALE_IMG needs ~$img_gib GiB under $(dirname "$SCALE_IMG"); $host_gib free"
+	truncate -s "${img_gib}G" "$SCALE_IMG" || die "cannot create $SCALE_IMG"
 	mkfs.ext4 -q -F -N $((SCALE_N + SCALE_N / 10 + 100000)) -E lazy_itable_init=0,lazy_journal_init=0 "$SCALE_IMG" ||
 		{ rm -f "$SCALE_IMG"; die "mkfs.ext4 $SCALE_IMG failed"; }
 	IMG_DEV=$(losetup --direct-io=on -f --show "$SCALE_IMG") || { rm -f "$SCALE_IMG"; die "losetup failed"; }
