@@ -624,10 +624,11 @@ def list_shards(client, bucket, prefix="", suffixes=(".tar", ".tgz", ".tar.gz", 
         for loc in e.get("location") or []:
             if loc.get("host") and loc.get("url"):
                 by_host.setdefault(loc["host"], loc["url"])
-        shards.append(Shard(name, int(e.get("size", 0)), frozenset(by_host)))
+        size = int(e.get("size", 0))
+        shards.append(Shard(name, size, frozenset(by_host)))
         urls[name] = by_host
         if sigs is not None:
-            sigs[name] = (name, int(e.get("size", 0)), str(e.get("version", "")), str(e.get("checksum", "")))
+            sigs[name] = (name, size, str(e.get("version", "")), str(e.get("checksum", "")))
     if samples:
         shards = [s._replace(samples=count[s.name]) for s in shards]
     return shards, urls
