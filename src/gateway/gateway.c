@@ -374,8 +374,10 @@ static void src_init(struct list_src *s, json_t *arr)
 /* Merges the targets' pages (k-way: each is sorted) into the first
  * pagesize distinct names; a mirrored object, listed by each target
  * holding a copy, is taken once (the first copy's properties, with the
- * "location" of every copy, in the order of the map's targets). *more is
- * set when a name is left over. */
+ * "location" of every copy, in the order of the map's targets). A shard's
+ * members (archive listing) come from the first copy that lists them: in
+ * a remote bucket every target lists every shard, and only the one that
+ * caches it can list its members. *more is set when a name is left over. */
 static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more, json_t **last)
 {
 	struct list_src *src = xcalloc(n + 1, sizeof(*src));
@@ -400,10 +402,13 @@ static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more,
 		json_t *loc = json_object_get(e, "location");
 		sv_t name = min->head;
 		json_int_t fl = 0; /* a remote bucket's entry is cached if any target has it */
+		json_t *mem = NULL; /* a shard's members: from the first copy that lists them */
 		for (size_t i = 0; i < n; i++) { /* advance every copy of it; its locations join e's */
 			if (src[i].at >= src[i].n || name_cmp(src[i].head, name))
 				continue;
 			fl |= json_integer_value(json_object_get(src[i].v[src[i].at], "flags"));
+			if (!mem)
+				mem = json_object_get(src[i].v[src[i].at], MEMBERS_KEY);
 			if (&src[i] != min && json_is_array(loc))
 				json_array_extend(loc, json_object_get(src[i].v[src[i].at], "location"));
 			if (++src[i].at < src[i].n)
@@ -411,7 +416,7 @@ static json_t *list_merge(json_t **pages, size_t n, size_t pagesize, bool *more,
 		}
 		if (fl)
 			json_object_set_new(e, "flags", json_integer(fl));
-		json_t *mem = json_incref(json_object_get(e, MEMBERS_KEY));
+		json_incref(mem);
 		json_object_del(e, MEMBERS_KEY);
 		json_array_append(page, e);
 		if (mem)

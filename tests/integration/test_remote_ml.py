@@ -29,7 +29,8 @@ try:
 except ImportError as e:
     t.ok("# SKIP torch is not installed (%s): tools/install-deps.sh installs python3-torch" % e)
     t.finish()
-from aisd import ShardDataset  # noqa: E402
+from aisd import Client, ShardDataset  # noqa: E402
+from aisd.plan import list_shards  # noqa: E402
 
 REMOTE = os.environ["AISD_URL"]
 TMP = os.environ["TMPDIR"]
@@ -84,6 +85,33 @@ def check(samples, what):
     return t.check(len(keys) == len(set(keys)) and set(keys) == set(want) and not bad,
                    "%s: every sample once, bytes identical" % what, (len(keys), bad[:3]))
 
+
+# Listings per epoch over shards not cached: no listing has their members, so each is counted by
+# reading it once; that count is kept as a member listing's, and no listing asks for members again.
+class CountingClient(Client):
+    calls = []
+
+    def list(self, bucket, prefix="", pagesize=1000, props=None, archive=False, partial=False):
+        CountingClient.calls.append(archive)
+        return super().list(bucket, prefix, pagesize, props, archive, partial)
+
+
+cds = ShardDataset(CountingClient(g.url, timeout=20, retry_for=30), bucket="train", prefix="shards/", seed=11)
+first = list(CountingClient.calls)
+CountingClient.calls.clear()
+cds.set_epoch(1)
+cds.plan()
+second = list(CountingClient.calls)
+t.check(first == [False, True, False] and second == [False],
+        "uncached shards: members asked for once (epoch 0: %s), epoch 1 one listing of the shards alone (%s)"
+        % (first, second))
+t.check(all(x[3] > 0 for x in cds._listing["shards"]), "uncached shards: every one counted",
+        cds._listing["shards"][:3])
+# Counting read every shard, so each is now cached on its owner; every target lists the remote's
+# shards, only the owner their members: the merged listing has them all.
+listed = {x.name: x.samples for x in list_shards(Client(g.url), "train", "shards/")[0]}
+t.check(listed == {x[0]: x[3] for x in cds._listing["shards"]},
+        "cached shards of a remote bucket: each one's members listed (sample counts as read)", listed)
 
 ds = ShardDataset(g.url, bucket="train", prefix="shards/", seed=11)
 cold = epoch(ds)

@@ -400,21 +400,25 @@ class ShardDataset(_Base):
         asked before its copy is in, the old one after it deleted its own).
         Each try lists the shards alone; only when one is new to this
         process does it list their members too (the sample counts: a shard
-        of the same signature has the same members). The previous epoch's
+        of the same signature has the same members; a remote shard not
+        cached, whose members no listing has, is counted by reading it
+        once, and not listed again for them). The previous epoch's
         listing at the same map version counts as the first of the two, so
         an epoch over an unchanged bucket costs one listing of the shards
         alone. Up to 8 tries."""
         prefix = self.prefix if self.prefix is not None else _common_prefix(self._names)
         counts = self._counts
+        nocount = set()  # signatures a member listing had no count for (remote shards not cached)
         version, prev = None, None
         for attempt in range(8):
             v1 = self._cmap_version()
             sigs = {}
             shards, urls = list_shards(self.client, self.bucket, prefix, samples=False, sigs=sigs)
-            if any(sigs[x.name] not in counts for x in shards):
+            if any(sigs[x.name] not in counts and sigs[x.name] not in nocount for x in shards):
                 sigs = {}
                 shards, urls = list_shards(self.client, self.bucket, prefix, sigs=sigs)
                 counts.update((sigs[x.name], x.samples) for x in shards if x.samples is not None)
+                nocount.update(sigs[x.name] for x in shards if x.samples is None)
             version = self._cmap_version()
             state = sorted((sigs[x.name], sorted(x.hosts)) for x in shards)
             if v1 == version and (state == prev or (attempt == 0 and self._last == (version, state))):
@@ -431,9 +435,12 @@ class ShardDataset(_Base):
             shards = [x for x in shards if x.name in want]
         else:
             shards = [x for x in shards if x.name.endswith(SHARD_SUFFIXES) and not x.name.startswith(JOB_PREFIX)]
-        # a shard whose members the cluster cannot list (remote, not cached): counted by reading it once
-        shards = [x._replace(samples=sum(1 for _ in self.samples(x.name))) if x.samples is None else x
-                  for x in shards]
+        # a shard whose members the cluster cannot list (remote, not cached): counted by reading it
+        # once, and the count kept as a member listing's is
+        for i, x in enumerate(shards):
+            if x.samples is None:
+                shards[i] = x._replace(samples=sum(1 for _ in self.samples(x.name)))
+                counts[sigs[x.name]] = shards[i].samples
         return {"aisd_listing": 1, "job": self.job, "epoch": epoch, "bucket": self.bucket, "prefix": self.prefix,
                 "names": None if self.prefix is not None else sorted(self._names), "cmap_version": version,
                 "shards": [[x.name, x.size, sorted(x.hosts), x.samples] for x in shards],
