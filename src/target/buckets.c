@@ -63,6 +63,7 @@ struct bop {
 	bool cached_only;      /* flags & TGT_LS_CACHED: what is here only */
 	bool ec;               /* an erasure-coded bucket: its slices here list objects too */
 	unsigned entry_flags;  /* of the entry being listed */
+	bool not_here;         /* the entry is a remote one with no copy here */
 	buf_t msg;
 };
 
@@ -144,8 +145,8 @@ static void list_entry(void *arg, const char *name, size_t len, const store_meta
 	}
 	if (b->props & P_MTIME)
 		buf_addf(&b->out, ",\"mtime_ns\":%lld", (long long)m->mtime_ns);
-	if (b->props & P_LOCATION)
-		buf_addsv(&b->out, sv_of(&b->loc));
+	if (b->props & P_LOCATION) /* a remote entry not cached here: no copy here to name */
+		buf_addsv(&b->out, b->not_here ? SV(",\"location\":[]") : sv_of(&b->loc));
 	buf_reset(&b->members);
 	unsigned fl = b->entry_flags;
 	if (b->arch && tgt_list_members(b->t->store, b->bck, (sv_t){name, len}, &b->members) == AIS_OK)
@@ -171,6 +172,7 @@ static void remote_entry(void *arg, const bk_entry_t *e)
 	store_meta_t m;
 	b->entry_flags =
 		store_lookup(b->t->store, b->bck.ptr, b->bck.len, e->name, e->len, &m) == AIS_OK ? TGT_ENTRY_CACHED : 0;
+	b->not_here = !(b->entry_flags & TGT_ENTRY_CACHED);
 	memset(&m, 0, sizeof(m));
 	m.size = e->size;
 	m.mtime_ns = e->mtime_ns;
@@ -178,6 +180,7 @@ static void remote_entry(void *arg, const bk_entry_t *e)
 		snprintf(m.custom, sizeof(m.custom), "s3.etag=%s", e->etag);
 	list_entry(b, e->name, e->len, &m);
 	b->entry_flags = 0;
+	b->not_here = false;
 }
 
 /* --- an erasure-coded bucket's listing ----------------------------------------------

@@ -96,14 +96,24 @@ class CountingClient(Client):
         return super().list(bucket, prefix, pagesize, props, archive, partial)
 
 
+def locations():
+    body = json.dumps({"action": "list", "value": {"prefix": "shards/", "props": "name,location"}})
+    return {e["name"]: [x["id"] for x in e.get("location", ["?"])]
+            for e in request("GET", g.url, "/v1/buckets/train", body, JSON).json()["entries"]}
+
+
+before = locations()
+t.check(before and all(v == [] for v in before.values()),
+        "a remote bucket's listing: no location for a shard cached nowhere", before)
 cds = ShardDataset(CountingClient(g.url, timeout=20, retry_for=30), bucket="train", prefix="shards/", seed=11)
 first = list(CountingClient.calls)
 CountingClient.calls.clear()
 cds.set_epoch(1)
 cds.plan()
 second = list(CountingClient.calls)
-t.check(first == [False, True, False] and second == [False],
-        "uncached shards: members asked for once (epoch 0: %s), epoch 1 one listing of the shards alone (%s)"
+# (epoch 1 lists twice: reading cached the shards, so their locations changed since epoch 0)
+t.check(first == [False, True, False] and second and True not in second,
+        "uncached shards: members asked for once (epoch 0: %s), epoch 1 listings of the shards alone (%s)"
         % (first, second))
 t.check(all(x[3] > 0 for x in cds._listing["shards"]), "uncached shards: every one counted",
         cds._listing["shards"][:3])
@@ -112,6 +122,9 @@ t.check(all(x[3] > 0 for x in cds._listing["shards"]), "uncached shards: every o
 listed = {x.name: x.samples for x in list_shards(Client(g.url), "train", "shards/")[0]}
 t.check(listed == {x[0]: x[3] for x in cds._listing["shards"]},
         "cached shards of a remote bucket: each one's members listed (sample counts as read)", listed)
+after = locations()
+t.check(sorted(after) == sorted(before) and all(len(v) == 1 for v in after.values()),
+        "once cached: each shard's location names the one target that caches it", after)
 
 ds = ShardDataset(g.url, bucket="train", prefix="shards/", seed=11)
 cold = epoch(ds)
