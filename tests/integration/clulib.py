@@ -436,12 +436,18 @@ def low_port():
     Drawn from AISD_PORT_RANGE ("LO-HI") when run.sh hands this test a range
     of its own (JOBS>1), so that tests running at once never collide; 0 when
     none is free (tools/free_port.py)."""
-    import importlib.util
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("free_port", os.path.join(here, "..", "..", "tools", "free_port.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.pick()
+    global _free_port
+    if _free_port is None:  # loaded once
+        import importlib.util
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("free_port",
+                                                      os.path.join(here, "..", "..", "tools", "free_port.py"))
+        _free_port = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_free_port)
+    return _free_port.pick()
+
+
+_free_port = None  # tools/free_port.py, once low_port loaded it
 
 
 def start_prometheus(nodes):

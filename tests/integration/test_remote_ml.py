@@ -98,7 +98,7 @@ class CountingClient(Client):
 
 def locations():
     body = json.dumps({"action": "list", "value": {"prefix": "shards/", "props": "name,location"}})
-    return {e["name"]: [x["id"] for x in e.get("location", ["?"])]
+    return {e["name"]: [x["id"] for x in e["location"]] if "location" in e else None
             for e in request("GET", g.url, "/v1/buckets/train", body, JSON).json()["entries"]}
 
 
