@@ -51,7 +51,7 @@ chmod 644 "$TMP/identity.py"
 [ -x "$BUILD/etlident" ] || die "$BUILD/etlident not built (make $BUILD/etlident)"
 install -m 755 "$BUILD/etlident" "$TMP/etlident" # where the workers' user may run it
 
-# inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with both
+# inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with the three
 # identity transformers; appends "LABEL GW TARGETPID" to $TMP/clusters.
 inline_cluster() {
 	mkdir -p "$2"
