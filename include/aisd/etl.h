@@ -84,6 +84,22 @@ typedef struct etl_stream etl_stream_t;
 int etl_transform_open(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
 		       uint64_t size, uint64_t version, sv_t args, buf_t *out, etl_stream_t **st, int *status,
 		       buf_t *msg);
+/* etl_transform_open of a whole object for a client's GET, on req's loop
+ * without blocking (src/etl/xchg.c): done(req, rc) runs on the loop once
+ * the answer's head is read or the exchange failed, with *st, out, *status
+ * and msg as etl_transform_open leaves them (rc its result); it may run
+ * before this returns. AIS_AGAIN: nothing was started (no live worker
+ * free, the object's pages not all cached, a big object, no such
+ * transformer): call etl_transform_open on the network pool. While it
+ * runs *op is set; a request that ends first cancels it (etl_op_cancel:
+ * done never runs then). */
+typedef struct etl_op etl_op_t;
+int etl_transform_start(http_req_t *req, const char *name, size_t nlen, sv_t bck, sv_t obj, int fd, uint64_t size,
+			uint64_t version, sv_t args, buf_t *out, etl_stream_t **st, int *status, buf_t *msg,
+			void (*done)(http_req_t *req, int rc), etl_op_t **op);
+/* Ends an exchange still running (NULL: nothing): its worker is killed
+ * (stdio) or its connection closed (http), and released. */
+void etl_op_cancel(etl_op_t *op);
 /* The body's length (the response's Content-Length). */
 uint64_t etl_stream_len(const etl_stream_t *st);
 /* An http_fill_fn's work for a response sent with http_resp_send_stream_len

@@ -254,9 +254,7 @@ unsigned etl_workers(const char *name, size_t nlen)
 	return n;
 }
 
-/* etl_transform of in; st as etl_run's (a stream keeps the reference). */
-static int transform_in(const char *name, size_t nlen, const char *meta, sv_t args, const etl_in_t *in, buf_t *out,
-			etl_stream_t *st, int *status, buf_t *msg)
+etl_t *etl_ref(const char *name, size_t nlen)
 {
 	pthread_mutex_lock(&tmu);
 	size_t i = find(name, nlen);
@@ -264,6 +262,14 @@ static int transform_in(const char *name, size_t nlen, const char *meta, sv_t ar
 	if (e)
 		e->refs++;
 	pthread_mutex_unlock(&tmu);
+	return e;
+}
+
+/* etl_transform of in; st as etl_run's (a stream keeps the reference). */
+static int transform_in(const char *name, size_t nlen, const char *meta, sv_t args, const etl_in_t *in, buf_t *out,
+			etl_stream_t *st, int *status, buf_t *msg)
+{
+	etl_t *e = etl_ref(name, nlen);
 	if (!e) {
 		*status = 404;
 		buf_addf(msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(nlen, 64), name);
@@ -294,6 +300,17 @@ int etl_transform_at(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t mem
 	return etl_transform_open(name, nlen, bck, obj, member, fd, off, size, version, args, out, NULL, status, msg);
 }
 
+char *etl_meta(sv_t bck, sv_t obj, sv_t member, uint64_t size, uint64_t version)
+{
+	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
+			      (json_int_t)size, "version", (json_int_t)version);
+	if (o && member.len)
+		json_object_set_new(o, "archpath", json_stringn(member.ptr, member.len));
+	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return meta;
+}
+
 int etl_transform_open(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t member, int fd, uint64_t off,
 		       uint64_t size, uint64_t version, sv_t args, buf_t *out, etl_stream_t **stp, int *status,
 		       buf_t *msg)
@@ -306,12 +323,7 @@ int etl_transform_open(const char *name, size_t nlen, sv_t bck, sv_t obj, sv_t m
 			 (unsigned long long)size, (unsigned long long)etl_cfg.max_input);
 		return AIS_ERR;
 	}
-	json_t *o = json_pack("{s:s%,s:s%,s:I,s:I}", "bucket", bck.ptr, bck.len, "object", obj.ptr, obj.len, "size",
-			      (json_int_t)size, "version", (json_int_t)version);
-	if (o && member.len)
-		json_object_set_new(o, "archpath", json_stringn(member.ptr, member.len));
-	char *meta = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
+	char *meta = etl_meta(bck, obj, member, size, version);
 	etl_in_t in = {.ptr = NULL, .fd = fd, .off = off, .len = size}; /* streamed from the file (worker.c rule 6) */
 	etl_stream_t *st = stp ? etl_stream_new() : NULL;
 	int rc = transform_in(name, nlen, meta ? meta : "{}", args, &in, out, st, status, msg);

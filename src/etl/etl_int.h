@@ -94,6 +94,16 @@ etl_stream_t *etl_stream_new(void);
  * the whole answer. */
 int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, etl_stream_t *st, int *status,
 	    buf_t *msg);
+/* Rule 1 of worker.c: a worker for one request until deadline (at_once:
+ * only a live one free now; none is started or waited for). AIS_OK with
+ * *idx (busy), or AIS_ERR with *status and msg. */
+int etl_acquire(etl_t *e, int64_t deadline, bool at_once, unsigned *idx, int *status, buf_t *msg);
+/* The transformer named, with a reference the caller drops (etl_unref);
+ * NULL when there is none. */
+etl_t *etl_ref(const char *name, size_t nlen);
+/* A request's metadata for its worker, JSON {"bucket","object","size",
+ * "version"[,"archpath"]} (member.len: the member's path): malloc'd. */
+char *etl_meta(sv_t bck, sv_t obj, sv_t member, uint64_t size, uint64_t version);
 /* A worker's request ends (busy cleared): good resets its back-off. */
 void etl_worker_release(etl_t *e, unsigned i, bool good);
 /* Drops a reference taken by a request (etl.c). */

@@ -52,7 +52,6 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <grp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,7 +60,6 @@
 #include <strings.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -78,14 +76,6 @@
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (1 << 20) /* a worker's log: truncated at a start past half of it; RLIMIT_FSIZE */
 #define NOBODY 65534
-/* A stdio answer's first read: its frame line and the body's first bytes,
- * a whole pipe page. The page leaves the pipe with the read, so a worker
- * whose frame is a few bytes over the pipe's size (a 1 MiB body in a 1
- * MiB pipe) writes its last bytes at once, and the body is spliced to the
- * client in one piece instead of one more wake-up, splice and packet for
- * a few bytes. */
-#define HEAD_READ 4096
-#define HEAD_LINE_MAX 63 /* "STATUS LEN": a longer first line is malformed */
 
 static pthread_mutex_t sockdir_mu = PTHREAD_MUTEX_INITIALIZER;
 static char sockdir[40]; /* http workers' sockets; made on first use */
@@ -390,9 +380,7 @@ static void reap_exited(etl_t *e, unsigned i)
 	}
 }
 
-/* Rule 1: a worker for one request until deadline. AIS_OK with *idx (busy),
- * or AIS_ERR with *status and msg. */
-static int acquire(etl_t *e, int64_t deadline, unsigned *idx, int *status, buf_t *msg)
+int etl_acquire(etl_t *e, int64_t deadline, bool at_once, unsigned *idx, int *status, buf_t *msg)
 {
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
@@ -411,6 +399,11 @@ static int acquire(etl_t *e, int64_t deadline, unsigned *idx, int *status, buf_t
 				pthread_mutex_unlock(&e->mu);
 				return AIS_OK;
 			}
+		}
+		if (at_once) {
+			*status = 503;
+			buf_addf(msg, "transformer \"%s\": no live worker free", e->spec.name);
+			break;
 		}
 		for (unsigned i = 0; i < e->spec.workers; i++) {
 			etl_worker_t *w = &e->w[i];
@@ -458,373 +451,6 @@ void etl_worker_release(etl_t *e, unsigned i, bool good)
 		etl_worker_kill(e, i, NULL);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-}
-
-/* Sends the next piece of in (done bytes of it sent) to fd, a pipe or
- * (sock) a socket: from memory; from the file by sendfile to a socket or
- * splice to a pipe (the bytes never copied to user space); where those
- * cannot, read through a bounce buffer. A non-blocking splice from a file
- * whose pages are not cached may not progress (EAGAIN into a pipe poll
- * found writable): that piece is read through the bounce buffer, which
- * waits for the disk. Called when poll found fd writable. The bytes sent;
- * 0: the file ended early; -1 with errno (EAGAIN: fd is full). */
-static ssize_t in_send(const etl_in_t *in, uint64_t done, int fd, bool sock)
-{
-	size_t chunk = (size_t)MIN(in->len - done, (uint64_t)1 << 20);
-	if (in->ptr)
-		return sock ? send(fd, in->ptr + done, chunk, MSG_NOSIGNAL) : write(fd, in->ptr + done, chunk);
-	off_t off = (off_t)(in->off + done);
-	ssize_t n = sock ? sendfile(fd, in->fd, &off, chunk)
-			 : splice(in->fd, &off, fd, NULL, chunk, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n >= 0 || (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && (sock || errno != EAGAIN)))
-		return n;
-	char b[65536];
-	n = pread(in->fd, b, MIN(chunk, sizeof(b)), (off_t)(in->off + done));
-	if (n <= 0)
-		return n;
-	return sock ? send(fd, b, (size_t)n, MSG_NOSIGNAL) : write(fd, b, (size_t)n);
-}
-
-/* in_send's failures other than a full fd: AIS_ERR with *status and msg,
- * or AIS_AGAIN (nothing sent now). n is what in_send returned. */
-static int in_failed(const etl_t *e, ssize_t n, int *status, buf_t *msg)
-{
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return AIS_AGAIN;
-	*status = n == 0 ? 500 : 502;
-	if (n == 0)
-		buf_addstr(msg, "reading the object: short file");
-	else
-		buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name, strerror(errno));
-	return AIS_ERR;
-}
-
-static int timed_out(const etl_t *e, int *status, buf_t *msg)
-{
-	*status = 504;
-	buf_addf(msg, "transformer \"%s\" timed out after %llu ms", e->spec.name, (unsigned long long)e->spec.timeout_ms);
-	return AIS_ERR;
-}
-
-/* Rule 2: one stdio exchange: the frame's header hdr, then in, written
- * while the answer is read ("STATUS LEN\n" BODY, straight into out).
- * AIS_OK with the answer's status in *wst; AIS_ERR with *status and msg
- * (the worker must die). */
-static int exchange(etl_t *e, etl_worker_t *w, const buf_t *hdr, const etl_in_t *in, int64_t deadline, buf_t *out,
-		    etl_stream_t *st, int *wst, int *status, buf_t *msg)
-{
-	uint64_t sent = 0, total = hdr->len + in->len;
-	size_t want = 0, hl = 0;
-	char head[HEAD_READ + 1];
-	bool have_head = false;
-	uint64_t max = etl_cfg.max_output;
-
-	for (;;) {
-		if (have_head && out->len == want && sent == total) /* the whole frame read: in step for the next */
-			return AIS_OK;
-		if (st && have_head && sent == total && *wst == 200 && want - out->len >= ETL_STREAM_MIN) {
-			st->fd = w->out; /* rule 6: the rest of the frame stays in the pipe */
-			st->len = want;
-			st->left = want - out->len;
-			return AIS_OK;
-		}
-		int64_t left = deadline - time_mono_ns();
-		if (left <= 0)
-			return timed_out(e, status, msg);
-		struct pollfd p[2] = {{.fd = w->out, .events = POLLIN}, {.fd = sent < total ? w->in : -1, .events = POLLOUT}};
-		int r = poll(p, 2, (int)MIN(left / 1000000 + 1, 1000));
-		if (r < 0 && errno != EINTR) {
-			*status = 500;
-			buf_addf(msg, "poll: %s", strerror(errno));
-			return AIS_ERR;
-		}
-		if (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) {
-			ssize_t n = sent < hdr->len ? write(w->in, hdr->ptr + sent, hdr->len - sent)
-						    : in_send(in, sent - hdr->len, w->in, false);
-			if (n > 0)
-				sent += (uint64_t)n;
-			else if (sent < hdr->len ? n < 0 && errno != EAGAIN && errno != EINTR
-						 : in_failed(e, n, status, msg) == AIS_ERR) {
-				if (sent < hdr->len) {
-					*status = 502;
-					buf_addf(msg, "transformer \"%s\": its worker stopped reading (%s)", e->spec.name,
-						 strerror(errno));
-				}
-				return AIS_ERR;
-			}
-		}
-		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		if (have_head) {
-			buf_grow(out, want - out->len + 1);
-			ssize_t n = read(w->out, out->ptr + out->len, want - out->len);
-			if (n == 0) {
-				*status = 502;
-				buf_addf(msg, "transformer \"%s\": its worker exited mid-answer", e->spec.name);
-				return AIS_ERR;
-			}
-			if (n > 0)
-				out->len += (size_t)n;
-			continue;
-		}
-		ssize_t n = read(w->out, head + hl, sizeof(head) - 1 - hl); /* the line and maybe some body */
-		if (n == 0) {
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": its worker exited without answering", e->spec.name);
-			return AIS_ERR;
-		}
-		if (n < 0)
-			continue;
-		hl += (size_t)n;
-		const char *nl = memchr(head, '\n', MIN(hl, (size_t)HEAD_LINE_MAX + 1));
-		if (!nl) {
-			if (hl <= HEAD_LINE_MAX)
-				continue;
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": malformed answer (no frame header)", e->spec.name);
-			return AIS_ERR;
-		}
-		size_t line = (size_t)(nl - head), extra = hl - line - 1;
-		head[line] = '\0';
-		unsigned code;
-		unsigned long long len;
-		char tail;
-		if (sscanf(head, "%3u %llu%c", &code, &len, &tail) != 2 || code < 100 || code > 599) {
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": malformed answer header \"%.40s\"", e->spec.name, head);
-			return AIS_ERR;
-		}
-		if (len > max) {
-			*status = 507;
-			buf_addf(msg, "transformer \"%s\": answer of %llu bytes is over etl.max_output (%llu)", e->spec.name,
-				 len, (unsigned long long)max);
-			return AIS_ERR;
-		}
-		if (extra > len) { /* its next frame before our next request */
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": malformed answer (bytes past its frame)", e->spec.name);
-			return AIS_ERR;
-		}
-		*wst = (int)code;
-		want = (size_t)len;
-		have_head = true;
-		buf_add(out, nl + 1, extra);
-	}
-}
-
-/* A header value: bytes outside printable ASCII, and '%', percent-encoded. */
-static void pct_add(buf_t *b, const char *p, size_t n)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c > 0x20 && c < 0x7f && c != '%')
-			buf_add(b, p + i, 1);
-		else
-			buf_addf(b, "%%%c%c", hex[c >> 4], hex[c & 15]);
-	}
-}
-
-/* A new connection to worker w's socket: the descriptor, or -1 with
- * *status and msg. */
-static int http_connect(const etl_t *e, const etl_worker_t *w, int *status, buf_t *msg)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		*status = 500;
-		buf_addf(msg, "socket: %s", strerror(errno));
-		return -1;
-	}
-	int sz = 1 << 20; /* fewer wake-ups per object; best effort (wmem_max, rmem_max) */
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->sock);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) { /* AF_UNIX: at once, or the backlog is full */
-		*status = 502;
-		buf_addf(msg, "transformer \"%s\": its worker is not serving on its socket (%s)", e->spec.name,
-			 strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Rule 2, http: one request (head, then in) on connection fd, the answer
- * read while it is sent. AIS_OK with *wst and *reuse (the connection may
- * carry the next request); AIS_AGAIN: the connection was closed before
- * any byte of an answer (a kept one the worker had dropped: *status and
- * msg say so should no retry follow); AIS_ERR with *status and msg. */
-static int http_once(etl_t *e, int fd, const buf_t *head, const etl_in_t *in, int64_t deadline, buf_t *out,
-		     etl_stream_t *st, int *wst, bool *reuse, int *status, buf_t *msg)
-{
-	uint64_t sent = 0, total = head->len + in->len, rest;
-	bool broken = false; /* it stopped reading: it may still answer */
-	etl_answer_t a;
-	etl_answer_init(&a, out, etl_cfg.max_output);
-	for (;;) {
-		bool keep;
-		if (st && sent == total && etl_answer_stream(&a, &rest, &keep) && rest >= ETL_STREAM_MIN) {
-			st->fd = fd; /* rule 6: the rest of the body stays in the socket */
-			st->http = true;
-			st->keep = keep && !broken;
-			st->len = a.clen;
-			st->left = rest;
-			*wst = 200;
-			return AIS_OK;
-		}
-		int64_t left = deadline - time_mono_ns();
-		if (left <= 0)
-			return timed_out(e, status, msg);
-		struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
-		int r = poll(&p, 1, (int)MIN(left / 1000000 + 1, 1000));
-		if (r < 0 && errno != EINTR) {
-			*status = 500;
-			buf_addf(msg, "poll: %s", strerror(errno));
-			return AIS_ERR;
-		}
-		if (sent < total && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t n = sent < head->len ? send(fd, head->ptr + sent, head->len - sent, MSG_NOSIGNAL)
-						     : in_send(in, sent - head->len, fd, true);
-			if (n > 0) {
-				sent += (uint64_t)n;
-			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-				sent = total; /* it may have answered first */
-				broken = true;
-			} else if (sent < head->len ? n < 0 && errno != EAGAIN && errno != EINTR
-						    : in_failed(e, n, status, msg) == AIS_ERR) {
-				if (sent < head->len) {
-					*status = 502;
-					buf_addf(msg, "transformer \"%s\": sending to its worker: %s", e->spec.name,
-						 strerror(errno));
-				}
-				return AIS_ERR;
-			}
-		}
-		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		size_t room = a.head_done ? (size_t)1 << 20 : 4096; /* rule 3 of answer.c: the body read in place */
-		buf_grow(out, room + 1);
-		ssize_t n = recv(fd, out->ptr + out->len, room, 0);
-		if (n < 0 && errno != ECONNRESET)
-			continue;
-		if (n <= 0 && a.fed == 0) {
-			*status = 502;
-			buf_addf(msg, "transformer \"%s\": its worker closed the connection without answering", e->spec.name);
-			return AIS_AGAIN;
-		}
-		r = n > 0 ? etl_answer_feed(&a, out->ptr + out->len, (size_t)n) : etl_answer_eof(&a);
-		if (r == AIS_AGAIN)
-			continue;
-		if (r == AIS_ERR) {
-			*status = a.err;
-			buf_addf(msg, "transformer \"%s\": %s", e->spec.name, a.why);
-			if (a.err == 507)
-				buf_addf(msg, " (%llu)", (unsigned long long)etl_cfg.max_output);
-			return AIS_ERR;
-		}
-		*wst = a.status;
-		*reuse = a.keep_alive && sent == total && !broken;
-		return AIS_OK;
-	}
-}
-
-/* Rule 2, http: one request to worker w, on the connection kept open to
- * it (rule 5), else a new one. A kept connection the worker closed before
- * answering is replaced once by a new one (the worker dropped an idle
- * connection; the request is sent again). As exchange. */
-static int exchange_http(etl_t *e, etl_worker_t *w, const char *meta, sv_t args, const etl_in_t *in, int64_t deadline,
-			 buf_t *out, etl_stream_t *st, int *wst, int *status, buf_t *msg)
-{
-	buf_t head = BUF_INIT;
-	bool reuse = false, kept = w->conn >= 0;
-	int rc = AIS_ERR, fd = kept ? w->conn : http_connect(e, w, status, msg);
-	w->conn = -1;
-	if (fd < 0)
-		return AIS_ERR;
-	buf_addf(&head, "PUT / HTTP/1.1\r\nHost: aisd-etl\r\nContent-Length: %llu\r\n"
-			"Content-Type: application/octet-stream\r\nAis-Etl-Meta: ",
-		 (unsigned long long)in->len);
-	pct_add(&head, meta, strlen(meta));
-	buf_addstr(&head, "\r\nAis-Etl-Args: ");
-	pct_add(&head, args.ptr, args.len);
-	buf_addstr(&head, "\r\n\r\n");
-	for (;;) {
-		rc = http_once(e, fd, &head, in, deadline, out, st, wst, &reuse, status, msg);
-		if (rc != AIS_AGAIN || !kept)
-			break;
-		close(fd); /* a kept connection gone stale: once more on a new one */
-		kept = false;
-		buf_reset(msg);
-		if ((fd = http_connect(e, w, status, msg)) < 0) {
-			rc = AIS_ERR;
-			break;
-		}
-	}
-	if (rc == AIS_OK && st && st->fd == fd)
-		; /* streamed: the stream has it */
-	else if (rc == AIS_OK && reuse)
-		w->conn = fd;
-	else if (fd >= 0)
-		close(fd);
-	buf_free(&head);
-	return rc == AIS_OK ? AIS_OK : AIS_ERR;
-}
-
-int etl_run(etl_t *e, const char *meta, sv_t args, const etl_in_t *in, buf_t *out, etl_stream_t *st, int *status,
-	    buf_t *msg)
-{
-	int64_t deadline = time_mono_ns() + (int64_t)e->spec.timeout_ms * 1000000;
-	unsigned i;
-	if (!etl_cfg.ns_ok && !etl_cfg.weak) {
-		*status = 503;
-		buf_addf(msg, "transformer \"%s\": this machine cannot make the namespaces its workers need (%s); "
-			      "etl.allow_weak_isolation would run them without", e->spec.name, etl_cfg.ns_why);
-		return AIS_ERR;
-	}
-	if (acquire(e, deadline, &i, status, msg) != AIS_OK)
-		return AIS_ERR;
-	int wst = 0, rc;
-	buf_reset(out);
-	if (st)
-		st->fd = -1;
-	if (is_http(e)) {
-		rc = exchange_http(e, &e->w[i], meta, args, in, deadline, out, st, &wst, status, msg);
-	} else {
-		buf_t hdr = BUF_INIT;
-		size_t ml = strlen(meta);
-		buf_addf(&hdr, "AISETL 1 %zu %zu %llu\n", ml, args.len, (unsigned long long)in->len);
-		buf_add(&hdr, meta, ml);
-		buf_add(&hdr, args.ptr, args.len);
-		rc = exchange(e, &e->w[i], &hdr, in, deadline, out, st, &wst, status, msg);
-		buf_free(&hdr);
-	}
-	if (rc != AIS_OK) {
-		etl_worker_kill(e, i, msg->ptr);
-		buf_reset(out);
-		etl_worker_release(e, i, false);
-		return AIS_ERR;
-	}
-	if (st && st->fd >= 0) { /* the worker stays busy until etl_stream_close */
-		st->e = e;
-		st->wi = i;
-		st->budget_ns = deadline - time_mono_ns();
-		st->pre = *out; /* what came with the head */
-		*out = (buf_t)BUF_INIT;
-		return AIS_OK;
-	}
-	etl_worker_release(e, i, true);
-	if (wst != 200) {
-		*status = 502;
-		buf_t m = BUF_INIT;
-		buf_addf(&m, "transformer \"%s\" failed (%d): %.*s", e->spec.name, wst, (int)MIN(out->len, 512),
-			 out->ptr ? out->ptr : "");
-		buf_addsv(msg, sv_of(&m));
-		buf_free(&m);
-		buf_reset(out);
-		return AIS_ERR;
-	}
-	return AIS_OK;
 }
 
 /* Whether this process can make the namespaces a worker starts in: a child

@@ -6,9 +6,12 @@
  * With ?archpath=MEMBER (a plain tar shard) the member alone is handed to
  * the worker, found through the shard's tar index as archpath reads do.
  *
- * The object (member) must be at most etl.max_input bytes (413); the read and the
- * exchange run on the network pool, since a transformer may take up to
- * its timeout. Errors come from etl_transform: 404 unknown transformer,
+ * The object (member) must be at most etl.max_input bytes (413). The
+ * object is opened on the loop and, when a live worker is free and its
+ * pages are cached, the exchange runs there too, on events (etl_transform_
+ * start); otherwise (a member's tar index, a transformer to pull from the
+ * primary, a worker to start or wait for, a cold object) it runs on the
+ * network pool, since a transformer may take up to its timeout. Errors come from etl_transform: 404 unknown transformer,
  * 5xx naming it and the reason. A big answer is not read there: once its
  * head says 200 and its length, the response streams its body from the
  * worker (src/etl/stream.c: spliced on a plain connection); a worker that
@@ -38,6 +41,9 @@ struct tetl {
 	int err;    /* the open failed: errno */
 	buf_t out, msg;
 	etl_stream_t *st; /* status 0: the answer's body still with its worker, else out holds it */
+	int fd;           /* the object, open until its bytes went to the worker; -1 none */
+	uint64_t size, version;
+	etl_op_t *op;     /* the exchange running on the loop */
 };
 
 /* An S3 error document (S3 clients read the code): NoSuchTransformer for
@@ -69,7 +75,10 @@ static void s3_err(http_req_t *req, int status, const char *msg)
 static void tetl_cleanup(void *arg)
 {
 	struct tetl *x = arg;
+	etl_op_cancel(x->op);
 	etl_stream_close(x->st);
+	if (x->fd >= 0)
+		close(x->fd);
 	buf_free(&x->out);
 	buf_free(&x->msg);
 }
@@ -80,30 +89,43 @@ static int tetl_fill(http_req_t *req, buf_t *out)
 	return etl_stream_fill(x->st, req, out);
 }
 
+/* An object stored encrypted is refused (403): true. */
+static bool sse_refused(struct tetl *x, const store_meta_t *m)
+{
+	if (!tgt_sse_encrypted(m->custom))
+		return false;
+	close(x->fd);
+	x->fd = -1;
+	x->status = 403;
+	buf_addstr(&x->msg, "the object is stored with S3 server-side encryption: a transformer gets no key");
+	return true;
+}
+
 static void tetl_work(http_req_t *req)
 {
 	struct tetl *x = req->state;
-	store_meta_t m;
-	int fd = -1;
 	if (!etl_exists(x->name.ptr, x->name.len) && etl_pull(x->t->base.cl, x->name.ptr, x->name.len) != AIS_OK) {
 		x->status = 404; /* not here, nor at the primary */
 		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(x->name.len, 64), x->name.ptr);
 		return;
 	}
-	if (ol_open_sync(x->t, x->bck, x->obj, true, &fd, &m, &x->msg) != AIS_OK) {
-		x->err = errno ? errno : EIO;
-		return;
+	if (x->fd < 0) {
+		store_meta_t m;
+		if (ol_open_sync(x->t, x->bck, x->obj, true, &x->fd, &m, &x->msg) != AIS_OK) {
+			x->fd = -1;
+			x->err = errno ? errno : EIO;
+			return;
+		}
+		if (sse_refused(x, &m))
+			return;
+		x->size = m.size;
+		x->version = m.version;
 	}
-	if (tgt_sse_encrypted(m.custom)) {
-		close(fd);
-		x->status = 403;
-		buf_addstr(&x->msg, "the object is stored with S3 server-side encryption: a transformer gets no key");
-		return;
-	}
-	uint64_t off = 0, size = m.size;
+	uint64_t off = 0, size = x->size;
 	if (x->member.len) {
 		store_tar_index_t *idx;
-		if (store_tar_index(x->t->store, x->bck.ptr, x->bck.len, x->obj.ptr, x->obj.len, &m, fd, &idx,
+		store_meta_t m = {.size = x->size, .version = x->version};
+		if (store_tar_index(x->t->store, x->bck.ptr, x->bck.len, x->obj.ptr, x->obj.len, &m, x->fd, &idx,
 				    &x->msg) != AIS_OK) {
 			x->status = errno == EINVAL ? 400 : 500;
 			buf_t b = BUF_INIT;
@@ -123,11 +145,12 @@ static void tetl_work(http_req_t *req)
 			goto out_close;
 		}
 	}
-	if (etl_transform_open(x->name.ptr, x->name.len, x->bck, x->obj, x->member, fd, off, size, m.version, x->args,
-			       &x->out, &x->st, &x->status, &x->msg) == AIS_OK)
+	if (etl_transform_open(x->name.ptr, x->name.len, x->bck, x->obj, x->member, x->fd, off, size, x->version,
+			       x->args, &x->out, &x->st, &x->status, &x->msg) == AIS_OK)
 		x->status = 0;
 out_close:
-	close(fd);
+	close(x->fd); /* its bytes are all with the worker */
+	x->fd = -1;
 }
 
 static void tetl_done(http_req_t *req)
@@ -155,9 +178,43 @@ static void tetl_done(http_req_t *req)
 		http_resp_send_buf(req, &x->out);
 }
 
+static void tetl_answered(http_req_t *req, int rc)
+{
+	struct tetl *x = req->state;
+	close(x->fd); /* its bytes are all with the worker */
+	x->fd = -1;
+	if (rc == AIS_OK)
+		x->status = 0;
+	tetl_done(req);
+}
+
+/* The object opened on the loop: the exchange starts there when it can
+ * without blocking, else on the network pool. */
+static void tetl_opened(http_req_t *req, void *arg, int fd, store_meta_t *m, int err, const char *msg)
+{
+	struct tetl *x = arg;
+	if (err) {
+		x->err = err;
+		buf_addstr(&x->msg, msg ? msg : "cannot read the object");
+		tetl_done(req);
+		return;
+	}
+	x->fd = fd;
+	if (sse_refused(x, m)) {
+		tetl_done(req);
+		return;
+	}
+	x->size = m->size;
+	x->version = m->version;
+	if (etl_transform_start(req, x->name.ptr, x->name.len, x->bck, x->obj, fd, x->size, x->version, x->args,
+				&x->out, &x->st, &x->status, &x->msg, tetl_answered, &x->op) == AIS_AGAIN)
+		http_offload_net(req, tetl_work, tetl_done);
+}
+
 static int get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member, sv_t name, bool s3)
 {
 	struct tetl *x = arena_zalloc(req->arena, sizeof(*x));
+	x->fd = -1;
 	x->member = member;
 	arena_cleanup_add(req->arena, tetl_cleanup, x);
 	x->t = t;
@@ -176,7 +233,11 @@ static int get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member
 		return AIS_OK;
 	}
 	req->state = x;
-	http_offload_net(req, tetl_work, tetl_done);
+	if (member.len || !etl_exists(name.ptr, name.len)) { /* a tar index, or the transformer pulled first */
+		http_offload_net(req, tetl_work, tetl_done);
+		return AIS_OK;
+	}
+	ol_open(req, t, bck, obj, http_req_has_header(req, TGT_INTRA) ? 0 : OL_VERIFY, tetl_opened, x);
 	return AIS_OK;
 }
 
