@@ -3,9 +3,9 @@
  * worker (etl.h: etl_transform_open, etl_stream_*), instead of read whole
  * into memory first.
  *
- * etl_run reads the answer's head (stdio: the frame's "STATUS LEN" line;
- * http: the response's head, answer.c) on the network pool and stops
- * there; the client's response then goes out with Content-Length: LEN,
+ * The exchange (xchg.c, on the network pool or the request's loop) reads
+ * the answer's head (stdio: the frame's "STATUS LEN" line; http: the
+ * response's head, answer.c) and stops there; the client's response then goes out with Content-Length: LEN,
  * its body pulled by the connection's fill calls on the request's worker.
  * Guarantees:
  *  1. No copy through user space where the client's connection is plain

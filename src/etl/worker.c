@@ -19,9 +19,9 @@
  *  1. A worker serves one request at a time; a request takes a free live
  *     worker, else starts a dead one whose back-off has passed, else waits
  *     (at most the transformer's timeout) for one to be free.
- *  2. Every exchange is bounded: the request is written and the answer
- *     read in one poll loop (a worker may answer before it has read all)
- *     until the transformer's timeout; the answer is at most
+ *  2. Every exchange is bounded: the request is written while the answer
+ *     is read (xchg.c: a worker may answer before it has read all) until
+ *     the transformer's timeout; the answer is at most
  *     etl.max_output bytes. A worker that fails any of this (exits,
  *     hangs, writes a malformed or oversize frame) is killed with its
  *     process group and reaped at once: nothing is left behind, and the

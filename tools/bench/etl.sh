@@ -3,18 +3,23 @@
 #
 # Inline: GET of a 1 MiB object through an identity transformer (a Python
 # worker, aisd.etl.serve, over stdio and over http: the same file
-# registered twice, --comm stdio and --comm http; and stdio-c, the
-# identity in C, $BUILD/etlident, which splices the bytes from its input
-# to its output: what the transform path costs apart from the worker's
-# own work) vs a plain GET, on a
-# cluster of 1 gateway + 1 target on this host. Each round times N
-# sequential GETs of each kind on one keep-alive connection to the target
-# (the gateway's 307 resolved once), workers warm; prints MiB/s per round,
-# the medians and their ratios (etl / plain, per mode), and the CPU time
+# registered twice, --comm stdio and --comm http; and stdio-c and http-c,
+# the identity in C, $BUILD/etlident, which splices the bytes from its
+# input to its output: what the transform path costs apart from the
+# worker's own work) vs a plain GET, on a
+# cluster of 1 gateway + 1 target on this host. Each round runs N
+# sequential GETs of each kind in turn on one keep-alive connection to
+# the target (the gateway's 307 resolved once), workers warm, each GET
+# timed alone, the first fifth of each block not counted (the host
+# settling after the kind before it), each kind in turns with plain GETs
+# of its own (what one kind leaves behind weighs on its pair only): so
+# that a host whose speed drifts for seconds at a time (a shared VM)
+# drifts under both sides of a ratio alike. Prints, per kind, MiB/s at
+# the median GET (1 MiB / its time) of it and of its plain GETs and the
+# ratio etl / plain, its 90th percentile (ms), and the CPU time
 # per GET of the target, the workers and the client and their sum (/proc:
-# what a loaded host's wall clock hides; medians over the rounds), with
-# the ratio of the sums, plain / etl: the speed ratio where CPU is the
-# limit. With BASE=DIR (a checkout of an earlier tree,
+# what a loaded host's wall clock hides; totals over the rounds), with the
+# ratio of the sums, plain / etl: the speed ratio where CPU is the limit. With BASE=DIR (a checkout of an earlier tree,
 # built: DIR/build/aisd, DIR/tools/python) a second cluster runs that
 # build and its aisd.etl, its rounds interleaved with this one's: before
 # and after side by side under the same load.
@@ -29,7 +34,7 @@
 # client for each.
 #
 # usage: BUILD=build tools/bench/etl.sh      (make bench-etl)
-#   ROUNDS (default 5), N GETs per round and kind (default 50),
+#   ROUNDS (default 15), N GETs per round and kind (default 100),
 #   WORKERS (default 1), NSHARD (default 12), NPER (default 16),
 #   BASE=DIR (before/after), OFFLINE=0 skips the offline row,
 #   INLINE=0 the inline one, KEEP=1 keeps the temp dir.
@@ -37,7 +42,7 @@ set -euo pipefail
 BENCH_NAME=etl
 . "$(dirname "$0")/lib.sh"
 BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-5} N=${N:-50} WORKERS=${WORKERS:-1} NSHARD=${NSHARD:-12} NPER=${NPER:-16}
+ROUNDS=${ROUNDS:-15} N=${N:-100} WORKERS=${WORKERS:-1} NSHARD=${NSHARD:-12} NPER=${NPER:-16}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3 # Debian's: python3-pil (the workers run it too: their PATH)
 [ -x "$PY" ] || PY=python3
@@ -51,7 +56,7 @@ chmod 644 "$TMP/identity.py"
 [ -x "$BUILD/etlident" ] || die "$BUILD/etlident not built (make $BUILD/etlident)"
 install -m 755 "$BUILD/etlident" "$TMP/etlident" # where the workers' user may run it
 
-# inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with the three
+# inline_cluster LABEL DIR AISD PYTHONPATH: a 1-target cluster with the four
 # identity transformers; appends "LABEL GW TARGETPID" to $TMP/clusters.
 inline_cluster() {
 	mkdir -p "$2"
@@ -63,6 +68,8 @@ inline_cluster() {
 		"PYTHONPATH=$4" >/dev/null || die "etl init --comm http failed"
 	"$BUILD/aisctl" -e "$GW" etl init identc --cmd "$TMP/etlident" --workers "$WORKERS" >/dev/null ||
 		die "etl init of the C identity failed"
+	"$BUILD/aisctl" -e "$GW" etl init identch --comm http --cmd "$TMP/etlident" --workers "$WORKERS" >/dev/null ||
+		die "etl init --comm http of the C identity failed"
 	echo "$1 $GW ${TGTPID[1]}" >>"$TMP/clusters"
 }
 
@@ -73,7 +80,7 @@ if [ "${INLINE:-1}" != 0 ]; then
 	fi
 	inline_cluster "$([ -n "${BASE:-}" ] && echo after || echo this)" "$TMP/inl" "$BUILD/aisd" "$ROOT/tools/python"
 	"$PY" - "$TMP/clusters" "$ROUNDS" "$N" <<'PY'
-import http.client, os, statistics, sys, time, urllib.parse
+import http.client, os, socket, statistics, struct, sys, time, urllib.parse
 clusters = [l.split() for l in open(sys.argv[1])]
 rounds, n = int(sys.argv[2]), int(sys.argv[3])
 data = bytes(range(256)) * 4096  # 1 MiB
@@ -88,7 +95,7 @@ def own(pid):
         return 0.0
 
 def below(pid):
-    """own() of every process below pid (its workers, their shells)."""
+    """Every process below pid (its workers, their shells)."""
     kids = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -97,12 +104,12 @@ def below(pid):
             except (OSError, IndexError, ValueError):
                 continue
             kids.setdefault(ppid, []).append(int(d))
-    todo, t = list(kids.get(pid, [])), 0.0
+    todo, out = list(kids.get(pid, [])), []
     while todo:
         p = todo.pop()
-        t += own(p)
+        out.append(p)
         todo += kids.get(p, [])
-    return t
+    return out
 
 conns = []
 for label, gw, tpid in clusters:
@@ -116,52 +123,73 @@ for label, gw, tpid in clusters:
     assert r.status == 200, r.status
     c.request("GET", "/v1/objects/eb/obj"); r = c.getresponse(); r.read()
     loc = urllib.parse.urlsplit(r.getheader("location")) if r.status == 307 else u
-    conns.append((label, http.client.HTTPConnection(loc.hostname, loc.port, timeout=60), int(tpid)))
+    # A blocking socket whose timeout is the kernel's (SO_RCVTIMEO): with a
+    # Python timeout each read of a body would poll first, a wake-up and
+    # two system calls more per piece, the client's cost dwarfing the
+    # servers' differences.
+    t = http.client.HTTPConnection(loc.hostname, loc.port)
+    t.connect()
+    for o in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+        t.sock.setsockopt(socket.SOL_SOCKET, o, struct.pack("ll", 60, 0))
+    conns.append((label, t, int(tpid)))
 
-KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"), ("stdio-c", "?etl=identc"))
-res = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}
-use = {(l, k): [] for l, _, _ in conns for k, _ in KINDS}  # per round: target, workers, client (s)
+KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"), ("stdio-c", "?etl=identc"),
+         ("http-c", "?etl=identch"))
+# Each kind runs in turns with plain GETs of its own (pair k: the blocks
+# of k and the plain blocks before them), so that what one kind leaves
+# behind on the host (a Python worker's freed memory) weighs on its own
+# pair only. Seconds per GET and CPU seconds (target, workers, client).
+lat = {(l, k, w): [] for l, _, _ in conns for k, _ in KINDS[1:] for w in ("plain", "etl")}
+use = {(l, k, w): [0.0, 0.0, 0.0] for l, _, _ in conns for k, _ in KINDS[1:] for w in ("plain", "etl")}
 
-def run(t, q, tpid, acc):
-    a = (own(tpid), below(tpid), time.process_time())
-    t0 = time.monotonic()
-    for _ in range(n):
+def run(t, q, tpid, kids, acc, times):
+    """n GETs, each timed alone (its body checked after), the first fifth
+    not kept: the host settling after another kind; the CPU of the
+    target, its workers (kids, found once: /proc walked outside the
+    rounds) and this client added to acc."""
+    a = (own(tpid), sum(own(p) for p in kids), time.process_time())
+    for j in range(n):
+        t0 = time.perf_counter()
         t.request("GET", "/v1/objects/eb/obj" + q); r = t.getresponse(); b = r.read()
+        if j >= n // 5:
+            times.append(time.perf_counter() - t0)
         assert r.status == 200 and b == data, (r.status, len(b), b[:200])
-    dt = time.monotonic() - t0
-    pt = time.process_time()
-    z = (own(tpid), below(tpid), pt)
-    acc.append([z[i] - a[i] for i in range(3)])
-    return n / dt  # MiB/s
+    z = (own(tpid), sum(own(p) for p in kids), time.process_time())
+    for i in range(3):
+        acc[i] += z[i] - a[i]
 
-def ms(rounds):
-    """The medians over rounds of the CPU ms per GET: target, workers,
-    client, their sum (the sum's own median, not the parts' sum)."""
-    per = [[x * 1000 / n for x in u] + [sum(u) * 1000 / n] for u in rounds]
-    return [statistics.median(c) for c in zip(*per)]
+def mibs(l, k, w):
+    return 1 / statistics.median(lat[(l, k, w)])  # 1 MiB objects: MiB/s at the median GET
+
+def ms(l, k, w):
+    """CPU ms per GET: target, workers, client, their sum."""
+    u, cnt = use[(l, k, w)], rounds * n
+    return [x * 1000 / cnt for x in u] + [sum(u) * 1000 / cnt]
 
 for label, t, tpid in conns:  # start the workers
     for _, q in KINDS[1:]:
-        run(t, q, tpid, [])
+        run(t, q, tpid, [], [0.0] * 3, [])
+kids = {tpid: below(tpid) for _, _, tpid in conns}
 for i in range(rounds):
     for label, t, tpid in conns:
-        line = []
-        for k, q in KINDS:
-            res[(label, k)].append(run(t, q, tpid, use[(label, k)]))
-            line.append("%s %.1f" % (k, res[(label, k)][-1]))
-        print("round %d (%s): %s MiB/s" % (i + 1, label, ", ".join(line)))
-print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | CPU ms per GET: target | workers | client "
-      "| all | CPU plain/etl |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for k, q in KINDS[1:]:
+            for w, qq in (("plain", ""), ("etl", q)):
+                run(t, qq, tpid, kids[tpid], use[(label, k, w)], lat[(label, k, w)])
+    if (i + 1) % max(1, rounds // 5) == 0 or i + 1 == rounds:
+        print("after round %d: %s" % (i + 1, "; ".join("%s %s" % (l, ", ".join(
+            "%s %.2fx" % (k, mibs(l, k, "etl") / mibs(l, k, "plain")) for k, _ in KINDS[1:])) for l, _, _ in conns)))
+
+print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | p90 ms (etl) | CPU ms per GET (etl): "
+      "target | workers | client | all | CPU plain/etl |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for label, _, _ in conns:
-    mp = statistics.median(res[(label, "plain")])
-    cp = ms(use[(label, "plain")])
-    print("| %s | plain | %.1f | | | %.2f | %.2f | %.2f | %.2f | |" % (label, mp, *cp))
     for k, _ in KINDS[1:]:
-        me = statistics.median(res[(label, k)])
-        ce = ms(use[(label, k)])
-        print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
-              % (label, k, mp, me, me / mp, *ce, cp[3] / ce[3]))
+        mp, cp, me, ce = mibs(label, k, "plain"), ms(label, k, "plain"), mibs(label, k, "etl"), ms(label, k, "etl")
+        p90 = sorted(lat[(label, k, "etl")])[len(lat[(label, k, "etl")]) * 9 // 10] * 1000
+        print("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
+              % (label, k, mp, me, me / mp, p90, *ce, cp[3] / ce[3]))
+    print("| %s | (plain, all pairs) | | | | | %.2f | | %.2f | %.2f | |" % (label, *[
+        sum(ms(label, k, "plain")[j] for k, _ in KINDS[1:]) / (len(KINDS) - 1) for j in (0, 2, 3)]))
 PY
 	stop_all
 fi

@@ -1,15 +1,22 @@
 /*
- * etlident.c - an identity transformer in C for the stdio protocol
- * (docs/api.md, "The stdio protocol"), as cheap as a worker can be: the
- * object's bytes go from its standard input to its standard output by
+ * etlident.c - an identity transformer in C for both protocols
+ * (docs/api.md, "The stdio protocol", "The http protocol"), as cheap as a
+ * worker can be: the object's bytes go from its input to its output by
  * splice(2), never through its memory. tools/bench/etl.sh registers it
  * beside the Python identity (aisd.etl.serve) to show what the transform
  * path costs apart from the worker's own work.
  *
- * Per request: read "AISETL 1 META_LEN ARGS_LEN DATA_LEN\n", META and
- * ARGS (bytes already read past them are the object's first bytes),
+ * stdio, per request: read "AISETL 1 META_LEN ARGS_LEN DATA_LEN\n", META
+ * and ARGS (bytes already read past them are the object's first bytes),
  * answer "200 DATA_LEN\n", then the object. Exit 0 at the end of input,
  * 1 on a malformed frame or a failed read or write (aisd restarts it).
+ *
+ * http (AISD_ETL_COMM=http, set by aisd): connections accepted on the
+ * listening socket AISD_ETL_FD; per request, its head read (at most 4 KiB,
+ * a Content-Length), then "HTTP/1.1 200 OK" with the same length and the
+ * body moved from the connection back to it through a pipe. A connection
+ * ends when aisd closes it or sends a head that is not whole in the first
+ * read (exit 1 on a failed accept).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "aisd/banned.h"
@@ -60,9 +69,66 @@ static int move(int in, int out, uint64_t n)
 	return 0;
 }
 
+/* Moves n bytes from socket c back to it through pipe p. 0, or -1. */
+static int echo(int c, const int p[2], uint64_t n)
+{
+	while (n > 0) {
+		ssize_t k = splice(c, NULL, p[1], NULL, n > (1u << 20) ? (1u << 20) : (size_t)n, SPLICE_F_MOVE);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || move(p[0], c, (uint64_t)k) != 0)
+			return -1;
+		n -= (uint64_t)k;
+	}
+	return 0;
+}
+
+/* One request on connection c: 0 served, -1 the connection is done. */
+static int http_one(int c, const int p[2])
+{
+	char head[HEAD_MAX + 1];
+	ssize_t k = recv(c, head, HEAD_MAX, MSG_PEEK); /* the head (aisd sends it in one piece), maybe some body */
+	if (k <= 0)
+		return -1;
+	head[k] = '\0';
+	if (!strstr(head, "\r\n\r\n"))
+		return -1;
+	size_t hl = (size_t)(strstr(head, "\r\n\r\n") + 4 - head);
+	if (recv(c, head, hl, MSG_WAITALL) != (ssize_t)hl)
+		return -1;
+	head[hl] = '\0';
+	uint64_t n = 0;
+	for (char *l = strstr(head, "\r\n"); l && l[2] != '\r'; l = strstr(l + 2, "\r\n"))
+		if (strncasecmp(l + 2, "content-length:", 15) == 0)
+			n = strtoull(l + 17, NULL, 10);
+	char line[96];
+	int m = snprintf(line, sizeof(line), "HTTP/1.1 200 OK\r\nContent-Length: %" PRIu64 "\r\n\r\n", n);
+	return write_all(c, line, (size_t)m) == 0 && echo(c, p, n) == 0 ? 0 : -1;
+}
+
+static int serve_http(int lfd)
+{
+	for (;;) {
+		int c = accept(lfd, NULL, NULL), p[2];
+		if (c < 0 && errno == EINTR)
+			continue;
+		if (c < 0 || pipe(p) != 0)
+			return 1;
+		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+		while (http_one(c, p) == 0)
+			;
+		close(c);
+		close(p[0]);
+		close(p[1]);
+	}
+}
+
 int main(void)
 {
 	char head[HEAD_MAX + 1];
+	const char *comm = getenv("AISD_ETL_COMM");
+	if (comm && strcmp(comm, "http") == 0)
+		return serve_http(getenv("AISD_ETL_FD") ? (int)strtol(getenv("AISD_ETL_FD"), NULL, 10) : 3);
 	fcntl(1, F_SETPIPE_SZ, 1 << 20); /* best effort, as aisd sizes its own ends */
 	for (;;) {
 		size_t have = 0;
