@@ -16,6 +16,9 @@ Checks:
     served by a restarted worker (crashes counted in etl ls).
  4. The worker hangs: 504 naming the transformer after its timeout (2s),
     then the next GET is right again.
+ 4b. An object whose pages were dropped from the page cache is
+    transformed whole (such a GET's exchange runs on the network pool, a
+    cached one's on the request's loop).
  5. An answer over etl.max_output: 507 naming the transformer.
  6. The sandbox (the target runs as root here): the worker runs as
     nobody with no descriptor of the target's, sees nothing in a mountpath
@@ -30,6 +33,7 @@ Checks:
  9. No error-level line in any node's log (the worker faults are warnings).
 """
 # timeout: 180
+import glob
 import json
 import os
 import shutil
@@ -197,6 +201,18 @@ dt = time.monotonic() - t0
 t.check(r.status == 504 and '"up"' in r.json().get("message", "") and dt < 30, "a hung worker: 504 naming it after its timeout", (r, dt))
 r = etl_get("up")
 t.check(r.status == 200 and r.body == data.upper(), "after the hang: right again", r)
+
+# --- 4b. a cold object: read on the network pool -------------------------------------
+# (a GET whose object's pages are all cached runs its exchange on the loop;
+# one with pages on disk only goes to the pool, which waits for the disk)
+for tn in ts:
+    for f in glob.glob(os.path.join(tn.dir, "mp1", "obj", "*", "*")):
+        fd = os.open(f, os.O_RDONLY)
+        os.fsync(fd)  # (store.fsync=never: dirty pages would stay)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+r = etl_get("up", "o2")
+t.check(r.status == 200 and r.body == data.upper(), "an object whose pages were dropped: transformed whole", r)
 
 # --- 5. oversize answer -------------------------------------------------------------
 r = etl_get("up", args="big")
