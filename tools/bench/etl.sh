@@ -12,9 +12,9 @@
 # the target (the gateway's 307 resolved once), workers warm, each GET
 # timed alone, the first fifth of each block not counted (the host
 # settling after the kind before it), each kind in turns with plain GETs
-# of its own (what one kind leaves behind weighs on its pair only): so
-# that a host whose speed drifts for seconds at a time (a shared VM)
-# drifts under both sides of a ratio alike. Prints, per kind, MiB/s at
+# of its own, one kind after another (what one kind leaves behind weighs
+# on no other's numbers): so that a host whose speed drifts for seconds
+# at a time (a shared VM) drifts under both sides of a ratio alike. Prints, per kind, MiB/s at
 # the median GET (1 MiB / its time) of it and of its plain GETs and the
 # ratio etl / plain, its 90th percentile (ms), and the CPU time
 # per GET of the target, the workers and the client and their sum (/proc:
@@ -136,9 +136,10 @@ for label, gw, tpid in clusters:
 KINDS = (("plain", ""), ("stdio", "?etl=ident"), ("http", "?etl=identh"), ("stdio-c", "?etl=identc"),
          ("http-c", "?etl=identch"))
 # Each kind runs in turns with plain GETs of its own (pair k: the blocks
-# of k and the plain blocks before them), so that what one kind leaves
-# behind on the host (a Python worker's freed memory) weighs on its own
-# pair only. Seconds per GET and CPU seconds (target, workers, client).
+# of k and the plain blocks before them), all of a pair's rounds before
+# the next pair's, so that what one kind leaves behind on the host (a
+# Python worker's freed memory) weighs on no other kind's numbers.
+# Seconds per GET and CPU seconds (target, workers, client).
 lat = {(l, k, w): [] for l, _, _ in conns for k, _ in KINDS[1:] for w in ("plain", "etl")}
 use = {(l, k, w): [0.0, 0.0, 0.0] for l, _, _ in conns for k, _ in KINDS[1:] for w in ("plain", "etl")}
 
@@ -170,14 +171,12 @@ for label, t, tpid in conns:  # start the workers
     for _, q in KINDS[1:]:
         run(t, q, tpid, [], [0.0] * 3, [])
 kids = {tpid: below(tpid) for _, _, tpid in conns}
-for i in range(rounds):
-    for label, t, tpid in conns:
-        for k, q in KINDS[1:]:
+for k, q in KINDS[1:]:  # one pair at a time: its rounds, then the next pair's
+    for i in range(rounds):
+        for label, t, tpid in conns:
             for w, qq in (("plain", ""), ("etl", q)):
                 run(t, qq, tpid, kids[tpid], use[(label, k, w)], lat[(label, k, w)])
-    if (i + 1) % max(1, rounds // 5) == 0 or i + 1 == rounds:
-        print("after round %d: %s" % (i + 1, "; ".join("%s %s" % (l, ", ".join(
-            "%s %.2fx" % (k, mibs(l, k, "etl") / mibs(l, k, "plain")) for k, _ in KINDS[1:])) for l, _, _ in conns)))
+    print("%s: %s" % (k, ", ".join("%s %.2fx" % (l, mibs(l, k, "etl") / mibs(l, k, "plain")) for l, _, _ in conns)))
 
 print("| build | mode | plain GET (MiB/s) | GET ?etl= (MiB/s) | etl/plain | p90 ms (etl) | CPU ms per GET (etl): "
       "target | workers | client | all | CPU plain/etl |")
