@@ -114,6 +114,8 @@ static int serve_http(int lfd)
 			continue;
 		if (c < 0 || pipe(p) != 0)
 			return 1;
+		int sz = 2 << 20; /* an answer in one hand-over, as aisd.etl asks (best effort: wmem_max) */
+		setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 		while (http_one(c, p) == 0)
 			;
