@@ -8,11 +8,12 @@
  *
  * The object (member) must be at most etl.max_input bytes (413). The
  * object is opened on the loop and, when a live worker is free and its
- * pages are cached, the exchange runs there too, on events (etl_transform_
- * start); otherwise (a member's tar index, a transformer to pull from the
- * primary, a worker to start or wait for, a cold object) it runs on the
- * network pool, since a transformer may take up to its timeout. Errors come from etl_transform: 404 unknown transformer,
- * 5xx naming it and the reason. A big answer is not read there: once its
+ * pages are cached, the exchange runs there too, on events
+ * (etl_transform_start); otherwise (a member's tar index, a transformer
+ * to pull from the primary, a worker to start or wait for, a cold object)
+ * it runs on the network pool, since a transformer may take up to its
+ * timeout. Errors come from etl_transform: 404 unknown transformer, 5xx
+ * naming it and the reason. A big answer is not read there: once its
  * head says 200 and its length, the response streams its body from the
  * worker (src/etl/stream.c: spliced on a plain connection); a worker that
  * fails after that cuts the client's connection short of the length.
@@ -42,19 +43,20 @@ struct tetl {
 	buf_t out, msg;
 	etl_stream_t *st; /* status 0: the answer's body still with its worker, else out holds it */
 	int fd;           /* the object, open until its bytes went to the worker; -1 none */
-	uint64_t size, version;
+	store_meta_t m;   /* its metadata, once open */
 	etl_op_t *op;     /* the exchange running on the loop */
 };
 
-/* An S3 error document (S3 clients read the code): NoSuchTransformer for
- * 404, else the status's own. */
-static void s3_err(http_req_t *req, int status, const char *msg)
+/* An S3 error document (S3 clients read the code): code, or by status:
+ * NoSuchTransformer for 404, else the status's own. */
+static void s3_err(http_req_t *req, int status, const char *code, const char *msg)
 {
 	buf_t b = BUF_INIT;
-	const char *code = status == 404   ? "NoSuchTransformer"
-			   : status == 413 ? "EntityTooLarge"
-			   : status == 504 ? "TransformTimeout"
-					   : "TransformFailed";
+	if (!code)
+		code = status == 404   ? "NoSuchTransformer"
+		       : status == 413 ? "EntityTooLarge"
+		       : status == 504 ? "TransformTimeout"
+				       : "TransformFailed";
 	buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>", code);
 	for (const char *p = msg; *p; p++) {
 		if (*p == '<')
@@ -90,9 +92,9 @@ static int tetl_fill(http_req_t *req, buf_t *out)
 }
 
 /* An object stored encrypted is refused (403): true. */
-static bool sse_refused(struct tetl *x, const store_meta_t *m)
+static bool sse_refused(struct tetl *x)
 {
-	if (!tgt_sse_encrypted(m->custom))
+	if (!tgt_sse_encrypted(x->m.custom))
 		return false;
 	close(x->fd);
 	x->fd = -1;
@@ -109,23 +111,19 @@ static void tetl_work(http_req_t *req)
 		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(x->name.len, 64), x->name.ptr);
 		return;
 	}
-	if (x->fd < 0) {
-		store_meta_t m;
-		if (ol_open_sync(x->t, x->bck, x->obj, true, &x->fd, &m, &x->msg) != AIS_OK) {
+	if (x->fd < 0) { /* else opened on the loop */
+		if (ol_open_sync(x->t, x->bck, x->obj, true, &x->fd, &x->m, &x->msg) != AIS_OK) {
 			x->fd = -1;
 			x->err = errno ? errno : EIO;
 			return;
 		}
-		if (sse_refused(x, &m))
+		if (sse_refused(x))
 			return;
-		x->size = m.size;
-		x->version = m.version;
 	}
-	uint64_t off = 0, size = x->size;
+	uint64_t off = 0, size = x->m.size;
 	if (x->member.len) {
 		store_tar_index_t *idx;
-		store_meta_t m = {.size = x->size, .version = x->version};
-		if (store_tar_index(x->t->store, x->bck.ptr, x->bck.len, x->obj.ptr, x->obj.len, &m, x->fd, &idx,
+		if (store_tar_index(x->t->store, x->bck.ptr, x->bck.len, x->obj.ptr, x->obj.len, &x->m, x->fd, &idx,
 				    &x->msg) != AIS_OK) {
 			x->status = errno == EINVAL ? 400 : 500;
 			buf_t b = BUF_INIT;
@@ -145,7 +143,7 @@ static void tetl_work(http_req_t *req)
 			goto out_close;
 		}
 	}
-	if (etl_transform_open(x->name.ptr, x->name.len, x->bck, x->obj, x->member, x->fd, off, size, x->version,
+	if (etl_transform_open(x->name.ptr, x->name.len, x->bck, x->obj, x->member, x->fd, off, size, x->m.version,
 			       x->args, &x->out, &x->st, &x->status, &x->msg) == AIS_OK)
 		x->status = 0;
 out_close:
@@ -158,14 +156,16 @@ static void tetl_done(http_req_t *req)
 	struct tetl *x = req->state;
 	if (x->err) {
 		if (x->s3)
-			s3_err(req, x->err == ENOENT ? 404 : 500, x->msg.ptr ? x->msg.ptr : "cannot read the object");
+			s3_err(req, x->err == ENOENT ? 404 : 500, x->err == ENOENT ? "NoSuchKey" : "InternalError",
+			       x->msg.ptr ? x->msg.ptr : "cannot read the object");
 		else
 			ol_open_failed(req, x->bck, x->obj, x->err, x->msg.ptr);
 		return;
 	}
 	if (x->status) {
 		if (x->s3)
-			s3_err(req, x->status, x->msg.ptr ? x->msg.ptr : "transform failed");
+			s3_err(req, x->status, x->status == 403 ? "AccessDenied" : NULL,
+			       x->msg.ptr ? x->msg.ptr : "transform failed");
 		else
 			http_resp_error(req, x->status, "%s", x->msg.ptr ? x->msg.ptr : "transform failed");
 		return;
@@ -200,13 +200,12 @@ static void tetl_opened(http_req_t *req, void *arg, int fd, store_meta_t *m, int
 		return;
 	}
 	x->fd = fd;
-	if (sse_refused(x, m)) {
+	x->m = *m;
+	if (sse_refused(x)) {
 		tetl_done(req);
 		return;
 	}
-	x->size = m->size;
-	x->version = m->version;
-	if (etl_transform_start(req, x->name.ptr, x->name.len, x->bck, x->obj, fd, x->size, x->version, x->args,
+	if (etl_transform_start(req, x->name.ptr, x->name.len, x->bck, x->obj, fd, m->size, m->version, x->args,
 				&x->out, &x->st, &x->status, &x->msg, tetl_answered, &x->op) == AIS_AGAIN)
 		http_offload_net(req, tetl_work, tetl_done);
 }
@@ -227,7 +226,7 @@ static int get_etl(http_req_t *req, target_t *t, sv_t bck, sv_t obj, sv_t member
 	if (!etl_exists(name.ptr, name.len) && !t->base.cl) {
 		buf_addf(&x->msg, "no transformer \"%.*s\" (aisctl etl ls)", (int)MIN(name.len, 64), name.ptr);
 		if (s3)
-			s3_err(req, 404, x->msg.ptr);
+			s3_err(req, 404, NULL, x->msg.ptr);
 		else
 			http_resp_error(req, 404, "%s", x->msg.ptr);
 		return AIS_OK;

@@ -11,7 +11,7 @@ Checks:
  2. GET through the gateway with ?etl=NAME: curl (native, 307 followed)
     and boto3 (S3, the x-ais-etl header), byte for byte the uppercased
     object of 1 MiB; an unknown transformer is 404 with a JSON body
-    (native) and NoSuchTransformer (S3).
+    (native) and NoSuchTransformer (S3); a missing key is NoSuchKey (S3).
  3. The worker crashes: 502 naming the transformer; the next GET is
     served by a restarted worker (crashes counted in etl ls).
  4. The worker hangs: 504 naming the transformer after its timeout (2s),
@@ -187,6 +187,13 @@ try:
 except Exception as e:  # botocore ClientError
     code = getattr(e, "response", {}).get("Error", {}).get("Code")
     t.check(code == "NoSuchTransformer", "boto3 with an unknown transformer: NoSuchTransformer", e)
+etl_hdr["name"] = "up"
+try:
+    s3.get_object(Bucket="eb", Key="nosuchkey")
+    t.fail("boto3 GetObject of a missing key with x-ais-etl: refused")
+except Exception as e:  # botocore ClientError
+    code = getattr(e, "response", {}).get("Error", {}).get("Code")
+    t.check(code == "NoSuchKey", "boto3 GetObject of a missing key with x-ais-etl: NoSuchKey", e)
 
 # --- 3. crash, restart --------------------------------------------------------------
 r = etl_get("up", args="crash")
