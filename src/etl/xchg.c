@@ -144,18 +144,23 @@ static int fail(etl_op_t *x, int status, const char *what)
 	return AIS_ERR;
 }
 
-/* The request to fd until it is all sent or fd is full: AIS_OK or
- * AIS_ERR; *gone: the peer stopped reading (EPIPE, ECONNRESET). */
+/* The request to fd until it is all sent or fd took less than a whole
+ * piece (full: in_send's try after a wait only, where EAGAIN means pages
+ * not cached): AIS_OK or AIS_ERR; *gone: the peer stopped reading (EPIPE,
+ * ECONNRESET). */
 static int send_some(etl_op_t *x, int fd, bool *gone)
 {
 	bool sock = x->http;
 	while (x->sent < x->total) {
 		const char *h = x->hdr.ptr + x->sent;
 		size_t hn = x->sent < x->hdr.len ? x->hdr.len - x->sent : 0;
+		uint64_t want = hn ? hn : MIN(x->in.len - (x->sent - x->hdr.len), (uint64_t)1 << 20);
 		ssize_t n = hn ? (sock ? send(fd, h, hn, MSG_NOSIGNAL) : write(fd, h, hn))
 			       : in_send(&x->in, x->sent - x->hdr.len, fd, sock);
 		if (n > 0) {
 			x->sent += (uint64_t)n;
+			if ((uint64_t)n < want)
+				return AIS_OK; /* fd is full: the next try waits until it is writable (in_send) */
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
