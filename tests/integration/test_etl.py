@@ -180,20 +180,15 @@ s3.meta.events.register("before-sign.s3.GetObject",
                         lambda request, **kw: request.headers.__setitem__("x-ais-etl", etl_hdr["name"]))
 got = s3.get_object(Bucket="eb", Key="o2")["Body"].read()
 t.check(got == data.upper(), "boto3 GetObject with x-ais-etl: up: the uppercased bytes", len(got))
-etl_hdr["name"] = "nosuch"
-try:
-    s3.get_object(Bucket="eb", Key="o2")
-    t.fail("boto3 with an unknown transformer: refused")
-except Exception as e:  # botocore ClientError
-    code = getattr(e, "response", {}).get("Error", {}).get("Code")
-    t.check(code == "NoSuchTransformer", "boto3 with an unknown transformer: NoSuchTransformer", e)
-etl_hdr["name"] = "up"
-try:
-    s3.get_object(Bucket="eb", Key="nosuchkey")
-    t.fail("boto3 GetObject of a missing key with x-ais-etl: refused")
-except Exception as e:  # botocore ClientError
-    code = getattr(e, "response", {}).get("Error", {}).get("Code")
-    t.check(code == "NoSuchKey", "boto3 GetObject of a missing key with x-ais-etl: NoSuchKey", e)
+for name, key, want, what in (("nosuch", "o2", "NoSuchTransformer", "an unknown transformer"),
+                              ("up", "nosuchkey", "NoSuchKey", "a missing key")):
+    etl_hdr["name"] = name
+    try:
+        s3.get_object(Bucket="eb", Key=key)
+        t.fail("boto3 GetObject with x-ais-etl, %s: refused" % what)
+    except Exception as e:  # botocore ClientError
+        code = getattr(e, "response", {}).get("Error", {}).get("Code")
+        t.check(code == want, "boto3 GetObject with x-ais-etl, %s: %s" % (what, want), e)
 
 # --- 3. crash, restart --------------------------------------------------------------
 r = etl_get("up", args="crash")
