@@ -48,6 +48,9 @@ typedef struct etl {
 	bool gone;
 } etl_t;
 
+/* Whether e's workers speak http (spec.comm), else stdio. */
+static inline bool etl_is_http(const etl_t *e) { return e->spec.comm[0] == 'h'; }
+
 /* A request's input: len bytes at ptr, or (ptr NULL) at off in the file
  * fd, streamed to the worker (worker.c rule 6). */
 typedef struct etl_in {

@@ -81,8 +81,6 @@ static pthread_mutex_t sockdir_mu = PTHREAD_MUTEX_INITIALIZER;
 static char sockdir[40]; /* http workers' sockets; made on first use */
 static unsigned sockseq;  /* their names: w<seq>.sock, never reused */
 
-static bool is_http(const etl_t *e) { return e->spec.comm[0] == 'h'; }
-
 static void child_fail(const char *what)
 {
 	static const char pfx[] = "aisd etl: worker sandbox: ";
@@ -238,7 +236,7 @@ static int spawn(etl_t *e, unsigned i, buf_t *msg)
 		(void)!ftruncate(logfd, 0);
 	if (getuid() == 0)
 		(void)!fchown(logfd, NOBODY, NOBODY);
-	if (is_http(e) && (lfd = http_listen(e, i, msg)) < 0) {
+	if (etl_is_http(e) && (lfd = http_listen(e, i, msg)) < 0) {
 		close(logfd);
 		return AIS_ERR;
 	}

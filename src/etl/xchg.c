@@ -86,8 +86,6 @@ struct etl_op {
 	int evfd; /* the descriptor evr and evw were made for */
 };
 
-static bool is_http(const etl_t *e) { return e->spec.comm[0] == 'h'; }
-
 /* Sends the next piece of in (done bytes of it sent) to fd, a pipe or
  * (sock) a socket: from memory; from the file by sendfile to a socket or
  * splice to a pipe (the bytes never copied to user space); where those
@@ -389,7 +387,7 @@ static int op_init(etl_op_t *x, etl_t *e, unsigned wi, const char *meta, sv_t ar
 	etl_worker_t *w = &e->w[wi];
 	x->e = e;
 	x->wi = wi;
-	x->http = is_http(e);
+	x->http = etl_is_http(e);
 	x->fd = -1;
 	x->evfd = -1;
 	x->in = *in;
