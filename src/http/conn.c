@@ -761,8 +761,10 @@ static bool head_step(http_conn_t *c)
 			return false;
 		}
 	}
-	if (!c->req_start_mono)
+	if (!c->req_start_mono) {
 		c->req_start_mono = time_mono_ns();
+		c->had_request = true;
+	}
 	c->in_off += hp_feed(&c->hp, c->in.ptr + c->in_off, c->in.len - c->in_off, &ev);
 	if (ev == HP_HEAD) {
 		c->state = CS_BODY;

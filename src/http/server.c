@@ -239,7 +239,7 @@ static bool server_full(http_server_t *s, uint64_t slack)
 	return atomic_load(&s->nconns) >= s->o.max_conns + slack || atomic_load(&s->fds) >= s->fd_budget + slack;
 }
 
-void accept_refuse(http_server_t *s, int fd, bool local, const char *why)
+void refuse_write(http_server_t *s, int fd, bool local, const char *why)
 {
 	buf_t body = BUF_INIT, msg = BUF_INIT;
 	if (!s->tls || local) { /* over TLS a plain answer would be noise */
@@ -254,6 +254,11 @@ void accept_refuse(http_server_t *s, int fd, bool local, const char *why)
 	}
 	buf_free(&body);
 	buf_free(&msg);
+}
+
+void accept_refuse(http_server_t *s, int fd, bool local, const char *why)
+{
+	refuse_write(s, fd, local, why);
 	close(fd);
 }
 
@@ -268,12 +273,17 @@ static bool unread_input(const http_conn_t *c)
  * (no request begun, nothing in flight, no bytes waiting in the kernel:
  * a request that arrived but was not read yet is not idle, and closing
  * over unread bytes would reset it), so that idle connections cannot lock
- * others out. false when none is idle. */
+ * others out. One that never began a request gets the 503 a refused
+ * connection gets: its client may have connected and be sending its first
+ * request now, and reads that answer to it (retry later) rather than a
+ * close with no answer. false when none is idle. */
 static bool evict_idle(struct worker *w)
 {
 	for (http_conn_t *c = w->conns_tail; c; c = c->prev) {
 		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded && !c->running &&
 		    !unread_input(c)) {
+			if (!c->had_request && !c->ssl)
+				refuse_write(w->srv, c->fd, c->local, "too many connections");
 			HM_INC(w->st.evicted, 1);
 			conn_free(c);
 			return true;

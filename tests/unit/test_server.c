@@ -1416,6 +1416,37 @@ START_TEST(test_max_conns)
 }
 END_TEST
 
+/* A connection evicted before it sent a request gets the 503 a refused
+ * one gets, not a bare close: its client may be sending its first request. */
+START_TEST(test_evict_fresh)
+{
+	cl_t a, b, x;
+	resp_t r;
+	g_workers = 1;
+	start(3000, 3000, 2);
+	g_workers = 0;
+	cl_open(&a); /* both connected, neither has sent a byte */
+	cl_open(&b);
+	usleep(50000);
+	cl_open(&x);
+	cl_sends(&x, "GET /file/small HTTP/1.1\r\n\r\n");
+	ck_assert(cl_read(&x, &r, false));
+	expect_file(&r, SMALL_SIZE);
+	resp_free(&r);
+	/* the oldest (a) made room for it, with a 503 and a close */
+	ck_assert(cl_read(&a, &r, false));
+	ck_assert_int_eq(r.status, 503);
+	ck_assert(r.close);
+	ck_assert_ptr_nonnull(strstr(r.body.ptr, "too many connections"));
+	resp_free(&r);
+	ck_assert(cl_eof(&a));
+	cl_close(&a);
+	cl_close(&b);
+	cl_close(&x);
+	stop();
+}
+END_TEST
+
 START_TEST(test_per_client)
 {
 	cl_t a, b, x, y;
@@ -1590,6 +1621,7 @@ static Suite *server_suite(void)
 		{"header_timeout", test_header_timeout},
 		{"idle_timeout", test_idle_timeout},
 		{"max_conns", test_max_conns},
+		{"evict_fresh", test_evict_fresh},
 		{"per_client", test_per_client},
 		{"tls_keep_alive", tls_test_keep_alive},
 		{"tls_http10_closes", tls_test_http10_closes},
