@@ -291,8 +291,6 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr_storage *ss, bo
 /* A connection not let in: a 503 (JSON, message why) written as it is
  * accepted, and closed; the caller has counted nothing for it. */
 void accept_refuse(http_server_t *s, int fd, bool local, const char *why);
-/* The same 503 written on fd (plain connections only), fd left open. */
-void refuse_write(http_server_t *s, int fd, bool local, const char *why);
 void conn_run(http_conn_t *c);
 void conn_free(http_conn_t *c);
 void conn_close(http_conn_t *c);

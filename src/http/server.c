@@ -239,7 +239,8 @@ static bool server_full(http_server_t *s, uint64_t slack)
 	return atomic_load(&s->nconns) >= s->o.max_conns + slack || atomic_load(&s->fds) >= s->fd_budget + slack;
 }
 
-void refuse_write(http_server_t *s, int fd, bool local, const char *why)
+/* accept_refuse's 503 written on fd (plain connections only), fd left open. */
+static void refuse_write(http_server_t *s, int fd, bool local, const char *why)
 {
 	buf_t body = BUF_INIT, msg = BUF_INIT;
 	if (!s->tls || local) { /* over TLS a plain answer would be noise */
@@ -282,7 +283,7 @@ static bool evict_idle(struct worker *w)
 	for (http_conn_t *c = w->conns_tail; c; c = c->prev) {
 		if (c->state == CS_HEAD && c->in_off == c->in.len && !c->req_start_mono && !c->offloaded && !c->running &&
 		    !unread_input(c)) {
-			if (!c->had_request && !c->ssl)
+			if (!c->had_request) /* (over TLS refuse_write writes nothing) */
 				refuse_write(w->srv, c->fd, c->local, "too many connections");
 			HM_INC(w->st.evicted, 1);
 			conn_free(c);
